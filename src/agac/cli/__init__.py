@@ -1,0 +1,1 @@
+"""cli layer of agac (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""config layer of agac (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""data layer of agac (see DESIGN.md §2)."""

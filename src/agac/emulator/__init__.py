@@ -1,0 +1,1 @@
+"""emulator layer of agac (see DESIGN.md §2)."""

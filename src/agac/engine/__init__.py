@@ -1,0 +1,1 @@
+"""engine layer of agac (see DESIGN.md §2)."""

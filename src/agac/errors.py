@@ -1,0 +1,191 @@
+"""The one error root of agac.
+
+Tree::
+
+    AgacError                       base of everything agac raises on purpose
+    ├── ConfigError                 bad agac.yml or workflow; carries located Problems (exit 2)
+    ├── UsageError                  a command that cannot be done as asked (exit 2)
+    │   └── RefusedError            refused by a rule (retry while a run is open, ...)
+    ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
+    │   └── LeaseLost               our fencing token is stale: another owner took the run
+    ├── Paused                      the run cannot move now; run again later (exit 75)
+    │   └── LeaseHeld               a live process owns the run
+    ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (DESIGN §5)
+    │   ├── WaitError               come back after ``retry_after`` seconds, no attempt spent
+    │   ├── RetryableError          spend an attempt, back off with jitter
+    │   ├── FatalError              fail the unit (``provider_error``), no retries
+    │   └── UnsupportedError        this provider/model cannot do it; stop at once
+    └── ToolError                   a tool function raised (fails the unit, ``tool_error``)
+
+Every class's docstring is its default message. Adapters translate third-party
+errors at their boundary with ``raise ... from exc``; nothing above ``providers/``
+or ``store/`` sees an SDK or driver exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AgacError",
+    "ConfigError",
+    "FatalError",
+    "LeaseHeld",
+    "LeaseLost",
+    "Paused",
+    "Problem",
+    "ProviderError",
+    "RefusedError",
+    "RetryableError",
+    "StoreError",
+    "ToolError",
+    "UnsupportedError",
+    "UsageError",
+    "WaitError",
+]
+
+
+class AgacError(Exception):
+    """agac failed."""
+
+    exit_code = 1
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (type(self).__doc__ or "").strip().splitlines()[0])
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One located finding of validation.
+
+    ``severity`` is ``error`` or ``warning``; ``code`` is a stable code of DESIGN §3;
+    ``file`` and ``line`` point at the offending node (line is 1-based, 0 if unknown).
+    """
+
+    code: str
+    message: str
+    file: str = ""
+    line: int = 0
+    severity: str = "error"
+    hint: str | None = None
+    path: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        text = f"{where}: {self.severity}: {self.message} [{self.code}]"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "severity": self.severity,
+            "hint": self.hint,
+            "path": self.path,
+        }
+
+
+class ConfigError(AgacError):
+    """The configuration is not valid."""
+
+    exit_code = 2
+
+    def __init__(self, message: str | None = None, problems: list[Problem] | None = None) -> None:
+        self.problems: list[Problem] = list(problems or [])
+        if message is None and self.problems:
+            message = "; ".join(p.render() for p in self.problems if p.severity == "error")
+        super().__init__(message)
+
+
+class UsageError(AgacError):
+    """The command cannot be done as asked."""
+
+    exit_code = 2
+
+
+class RefusedError(UsageError):
+    """The command was refused."""
+
+
+class StoreError(AgacError):
+    """The store could not be read or written; the run stopped with its last good checkpoint."""
+
+    exit_code = 1
+
+
+class LeaseLost(StoreError):
+    """Another process took over this run; this process stops writing."""
+
+
+class Paused(AgacError):
+    """The run cannot move now; run the same command again later."""
+
+    exit_code = 75
+
+
+class LeaseHeld(Paused):
+    """The run is owned by another live process."""
+
+
+class ProviderError(AgacError):
+    """The provider call failed."""
+
+    kind = "retryable"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.retry_after = retry_after
+        # The reason code an outcome gets when this error is final (DESIGN §7.2).
+        self.reason = reason or ("provider_error" if self.kind in ("fatal", "unsupported") else None)
+
+
+class WaitError(ProviderError):
+    """The provider asked us to come back later."""
+
+    kind = "wait"
+
+
+class RetryableError(ProviderError):
+    """The provider call failed in a way that may pass on another attempt."""
+
+    kind = "retryable"
+
+
+class FatalError(ProviderError):
+    """The provider refused the request; retrying will not help."""
+
+    kind = "fatal"
+
+
+class UnsupportedError(ProviderError):
+    """This provider or model cannot do what is asked."""
+
+    kind = "unsupported"
+
+
+class ToolError(AgacError):
+    """The tool function raised."""
+
+    def __init__(self, message: str | None = None, traceback_text: str = "") -> None:
+        super().__init__(message)
+        self.traceback_text = traceback_text

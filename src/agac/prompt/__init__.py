@@ -1,0 +1,1 @@
+"""prompt layer of agac (see DESIGN.md §2)."""

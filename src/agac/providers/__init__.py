@@ -1,0 +1,1 @@
+"""providers layer of agac (see DESIGN.md §2)."""

@@ -1,0 +1,226 @@
+"""The provider contract (DESIGN §5): normalized types and the ``Provider`` protocol.
+
+Adapters translate between these types and one provider's official SDK. They know
+nothing of runs, the store or the engine. Every SDK exception is translated at the
+adapter boundary into the taxonomy of :mod:`agac.errors` (``WaitError``,
+``RetryableError``, ``FatalError``, ``UnsupportedError``) and re-raised ``from exc``.
+SDK built-in retries are turned off: the engine owns retries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "BatchHandle",
+    "BatchStatus",
+    "Message",
+    "Provider",
+    "ProviderSettings",
+    "Request",
+    "Response",
+    "Result",
+    "StopReason",
+    "Usage",
+    "canonical_json",
+]
+
+StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
+"""Normalized stop reasons. ``max_tokens`` is every provider's truncation value
+(OpenAI/Groq/Ollama ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
+``model_context_window_exceeded``)."""
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the form hashed into fingerprints."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One model request, provider-neutral.
+
+    ``model`` is the provider-local model name (``gpt-4o-mini``, not
+    ``openai/gpt-4o-mini``). ``messages`` holds the system prompt first (role
+    ``system``) when there is one. ``schema`` is the JSON Schema the answer must
+    satisfy; adapters send it in the provider's native structured-output form and
+    fall back to prompting where a model cannot take one. ``seed`` is the fan-out
+    version index where supported. ``custom_id`` names the request inside a batch
+    (``^[a-zA-Z0-9_-]{1,64}$``).
+    """
+
+    provider: str
+    model: str
+    messages: tuple[Message, ...]
+    max_tokens: int = 1024
+    temperature: float | None = None
+    schema: dict[str, Any] | None = None
+    timeout: float | None = None
+    seed: int | None = None
+    custom_id: str | None = None
+
+    @property
+    def system(self) -> str | None:
+        for m in self.messages:
+            if m.role == "system":
+                return m.content
+        return None
+
+    @property
+    def chat(self) -> list[Message]:
+        """The messages without the system prompt."""
+        return [m for m in self.messages if m.role != "system"]
+
+    def fingerprint(self) -> str:
+        """Hash of everything that determines an answer (DESIGN §1): not timeout, not custom_id."""
+        body = {
+            "p": self.provider,
+            "m": self.model,
+            "msg": [[m.role, m.content] for m in self.messages],
+            "max": self.max_tokens,
+            "t": self.temperature,
+            "s": self.schema,
+            "v": self.seed,
+        }
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "schema": self.schema,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage, normalized: ``input_tokens`` excludes cached reads and cache writes.
+
+    OpenAI and Gemini include cached tokens in their prompt count, so adapters
+    subtract them; Anthropic already excludes both and reports cache writes apart.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A normalized model answer. ``parsed`` is the JSON value when the text parses."""
+
+    text: str
+    model: str
+    stop_reason: StopReason = "end"
+    usage: Usage = field(default_factory=Usage)
+    parsed: Any = None
+    service_tier: str | None = None
+    latency_ms: float = 0.0
+    refusal: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHandle:
+    """Names one provider batch. ``id`` is what the provider's SDK takes back
+    (Gemini: the full ``batches/<id>`` name). ``key`` is our idempotency key."""
+
+    provider: str
+    id: str
+    key: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+BatchState = Literal["running", "cancelling", "ended", "failed", "expired", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStatus:
+    """``state`` is normalized; ``raw_status`` is the provider's own word.
+
+    ``ended`` means results can be read. ``cancelled`` means cancelled before
+    finishing (nothing to read) -- except Anthropic, whose canceled batches end with a
+    result per request and are reported ``ended``. A status no mapping knows is
+    ``running`` (B9) with the raw word kept.
+    """
+
+    state: BatchState
+    raw_status: str
+    request_count: int = 0
+    completed: int = 0
+    failed: int = 0
+    known: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One item of a finished batch. A custom_id missing from results is *not returned*."""
+
+    custom_id: str
+    type: Literal["succeeded", "errored", "canceled", "expired"]
+    response: Response | None = None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """What a provider needs to start: base URL, API key, extra options from agac.yml."""
+
+    name: str
+    base_url: str | None = None
+    api_key: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """One provider behind the contract. Built-ins and plugins register under the
+    entry point group ``agac.providers`` with the class as the value.
+
+    Class attributes: ``name``; ``extra`` (the pip extra that installs the SDK);
+    ``sdk_module`` (import name of the SDK, None for none); ``credential_env`` (the
+    environment variables that may carry the key, empty when none is needed);
+    ``supports_batch``.
+    """
+
+    name: str
+    extra: str
+    sdk_module: str | None
+    credential_env: tuple[str, ...]
+    supports_batch: bool
+
+    async def complete(self, request: Request) -> Response: ...
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle: ...
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus: ...
+
+    def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]: ...
+
+    async def cancel_batch(self, handle: BatchHandle) -> None: ...
+
+    async def find_batch(self, key: str) -> BatchHandle | None: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,74 @@
+"""Provider plugins: every provider, built-in or third-party, registers under the
+entry point group ``agac.providers`` (name -> ``module:Class``).
+
+Loading a provider class imports only its adapter module; the adapter imports its
+SDK lazily when it is constructed, so the core install stays light and a missing SDK
+is reported as ``provider_not_installed`` naming the extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from agac.errors import ConfigError, Problem
+
+__all__ = [
+    "available_providers",
+    "credentials_missing",
+    "provider_class",
+    "sdk_installed",
+]
+
+_BUILTIN = {
+    "mock": "agac.providers.mock:MockProvider",
+    "openai": "agac.providers.openai:OpenAIProvider",
+    "anthropic": "agac.providers.anthropic:AnthropicProvider",
+    "gemini": "agac.providers.gemini:GeminiProvider",
+    "groq": "agac.providers.groq:GroqProvider",
+    "ollama": "agac.providers.ollama:OllamaProvider",
+}
+
+
+@lru_cache(maxsize=1)
+def _targets() -> dict[str, str]:
+    targets = dict(_BUILTIN)
+    for ep in entry_points(group="agac.providers"):
+        targets[ep.name] = ep.value
+    return targets
+
+
+def available_providers() -> list[str]:
+    return sorted(_targets())
+
+
+def provider_class(name: str) -> Any:
+    """The adapter class registered as ``name``; ConfigError ``unknown_provider`` if none."""
+    target = _targets().get(name)
+    if target is None:
+        known = ", ".join(available_providers())
+        raise ConfigError(
+            problems=[Problem("unknown_provider", f"unknown provider {name!r} (known: {known})")]
+        )
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attr)
+
+
+def sdk_installed(cls: Any) -> bool:
+    mod = getattr(cls, "sdk_module", None)
+    return mod is None or importlib.util.find_spec(mod) is not None
+
+
+def credentials_missing(cls: Any, configured_key: str | None = None) -> list[str]:
+    """The environment variables that could carry the key, when none of them is set."""
+    names: tuple[str, ...] = tuple(getattr(cls, "credential_env", ()) or ())
+    if not names or configured_key:
+        return []
+    if any(os.environ.get(n) for n in names):
+        return []
+    return list(names)

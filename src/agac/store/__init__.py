@@ -1,0 +1,1 @@
+"""store layer of agac (see DESIGN.md §2)."""
