@@ -1,0 +1,115 @@
+"""Resolve a workflow's ``input.path`` to the input files it names (DESIGN §3).
+
+An input spec is one of:
+
+- a **file**: used as is; its extension must be one of :data:`SUPPORTED_SUFFIXES`;
+- a **folder**: its files with a supported extension, sorted by name. Only the folder
+  itself is read, not its subfolders (use a glob such as ``data/**/*.jsonl`` for that);
+  files with other extensions are ignored;
+- a **glob** (any spec holding ``*``, ``?`` or ``[``): matched relative to the project
+  root (``**`` crosses folders), sorted; matches with other extensions are ignored.
+
+Relative specs are relative to the project root; absolute ones are used as written.
+Each input file is one unit of batching, so the order returned here is the order in
+which records are admitted.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+from pathlib import Path
+
+from agac.errors import ConfigError, Problem
+
+__all__ = ["SUPPORTED_SUFFIXES", "is_supported", "resolve_input_files"]
+
+#: Extensions agac reads, lower-case (matching is case-insensitive).
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".jsonl", ".json", ".csv")
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def is_supported(path: Path) -> bool:
+    """True when ``path`` has an extension agac can read."""
+    return path.suffix.lower() in SUPPORTED_SUFFIXES
+
+
+def resolve_input_files(
+    path_spec: str, root: Path, *, file: str = "", line: int = 0
+) -> list[Path]:
+    """Return the input files ``path_spec`` names, never empty.
+
+    ``file`` and ``line`` locate the spec in its workflow file for error messages.
+    Raises :class:`ConfigError` with code ``input_not_found`` when nothing matches and
+    ``unsupported_input`` when an explicit file (or every match of a glob) has an
+    extension agac cannot read.
+    """
+    spec = path_spec.strip()
+    if not spec:
+        raise _problem("input_not_found", "input.path is empty", file, line)
+    if _GLOB_CHARS.intersection(spec):
+        return _resolve_glob(spec, root, file, line)
+    path = Path(spec).expanduser()
+    if not path.is_absolute():
+        path = root / path
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_file() and is_supported(p))
+        if not found:
+            raise _problem(
+                "input_not_found",
+                f"input folder {spec!r} holds no {_suffix_list()} files",
+                file,
+                line,
+            )
+        return found
+    if path.is_file():
+        if not is_supported(path):
+            raise _problem(
+                "unsupported_input",
+                f"input file {spec!r} is not one of {_suffix_list()}",
+                file,
+                line,
+            )
+        return [path]
+    raise _problem(
+        "input_not_found",
+        f"input {spec!r} does not exist (looked in {path.parent})",
+        file,
+        line,
+    )
+
+
+def _resolve_glob(spec: str, root: Path, file: str, line: int) -> list[Path]:
+    pattern = spec if Path(spec).is_absolute() else str(root / spec)
+    matches = sorted(Path(p) for p in _glob.glob(pattern, recursive=True))
+    files = [p for p in matches if p.is_file()]
+    found = [p for p in files if is_supported(p)]
+    if found:
+        return found
+    if files:
+        raise _problem(
+            "unsupported_input",
+            f"input glob {spec!r} matches only files that are not {_suffix_list()}",
+            file,
+            line,
+        )
+    raise _problem("input_not_found", f"input glob {spec!r} matches no files", file, line)
+
+
+def _suffix_list() -> str:
+    return "/".join(SUPPORTED_SUFFIXES)
+
+
+def _problem(code: str, message: str, file: str, line: int) -> ConfigError:
+    return ConfigError(
+        problems=[
+            Problem(
+                code=code,
+                message=message,
+                file=file,
+                line=line,
+                path="input.path",
+                hint="input.path is a file, a folder or a glob, relative to the project root",
+            )
+        ]
+    )

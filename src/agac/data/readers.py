@@ -1,0 +1,298 @@
+"""Streaming readers of input files and record identity (DESIGN §1, §4).
+
+Every record of an input file becomes exactly one :class:`InputRecord`, in file order.
+A record that cannot be read (a malformed JSONL line, a JSON value that is not an
+object, a CSV row with the wrong number of fields, bytes that are not UTF-8) is *not*
+raised and *not* dropped: it is yielded with ``reason="invalid_input"`` and an ``error``
+naming file and line, because it is a unit in every action's count (S4). A JSON array
+that is cut off or corrupt yields the elements parsed before the damage, then one
+invalid record naming where reading stopped.
+
+Nothing here loads a whole file: JSONL is read line by line, CSV row by row and JSON
+arrays element by element with ``ijson``. Memory is bounded by the largest record.
+
+Record keys: ``id_field``'s value as a string when an ``id_field`` is set (a record
+without one is invalid and falls back to the positional key), else the positional key
+``<file name>:<n>`` — ``n`` is the 1-based JSONL line number (blank lines are skipped
+but counted), CSV data row (header and blank lines excluded) or JSON array element.
+``id_field`` names a top-level field.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+__all__ = [
+    "DUPLICATE_KEY",
+    "INVALID_INPUT",
+    "InputRecord",
+    "file_fingerprint",
+    "iter_input",
+    "read_records",
+]
+
+INVALID_INPUT = "invalid_input"
+DUPLICATE_KEY = "duplicate_key"
+
+# Undecodable bytes survive CSV decoding as lone surrogates (``surrogateescape``), so a
+# bad row can be failed on its own instead of aborting the rest of the file.
+_SURROGATES = re.compile("[\udc80-\udcff]")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    """One record of an input file.
+
+    ``file`` is the file's name, ``n`` the record's 1-based position (JSONL line, CSV
+    data row, JSON array element) and ``line`` the physical line where it starts (0
+    when unknown, as inside JSON arrays). ``payload`` is the record's object, or None
+    when it is invalid; then ``error`` says why, naming file and line, and ``reason``
+    is ``invalid_input`` or ``duplicate_key`` (a duplicate keeps its payload, so its
+    session can show it). Check :attr:`ok` (or ``reason``), not ``payload``.
+    """
+
+    file: str
+    n: int
+    line: int
+    key: str
+    payload: dict[str, Any] | None
+    error: str | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the record can be worked on."""
+        return self.reason is None
+
+
+def read_records(path: Path, id_field: str | None) -> Iterator[InputRecord]:
+    """Yield every record of ``path`` in file order, streaming (see module docstring).
+
+    The format follows the extension (``.jsonl``, ``.json``, ``.csv``, any case).
+    Raises ``ValueError`` for another extension and ``OSError`` when the file cannot
+    be opened; everything wrong *inside* the file becomes an invalid record.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _read_jsonl(path, id_field)
+    if suffix == ".json":
+        return _read_json_array(path, id_field)
+    if suffix == ".csv":
+        return _read_csv(path, id_field)
+    raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+
+
+def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRecord]:
+    """Yield the records of ``files`` in order, with keys made unique across them.
+
+    The first record with a key keeps it. A later record with the same key fails with
+    ``duplicate_key`` (unless it is already invalid) and gets its positional key
+    ``<file name>:<n>`` instead, so every yielded key is unique and can identify its
+    unit in the store; its payload is kept for the record's session. Memory grows with
+    the number of keys only.
+    """
+    seen: set[str] = set()
+    for path in files:
+        for record in read_records(path, id_field):
+            if record.key in seen:
+                record = _as_duplicate(record, seen)
+            seen.add(record.key)
+            yield record
+
+
+def file_fingerprint(path: Path) -> str:
+    """Return the sha256 hex digest of the file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --- record construction ------------------------------------------------------------
+
+
+def _record(
+    file: str, n: int, line: int, payload: Any, id_field: str | None
+) -> InputRecord:
+    """Build the record for one parsed value, checking it is an object with a key."""
+    where = f"{file}:{line}" if line else f"{file} element {n}"
+    positional = f"{file}:{n}"
+    if not isinstance(payload, dict):
+        kind = _json_kind(payload)
+        return _invalid(file, n, line, f"{where}: a record must be a JSON object, not {kind}")
+    if id_field is None:
+        return InputRecord(file, n, line, positional, payload)
+    key = _key_of(payload.get(id_field))
+    if key is None:
+        message = f"{where}: id_field {id_field!r} is missing or empty"
+        if id_field in payload and payload[id_field] not in (None, ""):
+            message = f"{where}: id_field {id_field!r} must be a string or a number"
+        return InputRecord(file, n, line, positional, None, message, INVALID_INPUT)
+    return InputRecord(file, n, line, key, payload)
+
+
+def _key_of(value: Any) -> str | None:
+    """The record key for an ``id_field`` value, or None when it cannot be one."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+def _invalid(file: str, n: int, line: int, message: str) -> InputRecord:
+    return InputRecord(file, n, line, f"{file}:{n}", None, message, INVALID_INPUT)
+
+
+def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
+    key = f"{record.file}:{record.n}"
+    suffix = 1
+    while key in seen:  # only when an id value looks like another file's positional key
+        key = f"{record.file}:{record.n}~{suffix}"
+        suffix += 1
+    if record.reason is not None:
+        return replace(record, key=key)
+    where = f"{record.file}:{record.line}" if record.line else f"{record.file} element {record.n}"
+    message = f"{where}: duplicate key {record.key!r}; an earlier record has the same key"
+    return replace(record, key=key, error=message, reason=DUPLICATE_KEY)
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+# --- JSONL ------------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path, id_field: str | None) -> Iterator[InputRecord]:
+    name = path.name
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            yield _jsonl_record(name, number, raw, id_field)
+
+
+def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> InputRecord:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _invalid(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        message = f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
+        return _invalid(name, number, number, message)
+    except RecursionError:
+        return _invalid(name, number, number, f"{name}:{number}: JSON nested too deeply")
+    return _record(name, number, number, value, id_field)
+
+
+# --- JSON arrays ------------------------------------------------------------------
+
+
+def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
+    name = path.name
+    count = 0
+    with path.open("rb") as handle:
+        events = ijson.parse(handle, use_float=True)
+        try:
+            first = next(events)
+            if first[1] != "start_array":
+                yield _invalid(name, 1, 0, f"{name}: a .json input must be a JSON array")
+                return
+            for value in ijson.items(itertools.chain([first], events), "item"):
+                count += 1
+                yield _record(name, count, 0, value, id_field)
+            for _ in events:  # drain, so trailing garbage is reported
+                pass
+        except (ijson.JSONError, ValueError) as exc:
+            n = count + 1
+            where = f"after element {count}" if count else "before the first element"
+            message = f"{name}: JSON array is cut off or corrupt {where} ({_ijson_reason(exc)})"
+            yield _invalid(name, n, 0, message)
+
+
+def _ijson_reason(exc: Exception) -> str:
+    detail: Any = exc.args[0] if exc.args else str(exc)
+    if isinstance(detail, bytes):
+        detail = detail.decode("utf-8", "replace")
+    lines = str(detail).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# --- CSV --------------------------------------------------------------------------
+
+
+def _read_csv(path: Path, id_field: str | None) -> Iterator[InputRecord]:
+    name = path.name
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+        reader = csv.reader(handle)
+        header = _csv_header(reader)
+        if header is None:
+            return
+        n = 0
+        consumed = reader.line_num
+        while True:
+            start = consumed + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                n += 1
+                yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({exc})")
+                if reader.line_num == consumed:
+                    return
+                consumed = reader.line_num
+                continue
+            consumed = reader.line_num
+            if not row:
+                continue
+            n += 1
+            yield _csv_record(name, n, start, header, row, id_field)
+
+
+def _csv_header(reader: Any) -> list[str] | None:
+    """The first non-blank row; None for a file without one."""
+    for row in reader:
+        if row:
+            return [field.strip() for field in row]
+    return None
+
+
+def _csv_record(
+    name: str, n: int, line: int, header: list[str], row: list[str], id_field: str | None
+) -> InputRecord:
+    if len(row) != len(header):
+        message = (
+            f"{name}:{line}: CSV row has {len(row)} fields, the header has {len(header)}"
+        )
+        return _invalid(name, n, line, message)
+    if _SURROGATES.search("".join(row)):
+        return _invalid(name, n, line, f"{name}:{line}: not UTF-8 text")
+    return _record(name, n, line, dict(zip(header, row, strict=True)), id_field)
