@@ -1,0 +1,161 @@
+"""The offline ``mock`` provider: deterministic, schema-conforming, zero network.
+
+Same request -> same answer. With a schema, the answer is a JSON value built from
+the schema (enums pick by hash, strings echo a short digest of the prompt); without
+one it is text. Latency and failure rate come from ``AGAC_MOCK_LATENCY_MS`` and
+``AGAC_MOCK_FAIL_RATE`` (the environment wins) or ``providers: mock:`` options in
+agac.yml; both default to 0. Whether a call fails is decided by a hash of
+(request fingerprint, attempt), so runs are reproducible and a retry can succeed.
+The mock has no batch API of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from agac.errors import RetryableError, UnsupportedError
+from agac.providers.base import (
+    BatchHandle,
+    BatchStatus,
+    ProviderSettings,
+    Request,
+    Response,
+    Result,
+    Usage,
+)
+
+__all__ = ["MockProvider", "mock_value"]
+
+
+def _digest(*parts: str) -> int:
+    h = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8)
+    return int.from_bytes(h.digest(), "big")
+
+
+def mock_value(schema: dict[str, Any] | None, seed: int, depth: int = 0) -> Any:
+    """A deterministic value that conforms to the common JSON Schema keywords."""
+    if not isinstance(schema, dict) or depth > 8:
+        return f"mock-{seed % 100000:05d}"
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][seed % len(schema["enum"])]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return mock_value(schema[key][0], seed, depth + 1)
+    if schema.get("allOf"):
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            merged.update(part)
+        return mock_value(merged, seed, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if kind is None:
+        kind = "object" if "properties" in schema else "string"
+    return _typed_value(schema, kind, seed, depth)
+
+
+def _typed_value(schema: dict[str, Any], kind: str, seed: int, depth: int) -> Any:
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {
+            name: mock_value(sub, _digest(str(seed), name), depth + 1) for name, sub in props.items()
+        }
+    if kind == "array":
+        n = max(int(schema.get("minItems", 1)), 1)
+        n = min(n, int(schema.get("maxItems", n)))
+        return [mock_value(schema.get("items"), seed + i, depth + 1) for i in range(n)]
+    if kind == "integer":
+        lo = int(schema.get("minimum", 0))
+        hi = int(schema.get("maximum", lo + 100))
+        return lo + seed % (hi - lo + 1)
+    if kind == "number":
+        lo = float(schema.get("minimum", 0.0))
+        hi = float(schema.get("maximum", lo + 1.0))
+        return round(lo + (seed % 1000) / 1000 * (hi - lo), 3)
+    if kind == "boolean":
+        return bool(seed % 2)
+    if kind == "null":
+        return None
+    text = f"mock-{seed % 100000:05d}"
+    min_len = int(schema.get("minLength", 0))
+    if len(text) < min_len:
+        text = text.ljust(min_len, "x")
+    if "maxLength" in schema:
+        text = text[: int(schema["maxLength"])]
+    return text
+
+
+class MockProvider:
+    """Deterministic offline provider (``model: mock/<any name>``); costs 0."""
+
+    name = "mock"
+    extra = ""
+    sdk_module: str | None = None
+    credential_env: tuple[str, ...] = ()
+    supports_batch = False
+
+    def __init__(self, settings: ProviderSettings | None = None) -> None:
+        options = (settings.options if settings else {}) or {}
+        self.latency_ms = float(os.environ.get("AGAC_MOCK_LATENCY_MS") or options.get("latency_ms") or 0)
+        self.fail_rate = float(os.environ.get("AGAC_MOCK_FAIL_RATE") or options.get("fail_rate") or 0)
+        self._attempts: dict[str, int] = defaultdict(int)
+
+    async def complete(self, request: Request) -> Response:
+        fp = request.fingerprint()
+        self._attempts[fp] += 1
+        if self.latency_ms > 0:
+            await asyncio.sleep(self.latency_ms / 1000)
+        if self.fail_rate > 0:
+            roll = _digest(fp, str(self._attempts[fp])) % 10_000 / 10_000
+            if roll < self.fail_rate:
+                raise RetryableError("mock provider: injected failure (AGAC_MOCK_FAIL_RATE)", status=500)
+        return self._answer(request)
+
+    def _answer(self, request: Request) -> Response:
+        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed))
+        if request.schema is not None:
+            text = json.dumps(mock_value(request.schema, seed), separators=(",", ":"))
+        else:
+            last = request.messages[-1].content if request.messages else ""
+            text = f"mock answer {seed % 100000:05d} to: {last[:60]}"
+        chars = sum(len(m.content) for m in request.messages)
+        usage = Usage(input_tokens=math.ceil(chars / 4), output_tokens=math.ceil(len(text) / 4))
+        parsed = json.loads(text) if request.schema is not None else None
+        return Response(
+            text=text,
+            model=request.model,
+            stop_reason="end",
+            usage=usage,
+            parsed=parsed,
+            service_tier="default",
+            latency_ms=self.latency_ms,
+        )
+
+    # The mock has no provider batch API.
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
+        raise UnsupportedError("the mock provider has no batch API")
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
+        raise UnsupportedError("the mock provider has no batch API")
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        raise UnsupportedError("the mock provider has no batch API")
+        yield  # pragma: no cover
+
+    async def cancel_batch(self, handle: BatchHandle) -> None:
+        raise UnsupportedError("the mock provider has no batch API")
+
+    async def find_batch(self, key: str) -> BatchHandle | None:
+        return None
+
+    async def aclose(self) -> None:
+        return None

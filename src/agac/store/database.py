@@ -1,0 +1,115 @@
+"""Store factory: picks the dialect from the URL, applies per-dialect settings,
+and brings the schema to the newest migration on first use.
+
+Dialect differences live here and nowhere else: URL scheme mapping (plain
+``postgresql://`` means psycopg 3), SQLite pragmas (WAL, foreign keys off, busy
+timeout), and the advisory lock that serializes migrations on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from agac.errors import ConfigError, Problem, StoreError
+
+__all__ = ["HEAD_REVISION", "create_store_engine", "normalize_url", "upgrade"]
+
+HEAD_REVISION = "0001"
+"""The newest migration; bump together with a new file under migrations/versions."""
+
+_MIGRATION_LOCK = 0x61676163  # "agac"
+
+
+def normalize_url(url: str) -> str:
+    """Map DESIGN's plain URLs to SQLAlchemy driver URLs."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def create_store_engine(url: str) -> Engine:
+    """An Engine for ``url`` with agac's dialect settings. ``memory`` is an in-process SQLite."""
+    if url == "memory":
+        url = "sqlite://"
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        return _sqlite_engine(url)
+    if url.startswith("postgresql"):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "provider_not_installed",
+                        "a PostgreSQL store needs psycopg 3",
+                        hint="pip install 'agac[postgres]'",
+                    )
+                ]
+            ) from exc
+        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
+
+
+def _sqlite_engine(url: str) -> Engine:
+    path = sa.engine.make_url(url).database
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+    else:
+        engine = sa.create_engine(
+            "sqlite://",
+            connect_args={"check_same_thread": False},
+            poolclass=sa.pool.StaticPool,
+        )
+
+    @sa.event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    return engine
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def upgrade(engine: Engine, *, force: bool = False) -> str:
+    """Migrate the schema to HEAD_REVISION; a no-op (without importing Alembic) when it is there.
+
+    On PostgreSQL the migration runs under an advisory lock so that several workers
+    starting at once migrate exactly once.
+    """
+    try:
+        if not force and current_revision(engine) == HEAD_REVISION:
+            return HEAD_REVISION
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+        return HEAD_REVISION
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(f"cannot migrate the store: {exc}") from exc
+
+
+def sqlite_path_from_env(root: Path) -> str:
+    """The default store URL under a project root."""
+    return os.environ.get("AGAC_STORE") or f"sqlite:///{root / '.agac' / 'agac.db'}"

@@ -1,0 +1,1 @@
+"""Alembic migrations of the store. Run by :func:`agac.store.database.upgrade`."""

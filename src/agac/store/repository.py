@@ -1,0 +1,517 @@
+"""The store's one repository API: every read and write of agac's state goes here.
+
+The engine calls these methods from a single store thread (see
+:mod:`agac.engine.checkpoint`), never with inline SQL elsewhere. Writes that make
+progress durable go through :meth:`Store.checkpoint`, one transaction that first
+checks the caller's fencing token (S3) and fails closed (S2) on any error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, Row
+
+from agac.errors import LeaseHeld, LeaseLost, StoreError
+from agac.store import tables as t
+from agac.store.database import create_store_engine, upgrade
+
+__all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
+
+FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
+_CHUNK = 2000
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class Store:
+    """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
+
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        self.url = url
+        self.engine: Engine = create_store_engine(url)
+        self.dialect = self.engine.dialect.name
+        self.memory = url == "memory"
+        if migrate:
+            upgrade(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _insert(self, table: sa.Table) -> Any:
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(table)
+
+    def _read(self) -> Connection:
+        return self.engine.connect()
+
+    def _guard(self, what: str) -> _Guard:
+        return _Guard(what)
+
+    # -- leases (S3) ----------------------------------------------------------------
+
+    def acquire_lease(
+        self, name: str, *, host: str, pid: int, ttl: float, may_take: Any = None
+    ) -> int:
+        """Take lease ``name`` and return its new fencing token.
+
+        Free or expired leases are taken; a lease held by another owner is taken only
+        when ``may_take(row)`` says so (e.g. a dead process on this host). Otherwise
+        :class:`LeaseHeld` names the owner and expiry.
+        """
+        now = time.time()
+        with self._guard("take the lease"), self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(t.leases).where(t.leases.c.name == name).with_for_update()
+            ).first()
+            if row is None:
+                conn.execute(
+                    t.leases.insert().values(
+                        name=name, host=host, pid=pid, token=1, expires_at=now + ttl
+                    )
+                )
+                return 1
+            mine = row.host == host and row.pid == pid
+            if not mine and row.expires_at > now and not (may_take and may_take(row)):
+                raise LeaseHeld(
+                    f"owned by pid {row.pid} on {row.host} until "
+                    f"{time.strftime('%H:%M:%S', time.localtime(row.expires_at))}"
+                )
+            token = row.token + 1
+            res = conn.execute(
+                t.leases.update()
+                .where(t.leases.c.name == name, t.leases.c.token == row.token)
+                .values(host=host, pid=pid, token=token, expires_at=now + ttl)
+            )
+            if res.rowcount != 1:
+                raise LeaseHeld("the lease was taken by another process at the same moment")
+            return token
+
+    def renew_lease(self, name: str, token: int, ttl: float) -> None:
+        with self._guard("renew the lease"), self.engine.begin() as conn:
+            self._fence(conn, name, token, ttl)
+
+    def release_lease(self, name: str, token: int) -> None:
+        with self._guard("release the lease"), self.engine.begin() as conn:
+            conn.execute(
+                t.leases.update()
+                .where(t.leases.c.name == name, t.leases.c.token == token)
+                .values(expires_at=0.0)
+            )
+
+    def get_lease(self, name: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(sa.select(t.leases).where(t.leases.c.name == name)).first()
+
+    @staticmethod
+    def _fence(conn: Connection, name: str, token: int, ttl: float) -> None:
+        res = conn.execute(
+            t.leases.update()
+            .where(t.leases.c.name == name, t.leases.c.token == token)
+            .values(expires_at=time.time() + ttl)
+        )
+        if res.rowcount != 1:
+            raise LeaseLost(f"lease {name} was taken over by another process; stopping")
+
+    # -- runs -----------------------------------------------------------------------
+
+    def create_run(self, **fields: Any) -> None:
+        now = time.time()
+        fields.setdefault("created_at", now)
+        fields.setdefault("updated_at", now)
+        with self._guard("admit the run"), self.engine.begin() as conn:
+            conn.execute(t.runs.insert().values(**fields))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        fields["updated_at"] = time.time()
+        with self._guard("update the run"), self.engine.begin() as conn:
+            conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(**fields))
+
+    def end_run(self, run_id: str, state: str, error: str | None = None) -> bool:
+        """Set a final state once; a run already final is never changed (returns False)."""
+        now = time.time()
+        with self._guard("end the run"), self.engine.begin() as conn:
+            res = conn.execute(
+                t.runs.update()
+                .where(t.runs.c.id == run_id, t.runs.c.state.not_in(FINAL_STATES))
+                .values(state=state, ended_at=now, updated_at=now, error=error)
+            )
+            return res.rowcount == 1
+
+    def get_run(self, run_id: str) -> Row | None:
+        with self._read() as conn:
+            row = conn.execute(sa.select(t.runs).where(t.runs.c.id == run_id)).first()
+            if row is None and len(run_id) >= 4:
+                rows = conn.execute(
+                    sa.select(t.runs).where(t.runs.c.id.startswith(run_id)).limit(2)
+                ).all()
+                row = rows[0] if len(rows) == 1 else None
+            return row
+
+    def open_run(self, workflow: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(t.runs)
+                .where(t.runs.c.workflow == workflow, t.runs.c.state.not_in(FINAL_STATES))
+                .order_by(t.runs.c.created_at.desc())
+            ).first()
+
+    def latest_run(self, workflow: str, *, final: bool = False) -> Row | None:
+        q = sa.select(t.runs).where(t.runs.c.workflow == workflow)
+        if final:
+            q = q.where(t.runs.c.state.in_(FINAL_STATES))
+        with self._read() as conn:
+            return conn.execute(q.order_by(t.runs.c.created_at.desc()).limit(1)).first()
+
+    def list_runs(self, workflow: str | None = None, limit: int = 50) -> list[Row]:
+        q = sa.select(t.runs).order_by(t.runs.c.created_at.desc()).limit(limit)
+        if workflow:
+            q = q.where(t.runs.c.workflow == workflow)
+        with self._read() as conn:
+            return list(conn.execute(q).all())
+
+    def set_action_state(self, run_id: str, action: str, state: str, error: str | None) -> None:
+        ins = self._insert(t.run_actions).values(
+            run_id=run_id, action=action, state=state, error=error, updated_at=time.time()
+        )
+        stmt = ins.on_conflict_do_update(
+            index_elements=["run_id", "action"],
+            set_={"state": state, "error": error, "updated_at": time.time()},
+        )
+        with self._guard("record the action state"), self.engine.begin() as conn:
+            conn.execute(stmt)
+
+    def action_states(self, run_id: str) -> dict[str, tuple[str, str | None]]:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(t.run_actions.c.action, t.run_actions.c.state, t.run_actions.c.error)
+                .where(t.run_actions.c.run_id == run_id)
+            ).all()
+        return {r.action: (r.state, r.error) for r in rows}
+
+    # -- input snapshots --------------------------------------------------------------
+
+    def snapshot_complete(self, snapshot_id: str) -> bool:
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(t.snapshots.c.complete).where(t.snapshots.c.id == snapshot_id)
+            ).first()
+        return bool(row and row.complete)
+
+    def write_snapshot(
+        self, snapshot_id: str, files: list[dict[str, Any]], rows: Iterable[dict[str, Any]]
+    ) -> int:
+        """Store an input snapshot streaming, in chunks; returns its record count."""
+        count = 0
+        with self._guard("snapshot the input"):
+            with self.engine.begin() as conn:
+                conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+                conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snapshot_id))
+                conn.execute(
+                    t.snapshots.insert().values(
+                        id=snapshot_id, files=dumps(files), record_count=0,
+                        complete=False, created_at=time.time(),
+                    )
+                )
+                chunk: list[dict[str, Any]] = []
+                for row in rows:
+                    row["snapshot_id"] = snapshot_id
+                    chunk.append(row)
+                    if len(chunk) >= _CHUNK:
+                        conn.execute(t.records.insert(), chunk)
+                        count += len(chunk)
+                        chunk = []
+                if chunk:
+                    conn.execute(t.records.insert(), chunk)
+                    count += len(chunk)
+                conn.execute(
+                    t.snapshots.update()
+                    .where(t.snapshots.c.id == snapshot_id)
+                    .values(record_count=count, complete=True)
+                )
+        return count
+
+    def snapshot_info(self, snapshot_id: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(sa.select(t.snapshots).where(t.snapshots.c.id == snapshot_id)).first()
+
+    def iter_records(
+        self, snapshot_id: str, start: int = 0, stop: int | None = None
+    ) -> Iterator[Row]:
+        """Records with ``start <= seq < stop`` in order, read in chunks (never all at once)."""
+        lo = start
+        while True:
+            hi = lo + _CHUNK if stop is None else min(lo + _CHUNK, stop)
+            if stop is not None and lo >= stop:
+                return
+            with self._read() as conn:
+                rows = conn.execute(
+                    sa.select(t.records)
+                    .where(t.records.c.snapshot_id == snapshot_id, t.records.c.seq >= lo,
+                           t.records.c.seq < hi)
+                    .order_by(t.records.c.seq)
+                ).all()
+            if not rows and (stop is None or hi >= stop):
+                return
+            yield from rows
+            lo = hi
+
+    def find_record(self, snapshot_id: str, key: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(t.records).where(
+                    t.records.c.snapshot_id == snapshot_id, t.records.c.key == key
+                ).order_by(t.records.c.seq)
+            ).first()
+
+    # -- outcomes, answers, tool results ------------------------------------------------
+
+    def outcomes_between(self, run_id: str, lo: int, hi: int) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.outcomes).where(
+                        t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi
+                    )
+                ).all()
+            )
+
+    def unit_outcomes(self, run_id: str, unit_key: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.outcomes).where(
+                        t.outcomes.c.run_id == run_id, t.outcomes.c.unit_key == unit_key
+                    )
+                ).all()
+            )
+
+    def iter_action_outcomes(self, run_id: str, action: str) -> Iterator[Row]:
+        """Outcomes of one action in record order, streamed."""
+        last = -1
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    sa.select(t.outcomes)
+                    .where(t.outcomes.c.run_id == run_id, t.outcomes.c.action == action,
+                           t.outcomes.c.seq > last)
+                    .order_by(t.outcomes.c.seq, t.outcomes.c.unit_key)
+                    .limit(_CHUNK)
+                ).all()
+            if not rows:
+                return
+            yield from rows
+            last = rows[-1].seq
+            if len(rows) < _CHUNK:
+                return
+
+    def failed_units(self, run_id: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.outcomes.c.action, t.outcomes.c.unit_key, t.outcomes.c.reason,
+                              t.outcomes.c.seq)
+                    .where(t.outcomes.c.run_id == run_id, t.outcomes.c.status == "failed")
+                ).all()
+            )
+
+    def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
+        """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
+        n = 0
+        with self._guard("carry outcomes over"), self.engine.begin() as conn:
+            rows = conn.execute(sa.select(t.outcomes).where(t.outcomes.c.run_id == src))
+            batch: list[dict[str, Any]] = []
+            for row in rows:
+                if (row.action, row.unit_key) in exclude:
+                    continue
+                d = dict(row._mapping)
+                d["run_id"] = dst
+                d["origin"] = "carried"
+                batch.append(d)
+                if len(batch) >= _CHUNK:
+                    conn.execute(t.outcomes.insert(), batch)
+                    n += len(batch)
+                    batch = []
+            if batch:
+                conn.execute(t.outcomes.insert(), batch)
+                n += len(batch)
+        return n
+
+    def get_answers(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        """fingerprint -> stored output JSON text, for those that exist."""
+        found: dict[str, str] = {}
+        with self._guard("read answers"), self._read() as conn:
+            for i in range(0, len(fingerprints), 500):
+                part = list(fingerprints[i : i + 500])
+                rows = conn.execute(
+                    sa.select(t.answers.c.fingerprint, t.answers.c.output).where(
+                        t.answers.c.fingerprint.in_(part)
+                    )
+                ).all()
+                found.update({r.fingerprint: r.output for r in rows})
+        return found
+
+    def get_answer(self, fingerprint: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(t.answers).where(t.answers.c.fingerprint == fingerprint)
+            ).first()
+
+    def get_tool_results(self, hashes: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._guard("read tool results"), self._read() as conn:
+            for i in range(0, len(hashes), 500):
+                rows = conn.execute(
+                    sa.select(t.tool_results.c.input_hash, t.tool_results.c.output).where(
+                        t.tool_results.c.input_hash.in_(list(hashes[i : i + 500]))
+                    )
+                ).all()
+                found.update({r.input_hash: r.output for r in rows})
+        return found
+
+    # -- the checkpoint ---------------------------------------------------------------
+
+    def checkpoint(
+        self,
+        *,
+        lease: tuple[str, int, float] | None,
+        outcomes: Sequence[dict[str, Any]] = (),
+        answers: Sequence[dict[str, Any]] = (),
+        tool_results: Sequence[dict[str, Any]] = (),
+        usage: Sequence[dict[str, Any]] = (),
+        events: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Write one group of progress atomically, after checking the fencing token."""
+        with self._guard("write a checkpoint"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            if answers:
+                conn.execute(self._insert(t.answers).on_conflict_do_nothing(), list(answers))
+            if tool_results:
+                conn.execute(
+                    self._insert(t.tool_results).on_conflict_do_nothing(), list(tool_results)
+                )
+            if usage:
+                conn.execute(t.usage.insert(), list(usage))
+            if outcomes:
+                ins = self._insert(t.outcomes)
+                stmt = ins.on_conflict_do_update(
+                    index_elements=["run_id", "action", "unit_key"],
+                    set_={c: ins.excluded[c] for c in (
+                        "status", "reason", "detail", "origin", "fingerprint", "output",
+                        "attempts", "updated_at")},
+                )
+                conn.execute(stmt, list(outcomes))
+            if events:
+                conn.execute(t.events.insert(), list(events))
+
+    # -- events -------------------------------------------------------------------------
+
+    def iter_events(self, run_id: str, after: int = 0, limit: int = 1000) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.events)
+                    .where(t.events.c.run_id == run_id, t.events.c.id > after)
+                    .order_by(t.events.c.id)
+                    .limit(limit)
+                ).all()
+            )
+
+    def unit_events(self, run_id: str, unit_key: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.events)
+                    .where(t.events.c.run_id == run_id, t.events.c.unit_key == unit_key)
+                    .order_by(t.events.c.id)
+                ).all()
+            )
+
+    # -- summaries ------------------------------------------------------------------------
+
+    def outcome_counts(self, run_id: str) -> list[Row]:
+        """(action, status, reason, origin, n) groups of a run's outcomes."""
+        o = t.outcomes
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(o.c.action, o.c.status, o.c.reason, o.c.origin,
+                              sa.func.count().label("n"))
+                    .where(o.c.run_id == run_id)
+                    .group_by(o.c.action, o.c.status, o.c.reason, o.c.origin)
+                ).all()
+            )
+
+    def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
+        """(action, kind, provider, model, tier) groups: calls, tokens, cost."""
+        u = t.usage
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(
+                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
+                        sa.func.count().label("calls"),
+                        sa.func.sum(u.c.input_tokens).label("input_tokens"),
+                        sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
+                        sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),
+                        sa.func.sum(u.c.output_tokens).label("output_tokens"),
+                        sa.func.sum(u.c.cost_usd).label("cost_usd"),
+                    )
+                    .where(u.c.run_id.in_(list(run_ids)))
+                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier)
+                ).all()
+            )
+
+    def unit_usage(self, run_id: str, unit_key: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.usage)
+                    .where(t.usage.c.run_id == run_id, t.usage.c.unit_key == unit_key)
+                    .order_by(t.usage.c.id)
+                ).all()
+            )
+
+    def runs_of_unit(self, unit_key: str, workflow: str | None) -> list[Row]:
+        q = (
+            sa.select(t.runs)
+            .join(t.outcomes, t.outcomes.c.run_id == t.runs.c.id)
+            .where(t.outcomes.c.unit_key == unit_key)
+            .distinct()
+            .order_by(t.runs.c.created_at.desc())
+        )
+        if workflow:
+            q = q.where(t.runs.c.workflow == workflow)
+        with self._read() as conn:
+            return list(conn.execute(q).all())
+
+
+class _Guard:
+    """Translate driver errors into StoreError (S2: fail closed, say what failed)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is not None and isinstance(exc, sa.exc.SQLAlchemyError):
+            raise StoreError(f"cannot {self.what}: {exc.__class__.__name__}: {exc}") from exc
+        return False

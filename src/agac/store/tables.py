@@ -1,0 +1,158 @@
+"""The store's tables (SQLAlchemy Core), shared by SQLite and PostgreSQL.
+
+Times are epoch seconds (float) so both dialects store them the same way. JSON
+payloads are text written with :func:`agac.providers.base.canonical_json`-style
+dumps by the repository, so the bytes are identical on both dialects.
+
+Alembic migrations under ``migrations/versions`` must produce exactly these tables;
+``tests/integration/store/test_migrations.py`` compares them.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("workflow", sa.String(200), nullable=False),
+    sa.Column("workflow_path", sa.Text, nullable=False),
+    sa.Column("state", sa.String(20), nullable=False),
+    sa.Column("retry_of", sa.String(32), nullable=True),
+    sa.Column("config", sa.Text, nullable=False),
+    sa.Column("config_hash", sa.String(64), nullable=False),
+    sa.Column("snapshot_id", sa.String(64), nullable=False),
+    sa.Column("fresh", sa.Boolean, nullable=False, default=False),
+    sa.Column("options", sa.Text, nullable=False, default="{}"),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+sa.Index("ix_runs_workflow_created", runs.c.workflow, runs.c.created_at)
+
+run_actions = sa.Table(
+    "run_actions",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("state", sa.String(20), nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+snapshots = sa.Table(
+    "snapshots",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("files", sa.Text, nullable=False),
+    sa.Column("record_count", sa.Integer, nullable=False),
+    sa.Column("complete", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+records = sa.Table(
+    "records",
+    metadata,
+    sa.Column("snapshot_id", sa.String(64), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("file", sa.Text, nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("line", sa.Integer, nullable=False),
+    sa.Column("payload", sa.Text, nullable=True),
+    sa.Column("reason", sa.String(40), nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+)
+sa.Index("ix_records_key", records.c.snapshot_id, records.c.key)
+
+outcomes = sa.Table(
+    "outcomes",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("unit_key", sa.Text, primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(12), nullable=False),
+    sa.Column("reason", sa.String(40), nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Column("origin", sa.String(12), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=True),
+    sa.Column("output", sa.Text, nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_outcomes_seq", outcomes.c.run_id, outcomes.c.seq)
+
+answers = sa.Table(
+    "answers",
+    metadata,
+    sa.Column("fingerprint", sa.String(64), primary_key=True),
+    sa.Column("provider", sa.String(64), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("request", sa.Text, nullable=False),
+    sa.Column("response", sa.Text, nullable=False),
+    sa.Column("output", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+tool_results = sa.Table(
+    "tool_results",
+    metadata,
+    sa.Column("input_hash", sa.String(64), primary_key=True),
+    sa.Column("function", sa.Text, nullable=False),
+    sa.Column("output", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+usage = sa.Table(
+    "usage",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("unit_key", sa.Text, nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("provider", sa.String(64), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("tier", sa.String(8), nullable=False),
+    sa.Column("input_tokens", sa.Integer, nullable=False, default=0),
+    sa.Column("cached_tokens", sa.Integer, nullable=False, default=0),
+    sa.Column("cache_write_tokens", sa.Integer, nullable=False, default=0),
+    sa.Column("output_tokens", sa.Integer, nullable=False, default=0),
+    sa.Column("cost_usd", sa.Float, nullable=False, default=0.0),
+    sa.Column("latency_ms", sa.Float, nullable=False, default=0.0),
+    sa.Column("status", sa.String(12), nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("fingerprint", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
+sa.Index("ix_usage_unit", usage.c.run_id, usage.c.unit_key)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("kind", sa.String(40), nullable=False),
+    sa.Column("action", sa.String(200), nullable=True),
+    sa.Column("unit_key", sa.Text, nullable=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+sa.Index("ix_events_run", events.c.run_id, events.c.id)
+
+leases = sa.Table(
+    "leases",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("token", sa.Integer, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
