@@ -1,0 +1,206 @@
+"""The resolved workflow the engine consumes: typed, frozen, defaults applied.
+
+A :class:`Workflow` is what validation produces and what a run records: its
+``snapshot()`` is plain JSON stored with the run, and ``Workflow.from_snapshot`` rebuilds
+the same value, so a resumed run executes exactly what was admitted (DESIGN §3, R1).
+
+``config_hash`` covers everything that changes execution — actions and every resolved
+setting, the input spec, ``partial_ok`` — and nothing that does not (the workflow's
+file location, comments and layout, key order, line numbers, ``description``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Action",
+    "ContextSpec",
+    "InputSpec",
+    "RateLimit",
+    "RetrySpec",
+    "SNAPSHOT_VERSION",
+    "Workflow",
+]
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Where records come from: a file, folder or glob relative to the project root."""
+
+    path: str
+    id_field: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextSpec:
+    """What an action sees. ``observe`` None means everything visible (``source`` and every
+    ancestor); otherwise only the listed dotted paths (``classify.*`` is all of
+    ``classify``). ``drop`` removes paths afterwards."""
+
+    observe: tuple[str, ...] | None = None
+    drop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetrySpec:
+    """Attempts per unit and exponential backoff ``initial * multiplier**n`` capped at
+    ``max`` (seconds), with full jitter when ``jitter``."""
+
+    max_attempts: int = 3
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    backoff_multiplier: float = 2.0
+    jitter: bool = True
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Requests and tokens per minute for one action (None: not limited)."""
+
+    rpm: float | None = None
+    tpm: float | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """One resolved step. Llm-only fields (``model`` … ``batch_deadline``) are None on tools.
+
+    ``poll_interval`` and ``batch_deadline`` are set (seconds) only when ``run_mode`` is
+    ``batch``. ``ancestors`` is every action this one depends on, transitively, in the
+    workflow's topological order: exactly the names a template of this action may read.
+    """
+
+    name: str
+    kind: str = "llm"
+    line: int = 0
+    dependencies: tuple[str, ...] = ()
+    ancestors: tuple[str, ...] = ()
+    model: str | None = None
+    provider: str | None = None
+    model_name: str | None = None
+    system: str | None = None
+    prompt: str | None = None
+    schema: dict[str, Any] | None = None
+    context: ContextSpec = field(default_factory=ContextSpec)
+    when: str | None = None
+    retry: RetrySpec = field(default_factory=RetrySpec)
+    max_tokens: int | None = 1024
+    temperature: float | None = None
+    timeout: float | None = 120.0
+    max_concurrency: int = 16
+    rate_limit: RateLimit | None = None
+    run_mode: str | None = "online"
+    poll_interval: float | None = None
+    batch_deadline: float | None = None
+    function: str | None = None
+    cache: bool = True
+
+    @property
+    def is_llm(self) -> bool:
+        return self.kind == "llm"
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A validated workflow; ``actions`` in topological order (file order where free)."""
+
+    name: str
+    path: Path
+    source_hash: str
+    input: InputSpec
+    actions: tuple[Action, ...]
+    partial_ok: bool = True
+    description: str | None = None
+    config_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.config_hash:
+            object.__setattr__(self, "config_hash", _config_hash(self))
+
+    def action(self, name: str) -> Action:
+        """The action called ``name``; KeyError when there is none."""
+        for action in self.actions:
+            if action.name == name:
+                return action
+        raise KeyError(name)
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.actions)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON of the resolved workflow, to be stored with a run."""
+        return {
+            "version": SNAPSHOT_VERSION,
+            "name": self.name,
+            "path": str(self.path),
+            "source_hash": self.source_hash,
+            "config_hash": self.config_hash,
+            "description": self.description,
+            "partial_ok": self.partial_ok,
+            "input": dataclasses.asdict(self.input),
+            "actions": [_action_dict(a) for a in self.actions],
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: dict[str, Any]) -> Workflow:
+        """The workflow ``snapshot()`` described; ValueError for an unknown version."""
+        if data.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unsupported workflow snapshot version {data.get('version')!r}")
+        return cls(
+            name=data["name"],
+            path=Path(data["path"]),
+            source_hash=data["source_hash"],
+            input=InputSpec(**data["input"]),
+            actions=tuple(_action_from(a) for a in data["actions"]),
+            partial_ok=data["partial_ok"],
+            description=data.get("description"),
+            config_hash=data["config_hash"],
+        )
+
+
+def _action_dict(action: Action) -> dict[str, Any]:
+    data = dataclasses.asdict(action)
+    for key in ("dependencies", "ancestors"):
+        data[key] = list(data[key])
+    context = data["context"]
+    context["observe"] = None if context["observe"] is None else list(context["observe"])
+    context["drop"] = list(context["drop"])
+    return data
+
+
+def _action_from(data: dict[str, Any]) -> Action:
+    values = dict(data)
+    values["dependencies"] = tuple(values["dependencies"])
+    values["ancestors"] = tuple(values["ancestors"])
+    ctx = values["context"]
+    values["context"] = ContextSpec(
+        None if ctx["observe"] is None else tuple(ctx["observe"]), tuple(ctx["drop"])
+    )
+    values["retry"] = RetrySpec(**values["retry"])
+    if values.get("rate_limit") is not None:
+        values["rate_limit"] = RateLimit(**values["rate_limit"])
+    return Action(**values)
+
+
+def _config_hash(workflow: Workflow) -> str:
+    actions = []
+    for action in workflow.actions:
+        data = _action_dict(action)
+        data.pop("line")
+        actions.append(data)
+    material = {
+        "input": dataclasses.asdict(workflow.input),
+        "partial_ok": workflow.partial_ok,
+        "actions": actions,
+    }
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,221 @@
+"""The project: the folder holding ``agac.yml``, and that file's typed content.
+
+``find_project`` walks up from the working directory to the nearest ``agac.yml``; an
+empty file is valid, and with none anywhere the working directory is the root of a
+project with an empty configuration (``Project.has_file`` is then False). Every key of
+``agac.yml`` is checked: an unknown key is ``unknown_key`` with a did-you-mean hint,
+located by file and line, never accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agac.config.source import Findings, Located, load_located
+from agac.config.values import read_mapping, read_number, read_str, read_str_list
+from agac.errors import ConfigError
+
+__all__ = [
+    "PROJECT_FILE",
+    "PROVIDER_OPTIONS",
+    "PriceConfig",
+    "Project",
+    "ProjectConfig",
+    "ProviderConfig",
+    "find_project",
+    "load_project_config",
+    "store_url",
+]
+
+PROJECT_FILE = "agac.yml"
+
+_TOP_KEYS = ("store", "providers", "prices", "groups")
+_PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
+_PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
+
+PROVIDER_OPTIONS: dict[str, dict[str, tuple[float, float | None]]] = {
+    "mock": {"latency_ms": (0.0, None), "fail_rate": (0.0, 1.0)},
+}
+"""Provider-specific keys accepted under ``providers: <name>:``, with their numeric range;
+they land in ``ProviderConfig.options``."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """``providers: <name>:`` — connection settings; ``options`` holds provider-specific keys."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    batch_submissions_per_minute: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PriceConfig:
+    """USD per one million tokens for one ``provider/model``; overrides the bundled table."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
+    batch_discount: float | None = None
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The typed content of ``agac.yml``; every field defaults to "not configured"."""
+
+    store: str | None = None
+    providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
+    prices: Mapping[str, PriceConfig] = field(default_factory=dict)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project root, its ``agac.yml`` (``path`` None when there is none) and its config."""
+
+    root: Path
+    path: Path | None
+    config: ProjectConfig = field(default_factory=ProjectConfig)
+
+    @property
+    def has_file(self) -> bool:
+        return self.path is not None
+
+    def display(self, file: Path) -> str:
+        """``file`` relative to the root when inside it (how Problems name files)."""
+        try:
+            return file.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(file)
+
+
+def find_project(start: Path | None = None) -> Project:
+    """The project containing ``start`` (default: the working directory).
+
+    Raises ConfigError with every located Problem when ``agac.yml`` is not valid.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return Project(folder, candidate, load_project_config(candidate, PROJECT_FILE))
+    return Project(here, None, ProjectConfig())
+
+
+def load_project_config(path: Path, display: str | None = None) -> ProjectConfig:
+    """Parse and check one ``agac.yml``; ConfigError listing all its problems."""
+    doc = load_located(path.read_text(encoding="utf-8"), display or str(path))
+    config, findings = _parse(doc)
+    if findings.errors:
+        raise ConfigError(problems=findings.problems)
+    return config
+
+
+def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
+    f = Findings(doc)
+    data = doc.data if doc.data is not None else {}
+    if read_mapping(f, data, ()) is None:
+        return ProjectConfig(), f
+    f.unknown_keys(data, _TOP_KEYS, (), "agac.yml")
+    store = read_str(f, data["store"], ("store",)) if data.get("store") is not None else None
+    providers = _providers(f, data.get("providers"))
+    prices = _prices(f, data.get("prices"))
+    groups: dict[str, tuple[str, ...]] = {}
+    for name, members in (read_mapping(f, data.get("groups") or {}, ("groups",)) or {}).items():
+        users = read_str_list(f, members, ("groups", name))
+        if users is not None:
+            groups[str(name)] = tuple(users)
+    return ProjectConfig(store, providers, prices, groups), f
+
+
+def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
+    from agac.providers.registry import available_providers
+
+    result: dict[str, ProviderConfig] = {}
+    mapping = read_mapping(f, raw or {}, ("providers",)) or {}
+    known_providers = set(available_providers()) if mapping else set()
+    for name, body in mapping.items():
+        path = ("providers", name)
+        if name not in known_providers:
+            f.error("unknown_provider", f"unknown provider {name!r} in agac.yml", path,
+                    hint=f"known: {', '.join(sorted(known_providers))}")
+        body = read_mapping(f, body or {}, path)
+        if body is None:
+            continue
+        extras = PROVIDER_OPTIONS.get(str(name), {})
+        f.unknown_keys(body, (*_PROVIDER_KEYS, *extras), path, f"providers.{name}")
+        options = {}
+        for key, (low, high) in extras.items():
+            if key in body:
+                options[key] = read_number(f, body[key], path + (key,), minimum=low, maximum=high)
+        rate = body.get("batch_submissions_per_minute")
+        result[str(name)] = ProviderConfig(
+            base_url=_opt_str(f, body, "base_url", path),
+            api_key_env=_opt_str(f, body, "api_key_env", path),
+            batch_submissions_per_minute=None if rate is None else read_number(
+                f, rate, path + ("batch_submissions_per_minute",), exclusive_minimum=True),
+            options=options,
+        )
+    return result
+
+
+def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
+    result: dict[str, PriceConfig] = {}
+    for model, body in (read_mapping(f, raw or {}, ("prices",)) or {}).items():
+        path = ("prices", model)
+        if not isinstance(model, str) or model.count("/") < 1 or model.startswith("/"):
+            f.error("invalid_model", f"price key {model!r} is not provider/model", path)
+        body = read_mapping(f, body, path)
+        if body is None:
+            continue
+        f.unknown_keys(body, _PRICE_KEYS, path, f"prices.{model}")
+        values: dict[str, float | None] = {}
+        for key in _PRICE_KEYS:
+            if key in body:
+                high = 1.0 if key == "batch_discount" else None
+                values[key] = read_number(f, body[key], path + (key,), maximum=high)
+        for key in ("input", "output"):
+            if key not in body:
+                f.error("missing_key", f"prices.{model} needs {key!r} (USD per 1M tokens)", path)
+        result[str(model)] = PriceConfig(
+            input=values.get("input") or 0.0,
+            output=values.get("output") or 0.0,
+            cached_input=values.get("cached_input"),
+            cache_write=values.get("cache_write"),
+            batch_discount=values.get("batch_discount"),
+        )
+    return result
+
+
+def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...]) -> str | None:
+    return None if body.get(key) is None else read_str(f, body[key], path + (key,))
+
+
+def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:
+    """The store URL: ``AGAC_STORE`` wins over ``store:``; default ``.agac/agac.db``.
+
+    ``memory`` stays ``memory``. A relative SQLite path (``sqlite:///x.db`` or a bare
+    ``x.db``) resolves against the project root; other URLs are returned as written.
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get("AGAC_STORE") or project.config.store
+    if not raw:
+        return f"sqlite:///{(project.root / '.agac' / 'agac.db').as_posix()}"
+    raw = raw.strip()
+    if raw == "memory":
+        return raw
+    if "://" not in raw:
+        raw = f"sqlite:///{raw}"
+    prefix, sep, rest = raw.partition(":///")
+    if prefix.startswith("sqlite") and sep and rest and rest != ":memory:":
+        target = Path(rest)
+        if not target.is_absolute():
+            target = project.root / target
+        return f"{prefix}:///{target.as_posix()}"
+    return raw

@@ -1,0 +1,121 @@
+"""Sandboxed Jinja2 rendering of prompts and guard expressions (DESIGN §3).
+
+One module-level environment serves every template: a ``SandboxedEnvironment`` with
+``StrictUndefined`` (a template that reads a missing value fails instead of rendering
+an empty string), no autoescaping (prompts are not HTML) and trailing newlines kept.
+Compiled templates and guards are cached by source, so rendering the same prompt for
+every record costs one compilation.
+
+Attribute access prefers a mapping's items over its methods: ``{{ source.items }}``
+reads the record's ``items`` field, not ``dict.items``. The ``tojson`` filter writes
+JSON with sorted keys and non-ASCII characters kept as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, UndefinedError
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import SandboxedEnvironment
+
+from agac.errors import AgacError
+
+__all__ = [
+    "ENV",
+    "RenderError",
+    "TemplateSyntaxError",
+    "compile_guard",
+    "compile_template",
+    "evaluate_guard",
+    "render",
+    "tojson",
+]
+
+
+class RenderError(AgacError):
+    """A template could not be rendered for this record."""
+
+    def __init__(self, message: str | None = None, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class _Environment(SandboxedEnvironment):
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        # Records are dicts: a field called "items" or "keys" must win over the method.
+        if type(obj) is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
+def tojson(value: Any, indent: int | None = None) -> str:
+    """JSON for a prompt: sorted keys (stable renderings, stable fingerprints), UTF-8 kept."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=indent, default=str)
+
+
+ENV = _Environment(
+    undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, cache_size=0
+)
+ENV.filters["tojson"] = tojson
+
+
+@lru_cache(maxsize=4096)
+def compile_template(source: str, name: str = "<template>") -> Template:
+    """The compiled template for ``source``; TemplateSyntaxError (with ``lineno``) if bad."""
+    try:
+        template = ENV.from_string(source)
+    except TemplateSyntaxError as exc:
+        exc.name = exc.name or name
+        raise
+    template.name = name
+    return template
+
+
+@lru_cache(maxsize=4096)
+def compile_guard(expr: str) -> Any:
+    """The compiled guard expression; TemplateSyntaxError if it does not parse."""
+    return ENV.compile_expression(expr, undefined_to_none=False)
+
+
+def render(template: Template | str, view: dict[str, Any]) -> str:
+    """Render ``template`` with ``view`` (``source`` and ancestor outputs).
+
+    Raises RenderError naming the template and the missing variable when the template
+    reads something ``view`` lacks, and for any other failure inside the template.
+    """
+    if isinstance(template, str):
+        template = compile_template(template)
+    try:
+        return template.render(view)
+    except UndefinedError as exc:
+        raise RenderError(
+            f"template {template.name!r} reads an undefined value: {exc.message}",
+            variable=exc.message,
+        ) from exc
+    except SecurityError as exc:
+        raise RenderError(f"template {template.name!r} did something unsafe: {exc}") from exc
+    except Exception as exc:
+        raise RenderError(f"template {template.name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:
+    """The truth of guard ``expr`` over ``view``.
+
+    A guard that reads a missing field is False (the unit is skipped with reason
+    ``guard``), not an error. Other failures (a type error, a sandbox violation) raise
+    RenderError: they are mistakes in the guard, not facts about the record.
+    """
+    try:
+        return bool(compile_guard(expr)(view))
+    except UndefinedError:
+        return False
+    except TemplateSyntaxError:
+        raise
+    except Exception as exc:
+        raise RenderError(f"guard {expr!r} failed: {type(exc).__name__}: {exc}") from exc
