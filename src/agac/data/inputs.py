@@ -34,9 +34,7 @@ def is_supported(path: Path) -> bool:
     return path.suffix.lower() in SUPPORTED_SUFFIXES
 
 
-def resolve_input_files(
-    path_spec: str, root: Path, *, file: str = "", line: int = 0
-) -> list[Path]:
+def resolve_input_files(path_spec: str, root: Path, *, file: str = "", line: int = 0) -> list[Path]:
     """Return the input files ``path_spec`` names, never empty.
 
     ``file`` and ``line`` locate the spec in its workflow file for error messages.

@@ -123,9 +123,7 @@ def file_fingerprint(path: Path) -> str:
 # --- record construction ------------------------------------------------------------
 
 
-def _record(
-    file: str, n: int, line: int, payload: Any, id_field: str | None
-) -> InputRecord:
+def _record(file: str, n: int, line: int, payload: Any, id_field: str | None) -> InputRecord:
     """Build the record for one parsed value, checking it is an object with a key."""
     where = f"{file}:{line}" if line else f"{file} element {n}"
     positional = f"{file}:{n}"
@@ -289,9 +287,7 @@ def _csv_record(
     name: str, n: int, line: int, header: list[str], row: list[str], id_field: str | None
 ) -> InputRecord:
     if len(row) != len(header):
-        message = (
-            f"{name}:{line}: CSV row has {len(row)} fields, the header has {len(header)}"
-        )
+        message = f"{name}:{line}: CSV row has {len(row)} fields, the header has {len(header)}"
         return _invalid(name, n, line, message)
     if _SURROGATES.search("".join(row)):
         return _invalid(name, n, line, f"{name}:{line}: not UTF-8 text")

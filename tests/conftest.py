@@ -1,0 +1,132 @@
+"""Shared fixtures of the agac test suite.
+
+Sections (append new fixtures under their own section header, at the end):
+
+1. Isolation — every test runs without agac or provider settings from the
+   environment; ``in_tmp_project`` gives a test its own project folder as cwd.
+2. PostgreSQL — a throwaway server started once per session (tests/pg.py), a fresh
+   database per test, and ``store_url`` running a test on SQLite and on PostgreSQL.
+   Tests using them are marked ``postgres`` (``-m "not postgres"`` deselects them).
+   Without the server binaries they skip, except in CI (env ``CI``), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+# tests/ has no __init__.py, so pytest puts this folder on sys.path: pg.py imports
+# as a top-level module.
+from pg import PostgresServer, PostgresUnavailable, skip_or_fail, start_server
+
+# --------------------------------------------------------------------------------------
+# 1. Isolation
+# --------------------------------------------------------------------------------------
+
+#: Environment variables that change what agac does; no test sees the developer's.
+PROVIDER_ENV_VARS: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GROQ_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GROQ_BASE_URL",
+    "OLLAMA_HOST",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remove ``AGAC_*`` variables and provider keys/base URLs for the test."""
+    for name in list(os.environ):
+        if name.startswith("AGAC_") or name in PROVIDER_ENV_VARS:
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def in_tmp_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make ``tmp_path`` an agac project (an empty ``agac.yml``) and the cwd."""
+    (tmp_path / "agac.yml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --------------------------------------------------------------------------------------
+# 2. PostgreSQL
+# --------------------------------------------------------------------------------------
+
+# Read at import, before the isolation fixture clears AGAC_* for each test:
+#: an existing server to use instead of starting one (a database URL on it whose user
+#: may create databases);
+EXTERNAL_PG_URL = os.environ.get("AGAC_TEST_POSTGRES_URL") or None
+#: the folder of the server binaries, instead of searching for them.
+PG_BINDIR = os.environ.get("AGAC_TEST_POSTGRES_BINDIR") or None
+_PG_FIXTURES = frozenset({"postgres_url", "fresh_pg_database"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests that use the PostgreSQL fixtures ``postgres``."""
+    for item in items:
+        if _PG_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(scope="session")
+def _pg_server() -> Iterator[PostgresServer | None]:
+    """The session's throwaway server; None when an external URL is given."""
+    if EXTERNAL_PG_URL:
+        yield None
+        return
+    try:
+        server = start_server(PG_BINDIR)
+    except PostgresUnavailable as exc:
+        skip_or_fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(_pg_server: PostgresServer | None) -> str:
+    """URL of the session's ``agac_test`` database (plain ``postgresql://`` form)."""
+    if _pg_server is None:
+        assert EXTERNAL_PG_URL is not None
+        return EXTERNAL_PG_URL
+    return _pg_server.url
+
+
+@pytest.fixture
+def fresh_pg_database(postgres_url: str) -> Iterator[str]:
+    """URL of a new, empty database for this test only; dropped afterwards."""
+    name = f"agac_t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _with_database(postgres_url, name)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store URL: once SQLite in ``tmp_path``, once a new PG database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/agac.db"
+    return str(request.getfixturevalue("fresh_pg_database"))
+
+
+def _with_database(url: str, database: str) -> str:
+    """``url`` with its database name replaced (query string kept)."""
+    base, sep, query = url.partition("?")
+    head = base.rsplit("/", 1)[0]
+    return f"{head}/{database}{sep}{query}"
