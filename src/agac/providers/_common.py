@@ -1,0 +1,246 @@
+"""Helpers shared by the built-in adapters: settings resolution, lazy SDK import,
+reading fields off SDK objects and wire dicts alike, structured-output fallback and
+streaming batch input to a temporary file.
+
+Nothing here imports a provider SDK; each adapter imports its own on construction.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agac.errors import ConfigError, Problem, UnsupportedError
+from agac.providers.base import ProviderSettings, Request
+
+__all__ = [
+    "EMULATOR_HINT",
+    "SCHEMA_NAME",
+    "SpooledBatch",
+    "as_int",
+    "enum_str",
+    "fallback_system",
+    "import_sdk",
+    "parse_json",
+    "pick",
+    "resolve_api_key",
+    "require_custom_id",
+    "resolve_base_url",
+    "spool_jsonl",
+    "stopwatch",
+    "strict_compatible",
+]
+
+EMULATOR_HINT = 'or run against the emulator: eval "$(agac emulator env --port 8765)"'
+SCHEMA_NAME = "answer"
+
+
+def import_sdk(module: str, extra: str) -> Any:
+    """Import a provider SDK, or fail with ``provider_not_installed`` naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        problem = Problem(
+            "provider_not_installed",
+            f"the {extra} provider needs the {module!r} package",
+            hint=f"pip install 'agac[{extra}]'",
+        )
+        raise ConfigError(problems=[problem]) from exc
+
+
+def resolve_api_key(settings: ProviderSettings, env_names: tuple[str, ...]) -> str:
+    """The API key from agac.yml, else the first of ``env_names`` that is set.
+
+    Raises UnsupportedError (code ``missing_credentials``) naming the variables, so a
+    run stops before any paid call instead of failing every unit one by one.
+    """
+    if settings.api_key:
+        return settings.api_key
+    for name in env_names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    names = " or ".join(env_names)
+    raise UnsupportedError(
+        f"no API key for provider {settings.name!r}: set {names}, {EMULATOR_HINT}",
+        code="missing_credentials",
+    )
+
+
+def resolve_base_url(settings: ProviderSettings, env_name: str) -> str | None:
+    """The base URL from agac.yml, else the SDK's own environment variable, else None
+    (the SDK's default endpoint)."""
+    return settings.base_url or os.environ.get(env_name) or None
+
+
+def pick(obj: Any, *path: str) -> Any:
+    """Read a field path off an SDK object or a wire dict, ``None`` when absent.
+
+    Batch result files arrive as JSON while live answers arrive as SDK objects; one
+    normalizer reads both. Dict keys are tried as written and in camelCase (Gemini's
+    wire form), attributes by their snake_case name.
+    """
+    for name in path:
+        if obj is None:
+            return None
+        if isinstance(obj, dict):
+            value = obj.get(name)
+            if value is None and "_" in name:
+                head, *rest = name.split("_")
+                value = obj.get(head + "".join(p.title() for p in rest))
+            obj = value
+        else:
+            obj = getattr(obj, name, None)
+    return obj
+
+
+def enum_str(value: Any) -> str | None:
+    """An SDK enum member or a plain string, as the provider's own word."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value))
+
+
+def as_int(value: Any) -> int:
+    """Token counts: ints, numeric strings (Gemini int64 on the wire) or absent."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def parse_json(text: str | None) -> Any:
+    """The JSON value of an answer, or None when it does not parse.
+
+    The engine validates against the action's schema itself; a non-parsing answer is
+    its ``schema_invalid`` case, not an adapter error.
+    """
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        stripped = text.strip()
+        if stripped.startswith("```"):
+            # Models in JSON-mode fallback sometimes fence their answer.
+            body = stripped.strip("`")
+            body = body[4:] if body.startswith("json") else body
+            try:
+                return json.loads(body)
+            except ValueError:
+                return None
+        return None
+
+
+def fallback_system(request: Request) -> str:
+    """The system prompt with the schema spelled out, for models that cannot take a
+    schema natively (JSON mode plus instruction)."""
+    instruction = (
+        "Answer with one JSON value, and nothing else, that conforms to this JSON Schema:\n"
+        + json.dumps(request.schema, ensure_ascii=False)
+    )
+    return f"{request.system}\n\n{instruction}" if request.system else instruction
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether OpenAI-style ``strict: true`` can take this schema unchanged.
+
+    Strict mode needs every object to list all its properties as required and to set
+    ``additionalProperties: false``. We never rewrite the action's schema (that would
+    change its meaning); a schema that does not qualify is sent with ``strict: false``.
+    """
+    if isinstance(schema, list):
+        return all(strict_compatible(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        if schema.get("additionalProperties", True) is not False:
+            return False
+        if set(schema.get("required") or []) != set(props):
+            return False
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties"):
+            if isinstance(value, dict) and not all(strict_compatible(v) for v in value.values()):
+                return False
+        elif key in ("items", "anyOf", "allOf", "oneOf", "not", "prefixItems"):
+            if not strict_compatible(value):
+                return False
+    return True
+
+
+@contextmanager
+def stopwatch() -> Iterator[list[float]]:
+    """Measure a block's wall time in milliseconds into ``box[0]``."""
+    box = [0.0]
+    start = time.perf_counter()
+    try:
+        yield box
+    finally:
+        box[0] = (time.perf_counter() - start) * 1000.0
+
+
+@dataclass
+class SpooledBatch:
+    """A JSONL batch input written to disk: its path, line count and size in bytes."""
+
+    path: Path
+    count: int
+    size: int
+
+    def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def spool_jsonl(
+    lines: Iterable[dict[str, Any]],
+    *,
+    max_count: int,
+    max_bytes: int,
+    provider: str,
+) -> SpooledBatch:
+    """Write batch lines to a temporary ``.jsonl`` file, one at a time.
+
+    Big batches never exist as one string in memory. Exceeding the provider's limits
+    raises UnsupportedError (code ``batch_too_large``): the engine splits shards by
+    these limits before it submits, so reaching them here is a planning bug.
+    """
+    fd, name = tempfile.mkstemp(prefix="agac-batch-", suffix=".jsonl")
+    path = Path(name)
+    count = size = 0
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for line in lines:
+                data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+                fh.write(data + b"\n")
+                count += 1
+                size += len(data) + 1
+                if count > max_count or size > max_bytes:
+                    raise UnsupportedError(
+                        f"{provider} batch exceeds {max_count} requests or {max_bytes} bytes",
+                        code="batch_too_large",
+                    )
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    if count == 0:
+        path.unlink(missing_ok=True)
+        raise ValueError("a batch needs at least one request")
+    return SpooledBatch(path, count, size)
+
+
+def require_custom_id(request: Request) -> str:
+    """The request's custom_id; batch requests without one cannot be matched back."""
+    if not request.custom_id:
+        raise ValueError("every batch request needs a custom_id")
+    return request.custom_id

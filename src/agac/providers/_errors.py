@@ -1,0 +1,158 @@
+"""The error taxonomy of DESIGN §5, shared by the built-in adapters.
+
+Each adapter owns one ``_translate_errors`` context manager that catches its SDK's
+exceptions and raises what :func:`classify` returns ``from`` them. The rules:
+
+=====================================  ==============================================
+HTTP answer                            taxonomy class
+=====================================  ==============================================
+429 / 529 with a hint (Retry-After,    ``WaitError(retry_after=s)``: no attempt spent
+retry-after-ms, Gemini RetryInfo)
+quota or spend cap (OpenAI             ``FatalError`` (``provider_error``): retrying
+``insufficient_quota``, Anthropic      cannot help
+spend-limit codes, Gemini QuotaFailure
+without RetryInfo)
+429 / 529 without a hint               ``RetryableError``
+408, 409, 5xx, timeouts, connections   ``RetryableError``
+400, 401, 403, 404, 422, other 4xx     ``FatalError``
+=====================================  ==============================================
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from agac.errors import FatalError, ProviderError, RetryableError, WaitError
+
+__all__ = [
+    "QUOTA_CODES",
+    "classify",
+    "connection_error",
+    "error_fields",
+    "retry_after_seconds",
+    "transport_errors",
+]
+
+# Error codes that mean "you are out of money or quota": fatal even on a 429.
+QUOTA_CODES = frozenset(
+    {
+        "insufficient_quota",  # OpenAI, Groq (and the emulator's quota fault)
+        "billing_hard_limit_reached",
+        "billing_error",  # Anthropic error.type on 402
+        "contract_spend_limit_reached",  # Anthropic error.details.error_code
+        "enforced_spend_limit_reached",
+        "linked_organization_spend_limit_reached",
+        "spend_limit_reached",
+        "quota_exceeded",
+    }
+)
+
+_AUTH_HINT = {
+    401: "check the API key",
+    403: "the key lacks permission for this model or region",
+    404: "check the model name",
+}
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """The server's "come back in" hint, in seconds, or None.
+
+    Read in the SDKs' own order: ``retry-after-ms`` (milliseconds), then
+    ``retry-after`` as seconds (possibly fractional), then as an HTTP date.
+    """
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_fields(body: Any) -> tuple[str | None, str | None, str | None]:
+    """``(code, type, message)`` of an OpenAI-shaped error body, wrapped in
+    ``{"error": …}`` or not (the openai SDK unwraps it, the groq SDK does not)."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if not isinstance(body, Mapping):
+        return None, None, body if isinstance(body, str) else None
+    code = body.get("code")
+    kind = body.get("type")
+    message = body.get("message")
+    return (
+        str(code) if code is not None else None,
+        str(kind) if kind is not None else None,
+        str(message) if message is not None else None,
+    )
+
+
+def classify(
+    provider: str,
+    status: int | None,
+    *,
+    message: str | None = None,
+    retry_after: float | None = None,
+    code: str | None = None,
+    quota: bool = False,
+) -> ProviderError:
+    """The taxonomy error for one failed provider answer (see the module table)."""
+    quota = quota or (code in QUOTA_CODES)
+    text = f"{provider}: HTTP {status}" if status else f"{provider}: request failed"
+    if code:
+        text += f" [{code}]"
+    if message:
+        text += f": {message}"
+    kwargs: dict[str, Any] = {"status": status, "code": code}
+    if quota:
+        return FatalError(
+            text + " (quota or spend cap reached: raise the limit or wait for it to reset)",
+            **kwargs,
+        )
+    if status in (429, 529):
+        if retry_after is not None:
+            return WaitError(text, retry_after=retry_after, **kwargs)
+        return RetryableError(text, **kwargs)
+    if status is None or status in (408, 409) or status >= 500:
+        return RetryableError(text, retry_after=retry_after, **kwargs)
+    hint = _AUTH_HINT.get(status)
+    return FatalError(f"{text} ({hint})" if hint else text, **kwargs)
+
+
+@lru_cache(maxsize=1)
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """Network-level exception classes of the HTTP stacks under the SDKs.
+
+    openai and anthropic run on httpx2, groq, ollama and google-genai on httpx (or
+    httpx2); whichever is installed is included. Imported on first error only.
+    """
+    found: list[type[BaseException]] = [TimeoutError, ConnectionError]
+    for module_name in ("httpx", "httpx2"):
+        try:
+            module = __import__(module_name)
+        except ImportError:
+            continue
+        found.append(module.TransportError)
+    return tuple(found)
+
+
+def connection_error(provider: str, exc: BaseException) -> RetryableError:
+    """A timeout or a lost connection: retryable."""
+    detail = str(exc) or type(exc).__name__
+    return RetryableError(f"{provider}: connection failed or timed out: {detail}")

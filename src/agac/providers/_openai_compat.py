@@ -1,0 +1,364 @@
+"""The adapter logic shared by OpenAI and Groq, whose Chat Completions and Batch APIs
+have the same shape (Groq serves a near-clone under ``/openai/v1``).
+
+A subclass names its SDK and builds its async client; listing batches is the only
+wire difference the adapters see (OpenAI pages with ``after``, Groq with
+``paging.next_cursor``).
+
+Batch input is written line by line to a temporary JSONL file and uploaded with
+``purpose=batch``; the batch carries our idempotency key as ``metadata.agac_key`` so
+that :meth:`find_batch` can recover a submission whose answer was lost (DESIGN B2).
+Results are read by streaming the output and error files line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from agac.errors import FatalError, ProviderError
+from agac.providers._common import (
+    SCHEMA_NAME,
+    as_int,
+    fallback_system,
+    import_sdk,
+    parse_json,
+    pick,
+    require_custom_id,
+    resolve_api_key,
+    resolve_base_url,
+    spool_jsonl,
+    stopwatch,
+    strict_compatible,
+)
+from agac.providers._errors import (
+    classify,
+    connection_error,
+    error_fields,
+    retry_after_seconds,
+    transport_errors,
+)
+from agac.providers.base import (
+    BatchHandle,
+    BatchState,
+    BatchStatus,
+    ProviderSettings,
+    Request,
+    Response,
+    Result,
+    StopReason,
+    Usage,
+)
+
+__all__ = ["OpenAICompatProvider", "chat_response"]
+
+# OpenAI and Groq use the same eight batch statuses (two Ls in "cancelled").
+BATCH_STATES: dict[str, BatchState] = {
+    "validating": "running",
+    "in_progress": "running",
+    "finalizing": "running",
+    "cancelling": "cancelling",
+    "completed": "ended",
+    "failed": "failed",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+STOP_REASONS: dict[str, StopReason] = {
+    "stop": "end",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+}
+
+# Error-file codes for requests that never ran.
+_EXPIRED_CODES = frozenset({"batch_expired"})
+_CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
+# A 400 whose message names these is a model that cannot take a json_schema.
+_SCHEMA_REJECTED = re.compile(r"response_format|json_schema|structured output", re.I)
+
+DEFAULT_TIMEOUT = 600.0
+
+
+def chat_response(
+    body: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+) -> Response:
+    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5.
+
+    ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
+    that ``input_tokens`` counts only uncached input.
+    """
+    choices = pick(body, "choices") or []
+    choice = choices[0] if choices else None
+    message = pick(choice, "message")
+    text = pick(message, "content") or ""
+    refusal = pick(message, "refusal")
+    finish = pick(choice, "finish_reason")
+    stop: StopReason = STOP_REASONS.get(str(finish), "other") if finish else "other"
+    if refusal:
+        stop = "refusal"
+    usage = pick(body, "usage")
+    prompt = as_int(pick(usage, "prompt_tokens"))
+    cached = as_int(pick(usage, "prompt_tokens_details", "cached_tokens"))
+    written = as_int(pick(usage, "prompt_tokens_details", "cache_write_tokens"))
+    return Response(
+        text=text,
+        model=str(pick(body, "model") or ""),
+        stop_reason=stop,
+        usage=Usage(
+            input_tokens=max(0, prompt - cached - written),
+            output_tokens=as_int(pick(usage, "completion_tokens")),
+            cached_tokens=cached,
+            cache_write_tokens=written,
+        ),
+        parsed=parse_json(text) if parse and not refusal else None,
+        service_tier=service_tier or pick(body, "service_tier"),
+        latency_ms=latency_ms,
+        refusal=refusal,
+    )
+
+
+class OpenAICompatProvider:
+    """Base of the OpenAI and Groq adapters; see the module docstring."""
+
+    name: ClassVar[str]
+    extra: ClassVar[str]
+    sdk_module: ClassVar[str | None]
+    credential_env: ClassVar[tuple[str, ...]]
+    supports_batch: ClassVar[bool] = True
+    base_url_env: ClassVar[str]
+    sdk_base_error: ClassVar[str]
+    max_tokens_param: ClassVar[str] = "max_completion_tokens"
+    batch_endpoint: ClassVar[str] = "/v1/chat/completions"
+    completion_window: ClassVar[str] = "24h"
+    batch_max_requests: ClassVar[int] = 50_000
+    batch_max_bytes: ClassVar[int] = 200 * 1024 * 1024
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self._sdk = import_sdk(str(self.sdk_module), self.extra)
+        api_key = resolve_api_key(settings, self.credential_env)
+        base_url = resolve_base_url(settings, self.base_url_env)
+        timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
+        self._client: Any = self._make_client(api_key, base_url, timeout)
+        # Models seen to reject json_schema: later calls go straight to JSON mode.
+        self._no_schema: set[str] = set()
+        self._force_json_mode = settings.options.get("structured_output") == "json_mode"
+        self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+
+    def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
+        raise NotImplementedError
+
+    def _list_batches(self) -> AsyncIterator[Any]:
+        """Every batch the key can see, newest first."""
+        raise NotImplementedError
+
+    # -- errors --------------------------------------------------------------
+
+    @contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        """The one place this adapter's SDK exceptions become agac's taxonomy."""
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.APIStatusError as exc:
+            code, kind, message = error_fields(exc.body)
+            if kind == "insufficient_quota" and code is None:
+                code = kind
+            raise classify(
+                self.name,
+                exc.status_code,
+                message=message or exc.message,
+                retry_after=retry_after_seconds(exc.response.headers),
+                code=code,
+            ) from exc
+        except sdk.APIConnectionError as exc:  # includes APITimeoutError
+            raise connection_error(self.name, exc) from exc
+        except transport_errors() as exc:  # a stream cut while reading a file
+            raise connection_error(self.name, exc) from exc
+        except getattr(sdk, self.sdk_base_error) as exc:
+            raise FatalError(f"{self.name}: {exc}") from exc
+
+    # -- online --------------------------------------------------------------
+
+    def _chat_params(self, request: Request, *, native: bool) -> dict[str, Any]:
+        """The Chat Completions body for a request, live or in a batch line."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            self.max_tokens_param: request.max_tokens,
+        }
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.schema is not None:
+            if native:
+                params["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": SCHEMA_NAME,
+                        "schema": request.schema,
+                        "strict": strict_compatible(request.schema),
+                    },
+                }
+            else:
+                system = {"role": "system", "content": fallback_system(request)}
+                params["messages"] = [system] + [m for m in messages if m["role"] != "system"]
+                params["response_format"] = {"type": "json_object"}
+        return params
+
+    def _native_schema(self, model: str) -> bool:
+        return not self._force_json_mode and model not in self._no_schema
+
+    async def complete(self, request: Request) -> Response:
+        """One live chat completion. A model that rejects ``json_schema`` (a 400
+        naming it) is asked again once in JSON mode, and remembered."""
+        native = self._native_schema(request.model)
+        try:
+            return await self._chat(request, native=native)
+        except FatalError as err:
+            if not (request.schema is not None and native and _schema_rejected(err)):
+                raise
+            self._no_schema.add(request.model)
+            return await self._chat(request, native=False)
+
+    async def _chat(self, request: Request, *, native: bool) -> Response:
+        params = self._chat_params(request, native=native)
+        timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
+        with self._translate_errors(), stopwatch() as took:
+            completion = await self._client.chat.completions.create(**params, timeout=timeout)
+        return chat_response(completion, latency_ms=took[0], parse=request.schema is not None)
+
+    # -- batch ---------------------------------------------------------------
+
+    def _batch_line(self, request: Request) -> dict[str, Any]:
+        return {
+            "custom_id": require_custom_id(request),
+            "method": "POST",
+            "url": self.batch_endpoint,
+            "body": self._chat_params(request, native=self._native_schema(request.model)),
+        }
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
+        """Upload the requests as a JSONL file and create a batch tagged with ``key``."""
+        spooled = spool_jsonl(
+            (self._batch_line(r) for r in requests),
+            max_count=self.batch_max_requests,
+            max_bytes=self.batch_max_bytes,
+            provider=self.name,
+        )
+        try:
+            with self._translate_errors():
+                with spooled.path.open("rb") as fh:
+                    uploaded = await self._client.files.create(
+                        file=(spooled.path.name, fh, "application/jsonl"), purpose="batch"
+                    )
+                batch = await self._client.batches.create(
+                    input_file_id=uploaded.id,
+                    endpoint=self.batch_endpoint,
+                    completion_window=self.completion_window,
+                    metadata={"agac_key": key},
+                )
+        finally:
+            spooled.discard()
+        meta = {"input_file_id": uploaded.id, "request_count": spooled.count}
+        return BatchHandle(self.name, str(batch.id), key, meta)
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
+        with self._translate_errors():
+            batch = await self._client.batches.retrieve(handle.id)
+        return batch_status(batch)
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        """Every line of the output file, then of the error file, as Results."""
+        with self._translate_errors():
+            batch = await self._client.batches.retrieve(handle.id)
+        created = as_int(pick(batch, "created_at"))
+        ended = as_int(pick(batch, "completed_at") or pick(batch, "finalizing_at")) or time.time()
+        latency = max(0.0, (ended - created) * 1000.0) if created else 0.0
+        for file_id in (pick(batch, "output_file_id"), pick(batch, "error_file_id")):
+            if not file_id:
+                continue
+            async for line in self._file_lines(str(file_id)):
+                yield self._result(json.loads(line), latency)
+
+    async def _file_lines(self, file_id: str) -> AsyncIterator[str]:
+        with self._translate_errors():
+            stream = self._client.files.with_streaming_response.content(file_id)
+            async with stream as response:
+                async for line in response.iter_lines():
+                    if line.strip():
+                        yield line
+
+    def _result(self, line: dict[str, Any], latency_ms: float) -> Result:
+        custom_id = str(line.get("custom_id"))
+        response = line.get("response") or None
+        error = line.get("error") or None
+        status = as_int(pick(response, "status_code")) if response else 0
+        if response and status == 200 and not error:
+            answer = chat_response(response.get("body"), latency_ms=latency_ms, service_tier="batch")
+            return Result(custom_id, "succeeded", response=answer)
+        if response and status:
+            code, _, message = error_fields(pick(response, "body"))
+            err = classify(self.name, status, message=message, code=code)
+            return Result(custom_id, "errored", error=err)
+        code = str(pick(error, "code") or "") or None
+        message = pick(error, "message")
+        if code in _EXPIRED_CODES:
+            return Result(custom_id, "expired")
+        if code in _CANCELLED_CODES:
+            return Result(custom_id, "canceled")
+        err = classify(self.name, None, message=message, code=code)
+        return Result(custom_id, "errored", error=err)
+
+    async def cancel_batch(self, handle: BatchHandle) -> None:
+        with self._translate_errors():
+            await self._client.batches.cancel(handle.id)
+
+    async def find_batch(self, key: str) -> BatchHandle | None:
+        """The newest batch whose ``metadata.agac_key`` is ``key``, scanning at most
+        ``find_batch_scan`` (default 2000) batches."""
+        seen = 0
+        with self._translate_errors():
+            async for batch in self._list_batches():
+                if pick(batch, "metadata", "agac_key") == key:
+                    counts = pick(batch, "request_counts")
+                    meta = {
+                        "input_file_id": pick(batch, "input_file_id"),
+                        "request_count": as_int(pick(counts, "total")),
+                    }
+                    return BatchHandle(self.name, str(pick(batch, "id")), key, meta)
+                seen += 1
+                if seen >= self._scan_limit:
+                    break
+        return None
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def batch_status(batch: Any) -> BatchStatus:
+    """Normalize an OpenAI/Groq batch object; an unknown status is running (B9)."""
+    raw = str(pick(batch, "status") or "")
+    state = BATCH_STATES.get(raw)
+    counts = pick(batch, "request_counts")
+    return BatchStatus(
+        state=state or "running",
+        raw_status=raw,
+        request_count=as_int(pick(counts, "total")),
+        completed=as_int(pick(counts, "completed")),
+        failed=as_int(pick(counts, "failed")),
+        known=state is not None,
+    )
+
+
+def _schema_rejected(err: ProviderError) -> bool:
+    return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
+

@@ -1,0 +1,418 @@
+"""Anthropic through the official ``anthropic`` SDK (``pip install 'agac[anthropic]'``).
+
+Live calls use the Messages API. Structured output is sent as
+``output_config: {"format": {"type": "json_schema", "schema": …}}``; a model that
+rejects it (a 400 naming the parameter) gets a forced tool call instead — one tool
+named ``answer`` whose ``input_schema`` is the schema — and is remembered.
+
+Batches use the Message Batches API: requests go inline in the create call (no file
+upload), results stream as JSONL from the batch's ``results_url``. Anthropic spells
+cancellation with one L (``canceling``, ``canceled``); its only terminal status is
+``ended``, also for a batch canceled while running, which then carries a result per
+request (DESIGN B8). Batches carry no metadata, so :meth:`find_batch` recovers a
+lost submission by time window and request count (DESIGN B2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.providers._common import (
+    SCHEMA_NAME,
+    as_int,
+    import_sdk,
+    parse_json,
+    pick,
+    require_custom_id,
+    resolve_api_key,
+    resolve_base_url,
+    stopwatch,
+)
+from agac.providers._errors import (
+    QUOTA_CODES,
+    classify,
+    connection_error,
+    retry_after_seconds,
+    transport_errors,
+)
+from agac.providers.base import (
+    BatchHandle,
+    BatchState,
+    BatchStatus,
+    ProviderSettings,
+    Request,
+    Response,
+    Result,
+    StopReason,
+    Usage,
+)
+
+__all__ = ["AnthropicProvider"]
+
+DEFAULT_TIMEOUT = 600.0
+BATCH_MAX_REQUESTS = 100_000
+BATCH_MAX_BYTES = 256 * 1024 * 1024
+
+BATCH_STATES: dict[str, BatchState] = {
+    "in_progress": "running",
+    "canceling": "cancelling",  # one L on Anthropic
+    "ended": "ended",
+}
+
+STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+    "tool_use": "tool_use",
+    "pause_turn": "other",
+}
+
+# error.type of an errored batch item -> the HTTP status it stands for.
+ERROR_TYPE_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_SCHEMA_PARAMS = ("output_config", "output_format", "json_schema", "structured output")
+# Tool input must be an object: other schemas are wrapped under this property.
+_WRAP_KEY = "agac_value"
+
+
+class AnthropicProvider:
+    """Anthropic Messages and Message Batches."""
+
+    name = "anthropic"
+    extra = "anthropic"
+    sdk_module = "anthropic"
+    credential_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    supports_batch = True
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self._sdk = import_sdk("anthropic", self.extra)
+        api_key = resolve_api_key(settings, self.credential_env)
+        base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
+        self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
+        auth = {"auth_token": api_key} if _is_auth_token(settings, api_key) else {"api_key": api_key}
+        # max_retries=0: the engine owns retries (DESIGN §5).
+        self._client: Any = self._sdk.AsyncAnthropic(
+            base_url=base_url, timeout=self._timeout, max_retries=0, **auth
+        )
+        self._forced_tool: set[str] = set()
+        self._force_tool = settings.options.get("structured_output") == "tool"
+        self._skew = float(settings.options.get("find_batch_skew", 120.0))
+
+    # -- errors --------------------------------------------------------------
+
+    @contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        """The one place anthropic SDK exceptions become agac's taxonomy."""
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.APIStatusError as exc:
+            # The spend cap is a 429 marked by error.details.error_code (no Retry-After).
+            code = exc.error_code or pick(exc.body, "error", "code") or exc.type
+            raise classify(
+                self.name,
+                exc.status_code,
+                message=exc.api_message or exc.message,
+                retry_after=retry_after_seconds(exc.response.headers),
+                code=code,
+                quota=code in QUOTA_CODES,
+            ) from exc
+        except sdk.APIConnectionError as exc:
+            raise connection_error(self.name, exc) from exc
+        except transport_errors() as exc:
+            raise connection_error(self.name, exc) from exc
+        except sdk.AnthropicError as exc:
+            raise FatalError(f"{self.name}: {exc}") from exc
+
+    # -- online --------------------------------------------------------------
+
+    def _params(self, request: Request, *, tool: bool) -> dict[str, Any]:
+        """The Messages body: system is top-level, messages are user/assistant only."""
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": m.role, "content": m.content} for m in request.chat],
+        }
+        if request.system:
+            params["system"] = request.system
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.schema is not None:
+            if tool:
+                params["tools"] = [
+                    {
+                        "name": SCHEMA_NAME,
+                        "description": "Record the answer.",
+                        "input_schema": _tool_schema(request.schema),
+                    }
+                ]
+                params["tool_choice"] = {"type": "tool", "name": SCHEMA_NAME}
+            else:
+                params["output_config"] = {
+                    "format": {"type": "json_schema", "schema": request.schema}
+                }
+        return params
+
+    def _use_tool(self, model: str) -> bool:
+        return self._force_tool or model in self._forced_tool
+
+    async def complete(self, request: Request) -> Response:
+        tool = self._use_tool(request.model)
+        try:
+            return await self._create(request, tool=tool)
+        except FatalError as err:
+            if request.schema is None or tool or not _schema_rejected(err):
+                raise
+            self._forced_tool.add(request.model)
+            return await self._create(request, tool=True)
+
+    async def _create(self, request: Request, *, tool: bool) -> Response:
+        params = self._params(request, tool=tool)
+        # An explicit timeout also skips the SDK's guard against long non-streaming calls.
+        timeout = request.timeout if request.timeout is not None else self._timeout
+        with self._translate_errors(), stopwatch() as took:
+            message = await self._client.messages.create(**params, timeout=timeout)
+        return message_response(message, latency_ms=took[0], parse=request.schema is not None)
+
+    # -- batch ---------------------------------------------------------------
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
+        """Create a Message Batch; requests go inline (the SDK takes a list)."""
+        items: list[dict[str, Any]] = []
+        size = 0
+        for request in requests:
+            item = {
+                "custom_id": require_custom_id(request),
+                "params": self._params(request, tool=self._use_tool(request.model)),
+            }
+            size += len(json.dumps(item, separators=(",", ":")))
+            items.append(item)
+            if len(items) > BATCH_MAX_REQUESTS or size > BATCH_MAX_BYTES:
+                raise UnsupportedError(
+                    f"anthropic batch exceeds {BATCH_MAX_REQUESTS} requests or "
+                    f"{BATCH_MAX_BYTES} bytes",
+                    code="batch_too_large",
+                )
+        if not items:
+            raise ValueError("a batch needs at least one request")
+        with self._translate_errors():
+            batch = await self._client.messages.batches.create(requests=items)
+        meta = {"request_count": len(items), "created_at": _epoch(batch.created_at)}
+        return BatchHandle(self.name, str(batch.id), key, meta)
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
+        with self._translate_errors():
+            batch = await self._client.messages.batches.retrieve(handle.id)
+        return batch_status(batch)
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        """Stream the results JSONL; ``errored`` items carry a taxonomy error."""
+        with self._translate_errors():
+            batch = await self._client.messages.batches.retrieve(handle.id)
+            created, ended = _epoch(batch.created_at), _epoch(batch.ended_at)
+            latency = max(0.0, (ended - created) * 1000.0) if created and ended else 0.0
+            decoder = await self._client.messages.batches.results(handle.id)
+            async for item in decoder:
+                yield self._result(item, latency)
+
+    def _result(self, item: Any, latency_ms: float) -> Result:
+        custom_id = str(pick(item, "custom_id"))
+        result = pick(item, "result")
+        kind = str(pick(result, "type"))
+        if kind == "succeeded":
+            answer = message_response(
+                pick(result, "message"), latency_ms=latency_ms, service_tier="batch"
+            )
+            return Result(custom_id, "succeeded", response=answer)
+        if kind == "canceled":
+            return Result(custom_id, "canceled")
+        if kind == "expired":
+            return Result(custom_id, "expired")
+        return Result(custom_id, "errored", error=_item_error(self.name, pick(result, "error")))
+
+    async def cancel_batch(self, handle: BatchHandle) -> None:
+        with self._translate_errors():
+            await self._client.messages.batches.cancel(handle.id)
+
+    async def find_batch(
+        self,
+        key: str,
+        *,
+        created_after: datetime | float | None = None,
+        created_before: datetime | float | None = None,
+        request_count: int | None = None,
+    ) -> BatchHandle | None:
+        """Recover a submission whose answer was lost (DESIGN B2).
+
+        Anthropic batches carry no metadata, so ``key`` cannot be matched. Instead:
+        the batches created inside the intent's window (widened by
+        ``find_batch_skew`` seconds, default 120, for clock skew) with the same
+        request count. Exactly one candidate is adopted (the engine verifies its
+        custom_ids when it ends); none or several return None. Without a window
+        nothing is certain: None.
+        """
+        candidates = await self.batch_candidates(
+            created_after=created_after,
+            created_before=created_before,
+            request_count=request_count,
+        )
+        if len(candidates) != 1:
+            return None
+        found = candidates[0]
+        return BatchHandle(found.provider, found.id, key, {**found.meta, "adopted_by": "window"})
+
+    async def batch_candidates(
+        self,
+        *,
+        created_after: datetime | float | None,
+        created_before: datetime | float | None = None,
+        request_count: int | None = None,
+    ) -> list[BatchHandle]:
+        """Batches created in the window (newest first) with ``request_count`` requests."""
+        if created_after is None:
+            return []
+        low = _epoch(created_after) - self._skew
+        high = (_epoch(created_before) if created_before is not None else float("inf")) + self._skew
+        found: list[BatchHandle] = []
+        with self._translate_errors():
+            async for batch in self._client.messages.batches.list(limit=100):
+                created = _epoch(batch.created_at)
+                if created < low:
+                    break  # listed newest first: the rest are older
+                if created > high:
+                    continue
+                total = batch_status(batch).request_count
+                if request_count is not None and total != request_count:
+                    continue
+                meta = {"request_count": total, "created_at": created}
+                found.append(BatchHandle(self.name, str(batch.id), "", meta))
+        return found
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def message_response(
+    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+) -> Response:
+    """Normalize a Message per DESIGN §5.
+
+    Anthropic's ``input_tokens`` already excludes cache reads and writes; writes are
+    kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the
+    forced-tool form of structured output: its input is the answer.
+    """
+    texts: list[str] = []
+    tool_input: Any = None
+    for block in pick(message, "content") or []:
+        kind = pick(block, "type")
+        if kind == "text":
+            texts.append(pick(block, "text") or "")
+        elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
+            tool_input = _unwrap_tool_input(pick(block, "input"))
+    raw_stop = str(pick(message, "stop_reason") or "")
+    stop: StopReason = STOP_REASONS.get(raw_stop, "other")
+    if tool_input is not None:
+        text = json.dumps(tool_input, ensure_ascii=False)
+        parsed = tool_input
+        if stop == "tool_use":
+            stop = "end"
+    else:
+        text = "".join(texts)
+        parsed = parse_json(text) if parse and stop != "refusal" else None
+    usage = pick(message, "usage")
+    return Response(
+        text=text,
+        model=str(pick(message, "model") or ""),
+        stop_reason=stop,
+        usage=Usage(
+            input_tokens=as_int(pick(usage, "input_tokens")),
+            output_tokens=as_int(pick(usage, "output_tokens")),
+            cached_tokens=as_int(pick(usage, "cache_read_input_tokens")),
+            cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
+        ),
+        parsed=parsed,
+        service_tier=service_tier or pick(usage, "service_tier"),
+        latency_ms=latency_ms,
+        refusal=text if stop == "refusal" else None,
+    )
+
+
+def batch_status(batch: Any) -> BatchStatus:
+    """Normalize a MessageBatch; an unknown status is running (B9).
+
+    Counts stay at ``processing`` until the batch ends, so ``completed`` is 0 until then.
+    """
+    raw = str(pick(batch, "processing_status") or "")
+    state = BATCH_STATES.get(raw)
+    counts = pick(batch, "request_counts")
+    names = ("processing", "succeeded", "errored", "canceled", "expired")
+    values = {n: as_int(pick(counts, n)) for n in names}
+    return BatchStatus(
+        state=state or "running",
+        raw_status=raw,
+        request_count=sum(values.values()),
+        completed=values["succeeded"],
+        failed=values["errored"] + values["canceled"] + values["expired"],
+        known=state is not None,
+    )
+
+
+def _item_error(provider: str, error: Any) -> ProviderError:
+    """An errored batch item's ErrorResponse, classified like an HTTP answer."""
+    kind = str(pick(error, "error", "type") or pick(error, "type") or "")
+    message = pick(error, "error", "message") or pick(error, "message")
+    code = pick(error, "error", "details", "error_code") or kind or None
+    status = ERROR_TYPE_STATUS.get(kind, 500 if not kind else 400)
+    return classify(provider, status, message=message, code=code)
+
+
+def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    if schema.get("type") == "object":
+        return schema
+    return {"type": "object", "properties": {_WRAP_KEY: schema}, "required": [_WRAP_KEY]}
+
+
+def _unwrap_tool_input(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {_WRAP_KEY}:
+        return value[_WRAP_KEY]
+    return value
+
+
+def _schema_rejected(err: ProviderError) -> bool:
+    text = str(err).lower()
+    return err.status == 400 and any(p in text for p in _SCHEMA_PARAMS)
+
+
+def _is_auth_token(settings: ProviderSettings, key: str) -> bool:
+    """A key that came from ANTHROPIC_AUTH_TOKEN is sent as a Bearer token."""
+    return not settings.api_key and not os.environ.get("ANTHROPIC_API_KEY") and bool(key)
+
+
+def _epoch(value: datetime | float | None) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.timestamp()
+    return float(value)

@@ -1,0 +1,48 @@
+"""Groq through the official ``groq`` SDK (``pip install 'agac[groq]'``).
+
+Groq's Chat Completions and Batch APIs clone OpenAI's under ``/openai/v1``, so the
+logic is shared (:mod:`agac.providers._openai_compat`). Differences handled here:
+listing batches pages with ``paging.next_cursor`` (the SDK's ``batches.list`` takes
+no paging arguments), and ``json_schema`` output exists only on some models — a
+model that rejects it falls back to JSON mode with the schema in the system prompt.
+Batch discount and prompt caching do not stack on Groq (a pricing matter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agac.providers._common import pick
+from agac.providers._openai_compat import OpenAICompatProvider
+
+__all__ = ["GroqProvider"]
+
+
+class GroqProvider(OpenAICompatProvider):
+    """Groq Chat Completions and Batch API."""
+
+    name = "groq"
+    extra = "groq"
+    sdk_module = "groq"
+    credential_env = ("GROQ_API_KEY",)
+    supports_batch = True
+    base_url_env = "GROQ_BASE_URL"
+    sdk_base_error = "GroqError"
+
+    def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
+        # max_retries=0: the engine owns retries (DESIGN §5).
+        return self._sdk.AsyncGroq(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    async def _list_batches(self) -> AsyncIterator[Any]:
+        cursor: str | None = None
+        while True:
+            query = {"cursor": cursor} if cursor else None
+            page = await self._client.batches.list(extra_query=query)
+            for batch in page.data or []:
+                yield batch
+            cursor = pick(pick(page, "paging"), "next_cursor")
+            if not cursor:
+                return

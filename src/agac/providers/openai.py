@@ -1,0 +1,39 @@
+"""OpenAI through the official ``openai`` SDK (``pip install 'agac[openai]'``).
+
+Live calls use Chat Completions with ``response_format: json_schema`` (``strict``
+when the schema allows it); batches use the Batch API with a JSONL file. The shared
+logic lives in :mod:`agac.providers._openai_compat`. The SDK is imported when the
+adapter is constructed, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agac.providers._openai_compat import OpenAICompatProvider
+
+__all__ = ["OpenAIProvider"]
+
+
+class OpenAIProvider(OpenAICompatProvider):
+    """OpenAI Chat Completions and Batch API."""
+
+    name = "openai"
+    extra = "openai"
+    sdk_module = "openai"
+    credential_env = ("OPENAI_API_KEY",)
+    supports_batch = True
+    base_url_env = "OPENAI_BASE_URL"
+    sdk_base_error = "OpenAIError"
+
+    def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
+        # max_retries=0: the engine owns retries (DESIGN §5).
+        return self._sdk.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    async def _list_batches(self) -> AsyncIterator[Any]:
+        # The SDK's cursor page follows ``after`` by itself.
+        async for batch in self._client.batches.list(limit=100):
+            yield batch
