@@ -1,1 +1,16 @@
-"""prompt layer of agac (see DESIGN.md §2)."""
+"""prompt layer of agac (DESIGN §2): sandboxed Jinja2 rendering of prompts and guards."""
+
+from __future__ import annotations
+
+from agac.prompt.references import Reference, template_references
+from agac.prompt.render import RenderError, compile_template, evaluate_guard, render, tojson
+
+__all__ = [
+    "Reference",
+    "RenderError",
+    "compile_template",
+    "evaluate_guard",
+    "render",
+    "template_references",
+    "tojson",
+]

@@ -1,0 +1,274 @@
+"""Per-action settings: merging ``defaults:`` and the per-run mode, then typing each value.
+
+:func:`merge_action` applies DESIGN §3's filling rules and remembers where every value
+was written (``origins``) so a Problem points at the line that set it — on the action,
+under ``defaults:``, or on the action's own line for the ``--run-mode`` of a run.
+:func:`action_fields` turns the merged values into the keyword arguments of
+:class:`~agac.config.model.Action`, reporting every bad value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agac.config.keys import (
+    AVAILABLE_RUN_MODES,
+    BACKOFF_KEYS,
+    BATCH_TUNING_KEYS,
+    CONTEXT_KEYS,
+    LLM_ONLY_KEYS,
+    RATE_LIMIT_KEYS,
+    RETRY_KEYS,
+    RUN_MODES,
+)
+from agac.config.model import ContextSpec, RateLimit, RetrySpec
+from agac.config.source import Findings, Path
+from agac.config.values import (
+    read_bool,
+    read_duration,
+    read_int,
+    read_mapping,
+    read_number,
+    read_str,
+    read_str_list,
+)
+
+__all__ = ["BATCH_DEFAULTS", "RawAction", "action_fields", "merge_action", "split_model"]
+
+BATCH_DEFAULTS = {"poll_interval": 300.0, "batch_deadline": 25 * 3600.0}
+"""Batch tuning for a batch action that sets none (DESIGN B11)."""
+
+CLI = ("--run-mode",)
+"""Origin marker of a value that came from the run's ``--run-mode``."""
+
+
+@dataclass
+class RawAction:
+    """One action's entry after merging, before typing."""
+
+    index: int
+    name: str
+    kind: str
+    path: Path
+    line: int
+    dependencies: list[str]
+    own: dict[str, Any]
+    values: dict[str, Any] = field(default_factory=dict)
+    origins: dict[str, Path] = field(default_factory=dict)
+
+    def origin(self, key: str) -> Path:
+        where = self.origins.get(key, self.path)
+        return self.path if where == CLI else where
+
+
+def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None) -> None:
+    """Fill ``raw.values``: the action's own keys, else ``run_mode`` (llm actions only),
+    else ``defaults`` that apply to its kind; batch tuning from defaults only when the
+    action ends up batched."""
+    llm = raw.kind == "llm"
+    for key, value in defaults.items():
+        if key in raw.own or (key in LLM_ONLY_KEYS and not llm) or key in BATCH_TUNING_KEYS:
+            continue
+        raw.values[key], raw.origins[key] = value, ("defaults", key)
+    if llm and run_mode is not None and "run_mode" not in raw.own:
+        raw.values["run_mode"], raw.origins["run_mode"] = run_mode, CLI
+    for key, value in raw.own.items():
+        raw.values[key], raw.origins[key] = value, raw.path + (key,)
+    if llm and resolved_run_mode(raw.values.get("run_mode")) == "batch":
+        for key in BATCH_TUNING_KEYS & defaults.keys() - raw.own.keys():
+            raw.values[key], raw.origins[key] = defaults[key], ("defaults", key)
+
+
+def resolved_run_mode(value: Any) -> str | None:
+    """``online``/``batch`` for a valid spelling (any case), ``online`` when unset, else None."""
+    if value is None:
+        return "online"
+    if isinstance(value, str) and value.strip().lower() in RUN_MODES:
+        return value.strip().lower()
+    return None
+
+
+def split_model(model: str) -> tuple[str, str] | None:
+    """``provider/model`` -> (provider, model name); the model name may hold more slashes."""
+    provider, sep, name = model.partition("/")
+    if not sep or not provider.strip() or not name.strip() or provider != provider.strip():
+        return None
+    return provider, name
+
+
+def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    """Typed Action keyword arguments (besides name, kind, line, dependencies, ancestors)."""
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {"context": _context(f, v.get("context"), at("context")),
+                           "retry": _retry(f, v.get("retry"), at("retry")),
+                           "cache": True, "max_concurrency": 16}
+    if "when" in v:
+        out["when"] = read_str(f, v["when"], at("when"))
+    if "cache" in v:
+        out["cache"] = read_bool(f, v["cache"], at("cache"))
+    if "max_concurrency" in v:
+        out["max_concurrency"] = read_int(f, v["max_concurrency"], at("max_concurrency"))
+    if "schema" in v:
+        out["schema"] = _schema(f, v["schema"], at("schema"))
+    if raw.kind == "llm":
+        out.update(_llm_fields(f, raw))
+    else:
+        out.update(model=None, max_tokens=None, timeout=None, run_mode=None)
+        if "function" in v:
+            out["function"] = _function(f, v["function"], at("function"))
+    return out
+
+
+def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {"max_tokens": 1024, "timeout": 120.0}
+    for key in ("system", "prompt"):
+        if key in v:
+            out[key] = read_str(f, v[key], at(key))
+    if "model" in v and (model := read_str(f, v["model"], at("model"))) is not None:
+        parts = split_model(model)
+        if parts is None:
+            f.error("invalid_model", f"model {model!r} of action {raw.name!r} is not "
+                    "provider/model", at("model"), hint="e.g. openai/gpt-4o-mini or mock/any")
+        else:
+            out.update(model=model, provider=parts[0], model_name=parts[1])
+    if "max_tokens" in v:
+        out["max_tokens"] = read_int(f, v["max_tokens"], at("max_tokens"))
+    if "temperature" in v and v["temperature"] is not None:
+        out["temperature"] = read_number(f, v["temperature"], at("temperature"), maximum=2.0)
+    if "timeout" in v:
+        out["timeout"] = read_duration(f, v["timeout"], at("timeout"))
+    if "rate_limit" in v:
+        out["rate_limit"] = _rate_limit(f, v["rate_limit"], at("rate_limit"))
+    out["run_mode"] = _run_mode(f, raw)
+    out.update(_tuning(f, raw, out["run_mode"]))
+    return out
+
+
+def _run_mode(f: Findings, raw: RawAction) -> str | None:
+    value = raw.values.get("run_mode")
+    mode = resolved_run_mode(value)
+    where = raw.origin("run_mode")
+    source = "--run-mode" if raw.origins.get("run_mode") == CLI else "run_mode"
+    if mode is None:
+        f.error("unsupported_run_mode", f"{source} {value!r} of action {raw.name!r} is not "
+                f"one of {', '.join(RUN_MODES)}", where, hint="run_mode is online or batch")
+    elif mode not in AVAILABLE_RUN_MODES:
+        f.error("not_available_yet", f"run_mode {mode!r} (from {source}) is not available in "
+                f"this version of agac (action {raw.name!r})", where,
+                hint=f"use run_mode: {sorted(AVAILABLE_RUN_MODES)[0]}")
+    return mode
+
+
+def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
+    codes = {"poll_interval": "invalid_poll_interval", "batch_deadline": "invalid_batch_deadline"}
+    out: dict[str, Any] = {"poll_interval": None, "batch_deadline": None}
+    for key, code in codes.items():
+        if key in raw.values:
+            out[key] = read_duration(f, raw.values[key], raw.origin(key), code=code)
+        if key in raw.own and mode == "online":
+            f.error("tuning_without_batch", f"{key} is set on action {raw.name!r}, whose "
+                    "run_mode is online", raw.origin(key),
+                    hint="batch tuning applies to run_mode: batch; check the run_mode spelling")
+        if mode == "batch" and out[key] is None:
+            out[key] = BATCH_DEFAULTS[key]
+        if mode != "batch":
+            out[key] = None
+    return out
+
+
+def _context(f: Findings, value: Any, path: Path) -> ContextSpec | None:
+    if value is None:
+        return ContextSpec()
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, CONTEXT_KEYS, path, "context")
+    observe = drop = None
+    if body.get("observe") is not None:
+        observe = read_str_list(f, body["observe"], path + ("observe",))
+    if body.get("drop") is not None:
+        drop = read_str_list(f, body["drop"], path + ("drop",))
+    for key, paths in (("observe", observe), ("drop", drop)):
+        for i, item in enumerate(paths or ()):
+            if not _valid_view_path(item):
+                f.error("invalid_value", f"context.{key} entry {item!r} is not a dotted path "
+                        "(source.text, classify.*)", path + (key, i))
+    return ContextSpec(None if observe is None else tuple(observe), tuple(drop or ()))
+
+
+def _valid_view_path(text: str) -> bool:
+    parts = text.split(".")
+    return all(parts) and "*" not in "".join(parts[:-1]) and (parts[-1] == "*" or
+                                                               "*" not in parts[-1])
+
+
+def _retry(f: Findings, value: Any, path: Path) -> RetrySpec | None:
+    if value is None:
+        return RetrySpec()
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, RETRY_KEYS, path, "retry")
+    values: dict[str, Any] = {}
+    if "max_attempts" in body:
+        values["max_attempts"] = read_int(f, body["max_attempts"], path + ("max_attempts",))
+    backoff = body.get("backoff")
+    bpath = path + ("backoff",)
+    if isinstance(backoff, dict):
+        f.unknown_keys(backoff, BACKOFF_KEYS, bpath, "retry.backoff")
+        for key in ("initial", "max"):
+            if key in backoff:
+                values[f"backoff_{key}"] = read_duration(f, backoff[key], bpath + (key,))
+        if "multiplier" in backoff:
+            values["backoff_multiplier"] = read_number(
+                f, backoff["multiplier"], bpath + ("multiplier",), minimum=1.0)
+        if "jitter" in backoff:
+            values["jitter"] = read_bool(f, backoff["jitter"], bpath + ("jitter",))
+    elif backoff is not None:
+        values["backoff_initial"] = read_duration(f, backoff, bpath)
+    if any(v is None for v in values.values()):
+        return None
+    return RetrySpec(**values)
+
+
+def _rate_limit(f: Findings, value: Any, path: Path) -> RateLimit | None:
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, RATE_LIMIT_KEYS, path, "rate_limit")
+    limits = {key: read_number(f, body[key], path + (key,), exclusive_minimum=True)
+              for key in RATE_LIMIT_KEYS if body.get(key) is not None}
+    return RateLimit(**limits)
+
+
+def _function(f: Findings, value: Any, path: Path) -> str | None:
+    text = read_str(f, value, path)
+    if text is None:
+        return None
+    module, sep, attr = text.partition(":")
+    if not sep or not module or not attr or not all(
+        p.isidentifier() for p in (*module.split("."), *attr.split("."))
+    ):
+        f.error("invalid_function", f"function {text!r} is not module:name", path,
+                hint="e.g. function: tools.mail:send_reply (resolved from the project root)")
+        return None
+    return text
+
+
+def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        f.error("invalid_schema", f"schema must be a JSON Schema object, got {value!r}", path)
+        return None
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(value).check_schema(value)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "schema"
+        f.error("invalid_schema", f"schema is not a valid JSON Schema at {where}: "
+                f"{exc.message}", path)
+        return None
+    return value

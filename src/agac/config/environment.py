@@ -1,0 +1,113 @@
+"""Checks of a workflow against the machine and the project, before anything is sent.
+
+Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``),
+tool functions (``invalid_function``), durability (``not_durable``) and prices
+(``unknown_price``). Each provider is judged once, at the first action using it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from agac.config.actions import RawAction
+from agac.config.functions import FunctionNotFound, resolve_function
+from agac.config.model import Action
+from agac.config.project import Project, store_url
+from agac.config.source import Findings, did_you_mean
+from agac.errors import ConfigError
+
+__all__ = ["check_environment"]
+
+PriceLookup = Callable[[str], bool]
+
+
+def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAction, Action]],
+                      *, price_lookup: PriceLookup | None = None,
+                      check_credentials: bool = True) -> None:
+    """Report what would stop this workflow on this machine, or cost unknown money."""
+    seen_providers: set[str] = set()
+    seen_models: set[str] = set()
+    memory = store_url(project) == "memory"
+    for raw, action in pairs:
+        if action.kind == "tool" and action.function:
+            _check_function(f, project, raw, action.function)
+        if memory and "approval" in raw.own:
+            f.error("not_durable", f"action {raw.name!r} needs approvals, which a memory "
+                    "store cannot keep", raw.path + ("approval",),
+                    hint="use the default SQLite store or PostgreSQL")
+        if action.kind != "llm" or action.provider is None or action.model is None:
+            continue
+        if memory and action.run_mode == "batch":
+            f.error("not_durable", f"action {raw.name!r} runs in batch mode, which a memory "
+                    "store cannot resume", raw.origin("run_mode"),
+                    hint="use the default SQLite store or PostgreSQL")
+        if action.provider not in seen_providers:
+            seen_providers.add(action.provider)
+            _check_provider(f, project, raw, action.provider, check_credentials)
+        if action.model not in seen_models:
+            seen_models.add(action.model)
+            _check_price(f, project, raw, action, price_lookup)
+
+
+def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str,
+                    check_credentials: bool) -> None:
+    from agac.providers.registry import (
+        available_providers,
+        credentials_missing,
+        provider_class,
+        sdk_installed,
+    )
+
+    where = raw.origin("model")
+    try:
+        cls = provider_class(provider)
+    except ConfigError:
+        f.error("unknown_provider", f"unknown provider {provider!r} in model of action "
+                f"{raw.name!r}", where, hint=did_you_mean(provider, available_providers())
+                or f"known: {', '.join(available_providers())}")
+        return
+    except ImportError as exc:
+        if (getattr(exc, "name", None) or "").startswith("agac"):
+            return  # the adapter module itself is missing from this build: nothing to judge
+        f.error("provider_not_installed", f"provider {provider!r} cannot be loaded: {exc}",
+                where, hint=f"pip install 'agac[{provider}]'")
+        return
+    if not sdk_installed(cls):
+        f.error("provider_not_installed", f"the SDK of provider {provider!r} is not installed",
+                where, hint=f"pip install 'agac[{getattr(cls, 'extra', '') or provider}]'")
+        return
+    if check_credentials:
+        missing = _missing_credentials(project, provider, cls, credentials_missing)
+        if missing:
+            f.error("missing_credentials", f"no API key for provider {provider!r}", where,
+                    hint=f"set {' or '.join(missing)}, or run against the emulator: "
+                    "eval \"$(agac emulator env)\"")
+
+
+def _missing_credentials(project: Project, provider: str, cls: object,
+                         credentials_missing: Callable[..., list[str]]) -> list[str]:
+    settings = project.config.providers.get(provider)
+    if settings is not None and settings.api_key_env:
+        return [] if os.environ.get(settings.api_key_env) else [settings.api_key_env]
+    return credentials_missing(cls, None)
+
+
+def _check_function(f: Findings, project: Project, raw: RawAction, spec: str) -> None:
+    try:
+        resolve_function(spec, project.root)
+    except FunctionNotFound as exc:
+        f.error("invalid_function", f"function of action {raw.name!r}: {exc}",
+                raw.origin("function"), hint=f"it is imported from the project root "
+                f"{project.root}")
+
+
+def _check_price(f: Findings, project: Project, raw: RawAction, action: Action,
+                 price_lookup: PriceLookup | None) -> None:
+    model = action.model or ""
+    if action.provider == "mock" or model in project.config.prices or price_lookup is None:
+        return
+    if not price_lookup(model):
+        f.warn("unknown_price", f"model {model!r} has no price; its cost will show as 0",
+               raw.origin("model"), hint=f"add prices: {{{model}: {{input: …, output: …}}}} "
+               "to agac.yml")

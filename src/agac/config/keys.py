@@ -1,0 +1,69 @@
+"""The keys a workflow file may hold, and which features this version has.
+
+Keys of features that do not exist yet are known here so that they fail validation
+with ``not_available_yet`` instead of ``unknown_key`` — never accepted and ignored.
+Enabling a feature later means moving its key out of a ``FUTURE_*`` set (and, for
+batch mode, adding ``"batch"`` to :data:`AVAILABLE_RUN_MODES`).
+"""
+
+from __future__ import annotations
+
+import keyword
+
+__all__ = [
+    "ACTION_KEYS",
+    "AVAILABLE_RUN_MODES",
+    "BATCH_TUNING_KEYS",
+    "DEFAULTABLE_KEYS",
+    "FUTURE_ACTION_KEYS",
+    "FUTURE_KINDS",
+    "FUTURE_TOP_KEYS",
+    "KINDS",
+    "LLM_ONLY_KEYS",
+    "NOT_IN_DEFAULTS",
+    "RESERVED_NAMES",
+    "RUN_MODES",
+    "TOOL_KEYS",
+    "TOP_KEYS",
+]
+
+TOP_KEYS = frozenset({"name", "description", "input", "defaults", "actions", "partial_ok"})
+FUTURE_TOP_KEYS = frozenset({"budget", "deadline"})
+INPUT_KEYS = frozenset({"path", "id_field"})
+
+ACTION_KEYS = frozenset({
+    "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
+    "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
+    "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache",
+})
+FUTURE_ACTION_KEYS = frozenset({"approval", "effect", "fan_out", "join", "gate", "failure_policy"})
+NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join"})
+DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
+
+LLM_ONLY_KEYS = frozenset({
+    "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
+    "run_mode", "poll_interval", "batch_deadline", "rate_limit",
+})
+"""Keys that ``defaults:`` gives to llm actions only (DESIGN §3)."""
+
+TOOL_KEYS = frozenset({"schema"})
+"""Llm-only keys a tool may still write on itself: a tool's return value is validated
+against its own ``schema``."""
+
+BATCH_TUNING_KEYS = frozenset({"poll_interval", "batch_deadline"})
+
+KINDS = frozenset({"llm", "tool"})
+FUTURE_KINDS = frozenset({"join"})
+
+RUN_MODES = ("online", "batch")
+AVAILABLE_RUN_MODES = frozenset({"online"})
+"""Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
+
+RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",
+                            "none", "True", "False", "None"}) | frozenset(keyword.kwlist)
+"""Names an action cannot take: they are roots or words of the template language."""
+
+CONTEXT_KEYS = frozenset({"observe", "drop"})
+RETRY_KEYS = frozenset({"max_attempts", "backoff"})
+BACKOFF_KEYS = frozenset({"initial", "max", "multiplier", "jitter"})
+RATE_LIMIT_KEYS = frozenset({"rpm", "tpm"})

@@ -1,0 +1,167 @@
+"""Static checks of prompts, ``system`` and guards against what an action can see.
+
+What a template sees (DESIGN §3): ``source`` and the output of every ancestor by
+name, narrowed by ``context.observe`` and ``context.drop``. A template that reads
+anything else is ``undefined_variable``; a Jinja syntax error is ``invalid_template``
+at the line inside the file. A guard reading a field that the ancestor's schema cannot
+produce is the warning ``guard_reads_missing_field`` (at run time such a guard is
+simply false).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jinja2 import TemplateSyntaxError
+
+from agac.config.actions import RawAction
+from agac.config.model import ContextSpec
+from agac.config.source import Findings, Path, did_you_mean
+from agac.prompt.references import Reference, template_references
+from agac.prompt.render import compile_guard, compile_template
+
+__all__ = ["TEXT_SCHEMA", "check_guard_fields", "check_templates"]
+
+TEXT_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+}
+"""The shape of an answer without ``schema``: ``{"text": ...}``."""
+
+_TEMPLATES = (("system", False), ("prompt", False), ("when", True))
+
+
+def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
+                    context: ContextSpec | None, names: Iterable[str]) -> dict[str, set[Reference]]:
+    """Compile and check the templates of one action; return the references of each."""
+    visible = {"source", *ancestors}
+    names = set(names)
+    observe, drop = _view_paths(f, raw, context, visible, names)
+    found: dict[str, set[Reference]] = {}
+    for key, expression in _TEMPLATES:
+        text = raw.values.get(key)
+        if not isinstance(text, str) or (key != "when" and raw.kind != "llm"):
+            continue
+        where = raw.origin(key)
+        try:
+            if expression:
+                compile_guard(text)
+            else:
+                compile_template(text, f"{raw.name}.{key}")
+            refs = template_references(text, expression=expression)
+        except TemplateSyntaxError as exc:
+            line = f.doc.value_line(where) + max((exc.lineno or 1) - 1, 0)
+            f.error("invalid_template", f"{key} of action {raw.name!r} is not a valid Jinja "
+                    f"{'expression' if expression else 'template'}: {exc.message}", where,
+                    line=line)
+            continue
+        found[key] = refs
+        for ref in sorted(refs, key=str):
+            reason = _invisible(ref, visible, observe, drop, names)
+            if reason is not None:
+                message, hint = reason
+                f.error("undefined_variable", f"{key} of action {raw.name!r} reads "
+                        f"{_dotted(ref)!r}, {message}", where, hint=hint)
+    return found
+
+
+def _view_paths(f: Findings, raw: RawAction, context: ContextSpec | None, visible: set[str],
+                names: set[str]) -> tuple[list[tuple[str, ...]] | None, list[tuple[str, ...]]]:
+    if context is None:
+        return None, []
+    observe: list[tuple[str, ...]] | None = None
+    if context.observe is not None:
+        observe = [] if "*" not in context.observe else None
+        if observe is not None:
+            observe = _checked(f, raw, "observe", context.observe, visible, names)
+    drop = _checked(f, raw, "drop", context.drop, visible, names)
+    return observe, drop
+
+
+def _checked(f: Findings, raw: RawAction, key: str, paths: Iterable[str], visible: set[str],
+             names: set[str]) -> list[tuple[str, ...]]:
+    result = []
+    for i, text in enumerate(paths):
+        parts = tuple(p for p in text.split(".") if p != "*")
+        result.append(parts)
+        if parts and parts[0] not in visible:
+            _, hint = _not_visible(parts[0], visible, names)
+            f.error("undefined_variable", f"context.{key} of action {raw.name!r} names "
+                    f"{text!r}, which it cannot see", raw.origin("context") + (key, i),
+                    hint=hint)
+    return result
+
+
+def _invisible(ref: Reference, visible: set[str], observe: list[tuple[str, ...]] | None,
+               drop: list[tuple[str, ...]], names: set[str]) -> tuple[str, str | None] | None:
+    root = str(ref[0])
+    if root not in visible:
+        return _not_visible(root, visible, names)
+    path = tuple(str(p) for p in ref)
+    if observe is not None and not any(_prefix(o, path) or _prefix(path, o) for o in observe):
+        return "which is not in context.observe", "add it to context.observe"
+    if any(_prefix(d, path) for d in drop):
+        return "which context.drop removes", "remove it from context.drop"
+    return None
+
+
+def _not_visible(root: str, visible: set[str], names: set[str]) -> tuple[str, str | None]:
+    if root in names:
+        return (f"but {root!r} is not an ancestor of this action",
+                f"add {root!r} to its dependencies")
+    seen = ", ".join(sorted(visible))
+    return f"which it cannot see (it sees {seen})", did_you_mean(root, visible)
+
+
+def _prefix(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
+    return len(short) <= len(long) and long[: len(short)] == short
+
+
+def _dotted(ref: Reference) -> str:
+    return ".".join(str(p) for p in ref)
+
+
+def check_guard_fields(f: Findings, raw: RawAction, refs: Iterable[Reference],
+                       outputs: Mapping[str, tuple[str, dict[str, Any] | None]]) -> None:
+    """Warn when the guard reads a field that an ancestor's output cannot have.
+
+    ``outputs`` maps an action name to (kind, schema). An llm answer without a schema is
+    ``{"text": …}``; a tool without a schema can return anything, so it is never judged.
+    """
+    where: Path = raw.origin("when")
+    for ref in sorted(refs, key=str):
+        if len(ref) < 2 or str(ref[0]) not in outputs:
+            continue
+        kind, schema = outputs[str(ref[0])]
+        if schema is None and kind != "llm":
+            continue
+        if not _can_produce(schema or TEXT_SCHEMA, ref[1:]):
+            f.warn("guard_reads_missing_field", f"guard of action {raw.name!r} reads "
+                   f"{_dotted(ref)!r}, which the schema of {str(ref[0])!r} cannot produce; "
+                   "the guard will be false", where)
+
+
+def _can_produce(schema: Any, path: Reference) -> bool:
+    for key in path:
+        if not isinstance(schema, dict) or any(
+            k in schema for k in ("$ref", "anyOf", "oneOf", "allOf", "if", "not")
+        ):
+            return True
+        types = schema.get("type")
+        types = {types} if isinstance(types, str) else set(types or ())
+        if isinstance(key, int):
+            items = schema.get("items")
+            if not isinstance(items, dict):
+                return True
+            schema = items
+            continue
+        if types and not types & {"object"}:
+            return False
+        props = schema.get("properties")
+        if props is None or schema.get("patternProperties") or schema.get(
+                "additionalProperties") not in (None, False):
+            return True
+        if key not in props:
+            return False
+        schema = props[key]
+    return True

@@ -1,0 +1,350 @@
+"""Loading and validating a workflow file (DESIGN §3).
+
+``load_workflow`` returns the resolved :class:`~agac.config.model.Workflow` or raises
+ConfigError carrying every error at once; ``validate_workflow`` returns the workflow
+(or None) with every error and warning and never raises for a bad configuration. The
+per-run ``run_mode`` (``agac run --run-mode``) is merged before validation, so what is
+validated is exactly what would run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from agac.config.actions import RawAction, action_fields, merge_action
+from agac.config.environment import check_environment
+from agac.config.graph import order_actions
+from agac.config.keys import (
+    ACTION_KEYS,
+    BATCH_TUNING_KEYS,
+    DEFAULTABLE_KEYS,
+    FUTURE_ACTION_KEYS,
+    FUTURE_KINDS,
+    FUTURE_TOP_KEYS,
+    INPUT_KEYS,
+    KINDS,
+    LLM_ONLY_KEYS,
+    NOT_IN_DEFAULTS,
+    RESERVED_NAMES,
+    TOOL_KEYS,
+    TOP_KEYS,
+)
+from agac.config.model import Action, InputSpec, Workflow
+from agac.config.project import Project
+from agac.config.source import Findings, Located, did_you_mean, load_located
+from agac.config.templates import check_guard_fields, check_templates
+from agac.config.values import read_bool, read_mapping, read_str, read_str_list
+from agac.errors import ConfigError, Problem
+
+__all__ = [
+    "find_workflow",
+    "load_workflow",
+    "validate_workflow",
+    "workflow_problems_json",
+]
+
+PriceLookup = Callable[[str], bool]
+
+_SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv"}
+_NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
+
+
+def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
+                  price_lookup: PriceLookup | None = None) -> Workflow:
+    """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
+    workflow, problems = validate_workflow(ref, project, run_mode=run_mode,
+                                           price_lookup=price_lookup)
+    if workflow is None:
+        raise ConfigError(problems=[p for p in problems if p.severity == "error"])
+    return workflow
+
+
+def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
+                      price_lookup: PriceLookup | None = None, check_credentials: bool = True,
+                      ) -> tuple[Workflow | None, list[Problem]]:
+    """(the workflow or None when any error, every error and warning sorted by line).
+
+    ``price_lookup(model)`` tells whether the engine's price table knows a model; a
+    model it does not know is the warning ``unknown_price``.
+    """
+    try:
+        path = find_workflow(ref, project)
+        data = path.read_bytes()
+        doc = load_located(data.decode("utf-8"), project.display(path))
+    except ConfigError as exc:
+        return None, exc.problems
+    except UnicodeDecodeError as exc:
+        return None, [Problem("yaml_syntax", f"not UTF-8 text: {exc}", str(ref), 0)]
+    f = Findings(doc)
+    workflow = _Builder(f, doc, path, project, run_mode).build(
+        hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
+    problems = _unique(sorted(f.problems, key=lambda p: p.line))
+    if any(p.severity == "error" for p in problems):
+        workflow = None
+    return workflow, problems
+
+
+def workflow_problems_json(problems: list[Problem]) -> dict[str, Any]:
+    """The object ``agac validate --json`` prints: ``{"ok", "errors", "warnings"}``."""
+    errors = [p.to_dict() for p in problems if p.severity == "error"]
+    warnings = [p.to_dict() for p in problems if p.severity != "error"]
+    return {"ok": not errors, "errors": errors, "warnings": warnings}
+
+
+def find_workflow(ref: str | Path, project: Project) -> Path:
+    """The file ``ref`` names: a path (relative to the working directory or the project
+    root), else the ``name:`` (or file stem) of a ``*.yml``/``*.yaml`` in the project.
+    ConfigError ``workflow_not_found`` or ``ambiguous_workflow`` otherwise."""
+    ref_path = Path(ref)
+    for candidate in (ref_path, project.root / ref_path):
+        if candidate.is_file():
+            return candidate.resolve()
+    name = str(ref)
+    matches = [p for p in _workflow_files(project.root) if _workflow_name(p) == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ConfigError(problems=[Problem(
+            "workflow_not_found", f"no workflow file or workflow named {name!r} in project "
+            f"{project.root}", name, 0, hint="name a .yml file or a workflow's name:")])
+    files = ", ".join(project.display(p) for p in matches)
+    raise ConfigError(problems=[Problem(
+        "ambiguous_workflow", f"several workflows are named {name!r}: {files}", name, 0,
+        hint="name the file instead")])
+
+
+def _workflow_files(root: Path) -> Iterator[Path]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for file in sorted(files):
+            if file.endswith((".yml", ".yaml")) and not (folder == str(root) and
+                                                         file == "agac.yml"):
+                yield Path(folder, file)
+
+
+def _workflow_name(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not re.search(r"^actions\s*:", text, re.MULTILINE):
+        return None
+    match = _NAME_LINE.search(text)
+    return match.group(1) if match else path.stem
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str, int, str]] = set()
+    result = []
+    for p in problems:
+        key = (p.code, p.file, p.line, p.message)
+        if key not in seen:
+            seen.add(key)
+            result.append(p)
+    return result
+
+
+class _Builder:
+    """One validation pass over one document."""
+
+    def __init__(self, f: Findings, doc: Located, path: Path, project: Project,
+                 run_mode: str | None) -> None:
+        self.f, self.doc, self.path, self.project, self.run_mode = f, doc, path, project, run_mode
+
+    def build(self, source_hash: str, price_lookup: PriceLookup | None,
+              check_credentials: bool) -> Workflow | None:
+        f, data = self.f, self.doc.data
+        if not isinstance(data, dict):
+            f.error("invalid_value", "a workflow file must be a mapping with input and actions",
+                    ())
+            return None
+        self._top_keys(data)
+        name = read_str(f, data["name"], ("name",)) if "name" in data else self.path.stem
+        description = data.get("description")
+        if description is not None:
+            description = read_str(f, description, ("description",), nonempty=False)
+        partial_ok = read_bool(f, data["partial_ok"], ("partial_ok",)) \
+            if "partial_ok" in data else True
+        input_spec = self._input(data)
+        defaults = self._defaults(data)
+        raws = self._actions(data, defaults)
+        actions = self._resolve(raws, price_lookup, check_credentials)
+        if f.errors or actions is None or input_spec is None or name is None:
+            return None
+        return Workflow(name=name, path=self.path, source_hash=source_hash, input=input_spec,
+                        actions=actions, partial_ok=bool(partial_ok), description=description)
+
+    def _top_keys(self, data: dict[Any, Any]) -> None:
+        for key in data:
+            if key in FUTURE_TOP_KEYS:
+                self.f.error("not_available_yet", f"{key!r} is not available in this version "
+                             "of agac", (key,), hint="remove it")
+            elif key not in TOP_KEYS:
+                self.f.error("unknown_key", f"unknown top-level key {key!r}", (key,),
+                             hint=did_you_mean(key, TOP_KEYS | FUTURE_TOP_KEYS))
+
+    def _input(self, data: dict[Any, Any]) -> InputSpec | None:
+        f = self.f
+        if "input" not in data:
+            f.error("missing_key", "the workflow has no 'input'", (),
+                    hint="input: {path: data/records.jsonl}")
+            return None
+        body = read_mapping(f, data["input"], ("input",))
+        if body is None:
+            return None
+        f.unknown_keys(body, INPUT_KEYS, ("input",), "input")
+        if "path" not in body:
+            f.error("missing_key", "input has no 'path'", ("input",),
+                    hint="a file, a folder or a glob relative to the project root")
+            return None
+        path = read_str(f, body["path"], ("input", "path"))
+        id_field = body.get("id_field")
+        if id_field is not None:
+            id_field = read_str(f, id_field, ("input", "id_field"))
+        return None if path is None else InputSpec(path, id_field)
+
+    def _defaults(self, data: dict[Any, Any]) -> dict[Any, Any]:
+        f = self.f
+        if data.get("defaults") is None:
+            return {}
+        body = read_mapping(f, data["defaults"], ("defaults",))
+        if body is None:
+            return {}
+        kept = {}
+        for key, value in body.items():
+            path = ("defaults", key)
+            if key in FUTURE_ACTION_KEYS - NOT_IN_DEFAULTS:
+                f.error("not_available_yet", f"{key!r} is not available in this version of "
+                        "agac", path, hint="remove it")
+            elif key in NOT_IN_DEFAULTS:
+                f.error("unknown_key", f"{key!r} cannot be set in defaults; set it on each "
+                        "action", path)
+            elif key not in DEFAULTABLE_KEYS:
+                f.error("unknown_key", f"unknown key {key!r} in defaults", path,
+                        hint=did_you_mean(key, DEFAULTABLE_KEYS))
+            else:
+                kept[key] = value
+        return kept
+
+    def _actions(self, data: dict[Any, Any], defaults: dict[Any, Any]) -> list[RawAction]:
+        f = self.f
+        if "actions" not in data:
+            f.error("missing_key", "the workflow has no 'actions'", ())
+            return []
+        items = data["actions"]
+        if not isinstance(items, list) or not items:
+            f.error("invalid_value", "actions must be a non-empty list", ("actions",))
+            return []
+        raws = []
+        for index, item in enumerate(items):
+            raw = self._action(index, item)
+            if raw is not None:
+                merge_action(raw, defaults, self.run_mode)
+                raws.append(raw)
+        return raws
+
+    def _action(self, index: int, item: Any) -> RawAction | None:
+        f, path = self.f, ("actions", index)
+        body = read_mapping(f, item, path)
+        if body is None:
+            return None
+        self._action_keys(body, path)
+        name = body.get("name")
+        if name is None:
+            f.error("missing_key", f"action #{index + 1} has no 'name'", path)
+            return None
+        if not isinstance(name, str) or not name.isidentifier() or name in RESERVED_NAMES:
+            f.error("invalid_value", f"action name {name!r} must be an identifier (letters, "
+                    "digits, _) and not a reserved word like 'source'", path + ("name",))
+            return None
+        kind = self._kind(body, path)
+        deps = read_str_list(f, body.get("dependencies") or [], path + ("dependencies",),
+                             allow_single=True) or []
+        own = {k: v for k, v in body.items() if k in ACTION_KEYS - {"name", "kind",
+                                                                    "dependencies"}}
+        raw = RawAction(index, name, kind or "llm", path, self.doc.line(path), deps, own)
+        if kind == "tool":
+            self._tool_keys(raw)
+        return raw if kind is not None else None
+
+    def _action_keys(self, body: dict[Any, Any], path: tuple[Any, ...]) -> None:
+        for key in body:
+            if key in FUTURE_ACTION_KEYS:
+                self.f.error("not_available_yet", f"{key!r} is not available in this version "
+                             "of agac", path + (key,), hint="remove it")
+            elif key not in ACTION_KEYS:
+                self.f.error("unknown_key", f"unknown key {key!r} in action", path + (key,),
+                             hint=did_you_mean(key, ACTION_KEYS | FUTURE_ACTION_KEYS))
+
+    def _kind(self, body: dict[Any, Any], path: tuple[Any, ...]) -> str | None:
+        kind = body.get("kind", "llm")
+        if kind in KINDS:
+            return str(kind)
+        if kind in FUTURE_KINDS:
+            self.f.error("not_available_yet", f"kind {kind!r} is not available in this version "
+                         "of agac", path + ("kind",))
+        else:
+            self.f.error("invalid_value", f"kind {kind!r} is not one of llm, tool",
+                         path + ("kind",), hint=did_you_mean(str(kind), KINDS))
+        return None
+
+    def _tool_keys(self, raw: RawAction) -> None:
+        for key in raw.own:
+            if key in LLM_ONLY_KEYS - TOOL_KEYS:
+                what = "batch tuning" if key in BATCH_TUNING_KEYS else f"{key!r}"
+                self.f.error("not_an_llm_action", f"{what} is set on tool action "
+                             f"{raw.name!r}; it applies to llm actions only",
+                             raw.path + (key,), hint=f"remove {key!r} from this action")
+        if "function" not in raw.own:
+            self.f.error("missing_key", f"tool action {raw.name!r} has no 'function'",
+                         raw.path, hint="function: module:name (resolved from the project "
+                         "root)")
+
+    def _resolve(self, raws: list[RawAction], price_lookup: PriceLookup | None,
+                 check_credentials: bool) -> tuple[Action, ...] | None:
+        f = self.f
+        fields = {}
+        for raw in raws:
+            fields[raw.name] = action_fields(f, raw)
+            self._required(raw)
+        ordered = order_actions(f, raws)
+        order, ancestors = ordered if ordered is not None else (raws, {})
+        if ordered is not None:
+            self._check_templates(order, ancestors, fields)
+        built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
+        check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
+                          check_credentials=check_credentials)
+        return tuple(built) if not f.errors else None
+
+    def _check_templates(self, order: list[RawAction], ancestors: dict[str, tuple[str, ...]],
+                         fields: dict[str, dict[str, Any]]) -> None:
+        names = [r.name for r in order]
+        outputs = {r.name: (r.kind, fields[r.name].get("schema")) for r in order}
+        for raw in order:
+            refs = check_templates(self.f, raw, ancestors[raw.name],
+                                   fields[raw.name]["context"], names)
+            if "when" in refs:
+                check_guard_fields(self.f, raw, refs["when"],
+                                   {a: outputs[a] for a in ancestors[raw.name]})
+
+    def _required(self, raw: RawAction) -> None:
+        if raw.kind == "llm":
+            for key in ("model", "prompt"):
+                if key not in raw.values:
+                    self.f.error("missing_key", f"llm action {raw.name!r} has no {key!r} (on "
+                                 "the action or in defaults)", raw.path)
+            if "function" in raw.own:
+                self.f.error("invalid_value", f"'function' is for kind: tool, but action "
+                             f"{raw.name!r} is an llm action", raw.path + ("function",),
+                             hint="add kind: tool")
+
+    def _action_of(self, raw: RawAction, fields: dict[str, Any],
+                   ancestors: tuple[str, ...]) -> Action:
+        return Action(name=raw.name, kind=raw.kind, line=raw.line,
+                      dependencies=tuple(dict.fromkeys(raw.dependencies)),
+                      ancestors=ancestors, **fields)
