@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +218,8 @@ def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
     name = path.name
     count = 0
     with path.open("rb") as handle:
-        events = ijson.parse(handle, use_float=True)
+        # Not use_float=True: the C backend then rejects integers beyond 64 bits.
+        events = ijson.parse(handle)
         try:
             first = next(events)
             if first[1] != "start_array":
@@ -225,7 +227,7 @@ def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
                 return
             for value in ijson.items(itertools.chain([first], events), "item"):
                 count += 1
-                yield _record(name, count, 0, value, id_field)
+                yield _record(name, count, 0, _floats(value), id_field)
             for _ in events:  # drain, so trailing garbage is reported
                 pass
         except (ijson.JSONError, ValueError) as exc:
@@ -233,6 +235,21 @@ def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
             where = f"after element {count}" if count else "before the first element"
             message = f"{name}: JSON array is cut off or corrupt {where} ({_ijson_reason(exc)})"
             yield _invalid(name, n, 0, message)
+
+
+def _floats(value: Any) -> Any:
+    """``value`` with ijson's Decimals turned into floats (as ``json.loads`` gives)."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, Decimal | dict | list):
+                value[key] = _floats(item)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, Decimal | dict | list):
+                value[index] = _floats(item)
+    return value
 
 
 def _ijson_reason(exc: Exception) -> str:
