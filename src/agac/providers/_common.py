@@ -26,6 +26,7 @@ __all__ = [
     "SCHEMA_NAME",
     "SpooledBatch",
     "as_int",
+    "dump_line",
     "enum_str",
     "fallback_system",
     "import_sdk",
@@ -203,7 +204,7 @@ class SpooledBatch:
 
 
 def spool_jsonl(
-    lines: Iterable[dict[str, Any]],
+    lines: Iterable[dict[str, Any] | bytes],
     *,
     max_count: int,
     max_bytes: int,
@@ -211,7 +212,8 @@ def spool_jsonl(
 ) -> SpooledBatch:
     """Write batch lines to a temporary ``.jsonl`` file, one at a time.
 
-    Big batches never exist as one string in memory. Exceeding the provider's limits
+    Lines are dicts, or bytes already serialized (without the newline). Big batches
+    never exist as one string in memory. Exceeding the provider's limits
     raises UnsupportedError (code ``batch_too_large``): the engine splits shards by
     these limits before it submits, so reaching them here is a planning bug.
     """
@@ -221,7 +223,7 @@ def spool_jsonl(
     try:
         with os.fdopen(fd, "wb") as fh:
             for line in lines:
-                data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+                data = line if isinstance(line, bytes) else dump_line(line)
                 fh.write(data + b"\n")
                 count += 1
                 size += len(data) + 1
@@ -237,6 +239,11 @@ def spool_jsonl(
         path.unlink(missing_ok=True)
         raise ValueError("a batch needs at least one request")
     return SpooledBatch(path, count, size)
+
+
+def dump_line(line: dict[str, Any]) -> bytes:
+    """One compact JSONL line, without its newline."""
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def require_custom_id(request: Request) -> str:

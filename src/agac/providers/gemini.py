@@ -1,0 +1,453 @@
+"""Google Gemini (Developer API) through the official ``google-genai`` SDK
+(``pip install 'agac[gemini]'``).
+
+Live calls use ``generateContent`` with ``response_json_schema`` and
+``response_mime_type: application/json``; a model that rejects the schema (a 400
+naming it) falls back to JSON mode with the schema in the system instruction.
+
+Batches use ``batchGenerateContent``: requests go inline when they total under
+20 MB, else as an uploaded JSONL file (``{"key", "request"}`` lines in the REST
+wire form). The batch's ``display_name`` is our idempotency key (for
+:meth:`find_batch`); inline requests carry ``metadata.custom_id``, file lines
+``key``. On the wire states are ``BATCH_STATE_*``; the SDK renames them
+``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
+
+Quirk: the SDK warns (``UserWarning``) when it meets a state its enum lacks; that
+warning is silenced here because an unknown state is handled (B9: still running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agac.errors import FatalError, ProviderError, RetryableError, UnsupportedError
+from agac.providers._common import (
+    as_int,
+    dump_line,
+    enum_str,
+    fallback_system,
+    import_sdk,
+    parse_json,
+    pick,
+    require_custom_id,
+    resolve_api_key,
+    resolve_base_url,
+    spool_jsonl,
+    stopwatch,
+)
+from agac.providers._errors import (
+    classify,
+    connection_error,
+    retry_after_seconds,
+    transport_errors,
+)
+from agac.providers.base import (
+    BatchHandle,
+    BatchState,
+    BatchStatus,
+    ProviderSettings,
+    Request,
+    Response,
+    Result,
+    StopReason,
+    Usage,
+)
+
+__all__ = ["GeminiProvider"]
+
+DEFAULT_TIMEOUT = 600.0
+INLINE_MAX_BYTES = 20 * 1024 * 1024 - 256 * 1024  # under 20 MB, with room for the envelope
+FILE_MAX_BYTES = 2 * 1024 * 1024 * 1024
+BATCH_MAX_REQUESTS = 10_000_000  # no documented count limit; bytes bind first
+
+# Both spellings: the SDK renames BATCH_STATE_* to JOB_STATE_*, but only the ones it knows.
+BATCH_STATES: dict[str, BatchState] = {}
+for _prefix in ("JOB_STATE_", "BATCH_STATE_"):
+    BATCH_STATES.update(
+        {
+            _prefix + "PENDING": "running",
+            _prefix + "QUEUED": "running",
+            _prefix + "RUNNING": "running",
+            _prefix + "UPDATING": "running",
+            _prefix + "PAUSED": "running",
+            _prefix + "SUCCEEDED": "ended",
+            _prefix + "PARTIALLY_SUCCEEDED": "ended",
+            _prefix + "FAILED": "failed",
+            _prefix + "CANCELLING": "cancelling",
+            _prefix + "CANCELLED": "cancelled",
+            _prefix + "EXPIRED": "expired",
+        }
+    )
+
+STOP_REASONS: dict[str, StopReason] = {
+    "STOP": "end",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+}
+
+# google.rpc.Code of a failed batch item -> the HTTP status it stands for.
+RPC_STATUS: dict[int, int] = {
+    1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429,
+    9: 400, 10: 409, 11: 400, 12: 501, 13: 500, 14: 503, 15: 500, 16: 401,
+}  # fmt: skip
+
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+_SCHEMA_REJECTED = re.compile(r"response_?json_?schema|responseJsonSchema|response_?schema", re.I)
+_UNKNOWN_STATE = r".* is not a valid JobState"
+
+
+class GeminiProvider:
+    """Gemini Developer API: generateContent and the Batch API."""
+
+    name = "gemini"
+    extra = "gemini"
+    sdk_module = "google.genai"
+    credential_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    supports_batch = True
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self._genai = import_sdk("google.genai", self.extra)
+        self._errors = import_sdk("google.genai.errors", self.extra)
+        api_key = resolve_api_key(settings, self.credential_env)
+        base_url = resolve_base_url(settings, "GOOGLE_GEMINI_BASE_URL")
+        timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
+        http_options: dict[str, Any] = {"timeout": int(timeout * 1000)}
+        if base_url:
+            http_options["base_url"] = base_url
+        self._client: Any = self._genai.Client(
+            api_key=api_key, vertexai=False, http_options=http_options
+        )
+        self._aio: Any = self._client.aio
+        self._no_schema: set[str] = set()
+        self._force_json_mode = settings.options.get("structured_output") == "json_mode"
+        self._batch_input = str(settings.options.get("batch_input", "auto"))
+        self._inline_max = int(settings.options.get("inline_max_bytes", INLINE_MAX_BYTES))
+        self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+
+    # -- errors --------------------------------------------------------------
+
+    @contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        """The one place google-genai exceptions become agac's taxonomy."""
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=_UNKNOWN_STATE)
+                yield
+        except self._errors.APIError as exc:
+            raise api_error(self.name, exc) from exc
+        except transport_errors() as exc:
+            raise connection_error(self.name, exc) from exc
+
+    # -- online --------------------------------------------------------------
+
+    def _generation(self, request: Request, *, native: bool) -> dict[str, Any]:
+        """Generation settings in the SDK's snake_case form (system included)."""
+        config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
+        system = request.system
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.seed is not None:
+            config["seed"] = request.seed
+        if request.schema is not None:
+            config["response_mime_type"] = "application/json"
+            if native:
+                config["response_json_schema"] = request.schema
+            else:
+                system = fallback_system(request)
+        if system:
+            config["system_instruction"] = system
+        return config
+
+    def _native_schema(self, model: str) -> bool:
+        return not self._force_json_mode and model not in self._no_schema
+
+    async def complete(self, request: Request) -> Response:
+        native = self._native_schema(request.model)
+        try:
+            return await self._generate(request, native=native)
+        except FatalError as err:
+            if request.schema is None or not native or not _schema_rejected(err):
+                raise
+            self._no_schema.add(request.model)
+            return await self._generate(request, native=False)
+
+    async def _generate(self, request: Request, *, native: bool) -> Response:
+        config = self._generation(request, native=native)
+        if request.timeout is not None:
+            config["http_options"] = {"timeout": int(request.timeout * 1000)}
+        with self._translate_errors(), stopwatch() as took:
+            answer = await self._aio.models.generate_content(
+                model=request.model, contents=_contents(request), config=config
+            )
+        return content_response(answer, latency_ms=took[0], parse=request.schema is not None)
+
+    # -- batch ---------------------------------------------------------------
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
+        """Create a batch named ``key``: inline under 20 MB, else an uploaded file.
+
+        The option ``batch_input`` (``auto``, ``inline``, ``file``) forces one form.
+        """
+        inline: list[dict[str, Any]] | None = [] if self._batch_input != "file" else None
+        models: set[str] = set()
+        size = 0
+
+        def lines() -> Iterator[bytes]:
+            nonlocal inline, size
+            for request in requests:
+                custom_id = require_custom_id(request)
+                models.add(request.model)
+                config = self._generation(request, native=self._native_schema(request.model))
+                data = dump_line({"key": custom_id, "request": _wire_request(request, config)})
+                size += len(data) + 1
+                if inline is not None:
+                    inline.append(
+                        {
+                            "contents": _contents(request),
+                            "config": config,
+                            "metadata": {"custom_id": custom_id},
+                        }
+                    )
+                    if size > self._inline_max and self._batch_input != "inline":
+                        inline = None  # too big to go inline: the file alone is kept
+                yield data
+
+        spooled = spool_jsonl(
+            lines(), max_count=BATCH_MAX_REQUESTS, max_bytes=FILE_MAX_BYTES, provider=self.name
+        )
+        try:
+            if len(models) != 1:
+                raise ValueError("a Gemini batch takes one model")
+            if self._batch_input == "inline" and size > self._inline_max:
+                raise UnsupportedError("gemini inline batch over 20 MB", code="batch_too_large")
+            with self._translate_errors():
+                if inline is not None:
+                    src: Any = inline
+                    meta = {"input": "inline"}
+                else:
+                    uploaded = await self._aio.files.upload(
+                        file=str(spooled.path), config={"mime_type": "jsonl", "display_name": key}
+                    )
+                    src = uploaded.name
+                    meta = {"input": "file", "input_file": uploaded.name}
+                job = await self._aio.batches.create(
+                    model=models.pop(), src=src, config={"display_name": key}
+                )
+        finally:
+            spooled.discard()
+        return BatchHandle(self.name, str(job.name), key, {**meta, "request_count": spooled.count})
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
+        with self._translate_errors():
+            job = await self._aio.batches.get(name=handle.id)
+        return batch_status(job)
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        """Inline responses, or the result file downloaded to disk and read line by line."""
+        with self._translate_errors():
+            job = await self._aio.batches.get(name=handle.id)
+        latency = _span_ms(pick(job, "create_time"), pick(job, "end_time"))
+        dest = pick(job, "dest")
+        for item in pick(dest, "inlined_responses") or []:
+            custom_id = (pick(item, "metadata") or {}).get("custom_id")
+            if custom_id:
+                yield self._result(str(custom_id), item, latency)
+        file_name = pick(dest, "file_name")
+        if file_name:
+            async for custom_id, item in self._file_items(str(file_name)):
+                yield self._result(custom_id, item, latency)
+
+    async def _file_items(self, file_name: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        fd, name = tempfile.mkstemp(prefix="agac-results-", suffix=".jsonl")
+        os.close(fd)
+        path = Path(name)
+        try:
+            with self._translate_errors():
+                await self._aio.files.download(file=file_name, destination=str(path))
+            with path.open("rb") as fh:
+                for raw in fh:
+                    if raw.strip():
+                        line = json.loads(raw)
+                        yield str(line.get("key")), line
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _result(self, custom_id: str, item: Any, latency_ms: float) -> Result:
+        response = pick(item, "response")
+        error = pick(item, "error") or pick(item, "status")
+        if response is not None and not error:
+            answer = content_response(response, latency_ms=latency_ms, service_tier="batch")
+            return Result(custom_id, "succeeded", response=answer)
+        return Result(custom_id, "errored", error=_item_error(self.name, error))
+
+    async def cancel_batch(self, handle: BatchHandle) -> None:
+        with self._translate_errors():
+            await self._aio.batches.cancel(name=handle.id)
+
+    async def find_batch(self, key: str) -> BatchHandle | None:
+        """The newest batch whose ``display_name`` is ``key`` (scans at most
+        ``find_batch_scan`` batches, default 2000)."""
+        seen = 0
+        with self._translate_errors():
+            pager = await self._aio.batches.list(config={"page_size": 100})
+            async for job in pager:
+                if pick(job, "display_name") == key:
+                    return BatchHandle(self.name, str(job.name), key, {})
+                seen += 1
+                if seen >= self._scan_limit:
+                    break
+        return None
+
+    async def aclose(self) -> None:
+        await self._aio.aclose()
+        self._client.close()
+
+
+def content_response(
+    answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+) -> Response:
+    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5.
+
+    ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking
+    tokens are billed as output and counted there. A prompt blocked before any
+    candidate (``promptFeedback.blockReason``) is a content filter.
+    """
+    candidates = pick(answer, "candidates") or []
+    candidate = candidates[0] if candidates else None
+    parts = pick(candidate, "content", "parts") or []
+    text = "".join(pick(p, "text") or "" for p in parts if not pick(p, "thought"))
+    raw = enum_str(pick(candidate, "finish_reason"))
+    stop: StopReason = STOP_REASONS.get(raw or "", "other")
+    if candidate is None and pick(answer, "prompt_feedback", "block_reason"):
+        stop = "content_filter"
+    usage = pick(answer, "usage_metadata")
+    prompt = as_int(pick(usage, "prompt_token_count"))
+    cached = as_int(pick(usage, "cached_content_token_count"))
+    output = as_int(pick(usage, "candidates_token_count")) + as_int(
+        pick(usage, "thoughts_token_count")
+    )
+    return Response(
+        text=text,
+        model=str(pick(answer, "model_version") or ""),
+        stop_reason=stop,
+        usage=Usage(input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached),
+        parsed=parse_json(text) if parse and stop != "content_filter" else None,
+        service_tier=service_tier,
+        latency_ms=latency_ms,
+    )
+
+
+def batch_status(job: Any) -> BatchStatus:
+    """Normalize a BatchJob; an unknown state is running (B9).
+
+    The SDK does not expose ``batchStats`` in Developer-API mode, so counts are 0
+    unless ``completion_stats`` is filled.
+    """
+    raw = enum_str(pick(job, "state")) or ""
+    state = BATCH_STATES.get(raw)
+    stats = pick(job, "completion_stats")
+    completed = as_int(pick(stats, "successful_count"))
+    failed = as_int(pick(stats, "failed_count"))
+    return BatchStatus(
+        state=state or "running",
+        raw_status=raw,
+        request_count=completed + failed + as_int(pick(stats, "incomplete_count")),
+        completed=completed,
+        failed=failed,
+        known=state is not None,
+    )
+
+
+def api_error(provider: str, exc: Any) -> ProviderError:
+    """Classify a google-genai APIError, reading ``RetryInfo`` and ``QuotaFailure``.
+
+    A 429 with ``RetryInfo`` waits ``retryDelay``; one with ``QuotaFailure`` and no
+    ``RetryInfo`` is a daily or free-tier quota (fatal); one with neither retries.
+    """
+    body = exc.details if isinstance(exc.details, dict) else {}
+    details = pick(body, "error", "details") or pick(body, "details") or []
+    types = {str(d.get("@type")): d for d in details if isinstance(d, dict)}
+    retry_after = _duration(pick(types.get(_RETRY_INFO), "retryDelay"))
+    if retry_after is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        retry_after = retry_after_seconds(headers) if headers is not None else None
+    quota = exc.code == 429 and _QUOTA_FAILURE in types and retry_after is None
+    return classify(
+        provider,
+        int(exc.code) if exc.code else None,
+        message=exc.message,
+        retry_after=retry_after,
+        code=exc.status,
+        quota=quota,
+    )
+
+
+def _item_error(provider: str, error: Any) -> ProviderError:
+    """A failed batch item: a google.rpc.Status (rpc code) or an HTTP-style error."""
+    if error is None:
+        return RetryableError(f"{provider}: batch item returned neither response nor error")
+    code = as_int(pick(error, "code"))
+    status = code if code >= 100 else RPC_STATUS.get(code, 500)
+    return classify(provider, status, message=pick(error, "message"), code=pick(error, "status"))
+
+
+def _contents(request: Request) -> list[dict[str, Any]]:
+    """Chat turns in Gemini's form: roles ``user`` and ``model``."""
+    return [
+        {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+        for m in request.chat
+    ]
+
+
+def _wire_request(request: Request, config: dict[str, Any]) -> dict[str, Any]:
+    """A GenerateContentRequest in the REST (camelCase) form, for batch file lines."""
+    generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
+    wire: dict[str, Any] = {"contents": _contents(request), "generationConfig": generation}
+    if "system_instruction" in config:
+        wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}]}
+    return wire
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _duration(value: Any) -> float | None:
+    """A protobuf Duration: ``"30s"``, ``"1.5s"`` or ``{"seconds": …, "nanos": …}``."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return as_int(value.get("seconds")) + as_int(value.get("nanos")) / 1e9
+    try:
+        return max(0.0, float(str(value).rstrip("s")))
+    except ValueError:
+        return None
+
+
+def _span_ms(start: Any, end: Any) -> float:
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return max(0.0, (end - start).total_seconds() * 1000.0)
+    return 0.0
+
+
+def _schema_rejected(err: ProviderError) -> bool:
+    return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))

@@ -1,0 +1,167 @@
+"""Ollama through the official ``ollama`` SDK (``pip install 'agac[ollama]'``).
+
+Live calls use ``/api/chat`` with ``format`` set to the JSON Schema (structured
+output); a model that rejects it (a 400 naming ``format``) falls back to
+``format: "json"`` with the schema in the system prompt. The host comes from
+agac.yml, else ``OLLAMA_HOST``; no key is needed (``OLLAMA_API_KEY`` is sent by the
+SDK itself when set, for Ollama Cloud).
+
+Ollama has no batch API: ``supports_batch`` is False and the batch methods raise
+UnsupportedError; the engine runs an Ollama batch action locally with bounded
+concurrency. The SDK has no retries and no per-call timeout, so the request timeout
+is enforced around the call. Ollama reports no cached tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.providers._common import (
+    as_int,
+    fallback_system,
+    import_sdk,
+    parse_json,
+    pick,
+    resolve_base_url,
+    stopwatch,
+)
+from agac.providers._errors import classify, connection_error, transport_errors
+from agac.providers.base import (
+    BatchHandle,
+    BatchStatus,
+    ProviderSettings,
+    Request,
+    Response,
+    Result,
+    StopReason,
+    Usage,
+)
+
+__all__ = ["OllamaProvider"]
+
+STOP_REASONS: dict[str, StopReason] = {"stop": "end", "length": "max_tokens"}
+_SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.I)
+
+
+class OllamaProvider:
+    """Ollama's native chat API; no batch API."""
+
+    name = "ollama"
+    extra = "ollama"
+    sdk_module = "ollama"
+    credential_env: tuple[str, ...] = ()
+    supports_batch = False
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self._sdk = import_sdk("ollama", self.extra)
+        host = resolve_base_url(settings, "OLLAMA_HOST")
+        self._timeout = settings.options.get("timeout")
+        self._client: Any = self._sdk.AsyncClient(host=host)
+        self._no_schema: set[str] = set()
+        self._force_json_mode = settings.options.get("structured_output") == "json_mode"
+
+    @contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        """The one place ollama SDK exceptions become agac's taxonomy.
+
+        Ollama answers 503 when its queue is full; it sends no Retry-After.
+        """
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.ResponseError as exc:
+            status = exc.status_code if exc.status_code > 0 else None
+            raise classify(self.name, status, message=str(exc.error)) from exc
+        except transport_errors() as exc:  # ConnectionError, TimeoutError, httpx errors
+            raise connection_error(self.name, exc) from exc
+        except sdk.RequestError as exc:
+            raise FatalError(f"{self.name}: {exc.error}") from exc
+
+    def _params(self, request: Request, *, native: bool) -> dict[str, Any]:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        options: dict[str, Any] = {"num_predict": request.max_tokens}
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.seed is not None:
+            options["seed"] = request.seed
+        params: dict[str, Any] = {"model": request.model, "messages": messages, "options": options}
+        if request.schema is not None:
+            if native:
+                params["format"] = request.schema
+            else:
+                system = {"role": "system", "content": fallback_system(request)}
+                params["messages"] = [system] + [m for m in messages if m["role"] != "system"]
+                params["format"] = "json"
+        return params
+
+    async def complete(self, request: Request) -> Response:
+        native = not self._force_json_mode and request.model not in self._no_schema
+        try:
+            return await self._chat(request, native=native)
+        except FatalError as err:
+            if request.schema is None or not native or not _schema_rejected(err):
+                raise
+            self._no_schema.add(request.model)
+            return await self._chat(request, native=False)
+
+    async def _chat(self, request: Request, *, native: bool) -> Response:
+        params = self._params(request, native=native)
+        timeout = request.timeout if request.timeout is not None else self._timeout
+        with self._translate_errors(), stopwatch() as took:
+            async with asyncio.timeout(float(timeout) if timeout else None):
+                answer = await self._client.chat(**params, stream=False)
+        return chat_response(answer, latency_ms=took[0], parse=request.schema is not None)
+
+    # Ollama has no batch API (DESIGN §5): the engine runs its batches locally.
+
+    def _no_batch(self) -> UnsupportedError:
+        return UnsupportedError(
+            "ollama has no batch API; agac runs ollama batch actions locally",
+            code="batch_unsupported",
+        )
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
+        raise self._no_batch()
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
+        raise self._no_batch()
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        raise self._no_batch()
+        yield  # pragma: no cover - makes this an async generator like the others
+
+    async def cancel_batch(self, handle: BatchHandle) -> None:
+        raise self._no_batch()
+
+    async def find_batch(self, key: str) -> BatchHandle | None:
+        raise self._no_batch()
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
+    """Normalize an Ollama ChatResponse per DESIGN §5 (``length`` is truncation)."""
+    text = pick(answer, "message", "content") or ""
+    raw = str(pick(answer, "done_reason") or "")
+    return Response(
+        text=text,
+        model=str(pick(answer, "model") or ""),
+        stop_reason=STOP_REASONS.get(raw, "other"),
+        usage=Usage(
+            input_tokens=as_int(pick(answer, "prompt_eval_count")),
+            output_tokens=as_int(pick(answer, "eval_count")),
+        ),
+        parsed=parse_json(text) if parse else None,
+        latency_ms=latency_ms,
+    )
+
+
+def _schema_rejected(err: ProviderError) -> bool:
+    return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
