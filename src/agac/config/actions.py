@@ -150,14 +150,16 @@ def _run_mode(f: Findings, raw: RawAction) -> str | None:
     value = raw.values.get("run_mode")
     mode = resolved_run_mode(value)
     where = raw.origin("run_mode")
-    source = "--run-mode" if raw.origins.get("run_mode") == CLI else "run_mode"
+    origin = raw.origins.get("run_mode", ())
+    source = "--run-mode" if origin == CLI else "run_mode"
+    # A default is reported once, at its line, not once per action it fills.
+    who = "" if origin[:1] == ("defaults",) else f" (action {raw.name!r})"
     if mode is None:
-        f.error("unsupported_run_mode", f"{source} {value!r} of action {raw.name!r} is not "
-                f"one of {', '.join(RUN_MODES)}", where, hint="run_mode is online or batch")
+        f.error("unsupported_run_mode", f"{source} {value!r} is not one of "
+                f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online or batch")
     elif mode not in AVAILABLE_RUN_MODES:
-        f.error("not_available_yet", f"run_mode {mode!r} (from {source}) is not available in "
-                f"this version of agac (action {raw.name!r})", where,
-                hint=f"use run_mode: {sorted(AVAILABLE_RUN_MODES)[0]}")
+        f.error("not_available_yet", f"{source} {mode!r} is not available in this version of "
+                f"agac{who}", where, hint=f"use run_mode: {sorted(AVAILABLE_RUN_MODES)[0]}")
     return mode
 
 
