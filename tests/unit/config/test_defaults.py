@@ -1,0 +1,130 @@
+"""DESIGN §3 filling rules: defaults, llm-only keys, the per-run mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+WF = """
+input: {path: x}
+defaults:
+  model: mock/m
+  system: "be brief"
+  max_tokens: 77
+  temperature: 0.3
+  timeout: 30s
+  rate_limit: {rpm: 60}
+  run_mode: online
+  poll_interval: 5m
+  batch_deadline: 2h
+  max_concurrency: 4
+  retry: {max_attempts: 5, backoff: {initial: 2s, max: 1m, multiplier: 3, jitter: false}}
+  cache: false
+actions:
+  - name: classify
+    prompt: "{{ source.text }}"
+  - name: tool
+    kind: tool
+    function: tools:f
+    dependencies: [classify]
+  - name: own
+    model: mock/other
+    max_tokens: 5
+    max_concurrency: 2
+    retry: {backoff: 3s}
+    prompt: hi
+"""
+
+
+@pytest.fixture
+def tools(in_tmp_project: Path) -> None:
+    (in_tmp_project / "tools.py").write_text("def f(inputs, ctx):\n    return {}\n")
+
+
+def test_defaults_fill_llm_actions_only(wf, tools: None) -> None:
+    checked = wf.check(WF)
+    assert checked.problems == [], [p.render() for p in checked.problems]
+    workflow = checked.workflow
+    assert workflow is not None
+    classify, tool, own = (workflow.action(n) for n in ("classify", "tool", "own"))
+    assert (classify.model, classify.system, classify.max_tokens) == ("mock/m", "be brief", 77)
+    assert (classify.temperature, classify.timeout, classify.rate_limit.rpm) == (0.3, 30.0, 60.0)
+    assert classify.retry.max_attempts == 5 and classify.retry.backoff_multiplier == 3.0
+    assert classify.retry.jitter is False and classify.cache is False
+    # llm-only keys never reach the tool; shared keys do
+    assert tool.model is None and tool.system is None and tool.run_mode is None
+    assert tool.max_tokens is None and tool.timeout is None and tool.rate_limit is None
+    assert tool.max_concurrency == 4 and tool.retry.max_attempts == 5 and tool.cache is False
+    # per-action wins over defaults (whole key)
+    assert (own.model, own.max_tokens, own.max_concurrency) == ("mock/other", 5, 2)
+    assert own.retry.max_attempts == 3 and own.retry.backoff_initial == 3.0
+    # batch tuning from defaults fills batch actions only
+    assert classify.poll_interval is None and classify.batch_deadline is None
+
+
+def test_defaults_never_raise_llm_codes_on_tools(wf, tools: None) -> None:
+    checked = wf.check(WF)
+    codes = checked.codes()
+    assert "not_an_llm_action" not in codes and "tuning_without_batch" not in codes
+
+
+def test_per_run_mode_fills_actions_without_their_own(wf) -> None:
+    text = """
+input: {path: x}
+defaults: {model: mock/m, run_mode: batch}
+actions:
+  - {name: a, prompt: x}
+  - {name: b, prompt: x, run_mode: Online}
+"""
+    checked = wf.check(text, run_mode="online")
+    assert checked.problems == []
+    assert checked.workflow is not None
+    assert [a.run_mode for a in checked.workflow.actions] == ["online", "online"]
+
+
+def test_per_run_mode_is_merged_before_validation(wf) -> None:
+    text = """
+input: {path: x}
+defaults: {model: mock/m}
+actions:
+  - {name: a, prompt: x, poll_interval: 5m}
+  - {name: b, prompt: x, run_mode: online}
+"""
+    checked = wf.check(text, run_mode="batch")
+    # a takes the run's batch mode: its tuning is legal, but batch is not available yet
+    assert "tuning_without_batch" not in checked.codes()
+    p = checked.one("not_available_yet")
+    assert p.line == 4 and "--run-mode" in p.message
+    assert wf.check(text, run_mode="sideways").codes() == ["unsupported_run_mode"] * 1
+
+
+def test_batch_resolution_fills_tuning(wf, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agac.config import actions, keys
+
+    monkeypatch.setattr(actions, "AVAILABLE_RUN_MODES", keys.RUN_MODES)
+    text = """
+input: {path: x}
+defaults: {model: mock/m, poll_interval: 1m, run_mode: BATCH}
+actions:
+  - {name: a, prompt: x}
+  - {name: b, prompt: x, batch_deadline: 3h}
+  - {name: c, prompt: x, run_mode: online}
+"""
+    checked = wf.check(text)
+    assert checked.problems == []
+    assert checked.workflow is not None
+    a, b, c = checked.workflow.actions
+    assert (a.run_mode, a.poll_interval, a.batch_deadline) == ("batch", 60.0, 90000.0)
+    assert (b.poll_interval, b.batch_deadline) == (60.0, 10800.0)
+    assert (c.run_mode, c.poll_interval, c.batch_deadline) == ("online", None, None)
+
+
+def test_defaults_reject_per_action_only_keys(wf) -> None:
+    checked = wf.check("""
+input: {path: x}
+defaults: {name: x, kind: tool, dependencies: [a], function: "m:f", fan_out: {versions: 2}}
+actions:
+  - {name: a, model: mock/m, prompt: x}
+""")
+    assert checked.codes() == ["unknown_key"] * 5
