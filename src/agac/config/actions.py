@@ -159,7 +159,7 @@ def _run_mode(f: Findings, raw: RawAction) -> str | None:
                 f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online or batch")
     elif mode not in AVAILABLE_RUN_MODES:
         f.error("not_available_yet", f"{source} {mode!r} is not available in this version of "
-                f"agac{who}", where, hint=f"use run_mode: {sorted(AVAILABLE_RUN_MODES)[0]}")
+                f"agac{who}", where, hint=f"use run_mode: {min(AVAILABLE_RUN_MODES)}")
     return mode
 
 

@@ -24,8 +24,8 @@ def parse_duration(value: object, *, positive: bool = False) -> float:
     Accepts an ``int`` (not a ``bool``, not a ``float``) or a string as described in the
     module docstring. With ``positive=True`` a zero duration is refused as well.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a duration ({DURATION_FORMAT})")
+    if isinstance(value, bool):  # one error type for every bad spelling, by contract
+        raise ValueError(f"{value!r} is not a duration ({DURATION_FORMAT})")  # noqa: TRY004
     if isinstance(value, int):
         seconds = float(value)
     elif isinstance(value, str) and (match := _PATTERN.match(value)):

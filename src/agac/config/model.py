@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "SNAPSHOT_VERSION",
     "Action",
     "ContextSpec",
     "InputSpec",
     "RateLimit",
     "RetrySpec",
-    "SNAPSHOT_VERSION",
     "Workflow",
 ]
 
