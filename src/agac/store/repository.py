@@ -239,10 +239,11 @@ class Store:
                 if chunk:
                     conn.execute(t.records.insert(), chunk)
                     count += len(chunk)
+                # ``files`` is filled by the caller's generator while it streams.
                 conn.execute(
                     t.snapshots.update()
                     .where(t.snapshots.c.id == snapshot_id)
-                    .values(record_count=count, complete=True)
+                    .values(record_count=count, complete=True, files=dumps(files))
                 )
         return count
 

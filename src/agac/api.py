@@ -1,0 +1,254 @@
+"""agac as a library: every CLI command is one of these calls.
+
+Each function finds the project (from ``project`` or the working directory), opens
+the store, does one thing and returns plain data (dicts, lists, iterators), so tests
+and notebooks drive agac exactly as the CLI does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agac.config.model import Workflow
+from agac.config.project import Project, find_project, store_url
+from agac.errors import UsageError
+from agac.store.repository import Store, loads
+
+__all__ = [
+    "cost",
+    "events",
+    "export_rows",
+    "list_runs",
+    "load_workflow",
+    "open_store",
+    "record_session",
+    "render",
+    "resolve_run",
+    "retry",
+    "run",
+    "status",
+    "validate",
+]
+
+
+def _project(project: Project | Path | str | None) -> Project:
+    if isinstance(project, Project):
+        return project
+    return find_project(Path(project) if project else None)
+
+
+def open_store(project: Project | None = None) -> Store:
+    """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (DESIGN §4)."""
+    return Store(store_url(_project(project)))
+
+
+def load_workflow(ref: str | Path, project: Project | Path | str | None = None, *,
+                  run_mode: str | None = None) -> Workflow:
+    """The validated workflow ``ref`` (a path or a ``name:``); ConfigError with every problem."""
+    from agac.config.workflow import load_workflow as _load
+    from agac.providers.pricing import PriceTable
+
+    proj = _project(project)
+    prices = PriceTable(dict(proj.config.prices))
+    return _load(ref, proj, run_mode=run_mode, price_lookup=prices.known)
+
+
+def validate(ref: str | Path, project: Project | Path | str | None = None, *,
+             run_mode: str | None = None) -> tuple[Workflow | None, list[Any]]:
+    """(workflow or None, every error and warning) without raising for config errors."""
+    from agac.config.workflow import validate_workflow
+    from agac.providers.pricing import PriceTable
+
+    proj = _project(project)
+    prices = PriceTable(dict(proj.config.prices))
+    return validate_workflow(ref, proj, run_mode=run_mode, price_lookup=prices.known)
+
+
+def run(ref: str | Path, project: Project | Path | str | None = None, *,
+        run_mode: str | None = None, **options: Any) -> Any:
+    """``agac run``: continue the open run or admit a new one and execute it (R1).
+
+    Options: ``new``, ``fresh``, ``limit``, ``wait``, ``handle_signals``, ``on_progress``,
+    ``on_start``. Returns a :class:`agac.engine.runs.RunResult`.
+    """
+    from agac.engine.runs import RunOptions, start_run
+
+    proj = _project(project)
+    workflow = load_workflow(ref, proj, run_mode=run_mode)
+    store = open_store(proj)
+    try:
+        return start_run(proj, store, workflow, RunOptions(**options))
+    finally:
+        store.close()
+
+
+def retry(ref: str | Path, project: Project | Path | str | None = None, *,
+          action: str | None = None, record: str | None = None, dry_run: bool = False,
+          **options: Any) -> Any:
+    """``agac retry`` (R2): re-ask the failed units of the latest final run."""
+    from agac.engine.runs import RunOptions, start_retry
+
+    proj = _project(project)
+    workflow = load_workflow(ref, proj)
+    store = open_store(proj)
+    try:
+        return start_retry(proj, store, workflow, RunOptions(**options), action, record, dry_run)
+    finally:
+        store.close()
+
+
+def _workflow_name(ref: str, proj: Project) -> str:
+    """The workflow name for ``ref`` (a name or a path), without requiring it to validate."""
+    from agac.config.workflow import find_workflow
+
+    try:
+        path = find_workflow(ref, proj)
+    except Exception:  # noqa: BLE001 - not a workflow reference: treat it as a name
+        return ref
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return str(data.get("name") or Path(path).stem)
+    except Exception:  # noqa: BLE001
+        return Path(path).stem
+
+
+def resolve_run(store: Store, proj: Project, ref: str | None) -> Any:
+    """A run from a run id (or unique prefix), a workflow name or path, or None (the latest)."""
+    if ref is None:
+        runs = store.list_runs(limit=1)
+        if not runs:
+            raise UsageError("no runs yet in this project's store; start one with `agac run WF`")
+        return runs[0]
+    run_row = store.get_run(ref)
+    if run_row is not None:
+        return run_row
+    name = _workflow_name(ref, proj)
+    run_row = store.latest_run(name)
+    if run_row is None:
+        raise UsageError(f"no run of {ref!r} in this project's store; start one with `agac run {ref}`")
+    return run_row
+
+
+def status(ref: str | None = None, project: Project | Path | str | None = None) -> dict[str, Any]:
+    """The §7.1 summary of a run (by id) or of a workflow's latest run."""
+    from agac.engine.summary import build_summary
+
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        return build_summary(store, resolve_run(store, proj, ref))
+    finally:
+        store.close()
+
+
+def list_runs(ref: str | None = None, project: Project | Path | str | None = None,
+              limit: int = 50) -> list[dict[str, Any]]:
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        name = _workflow_name(ref, proj) if ref else None
+        return [
+            {"run_id": r.id, "workflow": r.workflow, "state": r.state, "retry_of": r.retry_of,
+             "created_at": r.created_at, "ended_at": r.ended_at}
+            for r in store.list_runs(name, limit)
+        ]
+    finally:
+        store.close()
+
+
+def events(run_ref: str | None, project: Project | Path | str | None = None, after: int = 0,
+           ) -> list[dict[str, Any]]:
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        run_row = resolve_run(store, proj, run_ref)
+        return [_event_dict(e) for e in store.iter_events(run_row.id, after, limit=100_000)]
+    finally:
+        store.close()
+
+
+def _event_dict(e: Any) -> dict[str, Any]:
+    return {"id": e.id, "run_id": e.run_id, "kind": e.kind, "action": e.action,
+            "unit_key": e.unit_key, "data": loads(e.data), "created_at": e.created_at}
+
+
+def export_rows(ref: str, action: str, project: Project | Path | str | None = None,
+                run_ref: str | None = None) -> Iterator[dict[str, Any]]:
+    """One row per record of ``action`` in the run: key, status, reason, detail, output."""
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        run_row = resolve_run(store, proj, run_ref or ref)
+        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        if action not in names:
+            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+        seen = set()
+        for o in store.iter_action_outcomes(run_row.id, action):
+            seen.add(o.unit_key)
+            yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
+                   "output": loads(o.output)}
+    finally:
+        store.close()
+
+
+def cost(ref: str | None = None, project: Project | Path | str | None = None) -> dict[str, Any]:
+    """Cost per action and model, live vs batch, and what batch saved against all-live."""
+    from agac.providers.base import Usage
+    from agac.providers.pricing import PriceTable
+
+    proj = _project(project)
+    prices = PriceTable(dict(proj.config.prices))
+    store = open_store(proj)
+    try:
+        run_row = resolve_run(store, proj, ref)
+        rows = []
+        total = saved = 0.0
+        for r in store.usage_totals([run_row.id]):
+            usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
+                          int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
+            live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
+            c = float(r.cost_usd or 0.0)
+            total += c
+            if r.tier == "batch":
+                saved += max(live_cost - c, 0.0)
+            rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
+                         "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
+                         "cached_tokens": int(r.cached_tokens or 0),
+                         "cache_write_tokens": int(r.cache_write_tokens or 0),
+                         "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
+        return {"run_id": run_row.id, "workflow": run_row.workflow, "cost_usd": round(total, 6),
+                "batch_saved_usd": round(saved, 6), "rows": rows}
+    finally:
+        store.close()
+
+
+def render(ref: str, record: str, action: str | None = None,
+           project: Project | Path | str | None = None) -> list[dict[str, Any]]:
+    """The exact requests the workflow would send for ``record``, before any money is spent."""
+    from agac.engine.inspect import render_requests
+
+    proj = _project(project)
+    workflow = load_workflow(ref, proj)
+    store = open_store(proj)
+    try:
+        return render_requests(proj, store, workflow, record, action)
+    finally:
+        store.close()
+
+
+def record_session(key: str, project: Project | Path | str | None = None, *,
+                   workflow: str | None = None, run_ref: str | None = None) -> dict[str, Any]:
+    """The record's session (DESIGN §11): its history across actions, attempts, tokens and
+    cost, status and error log."""
+    from agac.engine.inspect import session_document
+
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        return session_document(proj, store, key, workflow, run_ref)
+    finally:
+        store.close()

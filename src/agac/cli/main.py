@@ -1,0 +1,366 @@
+"""The ``agac`` command: parse, call one library function, render, map to an exit code.
+
+Heavy modules (the engine, SQLAlchemy, Rich, the SDKs) are imported inside the
+commands that need them, so ``agac --version`` and ``agac validate`` start fast.
+Every command takes ``--json``: then stdout carries exactly one JSON document and
+everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from agac import __version__
+from agac.errors import AgacError, ConfigError
+
+__all__ = ["cli", "main"]
+
+WF_HELP = "a workflow file path or its name:"
+
+
+def _emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _fail(exc: AgacError, as_json: bool) -> None:
+    if isinstance(exc, ConfigError) and exc.problems:
+        if as_json:
+            _emit_json({"ok": False, "errors": [p.to_dict() for p in exc.problems]})
+        for p in exc.problems:
+            click.echo(p.render(), err=True)
+    else:
+        if as_json:
+            _emit_json({"ok": False, "error": exc.message, "kind": type(exc).__name__})
+        click.echo(f"agac: {exc.message}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def command(fn: Callable[..., int | None]) -> Callable[..., None]:
+    """Run a command body; AgacError -> its message on stderr and its exit code."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            code = fn(*args, **kwargs)
+        except AgacError as exc:
+            _fail(exc, bool(kwargs.get("as_json")))
+            return
+        sys.exit(code or 0)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="agac")
+def cli() -> None:
+    """agac runs declarative LLM workflows over record sets, online or through provider
+    batch APIs, with durable, resumable, accounted runs."""
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--example", default="quickstart", show_default=True, help="Which bundled example.")
+@json_option
+@command
+def init(directory: str, example: str, as_json: bool) -> int:
+    """Create a project in DIRECTORY with an example workflow and its data (never overwrites)."""
+    from agac.examples import init_project
+
+    created, kept = init_project(directory, example)
+    if as_json:
+        _emit_json({"directory": directory, "created": created, "kept": kept})
+    else:
+        for path in created:
+            click.echo(f"created {path}")
+        for path in kept:
+            click.echo(f"kept    {path} (exists)")
+    return 0
+
+
+@cli.command()
+@click.argument("workflow")
+@click.option("--run-mode", type=str, default=None, help="online|batch for every llm action without its own.")
+@json_option
+@command
+def validate(workflow: str, run_mode: str | None, as_json: bool) -> int:
+    """Check a workflow; report every error with file, line and code (exit 2 on errors)."""
+    from agac import api
+
+    wf, problems = api.validate(workflow, run_mode=run_mode)
+    errors = [p for p in problems if p.severity == "error"]
+    if as_json:
+        _emit_json({"ok": not errors, "workflow": wf.name if wf else None,
+                    "errors": [p.to_dict() for p in errors],
+                    "warnings": [p.to_dict() for p in problems if p.severity != "error"]})
+    else:
+        for p in problems:
+            click.echo(p.render(), err=True)
+        if not errors and wf is not None:
+            click.echo(f"{wf.name}: valid ({len(wf.actions)} actions)")
+    return 2 if errors else 0
+
+
+@cli.command()
+@click.argument("workflow")
+@click.option("--run-mode", type=str, default=None, help="online|batch for every llm action without its own.")
+@click.option("--new", is_flag=True, help="End the open run (cancelled) and admit a new one.")
+@click.option("--fresh", is_flag=True, help="Like --new, and reuse nothing: every record is paid for again.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records.")
+@click.option("--wait", is_flag=True, help="Wait for another owner's lease instead of exiting 75.")
+@json_option
+@command
+def run(workflow: str, run_mode: str | None, new: bool, fresh: bool, limit: int | None,
+        wait: bool, as_json: bool) -> int:
+    """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
+    from agac import api
+    from agac.cli.render import ProgressView, print_summary
+
+    view = ProgressView(enabled=True)
+    try:
+        result = api.run(workflow, run_mode=run_mode, new=new, fresh=fresh, limit=limit, wait=wait,
+                         handle_signals=True, on_start=view.start)
+    except KeyboardInterrupt:
+        view.stop()
+        click.echo("agac: stopped at once; the next `agac run` recovers", err=True)
+        return 130
+    finally:
+        view.stop()
+    for note in result.notes:
+        click.echo(note, err=True)
+    if as_json:
+        _emit_json(result.summary)
+    else:
+        print_summary(result.summary, interrupted=result.interrupted)
+    return result.exit_code
+
+
+@cli.command()
+@click.argument("workflow")
+@click.option("--action", default=None, help="Only failed units of this action.")
+@click.option("--record", default=None, help="Only this record key.")
+@click.option("--dry-run", is_flag=True, help="Show what would be asked again; send nothing.")
+@json_option
+@command
+def retry(workflow: str, action: str | None, record: str | None, dry_run: bool, as_json: bool) -> int:
+    """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
+    from agac import api
+    from agac.cli.render import ProgressView, print_summary
+
+    view = ProgressView(enabled=not dry_run)
+    try:
+        result = api.retry(workflow, action=action, record=record, dry_run=dry_run,
+                           handle_signals=True, on_start=view.start)
+    finally:
+        view.stop()
+    if dry_run:
+        assert isinstance(result, dict)
+        if as_json:
+            _emit_json(result)
+        else:
+            click.echo(f"would retry {len(result['units'])} failed units of run {result['retry_of']} "
+                       f"(+{result['downstream']} downstream)")
+            for u in result["units"]:
+                click.echo(f"  {u['action']}  {u['key']}")
+        return 0
+    for note in result.notes:
+        click.echo(note, err=True)
+    if as_json:
+        _emit_json(result.summary)
+    else:
+        print_summary(result.summary, interrupted=result.interrupted)
+    return result.exit_code
+
+
+@cli.command()
+@click.argument("ref", required=False)
+@click.option("--follow", is_flag=True, help="Stream the run's events until it is final.")
+@json_option
+@command
+def status(ref: str | None, follow: bool, as_json: bool) -> int:
+    """Show a run's summary: REF is a run id, a workflow, or nothing for the latest run."""
+    from agac import api
+    from agac.cli.render import follow_events, print_summary
+
+    if follow:
+        follow_events(ref, as_json=as_json)
+    summary = api.status(ref)
+    if as_json:
+        _emit_json(summary)
+    else:
+        print_summary(summary)
+    return 0
+
+
+@cli.group()
+def runs() -> None:
+    """The history of runs."""
+
+
+@runs.command("list")
+@click.argument("workflow", required=False)
+@click.option("--limit", default=50, show_default=True)
+@json_option
+@command
+def runs_list(workflow: str | None, limit: int, as_json: bool) -> int:
+    """List runs, newest first."""
+    from agac import api
+    from agac.cli.render import print_runs
+
+    rows = api.list_runs(workflow, limit=limit)
+    _emit_json(rows) if as_json else print_runs(rows)
+    return 0
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN", required=False)
+@json_option
+@command
+def events(run_ref: str | None, as_json: bool) -> int:
+    """Print a run's event log in order."""
+    from agac import api
+    from agac.cli.render import print_event
+
+    rows = api.events(run_ref)
+    if as_json:
+        _emit_json(rows)
+    else:
+        for e in rows:
+            print_event(e)
+    return 0
+
+
+@cli.command()
+@click.argument("workflow")
+@click.option("--record", "record", required=True, help="The record key.")
+@click.option("--action", default=None, help="Only this action.")
+@json_option
+@command
+def render(workflow: str, record: str, action: str | None, as_json: bool) -> int:
+    """Show the exact request that would be sent for a record, before any money is spent."""
+    from agac import api
+
+    rows = api.render(workflow, record, action)
+    if as_json:
+        _emit_json(rows)
+    else:
+        for r in rows:
+            click.echo(f"== {r['action']} ({r['kind']})")
+            if "note" in r:
+                click.echo(f"   {r['note']}")
+            if "guard" in r:
+                click.echo(f"   guard: {r['guard']}")
+            if "request" in r:
+                for m in r["request"]["messages"]:
+                    click.echo(f"-- {m['role']}:\n{m['content']}")
+                params = {k: v for k, v in r["request"].items() if k not in ("messages",)}
+                click.echo(f"-- params: {json.dumps(params, default=str)}")
+            if "inputs" in r:
+                click.echo(f"-- {r['function']}(inputs={json.dumps(r['inputs'], default=str)})")
+    return 0
+
+
+@cli.group()
+def records() -> None:
+    """Per-record sessions."""
+
+
+@records.command("show")
+@click.argument("key")
+@click.option("--workflow", default=None)
+@click.option("--run", "run_ref", default=None)
+@json_option
+@command
+def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: bool) -> int:
+    """A record's session: history across actions, attempts, tokens, cost, status, errors."""
+    from agac import api
+    from agac.cli.render import print_session
+
+    doc = api.record_session(key, workflow=workflow, run_ref=run_ref)
+    _emit_json(doc) if as_json else print_session(doc)
+    return 0
+
+
+@cli.command()
+@click.argument("workflow")
+@click.option("--action", required=True)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--out", default=None, help="Write here instead of stdout.")
+@click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
+@json_option
+@command
+def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str | None,
+           as_json: bool) -> int:
+    """Export one row per record of an action: key, status, reason, output."""
+    from agac import api
+    from agac.data.export import open_output, write_csv, write_jsonl
+
+    rows = api.export_rows(workflow, action, run_ref=run_ref)
+    with open_output(out) as handle:
+        n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
+    if out:
+        msg = {"out": out, "rows": n, "format": fmt}
+        _emit_json(msg) if as_json else click.echo(f"wrote {n} rows to {out}", err=True)
+    return 0
+
+
+@cli.command()
+@click.argument("ref", required=False)
+@json_option
+@command
+def cost(ref: str | None, as_json: bool) -> int:
+    """Cost per action and model, live vs batch, and what batch saved."""
+    from agac import api
+    from agac.cli.render import print_cost
+
+    doc = api.cost(ref)
+    _emit_json(doc) if as_json else print_cost(doc)
+    return 0
+
+
+@cli.group()
+def store() -> None:
+    """The store itself."""
+
+
+@store.command("upgrade")
+@json_option
+@command
+def store_upgrade(as_json: bool) -> int:
+    """Create or migrate the store's schema now."""
+    from agac.api import _project
+    from agac.config.project import store_url
+    from agac.store.database import create_store_engine, upgrade
+
+    url = store_url(_project(None))
+    rev = upgrade(create_store_engine(url), force=True)
+    _emit_json({"store": url, "revision": rev}) if as_json else click.echo(f"store at revision {rev}")
+    return 0
+
+
+def _add_emulator() -> None:
+    try:
+        from agac.cli.emulator import emulator
+    except ImportError:  # pragma: no cover - the emulator ships with the package
+        return
+    cli.add_command(emulator)
+
+
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "emulator":
+        _add_emulator()
+    cli(prog_name="agac")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

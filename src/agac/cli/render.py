@@ -1,0 +1,160 @@
+"""Terminal rendering for the CLI: progress bars, summaries, sessions, costs.
+
+Rich draws on stderr only when it is a terminal; otherwise progress is a plain
+line every few seconds. Nothing here talks to the store or providers directly.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+import click
+
+__all__ = ["ProgressView", "follow_events", "print_cost", "print_event", "print_runs",
+           "print_session", "print_summary"]
+
+
+class ProgressView:
+    """Per-action bars (done/total, failures, cost so far), refreshed from a thread."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, progress: Any, executor: Any) -> None:
+        if not self.enabled:
+            return
+        target = self._rich if sys.stderr.isatty() else self._plain
+        self._thread = threading.Thread(target=target, args=(progress,), daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+
+    def _rich(self, progress: Any) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[extra]}"), TimeElapsedColumn(), console=console,
+                      transient=False) as bars:
+            tasks = {a: bars.add_task(a, total=progress.total, extra="") for a in progress.actions}
+            while not self._stop.is_set():
+                self._update(bars, tasks, progress)
+                self._stop.wait(0.2)
+            self._update(bars, tasks, progress)
+
+    @staticmethod
+    def _update(bars: Any, tasks: dict[str, Any], progress: Any) -> None:
+        for a, tid in tasks.items():
+            row = progress.actions[a]
+            extra = f"failed {row['failed']}  skipped {row['skipped']}  ${row['cost']:.4f}"
+            bars.update(tid, completed=progress.done(a), extra=extra)
+
+    def _plain(self, progress: Any) -> None:
+        last = ""
+        while not self._stop.wait(5.0):
+            line = "  ".join(f"{a} {progress.done(a)}/{progress.total}" for a in progress.actions)
+            if line != last:
+                click.echo(f"progress: {line}", err=True)
+                last = line
+
+
+def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
+    state = summary["state"]
+    click.echo(f"run {summary['run_id']} of {summary['workflow']}: {state}"
+               + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else ""))
+    reused = calls = failed = 0
+    for name, a in summary["actions"].items():
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(a["reasons"].items()))
+        click.echo(f"  {name:<16} {a['answered']:>7} answered {a['failed']:>6} failed "
+                   f"{a['skipped']:>6} skipped {a['pending']:>6} pending   calls {a['calls']}"
+                   f"{' tool ' + str(a['tool_calls']) if a['tool_calls'] else ''}"
+                   f"  reused {a['reused']}  ${a.get('cost_usd', 0):.4f}"
+                   + (f"  [{reasons}]" if reasons else ""))
+        reused += a["reused"]
+        calls += a["calls"]
+        failed += a["failed"]
+    words = f"reused {reused:,} answers, {calls:,} calls, cost ${summary['cost_usd']:.4f}"
+    if failed:
+        words += f"; {failed:,} failed"
+    if interrupted:
+        words += "; interrupted: what was in flight is saved"
+    if summary.get("error"):
+        click.echo(f"  error: {summary['error']}")
+    click.echo(words + (f": {summary['next']}" if summary.get("next") else ""))
+
+
+def print_runs(rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created_at"]))
+        extra = f" retry of {r['retry_of']}" if r["retry_of"] else ""
+        click.echo(f"{r['run_id']}  {r['workflow']:<20} {r['state']:<12} {started}{extra}")
+
+
+def print_event(e: dict[str, Any]) -> None:
+    when = time.strftime("%H:%M:%S", time.localtime(e["created_at"]))
+    where = " ".join(x for x in (e.get("action"), e.get("unit_key")) if x)
+    data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
+    click.echo(f"{e['id']:>6} {when} {e['kind']:<16} {where} {json.dumps(data, default=str)}")
+
+
+def follow_events(ref: str | None, as_json: bool) -> None:
+    """Replay a run's events, then stream new ones until the run is final (R3)."""
+    from agac import api
+    from agac.store.repository import FINAL_STATES
+
+    last = 0
+    while True:
+        for e in api.events(ref, after=last):
+            last = e["id"]
+            if as_json:
+                click.echo(json.dumps(e, default=str), err=True)
+            else:
+                print_event(e)
+        if api.status(ref)["state"] in FINAL_STATES:
+            return
+        time.sleep(0.5)
+
+
+def print_session(doc: dict[str, Any]) -> None:
+    click.echo(f"record {doc['key']} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}")
+    rec = doc.get("record")
+    if rec:
+        click.echo(f"  from {rec['file']} line {rec['line']}")
+        if rec.get("error"):
+            click.echo(f"  invalid: {rec['error']}")
+    for a in doc["actions"]:
+        click.echo(f"  {a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
+                   + f"  ${a['cost_usd']:.6f}")
+        if a.get("detail"):
+            click.echo(f"    {a['detail']}")
+        for t in a["attempts"]:
+            click.echo(f"    attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
+                       f"{t['input_tokens']}+{t['output_tokens']} tokens"
+                       + (f" - {t['error']}" if t["error"] else ""))
+        if a.get("output") is not None:
+            click.echo(f"    output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
+    for e in doc["errors"]:
+        tb = e["data"].get("traceback")
+        click.echo(f"  error in {e['action']}: {e['data'].get('reason')}: {e['data'].get('detail')}")
+        if tb:
+            click.echo("    " + tb.rstrip().replace("\n", "\n    "))
+
+
+def print_cost(doc: dict[str, Any]) -> None:
+    click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
+               f" (batch saved ${doc['batch_saved_usd']:.6f})")
+    for r in doc["rows"]:
+        click.echo(f"  {r['action']:<16} {r['provider']}/{r['model']:<28} {r['tier']:<5} "
+                   f"{r['calls']:>7} calls {r['input_tokens']:>9} in {r['output_tokens']:>9} out "
+                   f"${r['cost_usd']:.6f}")

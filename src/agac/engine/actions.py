@@ -1,0 +1,74 @@
+"""Per-action runtime state built once per run: compiled templates, guard, schema
+validator, view spec, provider, concurrency slots, rate limiter, tool function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agac.config.functions import FunctionNotFound, resolve_function
+from agac.data.view import ViewSpec, compile_view
+from agac.engine.limits import RateLimiter
+from agac.errors import ConfigError, Problem
+from agac.prompt.render import compile_guard, compile_template
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+
+    from agac.config.model import Action
+
+__all__ = ["ActionRuntime", "build_runtime"]
+
+
+@dataclass
+class ActionRuntime:
+    action: Action
+    view: ViewSpec
+    slots: asyncio.Semaphore
+    limiter: RateLimiter
+    system: Template | None = None
+    prompt: Template | None = None
+    guard: Any = None
+    validator: Any = None
+    provider: Any = None
+    function: Any = None
+    stopped: str | None = None
+    """Set when the action failed as a whole (an ``unsupported`` error): the reason text."""
+    counts: dict[str, int] = field(default_factory=lambda: {"answered": 0, "failed": 0, "skipped": 0})
+    cost: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.action.name
+
+
+def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
+    from jsonschema import Draft202012Validator
+
+    rl = action.rate_limit
+    rt = ActionRuntime(
+        action=action,
+        view=compile_view(action.context.observe, action.context.drop),
+        slots=asyncio.Semaphore(max(1, action.max_concurrency)),
+        limiter=RateLimiter(rl.rpm if rl else None, rl.tpm if rl else None),
+        provider=provider,
+    )
+    if action.system:
+        rt.system = compile_template(action.system, f"{action.name}.system")
+    if action.prompt:
+        rt.prompt = compile_template(action.prompt, f"{action.name}.prompt")
+    if action.when:
+        rt.guard = compile_guard(action.when)
+    if action.schema is not None:
+        rt.validator = Draft202012Validator(action.schema)
+    if action.kind == "tool" and action.function:
+        try:
+            rt.function = resolve_function(action.function, root)
+        except FunctionNotFound as exc:
+            raise ConfigError(
+                problems=[Problem("invalid_function", f"{action.name}: {exc}")]
+            ) from exc
+    return rt

@@ -1,0 +1,288 @@
+"""The online executor: runs a run's units shard by shard until every unit is settled,
+the run is told to stop, or the store fails.
+
+Shards (DESIGN §1) are ranges of at most 1,000 records of one input file. A small
+window of shards is in flight at once so that concurrency slots stay busy across
+shard boundaries. Inside a shard every record walks the actions in topological
+order, so a downstream action starts on a record as soon as that record's
+dependencies are settled; ``max_concurrency`` bounds each action's calls in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.actions import ActionRuntime, build_runtime
+from agac.engine.gateway import StoreGateway
+from agac.engine.units import Settled, Stopped, run_unit
+from agac.errors import LeaseLost, StoreError
+from agac.providers.base import Request, Response
+from agac.store.repository import dumps, loads
+
+if TYPE_CHECKING:
+    from agac.config.model import Workflow
+    from agac.providers.pricing import PriceTable
+    from agac.store.repository import Store
+
+__all__ = ["Executor", "Progress", "shard_ranges"]
+
+SHARD_SIZE = 1000
+SHARDS_IN_FLIGHT = 3
+HEARTBEAT_SECONDS = 10.0
+
+
+def shard_ranges(files: list[dict[str, Any]], size: int = SHARD_SIZE) -> list[tuple[int, int]]:
+    """[lo, hi) seq ranges of at most ``size`` records, never crossing a file."""
+    out: list[tuple[int, int]] = []
+    for f in files:
+        start, count = int(f["start"]), int(f["count"])
+        for lo in range(start, start + count, size):
+            out.append((lo, min(lo + size, start + count)))
+    return out
+
+
+class Progress:
+    """Live counters per action, for progress bars; the store stays the truth."""
+
+    def __init__(self, actions: list[str], total: int) -> None:
+        self.total = total
+        self.actions = {a: {"answered": 0, "failed": 0, "skipped": 0, "cost": 0.0} for a in actions}
+        self.listeners: list[Callable[[Progress], None]] = []
+
+    def bump(self, action: str, status: str, cost: float = 0.0) -> None:
+        row = self.actions[action]
+        row[status] += 1
+        row["cost"] += cost
+        for fn in self.listeners:
+            fn(self)
+
+    def done(self, action: str) -> int:
+        r = self.actions[action]
+        return int(r["answered"] + r["failed"] + r["skipped"])
+
+
+class Executor:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        workflow: Workflow,
+        store: Store,
+        gateway: StoreGateway,
+        providers: dict[str, Any],
+        prices: PriceTable,
+        root: Any,
+        snapshot_files: list[dict[str, Any]],
+        fresh: bool = False,
+        prior_run_id: str | None = None,
+        prior_failed_actions: frozenset[str] = frozenset(),
+        progress: Progress | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.workflow = workflow
+        self.store = store
+        self.gateway = gateway
+        self.prices = prices
+        self.fresh = fresh
+        self.prior_run_id = prior_run_id
+        self.prior_failed_actions = prior_failed_actions
+        self.files = snapshot_files
+        self.snapshot_id = ""
+        self.runtimes: list[ActionRuntime] = [
+            build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None, root)
+            for a in workflow.actions
+        ]
+        total = sum(int(f["count"]) for f in snapshot_files)
+        self.progress = progress or Progress([a.name for a in workflow.actions], total)
+        self.inflight: dict[str, asyncio.Future[Any]] = {}
+        self.stopping = False
+        self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+
+    # -- driving ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop sending; what is in flight settles and is committed."""
+        self.stopping = True
+
+    async def execute(self, snapshot_id: str) -> bool:
+        """Process every shard; True when every unit got an outcome."""
+        self.snapshot_id = snapshot_id
+        window = asyncio.Semaphore(SHARDS_IN_FLIGHT)
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
+        complete = True
+
+        async def one(lo: int, hi: int) -> bool:
+            async with window:
+                if self.stopping:
+                    return False
+                return await self._shard(lo, hi)
+
+        try:
+            results = await asyncio.gather(*(one(lo, hi) for lo, hi in shard_ranges(self.files)))
+            complete = all(results)
+        finally:
+            heartbeat.cancel()
+            try:
+                await heartbeat
+            except (asyncio.CancelledError, LeaseLost, StoreError):
+                pass
+            await self.gateway.flush()
+        return complete and not self.stopping
+
+    async def _heartbeat(self) -> None:
+        lease = self.gateway.lease
+        if lease is None:
+            return
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            try:
+                await self.gateway.call(self.store.renew_lease, lease.name, lease.token, lease.ttl)
+            except LeaseLost:
+                self.stop()
+                raise
+
+    async def _shard(self, lo: int, hi: int) -> bool:
+        records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
+        self._carried.update(prior)
+        for (action, _), settled in existing.items():
+            self.progress.bump(action, settled.status)
+        done = await asyncio.gather(*(self._record(r, existing) for r in records))
+        for key in prior:
+            self._carried.pop(key, None)
+        return all(done)
+
+    def _load_shard(self, lo: int, hi: int) -> tuple[list[Any], dict[tuple[str, str], Settled], dict[Any, Any]]:
+        records = list(self.store.iter_records(self.snapshot_id, lo, hi))
+        existing = {
+            (o.action, o.unit_key): Settled(o.status, o.reason, loads(o.output))
+            for o in self.store.outcomes_between(self.run_id, lo, hi)
+        }
+        prior: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        if self.prior_run_id and not self.fresh:
+            for o in self.store.outcomes_between(self.prior_run_id, lo, hi):
+                if o.status == "failed" and o.fingerprint and o.action not in self.prior_failed_actions:
+                    prior[(o.action, o.unit_key)] = (o.reason, o.detail, o.fingerprint)
+        return records, existing, prior
+
+    async def _record(self, rec: Any, existing: dict[tuple[str, str], Settled]) -> bool:
+        payload = loads(rec.payload) if rec.payload is not None else None
+        results: dict[str, Settled] = {}
+        for rt in self.runtimes:
+            got = existing.get((rt.name, rec.key))
+            if got is None:
+                try:
+                    got = await run_unit(self, rt, rec, payload, results)
+                except Stopped:
+                    got = None
+                if got is None:
+                    return False
+            results[rt.name] = got
+        return True
+
+    # -- used by units ---------------------------------------------------------------------
+
+    def carried_failure(self, action: str, key: str, fingerprint: str) -> tuple[str, str | None] | None:
+        prior = self._carried.get((action, key))
+        if prior is None or prior[2] != fingerprint:
+            return None
+        return prior[0], prior[1]
+
+    async def settle(
+        self,
+        rt: ActionRuntime,
+        rec: Any,
+        status: str,
+        reason: str | None = None,
+        detail: str | None = None,
+        *,
+        output: Any = None,
+        origin: str = "call",
+        fingerprint: str | None = None,
+        attempts: int = 0,
+        answers: list[dict[str, Any]] | None = None,
+        usage: list[dict[str, Any]] | None = None,
+        tool_results: list[dict[str, Any]] | None = None,
+        traceback_text: str | None = None,
+    ) -> Settled:
+        """Commit a unit's outcome (with its answer, usage and events) and wait until durable."""
+        now = time.time()
+        outcome = {
+            "run_id": self.run_id, "action": rt.name, "unit_key": rec.key, "seq": rec.seq,
+            "status": status, "reason": reason, "detail": detail, "origin": origin,
+            "fingerprint": fingerprint, "output": None if output is None else dumps(output),
+            "attempts": attempts, "updated_at": now,
+        }
+        events = []
+        if status == "failed":
+            data: dict[str, Any] = {"reason": reason, "detail": detail}
+            if traceback_text:
+                data["traceback"] = traceback_text
+            events.append(self._event_row("unit_failed", rt.name, rec.key, data, now))
+        await self.gateway.commit(
+            outcomes=[outcome], answers=answers or [], usage=usage or [],
+            tool_results=tool_results or [], events=events,
+        )
+        cost = sum(u["cost_usd"] for u in usage or [])
+        self.progress.bump(rt.name, status, cost)
+        return Settled(status, reason, output)
+
+    def _event_row(self, kind: str, action: str | None, key: str | None, data: dict[str, Any], now: float) -> dict[str, Any]:
+        return {"run_id": self.run_id, "kind": kind, "action": action, "unit_key": key,
+                "data": dumps(data), "created_at": now}
+
+    async def event(self, kind: str, action: str | None = None, key: str | None = None, **data: Any) -> None:
+        self.gateway.commit_nowait(events=[self._event_row(kind, action, key, data, time.time())])
+
+    def usage_row(
+        self, rt: ActionRuntime, rec: Any, attempt: int, request: Request,
+        response: Response | None, error: BaseException | None, started: float, fp: str,
+    ) -> dict[str, Any]:
+        action = rt.action
+        usage = response.usage if response is not None else None
+        cost = self.prices.cost(action.model or "", usage, "live") if usage is not None else 0.0
+        return {
+            "run_id": self.run_id, "action": action.name, "unit_key": rec.key, "attempt": attempt,
+            "kind": "llm", "provider": request.provider, "model": request.model, "tier": "live",
+            "input_tokens": usage.input_tokens if usage else 0,
+            "cached_tokens": usage.cached_tokens if usage else 0,
+            "cache_write_tokens": usage.cache_write_tokens if usage else 0,
+            "output_tokens": usage.output_tokens if usage else 0,
+            "cost_usd": cost, "latency_ms": (time.monotonic() - started) * 1000,
+            "status": "ok" if error is None else "error",
+            "error": None if error is None else f"{getattr(error, 'reason', None) or type(error).__name__}: {error}",
+            "fingerprint": fp, "created_at": time.time(),
+        }
+
+    async def record_call(
+        self, rt: ActionRuntime, rec: Any, attempt: int, request: Request,
+        response: Response | None, error: BaseException, started: float, fp: str,
+    ) -> None:
+        """Ledger a call that did not produce the unit's answer (it may still have cost money)."""
+        row = self.usage_row(rt, rec, attempt, request, response, error, started, fp)
+        if response is not None:
+            # Keep what the model said: the session shows why the attempt was rejected.
+            row["error"] = f"{row['error']} | answer: {response.text[:500]}"
+        self.progress.actions[rt.name]["cost"] += row["cost_usd"]
+        await self.gateway.commit(usage=[row])
+
+    def tool_usage_row(
+        self, rt: ActionRuntime, rec: Any, attempt: int, started: float, error: str | None, input_hash: str
+    ) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "action": rt.name, "unit_key": rec.key, "attempt": attempt,
+            "kind": "tool", "provider": "tool", "model": rt.action.function or "", "tier": "live",
+            "input_tokens": 0, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0,
+            "cost_usd": 0.0, "latency_ms": (time.monotonic() - started) * 1000,
+            "status": "ok" if error is None else "error", "error": error,
+            "fingerprint": input_hash, "created_at": time.time(),
+        }
+
+    async def record_tool(
+        self, rt: ActionRuntime, rec: Any, attempt: int, started: float, error: str, input_hash: str
+    ) -> None:
+        await self.gateway.commit(usage=[self.tool_usage_row(rt, rec, attempt, started, error, input_hash)])
+
+

@@ -1,0 +1,355 @@
+"""The run lifecycle (DESIGN §7): admit or continue (R1), retry (R2), own (S3),
+execute, finalize into exactly one final state.
+
+States used by the online engine: ``queued`` (admitted), ``running``; final
+``succeeded``, ``partial``, ``failed``, ``cancelled``. A run interrupted (Ctrl-C,
+a crash, a lost lease) stays non-final and the next ``agac run`` continues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agac.config.model import Workflow
+from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
+from agac.engine.executor import Executor, Progress, shard_ranges
+from agac.engine.gateway import Lease, StoreGateway
+from agac.engine.summary import build_summary
+from agac.errors import LeaseHeld, RefusedError, UsageError
+from agac.providers.factory import open_providers
+from agac.providers.pricing import PriceTable
+from agac.store.repository import FINAL_STATES, dumps, loads
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+    from agac.config.project import Project
+    from agac.store.repository import Store
+
+__all__ = ["RunOptions", "RunResult", "execute_run", "retry_targets", "start_retry", "start_run"]
+
+LEASE_TTL = 30.0
+
+
+@dataclass
+class RunOptions:
+    new: bool = False
+    fresh: bool = False
+    limit: int | None = None
+    wait: bool = False
+    handle_signals: bool = False
+    on_progress: Callable[[Progress], None] | None = None
+    on_start: Callable[[Progress, Any], None] | None = None
+
+
+@dataclass
+class RunResult:
+    summary: dict[str, Any]
+    interrupted: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        state = self.summary["state"]
+        if state == "succeeded":
+            return 0
+        if state in FINAL_STATES:
+            return 1
+        return 75
+
+
+def new_run_id() -> str:
+    return f"{int(time.time()):08x}{secrets.token_hex(4)}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
+    """S3: own the run; a dead process on this host is taken over at once."""
+    host, pid = socket.gethostname(), os.getpid()
+
+    def may_take(row: Any) -> bool:
+        return row.host == host and not _pid_alive(row.pid)
+
+    while True:
+        try:
+            token = store.acquire_lease(f"run:{run_id}", host=host, pid=pid, ttl=LEASE_TTL,
+                                        may_take=may_take)
+            return Lease(f"run:{run_id}", token, LEASE_TTL)
+        except LeaseHeld as exc:
+            if not wait:
+                raise LeaseHeld(f"run {run_id} is {exc.message}; run again later, or use --wait") from exc
+            time.sleep(1.0)
+
+
+# -- admission ---------------------------------------------------------------------------
+
+
+def start_run(project: Project, store: Store, workflow: Workflow, options: RunOptions) -> RunResult:
+    """``agac run``: continue the open run (R1) or admit a new one, then execute it."""
+    notes: list[str] = []
+    open_run = store.open_run(workflow.name)
+    if open_run is not None and (options.new or options.fresh):
+        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)")
+        notes.append(f"ended run {open_run.id} as cancelled")
+        open_run = None
+    if open_run is not None:
+        snap_id = current_snapshot_id(workflow, project, loads(open_run.options).get("limit"))
+        if open_run.config_hash != workflow.config_hash or open_run.snapshot_id != snap_id:
+            raise UsageError(
+                f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
+                f"its inputs changed since it was admitted; finish it with `agac run "
+                f"{workflow.name}` after restoring them, or end it and admit a new run with "
+                f"`agac run {workflow.name} --new`"
+            )
+        notes.append(f"continuing run {open_run.id}")
+        return execute_run(project, store, open_run, options, notes)
+    run = admit_run(project, store, workflow, options)
+    return execute_run(project, store, run, options, notes)
+
+
+def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
+              *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> Row:
+    if snapshot is None:
+        snapshot = snapshot_input(workflow, project, store, options.limit)
+    run_id = new_run_id()
+    prior = None
+    if retry_of is None and not options.fresh:
+        last = store.latest_run(workflow.name, final=True)
+        prior = last.id if last is not None else None
+    store.create_run(
+        id=run_id, workflow=workflow.name, workflow_path=project.display(workflow.path),
+        state="queued", retry_of=retry_of, config=dumps(workflow.snapshot()),
+        config_hash=workflow.config_hash, snapshot_id=snapshot.id, fresh=options.fresh,
+        options=dumps({"limit": options.limit, "prior": prior}),
+    )
+    store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", {
+        "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior})])
+    run = store.get_run(run_id)
+    assert run is not None
+    return run
+
+
+def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": run_id, "kind": kind, "action": None, "unit_key": None,
+            "data": dumps(data), "created_at": time.time()}
+
+
+# -- execution ------------------------------------------------------------------------------
+
+
+def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
+                notes: list[str] | None = None) -> RunResult:
+    lease = take_run_lease(store, run.id, wait=options.wait)
+    try:
+        workflow = Workflow.from_snapshot(loads(run.config))
+        store.update_run(run.id, state="running")
+        interrupted = asyncio.run(_execute(project, store, run, workflow, lease, options))
+        if not interrupted:
+            finalize(store, run.id)
+    finally:
+        try:
+            store.release_lease(lease.name, lease.token)
+        except Exception:  # noqa: BLE001 - the lease expires by itself
+            pass
+    fresh_row = store.get_run(run.id)
+    assert fresh_row is not None
+    return RunResult(build_summary(store, fresh_row), interrupted, list(notes or []))
+
+
+async def _execute(project: Project, store: Store, run: Row, workflow: Workflow, lease: Lease,
+                   options: RunOptions) -> bool:
+    """Run every shard; True when interrupted (Ctrl-C) before every unit settled."""
+    llm_providers = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
+    providers = open_providers(llm_providers, project.config)
+    info = store.snapshot_info(run.snapshot_id)
+    assert info is not None
+    opts = loads(run.options)
+    prior = opts.get("prior")
+    prior_failed = frozenset(
+        a for a, (state, _) in (store.action_states(prior).items() if prior else []) if state == "failed"
+    )
+    gateway = StoreGateway(store, lease)
+    gateway.start()
+    progress = Progress([a.name for a in workflow.actions], info.record_count)
+    if options.on_progress:
+        progress.listeners.append(options.on_progress)
+    executor = Executor(
+        run_id=run.id, workflow=workflow, store=store, gateway=gateway, providers=providers,
+        prices=PriceTable(_price_overrides(project)), root=project.root,
+        snapshot_files=loads(info.files), fresh=bool(run.fresh), prior_run_id=prior,
+        prior_failed_actions=prior_failed, progress=progress,
+    )
+    if options.on_start:
+        options.on_start(progress, executor)
+    restore = _install_interrupt(executor) if options.handle_signals else None
+    try:
+        await executor.event("run_started", pid=os.getpid(), host=socket.gethostname())
+        complete = await executor.execute(run.snapshot_id)
+        for rt in executor.runtimes:
+            if rt.stopped:
+                await gateway.call(store.set_action_state, run.id, rt.name, "failed", rt.stopped)
+        if not complete:
+            await executor.event("run_interrupted")
+        await gateway.flush()
+        return not complete
+    finally:
+        if restore:
+            restore()
+        await gateway.close()
+        for p in providers.values():
+            await p.aclose()
+
+
+def _price_overrides(project: Project) -> dict[str, Any]:
+    return dict(project.config.prices) if project.config else {}
+
+
+def _install_interrupt(executor: Executor) -> Callable[[], None]:
+    """First Ctrl-C: stop sending, settle what is in flight. Second: stop at once."""
+    loop = asyncio.get_running_loop()
+    hits = {"n": 0}
+
+    def on_sigint() -> None:
+        hits["n"] += 1
+        if hits["n"] == 1:
+            executor.stop()
+            import sys
+
+            print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
+                  file=sys.stderr)
+        else:
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    return lambda: loop.remove_signal_handler(signal.SIGINT)
+
+
+# -- finalization --------------------------------------------------------------------------
+
+
+def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, Any]],
+                 partial_ok: bool) -> str:
+    actions = summary["actions"].values()
+    failed = sum(a["failed"] for a in actions)
+    answered = sum(a["answered"] for a in actions)
+    if any(state == "failed" for state, _ in action_states.values()):
+        return "failed"
+    if failed and answered == 0:
+        return "failed"
+    if failed:
+        return "partial" if partial_ok else "failed"
+    return "succeeded"
+
+
+def finalize(store: Store, run_id: str) -> str:
+    run = store.get_run(run_id)
+    assert run is not None
+    summary = build_summary(store, run)
+    pending = sum(a["pending"] for a in summary["actions"].values())
+    if pending:
+        return run.state
+    config = loads(run.config)
+    state = decide_state(summary, store.action_states(run_id), bool(config.get("partial_ok", True)))
+    store.end_run(run_id, state)
+    store.checkpoint(lease=None, events=[_event(run_id, "run_ended", {"state": state,
+                                                                       "cost_usd": summary["cost_usd"]})])
+    return state
+
+
+def close_run(store: Store, run: Row, state: str, why: str) -> None:
+    """End a non-final run now: every unit without an outcome is skipped ``cancelled``."""
+    info = store.snapshot_info(run.snapshot_id)
+    config = loads(run.config)
+    names = [a["name"] for a in config["actions"]]
+    now = time.time()
+    for lo, hi in shard_ranges(loads(info.files) if info else []):
+        have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
+        rows = [
+            {"run_id": run.id, "action": a, "unit_key": r.key, "seq": r.seq, "status": "skipped",
+             "reason": "cancelled", "detail": why, "origin": "call", "fingerprint": None,
+             "output": None, "attempts": 0, "updated_at": now}
+            for r in store.iter_records(run.snapshot_id, lo, hi) for a in names
+            if (a, r.key) not in have
+        ]
+        if rows:
+            store.checkpoint(lease=None, outcomes=rows)
+    store.end_run(run.id, state, why)
+    store.checkpoint(lease=None, events=[_event(run.id, "run_ended", {"state": state, "why": why})])
+
+
+# -- retry (R2) ----------------------------------------------------------------------------
+
+
+def retry_targets(store: Store, original: Row, action: str | None, record: str | None
+                  ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(failed units to re-ask, downstream units skipped because of them)."""
+    config = loads(original.config)
+    descendants: dict[str, set[str]] = {a["name"]: set() for a in config["actions"]}
+    for a in config["actions"]:
+        for anc in a["ancestors"]:
+            descendants[anc].add(a["name"])
+    targets = {
+        (row.action, row.unit_key)
+        for row in store.failed_units(original.id)
+        if (action is None or row.action == action) and (record is None or row.unit_key == record)
+    }
+    keys = {k for _, k in targets}
+    downstream: set[tuple[str, str]] = set()
+    if keys:
+        for key in keys:
+            for o in store.unit_outcomes(original.id, key):
+                if o.status == "skipped" and o.reason == "upstream_failed" and any(
+                    o.action in descendants[a] for a, k in targets if k == key
+                ):
+                    downstream.add((o.action, key))
+    return targets, downstream
+
+
+def start_retry(project: Project, store: Store, workflow: Workflow, options: RunOptions,
+                action: str | None, record: str | None, dry_run: bool) -> RunResult | dict[str, Any]:
+    """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
+    open_run = store.open_run(workflow.name)
+    if open_run is not None:
+        raise RefusedError(
+            f"run {open_run.id} of {workflow.name} is not finished; finish it with "
+            f"`agac run {workflow.name}` before retrying"
+        )
+    original = store.latest_run(workflow.name, final=True)
+    if original is None:
+        raise RefusedError(f"{workflow.name} has no finished run to retry; run it with `agac run`")
+    if action is not None and action not in workflow.action_names:
+        raise UsageError(f"{workflow.name} has no action {action!r}")
+    targets, downstream = retry_targets(store, original, action, record)
+    if dry_run:
+        return {"retry_of": original.id, "workflow": workflow.name,
+                "units": sorted([{"action": a, "key": k} for a, k in targets], key=lambda d: (d["action"], d["key"])),
+                "downstream": len(downstream)}
+    if not targets:
+        raise RefusedError(f"run {original.id} of {workflow.name} has no failed units to retry"
+                           + (f" matching the filter" if action or record else ""))
+    info = store.snapshot_info(original.snapshot_id)
+    assert info is not None
+    snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)
+    run = admit_run(project, store, workflow, options, retry_of=original.id, snapshot=snapshot)
+    store.copy_outcomes(original.id, run.id, targets | downstream)
+    return execute_run(project, store, run, options, [f"retrying {len(targets)} failed units of run {original.id}"])

@@ -1,0 +1,78 @@
+"""The run summary of DESIGN §7.1, computed from the store (never from memory)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agac.store.repository import FINAL_STATES, loads
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+    from agac.store.repository import Store
+
+__all__ = ["build_summary", "next_command"]
+
+
+def build_summary(store: Store, run: Row) -> dict[str, Any]:
+    config = loads(run.config)
+    info = store.snapshot_info(run.snapshot_id)
+    records = info.record_count if info else 0
+    actions: dict[str, dict[str, Any]] = {}
+    for a in config["actions"]:
+        actions[a["name"]] = {
+            "records": records, "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
+            "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
+            "reasons": {},
+        }
+    for row in store.outcome_counts(run.id):
+        entry = actions.get(row.action)
+        if entry is None:
+            continue
+        entry[row.status] = entry.get(row.status, 0) + row.n
+        if row.status == "answered" and row.origin in ("reused", "carried"):
+            entry["reused"] += row.n
+        if row.reason and row.status in ("failed", "skipped"):
+            entry["reasons"][row.reason] = entry["reasons"].get(row.reason, 0) + row.n
+    cost = 0.0
+    for row in store.usage_totals([run.id]):
+        entry = actions.get(row.action)
+        if entry is None:
+            continue
+        key = "tool_calls" if row.kind == "tool" else "calls"
+        entry[key] += row.calls
+        entry["cost_usd"] += float(row.cost_usd or 0.0)
+        cost += float(row.cost_usd or 0.0)
+    for entry in actions.values():
+        settled = entry["answered"] + entry["failed"] + entry["skipped"]
+        entry["pending"] = max(entry["records"] - settled, 0)
+        entry["cost_usd"] = round(entry["cost_usd"], 6)
+    summary = {
+        "run_id": run.id,
+        "workflow": run.workflow,
+        "state": run.state,
+        "retry_of": run.retry_of,
+        "cost_usd": round(cost, 6),
+        "next": None,
+        "actions": actions,
+    }
+    summary["next"] = next_command(summary, config)
+    if run.error:
+        summary["error"] = run.error
+    return summary
+
+
+def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
+    wf = summary["workflow"]
+    state = summary["state"]
+    failed = sum(a["failed"] for a in summary["actions"].values())
+    if state not in FINAL_STATES:
+        return f"agac run {wf}"
+    if state == "cancelled":
+        return f"agac run {wf}"
+    if failed:
+        return f"agac retry {wf}"
+    names = list(summary["actions"])
+    if names:
+        return f"agac export {wf} --action {names[-1]} --format jsonl"
+    return None

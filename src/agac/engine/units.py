@@ -1,0 +1,380 @@
+"""What happens to one unit (record x action) in an online run.
+
+Order of decisions for a unit, each final for it:
+
+1. already settled in this run (an earlier invocation, or carried over by a retry) -> as is;
+2. the record is invalid -> ``failed`` (``invalid_input``/``duplicate_key``) where the
+   action reads records directly (no dependencies), ``skipped upstream_failed`` below;
+3. a dependency failed -> ``skipped upstream_failed``; a dependency skipped -> skipped with
+   the same reason (so a guard's skip flows down as ``guard`` and a run can still succeed);
+4. the run is stopping (Ctrl-C) -> no outcome: the unit stays pending for the next run;
+5. the guard is false -> ``skipped guard``;
+6. llm: render, fingerprint; a failure carried over from the previous run with the same
+   fingerprint (R1 c) -> ``failed`` with the same reason, no call; an answer stored under
+   the fingerprint (S5) -> ``answered`` (reused); an identical request in flight in this
+   run -> share its answer (single-flight); else call with retries.
+   tool: same with the tool-result cache instead of answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.context import ToolContext
+from agac.engine.limits import backoff_delay, estimate_tokens
+from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
+from agac.prompt.render import RenderError, render
+from agac.providers.base import Message, Request, Response, canonical_json
+from agac.store.repository import dumps
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.executor import Executor
+
+__all__ = ["Settled", "Stopped", "build_request", "run_unit"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A unit's outcome as the rest of the record's pipeline sees it."""
+
+    status: str
+    reason: str | None = None
+    output: Any = None
+
+
+class _Fail(Exception):
+    def __init__(self, reason: str, detail: str, *, retry: bool, feedback: str | None = None):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.retry = retry
+        self.feedback = feedback
+
+
+async def run_unit(
+    ex: Executor, rt: ActionRuntime, rec: Any, payload: Any, results: dict[str, Settled]
+) -> Settled | None:
+    action = rt.action
+    key = rec.key
+    if rec.reason:
+        if not action.dependencies:
+            return await ex.settle(rt, rec, "failed", rec.reason, rec.error)
+        return await ex.settle(rt, rec, "skipped", "upstream_failed", "the input record is invalid")
+    for dep in action.dependencies:
+        r = results[dep]
+        if r.status == "failed":
+            return await ex.settle(rt, rec, "skipped", "upstream_failed", f"{dep} failed: {r.reason}")
+        if r.status == "skipped":
+            return await ex.settle(rt, rec, "skipped", r.reason, f"{dep} was skipped: {r.reason}")
+    if ex.stopping:
+        return None
+    outputs = {a: results[a].output for a in action.ancestors if results[a].status == "answered"}
+    view = rt.view.build(payload, outputs)
+    try:
+        if rt.guard is not None and not _guard(rt, view):
+            return await ex.settle(rt, rec, "skipped", "guard", f"guard {action.when!r} is false")
+        if rt.stopped:
+            return await ex.settle(rt, rec, "failed", "provider_error", rt.stopped)
+        if action.kind == "tool":
+            return await _run_tool(ex, rt, rec, view)
+        return await _run_llm(ex, rt, rec, view)
+    except RenderError as exc:
+        return await ex.settle(rt, rec, "failed", "render_error", str(exc))
+
+
+def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
+    from jinja2.exceptions import UndefinedError
+
+    try:
+        return bool(rt.guard(view))
+    except UndefinedError:
+        return False
+    except Exception as exc:  # noqa: BLE001 - a broken guard is a fact about this unit
+        raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+    action = rt.action
+    messages: list[Message] = []
+    if rt.system is not None:
+        messages.append(Message("system", render(rt.system, view)))
+    assert rt.prompt is not None
+    messages.append(Message("user", render(rt.prompt, view)))
+    return Request(
+        provider=action.provider or "",
+        model=action.model_name or "",
+        messages=tuple(messages),
+        max_tokens=action.max_tokens or 1024,
+        temperature=action.temperature,
+        schema=action.schema,
+        timeout=action.timeout,
+    )
+
+
+async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled:
+    request = build_request(rt, view)
+    fp = request.fingerprint()
+    carried = ex.carried_failure(rt.name, rec.key, fp)
+    if carried is not None:
+        return await ex.settle(rt, rec, "failed", carried[0], carried[1], origin="carried", fingerprint=fp)
+    if not ex.fresh:
+        stored = await ex.gateway.lookup_answer(fp)
+        if stored is not None:
+            return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin="reused", fingerprint=fp)
+    shared = ex.inflight.get(fp)
+    if shared is not None:
+        status, reason, detail, output = await asyncio.shield(shared)
+        origin = "reused" if status == "answered" else "call"
+        return await ex.settle(rt, rec, status, reason, detail, output=output, origin=origin, fingerprint=fp)
+    fut: asyncio.Future[tuple[str, str | None, str | None, Any]] = asyncio.get_running_loop().create_future()
+    ex.inflight[fp] = fut
+    try:
+        settled = await _call_with_retries(ex, rt, rec, request, fp)
+        fut.set_result(settled)
+    except BaseException as exc:
+        fut.set_exception(exc)
+        fut.exception()  # mark retrieved: waiters re-raise it themselves
+        raise
+    finally:
+        ex.inflight.pop(fp, None)
+    return Settled(settled[0], settled[1], settled[3])
+
+
+async def _call_with_retries(
+    ex: Executor, rt: ActionRuntime, rec: Any, request: Request, fp: str
+) -> tuple[str, str | None, str | None, Any]:
+    """Call until answered or out of attempts; commit the outcome while holding the slot."""
+    action = rt.action
+    spec = action.retry
+    attempt = 0
+    current = request
+    while True:
+        attempt += 1
+        delay = 0.0
+        async with rt.slots:
+            if ex.stopping and attempt == 1:
+                raise Stopped()
+            est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
+            waited = await rt.limiter.acquire(est)
+            if waited > 1:
+                await ex.event("waiting", rt.name, rec.key, reason="rate_budget", seconds=round(waited, 3))
+            started = time.monotonic()
+            try:
+                response = await rt.provider.complete(current)
+            except WaitError as exc:
+                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                attempt -= 1
+                delay = exc.retry_after or 1.0
+                await ex.event("waiting", rt.name, rec.key, reason="provider_limit", seconds=delay)
+            except UnsupportedError as exc:
+                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                rt.stopped = f"{action.name} cannot run: {exc}"
+                return await _final(ex, rt, rec, "failed", "provider_error", str(exc), None, fp, attempt)
+            except FatalError as exc:
+                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                return await _final(ex, rt, rec, "failed", exc.reason or "provider_error", str(exc), None, fp, attempt)
+            except ProviderError as exc:
+                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                if attempt >= spec.max_attempts:
+                    return await _final(ex, rt, rec, "failed", "provider_error",
+                                        f"after {attempt} attempts: {exc}", None, fp, attempt)
+                delay = _backoff(spec, attempt)
+            else:
+                try:
+                    output = _accept(rt, response)
+                except _Fail as fail:
+                    await ex.record_call(rt, rec, attempt, current, response, fail, started, fp)
+                    if not fail.retry or attempt >= spec.max_attempts:
+                        return await _final(ex, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
+                    current = _reprompt(request, response, fail)
+                    continue
+                usage_row = ex.usage_row(rt, rec, attempt, current, response, None, started, fp)
+                answer = {
+                    "fingerprint": fp,
+                    "provider": request.provider,
+                    "model": request.model,
+                    "request": canonical_json(request.to_dict()),
+                    "response": dumps(_response_dict(response)),
+                    "output": dumps(output),
+                    "created_at": time.time(),
+                }
+                return await _final(ex, rt, rec, "answered", None, None, output, fp, attempt,
+                                    answers=[answer], usage=[usage_row])
+        if ex.stopping:
+            raise Stopped()
+        await asyncio.sleep(delay)
+
+
+class Stopped(Exception):
+    """The run is stopping; this unit stays pending."""
+
+
+async def _final(
+    ex: Executor, rt: ActionRuntime, rec: Any, status: str, reason: str | None, detail: str | None,
+    output: Any, fp: str, attempts: int, *, answers: list[dict[str, Any]] | None = None,
+    usage: list[dict[str, Any]] | None = None,
+) -> tuple[str, str | None, str | None, Any]:
+    await ex.settle(rt, rec, status, reason, detail, output=output, origin="call", fingerprint=fp,
+                    attempts=attempts, answers=answers, usage=usage)
+    return status, reason, detail, output
+
+
+def _backoff(spec: Any, attempt: int) -> float:
+    return backoff_delay(
+        attempt, initial=spec.backoff_initial, maximum=spec.backoff_max,
+        multiplier=spec.backoff_multiplier, jitter=spec.jitter,
+    )
+
+
+def _accept(rt: ActionRuntime, response: Response) -> Any:
+    """The unit's output from a response, or _Fail with the reason (DESIGN §5, §7.2)."""
+    if response.stop_reason == "refusal":
+        raise _Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
+    if response.stop_reason == "content_filter":
+        raise _Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
+    if response.stop_reason == "max_tokens":
+        raise _Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
+                    feedback="Your previous answer was cut off at the token limit. Answer again, "
+                             "shorter, complete and within the limit.")
+    if rt.validator is None:
+        return {"text": response.text}
+    value = response.parsed
+    if value is None:
+        try:
+            value = json.loads(_strip_fences(response.text))
+        except ValueError as exc:
+            raise _Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
+                        feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
+                                 "with only a JSON value that matches the schema.") from exc
+    errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].path) or "(root)"
+        msg = f"{where}: {errors[0].message}"
+        raise _Fail("schema_invalid", f"the answer does not match the schema: {msg}", retry=True,
+                    feedback=f"Your previous answer did not match the JSON schema: {msg}. Answer "
+                             "again with only JSON that matches the schema.")
+    return value
+
+
+def _strip_fences(text: str) -> str:
+    s = text.strip()
+    if s.startswith("```"):
+        s = s.split("\n", 1)[1] if "\n" in s else ""
+        if s.rstrip().endswith("```"):
+            s = s.rstrip()[:-3]
+    return s
+
+
+def _reprompt(request: Request, response: Response, fail: _Fail) -> Request:
+    """The original request plus the bad answer and what was wrong with it."""
+    messages = request.messages + (
+        Message("assistant", response.text),
+        Message("user", fail.feedback or fail.detail),
+    )
+    return Request(
+        provider=request.provider, model=request.model, messages=messages,
+        max_tokens=request.max_tokens, temperature=request.temperature, schema=request.schema,
+        timeout=request.timeout, seed=request.seed,
+    )
+
+
+def _response_dict(r: Response) -> dict[str, Any]:
+    return {
+        "text": r.text, "model": r.model, "stop_reason": r.stop_reason,
+        "usage": r.usage.to_dict(), "service_tier": r.service_tier,
+        "latency_ms": round(r.latency_ms, 3), "refusal": r.refusal,
+    }
+
+
+# -- tools --------------------------------------------------------------------------------
+
+
+async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled:
+    action = rt.action
+    try:
+        inputs_json = canonical_json(view)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
+        return await ex.settle(rt, rec, "failed", "tool_error", f"inputs are not JSON: {exc}")
+    input_hash = hashlib.sha256(f"{action.function}\x1f{inputs_json}".encode()).hexdigest()
+    if action.cache and not ex.fresh:
+        stored = await ex.gateway.lookup_tool_result(input_hash)
+        if stored is not None:
+            return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin="reused",
+                                   fingerprint=input_hash)
+    idem = hashlib.sha256(
+        f"{ex.workflow.name}\x1f{action.name}\x1f{rec.key}\x1f{input_hash}".encode()
+    ).hexdigest()
+    spec = action.retry
+    attempt = 0
+    while True:
+        attempt += 1
+        async with rt.slots:
+            if ex.stopping and attempt == 1:
+                return None  # type: ignore[return-value]
+            ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, attempt, idem)
+            started = time.monotonic()
+            try:
+                value = await _invoke(rt.function, json.loads(inputs_json), ctx)
+                output = _tool_output(rt, value)
+            except _Fail as fail:
+                await ex.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
+                return await _tool_final(ex, rt, rec, "failed", fail.reason, fail.detail, None, input_hash, attempt)
+            except Exception as exc:  # noqa: BLE001 - a raising tool fails its unit only
+                tb = traceback.format_exc()
+                detail = f"{type(exc).__name__}: {exc}"
+                await ex.record_tool(rt, rec, attempt, started, tb, input_hash)
+                if attempt >= spec.max_attempts:
+                    return await _tool_final(ex, rt, rec, "failed", "tool_error", detail, None,
+                                             input_hash, attempt, traceback_text=tb)
+                delay = _backoff(spec, attempt)
+            else:
+                usage = [ex.tool_usage_row(rt, rec, attempt, started, None, input_hash)]
+                cached = [{"input_hash": input_hash, "function": action.function or "",
+                           "output": dumps(output), "created_at": time.time()}] if action.cache else []
+                return await _tool_final(ex, rt, rec, "answered", None, None, output, input_hash,
+                                         attempt, usage=usage, tool_results=cached)
+        if ex.stopping:
+            return None  # type: ignore[return-value]
+        await asyncio.sleep(delay)
+
+
+async def _invoke(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
+    if inspect.iscoroutinefunction(fn):
+        return await fn(inputs, ctx)
+    result = await asyncio.to_thread(fn, inputs, ctx)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _tool_output(rt: ActionRuntime, value: Any) -> Any:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise _Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
+    value = json.loads(text)
+    if rt.validator is not None:
+        errors = list(rt.validator.iter_errors(value))
+        if errors:
+            raise _Fail("schema_invalid", f"the tool's value does not match the schema: {errors[0].message}",
+                        retry=False)
+    return value
+
+
+async def _tool_final(
+    ex: Executor, rt: ActionRuntime, rec: Any, status: str, reason: str | None, detail: str | None,
+    output: Any, input_hash: str, attempts: int, *, usage: list[dict[str, Any]] | None = None,
+    tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
+) -> Settled:
+    return await ex.settle(rt, rec, status, reason, detail, output=output, origin="call",
+                           fingerprint=input_hash, attempts=attempts, usage=usage,
+                           tool_results=tool_results, traceback_text=traceback_text)
+

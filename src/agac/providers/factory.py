@@ -1,0 +1,52 @@
+"""Open the providers a workflow uses, checking SDKs and credentials before any paid call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from agac.errors import ConfigError, Problem
+from agac.providers.base import ProviderSettings
+from agac.providers.registry import credentials_missing, provider_class, sdk_installed
+
+if TYPE_CHECKING:
+    from agac.config.project import ProjectConfig
+
+__all__ = ["open_providers", "provider_settings"]
+
+
+def provider_settings(name: str, config: ProjectConfig | None) -> ProviderSettings:
+    pc = (config.providers.get(name) if config else None) if config else None
+    api_key = os.environ.get(pc.api_key_env) if pc and pc.api_key_env else None
+    options = dict(pc.options) if pc else {}
+    if pc and pc.batch_submissions_per_minute is not None:
+        options["batch_submissions_per_minute"] = pc.batch_submissions_per_minute
+    return ProviderSettings(name=name, base_url=pc.base_url if pc else None, api_key=api_key,
+                            options=options)
+
+
+def open_providers(names: Iterable[str], config: ProjectConfig | None) -> dict[str, Any]:
+    """One instance per provider name. Raises ConfigError (``provider_not_installed``,
+    ``missing_credentials``) for all of them at once, before anything is sent."""
+    problems: list[Problem] = []
+    out: dict[str, Any] = {}
+    for name in sorted(set(names)):
+        cls = provider_class(name)
+        if not sdk_installed(cls):
+            problems.append(Problem("provider_not_installed",
+                                    f"provider {name!r} needs its SDK ({cls.sdk_module})",
+                                    hint=f"pip install 'agac[{cls.extra}]'"))
+            continue
+        settings = provider_settings(name, config)
+        missing = credentials_missing(cls, settings.api_key)
+        if missing:
+            problems.append(Problem("missing_credentials",
+                                    f"provider {name!r} has no API key",
+                                    hint=f"set {' or '.join(missing)}, or run against the emulator: "
+                                         'eval "$(agac emulator env)"'))
+            continue
+        out[name] = cls(settings)
+    if problems:
+        raise ConfigError(problems=problems)
+    return out
