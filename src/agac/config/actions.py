@@ -263,6 +263,7 @@ def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         f.error("invalid_schema", f"schema must be a JSON Schema object, got {value!r}", path)
         return None
+    # jsonschema costs ~0.1 s to import: only workflows with a schema pay for it.
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 

@@ -16,6 +16,7 @@ from agac.config.model import Action
 from agac.config.project import Project, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
+from agac.providers import registry
 
 __all__ = ["check_environment"]
 
@@ -52,20 +53,13 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
 
 def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str,
                     check_credentials: bool) -> None:
-    from agac.providers.registry import (
-        available_providers,
-        credentials_missing,
-        provider_class,
-        sdk_installed,
-    )
-
     where = raw.origin("model")
     try:
-        cls = provider_class(provider)
+        cls = registry.provider_class(provider)
     except ConfigError:
         f.error("unknown_provider", f"unknown provider {provider!r} in model of action "
-                f"{raw.name!r}", where, hint=did_you_mean(provider, available_providers())
-                or f"known: {', '.join(available_providers())}")
+                f"{raw.name!r}", where, hint=did_you_mean(provider, registry.available_providers())
+                or f"known: {', '.join(registry.available_providers())}")
         return
     except ImportError as exc:
         if (getattr(exc, "name", None) or "").startswith("agac"):
@@ -73,24 +67,23 @@ def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str
         f.error("provider_not_installed", f"provider {provider!r} cannot be loaded: {exc}",
                 where, hint=f"pip install 'agac[{provider}]'")
         return
-    if not sdk_installed(cls):
+    if not registry.sdk_installed(cls):
         f.error("provider_not_installed", f"the SDK of provider {provider!r} is not installed",
                 where, hint=f"pip install 'agac[{getattr(cls, 'extra', '') or provider}]'")
         return
     if check_credentials:
-        missing = _missing_credentials(project, provider, cls, credentials_missing)
+        missing = _missing_credentials(project, provider, cls)
         if missing:
             f.error("missing_credentials", f"no API key for provider {provider!r}", where,
                     hint=f"set {' or '.join(missing)}, or run against the emulator: "
                     "eval \"$(agac emulator env)\"")
 
 
-def _missing_credentials(project: Project, provider: str, cls: object,
-                         credentials_missing: Callable[..., list[str]]) -> list[str]:
+def _missing_credentials(project: Project, provider: str, cls: object) -> list[str]:
     settings = project.config.providers.get(provider)
     if settings is not None and settings.api_key_env:
         return [] if os.environ.get(settings.api_key_env) else [settings.api_key_env]
-    return credentials_missing(cls, None)
+    return registry.credentials_missing(cls, None)
 
 
 def _check_function(f: Findings, project: Project, raw: RawAction, spec: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from agac.config.source import Findings, Located, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError
+from agac.providers.registry import available_providers
 
 __all__ = [
     "PROJECT_FILE",
@@ -135,8 +136,6 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
-    from agac.providers.registry import available_providers
-
     result: dict[str, ProviderConfig] = {}
     mapping = read_mapping(f, raw or {}, ("providers",)) or {}
     known_providers = set(available_providers()) if mapping else set()
