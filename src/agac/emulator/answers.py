@@ -1,0 +1,242 @@
+"""Deterministic model answers for the emulator.
+
+Contract: :func:`answer` is a pure function of its arguments. The same provider, model,
+request body (messages, params, provider ``seed``) and emulator seed always give the same
+:class:`Answer`; a different seed gives a different one. When a JSON schema is given the
+text is a JSON value that conforms to it (see :func:`conforming_value`). Token counts are
+``ceil(chars / 4)``, the estimate DESIGN §3 uses when no tokenizer is at hand.
+
+Answer faults (``truncated``, ``invalid_json``, ``schema_violation``, ``refusal``) bend
+the answer the way a real model misbehaves; provider modules render ``finish`` in their
+own vocabulary (``length`` / ``max_tokens`` / ``MAX_TOKENS``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ANSWER_FAULTS",
+    "Answer",
+    "answer",
+    "conforming_value",
+    "count_tokens",
+    "fingerprint",
+    "text_chars",
+]
+
+ANSWER_FAULTS = frozenset({"truncated", "invalid_json", "schema_violation", "refusal"})
+
+_WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"]
+
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A provider-neutral model answer.
+
+    ``finish`` is ``stop``, ``length`` (truncated at the token cap) or ``refusal``;
+    ``text`` is ``None`` only for a refusal.
+    """
+
+    text: str | None
+    finish: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    refusal: str | None = None
+
+
+def count_tokens(chars: int) -> int:
+    """Estimate tokens from a character count: ``ceil(chars / 4)``, at least 1."""
+    return max(1, math.ceil(chars / 4))
+
+
+def text_chars(value: Any) -> int:
+    """Count the characters of every string inside a JSON-like value (the prompt size)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(text_chars(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(text_chars(v) for v in value)
+    return 0
+
+
+def fingerprint(provider: str, model: str, body: Any) -> str:
+    """Hash what determines an answer: provider, model and the canonical request body.
+
+    The caller removes transport-only keys (``stream``, batch ``metadata``) first, so a
+    live call and a batch item asking the same thing share a fingerprint.
+    """
+    canonical = json.dumps([provider, model, body], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def answer(
+    *,
+    provider: str,
+    model: str,
+    body: Any,
+    prompt: Any,
+    schema: dict[str, Any] | None,
+    max_tokens: int | None,
+    seed: int,
+    fault: str | None = None,
+) -> Answer:
+    """Compute the answer to one request.
+
+    ``body`` is the canonical request (what the fingerprint covers), ``prompt`` the part
+    whose characters count as input, ``schema`` the requested JSON schema if any.
+    ``max_tokens`` truncates a longer answer (``finish = "length"``).
+    """
+    digest = hashlib.sha256(f"{seed}:{fingerprint(provider, model, body)}".encode()).digest()
+    rng = random.Random(digest)
+    input_tokens = count_tokens(text_chars(prompt))
+    # Providers that cache report reads only for long prompts, in 128-token steps.
+    cached = (input_tokens // 2 // 128) * 128 if input_tokens >= 1024 else 0
+    if fault == "refusal":
+        return Answer(None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), cached,
+                      REFUSAL_TEXT)
+    if schema is not None:
+        text = json.dumps(conforming_value(schema, rng, schema))
+    else:
+        n = rng.randint(8, 20)
+        text = f"Emulated answer {digest.hex()[:8]}: " + " ".join(
+            rng.choice(_WORDS) for _ in range(n)
+        ) + "."
+    finish = "stop"
+    if fault == "invalid_json":
+        text = "{" + text.strip("{}") + ' "unterminated'
+    elif fault == "schema_violation":
+        text = json.dumps(_violating_value(schema))
+    elif fault == "truncated":
+        text = text[: max(1, len(text) // 2)]
+        finish = "length"
+    if max_tokens is not None and max_tokens > 0 and count_tokens(len(text)) > max_tokens:
+        text = text[: max_tokens * 4]
+        finish = "length"
+    return Answer(text, finish, input_tokens, count_tokens(len(text)), cached)
+
+
+def _violating_value(schema: dict[str, Any] | None) -> Any:
+    """A JSON value of the wrong top-level type for ``schema``."""
+    kind = _schema_type(schema or {})
+    if kind == "object":
+        return ["schema_violation"]
+    return {"schema_violation": True}
+
+
+def _schema_type(schema: dict[str, Any]) -> str | None:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if isinstance(kind, str):
+        return kind.lower()  # Gemini's OpenAPI subset spells types in capitals.
+    if "properties" in schema:
+        return "object"
+    if "items" in schema:
+        return "array"
+    return None
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return schema
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node if isinstance(node, dict) else {}
+
+
+def conforming_value(schema: dict[str, Any], rng: random.Random, root: dict[str, Any],
+                     depth: int = 0) -> Any:
+    """Build a small JSON value that conforms to ``schema``.
+
+    Covers what structured output uses: objects (every property, required or not),
+    arrays of 1–2 items within min/maxItems, enums and consts (picked with ``rng``),
+    strings within min/maxLength and common formats, integers and numbers within bounds,
+    booleans, nulls, local ``$ref`` and ``anyOf``/``oneOf`` (first branch) / ``allOf``
+    (merged). Both JSON Schema and Gemini's OpenAPI subset (``type: "STRING"``) work.
+    """
+    schema = _resolve(schema, root)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return rng.choice(list(schema["enum"]))
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            branches = [b for b in schema[key] if _schema_type(_resolve(b, root)) != "null"]
+            return conforming_value((branches or schema[key])[0], rng, root, depth + 1)
+    if schema.get("allOf"):
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            part = _resolve(part, root)
+            props = {**merged.get("properties", {}), **part.get("properties", {})}
+            merged = {**merged, **part, "properties": props}
+        return conforming_value(merged, rng, root, depth + 1)
+    kind = _schema_type(schema)
+    if kind == "object":
+        props = schema.get("properties") or {}
+        if depth > 8:
+            props = {k: v for k, v in props.items() if k in schema.get("required", [])}
+        return {k: conforming_value(v, rng, root, depth + 1) for k, v in props.items()}
+    if kind == "array":
+        low = int(schema.get("minItems", 1))
+        high = int(schema.get("maxItems", max(low, 2)))
+        count = min(max(low, rng.randint(1, 2)), high)
+        items = schema.get("items") or {"type": "string"}
+        return [conforming_value(items, rng, root, depth + 1) for _ in range(count)]
+    if kind == "integer":
+        return _number(schema, rng, integer=True)
+    if kind == "number":
+        return _number(schema, rng, integer=False)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return _string(schema, rng)
+
+
+def _number(schema: dict[str, Any], rng: random.Random, *, integer: bool) -> int | float:
+    low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+    high = schema.get("maximum", schema.get("exclusiveMaximum", max(low, 0) + 100))
+    if "exclusiveMinimum" in schema and "minimum" not in schema:
+        low = low + 1 if integer else low + (high - low) / 100
+    if "exclusiveMaximum" in schema and "maximum" not in schema:
+        high = high - 1 if integer else high - (high - low) / 100
+    if integer:
+        low_i, high_i = math.ceil(low), math.floor(high)
+        value = rng.randint(low_i, max(low_i, high_i))
+        step = schema.get("multipleOf")
+        if isinstance(step, int) and step > 0:
+            value = max(low_i, (value // step) * step)
+        return value
+    return round(rng.uniform(low, high), 3)
+
+
+def _string(schema: dict[str, Any], rng: random.Random) -> str:
+    fmt = schema.get("format")
+    if fmt == "date-time":
+        return f"2024-01-{rng.randint(1, 28):02d}T12:00:00Z"
+    if fmt == "date":
+        return f"2024-01-{rng.randint(1, 28):02d}"
+    if fmt == "email":
+        return f"{rng.choice(_WORDS)}@example.com"
+    if fmt in ("uri", "url"):
+        return f"https://example.com/{rng.choice(_WORDS)}"
+    if fmt == "uuid":
+        return f"00000000-0000-4000-8000-{rng.getrandbits(48):012x}"
+    low = int(schema.get("minLength", 1))
+    high = int(schema.get("maxLength", max(low, 40)))
+    text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 4)))
+    while len(text) < low:
+        text += " " + rng.choice(_WORDS)
+    return text[:high]

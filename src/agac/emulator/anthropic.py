@@ -1,0 +1,297 @@
+"""Anthropic's wire protocol: Messages and Message Batches.
+
+Shapes follow the ``anthropic`` SDK's types. Structured output is read from
+``output_config.format`` (``{"type": "json_schema", "schema": …}``; the older beta
+``output_format`` works too). A batch is ``in_progress`` until it ``ended`` — its only
+terminal status — with ``request_counts.processing`` equal to the total until then;
+cancelling shows ``canceling`` (one L, as Anthropic spells it, also ``canceled`` items).
+``results_url`` is an absolute URL on the emulator itself: the SDK follows it as given.
+``usage.input_tokens`` excludes cache reads and writes, as Anthropic reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .answers import Answer, answer
+from .faults import Target
+from .handling import (
+    gate,
+    live_latency,
+    new_batch,
+    observe,
+    read_json,
+    retry_headers,
+    state_of,
+)
+from .state import Batch, BatchItem, EmulatorState, ItemResult
+
+__all__ = ["routes", "status_name"]
+
+PROVIDER = "anthropic"
+_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+          403: "permission_error", 404: "not_found_error", 409: "conflict_error",
+          413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
+_DROP = ("model", "stream", "metadata")
+
+
+def error(status: int, code: str | None, retry_after: float | None,
+          message: str | None) -> Response:
+    """``{"type": "error", "error": {"type", "message"}, "request_id"}`` with the status's
+    error type (``code`` overrides it when it names an Anthropic type, e.g. a spend cap
+    stays ``rate_limit_error``); ``retry-after`` and ``retry-after-ms`` when given."""
+    kind = code if code and code.endswith("_error") else _TYPES.get(status, "api_error")
+    request_id = "req_" + uuid.uuid4().hex[:24]
+    text = message or {529: "Overloaded"}.get(status, f"Emulated error {status}"
+                                                        + (f" ({code})" if code else ""))
+    body = {"type": "error", "error": {"type": kind, "message": text}, "request_id": request_id}
+    headers = {"request-id": request_id, **retry_headers(retry_after, with_ms=True)}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(canonical request, prompt, schema) of a Messages body."""
+    fmt = (body.get("output_config") or {}).get("format") or body.get("output_format") or {}
+    schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
+    canonical = {k: v for k, v in body.items() if k not in _DROP}
+    return canonical, [body.get("system") or "", body.get("messages") or []], schema
+
+
+def message(model: str, ans: Answer, cached: bool, tier: str) -> dict[str, Any]:
+    """A ``message`` object for ``ans``."""
+    stop = {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal"}[ans.finish]
+    reads = ans.cached_tokens if cached else 0
+    content = [] if ans.text is None else [{"type": "text", "text": ans.text,
+                                            "citations": None}]
+    return {
+        "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
+        "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
+        "usage": {"input_tokens": ans.input_tokens - reads, "output_tokens": ans.output_tokens,
+                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": reads,
+                  "cache_creation": {"ephemeral_5m_input_tokens": 0,
+                                     "ephemeral_1h_input_tokens": 0},
+                  "server_tool_use": None, "service_tier": tier},
+    }
+
+
+def _check(params: Any) -> str | None:
+    if not isinstance(params, dict):
+        return "params: must be an object"
+    if not params.get("model"):
+        return "model: Field required"
+    if not isinstance(params.get("max_tokens"), int) or params["max_tokens"] < 1:
+        return "max_tokens: Field required (an integer >= 1)"
+    if not isinstance(params.get("messages"), list):
+        return "messages: Field required"
+    return None
+
+
+async def create_message(request: Request) -> Response:
+    state = state_of(request)
+    body = await read_json(request, _counted(state, "chat"))
+    model = str(body.get("model", ""))
+    fired = await gate(request, PROVIDER, "chat", error, Target(model=model))
+    problem = _check(body)
+    if problem:
+        return error(400, None, None, problem)
+    await live_latency(request)
+    canonical, prompt, schema = _decode(body)
+    ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
+                 max_tokens=body["max_tokens"], seed=state.config.seed, fault=fired.answer)
+    state.stats.bill(PROVIDER, model, canonical)
+    return JSONResponse(message(model, ans, "cache_control" in json.dumps(body), "standard"))
+
+
+async def create_batch(request: Request) -> Response:
+    state = state_of(request)
+    body = await read_json(request, _counted(state, "batch.create"))
+    fired = await gate(request, PROVIDER, "batch.create", error)
+    requests = body.get("requests")
+    if not isinstance(requests, list) or not requests:
+        return error(400, None, None, "requests: must be a non-empty list")
+    items: list[BatchItem] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(requests):
+        custom_id = str((entry or {}).get("custom_id", ""))
+        problem = _check((entry or {}).get("params"))
+        if not _CUSTOM_ID.match(custom_id):
+            problem = "custom_id: must match ^[a-zA-Z0-9_-]{1,64}$"
+        elif custom_id in seen:
+            problem = f"custom_id: duplicate value {custom_id!r}"
+        if problem:
+            return error(400, None, None, f"requests.{index}.{problem}")
+        seen.add(custom_id)
+        params = entry["params"]
+        canonical, prompt, schema = _decode(params)
+        items.append(BatchItem(custom_id=custom_id, model=str(params["model"]),
+                               canonical=canonical, prompt=prompt, schema=schema,
+                               max_tokens=params["max_tokens"],
+                               extra={"cached": "cache_control" in json.dumps(params)}))
+    batch = new_batch(state, fired, batch_id="msgbatch_" + uuid.uuid4().hex[:24],
+                      provider=PROVIDER, model=items[0].model, items=items)
+    return JSONResponse(batch_json(state, batch, "queued", None, _base(request)))
+
+
+async def get_batch(request: Request) -> Response:
+    state = state_of(request)
+    batch = state.batches.get(request.path_params["id"])
+    fired = await gate(request, PROVIDER, "batch.get", error, _target(batch))
+    if batch is None or batch.provider != PROVIDER:
+        return _missing(request)
+    phase, raw = observe(state, batch, fired)
+    return JSONResponse(batch_json(state, batch, phase, raw, _base(request)))
+
+
+async def cancel_batch(request: Request) -> Response:
+    state = state_of(request)
+    batch = state.batches.get(request.path_params["id"])
+    fired = await gate(request, PROVIDER, "batch.cancel", error, _target(batch))
+    if batch is None or batch.provider != PROVIDER:
+        return _missing(request)
+    phase, raw = observe(state, batch, fired)
+    if phase == "ended":
+        return error(400, None, None, f"Batch {batch.id} has already ended.")
+    batch.cancel(state.clock.now())
+    return JSONResponse(batch_json(state, batch, state.phase(batch), raw, _base(request)))
+
+
+async def delete_batch(request: Request) -> Response:
+    state = state_of(request)
+    batch = state.batches.get(request.path_params["id"])
+    await gate(request, PROVIDER, "batch.delete", error, _target(batch))
+    if batch is None or batch.provider != PROVIDER:
+        return _missing(request)
+    if state.phase(batch) != "ended":
+        return error(400, None, None, "A batch can be deleted only after it has ended; "
+                                      "cancel it first.")
+    del state.batches[batch.id]
+    return JSONResponse({"id": batch.id, "type": "message_batch_deleted"})
+
+
+async def list_batches(request: Request) -> Response:
+    state = state_of(request)
+    await gate(request, PROVIDER, "batch.list", error)
+    mine = [b for b in reversed(state.batches.values()) if b.provider == PROVIDER]
+    ids = [b.id for b in mine]
+    after, before = request.query_params.get("after_id"), request.query_params.get("before_id")
+    if after:
+        mine = mine[ids.index(after) + 1:] if after in ids else []
+    elif before:
+        mine = mine[:ids.index(before)] if before in ids else []
+    limit = min(1000, max(1, int(request.query_params.get("limit", "20"))))
+    page = mine[:limit]
+    data = [batch_json(state, b, state.phase(b), None, _base(request)) for b in page]
+    return JSONResponse({"data": data, "has_more": len(mine) > limit,
+                         "first_id": data[0]["id"] if data else None,
+                         "last_id": data[-1]["id"] if data else None})
+
+
+async def batch_results(request: Request) -> Response:
+    state = state_of(request)
+    batch = state.batches.get(request.path_params["id"])
+    await gate(request, PROVIDER, "batch.results", error, _target(batch))
+    if batch is None or batch.provider != PROVIDER:
+        return _missing(request)
+    if state.phase(batch) != "ended":
+        return error(400, None, None, f"Batch {batch.id} has not ended; results are not "
+                                      "available yet.")
+    lines = "".join(json.dumps(_result_line(batch, r)) + "\n" for r in batch.results or [])
+    return Response(lines.encode(), media_type="application/binary")
+
+
+def _result_line(batch: Batch, result: ItemResult) -> dict[str, Any]:
+    item = result.item
+    if result.kind == "answered" and result.answer is not None:
+        body = {"type": "succeeded",
+                "message": message(item.model, result.answer, bool(item.extra.get("cached")),
+                                   "batch")}
+    elif result.kind == "errored" and result.error is not None:
+        e = result.error
+        kind = e.code if e.code and e.code.endswith("_error") else _TYPES.get(e.status,
+                                                                               "api_error")
+        body = {"type": "errored", "error": {"type": "error", "error": {
+            "type": kind, "message": e.message}, "request_id": "req_" + uuid.uuid4().hex[:24]}}
+    else:
+        body = {"type": "expired" if batch.final == "expired" else "canceled"}
+    return {"custom_id": item.custom_id, "result": body}
+
+
+def status_name(batch: Batch, phase: str) -> str:
+    """Anthropic's ``processing_status`` for a phase."""
+    return {"ended": "ended", "cancelling": "canceling"}.get(phase, "in_progress")
+
+
+def batch_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None,
+               base: str) -> dict[str, Any]:
+    """The ``message_batch`` object (``raw`` overrides ``processing_status``)."""
+    counts = {"processing": len(batch.items), "succeeded": 0, "errored": 0, "canceled": 0,
+              "expired": 0}
+    if phase == "ended":
+        counts["processing"] = 0
+        # Items the provider "lost" (batch_drop_records) still count as succeeded.
+        counts["succeeded"] = len(batch.dropped)
+        for result in batch.results or []:
+            key = {"answered": "succeeded", "errored": "errored"}.get(
+                result.kind, "expired" if batch.final == "expired" else "canceled")
+            counts[key] += 1
+    return {
+        "id": batch.id, "type": "message_batch",
+        "processing_status": raw or status_name(batch, phase),
+        "request_counts": counts,
+        "created_at": _rfc3339(batch.created_at),
+        "expires_at": _rfc3339(batch.created_at + 86400),
+        "ended_at": _rfc3339(batch.ended_at) if phase == "ended" and batch.ended_at else None,
+        "cancel_initiated_at": _rfc3339(batch.cancel_requested_at)
+        if batch.cancel_requested_at else None,
+        "archived_at": None,
+        "results_url": f"{base}/v1/messages/batches/{batch.id}/results"
+        if phase == "ended" else None,
+    }
+
+
+def _rfc3339(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _target(batch: Batch | None) -> Target:
+    return Target(model=batch.model if batch else None)
+
+
+def _missing(request: Request) -> Response:
+    return error(404, None, None, f"Message batch {request.path_params['id']} not found.")
+
+
+def _counted(state: EmulatorState, op: str) -> Any:
+    def render(status: int, code: str | None, retry_after: float | None,
+               message_text: str | None) -> Response:
+        state.stats.count(PROVIDER, op)
+        return error(status, code, retry_after, message_text)
+
+    return render
+
+
+def routes() -> list[Route]:
+    """Anthropic's routes under ``/v1/messages``."""
+    return [
+        Route("/v1/messages", create_message, methods=["POST"]),
+        Route("/v1/messages/batches", create_batch, methods=["POST"]),
+        Route("/v1/messages/batches", list_batches, methods=["GET"]),
+        Route("/v1/messages/batches/{id}", get_batch, methods=["GET"]),
+        Route("/v1/messages/batches/{id}", delete_batch, methods=["DELETE"]),
+        Route("/v1/messages/batches/{id}/cancel", cancel_batch, methods=["POST"]),
+        Route("/v1/messages/batches/{id}/results", batch_results, methods=["GET"]),
+    ]
+

@@ -1,0 +1,41 @@
+"""Shell exports that point every provider SDK at a running emulator.
+
+Each variable is the one the SDK itself reads, with the value it expects there:
+``OPENAI_BASE_URL`` includes ``/v1`` (the SDK's default is ``https://api.openai.com/v1``);
+``ANTHROPIC_BASE_URL`` and ``GROQ_BASE_URL`` are the bare root (their SDKs add ``/v1/…`` and
+``/openai/v1/…``); ``GOOGLE_GEMINI_BASE_URL`` is the root (google-genai adds ``/v1beta``);
+``OLLAMA_HOST`` is ``http://host:port``. Keys are dummies: the emulator accepts any.
+``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` get the same value, so whichever one the
+google-genai SDK prefers (``GOOGLE_API_KEY``) is a dummy too, never a real key.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+__all__ = ["exports", "variables"]
+
+DUMMY_KEY = "emulator-key"
+
+
+def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
+    """The environment variables, by name."""
+    root = f"http://{host}:{port}"
+    return {
+        "OPENAI_BASE_URL": f"{root}/v1",
+        "OPENAI_API_KEY": DUMMY_KEY,
+        "ANTHROPIC_BASE_URL": root,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "GOOGLE_GEMINI_BASE_URL": root,
+        "GEMINI_API_KEY": DUMMY_KEY,
+        "GOOGLE_API_KEY": DUMMY_KEY,
+        "GROQ_BASE_URL": root,
+        "GROQ_API_KEY": DUMMY_KEY,
+        "OLLAMA_HOST": root,
+    }
+
+
+def exports(port: int, host: str = "127.0.0.1") -> str:
+    """``export NAME=value`` lines for ``eval "$(agac emulator env --port N)"``."""
+    return "".join(f"export {name}={shlex.quote(value)}\n"
+                   for name, value in variables(port, host).items())

@@ -1,0 +1,238 @@
+"""Fault rules: what the emulator does wrong, when, and how often.
+
+A rule is the JSON object of issue 3's control API::
+
+    {"provider": "openai|anthropic|gemini|groq|ollama|*",
+     "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
+            batch.results|batch.cancel|*",
+     "match": {"custom_id": ..., "model": ..., "metadata": {...}},
+     "nth": N, "times": K, "fault": FAULT}
+
+Matching: every key of ``match`` must equal the request's (``metadata`` is a subset
+match). A rule with ``match.custom_id`` only matches one item of a ``batch.create``, and
+then affects that item alone (its answer, or an ``http`` fault that makes it *errored*).
+Firing: ``nth`` (1-based) fires only on the Nth match since the rule was added; ``times``
+caps how often it fires (with ``nth``, from the Nth match on); with neither it fires on
+every match. :meth:`FaultBook.fire` returns the faults that fire, in rule order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answers import ANSWER_FAULTS
+
+__all__ = ["OPS", "PROVIDERS", "FaultBook", "Fired", "Rule", "RuleError", "Target", "parse_rule"]
+
+PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
+OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.get",
+                 "batch.list", "batch.results", "batch.cancel", "*",
+                 # Beyond issue 3's list: the other calls the emulator serves.
+                 "file.get", "file.list", "file.delete", "batch.delete"})
+_KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
+          "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer")
+_BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})
+
+
+class RuleError(ValueError):
+    """A fault rule that cannot be accepted; the message says which part and why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a request is about, for matching: its model, batch metadata, item id."""
+
+    model: str | None = None
+    metadata: dict[str, Any] | None = None
+    custom_id: str | None = None
+
+
+@dataclass
+class Rule:
+    """A parsed rule plus its counters (matches seen, times fired, rate window)."""
+
+    provider: str
+    op: str
+    match: dict[str, Any]
+    nth: int | None
+    times: int | None
+    fault: dict[str, Any]
+    matched: int = 0
+    fired: int = 0
+    window: deque[float] = field(default_factory=deque)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "op": self.op, "match": self.match, "nth": self.nth,
+                "times": self.times, "fault": self.fault, "matched": self.matched,
+                "fired": self.fired}
+
+
+@dataclass
+class Fired:
+    """The faults that fired for one request, folded into one view."""
+
+    http: dict[str, Any] | None = None
+    drop_connection: bool = False
+    delay_ms: float = 0.0
+    answer: str | None = None
+    batch_end: str | None = None
+    answered: int = 0
+    drop_records: int = 0
+    batch_status: str | None = None
+    stuck_cancelling: bool = False
+
+    def add(self, fault: dict[str, Any]) -> None:
+        if "http" in fault and self.http is None:
+            self.http = fault
+        self.drop_connection |= bool(fault.get("drop_connection"))
+        self.delay_ms += float(fault.get("delay_ms", 0))
+        self.answer = fault.get("answer", self.answer)
+        if "batch_end" in fault:
+            self.batch_end = fault["batch_end"]
+            self.answered = int(fault.get("answered", 0))
+        self.drop_records += int(fault.get("batch_drop_records", 0))
+        self.batch_status = fault.get("batch_status", self.batch_status)
+        self.stuck_cancelling |= bool(fault.get("batch_stuck_cancelling"))
+
+
+def parse_rule(raw: Any) -> Rule:
+    """Validate one rule; raise :class:`RuleError` naming the problem."""
+    if not isinstance(raw, dict):
+        raise RuleError("a rule must be a JSON object")
+    unknown = set(raw) - {"provider", "op", "match", "nth", "times", "fault"}
+    if unknown:
+        raise RuleError(f"unknown rule keys: {sorted(unknown)}")
+    provider = raw.get("provider", "*")
+    op = raw.get("op", "*")
+    if provider not in PROVIDERS:
+        raise RuleError(f"provider must be one of {sorted(PROVIDERS)}, not {provider!r}")
+    if op not in OPS:
+        raise RuleError(f"op must be one of {sorted(OPS)}, not {op!r}")
+    match = raw.get("match") or {}
+    if not isinstance(match, dict) or set(match) - {"custom_id", "model", "metadata"}:
+        raise RuleError("match takes only custom_id, model and metadata")
+    nth, times = raw.get("nth"), raw.get("times")
+    for name, value in (("nth", nth), ("times", times)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise RuleError(f"{name} must be a positive integer")
+    fault = raw.get("fault")
+    if not isinstance(fault, dict) or not any(k in fault for k in _KINDS):
+        raise RuleError(f"fault must be an object with one of {list(_KINDS)}")
+    _check_fault(fault, provider, op)
+    return Rule(provider, op, match, nth, times, fault)
+
+
+def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
+    if "http" in fault:
+        status = fault["http"]
+        if not isinstance(status, int) or not 400 <= status <= 599:
+            raise RuleError("http must be an error status between 400 and 599")
+    if "rate_limit" in fault:
+        rpm = (fault["rate_limit"] or {}).get("rpm") if isinstance(fault["rate_limit"], dict) \
+            else None
+        if not isinstance(rpm, int) or rpm < 1:
+            raise RuleError("rate_limit must be {\"rpm\": N} with N >= 1")
+    if "answer" in fault and fault["answer"] not in ANSWER_FAULTS:
+        raise RuleError(f"answer must be one of {sorted(ANSWER_FAULTS)}")
+    if "answer" in fault and op not in ("chat", "batch.create", "*"):
+        raise RuleError("answer faults apply to chat or batch.create")
+    if "batch_end" in fault:
+        if fault["batch_end"] not in _BATCH_ENDS:
+            raise RuleError(f"batch_end must be one of {sorted(_BATCH_ENDS)}")
+        if fault["batch_end"] == "failed" and provider in ("anthropic", "*"):
+            # Anthropic's only terminal status is `ended`: a batch cannot "fail" there.
+            raise RuleError("batch_end: failed does not apply to anthropic (whose only "
+                            "terminal status is ended); name another provider")
+    if ("batch_end" in fault or "batch_drop_records" in fault) and op not in (
+            "batch.create", "*"):
+        raise RuleError("batch_end and batch_drop_records apply on batch.create")
+    if ("batch_status" in fault or "batch_stuck_cancelling" in fault) and op not in (
+            "batch.get", "batch.cancel", "*"):
+        raise RuleError("batch_status and batch_stuck_cancelling apply on batch.get")
+    if "delay_ms" in fault and not isinstance(fault["delay_ms"], (int, float)):
+        raise RuleError("delay_ms must be a number")
+
+
+class FaultBook:
+    """The rules in force, in the order they were added."""
+
+    def __init__(self) -> None:
+        self.rules: list[Rule] = []
+
+    def add(self, raw_rules: Any) -> list[Rule]:
+        """Append rules (all or none: one invalid rule rejects the whole list)."""
+        if not isinstance(raw_rules, list):
+            raise RuleError('the body must be {"rules": [RULE, ...]}')
+        parsed = [parse_rule(raw) for raw in raw_rules]
+        self.rules.extend(parsed)
+        return parsed
+
+    def clear(self) -> None:
+        self.rules.clear()
+
+    def fire(self, provider: str, op: str, target: Target, now: float,
+             item_level: bool = False) -> Fired:
+        """Collect the faults firing for one request (or one batch item, ``item_level``).
+
+        A firing ``rate_limit`` rule turns into a 429 with ``retry_after`` once more than
+        ``rpm`` matching requests fell within the last 60 s of emulator time.
+        """
+        fired = Fired()
+        for rule in self.rules:
+            if not self._matches(rule, provider, op, target, item_level):
+                continue
+            rule.matched += 1
+            if not self._due(rule):
+                continue
+            if "rate_limit" in rule.fault:
+                limited = self._rate_limited(rule, now)
+                if limited is None:
+                    continue
+                rule.fired += 1
+                fired.add(limited)
+                continue
+            rule.fired += 1
+            fired.add(rule.fault)
+        return fired
+
+    @staticmethod
+    def _matches(rule: Rule, provider: str, op: str, target: Target, item_level: bool) -> bool:
+        if rule.provider not in ("*", provider) or rule.op not in ("*", op):
+            return False
+        match = rule.match
+        if ("custom_id" in match) != item_level:
+            return False
+        if "custom_id" in match and match["custom_id"] != target.custom_id:
+            return False
+        if "model" in match and match["model"] != target.model:
+            return False
+        if "metadata" in match:
+            have = target.metadata or {}
+            want = match["metadata"] or {}
+            if any(have.get(k) != v for k, v in want.items()):
+                return False
+        return True
+
+    @staticmethod
+    def _due(rule: Rule) -> bool:
+        if rule.nth is not None:
+            if rule.matched < rule.nth:
+                return False
+            if rule.times is None:
+                return rule.matched == rule.nth
+        return rule.times is None or rule.fired < rule.times
+
+    @staticmethod
+    def _rate_limited(rule: Rule, now: float) -> dict[str, Any] | None:
+        rpm = int(rule.fault["rate_limit"]["rpm"])
+        while rule.window and rule.window[0] <= now - 60:
+            rule.window.popleft()
+        if len(rule.window) < rpm:
+            rule.window.append(now)
+            return None
+        wait = max(1, math.ceil(rule.window[0] + 60 - now))
+        return {"http": 429, "retry_after": wait, "code": "rate_limit_exceeded",
+                "rate_limit": {"rpm": rpm}}

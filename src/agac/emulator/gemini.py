@@ -1,0 +1,417 @@
+"""Gemini's (Developer API) wire protocol: generateContent, files and the Batch API.
+
+Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_mldev``,
+``_api_client.upload_file``). Structured output is read from
+``generationConfig.responseJsonSchema`` or ``responseSchema`` (OpenAPI subset).
+``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``.
+
+Batches are long-running operations named ``batches/<id>`` whose ``metadata.state`` is a
+``BATCH_STATE_*`` word (the SDK renames it ``JOB_STATE_*``); results live only in
+``metadata.output``: ``responsesFile`` for file input, ``inlinedResponses.inlinedResponses``
+(nested twice, as on the wire) for inline input. ``batchStats`` counts are strings
+(int64). The Developer API has no cancelling state: a batch being cancelled still says
+``BATCH_STATE_RUNNING``. Files upload through Google's resumable protocol: ``start``
+returns ``x-goog-upload-url``; chunks answer ``x-goog-upload-status: active`` and the
+``finalize`` chunk ``final`` with ``{"file": …}``. Errors are ``google.rpc.Status`` bodies;
+a 429 carries a ``QuotaFailure`` detail and, when a wait is known, a ``RetryInfo``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .answers import Answer, answer
+from .faults import Target
+from .handling import Rejected, gate, live_latency, new_batch, observe, read_json, state_of
+from .state import Batch, BatchItem, EmulatorState, ItemResult, StoredFile
+
+__all__ = ["routes", "status_name"]
+
+PROVIDER = "gemini"
+_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+           404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED",
+           500: "INTERNAL", 501: "NOT_IMPLEMENTED", 503: "UNAVAILABLE",
+           504: "DEADLINE_EXCEEDED"}
+_STATES = {"completed": "BATCH_STATE_SUCCEEDED", "failed": "BATCH_STATE_FAILED",
+           "expired": "BATCH_STATE_EXPIRED", "cancelled": "BATCH_STATE_CANCELLED"}
+_T = "type.googleapis.com/google.rpc."
+
+
+def error(status: int, code: str | None, retry_after: float | None,
+          message: str | None) -> Response:
+    """A ``google.rpc.Status`` error body in Google's JSON mapping.
+
+    A 429 always carries a ``QuotaFailure``: per minute with a ``RetryInfo`` when
+    ``retry_after`` is given, per day (no ``RetryInfo``: retrying will not help) when not.
+    ``code`` becomes an ``ErrorInfo.reason``.
+    """
+    details: list[dict[str, Any]] = []
+    if code:
+        details.append({"@type": _T + "ErrorInfo", "reason": code,
+                        "domain": "generativelanguage.googleapis.com"})
+    if status == 429:
+        per = "PerMinute" if retry_after is not None else "PerDay"
+        details.append({"@type": _T + "QuotaFailure", "violations": [{
+            "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+            "quotaId": f"GenerateRequests{per}PerProjectPerModel", "quotaValue": "10"}]})
+    if retry_after is not None:
+        details.append({"@type": _T + "RetryInfo", "retryDelay": f"{int(retry_after)}s"})
+    name = _STATUS.get(status, "UNKNOWN")
+    text = message or {429: "You exceeded your current quota.",
+                       503: "The model is overloaded. Please try again later."}.get(
+        status, f"Emulated error {status} ({name}).")
+    body = {"error": {"code": status, "message": text, "status": name, "details": details}}
+    return JSONResponse(body, status_code=status)
+
+
+def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None, int | None]:
+    """(canonical, prompt, schema, max tokens) of a GenerateContentRequest."""
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    if schema is None and config.get("responseMimeType") == "application/json":
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    canonical = {k: v for k, v in body.items() if k != "model"}
+    prompt = [body.get("systemInstruction") or {}, body.get("contents") or []]
+    return canonical, prompt, schema, config.get("maxOutputTokens")
+
+
+def response(model: str, ans: Answer) -> dict[str, Any]:
+    """A GenerateContentResponse for ``ans``."""
+    usage: dict[str, Any] = {
+        "promptTokenCount": ans.input_tokens,
+        "candidatesTokenCount": ans.output_tokens,
+        "totalTokenCount": ans.input_tokens + ans.output_tokens,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": ans.input_tokens}],
+    }
+    if ans.cached_tokens:
+        usage["cachedContentTokenCount"] = ans.cached_tokens
+    if ans.text is None:
+        candidate: dict[str, Any] = {"finishReason": "SAFETY", "index": 0, "safetyRatings": [
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH",
+             "blocked": True}]}
+    else:
+        candidate = {"content": {"parts": [{"text": ans.text}], "role": "model"},
+                     "finishReason": "MAX_TOKENS" if ans.finish == "length" else "STOP",
+                     "index": 0}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model,
+            "responseId": uuid.uuid4().hex[:22]}
+
+
+async def models_post(request: Request) -> Response:
+    """``models/{model}:generateContent`` and ``:batchGenerateContent``."""
+    model, _, method = request.path_params["target"].partition(":")
+    if method == "generateContent":
+        return await _generate(request, model)
+    if method == "batchGenerateContent":
+        return await _create_batch(request, model)
+    return error(404, None, None, f"Method {method!r} is not emulated.")
+
+
+async def _generate(request: Request, model: str) -> Response:
+    state = state_of(request)
+    body = await read_json(request, _counted(state, "chat"))
+    fired = await gate(request, PROVIDER, "chat", error, Target(model=model))
+    if not isinstance(body.get("contents"), list):
+        return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
+                                      "specified")
+    await live_latency(request)
+    canonical, prompt, schema, max_tokens = _decode(body)
+    ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
+                 max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer)
+    state.stats.bill(PROVIDER, model, canonical)
+    return JSONResponse(response(model, ans))
+
+
+def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[BatchItem]:
+    """Decode ``inputConfig`` (inline requests or an uploaded file) into items."""
+    rows: list[tuple[str, Any, dict[str, Any] | None]] = []
+    if "fileName" in config:
+        stored = state.files.get(str(config["fileName"]).removeprefix("files/"))
+        if stored is None:
+            raise Rejected(error(404, None, None, f"File {config['fileName']} not found."))
+        for number, line in enumerate(stored.content.decode().splitlines(), start=1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                    rows.append((str(row["key"]), row["request"], None))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise Rejected(error(400, None, None,
+                                         f"Invalid input file line {number}: {exc}")) from exc
+    else:
+        entries = ((config.get("requests") or {}).get("requests")) or []
+        for index, entry in enumerate(entries):
+            metadata = entry.get("metadata")
+            key = (metadata or {}).get("key", str(index))
+            rows.append((str(key), entry.get("request") or {}, metadata))
+    if not rows:
+        raise Rejected(error(400, None, None, "* The batch has no requests."))
+    items = []
+    for key, request_body, metadata in rows:
+        canonical, prompt, schema, max_tokens = _decode(request_body)
+        items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
+                               schema=schema, max_tokens=max_tokens,
+                               extra={"metadata": metadata}))
+    return items
+
+
+async def _create_batch(request: Request, model: str) -> Response:
+    state = state_of(request)
+    body = await read_json(request, _counted(state, "batch.create"))
+    spec = body.get("batch") or {}
+    display = spec.get("displayName")
+    metadata = {"displayName": display} if display else {}
+    fired = await gate(request, PROVIDER, "batch.create", error,
+                       Target(model=model, metadata=metadata))
+    config = spec.get("inputConfig") or {}
+    items = _items(state, model, config)
+    batch_id = uuid.uuid4().hex[:20]
+    batch = new_batch(state, fired, batch_id=batch_id, provider=PROVIDER, model=model,
+                      items=items, metadata=metadata,
+                      info={"name": f"batches/{batch_id}", "display_name": display,
+                            "file_input": "fileName" in config})
+    return JSONResponse(operation(state, batch, "queued", None, _base(request)))
+
+
+def status_name(batch: Batch, phase: str) -> str:
+    """The wire ``BATCH_STATE_*`` for a phase."""
+    if phase == "ended":
+        return _STATES[batch.final or "completed"]
+    return "BATCH_STATE_PENDING" if phase == "queued" else "BATCH_STATE_RUNNING"
+
+
+def operation(state: EmulatorState, batch: Batch, phase: str, raw: str | None,
+              base: str) -> dict[str, Any]:
+    """The batch as a long-running Operation (``raw`` overrides ``metadata.state``)."""
+    total = len(batch.items)
+    results = batch.results or []
+    ok = sum(r.kind == "answered" for r in results)
+    bad = sum(r.kind == "errored" for r in results)
+    meta: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+        "model": f"models/{batch.model}", "displayName": batch.info.get("display_name"),
+        "state": raw or status_name(batch, phase),
+        "createTime": _stamp(batch.created_at), "updateTime": _stamp(state.clock.now()),
+        "batchStats": {"requestCount": str(total), "successfulRequestCount": str(ok),
+                       "failedRequestCount": str(bad),
+                       "pendingRequestCount": str(0 if phase == "ended" else total)},
+    }
+    done = phase == "ended"
+    if done:
+        meta["endTime"] = _stamp(batch.ended_at or state.clock.now())
+        output = _output(state, batch, base)
+        if output is not None:
+            meta["output"] = output
+    op: dict[str, Any] = {"name": batch.info["name"], "metadata": meta, "done": done}
+    if done and batch.final == "failed":
+        op["error"] = {"code": 13, "message": "The batch failed (injected by the emulator)."}
+    elif done and "output" in meta:
+        op["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta."
+                                   "GenerateContentBatchOutput", **meta["output"]}
+    return op
+
+
+def _result(result: ItemResult) -> dict[str, Any]:
+    if result.answer is not None:
+        return {"response": response(result.item.model, result.answer)}
+    e = result.error
+    status = e.status if e else 500
+    return {"error": {"code": status, "message": e.message if e else "internal error",
+                      "status": _STATUS.get(status, "UNKNOWN")}}
+
+
+def _output(state: EmulatorState, batch: Batch, base: str) -> dict[str, Any] | None:
+    """``metadata.output`` of an ended batch; ``None`` when nothing was answered."""
+    ran = [r for r in batch.results or [] if r.kind != "unanswered"]
+    if not ran:
+        return None
+    if not batch.info.get("file_input"):
+        inlined = []
+        for r in ran:
+            entry = _result(r)
+            if r.item.extra.get("metadata") is not None:
+                entry["metadata"] = r.item.extra["metadata"]
+            inlined.append(entry)
+        return {"inlinedResponses": {"inlinedResponses": inlined}}
+    if "responses_file" not in batch.info:
+        lines = "".join(json.dumps({"key": r.item.custom_id, **_result(r)}) + "\n" for r in ran)
+        file_id = uuid.uuid4().hex[:12]
+        state.add_file(PROVIDER, file_id, f"batch-{batch.id}-responses.jsonl", "generated",
+                       lines.encode())
+        batch.info["responses_file"] = f"files/{file_id}"
+    return {"responsesFile": batch.info["responses_file"]}
+
+
+async def batches_get(request: Request) -> Response:
+    state = state_of(request)
+    batch = _find(state, request.path_params["id"])
+    fired = await gate(request, PROVIDER, "batch.get", error, _target(batch))
+    if batch is None:
+        return _missing(request.path_params["id"])
+    phase, raw = observe(state, batch, fired)
+    return JSONResponse(operation(state, batch, phase, raw, _base(request)))
+
+
+async def batches_post(request: Request) -> Response:
+    """``batches/{id}:cancel``."""
+    batch_id, _, method = request.path_params["id"].partition(":")
+    if method != "cancel":
+        return error(404, None, None, f"Method {method!r} is not emulated.")
+    state = state_of(request)
+    batch = _find(state, batch_id)
+    fired = await gate(request, PROVIDER, "batch.cancel", error, _target(batch))
+    if batch is None:
+        return _missing(batch_id)
+    phase, _ = observe(state, batch, fired)
+    if phase == "ended":
+        return error(400, None, None, f"Batch batches/{batch_id} is already in a final state.")
+    batch.cancel(state.clock.now())
+    state.phase(batch)
+    return JSONResponse({})
+
+
+async def batches_delete(request: Request) -> Response:
+    state = state_of(request)
+    batch = _find(state, request.path_params["id"])
+    await gate(request, PROVIDER, "batch.delete", error, _target(batch))
+    if batch is None:
+        return _missing(request.path_params["id"])
+    del state.batches[batch.id]
+    return JSONResponse({})
+
+
+async def batches_list(request: Request) -> Response:
+    state = state_of(request)
+    await gate(request, PROVIDER, "batch.list", error)
+    mine = [b for b in reversed(state.batches.values()) if b.provider == PROVIDER]
+    start = int(request.query_params.get("pageToken") or 0)
+    size = min(1000, max(1, int(request.query_params.get("pageSize") or 50)))
+    page = mine[start:start + size]
+    body: dict[str, Any] = {"operations": [
+        operation(state, b, state.phase(b), None, _base(request)) for b in page]}
+    if start + size < len(mine):
+        body["nextPageToken"] = str(start + size)
+    return JSONResponse(body)
+
+
+async def upload(request: Request) -> Response:
+    """The resumable upload protocol: ``start``, then ``upload[, finalize]`` chunks."""
+    state = state_of(request)
+    command = request.headers.get("x-goog-upload-command", "")
+    sessions = state.uploads
+    if command.strip() == "start":
+        await gate(request, PROVIDER, "file.upload", error)
+        spec = (json.loads(await request.body() or b"{}").get("file")) or {}
+        upload_id = uuid.uuid4().hex
+        sessions[upload_id] = {"chunks": [], "spec": spec, "mime": request.headers.get(
+            "x-goog-upload-header-content-type", "application/octet-stream")}
+        url = f"{_base(request)}/upload/v1beta/files?upload_id={upload_id}&upload_protocol=" \
+              "resumable"
+        return Response(b"", headers={"x-goog-upload-url": url,
+                                      "x-goog-upload-status": "active"})
+    session = sessions.get(request.query_params.get("upload_id", ""))
+    if session is None:
+        return error(404, None, None, "Unknown upload session.")
+    session["chunks"].append(await request.body())
+    if "finalize" not in command:
+        return Response(b"", headers={"x-goog-upload-status": "active"})
+    del sessions[request.query_params["upload_id"]]
+    file_id = uuid.uuid4().hex[:12]
+    stored = state.add_file(PROVIDER, file_id, session["spec"].get("displayName") or file_id,
+                            "uploaded", b"".join(session["chunks"]), session["mime"])
+    return JSONResponse({"file": file_json(stored, _base(request))},
+                        headers={"x-goog-upload-status": "final"})
+
+
+def file_json(stored: StoredFile, base: str) -> dict[str, Any]:
+    """A ``File`` resource."""
+    body = {"name": f"files/{stored.id}", "displayName": stored.filename,
+            "mimeType": stored.mime_type, "sizeBytes": str(len(stored.content)),
+            "createTime": _stamp(stored.created_at), "updateTime": _stamp(stored.created_at),
+            "expirationTime": _stamp(stored.created_at + 48 * 3600),
+            "uri": f"{base}/v1beta/files/{stored.id}", "state": "ACTIVE",
+            "source": "GENERATED" if stored.purpose == "generated" else "UPLOADED"}
+    if stored.purpose == "generated":
+        body["downloadUri"] = f"{base}/v1beta/files/{stored.id}:download?alt=media"
+    return body
+
+
+async def files_get(request: Request) -> Response:
+    """``files/{id}`` (metadata) and ``files/{id}:download?alt=media`` (content)."""
+    state = state_of(request)
+    file_id, _, method = request.path_params["id"].partition(":")
+    op = "file.download" if method == "download" else "file.get"
+    await gate(request, PROVIDER, op, error)
+    stored = state.files.get(file_id)
+    if stored is None or stored.provider != PROVIDER:
+        return error(404, None, None, f"File files/{file_id} not found.")
+    if method == "download":
+        return Response(stored.content, media_type="application/octet-stream")
+    return JSONResponse(file_json(stored, _base(request)))
+
+
+async def files_list(request: Request) -> Response:
+    state = state_of(request)
+    await gate(request, PROVIDER, "file.list", error)
+    return JSONResponse({"files": [file_json(f, _base(request)) for f in state.files.values()
+                                   if f.provider == PROVIDER]})
+
+
+async def files_delete(request: Request) -> Response:
+    state = state_of(request)
+    await gate(request, PROVIDER, "file.delete", error)
+    if state.files.pop(request.path_params["id"], None) is None:
+        return error(404, None, None, f"File files/{request.path_params['id']} not found.")
+    return JSONResponse({})
+
+
+def _find(state: EmulatorState, batch_id: str) -> Batch | None:
+    batch = state.batches.get(batch_id)
+    return batch if batch is not None and batch.provider == PROVIDER else None
+
+
+def _target(batch: Batch | None) -> Target:
+    return Target(model=batch.model if batch else None,
+                  metadata=batch.metadata if batch else None)
+
+
+def _missing(batch_id: str) -> Response:
+    return error(404, None, None, f"Batch batches/{batch_id} not found.")
+
+
+def _stamp(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _counted(state: EmulatorState, op: str) -> Any:
+    def render(status: int, code: str | None, retry_after: float | None,
+               message: str | None) -> Response:
+        state.stats.count(PROVIDER, op)
+        return error(status, code, retry_after, message)
+
+    return render
+
+
+def routes() -> list[Route]:
+    """Gemini's routes under ``/v1beta`` and ``/upload/v1beta``."""
+    return [
+        Route("/v1beta/models/{target}", models_post, methods=["POST"]),
+        Route("/v1beta/batches", batches_list, methods=["GET"]),
+        Route("/v1beta/batches/{id}", batches_get, methods=["GET"]),
+        Route("/v1beta/batches/{id}", batches_post, methods=["POST"]),
+        Route("/v1beta/batches/{id}", batches_delete, methods=["DELETE"]),
+        Route("/upload/v1beta/files", upload, methods=["POST"]),
+        Route("/v1beta/files", files_list, methods=["GET"]),
+        Route("/v1beta/files/{id}", files_get, methods=["GET"]),
+        Route("/v1beta/files/{id}", files_delete, methods=["DELETE"]),
+    ]

@@ -1,0 +1,104 @@
+"""Ollama's wire protocol: ``POST /api/chat``, non-streaming and streaming (NDJSON).
+
+The REST default is ``stream: true`` (the Python SDK sends ``false`` unless asked), so a
+body without ``stream`` is answered as NDJSON, as Ollama does. ``format`` is ``"json"`` or
+a JSON schema; ``options.num_predict`` caps output (``done_reason: "length"``),
+``options.seed`` varies the answer. Ollama has no batch API and no cached-token field.
+Errors are ``{"error": "…"}``; a busy server answers 503 with no ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .answers import Answer, answer
+from .faults import Target
+from .handling import gate, live_latency, read_json, state_of
+
+__all__ = ["routes"]
+
+PROVIDER = "ollama"
+_DROP = ("model", "stream", "keep_alive")
+_MESSAGES = {404: "model not found, try pulling it first",
+             503: "server busy, please try again.  maximum pending requests exceeded"}
+
+
+def error(status: int, code: str | None, retry_after: float | None,
+          message: str | None) -> Response:
+    """``{"error": "…"}`` with the status (Ollama sends no retry hints)."""
+    text = message or _MESSAGES.get(status, f"emulated error {status}"
+                                    + (f" ({code})" if code else ""))
+    return JSONResponse({"error": text}, status_code=status)
+
+
+def _counted(request: Request) -> Any:
+    def render(status: int, code: str | None, retry_after: float | None,
+               message: str | None) -> Response:
+        state_of(request).stats.count(PROVIDER, "chat")
+        return error(status, code, retry_after, message)
+
+    return render
+
+
+def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
+    return {
+        "model": model, "created_at": _now(), "message": {"role": "assistant",
+                                                          "content": content},
+        "done": True, "done_reason": "length" if ans.finish == "length" else "stop",
+        "total_duration": 1_000_000 * (ans.input_tokens + ans.output_tokens),
+        "load_duration": 100_000, "prompt_eval_count": ans.input_tokens,
+        "prompt_eval_duration": 200_000 * ans.input_tokens, "eval_count": ans.output_tokens,
+        "eval_duration": 800_000 * ans.output_tokens,
+    }
+
+
+async def chat(request: Request) -> Response:
+    state = state_of(request)
+    body = await read_json(request, _counted(request))
+    model = str(body.get("model", ""))
+    fired = await gate(request, PROVIDER, "chat", error, Target(model=model))
+    if not model:
+        return error(400, None, None, "model is required")
+    if not isinstance(body.get("messages", []), list):
+        return error(400, None, None, "messages must be a list")
+    await live_latency(request)
+    fmt = body.get("format")
+    schema = fmt if isinstance(fmt, dict) else (
+        {"type": "object", "properties": {"answer": {"type": "string"}}} if fmt == "json"
+        else None)
+    options = body.get("options") or {}
+    canonical = {k: v for k, v in body.items() if k not in _DROP}
+    ans = answer(provider=PROVIDER, model=model, body=canonical,
+                 prompt=body.get("messages") or [], schema=schema,
+                 max_tokens=options.get("num_predict"), seed=state.config.seed,
+                 fault=fired.answer)
+    state.stats.bill(PROVIDER, model, canonical)
+    text = ans.text if ans.text is not None else (ans.refusal or "")
+    if body.get("stream", True) is False:
+        return JSONResponse(_final(model, ans, text))
+    return StreamingResponse(_stream(model, ans, text), media_type="application/x-ndjson")
+
+
+async def _stream(model: str, ans: Answer, text: str) -> AsyncIterator[bytes]:
+    """NDJSON chunks of a few characters each, then the ``done`` line with the counts."""
+    for start in range(0, len(text), 16):
+        chunk = {"model": model, "created_at": _now(), "done": False,
+                 "message": {"role": "assistant", "content": text[start:start + 16]}}
+        yield (json.dumps(chunk) + "\n").encode()
+    yield (json.dumps(_final(model, ans, "")) + "\n").encode()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def routes() -> list[Route]:
+    """Ollama's routes."""
+    return [Route("/api/chat", chat, methods=["POST"])]

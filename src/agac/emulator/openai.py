@@ -1,0 +1,451 @@
+"""OpenAI's wire protocol: chat completions, files and the Batch API.
+
+Served under ``/v1`` for OpenAI; :mod:`agac.emulator.groq` mounts the same handlers under
+``/openai/v1`` with Groq's differences (:class:`Flavor`). Shapes follow the ``openai``
+SDK's types: a batch goes ``validating → in_progress → finalizing → completed`` (a batch
+whose every request failed is still ``completed``), results are JSONL files whose lines
+are ``{"id": "batch_req_…", "custom_id", "response": {"status_code", "request_id",
+"body"}, "error"}``, in shuffled order; requests that never ran (expired, cancelled) go
+to the error file with ``response: null`` and ``error.code`` ``batch_expired`` /
+``batch_cancelled``. Cancel spelling has two Ls here.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .answers import Answer, answer
+from .faults import Target
+from .handling import (
+    Rejected,
+    gate,
+    live_latency,
+    new_batch,
+    observe,
+    read_json,
+    retry_headers,
+    state_of,
+)
+from .state import Batch, BatchItem, EmulatorState, ItemResult
+
+__all__ = ["OPENAI", "Flavor", "chat_request", "routes", "status_name"]
+
+_DROP = ("model", "stream", "stream_options", "metadata", "store", "user")
+_STATUS = {"queued": "validating", "running": "in_progress", "finalizing": "finalizing",
+           "cancelling": "cancelling"}
+_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
+          404: "invalid_request_error", 409: "conflict_error", 422: "invalid_request_error",
+          429: "requests"}
+_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded", 404: "not_found"}
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """What differs between OpenAI and its clones (Groq)."""
+
+    provider: str
+    prefix: str
+    file_prefix: str
+    batch_prefix: str
+    retry_after_ms: bool
+    service_tier: str
+    windows: frozenset[str]
+    cursor_paging: bool
+    usage_timings: bool
+
+
+OPENAI = Flavor(provider="openai", prefix="/v1", file_prefix="file-", batch_prefix="batch_",
+                retry_after_ms=True, service_tier="default", windows=frozenset({"24h"}),
+                cursor_paging=False, usage_timings=False)
+
+
+def error_renderer(flavor: Flavor) -> Any:
+    """The provider's error response: ``{"error": {message, type, param, code}}``."""
+
+    def render(status: int, code: str | None, retry_after: float | None,
+               message: str | None) -> Response:
+        kind = _TYPES.get(status, "server_error")
+        code = code or _CODES.get(status)
+        if code == "insufficient_quota":
+            kind = "insufficient_quota"
+            message = message or ("You exceeded your current quota, please check your plan "
+                                  "and billing details.")
+        body = {"error": {"message": message or f"Emulated error {status} ({code or kind}).",
+                          "type": kind, "param": None, "code": code}}
+        headers = {"x-request-id": "req_" + uuid.uuid4().hex}
+        if status == 429 and code != "insufficient_quota":
+            headers.update(retry_headers(retry_after, with_ms=flavor.retry_after_ms))
+            headers["x-ratelimit-remaining-requests"] = "0"
+        elif retry_after is not None:
+            headers.update(retry_headers(retry_after, with_ms=flavor.retry_after_ms))
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    return render
+
+
+def chat_request(body: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, int | None]:
+    """Decode a chat body into (canonical request, JSON schema or None, max tokens)."""
+    fmt = body.get("response_format") or {}
+    schema: dict[str, Any] | None = None
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema") or {"type": "object"}
+    elif fmt.get("type") == "json_object":
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+    canonical = {k: v for k, v in body.items() if k not in _DROP}
+    return canonical, schema, max_tokens
+
+
+def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -> dict[str, Any]:
+    """A ``chat.completion`` object for ``ans``."""
+    finish = {"stop": "stop", "length": "length", "refusal": "stop"}[ans.finish]
+    usage: dict[str, Any] = {
+        "prompt_tokens": ans.input_tokens, "completion_tokens": ans.output_tokens,
+        "total_tokens": ans.input_tokens + ans.output_tokens,
+        # cached_tokens is a subset of prompt_tokens (included in it), as OpenAI reports.
+        "prompt_tokens_details": {"cached_tokens": ans.cached_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                      "accepted_prediction_tokens": 0,
+                                      "rejected_prediction_tokens": 0},
+    }
+    if flavor.usage_timings:
+        usage.update(queue_time=0.01, prompt_time=0.001, completion_time=0.02, total_time=0.031)
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion",
+        "created": int(now), "model": model, "system_fingerprint": "fp_emulator",
+        "service_tier": tier,
+        "choices": [{"index": 0, "logprobs": None, "finish_reason": finish,
+                     "message": {"role": "assistant", "content": ans.text,
+                                 "refusal": ans.refusal, "annotations": []}}],
+        "usage": usage,
+    }
+
+
+def routes(flavor: Flavor) -> list[Route]:
+    """The routes of one OpenAI-shaped API under ``flavor.prefix``."""
+    error = error_renderer(flavor)
+    p = flavor.prefix
+
+    async def chat(request: Request) -> Response:
+        state = state_of(request)
+        body = await read_json(request, _counting(state, flavor, "chat", error))
+        model = str(body.get("model", ""))
+        fired = await gate(request, flavor.provider, "chat", error, Target(model=model))
+        if not model or not isinstance(body.get("messages"), list):
+            return error(400, None, None, "'model' and 'messages' are required.")
+        await live_latency(request)
+        canonical, schema, max_tokens = chat_request(body)
+        ans = answer(provider=flavor.provider, model=model, body=canonical,
+                     prompt=body["messages"], schema=schema, max_tokens=max_tokens,
+                     seed=state.config.seed, fault=fired.answer)
+        state.stats.bill(flavor.provider, model, canonical)
+        return JSONResponse(completion(flavor, model, ans, state.clock.now(),
+                                       flavor.service_tier))
+
+    async def upload(request: Request) -> Response:
+        state = state_of(request)
+        await gate(request, flavor.provider, "file.upload", error)
+        fields = _multipart(request.headers.get("content-type", ""), await request.body())
+        if "file" not in fields or fields.get("purpose", (None, b""))[1] != b"batch":
+            return error(400, None, None, "Expected a 'file' and purpose 'batch'.")
+        filename, content = fields["file"]
+        stored = state.add_file(flavor.provider, _file_id(flavor), filename or "upload.jsonl",
+                                "batch", content)
+        return JSONResponse(_file_json(stored))
+
+    async def file_get(request: Request) -> Response:
+        stored = await _file(request, "file.get")
+        return JSONResponse(_file_json(stored))
+
+    async def file_list(request: Request) -> Response:
+        state = state_of(request)
+        await gate(request, flavor.provider, "file.list", error)
+        data = [_file_json(f) for f in state.files.values() if f.provider == flavor.provider]
+        return JSONResponse({"object": "list", "data": data, "has_more": False,
+                             "first_id": data[0]["id"] if data else None,
+                             "last_id": data[-1]["id"] if data else None})
+
+    async def file_delete(request: Request) -> Response:
+        stored = await _file(request, "file.delete")
+        del state_of(request).files[stored.id]
+        return JSONResponse({"id": stored.id, "object": "file", "deleted": True})
+
+    async def file_content(request: Request) -> Response:
+        stored = await _file(request, "file.download")
+        return Response(stored.content, media_type="application/octet-stream")
+
+    async def _file(request: Request, op: str) -> Any:
+        state = state_of(request)
+        await gate(request, flavor.provider, op, error)
+        stored = state.files.get(request.path_params["file_id"])
+        if stored is None or stored.provider != flavor.provider:
+            raise Rejected(error(404, None, None, "No such File object: "
+                                 f"{request.path_params['file_id']}"))
+        return stored
+
+    async def batch_create(request: Request) -> Response:
+        state = state_of(request)
+        body = await read_json(request, _counting(state, flavor, "batch.create", error))
+        metadata = body.get("metadata") or {}
+        fired = await gate(request, flavor.provider, "batch.create", error,
+                           Target(metadata=metadata))
+        stored = state.files.get(str(body.get("input_file_id")))
+        if stored is None or stored.provider != flavor.provider:
+            return error(400, None, None, "Invalid 'input_file_id': file not found.")
+        if body.get("endpoint") != "/v1/chat/completions":
+            return error(400, None, None, "The emulator batches only /v1/chat/completions.")
+        if body.get("completion_window") not in flavor.windows:
+            return error(400, None, None, "Invalid 'completion_window': "
+                         f"expected one of {sorted(flavor.windows)}.")
+        items, invalid = _parse_input(stored.content)
+        model = items[0].model if items else ""
+        batch = new_batch(state, fired, batch_id=_batch_id(flavor), provider=flavor.provider,
+                          model=model, items=items, metadata=metadata,
+                          info={"input_file_id": stored.id, "endpoint": body["endpoint"],
+                                "completion_window": body["completion_window"]})
+        batch.invalid = invalid
+        return JSONResponse(batch_json(state, flavor, batch, "queued", None))
+
+    async def batch_get(request: Request) -> Response:
+        state = state_of(request)
+        batch = _batch(state, request)
+        fired = await gate(request, flavor.provider, "batch.get", error,
+                           Target(model=batch.model if batch else None,
+                                  metadata=batch.metadata if batch else None))
+        if batch is None:
+            return _no_batch(request)
+        phase, raw = observe(state, batch, fired)
+        return JSONResponse(batch_json(state, flavor, batch, phase, raw))
+
+    async def batch_cancel(request: Request) -> Response:
+        state = state_of(request)
+        batch = _batch(state, request)
+        fired = await gate(request, flavor.provider, "batch.cancel", error,
+                           Target(model=batch.model if batch else None,
+                                  metadata=batch.metadata if batch else None))
+        if batch is None:
+            return _no_batch(request)
+        phase, raw = observe(state, batch, fired)
+        if phase == "ended":
+            return error(409, None, None,
+                         f"Cannot cancel a batch with status '{batch.final}'.")
+        batch.cancel(state.clock.now())
+        return JSONResponse(batch_json(state, flavor, batch, state.phase(batch), raw))
+
+    async def batch_list(request: Request) -> Response:
+        state = state_of(request)
+        await gate(request, flavor.provider, "batch.list", error)
+        mine = [b for b in reversed(state.batches.values()) if b.provider == flavor.provider]
+        after = request.query_params.get("cursor" if flavor.cursor_paging else "after")
+        if after:
+            ids = [b.id for b in mine]
+            mine = mine[ids.index(after) + 1:] if after in ids else []
+        limit = min(100, max(1, int(request.query_params.get("limit", "20"))))
+        page, more = mine[:limit], len(mine) > limit
+        data = [batch_json(state, flavor, b, state.phase(b), None) for b in page]
+        body: dict[str, Any] = {"object": "list", "data": data, "has_more": more,
+                                "first_id": data[0]["id"] if data else None,
+                                "last_id": data[-1]["id"] if data else None}
+        if flavor.cursor_paging:
+            body["paging"] = {"next_cursor": data[-1]["id"] if more and data else None}
+        return JSONResponse(body)
+
+    def _no_batch(request: Request) -> Response:
+        return error(404, None, None, f"No batch found with id '{request.path_params['id']}'.")
+
+    def _file_json(stored: Any) -> dict[str, Any]:
+        return {"id": stored.id, "object": "file", "bytes": len(stored.content),
+                "created_at": int(stored.created_at), "filename": stored.filename,
+                "purpose": stored.purpose, "status": "processed", "status_details": None,
+                "expires_at": None}
+
+    return [
+        Route(f"{p}/chat/completions", chat, methods=["POST"]),
+        Route(f"{p}/files", upload, methods=["POST"]),
+        Route(f"{p}/files", file_list, methods=["GET"]),
+        Route(f"{p}/files/{{file_id}}", file_get, methods=["GET"]),
+        Route(f"{p}/files/{{file_id}}", file_delete, methods=["DELETE"]),
+        Route(f"{p}/files/{{file_id}}/content", file_content, methods=["GET"]),
+        Route(f"{p}/batches", batch_create, methods=["POST"]),
+        Route(f"{p}/batches", batch_list, methods=["GET"]),
+        Route(f"{p}/batches/{{id}}", batch_get, methods=["GET"]),
+        Route(f"{p}/batches/{{id}}/cancel", batch_cancel, methods=["POST"]),
+    ]
+
+
+def _counting(state: EmulatorState, flavor: Flavor, op: str, error: Any) -> Any:
+    """An error renderer that first counts the request (a body that does not parse still
+    reaches the counters, as every received request must)."""
+
+    def render(status: int, code: str | None, retry_after: float | None,
+               message: str | None) -> Response:
+        state.stats.count(flavor.provider, op)
+        response: Response = error(status, code, retry_after, message)
+        return response
+
+    return render
+
+
+def _batch(state: EmulatorState, request: Request) -> Batch | None:
+    return state.batches.get(request.path_params["id"])
+
+
+def _file_id(flavor: Flavor) -> str:
+    return flavor.file_prefix + uuid.uuid4().hex[:24]
+
+
+def _batch_id(flavor: Flavor) -> str:
+    return flavor.batch_prefix + uuid.uuid4().hex[:24]
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """Decode a ``multipart/form-data`` body into {field: (filename, bytes)} (stdlib only)."""
+    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    if not message.is_multipart():
+        return fields
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if isinstance(name, str):
+            payload = part.get_payload(decode=True)
+            fields[name] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
+    return fields
+
+
+def _parse_input(content: bytes) -> tuple[list[BatchItem], list[dict[str, Any]]]:
+    """Decode a batch input file; return its items and OpenAI-style validation errors."""
+    items: list[BatchItem] = []
+    invalid: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, line in enumerate(content.decode("utf-8", "replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            custom_id, body = str(row["custom_id"]), row["body"]
+            if row.get("url") != "/v1/chat/completions" or not isinstance(body, dict):
+                raise ValueError("url must be /v1/chat/completions and body an object")
+        except (ValueError, KeyError, TypeError) as exc:
+            invalid.append({"code": "invalid_request", "line": number, "param": None,
+                            "message": f"Line {number}: {exc}"})
+            continue
+        if custom_id in seen:
+            invalid.append({"code": "duplicate_custom_id", "line": number, "param": "custom_id",
+                            "message": f"The custom_id '{custom_id}' is not unique."})
+            continue
+        seen.add(custom_id)
+        canonical, schema, max_tokens = chat_request(body)
+        items.append(BatchItem(custom_id=custom_id, model=str(body.get("model", "")),
+                               canonical=canonical, prompt=body.get("messages", []),
+                               schema=schema, max_tokens=max_tokens))
+    if not items and not invalid:
+        invalid.append({"code": "empty_file", "line": None, "param": None,
+                        "message": "The input file has no requests."})
+    return items, invalid
+
+
+def batch_json(state: EmulatorState, flavor: Flavor, batch: Batch, phase: str,
+               raw_status: str | None) -> dict[str, Any]:
+    """The batch object as the SDK reads it (``raw_status`` overrides ``status``)."""
+    start, d = int(batch.created_at), batch.duration
+    status = status_name(batch, phase)
+    total = 0 if phase == "queued" else len(batch.items)
+    completed = math.floor(total * batch.progress(batch.elapsed(state.clock.now())))
+    failed = 0
+    ended = phase == "ended"
+    if ended:
+        _write_results(state, flavor, batch)
+        results = batch.results or []
+        completed = sum(r.kind == "answered" for r in results)
+        failed = sum(r.kind != "answered" for r in results)
+        total = len(batch.items) if batch.final != "failed" or not batch.invalid else 0
+    stamp = int(batch.ended_at or 0)
+    usage = _usage(batch.results or []) if ended else None
+    return {
+        "id": batch.id, "object": "batch", "endpoint": batch.info["endpoint"],
+        "model": batch.model, "input_file_id": batch.info["input_file_id"],
+        "completion_window": batch.info["completion_window"],
+        "status": raw_status or status,
+        "output_file_id": batch.info.get("output_file_id"),
+        "error_file_id": batch.info.get("error_file_id"),
+        "errors": _errors(batch) if ended and batch.final == "failed" else None,
+        "created_at": start, "expires_at": start + 86400,
+        "in_progress_at": start + int(d / 4) if phase != "queued" else None,
+        "finalizing_at": start + int(3 * d / 4) if phase in ("finalizing",) or (
+            ended and batch.final == "completed") else None,
+        "completed_at": stamp if ended and batch.final == "completed" else None,
+        "failed_at": stamp if ended and batch.final == "failed" else None,
+        "expired_at": stamp if ended and batch.final == "expired" else None,
+        "cancelling_at": int(batch.cancel_requested_at) if batch.cancel_requested_at else None,
+        "cancelled_at": stamp if ended and batch.final == "cancelled" else None,
+        "request_counts": {"total": total, "completed": completed, "failed": failed},
+        "metadata": batch.metadata or None,
+        "usage": usage,
+    }
+
+
+def status_name(batch: Batch, phase: str) -> str:
+    """OpenAI's (and Groq's) batch ``status`` for a phase."""
+    return (batch.final or "completed") if phase == "ended" else _STATUS[phase]
+
+
+def _errors(batch: Batch) -> dict[str, Any]:
+    data = batch.invalid or [{"code": "batch_failed", "line": None, "param": None,
+                              "message": "The batch failed (injected by the emulator)."}]
+    return {"object": "list", "data": data}
+
+
+def _usage(results: list[ItemResult]) -> dict[str, Any]:
+    answers = [r.answer for r in results if r.answer is not None]
+    inp = sum(a.input_tokens for a in answers)
+    out = sum(a.output_tokens for a in answers)
+    return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out,
+            "input_tokens_details": {"cached_tokens": sum(a.cached_tokens for a in answers)},
+            "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def _write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
+    """Create the output and error files of an ended batch, once."""
+    if "results_written" in batch.info:
+        return
+    batch.info["results_written"] = True
+    out, err = [], []
+    for result in batch.results or []:
+        line: dict[str, Any] = {"id": "batch_req_" + uuid.uuid4().hex[:24],
+                                "custom_id": result.item.custom_id, "error": None}
+        if result.kind == "answered" and result.answer is not None:
+            body = completion(flavor, result.item.model, result.answer, state.clock.now(),
+                              "batch" if flavor.provider == "openai" else flavor.service_tier)
+            line["response"] = {"status_code": 200, "request_id": "req_" + uuid.uuid4().hex,
+                                "body": body}
+            out.append(line)
+        elif result.kind == "errored" and result.error is not None:
+            e = result.error
+            body = {"error": {"message": e.message, "type": _TYPES.get(e.status, "server_error"),
+                              "param": None, "code": e.code}}
+            line["response"] = {"status_code": e.status, "request_id": "req_" + uuid.uuid4().hex,
+                                "body": body}
+            err.append(line)
+        elif batch.final in ("expired", "cancelled"):
+            code = "batch_expired" if batch.final == "expired" else "batch_cancelled"
+            line["response"] = None
+            line["error"] = {"code": code, "message": f"This request was not run: the batch "
+                             f"was {batch.final} before it was processed."}
+            err.append(line)
+    for key, lines in (("output_file_id", out), ("error_file_id", err)):
+        if lines:
+            content = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            stored = state.add_file(flavor.provider, _file_id(flavor), f"{batch.id}_{key}.jsonl",
+                                    "batch_output", content)
+            batch.info[key] = stored.id

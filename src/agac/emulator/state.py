@@ -1,0 +1,307 @@
+"""Everything the emulator remembers: its clock, files, batches and request counters.
+
+The state is owned by the event loop that serves the app: handlers mutate it without
+locks because none of them awaits between reading and writing it. Other threads (a test
+driving :class:`~agac.emulator.testing.RunningEmulator`) go through the HTTP control API.
+
+Batch time is *emulator time*: wall-clock time plus an offset that tests move forward
+(``POST /_emulator/clock``), plus a per-batch offset (``POST /_emulator/batches/{id}/advance``).
+A batch's life is a pure function of its elapsed emulator time and its fault plan
+(:class:`Batch.phase`), so nobody has to sleep for a batch to end.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answers import Answer, answer, fingerprint
+from .faults import FaultBook
+
+__all__ = [
+    "Batch",
+    "BatchItem",
+    "Clock",
+    "Config",
+    "EmulatorState",
+    "ItemError",
+    "ItemResult",
+    "Stats",
+    "StoredFile",
+]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Server settings: ``latency_ms`` delays live answers, ``batch_seconds`` is how much
+    emulator time a batch takes from creation to its end, ``seed`` varies every answer."""
+
+    latency_ms: int = 0
+    batch_seconds: float = 60.0
+    seed: int = 0
+
+
+class Clock:
+    """Emulator time in Unix seconds: ``time.time()`` plus an offset tests advance."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def now(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> float:
+        """Move emulator time forward by ``seconds`` (never backwards) and return now."""
+        self.offset += max(0.0, float(seconds))
+        return self.now()
+
+
+@dataclass
+class StoredFile:
+    """An uploaded or generated file (OpenAI/Groq ``file-…``, Gemini ``files/…``)."""
+
+    id: str
+    provider: str
+    filename: str
+    purpose: str
+    content: bytes
+    created_at: float
+    mime_type: str = "application/jsonl"
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """A per-item failure injected by a ``custom_id`` rule on ``batch.create``."""
+
+    status: int
+    code: str | None
+    message: str
+
+
+@dataclass
+class BatchItem:
+    """One request of a batch, already decoded by its provider module.
+
+    ``canonical`` is what the answer and the fingerprint depend on, ``prompt`` what counts
+    as input characters; ``extra`` keeps provider details (Gemini inline ``metadata``).
+    """
+
+    custom_id: str
+    model: str
+    canonical: Any
+    prompt: Any
+    schema: dict[str, Any] | None
+    max_tokens: int | None
+    answer_fault: str | None = None
+    error: ItemError | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """What became of one item: ``answered`` (with ``answer``), ``errored`` (with
+    ``error``) or ``unanswered`` (the batch expired or was cancelled first)."""
+
+    item: BatchItem
+    kind: str
+    answer: Answer | None = None
+    error: ItemError | None = None
+
+
+@dataclass
+class Batch:
+    """A provider batch in neutral terms; provider modules render its phase and results.
+
+    ``end`` is how it will end when its time is up (``completed`` unless a ``batch_end``
+    fault says ``failed``/``expired``/``cancelled``), ``answer_limit`` how many items are
+    answered before a non-completed end, ``drop`` how many items go missing from results.
+    """
+
+    id: str
+    provider: str
+    model: str
+    created_at: float
+    duration: float
+    items: list[BatchItem]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    end: str = "completed"
+    answer_limit: int = 0
+    drop: int = 0
+    offset: float = 0.0
+    cancel_elapsed: float | None = None
+    cancel_requested_at: float | None = None
+    stuck: bool = False
+    final: str | None = None
+    ended_at: float | None = None
+    dropped: list[str] = field(default_factory=list)
+    results: list[ItemResult] | None = None
+    invalid: list[dict[str, Any]] = field(default_factory=list)
+
+    def elapsed(self, now: float) -> float:
+        return now - self.created_at + self.offset
+
+    def progress(self, elapsed: float) -> float:
+        """Fraction of items processed after ``elapsed`` seconds (running is the middle half)."""
+        if self.duration <= 0:
+            return 1.0
+        return min(1.0, max(0.0, (elapsed - self.duration / 4) / (self.duration / 2)))
+
+    def cancel(self, now: float) -> None:
+        """Record a cancel request; a batch that already ended ignores it."""
+        if self.final is None and self.cancel_elapsed is None:
+            self.cancel_elapsed = self.elapsed(now)
+            self.cancel_requested_at = now
+
+
+@dataclass
+class Stats:
+    """Request counters and billing, since the last reset (``DELETE /_emulator/stats``)."""
+
+    requests: dict[str, dict[str, int]] = field(default_factory=dict)
+    answered: int = 0
+    duplicate_answers: int = 0
+    billed: set[str] = field(default_factory=set)
+
+    def count(self, provider: str, op: str) -> None:
+        per_op = self.requests.setdefault(provider, {})
+        per_op[op] = per_op.get(op, 0) + 1
+
+    def bill(self, provider: str, model: str, canonical: Any) -> None:
+        """Count one billed answer; an identical request billed before is a duplicate."""
+        self.answered += 1
+        key = fingerprint(provider, model, canonical)
+        if key in self.billed:
+            self.duplicate_answers += 1
+        else:
+            self.billed.add(key)
+
+    def reset(self) -> None:
+        self.requests = {}
+        self.answered = 0
+        self.duplicate_answers = 0
+        self.billed = set()
+
+
+class EmulatorState:
+    """The emulator's memory; one per app."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.clock = Clock()
+        self.faults = FaultBook()
+        self.stats = Stats()
+        self.files: dict[str, StoredFile] = {}
+        self.batches: dict[str, Batch] = {}
+        #: open resumable uploads (Gemini): upload id -> {"chunks", "spec", "mime"}.
+        self.uploads: dict[str, dict[str, Any]] = {}
+        #: provider -> function(batch, phase) giving the provider's own status word.
+        self.status_names: dict[str, Callable[[Batch, str], str]] = {}
+
+    def reset(self) -> None:
+        """Forget everything: files, batches, faults, counters and the clock offset."""
+        self.clock = Clock()
+        self.faults = FaultBook()
+        self.stats = Stats()
+        self.files.clear()
+        self.batches.clear()
+        self.uploads.clear()
+
+    def new_id(self, prefix: str, length: int = 24) -> str:
+        return prefix + uuid.uuid4().hex[:length]
+
+    def add_file(self, provider: str, file_id: str, filename: str, purpose: str,
+                 content: bytes, mime_type: str = "application/jsonl") -> StoredFile:
+        stored = StoredFile(file_id, provider, filename, purpose, content,
+                            self.clock.now(), mime_type)
+        self.files[file_id] = stored
+        return stored
+
+    def add_batch(self, batch: Batch) -> Batch:
+        self.batches[batch.id] = batch
+        return batch
+
+    def clear_faults(self) -> None:
+        """Drop every fault rule and release batches stuck in cancelling."""
+        self.faults.clear()
+        for batch in self.batches.values():
+            batch.stuck = False
+
+    def phase(self, batch: Batch) -> str:
+        """The batch's phase now: ``queued``, ``running``, ``finalizing``, ``cancelling``
+        or ``ended`` (then ``batch.final`` says how). Ends the batch when its time is up."""
+        if batch.final is not None:
+            return "ended"
+        elapsed = batch.elapsed(self.clock.now())
+        if batch.cancel_elapsed is not None:
+            if not batch.stuck and elapsed >= batch.cancel_elapsed + batch.duration / 10:
+                answered = math.floor(len(batch.items) * batch.progress(batch.cancel_elapsed))
+                self.finish(batch, "cancelled", answered)
+                return "ended"
+            return "cancelling"
+        if batch.invalid and elapsed >= batch.duration / 4:
+            self.finish(batch, "failed", 0)
+            return "ended"
+        if elapsed >= batch.duration:
+            limit = len(batch.items) if batch.end == "completed" else batch.answer_limit
+            self.finish(batch, batch.end, limit)
+            return "ended"
+        if elapsed < batch.duration / 4:
+            return "queued"
+        return "running" if elapsed < batch.duration * 3 / 4 else "finalizing"
+
+    def finish(self, batch: Batch, final: str, answered: int) -> None:
+        """End ``batch`` as ``final``: answer the first ``answered`` kept items, leave the
+        rest unanswered, drop ``batch.drop`` items, shuffle, and bill what was answered."""
+        rng = random.Random(f"{self.config.seed}:{batch.id}")
+        items = [] if final == "failed" and batch.invalid else list(batch.items)
+        dropped = set(rng.sample(range(len(items)), min(batch.drop, len(items))))
+        batch.dropped = [items[i].custom_id for i in sorted(dropped)]
+        results: list[ItemResult] = []
+        done = 0
+        for index, item in enumerate(items):
+            if index in dropped:
+                continue
+            if done >= answered:
+                results.append(ItemResult(item, "unanswered"))
+                continue
+            done += 1
+            if item.error is not None:
+                results.append(ItemResult(item, "errored", error=item.error))
+                continue
+            results.append(ItemResult(item, "answered", answer=self.answer_item(batch, item)))
+            self.stats.bill(batch.provider, item.model, item.canonical)
+        rng.shuffle(results)
+        batch.results = results
+        batch.final = final
+        batch.ended_at = self.clock.now()
+
+    def answer_item(self, batch: Batch, item: BatchItem) -> Answer:
+        return answer(provider=batch.provider, model=item.model, body=item.canonical,
+                      prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
+                      seed=self.config.seed, fault=item.answer_fault)
+
+    def stats_document(self) -> dict[str, Any]:
+        """The ``GET /_emulator/stats`` body (issue 3's format)."""
+        batches = []
+        for batch in self.batches.values():
+            phase = self.phase(batch)
+            render = self.status_names.get(batch.provider)
+            batches.append({
+                "id": batch.info.get("name", batch.id),
+                "provider": batch.provider,
+                "requests": len(batch.items),
+                "status": render(batch, phase) if render else (batch.final or phase),
+                "dropped": list(batch.dropped),
+            })
+        return {
+            "requests": {p: dict(ops) for p, ops in self.stats.requests.items()},
+            "batches": batches,
+            "answered": self.stats.answered,
+            "duplicate_answers": self.stats.duplicate_answers,
+        }
