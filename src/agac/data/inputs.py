@@ -5,7 +5,8 @@ An input spec is one of:
 - a **file**: used as is; its extension must be one of :data:`SUPPORTED_SUFFIXES`;
 - a **folder**: its files with a supported extension, sorted by name. Only the folder
   itself is read, not its subfolders (use a glob such as ``data/**/*.jsonl`` for that);
-  files with other extensions are ignored;
+  files with other extensions and hidden files (``.name``, like editor lock files) are
+  ignored, as a glob's ``*`` ignores them;
 - a **glob** (any spec holding ``*``, ``?`` or ``[``): matched relative to the project
   root (``**`` crosses folders), sorted; matches with other extensions are ignored.
 
@@ -51,7 +52,11 @@ def resolve_input_files(path_spec: str, root: Path, *, file: str = "", line: int
     if not path.is_absolute():
         path = root / path
     if path.is_dir():
-        found = sorted(p for p in path.iterdir() if p.is_file() and is_supported(p))
+        found = sorted(
+            p
+            for p in path.iterdir()
+            if p.is_file() and is_supported(p) and not p.name.startswith(".")
+        )
         if not found:
             raise _problem(
                 "input_not_found",

@@ -36,6 +36,7 @@ def test_a_folder_gives_its_supported_files_sorted_not_recursive(tmp_path: Path)
     a = touch(folder / "a.jsonl")
     c = touch(folder / "c.CSV")
     touch(folder / "notes.txt")
+    touch(folder / ".a.jsonl.swp.jsonl")
     touch(folder / "nested" / "d.jsonl")
     assert resolve_input_files("data", tmp_path) == [a, b, c]
     assert resolve_input_files("data/", tmp_path) == [a, b, c]
