@@ -15,8 +15,11 @@ lost submission by time window and request count (DESIGN B2).
 
 from __future__ import annotations
 
+import importlib
 import json
+import logging
 import os
+import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -89,6 +92,10 @@ ERROR_TYPE_STATUS: dict[str, int] = {
     "overloaded_error": 529,
 }
 
+logger = logging.getLogger(__name__)
+# The SDK warns (DeprecationWarning) on every call to a model near its end of life.
+_DEPRECATED_MODEL = r"The model '.*' is deprecated"
+
 _SCHEMA_PARAMS = ("output_config", "output_format", "json_schema", "structured output")
 # Tool input must be an object: other schemas are wrapped under this property.
 _WRAP_KEY = "agac_value"
@@ -115,6 +122,11 @@ class AnthropicProvider:
             base_url=base_url, timeout=self._timeout, max_retries=0, **auth
         )
         self._forced_tool: set[str] = set()
+        # Said once per model in agac's log instead of a Python warning on every call; a
+        # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
+        warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
+        self._deprecated = _deprecated_models(self._sdk)
+        self._warned: set[str] = set()
         self._force_tool = settings.options.get("structured_output") == "tool"
         self._skew = float(settings.options.get("find_batch_skew", 120.0))
 
@@ -187,6 +199,13 @@ class AnthropicProvider:
             return await self._create(request, tool=True)
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
+        if request.model in self._deprecated and request.model not in self._warned:
+            self._warned.add(request.model)
+            logger.warning(
+                "anthropic model %s is deprecated (end of life %s): move to a newer model",
+                request.model,
+                self._deprecated[request.model],
+            )
         params = self._params(request, tool=tool)
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
@@ -353,7 +372,8 @@ def message_response(
         parsed=parsed,
         service_tier=service_tier or pick(usage, "service_tier"),
         latency_ms=latency_ms,
-        refusal=text if stop == "refusal" else None,
+        # A refusal may come with no text at all.
+        refusal=(text or "the model declined to answer") if stop == "refusal" else None,
     )
 
 
@@ -401,6 +421,15 @@ def _unwrap_tool_input(value: Any) -> Any:
 def _schema_rejected(err: ProviderError) -> bool:
     text = str(err).lower()
     return err.status == 400 and any(p in text for p in _SCHEMA_PARAMS)
+
+
+def _deprecated_models(sdk: Any) -> dict[str, str]:
+    """The SDK's table of deprecated models (a private module: absent means empty)."""
+    try:
+        module = importlib.import_module(sdk.__name__ + "._data.deprecated_models")
+    except ImportError:
+        return {}
+    return dict(getattr(module, "DEPRECATED_MODELS", {}))
 
 
 def _is_auth_token(settings: ProviderSettings, key: str) -> bool:

@@ -136,6 +136,8 @@ class GeminiProvider:
             api_key=api_key, vertexai=False, http_options=http_options
         )
         self._aio: Any = self._client.aio
+        # A process-wide filter, not catch_warnings(): that is not safe across tasks.
+        warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._batch_input = str(settings.options.get("batch_input", "auto"))
@@ -148,9 +150,7 @@ class GeminiProvider:
     def _translate_errors(self) -> Iterator[None]:
         """The one place google-genai exceptions become agac's taxonomy."""
         try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=_UNKNOWN_STATE)
-                yield
+            yield
         except self._errors.APIError as exc:
             raise api_error(self.name, exc) from exc
         except transport_errors() as exc:

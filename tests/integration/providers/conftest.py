@@ -1,0 +1,54 @@
+"""Fixtures of the provider contract suite: one emulator per session, a clean slate per
+test, and adapters built from the emulator's environment (base URLs and dummy keys)
+exactly as a user's shell would configure them.
+
+The official SDKs talk to the emulator over loopback; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from provider_support import BATCH_SECONDS
+
+from agac.providers.base import ProviderSettings
+from agac.providers.registry import provider_class
+
+
+@pytest.fixture(scope="session")
+def emulator_server() -> Iterator[Any]:
+    testing = pytest.importorskip("agac.emulator.testing")
+    with testing.RunningEmulator(batch_seconds=BATCH_SECONDS) as server:
+        yield server
+
+
+@pytest.fixture
+def emulator(emulator_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The session's emulator with no faults and zeroed stats, and its environment
+    (base URLs and dummy keys of all five providers) set for this test."""
+    emulator_server.reset()
+    for name, value in emulator_server.env().items():
+        monkeypatch.setenv(name, value)
+    yield emulator_server
+    emulator_server.reset()
+
+
+ProviderFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_provider(emulator: Any) -> AsyncIterator[ProviderFactory]:
+    """Build adapters from the environment (``options`` go to ProviderSettings);
+    every adapter built is closed after the test."""
+    built: list[Any] = []
+
+    def factory(name: str, **options: Any) -> Any:
+        adapter = provider_class(name)(ProviderSettings(name=name, options=options))
+        built.append(adapter)
+        return adapter
+
+    yield factory
+    for adapter in built:
+        await adapter.aclose()
