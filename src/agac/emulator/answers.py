@@ -58,14 +58,15 @@ def count_tokens(chars: int) -> int:
     return max(1, math.ceil(chars / 4))
 
 
-def text_chars(value: Any) -> int:
-    """Count the characters of every string inside a JSON-like value (the prompt size)."""
+def text_chars(value: Any, key: str | None = None) -> int:
+    """Count the prompt characters of a JSON-like request part: every string under a
+    ``content``, ``text`` or ``system`` key, or bare in a list (not roles or types)."""
     if isinstance(value, str):
-        return len(value)
+        return len(value) if key in (None, "content", "text", "system") else 0
     if isinstance(value, dict):
-        return sum(text_chars(v) for v in value.values())
+        return sum(text_chars(v, k) for k, v in value.items())
     if isinstance(value, list):
-        return sum(text_chars(v) for v in value)
+        return sum(text_chars(v, key) for v in value)
     return 0
 
 
