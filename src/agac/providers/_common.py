@@ -7,12 +7,13 @@ Nothing here imports a provider SDK; each adapter imports its own on constructio
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +33,9 @@ __all__ = [
     "import_sdk",
     "parse_json",
     "pick",
-    "resolve_api_key",
+    "read_lines",
     "require_custom_id",
+    "resolve_api_key",
     "resolve_base_url",
     "spool_jsonl",
     "stopwatch",
@@ -135,7 +137,7 @@ def parse_json(text: str | None) -> Any:
         if stripped.startswith("```"):
             # Models in JSON-mode fallback sometimes fence their answer.
             body = stripped.strip("`")
-            body = body[4:] if body.startswith("json") else body
+            body = body.removeprefix("json")
             try:
                 return json.loads(body)
             except ValueError:
@@ -172,12 +174,30 @@ def strict_compatible(schema: Any) -> bool:
             return False
     for key, value in schema.items():
         if key in ("properties", "$defs", "definitions", "patternProperties"):
-            if isinstance(value, dict) and not all(strict_compatible(v) for v in value.values()):
-                return False
+            children = list(value.values()) if isinstance(value, dict) else []
         elif key in ("items", "anyOf", "allOf", "oneOf", "not", "prefixItems"):
-            if not strict_compatible(value):
-                return False
+            children = [value]
+        else:
+            continue
+        if not all(strict_compatible(child) for child in children):
+            return False
     return True
+
+
+async def read_lines(path: Path, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
+    """The non-empty lines of a local file, read in chunks off the event loop."""
+    fh = await asyncio.to_thread(path.open, "rb")
+    try:
+        rest = b""
+        while chunk := await asyncio.to_thread(fh.read, chunk_size):
+            *lines, rest = (rest + chunk).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield line
+        if rest.strip():
+            yield rest
+    finally:
+        fh.close()
 
 
 @contextmanager

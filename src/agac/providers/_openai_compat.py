@@ -80,7 +80,7 @@ STOP_REASONS: dict[str, StopReason] = {
 _EXPIRED_CODES = frozenset({"batch_expired"})
 _CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
 # A 400 whose message names these is a model that cannot take a json_schema.
-_SCHEMA_REJECTED = re.compile(r"response_format|json_schema|structured output", re.I)
+_SCHEMA_REJECTED = re.compile(r"response_format|json_schema|structured output", re.IGNORECASE)
 
 DEFAULT_TIMEOUT = 600.0
 
@@ -303,7 +303,9 @@ class OpenAICompatProvider:
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
         if response and status == 200 and not error:
-            answer = chat_response(response.get("body"), latency_ms=latency_ms, service_tier="batch")
+            answer = chat_response(
+                response.get("body"), latency_ms=latency_ms, service_tier="batch"
+            )
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
             code, _, message = error_fields(pick(response, "body"))
@@ -361,4 +363,3 @@ def batch_status(batch: Any) -> BatchStatus:
 
 def _schema_rejected(err: ProviderError) -> bool:
     return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
-

@@ -22,7 +22,7 @@ import os
 import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
@@ -116,7 +116,9 @@ class AnthropicProvider:
         api_key = resolve_api_key(settings, self.credential_env)
         base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
         self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        auth = {"auth_token": api_key} if _is_auth_token(settings, api_key) else {"api_key": api_key}
+        auth = (
+            {"auth_token": api_key} if _is_auth_token(settings, api_key) else {"api_key": api_key}
+        )
         # max_retries=0: the engine owns retries (DESIGN §5).
         self._client: Any = self._sdk.AsyncAnthropic(
             base_url=base_url, timeout=self._timeout, max_retries=0, **auth
@@ -442,6 +444,6 @@ def _epoch(value: datetime | float | None) -> float:
         return 0.0
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return value.timestamp()
     return float(value)

@@ -8,8 +8,8 @@ naming it) falls back to JSON mode with the schema in the system instruction.
 Batches use ``batchGenerateContent``: requests go inline when they total under
 20 MB, else as an uploaded JSONL file (``{"key", "request"}`` lines in the REST
 wire form). The batch's ``display_name`` is our idempotency key (for
-:meth:`find_batch`); inline requests carry ``metadata.custom_id``, file lines
-``key``. On the wire states are ``BATCH_STATE_*``; the SDK renames them
+:meth:`find_batch`); the custom_id travels as ``metadata.key`` on inline requests
+and as ``key`` on file lines, the documented convention for both. On the wire states are ``BATCH_STATE_*``; the SDK renames them
 ``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
 
 Quirk: the SDK warns (``UserWarning``) when it meets a state its enum lacks; that
@@ -38,6 +38,7 @@ from agac.providers._common import (
     import_sdk,
     parse_json,
     pick,
+    read_lines,
     require_custom_id,
     resolve_api_key,
     resolve_base_url,
@@ -109,7 +110,9 @@ RPC_STATUS: dict[int, int] = {
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
-_SCHEMA_REJECTED = re.compile(r"response_?json_?schema|responseJsonSchema|response_?schema", re.I)
+_SCHEMA_REJECTED = re.compile(
+    r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
+)
 _UNKNOWN_STATE = r".* is not a valid JobState"
 
 
@@ -223,7 +226,7 @@ class GeminiProvider:
                         {
                             "contents": _contents(request),
                             "config": config,
-                            "metadata": {"custom_id": custom_id},
+                            "metadata": {"key": custom_id},
                         }
                     )
                     if size > self._inline_max and self._batch_input != "inline":
@@ -267,7 +270,7 @@ class GeminiProvider:
         latency = _span_ms(pick(job, "create_time"), pick(job, "end_time"))
         dest = pick(job, "dest")
         for item in pick(dest, "inlined_responses") or []:
-            custom_id = (pick(item, "metadata") or {}).get("custom_id")
+            custom_id = (pick(item, "metadata") or {}).get("key")
             if custom_id:
                 yield self._result(str(custom_id), item, latency)
         file_name = pick(dest, "file_name")
@@ -282,11 +285,9 @@ class GeminiProvider:
         try:
             with self._translate_errors():
                 await self._aio.files.download(file=file_name, destination=str(path))
-            with path.open("rb") as fh:
-                for raw in fh:
-                    if raw.strip():
-                        line = json.loads(raw)
-                        yield str(line.get("key")), line
+            async for raw in read_lines(path):
+                line = json.loads(raw)
+                yield str(line.get("key")), line
         finally:
             path.unlink(missing_ok=True)
 
@@ -348,7 +349,9 @@ def content_response(
         text=text,
         model=str(pick(answer, "model_version") or ""),
         stop_reason=stop,
-        usage=Usage(input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached),
+        usage=Usage(
+            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached
+        ),
         parsed=parse_json(text) if parse and stop != "content_filter" else None,
         service_tier=service_tier,
         latency_ms=latency_ms,

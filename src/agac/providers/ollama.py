@@ -45,7 +45,7 @@ from agac.providers.base import (
 __all__ = ["OllamaProvider"]
 
 STOP_REASONS: dict[str, StopReason] = {"stop": "end", "length": "max_tokens"}
-_SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.I)
+_SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.IGNORECASE)
 
 
 class OllamaProvider:

@@ -72,7 +72,10 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("name", "fault", "expected"), _cases())
 async def test_live_fault_maps_to_taxonomy(
-    name: str, fault: dict[str, Any], expected: type[ProviderError], emulator: Any,
+    name: str,
+    fault: dict[str, Any],
+    expected: type[ProviderError],
+    emulator: Any,
     make_provider: Any,
 ) -> None:
     emulator.add_fault({"provider": name, "op": "chat", "times": 1, "fault": fault})
@@ -101,9 +104,7 @@ async def test_timeout_is_retryable(name: str, emulator: Any, make_provider: Any
 
 
 @pytest.mark.parametrize("name", ("openai", "anthropic", "groq"))
-async def test_fractional_retry_hint_is_kept(
-    name: str, emulator: Any, make_provider: Any
-) -> None:
+async def test_fractional_retry_hint_is_kept(name: str, emulator: Any, make_provider: Any) -> None:
     emulator.add_fault(
         {"provider": name, "op": "chat", "times": 1, "fault": {"http": 429, "retry_after": 1.5}}
     )
@@ -124,7 +125,11 @@ BATCH_OP_CASES: list[Any] = [
 @pytest.mark.parametrize("name", BATCH_PROVIDERS)
 @pytest.mark.parametrize(("op", "fault", "expected"), BATCH_OP_CASES)
 async def test_batch_call_fault_maps_to_taxonomy(
-    name: str, op: str, fault: dict[str, Any], expected: type[ProviderError], emulator: Any,
+    name: str,
+    op: str,
+    fault: dict[str, Any],
+    expected: type[ProviderError],
+    emulator: Any,
     make_provider: Any,
 ) -> None:
     provider = make_provider(name)
