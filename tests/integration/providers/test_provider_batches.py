@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from provider_support import BATCH_SECONDS, SCHEMA, make_request, poll_until
 
-from agac.errors import FatalError
+from agac.errors import FatalError, RetryableError
 from agac.providers.base import Result
 
 #: (provider, adapter options) per batch variant.
@@ -245,3 +245,28 @@ async def test_batch_items_are_billed_once(variant: tuple[str, Any], emulator: A
     stats = emulator.stats()
     assert stats["answered"] == 3 and stats["duplicate_answers"] == 0
     assert stats["requests"][name]["batch.create"] == 1
+
+
+#: The call that reads a finished batch's results, per variant.
+RESULTS_OP = {
+    "openai": "file.download",
+    "anthropic": "batch.results",
+    "gemini-inline": "batch.get",
+    "gemini-file": "file.download",
+    "groq": "file.download",
+}
+
+
+@pytest.mark.parametrize("fault", [{"http": 503}, {"drop_connection": True}], ids=["503", "drop"])
+async def test_reading_results_that_fail_is_retryable(
+    variant: tuple[str, Any], fault: dict[str, Any], emulator: Any, request: pytest.FixtureRequest
+) -> None:
+    name, provider = variant
+    handle = await provider.submit_batch(_requests(name, 2), "key-read")
+    emulator.advance(BATCH_SECONDS + 1)
+    await poll_until(provider, handle, ("ended",))
+    op = RESULTS_OP[request.node.callspec.params["variant"]]
+    emulator.add_fault({"provider": name, "op": op, "times": 1, "fault": fault})
+    with pytest.raises(RetryableError):
+        await _results(provider, handle)
+    assert len(await _results(provider, handle)) == 2  # the next read gets everything

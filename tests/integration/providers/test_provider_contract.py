@@ -130,3 +130,28 @@ def test_missing_credentials_is_unsupported_and_names_the_variable(
 
 def test_models_cover_every_provider() -> None:
     assert set(MODELS) == set(ALL_PROVIDERS)
+
+
+async def test_anthropic_auth_token_is_enough(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "emulator-token")
+    provider = provider_class("anthropic")(ProviderSettings(name="anthropic"))
+    try:
+        response = await provider.complete(make_request("anthropic"))
+    finally:
+        await provider.aclose()
+    jsonschema.validate(response.parsed, SCHEMA)
+
+
+async def test_base_url_from_settings_wins_over_the_environment(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    settings = ProviderSettings(name="openai", base_url=emulator.url + "/v1")
+    provider = provider_class("openai")(settings)
+    try:
+        assert (await provider.complete(make_request("openai"))).parsed is not None
+    finally:
+        await provider.aclose()
