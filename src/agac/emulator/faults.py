@@ -13,7 +13,10 @@ match). A rule with ``match.custom_id`` only matches one item of a ``batch.creat
 then affects that item alone (its answer, or an ``http`` fault that makes it *errored*).
 Firing: ``nth`` (1-based) fires only on the Nth match since the rule was added; ``times``
 caps how often it fires (with ``nth``, from the Nth match on); with neither it fires on
-every match. :meth:`FaultBook.fire` returns the faults that fire, in rule order.
+every match. One request takes at most one fault of each category (an HTTP outcome —
+``http``, ``drop_connection``, ``rate_limit`` —, ``answer``, ``batch_end``, …): the first
+due rule in order wins and later ones wait, so ``times: 1`` rules fire one after another.
+Every match counts toward ``nth``, fired or not. :meth:`FaultBook.fire` folds what fires.
 """
 
 from __future__ import annotations
@@ -96,6 +99,13 @@ class Fired:
         self.drop_records += int(fault.get("batch_drop_records", 0))
         self.batch_status = fault.get("batch_status", self.batch_status)
         self.stuck_cancelling |= bool(fault.get("batch_stuck_cancelling"))
+
+
+def _kind(fault: dict[str, Any]) -> str:
+    """The fault's category: one request takes at most one fault of each (the first rule
+    in order wins), so rules with ``times`` queue up instead of firing together."""
+    first = next(k for k in _KINDS if k in fault)
+    return "outcome" if first in ("http", "drop_connection", "rate_limit") else first
 
 
 def parse_rule(raw: Any) -> Rule:
@@ -181,21 +191,23 @@ class FaultBook:
         ``rpm`` matching requests fell within the last 60 s of emulator time.
         """
         fired = Fired()
+        taken: set[str] = set()
         for rule in self.rules:
             if not self._matches(rule, provider, op, target, item_level):
                 continue
             rule.matched += 1
-            if not self._due(rule):
+            kind = _kind(rule.fault)
+            if kind in taken or not self._due(rule):
                 continue
+            fault = rule.fault
             if "rate_limit" in rule.fault:
                 limited = self._rate_limited(rule, now)
                 if limited is None:
                     continue
-                rule.fired += 1
-                fired.add(limited)
-                continue
+                fault = limited
             rule.fired += 1
-            fired.add(rule.fault)
+            taken.add(kind)
+            fired.add(fault)
         return fired
 
     @staticmethod

@@ -11,13 +11,11 @@ import groq
 import ollama
 import openai
 import pytest
+from emulator_support import BATCH_SECONDS
 from google import genai
 from google.genai import types as genai_types
 
 from agac.emulator.testing import RunningEmulator
-
-#: Emulator time a batch takes; tests advance the clock instead of waiting.
-BATCH_SECONDS = 600
 
 
 @pytest.fixture(scope="session")

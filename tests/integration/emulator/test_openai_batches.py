@@ -11,7 +11,7 @@ from typing import Any
 import groq
 import openai
 import pytest
-from conftest import BATCH_SECONDS
+from emulator_support import BATCH_SECONDS
 
 from agac.emulator.testing import RunningEmulator
 
