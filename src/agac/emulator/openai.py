@@ -1,6 +1,7 @@
 """OpenAI's wire protocol: chat completions, files and the Batch API.
 
-Served under ``/v1`` for OpenAI; :mod:`agac.emulator.groq` mounts the same handlers under
+Chat answers stream as server-sent events when ``stream`` is set (with a final usage
+chunk on ``stream_options.include_usage``). Served under ``/v1`` for OpenAI; :mod:`agac.emulator.groq` mounts the same handlers under
 ``/openai/v1`` with Groq's differences (:class:`Flavor`). Shapes follow the ``openai``
 SDK's types: a batch goes ``validating → in_progress → finalizing → completed`` (a batch
 whose every request failed is still ``completed``), results are JSONL files whose lines
@@ -17,11 +18,12 @@ import email.policy
 import json
 import math
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .answers import Answer, answer
@@ -149,8 +151,11 @@ def routes(flavor: Flavor) -> list[Route]:
                      prompt=body["messages"], schema=schema, max_tokens=max_tokens,
                      seed=state.config.seed, fault=fired.answer)
         state.stats.bill(flavor.provider, model, canonical)
-        return JSONResponse(completion(flavor, model, ans, state.clock.now(),
-                                       flavor.service_tier))
+        reply = completion(flavor, model, ans, state.clock.now(), flavor.service_tier)
+        if body.get("stream"):
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(_sse(reply, usage), media_type="text/event-stream")
+        return JSONResponse(reply)
 
     async def upload(request: Request) -> Response:
         state = state_of(request)
@@ -281,6 +286,31 @@ def routes(flavor: Flavor) -> list[Route]:
         Route(f"{p}/batches/{{id}}", batch_get, methods=["GET"]),
         Route(f"{p}/batches/{{id}}/cancel", batch_cancel, methods=["POST"]),
     ]
+
+
+async def _sse(reply: dict[str, Any], include_usage: bool) -> AsyncIterator[bytes]:
+    """A completion as ``chat.completion.chunk`` server-sent events, then ``[DONE]``."""
+    choice = reply["choices"][0]
+    head = {k: reply[k] for k in ("id", "created", "model", "system_fingerprint",
+                                  "service_tier")}
+    text = choice["message"]["content"] or ""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": text[i:i + 16]} for i in range(0, len(text), 16)]
+    if choice["message"]["refusal"]:
+        deltas.append({"refusal": choice["message"]["refusal"]})
+    for index, delta in enumerate(deltas):
+        last = index == len(deltas) - 1
+        chunk = {**head, "object": "chat.completion.chunk", "choices": [{
+            "index": 0, "delta": delta, "logprobs": None,
+            "finish_reason": choice["finish_reason"] if last else None}]}
+        if include_usage:
+            chunk["usage"] = None
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+    if include_usage:
+        usage = {**head, "object": "chat.completion.chunk", "choices": [],
+                 "usage": reply["usage"]}
+        yield f"data: {json.dumps(usage)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
 
 
 def _counting(state: EmulatorState, flavor: Flavor, op: str, error: Any) -> Any:

@@ -152,3 +152,15 @@ def test_latency_delays_live_answers(emulator_server: RunningEmulator) -> None:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         assert time.perf_counter() - started >= 0.15
         client.close()
+
+
+def test_openai_streaming_matches_non_streaming(oai: openai.OpenAI) -> None:
+    plain = oai.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # type: ignore[arg-type]
+    stream = oai.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES,  # type: ignore[arg-type]
+                                         stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == plain.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == plain.usage.completion_tokens  # type: ignore[union-attr]
