@@ -142,11 +142,17 @@ class AnthropicProvider:
             yield
         except sdk.APIStatusError as exc:
             # The spend cap is a 429 marked by error.details.error_code (no Retry-After).
-            code = exc.error_code or pick(exc.body, "error", "code") or exc.type
+            # (``error_code``, ``type`` and ``api_message`` exist on newer SDKs only.)
+            code = (
+                getattr(exc, "error_code", None)
+                or pick(exc.body, "error", "details", "error_code")
+                or pick(exc.body, "error", "code")
+                or pick(exc.body, "error", "type")
+            )
             raise classify(
                 self.name,
                 exc.status_code,
-                message=exc.api_message or exc.message,
+                message=pick(exc.body, "error", "message") or exc.message,
                 retry_after=retry_after_seconds(exc.response.headers),
                 code=code,
                 quota=code in QUOTA_CODES,
