@@ -5,7 +5,11 @@ from __future__ import annotations
 import click
 
 from agac.emulator.env import exports
-from agac.emulator.server import serve
+
+try:  # starlette and uvicorn come with the `emulator` extra; `env` works without them.
+    from agac.emulator.server import serve
+except ImportError:  # pragma: no cover - exercised only without the extra
+    serve = None  # type: ignore[assignment]
 
 __all__ = ["emulator"]
 
@@ -27,6 +31,9 @@ def emulator(ctx: click.Context, host: str, port: int, latency_ms: int, batch_se
     Point a workflow at it with: eval "$(agac emulator env --port 8765)"
     """
     if ctx.invoked_subcommand is None:
+        if serve is None:
+            raise click.ClickException("the emulator needs starlette and uvicorn: "
+                                       "pip install 'agac[emulator]'")
         click.echo(f"agac emulator on http://{host}:{port} (Ctrl-C stops it)", err=True)
         serve(host=host, port=port, latency_ms=latency_ms, batch_seconds=batch_seconds,
               seed=seed)
