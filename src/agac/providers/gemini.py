@@ -18,6 +18,7 @@ warning is silenced here because an unknown state is handled (B9: still running)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -284,7 +285,11 @@ class GeminiProvider:
         path = Path(name)
         try:
             with self._translate_errors():
-                await self._aio.files.download(file=file_name, destination=str(path))
+                try:
+                    await self._aio.files.download(file=file_name, destination=str(path))
+                except TypeError:  # SDKs before ``destination``: the file arrives whole
+                    data = await self._aio.files.download(file=file_name)
+                    await asyncio.to_thread(path.write_bytes, data or b"")
             async for raw in read_lines(path):
                 line = json.loads(raw)
                 yield str(line.get("key")), line
