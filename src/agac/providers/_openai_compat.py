@@ -136,6 +136,7 @@ class OpenAICompatProvider:
     max_tokens_param: ClassVar[str] = "max_completion_tokens"
     batch_endpoint: ClassVar[str] = "/v1/chat/completions"
     completion_window: ClassVar[str] = "24h"
+    # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests: ClassVar[int] = 50_000
     batch_max_bytes: ClassVar[int] = 200 * 1024 * 1024
 

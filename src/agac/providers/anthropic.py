@@ -109,6 +109,9 @@ class AnthropicProvider:
     sdk_module = "anthropic"
     credential_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     supports_batch = True
+    # Per-batch limits: the engine splits a shard above them (DESIGN §5).
+    batch_max_requests = BATCH_MAX_REQUESTS
+    batch_max_bytes = BATCH_MAX_BYTES
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings

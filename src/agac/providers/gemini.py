@@ -125,6 +125,9 @@ class GeminiProvider:
     sdk_module = "google.genai"
     credential_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     supports_batch = True
+    # Per-batch limits: the engine splits a shard above them (DESIGN §5).
+    batch_max_requests = BATCH_MAX_REQUESTS
+    batch_max_bytes = FILE_MAX_BYTES
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings

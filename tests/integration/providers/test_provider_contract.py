@@ -156,3 +156,10 @@ async def test_base_url_from_settings_wins_over_the_environment(
         assert (await provider.complete(make_request("openai"))).parsed is not None
     finally:
         await provider.aclose()
+
+
+@pytest.mark.parametrize("name", ("openai", "anthropic", "gemini", "groq"))
+def test_batch_providers_state_their_batch_limits(name: str) -> None:
+    cls = provider_class(name)
+    assert cls.batch_max_requests >= 50_000
+    assert cls.batch_max_bytes >= 200 * 1024 * 1024
