@@ -22,6 +22,7 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from agac.engine.crashpoints import maybe_crash
 from agac.errors import StoreError
 from agac.store.repository import Store
 
@@ -65,7 +66,11 @@ class StoreGateway:
     async def close(self) -> None:
         """Flush what is queued and stop the writer."""
         if self._task is not None:
-            await self.flush()
+            if self._broken is None:
+                try:
+                    await self.flush()
+                except StoreError:
+                    pass  # already reported to the waiters; the run stops (S2)
             self._task.cancel()
             try:
                 await self._task
@@ -133,11 +138,18 @@ class StoreGateway:
             writes, self._writes = self._writes[: self.max_group], self._writes[self.max_group :]
             if self._writes:
                 self._wake.set()
+            if self._broken is not None:
+                # Fail closed (S2): after one failed checkpoint nothing more is written.
+                self._fail_all(lookups, tools, writes, self._broken)
+                continue
             try:
                 found, tool_found = await loop.run_in_executor(
                     self._pool, self._do_io, list(lookups), list(tools), writes
                 )
-            except BaseException as exc:  # noqa: BLE001 - every waiter must learn of it
+            except asyncio.CancelledError:
+                self._fail_all(lookups, tools, writes, StoreError("the store writer was stopped"))
+                raise
+            except Exception as exc:  # noqa: BLE001 - every waiter must learn of it
                 self._broken = exc if isinstance(exc, StoreError) else StoreError(str(exc))
                 self._fail_all(lookups, tools, writes, self._broken)
                 continue
@@ -176,9 +188,11 @@ class StoreGateway:
             merged["outcomes"] = list(
                 {(o["action"], o["unit_key"]): o for o in merged["outcomes"]}.values()
             )
+            maybe_crash("before_checkpoint")
             self.store.checkpoint(
                 lease=self.lease.as_tuple() if self.lease else None, **merged
             )
+            maybe_crash("after_checkpoint")
         return found, tool_found
 
     def _fail_all(self, lookups: Any, tools: Any, writes: Any, exc: BaseException) -> None:

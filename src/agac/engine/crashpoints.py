@@ -1,0 +1,24 @@
+"""Deliberate crashes for crash tests (DESIGN §12): ``AGAC_CRASH_AT=<point>:<n>`` kills
+this process with SIGKILL the n-th time it passes ``point``. Unset, it costs one dict
+lookup. Points: ``after_checkpoint`` (a group of outcomes is durable),
+``before_checkpoint`` (outcomes computed, not yet written).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+__all__ = ["maybe_crash"]
+
+_SPEC = os.environ.get("AGAC_CRASH_AT", "")
+_POINT, _, _N = _SPEC.partition(":")
+_COUNTS: dict[str, int] = {}
+
+
+def maybe_crash(point: str) -> None:
+    if not _POINT or point != _POINT:
+        return
+    _COUNTS[point] = _COUNTS.get(point, 0) + 1
+    if _COUNTS[point] >= int(_N or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
