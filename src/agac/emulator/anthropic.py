@@ -47,15 +47,30 @@ _DROP = ("model", "stream", "metadata")
 def error(status: int, code: str | None, retry_after: float | None,
           message: str | None) -> Response:
     """``{"type": "error", "error": {"type", "message"}, "request_id"}`` with the status's
-    error type (``code`` overrides it when it names an Anthropic type, e.g. a spend cap
-    stays ``rate_limit_error``); ``retry-after`` and ``retry-after-ms`` when given."""
-    kind = code if code and code.endswith("_error") else _TYPES.get(status, "api_error")
+    error type; ``retry-after`` and ``retry-after-ms`` when given.
+
+    A ``code`` naming an Anthropic type (``…_error``) replaces the type; any other code
+    is a cause under the type, sent as ``error.details.error_code`` the way Anthropic
+    marks a spend cap (``enforced_spend_limit_reached`` on a ``rate_limit_error``).
+    """
     request_id = "req_" + uuid.uuid4().hex[:24]
     text = message or {529: "Overloaded"}.get(status, f"Emulated error {status}"
                                                         + (f" ({code})" if code else ""))
-    body = {"type": "error", "error": {"type": kind, "message": text}, "request_id": request_id}
+    body = {"type": "error", "error": _error_object(status, code, text),
+            "request_id": request_id}
     headers = {"request-id": request_id, **retry_headers(retry_after, with_ms=True)}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _error_object(status: int, code: str | None, message: str | None) -> dict[str, Any]:
+    """The inner ``error`` object: ``type`` from the status or from a ``…_error`` code,
+    any other code as ``details.error_code``."""
+    if code and code.endswith("_error"):
+        return {"type": code, "message": message}
+    out: dict[str, Any] = {"type": _TYPES.get(status, "api_error"), "message": message}
+    if code:
+        out["details"] = {"error_code": code}
+    return out
 
 
 def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
@@ -216,10 +231,9 @@ def _result_line(batch: Batch, result: ItemResult) -> dict[str, Any]:
                                    "batch")}
     elif result.kind == "errored" and result.error is not None:
         e = result.error
-        kind = e.code if e.code and e.code.endswith("_error") else _TYPES.get(e.status,
-                                                                               "api_error")
-        body = {"type": "errored", "error": {"type": "error", "error": {
-            "type": kind, "message": e.message}, "request_id": "req_" + uuid.uuid4().hex[:24]}}
+        body = {"type": "errored", "error": {
+            "type": "error", "error": _error_object(e.status, e.code, e.message),
+            "request_id": "req_" + uuid.uuid4().hex[:24]}}
     else:
         body = {"type": "expired" if batch.final == "expired" else "canceled"}
     return {"custom_id": item.custom_id, "result": body}

@@ -51,9 +51,7 @@ SPECIFIC: dict[str, list[Case]] = {
 
 
 #: Cases the emulator cannot stage yet, with the reason.
-EMULATOR_GAPS: dict[str, str] = {
-    "anthropic-spend-cap": "the emulator's Anthropic 429 carries no error.details.error_code",
-}
+EMULATOR_GAPS: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:
