@@ -19,7 +19,7 @@ from agac.engine.actions import ActionRuntime, build_runtime
 from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, run_unit
 from agac.errors import LeaseLost, StoreError
-from agac.providers.base import Request, Response
+from agac.providers.base import Request, Response, fingerprint_of
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -98,6 +98,7 @@ class Executor:
         total = sum(int(f["count"]) for f in snapshot_files)
         self.progress = progress or Progress([a.name for a in workflow.actions], total)
         self.inflight: dict[str, asyncio.Future[Any]] = {}
+        self.prefetched: dict[tuple[str, str], tuple[Any, str, str, str | None]] = {}
         self.stopping = False
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
 
@@ -149,10 +150,40 @@ class Executor:
         self._carried.update(prior)
         for (action, _), settled in existing.items():
             self.progress.bump(action, settled.status)
+        await self._prefetch_roots(records, existing)
         done = await asyncio.gather(*(self._record(r, existing) for r in records))
         for key in prior:
             self._carried.pop(key, None)
+        for rt in self.runtimes:
+            for r in records:
+                self.prefetched.pop((rt.name, r.key), None)
         return all(done)
+
+    async def _prefetch_roots(self, records: list[Any], existing: dict[tuple[str, str], Settled]) -> None:
+        """Render the requests of actions that read only the record (no dependencies) for a
+        whole shard and look their answers up in one query instead of one per unit."""
+        if self.fresh:
+            return
+        from agac.engine.units import build_request
+
+        pending: list[tuple[str, str, Any, str, str]] = []
+        for rt in self.runtimes:
+            if rt.action.kind != "llm" or rt.action.dependencies:
+                continue
+            for rec in records:
+                if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
+                    continue
+                try:
+                    request = build_request(rt, rt.view.build(loads(rec.payload), {}))
+                except Exception:  # noqa: BLE001 - the unit renders again and reports it
+                    continue
+                request_json = request.canonical()
+                pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
+        if not pending:
+            return
+        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending])
+        for name, key, request, request_json, fp in pending:
+            self.prefetched[(name, key)] = (request, request_json, fp, found.get(fp))
 
     def _load_shard(self, lo: int, hi: int) -> tuple[list[Any], dict[tuple[str, str], Settled], dict[Any, Any]]:
         records = list(self.store.iter_records(self.snapshot_id, lo, hi))
@@ -206,13 +237,23 @@ class Executor:
         usage: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None,
         traceback_text: str | None = None,
+        output_json: str | None = None,
     ) -> Settled:
-        """Commit a unit's outcome (with its answer, usage and events) and wait until durable."""
+        """Commit a unit's outcome (with its answer, usage and events).
+
+        A unit that paid for something (a call, a tool invocation) waits until the
+        outcome is durable, keeping its concurrency slot (S1). Outcomes that cost nothing
+        to redo (skips, reuse, carried failures) are queued without waiting: group
+        commits keep their order, so an upstream outcome is never durable after its
+        downstream one, and a crash in between only redoes free work.
+        """
         now = time.time()
+        if output_json is None and output is not None:
+            output_json = dumps(output)
         outcome = {
             "run_id": self.run_id, "action": rt.name, "unit_key": rec.key, "seq": rec.seq,
             "status": status, "reason": reason, "detail": detail, "origin": origin,
-            "fingerprint": fingerprint, "output": None if output is None else dumps(output),
+            "fingerprint": fingerprint, "output": output_json,
             "attempts": attempts, "updated_at": now,
         }
         events = []
@@ -221,10 +262,12 @@ class Executor:
             if traceback_text:
                 data["traceback"] = traceback_text
             events.append(self._event_row("unit_failed", rt.name, rec.key, data, now))
-        await self.gateway.commit(
-            outcomes=[outcome], answers=answers or [], usage=usage or [],
-            tool_results=tool_results or [], events=events,
-        )
+        parts = {"outcomes": [outcome], "answers": answers or [], "usage": usage or [],
+                 "tool_results": tool_results or [], "events": events}
+        if usage or answers or tool_results:
+            await self.gateway.commit(**parts)
+        else:
+            self.gateway.commit_nowait(**parts)
         cost = sum(u["cost_usd"] for u in usage or [])
         self.progress.bump(rt.name, status, cost)
         return Settled(status, reason, output)

@@ -31,6 +31,11 @@ __all__ = ["Lease", "StoreGateway"]
 T = TypeVar("T")
 
 
+def _retrieve(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 class Lease:
     """Our hold on a store lease: name, fencing token, TTL."""
 
@@ -44,8 +49,13 @@ class Lease:
 
 
 class StoreGateway:
-    def __init__(self, store: Store, lease: Lease | None, *, max_group: int = 5000) -> None:
+    def __init__(
+        self, store: Store, lease: Lease | None, *, max_group: int = 5000,
+        gather_seconds: float = 0.0, gather_rounds: int = 16,
+    ) -> None:
         self.store = store
+        self.gather_rounds = gather_rounds
+        self.gather_seconds = gather_seconds
         self.lease = lease
         self.max_group = max_group
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agac-store")
@@ -97,8 +107,11 @@ class StoreGateway:
         await fut
 
     def commit_nowait(self, **parts: list[dict[str, Any]]) -> asyncio.Future[None]:
+        """Queue rows without waiting; a failure still breaks the gateway (S2) and
+        surfaces at the next ``commit`` or ``flush``."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(_retrieve)
         self._writes.append((parts, fut))
         assert self._wake is not None
         self._wake.set()
@@ -132,6 +145,12 @@ class StoreGateway:
         loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
+            # Let a group form before writing: units woken by the last commit run
+            # until they queue their next rows, so transactions are fewer and larger.
+            for _ in range(self.gather_rounds):
+                await asyncio.sleep(0)
+            if self.gather_seconds:
+                await asyncio.sleep(self.gather_seconds)
             self._wake.clear()
             lookups, self._lookups = self._lookups, {}
             tools, self._tool_lookups = self._tool_lookups, {}

@@ -41,6 +41,7 @@ class RateLimiter:
         self._tokens: deque[tuple[float, int]] = deque()
         self._token_sum = 0
         self._lock = asyncio.Lock()
+        self.active = bool(rpm or tpm)
 
     def _trim(self, now: float) -> None:
         edge = now - self.WINDOW

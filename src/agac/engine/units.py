@@ -31,7 +31,7 @@ from agac.engine.context import ToolContext
 from agac.engine.limits import backoff_delay, estimate_tokens
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.prompt.render import RenderError, render
-from agac.providers.base import Message, Request, Response, canonical_json
+from agac.providers.base import Message, Request, Response, canonical_json, fingerprint_of
 from agac.store.repository import dumps
 
 if TYPE_CHECKING:
@@ -120,15 +120,21 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
 
 
 async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled:
-    request = build_request(rt, view)
-    fp = request.fingerprint()
+    prefetched = ex.prefetched.pop((rt.name, rec.key), None)
+    if prefetched is not None:
+        request, request_json, fp, stored = prefetched
+    else:
+        request = build_request(rt, view)
+        request_json = request.canonical()
+        fp = fingerprint_of(request_json)
+        stored = None if ex.fresh else await ex.gateway.lookup_answer(fp)
     carried = ex.carried_failure(rt.name, rec.key, fp)
     if carried is not None:
         return await ex.settle(rt, rec, "failed", carried[0], carried[1], origin="carried", fingerprint=fp)
     if not ex.fresh:
-        stored = await ex.gateway.lookup_answer(fp)
         if stored is not None:
-            return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin="reused", fingerprint=fp)
+            return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin="reused",
+                                   fingerprint=fp, output_json=stored)
     shared = ex.inflight.get(fp)
     if shared is not None:
         status, reason, detail, output = await asyncio.shield(shared)
@@ -137,7 +143,7 @@ async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, An
     fut: asyncio.Future[tuple[str, str | None, str | None, Any]] = asyncio.get_running_loop().create_future()
     ex.inflight[fp] = fut
     try:
-        settled = await _call_with_retries(ex, rt, rec, request, fp)
+        settled = await _call_with_retries(ex, rt, rec, request, fp, request_json)
         fut.set_result(settled)
     except BaseException as exc:
         fut.set_exception(exc)
@@ -149,7 +155,7 @@ async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, An
 
 
 async def _call_with_retries(
-    ex: Executor, rt: ActionRuntime, rec: Any, request: Request, fp: str
+    ex: Executor, rt: ActionRuntime, rec: Any, request: Request, fp: str, request_json: str
 ) -> tuple[str, str | None, str | None, Any]:
     """Call until answered or out of attempts; commit the outcome while holding the slot."""
     action = rt.action
@@ -162,10 +168,12 @@ async def _call_with_retries(
         async with rt.slots:
             if ex.stopping and attempt == 1:
                 raise Stopped()
-            est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
-            waited = await rt.limiter.acquire(est)
-            if waited > 1:
-                await ex.event("waiting", rt.name, rec.key, reason="rate_budget", seconds=round(waited, 3))
+            if rt.limiter.active:
+                est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
+                waited = await rt.limiter.acquire(est)
+                if waited > 1:
+                    await ex.event("waiting", rt.name, rec.key, reason="rate_budget",
+                                   seconds=round(waited, 3))
             started = time.monotonic()
             try:
                 response = await rt.provider.complete(current)
@@ -197,17 +205,18 @@ async def _call_with_retries(
                     current = _reprompt(request, response, fail)
                     continue
                 usage_row = ex.usage_row(rt, rec, attempt, current, response, None, started, fp)
+                output_json = dumps(output)
                 answer = {
                     "fingerprint": fp,
                     "provider": request.provider,
                     "model": request.model,
-                    "request": canonical_json(request.to_dict()),
+                    "request": request_json,
                     "response": dumps(_response_dict(response)),
-                    "output": dumps(output),
+                    "output": output_json,
                     "created_at": time.time(),
                 }
                 return await _final(ex, rt, rec, "answered", None, None, output, fp, attempt,
-                                    answers=[answer], usage=[usage_row])
+                                    answers=[answer], usage=[usage_row], output_json=output_json)
         if ex.stopping:
             raise Stopped()
         await asyncio.sleep(delay)
@@ -220,10 +229,10 @@ class Stopped(Exception):
 async def _final(
     ex: Executor, rt: ActionRuntime, rec: Any, status: str, reason: str | None, detail: str | None,
     output: Any, fp: str, attempts: int, *, answers: list[dict[str, Any]] | None = None,
-    usage: list[dict[str, Any]] | None = None,
+    usage: list[dict[str, Any]] | None = None, output_json: str | None = None,
 ) -> tuple[str, str | None, str | None, Any]:
     await ex.settle(rt, rec, status, reason, detail, output=output, origin="call", fingerprint=fp,
-                    attempts=attempts, answers=answers, usage=usage)
+                    attempts=attempts, answers=answers, usage=usage, output_json=output_json)
     return status, reason, detail, output
 
 

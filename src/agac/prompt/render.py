@@ -92,7 +92,20 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
     if isinstance(template, str):
         template = compile_template(template)
     try:
-        return template.render(view)
+        # Template.render merges the template's ChainMap of globals into a new dict on
+        # every call; building that dict ourselves and passing it as the shared
+        # context renders the same text at a fraction of the cost.
+        flat = getattr(template, "_agac_globals", None)
+        if flat is None:
+            flat = dict(template.globals)
+            template._agac_globals = flat  # type: ignore[attr-defined]
+        parent = dict(flat)
+        parent.update(view)
+        ctx = template.new_context(parent, shared=True)
+        try:
+            return "".join(template.root_render_func(ctx))
+        except Exception:
+            ENV.handle_exception()
     except UndefinedError as exc:
         raise RenderError(
             f"template {template.name!r} reads an undefined value: {exc.message}",

@@ -27,6 +27,7 @@ __all__ = [
     "StopReason",
     "Usage",
     "canonical_json",
+    "fingerprint_of",
 ]
 
 StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
@@ -38,6 +39,11 @@ StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: the form hashed into fingerprints."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def fingerprint_of(canonical: str) -> str:
+    """The request fingerprint of a request's canonical JSON (see ``Request.canonical``)."""
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +87,14 @@ class Request:
         """The messages without the system prompt."""
         return [m for m in self.messages if m.role != "system"]
 
+    def canonical(self) -> str:
+        """The request as canonical JSON: what is hashed into the fingerprint and stored
+        with the answer. Not timeout, not custom_id: they do not change an answer."""
+        return canonical_json(self.to_dict())
+
     def fingerprint(self) -> str:
-        """Hash of everything that determines an answer (DESIGN §1): not timeout, not custom_id."""
-        body = {
-            "p": self.provider,
-            "m": self.model,
-            "msg": [[m.role, m.content] for m in self.messages],
-            "max": self.max_tokens,
-            "t": self.temperature,
-            "s": self.schema,
-            "v": self.seed,
-        }
-        return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+        """Hash of everything that determines an answer (DESIGN §1)."""
+        return fingerprint_of(self.canonical())
 
     def to_dict(self) -> dict[str, Any]:
         return {

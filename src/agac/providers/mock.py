@@ -110,11 +110,11 @@ class MockProvider:
         self._attempts: dict[str, int] = defaultdict(int)
 
     async def complete(self, request: Request) -> Response:
-        fp = request.fingerprint()
-        self._attempts[fp] += 1
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
         if self.fail_rate > 0:
+            fp = request.fingerprint()
+            self._attempts[fp] += 1
             roll = _digest(fp, str(self._attempts[fp])) % 10_000 / 10_000
             if roll < self.fail_rate:
                 raise RetryableError("mock provider: injected failure (AGAC_MOCK_FAIL_RATE)", status=500)
@@ -122,14 +122,15 @@ class MockProvider:
 
     def _answer(self, request: Request) -> Response:
         seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed))
+        parsed = None
         if request.schema is not None:
-            text = json.dumps(mock_value(request.schema, seed), separators=(",", ":"))
+            parsed = mock_value(request.schema, seed)
+            text = json.dumps(parsed, separators=(",", ":"))
         else:
             last = request.messages[-1].content if request.messages else ""
             text = f"mock answer {seed % 100000:05d} to: {last[:60]}"
         chars = sum(len(m.content) for m in request.messages)
         usage = Usage(input_tokens=math.ceil(chars / 4), output_tokens=math.ceil(len(text) / 4))
-        parsed = json.loads(text) if request.schema is not None else None
         return Response(
             text=text,
             model=request.model,

@@ -74,6 +74,11 @@ def _sqlite_engine(url: str) -> Engine:
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA busy_timeout=30000")
+        # Group commits write many small rows: a larger page cache and fewer WAL
+        # checkpoints cut their cost. Durability is unchanged (WAL + NORMAL survives a
+        # process crash; only an OS crash may lose the last commits).
+        cur.execute("PRAGMA cache_size=-65536")
+        cur.execute("PRAGMA wal_autocheckpoint=10000")
         cur.close()
 
     return engine

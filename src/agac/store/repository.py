@@ -42,6 +42,7 @@ class Store:
         self.engine: Engine = create_store_engine(url)
         self.dialect = self.engine.dialect.name
         self.memory = url == "memory"
+        self._bulk_cache: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         if migrate:
             upgrade(self.engine)
 
@@ -401,25 +402,35 @@ class Store:
         with self._guard("write a checkpoint"), self.engine.begin() as conn:
             if lease is not None:
                 self._fence(conn, *lease)
-            if answers:
-                conn.execute(self._insert(t.answers).on_conflict_do_nothing(), list(answers))
-            if tool_results:
-                conn.execute(
-                    self._insert(t.tool_results).on_conflict_do_nothing(), list(tool_results)
-                )
-            if usage:
-                conn.execute(t.usage.insert(), list(usage))
-            if outcomes:
-                ins = self._insert(t.outcomes)
-                stmt = ins.on_conflict_do_update(
-                    index_elements=["run_id", "action", "unit_key"],
-                    set_={c: ins.excluded[c] for c in (
-                        "status", "reason", "detail", "origin", "fingerprint", "output",
-                        "attempts", "updated_at")},
-                )
-                conn.execute(stmt, list(outcomes))
-            if events:
-                conn.execute(t.events.insert(), list(events))
+            self._bulk(conn, t.answers, answers, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.tool_results, tool_results, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.usage, usage)
+            self._bulk(conn, t.outcomes, outcomes)
+            self._bulk(conn, t.events, events)
+
+    def _bulk(
+        self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], suffix: str = ""
+    ) -> None:
+        """executemany straight to the driver: the hot path of every checkpoint.
+
+        The statement text is built once per table from the table's own columns; rows
+        are dicts keyed by column name (an autoincrement ``id`` is left to the database).
+        """
+        if not rows:
+            return
+        sql, cols = self._bulk_sql(table, suffix)
+        conn.exec_driver_sql(sql, [tuple(r.get(c) for c in cols) for r in rows])
+
+    def _bulk_sql(self, table: sa.Table, suffix: str) -> tuple[str, tuple[str, ...]]:
+        key = (table.name, suffix)
+        cached = self._bulk_cache.get(key)
+        if cached is None:
+            cols = tuple(c.name for c in table.columns if not (c.primary_key and c.autoincrement is True))
+            mark = "?" if self.dialect == "sqlite" else "%s"
+            sql = (f"INSERT INTO {table.name} ({', '.join(cols)}) "
+                   f"VALUES ({', '.join([mark] * len(cols))}) {suffix}")
+            cached = self._bulk_cache[key] = (sql, cols)
+        return cached
 
     # -- events -------------------------------------------------------------------------
 

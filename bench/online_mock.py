@@ -1,0 +1,117 @@
+"""Issue 2 benchmarks: the online engine on the mock provider, SQLite store, whole-process wall.
+
+Usage: python bench/online_mock.py [case ...]   (cases: chained, latency, rss, reuse, startup)
+Each case builds a throwaway project under bench/out/, runs the real `agac` command in a
+subprocess and prints one JSON line with its numbers. Results go to docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).parent / "out"
+AGAC = [sys.executable, "-m", "agac.cli.main"]
+
+WORKFLOW = """
+name: bench
+input: {{path: data/}}
+defaults: {{model: mock/bench, max_concurrency: {conc}}}
+actions:
+  - name: classify
+    prompt: "Classify: {{{{ source.text }}}}"
+    schema: {{type: object, properties: {{label: {{enum: [a, b, c]}}}}, required: [label]}}
+  - name: summarize
+    dependencies: [classify]
+    prompt: "Summarize {{{{ source.text }}}} labelled {{{{ classify.label }}}}"
+"""
+
+
+def make_project(name: str, records: int, conc: int = 64) -> Path:
+    root = OUT / name
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "data").mkdir(parents=True)
+    (root / "agac.yml").write_text("")
+    (root / "wf.yml").write_text(WORKFLOW.format(conc=conc))
+    with (root / "data" / "records.jsonl").open("w") as f:
+        for i in range(records):
+            f.write(json.dumps({"id": i, "text": f"record {i} says something about product {i % 97}"}) + "\n")
+    return root
+
+
+def run_agac(root: Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(AGAC + list(args), cwd=root, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0,):
+        raise SystemExit(f"agac {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return {"wall_s": round(wall, 3), "cpu_s": round((after.ru_utime + after.ru_stime)
+                                                      - (before.ru_utime + before.ru_stime), 3),
+            "maxrss_mb": round(after.ru_maxrss / 1024, 1), "stdout": proc.stdout}
+
+
+def case_chained() -> dict:
+    root = make_project("chained", 10_000)
+    r = run_agac(root, "run", "wf.yml", "--json")
+    s = json.loads(r.pop("stdout"))
+    n = sum(a["answered"] for a in s["actions"].values())
+    return {"case": "10k records x 2 chained, mock 0 ms", **r, "record_actions": n,
+            "per_s": round(n / r["wall_s"]), "calls": sum(a["calls"] for a in s["actions"].values()),
+            "target": "<= 4 s"}
+
+
+def case_latency() -> dict:
+    root = make_project("latency", 3_000, conc=64)
+    r = run_agac(root, "run", "wf.yml", "--json", env={"AGAC_MOCK_LATENCY_MS": "50"})
+    s = json.loads(r.pop("stdout"))
+    calls = sum(a["calls"] for a in s["actions"].values())
+    bound = 64 / 0.05
+    return {"case": "3k records x 2, mock 50 ms, max_concurrency 64", **r, "calls": calls,
+            "calls_per_s": round(calls / r["wall_s"]), "bound_per_s": bound,
+            "of_bound": round(calls / r["wall_s"] / bound, 3), "target": ">= 0.80 of bound"}
+
+
+def case_rss() -> dict:
+    root = make_project("rss", 200_000)
+    r = run_agac(root, "run", "wf.yml", "--json")
+    s = json.loads(r.pop("stdout"))
+    return {"case": "200k records x 2, mock 0 ms", **r,
+            "answered": sum(a["answered"] for a in s["actions"].values()), "target": "maxrss <= 300 MB"}
+
+
+def case_reuse() -> dict:
+    root = make_project("reuse", 100_000)
+    first = run_agac(root, "run", "wf.yml", "--json")
+    first.pop("stdout")
+    r = run_agac(root, "run", "wf.yml", "--json")
+    s = json.loads(r.pop("stdout"))
+    return {"case": "100k records x 2, every answer reusable (second run)", **r,
+            "first_run_wall_s": first["wall_s"],
+            "calls": sum(a["calls"] for a in s["actions"].values()),
+            "reused": sum(a["reused"] for a in s["actions"].values()), "target": "<= 5 s, 0 calls"}
+
+
+def case_startup() -> dict:
+    root = make_project("startup", 10)
+    best_version = min(run_agac(root, "--version")["wall_s"] for _ in range(5))
+    best_validate = min(run_agac(root, "validate", "wf.yml")["wall_s"] for _ in range(5))
+    return {"case": "startup (best of 5)", "version_s": best_version, "validate_s": best_validate,
+            "target": "<= 0.4 s each"}
+
+
+CASES = {"chained": case_chained, "latency": case_latency, "rss": case_rss, "reuse": case_reuse,
+         "startup": case_startup}
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(CASES):
+        print(json.dumps(CASES[name]()), flush=True)
