@@ -39,6 +39,11 @@ _KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
           "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer")
 _BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})
 
+#: The window of a ``rate_limit`` rule, in emulator seconds: "a minute". Tests that run
+#: the emulator in-process may shorten it (together with the client's window) to check
+#: a rate limit without waiting minutes.
+RATE_WINDOW_SECONDS = 60.0
+
 
 class RuleError(ValueError):
     """A fault rule that cannot be accepted; the message says which part and why."""
@@ -188,7 +193,8 @@ class FaultBook:
         """Collect the faults firing for one request (or one batch item, ``item_level``).
 
         A firing ``rate_limit`` rule turns into a 429 with ``retry_after`` once more than
-        ``rpm`` matching requests fell within the last 60 s of emulator time.
+        ``rpm`` matching requests fell within the last minute (:data:`RATE_WINDOW_SECONDS`)
+        of emulator time.
         """
         fired = Fired()
         taken: set[str] = set()
@@ -240,11 +246,12 @@ class FaultBook:
     @staticmethod
     def _rate_limited(rule: Rule, now: float) -> dict[str, Any] | None:
         rpm = int(rule.fault["rate_limit"]["rpm"])
-        while rule.window and rule.window[0] <= now - 60:
+        span = RATE_WINDOW_SECONDS
+        while rule.window and rule.window[0] <= now - span:
             rule.window.popleft()
         if len(rule.window) < rpm:
             rule.window.append(now)
             return None
-        wait = max(1, math.ceil(rule.window[0] + 60 - now))
+        wait = max(1, math.ceil(rule.window[0] + span - now))
         return {"http": 429, "retry_after": wait, "code": "rate_limit_exceeded",
                 "rate_limit": {"rpm": rpm}}
