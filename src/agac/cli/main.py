@@ -8,6 +8,7 @@ everything else goes to stderr.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -59,7 +60,26 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _AgacGroup(click.Group):
+    """The ``agac`` group; commands in :attr:`LAZY` are imported on first use.
+
+    The emulator pulls in its web server, which ``agac run`` has no use for; it is
+    still listed by ``agac --help`` and resolved like any other command.
+    """
+
+    LAZY: dict[str, str] = {"emulator": "agac.cli.emulator"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            module = importlib.import_module(self.LAZY[cmd_name])
+            self.add_command(getattr(module, cmd_name))
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_AgacGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agac")
 def cli() -> None:
     """agac runs declarative LLM workflows over record sets, online or through provider
@@ -346,19 +366,7 @@ def store_upgrade(as_json: bool) -> int:
     return 0
 
 
-def _add_emulator() -> None:
-    try:
-        from agac.cli.emulator import emulator
-    except ImportError:  # pragma: no cover - the emulator ships with the package
-        return
-    cli.add_command(emulator)
-
-
-
-
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "emulator":
-        _add_emulator()
     cli(prog_name="agac")
 
 

@@ -141,7 +141,7 @@ def print_session(doc: dict[str, Any]) -> None:
         for t in a["attempts"]:
             click.echo(f"    attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
                        f"{t['input_tokens']}+{t['output_tokens']} tokens"
-                       + (f" - {t['error']}" if t["error"] else ""))
+                       + (f" - {_last_line(t['error'])}" if t["error"] else ""))
         if a.get("output") is not None:
             click.echo(f"    output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
     for e in doc["errors"]:
@@ -149,6 +149,12 @@ def print_session(doc: dict[str, Any]) -> None:
         click.echo(f"  error in {e['action']}: {e['data'].get('reason')}: {e['data'].get('detail')}")
         if tb:
             click.echo("    " + tb.rstrip().replace("\n", "\n    "))
+
+
+def _last_line(text: str) -> str:
+    """A traceback's last line names the exception; the whole one is printed once, under errors."""
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 def print_cost(doc: dict[str, Any]) -> None:
