@@ -141,11 +141,34 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         config_hash=workflow.config_hash, snapshot_id=snapshot.id, fresh=options.fresh,
         options=dumps({"limit": options.limit, "prior": prior}),
     )
+    carried = 0
+    if prior is not None:
+        carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
     store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", {
-        "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior})])
+        "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
+        "carried_outcomes": carried})])
     run = store.get_run(run_id)
     assert run is not None
     return run
+
+
+def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, snapshot_id: str) -> int:
+    """R1 fast path. When the previous final run executed the very same resolved config over
+    the very same input snapshot, every request renders to the same fingerprint, so its
+    outcomes ARE this run's: answers reused, failures carried with the same reason, skips
+    the same. Copied in one statement instead of re-rendering every unit.
+
+    Not carried, and so executed normally: actions that failed as a whole in that run
+    (R1 d, sent again), tool actions with ``cache: false``, and everything downstream of
+    either."""
+    prior_row = store.get_run(prior)
+    if prior_row is None or prior_row.config_hash != workflow.config_hash \
+            or prior_row.snapshot_id != snapshot_id:
+        return 0
+    redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
+    redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
+    redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}
+    return store.carry_run_outcomes(prior, run_id, sorted(redo))
 
 
 def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -354,6 +354,30 @@ class Store:
                 n += len(batch)
         return n
 
+    def carry_run_outcomes(self, src: str, dst: str, skip_actions: Sequence[str]) -> int:
+        """Copy every outcome of run ``src`` into ``dst`` in one statement (R1 fast path):
+        answered units become ``reused``, failures and skips ``carried``."""
+        o = t.outcomes
+        now = time.time()
+        origin = sa.case((o.c.status == "answered", sa.literal("reused")), else_=sa.literal("carried"))
+        sel = sa.select(
+            sa.literal(dst), o.c.action, o.c.unit_key, o.c.seq, o.c.status, o.c.reason, o.c.detail,
+            origin, o.c.fingerprint, o.c.output, sa.literal(0), sa.literal(now),
+        ).where(o.c.run_id == src)
+        if skip_actions:
+            sel = sel.where(o.c.action.not_in(list(skip_actions)))
+        cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
+                "fingerprint", "output", "attempts", "updated_at"]
+        with self._guard("carry outcomes over"), self.engine.begin() as conn:
+            return conn.execute(o.insert().from_select(cols, sel)).rowcount
+
+    def count_outcomes_between(self, run_id: str, lo: int, hi: int) -> int:
+        with self._read() as conn:
+            return int(conn.execute(
+                sa.select(sa.func.count()).select_from(t.outcomes).where(
+                    t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi)
+            ).scalar() or 0)
+
     def get_answers(self, fingerprints: Sequence[str]) -> dict[str, str]:
         """fingerprint -> stored output JSON text, for those that exist."""
         found: dict[str, str] = {}
