@@ -3,18 +3,28 @@
 Each function finds the project (from ``project`` or the working directory), opens
 the store, does one thing and returns plain data (dicts, lists, iterators), so tests
 and notebooks drive agac exactly as the CLI does.
+
+The store, the engine and SQLAlchemy are imported by the calls that use them, not at
+module import: ``agac validate`` never touches the store and must start fast.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
 from agac.config.project import Project, find_project, store_url
 from agac.errors import UsageError
-from agac.store.repository import Store, loads
+
+if TYPE_CHECKING:
+    from agac.store.repository import Store
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 __all__ = [
     "cost",
@@ -41,6 +51,8 @@ def _project(project: Project | Path | str | None) -> Project:
 
 def open_store(project: Project | None = None) -> Store:
     """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (DESIGN §4)."""
+    from agac.store.repository import Store
+
     return Store(store_url(_project(project)))
 
 
