@@ -8,7 +8,8 @@ timeout), and the advisory lock that serializes migrations on PostgreSQL.
 
 from __future__ import annotations
 
-import os
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,21 +101,42 @@ def upgrade(engine: Engine, *, force: bool = False) -> str:
     try:
         if not force and current_revision(engine) == HEAD_REVISION:
             return HEAD_REVISION
-        from alembic import command
-        from alembic.config import Config
-
-        cfg = Config()
-        cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
-        with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
-        return HEAD_REVISION
+        with _sqlite_file_lock(engine):
+            if not force and current_revision(engine) == HEAD_REVISION:
+                return HEAD_REVISION  # another process migrated while we waited
+            return _run_alembic(engine)
     except sa.exc.SQLAlchemyError as exc:
         raise StoreError(f"cannot migrate the store: {exc}") from exc
 
 
-def sqlite_path_from_env(root: Path) -> str:
-    """The default store URL under a project root."""
-    return os.environ.get("AGAC_STORE") or f"sqlite:///{root / '.agac' / 'agac.db'}"
+@contextlib.contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    """Serialize first-use migrations of one SQLite file across processes (PostgreSQL
+    uses an advisory lock inside the migration transaction instead)."""
+    path = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not path or path == ":memory:":
+        yield
+        return
+    import fcntl
+
+    with open(f"{path}.migrate-lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_alembic(engine: Engine) -> str:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    return HEAD_REVISION
+

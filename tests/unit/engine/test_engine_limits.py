@@ -1,0 +1,59 @@
+"""Rate limits and backoff (DESIGN §5): the window is shortened so tests run in ms."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agac.engine.limits import RateLimiter, backoff_delay, estimate_tokens
+
+
+def test_rpm_limit_spreads_calls_over_the_window() -> None:
+    async def go() -> list[float]:
+        limiter = RateLimiter(rpm=5, tpm=None)
+        limiter.WINDOW = 0.3
+        stamps = []
+        for _ in range(12):
+            await limiter.acquire(1)
+            stamps.append(time.monotonic())
+        return stamps
+
+    stamps = asyncio.run(go())
+    for i in range(5, 12):
+        assert stamps[i] - stamps[i - 5] >= 0.29  # never more than 5 in any window
+
+
+def test_tpm_limit_waits_for_tokens_and_settles_actual_usage() -> None:
+    async def go() -> float:
+        limiter = RateLimiter(rpm=None, tpm=100)
+        limiter.WINDOW = 0.3
+        await limiter.acquire(80)
+        limiter.settle(80, 30)  # the provider reported less than the estimate
+        t0 = time.monotonic()
+        await limiter.acquire(60)  # the window holds 30 tokens, so 60 more fit at once
+        return time.monotonic() - t0
+
+    assert asyncio.run(go()) < 0.1
+
+
+def test_unlimited_limiter_never_waits() -> None:
+    limiter = RateLimiter(None, None)
+    assert not limiter.active
+    assert asyncio.run(limiter.acquire(10**9)) == 0.0
+
+
+@given(st.integers(min_value=1, max_value=30), st.floats(min_value=0.001, max_value=5),
+       st.floats(min_value=1, max_value=120))
+def test_backoff_is_bounded_and_jittered(attempt: int, initial: float, maximum: float) -> None:
+    d = backoff_delay(attempt, initial=initial, maximum=maximum, multiplier=2.0, jitter=True)
+    top = min(maximum, initial * 2 ** (attempt - 1))
+    assert top / 2 <= d <= top
+
+
+def test_token_estimate_without_a_tokenizer() -> None:
+    assert estimate_tokens(0) == 0
+    assert estimate_tokens(1) == 1
+    assert estimate_tokens(400) == 100
