@@ -18,7 +18,7 @@ ESC = "\x1b"
 
 
 def _first_record(qs: Quickstart) -> dict[str, object]:
-    path = sorted((qs.root / "data").rglob("*.jsonl"))[0]
+    path = min((qs.root / "data").rglob("*.jsonl"))
     return json.loads(path.read_text(encoding="utf-8").splitlines()[0])  # type: ignore[no-any-return]
 
 

@@ -12,7 +12,7 @@ import importlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -67,7 +67,7 @@ class _AgacGroup(click.Group):
     still listed by ``agac --help`` and resolved like any other command.
     """
 
-    LAZY: dict[str, str] = {"emulator": "agac.cli.emulator"}
+    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

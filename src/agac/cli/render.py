@@ -41,7 +41,13 @@ class ProgressView:
 
     def _rich(self, progress: Any) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         console = Console(stderr=True)
         with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
