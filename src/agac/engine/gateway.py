@@ -118,8 +118,9 @@ class StoreGateway:
         return fut
 
     async def flush(self) -> None:
-        if self._writes or self._lookups or self._tool_lookups:
-            await self.commit()
+        """Wait until everything queued so far is durable, including a group the writer
+        is writing right now: an empty commit queued behind it completes only after it."""
+        await self.commit()
 
     # -- batched lookups ------------------------------------------------------------------
 
