@@ -56,7 +56,7 @@ KINDS = frozenset({"llm", "tool"})
 FUTURE_KINDS = frozenset({"join"})
 
 RUN_MODES = ("online", "batch")
-AVAILABLE_RUN_MODES = frozenset({"online"})
+AVAILABLE_RUN_MODES = frozenset({"online", "batch"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
 RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",

@@ -20,6 +20,7 @@ from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, run_unit
 from agac.errors import LeaseLost, StoreError
 from agac.providers.base import Request, Response, fingerprint_of
+from agac.store.batches import OPEN_BATCH_STATES, staged_key
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class Executor:
         prior_run_id: str | None = None,
         prior_failed_actions: frozenset[str] = frozenset(),
         progress: Progress | None = None,
+        provider_options: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
         self.workflow = workflow
@@ -99,6 +101,12 @@ class Executor:
         self.progress = progress or Progress([a.name for a in workflow.actions], total)
         self.inflight: dict[str, asyncio.Future[Any]] = {}
         self.prefetched: dict[tuple[str, str], tuple[Any, str, str, str | None]] = {}
+        self.provider_options = provider_options or {}
+        self.batch: Any = None
+        """The run's BatchCoordinator when it has batch actions (set by the run)."""
+        self.batch_items: dict[tuple[str, str], list[Any]] = {}
+        self.refused_actions: set[str] = set()
+        self.waiting: list[str] = []
         self.stopping = False
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
 
@@ -154,13 +162,66 @@ class Executor:
         for (action, _), settled in existing.items():
             self.progress.bump(action, settled.status)
         await self._prefetch_roots(records, existing)
+        await self._prefetch_batch_items(records)
         done = await asyncio.gather(*(self._record(r, existing) for r in records))
         for key in prior:
             self._carried.pop(key, None)
         for rt in self.runtimes:
             for r in records:
                 self.prefetched.pop((rt.name, r.key), None)
+                self.batch_items.pop((rt.name, r.key), None)
         return all(done)
+
+    async def _prefetch_batch_items(self, records: list[Any]) -> None:
+        if self.batch is None:
+            return
+        keys = [r.key for r in records]
+        for rt in self.batch.batch_rts:
+            rows = await self.gateway.call(self.store.unit_items, self.workflow.name, rt.name, keys)
+            for row in rows:
+                self.batch_items.setdefault((rt.name, row.unit_key), []).append(row)
+
+    # -- batch units ------------------------------------------------------------------------
+
+    def _items(self, rt: ActionRuntime, key: str, fp: str) -> list[Any]:
+        return sorted((i for i in self.batch_items.get((rt.name, key), []) if i.fingerprint == fp),
+                      key=lambda i: i.attempt)
+
+    def batch_answer_is_ours(self, rt: ActionRuntime, rec: Any, fp: str) -> bool:
+        return any(i.status == "succeeded" and i.collected_by == self.run_id
+                   for i in self._items(rt, rec.key, fp))
+
+    def batch_origin(self, rt: ActionRuntime, rec: Any, fp: str) -> tuple[str, int]:
+        """('call', attempts) when this run paid for the batch answer, else ('reused', 0)."""
+        mine = [i for i in self._items(rt, rec.key, fp) if i.batch_run == self.run_id]
+        if any(i.status == "succeeded" for i in mine):
+            return "call", len(mine)
+        return "reused", 0
+
+    async def batch_unit(self, rt: ActionRuntime, rec: Any, request_json: str, fp: str) -> Settled | None:
+        """A batch action's unit that has no answer: settle it from its items read in this
+        run, or leave it pending in a batch that is out (adopted, B0), or stage it."""
+        items = self._items(rt, rec.key, fp)
+        staged_here = f"staged:{self.run_id}:"
+        if any(i.batch_key.startswith(staged_here) for i in items):
+            return None
+        if any(i.batch_state in OPEN_BATCH_STATES and i.status == "pending" for i in items):
+            return None
+        read_here = [i for i in items if i.collected_by == self.run_id]
+        if read_here:
+            last = read_here[-1]
+            if last.status == "failed":
+                return await self.settle(rt, rec, "failed", last.reason, last.detail, origin="call",
+                                         fingerprint=fp, attempts=len(read_here))
+        attempt = len(read_here) + 1
+        self.gateway.commit_nowait(batch_items=[{
+            "batch_key": staged_key(self.run_id, rt.name, rec.file),
+            "custom_id": f"r{rec.seq}a{attempt}", "workflow": self.workflow.name,
+            "action": rt.name, "unit_key": rec.key, "file": rec.file, "fingerprint": fp,
+            "attempt": attempt, "request": request_json, "status": "pending", "reason": None,
+            "detail": None,
+        }])
+        return None
 
     async def _prefetch_roots(self, records: list[Any], existing: dict[tuple[str, str], Settled]) -> None:
         """Render the requests of actions that read only the record (no dependencies) for a

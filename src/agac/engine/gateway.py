@@ -196,7 +196,8 @@ class StoreGateway:
         tool_found = self.store.get_tool_results(tools) if tools else {}
         if writes:
             merged: dict[str, list[dict[str, Any]]] = {
-                "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": []
+                "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
+                "batch_items": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
+from agac.engine.batch import BatchCoordinator, is_batched
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.engine.executor import Executor, Progress, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
@@ -185,9 +186,16 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
     try:
         workflow = Workflow.from_snapshot(loads(run.config))
         store.update_run(run.id, state="running")
-        interrupted = asyncio.run(_execute(project, store, run, workflow, lease, options))
-        if not interrupted:
+        outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
+        notes = list(notes or []) + waiting
+        interrupted = outcome == "interrupted"
+        if outcome == "complete":
             finalize(store, run.id)
+        elif outcome == "paused":
+            store.update_run(run.id, state="waiting")
+        elif outcome == "failed_with_batches_out":
+            close_run(store, store.get_run(run.id), "failed",
+                      "an action failed as a whole; batches accepted for other files stay out (B0)")
     finally:
         try:
             store.release_lease(lease.name, lease.token)
@@ -199,8 +207,9 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
 
 
 async def _execute(project: Project, store: Store, run: Row, workflow: Workflow, lease: Lease,
-                   options: RunOptions) -> bool:
-    """Run every shard; True when interrupted (Ctrl-C) before every unit settled."""
+                   options: RunOptions) -> tuple[str, list[str]]:
+    """Run until every unit settled (``complete``), the run waits on batches (``paused``),
+    or it was interrupted (``interrupted``, Ctrl-C); with what it waits on."""
     llm_providers = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
     providers = open_providers(llm_providers, project.config)
     info = store.snapshot_info(run.snapshot_id)
@@ -220,26 +229,54 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
         prices=PriceTable(_price_overrides(project)), root=project.root,
         snapshot_files=loads(info.files), fresh=bool(run.fresh), prior_run_id=prior,
         prior_failed_actions=prior_failed, progress=progress,
+        provider_options=dict(project.config.providers) if project.config else {},
     )
+    executor.snapshot_id = run.snapshot_id
+    if any(is_batched(rt) for rt in executor.runtimes):
+        executor.batch = BatchCoordinator(executor)
     if options.on_start:
         options.on_start(progress, executor)
     restore = _install_interrupt(executor) if options.handle_signals else None
     try:
         await executor.event("run_started", pid=os.getpid(), host=socket.gethostname())
-        complete = await executor.execute(run.snapshot_id)
+        outcome = await _passes(executor, options)
         for rt in executor.runtimes:
             if rt.stopped:
                 await gateway.call(store.set_action_state, run.id, rt.name, "failed", rt.stopped)
-        if not complete:
+        if outcome == "interrupted":
             await executor.event("run_interrupted")
         await gateway.flush()
-        return not complete
+        return outcome, list(executor.waiting)
     finally:
         if restore:
             restore()
         await gateway.close()
         for p in providers.values():
             await p.aclose()
+
+
+async def _passes(executor: Executor, options: RunOptions) -> str:
+    """Online passes and batch steps until nothing moves (see engine/batch.py)."""
+    while True:
+        complete = await executor.execute(executor.snapshot_id or "")
+        if complete:
+            return "complete"
+        if executor.stopping:
+            return "interrupted"
+        if executor.batch is None:
+            return "interrupted"
+        await executor.gateway.flush()
+        report = await executor.batch.step()
+        if report.progressed:
+            continue
+        if executor.refused_actions:
+            return "failed_with_batches_out"
+        for line in report.waiting:
+            await executor.event("waiting", reason="batch", detail=line)
+        executor.waiting = report.waiting
+        if not options.wait:
+            return "paused"
+        await asyncio.sleep(report.poll_interval)
 
 
 def _price_overrides(project: Project) -> dict[str, Any]:
@@ -300,24 +337,46 @@ def finalize(store: Store, run_id: str) -> str:
 
 
 def close_run(store: Store, run: Row, state: str, why: str) -> None:
-    """End a non-final run now: every unit without an outcome is skipped ``cancelled``."""
+    """End a non-final run now: every unit without an outcome is skipped — ``batch_outstanding``
+    when it waits on a batch that is still out (the next run adopts it, B0), as do the
+    units downstream of it; ``cancelled`` otherwise."""
     info = store.snapshot_info(run.snapshot_id)
     config = loads(run.config)
     names = [a["name"] for a in config["actions"]]
+    ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
     now = time.time()
     for lo, hi in shard_ranges(loads(info.files) if info else []):
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
-        rows = [
-            {"run_id": run.id, "action": a, "unit_key": r.key, "seq": r.seq, "status": "skipped",
-             "reason": "cancelled", "detail": why, "origin": "call", "fingerprint": None,
-             "output": None, "attempts": 0, "updated_at": now}
-            for r in store.iter_records(run.snapshot_id, lo, hi) for a in names
-            if (a, r.key) not in have
-        ]
+        records = list(store.iter_records(run.snapshot_id, lo, hi))
+        out = _units_in_open_batches(store, run.workflow, names, [r.key for r in records])
+        rows = []
+        for r in records:
+            waiting = {a for a in names if (a, r.key) in out}
+            for a in names:
+                if (a, r.key) in have:
+                    continue
+                outstanding = a in waiting or bool(ancestors[a] & waiting)
+                rows.append({"run_id": run.id, "action": a, "unit_key": r.key, "seq": r.seq,
+                             "status": "skipped",
+                             "reason": "batch_outstanding" if outstanding else "cancelled",
+                             "detail": why, "origin": "call", "fingerprint": None, "output": None,
+                             "attempts": 0, "updated_at": now})
         if rows:
             store.checkpoint(lease=None, outcomes=rows)
     store.end_run(run.id, state, why)
     store.checkpoint(lease=None, events=[_event(run.id, "run_ended", {"state": state, "why": why})])
+
+
+def _units_in_open_batches(store: Store, workflow: str, actions: list[str], keys: list[str]
+                           ) -> set[tuple[str, str]]:
+    from agac.store.batches import OPEN_BATCH_STATES
+
+    out: set[tuple[str, str]] = set()
+    for a in actions:
+        for item in store.unit_items(workflow, a, keys):
+            if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
+                out.add((a, item.unit_key))
+    return out
 
 
 # -- retry (R2) ----------------------------------------------------------------------------

@@ -39,10 +39,16 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
         entry = actions.get(row.action)
         if entry is None:
             continue
-        key = "tool_calls" if row.kind == "tool" else "calls"
-        entry[key] += row.calls
+        if row.kind == "tool":
+            entry["tool_calls"] += row.calls
+        elif row.tier != "batch":  # batch items are counted as sent, below
+            entry["calls"] += row.calls
         entry["cost_usd"] += float(row.cost_usd or 0.0)
         cost += float(row.cost_usd or 0.0)
+    for name, counts in store.batch_counts(run.id, run.workflow).items():
+        if name in actions:
+            actions[name]["calls"] += counts["sent"]
+            actions[name]["batches_out"] = counts["out"]
     for entry in actions.values():
         settled = entry["answered"] + entry["failed"] + entry["skipped"]
         entry["pending"] = max(entry["records"] - settled, 0)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.context import ToolContext
+from agac.engine.batch import is_batched
 from agac.engine.limits import backoff_delay, estimate_tokens
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.prompt.render import RenderError, render
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.executor import Executor
 
-__all__ = ["Settled", "Stopped", "build_request", "run_unit"]
+__all__ = ["Fail", "Settled", "Stopped", "accept_response", "build_request", "response_dict", "run_unit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class Settled:
     output: Any = None
 
 
-class _Fail(Exception):
+class Fail(Exception):
     def __init__(self, reason: str, detail: str, *, retry: bool, feedback: str | None = None):
         super().__init__(detail)
         self.reason = reason
@@ -131,10 +132,15 @@ async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, An
     carried = ex.carried_failure(rt.name, rec.key, fp)
     if carried is not None:
         return await ex.settle(rt, rec, "failed", carried[0], carried[1], origin="carried", fingerprint=fp)
-    if not ex.fresh:
-        if stored is not None:
-            return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin="reused",
-                                   fingerprint=fp, output_json=stored)
+    batched = ex.batch is not None and is_batched(rt)
+    if ex.fresh and batched and ex.batch_answer_is_ours(rt, rec, fp):
+        stored = await ex.gateway.lookup_answer(fp)  # --fresh still reads its own batches
+    if stored is not None:
+        origin, attempts = ex.batch_origin(rt, rec, fp) if batched else ("reused", 0)
+        return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin=origin,
+                               fingerprint=fp, output_json=stored, attempts=attempts)
+    if batched:
+        return await ex.batch_unit(rt, rec, request_json, fp)
     shared = ex.inflight.get(fp)
     if shared is not None:
         status, reason, detail, output = await asyncio.shield(shared)
@@ -197,8 +203,8 @@ async def _call_with_retries(
                 delay = _backoff(spec, attempt)
             else:
                 try:
-                    output = _accept(rt, response)
-                except _Fail as fail:
+                    output = accept_response(rt, response)
+                except Fail as fail:
                     await ex.record_call(rt, rec, attempt, current, response, fail, started, fp)
                     if not fail.retry or attempt >= spec.max_attempts:
                         return await _final(ex, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
@@ -211,7 +217,7 @@ async def _call_with_retries(
                     "provider": request.provider,
                     "model": request.model,
                     "request": request_json,
-                    "response": dumps(_response_dict(response)),
+                    "response": dumps(response_dict(response)),
                     "output": output_json,
                     "created_at": time.time(),
                 }
@@ -243,14 +249,14 @@ def _backoff(spec: Any, attempt: int) -> float:
     )
 
 
-def _accept(rt: ActionRuntime, response: Response) -> Any:
-    """The unit's output from a response, or _Fail with the reason (DESIGN §5, §7.2)."""
+def accept_response(rt: ActionRuntime, response: Response) -> Any:
+    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2)."""
     if response.stop_reason == "refusal":
-        raise _Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
+        raise Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
     if response.stop_reason == "content_filter":
-        raise _Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
+        raise Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
     if response.stop_reason == "max_tokens":
-        raise _Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
+        raise Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
                     feedback="Your previous answer was cut off at the token limit. Answer again, "
                              "shorter, complete and within the limit.")
     if rt.validator is None:
@@ -260,14 +266,14 @@ def _accept(rt: ActionRuntime, response: Response) -> Any:
         try:
             value = json.loads(_strip_fences(response.text))
         except ValueError as exc:
-            raise _Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
+            raise Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
                         feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
                                  "with only a JSON value that matches the schema.") from exc
     errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
     if errors:
         where = "/".join(str(p) for p in errors[0].path) or "(root)"
         msg = f"{where}: {errors[0].message}"
-        raise _Fail("schema_invalid", f"the answer does not match the schema: {msg}", retry=True,
+        raise Fail("schema_invalid", f"the answer does not match the schema: {msg}", retry=True,
                     feedback=f"Your previous answer did not match the JSON schema: {msg}. Answer "
                              "again with only JSON that matches the schema.")
     return value
@@ -282,7 +288,7 @@ def _strip_fences(text: str) -> str:
     return s
 
 
-def _reprompt(request: Request, response: Response, fail: _Fail) -> Request:
+def _reprompt(request: Request, response: Response, fail: Fail) -> Request:
     """The original request plus the bad answer and what was wrong with it."""
     messages = request.messages + (
         Message("assistant", response.text),
@@ -295,7 +301,7 @@ def _reprompt(request: Request, response: Response, fail: _Fail) -> Request:
     )
 
 
-def _response_dict(r: Response) -> dict[str, Any]:
+def response_dict(r: Response) -> dict[str, Any]:
     return {
         "text": r.text, "model": r.model, "stop_reason": r.stop_reason,
         "usage": r.usage.to_dict(), "service_tier": r.service_tier,
@@ -333,7 +339,7 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
             try:
                 value = await _invoke(rt.function, json.loads(inputs_json), ctx)
                 output = _tool_output(rt, value)
-            except _Fail as fail:
+            except Fail as fail:
                 await ex.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
                 return await _tool_final(ex, rt, rec, "failed", fail.reason, fail.detail, None, input_hash, attempt)
             except Exception as exc:  # noqa: BLE001 - a raising tool fails its unit only
@@ -368,12 +374,12 @@ def _tool_output(rt: ActionRuntime, value: Any) -> Any:
     try:
         text = json.dumps(value)
     except (TypeError, ValueError) as exc:
-        raise _Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
+        raise Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
     value = json.loads(text)
     if rt.validator is not None:
         errors = list(rt.validator.iter_errors(value))
         if errors:
-            raise _Fail("schema_invalid", f"the tool's value does not match the schema: {errors[0].message}",
+            raise Fail("schema_invalid", f"the tool's value does not match the schema: {errors[0].message}",
                         retry=False)
     return value
 

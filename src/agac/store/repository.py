@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store import tables as t
+from agac.store.batches import BatchRepository
 from agac.store.database import create_store_engine, upgrade
 
 __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
@@ -34,7 +35,7 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-class Store:
+class Store(BatchRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
@@ -371,6 +372,14 @@ class Store:
         with self._guard("carry outcomes over"), self.engine.begin() as conn:
             return conn.execute(o.insert().from_select(cols, sel)).rowcount
 
+    def count_action_outcomes_between(self, run_id: str, action: str, lo: int, hi: int) -> int:
+        o = t.outcomes
+        with self._read() as conn:
+            return int(conn.execute(
+                sa.select(sa.func.count()).select_from(o).where(
+                    o.c.run_id == run_id, o.c.action == action, o.c.seq >= lo, o.c.seq < hi)
+            ).scalar() or 0)
+
     def count_outcomes_between(self, run_id: str, lo: int, hi: int) -> int:
         with self._read() as conn:
             return int(conn.execute(
@@ -421,6 +430,7 @@ class Store:
         tool_results: Sequence[dict[str, Any]] = (),
         usage: Sequence[dict[str, Any]] = (),
         events: Sequence[dict[str, Any]] = (),
+        batch_items: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write one group of progress atomically, after checking the fencing token."""
         with self._guard("write a checkpoint"), self.engine.begin() as conn:
@@ -431,6 +441,7 @@ class Store:
             self._bulk(conn, t.usage, usage)
             self._bulk(conn, t.outcomes, outcomes)
             self._bulk(conn, t.events, events)
+            self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
 
     def _bulk(
         self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], suffix: str = ""

@@ -156,3 +156,48 @@ leases = sa.Table(
     sa.Column("token", sa.Integer, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
 )
+
+# -- batch mode (migration 0002) --------------------------------------------------------
+
+batches = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("workflow", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("file", sa.Text, nullable=False),
+    sa.Column("part", sa.Integer, nullable=False),
+    sa.Column("provider", sa.String(64), nullable=False),
+    sa.Column("provider_batch_id", sa.Text, nullable=True),
+    sa.Column("state", sa.String(20), nullable=False),
+    sa.Column("raw_status", sa.String(64), nullable=True),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("collected_by", sa.String(32), nullable=True),
+    sa.Column("request_count", sa.Integer, nullable=False),
+    sa.Column("meta", sa.Text, nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("submitted_at", sa.Float, nullable=True),
+    sa.Column("ended_at", sa.Float, nullable=True),
+    sa.Column("deadline_at", sa.Float, nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_batches_workflow", batches.c.workflow, batches.c.action, batches.c.state)
+
+batch_items = sa.Table(
+    "batch_items",
+    metadata,
+    sa.Column("batch_key", sa.String(160), primary_key=True),
+    sa.Column("custom_id", sa.String(64), primary_key=True),
+    sa.Column("workflow", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("unit_key", sa.Text, nullable=False),
+    sa.Column("file", sa.Text, nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("request", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.String(40), nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+)
+sa.Index("ix_batch_items_unit", batch_items.c.workflow, batch_items.c.action, batch_items.c.unit_key)
