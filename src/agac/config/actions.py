@@ -34,13 +34,25 @@ from agac.config.values import (
     read_str_list,
 )
 
-__all__ = ["BATCH_DEFAULTS", "RawAction", "action_fields", "merge_action", "split_model"]
+__all__ = [
+    "BATCH_DEFAULTS",
+    "PER_RUN",
+    "RawAction",
+    "action_fields",
+    "merge_action",
+    "resolved_run_mode",
+    "split_model",
+]
 
 BATCH_DEFAULTS = {"poll_interval": 300.0, "batch_deadline": 25 * 3600.0}
 """Batch tuning for a batch action that sets none (DESIGN B11)."""
 
 CLI = ("--run-mode",)
 """Origin marker of a value that came from the run's ``--run-mode``."""
+
+PER_RUN = {"run_mode": CLI, "poll_interval": ("--poll-interval",),
+           "batch_deadline": ("--batch-deadline",)}
+"""Origin marker of each value a run can set for itself (``agac run --…``)."""
 
 
 @dataclass
@@ -58,14 +70,23 @@ class RawAction:
     origins: dict[str, Path] = field(default_factory=dict)
 
     def origin(self, key: str) -> Path:
+        """Where ``key`` was written; the action itself for a value set by the run."""
         where = self.origins.get(key, self.path)
-        return self.path if where == CLI else where
+        return self.path if where in PER_RUN.values() else where
+
+    def set_by_run(self, key: str) -> bool:
+        return self.origins.get(key) == PER_RUN[key]
 
 
-def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None) -> None:
-    """Fill ``raw.values``: the action's own keys, else ``run_mode`` (llm actions only),
-    else ``defaults`` that apply to its kind; batch tuning from defaults only when the
-    action ends up batched."""
+def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
+                 tuning: dict[str, float] | None = None) -> None:
+    """Fill ``raw.values``: the action's own keys, else the run's ``run_mode`` (llm
+    actions only), else ``defaults`` that apply to its kind.
+
+    Batch tuning fills only an action that ends up batched: its own value, else the
+    run's ``tuning`` (seconds, already checked), else the one in ``defaults``.
+    """
+    tuning = tuning or {}
     llm = raw.kind == "llm"
     for key, value in defaults.items():
         if key in raw.own or (key in LLM_ONLY_KEYS and not llm) or key in BATCH_TUNING_KEYS:
@@ -76,8 +97,11 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None)
     for key, value in raw.own.items():
         raw.values[key], raw.origins[key] = value, raw.path + (key,)
     if llm and resolved_run_mode(raw.values.get("run_mode")) == "batch":
-        for key in BATCH_TUNING_KEYS & defaults.keys() - raw.own.keys():
-            raw.values[key], raw.origins[key] = defaults[key], ("defaults", key)
+        for key in BATCH_TUNING_KEYS - raw.own.keys():
+            if key in tuning:
+                raw.values[key], raw.origins[key] = tuning[key], PER_RUN[key]
+            elif key in defaults:
+                raw.values[key], raw.origins[key] = defaults[key], ("defaults", key)
 
 
 def resolved_run_mode(value: Any) -> str | None:
@@ -167,7 +191,9 @@ def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
     codes = {"poll_interval": "invalid_poll_interval", "batch_deadline": "invalid_batch_deadline"}
     out: dict[str, Any] = {"poll_interval": None, "batch_deadline": None}
     for key, code in codes.items():
-        if key in raw.values:
+        if raw.set_by_run(key):
+            out[key] = raw.values[key]
+        elif key in raw.values:
             out[key] = read_duration(f, raw.values[key], raw.origin(key), code=code)
         if key in raw.own and mode == "online":
             f.error("tuning_without_batch", f"{key} is set on action {raw.name!r}, whose "

@@ -3,20 +3,22 @@
 ``load_workflow`` returns the resolved :class:`~agac.config.model.Workflow` or raises
 ConfigError carrying every error at once; ``validate_workflow`` returns the workflow
 (or None) with every error and warning and never raises for a bad configuration. The
-per-run ``run_mode`` (``agac run --run-mode``) is merged before validation, so what is
-validated is exactly what would run.
+run's own settings (``agac run --run-mode/--poll-interval/--batch-deadline``) are merged
+before validation, so what is validated is exactly what would run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agac.config.actions import RawAction, action_fields, merge_action
+from agac.config.actions import PER_RUN, RawAction, action_fields, merge_action, resolved_run_mode
+from agac.config.durations import DURATION_FORMAT, parse_duration
 from agac.config.environment import check_environment
 from agac.config.graph import order_actions
 from agac.config.keys import (
@@ -49,15 +51,20 @@ __all__ = [
 ]
 
 PriceLookup = Callable[[str], bool]
+RunDuration = str | int | float | None
+"""A per-run duration: seconds, or a duration string (``5m``)."""
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv"}
 _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 
 
 def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
+                  poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                   price_lookup: PriceLookup | None = None) -> Workflow:
     """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
     workflow, problems = validate_workflow(ref, project, run_mode=run_mode,
+                                           poll_interval=poll_interval,
+                                           batch_deadline=batch_deadline,
                                            price_lookup=price_lookup)
     if workflow is None:
         raise ConfigError(problems=[p for p in problems if p.severity == "error"])
@@ -65,9 +72,15 @@ def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = N
 
 
 def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
+                      poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                       price_lookup: PriceLookup | None = None, check_credentials: bool = True,
                       ) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
+
+    ``run_mode``, ``poll_interval`` and ``batch_deadline`` are the run's own settings
+    (``agac run --run-mode/--poll-interval/--batch-deadline``): seconds or a duration
+    string for the tuning. They fill the actions as DESIGN §3 says and are checked like
+    written values; the resolved actions record what the run will use.
 
     ``price_lookup(model)`` tells whether the engine's price table knows a model; a
     model it does not know is the warning ``unknown_price``.
@@ -81,12 +94,38 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     except UnicodeDecodeError as exc:
         return None, [Problem("yaml_syntax", f"not UTF-8 text: {exc}", str(ref), 0)]
     f = Findings(doc)
-    workflow = _Builder(f, doc, path, project, run_mode).build(
+    tuning = _run_tuning(f, {"poll_interval": poll_interval, "batch_deadline": batch_deadline})
+    workflow = _Builder(f, doc, path, project, run_mode, tuning).build(
         hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
     if any(p.severity == "error" for p in problems):
         workflow = None
     return workflow, problems
+
+
+def _run_tuning(f: Findings, given: dict[str, RunDuration]) -> dict[str, float]:
+    """The run's batch tuning in seconds; ``invalid_poll_interval`` /
+    ``invalid_batch_deadline`` (line 0: not in the file) for a value that is not a
+    positive duration."""
+    tuning = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        flag = PER_RUN[key][0]
+        try:
+            tuning[key] = _positive_seconds(value)
+        except ValueError as exc:
+            f.error(f"invalid_{key}", f"{flag}: {exc}", (flag,), line=0,
+                    hint=f"{flag} takes {DURATION_FORMAT}")
+    return tuning
+
+
+def _positive_seconds(value: str | float) -> float:
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{value!r} must be a positive number of seconds")
+        return value
+    return parse_duration(value, positive=True)
 
 
 def workflow_problems_json(problems: list[Problem]) -> dict[str, Any]:
@@ -153,8 +192,9 @@ class _Builder:
     """One validation pass over one document."""
 
     def __init__(self, f: Findings, doc: Located, path: Path, project: Project,
-                 run_mode: str | None) -> None:
-        self.f, self.doc, self.path, self.project, self.run_mode = f, doc, path, project, run_mode
+                 run_mode: str | None, tuning: dict[str, float]) -> None:
+        self.f, self.doc, self.path, self.project = f, doc, path, project
+        self.run_mode, self.tuning = run_mode, tuning
 
     def build(self, source_hash: str, price_lookup: PriceLookup | None,
               check_credentials: bool) -> Workflow | None:
@@ -173,6 +213,7 @@ class _Builder:
         input_spec = self._input(data)
         defaults = self._defaults(data)
         raws = self._actions(data, defaults)
+        self._unused_tuning(raws)
         actions = self._resolve(raws, price_lookup, check_credentials)
         if f.errors or actions is None or input_spec is None or name is None:
             return None
@@ -244,9 +285,22 @@ class _Builder:
         for index, item in enumerate(items):
             raw = self._action(index, item)
             if raw is not None:
-                merge_action(raw, defaults, self.run_mode)
+                merge_action(raw, defaults, self.run_mode, self.tuning)
                 raws.append(raw)
         return raws
+
+    def _unused_tuning(self, raws: list[RawAction]) -> None:
+        """Warn when the run's tuning fills nothing: no action ends up batched."""
+        if not self.tuning or any(
+            r.kind == "llm" and resolved_run_mode(r.values.get("run_mode")) == "batch"
+            for r in raws
+        ):
+            return
+        for key in self.tuning:
+            flag = PER_RUN[key][0]
+            self.f.warn("tuning_without_batch", f"{flag} is given, but no action of this "
+                        "workflow runs in batch mode", (flag,), line=0,
+                        hint="it fills batch actions only; add --run-mode batch or drop it")
 
     def _action(self, index: int, item: Any) -> RawAction | None:
         f, path = self.f, ("actions", index)

@@ -91,18 +91,19 @@ actions:
   - {name: a, prompt: x, poll_interval: 5m}
   - {name: b, prompt: x, run_mode: online}
 """
+    # a takes the run's batch mode, so its own tuning is legal; b keeps its own mode
     checked = wf.check(text, run_mode="batch")
-    # a takes the run's batch mode: its tuning is legal, but batch is not available yet
-    assert "tuning_without_batch" not in checked.codes()
-    p = checked.one("not_available_yet")
-    assert p.line == 4 and "--run-mode" in p.message
+    assert checked.problems == [], [p.render() for p in checked.problems]
+    assert checked.workflow is not None
+    a, b = checked.workflow.actions
+    assert (a.run_mode, a.poll_interval, a.batch_deadline) == ("batch", 300.0, 90000.0)
+    assert (b.run_mode, b.poll_interval) == ("online", None)
+    # without it, a's tuning is written on an online action
+    assert wf.check(text).codes() == ["tuning_without_batch"]
     assert wf.check(text, run_mode="sideways").codes() == ["unsupported_run_mode"] * 1
 
 
-def test_batch_resolution_fills_tuning(wf, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agac.config import actions, keys
-
-    monkeypatch.setattr(actions, "AVAILABLE_RUN_MODES", keys.RUN_MODES)
+def test_batch_resolution_fills_tuning(wf) -> None:
     text = """
 input: {path: x}
 defaults: {model: mock/m, poll_interval: 1m, run_mode: BATCH}
@@ -118,6 +119,54 @@ actions:
     assert (a.run_mode, a.poll_interval, a.batch_deadline) == ("batch", 60.0, 90000.0)
     assert (b.poll_interval, b.batch_deadline) == (60.0, 10800.0)
     assert (c.run_mode, c.poll_interval, c.batch_deadline) == ("online", None, None)
+
+
+TUNED = """
+input: {path: x}
+defaults: {model: mock/m, poll_interval: 1m}
+actions:
+  - {name: a, prompt: x}
+  - {name: b, prompt: x, batch_deadline: 3h}
+  - {name: c, prompt: x, run_mode: online}
+"""
+
+
+def test_per_run_tuning_fills_batched_actions_only(wf) -> None:
+    checked = wf.check(TUNED, run_mode="batch", poll_interval="10s", batch_deadline=7200.0)
+    assert checked.problems == [], [p.render() for p in checked.problems]
+    assert checked.workflow is not None
+    a, b, c = checked.workflow.actions
+    # the run's tuning wins over defaults, the action's own value wins over the run's
+    assert (a.run_mode, a.poll_interval, a.batch_deadline) == ("batch", 10.0, 7200.0)
+    assert (b.poll_interval, b.batch_deadline) == (10.0, 10800.0)
+    assert (c.run_mode, c.poll_interval, c.batch_deadline) == ("online", None, None)
+
+
+def test_per_run_tuning_is_recorded_in_the_snapshot(wf) -> None:
+    plain = wf.check(TUNED, run_mode="batch").workflow
+    tuned = wf.check(TUNED, run_mode="batch", poll_interval=30).workflow
+    assert plain is not None and tuned is not None
+    assert tuned.snapshot()["actions"][0]["poll_interval"] == 30.0
+    assert plain.snapshot()["actions"][0]["poll_interval"] == 60.0
+    assert tuned.config_hash != plain.config_hash
+
+
+def test_per_run_tuning_without_batch_is_a_warning(wf) -> None:
+    text = "input: {path: x}\ndefaults: {model: mock/m}\nactions:\n  - {name: a, prompt: x}\n"
+    checked = wf.check(text, poll_interval="5m")
+    p = checked.one("tuning_without_batch")
+    assert p.severity == "warning" and p.line == 0 and "--poll-interval" in p.message
+    assert checked.workflow is not None
+    assert all(a.poll_interval is None for a in checked.workflow.actions)
+
+
+@pytest.mark.parametrize("value", ["0s", "soon", -5, 0.0, float("nan"), True])
+def test_per_run_tuning_must_be_a_positive_duration(wf, value: object) -> None:
+    checked = wf.check(TUNED, run_mode="batch", poll_interval=value, batch_deadline=value)
+    poll, deadline = checked.one("invalid_poll_interval"), checked.one("invalid_batch_deadline")
+    assert poll.line == 0 and "--poll-interval" in poll.message
+    assert deadline.line == 0 and "--batch-deadline" in deadline.message
+    assert checked.workflow is None
 
 
 def test_defaults_reject_per_action_only_keys(wf) -> None:

@@ -335,27 +335,64 @@ def test_not_available_yet_top_level(wf, snippet: str, needle: str) -> None:
 @pytest.mark.parametrize(
     "line", ["approval: {approvers: [x]}", "effect: {idempotent: true}",
              "fan_out: {over: source.items}", "join: true", "gate: sequential",
-             "failure_policy: atomic", "run_mode: batch", "kind: join"],
+             "failure_policy: atomic", "kind: join"],
 )
 def test_not_available_yet_action_keys(wf, line: str) -> None:
     checked = wf.check(BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    {line}\n")
     assert checked.one("not_available_yet").line == checked.line_of(line)
 
 
-def test_batch_from_defaults_and_cli_is_not_available_yet(wf) -> None:
+def test_batch_from_the_action_defaults_or_the_run(wf) -> None:
     text = """
 input: {path: x}
 defaults:
   run_mode: batch
 actions:
   - {name: a, model: mock/m, prompt: x}
-  - {name: b, model: mock/m, prompt: x}
+  - {name: b, model: mock/m, prompt: x, run_mode: online}
 """
-    assert wf.check(text).one("not_available_yet").line == 3
+    checked = wf.check(text)
+    assert checked.problems == []
+    assert checked.workflow is not None
+    assert [a.run_mode for a in checked.workflow.actions] == ["batch", "online"]
     text2 = BASE + "  - {name: a, model: mock/m, prompt: x}\n"
     checked = wf.check(text2, run_mode="batch")
-    assert checked.one("not_available_yet").line == 3
-    assert "--run-mode" in checked.one("not_available_yet").message
+    assert checked.problems == [] and checked.workflow is not None
+    assert checked.workflow.actions[0].run_mode == "batch"
+    checked = wf.check(BASE + "  - {name: a, model: mock/m, prompt: x, run_mode: Batch}\n")
+    assert checked.workflow is not None and checked.workflow.actions[0].run_mode == "batch"
+
+
+def test_unsupported_run_mode_from_the_run(wf) -> None:
+    checked = wf.check(BASE + "  - {name: a, model: mock/m, prompt: x}\n", run_mode="offline")
+    p = checked.one("unsupported_run_mode")
+    assert p.line == 3 and "--run-mode" in p.message
+
+
+def test_tuning_without_batch_from_defaults_is_silent(wf) -> None:
+    checked = wf.check("""
+input: {path: x}
+defaults: {model: mock/m, poll_interval: 5m, batch_deadline: 2h}
+actions:
+  - {name: a, prompt: x}
+""")
+    assert checked.problems == []
+    assert checked.workflow is not None and checked.workflow.actions[0].poll_interval is None
+
+
+def test_not_an_llm_action_for_run_mode_batch(wf, in_tmp_project: Path) -> None:
+    (in_tmp_project / "tools.py").write_text("def f(inputs, ctx):\n    return 1\n")
+    checked = wf.check(BASE + "  - {name: t, kind: tool, function: tools:f, run_mode: batch}\n")
+    assert checked.one("not_an_llm_action").line == 3
+
+
+def test_not_durable_from_the_environment_and_the_run(wf, in_tmp_project: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    text = BASE + "  - {name: a, model: mock/m, prompt: x}\n"
+    monkeypatch.setenv("AGAC_STORE", "memory")
+    checked = wf.check(text, run_mode="batch")
+    assert checked.one("not_durable").line == 3
+    assert wf.check(text).problems == []  # online on a memory store is fine
 
 
 def test_guard_reads_missing_field_is_a_warning(wf) -> None:
