@@ -57,29 +57,38 @@ def open_store(project: Project | None = None) -> Store:
 
 
 def load_workflow(ref: str | Path, project: Project | Path | str | None = None, *,
-                  run_mode: str | None = None) -> Workflow:
-    """The validated workflow ``ref`` (a path or a ``name:``); ConfigError with every problem."""
+                  run_mode: str | None = None, poll_interval: float | str | None = None,
+                  batch_deadline: float | str | None = None) -> Workflow:
+    """The validated workflow ``ref`` (a path or a ``name:``); ConfigError with every problem.
+
+    ``run_mode``, ``poll_interval`` and ``batch_deadline`` are this run's own settings
+    (seconds or a duration string), merged before validation (DESIGN §3).
+    """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable
 
     proj = _project(project)
     prices = PriceTable(dict(proj.config.prices))
-    return _load(ref, proj, run_mode=run_mode, price_lookup=prices.known)
+    return _load(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
+                 batch_deadline=batch_deadline, price_lookup=prices.known)
 
 
 def validate(ref: str | Path, project: Project | Path | str | None = None, *,
-             run_mode: str | None = None) -> tuple[Workflow | None, list[Any]]:
+             run_mode: str | None = None, poll_interval: float | str | None = None,
+             batch_deadline: float | str | None = None) -> tuple[Workflow | None, list[Any]]:
     """(workflow or None, every error and warning) without raising for config errors."""
     from agac.config.workflow import validate_workflow
     from agac.providers.pricing import PriceTable
 
     proj = _project(project)
     prices = PriceTable(dict(proj.config.prices))
-    return validate_workflow(ref, proj, run_mode=run_mode, price_lookup=prices.known)
+    return validate_workflow(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
+                             batch_deadline=batch_deadline, price_lookup=prices.known)
 
 
 def run(ref: str | Path, project: Project | Path | str | None = None, *,
-        run_mode: str | None = None, **options: Any) -> Any:
+        run_mode: str | None = None, poll_interval: float | str | None = None,
+        batch_deadline: float | str | None = None, **options: Any) -> Any:
     """``agac run``: continue the open run or admit a new one and execute it (R1).
 
     Options: ``new``, ``fresh``, ``limit``, ``wait``, ``handle_signals``, ``on_progress``,
@@ -88,7 +97,8 @@ def run(ref: str | Path, project: Project | Path | str | None = None, *,
     from agac.engine.runs import RunOptions, start_run
 
     proj = _project(project)
-    workflow = load_workflow(ref, proj, run_mode=run_mode)
+    workflow = load_workflow(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
+                             batch_deadline=batch_deadline)
     store = open_store(proj)
     try:
         return start_run(proj, store, workflow, RunOptions(**options))
@@ -98,15 +108,20 @@ def run(ref: str | Path, project: Project | Path | str | None = None, *,
 
 def retry(ref: str | Path, project: Project | Path | str | None = None, *,
           action: str | None = None, record: str | None = None, dry_run: bool = False,
-          **options: Any) -> Any:
-    """``agac retry`` (R2): re-ask the failed units of the latest final run."""
+          abandon_in_flight: bool = False, **options: Any) -> Any:
+    """``agac retry`` (R2): re-ask the failed units of the latest final run.
+
+    ``abandon_in_flight`` (B10): retry even though a batch of the workflow is still out;
+    its waiting records fail ``batch_abandoned`` first.
+    """
     from agac.engine.runs import RunOptions, start_retry
 
     proj = _project(project)
     workflow = load_workflow(ref, proj)
     store = open_store(proj)
     try:
-        return start_retry(proj, store, workflow, RunOptions(**options), action, record, dry_run)
+        return start_retry(proj, store, workflow, RunOptions(**options), action, record, dry_run,
+                           abandon_in_flight=abandon_in_flight)
     finally:
         store.close()
 

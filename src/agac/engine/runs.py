@@ -112,6 +112,8 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)")
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
+    if options.fresh:
+        notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh"))
     if open_run is not None:
         snap_id = current_snapshot_id(workflow, project, loads(open_run.options).get("limit"))
         if open_run.config_hash != workflow.config_hash or open_run.snapshot_id != snap_id:
@@ -382,17 +384,20 @@ def _units_in_open_batches(store: Store, workflow: str, actions: list[str], keys
 # -- retry (R2) ----------------------------------------------------------------------------
 
 
-def retry_targets(store: Store, original: Row, action: str | None, record: str | None
+def retry_targets(store: Store, original: Row, action: str | None, record: str | None,
+                  include_outstanding: bool = False,
                   ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """(failed units to re-ask, downstream units skipped because of them)."""
+    """(failed units to re-ask, downstream units skipped because of them). With
+    ``include_outstanding`` the units left waiting on abandoned batches are re-asked too."""
     config = loads(original.config)
     descendants: dict[str, set[str]] = {a["name"]: set() for a in config["actions"]}
     for a in config["actions"]:
         for anc in a["ancestors"]:
             descendants[anc].add(a["name"])
+    rows = store.failed_units(original.id, with_outstanding=include_outstanding)
     targets = {
         (row.action, row.unit_key)
-        for row in store.failed_units(original.id)
+        for row in rows
         if (action is None or row.action == action) and (record is None or row.unit_key == record)
     }
     keys = {k for _, k in targets}
@@ -400,15 +405,46 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
     if keys:
         for key in keys:
             for o in store.unit_outcomes(original.id, key):
-                if o.status == "skipped" and o.reason == "upstream_failed" and any(
+                if o.status == "skipped" and o.reason in ("upstream_failed", "batch_outstanding") and any(
                     o.action in descendants[a] for a, k in targets if k == key
                 ):
                     downstream.add((o.action, key))
     return targets, downstream
 
 
+def abandon_batches(project: Project, store: Store, workflow: str, why: str) -> list[str]:
+    """Give up on every batch of ``workflow`` that is out: cancel it at the provider where
+    it can be (best effort) and fail its waiting records ``batch_abandoned``."""
+    from agac.providers.base import BatchHandle
+
+    notes = []
+    batches = store.list_batches(workflow, open_only=True)
+    if not batches:
+        return notes
+    providers = open_providers({b.provider for b in batches}, project.config)
+
+    async def cancel_all() -> None:
+        for b in batches:
+            if b.provider_batch_id:
+                try:
+                    await providers[b.provider].cancel_batch(
+                        BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
+                except Exception:  # noqa: BLE001 - abandoned either way; nothing is read from it
+                    pass
+        for p in providers.values():
+            await p.aclose()
+
+    asyncio.run(cancel_all())
+    for b in batches:
+        store.fail_open_items(b.key, "failed", "batch_abandoned", why)
+        store.update_batch(b.key, state="abandoned", error=why)
+        notes.append(f"abandoned batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
+    return notes
+
+
 def start_retry(project: Project, store: Store, workflow: Workflow, options: RunOptions,
-                action: str | None, record: str | None, dry_run: bool) -> RunResult | dict[str, Any]:
+                action: str | None, record: str | None, dry_run: bool,
+                abandon_in_flight: bool = False) -> RunResult | dict[str, Any]:
     """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
     open_run = store.open_run(workflow.name)
     if open_run is not None:
@@ -416,12 +452,22 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
             f"run {open_run.id} of {workflow.name} is not finished; finish it with "
             f"`agac run {workflow.name}` before retrying"
         )
+    out = store.list_batches(workflow.name, open_only=True)
+    if out and not abandon_in_flight:
+        names = ", ".join(f"{b.provider_batch_id or b.key} ({b.file})" for b in out)
+        raise RefusedError(
+            f"batches of {workflow.name} are still out: {names}; `agac run {workflow.name}` "
+            "collects them, or use --abandon-in-flight if the provider no longer has them (B10)")
     original = store.latest_run(workflow.name, final=True)
     if original is None:
         raise RefusedError(f"{workflow.name} has no finished run to retry; run it with `agac run`")
     if action is not None and action not in workflow.action_names:
         raise UsageError(f"{workflow.name} has no action {action!r}")
-    targets, downstream = retry_targets(store, original, action, record)
+    notes: list[str] = []
+    if out and abandon_in_flight and not dry_run:
+        notes = abandon_batches(project, store, workflow.name, "abandoned by agac retry --abandon-in-flight")
+    targets, downstream = retry_targets(store, original, action, record,
+                                        include_outstanding=abandon_in_flight)
     if dry_run:
         return {"retry_of": original.id, "workflow": workflow.name,
                 "units": sorted([{"action": a, "key": k} for a, k in targets], key=lambda d: (d["action"], d["key"])),
@@ -434,4 +480,5 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
     snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)
     run = admit_run(project, store, workflow, options, retry_of=original.id, snapshot=snapshot)
     store.copy_outcomes(original.id, run.id, targets | downstream)
-    return execute_run(project, store, run, options, [f"retrying {len(targets)} failed units of run {original.id}"])
+    return execute_run(project, store, run, options,
+                       notes + [f"retrying {len(targets)} failed units of run {original.id}"])

@@ -323,15 +323,17 @@ class Store(BatchRepository):
             if len(rows) < _CHUNK:
                 return
 
-    def failed_units(self, run_id: str) -> list[Row]:
+    def failed_units(self, run_id: str, *, with_outstanding: bool = False) -> list[Row]:
+        """Failed units of a run (and, optionally, units skipped ``batch_outstanding``)."""
+        o = t.outcomes
+        cond = o.c.status == "failed"
+        if with_outstanding:
+            cond = sa.or_(cond, sa.and_(o.c.status == "skipped", o.c.reason == "batch_outstanding"))
         with self._read() as conn:
-            return list(
-                conn.execute(
-                    sa.select(t.outcomes.c.action, t.outcomes.c.unit_key, t.outcomes.c.reason,
-                              t.outcomes.c.seq)
-                    .where(t.outcomes.c.run_id == run_id, t.outcomes.c.status == "failed")
-                ).all()
-            )
+            return list(conn.execute(
+                sa.select(o.c.action, o.c.unit_key, o.c.reason, o.c.seq)
+                .where(o.c.run_id == run_id, cond)
+            ).all())
 
     def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
         """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
