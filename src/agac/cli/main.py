@@ -60,14 +60,37 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 
 
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """A positive duration option in seconds; usage error (exit 2) naming the format."""
+    from agac.config import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, positive=True)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+
+
+run_mode_option = click.option("--run-mode", type=str, default=None,
+                               help="online|batch for every llm action without its own.")
+poll_interval_option = click.option(
+    "--poll-interval", metavar="D", default=None, callback=_duration,
+    help="How often batched actions without their own poll_interval ask the provider (30s, 5m).")
+batch_deadline_option = click.option(
+    "--batch-deadline", metavar="D", default=None, callback=_duration,
+    help="When batched actions without their own batch_deadline give a batch up (25h).")
+
+
 class _AgacGroup(click.Group):
     """The ``agac`` group; commands in :attr:`LAZY` are imported on first use.
 
-    The emulator pulls in its web server, which ``agac run`` has no use for; it is
-    still listed by ``agac --help`` and resolved like any other command.
+    The emulator pulls in its web server, which ``agac run`` has no use for; ``batch``
+    builds on this module's helpers (``command``, ``json_option``), so it is loaded after
+    it. Both are still listed by ``agac --help`` and resolved like any other command.
     """
 
-    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator"}
+    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -108,14 +131,18 @@ def init(directory: str, example: str, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("workflow")
-@click.option("--run-mode", type=str, default=None, help="online|batch for every llm action without its own.")
+@run_mode_option
+@poll_interval_option
+@batch_deadline_option
 @json_option
 @command
-def validate(workflow: str, run_mode: str | None, as_json: bool) -> int:
+def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
+             batch_deadline: float | None, as_json: bool) -> int:
     """Check a workflow; report every error with file, line and code (exit 2 on errors)."""
     from agac import api
 
-    wf, problems = api.validate(workflow, run_mode=run_mode)
+    wf, problems = api.validate(workflow, run_mode=run_mode, poll_interval=poll_interval,
+                                batch_deadline=batch_deadline)
     errors = [p for p in problems if p.severity == "error"]
     if as_json:
         _emit_json({"ok": not errors, "workflow": wf.name if wf else None,
@@ -131,22 +158,26 @@ def validate(workflow: str, run_mode: str | None, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("workflow")
-@click.option("--run-mode", type=str, default=None, help="online|batch for every llm action without its own.")
+@run_mode_option
+@poll_interval_option
+@batch_deadline_option
 @click.option("--new", is_flag=True, help="End the open run (cancelled) and admit a new one.")
 @click.option("--fresh", is_flag=True, help="Like --new, and reuse nothing: every record is paid for again.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records.")
 @click.option("--wait", is_flag=True, help="Wait for another owner's lease instead of exiting 75.")
 @json_option
 @command
-def run(workflow: str, run_mode: str | None, new: bool, fresh: bool, limit: int | None,
-        wait: bool, as_json: bool) -> int:
+def run(workflow: str, run_mode: str | None, poll_interval: float | None,
+        batch_deadline: float | None, new: bool, fresh: bool, limit: int | None, wait: bool,
+        as_json: bool) -> int:
     """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
     from agac import api
     from agac.cli.render import ProgressView, print_summary
 
     view = ProgressView(enabled=True)
     try:
-        result = api.run(workflow, run_mode=run_mode, new=new, fresh=fresh, limit=limit, wait=wait,
+        result = api.run(workflow, run_mode=run_mode, poll_interval=poll_interval,
+                         batch_deadline=batch_deadline, new=new, fresh=fresh, limit=limit, wait=wait,
                          handle_signals=True, on_start=view.start)
     except KeyboardInterrupt:
         view.stop()
@@ -168,9 +199,13 @@ def run(workflow: str, run_mode: str | None, new: bool, fresh: bool, limit: int 
 @click.option("--action", default=None, help="Only failed units of this action.")
 @click.option("--record", default=None, help="Only this record key.")
 @click.option("--dry-run", is_flag=True, help="Show what would be asked again; send nothing.")
+@click.option("--abandon-in-flight", is_flag=True,
+              help="Retry although a batch is still out (only when the provider no longer has "
+                   "it); its waiting records fail batch_abandoned first.")
 @json_option
 @command
-def retry(workflow: str, action: str | None, record: str | None, dry_run: bool, as_json: bool) -> int:
+def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
+          abandon_in_flight: bool, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
     from agac.cli.render import ProgressView, print_summary
@@ -178,6 +213,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool, 
     view = ProgressView(enabled=not dry_run)
     try:
         result = api.retry(workflow, action=action, record=record, dry_run=dry_run,
+                           abandon_in_flight=abandon_in_flight,
                            handle_signals=True, on_start=view.start)
     finally:
         view.stop()
