@@ -1,0 +1,223 @@
+"""Issue 4 benchmarks: batch mode through the OpenAI adapter against a separate emulator.
+
+Usage: python bench/batch.py [--records 50000] [--files 1] [--port 18767] [--profile]
+                             [--case NAME]
+
+One case = one fresh project under bench/out/batch-<records>x<files>/ with a one-action
+workflow (``model: openai/gpt-4o-mini``, ``run_mode: batch``, a JSON schema) over
+``--files`` JSONL files of ``--records`` records in all. The emulator
+(``agac emulator --batch-seconds 60``) and every ``agac`` command run as separate
+processes; each ``agac`` process is reaped with ``os.wait4`` so its wall time, CPU
+(user + system) and peak RSS (``ru_maxrss``) are its own.
+
+1. **submit**: ``agac run wf.yml --json`` until it exits 75 (paused, batches out). The
+   split comes from the run's events (``agac events RUN --json``): start-up and input
+   snapshot (process start → ``run_admitted``), lease and engine start (→ ``run_started``),
+   staging and upload of every batch (→ the last ``submitted``), then the first poll and
+   exit.
+2. The emulator's clock moves forward one hour, so every batch has ended.
+3. **collect**: ``agac run wf.yml --json`` until it exits 0: polls, downloads and ingests
+   every result, finalizes. Split from the events: start-up (→ ``run_started``), polling
+   and ingest (→ the last ``collected``), finalize (→ ``run_ended``).
+
+Prints one JSON line per phase; the emulator's stats confirm the batch count and
+``duplicate_answers: 0``. ``--profile`` runs both phases under py-spy instead (collapsed
+stacks in bench/out/batch-<phase>.profile.txt; the timings are then py-spy's, not
+agac's). Results go to docs/performance.md ("Batch mode").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).parent / "out"
+AGAC = [sys.executable, "-m", "agac.cli.main"]
+PY_SPY = str(Path(sys.executable).parent / "py-spy")
+WORKFLOW = """\
+name: batch_bench
+input: {path: data/}
+defaults: {model: openai/gpt-4o-mini, max_tokens: 64, run_mode: batch}
+actions:
+  - name: classify
+    system: "You label product reviews."
+    prompt: "Classify this review: {{ source.text }}"
+    schema:
+      type: object
+      properties:
+        sentiment: {type: string, enum: [pos, neg, neutral]}
+        score: {type: integer, minimum: 0, maximum: 10}
+      required: [sentiment, score]
+      additionalProperties: false
+"""
+
+
+def review(i: int) -> str:
+    return f"Review {i}: the blender number {i % 97} is {'great' if i % 3 else 'too loud'}."
+
+
+def make_project(records: int, files: int) -> Path:
+    root = OUT / f"batch-{records}x{files}"
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "data").mkdir(parents=True)
+    (root / "agac.yml").write_text("")
+    (root / "wf.yml").write_text(WORKFLOW)
+    per_file = -(-records // files)
+    for f in range(files):
+        lo, hi = f * per_file, min(records, (f + 1) * per_file)
+        with (root / "data" / f"reviews-{f:03d}.jsonl").open("w") as out:
+            out.writelines(json.dumps({"id": i, "text": review(i)}) + "\n" for i in range(lo, hi))
+    return root
+
+
+# -- the emulator -----------------------------------------------------------------------------
+
+
+def control(port: int, method: str, path: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as response:
+        return json.loads(response.read() or b"{}")
+
+
+def start_emulator(port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(AGAC + ["emulator", "--port", str(port), "--batch-seconds", "60"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            control(port, "GET", "/_emulator/health")
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the emulator did not start")
+
+
+# -- agac as a measured child process -----------------------------------------------------------
+
+
+def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,
+             profile: Path | None = None) -> dict[str, Any]:
+    """Run one agac command; its own wall, CPU and peak RSS (wait4 reaps only this child)."""
+    cmd = AGAC + args
+    if profile is not None:
+        cmd = [PY_SPY, "record", "--rate", "100", "--format", "raw", "--threads",
+               "-o", str(profile), "--", *cmd]
+    t0_epoch, t0 = time.time(), time.perf_counter()
+    with open(root / "stdout.txt", "w") as out, open(root / "stderr.txt", "w") as err:
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode != expect:
+        raise SystemExit(f"agac {' '.join(args)} exited {proc.returncode}, expected {expect}:\n"
+                         f"{(root / 'stderr.txt').read_text()[-3000:]}")
+    return {"exit": proc.returncode, "wall_s": round(wall, 3),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+            "maxrss_mb": round(usage.ru_maxrss / 1024, 1), "t0": t0_epoch,
+            "summary": json.loads((root / "stdout.txt").read_text() or "null")}
+
+
+def events(root: Path, run_id: str, env: dict[str, str]) -> list[dict[str, Any]]:
+    proc = subprocess.run(AGAC + ["events", run_id, "--json"], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def last(evs: list[dict[str, Any]], kind: str, after: float) -> float | None:
+    times = [e["created_at"] for e in evs if e["kind"] == kind and e["created_at"] >= after]
+    return max(times) if times else None
+
+
+def first(evs: list[dict[str, Any]], kind: str, after: float) -> float | None:
+    times = [e["created_at"] for e in evs if e["kind"] == kind and e["created_at"] >= after]
+    return min(times) if times else None
+
+
+def split(marks: list[tuple[str, float | None]], t0: float, end: float) -> dict[str, float]:
+    """Durations between consecutive event marks, from process start to process end."""
+    out, prev = {}, t0
+    for name, at in marks:
+        if at is None:
+            continue
+        out[name] = round(at - prev, 3)
+        prev = at
+    out["rest_s"] = round(end - prev, 3)
+    return out
+
+
+# -- the case ---------------------------------------------------------------------------------
+
+
+def bench(args: argparse.Namespace) -> None:
+    from agac.emulator.env import variables
+
+    OUT.mkdir(exist_ok=True)
+    root = make_project(args.records, args.files)
+    env = {**os.environ, **variables(args.port)}
+    label = f"{args.records:,} records in {args.files} file(s), openai/gpt-4o-mini, batch"
+    prof = (lambda phase: OUT / f"batch-{phase}.profile.txt") if args.profile else (lambda _: None)
+    emulator = start_emulator(args.port)
+    try:
+        sub = run_agac(root, ["run", "wf.yml", "--json"], env, 75, prof("submit"))
+        run_id = sub["summary"]["run_id"]
+        stats = control(args.port, "GET", "/_emulator/stats")
+        evs = events(root, run_id, env)
+        t0 = sub["t0"]
+        print(json.dumps({
+            "case": label, "phase": "submit (first run until exit 75)",
+            **{k: sub[k] for k in ("exit", "wall_s", "cpu_s", "maxrss_mb")},
+            "split": split([("startup_and_snapshot_s", first(evs, "run_admitted", t0)),
+                            ("lease_and_start_s", first(evs, "run_started", t0)),
+                            ("staging_and_upload_s", last(evs, "submitted", t0))],
+                           t0, t0 + sub["wall_s"]),
+            "batches_submitted": len(stats["batches"]),
+            "requests_in_batches": sum(b["requests"] for b in stats["batches"]),
+            "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
+        }), flush=True)
+
+        control(args.port, "POST", "/_emulator/clock", {"advance": 3600})
+        col = run_agac(root, ["run", "wf.yml", "--json"], env, 0, prof("collect"))
+        evs = events(root, run_id, env)
+        t0 = col["t0"]
+        s = col["summary"]["actions"]["classify"]
+        stats = control(args.port, "GET", "/_emulator/stats")
+        print(json.dumps({
+            "case": label, "phase": "collect (after the clock moved, until exit 0)",
+            **{k: col[k] for k in ("exit", "wall_s", "cpu_s", "maxrss_mb")},
+            "split": split([("startup_s", first(evs, "run_started", t0)),
+                            ("poll_and_ingest_s", last(evs, "collected", t0)),
+                            ("finalize_s", last(evs, "run_ended", t0))],
+                           t0, t0 + col["wall_s"]),
+            "state": col["summary"]["state"], "answered": s["answered"], "failed": s["failed"],
+            "cost_usd": col["summary"]["cost_usd"], "duplicate_answers": stats["duplicate_answers"],
+            "db_mb": round((root / ".agac" / "agac.db").stat().st_size / 2**20, 1),
+            "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
+        }), flush=True)
+    finally:
+        emulator.terminate()
+        emulator.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--files", type=int, default=1)
+    parser.add_argument("--port", type=int, default=18767)
+    parser.add_argument("--profile", action="store_true")
+    bench(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
