@@ -56,7 +56,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
                  batch_id: str | None = None, poll: bool = False) -> dict[str, Any]:
     """One batch as the store knows it, with its items counted by status and the command
     a person most likely wants next. ``poll`` also asks the provider for its status now
-    (``provider``); the store is not changed — the next run records what it says."""
+    (``provider_status``); the store is not changed — the next run records what it says."""
     proj = _project(project)
     store = open_store(proj)
     try:
@@ -74,7 +74,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
             raise RefusedError(f"batch {row.key} has no provider batch id to ask about; "
                                f"its state is {row.state}")
         status = _with_provider(proj, row, lambda p, h: p.poll_batch(h))
-        doc["provider"] = {"state": status.state, "raw_status": status.raw_status,
+        doc["provider_status"] = {"state": status.state, "raw_status": status.raw_status,
                            "request_count": status.request_count,
                            "completed": status.completed, "failed": status.failed,
                            "known": status.known}

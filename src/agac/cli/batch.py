@@ -72,8 +72,8 @@ def batch_status(workflow: str | None, batch_id: str | None, poll: bool, as_json
             click.echo(f"{name:<12} {_when(doc[name])}")
     items = ", ".join(f"{n} {s}" for s, n in sorted(doc["items"].items())) or "none"
     click.echo(f"{'items':<12} {items}")
-    if "provider" in doc:
-        p = doc["provider"]
+    if "provider_status" in doc:
+        p = doc["provider_status"]
         click.echo(f"{'provider now':<12} {p['raw_status']} ({p['state']}), "
                    f"{p['completed']} completed, {p['failed']} failed of {p['request_count']}")
     if doc["next"]:
