@@ -2,8 +2,7 @@
 
 Keys of features that do not exist yet are known here so that they fail validation
 with ``not_available_yet`` instead of ``unknown_key`` — never accepted and ignored.
-Enabling a feature later means moving its key out of a ``FUTURE_*`` set (and, for
-batch mode, adding ``"batch"`` to :data:`AVAILABLE_RUN_MODES`).
+Enabling a feature later means moving its key out of a ``FUTURE_*`` set.
 """
 
 from __future__ import annotations
