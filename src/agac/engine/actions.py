@@ -45,6 +45,19 @@ class ActionRuntime:
         return self.action.name
 
 
+_LIMITERS: dict[tuple[str, float | None, float | None], RateLimiter] = {}
+
+
+def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimiter:
+    """One window per (model, limit): actions calling the same model with the same limit
+    (e.g. a ``rate_limit`` in ``defaults``) share it, so together they stay under it."""
+    key = (model, rpm, tpm)
+    limiter = _LIMITERS.get(key)
+    if limiter is None or limiter.loop_bound_elsewhere():
+        limiter = _LIMITERS[key] = RateLimiter(rpm, tpm)
+    return limiter
+
+
 def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
     from jsonschema import Draft202012Validator
 
@@ -53,7 +66,8 @@ def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
         action=action,
         view=compile_view(action.context.observe, action.context.drop),
         slots=asyncio.Semaphore(max(1, action.max_concurrency)),
-        limiter=RateLimiter(rl.rpm if rl else None, rl.tpm if rl else None),
+        limiter=shared_limiter(action.model or action.name, rl.rpm if rl else None,
+                               rl.tpm if rl else None),
         provider=provider,
     )
     if action.system:

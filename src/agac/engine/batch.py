@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.providers.base import BatchHandle, Message, Request
@@ -165,6 +166,7 @@ class BatchCoordinator:
                 await pacer.acquire(1)
             requests = (request_from_json(i.request, i.custom_id)
                         for i in self.store.iter_batch_items(key))
+            maybe_crash("before_submit")
             try:
                 handle = await rt.provider.submit_batch(requests, key)
             except WaitError as exc:
@@ -179,6 +181,7 @@ class BatchCoordinator:
             except ProviderError as exc:
                 await self._refuse(rt, key, batch.file, str(exc))
                 return "refused"
+            maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
             await self._submitted(rt, key, handle, batch.file, batch.request_count)
             report.progressed = True
             return "submitted"
@@ -223,10 +226,17 @@ class BatchCoordinator:
         """Ask the provider for a batch by our key before sending that shard again."""
         b = await self._call(self.store.get_batch, key)
         try:
-            if rt.action.provider == "anthropic":
-                handle = await rt.provider.find_batch(
-                    key, created_after=b.created_at - 5, created_before=time.time() + 5,
+            if hasattr(rt.provider, "batch_candidates"):
+                # No metadata to match (Anthropic): batches created in the intent's window
+                # with the same request count, minus those already known here. Exactly one
+                # is adopted; its custom_ids are verified when it is read.
+                found = await rt.provider.batch_candidates(
+                    created_after=b.created_at - 5, created_before=time.time() + 5,
                     request_count=b.request_count)
+                known = await self._call(self.store.known_provider_ids, rt.action.provider,
+                                         [h.id for h in found])
+                fresh = [h for h in found if h.id not in known]
+                handle = fresh[0] if len(fresh) == 1 else None
                 certain_absent = False
             else:
                 handle = await rt.provider.find_batch(key)

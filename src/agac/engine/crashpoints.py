@@ -1,7 +1,9 @@
 """Deliberate crashes for crash tests (DESIGN §12): ``AGAC_CRASH_AT=<point>:<n>`` kills
 this process with SIGKILL the n-th time it passes ``point``. Unset, it costs one dict
 lookup. Points: ``after_checkpoint`` (a group of outcomes is durable),
-``before_checkpoint`` (outcomes computed, not yet written).
+``before_checkpoint`` (outcomes computed, not yet written), ``before_submit`` (a batch
+intent is recorded, the provider not yet asked), ``after_submit`` (the provider accepted
+the batch, the store does not know yet), ``mid_ingest`` (part of a batch's results read).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.crashpoints import maybe_crash
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.providers.base import BatchHandle, Response
 from agac.store.repository import dumps
@@ -62,6 +63,8 @@ async def ingest_batch(ex: Executor, rt: ActionRuntime, b: Any, handle: BatchHan
         item = items.pop(result.custom_id, None)
         if item is None:
             continue  # not ours (a candidate adopted by matching is verified by its ids)
+        if item.status != "pending":
+            continue  # read before a crash mid-ingest: never ledgered twice
         if result.type == "succeeded" and result.response is not None:
             usage.append(_usage_row(ex, rt, b, item, result.response, latency_ms))
             try:
@@ -91,7 +94,10 @@ async def ingest_batch(ex: Executor, rt: ActionRuntime, b: Any, handle: BatchHan
             results.append((item.custom_id, "failed", "batch_expired", "the batch expired"))
         if len(results) >= _GROUP:
             await flush()
+            maybe_crash("mid_ingest")
     for item in items.values():  # B6: left out of the results
+        if item.status != "pending":
+            continue
         counts["not_returned"] += 1
         if item.attempt < max_attempts:
             results.append((item.custom_id, "retry", "batch_not_returned",

@@ -42,6 +42,16 @@ class RateLimiter:
         self._token_sum = 0
         self._lock = asyncio.Lock()
         self.active = bool(rpm or tpm)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def loop_bound_elsewhere(self) -> bool:
+        """True when this limiter was used on an event loop that is not the running one
+        (a new run in the same process gets a fresh window)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        return self._loop is not None and self._loop is not running
 
     def _trim(self, now: float) -> None:
         edge = now - self.WINDOW
@@ -69,6 +79,7 @@ class RateLimiter:
         if not self.rpm and not self.tpm:
             return 0.0
         waited = 0.0
+        self._loop = asyncio.get_running_loop()
         async with self._lock:
             while True:
                 now = time.monotonic()

@@ -208,24 +208,37 @@ async def _call_with_retries(
                     await ex.record_call(rt, rec, attempt, current, response, fail, started, fp)
                     if not fail.retry or attempt >= spec.max_attempts:
                         return await _final(ex, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
+                    # Ask again with the error fed back, after the same backoff as any
+                    # retryable failure (DESIGN §5).
                     current = _reprompt(request, response, fail)
-                    continue
-                usage_row = ex.usage_row(rt, rec, attempt, current, response, None, started, fp)
-                output_json = dumps(output)
-                answer = {
-                    "fingerprint": fp,
-                    "provider": request.provider,
-                    "model": request.model,
-                    "request": request_json,
-                    "response": dumps(response_dict(response)),
-                    "output": output_json,
-                    "created_at": time.time(),
-                }
-                return await _final(ex, rt, rec, "answered", None, None, output, fp, attempt,
-                                    answers=[answer], usage=[usage_row], output_json=output_json)
+                    delay = _backoff(spec, attempt)
+                    output = _NO_ANSWER
+                if output is not _NO_ANSWER:
+                    return await _answered(ex, rt, rec, request, request_json, response, output,
+                                           current, attempt, started, fp)
         if ex.stopping:
             raise Stopped()
         await asyncio.sleep(delay)
+
+
+_NO_ANSWER = object()
+
+
+async def _answered(
+    ex: Executor, rt: ActionRuntime, rec: Any, request: Request, request_json: str,
+    response: Response, output: Any, current: Request, attempt: int, started: float, fp: str,
+) -> tuple[str, str | None, str | None, Any]:
+    """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
+    is how we got it, not what was asked), with its usage row."""
+    usage_row = ex.usage_row(rt, rec, attempt, current, response, None, started, fp)
+    output_json = dumps(output)
+    answer = {
+        "fingerprint": fp, "provider": request.provider, "model": request.model,
+        "request": request_json, "response": dumps(response_dict(response)),
+        "output": output_json, "created_at": time.time(),
+    }
+    return await _final(ex, rt, rec, "answered", None, None, output, fp, attempt,
+                        answers=[answer], usage=[usage_row], output_json=output_json)
 
 
 class Stopped(Exception):

@@ -106,6 +106,15 @@ class BatchRepository:
         with self.engine.connect() as conn:
             return list(conn.execute(q).all())
 
+    def known_provider_ids(self, provider: str, ids: Sequence[str]) -> set[str]:
+        b = t.batches
+        if not ids:
+            return set()
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(
+                sa.select(b.c.provider_batch_id).where(b.c.provider == provider,
+                                                       b.c.provider_batch_id.in_(list(ids))))}
+
     def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str]) -> list[Row]:
         """Every batch item of these units (any batch, staged included), with its batch."""
         bi, b = t.batch_items, t.batches

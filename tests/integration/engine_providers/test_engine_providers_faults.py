@@ -69,10 +69,6 @@ def test_schema_violation_is_reasked_with_the_error_fed_back(
     assert chat_requests(emulator.stats(), name) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: a schema-invalid or truncated answer is re-asked at once (engine/units.py "
-    "_call_with_retries `continue`s after _reprompt), without the backoff DESIGN §5 gives "
-    "every retryable failure"))
 def test_schema_violation_reask_backs_off(emulator: Any, project: Path) -> None:
     make_project(project, OPENAI, records=1, summarize=False,
                  retry="{max_attempts: 2, backoff: {initial: 300ms, max: 300ms}}")
@@ -334,9 +330,6 @@ def test_rate_limit_without_a_workflow_limit_meets_429s(
     assert _rate_limited(emulator) > 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: each action gets its own RateLimiter (engine/actions.py build_runtime), so "
-    "defaults: rate_limit: {rpm: N} lets two actions on one model send up to 2N a minute"))
 def test_rate_limit_in_defaults_holds_across_actions_on_one_model(
         emulator: Any, project: Path, short_minute: None) -> None:
     """A provider limits requests per model, whatever action sends them: two actions on
