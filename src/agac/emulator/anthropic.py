@@ -24,6 +24,7 @@ from starlette.routing import Route
 from .answers import Answer, answer
 from .faults import Target
 from .handling import (
+    created,
     gate,
     live_latency,
     new_batch,
@@ -153,7 +154,7 @@ async def create_batch(request: Request) -> Response:
                                extra={"cached": "cache_control" in json.dumps(params)}))
     batch = new_batch(state, fired, batch_id="msgbatch_" + uuid.uuid4().hex[:24],
                       provider=PROVIDER, model=items[0].model, items=items)
-    return JSONResponse(batch_json(state, batch, "queued", None, _base(request)))
+    return created(fired, JSONResponse(batch_json(state, batch, "queued", None, _base(request))))
 
 
 async def get_batch(request: Request) -> Response:

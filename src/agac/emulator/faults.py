@@ -17,6 +17,11 @@ every match. One request takes at most one fault of each category (an HTTP outco
 ``http``, ``drop_connection``, ``rate_limit`` —, ``answer``, ``batch_end``, …): the first
 due rule in order wins and later ones wait, so ``times: 1`` rules fire one after another.
 Every match counts toward ``nth``, fired or not. :meth:`FaultBook.fire` folds what fires.
+
+``"after_create": true`` next to ``http`` or ``drop_connection`` on ``batch.create``
+creates the batch first and then answers with the fault: the provider accepted the
+batch but its answer was lost (DESIGN B2 *unknown*), which recovery by ``find_batch``
+must find.
 """
 
 from __future__ import annotations
@@ -91,10 +96,15 @@ class Fired:
     drop_records: int = 0
     batch_status: str | None = None
     stuck_cancelling: bool = False
+    after_create: bool = False
+    #: set by :func:`~.handling.gate`: the outcome an ``after_create`` fault defers.
+    lost: Exception | None = None
 
     def add(self, fault: dict[str, Any]) -> None:
         if "http" in fault and self.http is None:
             self.http = fault
+        if "http" in fault or "drop_connection" in fault:
+            self.after_create |= bool(fault.get("after_create"))
         self.drop_connection |= bool(fault.get("drop_connection"))
         self.delay_ms += float(fault.get("delay_ms", 0))
         self.answer = fault.get("answer", self.answer)
@@ -167,6 +177,9 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
     if ("batch_status" in fault or "batch_stuck_cancelling" in fault) and op not in (
             "batch.get", "batch.cancel", "*"):
         raise RuleError("batch_status and batch_stuck_cancelling apply on batch.get")
+    if fault.get("after_create") and (
+            op != "batch.create" or not ("http" in fault or "drop_connection" in fault)):
+        raise RuleError("after_create applies to http or drop_connection on batch.create")
     if "delay_ms" in fault and not isinstance(fault["delay_ms"], (int, float)):
         raise RuleError("delay_ms must be a number")
 

@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from .answers import Answer, answer
 from .faults import Target
-from .handling import Rejected, gate, live_latency, new_batch, observe, read_json, state_of
+from .handling import Rejected, created, gate, live_latency, new_batch, observe, read_json, state_of
 from .state import Batch, BatchItem, EmulatorState, ItemResult, StoredFile
 
 __all__ = ["routes", "status_name"]
@@ -176,7 +176,7 @@ async def _create_batch(request: Request, model: str) -> Response:
                       items=items, metadata=metadata,
                       info={"name": f"batches/{batch_id}", "display_name": display,
                             "file_input": "fileName" in config})
-    return JSONResponse(operation(state, batch, "queued", None, _base(request)))
+    return created(fired, JSONResponse(operation(state, batch, "queued", None, _base(request))))
 
 
 def status_name(batch: Batch, phase: str) -> str:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "DropConnection", "ErrorRenderer", "Rejected", "gate", "live_latency", "new_batch",
-    "observe", "read_json", "retry_headers", "state_of",
+    "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
+    "new_batch", "observe", "read_json", "retry_headers", "state_of",
 ]
 
 #: Renders a provider error: (status, code, retry_after seconds, message) -> Response.
@@ -68,13 +68,32 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)
+    if fired.after_create:
+        fired.lost = _outcome(fired, error)
+        return fired  # the handler creates the batch, then raises ``lost`` (see created)
+    raise_outcome = _outcome(fired, error)
+    if raise_outcome is not None:
+        raise raise_outcome
+    return fired  # answer and batch faults are applied by the handler, which knows more.
+
+
+def _outcome(fired: Fired, error: ErrorRenderer) -> Exception | None:
+    """The exception that ends the exchange early, if a fault says so."""
     if fired.drop_connection:
-        raise DropConnection()
+        return DropConnection()
     if fired.http is not None:
         fault = fired.http
-        raise Rejected(error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
-                             fault.get("message")))
-    return fired  # answer and batch faults are applied by the handler, which knows more.
+        return Rejected(error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
+                              fault.get("message")))
+    return None
+
+
+def created(fired: Fired, response: Response) -> Response:
+    """The answer to a ``batch.create`` whose batch now exists: ``response``, unless an
+    ``after_create`` fault says the answer is lost (then its error or dropped connection)."""
+    if fired.lost is not None:
+        raise fired.lost
+    return response
 
 
 async def live_latency(request: Request) -> None:

@@ -30,6 +30,7 @@ from .answers import Answer, answer
 from .faults import Target
 from .handling import (
     Rejected,
+    created,
     gate,
     live_latency,
     new_batch,
@@ -219,7 +220,7 @@ def routes(flavor: Flavor) -> list[Route]:
                           info={"input_file_id": stored.id, "endpoint": body["endpoint"],
                                 "completion_window": body["completion_window"]})
         batch.invalid = invalid
-        return JSONResponse(batch_json(state, flavor, batch, "queued", None))
+        return created(fired, JSONResponse(batch_json(state, flavor, batch, "queued", None)))
 
     async def batch_get(request: Request) -> Response:
         state = state_of(request)
