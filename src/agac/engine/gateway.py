@@ -148,8 +148,13 @@ class StoreGateway:
             await self._wake.wait()
             # Let a group form before writing: units woken by the last commit run
             # until they queue their next rows, so transactions are fewer and larger.
+            # Yield only while more rows keep arriving, so a busy loop (many HTTP
+            # responses) never delays a commit that has nothing more to wait for.
             for _ in range(self.gather_rounds):
+                queued = len(self._writes)
                 await asyncio.sleep(0)
+                if len(self._writes) == queued:
+                    break
             if self.gather_seconds:
                 await asyncio.sleep(self.gather_seconds)
             self._wake.clear()
