@@ -97,11 +97,15 @@ def run(ref: str | Path, project: Project | Path | str | None = None, *,
     from agac.engine.runs import RunOptions, start_run
 
     proj = _project(project)
-    workflow = load_workflow(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
-                             batch_deadline=batch_deadline)
+    overrides = {"run_mode": run_mode, "poll_interval": poll_interval,
+                 "batch_deadline": batch_deadline}
+    workflow = load_workflow(ref, proj, **overrides)
     store = open_store(proj)
     try:
-        return start_run(proj, store, workflow, RunOptions(**options))
+        # A run continued (R1) is compared with the file as loaded with the overrides
+        # it was admitted with, not with today's: they belong to the run.
+        return start_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
+                         reload=lambda o: load_workflow(ref, proj, **o))
     finally:
         store.close()
 
@@ -120,7 +124,14 @@ def retry(ref: str | Path, project: Project | Path | str | None = None, *,
     workflow = load_workflow(ref, proj)
     store = open_store(proj)
     try:
-        return start_retry(proj, store, workflow, RunOptions(**options), action, record, dry_run,
+        # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
+        last = store.latest_run(workflow.name, final=True)
+        overrides = (loads(last.options).get("overrides") or {}) if last is not None else {}
+        if overrides:
+            workflow = load_workflow(ref, proj, **overrides)
+        run_options = RunOptions(**options)
+        run_options.overrides = overrides
+        return start_retry(proj, store, workflow, run_options, action, record, dry_run,
                            abandon_in_flight=abandon_in_flight)
     finally:
         store.close()

@@ -49,6 +49,7 @@ class RunOptions:
     handle_signals: bool = False
     on_progress: Callable[[Progress], None] | None = None
     on_start: Callable[[Progress, Any], None] | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,8 +105,17 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
 # -- admission ---------------------------------------------------------------------------
 
 
-def start_run(project: Project, store: Store, workflow: Workflow, options: RunOptions) -> RunResult:
-    """``agac run``: continue the open run (R1) or admit a new one, then execute it."""
+def start_run(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
+              overrides: dict[str, Any] | None = None,
+              reload: Callable[[dict[str, Any]], Workflow] | None = None) -> RunResult:
+    """``agac run``: continue the open run (R1) or admit a new one, then execute it.
+
+    ``overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
+    ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
+    the workflow file again with the settings an open run was admitted with, so that
+    continuing it compares like with like."""
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    options.overrides = overrides
     notes: list[str] = []
     open_run = store.open_run(workflow.name)
     if open_run is not None and (options.new or options.fresh):
@@ -115,8 +125,13 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     if options.fresh:
         notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh"))
     if open_run is not None:
-        snap_id = current_snapshot_id(workflow, project, loads(open_run.options).get("limit"))
-        if open_run.config_hash != workflow.config_hash or open_run.snapshot_id != snap_id:
+        admitted = loads(open_run.options).get("overrides") or {}
+        current = reload(admitted) if reload is not None and admitted != overrides else workflow
+        if admitted != overrides and overrides:
+            notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
+                         f"({admitted or 'none'}); today's {overrides} apply to new runs")
+        snap_id = current_snapshot_id(current, project, loads(open_run.options).get("limit"))
+        if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             raise UsageError(
                 f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
                 f"its inputs changed since it was admitted; finish it with `agac run "
@@ -142,7 +157,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         id=run_id, workflow=workflow.name, workflow_path=project.display(workflow.path),
         state="queued", retry_of=retry_of, config=dumps(workflow.snapshot()),
         config_hash=workflow.config_hash, snapshot_id=snapshot.id, fresh=options.fresh,
-        options=dumps({"limit": options.limit, "prior": prior}),
+        options=dumps({"limit": options.limit, "prior": prior, "overrides": options.overrides}),
     )
     carried = 0
     if prior is not None:
