@@ -82,6 +82,7 @@ class BatchCoordinator:
             if not all_sent:
                 report.waiting.append(f"{rt.name}: waiting until every input file can be sent (B4)")
                 continue
+            await self._cancel_unneeded(rt)
             await self._poll_and_collect(rt, report)
         return report
 
@@ -210,6 +211,26 @@ class BatchCoordinator:
         await self._call(self.store.fail_open_items, key, "failed", "batch_refused",
                          f"the provider refused the batch for {file}: {why}")
         await self._event("batch_refused", rt.name, batch=key, file=file, error=why)
+
+    async def _cancel_unneeded(self, rt: ActionRuntime) -> None:
+        """B0: batches out from earlier runs whose requests this run no longer needs (its
+        prompt changed, or the answers exist) are cancelled at the provider."""
+        for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
+            if b.run_id == self.run_id or b.key in self.ex.adopted_batches:
+                continue
+            if b.state in ("submitting", "unknown") or not b.provider_batch_id:
+                continue
+            try:
+                await rt.provider.cancel_batch(
+                    BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {}))
+            except ProviderError:
+                pass  # gone already; nothing of it is read either way
+            await self._call(self.store.fail_open_items, b.key, "failed", "batch_abandoned",
+                             "no longer needed by the workflow (B0)")
+            await self._call(self.store.update_batch, b.key, state="abandoned",
+                             error="no longer needed (B0)")
+            await self._event("batch_cancelled_unneeded", rt.name, batch_id=b.provider_batch_id,
+                              file=b.file)
 
     # -- B2 recovery ----------------------------------------------------------------------
 

@@ -106,6 +106,7 @@ class Executor:
         """The run's BatchCoordinator when it has batch actions (set by the run)."""
         self.batch_items: dict[tuple[str, str], list[Any]] = {}
         self.refused_actions: set[str] = set()
+        self.adopted_batches: set[str] = set()
         self.waiting: list[str] = []
         self.stopping = False
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
@@ -205,7 +206,9 @@ class Executor:
         staged_here = f"staged:{self.run_id}:"
         if any(i.batch_key.startswith(staged_here) for i in items):
             return None
-        if any(i.batch_state in OPEN_BATCH_STATES and i.status == "pending" for i in items):
+        out = [i for i in items if i.batch_state in OPEN_BATCH_STATES and i.status == "pending"]
+        if out:
+            self.adopted_batches.update(i.batch_key for i in out)  # B0: still needed
             return None
         read_here = [i for i in items if i.collected_by == self.run_id]
         if read_here:
