@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -51,7 +52,7 @@ class Lease:
 class StoreGateway:
     def __init__(
         self, store: Store, lease: Lease | None, *, max_group: int = 5000,
-        gather_seconds: float = 0.0, gather_rounds: int = 16,
+        gather_seconds: float = 0.002, gather_rounds: int = 16,
     ) -> None:
         self.store = store
         self.gather_rounds = gather_rounds
@@ -66,10 +67,17 @@ class StoreGateway:
         self._task: asyncio.Task[None] | None = None
         self._broken: BaseException | None = None
         self.commits = 0
+        self._switch = sys.getswitchinterval()
 
     # -- lifecycle --------------------------------------------------------------------
 
     def start(self) -> None:
+        # The store thread gives up the GIL around every SQLite/PostgreSQL call and then
+        # waits for the event loop's thread to hand it back, by default up to 5 ms each
+        # time: a checkpoint of a dozen driver calls could wait 50 ms while units hold
+        # their slots. A short switch interval keeps commits prompt.
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch, 0.0005))
         self._wake = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="agac-writer")
 
@@ -88,6 +96,7 @@ class StoreGateway:
                 pass
             self._task = None
         self._pool.shutdown(wait=True)
+        sys.setswitchinterval(self._switch)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one store call in the store thread."""
@@ -150,13 +159,12 @@ class StoreGateway:
             # until they queue their next rows, so transactions are fewer and larger.
             # Yield only while more rows keep arriving, so a busy loop (many HTTP
             # responses) never delays a commit that has nothing more to wait for.
+            until = loop.time() + self.gather_seconds
             for _ in range(self.gather_rounds):
                 queued = len(self._writes)
                 await asyncio.sleep(0)
-                if len(self._writes) == queued:
+                if len(self._writes) == queued or loop.time() >= until:
                     break
-            if self.gather_seconds:
-                await asyncio.sleep(self.gather_seconds)
             self._wake.clear()
             lookups, self._lookups = self._lookups, {}
             tools, self._tool_lookups = self._tool_lookups, {}
