@@ -29,7 +29,7 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.providers.base import BatchHandle, Message, Request
-from agac.store.batches import staged_key
+from agac.store.batches import OPEN_BATCH_STATES, staged_key
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class BatchCoordinator:
                 continue
             await self._cancel_unneeded(rt)
             await self._poll_and_collect(rt, report)
+            await self._fail_if_every_file_unread(rt)
         return report
 
     async def _call(self, fn: Any, *args: Any, **kw: Any) -> Any:
@@ -306,6 +307,19 @@ class BatchCoordinator:
                         f"in a status agac does not know: {status.raw_status!r} (B9)"
                         if not status.known else f"{status.raw_status}")
                 report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is {what}")
+
+    async def _fail_if_every_file_unread(self, rt: ActionRuntime) -> None:
+        """B7: when the batch of *every* file ended failed, expired or cancelled, the action
+        fails as a whole, so the next run sends every file again (R1 d)."""
+        batches = await self._call(self.store.list_batches, self.workflow, action=rt.name)
+        mine = [b for b in batches if b.collected_by == self.run_id]
+        if not mine or any(b.state in OPEN_BATCH_STATES for b in batches):
+            return
+        files = {b.file for b in mine}
+        unread = {b.file for b in mine if b.state in _B7_REASON}
+        if unread == files and all(b.state in _B7_REASON for b in mine):
+            await self._call(self.store.set_action_state, self.run_id, rt.name, "failed",
+                             f"every file's batch ended without results: {', '.join(sorted(files))}")
 
     async def _end_unread(self, rt: ActionRuntime, b: Any, state: str, why: str) -> None:
         """B7: read nothing from it, fail its records."""
