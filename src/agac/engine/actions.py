@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from agac.config.model import Action
 
-__all__ = ["ActionRuntime", "build_runtime"]
+__all__ = ["ActionRuntime", "build_runtime", "is_batched", "shared_limiter"]
 
 
 @dataclass
@@ -86,3 +86,9 @@ def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
                 problems=[Problem("invalid_function", f"{action.name}: {exc}")]
             ) from exc
     return rt
+
+
+def is_batched(rt: ActionRuntime) -> bool:
+    """A batch action on a provider with a batch API (Ollama runs its batches locally)."""
+    return (rt.action.kind == "llm" and rt.action.run_mode == "batch"
+            and bool(getattr(rt.provider, "supports_batch", False)))

@@ -25,7 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.actions import is_batched
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.ingest import ingest_batch
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.providers.base import BatchHandle, Message, Request
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.executor import Executor
 
-__all__ = ["BatchCoordinator", "StepReport", "is_batched", "request_from_json"]
+__all__ = ["BatchCoordinator", "StepReport", "request_from_json"]
 
 _B7_REASON = {"failed": "batch_failed", "expired": "batch_expired", "cancelled": "batch_cancelled"}
 
@@ -344,8 +346,6 @@ class BatchCoordinator:
         await self._event("batch_deadline", rt.name, batch_id=handle.id, file=b.file)
 
     async def _collect(self, rt: ActionRuntime, b: Any, handle: BatchHandle, report: StepReport) -> bool:
-        from agac.engine.ingest import ingest_batch
-
         try:
             counts = await ingest_batch(self.ex, rt, b, handle)
         except ProviderError as exc:
@@ -355,9 +355,4 @@ class BatchCoordinator:
         await self._event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
         return True
 
-
-def is_batched(rt: ActionRuntime) -> bool:
-    """A batch action on a provider with a batch API (Ollama runs its batches locally)."""
-    return (rt.action.kind == "llm" and rt.action.run_mode == "batch"
-            and bool(getattr(rt.provider, "supports_batch", False)))
 

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.units import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.providers.base import BatchHandle, Response
 from agac.store.repository import dumps
@@ -33,8 +34,6 @@ _GROUP = 1000
 
 async def ingest_batch(ex: Executor, rt: ActionRuntime, b: Any, handle: BatchHandle) -> dict[str, int]:
     """Read batch ``b`` once; returns counts by item status."""
-    from agac.engine.units import Fail, accept_response, response_dict
-
     items = {i.custom_id: i for i in await ex.gateway.call(lambda: list(ex.store.iter_batch_items(b.key)))}
     max_attempts = rt.action.retry.max_attempts
     counts = {"succeeded": 0, "retry": 0, "failed": 0, "not_returned": 0}

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
-from agac.engine.batch import BatchCoordinator, is_batched
+from agac.engine.actions import is_batched
+from agac.engine.batch import BatchCoordinator
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.engine.executor import Executor, Progress, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway

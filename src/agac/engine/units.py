@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.context import ToolContext
-from agac.engine.batch import is_batched
+from agac.engine.actions import is_batched
 from agac.engine.limits import backoff_delay, estimate_tokens
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.prompt.render import RenderError, render
