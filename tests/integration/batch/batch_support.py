@@ -46,8 +46,8 @@ def workflow(model: str, *, retry: str = RETRY, second: str | None = None,
         "actions:",
         "  - name: classify",
         '    prompt: "Classify: {{ source.text }}"',
-        "    schema: {type: object, properties: {label: {type: string, enum: [a, b, c]}},"
-        " required: [label], additionalProperties: false}",
+        ("    schema: {type: object, properties: {label: {type: string, enum: [a, b, c]}},"
+         " required: [label], additionalProperties: false}"),
     ]
     if summarize:
         lines += [

@@ -38,15 +38,16 @@ def _create_fault(provider: str, fault: dict[str, Any], nth: int = 1) -> dict[st
 # -- B5 ---------------------------------------------------------------------------------------
 
 
-B5_FAULTS = [("batch.get", {"http": 503}), ("results", {"drop_connection": True})]
+GET_5XX = ("batch.get", {"http": 503})
+READ_DROPPED = ("results", {"drop_connection": True})
 
 
 @pytest.mark.xfail(strict=True, reason=(
     "engine bug: a batch left unread after a B5 failure is polled and read again in the "
     "same invocation once another batch made progress (engine/runs.py _passes loops on "
     "report.progressed) instead of pausing and naming the file"))
-@params(MAIN)
-@pytest.mark.parametrize(("op", "fault"), B5_FAULTS, ids=["get-5xx", "read-dropped"])
+@pytest.mark.parametrize(("provider", "op", "fault"), [("openai", *GET_5XX), ("anthropic", *READ_DROPPED)],
+                         ids=["openai-get-5xx", "anthropic-read-dropped"])
 def test_b5_a_batch_that_cannot_be_read_is_left_named_and_collected_by_the_next_run(
         provider: str, op: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
     keys = make(project, provider, {"a": 3, "b": 2})
@@ -75,8 +76,8 @@ def test_b5_a_batch_that_cannot_be_read_is_left_named_and_collected_by_the_next_
     assert sorted(e["data"]["file"] for e in events(project, kind="collected")) == ["a.jsonl", "b.jsonl"]
 
 
-@params(MAIN)
-@pytest.mark.parametrize(("op", "fault"), B5_FAULTS, ids=["get-5xx", "read-dropped"])
+@pytest.mark.parametrize(("provider", "op", "fault"), [("openai", *READ_DROPPED), ("anthropic", *GET_5XX)],
+                         ids=["openai-read-dropped", "anthropic-get-5xx"])
 def test_b5_while_the_provider_cannot_be_reached_the_run_pauses_naming_the_files(
         provider: str, op: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
     make(project, provider, {"a": 3, "b": 2})
@@ -181,7 +182,7 @@ def test_b6_anthropic_expired_and_canceled_items_fail_with_their_reason(
 # -- B7 ---------------------------------------------------------------------------------------
 
 B7_CASES = [("openai", "failed"), ("openai", "expired"), ("openai", "cancelled"),
-            ("groq", "expired"), ("gemini", "failed"), ("gemini", "expired")]
+            ("groq", "expired"), ("gemini", "failed")]
 
 
 @pytest.mark.parametrize(("provider", "end"), B7_CASES, ids=[f"{p}-{e}" for p, e in B7_CASES])
@@ -207,8 +208,10 @@ def test_b7_a_batch_ended_without_results_is_not_read_and_fails_that_files_recor
     ended = [e["data"] for e in events(project, kind="batch_ended_unread")]
     assert [(d["file"], d["batch_id"]) for d in ended] == [("b.jsonl", bad)]
 
+    if end != "expired":
+        return
     # Running again carries the failures; `agac retry` sends every record of the file,
-    # including the one the provider answered before it ended the batch.
+    # including the one the provider answered before it expired the batch.
     assert run(project).exit_code == 1
     assert creates(emulator.stats(), provider) == 2
     again = retry(project)
@@ -218,6 +221,7 @@ def test_b7_a_batch_ended_without_results_is_not_read_and_fails_that_files_recor
     done = run(project)
     assert done.exit_code == 0, done.notes
     assert counts(done)["answered"] == 4
+    assert emulator.stats()["duplicate_answers"] == 1  # billed twice, as the seed accepts
 
 
 @pytest.mark.xfail(strict=True, reason=(

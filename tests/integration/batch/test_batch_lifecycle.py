@@ -109,9 +109,6 @@ def test_b0_a_run_ended_by_new_leaves_its_batches_out_for_the_next_run_to_adopt(
     assert stats["duplicate_answers"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: batches whose requests the new run no longer needs are never cancelled at "
-    "the provider (nothing in engine/batch.py calls cancel_batch outside batch_deadline)"))
 @params(MAIN)
 def test_b0_the_next_run_cancels_at_the_provider_the_batches_it_no_longer_needs(
         provider: str, emulator: RunningEmulator, project: Path) -> None:
