@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import ActionRuntime, build_runtime
 from agac.engine.gateway import StoreGateway
-from agac.engine.units import Settled, Stopped, run_unit
+from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
 from agac.providers.base import Request, Response, fingerprint_of
 from agac.store.batches import OPEN_BATCH_STATES, staged_key
@@ -231,8 +231,6 @@ class Executor:
         whole shard and look their answers up in one query instead of one per unit."""
         if self.fresh:
             return
-        from agac.engine.units import build_request
-
         pending: list[tuple[str, str, Any, str, str]] = []
         for rt in self.runtimes:
             if rt.action.kind != "llm" or rt.action.dependencies:

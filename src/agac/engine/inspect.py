@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 from agac.data.inputs import resolve_input_files
 from agac.data.readers import iter_input
 from agac.data.view import compile_view
+from agac.engine.actions import build_runtime
+from agac.engine.units import build_request
 from agac.errors import UsageError
 from agac.prompt.render import compile_guard
 from agac.store.repository import loads
@@ -31,9 +33,6 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
                     only: str | None) -> list[dict[str, Any]]:
     """Each llm action's request for record ``key``. Upstream outputs come from the latest
     run that has them; an action whose inputs are not known yet says so."""
-    from agac.engine.actions import build_runtime
-    from agac.engine.units import build_request
-
     rec = _find_input_record(project, workflow, key)
     if rec.payload is None:
         raise UsageError(f"record {key!r} is invalid: {rec.error}")
