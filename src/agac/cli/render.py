@@ -64,12 +64,16 @@ class ProgressView:
         for a, tid in tasks.items():
             row = progress.actions[a]
             extra = f"failed {row['failed']}  skipped {row['skipped']}  ${row['cost']:.4f}"
+            if progress.batches.get(a):
+                extra += f"  {progress.batches[a]}"
             bars.update(tid, completed=progress.done(a), extra=extra)
 
     def _plain(self, progress: Any) -> None:
         last = ""
         while not self._stop.wait(5.0):
-            line = "  ".join(f"{a} {progress.done(a)}/{progress.total}" for a in progress.actions)
+            line = "  ".join(f"{a} {progress.done(a)}/{progress.total}"
+                             + (f" ({progress.batches[a]})" if progress.batches.get(a) else "")
+                             for a in progress.actions)
             if line != last:
                 click.echo(f"progress: {line}", err=True)
                 last = line

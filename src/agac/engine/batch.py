@@ -281,6 +281,14 @@ class BatchCoordinator:
     # -- polling and collection -------------------------------------------------------------
 
     async def _poll_and_collect(self, rt: ActionRuntime, report: StepReport) -> None:
+        seen: list[str] = []
+        try:
+            await self._poll_each(rt, report, seen)
+        finally:
+            self.ex.progress.batches[rt.name] = (
+                f"{len(seen)} batch{'es' if len(seen) != 1 else ''} out: {', '.join(seen)}" if seen else "")
+
+    async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
         for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
             if b.state in ("submitting", "unknown"):
                 continue
@@ -295,6 +303,7 @@ class BatchCoordinator:
                              state="running" if status.state in ("running",) else b.state)
             await self._event("awaiting", rt.name, batch_id=handle.id, file=b.file,
                               status=status.raw_status, poll_interval=rt.action.poll_interval)
+            seen.append(f"{b.file} {status.raw_status} {status.completed}/{status.request_count or b.request_count}")
             if status.state == "ended":
                 if await self._collect(rt, b, handle, report):
                     report.progressed = True

@@ -51,6 +51,8 @@ class Progress:
     def __init__(self, actions: list[str], total: int) -> None:
         self.total = total
         self.actions = {a: {"answered": 0, "failed": 0, "skipped": 0, "cost": 0.0} for a in actions}
+        self.batches: dict[str, str] = {}
+        """Per batch action: its batches out, with provider status and request counts."""
         self.listeners: list[Callable[[Progress], None]] = []
 
     def bump(self, action: str, status: str, cost: float = 0.0) -> None:
