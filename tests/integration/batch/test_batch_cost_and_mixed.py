@@ -1,0 +1,103 @@
+"""Batch cost at the batch tier, and a mixed workflow (batch → online → batch) over three
+files with a refused file, dropped records and an expired batch, run to completion with
+``agac retry`` and checked record by record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from batch_support import creates, make, retry, rows, run, store
+
+from agac import api
+from agac.emulator.testing import RunningEmulator
+
+ONE_ATTEMPT = "{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
+
+
+def test_batch_usage_is_priced_at_the_batch_tier(
+        emulator: RunningEmulator, tmp_path: Path) -> None:
+    batch_root, live_root = tmp_path / "batch", tmp_path / "live"
+    make(batch_root, "openai", summarize=False)
+    make(live_root, "openai", summarize=False)
+    wf = live_root / "workflows" / "wf.yml"
+    wf.write_text(wf.read_text().replace("run_mode: batch", "run_mode: online"))
+
+    assert run(batch_root).exit_code == 75
+    emulator.advance(120)
+    batched = run(batch_root)
+    live = run(live_root)
+
+    assert batched.exit_code == 0 and live.exit_code == 0
+    batch_cost, live_cost = _cost(batch_root), _cost(live_root)
+    assert live_cost > 0
+    assert batch_cost == pytest.approx(live_cost / 2, rel=0.02)
+    report = api.cost(batched.summary["run_id"], batch_root)
+    assert {r["tier"] for r in report["rows"]} == {"batch"}
+    assert report["batch_saved_usd"] > 0  # rounded to the micro-dollar
+    assert report["batch_saved_usd"] == pytest.approx(live_cost - batch_cost, abs=1e-6)
+    assert api.cost(live.summary["run_id"], live_root)["batch_saved_usd"] == 0
+
+
+def _cost(root: Path) -> float:
+    """The unrounded cost of the classify calls in the root's latest run."""
+    with store(root) as s:
+        (run_row,) = s.list_runs(limit=1)
+        return sum(float(r.cost_usd) for r in s.usage_totals([run_row.id]) if r.action == "classify")
+
+
+def _run_until_final(root: Path, emulator: RunningEmulator, result: object, limit: int = 6) -> object:
+    for _ in range(limit):
+        if result.exit_code != 75:  # type: ignore[attr-defined]
+            return result
+        emulator.advance(120)
+        result = run(root)
+    raise AssertionError("the run did not end")
+
+
+def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_expired_batch(
+        emulator: RunningEmulator, project: Path) -> None:
+    keys = make(project, "openai", {"a": 2, "b": 2, "c": 2}, second="batch", retry=ONE_ATTEMPT)
+    create = {"provider": "openai", "op": "batch.create", "times": 1}
+    emulator.add_fault({**create, "nth": 1, "fault": {"http": 400}},                # a refused
+                       {**create, "nth": 2, "fault": {"batch_drop_records": 1}},    # b drops 1
+                       {**create, "nth": 3, "fault": {"batch_end": "expired", "answered": 1}})  # c
+
+    # A refused file fails the action as a whole and the run (B2); b's and c's batches
+    # stay out and their records are skipped batch_outstanding.
+    first = run(project)
+    assert first.exit_code == 1 and first.summary["state"] == "failed"
+    classify = rows(project)
+    assert {classify[k]["reason"] for k in keys["a.jsonl"]} == {"batch_refused"}
+    assert {classify[k]["reason"] for k in keys["b.jsonl"] + keys["c.jsonl"]} == {"batch_outstanding"}
+
+    # The next run sends a again, adopts b and c, and finishes with b's dropped record
+    # (no attempt left) and c's expired batch as failures.
+    emulator.advance(120)
+    ended = _run_until_final(project, emulator, run(project))
+    assert ended.summary["state"] == "partial"  # type: ignore[attr-defined]
+    classify, summarize, tag = rows(project), rows(project, "summarize"), rows(project, "tag")
+    assert all(classify[k]["status"] == "answered" for k in keys["a.jsonl"])
+    b_reasons = sorted(str(classify[k]["reason"]) for k in keys["b.jsonl"])
+    assert b_reasons == ["None", "batch_not_returned"]
+    assert {classify[k]["reason"] for k in keys["c.jsonl"]} == {"batch_expired"}
+    for key in keys["a.jsonl"] + keys["b.jsonl"] + keys["c.jsonl"]:
+        if classify[key]["status"] == "answered":
+            assert summarize[key]["status"] == "answered" and tag[key]["status"] == "answered"
+        else:
+            assert (summarize[key]["reason"], tag[key]["reason"]) == ("upstream_failed", "upstream_failed")
+
+    # agac retry sends the three failed records and their dependants, to completion.
+    again = retry(project)
+    assert again.exit_code == 75
+    done = _run_until_final(project, emulator, again)
+    assert done.exit_code == 0, done.notes  # type: ignore[attr-defined]
+    for action in ("classify", "summarize", "tag"):
+        outcome = rows(project, action)
+        assert set(outcome) == {k for ks in keys.values() for k in ks}
+        assert all(r["status"] == "answered" for r in outcome.values()), (action, outcome)
+    stats = emulator.stats()
+    # c's expired batch had answered one record before it expired: paid twice (B7).
+    assert stats["duplicate_answers"] == 1
+    # classify: a (refused), b, c, a again, then the retry's b, c; tag: a, b, then b, c.
+    assert creates(stats, "openai") == 10
