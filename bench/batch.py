@@ -6,7 +6,7 @@ Usage: python bench/batch.py [--records 50000] [--files 1] [--port 18767] [--pro
 One case = one fresh project under bench/out/batch-<records>x<files>/ with a one-action
 workflow (``model: openai/gpt-4o-mini``, ``run_mode: batch``, a JSON schema) over
 ``--files`` JSONL files of ``--records`` records in all. The emulator
-(``agac emulator --batch-seconds 60``) and every ``agac`` command run as separate
+(``agac emulator --batch-seconds 3600``) and every ``agac`` command run as separate
 processes; each ``agac`` process is reaped with ``os.wait4`` so its wall time, CPU
 (user + system) and peak RSS (``ru_maxrss``) are its own.
 
@@ -15,7 +15,7 @@ processes; each ``agac`` process is reaped with ``os.wait4`` so its wall time, C
    snapshot (process start → ``run_admitted``), lease and engine start (→ ``run_started``),
    the pass that stages every unit plus the upload of every batch (→ the last
    ``submitted``), the engine's second pass and first poll (→ the last ``awaiting``), exit.
-2. The emulator's clock moves forward one hour, so every batch has ended.
+2. The emulator's clock moves forward two hours, so every batch has ended.
 3. **collect**: ``agac run wf.yml --json`` until it exits 0: polls, downloads and ingests
    every result, finalizes. Split from the events: start-up (→ ``run_started``), the
    engine's first pass over the pending units (→ the first ``awaiting``), download and
@@ -44,6 +44,7 @@ from typing import Any
 OUT = Path(__file__).parent / "out"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
 PY_SPY = str(Path(sys.executable).parent / "py-spy")
+BATCH_SECONDS = 3600
 WORKFLOW = """\
 name: batch_bench
 input: {path: data/}
@@ -93,7 +94,10 @@ def control(port: int, method: str, path: str, body: Any = None) -> Any:
 
 
 def start_emulator(port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(AGAC + ["emulator", "--port", str(port), "--batch-seconds", "60"],
+    # a batch ends after an hour of emulator time, so no batch ends while a long submit
+    # run is still sending (the first run must pause); the clock then moves past it
+    proc = subprocess.Popen(AGAC + ["emulator", "--port", str(port), "--batch-seconds",
+                                    str(BATCH_SECONDS)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -198,7 +202,7 @@ def bench(args: argparse.Namespace) -> None:
             "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
         }), flush=True)
 
-        control(args.port, "POST", "/_emulator/clock", {"advance": 3600})
+        control(args.port, "POST", "/_emulator/clock", {"advance": 2 * BATCH_SECONDS})
         col = run_agac(root, ["run", "wf.yml", "--json"], env, 0, prof("collect"))
         load = round(os.getloadavg()[0], 2)
         evs = events(root, run_id, env)
