@@ -71,6 +71,7 @@ class BatchCoordinator:
         self.workflow = ex.workflow.name
         self.batch_rts = [rt for rt in ex.runtimes if is_batched(rt)]
         self._pacers: dict[str, RateLimiter] = {}
+        self._unreachable: dict[str, str] = {}
 
     # -- the step -----------------------------------------------------------------------
 
@@ -81,6 +82,8 @@ class BatchCoordinator:
         for rt in self.batch_rts:
             await self._recover_intents(rt, report)
             all_sent = await self._submit_ready_files(rt, report)
+            if rt.name in self.ex.refused_actions:
+                continue  # B2: the action fails; the batches of its other files stay out (B0)
             if not all_sent:
                 report.waiting.append(f"{rt.name}: waiting until every input file can be sent (B4)")
                 continue
@@ -293,11 +296,15 @@ class BatchCoordinator:
             if b.state in ("submitting", "unknown"):
                 continue
             handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {})
+            if b.key in self._unreachable:
+                # B5: left for the next run, not asked again in this one.
+                report.waiting.append(self._unreachable[b.key])
+                continue
             try:
                 status = await rt.provider.poll_batch(handle)
             except ProviderError as exc:
-                report.waiting.append(f"{rt.name}: cannot reach the provider for {b.file} "
-                                      f"({handle.id}): {exc} (B5)")
+                self._unreach(b, report, f"{rt.name}: cannot reach the provider for {b.file} "
+                                         f"({handle.id}): {exc} (B5)")
                 continue
             await self._call(self.store.update_batch, b.key, raw_status=status.raw_status,
                              state="running" if status.state in ("running",) else b.state)
@@ -332,6 +339,10 @@ class BatchCoordinator:
             await self._call(self.store.set_action_state, self.run_id, rt.name, "failed",
                              f"every file's batch ended without results: {', '.join(sorted(files))}")
 
+    def _unreach(self, b: Any, report: StepReport, line: str) -> None:
+        self._unreachable[b.key] = line
+        report.waiting.append(line)
+
     async def _end_unread(self, rt: ActionRuntime, b: Any, state: str, why: str) -> None:
         """B7: read nothing from it, fail its records."""
         reason = _B7_REASON[state]
@@ -358,8 +369,8 @@ class BatchCoordinator:
         try:
             counts = await ingest_batch(self.ex, rt, b, handle)
         except ProviderError as exc:
-            report.waiting.append(f"{rt.name}: cannot read the results of {handle.id} for {b.file}: "
-                                  f"{exc} (B5)")
+            self._unreach(b, report, f"{rt.name}: cannot read the results of {handle.id} for "
+                                     f"{b.file}: {exc} (B5)")
             return False
         await self._event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
         return True

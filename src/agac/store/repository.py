@@ -25,6 +25,7 @@ __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 
 FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
 _CHUNK = 2000
+_NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted")
 
 
 def dumps(value: Any) -> str:
@@ -369,6 +370,9 @@ class Store(BatchRepository):
         ).where(o.c.run_id == src)
         if skip_actions:
             sel = sel.where(o.c.action.not_in(list(skip_actions)))
+        # Skips that only say a run stopped early are not outcomes to carry: those units
+        # are asked (or adopted from the batches still out) by the new run.
+        sel = sel.where(sa.not_(sa.and_(o.c.status == "skipped", o.c.reason.in_(_NOT_CARRIED))))
         cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
                 "fingerprint", "output", "attempts", "updated_at"]
         with self._guard("carry outcomes over"), self.engine.begin() as conn:
