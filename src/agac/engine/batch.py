@@ -55,6 +55,9 @@ def request_from_json(text: str, custom_id: str) -> Request:
 
 @dataclass
 class StepReport:
+    """``progressed``: something a unit can act on happened (results read, records failed),
+    so the run makes another online pass; submitting or adopting a batch is not that."""
+
     progressed: bool = False
     waiting: list[str] = field(default_factory=list)
     poll_interval: float = 300.0
@@ -190,8 +193,7 @@ class BatchCoordinator:
                 return "refused"
             maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
             await self._submitted(rt, key, handle, batch.file, batch.request_count)
-            report.progressed = True
-            return "submitted"
+            return "submitted"  # no unit can move on until it is read: no new pass
 
     def _pacer(self, rt: ActionRuntime) -> RateLimiter | None:
         config = self.ex.provider_options.get(rt.action.provider or "")
@@ -243,11 +245,7 @@ class BatchCoordinator:
     async def _recover_intents(self, rt: ActionRuntime, report: StepReport) -> None:
         for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
             if b.state in ("submitting", "unknown"):
-                state = await self._recover(rt, b.key, report)
-                if state == "unknown":
-                    report.waiting.append(
-                        f"{rt.name}: the submission of {b.file} ({b.key}) is unknown; settle it with "
-                        f"`agac batch resolve {b.key} --batch-id ID | --not-submitted`")
+                await self._recover(rt, b.key, report)
 
     async def _recover(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Ask the provider for a batch by our key before sending that shard again."""
@@ -270,15 +268,21 @@ class BatchCoordinator:
                 certain_absent = handle is None
         except ProviderError as exc:
             await self._call(self.store.update_batch, key, state="unknown", error=f"recovery: {exc}")
+            report.waiting.append(
+                f"{rt.name}: cannot ask the provider about the submission of {b.file} ({key}): "
+                f"{exc}; run again later, or settle it with `agac batch resolve {key} "
+                "--batch-id ID | --not-submitted`")
             return "unknown"
         if handle is not None:
             await self._submitted(rt, key, handle, b.file, b.request_count)
             await self._event("batch_adopted", rt.name, batch=key, batch_id=handle.id, file=b.file)
-            report.progressed = True
             return "submitted"
         if certain_absent:
             return await self._submit(rt, key, report)
         await self._call(self.store.update_batch, key, state="unknown")
+        report.waiting.append(
+            f"{rt.name}: the submission of {b.file} ({key}) is unknown; settle it with "
+            f"`agac batch resolve {key} --batch-id ID | --not-submitted`")
         return "unknown"
 
     # -- polling and collection -------------------------------------------------------------
