@@ -73,13 +73,14 @@ def case_chained() -> dict:
             "target": "<= 4 s"}
 
 
-def case_latency() -> dict:
-    root = make_project("latency", 5_000, conc=64, actions=1)
+def case_latency(records: int = 5_000) -> dict:
+    root = make_project("latency", records, conc=64, actions=1)
     r = run_agac(root, "run", "wf.yml", "--json", env={"AGAC_MOCK_LATENCY_MS": "50"})
     s = json.loads(r.pop("stdout"))
     calls = sum(a["calls"] for a in s["actions"].values())
     bound = 64 / 0.05
-    return {"case": "5k records x 1 action, mock 50 ms, max_concurrency 64", **r, "calls": calls,
+    return {"case": f"{records} records x 1 action, mock 50 ms, max_concurrency 64", **r,
+            "calls": calls,
             "calls_per_s": round(calls / r["wall_s"]), "bound_per_s": bound,
             "of_bound": round(calls / r["wall_s"] / bound, 3), "target": ">= 0.80 of bound"}
 
@@ -112,7 +113,8 @@ def case_startup() -> dict:
             "target": "<= 0.4 s each"}
 
 
-CASES = {"chained": case_chained, "latency": case_latency, "rss": case_rss, "reuse": case_reuse,
+CASES = {"chained": case_chained, "latency": case_latency,
+         "latency20k": lambda: case_latency(20_000), "rss": case_rss, "reuse": case_reuse,
          "startup": case_startup}
 
 if __name__ == "__main__":
