@@ -33,6 +33,7 @@ __all__ = [
     "list_runs",
     "load_workflow",
     "open_store",
+    "plan",
     "record_session",
     "render",
     "resolve_run",
@@ -58,11 +59,12 @@ def open_store(project: Project | None = None) -> Store:
 
 def load_workflow(ref: str | Path, project: Project | Path | str | None = None, *,
                   run_mode: str | None = None, poll_interval: float | str | None = None,
-                  batch_deadline: float | str | None = None) -> Workflow:
+                  batch_deadline: float | str | None = None,
+                  budget_usd: float | None = None) -> Workflow:
     """The validated workflow ``ref`` (a path or a ``name:``); ConfigError with every problem.
 
-    ``run_mode``, ``poll_interval`` and ``batch_deadline`` are this run's own settings
-    (seconds or a duration string), merged before validation (DESIGN §3).
+    ``run_mode``, ``poll_interval``, ``batch_deadline`` and ``budget_usd`` are this run's
+    own settings (seconds or a duration string; USD), merged before validation (DESIGN §3).
     """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable
@@ -70,7 +72,7 @@ def load_workflow(ref: str | Path, project: Project | Path | str | None = None, 
     proj = _project(project)
     prices = PriceTable(dict(proj.config.prices))
     return _load(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
-                 batch_deadline=batch_deadline, price_lookup=prices.known)
+                 batch_deadline=batch_deadline, price_lookup=prices.known, budget_usd=budget_usd)
 
 
 def validate(ref: str | Path, project: Project | Path | str | None = None, *,
@@ -88,17 +90,20 @@ def validate(ref: str | Path, project: Project | Path | str | None = None, *,
 
 def run(ref: str | Path, project: Project | Path | str | None = None, *,
         run_mode: str | None = None, poll_interval: float | str | None = None,
-        batch_deadline: float | str | None = None, **options: Any) -> Any:
+        batch_deadline: float | str | None = None, budget_usd: float | None = None,
+        **options: Any) -> Any:
     """``agac run``: continue the open run or admit a new one and execute it (R1).
 
-    Options: ``new``, ``fresh``, ``limit``, ``wait``, ``handle_signals``, ``on_progress``,
-    ``on_start``. Returns a :class:`agac.engine.runs.RunResult`.
+    ``budget_usd`` caps a new run's spending instead of the file's ``budget.usd`` (R5).
+    Options: ``new``, ``fresh``, ``limit``, ``wait``, ``allow_over_estimate``,
+    ``handle_signals``, ``on_progress``, ``on_start``. Returns a
+    :class:`agac.engine.runs.RunResult`.
     """
     from agac.engine.runs import RunOptions, start_run
 
     proj = _project(project)
     overrides = {"run_mode": run_mode, "poll_interval": poll_interval,
-                 "batch_deadline": batch_deadline}
+                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
     store = open_store(proj)
     try:
@@ -133,6 +138,29 @@ def retry(ref: str | Path, project: Project | Path | str | None = None, *,
         run_options.overrides = overrides
         return start_retry(proj, store, workflow, run_options, action, record, dry_run,
                            abandon_in_flight=abandon_in_flight)
+    finally:
+        store.close()
+
+
+def plan(ref: str | Path, project: Project | Path | str | None = None, *,
+         run_mode: str | None = None, budget_usd: float | None = None,
+         limit: int | None = None) -> dict[str, Any]:
+    """``agac plan``: what a new run would send and cost — units, requests, estimated
+    tokens, cost online vs batch, answers already reusable (R5). Sends nothing and
+    writes nothing."""
+    from itertools import islice
+
+    from agac.engine.plan import estimate_run, plan_records
+    from agac.providers.pricing import PriceTable
+
+    proj = _project(project)
+    workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd)
+    store = open_store(proj)
+    try:
+        records = plan_records(proj, workflow)
+        if limit is not None:
+            records = islice(records, limit)
+        return estimate_run(proj, store, workflow, PriceTable(dict(proj.config.prices)), records)
     finally:
         store.close()
 

@@ -165,11 +165,15 @@ def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
 @click.option("--fresh", is_flag=True, help="Like --new, and reuse nothing: every record is paid for again.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records.")
 @click.option("--wait", is_flag=True, help="Wait for another owner's lease instead of exiting 75.")
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="USD", help="Cap a new run's spending (instead of the file's budget.usd).")
+@click.option("--allow-over-estimate", is_flag=True,
+              help="Admit a run whose estimate exceeds its budget (it stops when the budget is spent).")
 @json_option
 @command
 def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         batch_deadline: float | None, new: bool, fresh: bool, limit: int | None, wait: bool,
-        as_json: bool) -> int:
+        budget_usd: float | None, allow_over_estimate: bool, as_json: bool) -> int:
     """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
     from agac import api
     from agac.cli.render import ProgressView, print_summary
@@ -177,7 +181,8 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
     view = ProgressView(enabled=True)
     try:
         result = api.run(workflow, run_mode=run_mode, poll_interval=poll_interval,
-                         batch_deadline=batch_deadline, new=new, fresh=fresh, limit=limit, wait=wait,
+                         batch_deadline=batch_deadline, budget_usd=budget_usd, new=new, fresh=fresh,
+                         limit=limit, wait=wait, allow_over_estimate=allow_over_estimate,
                          handle_signals=True, on_start=view.start)
     except KeyboardInterrupt:
         view.stop()
@@ -192,6 +197,25 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
     else:
         print_summary(result.summary, interrupted=result.interrupted)
     return result.exit_code
+
+
+@cli.command()
+@click.argument("workflow")
+@run_mode_option
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="USD", help="Judge the estimate against this cap instead of budget.usd.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
+@json_option
+@command
+def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: int | None,
+         as_json: bool) -> int:
+    """Estimate a run before anything is sent: requests, tokens, cost online vs batch."""
+    from agac import api
+    from agac.cli.render import print_plan
+
+    doc = api.plan(workflow, run_mode=run_mode, budget_usd=budget_usd, limit=limit)
+    _emit_json(doc) if as_json else print_plan(doc)
+    return 0
 
 
 @cli.command()

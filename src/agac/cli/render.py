@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-__all__ = ["ProgressView", "follow_events", "print_cost", "print_event", "print_runs",
-           "print_session", "print_summary"]
+__all__ = ["ProgressView", "follow_events", "print_cost", "print_event", "print_plan",
+           "print_runs", "print_session", "print_summary"]
 
 
 class ProgressView:
@@ -101,6 +101,12 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         words += "; interrupted: what was in flight is saved"
     if summary.get("error"):
         click.echo(f"  error: {summary['error']}")
+    if summary.get("budget"):
+        b = summary["budget"]
+        cap = ", ".join(x for x in (f"${b['usd']:g}" if b.get("usd") is not None else "",
+                                    f"{b['tokens']:,} tokens" if b.get("tokens") is not None
+                                    else "") if x)
+        click.echo(f"  budget {cap}: spent ${b['spent_usd']:.4f}, {b['spent_tokens']:,} tokens")
     click.echo(words + (f": {summary['next']}" if summary.get("next") else ""))
 
 
@@ -174,3 +180,22 @@ def print_cost(doc: dict[str, Any]) -> None:
         click.echo(f"  {r['action']:<16} {r['provider']}/{r['model']:<28} {r['tier']:<5} "
                    f"{r['calls']:>7} calls {r['input_tokens']:>9} in {r['output_tokens']:>9} out "
                    f"${r['cost_usd']:.6f}")
+
+
+def print_plan(doc: dict[str, Any]) -> None:
+    click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
+    for name, a in doc["actions"].items():
+        click.echo(f"  {name:<16} {a['kind']:<4} {a['run_mode'] or '':<6} {a['units']:>7} units "
+                   f"{a['requests']:>7} requests {a['reusable']:>7} reusable "
+                   f"{a['input_tokens']:>9} in {a['output_tokens']:>9} out  "
+                   f"online ${a['cost_usd']['online']:.4f}  batch ${a['cost_usd']['batch']:.4f}")
+    c = doc["cost_usd"]
+    click.echo(f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
+               f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
+               f"${c['batch']:.4f}, as configured ${c['as_configured']:.4f}")
+    if doc.get("budget"):
+        b = doc["budget"]
+        verdict = "within" if doc["within_budget"] else "OVER"
+        click.echo(f"budget usd={b['usd']} tokens={b['tokens']}: {verdict} the budget"
+                   + ("" if doc["within_budget"] else
+                      "; `agac run` refuses it unless --allow-over-estimate"))

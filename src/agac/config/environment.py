@@ -25,8 +25,10 @@ PriceLookup = Callable[[str], bool]
 
 def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAction, Action]],
                       *, price_lookup: PriceLookup | None = None,
-                      check_credentials: bool = True) -> None:
-    """Report what would stop this workflow on this machine, or cost unknown money."""
+                      check_credentials: bool = True, budget: bool = False) -> None:
+    """Report what would stop this workflow on this machine, or cost unknown money.
+
+    With a ``budget`` a model without a price is an error: the cap could not be kept."""
     seen_providers: set[str] = set()
     seen_models: set[str] = set()
     memory = store_url(project) == "memory"
@@ -48,7 +50,7 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
             _check_provider(f, project, raw, action.provider, check_credentials)
         if action.model not in seen_models:
             seen_models.add(action.model)
-            _check_price(f, project, raw, action, price_lookup)
+            _check_price(f, project, raw, action, price_lookup, budget)
 
 
 def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str,
@@ -96,11 +98,15 @@ def _check_function(f: Findings, project: Project, raw: RawAction, spec: str) ->
 
 
 def _check_price(f: Findings, project: Project, raw: RawAction, action: Action,
-                 price_lookup: PriceLookup | None) -> None:
+                 price_lookup: PriceLookup | None, budget: bool = False) -> None:
     model = action.model or ""
     if action.provider == "mock" or model in project.config.prices or price_lookup is None:
         return
-    if not price_lookup(model):
+    if not price_lookup(model) and budget:
+        f.error("unknown_price", f"model {model!r} has no price, so the workflow's budget "
+                "cannot be kept", raw.origin("model"), hint=f"add prices: {{{model}: "
+                "{input: …, output: …}} to agac.yml (USD per million tokens)")
+    elif not price_lookup(model):
         f.warn("unknown_price", f"model {model!r} has no price; its cost will show as 0",
                raw.origin("model"), hint=f"add prices: {{{model}: {{input: …, output: …}}}} "
                "to agac.yml")

@@ -13,6 +13,7 @@ __all__ = [
     "ACTION_KEYS",
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
+    "BUDGET_KEYS",
     "DEFAULTABLE_KEYS",
     "FUTURE_ACTION_KEYS",
     "FUTURE_KINDS",
@@ -26,8 +27,10 @@ __all__ = [
     "TOP_KEYS",
 ]
 
-TOP_KEYS = frozenset({"name", "description", "input", "defaults", "actions", "partial_ok"})
-FUTURE_TOP_KEYS = frozenset({"budget", "deadline"})
+TOP_KEYS = frozenset({"name", "description", "input", "defaults", "actions", "partial_ok",
+                      "budget"})
+FUTURE_TOP_KEYS = frozenset({"deadline"})
+BUDGET_KEYS = frozenset({"usd", "tokens"})
 INPUT_KEYS = frozenset({"path", "id_field"})
 
 ACTION_KEYS = frozenset({

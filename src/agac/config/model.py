@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "SNAPSHOT_VERSION",
     "Action",
+    "Budget",
     "ContextSpec",
     "InputSpec",
     "RateLimit",
@@ -37,6 +38,14 @@ class InputSpec:
 
     path: str
     id_field: str | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's spending cap (R5): USD and/or tokens (input + output); None = no cap."""
+
+    usd: float | None = None
+    tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,11 @@ class Workflow:
     partial_ok: bool = True
     description: str | None = None
     config_hash: str = ""
+    budget: Budget | None = None
+    """The cap a run admitted from this file gets (R5); not part of ``config_hash``:
+    it belongs to the run, like its deadline, and changes no request."""
+    deadline: float | None = None
+    """Seconds from admission after which a run ends ``timed_out`` (R4)."""
 
     def __post_init__(self) -> None:
         if not self.config_hash:
@@ -148,6 +162,8 @@ class Workflow:
             "partial_ok": self.partial_ok,
             "input": dataclasses.asdict(self.input),
             "actions": [_action_dict(a) for a in self.actions],
+            "budget": None if self.budget is None else dataclasses.asdict(self.budget),
+            "deadline": self.deadline,
         }
 
     @classmethod
@@ -164,6 +180,8 @@ class Workflow:
             partial_ok=data["partial_ok"],
             description=data.get("description"),
             config_hash=data["config_hash"],
+            budget=Budget(**data["budget"]) if data.get("budget") else None,
+            deadline=data.get("deadline"),
         )
 
 

@@ -24,6 +24,7 @@ from agac.config.graph import order_actions
 from agac.config.keys import (
     ACTION_KEYS,
     BATCH_TUNING_KEYS,
+    BUDGET_KEYS,
     DEFAULTABLE_KEYS,
     FUTURE_ACTION_KEYS,
     FUTURE_KINDS,
@@ -36,11 +37,18 @@ from agac.config.keys import (
     TOOL_KEYS,
     TOP_KEYS,
 )
-from agac.config.model import Action, InputSpec, Workflow
+from agac.config.model import Action, Budget, InputSpec, Workflow
 from agac.config.project import Project
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.templates import check_guard_fields, check_templates
-from agac.config.values import read_bool, read_mapping, read_str, read_str_list
+from agac.config.values import (
+    read_bool,
+    read_int,
+    read_mapping,
+    read_number,
+    read_str,
+    read_str_list,
+)
 from agac.errors import ConfigError, Problem
 
 __all__ = [
@@ -60,12 +68,13 @@ _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 
 def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
                   poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
-                  price_lookup: PriceLookup | None = None) -> Workflow:
+                  price_lookup: PriceLookup | None = None,
+                  budget_usd: float | None = None) -> Workflow:
     """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
     workflow, problems = validate_workflow(ref, project, run_mode=run_mode,
                                            poll_interval=poll_interval,
                                            batch_deadline=batch_deadline,
-                                           price_lookup=price_lookup)
+                                           price_lookup=price_lookup, budget_usd=budget_usd)
     if workflow is None:
         raise ConfigError(problems=[p for p in problems if p.severity == "error"])
     return workflow
@@ -74,6 +83,7 @@ def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = N
 def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
                       poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                       price_lookup: PriceLookup | None = None, check_credentials: bool = True,
+                      budget_usd: float | None = None,
                       ) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
 
@@ -83,7 +93,9 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     written values; the resolved actions record what the run will use.
 
     ``price_lookup(model)`` tells whether the engine's price table knows a model; a
-    model it does not know is the warning ``unknown_price``.
+    model it does not know is the warning ``unknown_price`` — an error when a budget is
+    set. ``budget_usd`` is the run's own cap (``agac run --budget-usd``): it replaces the
+    file's ``budget.usd``.
     """
     try:
         path = find_workflow(ref, project)
@@ -95,7 +107,9 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
         return None, [Problem("yaml_syntax", f"not UTF-8 text: {exc}", str(ref), 0)]
     f = Findings(doc)
     tuning = _run_tuning(f, {"poll_interval": poll_interval, "batch_deadline": batch_deadline})
-    workflow = _Builder(f, doc, path, project, run_mode, tuning).build(
+    builder = _Builder(f, doc, path, project, run_mode, tuning)
+    builder.budget_usd = budget_usd
+    workflow = builder.build(
         hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
     if any(p.severity == "error" for p in problems):
@@ -195,6 +209,8 @@ class _Builder:
                  run_mode: str | None, tuning: dict[str, float]) -> None:
         self.f, self.doc, self.path, self.project = f, doc, path, project
         self.run_mode, self.tuning = run_mode, tuning
+        self.budget_usd: float | None = None
+        self.budget: Budget | None = None
 
     def build(self, source_hash: str, price_lookup: PriceLookup | None,
               check_credentials: bool) -> Workflow | None:
@@ -211,6 +227,7 @@ class _Builder:
         partial_ok = read_bool(f, data["partial_ok"], ("partial_ok",)) \
             if "partial_ok" in data else True
         input_spec = self._input(data)
+        self.budget = self._budget(data)
         defaults = self._defaults(data)
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
@@ -218,7 +235,35 @@ class _Builder:
         if f.errors or actions is None or input_spec is None or name is None:
             return None
         return Workflow(name=name, path=self.path, source_hash=source_hash, input=input_spec,
-                        actions=actions, partial_ok=bool(partial_ok), description=description)
+                        actions=actions, partial_ok=bool(partial_ok), description=description,
+                        budget=self.budget)
+
+    def _budget(self, data: dict[Any, Any]) -> Budget | None:
+        """``budget: {usd, tokens}`` (R5), with the run's ``--budget-usd`` in place of usd."""
+        f = self.f
+        usd: float | None = None
+        tokens: int | None = None
+        if data.get("budget") is not None:
+            body = read_mapping(f, data["budget"], ("budget",))
+            if body is not None:
+                f.unknown_keys(body, BUDGET_KEYS, ("budget",), "budget")
+                if not body.keys() & BUDGET_KEYS:
+                    f.error("invalid_value", "budget needs usd or tokens", ("budget",),
+                            hint="budget: {usd: 20}")
+                if body.get("usd") is not None:
+                    usd = read_number(f, body["usd"], ("budget", "usd"),
+                                      exclusive_minimum=True)
+                if body.get("tokens") is not None:
+                    tokens = read_int(f, body["tokens"], ("budget", "tokens"))
+        if self.budget_usd is not None:
+            if not (isinstance(self.budget_usd, (int, float)) and self.budget_usd > 0):
+                f.error("invalid_value", f"--budget-usd must be a positive number, got "
+                        f"{self.budget_usd!r}", ("--budget-usd",), line=0)
+            else:
+                usd = float(self.budget_usd)
+        if usd is None and tokens is None:
+            return None
+        return Budget(usd=usd, tokens=tokens)
 
     def _top_keys(self, data: dict[Any, Any]) -> None:
         for key in data:
@@ -372,7 +417,7 @@ class _Builder:
             self._check_templates(order, ancestors, fields)
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
-                          check_credentials=check_credentials)
+                          check_credentials=check_credentials, budget=self.budget is not None)
         return tuple(built) if not f.errors else None
 
     def _check_templates(self, order: list[RawAction], ancestors: dict[str, tuple[str, ...]],

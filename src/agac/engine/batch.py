@@ -80,6 +80,11 @@ class BatchCoordinator:
 
     async def step(self) -> StepReport:
         report = StepReport()
+        if self.ex.budget is not None:
+            # Nothing is in flight between passes: what was spent and what is still out
+            # are read again from the store (batches read since are settled).
+            held = await self._call(self.open_reservations)
+            await self._call(self.ex.budget.sync, self.store, self.ex.run_row, held)
         intervals = [rt.action.poll_interval or 300.0 for rt in self.batch_rts]
         report.poll_interval = min(intervals) if intervals else 300.0
         for rt in self.batch_rts:
@@ -133,12 +138,73 @@ class BatchCoordinator:
         """Create the intents of one file's staged items and submit them. False if refused."""
         staged = staged_key(self.run_id, rt.name, file)
         parts = await self._call(self._plan_parts, rt, staged, file)
+        held: dict[str, Any] = {}
+        if self.ex.budget is not None:
+            parts, held = await self._reserve_parts(rt, staged, parts, report)
         await self._call(self.store.create_intents, staged, parts)
         refused = False
         for row, _ in parts:
+            if row["key"] in held:
+                self.ex.budget.hold(row["key"], held[row["key"]])
             outcome = await self._submit(rt, row["key"], report)
             refused = refused or outcome == "refused"
         return False if refused else True
+
+    async def _reserve_parts(self, rt: ActionRuntime, staged: str,
+                             parts: list[tuple[dict[str, Any], list[str]]], report: StepReport,
+                             ) -> tuple[list[tuple[dict[str, Any], list[str]]], dict[str, Any]]:
+        """R5: reserve each part's worst case at the batch tier before it is submitted. A
+        part that does not fit is not sent: its staged items are dropped and, the budget
+        being exhausted, the next online pass skips their units ``budget_exhausted``."""
+        budget = self.ex.budget
+        assert budget is not None
+        kept, held = [], {}
+        for row, ids in parts:
+            r = await self._call(self._part_reservation, rt, staged, ids)
+            if budget.reserve(r):
+                kept.append((row, ids))
+                held[row["key"]] = r
+            else:
+                await self._call(self.store.drop_staged_items, staged, ids)
+                await self._event("budget_exhausted", rt.name, file=row["file"], requests=len(ids),
+                                  reserve_usd=round(r.usd, 6))
+                report.progressed = True
+        return kept, held
+
+    def _part_reservation(self, rt: ActionRuntime, staged: str, ids: list[str]) -> Any:
+        from agac.engine.budget import Reservation
+
+        budget = self.ex.budget
+        assert budget is not None
+        wanted = set(ids)
+        usd, tokens = 0.0, 0
+        for item in self.store.staged_items(staged):
+            if item.custom_id in wanted:
+                r = budget.for_request_json(rt.action, loads(item.request), "batch")
+                usd += r.usd
+                tokens += r.tokens
+        return Reservation(usd, tokens)
+
+    def open_reservations(self) -> dict[str, Any]:
+        """Worst cases of the batches this run has out (R5), for the budget guard."""
+        from agac.engine.budget import Reservation
+
+        budget = self.ex.budget
+        assert budget is not None
+        by_name = {rt.name: rt for rt in self.batch_rts}
+        out: dict[str, Any] = {}
+        for b in self.store.list_batches(self.workflow, open_only=True):
+            rt = by_name.get(b.action)
+            if b.run_id != self.run_id or rt is None:
+                continue
+            usd, tokens = 0.0, 0
+            for item in self.store.iter_batch_items(b.key):
+                if item.status == "pending":
+                    r = budget.for_request_json(rt.action, loads(item.request), "batch")
+                    usd += r.usd
+                    tokens += r.tokens
+            out[b.key] = Reservation(usd, tokens)
+        return out
 
     def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> list[tuple[dict[str, Any], list[str]]]:
         """Split a file's staged items only where the provider's limits require it (B1)."""

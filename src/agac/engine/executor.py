@@ -25,6 +25,7 @@ from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
+    from agac.engine.budget import BudgetGuard
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
@@ -111,6 +112,9 @@ class Executor:
         self.adopted_batches: set[str] = set()
         self.waiting: list[str] = []
         self.stopping = False
+        self.run_row: Any = None
+        self.budget: BudgetGuard | None = None
+        """The run's budget guard (R5), or None: a run without a budget does no budget work."""
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
 
     # -- driving ------------------------------------------------------------------------
@@ -218,6 +222,9 @@ class Executor:
             if last.status == "failed":
                 return await self.settle(rt, rec, "failed", last.reason, last.detail, origin="call",
                                          fingerprint=fp, attempts=len(read_here))
+        if self.budget is not None and self.budget.exhausted:
+            return await self.settle(rt, rec, "skipped", "budget_exhausted",
+                                     "never sent: the budget has no room for its worst case")
         attempt = len(read_here) + 1
         self.gateway.commit_nowait(batch_items=[{
             "batch_key": staged_key(self.run_id, rt.name, rec.file),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.batch import BatchCoordinator
+from agac.engine.budget import BudgetGuard
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.engine.executor import Executor, Progress, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
@@ -51,6 +52,7 @@ class RunOptions:
     on_progress: Callable[[Progress], None] | None = None
     on_start: Callable[[Progress, Any], None] | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    allow_over_estimate: bool = False
 
 
 @dataclass
@@ -154,11 +156,19 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     if retry_of is None and not options.fresh:
         last = store.latest_run(workflow.name, final=True)
         prior = last.id if last is not None else None
+    run_options: dict[str, Any] = {"limit": options.limit, "prior": prior,
+                                   "overrides": options.overrides}
+    if retry_of is not None:
+        run_options.update(_inherited_limits(store, retry_of))
+    elif workflow.budget is not None:
+        run_options["budget"] = {"usd": workflow.budget.usd, "tokens": workflow.budget.tokens}
+    if run_options.get("budget") and retry_of is None:
+        _admission_estimate(project, store, workflow, snapshot, options, run_options["budget"])
     store.create_run(
         id=run_id, workflow=workflow.name, workflow_path=project.display(workflow.path),
         state="queued", retry_of=retry_of, config=dumps(workflow.snapshot()),
         config_hash=workflow.config_hash, snapshot_id=snapshot.id, fresh=options.fresh,
-        options=dumps({"limit": options.limit, "prior": prior, "overrides": options.overrides}),
+        options=dumps(run_options),
     )
     carried = 0
     if prior is not None:
@@ -169,6 +179,46 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     run = store.get_run(run_id)
     assert run is not None
     return run
+
+
+def _inherited_limits(store: Store, original_id: str) -> dict[str, Any]:
+    """R2: a retry keeps the original's budget — what is left of it — and its deadline."""
+    from agac.engine.budget import spent_by
+
+    original = store.get_run(original_id)
+    assert original is not None
+    opts = loads(original.options) or {}
+    out: dict[str, Any] = {}
+    if opts.get("budget"):
+        usd, tokens = spent_by(store, original)
+        out["budget"] = opts["budget"]
+        out["spent_before"] = {"usd": usd, "tokens": tokens}
+    if opts.get("deadline_at") is not None:
+        out["deadline_at"] = opts["deadline_at"]
+    return out
+
+
+def _admission_estimate(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,
+                        options: RunOptions, budget: dict[str, Any]) -> None:
+    """R5: refuse (exit 2) a run whose estimate alone exceeds its budget, unless
+    ``--allow-over-estimate``."""
+    from agac.engine.plan import estimate_run
+
+    records = ((r.key, loads(r.payload) if r.reason is None else None)
+               for r in store.iter_records(snapshot.id))
+    plan = estimate_run(project, store, workflow, PriceTable(_price_overrides(project)), records,
+                        fresh=options.fresh)
+    if plan["within_budget"] or options.allow_over_estimate:
+        return
+    cost, tokens = plan["cost_usd"]["as_configured"], plan["input_tokens"] + plan["output_tokens"]
+    cap = ", ".join(x for x in (f"${budget['usd']:g}" if budget.get("usd") is not None else "",
+                                f"{budget['tokens']} tokens" if budget.get("tokens") is not None
+                                else "") if x)
+    raise RefusedError(
+        f"the estimate for {workflow.name} (${cost:.4f}, {tokens} tokens, worst case for "
+        f"{plan['requests']} requests; {plan['reusable']} answers reused) exceeds its budget "
+        f"({cap}); see `agac plan {workflow.name}`, raise the budget, or run with "
+        "--allow-over-estimate to start anyway (it stops when the budget is spent)")
 
 
 def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, snapshot_id: str) -> int:
@@ -250,6 +300,11 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
         provider_options=dict(project.config.providers) if project.config else {},
     )
     executor.snapshot_id = run.snapshot_id
+    executor.run_row = run
+    if opts.get("budget"):
+        executor.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"),
+                                      executor.prices)
+        executor.budget.sync(store, run, {})
     if any(is_batched(rt) for rt in executor.runtimes):
         executor.batch = BatchCoordinator(executor)
     if options.on_start:
@@ -325,8 +380,16 @@ def _install_interrupt(executor: Executor) -> Callable[[], None]:
 # -- finalization --------------------------------------------------------------------------
 
 
+HALT_STATES = (("deadline", "timed_out"), ("budget_exhausted", "exhausted"))
+"""Reasons of units a run never sent because it had to stop, and the final state each
+gives, in DESIGN §7's order of precedence (after ``cancelled``)."""
+
+
 def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, Any]],
-                 partial_ok: bool) -> str:
+                 partial_ok: bool, halts: frozenset[str] = frozenset()) -> str:
+    for reason, state in HALT_STATES:
+        if reason in halts:
+            return state
     actions = summary["actions"].values()
     failed = sum(a["failed"] for a in actions)
     answered = sum(a["answered"] for a in actions)
@@ -347,7 +410,11 @@ def finalize(store: Store, run_id: str) -> str:
     if pending:
         return run.state
     config = loads(run.config)
-    state = decide_state(summary, store.action_states(run_id), bool(config.get("partial_ok", True)))
+    # Only this run's own stops count: skips carried over from the run it retries do not.
+    halts = frozenset(r.reason for r in store.outcome_counts(run_id)
+                      if r.status == "skipped" and r.origin != "carried" and r.reason)
+    state = decide_state(summary, store.action_states(run_id), bool(config.get("partial_ok", True)),
+                         halts)
     store.end_run(run_id, state)
     store.checkpoint(lease=None, events=[_event(run_id, "run_ended", {"state": state,
                                                                        "cost_usd": summary["cost_usd"]})])

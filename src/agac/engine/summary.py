@@ -62,6 +62,12 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
         "next": None,
         "actions": actions,
     }
+    budget = (loads(run.options) or {}).get("budget")
+    if budget:
+        from agac.engine.budget import spent_by
+
+        usd, tokens = spent_by(store, run)
+        summary["budget"] = {**budget, "spent_usd": round(usd, 6), "spent_tokens": tokens}
     summary["next"] = next_command(summary, config)
     if run.error:
         summary["error"] = run.error
@@ -74,8 +80,8 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     failed = sum(a["failed"] for a in summary["actions"].values())
     if state not in FINAL_STATES:
         return f"agac run {wf}"
-    if state == "cancelled":
-        return f"agac run {wf}"
+    if state in ("cancelled", "exhausted", "timed_out"):
+        return f"agac run {wf}"  # a new run reuses every answer paid for
     if failed:
         return f"agac retry {wf}"
     names = list(summary["actions"])

@@ -174,6 +174,12 @@ async def _call_with_retries(
         async with rt.slots:
             if ex.stopping and attempt == 1:
                 raise Stopped()
+            held = None
+            if ex.budget is not None:
+                held = ex.budget.for_request(action, current)
+                if not ex.budget.reserve(held):
+                    return await _final(ex, rt, rec, "skipped", "budget_exhausted",
+                                        _exhausted_detail(ex, attempt), None, fp, attempt - 1)
             if rt.limiter.active:
                 est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
                 waited = await rt.limiter.acquire(est)
@@ -182,7 +188,7 @@ async def _call_with_retries(
                                    seconds=round(waited, 3))
             started = time.monotonic()
             try:
-                response = await rt.provider.complete(current)
+                response = await _complete(ex, rt, current, held)
             except WaitError as exc:
                 await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
                 attempt -= 1
@@ -222,6 +228,28 @@ async def _call_with_retries(
 
 
 _NO_ANSWER = object()
+
+
+async def _complete(ex: Executor, rt: ActionRuntime, request: Request, held: Any) -> Response:
+    """One call; with a budget, its reservation is settled to the call's actual usage
+    (a call that raised has no usage: it is settled at 0, as the ledger records it)."""
+    if held is None:
+        return await rt.provider.complete(request)
+    try:
+        response = await rt.provider.complete(request)
+    except BaseException:
+        ex.budget.settle(held, 0.0, 0)
+        raise
+    ex.budget.settle_usage(held, rt.action.model or "", response.usage)
+    return response
+
+
+def _exhausted_detail(ex: Executor, attempt: int) -> str:
+    b = ex.budget
+    cap = " and ".join(x for x in (f"${b.usd:g}" if b.usd is not None else "",
+                                   f"{b.tokens} tokens" if b.tokens is not None else "") if x)
+    sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
+    return f"{sent}: the budget ({cap}) has no room for its worst case"
 
 
 async def _answered(

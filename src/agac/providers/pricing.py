@@ -9,6 +9,7 @@ not stack with it, so cached reads in a Groq batch are billed as ordinary input.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -79,7 +80,7 @@ class PriceTable:
 def _coerce(value: Any) -> Price:
     if isinstance(value, Price):
         return value
-    data = value if isinstance(value, Mapping) else value.model_dump()
+    data = value if isinstance(value, Mapping) else dataclasses.asdict(value)
     return Price(
         input=float(data.get("input") or 0.0),
         output=float(data.get("output") or 0.0),

@@ -76,6 +76,14 @@ class BatchRepository:
                         .values(batch_key=row["key"])
                     )
 
+    def drop_staged_items(self, staged: str, custom_ids: Sequence[str]) -> None:
+        """Forget staged items that will not be sent (the budget has no room for them)."""
+        bi = t.batch_items
+        with self._guard("drop staged batch items"), self.engine.begin() as conn:
+            for i in range(0, len(custom_ids), 500):
+                conn.execute(bi.delete().where(bi.c.batch_key == staged,
+                                               bi.c.custom_id.in_(list(custom_ids[i:i + 500]))))
+
     def iter_batch_items(self, key: str) -> Iterator[Row]:
         yield from self._iter_items(key)
 

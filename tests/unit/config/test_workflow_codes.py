@@ -323,13 +323,30 @@ def test_not_durable(wf, in_tmp_project: Path) -> None:
 @pytest.mark.parametrize(
     ("snippet", "needle"),
     [
-        ("budget: {usd: 5}\n", "budget"),
         ("deadline: 48h\n", "deadline"),
     ],
 )
 def test_not_available_yet_top_level(wf, snippet: str, needle: str) -> None:
     checked = wf.check(snippet + BASE + "  - {name: a, model: mock/m, prompt: x}\n")
     assert checked.one("not_available_yet").line == checked.line_of(needle)
+
+
+def test_r5_budget_is_validated(wf) -> None:
+    checked = wf.check("budget: {usd: -1, tokens: 0, euros: 3}\n" + BASE
+                       + "  - {name: a, model: mock/m, prompt: x}\n")
+    codes = sorted(p.code for p in checked.problems if p.severity == "error")
+    assert codes == ["invalid_value", "invalid_value", "unknown_key"]
+
+
+def test_r5_a_model_without_a_price_is_an_error_with_a_budget(wf) -> None:
+    from agac.providers.pricing import PriceTable
+
+    known = PriceTable().known
+    snippet = "  - {name: a, model: openai/no-such-model, prompt: x}\n"
+    warned = wf.check(BASE + snippet, price_lookup=known)
+    assert [p.severity for p in warned.problems if p.code == "unknown_price"] == ["warning"]
+    refused = wf.check("budget: {usd: 5}\n" + BASE + snippet, price_lookup=known)
+    assert [p.severity for p in refused.problems if p.code == "unknown_price"] == ["error"]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,143 @@
+"""Budgets (R5): worst-case reservations before a call or a batch submission, settled
+to actual usage after.
+
+A run with a budget holds one :class:`BudgetGuard`. Every live call reserves
+``ceil(chars / 4)`` input tokens plus ``max_tokens`` output tokens, priced at the live
+tier, before it is sent; a batch part reserves the same for each of its requests at
+the batch tier. When the next reservation would cross the cap the guard says no and
+stays *exhausted*: the run sends nothing more, lets what is out finish, and skips the
+units it never sent (``budget_exhausted``).
+
+What was spent is the run's usage ledger (plus, for a retry, what the runs it retries
+spent before it), so the guard is rebuilt from the store whenever the run starts or
+its batch step runs; between those points it counts in memory. A run without a
+budget has no guard and does no extra work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agac.store.repository import loads
+
+if TYPE_CHECKING:
+    from agac.config.model import Action
+    from agac.providers.base import Request, Usage
+    from agac.providers.pricing import PriceTable
+    from agac.store.repository import Store
+
+__all__ = ["BudgetGuard", "Reservation", "request_estimate", "spent_by"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    usd: float
+    tokens: int
+
+
+def request_estimate(chars: int, max_tokens: int) -> tuple[int, int]:
+    """(input, output) tokens of one request at worst: ``ceil(chars / 4)`` and ``max_tokens``."""
+    return math.ceil(chars / 4), max_tokens
+
+
+def _chars(messages: Any) -> int:
+    return sum(len(m.content) if hasattr(m, "content") else len(m["content"]) for m in messages)
+
+
+@dataclass
+class BudgetGuard:
+    """The cap, what is spent (settled) and what is reserved (in flight or out)."""
+
+    usd: float | None
+    tokens: int | None
+    prices: PriceTable
+    spent_usd: float = 0.0
+    spent_tokens: int = 0
+    reserved_usd: float = 0.0
+    reserved_tokens: int = 0
+    exhausted: bool = False
+    held: dict[str, Reservation] = field(default_factory=dict)
+    """Reservations of batches this run has out, by batch key."""
+
+    # -- pricing ----------------------------------------------------------------------------
+
+    def worst_case(self, model: str, input_tokens: int, output_tokens: int, tier: str) -> Reservation:
+        from agac.providers.base import Usage
+
+        usd = self.prices.cost(model, Usage(input_tokens, output_tokens), tier)
+        return Reservation(usd, input_tokens + output_tokens)
+
+    def for_request(self, action: Action, request: Request, tier: str = "live") -> Reservation:
+        i, o = request_estimate(_chars(request.messages), request.max_tokens)
+        return self.worst_case(action.model or "", i, o, tier)
+
+    def for_request_json(self, action: Action, request: dict[str, Any], tier: str) -> Reservation:
+        i, o = request_estimate(_chars(request["messages"]), int(request["max_tokens"]))
+        return self.worst_case(action.model or "", i, o, tier)
+
+    # -- reserve and settle ---------------------------------------------------------------------
+
+    def fits(self, r: Reservation) -> bool:
+        if self.usd is not None and self.spent_usd + self.reserved_usd + r.usd > self.usd + 1e-12:
+            return False
+        if self.tokens is not None and self.spent_tokens + self.reserved_tokens + r.tokens > self.tokens:
+            return False
+        return True
+
+    def reserve(self, r: Reservation) -> bool:
+        """Hold ``r`` if it fits under the cap; once one does not, the guard is exhausted
+        and every later reservation is refused too (nothing more is sent)."""
+        if self.exhausted or not self.fits(r):
+            self.exhausted = True
+            return False
+        self.reserved_usd += r.usd
+        self.reserved_tokens += r.tokens
+        return True
+
+    def settle(self, r: Reservation, usd: float, tokens: int) -> None:
+        self.reserved_usd -= r.usd
+        self.reserved_tokens -= r.tokens
+        self.spent_usd += usd
+        self.spent_tokens += tokens
+
+    def settle_usage(self, r: Reservation, model: str, usage: Usage | None) -> None:
+        if usage is None:
+            self.settle(r, 0.0, 0)
+            return
+        tokens = usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens + usage.output_tokens
+        self.settle(r, self.prices.cost(model, usage, "live"), tokens)
+
+    def hold(self, key: str, r: Reservation) -> None:
+        """Keep a submitted batch's reservation until the batch is no longer out."""
+        self.held[key] = r
+
+    # -- from the store -----------------------------------------------------------------------
+
+    def sync(self, store: Store, run: Any, open_batches: dict[str, Reservation]) -> None:
+        """Rebuild spent and held from the store (nothing may be in flight): the ledger of
+        the run (and of those it retries), and the reservations of its batches still out."""
+        usd, tokens = spent_by(store, run)
+        self.spent_usd, self.spent_tokens = usd, tokens
+        self.held = dict(open_batches)
+        self.reserved_usd = sum(r.usd for r in self.held.values())
+        self.reserved_tokens = sum(r.tokens for r in self.held.values())
+
+    def state(self) -> dict[str, Any]:
+        return {"usd": self.usd, "tokens": self.tokens, "spent_usd": round(self.spent_usd, 6),
+                "spent_tokens": self.spent_tokens, "exhausted": self.exhausted}
+
+
+def spent_by(store: Store, run: Any) -> tuple[float, int]:
+    """USD and tokens a run's budget has used: its own ledger plus what the runs it
+    retries spent (recorded at admission, R2)."""
+    opts = loads(run.options) or {}
+    before = opts.get("spent_before") or {}
+    usd = float(before.get("usd", 0.0))
+    tokens = int(before.get("tokens", 0))
+    for row in store.usage_totals([run.id]):
+        usd += float(row.cost_usd or 0.0)
+        tokens += int((row.input_tokens or 0) + (row.cached_tokens or 0)
+                      + (row.cache_write_tokens or 0) + (row.output_tokens or 0))
+    return usd, tokens
