@@ -27,6 +27,7 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 __all__ = [
+    "cancel",
     "cost",
     "events",
     "export_rows",
@@ -161,6 +162,31 @@ def plan(ref: str | Path, project: Project | Path | str | None = None, *,
         if limit is not None:
             records = islice(records, limit)
         return estimate_run(proj, store, workflow, PriceTable(dict(proj.config.prices)), records)
+    finally:
+        store.close()
+
+
+def cancel(ref: str, project: Project | Path | str | None = None) -> Any:
+    """``agac cancel RUN|WF``: end a run ``cancelled`` — a run id, or a workflow's open run.
+
+    Its batches out are cancelled at the provider (their records fail ``batch_cancelled``)
+    and units never sent are skipped ``cancelled``. A run owned by a live process is marked
+    ``cancelling`` and ended by its owner at its next heartbeat. Returns a
+    :class:`agac.engine.runs.RunResult`."""
+    from agac.engine.runs import cancel_run
+    from agac.errors import RefusedError
+
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        run_row = store.get_run(ref)
+        if run_row is None:
+            name = _workflow_name(ref, proj)
+            run_row = store.open_run(name)
+            if run_row is None:
+                raise RefusedError(f"{ref!r} is neither a run id nor a workflow with an open run; "
+                                   "`agac runs list` shows the runs")
+        return cancel_run(proj, store, run_row)
     finally:
         store.close()
 

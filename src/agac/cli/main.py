@@ -280,6 +280,25 @@ def status(ref: str | None, follow: bool, as_json: bool) -> int:
     return 0
 
 
+@cli.command()
+@click.argument("ref", metavar="RUN|WF")
+@json_option
+@command
+def cancel(ref: str, as_json: bool) -> int:
+    """End a run cancelled: its batches out are cancelled at the provider, nothing more is sent."""
+    from agac import api
+    from agac.cli.render import print_summary
+
+    result = api.cancel(ref)
+    for note in result.notes:
+        click.echo(note, err=True)
+    if as_json:
+        _emit_json(result.summary)
+    else:
+        print_summary(result.summary)
+    return 0 if result.summary["state"] == "cancelled" else result.exit_code
+
+
 @cli.group()
 def runs() -> None:
     """The history of runs."""

@@ -28,8 +28,8 @@ __all__ = [
 ]
 
 TOP_KEYS = frozenset({"name", "description", "input", "defaults", "actions", "partial_ok",
-                      "budget"})
-FUTURE_TOP_KEYS = frozenset({"deadline"})
+                      "budget", "deadline"})
+FUTURE_TOP_KEYS: frozenset[str] = frozenset()
 BUDGET_KEYS = frozenset({"usd", "tokens"})
 INPUT_KEYS = frozenset({"path", "id_field"})
 

@@ -43,6 +43,7 @@ from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.templates import check_guard_fields, check_templates
 from agac.config.values import (
     read_bool,
+    read_duration,
     read_int,
     read_mapping,
     read_number,
@@ -228,6 +229,8 @@ class _Builder:
             if "partial_ok" in data else True
         input_spec = self._input(data)
         self.budget = self._budget(data)
+        deadline = read_duration(f, data["deadline"], ("deadline",), code="invalid_deadline") \
+            if data.get("deadline") is not None else None
         defaults = self._defaults(data)
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
@@ -236,7 +239,7 @@ class _Builder:
             return None
         return Workflow(name=name, path=self.path, source_hash=source_hash, input=input_spec,
                         actions=actions, partial_ok=bool(partial_ok), description=description,
-                        budget=self.budget)
+                        budget=self.budget, deadline=deadline)
 
     def _budget(self, data: dict[Any, Any]) -> Budget | None:
         """``budget: {usd, tokens}`` (R5), with the run's ``--budget-usd`` in place of usd."""

@@ -113,6 +113,10 @@ class Executor:
         self.waiting: list[str] = []
         self.stopping = False
         self.run_row: Any = None
+        self.deadline_at: float | None = None
+        """When the run times out (R4), or None."""
+        self.cancel_requested = False
+        """Set when ``agac cancel`` marked the run ``cancelling`` (seen at a heartbeat)."""
         self.budget: BudgetGuard | None = None
         """The run's budget guard (R5), or None: a run without a budget does no budget work."""
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
@@ -148,6 +152,9 @@ class Executor:
             await self.gateway.flush()
         return complete and not self.stopping
 
+    def deadline_passed(self) -> bool:
+        return self.deadline_at is not None and time.time() >= self.deadline_at
+
     async def _heartbeat(self) -> None:
         lease = self.gateway.lease
         if lease is None:
@@ -159,6 +166,10 @@ class Executor:
             except LeaseLost:
                 self.stop()
                 raise
+            run = await self.gateway.call(self.store.get_run, self.run_id)
+            if run is not None and run.state == "cancelling":
+                self.cancel_requested = True  # agac cancel: stop sending; the run ends cancelled
+                self.stop()
 
     async def _shard(self, lo: int, hi: int) -> bool:
         settled = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
@@ -222,6 +233,9 @@ class Executor:
             if last.status == "failed":
                 return await self.settle(rt, rec, "failed", last.reason, last.detail, origin="call",
                                          fingerprint=fp, attempts=len(read_here))
+        if self.deadline_passed():
+            return await self.settle(rt, rec, "skipped", "deadline",
+                                     "never sent: the run's deadline passed")
         if self.budget is not None and self.budget.exhausted:
             return await self.settle(rt, rec, "skipped", "budget_exhausted",
                                      "never sent: the budget has no room for its worst case")

@@ -22,11 +22,12 @@ from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.batch import BatchCoordinator
 from agac.engine.budget import BudgetGuard
+from agac.engine.closing import abandon_batches, cancel_open_batches, close_run
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
-from agac.engine.executor import Executor, Progress, shard_ranges
+from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.summary import build_summary
-from agac.errors import LeaseHeld, RefusedError, UsageError
+from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.repository import FINAL_STATES, dumps, loads
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["RunOptions", "RunResult", "execute_run", "retry_targets", "start_retry", "start_run"]
+__all__ = ["RunOptions", "RunResult", "cancel_run", "execute_run", "finish_cancel", "retry_targets",
+           "start_retry", "start_run"]
 
 LEASE_TTL = 30.0
 
@@ -160,8 +162,11 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
                                    "overrides": options.overrides}
     if retry_of is not None:
         run_options.update(_inherited_limits(store, retry_of))
-    elif workflow.budget is not None:
-        run_options["budget"] = {"usd": workflow.budget.usd, "tokens": workflow.budget.tokens}
+    else:
+        if workflow.budget is not None:
+            run_options["budget"] = {"usd": workflow.budget.usd, "tokens": workflow.budget.tokens}
+        if workflow.deadline is not None:
+            run_options["deadline_at"] = time.time() + workflow.deadline
     if run_options.get("budget") and retry_of is None:
         _admission_estimate(project, store, workflow, snapshot, options, run_options["budget"])
     store.create_run(
@@ -251,19 +256,31 @@ def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 notes: list[str] | None = None) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
+    interrupted = False
+    notes = list(notes or [])
     try:
-        workflow = Workflow.from_snapshot(loads(run.config))
-        store.update_run(run.id, state="running")
-        outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
-        notes = list(notes or []) + waiting
-        interrupted = outcome == "interrupted"
-        if outcome == "complete":
-            finalize(store, run.id)
-        elif outcome == "paused":
-            store.update_run(run.id, state="waiting")
-        elif outcome == "failed_with_batches_out":
-            close_run(store, store.get_run(run.id), "failed",
-                      "an action failed as a whole; batches accepted for other files stay out (B0)")
+        run = store.get_run(run.id) or run
+        if run.state == "cancelling":
+            notes += finish_cancel(project, store, run)  # its canceller stopped half-way
+        elif _deadline_passed(run):
+            _time_out(store, run)  # R4: even while nothing ran
+        else:
+            workflow = Workflow.from_snapshot(loads(run.config))
+            store.update_run(run.id, state="running")
+            outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
+            notes += waiting
+            interrupted = outcome == "interrupted"
+            if outcome == "complete":
+                finalize(store, run.id)
+            elif outcome == "paused":
+                store.update_run(run.id, state="waiting")
+            elif outcome == "failed_with_batches_out":
+                close_run(store, store.get_run(run.id), "failed",
+                          "an action failed as a whole; batches accepted for other files stay out (B0)")
+            elif outcome == "timed_out":
+                _time_out(store, store.get_run(run.id))
+            elif outcome == "cancelled":
+                notes += finish_cancel(project, store, store.get_run(run.id))
     finally:
         try:
             store.release_lease(lease.name, lease.token)
@@ -271,7 +288,60 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
             pass
     fresh_row = store.get_run(run.id)
     assert fresh_row is not None
-    return RunResult(build_summary(store, fresh_row), interrupted, list(notes or []))
+    return RunResult(build_summary(store, fresh_row), interrupted, notes)
+
+
+def _deadline_passed(run: Row) -> bool:
+    deadline_at = (loads(run.options) or {}).get("deadline_at")
+    return deadline_at is not None and time.time() >= deadline_at
+
+
+def _time_out(store: Store, run: Row) -> None:
+    """R4: end the run ``timed_out``; units never sent are skipped ``deadline``, batches
+    out stay out for the next run to adopt (B0)."""
+    at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(loads(run.options)["deadline_at"]))
+    close_run(store, run, "timed_out", f"its deadline passed at {at}", reason="deadline")
+
+
+def finish_cancel(project: Project, store: Store, run: Row, why: str = "cancelled by agac cancel"
+                  ) -> list[str]:
+    """End a run ``cancelled`` (the caller owns its lease): its batches out are cancelled at
+    the provider and their records fail ``batch_cancelled``; units never sent are skipped
+    ``cancelled``."""
+    notes, units = cancel_open_batches(project, store, run.workflow, why, reason="batch_cancelled",
+                                       state="cancelled")
+    close_run(store, run, "cancelled", why, reason="cancelled", failed_in_batches=units)
+    return notes
+
+
+def cancel_run(project: Project, store: Store, run: Row) -> RunResult:
+    """``agac cancel``: end a non-final run ``cancelled``. A run owned by a live process is
+    marked ``cancelling``; its owner stops sending at its next heartbeat and ends it."""
+    if run.state in FINAL_STATES:
+        raise RefusedError(f"run {run.id} of {run.workflow} already ended {run.state}; "
+                           "a final state never changes")
+    store.update_run(run.id, state="cancelling")
+    try:
+        lease = take_run_lease(store, run.id, wait=False)
+    except LeaseHeld as exc:
+        until = time.monotonic() + LEASE_TTL + HEARTBEAT_SECONDS
+        while time.monotonic() < until:
+            time.sleep(0.25)
+            row = store.get_run(run.id)
+            if row is not None and row.state in FINAL_STATES:
+                return RunResult(build_summary(store, row), notes=[f"run {run.id} was cancelled by its owner"])
+        raise Paused(f"run {run.id} is cancelling, but its owner has not ended it yet ({exc.message}); "
+                     f"`agac cancel {run.id}` again later") from exc
+    try:
+        notes = finish_cancel(project, store, store.get_run(run.id) or run)
+    finally:
+        try:
+            store.release_lease(lease.name, lease.token)
+        except Exception:  # noqa: BLE001 - the lease expires by itself
+            pass
+    row = store.get_run(run.id)
+    assert row is not None
+    return RunResult(build_summary(store, row), notes=notes)
 
 
 async def _execute(project: Project, store: Store, run: Row, workflow: Workflow, lease: Lease,
@@ -301,6 +371,7 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     )
     executor.snapshot_id = run.snapshot_id
     executor.run_row = run
+    executor.deadline_at = opts.get("deadline_at")
     if opts.get("budget"):
         executor.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"),
                                       executor.prices)
@@ -332,8 +403,12 @@ async def _passes(executor: Executor, options: RunOptions) -> str:
     """Online passes and batch steps until nothing moves (see engine/batch.py)."""
     while True:
         complete = await executor.execute(executor.snapshot_id or "")
+        if executor.cancel_requested:
+            return "cancelled"
         if complete:
             return "complete"
+        if executor.deadline_passed():
+            return "timed_out"
         if executor.stopping:
             return "interrupted"
         if executor.batch is None:
@@ -349,7 +424,10 @@ async def _passes(executor: Executor, options: RunOptions) -> str:
         executor.waiting = report.waiting
         if not options.wait:
             return "paused"
-        await asyncio.sleep(report.poll_interval)
+        pause = report.poll_interval
+        if executor.deadline_at is not None:
+            pause = max(0.0, min(pause, executor.deadline_at - time.time()))
+        await asyncio.sleep(pause)
 
 
 def _price_overrides(project: Project) -> dict[str, Any]:
@@ -421,49 +499,6 @@ def finalize(store: Store, run_id: str) -> str:
     return state
 
 
-def close_run(store: Store, run: Row, state: str, why: str) -> None:
-    """End a non-final run now: every unit without an outcome is skipped — ``batch_outstanding``
-    when it waits on a batch that is still out (the next run adopts it, B0), as do the
-    units downstream of it; ``cancelled`` otherwise."""
-    info = store.snapshot_info(run.snapshot_id)
-    config = loads(run.config)
-    names = [a["name"] for a in config["actions"]]
-    ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
-    now = time.time()
-    for lo, hi in shard_ranges(loads(info.files) if info else []):
-        have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
-        records = list(store.iter_records(run.snapshot_id, lo, hi))
-        out = _units_in_open_batches(store, run.workflow, names, [r.key for r in records])
-        rows = []
-        for r in records:
-            waiting = {a for a in names if (a, r.key) in out}
-            for a in names:
-                if (a, r.key) in have:
-                    continue
-                outstanding = a in waiting or bool(ancestors[a] & waiting)
-                rows.append({"run_id": run.id, "action": a, "unit_key": r.key, "seq": r.seq,
-                             "status": "skipped",
-                             "reason": "batch_outstanding" if outstanding else "cancelled",
-                             "detail": why, "origin": "call", "fingerprint": None, "output": None,
-                             "attempts": 0, "updated_at": now})
-        if rows:
-            store.checkpoint(lease=None, outcomes=rows)
-    store.end_run(run.id, state, why)
-    store.checkpoint(lease=None, events=[_event(run.id, "run_ended", {"state": state, "why": why})])
-
-
-def _units_in_open_batches(store: Store, workflow: str, actions: list[str], keys: list[str]
-                           ) -> set[tuple[str, str]]:
-    from agac.store.batches import OPEN_BATCH_STATES
-
-    out: set[tuple[str, str]] = set()
-    for a in actions:
-        for item in store.unit_items(workflow, a, keys):
-            if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
-                out.add((a, item.unit_key))
-    return out
-
-
 # -- retry (R2) ----------------------------------------------------------------------------
 
 
@@ -493,36 +528,6 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
                 ):
                     downstream.add((o.action, key))
     return targets, downstream
-
-
-def abandon_batches(project: Project, store: Store, workflow: str, why: str) -> list[str]:
-    """Give up on every batch of ``workflow`` that is out: cancel it at the provider where
-    it can be (best effort) and fail its waiting records ``batch_abandoned``."""
-    from agac.providers.base import BatchHandle
-
-    notes = []
-    batches = store.list_batches(workflow, open_only=True)
-    if not batches:
-        return notes
-    providers = open_providers({b.provider for b in batches}, project.config)
-
-    async def cancel_all() -> None:
-        for b in batches:
-            if b.provider_batch_id:
-                try:
-                    await providers[b.provider].cancel_batch(
-                        BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
-                except Exception:  # noqa: BLE001 - abandoned either way; nothing is read from it
-                    pass
-        for p in providers.values():
-            await p.aclose()
-
-    asyncio.run(cancel_all())
-    for b in batches:
-        store.fail_open_items(b.key, "failed", "batch_abandoned", why)
-        store.update_batch(b.key, state="abandoned", error=why)
-        notes.append(f"abandoned batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
-    return notes
 
 
 def start_retry(project: Project, store: Store, workflow: Workflow, options: RunOptions,

@@ -62,7 +62,10 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
         "next": None,
         "actions": actions,
     }
-    budget = (loads(run.options) or {}).get("budget")
+    opts = loads(run.options) or {}
+    if opts.get("deadline_at") is not None:
+        summary["deadline_at"] = opts["deadline_at"]
+    budget = opts.get("budget")
     if budget:
         from agac.engine.budget import spent_by
 

@@ -174,6 +174,10 @@ async def _call_with_retries(
         async with rt.slots:
             if ex.stopping and attempt == 1:
                 raise Stopped()
+            if ex.deadline_at is not None and time.time() >= ex.deadline_at:
+                sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
+                return await _final(ex, rt, rec, "skipped", "deadline",
+                                    f"{sent}: the run's deadline passed", None, fp, attempt - 1)
             held = None
             if ex.budget is not None:
                 held = ex.budget.for_request(action, current)
@@ -365,6 +369,8 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         if stored is not None:
             return await ex.settle(rt, rec, "answered", output=json.loads(stored), origin="reused",
                                    fingerprint=input_hash)
+    if ex.deadline_passed():
+        return await ex.settle(rt, rec, "skipped", "deadline", "never called: the run's deadline passed")
     idem = hashlib.sha256(
         f"{ex.workflow.name}\x1f{action.name}\x1f{rec.key}\x1f{input_hash}".encode()
     ).hexdigest()

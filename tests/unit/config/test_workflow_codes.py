@@ -320,15 +320,11 @@ def test_not_durable(wf, in_tmp_project: Path) -> None:
     assert checked.one("not_durable").line == 3
 
 
-@pytest.mark.parametrize(
-    ("snippet", "needle"),
-    [
-        ("deadline: 48h\n", "deadline"),
-    ],
-)
-def test_not_available_yet_top_level(wf, snippet: str, needle: str) -> None:
-    checked = wf.check(snippet + BASE + "  - {name: a, model: mock/m, prompt: x}\n")
-    assert checked.one("not_available_yet").line == checked.line_of(needle)
+def test_r4_deadline_is_a_positive_duration(wf) -> None:
+    action = "  - {name: a, model: mock/m, prompt: x}\n"
+    assert wf.check("deadline: 48h\n" + BASE + action).workflow.deadline == 48 * 3600
+    checked = wf.check("deadline: soon\n" + BASE + action)
+    assert checked.one("invalid_deadline").line == 1
 
 
 def test_r5_budget_is_validated(wf) -> None:

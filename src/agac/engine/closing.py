@@ -1,0 +1,121 @@
+"""Ending a run early: ``--new``/``--fresh``, a passed deadline (R4), ``agac cancel``.
+
+Every unit of a run that ends early gets an outcome (S4): units never sent are skipped
+with the stop's reason (``cancelled``, ``deadline``); units waiting on a batch that stays
+out are skipped ``batch_outstanding`` (the next run adopts the batch, B0); units of a
+batch cancelled at the provider fail ``batch_cancelled`` (B7: ``agac retry`` sends them
+again). Nothing here claims that an effect was undone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.executor import shard_ranges
+from agac.providers.factory import open_providers
+from agac.store.batches import OPEN_BATCH_STATES
+from agac.store.repository import dumps, loads
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+    from agac.config.project import Project
+    from agac.store.repository import Store
+
+__all__ = ["abandon_batches", "cancel_open_batches", "close_run", "run_event"]
+
+
+def run_event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": run_id, "kind": kind, "action": None, "unit_key": None,
+            "data": dumps(data), "created_at": time.time()}
+
+
+def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "cancelled",
+              failed_in_batches: set[tuple[str, str]] | None = None) -> None:
+    """End a non-final run now: every unit without an outcome is skipped ``reason`` —
+    ``batch_outstanding`` when it waits on a batch that is still out (the next run adopts
+    it, B0), as do the units downstream of it. Units in ``failed_in_batches`` (their
+    batch was cancelled at the provider) fail ``batch_cancelled``."""
+    info = store.snapshot_info(run.snapshot_id)
+    config = loads(run.config)
+    names = [a["name"] for a in config["actions"]]
+    ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
+    cancelled_units = failed_in_batches or set()
+    now = time.time()
+    for lo, hi in shard_ranges(loads(info.files) if info else []):
+        have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
+        records = list(store.iter_records(run.snapshot_id, lo, hi))
+        out = _units_in_open_batches(store, run.workflow, names, [r.key for r in records])
+        rows = []
+        for r in records:
+            waiting = {a for a in names if (a, r.key) in out}
+            for a in names:
+                if (a, r.key) in have:
+                    continue
+                status, why_unit = "skipped", reason
+                if (a, r.key) in cancelled_units:
+                    status, why_unit = "failed", "batch_cancelled"
+                elif a in waiting or bool(ancestors[a] & waiting):
+                    why_unit = "batch_outstanding"
+                rows.append({"run_id": run.id, "action": a, "unit_key": r.key, "seq": r.seq,
+                             "status": status, "reason": why_unit, "detail": why,
+                             "origin": "call", "fingerprint": None, "output": None,
+                             "attempts": 0, "updated_at": now})
+        if rows:
+            store.checkpoint(lease=None, outcomes=rows)
+    store.end_run(run.id, state, why)
+    store.checkpoint(lease=None, events=[run_event(run.id, "run_ended", {"state": state, "why": why})])
+
+
+def _units_in_open_batches(store: Store, workflow: str, actions: list[str], keys: list[str]
+                           ) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for a in actions:
+        for item in store.unit_items(workflow, a, keys):
+            if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
+                out.add((a, item.unit_key))
+    return out
+
+
+def cancel_open_batches(project: Project, store: Store, workflow: str, why: str, *,
+                        reason: str, state: str) -> tuple[list[str], set[tuple[str, str]]]:
+    """Cancel every batch of ``workflow`` that is out at the provider where it can be
+    (best effort: nothing is read from it either way) and fail its waiting items
+    ``reason``. Returns notes and the (action, unit key) of the items failed."""
+    from agac.providers.base import BatchHandle
+
+    notes: list[str] = []
+    units: set[tuple[str, str]] = set()
+    batches = store.list_batches(workflow, open_only=True)
+    if not batches:
+        return notes, units
+    providers = open_providers({b.provider for b in batches}, project.config)
+
+    async def cancel_all() -> None:
+        for b in batches:
+            if b.provider_batch_id:
+                try:
+                    await providers[b.provider].cancel_batch(
+                        BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
+                except Exception:  # noqa: BLE001 - given up either way; nothing is read from it
+                    pass
+        for p in providers.values():
+            await p.aclose()
+
+    asyncio.run(cancel_all())
+    for b in batches:
+        units |= {(i.action, i.unit_key) for i in store.iter_batch_items(b.key) if i.status == "pending"}
+        store.fail_open_items(b.key, "failed", reason, why)
+        store.update_batch(b.key, state=state, error=why)
+        notes.append(f"cancelled batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
+    return notes, units
+
+
+def abandon_batches(project: Project, store: Store, workflow: str, why: str) -> list[str]:
+    """Give up on every batch of ``workflow`` that is out: cancel it at the provider where
+    it can be (best effort) and fail its waiting records ``batch_abandoned``."""
+    notes, _ = cancel_open_batches(project, store, workflow, why, reason="batch_abandoned",
+                                   state="abandoned")
+    return [n.replace("cancelled batch", "abandoned batch", 1) for n in notes]
