@@ -29,6 +29,9 @@ def loads(text: str | None) -> Any:
 __all__ = [
     "cancel",
     "cost",
+    "effects_compensate",
+    "effects_list",
+    "effects_resolve",
     "events",
     "export_rows",
     "list_runs",
@@ -187,6 +190,45 @@ def cancel(ref: str, project: Project | Path | str | None = None) -> Any:
                 raise RefusedError(f"{ref!r} is neither a run id nor a workflow with an open run; "
                                    "`agac runs list` shows the runs")
         return cancel_run(proj, store, run_row)
+    finally:
+        store.close()
+
+
+def effects_list(ref: str | None = None, project: Project | Path | str | None = None
+                 ) -> list[dict[str, Any]]:
+    """``agac effects list [WF]``: every recorded side effect (E1, E2), oldest first."""
+    from agac.engine.effects import effect_dict
+
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        name = _workflow_name(ref, proj) if ref else None
+        return [effect_dict(r) for r in store.list_effects(name)]
+    finally:
+        store.close()
+
+
+def effects_resolve(ref: str, done: bool, project: Project | Path | str | None = None
+                    ) -> dict[str, Any]:
+    """``agac effects resolve ID --done|--not-done``: settle an effect left ``unknown`` (E2)."""
+    from agac.engine.effects import resolve_effect
+
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        return resolve_effect(store, ref, done)
+    finally:
+        store.close()
+
+
+def effects_compensate(ref: str, project: Project | Path | str | None = None) -> dict[str, Any]:
+    """``agac effects compensate ID``: run the declared compensation, once, on request."""
+    from agac.engine.effects import compensate_effect
+
+    proj = _project(project)
+    store = open_store(proj)
+    try:
+        return compensate_effect(proj, store, ref)
     finally:
         store.close()
 

@@ -300,6 +300,65 @@ def cancel(ref: str, as_json: bool) -> int:
 
 
 @cli.group()
+def effects() -> None:
+    """Side effects of tool actions: receipts, unknown outcomes, compensation."""
+
+
+@effects.command("list")
+@click.argument("workflow", required=False)
+@json_option
+@command
+def effects_list(workflow: str | None, as_json: bool) -> int:
+    """List recorded effects (all workflows, or WORKFLOW's), oldest first."""
+    from agac import api
+
+    rows = api.effects_list(workflow)
+    if as_json:
+        _emit_json(rows)
+    else:
+        for r in rows:
+            click.echo(f"{r['id'][:12]}  {r['workflow']}/{r['action']}  {r['record']:<16} "
+                       f"{r['state']:<11} {'idempotent' if r['idempotent'] else 'not idempotent'}"
+                       + (f"  error: {r['error']}" if r.get("error") else ""))
+    return 0
+
+
+@effects.command("resolve")
+@click.argument("effect_id", metavar="ID")
+@click.option("--done", "done", flag_value=True, default=None, help="It happened: never call it again.")
+@click.option("--not-done", "done", flag_value=False, help="It did not happen: the next run calls it.")
+@json_option
+@command
+def effects_resolve(effect_id: str, done: bool | None, as_json: bool) -> int:
+    """Settle an effect left unknown by a crash (E2)."""
+    from agac import api
+    from agac.errors import UsageError
+
+    if done is None:
+        raise UsageError("say whether it happened: --done or --not-done")
+    row = api.effects_resolve(effect_id, done)
+    _emit_json(row) if as_json else click.echo(f"effect {row['id'][:12]} resolved {row['state']}; "
+                                               f"`agac run {row['workflow']}` continues")
+    return 0
+
+
+@effects.command("compensate")
+@click.argument("effect_id", metavar="ID")
+@json_option
+@command
+def effects_compensate(effect_id: str, as_json: bool) -> int:
+    """Run an effect's declared compensation once (it does not claim the effect was undone)."""
+    from agac import api
+
+    row = api.effects_compensate(effect_id)
+    _emit_json(row) if as_json else click.echo(
+        f"compensation of effect {row['id'][:12]} ran and returned "
+        f"{json.dumps(row['resolution'].get('compensation'), default=str)}; whether that undid the "
+        "effect is for the other service to say")
+    return 0
+
+
+@cli.group()
 def runs() -> None:
     """The history of runs."""
 

@@ -17,12 +17,13 @@ from agac.config.keys import (
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
     CONTEXT_KEYS,
+    EFFECT_KEYS,
     LLM_ONLY_KEYS,
     RATE_LIMIT_KEYS,
     RETRY_KEYS,
     RUN_MODES,
 )
-from agac.config.model import ContextSpec, RateLimit, RetrySpec
+from agac.config.model import ContextSpec, EffectSpec, RateLimit, RetrySpec
 from agac.config.source import Findings, Path
 from agac.config.values import (
     read_bool,
@@ -141,7 +142,25 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         out.update(model=None, max_tokens=None, timeout=None, run_mode=None)
         if "function" in v:
             out["function"] = _function(f, v["function"], at("function"))
+    if "effect" in v:
+        if raw.kind != "tool":
+            f.error("invalid_value", f"'effect' is for tool actions, but {raw.name!r} is an "
+                    "llm action", at("effect"), hint="an effect is something a tool function does")
+        else:
+            out["effect"] = _effect(f, v["effect"], at("effect"))
     return out
+
+
+def _effect(f: Findings, value: Any, path: Path) -> EffectSpec | None:
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, EFFECT_KEYS, path, "effect")
+    idempotent = read_bool(f, body.get("idempotent", False), path + ("idempotent",))
+    compensate = None
+    if body.get("compensate") is not None:
+        compensate = _function(f, body["compensate"], path + ("compensate",))
+    return EffectSpec(bool(idempotent), compensate)
 
 
 def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:

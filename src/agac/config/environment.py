@@ -35,6 +35,8 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
     for raw, action in pairs:
         if action.kind == "tool" and action.function:
             _check_function(f, project, raw, action.function)
+        if action.effect is not None and action.effect.compensate:
+            _check_function(f, project, raw, action.effect.compensate)
         if memory and "approval" in raw.own:
             f.error("not_durable", f"action {raw.name!r} needs approvals, which a memory "
                     "store cannot keep", raw.path + ("approval",),

@@ -14,6 +14,7 @@ __all__ = [
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
     "BUDGET_KEYS",
+    "EFFECT_KEYS",
     "DEFAULTABLE_KEYS",
     "FUTURE_ACTION_KEYS",
     "FUTURE_KINDS",
@@ -36,10 +37,12 @@ INPUT_KEYS = frozenset({"path", "id_field"})
 ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
-    "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache",
+    "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
 })
-FUTURE_ACTION_KEYS = frozenset({"approval", "effect", "fan_out", "join", "gate", "failure_policy"})
-NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join"})
+FUTURE_ACTION_KEYS = frozenset({"approval", "fan_out", "join", "gate", "failure_policy"})
+NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
+                             "effect"})
+EFFECT_KEYS = frozenset({"idempotent", "compensate"})
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({

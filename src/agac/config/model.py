@@ -22,6 +22,7 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "Action",
     "Budget",
+    "EffectSpec",
     "ContextSpec",
     "InputSpec",
     "RateLimit",
@@ -46,6 +47,15 @@ class Budget:
 
     usd: float | None = None
     tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class EffectSpec:
+    """A tool action's side effect (E1): whether the service dedups by idempotency key,
+    and the ``module:function`` that compensates it, run only on request."""
+
+    idempotent: bool = False
+    compensate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ class Action:
     batch_deadline: float | None = None
     function: str | None = None
     cache: bool = True
+    effect: EffectSpec | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -192,6 +203,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
     context = data["context"]
     context["observe"] = None if context["observe"] is None else list(context["observe"])
     context["drop"] = list(context["drop"])
+    if data.get("effect") is None:
+        data.pop("effect", None)  # keeps the config hash of workflows without effects
     return data
 
 
@@ -206,6 +219,8 @@ def _action_from(data: dict[str, Any]) -> Action:
     values["retry"] = RetrySpec(**values["retry"])
     if values.get("rate_limit") is not None:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
+    if values.get("effect") is not None:
+        values["effect"] = EffectSpec(**values["effect"])
     return Action(**values)
 
 

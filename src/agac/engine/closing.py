@@ -4,7 +4,8 @@ Every unit of a run that ends early gets an outcome (S4): units never sent are s
 with the stop's reason (``cancelled``, ``deadline``); units waiting on a batch that stays
 out are skipped ``batch_outstanding`` (the next run adopts the batch, B0); units of a
 batch cancelled at the provider fail ``batch_cancelled`` (B7: ``agac retry`` sends them
-again). Nothing here claims that an effect was undone.
+again); a unit whose effect is unknown fails ``effect_unknown`` (E2). Nothing here claims
+that an effect was undone.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.executor import shard_ranges
 from agac.providers.factory import open_providers
 from agac.store.batches import OPEN_BATCH_STATES
+from agac.store.effects import UNSETTLED_EFFECT_STATES
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "ca
     names = [a["name"] for a in config["actions"]]
     ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
     cancelled_units = failed_in_batches or set()
+    # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
+    unknown = {(e.action, e.unit_key) for e in store.list_effects(run.workflow, states=UNSETTLED_EFFECT_STATES)}
     now = time.time()
     for lo, hi in shard_ranges(loads(info.files) if info else []):
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
@@ -55,7 +59,9 @@ def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "ca
                 if (a, r.key) in have:
                     continue
                 status, why_unit = "skipped", reason
-                if (a, r.key) in cancelled_units:
+                if (a, r.key) in unknown:
+                    status, why_unit = "failed", "effect_unknown"
+                elif (a, r.key) in cancelled_units:
                     status, why_unit = "failed", "batch_cancelled"
                 elif a in waiting or bool(ancestors[a] & waiting):
                     why_unit = "batch_outstanding"

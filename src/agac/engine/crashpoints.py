@@ -3,7 +3,8 @@ this process with SIGKILL the n-th time it passes ``point``. Unset, it costs one
 lookup. Points: ``after_checkpoint`` (a group of outcomes is durable),
 ``before_checkpoint`` (outcomes computed, not yet written), ``before_submit`` (a batch
 intent is recorded, the provider not yet asked), ``after_submit`` (the provider accepted
-the batch, the store does not know yet), ``mid_ingest`` (part of a batch's results read).
+the batch, the store does not know yet), ``mid_ingest`` (part of a batch's results read),
+``effect_called`` (a tool's effect happened, its receipt is not recorded yet).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import ActionRuntime, build_runtime
+from agac.engine.effects import run_effect
 from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
@@ -115,6 +116,8 @@ class Executor:
         self.run_row: Any = None
         self.deadline_at: float | None = None
         """When the run times out (R4), or None."""
+        self.effects_waiting: list[str] = []
+        """Units whose non-idempotent effect is unknown: they wait on a person (E2)."""
         self.cancel_requested = False
         """Set when ``agac cancel`` marked the run ``cancelling`` (seen at a heartbeat)."""
         self.budget: BudgetGuard | None = None
@@ -130,6 +133,7 @@ class Executor:
     async def execute(self, snapshot_id: str) -> bool:
         """Process every shard; True when every unit got an outcome."""
         self.snapshot_id = snapshot_id
+        self.effects_waiting = []
         window = asyncio.Semaphore(SHARDS_IN_FLIGHT)
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
         complete = True
@@ -302,6 +306,10 @@ class Executor:
         return True
 
     # -- used by units ---------------------------------------------------------------------
+
+    async def effect_unit(self, rt: ActionRuntime, rec: Any, inputs_json: str, input_hash: str,
+                          key: str) -> Settled | None:
+        return await run_effect(self, rt, rec, inputs_json, input_hash, key)
 
     def carried_failure(self, action: str, key: str, fingerprint: str) -> tuple[str, str | None] | None:
         prior = self._carried.get((action, key))

@@ -412,13 +412,18 @@ async def _passes(executor: Executor, options: RunOptions) -> str:
         if executor.stopping:
             return "interrupted"
         if executor.batch is None:
-            return "interrupted"
+            if not executor.effects_waiting:
+                return "interrupted"
+            executor.waiting = list(executor.effects_waiting)  # E2: waits on a person
+            await executor.gateway.flush()
+            return "paused"
         await executor.gateway.flush()
         report = await executor.batch.step()
         if report.progressed:
             continue
         if executor.refused_actions:
             return "failed_with_batches_out"
+        report.waiting += executor.effects_waiting
         for line in report.waiting:
             await executor.event("waiting", reason="batch", detail=line)
         executor.waiting = report.waiting

@@ -62,6 +62,9 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
         "next": None,
         "actions": actions,
     }
+    unknown = [e.key for e in store.list_effects(run.workflow, states=("unknown",))]
+    if unknown:
+        summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
     opts = loads(run.options) or {}
     if opts.get("deadline_at") is not None:
         summary["deadline_at"] = opts["deadline_at"]
@@ -81,6 +84,8 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     wf = summary["workflow"]
     state = summary["state"]
     failed = sum(a["failed"] for a in summary["actions"].values())
+    if summary.get("effects_unknown"):
+        return f"agac effects list {wf}"
     if state not in FINAL_STATES:
         return f"agac run {wf}"
     if state in ("cancelled", "exhausted", "timed_out"):

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.executor import Executor
 
-__all__ = ["Fail", "Settled", "Stopped", "accept_response", "build_request", "response_dict", "run_unit"]
+__all__ = ["Fail", "Settled", "Stopped", "accept_response", "build_request", "invoke_tool",
+           "response_dict", "run_unit", "tool_output"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,6 +365,11 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
     except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
         return await ex.settle(rt, rec, "failed", "tool_error", f"inputs are not JSON: {exc}")
     input_hash = hashlib.sha256(f"{action.function}\x1f{inputs_json}".encode()).hexdigest()
+    if action.effect is not None:
+        key = hashlib.sha256(
+            f"{ex.workflow.name}\x1f{action.name}\x1f{rec.key}\x1f{input_hash}".encode()
+        ).hexdigest()
+        return await ex.effect_unit(rt, rec, inputs_json, input_hash, key)  # type: ignore[return-value]
     if action.cache and not ex.fresh:
         stored = await ex.gateway.lookup_tool_result(input_hash)
         if stored is not None:
@@ -384,8 +390,8 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
             ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, attempt, idem)
             started = time.monotonic()
             try:
-                value = await _invoke(rt.function, json.loads(inputs_json), ctx)
-                output = _tool_output(rt, value)
+                value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)
+                output = tool_output(rt, value)
             except Fail as fail:
                 await ex.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
                 return await _tool_final(ex, rt, rec, "failed", fail.reason, fail.detail, None, input_hash, attempt)
@@ -408,7 +414,7 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         await asyncio.sleep(delay)
 
 
-async def _invoke(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
+async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
     if inspect.iscoroutinefunction(fn):
         return await fn(inputs, ctx)
     result = await asyncio.to_thread(fn, inputs, ctx)
@@ -417,7 +423,7 @@ async def _invoke(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
     return result
 
 
-def _tool_output(rt: ActionRuntime, value: Any) -> Any:
+def tool_output(rt: ActionRuntime, value: Any) -> Any:
     try:
         text = json.dumps(value)
     except (TypeError, ValueError) as exc:

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store import tables as t
 from agac.store.batches import BatchRepository
+from agac.store.effects import EffectRepository
 from agac.store.database import create_store_engine, upgrade
 
 __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
@@ -36,7 +37,7 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-class Store(BatchRepository):
+class Store(BatchRepository, EffectRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:

@@ -201,3 +201,26 @@ batch_items = sa.Table(
     sa.Column("detail", sa.Text, nullable=True),
 )
 sa.Index("ix_batch_items_unit", batch_items.c.workflow, batch_items.c.action, batch_items.c.unit_key)
+
+# -- effects (migration 0003) -------------------------------------------------------------
+
+effects = sa.Table(
+    "effects",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("workflow", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("unit_key", sa.Text, nullable=False),
+    sa.Column("function", sa.Text, nullable=False),
+    sa.Column("idempotent", sa.Boolean, nullable=False),
+    sa.Column("compensate", sa.Text, nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("arguments", sa.Text, nullable=False),
+    sa.Column("receipt", sa.Text, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("resolution", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_effects_workflow", effects.c.workflow, effects.c.state)

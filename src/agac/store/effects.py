@@ -1,0 +1,66 @@
+"""The effects half of the repository API (a mixin of :class:`agac.store.repository.Store`).
+
+One row per idempotency key (E1). States: ``started`` (the intent, written before the
+call, S1), ``succeeded`` (with its receipt), ``failed`` (the function raised),
+``unknown`` (a crash left an intent without a receipt, E2), ``done`` / ``not_done``
+(resolved by a person), ``compensated`` (its compensation ran on request).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from agac.store import tables as t
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+__all__ = ["EffectRepository", "UNSETTLED_EFFECT_STATES"]
+
+UNSETTLED_EFFECT_STATES = ("started", "unknown")
+"""An effect in these states may or may not have happened."""
+
+
+class EffectRepository:
+    engine: Any
+
+    def _guard(self, what: str) -> Any: ...  # provided by Store
+
+    def get_effect(self, key: str) -> Row | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(t.effects).where(t.effects.c.key == key)).first()
+
+    def find_effect(self, ref: str) -> list[Row]:
+        """Effects whose key is ``ref`` or starts with it."""
+        e = t.effects
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.select(e).where(e.c.key.startswith(ref)).limit(2)).all())
+
+    def start_effect(self, row: dict[str, Any]) -> None:
+        """S1: the intent (``started``) is durable before the call; replaces an earlier
+        row of the same key that did not succeed."""
+        now = time.time()
+        row = {**row, "state": "started", "receipt": None, "error": None, "resolution": None,
+               "created_at": now, "updated_at": now}
+        with self._guard("record the effect intent"), self.engine.begin() as conn:
+            conn.execute(t.effects.delete().where(t.effects.c.key == row["key"]))
+            conn.execute(t.effects.insert().values(**row))
+
+    def update_effect(self, key: str, **fields: Any) -> None:
+        fields["updated_at"] = time.time()
+        with self._guard("update the effect"), self.engine.begin() as conn:
+            conn.execute(t.effects.update().where(t.effects.c.key == key).values(**fields))
+
+    def list_effects(self, workflow: str | None = None, *, states: tuple[str, ...] | None = None
+                     ) -> list[Row]:
+        e = t.effects
+        q = sa.select(e).order_by(e.c.created_at)
+        if workflow:
+            q = q.where(e.c.workflow == workflow)
+        if states:
+            q = q.where(e.c.state.in_(states))
+        with self.engine.connect() as conn:
+            return list(conn.execute(q).all())
