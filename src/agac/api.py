@@ -34,6 +34,7 @@ __all__ = [
     "effects_resolve",
     "events",
     "export_rows",
+    "gc",
     "list_runs",
     "load_workflow",
     "open_store",
@@ -59,6 +60,16 @@ def open_store(project: Project | None = None) -> Store:
     from agac.store.repository import Store
 
     return Store(store_url(_project(project)))
+
+
+def _history(proj: Project) -> Store:
+    """The store, for reading earlier runs; refused for ``store: memory``, which keeps
+    nothing once a run's process ends."""
+    if store_url(proj) == "memory":
+        raise UsageError("this project's store is memory: it keeps nothing once a run ends, so "
+                         "there is no earlier run to read; use the default SQLite store (remove "
+                         "`store: memory` from agac.yml and unset AGAC_STORE) or PostgreSQL")
+    return open_store(proj)
 
 
 def load_workflow(ref: str | Path, project: Project | Path | str | None = None, *,
@@ -180,7 +191,7 @@ def cancel(ref: str, project: Project | Path | str | None = None) -> Any:
     from agac.errors import RefusedError
 
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         run_row = store.get_run(ref)
         if run_row is None:
@@ -200,7 +211,7 @@ def effects_list(ref: str | None = None, project: Project | Path | str | None = 
     from agac.engine.effects import effect_dict
 
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         name = _workflow_name(ref, proj) if ref else None
         return [effect_dict(r) for r in store.list_effects(name)]
@@ -214,7 +225,7 @@ def effects_resolve(ref: str, done: bool, project: Project | Path | str | None =
     from agac.engine.effects import resolve_effect
 
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         return resolve_effect(store, ref, done)
     finally:
@@ -226,9 +237,26 @@ def effects_compensate(ref: str, project: Project | Path | str | None = None) ->
     from agac.engine.effects import compensate_effect
 
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         return compensate_effect(proj, store, ref)
+    finally:
+        store.close()
+
+
+def gc(keep_runs: int = 10, project: Project | Path | str | None = None) -> dict[str, Any]:
+    """``agac gc``: prune the outcomes and events of all but the newest ``keep_runs`` final
+    runs of each workflow; runs not final, answers, the cost ledger, batches and effects
+    are kept."""
+    from agac.engine.closing import collect_garbage
+
+    if keep_runs < 1:
+        raise UsageError("--keep-runs must be at least 1: the latest run is what the next one "
+                         "builds on (R1, R2)")
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return collect_garbage(store, keep_runs)
     finally:
         store.close()
 
@@ -272,9 +300,13 @@ def status(ref: str | None = None, project: Project | Path | str | None = None) 
     from agac.engine.summary import build_summary
 
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
-        return build_summary(store, resolve_run(store, proj, ref))
+        run_row = resolve_run(store, proj, ref)
+        if "pruned" in (loads(run_row.options) or {}):
+            raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
+                             f"are gone (its cost stays in `agac cost {run_row.id}`)")
+        return build_summary(store, run_row)
     finally:
         store.close()
 
@@ -282,7 +314,7 @@ def status(ref: str | None = None, project: Project | Path | str | None = None) 
 def list_runs(ref: str | None = None, project: Project | Path | str | None = None,
               limit: int = 50) -> list[dict[str, Any]]:
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         name = _workflow_name(ref, proj) if ref else None
         return [
@@ -297,7 +329,7 @@ def list_runs(ref: str | None = None, project: Project | Path | str | None = Non
 def events(run_ref: str | None, project: Project | Path | str | None = None, after: int = 0,
            ) -> list[dict[str, Any]]:
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         run_row = resolve_run(store, proj, run_ref)
         return [_event_dict(e) for e in store.iter_events(run_row.id, after, limit=100_000)]
@@ -314,7 +346,7 @@ def export_rows(ref: str, action: str, project: Project | Path | str | None = No
                 run_ref: str | None = None) -> Iterator[dict[str, Any]]:
     """One row per record of ``action`` in the run: key, status, reason, detail, output."""
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         run_row = resolve_run(store, proj, run_ref or ref)
         names = [a["name"] for a in loads(run_row.config)["actions"]]
@@ -336,7 +368,7 @@ def cost(ref: str | None = None, project: Project | Path | str | None = None) ->
 
     proj = _project(project)
     prices = PriceTable(dict(proj.config.prices))
-    store = open_store(proj)
+    store = _history(proj)
     try:
         run_row = resolve_run(store, proj, ref)
         rows = []
@@ -381,7 +413,7 @@ def record_session(key: str, project: Project | Path | str | None = None, *,
     from agac.engine.inspect import session_document
 
     proj = _project(project)
-    store = open_store(proj)
+    store = _history(proj)
     try:
         return session_document(proj, store, key, workflow, run_ref)
     finally:

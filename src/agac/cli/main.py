@@ -484,6 +484,25 @@ def cost(ref: str | None, as_json: bool) -> int:
     return 0
 
 
+@cli.command()
+@click.option("--keep-runs", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Final runs to keep per workflow (runs not final are always kept).")
+@json_option
+@command
+def gc(keep_runs: int, as_json: bool) -> int:
+    """Prune old runs' outcomes and events; answers, costs, batches and effects are kept."""
+    from agac import api
+
+    doc = api.gc(keep_runs)
+    if as_json:
+        _emit_json(doc)
+    else:
+        click.echo(f"pruned {len(doc['pruned_runs'])} runs ({doc['deleted_outcomes']:,} outcomes, "
+                   f"{doc['deleted_events']:,} events, {doc['deleted_records']:,} snapshot records); "
+                   f"kept the newest {keep_runs} final runs of each workflow and every answer")
+    return 0
+
+
 @cli.group()
 def store() -> None:
     """The store itself."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["abandon_batches", "cancel_open_batches", "close_run", "run_event"]
+__all__ = ["abandon_batches", "cancel_open_batches", "close_run", "collect_garbage", "run_event"]
 
 
 def run_event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -125,3 +125,22 @@ def abandon_batches(project: Project, store: Store, workflow: str, why: str) -> 
     notes, _ = cancel_open_batches(project, store, workflow, why, reason="batch_abandoned",
                                    state="abandoned")
     return [n.replace("cancelled batch", "abandoned batch", 1) for n in notes]
+
+
+def collect_garbage(store: Store, keep_runs: int) -> dict[str, Any]:
+    """``agac gc``: per workflow, keep the newest ``keep_runs`` final runs and every run
+    not final; prune the outcomes and events of the others (answers, the cost ledger,
+    batches and effects stay: answers remain reusable by fingerprint)."""
+    from agac.store.repository import FINAL_STATES
+
+    pruned: list[str] = []
+    seen: dict[str, int] = {}
+    for run in store.list_runs(limit=10**9):  # newest first
+        if run.state not in FINAL_STATES or "pruned" in (loads(run.options) or {}):
+            continue
+        seen[run.workflow] = seen.get(run.workflow, 0) + 1
+        if seen[run.workflow] > keep_runs:
+            pruned.append(run.id)
+    counts = store.prune_runs(pruned)
+    return {"pruned_runs": pruned, "keep_runs": keep_runs, **{f"deleted_{k}": v for k, v in counts.items()
+                                                               if k != "runs"}}

@@ -189,6 +189,38 @@ class Store(BatchRepository, EffectRepository):
         with self._read() as conn:
             return list(conn.execute(q).all())
 
+    def prune_runs(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """``agac gc``: delete the outcomes, events and action states of these runs and mark
+        them pruned; the runs' rows, their usage (the cost ledger), answers, tool results,
+        batches and effects stay. Input snapshots no run still needs go too."""
+        counts = {"runs": 0, "outcomes": 0, "events": 0, "records": 0}
+        if not run_ids:
+            return counts
+        with self._guard("prune old runs"), self.engine.begin() as conn:
+            for i in range(0, len(run_ids), 500):
+                part = list(run_ids[i:i + 500])
+                counts["outcomes"] += conn.execute(
+                    t.outcomes.delete().where(t.outcomes.c.run_id.in_(part))).rowcount
+                counts["events"] += conn.execute(
+                    t.events.delete().where(t.events.c.run_id.in_(part))).rowcount
+                conn.execute(t.run_actions.delete().where(t.run_actions.c.run_id.in_(part)))
+                for row in conn.execute(sa.select(t.runs.c.id, t.runs.c.options)
+                                        .where(t.runs.c.id.in_(part))).all():
+                    options = {**(loads(row.options) or {}), "pruned": time.time()}
+                    conn.execute(t.runs.update().where(t.runs.c.id == row.id)
+                                 .values(options=dumps(options)))
+                    counts["runs"] += 1
+            kept = {r.snapshot_id for r in conn.execute(
+                sa.select(t.runs.c.snapshot_id, t.runs.c.options)).all()
+                if "pruned" not in (loads(r.options) or {})}
+            orphans = [r[0] for r in conn.execute(sa.select(t.snapshots.c.id)).all()
+                       if r[0] not in kept]
+            for snap in orphans:
+                counts["records"] += conn.execute(
+                    t.records.delete().where(t.records.c.snapshot_id == snap)).rowcount
+                conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snap))
+        return counts
+
     def set_action_state(self, run_id: str, action: str, state: str, error: str | None) -> None:
         ins = self._insert(t.run_actions).values(
             run_id=run_id, action=action, state=state, error=error, updated_at=time.time()
