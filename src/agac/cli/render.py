@@ -101,6 +101,12 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         words += "; interrupted: what was in flight is saved"
     if summary.get("error"):
         click.echo(f"  error: {summary['error']}")
+    if summary.get("deadline_at"):
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary["deadline_at"]))
+        click.echo(f"  deadline {at}")
+    for key in summary.get("effects_unknown") or []:
+        click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
+                   f"agac effects resolve {key[:12]} --done|--not-done")
     if summary.get("budget"):
         b = summary["budget"]
         cap = ", ".join(x for x in (f"${b['usd']:g}" if b.get("usd") is not None else "",

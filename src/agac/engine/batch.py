@@ -144,7 +144,7 @@ class BatchCoordinator:
         await self._call(self.store.create_intents, staged, parts)
         refused = False
         for row, _ in parts:
-            if row["key"] in held:
+            if self.ex.budget is not None and row["key"] in held:
                 self.ex.budget.hold(row["key"], held[row["key"]])
             outcome = await self._submit(rt, row["key"], report)
             refused = refused or outcome == "refused"

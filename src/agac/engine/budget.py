@@ -82,9 +82,8 @@ class BudgetGuard:
     def fits(self, r: Reservation) -> bool:
         if self.usd is not None and self.spent_usd + self.reserved_usd + r.usd > self.usd + 1e-12:
             return False
-        if self.tokens is not None and self.spent_tokens + self.reserved_tokens + r.tokens > self.tokens:
-            return False
-        return True
+        return not (self.tokens is not None
+                    and self.spent_tokens + self.reserved_tokens + r.tokens > self.tokens)
 
     def reserve(self, r: Reservation) -> bool:
         """Hold ``r`` if it fits under the cap; once one does not, the guard is exhausted

@@ -76,7 +76,7 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
             value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)
             maybe_crash("effect_called")  # it happened; the receipt is not recorded yet
             output = tool_output(rt, value)
-        except Exception as exc:  # noqa: BLE001 - the effect failed; its unit fails, no retry
+        except Exception as exc:  # the effect failed: its unit fails, no retry
             detail = exc.detail if isinstance(exc, Fail) else f"{type(exc).__name__}: {exc}"
             tb = traceback.format_exc()
             await ex.gateway.call(ex.store.update_effect, key, state="failed", error=detail)

@@ -278,9 +278,9 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 close_run(store, store.get_run(run.id), "failed",
                           "an action failed as a whole; batches accepted for other files stay out (B0)")
             elif outcome == "timed_out":
-                _time_out(store, store.get_run(run.id))
+                _time_out(store, store.get_run(run.id) or run)
             elif outcome == "cancelled":
-                notes += finish_cancel(project, store, store.get_run(run.id))
+                notes += finish_cancel(project, store, store.get_run(run.id) or run)
     finally:
         try:
             store.release_lease(lease.name, lease.token)
@@ -372,12 +372,14 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     executor.snapshot_id = run.snapshot_id
     executor.run_row = run
     executor.deadline_at = opts.get("deadline_at")
+    if any(is_batched(rt) for rt in executor.runtimes):
+        executor.batch = BatchCoordinator(executor)
     if opts.get("budget"):
         executor.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"),
                                       executor.prices)
-        executor.budget.sync(store, run, {})
-    if any(is_batched(rt) for rt in executor.runtimes):
-        executor.batch = BatchCoordinator(executor)
+        # Batches this run has out (from an earlier invocation) still hold their reservations.
+        held = executor.batch.open_reservations() if executor.batch is not None else {}
+        executor.budget.sync(store, run, held)
     if options.on_start:
         options.on_start(progress, executor)
     restore = _install_interrupt(executor) if options.handle_signals else None

@@ -238,19 +238,21 @@ _NO_ANSWER = object()
 async def _complete(ex: Executor, rt: ActionRuntime, request: Request, held: Any) -> Response:
     """One call; with a budget, its reservation is settled to the call's actual usage
     (a call that raised has no usage: it is settled at 0, as the ledger records it)."""
-    if held is None:
+    budget = ex.budget
+    if held is None or budget is None:
         return await rt.provider.complete(request)
     try:
         response = await rt.provider.complete(request)
     except BaseException:
-        ex.budget.settle(held, 0.0, 0)
+        budget.settle(held, 0.0, 0)
         raise
-    ex.budget.settle_usage(held, rt.action.model or "", response.usage)
+    budget.settle_usage(held, rt.action.model or "", response.usage)
     return response
 
 
 def _exhausted_detail(ex: Executor, attempt: int) -> str:
     b = ex.budget
+    assert b is not None
     cap = " and ".join(x for x in (f"${b.usd:g}" if b.usd is not None else "",
                                    f"{b.tokens} tokens" if b.tokens is not None else "") if x)
     sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"

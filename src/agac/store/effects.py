@@ -18,7 +18,7 @@ from agac.store import tables as t
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
-__all__ = ["EffectRepository", "UNSETTLED_EFFECT_STATES"]
+__all__ = ["UNSETTLED_EFFECT_STATES", "EffectRepository"]
 
 UNSETTLED_EFFECT_STATES = ("started", "unknown")
 """An effect in these states may or may not have happened."""
