@@ -4,7 +4,10 @@ lookup. Points: ``after_checkpoint`` (a group of outcomes is durable),
 ``before_checkpoint`` (outcomes computed, not yet written), ``before_submit`` (a batch
 intent is recorded, the provider not yet asked), ``after_submit`` (the provider accepted
 the batch, the store does not know yet), ``mid_ingest`` (part of a batch's results read),
-``effect_called`` (a tool's effect happened, its receipt is not recorded yet).
+``effect_started`` (an effect's intent is durable, the function not called yet),
+``effect_called`` (a tool's effect happened, its receipt is not recorded yet),
+``after_admit`` (a run is admitted, nothing executed), ``before_finalize`` (every outcome
+is durable, the final state not yet written).
 """
 
 from __future__ import annotations

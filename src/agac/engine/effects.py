@@ -70,6 +70,7 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
             "key": key, "workflow": ex.workflow.name, "action": action.name, "unit_key": rec.key,
             "function": action.function or "", "idempotent": effect.idempotent,
             "compensate": effect.compensate, "run_id": ex.run_id, "arguments": inputs_json})
+        maybe_crash("effect_started")  # the intent is durable, the function not called yet
         ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, 1, key)
         started = time.monotonic()
         try:

@@ -1,9 +1,12 @@
 """The run lifecycle (DESIGN §7): admit or continue (R1), retry (R2), own (S3),
 execute, finalize into exactly one final state.
 
-States used by the online engine: ``queued`` (admitted), ``running``; final
-``succeeded``, ``partial``, ``failed``, ``cancelled``. A run interrupted (Ctrl-C,
-a crash, a lost lease) stays non-final and the next ``agac run`` continues it.
+States: ``queued`` (admitted), ``running``, ``waiting`` (batches out, an unknown effect),
+``cancelling`` (``agac cancel`` asked its live owner to stop); final ``succeeded``,
+``partial``, ``failed``, ``timed_out`` (R4 deadline), ``exhausted`` (R5 budget),
+``cancelled`` — where several apply, the first of cancelled, timed_out, exhausted,
+failed, partial, succeeded. A run interrupted (Ctrl-C, a crash, a lost lease) stays
+non-final and the next ``agac run`` continues it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from agac.engine.actions import is_batched
 from agac.engine.batch import BatchCoordinator
 from agac.engine.budget import BudgetGuard
 from agac.engine.closing import abandon_batches, cancel_open_batches, close_run
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
 from agac.engine.gateway import Lease, StoreGateway
@@ -183,6 +187,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         "carried_outcomes": carried})])
     run = store.get_run(run_id)
     assert run is not None
+    maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
     return run
 
 
@@ -494,6 +499,7 @@ def finalize(store: Store, run_id: str) -> str:
     pending = sum(a["pending"] for a in summary["actions"].values())
     if pending:
         return run.state
+    maybe_crash("before_finalize")  # every outcome durable, the final state not yet written
     config = loads(run.config)
     # Only this run's own stops count: skips carried over from the run it retries do not.
     halts = frozenset(r.reason for r in store.outcome_counts(run_id)
