@@ -113,6 +113,8 @@ class Executor:
         self.batch_answers: dict[str, str] = {}
         self.refused_actions: set[str] = set()
         self.adopted_batches: set[str] = set()
+        self.walked = False
+        """True once a full online pass ran in this invocation (adoption is then known)."""
         self.waiting: list[str] = []
         self.stopping = False
         self.run_row: Any = None
@@ -149,6 +151,7 @@ class Executor:
         try:
             results = await asyncio.gather(*(one(lo, hi) for lo, hi in shard_ranges(self.files)))
             complete = all(results)
+            self.walked = self.walked or not self.stopping
         finally:
             heartbeat.cancel()
             try:
