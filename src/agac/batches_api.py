@@ -169,6 +169,7 @@ def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None
                                   "settled by `agac batch resolve --not-submitted`")
             store.update_batch(key, state="not_submitted", ended_at=time.time(),
                                error="not submitted (settled by agac batch resolve)")
+        store.mark_run_needs_pass(row.workflow)
         return _reread(store, key)
     finally:
         store.close()

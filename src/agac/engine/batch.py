@@ -288,7 +288,10 @@ class BatchCoordinator:
 
     async def _cancel_unneeded(self, rt: ActionRuntime) -> None:
         """B0: batches out from earlier runs whose requests this run no longer needs (its
-        prompt changed, or the answers exist) are cancelled at the provider."""
+        prompt changed, or the answers exist) are cancelled at the provider. Only after an
+        online pass of this invocation has recorded which batches its units adopted."""
+        if not self.ex.walked:
+            return
         for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
             if b.run_id == self.run_id or b.key in self.ex.adopted_batches:
                 continue

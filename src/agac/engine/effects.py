@@ -123,6 +123,7 @@ def resolve_effect(store: Store, ref: str, done: bool) -> dict[str, Any]:
     state = "done" if done else "not_done"
     store.update_effect(row.key, state=state,
                         resolution=dumps({"state": state, "at": time.time()}))
+    store.mark_run_needs_pass(row.workflow)  # its unit can move now: walk the records again
     return effect_dict(store.get_effect(row.key))
 
 

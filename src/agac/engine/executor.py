@@ -11,6 +11,7 @@ dependencies are settled; ``max_concurrency`` bounds each action's calls in flig
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -109,8 +110,11 @@ class Executor:
         self.batch: Any = None
         """The run's BatchCoordinator when it has batch actions (set by the run)."""
         self.batch_items: dict[tuple[str, str], list[Any]] = {}
+        self.batch_answers: dict[str, str] = {}
         self.refused_actions: set[str] = set()
         self.adopted_batches: set[str] = set()
+        self.walked = False
+        """True once a full online pass ran in this invocation (adoption is then known)."""
         self.waiting: list[str] = []
         self.stopping = False
         self.run_row: Any = None
@@ -147,6 +151,7 @@ class Executor:
         try:
             results = await asyncio.gather(*(one(lo, hi) for lo, hi in shard_ranges(self.files)))
             complete = all(results)
+            self.walked = self.walked or not self.stopping
         finally:
             heartbeat.cancel()
             try:
@@ -183,8 +188,8 @@ class Executor:
         self._carried.update(prior)
         for (action, _), settled in existing.items():
             self.progress.bump(action, settled.status)
-        await self._prefetch_roots(records, existing)
         await self._prefetch_batch_items(records)
+        await self._prefetch_roots(records, existing)
         done = await asyncio.gather(*(self._record(r, existing) for r in records))
         for key in prior:
             self._carried.pop(key, None)
@@ -202,12 +207,48 @@ class Executor:
             rows = await self.gateway.call(self.store.unit_items, self.workflow.name, rt.name, keys)
             for row in rows:
                 self.batch_items.setdefault((rt.name, row.unit_key), []).append(row)
+        fps = [i.fingerprint for items in self.batch_items.values() for i in items
+               if i.status == "succeeded" and i.collected_by == self.run_id]
+        if fps:
+            self.batch_answers.update(await self.gateway.call(self.store.get_answers, fps))
 
     # -- batch units ------------------------------------------------------------------------
 
     def _items(self, rt: ActionRuntime, key: str, fp: str) -> list[Any]:
         return sorted((i for i in self.batch_items.get((rt.name, key), []) if i.fingerprint == fp),
                       key=lambda i: i.attempt)
+
+    def own_batch_item(self, rt: ActionRuntime, key: str) -> Any:
+        """The latest batch item this run staged or sent for the unit, if any."""
+        staged_here = f"staged:{self.run_id}:"
+        own = [i for i in self.batch_items.get((rt.name, key), [])
+               if i.batch_run == self.run_id or i.batch_key.startswith(staged_here)]
+        return max(own, key=lambda i: i.attempt) if own else None
+
+    def own_item_decides(self, item: Any) -> bool:
+        """Whether this run's own item settles the unit without rendering: it waits (staged
+        here or pending in an open batch) or it was read by this run. Anything else (a
+        retry, a batch resolved not submitted) goes the normal way."""
+        if item.status == "pending":
+            return item.batch_state is None or item.batch_state in OPEN_BATCH_STATES
+        return item.status in ("succeeded", "failed") and item.collected_by == self.run_id
+
+    async def settle_from_own_item(self, rt: ActionRuntime, rec: Any, item: Any) -> Settled | None:
+        """Pending while the item waits; answered or failed once this run read it."""
+        if item.status == "pending":
+            return None
+        attempts = sum(1 for i in self.batch_items.get((rt.name, rec.key), [])
+                       if i.batch_run == self.run_id)
+        if item.status == "failed":
+            return await self.settle(rt, rec, "failed", item.reason, item.detail, origin="call",
+                                     fingerprint=item.fingerprint, attempts=attempts)
+        stored = self.batch_answers.pop(item.fingerprint, None)
+        if stored is None:
+            stored = await self.gateway.lookup_answer(item.fingerprint)
+        if stored is None:
+            return None  # not readable here; the unit is asked again through the normal path
+        return await self.settle(rt, rec, "answered", output=json.loads(stored), origin="call",
+                                 fingerprint=item.fingerprint, output_json=stored, attempts=attempts)
 
     def batch_answer_is_ours(self, rt: ActionRuntime, rec: Any, fp: str) -> bool:
         return any(i.status == "succeeded" and i.collected_by == self.run_id
@@ -265,6 +306,8 @@ class Executor:
             for rec in records:
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
                     continue
+                if self.batch is not None and self.own_batch_item(rt, rec.key) is not None:
+                    continue  # waits on (or is settled from) this run's own batch item
                 try:
                     request = build_request(rt, rt.view.build(loads(rec.payload), {}))
                 except Exception:  # noqa: BLE001 - the unit renders again and reports it

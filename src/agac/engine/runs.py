@@ -390,7 +390,7 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     restore = _install_interrupt(executor) if options.handle_signals else None
     try:
         await executor.event("run_started", pid=os.getpid(), host=socket.gethostname())
-        outcome = await _passes(executor, options)
+        outcome = await _passes(executor, options, was_waiting=run.state == "waiting")
         for rt in executor.runtimes:
             if rt.stopped:
                 await gateway.call(store.set_action_state, run.id, rt.name, "failed", rt.stopped)
@@ -406,24 +406,36 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
             await p.aclose()
 
 
-async def _passes(executor: Executor, options: RunOptions) -> str:
-    """Online passes and batch steps until nothing moves (see engine/batch.py)."""
+async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool = False) -> str:
+    """Online passes and batch steps until nothing moves (see engine/batch.py).
+
+    A run that ended its last invocation ``waiting`` had walked every record and found
+    nothing to do but wait on batches; only batch time has passed since, so it asks the
+    provider first and walks the records again only when something was read. The same
+    holds between polls with ``--wait``."""
+    step_first = was_waiting and executor.batch is not None
     while True:
-        complete = await executor.execute(executor.snapshot_id or "")
-        if executor.cancel_requested:
-            return "cancelled"
-        if complete:
-            return "complete"
-        if executor.deadline_passed():
-            return "timed_out"
-        if executor.stopping:
-            return "interrupted"
-        if executor.batch is None:
-            if not executor.effects_waiting:
+        if not step_first:
+            complete = await executor.execute(executor.snapshot_id or "")
+            if executor.cancel_requested:
+                return "cancelled"
+            if complete:
+                return "complete"
+            if executor.deadline_passed():
+                return "timed_out"
+            if executor.stopping:
                 return "interrupted"
-            executor.waiting = list(executor.effects_waiting)  # E2: waits on a person
-            await executor.gateway.flush()
-            return "paused"
+            if executor.batch is None:
+                if not executor.effects_waiting:
+                    return "interrupted"
+                executor.waiting = list(executor.effects_waiting)  # E2: waits on a person
+                await executor.gateway.flush()
+                return "paused"
+        elif executor.cancel_requested:
+            return "cancelled"
+        elif executor.deadline_passed():
+            return "timed_out"
+        step_first = False
         await executor.gateway.flush()
         report = await executor.batch.step()
         if report.progressed:
@@ -440,6 +452,7 @@ async def _passes(executor: Executor, options: RunOptions) -> str:
         if executor.deadline_at is not None:
             pause = max(0.0, min(pause, executor.deadline_at - time.time()))
         await asyncio.sleep(pause)
+        step_first = True
 
 
 def _price_overrides(project: Project) -> dict[str, Any]:

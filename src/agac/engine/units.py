@@ -121,7 +121,13 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     )
 
 
-async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled:
+async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled | None:
+    if ex.batch is not None and is_batched(rt):
+        own = ex.own_batch_item(rt, rec.key)
+        if own is not None and ex.own_item_decides(own):
+            # Staged or sent by this very run, from the same inputs: its fingerprint is
+            # this unit's, so the unit needs no rendering to wait on it or to settle.
+            return await ex.settle_from_own_item(rt, rec, own)
     prefetched = ex.prefetched.pop((rt.name, rec.key), None)
     if prefetched is not None:
         request, request_json, fp, stored = prefetched
@@ -317,6 +323,8 @@ def accept_response(rt: ActionRuntime, response: Response) -> Any:
             raise Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
                         feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
                                  "with only a JSON value that matches the schema.") from exc
+    if rt.validator.is_valid(value):
+        return value
     errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
     if errors:
         where = "/".join(str(p) for p in errors[0].path) or "(root)"

@@ -142,12 +142,11 @@ class BatchRepository:
         """(custom_id, status, reason, detail) for items of batch ``key``."""
         if not results:
             return
-        bi = t.batch_items
-        stmt = (bi.update()
-                .where(bi.c.batch_key == sa.bindparam("k"), bi.c.custom_id == sa.bindparam("cid"))
-                .values(status=sa.bindparam("st"), reason=sa.bindparam("rs"), detail=sa.bindparam("dt")))
+        mark = "?" if self.engine.dialect.name == "sqlite" else "%s"
+        sql = (f"UPDATE batch_items SET status = {mark}, reason = {mark}, detail = {mark} "
+               f"WHERE batch_key = {mark} AND custom_id = {mark}")
         with self._guard("record batch results"), self.engine.begin() as conn:
-            conn.execute(stmt, [{"k": key, "cid": c, "st": s, "rs": r, "dt": d} for c, s, r, d in results])
+            conn.exec_driver_sql(sql, [(s, r, d, key, c) for c, s, r, d in results])
 
     def fail_open_items(self, key: str, status: str, reason: str, detail: str) -> None:
         bi = t.batch_items

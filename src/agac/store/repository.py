@@ -146,6 +146,14 @@ class Store(BatchRepository, EffectRepository):
         with self._guard("update the run"), self.engine.begin() as conn:
             conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(**fields))
 
+    def mark_run_needs_pass(self, workflow: str) -> None:
+        """A change made outside a run (``agac batch resolve``) may let units move: the open
+        run, if it was waiting on batches, walks its records again when it next runs."""
+        with self._guard("update the run"), self.engine.begin() as conn:
+            conn.execute(t.runs.update().where(t.runs.c.workflow == workflow,
+                                               t.runs.c.state == "waiting")
+                         .values(state="running", updated_at=time.time()))
+
     def end_run(self, run_id: str, state: str, error: str | None = None) -> bool:
         """Set a final state once; a run already final is never changed (returns False)."""
         now = time.time()
