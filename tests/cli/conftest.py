@@ -8,82 +8,9 @@ the read-only tests of a module.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-#: Variables no CLI test inherits (conftest's isolation only covers this process).
-_DROPPED_PREFIXES = ("AGAC_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "GROQ_", "OLLAMA_")
-
-
-def _agac_command() -> list[str]:
-    """The installed console script next to this interpreter, else ``python -m``."""
-    script = shutil.which("agac", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "agac.cli.main"]
-
-
-AGAC = _agac_command()
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_PREFIXES)}
-    env.pop("FORCE_COLOR", None)
-    env["PYTHONWARNINGS"] = "error"
-    env.update(extra or {})
-    return env
-
-
-@dataclass(frozen=True)
-class Result:
-    """One finished ``agac`` process."""
-
-    args: tuple[str, ...]
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        """The whole of stdout as one JSON document (fails on anything else)."""
-        return json.loads(self.out)
-
-    def __str__(self) -> str:
-        return f"agac {' '.join(self.args)} -> {self.code}\n--stdout--\n{self.out}\n--stderr--\n{self.err}"
-
-
-def agac(*args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 60) -> Result:
-    """Run ``agac ARGS`` in ``cwd`` and wait for it."""
-    proc = subprocess.run([*AGAC, *args], cwd=cwd, env=clean_env(env), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
-    return Result(tuple(args), proc.returncode, proc.stdout, proc.stderr)
-
-
-def spawn(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start ``agac ARGS`` without waiting (for signals and concurrent runs)."""
-    return subprocess.Popen([*AGAC, *args], cwd=cwd, env=clean_env(env), text=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-@dataclass(frozen=True)
-class Quickstart:
-    """The ``agac init --example quickstart`` project after one ``agac run --json``."""
-
-    root: Path
-    first_run: Result
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        return self.first_run.json()  # type: ignore[no-any-return]
-
-    def agac(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
-        return agac(*args, cwd=self.root, env=env)
+from cli_support import Quickstart, agac, clean_env, spawn  # noqa: F401 - re-exported
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from agac import __version__
-from conftest import agac  # tests/cli/conftest.py
+from cli_support import agac
 
 BROKEN_KEYS = """\
 name: broken

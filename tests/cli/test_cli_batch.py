@@ -23,7 +23,7 @@ from agac.providers.base import BatchHandle, Message, ProviderSettings, Request
 from agac.providers.registry import provider_class
 from agac.store.batches import staged_key
 from agac.store.repository import Store, dumps
-from conftest import agac  # tests/cli/conftest.py
+from cli_support import agac
 
 WORKFLOW = """\
 name: wf

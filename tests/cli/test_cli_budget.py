@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agac.testing import write_project
-from conftest import agac  # tests/cli/conftest.py
+from cli_support import agac
 
 WF = """\
 name: priced

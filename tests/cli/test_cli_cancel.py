@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from agac.testing import write_project
-from conftest import agac, spawn  # tests/cli/conftest.py
+from cli_support import agac, spawn
 
 LONG = """\
 name: slow

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agac.testing import write_project
-from conftest import agac, spawn  # tests/cli/conftest.py
+from cli_support import agac, spawn
 
 MIXED = """\
 name: mixed

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from conftest import Quickstart  # tests/cli/conftest.py
+from cli_support import Quickstart
 
 SUMMARY_KEYS = {"run_id", "workflow", "state", "retry_of", "cost_usd", "next", "actions"}
 ACTION_KEYS = {"records", "answered", "failed", "skipped", "pending", "calls", "reused",

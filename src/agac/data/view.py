@@ -139,7 +139,10 @@ def _drop_into(view: dict[str, Any], trie: _Trie) -> None:
         if isinstance(value, Mapping):
             pruned = _without(value, sub)
             if pruned is not value:
-                view[key] = pruned
+                if pruned:
+                    view[key] = pruned
+                else:
+                    del view[key]  # emptied by the drop: left out, as observe leaves it out
 
 
 def _without(data: Mapping[str, Any], trie: _Trie) -> Mapping[str, Any]:
@@ -157,5 +160,8 @@ def _without(data: Mapping[str, Any], trie: _Trie) -> Mapping[str, Any]:
             pruned = _without(value, sub)
             if pruned is not value:
                 copy = dict(data) if copy is None else copy
-                copy[key] = pruned
+                if pruned:
+                    copy[key] = pruned
+                else:
+                    del copy[key]
     return data if copy is None else copy
