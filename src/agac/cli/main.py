@@ -164,7 +164,9 @@ def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
 @click.option("--new", is_flag=True, help="End the open run (cancelled) and admit a new one.")
 @click.option("--fresh", is_flag=True, help="Like --new, and reuse nothing: every record is paid for again.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records.")
-@click.option("--wait", is_flag=True, help="Poll batches out every poll_interval until the run is final, and wait for another owner's lease, instead of exiting 75.")
+@click.option("--wait", is_flag=True,
+              help="Poll batches out every poll_interval until the run is final, and wait for "
+                   "another owner's lease, instead of exiting 75.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="USD", help="Cap a new run's spending (instead of the file's budget.usd).")
 @click.option("--allow-over-estimate", is_flag=True,
