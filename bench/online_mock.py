@@ -64,7 +64,7 @@ def run_agac(root: Path, *args: str, env: dict[str, str] | None = None) -> dict:
 
 
 def case_chained() -> dict:
-    root = make_project("chained", 10_000)
+    root = make_project("chained", 10_000, conc=int(os.environ.get("BENCH_CONCURRENCY", "64")))
     r = run_agac(root, "run", "wf.yml", "--json")
     s = json.loads(r.pop("stdout"))
     n = sum(a["answered"] for a in s["actions"].values())
