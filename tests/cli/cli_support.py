@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 #: Variables no CLI test inherits (conftest's isolation only covers this process).
 _DROPPED_PREFIXES = ("AGAC_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "GROQ_", "OLLAMA_")
 

@@ -9,7 +9,6 @@ the read-only tests of a module.
 from __future__ import annotations
 
 import pytest
-
 from cli_support import Quickstart, agac, clean_env, spawn  # noqa: F401 - re-exported
 
 

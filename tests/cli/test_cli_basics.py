@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agac import __version__
 from cli_support import agac
+
+from agac import __version__
 
 BROKEN_KEYS = """\
 name: broken

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import agac
 
 from agac.config import find_project, store_url
 from agac.providers.base import BatchHandle, Message, ProviderSettings, Request
 from agac.providers.registry import provider_class
 from agac.store.batches import staged_key
 from agac.store.repository import Store, dumps
-from cli_support import agac
 
 WORKFLOW = """\
 name: wf

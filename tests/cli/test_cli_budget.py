@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agac.testing import write_project
 from cli_support import agac
+
+from agac.testing import write_project
 
 WF = """\
 name: priced

@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agac.testing import write_project
 from cli_support import agac, spawn
+
+from agac.testing import write_project
 
 LONG = """\
 name: slow

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import agac, spawn
 
 from agac.testing import write_project
-from cli_support import agac, spawn
 
 MIXED = """\
 name: mixed

@@ -148,7 +148,7 @@ class BatchCoordinator:
                 self.ex.budget.hold(row["key"], held[row["key"]])
             outcome = await self._submit(rt, row["key"], report)
             refused = refused or outcome == "refused"
-        return False if refused else True
+        return not refused
 
     async def _reserve_parts(self, rt: ActionRuntime, staged: str,
                              parts: list[tuple[dict[str, Any], list[str]]], report: StepReport,

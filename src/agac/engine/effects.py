@@ -146,7 +146,7 @@ def compensate_effect(project: Project, store: Store, ref: str) -> dict[str, Any
               "receipt": json.loads(row.receipt) if row.receipt is not None else None}
     try:
         result = asyncio.run(invoke_tool(fn, inputs, ctx))
-    except Exception as exc:  # noqa: BLE001 - reported; the effect stays as it was
+    except Exception as exc:
         store.update_effect(row.key, resolution=dumps({"compensation_failed": f"{type(exc).__name__}: {exc}",
                                                        "at": time.time()}))
         raise RefusedError(f"the compensation {row.compensate} raised {type(exc).__name__}: {exc}; "

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
 from agac.engine.actions import is_batched
+from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.engine.batch import BatchCoordinator
 from agac.engine.budget import BudgetGuard
 from agac.engine.closing import abandon_batches, cancel_open_batches, close_run
 from agac.engine.crashpoints import maybe_crash
-from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.summary import build_summary
@@ -588,7 +588,7 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
                 "downstream": len(downstream)}
     if not targets:
         raise RefusedError(f"run {original.id} of {workflow.name} has no failed units to retry"
-                           + (f" matching the filter" if action or record else ""))
+                           + (" matching the filter" if action or record else ""))
     info = store.snapshot_info(original.snapshot_id)
     assert info is not None
     snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)

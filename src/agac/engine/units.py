@@ -27,8 +27,8 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agac.engine.context import ToolContext
 from agac.engine.actions import is_batched
+from agac.engine.context import ToolContext
 from agac.engine.limits import backoff_delay, estimate_tokens
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.prompt.render import RenderError, render
@@ -65,7 +65,6 @@ async def run_unit(
     ex: Executor, rt: ActionRuntime, rec: Any, payload: Any, results: dict[str, Settled]
 ) -> Settled | None:
     action = rt.action
-    key = rec.key
     if rec.reason:
         if not action.dependencies:
             return await ex.settle(rt, rec, "failed", rec.reason, rec.error)
@@ -99,7 +98,7 @@ def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
         return bool(rt.guard(view))
     except UndefinedError:
         return False
-    except Exception as exc:  # noqa: BLE001 - a broken guard is a fact about this unit
+    except Exception as exc:
         raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
 
 

@@ -45,7 +45,7 @@ def mock_value(schema: dict[str, Any] | None, seed: int, depth: int = 0) -> Any:
         return f"mock-{seed % 100000:05d}"
     if "const" in schema:
         return schema["const"]
-    if "enum" in schema and schema["enum"]:
+    if schema.get("enum"):
         return schema["enum"][seed % len(schema["enum"])]
     for key in ("anyOf", "oneOf"):
         if schema.get(key):

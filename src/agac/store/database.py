@@ -28,7 +28,7 @@ _MIGRATION_LOCK = 0x61676163  # "agac"
 
 def normalize_url(url: str) -> str:
     """Map DESIGN's plain URLs to SQLAlchemy driver URLs."""
-    if url.startswith("postgresql://") or url.startswith("postgres://"):
+    if url.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
 

@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection, Engine, Row
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store import tables as t
 from agac.store.batches import BatchRepository
-from agac.store.effects import EffectRepository
 from agac.store.database import create_store_engine, upgrade
+from agac.store.effects import EffectRepository
 
 __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 
@@ -262,33 +262,32 @@ class Store(BatchRepository, EffectRepository):
     ) -> int:
         """Store an input snapshot streaming, in chunks; returns its record count."""
         count = 0
-        with self._guard("snapshot the input"):
-            with self.engine.begin() as conn:
-                conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
-                conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snapshot_id))
-                conn.execute(
-                    t.snapshots.insert().values(
-                        id=snapshot_id, files=dumps(files), record_count=0,
-                        complete=False, created_at=time.time(),
-                    )
+        with self._guard("snapshot the input"), self.engine.begin() as conn:
+            conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+            conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snapshot_id))
+            conn.execute(
+                t.snapshots.insert().values(
+                    id=snapshot_id, files=dumps(files), record_count=0,
+                    complete=False, created_at=time.time(),
                 )
-                chunk: list[dict[str, Any]] = []
-                for row in rows:
-                    row["snapshot_id"] = snapshot_id
-                    chunk.append(row)
-                    if len(chunk) >= _CHUNK:
-                        conn.execute(t.records.insert(), chunk)
-                        count += len(chunk)
-                        chunk = []
-                if chunk:
+            )
+            chunk: list[dict[str, Any]] = []
+            for row in rows:
+                row["snapshot_id"] = snapshot_id
+                chunk.append(row)
+                if len(chunk) >= _CHUNK:
                     conn.execute(t.records.insert(), chunk)
                     count += len(chunk)
-                # ``files`` is filled by the caller's generator while it streams.
-                conn.execute(
-                    t.snapshots.update()
-                    .where(t.snapshots.c.id == snapshot_id)
-                    .values(record_count=count, complete=True, files=dumps(files))
-                )
+                    chunk = []
+            if chunk:
+                conn.execute(t.records.insert(), chunk)
+                count += len(chunk)
+            # ``files`` is filled by the caller's generator while it streams.
+            conn.execute(
+                t.snapshots.update()
+                .where(t.snapshots.c.id == snapshot_id)
+                .values(record_count=count, complete=True, files=dumps(files))
+            )
         return count
 
     def snapshot_info(self, snapshot_id: str) -> Row | None:

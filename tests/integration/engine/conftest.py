@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_helpers import BASIC, rows
 
 from agac.testing import write_project
-from engine_helpers import BASIC, rows
+
 
 @pytest.fixture
 def project(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> Path:

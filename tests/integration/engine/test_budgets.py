@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from engine_helpers import BASIC, run
 
 from agac import api
 from agac.errors import RefusedError
-
-from engine_helpers import BASIC, rows, run
 
 # USD per million tokens: one token costs $0.001, so small runs cost cents.
 PRICED = "prices: {mock/m1: {input: 1000, output: 1000}}\n"

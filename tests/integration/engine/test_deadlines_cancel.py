@@ -7,14 +7,13 @@ import os
 import time
 
 import pytest
+from engine_helpers import BASIC, rows, run
 
 from agac import api
 from agac.config.project import find_project
 from agac.engine.runs import RunOptions, admit_run
 from agac.errors import RefusedError
 from agac.store.repository import Store
-
-from engine_helpers import BASIC, rows, run
 
 DEADLINE = BASIC.replace("actions:", "deadline: 48h\nactions:", 1)
 

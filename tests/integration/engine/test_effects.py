@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from engine_helpers import rows, run
 
 from agac import api
 from agac.errors import RefusedError
-
-from engine_helpers import rows, run
 
 FX = """
 name: fx
@@ -93,8 +92,9 @@ def test_e1_an_effect_is_not_retried_and_fails_effect_failed(project: Path) -> N
 
 def _leave_unknown(project: Path, record: str) -> str:
     """Stand for a crash between the intent and the receipt: the effect's row says started."""
-    from agac.store.repository import Store
     import os
+
+    from agac.store.repository import Store
 
     store = Store(os.environ["AGAC_STORE"])
     try:
@@ -108,8 +108,6 @@ def _leave_unknown(project: Path, record: str) -> str:
 def _drop_outcome(project: Path, record: str) -> None:
     """...and the unit's outcome was not committed either (an open run lost it)."""
     import os
-
-    import sqlalchemy as sa
 
     from agac.store import tables as t
     from agac.store.repository import Store

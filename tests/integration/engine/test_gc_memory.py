@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from engine_helpers import run
 
 from agac import api
 from agac.errors import UsageError
-
-from engine_helpers import BASIC, run
 
 
 def test_gc_prunes_old_runs_but_keeps_answers_and_costs(project: Path, make) -> None:

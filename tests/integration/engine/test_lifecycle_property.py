@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from engine_helpers import BASIC, rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,8 +20,6 @@ from agac.engine.runs import RunOptions, admit_run
 from agac.errors import AgacError
 from agac.store.repository import FINAL_STATES, Store
 from agac.testing import write_project
-
-from engine_helpers import BASIC, rows
 
 OPS = st.sampled_from(["run", "interrupted", "admit", "new", "retry", "cancel", "flaky", "steady"])
 

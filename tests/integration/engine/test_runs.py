@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from engine_helpers import BASIC, rows, run
 
 from agac import api
 from agac.errors import RefusedError, UsageError
 from agac.store.repository import Store
 
-from engine_helpers import BASIC, rows, run
 
 def _open(url: str) -> Store:
     return Store(url)

@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from engine_helpers import BASIC, rows, run
 
-from agac import api
 from agac.engine.runs import take_run_lease
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store.repository import Store
-
-from engine_helpers import BASIC, rows, run
 
 
 @pytest.fixture
