@@ -117,8 +117,8 @@ def run(ref: str | Path, project: Project | Path | str | None = None, *,
     from agac.engine.runs import RunOptions, start_run
 
     proj = _project(project)
-    overrides = {"run_mode": run_mode, "poll_interval": poll_interval,
-                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
+                                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
     store = open_store(proj)
     try:

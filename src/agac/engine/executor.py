@@ -181,8 +181,8 @@ class Executor:
                 self.stop()
 
     async def _shard(self, lo: int, hi: int) -> bool:
-        settled = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
-        if settled == (hi - lo) * len(self.runtimes):
+        have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
+        if have == (hi - lo) * len(self.runtimes):
             return True  # every unit of this shard already has its outcome
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
         self._carried.update(prior)

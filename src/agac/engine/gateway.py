@@ -195,9 +195,9 @@ class StoreGateway:
                 for f in futs:
                     if not f.done():
                         f.set_result(tool_found.get(h))
-            for _, f in writes:
-                if not f.done():
-                    f.set_result(None)
+            for _, done in writes:
+                if not done.done():
+                    done.set_result(None)
 
     def _do_io(
         self,

@@ -79,6 +79,12 @@ class RunResult:
         return 75
 
 
+def _row(store: Store, run_id: str) -> Row:
+    row = store.get_run(run_id)
+    assert row is not None, run_id
+    return row
+
+
 def new_run_id() -> str:
     return f"{int(time.time()):08x}{secrets.token_hex(4)}"
 
@@ -280,7 +286,7 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
             elif outcome == "paused":
                 store.update_run(run.id, state="waiting")
             elif outcome == "failed_with_batches_out":
-                close_run(store, store.get_run(run.id), "failed",
+                close_run(store, _row(store, run.id), "failed",
                           "an action failed as a whole; batches accepted for other files stay out (B0)")
             elif outcome == "timed_out":
                 _time_out(store, store.get_run(run.id) or run)
@@ -477,7 +483,11 @@ def _install_interrupt(executor: Executor) -> Callable[[], None]:
             raise KeyboardInterrupt
 
     loop.add_signal_handler(signal.SIGINT, on_sigint)
-    return lambda: loop.remove_signal_handler(signal.SIGINT)
+
+    def restore() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+
+    return restore
 
 
 # -- finalization --------------------------------------------------------------------------

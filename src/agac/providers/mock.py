@@ -78,9 +78,9 @@ def _typed_value(schema: dict[str, Any], kind: str, seed: int, depth: int) -> An
         hi = int(schema.get("maximum", lo + 100))
         return lo + seed % (hi - lo + 1)
     if kind == "number":
-        lo = float(schema.get("minimum", 0.0))
-        hi = float(schema.get("maximum", lo + 1.0))
-        return round(lo + (seed % 1000) / 1000 * (hi - lo), 3)
+        low = float(schema.get("minimum", 0.0))
+        high = float(schema.get("maximum", low + 1.0))
+        return round(low + (seed % 1000) / 1000 * (high - low), 3)
     if kind == "boolean":
         return bool(seed % 2)
     if kind == "null":

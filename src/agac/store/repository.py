@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, Row
 
 from agac.errors import LeaseHeld, LeaseLost, StoreError
@@ -55,11 +56,10 @@ class Store(BatchRepository, EffectRepository):
     # -- plumbing -------------------------------------------------------------------
 
     def _insert(self, table: sa.Table) -> Any:
+        """The dialect's INSERT, which knows ON CONFLICT."""
         if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(table)
+            return postgresql.insert(table)
+        return sqlite.insert(table)
 
     def _read(self) -> Connection:
         return self.engine.connect()
@@ -604,7 +604,6 @@ class _Guard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if exc is not None and isinstance(exc, sa.exc.SQLAlchemyError):
             raise StoreError(f"cannot {self.what}: {exc.__class__.__name__}: {exc}") from exc
-        return False
