@@ -10,7 +10,6 @@ module import: ``agac validate`` never touches the store and must start fast.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,13 +17,10 @@ from typing import TYPE_CHECKING, Any
 from agac.config.model import Workflow
 from agac.config.project import Project, find_project, store_url
 from agac.errors import UsageError
+from agac.jsontext import loads
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 __all__ = [
     "cancel",

@@ -41,6 +41,19 @@ def _fail(exc: AgacError, as_json: bool) -> None:
     sys.exit(exc.exit_code)
 
 
+def _report(result: Any, as_json: bool) -> int:
+    """Notes on stderr, then the run summary (one JSON object with --json); the exit code."""
+    from agac.cli.render import print_summary
+
+    for note in result.notes:
+        click.echo(note, err=True)
+    if as_json:
+        _emit_json(result.summary)
+    else:
+        print_summary(result.summary, interrupted=result.interrupted)
+    return int(result.exit_code)
+
+
 def command(fn: Callable[..., int | None]) -> Callable[..., None]:
     """Run a command body; AgacError -> its message on stderr and its exit code."""
 
@@ -178,7 +191,7 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         budget_usd: float | None, allow_over_estimate: bool, as_json: bool) -> int:
     """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
     from agac import api
-    from agac.cli.render import ProgressView, print_summary
+    from agac.cli.render import ProgressView
 
     view = ProgressView(enabled=True)
     try:
@@ -192,13 +205,7 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         return 130
     finally:
         view.stop()
-    for note in result.notes:
-        click.echo(note, err=True)
-    if as_json:
-        _emit_json(result.summary)
-    else:
-        print_summary(result.summary, interrupted=result.interrupted)
-    return result.exit_code
+    return _report(result, as_json)
 
 
 @cli.command()
@@ -234,7 +241,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
           abandon_in_flight: bool, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
-    from agac.cli.render import ProgressView, print_summary
+    from agac.cli.render import ProgressView
 
     view = ProgressView(enabled=not dry_run)
     try:
@@ -253,13 +260,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
             for u in result["units"]:
                 click.echo(f"  {u['action']}  {u['key']}")
         return 0
-    for note in result.notes:
-        click.echo(note, err=True)
-    if as_json:
-        _emit_json(result.summary)
-    else:
-        print_summary(result.summary, interrupted=result.interrupted)
-    return result.exit_code
+    return _report(result, as_json)
 
 
 @cli.command()
@@ -289,16 +290,10 @@ def status(ref: str | None, follow: bool, as_json: bool) -> int:
 def cancel(ref: str, as_json: bool) -> int:
     """End a run cancelled: its batches out are cancelled at the provider, nothing more is sent."""
     from agac import api
-    from agac.cli.render import print_summary
 
     result = api.cancel(ref)
-    for note in result.notes:
-        click.echo(note, err=True)
-    if as_json:
-        _emit_json(result.summary)
-    else:
-        print_summary(result.summary)
-    return 0 if result.summary["state"] == "cancelled" else result.exit_code
+    code = _report(result, as_json)
+    return 0 if result.summary["state"] == "cancelled" else code
 
 
 @cli.group()

@@ -191,8 +191,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", {
         "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
         "carried_outcomes": carried})])
-    run = store.get_run(run_id)
-    assert run is not None
+    run = _row(store, run_id)
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
     return run
 
@@ -270,7 +269,7 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
     interrupted = False
     notes = list(notes or [])
     try:
-        run = store.get_run(run.id) or run
+        run = _row(store, run.id)
         if run.state == "cancelling":
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
         elif _deadline_passed(run):
@@ -289,17 +288,19 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 close_run(store, _row(store, run.id), "failed",
                           "an action failed as a whole; batches accepted for other files stay out (B0)")
             elif outcome == "timed_out":
-                _time_out(store, store.get_run(run.id) or run)
+                _time_out(store, _row(store, run.id))
             elif outcome == "cancelled":
-                notes += finish_cancel(project, store, store.get_run(run.id) or run)
+                notes += finish_cancel(project, store, _row(store, run.id))
     finally:
-        try:
-            store.release_lease(lease.name, lease.token)
-        except Exception:  # noqa: BLE001 - the lease expires by itself
-            pass
-    fresh_row = store.get_run(run.id)
-    assert fresh_row is not None
-    return RunResult(build_summary(store, fresh_row), interrupted, notes)
+        _release(store, lease)
+    return RunResult(build_summary(store, _row(store, run.id)), interrupted, notes)
+
+
+def _release(store: Store, lease: Lease) -> None:
+    try:
+        store.release_lease(lease.name, lease.token)
+    except Exception:  # noqa: BLE001 - the lease expires by itself
+        pass
 
 
 def _deadline_passed(run: Row) -> bool:
@@ -344,15 +345,10 @@ def cancel_run(project: Project, store: Store, run: Row) -> RunResult:
         raise Paused(f"run {run.id} is cancelling, but its owner has not ended it yet ({exc.message}); "
                      f"`agac cancel {run.id}` again later") from exc
     try:
-        notes = finish_cancel(project, store, store.get_run(run.id) or run)
+        notes = finish_cancel(project, store, _row(store, run.id))
     finally:
-        try:
-            store.release_lease(lease.name, lease.token)
-        except Exception:  # noqa: BLE001 - the lease expires by itself
-            pass
-    row = store.get_run(run.id)
-    assert row is not None
-    return RunResult(build_summary(store, row), notes=notes)
+        _release(store, lease)
+    return RunResult(build_summary(store, _row(store, run.id)), notes=notes)
 
 
 async def _execute(project: Project, store: Store, run: Row, workflow: Workflow, lease: Lease,
@@ -516,8 +512,7 @@ def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, An
 
 
 def finalize(store: Store, run_id: str) -> str:
-    run = store.get_run(run_id)
-    assert run is not None
+    run = _row(store, run_id)
     summary = build_summary(store, run)
     pending = sum(a["pending"] for a in summary["actions"].values())
     if pending:

@@ -36,9 +36,12 @@ StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use
 ``model_context_window_exceeded``)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: the form hashed into fingerprints."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def fingerprint_of(canonical: str) -> str:

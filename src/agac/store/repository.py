@@ -8,7 +8,6 @@ checks the caller's fencing token (S3) and fails closed (S2) on any error.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, Row
 
 from agac.errors import LeaseHeld, LeaseLost, StoreError
+from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.batches import BatchRepository
 from agac.store.database import create_store_engine, upgrade
@@ -28,14 +28,6 @@ __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
 _CHUNK = 2000
 _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted")
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 class Store(BatchRepository, EffectRepository):
