@@ -20,7 +20,7 @@ from agac.errors import ConfigError, Problem, StoreError
 
 __all__ = ["HEAD_REVISION", "create_store_engine", "normalize_url", "upgrade"]
 
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0006"
 """The newest migration; bump together with a new file under migrations/versions."""
 
 _MIGRATION_LOCK = 0x61676163  # "agac"

@@ -1,0 +1,20 @@
+"""Approvals (A1-A3): proposals awaiting a decision, and the decisions taken.
+
+Revision ID: 0004
+Revises: 0003
+"""
+
+from __future__ import annotations
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
