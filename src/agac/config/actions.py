@@ -9,6 +9,7 @@ under ``defaults:``, or on the action's own line for the ``--run-mode`` of a run
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +19,16 @@ from agac.config.keys import (
     BATCH_TUNING_KEYS,
     CONTEXT_KEYS,
     EFFECT_KEYS,
+    FAILURE_POLICIES,
+    FAN_OUT_KEYS,
+    GATES,
+    JOIN_NAMES,
     LLM_ONLY_KEYS,
     RATE_LIMIT_KEYS,
     RETRY_KEYS,
     RUN_MODES,
 )
-from agac.config.model import ContextSpec, EffectSpec, RateLimit, RetrySpec
+from agac.config.model import ContextSpec, EffectSpec, FanOutSpec, RateLimit, RetrySpec
 from agac.config.source import Findings, Path
 from agac.config.values import (
     read_bool,
@@ -148,7 +153,82 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                     "llm action", at("effect"), hint="an effect is something a tool function does")
         else:
             out["effect"] = _effect(f, v["effect"], at("effect"))
+    out.update(_fan_out_fields(f, raw))
     return out
+
+
+def _fan_out_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    """``fan_out``, ``gate``, ``join`` and ``failure_policy`` (DESIGN §11). ``gate`` and
+    ``failure_policy`` from ``defaults:`` fill only the actions they apply to; written on
+    an action they do not apply to, they are an error."""
+    v, at, out = raw.values, raw.origin, {}
+    if "fan_out" in v:
+        out["fan_out"] = _fan_out(f, v["fan_out"], at("fan_out"))
+    if "gate" in v:
+        gate = _choice(f, v["gate"], at("gate"), GATES, "gate")
+        if "fan_out" in v:
+            out["gate"] = gate
+        elif "gate" in raw.own:
+            f.error("invalid_value", f"'gate' is set on action {raw.name!r}, which has no "
+                    "fan_out", at("gate"), hint="gate orders the items of a fan_out")
+    is_join = raw.kind == "join" or "join" in v
+    if "join" in v:
+        if raw.kind == "join" and v["join"] is None:
+            pass
+        else:
+            out["join"] = read_str(f, v["join"], at("join"))
+    if "failure_policy" in v:
+        policy = _choice(f, v["failure_policy"], at("failure_policy"), FAILURE_POLICIES,
+                         "failure_policy")
+        if is_join:
+            out["failure_policy"] = policy
+        elif "failure_policy" in raw.own:
+            f.error("invalid_value", f"'failure_policy' is set on action {raw.name!r}, which "
+                    "is not a join", at("failure_policy"),
+                    hint="failure_policy belongs on the join (kind: join, or join: ACTION)")
+    return out
+
+
+def _choice(f: Findings, value: Any, path: Path, allowed: tuple[str, ...], key: str) -> str | None:
+    if value in allowed:
+        return str(value)
+    f.error("invalid_value", f"{key} {value!r} is not one of {', '.join(allowed)}", path,
+            hint=f"{key}: {allowed[0]}")
+    return None
+
+
+def _fan_out(f: Findings, value: Any, path: Path) -> FanOutSpec | None:
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, FAN_OUT_KEYS, path, "fan_out")
+    over, versions = body.get("over"), body.get("versions")
+    if (over is None) == (versions is None):
+        f.error("invalid_fan_out", "fan_out needs exactly one of 'over' (a list field) or "
+                "'versions' (a number of answers)", path,
+                hint="fan_out: {over: extract.clauses, as: clause} or fan_out: {versions: 3}")
+        return None
+    if versions is not None:
+        if "as" in body:
+            f.error("invalid_fan_out", "'as' names the item of fan_out over a list; with "
+                    "versions the item is 'version'", path + ("as",))
+        n = read_int(f, versions, path + ("versions",))
+        return None if n is None else FanOutSpec(versions=n, as_name="version")
+    text = read_str(f, over, path + ("over",))
+    if text is None:
+        return None
+    parts = text.split(".")
+    if not all(p.isidentifier() for p in parts) or text == "source":
+        f.error("invalid_fan_out", f"fan_out.over {text!r} is not a dotted path to a list "
+                "(extract.clauses, source.items)", path + ("over",))
+        return None
+    name = body.get("as", "item")
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or \
+            name in JOIN_NAMES | {"source", "version", "loop", "range"}:
+        f.error("invalid_fan_out", f"fan_out.as {name!r} must be an identifier and not a "
+                "reserved word", path + ("as",), hint="e.g. as: clause")
+        return None
+    return FanOutSpec(over=text, as_name=name)
 
 
 def _effect(f: Findings, value: Any, path: Path) -> EffectSpec | None:

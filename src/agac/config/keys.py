@@ -16,9 +16,13 @@ __all__ = [
     "BUDGET_KEYS",
     "DEFAULTABLE_KEYS",
     "EFFECT_KEYS",
+    "FAILURE_POLICIES",
+    "FAN_OUT_KEYS",
     "FUTURE_ACTION_KEYS",
     "FUTURE_KINDS",
     "FUTURE_TOP_KEYS",
+    "GATES",
+    "JOIN_NAMES",
     "KINDS",
     "LLM_ONLY_KEYS",
     "NOT_IN_DEFAULTS",
@@ -38,11 +42,17 @@ ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
+    "fan_out", "join", "gate", "failure_policy",
 })
-FUTURE_ACTION_KEYS = frozenset({"approval", "fan_out", "join", "gate", "failure_policy"})
+FUTURE_ACTION_KEYS = frozenset({"approval"})
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
                              "effect"})
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
+FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
+GATES = ("parallel", "sequential")
+FAILURE_POLICIES = ("retain_successes", "atomic")
+JOIN_NAMES = frozenset({"fulfilled", "rejected", "skipped"})
+"""What a join's templates (and a tool join's inputs) see besides its outer ancestors."""
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({
@@ -57,15 +67,15 @@ against its own ``schema``."""
 
 BATCH_TUNING_KEYS = frozenset({"poll_interval", "batch_deadline"})
 
-KINDS = frozenset({"llm", "tool"})
-FUTURE_KINDS = frozenset({"join"})
+KINDS = frozenset({"llm", "tool", "join"})
+FUTURE_KINDS: frozenset[str] = frozenset()
 
 RUN_MODES = ("online", "batch")
 AVAILABLE_RUN_MODES = frozenset({"online", "batch"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
 RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",
-                            "none", "True", "False", "None"}) | frozenset(keyword.kwlist)
+                            "none", "True", "False", "None"}) | JOIN_NAMES | frozenset(keyword.kwlist)
 """Names an action cannot take: they are roots or words of the template language."""
 
 CONTEXT_KEYS = frozenset({"observe", "drop"})

@@ -24,6 +24,7 @@ __all__ = [
     "Budget",
     "ContextSpec",
     "EffectSpec",
+    "FanOutSpec",
     "InputSpec",
     "RateLimit",
     "RetrySpec",
@@ -56,6 +57,17 @@ class EffectSpec:
 
     idempotent: bool = False
     compensate: str | None = None
+
+
+@dataclass(frozen=True)
+class FanOutSpec:
+    """An action that runs once per item (DESIGN §11): over the list at ``over`` (a dotted
+    path, ``extract.clauses`` or ``source.items``), each item seen under ``as_name``; or
+    ``versions`` independent answers to the same input, each seeing ``version``."""
+
+    over: str | None = None
+    as_name: str = "item"
+    versions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,12 @@ class Action:
     function: str | None = None
     cache: bool = True
     effect: EffectSpec | None = None
+    fan_out: FanOutSpec | None = None
+    gate: str = "parallel"
+    """``sequential``: each item of this fan-out waits for the previous one."""
+    join: str | None = None
+    """For a join (``kind: join`` or ``join:``): the fan-out action whose items it collects."""
+    failure_policy: str = "retain_successes"
 
     @property
     def is_llm(self) -> bool:
@@ -205,6 +223,11 @@ def _action_dict(action: Action) -> dict[str, Any]:
     context["drop"] = list(context["drop"])
     if data.get("effect") is None:
         data.pop("effect", None)  # keeps the config hash of workflows without effects
+    # Fan-out keys at their defaults are left out for the same reason.
+    for key, default in (("fan_out", None), ("join", None), ("gate", "parallel"),
+                         ("failure_policy", "retain_successes")):
+        if data.get(key) == default:
+            data.pop(key, None)
     return data
 
 
@@ -221,6 +244,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
     if values.get("effect") is not None:
         values["effect"] = EffectSpec(**values["effect"])
+    if values.get("fan_out") is not None:
+        values["fan_out"] = FanOutSpec(**values["fan_out"])
     return Action(**values)
 
 

@@ -346,9 +346,7 @@ def test_r5_a_model_without_a_price_is_an_error_with_a_budget(wf) -> None:
 
 
 @pytest.mark.parametrize(
-    "line", ["approval: {approvers: [x]}",
-             "fan_out: {over: source.items}", "join: true", "gate: sequential",
-             "failure_policy: atomic", "kind: join"],
+    "line", ["approval: {approvers: [x]}"],
 )
 def test_not_available_yet_action_keys(wf, line: str) -> None:
     checked = wf.check(BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    {line}\n")
