@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import ActionRuntime, build_runtime
 from agac.engine.effects import run_effect
+from agac.engine.fanout import FanOutPlan, has_fan_out
 from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
@@ -102,6 +103,8 @@ class Executor:
             build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None, root)
             for a in workflow.actions
         ]
+        self.fanout = FanOutPlan(self.runtimes) if has_fan_out(workflow) else None
+        """The record's steps when the workflow fans out (engine/fanout.py), else None."""
         total = sum(int(f["count"]) for f in snapshot_files)
         self.progress = progress or Progress([a.name for a in workflow.actions], total)
         self.inflight: dict[str, asyncio.Future[Any]] = {}
@@ -182,7 +185,7 @@ class Executor:
 
     async def _shard(self, lo: int, hi: int) -> bool:
         have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
-        if have == (hi - lo) * len(self.runtimes):
+        if have == (hi - lo) * len(self.runtimes) and self.fanout is None:
             return True  # every unit of this shard already has its outcome
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
         self._carried.update(prior)
@@ -197,6 +200,10 @@ class Executor:
             for r in records:
                 self.prefetched.pop((rt.name, r.key), None)
                 self.batch_items.pop((rt.name, r.key), None)
+        if self.fanout is not None and self.batch_items:
+            under = tuple(r.key + "/" for r in records)
+            for k in [k for k in self.batch_items if k[1].startswith(under)]:
+                del self.batch_items[k]
         return all(done)
 
     async def _prefetch_batch_items(self, records: list[Any]) -> None:
@@ -204,7 +211,8 @@ class Executor:
             return
         keys = [r.key for r in records]
         for rt in self.batch.batch_rts:
-            rows = await self.gateway.call(self.store.unit_items, self.workflow.name, rt.name, keys)
+            rows = await self.gateway.call(self.store.unit_items, self.workflow.name, rt.name, keys,
+                                           items=self.fanout is not None and self.fanout.per_item(rt.name))
             for row in rows:
                 self.batch_items.setdefault((rt.name, row.unit_key), []).append(row)
         fps = [i.fingerprint for items in self.batch_items.values() for i in items
@@ -287,7 +295,8 @@ class Executor:
         attempt = len(read_here) + 1
         self.gateway.commit_nowait(batch_items=[{
             "batch_key": staged_key(self.run_id, rt.name, rec.file),
-            "custom_id": f"r{rec.seq}a{attempt}", "workflow": self.workflow.name,
+            "custom_id": f"{getattr(rec, 'custom', None) or f'r{rec.seq}'}a{attempt}",
+            "workflow": self.workflow.name,
             "action": rt.name, "unit_key": rec.key, "file": rec.file, "fingerprint": fp,
             "attempt": attempt, "request": request_json, "status": "pending", "reason": None,
             "detail": None,
@@ -301,7 +310,8 @@ class Executor:
             return
         pending: list[tuple[str, str, Any, str, str]] = []
         for rt in self.runtimes:
-            if rt.action.kind != "llm" or rt.action.dependencies:
+            if rt.action.kind != "llm" or rt.action.dependencies or (
+                    self.fanout is not None and self.fanout.per_item(rt.name)):
                 continue
             for rec in records:
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
@@ -335,6 +345,8 @@ class Executor:
 
     async def _record(self, rec: Any, existing: dict[tuple[str, str], Settled]) -> bool:
         payload = loads(rec.payload) if rec.payload is not None else None
+        if self.fanout is not None:
+            return await self.fanout.walk_record(self, rec, payload, existing)
         results: dict[str, Settled] = {}
         for rt in self.runtimes:
             got = existing.get((rt.name, rec.key))

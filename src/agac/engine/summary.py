@@ -19,9 +19,10 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
     info = store.snapshot_info(run.snapshot_id)
     records = info.record_count if info else 0
     actions: dict[str, dict[str, Any]] = {}
+    counts = _unit_counts(store, run.id, config["actions"], records)
     for a in config["actions"]:
         actions[a["name"]] = {
-            "records": records, "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
+            "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
             "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
             "reasons": {},
         }
@@ -78,6 +79,19 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
     if run.error:
         summary["error"] = run.error
     return summary
+
+
+def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
+                 ) -> dict[str, int]:
+    """Units per action (DESIGN §7.1): one per record, but one per item inside a fan-out
+    (counted from the stored fan-outs); empty for a workflow without fan-outs."""
+    if not any(a.get("fan_out") or a.get("join") for a in actions):
+        return {}
+    from agac.engine.fanout import expected_units, regions_of
+
+    regions = regions_of(actions)
+    totals = store.fanout_totals(run_id)
+    return {a["name"]: expected_units(regions, a["name"], records, totals) for a in actions}
 
 
 def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:

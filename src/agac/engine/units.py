@@ -62,30 +62,39 @@ class Fail(Exception):
 
 
 async def run_unit(
-    ex: Executor, rt: ActionRuntime, rec: Any, payload: Any, results: dict[str, Settled]
+    ex: Executor, rt: ActionRuntime, rec: Any, payload: Any, results: dict[str, Settled],
+    extra: dict[str, Any] | None = None,
 ) -> Settled | None:
+    """``extra`` are roots the unit sees besides ``source`` and its ancestors' outputs: a
+    fan-out's item, a join's ``fulfilled``/``rejected``/``skipped`` (engine/fanout.py).
+    A dependency missing from ``results`` is a join's per-item input, judged there."""
     action = rt.action
     if rec.reason:
         if not action.dependencies:
             return await ex.settle(rt, rec, "failed", rec.reason, rec.error)
         return await ex.settle(rt, rec, "skipped", "upstream_failed", "the input record is invalid")
     for dep in action.dependencies:
-        r = results[dep]
+        r = results.get(dep)
+        if r is None:
+            continue
         if r.status == "failed":
             return await ex.settle(rt, rec, "skipped", "upstream_failed", f"{dep} failed: {r.reason}")
         if r.status == "skipped":
             return await ex.settle(rt, rec, "skipped", r.reason, f"{dep} was skipped: {r.reason}")
     if ex.stopping:
         return None
-    outputs = {a: results[a].output for a in action.ancestors if results[a].status == "answered"}
+    outputs = {a: r.output for a in action.ancestors
+               if (r := results.get(a)) is not None and r.status == "answered"}
     view = rt.view.build(payload, outputs)
+    if extra:
+        view.update(extra)
     try:
         if rt.guard is not None and not _guard(rt, view):
             return await ex.settle(rt, rec, "skipped", "guard", f"guard {action.when!r} is false")
         if rt.stopped:
             return await ex.settle(rt, rec, "failed", "provider_error", rt.stopped)
         if action.kind == "tool":
-            return await _run_tool(ex, rt, rec, view)
+            return await _run_tool(ex, rt, rec, view, extra)
         return await _run_llm(ex, rt, rec, view)
     except RenderError as exc:
         return await ex.settle(rt, rec, "failed", "render_error", str(exc))
@@ -117,7 +126,15 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         temperature=action.temperature,
         schema=action.schema,
         timeout=action.timeout,
+        seed=_version(view),
     )
+
+
+def _version(view: dict[str, Any]) -> int | None:
+    """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
+    and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
+    v = view.get("version")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled | None:
@@ -367,7 +384,8 @@ def response_dict(r: Response) -> dict[str, Any]:
 # -- tools --------------------------------------------------------------------------------
 
 
-async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled:
+async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any],
+                    extra: dict[str, Any] | None = None) -> Settled:
     action = rt.action
     try:
         inputs_json = canonical_json(view)
@@ -396,7 +414,10 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         async with rt.slots:
             if ex.stopping and attempt == 1:
                 return None  # type: ignore[return-value]
-            ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, attempt, idem)
+            ctx = ToolContext(ex.run_id, ex.workflow.name, action.name,
+                              getattr(rec, "record_key", rec.key), getattr(rec, "item_key", None),
+                              attempt, idem, list((extra or {}).get("fulfilled", ())),
+                              list((extra or {}).get("rejected", ())))
             started = time.monotonic()
             try:
                 value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)

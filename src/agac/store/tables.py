@@ -224,3 +224,17 @@ effects = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 sa.Index("ix_effects_workflow", effects.c.workflow, effects.c.state)
+
+# -- fan-out (migration 0005) -------------------------------------------------------------
+
+fanouts = sa.Table(
+    "fanouts",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("parent_key", sa.Text, primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("items", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+sa.Index("ix_fanouts_seq", fanouts.c.run_id, fanouts.c.seq)
