@@ -31,6 +31,7 @@ __all__ = [
     "events",
     "export_rows",
     "gc",
+    "list_records",
     "list_runs",
     "load_workflow",
     "open_store",
@@ -398,6 +399,27 @@ def render(ref: str, record: str, action: str | None = None,
     store = open_store(proj)
     try:
         return render_requests(proj, store, workflow, record, action)
+    finally:
+        store.close()
+
+
+def list_records(ref: str, project: Project | Path | str | None = None, *,
+                 status: str | None = None, action: str | None = None,
+                 run_ref: str | None = None) -> dict[str, Any]:
+    """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
+    ``action`` — fan-out items included, by item key — for ``agac records show``."""
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        run_row = resolve_run(store, proj, run_ref or ref)
+        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        if action is not None and action not in names:
+            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+        rows = store.find_outcomes(run_row.id, status=status, action=action)
+        return {"run_id": run_row.id, "workflow": run_row.workflow, "status": status,
+                "action": action, "units": [
+                    {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
+                     "detail": r.detail, "attempts": r.attempts} for r in rows]}
     finally:
         store.close()
 

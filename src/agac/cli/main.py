@@ -444,6 +444,30 @@ def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: b
     return 0
 
 
+@records.command("list")
+@click.argument("workflow")
+@click.option("--status", type=click.Choice(["answered", "failed", "skipped"]), default=None,
+              help="Only units with this outcome.")
+@click.option("--action", default=None, help="Only units of this action.")
+@click.option("--run", "run_ref", default=None)
+@json_option
+@command
+def records_list(workflow: str, status: str | None, action: str | None, run_ref: str | None,
+                 as_json: bool) -> int:
+    """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
+    from agac import api
+
+    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref)
+    if as_json:
+        _emit_json(doc)
+        return 0
+    for u in doc["units"]:
+        click.echo(f"{u['key']}\t{u['action']}\t{u['status']}" + (f"\t{u['reason']}" if u["reason"] else ""))
+    if not doc["units"]:
+        click.echo(f"no units{' ' + status if status else ''} in run {doc['run_id']}", err=True)
+    return 0
+
+
 @cli.command()
 @click.argument("workflow")
 @click.option("--action", required=True)

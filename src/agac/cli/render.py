@@ -149,28 +149,41 @@ def follow_events(ref: str | None, as_json: bool) -> None:
 
 
 def print_session(doc: dict[str, Any]) -> None:
-    click.echo(f"record {doc['key']} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}")
+    click.echo(f"record {doc['key']} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}"
+               f"  ${doc['cost_usd']:.6f}")
     rec = doc.get("record")
     if rec:
         click.echo(f"  from {rec['file']} line {rec['line']}")
         if rec.get("error"):
             click.echo(f"  invalid: {rec['error']}")
+    if doc.get("failed_items"):
+        click.echo(f"  failed items: {', '.join(doc['failed_items'])}")
+    _print_units(doc, "  ")
+    for e in doc["errors"]:
+        tb = e["data"].get("traceback")
+        where = f" ({e['unit_key']})" if e.get("unit_key") and e["unit_key"] != doc["key"] else ""
+        click.echo(f"  error in {e['action']}{where}: {e['data'].get('reason')}: "
+                   f"{e['data'].get('detail')}")
+        if tb:
+            click.echo("    " + tb.rstrip().replace("\n", "\n    "))
+
+
+def _print_units(doc: dict[str, Any], pad: str) -> None:
+    """A unit's actions, then its fan-out items (each indented under it)."""
     for a in doc["actions"]:
-        click.echo(f"  {a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
+        click.echo(f"{pad}{a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
                    + f"  ${a['cost_usd']:.6f}")
         if a.get("detail"):
-            click.echo(f"    {a['detail']}")
+            click.echo(f"{pad}  {a['detail']}")
         for t in a["attempts"]:
-            click.echo(f"    attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
+            click.echo(f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
                        f"{t['input_tokens']}+{t['output_tokens']} tokens"
                        + (f" - {_last_line(t['error'])}" if t["error"] else ""))
         if a.get("output") is not None:
-            click.echo(f"    output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
-    for e in doc["errors"]:
-        tb = e["data"].get("traceback")
-        click.echo(f"  error in {e['action']}: {e['data'].get('reason')}: {e['data'].get('detail')}")
-        if tb:
-            click.echo("    " + tb.rstrip().replace("\n", "\n    "))
+            click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
+    for item in doc.get("items", []):
+        click.echo(f"{pad}item {item['key']}: {item['status']}  ${item['cost_usd']:.6f}")
+        _print_units(item, pad + "  ")
 
 
 def _last_line(text: str) -> str:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.fanout import expected_units
 from agac.engine.ingest import ingest_batch
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
@@ -120,6 +121,11 @@ class BatchCoordinator:
             settled = await self._call(self.store.count_action_outcomes_between, self.run_id,
                                        rt.name, lo, lo + n)
             c = counts.get(name, {"staged": 0, "open": 0})
+            fanout = self.ex.fanout
+            if fanout is not None and fanout.per_item(rt.name):
+                # Inside a fan-out a file holds one unit per item (DESIGN §11).
+                totals = await self._call(self.store.fanout_totals, self.run_id, lo, lo + n)
+                n = expected_units(fanout.regions, rt.name, n, totals)
             if settled + c["staged"] + c["open"] < n:
                 all_sent = False  # some records have not reached this action yet
                 continue

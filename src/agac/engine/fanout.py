@@ -370,3 +370,37 @@ def unit_keys(regions: Regions, action: str, record_key: str,
             nxt.extend([k] if n is None else (f"{k}/{i}" for i in range(n)))
         keys = nxt
     return keys
+
+
+def rejoin_targets(store: Any, run_id: str, actions: list[dict[str, Any]],
+                   targets: set[tuple[str, str]], seqs: dict[tuple[str, str], int],
+                   ) -> set[tuple[str, str]]:
+    """R2 for items: when an item is asked again, the join of its parent (and, nested, of
+    every enclosing parent) is asked again, with every action downstream of that join at
+    its level — they consumed the item's old outcome."""
+    if not any(a.get("fan_out") or a.get("join") for a in actions):
+        return set()
+    regions = regions_of(actions)
+    descendants: dict[str, set[str]] = {a["name"]: set() for a in actions}
+    for a in actions:
+        for anc in a["ancestors"]:
+            descendants[anc].add(a["name"])
+    out: set[tuple[str, str]] = set()
+    for action, key in targets:
+        seq = seqs.get((action, key))
+        expansions = store.fanouts_between(run_id, seq, seq + 1) if seq is not None else {}
+        scope = regions.scope.get(action, ())
+        k = key
+        for depth in range(len(scope) - 1, -1, -1):
+            fan = scope[depth]
+            parent, _, index = k.rpartition("/")
+            if not (index.isdigit() and (fan, parent) in expansions):
+                continue  # the parent never fanned out: its units share its key
+            for join, of in regions.joins.items():
+                if of != fan:
+                    continue
+                out.add((join, parent))
+                out.update((x, parent) for x in descendants[join]
+                           if regions.scope.get(x, ()) == scope[:depth])
+            k = parent
+    return out

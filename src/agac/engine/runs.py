@@ -29,6 +29,7 @@ from agac.engine.budget import BudgetGuard
 from agac.engine.closing import abandon_batches, cancel_open_batches, close_run
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
+from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
@@ -547,7 +548,8 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
     targets = {
         (row.action, row.unit_key)
         for row in rows
-        if (action is None or row.action == action) and (record is None or row.unit_key == record)
+        if (action is None or row.action == action) and (
+            record is None or row.unit_key == record or row.unit_key.startswith(record + "/"))
     }
     keys = {k for _, k in targets}
     downstream: set[tuple[str, str]] = set()
@@ -558,6 +560,8 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
                     o.action in descendants[a] for a, k in targets if k == key
                 ):
                     downstream.add((o.action, key))
+        seqs = {(row.action, row.unit_key): row.seq for row in rows}
+        downstream |= rejoin_targets(store, original.id, config["actions"], targets, seqs)
     return targets, downstream
 
 
