@@ -408,7 +408,7 @@ def render(workflow: str, record: str, action: str | None, as_json: bool) -> int
         _emit_json(rows)
     else:
         for r in rows:
-            click.echo(f"== {r['action']} ({r['kind']})")
+            click.echo(f"== {r['action']} ({r['kind']})" + (f" item {r['item']}" if r.get("item") else ""))
             if "note" in r:
                 click.echo(f"   {r['note']}")
             if "guard" in r:

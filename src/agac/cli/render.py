@@ -208,6 +208,11 @@ def print_plan(doc: dict[str, Any]) -> None:
                    f"{a['requests']:>7} requests {a['reusable']:>7} reusable "
                    f"{a['input_tokens']:>9} in {a['output_tokens']:>9} out  "
                    f"online ${a['cost_usd']['online']:.4f}  batch ${a['cost_usd']['batch']:.4f}")
+    unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
+    if unknown:
+        click.echo(f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "
+                   "items is known only once the list is produced; give the list a maxItems to "
+                   "bound it)")
     c = doc["cost_usd"]
     click.echo(f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
                f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "

@@ -46,18 +46,24 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
     if only is not None and only not in workflow.action_names:
         raise UsageError(f"{workflow.name} has no action {only!r}")
     out = []
+    regions = regions_of(workflow.actions) if any(
+        a.fan_out is not None or a.join is not None for a in workflow.actions) else None
     for action in workflow.actions:
         if only is not None and action.name != only:
             continue
+        if regions is not None and (regions.per_item(action.name) or action.join is not None):
+            out.extend(_render_items(project, store, workflow, regions, action, rec, last, outputs))
+            continue
         entry: dict[str, Any] = {"action": action.name, "kind": action.kind}
-        missing = [a for a in action.ancestors if a not in outputs]
+        seen = [a for a in action.ancestors if regions is None or not regions.per_item(a)]
+        missing = [a for a in seen if a not in outputs]
         if missing:
             entry["missing_upstream"] = missing
             entry["note"] = f"needs the output of {', '.join(missing)}: run the workflow first"
             out.append(entry)
             continue
         view = compile_view(action.context.observe, action.context.drop).build(
-            rec.payload, {a: outputs[a] for a in action.ancestors})
+            rec.payload, {a: outputs[a] for a in seen})
         if action.when:
             try:
                 entry["guard"] = bool(compile_guard(action.when)(view))
@@ -72,6 +78,63 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
             entry["inputs"] = view
             entry["function"] = action.function
         out.append(entry)
+    return out
+
+
+def _render_items(project: Project, store: Store, workflow: Workflow, regions: Any, action: Any,
+                  rec: Any, last: Any, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The requests of an action inside a fan-out, one per item whose list is known (from
+    the record or the latest run); a join's request depends on its items' answers."""
+    entry: dict[str, Any] = {"action": action.name, "kind": action.kind}
+    scope = regions.scope.get(action.name, ())
+    if action.join is not None and not scope:
+        entry["note"] = (f"a join: its request is built from the answers of the items of "
+                         f"{action.join}; `agac records show {rec.key}` shows what it received")
+        return [entry]
+    if len(scope) > 1:
+        entry["note"] = "runs per item of a nested fan-out: run the workflow and see `agac records show`"
+        return [entry]
+    fan = workflow.action(scope[0])
+    spec = fan.fan_out
+    assert spec is not None
+    if spec.versions is not None:
+        values: list[Any] = list(range(spec.versions))
+        name = "version"
+    else:
+        root, *path = (spec.over or "").split(".")
+        value: Any = rec.payload if root == "source" else outputs.get(root)
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if not isinstance(value, list):
+            entry["note"] = f"runs once per item of {spec.over}, which is not known yet: run the workflow first"
+            return [entry]
+        values, name = value, spec.as_name
+    out = []
+    for i, item in enumerate(values):
+        key = f"{rec.key}/{i}"
+        item_outputs = dict(outputs)
+        if last is not None and any(a in regions.members[fan.name] for a in action.ancestors):
+            for o in store.unit_outcomes(last.id, key):
+                if o.status == "answered":
+                    item_outputs[o.action] = loads(o.output)
+        e: dict[str, Any] = {"action": action.name, "kind": action.kind, "item": key}
+        missing = [a for a in action.ancestors if a not in item_outputs]
+        if missing:
+            e["missing_upstream"] = missing
+            e["note"] = f"needs the output of {', '.join(missing)}: run the workflow first"
+            out.append(e)
+            continue
+        view = compile_view(action.context.observe, action.context.drop).build(
+            rec.payload, {a: item_outputs[a] for a in action.ancestors})
+        view[name] = item
+        if action.kind == "llm":
+            req = build_request(build_runtime(action, None, project.root), view)
+            e["request"] = req.to_dict()
+            e["fingerprint"] = req.fingerprint()
+        else:
+            e["inputs"] = view
+            e["function"] = action.function
+        out.append(e)
     return out
 
 

@@ -306,3 +306,30 @@ def test_r2_retry_of_one_item_reasks_it_and_its_parents_join(project: Path) -> N
     assert retried["actions"]["joined"]["tool_calls"] == 1  # only b's join ran again
     final = api.retry("wf", project).summary
     assert final["state"] == "succeeded" and final["actions"]["each"]["tool_calls"] == 1
+
+
+def test_plan_and_render_count_and_show_items(project: Path) -> None:
+    write_project(project, """
+name: wf
+input: {path: data/, id_field: id}
+actions:
+  - name: vote
+    model: mock/m
+    fan_out: {versions: 3}
+    prompt: "Is {{ source.text }} spam? (vote {{ version }})"
+  - name: per_line
+    model: mock/m
+    fan_out: {over: source.lines, as: line}
+    prompt: "Read {{ line }}"
+  - {name: tally, kind: join, dependencies: [vote]}
+""", data={"data/a.jsonl": [{"id": "m1", "text": "buy", "lines": ["a", "b"]},
+                            {"id": "m2", "text": "hi", "lines": []}]})
+    plan = api.plan("wf", project)
+    assert plan["actions"]["vote"]["units"] == 6 and plan["actions"]["vote"]["requests"] == 6
+    assert plan["actions"]["per_line"]["requests"] == 2 and plan["actions"]["tally"]["units"] == 2
+    shown = api.render("wf", "m1", project=project)
+    votes = [r for r in shown if r["action"] == "vote"]
+    assert [r["item"] for r in votes] == ["m1/0", "m1/1", "m1/2"]
+    assert [r["request"]["seed"] for r in votes] == [0, 1, 2]
+    assert [r["request"]["messages"][-1]["content"] for r in shown if r["action"] == "per_line"] == [
+        "Read a", "Read b"]
