@@ -161,7 +161,8 @@ def _fan_out_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     """``fan_out``, ``gate``, ``join`` and ``failure_policy`` (DESIGN §11). ``gate`` and
     ``failure_policy`` from ``defaults:`` fill only the actions they apply to; written on
     an action they do not apply to, they are an error."""
-    v, at, out = raw.values, raw.origin, {}
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {}
     if "fan_out" in v:
         out["fan_out"] = _fan_out(f, v["fan_out"], at("fan_out"))
     if "gate" in v:

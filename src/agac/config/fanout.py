@@ -92,31 +92,31 @@ def resolve_regions(nodes: Sequence[Node]) -> Regions:
         _check_dependencies(r, n)
     for j, fan in r.joins.items():
         if r.scope[j] != r.scope[fan][:-1]:
-            r.problems.append(("nested_fan_out", f"join {j!r} of fan-out {fan!r} must run at the "
+            r.problems.append(("nested_fan_out", (f"join {j!r} of fan-out {fan!r} must run at the "
                                f"level {fan!r} was fanned out from; close the inner fan-outs "
-                               "first", j, "join"))
+                               "first"), j, "join"))
         if not r.join_inputs(j, by_name[j].dependencies):
-            r.problems.append(("join_without_fan_out", f"join {j!r} does not depend on any action "
-                               f"that runs per item of {fan!r}", j, "dependencies"))
+            r.problems.append(("join_without_fan_out", (f"join {j!r} does not depend on any action "
+                               f"that runs per item of {fan!r}"), j, "dependencies"))
     return r
 
 
 def _join_target(r: Regions, n: Node, anc: Mapping[str, set[str]]) -> str | None:
     if n.join is not None:
         if n.join not in r.fan_outs:
-            r.problems.append(("join_without_fan_out", f"{n.name!r} joins {n.join!r}, which is "
-                               "not an action with fan_out", n.name, "join"))
+            r.problems.append(("join_without_fan_out", (f"{n.name!r} joins {n.join!r}, which is "
+                               "not an action with fan_out"), n.name, "join"))
             return None
         if n.join not in anc[n.name]:
-            r.problems.append(("join_without_fan_out", f"{n.name!r} joins {n.join!r}, which is "
-                               "not upstream of it", n.name, "join"))
+            r.problems.append(("join_without_fan_out", (f"{n.name!r} joins {n.join!r}, which is "
+                               "not upstream of it"), n.name, "join"))
             return None
         return n.join
     closed = {t for j, t in r.joins.items() if j in anc[n.name]}
     open_fans = [f for f in r.fan_outs if f in anc[n.name] and f not in closed]
     if not open_fans:
-        r.problems.append(("join_without_fan_out", f"join {n.name!r} has no fan-out upstream "
-                           "whose items it could collect", n.name, "kind"))
+        r.problems.append(("join_without_fan_out", (f"join {n.name!r} has no fan-out upstream "
+                           "whose items it could collect"), n.name, "kind"))
         return None
     # The innermost: the open fan-out with the most open fan-outs above it.
     return max(open_fans, key=lambda f: sum(1 for g in open_fans if g in anc[f]))
@@ -127,8 +127,8 @@ def _scope(r: Regions, name: str) -> tuple[str, ...]:
     for i, outer in enumerate(holders):
         for inner in holders[i + 1:]:
             if inner not in r.members[outer]:
-                r.problems.append(("nested_fan_out", f"{name!r} runs per item of both {outer!r} "
-                                   f"and {inner!r}, which are not nested", name, "dependencies"))
+                r.problems.append(("nested_fan_out", (f"{name!r} runs per item of both {outer!r} "
+                                   f"and {inner!r}, which are not nested"), name, "dependencies"))
     return tuple(holders)
 
 
@@ -140,9 +140,9 @@ def _check_dependencies(r: Regions, n: Node) -> None:
             continue  # same level or deeper: an item sees its parent's outputs
         if r.joins.get(n.name) == sd[-1] and sd[:-1] == sx:
             continue  # the join reads the items of its fan-out
-        r.problems.append(("per_item_dependency", f"{n.name!r} depends on {dep!r}, which runs "
+        r.problems.append(("per_item_dependency", (f"{n.name!r} depends on {dep!r}, which runs "
                            f"once per item of fan-out {sd[-1]!r}; read it through a join of "
-                           f"{sd[-1]!r}", n.name, "dependencies"))
+                           f"{sd[-1]!r}"), n.name, "dependencies"))
 
 
 _MISSING = object()

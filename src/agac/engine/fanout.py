@@ -76,7 +76,7 @@ def regions_of(actions: Any) -> Regions:
     nodes = []
     for a in actions:
         get = a.get if isinstance(a, dict) else (lambda k, a=a: getattr(a, k, None))
-        nodes.append(Node(get("name"), tuple(get("dependencies") or ()), tuple(get("ancestors") or ()),
+        nodes.append(Node(str(get("name")), tuple(get("dependencies") or ()), tuple(get("ancestors") or ()),
                           fan_out=get("fan_out") is not None, join=get("join"),
                           is_join=get("join") is not None))
     return resolve_regions(nodes)
@@ -198,7 +198,7 @@ class FanOutPlan:
             done = await self._walk(ex, region.steps, rec, payload, inner, existing, extra)
             if done:
                 results.update({k: v for k, v in inner.items() if k in region.members})
-            return True if done else False
+            return done
         ex.gateway.commit_nowait(fanouts=[{
             "run_id": ex.run_id, "action": fan.name, "parent_key": rec.key, "seq": rec.seq,
             "items": len(values), "created_at": time.time()}])

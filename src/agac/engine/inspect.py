@@ -221,7 +221,7 @@ class _SessionTree:
             if o is None and scope != chain:
                 continue
             entries.append(self._entry(a, o, [u for u in usage if u.action == a["name"]]))
-        items = []
+        items: list[dict[str, Any]] = []
         if self.regions is not None:
             for fan in self.regions.fan_outs:
                 n = self.expansions.get((fan, key))

@@ -133,7 +133,7 @@ class BatchRepository:
         with self._guard("read batch items"), self.engine.connect() as conn:
             for i in range(0, len(unit_keys), step):
                 part = list(unit_keys[i:i + step])
-                cond = bi.c.unit_key.in_(part)
+                cond: sa.ColumnElement[bool] = bi.c.unit_key.in_(part)
                 if items:
                     cond = sa.or_(cond, *(bi.c.unit_key.startswith(k + "/", autoescape=True)
                                           for k in part))
