@@ -53,7 +53,7 @@ class ProgressView:
         with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[extra]}"), TimeElapsedColumn(), console=console,
                       transient=False) as bars:
-            tasks = {a: bars.add_task(a, total=progress.total, extra="") for a in progress.actions}
+            tasks = {a: bars.add_task(a, total=_total(progress, a), extra="") for a in progress.actions}
             while not self._stop.is_set():
                 self._update(bars, tasks, progress)
                 self._stop.wait(0.2)
@@ -66,17 +66,22 @@ class ProgressView:
             extra = f"failed {row['failed']}  skipped {row['skipped']}  ${row['cost']:.4f}"
             if progress.batches.get(a):
                 extra += f"  {progress.batches[a]}"
-            bars.update(tid, completed=progress.done(a), extra=extra)
+            bars.update(tid, total=_total(progress, a), completed=progress.done(a), extra=extra)
 
     def _plain(self, progress: Any) -> None:
         last = ""
         while not self._stop.wait(5.0):
-            line = "  ".join(f"{a} {progress.done(a)}/{progress.total}"
+            line = "  ".join(f"{a} {progress.done(a)}/{_total(progress, a)}"
                              + (f" ({progress.batches[a]})" if progress.batches.get(a) else "")
                              for a in progress.actions)
             if line != last:
                 click.echo(f"progress: {line}", err=True)
                 last = line
+
+
+def _total(progress: Any, action: str) -> int:
+    """An action's units so far: fan-outs add their items as parents fan out."""
+    return int(getattr(progress, "totals", {}).get(action, progress.total))
 
 
 def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:

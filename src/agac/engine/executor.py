@@ -58,6 +58,16 @@ class Progress:
         self.batches: dict[str, str] = {}
         """Per batch action: its batches out, with provider status and request counts."""
         self.listeners: list[Callable[[Progress], None]] = []
+        self.totals = dict.fromkeys(actions, total)
+        """Units per action: the record count, grown by fan-outs as parents fan out."""
+        self._fanned: set[tuple[str, str]] = set()
+
+    def fanned_out(self, fan: str, parent: str, actions: Any, items: int) -> None:
+        """A parent made ``items`` units of each of ``actions`` in place of one."""
+        if (fan, parent) not in self._fanned:
+            self._fanned.add((fan, parent))
+            for a in actions:
+                self.totals[a] += items - 1
 
     def bump(self, action: str, status: str, cost: float = 0.0) -> None:
         row = self.actions[action]

@@ -94,6 +94,8 @@ class FanOutPlan:
         self.by_name = {rt.name: rt for rt in runtimes}
         self.order = [rt.name for rt in runtimes]
         self.steps = self._level(())
+        self._item_actions = {fan: [a for a in self.order if fan in self.regions.scope[a]]
+                              for fan in self.regions.fan_outs}
 
     def per_item(self, action: str) -> bool:
         return self.regions.per_item(action)
@@ -202,6 +204,7 @@ class FanOutPlan:
         ex.gateway.commit_nowait(fanouts=[{
             "run_id": ex.run_id, "action": fan.name, "parent_key": rec.key, "seq": rec.seq,
             "items": len(values), "created_at": time.time()}])
+        ex.progress.fanned_out(fan.name, rec.key, self._item_actions[fan.name], len(values))
         name = "version" if spec.versions is not None else spec.as_name
         items = [self._item(rec, i) for i in range(len(values))]
 

@@ -333,3 +333,44 @@ actions:
     assert [r["request"]["seed"] for r in votes] == [0, 1, 2]
     assert [r["request"]["messages"][-1]["content"] for r in shown if r["action"] == "per_line"] == [
         "Read a", "Read b"]
+
+
+def _accounted(summary: dict[str, Any]) -> None:
+    for name, a in summary["actions"].items():
+        assert a["answered"] + a["failed"] + a["skipped"] == a["records"], (name, a)
+        assert a["pending"] == 0, (name, a)
+
+
+def test_r4_deadline_mid_fan_out_accounts_for_every_item_and_parent(project: Path, monkeypatch) -> None:
+    write_project(project, """
+name: wf
+input: {path: data/, id_field: id}
+deadline: 1s
+defaults: {model: mock/m, max_concurrency: 2}
+actions:
+  - name: extract
+    prompt: "Split {{ source.text }}"
+    schema: {type: object, properties: {parts: {type: array, items: {type: string}, minItems: 6, maxItems: 6}}, required: [parts]}
+  - name: each
+    dependencies: [extract]
+    fan_out: {over: extract.parts, as: part}
+    prompt: "Read {{ part }}"
+  - {name: collect, kind: join, dependencies: [each]}
+""", data={"data/a.jsonl": [{"id": f"r{i}", "text": f"text {i}"} for i in range(12)]})
+    monkeypatch.setenv("AGAC_MOCK_LATENCY_MS", "80")
+    s = run(project).summary
+    assert s["state"] == "timed_out"
+    _accounted(s)
+    each = s["actions"]["each"]
+    assert 0 < each["answered"] and each["reasons"].get("deadline", 0) > 0
+    assert s["actions"]["collect"]["records"] == 12
+
+
+def test_progress_totals_grow_as_parents_fan_out(project: Path) -> None:
+    _project(project)
+    seen: dict[str, Any] = {}
+    result = run(project, on_start=lambda progress, executor: seen.setdefault("p", progress))
+    progress = seen["p"]
+    assert progress.totals == {"split": 3, "each": 16, "joined": 3, "collect": 3}
+    assert {a: progress.done(a) for a in progress.totals} == progress.totals
+    assert result.summary["actions"]["each"]["records"] == 16
