@@ -47,3 +47,25 @@ def test_ensemble_example_takes_the_majority_of_three_versions(tmp_path: Path) -
         assert len(out["votes"]) == 3
         assert out["votes"].count(out["label"]) >= 2
         assert out["agreement"] == round(out["votes"].count(out["label"]) / 3, 2)
+
+
+def test_records_list_and_show_name_items(tmp_path: Path) -> None:
+    assert agac("init", "proj", "--example", "map_reduce", cwd=tmp_path).code == 0
+    root = tmp_path / "proj"
+    assert agac("run", "contract_risk", cwd=root).code == 0
+    listed = agac("records", "list", "contract_risk", "--action", "assess", "--json", cwd=root)
+    assert listed.code == 0, listed
+    keys = [u["key"] for u in listed.json()["units"]]
+    assert len(keys) == 12 and "c-003/3" in keys
+    none_failed = agac("records", "list", "contract_risk", "--status", "failed", cwd=root)
+    assert none_failed.code == 0 and none_failed.out == ""
+    shown = agac("records", "show", "c-002", cwd=root)
+    assert shown.code == 0, shown
+    lines = shown.out.splitlines()
+    first_item = next(i for i, line in enumerate(lines) if "item c-002/0: answered" in line)
+    join = next(i for i, line in enumerate(lines) if line.strip().startswith("risk_summary:"))
+    assert first_item < join  # the items, then the join that received them
+    item = agac("records", "show", "c-002/1", "--json", cwd=root)
+    assert item.code == 0 and item.json()["key"] == "c-002/1"
+    unknown = agac("records", "list", "contract_risk", "--action", "nope", cwd=root)
+    assert unknown.code == 2

@@ -174,8 +174,12 @@ def print_session(doc: dict[str, Any]) -> None:
 
 
 def _print_units(doc: dict[str, Any], pad: str) -> None:
-    """A unit's actions, then its fan-out items (each indented under it)."""
+    """A unit's actions, with its fan-out items (indented) before the first join."""
+    items = list(doc.get("items", []))
     for a in doc["actions"]:
+        if a.get("join") and items:
+            _print_items(items, pad)
+            items = []
         click.echo(f"{pad}{a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
                    + f"  ${a['cost_usd']:.6f}")
         if a.get("detail"):
@@ -186,7 +190,11 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
                        + (f" - {_last_line(t['error'])}" if t["error"] else ""))
         if a.get("output") is not None:
             click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
-    for item in doc.get("items", []):
+    _print_items(items, pad)
+
+
+def _print_items(items: list[dict[str, Any]], pad: str) -> None:
+    for item in items:
         click.echo(f"{pad}item {item['key']}: {item['status']}  ${item['cost_usd']:.6f}")
         _print_units(item, pad + "  ")
 

@@ -206,7 +206,7 @@ class FanOutPlan:
             "items": len(values), "created_at": time.time()}])
         ex.progress.fanned_out(fan.name, rec.key, self._item_actions[fan.name], len(values))
         name = "version" if spec.versions is not None else spec.as_name
-        items = [self._item(rec, i) for i in range(len(values))]
+        items = self._items(rec, len(values))
 
         async def one(i: int) -> tuple[bool, dict[str, Settled]]:
             inner = dict(results)
@@ -252,12 +252,15 @@ class FanOutPlan:
         return done
 
     @staticmethod
-    def _item(parent: Any, i: int) -> ItemRecord:
-        custom = getattr(parent, "custom", None) or f"r{parent.seq}"
-        return ItemRecord(
-            key=f"{parent.key}/{i}", seq=parent.seq, file=parent.file, n=parent.n,
-            line=parent.line, record_key=getattr(parent, "record_key", None) or parent.key,
-            item_key=f"{parent.key}/{i}", custom=f"{custom}_{i}")
+    def _items(parent: Any, n: int) -> list[ItemRecord]:
+        if isinstance(parent, ItemRecord):
+            custom, record_key = parent.custom, parent.record_key
+        else:  # a record row
+            custom, record_key = f"r{parent.seq}", parent.key
+        key, seq, file, num, line = parent.key, parent.seq, parent.file, parent.n, parent.line
+        return [ItemRecord(key=f"{key}/{i}", seq=seq, file=file, n=num, line=line,
+                           record_key=record_key, item_key=f"{key}/{i}", custom=f"{custom}_{i}")
+                for i in range(n)]
 
     async def _join(self, ex: Executor, rt: ActionRuntime, rec: Any, payload: Any,
                     results: dict[str, Settled], extra: dict[str, Any],

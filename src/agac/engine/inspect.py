@@ -255,6 +255,8 @@ class _SessionTree:
             "origin": o.origin if o else None, "output": loads(o.output) if o else None,
             "attempts": attempts, "cost_usd": round(sum(x["cost_usd"] for x in attempts), 6),
         }
+        if a.get("join"):
+            entry["join"] = a["join"]  # the fan-out whose items it received
         if o is not None and o.fingerprint and a["kind"] == "llm":
             ans = self.store.get_answer(o.fingerprint)
             if ans is not None:
