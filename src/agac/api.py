@@ -349,13 +349,34 @@ def export_rows(ref: str, action: str, project: Project | Path | str | None = No
         names = [a["name"] for a in loads(run_row.config)["actions"]]
         if action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
-        seen = set()
-        for o in store.iter_action_outcomes(run_row.id, action):
-            seen.add(o.unit_key)
+        for o in _in_item_order(store.iter_action_outcomes(run_row.id, action)):
             yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
                    "output": loads(o.output)}
     finally:
         store.close()
+
+
+def _item_path(key: str) -> tuple[int, ...]:
+    """The indexes of a fan-out item key (``rec/3/10`` -> (3, 10)); () for a record."""
+    parts = key.split("/")
+    tail = []
+    for part in reversed(parts[1:]):
+        if not part.isdigit():
+            break
+        tail.append(int(part))
+    return tuple(reversed(tail))
+
+
+def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
+    """Rows in record order, the items of a record in request order (``r/2`` before
+    ``r/10``; the store orders keys as text)."""
+    group: list[Any] = []
+    for row in rows:
+        if group and row.seq != group[0].seq:
+            yield from sorted(group, key=lambda r: _item_path(r.unit_key))
+            group = []
+        group.append(row)
+    yield from sorted(group, key=lambda r: _item_path(r.unit_key))
 
 
 def cost(ref: str | None = None, project: Project | Path | str | None = None) -> dict[str, Any]:
@@ -415,7 +436,8 @@ def list_records(ref: str, project: Project | Path | str | None = None, *,
         names = [a["name"] for a in loads(run_row.config)["actions"]]
         if action is not None and action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
-        rows = store.find_outcomes(run_row.id, status=status, action=action)
+        rows = sorted(store.find_outcomes(run_row.id, status=status, action=action),
+                      key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action)))
         return {"run_id": run_row.id, "workflow": run_row.workflow, "status": status,
                 "action": action, "units": [
                     {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,

@@ -104,6 +104,8 @@ def test_join_receives_items_in_request_order_under_random_completion(project: P
     assert out["b"]["output"]["keys"] == ["b/0", "b/1", "b/2", "b/3"]
     each = _export(project, "each")
     assert each["a/3"]["output"] == {"value": "p3", "item_key": "a/3", "record_key": "a"}
+    exported = [r["key"] for r in api.export_rows("wf", "each", project)]
+    assert exported == [f"a/{i}" for i in range(12)] + ["b/0", "b/1", "b/2", "b/3"]  # request order
     # §7.1: items at the fan-out, parents at the join.
     acts = summary["actions"]
     assert acts["each"]["records"] == 16 and acts["each"]["answered"] == 16
