@@ -376,3 +376,15 @@ def test_progress_totals_grow_as_parents_fan_out(project: Path) -> None:
     assert progress.totals == {"split": 3, "each": 16, "joined": 3, "collect": 3}
     assert {a: progress.done(a) for a in progress.totals} == progress.totals
     assert result.summary["actions"]["each"]["records"] == 16
+
+
+def test_r1_new_run_reuses_and_carries_item_outcomes(project: Path) -> None:
+    _project(project, fn="picky")
+    first = run(project).summary
+    second = run(project).summary
+    assert second["run_id"] != first["run_id"]
+    each = second["actions"]["each"]
+    assert each["records"] == 16 and each["tool_calls"] == 0
+    assert each["failed"] == 2 and each["reused"] == 14
+    assert _export(project, "joined")["b"]["output"]["rejected"] == [["b/1", "tool_error"],
+                                                                     ["b/3", "tool_error"]]
