@@ -388,3 +388,23 @@ def test_r1_new_run_reuses_and_carries_item_outcomes(project: Path) -> None:
     assert each["failed"] == 2 and each["reused"] == 14
     assert _export(project, "joined")["b"]["output"]["rejected"] == [["b/1", "tool_error"],
                                                                      ["b/3", "tool_error"]]
+
+
+def test_gc_prunes_a_runs_fan_outs_with_its_outcomes(project: Path) -> None:
+    import os
+
+    from agac.store.repository import Store
+
+    _project(project)
+    first = run(project).summary
+    second = run(project).summary
+    store = Store(os.environ["AGAC_STORE"])
+    try:
+        assert store.fanout_totals(first["run_id"]) == {"each": (3, 16)}
+        assert store.fanout_totals(second["run_id"]) == {"each": (3, 16)}  # carried (R1)
+        api.gc(keep_runs=1, project=project)
+        assert store.fanout_totals(first["run_id"]) == {}
+        assert store.fanout_totals(second["run_id"]) == {"each": (3, 16)}
+    finally:
+        store.close()
+    assert api.status("wf", project)["actions"]["each"]["records"] == 16
