@@ -114,3 +114,34 @@ actions:
     stats = emulator.stats()
     assert stats["answered"] == 6 and stats["duplicate_answers"] == 0
     assert len(rows(project, "tally")["m1"]["output"]["fulfilled"]) == 3
+
+
+def test_fan_out_over_a_batch_answer_waits_for_it_then_batches_the_items(
+        emulator: RunningEmulator, project: Path) -> None:
+    write_project(project, f"""
+name: {WORKFLOW}
+input: {{path: data/, id_field: id}}
+defaults: {{model: {MODELS["openai"]}, max_tokens: 64, run_mode: batch}}
+actions:
+  - name: extract
+    prompt: "List the parts of {{{{ source.text }}}}"
+    schema: {{type: object, properties: {{parts: {{type: array, items: {{type: string}}, minItems: 2, maxItems: 2}}}}, required: [parts], additionalProperties: false}}
+  - name: classify
+    dependencies: [extract]
+    fan_out: {{over: extract.parts, as: part}}
+    prompt: "Classify: {{{{ part }}}}"
+  - {{name: collect, kind: join, dependencies: [classify]}}
+""", data={"data/a.jsonl": [{"id": f"r{i}", "text": f"thing {i}"} for i in range(3)]})
+    first = run(project)
+    assert first.exit_code == 75
+    assert [b["requests"] for b in emulator.stats()["batches"]] == [3]  # extract only (B4)
+    emulator.advance(120)
+    second = run(project)
+    assert second.exit_code == 75
+    assert [b["requests"] for b in emulator.stats()["batches"]] == [3, 6]  # every item, one batch
+    emulator.advance(120)
+    done = run(project)
+    assert done.exit_code == 0, done.notes
+    assert counts(done)["records"] == counts(done)["answered"] == 6
+    assert [f["key"] for f in rows(project, "collect")["r2"]["output"]["fulfilled"]] == ["r2/0", "r2/1"]
+    assert emulator.stats()["duplicate_answers"] == 0
