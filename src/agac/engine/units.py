@@ -94,7 +94,7 @@ async def run_unit(
         if rt.stopped:
             return await ex.settle(rt, rec, "failed", "provider_error", rt.stopped)
         if action.kind == "tool":
-            return await _run_tool(ex, rt, rec, view, extra)
+            return await _run_tool(ex, rt, rec, view)
         return await _run_llm(ex, rt, rec, view)
     except RenderError as exc:
         return await ex.settle(rt, rec, "failed", "render_error", str(exc))
@@ -109,6 +109,13 @@ def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
         return False
     except Exception as exc:
         raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _version(view: dict[str, Any]) -> int | None:
+    """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
+    and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
+    v = view.get("version")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
@@ -128,13 +135,6 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         timeout=action.timeout,
         seed=_version(view),
     )
-
-
-def _version(view: dict[str, Any]) -> int | None:
-    """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
-    and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
-    v = view.get("version")
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled | None:
@@ -384,8 +384,7 @@ def response_dict(r: Response) -> dict[str, Any]:
 # -- tools --------------------------------------------------------------------------------
 
 
-async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any],
-                    extra: dict[str, Any] | None = None) -> Settled:
+async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled:
     action = rt.action
     try:
         inputs_json = canonical_json(view)
@@ -414,10 +413,11 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         async with rt.slots:
             if ex.stopping and attempt == 1:
                 return None  # type: ignore[return-value]
+            # At a join the view holds the items (engine/fanout.py); the names are reserved.
             ctx = ToolContext(ex.run_id, ex.workflow.name, action.name,
                               getattr(rec, "record_key", rec.key), getattr(rec, "item_key", None),
-                              attempt, idem, list((extra or {}).get("fulfilled", ())),
-                              list((extra or {}).get("rejected", ())))
+                              attempt, idem, list(view.get("fulfilled", ())),
+                              list(view.get("rejected", ())))
             started = time.monotonic()
             try:
                 value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)
