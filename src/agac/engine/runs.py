@@ -2,7 +2,8 @@
 execute, finalize into exactly one final state.
 
 States: ``queued`` (admitted), ``running``, ``waiting`` (batches out, an unknown effect),
-``cancelling`` (``agac cancel`` asked its live owner to stop); final ``succeeded``,
+``awaiting_approval`` (only people's decisions can move it, A1), ``cancelling`` (``agac
+cancel`` asked its live owner to stop); final ``succeeded``,
 ``partial``, ``failed``, ``timed_out`` (R4 deadline), ``exhausted`` (R5 budget),
 ``cancelled`` — where several apply, the first of cancelled, timed_out, exhausted,
 failed, partial, succeeded. A run interrupted (Ctrl-C, a crash, a lost lease) stays
@@ -467,8 +468,9 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
             await executor.event("waiting", reason="batch", detail=line)
         approvals = await _approvals_waiting(executor)
         executor.waiting = report.waiting + approvals
-        if approvals and not report.waiting:
-            return "awaiting_approval"  # B11: nothing to poll, only people can move it
+        if approvals and not await executor.gateway.call(
+                executor.store.list_batches, executor.workflow.name, open_only=True):
+            return "awaiting_approval"  # B11: no batch to poll, only people can move it
         if not options.wait:
             return "paused"
         pause = report.poll_interval
