@@ -269,6 +269,25 @@ def test_a2_expired_approval_refused(project: Path) -> None:
     assert s["actions"]["send"]["reasons"] == {"approval_expired": 3}
     assert {p["state"] for p in every(project)} == {"expired"}
     assert calls(project) == []
+    retried = api.retry("ap", project)  # R2: an expired unit is proposed again
+    assert retried.exit_code == 75 and len(pending(project)) == 3
+    assert {p["id"] for p in pending(project).values()}.isdisjoint(x["id"] for x in proposals.values())
+
+
+def test_a2_a_rejection_is_carried_by_a_new_run(project: Path) -> None:
+    make_ap(project)
+    run(project, "ap")
+    proposals = pending(project)
+    api.reject(proposals["r00002"]["id"], "no", project, who="ann")
+    for key in ("r00000", "r00001"):
+        api.approve(proposals[key]["id"], project, who="ann")
+    assert run(project, "ap").summary["state"] == "partial"
+    wf = project / "ap.yml"
+    wf.write_text(wf.read_text().replace("Tag {{", "Label {{"))  # no fast path: units re-walk
+    s = run(project, "ap").summary
+    assert s["state"] == "partial" and s["actions"]["send"]["reasons"] == {"approval_rejected": 1}
+    assert pending(project) == {} and len(every(project)) == 3  # R1 c: carried, not asked again
+    assert len(calls(project)) == 2
 
 
 def test_a2_on_expire_time_out_run_ends_the_run_timed_out(project: Path) -> None:
