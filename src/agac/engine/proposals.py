@@ -52,13 +52,20 @@ def load_secret(root: Path) -> bytes:
     if env:
         return env.encode("utf-8")
     path = root / SECRET_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_bytes().strip()
-    with os.fdopen(fd, "w") as out:
-        out.write(secrets.token_hex(32))
+    if not path.exists():
+        # Written whole under a temporary name, then linked into place: two processes
+        # creating it at once agree on one secret, and nobody reads a half-written one.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".secret.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
     return path.read_bytes().strip()
 
 
