@@ -111,8 +111,9 @@ def test_a1_each_unit_pauses_with_a_proposal_bound_to_its_arguments(project: Pat
     assert [e["data"]["reason"] for e in waits] == ["approval"]
     shown = api.approvals_show(listed[0]["id"][:8], project)
     assert shown["verified"] is True and shown["id"] == listed[0]["id"]
-    # the next invocation continues the same run and asks nothing twice
-    again = run(project, "ap")
+    # the next invocation continues the same run and asks nothing twice; --wait does not
+    # wait on people (B11)
+    again = run(project, "ap", wait=True)
     assert again.exit_code == 75 and again.summary["run_id"] == s["run_id"]
     assert {p["id"] for p in every(project)} == {p["id"] for p in listed}
 
