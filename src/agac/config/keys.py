@@ -11,6 +11,7 @@ import keyword
 
 __all__ = [
     "ACTION_KEYS",
+    "APPROVAL_KEYS",
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
     "BUDGET_KEYS",
@@ -26,6 +27,8 @@ __all__ = [
     "KINDS",
     "LLM_ONLY_KEYS",
     "NOT_IN_DEFAULTS",
+    "ON_EXPIRE",
+    "ON_REJECT",
     "RESERVED_NAMES",
     "RUN_MODES",
     "TOOL_KEYS",
@@ -42,17 +45,20 @@ ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
-    "fan_out", "join", "gate", "failure_policy",
+    "fan_out", "join", "gate", "failure_policy", "approval",
 })
-FUTURE_ACTION_KEYS = frozenset({"approval"})
+FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
-                             "effect"})
+                             "effect", "approval"})
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
 FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
 GATES = ("parallel", "sequential")
 FAILURE_POLICIES = ("retain_successes", "atomic")
 JOIN_NAMES = frozenset({"fulfilled", "rejected", "skipped"})
 """What a join's templates (and a tool join's inputs) see besides its outer ancestors."""
+APPROVAL_KEYS = frozenset({"approvers", "expires_in", "policy_version", "on_reject", "on_expire"})
+ON_REJECT = ("fail_unit", "fail_run")
+ON_EXPIRE = ("fail_unit", "time_out_run")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({

@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "SNAPSHOT_VERSION",
     "Action",
+    "ApprovalSpec",
     "Budget",
     "ContextSpec",
     "EffectSpec",
@@ -68,6 +69,22 @@ class FanOutSpec:
     over: str | None = None
     as_name: str = "item"
     versions: int | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalSpec:
+    """An action's approval policy (A1): each unit waits for a person before it acts.
+
+    ``approvers`` are user or group names (groups from ``agac.yml``); a proposal expires
+    ``expires_in`` seconds after it is made; ``policy_version`` is bound into every
+    proposal; ``on_reject``/``on_expire`` fail only the unit (``fail_unit``) or end the
+    run (``fail_run`` / ``time_out_run``, the seed's behaviour)."""
+
+    approvers: tuple[str, ...]
+    expires_in: float = 24 * 3600.0
+    policy_version: str = "1"
+    on_reject: str = "fail_unit"
+    on_expire: str = "fail_unit"
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,7 @@ class Action:
     join: str | None = None
     """For a join (``kind: join`` or ``join:``): the fan-out action whose items it collects."""
     failure_policy: str = "retain_successes"
+    approval: ApprovalSpec | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -228,6 +246,10 @@ def _action_dict(action: Action) -> dict[str, Any]:
                          ("failure_policy", "retain_successes")):
         if data.get(key) == default:
             data.pop(key, None)
+    if data.get("approval") is None:
+        data.pop("approval", None)  # likewise for workflows without approvals
+    else:
+        data["approval"]["approvers"] = list(data["approval"]["approvers"])
     return data
 
 
@@ -246,6 +268,10 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["effect"] = EffectSpec(**values["effect"])
     if values.get("fan_out") is not None:
         values["fan_out"] = FanOutSpec(**values["fan_out"])
+    if values.get("approval") is not None:
+        approval = dict(values["approval"])
+        approval["approvers"] = tuple(approval["approvers"])
+        values["approval"] = ApprovalSpec(**approval)
     return Action(**values)
 
 
