@@ -408,3 +408,32 @@ def test_gc_prunes_a_runs_fan_outs_with_its_outcomes(project: Path) -> None:
     finally:
         store.close()
     assert api.status("wf", project)["actions"]["each"]["records"] == 16
+
+
+def test_a1_approval_inside_a_fan_out_is_asked_per_item(project: Path) -> None:
+    write_project(project, """
+name: wf
+input: {path: data/, id_field: id}
+actions:
+  - {name: split, kind: tool, function: tools:split}
+  - name: each
+    kind: tool
+    dependencies: [split]
+    function: tools:slow_echo
+    fan_out: {over: split.parts, as: part}
+    approval: {approvers: [leads]}
+  - {name: collect, kind: join, dependencies: [each]}
+""", data={"data/a.jsonl": [{"id": "r", "parts": ["x", "y", "z"]}]}, files={"tools.py": TOOLS},
+        agac_yml="groups:\n  leads: [ann]\n")
+    first = run(project)
+    assert first.exit_code == 75
+    assert first.summary["actions"]["each"]["records"] == 3
+    assert first.summary["actions"]["each"]["pending"] == 3
+    proposals = api.approvals_list("wf", project)
+    assert sorted(p["record"] for p in proposals) == ["r/0", "r/1", "r/2"]
+    for p in proposals:
+        api.approve(p["id"], project, who="ann")
+    done = run(project).summary
+    assert done["state"] == "succeeded"
+    assert [f["key"] for f in _export(project, "collect")["r"]["output"]["fulfilled"]] == [
+        "r/0", "r/1", "r/2"]
