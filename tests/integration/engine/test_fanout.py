@@ -437,3 +437,14 @@ actions:
     assert done["state"] == "succeeded"
     assert [f["key"] for f in _export(project, "collect")["r"]["output"]["fulfilled"]] == [
         "r/0", "r/1", "r/2"]
+
+
+def test_guard_skipped_items_are_neither_fulfilled_nor_rejected(project: Path) -> None:
+    _project(project, extra='    when: "part != \'y\'"', policy="    failure_policy: atomic",
+             data=[{"id": "r", "parts": ["x", "y", "z"]}])
+    summary = run(project).summary
+    assert summary["state"] == "succeeded"
+    assert summary["actions"]["each"]["reasons"] == {"guard": 1}
+    collect = _export(project, "collect")["r"]["output"]
+    assert [f["key"] for f in collect["fulfilled"]] == ["r/0", "r/2"]
+    assert collect["rejected"] == [] and collect["skipped"] == [{"key": "r/1", "index": 1, "reason": "guard"}]
