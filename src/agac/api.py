@@ -504,9 +504,10 @@ def render(ref: str, record: str, action: str | None = None,
 
 def list_records(ref: str, project: Project | Path | str | None = None, *,
                  status: str | None = None, action: str | None = None,
-                 run_ref: str | None = None) -> dict[str, Any]:
+                 run_ref: str | None = None, limit: int = 10_000) -> dict[str, Any]:
     """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
-    ``action`` — fan-out items included, by item key — for ``agac records show``."""
+    ``action`` — fan-out items included, by item key — for ``agac records show``. At most
+    ``limit`` units, in record order; ``truncated`` says when there were more."""
     proj = _project(project)
     store = _history(proj)
     try:
@@ -514,10 +515,12 @@ def list_records(ref: str, project: Project | Path | str | None = None, *,
         names = [a["name"] for a in loads(run_row.config)["actions"]]
         if action is not None and action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
-        rows = sorted(store.find_outcomes(run_row.id, status=status, action=action),
+        rows = store.find_outcomes(run_row.id, status=status, action=action, limit=limit + 1)
+        truncated = len(rows) > limit
+        rows = sorted(rows[:limit],
                       key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action)))
         return {"run_id": run_row.id, "workflow": run_row.workflow, "status": status,
-                "action": action, "units": [
+                "action": action, "truncated": truncated, "units": [
                     {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
                      "detail": r.detail, "attempts": r.attempts} for r in rows]}
     finally:

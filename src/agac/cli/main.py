@@ -567,14 +567,16 @@ def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: b
               help="Only units with this outcome.")
 @click.option("--action", default=None, help="Only units of this action.")
 @click.option("--run", "run_ref", default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="At most this many units.")
 @json_option
 @command
 def records_list(workflow: str, status: str | None, action: str | None, run_ref: str | None,
-                 as_json: bool) -> int:
+                 limit: int, as_json: bool) -> int:
     """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
     from agac import api
 
-    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref)
+    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit)
     if as_json:
         _emit_json(doc)
         return 0
@@ -582,6 +584,9 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
         click.echo(f"{u['key']}\t{u['action']}\t{u['status']}" + (f"\t{u['reason']}" if u["reason"] else ""))
     if not doc["units"]:
         click.echo(f"no units{' ' + status if status else ''} in run {doc['run_id']}", err=True)
+    if doc["truncated"]:
+        click.echo(f"only the first {limit:,} units are listed; narrow with --action or raise "
+                   "--limit (agac export has every unit)", err=True)
     return 0
 
 
