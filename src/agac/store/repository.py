@@ -20,6 +20,7 @@ from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.batches import BatchRepository
+from agac.store.claims import ClaimRepository
 from agac.store.database import create_store_engine, upgrade
 from agac.store.effects import EffectRepository
 
@@ -30,7 +31,7 @@ _CHUNK = 2000
 _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted")
 
 
-class Store(BatchRepository, EffectRepository):
+class Store(BatchRepository, EffectRepository, ClaimRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
