@@ -104,6 +104,11 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     if summary.get("deadline_at"):
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary["deadline_at"]))
         click.echo(f"  deadline {at}")
+    held = [s for s in summary.get("shards") or [] if s["owner"]]
+    if held:
+        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        for s in held:
+            click.echo(f"    {s['kind']:6} {s['shard']}  {s['owner']}")
     for key in summary.get("effects_unknown") or []:
         click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
                    f"agac effects resolve {key[:12]} --done|--not-done")

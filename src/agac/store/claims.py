@@ -20,6 +20,7 @@ Coordination uses PostgreSQL only (DESIGN §4, S3 in worker mode):
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from agac.store import tables as t
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["FINAL", "ClaimRepository", "Claim", "WorkListener", "shard_lease"]
+__all__ = ["FINAL", "Claim", "ClaimRepository", "WorkListener", "shard_lease"]
 
 FINAL = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
 CHANNEL = "agac_work"
@@ -95,6 +96,11 @@ class ClaimRepository:
                     ~sa.exists().where(s.c.run_id == t.runs.c.id))
                 .order_by(t.runs.c.created_at)
             ).all())
+
+    def list_open_runs(self) -> list[Row]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.select(t.runs).where(t.runs.c.state.not_in(FINAL))
+                                     .order_by(t.runs.c.created_at)).all())
 
     def claim_shard(self, *, worker: str, host: str, pid: int, ttl: float) -> Claim | None:
         """Claim the next ready shard of any open run, or None when there is none.
@@ -268,7 +274,7 @@ class ClaimRepository:
 
     def _db_now(self, conn: Connection) -> float:
         if self.dialect == "postgresql":
-            return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())")).scalar())
+            return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one())
         return time.time()
 
     def rate_take(self, key: str, *, window: float, rpm: float | None, tpm: float | None,
@@ -347,7 +353,5 @@ class WorkListener:
         return False
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a dead connection
             self._raw.close()
-        except Exception:  # noqa: BLE001 - closing a dead connection
-            pass
