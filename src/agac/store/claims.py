@@ -76,15 +76,16 @@ class ClaimRepository:
     # -- shards -----------------------------------------------------------------------
 
     def ensure_shards(self, run_id: str, rows: Sequence[dict[str, Any]]) -> int:
-        """Create a run's shard rows (idempotent); returns how many were new."""
+        """Create a run's shard rows (idempotent); returns how many the run has."""
         now = time.time()
         full = [{"run_id": run_id, "state": "todo", "ready_at": 0.0, "owner": None, "claims": 0,
                  "updated_at": now, "action": None, **r} for r in rows]
         if not full:
             return 0
         with self._guard("create the run's shards"), self.engine.begin() as conn:
-            res = conn.execute(self._insert(t.shards).on_conflict_do_nothing(), full)
-            return int(res.rowcount or 0)
+            conn.execute(self._insert(t.shards).on_conflict_do_nothing(), full)
+            return int(conn.execute(sa.select(sa.func.count()).select_from(t.shards)
+                                    .where(t.shards.c.run_id == run_id)).scalar() or 0)
 
     def runs_without_shards(self) -> list[Row]:
         """Non-final runs nobody has cut into shards yet (admitted by ``agac run``)."""
@@ -336,9 +337,9 @@ class WorkListener:
 
     def __init__(self, engine: Any) -> None:
         raw = engine.raw_connection()
+        self._conn = raw.driver_connection
         raw.detach()  # ours for the worker's life, never returned to the pool
         self._raw = raw
-        self._conn = raw.driver_connection
         self._conn.rollback()
         self._conn.autocommit = True
         self._conn.execute(f"LISTEN {CHANNEL}")
