@@ -236,6 +236,7 @@ class Worker:
         self._runs: dict[str, _RunContext] = {}
         self._active: set[Executor] = set()
         self._wake: asyncio.Event | None = None
+        self._finalizing: asyncio.Lock | None = None
 
     def _log(self, line: str) -> None:
         if self.options.log is not None:
@@ -531,7 +532,10 @@ class Worker:
         left = await asyncio.to_thread(self.store.shards_left, run_id)
         if left and run.state != "cancelling" and not _deadline_passed(run):
             return
-        ended = await asyncio.to_thread(self._finalize, run_id)
+        if self._finalizing is None:
+            self._finalizing = asyncio.Lock()
+        async with self._finalizing:  # the run lease is per process: one finalizer at a time here
+            ended = await asyncio.to_thread(self._finalize, run_id)
         if ended:
             self.report.finalized.append(run_id)
             self._log(f"run {run_id} ended {ended}")
