@@ -16,7 +16,7 @@ import psycopg
 
 
 def agac(root: Path, env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
+    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
 
 
