@@ -10,7 +10,8 @@ server (``--store``'s, or a throwaway server started with tests/pg.py) gets the 
 ``agac submit``; then N ``agac worker --concurrency 4 --exit-when-done --json`` processes
 run until the run is final. Measured from the store's events: the first ``shard_claimed``
 to ``run_ended`` (throughput = records / that time), and from the workers' reports the
-wall time of each claim transaction (the database time of a claim). Prints one JSON line
+time of each claim: its database time (server clock, start of its first statement to the
+end of its last) and its wall time as the worker saw it. Prints one JSON line
 per case and the speed-up; results go to docs/performance.md ("Scale-out workers").
 """
 
@@ -56,8 +57,7 @@ def _project(records: int) -> Path:
     (OUT / "wf.yml").write_text(WORKFLOW, encoding="utf-8")
     (OUT / "tools.py").write_text(TOOL, encoding="utf-8")
     with open(OUT / "data" / "records.jsonl", "w", encoding="utf-8") as f:
-        for n in range(records):
-            f.write(json.dumps({"n": n, "text": f"record {n}"}) + "\n")
+        f.writelines(json.dumps({"n": n, "text": f"record {n}"}) + "\n" for n in range(records))
     return OUT
 
 
@@ -101,6 +101,9 @@ def _case(root: Path, server_url: str, workers: int, concurrency: int, records: 
         "claims": sum(c["count"] for c in claims),
         "claim_ms_mean": round(sum(c["mean"] * c["count"] for c in claims) / max(1, sum(c["count"] for c in claims)), 3),
         "claim_ms_max": max(c["max"] for c in claims),
+        "claim_db_ms_mean": round(sum(r["claim_db_ms"]["mean"] * r["claim_db_ms"]["count"] for r in reports
+                                      if r["claim_db_ms"]["count"]) / max(1, sum(c["count"] for c in claims)), 3),
+        "claim_db_ms_max": max(r["claim_db_ms"]["max"] for r in reports if r["claim_db_ms"]["count"]),
         "loadavg_1m_before": round(load_before, 2), "loadavg_1m_after": round(os.getloadavg()[0], 2),
     }
 

@@ -97,18 +97,22 @@ class WorkerReport:
     worker_id: str
     shards: int = 0
     claim_seconds: list[float] = field(default_factory=list)
+    claim_db_seconds: list[float] = field(default_factory=list)
     lease_lost: list[str] = field(default_factory=list)
     finalized: list[str] = field(default_factory=list)
     stopped_by_signal: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         ms = sorted(s * 1000 for s in self.claim_seconds)
+        db = sorted(s * 1000 for s in self.claim_db_seconds)
         return {
             "worker_id": self.worker_id, "shards": self.shards, "lease_lost": self.lease_lost,
             "finalized": self.finalized, "stopped_by_signal": self.stopped_by_signal,
             "claim_ms": {"count": len(ms), "mean": round(sum(ms) / len(ms), 3) if ms else None,
                          "p50": round(ms[len(ms) // 2], 3) if ms else None,
                          "max": round(ms[-1], 3) if ms else None},
+            "claim_db_ms": {"count": len(db), "mean": round(sum(db) / len(db), 3) if db else None,
+                            "max": round(db[-1], 3) if db else None},
         }
 
 
@@ -288,6 +292,7 @@ class Worker:
                     if claim is None:
                         break
                     self.report.claim_seconds.append(claim.seconds)
+                    self.report.claim_db_seconds.append(claim.db_seconds)
                     self.report.shards += 1
                     tasks.add(loop.create_task(self._work(claim)))
                 if tasks:

@@ -40,6 +40,39 @@ IDLE = 300.0
 """Seconds an idle shard waits before it is looked at again without being woken."""
 
 
+_PICK_PG = sa.text("""
+SELECT s.*, extract(epoch FROM statement_timestamp()) AS db_started
+FROM shards s JOIN runs r ON r.id = s.run_id
+WHERE s.state = 'todo' AND s.ready_at <= :now
+  AND r.state <> 'cancelling' AND NOT (r.state = ANY(:final))
+  AND NOT EXISTS (SELECT 1 FROM leases l
+                  WHERE l.name = 'shard:' || s.run_id || ':' || s.shard AND l.expires_at > :now)
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.name = 'run:' || s.run_id AND l.expires_at > :now)
+ORDER BY r.created_at, s.ready_at, s.kind, s.lo
+LIMIT 1
+FOR UPDATE OF s SKIP LOCKED
+FOR SHARE OF r SKIP LOCKED
+""")
+"""Pick and lock the next ready shard (PostgreSQL)."""
+
+_TAKE = sa.text("""
+WITH lease AS (
+  INSERT INTO leases (name, host, pid, token, expires_at)
+  VALUES (:name, :host, :pid, 1, :expires)
+  ON CONFLICT (name) DO UPDATE
+    SET host = excluded.host, pid = excluded.pid, token = leases.token + 1,
+        expires_at = excluded.expires_at
+    WHERE leases.expires_at <= :now
+  RETURNING token
+)
+UPDATE shards SET owner = :worker, claims = claims + 1, updated_at = :now
+WHERE run_id = :run_id AND shard = :shard AND EXISTS (SELECT 1 FROM lease)
+RETURNING (SELECT token FROM lease) AS token, extract(epoch FROM clock_timestamp()) AS db_ended
+""")
+"""Take the shard's lease with a new fencing token (only if free or expired) and mark the
+shard claimed, in one statement."""
+
+
 def shard_lease(run_id: str, shard: str) -> str:
     return f"shard:{run_id}:{shard}"
 
@@ -58,7 +91,10 @@ class Claim:
         self.token = token
         self.ttl = ttl
         self.seconds = seconds
-        """Wall time of the claim transaction (database time of a claim)."""
+        """Wall time of the claim transaction, as the worker saw it."""
+        self.db_seconds = 0.0
+        """Database time of the claim: from the start of its first statement to the end of
+        its last, by the server's clock."""
 
     @property
     def lease_name(self) -> str:
@@ -104,58 +140,31 @@ class ClaimRepository:
                                      .order_by(t.runs.c.created_at)).all())
 
     def claim_shard(self, *, worker: str, host: str, pid: int, ttl: float) -> Claim | None:
-        """Claim the next ready shard of any open run, or None when there is none.
+        """Claim the next ready shard of any open run, or None when there is none
+        (PostgreSQL only: workers refuse other stores).
 
         Skipped: shards locked by another claim right now (SKIP LOCKED), shards whose lease
-        is live, runs that are final, ``cancelling``, or held by a live run lease."""
-        s, r, le = t.shards, t.runs, t.leases
+        is live, runs that are final, ``cancelling``, or held by a live run lease. Two
+        statements in one transaction: pick and lock, then take the lease and mark the
+        shard (the claim is the hot path of a fleet)."""
         started = time.perf_counter()
         now = time.time()
-        shard_name = sa.literal("shard:") + s.c.run_id + sa.literal(":") + s.c.shard
-        run_name = sa.literal("run:") + s.c.run_id
-        live = sa.exists().where(le.c.name == shard_name, le.c.expires_at > now)
-        run_held = sa.exists().where(le.c.name == run_name, le.c.expires_at > now)
-        q = (sa.select(s).join(r, r.c.id == s.c.run_id)
-             .where(s.c.state == "todo", s.c.ready_at <= now,
-                    r.c.state.not_in((*FINAL, "cancelling")), ~live, ~run_held)
-             .order_by(r.c.created_at, s.c.ready_at, s.c.kind, s.c.lo)
-             .limit(1))
-        if self.dialect == "postgresql":
-            q = q.with_for_update(of=s, skip_locked=True)
         with self._guard("claim a shard"), self.engine.begin() as conn:
-            row = conn.execute(q).first()
+            # The run row is read FOR SHARE: ``fence_shards`` (agac run, finalization)
+            # holds it FOR UPDATE after taking the run lease, so a claim and a run lease
+            # are never both granted (see the module doc).
+            row = conn.execute(_PICK_PG, {"now": now, "final": list(FINAL)}).first()
             if row is None:
                 return None
-            # The run row FOR SHARE: ``fence_shards`` (agac run, finalization) holds it FOR
-            # UPDATE, so a claim and a run lease are never both granted (see module doc).
-            run_q = sa.select(r.c.state).where(r.c.id == row.run_id)
-            if self.dialect == "postgresql":
-                run_q = run_q.with_for_update(read=True)
-            state = conn.execute(run_q).scalar()
-            held = conn.execute(sa.select(le.c.expires_at).where(
-                le.c.name == f"run:{row.run_id}", le.c.expires_at > now)).first()
-            if state in (*FINAL, "cancelling") or held is not None:
+            name = shard_lease(row.run_id, row.shard)
+            took = conn.execute(_TAKE, {"name": name, "host": host, "pid": pid, "now": now,
+                                        "expires": now + ttl, "worker": worker,
+                                        "run_id": row.run_id, "shard": row.shard}).first()
+            if took is None or took.token is None:
                 return None
-            token = self._take_lease(conn, shard_lease(row.run_id, row.shard), host, pid, ttl, now)
-            if token is None:
-                return None
-            conn.execute(s.update().where(s.c.run_id == row.run_id, s.c.shard == row.shard)
-                         .values(owner=worker, claims=s.c.claims + 1, updated_at=now))
-        return Claim(row, token, ttl, time.perf_counter() - started)
-
-    def _take_lease(self, conn: Connection, name: str, host: str, pid: int, ttl: float,
-                    now: float) -> int | None:
-        le = t.leases
-        cur = conn.execute(sa.select(le).where(le.c.name == name)).first()
-        if cur is None:
-            conn.execute(le.insert().values(name=name, host=host, pid=pid, token=1, expires_at=now + ttl))
-            return 1
-        if cur.expires_at > now:
-            return None
-        token = int(cur.token) + 1
-        res = conn.execute(le.update().where(le.c.name == name, le.c.token == cur.token)
-                           .values(host=host, pid=pid, token=token, expires_at=now + ttl))
-        return token if res.rowcount == 1 else None
+        claim = Claim(row, int(took.token), ttl, time.perf_counter() - started)
+        claim.db_seconds = float(took.db_ended) - float(row.db_started)
+        return claim
 
     def release_shard(self, claim: Claim, *, state: str, ready_at: float) -> bool:
         """Hand a shard back (``todo`` at ``ready_at``) or mark it ``done``; fenced: False
