@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = [
+    "approvals_list",
+    "approvals_show",
+    "approve",
     "cancel",
     "cost",
     "effects_compensate",
@@ -36,9 +39,11 @@ __all__ = [
     "open_store",
     "plan",
     "record_session",
+    "reject",
     "render",
     "resolve_run",
     "retry",
+    "revise",
     "run",
     "status",
     "submit",
@@ -239,6 +244,79 @@ def effects_compensate(ref: str, project: Project | Path | str | None = None) ->
     store = _history(proj)
     try:
         return compensate_effect(proj, store, ref)
+    finally:
+        store.close()
+
+
+def approvals_list(ref: str | None = None, project: Project | Path | str | None = None, *,
+                   every: bool = False) -> list[dict[str, Any]]:
+    """``agac approvals list [WF]``: proposals waiting for a decision (A1), oldest first;
+    ``every``: in any state. Each has at least id, workflow, action, record, arguments,
+    approvers, expires_at and state."""
+    from agac.engine.decisions import list_proposals
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return list_proposals(store, _workflow_name(ref, proj) if ref else None, every=every)
+    finally:
+        store.close()
+
+
+def approvals_show(ref: str, project: Project | Path | str | None = None) -> dict[str, Any]:
+    """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
+    from agac.engine.decisions import show_proposal
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return show_proposal(proj, store, ref)
+    finally:
+        store.close()
+
+
+def approve(ref: str, project: Project | Path | str | None = None, *,
+            who: str | None = None) -> dict[str, Any]:
+    """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
+    (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
+    approver. Never needs the run's lease."""
+    from agac.engine.decisions import approve as _approve
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return _approve(proj, store, ref, who)
+    finally:
+        store.close()
+
+
+def reject(ref: str, reason: str, project: Project | Path | str | None = None, *,
+           who: str | None = None) -> dict[str, Any]:
+    """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
+    (or the run ends failed with ``on_reject: fail_run``)."""
+    from agac.engine.decisions import reject as _reject
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return _reject(proj, store, ref, who, reason)
+    finally:
+        store.close()
+
+
+def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Path | str | None = None,
+           *, who: str | None = None) -> dict[str, Any]:
+    """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
+    arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
+    mapping of dotted field to value, or ``field=value`` strings."""
+    from agac.engine.decisions import parse_changes
+    from agac.engine.decisions import revise as _revise
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
+        return _revise(proj, store, ref, who, parsed)
     finally:
         store.close()
 

@@ -109,6 +109,14 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
         for s in held:
             click.echo(f"    {s['kind']:6} {s['shard']}  {s['owner']}")
+    waiting = summary.get("awaiting_approval")
+    if waiting:
+        per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
+        click.echo(f"  awaiting approval: {waiting['units']} units ({per})")
+        for p in waiting["proposals"][:10]:
+            click.echo(f"    {p['id']}  {p['action']}  {p['record']}")
+        if waiting["units"] > 10:
+            click.echo(f"    ... `agac approvals list {summary['workflow']}` shows all")
     for key in summary.get("effects_unknown") or []:
         click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
                    f"agac effects resolve {key[:12]} --done|--not-done")

@@ -13,18 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agac.config.keys import (
+    APPROVAL_KEYS,
     AVAILABLE_RUN_MODES,
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
     CONTEXT_KEYS,
     EFFECT_KEYS,
     LLM_ONLY_KEYS,
+    ON_EXPIRE,
+    ON_REJECT,
     RATE_LIMIT_KEYS,
     RETRY_KEYS,
     RUN_MODES,
 )
-from agac.config.model import ContextSpec, EffectSpec, RateLimit, RetrySpec
-from agac.config.source import Findings, Path
+from agac.config.model import ApprovalSpec, ContextSpec, EffectSpec, RateLimit, RetrySpec
+from agac.config.source import Findings, Path, did_you_mean
 from agac.config.values import (
     read_bool,
     read_duration,
@@ -148,7 +151,50 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                     "llm action", at("effect"), hint="an effect is something a tool function does")
         else:
             out["effect"] = _effect(f, v["effect"], at("effect"))
+    if "approval" in v:
+        out["approval"] = _approval(f, v["approval"], at("approval"))
     return out
+
+
+def _approval(f: Findings, value: Any, path: Path) -> ApprovalSpec | None:
+    """``approval: {approvers, expires_in, policy_version, on_reject, on_expire}`` (A1).
+    Whether each approver names a known user or group is checked against ``agac.yml``
+    (config/environment.py)."""
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, APPROVAL_KEYS, path, "approval")
+    if "approvers" not in body:
+        f.error("missing_key", "approval has no 'approvers'", path,
+                hint="approval: {approvers: [alice, support-leads]} (users or groups of agac.yml)")
+        return None
+    approvers = read_str_list(f, body["approvers"], path + ("approvers",), allow_single=True)
+    if approvers is not None and not approvers:
+        f.error("invalid_value", "approval.approvers must name at least one user or group",
+                path + ("approvers",))
+        approvers = None
+    values: dict[str, Any] = {}
+    if body.get("expires_in") is not None:
+        values["expires_in"] = read_duration(f, body["expires_in"], path + ("expires_in",),
+                                             code="invalid_expires_in")
+    if body.get("policy_version") is not None:
+        version = body["policy_version"]
+        if isinstance(version, (int, float)) and not isinstance(version, bool):
+            version = str(version)
+        values["policy_version"] = read_str(f, version, path + ("policy_version",))
+    for key, choices in (("on_reject", ON_REJECT), ("on_expire", ON_EXPIRE)):
+        if body.get(key) is None:
+            continue
+        if body[key] in choices:
+            values[key] = body[key]
+        else:
+            f.error("invalid_value", f"approval.{key} {body[key]!r} is not one of "
+                    f"{', '.join(choices)}", path + (key,),
+                    hint=did_you_mean(str(body[key]), choices) or f"one of {', '.join(choices)}")
+            values[key] = None
+    if approvers is None or any(v is None for v in values.values()):
+        return None
+    return ApprovalSpec(tuple(dict.fromkeys(approvers)), **values)
 
 
 def _effect(f: Findings, value: Any, path: Path) -> EffectSpec | None:

@@ -11,6 +11,7 @@ import keyword
 
 __all__ = [
     "ACTION_KEYS",
+    "APPROVAL_KEYS",
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
     "BUDGET_KEYS",
@@ -22,6 +23,8 @@ __all__ = [
     "KINDS",
     "LLM_ONLY_KEYS",
     "NOT_IN_DEFAULTS",
+    "ON_EXPIRE",
+    "ON_REJECT",
     "RESERVED_NAMES",
     "RUN_MODES",
     "TOOL_KEYS",
@@ -38,11 +41,15 @@ ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
+    "approval",
 })
-FUTURE_ACTION_KEYS = frozenset({"approval", "fan_out", "join", "gate", "failure_policy"})
+FUTURE_ACTION_KEYS = frozenset({"fan_out", "join", "gate", "failure_policy"})
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
-                             "effect"})
+                             "effect", "approval"})
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
+APPROVAL_KEYS = frozenset({"approvers", "expires_in", "policy_version", "on_reject", "on_expire"})
+ON_REJECT = ("fail_unit", "fail_run")
+ON_EXPIRE = ("fail_unit", "time_out_run")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({

@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "SNAPSHOT_VERSION",
     "Action",
+    "ApprovalSpec",
     "Budget",
     "ContextSpec",
     "EffectSpec",
@@ -56,6 +57,22 @@ class EffectSpec:
 
     idempotent: bool = False
     compensate: str | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalSpec:
+    """An action's approval policy (A1): each unit waits for a person before it acts.
+
+    ``approvers`` are user or group names (groups from ``agac.yml``); a proposal expires
+    ``expires_in`` seconds after it is made; ``policy_version`` is bound into every
+    proposal; ``on_reject``/``on_expire`` fail only the unit (``fail_unit``) or end the
+    run (``fail_run`` / ``time_out_run``, the seed's behaviour)."""
+
+    approvers: tuple[str, ...]
+    expires_in: float = 24 * 3600.0
+    policy_version: str = "1"
+    on_reject: str = "fail_unit"
+    on_expire: str = "fail_unit"
 
 
 @dataclass(frozen=True)
@@ -122,6 +139,7 @@ class Action:
     function: str | None = None
     cache: bool = True
     effect: EffectSpec | None = None
+    approval: ApprovalSpec | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -205,6 +223,10 @@ def _action_dict(action: Action) -> dict[str, Any]:
     context["drop"] = list(context["drop"])
     if data.get("effect") is None:
         data.pop("effect", None)  # keeps the config hash of workflows without effects
+    if data.get("approval") is None:
+        data.pop("approval", None)  # likewise for workflows without approvals
+    else:
+        data["approval"]["approvers"] = list(data["approval"]["approvers"])
     return data
 
 
@@ -221,6 +243,10 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
     if values.get("effect") is not None:
         values["effect"] = EffectSpec(**values["effect"])
+    if values.get("approval") is not None:
+        approval = dict(values["approval"])
+        approval["approvers"] = tuple(approval["approvers"])
+        values["approval"] = ApprovalSpec(**approval)
     return Action(**values)
 
 

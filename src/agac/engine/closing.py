@@ -35,11 +35,14 @@ def run_event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "cancelled",
-              failed_in_batches: set[tuple[str, str]] | None = None) -> None:
+              failed_in_batches: set[tuple[str, str]] | None = None,
+              keep_proposals: bool = False) -> None:
     """End a non-final run now: every unit without an outcome is skipped ``reason`` —
     ``batch_outstanding`` when it waits on a batch that is still out (the next run adopts
     it, B0), as do the units downstream of it. Units in ``failed_in_batches`` (their
-    batch was cancelled at the provider) fail ``batch_cancelled``."""
+    batch was cancelled at the provider) fail ``batch_cancelled``. Proposals of the run that
+    nobody acted on are withdrawn (they can no longer be approved), unless
+    ``keep_proposals`` (``--new``: the next run reuses those still asked, A1)."""
     info = store.snapshot_info(run.snapshot_id)
     config = loads(run.config)
     names = [a["name"] for a in config["actions"]]
@@ -71,6 +74,8 @@ def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "ca
                              "attempts": 0, "updated_at": now})
         if rows:
             store.checkpoint(lease=None, outcomes=rows)
+    if not keep_proposals:
+        store.withdraw_proposals(run.id, f"its run ended {state}: {why}")
     store.end_run(run.id, state, why)
     store.checkpoint(lease=None, events=[run_event(run.id, "run_ended", {"state": state, "why": why})])
 

@@ -126,6 +126,8 @@ class Executor:
         """Set when ``agac cancel`` marked the run ``cancelling`` (seen at a heartbeat)."""
         self.budget: BudgetGuard | None = None
         """The run's budget guard (R5), or None: a run without a budget does no budget work."""
+        self.approvals: Any = None
+        """The run's ApprovalGate (engine/approvals.py) when an action has ``approval:``."""
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
         self.ranges: list[tuple[int, int]] | None = None
         """The shards to process (a worker's claimed shard); None: every shard of the run."""

@@ -2,7 +2,8 @@
 execute, finalize into exactly one final state.
 
 States: ``queued`` (admitted), ``running``, ``waiting`` (batches out, an unknown effect),
-``cancelling`` (``agac cancel`` asked its live owner to stop); final ``succeeded``,
+``awaiting_approval`` (only people's decisions can move it, A1), ``cancelling`` (``agac
+cancel`` asked its live owner to stop); final ``succeeded``,
 ``partial``, ``failed``, ``timed_out`` (R4 deadline), ``exhausted`` (R5 budget),
 ``cancelled`` — where several apply, the first of cancelled, timed_out, exhausted,
 failed, partial, succeeded. A run interrupted (Ctrl-C, a crash, a lost lease) stays
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
+from agac.engine.approvals import ApprovalGate
 from agac.engine.batch import BatchCoordinator
 from agac.engine.budget import BudgetGuard
 from agac.engine.closing import abandon_batches, cancel_open_batches, close_run
@@ -160,7 +162,10 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
     notes: list[str] = []
     open_run = store.open_run(workflow.name)
     if open_run is not None and (options.new or options.fresh):
-        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)")
+        # --new keeps proposals still open: the new run reuses those whose arguments are
+        # unchanged (A1); --fresh reuses nothing.
+        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)",
+                  keep_proposals=not options.fresh)
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
@@ -309,6 +314,11 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 finalize(store, run.id)
             elif outcome == "paused":
                 store.update_run(run.id, state="waiting")
+            elif outcome == "awaiting_approval":
+                store.update_run(run.id, state="awaiting_approval")  # A1: only people can move it
+            elif outcome.startswith("halted:"):  # a decision ended the run (fail_run, time_out_run)
+                close_run(store, _row(store, run.id), outcome.partition(":")[2], waiting[0],
+                          reason="run_ended")
             elif outcome == "failed_with_batches_out":
                 close_run(store, _row(store, run.id), "failed",
                           "an action failed as a whole; batches accepted for other files stay out (B0)")
@@ -406,6 +416,8 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     executor.deadline_at = opts.get("deadline_at")
     if any(is_batched(rt) for rt in executor.runtimes):
         executor.batch = BatchCoordinator(executor)
+    if any(a.approval is not None for a in workflow.actions):
+        executor.approvals = ApprovalGate(executor, project)
     if opts.get("budget"):
         executor.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"),
                                       executor.prices)
@@ -443,9 +455,15 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
     step_first = was_waiting and executor.batch is not None
     while True:
         if not step_first:
+            if executor.approvals is not None:
+                executor.approvals.begin_pass()
             complete = await executor.execute(executor.snapshot_id or "")
             if executor.cancel_requested:
                 return "cancelled"
+            if executor.approvals is not None and executor.approvals.halt is not None:
+                state, why = executor.approvals.halt
+                executor.waiting = [why]
+                return f"halted:{state}"
             if complete:
                 return "complete"
             if executor.deadline_passed():
@@ -453,11 +471,12 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
             if executor.stopping:
                 return "interrupted"
             if executor.batch is None:
-                if not executor.effects_waiting:
+                approvals = await _approvals_waiting(executor)
+                if not executor.effects_waiting and not approvals:
                     return "interrupted"
-                executor.waiting = list(executor.effects_waiting)  # E2: waits on a person
+                executor.waiting = list(executor.effects_waiting) + approvals  # E2, A1: people
                 await executor.gateway.flush()
-                return "paused"
+                return "awaiting_approval" if approvals else "paused"
         elif executor.cancel_requested:
             return "cancelled"
         elif executor.deadline_passed():
@@ -472,7 +491,11 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
         report.waiting += executor.effects_waiting
         for line in report.waiting:
             await executor.event("waiting", reason="batch", detail=line)
-        executor.waiting = report.waiting
+        approvals = await _approvals_waiting(executor)
+        executor.waiting = report.waiting + approvals
+        if approvals and not await executor.gateway.call(
+                executor.store.list_batches, executor.workflow.name, open_only=True):
+            return "awaiting_approval"  # B11: no batch to poll, only people can move it
         if not options.wait:
             return "paused"
         pause = report.poll_interval
@@ -480,6 +503,16 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
             pause = max(0.0, min(pause, executor.deadline_at - time.time()))
         await asyncio.sleep(pause)
         step_first = True
+
+
+async def _approvals_waiting(executor: Executor) -> list[str]:
+    """What units wait on people's decisions (A1), reported once as ``waiting approval``."""
+    if executor.approvals is None:
+        return []
+    lines = executor.approvals.waiting_lines()
+    for line in lines:
+        await executor.event("waiting", reason="approval", detail=line)
+    return lines
 
 
 def _price_overrides(project: Project) -> dict[str, Any]:

@@ -65,6 +65,15 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
     unknown = [e.key for e in store.list_effects(run.workflow, states=("unknown",))]
     if unknown:
         summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
+    if run.state not in FINAL_STATES:
+        awaiting = store.count_proposals(run.id, ("pending",))
+        if awaiting:  # A1: units waiting on a person's decision (counted in ``pending``)
+            summary["awaiting_approval"] = {
+                "units": sum(awaiting.values()), "actions": awaiting,
+                "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
+                               "expires_at": p.expires_at}
+                              for p in store.list_proposals(run_id=run.id, states=("pending",),
+                                                            limit=20)]}
     opts = loads(run.options) or {}
     if opts.get("deadline_at") is not None:
         summary["deadline_at"] = opts["deadline_at"]
@@ -86,6 +95,8 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     failed = sum(a["failed"] for a in summary["actions"].values())
     if summary.get("effects_unknown"):
         return f"agac effects list {wf}"
+    if summary.get("awaiting_approval"):
+        return f"agac approvals list {wf}"
     if state not in FINAL_STATES:
         return f"agac run {wf}"
     if state in ("cancelled", "exhausted", "timed_out"):

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.executor import Executor
 
-__all__ = ["Fail", "Settled", "Stopped", "accept_response", "build_request", "invoke_tool",
+__all__ = ["Fail", "Settled", "Stopped", "accept_response", "act", "build_request", "invoke_tool",
            "response_dict", "run_unit", "tool_output"]
 
 
@@ -84,11 +84,20 @@ async def run_unit(
             return await ex.settle(rt, rec, "skipped", "guard", f"guard {action.when!r} is false")
         if rt.stopped:
             return await ex.settle(rt, rec, "failed", "provider_error", rt.stopped)
-        if action.kind == "tool":
-            return await _run_tool(ex, rt, rec, view)
-        return await _run_llm(ex, rt, rec, view)
+        if action.approval is not None:
+            return await ex.approvals.gate(rt, rec, view)  # type: ignore[no-any-return]  # A1
+        return await act(ex, rt, rec, view)
     except RenderError as exc:
         return await ex.settle(rt, rec, "failed", "render_error", str(exc))
+
+
+async def act(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any],
+              request: Request | None = None) -> Settled | None:
+    """Call the unit's tool with ``view`` as its inputs, or send its llm request (rendered
+    from ``view``, or ``request`` as given: an approved proposal's, engine/approvals.py)."""
+    if rt.action.kind == "tool":
+        return await _run_tool(ex, rt, rec, view)
+    return await _run_llm(ex, rt, rec, view, request)
 
 
 def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
@@ -120,7 +129,8 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     )
 
 
-async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled | None:
+async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any],
+                   given: Request | None = None) -> Settled | None:
     if ex.batch is not None and is_batched(rt):
         own = ex.own_batch_item(rt, rec.key)
         if own is not None and ex.own_item_decides(own):
@@ -128,10 +138,12 @@ async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, An
             # this unit's, so the unit needs no rendering to wait on it or to settle.
             return await ex.settle_from_own_item(rt, rec, own)
     prefetched = ex.prefetched.pop((rt.name, rec.key), None)
+    if given is not None:  # an approved proposal's request, not the rendered one
+        prefetched = None
     if prefetched is not None:
         request, request_json, fp, stored = prefetched
     else:
-        request = build_request(rt, view)
+        request = given if given is not None else build_request(rt, view)
         request_json = request.canonical()
         fp = fingerprint_of(request_json)
         stored = None if ex.fresh else await ex.gateway.lookup_answer(fp)

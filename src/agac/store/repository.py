@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.jsontext import dumps, loads
 from agac.store import tables as t
+from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
 from agac.store.database import create_store_engine, upgrade
@@ -28,10 +29,10 @@ __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 
 FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
 _CHUNK = 2000
-_NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted")
+_NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted", "run_ended")
 
 
-class Store(BatchRepository, EffectRepository, ClaimRepository):
+class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:

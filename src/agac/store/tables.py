@@ -225,6 +225,40 @@ effects = sa.Table(
 )
 sa.Index("ix_effects_workflow", effects.c.workflow, effects.c.state)
 
+# -- approvals (migration 0004) -----------------------------------------------------------
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("workflow", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("unit_key", sa.Text, nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("subject", sa.String(64), nullable=False),
+    sa.Column("parent", sa.String(32), nullable=True),
+    sa.Column("arguments", sa.Text, nullable=False),
+    sa.Column("policy_version", sa.String(200), nullable=False),
+    sa.Column("approvers", sa.Text, nullable=False),
+    sa.Column("proposed_by", sa.Text, nullable=True),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("decided_by", sa.Text, nullable=True),
+    sa.Column("decided_at", sa.Float, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("decision_signature", sa.String(64), nullable=True),
+    sa.Column("used_by", sa.String(32), nullable=True),
+    sa.Column("used_at", sa.Float, nullable=True),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("signature", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_approvals_unit", approvals.c.workflow, approvals.c.action, approvals.c.unit_key)
+sa.Index("ix_approvals_state", approvals.c.workflow, approvals.c.state)
+sa.Index("ix_approvals_run", approvals.c.run_id, approvals.c.state)
+
 # -- scale-out workers (migration 0006) ---------------------------------------------------
 
 shards = sa.Table(

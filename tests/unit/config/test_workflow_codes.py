@@ -346,8 +346,7 @@ def test_r5_a_model_without_a_price_is_an_error_with_a_budget(wf) -> None:
 
 
 @pytest.mark.parametrize(
-    "line", ["approval: {approvers: [x]}",
-             "fan_out: {over: source.items}", "join: true", "gate: sequential",
+    "line", ["fan_out: {over: source.items}", "join: true", "gate: sequential",
              "failure_policy: atomic", "kind: join"],
 )
 def test_not_available_yet_action_keys(wf, line: str) -> None:
