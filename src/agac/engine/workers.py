@@ -44,8 +44,10 @@ from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
 from agac.engine.actions import is_batched
+from agac.engine.approvals import ApprovalGate
 from agac.engine.batch import BatchCoordinator
 from agac.engine.budget import BudgetGuard
+from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.runs import (
@@ -441,6 +443,9 @@ class Worker:
                 rt.limiter = ctx.limiters[rt.name]  # type: ignore[assignment]
         if any(is_batched(rt) for rt in ex.runtimes):
             ex.batch = _ShardBatches(ex, claim) if claim.kind == "batch" else BatchCoordinator(ex)
+        if any(a.approval is not None for a in ctx.workflow.actions):
+            ex.approvals = ApprovalGate(ex, self.project)  # A1 holds in every shard
+            ex.approvals.begin_pass()
         if opts.get("budget"):
             ex.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"), ex.prices)
             held = ex.batch.open_reservations() if ex.batch is not None else {}
@@ -472,9 +477,14 @@ class Worker:
         finally:
             self._active.discard(ex)
             await gateway.close()
-        if complete:
+        halt = ex.approvals.halt if ex.approvals is not None else None
+        if complete and halt is None:
             if not await asyncio.to_thread(self.store.release_shard, claim, state="done", ready_at=0.0):
                 await asyncio.to_thread(self._lost, claim)
+            return
+        if halt is not None:  # a decision ends the run (approval on_reject: fail_run, ...)
+            await asyncio.to_thread(self._hand_back, claim, 0.0)
+            await asyncio.to_thread(self._halt, claim.run_id, *halt)
             return
         if ex.stopping:
             await asyncio.to_thread(self._hand_back, claim, 0.0)
@@ -552,6 +562,20 @@ class Worker:
         ctx = self._runs.pop(run_id, None)
         if ctx is not None:
             await self._close_providers(ctx)
+
+    def _halt(self, run_id: str, state: str, why: str) -> None:
+        """End the run ``state`` because a person's decision says so (as ``agac run`` does)."""
+        try:
+            lease = take_run_lease(self.store, run_id, wait=False)
+        except LeaseHeld:
+            return  # shards still held: the run ends when they are handed back and it is retried
+        try:
+            run = self.store.get_run(run_id)
+            if run is not None and run.state not in FINAL:
+                close_run(self.store, run, state, why, reason="run_ended")
+                self.store.close_shards(run_id)
+        finally:
+            _release(self.store, lease)
 
     def _finalize(self, run_id: str) -> str | None:
         """End the run under its run lease (no shard lease may be live); the final state,

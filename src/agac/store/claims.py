@@ -196,6 +196,16 @@ class ClaimRepository:
                 self._notify(conn)
         return n
 
+    def _wake_workflow_shards(self, conn: Connection, workflow: str) -> None:
+        """Every waiting shard of the workflow's open runs is ready now (a batch resolved,
+        an effect resolved, an approval decided: units may move)."""
+        s, r = t.shards, t.runs
+        open_runs = sa.select(r.c.id).where(r.c.workflow == workflow, r.c.state.not_in(FINAL))
+        n = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo",
+                                          s.c.ready_at > 0).values(ready_at=0.0)).rowcount
+        if n:
+            self._notify(conn)
+
     def shards_left(self, run_id: str, kind: str = "online") -> int:
         s = t.shards
         with self.engine.connect() as conn:

@@ -147,6 +147,7 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
             conn.execute(t.runs.update().where(t.runs.c.workflow == workflow,
                                                t.runs.c.state == "waiting")
                          .values(state="running", updated_at=time.time()))
+            self._wake_workflow_shards(conn, workflow)  # and workers look at its shards now
 
     def end_run(self, run_id: str, state: str, error: str | None = None) -> bool:
         """Set a final state once; a run already final is never changed (returns False)."""
