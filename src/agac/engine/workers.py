@@ -505,6 +505,8 @@ class Worker:
                 await gateway.close()
                 await asyncio.to_thread(self.store.release_shard, claim, state="done", ready_at=0.0)
                 return
+            await ex.event("shard_claimed", worker=self.id, shard=claim.shard, pid=self.pid,
+                           host=self.host)
             beat = asyncio.get_running_loop().create_task(self._renew(claim, gateway))
             try:
                 report = await batches.step()

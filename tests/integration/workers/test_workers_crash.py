@@ -78,6 +78,11 @@ def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(tmp_path: Path, fr
             adopted = query(fresh_pg_database,
                             "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'batch_adopted'", run_id)
             assert adopted[0][0] == 1
+        # batches are owned like shards: polling was spread over the surviving workers
+        pollers = query(fresh_pg_database,
+                        "SELECT DISTINCT data::json->>'worker' FROM events WHERE run_id = %s "
+                        "AND kind = 'shard_claimed' AND data::json->>'shard' LIKE 'b:%%'", run_id)
+        assert len({r[0] for r in pollers} & {r["worker_id"] for r in reports}) == 2
         assert sum(len(r["finalized"]) for r in reports) == 1
         ended = query(fresh_pg_database,
                       "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'", run_id)
