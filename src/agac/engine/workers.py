@@ -58,7 +58,7 @@ from agac.engine.runs import (
     finish_cancel,
     take_run_lease,
 )
-from agac.errors import LeaseHeld, LeaseLost, StoreError, UsageError
+from agac.errors import AgacError, LeaseHeld, LeaseLost, StoreError, UsageError
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.claims import FINAL, IDLE, Claim
@@ -367,6 +367,12 @@ class Worker:
         except StoreError as exc:
             self._log(f"shard {claim.shard} of run {claim.run_id} stopped: {exc.message}")
             await asyncio.to_thread(self._hand_back, claim, 0.0)
+        except AgacError as exc:
+            # e.g. a provider this worker has no key for: another worker may have it; this
+            # one looks again later instead of taking the shard back at once.
+            self._log(f"cannot work on shard {claim.shard} of run {claim.run_id}: {exc.message}")
+            await asyncio.to_thread(self._hand_back, claim, time.time() + self.options.poll * 6)
+            return
         await self._maybe_finalize(claim.run_id)
 
     def _hand_back(self, claim: Claim, ready_at: float) -> None:
