@@ -122,3 +122,23 @@ def test_s3_agac_run_and_workers_hand_a_run_to_each_other(tmp_path: Path, fresh_
     assert summary["run_id"] == run_id and summary["state"] == "succeeded"
     assert summary["actions"]["double"]["answered"] == 1500
     assert summary["actions"]["double"]["tool_calls"] == 1500
+
+
+def test_agac_cancel_of_a_run_workers_are_advancing(tmp_path: Path, fresh_pg_database: str) -> None:
+    _project(tmp_path, records=3000)
+    env = {"AGAC_STORE": fresh_pg_database}
+    run_id = json.loads(agac(tmp_path, env, "submit", "leased", "--json").stdout)["run_id"]
+    w = start_worker(tmp_path, env, "--concurrency", "4", "--lease-ttl", "3", "--poll", "0.5",
+                     "--exit-when-done")
+    wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 20, 60, "the worker's progress")
+    # the worker sees `cancelling` at its next heartbeat, settles what is in flight, hands
+    # its shards back and ends the run under the run lease
+    done = agac(tmp_path, env, "cancel", run_id, "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["state"] == "cancelled"
+    a = summary["actions"]["double"]
+    assert a["answered"] + a["skipped"] == 3000 and a["pending"] == 0
+    assert a["answered"] == a["tool_calls"]  # every call made was settled, none lost
+    assert a["reasons"].get("cancelled", 0) == a["skipped"]
+    finish(w, timeout=60)
