@@ -65,7 +65,7 @@ WITH lease AS (
     WHERE leases.expires_at <= :now
   RETURNING token
 )
-UPDATE shards SET owner = :worker, claims = claims + 1, updated_at = :now
+UPDATE shards SET owner = :worker, claims = claims + 1, updated_at = :now, ready_at = 0
 WHERE run_id = :run_id AND shard = :shard AND EXISTS (SELECT 1 FROM lease)
 RETURNING (SELECT token FROM lease) AS token, extract(epoch FROM clock_timestamp()) AS db_ended
 """)
@@ -175,23 +175,27 @@ class ClaimRepository:
                                                  le.c.token == claim.token).values(expires_at=0.0))
             if res.rowcount != 1:
                 return False
+            # A shard woken while it was held (ready_at < 0) stays ready: what woke it
+            # may have happened after this holder looked.
             conn.execute(s.update().where(s.c.run_id == claim.run_id, s.c.shard == claim.shard)
-                         .values(state=state, ready_at=ready_at, updated_at=time.time()))
+                         .values(state=state, updated_at=time.time(),
+                                 ready_at=sa.case((s.c.ready_at < 0, 0.0), else_=ready_at)))
             if state == "todo" and ready_at <= time.time():
                 self._notify(conn)
         return True
 
     def wake_shards(self, run_id: str, *, kind: str, file: str | None = None,
                     action: str | None = None) -> int:
-        """Make a run's waiting shards ready now (a batch was read, items were staged)."""
+        """Make a run's waiting shards ready now (a batch was read, items were staged).
+        ``ready_at = -1`` marks them woken, so a holder handing one back keeps it ready."""
         s = t.shards
-        cond = [s.c.run_id == run_id, s.c.kind == kind, s.c.state == "todo", s.c.ready_at > 0]
+        cond = [s.c.run_id == run_id, s.c.kind == kind, s.c.state == "todo"]
         if file is not None:
             cond.append(s.c.file == file)
         if action is not None:
             cond.append(s.c.action == action)
         with self._guard("wake shards"), self.engine.begin() as conn:
-            n = int(conn.execute(s.update().where(*cond).values(ready_at=0.0)).rowcount or 0)
+            n = int(conn.execute(s.update().where(*cond).values(ready_at=-1.0)).rowcount or 0)
             if n:
                 self._notify(conn)
         return n
@@ -201,8 +205,8 @@ class ClaimRepository:
         an effect resolved, an approval decided: units may move)."""
         s, r = t.shards, t.runs
         open_runs = sa.select(r.c.id).where(r.c.workflow == workflow, r.c.state.not_in(FINAL))
-        n = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo",
-                                          s.c.ready_at > 0).values(ready_at=0.0)).rowcount
+        n = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo")
+                         .values(ready_at=-1.0)).rowcount
         if n:
             self._notify(conn)
 
