@@ -47,7 +47,10 @@ __all__ = [
     "revise",
     "run",
     "status",
+    "submit",
     "validate",
+    "worker",
+    "workers",
 ]
 
 
@@ -381,7 +384,12 @@ def status(ref: str | None = None, project: Project | Path | str | None = None) 
         if "pruned" in (loads(run_row.options) or {}):
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
-        return build_summary(store, run_row)
+        summary = build_summary(store, run_row)
+        if store.dialect == "postgresql" and store.has_shards(run_row.id):
+            from agac.engine.workers import shard_view
+
+            summary["shards"] = shard_view(store, run_row.id)
+        return summary
     finally:
         store.close()
 
@@ -537,5 +545,75 @@ def record_session(key: str, project: Project | Path | str | None = None, *,
     store = _history(proj)
     try:
         return session_document(proj, store, key, workflow, run_ref)
+    finally:
+        store.close()
+
+
+# -- scale-out workers -----------------------------------------------------------------------
+
+
+def submit(ref: str | Path, project: Project | Path | str | None = None, *,
+           run_mode: str | None = None, poll_interval: float | str | None = None,
+           batch_deadline: float | str | None = None, budget_usd: float | None = None,
+           **options: Any) -> dict[str, Any]:
+    """``agac submit``: admit a run (or continue the open one, R1) for workers to execute,
+    without executing it: ``{"run_id", "workflow", "state", "records", "shards", "notes"}``.
+    Options as :func:`run`: ``new``, ``fresh``, ``limit``, ``allow_over_estimate``."""
+    from agac.engine.runs import RunOptions
+    from agac.engine.workers import submit_run
+
+    proj = _project(project)
+    overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
+                                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    workflow = load_workflow(ref, proj, **overrides)
+    store = open_store(proj)
+    try:
+        if store.dialect != "postgresql":
+            raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
+                             "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
+                             f"`agac run {workflow.name}`")
+        return submit_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
+                          reload=lambda o: load_workflow(ref, proj, **o))
+    finally:
+        store.close()
+
+
+def worker(project: Project | Path | str | None = None, *, concurrency: int = 4,
+           lease_ttl: float = 30.0, poll: float = 5.0, exit_when_done: bool = False,
+           handle_signals: bool = False, log: Any = None) -> Any:
+    """``agac worker``: claim and advance shards of any open run until stopped (SIGTERM:
+    finish or hand back what it holds). Refused (UsageError) on a SQLite store. Returns a
+    :class:`agac.engine.workers.WorkerReport`."""
+    from agac.engine.workers import Worker, WorkerOptions
+
+    proj = _project(project)
+    if store_url(proj) == "memory" or not store_url(proj).startswith("postgres"):
+        raise UsageError(
+            "agac worker needs a PostgreSQL store: workers coordinate through its row locks, "
+            "leases and LISTEN/NOTIFY, which a SQLite file cannot share across machines; set "
+            "AGAC_STORE=postgresql://user@host:5432/db (or `store:` in agac.yml), or run the "
+            "workflow on this machine with `agac run`")
+    store = open_store(proj)
+    try:
+        w = Worker(proj, store, WorkerOptions(concurrency=concurrency, lease_ttl=lease_ttl, poll=poll,
+                                              exit_when_done=exit_when_done,
+                                              handle_signals=handle_signals, log=log))
+        return w.run()
+    finally:
+        store.close()
+
+
+def workers(project: Project | Path | str | None = None, *, all_workers: bool = False,
+            ) -> list[dict[str, Any]]:
+    """``agac workers``: live workers (``all_workers``: also stopped ones), the shards each
+    holds and its last heartbeat."""
+    from agac.engine.workers import list_workers
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        if store.dialect != "postgresql":
+            return []
+        return list_workers(store, include_stopped=all_workers)
     finally:
         store.close()

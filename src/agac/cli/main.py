@@ -104,7 +104,9 @@ class _AgacGroup(click.Group):
     it. Both are still listed by ``agac --help`` and resolved like any other command.
     """
 
-    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch"}
+    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch",
+                                      "submit": "agac.cli.workers", "worker": "agac.cli.workers",
+                                      "workers": "agac.cli.workers"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

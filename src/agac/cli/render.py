@@ -109,6 +109,11 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     if summary.get("deadline_at"):
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary["deadline_at"]))
         click.echo(f"  deadline {at}")
+    held = [s for s in summary.get("shards") or [] if s["owner"]]
+    if held:
+        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        for s in held:
+            click.echo(f"    {s['kind']:6} {s['shard']}  {s['owner']}")
     waiting = summary.get("awaiting_approval")
     if waiting:
         per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))

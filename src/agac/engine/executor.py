@@ -142,6 +142,9 @@ class Executor:
         self.approvals: Any = None
         """The run's ApprovalGate (engine/approvals.py) when an action has ``approval:``."""
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        self.ranges: list[tuple[int, int]] | None = None
+        """The shards to process (a worker's claimed shard); None: every shard of the run."""
+        self.heartbeat_seconds = HEARTBEAT_SECONDS
 
     # -- driving ------------------------------------------------------------------------
 
@@ -164,7 +167,8 @@ class Executor:
                 return await self._shard(lo, hi)
 
         try:
-            results = await asyncio.gather(*(one(lo, hi) for lo, hi in shard_ranges(self.files)))
+            ranges = self.ranges if self.ranges is not None else shard_ranges(self.files)
+            results = await asyncio.gather(*(one(lo, hi) for lo, hi in ranges))
             complete = all(results)
             self.walked = self.walked or not self.stopping
         finally:
@@ -184,7 +188,7 @@ class Executor:
         if lease is None:
             return
         while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(self.heartbeat_seconds)
             try:
                 await self.gateway.call(self.store.renew_lease, lease.name, lease.token, lease.ttl)
             except LeaseLost:

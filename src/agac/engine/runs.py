@@ -113,11 +113,27 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
         try:
             token = store.acquire_lease(f"run:{run_id}", host=host, pid=pid, ttl=LEASE_TTL,
                                         may_take=may_take)
+            _no_shard_owners(store, run_id, token)
             return Lease(f"run:{run_id}", token, LEASE_TTL)
         except LeaseHeld as exc:
             if not wait:
                 raise LeaseHeld(f"run {run_id} is {exc.message}; run again later, or use --wait") from exc
             time.sleep(1.0)
+
+
+def _no_shard_owners(store: Store, run_id: str, token: int) -> None:
+    """Worker mode (DESIGN §4 S3): the run lease and live shard leases of workers exclude
+    each other. Expired shard leases are fenced (a paused worker can never write again);
+    a live one gives the run lease back and names its worker."""
+    if store.dialect != "postgresql":
+        return
+    live = store.fence_shards(run_id)
+    if live:
+        store.release_lease(f"run:{run_id}", token)
+        first = live[0]
+        raise LeaseHeld(f"held by worker {first.owner} (pid {first.pid} on {first.host}) and "
+                        f"{len(live) - 1} more shard leases" if len(live) > 1 else
+                        f"held by worker {first.owner} (pid {first.pid} on {first.host})")
 
 
 # -- admission ---------------------------------------------------------------------------
@@ -132,6 +148,16 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
     the workflow file again with the settings an open run was admitted with, so that
     continuing it compares like with like."""
+    run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
+    return execute_run(project, store, run, options, notes)
+
+
+def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
+                  overrides: dict[str, Any] | None = None,
+                  reload: Callable[[dict[str, Any]], Workflow] | None = None,
+                  ) -> tuple[Row, list[str]]:
+    """The run ``agac run`` (and ``agac submit``) would execute: the workflow's open run
+    (R1) or a newly admitted one; with notes for the user."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     options.overrides = overrides
     notes: list[str] = []
@@ -160,9 +186,8 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
                 f"`agac run {workflow.name} --new`"
             )
         notes.append(f"continuing run {open_run.id}")
-        return execute_run(project, store, open_run, options, notes)
-    run = admit_run(project, store, workflow, options)
-    return execute_run(project, store, run, options, notes)
+        return open_run, notes
+    return admit_run(project, store, workflow, options), notes
 
 
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,

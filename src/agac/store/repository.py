@@ -21,6 +21,7 @@ from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
+from agac.store.claims import ClaimRepository
 from agac.store.database import create_store_engine, upgrade
 from agac.store.effects import EffectRepository
 
@@ -31,7 +32,7 @@ _CHUNK = 2000
 _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted", "run_ended")
 
 
-class Store(BatchRepository, EffectRepository, ApprovalRepository):
+class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
@@ -146,6 +147,7 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository):
             conn.execute(t.runs.update().where(t.runs.c.workflow == workflow,
                                                t.runs.c.state == "waiting")
                          .values(state="running", updated_at=time.time()))
+            self._wake_workflow_shards(conn, workflow)  # and workers look at its shards now
 
     def end_run(self, run_id: str, state: str, error: str | None = None) -> bool:
         """Set a final state once; a run already final is never changed (returns False)."""

@@ -272,3 +272,54 @@ fanouts = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 sa.Index("ix_fanouts_seq", fanouts.c.run_id, fanouts.c.seq)
+
+# -- scale-out workers (migration 0006) ---------------------------------------------------
+
+shards = sa.Table(
+    "shards",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("shard", sa.String(500), primary_key=True),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("action", sa.String(200), nullable=True),
+    sa.Column("file", sa.Text, nullable=False),
+    sa.Column("lo", sa.Integer, nullable=False),
+    sa.Column("hi", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(8), nullable=False),
+    sa.Column("ready_at", sa.Float, nullable=False),
+    sa.Column("owner", sa.String(64), nullable=True),
+    sa.Column("claims", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_shards_ready", shards.c.state, shards.c.ready_at)
+
+workers = sa.Table(
+    "workers",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("concurrency", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(12), nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+
+rate_limits = sa.Table(
+    "rate_limits",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+rate_events = sa.Table(
+    "rate_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(300), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("requests", sa.Integer, nullable=False),
+    sa.Column("tokens", sa.Integer, nullable=False),
+)
+sa.Index("ix_rate_events_key_at", rate_events.c.key, rate_events.c.at)
