@@ -78,11 +78,16 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
                 sa.select(t.leases).where(t.leases.c.name == name).with_for_update()
             ).first()
             if row is None:
-                conn.execute(
-                    t.leases.insert().values(
-                        name=name, host=host, pid=pid, token=1, expires_at=now + ttl
-                    )
+                # Two processes can both find no row; the second insert must lose cleanly
+                # (LeaseHeld), not fail the store guard with a unique violation.
+                res = conn.execute(
+                    self._insert(t.leases)
+                    .values(name=name, host=host, pid=pid, token=1, expires_at=now + ttl)
+                    .on_conflict_do_nothing(index_elements=["name"])
+                    .returning(t.leases.c.name)
                 )
+                if res.first() is None:
+                    raise LeaseHeld("the lease was taken by another process at the same moment")
                 return 1
             mine = row.host == host and row.pid == pid
             if not mine and row.expires_at > now and not (may_take and may_take(row)):

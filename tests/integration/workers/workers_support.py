@@ -31,7 +31,21 @@ def start_worker(root: Path, env: dict[str, str], *args: str, log: Path | None =
                             stderr=err, text=True)
     proc.log = log  # type: ignore[attr-defined]
     err.close()
+    STARTED.append(proc)
     return proc
+
+
+STARTED: list[subprocess.Popen[str]] = []
+"""Every worker a test started; the suite's conftest kills and reaps what is left after
+each test, so a failed assertion never leaves a worker running into the next test."""
+
+
+def reap_all() -> None:
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
 
 
 def log_of(proc: subprocess.Popen[str]) -> str:
