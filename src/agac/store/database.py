@@ -21,6 +21,9 @@ from agac.errors import ConfigError, Problem, StoreError
 __all__ = ["HEAD_REVISION", "create_store_engine", "normalize_url", "upgrade"]
 
 HEAD_REVISION = "0006"
+IDLE_IN_TRANSACTION_MS = 10_000
+"""PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
+default lease TTL."""
 """The newest migration; bump together with a new file under migrations/versions."""
 
 _MIGRATION_LOCK = 0x61676163  # "agac"
@@ -53,7 +56,13 @@ def create_store_engine(url: str) -> Engine:
                     )
                 ]
             ) from exc
-        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        # A process frozen inside a transaction (SIGSTOP, a VM pause) must not hold its row
+        # locks (the lease fence among them) for longer than a lease: the server ends such
+        # a session, so another process can take the lease over; the frozen one finds its
+        # write refused when it resumes (S3).
+        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10,
+                                connect_args={"options": f"-c idle_in_transaction_session_timeout="
+                                                         f"{IDLE_IN_TRANSACTION_MS}"})
     raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
 
 
