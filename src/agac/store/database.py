@@ -61,7 +61,11 @@ def _sqlite_engine(url: str) -> Engine:
     path = sa.engine.make_url(url).database
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        # LIFO: the connection used last is handed out again, so a run's store thread
+        # keeps one connection whose page cache stays warm. With FIFO, connections
+        # take turns and each finds its cache invalidated by the others' writes.
+        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
+                                  pool_use_lifo=True)
     else:
         engine = sa.create_engine(
             "sqlite://",
