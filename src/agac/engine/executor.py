@@ -314,6 +314,10 @@ class Executor:
                     continue
                 request_json = request.canonical()
                 pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
+                if len(pending) % 64 == 0:
+                    # Rendering a shard takes a while: let answers that came back meanwhile
+                    # be committed and their slots passed on instead of waiting for it.
+                    await asyncio.sleep(0)
         if not pending:
             return
         found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending])
