@@ -273,11 +273,11 @@ class Store(BatchRepository, EffectRepository):
                 row["snapshot_id"] = snapshot_id
                 chunk.append(row)
                 if len(chunk) >= _CHUNK:
-                    conn.execute(t.records.insert(), chunk)
+                    self._bulk(conn, t.records, chunk)
                     count += len(chunk)
                     chunk = []
             if chunk:
-                conn.execute(t.records.insert(), chunk)
+                self._bulk(conn, t.records, chunk)
                 count += len(chunk)
             # ``files`` is filled by the caller's generator while it streams.
             conn.execute(
