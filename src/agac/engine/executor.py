@@ -190,7 +190,7 @@ class Executor:
             self.progress.bump(action, settled.status)
         await self._prefetch_batch_items(records)
         await self._prefetch_roots(records, existing)
-        done = await asyncio.gather(*(self._record(r, existing) for r in records))
+        done = await asyncio.gather(*await self._start_records(records, existing))
         for key in prior:
             self._carried.pop(key, None)
         for rt in self.runtimes:
@@ -198,6 +198,24 @@ class Executor:
                 self.prefetched.pop((rt.name, r.key), None)
                 self.batch_items.pop((rt.name, r.key), None)
         return all(done)
+
+    async def _start_records(self, records: list[Any], existing: dict[tuple[str, str], Settled]
+                             ) -> list[asyncio.Task[bool]]:
+        """One task per record, started 64 at a time: each runs until it waits for a slot,
+        and a shard's 1,000 first steps in one go would hold answers that came back
+        meanwhile (and the slots they free) for tens of milliseconds."""
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[bool]] = []
+        try:
+            for i, rec in enumerate(records):
+                tasks.append(loop.create_task(self._record(rec, existing)))
+                if i % 64 == 63:
+                    await asyncio.sleep(0)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        return tasks
 
     async def _prefetch_batch_items(self, records: list[Any]) -> None:
         if self.batch is None:
@@ -314,7 +332,7 @@ class Executor:
                     continue
                 request_json = request.canonical()
                 pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
-                if len(pending) % 64 == 0:
+                if len(pending) % 16 == 0:
                     # Rendering a shard takes a while: let answers that came back meanwhile
                     # be committed and their slots passed on instead of waiting for it.
                     await asyncio.sleep(0)
