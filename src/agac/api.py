@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = [
+    "approvals_list",
+    "approvals_show",
+    "approve",
     "cancel",
     "cost",
     "effects_compensate",
@@ -31,17 +34,23 @@ __all__ = [
     "events",
     "export_rows",
     "gc",
+    "list_records",
     "list_runs",
     "load_workflow",
     "open_store",
     "plan",
     "record_session",
+    "reject",
     "render",
     "resolve_run",
     "retry",
+    "revise",
     "run",
     "status",
+    "submit",
     "validate",
+    "worker",
+    "workers",
 ]
 
 
@@ -240,6 +249,79 @@ def effects_compensate(ref: str, project: Project | Path | str | None = None) ->
         store.close()
 
 
+def approvals_list(ref: str | None = None, project: Project | Path | str | None = None, *,
+                   every: bool = False) -> list[dict[str, Any]]:
+    """``agac approvals list [WF]``: proposals waiting for a decision (A1), oldest first;
+    ``every``: in any state. Each has at least id, workflow, action, record, arguments,
+    approvers, expires_at and state."""
+    from agac.engine.decisions import list_proposals
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return list_proposals(store, _workflow_name(ref, proj) if ref else None, every=every)
+    finally:
+        store.close()
+
+
+def approvals_show(ref: str, project: Project | Path | str | None = None) -> dict[str, Any]:
+    """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
+    from agac.engine.decisions import show_proposal
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return show_proposal(proj, store, ref)
+    finally:
+        store.close()
+
+
+def approve(ref: str, project: Project | Path | str | None = None, *,
+            who: str | None = None) -> dict[str, Any]:
+    """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
+    (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
+    approver. Never needs the run's lease."""
+    from agac.engine.decisions import approve as _approve
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return _approve(proj, store, ref, who)
+    finally:
+        store.close()
+
+
+def reject(ref: str, reason: str, project: Project | Path | str | None = None, *,
+           who: str | None = None) -> dict[str, Any]:
+    """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
+    (or the run ends failed with ``on_reject: fail_run``)."""
+    from agac.engine.decisions import reject as _reject
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        return _reject(proj, store, ref, who, reason)
+    finally:
+        store.close()
+
+
+def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Path | str | None = None,
+           *, who: str | None = None) -> dict[str, Any]:
+    """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
+    arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
+    mapping of dotted field to value, or ``field=value`` strings."""
+    from agac.engine.decisions import parse_changes
+    from agac.engine.decisions import revise as _revise
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
+        return _revise(proj, store, ref, who, parsed)
+    finally:
+        store.close()
+
+
 def gc(keep_runs: int = 10, project: Project | Path | str | None = None) -> dict[str, Any]:
     """``agac gc``: prune the outcomes and events of all but the newest ``keep_runs`` final
     runs of each workflow; runs not final, answers, the cost ledger, batches and effects
@@ -302,7 +384,12 @@ def status(ref: str | None = None, project: Project | Path | str | None = None) 
         if "pruned" in (loads(run_row.options) or {}):
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
-        return build_summary(store, run_row)
+        summary = build_summary(store, run_row)
+        if store.dialect == "postgresql" and store.has_shards(run_row.id):
+            from agac.engine.workers import shard_view
+
+            summary["shards"] = shard_view(store, run_row.id)
+        return summary
     finally:
         store.close()
 
@@ -348,13 +435,34 @@ def export_rows(ref: str, action: str, project: Project | Path | str | None = No
         names = [a["name"] for a in loads(run_row.config)["actions"]]
         if action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
-        seen = set()
-        for o in store.iter_action_outcomes(run_row.id, action):
-            seen.add(o.unit_key)
+        for o in _in_item_order(store.iter_action_outcomes(run_row.id, action)):
             yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
                    "output": loads(o.output)}
     finally:
         store.close()
+
+
+def _item_path(key: str) -> tuple[int, ...]:
+    """The indexes of a fan-out item key (``rec/3/10`` -> (3, 10)); () for a record."""
+    parts = key.split("/")
+    tail = []
+    for part in reversed(parts[1:]):
+        if not part.isdigit():
+            break
+        tail.append(int(part))
+    return tuple(reversed(tail))
+
+
+def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
+    """Rows in record order, the items of a record in request order (``r/2`` before
+    ``r/10``; the store orders keys as text)."""
+    group: list[Any] = []
+    for row in rows:
+        if group and row.seq != group[0].seq:
+            yield from sorted(group, key=lambda r: _item_path(r.unit_key))
+            group = []
+        group.append(row)
+    yield from sorted(group, key=lambda r: _item_path(r.unit_key))
 
 
 def cost(ref: str | None = None, project: Project | Path | str | None = None) -> dict[str, Any]:
@@ -402,6 +510,28 @@ def render(ref: str, record: str, action: str | None = None,
         store.close()
 
 
+def list_records(ref: str, project: Project | Path | str | None = None, *,
+                 status: str | None = None, action: str | None = None,
+                 run_ref: str | None = None) -> dict[str, Any]:
+    """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
+    ``action`` — fan-out items included, by item key — for ``agac records show``."""
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        run_row = resolve_run(store, proj, run_ref or ref)
+        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        if action is not None and action not in names:
+            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+        rows = sorted(store.find_outcomes(run_row.id, status=status, action=action),
+                      key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action)))
+        return {"run_id": run_row.id, "workflow": run_row.workflow, "status": status,
+                "action": action, "units": [
+                    {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
+                     "detail": r.detail, "attempts": r.attempts} for r in rows]}
+    finally:
+        store.close()
+
+
 def record_session(key: str, project: Project | Path | str | None = None, *,
                    workflow: str | None = None, run_ref: str | None = None) -> dict[str, Any]:
     """The record's session (DESIGN §11): its history across actions, attempts, tokens and
@@ -412,5 +542,75 @@ def record_session(key: str, project: Project | Path | str | None = None, *,
     store = _history(proj)
     try:
         return session_document(proj, store, key, workflow, run_ref)
+    finally:
+        store.close()
+
+
+# -- scale-out workers -----------------------------------------------------------------------
+
+
+def submit(ref: str | Path, project: Project | Path | str | None = None, *,
+           run_mode: str | None = None, poll_interval: float | str | None = None,
+           batch_deadline: float | str | None = None, budget_usd: float | None = None,
+           **options: Any) -> dict[str, Any]:
+    """``agac submit``: admit a run (or continue the open one, R1) for workers to execute,
+    without executing it: ``{"run_id", "workflow", "state", "records", "shards", "notes"}``.
+    Options as :func:`run`: ``new``, ``fresh``, ``limit``, ``allow_over_estimate``."""
+    from agac.engine.runs import RunOptions
+    from agac.engine.workers import submit_run
+
+    proj = _project(project)
+    overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
+                                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    workflow = load_workflow(ref, proj, **overrides)
+    store = open_store(proj)
+    try:
+        if store.dialect != "postgresql":
+            raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
+                             "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
+                             f"`agac run {workflow.name}`")
+        return submit_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
+                          reload=lambda o: load_workflow(ref, proj, **o))
+    finally:
+        store.close()
+
+
+def worker(project: Project | Path | str | None = None, *, concurrency: int = 4,
+           lease_ttl: float = 30.0, poll: float = 5.0, exit_when_done: bool = False,
+           handle_signals: bool = False, log: Any = None) -> Any:
+    """``agac worker``: claim and advance shards of any open run until stopped (SIGTERM:
+    finish or hand back what it holds). Refused (UsageError) on a SQLite store. Returns a
+    :class:`agac.engine.workers.WorkerReport`."""
+    from agac.engine.workers import Worker, WorkerOptions
+
+    proj = _project(project)
+    if store_url(proj) == "memory" or not store_url(proj).startswith("postgres"):
+        raise UsageError(
+            "agac worker needs a PostgreSQL store: workers coordinate through its row locks, "
+            "leases and LISTEN/NOTIFY, which a SQLite file cannot share across machines; set "
+            "AGAC_STORE=postgresql://user@host:5432/db (or `store:` in agac.yml), or run the "
+            "workflow on this machine with `agac run`")
+    store = open_store(proj)
+    try:
+        w = Worker(proj, store, WorkerOptions(concurrency=concurrency, lease_ttl=lease_ttl, poll=poll,
+                                              exit_when_done=exit_when_done,
+                                              handle_signals=handle_signals, log=log))
+        return w.run()
+    finally:
+        store.close()
+
+
+def workers(project: Project | Path | str | None = None, *, all_workers: bool = False,
+            ) -> list[dict[str, Any]]:
+    """``agac workers``: live workers (``all_workers``: also stopped ones), the shards each
+    holds and its last heartbeat."""
+    from agac.engine.workers import list_workers
+
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        if store.dialect != "postgresql":
+            return []
+        return list_workers(store, include_stopped=all_workers)
     finally:
         store.close()

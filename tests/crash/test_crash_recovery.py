@@ -72,7 +72,7 @@ def test_s1_sigkill_mid_run_loses_nothing_and_repays_only_in_flight(tmp_path: Pa
 
 def test_ctrl_c_settles_in_flight_checkpoints_and_exits_130(tmp_path: Path) -> None:
     _project(tmp_path, n=400)
-    env = {**os.environ, "AGAC_MOCK_LATENCY_MS": "30"}
+    env = {**os.environ, "AGAC_MOCK_LATENCY_MS": "100"}
     proc = subprocess.Popen([sys.executable, "-m", "agac.cli.main", "run", "crashy"], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -103,7 +104,9 @@ class _AgacGroup(click.Group):
     it. Both are still listed by ``agac --help`` and resolved like any other command.
     """
 
-    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch"}
+    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch",
+                                      "submit": "agac.cli.workers", "worker": "agac.cli.workers",
+                                      "workers": "agac.cli.workers"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -356,6 +359,122 @@ def effects_compensate(effect_id: str, as_json: bool) -> int:
 
 
 @cli.group()
+def approvals() -> None:
+    """Proposals of actions with approval: (A1-A3): what waits for a person."""
+
+
+def _print_proposal(p: dict[str, Any]) -> None:
+    expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(p["expires_at"]))
+    click.echo(f"{p['id']}  {p['workflow']}/{p['action']}  {p['record']:<14} {p['state']:<10} "
+               f"expires {expires}  approvers: {', '.join(p['approvers'])}")
+    click.echo(f"    {json.dumps(p['arguments'], ensure_ascii=False, default=str)[:300]}")
+
+
+@approvals.command("list")
+@click.argument("workflow", required=False)
+@click.option("--all", "every", is_flag=True, help="Every proposal, decided or not.")
+@json_option
+@command
+def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
+    """List proposals waiting for a decision (all workflows, or WORKFLOW's), oldest first."""
+    from agac import api
+
+    rows = api.approvals_list(workflow, every=every)
+    if as_json:
+        _emit_json(rows)
+    elif not rows:
+        click.echo("no proposal waits for a decision")
+    else:
+        for p in rows:
+            _print_proposal(p)
+        click.echo(f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
+                   "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`")
+    return 0
+
+
+@approvals.command("show")
+@click.argument("proposal_id", metavar="ID")
+@json_option
+@command
+def approvals_show(proposal_id: str, as_json: bool) -> int:
+    """Show one proposal: its exact arguments, terms, decision, signature check, history."""
+    from agac import api
+
+    doc = api.approvals_show(proposal_id)
+    if as_json:
+        _emit_json(doc)
+        return 0
+    _print_proposal(doc)
+    click.echo(f"    policy version {doc['policy_version']}; run {doc['run_id']} ({doc['run_state']}); "
+               + ("signatures verified" if doc["verified"] else f"ALTERED: {doc['altered']}"))
+    if doc.get("decided_by"):
+        click.echo(f"    {doc['state']} by {doc['decided_by']}" + (f": {doc['reason']}" if doc["reason"] else ""))
+    for h in doc["history"]:
+        click.echo(f"    history: {h['id']} {h['state']}" + (f" (revises {h['revises']} by "
+                                                              f"{h['proposed_by']})" if h["revises"] else ""))
+    return 0
+
+
+as_option = click.option("--as", "who", default=None, metavar="NAME",
+                         help="Who decides (else AGAC_USER); must be one of the approvers.")
+
+
+def _decided(doc: dict[str, Any], as_json: bool, words: str) -> int:
+    if as_json:
+        _emit_json(doc)
+    else:
+        click.echo(f"proposal {doc['id']} {words}; `agac run {doc['workflow']}` continues")
+    return 0
+
+
+@cli.command()
+@click.argument("proposal_id", metavar="ID")
+@as_option
+@json_option
+@command
+def approve(proposal_id: str, who: str | None, as_json: bool) -> int:
+    """Approve a proposal: its unit acts with exactly its arguments on the next run."""
+    from agac import api
+
+    doc = api.approve(proposal_id, who=who)
+    return _decided(doc, as_json, f"approved by {doc['decided_by']}")
+
+
+@cli.command()
+@click.argument("proposal_id", metavar="ID")
+@click.option("--reason", required=True, help="Why (shown in the unit's failure).")
+@as_option
+@json_option
+@command
+def reject(proposal_id: str, reason: str, who: str | None, as_json: bool) -> int:
+    """Reject a proposal: its unit fails approval_rejected (or the run, with on_reject: fail_run)."""
+    from agac import api
+
+    doc = api.reject(proposal_id, reason, who=who)
+    return _decided(doc, as_json, f"rejected by {doc['decided_by']}")
+
+
+@cli.command()
+@click.argument("proposal_id", metavar="ID")
+@click.option("--set", "changes", multiple=True, required=True, metavar="FIELD=VALUE",
+              help="Change one field of the arguments (dotted path; JSON or text). Repeatable.")
+@as_option
+@json_option
+@command
+def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, as_json: bool) -> int:
+    """Revise a proposal's arguments: a new proposal that needs its own approval."""
+    from agac import api
+
+    doc = api.revise(proposal_id, list(changes), who=who)
+    if as_json:
+        _emit_json(doc)
+    else:
+        click.echo(f"proposal {doc['revises']} is superseded by {doc['id']}, which needs its own "
+                   f"approval: `agac approve {doc['id']} --as NAME`")
+    return 0
+
+
+@cli.group()
 def runs() -> None:
     """The history of runs."""
 
@@ -408,7 +527,7 @@ def render(workflow: str, record: str, action: str | None, as_json: bool) -> int
         _emit_json(rows)
     else:
         for r in rows:
-            click.echo(f"== {r['action']} ({r['kind']})")
+            click.echo(f"== {r['action']} ({r['kind']})" + (f" item {r['item']}" if r.get("item") else ""))
             if "note" in r:
                 click.echo(f"   {r['note']}")
             if "guard" in r:
@@ -441,6 +560,30 @@ def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: b
 
     doc = api.record_session(key, workflow=workflow, run_ref=run_ref)
     _emit_json(doc) if as_json else print_session(doc)
+    return 0
+
+
+@records.command("list")
+@click.argument("workflow")
+@click.option("--status", type=click.Choice(["answered", "failed", "skipped"]), default=None,
+              help="Only units with this outcome.")
+@click.option("--action", default=None, help="Only units of this action.")
+@click.option("--run", "run_ref", default=None)
+@json_option
+@command
+def records_list(workflow: str, status: str | None, action: str | None, run_ref: str | None,
+                 as_json: bool) -> int:
+    """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
+    from agac import api
+
+    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref)
+    if as_json:
+        _emit_json(doc)
+        return 0
+    for u in doc["units"]:
+        click.echo(f"{u['key']}\t{u['action']}\t{u['status']}" + (f"\t{u['reason']}" if u["reason"] else ""))
+    if not doc["units"]:
+        click.echo(f"no units{' ' + status if status else ''} in run {doc['run_id']}", err=True)
     return 0
 
 

@@ -53,7 +53,7 @@ class ProgressView:
         with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[extra]}"), TimeElapsedColumn(), console=console,
                       transient=False) as bars:
-            tasks = {a: bars.add_task(a, total=progress.total, extra="") for a in progress.actions}
+            tasks = {a: bars.add_task(a, total=_total(progress, a), extra="") for a in progress.actions}
             while not self._stop.is_set():
                 self._update(bars, tasks, progress)
                 self._stop.wait(0.2)
@@ -66,17 +66,22 @@ class ProgressView:
             extra = f"failed {row['failed']}  skipped {row['skipped']}  ${row['cost']:.4f}"
             if progress.batches.get(a):
                 extra += f"  {progress.batches[a]}"
-            bars.update(tid, completed=progress.done(a), extra=extra)
+            bars.update(tid, total=_total(progress, a), completed=progress.done(a), extra=extra)
 
     def _plain(self, progress: Any) -> None:
         last = ""
         while not self._stop.wait(5.0):
-            line = "  ".join(f"{a} {progress.done(a)}/{progress.total}"
+            line = "  ".join(f"{a} {progress.done(a)}/{_total(progress, a)}"
                              + (f" ({progress.batches[a]})" if progress.batches.get(a) else "")
                              for a in progress.actions)
             if line != last:
                 click.echo(f"progress: {line}", err=True)
                 last = line
+
+
+def _total(progress: Any, action: str) -> int:
+    """An action's units so far: fan-outs add their items as parents fan out."""
+    return int(getattr(progress, "totals", {}).get(action, progress.total))
 
 
 def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
@@ -104,6 +109,19 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     if summary.get("deadline_at"):
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary["deadline_at"]))
         click.echo(f"  deadline {at}")
+    held = [s for s in summary.get("shards") or [] if s["owner"]]
+    if held:
+        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        for s in held:
+            click.echo(f"    {s['kind']:6} {s['shard']}  {s['owner']}")
+    waiting = summary.get("awaiting_approval")
+    if waiting:
+        per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
+        click.echo(f"  awaiting approval: {waiting['units']} units ({per})")
+        for p in waiting["proposals"][:10]:
+            click.echo(f"    {p['id']}  {p['action']}  {p['record']}")
+        if waiting["units"] > 10:
+            click.echo(f"    ... `agac approvals list {summary['workflow']}` shows all")
     for key in summary.get("effects_unknown") or []:
         click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
                    f"agac effects resolve {key[:12]} --done|--not-done")
@@ -149,28 +167,49 @@ def follow_events(ref: str | None, as_json: bool) -> None:
 
 
 def print_session(doc: dict[str, Any]) -> None:
-    click.echo(f"record {doc['key']} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}")
+    click.echo(f"record {doc['key']} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}"
+               f"  ${doc['cost_usd']:.6f}")
     rec = doc.get("record")
     if rec:
         click.echo(f"  from {rec['file']} line {rec['line']}")
         if rec.get("error"):
             click.echo(f"  invalid: {rec['error']}")
+    if doc.get("failed_items"):
+        click.echo(f"  failed items: {', '.join(doc['failed_items'])}")
+    _print_units(doc, "  ")
+    for e in doc["errors"]:
+        tb = e["data"].get("traceback")
+        where = f" ({e['unit_key']})" if e.get("unit_key") and e["unit_key"] != doc["key"] else ""
+        click.echo(f"  error in {e['action']}{where}: {e['data'].get('reason')}: "
+                   f"{e['data'].get('detail')}")
+        if tb:
+            click.echo("    " + tb.rstrip().replace("\n", "\n    "))
+
+
+def _print_units(doc: dict[str, Any], pad: str) -> None:
+    """A unit's actions, with its fan-out items (indented) before the first join."""
+    items = list(doc.get("items", []))
     for a in doc["actions"]:
-        click.echo(f"  {a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
+        if a.get("join") and items:
+            _print_items(items, pad)
+            items = []
+        click.echo(f"{pad}{a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
                    + f"  ${a['cost_usd']:.6f}")
         if a.get("detail"):
-            click.echo(f"    {a['detail']}")
+            click.echo(f"{pad}  {a['detail']}")
         for t in a["attempts"]:
-            click.echo(f"    attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
+            click.echo(f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
                        f"{t['input_tokens']}+{t['output_tokens']} tokens"
                        + (f" - {_last_line(t['error'])}" if t["error"] else ""))
         if a.get("output") is not None:
-            click.echo(f"    output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
-    for e in doc["errors"]:
-        tb = e["data"].get("traceback")
-        click.echo(f"  error in {e['action']}: {e['data'].get('reason')}: {e['data'].get('detail')}")
-        if tb:
-            click.echo("    " + tb.rstrip().replace("\n", "\n    "))
+            click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
+    _print_items(items, pad)
+
+
+def _print_items(items: list[dict[str, Any]], pad: str) -> None:
+    for item in items:
+        click.echo(f"{pad}item {item['key']}: {item['status']}  ${item['cost_usd']:.6f}")
+        _print_units(item, pad + "  ")
 
 
 def _last_line(text: str) -> str:
@@ -195,6 +234,11 @@ def print_plan(doc: dict[str, Any]) -> None:
                    f"{a['requests']:>7} requests {a['reusable']:>7} reusable "
                    f"{a['input_tokens']:>9} in {a['output_tokens']:>9} out  "
                    f"online ${a['cost_usd']['online']:.4f}  batch ${a['cost_usd']['batch']:.4f}")
+    unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
+    if unknown:
+        click.echo(f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "
+                   "items is known only once the list is produced; give the list a maxItems to "
+                   "bound it)")
     c = doc["cost_usd"]
     click.echo(f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
                f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "

@@ -9,22 +9,37 @@ under ``defaults:``, or on the action's own line for the ``--run-mode`` of a run
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
 from agac.config.keys import (
+    APPROVAL_KEYS,
     AVAILABLE_RUN_MODES,
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
     CONTEXT_KEYS,
     EFFECT_KEYS,
+    FAILURE_POLICIES,
+    FAN_OUT_KEYS,
+    GATES,
+    JOIN_NAMES,
     LLM_ONLY_KEYS,
+    ON_EXPIRE,
+    ON_REJECT,
     RATE_LIMIT_KEYS,
     RETRY_KEYS,
     RUN_MODES,
 )
-from agac.config.model import ContextSpec, EffectSpec, RateLimit, RetrySpec
-from agac.config.source import Findings, Path
+from agac.config.model import (
+    ApprovalSpec,
+    ContextSpec,
+    EffectSpec,
+    FanOutSpec,
+    RateLimit,
+    RetrySpec,
+)
+from agac.config.source import Findings, Path, did_you_mean
 from agac.config.values import (
     read_bool,
     read_duration,
@@ -148,7 +163,126 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                     "llm action", at("effect"), hint="an effect is something a tool function does")
         else:
             out["effect"] = _effect(f, v["effect"], at("effect"))
+    out.update(_fan_out_fields(f, raw))
+    if "approval" in v:
+        out["approval"] = _approval(f, v["approval"], at("approval"))
     return out
+
+
+def _approval(f: Findings, value: Any, path: Path) -> ApprovalSpec | None:
+    """``approval: {approvers, expires_in, policy_version, on_reject, on_expire}`` (A1).
+    Whether each approver names a known user or group is checked against ``agac.yml``
+    (config/environment.py)."""
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, APPROVAL_KEYS, path, "approval")
+    if "approvers" not in body:
+        f.error("missing_key", "approval has no 'approvers'", path,
+                hint="approval: {approvers: [alice, support-leads]} (users or groups of agac.yml)")
+        return None
+    approvers = read_str_list(f, body["approvers"], path + ("approvers",), allow_single=True)
+    if approvers is not None and not approvers:
+        f.error("invalid_value", "approval.approvers must name at least one user or group",
+                path + ("approvers",))
+        approvers = None
+    values: dict[str, Any] = {}
+    if body.get("expires_in") is not None:
+        values["expires_in"] = read_duration(f, body["expires_in"], path + ("expires_in",),
+                                             code="invalid_expires_in")
+    if body.get("policy_version") is not None:
+        version = body["policy_version"]
+        if isinstance(version, (int, float)) and not isinstance(version, bool):
+            version = str(version)
+        values["policy_version"] = read_str(f, version, path + ("policy_version",))
+    for key, choices in (("on_reject", ON_REJECT), ("on_expire", ON_EXPIRE)):
+        if body.get(key) is None:
+            continue
+        if body[key] in choices:
+            values[key] = body[key]
+        else:
+            f.error("invalid_value", f"approval.{key} {body[key]!r} is not one of "
+                    f"{', '.join(choices)}", path + (key,),
+                    hint=did_you_mean(str(body[key]), choices) or f"one of {', '.join(choices)}")
+            values[key] = None
+    if approvers is None or any(v is None for v in values.values()):
+        return None
+    return ApprovalSpec(tuple(dict.fromkeys(approvers)), **values)
+
+
+def _fan_out_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    """``fan_out``, ``gate``, ``join`` and ``failure_policy`` (DESIGN §11). ``gate`` and
+    ``failure_policy`` from ``defaults:`` fill only the actions they apply to; written on
+    an action they do not apply to, they are an error."""
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {}
+    if "fan_out" in v:
+        out["fan_out"] = _fan_out(f, v["fan_out"], at("fan_out"))
+    if "gate" in v:
+        gate = _choice(f, v["gate"], at("gate"), GATES, "gate")
+        if "fan_out" in v:
+            out["gate"] = gate
+        elif "gate" in raw.own:
+            f.error("invalid_value", f"'gate' is set on action {raw.name!r}, which has no "
+                    "fan_out", at("gate"), hint="gate orders the items of a fan_out")
+    is_join = raw.kind == "join" or "join" in v
+    if "join" in v:
+        if raw.kind == "join" and v["join"] is None:
+            pass
+        else:
+            out["join"] = read_str(f, v["join"], at("join"))
+    if "failure_policy" in v:
+        policy = _choice(f, v["failure_policy"], at("failure_policy"), FAILURE_POLICIES,
+                         "failure_policy")
+        if is_join:
+            out["failure_policy"] = policy
+        elif "failure_policy" in raw.own:
+            f.error("invalid_value", f"'failure_policy' is set on action {raw.name!r}, which "
+                    "is not a join", at("failure_policy"),
+                    hint="failure_policy belongs on the join (kind: join, or join: ACTION)")
+    return out
+
+
+def _choice(f: Findings, value: Any, path: Path, allowed: tuple[str, ...], key: str) -> str | None:
+    if value in allowed:
+        return str(value)
+    f.error("invalid_value", f"{key} {value!r} is not one of {', '.join(allowed)}", path,
+            hint=f"{key}: {allowed[0]}")
+    return None
+
+
+def _fan_out(f: Findings, value: Any, path: Path) -> FanOutSpec | None:
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, FAN_OUT_KEYS, path, "fan_out")
+    over, versions = body.get("over"), body.get("versions")
+    if (over is None) == (versions is None):
+        f.error("invalid_fan_out", "fan_out needs exactly one of 'over' (a list field) or "
+                "'versions' (a number of answers)", path,
+                hint="fan_out: {over: extract.clauses, as: clause} or fan_out: {versions: 3}")
+        return None
+    if versions is not None:
+        if "as" in body:
+            f.error("invalid_fan_out", "'as' names the item of fan_out over a list; with "
+                    "versions the item is 'version'", path + ("as",))
+        n = read_int(f, versions, path + ("versions",))
+        return None if n is None else FanOutSpec(versions=n, as_name="version")
+    text = read_str(f, over, path + ("over",))
+    if text is None:
+        return None
+    parts = text.split(".")
+    if not all(p.isidentifier() for p in parts) or text == "source":
+        f.error("invalid_fan_out", f"fan_out.over {text!r} is not a dotted path to a list "
+                "(extract.clauses, source.items)", path + ("over",))
+        return None
+    name = body.get("as", "item")
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or \
+            name in JOIN_NAMES | {"source", "version", "loop", "range"}:
+        f.error("invalid_fan_out", f"fan_out.as {name!r} must be an identifier and not a "
+                "reserved word", path + ("as",), hint="e.g. as: clause")
+        return None
+    return FanOutSpec(over=text, as_name=name)
 
 
 def _effect(f: Findings, value: Any, path: Path) -> EffectSpec | None:

@@ -41,6 +41,8 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
             f.error("not_durable", f"action {raw.name!r} needs approvals, which a memory "
                     "store cannot keep", raw.path + ("approval",),
                     hint="use the default SQLite store or PostgreSQL")
+        if action.approval is not None:
+            _check_approvers(f, project, raw, action.approval.approvers)
         if action.kind != "llm" or action.provider is None or action.model is None:
             continue
         if memory and action.run_mode == "batch":
@@ -53,6 +55,24 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)
+
+
+def _check_approvers(f: Findings, project: Project, raw: RawAction,
+                     approvers: tuple[str, ...]) -> None:
+    """A1: every approver is a group of ``agac.yml`` or a user listed in one. A project
+    without ``groups:`` names its users directly, so there is nothing to check them
+    against."""
+    groups = project.config.groups
+    if not groups:
+        return
+    users = {u for members in groups.values() for u in members}
+    for i, name in enumerate(approvers):
+        if name in groups or name in users:
+            continue
+        f.error("unknown_approver", f"approver {name!r} of action {raw.name!r} is neither a "
+                "group of agac.yml nor a user listed in one", raw.origin("approval")
+                + ("approvers", i), hint=did_you_mean(name, set(groups) | users)
+                or f"groups: {', '.join(sorted(groups))}; add {name!r} to one of them")
 
 
 def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str,

@@ -11,17 +11,24 @@ import keyword
 
 __all__ = [
     "ACTION_KEYS",
+    "APPROVAL_KEYS",
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
     "BUDGET_KEYS",
     "DEFAULTABLE_KEYS",
     "EFFECT_KEYS",
+    "FAILURE_POLICIES",
+    "FAN_OUT_KEYS",
     "FUTURE_ACTION_KEYS",
     "FUTURE_KINDS",
     "FUTURE_TOP_KEYS",
+    "GATES",
+    "JOIN_NAMES",
     "KINDS",
     "LLM_ONLY_KEYS",
     "NOT_IN_DEFAULTS",
+    "ON_EXPIRE",
+    "ON_REJECT",
     "RESERVED_NAMES",
     "RUN_MODES",
     "TOOL_KEYS",
@@ -38,11 +45,20 @@ ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
+    "fan_out", "join", "gate", "failure_policy", "approval",
 })
-FUTURE_ACTION_KEYS = frozenset({"approval", "fan_out", "join", "gate", "failure_policy"})
+FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
-                             "effect"})
+                             "effect", "approval"})
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
+FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
+GATES = ("parallel", "sequential")
+FAILURE_POLICIES = ("retain_successes", "atomic")
+JOIN_NAMES = frozenset({"fulfilled", "rejected", "skipped"})
+"""What a join's templates (and a tool join's inputs) see besides its outer ancestors."""
+APPROVAL_KEYS = frozenset({"approvers", "expires_in", "policy_version", "on_reject", "on_expire"})
+ON_REJECT = ("fail_unit", "fail_run")
+ON_EXPIRE = ("fail_unit", "time_out_run")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({
@@ -57,15 +73,15 @@ against its own ``schema``."""
 
 BATCH_TUNING_KEYS = frozenset({"poll_interval", "batch_deadline"})
 
-KINDS = frozenset({"llm", "tool"})
-FUTURE_KINDS = frozenset({"join"})
+KINDS = frozenset({"llm", "tool", "join"})
+FUTURE_KINDS: frozenset[str] = frozenset()
 
 RUN_MODES = ("online", "batch")
 AVAILABLE_RUN_MODES = frozenset({"online", "batch"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
 RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",
-                            "none", "True", "False", "None"}) | frozenset(keyword.kwlist)
+                            "none", "True", "False", "None"}) | JOIN_NAMES | frozenset(keyword.kwlist)
 """Names an action cannot take: they are roots or words of the template language."""
 
 CONTEXT_KEYS = frozenset({"observe", "drop"})

@@ -21,9 +21,11 @@ from typing import Any
 __all__ = [
     "SNAPSHOT_VERSION",
     "Action",
+    "ApprovalSpec",
     "Budget",
     "ContextSpec",
     "EffectSpec",
+    "FanOutSpec",
     "InputSpec",
     "RateLimit",
     "RetrySpec",
@@ -56,6 +58,33 @@ class EffectSpec:
 
     idempotent: bool = False
     compensate: str | None = None
+
+
+@dataclass(frozen=True)
+class FanOutSpec:
+    """An action that runs once per item (DESIGN §11): over the list at ``over`` (a dotted
+    path, ``extract.clauses`` or ``source.items``), each item seen under ``as_name``; or
+    ``versions`` independent answers to the same input, each seeing ``version``."""
+
+    over: str | None = None
+    as_name: str = "item"
+    versions: int | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalSpec:
+    """An action's approval policy (A1): each unit waits for a person before it acts.
+
+    ``approvers`` are user or group names (groups from ``agac.yml``); a proposal expires
+    ``expires_in`` seconds after it is made; ``policy_version`` is bound into every
+    proposal; ``on_reject``/``on_expire`` fail only the unit (``fail_unit``) or end the
+    run (``fail_run`` / ``time_out_run``, the seed's behaviour)."""
+
+    approvers: tuple[str, ...]
+    expires_in: float = 24 * 3600.0
+    policy_version: str = "1"
+    on_reject: str = "fail_unit"
+    on_expire: str = "fail_unit"
 
 
 @dataclass(frozen=True)
@@ -122,6 +151,13 @@ class Action:
     function: str | None = None
     cache: bool = True
     effect: EffectSpec | None = None
+    fan_out: FanOutSpec | None = None
+    gate: str = "parallel"
+    """``sequential``: each item of this fan-out waits for the previous one."""
+    join: str | None = None
+    """For a join (``kind: join`` or ``join:``): the fan-out action whose items it collects."""
+    failure_policy: str = "retain_successes"
+    approval: ApprovalSpec | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -205,6 +241,15 @@ def _action_dict(action: Action) -> dict[str, Any]:
     context["drop"] = list(context["drop"])
     if data.get("effect") is None:
         data.pop("effect", None)  # keeps the config hash of workflows without effects
+    # Fan-out keys at their defaults are left out for the same reason.
+    for key, default in (("fan_out", None), ("join", None), ("gate", "parallel"),
+                         ("failure_policy", "retain_successes")):
+        if data.get(key) == default:
+            data.pop(key, None)
+    if data.get("approval") is None:
+        data.pop("approval", None)  # likewise for workflows without approvals
+    else:
+        data["approval"]["approvers"] = list(data["approval"]["approvers"])
     return data
 
 
@@ -221,6 +266,12 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
     if values.get("effect") is not None:
         values["effect"] = EffectSpec(**values["effect"])
+    if values.get("fan_out") is not None:
+        values["fan_out"] = FanOutSpec(**values["fan_out"])
+    if values.get("approval") is not None:
+        approval = dict(values["approval"])
+        approval["approvers"] = tuple(approval["approvers"])
+        values["approval"] = ApprovalSpec(**approval)
     return Action(**values)
 
 

@@ -32,9 +32,14 @@ _TEMPLATES = (("system", False), ("prompt", False), ("when", True))
 
 
 def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
-                    context: ContextSpec | None, names: Iterable[str]) -> dict[str, set[Reference]]:
-    """Compile and check the templates of one action; return the references of each."""
-    visible = {"source", *ancestors}
+                    context: ContextSpec | None, names: Iterable[str],
+                    extra: frozenset[str] = frozenset()) -> dict[str, set[Reference]]:
+    """Compile and check the templates of one action; return the references of each.
+
+    ``extra`` are roots the action sees whatever its ``context`` says: the item of a
+    fan-out (``item``, its ``as:`` name, ``version``) and a join's ``fulfilled``,
+    ``rejected`` and ``skipped`` (DESIGN §11)."""
+    visible = {"source", *ancestors, *extra}
     names = set(names)
     observe, drop = _view_paths(f, raw, context, visible, names)
     found: dict[str, set[Reference]] = {}
@@ -57,6 +62,8 @@ def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
             continue
         found[key] = refs
         for ref in sorted(refs, key=str):
+            if str(ref[0]) in extra:
+                continue
             reason = _invisible(ref, visible, observe, drop, names)
             if reason is not None:
                 message, hint = reason

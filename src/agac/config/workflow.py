@@ -20,6 +20,7 @@ from typing import Any
 from agac.config.actions import PER_RUN, RawAction, action_fields, merge_action, resolved_run_mode
 from agac.config.durations import DURATION_FORMAT, parse_duration
 from agac.config.environment import check_environment
+from agac.config.fanout import check_fan_outs
 from agac.config.graph import order_actions
 from agac.config.keys import (
     ACTION_KEYS,
@@ -372,6 +373,8 @@ class _Builder:
         raw = RawAction(index, name, kind or "llm", path, self.doc.line(path), deps, own)
         if kind == "tool":
             self._tool_keys(raw)
+        elif kind == "join":
+            self._join_keys(raw)
         return raw if kind is not None else None
 
     def _action_keys(self, body: dict[Any, Any], path: tuple[Any, ...]) -> None:
@@ -391,7 +394,7 @@ class _Builder:
             self.f.error("not_available_yet", f"kind {kind!r} is not available in this version "
                          "of agac", path + ("kind",))
         else:
-            self.f.error("invalid_value", f"kind {kind!r} is not one of llm, tool",
+            self.f.error("invalid_value", f"kind {kind!r} is not one of llm, tool, join",
                          path + ("kind",), hint=did_you_mean(str(kind), KINDS))
         return None
 
@@ -407,6 +410,19 @@ class _Builder:
                          raw.path, hint="function: module:name (resolved from the project "
                          "root)")
 
+    def _join_keys(self, raw: RawAction) -> None:
+        for key in raw.own:
+            if key in LLM_ONLY_KEYS:
+                what = "batch tuning" if key in BATCH_TUNING_KEYS else f"{key!r}"
+                self.f.error("not_an_llm_action", f"{what} is set on join action {raw.name!r}; "
+                             "a kind: join collects items and calls nothing",
+                             raw.path + (key,), hint="to call a model at the join, make it an "
+                             "llm action with join: FAN_OUT_ACTION")
+            elif key in ("function", "fan_out", "effect"):
+                self.f.error("invalid_value", f"{key!r} is set on join action {raw.name!r}; a "
+                             "kind: join only collects items", raw.path + (key,),
+                             hint="make it kind: tool with join: FAN_OUT_ACTION")
+
     def _resolve(self, raws: list[RawAction], price_lookup: PriceLookup | None,
                  check_credentials: bool) -> tuple[Action, ...] | None:
         f = self.f
@@ -416,23 +432,25 @@ class _Builder:
             self._required(raw)
         ordered = order_actions(f, raws)
         order, ancestors = ordered if ordered is not None else (raws, {})
+        visible: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
         if ordered is not None:
-            self._check_templates(order, ancestors, fields)
+            visible = check_fan_outs(self.f, order, ancestors, fields)
+            self._check_templates(order, ancestors, fields, visible)
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
                           check_credentials=check_credentials, budget=self.budget is not None)
         return tuple(built) if not f.errors else None
 
     def _check_templates(self, order: list[RawAction], ancestors: dict[str, tuple[str, ...]],
-                         fields: dict[str, dict[str, Any]]) -> None:
+                         fields: dict[str, dict[str, Any]],
+                         visible: dict[str, tuple[tuple[str, ...], frozenset[str]]]) -> None:
         names = [r.name for r in order]
         outputs = {r.name: (r.kind, fields[r.name].get("schema")) for r in order}
         for raw in order:
-            refs = check_templates(self.f, raw, ancestors[raw.name],
-                                   fields[raw.name]["context"], names)
+            seen, extra = visible.get(raw.name, (ancestors[raw.name], frozenset()))
+            refs = check_templates(self.f, raw, seen, fields[raw.name]["context"], names, extra)
             if "when" in refs:
-                check_guard_fields(self.f, raw, refs["when"],
-                                   {a: outputs[a] for a in ancestors[raw.name]})
+                check_guard_fields(self.f, raw, refs["when"], {a: outputs[a] for a in seen})
 
     def _required(self, raw: RawAction) -> None:
         if raw.kind == "llm":

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.fanout import expected_units
 from agac.engine.ingest import ingest_batch
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
@@ -75,6 +76,9 @@ class BatchCoordinator:
         self.batch_rts = [rt for rt in ex.runtimes if is_batched(rt)]
         self._pacers: dict[str, RateLimiter] = {}
         self._unreachable: dict[str, str] = {}
+        self.only_file: str | None = None
+        """A worker's batch shard (action, file): submit, recover, poll and read only this
+        file's batches; B4 still looks at every file of the action."""
 
     # -- the step -----------------------------------------------------------------------
 
@@ -120,8 +124,16 @@ class BatchCoordinator:
             settled = await self._call(self.store.count_action_outcomes_between, self.run_id,
                                        rt.name, lo, lo + n)
             c = counts.get(name, {"staged": 0, "open": 0})
+            fanout = self.ex.fanout
+            if fanout is not None and fanout.per_item(rt.name):
+                # Inside a fan-out a file holds one unit per item (DESIGN §11).
+                totals = await self._call(self.store.fanout_totals, self.run_id, lo, lo + n)
+                n = expected_units(fanout.regions, rt.name, n, totals)
             if settled + c["staged"] + c["open"] < n:
                 all_sent = False  # some records have not reached this action yet
+                continue
+            if c["staged"] and self.only_file is not None and name != self.only_file:
+                all_sent = False  # another shard's file, not out yet
                 continue
             if c["staged"]:
                 ok = await self._submit_file(rt, name, report)
@@ -313,7 +325,7 @@ class BatchCoordinator:
 
     async def _recover_intents(self, rt: ActionRuntime, report: StepReport) -> None:
         for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
-            if b.state in ("submitting", "unknown"):
+            if b.state in ("submitting", "unknown") and self.only_file in (None, b.file):
                 await self._recover(rt, b.key, report)
 
     async def _recover(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
@@ -366,7 +378,7 @@ class BatchCoordinator:
 
     async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
         for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
-            if b.state in ("submitting", "unknown"):
+            if b.state in ("submitting", "unknown") or self.only_file not in (None, b.file):
                 continue
             handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {})
             if b.key in self._unreachable:

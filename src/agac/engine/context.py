@@ -12,7 +12,9 @@ __all__ = ["ToolContext"]
 class ToolContext:
     """Passed as ``fn(inputs, ctx)``. ``idempotency_key`` is stable for the same
     (workflow, action, record key, arguments) across retries, restarts and runs.
-    ``fulfilled``/``rejected`` are filled at a join (later feature)."""
+    ``record_key`` is the record's key; ``item_key`` the fan-out item's (``<record>/<i>``)
+    or None. At a join, ``fulfilled`` (``{key, index, output}``) and ``rejected``
+    (``{key, index, action, reason}``) are its items in request order (DESIGN §11)."""
 
     run_id: str
     workflow: str

@@ -7,7 +7,10 @@ the batch, the store does not know yet), ``mid_ingest`` (part of a batch's resul
 ``effect_started`` (an effect's intent is durable, the function not called yet),
 ``effect_called`` (a tool's effect happened, its receipt is not recorded yet),
 ``after_admit`` (a run is admitted, nothing executed), ``before_finalize`` (every outcome
-is durable, the final state not yet written).
+is durable, the final state not yet written), ``approval_proposed`` (a proposal is
+stored, its unit waits), ``approval_decided`` (``agac approve|reject|revise`` stored its
+decision), ``approval_acting`` (an approved unit recorded its use of the approval and has
+not acted yet).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import ActionRuntime, build_runtime
 from agac.engine.effects import run_effect
+from agac.engine.fanout import FanOutPlan, has_fan_out
 from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
@@ -57,6 +58,16 @@ class Progress:
         self.batches: dict[str, str] = {}
         """Per batch action: its batches out, with provider status and request counts."""
         self.listeners: list[Callable[[Progress], None]] = []
+        self.totals = dict.fromkeys(actions, total)
+        """Units per action: the record count, grown by fan-outs as parents fan out."""
+        self._fanned: set[tuple[str, str]] = set()
+
+    def fanned_out(self, fan: str, parent: str, actions: Any, items: int) -> None:
+        """A parent made ``items`` units of each of ``actions`` in place of one."""
+        if (fan, parent) not in self._fanned:
+            self._fanned.add((fan, parent))
+            for a in actions:
+                self.totals[a] += items - 1
 
     def bump(self, action: str, status: str, cost: float = 0.0) -> None:
         row = self.actions[action]
@@ -102,6 +113,8 @@ class Executor:
             build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None, root)
             for a in workflow.actions
         ]
+        self.fanout = FanOutPlan(self.runtimes) if has_fan_out(workflow) else None
+        """The record's steps when the workflow fans out (engine/fanout.py), else None."""
         total = sum(int(f["count"]) for f in snapshot_files)
         self.progress = progress or Progress([a.name for a in workflow.actions], total)
         self.inflight: dict[str, asyncio.Future[Any]] = {}
@@ -126,7 +139,12 @@ class Executor:
         """Set when ``agac cancel`` marked the run ``cancelling`` (seen at a heartbeat)."""
         self.budget: BudgetGuard | None = None
         """The run's budget guard (R5), or None: a run without a budget does no budget work."""
+        self.approvals: Any = None
+        """The run's ApprovalGate (engine/approvals.py) when an action has ``approval:``."""
         self._carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        self.ranges: list[tuple[int, int]] | None = None
+        """The shards to process (a worker's claimed shard); None: every shard of the run."""
+        self.heartbeat_seconds = HEARTBEAT_SECONDS
 
     # -- driving ------------------------------------------------------------------------
 
@@ -149,7 +167,8 @@ class Executor:
                 return await self._shard(lo, hi)
 
         try:
-            results = await asyncio.gather(*(one(lo, hi) for lo, hi in shard_ranges(self.files)))
+            ranges = self.ranges if self.ranges is not None else shard_ranges(self.files)
+            results = await asyncio.gather(*(one(lo, hi) for lo, hi in ranges))
             complete = all(results)
             self.walked = self.walked or not self.stopping
         finally:
@@ -169,7 +188,7 @@ class Executor:
         if lease is None:
             return
         while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(self.heartbeat_seconds)
             try:
                 await self.gateway.call(self.store.renew_lease, lease.name, lease.token, lease.ttl)
             except LeaseLost:
@@ -182,7 +201,7 @@ class Executor:
 
     async def _shard(self, lo: int, hi: int) -> bool:
         have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
-        if have == (hi - lo) * len(self.runtimes):
+        if have == (hi - lo) * len(self.runtimes) and self.fanout is None:
             return True  # every unit of this shard already has its outcome
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
         self._carried.update(prior)
@@ -197,6 +216,10 @@ class Executor:
             for r in records:
                 self.prefetched.pop((rt.name, r.key), None)
                 self.batch_items.pop((rt.name, r.key), None)
+        if self.fanout is not None and self.batch_items:
+            under = tuple(r.key + "/" for r in records)
+            for k in [k for k in self.batch_items if k[1].startswith(under)]:
+                del self.batch_items[k]
         return all(done)
 
     async def _start_records(self, records: list[Any], existing: dict[tuple[str, str], Settled]
@@ -222,7 +245,8 @@ class Executor:
             return
         keys = [r.key for r in records]
         for rt in self.batch.batch_rts:
-            rows = await self.gateway.call(self.store.unit_items, self.workflow.name, rt.name, keys)
+            rows = await self.gateway.call(self.store.unit_items, self.workflow.name, rt.name, keys,
+                                           items=self.fanout is not None and self.fanout.per_item(rt.name))
             for row in rows:
                 self.batch_items.setdefault((rt.name, row.unit_key), []).append(row)
         fps = [i.fingerprint for items in self.batch_items.values() for i in items
@@ -305,7 +329,8 @@ class Executor:
         attempt = len(read_here) + 1
         self.gateway.commit_nowait(batch_items=[{
             "batch_key": staged_key(self.run_id, rt.name, rec.file),
-            "custom_id": f"r{rec.seq}a{attempt}", "workflow": self.workflow.name,
+            "custom_id": f"{getattr(rec, 'custom', None) or f'r{rec.seq}'}a{attempt}",
+            "workflow": self.workflow.name,
             "action": rt.name, "unit_key": rec.key, "file": rec.file, "fingerprint": fp,
             "attempt": attempt, "request": request_json, "status": "pending", "reason": None,
             "detail": None,
@@ -319,7 +344,8 @@ class Executor:
             return
         pending: list[tuple[str, str, Any, str, str]] = []
         for rt in self.runtimes:
-            if rt.action.kind != "llm" or rt.action.dependencies:
+            if rt.action.kind != "llm" or rt.action.dependencies or (
+                    self.fanout is not None and self.fanout.per_item(rt.name)):
                 continue
             for rec in records:
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
@@ -357,6 +383,8 @@ class Executor:
 
     async def _record(self, rec: Any, existing: dict[tuple[str, str], Settled]) -> bool:
         payload = loads(rec.payload) if rec.payload is not None else None
+        if self.fanout is not None:
+            return await self.fanout.walk_record(self, rec, payload, existing)
         results: dict[str, Settled] = {}
         for rt in self.runtimes:
             got = existing.get((rt.name, rec.key))

@@ -210,7 +210,7 @@ class StoreGateway:
         if writes:
             merged: dict[str, list[dict[str, Any]]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [],
+                "batch_items": [], "fanouts": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():

@@ -70,15 +70,26 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                 actions: dict[str, dict[str, Any]], store: Store | None, prices: PriceTable,
                 fresh: bool) -> None:
     outputs: list[dict[str, Any]] = [{} for _ in chunk]
+    regions = _regions(workflow)
     for action in workflow.actions:
         rt = runtimes[action.name]
         entry = actions[action.name]
         exact: list[tuple[int, str, int]] = []
+        scope = regions.scope.get(action.name, ()) if regions is not None else ()
         for i, (_, payload) in enumerate(chunk):
-            entry["units"] += 1
             known = outputs[i]
-            if payload is None or any(known.get(a) is None for a in action.ancestors):
+            if scope:
+                _plan_items(entry, action, workflow, scope, payload, known, prices)
+                continue
+            entry["units"] += 1
+            if payload is None or any(known.get(a) is None for a in action.ancestors
+                                      if not (regions and regions.per_item(a))):
                 known[action.name] = None  # invalid record or a dependency skipped: no request
+                continue
+            if regions is not None and action.join is not None:
+                known[action.name] = _UNKNOWN  # a join reads its items' answers
+                if action.kind == "llm":
+                    _count(entry, action, prices, _rough_chars(action, payload, [], workflow))
                 continue
             unknown = [a for a in action.ancestors if known[a] is _UNKNOWN]
             view = None if unknown else rt.view.build(payload, {a: known[a] for a in action.ancestors})
@@ -108,6 +119,59 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
             else:
                 _count(entry, action, prices, chars)
                 outputs[i][action.name] = _UNKNOWN
+
+
+def _regions(workflow: Workflow) -> Any:
+    if not any(a.fan_out is not None or a.join is not None for a in workflow.actions):
+        return None
+    from agac.engine.fanout import regions_of
+
+    return regions_of(workflow.actions)
+
+
+def _plan_items(entry: dict[str, Any], action: Action, workflow: Workflow, scope: tuple[str, ...],
+                payload: Any, known: dict[str, Any], prices: PriceTable) -> None:
+    """An action inside a fan-out: one unit and (llm) one request per item. The item count
+    is known for ``versions``, for a list in the record or in a stored upstream answer;
+    otherwise the list's ``maxItems`` bounds it, and without one the plan counts one item
+    per parent and says so (``items_unknown``)."""
+    if payload is None:
+        entry["units"] += 1
+        return
+    n = 1
+    for fan in scope:
+        spec = workflow.action(fan).fan_out
+        assert spec is not None
+        count = _item_count(spec, workflow, payload, known)
+        if count is None:
+            entry["items_unknown"] = True
+            count = 1
+        n *= count
+    entry["units"] += n
+    if action.kind == "llm":
+        for _ in range(n):
+            _count(entry, action, prices, _rough_chars(action, payload, [], workflow))
+    known[action.name] = _UNKNOWN
+
+
+def _item_count(spec: Any, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
+    if spec.versions is not None:
+        return int(spec.versions)
+    root, *path = (spec.over or "").split(".")
+    value: Any = payload if root == "source" else known.get(root, _UNKNOWN)
+    schema = None if root == "source" else workflow.action(root).schema
+    for part in path:
+        if isinstance(schema, dict):
+            schema = (schema.get("properties") or {}).get(part)
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif value is not _UNKNOWN:
+            value = None
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(schema, dict) and isinstance(schema.get("maxItems"), int):
+        return int(schema["maxItems"])
+    return None
 
 
 def _guard(rt: Any, view: dict[str, Any]) -> bool:

@@ -2,7 +2,8 @@
 execute, finalize into exactly one final state.
 
 States: ``queued`` (admitted), ``running``, ``waiting`` (batches out, an unknown effect),
-``cancelling`` (``agac cancel`` asked its live owner to stop); final ``succeeded``,
+``awaiting_approval`` (only people's decisions can move it, A1), ``cancelling`` (``agac
+cancel`` asked its live owner to stop); final ``succeeded``,
 ``partial``, ``failed``, ``timed_out`` (R4 deadline), ``exhausted`` (R5 budget),
 ``cancelled`` — where several apply, the first of cancelled, timed_out, exhausted,
 failed, partial, succeeded. A run interrupted (Ctrl-C, a crash, a lost lease) stays
@@ -24,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.admission import InputSnapshot, current_snapshot_id, snapshot_input
+from agac.engine.approvals import ApprovalGate
 from agac.engine.batch import BatchCoordinator
 from agac.engine.budget import BudgetGuard
 from agac.engine.closing import abandon_batches, cancel_open_batches, close_run
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
+from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.summary import build_summary
@@ -111,11 +114,27 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
         try:
             token = store.acquire_lease(f"run:{run_id}", host=host, pid=pid, ttl=LEASE_TTL,
                                         may_take=may_take)
+            _no_shard_owners(store, run_id, token)
             return Lease(f"run:{run_id}", token, LEASE_TTL)
         except LeaseHeld as exc:
             if not wait:
                 raise LeaseHeld(f"run {run_id} is {exc.message}; run again later, or use --wait") from exc
             time.sleep(1.0)
+
+
+def _no_shard_owners(store: Store, run_id: str, token: int) -> None:
+    """Worker mode (DESIGN §4 S3): the run lease and live shard leases of workers exclude
+    each other. Expired shard leases are fenced (a paused worker can never write again);
+    a live one gives the run lease back and names its worker."""
+    if store.dialect != "postgresql":
+        return
+    live = store.fence_shards(run_id)
+    if live:
+        store.release_lease(f"run:{run_id}", token)
+        first = live[0]
+        raise LeaseHeld(f"held by worker {first.owner} (pid {first.pid} on {first.host}) and "
+                        f"{len(live) - 1} more shard leases" if len(live) > 1 else
+                        f"held by worker {first.owner} (pid {first.pid} on {first.host})")
 
 
 # -- admission ---------------------------------------------------------------------------
@@ -130,12 +149,25 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
     the workflow file again with the settings an open run was admitted with, so that
     continuing it compares like with like."""
+    run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
+    return execute_run(project, store, run, options, notes)
+
+
+def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
+                  overrides: dict[str, Any] | None = None,
+                  reload: Callable[[dict[str, Any]], Workflow] | None = None,
+                  ) -> tuple[Row, list[str]]:
+    """The run ``agac run`` (and ``agac submit``) would execute: the workflow's open run
+    (R1) or a newly admitted one; with notes for the user."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     options.overrides = overrides
     notes: list[str] = []
     open_run = store.open_run(workflow.name)
     if open_run is not None and (options.new or options.fresh):
-        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)")
+        # --new keeps proposals still open: the new run reuses those whose arguments are
+        # unchanged (A1); --fresh reuses nothing.
+        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)",
+                  keep_proposals=not options.fresh)
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
@@ -155,9 +187,8 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
                 f"`agac run {workflow.name} --new`"
             )
         notes.append(f"continuing run {open_run.id}")
-        return execute_run(project, store, open_run, options, notes)
-    run = admit_run(project, store, workflow, options)
-    return execute_run(project, store, run, options, notes)
+        return open_run, notes
+    return admit_run(project, store, workflow, options), notes
 
 
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
@@ -286,6 +317,11 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 finalize(store, run.id)
             elif outcome == "paused":
                 store.update_run(run.id, state="waiting")
+            elif outcome == "awaiting_approval":
+                store.update_run(run.id, state="awaiting_approval")  # A1: only people can move it
+            elif outcome.startswith("halted:"):  # a decision ended the run (fail_run, time_out_run)
+                close_run(store, _row(store, run.id), outcome.partition(":")[2], waiting[0],
+                          reason="run_ended")
             elif outcome == "failed_with_batches_out":
                 close_run(store, _row(store, run.id), "failed",
                           "an action failed as a whole; batches accepted for other files stay out (B0)")
@@ -383,6 +419,8 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     executor.deadline_at = opts.get("deadline_at")
     if any(is_batched(rt) for rt in executor.runtimes):
         executor.batch = BatchCoordinator(executor)
+    if any(a.approval is not None for a in workflow.actions):
+        executor.approvals = ApprovalGate(executor, project)
     if opts.get("budget"):
         executor.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"),
                                       executor.prices)
@@ -420,9 +458,15 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
     step_first = was_waiting and executor.batch is not None
     while True:
         if not step_first:
+            if executor.approvals is not None:
+                executor.approvals.begin_pass()
             complete = await executor.execute(executor.snapshot_id or "")
             if executor.cancel_requested:
                 return "cancelled"
+            if executor.approvals is not None and executor.approvals.halt is not None:
+                state, why = executor.approvals.halt
+                executor.waiting = [why]
+                return f"halted:{state}"
             if complete:
                 return "complete"
             if executor.deadline_passed():
@@ -430,11 +474,12 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
             if executor.stopping:
                 return "interrupted"
             if executor.batch is None:
-                if not executor.effects_waiting:
+                approvals = await _approvals_waiting(executor)
+                if not executor.effects_waiting and not approvals:
                     return "interrupted"
-                executor.waiting = list(executor.effects_waiting)  # E2: waits on a person
+                executor.waiting = list(executor.effects_waiting) + approvals  # E2, A1: people
                 await executor.gateway.flush()
-                return "paused"
+                return "awaiting_approval" if approvals else "paused"
         elif executor.cancel_requested:
             return "cancelled"
         elif executor.deadline_passed():
@@ -449,7 +494,11 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
         report.waiting += executor.effects_waiting
         for line in report.waiting:
             await executor.event("waiting", reason="batch", detail=line)
-        executor.waiting = report.waiting
+        approvals = await _approvals_waiting(executor)
+        executor.waiting = report.waiting + approvals
+        if approvals and not await executor.gateway.call(
+                executor.store.list_batches, executor.workflow.name, open_only=True):
+            return "awaiting_approval"  # B11: no batch to poll, only people can move it
         if not options.wait:
             return "paused"
         pause = report.poll_interval
@@ -457,6 +506,16 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
             pause = max(0.0, min(pause, executor.deadline_at - time.time()))
         await asyncio.sleep(pause)
         step_first = True
+
+
+async def _approvals_waiting(executor: Executor) -> list[str]:
+    """What units wait on people's decisions (A1), reported once as ``waiting approval``."""
+    if executor.approvals is None:
+        return []
+    lines = executor.approvals.waiting_lines()
+    for line in lines:
+        await executor.event("waiting", reason="approval", detail=line)
+    return lines
 
 
 def _price_overrides(project: Project) -> dict[str, Any]:
@@ -549,7 +608,8 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
     targets = {
         (row.action, row.unit_key)
         for row in rows
-        if (action is None or row.action == action) and (record is None or row.unit_key == record)
+        if (action is None or row.action == action) and (
+            record is None or row.unit_key == record or row.unit_key.startswith(record + "/"))
     }
     keys = {k for _, k in targets}
     downstream: set[tuple[str, str]] = set()
@@ -560,6 +620,8 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
                     o.action in descendants[a] for a, k in targets if k == key
                 ):
                     downstream.add((o.action, key))
+        seqs = {(row.action, row.unit_key): row.seq for row in rows}
+        downstream |= rejoin_targets(store, original.id, config["actions"], targets, seqs)
     return targets, downstream
 
 

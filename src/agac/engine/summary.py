@@ -19,9 +19,10 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
     info = store.snapshot_info(run.snapshot_id)
     records = info.record_count if info else 0
     actions: dict[str, dict[str, Any]] = {}
+    counts = _unit_counts(store, run.id, config["actions"], records)
     for a in config["actions"]:
         actions[a["name"]] = {
-            "records": records, "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
+            "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
             "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
             "reasons": {},
         }
@@ -65,6 +66,15 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
     unknown = [e.key for e in store.list_effects(run.workflow, states=("unknown",))]
     if unknown:
         summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
+    if run.state not in FINAL_STATES:
+        awaiting = store.count_proposals(run.id, ("pending",))
+        if awaiting:  # A1: units waiting on a person's decision (counted in ``pending``)
+            summary["awaiting_approval"] = {
+                "units": sum(awaiting.values()), "actions": awaiting,
+                "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
+                               "expires_at": p.expires_at}
+                              for p in store.list_proposals(run_id=run.id, states=("pending",),
+                                                            limit=20)]}
     opts = loads(run.options) or {}
     if opts.get("deadline_at") is not None:
         summary["deadline_at"] = opts["deadline_at"]
@@ -80,12 +90,27 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
     return summary
 
 
+def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
+                 ) -> dict[str, int]:
+    """Units per action (DESIGN §7.1): one per record, but one per item inside a fan-out
+    (counted from the stored fan-outs); empty for a workflow without fan-outs."""
+    if not any(a.get("fan_out") or a.get("join") for a in actions):
+        return {}
+    from agac.engine.fanout import expected_units, regions_of
+
+    regions = regions_of(actions)
+    totals = store.fanout_totals(run_id)
+    return {a["name"]: expected_units(regions, a["name"], records, totals) for a in actions}
+
+
 def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     wf = summary["workflow"]
     state = summary["state"]
     failed = sum(a["failed"] for a in summary["actions"].values())
     if summary.get("effects_unknown"):
         return f"agac effects list {wf}"
+    if summary.get("awaiting_approval"):
+        return f"agac approvals list {wf}"
     if state not in FINAL_STATES:
         return f"agac run {wf}"
     if state in ("cancelled", "exhausted", "timed_out"):

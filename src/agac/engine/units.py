@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.executor import Executor
 
-__all__ = ["Fail", "Settled", "Stopped", "accept_response", "build_request", "invoke_tool",
+__all__ = ["Fail", "Settled", "Stopped", "accept_response", "act", "build_request", "invoke_tool",
            "response_dict", "run_unit", "tool_output"]
 
 
@@ -62,33 +62,51 @@ class Fail(Exception):
 
 
 async def run_unit(
-    ex: Executor, rt: ActionRuntime, rec: Any, payload: Any, results: dict[str, Settled]
+    ex: Executor, rt: ActionRuntime, rec: Any, payload: Any, results: dict[str, Settled],
+    extra: dict[str, Any] | None = None,
 ) -> Settled | None:
+    """``extra`` are roots the unit sees besides ``source`` and its ancestors' outputs: a
+    fan-out's item, a join's ``fulfilled``/``rejected``/``skipped`` (engine/fanout.py).
+    A dependency missing from ``results`` is a join's per-item input, judged there."""
     action = rt.action
     if rec.reason:
         if not action.dependencies:
             return await ex.settle(rt, rec, "failed", rec.reason, rec.error)
         return await ex.settle(rt, rec, "skipped", "upstream_failed", "the input record is invalid")
     for dep in action.dependencies:
-        r = results[dep]
+        r = results.get(dep)
+        if r is None:
+            continue
         if r.status == "failed":
             return await ex.settle(rt, rec, "skipped", "upstream_failed", f"{dep} failed: {r.reason}")
         if r.status == "skipped":
             return await ex.settle(rt, rec, "skipped", r.reason, f"{dep} was skipped: {r.reason}")
     if ex.stopping:
         return None
-    outputs = {a: results[a].output for a in action.ancestors if results[a].status == "answered"}
+    outputs = {a: r.output for a in action.ancestors
+               if (r := results.get(a)) is not None and r.status == "answered"}
     view = rt.view.build(payload, outputs)
+    if extra:
+        view.update(extra)
     try:
         if rt.guard is not None and not _guard(rt, view):
             return await ex.settle(rt, rec, "skipped", "guard", f"guard {action.when!r} is false")
         if rt.stopped:
             return await ex.settle(rt, rec, "failed", "provider_error", rt.stopped)
-        if action.kind == "tool":
-            return await _run_tool(ex, rt, rec, view)
-        return await _run_llm(ex, rt, rec, view)
+        if action.approval is not None:
+            return await ex.approvals.gate(rt, rec, view)  # type: ignore[no-any-return]  # A1
+        return await act(ex, rt, rec, view)
     except RenderError as exc:
         return await ex.settle(rt, rec, "failed", "render_error", str(exc))
+
+
+async def act(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any],
+              request: Request | None = None) -> Settled | None:
+    """Call the unit's tool with ``view`` as its inputs, or send its llm request (rendered
+    from ``view``, or ``request`` as given: an approved proposal's, engine/approvals.py)."""
+    if rt.action.kind == "tool":
+        return await _run_tool(ex, rt, rec, view)
+    return await _run_llm(ex, rt, rec, view, request)
 
 
 def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
@@ -100,6 +118,13 @@ def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
         return False
     except Exception as exc:
         raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _version(view: dict[str, Any]) -> int | None:
+    """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
+    and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
+    v = view.get("version")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
@@ -117,10 +142,12 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         temperature=action.temperature,
         schema=action.schema,
         timeout=action.timeout,
+        seed=_version(view),
     )
 
 
-async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any]) -> Settled | None:
+async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, Any],
+                   given: Request | None = None) -> Settled | None:
     if ex.batch is not None and is_batched(rt):
         own = ex.own_batch_item(rt, rec.key)
         if own is not None and ex.own_item_decides(own):
@@ -128,10 +155,12 @@ async def _run_llm(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, An
             # this unit's, so the unit needs no rendering to wait on it or to settle.
             return await ex.settle_from_own_item(rt, rec, own)
     prefetched = ex.prefetched.pop((rt.name, rec.key), None)
+    if given is not None:  # an approved proposal's request, not the rendered one
+        prefetched = None
     if prefetched is not None:
         request, request_json, fp, stored = prefetched
     else:
-        request = build_request(rt, view)
+        request = given if given is not None else build_request(rt, view)
         request_json = request.canonical()
         fp = fingerprint_of(request_json)
         stored = None if ex.fresh else await ex.gateway.lookup_answer(fp)
@@ -396,7 +425,11 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         async with rt.slots:
             if ex.stopping and attempt == 1:
                 return None  # type: ignore[return-value]
-            ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, attempt, idem)
+            # At a join the view holds the items (engine/fanout.py); the names are reserved.
+            ctx = ToolContext(ex.run_id, ex.workflow.name, action.name,
+                              getattr(rec, "record_key", rec.key), getattr(rec, "item_key", None),
+                              attempt, idem, list(view.get("fulfilled", ())),
+                              list(view.get("rejected", ())))
             started = time.monotonic()
             try:
                 value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)

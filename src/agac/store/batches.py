@@ -123,18 +123,25 @@ class BatchRepository:
                 sa.select(b.c.provider_batch_id).where(b.c.provider == provider,
                                                        b.c.provider_batch_id.in_(list(ids))))}
 
-    def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str]) -> list[Row]:
-        """Every batch item of these units (any batch, staged included), with its batch."""
+    def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str], *,
+                   items: bool = False) -> list[Row]:
+        """Every batch item of these units (any batch, staged included), with its batch;
+        with ``items``, also those of the fan-out items under them (``key/…``)."""
         bi, b = t.batch_items, t.batches
         out: list[Row] = []
+        step = 100 if items else 500
         with self._guard("read batch items"), self.engine.connect() as conn:
-            for i in range(0, len(unit_keys), 500):
+            for i in range(0, len(unit_keys), step):
+                part = list(unit_keys[i:i + step])
+                cond: sa.ColumnElement[bool] = bi.c.unit_key.in_(part)
+                if items:
+                    cond = sa.or_(cond, *(bi.c.unit_key.startswith(k + "/", autoescape=True)
+                                          for k in part))
                 out.extend(conn.execute(
                     sa.select(bi, b.c.state.label("batch_state"), b.c.run_id.label("batch_run"),
                               b.c.collected_by)
                     .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
-                    .where(bi.c.workflow == workflow, bi.c.action == action,
-                           bi.c.unit_key.in_(list(unit_keys[i:i + 500])))
+                    .where(bi.c.workflow == workflow, bi.c.action == action, cond)
                 ).all())
         return out
 

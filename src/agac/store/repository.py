@@ -21,7 +21,9 @@ from sqlalchemy.engine import Connection, Engine, Row
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.jsontext import dumps, loads
 from agac.store import tables as t
+from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
+from agac.store.claims import ClaimRepository
 from agac.store.database import create_store_engine, upgrade
 from agac.store.effects import EffectRepository
 
@@ -31,10 +33,10 @@ FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "can
 _CHUNK = 2000
 _ROWS_PER_STATEMENT = (256, 64, 16, 4, 1)
 """Rows per multi-row INSERT on SQLite (a few fixed sizes, so a few cached statements)."""
-_NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted")
+_NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted", "run_ended")
 
 
-class Store(BatchRepository, EffectRepository):
+class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
@@ -150,6 +152,7 @@ class Store(BatchRepository, EffectRepository):
             conn.execute(t.runs.update().where(t.runs.c.workflow == workflow,
                                                t.runs.c.state == "waiting")
                          .values(state="running", updated_at=time.time()))
+            self._wake_workflow_shards(conn, workflow)  # and workers look at its shards now
 
     def end_run(self, run_id: str, state: str, error: str | None = None) -> bool:
         """Set a final state once; a run already final is never changed (returns False)."""
@@ -208,6 +211,7 @@ class Store(BatchRepository, EffectRepository):
                     t.outcomes.delete().where(t.outcomes.c.run_id.in_(part))).rowcount
                 counts["events"] += conn.execute(
                     t.events.delete().where(t.events.c.run_id.in_(part))).rowcount
+                conn.execute(t.fanouts.delete().where(t.fanouts.c.run_id.in_(part)))
                 conn.execute(t.run_actions.delete().where(t.run_actions.c.run_id.in_(part)))
                 for row in conn.execute(sa.select(t.runs.c.id, t.runs.c.options)
                                         .where(t.runs.c.id.in_(part))).all():
@@ -344,20 +348,22 @@ class Store(BatchRepository, EffectRepository):
 
     def iter_action_outcomes(self, run_id: str, action: str) -> Iterator[Row]:
         """Outcomes of one action in record order, streamed."""
-        last = -1
+        o = t.outcomes
+        last, last_key = -1, ""
         while True:
+            # Items of a fan-out share their record's seq: page on (seq, unit_key).
+            after = sa.or_(o.c.seq > last, sa.and_(o.c.seq == last, o.c.unit_key > last_key))
             with self._read() as conn:
                 rows = conn.execute(
-                    sa.select(t.outcomes)
-                    .where(t.outcomes.c.run_id == run_id, t.outcomes.c.action == action,
-                           t.outcomes.c.seq > last)
-                    .order_by(t.outcomes.c.seq, t.outcomes.c.unit_key)
+                    sa.select(o)
+                    .where(o.c.run_id == run_id, o.c.action == action, after)
+                    .order_by(o.c.seq, o.c.unit_key)
                     .limit(_CHUNK)
                 ).all()
             if not rows:
                 return
             yield from rows
-            last = rows[-1].seq
+            last, last_key = rows[-1].seq, rows[-1].unit_key
             if len(rows) < _CHUNK:
                 return
 
@@ -393,7 +399,18 @@ class Store(BatchRepository, EffectRepository):
             if batch:
                 conn.execute(t.outcomes.insert(), batch)
                 n += len(batch)
+            self._copy_fanouts(conn, src, dst)
         return n
+
+    @staticmethod
+    def _copy_fanouts(conn: Connection, src: str, dst: str) -> None:
+        """The fan-outs of ``src`` are ``dst``'s too: the item units carried over with them
+        are counted against them (a unit that fans out again overwrites its row)."""
+        f = t.fanouts
+        sel = sa.select(sa.literal(dst), f.c.action, f.c.parent_key, f.c.seq, f.c["items"],
+                        f.c.created_at).where(f.c.run_id == src)
+        conn.execute(f.insert().from_select(
+            ["run_id", "action", "parent_key", "seq", "items", "created_at"], sel))
 
     def carry_run_outcomes(self, src: str, dst: str, skip_actions: Sequence[str]) -> int:
         """Copy every outcome of run ``src`` into ``dst`` in one statement (R1 fast path):
@@ -413,7 +430,9 @@ class Store(BatchRepository, EffectRepository):
         cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
                 "fingerprint", "output", "attempts", "updated_at"]
         with self._guard("carry outcomes over"), self.engine.begin() as conn:
-            return conn.execute(o.insert().from_select(cols, sel)).rowcount
+            n = conn.execute(o.insert().from_select(cols, sel)).rowcount
+            self._copy_fanouts(conn, src, dst)
+            return n
 
     def count_action_outcomes_between(self, run_id: str, action: str, lo: int, hi: int) -> int:
         o = t.outcomes
@@ -468,6 +487,70 @@ class Store(BatchRepository, EffectRepository):
                 found.update({r.input_hash: r.output for r in rows})
         return found
 
+    # -- fan-out items (DESIGN §11) ---------------------------------------------------
+
+    def fanout_totals(self, run_id: str, lo: int | None = None, hi: int | None = None
+                      ) -> dict[str, tuple[int, int]]:
+        """fan-out action -> (parents fanned out, items they made), optionally for the
+        records with ``lo <= seq < hi``."""
+        f = t.fanouts
+        q = (sa.select(f.c.action, sa.func.count().label("parents"),
+                       sa.func.sum(f.c["items"]).label("n_items"))
+             .where(f.c.run_id == run_id).group_by(f.c.action))
+        if lo is not None and hi is not None:
+            q = q.where(f.c.seq >= lo, f.c.seq < hi)
+        with self._read() as conn:
+            return {r.action: (int(r.parents), int(r.n_items or 0)) for r in conn.execute(q).all()}
+
+    def fanouts_between(self, run_id: str, lo: int, hi: int) -> dict[tuple[str, str], int]:
+        """(fan-out action, parent key) -> item count, for records ``lo <= seq < hi``."""
+        f = t.fanouts
+        with self._read() as conn:
+            rows = conn.execute(sa.select(f.c.action, f.c.parent_key, f.c["items"].label("n")).where(
+                f.c.run_id == run_id, f.c.seq >= lo, f.c.seq < hi)).all()
+        return {(r.action, r.parent_key): int(r.n) for r in rows}
+
+    def unit_outcomes_under(self, run_id: str, key: str) -> list[Row]:
+        """Outcomes of the unit ``key`` and of every item under it (``key/…``)."""
+        o = t.outcomes
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(o).where(o.c.run_id == run_id, sa.or_(
+                    o.c.unit_key == key, o.c.unit_key.startswith(key + "/", autoescape=True)))
+                .order_by(o.c.unit_key)
+            ).all())
+
+    def usage_under(self, run_id: str, key: str) -> list[Row]:
+        u = t.usage
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(u).where(u.c.run_id == run_id, sa.or_(
+                    u.c.unit_key == key, u.c.unit_key.startswith(key + "/", autoescape=True)))
+                .order_by(u.c.id)
+            ).all())
+
+    def events_under(self, run_id: str, key: str) -> list[Row]:
+        e = t.events
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(e).where(e.c.run_id == run_id, sa.or_(
+                    e.c.unit_key == key, e.c.unit_key.startswith(key + "/", autoescape=True)))
+                .order_by(e.c.id)
+            ).all())
+
+    def find_outcomes(self, run_id: str, *, status: str | None = None, action: str | None = None,
+                      limit: int = 10_000) -> list[Row]:
+        """Outcomes of a run filtered by status and action, in record order."""
+        o = t.outcomes
+        q = sa.select(o.c.action, o.c.unit_key, o.c.seq, o.c.status, o.c.reason, o.c.detail,
+                      o.c.origin, o.c.attempts).where(o.c.run_id == run_id)
+        if status is not None:
+            q = q.where(o.c.status == status)
+        if action is not None:
+            q = q.where(o.c.action == action)
+        with self._read() as conn:
+            return list(conn.execute(q.order_by(o.c.seq, o.c.unit_key, o.c.action).limit(limit)).all())
+
     # -- the checkpoint ---------------------------------------------------------------
 
     def checkpoint(
@@ -480,6 +563,7 @@ class Store(BatchRepository, EffectRepository):
         usage: Sequence[dict[str, Any]] = (),
         events: Sequence[dict[str, Any]] = (),
         batch_items: Sequence[dict[str, Any]] = (),
+        fanouts: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write one group of progress atomically, after checking the fencing token."""
         with self._guard("write a checkpoint"), self.engine.begin() as conn:
@@ -491,6 +575,8 @@ class Store(BatchRepository, EffectRepository):
             self._bulk(conn, t.outcomes, outcomes)
             self._bulk(conn, t.events, events)
             self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.fanouts, fanouts,
+                       "ON CONFLICT (run_id, action, parent_key) DO UPDATE SET items = excluded.items")
 
     def _bulk(
         self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], suffix: str = ""

@@ -224,3 +224,102 @@ effects = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 sa.Index("ix_effects_workflow", effects.c.workflow, effects.c.state)
+
+# -- approvals (migration 0004) -----------------------------------------------------------
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("workflow", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("unit_key", sa.Text, nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.String(32), nullable=False),
+    sa.Column("subject", sa.String(64), nullable=False),
+    sa.Column("parent", sa.String(32), nullable=True),
+    sa.Column("arguments", sa.Text, nullable=False),
+    sa.Column("policy_version", sa.String(200), nullable=False),
+    sa.Column("approvers", sa.Text, nullable=False),
+    sa.Column("proposed_by", sa.Text, nullable=True),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("decided_by", sa.Text, nullable=True),
+    sa.Column("decided_at", sa.Float, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("decision_signature", sa.String(64), nullable=True),
+    sa.Column("used_by", sa.String(32), nullable=True),
+    sa.Column("used_at", sa.Float, nullable=True),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("signature", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_approvals_unit", approvals.c.workflow, approvals.c.action, approvals.c.unit_key)
+sa.Index("ix_approvals_state", approvals.c.workflow, approvals.c.state)
+sa.Index("ix_approvals_run", approvals.c.run_id, approvals.c.state)
+
+# -- fan-out (migration 0005) -------------------------------------------------------------
+
+fanouts = sa.Table(
+    "fanouts",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("parent_key", sa.Text, primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("items", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+sa.Index("ix_fanouts_seq", fanouts.c.run_id, fanouts.c.seq)
+
+# -- scale-out workers (migration 0006) ---------------------------------------------------
+
+shards = sa.Table(
+    "shards",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("shard", sa.String(500), primary_key=True),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("action", sa.String(200), nullable=True),
+    sa.Column("file", sa.Text, nullable=False),
+    sa.Column("lo", sa.Integer, nullable=False),
+    sa.Column("hi", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(8), nullable=False),
+    sa.Column("ready_at", sa.Float, nullable=False),
+    sa.Column("owner", sa.String(64), nullable=True),
+    sa.Column("claims", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index("ix_shards_ready", shards.c.state, shards.c.ready_at)
+
+workers = sa.Table(
+    "workers",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("concurrency", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(12), nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+
+rate_limits = sa.Table(
+    "rate_limits",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+rate_events = sa.Table(
+    "rate_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(300), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("requests", sa.Integer, nullable=False),
+    sa.Column("tokens", sa.Integer, nullable=False),
+)
+sa.Index("ix_rate_events_key_at", rate_events.c.key, rate_events.c.at)

@@ -1,10 +1,12 @@
 """Property test (in process): random interleavings of run, interrupted run, admission
-without execution (a crash right after it), --new, retry and cancel, with and without
-provider failures. After every step the accounting of every run adds up (S4) and a run's
-final state never changes."""
+without execution (a crash right after it), --new, retry, cancel, approve and reject
+(A1-A3: the last action waits for a person), with and without provider failures. After
+every step the accounting of every run adds up (S4), a run's final state never changes,
+and no approval is acted on twice."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,7 +23,25 @@ from agac.errors import AgacError
 from agac.store.repository import FINAL_STATES, Store
 from agac.testing import write_project
 
-OPS = st.sampled_from(["run", "interrupted", "admit", "new", "retry", "cancel", "flaky", "steady"])
+OPS = st.sampled_from(["run", "interrupted", "admit", "new", "retry", "cancel", "flaky", "steady",
+                       "approve", "reject"])
+
+PUBLISH = """
+  - name: publish
+    kind: tool
+    dependencies: [summarize]
+    function: tools.pub:publish
+    approval: {approvers: [ann]}
+"""
+
+TOOLS = """
+import json
+
+def publish(inputs, ctx):
+    with open(CALLS, "a") as f:
+        f.write(json.dumps({"record": ctx.record_key, "run": ctx.run_id}) + "\\n")
+    return {"published": inputs["source"]["id"]}
+"""
 
 
 def _interrupting(after: int) -> Any:
@@ -53,6 +73,12 @@ def _step(root: Path, op: str) -> None:
         api.retry("wf", root)
     elif op == "cancel":
         api.cancel("wf", root)
+    elif op == "approve":
+        for p in api.approvals_list("wf", root)[:8]:
+            api.approve(p["id"], root, who="ann")
+    elif op == "reject":
+        for p in api.approvals_list("wf", root)[:2]:
+            api.reject(p["id"], "not now", root, who="ann")
     elif op == "admit":
         store = Store(os.environ["AGAC_STORE"])
         try:
@@ -74,6 +100,13 @@ def _check(root: Path, finals: dict[str, str]) -> None:
             assert finals.setdefault(s["run_id"], s["state"]) == s["state"]
         else:
             assert s["run_id"] not in finals  # a final state never changes
+    # A2, A3: a tool behind an approval acts only on approvals, at most once per approval
+    log = root / "calls.log"
+    acted = [json.loads(line)["record"] for line in log.read_text().splitlines()] if log.exists() else []
+    approved = [p["record"] for p in api.approvals_list("wf", root, every=True)
+                if p["state"] == "approved" and p["used_by"]]
+    for record in set(acted):
+        assert acted.count(record) <= approved.count(record), record
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -82,8 +115,10 @@ def test_accounting_adds_up_and_final_states_never_change(ops: list[str]) -> Non
     saved = {k: os.environ.get(k) for k in ("AGAC_STORE", "AGAC_MOCK_FAIL_RATE")}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_project(root, BASIC.replace("max_attempts: 3", "max_attempts: 1"),
-                      data={"data/a.jsonl": rows(12)})
+        write_project(root, BASIC.replace("max_attempts: 3", "max_attempts: 1") + PUBLISH,
+                      data={"data/a.jsonl": rows(12)},
+                      files={"tools/__init__.py": "",
+                             "tools/pub.py": TOOLS.replace("CALLS", repr(str(root / "calls.log")))})
         os.environ["AGAC_STORE"] = f"sqlite:///{root}/agac.db"
         os.environ["AGAC_MOCK_FAIL_RATE"] = "0"
         finals: dict[str, str] = {}

@@ -345,16 +345,6 @@ def test_r5_a_model_without_a_price_is_an_error_with_a_budget(wf) -> None:
     assert [p.severity for p in refused.problems if p.code == "unknown_price"] == ["error"]
 
 
-@pytest.mark.parametrize(
-    "line", ["approval: {approvers: [x]}",
-             "fan_out: {over: source.items}", "join: true", "gate: sequential",
-             "failure_policy: atomic", "kind: join"],
-)
-def test_not_available_yet_action_keys(wf, line: str) -> None:
-    checked = wf.check(BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    {line}\n")
-    assert checked.one("not_available_yet").line == checked.line_of(line)
-
-
 def test_batch_from_the_action_defaults_or_the_run(wf) -> None:
     text = """
 input: {path: x}

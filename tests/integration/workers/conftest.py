@@ -1,0 +1,8 @@
+"""The scale-out suite runs on the session's throwaway PostgreSQL (tests/pg.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
