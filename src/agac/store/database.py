@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,9 +78,9 @@ def _sqlite_engine(url: str) -> Engine:
     @sa.event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA busy_timeout=30000")
+        _journal_wal(cur)
+        cur.execute("PRAGMA synchronous=NORMAL")
         # Group commits write many small rows: a larger page cache and fewer WAL
         # checkpoints cut their cost. Durability is unchanged (WAL + NORMAL survives a
         # process crash; only an OS crash may lose the last commits).
@@ -88,6 +89,21 @@ def _sqlite_engine(url: str) -> Engine:
         cur.close()
 
     return engine
+
+
+def _journal_wal(cur: Any) -> None:
+    """Switch to WAL. A new database stays in its first journal mode until its first write
+    commits, and while another connection writes it (e.g. creating the store) the switch
+    fails at once with "database is locked", without the busy handler: wait for it."""
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def current_revision(engine: Engine) -> str | None:
