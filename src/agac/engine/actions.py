@@ -5,6 +5,7 @@ validator, view spec, provider, concurrency slots, rate limiter, tool function.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,41 @@ class ActionRuntime:
         return self.action.name
 
 
+class SchemaValidator:
+    """An action's JSON Schema validator that remembers the answers it found valid.
+
+    Answers are keyed by their compact JSON text, so two answers share a verdict only
+    when they are the same JSON value. Classification-like actions get the same few
+    answers again and again, and a jsonschema check costs several times a dict lookup.
+    At most ``LIMIT`` answers are remembered; invalid ones never are (their errors are
+    collected from jsonschema every time)."""
+
+    LIMIT = 4096
+    _TEXT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+    def __init__(self, schema: Any) -> None:
+        from jsonschema import Draft202012Validator
+
+        self.schema = schema
+        self._validator = Draft202012Validator(schema)
+        self._valid: set[str] = set()
+
+    def is_valid(self, value: Any) -> bool:
+        try:
+            key = self._TEXT.encode(value)
+        except (TypeError, ValueError):  # not JSON data: no key to remember it by
+            return bool(self._validator.is_valid(value))
+        if key in self._valid:
+            return True
+        ok = bool(self._validator.is_valid(value))
+        if ok and len(self._valid) < self.LIMIT:
+            self._valid.add(key)
+        return ok
+
+    def iter_errors(self, value: Any) -> Any:
+        return self._validator.iter_errors(value)
+
+
 _LIMITERS: dict[tuple[str, float | None, float | None], RateLimiter] = {}
 
 
@@ -59,8 +95,6 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
 
 
 def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
-    from jsonschema import Draft202012Validator
-
     rl = action.rate_limit
     rt = ActionRuntime(
         action=action,
@@ -77,7 +111,7 @@ def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
     if action.when:
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
-        rt.validator = Draft202012Validator(action.schema)
+        rt.validator = SchemaValidator(action.schema)
     if action.kind == "tool" and action.function:
         try:
             rt.function = resolve_function(action.function, root)

@@ -209,7 +209,7 @@ class Executor:
             self.progress.bump(action, settled.status)
         await self._prefetch_batch_items(records)
         await self._prefetch_roots(records, existing)
-        done = await asyncio.gather(*(self._record(r, existing) for r in records))
+        done = await asyncio.gather(*await self._start_records(records, existing))
         for key in prior:
             self._carried.pop(key, None)
         for rt in self.runtimes:
@@ -221,6 +221,24 @@ class Executor:
             for k in [k for k in self.batch_items if k[1].startswith(under)]:
                 del self.batch_items[k]
         return all(done)
+
+    async def _start_records(self, records: list[Any], existing: dict[tuple[str, str], Settled]
+                             ) -> list[asyncio.Task[bool]]:
+        """One task per record, started 64 at a time: each runs until it waits for a slot,
+        and a shard's 1,000 first steps in one go would hold answers that came back
+        meanwhile (and the slots they free) for tens of milliseconds."""
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[bool]] = []
+        try:
+            for i, rec in enumerate(records):
+                tasks.append(loop.create_task(self._record(rec, existing)))
+                if i % 64 == 63:
+                    await asyncio.sleep(0)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        return tasks
 
     async def _prefetch_batch_items(self, records: list[Any]) -> None:
         if self.batch is None:
@@ -340,6 +358,10 @@ class Executor:
                     continue
                 request_json = request.canonical()
                 pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
+                if len(pending) % 16 == 0:
+                    # Rendering a shard takes a while: let answers that came back meanwhile
+                    # be committed and their slots passed on instead of waiting for it.
+                    await asyncio.sleep(0)
         if not pending:
             return
         found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending])

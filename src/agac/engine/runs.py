@@ -33,6 +33,7 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
 from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
+from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
@@ -308,7 +309,8 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
         else:
             workflow = Workflow.from_snapshot(loads(run.config))
             store.update_run(run.id, state="running")
-            outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
+            with run_gc_policy():
+                outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
             notes += waiting
             interrupted = outcome == "interrupted"
             if outcome == "complete":

@@ -8,6 +8,8 @@ checks the caller's fencing token (S3) and fails closed (S2) on any error.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -29,6 +31,8 @@ __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 
 FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
 _CHUNK = 2000
+_ROWS_PER_STATEMENT = (256, 64, 16, 4, 1)
+"""Rows per multi-row INSERT on SQLite (a few fixed sizes, so a few cached statements)."""
 _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted", "run_ended")
 
 
@@ -40,7 +44,7 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
         self.engine: Engine = create_store_engine(url)
         self.dialect = self.engine.dialect.name
         self.memory = url == "memory"
-        self._bulk_cache: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        self._bulk_cache: dict[tuple[str, str, int], tuple[str, tuple[str, ...]]] = {}
         if migrate:
             upgrade(self.engine)
 
@@ -123,10 +127,11 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
 
     @staticmethod
     def _fence(conn: Connection, name: str, token: int, ttl: float) -> None:
-        res = conn.execute(
-            t.leases.update()
-            .where(t.leases.c.name == name, t.leases.c.token == token)
-            .values(expires_at=time.time() + ttl)
+        # Straight to the driver: every checkpoint begins with it.
+        mark = "?" if conn.dialect.name == "sqlite" else "%s"
+        res = conn.exec_driver_sql(
+            f"UPDATE leases SET expires_at = {mark} WHERE name = {mark} AND token = {mark}",
+            (time.time() + ttl, name, token),
         )
         if res.rowcount != 1:
             raise LeaseLost(f"lease {name} was taken over by another process; stopping")
@@ -277,11 +282,11 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
                 row["snapshot_id"] = snapshot_id
                 chunk.append(row)
                 if len(chunk) >= _CHUNK:
-                    conn.execute(t.records.insert(), chunk)
+                    self._bulk(conn, t.records, chunk)
                     count += len(chunk)
                     chunk = []
             if chunk:
-                conn.execute(t.records.insert(), chunk)
+                self._bulk(conn, t.records, chunk)
                 count += len(chunk)
             # ``files`` is filled by the caller's generator while it streams.
             conn.execute(
@@ -452,15 +457,21 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
     def get_answers(self, fingerprints: Sequence[str]) -> dict[str, str]:
         """fingerprint -> stored output JSON text, for those that exist."""
         found: dict[str, str] = {}
+        if not fingerprints:
+            return found
+        mark = "?" if self.dialect == "sqlite" else "%s"
         with self._guard("read answers"), self._read() as conn:
-            for i in range(0, len(fingerprints), 500):
-                part = list(fingerprints[i : i + 500])
-                rows = conn.execute(
-                    sa.select(t.answers.c.fingerprint, t.answers.c.output).where(
-                        t.answers.c.fingerprint.in_(part)
-                    )
+            for i in range(0, len(fingerprints), 512):
+                part = list(fingerprints[i : i + 512])
+                # Pad to a power of two with repeats: a few statement texts, each
+                # prepared once by the driver, instead of one per list length.
+                size = 1 << (len(part) - 1).bit_length()
+                part += part[-1:] * (size - len(part))
+                rows = conn.exec_driver_sql(
+                    f"SELECT fingerprint, output FROM answers WHERE fingerprint IN "
+                    f"({', '.join([mark] * size)})", tuple(part)
                 ).all()
-                found.update({r.fingerprint: r.output for r in rows})
+                found.update({fp: out for fp, out in rows})
         return found
 
     def get_answer(self, fingerprint: str) -> Row | None:
@@ -575,24 +586,50 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
     def _bulk(
         self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], suffix: str = ""
     ) -> None:
-        """executemany straight to the driver: the hot path of every checkpoint.
+        """INSERT straight to the driver: the hot path of every checkpoint.
 
         The statement text is built once per table from the table's own columns; rows
         are dicts keyed by column name (an autoincrement ``id`` is left to the database).
+        On SQLite, rows go as multi-row ``VALUES`` lists of a few fixed sizes instead of
+        one ``executemany`` step per row: the driver gives up the GIL around every step,
+        and a store thread that must win it back once per row waits on the event loop
+        each time; a handful of statements per group keeps it to a handful of waits.
         """
         if not rows:
             return
-        sql, cols = self._bulk_sql(table, suffix)
-        conn.exec_driver_sql(sql, [tuple(r.get(c) for c in cols) for r in rows])
+        cols = self._bulk_sql(table, suffix, 1)[1]
+        try:
+            get = operator.itemgetter(*cols)
+            values = [get(r) for r in rows]
+        except KeyError:
+            values = [tuple(r.get(c) for c in cols) for r in rows]
+        if len(cols) == 1:
+            values = [(v,) for v in values]
+        if self.dialect != "sqlite":
+            conn.exec_driver_sql(self._bulk_sql(table, suffix, 1)[0], values)
+            return
+        at = 0
+        for size in _ROWS_PER_STATEMENT:
+            n = (len(values) - at) // size
+            if not n:
+                continue
+            sql = self._bulk_sql(table, suffix, size)[0]
+            if size == 1:
+                conn.exec_driver_sql(sql, values[at:])
+                return
+            chunks = [tuple(itertools.chain.from_iterable(values[i : i + size]))
+                      for i in range(at, at + n * size, size)]
+            conn.exec_driver_sql(sql, chunks)
+            at += n * size
 
-    def _bulk_sql(self, table: sa.Table, suffix: str) -> tuple[str, tuple[str, ...]]:
-        key = (table.name, suffix)
+    def _bulk_sql(self, table: sa.Table, suffix: str, size: int) -> tuple[str, tuple[str, ...]]:
+        key = (table.name, suffix, size)
         cached = self._bulk_cache.get(key)
         if cached is None:
             cols = tuple(c.name for c in table.columns if not (c.primary_key and c.autoincrement is True))
             mark = "?" if self.dialect == "sqlite" else "%s"
-            sql = (f"INSERT INTO {table.name} ({', '.join(cols)}) "
-                   f"VALUES ({', '.join([mark] * len(cols))}) {suffix}")
+            row = f"({', '.join([mark] * len(cols))})"
+            sql = f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES {', '.join([row] * size)} {suffix}"
             cached = self._bulk_cache[key] = (sql, cols)
         return cached
 
