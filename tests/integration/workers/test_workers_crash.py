@@ -77,7 +77,10 @@ def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(tmp_path: Path, fr
         if point.startswith("after_submit"):
             adopted = query(fresh_pg_database,
                             "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'batch_adopted'", run_id)
-            assert adopted[0][0] == 1
+            # At least once. Under heavy load a survivor's 3 s lease can lapse while it
+            # adopts, and the next holder adopts the same provider batch again (one more
+            # event, no new batch: batch.create is counted above). See "Scale-out workers".
+            assert adopted[0][0] >= 1
         # batches are owned like shards: polling was spread over the surviving workers
         pollers = query(fresh_pg_database,
                         "SELECT DISTINCT data::json->>'worker' FROM events WHERE run_id = %s "
