@@ -1,6 +1,6 @@
 """Issue 2 benchmarks: the online engine on the mock provider, SQLite store, whole-process wall.
 
-Usage: python bench/online_mock.py [case ...]   (cases: chained, latency, rss, reuse, startup)
+Usage: python bench/online_mock.py [case ...]   (cases: chained, latency, latency20k, latency50k, rss, reuse, startup)
 Each case builds a throwaway project under bench/out/, runs the real `agac` command in a
 subprocess and prints one JSON line with its numbers. Results go to docs/performance.md.
 """
@@ -114,7 +114,8 @@ def case_startup() -> dict:
 
 
 CASES = {"chained": case_chained, "latency": case_latency,
-         "latency20k": lambda: case_latency(20_000), "rss": case_rss, "reuse": case_reuse,
+         "latency20k": lambda: case_latency(20_000), "latency50k": lambda: case_latency(50_000),
+         "rss": case_rss, "reuse": case_reuse,
          "startup": case_startup}
 
 if __name__ == "__main__":
