@@ -520,33 +520,25 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
                 f.c.run_id == run_id, f.c.seq >= lo, f.c.seq < hi)).all()
         return {(r.action, r.parent_key): int(r.n) for r in rows}
 
+    def _rows_under(self, table: sa.Table, run_id: str, key: str, order: Any) -> list[Row]:
+        """Rows of ``table`` for the unit ``key`` and every item under it (``key/…``)."""
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(table).where(table.c.run_id == run_id, sa.or_(
+                    table.c.unit_key == key,
+                    table.c.unit_key.startswith(key + "/", autoescape=True)))
+                .order_by(order)
+            ).all())
+
     def unit_outcomes_under(self, run_id: str, key: str) -> list[Row]:
         """Outcomes of the unit ``key`` and of every item under it (``key/…``)."""
-        o = t.outcomes
-        with self._read() as conn:
-            return list(conn.execute(
-                sa.select(o).where(o.c.run_id == run_id, sa.or_(
-                    o.c.unit_key == key, o.c.unit_key.startswith(key + "/", autoescape=True)))
-                .order_by(o.c.unit_key)
-            ).all())
+        return self._rows_under(t.outcomes, run_id, key, t.outcomes.c.unit_key)
 
     def usage_under(self, run_id: str, key: str) -> list[Row]:
-        u = t.usage
-        with self._read() as conn:
-            return list(conn.execute(
-                sa.select(u).where(u.c.run_id == run_id, sa.or_(
-                    u.c.unit_key == key, u.c.unit_key.startswith(key + "/", autoescape=True)))
-                .order_by(u.c.id)
-            ).all())
+        return self._rows_under(t.usage, run_id, key, t.usage.c.id)
 
     def events_under(self, run_id: str, key: str) -> list[Row]:
-        e = t.events
-        with self._read() as conn:
-            return list(conn.execute(
-                sa.select(e).where(e.c.run_id == run_id, sa.or_(
-                    e.c.unit_key == key, e.c.unit_key.startswith(key + "/", autoescape=True)))
-                .order_by(e.c.id)
-            ).all())
+        return self._rows_under(t.events, run_id, key, t.events.c.id)
 
     def find_outcomes(self, run_id: str, *, status: str | None = None, action: str | None = None,
                       limit: int = 10_000) -> list[Row]:
