@@ -10,6 +10,7 @@ module import: ``agac validate`` never touches the store and must start fast.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,17 @@ def _history(proj: Project) -> Store:
                          "there is no earlier run to read; use the default SQLite store (remove "
                          "`store: memory` from agac.yml and unset AGAC_STORE) or PostgreSQL")
     return open_store(proj)
+
+
+@contextlib.contextmanager
+def _history_of(project: Project | Path | str | None) -> Iterator[tuple[Project, Store]]:
+    """The project and its store for reading (see :func:`_history`), closed afterwards."""
+    proj = _project(project)
+    store = _history(proj)
+    try:
+        yield proj, store
+    finally:
+        store.close()
 
 
 def load_workflow(ref: str | Path, project: Project | Path | str | None = None, *,
@@ -195,9 +207,7 @@ def cancel(ref: str, project: Project | Path | str | None = None) -> Any:
     from agac.engine.runs import cancel_run
     from agac.errors import RefusedError
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         run_row = store.get_run(ref)
         if run_row is None:
             name = _workflow_name(ref, proj)
@@ -206,8 +216,6 @@ def cancel(ref: str, project: Project | Path | str | None = None) -> Any:
                 raise RefusedError(f"{ref!r} is neither a run id nor a workflow with an open run; "
                                    "`agac runs list` shows the runs")
         return cancel_run(proj, store, run_row)
-    finally:
-        store.close()
 
 
 def effects_list(ref: str | None = None, project: Project | Path | str | None = None
@@ -215,13 +223,9 @@ def effects_list(ref: str | None = None, project: Project | Path | str | None = 
     """``agac effects list [WF]``: every recorded side effect (E1, E2), oldest first."""
     from agac.engine.effects import effect_dict
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         name = _workflow_name(ref, proj) if ref else None
         return [effect_dict(r) for r in store.list_effects(name)]
-    finally:
-        store.close()
 
 
 def effects_resolve(ref: str, done: bool, project: Project | Path | str | None = None
@@ -229,24 +233,16 @@ def effects_resolve(ref: str, done: bool, project: Project | Path | str | None =
     """``agac effects resolve ID --done|--not-done``: settle an effect left ``unknown`` (E2)."""
     from agac.engine.effects import resolve_effect
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (_proj, store):
         return resolve_effect(store, ref, done)
-    finally:
-        store.close()
 
 
 def effects_compensate(ref: str, project: Project | Path | str | None = None) -> dict[str, Any]:
     """``agac effects compensate ID``: run the declared compensation, once, on request."""
     from agac.engine.effects import compensate_effect
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         return compensate_effect(proj, store, ref)
-    finally:
-        store.close()
 
 
 def approvals_list(ref: str | None = None, project: Project | Path | str | None = None, *,
@@ -256,24 +252,16 @@ def approvals_list(ref: str | None = None, project: Project | Path | str | None 
     approvers, expires_at and state."""
     from agac.engine.decisions import list_proposals
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         return list_proposals(store, _workflow_name(ref, proj) if ref else None, every=every)
-    finally:
-        store.close()
 
 
 def approvals_show(ref: str, project: Project | Path | str | None = None) -> dict[str, Any]:
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
     from agac.engine.decisions import show_proposal
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         return show_proposal(proj, store, ref)
-    finally:
-        store.close()
 
 
 def approve(ref: str, project: Project | Path | str | None = None, *,
@@ -283,12 +271,8 @@ def approve(ref: str, project: Project | Path | str | None = None, *,
     approver. Never needs the run's lease."""
     from agac.engine.decisions import approve as _approve
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         return _approve(proj, store, ref, who)
-    finally:
-        store.close()
 
 
 def reject(ref: str, reason: str, project: Project | Path | str | None = None, *,
@@ -297,12 +281,8 @@ def reject(ref: str, reason: str, project: Project | Path | str | None = None, *
     (or the run ends failed with ``on_reject: fail_run``)."""
     from agac.engine.decisions import reject as _reject
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         return _reject(proj, store, ref, who, reason)
-    finally:
-        store.close()
 
 
 def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Path | str | None = None,
@@ -313,13 +293,9 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Pat
     from agac.engine.decisions import parse_changes
     from agac.engine.decisions import revise as _revise
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
         return _revise(proj, store, ref, who, parsed)
-    finally:
-        store.close()
 
 
 def gc(keep_runs: int = 10, project: Project | Path | str | None = None) -> dict[str, Any]:
@@ -331,12 +307,8 @@ def gc(keep_runs: int = 10, project: Project | Path | str | None = None) -> dict
     if keep_runs < 1:
         raise UsageError("--keep-runs must be at least 1: the latest run is what the next one "
                          "builds on (R1, R2)")
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (_proj, store):
         return collect_garbage(store, keep_runs)
-    finally:
-        store.close()
 
 
 def _workflow_name(ref: str, proj: Project) -> str:
@@ -377,9 +349,7 @@ def status(ref: str | None = None, project: Project | Path | str | None = None) 
     """The §7.1 summary of a run (by id) or of a workflow's latest run."""
     from agac.engine.summary import build_summary
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         run_row = resolve_run(store, proj, ref)
         if "pruned" in (loads(run_row.options) or {}):
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
@@ -390,34 +360,24 @@ def status(ref: str | None = None, project: Project | Path | str | None = None) 
 
             summary["shards"] = shard_view(store, run_row.id)
         return summary
-    finally:
-        store.close()
 
 
 def list_runs(ref: str | None = None, project: Project | Path | str | None = None,
               limit: int = 50) -> list[dict[str, Any]]:
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         name = _workflow_name(ref, proj) if ref else None
         return [
             {"run_id": r.id, "workflow": r.workflow, "state": r.state, "retry_of": r.retry_of,
              "created_at": r.created_at, "ended_at": r.ended_at}
             for r in store.list_runs(name, limit)
         ]
-    finally:
-        store.close()
 
 
 def events(run_ref: str | None, project: Project | Path | str | None = None, after: int = 0,
            ) -> list[dict[str, Any]]:
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         run_row = resolve_run(store, proj, run_ref)
         return [_event_dict(e) for e in store.iter_events(run_row.id, after, limit=100_000)]
-    finally:
-        store.close()
 
 
 def _event_dict(e: Any) -> dict[str, Any]:
@@ -428,9 +388,7 @@ def _event_dict(e: Any) -> dict[str, Any]:
 def export_rows(ref: str, action: str, project: Project | Path | str | None = None,
                 run_ref: str | None = None) -> Iterator[dict[str, Any]]:
     """One row per record of ``action`` in the run: key, status, reason, detail, output."""
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         run_row = resolve_run(store, proj, run_ref or ref)
         names = [a["name"] for a in loads(run_row.config)["actions"]]
         if action not in names:
@@ -438,8 +396,6 @@ def export_rows(ref: str, action: str, project: Project | Path | str | None = No
         for o in _in_item_order(store.iter_action_outcomes(run_row.id, action)):
             yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
                    "output": loads(o.output)}
-    finally:
-        store.close()
 
 
 def _item_path(key: str) -> tuple[int, ...]:
@@ -516,9 +472,7 @@ def list_records(ref: str, project: Project | Path | str | None = None, *,
     """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
     ``action`` — fan-out items included, by item key — for ``agac records show``. At most
     ``limit`` units, in record order; ``truncated`` says when there were more."""
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         run_row = resolve_run(store, proj, run_ref or ref)
         names = [a["name"] for a in loads(run_row.config)["actions"]]
         if action is not None and action not in names:
@@ -531,8 +485,6 @@ def list_records(ref: str, project: Project | Path | str | None = None, *,
                 "action": action, "truncated": truncated, "units": [
                     {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
                      "detail": r.detail, "attempts": r.attempts} for r in rows]}
-    finally:
-        store.close()
 
 
 def record_session(key: str, project: Project | Path | str | None = None, *,
@@ -541,12 +493,8 @@ def record_session(key: str, project: Project | Path | str | None = None, *,
     cost, status and error log."""
     from agac.engine.inspect import session_document
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (proj, store):
         return session_document(proj, store, key, workflow, run_ref)
-    finally:
-        store.close()
 
 
 # -- scale-out workers -----------------------------------------------------------------------
@@ -609,11 +557,7 @@ def workers(project: Project | Path | str | None = None, *, all_workers: bool = 
     holds and its last heartbeat."""
     from agac.engine.workers import list_workers
 
-    proj = _project(project)
-    store = _history(proj)
-    try:
+    with _history_of(project) as (_proj, store):
         if store.dialect != "postgresql":
             return []
         return list_workers(store, include_stopped=all_workers)
-    finally:
-        store.close()
