@@ -96,6 +96,26 @@ batch_deadline_option = click.option(
     help="When batched actions without their own batch_deadline give a batch up (25h).")
 
 
+def admission_options(f: Any) -> Any:
+    """``--new``, ``--fresh`` and ``--limit``: how ``agac run`` and ``agac submit`` admit."""
+    f = click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="Admit only the first N records.")(f)
+    f = click.option("--fresh", is_flag=True,
+                     help="Like --new, and reuse nothing: every record is paid for again.")(f)
+    return click.option("--new", is_flag=True,
+                        help="End the open run (cancelled) and admit a new one.")(f)
+
+
+def budget_options(f: Any) -> Any:
+    """``--budget-usd`` and ``--allow-over-estimate`` (R5) of ``agac run`` and ``agac submit``."""
+    f = click.option("--allow-over-estimate", is_flag=True,
+                     help="Admit a run whose estimate exceeds its budget (it stops when the "
+                          "budget is spent).")(f)
+    return click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
+                        metavar="USD",
+                        help="Cap a new run's spending (instead of the file's budget.usd).")(f)
+
+
 class _AgacGroup(click.Group):
     """The ``agac`` group; commands in :attr:`LAZY` are imported on first use.
 
@@ -177,16 +197,11 @@ def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
 @run_mode_option
 @poll_interval_option
 @batch_deadline_option
-@click.option("--new", is_flag=True, help="End the open run (cancelled) and admit a new one.")
-@click.option("--fresh", is_flag=True, help="Like --new, and reuse nothing: every record is paid for again.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records.")
+@admission_options
 @click.option("--wait", is_flag=True,
               help="Poll batches out every poll_interval until the run is final, and wait for "
                    "another owner's lease, instead of exiting 75.")
-@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="USD", help="Cap a new run's spending (instead of the file's budget.usd).")
-@click.option("--allow-over-estimate", is_flag=True,
-              help="Admit a run whose estimate exceeds its budget (it stops when the budget is spent).")
+@budget_options
 @json_option
 @command
 def run(workflow: str, run_mode: str | None, poll_interval: float | None,

@@ -13,7 +13,9 @@ import click
 
 from agac.cli.main import (
     _emit_json,
+    admission_options,
     batch_deadline_option,
+    budget_options,
     command,
     json_option,
     poll_interval_option,
@@ -28,13 +30,8 @@ __all__ = ["submit", "worker", "workers"]
 @run_mode_option
 @poll_interval_option
 @batch_deadline_option
-@click.option("--new", is_flag=True, help="End the open run (cancelled) and admit a new one.")
-@click.option("--fresh", is_flag=True, help="Like --new, and reuse nothing: every record is paid for again.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records.")
-@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="USD", help="Cap this run's spending (instead of budget.usd).")
-@click.option("--allow-over-estimate", is_flag=True,
-              help="Admit a run whose estimate exceeds its budget (it stops when the budget is spent).")
+@admission_options
+@budget_options
 @json_option
 @command
 def submit(workflow: str, run_mode: str | None, poll_interval: float | None,
