@@ -11,10 +11,12 @@ $(BIN)/python:
 
 $(VENV)/.core: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/python -m compileall -q src  # as a wheel install would: no compiling at each start
 	touch $@
 
 $(VENV)/.dev: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q src
 	touch $@ $(VENV)/.core
 
 # Install agac, create ./demo from the bundled example, run it offline on the mock
@@ -33,8 +35,9 @@ demo: $(VENV)/.core
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest -q
 
+# The engine benchmarks of issue 2 (results in docs/performance.md).
 bench: $(VENV)/.dev
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/online_mock.py
 
 clean:
 	rm -rf demo .pytest_cache

@@ -118,6 +118,17 @@ CASES = {"chained": case_chained, "latency": case_latency,
          "rss": case_rss, "reuse": case_reuse,
          "startup": case_startup}
 
+def compile_sources() -> None:
+    """Byte-compile agac's sources first, as installing a wheel does: an editable
+    install (and PYTHONDONTWRITEBYTECODE=1) would otherwise compile every module of
+    agac again at each start (~0.12 s here), which is not what users run."""
+    import agac
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(agac.__file__).parent)],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 if __name__ == "__main__":
+    compile_sources()
     for name in sys.argv[1:] or list(CASES):
         print(json.dumps(CASES[name]()), flush=True)

@@ -5,7 +5,6 @@ validator, view spec, provider, concurrency slots, rate limiter, tool function.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from agac.config.functions import FunctionNotFound, resolve_function
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.limits import RateLimiter
 from agac.errors import ConfigError, Problem
+from agac.jsontext import encoder
 from agac.prompt.render import compile_guard, compile_template
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class SchemaValidator:
     collected from jsonschema every time)."""
 
     LIMIT = 4096
-    _TEXT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+    _TEXT = staticmethod(encoder(sort_keys=False, default=None))
 
     def __init__(self, schema: Any) -> None:
         from jsonschema import Draft202012Validator
@@ -67,7 +67,7 @@ class SchemaValidator:
 
     def is_valid(self, value: Any) -> bool:
         try:
-            key = self._TEXT.encode(value)
+            key = self._TEXT(value)
         except (TypeError, ValueError):  # not JSON data: no key to remember it by
             return bool(self._validator.is_valid(value))
         if key in self._valid:

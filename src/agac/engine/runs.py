@@ -299,6 +299,7 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 notes: list[str] | None = None) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
+    counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
     notes = list(notes or [])
     try:
         run = _row(store, run.id)
@@ -314,7 +315,7 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
             notes += waiting
             interrupted = outcome == "interrupted"
             if outcome == "complete":
-                finalize(store, run.id)
+                counted = finalize(store, run.id)[1]
             elif outcome == "paused":
                 store.update_run(run.id, state="waiting")
             elif outcome == "awaiting_approval":
@@ -331,7 +332,7 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 notes += finish_cancel(project, store, _row(store, run.id))
     finally:
         _release(store, lease)
-    return RunResult(build_summary(store, _row(store, run.id)), interrupted, notes)
+    return RunResult(build_summary(store, _row(store, run.id), counted=counted), interrupted, notes)
 
 
 def _release(store: Store, lease: Lease) -> None:
@@ -572,12 +573,14 @@ def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, An
     return "succeeded"
 
 
-def finalize(store: Store, run_id: str) -> str:
+def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
+    """End a run whose every unit settled with its final state (DESIGN §7); with the
+    summary counted for the decision (its counts stay true after the run ended)."""
     run = _row(store, run_id)
     summary = build_summary(store, run)
     pending = sum(a["pending"] for a in summary["actions"].values())
     if pending:
-        return run.state
+        return run.state, summary
     maybe_crash("before_finalize")  # every outcome durable, the final state not yet written
     config = loads(run.config)
     # Only this run's own stops count: skips carried over from the run it retries do not.
@@ -588,7 +591,7 @@ def finalize(store: Store, run_id: str) -> str:
     store.end_run(run_id, state)
     store.checkpoint(lease=None, events=[_event(run_id, "run_ended", {"state": state,
                                                                        "cost_usd": summary["cost_usd"]})])
-    return state
+    return state, summary
 
 
 # -- retry (R2) ----------------------------------------------------------------------------

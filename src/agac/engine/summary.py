@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from agac.store.repository import FINAL_STATES, loads
@@ -14,8 +15,13 @@ if TYPE_CHECKING:
 __all__ = ["build_summary", "next_command"]
 
 
-def build_summary(store: Store, run: Row) -> dict[str, Any]:
+def build_summary(store: Store, run: Row, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``counted``: a summary of the same run built since its last unit settled (as
+    ``finalize`` builds one before it ends the run); its per-action counts and cost are
+    taken as they are instead of being counted again, everything else is read anew."""
     config = loads(run.config)
+    if counted is not None:
+        return _summary(store, run, config, copy.deepcopy(counted["actions"]), counted["cost_usd"])
     info = store.snapshot_info(run.snapshot_id)
     records = info.record_count if info else 0
     actions: dict[str, dict[str, Any]] = {}
@@ -54,6 +60,11 @@ def build_summary(store: Store, run: Row) -> dict[str, Any]:
         settled = entry["answered"] + entry["failed"] + entry["skipped"]
         entry["pending"] = max(entry["records"] - settled, 0)
         entry["cost_usd"] = round(entry["cost_usd"], 6)
+    return _summary(store, run, config, actions, cost)
+
+
+def _summary(store: Store, run: Row, config: dict[str, Any], actions: dict[str, Any], cost: float
+             ) -> dict[str, Any]:
     summary = {
         "run_id": run.id,
         "workflow": run.workflow,

@@ -10,10 +10,11 @@ SDK built-in retries are turned off: the engine owns retries.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from agac.jsontext import canonical
 
 __all__ = [
     "BatchHandle",
@@ -36,12 +37,9 @@ StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use
 ``model_context_window_exceeded``)."""
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: the form hashed into fingerprints."""
-    return _CANONICAL.encode(value)
+    return canonical(value)
 
 
 def fingerprint_of(canonical: str) -> str:

@@ -33,6 +33,8 @@ from agac.providers.base import (
 
 __all__ = ["MockProvider", "mock_value"]
 
+_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(separators=...) builds one per call
+
 
 def _digest(*parts: str) -> int:
     h = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8)
@@ -125,7 +127,7 @@ class MockProvider:
         parsed = None
         if request.schema is not None:
             parsed = mock_value(request.schema, seed)
-            text = json.dumps(parsed, separators=(",", ":"))
+            text = _TEXT(parsed)
         else:
             last = request.messages[-1].content if request.messages else ""
             text = f"mock answer {seed % 100000:05d} to: {last[:60]}"

@@ -53,6 +53,7 @@ BUNDLED_PRICES: dict[str, Price] = {
 }
 
 _FREE_PROVIDERS = frozenset({"mock", "ollama"})
+_FREE = Price(0.0, 0.0, 0.0, 0.0)
 
 
 class PriceTable:
@@ -64,17 +65,19 @@ class PriceTable:
             self._prices[model] = _coerce(value)
 
     def get(self, model: str) -> Price | None:
-        provider = model.split("/", 1)[0]
-        if provider in _FREE_PROVIDERS and model not in self._prices:
-            return Price(0.0, 0.0, 0.0, 0.0)
-        return self._prices.get(model)
+        price = self._prices.get(model)
+        if price is None and model.split("/", 1)[0] in _FREE_PROVIDERS:
+            return _FREE
+        return price
 
     def known(self, model: str) -> bool:
         return self.get(model) is not None
 
     def cost(self, model: str, usage: Usage, tier: str = "live") -> float:
         price = self.get(model)
-        return cost_usd(price, usage, tier, provider=model.split("/", 1)[0]) if price else 0.0
+        if price is None or price is _FREE:
+            return 0.0
+        return cost_usd(price, usage, tier, provider=model.split("/", 1)[0])
 
 
 def _coerce(value: Any) -> Price:
