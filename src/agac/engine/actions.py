@@ -4,14 +4,13 @@ validator, view spec, provider, concurrency slots, rate limiter, tool function.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.data.view import ViewSpec, compile_view
-from agac.engine.limits import RateLimiter
+from agac.engine.limits import RateLimiter, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.render import compile_guard, compile_template
@@ -28,7 +27,7 @@ __all__ = ["ActionRuntime", "build_runtime", "is_batched", "shared_limiter"]
 class ActionRuntime:
     action: Action
     view: ViewSpec
-    slots: asyncio.Semaphore
+    slots: Slots
     limiter: RateLimiter
     system: Template | None = None
     prompt: Template | None = None
@@ -99,7 +98,7 @@ def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
     rt = ActionRuntime(
         action=action,
         view=compile_view(action.context.observe, action.context.drop),
-        slots=asyncio.Semaphore(max(1, action.max_concurrency)),
+        slots=Slots(max(1, action.max_concurrency)),
         limiter=shared_limiter(action.model or action.name, rl.rpm if rl else None,
                                rl.tpm if rl else None),
         provider=provider,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agac.config.fanout import Node, Regions, resolve_regions
+from agac.engine.limits import Slots
 from agac.engine.units import Settled, Stopped, run_unit
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Region:
     fan: ActionRuntime
     steps: list[Any] = field(default_factory=list)
     members: frozenset[str] = frozenset()
-    slots: asyncio.Semaphore | None = None
+    slots: Slots | None = None
 
 
 def regions_of(actions: Any) -> Regions:
@@ -134,7 +135,7 @@ class FanOutPlan:
                 fan = self.by_name[u[1:]]
                 region = Region(fan, self._level(scope + (fan.name,)),
                                 frozenset(self.regions.members[fan.name]),
-                                asyncio.Semaphore(max(1, fan.action.max_concurrency)))
+                                Slots(max(1, fan.action.max_concurrency)))
                 steps.append(region)
             else:
                 steps.append(self.by_name[u])

@@ -50,6 +50,7 @@ from agac.engine.budget import BudgetGuard
 from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
+from agac.engine.limits import Slots
 from agac.engine.runs import (
     _deadline_passed,
     _release,
@@ -170,7 +171,7 @@ class StoreRateLimiter:
 class _Slots:
     """An action's own slots and the worker's, taken together (action first)."""
 
-    def __init__(self, own: asyncio.Semaphore, shared: asyncio.Semaphore) -> None:
+    def __init__(self, own: Slots, shared: Slots) -> None:
         self.own = own
         self.shared = shared
 
@@ -240,7 +241,7 @@ class Worker:
         self.id = f"{self.host}-{self.pid}-{secrets.token_hex(3)}"
         self.report = WorkerReport(self.id)
         self.stopping = False
-        self._calls: asyncio.Semaphore | None = None
+        self._calls: Slots | None = None
         self._runs: dict[str, _RunContext] = {}
         self._active: set[Executor] = set()
         self._wake: asyncio.Event | None = None
@@ -268,7 +269,7 @@ class Worker:
 
     async def _main(self) -> None:
         opts = self.options
-        self._calls = asyncio.Semaphore(max(1, opts.concurrency))
+        self._calls = Slots(max(1, opts.concurrency))
         self._wake = asyncio.Event()
         await asyncio.to_thread(self.store.register_worker, self.id, host=self.host, pid=self.pid,
                                 concurrency=opts.concurrency, ttl=opts.lease_ttl)
@@ -405,7 +406,7 @@ class Worker:
         prior = (loads(run.options) or {}).get("prior")
         states = await asyncio.to_thread(self.store.action_states, prior) if prior else {}
         assert self._calls is not None
-        slots = {a.name: _Slots(asyncio.Semaphore(max(1, a.max_concurrency)), self._calls)
+        slots = {a.name: _Slots(Slots(max(1, a.max_concurrency)), self._calls)
                  for a in workflow.actions}
         limiters = {}
         for a in workflow.actions:

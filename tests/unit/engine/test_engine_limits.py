@@ -57,3 +57,55 @@ def test_token_estimate_without_a_tokenizer() -> None:
     assert estimate_tokens(0) == 0
     assert estimate_tokens(1) == 1
     assert estimate_tokens(400) == 100
+
+
+# -- Slots: max_concurrency, handed over in order -------------------------------------------
+
+
+def test_slots_bound_concurrency_and_hand_over_in_arrival_order() -> None:
+    from agac.engine.limits import Slots
+
+    async def main() -> tuple[int, list[int]]:
+        slots = Slots(3)
+        running = peak = 0
+        order: list[int] = []
+
+        async def unit(i: int) -> None:
+            nonlocal running, peak
+            async with slots:
+                order.append(i)
+                running += 1
+                peak = max(peak, running)
+                await asyncio.sleep(0.001 * (i % 4))
+                running -= 1
+
+        await asyncio.gather(*(unit(i) for i in range(40)))
+        return peak, order
+
+    peak, order = asyncio.run(main())
+    assert peak == 3
+    assert order == list(range(40))  # FIFO: nobody overtakes a waiter
+
+
+def test_slots_survive_cancelled_waiters_and_cancelled_holders() -> None:
+    from agac.engine.limits import Slots
+
+    async def main() -> int:
+        slots = Slots(1)
+        await slots.acquire()
+        queued = asyncio.ensure_future(slots.acquire())
+        handed = asyncio.ensure_future(slots.acquire())
+        await asyncio.sleep(0)
+        queued.cancel()  # cancelled while waiting: skipped by release
+        await asyncio.sleep(0)
+        slots.release()  # goes to ``handed``
+        handed.cancel()  # cancelled after it was handed the slot: passes it on
+        await asyncio.gather(handed, return_exceptions=True)
+        assert not slots.locked()
+        got = 0
+        for _ in range(5):
+            async with slots:
+                got += 1
+        return got
+
+    assert asyncio.run(main()) == 5
