@@ -103,10 +103,12 @@ class ApprovalGate:
         if latest is not None and latest.state == "pending":
             if time.time() < latest.expires_at:
                 if latest.run_id != ex.run_id:
-                    await ex.gateway.call(ex.store.adopt_proposal, latest.id, ex.run_id)
+                    await ex.gateway.call(ex.store.adopt_proposal, latest.id, ex.run_id,
+                                          lease=ex.gateway.fence)
                 self.waiting[(rt.name, rec.key)] = latest.id
                 return None
-            await ex.gateway.call(ex.store.change_proposal, latest.id, ["pending"], state="expired")
+            await ex.gateway.call(ex.store.change_proposal, latest.id, ["pending"], state="expired",
+                                  lease=ex.gateway.fence)
             latest = await ex.gateway.call(ex.store.get_proposal, latest.id)
         if latest is not None and latest.used_by in (None, ex.run_id):
             if latest.state in ("rejected", "expired"):
@@ -132,7 +134,8 @@ class ApprovalGate:
         if why is None:
             return row
         ex = self.ex
-        await ex.gateway.call(ex.store.change_proposal, row.id, [row.state], state="altered")
+        await ex.gateway.call(ex.store.change_proposal, row.id, [row.state], state="altered",
+                              lease=ex.gateway.fence)
         await ex.event("approval_altered", rt.name, rec.key, proposal=row.id, why=why)
         return None
 
@@ -146,13 +149,13 @@ class ApprovalGate:
         ex = self.ex
         why = f"{row.decided_by} is no longer an approver of {rt.name} ({', '.join(spec.approvers)})"
         await ex.gateway.call(ex.store.change_proposal, row.id, ["approved"], state="revoked",
-                              reason=why)
+                              reason=why, lease=ex.gateway.fence)
         await ex.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)
         return False
 
     async def _act(self, rt: ActionRuntime, rec: Any, row: Any) -> Settled | None:
         ex = self.ex
-        if not await ex.gateway.call(ex.store.use_proposal, row.id, ex.run_id):
+        if not await ex.gateway.call(ex.store.use_proposal, row.id, ex.run_id, lease=ex.gateway.fence):
             return None  # pragma: no cover - one open run per workflow: nobody else uses it
         maybe_crash("approval_acting")  # the run acts on the approval; no outcome yet
         await ex.event("approval_applied", rt.name, rec.key, proposal=row.id, by=row.decided_by)
@@ -164,7 +167,7 @@ class ApprovalGate:
     async def _refused(self, rt: ActionRuntime, rec: Any, row: Any, subject: str) -> Settled:
         ex, spec = self.ex, rt.action.approval
         assert spec is not None
-        await ex.gateway.call(ex.store.use_proposal, row.id, ex.run_id)
+        await ex.gateway.call(ex.store.use_proposal, row.id, ex.run_id, lease=ex.gateway.fence)
         if row.state == "rejected":
             reason, policy = "approval_rejected", spec.on_reject
             detail = f"proposal {row.id} was rejected by {row.decided_by}: {row.reason}"
@@ -221,7 +224,7 @@ class ApprovalGate:
         }
         row["content_hash"] = content_hash(row)
         row["signature"] = sign(self.secret, "proposal:" + row["content_hash"])
-        await ex.gateway.call(ex.store.insert_proposal, row)
+        await ex.gateway.call(ex.store.insert_proposal, row, lease=ex.gateway.fence)
         await ex.event("approval_requested", rt.name, rec.key, proposal=row["id"],
                        approvers=list(spec.approvers), expires_at=row["expires_at"],
                        policy_version=spec.policy_version)

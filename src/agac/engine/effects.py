@@ -57,7 +57,7 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
                                fingerprint=input_hash)
     if row is not None and row.state in ("started", "unknown") and not effect.idempotent:
         if row.state == "started":
-            await ex.gateway.call(ex.store.update_effect, key, state="unknown")
+            await ex.gateway.call(ex.store.update_effect, key, state="unknown", lease=ex.gateway.fence)
             await ex.event("effect_unknown", rt.name, rec.key, effect=key, function=row.function)
         ex.effects_waiting.append(
             f"{rt.name}: the effect {key[:12]} of {rec.key} may or may not have happened; settle "
@@ -69,7 +69,8 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
         await ex.gateway.call(ex.store.start_effect, {
             "key": key, "workflow": ex.workflow.name, "action": action.name, "unit_key": rec.key,
             "function": action.function or "", "idempotent": effect.idempotent,
-            "compensate": effect.compensate, "run_id": ex.run_id, "arguments": inputs_json})
+            "compensate": effect.compensate, "run_id": ex.run_id, "arguments": inputs_json},
+            lease=ex.gateway.fence)
         maybe_crash("effect_started")  # the intent is durable, the function not called yet
         ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, 1, key)
         started = time.monotonic()
@@ -80,11 +81,13 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
         except Exception as exc:  # the effect failed: its unit fails, no retry
             detail = exc.detail if isinstance(exc, Fail) else f"{type(exc).__name__}: {exc}"
             tb = traceback.format_exc()
-            await ex.gateway.call(ex.store.update_effect, key, state="failed", error=detail)
+            await ex.gateway.call(ex.store.update_effect, key, state="failed", error=detail,
+                                  lease=ex.gateway.fence)
             await ex.record_tool(rt, rec, 1, started, tb, input_hash)
             return await ex.settle(rt, rec, "failed", "effect_failed", detail, origin="call",
                                    fingerprint=input_hash, attempts=1, traceback_text=tb)
-        await ex.gateway.call(ex.store.update_effect, key, state="succeeded", receipt=dumps(output))
+        await ex.gateway.call(ex.store.update_effect, key, state="succeeded", receipt=dumps(output),
+                              lease=ex.gateway.fence)
         usage = [ex.tool_usage_row(rt, rec, 1, started, None, input_hash)]
         return await ex.settle(rt, rec, "answered", output=output, origin="call",
                                fingerprint=input_hash, attempts=1, usage=usage)

@@ -243,5 +243,11 @@ class StoreGateway:
             raise self._broken
 
     @property
+    def fence(self) -> tuple[str, int, float] | None:
+        """The lease every write of this run (or shard) is checked against (S3), for the
+        store calls made outside group commits (effects, proposals)."""
+        return self.lease.as_tuple() if self.lease is not None else None
+
+    @property
     def broken(self) -> BaseException | None:
         return self._broken

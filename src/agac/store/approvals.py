@@ -41,12 +41,18 @@ class ApprovalRepository:
 
     def _guard(self, what: str) -> Any: ...  # provided by Store
 
-    def insert_proposal(self, row: dict[str, Any]) -> None:
+    @staticmethod
+    def _fence(conn: Any, name: str, token: int, ttl: float) -> None: ...  # provided by Store
+
+    def insert_proposal(self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None) -> None:
         """Store a new proposal. Earlier live proposals of the same unit that no run has
-        acted on are superseded in the same transaction: a unit has one live proposal."""
+        acted on are superseded in the same transaction: a unit has one live proposal.
+        ``lease``: the writing run's (or shard's) lease, checked in the same transaction (S3)."""
         a = t.approvals
         now = time.time()
         with self._guard("record the proposal"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
             conn.execute(a.update().where(
                 a.c.workflow == row["workflow"], a.c.action == row["action"],
                 a.c.unit_key == row["unit_key"], a.c.state.in_(LIVE_APPROVAL_STATES),
@@ -97,15 +103,19 @@ class ApprovalRepository:
         return {r.action: int(r.n) for r in rows}
 
     def change_proposal(self, proposal_id: str, expect: Sequence[str], *,
-                        content_hash: str | None = None, **fields: Any) -> bool:
+                        content_hash: str | None = None,
+                        lease: tuple[str, int, float] | None = None, **fields: Any) -> bool:
         """Set ``fields`` only if the proposal is still in one of ``expect`` (and, when
-        given, still has ``content_hash``); False when another change won the race."""
+        given, still has ``content_hash``); False when another change won the race. A run
+        passes its ``lease`` (S3); a person's decision needs none (the condition is its guard)."""
         a = t.approvals
         cond = [a.c.id == proposal_id, a.c.state.in_(list(expect))]
         if content_hash is not None:
             cond.append(a.c.content_hash == content_hash)
         fields["updated_at"] = time.time()
         with self._guard("record the decision"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
             return bool(conn.execute(a.update().where(*cond).values(**fields)).rowcount == 1)
 
     def revise_proposal(self, old_id: str, old_hash: str, new_row: dict[str, Any]) -> bool:
@@ -121,21 +131,28 @@ class ApprovalRepository:
             conn.execute(a.insert().values(**new_row))
             return True
 
-    def use_proposal(self, proposal_id: str, run_id: str) -> bool:
+    def use_proposal(self, proposal_id: str, run_id: str, *,
+                     lease: tuple[str, int, float] | None = None) -> bool:
         """Record that ``run_id`` acts on this decision (S1: before it acts). True when it
-        is this run's to act on: nobody used it yet, or this run did (a crash in between)."""
+        is this run's to act on: nobody used it yet, or this run did (a crash in between).
+        ``lease``: the run's (or shard's) lease, checked in the same transaction (S3)."""
         a = t.approvals
         with self._guard("record the use of an approval"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
             res = conn.execute(a.update().where(
                 a.c.id == proposal_id, a.c.state.in_(("approved", "rejected", "expired")),
                 sa.or_(a.c.used_by.is_(None), a.c.used_by == run_id))
                 .values(used_by=run_id, used_at=time.time(), updated_at=time.time()))
             return bool(res.rowcount == 1)
 
-    def adopt_proposal(self, proposal_id: str, run_id: str) -> None:
+    def adopt_proposal(self, proposal_id: str, run_id: str, *,
+                       lease: tuple[str, int, float] | None = None) -> None:
         """A live proposal made by an earlier run now belongs to ``run_id``."""
         a = t.approvals
         with self._guard("adopt the proposal"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
             conn.execute(a.update().where(a.c.id == proposal_id, a.c.state.in_(LIVE_APPROVAL_STATES))
                          .values(run_id=run_id, updated_at=time.time()))
 

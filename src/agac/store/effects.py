@@ -29,6 +29,9 @@ class EffectRepository:
 
     def _guard(self, what: str) -> Any: ...  # provided by Store
 
+    @staticmethod
+    def _fence(conn: Any, name: str, token: int, ttl: float) -> None: ...  # provided by Store
+
     def get_effect(self, key: str) -> Row | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(t.effects).where(t.effects.c.key == key)).first()
@@ -39,19 +42,26 @@ class EffectRepository:
         with self.engine.connect() as conn:
             return list(conn.execute(sa.select(e).where(e.c.key.startswith(ref)).limit(2)).all())
 
-    def start_effect(self, row: dict[str, Any]) -> None:
+    def start_effect(self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None) -> None:
         """S1: the intent (``started``) is durable before the call; replaces an earlier
-        row of the same key that did not succeed."""
+        row of the same key that did not succeed. With ``lease`` (the run's or the shard's),
+        the write is refused (LeaseLost) once another process holds it (S3), so a process
+        that lost its run can never start an effect the new owner starts too."""
         now = time.time()
         row = {**row, "state": "started", "receipt": None, "error": None, "resolution": None,
                "created_at": now, "updated_at": now}
         with self._guard("record the effect intent"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
             conn.execute(t.effects.delete().where(t.effects.c.key == row["key"]))
             conn.execute(t.effects.insert().values(**row))
 
-    def update_effect(self, key: str, **fields: Any) -> None:
+    def update_effect(self, key: str, *, lease: tuple[str, int, float] | None = None,
+                      **fields: Any) -> None:
         fields["updated_at"] = time.time()
         with self._guard("update the effect"), self.engine.begin() as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
             conn.execute(t.effects.update().where(t.effects.c.key == key).values(**fields))
 
     def list_effects(self, workflow: str | None = None, *, states: tuple[str, ...] | None = None

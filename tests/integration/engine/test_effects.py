@@ -189,3 +189,42 @@ def test_e2_compensation_runs_only_on_request(project: Path) -> None:
         api.effects_compensate(effect["id"], project)  # once
     assert run(project, "fx", fresh=True).summary["state"] == "succeeded"
     assert len(calls(project)) == 2  # a compensated effect is not redone automatically
+
+
+STEALING_TOOLS = """
+import json, os
+import sqlalchemy as sa
+from agac.store.repository import Store
+
+def send(inputs, ctx):
+    with open("calls.log", "a") as f:
+        f.write(json.dumps({"key": ctx.idempotency_key, "record": ctx.record_key}) + "\\n")
+    # Another process takes the run over while this effect runs (its lease, new token).
+    store = Store(os.environ["AGAC_STORE"], migrate=False)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE leases SET token = token + 1 WHERE name LIKE 'run:%'"))
+    store.close()
+    return {"sent": inputs["source"]["id"]}
+
+def undo(inputs, ctx):
+    return {}
+"""
+
+
+def test_s3_a_process_that_lost_its_run_starts_no_effect_and_records_no_receipt(project: Path) -> None:
+    """S3 with E1: effect intents and receipts are fenced by the run's lease like every
+    other write. The first effect runs, then the run is taken over: its receipt is refused
+    (it stays ``started``, for the new owner to treat as unknown, E2) and no further effect
+    is started by the process that lost the run."""
+    from agac.errors import LeaseLost
+    from agac.testing import write_project
+
+    fx = FX.replace("IDEMPOTENT", "false").replace(
+        "    effect: {idempotent: false", "    max_concurrency: 1\n    effect: {idempotent: false")
+    write_project(project, fx, data={"data/a.jsonl": rows(3)},
+                  files={"tools/__init__.py": "", "tools/fx.py": STEALING_TOOLS}, workflow_file="fx.yml")
+    with pytest.raises(LeaseLost):
+        api.run("fx", project)
+    assert [c["record"] for c in calls(project)] == ["r00000"]
+    effects = api.effects_list("fx", project)
+    assert [(e["record"], e["state"]) for e in effects] == [("r00000", "started")]

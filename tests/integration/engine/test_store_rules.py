@@ -222,3 +222,42 @@ def test_secrets_never_reach_the_store(project: Path, make, monkeypatch, stores)
             for row in conn.execute(sa.text(f"SELECT * FROM {table}")):
                 text = " ".join(str(v) for v in row)
                 assert "sk-very-secret" not in text and "signing-secret" not in text
+
+
+def test_s3_effect_and_proposal_writes_of_a_stale_owner_are_refused(store_url: str, stores) -> None:
+    """Writes made outside group commits (effect intents and receipts, proposals and their
+    use) check the fencing token in their own transaction, like every checkpoint."""
+    store = stores(store_url)
+    first = store.acquire_lease("run:fx", host="h1", pid=1, ttl=0.05)
+    time.sleep(0.1)
+    second = store.acquire_lease("run:fx", host="h2", pid=2, ttl=30)
+    stale, live = ("run:fx", first, 30.0), ("run:fx", second, 30.0)
+    effect = {"key": "k1", "workflow": "fx", "action": "send", "unit_key": "r1", "function": "t:f",
+              "idempotent": False, "compensate": None, "run_id": "run1", "arguments": "{}"}
+    with pytest.raises(LeaseLost):
+        store.start_effect(effect, lease=stale)
+    assert store.get_effect("k1") is None
+    store.start_effect(effect, lease=live)
+    with pytest.raises(LeaseLost):
+        store.update_effect("k1", state="succeeded", receipt="{}", lease=stale)
+    assert store.get_effect("k1").state == "started"
+    now = time.time()
+    proposal = {"id": "p1", "workflow": "fx", "action": "send", "unit_key": "r1", "seq": 0,
+                "run_id": "run1", "subject": "s" * 64, "parent": None, "arguments": "{}",
+                "policy_version": "1", "approvers": "[]", "proposed_by": None,
+                "expires_at": now + 60, "state": "pending", "content_hash": "c" * 64,
+                "signature": "g" * 64, "created_at": now, "updated_at": now}
+    with pytest.raises(LeaseLost):
+        store.insert_proposal(proposal, lease=stale)
+    assert store.get_proposal("p1") is None
+    store.insert_proposal(proposal, lease=live)
+    with pytest.raises(LeaseLost):
+        store.change_proposal("p1", ["pending"], state="expired", lease=stale)
+    with pytest.raises(LeaseLost):
+        store.adopt_proposal("p1", "run2", lease=stale)
+    assert store.change_proposal("p1", ["pending"], state="approved", decided_by="ann")  # a person
+    with pytest.raises(LeaseLost):
+        store.use_proposal("p1", "run1", lease=stale)
+    row = store.get_proposal("p1")
+    assert (row.state, row.run_id, row.used_by) == ("approved", "run1", None)
+    assert store.use_proposal("p1", "run1", lease=live)
