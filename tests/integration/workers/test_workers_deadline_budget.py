@@ -1,0 +1,200 @@
+"""R4 deadlines and R5 budgets when ``agac worker`` processes advance a submitted run.
+
+Worker mode runs the same unit code as ``agac run`` (engine/units.py), but each shard
+has an executor and a budget guard of its own, in its own process. These tests submit a
+run, start real worker subprocesses on the session's PostgreSQL and check what DESIGN
+§7 promises: the final state, every unit accounted for with its reason (status and
+export), no call sent after the stop beyond those in flight, the cost ledger, and that
+a later run reuses what was paid for."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from workers_support import agac, finish, query, start_worker, status
+
+from agac.testing import write_project
+
+CONCURRENCY = 4
+
+
+def _data(files: int, per_file: int) -> dict[str, list[dict[str, Any]]]:
+    return {f"data/f{i:02d}.jsonl": [{"id": f"f{i}r{j}", "text": f"review {i} {j}"}
+                                     for j in range(per_file)] for i in range(files)}
+
+
+def _accounted(summary: dict[str, Any], records: int) -> None:
+    for name, a in summary["actions"].items():
+        assert a["records"] == records, (name, a)
+        assert a["answered"] + a["failed"] + a["skipped"] == records and a["pending"] == 0, (name, a)
+
+
+def _export(root: Path, env: dict[str, str], workflow: str, action: str, run_id: str) -> list[dict[str, Any]]:
+    out = root / f"export-{action}-{run_id}.jsonl"
+    done = agac(root, env, "export", workflow, "--action", action, "--run", run_id, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _workers(root: Path, env: dict[str, str], n: int) -> list[dict[str, Any]]:
+    procs = [start_worker(root, env, "--concurrency", str(CONCURRENCY), "--poll", "0.3", "--exit-when-done")
+             for _ in range(n)]
+    return [finish(p, timeout=240) for p in procs]
+
+
+# -- R4 ---------------------------------------------------------------------------------------
+
+DEADLINE_WF = """
+name: timed
+input: {path: data/, id_field: id}
+deadline: 5s
+defaults: {model: mock/m1, max_concurrency: 8}
+actions:
+  - name: classify
+    prompt: "Classify: {{ source.text }}"
+  - name: summarize
+    dependencies: [classify]
+    prompt: "Summarize {{ source.text }} given {{ classify.text }}"
+"""
+D_FILES, D_PER_FILE = 4, 400
+
+
+def test_r4_deadline_in_worker_mode_ends_timed_out_and_sends_nothing_after_it(
+        tmp_path: Path, fresh_pg_database: str) -> None:
+    write_project(tmp_path, DEADLINE_WF, workflow_file="timed.yml", data=_data(D_FILES, D_PER_FILE))
+    env = {"AGAC_STORE": fresh_pg_database, "AGAC_MOCK_LATENCY_MS": "40"}
+    sub = agac(tmp_path, env, "submit", "timed", "--json")
+    assert sub.returncode == 0, sub.stderr
+    run_id = json.loads(sub.stdout)["run_id"]
+    deadline_at = json.loads(query(fresh_pg_database, "SELECT options FROM runs WHERE id = %s",
+                                   run_id)[0][0])["deadline_at"]
+    # two workers of 4 calls each need far longer than 5 s for 3,200 calls of 40 ms
+    reports = _workers(tmp_path, env, 2)
+
+    records = D_FILES * D_PER_FILE
+    summary = status(tmp_path, env, run_id)
+    assert summary["state"] == "timed_out", summary
+    _accounted(summary, records)
+    c, s = summary["actions"]["classify"], summary["actions"]["summarize"]
+    # the deadline passed while workers were mid-run: some answers, the rest never sent
+    assert 0 < c["answered"] < records, c
+    assert c["failed"] == 0 and set(c["reasons"]) == {"deadline"}, c
+    assert s["failed"] == 0 and set(s["reasons"]) <= {"deadline"}, s
+    assert c["reasons"]["deadline"] == c["skipped"] and s["reasons"].get("deadline", 0) == s["skipped"]
+    # every call is an answered unit: nothing was asked and then dropped
+    assert c["calls"] == c["answered"] and s["calls"] == s["answered"]
+    # both workers took part, exited 0, and exactly one ended the run
+    assert all(r["shards"] for r in reports), reports
+    assert sum(len(r["finalized"]) for r in reports) == 1
+    ended = query(fresh_pg_database, "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'",
+                  run_id)
+    assert ended[0][0] == 1
+    assert query(fresh_pg_database, "SELECT count(*) FROM outcomes WHERE run_id = %s", run_id)[0][0] \
+        == 2 * records
+
+    # No call was sent after the deadline; the only ones answered after it were in flight
+    # at the deadline: at most --concurrency per worker.
+    calls = query(fresh_pg_database, "SELECT created_at, latency_ms FROM usage WHERE run_id = %s "
+                  "AND kind = 'llm'", run_id)
+    assert len(calls) == c["calls"] + s["calls"]
+    sent_late = [at - ms / 1000 for at, ms in calls if at - ms / 1000 > deadline_at + 0.05]
+    assert sent_late == [], (len(sent_late), deadline_at)
+    finished_late = sum(1 for at, _ in calls if at > deadline_at)
+    assert finished_late <= 2 * CONCURRENCY, finished_late
+
+    # export names the reason of every unit not answered
+    rows = _export(tmp_path, env, "timed", "classify", run_id)
+    assert len(rows) == records
+    by_status: dict[str, int] = {}
+    for row in rows:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+        if row["status"] == "skipped":
+            assert row["reason"] == "deadline", row
+    assert by_status == {"answered": c["answered"], "skipped": c["skipped"]}
+
+    # A new run without the deadline (it is not part of config_hash) reuses every answer
+    # paid for and asks only the rest.
+    paid = {r[0] for r in query(fresh_pg_database,
+                                "SELECT fingerprint FROM usage WHERE run_id = %s AND kind = 'llm'", run_id)}
+    (tmp_path / "timed.yml").write_text(DEADLINE_WF.replace("deadline: 5s\n", ""), encoding="utf-8")
+    again = agac(tmp_path, {**env, "AGAC_MOCK_LATENCY_MS": "0"}, "submit", "timed", "--json")
+    assert again.returncode == 0, again.stderr
+    second_id = json.loads(again.stdout)["run_id"]
+    assert second_id != run_id
+    _workers(tmp_path, {**env, "AGAC_MOCK_LATENCY_MS": "0"}, 1)
+    second = status(tmp_path, env, second_id)
+    assert second["state"] == "succeeded", second
+    _accounted(second, records)
+    for name, before in (("classify", c), ("summarize", s)):
+        a = second["actions"][name]
+        assert a["reused"] == before["answered"], (name, a)
+        assert a["calls"] == records - before["answered"], (name, a)
+    asked_again = query(fresh_pg_database, "SELECT count(*) FROM usage WHERE run_id = %s AND kind = 'llm' "
+                        "AND fingerprint = ANY(%s)", second_id, list(paid))[0][0]
+    assert asked_again == 0
+
+
+# -- R5 ---------------------------------------------------------------------------------------
+
+# USD per million tokens: one token costs $0.001.
+PRICED = "prices: {mock/m1: {input: 1000, output: 1000}}\n"
+BUDGET_USD = 1.5
+BUDGET_WF = f"""
+name: capped
+input: {{path: data/, id_field: id}}
+budget: {{usd: {BUDGET_USD}}}
+defaults: {{model: mock/m1, max_concurrency: 8, max_tokens: 16}}
+actions:
+  - name: classify
+    prompt: "Classify: {{{{ source.text }}}}"
+"""
+B_FILES, B_PER_FILE = 4, 150
+
+
+def test_r5_budget_in_worker_mode_ends_exhausted_within_the_per_shard_bound(
+        tmp_path: Path, fresh_pg_database: str) -> None:
+    write_project(tmp_path, BUDGET_WF, workflow_file="capped.yml", data=_data(B_FILES, B_PER_FILE),
+                  agac_yml=PRICED)
+    env = {"AGAC_STORE": fresh_pg_database, "AGAC_MOCK_LATENCY_MS": "30"}
+    refused = agac(tmp_path, env, "submit", "capped", "--json")
+    assert refused.returncode == 2, refused.stdout  # the estimate alone is over the cap
+    sub = agac(tmp_path, env, "submit", "capped", "--allow-over-estimate", "--json")
+    assert sub.returncode == 0, sub.stderr
+    run_id = json.loads(sub.stdout)["run_id"]
+    reports = _workers(tmp_path, env, 2)
+
+    records = B_FILES * B_PER_FILE
+    summary = status(tmp_path, env, run_id)
+    assert summary["state"] == "exhausted", summary
+    _accounted(summary, records)
+    c = summary["actions"]["classify"]
+    assert 0 < c["answered"] < records, c
+    assert c["failed"] == 0 and set(c["reasons"]) == {"budget_exhausted"}, c
+    assert c["calls"] == c["answered"]
+    assert all(r["shards"] for r in reports), reports
+    assert sum(len(r["finalized"]) for r in reports) == 1
+
+    # The documented bound (docs/architecture.md, per-shard budgets): the cap plus the
+    # worst case of the calls in flight in every worker at once.
+    # (a mock request's input tokens are the estimate's ceil(chars / 4); max_tokens is 16)
+    worst = (query(fresh_pg_database, "SELECT max(input_tokens) FROM usage WHERE run_id = %s",
+                   run_id)[0][0] + 16) * 0.001
+    spent = float(query(fresh_pg_database, "SELECT coalesce(sum(cost_usd), 0) FROM usage WHERE run_id = %s",
+                        run_id)[0][0])
+    assert spent > 0
+    assert spent <= BUDGET_USD + 2 * CONCURRENCY * worst + 1e-9, (spent, BUDGET_USD, worst)
+    assert summary["budget"]["spent_usd"] == round(spent, 6)
+
+    # agac cost agrees with the usage ledger, row by row and in total
+    cost = agac(tmp_path, env, "cost", run_id, "--json")
+    assert cost.returncode == 0, cost.stderr
+    doc = json.loads(cost.stdout)
+    assert abs(doc["cost_usd"] - spent) < 1e-6
+    assert sum(r["calls"] for r in doc["rows"]) == c["calls"]
+    assert abs(summary["cost_usd"] - spent) < 1e-6
+
+    rows = _export(tmp_path, env, "capped", "classify", run_id)
+    assert sum(1 for r in rows if r["status"] == "skipped" and r["reason"] == "budget_exhausted") \
+        == c["skipped"] > 0
