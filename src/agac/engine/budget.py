@@ -12,11 +12,18 @@ What was spent is the run's usage ledger (plus, for a retry, what the runs it re
 spent before it), so the guard is rebuilt from the store whenever the run starts or
 its batch step runs; between those points it counts in memory. A run without a
 budget has no guard and does no extra work.
+
+In worker mode several processes spend from one run at once, so a shard's guard also has
+a ``ledger`` to read: before each reservation it reads what the run has spent (every
+worker's committed usage) and counts its own settlements since that read on top. Reads
+are coalesced: concurrent reservations of one guard share the next read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +67,12 @@ class BudgetGuard:
     exhausted: bool = False
     held: dict[str, Reservation] = field(default_factory=dict)
     """Reservations of batches this run has out, by batch key."""
+    ledger: Callable[[], Awaitable[tuple[float, int]]] | None = None
+    """What the run has spent, read from the store (worker mode: others spend too), or None."""
+    _own_usd: float = 0.0
+    _own_tokens: int = 0
+    _next_read: asyncio.Future[None] | None = None
+    _reader: asyncio.Task[None] | None = None
 
     # -- pricing ----------------------------------------------------------------------------
 
@@ -100,6 +113,41 @@ class BudgetGuard:
         self.reserved_tokens -= r.tokens
         self.spent_usd += usd
         self.spent_tokens += tokens
+        self._own_usd += usd
+        self._own_tokens += tokens
+
+    async def refresh(self) -> None:
+        """Before a reservation: with a ``ledger``, wait for a read of it that starts after
+        this call, so that what other processes committed counts. What they have in
+        flight is not in the ledger: at most their calls in flight, the documented bound."""
+        if self.ledger is None or self.exhausted:
+            return
+        if self._next_read is None:
+            self._next_read = asyncio.get_running_loop().create_future()
+            if self._reader is None or self._reader.done():
+                self._reader = asyncio.get_running_loop().create_task(self._read())
+        await asyncio.shield(self._next_read)
+
+    async def _read(self) -> None:
+        assert self.ledger is not None
+        while self._next_read is not None:
+            waiting, self._next_read = self._next_read, None
+            own_usd, own_tokens = self._own_usd, self._own_tokens
+            try:
+                usd, tokens = await self.ledger()
+            except BaseException as exc:
+                waiting.set_exception(exc)
+                waiting.exception()  # mark retrieved: every waiter re-raises it
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            # Settlements since the read started may be in it already (counted twice at
+            # worst, which only makes the guard stricter). The ledger only grows, and the
+            # guard's own count holds its settlements the read may have missed (not yet
+            # committed when it started): keep the larger of the two.
+            self.spent_usd = max(self.spent_usd, usd + self._own_usd - own_usd)
+            self.spent_tokens = max(self.spent_tokens, tokens + self._own_tokens - own_tokens)
+            waiting.set_result(None)
 
     def settle_usage(self, r: Reservation, model: str, usage: Usage | None) -> None:
         if usage is None:

@@ -46,7 +46,7 @@ from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.approvals import ApprovalGate
 from agac.engine.batch import BatchCoordinator
-from agac.engine.budget import BudgetGuard
+from agac.engine.budget import BudgetGuard, spent_by
 from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
@@ -457,6 +457,11 @@ class Worker:
             ex.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"), ex.prices)
             held = ex.batch.open_reservations() if ex.batch is not None else {}
             ex.budget.sync(self.store, run, held)
+            if claim.kind == "online":
+                # other workers spend from the same budget: read the run's ledger before
+                # each reservation (R5; the bound is in docs/architecture.md)
+                store = self.store
+                ex.budget.ledger = lambda: asyncio.to_thread(spent_by, store, run)
         return ex
 
     async def _online(self, ctx: _RunContext, claim: Claim) -> None:
