@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
-__all__ = ["BudgetGuard", "Reservation", "request_estimate", "spent_by"]
+__all__ = ["BudgetGuard", "Reservation", "RunLedger", "request_estimate", "spent_by"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,3 +189,41 @@ def spent_by(store: Store, run: Any) -> tuple[float, int]:
         tokens += int((row.input_tokens or 0) + (row.cached_tokens or 0)
                       + (row.cache_write_tokens or 0) + (row.output_tokens or 0))
     return usd, tokens
+
+
+class RunLedger:
+    """What a run has spent, read again and again while other processes add to it (worker
+    mode reads before every reservation), at a cost that does not grow with the run.
+
+    Usage rows up to a *settled* id are summed once and kept; each read sums the rows
+    after it. Ids come from one sequence in insertion order, and the transaction that
+    drew an id ends within seconds (the store ends sessions idle in a transaction after
+    10 s), so once ``settle`` seconds have passed by the database's clock since a read saw
+    largest id ``M``, every row with an id up to ``M`` is committed or gone for good.
+    """
+
+    def __init__(self, store: Store, run: Any, *, settle: float = 60.0) -> None:
+        self.store = store
+        self.run_id = str(run.id)
+        before = (loads(run.options) or {}).get("spent_before") or {}
+        self.base_usd = float(before.get("usd", 0.0))
+        self.base_tokens = int(before.get("tokens", 0))
+        self.base_id = 0
+        self.settle = settle
+        self.marks: deque[tuple[float, int]] = deque()
+        """(database time, largest id seen) of earlier reads, oldest first, about 1 s apart."""
+        self.now = 0.0
+
+    def read(self) -> tuple[float, int]:
+        cut = self.base_id
+        while self.marks and self.marks[0][0] <= self.now - self.settle:
+            cut = max(cut, self.marks.popleft()[1])
+        usd_in, tokens_in, usd, tokens, top, now = self.store.run_spending(
+            self.run_id, after_id=self.base_id, upto_id=cut)
+        self.base_usd += usd_in
+        self.base_tokens += tokens_in
+        self.base_id = cut
+        self.now = now
+        if top > cut and (not self.marks or now - self.marks[-1][0] >= 1.0):
+            self.marks.append((now, top))
+        return self.base_usd + usd, self.base_tokens + tokens

@@ -46,7 +46,7 @@ from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.approvals import ApprovalGate
 from agac.engine.batch import BatchCoordinator
-from agac.engine.budget import BudgetGuard, spent_by
+from agac.engine.budget import BudgetGuard, RunLedger
 from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
@@ -460,8 +460,8 @@ class Worker:
             if claim.kind == "online":
                 # other workers spend from the same budget: read the run's ledger before
                 # each reservation (R5; the bound is in docs/architecture.md)
-                store = self.store
-                ex.budget.ledger = lambda: asyncio.to_thread(spent_by, store, run)
+                ledger = RunLedger(self.store, run)
+                ex.budget.ledger = lambda: asyncio.to_thread(ledger.read)
         return ex
 
     async def _online(self, ctx: _RunContext, claim: Claim) -> None:

@@ -10,11 +10,16 @@ a later run reuses what was paid for."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import psycopg
 from workers_support import agac, finish, query, start_worker, status
 
+from agac.engine.budget import RunLedger, spent_by
+from agac.store.repository import Store
 from agac.testing import write_project
 
 CONCURRENCY = 4
@@ -198,3 +203,48 @@ def test_r5_budget_in_worker_mode_ends_exhausted_within_the_per_shard_bound(
     rows = _export(tmp_path, env, "capped", "classify", run_id)
     assert sum(1 for r in rows if r["status"] == "skipped" and r["reason"] == "budget_exhausted") \
         == c["skipped"] > 0
+
+
+USAGE_ROW = ("INSERT INTO usage (run_id, action, unit_key, attempt, kind, provider, model, tier, input_tokens, "
+             "cached_tokens, cache_write_tokens, output_tokens, cost_usd, latency_ms, status, created_at) "
+             "VALUES (%s, 'classify', 'k', 1, 'llm', 'mock', 'm1', 'live', 3, 0, 0, 2, %s, 1, 'ok', 0) RETURNING id")
+"""One call of 5 tokens at the given cost."""
+
+
+def _usage_sql(run_id: str, cost: float) -> tuple[str, tuple[Any, ...]]:
+    return USAGE_ROW, (run_id, cost)
+
+
+def test_r5_run_ledger_reads_incrementally_and_counts_rows_committed_out_of_id_order(
+        fresh_pg_database: str) -> None:
+    store = Store(fresh_pg_database)
+    try:
+        run = SimpleNamespace(id="r1", options=json.dumps({"spent_before": {"usd": 0.5, "tokens": 7}}))
+        ledger = RunLedger(store, run, settle=1.0)
+        assert ledger.read() == (0.5, 7)
+        with psycopg.connect(fresh_pg_database, autocommit=True) as conn:
+            for _ in range(3):
+                conn.execute(*_usage_sql("r1", 0.25))
+            conn.execute(*_usage_sql("other", 9.0))  # another run's spending is not this run's
+            with psycopg.connect(fresh_pg_database) as slow:
+                # a transaction draws an id and commits after a later id is visible
+                late = slow.execute(*_usage_sql("r1", 1.0)).fetchone()
+                assert late is not None
+                early = conn.execute(*_usage_sql("r1", 0.125)).fetchone()
+                assert early is not None and early[0] > late[0]
+                usd, tokens = ledger.read()
+                assert usd == 0.5 + 0.75 + 0.125 and tokens == 7 + 4 * 5
+                time.sleep(0.3)
+                assert ledger.read() == (usd, tokens)  # not settled yet: nothing summed for good
+                slow.commit()
+            time.sleep(1.2)  # the read that saw `early` is now settled: its ids are summed once
+            usd, tokens = ledger.read()
+            assert usd == 0.5 + 0.75 + 0.125 + 1.0 and tokens == 7 + 5 * 5
+            usd, tokens = ledger.read()
+            assert ledger.base_id >= early[0]  # later reads start after the settled rows
+            conn.execute(*_usage_sql("r1", 2.0))
+            usd, tokens = ledger.read()
+        assert usd == 0.5 + 0.75 + 0.125 + 1.0 + 2.0 and tokens == 7 + 6 * 5
+        assert (usd, tokens) == spent_by(store, run)  # the same total as the full ledger read
+    finally:
+        store.close()
