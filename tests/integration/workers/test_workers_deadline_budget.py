@@ -54,7 +54,7 @@ def _workers(root: Path, env: dict[str, str], n: int) -> list[dict[str, Any]]:
 DEADLINE_WF = """
 name: timed
 input: {path: data/, id_field: id}
-deadline: 5s
+deadline: 8s
 defaults: {model: mock/m1, max_concurrency: 8}
 actions:
   - name: classify
@@ -63,7 +63,7 @@ actions:
     dependencies: [classify]
     prompt: "Summarize {{ source.text }} given {{ classify.text }}"
 """
-D_FILES, D_PER_FILE = 4, 400
+D_FILES, D_PER_FILE = 4, 600
 
 
 def test_r4_deadline_in_worker_mode_ends_timed_out_and_sends_nothing_after_it(
@@ -75,7 +75,7 @@ def test_r4_deadline_in_worker_mode_ends_timed_out_and_sends_nothing_after_it(
     run_id = json.loads(sub.stdout)["run_id"]
     deadline_at = json.loads(query(fresh_pg_database, "SELECT options FROM runs WHERE id = %s",
                                    run_id)[0][0])["deadline_at"]
-    # two workers of 4 calls each need far longer than 5 s for 3,200 calls of 40 ms
+    # two workers of 4 calls each need far longer than 8 s for 4,800 calls of 40 ms
     reports = _workers(tmp_path, env, 2)
 
     records = D_FILES * D_PER_FILE
@@ -123,7 +123,7 @@ def test_r4_deadline_in_worker_mode_ends_timed_out_and_sends_nothing_after_it(
     # paid for and asks only the rest.
     paid = {r[0] for r in query(fresh_pg_database,
                                 "SELECT fingerprint FROM usage WHERE run_id = %s AND kind = 'llm'", run_id)}
-    (tmp_path / "timed.yml").write_text(DEADLINE_WF.replace("deadline: 5s\n", ""), encoding="utf-8")
+    (tmp_path / "timed.yml").write_text(DEADLINE_WF.replace("deadline: 8s\n", ""), encoding="utf-8")
     again = agac(tmp_path, {**env, "AGAC_MOCK_LATENCY_MS": "0"}, "submit", "timed", "--json")
     assert again.returncode == 0, again.stderr
     second_id = json.loads(again.stdout)["run_id"]
