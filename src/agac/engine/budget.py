@@ -161,6 +161,14 @@ class BudgetGuard:
         """Keep a submitted batch's reservation until the batch is no longer out."""
         self.held[key] = r
 
+    def replace_held(self, held: dict[str, Reservation]) -> None:
+        """The run's batches out as the store has them now (worker mode: another worker
+        may have submitted or read one since this guard was synced)."""
+        self.reserved_usd += sum(r.usd for r in held.values()) - sum(r.usd for r in self.held.values())
+        self.reserved_tokens += (sum(r.tokens for r in held.values())
+                                 - sum(r.tokens for r in self.held.values()))
+        self.held = dict(held)
+
     # -- from the store -----------------------------------------------------------------------
 
     def sync(self, store: Store, run: Any, open_batches: dict[str, Reservation]) -> None:

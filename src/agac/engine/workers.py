@@ -168,6 +168,33 @@ class StoreRateLimiter:
         return False
 
 
+class _SharedSpending:
+    """The ledger read of an online shard's budget guard: what the run has spent (every
+    worker's committed usage) and, about once a second, the batches it has out and
+    whether a batch part was refused — another worker's batch shard may have submitted
+    or refused one since this shard started."""
+
+    BATCHES_EVERY = 1.0
+
+    def __init__(self, guard: BudgetGuard, ledger: RunLedger, batches: Any, store: Store, run_id: str) -> None:
+        self.guard = guard
+        self.ledger = ledger
+        self.batches = batches
+        self.store = store
+        self.run_id = run_id
+        self.batches_at = time.monotonic()
+
+    async def read(self) -> tuple[float, int]:
+        spent = await asyncio.to_thread(self.ledger.read)
+        if self.batches is not None and time.monotonic() - self.batches_at >= self.BATCHES_EVERY:
+            self.batches_at = time.monotonic()
+            held = await asyncio.to_thread(self.batches.open_reservations, self.guard.held)
+            self.guard.replace_held(held)
+            if await asyncio.to_thread(self.store.budget_refused, self.run_id):
+                self.guard.exhausted = True
+        return spent
+
+
 class _Slots:
     """An action's own slots and the worker's, taken together (action first)."""
 
@@ -457,11 +484,14 @@ class Worker:
             ex.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"), ex.prices)
             held = ex.batch.open_reservations() if ex.batch is not None else {}
             ex.budget.sync(self.store, run, held)
+            # Exhausted in one shard is exhausted in all, as in one process: a batch part
+            # refused elsewhere must not be staged again here, and again, for ever.
+            ex.budget.exhausted = self.store.budget_refused(run.id)
             if claim.kind == "online":
-                # other workers spend from the same budget: read the run's ledger before
-                # each reservation (R5; the bound is in docs/architecture.md)
-                ledger = RunLedger(self.store, run)
-                ex.budget.ledger = lambda: asyncio.to_thread(ledger.read)
+                # other workers spend from the same budget: read the run's ledger (and the
+                # batches out) before each reservation (R5; see docs/architecture.md)
+                ex.budget.ledger = _SharedSpending(ex.budget, RunLedger(self.store, run), ex.batch,
+                                                   self.store, run.id).read
         return ex
 
     async def _online(self, ctx: _RunContext, claim: Claim) -> None:

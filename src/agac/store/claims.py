@@ -363,6 +363,14 @@ class ClaimRepository:
             now = self._db_now(conn)
         return float(row[0]), int(row[1]), float(row[2]), int(row[3]), int(row[4]), now
 
+    def budget_refused(self, run_id: str) -> bool:
+        """Whether a batch part of the run was not sent because its budget had no room (a
+        ``budget_exhausted`` event): the run's budget is exhausted for every shard."""
+        e = t.events
+        with self._guard("read the run's events"), self.engine.connect() as conn:
+            return conn.execute(sa.select(e.c.id).where(e.c.run_id == run_id, e.c.kind == "budget_exhausted")
+                                .limit(1)).first() is not None
+
     # -- the work channel ------------------------------------------------------------------
 
     def _notify(self, conn: Connection) -> None:

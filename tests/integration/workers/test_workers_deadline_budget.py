@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import psycopg
+import pytest
 from workers_support import agac, finish, query, start_worker, status
 
 from agac.engine.budget import RunLedger, spent_by
@@ -248,3 +249,78 @@ def test_r5_run_ledger_reads_incrementally_and_counts_rows_committed_out_of_id_o
         assert (usd, tokens) == spent_by(store, run)  # the same total as the full ledger read
     finally:
         store.close()
+
+
+# A batch action on a dear model next to an online action on a cheap one, over a small
+# file and a large one. The small file's batch is submitted (by a batch shard) while the
+# large file's online shard is still spending: that shard must count the batch's
+# reservation from then on, not only the batches out when it started.
+MIXED_PRICES = ("prices: {openai/gpt-4o-mini: {input: 1000, output: 1000}, "
+                "openai/gpt-4o: {input: 4000, output: 4000}}\n")
+MIXED_USD = 6.0
+MIXED_WF = f"""
+name: mixed
+input: {{path: data/, id_field: id}}
+budget: {{usd: {MIXED_USD}}}
+defaults:
+  model: openai/gpt-4o-mini
+  max_tokens: 64
+  max_concurrency: 8
+  poll_interval: 1s
+  retry: {{max_attempts: 3, backoff: {{initial: 10ms, max: 50ms}}}}
+actions:
+  - name: classify
+    prompt: "Classify: {{{{ source.text }}}}"
+  - name: tag
+    model: openai/gpt-4o
+    run_mode: batch
+    prompt: "Tag: {{{{ source.text }}}}"
+"""
+MIXED_CONCURRENCY = 2
+
+
+def test_r5_budget_in_worker_mode_counts_a_batch_another_worker_submitted(
+        tmp_path: Path, fresh_pg_database: str) -> None:
+    pytest.importorskip("openai")
+    from agac.emulator.testing import RunningEmulator
+    from agac.providers.base import Usage
+    from agac.providers.pricing import PriceTable
+
+    data = {"data/f00.jsonl": _data(1, 20)["data/f00.jsonl"], "data/f01.jsonl": _data(2, 600)["data/f01.jsonl"]}
+    write_project(tmp_path, MIXED_WF, workflow_file="mixed.yml", data=data, agac_yml=MIXED_PRICES)
+    with RunningEmulator(latency_ms=80, batch_seconds=2) as emu:
+        env = {**emu.env(), "AGAC_STORE": fresh_pg_database}
+        sub = agac(tmp_path, env, "submit", "mixed", "--allow-over-estimate", "--json")
+        assert sub.returncode == 0, sub.stderr
+        run_id = json.loads(sub.stdout)["run_id"]
+        procs = [start_worker(tmp_path, env, "--concurrency", str(MIXED_CONCURRENCY), "--poll", "0.3",
+                              "--exit-when-done") for _ in range(2)]
+        reports = [finish(p, timeout=180) for p in procs]
+
+    summary = status(tmp_path, env, run_id)
+    assert summary["state"] == "exhausted", summary
+    _accounted(summary, 620)
+    tag, classify = summary["actions"]["tag"], summary["actions"]["classify"]
+    assert tag["answered"] == 20 and tag["reasons"] == {"budget_exhausted": 600}, tag  # f00's batch only
+    assert 0 < classify["answered"] < 620 and set(classify["reasons"]) == {"budget_exhausted"}, classify
+    assert sum(len(r["finalized"]) for r in reports) == 1
+
+    # What the run committed to: the live calls it paid plus the worst case its batch
+    # reserved (the batch tier of input + max_tokens per request), within the cap plus
+    # the calls in flight in both workers.
+    prices = PriceTable({"openai/gpt-4o-mini": {"input": 1000, "output": 1000},
+                         "openai/gpt-4o": {"input": 4000, "output": 4000}})
+    live = float(query(fresh_pg_database, "SELECT coalesce(sum(cost_usd), 0) FROM usage WHERE run_id = %s "
+                       "AND tier = 'live'", run_id)[0][0])
+    reserved = 0.0
+    for (request,) in query(fresh_pg_database, "SELECT i.request FROM batch_items i JOIN batches b "
+                            "ON b.key = i.batch_key WHERE b.run_id = %s", run_id):
+        chars = sum(len(m["content"]) for m in json.loads(request)["messages"])
+        reserved += prices.cost("openai/gpt-4o", Usage(-(-chars // 4), 64), "batch")
+    worst_call = (query(fresh_pg_database, "SELECT max(input_tokens) FROM usage WHERE run_id = %s AND "
+                        "tier = 'live'", run_id)[0][0] + 64) * 0.001
+    assert reserved > 1.0  # the batch's reservation is a large share of the cap
+    assert live + reserved <= MIXED_USD + 2 * MIXED_CONCURRENCY * worst_call + 1e-9, (live, reserved)
+    spent = float(query(fresh_pg_database, "SELECT coalesce(sum(cost_usd), 0) FROM usage WHERE run_id = %s",
+                        run_id)[0][0])
+    assert abs(summary["cost_usd"] - spent) < 1e-6
