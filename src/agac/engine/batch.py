@@ -36,6 +36,8 @@ from agac.store.batches import OPEN_BATCH_STATES, staged_key
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agac.engine.actions import ActionRuntime
     from agac.engine.executor import Executor
 
@@ -197,8 +199,9 @@ class BatchCoordinator:
                 tokens += r.tokens
         return Reservation(usd, tokens)
 
-    def open_reservations(self) -> dict[str, Any]:
-        """Worst cases of the batches this run has out (R5), for the budget guard."""
+    def open_reservations(self, known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Worst cases of the batches this run has out (R5), for the budget guard; those of
+        ``known`` batches are taken from it instead of their items."""
         from agac.engine.budget import Reservation
 
         budget = self.ex.budget
@@ -208,6 +211,9 @@ class BatchCoordinator:
         for b in self.store.list_batches(self.workflow, open_only=True):
             rt = by_name.get(b.action)
             if b.run_id != self.run_id or rt is None:
+                continue
+            if known is not None and b.key in known:
+                out[b.key] = known[b.key]
                 continue
             usd, tokens = 0.0, 0
             for item in self.store.iter_batch_items(b.key):

@@ -12,11 +12,19 @@ What was spent is the run's usage ledger (plus, for a retry, what the runs it re
 spent before it), so the guard is rebuilt from the store whenever the run starts or
 its batch step runs; between those points it counts in memory. A run without a
 budget has no guard and does no extra work.
+
+In worker mode several processes spend from one run at once, so a shard's guard also has
+a ``ledger`` to read: before each reservation it reads what the run has spent (every
+worker's committed usage) and counts its own settlements since that read on top. Reads
+are coalesced: concurrent reservations of one guard share the next read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +36,7 @@ if TYPE_CHECKING:
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
-__all__ = ["BudgetGuard", "Reservation", "request_estimate", "spent_by"]
+__all__ = ["BudgetGuard", "Reservation", "RunLedger", "request_estimate", "spent_by"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,12 @@ class BudgetGuard:
     exhausted: bool = False
     held: dict[str, Reservation] = field(default_factory=dict)
     """Reservations of batches this run has out, by batch key."""
+    ledger: Callable[[], Awaitable[tuple[float, int]]] | None = None
+    """What the run has spent, read from the store (worker mode: others spend too), or None."""
+    _own_usd: float = 0.0
+    _own_tokens: int = 0
+    _next_read: asyncio.Future[None] | None = None
+    _reader: asyncio.Task[None] | None = None
 
     # -- pricing ----------------------------------------------------------------------------
 
@@ -100,6 +114,41 @@ class BudgetGuard:
         self.reserved_tokens -= r.tokens
         self.spent_usd += usd
         self.spent_tokens += tokens
+        self._own_usd += usd
+        self._own_tokens += tokens
+
+    async def refresh(self) -> None:
+        """Before a reservation: with a ``ledger``, wait for a read of it that starts after
+        this call, so that what other processes committed counts. What they have in
+        flight is not in the ledger: at most their calls in flight, the documented bound."""
+        if self.ledger is None or self.exhausted:
+            return
+        if self._next_read is None:
+            self._next_read = asyncio.get_running_loop().create_future()
+            if self._reader is None or self._reader.done():
+                self._reader = asyncio.get_running_loop().create_task(self._read())
+        await asyncio.shield(self._next_read)
+
+    async def _read(self) -> None:
+        assert self.ledger is not None
+        while self._next_read is not None:
+            waiting, self._next_read = self._next_read, None
+            own_usd, own_tokens = self._own_usd, self._own_tokens
+            try:
+                usd, tokens = await self.ledger()
+            except BaseException as exc:
+                waiting.set_exception(exc)
+                waiting.exception()  # mark retrieved: every waiter re-raises it
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            # Settlements since the read started may be in it already (counted twice at
+            # worst, which only makes the guard stricter). The ledger only grows, and the
+            # guard's own count holds its settlements the read may have missed (not yet
+            # committed when it started): keep the larger of the two.
+            self.spent_usd = max(self.spent_usd, usd + self._own_usd - own_usd)
+            self.spent_tokens = max(self.spent_tokens, tokens + self._own_tokens - own_tokens)
+            waiting.set_result(None)
 
     def settle_usage(self, r: Reservation, model: str, usage: Usage | None) -> None:
         if usage is None:
@@ -111,6 +160,14 @@ class BudgetGuard:
     def hold(self, key: str, r: Reservation) -> None:
         """Keep a submitted batch's reservation until the batch is no longer out."""
         self.held[key] = r
+
+    def replace_held(self, held: dict[str, Reservation]) -> None:
+        """The run's batches out as the store has them now (worker mode: another worker
+        may have submitted or read one since this guard was synced)."""
+        self.reserved_usd += sum(r.usd for r in held.values()) - sum(r.usd for r in self.held.values())
+        self.reserved_tokens += (sum(r.tokens for r in held.values())
+                                 - sum(r.tokens for r in self.held.values()))
+        self.held = dict(held)
 
     # -- from the store -----------------------------------------------------------------------
 
@@ -140,3 +197,41 @@ def spent_by(store: Store, run: Any) -> tuple[float, int]:
         tokens += int((row.input_tokens or 0) + (row.cached_tokens or 0)
                       + (row.cache_write_tokens or 0) + (row.output_tokens or 0))
     return usd, tokens
+
+
+class RunLedger:
+    """What a run has spent, read again and again while other processes add to it (worker
+    mode reads before every reservation), at a cost that does not grow with the run.
+
+    Usage rows up to a *settled* id are summed once and kept; each read sums the rows
+    after it. Ids come from one sequence in insertion order, and the transaction that
+    drew an id ends within seconds (the store ends sessions idle in a transaction after
+    10 s), so once ``settle`` seconds have passed by the database's clock since a read saw
+    largest id ``M``, every row with an id up to ``M`` is committed or gone for good.
+    """
+
+    def __init__(self, store: Store, run: Any, *, settle: float = 60.0) -> None:
+        self.store = store
+        self.run_id = str(run.id)
+        before = (loads(run.options) or {}).get("spent_before") or {}
+        self.base_usd = float(before.get("usd", 0.0))
+        self.base_tokens = int(before.get("tokens", 0))
+        self.base_id = 0
+        self.settle = settle
+        self.marks: deque[tuple[float, int]] = deque()
+        """(database time, largest id seen) of earlier reads, oldest first, about 1 s apart."""
+        self.now = 0.0
+
+    def read(self) -> tuple[float, int]:
+        cut = self.base_id
+        while self.marks and self.marks[0][0] <= self.now - self.settle:
+            cut = max(cut, self.marks.popleft()[1])
+        usd_in, tokens_in, usd, tokens, top, now = self.store.run_spending(
+            self.run_id, after_id=self.base_id, upto_id=cut)
+        self.base_usd += usd_in
+        self.base_tokens += tokens_in
+        self.base_id = cut
+        self.now = now
+        if top > cut and (not self.marks or now - self.marks[-1][0] >= 1.0):
+            self.marks.append((now, top))
+        return self.base_usd + usd, self.base_tokens + tokens

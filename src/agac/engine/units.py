@@ -215,6 +215,7 @@ async def _call_with_retries(
                                     f"{sent}: the run's deadline passed", None, fp, attempt - 1)
             held = None
             if ex.budget is not None:
+                await ex.budget.refresh()  # worker mode: what other workers spent counts
                 held = ex.budget.for_request(action, current)
                 if not ex.budget.reserve(held):
                     return await _final(ex, rt, rec, "skipped", "budget_exhausted",

@@ -46,7 +46,7 @@ from agac.config.model import Workflow
 from agac.engine.actions import is_batched
 from agac.engine.approvals import ApprovalGate
 from agac.engine.batch import BatchCoordinator
-from agac.engine.budget import BudgetGuard
+from agac.engine.budget import BudgetGuard, RunLedger
 from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
@@ -166,6 +166,33 @@ class StoreRateLimiter:
 
     def loop_bound_elsewhere(self) -> bool:
         return False
+
+
+class _SharedSpending:
+    """The ledger read of an online shard's budget guard: what the run has spent (every
+    worker's committed usage) and, about once a second, the batches it has out and
+    whether a batch part was refused — another worker's batch shard may have submitted
+    or refused one since this shard started."""
+
+    BATCHES_EVERY = 1.0
+
+    def __init__(self, guard: BudgetGuard, ledger: RunLedger, batches: Any, store: Store, run_id: str) -> None:
+        self.guard = guard
+        self.ledger = ledger
+        self.batches = batches
+        self.store = store
+        self.run_id = run_id
+        self.batches_at = time.monotonic()
+
+    async def read(self) -> tuple[float, int]:
+        spent = await asyncio.to_thread(self.ledger.read)
+        if self.batches is not None and time.monotonic() - self.batches_at >= self.BATCHES_EVERY:
+            self.batches_at = time.monotonic()
+            held = await asyncio.to_thread(self.batches.open_reservations, self.guard.held)
+            self.guard.replace_held(held)
+            if await asyncio.to_thread(self.store.budget_refused, self.run_id):
+                self.guard.exhausted = True
+        return spent
 
 
 class _Slots:
@@ -457,6 +484,14 @@ class Worker:
             ex.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"), ex.prices)
             held = ex.batch.open_reservations() if ex.batch is not None else {}
             ex.budget.sync(self.store, run, held)
+            # Exhausted in one shard is exhausted in all, as in one process: a batch part
+            # refused elsewhere must not be staged again here, and again, for ever.
+            ex.budget.exhausted = self.store.budget_refused(run.id)
+            if claim.kind == "online":
+                # other workers spend from the same budget: read the run's ledger (and the
+                # batches out) before each reservation (R5; see docs/architecture.md)
+                ex.budget.ledger = _SharedSpending(ex.budget, RunLedger(self.store, run), ex.batch,
+                                                   self.store, run.id).read
         return ex
 
     async def _online(self, ctx: _RunContext, claim: Claim) -> None:

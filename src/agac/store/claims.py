@@ -341,6 +341,36 @@ class ClaimRepository:
             conn.execute(t.rate_events.insert().values(key=key, at=self._db_now(conn), requests=0,
                                                        tokens=tokens))
 
+    # -- shared budgets (R5 in worker mode) ------------------------------------------------
+
+    def run_spending(self, run_id: str, *, after_id: int, upto_id: int) -> tuple[float, int, float, int, int, float]:
+        """A run's usage rows with ``id > after_id``: USD and tokens of those with ``id <=
+        upto_id``, USD and tokens of the rest, the largest id seen, and the database's
+        clock. Reading only rows after a settled id keeps the read small in a long run."""
+        u = t.usage
+        tokens = u.c.input_tokens + u.c.cached_tokens + u.c.cache_write_tokens + u.c.output_tokens
+        early = u.c.id <= upto_id
+        with self._guard("read the run's spending"), self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(
+                    sa.func.coalesce(sa.func.sum(sa.case((early, u.c.cost_usd), else_=0.0)), 0.0),
+                    sa.func.coalesce(sa.func.sum(sa.case((early, tokens), else_=0)), 0),
+                    sa.func.coalesce(sa.func.sum(sa.case((early, 0.0), else_=u.c.cost_usd)), 0.0),
+                    sa.func.coalesce(sa.func.sum(sa.case((early, 0), else_=tokens)), 0),
+                    sa.func.coalesce(sa.func.max(u.c.id), after_id),
+                ).where(u.c.run_id == run_id, u.c.id > after_id)
+            ).one()
+            now = self._db_now(conn)
+        return float(row[0]), int(row[1]), float(row[2]), int(row[3]), int(row[4]), now
+
+    def budget_refused(self, run_id: str) -> bool:
+        """Whether a batch part of the run was not sent because its budget had no room (a
+        ``budget_exhausted`` event): the run's budget is exhausted for every shard."""
+        e = t.events
+        with self._guard("read the run's events"), self.engine.connect() as conn:
+            return conn.execute(sa.select(e.c.id).where(e.c.run_id == run_id, e.c.kind == "budget_exhausted")
+                                .limit(1)).first() is not None
+
     # -- the work channel ------------------------------------------------------------------
 
     def _notify(self, conn: Connection) -> None:

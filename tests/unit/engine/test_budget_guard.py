@@ -1,0 +1,73 @@
+"""R5: a budget guard that shares its run with other processes (worker mode) reads the
+run's ledger before each reservation, so what others spent counts against the cap."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agac.engine.budget import BudgetGuard, Reservation
+from agac.providers.pricing import PriceTable
+
+CALL = Reservation(usd=0.25, tokens=10)
+
+
+def _guard(ledger: list[float]) -> tuple[BudgetGuard, list[int]]:
+    reads: list[int] = []
+
+    async def read() -> tuple[float, int]:
+        reads.append(1)
+        await asyncio.sleep(0.01)
+        return ledger[0], 0
+
+    return BudgetGuard(1.0, None, PriceTable(), ledger=read), reads
+
+
+async def test_r5_shared_guard_counts_what_other_workers_spent() -> None:
+    ledger = [0.0]
+    guard, _ = _guard(ledger)
+    await guard.refresh()
+    assert guard.reserve(CALL)
+    guard.settle(CALL, 0.25, 10)  # this guard's call, committed to the ledger
+    ledger[0] = 0.25 + 0.5  # ... and another worker spent $0.50 meanwhile
+    await guard.refresh()
+    assert guard.spent_usd == pytest.approx(0.75)
+    assert guard.reserve(CALL)
+    assert not guard.reserve(CALL)  # $1.25 would cross the $1 cap
+    assert guard.exhausted
+
+
+async def test_r5_shared_guard_keeps_own_settlements_the_read_may_not_hold() -> None:
+    ledger = [0.0]
+    guard, _ = _guard(ledger)
+    assert guard.reserve(CALL)
+    reading = asyncio.get_running_loop().create_task(guard.refresh())
+    await asyncio.sleep(0)  # the read started before this settlement was committed
+    guard.settle(CALL, 0.25, 10)
+    await reading
+    assert guard.spent_usd == pytest.approx(0.25)
+
+
+async def test_r5_shared_guard_coalesces_concurrent_reads() -> None:
+    ledger = [0.1]
+    guard, reads = _guard(ledger)
+    await asyncio.gather(*(guard.refresh() for _ in range(20)))
+    assert len(reads) == 1  # one read served every reservation that waited at once
+    assert guard.spent_usd == pytest.approx(0.1)
+
+
+async def test_r5_shared_guard_read_failure_reaches_every_waiter() -> None:
+    async def broken() -> tuple[float, int]:
+        await asyncio.sleep(0.01)
+        raise OSError("store unreachable")
+
+    guard = BudgetGuard(1.0, None, PriceTable(), ledger=broken)
+    results = await asyncio.gather(*(guard.refresh() for _ in range(3)), return_exceptions=True)
+    assert all(isinstance(r, OSError) for r in results)
+
+
+async def test_r5_guard_without_ledger_reads_nothing() -> None:
+    guard = BudgetGuard(1.0, None, PriceTable())
+    await guard.refresh()
+    assert guard.spent_usd == 0.0
