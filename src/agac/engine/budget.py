@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
-__all__ = ["BudgetGuard", "Reservation", "RunLedger", "request_estimate", "spent_by"]
+__all__ = ["BudgetGuard", "Reservation", "RunLedger", "request_estimate", "spent_before", "spent_by"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,13 +185,16 @@ class BudgetGuard:
                 "spent_tokens": self.spent_tokens, "exhausted": self.exhausted}
 
 
+def spent_before(run: Any) -> tuple[float, int]:
+    """USD and tokens the runs ``run`` retries spent (recorded at its admission, R2)."""
+    before = (loads(run.options) or {}).get("spent_before") or {}
+    return float(before.get("usd", 0.0)), int(before.get("tokens", 0))
+
+
 def spent_by(store: Store, run: Any) -> tuple[float, int]:
     """USD and tokens a run's budget has used: its own ledger plus what the runs it
     retries spent (recorded at admission, R2)."""
-    opts = loads(run.options) or {}
-    before = opts.get("spent_before") or {}
-    usd = float(before.get("usd", 0.0))
-    tokens = int(before.get("tokens", 0))
+    usd, tokens = spent_before(run)
     for row in store.usage_totals([run.id]):
         usd += float(row.cost_usd or 0.0)
         tokens += int((row.input_tokens or 0) + (row.cached_tokens or 0)
@@ -213,9 +216,7 @@ class RunLedger:
     def __init__(self, store: Store, run: Any, *, settle: float = 60.0) -> None:
         self.store = store
         self.run_id = str(run.id)
-        before = (loads(run.options) or {}).get("spent_before") or {}
-        self.base_usd = float(before.get("usd", 0.0))
-        self.base_tokens = int(before.get("tokens", 0))
+        self.base_usd, self.base_tokens = spent_before(run)
         self.base_id = 0
         self.settle = settle
         self.marks: deque[tuple[float, int]] = deque()
