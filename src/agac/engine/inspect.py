@@ -69,16 +69,17 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
                 entry["guard"] = bool(compile_guard(action.when)(view))
             except Exception:  # noqa: BLE001 - a guard reading a missing field is false
                 entry["guard"] = False
-        if action.kind == "llm":
-            rt = build_runtime(action, None, project.root)
-            req = build_request(rt, view)
-            entry["request"] = req.to_dict()
-            entry["fingerprint"] = req.fingerprint()
-        else:
-            entry["inputs"] = view
-            entry["function"] = action.function
+        entry.update(_what_it_sends(project, action, view))
         out.append(entry)
     return out
+
+
+def _what_it_sends(project: Project, action: Any, view: dict[str, Any]) -> dict[str, Any]:
+    """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
+    if action.kind == "llm":
+        req = build_request(build_runtime(action, None, project.root), view)
+        return {"request": req.to_dict(), "fingerprint": req.fingerprint()}
+    return {"inputs": view, "function": action.function}
 
 
 def _render_items(project: Project, store: Store, workflow: Workflow, regions: Any, action: Any,
@@ -127,13 +128,7 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: A
         view = compile_view(action.context.observe, action.context.drop).build(
             rec.payload, {a: item_outputs[a] for a in action.ancestors})
         view[name] = item
-        if action.kind == "llm":
-            req = build_request(build_runtime(action, None, project.root), view)
-            e["request"] = req.to_dict()
-            e["fingerprint"] = req.fingerprint()
-        else:
-            e["inputs"] = view
-            e["function"] = action.function
+        e.update(_what_it_sends(project, action, view))
         out.append(e)
     return out
 
