@@ -3,19 +3,26 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean lock
+
+# Everything is installed from the lock files in requirements/ (exact versions of every
+# package, extras and dev tools included), so a new SDK release cannot change what a
+# clean clone runs. agac itself goes in last, editable and without resolving anything.
+# Upgrading the lock is `make lock`, committed on its own.
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.core: $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e .
+$(VENV)/.core: $(BIN)/python pyproject.toml requirements/core.txt
+	$(PIP) -r requirements/core.txt
+	$(PIP) --no-deps --no-build-isolation -e .
 	$(BIN)/python -m compileall -q src  # as a wheel install would: no compiling at each start
 	touch $@
 
-$(VENV)/.dev: $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev]'
+$(VENV)/.dev: $(BIN)/python pyproject.toml requirements/dev.txt
+	$(PIP) -r requirements/dev.txt
+	$(PIP) --no-deps --no-build-isolation -e .
 	$(BIN)/python -m compileall -q src
 	touch $@ $(VENV)/.core
 
@@ -41,3 +48,11 @@ bench: $(VENV)/.dev
 
 clean:
 	rm -rf demo .pytest_cache
+
+# Re-resolve the lock files from pyproject.toml with uv (`pip install uv`). uv reads only
+# PyPI here, never the machine's local pip indexes. Review the diff and commit it alone.
+lock:
+	uv pip compile pyproject.toml requirements/build.in --extra dev --universal --python-version 3.11 \
+		--no-emit-package agac --upgrade -o requirements/dev.txt
+	uv pip compile pyproject.toml requirements/build.in --universal --python-version 3.11 \
+		--no-emit-package agac -c requirements/dev.txt -o requirements/core.txt
