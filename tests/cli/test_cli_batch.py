@@ -23,7 +23,8 @@ from agac.config import find_project, store_url
 from agac.providers.base import BatchHandle, Message, ProviderSettings, Request
 from agac.providers.registry import provider_class
 from agac.store.batches import staged_key
-from agac.store.repository import Store, dumps
+from agac.jsontext import dumps
+from agac.store.repository import Store
 
 WORKFLOW = """\
 name: wf

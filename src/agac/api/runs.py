@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from agac.api.projects import ProjectRef, project_of, reading, using, workflow_name
 from agac.api.workflows import load_workflow
-from agac.jsontext import loads
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
@@ -55,7 +54,7 @@ def retry(ref: str | Path, project: ProjectRef = None, *,
     with using(proj, store) as (_, st):
         # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
         last = st.latest_run(workflow.name, final=True)
-        overrides = (loads(last.options).get("overrides") or {}) if last is not None else {}
+        overrides = dict(last.settings.overrides) if last is not None else {}
         if overrides:
             workflow = load_workflow(ref, proj, **overrides)
         run_options = RunOptions(**options)

@@ -32,7 +32,7 @@ def submit(ref: str | Path, project: ProjectRef = None, *,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
     with using(proj, store) as (_, st):
-        if st.dialect != "postgresql":
+        if not st.shares_work:
             raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
                              "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
                              f"`agac run {workflow.name}`")
@@ -69,6 +69,6 @@ def workers(project: ProjectRef = None, *, all_workers: bool = False,
     from agac.engine.workers import list_workers
 
     with reading(project, store) as (_proj, st):
-        if st.dialect != "postgresql":
+        if not st.shares_work:
             return []
         return list_workers(st, include_stopped=all_workers)

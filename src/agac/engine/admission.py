@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.data.inputs import resolve_input_files
 from agac.data.readers import file_fingerprint, iter_input
-from agac.store.repository import dumps, loads
+from agac.jsontext import dumps, loads
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow

@@ -46,8 +46,8 @@ from agac.engine.proposals import (
     unit_arguments,
 )
 from agac.engine.units import act, build_request
+from agac.jsontext import loads
 from agac.providers.base import canonical_json, fingerprint_of
-from agac.store.repository import loads
 
 if TYPE_CHECKING:
     from agac.config.project import Project

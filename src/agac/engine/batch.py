@@ -31,9 +31,9 @@ from agac.engine.fanout import expected_units
 from agac.engine.ingest import ingest_batch
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
+from agac.jsontext import dumps, loads
 from agac.providers.base import BatchHandle, Message, Request
-from agac.store.batches import OPEN_BATCH_STATES, staged_key
-from agac.store.repository import dumps, loads
+from agac.store.batches import OPEN_BATCH_STATES, staged_key, staged_prefix
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -117,8 +117,8 @@ class BatchCoordinator:
     async def _submit_ready_files(self, rt: ActionRuntime, report: StepReport) -> bool:
         """Submit each file whose units are all accounted for; True when every file is out
         or has nothing left to send (B4)."""
-        prefix = f"staged:{self.run_id}:{rt.name}:"
-        counts = await self._call(self.store.group_counts, self.workflow, rt.name, prefix)
+        counts = await self._call(self.store.group_counts, self.workflow, rt.name,
+                                  staged_prefix(self.run_id, rt.name))
         all_sent = True
         refused: list[str] = []
         for f in self.ex.files:

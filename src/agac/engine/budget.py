@@ -28,8 +28,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agac.store.repository import loads
-
 if TYPE_CHECKING:
     from agac.config.model import Action
     from agac.providers.base import Request, Usage
@@ -187,8 +185,8 @@ class BudgetGuard:
 
 def spent_before(run: Any) -> tuple[float, int]:
     """USD and tokens the runs ``run`` retries spent (recorded at its admission, R2)."""
-    before = (loads(run.options) or {}).get("spent_before") or {}
-    return float(before.get("usd", 0.0)), int(before.get("tokens", 0))
+    before = run.settings.spent_before
+    return before.usd, before.tokens
 
 
 def spent_by(store: Store, run: Any) -> tuple[float, int]:

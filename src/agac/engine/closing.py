@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.executor import shard_ranges
 from agac.engine.fanout import regions_of, unit_keys
+from agac.jsontext import dumps, loads
 from agac.providers.factory import open_providers
 from agac.store.batches import OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
-from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
-
     from agac.config.fanout import Regions
     from agac.config.project import Project
     from agac.store.repository import Store
+    from agac.store.values import RunRecord
 
 __all__ = ["abandon_batches", "cancel_open_batches", "close_run", "collect_garbage", "run_event"]
 
@@ -36,7 +35,7 @@ def run_event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
             "data": dumps(data), "created_at": time.time()}
 
 
-def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "cancelled",
+def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str = "cancelled",
               failed_in_batches: set[tuple[str, str]] | None = None,
               keep_proposals: bool = False) -> None:
     """End a non-final run now: every unit without an outcome is skipped ``reason`` —
@@ -46,7 +45,7 @@ def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "ca
     nobody acted on are withdrawn (they can no longer be approved), unless
     ``keep_proposals`` (``--new``: the next run reuses those still asked, A1)."""
     info = store.snapshot_info(run.snapshot_id)
-    config = loads(run.config)
+    config = run.config
     names = [a["name"] for a in config["actions"]]
     ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
     cancelled_units = failed_in_batches or set()
@@ -151,12 +150,10 @@ def collect_garbage(store: Store, keep_runs: int) -> dict[str, Any]:
     """``agac gc``: per workflow, keep the newest ``keep_runs`` final runs and every run
     not final; prune the outcomes and events of the others (answers, the cost ledger,
     batches and effects stay: answers remain reusable by fingerprint)."""
-    from agac.store.repository import FINAL_STATES
-
     pruned: list[str] = []
     seen: dict[str, int] = {}
     for run in store.list_runs(limit=10**9):  # newest first
-        if run.state not in FINAL_STATES or "pruned" in (loads(run.options) or {}):
+        if not run.final or run.settings.pruned is not None:
             continue
         seen[run.workflow] = seen.get(run.workflow, 0) + 1
         if seen[run.workflow] > keep_runs:

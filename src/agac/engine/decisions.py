@@ -234,7 +234,7 @@ def _llm_actions(store: Store, run_id: str) -> set[str]:
     run = store.get_run(run_id)
     if run is None:
         return set()
-    return {a["name"] for a in json.loads(run.config)["actions"] if a.get("kind") == "llm"}
+    return {a["name"] for a in run.config["actions"] if a.get("kind") == "llm"}
 
 
 def _apply(arguments: dict[str, Any], changes: dict[str, Any], *, llm: bool) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.units import Fail, invoke_tool, tool_output
 from agac.errors import RefusedError, UsageError
+from agac.jsontext import dumps
 from agac.store.effects import UNSETTLED_EFFECT_STATES
-from agac.store.repository import dumps
 
 if TYPE_CHECKING:
     from agac.config.project import Project

@@ -22,9 +22,9 @@ from agac.engine.fanout import FanOutPlan, has_fan_out
 from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
+from agac.jsontext import dumps, loads
 from agac.providers.base import Request, Response, fingerprint_of
-from agac.store.batches import OPEN_BATCH_STATES, staged_key
-from agac.store.repository import dumps, loads
+from agac.store.batches import OPEN_BATCH_STATES, staged_by, staged_key
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -276,9 +276,8 @@ class Executor:
 
     def own_batch_item(self, rt: ActionRuntime, key: str) -> Any:
         """The latest batch item this run staged or sent for the unit, if any."""
-        staged_here = f"staged:{self.run_id}:"
         own = [i for i in self.batch_items.get((rt.name, key), [])
-               if i.batch_run == self.run_id or i.batch_key.startswith(staged_here)]
+               if i.batch_run == self.run_id or staged_by(i.batch_key, self.run_id)]
         return max(own, key=lambda i: i.attempt) if own else None
 
     def own_item_decides(self, item: Any) -> bool:
@@ -321,8 +320,7 @@ class Executor:
         """A batch action's unit that has no answer: settle it from its items read in this
         run, or leave it pending in a batch that is out (adopted, B0), or stage it."""
         items = self._items(rt, rec.key, fp)
-        staged_here = f"staged:{self.run_id}:"
-        if any(i.batch_key.startswith(staged_here) for i in items):
+        if any(staged_by(i.batch_key, self.run_id) for i in items):
             return None
         out = [i for i in items if i.batch_state in OPEN_BATCH_STATES and i.status == "pending"]
         if out:

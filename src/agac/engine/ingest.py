@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.units import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.jsontext import dumps
 from agac.providers.base import BatchHandle, Response
-from agac.store.repository import dumps
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime

@@ -19,7 +19,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
@@ -36,13 +36,13 @@ from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
+from agac.jsontext import dumps, loads
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
-from agac.store.repository import FINAL_STATES, dumps, loads
+from agac.store.runs import run_lease
+from agac.store.values import FINAL_STATES, Budget, RunRecord, RunSettings, Spent
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
-
     from agac.config.project import Project
     from agac.store.repository import Store
 
@@ -83,14 +83,14 @@ class RunResult:
         return 75
 
 
-def _row(store: Store, run_id: str) -> Row:
+def _row(store: Store, run_id: str) -> RunRecord:
     row = store.get_run(run_id)
     assert row is not None, run_id
     return row
 
 
-def new_run_id() -> str:
-    return f"{int(time.time()):08x}{secrets.token_hex(4)}"
+def new_run_id(now: float) -> str:
+    return f"{int(now):08x}{secrets.token_hex(4)}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -112,25 +112,25 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
 
     while True:
         try:
-            token = store.acquire_lease(f"run:{run_id}", host=host, pid=pid, ttl=LEASE_TTL,
+            token = store.acquire_lease(run_lease(run_id), host=host, pid=pid, ttl=LEASE_TTL,
                                         may_take=may_take)
             _no_shard_owners(store, run_id, token)
-            return Lease(f"run:{run_id}", token, LEASE_TTL)
+            return Lease(run_lease(run_id), token, LEASE_TTL)
         except LeaseHeld as exc:
             if not wait:
                 raise LeaseHeld(f"run {run_id} is {exc.message}; run again later, or use --wait") from exc
-            time.sleep(1.0)
+            store.clock.wait(1.0)
 
 
 def _no_shard_owners(store: Store, run_id: str, token: int) -> None:
     """Worker mode (DESIGN §4 S3): the run lease and live shard leases of workers exclude
     each other. Expired shard leases are fenced (a paused worker can never write again);
     a live one gives the run lease back and names its worker."""
-    if store.dialect != "postgresql":
+    if not store.shares_work:
         return
     live = store.fence_shards(run_id)
     if live:
-        store.release_lease(f"run:{run_id}", token)
+        store.release_lease(run_lease(run_id), token)
         first = live[0]
         raise LeaseHeld(f"held by worker {first.owner} (pid {first.pid} on {first.host}) and "
                         f"{len(live) - 1} more shard leases" if len(live) > 1 else
@@ -156,7 +156,7 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
 def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
                   overrides: dict[str, Any] | None = None,
                   reload: Callable[[dict[str, Any]], Workflow] | None = None,
-                  ) -> tuple[Row, list[str]]:
+                  ) -> tuple[RunRecord, list[str]]:
     """The run ``agac run`` (and ``agac submit``) would execute: the workflow's open run
     (R1) or a newly admitted one; with notes for the user."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -173,12 +173,12 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
     if options.fresh:
         notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh"))
     if open_run is not None:
-        admitted = loads(open_run.options).get("overrides") or {}
+        admitted = open_run.settings.overrides
         current = reload(admitted) if reload is not None and admitted != overrides else workflow
         if admitted != overrides and overrides:
             notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
                          f"({admitted or 'none'}); today's {overrides} apply to new runs")
-        snap_id = current_snapshot_id(current, project, loads(open_run.options).get("limit"))
+        snap_id = current_snapshot_id(current, project, open_run.settings.limit)
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             raise UsageError(
                 f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
@@ -192,30 +192,28 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
 
 
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
-              *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> Row:
+              *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
     if snapshot is None:
         snapshot = snapshot_input(workflow, project, store, options.limit)
-    run_id = new_run_id()
+    run_id = new_run_id(store.clock.time())
     prior = None
     if retry_of is None and not options.fresh:
         last = store.latest_run(workflow.name, final=True)
         prior = last.id if last is not None else None
-    run_options: dict[str, Any] = {"limit": options.limit, "prior": prior,
-                                   "overrides": options.overrides}
+    settings = RunSettings(limit=options.limit, prior=prior, overrides=options.overrides)
     if retry_of is not None:
-        run_options.update(_inherited_limits(store, retry_of))
+        settings = _inherited_limits(store, retry_of, settings)
     else:
         if workflow.budget is not None:
-            run_options["budget"] = {"usd": workflow.budget.usd, "tokens": workflow.budget.tokens}
+            settings = replace(settings, budget=Budget(workflow.budget.usd, workflow.budget.tokens))
         if workflow.deadline is not None:
-            run_options["deadline_at"] = time.time() + workflow.deadline
-    if run_options.get("budget") and retry_of is None:
-        _admission_estimate(project, store, workflow, snapshot, options, run_options["budget"])
+            settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline)
+    if settings.budget is not None and retry_of is None:
+        _admission_estimate(project, store, workflow, snapshot, options, settings.budget)
     store.create_run(
         id=run_id, workflow=workflow.name, workflow_path=project.display(workflow.path),
-        state="queued", retry_of=retry_of, config=dumps(workflow.snapshot()),
-        config_hash=workflow.config_hash, snapshot_id=snapshot.id, fresh=options.fresh,
-        options=dumps(run_options),
+        retry_of=retry_of, config=workflow.snapshot(), config_hash=workflow.config_hash,
+        snapshot_id=snapshot.id, fresh=options.fresh, settings=settings,
     )
     carried = 0
     if prior is not None:
@@ -228,25 +226,21 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     return run
 
 
-def _inherited_limits(store: Store, original_id: str) -> dict[str, Any]:
+def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> RunSettings:
     """R2: a retry keeps the original's budget — what is left of it — and its deadline."""
     from agac.engine.budget import spent_by
 
     original = store.get_run(original_id)
     assert original is not None
-    opts = loads(original.options) or {}
-    out: dict[str, Any] = {}
-    if opts.get("budget"):
+    if original.settings.budget is not None:
         usd, tokens = spent_by(store, original)
-        out["budget"] = opts["budget"]
-        out["spent_before"] = {"usd": usd, "tokens": tokens}
-    if opts.get("deadline_at") is not None:
-        out["deadline_at"] = opts["deadline_at"]
-    return out
+        settings = replace(settings, budget=original.settings.budget,
+                           spent_before=Spent(usd, tokens))
+    return replace(settings, deadline_at=original.settings.deadline_at)
 
 
 def _admission_estimate(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,
-                        options: RunOptions, budget: dict[str, Any]) -> None:
+                        options: RunOptions, budget: Budget) -> None:
     """R5: refuse (exit 2) a run whose estimate alone exceeds its budget, unless
     ``--allow-over-estimate``."""
     from agac.engine.plan import estimate_run
@@ -258,8 +252,8 @@ def _admission_estimate(project: Project, store: Store, workflow: Workflow, snap
     if plan["within_budget"] or options.allow_over_estimate:
         return
     cost, tokens = plan["cost_usd"]["as_configured"], plan["input_tokens"] + plan["output_tokens"]
-    cap = ", ".join(x for x in (f"${budget['usd']:g}" if budget.get("usd") is not None else "",
-                                f"{budget['tokens']} tokens" if budget.get("tokens") is not None
+    cap = ", ".join(x for x in (f"${budget.usd:g}" if budget.usd is not None else "",
+                                f"{budget.tokens} tokens" if budget.tokens is not None
                                 else "") if x)
     raise RefusedError(
         f"the estimate for {workflow.name} (${cost:.4f}, {tokens} tokens, worst case for "
@@ -295,7 +289,7 @@ def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 # -- execution ------------------------------------------------------------------------------
 
 
-def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
+def execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
                 notes: list[str] | None = None) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
@@ -305,10 +299,10 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
         run = _row(store, run.id)
         if run.state == "cancelling":
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
-        elif _deadline_passed(run):
+        elif _deadline_passed(store, run):
             _time_out(store, run)  # R4: even while nothing ran
         else:
-            workflow = Workflow.from_snapshot(loads(run.config))
+            workflow = Workflow.from_snapshot(run.config)
             store.update_run(run.id, state="running")
             with run_gc_policy():
                 outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
@@ -342,19 +336,19 @@ def _release(store: Store, lease: Lease) -> None:
         pass
 
 
-def _deadline_passed(run: Row) -> bool:
-    deadline_at = (loads(run.options) or {}).get("deadline_at")
-    return deadline_at is not None and time.time() >= deadline_at
+def _deadline_passed(store: Store, run: RunRecord) -> bool:
+    return run.deadline_passed(store.clock.time())
 
 
-def _time_out(store: Store, run: Row) -> None:
+def _time_out(store: Store, run: RunRecord) -> None:
     """R4: end the run ``timed_out``; units never sent are skipped ``deadline``, batches
     out stay out for the next run to adopt (B0)."""
-    at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(loads(run.options)["deadline_at"]))
+    assert run.settings.deadline_at is not None
+    at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.settings.deadline_at))
     close_run(store, run, "timed_out", f"its deadline passed at {at}", reason="deadline")
 
 
-def finish_cancel(project: Project, store: Store, run: Row, why: str = "cancelled by agac cancel"
+def finish_cancel(project: Project, store: Store, run: RunRecord, why: str = "cancelled by agac cancel"
                   ) -> list[str]:
     """End a run ``cancelled`` (the caller owns its lease): its batches out are cancelled at
     the provider and their records fail ``batch_cancelled``; units never sent are skipped
@@ -365,7 +359,7 @@ def finish_cancel(project: Project, store: Store, run: Row, why: str = "cancelle
     return notes
 
 
-def cancel_run(project: Project, store: Store, run: Row) -> RunResult:
+def cancel_run(project: Project, store: Store, run: RunRecord) -> RunResult:
     """``agac cancel``: end a non-final run ``cancelled``. A run owned by a live process is
     marked ``cancelling``; its owner stops sending at its next heartbeat and ends it."""
     if run.state in FINAL_STATES:
@@ -375,9 +369,9 @@ def cancel_run(project: Project, store: Store, run: Row) -> RunResult:
     try:
         lease = take_run_lease(store, run.id, wait=False)
     except LeaseHeld as exc:
-        until = time.monotonic() + LEASE_TTL + HEARTBEAT_SECONDS
-        while time.monotonic() < until:
-            time.sleep(0.25)
+        until = store.clock.monotonic() + LEASE_TTL + HEARTBEAT_SECONDS
+        while store.clock.monotonic() < until:
+            store.clock.wait(0.25)
             row = store.get_run(run.id)
             if row is not None and row.state in FINAL_STATES:
                 return RunResult(build_summary(store, row), notes=[f"run {run.id} was cancelled by its owner"])
@@ -390,7 +384,7 @@ def cancel_run(project: Project, store: Store, run: Row) -> RunResult:
     return RunResult(build_summary(store, _row(store, run.id)), notes=notes)
 
 
-async def _execute(project: Project, store: Store, run: Row, workflow: Workflow, lease: Lease,
+async def _execute(project: Project, store: Store, run: RunRecord, workflow: Workflow, lease: Lease,
                    options: RunOptions) -> tuple[str, list[str]]:
     """Run until every unit settled (``complete``), the run waits on batches (``paused``),
     or it was interrupted (``interrupted``, Ctrl-C); with what it waits on."""
@@ -398,8 +392,8 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     providers = open_providers(llm_providers, project.config)
     info = store.snapshot_info(run.snapshot_id)
     assert info is not None
-    opts = loads(run.options)
-    prior = opts.get("prior")
+    settings = run.settings
+    prior = settings.prior
     prior_failed = frozenset(
         a for a, (state, _) in (store.action_states(prior).items() if prior else []) if state == "failed"
     )
@@ -417,14 +411,13 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     )
     executor.snapshot_id = run.snapshot_id
     executor.run_row = run
-    executor.deadline_at = opts.get("deadline_at")
+    executor.deadline_at = settings.deadline_at
     if any(is_batched(rt) for rt in executor.runtimes):
         executor.batch = BatchCoordinator(executor)
     if any(a.approval is not None for a in workflow.actions):
         executor.approvals = ApprovalGate(executor, project)
-    if opts.get("budget"):
-        executor.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"),
-                                      executor.prices)
+    if settings.budget is not None:
+        executor.budget = BudgetGuard(settings.budget.usd, settings.budget.tokens, executor.prices)
         # Batches this run has out (from an earlier invocation) still hold their reservations.
         held = executor.batch.open_reservations() if executor.batch is not None else {}
         executor.budget.sync(store, run, held)
@@ -582,7 +575,7 @@ def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
     if pending:
         return run.state, summary
     maybe_crash("before_finalize")  # every outcome durable, the final state not yet written
-    config = loads(run.config)
+    config = run.config
     # Only this run's own stops count: skips carried over from the run it retries do not.
     halts = frozenset(r.reason for r in store.outcome_counts(run_id)
                       if r.status == "skipped" and r.origin != "carried" and r.reason)
@@ -597,12 +590,12 @@ def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
 # -- retry (R2) ----------------------------------------------------------------------------
 
 
-def retry_targets(store: Store, original: Row, action: str | None, record: str | None,
+def retry_targets(store: Store, original: RunRecord, action: str | None, record: str | None,
                   include_outstanding: bool = False,
                   ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(failed units to re-ask, downstream units skipped because of them). With
     ``include_outstanding`` the units left waiting on abandoned batches are re-asked too."""
-    config = loads(original.config)
+    config = original.config
     descendants: dict[str, set[str]] = {a["name"]: set() for a in config["actions"]}
     for a in config["actions"]:
         for anc in a["ancestors"]:

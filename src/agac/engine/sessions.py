@@ -11,8 +11,8 @@ from agac.engine.actions import build_runtime
 from agac.engine.fanout import regions_of
 from agac.engine.units import build_request
 from agac.errors import UsageError
+from agac.jsontext import loads
 from agac.prompt.render import compile_guard
-from agac.store.repository import loads
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -158,7 +158,7 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
             if rec is not None:
                 record_key = "/".join(parts[:cut])
                 break
-    config = loads(run.config)
+    config = run.config
     tree = _SessionTree(store, run, config, record_key, rec)
     doc = tree.node(record_key, ())
     if key != record_key:

@@ -5,21 +5,20 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from agac.store.repository import FINAL_STATES, loads
+from agac.store.values import FINAL_STATES
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
-
     from agac.store.repository import Store
+    from agac.store.values import RunRecord
 
 __all__ = ["build_summary", "next_command"]
 
 
-def build_summary(store: Store, run: Row, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
     """``counted``: a summary of the same run built since its last unit settled (as
     ``finalize`` builds one before it ends the run); its per-action counts and cost are
     taken as they are instead of being counted again, everything else is read anew."""
-    config = loads(run.config)
+    config = run.config
     if counted is not None:
         return _summary(store, run, config, copy.deepcopy(counted["actions"]), counted["cost_usd"])
     info = store.snapshot_info(run.snapshot_id)
@@ -63,9 +62,9 @@ def build_summary(store: Store, run: Row, *, counted: dict[str, Any] | None = No
     return _summary(store, run, config, actions, cost)
 
 
-def _summary(store: Store, run: Row, config: dict[str, Any], actions: dict[str, Any], cost: float
+def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict[str, Any], cost: float
              ) -> dict[str, Any]:
-    summary = {
+    summary: dict[str, Any] = {
         "run_id": run.id,
         "workflow": run.workflow,
         "state": run.state,
@@ -86,15 +85,15 @@ def _summary(store: Store, run: Row, config: dict[str, Any], actions: dict[str, 
                                "expires_at": p.expires_at}
                               for p in store.list_proposals(run_id=run.id, states=("pending",),
                                                             limit=20)]}
-    opts = loads(run.options) or {}
-    if opts.get("deadline_at") is not None:
-        summary["deadline_at"] = opts["deadline_at"]
-    budget = opts.get("budget")
-    if budget:
+    settings = run.settings
+    if settings.deadline_at is not None:
+        summary["deadline_at"] = settings.deadline_at
+    if settings.budget is not None:
         from agac.engine.budget import spent_by
 
         usd, tokens = spent_by(store, run)
-        summary["budget"] = {**budget, "spent_usd": round(usd, 6), "spent_tokens": tokens}
+        summary["budget"] = {**settings.budget.to_dict(), "spent_usd": round(usd, 6),
+                             "spent_tokens": tokens}
     summary["next"] = next_command(summary, config)
     if run.error:
         summary["error"] = run.error

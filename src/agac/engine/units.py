@@ -31,9 +31,9 @@ from agac.engine.actions import is_batched
 from agac.engine.context import ToolContext
 from agac.engine.limits import backoff_delay, estimate_tokens
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
+from agac.jsontext import dumps
 from agac.prompt.render import RenderError, render
 from agac.providers.base import Message, Request, Response, canonical_json, fingerprint_of
-from agac.store.repository import dumps
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime

@@ -60,14 +60,13 @@ from agac.engine.runs import (
     take_run_lease,
 )
 from agac.errors import AgacError, LeaseHeld, LeaseLost, StoreError, UsageError
+from agac.jsontext import dumps, loads
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
-from agac.store.claims import FINAL, IDLE, Claim
-from agac.store.repository import dumps, loads
+from agac.store.claims import IDLE, Claim
+from agac.store.values import FINAL_STATES, RunRecord
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
-
     from agac.config.project import Project
     from agac.store.repository import Store
 
@@ -242,7 +241,7 @@ class _ShardBatches(BatchCoordinator):
 
 @dataclass
 class _RunContext:
-    run: Row
+    run: RunRecord
     workflow: Workflow
     providers: dict[str, Any]
     prices: PriceTable
@@ -255,7 +254,7 @@ class _RunContext:
 
 class Worker:
     def __init__(self, project: Project, store: Store, options: WorkerOptions) -> None:
-        if store.dialect != "postgresql":
+        if not store.shares_work:
             raise UsageError(
                 "agac worker needs a PostgreSQL store: workers coordinate through its row "
                 "locks, leases and LISTEN/NOTIFY, which a SQLite file cannot share across "
@@ -373,7 +372,7 @@ class Worker:
             info = self.store.snapshot_info(run.snapshot_id)
             if info is None or not info.complete:
                 continue
-            self.store.ensure_shards(run.id, shard_rows(loads(info.files), loads(run.config)))
+            self.store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))
 
     async def _sweep(self) -> None:
         """Finish runs whose work is done but that nobody ended (a worker died between its
@@ -425,12 +424,12 @@ class Worker:
         if ctx is not None:
             ctx.run = run
             return ctx
-        workflow = Workflow.from_snapshot(loads(run.config))
+        workflow = Workflow.from_snapshot(run.config)
         llm = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
         providers = open_providers(llm, self.project.config)
         info = await asyncio.to_thread(self.store.snapshot_info, run.snapshot_id)
         assert info is not None
-        prior = (loads(run.options) or {}).get("prior")
+        prior = run.settings.prior
         states = await asyncio.to_thread(self.store.action_states, prior) if prior else {}
         assert self._calls is not None
         slots = {a.name: _Slots(Slots(max(1, a.max_concurrency)), self._calls)
@@ -467,8 +466,8 @@ class Worker:
         )
         ex.snapshot_id = run.snapshot_id
         ex.run_row = run
-        opts = loads(run.options) or {}
-        ex.deadline_at = opts.get("deadline_at")
+        settings = run.settings
+        ex.deadline_at = settings.deadline_at
         ex.heartbeat_seconds = claim.ttl / 3
         ex.ranges = [(claim.lo, claim.hi)] if claim.kind == "online" else []
         for rt in ex.runtimes:
@@ -480,8 +479,8 @@ class Worker:
         if any(a.approval is not None for a in ctx.workflow.actions):
             ex.approvals = ApprovalGate(ex, self.project)  # A1 holds in every shard
             ex.approvals.begin_pass()
-        if opts.get("budget"):
-            ex.budget = BudgetGuard(opts["budget"].get("usd"), opts["budget"].get("tokens"), ex.prices)
+        if settings.budget is not None:
+            ex.budget = BudgetGuard(settings.budget.usd, settings.budget.tokens, ex.prices)
             held = ex.batch.open_reservations() if ex.batch is not None else {}
             ex.budget.sync(self.store, run, held)
             # Exhausted in one shard is exhausted in all, as in one process: a batch part
@@ -587,11 +586,11 @@ class Worker:
         run = await asyncio.to_thread(self.store.get_run, run_id)
         if run is None:
             return
-        if run.state in FINAL:
+        if run.state in FINAL_STATES:
             await self._forget(run_id)
             return
         left = await asyncio.to_thread(self.store.shards_left, run_id)
-        if left and run.state != "cancelling" and not _deadline_passed(run):
+        if left and run.state != "cancelling" and not _deadline_passed(self.store, run):
             return
         if self._finalizing is None:
             self._finalizing = asyncio.Lock()
@@ -615,7 +614,7 @@ class Worker:
             return  # shards still held: the run ends when they are handed back and it is retried
         try:
             run = self.store.get_run(run_id)
-            if run is not None and run.state not in FINAL:
+            if run is not None and run.state not in FINAL_STATES:
                 close_run(self.store, run, state, why, reason="run_ended")
                 self.store.close_shards(run_id)
         finally:
@@ -630,16 +629,16 @@ class Worker:
             return None  # a shard is still held, or another process ends it
         try:
             run = self.store.get_run(run_id)
-            if run is None or run.state in FINAL:
+            if run is None or run.state in FINAL_STATES:
                 return None
             if run.state == "cancelling":
                 finish_cancel(self.project, self.store, run)
-            elif _deadline_passed(run):
+            elif _deadline_passed(self.store, run):
                 _time_out(self.store, run)
             elif self.store.shards_left(run_id) == 0:
                 finalize(self.store, run_id)
             run = self.store.get_run(run_id)
-            if run is None or run.state not in FINAL:
+            if run is None or run.state not in FINAL_STATES:
                 return None
             self.store.close_shards(run_id)
             return str(run.state)
@@ -664,7 +663,7 @@ def submit_run(project: Project, store: Store, workflow: Workflow, options: Any,
     run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
     info = store.snapshot_info(run.snapshot_id)
     assert info is not None
-    created = store.ensure_shards(run.id, shard_rows(loads(info.files), loads(run.config)))
+    created = store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))
     store.notify_work()
     return {"run_id": run.id, "workflow": run.workflow, "state": run.state,
             "records": int(info.record_count), "shards": created, "notes": notes}

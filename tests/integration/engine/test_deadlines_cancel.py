@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from dataclasses import replace
 
 import pytest
 from engine_helpers import BASIC, rows, run
@@ -31,9 +31,7 @@ def _move_deadline(run_id: str, deadline_at: float) -> None:
     store = Store(os.environ["AGAC_STORE"])
     try:
         row = store.get_run(run_id)
-        opts = json.loads(row.options)
-        opts["deadline_at"] = deadline_at
-        store.update_run(run_id, options=json.dumps(opts))
+        store.update_run(run_id, settings=replace(row.settings, deadline_at=deadline_at))
     finally:
         store.close()
 
@@ -46,7 +44,7 @@ def _accounted(summary: dict) -> None:
 def test_r4_deadline_passed_while_nothing_ran_ends_timed_out_at_the_next_start(project, make) -> None:
     make(project, DEADLINE)
     admitted = _admit(project)
-    assert json.loads(admitted.options)["deadline_at"] > time.time() + 47 * 3600
+    assert admitted.settings.deadline_at > time.time() + 47 * 3600
     _move_deadline(admitted.id, time.time() - 1)
     result = run(project)
     s = result.summary

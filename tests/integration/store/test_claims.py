@@ -10,13 +10,14 @@ from collections.abc import Iterator
 import pytest
 
 from agac.store.repository import Store
+from agac.store.values import RunSettings
 
 
 @pytest.fixture
 def store(fresh_pg_database: str) -> Iterator[Store]:
     s = Store(fresh_pg_database)
-    s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", state="queued", retry_of=None,
-                 config="{}", config_hash="h", snapshot_id="s", fresh=False, options="{}")
+    s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None, config={},
+                 config_hash="h", snapshot_id="s", fresh=False, settings=RunSettings())
     s.ensure_shards("r1", [{"shard": f"o:{i:010d}", "kind": "online", "file": "a.jsonl",
                             "lo": i, "hi": i + 1000} for i in range(0, 20_000, 1000)])
     yield s

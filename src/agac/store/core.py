@@ -1,0 +1,136 @@
+"""The plumbing every part of the repository shares: the engine, the dialect hooks, the
+clock, and the one error guard around every read and write.
+
+Every query runs inside :meth:`StoreCore._read` or :meth:`StoreCore._write`, which
+translate a driver error into :class:`agac.errors.StoreError` naming what failed, so
+nothing above ``store/`` ever sees ``sqlalchemy`` or ``psycopg`` errors (S2: fail
+closed, say what failed). ``tests/integration/store/test_store_boundary.py`` checks that
+no query bypasses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from agac.clock import SYSTEM, Clock
+from agac.errors import LeaseLost, StoreError
+from agac.store.database import create_store_engine, dialect_hooks, upgrade
+
+__all__ = ["StoreCore"]
+
+
+class StoreCore:
+    """A connection pool to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
+
+    def __init__(self, url: str, *, migrate: bool = True, clock: Clock = SYSTEM) -> None:
+        self.url = url
+        self.clock = clock
+        """The clock rows are stamped with and leases expire by; a run takes its own from
+        its store."""
+        self.engine: Engine = create_store_engine(url)
+        self.hooks = dialect_hooks(self.engine)
+        self.memory = url == "memory"
+        self._bulk_cache: dict[tuple[str, str, int], tuple[str, tuple[str, ...]]] = {}
+        if migrate:
+            upgrade(self.engine)
+
+    @property
+    def shares_work(self) -> bool:
+        """Whether workers on several machines can share this store (PostgreSQL)."""
+        return self.hooks.shares_work
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- the guard ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _read(self, what: str = "read the store") -> Iterator[Connection]:
+        """A connection for reading, inside the error guard."""
+        with _guard(what), self.engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _write(self, what: str) -> Iterator[Connection]:
+        """One transaction, inside the error guard: committed on success, rolled back on
+        any error."""
+        with _guard(what), self.engine.begin() as conn:
+            yield conn
+
+    # -- the fence (S3) -----------------------------------------------------------------------
+
+    def _fence(self, conn: Connection, name: str, token: int, ttl: float) -> None:
+        """Extend lease ``name`` inside the caller's transaction, or LeaseLost when its
+        token moved on (another process owns it now). Straight to the driver: every
+        checkpoint begins with it."""
+        mark = self.hooks.param
+        res = conn.exec_driver_sql(
+            f"UPDATE leases SET expires_at = {mark} WHERE name = {mark} AND token = {mark}",
+            (self.clock.time() + ttl, name, token),
+        )
+        if res.rowcount != 1:
+            raise LeaseLost(f"lease {name} was taken over by another process; stopping")
+
+    # -- bulk inserts -------------------------------------------------------------------------
+
+    def _bulk(self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]],
+              suffix: str = "") -> None:
+        """INSERT straight to the driver: the hot path of every checkpoint.
+
+        The statement text is built once per table from the table's own columns; rows
+        are dicts keyed by column name (an autoincrement ``id`` is left to the database),
+        sent as the dialect hooks say (multi-row ``VALUES`` of a few fixed sizes on
+        SQLite, one ``executemany`` on PostgreSQL).
+        """
+        if not rows:
+            return
+        cols = self._bulk_sql(table, suffix, 1)[1]
+        try:
+            get = operator.itemgetter(*cols)
+            values = [get(r) for r in rows]
+        except KeyError:
+            values = [tuple(r.get(c) for c in cols) for r in rows]
+        if len(cols) == 1:
+            values = [(v,) for v in values]
+        at = 0
+        for size in self.hooks.rows_per_statement:
+            n = (len(values) - at) // size
+            if not n:
+                continue
+            sql = self._bulk_sql(table, suffix, size)[0]
+            if size == 1:
+                conn.exec_driver_sql(sql, values[at:])
+                return
+            chunks = [tuple(itertools.chain.from_iterable(values[i : i + size]))
+                      for i in range(at, at + n * size, size)]
+            conn.exec_driver_sql(sql, chunks)
+            at += n * size
+
+    def _bulk_sql(self, table: sa.Table, suffix: str, size: int) -> tuple[str, tuple[str, ...]]:
+        key = (table.name, suffix, size)
+        cached = self._bulk_cache.get(key)
+        if cached is None:
+            cols = tuple(c.name for c in table.columns
+                         if not (c.primary_key and c.autoincrement is True))
+            mark = self.hooks.param
+            row = f"({', '.join([mark] * len(cols))})"
+            sql = (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES "
+                   f"{', '.join([row] * size)} {suffix}")
+            cached = self._bulk_cache[key] = (sql, cols)
+        return cached
+
+
+@contextlib.contextmanager
+def _guard(what: str) -> Iterator[None]:
+    """Translate driver errors into StoreError (S2: fail closed, say what failed)."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(f"cannot {what}: {exc.__class__.__name__}: {exc}") from exc
