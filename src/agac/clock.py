@@ -50,27 +50,26 @@ SYSTEM = SystemClock()
 
 
 class ManualClock:
-    """A clock that moves only when told to (:meth:`advance`) or when someone waits on it:
-    a wait moves it forward by the time waited, at once. Starts at the machine's time
-    so that what it stamps sorts with what was stamped before."""
+    """The machine's clock, moved forward on request: :meth:`advance` shifts what
+    :meth:`time` and :meth:`monotonic` read, so a test makes a lease expire, a proposal
+    lapse or a deadline pass without sleeping through it. Waits still take real time
+    (they are short in tests: backoffs, heartbeats, polls), so a run under this clock
+    behaves as under the system's, only later."""
 
-    def __init__(self, start: float | None = None) -> None:
-        self._now = time.time() if start is None else start
-        self._mono = 0.0
+    def __init__(self) -> None:
+        self._offset = 0.0
 
     def time(self) -> float:
-        return self._now
+        return time.time() + self._offset
 
     def monotonic(self) -> float:
-        return self._mono
+        return time.monotonic() + self._offset
 
     def advance(self, seconds: float) -> None:
-        self._now += seconds
-        self._mono += seconds
+        self._offset += seconds
 
     async def sleep(self, seconds: float) -> None:
-        self.advance(max(seconds, 0.0))
-        await asyncio.sleep(0)
+        await asyncio.sleep(seconds)
 
     def wait(self, seconds: float) -> None:
-        self.advance(max(seconds, 0.0))
+        time.sleep(seconds)

@@ -27,7 +27,7 @@ def is_final(state: str) -> bool:
 def status(ref: str | None = None, project: ProjectRef = None, *,
            store: Store | None = None) -> dict[str, Any]:
     """The §7.1 summary of a run (by id) or of a workflow's latest run."""
-    from agac.engine.summary import build_summary
+    from agac.engine.views.summary import build_summary
 
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, ref)
@@ -36,7 +36,7 @@ def status(ref: str | None = None, project: ProjectRef = None, *,
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
         summary = build_summary(st, run_row)
         if st.shares_work and st.has_shards(run_row.id):
-            from agac.engine.workers import shard_view
+            from agac.engine.workers.fleet import shard_view
 
             summary["shards"] = shard_view(st, run_row.id)
         return summary
@@ -159,7 +159,7 @@ def record_session(key: str, project: ProjectRef = None, *,
                    store: Store | None = None) -> dict[str, Any]:
     """The record's session (DESIGN §11): its history across actions, attempts, tokens and
     cost, status and error log."""
-    from agac.engine.sessions import session_document
+    from agac.engine.views.sessions import session_document
 
     with reading(project, store) as (proj, st):
         return session_document(proj, st, key, workflow, run_ref)

@@ -160,7 +160,7 @@ def test_b11_at_batch_deadline_the_batch_is_cancelled_and_its_records_fail(
 @pytest.mark.parametrize("provider", ["openai"])
 def test_b12_submissions_are_paced_per_provider_and_polling_never_is(
         provider: str, emulator: RunningEmulator, project: Path, monkeypatch: Any) -> None:
-    from agac.engine.limits import RateLimiter
+    from agac.engine.limits.rates import RateLimiter
     from agac.providers.registry import provider_class
 
     monkeypatch.setattr(RateLimiter, "WINDOW", 0.5)  # "a minute" is half a second here

@@ -11,7 +11,8 @@ from engine_helpers import BASIC, rows, run
 
 from agac import api
 from agac.config.project import find_project
-from agac.engine.runs import RunOptions, admit_run
+from agac.engine.lifecycle.admission import admit_run
+from agac.engine.lifecycle.options import RunOptions
 from agac.errors import RefusedError
 from agac.store.repository import Store
 
@@ -80,7 +81,7 @@ def test_r4_retry_keeps_the_original_deadline(project, make, monkeypatch) -> Non
 
 
 def test_r4_precedence_timed_out_before_exhausted(project, make) -> None:
-    from agac.engine.runs import decide_state
+    from agac.engine.lifecycle.ending import decide_state
 
     summary = {"actions": {"a": {"failed": 1, "answered": 1}}}
     assert decide_state(summary, {}, True, frozenset({"budget_exhausted", "deadline"})) == "timed_out"

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from workers_support import agac, finish, query, start_worker, status
 
-from agac.engine.budget import RunLedger, spent_by
+from agac.engine.limits.budget import RunLedger, spent_by
 from agac.store.repository import Store
 from agac.testing import write_project
 

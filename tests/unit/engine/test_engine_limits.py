@@ -8,7 +8,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agac.engine.limits import RateLimiter, backoff_delay, estimate_tokens
+from agac.engine.limits.rates import RateLimiter, backoff_delay, estimate_tokens
 
 
 def test_rpm_limit_spreads_calls_over_the_window() -> None:
@@ -63,7 +63,7 @@ def test_token_estimate_without_a_tokenizer() -> None:
 
 
 def test_slots_bound_concurrency_and_hand_over_in_arrival_order() -> None:
-    from agac.engine.limits import Slots
+    from agac.engine.limits.rates import Slots
 
     async def main() -> tuple[int, list[int]]:
         slots = Slots(3)
@@ -88,7 +88,7 @@ def test_slots_bound_concurrency_and_hand_over_in_arrival_order() -> None:
 
 
 def test_slots_survive_cancelled_waiters_and_cancelled_holders() -> None:
-    from agac.engine.limits import Slots
+    from agac.engine.limits.rates import Slots
 
     async def main() -> int:
         slots = Slots(1)
