@@ -80,6 +80,12 @@ class BatchUnits(Protocol):
     def forget(self, keys: list[str]) -> None:
         """Drop what :meth:`prefetch` read for these records (their shard is done)."""
 
+    async def settle_ahead(self, rt: ActionRuntime, records: list[Any],
+                           existing: dict[tuple[str, str], Settled],
+                           memory: ShardMemory) -> set[str]:
+        """A first step's batch units settled for a whole shard at once: the keys of the
+        records whose walk stops there."""
+
     def own_item(self, rt: ActionRuntime, key: str) -> Any:
         """The latest batch item this run staged or sent for the unit, if any."""
 

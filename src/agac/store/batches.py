@@ -68,18 +68,40 @@ class BatchRepository(StoreCore):
             if len(rows) < _CHUNK:
                 return
 
+    def staged_sizes(self, key: str) -> Iterator[tuple[str, int]]:
+        """(custom_id, length of its request) of the staged items of one group, in
+        custom_id order, streamed: what splitting a file into parts needs, without the
+        requests themselves."""
+        bi = t.batch_items
+        last = ""
+        while True:
+            with self._read("read staged batch items") as conn:
+                rows = conn.execute(
+                    sa.select(bi.c.custom_id, sa.func.length(bi.c.request))
+                    .where(bi.c.batch_key == key, bi.c.custom_id > last)
+                    .order_by(bi.c.custom_id).limit(_CHUNK * 10)
+                ).all()
+            if not rows:
+                return
+            yield from ((r[0], int(r[1])) for r in rows)
+            last = rows[-1][0]
+            if len(rows) < _CHUNK * 10:
+                return
+
     def create_intents(self, staged: str, parts: list[tuple[dict[str, Any], list[str]]]) -> None:
-        """S1: write each batch row (state ``submitting``) and move its staged items to it."""
+        """S1: write each batch row (state ``submitting``) and move its staged items to it.
+        A part is a run of consecutive custom_ids (in the store's order, as
+        :meth:`staged_sizes` reads them), moved with one statement."""
         bi = t.batch_items
         with self._write("record the batch intent") as conn:
             for row, custom_ids in parts:
                 conn.execute(t.batches.insert().values(**row))
-                for i in range(0, len(custom_ids), 500):
-                    conn.execute(
-                        bi.update()
-                        .where(bi.c.batch_key == staged, bi.c.custom_id.in_(custom_ids[i:i + 500]))
-                        .values(batch_key=row["key"])
-                    )
+                conn.execute(
+                    bi.update()
+                    .where(bi.c.batch_key == staged, bi.c.custom_id >= custom_ids[0],
+                           bi.c.custom_id <= custom_ids[-1])
+                    .values(batch_key=row["key"])
+                )
 
     def drop_staged_items(self, staged: str, custom_ids: Sequence[str]) -> None:
         """Forget staged items that will not be sent (the budget has no room for them)."""
@@ -159,6 +181,38 @@ class BatchRepository(StoreCore):
                f"WHERE batch_key = {mark} AND custom_id = {mark}")
         with self._write("record batch results") as conn:
             conn.exec_driver_sql(sql, [(s, r, d, key, c) for c, s, r, d in results])
+
+    def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str,
+                          lease: tuple[str, int, float] | None = None) -> int:
+        """Answer, in one statement, the units whose item in batch ``batch_key`` (sent by
+        run ``run_id``) was read with an answer: outcome ``answered``, origin ``call``,
+        the answer's output, attempts = the run's items of the unit — what the walk would
+        write for each of them. Units with an outcome already are left alone. Only for a
+        batch action that reads records directly (unit key = record key); returns how many
+        were answered."""
+        bi, b, a, r, o = t.batch_items, t.batches, t.answers, t.records, t.outcomes
+        mine, b2 = t.batch_items.alias("mine"), t.batches.alias("b2")
+        attempts = (sa.select(sa.func.count()).select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
+                    .where(mine.c.workflow == bi.c.workflow, mine.c.action == bi.c.action,
+                           mine.c.unit_key == bi.c.unit_key, b2.c.run_id == run_id)
+                    .scalar_subquery())
+        settled = sa.exists().where(o.c.run_id == run_id, o.c.action == bi.c.action,
+                                    o.c.unit_key == bi.c.unit_key)
+        sel = (sa.select(sa.literal(run_id), bi.c.action, bi.c.unit_key, r.c.seq,
+                         sa.literal("answered"), sa.null(), sa.null(), sa.literal("call"),
+                         bi.c.fingerprint, a.c.output, attempts, sa.literal(self.clock.time()))
+               .select_from(bi.join(b, b.c.key == bi.c.batch_key)
+                            .join(a, a.c.fingerprint == bi.c.fingerprint)
+                            .join(r, sa.and_(r.c.snapshot_id == snapshot_id,
+                                             r.c.key == bi.c.unit_key, r.c.reason.is_(None))))
+               .where(bi.c.batch_key == batch_key, bi.c.status == "succeeded",
+                      b.c.run_id == run_id, b.c.collected_by == run_id, ~settled))
+        cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
+                "fingerprint", "output", "attempts", "updated_at"]
+        with self._write("answer the units of a batch read") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            return int(conn.execute(o.insert().from_select(cols, sel)).rowcount or 0)
 
     def fail_open_items(self, key: str, status: str, reason: str, detail: str) -> None:
         bi = t.batch_items

@@ -148,7 +148,19 @@ class Poller:
             self._unreach(b, report, f"{rt.name}: cannot read the results of {handle.id} for "
                                      f"{b.file}: {exc} (B5)")
             return False
+        await self._answer_read_units(rt, b)
         await self.ctx.event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
         return True
+
+    async def _answer_read_units(self, rt: ActionRuntime, b: Any) -> None:
+        """The units of an action that reads records directly, answered by what was just
+        read, are written in one statement instead of walking every record again for
+        them (the walk then skips their shards when nothing else is left there)."""
+        action = rt.action
+        if action.dependencies or action.approval is not None or self.ctx.plan.per_item(rt.name):
+            return
+        await self.ctx.call(self.ctx.store.settle_read_items, run_id=self.ctx.run_id,
+                            batch_key=b.key, snapshot_id=self.ctx.run.snapshot_id,
+                            lease=self.ctx.gateway.fence)
 
 

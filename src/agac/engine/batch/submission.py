@@ -158,12 +158,12 @@ class Submitter:
         max_bytes = int(getattr(provider, "batch_max_bytes", 200 * 1024 * 1024)) * 9 // 10
         parts: list[list[str]] = [[]]
         size = 0
-        for item in self.ctx.store.staged_items(staged):
-            n = len(item.request) + 300
+        for custom_id, length in self.ctx.store.staged_sizes(staged):
+            n = length + 300
             if parts[-1] and (len(parts[-1]) >= max_n or size + n > max_bytes):
                 parts.append([])
                 size = 0
-            parts[-1].append(item.custom_id)
+            parts[-1].append(custom_id)
             size += n
         now = self.ctx.control.clock.time()
         out = []

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.outcomes.writer import OutcomeWriter
+    from agac.engine.ports import ShardMemory
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.engine.walk.steps import StepPlan
     from agac.store.repository import Store
@@ -69,6 +70,57 @@ class BatchUnits:
             under = tuple(k + "/" for k in keys)
             for unit in [unit for unit in self.items if unit[1].startswith(under)]:
                 del self.items[unit]
+
+    async def settle_ahead(self, rt: ActionRuntime, records: list[Any],
+                           existing: dict[tuple[str, str], Settled], memory: ShardMemory) -> set[str]:
+        """A shard's units of ``rt`` when it is the first step of every record and reads
+        the record alone (no guard, no approval): those waiting on this run's own items
+        are pending, those with nothing stored or sent yet are staged in one group — with
+        no walk per record. The keys of the records whose walk stops there; everything
+        else (answers to settle, failures read, adoptions) is left to the walk."""
+        if not self._ahead(rt):
+            return set()
+        waiting: set[str] = set()
+        rows: list[dict[str, Any]] = []
+        for rec in records:
+            key = rec.key
+            if rec.reason or (rt.name, key) in existing:
+                continue
+            own = self.own_item(rt, key)
+            if own is not None:
+                if own.status == "pending" and self.own_item_decides(own):
+                    waiting.add(key)
+                continue
+            ahead = memory.prefetched.get((rt.name, key))
+            if ahead is None or ahead[3] is not None or (rt.name, key) in self.items:
+                continue
+            fp = ahead[2]
+            if memory.carried_failure(rt.name, key, fp) is not None:
+                continue
+            del memory.prefetched[(rt.name, key)]
+            rows.append(self._staged(rt, rec, ahead[1], fp, 1))
+            waiting.add(key)
+        if rows:
+            self.out.stage(rows)
+        return waiting
+
+    def _ahead(self, rt: ActionRuntime) -> bool:
+        action = rt.action
+        return (rt in self.batch_rts and not action.dependencies and rt.guard is None
+                and action.approval is None and not rt.stopped
+                and not self.plan.per_item(rt.name) and not self.control.stopping
+                and not self.control.deadline_passed()
+                and not (self.budget is not None and self.budget.exhausted))
+
+    def _staged(self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str,
+                attempt: int) -> dict[str, Any]:
+        return {
+            "batch_key": staged_key(self.run_id, rt.name, rec.file),
+            "custom_id": f"{rec.custom}a{attempt}", "workflow": self.workflow,
+            "action": rt.name, "unit_key": rec.key, "file": rec.file, "fingerprint": fp,
+            "attempt": attempt, "request": request_json, "status": "pending", "reason": None,
+            "detail": None,
+        }
 
     # -- one unit -----------------------------------------------------------------------------
 
@@ -145,12 +197,5 @@ class BatchUnits:
         if self.budget is not None and self.budget.exhausted:
             return await self.out.settle(rt, rec, "skipped", "budget_exhausted",
                                          "never sent: the budget has no room for its worst case")
-        attempt = len(read_here) + 1
-        self.out.stage([{
-            "batch_key": staged_key(self.run_id, rt.name, rec.file),
-            "custom_id": f"{rec.custom}a{attempt}", "workflow": self.workflow,
-            "action": rt.name, "unit_key": rec.key, "file": rec.file, "fingerprint": fp,
-            "attempt": attempt, "request": request_json, "status": "pending", "reason": None,
-            "detail": None,
-        }])
+        self.out.stage([self._staged(rt, rec, request_json, fp, len(read_here) + 1)])
         return None

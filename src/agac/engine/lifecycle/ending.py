@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from agac.engine.crashpoints import maybe_crash
 from agac.engine.batch.manual import cancel_open_batches
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_lease, take_run_lease
 from agac.engine.lifecycle.options import RunResult

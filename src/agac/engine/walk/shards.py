@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.requests import build_request
 from agac.engine.values import RecordUnit, Settled
+from agac.engine.walk.steps import Region
 from agac.jsontext import loads
 from agac.providers.base import fingerprint_of
 
@@ -117,7 +118,11 @@ class RecordWalk:
         if self.batch is not None:
             await self.batch.prefetch(keys)
         await self._prefetch_roots(records, existing)
-        tasks = await self._start_records(records, existing)
+        waiting: set[str] = set()
+        first = self.plan.steps[0] if self.plan.steps else None
+        if self.batch is not None and first is not None and not isinstance(first, Region):
+            waiting = await self.batch.settle_ahead(first, records, existing, self.memory)
+        tasks = await self._start_records([r for r in records if r.key not in waiting], existing)
         if started is not None:
             started.set()
         done = await asyncio.gather(*tasks)
@@ -128,7 +133,7 @@ class RecordWalk:
                 self.memory.prefetched.pop((name, k), None)
         if self.batch is not None:
             self.batch.forget(keys)
-        return all(done)
+        return all(done) and not waiting
 
     async def _start_records(self, records: list[RecordUnit], existing: dict[tuple[str, str], Settled]
                              ) -> list[asyncio.Task[bool]]:
