@@ -125,7 +125,7 @@ async def _run_llm(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: d
         request, request_json, fp, stored = prefetched
     else:
         request = given if given is not None else build_request(rt, view)
-        request_json = request.canonical()
+        request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
         fp = fingerprint_of(request_json)
         stored = None if ctx.fresh else await ctx.lookups.lookup_answer(fp)
     carried = ctx.memory.carried_failure(rt.name, rec.key, fp)
