@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agac.engine.values import UnitRecord
     from agac.providers.base import Request, Response, Usage
     from agac.providers.pricing import PriceTable
-    from agac.store.values import OutcomeStatus
+    from agac.store.values import Origin, OutcomeStatus
 
 __all__ = ["OutcomeWriter", "Progress"]
 
@@ -78,7 +78,7 @@ class OutcomeWriter:
 
     async def settle(
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: Any = None, origin: str = "call",
+        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
         answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
