@@ -120,9 +120,8 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
     files = snapshot_files(store, run)
     gateway = StoreGateway(store, lease)
     gateway.start()
-    progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files))
-    if options.on_progress:
-        progress.listeners.append(options.on_progress)
+    progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files),
+                        [options.on_progress] if options.on_progress else [])
     parts = assemble_run(project, store, run, workflow, gateway=gateway, providers=opened,
                          progress=progress, prior=prior_run(store, run), files=files)
     if options.on_start:
