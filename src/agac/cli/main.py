@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import click
 
 from agac import __version__
-from agac.errors import AgacError, ConfigError
+from agac.cli.failures import report
 
 __all__ = ["cli", "main"]
 
@@ -27,19 +27,6 @@ WF_HELP = "a workflow file path or its name:"
 
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def _fail(exc: AgacError, as_json: bool) -> None:
-    if isinstance(exc, ConfigError) and exc.problems:
-        if as_json:
-            _emit_json({"ok": False, "errors": [p.to_dict() for p in exc.problems]})
-        for p in exc.problems:
-            click.echo(p.render(), err=True)
-    else:
-        if as_json:
-            _emit_json({"ok": False, "error": exc.message, "kind": type(exc).__name__})
-        click.echo(f"agac: {exc.message}", err=True)
-    sys.exit(exc.exit_code)
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -56,14 +43,17 @@ def _report(result: Any, as_json: bool) -> int:
 
 
 def command(fn: Callable[..., int | None]) -> Callable[..., None]:
-    """Run a command body; AgacError -> its message on stderr and its exit code."""
+    """Run a command body inside the error boundary (:mod:`agac.cli.failures`): whatever
+    it raises becomes a message naming the fix (JSON on stdout with ``--json``) and an
+    exit code, never a traceback."""
 
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             code = fn(*args, **kwargs)
-        except AgacError as exc:
-            _fail(exc, bool(kwargs.get("as_json")))
-            return
+        except Exception as exc:  # noqa: BLE001 - the boundary: every failure is reported
+            sys.exit(report(exc, bool(kwargs.get("as_json"))))
+        except KeyboardInterrupt as exc:
+            sys.exit(report(exc, bool(kwargs.get("as_json"))))
         sys.exit(code or 0)
 
     wrapper.__name__ = fn.__name__
@@ -130,6 +120,30 @@ class _AgacGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """Click's main, with usage errors and anything raised outside a command body
+        (an option's check, a lazy import) reported by the same boundary as the
+        commands' own failures: with ``--json`` stdout still holds one JSON document."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            if "--json" in argv:
+                failure = {"code": "usage_error", "message": exc.format_message(),
+                           "hint": "see `agac COMMAND --help`"}
+                click.echo(json.dumps({"ok": False, "error": failure}, indent=2))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("agac: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the boundary
+            sys.exit(report(exc, "--json" in argv))
+        sys.exit(code or 0)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
@@ -613,14 +627,19 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", default=None, help="Write here instead of stdout.")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
-@json_option
+@click.option("--json", "as_json", is_flag=True,
+              help="With --out: print one JSON document about the file written.")
 @command
 def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str | None,
            as_json: bool) -> int:
     """Export one row per record of an action: key, status, reason, output."""
     from agac import api
     from agac.data.export import open_output, write_csv, write_jsonl
+    from agac.errors import UsageError
 
+    if as_json and out is None:
+        raise UsageError("--json reports on the file written with --out; without --out the rows "
+                         "themselves are stdout", hint="add --out PATH, or drop --json")
     rows = api.export_rows(workflow, action, run_ref=run_ref)
     with open_output(out) as handle:
         n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)

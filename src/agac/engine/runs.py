@@ -35,7 +35,7 @@ from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.summary import build_summary
-from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
+from agac.errors import AgacError, LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.repository import FINAL_STATES, dumps, loads
@@ -297,6 +297,17 @@ def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 notes: list[str] | None = None) -> RunResult:
+    """Execute the admitted ``run``; an error that stops it names the run (``run_id``), so
+    the CLI can show the run's summary with it."""
+    try:
+        return _execute_run(project, store, run, options, notes)
+    except AgacError as exc:
+        exc.run_id = exc.run_id or run.id
+        raise
+
+
+def _execute_run(project: Project, store: Store, run: Row, options: RunOptions,
+                 notes: list[str] | None) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
