@@ -84,9 +84,10 @@ class Quickstart:
         return agac(*args, cwd=self.root, env=env)
 
 
-def leaf_commands() -> dict[str, Any]:
+def leaf_commands(*, groups: bool = False) -> dict[str, Any]:
     """Every command a user can run, by its full name (``agac runs list``), generated from
-    the Click app itself (lazy commands included), so a new command cannot be left out."""
+    the Click app itself (lazy commands included), so a new command cannot be left out;
+    with ``groups``, the groups too (``agac``, ``agac runs``)."""
     import click
 
     from agac.cli.main import cli
@@ -96,7 +97,7 @@ def leaf_commands() -> dict[str, Any]:
     def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
         if isinstance(cmd, click.Group):
             ctx = click.Context(cmd, info_name=path[-1])
-            if cmd.invoke_without_command:
+            if groups or cmd.invoke_without_command:
                 found[" ".join(path)] = cmd
             for name in cmd.list_commands(ctx):
                 sub = cmd.get_command(ctx, name)

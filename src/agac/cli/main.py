@@ -61,7 +61,10 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
     return wrapper
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print exactly one JSON document on stdout, also when the command fails "
+         '({"ok": false, "error": ...}); notes and progress go to stderr.')
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -524,11 +527,22 @@ def runs_list(workflow: str | None, limit: int, as_json: bool) -> int:
 
 
 @cli.command()
-@click.argument("run_ref", metavar="RUN", required=False)
+@click.argument("run_ref", metavar="[RUN|WF]", required=False)
 @json_option
 @command
 def events(run_ref: str | None, as_json: bool) -> int:
-    """Print a run's event log in order."""
+    """Print a run's event log, oldest first: id, time, kind, action, unit, data.
+
+    RUN is a run id (or a unique prefix), WF a workflow (its latest run); with neither,
+    the latest run of the project. Examples:
+
+    \b
+        agac events                      # the latest run
+        agac events review_triage        # the latest run of a workflow
+        agac events 6b0c1172 --json      # one run, as a JSON list
+
+    Tracebacks of failed tools are left out here; `agac records show KEY` has them.
+    """
     from agac import api
     from agac.cli.render import print_event
 
