@@ -187,15 +187,19 @@ def init(directory: str, example: str, as_json: bool) -> int:
 @run_mode_option
 @poll_interval_option
 @batch_deadline_option
+@click.option("--sample", type=click.IntRange(min=0), default=100, show_default=True,
+              metavar="N", help="Read the input's first N records to check id_field and the "
+                                "source fields the templates read (0: do not read the input).")
 @json_option
 @command
 def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
-             batch_deadline: float | None, as_json: bool) -> int:
-    """Check a workflow; report every error with file, line and code (exit 2 on errors)."""
+             batch_deadline: float | None, sample: int, as_json: bool) -> int:
+    """Check a workflow and its input; report every error with file, line and code (exit 2
+    on errors)."""
     from agac import api
 
     wf, problems = api.validate(workflow, run_mode=run_mode, poll_interval=poll_interval,
-                                batch_deadline=batch_deadline)
+                                batch_deadline=batch_deadline, sample=sample)
     errors = [p for p in problems if p.severity == "error"]
     if as_json:
         _emit_json({"ok": not errors, "workflow": wf.name if wf else None,
