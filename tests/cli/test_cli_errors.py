@@ -259,3 +259,35 @@ def _read_only(path: Path) -> Iterator[None]:
         yield
     finally:
         subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_json_error_of_a_stopped_run_is_its_summary_with_error(tmp_path: Path) -> None:
+    """S2 through the CLI: a checkpoint that cannot be written stops the run; --json then
+    prints that run's summary (state unchanged) with ``ok: false`` and the error."""
+    from agac.store.repository import Store
+    from agac.testing import write_project
+
+    wf = """
+name: wf
+input: {path: data/, id_field: id}
+defaults: {model: mock/m, max_concurrency: 4}
+actions:
+  - name: classify
+    prompt: "{{ source.text }}"
+"""
+    write_project(tmp_path, wf, data={"data/a.jsonl": [{"id": f"r{i:03d}", "text": f"t{i}"}
+                                                       for i in range(60)]})
+    assert agac("store", "upgrade", cwd=tmp_path).code == 0
+    store = Store(f"sqlite:///{tmp_path}/.agac/agac.db")
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TRIGGER agac_test_fail BEFORE INSERT ON outcomes WHEN "
+                             "NEW.unit_key = 'r040' BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END")
+    store.close()
+    done = agac("run", "wf", "--json", cwd=tmp_path)
+    assert done.code == 1 and "Traceback" not in done.err
+    assert not SQL.search(done.out + done.err), done
+    doc = done.json()
+    assert doc["ok"] is False and doc["state"] == "running" and doc["workflow"] == "wf"
+    assert doc["error"]["code"] == "store_error"
+    assert "disk full (test)" in doc["error"]["message"]
+    assert doc["run_id"] == agac("runs", "list", "--json", cwd=tmp_path).json()[0]["run_id"]
