@@ -50,9 +50,7 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             code = fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - the boundary: every failure is reported
-            sys.exit(report(exc, bool(kwargs.get("as_json"))))
-        except KeyboardInterrupt as exc:
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary
             sys.exit(report(exc, bool(kwargs.get("as_json"))))
         sys.exit(code or 0)
 
