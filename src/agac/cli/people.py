@@ -27,15 +27,15 @@ def effects() -> None:
 def effects_list(workflow: str | None, as_json: bool) -> int:
     """List recorded effects (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
+    from agac.cli.render import print_effects
 
     rows = api.effects_list(workflow)
     if as_json:
         _emit_json(rows)
+    elif not rows:
+        click.echo("no effects recorded")
     else:
-        for r in rows:
-            click.echo(f"{r['id'][:12]}  {r['workflow']}/{r['action']}  {r['record']:<16} "
-                       f"{r['state']:<11} {'idempotent' if r['idempotent'] else 'not idempotent'}"
-                       + (f"  error: {r['error']}" if r.get("error") else ""))
+        print_effects(rows)
     return 0
 
 
@@ -81,9 +81,9 @@ def approvals() -> None:
 
 def _print_proposal(p: dict[str, Any]) -> None:
     expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(p["expires_at"]))
-    click.echo(f"{p['id']}  {p['workflow']}/{p['action']}  {p['record']:<14} {p['state']:<10} "
-               f"expires {expires}  approvers: {', '.join(p['approvers'])}")
-    click.echo(f"    {json.dumps(p['arguments'], ensure_ascii=False, default=str)[:300]}")
+    click.echo(f"proposal {p['id']} of {p['workflow']}/{p['action']}, record {p['record']}: "
+               f"{p['state']}, expires {expires}, approvers: {', '.join(p['approvers'])}")
+    click.echo(f"    arguments: {json.dumps(p['arguments'], ensure_ascii=False, default=str)}")
 
 
 @approvals.command("list")
@@ -94,6 +94,7 @@ def _print_proposal(p: dict[str, Any]) -> None:
 def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
     """List proposals waiting for a decision (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
+    from agac.cli.render import print_proposals
 
     rows = api.approvals_list(workflow, every=every)
     if as_json:
@@ -101,8 +102,7 @@ def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
     elif not rows:
         click.echo("no proposal waits for a decision")
     else:
-        for p in rows:
-            _print_proposal(p)
+        print_proposals(rows)
         click.echo(f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
                    "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`")
     return 0

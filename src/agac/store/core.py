@@ -21,7 +21,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from agac.clock import SYSTEM, Clock
 from agac.errors import LeaseLost, StoreError
-from agac.store.database import create_store_engine, dialect_hooks, upgrade
+from agac.store.database import (
+    DriverFailure,
+    create_store_engine,
+    describe_driver_error,
+    dialect_hooks,
+    upgrade,
+)
 
 __all__ = ["StoreCore"]
 
@@ -42,6 +48,12 @@ class StoreCore:
             upgrade(self.engine)
 
     @property
+    def dialect(self) -> str:
+        """Which database this is: ``sqlite`` or ``postgresql`` (a fact to report; the
+        differences themselves are the dialect hooks')."""
+        return self.hooks.name
+
+    @property
     def shares_work(self) -> bool:
         """Whether workers on several machines can share this store (PostgreSQL)."""
         return self.hooks.shares_work
@@ -54,14 +66,14 @@ class StoreCore:
     @contextlib.contextmanager
     def _read(self, what: str = "read the store") -> Iterator[Connection]:
         """A connection for reading, inside the error guard."""
-        with _guard(what), self.engine.connect() as conn:
+        with _guard(what, self.url), self.engine.connect() as conn:
             yield conn
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[Connection]:
         """One transaction, inside the error guard: committed on success, rolled back on
         any error."""
-        with _guard(what), self.engine.begin() as conn:
+        with _guard(what, self.url), self.engine.begin() as conn:
             yield conn
 
     # -- the fence (S3) -----------------------------------------------------------------------
@@ -128,9 +140,14 @@ class StoreCore:
 
 
 @contextlib.contextmanager
-def _guard(what: str) -> Iterator[None]:
-    """Translate driver errors into StoreError (S2: fail closed, say what failed)."""
+def _guard(what: str, url: str) -> Iterator[None]:
+    """Say what failed (S2: fail closed): a driver failure becomes StoreError "cannot
+    <what>: <the driver's words>", without the SQL or its values (see
+    :func:`agac.store.database.describe_driver_error`)."""
     try:
         yield
+    except DriverFailure as exc:
+        raise StoreError(f"cannot {what}: {exc.message}", hint=exc.hint) from exc
     except sa.exc.SQLAlchemyError as exc:
-        raise StoreError(f"cannot {what}: {exc.__class__.__name__}: {exc}") from exc
+        message, hint = describe_driver_error(exc, url)
+        raise StoreError(f"cannot {what}: {message}", hint=hint) from exc
