@@ -93,7 +93,7 @@ class StoreGateway:
         self.lease = lease
         self.max_group = max_group
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agac-store")
-        self._writes: list[tuple[dict[str, list[dict[str, Any]]], asyncio.Future[None]]] = []
+        self._writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]] = []
         self._lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._tool_lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._wake: asyncio.Event | None = None
@@ -139,8 +139,9 @@ class StoreGateway:
 
     # -- writes -------------------------------------------------------------------------
 
-    async def commit(self, **parts: list[dict[str, Any]]) -> None:
-        """Queue rows (outcomes, answers, tool_results, usage, events) and wait until durable."""
+    async def commit(self, **parts: list[Any]) -> None:
+        """Queue rows (outcomes, answers, tool_results, usage, events, batch_items, fanouts,
+        item_results) and wait until durable."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._writes.append((parts, fut))
@@ -148,7 +149,7 @@ class StoreGateway:
         self._wake.set()
         await fut
 
-    def commit_nowait(self, **parts: list[dict[str, Any]]) -> asyncio.Future[None]:
+    def commit_nowait(self, **parts: list[Any]) -> asyncio.Future[None]:
         """Queue rows without waiting; a failure still breaks the gateway (S2) and
         surfaces at the next ``commit`` or ``flush``."""
         self._raise_if_broken()
@@ -237,14 +238,14 @@ class StoreGateway:
         self,
         lookups: list[str],
         tools: list[str],
-        writes: list[tuple[dict[str, list[dict[str, Any]]], asyncio.Future[None]]],
+        writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]],
     ) -> tuple[dict[str, str], dict[str, str]]:
         found = self.store.get_answers(lookups) if lookups else {}
         tool_found = self.store.get_tool_results(tools) if tools else {}
         if writes:
-            merged: dict[str, list[dict[str, Any]]] = {
+            merged: dict[str, list[Any]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [], "fanouts": [],
+                "batch_items": [], "fanouts": [], "item_results": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():
