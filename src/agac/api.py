@@ -61,28 +61,36 @@ def _project(project: Project | Path | str | None) -> Project:
     return find_project(Path(project) if project else None)
 
 
-def open_store(project: Project | None = None) -> Store:
-    """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (DESIGN §4)."""
-    from agac.store.repository import Store
+def open_store(project: Project | Path | str | None = None, *, writes: bool = True,
+               wait: bool = False) -> Store:
+    """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (DESIGN §4).
 
-    return Store(store_url(_project(project)))
+    On a storage point (DESIGN §14) ``writes`` owns the point for this process (exit 75
+    naming a live owner, or waiting for it with ``wait``); ``writes=False`` reads a
+    private copy and owns nothing. On SQL stores the flags change nothing."""
+    from agac.store.factory import open_store as _open
+
+    proj = _project(project)
+    return _open(store_url(proj), proj.config.store_options, writes=writes, wait=wait)
 
 
-def _history(proj: Project) -> Store:
+def _history(proj: Project, *, writes: bool = False) -> Store:
     """The store, for reading earlier runs; refused for ``store: memory``, which keeps
     nothing once a run's process ends."""
     if store_url(proj) == "memory":
         raise UsageError("this project's store is memory: it keeps nothing once a run ends, so "
                          "there is no earlier run to read; use the default SQLite store (remove "
                          "`store: memory` from agac.yml and unset AGAC_STORE) or PostgreSQL")
-    return open_store(proj)
+    return open_store(proj, writes=writes)
 
 
 @contextlib.contextmanager
-def _history_of(project: Project | Path | str | None) -> Iterator[tuple[Project, Store]]:
-    """The project and its store for reading (see :func:`_history`), closed afterwards."""
+def _history_of(project: Project | Path | str | None, *, writes: bool = False
+                ) -> Iterator[tuple[Project, Store]]:
+    """The project and its store for reading (see :func:`_history`), closed afterwards;
+    ``writes`` for commands that change it (on a storage point they own it meanwhile)."""
     proj = _project(project)
-    store = _history(proj)
+    store = _history(proj, writes=writes)
     try:
         yield proj, store
     finally:
@@ -137,12 +145,14 @@ def run(ref: str | Path, project: Project | Path | str | None = None, *,
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
-    store = open_store(proj)
+    store = open_store(proj, wait=bool(options.get("wait")))
     try:
         # A run continued (R1) is compared with the file as loaded with the overrides
         # it was admitted with, not with today's: they belong to the run.
-        return start_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
-                         reload=lambda o: load_workflow(ref, proj, **o))
+        result = start_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
+                           reload=lambda o: load_workflow(ref, proj, **o))
+        result.notes[:0] = store.notes
+        return result
     finally:
         store.close()
 
@@ -187,7 +197,7 @@ def plan(ref: str | Path, project: Project | Path | str | None = None, *,
 
     proj = _project(project)
     workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd)
-    store = open_store(proj)
+    store = open_store(proj, writes=False)
     try:
         records = plan_records(proj, workflow)
         if limit is not None:
@@ -207,7 +217,7 @@ def cancel(ref: str, project: Project | Path | str | None = None) -> Any:
     from agac.engine.runs import cancel_run
     from agac.errors import RefusedError
 
-    with _history_of(project) as (proj, store):
+    with _history_of(project, writes=True) as (proj, store):
         run_row = store.get_run(ref)
         if run_row is None:
             name = _workflow_name(ref, proj)
@@ -233,7 +243,7 @@ def effects_resolve(ref: str, done: bool, project: Project | Path | str | None =
     """``agac effects resolve ID --done|--not-done``: settle an effect left ``unknown`` (E2)."""
     from agac.engine.effects import resolve_effect
 
-    with _history_of(project) as (_proj, store):
+    with _history_of(project, writes=True) as (_proj, store):
         return resolve_effect(store, ref, done)
 
 
@@ -241,7 +251,7 @@ def effects_compensate(ref: str, project: Project | Path | str | None = None) ->
     """``agac effects compensate ID``: run the declared compensation, once, on request."""
     from agac.engine.effects import compensate_effect
 
-    with _history_of(project) as (proj, store):
+    with _history_of(project, writes=True) as (proj, store):
         return compensate_effect(proj, store, ref)
 
 
@@ -271,7 +281,7 @@ def approve(ref: str, project: Project | Path | str | None = None, *,
     approver. Never needs the run's lease."""
     from agac.engine.decisions import approve as _approve
 
-    with _history_of(project) as (proj, store):
+    with _history_of(project, writes=True) as (proj, store):
         return _approve(proj, store, ref, who)
 
 
@@ -281,7 +291,7 @@ def reject(ref: str, reason: str, project: Project | Path | str | None = None, *
     (or the run ends failed with ``on_reject: fail_run``)."""
     from agac.engine.decisions import reject as _reject
 
-    with _history_of(project) as (proj, store):
+    with _history_of(project, writes=True) as (proj, store):
         return _reject(proj, store, ref, who, reason)
 
 
@@ -293,7 +303,7 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Pat
     from agac.engine.decisions import parse_changes
     from agac.engine.decisions import revise as _revise
 
-    with _history_of(project) as (proj, store):
+    with _history_of(project, writes=True) as (proj, store):
         parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
         return _revise(proj, store, ref, who, parsed)
 
@@ -307,7 +317,7 @@ def gc(keep_runs: int = 10, project: Project | Path | str | None = None) -> dict
     if keep_runs < 1:
         raise UsageError("--keep-runs must be at least 1: the latest run is what the next one "
                          "builds on (R1, R2)")
-    with _history_of(project) as (_proj, store):
+    with _history_of(project, writes=True) as (_proj, store):
         return collect_garbage(store, keep_runs)
 
 
@@ -459,7 +469,7 @@ def render(ref: str, record: str, action: str | None = None,
 
     proj = _project(project)
     workflow = load_workflow(ref, proj)
-    store = open_store(proj)
+    store = open_store(proj, writes=False)
     try:
         return render_requests(proj, store, workflow, record, action)
     finally:
@@ -514,12 +524,12 @@ def submit(ref: str | Path, project: Project | Path | str | None = None, *,
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
+    if not store_url(proj).startswith("postgres"):
+        raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
+                         "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
+                         f"`agac run {workflow.name}`")
     store = open_store(proj)
     try:
-        if store.dialect != "postgresql":
-            raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
-                             "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
-                             f"`agac run {workflow.name}`")
         return submit_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
                           reload=lambda o: load_workflow(ref, proj, **o))
     finally:

@@ -44,7 +44,7 @@ def list_batches(ref: str | None = None, project: ProjectRef = None) -> list[dic
     """Every batch of workflow ``ref`` (every batch of the project without one), newest
     first, as :func:`batch_dict` rows."""
     proj = _project(project)
-    store = open_store(proj)
+    store = open_store(proj, writes=False)
     try:
         name = _workflow_name(ref, proj) if ref else None
         return [batch_dict(row) for row in store.list_batches(name)]
@@ -58,7 +58,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
     a person most likely wants next. ``poll`` also asks the provider for its status now
     (``provider_status``); the store is not changed — the next run records what it says."""
     proj = _project(project)
-    store = open_store(proj)
+    store = open_store(proj, writes=False)
     try:
         row = _find_batch(store, proj, ref, batch_id)
         doc = batch_dict(row)
@@ -90,7 +90,7 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     store (a run collects answers, never this call).
     """
     proj = _project(project)
-    store = open_store(proj)
+    store = open_store(proj, writes=False)
     try:
         row = _find_batch(store, proj, ref, batch_id)
     finally:

@@ -34,7 +34,7 @@ __all__ = [
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "store_options", "providers", "prices", "groups")
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
@@ -74,6 +74,8 @@ class ProjectConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    store_options: Mapping[str, Any] = field(default_factory=dict)
+    """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,21 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups), f
+    return ProjectConfig(store, providers, prices, groups, _store_options(f, data)), f
+
+
+def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
+    """``store_options:``: a mapping of names to strings, numbers or booleans, passed to the
+    storage point (DESIGN §14); secrets belong in the environment, not in this file."""
+    raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(value, (str, int, float, bool)):
+            f.error("invalid_store", f"store_options.{key} must be a string, number or boolean",
+                    ("store_options", key))
+            continue
+        options[str(key)] = value
+    return options
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:

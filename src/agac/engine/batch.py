@@ -156,6 +156,7 @@ class BatchCoordinator:
         if self.ex.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
         await self._call(self.store.create_intents, staged, parts)
+        await self.gateway.durable()  # S1: the intents are stored before anything is sent
         refused = False
         for row, _ in parts:
             if self.ex.budget is not None and row["key"] in held:

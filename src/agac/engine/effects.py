@@ -71,6 +71,7 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
             "function": action.function or "", "idempotent": effect.idempotent,
             "compensate": effect.compensate, "run_id": ex.run_id, "arguments": inputs_json},
             lease=ex.gateway.fence)
+        await ex.gateway.durable()
         maybe_crash("effect_started")  # the intent is durable, the function not called yet
         ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, 1, key)
         started = time.monotonic()
