@@ -43,11 +43,11 @@ CLOUD_SCHEMES = ("s3", "gs", "az", "azure", "abfs", "abfss")
 """URL schemes served through obstore (``az``/``azure``/``abfs[s]`` are Azure's)."""
 
 
-class ObjectExists(Exception):  # noqa: N818 - an answer of the protocol, not a failure
+class ObjectExists(Exception):  # an answer of the protocol, not a failure
     """A create-if-absent found the object already there."""
 
 
-class ObjectChanged(Exception):  # noqa: N818
+class ObjectChanged(Exception):
     """A replace found the object changed (or gone) since it was read: HTTP 412."""
 
 

@@ -59,6 +59,9 @@ from agac.store.points.wal import WAL_HEADER, commit_end, encode_segment, read_h
 __all__ = ["PointSettings", "Replica"]
 
 _COPY_STATE = "copy.json"
+_LIVE_OWNERS: set[str] = set()
+"""Owner ids of this process's open replicas: a hold of this pid that is not among them
+was left by a store this process closed without handing the point back."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ class Replica:
                 except ObjectExists:
                     continue  # created by another process at the same moment: judge it
                 self.head, self._confirmed = head, started
+                _LIVE_OWNERS.add(self.owner.id)
                 return head
             current = Head.decode(stored.data, self.objects.where)
             owner = current.owner
@@ -164,6 +168,7 @@ class Replica:
                 continue  # another process wrote head since we read it: judge again
             self.took_over = owner is not None
             self.head, self._confirmed = head, started
+            _LIVE_OWNERS.add(self.owner.id)
             return head
 
     def _may_take(self, head: Head, modified: float) -> bool:
@@ -171,6 +176,9 @@ class Replica:
         assert owner is not None
         if owner.host == self.owner.host and not _pid_alive(owner.pid):
             return True  # S3: a dead process on this host is taken over at once
+        if owner.host == self.owner.host and owner.pid == self.owner.pid \
+                and owner.id not in _LIVE_OWNERS:
+            return True  # this process's own hold, left by a store it closed
         # Last-Modified has whole seconds: one more second keeps the judgement safe.
         return self.objects.server_now() - modified >= head.ttl + 1.0
 
@@ -500,6 +508,7 @@ class Replica:
         if self._folder_lock is not None:
             os.close(self._folder_lock)
             self._folder_lock = None
+        _LIVE_OWNERS.discard(self.owner.id)
         if not isinstance(self._failure, LeaseTaken) and self.head is not None:
             with contextlib.suppress(StoreError), self._head_lock:
                 self._put_head(self.head.next(owner=None))

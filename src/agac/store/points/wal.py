@@ -30,7 +30,7 @@ SEGMENT_MAGIC = b"AGACWAL1"
 _SEGMENT_HEAD = struct.Struct(">8sQQ")
 
 
-class TornSegment(Exception):  # noqa: N818 - a finding of restore, not a failure of agac
+class TornSegment(Exception):
     """A segment object whose length or checksum does not match: the log ends before it."""
 
 
