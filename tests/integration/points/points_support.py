@@ -83,7 +83,7 @@ class FaultProxy:
                 if self.command != "HEAD":
                     self.wfile.write(data)
 
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward  # noqa: N815
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
             def log_message(self, *_args: Any) -> None:
                 pass
@@ -116,7 +116,7 @@ class Point:
         self.kind, self.url, self.env, self.root = kind, url, env, root
         self.proxy, self.s3, self.prefix = proxy, s3, prefix
 
-    def keys(self) -> list[str]:
+    def object_keys(self) -> list[str]:
         if self.root is not None:
             return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*")
                           if p.is_file() and not p.name.startswith(".")

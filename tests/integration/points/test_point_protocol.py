@@ -56,7 +56,7 @@ def test_o1_working_copy_in_cache_wal_shipped_as_segments_named_by_head(point: P
         head = point.head()
         assert head["owner"]["pid"] > 0 and head["snapshot"] is not None
         named = [f"log/{g['id']}/{n:08d}" for g in head["log"] for n in range(1, g["segments"] + 1)]
-        assert named and set(named) <= set(point.keys())
+        assert named and set(named) <= set(point.object_keys())
         # the durable copy restores on another machine while the owner still runs
         reader = _open(point, tmp_path / "m2", writes=False)
         try:
@@ -202,7 +202,7 @@ def test_o3_torn_segment_ends_the_log_there(point: Point, tmp_path: Path) -> Non
         assert _events(owner) == ["k0"]
         # head no longer names the torn log: a new snapshot of what was restored
         assert point.head()["log"] == [] or torn not in json.dumps(point.head()["log"])
-        assert torn not in point.keys()
+        assert torn not in point.object_keys()
     finally:
         owner.close()
 
@@ -240,7 +240,7 @@ def test_o4_compaction_past_a_size_deletes_old_objects_after_head_names_the_snap
         assert new_snapshot != first_snapshot
         named_at = calls.index(("head", new_snapshot))
         assert calls.index(("put", new_snapshot)) < named_at < calls.index(("delete", first_snapshot))
-        assert first_snapshot not in point.keys()
+        assert first_snapshot not in point.object_keys()
     finally:
         store.close()
 
