@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
-from agac.config.project import Project, find_project, store_url
+from agac.config.project import Project, find_project, is_point_url, store_url
 from agac.errors import UsageError
 from agac.jsontext import loads
 
@@ -48,6 +48,8 @@ __all__ = [
     "revise",
     "run",
     "status",
+    "store_info",
+    "store_upgrade",
     "submit",
     "validate",
     "worker",
@@ -281,6 +283,7 @@ def approve(ref: str, project: Project | Path | str | None = None, *,
     approver. Never needs the run's lease."""
     from agac.engine.decisions import approve as _approve
 
+    _secret_must_be_durable(project)
     with _history_of(project, writes=True) as (proj, store):
         return _approve(proj, store, ref, who)
 
@@ -291,6 +294,7 @@ def reject(ref: str, reason: str, project: Project | Path | str | None = None, *
     (or the run ends failed with ``on_reject: fail_run``)."""
     from agac.engine.decisions import reject as _reject
 
+    _secret_must_be_durable(project)
     with _history_of(project, writes=True) as (proj, store):
         return _reject(proj, store, ref, who, reason)
 
@@ -303,9 +307,25 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Pat
     from agac.engine.decisions import parse_changes
     from agac.engine.decisions import revise as _revise
 
+    _secret_must_be_durable(project)
     with _history_of(project, writes=True) as (proj, store):
         parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
         return _revise(proj, store, ref, who, parsed)
+
+
+def _secret_must_be_durable(project: Project | Path | str | None) -> None:
+    """On a storage point, decisions are signed with ``AGAC_SECRET``: a generated
+    ``.agac/secret`` would die with the machine, and the run would find every decision
+    altered (DESIGN §14)."""
+    import os
+
+    from agac.errors import ConfigError, Problem
+
+    url = store_url(_project(project))
+    if is_point_url(url) and not os.environ.get("AGAC_SECRET"):
+        raise ConfigError(problems=[Problem(
+            "secret_not_durable", f"decisions on the storage point {url} need AGAC_SECRET",
+            hint="set AGAC_SECRET to the secret every machine of this project uses")])
 
 
 def gc(keep_runs: int = 10, project: Project | Path | str | None = None) -> dict[str, Any]:
@@ -505,6 +525,49 @@ def record_session(key: str, project: Project | Path | str | None = None, *,
 
     with _history_of(project) as (proj, store):
         return session_document(proj, store, key, workflow, run_ref)
+
+
+# -- the store itself -----------------------------------------------------------------------
+
+
+def store_info(project: Project | Path | str | None = None) -> dict[str, Any]:
+    """``agac store info``: where the state lives and how big it is; for a storage point
+    also its owner and lease, snapshot age and log length (read without owning it)."""
+    import os
+
+    proj = _project(project)
+    url = store_url(proj)
+    if is_point_url(url):
+        from agac.store.points.store import describe_point
+
+        return describe_point(url, proj.config.store_options)
+    if url == "memory":
+        return {"store": url, "kind": "memory", "bytes": 0}
+    if url.startswith("sqlite"):
+        path = Path(url.split(":///", 1)[1])
+        size = sum(os.path.getsize(f) for f in (path, Path(f"{path}-wal")) if f.exists())
+        return {"store": url, "kind": "sqlite", "path": str(path), "exists": path.exists(),
+                "bytes": size}
+    from sqlalchemy.engine import make_url
+
+    return {"store": make_url(url).render_as_string(hide_password=True), "kind": "postgresql"}
+
+
+def store_upgrade(project: Project | Path | str | None = None) -> dict[str, Any]:
+    """``agac store upgrade``: create or migrate the store's schema now (on a storage
+    point: owning it, migrating the working copy and storing the result)."""
+    from agac.store.database import upgrade
+
+    proj = _project(project)
+    url = store_url(proj)
+    from agac.store.factory import open_store as _open
+
+    store = _open(url, proj.config.store_options, migrate=False)
+    try:
+        revision = upgrade(store.engine, force=True)
+    finally:
+        store.close()
+    return {"store": url, "revision": revision}
 
 
 # -- scale-out workers -----------------------------------------------------------------------

@@ -21,6 +21,7 @@ from agac.errors import ConfigError
 from agac.providers.registry import available_providers
 
 __all__ = [
+    "POINT_SCHEMES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
     "PriceConfig",
@@ -28,6 +29,7 @@ __all__ = [
     "ProjectConfig",
     "ProviderConfig",
     "find_project",
+    "is_point_url",
     "load_project_config",
     "store_url",
 ]
@@ -210,6 +212,16 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
 
 def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...]) -> str | None:
     return None if body.get(key) is None else read_str(f, body[key], path + (key,))
+
+
+POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
+"""Schemes of storage points (DESIGN §14): object storage and directories."""
+
+
+def is_point_url(url: str) -> bool:
+    """True when ``store:`` names a storage point rather than an SQL store or ``memory``."""
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme.lower() in POINT_SCHEMES
 
 
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:

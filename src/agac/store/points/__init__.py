@@ -17,6 +17,8 @@ from __future__ import annotations
 __all__ = ["POINT_SCHEMES", "is_point"]
 
 POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
+"""The same as ``agac.config.project.POINT_SCHEMES`` (config reads ``store:``; the store
+layer does not import config); a test keeps the two equal."""
 
 
 def is_point(url: str) -> bool:

@@ -167,8 +167,9 @@ class PointStore(Store):
             # The point's lease (head) is what owns runs here: run leases restored from
             # another process's copy are moot, and judging them by this machine's clock
             # would make a run wait for a lease nobody holds.
-            with self.engine.begin() as conn:
-                conn.execute(sa.text("UPDATE leases SET expires_at = 0 WHERE expires_at > 0"))
+            with self._guard("clear the run leases"), self.engine.begin() as conn:
+                if sa.inspect(conn).has_table("leases"):
+                    conn.execute(sa.text("UPDATE leases SET expires_at = 0 WHERE expires_at > 0"))
         if replica.head.snapshot is None or (self.restored is not None and self.restored.torn):
             # A new point's first snapshot; after a torn log, a snapshot of what was
             # restored, so head stops naming segments that cannot be read.
