@@ -272,6 +272,7 @@ def approvals_show(ref: str, project: Project | Path | str | None = None) -> dic
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
     from agac.engine.decisions import show_proposal
 
+    _secret_must_be_durable(project)
     with _history_of(project) as (proj, store):
         return show_proposal(proj, store, ref)
 

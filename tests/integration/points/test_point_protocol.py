@@ -291,3 +291,24 @@ def test_o5_a_failed_write_fails_closed(point: Point, tmp_path: Path) -> None:
     finally:
         again.close()
 
+
+
+def test_o3_a_reading_command_owns_nothing_and_cannot_write(point: Point, tmp_path: Path) -> None:
+    empty = _open(point, tmp_path / "m0", writes=False)  # nothing stored yet: an empty store
+    try:
+        assert empty.list_runs() == []
+    finally:
+        empty.close()
+    owner = _open(point, tmp_path / "m1")
+    try:
+        _commit(owner, 0)
+        reader = _open(point, tmp_path / "m2", writes=False)  # while the owner runs
+        try:
+            assert _events(reader) == ["k0"]
+            with pytest.raises(StoreError, match="readonly"):
+                reader.checkpoint(lease=None, events=[_event(1)])
+        finally:
+            reader.close()
+        assert point.head()["owner"]["pid"] == owner.replica.owner.pid  # type: ignore[union-attr]
+    finally:
+        owner.close()

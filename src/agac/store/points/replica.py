@@ -121,6 +121,7 @@ class Replica:
         self._conn: sqlite3.Connection | None = None
         self._folder_lock: int | None = None
         self._private = False
+        self._ready = False  # the working copy is the state head names
         # the WAL generation being shipped
         self._generation: str | None = None
         self._salt: bytes | None = None
@@ -197,6 +198,7 @@ class Replica:
         else:
             done = restore(self.objects, self.head, self.folder)
         self._open_connection()
+        self._ready = True
         return done
 
     def _lock_folder(self) -> None:
@@ -449,8 +451,8 @@ class Replica:
             except StoreError as exc:
                 raise self._fail(exc) from exc
             del image
-            with self._head_lock:
-                self._put_head(old.next(snapshot=snapshot, log=()))
+            with self._head_lock:  # the log cannot change meanwhile: we hold the ship lock
+                self._put_head(self.head.next(snapshot=snapshot, log=()))
             self._generation, self._salt, self._offset = None, None, 0
             self._collect(old)
             return True
@@ -487,15 +489,17 @@ class Replica:
         if compact or self.head.log_bytes > self.settings.snapshot_bytes // 4 or len(self.head.log) > 16:
             self.compact()
 
-    def release(self) -> None:
+    def release(self, *, clean: bool = True) -> None:
         """After the engine is disposed: close the last connection (SQLite checkpoints and
-        removes the WAL), record the copy as clean for reuse, and hand the point back."""
+        removes the WAL), record the copy as clean for reuse (unless ``clean`` is False:
+        opening failed half-way), and hand the point back."""
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
             self._conn = None
         wal = Path(str(self.db_path) + "-wal")
-        clean = self._failure is None and not wal.exists() and self.head is not None
+        clean = clean and self._ready and self._failure is None and not wal.exists() \
+            and self.head is not None
         if self._private:
             wipe(self.folder)
             with contextlib.suppress(OSError):

@@ -105,7 +105,7 @@ class PointStore(Store):
             try:
                 self.restored = replica.prepare()
             except BaseException:
-                replica.release()
+                replica.release(clean=False)
                 raise
             self.replica = replica
             path = replica.db_path
@@ -118,7 +118,13 @@ class PointStore(Store):
             raise
         self.url = url
         self._note_torn()
-        if self.replica is not None:
+        if self.replica is None:
+            # A private copy: a write would vanish with it, so none is allowed (a reading
+            # command that wrote would be a bug, and it fails loudly here).
+            sa.event.listen(self.engine, "connect",
+                            lambda dbapi, _rec: dbapi.execute("PRAGMA query_only=1"))
+            self.engine.dispose()
+        else:
             try:
                 self._start_owning()
             except BaseException:
@@ -133,11 +139,11 @@ class PointStore(Store):
         the objects of the state we were reading)."""
         for attempt in range(_READ_ATTEMPTS):
             stored = self.objects.get(HEAD_KEY)
-            if stored is None:
-                raise StoreError(f"the storage point {self.objects.where} holds nothing yet; "
-                                 "`agac run` creates it")
-            head = Head.decode(stored.data, self.objects.where)
             self._read_folder = folder / f"read-{os.getpid()}-{secrets.token_hex(4)}"
+            if stored is None:  # nothing stored yet: an empty store to read
+                self._read_folder.mkdir(parents=True, exist_ok=True)
+                return self._read_folder / DB_NAME
+            head = Head.decode(stored.data, self.objects.where)
             try:
                 self.restored = restore(self.objects, head, self._read_folder)
             except StoreError:
@@ -179,7 +185,7 @@ class PointStore(Store):
     def _abandon(self) -> None:
         if self.replica is not None:
             self.replica.stop_quietly()
-            self.replica.release()
+            self.replica.release(clean=False)
         if self._read_folder is not None:
             shutil.rmtree(self._read_folder, ignore_errors=True)
 
