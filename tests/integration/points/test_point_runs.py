@@ -135,7 +135,7 @@ def test_o5_sigkill_mid_online_run_restores_on_an_empty_disk_within_the_crash_bo
 
 def test_o2_two_machines_start_the_same_run_one_owns_the_other_exits_75(
         point: Point, emulator: Any, tmp_path: Path) -> None:
-    root = _project(tmp_path / "proj", point, ONLINE_WF, 400)
+    root = _project(tmp_path / "proj", point, ONLINE_WF, 300)
     owner = spawn(root, "run", "online", "--json", point=point, cache=tmp_path / "m1",
                   env=emulator.env())
     try:
@@ -232,7 +232,7 @@ def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
 def test_o5_failed_put_mid_run_fails_closed_and_the_next_run_continues(
         point: Point, emulator: Any, tmp_path: Path) -> None:
     options = "max_retries: 1, retry_timeout: 2" if point.kind == "s3" else ""
-    root = _project(tmp_path / "proj", point, ONLINE_WF, 400, options=options)
+    root = _project(tmp_path / "proj", point, ONLINE_WF, 250, options=options)
     run = spawn(root, "run", "online", "--json", point=point, cache=tmp_path / "m1",
                 env=emulator.env())
     try:
@@ -250,7 +250,7 @@ def test_o5_failed_put_mid_run_fails_closed_and_the_next_run_continues(
     assert again.code == 0, again
     summary = again.json()
     assert summary["state"] == "succeeded"
-    assert all(a["answered"] == 400 for a in summary["actions"].values())
+    assert all(a["answered"] == 250 for a in summary["actions"].values())
 
 
 def _segments(point: Point) -> int:
