@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from agac.store.points.wal import TornSegment, commit_end, decode_segment, encode_segment, read_header
+from agac.store.points.wal import (
+    TornSegment,
+    commit_end,
+    decode_segment,
+    encode_segment,
+    read_header,
+)
 
 
 def _wal_with_commits(tmp_path: Path, commits: int) -> tuple[Path, bytes]:
