@@ -68,3 +68,11 @@ def s3_point(moto_server: tuple[str, int], tmp_path: Path,
         for key, value in made.env.items():
             monkeypatch.setenv(key, value)
         yield made
+
+
+@pytest.fixture
+def dir_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Point:
+    """A directory point only (for commands whose behaviour does not depend on the kind)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-here"))
+    root = tmp_path / "point"
+    return Point("dir", f"dir://{root.as_posix()}", {}, root=root)

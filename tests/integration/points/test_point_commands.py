@@ -47,20 +47,20 @@ def test_store_info_shows_where_the_state_lives_its_size_snapshot_age_and_log(po
     assert "snapshot:" in text.out and "log:" in text.out and point.url in text.out
 
 
-def test_store_upgrade_works_on_a_point(point: Point, tmp_path: Path) -> None:
-    root = _project(tmp_path / "p", point)
-    done = agac(root, "store", "upgrade", "--json", point=point, cache=tmp_path / "m1")
+def test_store_upgrade_works_on_a_point(dir_point: Point, tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", dir_point)
+    done = agac(root, "store", "upgrade", "--json", point=dir_point, cache=tmp_path / "m1")
     assert done.code == 0, done
-    assert done.json()["store"] == point.url
-    assert point.head()["snapshot"] is not None and point.head()["owner"] is None
+    assert done.json()["store"] == dir_point.url
+    assert dir_point.head()["snapshot"] is not None and dir_point.head()["owner"] is None
 
 
-def test_approvals_on_a_point_need_agac_secret(point: Point, tmp_path: Path) -> None:
-    root = _project(tmp_path / "p", point)
-    refused = agac(root, "run", "gated", point=point, cache=tmp_path / "m1")
+def test_approvals_on_a_point_need_agac_secret(dir_point: Point, tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", dir_point)
+    refused = agac(root, "run", "gated", point=dir_point, cache=tmp_path / "m1")
     assert refused.code == 2, refused
     assert "secret_not_durable" in refused.err
-    approve = agac(root, "approve", "whatever", point=point, cache=tmp_path / "m1",
+    approve = agac(root, "approve", "whatever", point=dir_point, cache=tmp_path / "m1",
                    env={"AGAC_USER": "ops"})
     assert approve.code == 2 and "secret_not_durable" in approve.err
 
@@ -90,13 +90,13 @@ def test_a_decision_takes_the_points_lease_or_exits_75_naming_the_owner(point: P
     assert json.loads(done.out)["actions"]["draft"]["answered"] == 3
 
 
-def test_workers_and_submit_are_refused_on_a_point(point: Point, tmp_path: Path) -> None:
-    root = _project(tmp_path / "p", point, WF.replace("    approval: {approvers: [ops]}\n", ""))
-    worker = agac(root, "worker", "--exit-when-done", point=point, cache=tmp_path / "m1")
+def test_workers_and_submit_are_refused_on_a_point(dir_point: Point, tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", dir_point, WF.replace("    approval: {approvers: [ops]}\n", ""))
+    worker = agac(root, "worker", "--exit-when-done", point=dir_point, cache=tmp_path / "m1")
     assert worker.code == 2 and "PostgreSQL" in worker.err
-    submit = agac(root, "submit", "gated", point=point, cache=tmp_path / "m1")
+    submit = agac(root, "submit", "gated", point=dir_point, cache=tmp_path / "m1")
     assert submit.code == 2 and "PostgreSQL" in submit.err
-    assert "head" not in point.object_keys()  # refused before touching the point
+    assert "head" not in dir_point.object_keys()  # refused before touching the point
 
 
 def test_point_schemes_agree_between_config_and_store() -> None:
