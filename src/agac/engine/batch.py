@@ -262,6 +262,7 @@ class BatchCoordinator:
             requests = (request_from_json(i.request, i.custom_id)
                         for i in self.store.iter_batch_items(key))
             maybe_crash("before_submit")
+            await self.gateway.owned()  # still the run's owner, right before sending (S3)
             try:
                 handle = await rt.provider.submit_batch(requests, key)
             except WaitError as exc:

@@ -142,6 +142,21 @@ class StoreGateway:
             self._broken = exc
             raise
 
+    async def owned(self) -> None:
+        """The ownership check, right before something irreversible (an effect, a batch
+        submission): at once while the store vouches for this process's hold (always on SQL
+        stores, whose every write is fenced); on a storage point whose lease was not
+        confirmed lately (the process was paused), ``head`` is rewritten first, and a
+        point taken over meanwhile raises :class:`LeaseTaken` (DESIGN §14, O2)."""
+        self._raise_if_broken()
+        if self.store.owner_confirmed():
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.confirm_owner)
+        except StoreError as exc:
+            self._broken = exc
+            raise
+
     async def flush(self) -> None:
         """Wait until everything queued so far is durable, including a group the writer
         is writing right now: an empty commit queued behind it completes only after it."""

@@ -62,6 +62,16 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
         (a storage point ships its log, O1), which an effect waits for before it starts."""
         return None
 
+    def owner_confirmed(self) -> bool:
+        """True while this process's hold needs no confirming before an effect: always on
+        SQL stores (every write checks the fencing token); a storage point says whether
+        its lease was confirmed lately (O2)."""
+        return True
+
+    def confirm_owner(self) -> None:
+        """Confirm this process still owns what it writes (a storage point rewrites its
+        ``head``); raises LeaseLost/StoreError otherwise. Nothing to do on SQL stores."""
+
     @property
     def point(self) -> bool:
         """True for a storage point (object storage or a directory, DESIGN §14)."""

@@ -247,14 +247,21 @@ class Replica:
 
     # -- checks and tickets -------------------------------------------------------------------
 
-    def check(self) -> None:
+    def check(self, *, strict: bool = False) -> None:
         """Before a transaction: refuse once the replica failed (S2) or lost the point (O2).
         A lease not confirmed for half its length (a process paused, a slow network) is
-        confirmed first, so a process paused past its lease learns of it before it writes."""
+        confirmed first, so a process paused past its lease learns of it before it writes;
+        ``strict`` (right before an effect) confirms one not confirmed for a third."""
         if self._failure is not None:
             raise self._failure
-        if time.monotonic() - self._confirmed > self.settings.lease_ttl / 2:
+        if not self.confirmed(self.settings.lease_ttl / 3 if strict else self.settings.lease_ttl / 2):
             self.renew()
+
+    def confirmed(self, within: float | None = None) -> bool:
+        """No failure, and ``head`` written successfully within ``within`` seconds (a third
+        of the lease by default) by this process's clock."""
+        limit = self.settings.lease_ttl / 3 if within is None else within
+        return self._failure is None and time.monotonic() - self._confirmed <= limit
 
     def poke(self) -> None:
         """Something was committed: ship it when the interval allows."""

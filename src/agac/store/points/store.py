@@ -200,6 +200,13 @@ class PointStore(Store):
             return None
         return self.replica.ticket()
 
+    def owner_confirmed(self) -> bool:
+        return self.replica is None or self.replica.confirmed()
+
+    def confirm_owner(self) -> None:
+        if self.replica is not None:
+            self.replica.check(strict=True)
+
     def checkpoint(self, **parts: Any) -> None:
         super().checkpoint(**parts)
         if self.replica is not None:
