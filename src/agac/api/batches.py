@@ -38,7 +38,7 @@ def list_batches(ref: str | None = None, project: ProjectRef = None, *,
                  store: Store | None = None) -> list[dict[str, Any]]:
     """Every batch of workflow ``ref`` (every batch of the project without one), newest
     first, as :func:`batch_dict` rows."""
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         name = workflow_name(ref, proj) if ref else None
         return [batch_dict(row) for row in st.list_batches(name)]
 
@@ -51,7 +51,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
     (``provider_status``); the store is not changed — the next run records what it says."""
     from agac.engine.batch.manual import poll_batch
 
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
         doc = batch_dict(row)
         items: dict[str, int] = {}
@@ -78,7 +78,7 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     """
     from agac.engine.batch.manual import read_results
 
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
     types = read_results(proj, row, lambda result: sink(result_dict(result)))
     return {"key": row.key, "batch_id": row.provider_batch_id, "results": sum(types.values()),
