@@ -13,8 +13,10 @@ import math
 import random
 import time
 from collections import deque
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["RateLimiter", "Slots", "backoff_delay", "estimate_tokens"]
+__all__ = ["RateLimiter", "Slots", "backoff_delay", "connections_by_provider", "estimate_tokens"]
 
 
 def estimate_tokens(chars: int) -> int:
@@ -151,3 +153,14 @@ class RateLimiter:
             delta = actual - estimated
             self._tokens.append((time.monotonic(), delta))
             self._token_sum += delta
+
+
+def connections_by_provider(actions: Iterable[Any]) -> dict[str, int]:
+    """How many connections each provider's HTTP client may open: the summed
+    ``max_concurrency`` of the llm actions that call it (each action bounds its own calls,
+    and they may all be in flight at once)."""
+    out: dict[str, int] = {}
+    for action in actions:
+        if action.kind == "llm" and action.provider:
+            out[action.provider] = out.get(action.provider, 0) + max(1, action.max_concurrency)
+    return out

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from agac.jsontext import canonical
 
 __all__ = [
+    "TRANSPORTS",
     "BatchHandle",
     "BatchStatus",
     "Message",
@@ -26,6 +27,7 @@ __all__ = [
     "Response",
     "Result",
     "StopReason",
+    "Transport",
     "Usage",
     "canonical_json",
     "fingerprint_of",
@@ -35,6 +37,12 @@ StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use
 """Normalized stop reasons. ``max_tokens`` is every provider's truncation value
 (OpenAI/Groq/Ollama ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
 ``model_context_window_exceeded``)."""
+
+
+Transport = Literal["lean", "sdk"]
+"""How an adapter sends online calls (DESIGN §5 P1): ``lean``, agac's own HTTP client
+(the default), or ``sdk``, the provider's official SDK."""
+TRANSPORTS: tuple[Transport, ...] = ("lean", "sdk")
 
 
 def canonical_json(value: Any) -> str:
@@ -189,12 +197,21 @@ class Result:
 
 @dataclass(frozen=True)
 class ProviderSettings:
-    """What a provider needs to start: base URL, API key, extra options from agac.yml."""
+    """What a provider needs to start: base URL, API key, extra options from agac.yml.
+
+    ``transport`` is how online calls travel (DESIGN §5 P1): ``lean`` (the default,
+    agac's own HTTP client) or ``sdk`` (the official SDK); batch and file calls always
+    go through the SDK. ``connections`` bounds the lean transport's open connections
+    (0: its default); the engine passes the summed ``max_concurrency`` of the actions
+    that use the provider.
+    """
 
     name: str
     base_url: str | None = None
     api_key: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    transport: Transport = "lean"
+    connections: int = 0
 
 
 @runtime_checkable

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import ConfigError, Problem
-from agac.providers.base import ProviderSettings
-from agac.providers.registry import credentials_missing, provider_class, sdk_installed
+from agac.providers.base import ProviderSettings, Transport
+from agac.providers.registry import (
+    credentials_missing,
+    provider_class,
+    provider_transports,
+    sdk_installed,
+)
 
 if TYPE_CHECKING:
     from agac.config.project import ProjectConfig
@@ -16,19 +22,26 @@ if TYPE_CHECKING:
 __all__ = ["open_providers", "provider_settings"]
 
 
-def provider_settings(name: str, config: ProjectConfig | None) -> ProviderSettings:
+def provider_settings(name: str, config: ProjectConfig | None, *,
+                      connections: int = 0) -> ProviderSettings:
     pc = (config.providers.get(name) if config else None) if config else None
     api_key = os.environ.get(pc.api_key_env) if pc and pc.api_key_env else None
     options = dict(pc.options) if pc else {}
     if pc and pc.batch_submissions_per_minute is not None:
         options["batch_submissions_per_minute"] = pc.batch_submissions_per_minute
+    transport: Transport = "sdk" if pc and pc.transport == "sdk" else "lean"
     return ProviderSettings(name=name, base_url=pc.base_url if pc else None, api_key=api_key,
-                            options=options)
+                            options=options, transport=transport, connections=connections)
 
 
-def open_providers(names: Iterable[str], config: ProjectConfig | None) -> dict[str, Any]:
+def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
+                   connections: Mapping[str, int] | None = None) -> dict[str, Any]:
     """One instance per provider name. Raises ConfigError (``provider_not_installed``,
-    ``missing_credentials``) for all of them at once, before anything is sent."""
+    ``missing_credentials``) for all of them at once, before anything is sent.
+
+    ``connections`` bounds each provider's open connections on the lean transport
+    (the engine passes the summed ``max_concurrency`` of the actions using it).
+    """
     problems: list[Problem] = []
     out: dict[str, Any] = {}
     for name in sorted(set(names)):
@@ -38,7 +51,14 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None) -> dict[s
                                     f"provider {name!r} needs its SDK ({cls.sdk_module})",
                                     hint=f"pip install 'agac[{cls.extra}]'"))
             continue
-        settings = provider_settings(name, config)
+        settings = provider_settings(name, config, connections=(connections or {}).get(name, 0))
+        if (settings.transport == "lean" and provider_transports(name)
+                and importlib.util.find_spec("aiohttp") is None):
+            problems.append(Problem("provider_not_installed",
+                                    f"provider {name!r} needs aiohttp for its online calls",
+                                    hint=f"pip install 'agac[{cls.extra}]' (or 'agac[http]'), or "
+                                         f"set providers: {name}: transport: sdk in agac.yml"))
+            continue
         missing = credentials_missing(cls, settings.api_key)
         if missing:
             problems.append(Problem("missing_credentials",

@@ -28,6 +28,8 @@ class GroqProvider(OpenAICompatProvider):
     credential_env = ("GROQ_API_KEY",)
     supports_batch = True
     base_url_env = "GROQ_BASE_URL"
+    default_base_url = "https://api.groq.com"
+    chat_path = "/openai/v1/chat/completions"
     sdk_base_error = "GroqError"
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:

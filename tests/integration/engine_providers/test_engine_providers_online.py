@@ -93,9 +93,10 @@ def test_S5_second_run_reuses_every_answer(name: str, emulator: Any, project: Pa
 
 def test_deprecated_model_is_one_log_line_not_a_warning(
         emulator: Any, project: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """claude-sonnet-4-5 is deprecated in the anthropic SDK, which warns on every call;
-    the adapter says it once in agac's log instead."""
-    make_project(project, "anthropic/claude-sonnet-4-5", records=3)
+    """claude-opus-4-5 is deprecated in the anthropic SDK (its table of deprecated
+    models), which warns on every call; the adapter says it once in agac's log instead,
+    on either transport."""
+    make_project(project, "anthropic/claude-opus-4-5", records=3)
 
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
         warnings.simplefilter("always")
@@ -103,5 +104,5 @@ def test_deprecated_model_is_one_log_line_not_a_warning(
 
     assert summary["state"] == "succeeded"
     assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
-    said = [r for r in caplog.records if "claude-sonnet-4-5" in r.getMessage()]
+    said = [r for r in caplog.records if "claude-opus-4-5" in r.getMessage()]
     assert len(said) == 1, [r.getMessage() for r in said]
