@@ -9,9 +9,10 @@ Control API (``/_emulator/…``, never counted in the stats):
   "provider", "requests", "status", "dropped"}], "answered": n, "duplicate_answers": n}``;
   ``DELETE`` resets the counters.
 - ``GET /_emulator/requests`` → ``{"requests": [{"provider", "op", "method", "path",
-  "query", "headers", "body"}, …]}``: the last 1,000 requests counted, oldest first, with
+  "query", "headers", "body", "client"}, …]}``: the last 1,000 requests counted, oldest first, with
   lower-cased header names and the parsed body of live calls (``chat``; other ops have
-  ``body: null``); ``DELETE`` forgets them. Stats resets and ``reset`` clear them too.
+  ``body: null``) and the client's ``host:port`` (one per connection); ``DELETE``
+  forgets them. Stats resets and ``reset`` clear them too.
 - ``POST /_emulator/clock`` ``{"advance": seconds}`` moves emulator time forward for every
   batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by

@@ -72,8 +72,10 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         # Starlette keeps the body it read: the handler has read a chat body already.
         body = await request.body() if op == "chat" else None
         scope = request.scope
+        host, port = scope.get("client") or ("", 0)
         state.journal.add(provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
-                          scope["query_string"].decode("latin-1"), scope["headers"], body)
+                          scope["query_string"].decode("latin-1"), scope["headers"], body,
+                          f"{host}:{port}")
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)

@@ -192,8 +192,9 @@ class Stats:
 
 
 class Journal:
-    """The last live calls received, as they arrived: method, path, query, headers and
-    body, so that a test can compare what two clients sent for the same request.
+    """The last requests received, as they arrived: method, path, query, headers, body
+    and the client's address (``host:port``, one per connection), so that a test can
+    compare what two clients sent for the same request and see connections reused.
 
     Only ``chat`` requests keep their body (raw bytes, decoded when read). At most
     ``size`` entries are kept, oldest dropped first.
@@ -203,9 +204,10 @@ class Journal:
         self.entries: deque[dict[str, Any]] = deque(maxlen=size)
 
     def add(self, provider: str, op: str, method: str, path: str, query: str,
-            headers: list[tuple[bytes, bytes]], body: bytes | None) -> None:
+            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str) -> None:
         self.entries.append({"provider": provider, "op": op, "method": method, "path": path,
-                             "query": query, "headers": headers, "body": body})
+                             "query": query, "headers": headers, "body": body,
+                             "client": client})
 
     def clear(self) -> None:
         self.entries.clear()

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import ConfigError, Problem
 from agac.providers.base import ProviderSettings, Transport
-from agac.providers.registry import (
-    credentials_missing,
-    provider_class,
-    provider_transports,
-    sdk_installed,
-)
+from agac.providers.registry import credentials_missing, provider_class, sdk_installed
 
 if TYPE_CHECKING:
     from agac.config.project import ProjectConfig
@@ -52,13 +46,6 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
                                     hint=f"pip install 'agac[{cls.extra}]'"))
             continue
         settings = provider_settings(name, config, connections=(connections or {}).get(name, 0))
-        if (settings.transport == "lean" and provider_transports(name)
-                and importlib.util.find_spec("aiohttp") is None):
-            problems.append(Problem("provider_not_installed",
-                                    f"provider {name!r} needs aiohttp for its online calls",
-                                    hint=f"pip install 'agac[{cls.extra}]' (or 'agac[http]'), or "
-                                         f"set providers: {name}: transport: sdk in agac.yml"))
-            continue
         missing = credentials_missing(cls, settings.api_key)
         if missing:
             problems.append(Problem("missing_credentials",
@@ -66,7 +53,10 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
                                     hint=f"set {' or '.join(missing)}, or run against the emulator: "
                                          'eval "$(agac emulator env)"'))
             continue
-        out[name] = cls(settings)
+        try:
+            out[name] = cls(settings)
+        except ConfigError as exc:  # e.g. the lean transport without aiohttp
+            problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems=problems)
     return out
