@@ -26,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -105,6 +107,7 @@ class HttpSession:
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[float | None, Any] = {}
+        self._proxies: dict[str, str | None] = {}
         self._connection_errors = (self._aiohttp.ClientError, asyncio.TimeoutError)
 
     def _open(self) -> Any:
@@ -112,8 +115,11 @@ class HttpSession:
         connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0,
                                          keepalive_timeout=KEEPALIVE_SECONDS,
                                          ttl_dns_cache=300)
+        # trust_env would look up proxies and .netrc in a worker thread on every call
+        # (two thread hops per request); the proxy is read from the environment once
+        # per URL instead (:func:`env_proxy`), and auth is in the headers.
         self._session = aiohttp.ClientSession(connector=connector, headers=self._headers,
-                                              auto_decompress=True, trust_env=True)
+                                              auto_decompress=True, trust_env=False)
         self._loop = asyncio.get_running_loop()
         return self._session
 
@@ -136,8 +142,9 @@ class HttpSession:
             session = self._open()
         data = dumps(body).encode()
         seconds = timeout if timeout is not None else self.timeout
+        proxy = self._proxies[url] if url in self._proxies else self._proxy(url)
         try:
-            async with session.post(url, data=data, headers=headers,
+            async with session.post(url, data=data, headers=headers, proxy=proxy,
                                     timeout=self._client_timeout(seconds)) as response:
                 raw = await response.read()
                 status = response.status
@@ -149,6 +156,10 @@ class HttpSession:
             return json.loads(raw)
         except ValueError as exc:
             raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
+
+    def _proxy(self, url: str) -> str | None:
+        found = self._proxies[url] = env_proxy(url)
+        return found
 
     @staticmethod
     def _fail(status: int, headers: Mapping[str, str], raw: bytes, errors: ErrorMapper) -> None:
@@ -164,3 +175,13 @@ class HttpSession:
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, minus ``NO_PROXY``), as the SDKs' HTTP clients honour them."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
