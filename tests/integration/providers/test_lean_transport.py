@@ -81,3 +81,30 @@ def test_p1_online_calls_do_not_import_the_sdk(emulator: Any) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**emulator.env(), "PATH": "/usr/bin:/bin"}).stdout
     assert json.loads(out) == []
+
+
+async def test_p1_proxy_from_the_environment(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY is honoured as the SDKs' clients honour it: the emulator stands in
+    for the proxy of a host that does not resolve; NO_PROXY still bypasses it."""
+    monkeypatch.setenv("HTTP_PROXY", emulator.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    settings = ProviderSettings(name="openai", base_url="http://api.openai.invalid/v1")
+    adapter = provider_class("openai")(settings)
+    try:
+        answer = await adapter.complete(make_request("openai"))
+    finally:
+        await adapter.aclose()
+    assert answer.parsed is not None
+    (entry,) = emulator.requests()
+    assert entry["path"] == "/v1/chat/completions"
+    assert entry["headers"]["host"] == "api.openai.invalid"
+
+
+def test_p1_no_proxy_bypasses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agac.providers._http import env_proxy
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert env_proxy("https://api.anthropic.com/v1/messages") == "http://proxy.example:3128"
+    assert env_proxy("https://llm.internal.example/v1/chat/completions") is None
