@@ -1,4 +1,5 @@
-"""Anthropic through the official ``anthropic`` SDK (``pip install 'agac[anthropic]'``).
+"""Anthropic (``pip install 'agac[anthropic]'``): online calls on agac's lean transport
+(or the official ``anthropic`` SDK with ``transport: sdk``), batches on the SDK.
 
 Live calls use the Messages API. Structured output is sent as
 ``output_config: {"format": {"type": "json_schema", "schema": …}}``; a model that

@@ -1,10 +1,13 @@
 """The provider contract (DESIGN §5): normalized types and the ``Provider`` protocol.
 
-Adapters translate between these types and one provider's official SDK. They know
-nothing of runs, the store or the engine. Every SDK exception is translated at the
+Adapters translate between these types and one provider's wire protocol: batch and
+file calls through its official SDK, online calls through agac's lean HTTP client or
+the SDK (``ProviderSettings.transport``, DESIGN §5 P1). They know nothing of runs, the
+store or the engine. Every SDK exception and every error answer is translated at the
 adapter boundary into the taxonomy of :mod:`agac.errors` (``WaitError``,
-``RetryableError``, ``FatalError``, ``UnsupportedError``) and re-raised ``from exc``.
-SDK built-in retries are turned off: the engine owns retries.
+``RetryableError``, ``FatalError``, ``UnsupportedError``) and re-raised ``from`` its
+cause. SDK built-in retries are turned off and the lean transport never retries: the
+engine owns retries.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Google Gemini (Developer API) through the official ``google-genai`` SDK
-(``pip install 'agac[gemini]'``).
+"""Google Gemini (Developer API) (``pip install 'agac[gemini]'``): online calls on agac's
+lean transport (or the official ``google-genai`` SDK with ``transport: sdk``), batches
+and files on the SDK.
 
 Live calls use ``generateContent`` with ``response_json_schema`` and
 ``response_mime_type: application/json``; a model that rejects the schema (a 400

@@ -1,4 +1,5 @@
-"""Groq through the official ``groq`` SDK (``pip install 'agac[groq]'``).
+"""Groq (``pip install 'agac[groq]'``): online calls on agac's lean transport (or the
+official ``groq`` SDK with ``transport: sdk``), batches on the SDK.
 
 Groq's Chat Completions and Batch APIs clone OpenAI's under ``/openai/v1``, so the
 logic is shared (:mod:`agac.providers._openai_compat`). Differences handled here:

@@ -1,15 +1,17 @@
-"""Ollama through the official ``ollama`` SDK (``pip install 'agac[ollama]'``).
+"""Ollama (``pip install 'agac[ollama]'``), on agac's lean transport or, with
+``transport: sdk``, the official ``ollama`` SDK.
 
 Live calls use ``/api/chat`` with ``format`` set to the JSON Schema (structured
 output); a model that rejects it (a 400 naming ``format``) falls back to
 ``format: "json"`` with the schema in the system prompt. The host comes from
-agac.yml, else ``OLLAMA_HOST``; no key is needed (``OLLAMA_API_KEY`` is sent by the
-SDK itself when set, for Ollama Cloud).
+agac.yml, else ``OLLAMA_HOST`` (read as the SDK reads it: :func:`parse_host`); no key
+is needed (``OLLAMA_API_KEY`` is sent as a Bearer token when set, for Ollama Cloud,
+as the SDK does).
 
 Ollama has no batch API: ``supports_batch`` is False and the batch methods raise
 UnsupportedError; the engine runs an Ollama batch action locally with bounded
-concurrency. The SDK has no retries and no per-call timeout, so the request timeout
-is enforced around the call. Ollama reports no cached tokens.
+concurrency. The SDK has no retries and no per-call timeout, so on the SDK transport
+the request timeout is enforced around the call. Ollama reports no cached tokens.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""OpenAI through the official ``openai`` SDK (``pip install 'agac[openai]'``).
+"""OpenAI (``pip install 'agac[openai]'``).
 
 Live calls use Chat Completions with ``response_format: json_schema`` (``strict``
-when the schema allows it); batches use the Batch API with a JSONL file. The shared
-logic lives in :mod:`agac.providers._openai_compat`. The SDK is imported when the
-adapter is constructed, never when this module is imported.
+when the schema allows it), on agac's lean transport or, with ``transport: sdk``, the
+official ``openai`` SDK; batches use the Batch API with a JSONL file, through the SDK.
+The shared logic lives in :mod:`agac.providers._openai_compat`. The SDK is imported
+when first needed (a batch call, or the SDK transport), never when this module is.
 """
 
 from __future__ import annotations
