@@ -16,7 +16,8 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["RateLimiter", "Slots", "backoff_delay", "connections_by_provider", "estimate_tokens"]
+__all__ = ["RateLimiter", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
+           "estimate_tokens"]
 
 
 def estimate_tokens(chars: int) -> int:
@@ -164,3 +165,8 @@ def connections_by_provider(actions: Iterable[Any]) -> dict[str, int]:
         if action.kind == "llm" and action.provider:
             out[action.provider] = out.get(action.provider, 0) + max(1, action.max_concurrency)
     return out
+
+
+def batch_providers(actions: Iterable[Any]) -> set[str]:
+    """The providers that llm actions with ``run_mode: batch`` call."""
+    return {a.provider for a in actions if a.kind == "llm" and a.provider and a.run_mode == "batch"}

@@ -34,7 +34,7 @@ from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
 from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
-from agac.engine.limits import connections_by_provider
+from agac.engine.limits import batch_providers, connections_by_provider
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
@@ -397,7 +397,8 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     or it was interrupted (``interrupted``, Ctrl-C); with what it waits on."""
     llm_providers = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
     providers = open_providers(llm_providers, project.config,
-                               connections=connections_by_provider(workflow.actions))
+                               connections=connections_by_provider(workflow.actions),
+                               batch=batch_providers(workflow.actions))
     info = store.snapshot_info(run.snapshot_id)
     assert info is not None
     opts = loads(run.options)

@@ -50,7 +50,7 @@ from agac.engine.budget import BudgetGuard, RunLedger
 from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
-from agac.engine.limits import Slots, connections_by_provider
+from agac.engine.limits import Slots, batch_providers, connections_by_provider
 from agac.engine.runs import (
     _deadline_passed,
     _release,
@@ -428,7 +428,8 @@ class Worker:
         workflow = Workflow.from_snapshot(loads(run.config))
         llm = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
         providers = open_providers(llm, self.project.config,
-                                   connections=connections_by_provider(workflow.actions))
+                                   connections=connections_by_provider(workflow.actions),
+                                   batch=batch_providers(workflow.actions))
         info = await asyncio.to_thread(self.store.snapshot_info, run.snapshot_id)
         assert info is not None
         prior = (loads(run.options) or {}).get("prior")

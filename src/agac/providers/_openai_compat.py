@@ -162,8 +162,8 @@ class OpenAICompatProvider:
                                      connections=settings.connections, timeout=self._timeout)
             root = (self._base_url or self.default_base_url).rstrip("/")
             self._chat_url = root + self.chat_path
-        else:
-            self._client  # noqa: B018 - the SDK transport fails now, not at the first call
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
         # Models seen to reject json_schema: later calls go straight to JSON mode.
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"

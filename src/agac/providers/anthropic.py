@@ -141,8 +141,8 @@ class AnthropicProvider:
             self._http = HttpSession(self.name, _lean_headers(self._api_key),
                                      connections=settings.connections, timeout=self._timeout)
             self._messages_url = (self._base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
-        else:
-            self._client  # noqa: B018 - the SDK transport fails now, not at the first call
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
         self._forced_tool: set[str] = set()
         self._force_tool = settings.options.get("structured_output") == "tool"
         self._skew = float(settings.options.get("find_batch_skew", 120.0))

@@ -206,7 +206,9 @@ class ProviderSettings:
     agac's own HTTP client) or ``sdk`` (the official SDK); batch and file calls always
     go through the SDK. ``connections`` bounds the lean transport's open connections
     (0: its default); the engine passes the summed ``max_concurrency`` of the actions
-    that use the provider.
+    that use the provider. ``batch`` says the run may send batches to it: the adapter
+    then loads its SDK at once rather than at the first batch call, so that a paced
+    submission is not held up between its slot and its send.
     """
 
     name: str
@@ -215,6 +217,7 @@ class ProviderSettings:
     options: dict[str, Any] = field(default_factory=dict)
     transport: Transport = "lean"
     connections: int = 0
+    batch: bool = False
 
 
 @runtime_checkable

@@ -152,8 +152,8 @@ class GeminiProvider:
             root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
             self._models_url = f"{root}/{api_version()}/"
             self._server_timeouts: dict[float, dict[str, str]] = {}
-        else:
-            self._aio  # noqa: B018 - the SDK transport fails now, not at the first call
+        if settings.transport == "sdk" or settings.batch:
+            self._aio  # noqa: B018 - the SDK is needed: load it now, not at the first call
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._batch_input = str(settings.options.get("batch_input", "auto"))

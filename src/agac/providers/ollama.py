@@ -79,8 +79,8 @@ class OllamaProvider:
             self._http = HttpSession(self.name, headers, connections=settings.connections,
                                      timeout=timeout)
             self._chat_url = parse_host(self._host) + "/api/chat"
-        else:
-            self._client  # noqa: B018 - the SDK transport fails now, not at the first call
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
 

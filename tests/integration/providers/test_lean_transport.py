@@ -83,6 +83,22 @@ def test_p1_online_calls_do_not_import_the_sdk(emulator: Any) -> None:
     assert json.loads(out) == []
 
 
+async def test_p1_a_run_with_batches_loads_the_sdk_up_front() -> None:
+    """With ``batch`` set (the run has batch actions on the provider) the SDK is loaded
+    when the adapter is built, so a paced submission is not delayed between its slot and
+    its send by the SDK's import (B12 counts sends)."""
+    code = (
+        "import json, sys\n"
+        "from agac.providers.base import ProviderSettings\n"
+        "from agac.providers.registry import provider_class\n"
+        "provider_class('openai')(ProviderSettings(name='openai', api_key='x', batch=True))\n"
+        "print(json.dumps('openai' in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out) is True
+
+
 async def test_p1_proxy_from_the_environment(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """HTTP_PROXY is honoured as the SDKs' clients honour it: the emulator stands in
     for the proxy of a host that does not resolve; NO_PROXY still bypasses it."""

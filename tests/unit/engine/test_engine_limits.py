@@ -121,3 +121,14 @@ def test_p1_connections_by_provider_sums_max_concurrency() -> None:
                SimpleNamespace(kind="llm", provider="anthropic", max_concurrency=64),
                SimpleNamespace(kind="tool", provider=None, max_concurrency=8)]
     assert connections_by_provider(actions) == {"openai": 7, "anthropic": 64}
+
+
+def test_batch_providers_names_the_providers_of_batch_actions() -> None:
+    from types import SimpleNamespace
+
+    from agac.engine.limits import batch_providers
+
+    actions = [SimpleNamespace(kind="llm", provider="openai", run_mode="online"),
+               SimpleNamespace(kind="llm", provider="anthropic", run_mode="batch"),
+               SimpleNamespace(kind="tool", provider=None, run_mode=None)]
+    assert batch_providers(actions) == {"anthropic"}
