@@ -83,7 +83,7 @@ def test_p1_online_calls_do_not_import_the_sdk(emulator: Any) -> None:
     assert json.loads(out) == []
 
 
-async def test_p1_a_run_with_batches_loads_the_sdk_up_front() -> None:
+def test_p1_a_run_with_batches_loads_the_sdk_up_front() -> None:
     """With ``batch`` set (the run has batch actions on the provider) the SDK is loaded
     when the adapter is built, so a paced submission is not delayed between its slot and
     its send by the SDK's import (B12 counts sends)."""
