@@ -291,3 +291,31 @@ actions:
     assert doc["error"]["code"] == "store_error"
     assert "disk full (test)" in doc["error"]["message"]
     assert doc["run_id"] == agac("runs", "list", "--json", cwd=tmp_path).json()[0]["run_id"]
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    """``agac export … | head -1``: the export stops quietly (exit 1, nothing on stderr)."""
+    from cli_support import AGAC, clean_env
+
+    from agac.testing import write_project
+
+    wf = """
+name: wf
+input: {path: data/}
+defaults: {model: mock/m, max_concurrency: 16}
+actions:
+  - name: ask
+    prompt: "{{ source.text }}"
+"""
+    write_project(tmp_path, wf, data={"data/a.jsonl": [{"text": "x" * 200 + str(i)}
+                                                       for i in range(3000)]})
+    assert agac("run", "wf", cwd=tmp_path, timeout=300).code == 0
+    proc = subprocess.Popen([*AGAC, "export", "wf", "--action", "ask"], cwd=tmp_path,
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b'{"key": "a.jsonl:1"')
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 1
+    assert err == "", err

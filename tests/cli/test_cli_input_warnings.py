@@ -25,8 +25,8 @@ def test_run_warns_about_an_empty_input_file(tmp_path: Path) -> None:
                   files={"data/b.csv": "id,text\n"})
     done = agac("run", "wf", "--json", cwd=tmp_path)
     assert done.code == 0, done
-    assert ("warning: input file data/b.csv holds no records (a CSV may have only its "
-            "header); it adds nothing to the run") in done.err
+    assert ("data/b.csv:1: warning: input file holds no records (a CSV may have only its "
+            "header); it adds nothing to the run [empty_input]") in done.err
     admitted = [e for e in agac("events", "wf", "--json", cwd=tmp_path).json()
                 if e["kind"] == "run_admitted"]
     assert admitted[0]["data"]["empty_files"] == ["data/b.csv"]

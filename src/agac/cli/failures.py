@@ -105,7 +105,13 @@ def _first_line(exc: BaseException) -> str:
 
 
 def report(exc: BaseException, as_json: bool) -> int:
-    """Print ``exc`` as the user sees it (see the module docstring); its exit code."""
+    """Print ``exc`` as the user sees it (see the module docstring); its exit code.
+
+    A reader that went away (``agac export … | head``) is not an error to explain: the
+    command stops quietly with exit 1, as a shell pipeline expects."""
+    if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        return 1
     failure = describe(exc)
     if failure.code == "internal_error" and os.environ.get("AGAC_DEBUG"):
         traceback.print_exception(exc, file=sys.stderr)
@@ -119,6 +125,15 @@ def report(exc: BaseException, as_json: bool) -> int:
         if failure.hint:
             click.echo(f"  hint: {failure.hint}", err=True)
     return failure.exit_code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
+        pass
 
 
 def _json_document(failure: Failure) -> dict[str, Any]:

@@ -278,7 +278,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
           abandon_in_flight: bool, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
-    from agac.cli.render import ProgressView
+    from agac.cli.render import ProgressView, print_retry_plan
 
     view = ProgressView(enabled=not dry_run)
     try:
@@ -292,10 +292,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
         if as_json:
             _emit_json(result)
         else:
-            click.echo(f"would retry {len(result['units'])} failed units of run {result['retry_of']} "
-                       f"(+{result['downstream']} downstream)")
-            for u in result["units"]:
-                click.echo(f"  {u['action']}  {u['key']}")
+            print_retry_plan(result)
         return 0
     return _report(result, as_json)
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ProgressView", "follow_events", "new_table", "print_cost", "print_effects",
            "print_event", "print_events", "print_plan", "print_proposals", "print_records",
+           "print_retry_plan",
            "print_runs", "print_session", "print_summary", "print_table", "when"]
 
 
@@ -154,16 +155,20 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     held = [s for s in summary.get("shards") or [] if s["owner"]]
     if held:
         click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        table = new_table("kind", "shard", "owner")
         for s in held:
-            click.echo(f"    {s['kind']:6} {s['shard']}  {s['owner']}")
+            table.add_row(s["kind"], str(s["shard"]), s["owner"])
+        print_table(table)
     waiting = summary.get("awaiting_approval")
     if waiting:
         per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
         click.echo(f"  awaiting approval: {waiting['units']} units ({per})")
+        table = new_table("proposal", "action", "record")
         for p in waiting["proposals"][:10]:
-            click.echo(f"    {p['id']}  {p['action']}  {p['record']}")
+            table.add_row(p["id"], p["action"], p["record"])
+        print_table(table)
         if waiting["units"] > 10:
-            click.echo(f"    ... `agac approvals list {summary['workflow']}` shows all")
+            click.echo(f"  ... `agac approvals list {summary['workflow']}` shows all")
     for key in summary.get("effects_unknown") or []:
         click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
                    f"agac effects resolve {key[:12]} --done|--not-done")
@@ -202,6 +207,17 @@ def print_event(e: dict[str, Any]) -> None:
 def _event_data(e: dict[str, Any]) -> str:
     data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
     return json.dumps(data, default=str)
+
+
+def print_retry_plan(plan: dict[str, Any]) -> None:
+    """``agac retry --dry-run``: what would be asked again."""
+    click.echo(f"would retry {len(plan['units'])} failed units of run {plan['retry_of']} "
+               f"(+{plan['downstream']} downstream)")
+    table = new_table("action", "key")
+    for u in plan["units"]:
+        table.add_row(u["action"], u["key"])
+    if plan["units"]:
+        print_table(table)
 
 
 def print_records(doc: dict[str, Any]) -> None:
