@@ -24,6 +24,7 @@ from agac.errors import FatalError, ProviderError
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
+    dump_line,
     fallback_system,
     import_sdk,
     parse_json,
@@ -56,6 +57,9 @@ from agac.providers.base import (
 )
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
+
+#: ``dump_line``'s encoder (compact, UTF-8 as is), for values that are not objects.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 # OpenAI and Groq use the same eight batch statuses (two Ls in "cancelled").
 BATCH_STATES: dict[str, BatchState] = {
@@ -298,10 +302,32 @@ class OpenAICompatProvider:
             "body": self._chat_params(request, native=self._native_schema(request.model)),
         }
 
+    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes]:
+        """The batch's JSONL lines, byte for byte ``dump_line(self._batch_line(r))``, with
+        the part of the body after the messages (limits, schema) encoded once for each
+        run of requests that share it — in a batch of one action, usually all of them.
+        Requests sent in JSON mode (their messages change with the schema) take the
+        general path."""
+        head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
+        shared, tail = "", b""
+        for r in requests:
+            if r.schema is not None and not self._native_schema(r.model):
+                yield dump_line(self._batch_line(r))
+                continue
+            same = _encode([r.model, r.max_tokens, r.temperature, r.seed, r.schema])
+            if same != shared:
+                rest = self._chat_params(r, native=True)
+                del rest["model"], rest["messages"]
+                shared, tail = same, b"," + _encode(rest).encode()[1:] + b"}"
+            messages = [{"role": m.role, "content": m.content} for m in r.messages]
+            yield b"".join((b'{"custom_id":', _encode(require_custom_id(r)).encode(), head,
+                            _encode(r.model).encode(), b',"messages":',
+                            _encode(messages).encode(), tail))
+
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
         """Upload the requests as a JSONL file and create a batch tagged with ``key``."""
         spooled = spool_jsonl(
-            (self._batch_line(r) for r in requests),
+            self._batch_lines(requests),
             max_count=self.batch_max_requests,
             max_bytes=self.batch_max_bytes,
             provider=self.name,
