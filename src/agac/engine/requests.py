@@ -11,9 +11,8 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
-from agac.jsontext import loads
 from agac.prompt.render import render
-from agac.providers.base import Message, Request, Response
+from agac.providers.base import Message, Request, Response, stored_request
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -63,13 +62,7 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
 
 def request_from_json(text: str, custom_id: str | None = None) -> Request:
     """A stored canonical request (``Request.canonical()``) back as a Request."""
-    d = loads(text)
-    return Request(
-        provider=d["provider"], model=d["model"],
-        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
-        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
-        seed=d.get("seed"), custom_id=custom_id,
-    )
+    return stored_request(text, custom_id)
 
 
 def accept_response(rt: ActionRuntime, response: Response) -> Any:

@@ -54,9 +54,12 @@ from agac.providers.base import (
     Result,
     StopReason,
     Usage,
+    stored_request,
 )
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
+
+_MESSAGES = '"messages":['
 
 #: ``dump_line``'s encoder (compact, UTF-8 as is), for values that are not objects.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -324,10 +327,47 @@ class OpenAICompatProvider:
                             _encode(r.model).encode(), b',"messages":',
                             _encode(messages).encode(), tail))
 
+    def _stored_lines(self, items: Iterable[tuple[str, str]]) -> Iterator[bytes]:
+        """Batch lines straight from stored canonical requests (``Request.canonical()``,
+        keys sorted): the messages array is copied as stored, and what surrounds it
+        (model, limits, schema) is decoded and encoded once for each distinct text. The
+        lines equal :meth:`_batch_lines`' as JSON (a message's keys come in the stored
+        order); a request sent in JSON mode, or text not in the canonical form, goes
+        through a decoded :class:`Request`."""
+        head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
+        bodies: dict[str, tuple[bytes, bytes] | None] = {}
+        for custom_id, text in items:
+            start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
+            end = text.find('],"model":"', start) if start >= 0 else -1
+            rest = text[:start] + text[end + 1:] if end >= 0 else ""
+            body = bodies.get(rest) if rest else None
+            if rest and rest not in bodies:
+                r = stored_request(text, custom_id)
+                body = None
+                if r.schema is None or self._native_schema(r.model):
+                    tail = self._chat_params(r, native=True)
+                    del tail["model"], tail["messages"]
+                    body = (_encode(r.model).encode(), b"," + _encode(tail).encode()[1:] + b"}")
+                bodies[rest] = body
+            if body is None:
+                yield from self._batch_lines([stored_request(text, custom_id)])
+                continue
+            yield b"".join((b'{"custom_id":', _encode(custom_id).encode(), head, body[0],
+                            b',"messages":', text[start + len(_MESSAGES) - 1:end + 1].encode(),
+                            body[1]))
+
+    async def submit_stored_batch(self, items: Iterable[tuple[str, str]], key: str) -> BatchHandle:
+        """:meth:`submit_batch` for (custom_id, stored canonical request) pairs, without
+        building a :class:`Request` per line."""
+        return await self._upload_batch(self._stored_lines(items), key)
+
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
         """Upload the requests as a JSONL file and create a batch tagged with ``key``."""
+        return await self._upload_batch(self._batch_lines(requests), key)
+
+    async def _upload_batch(self, lines: Iterable[bytes], key: str) -> BatchHandle:
         spooled = spool_jsonl(
-            self._batch_lines(requests),
+            lines,
             max_count=self.batch_max_requests,
             max_bytes=self.batch_max_bytes,
             provider=self.name,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from agac.jsontext import canonical
+from agac.jsontext import canonical, loads
 
 __all__ = [
     "TRANSPORTS",
@@ -34,6 +34,7 @@ __all__ = [
     "Usage",
     "canonical_json",
     "fingerprint_of",
+    "stored_request",
 ]
 
 StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
@@ -140,6 +141,17 @@ class Usage:
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
         }
+
+
+def stored_request(text: str, custom_id: str | None = None) -> Request:
+    """A stored canonical request (``Request.canonical()``) back as a Request."""
+    d = loads(text)
+    return Request(
+        provider=d["provider"], model=d["model"],
+        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
+        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
+        seed=d.get("seed"), custom_id=custom_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)

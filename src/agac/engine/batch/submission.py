@@ -186,12 +186,10 @@ class Submitter:
         while True:
             if pacer is not None:
                 await pacer.acquire(1)
-            requests = (request_from_json(i.request, i.custom_id)
-                        for i in self.ctx.store.iter_batch_items(key))
             maybe_crash("before_submit")
             await self.ctx.gateway.owned()  # still the run's owner, right before sending (S3)
             try:
-                handle = await rt.provider.submit_batch(requests, key)
+                handle = await self._send(rt, key)
             except WaitError as exc:
                 await self.ctx.event("waiting", rt.name, reason="provider_limit", batch=key,
                                   seconds=exc.retry_after)
@@ -207,6 +205,16 @@ class Submitter:
             maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
             await self._submitted(rt, key, handle, batch.file, batch.request_count)
             return "submitted"  # no unit can move on until it is read: no new pass
+
+    async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
+        """Submit the intent's items; an adapter that writes its lines from the stored
+        canonical requests (``submit_stored_batch``) gets them as they are stored."""
+        items = self.ctx.store.iter_batch_items(key)
+        stored = getattr(rt.provider, "submit_stored_batch", None)
+        if stored is not None:
+            return await stored(((i.custom_id, i.request) for i in items), key)
+        return await rt.provider.submit_batch(
+            (request_from_json(i.request, i.custom_id) for i in items), key)
 
     async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
         now = self.ctx.control.clock.time()
