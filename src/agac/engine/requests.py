@@ -12,14 +12,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.prompt.render import render
-from agac.providers.base import Message, Request, Response, stored_request
+from agac.providers.base import Message, Request, Response
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
 
 __all__ = ["Fail", "accept_response", "build_request", "effect_key", "invoke_tool", "reprompt",
-           "request_from_json", "response_dict", "tool_input_hash", "tool_output"]
+           "response_dict", "tool_input_hash", "tool_output"]
 
 
 class Fail(Exception):
@@ -58,11 +58,6 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         timeout=action.timeout,
         seed=_version(view),
     )
-
-
-def request_from_json(text: str, custom_id: str | None = None) -> Request:
-    """A stored canonical request (``Request.canonical()``) back as a Request."""
-    return stored_request(text, custom_id)
 
 
 def accept_response(rt: ActionRuntime, response: Response) -> Any:

@@ -53,6 +53,7 @@ from agac.providers.base import (
     Response,
     Result,
     StopReason,
+    StoredRequests,
     Usage,
     stored_request,
 )
@@ -356,16 +357,11 @@ class OpenAICompatProvider:
                             b',"messages":', text[start + len(_MESSAGES) - 1:end + 1].encode(),
                             body[1]))
 
-    async def submit_stored_batch(self, items: Iterable[tuple[str, str]], key: str) -> BatchHandle:
-        """:meth:`submit_batch` for (custom_id, stored canonical request) pairs, without
-        building a :class:`Request` per line."""
-        return await self._upload_batch(self._stored_lines(items), key)
-
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
-        """Upload the requests as a JSONL file and create a batch tagged with ``key``."""
-        return await self._upload_batch(self._batch_lines(requests), key)
-
-    async def _upload_batch(self, lines: Iterable[bytes], key: str) -> BatchHandle:
+        """Upload the requests as a JSONL file and create a batch tagged with ``key``;
+        requests as stored (:class:`StoredRequests`) are written from their stored text."""
+        lines = (self._stored_lines(requests.pairs) if isinstance(requests, StoredRequests)
+                 else self._batch_lines(requests))
         spooled = spool_jsonl(
             lines,
             max_count=self.batch_max_requests,

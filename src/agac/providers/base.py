@@ -13,7 +13,7 @@ engine owns retries.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -30,6 +30,7 @@ __all__ = [
     "Response",
     "Result",
     "StopReason",
+    "StoredRequests",
     "Transport",
     "Usage",
     "canonical_json",
@@ -152,6 +153,22 @@ def stored_request(text: str, custom_id: str | None = None) -> Request:
         max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
         seed=d.get("seed"), custom_id=custom_id,
     )
+
+
+class StoredRequests:
+    """A batch's requests as the store holds them: ``(custom_id, canonical JSON)`` pairs,
+    streamed once. Iterating gives each as a :class:`Request` (what every adapter's
+    ``submit_batch`` takes); an adapter that writes its lines from the stored text reads
+    :attr:`pairs` instead and skips the decoding."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self.pairs = pairs
+
+    def __iter__(self) -> Iterator[Request]:
+        for custom_id, text in self.pairs:
+            yield stored_request(text, custom_id)
 
 
 @dataclass(frozen=True, slots=True)

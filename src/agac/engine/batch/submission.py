@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.budget import Reservation
-from agac.engine.requests import request_from_json
 from agac.engine.walk.steps import expected_units
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
+from agac.providers.base import StoredRequests
 from agac.store.batches import staged_key, staged_prefix
 
 if TYPE_CHECKING:
@@ -207,14 +207,11 @@ class Submitter:
             return "submitted"  # no unit can move on until it is read: no new pass
 
     async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
-        """Submit the intent's items; an adapter that writes its lines from the stored
-        canonical requests (``submit_stored_batch``) gets them as they are stored."""
+        """Submit the intent's items as stored; an adapter that writes its lines from the
+        stored canonical requests skips decoding them (:class:`StoredRequests`)."""
         items = self.ctx.store.iter_batch_items(key)
-        stored = getattr(rt.provider, "submit_stored_batch", None)
-        if stored is not None:
-            return await stored(((i.custom_id, i.request) for i in items), key)
         return await rt.provider.submit_batch(
-            (request_from_json(i.request, i.custom_id) for i in items), key)
+            StoredRequests((i.custom_id, i.request) for i in items), key)
 
     async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
         now = self.ctx.control.clock.time()
