@@ -15,7 +15,6 @@ lost submission by time window and request count (DESIGN B2).
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -130,8 +129,7 @@ class AnthropicProvider:
         # Said once per model in agac's log instead of a Python warning on every call; a
         # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
         warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
-        self._deprecated = _deprecated_models(self._sdk)
-        self._warned: set[str] = set()
+        self._lifecycle_asked: set[str] = set()
         self._force_tool = settings.options.get("structured_output") == "tool"
         self._skew = float(settings.options.get("find_batch_skew", 120.0))
 
@@ -210,19 +208,36 @@ class AnthropicProvider:
             return await self._create(request, tool=True)
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
-        if request.model in self._deprecated and request.model not in self._warned:
-            self._warned.add(request.model)
-            logger.warning(
-                "anthropic model %s is deprecated (end of life %s): move to a newer model",
-                request.model,
-                self._deprecated[request.model],
-            )
         params = self._params(request, tool=tool)
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:
             message = await self._client.messages.create(**params, timeout=timeout)
+        if request.model not in self._lifecycle_asked:
+            await self._say_lifecycle(request.model)
         return message_response(message, latency_ms=took[0], parse=request.schema is not None)
+
+    async def _say_lifecycle(self, model: str) -> None:
+        """Say once per model, in agac's log, that it is deprecated or retired.
+
+        The provider's public Models API says so (``lifecycle``, ``retires_at``); it is
+        asked once per model, after the model's first answer. Not knowing — the call
+        fails, times out, or the answer lacks the field — is the feature off: nothing is
+        said and nothing fails.
+        """
+        self._lifecycle_asked.add(model)
+        try:
+            info = await self._client.models.retrieve(model, timeout=min(self._timeout, 10.0))
+        except Exception as exc:  # noqa: BLE001 - a log line must never fail a call
+            logger.debug("anthropic model %s: lifecycle unknown (%s)", model, exc)
+            return
+        lifecycle = getattr(info, "lifecycle", None)
+        if lifecycle not in ("deprecated", "retired"):
+            return
+        retires = getattr(info, "retires_at", None)
+        when = f"retires {retires:%Y-%m-%d}" if isinstance(retires, datetime) else "no date set"
+        logger.warning("anthropic model %s is %s (%s): move to a newer model",
+                       model, lifecycle, when)
 
     # -- batch ---------------------------------------------------------------
 
@@ -432,15 +447,6 @@ def _unwrap_tool_input(value: Any) -> Any:
 def _schema_rejected(err: ProviderError) -> bool:
     text = str(err).lower()
     return err.status == 400 and any(p in text for p in _SCHEMA_PARAMS)
-
-
-def _deprecated_models(sdk: Any) -> dict[str, str]:
-    """The SDK's table of deprecated models (a private module: absent means empty)."""
-    try:
-        module = importlib.import_module(sdk.__name__ + "._data.deprecated_models")
-    except ImportError:
-        return {}
-    return dict(getattr(module, "DEPRECATED_MODELS", {}))
 
 
 def _is_auth_token(settings: ProviderSettings, key: str) -> bool:

@@ -115,6 +115,9 @@ _SCHEMA_REJECTED = re.compile(
     r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
 )
 _UNKNOWN_STATE = r".* is not a valid JobState"
+# google-genai subclasses aiohttp.ClientSession for every event loop's first async call;
+# aiohttp >= 3.14 warns about that subclass. Nothing for a user to act on.
+_SESSION_SUBCLASS = r"Inheritance class AiohttpClientSession from ClientSession is discouraged"
 
 
 class GeminiProvider:
@@ -136,7 +139,10 @@ class GeminiProvider:
         api_key = resolve_api_key(settings, self.credential_env)
         base_url = resolve_base_url(settings, "GOOGLE_GEMINI_BASE_URL")
         timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        http_options: dict[str, Any] = {"timeout": int(timeout * 1000)}
+        # One attempt: the engine owns retries (DESIGN §5). Setting retry_options also
+        # stops google-genai's own hidden retry of dropped aiohttp connections.
+        http_options: dict[str, Any] = {"timeout": int(timeout * 1000),
+                                        "retry_options": {"attempts": 1}}
         if base_url:
             http_options["base_url"] = base_url
         self._client: Any = self._genai.Client(
@@ -145,6 +151,7 @@ class GeminiProvider:
         self._aio: Any = self._client.aio
         # A process-wide filter, not catch_warnings(): that is not safe across tasks.
         warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
+        warnings.filterwarnings("ignore", message=_SESSION_SUBCLASS, category=DeprecationWarning)
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._batch_input = str(settings.options.get("batch_input", "auto"))

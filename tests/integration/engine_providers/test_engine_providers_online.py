@@ -91,10 +91,18 @@ def test_S5_second_run_reuses_every_answer(name: str, emulator: Any, project: Pa
     assert second["cost_usd"] == 0
 
 
+def _lifecycle_lines(caplog: pytest.LogCaptureFixture, model: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if model in r.getMessage() and r.levelno >= logging.WARNING]
+
+
 def test_deprecated_model_is_one_log_line_not_a_warning(
         emulator: Any, project: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """claude-sonnet-4-5 is deprecated in the anthropic SDK, which warns on every call;
-    the adapter says it once in agac's log instead."""
+    """Feature on: the provider's Models API (here the emulator, given a table) says the
+    model is deprecated; the adapter says it once in agac's log, never as a Python
+    warning on every call, and asks the Models API once per model."""
+    emulator.set_models({"claude-sonnet-4-5": {
+        "lifecycle": "deprecated", "retires_at": "2026-10-01T00:00:00Z"}})
     make_project(project, "anthropic/claude-sonnet-4-5", records=3)
 
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
@@ -103,5 +111,29 @@ def test_deprecated_model_is_one_log_line_not_a_warning(
 
     assert summary["state"] == "succeeded"
     assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
-    said = [r for r in caplog.records if "claude-sonnet-4-5" in r.getMessage()]
-    assert len(said) == 1, [r.getMessage() for r in said]
+    said = _lifecycle_lines(caplog, "claude-sonnet-4-5")
+    assert said == ["anthropic model claude-sonnet-4-5 is deprecated (retires 2026-10-01): "
+                    "move to a newer model"]
+    assert emulator.stats()["requests"]["anthropic"]["model.get"] == 1
+
+
+@pytest.mark.parametrize("answer", ["active", "http_404", "http_500"])
+def test_deprecation_notice_off_when_the_models_api_does_not_say(
+        answer: str, emulator: Any, project: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Feature off: an active model, or a Models API that refuses or fails, gives no line,
+    no warning and no failed unit (not knowing a lifecycle never fails a call)."""
+    if answer != "active":
+        emulator.add_fault({"provider": "anthropic", "op": "model.get",
+                            "fault": {"http": int(answer.removeprefix("http_"))}})
+    make_project(project, "anthropic/claude-sonnet-4-5", records=3)
+
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        summary = run(project).summary
+
+    assert summary["state"] == "succeeded", summary
+    assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
+    assert _lifecycle_lines(caplog, "claude-sonnet-4-5") == []
+    assert emulator.stats()["requests"]["anthropic"]["model.get"] == 1
+
+
