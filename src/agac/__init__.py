@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "RetryableError",
     "ToolContext",
     "__version__",
     "load_workflow",
@@ -19,6 +20,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "RetryableError": "agac.errors:RetryableError",
     "ToolContext": "agac.engine.context:ToolContext",
     "load_workflow": "agac.api:load_workflow",
     "run": "agac.api:run",
@@ -28,6 +30,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from agac.api import load_workflow, run, status
     from agac.engine.context import ToolContext
+    from agac.errors import RetryableError
 
 
 def __getattr__(name: str) -> Any:

@@ -52,6 +52,10 @@ class Result:
         """The whole of stdout as one JSON document (fails on anything else)."""
         return json.loads(self.out)
 
+    def json_lines(self) -> list[Any]:
+        """stdout as JSON Lines (one document per non-empty line)."""
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
     def __str__(self) -> str:
         return f"agac {' '.join(self.args)} -> {self.code}\n--stdout--\n{self.out}\n--stderr--\n{self.err}"
 

@@ -29,8 +29,11 @@ from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.units import Fail, invoke_tool, tool_output
 from agac.errors import RefusedError, UsageError
+from agac.providers.registry import credential_env_names
+from agac.redaction import Redactor
 from agac.store.effects import UNSETTLED_EFFECT_STATES
 from agac.store.repository import dumps
+from agac.usercode import describe, fails_only_its_unit
 
 if TYPE_CHECKING:
     from agac.config.project import Project
@@ -78,9 +81,11 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
             value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)
             maybe_crash("effect_called")  # it happened; the receipt is not recorded yet
             output = tool_output(rt, value)
-        except Exception as exc:  # the effect failed: its unit fails, no retry
-            detail = exc.detail if isinstance(exc, Fail) else f"{type(exc).__name__}: {exc}"
-            tb = traceback.format_exc()
+        except BaseException as exc:  # the effect failed: its unit fails, no retry
+            if not fails_only_its_unit(exc):
+                raise
+            detail = ex.redact(exc.detail if isinstance(exc, Fail) else describe(exc))
+            tb = ex.redact(traceback.format_exc())
             await ex.gateway.call(ex.store.update_effect, key, state="failed", error=detail,
                                   lease=ex.gateway.fence)
             await ex.record_tool(rt, rec, 1, started, tb, input_hash)
@@ -149,10 +154,13 @@ def compensate_effect(project: Project, store: Store, ref: str) -> dict[str, Any
               "receipt": json.loads(row.receipt) if row.receipt is not None else None}
     try:
         result = asyncio.run(invoke_tool(fn, inputs, ctx))
-    except Exception as exc:
-        store.update_effect(row.key, resolution=dumps({"compensation_failed": f"{type(exc).__name__}: {exc}",
+    except BaseException as exc:  # user code: never ends agac (KeyboardInterrupt does)
+        if not fails_only_its_unit(exc):
+            raise
+        said = Redactor.from_environment(credential_env_names())(describe(exc))
+        store.update_effect(row.key, resolution=dumps({"compensation_failed": said,
                                                        "at": time.time()}))
-        raise RefusedError(f"the compensation {row.compensate} raised {type(exc).__name__}: {exc}; "
+        raise RefusedError(f"the compensation {row.compensate} raised {said}; "
                            "the effect is unchanged") from exc
     store.update_effect(row.key, state="compensated",
                         resolution=dumps({"compensation": result, "at": time.time()}))

@@ -23,6 +23,8 @@ from agac.engine.gateway import StoreGateway
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
 from agac.providers.base import Request, Response, fingerprint_of
+from agac.providers.registry import credential_env_names
+from agac.redaction import Redactor
 from agac.store.batches import OPEN_BATCH_STATES, staged_key
 from agac.store.repository import dumps, loads
 
@@ -145,6 +147,7 @@ class Executor:
         self.ranges: list[tuple[int, int]] | None = None
         """The shards to process (a worker's claimed shard); None: every shard of the run."""
         self.heartbeat_seconds = HEARTBEAT_SECONDS
+        self._redactor: Redactor | None = None
 
     # -- driving ------------------------------------------------------------------------
 
@@ -513,6 +516,13 @@ class Executor:
             row["error"] = f"{row['error']} | answer: {response.text[:500]}"
         self.progress.actions[rt.name]["cost"] += row["cost_usd"]
         await self.gateway.commit(usage=[row])
+
+    def redact(self, text: str) -> str:
+        """``text`` (a tool's exception, its traceback) with secrets taken out, before it
+        is stored; the environment is read on the first use (tool errors are rare)."""
+        if self._redactor is None:
+            self._redactor = Redactor.from_environment(credential_env_names())
+        return self._redactor(text)
 
     def tool_usage_row(
         self, rt: ActionRuntime, rec: Any, attempt: int, started: float, error: str | None, input_hash: str

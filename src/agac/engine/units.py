@@ -34,6 +34,7 @@ from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.prompt.render import RenderError, render
 from agac.providers.base import Message, Request, Response, canonical_json, fingerprint_of
 from agac.store.repository import dumps
+from agac.usercode import describe, fails_only_its_unit, is_retryable
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -438,14 +439,16 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
             except Fail as fail:
                 await ex.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
                 return await _tool_final(ex, rt, rec, "failed", fail.reason, fail.detail, None, input_hash, attempt)
-            except Exception as exc:  # noqa: BLE001 - a raising tool fails its unit only
-                tb = traceback.format_exc()
-                detail = f"{type(exc).__name__}: {exc}"
+            except BaseException as exc:  # user code: it fails its unit, never agac
+                if not fails_only_its_unit(exc):
+                    raise
+                tb = ex.redact(traceback.format_exc())
+                detail = ex.redact(describe(exc))
                 await ex.record_tool(rt, rec, attempt, started, tb, input_hash)
-                if attempt >= spec.max_attempts:
+                if not is_retryable(exc) or attempt >= spec.max_attempts:
                     return await _tool_final(ex, rt, rec, "failed", "tool_error", detail, None,
                                              input_hash, attempt, traceback_text=tb)
-                delay = _backoff(spec, attempt)
+                delay = _tool_retry_delay(exc, spec, attempt)
             else:
                 usage = [ex.tool_usage_row(rt, rec, attempt, started, None, input_hash)]
                 cached = [{"input_hash": input_hash, "function": action.function or "",
@@ -455,6 +458,12 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         if ex.stopping:
             return None  # type: ignore[return-value]
         await asyncio.sleep(delay)
+
+
+def _tool_retry_delay(exc: BaseException, spec: Any, attempt: int) -> float:
+    """The tool's own hint (``RetryableError(retry_after=…)``) or the action's backoff."""
+    hint = getattr(exc, "retry_after", None)
+    return float(hint) if isinstance(hint, (int, float)) and hint >= 0 else _backoff(spec, attempt)
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
