@@ -225,7 +225,8 @@ def _wait_until_running(root: Path, deadline: float) -> str:
 
 def test_live_owner_exits_75_and_ctrl_c_exits_130(tmp_path: Path) -> None:
     write_project(tmp_path, LONG, data={"data/many.jsonl": MANY_ROWS})
-    proc = spawn("run", "long", cwd=tmp_path, env={"AGAC_MOCK_LATENCY_MS": "100"})
+    # 200 records x 2 actions at 8 in flight: ~25 s, time enough for the checks on a busy machine
+    proc = spawn("run", "long", cwd=tmp_path, env={"AGAC_MOCK_LATENCY_MS": "500"})
     try:
         run_id = _wait_until_running(tmp_path, time.monotonic() + 20)
         busy = agac("run", "long", cwd=tmp_path)

@@ -64,6 +64,9 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
         except AgacError as exc:
             _fail(exc, bool(kwargs.get("as_json")))
             return
+        except KeyboardInterrupt:  # Ctrl-C outside a run's loop (admission, a summary)
+            click.echo("\nagac: interrupted", err=True)
+            sys.exit(130)
         sys.exit(code or 0)
 
     wrapper.__name__ = fn.__name__

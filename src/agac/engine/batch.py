@@ -19,7 +19,6 @@ How a batch action runs inside a run (see also docs/architecture.md):
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -94,6 +93,8 @@ class BatchCoordinator:
         intervals = [rt.action.poll_interval or 300.0 for rt in self.batch_rts]
         report.poll_interval = min(intervals) if intervals else 300.0
         for rt in self.batch_rts:
+            if self.ex.stopping:
+                break  # Ctrl-C: nothing new is sent, polled or read; the next run goes on
             await self._recover_intents(rt, report)
             all_sent = await self._submit_ready_files(rt, report)
             if rt.name in self.ex.refused_actions:
@@ -158,11 +159,22 @@ class BatchCoordinator:
         await self._call(self.store.create_intents, staged, parts)
         refused = False
         for row, _ in parts:
+            if self.ex.stopping:
+                await self._not_sent(row["key"])  # Ctrl-C between two parts of a file
+                continue
             if self.ex.budget is not None and row["key"] in held:
                 self.ex.budget.hold(row["key"], held[row["key"]])
             outcome = await self._submit(rt, row["key"], report)
             refused = refused or outcome == "refused"
         return not refused
+
+    async def _not_sent(self, key: str) -> None:
+        """The run stopped before this intent was sent: the provider certainly does not
+        have it, so its items go back to being sent by the next run (no B2 recovery)."""
+        await self._call(self.store.fail_open_items, key, "not_submitted", "not_submitted",
+                         "the run stopped before it was sent")
+        await self._call(self.store.update_batch, key, state="not_submitted",
+                         ended_at=time.time(), error="not submitted: the run stopped")
 
     async def _reserve_parts(self, rt: ActionRuntime, staged: str,
                              parts: list[tuple[dict[str, Any], list[str]]], report: StepReport,
@@ -256,8 +268,9 @@ class BatchCoordinator:
         batch = await self._call(self.store.get_batch, key)
         pacer = self._pacer(rt)
         while True:
-            if pacer is not None:
-                await pacer.acquire(1)
+            if pacer is not None and await pacer.acquire(1, stop=self.ex.stop_signal) is None:
+                await self._not_sent(key)
+                return "stopped"
             requests = (request_from_json(i.request, i.custom_id)
                         for i in self.store.iter_batch_items(key))
             maybe_crash("before_submit")
@@ -266,7 +279,9 @@ class BatchCoordinator:
             except WaitError as exc:
                 await self._event("waiting", rt.name, reason="provider_limit", batch=key,
                                   seconds=exc.retry_after)
-                await asyncio.sleep(exc.retry_after or 1.0)
+                if await self.ex.stop_signal.sleep(exc.retry_after or 1.0):
+                    await self._not_sent(key)  # Ctrl-C while the provider asked us to wait
+                    return "stopped"
                 continue
             except RetryableError as exc:
                 await self._call(self.store.update_batch, key, state="unknown", error=str(exc))
@@ -384,6 +399,8 @@ class BatchCoordinator:
 
     async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
         for b in await self._call(self.store.list_batches, self.workflow, open_only=True, action=rt.name):
+            if self.ex.stopping:
+                return
             if b.state in ("submitting", "unknown") or self.only_file not in (None, b.file):
                 continue
             handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {})

@@ -20,6 +20,7 @@ from agac.engine.actions import ActionRuntime, build_runtime
 from agac.engine.effects import run_effect
 from agac.engine.fanout import FanOutPlan, has_fan_out
 from agac.engine.gateway import StoreGateway
+from agac.engine.interrupts import StopSignal
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
 from agac.providers.base import Request, Response, fingerprint_of
@@ -132,6 +133,8 @@ class Executor:
         """True once a full online pass ran in this invocation (adoption is then known)."""
         self.waiting: list[str] = []
         self.stopping = False
+        self.stop_signal = StopSignal()
+        """Set with ``stopping``: wakes every sleeper (backoff, Retry-After, polls) at once."""
         self.run_row: Any = None
         self.deadline_at: float | None = None
         """When the run times out (R4), or None."""
@@ -152,8 +155,9 @@ class Executor:
     # -- driving ------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop sending; what is in flight settles and is committed."""
+        """Stop sending and waiting; what is in flight settles and is committed."""
         self.stopping = True
+        self.stop_signal.set()
 
     async def execute(self, snapshot_id: str) -> bool:
         """Process every shard; True when every unit got an outcome."""

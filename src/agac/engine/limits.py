@@ -14,6 +14,8 @@ import random
 import time
 from collections import deque
 
+from agac.engine.interrupts import StopSignal
+
 __all__ = ["RateLimiter", "Slots", "backoff_delay", "estimate_tokens"]
 
 
@@ -124,8 +126,9 @@ class RateLimiter:
                     break
         return wait
 
-    async def acquire(self, tokens: int) -> float:
-        """Wait for room; returns the seconds waited."""
+    async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None:
+        """Wait for room; returns the seconds waited, or None when ``stop`` was set while
+        waiting (nothing is taken from the window then)."""
         if not self.rpm and not self.tpm:
             return 0.0
         waited = 0.0
@@ -138,7 +141,10 @@ class RateLimiter:
                 if wait <= 0:
                     break
                 waited += wait
-                await asyncio.sleep(wait)
+                if stop is None:
+                    await asyncio.sleep(wait)
+                elif await stop.sleep(wait):
+                    return None
             now = time.monotonic()
             self._calls.append(now)
             self._tokens.append((now, tokens))

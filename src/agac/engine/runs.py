@@ -17,6 +17,7 @@ import os
 import secrets
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from agac.engine.executor import HEARTBEAT_SECONDS, Executor, Progress
 from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
+from agac.engine.interrupts import install_interrupts
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
@@ -311,7 +313,11 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
             workflow = Workflow.from_snapshot(loads(run.config))
             store.update_run(run.id, state="running")
             with run_gc_policy():
-                outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
+                try:
+                    outcome, waiting = asyncio.run(
+                        _execute(project, store, run, workflow, lease, options))
+                except asyncio.CancelledError:  # a second Ctrl-C: stopped at once
+                    outcome, waiting = "interrupted", []
             notes += waiting
             interrupted = outcome == "interrupted"
             if outcome == "complete":
@@ -485,9 +491,13 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
             return "cancelled"
         elif executor.deadline_passed():
             return "timed_out"
+        elif executor.stopping:
+            return "interrupted"
         step_first = False
         await executor.gateway.flush()
         report = await executor.batch.step()
+        if executor.stopping:
+            return "interrupted"
         if report.progressed:
             continue
         if executor.refused_actions:
@@ -505,7 +515,8 @@ async def _passes(executor: Executor, options: RunOptions, *, was_waiting: bool 
         pause = report.poll_interval
         if executor.deadline_at is not None:
             pause = max(0.0, min(pause, executor.deadline_at - time.time()))
-        await asyncio.sleep(pause)
+        if await executor.stop_signal.sleep(pause):
+            return "interrupted"  # Ctrl-C while waiting between polls: stop waiting at once
         step_first = True
 
 
@@ -524,28 +535,15 @@ def _price_overrides(project: Project) -> dict[str, Any]:
 
 
 def _install_interrupt(executor: Executor) -> Callable[[], None]:
-    """First Ctrl-C: stop sending, settle what is in flight. Second: stop at once."""
-    loop = asyncio.get_running_loop()
-    hits = {"n": 0}
+    """First Ctrl-C (or SIGTERM): stop sending and waiting, settle what is in flight.
+    Second: stop at once (engine/interrupts.py)."""
 
-    def on_sigint() -> None:
-        hits["n"] += 1
-        if hits["n"] == 1:
-            executor.stop()
-            import sys
+    def first() -> None:
+        executor.stop()
+        print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
+              file=sys.stderr, flush=True)
 
-            print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
-                  file=sys.stderr)
-        else:
-            loop.remove_signal_handler(signal.SIGINT)
-            raise KeyboardInterrupt
-
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
-
-    def restore() -> None:
-        loop.remove_signal_handler(signal.SIGINT)
-
-    return restore
+    return install_interrupts(first, (signal.SIGINT, signal.SIGTERM))
 
 
 # -- finalization --------------------------------------------------------------------------

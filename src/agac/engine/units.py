@@ -208,8 +208,8 @@ async def _call_with_retries(
         attempt += 1
         delay = 0.0
         async with rt.slots:
-            if ex.stopping and attempt == 1:
-                raise Stopped()
+            if ex.stopping:
+                raise Stopped()  # never sent, or not sent again: pending for the next run
             if ex.deadline_at is not None and time.time() >= ex.deadline_at:
                 sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
                 return await _final(ex, rt, rec, "skipped", "deadline",
@@ -223,7 +223,11 @@ async def _call_with_retries(
                                         _exhausted_detail(ex, attempt), None, fp, attempt - 1)
             if rt.limiter.active:
                 est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
-                waited = await rt.limiter.acquire(est)
+                waited = await rt.limiter.acquire(est, stop=ex.stop_signal)
+                if waited is None:  # stopped while waiting for room: nothing was sent
+                    if held is not None and ex.budget is not None:
+                        ex.budget.settle(held, 0.0, 0)
+                    raise Stopped()
                 if waited > 1:
                     await ex.event("waiting", rt.name, rec.key, reason="rate_budget",
                                    seconds=round(waited, 3))
@@ -263,9 +267,8 @@ async def _call_with_retries(
                 if output is not _NO_ANSWER:
                     return await _answered(ex, rt, rec, request, request_json, response, output,
                                            current, attempt, started, fp)
-        if ex.stopping:
+        if ex.stopping or await ex.stop_signal.sleep(delay):
             raise Stopped()
-        await asyncio.sleep(delay)
 
 
 _NO_ANSWER = object()
@@ -425,7 +428,7 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
     while True:
         attempt += 1
         async with rt.slots:
-            if ex.stopping and attempt == 1:
+            if ex.stopping:
                 return None  # type: ignore[return-value]
             # At a join the view holds the items (engine/fanout.py); the names are reserved.
             ctx = ToolContext(ex.run_id, ex.workflow.name, action.name,
@@ -455,9 +458,8 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
                            "output": dumps(output), "created_at": time.time()}] if action.cache else []
                 return await _tool_final(ex, rt, rec, "answered", None, None, output, input_hash,
                                          attempt, usage=usage, tool_results=cached)
-        if ex.stopping:
+        if ex.stopping or await ex.stop_signal.sleep(delay):
             return None  # type: ignore[return-value]
-        await asyncio.sleep(delay)
 
 
 def _tool_retry_delay(exc: BaseException, spec: Any, attempt: int) -> float:

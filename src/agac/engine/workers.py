@@ -39,6 +39,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ from agac.engine.budget import BudgetGuard, RunLedger
 from agac.engine.closing import close_run
 from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
+from agac.engine.interrupts import StopSignal, install_interrupts
 from agac.engine.limits import Slots
 from agac.engine.runs import (
     _deadline_passed,
@@ -74,6 +76,8 @@ if TYPE_CHECKING:
 __all__ = ["StoreRateLimiter", "Worker", "WorkerOptions", "WorkerReport", "shard_rows"]
 
 SHARDS_PER_WORKER = 2
+IDLE_SLICE = 0.5
+"""Seconds an idle worker blocks in one wait for a NOTIFY (a signal is seen after it)."""
 """Shards a worker holds at once: one keeps the calls busy while the other starts or ends."""
 RATE_WINDOW = float(os.environ.get("AGAC_RATE_WINDOW_SECONDS") or 60.0) + 1.0
 """The global window is a minute plus a second: requests admitted a minute apart can reach
@@ -104,6 +108,8 @@ class WorkerReport:
     lease_lost: list[str] = field(default_factory=list)
     finalized: list[str] = field(default_factory=list)
     stopped_by_signal: bool = False
+    stopped_at_once: bool = False
+    """A second signal stopped the worker at once (the CLI exits 130)."""
 
     def to_dict(self) -> dict[str, Any]:
         ms = sorted(s * 1000 for s in self.claim_seconds)
@@ -111,6 +117,7 @@ class WorkerReport:
         return {
             "worker_id": self.worker_id, "shards": self.shards, "lease_lost": self.lease_lost,
             "finalized": self.finalized, "stopped_by_signal": self.stopped_by_signal,
+            "stopped_at_once": self.stopped_at_once,
             "claim_ms": {"count": len(ms), "mean": round(sum(ms) / len(ms), 3) if ms else None,
                          "p50": round(ms[len(ms) // 2], 3) if ms else None,
                          "max": round(ms[-1], 3) if ms else None},
@@ -149,16 +156,21 @@ class StoreRateLimiter:
         self.tpm = tpm
         self.active = bool(rpm or tpm)
 
-    async def acquire(self, tokens: int) -> float:
+    async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None:
         waited = 0.0
         while True:
+            if stop is not None and stop.is_set:
+                return None
             wait = await asyncio.to_thread(self.store.rate_take, self.key, window=RATE_WINDOW,
                                            rpm=self.rpm, tpm=self.tpm, tokens=tokens)
             if wait <= 0:
                 return waited
             wait = min(wait, 2.0)  # others may have taken less than they asked: look again
             waited += wait
-            await asyncio.sleep(wait)
+            if stop is None:
+                await asyncio.sleep(wait)
+            elif await stop.sleep(wait):
+                return None
 
     def settle(self, estimated: int, actual: int) -> None:
         if self.tpm and actual != estimated:
@@ -281,7 +293,10 @@ class Worker:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> WorkerReport:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        except asyncio.CancelledError:  # a second signal: stopped at once
+            self.report.stopped_at_once = True
         return self.report
 
     def stop(self) -> None:
@@ -302,13 +317,14 @@ class Worker:
                                 concurrency=opts.concurrency, ttl=opts.lease_ttl)
         listener = await asyncio.to_thread(self.store.work_listener)
         loop = asyncio.get_running_loop()
+        restore: Callable[[], None] | None = None
         if opts.handle_signals:
             def on_term() -> None:
                 self.report.stopped_by_signal = True
-                self._log("stopping: finishing the calls in flight, handing shards back")
+                self._log("stopping: finishing the calls in flight, handing shards back "
+                          "(again to stop at once)")
                 self.stop()
-            loop.add_signal_handler(signal.SIGTERM, on_term)
-            loop.add_signal_handler(signal.SIGINT, on_term)
+            restore = install_interrupts(on_term, (signal.SIGTERM, signal.SIGINT))
         beat = loop.create_task(self._heartbeat())
         tasks: set[asyncio.Task[None]] = set()
         self._log(f"started (concurrency {opts.concurrency}, lease TTL {opts.lease_ttl:g} s)")
@@ -338,9 +354,16 @@ class Worker:
                 await self._sweep()
                 if opts.exit_when_done and not await asyncio.to_thread(self._any_open_run):
                     break
-                await asyncio.to_thread(listener.wait, opts.poll)
+                await self._idle(listener, opts.poll)
         finally:
             self.stop()
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                # A second signal: stop at once; calls in flight are abandoned (the
+                # dispatch marks keep them counted) and their shards' leases lapse.
+                self.report.stopped_at_once = True
+                for task in tasks:
+                    task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             beat.cancel()
@@ -352,10 +375,18 @@ class Worker:
             listener.close()
             with contextlib.suppress(StoreError):
                 self.store.end_worker(self.id)
-            if opts.handle_signals:
-                loop.remove_signal_handler(signal.SIGTERM)
-                loop.remove_signal_handler(signal.SIGINT)
+            if restore is not None:
+                restore()
             self._log(f"stopped after {self.report.shards} shard claims")
+
+    async def _idle(self, listener: Any, seconds: float) -> None:
+        """Wait for a NOTIFY up to ``seconds``, in slices of at most half a second so a
+        signal is acted on at once (a thread blocked in the wait would hold the exit)."""
+        until = time.monotonic() + seconds
+        while not self.stopping:
+            left = until - time.monotonic()
+            if left <= 0 or await asyncio.to_thread(listener.wait, min(left, IDLE_SLICE)):
+                return
 
     async def _heartbeat(self) -> None:
         while True:
