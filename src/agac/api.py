@@ -441,11 +441,15 @@ def cost(ref: str | None = None, project: Project | Path | str | None = None) ->
             total += c
             if r.tier == "batch":
                 saved += max(live_cost - c, 0.0)
-            rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-                         "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
-                         "cached_tokens": int(r.cached_tokens or 0),
-                         "cache_write_tokens": int(r.cache_write_tokens or 0),
-                         "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
+            row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
+                   "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
+                   "input_tokens": int(r.input_tokens or 0),
+                   "cached_tokens": int(r.cached_tokens or 0),
+                   "cache_write_tokens": int(r.cache_write_tokens or 0),
+                   "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
+            if r.origin == "unknown":  # S1: sent or about to be when its process stopped
+                row["priced_by_a_later_answer"] = int(r.priced or 0)
+            rows.append(row)
         return {"run_id": run_row.id, "workflow": run_row.workflow, "cost_usd": round(total, 6),
                 "batch_saved_usd": round(saved, 6), "rows": rows}
     finally:

@@ -222,9 +222,15 @@ def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
                f" (batch saved ${doc['batch_saved_usd']:.6f})")
     for r in doc["rows"]:
-        click.echo(f"  {r['action']:<16} {r['provider']}/{r['model']:<28} {r['tier']:<5} "
-                   f"{r['calls']:>7} calls {r['input_tokens']:>9} in {r['output_tokens']:>9} out "
-                   f"${r['cost_usd']:.6f}")
+        line = (f"  {r['action']:<16} {r['provider']}/{r['model']:<28} {r['tier']:<5} "
+                f"{r['calls']:>7} calls {r['input_tokens']:>9} in {r['output_tokens']:>9} out "
+                f"${r['cost_usd']:.6f}")
+        if r.get("origin") == "unknown":
+            priced = r.get("priced_by_a_later_answer", 0)
+            line += (f"  outcome unknown (the process stopped while they were sent): "
+                     f"{r['calls'] - priced} at their worst case, {priced} priced by a later "
+                     "answer to the same request")
+        click.echo(line)
 
 
 def print_plan(doc: dict[str, Any]) -> None:

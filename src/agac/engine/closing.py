@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.executor import shard_ranges
 from agac.engine.fanout import regions_of, unit_keys
+from agac.engine.marks import account_lost_calls
 from agac.providers.factory import open_providers
 from agac.store.batches import OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
@@ -44,7 +45,11 @@ def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "ca
     it, B0), as do the units downstream of it. Units in ``failed_in_batches`` (their
     batch was cancelled at the provider) fail ``batch_cancelled``. Proposals of the run that
     nobody acted on are withdrawn (they can no longer be approved), unless
-    ``keep_proposals`` (``--new``: the next run reuses those still asked, A1)."""
+    ``keep_proposals`` (``--new``: the next run reuses those still asked, A1).
+
+    First, calls that may have been sent and never settled are counted (S1, §8): their
+    units get outcomes below, which would hide them."""
+    account_lost_calls(store, run)
     info = store.snapshot_info(run.snapshot_id)
     config = loads(run.config)
     names = [a["name"] for a in config["actions"]]

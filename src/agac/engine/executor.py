@@ -21,6 +21,7 @@ from agac.engine.effects import run_effect
 from agac.engine.fanout import FanOutPlan, has_fan_out
 from agac.engine.gateway import StoreGateway
 from agac.engine.interrupts import StopSignal
+from agac.engine.marks import DispatchMarks, ShardIndex
 from agac.engine.units import Settled, Stopped, build_request, run_unit
 from agac.errors import LeaseLost, StoreError
 from agac.providers.base import Request, Response, fingerprint_of
@@ -151,6 +152,11 @@ class Executor:
         """The shards to process (a worker's claimed shard); None: every shard of the run."""
         self.heartbeat_seconds = HEARTBEAT_SECONDS
         self._redactor: Redactor | None = None
+        self.marks = DispatchMarks(run_id, gateway, prices,
+                                   ShardIndex(shard_ranges(snapshot_files)))
+        """S1: what may have been sent is listed in the store before it is sent."""
+        self.unpriced: set[str] = set()
+        """Fingerprints of calls whose outcome is unknown, still at their worst case (§8)."""
 
     # -- driving ------------------------------------------------------------------------
 
@@ -474,6 +480,8 @@ class Executor:
             events.append(self._event_row("unit_failed", rt.name, rec.key, data, now))
         parts = {"outcomes": [outcome], "answers": answers or [], "usage": usage or [],
                  "tool_results": tool_results or [], "events": events}
+        if self.unpriced and usage:
+            parts["priced"] = self._prices_unknown(usage)
         if usage or answers or tool_results:
             await self.gateway.commit(**parts)
         else:
@@ -481,6 +489,18 @@ class Executor:
         cost = sum(u["cost_usd"] for u in usage or [])
         self.progress.bump(rt.name, status, cost)
         return Settled(status, reason, output)
+
+    def _prices_unknown(self, usage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """§8: an answer to a request whose earlier call's outcome is unknown gives that
+        call's usage row (``origin = 'unknown'``) its real tokens and cost."""
+        out = []
+        for u in usage:
+            fp = u.get("fingerprint")
+            if u["kind"] == "llm" and u["status"] == "ok" and fp in self.unpriced:
+                self.unpriced.discard(fp)
+                out.append({k: u[k] for k in ("fingerprint", "input_tokens", "cached_tokens",
+                                              "cache_write_tokens", "output_tokens", "cost_usd")})
+        return out
 
     def _event_row(self, kind: str, action: str | None, key: str | None, data: dict[str, Any], now: float) -> dict[str, Any]:
         return {"run_id": self.run_id, "kind": kind, "action": action, "unit_key": key,
@@ -506,7 +526,7 @@ class Executor:
             "cost_usd": cost, "latency_ms": (time.monotonic() - started) * 1000,
             "status": "ok" if error is None else "error",
             "error": None if error is None else f"{getattr(error, 'reason', None) or type(error).__name__}: {error}",
-            "fingerprint": fp, "created_at": time.time(),
+            "fingerprint": fp, "created_at": time.time(), "origin": None,
         }
 
     async def record_call(
@@ -537,7 +557,7 @@ class Executor:
             "input_tokens": 0, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0,
             "cost_usd": 0.0, "latency_ms": (time.monotonic() - started) * 1000,
             "status": "ok" if error is None else "error", "error": error,
-            "fingerprint": input_hash, "created_at": time.time(),
+            "fingerprint": input_hash, "created_at": time.time(), "origin": None,
         }
 
     async def record_tool(

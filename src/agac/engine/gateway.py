@@ -107,7 +107,8 @@ class StoreGateway:
     # -- writes -------------------------------------------------------------------------
 
     async def commit(self, **parts: list[dict[str, Any]]) -> None:
-        """Queue rows (outcomes, answers, tool_results, usage, events) and wait until durable."""
+        """Queue rows (outcomes, answers, tool_results, usage, events, batch_items, fanouts,
+        marks, priced) and wait until durable."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._writes.append((parts, fut))
@@ -210,7 +211,7 @@ class StoreGateway:
         if writes:
             merged: dict[str, list[dict[str, Any]]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [], "fanouts": [],
+                "batch_items": [], "fanouts": [], "marks": [], "priced": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():
@@ -222,6 +223,9 @@ class StoreGateway:
             merged["outcomes"] = list(
                 {(o["action"], o["unit_key"]): o for o in merged["outcomes"]}.values()
             )
+            if merged["marks"]:  # a later rewrite of a mark in the same group wins
+                merged["marks"] = list(
+                    {(m["action"], m["shard"]): m for m in merged["marks"]}.values())
             maybe_crash("before_checkpoint")
             self.store.checkpoint(
                 lease=self.lease.as_tuple() if self.lease else None, **merged

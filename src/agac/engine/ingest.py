@@ -120,4 +120,5 @@ def _usage_row(ex: Executor, rt: ActionRuntime, b: Any, item: Any, response: Res
         "cache_write_tokens": u.cache_write_tokens, "output_tokens": u.output_tokens,
         "cost_usd": ex.prices.cost(rt.action.model or "", u, "batch"), "latency_ms": latency_ms,
         "status": "ok", "error": None, "fingerprint": item.fingerprint, "created_at": time.time(),
+        "origin": None,
     }

@@ -36,6 +36,7 @@ from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.interrupts import install_interrupts
+from agac.engine.marks import account_lost_calls
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
@@ -305,6 +306,10 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
     notes = list(notes or [])
     try:
         run = _row(store, run.id)
+        lost = account_lost_calls(store, run, lease=lease.as_tuple())
+        if lost:
+            notes.append(f"counted {lost} calls of an earlier invocation whose outcome is "
+                         "unknown at their worst case (`agac cost` shows them)")
         if run.state == "cancelling":
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
         elif _deadline_passed(run):
@@ -424,6 +429,7 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     executor.snapshot_id = run.snapshot_id
     executor.run_row = run
     executor.deadline_at = opts.get("deadline_at")
+    executor.unpriced = store.unpriced_unknown(workflow.name)
     if any(is_batched(rt) for rt in executor.runtimes):
         executor.batch = BatchCoordinator(executor)
     if any(a.approval is not None for a in workflow.actions):
@@ -587,6 +593,7 @@ def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
     state = decide_state(summary, store.action_states(run_id), bool(config.get("partial_ok", True)),
                          halts)
     store.end_run(run_id, state)
+    store.clear_marks(run_id)  # every unit has its outcome: nothing under a mark is lost
     store.checkpoint(lease=None, events=[_event(run_id, "run_ended", {"state": state,
                                                                        "cost_usd": summary["cost_usd"]})])
     return state, summary

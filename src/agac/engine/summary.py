@@ -29,8 +29,8 @@ def build_summary(store: Store, run: Row, *, counted: dict[str, Any] | None = No
     for a in config["actions"]:
         actions[a["name"]] = {
             "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
-            "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
-            "reasons": {},
+            "calls": 0, "unknown_calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0,
+            "cost_usd": 0.0, "reasons": {},
         }
     for row in store.outcome_counts(run.id):
         entry = actions.get(row.action)
@@ -50,6 +50,8 @@ def build_summary(store: Store, run: Row, *, counted: dict[str, Any] | None = No
             entry["tool_calls"] += row.calls
         elif row.tier != "batch":  # batch items are counted as sent, below
             entry["calls"] += row.calls
+            if row.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
+                entry["unknown_calls"] += row.calls
         entry["cost_usd"] += float(row.cost_usd or 0.0)
         cost += float(row.cost_usd or 0.0)
     for name, counts in store.batch_counts(run.id, run.workflow).items():

@@ -207,66 +207,71 @@ async def _call_with_retries(
     while True:
         attempt += 1
         delay = 0.0
-        async with rt.slots:
-            if ex.stopping:
-                raise Stopped()  # never sent, or not sent again: pending for the next run
-            if ex.deadline_at is not None and time.time() >= ex.deadline_at:
-                sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
-                return await _final(ex, rt, rec, "skipped", "deadline",
-                                    f"{sent}: the run's deadline passed", None, fp, attempt - 1)
-            held = None
-            if ex.budget is not None:
-                await ex.budget.refresh()  # worker mode: what other workers spent counts
-                held = ex.budget.for_request(action, current)
-                if not ex.budget.reserve(held):
-                    return await _final(ex, rt, rec, "skipped", "budget_exhausted",
-                                        _exhausted_detail(ex, attempt), None, fp, attempt - 1)
-            if rt.limiter.active:
-                est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
-                waited = await rt.limiter.acquire(est, stop=ex.stop_signal)
-                if waited is None:  # stopped while waiting for room: nothing was sent
-                    if held is not None and ex.budget is not None:
-                        ex.budget.settle(held, 0.0, 0)
-                    raise Stopped()
-                if waited > 1:
-                    await ex.event("waiting", rt.name, rec.key, reason="rate_budget",
-                                   seconds=round(waited, 3))
-            started = time.monotonic()
-            try:
-                response = await _complete(ex, rt, current, held)
-            except WaitError as exc:
-                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
-                attempt -= 1
-                delay = exc.retry_after or 1.0
-                await ex.event("waiting", rt.name, rec.key, reason="provider_limit", seconds=delay)
-            except UnsupportedError as exc:
-                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
-                rt.stopped = f"{action.name} cannot run: {exc}"
-                return await _final(ex, rt, rec, "failed", "provider_error", str(exc), None, fp, attempt)
-            except FatalError as exc:
-                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
-                return await _final(ex, rt, rec, "failed", exc.reason or "provider_error", str(exc), None, fp, attempt)
-            except ProviderError as exc:
-                await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
-                if attempt >= spec.max_attempts:
-                    return await _final(ex, rt, rec, "failed", "provider_error",
-                                        f"after {attempt} attempts: {exc}", None, fp, attempt)
-                delay = _backoff(spec, attempt)
-            else:
+        ex.marks.expect(rt.name, action.max_concurrency, rec.key, rec.seq, fp, current)
+        try:
+            async with rt.slots:
+                if ex.stopping:
+                    raise Stopped()  # never sent, or not sent again: pending for the next run
+                if ex.deadline_at is not None and time.time() >= ex.deadline_at:
+                    sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
+                    return await _final(ex, rt, rec, "skipped", "deadline",
+                                        f"{sent}: the run's deadline passed", None, fp, attempt - 1)
+                held = None
+                if ex.budget is not None:
+                    await ex.budget.refresh()  # worker mode: what other workers spent counts
+                    held = ex.budget.for_request(action, current)
+                    if not ex.budget.reserve(held):
+                        return await _final(ex, rt, rec, "skipped", "budget_exhausted",
+                                            _exhausted_detail(ex, attempt), None, fp, attempt - 1)
+                if rt.limiter.active:
+                    est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
+                    waited = await rt.limiter.acquire(est, stop=ex.stop_signal)
+                    if waited is None:  # stopped while waiting for room: nothing was sent
+                        if held is not None and ex.budget is not None:
+                            ex.budget.settle(held, 0.0, 0)
+                        raise Stopped()
+                    if waited > 1:
+                        await ex.event("waiting", rt.name, rec.key, reason="rate_budget",
+                                       seconds=round(waited, 3))
+                await ex.marks.send(rt.name, rec.key, current)  # S1: listed before it is sent
+                started = time.monotonic()
                 try:
-                    output = accept_response(rt, response)
-                except Fail as fail:
-                    await ex.record_call(rt, rec, attempt, current, response, fail, started, fp)
-                    if not fail.retry or attempt >= spec.max_attempts:
-                        return await _final(ex, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
-                    # Ask again with the error fed back, after the same backoff as any
-                    # retryable failure (DESIGN §5).
-                    current = _reprompt(request, response, fail)
+                    response = await _complete(ex, rt, current, held)
+                except WaitError as exc:
+                    await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                    attempt -= 1
+                    delay = exc.retry_after or 1.0
+                    await ex.event("waiting", rt.name, rec.key, reason="provider_limit", seconds=delay)
+                except UnsupportedError as exc:
+                    await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                    rt.stopped = f"{action.name} cannot run: {exc}"
+                    return await _final(ex, rt, rec, "failed", "provider_error", str(exc), None, fp, attempt)
+                except FatalError as exc:
+                    await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                    return await _final(ex, rt, rec, "failed", exc.reason or "provider_error", str(exc), None, fp, attempt)
+                except ProviderError as exc:
+                    await ex.record_call(rt, rec, attempt, current, None, exc, started, fp)
+                    if attempt >= spec.max_attempts:
+                        return await _final(ex, rt, rec, "failed", "provider_error",
+                                            f"after {attempt} attempts: {exc}", None, fp, attempt)
                     delay = _backoff(spec, attempt)
-                    output = _NO_ANSWER
-                if output is not _NO_ANSWER:
-                    return await _answered(ex, rt, rec, request, request_json, response, output,
-                                           current, attempt, started, fp)
+                else:
+                    try:
+                        output = accept_response(rt, response)
+                    except Fail as fail:
+                        await ex.record_call(rt, rec, attempt, current, response, fail, started, fp)
+                        if not fail.retry or attempt >= spec.max_attempts:
+                            return await _final(ex, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
+                        # Ask again with the error fed back, after the same backoff as any
+                        # retryable failure (DESIGN §5).
+                        current = _reprompt(request, response, fail)
+                        delay = _backoff(spec, attempt)
+                        output = _NO_ANSWER
+                    if output is not _NO_ANSWER:
+                        return await _answered(ex, rt, rec, request, request_json, response, output,
+                                               current, attempt, started, fp)
+        finally:
+            ex.marks.release(rt.name, rec.key)
         if ex.stopping or await ex.stop_signal.sleep(delay):
             raise Stopped()
 

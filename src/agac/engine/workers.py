@@ -53,6 +53,7 @@ from agac.engine.executor import Executor, shard_ranges
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.interrupts import StopSignal, install_interrupts
 from agac.engine.limits import Slots
+from agac.engine.marks import account_lost_calls
 from agac.engine.runs import (
     _deadline_passed,
     _release,
@@ -489,6 +490,10 @@ class Worker:
 
     def _executor(self, ctx: _RunContext, claim: Claim, gateway: StoreGateway) -> Executor:
         run = ctx.run
+        if claim.kind == "online":
+            # S1/§8: calls a previous holder of this shard may have sent and never settled
+            account_lost_calls(self.store, run, shards=[claim.shard],
+                               lease=(claim.lease_name, claim.token, claim.ttl))
         ex = Executor(
             run_id=run.id, workflow=ctx.workflow, store=self.store, gateway=gateway,
             providers=ctx.providers, prices=ctx.prices, root=self.project.root,
@@ -498,6 +503,7 @@ class Worker:
         )
         ex.snapshot_id = run.snapshot_id
         ex.run_row = run
+        ex.unpriced = self.store.unpriced_unknown(ctx.workflow.name)
         opts = loads(run.options) or {}
         ex.deadline_at = opts.get("deadline_at")
         ex.heartbeat_seconds = claim.ttl / 3

@@ -25,6 +25,7 @@ from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
 from agac.store.database import create_store_engine, upgrade
 from agac.store.effects import EffectRepository
+from agac.store.marks import MARK_UPSERT, MarkRepository
 
 __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 
@@ -35,7 +36,8 @@ _ROWS_PER_STATEMENT = (256, 64, 16, 4, 1)
 _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted", "run_ended")
 
 
-class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository):
+class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository,
+            MarkRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
@@ -566,14 +568,23 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
         events: Sequence[dict[str, Any]] = (),
         batch_items: Sequence[dict[str, Any]] = (),
         fanouts: Sequence[dict[str, Any]] = (),
+        marks: Sequence[dict[str, Any]] = (),
+        priced: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Write one group of progress atomically, after checking the fencing token."""
+        """Write one group of progress atomically, after checking the fencing token.
+
+        ``marks`` are dispatch mark rows (S1) written before the units they list are
+        sent; ``priced`` gives ``unknown`` usage rows of a fingerprint real usage."""
         with self._guard("write a checkpoint"), self.engine.begin() as conn:
             if lease is not None:
                 self._fence(conn, *lease)
+            if marks:
+                self._bulk(conn, t.dispatch_marks, marks, MARK_UPSERT)
             self._bulk(conn, t.answers, answers, "ON CONFLICT DO NOTHING")
             self._bulk(conn, t.tool_results, tool_results, "ON CONFLICT DO NOTHING")
             self._bulk(conn, t.usage, usage)
+            if priced:
+                self._price_unknown(conn, priced)
             self._bulk(conn, t.outcomes, outcomes)
             self._bulk(conn, t.events, events)
             self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
@@ -669,14 +680,16 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
             )
 
     def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
-        """(action, kind, provider, model, tier) groups: calls, tokens, cost."""
+        """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
+        ``unknown`` calls (S1) also how many a later answer priced."""
         u = t.usage
         with self._read() as conn:
             return list(
                 conn.execute(
                     sa.select(
-                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
+                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
                         sa.func.count().label("calls"),
+                        sa.func.sum(sa.case((u.c.status == "priced", 1), else_=0)).label("priced"),
                         sa.func.sum(u.c.input_tokens).label("input_tokens"),
                         sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
                         sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),
@@ -684,7 +697,9 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
                         sa.func.sum(u.c.cost_usd).label("cost_usd"),
                     )
                     .where(u.c.run_id.in_(list(run_ids)))
-                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier)
+                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin)
+                    .order_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
+                              u.c.origin.is_not(None))
                 ).all()
             )
 
