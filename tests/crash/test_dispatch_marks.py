@@ -65,7 +65,8 @@ actions:
 
 def _agac(root: Path, env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout,
+                          check=False)
 
 
 def _spawn(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:

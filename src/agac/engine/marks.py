@@ -56,7 +56,7 @@ class ShardIndex:
 
 
 class _Unit:
-    __slots__ = ("fp", "key", "request", "shard", "listed")
+    __slots__ = ("fp", "key", "listed", "request", "shard")
 
     def __init__(self, key: str, shard: str, fp: str, request: Request) -> None:
         self.key = key

@@ -23,7 +23,7 @@ from agac.store import tables as t
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["MARK_UPSERT", "MarkRepository", "UNKNOWN", "decode_units"]
+__all__ = ["MARK_UPSERT", "UNKNOWN", "MarkRepository", "decode_units"]
 
 UNKNOWN = "unknown"
 """``usage.origin`` (and, until priced, ``usage.status``) of a call whose outcome is unknown."""

@@ -112,8 +112,8 @@ def test_deprecated_model_is_one_log_line_not_a_warning(
     assert summary["state"] == "succeeded"
     assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
     said = _lifecycle_lines(caplog, "claude-sonnet-4-5")
-    assert said == ["anthropic model claude-sonnet-4-5 is deprecated (retires 2026-10-01): "
-                    "move to a newer model"]
+    assert said == [("anthropic model claude-sonnet-4-5 is deprecated (retires 2026-10-01): "
+                     "move to a newer model")]
     assert emulator.stats()["requests"]["anthropic"]["model.get"] == 1
 
 
