@@ -49,6 +49,7 @@ __all__ = [
     "run",
     "status",
     "submit",
+    "unpriced_warnings",
     "validate",
     "worker",
     "workers",
@@ -136,15 +137,37 @@ def run(ref: str | Path, project: Project | Path | str | None = None, *,
     proj = _project(project)
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    on_warning = options.pop("on_warning", None)
     workflow = load_workflow(ref, proj, **overrides)
+    warnings = unpriced_warnings(workflow, proj)
+    for line in warnings:
+        if on_warning is not None:
+            on_warning(line)
     store = open_store(proj)
     try:
         # A run continued (R1) is compared with the file as loaded with the overrides
         # it was admitted with, not with today's: they belong to the run.
-        return start_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
-                         reload=lambda o: load_workflow(ref, proj, **o))
+        result = start_run(proj, store, workflow, RunOptions(**options), overrides=overrides,
+                           reload=lambda o: load_workflow(ref, proj, **o))
     finally:
         store.close()
+    if on_warning is None:
+        result.notes[:0] = [f"warning: {line}" for line in warnings]
+    return result
+
+
+def unpriced_warnings(workflow: Workflow, project: Project | Path | str | None = None,
+                      ) -> list[str]:
+    """One line per model of ``workflow`` with no known price (DESIGN §8: never a silent
+    $0); ``agac run`` says them at start (``on_warning``), a library call in its notes."""
+    from agac.providers.pricing import PriceTable
+
+    proj = _project(project)
+    prices = PriceTable(dict(proj.config.prices))
+    models = sorted({a.model for a in workflow.actions if a.kind == "llm" and a.model})
+    return [f"model {m} has no known price: its calls count $0 (`agac cost` marks them "
+            f"unpriced); add prices: {{{m}: {{input: …, output: …}}}} to agac.yml "
+            "[unpriced_model]" for m in models if not prices.known(m)]
 
 
 def retry(ref: str | Path, project: Project | Path | str | None = None, *,
@@ -436,7 +459,8 @@ def cost(ref: str | None = None, project: Project | Path | str | None = None) ->
         for r in store.usage_totals([run_row.id]):
             usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
                           int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
-            live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
+            model = f"{r.provider}/{r.model}"
+            live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
             c = float(r.cost_usd or 0.0)
             total += c
             if r.tier == "batch":
@@ -449,6 +473,8 @@ def cost(ref: str | None = None, project: Project | Path | str | None = None) ->
                    "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
             if r.origin == "unknown":  # S1: sent or about to be when its process stopped
                 row["priced_by_a_later_answer"] = int(r.priced or 0)
+            if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
+                row["price"] = prices.status(model, r.tier)
             rows.append(row)
         return {"run_id": run_row.id, "workflow": run_row.workflow, "cost_usd": round(total, 6),
                 "batch_saved_usd": round(saved, 6), "rows": rows}

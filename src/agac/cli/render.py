@@ -225,6 +225,10 @@ def print_cost(doc: dict[str, Any]) -> None:
         line = (f"  {r['action']:<16} {r['provider']}/{r['model']:<28} {r['tier']:<5} "
                 f"{r['calls']:>7} calls {r['input_tokens']:>9} in {r['output_tokens']:>9} out "
                 f"${r['cost_usd']:.6f}")
+        if r.get("price") == "unpriced":
+            line += "  unpriced (no known price: counted $0; add it to prices: in agac.yml)"
+        elif r.get("price") == "derived":
+            line += "  derived (no batch price known: half the live price)"
         if r.get("origin") == "unknown":
             priced = r.get("priced_by_a_later_answer", 0)
             line += (f"  outcome unknown (the process stopped while they were sent): "

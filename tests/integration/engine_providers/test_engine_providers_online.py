@@ -15,7 +15,7 @@ from e2e_support import MODELS, PROVIDERS, SCHEMA, chat_requests, make_project, 
 from jsonschema import Draft202012Validator
 
 from agac import api
-from agac.providers.pricing import BUNDLED_PRICES
+from agac.providers.pricing import PriceTable
 
 RECORDS = 4
 
@@ -55,14 +55,16 @@ def test_usage_and_cost_are_ledgered(name: str, emulator: Any, project: Path) ->
 
     summary = run(project).summary
 
-    priced = name != "ollama"
-    assert (model in BUNDLED_PRICES) == priced
+    priced = name != "ollama"  # local models cost 0; the others are in the price library
+    assert PriceTable().get(model) is not None
+    assert (PriceTable().get(model).source == "genai-prices") == priced  # type: ignore[union-attr]
     ledger = api.cost("triage", project)
     assert {(r["action"], r["provider"], r["model"], r["tier"], r["calls"]) for r in ledger["rows"]} \
         == {("classify", name, MODELS[name], "live", 2), ("summarize", name, MODELS[name], "live", 2)}
     for row in ledger["rows"]:
         assert row["input_tokens"] > 0 and row["output_tokens"] > 0
         assert (row["cost_usd"] > 0) == priced
+        assert row["price"] is None  # neither unpriced nor a derived batch price
     assert summary["cost_usd"] == pytest.approx(ledger["cost_usd"])
     assert (summary["cost_usd"] > 0) == priced
     session = api.record_session("r000", project)
