@@ -45,7 +45,8 @@ def batch_list(workflow: str | None, as_json: bool) -> int:
         status = r["state"] + (f" ({r['raw_status']})" if r["raw_status"] else "")
         click.echo(f"{r['key']}  {r['batch_id'] or '-'}  {r['workflow']}.{r['action']}  "
                    f"{r['file']}#{r['part']}  {status}  {r['requests']} requests  "
-                   f"{_when(r['created_at'])}")
+                   f"{_when(r['created_at'])}"
+                   + (f"  {r['error']}" if r["state"] == "not_cancelled" else ""))
     return 0
 
 

@@ -31,7 +31,7 @@ from agac.engine.ingest import ingest_batch
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.providers.base import BatchHandle, Message, Request
-from agac.store.batches import OPEN_BATCH_STATES, staged_key
+from agac.store.batches import NOT_CANCELLED, OPEN_BATCH_STATES, staged_key
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -330,17 +330,25 @@ class BatchCoordinator:
                 continue
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
                 continue
+            not_cancelled = None
             try:
                 await rt.provider.cancel_batch(
                     BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {}))
-            except ProviderError:
-                pass  # gone already; nothing of it is read either way
+            except ProviderError as exc:
+                not_cancelled = str(exc)  # nothing of it is read either way; said below
             await self._call(self.store.fail_open_items, b.key, "failed", "batch_abandoned",
                              "no longer needed by the workflow (B0)")
-            await self._call(self.store.update_batch, b.key, state="abandoned",
-                             error="no longer needed (B0)")
-            await self._event("batch_cancelled_unneeded", rt.name, batch_id=b.provider_batch_id,
-                              file=b.file)
+            if not_cancelled is None:
+                await self._call(self.store.update_batch, b.key, state="abandoned",
+                                 error="no longer needed (B0)")
+                await self._event("batch_cancelled_unneeded", rt.name,
+                                  batch_id=b.provider_batch_id, file=b.file)
+                continue
+            await self._call(self.store.update_batch, b.key, state=NOT_CANCELLED,
+                             error=f"no longer needed (B0); the provider did not cancel it "
+                                   f"({not_cancelled}): it may still run and be billed")
+            await self._event("batch_not_cancelled", rt.name, batch_id=b.provider_batch_id,
+                              file=b.file, error=not_cancelled)
 
     # -- B2 recovery ----------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from agac.engine.executor import shard_ranges
 from agac.engine.fanout import regions_of, unit_keys
 from agac.engine.marks import account_lost_calls
 from agac.providers.factory import open_providers
-from agac.store.batches import OPEN_BATCH_STATES
+from agac.store.batches import NOT_CANCELLED, OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
 from agac.store.repository import dumps, loads
 
@@ -123,6 +123,7 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
     if not batches:
         return notes, units
     providers = open_providers({b.provider for b in batches}, project.config)
+    refused: dict[str, str] = {}
 
     async def cancel_all() -> None:
         for b in batches:
@@ -130,8 +131,8 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
                 try:
                     await providers[b.provider].cancel_batch(
                         BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
-                except Exception:  # noqa: BLE001 - given up either way; nothing is read from it
-                    pass
+                except Exception as exc:  # noqa: BLE001 - given up either way; said below
+                    refused[b.key] = str(exc) or type(exc).__name__
         for p in providers.values():
             await p.aclose()
 
@@ -139,8 +140,25 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
     for b in batches:
         units |= {(i.action, i.unit_key) for i in store.iter_batch_items(b.key) if i.status == "pending"}
         store.fail_open_items(b.key, "failed", reason, why)
+        name = b.provider_batch_id or b.key
+        if b.key in refused:
+            # Given up here, but it may still run at the provider and be billed: say so
+            # where a person looks (the batch's state and error, an event, the notes).
+            error = (f"{why}; the provider did not cancel it ({refused[b.key]}): it may still "
+                     f"run and be billed — cancel {name} in the provider's console")
+            store.update_batch(b.key, state=NOT_CANCELLED, error=error)
+            store.checkpoint(lease=None, events=[{
+                "run_id": b.run_id, "kind": "batch_not_cancelled", "action": b.action,
+                "unit_key": None, "created_at": time.time(),
+                "data": dumps({"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file,
+                               "error": refused[b.key]})}])
+            notes.append(f"could not cancel batch {name} for {b.file} ({b.action}) at the "
+                         f"provider: {refused[b.key]}; it may still run and be billed — cancel "
+                         "it in the provider's console (`agac batch list` shows it "
+                         f"{NOT_CANCELLED})")
+            continue
         store.update_batch(b.key, state=state, error=why)
-        notes.append(f"cancelled batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
+        notes.append(f"cancelled batch {name} for {b.file} ({b.action})")
     return notes, units
 
 

@@ -403,8 +403,10 @@ class Executor:
         }
         prior: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
         if self.prior_run_id and not self.fresh:
+            uncarried = self.store.failures_not_carried(self.prior_run_id)
             for o in self.store.outcomes_between(self.prior_run_id, lo, hi):
-                if o.status == "failed" and o.fingerprint and o.action not in self.prior_failed_actions:
+                if o.status == "failed" and o.fingerprint and o.action not in self.prior_failed_actions \
+                        and o.reason not in uncarried:
                     prior[(o.action, o.unit_key)] = (o.reason, o.detail, o.fingerprint)
         return records, existing, prior
 

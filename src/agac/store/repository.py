@@ -439,12 +439,23 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
         # Skips that only say a run stopped early are not outcomes to carry: those units
         # are asked (or adopted from the batches still out) by the new run.
         sel = sel.where(sa.not_(sa.and_(o.c.status == "skipped", o.c.reason.in_(_NOT_CARRIED))))
+        uncarried = self.failures_not_carried(src)
+        if uncarried:
+            sel = sel.where(sa.not_(sa.and_(o.c.status == "failed", o.c.reason.in_(uncarried))))
         cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
                 "fingerprint", "output", "attempts", "updated_at"]
         with self._guard("carry outcomes over"), self.engine.begin() as conn:
             n = conn.execute(o.insert().from_select(cols, sel)).rowcount
             self._copy_fanouts(conn, src, dst)
             return n
+
+    def failures_not_carried(self, run_id: str) -> tuple[str, ...]:
+        """Failure reasons of ``run_id`` a new run does not carry over (R1 c): the batches
+        ``agac cancel`` cancelled at the provider (``batch_cancelled`` in a run that ended
+        ``cancelled``) failed because of the cancel itself, so the next ``agac run``
+        starts over on those units, as it does on the units the cancel skipped."""
+        run = self.get_run(run_id)
+        return ("batch_cancelled",) if run is not None and run.state == "cancelled" else ()
 
     def count_action_outcomes_between(self, run_id: str, action: str, lo: int, hi: int) -> int:
         o = t.outcomes
