@@ -106,6 +106,11 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         words += "; interrupted: what was in flight is saved"
     if summary.get("error"):
         click.echo(f"  error: {summary['error']}")
+    for a in summary.get("advice") or []:
+        first = a["first"]
+        click.echo(f"  {a['action']}: {a['units']:,} failed {a['reason']}; the first, "
+                   f"{first['key']}: {first['detail']}")
+        click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary["deadline_at"]))
         click.echo(f"  deadline {at}")

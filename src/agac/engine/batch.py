@@ -77,6 +77,8 @@ class BatchCoordinator:
         self.batch_rts = [rt for rt in ex.runtimes if is_batched(rt)]
         self._pacers: dict[str, RateLimiter] = {}
         self._unreachable: dict[str, str] = {}
+        self._refused: dict[tuple[str, str], str] = {}
+        """(action, file) -> why the provider refused its batch, in this invocation."""
         self.only_file: str | None = None
         """A worker's batch shard (action, file): submit, recover, poll and read only this
         file's batches; B4 still looks at every file of the action."""
@@ -145,7 +147,7 @@ class BatchCoordinator:
                     report.progressed = True
         if refused:
             await self._call(self.store.set_action_state, self.run_id, rt.name, "failed",
-                             f"batch refused for {', '.join(refused)}")
+                             self._refusal(rt.name, refused))
             self.ex.refused_actions.add(rt.name)
         return all_sent
 
@@ -313,7 +315,17 @@ class BatchCoordinator:
         await self._event("awaiting", rt.name, batch_id=handle.id, file=file,
                           poll_interval=rt.action.poll_interval)
 
+    def _refusal(self, action: str, files: list[str]) -> str:
+        """What a person reads (the run's error, its summary): which files the provider
+        refused and why, and the command that works after fixing it (B2)."""
+        said = "; ".join(f"{f}: {self._refused.get((action, f), 'refused')}" for f in files)
+        return (f"the provider refused the batch of {action} for {said} — fix what it "
+                f"names, then `agac run {self.workflow}`: a new run sends "
+                f"{'that file' if len(files) == 1 else 'those files'} again and adopts the "
+                "batches still out for the others (B0)")
+
     async def _refuse(self, rt: ActionRuntime, key: str, file: str, why: str) -> None:
+        self._refused[(rt.name, file)] = why
         await self._call(self.store.update_batch, key, state="refused", error=why, collected_by=self.run_id)
         await self._call(self.store.fail_open_items, key, "failed", "batch_refused",
                          f"the provider refused the batch for {file}: {why}")

@@ -335,8 +335,11 @@ def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 close_run(store, _row(store, run.id), outcome.partition(":")[2], waiting[0],
                           reason="run_ended")
             elif outcome == "failed_with_batches_out":
-                close_run(store, _row(store, run.id), "failed",
-                          "an action failed as a whole; batches accepted for other files stay out (B0)")
+                refusals = [why for state, why in store.action_states(run.id).values()
+                            if state == "failed" and why]
+                close_run(store, _row(store, run.id), "failed", "; ".join(refusals) or
+                          "an action failed as a whole; batches accepted for other files "
+                          "stay out (B0)")
             elif outcome == "timed_out":
                 _time_out(store, _row(store, run.id))
             elif outcome == "cancelled":

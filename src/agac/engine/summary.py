@@ -97,10 +97,70 @@ def _summary(store: Store, run: Row, config: dict[str, Any], actions: dict[str, 
 
         usd, tokens = spent_by(store, run)
         summary["budget"] = {**budget, "spent_usd": round(usd, 6), "spent_tokens": tokens}
+    advice = _advice(store, run, actions)
+    if advice:
+        summary["advice"] = advice
     summary["next"] = next_command(summary, config)
-    if run.error:
-        summary["error"] = run.error
+    error = run.error or "; ".join(
+        why for state, why in store.action_states(run.id).values() if state == "failed" and why)
+    if error:
+        summary["error"] = error
     return summary
+
+
+SKIP_REASONS = frozenset({"guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline",
+                          "join_atomic", "batch_outstanding", "run_ended"})
+"""Reasons of skipped units (DESIGN §7.2); every other reason is a failure's."""
+
+NOT_FIXED_BY_RETRY = frozenset({"render_error", "invalid_input", "duplicate_key",
+                                "fan_out_invalid", "batch_refused"})
+"""Failures the same request fails the same way again: a retry without a fix is wasted,
+so the summary says the fix instead of ``agac retry``."""
+
+_FIXES = {
+    "render_error": "a template of {action} fails for these records (a field they lack?): "
+                    "fix it, or guard the field with `default` or `is defined`; "
+                    "`agac render {wf} --record {key} --action {action}` shows it; then "
+                    "`agac run {wf}`",
+    "invalid_input": "fix the input where the message points; then `agac run {wf}` (a new "
+                     "run reads the corrected input)",
+    "duplicate_key": "make the id_field values unique (or drop id_field); then "
+                     "`agac run {wf}`",
+    "fan_out_invalid": "{action} fans out over a list these records do not have: fix the "
+                       "field it reads (or the upstream schema that makes it); then "
+                       "`agac run {wf}`",
+    "batch_refused": "fix what the provider names; then `agac run {wf}` sends the refused "
+                     "file again and adopts the batches still out (B0)",
+    "tool_error": "the tool raised: fix it (its traceback: `agac records show {key} "
+                  "--workflow {wf}`); then `agac retry {wf}`",
+    "provider_error": "the provider refused these requests: fix what it names (a key, a "
+                      "model, a limit); then `agac retry {wf}`",
+    "schema_invalid": "the answers did not match the schema after every reprompt: loosen the "
+                      "schema or say more in the prompt; then `agac retry {wf}`",
+    "truncated": "the answers were cut at max_tokens: raise max_tokens; then "
+                 "`agac retry {wf}`",
+}
+
+
+def _advice(store: Store, run: Row, actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """For an action whose failures are mostly of one reason — most of its units, or a
+    reason a retry cannot fix — that reason's first message and its fix."""
+    out = []
+    for name, entry in actions.items():
+        failures = {r: n for r, n in entry["reasons"].items() if r not in SKIP_REASONS}
+        if not failures:
+            continue
+        reason, n = max(failures.items(), key=lambda item: item[1])
+        if n * 2 < entry["records"] and reason not in NOT_FIXED_BY_RETRY:
+            continue
+        first = store.first_failure(run.id, name, reason)
+        key = first.unit_key if first is not None else ""
+        fix = _FIXES.get(reason, "see `agac records show {key} --workflow {wf}`; then "
+                                 "`agac retry {wf}`")
+        out.append({"action": name, "reason": reason, "units": n,
+                    "first": {"key": key, "detail": first.detail if first is not None else None},
+                    "fix": fix.format(action=name, wf=run.workflow, key=key)})
+    return out
 
 
 def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
@@ -128,9 +188,18 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
         return f"agac run {wf}"
     if state in ("cancelled", "exhausted", "timed_out"):
         return f"agac run {wf}"  # a new run reuses every answer paid for
+    if failed and _only_unfixed_by_retry(summary):
+        return f"agac run {wf}"  # after the fix the summary's advice names
     if failed:
         return f"agac retry {wf}"
     names = list(summary["actions"])
     if names:
         return f"agac export {wf} --action {names[-1]} --format jsonl"
     return None
+
+
+def _only_unfixed_by_retry(summary: dict[str, Any]) -> bool:
+    """Every failure is of a reason a retry cannot fix (a new run after the fix can)."""
+    reasons = {r for a in summary["actions"].values() for r in a["reasons"]
+               if r not in SKIP_REASONS}
+    return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY

@@ -677,6 +677,17 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
 
     # -- summaries ------------------------------------------------------------------------
 
+    def first_failure(self, run_id: str, action: str, reason: str) -> Row | None:
+        """The first unit (in input order) of ``action`` that failed ``reason``."""
+        o = t.outcomes
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(o.c.unit_key, o.c.detail)
+                .where(o.c.run_id == run_id, o.c.action == action, o.c.status == "failed",
+                       o.c.reason == reason)
+                .order_by(o.c.seq, o.c.unit_key).limit(1)
+            ).first()
+
     def outcome_counts(self, run_id: str) -> list[Row]:
         """(action, status, reason, origin, n) groups of a run's outcomes."""
         o = t.outcomes
