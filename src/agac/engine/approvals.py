@@ -46,6 +46,7 @@ from agac.engine.proposals import (
     unit_arguments,
 )
 from agac.engine.units import act, build_request
+from agac.keys import idempotency_key
 from agac.providers.base import canonical_json, fingerprint_of
 from agac.store.repository import loads
 
@@ -199,9 +200,7 @@ class ApprovalGate:
         inputs_json = canonical_json(arguments)
         input_hash = hashlib.sha256(f"{action.function}\x1f{inputs_json}".encode()).hexdigest()
         if action.effect is not None:
-            key = hashlib.sha256(
-                f"{ex.workflow.name}\x1f{action.name}\x1f{rec.key}\x1f{input_hash}".encode()
-            ).hexdigest()
+            key = idempotency_key(ex.workflow.name, action.name, rec.key, input_hash)
             effect = await ex.gateway.call(ex.store.get_effect, key)
             return effect is not None and effect.state in _USABLE_EFFECT_STATES
         if action.cache and not ex.fresh:

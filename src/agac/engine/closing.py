@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.executor import shard_ranges
 from agac.engine.fanout import regions_of, unit_keys
 from agac.engine.marks import account_lost_calls
+from agac.keys import escape
 from agac.providers.factory import open_providers
 from agac.store.batches import NOT_CANCELLED, OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
@@ -64,8 +65,8 @@ def close_run(store: Store, run: Row, state: str, why: str, *, reason: str = "ca
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
         records = list(store.iter_records(run.snapshot_id, lo, hi))
         expansions = store.fanouts_between(run.id, lo, hi) if regions is not None else {}
-        out = _units_in_open_batches(store, run.workflow, names, [r.key for r in records],
-                                     items=regions is not None)
+        out = _units_in_open_batches(store, run.workflow, names,
+                                     [escape(r.key) for r in records], items=regions is not None)
         rows = []
         for r in records:
             units = _units(regions, names, r.key, expansions)
@@ -96,7 +97,7 @@ def _units(regions: Regions | None, names: list[str], record_key: str,
            expansions: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
     """(action, unit key) of every unit of one record: its items inside a fan-out."""
     if regions is None:
-        return [(a, record_key) for a in names]
+        return [(a, escape(record_key)) for a in names]
     return [(a, k) for a in names for k in unit_keys(regions, a, record_key, expansions)]
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import ActionRuntime, build_runtime
 from agac.engine.effects import run_effect
-from agac.engine.fanout import FanOutPlan, has_fan_out
+from agac.engine.fanout import FanOutPlan, as_unit_record, has_fan_out
 from agac.engine.gateway import StoreGateway
 from agac.engine.interrupts import StopSignal
 from agac.engine.marks import DispatchMarks, ShardIndex
@@ -396,7 +396,7 @@ class Executor:
             self.prefetched[(name, key)] = (request, request_json, fp, found.get(fp))
 
     def _load_shard(self, lo: int, hi: int) -> tuple[list[Any], dict[tuple[str, str], Settled], dict[Any, Any]]:
-        records = list(self.store.iter_records(self.snapshot_id, lo, hi))
+        records = [as_unit_record(r) for r in self.store.iter_records(self.snapshot_id, lo, hi)]
         existing = {
             (o.action, o.unit_key): Settled(o.status, o.reason, loads(o.output))
             for o in self.store.outcomes_between(self.run_id, lo, hi)
@@ -404,11 +404,32 @@ class Executor:
         prior: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
         if self.prior_run_id and not self.fresh:
             uncarried = self.store.failures_not_carried(self.prior_run_id)
+            older = self._older_keys(records)
             for o in self.store.outcomes_between(self.prior_run_id, lo, hi):
                 if o.status == "failed" and o.fingerprint and o.action not in self.prior_failed_actions \
                         and o.reason not in uncarried:
-                    prior[(o.action, o.unit_key)] = (o.reason, o.detail, o.fingerprint)
+                    key = older.get((o.seq, o.unit_key), o.unit_key) if older else o.unit_key
+                    prior[(o.action, key)] = (o.reason, o.detail, o.fingerprint)
         return records, existing, prior
+
+    def _older_keys(self, records: list[Any]) -> dict[tuple[int, str], str]:
+        """A prior run admitted before unit keys were escaped wrote a record holding ``/``
+        or ``%`` under its raw key: (seq, that key) -> its unit key now, for the records
+        of this shard that need it (their failures still carry over, R1 c)."""
+        escaped = [r for r in records if getattr(r, "record_key", r.key) != r.key]
+        if not escaped:
+            return {}
+        prior = self.store.get_run(self.prior_run_id) if self.prior_run_id else None
+        if prior is None or (loads(prior.options) or {}).get("unit_keys") == "escaped":
+            return {}
+        assert self.prior_run_id is not None
+        out: dict[tuple[int, str], str] = {}
+        for r in escaped:
+            out[(r.seq, r.record_key)] = r.key
+            for o in self.store.unit_outcomes_under(self.prior_run_id, r.record_key):
+                if o.seq == r.seq and o.unit_key.startswith(r.record_key + "/"):
+                    out[(r.seq, o.unit_key)] = r.key + o.unit_key[len(r.record_key):]
+        return out
 
     async def _record(self, rec: Any, existing: dict[tuple[str, str], Settled]) -> bool:
         payload = loads(rec.payload) if rec.payload is not None else None

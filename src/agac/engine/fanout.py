@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from agac.config.fanout import Node, Regions, resolve_regions
 from agac.engine.limits import Slots
 from agac.engine.units import Settled, Stopped, run_unit
+from agac.keys import escape, item_key, needs_escaping
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -60,6 +61,30 @@ class ItemRecord:
     reason: str | None = None
     error: str | None = None
     payload: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedRecord:
+    """A record whose key holds ``/`` or ``%``, as its units' record: ``key`` is its unit
+    key (escaped, agac/keys.py), ``record_key`` the key as in the input."""
+
+    key: str
+    record_key: str
+    seq: int
+    file: str
+    n: int
+    line: int
+    payload: str | None
+    reason: str | None
+    error: str | None
+
+
+def as_unit_record(row: Any) -> Any:
+    """A record row as its units' record: itself, unless its key must be escaped."""
+    if not needs_escaping(row.key):
+        return row
+    return KeyedRecord(escape(row.key), row.key, row.seq, row.file, row.n, row.line,
+                       row.payload, row.reason, row.error)
 
 
 @dataclass
@@ -256,11 +281,12 @@ class FanOutPlan:
     def _items(parent: Any, n: int) -> list[ItemRecord]:
         if isinstance(parent, ItemRecord):
             custom, record_key = parent.custom, parent.record_key
-        else:  # a record row
-            custom, record_key = f"r{parent.seq}", parent.key
+        else:  # a record (its key escaped in ``parent.key``, agac/keys.py)
+            custom, record_key = f"r{parent.seq}", getattr(parent, "record_key", parent.key)
         key, seq, file, num, line = parent.key, parent.seq, parent.file, parent.n, parent.line
-        return [ItemRecord(key=f"{key}/{i}", seq=seq, file=file, n=num, line=line,
-                           record_key=record_key, item_key=f"{key}/{i}", custom=f"{custom}_{i}")
+        return [ItemRecord(key=item_key(key, i), seq=seq, file=file, n=num, line=line,
+                           record_key=record_key, item_key=item_key(key, i),
+                           custom=f"{custom}_{i}")
                 for i in range(n)]
 
     async def _join(self, ex: Executor, rt: ActionRuntime, rec: Any, payload: Any,
@@ -368,13 +394,14 @@ def expected_units(regions: Regions, action: str, records: int,
 
 def unit_keys(regions: Regions, action: str, record_key: str,
               expansions: dict[tuple[str, str], int]) -> list[str]:
-    """The unit keys of ``action`` for one record, given the stored fan-outs."""
-    keys = [record_key]
+    """The unit keys of ``action`` for one record (its key as in the input), given the
+    stored fan-outs."""
+    keys = [escape(record_key)]
     for fan in regions.scope.get(action, ()):
         nxt: list[str] = []
         for k in keys:
             n = expansions.get((fan, k))
-            nxt.extend([k] if n is None else (f"{k}/{i}" for i in range(n)))
+            nxt.extend([k] if n is None else (item_key(k, i) for i in range(n)))
         keys = nxt
     return keys
 

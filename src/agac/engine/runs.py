@@ -39,6 +39,7 @@ from agac.engine.interrupts import install_interrupts
 from agac.engine.marks import account_lost_calls
 from agac.engine.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
+from agac.keys import unit_key_of
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.repository import FINAL_STATES, dumps, loads
@@ -189,6 +190,11 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
                 f"{workflow.name}` after restoring them, or end it and admit a new run with "
                 f"`agac run {workflow.name} --new`"
             )
+        if _older_keys(store, open_run):
+            raise UsageError(
+                f"run {open_run.id} of {workflow.name} was admitted by an older agac, which "
+                "wrote the keys of records holding '/' or '%' unescaped; end it and admit a "
+                f"new run with `agac run {workflow.name} --new` (every answer is reused)")
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
     return admit_run(project, store, workflow, options), notes
@@ -204,7 +210,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         last = store.latest_run(workflow.name, final=True)
         prior = last.id if last is not None else None
     run_options: dict[str, Any] = {"limit": options.limit, "prior": prior,
-                                   "overrides": options.overrides}
+                                   "overrides": options.overrides, "unit_keys": ESCAPED_KEYS}
     if retry_of is not None:
         run_options.update(_inherited_limits(store, retry_of))
     else:
@@ -282,12 +288,23 @@ def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, 
     either."""
     prior_row = store.get_run(prior)
     if prior_row is None or prior_row.config_hash != workflow.config_hash \
-            or prior_row.snapshot_id != snapshot_id:
+            or prior_row.snapshot_id != snapshot_id or _older_keys(store, prior_row):
         return 0
     redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
     redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
     redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}
     return store.carry_run_outcomes(prior, run_id, sorted(redo))
+
+
+ESCAPED_KEYS = "escaped"
+"""``unit_keys`` of a run's options: its unit keys escape record keys (agac/keys.py)."""
+
+
+def _older_keys(store: Store, run: Row) -> bool:
+    """A run admitted before unit keys were escaped, over records whose keys it wrote
+    differently (they hold ``/`` or ``%``): its outcomes are not continued or copied."""
+    opts = loads(run.options) or {}
+    return opts.get("unit_keys") != ESCAPED_KEYS and store.keys_need_escaping(run.snapshot_id)
 
 
 def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -616,11 +633,14 @@ def retry_targets(store: Store, original: Row, action: str | None, record: str |
         for anc in a["ancestors"]:
             descendants[anc].add(a["name"])
     rows = store.failed_units(original.id, with_outstanding=include_outstanding)
+    # ``record``: a record key as in the input, or a unit key as agac shows it (agac/keys.py)
+    unit = None if record is None else unit_key_of(
+        record, lambda k: store.find_record(original.snapshot_id, k) is not None)
     targets = {
         (row.action, row.unit_key)
         for row in rows
         if (action is None or row.action == action) and (
-            record is None or row.unit_key == record or row.unit_key.startswith(record + "/"))
+            unit is None or row.unit_key == unit or row.unit_key.startswith(unit + "/"))
     }
     keys = {k for _, k in targets}
     downstream: set[tuple[str, str]] = set()

@@ -31,6 +31,7 @@ from agac.engine.actions import is_batched
 from agac.engine.context import ToolContext
 from agac.engine.limits import backoff_delay, estimate_tokens
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
+from agac.keys import idempotency_key
 from agac.prompt.render import RenderError, render
 from agac.providers.base import Message, Request, Response, canonical_json, fingerprint_of
 from agac.store.repository import dumps
@@ -414,9 +415,7 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
         return await ex.settle(rt, rec, "failed", "tool_error", f"inputs are not JSON: {exc}")
     input_hash = hashlib.sha256(f"{action.function}\x1f{inputs_json}".encode()).hexdigest()
     if action.effect is not None:
-        key = hashlib.sha256(
-            f"{ex.workflow.name}\x1f{action.name}\x1f{rec.key}\x1f{input_hash}".encode()
-        ).hexdigest()
+        key = idempotency_key(ex.workflow.name, action.name, rec.key, input_hash)
         return await ex.effect_unit(rt, rec, inputs_json, input_hash, key)  # type: ignore[return-value]
     if action.cache and not ex.fresh:
         stored = await ex.gateway.lookup_tool_result(input_hash)
@@ -425,9 +424,7 @@ async def _run_tool(ex: Executor, rt: ActionRuntime, rec: Any, view: dict[str, A
                                    fingerprint=input_hash)
     if ex.deadline_passed():
         return await ex.settle(rt, rec, "skipped", "deadline", "never called: the run's deadline passed")
-    idem = hashlib.sha256(
-        f"{ex.workflow.name}\x1f{action.name}\x1f{rec.key}\x1f{input_hash}".encode()
-    ).hexdigest()
+    idem = idempotency_key(ex.workflow.name, action.name, rec.key, input_hash)
     spec = action.retry
     attempt = 0
     while True:
