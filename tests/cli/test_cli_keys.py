@@ -79,3 +79,28 @@ def test_retry_record_takes_the_record_key_as_in_the_input(tmp_path: Path) -> No
     plan = agac("retry", "keys", "--record", "a/0", "--dry-run", "--json", cwd=root).json()
 
     assert sorted(u["key"] for u in plan["units"]) == ["a%2F0/0", "a%2F0/1"]
+
+
+def test_run_admitted_before_escaping_with_such_keys_is_not_continued(tmp_path: Path) -> None:
+    """Compatibility rule: an open run whose options do not say its unit keys are escaped
+    (an older agac admitted it) over records whose keys hold '/' or '%' is refused with
+    the command that works; a new run reuses every answer."""
+    import json
+    import sqlite3
+
+    root = _project(tmp_path)
+    crashed = agac("run", "keys", cwd=root, env={"AGAC_CRASH_AT": "after_checkpoint:1"})
+    assert crashed.code == -9, crashed
+    with sqlite3.connect(root / ".agac" / "agac.db") as db:
+        [(run_id, options)] = db.execute("SELECT id, options FROM runs").fetchall()
+        opts = json.loads(options)
+        assert opts.pop("unit_keys") == "escaped"
+        db.execute("UPDATE runs SET options = ? WHERE id = ?", (json.dumps(opts), run_id))
+
+    refused = agac("run", "keys", cwd=root)
+
+    assert refused.code == 2, refused
+    assert "admitted by an older agac" in refused.err and "agac run keys --new" in refused.err
+    done = agac("run", "keys", "--new", "--json", cwd=root)
+    assert done.code == 0, done
+    assert done.json()["actions"]["pick"]["answered"] == 4
