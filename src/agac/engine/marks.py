@@ -69,7 +69,8 @@ class _Unit:
 class _Action:
     """One action's units: waiting for a slot (FIFO), holding one, and covered."""
 
-    __slots__ = ("ahead", "covered", "live", "model", "pending", "provider", "width", "written")
+    __slots__ = ("ahead", "covered", "covered_ahead", "live", "model", "pending", "provider",
+                 "width", "written")
 
     def __init__(self, width: int, provider: str, model: str) -> None:
         self.width = width
@@ -83,6 +84,8 @@ class _Action:
         """Keys listed in a queued mark row, with the group commit that makes it durable."""
         self.written: dict[str, tuple[frozenset[str], asyncio.Future[None]]] = {}
         """Per shard, the keys of the mark row queued last and its group commit."""
+        self.covered_ahead = 0
+        """How many units of ``ahead`` are covered or pending (rows list the first ones)."""
 
 
 class DispatchMarks:
@@ -112,7 +115,12 @@ class DispatchMarks:
     async def send(self, action: str, key: str, request: Request) -> None:
         """Return once ``key`` is in a durable mark row (normally at once)."""
         act = self._actions[action]
-        unit = act.ahead.pop(key, None) or act.live.get(key)
+        unit = act.ahead.pop(key, None)
+        if unit is not None:
+            if key in act.covered or key in act.pending:
+                act.covered_ahead -= 1
+        else:
+            unit = act.live.get(key)
         assert unit is not None, key
         unit.request = request  # a reprompt's request is what goes out now
         act.live[key] = unit
@@ -130,25 +138,19 @@ class DispatchMarks:
         act = self._actions.get(action)
         if act is None:
             return
-        act.ahead.pop(key, None)
+        if act.ahead.pop(key, None) is not None and (key in act.covered or key in act.pending):
+            act.covered_ahead -= 1
         act.live.pop(key, None)
         act.covered.discard(key)
         act.pending.pop(key, None)
 
     # -- writing a mark -----------------------------------------------------------------
 
-    def _low(self, act: _Action) -> bool:
-        """Fewer than half the window of the next units is covered, and one is not."""
-        covered = 0
-        uncovered = False
-        for i, key in enumerate(act.ahead):
-            if i >= act.width:
-                break
-            if key in act.covered or key in act.pending:
-                covered += 1
-            else:
-                uncovered = True
-        return uncovered and covered < act.width // 2
+    @staticmethod
+    def _low(act: _Action) -> bool:
+        """Fewer than half the window of the next units is covered, and one is not (rows
+        list a prefix of the FIFO of waiting units, so a count says it)."""
+        return act.covered_ahead < act.width // 2 and len(act.ahead) > act.covered_ahead
 
     def _write(self, act: _Action, action: str) -> None:
         """Queue a rewrite of the action's mark rows that must list more: the units
@@ -187,9 +189,11 @@ class DispatchMarks:
         new = [k for k in keys if k not in act.covered and k not in act.pending]
         if not new:
             return
+        if fut.done() and (fut.cancelled() or fut.exception() is not None):
+            return  # the gateway is broken: nothing more is sent (S2)
+        act.covered_ahead += sum(1 for k in new if k in act.ahead)
         if fut.done():
-            if not fut.cancelled() and fut.exception() is None:
-                act.covered.update(new)
+            act.covered.update(new)
             return
         for key in new:
             act.pending[key] = fut
