@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.limits import estimate_tokens
 from agac.providers.base import Usage
+from agac.providers.pricing import FREE_PROVIDERS
 from agac.store.marks import UNKNOWN, decode_units
 from agac.store.repository import dumps
 
@@ -48,11 +49,17 @@ class ShardIndex:
     """Which online shard a record's seq belongs to."""
 
     def __init__(self, ranges: Sequence[tuple[int, int]]) -> None:
-        self._starts = sorted(lo for lo, _ in ranges)
+        self._ranges = sorted(ranges) or [(0, 0)]
+        self._starts = [lo for lo, _ in self._ranges]
 
     def __call__(self, seq: int) -> str:
-        i = bisect.bisect_right(self._starts, seq) - 1
-        return shard_name(self._starts[max(i, 0)] if self._starts else 0)
+        return self.range_of(seq)[2]
+
+    def range_of(self, seq: int) -> tuple[int, int, str]:
+        """(first seq, end, name) of the shard holding ``seq``."""
+        i = max(bisect.bisect_right(self._starts, seq) - 1, 0)
+        lo, hi = self._ranges[i]
+        return lo, hi, shard_name(lo)
 
 
 class _Unit:
@@ -93,11 +100,12 @@ class DispatchMarks:
     slot just before the call, ``release`` after the slot is given back."""
 
     def __init__(self, run_id: str, gateway: StoreGateway, prices: PriceTable,
-                 shard_of: Callable[[int], str]) -> None:
+                 shard_of: ShardIndex) -> None:
         self.run_id = run_id
         self.gateway = gateway
         self.prices = prices
         self.shard_of = shard_of
+        self._last_shard: tuple[int, int, str] = (0, 0, "")
         self.writes = 0
         """Mark rewrites queued (each one row per shard that changed)."""
         self.waits = 0
@@ -110,7 +118,10 @@ class DispatchMarks:
         if act is None:
             act = self._actions[action] = _Action(2 * max(1, max_concurrency),
                                                   request.provider, request.model)
-        act.ahead[key] = _Unit(key, self.shard_of(seq), fp, request)
+        shard = self._last_shard
+        if not (shard[0] <= seq < shard[1]):
+            shard = self._last_shard = self.shard_of.range_of(seq)
+        act.ahead[key] = _Unit(key, shard[2], fp, request)
 
     async def send(self, action: str, key: str, request: Request) -> None:
         """Return once ``key`` is in a durable mark row (normally at once)."""
@@ -173,7 +184,7 @@ class DispatchMarks:
                 self._cover(act, keys, before[1])  # the row queued last lists them all
                 continue
             rows.append({"run_id": self.run_id, "action": action, "shard": shard,
-                         "units": dumps([self._listed(act, u) for u in units]),
+                         "units": dumps([u.listed or self._listed(act, u) for u in units]),
                          "updated_at": now})
             rewritten.append((shard, keys))
         if not rows:
@@ -209,12 +220,11 @@ class DispatchMarks:
         fut.add_done_callback(durable)
 
     def _listed(self, act: _Action, unit: _Unit) -> list[Any]:
-        if unit.listed is None:
-            req = unit.request
-            tokens_in = estimate_tokens(sum(len(m.content) for m in req.messages))
-            usd = self.prices.cost(f"{act.provider}/{act.model}",
-                                   Usage(tokens_in, req.max_tokens), "live")
-            unit.listed = [unit.key, unit.fp, tokens_in, req.max_tokens, round(usd, 8)]
+        req = unit.request
+        tokens_in = estimate_tokens(sum(len(m.content) for m in req.messages))
+        usd = self.prices.cost(f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens),
+                               "live") if act.provider not in FREE_PROVIDERS else 0.0
+        unit.listed = [unit.key, unit.fp, tokens_in, req.max_tokens, round(usd, 8)]
         return unit.listed
 
 
