@@ -37,7 +37,7 @@ def test_render_error_majority_says_first_message_and_fix_not_retry(tmp_path: Pa
     assert doc["next"] == "agac run wf"  # not `agac retry`: the same template fails again
     text = agac("status", "wf", cwd=tmp_path)
     assert "ask: 5 failed render_error; the first, 0:" in text.out
-    assert "fix: a template of ask fails" in text.out
+    assert "fix: guard the field" in text.out
     assert text.out.splitlines()[-1].endswith("5 failed: agac run wf")
 
     # what the advice says works: fix the template, then agac run

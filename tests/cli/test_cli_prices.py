@@ -64,7 +64,7 @@ def test_unpriced_model_warns_at_run_start_and_is_marked_in_cost(
     assert (row["price"], row["cost_usd"]) == ("unpriced", 0.0)
     assert row["calls"] >= 3 and row["input_tokens"] > 0
     text = agac("cost", "priced", cwd=root, env=emulator.env())
-    assert "unpriced (no known price: counted $0" in text.out
+    assert "unpriced: no known price, counted $0" in text.out
 
 
 def test_budget_on_unpriced_model_is_refused(tmp_path: Path, emulator: RunningEmulator) -> None:
@@ -106,4 +106,4 @@ def test_batch_without_a_batch_price_is_derived_in_cost(tmp_path: Path,
     assert (row["tier"], row["price"]) == ("batch", "derived")
     assert row["cost_usd"] > 0
     text = agac("cost", "priced", cwd=root, env=env)
-    assert "derived (no batch price known: half the live price)" in text.out
+    assert "derived: no batch price known, half the live price" in text.out

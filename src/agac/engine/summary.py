@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from agac.keys import record_of
+from agac.reasons import REASONS, reason_code
 from agac.store.repository import FINAL_STATES, loads
 
 if TYPE_CHECKING:
@@ -108,38 +110,19 @@ def _summary(store: Store, run: Row, config: dict[str, Any], actions: dict[str, 
     return summary
 
 
-SKIP_REASONS = frozenset({"guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline",
-                          "join_atomic", "batch_outstanding", "run_ended"})
-"""Reasons of skipped units (DESIGN §7.2); every other reason is a failure's."""
+SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
+"""Reasons of skipped units (agac/reasons.py); every other reason is a failure's."""
 
-NOT_FIXED_BY_RETRY = frozenset({"render_error", "invalid_input", "duplicate_key",
-                                "fan_out_invalid", "batch_refused"})
-"""Failures the same request fails the same way again: a retry without a fix is wasted,
-so the summary says the fix instead of ``agac retry``."""
+NOT_FIXED_BY_RETRY = frozenset(
+    code for code, r in REASONS.items() if r.bucket == "failed" and not r.retry
+) | {"batch_refused"}
+"""Failures a retry alone does not fix (the same request fails the same way; a refused
+batch: `agac retry` is refused while the other files' batches are out): the summary says
+the fix, and ``next`` is the `agac run` that works after it."""
 
-_FIXES = {
-    "render_error": "a template of {action} fails for these records (a field they lack?): "
-                    "fix it, or guard the field with `default` or `is defined`; "
-                    "`agac render {wf} --record {key} --action {action}` shows it; then "
-                    "`agac run {wf}`",
-    "invalid_input": "fix the input where the message points; then `agac run {wf}` (a new "
-                     "run reads the corrected input)",
-    "duplicate_key": "make the id_field values unique (or drop id_field); then "
-                     "`agac run {wf}`",
-    "fan_out_invalid": "{action} fans out over a list these records do not have: fix the "
-                       "field it reads (or the upstream schema that makes it); then "
-                       "`agac run {wf}`",
-    "batch_refused": "fix what the provider names; then `agac run {wf}` sends the refused "
-                     "file again and adopts the batches still out (B0)",
-    "tool_error": "the tool raised: fix it (its traceback: `agac records show {key} "
-                  "--workflow {wf}`); then `agac retry {wf}`",
-    "provider_error": "the provider refused these requests: fix what it names (a key, a "
-                      "model, a limit); then `agac retry {wf}`",
-    "schema_invalid": "the answers did not match the schema after every reprompt: loosen the "
-                      "schema or say more in the prompt; then `agac retry {wf}`",
-    "truncated": "the answers were cut at max_tokens: raise max_tokens; then "
-                 "`agac retry {wf}`",
-}
+_SHOWS = {"render_error": " — `agac render {wf} --record {record} --action {action}` shows "
+                          "the template's request for the first one",
+          "tool_error": " — `agac records show {key} --workflow {wf}` shows the traceback"}
 
 
 def _advice(store: Store, run: Row, actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,11 +138,14 @@ def _advice(store: Store, run: Row, actions: dict[str, dict[str, Any]]) -> list[
             continue
         first = store.first_failure(run.id, name, reason)
         key = first.unit_key if first is not None else ""
-        fix = _FIXES.get(reason, "see `agac records show {key} --workflow {wf}`; then "
-                                 "`agac retry {wf}`")
+        code = reason_code(reason)
+        fix = (code.fix if code is not None else "see `agac records show KEY`").replace(
+            "WF", run.workflow).replace("KEY", key)
+        fix += _SHOWS.get(reason, "").format(wf=run.workflow, record=record_of(key), key=key,
+                                            action=name)
         out.append({"action": name, "reason": reason, "units": n,
                     "first": {"key": key, "detail": first.detail if first is not None else None},
-                    "fix": fix.format(action=name, wf=run.workflow, key=key)})
+                    "fix": fix})
     return out
 
 
