@@ -31,7 +31,7 @@ from agac.engine.ingest import ingest_batch
 from agac.engine.limits import RateLimiter
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.providers.base import BatchHandle, Message, Request
-from agac.store.batches import NOT_CANCELLED, OPEN_BATCH_STATES, staged_key
+from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES, staged_key
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -356,7 +356,7 @@ class BatchCoordinator:
                 await self._event("batch_cancelled_unneeded", rt.name,
                                   batch_id=b.provider_batch_id, file=b.file)
                 continue
-            await self._call(self.store.update_batch, b.key, state=NOT_CANCELLED,
+            await self._call(self.store.update_batch, b.key, state=BATCH_NOT_CANCELLED,
                              error=f"no longer needed (B0); the provider did not cancel it "
                                    f"({not_cancelled}): it may still run and be billed")
             await self._event("batch_not_cancelled", rt.name, batch_id=b.provider_batch_id,

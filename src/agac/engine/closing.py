@@ -19,7 +19,7 @@ from agac.engine.fanout import regions_of, unit_keys
 from agac.engine.marks import account_lost_calls
 from agac.keys import escape
 from agac.providers.factory import open_providers
-from agac.store.batches import NOT_CANCELLED, OPEN_BATCH_STATES
+from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
 from agac.store.repository import dumps, loads
 
@@ -147,7 +147,7 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
             # where a person looks (the batch's state and error, an event, the notes).
             error = (f"{why}; the provider did not cancel it ({refused[b.key]}): it may still "
                      f"run and be billed — cancel {name} in the provider's console")
-            store.update_batch(b.key, state=NOT_CANCELLED, error=error)
+            store.update_batch(b.key, state=BATCH_NOT_CANCELLED, error=error)
             store.checkpoint(lease=None, events=[{
                 "run_id": b.run_id, "kind": "batch_not_cancelled", "action": b.action,
                 "unit_key": None, "created_at": time.time(),
@@ -156,7 +156,7 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
             notes.append(f"could not cancel batch {name} for {b.file} ({b.action}) at the "
                          f"provider: {refused[b.key]}; it may still run and be billed — cancel "
                          "it in the provider's console (`agac batch list` shows it "
-                         f"{NOT_CANCELLED})")
+                         f"{BATCH_NOT_CANCELLED})")
             continue
         store.update_batch(b.key, state=state, error=why)
         notes.append(f"cancelled batch {name} for {b.file} ({b.action})")

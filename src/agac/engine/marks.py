@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.limits import estimate_tokens
 from agac.providers.base import Usage
 from agac.providers.pricing import FREE_PROVIDERS
-from agac.store.marks import UNKNOWN, decode_units
+from agac.store.marks import UNKNOWN_ORIGIN, decode_units
 from agac.store.repository import dumps
 
 if TYPE_CHECKING:
@@ -258,9 +258,9 @@ def account_lost_calls(store: Store, run: Any, *, shards: Sequence[str] | None =
             "cache_write_tokens": int(twin.cache_write_tokens) if twin else 0,
             "output_tokens": int(twin.output_tokens) if twin else tokens_out,
             "cost_usd": float(twin.cost_usd) if twin else usd, "latency_ms": 0.0,
-            "status": "priced" if twin else UNKNOWN,
+            "status": "priced" if twin else UNKNOWN_ORIGIN,
             "error": "sent or about to be sent when the process stopped; its outcome is unknown",
-            "fingerprint": fp, "created_at": now, "origin": UNKNOWN,
+            "fingerprint": fp, "created_at": now, "origin": UNKNOWN_ORIGIN,
         })
     store.account_lost_calls(run.id, rows, [m.shard for m in marks] if shards else None, lease)
     return len(rows)

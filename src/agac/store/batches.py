@@ -19,11 +19,11 @@ from agac.store import tables as t
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
-__all__ = ["NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "staged_key"]
+__all__ = ["BATCH_NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "staged_key"]
 
 OPEN_BATCH_STATES = ("submitting", "unknown", "submitted", "running", "cancelling", "ended")
 """A batch in these states still owes its items an answer (``ended`` = not yet read)."""
-NOT_CANCELLED = "not_cancelled"
+BATCH_NOT_CANCELLED = "not_cancelled"
 """A batch agac gave up (``--fresh``, ``agac cancel``, no longer needed) whose cancel the
 provider refused or did not answer: it may still run and be billed; nothing is read
 from it."""

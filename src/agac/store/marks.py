@@ -23,9 +23,9 @@ from agac.store import tables as t
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["MARK_UPSERT", "UNKNOWN", "MarkRepository", "decode_units"]
+__all__ = ["MARK_UPSERT", "UNKNOWN_ORIGIN", "MarkRepository", "decode_units"]
 
-UNKNOWN = "unknown"
+UNKNOWN_ORIGIN = "unknown"
 """``usage.origin`` (and, until priced, ``usage.status``) of a call whose outcome is unknown."""
 MARK_UPSERT = ("ON CONFLICT (run_id, action, shard) DO UPDATE SET units = excluded.units, "
                "updated_at = excluded.updated_at")
@@ -112,7 +112,7 @@ class MarkRepository:
         with self._read() as conn:
             rows = conn.execute(
                 sa.select(u.c.fingerprint).distinct().select_from(u.join(r, r.c.id == u.c.run_id))
-                .where(u.c.origin == UNKNOWN, u.c.status == UNKNOWN, r.c.workflow == workflow,
+                .where(u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN, r.c.workflow == workflow,
                        u.c.fingerprint.is_not(None))).all()
         return {row.fingerprint for row in rows}
 
@@ -121,7 +121,7 @@ class MarkRepository:
         u = t.usage
         for p in priced:
             conn.execute(u.update().where(
-                u.c.origin == UNKNOWN, u.c.status == UNKNOWN, u.c.fingerprint == p["fingerprint"],
+                u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN, u.c.fingerprint == p["fingerprint"],
             ).values(input_tokens=p["input_tokens"], cached_tokens=p["cached_tokens"],
                      cache_write_tokens=p["cache_write_tokens"], output_tokens=p["output_tokens"],
                      cost_usd=p["cost_usd"], status="priced"))
