@@ -488,6 +488,9 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
         if outcome == "interrupted":
             await executor.event("run_interrupted")
         await gateway.flush()
+        # Every call sent has settled (a first Ctrl-C too): units still listed in a mark
+        # were never sent, so they are not counted as calls of unknown outcome (S1).
+        await gateway.call(store.clear_marks, run.id, None, gateway.fence)
         return outcome, list(executor.waiting)
     finally:
         if restore:

@@ -548,6 +548,8 @@ class Worker:
                     await gateway.call(self.store.set_action_state, ctx.run.id, rt.name, "failed",
                                        rt.stopped)
             await gateway.flush()
+            # every call this shard sent has settled: what its marks still list was not sent
+            await gateway.call(self.store.clear_marks, ctx.run.id, [claim.shard], gateway.fence)
         except StoreError as exc:
             ex.stop()
             complete = False

@@ -101,10 +101,17 @@ class MarkRepository:
                 q = q.where(m.c.shard.in_(list(shards)))
             conn.execute(q)
 
-    def clear_marks(self, run_id: str) -> None:
+    def clear_marks(self, run_id: str, shards: Sequence[str] | None = None,
+                    lease: tuple[str, int, float] | None = None) -> None:
+        """Forget the marks of a run (of ``shards``): every call they list has settled."""
         m = t.dispatch_marks
         with self._guard("clear dispatch marks"), self.engine.begin() as conn:
-            conn.execute(m.delete().where(m.c.run_id == run_id))
+            if lease is not None:
+                self._fence(conn, *lease)
+            q = m.delete().where(m.c.run_id == run_id)
+            if shards is not None:
+                q = q.where(m.c.shard.in_(list(shards)))
+            conn.execute(q)
 
     def unpriced_unknown(self, workflow: str) -> set[str]:
         """Fingerprints of the workflow's ``unknown`` calls still at their worst case."""
