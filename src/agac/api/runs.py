@@ -39,11 +39,12 @@ def run(ref: str | Path, project: ProjectRef = None, *,
     if on_warning is not None:
         for line in warnings:
             on_warning(line)
-    with using(proj, store) as (_, st):
+    with using(proj, store, wait=bool(options.get("wait"))) as (_, st):
         # A run continued (R1) is compared with the file as loaded with the overrides
         # it was admitted with, not with today's: they belong to the run.
         result = start_run(proj, st, workflow, RunOptions(**options), overrides=overrides,
                            reload=lambda o: load_workflow(ref, proj, **o))
+        result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
     if on_warning is None:
         result.notes[:0] = [f"warning: {line}" for line in warnings]
     return result
@@ -96,7 +97,7 @@ def cancel(ref: str, project: ProjectRef = None, *, store: Store | None = None) 
     from agac.engine.runs import cancel_run
     from agac.errors import RefusedError
 
-    with reading(project, store) as (proj, st):
+    with reading(project, store, writes=True) as (proj, st):
         run_row = st.get_run(ref)
         if run_row is None:
             run_row = st.open_run(workflow_name(ref, proj))
