@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import concurrent.futures
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = ["DispatchMarks", "ShardIndex", "account_lost_calls", "shard_name"]
+
+
+def _retrieve(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 def shard_name(lo: int) -> str:
@@ -189,11 +195,44 @@ class DispatchMarks:
             rewritten.append((shard, keys))
         if not rows:
             return
-        fut = self.gateway.commit_nowait(marks=rows)
+        fut = self._stored(self.gateway.commit_nowait(marks=rows))
         self.writes += 1
         for shard, keys in rewritten:
             act.written[shard] = (keys, fut)
             self._cover(act, keys, fut)
+
+    def _stored(self, committed: asyncio.Future[None]) -> asyncio.Future[None]:
+        """A future answered when the group holding a mark row is stored durably: its
+        commit on SQL stores; on a storage point, once the log holding it is shipped too
+        (O5: the marks keep the ledger whole there as well)."""
+        store = getattr(self.gateway, "store", None)
+        if store is None:
+            return committed
+        loop = asyncio.get_running_loop()
+        stored: asyncio.Future[None] = loop.create_future()
+
+        def shipped(ticket: concurrent.futures.Future[None]) -> None:
+            if stored.done():
+                return
+            exc = ticket.exception()
+            if exc is not None:
+                stored.set_exception(exc)
+            else:
+                stored.set_result(None)
+
+        def after_commit(f: asyncio.Future[None]) -> None:
+            if f.cancelled() or f.exception() is not None:
+                stored.set_exception(f.exception() or asyncio.CancelledError())
+                return
+            ticket = store.durability_ticket()  # taken after the commit: it covers it
+            if ticket is None:
+                stored.set_result(None)
+            else:
+                ticket.add_done_callback(lambda t: loop.call_soon_threadsafe(shipped, t))
+
+        committed.add_done_callback(after_commit)
+        stored.add_done_callback(_retrieve)
+        return stored
 
     @staticmethod
     def _cover(act: _Action, keys: frozenset[str], fut: asyncio.Future[None]) -> None:
