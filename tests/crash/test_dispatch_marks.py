@@ -32,7 +32,7 @@ pytest.importorskip("openai")
 MC = 8
 WIDTH = 3 * MC
 """The marks' width per action: its units holding slots that may not have been sent yet,
-and the next 2 × max_concurrency covered ahead (engine/marks.py)."""
+and the next 2 × max_concurrency covered ahead (engine/outcomes/marks.py)."""
 
 SINGLE = f"""
 name: lost

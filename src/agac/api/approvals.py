@@ -21,7 +21,7 @@ def approvals_list(ref: str | None = None, project: ProjectRef = None, *,
     """``agac approvals list [WF]``: proposals waiting for a decision (A1), oldest first;
     ``every``: in any state. Each has at least id, workflow, action, record, arguments,
     approvers, expires_at and state."""
-    from agac.engine.decisions import list_proposals
+    from agac.engine.approvals.decisions import list_proposals
 
     with reading(project, store) as (proj, st):
         return list_proposals(st, workflow_name(ref, proj) if ref else None, every=every)
@@ -30,7 +30,7 @@ def approvals_list(ref: str | None = None, project: ProjectRef = None, *,
 def approvals_show(ref: str, project: ProjectRef = None, *,
                    store: Store | None = None) -> dict[str, Any]:
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
-    from agac.engine.decisions import show_proposal
+    from agac.engine.approvals.decisions import show_proposal
 
     _secret_must_be_durable(project)
     with reading(project, store) as (proj, st):
@@ -42,7 +42,7 @@ def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
     """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
     (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
     approver. Never needs the run's lease."""
-    from agac.engine.decisions import approve as _approve
+    from agac.engine.approvals.decisions import approve as _approve
 
     _secret_must_be_durable(project)
     with reading(project, store, writes=True) as (proj, st):
@@ -53,7 +53,7 @@ def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None
            store: Store | None = None) -> dict[str, Any]:
     """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
     (or the run ends failed with ``on_reject: fail_run``)."""
-    from agac.engine.decisions import reject as _reject
+    from agac.engine.approvals.decisions import reject as _reject
 
     _secret_must_be_durable(project)
     with reading(project, store, writes=True) as (proj, st):
@@ -65,8 +65,8 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
     """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
     arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
     mapping of dotted field to value, or ``field=value`` strings."""
-    from agac.engine.decisions import parse_changes
-    from agac.engine.decisions import revise as _revise
+    from agac.engine.approvals.decisions import parse_changes
+    from agac.engine.approvals.decisions import revise as _revise
 
     _secret_must_be_durable(project)
     with reading(project, store, writes=True) as (proj, st):

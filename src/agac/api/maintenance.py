@@ -19,7 +19,7 @@ def gc(keep_runs: int = 10, project: ProjectRef = None, *,
     """``agac gc``: prune the outcomes and events of all but the newest ``keep_runs`` final
     runs of each workflow; runs not final, answers, the cost ledger, batches and effects
     are kept."""
-    from agac.engine.closing import collect_garbage
+    from agac.engine.lifecycle.closing import collect_garbage
 
     if keep_runs < 1:
         raise UsageError("--keep-runs must be at least 1: the latest run is what the next one "

@@ -1,5 +1,5 @@
 """Running workflows: ``agac run`` (admit or continue, R1), ``agac retry`` (R2) and
-``agac cancel``. Each returns a :class:`agac.engine.runs.RunResult`."""
+``agac cancel``. Each returns a :class:`agac.engine.lifecycle.options.RunResult`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from agac.api.projects import ProjectRef, project_of, reading, using, workflow_name
 from agac.api.workflows import load_workflow
-from agac.jsontext import loads
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -26,9 +25,10 @@ def run(ref: str | Path, project: ProjectRef = None, *,
     ``budget_usd`` caps a new run's spending instead of the file's ``budget.usd`` (R5).
     Options: ``new``, ``fresh``, ``limit``, ``wait``, ``allow_over_estimate``,
     ``handle_signals``, ``on_progress``, ``on_start``. Returns a
-    :class:`agac.engine.runs.RunResult`.
+    :class:`agac.engine.lifecycle.options.RunResult`.
     """
-    from agac.engine.runs import RunOptions, start_run
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.runs import start_run
 
     proj = project_of(project)
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
@@ -71,14 +71,15 @@ def retry(ref: str | Path, project: ProjectRef = None, *,
     ``abandon_in_flight`` (B10): retry even though a batch of the workflow is still out;
     its waiting records fail ``batch_abandoned`` first.
     """
-    from agac.engine.runs import RunOptions, start_retry
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.retry import start_retry
 
     proj = project_of(project)
     workflow = load_workflow(ref, proj)
     with using(proj, store) as (_, st):
         # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
         last = st.latest_run(workflow.name, final=True)
-        overrides = (loads(last.options).get("overrides") or {}) if last is not None else {}
+        overrides = dict(last.settings.overrides) if last is not None else {}
         if overrides:
             workflow = load_workflow(ref, proj, **overrides)
         run_options = RunOptions(**options)
@@ -93,8 +94,8 @@ def cancel(ref: str, project: ProjectRef = None, *, store: Store | None = None) 
     Its batches out are cancelled at the provider (their records fail ``batch_cancelled``)
     and units never sent are skipped ``cancelled``. A run owned by a live process is marked
     ``cancelling`` and ended by its owner at its next heartbeat. Returns a
-    :class:`agac.engine.runs.RunResult`."""
-    from agac.engine.runs import cancel_run
+    :class:`agac.engine.lifecycle.options.RunResult`."""
+    from agac.engine.lifecycle.ending import cancel_run
     from agac.errors import RefusedError
 
     with reading(project, store, writes=True) as (proj, st):

@@ -59,7 +59,7 @@ def plan(ref: str | Path, project: ProjectRef = None, *,
     writes nothing."""
     from itertools import islice
 
-    from agac.engine.plan import estimate_run, plan_records
+    from agac.engine.views.plan import estimate_run, plan_records
     from agac.providers.pricing import PriceTable
 
     proj = project_of(project)
@@ -74,7 +74,7 @@ def plan(ref: str | Path, project: ProjectRef = None, *,
 def render(ref: str, record: str, action: str | None = None, project: ProjectRef = None, *,
            store: Store | None = None) -> list[dict[str, Any]]:
     """The exact requests the workflow would send for ``record``, before any money is spent."""
-    from agac.engine.sessions import render_requests
+    from agac.engine.views.sessions import render_requests
 
     proj = project_of(project)
     workflow = load_workflow(ref, proj)

@@ -1,4 +1,5 @@
-"""Anthropic through the official ``anthropic`` SDK (``pip install 'agac[anthropic]'``).
+"""Anthropic (``pip install 'agac[anthropic]'``): online calls on agac's lean transport
+(or the official ``anthropic`` SDK with ``transport: sdk``), batches on the SDK.
 
 Live calls use the Messages API. Structured output is sent as
 ``output_config: {"format": {"type": "json_schema", "schema": …}}``; a model that
@@ -19,7 +20,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +44,7 @@ from agac.providers._errors import (
     retry_after_seconds,
     transport_errors,
 )
+from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchState,
@@ -58,6 +60,11 @@ from agac.providers.base import (
 __all__ = ["AnthropicProvider"]
 
 DEFAULT_TIMEOUT = 600.0
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: The ``anthropic-version`` header the SDK sends (anthropic 2.15); the lean transport
+#: sends the same, and tests/integration/providers/test_transport_equivalence.py holds
+#: the two together when the lock moves.
+API_VERSION = "2026-10-21"
 BATCH_MAX_REQUESTS = 100_000
 BATCH_MAX_BYTES = 256 * 1024 * 1024
 
@@ -108,32 +115,74 @@ class AnthropicProvider:
     sdk_module = "anthropic"
     credential_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     supports_batch = True
+    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    transports = TRANSPORTS
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._sdk = import_sdk("anthropic", self.extra)
-        api_key = resolve_api_key(settings, self.credential_env)
-        base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
+        self._api_key = resolve_api_key(settings, self.credential_env)
+        self._base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
         self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        auth = (
-            {"auth_token": api_key} if _is_auth_token(settings, api_key) else {"api_key": api_key}
-        )
-        # max_retries=0: the engine owns retries (DESIGN §5).
-        self._client: Any = self._sdk.AsyncAnthropic(
-            base_url=base_url, timeout=self._timeout, max_retries=0, **auth
-        )
-        self._forced_tool: set[str] = set()
+        self._sdk_module: Any = None
+        self._sdk_client: Any = None
         # Said once per model in agac's log instead of a Python warning on every call; a
         # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
         warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
         self._lifecycle_asked: set[str] = set()
+        self._http: HttpSession | None = None
+        if settings.transport == "lean":
+            self._http = HttpSession(self.name, _lean_headers(self._api_key),
+                                     connections=settings.connections, timeout=self._timeout)
+            self._messages_url = (self._base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
+        self._forced_tool: set[str] = set()
         self._force_tool = settings.options.get("structured_output") == "tool"
         self._skew = float(settings.options.get("find_batch_skew", 120.0))
 
+    @property
+    def _sdk(self) -> Any:
+        if self._sdk_module is None:
+            self._sdk_module = import_sdk("anthropic", self.extra)
+        return self._sdk_module
+
+    @property
+    def _client(self) -> Any:
+        """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
+        if self._sdk_client is None:
+            key = self._api_key
+            auth = {"auth_token": key} if _is_auth_token(self.settings, key) else {"api_key": key}
+            # max_retries=0: the engine owns retries (DESIGN §5).
+            self._sdk_client = self._sdk.AsyncAnthropic(
+                base_url=self._base_url, timeout=self._timeout, max_retries=0, **auth
+            )
+        return self._sdk_client
+
     # -- errors --------------------------------------------------------------
+
+    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
+                      text: str, code: str | None = None) -> ProviderError:
+        """The taxonomy error for a non-2xx answer, on either transport.
+
+        The spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
+        """
+        code = (
+            code
+            or pick(body, "error", "details", "error_code")
+            or pick(body, "error", "code")
+            or pick(body, "error", "type")
+        )
+        return classify(
+            self.name,
+            status,
+            message=pick(body, "error", "message") or text,
+            retry_after=retry_after_seconds(headers),
+            code=code,
+            quota=code in QUOTA_CODES,
+        )
 
     @contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -142,22 +191,9 @@ class AnthropicProvider:
         try:
             yield
         except sdk.APIStatusError as exc:
-            # The spend cap is a 429 marked by error.details.error_code (no Retry-After).
-            # (``error_code``, ``type`` and ``api_message`` exist on newer SDKs only.)
-            code = (
-                getattr(exc, "error_code", None)
-                or pick(exc.body, "error", "details", "error_code")
-                or pick(exc.body, "error", "code")
-                or pick(exc.body, "error", "type")
-            )
-            raise classify(
-                self.name,
-                exc.status_code,
-                message=pick(exc.body, "error", "message") or exc.message,
-                retry_after=retry_after_seconds(exc.response.headers),
-                code=code,
-                quota=code in QUOTA_CODES,
-            ) from exc
+            # (``error_code`` exists on newer SDKs only.)
+            raise self._status_error(exc.status_code, exc.response.headers, exc.body,
+                                     exc.message, getattr(exc, "error_code", None)) from exc
         except sdk.APIConnectionError as exc:
             raise connection_error(self.name, exc) from exc
         except transport_errors() as exc:
@@ -209,35 +245,56 @@ class AnthropicProvider:
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
         params = self._params(request, tool=tool)
+        parse = request.schema is not None
+        if self._http is not None:
+            with stopwatch() as took:
+                body = await self._http.post(self._messages_url, params, errors=self._status_error,
+                                             timeout=request.timeout)
+            if request.model not in self._lifecycle_asked:
+                await self._say_lifecycle(request.model)
+            return message_response(body, latency_ms=took[0], parse=parse)
+        # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
+        extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:
-            message = await self._client.messages.create(**params, timeout=timeout)
+            message = await self._client.messages.create(**params, extra_body=extra,
+                                                         timeout=timeout)
         if request.model not in self._lifecycle_asked:
             await self._say_lifecycle(request.model)
-        return message_response(message, latency_ms=took[0], parse=request.schema is not None)
+        return message_response(message, latency_ms=took[0], parse=parse)
 
     async def _say_lifecycle(self, model: str) -> None:
         """Say once per model, in agac's log, that it is deprecated or retired.
 
         The provider's public Models API says so (``lifecycle``, ``retires_at``); it is
-        asked once per model, after the model's first answer. Not knowing — the call
-        fails, times out, or the answer lacks the field — is the feature off: nothing is
-        said and nothing fails.
+        asked once per model, after the model's first answer, on the transport in use.
+        Not knowing — the call fails, times out, or the answer lacks the field — is the
+        feature off: nothing is said and nothing fails.
         """
         self._lifecycle_asked.add(model)
         try:
-            info = await self._client.models.retrieve(model, timeout=min(self._timeout, 10.0))
+            lifecycle, retires = await self._model_lifecycle(model)
         except Exception as exc:  # noqa: BLE001 - a log line must never fail a call
             logger.debug("anthropic model %s: lifecycle unknown (%s)", model, exc)
             return
-        lifecycle = getattr(info, "lifecycle", None)
         if lifecycle not in ("deprecated", "retired"):
             return
-        retires = getattr(info, "retires_at", None)
         when = f"retires {retires:%Y-%m-%d}" if isinstance(retires, datetime) else "no date set"
         logger.warning("anthropic model %s is %s (%s): move to a newer model",
                        model, lifecycle, when)
+
+    async def _model_lifecycle(self, model: str) -> tuple[Any, datetime | None]:
+        """(``lifecycle``, ``retires_at``) of ``model`` from ``GET /v1/models/{id}``."""
+        timeout = min(self._timeout, 10.0)
+        if self._http is None:
+            info = await self._client.models.retrieve(model, timeout=timeout)
+            return getattr(info, "lifecycle", None), getattr(info, "retires_at", None)
+        url = f"{(self._base_url or DEFAULT_BASE_URL).rstrip('/')}/v1/models/{model}"
+        body = await self._http.get(url, errors=self._status_error, timeout=timeout)
+        retires = pick(body, "retires_at")
+        when = datetime.fromisoformat(retires) if isinstance(retires, str) else None
+        return pick(body, "lifecycle"), when
 
     # -- batch ---------------------------------------------------------------
 
@@ -354,7 +411,10 @@ class AnthropicProvider:
         return found
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
 
 def message_response(
@@ -447,6 +507,18 @@ def _unwrap_tool_input(value: Any) -> Any:
 def _schema_rejected(err: ProviderError) -> bool:
     text = str(err).lower()
     return err.status == 400 and any(p in text for p in _SCHEMA_PARAMS)
+
+
+def _lean_headers(key: str) -> dict[str, str]:
+    """Auth and version headers as the SDK sends them (an API key and an auth token
+    alike go as a Bearer token), plus ``ANTHROPIC_CUSTOM_HEADERS`` (``Name: value``
+    lines), which the SDK honours too."""
+    headers = {"Authorization": f"Bearer {key}", "anthropic-version": API_VERSION}
+    for line in os.environ.get("ANTHROPIC_CUSTOM_HEADERS", "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon and name.strip():
+            headers[name.strip()] = value.strip()
+    return headers
 
 
 def _is_auth_token(settings: ProviderSettings, key: str) -> bool:

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.core import StoreCore
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["MARK_UPSERT", "UNKNOWN_ORIGIN", "MarkRepository", "decode_units"]
+__all__ = ["MARK_UPSERT", "UNKNOWN_ORIGIN", "MarkRepository", "decode_units", "price_unknown",
+           "write_marks"]
 
 UNKNOWN_ORIGIN = "unknown"
 """``usage.origin`` (and, until priced, ``usage.status``) of a call whose outcome is unknown."""
@@ -36,19 +38,24 @@ def decode_units(text: str) -> list[tuple[str, str, int, int, float]]:
     return [(str(k), str(fp), int(i), int(o), float(usd)) for k, fp, i, o, usd in json.loads(text)]
 
 
-class MarkRepository:
-    engine: Any
-    dialect: str
+def write_marks(core: StoreCore, conn: Connection, marks: Sequence[dict[str, Any]]) -> None:
+    """Inside a checkpoint: write (or rewrite) these mark rows."""
+    core._bulk(conn, t.dispatch_marks, marks, MARK_UPSERT)
 
-    def _guard(self, what: str) -> Any: ...  # provided by Store
 
-    def _read(self) -> Any: ...
+def price_unknown(conn: Connection, priced: Sequence[dict[str, Any]]) -> None:
+    """Inside a checkpoint: give ``unknown`` rows of these fingerprints real usage."""
+    u = t.usage
+    for p in priced:
+        conn.execute(u.update().where(
+            u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN,
+            u.c.fingerprint == p["fingerprint"],
+        ).values(input_tokens=p["input_tokens"], cached_tokens=p["cached_tokens"],
+                 cache_write_tokens=p["cache_write_tokens"], output_tokens=p["output_tokens"],
+                 cost_usd=p["cost_usd"], status="priced"))
 
-    def _bulk(self, conn: Any, table: sa.Table, rows: Sequence[dict[str, Any]], suffix: str = "") -> None: ...
 
-    @staticmethod
-    def _fence(conn: Connection, name: str, token: int, ttl: float) -> None: ...
-
+class MarkRepository(StoreCore):
     def dispatch_marks(self, run_id: str, shards: Sequence[str] | None = None) -> list[Row]:
         m = t.dispatch_marks
         q = sa.select(m).where(m.c.run_id == run_id)
@@ -92,7 +99,7 @@ class MarkRepository:
                            lease: tuple[str, int, float] | None) -> None:
         """Write the ``unknown`` usage rows and clear the marks they came from, at once."""
         m = t.dispatch_marks
-        with self._guard("count calls whose outcome is unknown"), self.engine.begin() as conn:
+        with self._write("count calls whose outcome is unknown") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             self._bulk(conn, t.usage, usage)
@@ -105,7 +112,7 @@ class MarkRepository:
                     lease: tuple[str, int, float] | None = None) -> None:
         """Forget the marks of a run (of ``shards``): every call they list has settled."""
         m = t.dispatch_marks
-        with self._guard("clear dispatch marks"), self.engine.begin() as conn:
+        with self._write("clear dispatch marks") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             q = m.delete().where(m.c.run_id == run_id)
@@ -122,13 +129,3 @@ class MarkRepository:
                 .where(u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN, r.c.workflow == workflow,
                        u.c.fingerprint.is_not(None))).all()
         return {row.fingerprint for row in rows}
-
-    def _price_unknown(self, conn: Connection, priced: Sequence[dict[str, Any]]) -> None:
-        """Inside a checkpoint: give ``unknown`` rows of these fingerprints real usage."""
-        u = t.usage
-        for p in priced:
-            conn.execute(u.update().where(
-                u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN, u.c.fingerprint == p["fingerprint"],
-            ).values(input_tokens=p["input_tokens"], cached_tokens=p["cached_tokens"],
-                     cache_write_tokens=p["cache_write_tokens"], output_tokens=p["output_tokens"],
-                     cost_usd=p["cost_usd"], status="priced"))

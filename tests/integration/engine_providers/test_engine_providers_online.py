@@ -10,12 +10,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import e2e_support
 import pytest
 from e2e_support import MODELS, PROVIDERS, SCHEMA, chat_requests, make_project, run, total_requests
 from jsonschema import Draft202012Validator
 
 from agac import api
+from agac.providers.base import ProviderSettings
 from agac.providers.pricing import PriceTable
+from agac.providers.registry import provider_class
 
 RECORDS = 4
 
@@ -139,3 +142,21 @@ def test_deprecation_notice_off_when_the_models_api_does_not_say(
     assert emulator.stats()["requests"]["anthropic"]["model.get"] == 1
 
 
+def test_p1_transport_and_connections_follow_the_project(
+        emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter gets the transport agac.yml names, and a connection limit that is the
+    summed max_concurrency of the actions calling it (two actions of 3 here)."""
+    make_project(project, f"openai/{MODELS['openai']}", records=2, concurrency=3)
+    cls = provider_class("openai")
+    original = cls.__init__
+    seen: list[ProviderSettings] = []
+
+    def init(self: Any, settings: ProviderSettings) -> None:
+        seen.append(settings)
+        original(self, settings)
+
+    monkeypatch.setattr(cls, "__init__", init)
+
+    assert run(project).summary["state"] == "succeeded"
+
+    assert [(s.transport, s.connections) for s in seen] == [(e2e_support.TRANSPORT, 6)]

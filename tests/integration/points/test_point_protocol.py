@@ -17,10 +17,10 @@ import pytest
 from points_support import Point
 
 from agac.errors import LeaseHeld, LeaseTaken, StoreError
+from agac.jsontext import dumps
 from agac.store.points.head import Head
 from agac.store.points.objects import open_objects
 from agac.store.points.store import PointStore
-from agac.store.repository import dumps
 
 
 def _open(point: Point, machine: Path, **kw: Any) -> PointStore:

@@ -1,4 +1,4 @@
-"""The dispatch marks' bookkeeping (engine/marks.py), against a gateway whose group
+"""The dispatch marks' bookkeeping (engine/outcomes/marks.py), against a gateway whose group
 commits the test makes durable by hand: a unit is sent only once a durable mark row
 lists it; rows list at most the slot holders and the next 2 x max_concurrency units;
 and a row is written about once per max_concurrency sends, not once per send."""
@@ -9,7 +9,7 @@ import asyncio
 import json
 from typing import Any
 
-from agac.engine.marks import DispatchMarks, ShardIndex
+from agac.engine.outcomes.marks import DispatchMarks, ShardIndex
 from agac.providers.base import Message, Request
 from agac.providers.pricing import PriceTable
 

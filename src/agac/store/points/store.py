@@ -28,6 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from agac.clock import SYSTEM, Clock
 from agac.errors import ConfigError, Problem, StoreError
 from agac.store.points.head import HEAD_KEY, Head
 from agac.store.points.objects import Objects, open_objects
@@ -91,7 +92,7 @@ class PointStore(Store):
 
     def __init__(self, url: str, options: Mapping[str, Any] | None = None, *, writes: bool = True,
                  wait: bool = False, migrate: bool = True,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, clock: Clock = SYSTEM) -> None:
         settings, client = split_options(url, options)
         self.objects: Objects = open_objects(url, client)
         self.replica: Replica | None = None
@@ -112,7 +113,7 @@ class PointStore(Store):
         else:
             path = self._restore_private(folder)
         try:
-            super().__init__(f"sqlite:///{path.as_posix()}", migrate=migrate)
+            super().__init__(f"sqlite:///{path.as_posix()}", migrate=migrate, clock=clock)
         except BaseException:
             self._abandon()
             raise
@@ -173,7 +174,7 @@ class PointStore(Store):
             # The point's lease (head) is what owns runs here: run leases restored from
             # another process's copy are moot, and judging them by this machine's clock
             # would make a run wait for a lease nobody holds.
-            with self._guard("clear the run leases"), self.engine.begin() as conn:
+            with self._write("clear the run leases") as conn:
                 if sa.inspect(conn).has_table("leases"):
                     conn.execute(sa.text("UPDATE leases SET expires_at = 0 WHERE expires_at > 0"))
         if replica.head.snapshot is None or (self.restored is not None and self.restored.torn):

@@ -1,0 +1,204 @@
+"""One online llm call with its retries (DESIGN §5): under the action's concurrency slot
+and rate limiter, with the run's deadline and budget checked before each attempt, the
+error taxonomy applied (wait: the hint, no attempt spent; retryable: backoff with jitter;
+fatal: ``provider_error``; unsupported: the action fails as a whole), and an answer the
+schema or the token limit rejects asked again with the error fed back.
+
+The outcome is committed while the slot is held: a unit that paid keeps its slot until
+its answer is durable (S1), so a crash loses at most the calls in flight.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from agac.engine.limits.rates import backoff_delay, estimate_tokens
+from agac.engine.requests import Fail, accept_response, reprompt, response_dict
+from agac.engine.values import Stopped
+from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
+from agac.jsontext import dumps
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.ports import UnitContext
+    from agac.engine.values import Settled, UnitRecord
+    from agac.providers.base import Request, Response
+    from agac.store.values import OutcomeStatus
+
+__all__ = ["backoff", "call_with_retries"]
+
+
+async def call_with_retries(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
+                            request: Request, fp: str, request_json: str) -> Settled:
+    """Call until answered or out of attempts; commit the outcome while holding the slot.
+    Raises Stopped when the run stops before an attempt (the unit stays pending).
+
+    S1: before it waits for a slot, the unit is expected by the dispatch marks; holding
+    the slot, it is listed in a durable mark before the call goes out; once the slot is
+    given back (the outcome committed, or nothing sent) it is released."""
+    attempt = 0
+    current = request
+    marks = ctx.marks
+    while True:
+        attempt += 1
+        if marks is not None:
+            marks.expect(rt.name, rt.action.max_concurrency, rec.key, rec.seq, fp, current)
+        try:
+            async with rt.slots:
+                if ctx.control.stopping:
+                    raise Stopped()  # never sent, or not sent again: pending for the next run
+                done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt)
+        finally:
+            if marks is not None:
+                marks.release(rt.name, rec.key)
+        if not isinstance(done, _Again):
+            return done
+        current = done.request
+        attempt -= 0 if done.spent else 1  # a provider's "wait" spends no attempt
+        if await ctx.control.sleep(done.delay):
+            raise Stopped()
+
+
+class _Again(NamedTuple):
+    """An attempt that did not settle the unit: wait ``delay``, then send ``request``;
+    ``spent``: the attempt counts against ``max_attempts``."""
+
+    delay: float
+    request: Request
+    spent: bool
+
+
+async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request,
+                   request_json: str, current: Request, fp: str, attempt: int
+                   ) -> Settled | _Again:
+    """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
+    the request to send then, whether this attempt counts)."""
+    spec = rt.action.retry
+    refused = await _may_send(ctx, rt, rec, current, fp, attempt)
+    if isinstance(refused, tuple):
+        return refused[0]  # type: ignore[no-any-return]
+    held = refused
+    if ctx.marks is not None:
+        await ctx.marks.send(rt.name, rec.key, current)  # S1: listed before it is sent
+    started = ctx.control.clock.monotonic()
+    try:
+        response = await _complete(ctx, rt, current, held)
+    except WaitError as exc:
+        await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
+        delay = exc.retry_after or 1.0
+        await ctx.out.event("waiting", rt.name, rec.key, reason="provider_limit", seconds=delay)
+        return _Again(delay, current, False)
+    except ProviderError as exc:
+        await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
+        final = _failed(rt, exc, attempt, spec.max_attempts)
+        if final is not None:
+            return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
+        return _Again(backoff(spec, attempt), current, True)
+    try:
+        output = accept_response(rt, response)
+    except Fail as fail:
+        await ctx.out.record_call(rt, rec, attempt, current, response, fail, started, fp)
+        if not fail.retry or attempt >= spec.max_attempts:
+            return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None, fp,
+                                attempt)
+        # Ask again with the error fed back, after the same backoff as any retryable
+        # failure (DESIGN §5).
+        return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
+    return await _answered(ctx, rt, rec, request, request_json, response, output, current,
+                           attempt, started, fp)
+
+
+async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, current: Request,
+                    fp: str, attempt: int) -> Any:
+    """Before an attempt, in its slot: the deadline (R4), the budget's reservation (R5)
+    and the rate window. The reservation to settle after the call (or None); a 1-tuple
+    with the unit's outcome when it must not be sent. Raises Stopped when the run stops
+    while waiting for room in the rate window (nothing was sent)."""
+    sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
+    if ctx.control.deadline_passed():
+        return (await _final(ctx, rt, rec, "skipped", "deadline",
+                             f"{sent}: the run's deadline passed", None, fp, attempt - 1),)
+    held = None
+    budget = ctx.budget
+    if budget is not None:
+        await budget.refresh()  # worker mode: what other workers spent counts
+        held = budget.for_request(rt.action, current)
+        if not budget.reserve(held):
+            return (await _final(ctx, rt, rec, "skipped", "budget_exhausted",
+                                 f"{sent}: the budget ({budget.cap_text()}) has no room for its "
+                                 "worst case", None, fp, attempt - 1),)
+    if rt.limiter.active:
+        est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
+        waited = await rt.limiter.acquire(est, stop=ctx.control.stop_signal)
+        if waited is None:  # stopped while waiting for room: nothing was sent
+            if held is not None and budget is not None:
+                budget.settle(held, 0.0, 0)
+            raise Stopped()
+        if waited > 1:
+            await ctx.out.event("waiting", rt.name, rec.key, reason="rate_budget",
+                                seconds=round(waited, 3))
+    return held
+
+
+def _failed(rt: ActionRuntime, exc: ProviderError, attempt: int, max_attempts: int
+            ) -> tuple[str, str] | None:
+    """(reason, detail) when a provider error ends the unit; None to try again."""
+    if isinstance(exc, UnsupportedError):
+        rt.stopped = f"{rt.action.name} cannot run: {exc}"
+        return "provider_error", str(exc)
+    if isinstance(exc, FatalError):
+        return exc.reason or "provider_error", str(exc)
+    if attempt >= max_attempts:
+        return "provider_error", f"after {attempt} attempts: {exc}"
+    return None
+
+
+async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request, held: Any) -> Response:
+    """One call; with a budget, its reservation is settled to the call's actual usage
+    (a call that raised has no usage: it is settled at 0, as the ledger records it)."""
+    budget = ctx.budget
+    if held is None or budget is None:
+        return await rt.provider.complete(request)  # type: ignore[no-any-return]
+    try:
+        response = await rt.provider.complete(request)
+    except BaseException:
+        budget.settle(held, 0.0, 0)
+        raise
+    budget.settle_usage(held, rt.action.model or "", response.usage)
+    return response  # type: ignore[no-any-return]
+
+
+async def _answered(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request, request_json: str,
+    response: Response, output: Any, current: Request, attempt: int, started: float, fp: str,
+) -> Settled:
+    """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
+    is how we got it, not what was asked), with its usage row."""
+    usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
+    output_json = dumps(output)
+    answer = {
+        "fingerprint": fp, "provider": request.provider, "model": request.model,
+        "request": request_json, "response": dumps(response_dict(response)),
+        "output": output_json, "created_at": ctx.control.clock.time(),
+    }
+    return await _final(ctx, rt, rec, "answered", None, None, output, fp, attempt,
+                        answers=[answer], usage=[usage_row], output_json=output_json)
+
+
+async def _final(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus,
+    reason: str | None, detail: str | None, output: Any, fp: str, attempts: int, *,
+    answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
+    output_json: str | None = None,
+) -> Settled:
+    return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",
+                                fingerprint=fp, attempts=attempts, answers=answers, usage=usage,
+                                output_json=output_json)
+
+
+def backoff(spec: Any, attempt: int) -> float:
+    """The wait after failed attempt ``attempt`` under the action's retry spec."""
+    return backoff_delay(
+        attempt, initial=spec.backoff_initial, maximum=spec.backoff_max,
+        multiplier=spec.backoff_multiplier, jitter=spec.jitter,
+    )
