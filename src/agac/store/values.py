@@ -54,8 +54,8 @@ NOT_CARRIED: tuple[Reason, ...] = ("batch_outstanding", "cancelled", "deadline",
 """Skips that only say a run stopped early: a later run asks those units again."""
 
 BatchState = Literal["submitting", "unknown", "submitted", "running", "cancelling", "ended",
-                     "collected", "refused", "expired", "cancelled", "abandoned", "not_submitted",
-                     "failed", "not_cancelled"]
+                     "collected", "refused", "expired", "cancelled", "abandoned", "not_cancelled",
+                     "not_submitted", "failed"]
 OPEN_BATCH_STATES: tuple[BatchState, ...] = ("submitting", "unknown", "submitted", "running",
                                              "cancelling", "ended")
 """A batch in these states still owes its items an answer (``ended`` = not yet read)."""
