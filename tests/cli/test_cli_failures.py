@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import agac, spawn
+from cli_support import agac, finish, spawn
 
 from agac.testing import write_project
 
@@ -216,35 +216,42 @@ def test_run_continues_the_crashed_run(crashed: tuple[Path, str]) -> None:
     assert doc["actions"]["second"]["answered"] == 200
 
 
-def _wait_until_running(root: Path, deadline: float) -> str:
+def _wait_until_running(root: Path, deadline: float, *, answered: int = 0) -> str:
+    """The id of the workflow's run once it is ``running`` (its owner took the lease first)
+    with more than ``answered`` units answered: its owner is in its loop, calling."""
     while time.monotonic() < deadline:
         rows = agac("runs", "list", "--json", cwd=root).json() if (root / ".agac").exists() else []
-        if rows and rows[0]["state"] == "running":
+        if rows and rows[0]["state"] == "running" and (not answered or sum(
+                a["answered"] for a in agac("status", "long", "--json", cwd=root).json()
+                ["actions"].values()) > answered):
             return str(rows[0]["run_id"])
         time.sleep(0.1)
     raise AssertionError("the run did not start")
 
 
+LIVE_ROWS = [{"id": i, "text": f"text {i}"} for i in range(1000)]
+
+
 def test_live_owner_exits_75_and_ctrl_c_exits_130(tmp_path: Path) -> None:
-    write_project(tmp_path, LONG, data={"data/many.jsonl": MANY_ROWS})
-    # 200 records x 2 actions at 8 in flight: ~25 s, time enough for the checks on a busy machine
+    write_project(tmp_path, LONG, data={"data/many.jsonl": LIVE_ROWS})
+    # 1,000 records x 2 actions, 8 in flight at 500 ms a call: over two minutes of calls,
+    # so the owner is still running whatever the second `agac run` takes to start on a
+    # busy machine; a first Ctrl-C settles the 8 in flight (~0.5 s) and exits.
     proc = spawn("run", "long", cwd=tmp_path, env={"AGAC_MOCK_LATENCY_MS": "500"})
     try:
-        run_id = _wait_until_running(tmp_path, time.monotonic() + 20)
+        run_id = _wait_until_running(tmp_path, time.monotonic() + 60, answered=8)
         busy = agac("run", "long", cwd=tmp_path)
         assert busy.code == 75, busy
         assert f"run {run_id} is owned by pid {proc.pid}" in busy.err
         assert "--wait" in busy.err
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()  # also closes the pipes when an assertion above failed
+        finish(proc)
     assert proc.returncode == 130, (out, err)
     assert "stopping: settling calls in flight" in err
     assert "\x1b" not in err
     assert out.splitlines()[-1].endswith("interrupted: what was in flight is saved: agac run long")
-    resumed = agac("run", "long", "--json", cwd=tmp_path)
+    resumed = agac("run", "long", "--json", cwd=tmp_path, timeout=300)
     assert resumed.code == 0, resumed
     assert resumed.json()["run_id"] == run_id

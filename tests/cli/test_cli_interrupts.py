@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import agac, spawn
+from cli_support import agac, finish, spawn
 
 from agac.emulator.testing import RunningEmulator
 from agac.testing import write_project
@@ -73,6 +73,24 @@ def _chat_calls(emu: RunningEmulator) -> int:
     return int(emu.stats()["requests"].get("openai", {}).get("chat", 0))
 
 
+_SPAWNED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _reap() -> Iterator[None]:
+    """Every process a test spawned is ended and its pipes closed, even when the test
+    failed before it stopped it."""
+    yield
+    while _SPAWNED:
+        finish(_SPAWNED.pop())
+
+
+def _spawn(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    proc = spawn(*args, cwd=cwd, env=env)
+    _SPAWNED.append(proc)
+    return proc
+
+
 def _wait_for(check: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -93,9 +111,7 @@ def _stop(proc: subprocess.Popen[str], signals: int = 1, gap: float = 0.3,
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        finish(proc)
     return time.monotonic() - sent, out, err
 
 
@@ -109,7 +125,7 @@ def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
         tmp_path: Path, emulator: RunningEmulator) -> None:
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS})
     env = emulator.env()
-    proc = spawn("run", "slow", cwd=tmp_path, env=env)
+    proc = _spawn("run", "slow", cwd=tmp_path, env=env)
     _wait_for(lambda: _chat_calls(emulator) >= 16, 60, "two waves of calls")
 
     took, out, err = _stop(proc)
@@ -137,7 +153,7 @@ def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
 def test_second_ctrl_c_stops_at_once(tmp_path: Path, slow_emulator: RunningEmulator) -> None:
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS})
     env = slow_emulator.env()
-    proc = spawn("run", "slow", cwd=tmp_path, env=env)
+    proc = _spawn("run", "slow", cwd=tmp_path, env=env)
     _wait_for(lambda: _chat_calls(slow_emulator) >= 8, 60, "the first wave of calls")
 
     took, out, err = _stop(proc, signals=2, gap=0.5)
@@ -162,7 +178,7 @@ def test_ctrl_c_stops_batch_wait_polling(tmp_path: Path, emulator: RunningEmulat
     once (exit 130) and the next run adopts the batch out instead of sending it again."""
     write_project(tmp_path, BATCHED, data={"data/a.jsonl": ROWS[:20]})
     env = emulator.env()
-    proc = spawn("run", "batched", "--wait", "--poll-interval", "120s", cwd=tmp_path, env=env)
+    proc = _spawn("run", "batched", "--wait", "--poll-interval", "120s", cwd=tmp_path, env=env)
     _wait_for(lambda: emulator.stats()["requests"].get("openai", {}).get("batch.get", 0) >= 1,
               60, "the first poll")
     time.sleep(0.3)  # now in the pause between polls
@@ -186,7 +202,7 @@ def test_ctrl_c_cuts_a_retry_backoff_short(tmp_path: Path, emulator: RunningEmul
     emulator.add_fault({"provider": "openai", "op": "chat",
                         "fault": {"http": 429, "retry_after": 120}})
     env = emulator.env()
-    proc = spawn("run", "slow", "--json", cwd=tmp_path, env=env)
+    proc = _spawn("run", "slow", "--json", cwd=tmp_path, env=env)
     _wait_for(lambda: _chat_calls(emulator) >= 4, 60, "the refused calls")
     time.sleep(0.3)
 
