@@ -193,6 +193,24 @@ def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
 
 
 @cli.command()
+@click.option("--out", default=None, help="Write here instead of stdout.")
+@command
+def schema(out: str | None) -> int:
+    """Print the JSON Schema of workflow files, for editors to complete and check YAML."""
+    from agac.config.schema import workflow_schema_text
+
+    if out is None:
+        click.echo(workflow_schema_text(), nl=False)
+    else:
+        from agac.data.export import open_output
+
+        with open_output(out) as handle:
+            handle.write(workflow_schema_text())
+        click.echo(f"wrote the workflow schema to {out}", err=True)
+    return 0
+
+
+@cli.command()
 @click.argument("workflow")
 @run_mode_option
 @poll_interval_option
