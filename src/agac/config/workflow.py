@@ -71,12 +71,13 @@ _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
                   poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                   price_lookup: PriceLookup | None = None,
-                  budget_usd: float | None = None) -> Workflow:
+                  budget_usd: float | None = None, records: bool = False) -> Workflow:
     """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
     workflow, problems = validate_workflow(ref, project, run_mode=run_mode,
                                            poll_interval=poll_interval,
                                            batch_deadline=batch_deadline,
-                                           price_lookup=price_lookup, budget_usd=budget_usd)
+                                           price_lookup=price_lookup, budget_usd=budget_usd,
+                                           records=records)
     if workflow is None:
         raise ConfigError(problems=[p for p in problems if p.severity == "error"])
     return workflow
@@ -85,7 +86,7 @@ def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = N
 def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
                       poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                       price_lookup: PriceLookup | None = None, check_credentials: bool = True,
-                      budget_usd: float | None = None,
+                      budget_usd: float | None = None, records: bool = False,
                       ) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
 
@@ -97,7 +98,8 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     ``price_lookup(model)`` tells whether the engine's price table knows a model; a
     model it does not know is the warning ``unknown_price`` — an error when a budget is
     set. ``budget_usd`` is the run's own cap (``agac run --budget-usd``): it replaces the
-    file's ``budget.usd``.
+    file's ``budget.usd``. ``records``: the caller gives the records (``agac.run(records=…)``),
+    which replace ``input.path``: ``input`` and its ``path`` are then optional.
     """
     try:
         path = find_workflow(ref, project)
@@ -111,6 +113,7 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     tuning = _run_tuning(f, {"poll_interval": poll_interval, "batch_deadline": batch_deadline})
     builder = _Builder(f, doc, path, project, run_mode, tuning)
     builder.budget_usd = budget_usd
+    builder.records = records
     workflow = builder.build(
         hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
@@ -213,6 +216,7 @@ class _Builder:
         self.run_mode, self.tuning = run_mode, tuning
         self.budget_usd: float | None = None
         self.budget: Budget | None = None
+        self.records = False
 
     def build(self, source_hash: str, price_lookup: PriceLookup | None,
               check_credentials: bool) -> Workflow | None:
@@ -280,6 +284,8 @@ class _Builder:
 
     def _input(self, data: dict[Any, Any]) -> InputSpec | None:
         f = self.f
+        if "input" not in data and self.records:
+            return InputSpec("", None, records=True)
         if "input" not in data:
             f.error("missing_key", "the workflow has no 'input'", (),
                     hint="input: {path: data/records.jsonl}")
@@ -288,6 +294,11 @@ class _Builder:
         if body is None:
             return None
         f.unknown_keys(body, INPUT_KEYS, ("input",), "input")
+        if self.records:  # the records given replace input.path
+            id_field = body.get("id_field")
+            if id_field is not None:
+                id_field = read_str(f, id_field, ("input", "id_field"))
+            return InputSpec("", id_field, records=True)
         if "path" not in body:
             f.error("missing_key", "input has no 'path'", ("input",),
                     hint="a file, a folder or a glob relative to the project root")

@@ -1,20 +1,22 @@
 """Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
 so the run never depends on its input files staying unchanged.
 
-A snapshot's id hashes the id field, the limit and each file's name and bytes, so
-admitting a new run over unchanged input reuses the stored snapshot without
-re-inserting a single row.
+Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
+names, or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
+hashes the id field, the limit and the source's identity (each file's name and bytes,
+or the records' digest), so admitting a new run over unchanged input reuses the stored
+snapshot without re-inserting a single row.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.data.inputs import resolve_input_files
-from agac.data.readers import file_fingerprint, iter_input
+from agac.data.sources import FileSource, RecordSource
+from agac.errors import UsageError
 from agac.store.repository import dumps, loads
 
 if TYPE_CHECKING:
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["InputSnapshot", "current_snapshot_id", "snapshot_input"]
+__all__ = ["InputSnapshot", "current_snapshot_id", "input_source", "snapshot_input"]
 
 
 class InputSnapshot:
@@ -32,40 +34,50 @@ class InputSnapshot:
         self.count = count
 
 
-def _files(workflow: Workflow, project: Project) -> list[Path]:
-    return resolve_input_files(workflow.input.path, project.root, file=project.display(workflow.path))
+def input_source(workflow: Workflow, project: Project, given: RecordSource | None = None,
+                 ) -> RecordSource:
+    """The records a run of ``workflow`` reads: ``given``, else the files of ``input.path``.
+    A workflow whose records are given in memory has no files: UsageError without them."""
+    if given is not None:
+        return given
+    if workflow.input.records:
+        raise UsageError(f"{workflow.name} reads records given in memory, and none were given; "
+                         f"call agac.run({workflow.name!r}, records=...) with them, or set "
+                         "input.path in the workflow file")
+    paths = resolve_input_files(workflow.input.path, project.root,
+                                file=project.display(workflow.path))
+    return FileSource(paths, workflow.input.path)
 
 
-def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None) -> str:
+def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
+                        source: RecordSource | None = None) -> str:
     h = hashlib.sha256()
     h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
-    for path in _files(workflow, project):
-        h.update(f"\x1e{path.name}\x1f{file_fingerprint(path)}".encode())
+    h.update(input_source(workflow, project, source).identity().encode())
     return h.hexdigest()
 
 
-def snapshot_input(
-    workflow: Workflow, project: Project, store: Store, limit: int | None = None
-) -> InputSnapshot:
+def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: int | None = None,
+                   source: RecordSource | None = None) -> InputSnapshot:
     """The stored snapshot of the workflow's current input (written now if new)."""
-    snapshot_id = current_snapshot_id(workflow, project, limit)
+    source = input_source(workflow, project, source)
+    snapshot_id = current_snapshot_id(workflow, project, limit, source)
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
         return InputSnapshot(snapshot_id, loads(info.files), info.record_count)
-    paths = _files(workflow, project)
     files: list[dict[str, Any]] = []
-    count = store.write_snapshot(snapshot_id, files, _rows(paths, workflow, limit, files))
+    count = store.write_snapshot(snapshot_id, files, _rows(source, workflow, limit, files))
     return InputSnapshot(snapshot_id, files, count)
 
 
 def _rows(
-    paths: list[Path], workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
+    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
 ) -> Iterator[dict[str, Any]]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
     seq = 0
     current: dict[str, Any] | None = None
-    for rec in iter_input(paths, workflow.input.id_field):
+    for rec in source.records(workflow.input.id_field):
         if limit is not None and seq >= limit:
             break
         if current is None or current["file"] != rec.file:

@@ -13,6 +13,7 @@ non-final and the next ``agac run`` continues it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import signal
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
     from agac.config.project import Project
+    from agac.data.sources import RecordSource
     from agac.store.repository import Store
 
 __all__ = ["RunOptions", "RunResult", "cancel_run", "execute_run", "finish_cancel", "retry_targets",
@@ -63,6 +65,8 @@ class RunOptions:
     on_start: Callable[[Progress, Any], None] | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     allow_over_estimate: bool = False
+    source: RecordSource | None = None
+    """The records a new run snapshots instead of ``input.path`` (``agac.run(records=…)``)."""
 
 
 @dataclass
@@ -148,9 +152,26 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     ``overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
     ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
     the workflow file again with the settings an open run was admitted with, so that
-    continuing it compares like with like."""
+    continuing it compares like with like.
+
+    A run is admitted only when it can start (DESIGN §15): whatever fails before its
+    execution begins (a running event loop, a provider that cannot be opened, …) undoes
+    the admission, so no open run is left behind."""
+    _no_running_loop()
+    before = store.open_run(workflow.name)
     run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
-    return execute_run(project, store, run, options, notes)
+    admitted = before is None or before.id != run.id
+    return execute_run(project, store, run, options, notes, admitted=admitted)
+
+
+def _no_running_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError("a run cannot start inside a running event loop (as in Jupyter) on this "
+                     "thread; use `await agac.arun(...)`, or agac.run(...), which runs the "
+                     "engine in its own thread")
 
 
 def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
@@ -164,10 +185,7 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
     notes: list[str] = []
     open_run = store.open_run(workflow.name)
     if open_run is not None and (options.new or options.fresh):
-        # --new keeps proposals still open: the new run reuses those whose arguments are
-        # unchanged (A1); --fresh reuses nothing.
-        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)",
-                  keep_proposals=not options.fresh)
+        _end_replaced(store, open_run, options)
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
@@ -178,23 +196,41 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
         if admitted != overrides and overrides:
             notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
                          f"({admitted or 'none'}); today's {overrides} apply to new runs")
-        snap_id = current_snapshot_id(current, project, loads(open_run.options).get("limit"))
+        if current.input.records and options.source is None:
+            snap_id = open_run.snapshot_id  # no records given: continue with the run's own
+        else:
+            snap_id = current_snapshot_id(current, project, loads(open_run.options).get("limit"),
+                                          options.source)
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
+            what = "records" if current.input.records else "inputs"
             raise UsageError(
                 f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
-                f"its inputs changed since it was admitted; finish it with `agac run "
+                f"its {what} changed since it was admitted; finish it with `agac run "
                 f"{workflow.name}` after restoring them, or end it and admit a new run with "
-                f"`agac run {workflow.name} --new`"
+                f"`agac run {workflow.name} --new` (agac.run(..., new=True))"
             )
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
     return admit_run(project, store, workflow, options), notes
 
 
+def _end_replaced(store: Store, open_run: Row, options: RunOptions) -> None:
+    """``--new``/``--fresh``: end the open run ``cancelled``, holding its lease so that a
+    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it)."""
+    lease = take_run_lease(store, open_run.id, wait=options.wait)
+    try:
+        # --new keeps proposals still open: the new run reuses those whose arguments are
+        # unchanged (A1); --fresh reuses nothing.
+        close_run(store, _row(store, open_run.id), "cancelled",
+                  "ended by a newer run (--new/--fresh)", keep_proposals=not options.fresh)
+    finally:
+        _release(store, lease)
+
+
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
               *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> Row:
     if snapshot is None:
-        snapshot = snapshot_input(workflow, project, store, options.limit)
+        snapshot = snapshot_input(workflow, project, store, options.limit, options.source)
     run_id = new_run_id()
     prior = None
     if retry_of is None and not options.fresh:
@@ -296,22 +332,44 @@ def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
-                notes: list[str] | None = None) -> RunResult:
+                notes: list[str] | None = None, *, admitted: bool = False) -> RunResult:
+    """Own and execute ``run`` until it ends or pauses. ``admitted``: this call admitted it,
+    so a failure before its execution begins undoes the admission (``discard_run``)."""
+    launch = _Launch()
+    try:
+        return _execute_owned(project, store, run, options, list(notes or []), launch)
+    except BaseException:
+        if admitted and not launch.started:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                store.discard_run(run.id)
+        raise
+
+
+@dataclass
+class _Launch:
+    """Whether execution began: the executor was built and the first pass is about to walk."""
+
+    started: bool = False
+
+
+def _execute_owned(project: Project, store: Store, run: Row, options: RunOptions,
+                   notes: list[str], launch: _Launch) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
-    notes = list(notes or [])
     try:
         run = _row(store, run.id)
         if run.state == "cancelling":
+            launch.started = True
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
         elif _deadline_passed(run):
+            launch.started = True
             _time_out(store, run)  # R4: even while nothing ran
         else:
             workflow = Workflow.from_snapshot(loads(run.config))
-            store.update_run(run.id, state="running")
             with run_gc_policy():
-                outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options))
+                outcome, waiting = asyncio.run(_execute(project, store, run, workflow, lease, options,
+                                                        launch))
             notes += waiting
             interrupted = outcome == "interrupted"
             if outcome == "complete":
@@ -391,7 +449,7 @@ def cancel_run(project: Project, store: Store, run: Row) -> RunResult:
 
 
 async def _execute(project: Project, store: Store, run: Row, workflow: Workflow, lease: Lease,
-                   options: RunOptions) -> tuple[str, list[str]]:
+                   options: RunOptions, launch: _Launch | None = None) -> tuple[str, list[str]]:
     """Run until every unit settled (``complete``), the run waits on batches (``paused``),
     or it was interrupted (``interrupted``, Ctrl-C); with what it waits on."""
     llm_providers = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
@@ -432,6 +490,9 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
         options.on_start(progress, executor)
     restore = _install_interrupt(executor) if options.handle_signals else None
     try:
+        await gateway.call(store.update_run, run.id, state="running")
+        if launch is not None:
+            launch.started = True
         await executor.event("run_started", pid=os.getpid(), host=socket.gethostname())
         outcome = await _passes(executor, options, was_waiting=run.state == "waiting")
         for rt in executor.runtimes:
@@ -632,6 +693,8 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
                 action: str | None, record: str | None, dry_run: bool,
                 abandon_in_flight: bool = False) -> RunResult | dict[str, Any]:
     """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
+    if not dry_run:
+        _no_running_loop()
     open_run = store.open_run(workflow.name)
     if open_run is not None:
         raise RefusedError(
@@ -666,5 +729,5 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
     snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)
     run = admit_run(project, store, workflow, options, retry_of=original.id, snapshot=snapshot)
     store.copy_outcomes(original.id, run.id, targets | downstream)
-    return execute_run(project, store, run, options,
-                       notes + [f"retrying {len(targets)} failed units of run {original.id}"])
+    notes.append(f"retrying {len(targets)} failed units of run {original.id}")
+    return execute_run(project, store, run, options, notes, admitted=True)

@@ -175,6 +175,20 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
             )
             return res.rowcount == 1
 
+    def discard_run(self, run_id: str) -> bool:
+        """Undo the admission of a run that never started executing: its carried outcomes,
+        events, action states, fan-out counts and its row go. Refused (False, nothing
+        deleted) when anything shows it did start: usage, batches, effects, proposals."""
+        with self._guard("discard the run"), self.engine.begin() as conn:
+            for table in (t.usage, t.batches, t.effects, t.approvals):
+                if conn.execute(sa.select(sa.literal(1)).where(table.c.run_id == run_id)
+                                .limit(1)).first() is not None:
+                    return False
+            for table in (t.outcomes, t.events, t.run_actions, t.fanouts):
+                conn.execute(table.delete().where(table.c.run_id == run_id))
+            conn.execute(t.runs.delete().where(t.runs.c.id == run_id))
+            return True
+
     def get_run(self, run_id: str) -> Row | None:
         with self._read() as conn:
             row = conn.execute(sa.select(t.runs).where(t.runs.c.id == run_id)).first()
