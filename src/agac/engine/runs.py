@@ -67,13 +67,61 @@ class RunOptions:
     allow_over_estimate: bool = False
     source: RecordSource | None = None
     """The records a new run snapshots instead of ``input.path`` (``agac.run(records=…)``)."""
+    tenant: str = "default"
+    """The tenant the run belongs to (DESIGN §13 T2)."""
 
 
 @dataclass
 class RunResult:
+    """What a run call returns: the §7.1 summary, the notes for the user, the exit code;
+    the summary's main facts as attributes (``run_id``, ``state``, ``cost_usd``, …)."""
+
     summary: dict[str, Any]
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary["run_id"])
+
+    @property
+    def workflow(self) -> str:
+        return str(self.summary["workflow"])
+
+    @property
+    def state(self) -> str:
+        return str(self.summary["state"])
+
+    @property
+    def tenant(self) -> str:
+        """The run's tenant (DESIGN §13 T2); ``default`` unless set."""
+        return str(self.summary.get("tenant") or "default")
+
+    @property
+    def actions(self) -> dict[str, dict[str, Any]]:
+        """Per action: records, answered, failed, skipped, pending, calls, reused, …"""
+        actions: dict[str, dict[str, Any]] = self.summary["actions"]
+        return actions
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self.summary.get("cost_usd") or 0.0)
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary with ``tenant``, ``exit_code``, ``interrupted`` and ``notes`` (JSON)."""
+        return {**self.summary, "tenant": self.tenant, "exit_code": self.exit_code,
+                "interrupted": self.interrupted, "notes": list(self.notes)}
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{name}: {a['answered']}/{a['records']} answered"
+                           + (f", {a['failed']} failed" if a["failed"] else "")
+                           for name, a in self.actions.items())
+        return (f"<RunResult {self.run_id} {self.workflow} {self.state} ${self.cost_usd:.4f}"
+                f" ({counts})>")
 
     @property
     def exit_code(self) -> int:
@@ -182,6 +230,9 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
     (R1) or a newly admitted one; with notes for the user."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     options.overrides = overrides
+    if options.tenant != "default":
+        raise UsageError(f"tenant {options.tenant!r}: this store keeps runs of the tenant "
+                         "'default' only; leave the tenant unset (or set it to 'default')")
     notes: list[str] = []
     open_run = store.open_run(workflow.name)
     if open_run is not None and (options.new or options.fresh):
