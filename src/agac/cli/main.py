@@ -627,21 +627,31 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 
 @cli.command()
 @click.argument("workflow")
-@click.option("--action", required=True)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--out", default=None, help="Write here instead of stdout.")
+@click.option("--action", default=None, help="One action's rows (or its columns, for the wide table).")
+@click.option("--all-actions", is_flag=True, help="The wide table: one row per record, every action.")
+@click.option("--include-source", is_flag=True, help="Add the record's fields (source.<field>).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
+              show_default=True)
+@click.option("--out", default=None, help="Write here instead of stdout (parquet needs it).")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
 @json_option
 @command
-def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str | None,
-           as_json: bool) -> int:
-    """Export one row per record of an action: key, status, reason, output."""
+def export(workflow: str, action: str | None, all_actions: bool, include_source: bool, fmt: str,
+           out: str | None, run_ref: str | None, as_json: bool) -> int:
+    """Export a run's results: one row per record of an action, or the wide table."""
     from agac import api
     from agac.data.export import open_output, write_csv, write_jsonl
 
-    rows = api.export_rows(workflow, action, run_ref=run_ref)
-    with open_output(out) as handle:
-        n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
+    if (action is None) == all_actions:
+        raise click.UsageError("name one action with --action A, or every action with --all-actions")
+    if fmt == "parquet" or all_actions or include_source:
+        n = api.export_table(run_ref or workflow, out, format=fmt, action=action,
+                             include_source=include_source)
+    else:
+        assert action is not None
+        rows = api.export_rows(workflow, action, run_ref=run_ref)
+        with open_output(out) as handle:
+            n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
     if out:
         msg = {"out": out, "rows": n, "format": fmt}
         _emit_json(msg) if as_json else click.echo(f"wrote {n} rows to {out}", err=True)

@@ -1,0 +1,113 @@
+"""The Python API as a notebook uses it (DESIGN §15): a workflow given as a dict, records
+from pandas, polars and Arrow, ``agac.run`` inside a running event loop (no nest_asyncio)
+and ``await agac.arun``, results back as DataFrames."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import agac
+from agac import api
+from agac.errors import ConfigError, UsageError
+
+WORKFLOW: dict[str, Any] = {
+    "name": "reviews",
+    "input": {"id_field": "id"},
+    "defaults": {"model": "mock/nb", "max_concurrency": 4},
+    "actions": [
+        {"name": "classify", "prompt": "Classify: {{ source.text }}",
+         "schema": {"type": "object", "required": ["label", "score", "meta"], "properties": {
+             "label": {"enum": ["pos", "neg"]}, "score": {"type": "integer"},
+             "meta": {"type": "object", "required": ["lang"], "properties": {
+                 "lang": {"type": "string"}}}}}},
+        {"name": "reply", "dependencies": ["classify"], "when": "classify.label == 'neg'",
+         "prompt": "Reply to: {{ source.text }}"},
+    ],
+}
+WHEN = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
+
+
+def frame() -> pd.DataFrame:
+    return pd.DataFrame({"id": ["a", "b", "c"], "text": ["great", "awful", "fine"],
+                         "stars": [5.0, float("nan"), 3.0],
+                         "at": [pd.Timestamp(WHEN), pd.NaT, pd.Timestamp(WHEN)]})
+
+
+@pytest.fixture
+def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A notebook's working folder; the project is a folder that does not exist yet."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "project"
+
+
+def _check(result: Any, df: pd.DataFrame, keys: list[str]) -> None:
+    assert result.state == "succeeded" and result.exit_code == 0
+    assert result.actions["classify"]["answered"] == 3
+    assert result.cost_usd == 0.0 and result.tenant == "default"
+    assert result.to_dict()["run_id"] == result.run_id
+    assert df["key"].tolist() == keys
+    assert set(df["classify.label"]) <= {"pos", "neg"}
+    assert df["classify#status"].tolist() == ["answered"] * 3
+    assert df["classify.meta.lang"].map(type).eq(str).all()
+    # reply ran only where classify said neg; elsewhere it was skipped by its guard.
+    neg = df["classify.label"] == "neg"
+    assert (df.loc[neg, "reply#status"] == "answered").all()
+    assert (df.loc[~neg, "reply#reason"] == "guard").all()
+    assert df.loc[neg, "reply.text"].str.startswith("mock answer").all()
+
+
+async def test_run_inside_a_running_event_loop_from_pandas(nb: Path) -> None:
+    asyncio.get_running_loop()  # a cell of a notebook runs inside the kernel's loop
+    result = agac.run(WORKFLOW, nb, records=frame(), progress=False)
+    assert (nb / "agac.yml").is_file() and (nb / "workflows" / "reviews.yml").is_file()
+    df = agac.results(result, include_source=True, project=nb).to_pandas()
+    _check(result, df, ["a", "b", "c"])
+    assert df["source.text"].tolist() == ["great", "awful", "fine"]
+    assert df["source.stars"].iloc[0] == 5.0 and math.isnan(df["source.stars"].iloc[1])
+    at = df["source.at"]
+    assert at.isna().tolist() == [False, True, False]  # NaT -> null
+    assert at[0] == at[2] == "2026-03-01T09:30:00+00:00"  # timestamps: ISO-8601
+    # The same values the per-action export gives.
+    narrow = {r["key"]: r["output"] for r in api.export_rows("reviews", "classify", nb)}
+    assert df.set_index("key")["classify.label"].to_dict() == {
+        k: v["label"] for k, v in narrow.items()}
+
+
+async def test_arun_from_polars_and_keys_records_n_without_id_field(nb: Path) -> None:
+    workflow = {**WORKFLOW, "name": "reviews_pl", "input": None}
+    del workflow["input"]
+    records = pl.from_pandas(frame().drop(columns=["id"]))
+    result = await agac.arun(workflow, nb, records=records, progress=False)
+    df = agac.results("reviews_pl", project=nb).to_polars().to_pandas()
+    _check(result, df, ["records:1", "records:2", "records:3"])
+
+
+def test_run_from_arrow_and_dicts_without_a_loop(nb: Path) -> None:
+    table = pa.Table.from_pandas(frame(), preserve_index=False)
+    result = agac.run(WORKFLOW, nb, records=table, progress=False)
+    arrow = agac.results(result, project=nb).to_arrow()
+    assert arrow.schema.field("classify.score").type == pa.int64()
+    _check(result, arrow.to_pandas(), ["a", "b", "c"])
+    rows = list(agac.results(result, "classify", project=nb))
+    assert [r["key"] for r in rows] == ["a", "b", "c"] and "reply#status" not in rows[0]
+    # The same records as dicts: the same snapshot, so the open-run check passes and the
+    # finished run's answers are reused.
+    again = agac.run(WORKFLOW, nb, records=frame().to_dict("records"), progress=False)
+    assert again.actions["classify"]["calls"] == 0 and again.actions["classify"]["reused"] == 3
+
+
+def test_a_bytes_column_is_refused_and_admits_nothing(nb: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        agac.run(WORKFLOW, nb, records=pd.DataFrame({"id": ["a"], "text": [b"x"]}),
+                 progress=False)
+    assert caught.value.problems[0].code == "invalid_input"
+    assert api.list_runs(project=nb) == []
