@@ -642,7 +642,7 @@ def export(workflow: str, action: str | None, all_actions: bool, include_source:
     from agac import api
     from agac.data.export import open_output, write_csv, write_jsonl
 
-    if (action is None) == all_actions:
+    if (action is None) != all_actions:
         raise click.UsageError("name one action with --action A, or every action with --all-actions")
     if fmt == "parquet" or all_actions or include_source:
         n = api.export_table(run_ref or workflow, out, format=fmt, action=action,
