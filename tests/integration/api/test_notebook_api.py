@@ -111,3 +111,68 @@ def test_a_bytes_column_is_refused_and_admits_nothing(nb: Path) -> None:
                  progress=False)
     assert caught.value.problems[0].code == "invalid_input"
     assert api.list_runs(project=nb) == []
+
+
+def test_validate_plan_and_render_take_a_dict_and_records(nb: Path) -> None:
+    workflow, problems = agac.validate(WORKFLOW, nb, records=frame())
+    assert workflow is not None and workflow.input.records, problems
+    _, problems = agac.validate(WORKFLOW, nb)  # without records it needs input.path
+    assert "missing_key" in [p.code for p in problems]
+    plan = agac.plan(WORKFLOW, nb, records=frame())
+    assert plan["records"] == 3 and plan["actions"]["classify"]["requests"] == 3
+    rendered = agac.render(WORKFLOW, "b", "classify", project=nb, records=frame())
+    assert rendered[0]["request"]["messages"][-1]["content"] == "Classify: awful"
+    assert api.list_runs(project=nb) == []  # nothing admitted, nothing sent
+
+
+def test_results_name_a_run_by_result_id_dict_or_name(nb: Path) -> None:
+    result = agac.run(WORKFLOW, nb, records=frame(), progress=False)
+    tables = [agac.results(ref, "classify", project=nb).to_arrow()
+              for ref in (result, result.run_id, WORKFLOW, "reviews")]
+    assert all(t.equals(tables[0]) for t in tables)
+    assert tables[0].column_names == ["key", "classify.label", "classify.score",
+                                      "classify.meta.lang", "classify#status", "classify#reason"]
+
+
+def test_a_tenant_other_than_default_is_refused_before_admission(nb: Path) -> None:
+    assert agac.run(WORKFLOW, nb, records=frame(), tenant="default", progress=False).tenant == \
+        "default"
+    with pytest.raises(UsageError, match="tenant 'acme'"):
+        agac.run({**WORKFLOW, "name": "other"}, nb, records=frame(), tenant="acme",
+                 progress=False)
+    assert [r["workflow"] for r in api.list_runs(project=nb)] == ["reviews"]
+
+
+def test_a_missing_data_library_names_the_extra(nb: Path, monkeypatch: pytest.MonkeyPatch,
+                                                ) -> None:
+    import sys
+
+    result = agac.run(WORKFLOW, nb, records=frame().to_dict("records"), progress=False)
+    for module, call in (("pandas", "to_pandas"), ("polars", "to_polars"),
+                         ("pyarrow", "to_arrow")):
+        monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+        with pytest.raises(UsageError, match=r"pip install 'agac\[data\]'"):
+            getattr(agac.results(result, project=nb), call)()
+        monkeypatch.undo()
+    # Dicts in and JSONL/CSV out need none of them.
+    rows = list(agac.results(result, project=nb))
+    assert len(rows) == 3
+
+
+async def test_cancelling_arun_stops_the_run_gently_and_the_next_call_continues_it(
+        nb: Path) -> None:
+    nb.mkdir()
+    (nb / "agac.yml").write_text("providers: {mock: {latency_ms: 150}}\n")
+    slow = {**WORKFLOW, "defaults": {"model": "mock/nb", "max_concurrency": 2}}
+    many = pd.DataFrame({"id": [f"k{i}" for i in range(40)],
+                         "text": [f"text {i}" for i in range(40)]})  # 40 distinct requests
+    task = asyncio.create_task(agac.arun(slow, nb, records=many, progress=False))
+    await asyncio.sleep(1.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    runs = api.list_runs(project=nb)
+    assert len(runs) == 1 and runs[0]["state"] == "running"  # interrupted, not ended
+    done = agac.run(slow, nb, progress=False)  # no records: the open run's own snapshot
+    assert done.run_id == runs[0]["run_id"] and done.state == "succeeded"
+    assert done.actions["classify"]["answered"] == 40
