@@ -114,10 +114,11 @@ def _each(hooks: list[Callable[[Any, Any], None]]) -> Callable[[Any, Any], None]
     return start
 
 
-def retry(ref: str | Path, project: ProjectRef = None, *,
+def retry(ref: WorkflowRef, project: ProjectRef = None, *,
           action: str | None = None, record: str | None = None, dry_run: bool = False,
           abandon_in_flight: bool = False, store: Store | None = None, **options: Any) -> Any:
-    """``agac retry`` (R2): re-ask the failed units of the latest final run.
+    """``agac retry`` (R2): re-ask the failed units of the latest final run, over its input
+    snapshot (records given in memory included: they need not be given again).
 
     ``abandon_in_flight`` (B10): retry even though a batch of the workflow is still out;
     its waiting records fail ``batch_abandoned`` first.
@@ -125,13 +126,13 @@ def retry(ref: str | Path, project: ProjectRef = None, *,
     from agac.engine.runs import RunOptions, start_retry
 
     proj = project_of(project)
-    workflow = load_workflow(ref, proj)
+    path = workflow_file(ref, proj)
     with using(proj, store) as (_, st):
         # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
-        last = st.latest_run(workflow.name, final=True)
+        last = st.latest_run(workflow_name(str(path), proj), final=True)
         overrides = (loads(last.options).get("overrides") or {}) if last is not None else {}
-        if overrides:
-            workflow = load_workflow(ref, proj, **overrides)
+        from_records = last is not None and bool(loads(last.config)["input"].get("records"))
+        workflow = load_workflow(path, proj, records=from_records, **overrides)
         run_options = RunOptions(**options)
         run_options.overrides = overrides
         return start_retry(proj, st, workflow, run_options, action, record, dry_run,

@@ -176,3 +176,16 @@ async def test_cancelling_arun_stops_the_run_gently_and_the_next_call_continues_
     done = agac.run(slow, nb, progress=False)  # no records: the open run's own snapshot
     assert done.run_id == runs[0]["run_id"] and done.state == "succeeded"
     assert done.actions["classify"]["answered"] == 40
+
+
+def test_retry_of_a_run_over_records_needs_no_records(nb: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    flaky = {**WORKFLOW, "defaults": {"model": "mock/nb", "retry": {"max_attempts": 1}}}
+    monkeypatch.setenv("AGAC_MOCK_FAIL_RATE", "1")
+    failed = agac.run(flaky, nb, records=frame(), progress=False)
+    assert failed.state == "failed" and failed.actions["classify"]["failed"] == 3
+    monkeypatch.delenv("AGAC_MOCK_FAIL_RATE")
+    retried = agac.retry(flaky, nb)
+    assert retried.state == "succeeded" and retried.summary["retry_of"] == failed.run_id
+    df = agac.results(retried, project=nb).to_pandas()
+    assert df["classify#status"].tolist() == ["answered"] * 3
