@@ -4,8 +4,6 @@ an event loop on the calling thread, a failure while the engine starts."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import socket
 import subprocess
 import sys
@@ -55,7 +53,7 @@ def test_missing_credentials_admit_nothing(proj: Path, monkeypatch: pytest.Monke
 
 def test_a_failure_while_the_engine_starts_undoes_the_admission(
         proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agac.engine.runs as runs
+    from agac.engine import runs
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ConfigError("the provider could not be opened")
