@@ -173,7 +173,7 @@ def _item_cells(key: str, units: Sequence[Unit], columns: list[Column], json_tex
 
 def _dig(value: Any, path: tuple[str, ...]) -> Any:
     for part in path:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):  # JSON objects are dicts (cheaper than Mapping)
             return None
         value = value.get(part)
     return value

@@ -85,11 +85,13 @@ def result_row_groups(store: Store, run: Row, table: ResultTable, *, json_text: 
     source = any(c.role == "source" for c in table.columns)
     group: list[list[Any]] = []
     for lo in range(0, total, _READ):
-        hi = min(lo + _READ, total)
-        units = _units_by_seq(store.outcomes_between(run.id, lo, hi), wanted)
-        for record in store.iter_records(run.snapshot_id, lo, hi):
-            payload = loads(record.payload) if source and record.payload is not None else None
-            group.append(table.row(record.key, units.get(record.seq, {}), payload,
+        records, outcomes = store.results_between(run.id, run.snapshot_id, lo,
+                                                  min(lo + _READ, total), payloads=source)
+        units = _units_by_seq(outcomes, wanted)
+        for record in records:
+            payload = loads(record.payload) if source and record.payload is not None \
+                and record.reason is None else None
+            group.append(table.row(record.key, units.get(record.seq, _NONE), payload,
                                    json_text=json_text))
             if len(group) >= rows_per_group:
                 yield group
@@ -98,12 +100,21 @@ def result_row_groups(store: Store, run: Row, table: ResultTable, *, json_text: 
         yield group
 
 
+_NONE: dict[str, list[Unit]] = {}
+
+
 def _units_by_seq(rows: Sequence[Any], wanted: set[str]) -> dict[int, dict[str, list[Unit]]]:
     out: dict[int, dict[str, list[Unit]]] = {}
-    for row in rows:
-        if row.action not in wanted:
+    for seq, action, key, status, reason, output in rows:
+        if action not in wanted:
             continue
-        unit = Unit(row.unit_key, row.status, row.reason,
-                    loads(row.output) if row.output is not None else None)
-        out.setdefault(row.seq, {}).setdefault(row.action, []).append(unit)
+        unit = Unit(key, status, reason, None if output is None else loads(output))
+        by_action = out.get(seq)
+        if by_action is None:
+            by_action = out[seq] = {}
+        found = by_action.get(action)
+        if found is None:
+            by_action[action] = [unit]
+        else:
+            found.append(unit)
     return out
