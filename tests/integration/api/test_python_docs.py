@@ -62,3 +62,11 @@ async def test_the_python_walk_through_runs_as_written(emulator: RunningEmulator
     assert (tmp_path / "triage" / "triage.parquet").is_file()
     assert sum(n for _, n in ns["by_sentiment"]) == 4
     assert emulator.stats()["duplicate_answers"] == 0
+    # The page's workflows, given as dicts, satisfy the shipped JSON Schema too.
+    from jsonschema import Draft7Validator
+
+    from agac.config.schema import workflow_schema
+
+    validator = Draft7Validator(workflow_schema())
+    for name in ("workflow", "batch_wf"):
+        assert list(validator.iter_errors(ns[name])) == [], name
