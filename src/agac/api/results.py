@@ -69,10 +69,9 @@ class Results:
 
     def to_arrow(self) -> pyarrow.Table:
         from agac.data.arrow import arrow_schema, record_batch, require
-
-        pa = require("pyarrow")
         from agac.engine.results import result_table
 
+        pa = require("pyarrow")
         batches, schema = [], None
         for table, group in self._groups():
             schema = schema or arrow_schema(table)
