@@ -38,10 +38,14 @@ def load_workflow(ref: WorkflowRef, project: ProjectRef = None, *,
 
 def validate(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
              run_mode: str | None = None, poll_interval: float | str | None = None,
-             batch_deadline: float | str | None = None) -> tuple[Workflow | None, list[Any]]:
+             batch_deadline: float | str | None = None,
+             sample: int = 100) -> tuple[Workflow | None, list[Any]]:
     """(workflow or None, every error and warning) without raising for config errors.
-    ``records`` (any value but None, not read) validates the workflow as records given in
-    memory would run it: without ``input.path``."""
+
+    ``sample``: how many of the input's first records to read to check ``id_field`` and
+    the ``source`` fields templates read (0: do not read the input). ``records`` (any
+    value but None) validates the workflow as records given in memory would run it:
+    without ``input.path``; the sample is then the first of those records."""
     from agac.config.workflow import validate_workflow
     from agac.providers.pricing import PriceTable
 
@@ -49,7 +53,8 @@ def validate(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
     prices = PriceTable(dict(proj.config.prices))
     return validate_workflow(workflow_file(ref, proj), proj, run_mode=run_mode,
                              poll_interval=poll_interval, batch_deadline=batch_deadline,
-                             price_lookup=prices.known, records=records is not None)
+                             price_lookup=prices.known, sample=sample,
+                             records=records is not None)
 
 
 def plan(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,

@@ -25,11 +25,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from agac.errors import UsageError
+
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "open_binary_output", "open_output", "write_csv", "write_jsonl", "write_parquet",
-           "write_wide_csv", "write_wide_jsonl"]
+__all__ = ["CSV_COLUMNS", "open_binary_output", "open_output", "write_csv", "write_jsonl",
+           "write_parquet", "write_wide_csv", "write_wide_jsonl"]
 
 #: Column order of CSV exports.
 CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output")
@@ -125,26 +127,32 @@ def open_output(path: str | None) -> Iterator[TextIO]:
 
     A file is written to a temporary sibling and moved into place when the block
     ends without an error, so a failed export never leaves a half-written file (nor
-    clobbers an earlier one). Missing parent folders are created.
+    clobbers an earlier one). Missing parent folders are created. A ``path`` that is a
+    folder is refused (UsageError) before anything is read.
     """
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
         return
-    with _replacing(Path(path)) as tmp, tmp.open("x", encoding="utf-8", newline="") as handle:
+    with _replacing(Path(path), "results.jsonl") as tmp, \
+            tmp.open("x", encoding="utf-8", newline="") as handle:
         yield handle
 
 
 @contextlib.contextmanager
 def open_binary_output(path: str) -> Iterator[IO[bytes]]:
     """As :func:`open_output`, for a binary file (parquet); a path is required."""
-    with _replacing(Path(path)) as tmp, tmp.open("xb") as handle:
+    with _replacing(Path(path), "results.parquet") as tmp, tmp.open("xb") as handle:
         yield handle
 
 
 @contextlib.contextmanager
-def _replacing(target: Path) -> Iterator[Path]:
-    """A temporary sibling of ``target``, moved onto it when the block succeeds."""
+def _replacing(target: Path, example: str) -> Iterator[Path]:
+    """A temporary sibling of ``target``, moved onto it when the block succeeds; a
+    ``target`` that is a folder is refused (UsageError) before anything is written."""
+    if target.is_dir():
+        raise UsageError(f"{target} is a folder, not a file",
+                         hint=f"name the file to write, e.g. {target / example}")
     target.parent.mkdir(parents=True, exist_ok=True)
     # A plain exclusive open (not mkstemp) so the file gets the usual umask permissions.
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")

@@ -28,10 +28,15 @@ __all__ = ["InputSnapshot", "current_snapshot_id", "input_source", "snapshot_inp
 
 
 class InputSnapshot:
-    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int) -> None:
+    """A stored input snapshot; ``empty_files`` names the input files that gave it no
+    record (reported at admission, never silently nothing)."""
+
+    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int,
+                 empty_files: tuple[str, ...] = ()) -> None:
         self.id = snapshot_id
         self.files = files
         self.count = count
+        self.empty_files = empty_files
 
 
 def input_source(workflow: Workflow, project: Project, given: RecordSource | None = None,
@@ -65,10 +70,24 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
-        return InputSnapshot(snapshot_id, loads(info.files), info.record_count)
+        stored = loads(info.files)
+        return InputSnapshot(snapshot_id, stored, info.record_count,
+                             _empty(source, stored, info.record_count, limit, project))
     files: list[dict[str, Any]] = []
     count = store.write_snapshot(snapshot_id, files, _rows(source, workflow, limit, files))
-    return InputSnapshot(snapshot_id, files, count)
+    return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
+
+
+def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit: int | None,
+           project: Project) -> tuple[str, ...]:
+    """The input files that gave no record (not merely cut off by ``limit``); records
+    given in memory that were none at all."""
+    if limit is not None and count >= limit:
+        return ()
+    seen = {f["file"] for f in files}
+    if isinstance(source, FileSource):
+        return tuple(project.display(p) for p in source.paths if p.name not in seen)
+    return () if seen else (source.label,)
 
 
 def _rows(

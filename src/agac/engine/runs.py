@@ -36,7 +36,7 @@ from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.summary import build_summary
-from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
+from agac.errors import AgacError, LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.repository import FINAL_STATES, dumps, loads
@@ -262,7 +262,10 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
             )
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
-    return admit_run(project, store, workflow, options), notes
+    snapshot = snapshot_input(workflow, project, store, options.limit)
+    notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
+                 "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
+    return admit_run(project, store, workflow, options, snapshot=snapshot), notes
 
 
 def _end_replaced(store: Store, open_run: Row, options: RunOptions) -> None:
@@ -307,9 +310,11 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     carried = 0
     if prior is not None:
         carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
-    store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", {
-        "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
-        "carried_outcomes": carried})])
+    admitted: dict[str, Any] = {"records": snapshot.count, "retry_of": retry_of,
+                                "fresh": options.fresh, "prior": prior, "carried_outcomes": carried}
+    if snapshot.empty_files:
+        admitted["empty_files"] = list(snapshot.empty_files)
+    store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", admitted)])
     run = _row(store, run_id)
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
     return run
@@ -384,15 +389,20 @@ def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 notes: list[str] | None = None, *, admitted: bool = False) -> RunResult:
-    """Own and execute ``run`` until it ends or pauses. ``admitted``: this call admitted it,
-    so a failure before its execution begins undoes the admission (``discard_run``)."""
+    """Own and execute ``run`` until it ends or pauses. An error that stops it names the run
+    (``run_id``), so the CLI can show the run's summary with it. ``admitted``: this call
+    admitted it, so a failure before its execution begins undoes the admission
+    (``discard_run``) and the error names no run."""
     launch = _Launch()
     try:
         return _execute_owned(project, store, run, options, list(notes or []), launch)
-    except BaseException:
+    except BaseException as exc:
+        discarded = False
         if admitted and not launch.started:
             with contextlib.suppress(Exception):  # the original error is the one to report
-                store.discard_run(run.id)
+                discarded = store.discard_run(run.id)
+        if isinstance(exc, AgacError) and not discarded:
+            exc.run_id = exc.run_id or run.id
         raise
 
 
