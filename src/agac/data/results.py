@@ -41,7 +41,8 @@ from agac.data.columns import (
 
 __all__ = ["ActionOutput", "Column", "ResultTable", "Unit", "item_path"]
 
-PENDING = "pending"
+NOT_SETTLED = "pending"
+"""The status column of a unit the run has not settled yet (no outcome row)."""
 
 Role = Literal["key", "source", "field", "status", "reason"]
 
@@ -141,7 +142,7 @@ def _record_cells(key: str, unit: Unit | None, columns: list[Column], json_text:
     out: list[Any] = []
     for column in columns:
         if column.role == "status":
-            out.append(PENDING if unit is None else unit.status)
+            out.append(NOT_SETTLED if unit is None else unit.status)
         elif column.role == "reason":
             out.append(None if unit is None else unit.reason)
         else:

@@ -262,7 +262,7 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
             )
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
-    snapshot = snapshot_input(workflow, project, store, options.limit)
+    snapshot = snapshot_input(workflow, project, store, options.limit, options.source)
     notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
                  "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
     return admit_run(project, store, workflow, options, snapshot=snapshot), notes
