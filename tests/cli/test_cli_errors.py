@@ -40,7 +40,8 @@ VALUES = {
     "reason": "because", "changes": "text=x", "batch_id": "b1",
 }
 #: Commands that never open the store, and what they answer in the walks.
-NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0}
+NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0,
+            "agac schema": 0}
 
 
 def _busy_port() -> Iterator[int]:
