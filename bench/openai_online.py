@@ -107,9 +107,10 @@ def client_agac(port: int, records: int, concurrency: int) -> dict[str, Any]:
     with (root / "data" / "reviews.jsonl").open("w") as out:
         for i in range(records):
             out.write(json.dumps({"id": i, "text": review(i)}) + "\n")
-    import agac.engine.runs  # noqa: F401 - imports outside the measured part
-    import agac.providers.openai  # noqa: F401
     import openai  # noqa: F401
+
+    import agac.engine.lifecycle.runs
+    import agac.providers.openai  # noqa: F401
 
     cpu0, t0 = time.process_time(), time.perf_counter()
     result = api.run("wf.yml", root)

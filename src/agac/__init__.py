@@ -31,7 +31,7 @@ __all__ = [
 
 _LAZY = {
     "Results": "agac.api.results:Results",
-    "RunResult": "agac.engine.runs:RunResult",
+    "RunResult": "agac.engine.lifecycle.options:RunResult",
     "ToolContext": "agac.engine.context:ToolContext",
     "arun": "agac.api:arun",
     "cancel": "agac.api:cancel",
@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agac.api import export_table as export
     from agac.api.results import Results
     from agac.engine.context import ToolContext
-    from agac.engine.runs import RunResult
+    from agac.engine.lifecycle.options import RunResult
 
 
 def __getattr__(name: str) -> Any:

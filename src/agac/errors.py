@@ -8,6 +8,7 @@ Tree::
     │   └── RefusedError            refused by a rule (retry while a run is open, ...)
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
+    │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
     ├── Paused                      the run cannot move now; run again later (exit 75)
     │   └── LeaseHeld               a live process owns the run
     ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (DESIGN §5)
@@ -38,6 +39,7 @@ __all__ = [
     "FatalError",
     "LeaseHeld",
     "LeaseLost",
+    "LeaseTaken",
     "Paused",
     "Problem",
     "ProviderError",
@@ -141,6 +143,12 @@ class LeaseLost(StoreError):
     """Another process took over this run; this process stops writing."""
 
     code = "lease_lost"
+
+
+class LeaseTaken(LeaseLost):
+    """Another process took over the storage point; this process stopped before any effect."""
+
+    exit_code = 75
 
 
 class Paused(AgacError):

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_jsonl", "write_project"]
+from agac.clock import ManualClock
+
+__all__ = ["ManualClock", "write_jsonl", "write_project"]
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any] | str]) -> Path:

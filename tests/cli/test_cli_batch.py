@@ -20,10 +20,11 @@ import pytest
 from cli_support import agac
 
 from agac.config import find_project, store_url
+from agac.jsontext import dumps
 from agac.providers.base import BatchHandle, Message, ProviderSettings, Request
 from agac.providers.registry import provider_class
 from agac.store.batches import staged_key
-from agac.store.repository import Store, dumps
+from agac.store.repository import Store
 
 WORKFLOW = """\
 name: wf

@@ -11,9 +11,9 @@ arun, retry, cancel), :mod:`~agac.api.results` (the wide results table, parquet 
 :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
-:mod:`~agac.api.maintenance` (gc, store upgrade). Notebooks' needs: :mod:`~agac.api.inline`
-(workflows as dicts, records as DataFrames, projects created on first use),
-:mod:`~agac.api.threads` (running inside an event loop), :mod:`~agac.api.progress`.
+:mod:`~agac.api.maintenance` (gc, store upgrade, store info). Notebooks' needs:
+:mod:`~agac.api.inline` (workflows as dicts, records as DataFrames, projects created on
+first use), :mod:`~agac.api.threads` (running inside an event loop), :mod:`~agac.api.progress`.
 
 The store, the engine and SQLAlchemy are imported by the calls that use them, not at
 import: ``agac validate`` never touches the store and must start fast.
@@ -34,7 +34,7 @@ from agac.api.history import (
     record_session,
     status,
 )
-from agac.api.maintenance import gc, store_upgrade
+from agac.api.maintenance import gc, store_info, store_upgrade
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
 from agac.api.results import Results, export_table, results
 from agac.api.runs import arun, cancel, retry, run
@@ -73,6 +73,7 @@ __all__ = [
     "revise",
     "run",
     "status",
+    "store_info",
     "store_upgrade",
     "submit",
     "validate",

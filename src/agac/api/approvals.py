@@ -1,12 +1,14 @@
 """People's decisions on proposals (A1-A3): list, show, approve, reject, revise. None of
 these needs the run's lease; each is refused (exit 2) when the proposal is stale,
-replayed, expired or altered, or the decider is not an approver."""
+replayed, expired or altered, or the decider is not an approver. On a storage point a
+decision owns the point while it is recorded (exit 75 naming a live owner) and needs
+``AGAC_SECRET`` (``secret_not_durable``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, reading, workflow_name
+from agac.api.projects import ProjectRef, project_of, reading, workflow_name
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
@@ -19,7 +21,7 @@ def approvals_list(ref: str | None = None, project: ProjectRef = None, *,
     """``agac approvals list [WF]``: proposals waiting for a decision (A1), oldest first;
     ``every``: in any state. Each has at least id, workflow, action, record, arguments,
     approvers, expires_at and state."""
-    from agac.engine.decisions import list_proposals
+    from agac.engine.approvals.decisions import list_proposals
 
     with reading(project, store) as (proj, st):
         return list_proposals(st, workflow_name(ref, proj) if ref else None, every=every)
@@ -28,8 +30,9 @@ def approvals_list(ref: str | None = None, project: ProjectRef = None, *,
 def approvals_show(ref: str, project: ProjectRef = None, *,
                    store: Store | None = None) -> dict[str, Any]:
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
-    from agac.engine.decisions import show_proposal
+    from agac.engine.approvals.decisions import show_proposal
 
+    _secret_must_be_durable(project)
     with reading(project, store) as (proj, st):
         return show_proposal(proj, st, ref)
 
@@ -39,9 +42,10 @@ def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
     """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
     (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
     approver. Never needs the run's lease."""
-    from agac.engine.decisions import approve as _approve
+    from agac.engine.approvals.decisions import approve as _approve
 
-    with reading(project, store) as (proj, st):
+    _secret_must_be_durable(project)
+    with reading(project, store, writes=True) as (proj, st):
         return _approve(proj, st, ref, who)
 
 
@@ -49,9 +53,10 @@ def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None
            store: Store | None = None) -> dict[str, Any]:
     """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
     (or the run ends failed with ``on_reject: fail_run``)."""
-    from agac.engine.decisions import reject as _reject
+    from agac.engine.approvals.decisions import reject as _reject
 
-    with reading(project, store) as (proj, st):
+    _secret_must_be_durable(project)
+    with reading(project, store, writes=True) as (proj, st):
         return _reject(proj, st, ref, who, reason)
 
 
@@ -60,9 +65,26 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
     """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
     arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
     mapping of dotted field to value, or ``field=value`` strings."""
-    from agac.engine.decisions import parse_changes
-    from agac.engine.decisions import revise as _revise
+    from agac.engine.approvals.decisions import parse_changes
+    from agac.engine.approvals.decisions import revise as _revise
 
-    with reading(project, store) as (proj, st):
+    _secret_must_be_durable(project)
+    with reading(project, store, writes=True) as (proj, st):
         parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
         return _revise(proj, st, ref, who, parsed)
+
+
+def _secret_must_be_durable(project: ProjectRef) -> None:
+    """On a storage point, decisions are signed with ``AGAC_SECRET``: a generated
+    ``.agac/secret`` would die with the machine, and the run would find every decision
+    altered (DESIGN §14)."""
+    import os
+
+    from agac.config.project import is_point_url, store_url
+    from agac.errors import ConfigError, Problem
+
+    url = store_url(project_of(project))
+    if is_point_url(url) and not os.environ.get("AGAC_SECRET"):
+        raise ConfigError(problems=[Problem(
+            "secret_not_durable", f"decisions on the storage point {url} need AGAC_SECRET",
+            hint="set AGAC_SECRET to the secret every machine of this project uses")])

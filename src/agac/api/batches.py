@@ -13,22 +13,18 @@ submission is unknown (B2) so the next run polls it or sends its records again.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agac.api.projects import ProjectRef, using, workflow_name
 from agac.config.project import Project
-from agac.errors import RefusedError, UsageError
-from agac.jsontext import loads
-from agac.providers.base import BatchHandle, Result
-from agac.providers.factory import open_providers
-from agac.store.batches import OPEN_BATCH_STATES
+from agac.errors import UsageError
+from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
+    from agac.providers.base import Result
     from agac.store.repository import Store
 
 __all__ = ["batch_dict", "batch_status", "cancel", "list_batches", "resolve", "result_dict",
@@ -42,7 +38,7 @@ def list_batches(ref: str | None = None, project: ProjectRef = None, *,
                  store: Store | None = None) -> list[dict[str, Any]]:
     """Every batch of workflow ``ref`` (every batch of the project without one), newest
     first, as :func:`batch_dict` rows."""
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         name = workflow_name(ref, proj) if ref else None
         return [batch_dict(row) for row in st.list_batches(name)]
 
@@ -53,7 +49,9 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
     """One batch as the store knows it, with its items counted by status and the command
     a person most likely wants next. ``poll`` also asks the provider for its status now
     (``provider_status``); the store is not changed — the next run records what it says."""
-    with using(project, store) as (proj, st):
+    from agac.engine.batch.manual import poll_batch
+
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
         doc = batch_dict(row)
         items: dict[str, int] = {}
@@ -62,10 +60,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
         doc["items"] = items
         doc["next"] = _next_command(row)
     if poll:
-        if not row.provider_batch_id:
-            raise RefusedError(f"batch {row.key} has no provider batch id to ask about; "
-                               f"its state is {row.state}")
-        status = _with_provider(proj, row, lambda p, h: p.poll_batch(h))
+        status = poll_batch(proj, row)
         doc["provider_status"] = {"state": status.state, "raw_status": status.raw_status,
                                   "request_count": status.request_count,
                                   "completed": status.completed, "failed": status.failed,
@@ -81,23 +76,11 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     Only a batch the provider reports ended can be read; nothing is recorded in the
     store (a run collects answers, never this call).
     """
-    with using(project, store) as (proj, st):
+    from agac.engine.batch.manual import read_results
+
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
-    if not row.provider_batch_id:
-        raise RefusedError(f"batch {row.key} was never accepted by the provider (state "
-                           f"{row.state}); there are no results to read")
-    types: dict[str, int] = {}
-
-    async def read(provider: Any, handle: BatchHandle) -> None:
-        status = await provider.poll_batch(handle)
-        if status.state != "ended":
-            raise RefusedError(f"batch {handle.id} is {status.raw_status} at the provider; its "
-                               "results can be read once it has ended")
-        async for result in provider.batch_results(handle):
-            types[result.type] = types.get(result.type, 0) + 1
-            sink(result_dict(result))
-
-    _with_provider(proj, row, read)
+    types = read_results(proj, row, lambda result: sink(result_dict(result)))
     return {"key": row.key, "batch_id": row.provider_batch_id, "results": sum(types.values()),
             "types": types}
 
@@ -109,17 +92,11 @@ def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str,
     No result is claimed: the next run polls it and reads what the provider says (B7,
     B8 — an Anthropic batch canceled mid-run still ends with a result per request).
     """
+    from agac.engine.batch.manual import cancel_batch
+
     with using(project, store) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
-        if row.state not in OPEN_BATCH_STATES:
-            raise RefusedError(f"batch {row.provider_batch_id or row.key} is already "
-                               f"{row.state}; there is nothing to cancel")
-        if not row.provider_batch_id:
-            raise RefusedError(f"batch {row.key} has no provider batch id (state {row.state}); "
-                               f"settle it first: agac batch resolve {row.key} --batch-id ID "
-                               "| --not-submitted")
-        _with_provider(proj, row, lambda p, h: p.cancel_batch(h))
-        st.update_batch(row.key, state="cancelling")
+        cancel_batch(proj, st, row)
         return _reread(st, row.key)
 
 
@@ -132,27 +109,10 @@ def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None
     it; the intent becomes ``not_submitted`` and its pending items ``not_submitted``, so
     the next run sends those records again.
     """
-    if (batch_id is None) == (not not_submitted):
-        raise UsageError("give exactly one of --batch-id ID or --not-submitted")
+    from agac.engine.batch.manual import resolve_intent
+
     with using(project, store) as (_proj, st):
-        row = st.get_batch(key)
-        if row is None or row.key != key:
-            raise UsageError(f"no batch intent with key {key!r}; `agac batch list` shows them")
-        if row.state not in UNSETTLED_STATES:
-            raise RefusedError(f"batch {key} is {row.state}, not unknown: only an intent whose "
-                               "submission is unknown can be resolved")
-        if batch_id is not None:
-            other = st.get_batch(batch_id)
-            if other is not None and other.key != key:
-                raise RefusedError(f"provider batch {batch_id} already belongs to {other.key}")
-            st.update_batch(key, provider_batch_id=batch_id, state="submitted",
-                            submitted_at=time.time(), error=None)
-        else:
-            st.fail_open_items(key, "not_submitted", "not_submitted",
-                               "settled by `agac batch resolve --not-submitted`")
-            st.update_batch(key, state="not_submitted", ended_at=time.time(),
-                            error="not submitted (settled by agac batch resolve)")
-        st.mark_run_needs_pass(row.workflow)
+        resolve_intent(st, key, batch_id=batch_id, not_submitted=not_submitted)
         return _reread(st, key)
 
 
@@ -213,18 +173,3 @@ def _next_command(row: Row) -> str | None:
     if row.state in OPEN_BATCH_STATES:
         return f"agac run {row.workflow}"
     return None
-
-
-def _with_provider(proj: Project, row: Row,
-                   call: Callable[[Any, BatchHandle], Coroutine[Any, Any, Any]]) -> Any:
-    """Run ``call(adapter, handle)`` for the batch's provider, closing the adapter after."""
-    handle = BatchHandle(row.provider, row.provider_batch_id, row.key, loads(row.meta) or {})
-
-    async def go() -> Any:
-        provider = open_providers([row.provider], proj.config)[row.provider]
-        try:
-            return await call(provider, handle)
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(go())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agac.api.projects import ProjectRef, reading, resolve_run, workflow_name
 from agac.errors import UsageError
 from agac.jsontext import loads
+from agac.store.values import FINAL_STATES
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
 __all__ = ["FINAL_STATES", "cost", "events", "export_rows", "is_final", "list_records",
            "list_runs", "record_session", "status"]
 
-FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
-"""A run in one of these states never changes again (DESIGN §7)."""
 
 
 def is_final(state: str) -> bool:
@@ -28,16 +27,16 @@ def is_final(state: str) -> bool:
 def status(ref: str | None = None, project: ProjectRef = None, *,
            store: Store | None = None) -> dict[str, Any]:
     """The §7.1 summary of a run (by id) or of a workflow's latest run."""
-    from agac.engine.summary import build_summary
+    from agac.engine.views.summary import build_summary
 
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, ref)
-        if "pruned" in (loads(run_row.options) or {}):
+        if run_row.settings.pruned is not None:
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
         summary = build_summary(st, run_row)
-        if st.dialect == "postgresql" and st.has_shards(run_row.id):
-            from agac.engine.workers import shard_view
+        if st.shares_work and st.has_shards(run_row.id):
+            from agac.engine.workers.fleet import shard_view
 
             summary["shards"] = shard_view(st, run_row.id)
         return summary
@@ -74,7 +73,7 @@ def export_rows(ref: str, action: str, project: ProjectRef = None,
     """One row per record of ``action`` in the run: key, status, reason, detail, output."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref or ref)
-        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        names = run_row.action_names
         if action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
         for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
@@ -142,7 +141,7 @@ def list_records(ref: str, project: ProjectRef = None, *,
     ``limit`` units, in record order; ``truncated`` says when there were more."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref or ref)
-        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        names = run_row.action_names
         if action is not None and action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
         rows = st.find_outcomes(run_row.id, status=status, action=action, limit=limit + 1)
@@ -160,7 +159,7 @@ def record_session(key: str, project: ProjectRef = None, *,
                    store: Store | None = None) -> dict[str, Any]:
     """The record's session (DESIGN §11): its history across actions, attempts, tokens and
     cost, status and error log."""
-    from agac.engine.sessions import session_document
+    from agac.engine.views.sessions import session_document
 
     with reading(project, store) as (proj, st):
         return session_document(proj, st, key, workflow, run_ref)

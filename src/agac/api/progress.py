@@ -62,7 +62,7 @@ def progress_table(progress: Any) -> Any:
 
 
 class RunProgress:
-    """A view started with the run (``start(progress, executor)``, the engine's ``on_start``)
+    """A view started with the run (``start(progress, control)``, the engine's ``on_start``)
     and stopped when the call returns."""
 
     def __init__(self, mode: ProgressMode = "auto", *, stream: IO[str] | None = None,
@@ -82,7 +82,7 @@ class RunProgress:
             return "notebook"
         return "bars" if self.stream.isatty() else "line"
 
-    def start(self, progress: Any, executor: Any = None) -> None:
+    def start(self, progress: Any, control: Any = None) -> None:
         if self.kind is None or self._thread is not None:
             return
         target = {"bars": self._terminal, "line": self._lines, "notebook": self._notebook}[self.kind]

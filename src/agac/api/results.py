@@ -44,7 +44,7 @@ class Results:
         self._store = store
 
     def _groups(self, *, json_text: bool = True) -> Iterator[tuple[Any, list[list[Any]]]]:
-        from agac.engine.results import result_row_groups, result_table
+        from agac.engine.views.results import result_row_groups, result_table
 
         with reading(self.project, self._store) as (_, store):
             run = resolve_run(store, self.project, self.run_id)
@@ -54,7 +54,7 @@ class Results:
 
     @property
     def columns(self) -> list[str]:
-        from agac.engine.results import result_table
+        from agac.engine.views.results import result_table
 
         with reading(self.project, self._store) as (_, store):
             run = resolve_run(store, self.project, self.run_id)
@@ -69,7 +69,7 @@ class Results:
 
     def to_arrow(self) -> pyarrow.Table:
         from agac.data.arrow import arrow_schema, record_batch, require
-        from agac.engine.results import result_table
+        from agac.engine.views.results import result_table
 
         pa = require("pyarrow")
         batches, schema = [], None
@@ -103,7 +103,7 @@ def results(workflow_or_run: WorkflowRef | Any, action: str | None = None, *,
             include_source: bool = False, project: ProjectRef = None,
             store: Store | None = None) -> Results:
     """The results of a run: ``workflow_or_run`` is a workflow (path, ``name:`` or dict: its
-    latest run), a run id, or a :class:`~agac.engine.runs.RunResult`. Only ``action``'s
+    latest run), a run id, or a :class:`~agac.engine.lifecycle.options.RunResult`. Only ``action``'s
     columns when given; the record's fields as ``source.<field>`` with ``include_source``."""
     with reading(project, store) as (proj, st):
         run = resolve_run(st, proj, _ref(workflow_or_run, proj))
@@ -137,7 +137,7 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
         write_wide_csv,
         write_wide_jsonl,
     )
-    from agac.engine.results import result_row_groups, result_table
+    from agac.engine.views.results import result_row_groups, result_table
 
     if format not in EXPORT_FORMATS:
         raise UsageError(f"format {format!r} is not one of {', '.join(EXPORT_FORMATS)}")

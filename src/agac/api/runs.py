@@ -1,5 +1,6 @@
 """Running workflows: ``agac run`` / ``await agac.arun`` (admit or continue, R1), ``agac
-retry`` (R2) and ``agac cancel``. Each returns a :class:`agac.engine.runs.RunResult`."""
+retry`` (R2) and ``agac cancel``. Each returns a
+:class:`agac.engine.lifecycle.options.RunResult`."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ from agac.api.progress import ProgressMode, RunProgress
 from agac.api.projects import ProjectRef, project_of, reading, using, workflow_name
 from agac.api.threads import RunControl, in_thread, loop_running, on_thread
 from agac.api.workflows import load_workflow
-from agac.jsontext import loads
 
 if TYPE_CHECKING:
     from agac.config.project import Project
-    from agac.engine.runs import RunResult
+    from agac.engine.lifecycle.options import RunResult
     from agac.store.repository import Store
 
 __all__ = ["arun", "cancel", "retry", "run"]
@@ -75,7 +75,8 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
          poll_interval: float | str | None, batch_deadline: float | str | None,
          budget_usd: float | None, store: Store | None, control: RunControl,
          **options: Any) -> RunResult:
-    from agac.engine.runs import RunOptions, start_run
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.runs import start_run
 
     proj = project_for(project)
     ref = workflow_file(workflow, proj)
@@ -84,7 +85,8 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
     watched = options.get("on_start") is None and options.get("on_progress") is None
     view = RunProgress(progress if watched else False)
     hooks = [h for h in (options.pop("on_start", None), view.start, control.attach) if h]
-    with given_records(records, proj) as source, using(proj, store) as (_, st):
+    with given_records(records, proj) as source, \
+            using(proj, store, wait=bool(options.get("wait"))) as (_, st):
         from_records = source is not None or _open_run_reads_records(st, ref, proj)
         loaded = load_workflow(ref, proj, records=from_records, **overrides)
         run_options = RunOptions(new=new, source=source, on_start=_each(hooks),
@@ -93,8 +95,11 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
         try:
             # A run continued (R1) is compared with the file as loaded with the overrides
             # it was admitted with, not with today's: they belong to the run.
-            return start_run(proj, st, loaded, run_options, overrides=overrides,
-                             reload=lambda o: load_workflow(ref, proj, records=from_records, **o))
+            result = start_run(proj, st, loaded, run_options, overrides=overrides,
+                               reload=lambda o: load_workflow(ref, proj, records=from_records,
+                                                              **o))
+            result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
+            return result
         finally:
             view.stop()
 
@@ -103,13 +108,13 @@ def _open_run_reads_records(store: Store, ref: str | Path, proj: Project) -> boo
     """Whether the workflow's open run reads records given in memory: then a call without
     records continues it with its own snapshot of them."""
     open_run = store.open_run(workflow_name(str(ref), proj))
-    return open_run is not None and bool(loads(open_run.config)["input"].get("records"))
+    return open_run is not None and bool(open_run.config["input"].get("records"))
 
 
 def _each(hooks: list[Callable[[Any, Any], None]]) -> Callable[[Any, Any], None]:
-    def start(progress: Any, executor: Any) -> None:
+    def start(progress: Any, control: Any) -> None:
         for hook in hooks:
-            hook(progress, executor)
+            hook(progress, control)
 
     return start
 
@@ -123,15 +128,16 @@ def retry(ref: WorkflowRef, project: ProjectRef = None, *,
     ``abandon_in_flight`` (B10): retry even though a batch of the workflow is still out;
     its waiting records fail ``batch_abandoned`` first.
     """
-    from agac.engine.runs import RunOptions, start_retry
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.retry import start_retry
 
     proj = project_of(project)
     path = workflow_file(ref, proj)
     with using(proj, store) as (_, st):
         # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
         last = st.latest_run(workflow_name(str(path), proj), final=True)
-        overrides = (loads(last.options).get("overrides") or {}) if last is not None else {}
-        from_records = last is not None and bool(loads(last.config)["input"].get("records"))
+        overrides = dict(last.settings.overrides) if last is not None else {}
+        from_records = last is not None and bool(last.config["input"].get("records"))
         workflow = load_workflow(path, proj, records=from_records, **overrides)
         run_options = RunOptions(**options)
         run_options.overrides = overrides
@@ -145,11 +151,11 @@ def cancel(ref: str, project: ProjectRef = None, *, store: Store | None = None) 
     Its batches out are cancelled at the provider (their records fail ``batch_cancelled``)
     and units never sent are skipped ``cancelled``. A run owned by a live process is marked
     ``cancelling`` and ended by its owner at its next heartbeat. Returns a
-    :class:`agac.engine.runs.RunResult`."""
-    from agac.engine.runs import cancel_run
+    :class:`agac.engine.lifecycle.options.RunResult`."""
+    from agac.engine.lifecycle.ending import cancel_run
     from agac.errors import RefusedError
 
-    with reading(project, store) as (proj, st):
+    with reading(project, store, writes=True) as (proj, st):
         run_row = st.get_run(ref)
         if run_row is None:
             run_row = st.open_run(workflow_name(ref, proj))

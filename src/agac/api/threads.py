@@ -39,21 +39,22 @@ class RunControl:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._executor: Any = None
+        self._control: Any = None
         self._stop = False
 
-    def attach(self, progress: Any, executor: Any) -> None:
+    def attach(self, progress: Any, control: Any) -> None:
+        """``control``: the run's :class:`agac.engine.values.RunControl`."""
         with self._lock:
-            self._loop, self._executor = asyncio.get_running_loop(), executor
+            self._loop, self._control = asyncio.get_running_loop(), control
             if self._stop:
-                executor.stop()
+                control.stop()
 
     def stop(self) -> None:
         with self._lock:
             self._stop = True
             if self._loop is not None and not self._loop.is_closed():
                 with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
-                    self._loop.call_soon_threadsafe(self._executor.stop)
+                    self._loop.call_soon_threadsafe(self._control.stop)
 
 
 def in_thread(call: Callable[[], T], control: RunControl) -> T:

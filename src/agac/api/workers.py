@@ -24,15 +24,19 @@ def submit(ref: str | Path, project: ProjectRef = None, *,
     """``agac submit``: admit a run (or continue the open one, R1) for workers to execute,
     without executing it: ``{"run_id", "workflow", "state", "records", "shards", "notes"}``.
     Options as :func:`agac.api.run`: ``new``, ``fresh``, ``limit``, ``allow_over_estimate``."""
-    from agac.engine.runs import RunOptions
-    from agac.engine.workers import submit_run
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.workers.fleet import submit_run
 
     proj = project_of(project)
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
+    if store is None and not store_url(proj).startswith("postgres"):
+        raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
+                         "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
+                         f"`agac run {workflow.name}`")
     with using(proj, store) as (_, st):
-        if st.dialect != "postgresql":
+        if not st.shares_work:
             raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
                              "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
                              f"`agac run {workflow.name}`")
@@ -45,8 +49,8 @@ def worker(project: ProjectRef = None, *, concurrency: int = 4,
            handle_signals: bool = False, log: Any = None, store: Store | None = None) -> Any:
     """``agac worker``: claim and advance shards of any open run until stopped (SIGTERM:
     finish or hand back what it holds). Refused (UsageError) on a SQLite store. Returns a
-    :class:`agac.engine.workers.WorkerReport`."""
-    from agac.engine.workers import Worker, WorkerOptions
+    :class:`agac.engine.workers.loop.WorkerReport`."""
+    from agac.engine.workers.loop import Worker, WorkerOptions
 
     proj = project_of(project)
     if store is None and (store_url(proj) == "memory" or not store_url(proj).startswith("postgres")):
@@ -66,9 +70,9 @@ def workers(project: ProjectRef = None, *, all_workers: bool = False,
             store: Store | None = None) -> list[dict[str, Any]]:
     """``agac workers``: live workers (``all_workers``: also stopped ones), the shards each
     holds and its last heartbeat."""
-    from agac.engine.workers import list_workers
+    from agac.engine.workers.fleet import list_workers
 
     with reading(project, store) as (_proj, st):
-        if st.dialect != "postgresql":
+        if not st.shares_work:
             return []
         return list_workers(st, include_stopped=all_workers)

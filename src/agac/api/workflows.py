@@ -65,13 +65,13 @@ def plan(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
     ``records``. Sends nothing and writes nothing."""
     from itertools import islice
 
-    from agac.engine.plan import estimate_run, plan_records
+    from agac.engine.views.plan import estimate_run, plan_records
     from agac.providers.pricing import PriceTable
 
     proj = project_for(project)
     workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd,
                              records=records is not None)
-    with given_records(records, proj) as source, using(proj, store) as (_, st):
+    with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
         planned = plan_records(proj, workflow, source)
         if limit is not None:
             planned = islice(planned, limit)
@@ -83,9 +83,9 @@ def render(ref: WorkflowRef, record: str, action: str | None = None,
            store: Store | None = None) -> list[dict[str, Any]]:
     """The exact requests the workflow would send for ``record`` (a key of the input, or of
     ``records``), before any money is spent."""
-    from agac.engine.sessions import render_requests
+    from agac.engine.views.sessions import render_requests
 
     proj = project_for(project)
     workflow = load_workflow(ref, proj, records=records is not None)
-    with given_records(records, proj) as source, using(proj, store) as (_, st):
+    with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
         return render_requests(proj, st, workflow, record, action, source)

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agac.config.source import Findings, Located, load_located
+from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError
-from agac.providers.registry import available_providers
+from agac.providers.registry import available_providers, provider_transports
 
 __all__ = [
+    "POINT_SCHEMES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
     "PriceConfig",
@@ -28,14 +29,18 @@ __all__ = [
     "ProjectConfig",
     "ProviderConfig",
     "find_project",
+    "is_point_url",
     "load_project_config",
     "store_url",
 ]
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "store_options", "providers", "prices", "groups")
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
+#: ``providers.<name>.transport``: how online calls travel (DESIGN §5 P1), for providers
+#: that offer a choice; ``lean`` is the default.
+DEFAULT_TRANSPORT = "lean"
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
 PROVIDER_OPTIONS: dict[str, dict[str, tuple[float, float | None]]] = {
@@ -47,12 +52,17 @@ they land in ``ProviderConfig.options``."""
 
 @dataclass(frozen=True)
 class ProviderConfig:
-    """``providers: <name>:`` — connection settings; ``options`` holds provider-specific keys."""
+    """``providers: <name>:`` — connection settings; ``options`` holds provider-specific keys.
+
+    ``transport`` is ``lean`` (agac's own HTTP client for online calls, the default) or
+    ``sdk`` (the provider's official SDK); batch and file calls always use the SDK.
+    """
 
     base_url: str | None = None
     api_key_env: str | None = None
     batch_submissions_per_minute: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    transport: str = DEFAULT_TRANSPORT
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,8 @@ class ProjectConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    store_options: Mapping[str, Any] = field(default_factory=dict)
+    """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,21 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups), f
+    return ProjectConfig(store, providers, prices, groups, _store_options(f, data)), f
+
+
+def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
+    """``store_options:``: a mapping of names to strings, numbers or booleans, passed to the
+    storage point (DESIGN §14); secrets belong in the environment, not in this file."""
+    raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(value, (str, int, float, bool)):
+            f.error("invalid_store", f"store_options.{key} must be a string, number or boolean",
+                    ("store_options", key))
+            continue
+        options[str(key)] = value
+    return options
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
@@ -148,7 +174,9 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
         if body is None:
             continue
         extras = PROVIDER_OPTIONS.get(str(name), {})
-        f.unknown_keys(body, (*_PROVIDER_KEYS, *extras), path, f"providers.{name}")
+        transports = provider_transports(str(name)) if name in known_providers else ()
+        keys = (*_PROVIDER_KEYS, *extras, *(("transport",) if transports else ()))
+        f.unknown_keys(body, keys, path, f"providers.{name}")
         options = {}
         for key, (low, high) in extras.items():
             if key in body:
@@ -160,8 +188,24 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
             batch_submissions_per_minute=None if rate is None else read_number(
                 f, rate, path + ("batch_submissions_per_minute",), exclusive_minimum=True),
             options=options,
+            transport=_transport(f, body, path, transports),
         )
     return result
+
+
+def _transport(f: Findings, body: dict[Any, Any], path: tuple[Any, ...],
+               transports: tuple[str, ...]) -> str:
+    value = body.get("transport")
+    if value is None or not transports:
+        return DEFAULT_TRANSPORT
+    if value not in transports:
+        choices = " or ".join(transports)
+        guess = did_you_mean(str(value), transports)
+        meaning = "lean: agac's own HTTP client (the default); sdk: the provider's official SDK"
+        f.error("invalid_value", f"providers.{path[-1]}.transport must be {choices}, got {value!r}",
+                path + ("transport",), hint=f"{guess} ({meaning})" if guess else meaning)
+        return DEFAULT_TRANSPORT
+    return str(value)
 
 
 def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
@@ -194,6 +238,16 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
 
 def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...]) -> str | None:
     return None if body.get(key) is None else read_str(f, body[key], path + (key,))
+
+
+POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
+"""Schemes of storage points (DESIGN §14): object storage and directories."""
+
+
+def is_point_url(url: str) -> bool:
+    """True when ``store:`` names a storage point rather than an SQL store or ``memory``."""
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme.lower() in POINT_SCHEMES
 
 
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:

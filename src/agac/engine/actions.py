@@ -4,13 +4,14 @@ validator, view spec, provider, concurrency slots, rate limiter, tool function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.data.view import ViewSpec, compile_view
-from agac.engine.limits import RateLimiter, Slots
+from agac.engine.canonical import CanonicalForm
+from agac.engine.limits.rates import RateLimiter, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.render import compile_guard, compile_template
@@ -20,25 +21,27 @@ if TYPE_CHECKING:
 
     from agac.config.model import Action
 
-__all__ = ["ActionRuntime", "build_runtime", "is_batched", "shared_limiter"]
+__all__ = ["ActionRuntime", "build_runtime", "is_batched", "is_batched_provider", "shared_limiter"]
 
 
 @dataclass
 class ActionRuntime:
     action: Action
     view: ViewSpec
-    slots: Slots
-    limiter: RateLimiter
+    slots: Any
+    """The action's ``max_concurrency`` slots (an async context manager)."""
+    limiter: Any
+    """Its rate window: ``acquire(tokens)``, ``settle(estimated, actual)``, ``active``."""
     system: Template | None = None
     prompt: Template | None = None
     guard: Any = None
     validator: Any = None
     provider: Any = None
     function: Any = None
+    canonical: CanonicalForm | None = None
+    """How its requests become canonical JSON (llm actions)."""
     stopped: str | None = None
     """Set when the action failed as a whole (an ``unsupported`` error): the reason text."""
-    counts: dict[str, int] = field(default_factory=lambda: {"answered": 0, "failed": 0, "skipped": 0})
-    cost: float = 0.0
 
     @property
     def name(self) -> str:
@@ -93,14 +96,17 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
     return limiter
 
 
-def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
+def build_runtime(action: Action, provider: Any, root: Path, *, slots: Any = None,
+                  limiter: Any = None) -> ActionRuntime:
+    """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
+    slots and rate window (a worker shares both with other shards and other workers)."""
     rl = action.rate_limit
     rt = ActionRuntime(
         action=action,
         view=compile_view(action.context.observe, action.context.drop),
-        slots=Slots(max(1, action.max_concurrency)),
-        limiter=shared_limiter(action.model or action.name, rl.rpm if rl else None,
-                               rl.tpm if rl else None),
+        slots=slots if slots is not None else Slots(max(1, action.max_concurrency)),
+        limiter=limiter if limiter is not None else shared_limiter(
+            action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None),
         provider=provider,
     )
     if action.system:
@@ -111,6 +117,9 @@ def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
         rt.validator = SchemaValidator(action.schema)
+    if action.kind == "llm":
+        rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
+                                     action.max_tokens or 1024, action.temperature, action.schema)
     if action.kind == "tool" and action.function:
         try:
             rt.function = resolve_function(action.function, root)
@@ -124,4 +133,9 @@ def build_runtime(action: Action, provider: Any, root: Path) -> ActionRuntime:
 def is_batched(rt: ActionRuntime) -> bool:
     """A batch action on a provider with a batch API (Ollama runs its batches locally)."""
     return (rt.action.kind == "llm" and rt.action.run_mode == "batch"
-            and bool(getattr(rt.provider, "supports_batch", False)))
+            and is_batched_provider(rt.provider))
+
+
+def is_batched_provider(provider: Any) -> bool:
+    """Whether a provider adapter has a batch API."""
+    return bool(getattr(provider, "supports_batch", False))

@@ -19,13 +19,13 @@ racing on one proposal cannot both win.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.core import StoreCore
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -36,21 +36,14 @@ LIVE_APPROVAL_STATES = ("pending", "approved")
 STALE_APPROVAL_STATES = ("superseded", "withdrawn", "revoked", "altered")
 
 
-class ApprovalRepository:
-    engine: Any
-
-    def _guard(self, what: str) -> Any: ...  # provided by Store
-
-    @staticmethod
-    def _fence(conn: Any, name: str, token: int, ttl: float) -> None: ...  # provided by Store
-
+class ApprovalRepository(StoreCore):
     def insert_proposal(self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None) -> None:
         """Store a new proposal. Earlier live proposals of the same unit that no run has
         acted on are superseded in the same transaction: a unit has one live proposal.
         ``lease``: the writing run's (or shard's) lease, checked in the same transaction (S3)."""
         a = t.approvals
-        now = time.time()
-        with self._guard("record the proposal"), self.engine.begin() as conn:
+        now = self.clock.time()
+        with self._write("record the proposal") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(a.update().where(
@@ -60,19 +53,19 @@ class ApprovalRepository:
             conn.execute(a.insert().values(**row))
 
     def get_proposal(self, proposal_id: str) -> Row | None:
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return conn.execute(sa.select(t.approvals).where(t.approvals.c.id == proposal_id)).first()
 
     def find_proposals(self, ref: str) -> list[Row]:
         """Proposals whose id is ``ref`` or starts with it (at most two)."""
         a = t.approvals
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(sa.select(a).where(a.c.id.startswith(ref)).limit(2)).all())
 
     def unit_proposals(self, workflow: str, action: str, unit_key: str) -> list[Row]:
         """Every proposal of one unit, oldest first."""
         a = t.approvals
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(
                 sa.select(a).where(a.c.workflow == workflow, a.c.action == action,
                                    a.c.unit_key == unit_key)
@@ -90,13 +83,13 @@ class ApprovalRepository:
             q = q.where(a.c.run_id == run_id)
         if limit is not None:
             q = q.limit(limit)
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(q).all())
 
     def count_proposals(self, run_id: str, states: Sequence[str]) -> dict[str, int]:
         """Per action: proposals of ``run_id`` in ``states``."""
         a = t.approvals
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             rows = conn.execute(sa.select(a.c.action, sa.func.count().label("n"))
                                 .where(a.c.run_id == run_id, a.c.state.in_(list(states)))
                                 .group_by(a.c.action)).all()
@@ -112,8 +105,8 @@ class ApprovalRepository:
         cond = [a.c.id == proposal_id, a.c.state.in_(list(expect))]
         if content_hash is not None:
             cond.append(a.c.content_hash == content_hash)
-        fields["updated_at"] = time.time()
-        with self._guard("record the decision"), self.engine.begin() as conn:
+        fields["updated_at"] = self.clock.time()
+        with self._write("record the decision") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             return bool(conn.execute(a.update().where(*cond).values(**fields)).rowcount == 1)
@@ -122,10 +115,10 @@ class ApprovalRepository:
         """A2: the old proposal (still pending, unchanged) becomes ``superseded`` and its
         revision is stored, in one transaction; False when the old one was decided first."""
         a = t.approvals
-        with self._guard("record the revision"), self.engine.begin() as conn:
+        with self._write("record the revision") as conn:
             res = conn.execute(a.update().where(
                 a.c.id == old_id, a.c.state == "pending", a.c.content_hash == old_hash)
-                .values(state="superseded", updated_at=time.time()))
+                .values(state="superseded", updated_at=self.clock.time()))
             if res.rowcount != 1:
                 return False
             conn.execute(a.insert().values(**new_row))
@@ -137,29 +130,29 @@ class ApprovalRepository:
         is this run's to act on: nobody used it yet, or this run did (a crash in between).
         ``lease``: the run's (or shard's) lease, checked in the same transaction (S3)."""
         a = t.approvals
-        with self._guard("record the use of an approval"), self.engine.begin() as conn:
+        with self._write("record the use of an approval") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             res = conn.execute(a.update().where(
                 a.c.id == proposal_id, a.c.state.in_(("approved", "rejected", "expired")),
                 sa.or_(a.c.used_by.is_(None), a.c.used_by == run_id))
-                .values(used_by=run_id, used_at=time.time(), updated_at=time.time()))
+                .values(used_by=run_id, used_at=self.clock.time(), updated_at=self.clock.time()))
             return bool(res.rowcount == 1)
 
     def adopt_proposal(self, proposal_id: str, run_id: str, *,
                        lease: tuple[str, int, float] | None = None) -> None:
         """A live proposal made by an earlier run now belongs to ``run_id``."""
         a = t.approvals
-        with self._guard("adopt the proposal"), self.engine.begin() as conn:
+        with self._write("adopt the proposal") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(a.update().where(a.c.id == proposal_id, a.c.state.in_(LIVE_APPROVAL_STATES))
-                         .values(run_id=run_id, updated_at=time.time()))
+                         .values(run_id=run_id, updated_at=self.clock.time()))
 
     def withdraw_proposals(self, run_id: str, why: str) -> int:
         """The run ended: its proposals nobody acted on can no longer be approved."""
         a = t.approvals
-        with self._guard("withdraw the run's proposals"), self.engine.begin() as conn:
+        with self._write("withdraw the run's proposals") as conn:
             return int(conn.execute(a.update().where(
                 a.c.run_id == run_id, a.c.state.in_(LIVE_APPROVAL_STATES), a.c.used_by.is_(None))
-                .values(state="withdrawn", reason=why, updated_at=time.time())).rowcount)
+                .values(state="withdrawn", reason=why, updated_at=self.clock.time())).rowcount)

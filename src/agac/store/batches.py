@@ -8,39 +8,70 @@ intent exists; creating the intent moves them to the batch's key in one transact
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.core import StoreCore
+from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
+    from sqlalchemy.engine import Connection, Row
 
-__all__ = ["OPEN_BATCH_STATES", "BatchRepository", "staged_key"]
+__all__ = ["OPEN_BATCH_STATES", "BatchRepository", "ItemResult", "staged_by", "staged_key",
+           "staged_prefix", "write_item_results"]
 
-OPEN_BATCH_STATES = ("submitting", "unknown", "submitted", "running", "cancelling", "ended")
-"""A batch in these states still owes its items an answer (``ended`` = not yet read)."""
+ItemResult = tuple[str, str, str, "str | None", "str | None"]
+"""(batch key, custom_id, status, reason, detail) of one item read from a batch."""
+
 _CHUNK = 1000
 
 
 def staged_key(run_id: str, action: str, file: str) -> str:
+    """The batch key of the items run ``run_id`` staged for ``action`` and input ``file``
+    before any intent exists."""
     return f"staged:{run_id}:{action}:{file}"
 
 
-class BatchRepository:
-    engine: Any
+def staged_prefix(run_id: str, action: str | None = None) -> str:
+    """The start of every staged key of the run (of one of its actions, when given)."""
+    return f"staged:{run_id}:" if action is None else f"staged:{run_id}:{action}:"
 
-    def _guard(self, what: str) -> Any: ...  # provided by Store
 
-    def _bulk(self, conn: Any, table: sa.Table, rows: Sequence[dict[str, Any]], suffix: str = "") -> None: ...
+def staged_by(batch_key: str, run_id: str) -> bool:
+    """Whether ``batch_key`` holds items run ``run_id`` staged (not yet in a batch)."""
+    return batch_key.startswith(f"staged:{run_id}:")
 
+
+def write_item_results(conn: Connection, mark: str, results: Sequence[ItemResult]) -> None:
+    """Record what was read for each item, inside the caller's transaction. Items
+    answered (most of them) are marked per batch with one statement a few hundred
+    items at a time; the others, with their reasons, one row each."""
+    answered: dict[str, list[str]] = {}
+    others = []
+    for key, custom_id, status, reason, detail in results:
+        if status == "succeeded" and reason is None and detail is None:
+            answered.setdefault(key, []).append(custom_id)
+        else:
+            others.append((status, reason, detail, key, custom_id))
+    bi = t.batch_items
+    for key, ids in answered.items():
+        for i in range(0, len(ids), 500):
+            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.custom_id.in_(ids[i:i + 500]))
+                         .values(status="succeeded", reason=None, detail=None))
+    if others:
+        conn.exec_driver_sql(f"UPDATE batch_items SET status = {mark}, reason = {mark}, "
+                             f"detail = {mark} WHERE batch_key = {mark} AND custom_id = {mark}",
+                             others)
+
+
+class BatchRepository(StoreCore):
     # -- staging and intents ------------------------------------------------------------
 
     def stage_items(self, rows: Sequence[dict[str, Any]]) -> None:
-        with self._guard("stage batch items"), self.engine.begin() as conn:
+        with self._write("stage batch items") as conn:
             self._bulk(conn, t.batch_items, rows, "ON CONFLICT DO NOTHING")
 
     def staged_items(self, key: str) -> Iterator[Row]:
@@ -51,7 +82,7 @@ class BatchRepository:
         last = ""
         bi = t.batch_items
         while True:
-            with self.engine.connect() as conn:
+            with self._read() as conn:
                 rows = conn.execute(
                     sa.select(bi).where(bi.c.batch_key == key, bi.c.custom_id > last)
                     .order_by(bi.c.custom_id).limit(_CHUNK)
@@ -63,23 +94,45 @@ class BatchRepository:
             if len(rows) < _CHUNK:
                 return
 
-    def create_intents(self, staged: str, parts: list[tuple[dict[str, Any], list[str]]]) -> None:
-        """S1: write each batch row (state ``submitting``) and move its staged items to it."""
+    def staged_sizes(self, key: str) -> Iterator[tuple[str, int]]:
+        """(custom_id, length of its request) of the staged items of one group, in
+        custom_id order, streamed: what splitting a file into parts needs, without the
+        requests themselves."""
         bi = t.batch_items
-        with self._guard("record the batch intent"), self.engine.begin() as conn:
+        last = ""
+        while True:
+            with self._read("read staged batch items") as conn:
+                rows = conn.execute(
+                    sa.select(bi.c.custom_id, sa.func.length(bi.c.request))
+                    .where(bi.c.batch_key == key, bi.c.custom_id > last)
+                    .order_by(bi.c.custom_id).limit(_CHUNK * 10)
+                ).all()
+            if not rows:
+                return
+            yield from ((r[0], int(r[1])) for r in rows)
+            last = rows[-1][0]
+            if len(rows) < _CHUNK * 10:
+                return
+
+    def create_intents(self, staged: str, parts: list[tuple[dict[str, Any], list[str]]]) -> None:
+        """S1: write each batch row (state ``submitting``) and move its staged items to it.
+        A part is a run of consecutive custom_ids (in the store's order, as
+        :meth:`staged_sizes` reads them), moved with one statement."""
+        bi = t.batch_items
+        with self._write("record the batch intent") as conn:
             for row, custom_ids in parts:
                 conn.execute(t.batches.insert().values(**row))
-                for i in range(0, len(custom_ids), 500):
-                    conn.execute(
-                        bi.update()
-                        .where(bi.c.batch_key == staged, bi.c.custom_id.in_(custom_ids[i:i + 500]))
-                        .values(batch_key=row["key"])
-                    )
+                conn.execute(
+                    bi.update()
+                    .where(bi.c.batch_key == staged, bi.c.custom_id >= custom_ids[0],
+                           bi.c.custom_id <= custom_ids[-1])
+                    .values(batch_key=row["key"])
+                )
 
     def drop_staged_items(self, staged: str, custom_ids: Sequence[str]) -> None:
         """Forget staged items that will not be sent (the budget has no room for them)."""
         bi = t.batch_items
-        with self._guard("drop staged batch items"), self.engine.begin() as conn:
+        with self._write("drop staged batch items") as conn:
             for i in range(0, len(custom_ids), 500):
                 conn.execute(bi.delete().where(bi.c.batch_key == staged,
                                                bi.c.custom_id.in_(list(custom_ids[i:i + 500]))))
@@ -90,13 +143,13 @@ class BatchRepository:
     # -- batches ------------------------------------------------------------------------
 
     def update_batch(self, key: str, **fields: Any) -> None:
-        fields["updated_at"] = time.time()
-        with self._guard("update the batch"), self.engine.begin() as conn:
+        fields["updated_at"] = self.clock.time()
+        with self._write("update the batch") as conn:
             conn.execute(t.batches.update().where(t.batches.c.key == key).values(**fields))
 
     def get_batch(self, key_or_id: str) -> Row | None:
         b = t.batches
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return conn.execute(
                 sa.select(b).where(sa.or_(b.c.key == key_or_id, b.c.provider_batch_id == key_or_id))
             ).first()
@@ -111,14 +164,14 @@ class BatchRepository:
             q = q.where(b.c.action == action)
         if open_only:
             q = q.where(b.c.state.in_(OPEN_BATCH_STATES))
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(q).all())
 
     def known_provider_ids(self, provider: str, ids: Sequence[str]) -> set[str]:
         b = t.batches
         if not ids:
             return set()
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return {r[0] for r in conn.execute(
                 sa.select(b.c.provider_batch_id).where(b.c.provider == provider,
                                                        b.c.provider_batch_id.in_(list(ids))))}
@@ -130,7 +183,7 @@ class BatchRepository:
         bi, b = t.batch_items, t.batches
         out: list[Row] = []
         step = 100 if items else 500
-        with self._guard("read batch items"), self.engine.connect() as conn:
+        with self._read("read batch items") as conn:
             for i in range(0, len(unit_keys), step):
                 part = list(unit_keys[i:i + step])
                 cond: sa.ColumnElement[bool] = bi.c.unit_key.in_(part)
@@ -149,15 +202,50 @@ class BatchRepository:
         """(custom_id, status, reason, detail) for items of batch ``key``."""
         if not results:
             return
-        mark = "?" if self.engine.dialect.name == "sqlite" else "%s"
-        sql = (f"UPDATE batch_items SET status = {mark}, reason = {mark}, detail = {mark} "
-               f"WHERE batch_key = {mark} AND custom_id = {mark}")
-        with self._guard("record batch results"), self.engine.begin() as conn:
-            conn.exec_driver_sql(sql, [(s, r, d, key, c) for c, s, r, d in results])
+        with self._write("record batch results") as conn:
+            write_item_results(conn, self.hooks.param, [(key, *r) for r in results])
+
+    def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str,
+                          lease: tuple[str, int, float] | None = None) -> int:
+        """Answer, in one statement, the units whose item in batch ``batch_key`` (sent by
+        run ``run_id``) was read with an answer: outcome ``answered``, origin ``call``,
+        the answer's output, attempts = the run's items of the unit — what the walk would
+        write for each of them. Units with an outcome already are left alone. Only for a
+        batch action that reads records directly (unit key = record key); returns how many
+        were answered."""
+        bi, b, a, r, o = t.batch_items, t.batches, t.answers, t.records, t.outcomes
+        mine, b2 = t.batch_items.alias("mine"), t.batches.alias("b2")
+        # Most units have this one item only: then it is the run's only one. Otherwise
+        # count the unit's items in this run's batches.
+        others = sa.exists().where(mine.c.workflow == bi.c.workflow, mine.c.action == bi.c.action,
+                                   mine.c.unit_key == bi.c.unit_key,
+                                   mine.c.batch_key != bi.c.batch_key)
+        attempts = sa.case((~others, sa.literal(1)), else_=(
+            sa.select(sa.func.count()).select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
+            .where(mine.c.workflow == bi.c.workflow, mine.c.action == bi.c.action,
+                   mine.c.unit_key == bi.c.unit_key, b2.c.run_id == run_id)
+            .scalar_subquery()))
+        settled = sa.exists().where(o.c.run_id == run_id, o.c.action == bi.c.action,
+                                    o.c.unit_key == bi.c.unit_key)
+        sel = (sa.select(sa.literal(run_id), bi.c.action, bi.c.unit_key, r.c.seq,
+                         sa.literal("answered"), sa.null(), sa.null(), sa.literal("call"),
+                         bi.c.fingerprint, a.c.output, attempts, sa.literal(self.clock.time()))
+               .select_from(bi.join(b, b.c.key == bi.c.batch_key)
+                            .join(a, a.c.fingerprint == bi.c.fingerprint)
+                            .join(r, sa.and_(r.c.snapshot_id == snapshot_id,
+                                             r.c.key == bi.c.unit_key, r.c.reason.is_(None))))
+               .where(bi.c.batch_key == batch_key, bi.c.status == "succeeded",
+                      b.c.run_id == run_id, b.c.collected_by == run_id, ~settled))
+        cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
+                "fingerprint", "output", "attempts", "updated_at"]
+        with self._write("answer the units of a batch read") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            return int(conn.execute(o.insert().from_select(cols, sel)).rowcount or 0)
 
     def fail_open_items(self, key: str, status: str, reason: str, detail: str) -> None:
         bi = t.batch_items
-        with self._guard("fail batch items"), self.engine.begin() as conn:
+        with self._write("fail batch items") as conn:
             conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
                          .values(status=status, reason=reason, detail=detail))
 
@@ -166,7 +254,7 @@ class BatchRepository:
         workflow's batches still out."""
         bi, b = t.batch_items, t.batches
         out: dict[str, dict[str, int]] = {}
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             for row in conn.execute(
                 sa.select(bi.c.action, sa.func.count().label("n"))
                 .select_from(bi.join(b, b.c.key == bi.c.batch_key))
@@ -186,7 +274,7 @@ class BatchRepository:
         """Per input file: items staged by this run, and items in batches still open."""
         bi, b = t.batch_items, t.batches
         out: dict[str, dict[str, int]] = {}
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             for row in conn.execute(
                 sa.select(bi.c.file, sa.func.count().label("n"))
                 .where(bi.c.workflow == workflow, bi.c.action == action,

@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.core import StoreCore
+from agac.store.database import WORK_CHANNEL
+from agac.store.values import FINAL_STATES, RunRecord
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection, Row
+    from sqlalchemy.engine import Row
 
-__all__ = ["FINAL", "Claim", "ClaimRepository", "WorkListener", "shard_lease"]
+__all__ = ["IDLE", "Claim", "ClaimRepository", "WorkListener", "shard_lease"]
 
-FINAL = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
-CHANNEL = "agac_work"
 IDLE = 300.0
 """Seconds an idle shard waits before it is looked at again without being woken."""
 
@@ -101,43 +102,31 @@ class Claim:
         return shard_lease(self.run_id, self.shard)
 
 
-class ClaimRepository:
-    engine: Any
-    dialect: str
-
-    def _guard(self, what: str) -> Any: ...  # provided by Store
-
-    def _insert(self, table: sa.Table) -> Any: ...
-
+class ClaimRepository(StoreCore):
     # -- shards -----------------------------------------------------------------------
 
     def ensure_shards(self, run_id: str, rows: Sequence[dict[str, Any]]) -> int:
         """Create a run's shard rows (idempotent); returns how many the run has."""
-        now = time.time()
+        now = self.clock.time()
         full = [{"run_id": run_id, "state": "todo", "ready_at": 0.0, "owner": None, "claims": 0,
                  "updated_at": now, "action": None, **r} for r in rows]
         if not full:
             return 0
-        with self._guard("create the run's shards"), self.engine.begin() as conn:
-            conn.execute(self._insert(t.shards).on_conflict_do_nothing(), full)
+        with self._write("create the run's shards") as conn:
+            conn.execute(self.hooks.insert(t.shards).on_conflict_do_nothing(), full)
             return int(conn.execute(sa.select(sa.func.count()).select_from(t.shards)
                                     .where(t.shards.c.run_id == run_id)).scalar() or 0)
 
-    def runs_without_shards(self) -> list[Row]:
+    def runs_without_shards(self) -> list[RunRecord]:
         """Non-final runs nobody has cut into shards yet (admitted by ``agac run``)."""
         s = t.shards
-        with self.engine.connect() as conn:
-            return list(conn.execute(
+        with self._read() as conn:
+            return [RunRecord.from_row(r) for r in conn.execute(
                 sa.select(t.runs).where(
-                    t.runs.c.state.not_in(FINAL),
+                    t.runs.c.state.not_in(FINAL_STATES),
                     ~sa.exists().where(s.c.run_id == t.runs.c.id))
                 .order_by(t.runs.c.created_at)
-            ).all())
-
-    def list_open_runs(self) -> list[Row]:
-        with self.engine.connect() as conn:
-            return list(conn.execute(sa.select(t.runs).where(t.runs.c.state.not_in(FINAL))
-                                     .order_by(t.runs.c.created_at)).all())
+            ).all()]
 
     def claim_shard(self, *, worker: str, host: str, pid: int, ttl: float) -> Claim | None:
         """Claim the next ready shard of any open run, or None when there is none
@@ -148,12 +137,12 @@ class ClaimRepository:
         statements in one transaction: pick and lock, then take the lease and mark the
         shard (the claim is the hot path of a fleet)."""
         started = time.perf_counter()
-        now = time.time()
-        with self._guard("claim a shard"), self.engine.begin() as conn:
+        now = self.clock.time()
+        with self._write("claim a shard") as conn:
             # The run row is read FOR SHARE: ``fence_shards`` (agac run, finalization)
             # holds it FOR UPDATE after taking the run lease, so a claim and a run lease
             # are never both granted (see the module doc).
-            row = conn.execute(_PICK_PG, {"now": now, "final": list(FINAL)}).first()
+            row = conn.execute(_PICK_PG, {"now": now, "final": list(FINAL_STATES)}).first()
             if row is None:
                 return None
             name = shard_lease(row.run_id, row.shard)
@@ -170,7 +159,7 @@ class ClaimRepository:
         """Hand a shard back (``todo`` at ``ready_at``) or mark it ``done``; fenced: False
         (and nothing changed) when the lease was taken over meanwhile."""
         s, le = t.shards, t.leases
-        with self._guard("release a shard"), self.engine.begin() as conn:
+        with self._write("release a shard") as conn:
             res = conn.execute(le.update().where(le.c.name == claim.lease_name,
                                                  le.c.token == claim.token).values(expires_at=0.0))
             if res.rowcount != 1:
@@ -178,10 +167,10 @@ class ClaimRepository:
             # A shard woken while it was held (ready_at < 0) stays ready: what woke it
             # may have happened after this holder looked.
             conn.execute(s.update().where(s.c.run_id == claim.run_id, s.c.shard == claim.shard)
-                         .values(state=state, updated_at=time.time(),
+                         .values(state=state, updated_at=self.clock.time(),
                                  ready_at=sa.case((s.c.ready_at < 0, 0.0), else_=ready_at)))
-            if state == "todo" and ready_at <= time.time():
-                self._notify(conn)
+            if state == "todo" and ready_at <= self.clock.time():
+                self.hooks.notify(conn)
         return True
 
     def wake_shards(self, run_id: str, *, kind: str, file: str | None = None,
@@ -194,51 +183,38 @@ class ClaimRepository:
             cond.append(s.c.file == file)
         if action is not None:
             cond.append(s.c.action == action)
-        with self._guard("wake shards"), self.engine.begin() as conn:
+        with self._write("wake shards") as conn:
             n = int(conn.execute(s.update().where(*cond).values(ready_at=-1.0)).rowcount or 0)
             if n:
-                self._notify(conn)
+                self.hooks.notify(conn)
         return n
-
-    def _wake_workflow_shards(self, conn: Connection, workflow: str) -> None:
-        """Every waiting shard of the workflow's open runs is ready now (a batch resolved,
-        an effect resolved, an approval decided: units may move)."""
-        s, r = t.shards, t.runs
-        open_runs = sa.select(r.c.id).where(r.c.workflow == workflow, r.c.state.not_in(FINAL))
-        n = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo")
-                         .values(ready_at=-1.0)).rowcount
-        if n:
-            self._notify(conn)
 
     def shards_left(self, run_id: str, kind: str = "online") -> int:
         s = t.shards
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(s).where(
                 s.c.run_id == run_id, s.c.kind == kind, s.c.state != "done")).scalar() or 0)
 
     def has_shards(self, run_id: str) -> bool:
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return conn.execute(sa.select(t.shards.c.shard).where(
                 t.shards.c.run_id == run_id).limit(1)).first() is not None
 
     def close_shards(self, run_id: str) -> None:
         """A final run's shards are all done."""
-        with self._guard("close the run's shards"), self.engine.begin() as conn:
+        with self._write("close the run's shards") as conn:
             conn.execute(t.shards.update().where(t.shards.c.run_id == run_id)
-                         .values(state="done", updated_at=time.time()))
+                         .values(state="done", updated_at=self.clock.time()))
 
     def fence_shards(self, run_id: str) -> list[Row]:
         """Called by the holder of the run lease ``run:<run>``: with the run row locked FOR
         UPDATE, fence every expired shard lease of the run (its token moves on, so a paused
         owner can never write again) and return the live ones (empty: the run is ours)."""
         le, s = t.leases, t.shards
-        now = time.time()
+        now = self.clock.time()
         prefix = f"shard:{run_id}:"
-        with self._guard("check the run's shard leases"), self.engine.begin() as conn:
-            q = sa.select(t.runs.c.id).where(t.runs.c.id == run_id)
-            if self.dialect == "postgresql":
-                q = q.with_for_update()
-            conn.execute(q)
+        with self._write("check the run's shard leases") as conn:
+            conn.execute(self.hooks.for_update(sa.select(t.runs.c.id).where(t.runs.c.id == run_id)))
             conn.execute(le.update().where(le.c.name.startswith(prefix, autoescape=True),
                                            le.c.expires_at <= now)
                          .values(token=le.c.token + 1, expires_at=0.0))
@@ -252,7 +228,7 @@ class ClaimRepository:
         """Every shard of a run with its state, last owner and lease (for ``agac status``)."""
         s, le = t.shards, t.leases
         name = sa.literal("shard:") + s.c.run_id + sa.literal(":") + s.c.shard
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(
                 sa.select(s, le.c.host, le.c.pid, le.c.expires_at, le.c.token)
                 .outerjoin(le, le.c.name == name)
@@ -261,29 +237,29 @@ class ClaimRepository:
     # -- workers ----------------------------------------------------------------------
 
     def register_worker(self, worker: str, *, host: str, pid: int, concurrency: int, ttl: float) -> None:
-        now = time.time()
-        with self._guard("register the worker"), self.engine.begin() as conn:
+        now = self.clock.time()
+        with self._write("register the worker") as conn:
             conn.execute(t.workers.insert().values(
                 id=worker, host=host, pid=pid, concurrency=concurrency, state="running",
                 started_at=now, heartbeat_at=now, expires_at=now + ttl))
 
     def worker_heartbeat(self, worker: str, *, ttl: float, state: str = "running") -> None:
-        now = time.time()
-        with self._guard("record the worker's heartbeat"), self.engine.begin() as conn:
+        now = self.clock.time()
+        with self._write("record the worker's heartbeat") as conn:
             conn.execute(t.workers.update().where(t.workers.c.id == worker)
                          .values(heartbeat_at=now, expires_at=now + ttl, state=state))
 
     def end_worker(self, worker: str) -> None:
-        with self._guard("record the worker's end"), self.engine.begin() as conn:
+        with self._write("record the worker's end") as conn:
             conn.execute(t.workers.update().where(t.workers.c.id == worker)
-                         .values(state="stopped", expires_at=0.0, heartbeat_at=time.time()))
+                         .values(state="stopped", expires_at=0.0, heartbeat_at=self.clock.time()))
 
     def list_workers(self, *, live_only: bool = True) -> list[tuple[Row, list[Row]]]:
         """Workers (live ones by default), each with the shards it holds now."""
         w, s, le = t.workers, t.shards, t.leases
-        now = time.time()
+        now = self.clock.time()
         name = sa.literal("shard:") + s.c.run_id + sa.literal(":") + s.c.shard
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             q = sa.select(w).order_by(w.c.started_at)
             if live_only:
                 q = q.where(w.c.expires_at > now)
@@ -296,25 +272,18 @@ class ClaimRepository:
 
     # -- global rate windows -----------------------------------------------------------
 
-    def _db_now(self, conn: Connection) -> float:
-        if self.dialect == "postgresql":
-            return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one())
-        return time.time()
-
     def rate_take(self, key: str, *, window: float, rpm: float | None, tpm: float | None,
                   tokens: int) -> float:
         """Take one request (and ``tokens``) from the sliding window ``key``, shared by every
         process on this store. Returns 0.0 when taken, else the seconds until there may be
         room (nothing is taken)."""
         ev = t.rate_events
-        with self._guard("take from a rate window"), self.engine.begin() as conn:
-            conn.execute(self._insert(t.rate_limits).values(key=key, updated_at=0.0)
+        with self._write("take from a rate window") as conn:
+            conn.execute(self.hooks.insert(t.rate_limits).values(key=key, updated_at=0.0)
                          .on_conflict_do_nothing())
-            lock = sa.select(t.rate_limits.c.key).where(t.rate_limits.c.key == key)
-            if self.dialect == "postgresql":
-                lock = lock.with_for_update()
-            conn.execute(lock)
-            now = self._db_now(conn)
+            conn.execute(self.hooks.for_update(
+                sa.select(t.rate_limits.c.key).where(t.rate_limits.c.key == key)))
+            now = self.hooks.now(conn, self.clock)
             conn.execute(ev.delete().where(ev.c.key == key, ev.c.at <= now - window))
             used = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(ev.c.requests), 0),
                                           sa.func.coalesce(sa.func.sum(ev.c.tokens), 0))
@@ -337,8 +306,8 @@ class ClaimRepository:
 
     def rate_adjust(self, key: str, tokens: int) -> None:
         """Correct a window's tokens with a call's real usage."""
-        with self._guard("correct a rate window"), self.engine.begin() as conn:
-            conn.execute(t.rate_events.insert().values(key=key, at=self._db_now(conn), requests=0,
+        with self._write("correct a rate window") as conn:
+            conn.execute(t.rate_events.insert().values(key=key, at=self.hooks.now(conn, self.clock), requests=0,
                                                        tokens=tokens))
 
     # -- shared budgets (R5 in worker mode) ------------------------------------------------
@@ -350,7 +319,7 @@ class ClaimRepository:
         u = t.usage
         tokens = u.c.input_tokens + u.c.cached_tokens + u.c.cache_write_tokens + u.c.output_tokens
         early = u.c.id <= upto_id
-        with self._guard("read the run's spending"), self.engine.begin() as conn:
+        with self._write("read the run's spending") as conn:
             row = conn.execute(
                 sa.select(
                     sa.func.coalesce(sa.func.sum(sa.case((early, u.c.cost_usd), else_=0.0)), 0.0),
@@ -360,26 +329,22 @@ class ClaimRepository:
                     sa.func.coalesce(sa.func.max(u.c.id), after_id),
                 ).where(u.c.run_id == run_id, u.c.id > after_id)
             ).one()
-            now = self._db_now(conn)
+            now = self.hooks.now(conn, self.clock)
         return float(row[0]), int(row[1]), float(row[2]), int(row[3]), int(row[4]), now
 
     def budget_refused(self, run_id: str) -> bool:
         """Whether a batch part of the run was not sent because its budget had no room (a
         ``budget_exhausted`` event): the run's budget is exhausted for every shard."""
         e = t.events
-        with self._guard("read the run's events"), self.engine.connect() as conn:
+        with self._read("read the run's events") as conn:
             return conn.execute(sa.select(e.c.id).where(e.c.run_id == run_id, e.c.kind == "budget_exhausted")
                                 .limit(1)).first() is not None
 
     # -- the work channel ------------------------------------------------------------------
 
-    def _notify(self, conn: Connection) -> None:
-        if self.dialect == "postgresql":
-            conn.execute(sa.text(f"SELECT pg_notify('{CHANNEL}', '')"))
-
     def notify_work(self) -> None:
-        with self._guard("announce work"), self.engine.begin() as conn:
-            self._notify(conn)
+        with self._write("announce work") as conn:
+            self.hooks.notify(conn)
 
     def work_listener(self) -> WorkListener:
         return WorkListener(self.engine)
@@ -395,7 +360,7 @@ class WorkListener:
         self._raw = raw
         self._conn.rollback()
         self._conn.autocommit = True
-        self._conn.execute(f"LISTEN {CHANNEL}")
+        self._conn.execute(f"LISTEN {WORK_CHANNEL}")
 
     def wait(self, timeout: float) -> bool:
         """Block until work is announced (True) or ``timeout`` seconds pass (False)."""

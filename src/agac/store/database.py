@@ -3,7 +3,8 @@ and brings the schema to the newest migration on first use.
 
 Dialect differences live here and nowhere else: URL scheme mapping (plain
 ``postgresql://`` means psycopg 3), SQLite pragmas (WAL, foreign keys off, busy
-timeout), and the advisory lock that serializes migrations on PostgreSQL.
+timeout), the advisory lock that serializes migrations on PostgreSQL, and the few
+:class:`DialectHooks` the repository calls where the two dialects write SQL differently.
 
 Every driver error of a store engine is translated here, where it happens (SQLAlchemy's
 ``handle_error`` hook), into :class:`DriverFailure`, a :class:`StoreError` whose message
@@ -18,15 +19,18 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from agac.errors import ConfigError, Problem, StoreError
 
-__all__ = ["HEAD_REVISION", "DriverFailure", "create_store_engine", "describe_driver_error",
-           "display_url", "normalize_url", "upgrade"]
+if TYPE_CHECKING:
+    from agac.clock import Clock
+
+__all__ = ["HEAD_REVISION", "WORK_CHANNEL", "DialectHooks", "DriverFailure", "create_store_engine",
+           "describe_driver_error", "dialect_hooks", "display_url", "normalize_url", "upgrade"]
 
 HEAD_REVISION = "0006"
 IDLE_IN_TRANSACTION_MS = 10_000
@@ -35,6 +39,63 @@ default lease TTL."""
 """The newest migration; bump together with a new file under migrations/versions."""
 
 _MIGRATION_LOCK = 0x61676163  # "agac"
+WORK_CHANNEL = "agac_work"
+"""The PostgreSQL channel that wakes idle workers."""
+_SQLITE_ROWS_PER_STATEMENT = (256, 64, 16, 4, 1)
+"""Rows per multi-row INSERT on SQLite (a few fixed sizes, so a few cached statements)."""
+
+
+class DialectHooks:
+    """What the repository writes differently on SQLite and on PostgreSQL.
+
+    - ``param``: the driver's placeholder, for the statements sent straight to the driver
+      on the hot path (``_bulk``, the fence, answer lookups, item results);
+    - ``rows_per_statement``: SQLite takes rows as multi-row ``VALUES`` lists of a few
+      fixed sizes (the driver gives up the GIL once per statement, not once per row);
+      PostgreSQL takes one ``executemany``;
+    - ``insert``: the dialect's INSERT, which knows ``ON CONFLICT``;
+    - ``for_update``: a row lock on PostgreSQL; SQLite's single writer serializes anyway;
+    - ``now``: the time every process on the store agrees on (PostgreSQL's clock; on
+      SQLite, one machine, the store's clock);
+    - ``notify``: wake idle workers (PostgreSQL ``NOTIFY``; nothing on SQLite);
+    - ``shares_work``: workers on several machines can share the store (row locks, ``SKIP
+      LOCKED``, ``LISTEN``/``NOTIFY``): PostgreSQL only.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.postgres = name == "postgresql"
+        self.param = "%s" if self.postgres else "?"
+        self.rows_per_statement = (1,) if self.postgres else _SQLITE_ROWS_PER_STATEMENT
+        self.shares_work = self.postgres
+
+    def insert(self, table: sa.Table) -> Any:
+        # Imported here: the PostgreSQL dialect package alone costs ~45 ms of start-up,
+        # which a run on SQLite never needs.
+        if self.postgres:
+            from sqlalchemy.dialects import postgresql
+
+            return postgresql.insert(table)
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.insert(table)
+
+    def for_update(self, query: Any) -> Any:
+        return query.with_for_update() if self.postgres else query
+
+    def now(self, conn: Connection, clock: Clock) -> float:
+        if self.postgres:
+            return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())"))
+                         .scalar_one())
+        return clock.time()
+
+    def notify(self, conn: Connection) -> None:
+        if self.postgres:
+            conn.execute(sa.text(f"SELECT pg_notify('{WORK_CHANNEL}', '')"))
+
+
+def dialect_hooks(engine: Engine) -> DialectHooks:
+    return DialectHooks(engine.dialect.name)
 
 
 def normalize_url(url: str) -> str:
@@ -102,21 +163,23 @@ def _translate_driver_errors(engine: Engine, url: str) -> None:
         raise DriverFailure(message, hint=hint) from ctx.original_exception
 
 
-def create_store_engine(url: str) -> Engine:
+def create_store_engine(url: str, *, wal_autocheckpoint: int = 10000) -> Engine:
     """An Engine for ``url`` with agac's dialect settings. ``memory`` is an in-process SQLite.
 
-    Its driver errors surface as :class:`DriverFailure` (see the module docstring)."""
-    engine = _engine_for(url)
+    Its driver errors surface as :class:`DriverFailure` (see the module docstring).
+    ``wal_autocheckpoint`` (pages; 0 = never) is SQLite's: a storage point's working copy
+    turns it off, because its replica checkpoints the WAL only after shipping it (O1)."""
+    engine = _engine_for(url, wal_autocheckpoint)
     _translate_driver_errors(engine, url)
     return engine
 
 
-def _engine_for(url: str) -> Engine:
+def _engine_for(url: str, wal_autocheckpoint: int) -> Engine:
     if url == "memory":
         url = "sqlite://"
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        return _sqlite_engine(url)
+        return _sqlite_engine(url, wal_autocheckpoint)
     if url.startswith("postgresql"):
         try:
             import psycopg  # noqa: F401
@@ -140,7 +203,7 @@ def _engine_for(url: str) -> Engine:
     raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
 
 
-def _sqlite_engine(url: str) -> Engine:
+def _sqlite_engine(url: str, wal_autocheckpoint: int) -> Engine:
     path = sa.engine.make_url(url).database
     if path and path != ":memory:":
         _make_folder(Path(path).parent)
@@ -166,7 +229,7 @@ def _sqlite_engine(url: str) -> Engine:
         # checkpoints cut their cost. Durability is unchanged (WAL + NORMAL survives a
         # process crash; only an OS crash may lose the last commits).
         cur.execute("PRAGMA cache_size=-65536")
-        cur.execute("PRAGMA wal_autocheckpoint=10000")
+        cur.execute(f"PRAGMA wal_autocheckpoint={int(wal_autocheckpoint)}")
         cur.close()
 
     return engine

@@ -8,12 +8,12 @@ call, S1), ``succeeded`` (with its receipt), ``failed`` (the function raised),
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.core import StoreCore
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -24,22 +24,15 @@ UNSETTLED_EFFECT_STATES = ("started", "unknown")
 """An effect in these states may or may not have happened."""
 
 
-class EffectRepository:
-    engine: Any
-
-    def _guard(self, what: str) -> Any: ...  # provided by Store
-
-    @staticmethod
-    def _fence(conn: Any, name: str, token: int, ttl: float) -> None: ...  # provided by Store
-
+class EffectRepository(StoreCore):
     def get_effect(self, key: str) -> Row | None:
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return conn.execute(sa.select(t.effects).where(t.effects.c.key == key)).first()
 
     def find_effect(self, ref: str) -> list[Row]:
         """Effects whose key is ``ref`` or starts with it."""
         e = t.effects
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(sa.select(e).where(e.c.key.startswith(ref)).limit(2)).all())
 
     def start_effect(self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None) -> None:
@@ -47,10 +40,10 @@ class EffectRepository:
         row of the same key that did not succeed. With ``lease`` (the run's or the shard's),
         the write is refused (LeaseLost) once another process holds it (S3), so a process
         that lost its run can never start an effect the new owner starts too."""
-        now = time.time()
+        now = self.clock.time()
         row = {**row, "state": "started", "receipt": None, "error": None, "resolution": None,
                "created_at": now, "updated_at": now}
-        with self._guard("record the effect intent"), self.engine.begin() as conn:
+        with self._write("record the effect intent") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(t.effects.delete().where(t.effects.c.key == row["key"]))
@@ -58,8 +51,8 @@ class EffectRepository:
 
     def update_effect(self, key: str, *, lease: tuple[str, int, float] | None = None,
                       **fields: Any) -> None:
-        fields["updated_at"] = time.time()
-        with self._guard("update the effect"), self.engine.begin() as conn:
+        fields["updated_at"] = self.clock.time()
+        with self._write("update the effect") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(t.effects.update().where(t.effects.c.key == key).values(**fields))
@@ -72,5 +65,5 @@ class EffectRepository:
             q = q.where(e.c.workflow == workflow)
         if states:
             q = q.where(e.c.state.in_(states))
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return list(conn.execute(q).all())

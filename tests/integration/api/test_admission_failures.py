@@ -53,7 +53,7 @@ def test_missing_credentials_admit_nothing(proj: Path, monkeypatch: pytest.Monke
 
 def test_a_failure_while_the_engine_starts_undoes_the_admission(
         proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agac.engine import runs
+    from agac.engine.lifecycle import runs
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ConfigError("the provider could not be opened")
@@ -67,7 +67,8 @@ def test_a_failure_while_the_engine_starts_undoes_the_admission(
 
 
 async def test_the_engine_refuses_a_running_loop_before_admitting(proj: Path) -> None:
-    from agac.engine.runs import RunOptions, start_run
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.runs import start_run
 
     project = api.project_of(proj)
     workflow = api.load_workflow(GOOD, project)
@@ -90,7 +91,8 @@ def other_owner() -> Any:
 
 
 def test_s3_a_held_lease_admits_nothing_and_ends_nothing(proj: Path, other_owner: Any) -> None:
-    from agac.engine.runs import RunOptions, open_or_admit
+    from agac.engine.lifecycle.admission import open_or_admit
+    from agac.engine.lifecycle.options import RunOptions
 
     project = api.project_of(proj)
     workflow = api.load_workflow(GOOD, project)
@@ -113,7 +115,8 @@ def test_s3_a_held_lease_admits_nothing_and_ends_nothing(proj: Path, other_owner
 
 
 def test_different_records_while_a_run_is_open_are_refused_naming_new(proj: Path) -> None:
-    from agac.engine.runs import RunOptions, open_or_admit
+    from agac.engine.lifecycle.admission import open_or_admit
+    from agac.engine.lifecycle.options import RunOptions
 
     wf = {**GOOD, "name": "recs"}
     del wf["input"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from batch_support import WORKFLOW, batches, make, ops, run, store
@@ -39,9 +39,7 @@ def test_r4_deadline_passed_while_batches_are_out(emulator: RunningEmulator, pro
     assert first.exit_code == 75
     with store(project) as s:
         row = s.get_run(first.summary["run_id"])
-        opts = json.loads(row.options)
-        opts["deadline_at"] = time.time() - 1
-        s.update_run(row.id, options=json.dumps(opts))
+        s.update_run(row.id, settings=replace(row.settings, deadline_at=time.time() - 1))
     ended = run(project).summary
     assert ended["state"] == "timed_out"
     assert ended["actions"]["classify"]["reasons"] == {"batch_outstanding": 2}

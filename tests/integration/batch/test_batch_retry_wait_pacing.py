@@ -27,6 +27,8 @@ from batch_support import (
 
 from agac.emulator.testing import RunningEmulator
 from agac.errors import RefusedError
+from agac.store.repository import Store
+from agac.testing import ManualClock
 
 ONE_ATTEMPT = "{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
 
@@ -140,10 +142,14 @@ def test_b11_wait_polls_every_poll_interval_until_the_run_is_final(
 def test_b11_at_batch_deadline_the_batch_is_cancelled_and_its_records_fail(
         provider: str, emulator: RunningEmulator, project: Path) -> None:
     make(project, provider, retry=ONE_ATTEMPT, defaults="batch_deadline: 700ms")
-    assert run(project).exit_code == 75
-    time.sleep(0.75)  # the deadline is wall-clock time; the batches are still running
-
-    second = run(project)
+    clock = ManualClock()
+    st = Store(f"sqlite:///{project}/.agac/agac.db", clock=clock)
+    try:
+        assert run(project, store=st).exit_code == 75
+        clock.advance(0.75)  # past the batch deadline; the batches are still running
+        second = run(project, store=st)
+    finally:
+        st.close()
 
     assert second.exit_code == 1 and second.summary["state"] == "failed"
     assert counts(second)["reasons"] == {"batch_deadline": 5}
@@ -160,7 +166,7 @@ def test_b11_at_batch_deadline_the_batch_is_cancelled_and_its_records_fail(
 @pytest.mark.parametrize("provider", ["openai"])
 def test_b12_submissions_are_paced_per_provider_and_polling_never_is(
         provider: str, emulator: RunningEmulator, project: Path, monkeypatch: Any) -> None:
-    from agac.engine.limits import RateLimiter
+    from agac.engine.limits.rates import RateLimiter
     from agac.providers.registry import provider_class
 
     monkeypatch.setattr(RateLimiter, "WINDOW", 0.5)  # "a minute" is half a second here

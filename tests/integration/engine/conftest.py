@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from engine_helpers import BASIC, rows
 
-from agac.testing import write_project
+from agac.store.repository import Store
+from agac.testing import ManualClock, write_project
 
 
 @pytest.fixture
@@ -20,6 +21,18 @@ def project(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.chdir(root)
     monkeypatch.setenv("AGAC_STORE", store_url)
     return root
+
+
+@pytest.fixture
+def clocked(project: Path, store_url: str) -> Iterator[tuple[ManualClock, Store]]:
+    """A store handle on the project's store whose clock a test moves (leases, expiry,
+    deadlines), for the API calls that take ``store=``."""
+    clock = ManualClock()
+    store = Store(store_url, clock=clock)
+    try:
+        yield clock, store
+    finally:
+        store.close()
 
 
 @pytest.fixture

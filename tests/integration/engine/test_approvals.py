@@ -19,7 +19,7 @@ from agac import api
 from agac.errors import RefusedError, UsageError
 from agac.store import tables as t
 from agac.store.repository import Store
-from agac.testing import write_project
+from agac.testing import ManualClock, write_project
 
 AP = """
 name: ap
@@ -258,20 +258,21 @@ def test_a2_on_reject_fail_run_ends_the_run_failed(project: Path) -> None:
     assert "stale" in str(info.value)
 
 
-def test_a2_expired_approval_refused(project: Path) -> None:
+def test_a2_expired_approval_refused(project: Path, clocked: tuple[ManualClock, Store]) -> None:
+    clock, st = clocked
     make_ap(project, "{approvers: [leads], expires_in: 1s}")
-    run(project, "ap")
+    run(project, "ap", store=st)
     proposals = pending(project)
-    time.sleep(1.2)
+    clock.advance(1.2)
     with pytest.raises(RefusedError) as info:
-        api.approve(proposals["r00000"]["id"], project, who="ann")
+        api.approve(proposals["r00000"]["id"], project, who="ann", store=st)
     assert "expired" in str(info.value) and info.value.exit_code == 2
-    s = run(project, "ap").summary
+    s = run(project, "ap", store=st).summary
     assert s["state"] == "partial"
     assert s["actions"]["send"]["reasons"] == {"approval_expired": 3}
     assert {p["state"] for p in every(project)} == {"expired"}
     assert calls(project) == []
-    retried = api.retry("ap", project)  # R2: an expired unit is proposed again
+    retried = api.retry("ap", project, store=st)  # R2: an expired unit is proposed again
     assert retried.exit_code == 75 and len(pending(project)) == 3
     assert {p["id"] for p in pending(project).values()}.isdisjoint(x["id"] for x in proposals.values())
 
@@ -292,11 +293,13 @@ def test_a2_a_rejection_is_carried_by_a_new_run(project: Path) -> None:
     assert len(calls(project)) == 2
 
 
-def test_a2_on_expire_time_out_run_ends_the_run_timed_out(project: Path) -> None:
+def test_a2_on_expire_time_out_run_ends_the_run_timed_out(
+        project: Path, clocked: tuple[ManualClock, Store]) -> None:
+    clock, st = clocked
     make_ap(project, "{approvers: [leads], expires_in: 1s, on_expire: time_out_run}")
-    assert run(project, "ap").exit_code == 75
-    time.sleep(1.2)
-    s = run(project, "ap").summary
+    assert run(project, "ap", store=st).exit_code == 75
+    clock.advance(1.2)
+    s = run(project, "ap", store=st).summary
     assert s["state"] == "timed_out"
     send = s["actions"]["send"]
     assert send["failed"] >= 1 and send["reasons"]["approval_expired"] == send["failed"]
@@ -354,16 +357,18 @@ def test_a2_stale_approval_refused_after_cancel(project: Path) -> None:
     assert {p["state"] for p in every(project)} == {"withdrawn"}
 
 
-def test_a2_deadline_skips_units_awaiting_approval(project: Path) -> None:
+def test_a2_deadline_skips_units_awaiting_approval(
+        project: Path, clocked: tuple[ManualClock, Store]) -> None:
+    clock, st = clocked
     make_ap(project, deadline="deadline: 2s")
-    assert run(project, "ap").exit_code == 75
+    assert run(project, "ap", store=st).exit_code == 75
     proposals = pending(project)
-    time.sleep(2.2)
-    s = run(project, "ap").summary
+    clock.advance(2.2)
+    s = run(project, "ap", store=st).summary
     assert s["state"] == "timed_out"
     assert s["actions"]["send"]["reasons"] == {"deadline": 3}
     with pytest.raises(RefusedError) as info:
-        api.approve(proposals["r00002"]["id"], project, who="bob")
+        api.approve(proposals["r00002"]["id"], project, who="bob", store=st)
     assert "stale" in str(info.value)
 
 

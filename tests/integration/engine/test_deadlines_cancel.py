@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from dataclasses import replace
 
 import pytest
 from engine_helpers import BASIC, rows, run
 
 from agac import api
 from agac.config.project import find_project
-from agac.engine.runs import RunOptions, admit_run
+from agac.engine.lifecycle.admission import admit_run
+from agac.engine.lifecycle.options import RunOptions
 from agac.errors import RefusedError
 from agac.store.repository import Store
 
@@ -31,9 +32,7 @@ def _move_deadline(run_id: str, deadline_at: float) -> None:
     store = Store(os.environ["AGAC_STORE"])
     try:
         row = store.get_run(run_id)
-        opts = json.loads(row.options)
-        opts["deadline_at"] = deadline_at
-        store.update_run(run_id, options=json.dumps(opts))
+        store.update_run(run_id, settings=replace(row.settings, deadline_at=deadline_at))
     finally:
         store.close()
 
@@ -46,7 +45,7 @@ def _accounted(summary: dict) -> None:
 def test_r4_deadline_passed_while_nothing_ran_ends_timed_out_at_the_next_start(project, make) -> None:
     make(project, DEADLINE)
     admitted = _admit(project)
-    assert json.loads(admitted.options)["deadline_at"] > time.time() + 47 * 3600
+    assert admitted.settings.deadline_at > time.time() + 47 * 3600
     _move_deadline(admitted.id, time.time() - 1)
     result = run(project)
     s = result.summary
@@ -82,7 +81,7 @@ def test_r4_retry_keeps_the_original_deadline(project, make, monkeypatch) -> Non
 
 
 def test_r4_precedence_timed_out_before_exhausted(project, make) -> None:
-    from agac.engine.runs import decide_state
+    from agac.engine.lifecycle.ending import decide_state
 
     summary = {"actions": {"a": {"failed": 1, "answered": 1}}}
     assert decide_state(summary, {}, True, frozenset({"budget_exhausted", "deadline"})) == "timed_out"

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from agac import api
 from agac.config.project import find_project
-from agac.engine.runs import RunOptions, admit_run
+from agac.engine.lifecycle.admission import admit_run
+from agac.engine.lifecycle.options import RunOptions
 from agac.errors import AgacError
 from agac.store.repository import FINAL_STATES, Store
 from agac.testing import write_project

@@ -59,7 +59,8 @@ def test_r1_open_run_is_continued_and_changed_inputs_name_new(project: Path, mak
     try:
         # An admitted run that never executed stands for a run interrupted mid-way.
         from agac.config.project import find_project
-        from agac.engine.runs import RunOptions, admit_run
+        from agac.engine.lifecycle.admission import admit_run
+        from agac.engine.lifecycle.options import RunOptions
 
         proj = find_project(project)
         wf = api.load_workflow("wf", proj)
@@ -117,7 +118,8 @@ def test_r2_retry_is_refused_while_a_run_is_open(project: Path, make) -> None:
     store = _open(os.environ["AGAC_STORE"])
     try:
         from agac.config.project import find_project
-        from agac.engine.runs import RunOptions, admit_run
+        from agac.engine.lifecycle.admission import admit_run
+        from agac.engine.lifecycle.options import RunOptions
 
         proj = find_project(project)
         admit_run(proj, store, api.load_workflow("wf", proj), RunOptions())

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from engine_helpers import BASIC, rows, run
 
-from agac.engine.runs import take_run_lease
+from agac.engine.lifecycle.leases import take_run_lease
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store.repository import Store
 

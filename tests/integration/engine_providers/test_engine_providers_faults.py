@@ -291,7 +291,7 @@ RPM = 3
 @pytest.fixture
 def short_minute(monkeypatch: pytest.MonkeyPatch) -> None:
     from agac.emulator import faults
-    from agac.engine.limits import RateLimiter
+    from agac.engine.limits.rates import RateLimiter
 
     monkeypatch.setattr(RateLimiter, "WINDOW", CLIENT_MINUTE)
     monkeypatch.setattr(faults, "RATE_WINDOW_SECONDS", SERVER_MINUTE)

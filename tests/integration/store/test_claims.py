@@ -10,13 +10,20 @@ from collections.abc import Iterator
 import pytest
 
 from agac.store.repository import Store
+from agac.store.values import RunSettings
+from agac.testing import ManualClock
 
 
 @pytest.fixture
-def store(fresh_pg_database: str) -> Iterator[Store]:
-    s = Store(fresh_pg_database)
-    s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", state="queued", retry_of=None,
-                 config="{}", config_hash="h", snapshot_id="s", fresh=False, options="{}")
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(fresh_pg_database: str, clock: ManualClock) -> Iterator[Store]:
+    s = Store(fresh_pg_database, clock=clock)
+    s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None, config={},
+                 config_hash="h", snapshot_id="s", fresh=False, settings=RunSettings())
     s.ensure_shards("r1", [{"shard": f"o:{i:010d}", "kind": "online", "file": "a.jsonl",
                             "lo": i, "hi": i + 1000} for i in range(0, 20_000, 1000)])
     yield s
@@ -43,10 +50,11 @@ def test_s3_concurrent_claims_never_hand_one_shard_to_two_workers(store: Store) 
     assert sorted(got) == sorted(set(got)) and len(got) == 20
 
 
-def test_s3_expired_shard_lease_is_taken_over_and_the_old_owner_is_fenced(store: Store) -> None:
+def test_s3_expired_shard_lease_is_taken_over_and_the_old_owner_is_fenced(
+        store: Store, clock: ManualClock) -> None:
     first = store.claim_shard(worker="w1", host="h", pid=1, ttl=0.2)
     assert first is not None and first.token == 1
-    time.sleep(0.3)
+    clock.advance(0.3)
     while True:  # the expired shard is claimable again, with a new token
         second = store.claim_shard(worker="w2", host="h", pid=2, ttl=30)
         assert second is not None

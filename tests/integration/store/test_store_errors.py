@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from agac.errors import StoreError
 from agac.store.database import DriverFailure, display_url
 from agac.store.repository import Store
+from agac.store.values import RunSettings
 
 SECRET = "secret-value-4242"
 
@@ -32,13 +33,13 @@ def test_driver_errors_carry_no_sql_or_values(store_url: str) -> None:
 def test_guarded_write_says_what_failed_without_the_statement(store_url: str) -> None:
     store = Store(store_url)
     try:
-        store.create_run(id="r1", workflow="wf", workflow_path="wf.yml", state="queued",
-                         retry_of=None, config="{}", config_hash="h", snapshot_id="s",
-                         fresh=False, options="{}")
+        store.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None,
+                         config={}, config_hash="h", snapshot_id="s", fresh=False,
+                         settings=RunSettings())
         with pytest.raises(StoreError) as info:
-            store.create_run(id="r1", workflow=SECRET, workflow_path="wf.yml", state="queued",
-                             retry_of=None, config="{}", config_hash="h", snapshot_id="s",
-                             fresh=False, options="{}")
+            store.create_run(id="r1", workflow=SECRET, workflow_path="wf.yml", retry_of=None,
+                             config={}, config_hash="h", snapshot_id="s", fresh=False,
+                             settings=RunSettings())
         assert SECRET not in info.value.message and "INSERT" not in info.value.message
     finally:
         store.close()

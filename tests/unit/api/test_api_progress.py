@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 from agac.api.progress import RunProgress, progress_line
-from agac.engine.executor import Progress
+from agac.engine.outcomes.writer import Progress
 
 
 def _progress() -> Progress:

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from agac.engine.budget import BudgetGuard, Reservation
+from agac.engine.limits.budget import BudgetGuard, Reservation
 from agac.providers.pricing import PriceTable
 
 CALL = Reservation(usd=0.25, tokens=10)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agac.engine.proposals import (
+from agac.engine.approvals.proposals import (
     content_hash,
     decision_signature,
     load_secret,

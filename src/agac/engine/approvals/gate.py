@@ -1,0 +1,252 @@
+"""Human approval during a run (A1-A3): each unit of an action with ``approval:`` waits
+for a person before it acts.
+
+For one unit, after its guard (engine/walk/units.py calls :meth:`ApprovalGate.gate`):
+
+1. its arguments are rendered (a tool's inputs, an llm action's request) and its
+   *subject* computed (engine/proposals.py); a failure carried from the previous run
+   with the same subject is carried (R1 c);
+2. the latest proposal of that subject decides, once its signatures check out (an
+   altered one is marked ``altered`` and never acted on):
+
+   - ``pending``: the unit waits (it stays pending; the run parks ``awaiting_approval``
+     when nothing else can move) — or, past ``expires_at``, the proposal expires;
+   - ``approved``: the decider is checked against the run's approvers again, with the
+     groups of ``agac.yml`` as they are now (A3; if no longer one, the approval is
+     ``revoked`` and a new proposal is made); the run records that it uses the approval
+     (S1, before acting) and the unit acts with exactly the approved arguments, drawing
+     on the run's budget like any call (R5);
+   - ``rejected`` / ``expired``: the unit fails ``approval_rejected`` /
+     ``approval_expired``, or the run ends (``on_reject: fail_run`` -> ``failed``,
+     ``on_expire: time_out_run`` -> ``timed_out``).
+
+   A decision counts for the run that first acts on it (``used_by``); a retry (R2) of a
+   rejected or expired unit therefore gets a new proposal;
+3. with no live proposal, a unit that would not act — its answer, tool result or effect
+   receipt is already stored — goes on without one (nothing is sent or done); otherwise
+   a proposal is stored and signed (event ``approval_requested``) and the unit waits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.approvals.proposals import (
+    content_hash,
+    expand_approvers,
+    load_secret,
+    new_proposal_id,
+    request_from,
+    sign,
+    subject_of,
+    tampered,
+    unit_arguments,
+)
+from agac.engine.crashpoints import maybe_crash
+from agac.engine.ports import Act
+from agac.engine.requests import build_request, effect_key, tool_input_hash
+from agac.jsontext import loads
+from agac.providers.base import canonical_json, fingerprint_of
+
+if TYPE_CHECKING:
+    from agac.clock import Clock
+    from agac.config.project import Project
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.outcomes.gateway import StoreGateway
+    from agac.engine.outcomes.writer import OutcomeWriter
+    from agac.engine.ports import UnitContext
+    from agac.engine.values import RunControl, Settled, UnitRecord
+    from agac.store.repository import Store
+
+__all__ = ["ApprovalGate"]
+
+_USABLE_EFFECT_STATES = ("succeeded", "done", "compensated", "started", "unknown")
+"""Effect states in which the effect's own rules decide (E1/E2), not a new approval."""
+
+
+class ApprovalGate:
+    """The approval side of one run (implements :class:`agac.engine.ports.Approvals`)."""
+
+    def __init__(self, project: Project, *, run_id: str, workflow: str, store: Store,
+                 gateway: StoreGateway, out: OutcomeWriter, control: RunControl) -> None:
+        self.project = project
+        self.run_id = run_id
+        self.workflow = workflow
+        self.store = store
+        self.gateway = gateway
+        self.out = out
+        self.control = control
+        self.clock: Clock = control.clock
+        self.secret = load_secret(project.root)
+        self.waiting: dict[tuple[str, str], str] = {}
+        """(action, unit key) -> id of the proposal the unit waits on, in this pass."""
+        self.halt: tuple[str, str] | None = None
+        """(final state, why) when a decision ends the whole run (fail_run, time_out_run)."""
+
+    # -- the run loop's view ----------------------------------------------------------------
+
+    def begin_pass(self) -> None:
+        self.waiting.clear()
+
+    def waiting_lines(self) -> list[str]:
+        per_action: dict[str, int] = {}
+        for action, _ in self.waiting:
+            per_action[action] = per_action.get(action, 0) + 1
+        wf = self.workflow
+        return [f"{action}: {n} unit{'s' if n != 1 else ''} awaiting approval; "
+                f"`agac approvals list {wf}` shows them, `agac approve ID --as NAME` decides"
+                for action, n in sorted(per_action.items())]
+
+    # -- one unit -------------------------------------------------------------------------------
+
+    async def gate(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
+                   view: dict[str, Any]) -> Settled | Act | None:
+        """Settled: the unit's outcome without acting; Act: act with the approved
+        arguments (or as rendered, when it would not act anyway); None: it waits."""
+        action = rt.action
+        request = build_request(rt, view) if action.kind == "llm" else None
+        arguments = unit_arguments(action, view, request)
+        subject = subject_of(self.workflow, action, rec.key, arguments)
+        carried = ctx.memory.carried_failure(rt.name, rec.key, subject)
+        if carried is not None:
+            return await self.out.settle(rt, rec, "failed", carried[0], carried[1],
+                                         origin="carried", fingerprint=subject)
+        rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key)
+        latest = await self._trusted(rt, rec, _latest(rows, subject))
+        if latest is not None and latest.state == "pending":
+            if self.clock.time() < latest.expires_at:
+                if latest.run_id != self.run_id:
+                    await self.gateway.call(self.store.adopt_proposal, latest.id, self.run_id,
+                                            lease=self.gateway.fence)
+                self.waiting[(rt.name, rec.key)] = latest.id
+                return None
+            await self.gateway.call(self.store.change_proposal, latest.id, ["pending"],
+                                    state="expired", lease=self.gateway.fence)
+            latest = await self.gateway.call(self.store.get_proposal, latest.id)
+        if latest is not None and latest.used_by in (None, self.run_id):
+            if latest.state in ("rejected", "expired"):
+                return await self._refused(rt, rec, latest, subject)
+            if latest.state == "approved" and await self._still_approver(rt, rec, latest):
+                return await self._act(rt, rec, latest)
+        if await self._would_not_act(ctx, rt, rec, request, arguments):
+            return Act(view)
+        if self.control.deadline_passed():
+            return await self.out.settle(rt, rec, "skipped", "deadline",
+                                         "never proposed: the run's deadline passed")
+        if self.control.stopping:
+            return None
+        await self._propose(rt, rec, subject, arguments)
+        return None
+
+    async def _trusted(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> Any:
+        """``row``, or None when its content or decision does not match its signatures (it
+        is then marked ``altered``: never acted on, a new proposal is made)."""
+        if row is None or row.state in ("superseded", "withdrawn", "revoked", "altered"):
+            return None
+        why = tampered(self.secret, row)
+        if why is None:
+            return row
+        await self.gateway.call(self.store.change_proposal, row.id, [row.state], state="altered",
+                                lease=self.gateway.fence)
+        await self.out.event("approval_altered", rt.name, rec.key, proposal=row.id, why=why)
+        return None
+
+    async def _still_approver(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> bool:
+        """A3: the decider is still one of the run's approvers for this action."""
+        spec = rt.action.approval
+        assert spec is not None
+        allowed = expand_approvers(spec.approvers, self.project)
+        if loads(row.approvers) == list(spec.approvers) and row.decided_by in allowed:
+            return True
+        why = f"{row.decided_by} is no longer an approver of {rt.name} ({', '.join(spec.approvers)})"
+        await self.gateway.call(self.store.change_proposal, row.id, ["approved"], state="revoked",
+                                reason=why, lease=self.gateway.fence)
+        await self.out.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)
+        return False
+
+    async def _act(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> Act | None:
+        if not await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
+                                       lease=self.gateway.fence):
+            return None  # pragma: no cover - one open run per workflow: nobody else uses it
+        await self.gateway.durable()  # the use is stored before the unit acts (S1)
+        maybe_crash("approval_acting")  # the run acts on the approval; no outcome yet
+        await self.out.event("approval_applied", rt.name, rec.key, proposal=row.id,
+                             by=row.decided_by)
+        arguments = loads(row.arguments)
+        if rt.action.kind == "tool":
+            return Act(arguments)
+        return Act({}, request_from(rt.action, arguments))
+
+    async def _refused(self, rt: ActionRuntime, rec: UnitRecord, row: Any, subject: str) -> Settled:
+        spec = rt.action.approval
+        assert spec is not None
+        await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
+                                lease=self.gateway.fence)
+        if row.state == "rejected":
+            reason, policy = "approval_rejected", spec.on_reject
+            detail = f"proposal {row.id} was rejected by {row.decided_by}: {row.reason}"
+            halt = ("failed", "on_reject: fail_run") if policy == "fail_run" else None
+        else:
+            at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.expires_at))
+            reason, policy = "approval_expired", spec.on_expire
+            detail = f"proposal {row.id} expired at {at} without a decision"
+            halt = ("timed_out", "on_expire: time_out_run") if policy == "time_out_run" else None
+        settled = await self.out.settle(rt, rec, "failed", reason, detail, fingerprint=subject)
+        if halt is not None and self.halt is None:
+            self.halt = (halt[0], f"{detail} ({rt.name}, record {rec.key}; {halt[1]})")
+            self.control.stop()  # send nothing more; what is in flight settles
+        return settled
+
+    async def _would_not_act(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
+                             request: Any, arguments: dict[str, Any]) -> bool:
+        """Whether the unit, as rendered, would settle without acting: its answer is stored
+        (S5), a failure is carried (R1 c), its tool result is cached, or its effect's own
+        rules decide (E1/E2). Mirrors the keys of engine/walk/units.py."""
+        action = rt.action
+        if action.kind == "llm":
+            fp = fingerprint_of(request.canonical())
+            if ctx.memory.carried_failure(rt.name, rec.key, fp) is not None:
+                return True
+            if ctx.batch is not None and ctx.batch.own_item(rt, rec.key) is not None:
+                return True  # staged or sent by this run from an approved proposal
+            return not ctx.fresh and await ctx.lookups.lookup_answer(fp) is not None
+        input_hash = tool_input_hash(action.function, canonical_json(arguments))
+        if action.effect is not None:
+            key = effect_key(self.workflow, action.name, rec.key, input_hash)
+            effect = await self.gateway.call(self.store.get_effect, key)
+            return effect is not None and effect.state in _USABLE_EFFECT_STATES
+        if action.cache and not ctx.fresh:
+            return await ctx.lookups.lookup_tool_result(input_hash) is not None
+        return False
+
+    async def _propose(self, rt: ActionRuntime, rec: UnitRecord, subject: str,
+                       arguments: dict[str, Any]) -> None:
+        spec = rt.action.approval
+        assert spec is not None
+        now = round(self.clock.time(), 3)
+        row: dict[str, Any] = {
+            "id": new_proposal_id(), "workflow": self.workflow, "action": rt.name,
+            "unit_key": rec.key, "seq": rec.seq, "run_id": self.run_id, "subject": subject,
+            "parent": None, "arguments": canonical_json(arguments),
+            "policy_version": spec.policy_version, "approvers": canonical_json(list(spec.approvers)),
+            "proposed_by": None, "expires_at": round(now + spec.expires_in, 3), "state": "pending",
+            "decided_by": None, "decided_at": None, "reason": None, "decision_signature": None,
+            "used_by": None, "used_at": None, "created_at": now, "updated_at": now,
+        }
+        row["content_hash"] = content_hash(row)
+        row["signature"] = sign(self.secret, "proposal:" + row["content_hash"])
+        await self.gateway.call(self.store.insert_proposal, row, lease=self.gateway.fence)
+        await self.out.event("approval_requested", rt.name, rec.key, proposal=row["id"],
+                       approvers=list(spec.approvers), expires_at=row["expires_at"],
+                       policy_version=spec.policy_version)
+        maybe_crash("approval_proposed")  # the proposal is durable; the unit waits
+        self.waiting[(rt.name, rec.key)] = row["id"]
+
+
+def _latest(rows: list[Any], subject: str) -> Any:
+    """The newest proposal of ``subject`` that no revision replaced."""
+    chain = [r for r in rows if r.subject == subject]
+    parents = {r.parent for r in chain if r.parent}
+    leaves = [r for r in chain if r.id not in parents]
+    return max(leaves, key=lambda r: r.created_at) if leaves else None

@@ -1,0 +1,81 @@
+"""The batch step: provider batch APIs under the rules B0-B12 (DESIGN §6).
+
+How a batch action runs inside a run (see also docs/architecture.md):
+
+1. The record walk walks every record as usual. A unit of a batch action that needs a
+   call is *staged* (engine/batch/units.py) unless an open batch already holds its
+   fingerprint (adoption, B0/B3); the record stops there.
+2. :meth:`BatchCoordinator.step` then, per batch action in topological order:
+   recovers intents left ``submitting``/``unknown`` by a crash and submits every input
+   file whose units are all settled, staged or out (engine/batch/submission.py); once
+   every file of the action is out or has nothing to send (B4), polls each open batch
+   and reads the ended ones (engine/batch/polling.py, engine/batch/ingest.py).
+3. Whatever was read becomes answers (by fingerprint) and item results; the next walk
+   settles the units from them and stages retry items (B6). The run repeats walks and
+   steps until no step makes progress, then pauses (exit 75) while batches are out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agac.engine.batch.context import StepReport
+from agac.engine.batch.submission import open_reservations
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.batch.context import BatchContext
+    from agac.engine.batch.polling import Poller
+    from agac.engine.batch.submission import Submitter
+    from agac.engine.batch.units import BatchUnits
+    from agac.engine.limits.budget import Reservation
+
+__all__ = ["BatchCoordinator", "StepReport"]
+
+
+class BatchCoordinator:
+    """Submits, adopts, polls and reads the batches of one run's batch actions."""
+
+    def __init__(self, ctx: BatchContext, batch_rts: list[ActionRuntime], submitter: Submitter,
+                 poller: Poller, units: BatchUnits) -> None:
+        self.ctx = ctx
+        self.batch_rts = batch_rts
+        self.submitter = submitter
+        self.poller = poller
+        self.units = units
+
+    @property
+    def refused_actions(self) -> set[str]:
+        return self.ctx.refused_actions
+
+    async def step(self, *, walked: bool) -> StepReport:
+        """One step over every batch action; ``walked``: a full walk of this invocation has
+        recorded which batches its units adopted (B0 may cancel the others)."""
+        ctx = self.ctx
+        report = StepReport()
+        if ctx.budget is not None:
+            # Nothing is in flight between passes: what was spent and what is still out
+            # are read again from the store (batches read since are settled).
+            held = await ctx.call(self.open_reservations)
+            await ctx.call(ctx.budget.sync, ctx.store, ctx.run, held)
+        intervals = [rt.action.poll_interval or 300.0 for rt in self.batch_rts]
+        report.poll_interval = min(intervals) if intervals else 300.0
+        for rt in self.batch_rts:
+            await self.submitter.recover_intents(rt, report)
+            all_sent = await self.submitter.submit_ready_files(rt, report)
+            if rt.name in ctx.refused_actions:
+                continue  # B2: the action fails; the batches of its other files stay out (B0)
+            if not all_sent:
+                report.waiting.append(f"{rt.name}: waiting until every input file can be sent (B4)")
+                continue
+            await self.poller.cancel_unneeded(rt, walked=walked, adopted=self.units.adopted)
+            await self.poller.poll_and_collect(rt, report)
+            await self.poller.fail_if_every_file_unread(rt)
+        return report
+
+    def open_reservations(self, known: dict[str, Reservation] | None = None
+                          ) -> dict[str, Reservation]:
+        """Worst cases of the batches this run has out (R5); in the store thread."""
+        assert self.ctx.budget is not None
+        return open_reservations(self.ctx.store, self.ctx.budget, self.ctx.run_id,
+                                 self.ctx.workflow, [rt.action for rt in self.batch_rts], known)

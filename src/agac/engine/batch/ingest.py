@@ -1,0 +1,137 @@
+"""Reading an ended batch (B6): stream its results into answers, usage and item results.
+
+Results are streamed from the provider and written in groups of 1,000; nothing holds a
+whole result file. Each item ends one of:
+
+- ``succeeded``: its answer is stored by fingerprint (usage at the batch tier);
+- ``retry``: left out of the results, errored retryably, truncated or schema-invalid
+  while the action's attempts are not spent: the next walk sends it again in a retry
+  batch;
+- ``failed`` with a reason: ``batch_not_returned``, ``provider_error``, ``refusal``,
+  ``content_filter``, ``truncated``, ``schema_invalid``, ``batch_cancelled``,
+  ``batch_expired``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.crashpoints import maybe_crash
+from agac.engine.requests import Fail, accept_response, response_dict
+from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.jsontext import dumps
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.batch.context import BatchContext
+    from agac.providers.base import BatchHandle, Result
+
+__all__ = ["ingest_batch"]
+
+_GROUP = 1000
+_RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
+
+ItemResult = tuple[str, str, str | None, str | None]
+"""(custom_id, status, reason, detail)."""
+
+
+async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: Any, handle: BatchHandle) -> dict[str, int]:
+    """Read batch ``b`` once; returns counts by item status."""
+    items = {i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))}
+    reading = _Reading(ctx, rt, b)
+    async for result in rt.provider.batch_results(handle):
+        item = items.pop(result.custom_id, None)
+        if item is None:
+            continue  # not ours (a candidate adopted by matching is verified by its ids)
+        if item.status != "pending":
+            continue  # read before a crash mid-ingest: never ledgered twice
+        reading.read(item, result)
+        if len(reading.results) >= _GROUP:
+            await reading.flush()
+            maybe_crash("mid_ingest")
+    for item in items.values():  # B6: left out of the results
+        if item.status == "pending":
+            reading.not_returned(item)
+    await reading.flush()
+    await ctx.call(ctx.store.update_batch, b.key, state="collected", collected_by=ctx.run_id,
+                   ended_at=ctx.control.clock.time())
+    return reading.counts
+
+
+class _Reading:
+    """The rows of one batch being read, written a group at a time."""
+
+    def __init__(self, ctx: BatchContext, rt: ActionRuntime, b: Any) -> None:
+        self.ctx = ctx
+        self.rt = rt
+        self.b = b
+        self.max_attempts = rt.action.retry.max_attempts
+        self.counts = {"succeeded": 0, "retry": 0, "failed": 0, "not_returned": 0}
+        self.answers: list[dict[str, Any]] = []
+        self.usage: list[dict[str, Any]] = []
+        self.results: list[ItemResult] = []
+        now = ctx.control.clock.time()
+        self.latency_ms = (now - (b.submitted_at or now)) * 1000
+
+    async def flush(self) -> None:
+        """One transaction: the answers, their usage and what was read for each item, so
+        an item is never ledgered twice nor marked read without its answer (a crash
+        mid-ingest reads again only the items still pending)."""
+        if self.answers or self.usage or self.results:
+            key = self.b.key
+            await self.ctx.gateway.commit(answers=self.answers, usage=self.usage,
+                                          item_results=[(key, *r) for r in self.results])
+        self.answers, self.usage, self.results = [], [], []
+
+    def read(self, item: Any, result: Result) -> None:
+        if result.type == "succeeded" and result.response is not None:
+            self._answered(item, result)
+        elif result.type == "errored":
+            err = result.error
+            fatal = isinstance(err, (FatalError, UnsupportedError)) or not isinstance(err, ProviderError)
+            reason = "provider_error" if fatal else "provider_error_retryable"
+            self.results.append(self._give_up(item, reason, f"errored in the batch: {err}"))
+        elif result.type == "canceled":
+            self.counts["failed"] += 1
+            self.results.append((item.custom_id, "failed", "batch_cancelled", "the batch was cancelled"))
+        else:
+            self.counts["failed"] += 1
+            self.results.append((item.custom_id, "failed", "batch_expired", "the batch expired"))
+
+    def _answered(self, item: Any, result: Result) -> None:
+        response = result.response
+        assert response is not None
+        rt = self.rt
+        self.usage.append(self.ctx.out.batch_usage_row(rt, self.b.run_id, item.unit_key,
+                                                       item.attempt, item.fingerprint,
+                                                       response.usage, self.latency_ms))
+        try:
+            output = accept_response(rt, response)
+        except Fail as fail:
+            self.results.append(self._give_up(item, fail.reason, fail.detail))
+            return
+        self.answers.append({
+            "fingerprint": item.fingerprint, "provider": rt.action.provider,
+            "model": rt.action.model_name, "request": item.request,
+            "response": dumps(response_dict(response)), "output": dumps(output),
+            "created_at": self.ctx.control.clock.time(),
+        })
+        self.results.append((item.custom_id, "succeeded", None, None))
+        self.counts["succeeded"] += 1
+
+    def _give_up(self, item: Any, reason: str, detail: str) -> ItemResult:
+        if item.attempt < self.max_attempts and reason in _RETRYABLE:
+            self.counts["retry"] += 1
+            return (item.custom_id, "retry", reason, detail)
+        self.counts["failed"] += 1
+        final = "provider_error" if reason == "provider_error_retryable" else reason
+        return (item.custom_id, "failed", final, detail)
+
+    def not_returned(self, item: Any) -> None:
+        self.counts["not_returned"] += 1
+        if item.attempt < self.max_attempts:
+            self.results.append((item.custom_id, "retry", "batch_not_returned",
+                                 "missing from the batch results; sent again in a retry batch"))
+        else:
+            self.results.append((item.custom_id, "failed", "batch_not_returned",
+                                 f"missing from the batch results after {item.attempt} attempts"))

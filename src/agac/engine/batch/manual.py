@@ -1,0 +1,161 @@
+"""What people (and the end of a run) do to batches outside the batch step: ask the
+provider about one now, read its raw results for a person, cancel it, settle an intent
+whose submission is unknown (B2, ``agac batch resolve``), and cancel or abandon every
+batch of a workflow that is out (``agac cancel``, ``--fresh``, B10).
+
+Nothing here collects results into the store: only a run records answers (S1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from agac.errors import RefusedError, UsageError
+from agac.jsontext import loads
+from agac.providers.base import BatchHandle
+from agac.providers.factory import open_providers
+from agac.store.values import OPEN_BATCH_STATES
+
+if TYPE_CHECKING:
+    from agac.config.project import Project
+    from agac.providers.base import BatchStatus, Result
+    from agac.store.repository import Store
+
+__all__ = ["UNSETTLED_STATES", "abandon_batches", "cancel_batch", "cancel_open_batches",
+           "poll_batch", "read_results", "resolve_intent"]
+
+UNSETTLED_STATES = ("submitting", "unknown")
+"""Intents whose submission is not known to have happened (B2)."""
+
+
+def _with_provider(project: Project, row: Any,
+                   call: Callable[[Any, BatchHandle], Coroutine[Any, Any, Any]]) -> Any:
+    """Run ``call(adapter, handle)`` for the batch's provider, closing the adapter after."""
+    handle = BatchHandle(row.provider, row.provider_batch_id, row.key, loads(row.meta) or {})
+
+    async def go() -> Any:
+        provider = open_providers([row.provider], project.config)[row.provider]
+        try:
+            return await call(provider, handle)
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(go())
+
+
+def poll_batch(project: Project, row: Any) -> BatchStatus:
+    """The provider's status of a batch now; the store is not changed (the next run
+    records what it says)."""
+    if not row.provider_batch_id:
+        raise RefusedError(f"batch {row.key} has no provider batch id to ask about; "
+                           f"its state is {row.state}")
+    return _with_provider(project, row, lambda p, h: p.poll_batch(h))  # type: ignore[no-any-return]
+
+
+def read_results(project: Project, row: Any, sink: Callable[[Result], object]) -> dict[str, int]:
+    """Hand every raw result of an ended batch to ``sink``, in the provider's order; the
+    count of each result type. Only a batch the provider reports ended can be read."""
+    if not row.provider_batch_id:
+        raise RefusedError(f"batch {row.key} was never accepted by the provider (state "
+                           f"{row.state}); there are no results to read")
+    types: dict[str, int] = {}
+
+    async def read(provider: Any, handle: BatchHandle) -> None:
+        status = await provider.poll_batch(handle)
+        if status.state != "ended":
+            raise RefusedError(f"batch {handle.id} is {status.raw_status} at the provider; its "
+                               "results can be read once it has ended")
+        async for result in provider.batch_results(handle):
+            types[result.type] = types.get(result.type, 0) + 1
+            sink(result)
+
+    _with_provider(project, row, read)
+    return types
+
+
+def cancel_batch(project: Project, store: Store, row: Any) -> None:
+    """Ask the provider to cancel an open batch and mark it ``cancelling``. No result is
+    claimed: the next run polls it and reads what the provider says (B7, B8 — an
+    Anthropic batch canceled mid-run still ends with a result per request)."""
+    if row.state not in OPEN_BATCH_STATES:
+        raise RefusedError(f"batch {row.provider_batch_id or row.key} is already "
+                           f"{row.state}; there is nothing to cancel")
+    if not row.provider_batch_id:
+        raise RefusedError(f"batch {row.key} has no provider batch id (state {row.state}); "
+                           f"settle it first: agac batch resolve {row.key} --batch-id ID "
+                           "| --not-submitted")
+    _with_provider(project, row, lambda p, h: p.cancel_batch(h))
+    store.update_batch(row.key, state="cancelling")
+
+
+def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitted: bool) -> None:
+    """Settle an intent whose submission is unknown (B2), on a person's word.
+
+    ``batch_id``: the provider has it under this id; the intent becomes ``submitted`` and
+    the next run polls and collects it. ``not_submitted``: the provider never got it; the
+    intent and its pending items become ``not_submitted``, so the next run sends those
+    records again.
+    """
+    if (batch_id is None) == (not not_submitted):
+        raise UsageError("give exactly one of --batch-id ID or --not-submitted")
+    row = store.get_batch(key)
+    if row is None or row.key != key:
+        raise UsageError(f"no batch intent with key {key!r}; `agac batch list` shows them")
+    if row.state not in UNSETTLED_STATES:
+        raise RefusedError(f"batch {key} is {row.state}, not unknown: only an intent whose "
+                           "submission is unknown can be resolved")
+    now = store.clock.time()
+    if batch_id is not None:
+        other = store.get_batch(batch_id)
+        if other is not None and other.key != key:
+            raise RefusedError(f"provider batch {batch_id} already belongs to {other.key}")
+        store.update_batch(key, provider_batch_id=batch_id, state="submitted",
+                           submitted_at=now, error=None)
+    else:
+        store.fail_open_items(key, "not_submitted", "not_submitted",
+                              "settled by `agac batch resolve --not-submitted`")
+        store.update_batch(key, state="not_submitted", ended_at=now,
+                           error="not submitted (settled by agac batch resolve)")
+    store.mark_run_needs_pass(row.workflow)
+
+
+def cancel_open_batches(project: Project, store: Store, workflow: str, why: str, *,
+                        reason: str, state: str) -> tuple[list[str], set[tuple[str, str]]]:
+    """Cancel every batch of ``workflow`` that is out at the provider where it can be
+    (best effort: nothing is read from it either way) and fail its waiting items
+    ``reason``. Returns notes and the (action, unit key) of the items failed."""
+    notes: list[str] = []
+    units: set[tuple[str, str]] = set()
+    batches = store.list_batches(workflow, open_only=True)
+    if not batches:
+        return notes, units
+    providers = open_providers({b.provider for b in batches}, project.config)
+
+    async def cancel_all() -> None:
+        for b in batches:
+            if b.provider_batch_id:
+                try:
+                    await providers[b.provider].cancel_batch(
+                        BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
+                except Exception:  # noqa: BLE001 - given up either way; nothing is read from it
+                    pass
+        for p in providers.values():
+            await p.aclose()
+
+    asyncio.run(cancel_all())
+    for b in batches:
+        units |= {(i.action, i.unit_key) for i in store.iter_batch_items(b.key) if i.status == "pending"}
+        store.fail_open_items(b.key, "failed", reason, why)
+        store.update_batch(b.key, state=state, error=why)
+        notes.append(f"cancelled batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
+    return notes, units
+
+
+def abandon_batches(project: Project, store: Store, workflow: str, why: str) -> list[str]:
+    """Give up on every batch of ``workflow`` that is out: cancel it at the provider where
+    it can be (best effort) and fail its waiting records ``batch_abandoned``."""
+    notes, _ = cancel_open_batches(project, store, workflow, why, reason="batch_abandoned",
+                                   state="abandoned")
+    return [n.replace("cancelled batch", "abandoned batch", 1) for n in notes]

@@ -1,0 +1,166 @@
+"""Polling a batch action's batches and reading the ended ones (DESIGN §6).
+
+Once every file of the action is out or has nothing to send (B4): batches from earlier
+runs that no unit of this run needs any more are cancelled (B0); each open batch is
+asked for its status (B5: an unreachable provider leaves that batch for the next run
+and names the file; B8 cancelling and B9 unknown statuses are still running; B11
+``batch_deadline`` cancels it and fails its records); ended batches are read
+(engine/batch/ingest.py, B6); failed, expired and cancelled ones fail their records
+without being read (B7).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.batch.ingest import ingest_batch
+from agac.errors import ProviderError
+from agac.jsontext import loads
+from agac.providers.base import BatchHandle
+from agac.store.batches import OPEN_BATCH_STATES
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.batch.context import BatchContext, StepReport
+
+__all__ = ["Poller"]
+
+_B7_REASON = {"failed": "batch_failed", "expired": "batch_expired", "cancelled": "batch_cancelled"}
+
+
+class Poller:
+    """Polls and reads the batches of one run's batch actions."""
+
+    def __init__(self, ctx: BatchContext) -> None:
+        self.ctx = ctx
+        self._unreachable: dict[str, str] = {}
+        """Batches whose provider could not be reached in this run (B5): not asked again."""
+
+    async def cancel_unneeded(self, rt: ActionRuntime, *, walked: bool, adopted: set[str]) -> None:
+        """B0: batches out from earlier runs whose requests this run no longer needs (its
+        prompt changed, or the answers exist) are cancelled at the provider. Only after an
+        online pass of this invocation has recorded which batches its units adopted."""
+        if not walked:
+            return
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+            if b.run_id == self.ctx.run_id or b.key in adopted:
+                continue
+            if b.state in ("submitting", "unknown") or not b.provider_batch_id:
+                continue
+            try:
+                await rt.provider.cancel_batch(
+                    BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {}))
+            except ProviderError:
+                pass  # gone already; nothing of it is read either way
+            await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_abandoned",
+                             "no longer needed by the workflow (B0)")
+            await self.ctx.call(self.ctx.store.update_batch, b.key, state="abandoned",
+                             error="no longer needed (B0)")
+            await self.ctx.event("batch_cancelled_unneeded", rt.name, batch_id=b.provider_batch_id,
+                              file=b.file)
+
+    async def poll_and_collect(self, rt: ActionRuntime, report: StepReport) -> None:
+        seen: list[str] = []
+        try:
+            await self._poll_each(rt, report, seen)
+        finally:
+            self.ctx.progress.batches[rt.name] = (
+                f"{len(seen)} batch{'es' if len(seen) != 1 else ''} out: {', '.join(seen)}" if seen else "")
+
+    async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+            if b.state in ("submitting", "unknown") or self.ctx.only_file not in (None, b.file):
+                continue
+            handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {})
+            if b.key in self._unreachable:
+                # B5: left for the next run, not asked again in this one.
+                report.waiting.append(self._unreachable[b.key])
+                continue
+            try:
+                status = await rt.provider.poll_batch(handle)
+            except ProviderError as exc:
+                self._unreach(b, report, f"{rt.name}: cannot reach the provider for {b.file} "
+                                         f"({handle.id}): {exc} (B5)")
+                continue
+            await self.ctx.call(self.ctx.store.update_batch, b.key, raw_status=status.raw_status,
+                             state="running" if status.state in ("running",) else b.state)
+            await self.ctx.event("awaiting", rt.name, batch_id=handle.id, file=b.file,
+                              status=status.raw_status, poll_interval=rt.action.poll_interval)
+            seen.append(f"{b.file} {status.raw_status} {status.completed}/{status.request_count or b.request_count}")
+            if status.state == "ended":
+                if await self._collect(rt, b, handle, report):
+                    report.progressed = True
+            elif status.state in _B7_REASON:
+                await self._end_unread(rt, b, status.state, f"the provider reports {status.raw_status}")
+                report.progressed = True
+            elif b.deadline_at and self.ctx.control.clock.time() > b.deadline_at and status.state == "running":
+                await self._deadline(rt, b, handle)
+                report.progressed = True
+            else:
+                what = ("still cancelling (B8)" if status.state == "cancelling" else
+                        f"in a status agac does not know: {status.raw_status!r} (B9)"
+                        if not status.known else f"{status.raw_status}")
+                report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is {what}")
+
+    async def fail_if_every_file_unread(self, rt: ActionRuntime) -> None:
+        """B7: when the batch of *every* file ended failed, expired or cancelled, the action
+        fails as a whole, so the next run sends every file again (R1 d)."""
+        batches = await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, action=rt.name)
+        mine = [b for b in batches if b.collected_by == self.ctx.run_id]
+        if not mine or any(b.state in OPEN_BATCH_STATES for b in batches):
+            return
+        files = {b.file for b in mine}
+        unread = {b.file for b in mine if b.state in _B7_REASON}
+        if unread == files and all(b.state in _B7_REASON for b in mine):
+            await self.ctx.call(self.ctx.store.set_action_state, self.ctx.run_id, rt.name, "failed",
+                             f"every file's batch ended without results: {', '.join(sorted(files))}")
+
+    def _unreach(self, b: Any, report: StepReport, line: str) -> None:
+        self._unreachable[b.key] = line
+        report.waiting.append(line)
+
+    async def _end_unread(self, rt: ActionRuntime, b: Any, state: str, why: str) -> None:
+        """B7: read nothing from it, fail its records."""
+        reason = _B7_REASON[state]
+        await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", reason,
+                         f"batch {b.provider_batch_id} for {b.file}: {why}")
+        await self.ctx.call(self.ctx.store.update_batch, b.key, state=state, collected_by=self.ctx.run_id,
+                         ended_at=self.ctx.control.clock.time())
+        await self.ctx.event("batch_ended_unread", rt.name, batch_id=b.provider_batch_id, file=b.file,
+                          state=state, reason=reason)
+
+    async def _deadline(self, rt: ActionRuntime, b: Any, handle: BatchHandle) -> None:
+        """B11: at batch_deadline, cancel at the provider and fail the records."""
+        try:
+            await rt.provider.cancel_batch(handle)
+        except ProviderError:
+            pass  # it is failed here either way; the provider's copy is no longer read
+        await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_deadline",
+                         f"batch {handle.id} for {b.file} passed its batch_deadline")
+        await self.ctx.call(self.ctx.store.update_batch, b.key, state="cancelled", collected_by=self.ctx.run_id,
+                         ended_at=self.ctx.control.clock.time(), error="batch_deadline")
+        await self.ctx.event("batch_deadline", rt.name, batch_id=handle.id, file=b.file)
+
+    async def _collect(self, rt: ActionRuntime, b: Any, handle: BatchHandle, report: StepReport) -> bool:
+        try:
+            counts = await ingest_batch(self.ctx, rt, b, handle)
+        except ProviderError as exc:
+            self._unreach(b, report, f"{rt.name}: cannot read the results of {handle.id} for "
+                                     f"{b.file}: {exc} (B5)")
+            return False
+        await self._answer_read_units(rt, b)
+        await self.ctx.event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
+        return True
+
+    async def _answer_read_units(self, rt: ActionRuntime, b: Any) -> None:
+        """The units of an action that reads records directly, answered by what was just
+        read, are written in one statement instead of walking every record again for
+        them (the walk then skips their shards when nothing else is left there)."""
+        action = rt.action
+        if action.dependencies or action.approval is not None or self.ctx.plan.per_item(rt.name):
+            return
+        await self.ctx.call(self.ctx.store.settle_read_items, run_id=self.ctx.run_id,
+                            batch_key=b.key, snapshot_id=self.ctx.run.snapshot_id,
+                            lease=self.ctx.gateway.fence)
+
+

@@ -1,0 +1,269 @@
+"""Getting a batch action's staged units to the provider, each exactly once (DESIGN §6).
+
+For each input file whose units are all accounted for — settled, staged or out (B1, B4)
+— the staged items are split only by the provider's request and byte limits, each part's
+worst case is reserved against the budget (R5), the intents (state ``submitting``, every
+item and fingerprint) are committed first (S1), and the parts are sent, paced per
+provider (B12). Outcomes of a submission (B2): accepted; refused (the file's records fail
+``batch_refused`` and the action fails, the other files are still tried); a wait hint
+(slept, no attempt spent); or unknown (5xx, timeout, lost connection) — then recovery
+asks the provider for the batch by our key before anything is sent again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.crashpoints import maybe_crash
+from agac.engine.limits.budget import Reservation
+from agac.engine.requests import request_from_json
+from agac.engine.walk.steps import expected_units
+from agac.errors import ProviderError, RetryableError, WaitError
+from agac.jsontext import dumps, loads
+from agac.store.batches import staged_key, staged_prefix
+
+if TYPE_CHECKING:
+    from agac.config.model import Action
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.batch.context import BatchContext, StepReport
+    from agac.engine.limits.budget import BudgetGuard
+    from agac.providers.base import BatchHandle
+    from agac.store.repository import Store
+
+__all__ = ["Submitter", "open_reservations"]
+
+Parts = list[tuple[dict[str, Any], list[str]]]
+
+
+def open_reservations(store: Store, budget: BudgetGuard, run_id: str, workflow: str,
+                      actions: list[Action], known: Mapping[str, Reservation] | None = None,
+                      ) -> dict[str, Reservation]:
+    """Worst cases of the batches run ``run_id`` has out for ``actions`` (R5), for the
+    budget guard; those of ``known`` batches are taken from it instead of their items.
+    In the store thread."""
+    by_name = {a.name: a for a in actions}
+    out: dict[str, Reservation] = {}
+    for b in store.list_batches(workflow, open_only=True):
+        action = by_name.get(b.action)
+        if b.run_id != run_id or action is None:
+            continue
+        if known is not None and b.key in known:
+            out[b.key] = known[b.key]
+            continue
+        usd, tokens = 0.0, 0
+        for item in store.iter_batch_items(b.key):
+            if item.status == "pending":
+                r = budget.for_request_json(action, loads(item.request), "batch")
+                usd += r.usd
+                tokens += r.tokens
+        out[b.key] = Reservation(usd, tokens)
+    return out
+
+
+class Submitter:
+    """Submits and recovers the intents of one run's batch actions."""
+
+    def __init__(self, ctx: BatchContext) -> None:
+        self.ctx = ctx
+
+    async def submit_ready_files(self, rt: ActionRuntime, report: StepReport) -> bool:
+        """Submit each file whose units are all accounted for; True when every file is out
+        or has nothing left to send (B4)."""
+        counts = await self.ctx.call(self.ctx.store.group_counts, self.ctx.workflow, rt.name,
+                                  staged_prefix(self.ctx.run_id, rt.name))
+        all_sent = True
+        refused: list[str] = []
+        for f in self.ctx.files:
+            name, lo, n = f["file"], int(f["start"]), int(f["count"])
+            settled = await self.ctx.call(self.ctx.store.count_action_outcomes_between, self.ctx.run_id,
+                                       rt.name, lo, lo + n)
+            c = counts.get(name, {"staged": 0, "open": 0})
+            plan = self.ctx.plan
+            if plan.regions is not None and plan.per_item(rt.name):
+                # Inside a fan-out a file holds one unit per item (DESIGN §11).
+                totals = await self.ctx.call(self.ctx.store.fanout_totals, self.ctx.run_id, lo, lo + n)
+                n = expected_units(plan.regions, rt.name, n, totals)
+            if settled + c["staged"] + c["open"] < n:
+                all_sent = False  # some records have not reached this action yet
+                continue
+            if c["staged"] and self.ctx.only_file is not None and name != self.ctx.only_file:
+                all_sent = False  # another shard's file, not out yet
+                continue
+            if c["staged"]:
+                ok = await self._submit_file(rt, name, report)
+                if ok is False:
+                    refused.append(name)
+                    report.progressed = True
+        if refused:
+            await self.ctx.call(self.ctx.store.set_action_state, self.ctx.run_id, rt.name, "failed",
+                             f"batch refused for {', '.join(refused)}")
+            self.ctx.refused_actions.add(rt.name)
+        return all_sent
+
+    async def _submit_file(self, rt: ActionRuntime, file: str, report: StepReport) -> bool | None:
+        """Create the intents of one file's staged items and submit them. False if refused."""
+        staged = staged_key(self.ctx.run_id, rt.name, file)
+        parts = await self.ctx.call(self._plan_parts, rt, staged, file)
+        held: dict[str, Any] = {}
+        if self.ctx.budget is not None:
+            parts, held = await self._reserve_parts(rt, staged, parts, report)
+        await self.ctx.call(self.ctx.store.create_intents, staged, parts)
+        await self.ctx.gateway.durable()  # S1: the intents are stored before anything is sent
+        refused = False
+        for row, _ in parts:
+            if self.ctx.budget is not None and row["key"] in held:
+                self.ctx.budget.hold(row["key"], held[row["key"]])
+            outcome = await self._submit(rt, row["key"], report)
+            refused = refused or outcome == "refused"
+        return not refused
+
+    async def _reserve_parts(self, rt: ActionRuntime, staged: str,
+                             parts: list[tuple[dict[str, Any], list[str]]], report: StepReport,
+                             ) -> tuple[list[tuple[dict[str, Any], list[str]]], dict[str, Any]]:
+        """R5: reserve each part's worst case at the batch tier before it is submitted. A
+        part that does not fit is not sent: its staged items are dropped and, the budget
+        being exhausted, the next online pass skips their units ``budget_exhausted``."""
+        budget = self.ctx.budget
+        assert budget is not None
+        kept, held = [], {}
+        for row, ids in parts:
+            r = await self.ctx.call(self._part_reservation, rt, staged, ids)
+            if budget.reserve(r):
+                kept.append((row, ids))
+                held[row["key"]] = r
+            else:
+                await self.ctx.call(self.ctx.store.drop_staged_items, staged, ids)
+                await self.ctx.event("budget_exhausted", rt.name, file=row["file"], requests=len(ids),
+                                  reserve_usd=round(r.usd, 6))
+                report.progressed = True
+        return kept, held
+
+    def _part_reservation(self, rt: ActionRuntime, staged: str, ids: list[str]) -> Any:
+        budget = self.ctx.budget
+        assert budget is not None
+        wanted = set(ids)
+        usd, tokens = 0.0, 0
+        for item in self.ctx.store.staged_items(staged):
+            if item.custom_id in wanted:
+                r = budget.for_request_json(rt.action, loads(item.request), "batch")
+                usd += r.usd
+                tokens += r.tokens
+        return Reservation(usd, tokens)
+
+    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> list[tuple[dict[str, Any], list[str]]]:
+        """Split a file's staged items only where the provider's limits require it (B1)."""
+        provider = rt.provider
+        max_n = int(getattr(provider, "batch_max_requests", 50_000))
+        max_bytes = int(getattr(provider, "batch_max_bytes", 200 * 1024 * 1024)) * 9 // 10
+        parts: list[list[str]] = [[]]
+        size = 0
+        for custom_id, length in self.ctx.store.staged_sizes(staged):
+            n = length + 300
+            if parts[-1] and (len(parts[-1]) >= max_n or size + n > max_bytes):
+                parts.append([])
+                size = 0
+            parts[-1].append(custom_id)
+            size += n
+        now = self.ctx.control.clock.time()
+        out = []
+        for i, ids in enumerate(p for p in parts if p):
+            key = f"agac_{secrets.token_hex(12)}"
+            out.append(({
+                "key": key, "workflow": self.ctx.workflow, "action": rt.name, "file": file, "part": i,
+                "provider": rt.action.provider, "provider_batch_id": None, "state": "submitting",
+                "raw_status": None, "run_id": self.ctx.run_id, "collected_by": None,
+                "request_count": len(ids), "meta": "{}", "error": None, "created_at": now,
+                "submitted_at": None, "ended_at": None, "deadline_at": None, "updated_at": now,
+            }, ids))
+        return out
+
+    async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
+        """Send one intent; returns submitted | refused | unknown."""
+        batch = await self.ctx.call(self.ctx.store.get_batch, key)
+        pacer = self.ctx.pacer(rt.action.provider or "")
+        while True:
+            if pacer is not None:
+                await pacer.acquire(1)
+            requests = (request_from_json(i.request, i.custom_id)
+                        for i in self.ctx.store.iter_batch_items(key))
+            maybe_crash("before_submit")
+            await self.ctx.gateway.owned()  # still the run's owner, right before sending (S3)
+            try:
+                handle = await rt.provider.submit_batch(requests, key)
+            except WaitError as exc:
+                await self.ctx.event("waiting", rt.name, reason="provider_limit", batch=key,
+                                  seconds=exc.retry_after)
+                await self.ctx.control.clock.sleep(exc.retry_after or 1.0)
+                continue
+            except RetryableError as exc:
+                await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=str(exc))
+                await self.ctx.event("batch_unknown", rt.name, batch=key, file=batch.file, error=str(exc))
+                return await self._recover(rt, key, report)
+            except ProviderError as exc:
+                await self._refuse(rt, key, batch.file, str(exc))
+                return "refused"
+            maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
+            await self._submitted(rt, key, handle, batch.file, batch.request_count)
+            return "submitted"  # no unit can move on until it is read: no new pass
+
+    async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
+        now = self.ctx.control.clock.time()
+        await self.ctx.call(self.ctx.store.update_batch, key, state="submitted", provider_batch_id=handle.id,
+                         meta=dumps(handle.meta), submitted_at=now, error=None,
+                         deadline_at=now + (rt.action.batch_deadline or 25 * 3600.0))
+        await self.ctx.event("submitted", rt.name, batch=key, batch_id=handle.id, file=file, requests=n)
+        await self.ctx.event("awaiting", rt.name, batch_id=handle.id, file=file,
+                          poll_interval=rt.action.poll_interval)
+
+    async def _refuse(self, rt: ActionRuntime, key: str, file: str, why: str) -> None:
+        await self.ctx.call(self.ctx.store.update_batch, key, state="refused", error=why, collected_by=self.ctx.run_id)
+        await self.ctx.call(self.ctx.store.fail_open_items, key, "failed", "batch_refused",
+                         f"the provider refused the batch for {file}: {why}")
+        await self.ctx.event("batch_refused", rt.name, batch=key, file=file, error=why)
+
+    # -- B2 recovery ----------------------------------------------------------------------
+
+    async def recover_intents(self, rt: ActionRuntime, report: StepReport) -> None:
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+            if b.state in ("submitting", "unknown") and self.ctx.only_file in (None, b.file):
+                await self._recover(rt, b.key, report)
+
+    async def _recover(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
+        """Ask the provider for a batch by our key before sending that shard again."""
+        b = await self.ctx.call(self.ctx.store.get_batch, key)
+        try:
+            if hasattr(rt.provider, "batch_candidates"):
+                # No metadata to match (Anthropic): batches created in the intent's window
+                # with the same request count, minus those already known here. Exactly one
+                # is adopted; its custom_ids are verified when it is read.
+                found = await rt.provider.batch_candidates(
+                    created_after=b.created_at - 5, created_before=self.ctx.control.clock.time() + 5,
+                    request_count=b.request_count)
+                known = await self.ctx.call(self.ctx.store.known_provider_ids, rt.action.provider,
+                                         [h.id for h in found])
+                fresh = [h for h in found if h.id not in known]
+                handle = fresh[0] if len(fresh) == 1 else None
+                certain_absent = False
+            else:
+                handle = await rt.provider.find_batch(key)
+                certain_absent = handle is None
+        except ProviderError as exc:
+            await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=f"recovery: {exc}")
+            report.waiting.append(
+                f"{rt.name}: cannot ask the provider about the submission of {b.file} ({key}): "
+                f"{exc}; run again later, or settle it with `agac batch resolve {key} "
+                "--batch-id ID | --not-submitted`")
+            return "unknown"
+        if handle is not None:
+            await self._submitted(rt, key, handle, b.file, b.request_count)
+            await self.ctx.event("batch_adopted", rt.name, batch=key, batch_id=handle.id, file=b.file)
+            return "submitted"
+        if certain_absent:
+            return await self._submit(rt, key, report)
+        await self.ctx.call(self.ctx.store.update_batch, key, state="unknown")
+        report.waiting.append(
+            f"{rt.name}: the submission of {b.file} ({key}) is unknown; settle it with "
+            f"`agac batch resolve {key} --batch-id ID | --not-submitted`")
+        return "unknown"

@@ -1,0 +1,195 @@
+"""Admission (DESIGN §7, R1): the workflow's open run is continued, or a new run is
+admitted — its input snapshotted, its config, budget (R5: refused when the estimate
+alone exceeds it) and deadline stored, and the outcomes of an identical previous run
+carried in one statement (the R1 fast path).
+
+Input snapshots (files or records given in memory) are engine/lifecycle/snapshots.py.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.batch.manual import abandon_batches
+from agac.engine.crashpoints import maybe_crash
+from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.leases import release_lease, take_run_lease
+from agac.engine.lifecycle.snapshots import InputSnapshot, current_snapshot_id, snapshot_input
+from agac.errors import RefusedError, UsageError
+from agac.jsontext import loads
+from agac.providers.pricing import PriceTable
+from agac.store.values import DEFAULT_TENANT, Budget, RunSettings, Spent
+
+if TYPE_CHECKING:
+    from agac.config.model import Workflow
+    from agac.config.project import Project
+    from agac.engine.lifecycle.options import RunOptions
+    from agac.store.repository import Store
+    from agac.store.values import RunRecord
+
+__all__ = ["InputSnapshot", "admit_run", "open_or_admit"]
+
+
+# -- admission ---------------------------------------------------------------------------
+
+
+def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
+                  overrides: dict[str, Any] | None = None,
+                  reload: Callable[[dict[str, Any]], Workflow] | None = None,
+                  ) -> tuple[RunRecord, list[str]]:
+    """The run ``agac run`` (and ``agac submit``) would execute: the workflow's open run
+    (R1) or a newly admitted one; with notes for the user."""
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    options.overrides = overrides
+    if options.tenant != DEFAULT_TENANT:
+        raise UsageError(f"tenant {options.tenant!r}: this store keeps runs of the tenant "
+                         f"{DEFAULT_TENANT!r} only; leave the tenant unset")
+    notes: list[str] = []
+    open_run = store.open_run(workflow.name, tenant=options.tenant)
+    if open_run is not None and (options.new or options.fresh):
+        _end_replaced(store, open_run, options)
+        notes.append(f"ended run {open_run.id} as cancelled")
+        open_run = None
+    if options.fresh:
+        notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh"))
+    if open_run is not None:
+        admitted = open_run.settings.overrides
+        current = reload(admitted) if reload is not None and admitted != overrides else workflow
+        if admitted != overrides and overrides:
+            notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
+                         f"({admitted or 'none'}); today's {overrides} apply to new runs")
+        if current.input.records and options.source is None:
+            snap_id = open_run.snapshot_id  # no records given: continue with the run's own
+        else:
+            snap_id = current_snapshot_id(current, project, open_run.settings.limit,
+                                          options.source)
+        if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
+            what = "records" if current.input.records else "inputs"
+            raise UsageError(
+                f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
+                f"its {what} changed since it was admitted; finish it with `agac run "
+                f"{workflow.name}` after restoring them, or end it and admit a new run with "
+                f"`agac run {workflow.name} --new` (agac.run(..., new=True))"
+            )
+        notes.append(f"continuing run {open_run.id}")
+        return open_run, notes
+    snapshot = snapshot_input(workflow, project, store, options.limit, options.source)
+    notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
+                 "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
+    return admit_run(project, store, workflow, options, snapshot=snapshot), notes
+
+
+def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> None:
+    """``--new``/``--fresh``: end the open run ``cancelled``, holding its lease so that a
+    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it)."""
+    lease = take_run_lease(store, open_run.id, wait=options.wait)
+    try:
+        current = store.get_run(open_run.id)
+        assert current is not None
+        # --new keeps proposals still open: the new run reuses those whose arguments are
+        # unchanged (A1); --fresh reuses nothing.
+        close_run(store, current, "cancelled", "ended by a newer run (--new/--fresh)",
+                  keep_proposals=not options.fresh)
+    finally:
+        release_lease(store, lease)
+
+
+def new_run_id(now: float) -> str:
+    return f"{int(now):08x}{secrets.token_hex(4)}"
+
+
+def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
+              *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
+    if snapshot is None:
+        snapshot = snapshot_input(workflow, project, store, options.limit, options.source)
+    run_id = new_run_id(store.clock.time())
+    prior = None
+    if retry_of is None and not options.fresh:
+        last = store.latest_run(workflow.name, final=True, tenant=options.tenant)
+        prior = last.id if last is not None else None
+    settings = RunSettings(limit=options.limit, prior=prior, overrides=options.overrides)
+    if retry_of is not None:
+        settings = _inherited_limits(store, retry_of, settings)
+    else:
+        if workflow.budget is not None:
+            settings = replace(settings, budget=Budget(workflow.budget.usd, workflow.budget.tokens))
+        if workflow.deadline is not None:
+            settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline)
+    if settings.budget is not None and retry_of is None:
+        _admission_estimate(project, store, workflow, snapshot, options, settings.budget)
+    store.create_run(
+        id=run_id, workflow=workflow.name, workflow_path=project.display(workflow.path),
+        retry_of=retry_of, config=workflow.snapshot(), config_hash=workflow.config_hash,
+        snapshot_id=snapshot.id, fresh=options.fresh, settings=settings, tenant=options.tenant,
+    )
+    carried = 0
+    if prior is not None:
+        carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
+    admitted: dict[str, Any] = {"records": snapshot.count, "retry_of": retry_of,
+                                "fresh": options.fresh, "prior": prior, "carried_outcomes": carried}
+    if snapshot.empty_files:
+        admitted["empty_files"] = list(snapshot.empty_files)
+    store.checkpoint(lease=None, events=[run_event(run_id, "run_admitted", admitted,
+                                                   store.clock.time())])
+    run = store.get_run(run_id)
+    assert run is not None
+    maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
+    return run
+
+
+def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> RunSettings:
+    """R2: a retry keeps the original's budget — what is left of it — and its deadline."""
+    from agac.engine.limits.budget import spent_by
+
+    original = store.get_run(original_id)
+    assert original is not None
+    if original.settings.budget is not None:
+        usd, tokens = spent_by(store, original)
+        settings = replace(settings, budget=original.settings.budget,
+                           spent_before=Spent(usd, tokens))
+    return replace(settings, deadline_at=original.settings.deadline_at)
+
+
+def _admission_estimate(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,
+                        options: RunOptions, budget: Budget) -> None:
+    """R5: refuse (exit 2) a run whose estimate alone exceeds its budget, unless
+    ``--allow-over-estimate``."""
+    from agac.engine.views.plan import estimate_run
+
+    records = ((r.key, loads(r.payload) if r.reason is None else None)
+               for r in store.iter_records(snapshot.id))
+    plan = estimate_run(project, store, workflow, PriceTable(dict(project.config.prices) if project.config else {}), records,
+                        fresh=options.fresh)
+    if plan["within_budget"] or options.allow_over_estimate:
+        return
+    cost, tokens = plan["cost_usd"]["as_configured"], plan["input_tokens"] + plan["output_tokens"]
+    cap = ", ".join(x for x in (f"${budget.usd:g}" if budget.usd is not None else "",
+                                f"{budget.tokens} tokens" if budget.tokens is not None
+                                else "") if x)
+    raise RefusedError(
+        f"the estimate for {workflow.name} (${cost:.4f}, {tokens} tokens, worst case for "
+        f"{plan['requests']} requests; {plan['reusable']} answers reused) exceeds its budget "
+        f"({cap}); see `agac plan {workflow.name}`, raise the budget, or run with "
+        "--allow-over-estimate to start anyway (it stops when the budget is spent)")
+
+
+def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, snapshot_id: str) -> int:
+    """R1 fast path. When the previous final run executed the very same resolved config over
+    the very same input snapshot, every request renders to the same fingerprint, so its
+    outcomes ARE this run's: answers reused, failures carried with the same reason, skips
+    the same. Copied in one statement instead of re-rendering every unit.
+
+    Not carried, and so executed normally: actions that failed as a whole in that run
+    (R1 d, sent again), tool actions with ``cache: false``, and everything downstream of
+    either."""
+    prior_row = store.get_run(prior)
+    if prior_row is None or prior_row.config_hash != workflow.config_hash \
+            or prior_row.snapshot_id != snapshot_id:
+        return 0
+    redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
+    redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
+    redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}
+    return store.carry_run_outcomes(prior, run_id, sorted(redo))

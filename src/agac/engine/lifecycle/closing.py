@@ -1,0 +1,119 @@
+"""Ending a run early: ``--new``/``--fresh``, a passed deadline (R4), ``agac cancel``.
+
+Every unit of a run that ends early gets an outcome (S4): units never sent are skipped
+with the stop's reason (``cancelled``, ``deadline``); units waiting on a batch that stays
+out are skipped ``batch_outstanding`` (the next run adopts the batch, B0); units of a
+batch cancelled at the provider fail ``batch_cancelled`` (B7: ``agac retry`` sends them
+again); a unit whose effect is unknown fails ``effect_unknown`` (E2). Nothing here claims
+that an effect was undone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.walk.shards import shard_ranges
+from agac.engine.walk.steps import regions_of, unit_keys
+from agac.jsontext import dumps, loads
+from agac.store.batches import OPEN_BATCH_STATES
+from agac.store.effects import UNSETTLED_EFFECT_STATES
+
+if TYPE_CHECKING:
+    from agac.config.fanout import Regions
+    from agac.store.repository import Store
+    from agac.store.values import RunRecord
+
+__all__ = ["close_run", "collect_garbage", "run_event"]
+
+
+def run_event(run_id: str, kind: str, data: dict[str, Any], now: float) -> dict[str, Any]:
+    """A run-level event row (``run_admitted``, ``run_ended``, …)."""
+    return {"run_id": run_id, "kind": kind, "action": None, "unit_key": None,
+            "data": dumps(data), "created_at": now}
+
+
+def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str = "cancelled",
+              failed_in_batches: set[tuple[str, str]] | None = None,
+              keep_proposals: bool = False) -> None:
+    """End a non-final run now: every unit without an outcome is skipped ``reason`` —
+    ``batch_outstanding`` when it waits on a batch that is still out (the next run adopts
+    it, B0), as do the units downstream of it. Units in ``failed_in_batches`` (their
+    batch was cancelled at the provider) fail ``batch_cancelled``. Proposals of the run that
+    nobody acted on are withdrawn (they can no longer be approved), unless
+    ``keep_proposals`` (``--new``: the next run reuses those still asked, A1)."""
+    info = store.snapshot_info(run.snapshot_id)
+    config = run.config
+    names = [a["name"] for a in config["actions"]]
+    ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
+    cancelled_units = failed_in_batches or set()
+    # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
+    unknown = {(e.action, e.unit_key) for e in store.list_effects(run.workflow, states=UNSETTLED_EFFECT_STATES)}
+    now = store.clock.time()
+    regions = regions_of(config["actions"]) if any(
+        a.get("fan_out") or a.get("join") for a in config["actions"]) else None
+    for lo, hi in shard_ranges(loads(info.files) if info else []):
+        have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
+        records = list(store.iter_records(run.snapshot_id, lo, hi))
+        expansions = store.fanouts_between(run.id, lo, hi) if regions is not None else {}
+        out = _units_in_open_batches(store, run.workflow, names, [r.key for r in records],
+                                     items=regions is not None)
+        rows = []
+        for r in records:
+            units = _units(regions, names, r.key, expansions)
+            waiting = {a for a, key in units if (a, key) in out}
+            for a, key in units:
+                if (a, key) in have:
+                    continue
+                status, why_unit = "skipped", reason
+                if (a, key) in unknown:
+                    status, why_unit = "failed", "effect_unknown"
+                elif (a, key) in cancelled_units:
+                    status, why_unit = "failed", "batch_cancelled"
+                elif a in waiting or bool(ancestors[a] & waiting):
+                    why_unit = "batch_outstanding"
+                rows.append({"run_id": run.id, "action": a, "unit_key": key, "seq": r.seq,
+                             "status": status, "reason": why_unit, "detail": why,
+                             "origin": "call", "fingerprint": None, "output": None,
+                             "attempts": 0, "updated_at": now})
+        if rows:
+            store.checkpoint(lease=None, outcomes=rows)
+    if not keep_proposals:
+        store.withdraw_proposals(run.id, f"its run ended {state}: {why}")
+    store.end_run(run.id, state, why)
+    store.checkpoint(lease=None, events=[run_event(run.id, "run_ended", {"state": state, "why": why},
+                                                   store.clock.time())])
+
+
+def _units(regions: Regions | None, names: list[str], record_key: str,
+           expansions: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
+    """(action, unit key) of every unit of one record: its items inside a fan-out."""
+    if regions is None:
+        return [(a, record_key) for a in names]
+    return [(a, k) for a in names for k in unit_keys(regions, a, record_key, expansions)]
+
+
+def _units_in_open_batches(store: Store, workflow: str, actions: list[str], keys: list[str],
+                           *, items: bool = False) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for a in actions:
+        for item in store.unit_items(workflow, a, keys, items=items):
+            if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
+                out.add((a, item.unit_key))
+    return out
+
+
+def collect_garbage(store: Store, keep_runs: int) -> dict[str, Any]:
+    """``agac gc``: per workflow, keep the newest ``keep_runs`` final runs and every run
+    not final; prune the outcomes and events of the others (answers, the cost ledger,
+    batches and effects stay: answers remain reusable by fingerprint)."""
+    pruned: list[str] = []
+    seen: dict[str, int] = {}
+    for run in store.list_runs(limit=10**9):  # newest first
+        if not run.final or run.settings.pruned is not None:
+            continue
+        seen[run.workflow] = seen.get(run.workflow, 0) + 1
+        if seen[run.workflow] > keep_runs:
+            pruned.append(run.id)
+    counts = store.prune_runs(pruned)
+    return {"pruned_runs": pruned, "keep_runs": keep_runs, **{f"deleted_{k}": v for k, v in counts.items()
+                                                               if k != "runs"}}

@@ -1,0 +1,145 @@
+"""The run loop: walks of the run's records and batch steps until nothing moves.
+
+A walk settles every unit it can; what is left waits on a batch, a person, an effect, or
+the run stopped. With batch actions, a batch step follows (engine/batch/coordinator.py):
+when it read results or failed records, the records are walked again; when nothing
+moved, the run pauses (``waiting``, exit 75) — or, with ``--wait``, sleeps
+``poll_interval`` and asks the providers again. A run that ended its last invocation
+``waiting`` had walked every record and found nothing to do but wait on batches; only
+batch time has passed since, so it asks the providers first and walks again only when
+something was read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from agac.engine.lifecycle.leases import heartbeat
+from agac.engine.values import PassResult
+from agac.errors import LeaseLost, StoreError
+
+if TYPE_CHECKING:
+    from agac.engine.lifecycle.assembly import RunParts
+    from agac.engine.values import RunControl
+
+__all__ = ["drive", "install_interrupt"]
+
+
+async def drive(parts: RunParts, *, wait: bool, was_waiting: bool,
+                heartbeat_seconds: float) -> PassResult:
+    """Walk and step until the run completes, pauses, or is stopped; the lease is renewed
+    every ``heartbeat_seconds`` meanwhile."""
+    beat = asyncio.get_running_loop().create_task(heartbeat(
+        parts.gateway, parts.store, parts.run.id, parts.control, heartbeat_seconds))
+    try:
+        return await _passes(parts, wait=wait, was_waiting=was_waiting)
+    finally:
+        beat.cancel()
+        try:
+            await beat
+        except (asyncio.CancelledError, LeaseLost, StoreError):
+            pass  # a lost lease already stopped the run; a broken store stops it too (S2)
+
+
+async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResult:
+    control, batch = parts.control, parts.batch
+    waiting: list[str] = []
+    step_first = was_waiting and batch is not None
+    while True:
+        if not step_first:
+            walked = await _walk(parts, waiting)
+            if walked is not None:
+                return walked
+        elif control.cancel_requested:
+            return PassResult("cancelled", tuple(waiting))
+        elif control.deadline_passed():
+            return PassResult("timed_out", tuple(waiting))
+        assert batch is not None
+        step_first = False
+        await parts.gateway.flush()
+        report = await batch.step(walked=parts.walk.walked)
+        if report.progressed:
+            continue
+        if batch.refused_actions:
+            return PassResult("failed_with_batches_out", tuple(waiting))
+        report.waiting += parts.effects.waiting
+        for line in report.waiting:
+            await parts.out.event("waiting", reason="batch", detail=line)
+        approvals = await _approvals_waiting(parts)
+        waiting = report.waiting + approvals
+        if approvals and not await parts.gateway.call(parts.store.list_batches,
+                                                      parts.run.workflow, open_only=True):
+            return PassResult("awaiting_approval", tuple(waiting))  # B11: only people can move it
+        if not wait:
+            return PassResult("paused", tuple(waiting))
+        pause = report.poll_interval
+        if control.deadline_at is not None:
+            pause = max(0.0, min(pause, control.deadline_at - control.clock.time()))
+        await control.clock.sleep(pause)
+        step_first = True
+
+
+async def _walk(parts: RunParts, waiting: list[str]) -> PassResult | None:
+    """One walk of the records; the loop's result when the walk decides it, else None (a
+    batch step follows)."""
+    control, approvals = parts.control, parts.approvals
+    if approvals is not None:
+        approvals.begin_pass()
+    parts.effects.waiting.clear()
+    complete = await parts.walk.walk()
+    if control.cancel_requested:
+        return PassResult("cancelled", tuple(waiting))
+    if approvals is not None and approvals.halt is not None:
+        state, why = approvals.halt
+        return PassResult("halted", (why,), state)  # type: ignore[arg-type]
+    if complete:
+        return PassResult("complete", tuple(waiting))
+    if control.deadline_passed():
+        return PassResult("timed_out", tuple(waiting))
+    if control.stopping:
+        return PassResult("interrupted", tuple(waiting))
+    if parts.batch is not None:
+        return None
+    people = await _approvals_waiting(parts)
+    if not parts.effects.waiting and not people:
+        return PassResult("interrupted", tuple(waiting))
+    await parts.gateway.flush()
+    lines = tuple(parts.effects.waiting) + tuple(people)  # E2, A1: people
+    return PassResult("awaiting_approval" if people else "paused", lines)
+
+
+async def _approvals_waiting(parts: RunParts) -> list[str]:
+    """What units wait on people's decisions (A1), reported once as ``waiting approval``."""
+    if parts.approvals is None:
+        return []
+    lines = parts.approvals.waiting_lines()
+    for line in lines:
+        await parts.out.event("waiting", reason="approval", detail=line)
+    return lines
+
+
+def install_interrupt(control: RunControl) -> Callable[[], None]:
+    """First Ctrl-C: stop sending, settle what is in flight. Second: stop at once."""
+    loop = asyncio.get_running_loop()
+    hits = {"n": 0}
+
+    def on_sigint() -> None:
+        hits["n"] += 1
+        if hits["n"] == 1:
+            control.stop()
+            print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
+                  file=sys.stderr)
+        else:
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+
+    def restore() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+
+    return restore

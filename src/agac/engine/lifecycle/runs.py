@@ -1,0 +1,201 @@
+"""``agac run``: continue the open run (R1) or admit a new one, own it (S3), execute it,
+and end it or leave it paused (DESIGN §7).
+
+States: ``queued`` (admitted), ``running``, ``waiting`` (batches out, an unknown effect),
+``awaiting_approval`` (only people's decisions can move it, A1), ``cancelling`` (``agac
+cancel`` asked its live owner to stop); final ``succeeded``, ``partial``, ``failed``,
+``timed_out`` (R4 deadline), ``exhausted`` (R5 budget), ``cancelled`` — where several
+apply, the first of cancelled, timed_out, exhausted, failed, partial, succeeded. A run
+interrupted (Ctrl-C, a crash, a lost lease) stays non-final and the next ``agac run``
+continues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agac.config.model import Workflow
+from agac.engine.gcpolicy import run_gc_policy
+from agac.engine.lifecycle.admission import open_or_admit
+from agac.engine.lifecycle.assembly import assemble_run, prior_run, snapshot_files
+from agac.engine.lifecycle.closing import close_run
+from agac.engine.lifecycle.ending import finalize, finish_cancel, reread, time_out
+from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, release_lease, take_run_lease
+from agac.engine.lifecycle.loop import drive, install_interrupt
+from agac.engine.lifecycle.options import RunOptions, RunResult
+from agac.engine.limits.rates import batch_providers, connections_by_provider
+from agac.engine.outcomes.gateway import StoreGateway
+from agac.engine.outcomes.writer import Progress
+from agac.engine.values import PassResult
+from agac.engine.views.summary import build_summary
+from agac.errors import AgacError, UsageError
+from agac.providers.factory import open_providers
+
+if TYPE_CHECKING:
+    from agac.config.project import Project
+    from agac.engine.outcomes.gateway import Lease
+    from agac.store.repository import Store
+    from agac.store.values import RunRecord
+
+__all__ = ["ProviderFactory", "execute_run", "no_running_loop", "start_run"]
+
+ProviderFactory = Callable[..., Mapping[str, Any]]
+"""Opens the adapters a run needs by provider name (``open_providers``): the seam where
+a transport or a test's provider plugs in."""
+
+
+def start_run(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
+              overrides: dict[str, Any] | None = None,
+              reload: Callable[[dict[str, Any]], Workflow] | None = None) -> RunResult:
+    """``agac run``: continue the open run (R1) or admit a new one, then execute it.
+
+    ``overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
+    ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
+    the workflow file again with the settings an open run was admitted with, so that
+    continuing it compares like with like.
+
+    A run is admitted only when it can start (DESIGN §15): whatever fails before its
+    execution begins (a running event loop, a provider that cannot be opened, …) undoes
+    the admission, so no open run is left behind."""
+    no_running_loop()
+    before = store.open_run(workflow.name, tenant=options.tenant)
+    run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
+    admitted = before is None or before.id != run.id
+    return execute_run(project, store, run, options, notes, admitted=admitted)
+
+
+def no_running_loop() -> None:
+    """UsageError when this thread runs an event loop (a run drives its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError("a run cannot start inside a running event loop (as in Jupyter) on this "
+                     "thread; use `await agac.arun(...)`, or agac.run(...), which runs the "
+                     "engine in its own thread")
+
+
+@dataclass
+class _Launch:
+    """Whether execution began: the run's parts were assembled and it is about to walk."""
+
+    started: bool = False
+
+
+def execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
+                notes: list[str] | None = None, *,
+                providers: ProviderFactory | None = None, admitted: bool = False) -> RunResult:
+    """Own ``run`` and execute it until it ends or pauses; the summary and notes. An
+    error that stops it names the run (``run_id``), so the CLI can show the run's summary
+    with it. ``admitted``: this call admitted it, so a failure before its execution
+    begins undoes the admission (``discard_run``) and the error names no run."""
+    launch = _Launch()
+    try:
+        return _execute_run(project, store, run, options, notes, providers or open_providers,
+                            launch)
+    except BaseException as exc:
+        discarded = False
+        if admitted and not launch.started:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                discarded = store.discard_run(run.id)
+        if isinstance(exc, AgacError) and not discarded:
+            exc.run_id = exc.run_id or run.id
+        raise
+
+
+def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
+                 notes: list[str] | None, providers: ProviderFactory, launch: _Launch,
+                 ) -> RunResult:
+    lease = take_run_lease(store, run.id, wait=options.wait)
+    interrupted = False
+    counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
+    notes = list(notes or [])
+    try:
+        run = reread(store, run.id)
+        if run.state == "cancelling":
+            launch.started = True
+            notes += finish_cancel(project, store, run)  # its canceller stopped half-way
+        elif run.deadline_passed(store.clock.time()):
+            launch.started = True
+            time_out(store, run)  # R4: even while nothing ran
+        else:
+            store.update_run(run.id, state="running")
+            with run_gc_policy():
+                result = asyncio.run(_execute(project, store, run, lease, options, providers,
+                                              launch))
+            notes += result.waiting
+            interrupted = result.kind == "interrupted"
+            counted, more = _end_or_pause(project, store, run.id, result)
+            notes += more
+    finally:
+        release_lease(store, lease)
+    return RunResult(build_summary(store, reread(store, run.id), counted=counted), interrupted,
+                     notes)
+
+
+def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResult
+                  ) -> tuple[dict[str, Any] | None, list[str]]:
+    """Write what the run loop's result means for the run: its final state, or the state
+    it waits in. (The summary's counts when finalize made them, and notes.)"""
+    kind = result.kind
+    if kind == "complete":
+        return finalize(store, run_id)[1], []
+    if kind == "paused":
+        store.update_run(run_id, state="waiting")
+    elif kind == "awaiting_approval":
+        store.update_run(run_id, state="awaiting_approval")  # A1: only people can move it
+    elif kind == "halted":  # a decision ended the run (fail_run, time_out_run)
+        assert result.state is not None
+        close_run(store, reread(store, run_id), result.state, result.waiting[0], reason="run_ended")
+    elif kind == "failed_with_batches_out":
+        close_run(store, reread(store, run_id), "failed",
+                  "an action failed as a whole; batches accepted for other files stay out (B0)")
+    elif kind == "timed_out":
+        time_out(store, reread(store, run_id))
+    elif kind == "cancelled":
+        return None, finish_cancel(project, store, reread(store, run_id))
+    return None, []
+
+
+async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
+                   options: RunOptions, providers: ProviderFactory, launch: _Launch,
+                   ) -> PassResult:
+    """Assemble the run and drive it until it completes, pauses or is stopped."""
+    workflow = Workflow.from_snapshot(run.config)
+    opened = providers({a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
+                       project.config, connections=connections_by_provider(workflow.actions),
+                       batch=batch_providers(workflow.actions))
+    files = snapshot_files(store, run)
+    gateway = StoreGateway(store, lease)
+    gateway.start()
+    progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files),
+                        [options.on_progress] if options.on_progress else [])
+    parts = assemble_run(project, store, run, workflow, gateway=gateway, providers=opened,
+                         progress=progress, prior=prior_run(store, run), files=files)
+    if options.on_start:
+        options.on_start(progress, parts.control)
+    restore = install_interrupt(parts.control) if options.handle_signals else None
+    try:
+        launch.started = True
+        await parts.out.event("run_started", pid=os.getpid(), host=socket.gethostname())
+        result = await drive(parts, wait=options.wait, was_waiting=run.state == "waiting",
+                             heartbeat_seconds=HEARTBEAT_SECONDS)
+        for rt in parts.runtimes:
+            if rt.stopped:
+                await gateway.call(store.set_action_state, run.id, rt.name, "failed", rt.stopped)
+        if result.kind == "interrupted":
+            await parts.out.event("run_interrupted")
+        await gateway.flush()
+        return result
+    finally:
+        if restore:
+            restore()
+        await gateway.close()
+        for p in opened.values():
+            await p.aclose()

@@ -1,0 +1,161 @@
+"""What a unit may call: the narrow interfaces between the record walk and the rooms that
+serve it (DESIGN §2: the run loop drives the walk, the walk drives a unit, a unit reports
+through these — nothing below calls back into what drives it).
+
+- :class:`Outcomes` — write a unit's outcome, usage and events (engine/outcomes/writer.py);
+- :class:`Lookups` — stored answers and tool results by key (the store gateway);
+- :class:`BatchUnits` — a batch action's unit: settle it from this run's own batch item,
+  adopt a batch that is out, or stage it (engine/batch/units.py);
+- :class:`Approvals` — the gate of an action with ``approval:`` (engine/approvals/gate.py);
+- :class:`Effects` — a tool action marked ``effect:`` (engine/approvals/effects.py);
+- :class:`UnitContext` — all of the above for one run, with its control flags, budget and
+  the shard's prefetched requests and carried failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.limits.budget import BudgetGuard
+    from agac.engine.values import RunControl, Settled, UnitRecord
+    from agac.providers.base import Request, Response
+    from agac.store.values import Origin, OutcomeStatus
+
+__all__ = ["Act", "Approvals", "BatchUnits", "Effects", "Lookups", "Outcomes", "Prefetched",
+           "ShardMemory", "UnitContext"]
+
+
+class Outcomes(Protocol):
+    """Where a unit's results go (see :class:`agac.engine.outcomes.writer.OutcomeWriter`)."""
+
+    async def settle(
+        self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
+        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
+        fingerprint: str | None = None, attempts: int = 0,
+        answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
+        tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
+        output_json: str | None = None,
+    ) -> Settled: ...
+
+    async def event(self, kind: str, action: str | None = None, key: str | None = None,
+                    **data: Any) -> None: ...
+
+    def usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
+                  response: Response | None, error: BaseException | None, started: float,
+                  fp: str) -> dict[str, Any]: ...
+
+    async def record_call(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
+                          request: Request, response: Response | None, error: BaseException,
+                          started: float, fp: str) -> None: ...
+
+    def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
+                       error: str | None, input_hash: str) -> dict[str, Any]: ...
+
+    async def record_tool(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
+                          started: float, error: str, input_hash: str) -> None: ...
+
+    def stage(self, items: list[dict[str, Any]]) -> None: ...
+
+    def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Any) -> None: ...
+
+
+class Lookups(Protocol):
+    """Stored answers (S5) and tool results by key, coalesced into one query per group."""
+
+    async def lookup_answer(self, fingerprint: str) -> str | None: ...
+
+    async def lookup_tool_result(self, input_hash: str) -> str | None: ...
+
+
+class BatchUnits(Protocol):
+    """A batch action's unit that has no answer yet (engine/batch/units.py)."""
+
+    async def prefetch(self, keys: list[str]) -> None:
+        """Read the batch items of these records' units (a shard's) ahead of their units."""
+
+    def forget(self, keys: list[str]) -> None:
+        """Drop what :meth:`prefetch` read for these records (their shard is done)."""
+
+    async def settle_ahead(self, rt: ActionRuntime, records: list[Any],
+                           existing: dict[tuple[str, str], Settled],
+                           memory: ShardMemory) -> set[str]:
+        """A first step's batch units settled for a whole shard at once: the keys of the
+        records whose walk stops there."""
+
+    def own_item(self, rt: ActionRuntime, key: str) -> Any:
+        """The latest batch item this run staged or sent for the unit, if any."""
+
+    def own_item_decides(self, item: Any) -> bool: ...
+
+    async def settle_from_own_item(self, rt: ActionRuntime, rec: UnitRecord,
+                                   item: Any) -> Settled | None: ...
+
+    def answer_is_ours(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> bool: ...
+
+    def origin(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> tuple[Origin, int]: ...
+
+    async def unit(self, rt: ActionRuntime, rec: UnitRecord, request_json: str,
+                   fp: str) -> Settled | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """The approval gate's go: act now with these inputs (a tool's) or this request (an
+    llm action's approved one)."""
+
+    view: dict[str, Any]
+    request: Request | None = None
+
+
+class Approvals(Protocol):
+    async def gate(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
+                   view: dict[str, Any]) -> Settled | Act | None:
+        """Settled: the unit's outcome; Act: go on with these arguments; None: it waits."""
+
+
+class Effects(Protocol):
+    async def run(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, inputs_json: str,
+                  input_hash: str, key: str) -> Settled | None: ...
+
+
+Prefetched = tuple[Any, str, str, "str | None"]
+"""(request, its canonical JSON, fingerprint, the stored answer or None)."""
+
+
+@dataclass
+class ShardMemory:
+    """What the walk prepared for the units of the shards in flight: requests rendered
+    ahead with their stored answers, failures carried from the previous run (R1 c), and
+    the calls in flight (single-flight, S5)."""
+
+    prefetched: dict[tuple[str, str], Prefetched] = field(default_factory=dict)
+    carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = field(default_factory=dict)
+    inflight: dict[str, asyncio.Future[Settled]] = field(default_factory=dict)
+
+    def carried_failure(self, action: str, key: str, fingerprint: str
+                        ) -> tuple[str, str | None] | None:
+        prior = self.carried.get((action, key))
+        if prior is None or prior[2] != fingerprint:
+            return None
+        return prior[0], prior[1]
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    """Everything a unit of one run may use, and nothing that drives it."""
+
+    run_id: str
+    workflow: str
+    fresh: bool
+    control: RunControl
+    out: Outcomes
+    lookups: Lookups
+    memory: ShardMemory
+    effects: Effects
+    budget: BudgetGuard | None = None
+    batch: BatchUnits | None = None
+    approvals: Approvals | None = None

@@ -1,0 +1,175 @@
+"""What a unit sends and what it accepts back: an llm action's request rendered from its
+view and the output accepted from a response (DESIGN §5: truncation, refusals, the
+schema), a tool's call and the value it returned. Shared by the online walk, batch
+ingest, approvals (the approved request) and the read-only views."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+from typing import TYPE_CHECKING, Any
+
+from agac.jsontext import loads
+from agac.prompt.render import render
+from agac.providers.base import Message, Request, Response
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.context import ToolContext
+
+__all__ = ["Fail", "accept_response", "build_request", "effect_key", "invoke_tool", "reprompt",
+           "request_from_json", "response_dict", "tool_input_hash", "tool_output"]
+
+
+class Fail(Exception):
+    """A response or a tool value the unit cannot accept: its reason code (DESIGN §7.2),
+    whether another attempt may do better, and what to tell the model when it does."""
+
+    def __init__(self, reason: str, detail: str, *, retry: bool, feedback: str | None = None):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.retry = retry
+        self.feedback = feedback
+
+
+def _version(view: dict[str, Any]) -> int | None:
+    """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
+    and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
+    v = view.get("version")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+    action = rt.action
+    messages: list[Message] = []
+    if rt.system is not None:
+        messages.append(Message("system", render(rt.system, view)))
+    assert rt.prompt is not None
+    messages.append(Message("user", render(rt.prompt, view)))
+    return Request(
+        provider=action.provider or "",
+        model=action.model_name or "",
+        messages=tuple(messages),
+        max_tokens=action.max_tokens or 1024,
+        temperature=action.temperature,
+        schema=action.schema,
+        timeout=action.timeout,
+        seed=_version(view),
+    )
+
+
+def request_from_json(text: str, custom_id: str | None = None) -> Request:
+    """A stored canonical request (``Request.canonical()``) back as a Request."""
+    d = loads(text)
+    return Request(
+        provider=d["provider"], model=d["model"],
+        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
+        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
+        seed=d.get("seed"), custom_id=custom_id,
+    )
+
+
+def accept_response(rt: ActionRuntime, response: Response) -> Any:
+    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2)."""
+    if response.stop_reason == "refusal":
+        raise Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
+    if response.stop_reason == "content_filter":
+        raise Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
+    if response.stop_reason == "max_tokens":
+        raise Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
+                    feedback="Your previous answer was cut off at the token limit. Answer again, "
+                             "shorter, complete and within the limit.")
+    if rt.validator is None:
+        return {"text": response.text}
+    value = response.parsed
+    if value is None:
+        try:
+            value = json.loads(_strip_fences(response.text))
+        except ValueError as exc:
+            raise Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
+                        feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
+                                 "with only a JSON value that matches the schema.") from exc
+    if rt.validator.is_valid(value):
+        return value
+    errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].path) or "(root)"
+        msg = f"{where}: {errors[0].message}"
+        raise Fail("schema_invalid", f"the answer does not match the schema: {msg}", retry=True,
+                    feedback=f"Your previous answer did not match the JSON schema: {msg}. Answer "
+                             "again with only JSON that matches the schema.")
+    return value
+
+
+def _strip_fences(text: str) -> str:
+    s = text.strip()
+    if s.startswith("```"):
+        s = s.split("\n", 1)[1] if "\n" in s else ""
+        if s.rstrip().endswith("```"):
+            s = s.rstrip()[:-3]
+    return s
+
+
+def reprompt(request: Request, response: Response, fail: Fail) -> Request:
+    """The original request plus the bad answer and what was wrong with it."""
+    messages = request.messages + (
+        Message("assistant", response.text),
+        Message("user", fail.feedback or fail.detail),
+    )
+    return Request(
+        provider=request.provider, model=request.model, messages=messages,
+        max_tokens=request.max_tokens, temperature=request.temperature, schema=request.schema,
+        timeout=request.timeout, seed=request.seed,
+    )
+
+
+def response_dict(r: Response) -> dict[str, Any]:
+    return {
+        "text": r.text, "model": r.model, "stop_reason": r.stop_reason,
+        "usage": r.usage.to_dict(), "service_tier": r.service_tier,
+        "latency_ms": round(r.latency_ms, 3), "refusal": r.refusal,
+    }
+
+
+# -- tools --------------------------------------------------------------------------------
+
+
+def tool_input_hash(function: str | None, inputs_json: str) -> str:
+    """What a tool's result is cached under: its function and canonical inputs."""
+    return hashlib.sha256(f"{function}\x1f{inputs_json}".encode()).hexdigest()
+
+
+def effect_key(workflow: str, action: str, unit_key: str, input_hash: str) -> str:
+    """E1: the idempotency key of a tool call — stable across retries, restarts and runs
+    for the same (workflow, action, unit, arguments), new when the arguments change."""
+    return hashlib.sha256(f"{workflow}\x1f{action}\x1f{unit_key}\x1f{input_hash}".encode()).hexdigest()
+
+
+async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
+    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(inputs, ctx)
+    result = await asyncio.to_thread(fn, inputs, ctx)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def tool_output(rt: ActionRuntime, value: Any) -> Any:
+    """A tool's return value as JSON data, checked against the action's schema."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
+    value = json.loads(text)
+    if rt.validator is not None:
+        errors = list(rt.validator.iter_errors(value))
+        if errors:
+            raise Fail("schema_invalid", f"the tool's value does not match the schema: {errors[0].message}",
+                        retry=False)
+    return value
+
+

@@ -1,0 +1,129 @@
+"""The values that cross the engine's rooms: a unit's record, its one result shape, the
+run's control flags, and the result of a pass of the run loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from agac.clock import Clock
+    from agac.store.values import OutcomeStatus, RunState
+
+__all__ = ["PassResult", "RecordUnit", "RunControl", "Settled", "Stopped", "UnitRecord"]
+
+
+class Settled(NamedTuple):
+    """A unit's outcome as the rest of its record's walk sees it — the one shape of a
+    unit's result (a call shared by single-flight and a unit read from a batch alike).
+    Immutable; a named tuple because one is made for every unit."""
+
+    status: OutcomeStatus
+    reason: str | None = None
+    output: Any = None
+    detail: str | None = None
+
+
+class Stopped(Exception):
+    """The run is stopping; this unit stays pending."""
+
+
+class UnitRecord(Protocol):
+    """What a unit knows of its record: a record of the input snapshot, or one item of a
+    fan-out (key ``<record>/<i>``, its record's ``seq`` and file)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def payload(self) -> str | None: ...
+    @property
+    def record_key(self) -> str: ...
+    @property
+    def item_key(self) -> str | None: ...
+    @property
+    def custom(self) -> str:
+        """The base of its batch custom_id (``r<seq>``, ``r<seq>_<i>_<j>``: within
+        ``^[a-zA-Z0-9_-]+$``)."""
+
+
+class RecordUnit(NamedTuple):
+    """A record of the input snapshot, as a unit's record (immutable; one per record)."""
+
+    key: str
+    seq: int
+    file: str
+    n: int
+    line: int
+    reason: str | None
+    error: str | None
+    payload: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> RecordUnit:
+        return cls(row.key, row.seq, row.file, row.n, row.line, row.reason, row.error,
+                   row.payload)
+
+    @property
+    def record_key(self) -> str:
+        return self.key
+
+    @property
+    def item_key(self) -> str | None:
+        return None
+
+    @property
+    def custom(self) -> str:
+        return f"r{self.seq}"
+
+
+class RunControl:
+    """Whether the run goes on: stopping (Ctrl-C, a lost lease, a decision that ends the
+    run), cancelled (``agac cancel`` seen at a heartbeat), past its deadline (R4). Set by
+    the run loop and its heartbeat; read by every unit before it sends."""
+
+    def __init__(self, clock: Clock, deadline_at: float | None) -> None:
+        self.clock = clock
+        self.deadline_at = deadline_at
+        self.stopping = False
+        self.cancel_requested = False
+
+    def stop(self) -> None:
+        """Stop sending; what is in flight settles and is committed."""
+        self.stopping = True
+
+    def cancel(self) -> None:
+        self.cancel_requested = True
+        self.stop()
+
+    def deadline_passed(self) -> bool:
+        return self.deadline_at is not None and self.clock.time() >= self.deadline_at
+
+
+PassKind = Literal["complete", "paused", "awaiting_approval", "interrupted", "timed_out",
+                   "cancelled", "failed_with_batches_out", "halted"]
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """Where the run loop stopped: every unit settled (``complete``), waiting on batches or
+    an effect (``paused``), only on people (``awaiting_approval``), Ctrl-C
+    (``interrupted``), its deadline, a cancel, an action refused while batches of other
+    files are out, or a decision that ends the run (``halted`` into ``state``); with what
+    it waits on."""
+
+    kind: PassKind
+    waiting: tuple[str, ...] = ()
+    state: RunState | None = None
+    """The final state a ``halted`` run ends in (``on_reject: fail_run`` -> failed, …)."""

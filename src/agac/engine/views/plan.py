@@ -1,0 +1,229 @@
+"""``agac plan``: what a run of a workflow would send and cost, before anything is sent
+(R5). Admission uses the same estimate to refuse a run whose estimate alone exceeds
+its budget.
+
+Each record walks the actions like a run does, without calling anything: a request
+whose inputs are known (the record, and upstream answers already stored) is rendered
+exactly, fingerprinted and looked up (an answer already stored is *reusable*, free);
+a request downstream of one that would be sent cannot be rendered yet, so its input
+is estimated from its templates, the record and each unknown upstream answer at its
+``max_tokens``. A guard that cannot be evaluated yet counts as true. Tokens are
+``ceil(chars / 4)`` of the messages plus ``max_tokens`` (the worst case a reservation
+holds too), priced live and at the batch tier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.actions import build_runtime
+from agac.engine.limits.budget import request_estimate
+from agac.engine.requests import build_request
+from agac.providers.base import Usage, fingerprint_of
+
+if TYPE_CHECKING:
+    from agac.config.model import Action, Workflow
+    from agac.config.project import Project
+    from agac.data.sources import RecordSource
+    from agac.providers.pricing import PriceTable
+    from agac.store.repository import Store
+
+__all__ = ["estimate_run", "plan_records"]
+
+_CHUNK = 500
+_UNKNOWN = object()
+
+
+def plan_records(project: Project, workflow: Workflow, source: RecordSource | None = None,
+                 ) -> Iterator[tuple[str, Any]]:
+    """(key, payload or None when invalid) of the workflow's current input (or ``source``),
+    streamed."""
+    from agac.engine.lifecycle.snapshots import input_source
+
+    for rec in input_source(workflow, project, source).records(workflow.input.id_field):
+        yield rec.key, rec.payload if rec.reason is None else None
+
+
+def estimate_run(project: Project, store: Store | None, workflow: Workflow, prices: PriceTable,
+                 records: Iterable[tuple[str, Any]], *, fresh: bool = False) -> dict[str, Any]:
+    """The plan of a run over ``records``: per action units, requests, reusable answers,
+    estimated tokens and cost online and batch; totals, and the cost as configured."""
+    runtimes = {a.name: build_runtime(a, None, project.root) for a in workflow.actions}
+    actions = {a.name: {"kind": a.kind, "model": a.model, "run_mode": a.run_mode, "units": 0,
+                        "requests": 0, "reusable": 0, "input_tokens": 0, "output_tokens": 0,
+                        "cost_usd": {"online": 0.0, "batch": 0.0}} for a in workflow.actions}
+    count = 0
+    chunk: list[tuple[str, Any]] = []
+    for item in records:
+        chunk.append(item)
+        count += 1
+        if len(chunk) >= _CHUNK:
+            _plan_chunk(chunk, workflow, runtimes, actions, store, prices, fresh)
+            chunk = []
+    if chunk:
+        _plan_chunk(chunk, workflow, runtimes, actions, store, prices, fresh)
+    return _totals(workflow, actions, count)
+
+
+def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict[str, Any],
+                actions: dict[str, dict[str, Any]], store: Store | None, prices: PriceTable,
+                fresh: bool) -> None:
+    outputs: list[dict[str, Any]] = [{} for _ in chunk]
+    regions = _regions(workflow)
+    for action in workflow.actions:
+        rt = runtimes[action.name]
+        entry = actions[action.name]
+        exact: list[tuple[int, str, int]] = []
+        scope = regions.scope.get(action.name, ()) if regions is not None else ()
+        for i, (_, payload) in enumerate(chunk):
+            known = outputs[i]
+            if scope:
+                _plan_items(entry, action, workflow, scope, payload, known, prices)
+                continue
+            entry["units"] += 1
+            if payload is None or any(known.get(a) is None for a in action.ancestors
+                                      if not (regions and regions.per_item(a))):
+                known[action.name] = None  # invalid record or a dependency skipped: no request
+                continue
+            if regions is not None and action.join is not None:
+                known[action.name] = _UNKNOWN  # a join reads its items' answers
+                if action.kind == "llm":
+                    _count(entry, action, prices, _rough_chars(action, payload, [], workflow))
+                continue
+            unknown = [a for a in action.ancestors if known[a] is _UNKNOWN]
+            view = None if unknown else rt.view.build(payload, {a: known[a] for a in action.ancestors})
+            if view is not None and rt.guard is not None and not _guard(rt, view):
+                known[action.name] = None
+                continue
+            if action.kind != "llm":
+                known[action.name] = _UNKNOWN  # a tool's output is known only once it ran
+                continue
+            if view is not None:
+                try:
+                    request = build_request(rt, view)
+                except Exception:  # noqa: BLE001 - the run reports it (render_error)
+                    known[action.name] = None
+                    continue
+                text = request.canonical()
+                chars = sum(len(m.content) for m in request.messages)
+                exact.append((i, fingerprint_of(text), chars))
+                continue
+            _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
+            known[action.name] = _UNKNOWN
+        found = store.get_answers([fp for _, fp, _ in exact]) if (store and exact and not fresh) else {}
+        for i, fp, chars in exact:
+            if fp in found:
+                entry["reusable"] += 1
+                outputs[i][action.name] = json.loads(found[fp])
+            else:
+                _count(entry, action, prices, chars)
+                outputs[i][action.name] = _UNKNOWN
+
+
+def _regions(workflow: Workflow) -> Any:
+    if not any(a.fan_out is not None or a.join is not None for a in workflow.actions):
+        return None
+    from agac.engine.walk.steps import regions_of
+
+    return regions_of(workflow.actions)
+
+
+def _plan_items(entry: dict[str, Any], action: Action, workflow: Workflow, scope: tuple[str, ...],
+                payload: Any, known: dict[str, Any], prices: PriceTable) -> None:
+    """An action inside a fan-out: one unit and (llm) one request per item. The item count
+    is known for ``versions``, for a list in the record or in a stored upstream answer;
+    otherwise the list's ``maxItems`` bounds it, and without one the plan counts one item
+    per parent and says so (``items_unknown``)."""
+    if payload is None:
+        entry["units"] += 1
+        return
+    n = 1
+    for fan in scope:
+        spec = workflow.action(fan).fan_out
+        assert spec is not None
+        count = _item_count(spec, workflow, payload, known)
+        if count is None:
+            entry["items_unknown"] = True
+            count = 1
+        n *= count
+    entry["units"] += n
+    if action.kind == "llm":
+        for _ in range(n):
+            _count(entry, action, prices, _rough_chars(action, payload, [], workflow))
+    known[action.name] = _UNKNOWN
+
+
+def _item_count(spec: Any, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
+    if spec.versions is not None:
+        return int(spec.versions)
+    root, *path = (spec.over or "").split(".")
+    value: Any = payload if root == "source" else known.get(root, _UNKNOWN)
+    schema = None if root == "source" else workflow.action(root).schema
+    for part in path:
+        if isinstance(schema, dict):
+            schema = (schema.get("properties") or {}).get(part)
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif value is not _UNKNOWN:
+            value = None
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(schema, dict) and isinstance(schema.get("maxItems"), int):
+        return int(schema["maxItems"])
+    return None
+
+
+def _guard(rt: Any, view: dict[str, Any]) -> bool:
+    try:
+        return bool(rt.guard(view))
+    except Exception:  # noqa: BLE001 - a guard reading a missing field is false
+        return False
+
+
+def _rough_chars(action: Action, payload: Any, unknown: list[str], workflow: Workflow) -> int:
+    """Input chars of a request that cannot be rendered yet: its templates, the record and
+    every upstream answer it waits for at that action's ``max_tokens`` (4 chars a token)."""
+    chars = len(action.system or "") + len(action.prompt or "") + len(json.dumps(payload))
+    for name in unknown:
+        upstream = workflow.action(name)
+        chars += 4 * (upstream.max_tokens or 1024) if upstream.kind == "llm" else 0
+    return chars
+
+
+def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int) -> None:
+    i, o = request_estimate(chars, action.max_tokens or 1024)
+    entry["requests"] += 1
+    entry["input_tokens"] += i
+    entry["output_tokens"] += o
+    usage = Usage(i, o)
+    entry["cost_usd"]["online"] += prices.cost(action.model or "", usage, "live")
+    entry["cost_usd"]["batch"] += prices.cost(action.model or "", usage, "batch")
+
+
+def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) -> dict[str, Any]:
+    online = sum(a["cost_usd"]["online"] for a in actions.values())
+    batch = sum(a["cost_usd"]["batch"] for a in actions.values())
+    configured = sum(a["cost_usd"]["batch" if a["run_mode"] == "batch" else "online"]
+                     for a in actions.values())
+    for a in actions.values():
+        a["cost_usd"] = {k: round(v, 6) for k, v in a["cost_usd"].items()}
+    budget = workflow.budget
+    tokens = sum(a["input_tokens"] + a["output_tokens"] for a in actions.values())
+    plan: dict[str, Any] = {
+        "workflow": workflow.name, "records": count, "actions": actions,
+        "requests": sum(a["requests"] for a in actions.values()),
+        "reusable": sum(a["reusable"] for a in actions.values()),
+        "input_tokens": sum(a["input_tokens"] for a in actions.values()),
+        "output_tokens": sum(a["output_tokens"] for a in actions.values()),
+        "cost_usd": {"online": round(online, 6), "batch": round(batch, 6),
+                     "as_configured": round(configured, 6)},
+        "budget": None if budget is None else {"usd": budget.usd, "tokens": budget.tokens},
+        "within_budget": True,
+    }
+    if budget is not None:
+        over_usd = budget.usd is not None and configured > budget.usd
+        over_tokens = budget.tokens is not None and tokens > budget.tokens
+        plan["within_budget"] = not (over_usd or over_tokens)
+    return plan

@@ -1,0 +1,133 @@
+"""The run summary of DESIGN §7.1, computed from the store (never from memory)."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from agac.store.values import FINAL_STATES
+
+if TYPE_CHECKING:
+    from agac.store.repository import Store
+    from agac.store.values import RunRecord
+
+__all__ = ["build_summary", "next_command"]
+
+
+def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``counted``: a summary of the same run built since its last unit settled (as
+    ``finalize`` builds one before it ends the run); its per-action counts and cost are
+    taken as they are instead of being counted again, everything else is read anew."""
+    config = run.config
+    if counted is not None:
+        return _summary(store, run, config, copy.deepcopy(counted["actions"]), counted["cost_usd"])
+    info = store.snapshot_info(run.snapshot_id)
+    records = info.record_count if info else 0
+    actions: dict[str, dict[str, Any]] = {}
+    counts = _unit_counts(store, run.id, config["actions"], records)
+    for a in config["actions"]:
+        actions[a["name"]] = {
+            "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
+            "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
+            "reasons": {},
+        }
+    for row in store.outcome_counts(run.id):
+        entry = actions.get(row.action)
+        if entry is None:
+            continue
+        entry[row.status] = entry.get(row.status, 0) + row.n
+        if row.status == "answered" and row.origin in ("reused", "carried"):
+            entry["reused"] += row.n
+        if row.reason and row.status in ("failed", "skipped"):
+            entry["reasons"][row.reason] = entry["reasons"].get(row.reason, 0) + row.n
+    cost = 0.0
+    for row in store.usage_totals([run.id]):
+        entry = actions.get(row.action)
+        if entry is None:
+            continue
+        if row.kind == "tool":
+            entry["tool_calls"] += row.calls
+        elif row.tier != "batch":  # batch items are counted as sent, below
+            entry["calls"] += row.calls
+        entry["cost_usd"] += float(row.cost_usd or 0.0)
+        cost += float(row.cost_usd or 0.0)
+    for name, counts in store.batch_counts(run.id, run.workflow).items():
+        if name in actions:
+            actions[name]["calls"] += counts["sent"]
+            actions[name]["batches_out"] = counts["out"]
+    for entry in actions.values():
+        settled = entry["answered"] + entry["failed"] + entry["skipped"]
+        entry["pending"] = max(entry["records"] - settled, 0)
+        entry["cost_usd"] = round(entry["cost_usd"], 6)
+    return _summary(store, run, config, actions, cost)
+
+
+def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict[str, Any], cost: float
+             ) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "run_id": run.id,
+        "workflow": run.workflow,
+        "state": run.state,
+        "retry_of": run.retry_of,
+        "cost_usd": round(cost, 6),
+        "next": None,
+        "actions": actions,
+    }
+    unknown = [e.key for e in store.list_effects(run.workflow, states=("unknown",))]
+    if unknown:
+        summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
+    if run.state not in FINAL_STATES:
+        awaiting = store.count_proposals(run.id, ("pending",))
+        if awaiting:  # A1: units waiting on a person's decision (counted in ``pending``)
+            summary["awaiting_approval"] = {
+                "units": sum(awaiting.values()), "actions": awaiting,
+                "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
+                               "expires_at": p.expires_at}
+                              for p in store.list_proposals(run_id=run.id, states=("pending",),
+                                                            limit=20)]}
+    settings = run.settings
+    if settings.deadline_at is not None:
+        summary["deadline_at"] = settings.deadline_at
+    if settings.budget is not None:
+        from agac.engine.limits.budget import spent_by
+
+        usd, tokens = spent_by(store, run)
+        summary["budget"] = {**settings.budget.to_dict(), "spent_usd": round(usd, 6),
+                             "spent_tokens": tokens}
+    summary["next"] = next_command(summary, config)
+    if run.error:
+        summary["error"] = run.error
+    return summary
+
+
+def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
+                 ) -> dict[str, int]:
+    """Units per action (DESIGN §7.1): one per record, but one per item inside a fan-out
+    (counted from the stored fan-outs); empty for a workflow without fan-outs."""
+    if not any(a.get("fan_out") or a.get("join") for a in actions):
+        return {}
+    from agac.engine.walk.steps import expected_units, regions_of
+
+    regions = regions_of(actions)
+    totals = store.fanout_totals(run_id)
+    return {a["name"]: expected_units(regions, a["name"], records, totals) for a in actions}
+
+
+def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
+    wf = summary["workflow"]
+    state = summary["state"]
+    failed = sum(a["failed"] for a in summary["actions"].values())
+    if summary.get("effects_unknown"):
+        return f"agac effects list {wf}"
+    if summary.get("awaiting_approval"):
+        return f"agac approvals list {wf}"
+    if state not in FINAL_STATES:
+        return f"agac run {wf}"
+    if state in ("cancelled", "exhausted", "timed_out"):
+        return f"agac run {wf}"  # a new run reuses every answer paid for
+    if failed:
+        return f"agac retry {wf}"
+    names = list(summary["actions"])
+    if names:
+        return f"agac export {wf} --action {names[-1]} --format jsonl"
+    return None

@@ -1,0 +1,208 @@
+"""The record walk over a run's shards: every record walks its steps until each unit is
+settled, the run is told to stop, or the store fails.
+
+Shards (DESIGN §1) are ranges of at most 1,000 records of one input file. A small
+window of shards is in flight at once so that concurrency slots stay busy across
+shard boundaries. For a shard, its records, the outcomes this run already has and the
+failures the previous run may carry (R1 c) are loaded in one store call; the requests of
+actions that read only the record are rendered ahead and their stored answers looked up
+in one query; then every record walks (engine/walk/walker.py), so a downstream action
+starts on a record as soon as that record's dependencies are settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.requests import build_request
+from agac.engine.values import RecordUnit, Settled
+from agac.engine.walk.steps import Region
+from agac.jsontext import loads
+from agac.providers.base import fingerprint_of
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.outcomes.gateway import StoreGateway
+    from agac.engine.outcomes.writer import OutcomeWriter
+    from agac.engine.ports import BatchUnits, ShardMemory
+    from agac.engine.values import RunControl
+    from agac.engine.walk.steps import StepPlan
+    from agac.engine.walk.walker import Walker
+    from agac.store.repository import Store
+
+__all__ = ["SHARDS_IN_FLIGHT", "SHARD_SIZE", "PriorRun", "RecordWalk", "shard_ranges"]
+
+SHARD_SIZE = 1000
+SHARDS_IN_FLIGHT = 3
+
+
+def shard_ranges(files: list[dict[str, Any]], size: int = SHARD_SIZE) -> list[tuple[int, int]]:
+    """[lo, hi) seq ranges of at most ``size`` records, never crossing a file."""
+    out: list[tuple[int, int]] = []
+    for f in files:
+        start, count = int(f["start"]), int(f["count"])
+        for lo in range(start, start + count, size):
+            out.append((lo, min(lo + size, start + count)))
+    return out
+
+
+class PriorRun:
+    """The previous final run whose per-unit failures this run carries when their
+    fingerprint is unchanged (R1 c), minus the actions that failed as a whole (R1 d)."""
+
+    def __init__(self, run_id: str | None, failed_actions: frozenset[str]) -> None:
+        self.run_id = run_id
+        self.failed_actions = failed_actions
+
+
+class RecordWalk:
+    """Walks a run's shards (or the ranges a worker claimed) through a :class:`Walker`."""
+
+    def __init__(self, *, run_id: str, snapshot_id: str, ranges: list[tuple[int, int]],
+                 store: Store, gateway: StoreGateway, out: OutcomeWriter, plan: StepPlan,
+                 walker: Walker, memory: ShardMemory, control: RunControl, fresh: bool,
+                 prior: PriorRun, batch: BatchUnits | None) -> None:
+        self.run_id = run_id
+        self.snapshot_id = snapshot_id
+        self.ranges = ranges
+        self.store = store
+        self.gateway = gateway
+        self.out = out
+        self.plan = plan
+        self.walker = walker
+        self.memory = memory
+        self.control = control
+        self.fresh = fresh
+        self.prior = prior
+        self.batch = batch
+        self.walked = False
+        """True once a full walk ran in this invocation (adoption of batches is known)."""
+
+    async def walk(self) -> bool:
+        """Walk every shard; True when every unit got an outcome."""
+        window = asyncio.Semaphore(SHARDS_IN_FLIGHT)
+        # The other shards load once the first one's units are under way: loaded all at
+        # once, their reads queue in the store thread ahead of the first group commit,
+        # and the first wave of calls holds its slots 30-70 ms longer.
+        first_started = asyncio.Event()
+
+        async def one(i: int, lo: int, hi: int) -> bool:
+            if i:
+                await first_started.wait()
+            try:
+                async with window:
+                    if self.control.stopping:
+                        return False
+                    return await self._shard(lo, hi, first_started if not i else None)
+            finally:
+                first_started.set()
+
+        try:
+            results = await asyncio.gather(*(one(i, lo, hi) for i, (lo, hi) in enumerate(self.ranges)))
+            self.walked = self.walked or not self.control.stopping
+        finally:
+            await self.gateway.flush()
+        return all(results) and not self.control.stopping
+
+    async def _shard(self, lo: int, hi: int, started: asyncio.Event | None = None) -> bool:
+        """Walk one shard's records; ``started`` is set once its units are under way."""
+        have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
+        if have == (hi - lo) * len(self.plan.order) and self.plan.regions is None:
+            return True  # every unit of this shard already has its outcome
+        records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
+        self.memory.carried.update(prior)
+        for (action, _), settled in existing.items():
+            self.out.carried(action, settled.status)
+        keys = [r.key for r in records]
+        payloads = [loads(r.payload) if r.payload is not None else None for r in records]
+        if self.batch is not None:
+            await self.batch.prefetch(keys)
+        await self._prefetch_roots(records, payloads, existing)
+        waiting: set[str] = set()
+        first = self.plan.steps[0] if self.plan.steps else None
+        if self.batch is not None and first is not None and not isinstance(first, Region):
+            waiting = await self.batch.settle_ahead(first, records, existing, self.memory)
+        tasks = await self._start_records(
+            [(r, p) for r, p in zip(records, payloads, strict=True) if r.key not in waiting], existing)
+        if started is not None:
+            started.set()
+        done = await asyncio.gather(*tasks)
+        for key in prior:
+            self.memory.carried.pop(key, None)
+        for name in self.plan.order:
+            for k in keys:
+                self.memory.prefetched.pop((name, k), None)
+        if self.batch is not None:
+            self.batch.forget(keys)
+        return all(done) and not waiting
+
+    async def _start_records(self, records: list[tuple[RecordUnit, Any]],
+                             existing: dict[tuple[str, str], Settled]) -> list[asyncio.Task[bool]]:
+        """One task per record, started 64 at a time: each runs until it waits for a slot,
+        and a shard's 1,000 first steps in one go would hold answers that came back
+        meanwhile (and the slots they free) for tens of milliseconds."""
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[bool]] = []
+        walk = self.walker.walk_record
+        try:
+            for i, (rec, payload) in enumerate(records):
+                tasks.append(loop.create_task(walk(rec, payload, existing)))
+                if i % 64 == 63:
+                    await asyncio.sleep(0)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        return tasks
+
+    def _roots(self) -> list[ActionRuntime]:
+        """Llm actions that read only the record, outside any fan-out."""
+        return [rt for rt in self.plan.by_name.values()
+                if rt.action.kind == "llm" and not rt.action.dependencies
+                and not self.plan.per_item(rt.name)]
+
+    async def _prefetch_roots(self, records: list[RecordUnit], payloads: list[Any],
+                              existing: dict[tuple[str, str], Settled]) -> None:
+        """Render the requests of actions that read only the record (no dependencies) for a
+        whole shard and look their answers up in one query instead of one per unit."""
+        if self.fresh:
+            return
+        pending: list[tuple[str, str, Any, str, str]] = []
+        for rt in self._roots():
+            for rec, payload in zip(records, payloads, strict=True):
+                if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
+                    continue
+                if self.batch is not None and self.batch.own_item(rt, rec.key) is not None:
+                    continue  # waits on (or is settled from) this run's own batch item
+                try:
+                    request = build_request(rt, rt.view.build(payload, {}))
+                except Exception:  # noqa: BLE001 - the unit renders again and reports it
+                    continue
+                request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
+                pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
+                if len(pending) % 16 == 0:
+                    # Rendering a shard takes a while: let answers that came back meanwhile
+                    # be committed and their slots passed on instead of waiting for it.
+                    await asyncio.sleep(0)
+        if not pending:
+            return
+        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending])
+        for name, key, request, request_json, fp in pending:
+            self.memory.prefetched[(name, key)] = (request, request_json, fp, found.get(fp))
+
+    def _load_shard(self, lo: int, hi: int) -> tuple[list[RecordUnit], dict[tuple[str, str], Settled],
+                                                    dict[tuple[str, str], tuple[str, str | None, str | None]]]:
+        """(records, this run's outcomes, failures of the prior run to carry) — in the
+        store thread."""
+        records = [RecordUnit.from_row(r) for r in self.store.iter_records(self.snapshot_id, lo, hi)]
+        existing = {
+            (o.action, o.unit_key): Settled(o.status, o.reason, loads(o.output))
+            for o in self.store.outcomes_between(self.run_id, lo, hi)
+        }
+        prior: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        if self.prior.run_id and not self.fresh:
+            for o in self.store.outcomes_between(self.prior.run_id, lo, hi):
+                if o.status == "failed" and o.fingerprint and o.action not in self.prior.failed_actions:
+                    prior[(o.action, o.unit_key)] = (o.reason, o.detail, o.fingerprint)
+        return records, existing, prior

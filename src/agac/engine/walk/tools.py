@@ -1,0 +1,97 @@
+"""One tool unit: its inputs are the unit's view; its output is cached by (function,
+inputs) unless ``cache: false``; a raising tool is retried like a call and then fails
+``tool_error``. A tool marked ``effect:`` goes to the effects room instead (E1, E2)."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.context import ToolContext
+from agac.engine.requests import Fail, effect_key, invoke_tool, tool_input_hash, tool_output
+from agac.engine.walk.calls import backoff
+from agac.jsontext import dumps
+from agac.providers.base import canonical_json
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.ports import UnitContext
+    from agac.engine.values import Settled, UnitRecord
+
+__all__ = ["run_tool"]
+
+
+async def run_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
+                   view: dict[str, Any]) -> Settled | None:
+    action = rt.action
+    try:
+        inputs_json = canonical_json(view)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
+        return await ctx.out.settle(rt, rec, "failed", "tool_error", f"inputs are not JSON: {exc}")
+    input_hash = tool_input_hash(action.function, inputs_json)
+    key = effect_key(ctx.workflow, action.name, rec.key, input_hash)
+    if action.effect is not None:
+        return await ctx.effects.run(ctx, rt, rec, inputs_json, input_hash, key)
+    if action.cache and not ctx.fresh:
+        stored = await ctx.lookups.lookup_tool_result(input_hash)
+        if stored is not None:
+            return await ctx.out.settle(rt, rec, "answered", output=json.loads(stored),
+                                        origin="reused", fingerprint=input_hash)
+    if ctx.control.deadline_passed():
+        return await ctx.out.settle(rt, rec, "skipped", "deadline",
+                                    "never called: the run's deadline passed")
+    return await _call(ctx, rt, rec, view, inputs_json, input_hash, key)
+
+
+async def _call(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any],
+                inputs_json: str, input_hash: str, idem: str) -> Settled | None:
+    """Call the tool until it returns or its attempts are spent, in the action's slot."""
+    action = rt.action
+    clock = ctx.control.clock
+    attempt = 0
+    while True:
+        attempt += 1
+        async with rt.slots:
+            if ctx.control.stopping and attempt == 1:
+                return None
+            # At a join the view holds the items (engine/walk/walker.py); the names are reserved.
+            tool_ctx = ToolContext(ctx.run_id, ctx.workflow, action.name, rec.record_key,
+                                   rec.item_key, attempt, idem, list(view.get("fulfilled", ())),
+                                   list(view.get("rejected", ())))
+            started = clock.monotonic()
+            try:
+                value = await invoke_tool(rt.function, json.loads(inputs_json), tool_ctx)
+                output = tool_output(rt, value)
+            except Fail as fail:
+                await ctx.out.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
+                return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None,
+                                    input_hash, attempt)
+            except Exception as exc:  # noqa: BLE001 - a raising tool fails its unit only
+                tb = traceback.format_exc()
+                detail = f"{type(exc).__name__}: {exc}"
+                await ctx.out.record_tool(rt, rec, attempt, started, tb, input_hash)
+                if attempt >= action.retry.max_attempts:
+                    return await _final(ctx, rt, rec, "failed", "tool_error", detail, None,
+                                        input_hash, attempt, traceback_text=tb)
+                delay = backoff(action.retry, attempt)
+            else:
+                usage = [ctx.out.tool_usage_row(rt, rec, attempt, started, None, input_hash)]
+                cached = [{"input_hash": input_hash, "function": action.function or "",
+                           "output": dumps(output), "created_at": clock.time()}] if action.cache else []
+                return await _final(ctx, rt, rec, "answered", None, None, output, input_hash,
+                                    attempt, usage=usage, tool_results=cached)
+        if ctx.control.stopping:
+            return None
+        await clock.sleep(delay)
+
+
+async def _final(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: Any, reason: str | None,
+    detail: str | None, output: Any, input_hash: str, attempts: int, *,
+    usage: list[dict[str, Any]] | None = None, tool_results: list[dict[str, Any]] | None = None,
+    traceback_text: str | None = None,
+) -> Settled:
+    return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",
+                                fingerprint=input_hash, attempts=attempts, usage=usage,
+                                tool_results=tool_results, traceback_text=traceback_text)

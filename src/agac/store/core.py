@@ -1,0 +1,182 @@
+"""The plumbing every part of the repository shares: the engine, the dialect hooks, the
+clock, and the one error guard around every read and write.
+
+Every query runs inside :meth:`StoreCore._read` or :meth:`StoreCore._write`, which
+translate a driver error into :class:`agac.errors.StoreError` naming what failed, so
+nothing above ``store/`` ever sees ``sqlalchemy`` or ``psycopg`` errors (S2: fail
+closed, say what failed). ``tests/integration/store/test_store_boundary.py`` checks that
+no query bypasses them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from agac.clock import SYSTEM, Clock
+from agac.errors import LeaseLost, StoreError
+from agac.store.database import (
+    DriverFailure,
+    create_store_engine,
+    describe_driver_error,
+    dialect_hooks,
+    upgrade,
+)
+
+__all__ = ["StoreCore"]
+
+
+class StoreCore:
+    """A connection pool to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
+
+    WAL_AUTOCHECKPOINT = 10000
+    """SQLite's automatic checkpoint, in pages (a storage point's working copy: 0)."""
+
+    def __init__(self, url: str, *, migrate: bool = True, clock: Clock = SYSTEM) -> None:
+        self.url = url
+        self.clock = clock
+        """The clock rows are stamped with and leases expire by; a run takes its own from
+        its store."""
+        self.engine: Engine = create_store_engine(url, wal_autocheckpoint=self.WAL_AUTOCHECKPOINT)
+        self.hooks = dialect_hooks(self.engine)
+        self.memory = url == "memory"
+        self._bulk_cache: dict[tuple[str, str, int], tuple[str, tuple[str, ...]]] = {}
+        self.notes: list[str] = []
+        """What the user should hear about the store itself (a storage point's torn log, O3)."""
+        if migrate:
+            upgrade(self.engine)
+
+    @property
+    def dialect(self) -> str:
+        """Which database this is: ``sqlite`` or ``postgresql`` (a fact to report; the
+        differences themselves are the dialect hooks')."""
+        return self.hooks.name
+
+    @property
+    def shares_work(self) -> bool:
+        """Whether workers on several machines can share this store (PostgreSQL)."""
+        return self.hooks.shares_work
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- durability and ownership (a storage point overrides these) ----------------------------
+
+    def durability_ticket(self) -> concurrent.futures.Future[None] | None:
+        """The durability acknowledgement: None when a commit is durable as it returns (SQL
+        stores); else a future answered once everything committed so far is stored durably
+        (a storage point ships its log, O1), which an effect waits for before it starts."""
+        return None
+
+    def owner_confirmed(self) -> bool:
+        """True while this process's hold needs no confirming before an effect: always on
+        SQL stores (every write checks the fencing token); a storage point says whether
+        its lease was confirmed lately (O2)."""
+        return True
+
+    def confirm_owner(self) -> None:
+        """Confirm this process still owns what it writes (a storage point rewrites its
+        ``head``); raises LeaseLost/StoreError otherwise. Nothing to do on SQL stores."""
+
+    @property
+    def point(self) -> bool:
+        """True for a storage point (object storage or a directory)."""
+        return False
+
+    # -- the guard ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _read(self, what: str = "read the store") -> Iterator[Connection]:
+        """A connection for reading, inside the error guard."""
+        with _guard(what, self.url), self.engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _write(self, what: str) -> Iterator[Connection]:
+        """One transaction, inside the error guard: committed on success, rolled back on
+        any error."""
+        with _guard(what, self.url), self.engine.begin() as conn:
+            yield conn
+
+    # -- the fence (S3) -----------------------------------------------------------------------
+
+    def _fence(self, conn: Connection, name: str, token: int, ttl: float) -> None:
+        """Extend lease ``name`` inside the caller's transaction, or LeaseLost when its
+        token moved on (another process owns it now). Straight to the driver: every
+        checkpoint begins with it."""
+        mark = self.hooks.param
+        res = conn.exec_driver_sql(
+            f"UPDATE leases SET expires_at = {mark} WHERE name = {mark} AND token = {mark}",
+            (self.clock.time() + ttl, name, token),
+        )
+        if res.rowcount != 1:
+            raise LeaseLost(f"lease {name} was taken over by another process; stopping")
+
+    # -- bulk inserts -------------------------------------------------------------------------
+
+    def _bulk(self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]],
+              suffix: str = "") -> None:
+        """INSERT straight to the driver: the hot path of every checkpoint.
+
+        The statement text is built once per table from the table's own columns; rows
+        are dicts keyed by column name (an autoincrement ``id`` is left to the database),
+        sent as the dialect hooks say (multi-row ``VALUES`` of a few fixed sizes on
+        SQLite, one ``executemany`` on PostgreSQL).
+        """
+        if not rows:
+            return
+        cols = self._bulk_sql(table, suffix, 1)[1]
+        try:
+            get = operator.itemgetter(*cols)
+            values = [get(r) for r in rows]
+        except KeyError:
+            values = [tuple(r.get(c) for c in cols) for r in rows]
+        if len(cols) == 1:
+            values = [(v,) for v in values]
+        at = 0
+        for size in self.hooks.rows_per_statement:
+            n = (len(values) - at) // size
+            if not n:
+                continue
+            sql = self._bulk_sql(table, suffix, size)[0]
+            if size == 1:
+                conn.exec_driver_sql(sql, values[at:])
+                return
+            chunks = [tuple(itertools.chain.from_iterable(values[i : i + size]))
+                      for i in range(at, at + n * size, size)]
+            conn.exec_driver_sql(sql, chunks)
+            at += n * size
+
+    def _bulk_sql(self, table: sa.Table, suffix: str, size: int) -> tuple[str, tuple[str, ...]]:
+        key = (table.name, suffix, size)
+        cached = self._bulk_cache.get(key)
+        if cached is None:
+            cols = tuple(c.name for c in table.columns
+                         if not (c.primary_key and c.autoincrement is True))
+            mark = self.hooks.param
+            row = f"({', '.join([mark] * len(cols))})"
+            sql = (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES "
+                   f"{', '.join([row] * size)} {suffix}")
+            cached = self._bulk_cache[key] = (sql, cols)
+        return cached
+
+
+@contextlib.contextmanager
+def _guard(what: str, url: str) -> Iterator[None]:
+    """Say what failed (S2: fail closed): a driver failure becomes StoreError "cannot
+    <what>: <the driver's words>", without the SQL or its values (see
+    :func:`agac.store.database.describe_driver_error`)."""
+    try:
+        yield
+    except DriverFailure as exc:
+        raise StoreError(f"cannot {what}: {exc.message}", hint=exc.hint) from exc
+    except sa.exc.SQLAlchemyError as exc:
+        message, hint = describe_driver_error(exc, url)
+        raise StoreError(f"cannot {what}: {message}", hint=hint) from exc

@@ -1,0 +1,349 @@
+"""Outcomes, answers, tool results, fan-outs, usage and events: a run's progress (a part
+of :class:`agac.store.repository.Store`). Progress is written by :meth:`checkpoint`, one
+fenced transaction per group commit (S1, S3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from agac.store import tables as t
+from agac.store.batches import ItemResult, write_item_results
+from agac.store.core import StoreCore
+from agac.store.values import NOT_CARRIED
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Row
+
+__all__ = ["OutcomeRepository"]
+
+_CHUNK = 2000
+
+
+class OutcomeRepository(StoreCore):
+    def outcomes_between(self, run_id: str, lo: int, hi: int) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.outcomes).where(
+                        t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi
+                    )
+                ).all()
+            )
+
+    def results_between(self, run_id: str, snapshot_id: str, lo: int, hi: int, *,
+                        payloads: bool = False) -> tuple[list[Row], list[Row]]:
+        """What a run's results table needs of records ``lo <= seq < hi``: (their seq, key
+        and, with ``payloads``, payload; the outcomes' seq, action, unit key, status,
+        reason and output), each in seq order; one read."""
+        r, o = t.records, t.outcomes
+        columns = [r.c.seq, r.c.key, r.c.payload, r.c.reason] if payloads else [r.c.seq, r.c.key]
+        with self._read() as conn:
+            records = conn.execute(
+                sa.select(*columns).where(r.c.snapshot_id == snapshot_id, r.c.seq >= lo,
+                                          r.c.seq < hi).order_by(r.c.seq)).all()
+            outcomes = conn.execute(
+                sa.select(o.c.seq, o.c.action, o.c.unit_key, o.c.status, o.c.reason, o.c.output)
+                .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)).all()
+        return list(records), list(outcomes)
+
+    def unit_outcomes(self, run_id: str, unit_key: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.outcomes).where(
+                        t.outcomes.c.run_id == run_id, t.outcomes.c.unit_key == unit_key
+                    )
+                ).all()
+            )
+
+    def iter_action_outcomes(self, run_id: str, action: str) -> Iterator[Row]:
+        """Outcomes of one action in record order, streamed."""
+        o = t.outcomes
+        last, last_key = -1, ""
+        while True:
+            # Items of a fan-out share their record's seq: page on (seq, unit_key).
+            after = sa.or_(o.c.seq > last, sa.and_(o.c.seq == last, o.c.unit_key > last_key))
+            with self._read() as conn:
+                rows = conn.execute(
+                    sa.select(o)
+                    .where(o.c.run_id == run_id, o.c.action == action, after)
+                    .order_by(o.c.seq, o.c.unit_key)
+                    .limit(_CHUNK)
+                ).all()
+            if not rows:
+                return
+            yield from rows
+            last, last_key = rows[-1].seq, rows[-1].unit_key
+            if len(rows) < _CHUNK:
+                return
+
+    def failed_units(self, run_id: str, *, with_outstanding: bool = False) -> list[Row]:
+        """Failed units of a run (and, optionally, units skipped ``batch_outstanding``)."""
+        o = t.outcomes
+        cond = o.c.status == "failed"
+        if with_outstanding:
+            cond = sa.or_(cond, sa.and_(o.c.status == "skipped", o.c.reason == "batch_outstanding"))
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(o.c.action, o.c.unit_key, o.c.reason, o.c.seq)
+                .where(o.c.run_id == run_id, cond)
+            ).all())
+
+    def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
+        """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
+        n = 0
+        with self._write("carry outcomes over") as conn:
+            rows = conn.execute(sa.select(t.outcomes).where(t.outcomes.c.run_id == src))
+            batch: list[dict[str, Any]] = []
+            for row in rows:
+                if (row.action, row.unit_key) in exclude:
+                    continue
+                d = dict(row._mapping)
+                d["run_id"] = dst
+                d["origin"] = "carried"
+                batch.append(d)
+                if len(batch) >= _CHUNK:
+                    conn.execute(t.outcomes.insert(), batch)
+                    n += len(batch)
+                    batch = []
+            if batch:
+                conn.execute(t.outcomes.insert(), batch)
+                n += len(batch)
+            self._copy_fanouts(conn, src, dst)
+        return n
+
+    @staticmethod
+    def _copy_fanouts(conn: Connection, src: str, dst: str) -> None:
+        """The fan-outs of ``src`` are ``dst``'s too: the item units carried over with them
+        are counted against them (a unit that fans out again overwrites its row)."""
+        f = t.fanouts
+        sel = sa.select(sa.literal(dst), f.c.action, f.c.parent_key, f.c.seq, f.c["items"],
+                        f.c.created_at).where(f.c.run_id == src)
+        conn.execute(f.insert().from_select(
+            ["run_id", "action", "parent_key", "seq", "items", "created_at"], sel))
+
+    def carry_run_outcomes(self, src: str, dst: str, skip_actions: Sequence[str]) -> int:
+        """Copy every outcome of run ``src`` into ``dst`` in one statement (R1 fast path):
+        answered units become ``reused``, failures and skips ``carried``."""
+        o = t.outcomes
+        now = self.clock.time()
+        origin = sa.case((o.c.status == "answered", sa.literal("reused")), else_=sa.literal("carried"))
+        sel = sa.select(
+            sa.literal(dst), o.c.action, o.c.unit_key, o.c.seq, o.c.status, o.c.reason, o.c.detail,
+            origin, o.c.fingerprint, o.c.output, sa.literal(0), sa.literal(now),
+        ).where(o.c.run_id == src)
+        if skip_actions:
+            sel = sel.where(o.c.action.not_in(list(skip_actions)))
+        # Skips that only say a run stopped early are not outcomes to carry: those units
+        # are asked (or adopted from the batches still out) by the new run.
+        sel = sel.where(sa.not_(sa.and_(o.c.status == "skipped", o.c.reason.in_(NOT_CARRIED))))
+        cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
+                "fingerprint", "output", "attempts", "updated_at"]
+        with self._write("carry outcomes over") as conn:
+            n = conn.execute(o.insert().from_select(cols, sel)).rowcount
+            self._copy_fanouts(conn, src, dst)
+            return n
+
+    def count_action_outcomes_between(self, run_id: str, action: str, lo: int, hi: int) -> int:
+        o = t.outcomes
+        with self._read() as conn:
+            return int(conn.execute(
+                sa.select(sa.func.count()).select_from(o).where(
+                    o.c.run_id == run_id, o.c.action == action, o.c.seq >= lo, o.c.seq < hi)
+            ).scalar() or 0)
+
+    def count_outcomes_between(self, run_id: str, lo: int, hi: int) -> int:
+        with self._read() as conn:
+            return int(conn.execute(
+                sa.select(sa.func.count()).select_from(t.outcomes).where(
+                    t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi)
+            ).scalar() or 0)
+
+    def get_answers(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        """fingerprint -> stored output JSON text, for those that exist."""
+        found: dict[str, str] = {}
+        if not fingerprints:
+            return found
+        mark = self.hooks.param
+        with self._read("read answers") as conn:
+            for i in range(0, len(fingerprints), 512):
+                part = list(fingerprints[i : i + 512])
+                # Pad to a power of two with repeats: a few statement texts, each
+                # prepared once by the driver, instead of one per list length.
+                size = 1 << (len(part) - 1).bit_length()
+                part += part[-1:] * (size - len(part))
+                rows = conn.exec_driver_sql(
+                    f"SELECT fingerprint, output FROM answers WHERE fingerprint IN "
+                    f"({', '.join([mark] * size)})", tuple(part)
+                ).all()
+                found.update({fp: out for fp, out in rows})
+        return found
+
+    def get_answer(self, fingerprint: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(t.answers).where(t.answers.c.fingerprint == fingerprint)
+            ).first()
+
+    def get_tool_results(self, hashes: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._read("read tool results") as conn:
+            for i in range(0, len(hashes), 500):
+                rows = conn.execute(
+                    sa.select(t.tool_results.c.input_hash, t.tool_results.c.output).where(
+                        t.tool_results.c.input_hash.in_(list(hashes[i : i + 500]))
+                    )
+                ).all()
+                found.update({r.input_hash: r.output for r in rows})
+        return found
+
+    def fanout_totals(self, run_id: str, lo: int | None = None, hi: int | None = None
+                      ) -> dict[str, tuple[int, int]]:
+        """fan-out action -> (parents fanned out, items they made), optionally for the
+        records with ``lo <= seq < hi``."""
+        f = t.fanouts
+        q = (sa.select(f.c.action, sa.func.count().label("parents"),
+                       sa.func.sum(f.c["items"]).label("n_items"))
+             .where(f.c.run_id == run_id).group_by(f.c.action))
+        if lo is not None and hi is not None:
+            q = q.where(f.c.seq >= lo, f.c.seq < hi)
+        with self._read() as conn:
+            return {r.action: (int(r.parents), int(r.n_items or 0)) for r in conn.execute(q).all()}
+
+    def fanouts_between(self, run_id: str, lo: int, hi: int) -> dict[tuple[str, str], int]:
+        """(fan-out action, parent key) -> item count, for records ``lo <= seq < hi``."""
+        f = t.fanouts
+        with self._read() as conn:
+            rows = conn.execute(sa.select(f.c.action, f.c.parent_key, f.c["items"].label("n")).where(
+                f.c.run_id == run_id, f.c.seq >= lo, f.c.seq < hi)).all()
+        return {(r.action, r.parent_key): int(r.n) for r in rows}
+
+    def _rows_under(self, table: sa.Table, run_id: str, key: str, order: Any) -> list[Row]:
+        """Rows of ``table`` for the unit ``key`` and every item under it (``key/…``)."""
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(table).where(table.c.run_id == run_id, sa.or_(
+                    table.c.unit_key == key,
+                    table.c.unit_key.startswith(key + "/", autoescape=True)))
+                .order_by(order)
+            ).all())
+
+    def unit_outcomes_under(self, run_id: str, key: str) -> list[Row]:
+        """Outcomes of the unit ``key`` and of every item under it (``key/…``)."""
+        return self._rows_under(t.outcomes, run_id, key, t.outcomes.c.unit_key)
+
+    def usage_under(self, run_id: str, key: str) -> list[Row]:
+        return self._rows_under(t.usage, run_id, key, t.usage.c.id)
+
+    def events_under(self, run_id: str, key: str) -> list[Row]:
+        return self._rows_under(t.events, run_id, key, t.events.c.id)
+
+    def find_outcomes(self, run_id: str, *, status: str | None = None, action: str | None = None,
+                      limit: int = 10_000) -> list[Row]:
+        """Outcomes of a run filtered by status and action, in record order."""
+        o = t.outcomes
+        q = sa.select(o.c.action, o.c.unit_key, o.c.seq, o.c.status, o.c.reason, o.c.detail,
+                      o.c.origin, o.c.attempts).where(o.c.run_id == run_id)
+        if status is not None:
+            q = q.where(o.c.status == status)
+        if action is not None:
+            q = q.where(o.c.action == action)
+        with self._read() as conn:
+            return list(conn.execute(q.order_by(o.c.seq, o.c.unit_key, o.c.action).limit(limit)).all())
+
+    def checkpoint(
+        self,
+        *,
+        lease: tuple[str, int, float] | None,
+        outcomes: Sequence[dict[str, Any]] = (),
+        answers: Sequence[dict[str, Any]] = (),
+        tool_results: Sequence[dict[str, Any]] = (),
+        usage: Sequence[dict[str, Any]] = (),
+        events: Sequence[dict[str, Any]] = (),
+        batch_items: Sequence[dict[str, Any]] = (),
+        fanouts: Sequence[dict[str, Any]] = (),
+        item_results: Sequence[ItemResult] = (),
+    ) -> None:
+        """Write one group of progress atomically, after checking the fencing token.
+        ``item_results`` (what was read for batch items) commit with the answers and usage
+        they ledger: a crash never leaves one without the other."""
+        with self._write("write a checkpoint") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            self._bulk(conn, t.answers, answers, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.tool_results, tool_results, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.usage, usage)
+            self._bulk(conn, t.outcomes, outcomes)
+            self._bulk(conn, t.events, events)
+            self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.fanouts, fanouts,
+                       "ON CONFLICT (run_id, action, parent_key) DO UPDATE SET items = excluded.items")
+            if item_results:
+                write_item_results(conn, self.hooks.param, item_results)
+
+    def iter_events(self, run_id: str, after: int = 0, limit: int = 1000) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.events)
+                    .where(t.events.c.run_id == run_id, t.events.c.id > after)
+                    .order_by(t.events.c.id)
+                    .limit(limit)
+                ).all()
+            )
+
+    def unit_events(self, run_id: str, unit_key: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.events)
+                    .where(t.events.c.run_id == run_id, t.events.c.unit_key == unit_key)
+                    .order_by(t.events.c.id)
+                ).all()
+            )
+
+    def outcome_counts(self, run_id: str) -> list[Row]:
+        """(action, status, reason, origin, n) groups of a run's outcomes."""
+        o = t.outcomes
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(o.c.action, o.c.status, o.c.reason, o.c.origin,
+                              sa.func.count().label("n"))
+                    .where(o.c.run_id == run_id)
+                    .group_by(o.c.action, o.c.status, o.c.reason, o.c.origin)
+                ).all()
+            )
+
+    def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
+        """(action, kind, provider, model, tier) groups: calls, tokens, cost."""
+        u = t.usage
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(
+                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
+                        sa.func.count().label("calls"),
+                        sa.func.sum(u.c.input_tokens).label("input_tokens"),
+                        sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
+                        sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),
+                        sa.func.sum(u.c.output_tokens).label("output_tokens"),
+                        sa.func.sum(u.c.cost_usd).label("cost_usd"),
+                    )
+                    .where(u.c.run_id.in_(list(run_ids)))
+                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier)
+                ).all()
+            )
+
+    def unit_usage(self, run_id: str, unit_key: str) -> list[Row]:
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.usage)
+                    .where(t.usage.c.run_id == run_id, t.usage.c.unit_key == unit_key)
+                    .order_by(t.usage.c.id)
+                ).all()
+            )

@@ -1,0 +1,297 @@
+"""Runs, their leases and their actions' states (a part of :class:`agac.store.repository.Store`).
+
+A run comes out of here as a :class:`agac.store.values.RunRecord` (options and config
+decoded once). Run lookups take the caller's ``tenant`` (DESIGN §13 T2): every run is
+``default``'s until runs carry a tenant column, so today the argument only has to be
+``default``; :func:`tenant_condition` is where the column will be read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from agac.errors import LeaseHeld
+from agac.jsontext import dumps
+from agac.store import tables as t
+from agac.store.core import StoreCore
+from agac.store.values import DEFAULT_TENANT, FINAL_STATES, RunRecord, RunSettings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+__all__ = ["RunRepository", "run_lease", "tenant_condition"]
+
+
+def run_lease(run_id: str) -> str:
+    """The name of the lease that owns run ``run_id`` (S3)."""
+    return f"run:{run_id}"
+
+
+def tenant_condition(tenant: str | None) -> Any:
+    """A condition on ``runs`` keeping the runs of ``tenant`` (None: every tenant)."""
+    column = t.runs.c.get("tenant")
+    if tenant is None:
+        return sa.true()
+    if column is not None:
+        return column == tenant
+    return sa.true() if tenant == DEFAULT_TENANT else sa.false()
+
+
+def _record(row: Any) -> RunRecord | None:
+    return None if row is None else RunRecord.from_row(row)
+
+
+class _Fields:
+    """A dict read like a row (the run just inserted)."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.__dict__.update(fields)
+
+
+class RunRepository(StoreCore):
+    # -- leases (S3) ----------------------------------------------------------------
+
+    def acquire_lease(
+        self, name: str, *, host: str, pid: int, ttl: float, may_take: Any = None
+    ) -> int:
+        """Take lease ``name`` and return its new fencing token.
+
+        Free or expired leases are taken; a lease held by another owner is taken only
+        when ``may_take(row)`` says so (e.g. a dead process on this host). Otherwise
+        :class:`LeaseHeld` names the owner and expiry.
+        """
+        now = self.clock.time()
+        with self._write("take the lease") as conn:
+            row = conn.execute(
+                self.hooks.for_update(sa.select(t.leases).where(t.leases.c.name == name))
+            ).first()
+            if row is None:
+                # Two processes can both find no row; the second insert must lose cleanly
+                # (LeaseHeld), not fail the store guard with a unique violation.
+                res = conn.execute(
+                    self.hooks.insert(t.leases)
+                    .values(name=name, host=host, pid=pid, token=1, expires_at=now + ttl)
+                    .on_conflict_do_nothing(index_elements=["name"])
+                    .returning(t.leases.c.name)
+                )
+                if res.first() is None:
+                    raise LeaseHeld("the lease was taken by another process at the same moment")
+                return 1
+            mine = row.host == host and row.pid == pid
+            if not mine and row.expires_at > now and not (may_take and may_take(row)):
+                raise LeaseHeld(
+                    f"owned by pid {row.pid} on {row.host} until "
+                    f"{time.strftime('%H:%M:%S', time.localtime(row.expires_at))}"
+                )
+            token = row.token + 1
+            res = conn.execute(
+                t.leases.update()
+                .where(t.leases.c.name == name, t.leases.c.token == row.token)
+                .values(host=host, pid=pid, token=token, expires_at=now + ttl)
+            )
+            if res.rowcount != 1:
+                raise LeaseHeld("the lease was taken by another process at the same moment")
+            return token
+
+    def renew_lease(self, name: str, token: int, ttl: float) -> None:
+        with self._write("renew the lease") as conn:
+            self._fence(conn, name, token, ttl)
+
+    def release_lease(self, name: str, token: int) -> None:
+        with self._write("release the lease") as conn:
+            conn.execute(
+                t.leases.update()
+                .where(t.leases.c.name == name, t.leases.c.token == token)
+                .values(expires_at=0.0)
+            )
+
+    def get_lease(self, name: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(sa.select(t.leases).where(t.leases.c.name == name)).first()
+
+    # -- runs -----------------------------------------------------------------------
+
+    def create_run(self, *, id: str, workflow: str, workflow_path: str, retry_of: str | None,
+                   config: dict[str, Any], config_hash: str, snapshot_id: str, fresh: bool,
+                   settings: RunSettings, tenant: str = DEFAULT_TENANT) -> RunRecord:
+        """Admit a run (state ``queued``) and return it as stored."""
+        now = self.clock.time()
+        fields: dict[str, Any] = {
+            "id": id, "workflow": workflow, "workflow_path": workflow_path, "state": "queued",
+            "retry_of": retry_of, "config": dumps(config), "config_hash": config_hash,
+            "snapshot_id": snapshot_id, "fresh": fresh, "options": settings.to_json(),
+            "error": None, "created_at": now, "updated_at": now, "ended_at": None}
+        if "tenant" in t.runs.c:
+            fields["tenant"] = tenant
+        with self._write("admit the run") as conn:
+            conn.execute(t.runs.insert().values(**fields))
+        return RunRecord.from_row(_Fields(fields))
+
+    def update_run(self, run_id: str, *, state: str | None = None,
+                   settings: RunSettings | None = None) -> None:
+        """Move a run that is not final to ``state`` and/or store new settings."""
+        fields: dict[str, Any] = {"updated_at": self.clock.time()}
+        if state is not None:
+            fields["state"] = state
+        if settings is not None:
+            fields["options"] = settings.to_json()
+        with self._write("update the run") as conn:
+            conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(**fields))
+
+    def mark_run_needs_pass(self, workflow: str) -> None:
+        """A change made outside a run (``agac batch resolve``) may let units move: the open
+        run, if it was waiting on batches, walks its records again when it next runs, and
+        workers look at its waiting shards now."""
+        s, r = t.shards, t.runs
+        with self._write("update the run") as conn:
+            conn.execute(r.update().where(r.c.workflow == workflow, r.c.state == "waiting")
+                         .values(state="running", updated_at=self.clock.time()))
+            open_runs = sa.select(r.c.id).where(r.c.workflow == workflow,
+                                                r.c.state.not_in(FINAL_STATES))
+            woken = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo")
+                                 .values(ready_at=-1.0)).rowcount
+            if woken:
+                self.hooks.notify(conn)
+
+    def end_run(self, run_id: str, state: str, error: str | None = None) -> bool:
+        """Set a final state once; a run already final is never changed (returns False)."""
+        now = self.clock.time()
+        with self._write("end the run") as conn:
+            res = conn.execute(
+                t.runs.update()
+                .where(t.runs.c.id == run_id, t.runs.c.state.not_in(FINAL_STATES))
+                .values(state=state, ended_at=now, updated_at=now, error=error)
+            )
+            return res.rowcount == 1
+
+    def discard_run(self, run_id: str) -> bool:
+        """Undo the admission of a run that never started executing: its carried outcomes,
+        events, action states, fan-out counts and its row go. Refused (False, nothing
+        deleted) when anything shows it did start: usage, batches, effects, proposals."""
+        with self._write("discard the run") as conn:
+            for table in (t.usage, t.batches, t.effects, t.approvals):
+                if conn.execute(sa.select(sa.literal(1)).where(table.c.run_id == run_id)
+                                .limit(1)).first() is not None:
+                    return False
+            for table in (t.outcomes, t.events, t.run_actions, t.fanouts):
+                conn.execute(table.delete().where(table.c.run_id == run_id))
+            conn.execute(t.runs.delete().where(t.runs.c.id == run_id))
+            return True
+
+    def get_run(self, run_id: str, *, tenant: str | None = None) -> RunRecord | None:
+        """The run with id ``run_id``, or the only one whose id starts with it (at least
+        four characters); of ``tenant`` when given."""
+        runs = t.runs
+        mine = tenant_condition(tenant)
+        with self._read() as conn:
+            row = conn.execute(sa.select(runs).where(runs.c.id == run_id, mine)).first()
+            if row is None and len(run_id) >= 4:
+                rows = conn.execute(
+                    sa.select(runs).where(runs.c.id.startswith(run_id), mine).limit(2)
+                ).all()
+                row = rows[0] if len(rows) == 1 else None
+            return _record(row)
+
+    def open_run(self, workflow: str, *, tenant: str = DEFAULT_TENANT) -> RunRecord | None:
+        """The workflow's run that is not final (at most one per tenant and workflow)."""
+        with self._read() as conn:
+            return _record(conn.execute(
+                sa.select(t.runs)
+                .where(t.runs.c.workflow == workflow, t.runs.c.state.not_in(FINAL_STATES),
+                       tenant_condition(tenant))
+                .order_by(t.runs.c.created_at.desc())
+            ).first())
+
+    def latest_run(self, workflow: str, *, final: bool = False,
+                   tenant: str = DEFAULT_TENANT) -> RunRecord | None:
+        q = sa.select(t.runs).where(t.runs.c.workflow == workflow, tenant_condition(tenant))
+        if final:
+            q = q.where(t.runs.c.state.in_(FINAL_STATES))
+        with self._read() as conn:
+            return _record(conn.execute(q.order_by(t.runs.c.created_at.desc()).limit(1)).first())
+
+    def list_runs(self, workflow: str | None = None, limit: int = 50, *,
+                  tenant: str | None = None) -> list[RunRecord]:
+        """Runs, newest first: of ``workflow`` and ``tenant`` when given."""
+        q = (sa.select(t.runs).where(tenant_condition(tenant))
+             .order_by(t.runs.c.created_at.desc()).limit(limit))
+        if workflow:
+            q = q.where(t.runs.c.workflow == workflow)
+        with self._read() as conn:
+            return [RunRecord.from_row(r) for r in conn.execute(q).all()]
+
+    def list_open_runs(self) -> list[RunRecord]:
+        """Every run that is not final, oldest first (workers sweep them)."""
+        with self._read() as conn:
+            return [RunRecord.from_row(r) for r in conn.execute(
+                sa.select(t.runs).where(t.runs.c.state.not_in(FINAL_STATES))
+                .order_by(t.runs.c.created_at)).all()]
+
+    def prune_runs(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """``agac gc``: delete the outcomes, events and action states of these runs and mark
+        them pruned; the runs' rows, their usage (the cost ledger), answers, tool results,
+        batches and effects stay. Input snapshots no run still needs go too."""
+        counts = {"runs": 0, "outcomes": 0, "events": 0, "records": 0}
+        if not run_ids:
+            return counts
+        with self._write("prune old runs") as conn:
+            for i in range(0, len(run_ids), 500):
+                part = list(run_ids[i:i + 500])
+                counts["outcomes"] += conn.execute(
+                    t.outcomes.delete().where(t.outcomes.c.run_id.in_(part))).rowcount
+                counts["events"] += conn.execute(
+                    t.events.delete().where(t.events.c.run_id.in_(part))).rowcount
+                conn.execute(t.fanouts.delete().where(t.fanouts.c.run_id.in_(part)))
+                conn.execute(t.run_actions.delete().where(t.run_actions.c.run_id.in_(part)))
+                for row in conn.execute(sa.select(t.runs.c.id, t.runs.c.options)
+                                        .where(t.runs.c.id.in_(part))).all():
+                    settings = RunSettings.from_json(row.options).pruned_at(self.clock.time())
+                    conn.execute(t.runs.update().where(t.runs.c.id == row.id)
+                                 .values(options=settings.to_json()))
+                    counts["runs"] += 1
+            kept = {r.snapshot_id for r in conn.execute(
+                sa.select(t.runs.c.snapshot_id, t.runs.c.options)).all()
+                if RunSettings.from_json(r.options).pruned is None}
+            orphans = [r[0] for r in conn.execute(sa.select(t.snapshots.c.id)).all()
+                       if r[0] not in kept]
+            for snap in orphans:
+                counts["records"] += conn.execute(
+                    t.records.delete().where(t.records.c.snapshot_id == snap)).rowcount
+                conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snap))
+        return counts
+
+    def set_action_state(self, run_id: str, action: str, state: str, error: str | None) -> None:
+        ins = self.hooks.insert(t.run_actions).values(
+            run_id=run_id, action=action, state=state, error=error, updated_at=self.clock.time()
+        )
+        stmt = ins.on_conflict_do_update(
+            index_elements=["run_id", "action"],
+            set_={"state": state, "error": error, "updated_at": self.clock.time()},
+        )
+        with self._write("record the action state") as conn:
+            conn.execute(stmt)
+
+    def action_states(self, run_id: str) -> dict[str, tuple[str, str | None]]:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(t.run_actions.c.action, t.run_actions.c.state, t.run_actions.c.error)
+                .where(t.run_actions.c.run_id == run_id)
+            ).all()
+        return {r.action: (r.state, r.error) for r in rows}
+
+    def runs_of_unit(self, unit_key: str, workflow: str | None) -> list[RunRecord]:
+        q = (
+            sa.select(t.runs)
+            .join(t.outcomes, t.outcomes.c.run_id == t.runs.c.id)
+            .where(t.outcomes.c.unit_key == unit_key)
+            .distinct()
+            .order_by(t.runs.c.created_at.desc())
+        )
+        if workflow:
+            q = q.where(t.runs.c.workflow == workflow)
+        with self._read() as conn:
+            return [RunRecord.from_row(r) for r in conn.execute(q).all()]

@@ -1,0 +1,95 @@
+"""Input snapshots: a run's records, copied into the store at admission (DESIGN §4)
+(a part of :class:`agac.store.repository.Store`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from agac.jsontext import dumps
+from agac.store import tables as t
+from agac.store.core import StoreCore
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+__all__ = ["SnapshotRepository"]
+
+_CHUNK = 2000
+
+
+class SnapshotRepository(StoreCore):
+    def snapshot_complete(self, snapshot_id: str) -> bool:
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(t.snapshots.c.complete).where(t.snapshots.c.id == snapshot_id)
+            ).first()
+        return bool(row and row.complete)
+
+    def write_snapshot(
+        self, snapshot_id: str, files: list[dict[str, Any]], rows: Iterable[dict[str, Any]]
+    ) -> int:
+        """Store an input snapshot streaming, in chunks; returns its record count."""
+        count = 0
+        with self._write("snapshot the input") as conn:
+            conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+            conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snapshot_id))
+            conn.execute(
+                t.snapshots.insert().values(
+                    id=snapshot_id, files=dumps(files), record_count=0,
+                    complete=False, created_at=self.clock.time(),
+                )
+            )
+            chunk: list[dict[str, Any]] = []
+            for row in rows:
+                row["snapshot_id"] = snapshot_id
+                chunk.append(row)
+                if len(chunk) >= _CHUNK:
+                    self._bulk(conn, t.records, chunk)
+                    count += len(chunk)
+                    chunk = []
+            if chunk:
+                self._bulk(conn, t.records, chunk)
+                count += len(chunk)
+            # ``files`` is filled by the caller's generator while it streams.
+            conn.execute(
+                t.snapshots.update()
+                .where(t.snapshots.c.id == snapshot_id)
+                .values(record_count=count, complete=True, files=dumps(files))
+            )
+        return count
+
+    def snapshot_info(self, snapshot_id: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(sa.select(t.snapshots).where(t.snapshots.c.id == snapshot_id)).first()
+
+    def iter_records(
+        self, snapshot_id: str, start: int = 0, stop: int | None = None
+    ) -> Iterator[Row]:
+        """Records with ``start <= seq < stop`` in order, read in chunks (never all at once)."""
+        lo = start
+        while True:
+            hi = lo + _CHUNK if stop is None else min(lo + _CHUNK, stop)
+            if stop is not None and lo >= stop:
+                return
+            with self._read() as conn:
+                rows = conn.execute(
+                    sa.select(t.records)
+                    .where(t.records.c.snapshot_id == snapshot_id, t.records.c.seq >= lo,
+                           t.records.c.seq < hi)
+                    .order_by(t.records.c.seq)
+                ).all()
+            if not rows and (stop is None or hi >= stop):
+                return
+            yield from rows
+            lo = hi
+
+    def find_record(self, snapshot_id: str, key: str) -> Row | None:
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(t.records).where(
+                    t.records.c.snapshot_id == snapshot_id, t.records.c.key == key
+                ).order_by(t.records.c.seq)
+            ).first()

@@ -1,0 +1,171 @@
+"""The store's vocabulary and the typed values it hands out.
+
+Statuses, origins, states and reasons are ``Literal`` types (DESIGN §7, §7.1, §7.2), so a
+misspelt one is a type error, not a silent bucket. A run comes out of the store as a
+:class:`RunRecord`: its options decoded once into :class:`RunSettings`, its config
+decoded once, and its tenant (DESIGN §13 T2; ``default`` until runs carry one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from agac.jsontext import dumps, loads
+from agac.reasons import Reason
+
+__all__ = [
+    "DEFAULT_TENANT",
+    "FINAL_STATES",
+    "NOT_CARRIED",
+    "OPEN_BATCH_STATES",
+    "BatchState",
+    "Budget",
+    "ItemStatus",
+    "Origin",
+    "OutcomeStatus",
+    "Reason",
+    "RunRecord",
+    "RunSettings",
+    "RunState",
+    "Spent",
+]
+
+DEFAULT_TENANT = "default"
+"""The tenant of a run admitted without one (DESIGN §13 T2)."""
+
+RunState = Literal["queued", "running", "waiting", "awaiting_approval", "cancelling",
+                   "succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled"]
+FINAL_STATES: tuple[RunState, ...] = ("succeeded", "partial", "failed", "timed_out",
+                                      "exhausted", "cancelled")
+"""A run in one of these states never changes again (DESIGN §7)."""
+
+OutcomeStatus = Literal["answered", "failed", "skipped"]
+"""The bucket of a settled unit (DESIGN §7.1); a unit without an outcome is pending."""
+
+Origin = Literal["call", "reused", "carried"]
+"""How a unit got its outcome: this run paid for it, found it stored (S5, an adopted
+batch), or carried it from the run it continues or retries (R1, R2)."""
+
+# Reason codes of failed and skipped units have one registry, agac/reasons.py.
+
+NOT_CARRIED: tuple[Reason, ...] = ("batch_outstanding", "cancelled", "deadline",
+                                   "budget_exhausted", "run_ended")
+"""Skips that only say a run stopped early: a later run asks those units again."""
+
+BatchState = Literal["submitting", "unknown", "submitted", "running", "cancelling", "ended",
+                     "collected", "refused", "expired", "cancelled", "abandoned", "not_submitted",
+                     "failed"]
+OPEN_BATCH_STATES: tuple[BatchState, ...] = ("submitting", "unknown", "submitted", "running",
+                                             "cancelling", "ended")
+"""A batch in these states still owes its items an answer (``ended`` = not yet read)."""
+
+ItemStatus = Literal["pending", "succeeded", "retry", "not_submitted", "failed"]
+"""A batch item: waiting (staged or out), read with an answer, to be sent again, failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A run's cap (R5): USD, tokens, or both."""
+
+    usd: float | None = None
+    tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"usd": self.usd, "tokens": self.tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """USD and tokens spent (by the runs a retry retries, R2)."""
+
+    usd: float = 0.0
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """A run's stored options, decoded once: the input limit, the previous final run whose
+    failures may be carried (R1 c), the per-run settings it was admitted with
+    (``--run-mode``, …), its budget and deadline, what the runs it retries spent, and
+    when ``agac gc`` pruned it."""
+
+    limit: int | None = None
+    prior: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    budget: Budget | None = None
+    deadline_at: float | None = None
+    spent_before: Spent = Spent()
+    pruned: float | None = None
+
+    @classmethod
+    def from_json(cls, text: str | None) -> RunSettings:
+        d = loads(text) or {}
+        budget = d.get("budget")
+        spent = d.get("spent_before") or {}
+        return cls(limit=d.get("limit"), prior=d.get("prior"),
+                   overrides=dict(d.get("overrides") or {}),
+                   budget=Budget(budget.get("usd"), budget.get("tokens")) if budget else None,
+                   deadline_at=d.get("deadline_at"),
+                   spent_before=Spent(float(spent.get("usd", 0.0)), int(spent.get("tokens", 0))),
+                   pruned=d.get("pruned"))
+
+    def to_json(self) -> str:
+        d: dict[str, Any] = {"limit": self.limit, "prior": self.prior, "overrides": self.overrides}
+        if self.budget is not None:
+            d["budget"] = self.budget.to_dict()
+        if self.deadline_at is not None:
+            d["deadline_at"] = self.deadline_at
+        if self.spent_before != Spent():
+            d["spent_before"] = {"usd": self.spent_before.usd, "tokens": self.spent_before.tokens}
+        if self.pruned is not None:
+            d["pruned"] = self.pruned
+        return dumps(d)
+
+    def pruned_at(self, when: float) -> RunSettings:
+        return replace(self, pruned=when)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run as the store holds it (table ``runs``)."""
+
+    id: str
+    workflow: str
+    workflow_path: str
+    state: RunState
+    retry_of: str | None
+    config: dict[str, Any]
+    """The resolved workflow it was admitted with (``Workflow.snapshot()``), decoded."""
+    config_hash: str
+    snapshot_id: str
+    fresh: bool
+    settings: RunSettings
+    error: str | None
+    created_at: float
+    updated_at: float
+    ended_at: float | None
+    tenant: str = DEFAULT_TENANT
+
+    @classmethod
+    def from_row(cls, row: Any) -> RunRecord:
+        return cls(id=row.id, workflow=row.workflow, workflow_path=row.workflow_path,
+                   state=row.state, retry_of=row.retry_of, config=loads(row.config),
+                   config_hash=row.config_hash, snapshot_id=row.snapshot_id,
+                   fresh=bool(row.fresh), settings=RunSettings.from_json(row.options),
+                   error=row.error, created_at=row.created_at, updated_at=row.updated_at,
+                   ended_at=row.ended_at,
+                   tenant=getattr(row, "tenant", None) or DEFAULT_TENANT)
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def action_names(self) -> list[str]:
+        return [a["name"] for a in self.config["actions"]]
+
+    def deadline_passed(self, now: float) -> bool:
+        """R4: the run's deadline, if it has one, is behind ``now``."""
+        at = self.settings.deadline_at
+        return at is not None and now >= at

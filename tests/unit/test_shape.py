@@ -1,0 +1,119 @@
+"""The shape of the code stays as STYLE.md asks: no import cycles anywhere in src/agac
+(an import under ``if TYPE_CHECKING:`` or inside a function counts too), no module over
+600 lines, no function over 60 lines — except the tables that are long by nature (the
+emulator's route table, the initial migration's DDL)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import agac
+
+SRC = Path(agac.__file__).parent
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60
+TABLES = {
+    ("emulator/openai.py", "routes"),  # the wire protocol's route table
+}
+"""(module, function) pairs that are tables rather than logic."""
+DDL = "store/migrations/versions/"
+"""Migrations: each upgrade is the DDL of its tables."""
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path, module: str, known: dict[str, Path]) -> set[str]:
+    """Every agac module ``module`` imports, wherever the import stands."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles_in_src() -> None:
+    known = _modules()
+    graph = {m: _imports(p, m, known) for m, p in known.items()}
+    # A package's __init__ that hands on names of its own submodules is its face, not a
+    # loop: the edge from a submodule up to its package is how Python imports it.
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
+    assert _cycles(graph) == []
+
+
+def test_no_module_over_600_lines() -> None:
+    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py")
+            if (n := p.read_text(encoding="utf-8").count("\n")) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_no_function_over_60_lines() -> None:
+    long = []
+    for path in SRC.rglob("*.py"):
+        rel = str(path.relative_to(SRC))
+        if rel.startswith(DDL):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES and (rel, node.name) not in TABLES:
+                    long.append(f"{rel}:{node.lineno} {node.name} ({lines} lines)")
+    assert long == []
