@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from agac.store.repository import Store
+from agac.store.values import RunSettings
 
 
 @pytest.fixture
@@ -23,8 +24,9 @@ def _run(store: Store, run_id: str) -> None:
              "payload": f'{{"text": "t{i}"}}', "reason": None, "error": None} for i in range(5))
     if not store.snapshot_complete("snap"):
         store.write_snapshot("snap", [{"file": "records", "start": 0, "count": 5}], rows)
-    store.create_run(id=run_id, workflow="wf", workflow_path="workflows/wf.yml", state="queued",
-                     config="{}", config_hash="h", snapshot_id="snap", options="{}")
+    store.create_run(id=run_id, workflow="wf", workflow_path="workflows/wf.yml", retry_of=None,
+                     config={}, config_hash="h", snapshot_id="snap", fresh=False,
+                     settings=RunSettings())
 
 
 def _outcome(run_id: str, seq: int, key: str, action: str = "a") -> dict[str, object]:
