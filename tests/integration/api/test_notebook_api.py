@@ -91,6 +91,24 @@ async def test_arun_from_polars_and_keys_records_n_without_id_field(nb: Path) ->
     _check(result, df, ["records:1", "records:2", "records:3"])
 
 
+async def test_run_inside_a_running_event_loop_from_polars_and_from_arrow(nb: Path) -> None:
+    asyncio.get_running_loop()  # as a notebook's cell: agac.run, not arun
+    polars_run = agac.run({**WORKFLOW, "name": "in_loop_pl"}, nb,
+                          records=pl.from_pandas(frame()), progress=False)
+    polars_df = agac.results(polars_run, include_source=True, project=nb).to_polars()
+    assert isinstance(polars_df, pl.DataFrame)
+    _check(polars_run, polars_df.to_pandas(), ["a", "b", "c"])
+    assert polars_df["source.text"].to_list() == ["great", "awful", "fine"]
+    arrow_run = agac.run({**WORKFLOW, "name": "in_loop_pa"}, nb,
+                         records=pa.Table.from_pandas(frame(), preserve_index=False),
+                         progress=False)
+    table = agac.results(arrow_run, project=nb).to_arrow()
+    assert isinstance(table, pa.Table) and table.num_rows == 3
+    _check(arrow_run, table.to_pandas(), ["a", "b", "c"])
+    # The same records through pandas, polars and Arrow give the same answers.
+    assert polars_df["classify.label"].to_list() == table.column("classify.label").to_pylist()
+
+
 def test_run_from_arrow_and_dicts_without_a_loop(nb: Path) -> None:
     table = pa.Table.from_pandas(frame(), preserve_index=False)
     result = agac.run(WORKFLOW, nb, records=table, progress=False)
