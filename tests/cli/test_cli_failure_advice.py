@@ -79,7 +79,7 @@ def test_refused_batch_names_the_file_and_the_command_that_works(
     doc = refused.json()
     assert doc["state"] == "failed"
     assert doc["next"] == "agac run wf"  # `agac retry` is refused while a batch is out
-    error = doc["error"]
+    error = doc["error"]["message"]  # {code, message, hint}, as every error
     assert "refused the batch of ask for" in error and "model not allowed for batch" in error
     refused_file = "b.jsonl" if "for b.jsonl" in error else "a.jsonl"
     assert f"for {refused_file}:" in error and "`agac run wf`" in error

@@ -105,7 +105,7 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
     error = run.error or "; ".join(
         why for state, why in store.action_states(run.id).values() if state == "failed" and why)
     if error:
-        summary["error"] = error
+        summary["error"] = run_error(run.state, error)
     return summary
 
 
@@ -146,6 +146,16 @@ def _advice(store: Store, run: RunRecord, actions: dict[str, dict[str, Any]]) ->
                     "first": {"key": key, "detail": first.detail if first is not None else None},
                     "fix": fix})
     return out
+
+
+_END_CODES = {"cancelled": "cancelled", "timed_out": "deadline", "exhausted": "budget_exhausted"}
+
+
+def run_error(state: str, message: str) -> dict[str, Any]:
+    """Why a run ended on an error, in the one shape every error has (docs/cli.md, Errors):
+    ``{"code", "message", "hint"}``; the code is the run's end reason
+    (``cancelled``, ``deadline``, ``budget_exhausted``; ``run_ended`` otherwise)."""
+    return {"code": _END_CODES.get(state, "run_ended"), "message": message, "hint": None}
 
 
 def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
