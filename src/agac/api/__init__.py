@@ -7,10 +7,13 @@ the service drive agac exactly as the CLI does.
 
 Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 :mod:`~agac.api.workflows` (load, validate, plan, render), :mod:`~agac.api.runs` (run,
-retry, cancel), :mod:`~agac.api.history` (status, runs, events, export, records, cost),
+arun, retry, cancel), :mod:`~agac.api.results` (the wide results table, parquet export),
+:mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
-:mod:`~agac.api.maintenance` (gc, store upgrade, store info).
+:mod:`~agac.api.maintenance` (gc, store upgrade, store info). Notebooks' needs:
+:mod:`~agac.api.inline` (workflows as dicts, records as DataFrames, projects created on
+first use), :mod:`~agac.api.threads` (running inside an event loop), :mod:`~agac.api.progress`.
 
 The store, the engine and SQLAlchemy are imported by the calls that use them, not at
 import: ``agac validate`` never touches the store and must start fast.
@@ -33,15 +36,18 @@ from agac.api.history import (
 )
 from agac.api.maintenance import gc, store_info, store_upgrade
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
-from agac.api.runs import cancel, retry, run
+from agac.api.results import Results, export_table, results
+from agac.api.runs import arun, cancel, retry, run, unpriced_warnings
 from agac.api.workers import submit, worker, workers
 from agac.api.workflows import load_workflow, plan, render, validate
 
 __all__ = [
     "FINAL_STATES",
+    "Results",
     "approvals_list",
     "approvals_show",
     "approve",
+    "arun",
     "cancel",
     "cost",
     "effects_compensate",
@@ -49,6 +55,7 @@ __all__ = [
     "effects_resolve",
     "events",
     "export_rows",
+    "export_table",
     "gc",
     "is_final",
     "list_records",
@@ -61,6 +68,7 @@ __all__ = [
     "reject",
     "render",
     "resolve_run",
+    "results",
     "retry",
     "revise",
     "run",
@@ -68,6 +76,7 @@ __all__ = [
     "store_info",
     "store_upgrade",
     "submit",
+    "unpriced_warnings",
     "validate",
     "worker",
     "workers",

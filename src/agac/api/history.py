@@ -83,13 +83,9 @@ def export_rows(ref: str, action: str, project: ProjectRef = None,
 
 def _item_path(key: str) -> tuple[int, ...]:
     """The indexes of a fan-out item key (``rec/3/10`` -> (3, 10)); () for a record."""
-    parts = key.split("/")
-    tail = []
-    for part in reversed(parts[1:]):
-        if not part.isdigit():
-            break
-        tail.append(int(part))
-    return tuple(reversed(tail))
+    from agac.keys import item_path
+
+    return item_path(key)
 
 
 def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
@@ -118,16 +114,23 @@ def cost(ref: str | None = None, project: ProjectRef = None, *,
         for r in st.usage_totals([run_row.id]):
             usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
                           int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
-            live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
+            model = f"{r.provider}/{r.model}"
+            live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
             c = float(r.cost_usd or 0.0)
             total += c
             if r.tier == "batch":
                 saved += max(live_cost - c, 0.0)
-            rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-                         "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
-                         "cached_tokens": int(r.cached_tokens or 0),
-                         "cache_write_tokens": int(r.cache_write_tokens or 0),
-                         "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
+            row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
+                   "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
+                   "input_tokens": int(r.input_tokens or 0),
+                   "cached_tokens": int(r.cached_tokens or 0),
+                   "cache_write_tokens": int(r.cache_write_tokens or 0),
+                   "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
+            if r.origin == "unknown":  # S1: sent or about to be when its process stopped
+                row["priced_by_a_later_answer"] = int(r.priced or 0)
+            if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
+                row["price"] = prices.status(model, r.tier)
+            rows.append(row)
         return {"run_id": run_row.id, "workflow": run_row.workflow, "cost_usd": round(total, 6),
                 "batch_saved_usd": round(saved, 6), "rows": rows}
 

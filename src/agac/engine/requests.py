@@ -11,6 +11,7 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
+from agac.keys import idempotency_key
 from agac.prompt.render import render
 from agac.providers.base import Message, Request, Response
 
@@ -133,7 +134,7 @@ def tool_input_hash(function: str | None, inputs_json: str) -> str:
 def effect_key(workflow: str, action: str, unit_key: str, input_hash: str) -> str:
     """E1: the idempotency key of a tool call — stable across retries, restarts and runs
     for the same (workflow, action, unit, arguments), new when the arguments change."""
-    return hashlib.sha256(f"{workflow}\x1f{action}\x1f{unit_key}\x1f{input_hash}".encode()).hexdigest()
+    return idempotency_key(workflow, action, unit_key, input_hash)  # agac/keys.py
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:

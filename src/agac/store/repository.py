@@ -3,8 +3,9 @@
 :class:`Store` is composed of one part per concern — runs and leases
 (:mod:`~agac.store.runs`), input snapshots (:mod:`~agac.store.snapshots`), outcomes,
 answers and events (:mod:`~agac.store.outcomes`), batches (:mod:`~agac.store.batches`),
-effects (:mod:`~agac.store.effects`), approvals (:mod:`~agac.store.approvals`), and the
-workers' claims and rate windows (:mod:`~agac.store.claims`) — over one shared
+effects (:mod:`~agac.store.effects`), approvals (:mod:`~agac.store.approvals`), the
+workers' claims and rate windows (:mod:`~agac.store.claims`), and dispatch marks
+(:mod:`~agac.store.marks`) — over one shared
 :class:`~agac.store.core.StoreCore` (engine, dialect hooks, clock, error guard).
 
 The engine calls these methods from a single store thread (see
@@ -19,6 +20,7 @@ from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
 from agac.store.effects import EffectRepository
+from agac.store.marks import MarkRepository
 from agac.store.outcomes import OutcomeRepository
 from agac.store.runs import RunRepository
 from agac.store.snapshots import SnapshotRepository
@@ -28,6 +30,6 @@ __all__ = ["FINAL_STATES", "Store"]
 
 
 class Store(RunRepository, SnapshotRepository, OutcomeRepository, BatchRepository,
-            EffectRepository, ApprovalRepository, ClaimRepository):
+            EffectRepository, ApprovalRepository, ClaimRepository, MarkRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``):
     ``Store(url, migrate=True, clock=SYSTEM)``."""

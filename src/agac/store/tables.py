@@ -130,8 +130,13 @@ usage = sa.Table(
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("fingerprint", sa.String(64), nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
+    # "unknown": a call that may have been sent but whose outcome never reached the store
+    # (a kill, a failed checkpoint), counted at its worst case (S1, DESIGN §8); status
+    # "unknown" until a later answer to the same request gives it real usage ("priced").
+    sa.Column("origin", sa.String(8), nullable=True),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
+sa.Index("ix_usage_unknown", usage.c.origin, usage.c.status)
 sa.Index("ix_usage_unit", usage.c.run_id, usage.c.unit_key)
 
 events = sa.Table(
@@ -323,3 +328,17 @@ rate_events = sa.Table(
     sa.Column("tokens", sa.Integer, nullable=False),
 )
 sa.Index("ix_rate_events_key_at", rate_events.c.key, rate_events.c.at)
+
+# -- dispatch marks (migration 0007) --------------------------------------------------
+
+dispatch_marks = sa.Table(
+    "dispatch_marks",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("shard", sa.String(500), primary_key=True),
+    # JSON list of [unit key, fingerprint, input tokens, output tokens, worst-case USD]:
+    # the units that may have been sent and have no durable outcome yet (S1).
+    sa.Column("units", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)

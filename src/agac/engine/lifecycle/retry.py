@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.manual import abandon_batches
-from agac.engine.lifecycle.admission import InputSnapshot, admit_run
-from agac.engine.lifecycle.runs import execute_run
+from agac.engine.lifecycle.admission import admit_run
+from agac.engine.lifecycle.runs import execute_run, no_running_loop
+from agac.engine.lifecycle.snapshots import InputSnapshot
 from agac.engine.walk.steps import regions_of
 from agac.errors import RefusedError, UsageError
 from agac.jsontext import loads
+from agac.keys import unit_key_of
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -36,11 +38,14 @@ def retry_targets(store: Store, original: RunRecord, action: str | None, record:
         for anc in a["ancestors"]:
             descendants[anc].add(a["name"])
     rows = store.failed_units(original.id, with_outstanding=include_outstanding)
+    # ``record``: a record key as in the input, or a unit key as agac shows it (agac/keys.py)
+    unit = None if record is None else unit_key_of(
+        record, lambda k: store.find_record(original.snapshot_id, k) is not None)
     targets = {
         (row.action, row.unit_key)
         for row in rows
         if (action is None or row.action == action) and (
-            record is None or row.unit_key == record or row.unit_key.startswith(record + "/"))
+            unit is None or row.unit_key == unit or row.unit_key.startswith(unit + "/"))
     }
     keys = {k for _, k in targets}
     downstream: set[tuple[str, str]] = set()
@@ -60,6 +65,8 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
                 action: str | None, record: str | None, dry_run: bool,
                 abandon_in_flight: bool = False) -> RunResult | dict[str, Any]:
     """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
+    if not dry_run:
+        no_running_loop()
     open_run = store.open_run(workflow.name)
     if open_run is not None:
         raise RefusedError(
@@ -94,8 +101,8 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
     snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)
     run = admit_run(project, store, workflow, options, retry_of=original.id, snapshot=snapshot)
     store.copy_outcomes(original.id, run.id, targets | downstream)
-    return execute_run(project, store, run, options,
-                       notes + [f"retrying {len(targets)} failed units of run {original.id}"])
+    notes.append(f"retrying {len(targets)} failed units of run {original.id}")
+    return execute_run(project, store, run, options, notes, admitted=True)
 
 
 def rejoin_targets(store: Store, run_id: str, actions: list[dict[str, Any]],

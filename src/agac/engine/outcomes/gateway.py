@@ -115,7 +115,7 @@ class StoreGateway:
 
     async def commit(self, **parts: list[Any]) -> None:
         """Queue rows (outcomes, answers, tool_results, usage, events, batch_items, fanouts,
-        item_results) and wait until durable."""
+        item_results, marks, priced) and wait until durable."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._writes.append((parts, fut))
@@ -248,7 +248,7 @@ class StoreGateway:
         if writes:
             merged: dict[str, list[Any]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [], "fanouts": [], "item_results": [],
+                "batch_items": [], "fanouts": [], "item_results": [], "marks": [], "priced": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():
@@ -260,6 +260,9 @@ class StoreGateway:
             merged["outcomes"] = list(
                 {(o["action"], o["unit_key"]): o for o in merged["outcomes"]}.values()
             )
+            if merged["marks"]:  # a later rewrite of a mark in the same group wins
+                merged["marks"] = list(
+                    {(m["action"], m["shard"]): m for m in merged["marks"]}.values())
             maybe_crash("before_checkpoint")
             self.store.checkpoint(
                 lease=self.lease.as_tuple() if self.lease else None, **merged

@@ -4,43 +4,46 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agac.data.inputs import resolve_input_files
-from agac.data.readers import iter_input
 from agac.data.view import compile_view
 from agac.engine.actions import build_runtime
+from agac.engine.lifecycle.snapshots import input_source
 from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
 from agac.errors import UsageError
 from agac.jsontext import loads
+from agac.keys import escape, item_key, record_of, unit_key_of
 from agac.prompt.render import compile_guard
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
     from agac.config.project import Project
+    from agac.data.sources import RecordSource
     from agac.store.repository import Store
 
 __all__ = ["render_requests", "session_document"]
 
 
-def _find_input_record(project: Project, workflow: Workflow, key: str) -> Any:
-    files = resolve_input_files(workflow.input.path, project.root)
-    for rec in iter_input(files, workflow.input.id_field):
+def _find_input_record(project: Project, workflow: Workflow, key: str,
+                       source: RecordSource | None) -> Any:
+    found = input_source(workflow, project, source)
+    for rec in found.records(workflow.input.id_field):
         if rec.key == key:
             return rec
-    raise UsageError(f"no record with key {key!r} in {workflow.input.path}")
+    raise UsageError(f"no record with key {key!r} in {found.label}")
 
 
 def render_requests(project: Project, store: Store, workflow: Workflow, key: str,
-                    only: str | None) -> list[dict[str, Any]]:
-    """Each llm action's request for record ``key``. Upstream outputs come from the latest
-    run that has them; an action whose inputs are not known yet says so."""
-    rec = _find_input_record(project, workflow, key)
+                    only: str | None, source: RecordSource | None = None) -> list[dict[str, Any]]:
+    """Each llm action's request for record ``key`` (of the input, or of ``source``).
+    Upstream outputs come from the latest run that has them; an action whose inputs are not
+    known yet says so."""
+    rec = _find_input_record(project, workflow, key, source)
     if rec.payload is None:
         raise UsageError(f"record {key!r} is invalid: {rec.error}")
     last = store.latest_run(workflow.name)
     outputs: dict[str, Any] = {}
     if last is not None:
-        for o in store.unit_outcomes(last.id, key):
+        for o in store.unit_outcomes(last.id, escape(key)):
             if o.status == "answered":
                 outputs[o.action] = loads(o.output)
     if only is not None and only not in workflow.action_names:
@@ -112,7 +115,7 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: A
         values, name = value, spec.as_name
     out = []
     for i, item in enumerate(values):
-        key = f"{rec.key}/{i}"
+        key = item_key(escape(rec.key), i)
         item_outputs = dict(outputs)
         if last is not None and any(a in regions.members[fan.name] for a in action.ancestors):
             for o in store.unit_outcomes(last.id, key):
@@ -143,26 +146,21 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
         if run is None:
             raise UsageError(f"no run {run_ref!r}")
     else:
-        runs = store.runs_of_unit(key, workflow)
+        # KEY is a record key as in the input, or a unit key as agac shows it (agac/keys.py)
+        runs = store.runs_of_unit(escape(key), workflow) or store.runs_of_unit(key, workflow)
         if not runs:
             raise UsageError(f"no run has a unit with key {key!r}"
                              + (f" in workflow {workflow}" if workflow else ""))
         run = runs[0]
-    rec = store.find_record(run.snapshot_id, key)
-    record_key = key
-    if rec is None and "/" in key:
-        # An item key: its record is the longest prefix that is a record key.
-        parts = key.split("/")
-        for cut in range(len(parts) - 1, 0, -1):
-            rec = store.find_record(run.snapshot_id, "/".join(parts[:cut]))
-            if rec is not None:
-                record_key = "/".join(parts[:cut])
-                break
+    unit = unit_key_of(key, lambda k: store.find_record(run.snapshot_id, k) is not None)
+    record_key = record_of(unit)
+    rec = store.find_record(run.snapshot_id, record_key)
     config = run.config
-    tree = _SessionTree(store, run, config, record_key, rec)
-    doc = tree.node(record_key, ())
-    if key != record_key:
-        doc = _find_node(doc, key) or tree.node(key, tree.chain_of(key))
+    top = escape(record_key)
+    tree = _SessionTree(store, run, config, top, rec)
+    doc = tree.node(top, ())
+    if unit != top:
+        doc = _find_node(doc, unit) or tree.node(unit, tree.chain_of(unit))
     doc.update({"workflow": run.workflow, "run_id": run.id})
     doc["record"] = {"key": record_key, "file": rec.file, "n": rec.n, "line": rec.line,
                      "payload": loads(rec.payload), "reason": rec.reason,
@@ -221,7 +219,7 @@ class _SessionTree:
             for fan in self.regions.fan_outs:
                 n = self.expansions.get((fan, key))
                 if n is not None:
-                    items.extend(self.node(f"{key}/{i}", chain + (fan,)) for i in range(n))
+                    items.extend(self.node(item_key(key, i), chain + (fan,)) for i in range(n))
         cost = sum(e["cost_usd"] for e in entries) + sum(i["cost_usd"] for i in items)
         for item in items:
             for k in tokens:

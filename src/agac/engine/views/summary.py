@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from agac.keys import record_of
+from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
 
 if TYPE_CHECKING:
@@ -28,8 +30,8 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
     for a in config["actions"]:
         actions[a["name"]] = {
             "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
-            "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
-            "reasons": {},
+            "calls": 0, "unknown_calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0,
+            "cost_usd": 0.0, "reasons": {},
         }
     for row in store.outcome_counts(run.id):
         entry = actions.get(row.action)
@@ -49,6 +51,8 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
             entry["tool_calls"] += row.calls
         elif row.tier != "batch":  # batch items are counted as sent, below
             entry["calls"] += row.calls
+            if row.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
+                entry["unknown_calls"] += row.calls
         entry["cost_usd"] += float(row.cost_usd or 0.0)
         cost += float(row.cost_usd or 0.0)
     for name, counts in store.batch_counts(run.id, run.workflow).items():
@@ -94,10 +98,64 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
         usd, tokens = spent_by(store, run)
         summary["budget"] = {**settings.budget.to_dict(), "spent_usd": round(usd, 6),
                              "spent_tokens": tokens}
+    advice = _advice(store, run, actions)
+    if advice:
+        summary["advice"] = advice
     summary["next"] = next_command(summary, config)
-    if run.error:
-        summary["error"] = run.error
+    error = run.error or "; ".join(
+        why for state, why in store.action_states(run.id).values() if state == "failed" and why)
+    if error:
+        summary["error"] = run_error(run.state, error)
     return summary
+
+
+SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
+"""Reasons of skipped units (agac/reasons.py); every other reason is a failure's."""
+
+NOT_FIXED_BY_RETRY = frozenset(
+    code for code, r in REASONS.items() if r.bucket == "failed" and not r.retry
+) | {"batch_refused"}
+"""Failures a retry alone does not fix (the same request fails the same way; a refused
+batch: `agac retry` is refused while the other files' batches are out): the summary says
+the fix, and ``next`` is the `agac run` that works after it."""
+
+_SHOWS = {"render_error": " — `agac render {wf} --record {record} --action {action}` shows "
+                          "the template's request for the first one",
+          "tool_error": " — `agac records show {key} --workflow {wf}` shows the traceback"}
+
+
+def _advice(store: Store, run: RunRecord, actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """For an action whose failures are mostly of one reason — most of its units, or a
+    reason a retry cannot fix — that reason's first message and its fix."""
+    out = []
+    for name, entry in actions.items():
+        failures = {r: n for r, n in entry["reasons"].items() if r not in SKIP_REASONS}
+        if not failures:
+            continue
+        reason, n = max(failures.items(), key=lambda item: item[1])
+        if n * 2 < entry["records"] and reason not in NOT_FIXED_BY_RETRY:
+            continue
+        first = store.first_failure(run.id, name, reason)
+        key = first.unit_key if first is not None else ""
+        code = reason_code(reason)
+        fix = (code.fix if code is not None else "see `agac records show KEY`").replace(
+            "WF", run.workflow).replace("KEY", key)
+        fix += _SHOWS.get(reason, "").format(wf=run.workflow, record=record_of(key), key=key,
+                                            action=name)
+        out.append({"action": name, "reason": reason, "units": n,
+                    "first": {"key": key, "detail": first.detail if first is not None else None},
+                    "fix": fix})
+    return out
+
+
+_END_CODES = {"cancelled": "cancelled", "timed_out": "deadline", "exhausted": "budget_exhausted"}
+
+
+def run_error(state: str, message: str) -> dict[str, Any]:
+    """Why a run ended on an error, in the one shape every error has (docs/cli.md, Errors):
+    ``{"code", "message", "hint"}``; the code is the run's end reason
+    (``cancelled``, ``deadline``, ``budget_exhausted``; ``run_ended`` otherwise)."""
+    return {"code": _END_CODES.get(state, "run_ended"), "message": message, "hint": None}
 
 
 def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
@@ -125,9 +183,18 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
         return f"agac run {wf}"
     if state in ("cancelled", "exhausted", "timed_out"):
         return f"agac run {wf}"  # a new run reuses every answer paid for
+    if failed and _only_unfixed_by_retry(summary):
+        return f"agac run {wf}"  # after the fix the summary's advice names
     if failed:
         return f"agac retry {wf}"
     names = list(summary["actions"])
     if names:
         return f"agac export {wf} --action {names[-1]} --format jsonl"
     return None
+
+
+def _only_unfixed_by_retry(summary: dict[str, Any]) -> bool:
+    """Every failure is of a reason a retry cannot fix (a new run after the fix can)."""
+    reasons = {r for a in summary["actions"].values() for r in a["reasons"]
+               if r not in SKIP_REASONS}
+    return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY
