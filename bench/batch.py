@@ -1,7 +1,7 @@
 """Issue 4 benchmarks: batch mode through the OpenAI adapter against a separate emulator.
 
 Usage: python bench/batch.py [--records 50000] [--files 1] [--port 18767] [--profile]
-                             [--case NAME]
+                             [--no-ready] [--vs OTHER_PYTHON [--pairs 3]]
 
 One case = one fresh project under bench/out/batch-<records>x<files>/ with a one-action
 workflow (``model: openai/gpt-4o-mini``, ``run_mode: batch``, a JSON schema) over
@@ -15,7 +15,10 @@ processes; each ``agac`` process is reaped with ``os.wait4`` so its wall time, C
    snapshot (process start → ``run_admitted``), lease and engine start (→ ``run_started``),
    the pass that stages every unit plus the upload of every batch (→ the last
    ``submitted``), the engine's second pass and first poll (→ the last ``awaiting``), exit.
-2. The emulator's clock moves forward two hours, so every batch has ended.
+2. The emulator's clock moves forward two hours, so every batch has ended, and each batch
+   is asked for once so that the emulator answers its items before collect starts (a
+   provider has done that work when it reports a batch ended; ``--no-ready`` leaves it
+   inside the collect run).
 3. **collect**: ``agac run wf.yml --json`` until it exits 0: polls, downloads and ingests
    every result, finalizes. Split from the events: start-up (→ ``run_started``), the
    engine's first pass over the pending units (→ the first ``awaiting``), download and
@@ -25,7 +28,9 @@ processes; each ``agac`` process is reaped with ``os.wait4`` so its wall time, C
 Prints one JSON line per phase; the emulator's stats confirm the batch count and
 ``duplicate_answers: 0``. ``--profile`` runs both phases under py-spy instead (collapsed
 stacks in bench/out/batch-<phase>.profile.txt; the timings are then py-spy's, not
-agac's). Results go to docs/performance.md ("Batch mode").
+agac's). ``--vs OTHER_PYTHON`` runs interleaved A/B pairs of the whole case against the
+agac installed for another interpreter (another checkout's venv) and prints the medians.
+Results go to docs/performance.md.
 """
 
 from __future__ import annotations
