@@ -5,7 +5,8 @@ Tree::
     AgacError                       base of everything agac raises on purpose
     ├── ConfigError                 bad agac.yml or workflow; carries located Problems (exit 2)
     ├── UsageError                  a command that cannot be done as asked (exit 2)
-    │   └── RefusedError            refused by a rule (retry while a run is open, ...)
+    │   ├── RefusedError            refused by a rule (retry while a run is open, ...)
+    │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
     ├── Paused                      the run cannot move now; run again later (exit 75)
@@ -33,6 +34,7 @@ __all__ = [
     "FatalError",
     "LeaseHeld",
     "LeaseLost",
+    "NotFound",
     "Paused",
     "Problem",
     "ProviderError",
@@ -115,6 +117,10 @@ class UsageError(AgacError):
 
 class RefusedError(UsageError):
     """The command was refused."""
+
+
+class NotFound(UsageError):
+    """No such object here (or it belongs to a tenant the caller is not in)."""
 
 
 class StoreError(AgacError):

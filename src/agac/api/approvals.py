@@ -1,40 +1,47 @@
 """People's decisions on proposals (A1-A3): list, show, approve, reject, revise. None of
 these needs the run's lease; each is refused (exit 2) when the proposal is stale,
-replayed, expired or altered, or the decider is not an approver."""
+replayed, expired or altered, or the decider is not an approver. A proposal of another
+tenant than the caller's is not found (T2)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, reading, workflow_name
+from agac.api.projects import ProjectRef, reading, scope_of, workflow_name
 
 if TYPE_CHECKING:
+    from agac.api.projects import Principal
     from agac.store.repository import Store
 
 __all__ = ["approvals_list", "approvals_show", "approve", "reject", "revise"]
 
 
 def approvals_list(ref: str | None = None, project: ProjectRef = None, *,
-                   every: bool = False, store: Store | None = None) -> list[dict[str, Any]]:
+                   every: bool = False, tenant: str | None = None,
+                   principal: Principal | None = None,
+                   store: Store | None = None) -> list[dict[str, Any]]:
     """``agac approvals list [WF]``: proposals waiting for a decision (A1), oldest first;
     ``every``: in any state. Each has at least id, workflow, action, record, arguments,
     approvers, expires_at and state."""
     from agac.engine.approvals.decisions import list_proposals
 
     with reading(project, store) as (proj, st):
-        return list_proposals(st, workflow_name(ref, proj) if ref else None, every=every)
+        return list_proposals(st, workflow_name(ref, proj) if ref else None, every=every,
+                              tenants=scope_of(proj, tenant, principal).visible)
 
 
-def approvals_show(ref: str, project: ProjectRef = None, *,
+def approvals_show(ref: str, project: ProjectRef = None, *, tenant: str | None = None,
+                   principal: Principal | None = None,
                    store: Store | None = None) -> dict[str, Any]:
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
     from agac.engine.approvals.decisions import show_proposal
 
     with reading(project, store) as (proj, st):
-        return show_proposal(proj, st, ref)
+        return show_proposal(proj, st, ref, tenants=scope_of(proj, tenant, principal).visible)
 
 
 def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
+            tenant: str | None = None, principal: Principal | None = None,
             store: Store | None = None) -> dict[str, Any]:
     """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
     (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
@@ -42,21 +49,24 @@ def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
     from agac.engine.approvals.decisions import approve as _approve
 
     with reading(project, store) as (proj, st):
-        return _approve(proj, st, ref, who)
+        return _approve(proj, st, ref, who, tenants=scope_of(proj, tenant, principal).visible)
 
 
 def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None = None,
+           tenant: str | None = None, principal: Principal | None = None,
            store: Store | None = None) -> dict[str, Any]:
     """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
     (or the run ends failed with ``on_reject: fail_run``)."""
     from agac.engine.approvals.decisions import reject as _reject
 
     with reading(project, store) as (proj, st):
-        return _reject(proj, st, ref, who, reason)
+        return _reject(proj, st, ref, who, reason,
+                       tenants=scope_of(proj, tenant, principal).visible)
 
 
 def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = None, *,
-           who: str | None = None, store: Store | None = None) -> dict[str, Any]:
+           who: str | None = None, tenant: str | None = None,
+           principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
     """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
     arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
     mapping of dotted field to value, or ``field=value`` strings."""
@@ -65,4 +75,5 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
 
     with reading(project, store) as (proj, st):
         parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
-        return _revise(proj, st, ref, who, parsed)
+        return _revise(proj, st, ref, who, parsed,
+                       tenants=scope_of(proj, tenant, principal).visible)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, project_of, using
+from agac.api.projects import ProjectRef, project_of, scope_of, using
 from agac.config.model import Workflow
 
 if TYPE_CHECKING:
+    from agac.api.projects import Principal
     from agac.store.repository import Store
 
 __all__ = ["load_workflow", "plan", "render", "validate"]
@@ -48,30 +49,36 @@ def validate(ref: str | Path, project: ProjectRef = None, *,
 
 def plan(ref: str | Path, project: ProjectRef = None, *,
          run_mode: str | None = None, budget_usd: float | None = None,
-         limit: int | None = None, store: Store | None = None) -> dict[str, Any]:
-    """``agac plan``: what a new run would send and cost — units, requests, estimated
-    tokens, cost online vs batch, answers already reusable (R5). Sends nothing and
-    writes nothing."""
+         limit: int | None = None, tenant: str | None = None,
+         principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+    """``agac plan``: what a new run in the tenant would send and cost — units, requests,
+    estimated tokens, cost online vs batch, answers the tenant could already reuse (R5,
+    T2). Sends nothing and writes nothing."""
     from itertools import islice
 
     from agac.engine.views.plan import estimate_run, plan_records
     from agac.providers.pricing import PriceTable
 
     proj = project_of(project)
+    acting = scope_of(proj, tenant, principal).acting()
     workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd)
     with using(proj, store) as (_, st):
         records = plan_records(proj, workflow)
         if limit is not None:
             records = islice(records, limit)
-        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), records)
+        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), records,
+                            tenant=acting)
 
 
 def render(ref: str, record: str, action: str | None = None, project: ProjectRef = None, *,
+           tenant: str | None = None, principal: Principal | None = None,
            store: Store | None = None) -> list[dict[str, Any]]:
-    """The exact requests the workflow would send for ``record``, before any money is spent."""
+    """The exact requests the workflow would send for ``record``, before any money is
+    spent (upstream outputs from the tenant's latest run)."""
     from agac.engine.views.sessions import render_requests
 
     proj = project_of(project)
+    acting = scope_of(proj, tenant, principal).acting()
     workflow = load_workflow(ref, proj)
     with using(proj, store) as (_, st):
-        return render_requests(proj, st, workflow, record, action)
+        return render_requests(proj, st, workflow, record, action, tenant=acting)

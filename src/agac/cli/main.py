@@ -86,6 +86,11 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
 
 
+tenant_option = click.option(
+    "--tenant", metavar="T", default=None,
+    help="The tenant to act in: its runs are found and new runs admitted in it (else "
+         "AGAC_TENANT, else tenant: in agac.yml, else default).")
+
 run_mode_option = click.option("--run-mode", type=str, default=None,
                                help="online|batch for every llm action without its own.")
 poll_interval_option = click.option(
@@ -202,11 +207,13 @@ def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
               help="Poll batches out every poll_interval until the run is final, and wait for "
                    "another owner's lease, instead of exiting 75.")
 @budget_options
+@tenant_option
 @json_option
 @command
 def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         batch_deadline: float | None, new: bool, fresh: bool, limit: int | None, wait: bool,
-        budget_usd: float | None, allow_over_estimate: bool, as_json: bool) -> int:
+        budget_usd: float | None, allow_over_estimate: bool, tenant: str | None,
+        as_json: bool) -> int:
     """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
     from agac import api
     from agac.cli.render import ProgressView
@@ -216,7 +223,7 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         result = api.run(workflow, run_mode=run_mode, poll_interval=poll_interval,
                          batch_deadline=batch_deadline, budget_usd=budget_usd, new=new, fresh=fresh,
                          limit=limit, wait=wait, allow_over_estimate=allow_over_estimate,
-                         handle_signals=True, on_start=view.start)
+                         tenant=tenant, handle_signals=True, on_start=view.start)
     except KeyboardInterrupt:
         view.stop()
         click.echo("agac: stopped at once; the next `agac run` recovers", err=True)
@@ -232,15 +239,16 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="USD", help="Judge the estimate against this cap instead of budget.usd.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
+@tenant_option
 @json_option
 @command
 def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: int | None,
-         as_json: bool) -> int:
+         tenant: str | None, as_json: bool) -> int:
     """Estimate a run before anything is sent: requests, tokens, cost online vs batch."""
     from agac import api
     from agac.cli.render import print_plan
 
-    doc = api.plan(workflow, run_mode=run_mode, budget_usd=budget_usd, limit=limit)
+    doc = api.plan(workflow, run_mode=run_mode, budget_usd=budget_usd, limit=limit, tenant=tenant)
     _emit_json(doc) if as_json else print_plan(doc)
     return 0
 
@@ -253,10 +261,11 @@ def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: i
 @click.option("--abandon-in-flight", is_flag=True,
               help="Retry although a batch is still out (only when the provider no longer has "
                    "it); its waiting records fail batch_abandoned first.")
+@tenant_option
 @json_option
 @command
 def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
-          abandon_in_flight: bool, as_json: bool) -> int:
+          abandon_in_flight: bool, tenant: str | None, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
     from agac.cli.render import ProgressView
@@ -264,7 +273,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
     view = ProgressView(enabled=not dry_run)
     try:
         result = api.retry(workflow, action=action, record=record, dry_run=dry_run,
-                           abandon_in_flight=abandon_in_flight,
+                           abandon_in_flight=abandon_in_flight, tenant=tenant,
                            handle_signals=True, on_start=view.start)
     finally:
         view.stop()
@@ -284,16 +293,17 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
 @cli.command()
 @click.argument("ref", required=False)
 @click.option("--follow", is_flag=True, help="Stream the run's events until it is final.")
+@tenant_option
 @json_option
 @command
-def status(ref: str | None, follow: bool, as_json: bool) -> int:
+def status(ref: str | None, follow: bool, tenant: str | None, as_json: bool) -> int:
     """Show a run's summary: REF is a run id, a workflow, or nothing for the latest run."""
     from agac import api
     from agac.cli.render import follow_events, print_summary
 
     if follow:
-        follow_events(ref, as_json=as_json)
-    summary = api.status(ref)
+        follow_events(ref, as_json=as_json, tenant=tenant)
+    summary = api.status(ref, tenant=tenant)
     if as_json:
         _emit_json(summary)
     else:
@@ -303,13 +313,14 @@ def status(ref: str | None, follow: bool, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("ref", metavar="RUN|WF")
+@tenant_option
 @json_option
 @command
-def cancel(ref: str, as_json: bool) -> int:
+def cancel(ref: str, tenant: str | None, as_json: bool) -> int:
     """End a run cancelled: its batches out are cancelled at the provider, nothing more is sent."""
     from agac import api
 
-    result = api.cancel(ref)
+    result = api.cancel(ref, tenant=tenant)
     code = _report(result, as_json)
     return 0 if result.summary["state"] == "cancelled" else code
 
@@ -321,13 +332,14 @@ def effects() -> None:
 
 @effects.command("list")
 @click.argument("workflow", required=False)
+@tenant_option
 @json_option
 @command
-def effects_list(workflow: str | None, as_json: bool) -> int:
+def effects_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
     """List recorded effects (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
 
-    rows = api.effects_list(workflow)
+    rows = api.effects_list(workflow, tenant=tenant)
     if as_json:
         _emit_json(rows)
     else:
@@ -342,16 +354,17 @@ def effects_list(workflow: str | None, as_json: bool) -> int:
 @click.argument("effect_id", metavar="ID")
 @click.option("--done", "done", flag_value=True, default=None, help="It happened: never call it again.")
 @click.option("--not-done", "done", flag_value=False, help="It did not happen: the next run calls it.")
+@tenant_option
 @json_option
 @command
-def effects_resolve(effect_id: str, done: bool | None, as_json: bool) -> int:
+def effects_resolve(effect_id: str, done: bool | None, tenant: str | None, as_json: bool) -> int:
     """Settle an effect left unknown by a crash (E2)."""
     from agac import api
     from agac.errors import UsageError
 
     if done is None:
         raise UsageError("say whether it happened: --done or --not-done")
-    row = api.effects_resolve(effect_id, done)
+    row = api.effects_resolve(effect_id, done, tenant=tenant)
     _emit_json(row) if as_json else click.echo(f"effect {row['id'][:12]} resolved {row['state']}; "
                                                f"`agac run {row['workflow']}` continues")
     return 0
@@ -359,13 +372,14 @@ def effects_resolve(effect_id: str, done: bool | None, as_json: bool) -> int:
 
 @effects.command("compensate")
 @click.argument("effect_id", metavar="ID")
+@tenant_option
 @json_option
 @command
-def effects_compensate(effect_id: str, as_json: bool) -> int:
+def effects_compensate(effect_id: str, tenant: str | None, as_json: bool) -> int:
     """Run an effect's declared compensation once (it does not claim the effect was undone)."""
     from agac import api
 
-    row = api.effects_compensate(effect_id)
+    row = api.effects_compensate(effect_id, tenant=tenant)
     _emit_json(row) if as_json else click.echo(
         f"compensation of effect {row['id'][:12]} ran and returned "
         f"{json.dumps(row['resolution'].get('compensation'), default=str)}; whether that undid the "
@@ -388,13 +402,14 @@ def _print_proposal(p: dict[str, Any]) -> None:
 @approvals.command("list")
 @click.argument("workflow", required=False)
 @click.option("--all", "every", is_flag=True, help="Every proposal, decided or not.")
+@tenant_option
 @json_option
 @command
-def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
+def approvals_list(workflow: str | None, every: bool, tenant: str | None, as_json: bool) -> int:
     """List proposals waiting for a decision (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
 
-    rows = api.approvals_list(workflow, every=every)
+    rows = api.approvals_list(workflow, every=every, tenant=tenant)
     if as_json:
         _emit_json(rows)
     elif not rows:
@@ -409,13 +424,14 @@ def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
 
 @approvals.command("show")
 @click.argument("proposal_id", metavar="ID")
+@tenant_option
 @json_option
 @command
-def approvals_show(proposal_id: str, as_json: bool) -> int:
+def approvals_show(proposal_id: str, tenant: str | None, as_json: bool) -> int:
     """Show one proposal: its exact arguments, terms, decision, signature check, history."""
     from agac import api
 
-    doc = api.approvals_show(proposal_id)
+    doc = api.approvals_show(proposal_id, tenant=tenant)
     if as_json:
         _emit_json(doc)
         return 0
@@ -445,13 +461,14 @@ def _decided(doc: dict[str, Any], as_json: bool, words: str) -> int:
 @cli.command()
 @click.argument("proposal_id", metavar="ID")
 @as_option
+@tenant_option
 @json_option
 @command
-def approve(proposal_id: str, who: str | None, as_json: bool) -> int:
+def approve(proposal_id: str, who: str | None, tenant: str | None, as_json: bool) -> int:
     """Approve a proposal: its unit acts with exactly its arguments on the next run."""
     from agac import api
 
-    doc = api.approve(proposal_id, who=who)
+    doc = api.approve(proposal_id, who=who, tenant=tenant)
     return _decided(doc, as_json, f"approved by {doc['decided_by']}")
 
 
@@ -459,13 +476,15 @@ def approve(proposal_id: str, who: str | None, as_json: bool) -> int:
 @click.argument("proposal_id", metavar="ID")
 @click.option("--reason", required=True, help="Why (shown in the unit's failure).")
 @as_option
+@tenant_option
 @json_option
 @command
-def reject(proposal_id: str, reason: str, who: str | None, as_json: bool) -> int:
+def reject(proposal_id: str, reason: str, who: str | None, tenant: str | None,
+           as_json: bool) -> int:
     """Reject a proposal: its unit fails approval_rejected (or the run, with on_reject: fail_run)."""
     from agac import api
 
-    doc = api.reject(proposal_id, reason, who=who)
+    doc = api.reject(proposal_id, reason, who=who, tenant=tenant)
     return _decided(doc, as_json, f"rejected by {doc['decided_by']}")
 
 
@@ -474,13 +493,15 @@ def reject(proposal_id: str, reason: str, who: str | None, as_json: bool) -> int
 @click.option("--set", "changes", multiple=True, required=True, metavar="FIELD=VALUE",
               help="Change one field of the arguments (dotted path; JSON or text). Repeatable.")
 @as_option
+@tenant_option
 @json_option
 @command
-def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, as_json: bool) -> int:
+def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, tenant: str | None,
+           as_json: bool) -> int:
     """Revise a proposal's arguments: a new proposal that needs its own approval."""
     from agac import api
 
-    doc = api.revise(proposal_id, list(changes), who=who)
+    doc = api.revise(proposal_id, list(changes), who=who, tenant=tenant)
     if as_json:
         _emit_json(doc)
     else:
@@ -497,28 +518,30 @@ def runs() -> None:
 @runs.command("list")
 @click.argument("workflow", required=False)
 @click.option("--limit", default=50, show_default=True)
+@tenant_option
 @json_option
 @command
-def runs_list(workflow: str | None, limit: int, as_json: bool) -> int:
+def runs_list(workflow: str | None, limit: int, tenant: str | None, as_json: bool) -> int:
     """List runs, newest first."""
     from agac import api
     from agac.cli.render import print_runs
 
-    rows = api.list_runs(workflow, limit=limit)
+    rows = api.list_runs(workflow, limit=limit, tenant=tenant)
     _emit_json(rows) if as_json else print_runs(rows)
     return 0
 
 
 @cli.command()
 @click.argument("run_ref", metavar="RUN", required=False)
+@tenant_option
 @json_option
 @command
-def events(run_ref: str | None, as_json: bool) -> int:
+def events(run_ref: str | None, tenant: str | None, as_json: bool) -> int:
     """Print a run's event log in order."""
     from agac import api
     from agac.cli.render import print_event
 
-    rows = api.events(run_ref)
+    rows = api.events(run_ref, tenant=tenant)
     if as_json:
         _emit_json(rows)
     else:
@@ -531,13 +554,15 @@ def events(run_ref: str | None, as_json: bool) -> int:
 @click.argument("workflow")
 @click.option("--record", "record", required=True, help="The record key.")
 @click.option("--action", default=None, help="Only this action.")
+@tenant_option
 @json_option
 @command
-def render(workflow: str, record: str, action: str | None, as_json: bool) -> int:
+def render(workflow: str, record: str, action: str | None, tenant: str | None,
+           as_json: bool) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
 
-    rows = api.render(workflow, record, action)
+    rows = api.render(workflow, record, action, tenant=tenant)
     if as_json:
         _emit_json(rows)
     else:
@@ -566,14 +591,16 @@ def records() -> None:
 @click.argument("key")
 @click.option("--workflow", default=None)
 @click.option("--run", "run_ref", default=None)
+@tenant_option
 @json_option
 @command
-def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: bool) -> int:
+def records_show(key: str, workflow: str | None, run_ref: str | None, tenant: str | None,
+                 as_json: bool) -> int:
     """A record's session: history across actions, attempts, tokens, cost, status, errors."""
     from agac import api
     from agac.cli.render import print_session
 
-    doc = api.record_session(key, workflow=workflow, run_ref=run_ref)
+    doc = api.record_session(key, workflow=workflow, run_ref=run_ref, tenant=tenant)
     _emit_json(doc) if as_json else print_session(doc)
     return 0
 
@@ -586,14 +613,16 @@ def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: b
 @click.option("--run", "run_ref", default=None)
 @click.option("--limit", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="At most this many units.")
+@tenant_option
 @json_option
 @command
 def records_list(workflow: str, status: str | None, action: str | None, run_ref: str | None,
-                 limit: int, as_json: bool) -> int:
+                 limit: int, tenant: str | None, as_json: bool) -> int:
     """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
     from agac import api
 
-    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit)
+    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit,
+                           tenant=tenant)
     if as_json:
         _emit_json(doc)
         return 0
@@ -613,15 +642,16 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", default=None, help="Write here instead of stdout.")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
+@tenant_option
 @json_option
 @command
 def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str | None,
-           as_json: bool) -> int:
+           tenant: str | None, as_json: bool) -> int:
     """Export one row per record of an action: key, status, reason, output."""
     from agac import api
     from agac.data.export import open_output, write_csv, write_jsonl
 
-    rows = api.export_rows(workflow, action, run_ref=run_ref)
+    rows = api.export_rows(workflow, action, run_ref=run_ref, tenant=tenant)
     with open_output(out) as handle:
         n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
     if out:
@@ -632,14 +662,15 @@ def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str |
 
 @cli.command()
 @click.argument("ref", required=False)
+@tenant_option
 @json_option
 @command
-def cost(ref: str | None, as_json: bool) -> int:
+def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
     """Cost per action and model, live vs batch, and what batch saved."""
     from agac import api
     from agac.cli.render import print_cost
 
-    doc = api.cost(ref)
+    doc = api.cost(ref, tenant=tenant)
     _emit_json(doc) if as_json else print_cost(doc)
     return 0
 

@@ -86,7 +86,9 @@ def _total(progress: Any, action: str) -> int:
 
 def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     state = summary["state"]
+    tenant = summary.get("tenant")
     click.echo(f"run {summary['run_id']} of {summary['workflow']}: {state}"
+               + (f" (tenant {tenant})" if tenant and tenant != "default" else "")
                + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else ""))
     reused = calls = failed = 0
     for name, a in summary["actions"].items():
@@ -138,7 +140,8 @@ def print_runs(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created_at"]))
         extra = f" retry of {r['retry_of']}" if r["retry_of"] else ""
-        click.echo(f"{r['run_id']}  {r['workflow']:<20} {r['state']:<12} {started}{extra}")
+        click.echo(f"{r['run_id']}  {r.get('tenant', 'default'):<12} {r['workflow']:<20} "
+                   f"{r['state']:<12} {started}{extra}")
 
 
 def print_event(e: dict[str, Any]) -> None:
@@ -148,19 +151,19 @@ def print_event(e: dict[str, Any]) -> None:
     click.echo(f"{e['id']:>6} {when} {e['kind']:<16} {where} {json.dumps(data, default=str)}")
 
 
-def follow_events(ref: str | None, as_json: bool) -> None:
+def follow_events(ref: str | None, as_json: bool, tenant: str | None = None) -> None:
     """Replay a run's events, then stream new ones until the run is final (R3)."""
     from agac import api
 
     last = 0
     while True:
-        for e in api.events(ref, after=last):
+        for e in api.events(ref, after=last, tenant=tenant):
             last = e["id"]
             if as_json:
                 click.echo(json.dumps(e, default=str), err=True)
             else:
                 print_event(e)
-        if api.is_final(api.status(ref)["state"]):
+        if api.is_final(api.status(ref, tenant=tenant)["state"]):
             return
         time.sleep(0.5)
 

@@ -19,6 +19,7 @@ from agac.config.source import Findings, Located, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError
 from agac.providers.registry import available_providers
+from agac.tenants import is_tenant, pick_tenant
 
 __all__ = [
     "PROJECT_FILE",
@@ -29,12 +30,13 @@ __all__ = [
     "ProviderConfig",
     "find_project",
     "load_project_config",
+    "project_tenant",
     "store_url",
 ]
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "tenant", "providers", "prices", "groups")
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
@@ -74,6 +76,9 @@ class ProjectConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tenant: str | None = None
+    """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
+    ``AGAC_TENANT`` names one (DESIGN §13 T2)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         return ProjectConfig(), f
     f.unknown_keys(data, _TOP_KEYS, (), "agac.yml")
     store = read_str(f, data["store"], ("store",)) if data.get("store") is not None else None
+    tenant = _tenant(f, data.get("tenant"))
     providers = _providers(f, data.get("providers"))
     prices = _prices(f, data.get("prices"))
     groups: dict[str, tuple[str, ...]] = {}
@@ -132,7 +138,18 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups), f
+    return ProjectConfig(store, providers, prices, groups, tenant), f
+
+
+def _tenant(f: Findings, raw: Any) -> str | None:
+    if raw is None:
+        return None
+    if not is_tenant(raw):
+        f.error("invalid_tenant", f"tenant {raw!r} is not a tenant name", ("tenant",),
+                hint="letters, digits, '.', '_' and '-', at most 64 characters, starting with "
+                     "a letter or digit")
+        return None
+    return str(raw)
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
@@ -194,6 +211,17 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
 
 def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...]) -> str | None:
     return None if body.get(key) is None else read_str(f, body[key], path + (key,))
+
+
+def project_tenant(project: Project, given: str | None = None,
+                   environ: Mapping[str, str] | None = None) -> str:
+    """The tenant a command acts in (T2): ``given`` (``--tenant``), else ``AGAC_TENANT``,
+    else ``tenant:`` in agac.yml, else ``default``. ConfigError naming the source when it
+    is not a tenant name."""
+    try:
+        return pick_tenant(given, project.config.tenant, environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
 
-__all__ = ["Fail", "accept_response", "build_request", "effect_key", "invoke_tool", "reprompt",
+__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool", "reprompt",
            "request_from_json", "response_dict", "tool_input_hash", "tool_output"]
 
 
@@ -142,10 +142,18 @@ def tool_input_hash(function: str | None, inputs_json: str) -> str:
     return hashlib.sha256(f"{function}\x1f{inputs_json}".encode()).hexdigest()
 
 
-def effect_key(workflow: str, action: str, unit_key: str, input_hash: str) -> str:
+def effect_key(tenant: str, workflow: str, action: str, unit_key: str, input_hash: str) -> str:
     """E1: the idempotency key of a tool call — stable across retries, restarts and runs
-    for the same (workflow, action, unit, arguments), new when the arguments change."""
-    return hashlib.sha256(f"{workflow}\x1f{action}\x1f{unit_key}\x1f{input_hash}".encode()).hexdigest()
+    for the same (workflow, action, unit, arguments), new when the arguments change. It
+    starts with the tenant (``<tenant>:<hash>``, T2): two tenants running the same workflow
+    over the same records never share an effect."""
+    digest = hashlib.sha256(f"{workflow}\x1f{action}\x1f{unit_key}\x1f{input_hash}".encode())
+    return f"{tenant}:{digest.hexdigest()}"
+
+
+def effect_id(key: str) -> str:
+    """How people name an effect: its key without the ``<tenant>:`` start."""
+    return key.partition(":")[2] or key
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["HEAD_REVISION", "WORK_CHANNEL", "DialectHooks", "create_store_engine", "dialect_hooks",
            "normalize_url", "upgrade"]
 
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0009"
 IDLE_IN_TRANSACTION_MS = 10_000
 """PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
 default lease TTL."""

@@ -145,8 +145,9 @@ class OutcomeRepository(StoreCore):
                     t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi)
             ).scalar() or 0)
 
-    def get_answers(self, fingerprints: Sequence[str]) -> dict[str, str]:
-        """fingerprint -> stored output JSON text, for those that exist."""
+    def get_answers(self, fingerprints: Sequence[str], *, tenant: str) -> dict[str, str]:
+        """fingerprint -> stored output JSON text, for those the tenant has (S5 within a
+        tenant, T2: a tenant never learns from another's answers)."""
         found: dict[str, str] = {}
         if not fingerprints:
             return found
@@ -159,26 +160,28 @@ class OutcomeRepository(StoreCore):
                 size = 1 << (len(part) - 1).bit_length()
                 part += part[-1:] * (size - len(part))
                 rows = conn.exec_driver_sql(
-                    f"SELECT fingerprint, output FROM answers WHERE fingerprint IN "
-                    f"({', '.join([mark] * size)})", tuple(part)
+                    f"SELECT fingerprint, output FROM answers WHERE tenant = {mark} AND "
+                    f"fingerprint IN ({', '.join([mark] * size)})", (tenant, *part)
                 ).all()
                 found.update({fp: out for fp, out in rows})
         return found
 
-    def get_answer(self, fingerprint: str) -> Row | None:
+    def get_answer(self, fingerprint: str, *, tenant: str) -> Row | None:
+        a = t.answers
         with self._read() as conn:
             return conn.execute(
-                sa.select(t.answers).where(t.answers.c.fingerprint == fingerprint)
+                sa.select(a).where(a.c.tenant == tenant, a.c.fingerprint == fingerprint)
             ).first()
 
-    def get_tool_results(self, hashes: Sequence[str]) -> dict[str, str]:
+    def get_tool_results(self, hashes: Sequence[str], *, tenant: str) -> dict[str, str]:
+        """input hash -> stored output JSON text, for those the tenant has (T2)."""
         found: dict[str, str] = {}
+        tr = t.tool_results
         with self._read("read tool results") as conn:
             for i in range(0, len(hashes), 500):
                 rows = conn.execute(
-                    sa.select(t.tool_results.c.input_hash, t.tool_results.c.output).where(
-                        t.tool_results.c.input_hash.in_(list(hashes[i : i + 500]))
-                    )
+                    sa.select(tr.c.input_hash, tr.c.output).where(
+                        tr.c.tenant == tenant, tr.c.input_hash.in_(list(hashes[i : i + 500])))
                 ).all()
                 found.update({r.input_hash: r.output for r in rows})
         return found
@@ -249,7 +252,8 @@ class OutcomeRepository(StoreCore):
         batch_items: Sequence[dict[str, Any]] = (),
         fanouts: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Write one group of progress atomically, after checking the fencing token."""
+        """Write one group of progress atomically, after checking the fencing token.
+        Answers, tool results, usage and batch items carry their run's ``tenant``."""
         with self._write("write a checkpoint") as conn:
             if lease is not None:
                 self._fence(conn, *lease)

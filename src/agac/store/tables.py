@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from agac.store.values import FINAL_STATES
+from agac.tenants import DEFAULT_TENANT
+
 metadata = sa.MetaData()
+
+
+def _tenant() -> sa.Column[str]:
+    """The tenant a row belongs to (DESIGN §13 T2; migration 0009). Always written by agac;
+    the server default names the tenant of rows stored before tenants existed."""
+    return sa.Column("tenant", sa.String(64), nullable=False, server_default=DEFAULT_TENANT)
+
 
 runs = sa.Table(
     "runs",
@@ -31,8 +41,13 @@ runs = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    _tenant(),
 )
-sa.Index("ix_runs_workflow_created", runs.c.workflow, runs.c.created_at)
+sa.Index("ix_runs_tenant_workflow", runs.c.tenant, runs.c.workflow, runs.c.created_at)
+_OPEN = runs.c.state.not_in(FINAL_STATES)
+sa.Index("ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True,
+         sqlite_where=_OPEN, postgresql_where=_OPEN)
+"""At most one run that is not final per (tenant, workflow) (DESIGN §7), held by the store."""
 
 run_actions = sa.Table(
     "run_actions",
@@ -90,22 +105,27 @@ sa.Index("ix_outcomes_seq", outcomes.c.run_id, outcomes.c.seq)
 answers = sa.Table(
     "answers",
     metadata,
-    sa.Column("fingerprint", sa.String(64), primary_key=True),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("provider", sa.String(64), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("request", sa.Text, nullable=False),
     sa.Column("response", sa.Text, nullable=False),
     sa.Column("output", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    _tenant(),
+    sa.PrimaryKeyConstraint("tenant", "fingerprint", name="pk_answers"),
 )
+"""Answers are reused within their tenant only (T2): a tenant never learns from another's."""
 
 tool_results = sa.Table(
     "tool_results",
     metadata,
-    sa.Column("input_hash", sa.String(64), primary_key=True),
+    sa.Column("input_hash", sa.String(64), nullable=False),
     sa.Column("function", sa.Text, nullable=False),
     sa.Column("output", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    _tenant(),
+    sa.PrimaryKeyConstraint("tenant", "input_hash", name="pk_tool_results"),
 )
 
 usage = sa.Table(
@@ -130,6 +150,7 @@ usage = sa.Table(
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("fingerprint", sa.String(64), nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
+    _tenant(),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
 sa.Index("ix_usage_unit", usage.c.run_id, usage.c.unit_key)
@@ -181,8 +202,10 @@ batches = sa.Table(
     sa.Column("ended_at", sa.Float, nullable=True),
     sa.Column("deadline_at", sa.Float, nullable=True),
     sa.Column("updated_at", sa.Float, nullable=False),
+    _tenant(),
 )
-sa.Index("ix_batches_workflow", batches.c.workflow, batches.c.action, batches.c.state)
+sa.Index("ix_batches_workflow", batches.c.tenant, batches.c.workflow, batches.c.action,
+         batches.c.state)
 
 batch_items = sa.Table(
     "batch_items",
@@ -199,15 +222,17 @@ batch_items = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("reason", sa.String(40), nullable=True),
     sa.Column("detail", sa.Text, nullable=True),
+    _tenant(),
 )
-sa.Index("ix_batch_items_unit", batch_items.c.workflow, batch_items.c.action, batch_items.c.unit_key)
+sa.Index("ix_batch_items_unit", batch_items.c.tenant, batch_items.c.workflow,
+         batch_items.c.action, batch_items.c.unit_key)
 
 # -- effects (migration 0003) -------------------------------------------------------------
 
 effects = sa.Table(
     "effects",
     metadata,
-    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(160), primary_key=True),
     sa.Column("workflow", sa.String(200), nullable=False),
     sa.Column("action", sa.String(200), nullable=False),
     sa.Column("unit_key", sa.Text, nullable=False),
@@ -222,8 +247,9 @@ effects = sa.Table(
     sa.Column("resolution", sa.Text, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    _tenant(),
 )
-sa.Index("ix_effects_workflow", effects.c.workflow, effects.c.state)
+sa.Index("ix_effects_workflow", effects.c.tenant, effects.c.workflow, effects.c.state)
 
 # -- approvals (migration 0004) -----------------------------------------------------------
 
@@ -254,9 +280,11 @@ approvals = sa.Table(
     sa.Column("signature", sa.String(64), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    _tenant(),
 )
-sa.Index("ix_approvals_unit", approvals.c.workflow, approvals.c.action, approvals.c.unit_key)
-sa.Index("ix_approvals_state", approvals.c.workflow, approvals.c.state)
+sa.Index("ix_approvals_unit", approvals.c.tenant, approvals.c.workflow, approvals.c.action,
+         approvals.c.unit_key)
+sa.Index("ix_approvals_state", approvals.c.tenant, approvals.c.workflow, approvals.c.state)
 sa.Index("ix_approvals_run", approvals.c.run_id, approvals.c.state)
 
 # -- fan-out (migration 0005) -------------------------------------------------------------

@@ -98,7 +98,7 @@ def _leave_unknown(project: Path, record: str) -> str:
 
     store = Store(os.environ["AGAC_STORE"])
     try:
-        (effect,) = [e for e in store.list_effects("fx") if e.unit_key == record]
+        (effect,) = [e for e in store.list_effects("fx", tenants=None) if e.unit_key == record]
         store.update_effect(effect.key, state="started", receipt=None)
         return effect.key
     finally:

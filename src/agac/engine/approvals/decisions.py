@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.approvals.proposals import (
@@ -36,7 +37,7 @@ from agac.engine.approvals.proposals import (
 )
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import run_event
-from agac.errors import RefusedError, UsageError
+from agac.errors import NotFound, RefusedError, UsageError
 from agac.providers.base import canonical_json
 from agac.store.approvals import STALE_APPROVAL_STATES
 
@@ -57,9 +58,10 @@ def decider(who: str | None) -> str:
     return name
 
 
-def list_proposals(store: Store, workflow: str | None, *, every: bool = False) -> list[dict[str, Any]]:
-    """Proposals waiting for a decision (``every``: in any state), oldest first."""
-    rows = store.list_proposals(workflow, states=None if every else ("pending",))
+def list_proposals(store: Store, workflow: str | None, *, tenants: Collection[str],
+                   every: bool = False) -> list[dict[str, Any]]:
+    """Proposals of ``tenants`` waiting for a decision (``every``: in any state), oldest first."""
+    rows = store.list_proposals(workflow, tenants=tenants, states=None if every else ("pending",))
     runs: dict[str, str | None] = {}
     out = []
     for row in rows:
@@ -70,44 +72,48 @@ def list_proposals(store: Store, workflow: str | None, *, every: bool = False) -
     return out
 
 
-def show_proposal(project: Project, store: Store, ref: str) -> dict[str, Any]:
-    """One proposal, whether its signatures check out, and its revision chain."""
-    row = _one(store, ref)
+def show_proposal(project: Project, store: Store, ref: str, *,
+                  tenants: Collection[str]) -> dict[str, Any]:
+    """One proposal of ``tenants``, whether its signatures check out, and its revision chain."""
+    row = _one(store, ref, tenants)
     run = store.get_run(row.run_id)
     doc = proposal_dict(row, run.state if run is not None else None)
     why = tampered(load_secret(project.root), row)
     doc["verified"] = why is None
     if why is not None:
         doc["altered"] = why
-    unit = store.unit_proposals(row.workflow, row.action, row.unit_key)
+    unit = store.unit_proposals(row.workflow, row.action, row.unit_key, tenant=row.tenant)
     doc["history"] = [{"id": r.id, "state": r.state, "revises": r.parent,
                        "proposed_by": r.proposed_by, "decided_by": r.decided_by,
                        "created_at": r.created_at} for r in unit if r.subject == row.subject]
     return doc
 
 
-def approve(project: Project, store: Store, ref: str, who: str | None) -> dict[str, Any]:
-    """A2: approve a pending proposal; the run acts on it when it next runs."""
-    return _decide(project, store, ref, decider(who), "approved", None)
+def approve(project: Project, store: Store, ref: str, who: str | None, *,
+            tenants: Collection[str]) -> dict[str, Any]:
+    """A2: approve a pending proposal (of ``tenants``); the run acts on it when it next runs."""
+    return _decide(project, store, _one(store, ref, tenants), decider(who), "approved", None)
 
 
-def reject(project: Project, store: Store, ref: str, who: str | None, reason: str) -> dict[str, Any]:
-    """A2: reject a pending proposal: its unit fails ``approval_rejected`` (or the run
-    ends failed with ``on_reject: fail_run``)."""
+def reject(project: Project, store: Store, ref: str, who: str | None, reason: str, *,
+           tenants: Collection[str]) -> dict[str, Any]:
+    """A2: reject a pending proposal (of ``tenants``): its unit fails ``approval_rejected``
+    (or the run ends failed with ``on_reject: fail_run``)."""
     if not reason or not reason.strip():
         raise UsageError("say why: --reason TEXT (it is shown in the unit's failure)")
-    return _decide(project, store, ref, decider(who), "rejected", reason.strip())
+    return _decide(project, store, _one(store, ref, tenants), decider(who), "rejected",
+                   reason.strip())
 
 
 def revise(project: Project, store: Store, ref: str, who: str | None,
-           changes: dict[str, Any]) -> dict[str, Any]:
+           changes: dict[str, Any], *, tenants: Collection[str]) -> dict[str, Any]:
     """A2: a new proposal with ``changes`` (dotted field -> value) applied to the arguments;
     it needs its own approval, and the old one becomes stale (``superseded``)."""
     name = decider(who)
     if not changes:
         raise UsageError("say what to change: --set field=value (one or more)")
     secret = load_secret(project.root)
-    row = _one(store, ref)
+    row = _one(store, ref, tenants)
     _check_decidable(project, store, row, name, secret)
     arguments = json.loads(row.arguments)
     revised = _apply(arguments, changes, llm=row.action in _llm_actions(store, row.run_id))
@@ -115,8 +121,8 @@ def revise(project: Project, store: Store, ref: str, who: str | None,
         raise RefusedError(f"the changes leave proposal {row.id} as it is; nothing was revised")
     now = round(store.clock.time(), 3)
     new: dict[str, Any] = {
-        "id": new_proposal_id(), "workflow": row.workflow, "action": row.action,
-        "unit_key": row.unit_key, "seq": row.seq, "run_id": row.run_id, "subject": row.subject,
+        "id": new_proposal_id(), "tenant": row.tenant, "workflow": row.workflow,
+        "action": row.action, "unit_key": row.unit_key, "seq": row.seq, "run_id": row.run_id, "subject": row.subject,
         "parent": row.id, "arguments": canonical_json(revised),
         "policy_version": row.policy_version, "approvers": row.approvers, "proposed_by": name,
         "expires_at": round(now + (row.expires_at - row.created_at), 3), "state": "pending",
@@ -126,7 +132,7 @@ def revise(project: Project, store: Store, ref: str, who: str | None,
     new["content_hash"] = content_hash(new)
     new["signature"] = sign(secret, "proposal:" + new["content_hash"])
     if not store.revise_proposal(row.id, row.content_hash, new):
-        _check_decidable(project, store, _one(store, row.id), name, secret)
+        _check_decidable(project, store, _one(store, row.id, tenants), name, secret)
         raise RefusedError(f"proposal {row.id} changed while it was being revised; look again "
                            f"with `agac approvals show {row.id}`")
     maybe_crash("approval_decided")  # the revision is durable
@@ -155,10 +161,12 @@ def parse_changes(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
 # -- internals ------------------------------------------------------------------------------
 
 
-def _one(store: Store, ref: str) -> Any:
-    rows = store.find_proposals(ref) if ref else []
+def _one(store: Store, ref: str, tenants: Collection[str]) -> Any:
+    """The proposal ``ref`` names among those of ``tenants``: another tenant's is not
+    found, exactly like one that does not exist (T2)."""
+    rows = store.find_proposals(ref, tenants=tenants) if ref else []
     if not rows:
-        raise UsageError(f"no proposal {ref!r}; `agac approvals list` shows those waiting")
+        raise NotFound(f"no proposal {ref!r}; `agac approvals list` shows those waiting")
     if len(rows) > 1 and rows[0].id != ref:
         raise UsageError(f"{ref!r} names several proposals; give more of the id")
     return rows[0]
@@ -192,7 +200,8 @@ def _check_decidable(project: Project, store: Store, row: Any, who: str, secret:
 
 def _stale_reason(store: Store, row: Any) -> str:
     if row.state == "superseded":
-        newer = [r for r in store.unit_proposals(row.workflow, row.action, row.unit_key)
+        newer = [r for r in store.unit_proposals(row.workflow, row.action, row.unit_key,
+                                                 tenant=row.tenant)
                  if r.parent == row.id]
         if newer:
             return f"revision {newer[-1].id} replaced it; decide on that one"
@@ -204,10 +213,9 @@ def _stale_reason(store: Store, row: Any) -> str:
     return f"it is {row.state}"
 
 
-def _decide(project: Project, store: Store, ref: str, who: str, state: str,
+def _decide(project: Project, store: Store, row: Any, who: str, state: str,
             reason: str | None) -> dict[str, Any]:
     secret = load_secret(project.root)
-    row = _one(store, ref)
     _check_decidable(project, store, row, who, secret)
     at = round(store.clock.time(), 3)
     signature = decision_signature(secret, row.content_hash, state, who, at, reason)
@@ -215,13 +223,14 @@ def _decide(project: Project, store: Store, ref: str, who: str, state: str,
                                 decided_by=who, decided_at=at, reason=reason,
                                 decision_signature=signature)
     if not won:
-        _check_decidable(project, store, _one(store, row.id), who, secret)
+        _check_decidable(project, store, _one(store, row.id, (row.tenant,)), who, secret)
         raise RefusedError(f"proposal {row.id} changed while it was being decided; look again "
                            f"with `agac approvals show {row.id}`")
     maybe_crash("approval_decided")  # the decision is durable; the run has not seen it
     store.checkpoint(lease=None, events=[_event(row, "approval_decided", {
         "proposal": row.id, "state": state, "by": who, "reason": reason}, store.clock.time())])
-    store.mark_run_needs_pass(row.workflow)  # a run waiting on batches walks its units again
+    # a run waiting on batches walks its units again
+    store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
     return proposal_dict(store.get_proposal(row.id))
 
 

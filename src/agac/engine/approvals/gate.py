@@ -48,6 +48,7 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.jsontext import loads
 from agac.providers.base import canonical_json, fingerprint_of
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -68,11 +69,14 @@ _USABLE_EFFECT_STATES = ("succeeded", "done", "compensated", "started", "unknown
 class ApprovalGate:
     """The approval side of one run (implements :class:`agac.engine.ports.Approvals`)."""
 
-    def __init__(self, project: Project, *, run_id: str, workflow: str, store: Store,
-                 gateway: StoreGateway, out: OutcomeWriter, control: RunControl) -> None:
+    def __init__(self, project: Project, *, run_id: str, workflow: str, tenant: str,
+                 store: Store, gateway: StoreGateway, out: OutcomeWriter,
+                 control: RunControl) -> None:
         self.project = project
         self.run_id = run_id
         self.workflow = workflow
+        self.tenant = tenant
+        """The run's tenant: its proposals are looked up and made in it (T2)."""
         self.store = store
         self.gateway = gateway
         self.out = out
@@ -93,7 +97,8 @@ class ApprovalGate:
         per_action: dict[str, int] = {}
         for action, _ in self.waiting:
             per_action[action] = per_action.get(action, 0) + 1
-        wf = self.workflow
+        wf = self.workflow if self.tenant == DEFAULT_TENANT else \
+            f"{self.workflow} --tenant {self.tenant}"
         return [f"{action}: {n} unit{'s' if n != 1 else ''} awaiting approval; "
                 f"`agac approvals list {wf}` shows them, `agac approve ID --as NAME` decides"
                 for action, n in sorted(per_action.items())]
@@ -112,7 +117,8 @@ class ApprovalGate:
         if carried is not None:
             return await self.out.settle(rt, rec, "failed", carried[0], carried[1],
                                          origin="carried", fingerprint=subject)
-        rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key)
+        rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key,
+                                       tenant=self.tenant)
         latest = await self._trusted(rt, rec, _latest(rows, subject))
         if latest is not None and latest.state == "pending":
             if self.clock.time() < latest.expires_at:
@@ -212,7 +218,7 @@ class ApprovalGate:
             return not ctx.fresh and await ctx.lookups.lookup_answer(fp) is not None
         input_hash = tool_input_hash(action.function, canonical_json(arguments))
         if action.effect is not None:
-            key = effect_key(self.workflow, action.name, rec.key, input_hash)
+            key = effect_key(self.tenant, self.workflow, action.name, rec.key, input_hash)
             effect = await self.gateway.call(self.store.get_effect, key)
             return effect is not None and effect.state in _USABLE_EFFECT_STATES
         if action.cache and not ctx.fresh:
@@ -225,7 +231,8 @@ class ApprovalGate:
         assert spec is not None
         now = round(self.clock.time(), 3)
         row: dict[str, Any] = {
-            "id": new_proposal_id(), "workflow": self.workflow, "action": rt.name,
+            "id": new_proposal_id(), "tenant": self.tenant, "workflow": self.workflow,
+            "action": rt.name,
             "unit_key": rec.key, "seq": rec.seq, "run_id": self.run_id, "subject": subject,
             "parent": None, "arguments": canonical_json(arguments),
             "policy_version": spec.policy_version, "approvers": canonical_json(list(spec.approvers)),

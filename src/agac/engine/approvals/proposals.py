@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.providers.base import Message, Request, canonical_json
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.config.model import Action
@@ -117,15 +118,21 @@ def subject_of(workflow: str, action: Action, unit_key: str, arguments: dict[str
 
 
 def content_hash(row: Any) -> str:
-    """The hash of a proposal's content (a Row or a dict with the table's columns)."""
+    """The hash of a proposal's content (a Row or a dict with the table's columns). The
+    tenant (T2) is part of it when it is not ``default`` — so proposals signed before
+    tenants still verify, and a proposal moved to another tenant in the store does not."""
     get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
-    material = canonical_json({
+    content = {
         "id": get("id"), "workflow": get("workflow"), "action": get("action"),
         "unit_key": get("unit_key"), "subject": get("subject"), "parent": get("parent"),
         "arguments": get("arguments"), "policy_version": get("policy_version"),
         "approvers": get("approvers"), "proposed_by": get("proposed_by"),
         "expires_at": time_text(get("expires_at")), "created_at": time_text(get("created_at")),
-    })
+    }
+    tenant = (row.get("tenant") if isinstance(row, dict) else getattr(row, "tenant", None))
+    if tenant not in (None, DEFAULT_TENANT):
+        content["tenant"] = tenant
+    material = canonical_json(content)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
@@ -164,7 +171,8 @@ def expand_approvers(names: list[str] | tuple[str, ...], project: Project) -> se
 
 
 def proposal_dict(row: Any, run_state: str | None = None) -> dict[str, Any]:
-    return {"id": row.id, "workflow": row.workflow, "action": row.action, "record": row.unit_key,
+    return {"id": row.id, "tenant": row.tenant, "workflow": row.workflow, "action": row.action,
+            "record": row.unit_key,
             "arguments": json.loads(row.arguments), "approvers": json.loads(row.approvers),
             "policy_version": row.policy_version, "expires_at": row.expires_at,
             "state": row.state, "run_id": row.run_id, "run_state": run_state,

@@ -6,7 +6,11 @@ carried in one statement (the R1 fast path).
 Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
 so the run never depends on its input files staying unchanged. A snapshot's id hashes
 the id field, the limit and each file's name and bytes, so admitting a new run over
-unchanged input reuses the stored snapshot without re-inserting a single row.
+unchanged input reuses the stored snapshot without re-inserting a single row. A tenant's
+snapshots are its own (T2): for a tenant other than ``default`` the tenant enters the
+hash too (``default``'s ids are those of stores made before tenants, so its open runs
+continue), so no tenant finds, by timing or otherwise, that another one snapshotted the
+same input.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from agac.engine.lifecycle.closing import close_run, run_event
 from agac.errors import RefusedError, UsageError
 from agac.jsontext import dumps, loads
 from agac.providers.pricing import PriceTable
-from agac.store.values import DEFAULT_TENANT, Budget, RunSettings, Spent
+from agac.store.runs import RunAlreadyOpen
+from agac.store.values import Budget, RunSettings, Spent
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -49,8 +55,11 @@ def _files(workflow: Workflow, project: Project) -> list[Path]:
     return resolve_input_files(workflow.input.path, project.root, file=project.display(workflow.path))
 
 
-def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None) -> str:
+def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None, *,
+                        tenant: str) -> str:
     h = hashlib.sha256()
+    if tenant != DEFAULT_TENANT:
+        h.update(f"tenant={tenant}\x1f".encode())
     h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
     for path in _files(workflow, project):
         h.update(f"\x1e{path.name}\x1f{file_fingerprint(path)}".encode())
@@ -58,10 +67,10 @@ def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None 
 
 
 def snapshot_input(
-    workflow: Workflow, project: Project, store: Store, limit: int | None = None
+    workflow: Workflow, project: Project, store: Store, limit: int | None = None, *, tenant: str
 ) -> InputSnapshot:
-    """The stored snapshot of the workflow's current input (written now if new)."""
-    snapshot_id = current_snapshot_id(workflow, project, limit)
+    """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
+    snapshot_id = current_snapshot_id(workflow, project, limit, tenant=tenant)
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
@@ -100,13 +109,23 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
                   overrides: dict[str, Any] | None = None,
                   reload: Callable[[dict[str, Any]], Workflow] | None = None,
                   ) -> tuple[RunRecord, list[str]]:
-    """The run ``agac run`` (and ``agac submit``) would execute: the workflow's open run
-    (R1) or a newly admitted one; with notes for the user."""
+    """The run ``agac run`` (and ``agac submit``) would execute: the tenant's open run of
+    the workflow (R1) or a newly admitted one; with notes for the user. Should another
+    process admit a run of the workflow in the tenant at the same moment, the store keeps
+    one (at most one open run per tenant and workflow) and this call continues it."""
+    try:
+        return _open_or_admit(project, store, workflow, options, overrides, reload)
+    except RunAlreadyOpen:
+        return _open_or_admit(project, store, workflow, replace(options, new=False, fresh=False),
+                              overrides, reload)
+
+
+def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions,
+                   overrides: dict[str, Any] | None,
+                   reload: Callable[[dict[str, Any]], Workflow] | None,
+                   ) -> tuple[RunRecord, list[str]]:
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     options.overrides = overrides
-    if options.tenant != DEFAULT_TENANT:
-        raise UsageError(f"tenant {options.tenant!r}: this store keeps runs of the tenant "
-                         f"{DEFAULT_TENANT!r} only; leave the tenant unset")
     notes: list[str] = []
     open_run = store.open_run(workflow.name, tenant=options.tenant)
     if open_run is not None and (options.new or options.fresh):
@@ -117,14 +136,16 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
-        notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh"))
+        notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh",
+                                     tenant=options.tenant))
     if open_run is not None:
         admitted = open_run.settings.overrides
         current = reload(admitted) if reload is not None and admitted != overrides else workflow
         if admitted != overrides and overrides:
             notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
                          f"({admitted or 'none'}); today's {overrides} apply to new runs")
-        snap_id = current_snapshot_id(current, project, open_run.settings.limit)
+        snap_id = current_snapshot_id(current, project, open_run.settings.limit,
+                                      tenant=open_run.tenant)
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             raise UsageError(
                 f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
@@ -144,11 +165,11 @@ def new_run_id(now: float) -> str:
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
               *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
     if snapshot is None:
-        snapshot = snapshot_input(workflow, project, store, options.limit)
+        snapshot = snapshot_input(workflow, project, store, options.limit, tenant=options.tenant)
     run_id = new_run_id(store.clock.time())
     prior = None
     if retry_of is None and not options.fresh:
-        last = store.latest_run(workflow.name, final=True, tenant=options.tenant)
+        last = store.latest_run(workflow.name, tenant=options.tenant, final=True)
         prior = last.id if last is not None else None
     settings = RunSettings(limit=options.limit, prior=prior, overrides=options.overrides)
     if retry_of is not None:
@@ -169,7 +190,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     if prior is not None:
         carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
     store.checkpoint(lease=None, events=[run_event(run_id, "run_admitted", {
-        "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
+        "tenant": options.tenant, "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
         "carried_outcomes": carried}, store.clock.time())])
     run = store.get_run(run_id)
     assert run is not None
@@ -198,8 +219,9 @@ def _admission_estimate(project: Project, store: Store, workflow: Workflow, snap
 
     records = ((r.key, loads(r.payload) if r.reason is None else None)
                for r in store.iter_records(snapshot.id))
-    plan = estimate_run(project, store, workflow, PriceTable(dict(project.config.prices) if project.config else {}), records,
-                        fresh=options.fresh)
+    plan = estimate_run(project, store, workflow,
+                        PriceTable(dict(project.config.prices) if project.config else {}), records,
+                        tenant=options.tenant, fresh=options.fresh)
     if plan["within_budget"] or options.allow_over_estimate:
         return
     cost, tokens = plan["cost_usd"]["as_configured"], plan["input_tokens"] + plan["output_tokens"]

@@ -118,7 +118,7 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
     opened = providers({a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
                        project.config)
     files = snapshot_files(store, run)
-    gateway = StoreGateway(store, lease)
+    gateway = StoreGateway(store, lease, tenant=run.tenant)
     gateway.start()
     progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files))
     if options.on_progress:

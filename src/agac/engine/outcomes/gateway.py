@@ -11,6 +11,11 @@ so a crash loses at most the calls in flight (DESIGN §4 S1).
 Answer lookups are batched the same way: concurrent ``lookup_answer`` calls are
 coalesced into one ``IN (...)`` query.
 
+**Tenant.** A gateway serves one run (or one shard of it), so everything it reads and
+writes is that run's tenant's (DESIGN §13 T2): answers and tool results are looked up in
+the tenant only, and the answer, tool result, usage and batch item rows it commits are
+stamped with the tenant here, in one place.
+
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
 
@@ -67,6 +72,9 @@ class LocalCommit:
 
 LOCAL_COMMIT = LocalCommit()
 
+_TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items")
+"""The rows of a group commit that carry their run's tenant."""
+
 
 class Lease:
     """Our hold on a store lease: name, fencing token, TTL."""
@@ -82,11 +90,12 @@ class Lease:
 
 class StoreGateway:
     def __init__(
-        self, store: Store, lease: Lease | None, *, max_group: int = 5000,
+        self, store: Store, lease: Lease | None, *, tenant: str, max_group: int = 5000,
         gather_seconds: float = 0.002, gather_rounds: int = 16,
         durability: Durability = LOCAL_COMMIT,
     ) -> None:
         self.store = store
+        self.tenant = tenant
         self.durability = durability
         self.gather_rounds = gather_rounds
         self.gather_seconds = gather_seconds
@@ -239,8 +248,8 @@ class StoreGateway:
         tools: list[str],
         writes: list[tuple[dict[str, list[dict[str, Any]]], asyncio.Future[None]]],
     ) -> tuple[dict[str, str], dict[str, str]]:
-        found = self.store.get_answers(lookups) if lookups else {}
-        tool_found = self.store.get_tool_results(tools) if tools else {}
+        found = self.store.get_answers(lookups, tenant=self.tenant) if lookups else {}
+        tool_found = self.store.get_tool_results(tools, tenant=self.tenant) if tools else {}
         if writes:
             merged: dict[str, list[dict[str, Any]]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
@@ -249,6 +258,9 @@ class StoreGateway:
             for parts, _ in writes:
                 for name, rows in parts.items():
                     merged[name].extend(rows)
+            for name in _TENANT_ROWS:
+                for row in merged[name]:
+                    row["tenant"] = self.tenant
             merged["answers"] = list({a["fingerprint"]: a for a in merged["answers"]}.values())
             merged["tool_results"] = list(
                 {a["input_hash"]: a for a in merged["tool_results"]}.values()

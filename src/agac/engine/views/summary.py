@@ -1,11 +1,14 @@
-"""The run summary of DESIGN §7.1, computed from the store (never from memory)."""
+"""The run summary of DESIGN §7.1, computed from the store (never from memory), with the
+run's ``tenant`` (§13 T2)."""
 
 from __future__ import annotations
 
 import copy
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.requests import effect_id
 from agac.store.values import FINAL_STATES
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
@@ -51,7 +54,7 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
             entry["calls"] += row.calls
         entry["cost_usd"] += float(row.cost_usd or 0.0)
         cost += float(row.cost_usd or 0.0)
-    for name, counts in store.batch_counts(run.id, run.workflow).items():
+    for name, counts in store.batch_counts(run.id, run.workflow, tenant=run.tenant).items():
         if name in actions:
             actions[name]["calls"] += counts["sent"]
             actions[name]["batches_out"] = counts["out"]
@@ -67,13 +70,15 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
     summary: dict[str, Any] = {
         "run_id": run.id,
         "workflow": run.workflow,
+        "tenant": run.tenant,
         "state": run.state,
         "retry_of": run.retry_of,
         "cost_usd": round(cost, 6),
         "next": None,
         "actions": actions,
     }
-    unknown = [e.key for e in store.list_effects(run.workflow, states=("unknown",))]
+    unknown = [effect_id(e.key) for e in store.list_effects(run.workflow, tenants=(run.tenant,),
+                                                             states=("unknown",))]
     if unknown:
         summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
     if run.state not in FINAL_STATES:
@@ -83,8 +88,8 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
                 "units": sum(awaiting.values()), "actions": awaiting,
                 "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
                                "expires_at": p.expires_at}
-                              for p in store.list_proposals(run_id=run.id, states=("pending",),
-                                                            limit=20)]}
+                              for p in store.list_proposals(run_id=run.id, tenants=(run.tenant,),
+                                                            states=("pending",), limit=20)]}
     settings = run.settings
     if settings.deadline_at is not None:
         summary["deadline_at"] = settings.deadline_at
@@ -115,6 +120,9 @@ def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], recor
 
 def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     wf = summary["workflow"]
+    tenant = summary.get("tenant") or DEFAULT_TENANT
+    if tenant != DEFAULT_TENANT:
+        wf = f"{wf} --tenant {tenant}"
     state = summary["state"]
     failed = sum(a["failed"] for a in summary["actions"].values())
     if summary.get("effects_unknown"):

@@ -186,7 +186,8 @@ class RecordWalk:
                     await asyncio.sleep(0)
         if not pending:
             return
-        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending])
+        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending],
+                                        tenant=self.gateway.tenant)
         for name, key, request, request_json, fp in pending:
             self.memory.prefetched[(name, key)] = (request, request_json, fp, found.get(fp))
 
