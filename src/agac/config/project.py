@@ -17,7 +17,7 @@ from typing import Any
 
 from agac.config.source import Findings, Located, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
-from agac.errors import ConfigError
+from agac.errors import ConfigError, UsageError
 from agac.providers.registry import available_providers
 from agac.tenants import is_tenant, pick_tenant
 
@@ -216,12 +216,12 @@ def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...])
 def project_tenant(project: Project, given: str | None = None,
                    environ: Mapping[str, str] | None = None) -> str:
     """The tenant a command acts in (T2): ``given`` (``--tenant``), else ``AGAC_TENANT``,
-    else ``tenant:`` in agac.yml, else ``default``. ConfigError naming the source when it
-    is not a tenant name."""
+    else ``tenant:`` in agac.yml, else ``default``. UsageError naming the source when it
+    is not a tenant name (agac.yml's is checked when the file is read: ``invalid_tenant``)."""
     try:
         return pick_tenant(given, project.config.tenant, environ)
     except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
 
 
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:
