@@ -9,6 +9,7 @@ Tree::
     │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
+    │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
     ├── Paused                      the run cannot move now; run again later (exit 75)
     │   └── LeaseHeld               a live process owns the run
     ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (DESIGN §5)
@@ -21,6 +22,11 @@ Tree::
 Every class's docstring is its default message. Adapters translate third-party
 errors at their boundary with ``raise ... from exc``; nothing above ``providers/``
 or ``store/`` sees an SDK or driver exception.
+
+Every error has a stable ``code`` (``agac … --json`` prints it as ``error.code``), an
+optional ``hint`` (the fix, when the message does not already end with it) and, when it
+stopped a run that exists, that run's ``run_id`` (the CLI then prints the run's summary
+with the error).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ __all__ = [
     "FatalError",
     "LeaseHeld",
     "LeaseLost",
+    "LeaseTaken",
     "NotFound",
     "Paused",
     "Problem",
@@ -52,9 +59,13 @@ class AgacError(Exception):
     """agac failed."""
 
     exit_code = 1
+    code = "error"
+    #: The run this error stopped, when one exists (set where the run is known).
+    run_id: str | None = None
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, hint: str | None = None) -> None:
         super().__init__(message or (type(self).__doc__ or "").strip().splitlines()[0])
+        self.hint = hint
 
     @property
     def message(self) -> str:
@@ -101,6 +112,7 @@ class ConfigError(AgacError):
     """The configuration is not valid."""
 
     exit_code = 2
+    code = "config_error"
 
     def __init__(self, message: str | None = None, problems: list[Problem] | None = None) -> None:
         self.problems: list[Problem] = list(problems or [])
@@ -113,34 +125,51 @@ class UsageError(AgacError):
     """The command cannot be done as asked."""
 
     exit_code = 2
+    code = "usage_error"
 
 
 class RefusedError(UsageError):
     """The command was refused."""
 
+    code = "refused"
+
 
 class NotFound(UsageError):
     """No such object here (or it belongs to a tenant the caller is not in)."""
+
+    code = "not_found"
 
 
 class StoreError(AgacError):
     """The store could not be read or written; the run stopped with its last good checkpoint."""
 
     exit_code = 1
+    code = "store_error"
 
 
 class LeaseLost(StoreError):
     """Another process took over this run; this process stops writing."""
+
+    code = "lease_lost"
+
+
+class LeaseTaken(LeaseLost):
+    """Another process took over the storage point; this process stopped before any effect."""
+
+    exit_code = 75
 
 
 class Paused(AgacError):
     """The run cannot move now; run the same command again later."""
 
     exit_code = 75
+    code = "paused"
 
 
 class LeaseHeld(Paused):
     """The run is owned by another live process."""
+
+    code = "lease_held"
 
 
 class ProviderError(AgacError):
@@ -156,10 +185,13 @@ class ProviderError(AgacError):
         code: str | None = None,
         retry_after: float | None = None,
         reason: str | None = None,
+        hint: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, hint=hint)
         self.status = status
-        self.code = code
+        # The provider's own error code (``insufficient_quota``); the CLI reports every
+        # ProviderError as ``provider_error``.
+        self.code = code  # type: ignore[assignment]
         self.retry_after = retry_after
         # The reason code an outcome gets when this error is final (DESIGN §7.2).
         self.reason = reason or ("provider_error" if self.kind in ("fatal", "unsupported") else None)
@@ -191,6 +223,8 @@ class UnsupportedError(ProviderError):
 
 class ToolError(AgacError):
     """The tool function raised."""
+
+    code = "tool_error"
 
     def __init__(self, message: str | None = None, traceback_text: str = "") -> None:
         super().__init__(message)

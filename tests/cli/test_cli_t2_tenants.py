@@ -107,11 +107,11 @@ def test_t2_another_tenants_object_is_not_found(project: Path, args: tuple[str, 
         found = agac(*theirs, "--json", cwd=project, env=env)
         missing = agac(*nobody, "--json", cwd=project, env=env)
         assert found.code == missing.code == 2, found
-        assert found.json()["kind"] == missing.json()["kind"] == "NotFound"
+        said, expected = found.json()["error"], missing.json()["error"]
+        assert said["code"] == expected["code"] == "not_found", found
         for name, ref in ids.items():
-            missing_text = missing.json()["error"].replace("feedc0ffee00", ref)
-            if ref in found.json()["error"]:
-                assert found.json()["error"] == missing_text, name
+            if ref in said["message"]:
+                assert said["message"] == expected["message"].replace("feedc0ffee00", ref), name
 
 
 def test_t2_lists_leave_other_tenants_out_and_names_are_checked(project: Path) -> None:

@@ -10,7 +10,7 @@ Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 retry, cancel), :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
-:mod:`~agac.api.maintenance` (gc, store upgrade).
+:mod:`~agac.api.maintenance` (gc, store upgrade, store info).
 
 The store, the engine and SQLAlchemy are imported by the calls that use them, not at
 import: ``agac validate`` never touches the store and must start fast.
@@ -31,7 +31,7 @@ from agac.api.history import (
     record_session,
     status,
 )
-from agac.api.maintenance import gc, store_upgrade
+from agac.api.maintenance import gc, store_info, store_upgrade
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
 from agac.api.runs import cancel, retry, run
 from agac.api.workers import submit, worker, workers
@@ -65,6 +65,7 @@ __all__ = [
     "revise",
     "run",
     "status",
+    "store_info",
     "store_upgrade",
     "submit",
     "validate",

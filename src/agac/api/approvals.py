@@ -1,13 +1,15 @@
 """People's decisions on proposals (A1-A3): list, show, approve, reject, revise. None of
 these needs the run's lease; each is refused (exit 2) when the proposal is stale,
-replayed, expired or altered, or the decider is not an approver. A proposal of another
-tenant than the caller's is not found (T2)."""
+replayed, expired or altered, or the decider is not an approver. On a storage point a
+decision owns the point while it is recorded (exit 75 naming a live owner) and needs
+``AGAC_SECRET`` (``secret_not_durable``). A proposal of another tenant than the caller's
+is not found (T2)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, reading, scope_of, workflow_name
+from agac.api.projects import ProjectRef, project_of, reading, scope_of, workflow_name
 
 if TYPE_CHECKING:
     from agac.api.projects import Principal
@@ -36,6 +38,7 @@ def approvals_show(ref: str, project: ProjectRef = None, *, tenant: str | None =
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
     from agac.engine.approvals.decisions import show_proposal
 
+    _secret_must_be_durable(project)
     with reading(project, store) as (proj, st):
         return show_proposal(proj, st, ref, tenants=scope_of(proj, tenant, principal).visible)
 
@@ -48,7 +51,8 @@ def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
     approver. Never needs the run's lease."""
     from agac.engine.approvals.decisions import approve as _approve
 
-    with reading(project, store) as (proj, st):
+    _secret_must_be_durable(project)
+    with reading(project, store, writes=True) as (proj, st):
         return _approve(proj, st, ref, who, tenants=scope_of(proj, tenant, principal).visible)
 
 
@@ -59,7 +63,8 @@ def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None
     (or the run ends failed with ``on_reject: fail_run``)."""
     from agac.engine.approvals.decisions import reject as _reject
 
-    with reading(project, store) as (proj, st):
+    _secret_must_be_durable(project)
+    with reading(project, store, writes=True) as (proj, st):
         return _reject(proj, st, ref, who, reason,
                        tenants=scope_of(proj, tenant, principal).visible)
 
@@ -73,7 +78,24 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
     from agac.engine.approvals.decisions import parse_changes
     from agac.engine.approvals.decisions import revise as _revise
 
-    with reading(project, store) as (proj, st):
+    _secret_must_be_durable(project)
+    with reading(project, store, writes=True) as (proj, st):
         parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
         return _revise(proj, st, ref, who, parsed,
                        tenants=scope_of(proj, tenant, principal).visible)
+
+
+def _secret_must_be_durable(project: ProjectRef) -> None:
+    """On a storage point, decisions are signed with ``AGAC_SECRET``: a generated
+    ``.agac/secret`` would die with the machine, and the run would find every decision
+    altered (DESIGN §14)."""
+    import os
+
+    from agac.config.project import is_point_url, store_url
+    from agac.errors import ConfigError, Problem
+
+    url = store_url(project_of(project))
+    if is_point_url(url) and not os.environ.get("AGAC_SECRET"):
+        raise ConfigError(problems=[Problem(
+            "secret_not_durable", f"decisions on the storage point {url} need AGAC_SECRET",
+            hint="set AGAC_SECRET to the secret every machine of this project uses")])

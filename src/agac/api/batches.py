@@ -42,7 +42,7 @@ def list_batches(ref: str | None = None, project: ProjectRef = None, *,
                  store: Store | None = None) -> list[dict[str, Any]]:
     """Every batch of workflow ``ref`` (every batch of the project without one) of the
     caller's tenants, newest first, as :func:`batch_dict` rows."""
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         name = workflow_name(ref, proj) if ref else None
         tenants = scope_of(proj, tenant, principal).visible
         return [batch_dict(row) for row in st.list_batches(name, tenants=tenants)]
@@ -57,7 +57,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
     (``provider_status``); the store is not changed — the next run records what it says."""
     from agac.engine.batch.manual import poll_batch
 
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id, scope_of(proj, tenant, principal))
         doc = batch_dict(row)
         items: dict[str, int] = {}
@@ -85,7 +85,7 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     """
     from agac.engine.batch.manual import read_results
 
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id, scope_of(proj, tenant, principal))
     types = read_results(proj, row, lambda result: sink(result_dict(result)))
     return {"key": row.key, "batch_id": row.provider_batch_id, "results": sum(types.values()),

@@ -34,7 +34,7 @@ def effects_resolve(ref: str, done: bool, project: ProjectRef = None, *,
     """``agac effects resolve ID --done|--not-done``: settle an effect left ``unknown`` (E2)."""
     from agac.engine.approvals.effects import resolve_effect
 
-    with reading(project, store) as (proj, st):
+    with reading(project, store, writes=True) as (proj, st):
         return resolve_effect(st, ref, done, tenants=scope_of(proj, tenant, principal).visible)
 
 
@@ -44,6 +44,6 @@ def effects_compensate(ref: str, project: ProjectRef = None, *,
     """``agac effects compensate ID``: run the declared compensation, once, on request."""
     from agac.engine.approvals.effects import compensate_effect
 
-    with reading(project, store) as (proj, st):
+    with reading(project, store, writes=True) as (proj, st):
         return compensate_effect(proj, st, ref,
                                  tenants=scope_of(proj, tenant, principal).visible)

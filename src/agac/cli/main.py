@@ -11,14 +11,13 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import click
 
 from agac import __version__
-from agac.errors import AgacError, ConfigError
+from agac.cli.failures import report
 
 __all__ = ["cli", "main"]
 
@@ -27,19 +26,6 @@ WF_HELP = "a workflow file path or its name:"
 
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def _fail(exc: AgacError, as_json: bool) -> None:
-    if isinstance(exc, ConfigError) and exc.problems:
-        if as_json:
-            _emit_json({"ok": False, "errors": [p.to_dict() for p in exc.problems]})
-        for p in exc.problems:
-            click.echo(p.render(), err=True)
-    else:
-        if as_json:
-            _emit_json({"ok": False, "error": exc.message, "kind": type(exc).__name__})
-        click.echo(f"agac: {exc.message}", err=True)
-    sys.exit(exc.exit_code)
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -56,14 +42,15 @@ def _report(result: Any, as_json: bool) -> int:
 
 
 def command(fn: Callable[..., int | None]) -> Callable[..., None]:
-    """Run a command body; AgacError -> its message on stderr and its exit code."""
+    """Run a command body inside the error boundary (:mod:`agac.cli.failures`): whatever
+    it raises becomes a message naming the fix (JSON on stdout with ``--json``) and an
+    exit code, never a traceback."""
 
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             code = fn(*args, **kwargs)
-        except AgacError as exc:
-            _fail(exc, bool(kwargs.get("as_json")))
-            return
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary
+            sys.exit(report(exc, bool(kwargs.get("as_json"))))
         sys.exit(code or 0)
 
     wrapper.__name__ = fn.__name__
@@ -71,7 +58,10 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
     return wrapper
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print exactly one JSON document on stdout, also when the command fails "
+         '({"ok": false, "error": ...}); notes and progress go to stderr.')
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -124,17 +114,43 @@ def budget_options(f: Any) -> Any:
 class _AgacGroup(click.Group):
     """The ``agac`` group; commands in :attr:`LAZY` are imported on first use.
 
-    The emulator pulls in its web server, which ``agac run`` has no use for; ``batch``
-    builds on this module's helpers (``command``, ``json_option``), so it is loaded after
-    it. Both are still listed by ``agac --help`` and resolved like any other command.
+    The emulator pulls in its web server, which ``agac run`` has no use for; ``batch``,
+    the workers' and people's commands build on this module's helpers (``command``,
+    ``json_option``), so they are loaded after it. Both are still listed by ``agac --help`` and resolved like any other command.
     """
 
     LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch",
                                       "submit": "agac.cli.workers", "worker": "agac.cli.workers",
-                                      "workers": "agac.cli.workers"}
+                                      "workers": "agac.cli.workers", "effects": "agac.cli.people",
+                                      "approvals": "agac.cli.people", "approve": "agac.cli.people",
+                                      "reject": "agac.cli.people", "revise": "agac.cli.people"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """Click's main, with usage errors and anything raised outside a command body
+        (an option's check, a lazy import) reported by the same boundary as the
+        commands' own failures: with ``--json`` stdout still holds one JSON document."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            if "--json" in argv:
+                failure = {"code": "usage_error", "message": exc.format_message(),
+                           "hint": "see `agac COMMAND --help`"}
+                click.echo(json.dumps({"ok": False, "error": failure}, indent=2))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("agac: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the boundary
+            sys.exit(report(exc, "--json" in argv))
+        sys.exit(code or 0)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
@@ -175,15 +191,19 @@ def init(directory: str, example: str, as_json: bool) -> int:
 @run_mode_option
 @poll_interval_option
 @batch_deadline_option
+@click.option("--sample", type=click.IntRange(min=0), default=100, show_default=True,
+              metavar="N", help="Read the input's first N records to check id_field and the "
+                                "source fields the templates read (0: do not read the input).")
 @json_option
 @command
 def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
-             batch_deadline: float | None, as_json: bool) -> int:
-    """Check a workflow; report every error with file, line and code (exit 2 on errors)."""
+             batch_deadline: float | None, sample: int, as_json: bool) -> int:
+    """Check a workflow and its input; report every error with file, line and code (exit 2
+    on errors)."""
     from agac import api
 
     wf, problems = api.validate(workflow, run_mode=run_mode, poll_interval=poll_interval,
-                                batch_deadline=batch_deadline)
+                                batch_deadline=batch_deadline, sample=sample)
     errors = [p for p in problems if p.severity == "error"]
     if as_json:
         _emit_json({"ok": not errors, "workflow": wf.name if wf else None,
@@ -268,7 +288,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
           abandon_in_flight: bool, tenant: str | None, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
-    from agac.cli.render import ProgressView
+    from agac.cli.render import ProgressView, print_retry_plan
 
     view = ProgressView(enabled=not dry_run)
     try:
@@ -282,10 +302,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
         if as_json:
             _emit_json(result)
         else:
-            click.echo(f"would retry {len(result['units'])} failed units of run {result['retry_of']} "
-                       f"(+{result['downstream']} downstream)")
-            for u in result["units"]:
-                click.echo(f"  {u['action']}  {u['key']}")
+            print_retry_plan(result)
         return 0
     return _report(result, as_json)
 
@@ -326,191 +343,6 @@ def cancel(ref: str, tenant: str | None, as_json: bool) -> int:
 
 
 @cli.group()
-def effects() -> None:
-    """Side effects of tool actions: receipts, unknown outcomes, compensation."""
-
-
-@effects.command("list")
-@click.argument("workflow", required=False)
-@tenant_option
-@json_option
-@command
-def effects_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
-    """List recorded effects (all workflows, or WORKFLOW's), oldest first."""
-    from agac import api
-
-    rows = api.effects_list(workflow, tenant=tenant)
-    if as_json:
-        _emit_json(rows)
-    else:
-        for r in rows:
-            click.echo(f"{r['id'][:12]}  {r['workflow']}/{r['action']}  {r['record']:<16} "
-                       f"{r['state']:<11} {'idempotent' if r['idempotent'] else 'not idempotent'}"
-                       + (f"  error: {r['error']}" if r.get("error") else ""))
-    return 0
-
-
-@effects.command("resolve")
-@click.argument("effect_id", metavar="ID")
-@click.option("--done", "done", flag_value=True, default=None, help="It happened: never call it again.")
-@click.option("--not-done", "done", flag_value=False, help="It did not happen: the next run calls it.")
-@tenant_option
-@json_option
-@command
-def effects_resolve(effect_id: str, done: bool | None, tenant: str | None, as_json: bool) -> int:
-    """Settle an effect left unknown by a crash (E2)."""
-    from agac import api
-    from agac.errors import UsageError
-
-    if done is None:
-        raise UsageError("say whether it happened: --done or --not-done")
-    row = api.effects_resolve(effect_id, done, tenant=tenant)
-    _emit_json(row) if as_json else click.echo(f"effect {row['id'][:12]} resolved {row['state']}; "
-                                               f"`agac run {row['workflow']}` continues")
-    return 0
-
-
-@effects.command("compensate")
-@click.argument("effect_id", metavar="ID")
-@tenant_option
-@json_option
-@command
-def effects_compensate(effect_id: str, tenant: str | None, as_json: bool) -> int:
-    """Run an effect's declared compensation once (it does not claim the effect was undone)."""
-    from agac import api
-
-    row = api.effects_compensate(effect_id, tenant=tenant)
-    _emit_json(row) if as_json else click.echo(
-        f"compensation of effect {row['id'][:12]} ran and returned "
-        f"{json.dumps(row['resolution'].get('compensation'), default=str)}; whether that undid the "
-        "effect is for the other service to say")
-    return 0
-
-
-@cli.group()
-def approvals() -> None:
-    """Proposals of actions with approval: (A1-A3): what waits for a person."""
-
-
-def _print_proposal(p: dict[str, Any]) -> None:
-    expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(p["expires_at"]))
-    click.echo(f"{p['id']}  {p['workflow']}/{p['action']}  {p['record']:<14} {p['state']:<10} "
-               f"expires {expires}  approvers: {', '.join(p['approvers'])}")
-    click.echo(f"    {json.dumps(p['arguments'], ensure_ascii=False, default=str)[:300]}")
-
-
-@approvals.command("list")
-@click.argument("workflow", required=False)
-@click.option("--all", "every", is_flag=True, help="Every proposal, decided or not.")
-@tenant_option
-@json_option
-@command
-def approvals_list(workflow: str | None, every: bool, tenant: str | None, as_json: bool) -> int:
-    """List proposals waiting for a decision (all workflows, or WORKFLOW's), oldest first."""
-    from agac import api
-
-    rows = api.approvals_list(workflow, every=every, tenant=tenant)
-    if as_json:
-        _emit_json(rows)
-    elif not rows:
-        click.echo("no proposal waits for a decision")
-    else:
-        for p in rows:
-            _print_proposal(p)
-        click.echo(f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
-                   "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`")
-    return 0
-
-
-@approvals.command("show")
-@click.argument("proposal_id", metavar="ID")
-@tenant_option
-@json_option
-@command
-def approvals_show(proposal_id: str, tenant: str | None, as_json: bool) -> int:
-    """Show one proposal: its exact arguments, terms, decision, signature check, history."""
-    from agac import api
-
-    doc = api.approvals_show(proposal_id, tenant=tenant)
-    if as_json:
-        _emit_json(doc)
-        return 0
-    _print_proposal(doc)
-    click.echo(f"    policy version {doc['policy_version']}; run {doc['run_id']} ({doc['run_state']}); "
-               + ("signatures verified" if doc["verified"] else f"ALTERED: {doc['altered']}"))
-    if doc.get("decided_by"):
-        click.echo(f"    {doc['state']} by {doc['decided_by']}" + (f": {doc['reason']}" if doc["reason"] else ""))
-    for h in doc["history"]:
-        click.echo(f"    history: {h['id']} {h['state']}" + (f" (revises {h['revises']} by "
-                                                              f"{h['proposed_by']})" if h["revises"] else ""))
-    return 0
-
-
-as_option = click.option("--as", "who", default=None, metavar="NAME",
-                         help="Who decides (else AGAC_USER); must be one of the approvers.")
-
-
-def _decided(doc: dict[str, Any], as_json: bool, words: str) -> int:
-    if as_json:
-        _emit_json(doc)
-    else:
-        click.echo(f"proposal {doc['id']} {words}; `agac run {doc['workflow']}` continues")
-    return 0
-
-
-@cli.command()
-@click.argument("proposal_id", metavar="ID")
-@as_option
-@tenant_option
-@json_option
-@command
-def approve(proposal_id: str, who: str | None, tenant: str | None, as_json: bool) -> int:
-    """Approve a proposal: its unit acts with exactly its arguments on the next run."""
-    from agac import api
-
-    doc = api.approve(proposal_id, who=who, tenant=tenant)
-    return _decided(doc, as_json, f"approved by {doc['decided_by']}")
-
-
-@cli.command()
-@click.argument("proposal_id", metavar="ID")
-@click.option("--reason", required=True, help="Why (shown in the unit's failure).")
-@as_option
-@tenant_option
-@json_option
-@command
-def reject(proposal_id: str, reason: str, who: str | None, tenant: str | None,
-           as_json: bool) -> int:
-    """Reject a proposal: its unit fails approval_rejected (or the run, with on_reject: fail_run)."""
-    from agac import api
-
-    doc = api.reject(proposal_id, reason, who=who, tenant=tenant)
-    return _decided(doc, as_json, f"rejected by {doc['decided_by']}")
-
-
-@cli.command()
-@click.argument("proposal_id", metavar="ID")
-@click.option("--set", "changes", multiple=True, required=True, metavar="FIELD=VALUE",
-              help="Change one field of the arguments (dotted path; JSON or text). Repeatable.")
-@as_option
-@tenant_option
-@json_option
-@command
-def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, tenant: str | None,
-           as_json: bool) -> int:
-    """Revise a proposal's arguments: a new proposal that needs its own approval."""
-    from agac import api
-
-    doc = api.revise(proposal_id, list(changes), who=who, tenant=tenant)
-    if as_json:
-        _emit_json(doc)
-    else:
-        click.echo(f"proposal {doc['revises']} is superseded by {doc['id']}, which needs its own "
-                   f"approval: `agac approve {doc['id']} --as NAME`")
-    return 0
-
-
-@cli.group()
 def runs() -> None:
     """The history of runs."""
 
@@ -532,21 +364,28 @@ def runs_list(workflow: str | None, limit: int, tenant: str | None, as_json: boo
 
 
 @cli.command()
-@click.argument("run_ref", metavar="RUN", required=False)
+@click.argument("run_ref", metavar="[RUN|WF]", required=False)
 @tenant_option
 @json_option
 @command
 def events(run_ref: str | None, tenant: str | None, as_json: bool) -> int:
-    """Print a run's event log in order."""
+    """Print a run's event log, oldest first: id, time, kind, action, unit, data.
+
+    RUN is a run id (or a unique prefix), WF a workflow (its latest run); with neither,
+    the latest run of the project. Examples:
+
+    \b
+        agac events                      # the latest run
+        agac events review_triage        # the latest run of a workflow
+        agac events 6b0c1172 --json      # one run, as a JSON list
+
+    Tracebacks of failed tools are left out here; `agac records show KEY` has them.
+    """
     from agac import api
-    from agac.cli.render import print_event
+    from agac.cli.render import print_events
 
     rows = api.events(run_ref, tenant=tenant)
-    if as_json:
-        _emit_json(rows)
-    else:
-        for e in rows:
-            print_event(e)
+    _emit_json(rows) if as_json else print_events(rows)
     return 0
 
 
@@ -620,14 +459,14 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
                  limit: int, tenant: str | None, as_json: bool) -> int:
     """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
     from agac import api
+    from agac.cli.render import print_records
 
     doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit,
                            tenant=tenant)
     if as_json:
         _emit_json(doc)
         return 0
-    for u in doc["units"]:
-        click.echo(f"{u['key']}\t{u['action']}\t{u['status']}" + (f"\t{u['reason']}" if u["reason"] else ""))
+    print_records(doc)
     if not doc["units"]:
         click.echo(f"no units{' ' + status if status else ''} in run {doc['run_id']}", err=True)
     if doc["truncated"]:
@@ -643,14 +482,19 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @click.option("--out", default=None, help="Write here instead of stdout.")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
 @tenant_option
-@json_option
+@click.option("--json", "as_json", is_flag=True,
+              help="With --out: print one JSON document about the file written.")
 @command
 def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str | None,
            tenant: str | None, as_json: bool) -> int:
     """Export one row per record of an action: key, status, reason, output."""
     from agac import api
     from agac.data.export import open_output, write_csv, write_jsonl
+    from agac.errors import UsageError
 
+    if as_json and out is None:
+        raise UsageError("--json reports on the file written with --out; without --out the rows "
+                         "themselves are stdout", hint="add --out PATH, or drop --json")
     rows = api.export_rows(workflow, action, run_ref=run_ref, tenant=tenant)
     with open_output(out) as handle:
         n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
@@ -708,6 +552,19 @@ def store_upgrade(as_json: bool) -> int:
 
     doc = api.store_upgrade()
     _emit_json(doc) if as_json else click.echo(f"store at revision {doc['revision']}")
+    return 0
+
+
+@store.command("info")
+@json_option
+@command
+def store_info(as_json: bool) -> int:
+    """Where the state lives, its size; on a storage point its owner, snapshot age and log."""
+    from agac import api
+    from agac.cli.render import print_store_info
+
+    doc = api.store_info()
+    _emit_json(doc) if as_json else print_store_info(doc)
     return 0
 
 

@@ -22,6 +22,7 @@ from agac.providers.registry import available_providers
 from agac.tenants import is_tenant, pick_tenant
 
 __all__ = [
+    "POINT_SCHEMES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
     "PriceConfig",
@@ -29,6 +30,7 @@ __all__ = [
     "ProjectConfig",
     "ProviderConfig",
     "find_project",
+    "is_point_url",
     "load_project_config",
     "project_tenant",
     "store_url",
@@ -36,7 +38,7 @@ __all__ = [
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "tenant", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "store_options", "tenant", "providers", "prices", "groups")
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
@@ -76,6 +78,8 @@ class ProjectConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    store_options: Mapping[str, Any] = field(default_factory=dict)
+    """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
     tenant: str | None = None
     """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
     ``AGAC_TENANT`` names one (DESIGN §13 T2)."""
@@ -138,7 +142,7 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups, tenant), f
+    return ProjectConfig(store, providers, prices, groups, _store_options(f, data), tenant), f
 
 
 def _tenant(f: Findings, raw: Any) -> str | None:
@@ -150,6 +154,20 @@ def _tenant(f: Findings, raw: Any) -> str | None:
                      "a letter or digit")
         return None
     return str(raw)
+
+
+def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
+    """``store_options:``: a mapping of names to strings, numbers or booleans, passed to the
+    storage point (DESIGN §14); secrets belong in the environment, not in this file."""
+    raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(value, (str, int, float, bool)):
+            f.error("invalid_store", f"store_options.{key} must be a string, number or boolean",
+                    ("store_options", key))
+            continue
+        options[str(key)] = value
+    return options
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
@@ -222,6 +240,16 @@ def project_tenant(project: Project, given: str | None = None,
         return pick_tenant(given, project.config.tenant, environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+
+
+POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
+"""Schemes of storage points (DESIGN §14): object storage and directories."""
+
+
+def is_point_url(url: str) -> bool:
+    """True when ``store:`` names a storage point rather than an SQL store or ``memory``."""
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme.lower() in POINT_SCHEMES
 
 
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.data.view import ViewSpec, compile_view
+from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
@@ -37,6 +38,8 @@ class ActionRuntime:
     validator: Any = None
     provider: Any = None
     function: Any = None
+    canonical: CanonicalForm | None = None
+    """How its requests become canonical JSON (llm actions)."""
     stopped: str | None = None
     """Set when the action failed as a whole (an ``unsupported`` error): the reason text."""
 
@@ -114,6 +117,9 @@ def build_runtime(action: Action, provider: Any, root: Path, *, slots: Any = Non
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
         rt.validator = SchemaValidator(action.schema)
+    if action.kind == "llm":
+        rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
+                                     action.max_tokens or 1024, action.temperature, action.schema)
     if action.kind == "tool" and action.function:
         try:
             rt.function = resolve_function(action.function, root)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.providers.base import Request, Response
-    from agac.store.values import OutcomeStatus
+    from agac.store.values import Origin, OutcomeStatus
 
 __all__ = ["Act", "Approvals", "BatchUnits", "Effects", "Lookups", "Outcomes", "Prefetched",
            "ShardMemory", "UnitContext"]
@@ -34,7 +34,7 @@ class Outcomes(Protocol):
 
     async def settle(
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: Any = None, origin: str = "call",
+        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
         answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
@@ -96,7 +96,7 @@ class BatchUnits(Protocol):
 
     def answer_is_ours(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> bool: ...
 
-    def origin(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> tuple[str, int]: ...
+    def origin(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> tuple[Origin, int]: ...
 
     async def unit(self, rt: ActionRuntime, rec: UnitRecord, request_json: str,
                    fp: str) -> Settled | None: ...

@@ -4,7 +4,7 @@ run's control flags, and the result of a pass of the run loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -13,10 +13,10 @@ if TYPE_CHECKING:
 __all__ = ["PassResult", "RecordUnit", "RunControl", "Settled", "Stopped", "UnitRecord"]
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
+class Settled(NamedTuple):
     """A unit's outcome as the rest of its record's walk sees it — the one shape of a
-    unit's result (a call shared by single-flight and a unit read from a batch alike)."""
+    unit's result (a call shared by single-flight and a unit read from a batch alike).
+    Immutable; a named tuple because one is made for every unit."""
 
     status: OutcomeStatus
     reason: str | None = None
@@ -58,9 +58,8 @@ class UnitRecord(Protocol):
         ``^[a-zA-Z0-9_-]+$``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RecordUnit:
-    """A record of the input snapshot, as a unit's record."""
+class RecordUnit(NamedTuple):
+    """A record of the input snapshot, as a unit's record (immutable; one per record)."""
 
     key: str
     seq: int

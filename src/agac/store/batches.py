@@ -19,9 +19,13 @@ from agac.store.runs import Tenants, tenant_condition
 from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
+    from sqlalchemy.engine import Connection, Row
 
-__all__ = ["OPEN_BATCH_STATES", "BatchRepository", "staged_by", "staged_key", "staged_prefix"]
+__all__ = ["OPEN_BATCH_STATES", "BatchRepository", "ItemResult", "staged_by", "staged_key",
+           "staged_prefix", "write_item_results"]
+
+ItemResult = tuple[str, str, str, "str | None", "str | None"]
+"""(batch key, custom_id, status, reason, detail) of one item read from a batch."""
 
 _CHUNK = 1000
 
@@ -40,6 +44,28 @@ def staged_prefix(run_id: str, action: str | None = None) -> str:
 def staged_by(batch_key: str, run_id: str) -> bool:
     """Whether ``batch_key`` holds items run ``run_id`` staged (not yet in a batch)."""
     return batch_key.startswith(f"staged:{run_id}:")
+
+
+def write_item_results(conn: Connection, mark: str, results: Sequence[ItemResult]) -> None:
+    """Record what was read for each item, inside the caller's transaction. Items
+    answered (most of them) are marked per batch with one statement a few hundred
+    items at a time; the others, with their reasons, one row each."""
+    answered: dict[str, list[str]] = {}
+    others = []
+    for key, custom_id, status, reason, detail in results:
+        if status == "succeeded" and reason is None and detail is None:
+            answered.setdefault(key, []).append(custom_id)
+        else:
+            others.append((status, reason, detail, key, custom_id))
+    bi = t.batch_items
+    for key, ids in answered.items():
+        for i in range(0, len(ids), 500):
+            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.custom_id.in_(ids[i:i + 500]))
+                         .values(status="succeeded", reason=None, detail=None))
+    if others:
+        conn.exec_driver_sql(f"UPDATE batch_items SET status = {mark}, reason = {mark}, "
+                             f"detail = {mark} WHERE batch_key = {mark} AND custom_id = {mark}",
+                             others)
 
 
 class BatchRepository(StoreCore):
@@ -183,11 +209,8 @@ class BatchRepository(StoreCore):
         """(custom_id, status, reason, detail) for items of batch ``key``."""
         if not results:
             return
-        mark = self.hooks.param
-        sql = (f"UPDATE batch_items SET status = {mark}, reason = {mark}, detail = {mark} "
-               f"WHERE batch_key = {mark} AND custom_id = {mark}")
         with self._write("record batch results") as conn:
-            conn.exec_driver_sql(sql, [(s, r, d, key, c) for c, s, r, d in results])
+            write_item_results(conn, self.hooks.param, [(key, *r) for r in results])
 
     def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str,
                           lease: tuple[str, int, float] | None = None) -> int:
@@ -199,11 +222,15 @@ class BatchRepository(StoreCore):
         were answered."""
         bi, b, a, r, o = t.batch_items, t.batches, t.answers, t.records, t.outcomes
         mine, b2 = t.batch_items.alias("mine"), t.batches.alias("b2")
-        attempts = (sa.select(sa.func.count()).select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
-                    .where(mine.c.tenant == bi.c.tenant, mine.c.workflow == bi.c.workflow,
-                           mine.c.action == bi.c.action,
-                           mine.c.unit_key == bi.c.unit_key, b2.c.run_id == run_id)
-                    .scalar_subquery())
+        # Most units have this one item only: then it is the run's only one. Otherwise
+        # count the unit's items in this run's batches.
+        same_unit = (mine.c.tenant == bi.c.tenant, mine.c.workflow == bi.c.workflow,
+                     mine.c.action == bi.c.action, mine.c.unit_key == bi.c.unit_key)
+        others = sa.exists().where(*same_unit, mine.c.batch_key != bi.c.batch_key)
+        attempts = sa.case((~others, sa.literal(1)), else_=(
+            sa.select(sa.func.count()).select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
+            .where(*same_unit, b2.c.run_id == run_id)
+            .scalar_subquery()))
         settled = sa.exists().where(o.c.run_id == run_id, o.c.action == bi.c.action,
                                     o.c.unit_key == bi.c.unit_key)
         sel = (sa.select(sa.literal(run_id), bi.c.action, bi.c.unit_key, r.c.seq,

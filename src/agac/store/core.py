@@ -10,6 +10,7 @@ no query bypasses them.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import itertools
 import operator
@@ -21,7 +22,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from agac.clock import SYSTEM, Clock
 from agac.errors import LeaseLost, StoreError
-from agac.store.database import create_store_engine, dialect_hooks, upgrade
+from agac.store.database import (
+    DriverFailure,
+    create_store_engine,
+    describe_driver_error,
+    dialect_hooks,
+    upgrade,
+)
 
 __all__ = ["StoreCore"]
 
@@ -29,17 +36,28 @@ __all__ = ["StoreCore"]
 class StoreCore:
     """A connection pool to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
+    WAL_AUTOCHECKPOINT = 10000
+    """SQLite's automatic checkpoint, in pages (a storage point's working copy: 0)."""
+
     def __init__(self, url: str, *, migrate: bool = True, clock: Clock = SYSTEM) -> None:
         self.url = url
         self.clock = clock
         """The clock rows are stamped with and leases expire by; a run takes its own from
         its store."""
-        self.engine: Engine = create_store_engine(url)
+        self.engine: Engine = create_store_engine(url, wal_autocheckpoint=self.WAL_AUTOCHECKPOINT)
         self.hooks = dialect_hooks(self.engine)
         self.memory = url == "memory"
         self._bulk_cache: dict[tuple[str, str, int], tuple[str, tuple[str, ...]]] = {}
+        self.notes: list[str] = []
+        """What the user should hear about the store itself (a storage point's torn log, O3)."""
         if migrate:
             upgrade(self.engine)
+
+    @property
+    def dialect(self) -> str:
+        """Which database this is: ``sqlite`` or ``postgresql`` (a fact to report; the
+        differences themselves are the dialect hooks')."""
+        return self.hooks.name
 
     @property
     def shares_work(self) -> bool:
@@ -49,19 +67,42 @@ class StoreCore:
     def close(self) -> None:
         self.engine.dispose()
 
+    # -- durability and ownership (a storage point overrides these) ----------------------------
+
+    def durability_ticket(self) -> concurrent.futures.Future[None] | None:
+        """The durability acknowledgement: None when a commit is durable as it returns (SQL
+        stores); else a future answered once everything committed so far is stored durably
+        (a storage point ships its log, O1), which an effect waits for before it starts."""
+        return None
+
+    def owner_confirmed(self) -> bool:
+        """True while this process's hold needs no confirming before an effect: always on
+        SQL stores (every write checks the fencing token); a storage point says whether
+        its lease was confirmed lately (O2)."""
+        return True
+
+    def confirm_owner(self) -> None:
+        """Confirm this process still owns what it writes (a storage point rewrites its
+        ``head``); raises LeaseLost/StoreError otherwise. Nothing to do on SQL stores."""
+
+    @property
+    def point(self) -> bool:
+        """True for a storage point (object storage or a directory)."""
+        return False
+
     # -- the guard ------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _read(self, what: str = "read the store") -> Iterator[Connection]:
         """A connection for reading, inside the error guard."""
-        with _guard(what), self.engine.connect() as conn:
+        with _guard(what, self.url), self.engine.connect() as conn:
             yield conn
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[Connection]:
         """One transaction, inside the error guard: committed on success, rolled back on
         any error."""
-        with _guard(what), self.engine.begin() as conn:
+        with _guard(what, self.url), self.engine.begin() as conn:
             yield conn
 
     # -- the fence (S3) -----------------------------------------------------------------------
@@ -128,9 +169,14 @@ class StoreCore:
 
 
 @contextlib.contextmanager
-def _guard(what: str) -> Iterator[None]:
-    """Translate driver errors into StoreError (S2: fail closed, say what failed)."""
+def _guard(what: str, url: str) -> Iterator[None]:
+    """Say what failed (S2: fail closed): a driver failure becomes StoreError "cannot
+    <what>: <the driver's words>", without the SQL or its values (see
+    :func:`agac.store.database.describe_driver_error`)."""
     try:
         yield
+    except DriverFailure as exc:
+        raise StoreError(f"cannot {what}: {exc.message}", hint=exc.hint) from exc
     except sa.exc.SQLAlchemyError as exc:
-        raise StoreError(f"cannot {what}: {exc.__class__.__name__}: {exc}") from exc
+        message, hint = describe_driver_error(exc, url)
+        raise StoreError(f"cannot {what}: {message}", hint=hint) from exc

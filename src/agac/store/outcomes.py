@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.batches import ItemResult, write_item_results
 from agac.store.core import StoreCore
 from agac.store.values import NOT_CARRIED
 
@@ -251,9 +252,12 @@ class OutcomeRepository(StoreCore):
         events: Sequence[dict[str, Any]] = (),
         batch_items: Sequence[dict[str, Any]] = (),
         fanouts: Sequence[dict[str, Any]] = (),
+        item_results: Sequence[ItemResult] = (),
     ) -> None:
         """Write one group of progress atomically, after checking the fencing token.
-        Answers, tool results, usage and batch items carry their run's ``tenant``."""
+        Answers, tool results, usage and batch items carry their run's ``tenant``.
+        ``item_results`` (what was read for batch items) commit with the answers and usage
+        they ledger: a crash never leaves one without the other."""
         with self._write("write a checkpoint") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
@@ -265,6 +269,8 @@ class OutcomeRepository(StoreCore):
             self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
             self._bulk(conn, t.fanouts, fanouts,
                        "ON CONFLICT (run_id, action, parent_key) DO UPDATE SET items = excluded.items")
+            if item_results:
+                write_item_results(conn, self.hooks.param, item_results)
 
     def iter_events(self, run_id: str, after: int = 0, limit: int = 1000) -> list[Row]:
         with self._read() as conn:

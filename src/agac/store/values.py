@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from agac.jsontext import dumps, loads
+from agac.reasons import Reason
 from agac.tenants import DEFAULT_TENANT
 
 __all__ = [
@@ -44,30 +45,20 @@ Origin = Literal["call", "reused", "carried"]
 """How a unit got its outcome: this run paid for it, found it stored (S5, an adopted
 batch), or carried it from the run it continues or retries (R1, R2)."""
 
-Reason = Literal[
-    # skipped
-    "guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline", "join_atomic",
-    "batch_outstanding", "run_ended",
-    # failed
-    "invalid_input", "duplicate_key", "tool_error", "schema_invalid", "truncated", "refusal",
-    "content_filter", "provider_error", "render_error", "fan_out_invalid", "batch_refused",
-    "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled", "batch_deadline",
-    "batch_abandoned", "approval_rejected", "approval_expired", "effect_failed", "effect_unknown",
-]
-"""Reason codes of failed and skipped units (DESIGN §7.2). Never one for two meanings."""
+# Reason codes of failed and skipped units have one registry, agac/reasons.py.
 
 NOT_CARRIED: tuple[Reason, ...] = ("batch_outstanding", "cancelled", "deadline",
                                    "budget_exhausted", "run_ended")
 """Skips that only say a run stopped early: a later run asks those units again."""
 
 BatchState = Literal["submitting", "unknown", "submitted", "running", "cancelling", "ended",
-                     "collected", "refused", "failed", "expired", "cancelled", "abandoned",
-                     "not_submitted"]
+                     "collected", "refused", "expired", "cancelled", "abandoned", "not_submitted",
+                     "failed"]
 OPEN_BATCH_STATES: tuple[BatchState, ...] = ("submitting", "unknown", "submitted", "running",
                                              "cancelling", "ended")
 """A batch in these states still owes its items an answer (``ended`` = not yet read)."""
 
-ItemStatus = Literal["pending", "succeeded", "retry", "failed", "not_submitted"]
+ItemStatus = Literal["pending", "succeeded", "retry", "not_submitted", "failed"]
 """A batch item: waiting (staged or out), read with an answer, to be sent again, failed."""
 
 

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-import agac.store.database as database
 from agac.engine.approvals.proposals import content_hash, sign, tampered
 from agac.errors import RefusedError
+from agac.store import database
 from agac.store import tables as t
 from agac.store.database import HEAD_REVISION, create_store_engine, current_revision, upgrade
 from agac.store.repository import Store

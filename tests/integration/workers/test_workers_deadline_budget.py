@@ -21,6 +21,7 @@ from workers_support import agac, finish, query, start_worker, status
 
 from agac.engine.limits.budget import RunLedger, spent_by
 from agac.store.repository import Store
+from agac.store.values import RunSettings
 from agac.testing import write_project
 
 CONCURRENCY = 4
@@ -220,7 +221,8 @@ def test_r5_run_ledger_reads_incrementally_and_counts_rows_committed_out_of_id_o
         fresh_pg_database: str) -> None:
     store = Store(fresh_pg_database)
     try:
-        run = SimpleNamespace(id="r1", options=json.dumps({"spent_before": {"usd": 0.5, "tokens": 7}}))
+        run = SimpleNamespace(id="r1", settings=RunSettings.from_json(
+            json.dumps({"spent_before": {"usd": 0.5, "tokens": 7}})))
         ledger = RunLedger(store, run, settle=1.0)
         assert ledger.read() == (0.5, 7)
         with psycopg.connect(fresh_pg_database, autocommit=True) as conn:

@@ -107,9 +107,11 @@ class Effects:
             "function": action.function or "", "idempotent": action.effect.idempotent,
             "compensate": action.effect.compensate, "run_id": self.run_id,
             "arguments": inputs_json}, lease=self.gateway.fence)
+        await self.gateway.durable()
         maybe_crash("effect_started")  # the intent is durable, the function not called yet
         tool_ctx = ToolContext(self.run_id, self.workflow, action.name, rec.key, None, 1, key,
                                tenant=self.tenant)
+        await self.gateway.owned()  # still the run's owner, right before the effect (S3)
         clock = self.control.clock
         started = clock.monotonic()
         try:

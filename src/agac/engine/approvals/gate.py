@@ -175,6 +175,7 @@ class ApprovalGate:
         if not await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
                                        lease=self.gateway.fence):
             return None  # pragma: no cover - one open run per workflow: nobody else uses it
+        await self.gateway.durable()  # the use is stored before the unit acts (S1)
         maybe_crash("approval_acting")  # the run acts on the approval; no outcome yet
         await self.out.event("approval_applied", rt.name, rec.key, proposal=row.id,
                              by=row.decided_by)

@@ -74,10 +74,13 @@ class _Reading:
         self.latency_ms = (now - (b.submitted_at or now)) * 1000
 
     async def flush(self) -> None:
-        if self.answers or self.usage:
-            await self.ctx.gateway.commit(answers=self.answers, usage=self.usage)
-        if self.results:
-            await self.ctx.call(self.ctx.store.set_item_results, self.b.key, self.results)
+        """One transaction: the answers, their usage and what was read for each item, so
+        an item is never ledgered twice nor marked read without its answer (a crash
+        mid-ingest reads again only the items still pending)."""
+        if self.answers or self.usage or self.results:
+            key = self.b.key
+            await self.ctx.gateway.commit(answers=self.answers, usage=self.usage,
+                                          item_results=[(key, *r) for r in self.results])
         self.answers, self.usage, self.results = [], [], []
 
     def read(self, item: Any, result: Result) -> None:

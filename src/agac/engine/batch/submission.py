@@ -111,6 +111,7 @@ class Submitter:
         if self.ctx.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
         await self.ctx.call(self.ctx.store.create_intents, staged, parts)
+        await self.ctx.gateway.durable()  # S1: the intents are stored before anything is sent
         refused = False
         for row, _ in parts:
             if self.ctx.budget is not None and row["key"] in held:
@@ -190,6 +191,7 @@ class Submitter:
             requests = (request_from_json(i.request, i.custom_id)
                         for i in self.ctx.store.iter_batch_items(key))
             maybe_crash("before_submit")
+            await self.ctx.gateway.owned()  # still the run's owner, right before sending (S3)
             try:
                 handle = await rt.provider.submit_batch(requests, key)
             except WaitError as exc:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.engine.walk.steps import StepPlan
     from agac.store.repository import Store
+    from agac.store.values import Origin
 
 __all__ = ["BatchUnits"]
 
@@ -169,7 +170,7 @@ class BatchUnits:
         return any(i.status == "succeeded" and i.collected_by == self.run_id
                    for i in self._matching(rt, rec.key, fp))
 
-    def origin(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> tuple[str, int]:
+    def origin(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> tuple[Origin, int]:
         """('call', attempts) when this run paid for the batch answer, else ('reused', 0)."""
         mine = [i for i in self._matching(rt, rec.key, fp) if i.batch_run == self.run_id]
         if any(i.status == "succeeded" for i in mine):

@@ -45,10 +45,15 @@ __all__ = ["InputSnapshot", "admit_run", "current_snapshot_id", "open_or_admit",
 
 
 class InputSnapshot:
-    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int) -> None:
+    """A stored input snapshot; ``empty_files`` names the input files that gave it no
+    record (reported at admission, never silently nothing)."""
+
+    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int,
+                 empty_files: tuple[str, ...] = ()) -> None:
         self.id = snapshot_id
         self.files = files
         self.count = count
+        self.empty_files = empty_files
 
 
 def _files(workflow: Workflow, project: Project) -> list[Path]:
@@ -71,14 +76,25 @@ def snapshot_input(
 ) -> InputSnapshot:
     """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
     snapshot_id = current_snapshot_id(workflow, project, limit, tenant=tenant)
+    paths = _files(workflow, project)
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
-        return InputSnapshot(snapshot_id, loads(info.files), info.record_count)
-    paths = _files(workflow, project)
+        stored = loads(info.files)
+        return InputSnapshot(snapshot_id, stored, info.record_count,
+                             _empty(paths, stored, info.record_count, limit, project))
     files: list[dict[str, Any]] = []
     count = store.write_snapshot(snapshot_id, files, _rows(paths, workflow, limit, files))
-    return InputSnapshot(snapshot_id, files, count)
+    return InputSnapshot(snapshot_id, files, count, _empty(paths, files, count, limit, project))
+
+
+def _empty(paths: list[Path], files: list[dict[str, Any]], count: int, limit: int | None,
+           project: Project) -> tuple[str, ...]:
+    """The input files that gave no record (not merely cut off by ``limit``)."""
+    if limit is not None and count >= limit:
+        return ()
+    seen = {f["file"] for f in files}
+    return tuple(project.display(p) for p in paths if p.name not in seen)
 
 
 def _rows(
@@ -155,7 +171,10 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
             )
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
-    return admit_run(project, store, workflow, options), notes
+    snapshot = snapshot_input(workflow, project, store, options.limit, tenant=options.tenant)
+    notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
+                 "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
+    return admit_run(project, store, workflow, options, snapshot=snapshot), notes
 
 
 def new_run_id(now: float) -> str:
@@ -189,9 +208,13 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     carried = 0
     if prior is not None:
         carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
-    store.checkpoint(lease=None, events=[run_event(run_id, "run_admitted", {
-        "tenant": options.tenant, "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
-        "carried_outcomes": carried}, store.clock.time())])
+    admitted: dict[str, Any] = {"tenant": options.tenant, "records": snapshot.count,
+                                "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
+                                "carried_outcomes": carried}
+    if snapshot.empty_files:
+        admitted["empty_files"] = list(snapshot.empty_files)
+    store.checkpoint(lease=None, events=[run_event(run_id, "run_admitted", admitted,
+                                                   store.clock.time())])
     run = store.get_run(run_id)
     assert run is not None
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet

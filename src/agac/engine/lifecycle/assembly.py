@@ -114,7 +114,10 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)
     out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock)
-    budget = _budget(run, out.prices, setup)
+    # Exhausted in one shard is exhausted in all, as in one process: a batch part refused
+    # elsewhere must not be staged again here, and again, for ever.
+    refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)
+    budget = _budget(run, out.prices, setup, refused)
     batch_rts = [rt for rt in runtimes if is_batched(rt)]
     step_rts = batch_rts  # a batch shard steps (and reserves for) its own action only
     if setup is not None and setup.batch_action is not None:
@@ -129,10 +132,6 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
         held = open_reservations(store, budget, run.id, run.workflow,
                                  [rt.action for rt in step_rts], tenant=run.tenant)
         budget.sync(store, run, held)
-        if setup is not None:
-            # Exhausted in one shard is exhausted in all, as in one process: a batch part
-            # refused elsewhere must not be staged again here, and again, for ever.
-            budget.exhausted = store.budget_refused(run.id)
     approvals = ApprovalGate(project, run_id=run.id, workflow=run.workflow, tenant=run.tenant,
                              store=store, gateway=gateway, out=out, control=control) if any(
         a.approval is not None for a in workflow.actions) else None
@@ -152,20 +151,21 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
                     effects=effects, budget=budget, batch=batch, approvals=approvals)
 
 
-def _budget(run: RunRecord, prices: PriceTable, setup: ShardSetup | None) -> BudgetGuard | None:
+def _budget(run: RunRecord, prices: PriceTable, setup: ShardSetup | None,
+            exhausted: bool) -> BudgetGuard | None:
     """The run's budget guard (R5), or None: a run without a budget does no budget work."""
     cap = run.settings.budget
     if cap is None:
         return None
     shared = setup.ledger if setup is not None else None
     if shared is None:
-        return BudgetGuard(cap.usd, cap.tokens, prices)
+        return BudgetGuard(cap.usd, cap.tokens, prices, exhausted=exhausted)
     guards: list[BudgetGuard] = []
 
     async def ledger() -> tuple[float, int]:
         return await shared(guards[0])
 
-    guards.append(BudgetGuard(cap.usd, cap.tokens, prices, ledger=ledger))
+    guards.append(BudgetGuard(cap.usd, cap.tokens, prices, exhausted=exhausted, ledger=ledger))
     return guards[0]
 
 

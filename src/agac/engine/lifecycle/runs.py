@@ -31,6 +31,7 @@ from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import PassResult
 from agac.engine.views.summary import build_summary
+from agac.errors import AgacError
 from agac.providers.factory import open_providers
 
 if TYPE_CHECKING:
@@ -62,7 +63,18 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
 def execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
                 notes: list[str] | None = None, *,
                 providers: ProviderFactory = open_providers) -> RunResult:
-    """Own ``run`` and execute it until it ends or pauses; the summary and notes."""
+    """Own ``run`` and execute it until it ends or pauses; the summary and notes. An
+    error that stops it names the run (``run_id``), so the CLI can show the run's summary
+    with it."""
+    try:
+        return _execute_run(project, store, run, options, notes, providers)
+    except AgacError as exc:
+        exc.run_id = exc.run_id or run.id
+        raise
+
+
+def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
+                 notes: list[str] | None, providers: ProviderFactory) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
@@ -120,9 +132,8 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
     files = snapshot_files(store, run)
     gateway = StoreGateway(store, lease, tenant=run.tenant)
     gateway.start()
-    progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files))
-    if options.on_progress:
-        progress.listeners.append(options.on_progress)
+    progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files),
+                        [options.on_progress] if options.on_progress else [])
     parts = assemble_run(project, store, run, workflow, gateway=gateway, providers=opened,
                          progress=progress, prior=prior_run(store, run), files=files)
     if options.on_start:

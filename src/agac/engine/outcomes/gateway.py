@@ -19,13 +19,12 @@ stamped with the tenant here, in one place.
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
 
-**Durability.** A waiter is woken when its group is *durable*, as the
-:class:`Durability` given to the gateway says: for SQLite and PostgreSQL that is the
-COMMIT (:class:`LocalCommit`). A storage point that ships the store's committed WAL
-frames elsewhere (DESIGN §14) plugs in here: ``committed`` runs in the store thread right
-after each COMMIT (ship or note the frames), and ``durable`` decides when the waiters
-of that commit may go on (O5: at the local commit; a stricter point could wait for the
-shipped segment).
+**Durability.** A group's waiters are woken at its COMMIT: on SQLite and PostgreSQL that
+is durable, and on a storage point the local commit is what releases a unit's slot (O5).
+Before something that cannot be taken back — a batch submission, an effect, an approved
+unit acting — the engine also waits for :meth:`StoreGateway.durable` (the store's
+acknowledgement that everything committed so far is stored durably: at once on SQL
+stores, once the log is shipped on a storage point) and checks :meth:`StoreGateway.owned`.
 """
 
 from __future__ import annotations
@@ -34,13 +33,13 @@ import asyncio
 import concurrent.futures
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from agac.engine.crashpoints import maybe_crash
 from agac.errors import StoreError
 from agac.store.repository import Store
 
-__all__ = ["Durability", "Lease", "LocalCommit", "StoreGateway"]
+__all__ = ["Lease", "StoreGateway"]
 
 T = TypeVar("T")
 
@@ -49,28 +48,6 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
     if not fut.cancelled():
         fut.exception()
 
-
-class Durability(Protocol):
-    """When a group commit counts as durable (see the module doc)."""
-
-    def committed(self, number: int) -> None:
-        """In the store thread, right after the COMMIT of group ``number``."""
-
-    async def durable(self, number: int) -> None:
-        """Return once group ``number`` is durable; its waiters are woken then."""
-
-
-class LocalCommit:
-    """Durable at the COMMIT (SQLite WAL, PostgreSQL)."""
-
-    def committed(self, number: int) -> None:
-        return None
-
-    async def durable(self, number: int) -> None:
-        return None
-
-
-LOCAL_COMMIT = LocalCommit()
 
 _TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items")
 """The rows of a group commit that carry their run's tenant."""
@@ -92,17 +69,15 @@ class StoreGateway:
     def __init__(
         self, store: Store, lease: Lease | None, *, tenant: str, max_group: int = 5000,
         gather_seconds: float = 0.002, gather_rounds: int = 16,
-        durability: Durability = LOCAL_COMMIT,
     ) -> None:
         self.store = store
         self.tenant = tenant
-        self.durability = durability
         self.gather_rounds = gather_rounds
         self.gather_seconds = gather_seconds
         self.lease = lease
         self.max_group = max_group
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agac-store")
-        self._writes: list[tuple[dict[str, list[dict[str, Any]]], asyncio.Future[None]]] = []
+        self._writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]] = []
         self._lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._tool_lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._wake: asyncio.Event | None = None
@@ -148,8 +123,9 @@ class StoreGateway:
 
     # -- writes -------------------------------------------------------------------------
 
-    async def commit(self, **parts: list[dict[str, Any]]) -> None:
-        """Queue rows (outcomes, answers, tool_results, usage, events) and wait until durable."""
+    async def commit(self, **parts: list[Any]) -> None:
+        """Queue rows (outcomes, answers, tool_results, usage, events, batch_items, fanouts,
+        item_results) and wait until durable."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._writes.append((parts, fut))
@@ -157,7 +133,7 @@ class StoreGateway:
         self._wake.set()
         await fut
 
-    def commit_nowait(self, **parts: list[dict[str, Any]]) -> asyncio.Future[None]:
+    def commit_nowait(self, **parts: list[Any]) -> asyncio.Future[None]:
         """Queue rows without waiting; a failure still breaks the gateway (S2) and
         surfaces at the next ``commit`` or ``flush``."""
         self._raise_if_broken()
@@ -167,6 +143,37 @@ class StoreGateway:
         assert self._wake is not None
         self._wake.set()
         return fut
+
+    async def durable(self) -> None:
+        """The durability acknowledgement: wait until everything committed so far is stored
+        durably — at once on SQL stores, whose commit is durable; on a storage point, until
+        the log holding it is shipped (DESIGN §14). Call it after recording an intent and
+        before the effect it announces (S1): a batch submission, an effect, an approved
+        unit acting. A failure breaks the gateway like a failed checkpoint (S2)."""
+        self._raise_if_broken()
+        ticket = self.store.durability_ticket()
+        if ticket is None:
+            return
+        try:
+            await asyncio.wrap_future(ticket)
+        except StoreError as exc:
+            self._broken = exc
+            raise
+
+    async def owned(self) -> None:
+        """The ownership check, right before something irreversible (an effect, a batch
+        submission): at once while the store vouches for this process's hold (always on SQL
+        stores, whose every write is fenced); on a storage point whose lease was not
+        confirmed lately (the process was paused), ``head`` is rewritten first, and a
+        point taken over meanwhile raises :class:`LeaseTaken` (DESIGN §14, O2)."""
+        self._raise_if_broken()
+        if self.store.owner_confirmed():
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.confirm_owner)
+        except StoreError as exc:
+            self._broken = exc
+            raise
 
     async def flush(self) -> None:
         """Wait until everything queued so far is durable, including a group the writer
@@ -228,8 +235,6 @@ class StoreGateway:
                 self._broken = exc if isinstance(exc, StoreError) else StoreError(str(exc))
                 self._fail_all(lookups, tools, writes, self._broken)
                 continue
-            if writes:
-                await self.durability.durable(self.commits)
             for fp, futs in lookups.items():
                 for f in futs:
                     if not f.done():
@@ -246,14 +251,14 @@ class StoreGateway:
         self,
         lookups: list[str],
         tools: list[str],
-        writes: list[tuple[dict[str, list[dict[str, Any]]], asyncio.Future[None]]],
+        writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]],
     ) -> tuple[dict[str, str], dict[str, str]]:
         found = self.store.get_answers(lookups, tenant=self.tenant) if lookups else {}
         tool_found = self.store.get_tool_results(tools, tenant=self.tenant) if tools else {}
         if writes:
-            merged: dict[str, list[dict[str, Any]]] = {
+            merged: dict[str, list[Any]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [], "fanouts": [],
+                "batch_items": [], "fanouts": [], "item_results": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():
@@ -273,7 +278,6 @@ class StoreGateway:
                 lease=self.lease.as_tuple() if self.lease else None, **merged
             )
             self.commits += 1
-            self.durability.committed(self.commits)
             maybe_crash("after_checkpoint")
         return found, tool_found
 

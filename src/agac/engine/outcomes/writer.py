@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agac.engine.values import UnitRecord
     from agac.providers.base import Request, Response, Usage
     from agac.providers.pricing import PriceTable
-    from agac.store.values import OutcomeStatus
+    from agac.store.values import Origin, OutcomeStatus
 
 __all__ = ["OutcomeWriter", "Progress"]
 
@@ -31,12 +31,13 @@ __all__ = ["OutcomeWriter", "Progress"]
 class Progress:
     """Live counters per action, for progress bars; the store stays the truth."""
 
-    def __init__(self, actions: list[str], total: int) -> None:
+    def __init__(self, actions: list[str], total: int,
+                 listeners: Iterable[Callable[[Progress], None]] = ()) -> None:
         self.total = total
         self.actions = {a: {"answered": 0, "failed": 0, "skipped": 0, "cost": 0.0} for a in actions}
         self.batches: dict[str, str] = {}
         """Per batch action: its batches out, with provider status and request counts."""
-        self.listeners: list[Callable[[Progress], None]] = []
+        self.listeners: list[Callable[[Progress], None]] = list(listeners)
         self.totals = dict.fromkeys(actions, total)
         """Units per action: the record count, grown by fan-outs as parents fan out."""
         self._fanned: set[tuple[str, str]] = set()
@@ -78,7 +79,7 @@ class OutcomeWriter:
 
     async def settle(
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: Any = None, origin: str = "call",
+        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
         answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
         tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
@@ -101,14 +102,18 @@ class OutcomeWriter:
             "fingerprint": fingerprint, "output": output_json,
             "attempts": attempts, "updated_at": now,
         }
-        events = []
+        parts: dict[str, list[dict[str, Any]]] = {"outcomes": [outcome]}
         if status == "failed":
             data: dict[str, Any] = {"reason": reason, "detail": detail}
             if traceback_text:
                 data["traceback"] = traceback_text
-            events.append(self.event_row("unit_failed", rt.name, rec.key, data, now))
-        parts = {"outcomes": [outcome], "answers": answers or [], "usage": usage or [],
-                 "tool_results": tool_results or [], "events": events}
+            parts["events"] = [self.event_row("unit_failed", rt.name, rec.key, data, now)]
+        if answers:
+            parts["answers"] = answers
+        if tool_results:
+            parts["tool_results"] = tool_results
+        if usage:
+            parts["usage"] = usage
         if usage or answers or tool_results:
             await self.gateway.commit(**parts)
         else:

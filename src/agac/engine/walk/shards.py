@@ -115,14 +115,16 @@ class RecordWalk:
         for (action, _), settled in existing.items():
             self.out.carried(action, settled.status)
         keys = [r.key for r in records]
+        payloads = [loads(r.payload) if r.payload is not None else None for r in records]
         if self.batch is not None:
             await self.batch.prefetch(keys)
-        await self._prefetch_roots(records, existing)
+        await self._prefetch_roots(records, payloads, existing)
         waiting: set[str] = set()
         first = self.plan.steps[0] if self.plan.steps else None
         if self.batch is not None and first is not None and not isinstance(first, Region):
             waiting = await self.batch.settle_ahead(first, records, existing, self.memory)
-        tasks = await self._start_records([r for r in records if r.key not in waiting], existing)
+        tasks = await self._start_records(
+            [(r, p) for r, p in zip(records, payloads, strict=True) if r.key not in waiting], existing)
         if started is not None:
             started.set()
         done = await asyncio.gather(*tasks)
@@ -135,8 +137,8 @@ class RecordWalk:
             self.batch.forget(keys)
         return all(done) and not waiting
 
-    async def _start_records(self, records: list[RecordUnit], existing: dict[tuple[str, str], Settled]
-                             ) -> list[asyncio.Task[bool]]:
+    async def _start_records(self, records: list[tuple[RecordUnit, Any]],
+                             existing: dict[tuple[str, str], Settled]) -> list[asyncio.Task[bool]]:
         """One task per record, started 64 at a time: each runs until it waits for a slot,
         and a shard's 1,000 first steps in one go would hold answers that came back
         meanwhile (and the slots they free) for tens of milliseconds."""
@@ -144,8 +146,7 @@ class RecordWalk:
         tasks: list[asyncio.Task[bool]] = []
         walk = self.walker.walk_record
         try:
-            for i, rec in enumerate(records):
-                payload = loads(rec.payload) if rec.payload is not None else None
+            for i, (rec, payload) in enumerate(records):
                 tasks.append(loop.create_task(walk(rec, payload, existing)))
                 if i % 64 == 63:
                     await asyncio.sleep(0)
@@ -161,7 +162,7 @@ class RecordWalk:
                 if rt.action.kind == "llm" and not rt.action.dependencies
                 and not self.plan.per_item(rt.name)]
 
-    async def _prefetch_roots(self, records: list[RecordUnit],
+    async def _prefetch_roots(self, records: list[RecordUnit], payloads: list[Any],
                               existing: dict[tuple[str, str], Settled]) -> None:
         """Render the requests of actions that read only the record (no dependencies) for a
         whole shard and look their answers up in one query instead of one per unit."""
@@ -169,16 +170,16 @@ class RecordWalk:
             return
         pending: list[tuple[str, str, Any, str, str]] = []
         for rt in self._roots():
-            for rec in records:
+            for rec, payload in zip(records, payloads, strict=True):
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
                     continue
                 if self.batch is not None and self.batch.own_item(rt, rec.key) is not None:
                     continue  # waits on (or is settled from) this run's own batch item
                 try:
-                    request = build_request(rt, rt.view.build(loads(rec.payload), {}))
+                    request = build_request(rt, rt.view.build(payload, {}))
                 except Exception:  # noqa: BLE001 - the unit renders again and reports it
                     continue
-                request_json = request.canonical()
+                request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
                 pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
                 if len(pending) % 16 == 0:
                     # Rendering a shard takes a while: let answers that came back meanwhile

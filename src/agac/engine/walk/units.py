@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from agac.engine.ports import UnitContext
     from agac.engine.values import UnitRecord
     from agac.providers.base import Request
+    from agac.store.values import Origin
 
 __all__ = ["act", "run_unit"]
 
@@ -125,7 +126,7 @@ async def _run_llm(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: d
         request, request_json, fp, stored = prefetched
     else:
         request = given if given is not None else build_request(rt, view)
-        request_json = request.canonical()
+        request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
         fp = fingerprint_of(request_json)
         stored = None if ctx.fresh else await ctx.lookups.lookup_answer(fp)
     carried = ctx.memory.carried_failure(rt.name, rec.key, fp)
@@ -135,7 +136,10 @@ async def _run_llm(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: d
     if ctx.fresh and batch is not None and batch.answer_is_ours(rt, rec, fp):
         stored = await ctx.lookups.lookup_answer(fp)  # --fresh still reads its own batches
     if stored is not None:
-        origin, attempts = batch.origin(rt, rec, fp) if batch is not None else ("reused", 0)
+        origin: Origin = "reused"
+        attempts = 0
+        if batch is not None:
+            origin, attempts = batch.origin(rt, rec, fp)
         return await ctx.out.settle(rt, rec, "answered", output=json.loads(stored), origin=origin,
                                     fingerprint=fp, output_json=stored, attempts=attempts)
     if batch is not None:
@@ -151,9 +155,9 @@ async def _single_flight(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, r
     shared = inflight.get(fp)
     if shared is not None:
         got = await asyncio.shield(shared)
-        origin = "reused" if got.status == "answered" else "call"
         return await ctx.out.settle(rt, rec, got.status, got.reason, got.detail, output=got.output,
-                                    origin=origin, fingerprint=fp)
+                                    origin="reused" if got.status == "answered" else "call",
+                                    fingerprint=fp)
     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     inflight[fp] = fut
     try:

@@ -183,37 +183,50 @@ class Worker:
             self._log(f"stopped after {self.report.shards} shard claims")
 
     async def _claim_loop(self, tasks: set[asyncio.Task[None]], listener: Any) -> None:
+        """Rounds of claiming until stopped (or, with ``exit_when_done``, no run is open)."""
+        while not self.stopping:
+            try:
+                if not await self._round(tasks, listener):
+                    return
+            except StoreError as exc:
+                # Looking for work writes no progress: a connection the server dropped (a
+                # paused worker's, say) is tried again after the poll, not the worker's end.
+                poll = self.options.poll
+                self._log(f"cannot look for work: {exc.message}; looking again in {poll:g} s")
+                await self.store.clock.sleep(poll)
+
+    async def _round(self, tasks: set[asyncio.Task[None]], listener: Any) -> bool:
         """Claim up to two shards and advance them; when there is nothing to claim, finish
-        what nobody ended and wait for a NOTIFY (or ``--poll`` seconds)."""
+        what nobody ended and wait for a NOTIFY (or ``--poll`` seconds). False: stop."""
         opts = self.options
         loop = asyncio.get_running_loop()
         assert self._wake is not None
-        while not self.stopping:
-            await asyncio.to_thread(self._shard_new_runs)
-            while len(tasks) < SHARDS_PER_WORKER and not self.stopping:
-                claim = await asyncio.to_thread(
-                    self.store.claim_shard, worker=self.id, host=self.host, pid=self.pid,
-                    ttl=opts.lease_ttl)
-                if claim is None:
-                    break
-                self.report.claim_seconds.append(claim.seconds)
-                self.report.claim_db_seconds.append(claim.db_seconds)
-                self.report.shards += 1
-                tasks.add(loop.create_task(self._work(claim)))
-            if tasks:
-                waker = loop.create_task(self._wake.wait())
-                done, _ = await asyncio.wait(tasks | {waker}, timeout=opts.poll,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                waker.cancel()
-                self._wake.clear()
-                for task in done & tasks:
-                    tasks.discard(task)
-                    task.result()
-                continue
-            await self._sweep()
-            if opts.exit_when_done and not await asyncio.to_thread(self._any_open_run):
+        await asyncio.to_thread(self._shard_new_runs)
+        while len(tasks) < SHARDS_PER_WORKER and not self.stopping:
+            claim = await asyncio.to_thread(
+                self.store.claim_shard, worker=self.id, host=self.host, pid=self.pid,
+                ttl=opts.lease_ttl)
+            if claim is None:
                 break
-            await asyncio.to_thread(listener.wait, opts.poll)
+            self.report.claim_seconds.append(claim.seconds)
+            self.report.claim_db_seconds.append(claim.db_seconds)
+            self.report.shards += 1
+            tasks.add(loop.create_task(self._work(claim)))
+        if tasks:
+            waker = loop.create_task(self._wake.wait())
+            done, _ = await asyncio.wait(tasks | {waker}, timeout=opts.poll,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            waker.cancel()
+            self._wake.clear()
+            for task in done & tasks:
+                tasks.discard(task)
+                task.result()
+            return True
+        await self._sweep()
+        if opts.exit_when_done and not await asyncio.to_thread(self._any_open_run):
+            return False
+        await asyncio.to_thread(listener.wait, opts.poll)
+        return True
 
     async def _heartbeat(self) -> None:
         while True:
