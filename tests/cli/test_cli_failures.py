@@ -236,7 +236,7 @@ def test_live_owner_exits_75_and_ctrl_c_exits_130(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+        proc.communicate()  # also closes the pipes when an assertion above failed
     assert proc.returncode == 130, (out, err)
     assert "stopping: settling calls in flight" in err
     assert "\x1b" not in err

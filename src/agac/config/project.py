@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agac.config.source import Findings, Located, load_located
+from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError, UsageError
-from agac.providers.registry import available_providers
+from agac.providers.registry import available_providers, provider_transports
 from agac.tenants import is_tenant, pick_tenant
 
 __all__ = [
@@ -40,6 +40,9 @@ PROJECT_FILE = "agac.yml"
 
 _TOP_KEYS = ("store", "store_options", "tenant", "providers", "prices", "groups")
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
+#: ``providers.<name>.transport``: how online calls travel (DESIGN §5 P1), for providers
+#: that offer a choice; ``lean`` is the default.
+DEFAULT_TRANSPORT = "lean"
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
 PROVIDER_OPTIONS: dict[str, dict[str, tuple[float, float | None]]] = {
@@ -51,12 +54,17 @@ they land in ``ProviderConfig.options``."""
 
 @dataclass(frozen=True)
 class ProviderConfig:
-    """``providers: <name>:`` — connection settings; ``options`` holds provider-specific keys."""
+    """``providers: <name>:`` — connection settings; ``options`` holds provider-specific keys.
+
+    ``transport`` is ``lean`` (agac's own HTTP client for online calls, the default) or
+    ``sdk`` (the provider's official SDK); batch and file calls always use the SDK.
+    """
 
     base_url: str | None = None
     api_key_env: str | None = None
     batch_submissions_per_minute: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    transport: str = DEFAULT_TRANSPORT
 
 
 @dataclass(frozen=True)
@@ -183,7 +191,9 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
         if body is None:
             continue
         extras = PROVIDER_OPTIONS.get(str(name), {})
-        f.unknown_keys(body, (*_PROVIDER_KEYS, *extras), path, f"providers.{name}")
+        transports = provider_transports(str(name)) if name in known_providers else ()
+        keys = (*_PROVIDER_KEYS, *extras, *(("transport",) if transports else ()))
+        f.unknown_keys(body, keys, path, f"providers.{name}")
         options = {}
         for key, (low, high) in extras.items():
             if key in body:
@@ -195,8 +205,24 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
             batch_submissions_per_minute=None if rate is None else read_number(
                 f, rate, path + ("batch_submissions_per_minute",), exclusive_minimum=True),
             options=options,
+            transport=_transport(f, body, path, transports),
         )
     return result
+
+
+def _transport(f: Findings, body: dict[Any, Any], path: tuple[Any, ...],
+               transports: tuple[str, ...]) -> str:
+    value = body.get("transport")
+    if value is None or not transports:
+        return DEFAULT_TRANSPORT
+    if value not in transports:
+        choices = " or ".join(transports)
+        guess = did_you_mean(str(value), transports)
+        meaning = "lean: agac's own HTTP client (the default); sdk: the provider's official SDK"
+        f.error("invalid_value", f"providers.{path[-1]}.transport must be {choices}, got {value!r}",
+                path + ("transport",), hint=f"{guess} ({meaning})" if guess else meaning)
+        return DEFAULT_TRANSPORT
+    return str(value)
 
 
 def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:

@@ -8,6 +8,11 @@ Control API (``/_emulator/…``, never counted in the stats):
 - ``GET /_emulator/stats`` → ``{"requests": {provider: {op: n}}, "batches": [{"id",
   "provider", "requests", "status", "dropped"}], "answered": n, "duplicate_answers": n}``;
   ``DELETE`` resets the counters.
+- ``GET /_emulator/requests`` → ``{"requests": [{"provider", "op", "method", "path",
+  "query", "headers", "body", "client"}, …]}``: the last 1,000 requests counted, oldest first, with
+  lower-cased header names and the parsed body of live calls (``chat``; other ops have
+  ``body: null``) and the client's ``host:port`` (one per connection); ``DELETE``
+  forgets them. Stats resets and ``reset`` clear them too.
 - ``POST /_emulator/clock`` ``{"advance": seconds}`` moves emulator time forward for every
   batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by
@@ -29,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import anthropic, gemini, groq, ollama, openai
 from .faults import RuleError
-from .handling import DropConnection, Rejected, state_of
+from .handling import SENT_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
 
 __all__ = ["create_app"]
@@ -61,8 +66,18 @@ async def _stats(request: Request) -> Response:
 
 
 async def _stats_reset(request: Request) -> Response:
-    state_of(request).stats.reset()
+    state = state_of(request)
+    state.stats.reset()
+    state.journal.clear()
     return JSONResponse({"reset": True})
+
+
+async def _requests(request: Request) -> Response:
+    journal = state_of(request).journal
+    if request.method == "DELETE":
+        journal.clear()
+        return JSONResponse({"requests": []})
+    return JSONResponse({"requests": journal.document()})
 
 
 async def _clock(request: Request) -> Response:
@@ -165,7 +180,8 @@ class _Front:
             scope[_TRANSPORT] = getattr(getattr(send, "__self__", None), "transport", None)
             if _gemini_v1(scope):
                 path = scope["path"].replace("/v1/", "/v1beta/", 1)
-                scope = {**scope, "path": path, "raw_path": path.encode()}
+                scope = {**scope, "path": path, "raw_path": path.encode(),
+                         SENT_PATH: scope["path"]}
         await self.app(scope, receive, send)
 
 
@@ -182,6 +198,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/faults", _faults_clear, methods=["DELETE"]),
         Route("/_emulator/stats", _stats, methods=["GET"]),
         Route("/_emulator/stats", _stats_reset, methods=["DELETE"]),
+        Route("/_emulator/requests", _requests, methods=["GET", "DELETE"]),
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),
         Route("/_emulator/reset", _reset, methods=["POST"]),

@@ -24,9 +24,13 @@ if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
+    "SENT_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
     "new_batch", "observe", "read_json", "retry_headers", "state_of",
 ]
+
+#: Scope key holding the path as the client sent it, when the app serves it under another
+#: (google-genai's ``/v1/…`` served as ``/v1beta/…``).
+SENT_PATH = "agac.emulator.sent_path"
 
 #: Renders a provider error: (status, code, retry_after seconds, message) -> Response.
 ErrorRenderer = Callable[[int, "str | None", "float | None", "str | None"], Response]
@@ -65,6 +69,13 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
     state = state_of(request)
     if count:
         state.stats.count(provider, op)
+        # Starlette keeps the body it read: the handler has read a chat body already.
+        body = await request.body() if op == "chat" else None
+        scope = request.scope
+        host, port = scope.get("client") or ("", 0)
+        state.journal.add(provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
+                          scope["query_string"].decode("latin-1"), scope["headers"], body,
+                          f"{host}:{port}")
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)

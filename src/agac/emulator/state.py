@@ -12,10 +12,12 @@ A batch's life is a pure function of its elapsed emulator time and its fault pla
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,7 @@ __all__ = [
     "EmulatorState",
     "ItemError",
     "ItemResult",
+    "Journal",
     "Stats",
     "StoredFile",
 ]
@@ -188,6 +191,46 @@ class Stats:
         self.billed = set()
 
 
+class Journal:
+    """The last requests received, as they arrived: method, path, query, headers, body
+    and the client's address (``host:port``, one per connection), so that a test can
+    compare what two clients sent for the same request and see connections reused.
+
+    Only ``chat`` requests keep their body (raw bytes, decoded when read). At most
+    ``size`` entries are kept, oldest dropped first.
+    """
+
+    def __init__(self, size: int = 1000) -> None:
+        self.entries: deque[dict[str, Any]] = deque(maxlen=size)
+
+    def add(self, provider: str, op: str, method: str, path: str, query: str,
+            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str) -> None:
+        self.entries.append({"provider": provider, "op": op, "method": method, "path": path,
+                             "query": query, "headers": headers, "body": body,
+                             "client": client})
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def document(self) -> list[dict[str, Any]]:
+        """The entries as JSON: header names lower-cased (repeated ones joined with
+        ``, ``), the body parsed when it is JSON (else its text)."""
+        out = []
+        for entry in self.entries:
+            headers: dict[str, str] = {}
+            for raw_name, raw_value in entry["headers"]:
+                name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+                headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            body: Any = entry["body"]
+            if body is not None:
+                try:
+                    body = json.loads(body)
+                except ValueError:
+                    body = body.decode("utf-8", errors="replace")
+            out.append({**entry, "headers": headers, "body": body})
+        return out
+
+
 class EmulatorState:
     """The emulator's memory; one per app."""
 
@@ -196,6 +239,7 @@ class EmulatorState:
         self.clock = Clock()
         self.faults = FaultBook()
         self.stats = Stats()
+        self.journal = Journal()
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, Batch] = {}
         #: open resumable uploads (Gemini): upload id -> {"chunks", "spec", "mime"}.
@@ -208,6 +252,7 @@ class EmulatorState:
         self.clock = Clock()
         self.faults = FaultBook()
         self.stats = Stats()
+        self.journal.clear()
         self.files.clear()
         self.batches.clear()
         self.uploads.clear()

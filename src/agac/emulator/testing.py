@@ -118,6 +118,11 @@ class RunningEmulator:
         """``GET /_emulator/stats``."""
         return self._call("GET", "/_emulator/stats")
 
+    def requests(self) -> list[dict[str, Any]]:
+        """``GET /_emulator/requests``: the requests received since the last reset, oldest
+        first (see :mod:`.app`)."""
+        return list(self._call("GET", "/_emulator/requests")["requests"])
+
     def reset_stats(self) -> dict[str, Any]:
         """``DELETE /_emulator/stats``: zero the counters."""
         return self._call("DELETE", "/_emulator/stats")

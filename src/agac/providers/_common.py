@@ -97,12 +97,21 @@ def pick(obj: Any, *path: str) -> Any:
         if isinstance(obj, dict):
             value = obj.get(name)
             if value is None and "_" in name:
-                head, *rest = name.split("_")
-                value = obj.get(head + "".join(p.title() for p in rest))
+                value = obj.get(_CAMEL.get(name) or _camel(name))
             obj = value
         else:
             obj = getattr(obj, name, None)
     return obj
+
+
+_CAMEL: dict[str, str] = {}
+"""snake_case field names already turned into camelCase (a few dozen)."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    found = _CAMEL[name] = head + "".join(p.title() for p in rest)
+    return found
 
 
 def enum_str(value: Any) -> str | None:

@@ -139,16 +139,18 @@ def classify(
 def transport_errors() -> tuple[type[BaseException], ...]:
     """Network-level exception classes of the HTTP stacks under the SDKs.
 
-    openai and anthropic run on httpx2, groq, ollama and google-genai on httpx (or
-    httpx2); whichever is installed is included. Imported on first error only.
+    openai and anthropic run on httpx2, groq and ollama on httpx (or httpx2),
+    google-genai on aiohttp when it is installed (else httpx); whichever is installed is
+    included. Imported on first error only.
     """
     found: list[type[BaseException]] = [TimeoutError, ConnectionError]
-    for module_name in ("httpx", "httpx2"):
+    for module_name, error in (("httpx", "TransportError"), ("httpx2", "TransportError"),
+                               ("aiohttp", "ClientError")):
         try:
             module = __import__(module_name)
         except ImportError:
             continue
-        found.append(module.TransportError)
+        found.append(getattr(module, error))
     return tuple(found)
 
 

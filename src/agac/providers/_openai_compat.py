@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -42,6 +42,7 @@ from agac.providers._errors import (
     retry_after_seconds,
     transport_errors,
 )
+from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchState,
@@ -131,7 +132,13 @@ class OpenAICompatProvider:
     sdk_module: ClassVar[str | None]
     credential_env: ClassVar[tuple[str, ...]]
     supports_batch: ClassVar[bool] = True
+    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    transports = TRANSPORTS
     base_url_env: ClassVar[str]
+    #: Where the lean transport sends live calls: the base URL (the SDK's default when
+    #: none is configured) followed by the chat path.
+    default_base_url: ClassVar[str]
+    chat_path: ClassVar[str]
     sdk_base_error: ClassVar[str]
     max_tokens_param: ClassVar[str] = "max_completion_tokens"
     batch_endpoint: ClassVar[str] = "/v1/chat/completions"
@@ -142,24 +149,69 @@ class OpenAICompatProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._sdk = import_sdk(str(self.sdk_module), self.extra)
-        api_key = resolve_api_key(settings, self.credential_env)
-        base_url = resolve_base_url(settings, self.base_url_env)
-        timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        self._client: Any = self._make_client(api_key, base_url, timeout)
+        self._api_key = resolve_api_key(settings, self.credential_env)
+        self._base_url = resolve_base_url(settings, self.base_url_env)
+        self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
+        self._sdk_client: Any = None
+        self._sdk_module: Any = None
+        # Online calls: agac's own HTTP client (lean), or the SDK, which batch and file
+        # calls always use and which is imported only when first needed.
+        self._http: HttpSession | None = None
+        if settings.transport == "lean":
+            self._http = HttpSession(self.name, self._auth_headers(),
+                                     connections=settings.connections, timeout=self._timeout)
+            root = (self._base_url or self.default_base_url).rstrip("/")
+            self._chat_url = root + self.chat_path
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
         # Models seen to reject json_schema: later calls go straight to JSON mode.
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
 
+    @property
+    def _sdk(self) -> Any:
+        if self._sdk_module is None:
+            self._sdk_module = import_sdk(str(self.sdk_module), self.extra)
+        return self._sdk_module
+
+    @property
+    def _client(self) -> Any:
+        """The SDK's async client, built on first use."""
+        if self._sdk_client is None:
+            self._sdk_client = self._make_client(self._api_key, self._base_url, self._timeout)
+        return self._sdk_client
+
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
         raise NotImplementedError
+
+    def _auth_headers(self) -> dict[str, str]:
+        """The headers the SDK authenticates with (lean transport)."""
+        return {"Authorization": f"Bearer {self._api_key}"}
 
     def _list_batches(self) -> AsyncIterator[Any]:
         """Every batch the key can see, newest first."""
         raise NotImplementedError
 
     # -- errors --------------------------------------------------------------
+
+    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
+                      text: str) -> ProviderError:
+        """The taxonomy error for a non-2xx answer, on either transport.
+
+        ``body`` is the error body (the openai SDK unwraps ``{"error": …}``, the groq SDK
+        does not; both forms are read); ``text`` is the fallback message.
+        """
+        code, kind, message = error_fields(body)
+        if kind == "insufficient_quota" and code is None:
+            code = kind
+        return classify(
+            self.name,
+            status,
+            message=message or text,
+            retry_after=retry_after_seconds(headers),
+            code=code,
+        )
 
     @contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -168,15 +220,8 @@ class OpenAICompatProvider:
         try:
             yield
         except sdk.APIStatusError as exc:
-            code, kind, message = error_fields(exc.body)
-            if kind == "insufficient_quota" and code is None:
-                code = kind
-            raise classify(
-                self.name,
-                exc.status_code,
-                message=message or exc.message,
-                retry_after=retry_after_seconds(exc.response.headers),
-                code=code,
+            raise self._status_error(
+                exc.status_code, exc.response.headers, exc.body, exc.message
             ) from exc
         except sdk.APIConnectionError as exc:  # includes APITimeoutError
             raise connection_error(self.name, exc) from exc
@@ -232,10 +277,16 @@ class OpenAICompatProvider:
 
     async def _chat(self, request: Request, *, native: bool) -> Response:
         params = self._chat_params(request, native=native)
+        parse = request.schema is not None
+        if self._http is not None:
+            with stopwatch() as took:
+                body = await self._http.post(self._chat_url, params, errors=self._status_error,
+                                             timeout=request.timeout)
+            return chat_response(body, latency_ms=took[0], parse=parse)
         timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
             completion = await self._client.chat.completions.create(**params, timeout=timeout)
-        return chat_response(completion, latency_ms=took[0], parse=request.schema is not None)
+        return chat_response(completion, latency_ms=took[0], parse=parse)
 
     # -- batch ---------------------------------------------------------------
 
@@ -344,7 +395,10 @@ class OpenAICompatProvider:
         return None
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
 
 def batch_status(batch: Any) -> BatchStatus:

@@ -1,4 +1,5 @@
-"""Anthropic through the official ``anthropic`` SDK (``pip install 'agac[anthropic]'``).
+"""Anthropic (``pip install 'agac[anthropic]'``): online calls on agac's lean transport
+(or the official ``anthropic`` SDK with ``transport: sdk``), batches on the SDK.
 
 Live calls use the Messages API. Structured output is sent as
 ``output_config: {"format": {"type": "json_schema", "schema": …}}``; a model that
@@ -15,14 +16,16 @@ lost submission by time window and request count (DESIGN B2).
 
 from __future__ import annotations
 
-import importlib
+import ast
+import importlib.util
 import json
 import logging
 import os
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
@@ -44,6 +47,7 @@ from agac.providers._errors import (
     retry_after_seconds,
     transport_errors,
 )
+from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchState,
@@ -59,6 +63,11 @@ from agac.providers.base import (
 __all__ = ["AnthropicProvider"]
 
 DEFAULT_TIMEOUT = 600.0
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: The ``anthropic-version`` header the SDK sends (anthropic 2.15); the lean transport
+#: sends the same, and tests/integration/providers/test_transport_equivalence.py holds
+#: the two together when the lock moves.
+API_VERSION = "2026-10-21"
 BATCH_MAX_REQUESTS = 100_000
 BATCH_MAX_BYTES = 256 * 1024 * 1024
 
@@ -109,33 +118,75 @@ class AnthropicProvider:
     sdk_module = "anthropic"
     credential_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     supports_batch = True
+    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    transports = TRANSPORTS
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._sdk = import_sdk("anthropic", self.extra)
-        api_key = resolve_api_key(settings, self.credential_env)
-        base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
+        self._api_key = resolve_api_key(settings, self.credential_env)
+        self._base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
         self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        auth = (
-            {"auth_token": api_key} if _is_auth_token(settings, api_key) else {"api_key": api_key}
-        )
-        # max_retries=0: the engine owns retries (DESIGN §5).
-        self._client: Any = self._sdk.AsyncAnthropic(
-            base_url=base_url, timeout=self._timeout, max_retries=0, **auth
-        )
-        self._forced_tool: set[str] = set()
+        self._sdk_module: Any = None
+        self._sdk_client: Any = None
         # Said once per model in agac's log instead of a Python warning on every call; a
         # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
         warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
-        self._deprecated = _deprecated_models(self._sdk)
+        self._deprecated = deprecated_models()
         self._warned: set[str] = set()
+        self._http: HttpSession | None = None
+        if settings.transport == "lean":
+            self._http = HttpSession(self.name, _lean_headers(self._api_key),
+                                     connections=settings.connections, timeout=self._timeout)
+            self._messages_url = (self._base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
+        self._forced_tool: set[str] = set()
         self._force_tool = settings.options.get("structured_output") == "tool"
         self._skew = float(settings.options.get("find_batch_skew", 120.0))
 
+    @property
+    def _sdk(self) -> Any:
+        if self._sdk_module is None:
+            self._sdk_module = import_sdk("anthropic", self.extra)
+        return self._sdk_module
+
+    @property
+    def _client(self) -> Any:
+        """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
+        if self._sdk_client is None:
+            key = self._api_key
+            auth = {"auth_token": key} if _is_auth_token(self.settings, key) else {"api_key": key}
+            # max_retries=0: the engine owns retries (DESIGN §5).
+            self._sdk_client = self._sdk.AsyncAnthropic(
+                base_url=self._base_url, timeout=self._timeout, max_retries=0, **auth
+            )
+        return self._sdk_client
+
     # -- errors --------------------------------------------------------------
+
+    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
+                      text: str, code: str | None = None) -> ProviderError:
+        """The taxonomy error for a non-2xx answer, on either transport.
+
+        The spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
+        """
+        code = (
+            code
+            or pick(body, "error", "details", "error_code")
+            or pick(body, "error", "code")
+            or pick(body, "error", "type")
+        )
+        return classify(
+            self.name,
+            status,
+            message=pick(body, "error", "message") or text,
+            retry_after=retry_after_seconds(headers),
+            code=code,
+            quota=code in QUOTA_CODES,
+        )
 
     @contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -144,22 +195,9 @@ class AnthropicProvider:
         try:
             yield
         except sdk.APIStatusError as exc:
-            # The spend cap is a 429 marked by error.details.error_code (no Retry-After).
-            # (``error_code``, ``type`` and ``api_message`` exist on newer SDKs only.)
-            code = (
-                getattr(exc, "error_code", None)
-                or pick(exc.body, "error", "details", "error_code")
-                or pick(exc.body, "error", "code")
-                or pick(exc.body, "error", "type")
-            )
-            raise classify(
-                self.name,
-                exc.status_code,
-                message=pick(exc.body, "error", "message") or exc.message,
-                retry_after=retry_after_seconds(exc.response.headers),
-                code=code,
-                quota=code in QUOTA_CODES,
-            ) from exc
+            # (``error_code`` exists on newer SDKs only.)
+            raise self._status_error(exc.status_code, exc.response.headers, exc.body,
+                                     exc.message, getattr(exc, "error_code", None)) from exc
         except sdk.APIConnectionError as exc:
             raise connection_error(self.name, exc) from exc
         except transport_errors() as exc:
@@ -218,11 +256,20 @@ class AnthropicProvider:
                 self._deprecated[request.model],
             )
         params = self._params(request, tool=tool)
+        parse = request.schema is not None
+        if self._http is not None:
+            with stopwatch() as took:
+                body = await self._http.post(self._messages_url, params, errors=self._status_error,
+                                             timeout=request.timeout)
+            return message_response(body, latency_ms=took[0], parse=parse)
+        # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
+        extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:
-            message = await self._client.messages.create(**params, timeout=timeout)
-        return message_response(message, latency_ms=took[0], parse=request.schema is not None)
+            message = await self._client.messages.create(**params, extra_body=extra,
+                                                         timeout=timeout)
+        return message_response(message, latency_ms=took[0], parse=parse)
 
     # -- batch ---------------------------------------------------------------
 
@@ -339,7 +386,10 @@ class AnthropicProvider:
         return found
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
 
 def message_response(
@@ -434,13 +484,50 @@ def _schema_rejected(err: ProviderError) -> bool:
     return err.status == 400 and any(p in text for p in _SCHEMA_PARAMS)
 
 
-def _deprecated_models(sdk: Any) -> dict[str, str]:
-    """The SDK's table of deprecated models (a private module: absent means empty)."""
-    try:
-        module = importlib.import_module(sdk.__name__ + "._data.deprecated_models")
-    except ImportError:
+def deprecated_models() -> dict[str, str]:
+    """The anthropic SDK's table of deprecated models (model -> end of life), or empty.
+
+    The SDK keeps it in a private data module; importing the SDK for it would cost over
+    a second of start-up on the lean transport, so the module's one literal is read from
+    its file instead, without running it. An SDK without it (or with another shape)
+    gives an empty table: no notice, nothing else changes.
+    """
+    spec = importlib.util.find_spec("anthropic")
+    if spec is None or not spec.submodule_search_locations:
         return {}
-    return dict(getattr(module, "DEPRECATED_MODELS", {}))
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    try:
+        tree = ast.parse((folder / "_data" / "deprecated_models.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    for node in tree.body:
+        target: ast.expr
+        value: ast.expr | None
+        if isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "DEPRECATED_MODELS" and value:
+            try:
+                table = ast.literal_eval(value)
+            except ValueError:
+                return {}
+            return {str(k): str(v) for k, v in table.items()} if isinstance(table, dict) else {}
+    return {}
+
+
+def _lean_headers(key: str) -> dict[str, str]:
+    """Auth and version headers as the SDK sends them (an API key and an auth token
+    alike go as a Bearer token), plus ``ANTHROPIC_CUSTOM_HEADERS`` (``Name: value``
+    lines), which the SDK honours too."""
+    headers = {"Authorization": f"Bearer {key}", "anthropic-version": API_VERSION}
+    for line in os.environ.get("ANTHROPIC_CUSTOM_HEADERS", "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon and name.strip():
+            headers[name.strip()] = value.strip()
+    return headers
 
 
 def _is_auth_token(settings: ProviderSettings, key: str) -> bool:

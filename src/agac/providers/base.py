@@ -1,10 +1,13 @@
 """The provider contract (DESIGN §5): normalized types and the ``Provider`` protocol.
 
-Adapters translate between these types and one provider's official SDK. They know
-nothing of runs, the store or the engine. Every SDK exception is translated at the
+Adapters translate between these types and one provider's wire protocol: batch and
+file calls through its official SDK, online calls through agac's lean HTTP client or
+the SDK (``ProviderSettings.transport``, DESIGN §5 P1). They know nothing of runs, the
+store or the engine. Every SDK exception and every error answer is translated at the
 adapter boundary into the taxonomy of :mod:`agac.errors` (``WaitError``,
-``RetryableError``, ``FatalError``, ``UnsupportedError``) and re-raised ``from exc``.
-SDK built-in retries are turned off: the engine owns retries.
+``RetryableError``, ``FatalError``, ``UnsupportedError``) and re-raised ``from`` its
+cause. SDK built-in retries are turned off and the lean transport never retries: the
+engine owns retries.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from agac.jsontext import canonical
 
 __all__ = [
+    "TRANSPORTS",
     "BatchHandle",
     "BatchStatus",
     "Message",
@@ -26,6 +30,7 @@ __all__ = [
     "Response",
     "Result",
     "StopReason",
+    "Transport",
     "Usage",
     "canonical_json",
     "fingerprint_of",
@@ -35,6 +40,12 @@ StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use
 """Normalized stop reasons. ``max_tokens`` is every provider's truncation value
 (OpenAI/Groq/Ollama ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
 ``model_context_window_exceeded``)."""
+
+
+Transport = Literal["lean", "sdk"]
+"""How an adapter sends online calls (DESIGN §5 P1): ``lean``, agac's own HTTP client
+(the default), or ``sdk``, the provider's official SDK."""
+TRANSPORTS: tuple[Transport, ...] = ("lean", "sdk")
 
 
 def canonical_json(value: Any) -> str:
@@ -189,12 +200,24 @@ class Result:
 
 @dataclass(frozen=True)
 class ProviderSettings:
-    """What a provider needs to start: base URL, API key, extra options from agac.yml."""
+    """What a provider needs to start: base URL, API key, extra options from agac.yml.
+
+    ``transport`` is how online calls travel (DESIGN §5 P1): ``lean`` (the default,
+    agac's own HTTP client) or ``sdk`` (the official SDK); batch and file calls always
+    go through the SDK. ``connections`` bounds the lean transport's open connections
+    (0: its default); the engine passes the summed ``max_concurrency`` of the actions
+    that use the provider. ``batch`` says the run may send batches to it: the adapter
+    then loads its SDK at once rather than at the first batch call, so that a paced
+    submission is not held up between its slot and its send.
+    """
 
     name: str
     base_url: str | None = None
     api_key: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    transport: Transport = "lean"
+    connections: int = 0
+    batch: bool = False
 
 
 @runtime_checkable

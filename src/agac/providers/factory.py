@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import ConfigError, Problem
-from agac.providers.base import ProviderSettings
+from agac.providers.base import ProviderSettings, Transport
 from agac.providers.registry import credentials_missing, provider_class, sdk_installed
 
 if TYPE_CHECKING:
@@ -16,19 +16,29 @@ if TYPE_CHECKING:
 __all__ = ["open_providers", "provider_settings"]
 
 
-def provider_settings(name: str, config: ProjectConfig | None) -> ProviderSettings:
+def provider_settings(name: str, config: ProjectConfig | None, *,
+                      connections: int = 0, batch: bool = False) -> ProviderSettings:
     pc = (config.providers.get(name) if config else None) if config else None
     api_key = os.environ.get(pc.api_key_env) if pc and pc.api_key_env else None
     options = dict(pc.options) if pc else {}
     if pc and pc.batch_submissions_per_minute is not None:
         options["batch_submissions_per_minute"] = pc.batch_submissions_per_minute
+    transport: Transport = "sdk" if pc and pc.transport == "sdk" else "lean"
     return ProviderSettings(name=name, base_url=pc.base_url if pc else None, api_key=api_key,
-                            options=options)
+                            options=options, transport=transport, connections=connections,
+                            batch=batch)
 
 
-def open_providers(names: Iterable[str], config: ProjectConfig | None) -> dict[str, Any]:
+def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
+                   connections: Mapping[str, int] | None = None,
+                   batch: Collection[str] = ()) -> dict[str, Any]:
     """One instance per provider name. Raises ConfigError (``provider_not_installed``,
-    ``missing_credentials``) for all of them at once, before anything is sent."""
+    ``missing_credentials``) for all of them at once, before anything is sent.
+
+    ``connections`` bounds each provider's open connections on the lean transport
+    (the engine passes the summed ``max_concurrency`` of the actions using it);
+    ``batch`` names the providers the run may send batches to.
+    """
     problems: list[Problem] = []
     out: dict[str, Any] = {}
     for name in sorted(set(names)):
@@ -38,7 +48,8 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None) -> dict[s
                                     f"provider {name!r} needs its SDK ({cls.sdk_module})",
                                     hint=f"pip install 'agac[{cls.extra}]'"))
             continue
-        settings = provider_settings(name, config)
+        settings = provider_settings(name, config, connections=(connections or {}).get(name, 0),
+                                     batch=name in batch)
         missing = credentials_missing(cls, settings.api_key)
         if missing:
             problems.append(Problem("missing_credentials",
@@ -46,7 +57,10 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None) -> dict[s
                                     hint=f"set {' or '.join(missing)}, or run against the emulator: "
                                          'eval "$(agac emulator env)"'))
             continue
-        out[name] = cls(settings)
+        try:
+            out[name] = cls(settings)
+        except ConfigError as exc:  # e.g. the lean transport without aiohttp
+            problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems=problems)
     return out

@@ -1,5 +1,6 @@
-"""Google Gemini (Developer API) through the official ``google-genai`` SDK
-(``pip install 'agac[gemini]'``).
+"""Google Gemini (Developer API) (``pip install 'agac[gemini]'``): online calls on agac's
+lean transport (or the official ``google-genai`` SDK with ``transport: sdk``), batches
+and files on the SDK.
 
 Live calls use ``generateContent`` with ``response_json_schema`` and
 ``response_mime_type: application/json``; a model that rejects the schema (a 400
@@ -19,12 +20,14 @@ warning is silenced here because an unknown state is handled (B9: still running)
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import math
 import os
 import re
 import tempfile
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +55,7 @@ from agac.providers._errors import (
     retry_after_seconds,
     transport_errors,
 )
+from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchState,
@@ -67,6 +71,8 @@ from agac.providers.base import (
 __all__ = ["GeminiProvider"]
 
 DEFAULT_TIMEOUT = 600.0
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+DEFAULT_API_VERSION = "v1"  # google-genai 3.x's default for the Developer API
 INLINE_MAX_BYTES = 20 * 1024 * 1024 - 256 * 1024  # under 20 MB, with room for the envelope
 FILE_MAX_BYTES = 2 * 1024 * 1024 * 1024
 BATCH_MAX_REQUESTS = 10_000_000  # no documented count limit; bytes bind first
@@ -125,31 +131,57 @@ class GeminiProvider:
     sdk_module = "google.genai"
     credential_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     supports_batch = True
+    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    transports = TRANSPORTS
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._genai = import_sdk("google.genai", self.extra)
-        self._errors = import_sdk("google.genai.errors", self.extra)
-        api_key = resolve_api_key(settings, self.credential_env)
-        base_url = resolve_base_url(settings, "GOOGLE_GEMINI_BASE_URL")
-        timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        http_options: dict[str, Any] = {"timeout": int(timeout * 1000)}
-        if base_url:
-            http_options["base_url"] = base_url
-        self._client: Any = self._genai.Client(
-            api_key=api_key, vertexai=False, http_options=http_options
-        )
-        self._aio: Any = self._client.aio
-        # A process-wide filter, not catch_warnings(): that is not safe across tasks.
-        warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
+        self._api_key = resolve_api_key(settings, self.credential_env)
+        self._base_url = resolve_base_url(settings, "GOOGLE_GEMINI_BASE_URL")
+        self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
+        self._genai_module: Any = None
+        self._errors_module: Any = None
+        self._sdk_client: Any = None
+        self._http: HttpSession | None = None
+        if settings.transport == "lean":
+            self._http = HttpSession(self.name, {"x-goog-api-key": self._api_key},
+                                     connections=settings.connections, timeout=self._timeout)
+            root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
+            self._models_url = f"{root}/{api_version()}/"
+            self._server_timeouts: dict[float, dict[str, str]] = {}
+        if settings.transport == "sdk" or settings.batch:
+            self._aio  # noqa: B018 - the SDK is needed: load it now, not at the first call
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._batch_input = str(settings.options.get("batch_input", "auto"))
         self._inline_max = int(settings.options.get("inline_max_bytes", INLINE_MAX_BYTES))
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+
+    @property
+    def _errors(self) -> Any:
+        if self._errors_module is None:
+            self._genai_module = import_sdk("google.genai", self.extra)
+            self._errors_module = import_sdk("google.genai.errors", self.extra)
+        return self._errors_module
+
+    @property
+    def _aio(self) -> Any:
+        """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
+        if self._sdk_client is None:
+            self._errors  # noqa: B018 - imports the SDK
+            http_options: dict[str, Any] = {"timeout": int(self._timeout * 1000),
+                                            "async_client_args": {"transport": _httpx_transport()}}
+            if self._base_url:
+                http_options["base_url"] = self._base_url
+            self._sdk_client = self._genai_module.Client(
+                api_key=self._api_key, vertexai=False, http_options=http_options
+            )
+            # A process-wide filter, not catch_warnings(): that is not safe across tasks.
+            warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
+        return self._sdk_client.aio
 
     # -- errors --------------------------------------------------------------
 
@@ -162,6 +194,14 @@ class GeminiProvider:
             raise api_error(self.name, exc) from exc
         except transport_errors() as exc:
             raise connection_error(self.name, exc) from exc
+
+    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
+                      text: str) -> ProviderError:
+        """A non-2xx answer on the lean transport, read as the SDK's APIError reads it
+        (a body that is not JSON becomes its message)."""
+        if not isinstance(body, dict):
+            body = {"message": text}
+        return status_error(self.name, status, body, headers)
 
     # -- online --------------------------------------------------------------
 
@@ -198,13 +238,29 @@ class GeminiProvider:
 
     async def _generate(self, request: Request, *, native: bool) -> Response:
         config = self._generation(request, native=native)
+        parse = request.schema is not None
+        if self._http is not None:
+            seconds = request.timeout if request.timeout is not None else self._timeout
+            url = f"{self._models_url}{model_path(request.model)}:generateContent"
+            with stopwatch() as took:
+                body = await self._http.post(url, _wire_request(request, config),
+                                             errors=self._status_error, timeout=seconds,
+                                             headers=self._server_timeout(seconds))
+            return content_response(body, latency_ms=took[0], parse=parse)
         if request.timeout is not None:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
                 model=request.model, contents=_contents(request), config=config
             )
-        return content_response(answer, latency_ms=took[0], parse=request.schema is not None)
+        return content_response(answer, latency_ms=took[0], parse=parse)
+
+    def _server_timeout(self, seconds: float) -> dict[str, str]:
+        """``X-Server-Timeout``, whole seconds rounded up, as the SDK sends it."""
+        found = self._server_timeouts.get(seconds)
+        if found is None:
+            found = self._server_timeouts[seconds] = {"X-Server-Timeout": str(math.ceil(seconds))}
+        return found
 
     # -- batch ---------------------------------------------------------------
 
@@ -326,8 +382,11 @@ class GeminiProvider:
         return None
 
     async def aclose(self) -> None:
-        await self._aio.aclose()
-        self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.aio.aclose()
+            self._sdk_client.close()
 
 
 def content_response(
@@ -388,27 +447,65 @@ def batch_status(job: Any) -> BatchStatus:
 
 
 def api_error(provider: str, exc: Any) -> ProviderError:
-    """Classify a google-genai APIError, reading ``RetryInfo`` and ``QuotaFailure``.
+    """Classify a google-genai APIError (see :func:`status_error`)."""
+    body = exc.details if isinstance(exc.details, dict) else {}
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    return status_error(provider, int(exc.code) if exc.code else None, body, headers)
+
+
+def status_error(provider: str, status: int | None, body: dict[str, Any],
+                 headers: Mapping[str, str] | None) -> ProviderError:
+    """Classify a Gemini error answer, reading ``RetryInfo`` and ``QuotaFailure``.
 
     A 429 with ``RetryInfo`` waits ``retryDelay``; one with ``QuotaFailure`` and no
     ``RetryInfo`` is a daily or free-tier quota (fatal); one with neither retries.
+    ``body`` is the error body as the SDK's APIError keeps it (``{"error": {…}}`` or
+    the inner object).
     """
-    body = exc.details if isinstance(exc.details, dict) else {}
     details = pick(body, "error", "details") or pick(body, "details") or []
     types = {str(d.get("@type")): d for d in details if isinstance(d, dict)}
     retry_after = _duration(pick(types.get(_RETRY_INFO), "retryDelay"))
     if retry_after is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
         retry_after = retry_after_seconds(headers) if headers is not None else None
-    quota = exc.code == 429 and _QUOTA_FAILURE in types and retry_after is None
+    quota = status == 429 and _QUOTA_FAILURE in types and retry_after is None
+    error = body.get("error")
+    inner: dict[str, Any] = error if isinstance(error, dict) else body
     return classify(
         provider,
-        int(exc.code) if exc.code else None,
-        message=exc.message,
+        status,
+        message=inner.get("message"),
         retry_after=retry_after,
-        code=exc.status,
+        code=inner.get("status"),
         quota=quota,
     )
+
+
+def _httpx_transport() -> Any:
+    """An httpx transport for the SDK's async calls.
+
+    With aiohttp installed (the lean transport's ``http`` extra) google-genai switches
+    its async calls to aiohttp, which resends a GET once when the connection drops: a
+    retry behind the engine's back (DESIGN §5: the engine owns retries). Handing it an
+    httpx transport keeps it on httpx, as without aiohttp.
+    """
+    try:
+        return importlib.import_module("httpx2").AsyncHTTPTransport()
+    except ImportError:  # older google-genai: httpx only
+        return import_sdk("httpx", "gemini").AsyncHTTPTransport()
+
+
+def api_version() -> str:
+    """The API version in the path, chosen as the SDK chooses it for the Developer API:
+    ``GOOGLE_GENAI_API_VERSION`` (``beta`` meaning ``v1beta``), else ``v1``."""
+    chosen = os.environ.get("GOOGLE_GENAI_API_VERSION")
+    return "v1beta" if chosen == "beta" else (chosen or DEFAULT_API_VERSION)
+
+
+def model_path(model: str) -> str:
+    """``models/<name>`` unless the name already says ``models/`` or ``tunedModels/``."""
+    if model.startswith(("models/", "tunedModels/")):
+        return model
+    return f"models/{model}"
 
 
 def _item_error(provider: str, error: Any) -> ProviderError:
@@ -433,7 +530,9 @@ def _wire_request(request: Request, config: dict[str, Any]) -> dict[str, Any]:
     generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
     wire: dict[str, Any] = {"contents": _contents(request), "generationConfig": generation}
     if "system_instruction" in config:
-        wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}]}
+        # A plain-text instruction is a user-role Content, as the SDK makes it.
+        wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],
+                                     "role": "user"}
     return wire
 
 

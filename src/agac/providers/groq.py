@@ -1,4 +1,5 @@
-"""Groq through the official ``groq`` SDK (``pip install 'agac[groq]'``).
+"""Groq (``pip install 'agac[groq]'``): online calls on agac's lean transport (or the
+official ``groq`` SDK with ``transport: sdk``), batches on the SDK.
 
 Groq's Chat Completions and Batch APIs clone OpenAI's under ``/openai/v1``, so the
 logic is shared (:mod:`agac.providers._openai_compat`). Differences handled here:
@@ -28,6 +29,8 @@ class GroqProvider(OpenAICompatProvider):
     credential_env = ("GROQ_API_KEY",)
     supports_batch = True
     base_url_env = "GROQ_BASE_URL"
+    default_base_url = "https://api.groq.com"
+    chat_path = "/openai/v1/chat/completions"
     sdk_base_error = "GroqError"
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:

@@ -1,22 +1,25 @@
-"""Ollama through the official ``ollama`` SDK (``pip install 'agac[ollama]'``).
+"""Ollama (``pip install 'agac[ollama]'``), on agac's lean transport or, with
+``transport: sdk``, the official ``ollama`` SDK.
 
 Live calls use ``/api/chat`` with ``format`` set to the JSON Schema (structured
 output); a model that rejects it (a 400 naming ``format``) falls back to
 ``format: "json"`` with the schema in the system prompt. The host comes from
-agac.yml, else ``OLLAMA_HOST``; no key is needed (``OLLAMA_API_KEY`` is sent by the
-SDK itself when set, for Ollama Cloud).
+agac.yml, else ``OLLAMA_HOST`` (read as the SDK reads it: :func:`parse_host`); no key
+is needed (``OLLAMA_API_KEY`` is sent as a Bearer token when set, for Ollama Cloud,
+as the SDK does).
 
 Ollama has no batch API: ``supports_batch`` is False and the batch methods raise
 UnsupportedError; the engine runs an Ollama batch action locally with bounded
-concurrency. The SDK has no retries and no per-call timeout, so the request timeout
-is enforced around the call. Ollama reports no cached tokens.
+concurrency. The SDK has no retries and no per-call timeout, so on the SDK transport
+the request timeout is enforced around the call. Ollama reports no cached tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,6 +34,7 @@ from agac.providers._common import (
     stopwatch,
 )
 from agac.providers._errors import classify, connection_error, transport_errors
+from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
@@ -44,6 +48,7 @@ from agac.providers.base import (
 
 __all__ = ["OllamaProvider"]
 
+DEFAULT_PORT = 11434
 STOP_REASONS: dict[str, StopReason] = {"stop": "end", "length": "max_tokens"}
 _SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.IGNORECASE)
 
@@ -56,15 +61,47 @@ class OllamaProvider:
     sdk_module = "ollama"
     credential_env: tuple[str, ...] = ()
     supports_batch = False
+    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    transports = TRANSPORTS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._sdk = import_sdk("ollama", self.extra)
-        host = resolve_base_url(settings, "OLLAMA_HOST")
+        self._host = resolve_base_url(settings, "OLLAMA_HOST")
         self._timeout = settings.options.get("timeout")
-        self._client: Any = self._sdk.AsyncClient(host=host)
+        self._sdk_module: Any = None
+        self._sdk_client: Any = None
+        self._http: HttpSession | None = None
+        if settings.transport == "lean":
+            # As the SDK: a Bearer token only when OLLAMA_API_KEY is set (Ollama Cloud).
+            key = os.environ.get("OLLAMA_API_KEY")
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            timeout = float(self._timeout) if self._timeout else None
+            self._http = HttpSession(self.name, headers, connections=settings.connections,
+                                     timeout=timeout)
+            self._chat_url = parse_host(self._host) + "/api/chat"
+        if settings.transport == "sdk" or settings.batch:
+            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
+
+    @property
+    def _sdk(self) -> Any:
+        if self._sdk_module is None:
+            self._sdk_module = import_sdk("ollama", self.extra)
+        return self._sdk_module
+
+    @property
+    def _client(self) -> Any:
+        if self._sdk_client is None:
+            self._sdk_client = self._sdk.AsyncClient(host=self._host)
+        return self._sdk_client
+
+    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
+                      text: str) -> ProviderError:
+        """A non-2xx answer, read as the SDK's ResponseError reads it: the body's
+        ``error`` field, else its text. The SDK keeps no headers, so no retry hint."""
+        message = body.get("error", text) if isinstance(body, dict) else text
+        return classify(self.name, status if status > 0 else None, message=str(message))
 
     @contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -90,7 +127,8 @@ class OllamaProvider:
             options["temperature"] = request.temperature
         if request.seed is not None:
             options["seed"] = request.seed
-        params: dict[str, Any] = {"model": request.model, "messages": messages, "options": options}
+        params: dict[str, Any] = {"model": request.model, "messages": messages, "options": options,
+                                  "stream": False}
         if request.schema is not None:
             if native:
                 params["format"] = request.schema
@@ -112,11 +150,17 @@ class OllamaProvider:
 
     async def _chat(self, request: Request, *, native: bool) -> Response:
         params = self._params(request, native=native)
+        parse = request.schema is not None
+        if self._http is not None:
+            with stopwatch() as took:
+                body = await self._http.post(self._chat_url, params, errors=self._status_error,
+                                             timeout=request.timeout)
+            return chat_response(body, latency_ms=took[0], parse=parse)
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:
             async with asyncio.timeout(float(timeout) if timeout else None):
-                answer = await self._client.chat(**params, stream=False)
-        return chat_response(answer, latency_ms=took[0], parse=request.schema is not None)
+                answer = await self._client.chat(**params)
+        return chat_response(answer, latency_ms=took[0], parse=parse)
 
     # Ollama has no batch API (DESIGN §5): the engine runs its batches locally.
 
@@ -143,7 +187,10 @@ class OllamaProvider:
         raise self._no_batch()
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
 
 def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
@@ -161,6 +208,27 @@ def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Resp
         parsed=parse_json(text) if parse else None,
         latency_ms=latency_ms,
     )
+
+
+def parse_host(host: str | None) -> str:
+    """The server's root URL from ``OLLAMA_HOST`` or agac.yml, read as the SDK reads it:
+    scheme ``http`` unless given, port 11434 unless given (80/443 with an explicit
+    scheme), an optional path kept without its trailing slash."""
+    host = (host or "").strip()
+    scheme, sep, rest = host.partition("://")
+    if not sep:
+        scheme, rest = "http", host
+    default_port = {"http": 80, "https": 443}[scheme] if sep else DEFAULT_PORT
+    hostport, _, path = rest.partition("/")
+    if hostport.startswith("["):  # an IPv6 literal
+        name, _, tail = hostport[1:].partition("]")
+        name, port_text = f"[{name}]", tail.removeprefix(":")
+    else:
+        name, _, port_text = hostport.partition(":")
+    port = int(port_text) if port_text else default_port
+    root = f"{scheme}://{name or '127.0.0.1'}:{port}"
+    path = path.rstrip("/")
+    return f"{root}/{path}" if path else root
 
 
 def _schema_rejected(err: ProviderError) -> bool:

@@ -1,13 +1,15 @@
-"""OpenAI through the official ``openai`` SDK (``pip install 'agac[openai]'``).
+"""OpenAI (``pip install 'agac[openai]'``).
 
 Live calls use Chat Completions with ``response_format: json_schema`` (``strict``
-when the schema allows it); batches use the Batch API with a JSONL file. The shared
-logic lives in :mod:`agac.providers._openai_compat`. The SDK is imported when the
-adapter is constructed, never when this module is imported.
+when the schema allows it), on agac's lean transport or, with ``transport: sdk``, the
+official ``openai`` SDK; batches use the Batch API with a JSONL file, through the SDK.
+The shared logic lives in :mod:`agac.providers._openai_compat`. The SDK is imported
+when first needed (a batch call, or the SDK transport), never when this module is.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +27,8 @@ class OpenAIProvider(OpenAICompatProvider):
     credential_env = ("OPENAI_API_KEY",)
     supports_batch = True
     base_url_env = "OPENAI_BASE_URL"
+    default_base_url = "https://api.openai.com/v1"
+    chat_path = "/chat/completions"
     sdk_base_error = "OpenAIError"
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
@@ -32,6 +36,16 @@ class OpenAIProvider(OpenAICompatProvider):
         return self._sdk.AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
+
+    def _auth_headers(self) -> dict[str, str]:
+        # As the SDK: the organization and project come from its own variables.
+        headers = super()._auth_headers()
+        for header, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"),
+                                 ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+            value = os.environ.get(variable)
+            if value:
+                headers[header] = value
+        return headers
 
     async def _list_batches(self) -> AsyncIterator[Any]:
         # The SDK's cursor page follows ``after`` by itself.

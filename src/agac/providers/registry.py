@@ -21,6 +21,7 @@ __all__ = [
     "available_providers",
     "credentials_missing",
     "provider_class",
+    "provider_transports",
     "sdk_installed",
 ]
 
@@ -57,6 +58,12 @@ def provider_class(name: str) -> Any:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, attr)
+
+
+def provider_transports(name: str) -> tuple[str, ...]:
+    """The online transports provider ``name`` offers (``("lean", "sdk")`` for the
+    built-in SDK adapters; empty when there is no choice, as for ``mock``)."""
+    return tuple(getattr(provider_class(name), "transports", ()) or ())
 
 
 def sdk_installed(cls: Any) -> bool:

@@ -29,6 +29,10 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+#: The online transport of the projects ``make_project`` writes (set per test by the
+#: ``project`` fixture).
+TRANSPORT = "lean"
+
 #: Fast retries: a failed attempt costs milliseconds, not seconds.
 RETRY = "{max_attempts: 3, backoff: {initial: 10ms, max: 50ms}}"
 
@@ -76,8 +80,15 @@ def reviews(n: int) -> list[dict[str, Any]]:
             for i in range(n)]
 
 
+def project_yml(transport: str | None = None) -> str:
+    """``agac.yml`` choosing ``transport`` (default: this test's) for every provider."""
+    chosen = transport or TRANSPORT
+    return "providers:\n" + "".join(f"  {name}: {{transport: {chosen}}}\n" for name in MODELS)
+
+
 def make_project(root: Path, model: str, records: int = 4, **options: Any) -> Path:
-    return write_project(root, workflow(model, **options), data={"data/reviews.jsonl": reviews(records)})
+    return write_project(root, workflow(model, **options), agac_yml=project_yml(),
+                         data={"data/reviews.jsonl": reviews(records)})
 
 
 def run(root: Path, **options: Any) -> Any:

@@ -10,12 +10,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import e2e_support
 import pytest
 from e2e_support import MODELS, PROVIDERS, SCHEMA, chat_requests, make_project, run, total_requests
 from jsonschema import Draft202012Validator
 
 from agac import api
+from agac.providers.base import ProviderSettings
 from agac.providers.pricing import BUNDLED_PRICES
+from agac.providers.registry import provider_class
 
 RECORDS = 4
 
@@ -93,9 +96,10 @@ def test_S5_second_run_reuses_every_answer(name: str, emulator: Any, project: Pa
 
 def test_deprecated_model_is_one_log_line_not_a_warning(
         emulator: Any, project: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """claude-sonnet-4-5 is deprecated in the anthropic SDK, which warns on every call;
-    the adapter says it once in agac's log instead."""
-    make_project(project, "anthropic/claude-sonnet-4-5", records=3)
+    """claude-opus-4-5 is deprecated in the anthropic SDK (its table of deprecated
+    models), which warns on every call; the adapter says it once in agac's log instead,
+    on either transport."""
+    make_project(project, "anthropic/claude-opus-4-5", records=3)
 
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
         warnings.simplefilter("always")
@@ -103,5 +107,25 @@ def test_deprecated_model_is_one_log_line_not_a_warning(
 
     assert summary["state"] == "succeeded"
     assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
-    said = [r for r in caplog.records if "claude-sonnet-4-5" in r.getMessage()]
+    said = [r for r in caplog.records if "claude-opus-4-5" in r.getMessage()]
     assert len(said) == 1, [r.getMessage() for r in said]
+
+
+def test_p1_transport_and_connections_follow_the_project(
+        emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter gets the transport agac.yml names, and a connection limit that is the
+    summed max_concurrency of the actions calling it (two actions of 3 here)."""
+    make_project(project, f"openai/{MODELS['openai']}", records=2, concurrency=3)
+    cls = provider_class("openai")
+    original = cls.__init__
+    seen: list[ProviderSettings] = []
+
+    def init(self: Any, settings: ProviderSettings) -> None:
+        seen.append(settings)
+        original(self, settings)
+
+    monkeypatch.setattr(cls, "__init__", init)
+
+    assert run(project).summary["state"] == "succeeded"
+
+    assert [(s.transport, s.connections) for s in seen] == [(e2e_support.TRANSPORT, 6)]

@@ -2,7 +2,10 @@
 test, and adapters built from the emulator's environment (base URLs and dummy keys)
 exactly as a user's shell would configure them.
 
-The official SDKs talk to the emulator over loopback; nothing is mocked.
+Every test that builds an adapter runs twice, once per online transport (DESIGN §5
+P1): ``lean`` (agac's own HTTP client, the default) and ``sdk`` (the official SDK).
+Batch and file calls go through the SDK on both. Nothing is mocked: both talk to the
+emulator over loopback.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 import pytest
 from provider_support import BATCH_SECONDS
 
-from agac.providers.base import ProviderSettings
+from agac.providers.base import TRANSPORTS, ProviderSettings, Transport
 from agac.providers.registry import provider_class
 
 
@@ -38,14 +41,22 @@ def emulator(emulator_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 ProviderFactory = Callable[..., Any]
 
 
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> Transport:
+    """The online transport the adapters of this test use."""
+    value: Transport = request.param
+    return value
+
+
 @pytest.fixture
-async def make_provider(emulator: Any) -> AsyncIterator[ProviderFactory]:
-    """Build adapters from the environment (``options`` go to ProviderSettings);
-    every adapter built is closed after the test."""
+async def make_provider(emulator: Any, transport: Transport) -> AsyncIterator[ProviderFactory]:
+    """Build adapters from the environment (``options`` go to ProviderSettings) on this
+    test's transport; every adapter built is closed after the test."""
     built: list[Any] = []
 
     def factory(name: str, **options: Any) -> Any:
-        adapter = provider_class(name)(ProviderSettings(name=name, options=options))
+        settings = ProviderSettings(name=name, options=options, transport=transport)
+        adapter = provider_class(name)(settings)
         built.append(adapter)
         return adapter
 

@@ -100,3 +100,29 @@ def test_agac_store_env_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert store_url(_project(tmp_path, "sqlite:///x.db")) == "memory"
     monkeypatch.setenv("AGAC_STORE", "sqlite:///env.db")
     assert store_url(_project(tmp_path, "memory")) == f"sqlite:///{tmp_path}/env.db"
+
+
+def test_p1_transport_per_provider(tmp_path: Path) -> None:
+    (tmp_path / "agac.yml").write_text(
+        "providers:\n  openai: {transport: sdk}\n  anthropic: {transport: lean}\n  groq: {}\n",
+        encoding="utf-8",
+    )
+    providers = find_project(tmp_path).config.providers
+    assert providers["openai"].transport == "sdk"
+    assert providers["anthropic"].transport == "lean"
+    assert providers["groq"].transport == "lean"  # the default
+
+
+def test_p1_bad_transport_is_located_with_the_choices(tmp_path: Path) -> None:
+    (tmp_path / "agac.yml").write_text(
+        "providers:\n  openai:\n    transport: sdkk\n  mock:\n    transport: sdk\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        find_project(tmp_path)
+    problems = {(p.code, p.line): p for p in info.value.problems}
+    bad = problems[("invalid_value", 3)]
+    assert "lean or sdk" in bad.message and bad.file == "agac.yml"
+    assert bad.hint is not None and bad.hint.startswith("did you mean 'sdk'?")
+    # The mock provider has no transport to choose: the key is unknown there.
+    assert ("unknown_key", 5) in problems

@@ -109,3 +109,26 @@ def test_slots_survive_cancelled_waiters_and_cancelled_holders() -> None:
         return got
 
     assert asyncio.run(main()) == 5
+
+
+def test_p1_connections_by_provider_sums_max_concurrency() -> None:
+    from types import SimpleNamespace
+
+    from agac.engine.limits.rates import connections_by_provider
+
+    actions = [SimpleNamespace(kind="llm", provider="openai", max_concurrency=4),
+               SimpleNamespace(kind="llm", provider="openai", max_concurrency=3),
+               SimpleNamespace(kind="llm", provider="anthropic", max_concurrency=64),
+               SimpleNamespace(kind="tool", provider=None, max_concurrency=8)]
+    assert connections_by_provider(actions) == {"openai": 7, "anthropic": 64}
+
+
+def test_batch_providers_names_the_providers_of_batch_actions() -> None:
+    from types import SimpleNamespace
+
+    from agac.engine.limits.rates import batch_providers
+
+    actions = [SimpleNamespace(kind="llm", provider="openai", run_mode="online"),
+               SimpleNamespace(kind="llm", provider="anthropic", run_mode="batch"),
+               SimpleNamespace(kind="tool", provider=None, run_mode=None)]
+    assert batch_providers(actions) == {"anthropic"}

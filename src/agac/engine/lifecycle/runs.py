@@ -32,6 +32,7 @@ from agac.engine.outcomes.writer import Progress
 from agac.engine.values import PassResult
 from agac.engine.views.summary import build_summary
 from agac.errors import AgacError
+from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.providers.factory import open_providers
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ProviderFactory", "execute_run", "start_run"]
 
-ProviderFactory = Callable[[set[str], Any], Mapping[str, Any]]
+ProviderFactory = Callable[..., Mapping[str, Any]]
 """Opens the adapters a run needs by provider name (``open_providers``): the seam where
 a transport or a test's provider plugs in."""
 
@@ -128,7 +129,8 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
     """Assemble the run and drive it until it completes, pauses or is stopped."""
     workflow = Workflow.from_snapshot(run.config)
     opened = providers({a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
-                       project.config)
+                       project.config, connections=connections_by_provider(workflow.actions),
+                       batch=batch_providers(workflow.actions))
     files = snapshot_files(store, run)
     gateway = StoreGateway(store, lease, tenant=run.tenant)
     gateway.start()

@@ -12,10 +12,13 @@ import asyncio
 import math
 import random
 from collections import deque
+from collections.abc import Iterable
+from typing import Any
 
 from agac.clock import SYSTEM, Clock
 
-__all__ = ["RateLimiter", "Slots", "backoff_delay", "estimate_tokens"]
+__all__ = ["RateLimiter", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
+           "estimate_tokens"]
 
 
 def estimate_tokens(chars: int) -> int:
@@ -153,3 +156,19 @@ class RateLimiter:
             delta = actual - estimated
             self._tokens.append((self.clock.monotonic(), delta))
             self._token_sum += delta
+
+
+def connections_by_provider(actions: Iterable[Any]) -> dict[str, int]:
+    """How many connections each provider's HTTP client may open: the summed
+    ``max_concurrency`` of the llm actions that call it (each action bounds its own calls,
+    and they may all be in flight at once)."""
+    out: dict[str, int] = {}
+    for action in actions:
+        if action.kind == "llm" and action.provider:
+            out[action.provider] = out.get(action.provider, 0) + max(1, action.max_concurrency)
+    return out
+
+
+def batch_providers(actions: Iterable[Any]) -> set[str]:
+    """The providers that llm actions with ``run_mode: batch`` call."""
+    return {a.provider for a in actions if a.kind == "llm" and a.provider and a.run_mode == "batch"}

@@ -52,6 +52,7 @@ from agac.engine.workers.rates import StoreRateLimiter, WorkerSlots
 from agac.engine.workers.shards import RunContext, ShardOutcome, advance_batch, advance_online
 from agac.errors import AgacError, LeaseHeld, StoreError, UsageError
 from agac.jsontext import loads
+from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.providers.factory import open_providers
 from agac.store.values import FINAL_STATES
 
@@ -325,7 +326,9 @@ class Worker:
             return ctx
         workflow = Workflow.from_snapshot(run.config)
         llm = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
-        providers = open_providers(llm, self.project.config)
+        providers = open_providers(llm, self.project.config,
+                                   connections=connections_by_provider(workflow.actions),
+                                   batch=batch_providers(workflow.actions))
         files = await asyncio.to_thread(snapshot_files, self.store, run)
         prior = await asyncio.to_thread(prior_run, self.store, run)
         assert self._calls is not None
