@@ -21,6 +21,7 @@ from agac.errors import ConfigError
 from agac.providers.registry import available_providers
 
 __all__ = [
+    "IDENTITIES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
     "PriceConfig",
@@ -34,7 +35,11 @@ __all__ = [
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "providers", "prices", "groups", "identity")
+IDENTITIES = ("local", "login")
+"""``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
+``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``;
+DESIGN §13)."""
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
@@ -74,6 +79,12 @@ class ProjectConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    identity: str = "local"
+
+    @property
+    def login(self) -> bool:
+        """``identity: login``: people are users in the store and decide through the service."""
+        return self.identity == "login"
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,26 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups), f
+    identity = _identity(f, data.get("identity"))
+    if identity == "login" and data.get("groups"):
+        f.error("groups_with_login", "groups: in agac.yml is not used with identity: login: "
+                "groups then live in the store only", ("groups",),
+                hint="remove groups: and give users their groups with "
+                     "`agac users add NAME --group G` (or `agac users set NAME --group G`)")
+    return ProjectConfig(store, providers, prices, groups, identity), f
+
+
+def _identity(f: Findings, raw: Any) -> str:
+    if raw is None:
+        return "local"
+    value = read_str(f, raw, ("identity",))
+    if value is None:
+        return "local"
+    if value not in IDENTITIES:
+        f.error("invalid_identity", f"identity: {value!r} is not one of {', '.join(IDENTITIES)}",
+                ("identity",), hint="identity: login makes people sign in to `agac serve`")
+        return "local"
+    return value
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:

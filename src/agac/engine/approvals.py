@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.proposals import (
+    approver_refusal,
     content_hash,
-    expand_approvers,
     load_secret,
     new_proposal_id,
     request_from,
@@ -48,6 +48,7 @@ from agac.engine.proposals import (
 from agac.engine.units import act, build_request
 from agac.providers.base import canonical_json, fingerprint_of
 from agac.store.repository import loads
+from agac.store.tenancy import run_tenant
 
 if TYPE_CHECKING:
     from agac.config.project import Project
@@ -140,14 +141,18 @@ class ApprovalGate:
         return None
 
     async def _still_approver(self, rt: ActionRuntime, rec: Any, row: Any) -> bool:
-        """A3: the decider is still one of the run's approvers for this action."""
+        """A3, T3: the decider is still one of the run's approvers for this action — and,
+        with ``identity: login``, still an active user in the run's tenant — now, when the
+        unit is about to act."""
         spec = rt.action.approval
         assert spec is not None
-        allowed = expand_approvers(spec.approvers, self.project)
-        if loads(row.approvers) == list(spec.approvers) and row.decided_by in allowed:
-            return True
         ex = self.ex
-        why = f"{row.decided_by} is no longer an approver of {rt.name} ({', '.join(spec.approvers)})"
+        refusal = await ex.gateway.call(approver_refusal, self.project, ex.store, row.decided_by,
+                                        spec.approvers, run_tenant(ex.run_row))
+        if loads(row.approvers) == list(spec.approvers) and refusal is None:
+            return True
+        why = (f"{row.decided_by} is no longer an approver of {rt.name} "
+               f"({', '.join(spec.approvers)})" + (f": {refusal}" if refusal else ""))
         await ex.gateway.call(ex.store.change_proposal, row.id, ["approved"], state="revoked",
                               reason=why, lease=ex.gateway.fence)
         await ex.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)

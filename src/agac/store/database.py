@@ -22,7 +22,7 @@ from agac.errors import ConfigError, Problem, StoreError
 
 __all__ = ["HEAD_REVISION", "create_store_engine", "normalize_url", "upgrade"]
 
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0008"
 IDLE_IN_TRANSACTION_MS = 10_000
 """PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
 default lease TTL."""

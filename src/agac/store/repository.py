@@ -25,6 +25,7 @@ from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
 from agac.store.database import create_store_engine, upgrade
 from agac.store.effects import EffectRepository
+from agac.store.people import PeopleRepository
 
 __all__ = ["FINAL_STATES", "Store", "dumps", "loads"]
 
@@ -35,7 +36,8 @@ _ROWS_PER_STATEMENT = (256, 64, 16, 4, 1)
 _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted", "run_ended")
 
 
-class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository):
+class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository,
+            PeopleRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
