@@ -268,20 +268,32 @@ def approve(ref: str, project: Project | Path | str | None = None, *,
             who: str | None = None) -> dict[str, Any]:
     """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
     (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
-    approver. Never needs the run's lease."""
+    approver. Never needs the run's lease. With ``identity: login`` the decision is sent
+    to the service (``AGAC_SERVER``, ``AGAC_TOKEN``) and ``who`` is refused."""
     from agac.engine.decisions import approve as _approve
 
-    with _history_of(project) as (proj, store):
+    proj = _project(project)
+    if proj.config.login:
+        from agac.people.remote import send_decision
+
+        return send_decision(ref, "approve", {}, who)
+    with _history_of(proj) as (proj, store):
         return _approve(proj, store, ref, who)
 
 
 def reject(ref: str, reason: str, project: Project | Path | str | None = None, *,
            who: str | None = None) -> dict[str, Any]:
     """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
-    (or the run ends failed with ``on_reject: fail_run``)."""
+    (or the run ends failed with ``on_reject: fail_run``). With ``identity: login``, sent
+    to the service as :func:`approve` says."""
     from agac.engine.decisions import reject as _reject
 
-    with _history_of(project) as (proj, store):
+    proj = _project(project)
+    if proj.config.login:
+        from agac.people.remote import send_decision
+
+        return send_decision(ref, "reject", {"reason": reason}, who)
+    with _history_of(proj) as (proj, store):
         return _reject(proj, store, ref, who, reason)
 
 
@@ -289,12 +301,18 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: Project | Pat
            *, who: str | None = None) -> dict[str, Any]:
     """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
     arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
-    mapping of dotted field to value, or ``field=value`` strings."""
+    mapping of dotted field to value, or ``field=value`` strings. With ``identity: login``,
+    sent to the service as :func:`approve` says."""
     from agac.engine.decisions import parse_changes
     from agac.engine.decisions import revise as _revise
 
-    with _history_of(project) as (proj, store):
-        parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
+    proj = _project(project)
+    parsed = parse_changes(changes) if isinstance(changes, list) else dict(changes)
+    if proj.config.login:
+        from agac.people.remote import send_decision
+
+        return send_decision(ref, "revise", {"set": parsed}, who)
+    with _history_of(proj) as (proj, store):
         return _revise(proj, store, ref, who, parsed)
 
 

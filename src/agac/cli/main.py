@@ -126,7 +126,8 @@ class _AgacGroup(click.Group):
 
     LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch",
                                       "submit": "agac.cli.workers", "worker": "agac.cli.workers",
-                                      "workers": "agac.cli.workers"}
+                                      "workers": "agac.cli.workers", "users": "agac.cli.people",
+                                      "tokens": "agac.cli.people", "serve": "agac.cli.serve"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

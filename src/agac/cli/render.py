@@ -145,6 +145,13 @@ def print_event(e: dict[str, Any]) -> None:
     when = time.strftime("%H:%M:%S", time.localtime(e["created_at"]))
     where = " ".join(x for x in (e.get("action"), e.get("unit_key")) if x)
     data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
+    if e["kind"] == "progress" and isinstance(data.get("actions"), dict):
+        parts = [f"{name} {a['answered'] + a['failed'] + a['skipped']}/{a['records']}"
+                 + (f" ({a['failed']} failed)" if a["failed"] else "")
+                 for name, a in data["actions"].items()]
+        click.echo(f"{e['id']:>6} {when} {'progress':<16} {'; '.join(parts)}  "
+                   f"${float(data.get('cost_usd') or 0):.4f}")
+        return
     click.echo(f"{e['id']:>6} {when} {e['kind']:<16} {where} {json.dumps(data, default=str)}")
 
 

@@ -80,6 +80,27 @@ class Progress:
         r = self.actions[action]
         return int(r["answered"] + r["failed"] + r["skipped"])
 
+    def add_cost(self, action: str, usd: float) -> None:
+        """Count what earlier invocations of the run spent on ``action``."""
+        if action in self.actions:
+            self.actions[action]["cost"] += usd
+
+    def add(self, action: str, status: str, n: int) -> None:
+        """Count ``n`` units settled before this process looked (a shard already complete)."""
+        if action in self.actions:
+            self.actions[action][status] += n
+
+    def event_row(self, run_id: str) -> dict[str, Any]:
+        """A ``progress`` event (T6): units and cost per action, as this run counts them."""
+        actions = {a: {"records": max(self.totals[a], self.done(a)), "answered": r["answered"],
+                       "failed": r["failed"], "skipped": r["skipped"],
+                       "cost_usd": round(r["cost"], 6)}
+                   for a, r in self.actions.items()}
+        cost = round(sum(r["cost"] for r in self.actions.values()), 6)
+        return {"run_id": run_id, "kind": "progress", "action": None, "unit_key": None,
+                "data": dumps({"scope": "run", "actions": actions, "cost_usd": cost}),
+                "created_at": time.time()}
+
 
 class Executor:
     def __init__(
@@ -213,7 +234,10 @@ class Executor:
         """Run one shard's records; ``started`` is set once its units are under way."""
         have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
         if have == (hi - lo) * len(self.runtimes) and self.fanout is None:
-            return True  # every unit of this shard already has its outcome
+            # every unit of this shard already has its outcome: count them, send nothing
+            for row in await self.gateway.call(self.store.status_counts_between, self.run_id, lo, hi):
+                self.progress.add(row.action, row.status, int(row.n))
+            return True
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
         self._carried.update(prior)
         for (action, _), settled in existing.items():

@@ -403,11 +403,14 @@ async def _execute(project: Project, store: Store, run: Row, workflow: Workflow,
     prior_failed = frozenset(
         a for a, (state, _) in (store.action_states(prior).items() if prior else []) if state == "failed"
     )
-    gateway = StoreGateway(store, lease)
-    gateway.start()
     progress = Progress([a.name for a in workflow.actions], info.record_count)
+    for spent in store.usage_totals([run.id]):  # what earlier invocations of the run spent
+        progress.add_cost(spent.action, float(spent.cost_usd or 0.0))
     if options.on_progress:
         progress.listeners.append(options.on_progress)
+    # Other processes (agac serve) follow the run through its progress events (T6).
+    gateway = StoreGateway(store, lease, progress=lambda: progress.event_row(run.id))
+    gateway.start()
     executor = Executor(
         run_id=run.id, workflow=workflow, store=store, gateway=gateway, providers=providers,
         prices=PriceTable(_price_overrides(project)), root=project.root,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = [
+    "DEFAULT_TOKEN_LIFETIME",
     "SESSION_ABSOLUTE",
     "SESSION_IDLE",
     "Clock",
