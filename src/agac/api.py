@@ -441,33 +441,12 @@ def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
 
 def cost(ref: str | None = None, project: Project | Path | str | None = None) -> dict[str, Any]:
     """Cost per action and model, live vs batch, and what batch saved against all-live."""
-    from agac.providers.base import Usage
+    from agac.engine.summary import cost_breakdown
     from agac.providers.pricing import PriceTable
 
-    proj = _project(project)
-    prices = PriceTable(dict(proj.config.prices))
-    store = _history(proj)
-    try:
-        run_row = resolve_run(store, proj, ref)
-        rows = []
-        total = saved = 0.0
-        for r in store.usage_totals([run_row.id]):
-            usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
-                          int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
-            live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
-            c = float(r.cost_usd or 0.0)
-            total += c
-            if r.tier == "batch":
-                saved += max(live_cost - c, 0.0)
-            rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-                         "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
-                         "cached_tokens": int(r.cached_tokens or 0),
-                         "cache_write_tokens": int(r.cache_write_tokens or 0),
-                         "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
-        return {"run_id": run_row.id, "workflow": run_row.workflow, "cost_usd": round(total, 6),
-                "batch_saved_usd": round(saved, 6), "rows": rows}
-    finally:
-        store.close()
+    with _history_of(project) as (proj, store):
+        return cost_breakdown(store, resolve_run(store, proj, ref),
+                              PriceTable(dict(proj.config.prices)))
 
 
 def render(ref: str, record: str, action: str | None = None,

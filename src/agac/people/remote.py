@@ -51,7 +51,7 @@ def send_decision(ref: str, verb: str, body: Mapping[str, Any], who: str | None 
                                               "Content-Type": "application/json",
                                               "Accept": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310 - http(s) only
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # http(s) only: checked above
             return dict(json.loads(response.read().decode("utf-8")))
     except urllib.error.HTTPError as exc:
         raise _refusal(exc.code, exc.read()) from exc

@@ -23,6 +23,7 @@ from agac.store import tables as t
 from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
+from agac.store.dashboard import DashboardRepository
 from agac.store.database import create_store_engine, upgrade
 from agac.store.effects import EffectRepository
 from agac.store.people import PeopleRepository
@@ -37,7 +38,7 @@ _NOT_CARRIED = ("batch_outstanding", "cancelled", "deadline", "budget_exhausted"
 
 
 class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimRepository,
-            PeopleRepository):
+            PeopleRepository, DashboardRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
