@@ -81,7 +81,7 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
     ctx = context(request)
     check = _session_check(request)
     loop = asyncio.get_running_loop()
-    last, refreshed, state = after, loop.time(), None
+    last, refreshed, state = after, float("-inf"), None
     yield "retry: 2000\n\n"
     while True:
         principal = await blocking(check)

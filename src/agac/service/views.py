@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader
 
 __all__ = ["bars", "cost_chart", "environment", "render"]
 
@@ -28,7 +28,7 @@ def environment() -> Environment:
     global _ENV
     if _ENV is None:
         env = Environment(loader=FileSystemLoader(_TEMPLATES), autoescape=True,
-                          undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                          trim_blocks=True, lstrip_blocks=True)
         env.filters.update(when=when, money=money, pretty=pretty, ago=ago, count=count)
         env.globals.update(bars=bars, cost_chart=cost_chart)
         _ENV = env
