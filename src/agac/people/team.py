@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = ["PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
-           "record_view", "run_detail", "run_summary", "runs_page", "visible_run", "workers_for"]
+           "record_view", "run_detail", "run_items", "run_summary", "runs_page", "visible_run",
+           "visible_runs", "workers_for"]
 
 PER_PAGE = 50
 RUN_STATES = ("queued", "running", "waiting", "awaiting_approval", "cancelling", "succeeded",
@@ -56,6 +57,13 @@ def runs_page(store: Store, principal: Principal, *, page: int = 1, workflow: st
                                   offset=(page - 1) * per_page, limit=per_page)
     return {"runs": run_items(store, rows), "page": page, "per_page": per_page, "total": total,
             "pages": max(math.ceil(total / per_page), 1), "workflow": workflow, "state": state}
+
+
+def visible_runs(store: Store, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
+    """The list entries of the runs ``ids`` the principal may see (others are left out)."""
+    rows = [r for r in (store.get_run(i) for i in ids)
+            if r is not None and principal.sees(run_tenant(r))]
+    return run_items(store, rows)
 
 
 def run_items(store: Store, rows: list[Any]) -> list[dict[str, Any]]:
@@ -142,9 +150,12 @@ def record_view(store: Store, project: Project, principal: Principal, run_ref: s
 
     row = visible_run(store, principal, run_ref)
     try:
-        return session_document(project, store, key, None, row.id)
+        doc = session_document(project, store, key, None, row.id)
     except UsageError as exc:
         raise NotFound(f"run {row.id} has no record {key!r}") from exc
+    if doc.get("record") is None and not store.unit_outcomes_under(row.id, key):
+        raise NotFound(f"run {row.id} has no record {key!r}")
+    return doc
 
 
 # -- approvals (A2, A3, T3) -----------------------------------------------------------------------

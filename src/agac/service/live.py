@@ -136,25 +136,26 @@ async def runs_live(request: Request) -> Response:
 
 
 async def _runs_stream(request: Request) -> AsyncIterator[str]:
+    """The rows of the runs on the page the viewer opened, sent again when they move."""
     ctx = context(request)
     check = _session_check(request)
     q = request.query_params
     last = _int(q.get("after"))
+    principal = caller(request)
+    listing = await blocking(team.runs_page, ctx.store, principal, page=_int(q.get("page")) or 1,
+                             workflow=q.get("workflow") or None, state=q.get("state") or None)
+    ids = [r["id"] for r in listing["runs"]]
     yield "retry: 2000\n\n"
     while True:
         principal = await blocking(check)
         if principal is None:
             yield sse("end", "signed out")
             return
-        listing = await blocking(team.runs_page, ctx.store, principal, page=_int(q.get("page")) or 1,
-                                 workflow=q.get("workflow") or None, state=q.get("state") or None)
-        ids = [r["id"] for r in listing["runs"]]
         changed = await blocking(ctx.store.runs_with_events_after, ids, last)
         if changed:
             last = max(changed.values())
-            rows = "\n".join(render("run_row.html", run=r) for r in listing["runs"]
-                             if r["id"] in changed)
-            yield sse("swap", rows)
+            rows = await blocking(team.visible_runs, ctx.store, principal, sorted(changed))
+            yield sse("swap", "\n".join(render("run_row.html", run=r) for r in rows))
         await asyncio.sleep(max(ctx.poll_seconds, 1.0))
 
 

@@ -42,11 +42,12 @@ def _local(target: str | None) -> str:
 # -- signing in and out --------------------------------------------------------------------------
 
 
-async def login_form(request: Request, error: str | None = None, status: int = 200) -> Response:
+async def login_form(request: Request, error: str | None = None, status: int = 200,
+                     next_path: str | None = None) -> Response:
     ctx = context(request)
     token = cookie_value(request.headers, ctx.exposure.login_cookie) or secrets.token_urlsafe(32)
     html = render("login.html", principal=None, csrf=token, error=error,
-                  next=_local(request.query_params.get("next")))
+                  next=_local(next_path or request.query_params.get("next")))
     response = HTMLResponse(html, status_code=status)
     response.set_cookie(ctx.exposure.login_cookie, token, httponly=True, samesite="strict",
                         secure=ctx.exposure.secure, path="/")
@@ -59,8 +60,10 @@ async def login_submit(request: Request) -> Response:
     form = await request.form()
     expected = cookie_value(request.headers, ctx.exposure.login_cookie)
     sent = str(form.get("csrf_token") or "")
+    next_path = str(form.get("next") or "")
     if not expected or not hmac.compare_digest(sent, expected):
-        return await login_form(request, "The sign-in form expired; please try again.", 403)
+        return await login_form(request, "The sign-in form expired; please try again.", 403,
+                                next_path)
     name = str(form.get("username") or "").strip()
     password = str(form.get("password") or "")
     address = request.client.host if request.client else "?"
@@ -72,10 +75,11 @@ async def login_submit(request: Request) -> Response:
                             passwords=ctx.passwords)
     if signed is None:
         ctx.throttle.failed(keys)
-        return await login_form(request, "Wrong name or password, or the user is disabled.", 401)
+        return await login_form(request, "Wrong name or password, or the user is disabled.", 401,
+                                next_path)
     ctx.throttle.succeeded(keys[0])
     new_session, _ = signed
-    response = RedirectResponse(_local(str(form.get("next") or "")), status_code=303)
+    response = RedirectResponse(_local(next_path), status_code=303)
     response.set_cookie(ctx.exposure.cookie, new_session, max_age=SESSION_MAX_AGE, httponly=True,
                         samesite="strict", secure=ctx.exposure.secure, path="/")
     response.delete_cookie(ctx.exposure.login_cookie, path="/", secure=ctx.exposure.secure,
