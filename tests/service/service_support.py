@@ -73,10 +73,10 @@ class Clock:
 
 
 def team_project(root: Path, *, rows: list[dict[str, Any]] | None = None,
-                 workflow: str = WORKFLOW) -> Path:
+                 workflow: str = WORKFLOW, agac_yml: str = "identity: login\n") -> Path:
     """A project with ``identity: login``, the ``replies`` workflow and ann, bob and eve."""
     write_project(root, workflow, workflow_file="workflows/replies.yml",
-                  agac_yml="identity: login\n",
+                  agac_yml=agac_yml,
                   data={"data/a.jsonl": rows or [{"id": "c1", "text": "late parcel"},
                                                  {"id": "c2", "text": "wrong size"}]},
                   files={"tools/__init__.py": "", "tools/mail.py": TOOLS})
