@@ -33,11 +33,11 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "service"))
 
-from service_support import PASSWORD, running_service, team_project  # noqa: E402
+from service_support import PASSWORD, running_service, team_project
 
-from agac import api  # noqa: E402
-from agac.jsontext import dumps  # noqa: E402
-from agac.store import tables as t  # noqa: E402
+from agac import api
+from agac.jsontext import dumps
+from agac.store import tables as t
 
 OUT = Path(__file__).parent / "out"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
@@ -152,7 +152,7 @@ def follow(records: int = 30_000) -> dict[str, Any]:
                     elif line == "" and data:
                         html = "\n".join(data)
                         data = []
-                        m = re.search(r'<td>draft</td>.*?<td class="num">([\d,]+)</td>', html, re.S)
+                        m = re.search(r'<td>draft</td>.*?<td class="num">([\d,]+)</td>', html, re.DOTALL)
                         if m:
                             received.append((time.time(), int(m.group(1).replace(",", ""))))
                     elif line.startswith("event: end"):

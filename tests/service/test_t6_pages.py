@@ -3,6 +3,7 @@ send server-rendered fragments as the store changes."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -74,7 +75,7 @@ def test_t6_approve_reject_revise_from_the_queue(service: Service) -> None:
     assert refused.status_code == 403 and "not an approver" in refused.text
 
 
-def _first_swap(service: Service, path: str, action: "threading.Thread | None" = None) -> str:
+def _first_swap(service: Service, path: str, action: threading.Thread | None = None) -> str:
     b = service.browser("ann")
     found: list[str] = []
     with b.http.stream("GET", path) as r:
@@ -135,7 +136,7 @@ actions:
                 elif line == "" and data:
                     html = "\n".join(data)
                     data = []
-                    m = re.search(r'<td>draft</td>.*?<td class="num">([\d,]+)</td>', html, re.S)
+                    m = re.search(r'<td>draft</td>.*?<td class="num">([\d,]+)</td>', html, re.DOTALL)
                     if m:
                         answered.append(int(m.group(1).replace(",", "")))
                 if ended:
@@ -145,14 +146,13 @@ actions:
     assert ended and answered[-1] == 300
     assert answered == sorted(answered) and len(set(answered)) >= 3, answered
     assert len(events) >= 2  # at most one a second while it ran, and one at the end
-    gaps = [b.created_at - a.created_at for a, b in zip(events, events[1:-1])]
+    gaps = [b.created_at - a.created_at for a, b in itertools.pairwise(events[:-1])]
     assert all(g >= 0.9 for g in gaps), gaps
 
 
 def test_t6_a_disabled_users_live_stream_stops(service: Service) -> None:
     run_id = service.store.list_runs(limit=1)[0].id
     b = service.browser("bob")
-    lines: list[str] = []
 
     def disable() -> None:
         time.sleep(0.3)
@@ -161,7 +161,6 @@ def test_t6_a_disabled_users_live_stream_stops(service: Service) -> None:
     threading.Thread(target=disable).start()
     started = time.monotonic()
     with b.http.stream("GET", f"/runs/{run_id}/live") as r:
-        for line in r.iter_lines():
-            lines.append(line)
+        lines = list(r.iter_lines())
     assert "event: end" in lines and "data: signed out" in lines
     assert time.monotonic() - started < 5

@@ -6,7 +6,6 @@ clock); tests build it directly and drive it over HTTP on loopback.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -70,8 +69,3 @@ def create_app(ctx: ServiceContext) -> ASGIApp:
     guarded: ASGIApp = Guard(app, ctx)
     return guarded
 
-
-def dump_routes(app: Starlette) -> str:
-    """The route table, for docs and tests: path and methods per route."""
-    return json.dumps([{"path": getattr(r, "path", ""), "methods": sorted(getattr(r, "methods", None) or [])}
-                       for r in app.routes])
