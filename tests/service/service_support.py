@@ -25,7 +25,7 @@ import uvicorn
 from argon2 import PasswordHasher
 
 from agac.config.project import find_project, store_url
-from agac.people import identity
+from agac.api import identity
 from agac.service.app import create_app
 from agac.service.context import Exposure, ServiceContext, loopback_hosts
 from agac.service.throttle import LoginThrottle

@@ -12,7 +12,7 @@ from pathlib import Path
 from service_support import Service
 
 from agac import api
-from agac.people import identity
+from agac.api import identity
 
 
 def _agac(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

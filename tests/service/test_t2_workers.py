@@ -9,8 +9,8 @@ from pathlib import Path
 from service_support import running_service, team_project
 
 from agac import api
-from agac.people import team
-from agac.people.identity import Principal
+from agac.api import team
+from agac.api.identity import Principal
 
 
 def test_t2_workers_page_hides_other_tenants_holdings(tmp_path: Path, fresh_pg_database: str) -> None:

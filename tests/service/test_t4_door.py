@@ -11,7 +11,7 @@ import pytest
 from service_support import CHEAP, PASSWORD, Service
 from starlette.routing import Mount, Route
 
-from agac.people import identity
+from agac.api import identity
 from agac.service.app import create_app
 from agac.service.guard import Guard
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from service_support import CHEAP, PASSWORD, WORKFLOW, Service, running_service, team_project
 
 from agac import api
-from agac.people import identity
+from agac.api import identity
 from agac.store import tables as t
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from service_support import PASSWORD, Service, running_service, team_project
 
 from agac import api
-from agac.people import identity
+from agac.api import identity
 
 
 def test_t6_sign_in_returns_to_the_page_asked_for(service: Service) -> None:

@@ -1,6 +1,6 @@
 """``agac batch``: list, inspect, read, cancel and settle provider batches.
 
-Each command makes one :mod:`agac.batches_api` call and renders it. The library (and
+Each command makes one :mod:`agac.api.batches` call and renders it. The library (and
 with it the store and the SDKs) is imported inside the commands, so listing ``agac
 --help`` stays fast.
 """
@@ -33,9 +33,9 @@ def batch() -> None:
 @command
 def batch_list(workflow: str | None, as_json: bool) -> int:
     """List batches, newest first: key, provider batch id, action, file, state, requests."""
-    from agac import batches_api
+    from agac.api import batches
 
-    rows = batches_api.list_batches(workflow)
+    rows = batches.list_batches(workflow)
     if as_json:
         _emit_json(rows)
         return 0
@@ -57,9 +57,9 @@ def batch_list(workflow: str | None, as_json: bool) -> int:
 @command
 def batch_status(workflow: str | None, batch_id: str | None, poll: bool, as_json: bool) -> int:
     """Show one batch: its state, its items by status, and what to do next."""
-    from agac import batches_api
+    from agac.api import batches
 
-    doc = batches_api.batch_status(workflow, batch_id=batch_id, poll=poll)
+    doc = batches.batch_status(workflow, batch_id=batch_id, poll=poll)
     if as_json:
         _emit_json(doc)
         return 0
@@ -91,16 +91,16 @@ def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
                    as_json: bool) -> int:
     """Read an ended batch's raw results as JSONL: one line per result with custom_id,
     type, response (text, stop_reason, usage) and error. Nothing is recorded."""
-    from agac import batches_api
+    from agac.api import batches
     from agac.data.export import open_output
 
     if as_json and out is None:
         results: list[dict[str, Any]] = []
-        doc = batches_api.retrieve(workflow, batch_id=batch_id, sink=results.append)
+        doc = batches.retrieve(workflow, batch_id=batch_id, sink=results.append)
         _emit_json({**doc, "items": results})
         return 0
     with open_output(out) as handle:
-        doc = batches_api.retrieve(workflow, batch_id=batch_id, sink=lambda r: handle.write(
+        doc = batches.retrieve(workflow, batch_id=batch_id, sink=lambda r: handle.write(
             json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"))
     if as_json:
         _emit_json({**doc, "out": out})
@@ -119,9 +119,9 @@ def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
 def batch_cancel(workflow: str | None, batch_id: str, as_json: bool) -> int:
     """Cancel a batch at the provider and mark it cancelling; the next run reads what the
     provider then reports (results are never claimed here)."""
-    from agac import batches_api
+    from agac.api import batches
 
-    doc = batches_api.cancel(workflow, batch_id=batch_id)
+    doc = batches.cancel(workflow, batch_id=batch_id)
     if as_json:
         _emit_json(doc)
     else:
@@ -140,9 +140,9 @@ def batch_resolve(key: str, batch_id: str | None, not_submitted: bool, as_json: 
     """Settle a batch whose submission is unknown (KEY is our agac_… key): either the
     provider has it (--batch-id ID, the next run polls it) or it does not (--not-submitted,
     the next run sends its records again)."""
-    from agac import batches_api
+    from agac.api import batches
 
-    doc = batches_api.resolve(key, batch_id=batch_id, not_submitted=not_submitted)
+    doc = batches.resolve(key, batch_id=batch_id, not_submitted=not_submitted)
     if as_json:
         _emit_json(doc)
     elif not_submitted:

@@ -674,13 +674,10 @@ def store() -> None:
 @command
 def store_upgrade(as_json: bool) -> int:
     """Create or migrate the store's schema now."""
-    from agac.api import _project
-    from agac.config.project import store_url
-    from agac.store.database import create_store_engine, upgrade
+    from agac import api
 
-    url = store_url(_project(None))
-    rev = upgrade(create_store_engine(url), force=True)
-    _emit_json({"store": url, "revision": rev}) if as_json else click.echo(f"store at revision {rev}")
+    doc = api.store_upgrade()
+    _emit_json(doc) if as_json else click.echo(f"store at revision {doc['revision']}")
     return 0
 
 

@@ -55,7 +55,7 @@ def users() -> None:
 def users_add(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], admin: bool,
               password_stdin: bool, as_json: bool) -> int:
     """Add a user (Argon2-hashed password; at least 10 characters)."""
-    from agac.people import admin as people
+    from agac.api import people
 
     doc = people.users_add(name, _password(password_stdin), tenants=list(tenants),
                            groups=list(groups), admin=admin)
@@ -71,7 +71,7 @@ def users_add(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], admi
 @command
 def users_list(as_json: bool) -> int:
     """List users with their tenants, groups and state."""
-    from agac.people import admin as people
+    from agac.api import people
 
     rows = people.users_list()
     if as_json:
@@ -89,7 +89,7 @@ def users_list(as_json: bool) -> int:
 @command
 def users_disable(name: str, as_json: bool) -> int:
     """Disable a user: its sessions end and its tokens stop working at once."""
-    from agac.people import admin as people
+    from agac.api import people
 
     doc = people.users_disable(name)
     if as_json:
@@ -105,7 +105,7 @@ def users_disable(name: str, as_json: bool) -> int:
 @command
 def users_enable(name: str, as_json: bool) -> int:
     """Enable a disabled user again (its unexpired, unrevoked tokens work again)."""
-    from agac.people import admin as people
+    from agac.api import people
 
     doc = people.users_enable(name)
     if as_json:
@@ -128,7 +128,7 @@ def users_enable(name: str, as_json: bool) -> int:
 def users_set(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], no_groups: bool,
               admin: bool | None, as_json: bool) -> int:
     """Change a user's tenants, groups or administrator flag."""
-    from agac.people import admin as people
+    from agac.api import people
 
     if no_groups and groups:
         raise UsageError("--no-groups and --group contradict each other; give one")
@@ -148,7 +148,7 @@ def users_set(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], no_g
 @command
 def users_passwd(name: str, password_stdin: bool, as_json: bool) -> int:
     """Set a user's password; the user's sessions end."""
-    from agac.people import admin as people
+    from agac.api import people
 
     doc = people.users_passwd(name, _password(password_stdin))
     if as_json:
@@ -171,7 +171,7 @@ def tokens() -> None:
 @command
 def tokens_create(name: str, expires: float, as_json: bool) -> int:
     """Create an API token for user NAME; it is printed once and never stored."""
-    from agac.people import admin as people
+    from agac.api import people
 
     doc = people.tokens_create(name, expires_in=expires)
     if as_json:
@@ -189,7 +189,7 @@ def tokens_create(name: str, expires: float, as_json: bool) -> int:
 @command
 def tokens_list(name: str | None, as_json: bool) -> int:
     """List tokens (of NAME, or everyone's): id, user, state, expiry, last use."""
-    from agac.people import admin as people
+    from agac.api import people
 
     rows = people.tokens_list(name)
     if as_json:
@@ -209,7 +209,7 @@ def tokens_list(name: str | None, as_json: bool) -> int:
 @command
 def tokens_revoke(token_id: str, as_json: bool) -> int:
     """Revoke a token (by its id, as `agac tokens list` shows it): refused from now on."""
-    from agac.people import admin as people
+    from agac.api import people
 
     doc = people.tokens_revoke(token_id)
     if as_json:

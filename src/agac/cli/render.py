@@ -158,7 +158,6 @@ def print_event(e: dict[str, Any]) -> None:
 def follow_events(ref: str | None, as_json: bool) -> None:
     """Replay a run's events, then stream new ones until the run is final (R3)."""
     from agac import api
-    from agac.store.repository import FINAL_STATES
 
     last = 0
     while True:
@@ -168,7 +167,7 @@ def follow_events(ref: str | None, as_json: bool) -> None:
                 click.echo(json.dumps(e, default=str), err=True)
             else:
                 print_event(e)
-        if api.status(ref)["state"] in FINAL_STATES:
+        if api.is_final(api.status(ref)["state"]):
             return
         time.sleep(0.5)
 

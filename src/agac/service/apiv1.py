@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agac.errors import AgacError, UsageError
-from agac.people import team
+from agac.api import team
 from agac.service.common import blocking, caller, context, error_status
 
 __all__ = ["approvals", "decide", "run", "runs"]

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from agac.errors import AgacError, DecisionRefused, NotAllowed, NotAnApprover, NotFound, UsageError
-from agac.people.identity import Principal
+from agac.api.identity import Principal
 from agac.service.context import ServiceContext
 from agac.service.guard import PRINCIPAL, SESSION_ID
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agac.people.identity import Passwords
+from agac.api.identity import Passwords
 from agac.service.throttle import LoginThrottle
 
 if TYPE_CHECKING:

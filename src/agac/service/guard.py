@@ -34,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agac.people.identity import csrf_token, session_principal, token_principal
+from agac.api.identity import csrf_token, session_principal, token_principal
 from agac.service.context import ServiceContext
 
 __all__ = ["CSP", "PRINCIPAL", "SESSION_ID", "Guard", "cookie_value", "request_origin"]

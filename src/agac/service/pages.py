@@ -1,5 +1,5 @@
 """The web pages (DESIGN §13 T6): sign-in, runs, a run, a record's session, the approval
-queue, cost over time, workers. Each page makes library calls (agac.people.team) with
+queue, cost over time, workers. Each page makes library calls (agac.api.team) with
 the signed-in caller and renders a template; forms post back and redirect (303)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agac.errors import AgacError, UsageError
-from agac.people import identity, team
+from agac.api import identity, team
 from agac.service.common import blocking, caller, context, error_status, session_id
 from agac.service.guard import cookie_value
 from agac.service.views import render

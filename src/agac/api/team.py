@@ -22,7 +22,7 @@ from agac.store.tenancy import run_tenant
 
 if TYPE_CHECKING:
     from agac.config.project import Project
-    from agac.people.identity import Principal
+    from agac.api.identity import Principal
     from agac.store.repository import Store
 
 __all__ = ["PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
@@ -146,7 +146,7 @@ def events_after(store: Store, principal: Principal, ref: str, after: int = 0,
 def record_view(store: Store, project: Project, principal: Principal, run_ref: str,
                 key: str) -> dict[str, Any]:
     """A record's session (DESIGN §11) in a run the principal may see."""
-    from agac.engine.inspect import session_document
+    from agac.engine.sessions import session_document
 
     row = visible_run(store, principal, run_ref)
     try:

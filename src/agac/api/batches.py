@@ -1,4 +1,4 @@
-"""agac's provider batches as a library: every ``agac batch`` command is one of these calls.
+"""Provider batches for people: every ``agac batch`` command is one of these calls.
 
 A batch belongs to its shard, not to a run (B0), so these calls address batches by
 workflow and by id: our key (``agac_<hex>``, the idempotency key of the intent) or the
@@ -16,16 +16,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.api import _project, _workflow_name, open_store
+from agac.api.projects import ProjectRef, using, workflow_name
 from agac.config.project import Project
 from agac.errors import RefusedError, UsageError
+from agac.jsontext import loads
 from agac.providers.base import BatchHandle, Result
 from agac.providers.factory import open_providers
 from agac.store.batches import OPEN_BATCH_STATES
-from agac.store.repository import loads
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -35,66 +34,55 @@ if TYPE_CHECKING:
 __all__ = ["batch_dict", "batch_status", "cancel", "list_batches", "resolve", "result_dict",
            "retrieve"]
 
-ProjectRef = Project | Path | str | None
 UNSETTLED_STATES = ("submitting", "unknown")
 """Intents whose submission is not known to have happened (B2)."""
 
 
-def list_batches(ref: str | None = None, project: ProjectRef = None) -> list[dict[str, Any]]:
+def list_batches(ref: str | None = None, project: ProjectRef = None, *,
+                 store: Store | None = None) -> list[dict[str, Any]]:
     """Every batch of workflow ``ref`` (every batch of the project without one), newest
     first, as :func:`batch_dict` rows."""
-    proj = _project(project)
-    store = open_store(proj)
-    try:
-        name = _workflow_name(ref, proj) if ref else None
-        return [batch_dict(row) for row in store.list_batches(name)]
-    finally:
-        store.close()
+    with using(project, store) as (proj, st):
+        name = workflow_name(ref, proj) if ref else None
+        return [batch_dict(row) for row in st.list_batches(name)]
 
 
 def batch_status(ref: str | None = None, project: ProjectRef = None, *,
-                 batch_id: str | None = None, poll: bool = False) -> dict[str, Any]:
+                 batch_id: str | None = None, poll: bool = False,
+                 store: Store | None = None) -> dict[str, Any]:
     """One batch as the store knows it, with its items counted by status and the command
     a person most likely wants next. ``poll`` also asks the provider for its status now
     (``provider_status``); the store is not changed — the next run records what it says."""
-    proj = _project(project)
-    store = open_store(proj)
-    try:
-        row = _find_batch(store, proj, ref, batch_id)
+    with using(project, store) as (proj, st):
+        row = _find_batch(st, proj, ref, batch_id)
         doc = batch_dict(row)
         items: dict[str, int] = {}
-        for item in store.iter_batch_items(row.key):
+        for item in st.iter_batch_items(row.key):
             items[item.status] = items.get(item.status, 0) + 1
         doc["items"] = items
         doc["next"] = _next_command(row)
-    finally:
-        store.close()
     if poll:
         if not row.provider_batch_id:
             raise RefusedError(f"batch {row.key} has no provider batch id to ask about; "
                                f"its state is {row.state}")
         status = _with_provider(proj, row, lambda p, h: p.poll_batch(h))
         doc["provider_status"] = {"state": status.state, "raw_status": status.raw_status,
-                           "request_count": status.request_count,
-                           "completed": status.completed, "failed": status.failed,
-                           "known": status.known}
+                                  "request_count": status.request_count,
+                                  "completed": status.completed, "failed": status.failed,
+                                  "known": status.known}
     return doc
 
 
 def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: str | None = None,
-             sink: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
+             sink: Callable[[dict[str, Any]], object], store: Store | None = None) -> dict[str, Any]:
     """Hand every raw result of an ended batch to ``sink`` (as :func:`result_dict`), in the
     provider's order, and return ``{key, batch_id, results, types}``.
 
     Only a batch the provider reports ended can be read; nothing is recorded in the
     store (a run collects answers, never this call).
     """
-    proj = _project(project)
-    store = open_store(proj)
-    try:
-        row = _find_batch(store, proj, ref, batch_id)
-    finally:
-        store.close()
+    with using(project, store) as (proj, st):
+        row = _find_batch(st, proj, ref, batch_id)
     if not row.provider_batch_id:
         raise RefusedError(f"batch {row.key} was never accepted by the provider (state "
                            f"{row.state}); there are no results to read")
@@ -114,16 +102,15 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
             "types": types}
 
 
-def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str) -> dict[str, Any]:
+def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str,
+           store: Store | None = None) -> dict[str, Any]:
     """Ask the provider to cancel an open batch and mark it ``cancelling``.
 
     No result is claimed: the next run polls it and reads what the provider says (B7,
     B8 — an Anthropic batch canceled mid-run still ends with a result per request).
     """
-    proj = _project(project)
-    store = open_store(proj)
-    try:
-        row = _find_batch(store, proj, ref, batch_id)
+    with using(project, store) as (proj, st):
+        row = _find_batch(st, proj, ref, batch_id)
         if row.state not in OPEN_BATCH_STATES:
             raise RefusedError(f"batch {row.provider_batch_id or row.key} is already "
                                f"{row.state}; there is nothing to cancel")
@@ -132,14 +119,12 @@ def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str)
                                f"settle it first: agac batch resolve {row.key} --batch-id ID "
                                "| --not-submitted")
         _with_provider(proj, row, lambda p, h: p.cancel_batch(h))
-        store.update_batch(row.key, state="cancelling")
-        return _reread(store, row.key)
-    finally:
-        store.close()
+        st.update_batch(row.key, state="cancelling")
+        return _reread(st, row.key)
 
 
 def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None,
-            not_submitted: bool = False) -> dict[str, Any]:
+            not_submitted: bool = False, store: Store | None = None) -> dict[str, Any]:
     """Settle an intent whose submission is unknown (B2), on a person's word.
 
     ``batch_id``: the provider has it under this id; the intent becomes ``submitted``
@@ -149,30 +134,26 @@ def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None
     """
     if (batch_id is None) == (not not_submitted):
         raise UsageError("give exactly one of --batch-id ID or --not-submitted")
-    proj = _project(project)
-    store = open_store(proj)
-    try:
-        row = store.get_batch(key)
+    with using(project, store) as (_proj, st):
+        row = st.get_batch(key)
         if row is None or row.key != key:
             raise UsageError(f"no batch intent with key {key!r}; `agac batch list` shows them")
         if row.state not in UNSETTLED_STATES:
             raise RefusedError(f"batch {key} is {row.state}, not unknown: only an intent whose "
                                "submission is unknown can be resolved")
         if batch_id is not None:
-            other = store.get_batch(batch_id)
+            other = st.get_batch(batch_id)
             if other is not None and other.key != key:
                 raise RefusedError(f"provider batch {batch_id} already belongs to {other.key}")
-            store.update_batch(key, provider_batch_id=batch_id, state="submitted",
-                               submitted_at=time.time(), error=None)
+            st.update_batch(key, provider_batch_id=batch_id, state="submitted",
+                            submitted_at=time.time(), error=None)
         else:
-            store.fail_open_items(key, "not_submitted", "not_submitted",
-                                  "settled by `agac batch resolve --not-submitted`")
-            store.update_batch(key, state="not_submitted", ended_at=time.time(),
-                               error="not submitted (settled by agac batch resolve)")
-        store.mark_run_needs_pass(row.workflow)
-        return _reread(store, key)
-    finally:
-        store.close()
+            st.fail_open_items(key, "not_submitted", "not_submitted",
+                               "settled by `agac batch resolve --not-submitted`")
+            st.update_batch(key, state="not_submitted", ended_at=time.time(),
+                            error="not submitted (settled by agac batch resolve)")
+        st.mark_run_needs_pass(row.workflow)
+        return _reread(st, key)
 
 
 def batch_dict(row: Row) -> dict[str, Any]:
@@ -205,7 +186,7 @@ def result_dict(result: Result) -> dict[str, Any]:
 def _find_batch(store: Store, proj: Project, ref: str | None, batch_id: str | None) -> Row:
     """The batch ``batch_id`` names (our key or the provider's id), else the latest of
     workflow ``ref`` (of the project without one). UsageError when there is none."""
-    name = _workflow_name(ref, proj) if ref else None
+    name = workflow_name(ref, proj) if ref else None
     if batch_id is not None:
         row = store.get_batch(batch_id)
         if row is None or (name is not None and row.workflow != name):

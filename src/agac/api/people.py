@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.config.project import Project, find_project, store_url
+from agac.api import identity
+from agac.api.projects import ProjectRef, project_of, using
+from agac.config.project import store_url
 from agac.errors import UsageError
-from agac.people import identity
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
@@ -22,23 +22,15 @@ if TYPE_CHECKING:
 __all__ = ["tokens_create", "tokens_list", "tokens_revoke", "users_add", "users_disable",
            "users_enable", "users_list", "users_passwd", "users_set"]
 
-ProjectRef = Project | Path | str | None
-
 
 @contextmanager
-def _store(project: ProjectRef) -> Iterator[Store]:
-    from agac.store.repository import Store
-
-    proj = project if isinstance(project, Project) else find_project(Path(project) if project else None)
-    url = store_url(proj)
-    if url == "memory":
+def _store(project: ProjectRef, store: Store | None = None) -> Iterator[Store]:
+    proj = project_of(project)
+    if store is None and store_url(proj) == "memory":
         raise UsageError("users and tokens live in the store, and this project's store is memory "
                          "(it keeps nothing); use the default SQLite store or PostgreSQL")
-    store = Store(url)
-    try:
-        yield store
-    finally:
-        store.close()
+    with using(proj, store) as (_proj, opened):
+        yield opened
 
 
 def users_add(name: str, password: str, *, tenants: Sequence[str], groups: Sequence[str] = (),

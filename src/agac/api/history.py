@@ -1,0 +1,148 @@
+"""Reading what runs did: status (§7.1), runs, events, exported outcomes, records and
+their sessions, cost. Read-only; refused on ``store: memory``, which keeps nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from agac.api.projects import ProjectRef, reading, resolve_run, workflow_name
+from agac.errors import UsageError
+from agac.jsontext import loads
+
+if TYPE_CHECKING:
+    from agac.store.repository import Store
+
+__all__ = ["FINAL_STATES", "cost", "events", "export_rows", "is_final", "list_records",
+           "list_runs", "record_session", "status"]
+
+FINAL_STATES = ("succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled")
+"""A run in one of these states never changes again (DESIGN §7)."""
+
+
+def is_final(state: str) -> bool:
+    """Whether a run in ``state`` has ended for good."""
+    return state in FINAL_STATES
+
+
+def status(ref: str | None = None, project: ProjectRef = None, *,
+           store: Store | None = None) -> dict[str, Any]:
+    """The §7.1 summary of a run (by id) or of a workflow's latest run."""
+    from agac.engine.summary import build_summary
+
+    with reading(project, store) as (proj, st):
+        run_row = resolve_run(st, proj, ref)
+        if "pruned" in (loads(run_row.options) or {}):
+            raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
+                             f"are gone (its cost stays in `agac cost {run_row.id}`)")
+        summary = build_summary(st, run_row)
+        if st.dialect == "postgresql" and st.has_shards(run_row.id):
+            from agac.engine.workers import shard_view
+
+            summary["shards"] = shard_view(st, run_row.id)
+        return summary
+
+
+def list_runs(ref: str | None = None, project: ProjectRef = None, limit: int = 50, *,
+              store: Store | None = None) -> list[dict[str, Any]]:
+    """The runs of workflow ``ref`` (of the project without one), newest first."""
+    with reading(project, store) as (proj, st):
+        name = workflow_name(ref, proj) if ref else None
+        return [
+            {"run_id": r.id, "workflow": r.workflow, "state": r.state, "retry_of": r.retry_of,
+             "created_at": r.created_at, "ended_at": r.ended_at}
+            for r in st.list_runs(name, limit)
+        ]
+
+
+def events(run_ref: str | None, project: ProjectRef = None, after: int = 0, *,
+           store: Store | None = None) -> list[dict[str, Any]]:
+    """A run's events after id ``after``, in order."""
+    with reading(project, store) as (proj, st):
+        run_row = resolve_run(st, proj, run_ref)
+        return [_event_dict(e) for e in st.iter_events(run_row.id, after, limit=100_000)]
+
+
+def _event_dict(e: Any) -> dict[str, Any]:
+    return {"id": e.id, "run_id": e.run_id, "kind": e.kind, "action": e.action,
+            "unit_key": e.unit_key, "data": loads(e.data), "created_at": e.created_at}
+
+
+def export_rows(ref: str, action: str, project: ProjectRef = None,
+                run_ref: str | None = None, *, store: Store | None = None
+                ) -> Iterator[dict[str, Any]]:
+    """One row per record of ``action`` in the run: key, status, reason, detail, output."""
+    with reading(project, store) as (proj, st):
+        run_row = resolve_run(st, proj, run_ref or ref)
+        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        if action not in names:
+            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+        for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
+            yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
+                   "output": loads(o.output)}
+
+
+def _item_path(key: str) -> tuple[int, ...]:
+    """The indexes of a fan-out item key (``rec/3/10`` -> (3, 10)); () for a record."""
+    parts = key.split("/")
+    tail = []
+    for part in reversed(parts[1:]):
+        if not part.isdigit():
+            break
+        tail.append(int(part))
+    return tuple(reversed(tail))
+
+
+def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
+    """Rows in record order, the items of a record in request order (``r/2`` before
+    ``r/10``; the store orders keys as text)."""
+    group: list[Any] = []
+    for row in rows:
+        if group and row.seq != group[0].seq:
+            yield from sorted(group, key=lambda r: _item_path(r.unit_key))
+            group = []
+        group.append(row)
+    yield from sorted(group, key=lambda r: _item_path(r.unit_key))
+
+
+def cost(ref: str | None = None, project: ProjectRef = None, *,
+         store: Store | None = None) -> dict[str, Any]:
+    """Cost per action and model, live vs batch, and what batch saved against all-live."""
+    from agac.engine.summary import cost_breakdown
+    from agac.providers.pricing import PriceTable
+
+    with reading(project, store) as (proj, st):
+        return cost_breakdown(st, resolve_run(st, proj, ref), PriceTable(dict(proj.config.prices)))
+
+
+def list_records(ref: str, project: ProjectRef = None, *,
+                 status: str | None = None, action: str | None = None,
+                 run_ref: str | None = None, limit: int = 10_000,
+                 store: Store | None = None) -> dict[str, Any]:
+    """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
+    ``action`` — fan-out items included, by item key — for ``agac records show``. At most
+    ``limit`` units, in record order; ``truncated`` says when there were more."""
+    with reading(project, store) as (proj, st):
+        run_row = resolve_run(st, proj, run_ref or ref)
+        names = [a["name"] for a in loads(run_row.config)["actions"]]
+        if action is not None and action not in names:
+            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+        rows = st.find_outcomes(run_row.id, status=status, action=action, limit=limit + 1)
+        truncated = len(rows) > limit
+        rows = sorted(rows[:limit],
+                      key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action)))
+        return {"run_id": run_row.id, "workflow": run_row.workflow, "status": status,
+                "action": action, "truncated": truncated, "units": [
+                    {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
+                     "detail": r.detail, "attempts": r.attempts} for r in rows]}
+
+
+def record_session(key: str, project: ProjectRef = None, *,
+                   workflow: str | None = None, run_ref: str | None = None,
+                   store: Store | None = None) -> dict[str, Any]:
+    """The record's session (DESIGN §11): its history across actions, attempts, tokens and
+    cost, status and error log."""
+    from agac.engine.sessions import session_document
+
+    with reading(project, store) as (proj, st):
+        return session_document(proj, st, key, workflow, run_ref)

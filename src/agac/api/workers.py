@@ -1,0 +1,74 @@
+"""Scale-out: ``agac submit`` hands a run to workers, ``agac worker`` is one, ``agac
+workers`` lists them. Workers share one PostgreSQL store (DESIGN §4 S3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agac.api.projects import ProjectRef, project_of, reading, using
+from agac.api.workflows import load_workflow
+from agac.config.project import store_url
+from agac.errors import UsageError
+
+if TYPE_CHECKING:
+    from agac.store.repository import Store
+
+__all__ = ["submit", "worker", "workers"]
+
+
+def submit(ref: str | Path, project: ProjectRef = None, *,
+           run_mode: str | None = None, poll_interval: float | str | None = None,
+           batch_deadline: float | str | None = None, budget_usd: float | None = None,
+           store: Store | None = None, **options: Any) -> dict[str, Any]:
+    """``agac submit``: admit a run (or continue the open one, R1) for workers to execute,
+    without executing it: ``{"run_id", "workflow", "state", "records", "shards", "notes"}``.
+    Options as :func:`agac.api.run`: ``new``, ``fresh``, ``limit``, ``allow_over_estimate``."""
+    from agac.engine.runs import RunOptions
+    from agac.engine.workers import submit_run
+
+    proj = project_of(project)
+    overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
+                                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    workflow = load_workflow(ref, proj, **overrides)
+    with using(proj, store) as (_, st):
+        if st.dialect != "postgresql":
+            raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
+                             "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
+                             f"`agac run {workflow.name}`")
+        return submit_run(proj, st, workflow, RunOptions(**options), overrides=overrides,
+                          reload=lambda o: load_workflow(ref, proj, **o))
+
+
+def worker(project: ProjectRef = None, *, concurrency: int = 4,
+           lease_ttl: float = 30.0, poll: float = 5.0, exit_when_done: bool = False,
+           handle_signals: bool = False, log: Any = None, store: Store | None = None) -> Any:
+    """``agac worker``: claim and advance shards of any open run until stopped (SIGTERM:
+    finish or hand back what it holds). Refused (UsageError) on a SQLite store. Returns a
+    :class:`agac.engine.workers.WorkerReport`."""
+    from agac.engine.workers import Worker, WorkerOptions
+
+    proj = project_of(project)
+    if store is None and (store_url(proj) == "memory" or not store_url(proj).startswith("postgres")):
+        raise UsageError(
+            "agac worker needs a PostgreSQL store: workers coordinate through its row locks, "
+            "leases and LISTEN/NOTIFY, which a SQLite file cannot share across machines; set "
+            "AGAC_STORE=postgresql://user@host:5432/db (or `store:` in agac.yml), or run the "
+            "workflow on this machine with `agac run`")
+    with using(proj, store) as (_, st):
+        w = Worker(proj, st, WorkerOptions(concurrency=concurrency, lease_ttl=lease_ttl, poll=poll,
+                                           exit_when_done=exit_when_done,
+                                           handle_signals=handle_signals, log=log))
+        return w.run()
+
+
+def workers(project: ProjectRef = None, *, all_workers: bool = False,
+            store: Store | None = None) -> list[dict[str, Any]]:
+    """``agac workers``: live workers (``all_workers``: also stopped ones), the shards each
+    holds and its last heartbeat."""
+    from agac.engine.workers import list_workers
+
+    with reading(project, store) as (_proj, st):
+        if st.dialect != "postgresql":
+            return []
+        return list_workers(st, include_stopped=all_workers)
