@@ -36,6 +36,8 @@ demo: $(VENV)/.core
 	@echo
 	@echo "Results: $(CURDIR)/demo/results/ (classify.jsonl, reply.csv); store: $(CURDIR)/demo/.agac/agac.db"
 	@echo "Try: cd demo && ../$(BIN)/agac status review_triage && ../$(BIN)/agac records show r0001"
+	@echo "Put agac on your PATH in this shell with:"
+	@echo "    . $(abspath $(VENV))/bin/activate"
 
 # Install the dev dependencies and run the whole suite. The suite starts its own
 # throwaway PostgreSQL (tests/pg.py); CI runs exactly this target.

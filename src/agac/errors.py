@@ -24,6 +24,11 @@ Tree::
 Every class's docstring is its default message. Adapters translate third-party
 errors at their boundary with ``raise ... from exc``; nothing above ``providers/``
 or ``store/`` sees an SDK or driver exception.
+
+Every error has a stable ``code`` (``agac … --json`` prints it as ``error.code``), an
+optional ``hint`` (the fix, when the message does not already end with it) and, when it
+stopped a run that exists, that run's ``run_id`` (the CLI then prints the run's summary
+with the error).
 """
 
 from __future__ import annotations
@@ -58,9 +63,13 @@ class AgacError(Exception):
     """agac failed."""
 
     exit_code = 1
+    code = "error"
+    #: The run this error stopped, when one exists (set where the run is known).
+    run_id: str | None = None
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, hint: str | None = None) -> None:
         super().__init__(message or (type(self).__doc__ or "").strip().splitlines()[0])
+        self.hint = hint
 
     @property
     def message(self) -> str:
@@ -107,6 +116,7 @@ class ConfigError(AgacError):
     """The configuration is not valid."""
 
     exit_code = 2
+    code = "config_error"
 
     def __init__(self, message: str | None = None, problems: list[Problem] | None = None) -> None:
         self.problems: list[Problem] = list(problems or [])
@@ -119,14 +129,19 @@ class UsageError(AgacError):
     """The command cannot be done as asked."""
 
     exit_code = 2
+    code = "usage_error"
 
 
 class RefusedError(UsageError):
     """The command was refused."""
 
+    code = "refused"
+
 
 class DecisionRefused(RefusedError):
     """The decision was refused."""
+
+    code = "approval_refused"
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
@@ -146,29 +161,39 @@ class NotAnApprover(DecisionRefused):
 class NotAllowed(RefusedError):
     """The signed-in user may not do this."""
 
+    code = "not_allowed"
+
 
 class NotFound(UsageError):
     """No such object here (or it belongs to a tenant the caller is not in)."""
+
+    code = "not_found"
 
 
 class StoreError(AgacError):
     """The store could not be read or written; the run stopped with its last good checkpoint."""
 
     exit_code = 1
+    code = "store_error"
 
 
 class LeaseLost(StoreError):
     """Another process took over this run; this process stops writing."""
+
+    code = "lease_lost"
 
 
 class Paused(AgacError):
     """The run cannot move now; run the same command again later."""
 
     exit_code = 75
+    code = "paused"
 
 
 class LeaseHeld(Paused):
     """The run is owned by another live process."""
+
+    code = "lease_held"
 
 
 class ProviderError(AgacError):
@@ -184,10 +209,13 @@ class ProviderError(AgacError):
         code: str | None = None,
         retry_after: float | None = None,
         reason: str | None = None,
+        hint: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, hint=hint)
         self.status = status
-        self.code = code
+        # The provider's own error code (``insufficient_quota``); the CLI reports every
+        # ProviderError as ``provider_error``.
+        self.code = code  # type: ignore[assignment]
         self.retry_after = retry_after
         # The reason code an outcome gets when this error is final (DESIGN §7.2).
         self.reason = reason or ("provider_error" if self.kind in ("fatal", "unsupported") else None)
@@ -219,6 +247,8 @@ class UnsupportedError(ProviderError):
 
 class ToolError(AgacError):
     """The tool function raised."""
+
+    code = "tool_error"
 
     def __init__(self, message: str | None = None, traceback_text: str = "") -> None:
         super().__init__(message)

@@ -84,3 +84,30 @@ class Quickstart:
 
     def agac(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
         return agac(*args, cwd=self.root, env=env)
+
+
+def leaf_commands(*, groups: bool = False) -> dict[str, Any]:
+    """Every command a user can run, by its full name (``agac runs list``), generated from
+    the Click app itself (lazy commands included), so a new command cannot be left out;
+    with ``groups``, the groups too (``agac``, ``agac runs``)."""
+    import click
+
+    from agac.cli.main import cli
+
+    found: dict[str, Any] = {}
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        if isinstance(cmd, click.Group):
+            ctx = click.Context(cmd, info_name=path[-1])
+            if groups or cmd.invoke_without_command:
+                found[" ".join(path)] = cmd
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                assert sub is not None, name
+                if not sub.hidden:
+                    walk(sub, (*path, name))
+        else:
+            found[" ".join(path)] = cmd
+
+    walk(cli, ("agac",))
+    return found

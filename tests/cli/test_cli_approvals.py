@@ -85,7 +85,7 @@ def test_a2_refusals_exit_2_with_a_clear_message(tmp_path: Path) -> None:
     assert nobody.code == 2 and "--as" in nobody.err and "AGAC_USER" in nobody.err
     stranger = agac("approve", pid, "--as", "mallory", "--json", cwd=tmp_path)
     assert stranger.code == 2 and stranger.json()["ok"] is False
-    assert "mallory is not an approver" in stranger.json()["error"]
+    assert "mallory is not an approver" in stranger.json()["error"]["message"]
     no_reason = agac("reject", pid, "--as", "ann", cwd=tmp_path)
     assert no_reason.code == 2 and "--reason" in no_reason.err
     assert agac("reject", pid, "--as", "ann", "--reason", "too curt", cwd=tmp_path).code == 0

@@ -141,7 +141,8 @@ def test_retry_dry_run_lists_failed_units(mixed: tuple[Path, dict[str, object]])
     text = agac("retry", "mixed", "--dry-run", "--action", "check", cwd=root)
     assert text.code == 0, text
     assert text.out.splitlines()[0].startswith(f"would retry 1 failed units of run {doc['run_id']}")
-    assert "  check  2" in text.out
+    assert text.out.splitlines()[1].split() == ["action", "key"]
+    assert text.out.splitlines()[3].split() == ["check", "2"]
 
 
 def test_retry_reasks_failed_units_only(tmp_path: Path) -> None:

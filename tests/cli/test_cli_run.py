@@ -81,7 +81,9 @@ def test_status_prints_summary_lines(quickstart: Quickstart) -> None:
     assert result.code == 0, result
     lines = result.out.splitlines()
     assert lines[0] == f"run {run_id} of review_triage: succeeded"
-    assert [line.split()[0] for line in lines[1:4]] == ["classify", "reply", "route"]
+    assert lines[1].split() == ["action", "answered", "failed", "skipped", "pending", "calls",
+                                "tool", "calls", "reused", "cost", "reasons"]
+    assert [line.split()[0] for line in lines[3:6]] == ["classify", "reply", "route"]
     assert lines[-1].endswith(": agac export review_triage --action route --format jsonl")
 
 
@@ -107,8 +109,9 @@ def test_runs_list_newest_first(quickstart: Quickstart) -> None:
     assert quickstart.summary["run_id"] in {r["run_id"] for r in rows}
     text = quickstart.agac("runs", "list", "review_triage", "--limit", "1")
     assert text.code == 0, text
-    assert len(text.out.splitlines()) == 1
-    assert text.out.startswith(rows[0]["run_id"])
+    header, _rule, row = text.out.splitlines()
+    assert header.split() == ["run", "workflow", "state", "started", "ended", "retry", "of"]
+    assert row.startswith(rows[0]["run_id"])
 
 
 def test_events_in_order(quickstart: Quickstart) -> None:
@@ -120,7 +123,7 @@ def test_events_in_order(quickstart: Quickstart) -> None:
     assert all(e["run_id"] == run_id for e in rows)
     text = quickstart.agac("events", run_id)
     assert text.code == 0, text
-    assert len(text.out.splitlines()) == len(rows)
+    assert len(text.out.splitlines()) == len(rows) + 2  # a header and its rule
     assert "run_ended" in text.out.splitlines()[-1]
 
 

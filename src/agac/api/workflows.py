@@ -35,15 +35,20 @@ def load_workflow(ref: str | Path, project: ProjectRef = None, *,
 
 def validate(ref: str | Path, project: ProjectRef = None, *,
              run_mode: str | None = None, poll_interval: float | str | None = None,
-             batch_deadline: float | str | None = None) -> tuple[Workflow | None, list[Any]]:
-    """(workflow or None, every error and warning) without raising for config errors."""
+             batch_deadline: float | str | None = None,
+             sample: int = 100) -> tuple[Workflow | None, list[Any]]:
+    """(workflow or None, every error and warning) without raising for config errors.
+
+    ``sample``: how many of the input's first records to read to check ``id_field`` and
+    the ``source`` fields templates read (0: do not read the input)."""
     from agac.config.workflow import validate_workflow
     from agac.providers.pricing import PriceTable
 
     proj = project_of(project)
     prices = PriceTable(dict(proj.config.prices))
     return validate_workflow(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
-                             batch_deadline=batch_deadline, price_lookup=prices.known)
+                             batch_deadline=batch_deadline, price_lookup=prices.known,
+                             sample=sample)
 
 
 def plan(ref: str | Path, project: ProjectRef = None, *,

@@ -1,1 +1,1 @@
-"""cli layer of agac (see DESIGN.md §2)."""
+"""cli layer of agac (see docs/architecture.md)."""

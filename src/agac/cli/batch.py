@@ -8,12 +8,12 @@ with it the store and the SDKs) is imported inside the commands, so listing ``ag
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import click
 
 from agac.cli.main import _emit_json, command, json_option
+from agac.cli.render import new_table, print_table, when
 
 __all__ = ["batch"]
 
@@ -41,11 +41,14 @@ def batch_list(workflow: str | None, as_json: bool) -> int:
         return 0
     if not rows:
         click.echo("no batches", err=True)
+        return 0
+    table = new_table("key", "batch id", "workflow", "action", "file", "part>", "state",
+                      "provider status", "requests>", "created")
     for r in rows:
-        status = r["state"] + (f" ({r['raw_status']})" if r["raw_status"] else "")
-        click.echo(f"{r['key']}  {r['batch_id'] or '-'}  {r['workflow']}.{r['action']}  "
-                   f"{r['file']}#{r['part']}  {status}  {r['requests']} requests  "
-                   f"{_when(r['created_at'])}")
+        table.add_row(r["key"], r["batch_id"] or "-", r["workflow"], r["action"], r["file"],
+                      str(r["part"]), r["state"], r["raw_status"] or "", f"{r['requests']:,}",
+                      when(r["created_at"]))
+    print_table(table)
     return 0
 
 
@@ -69,7 +72,7 @@ def batch_status(workflow: str | None, batch_id: str | None, poll: bool, as_json
             click.echo(f"{name:<12} {doc[name]}")
     for name in ("created_at", "submitted_at", "ended_at", "deadline_at"):
         if doc[name] is not None:
-            click.echo(f"{name:<12} {_when(doc[name])}")
+            click.echo(f"{name:<12} {when(doc[name])}")
     items = ", ".join(f"{n} {s}" for s, n in sorted(doc["items"].items())) or "none"
     click.echo(f"{'items':<12} {items}")
     if "provider_status" in doc:
@@ -153,6 +156,3 @@ def batch_resolve(key: str, batch_id: str | None, not_submitted: bool, as_json: 
                    f"`agac run {doc['workflow']}` polls and collects it")
     return 0
 
-
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))

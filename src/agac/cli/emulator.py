@@ -7,7 +7,7 @@ import click
 from agac.emulator.env import exports
 
 try:  # starlette and uvicorn come with the `emulator` extra; `env` works without them.
-    from agac.emulator.server import serve
+    from agac.emulator.server import check_port, serve
 except ImportError:  # pragma: no cover - exercised only without the extra
     serve = None  # type: ignore[assignment]
 
@@ -34,6 +34,7 @@ def emulator(ctx: click.Context, host: str, port: int, latency_ms: int, batch_se
         if serve is None:
             raise click.ClickException("the emulator needs starlette and uvicorn: "
                                        "pip install 'agac[emulator]'")
+        check_port(host, port)  # a port in use is an error (exit 2), not an announced URL
         click.echo(f"agac emulator on http://{host}:{port} (Ctrl-C stops it)", err=True)
         serve(host=host, port=port, latency_ms=latency_ms, batch_seconds=batch_seconds,
               seed=seed)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import click
 
 from agac import __version__
-from agac.errors import AgacError, ConfigError
+from agac.cli.failures import report
 
 __all__ = ["cli", "main"]
 
@@ -27,19 +27,6 @@ WF_HELP = "a workflow file path or its name:"
 
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def _fail(exc: AgacError, as_json: bool) -> None:
-    if isinstance(exc, ConfigError) and exc.problems:
-        if as_json:
-            _emit_json({"ok": False, "errors": [p.to_dict() for p in exc.problems]})
-        for p in exc.problems:
-            click.echo(p.render(), err=True)
-    else:
-        if as_json:
-            _emit_json({"ok": False, "error": exc.message, "kind": type(exc).__name__})
-        click.echo(f"agac: {exc.message}", err=True)
-    sys.exit(exc.exit_code)
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -56,14 +43,15 @@ def _report(result: Any, as_json: bool) -> int:
 
 
 def command(fn: Callable[..., int | None]) -> Callable[..., None]:
-    """Run a command body; AgacError -> its message on stderr and its exit code."""
+    """Run a command body inside the error boundary (:mod:`agac.cli.failures`): whatever
+    it raises becomes a message naming the fix (JSON on stdout with ``--json``) and an
+    exit code, never a traceback."""
 
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             code = fn(*args, **kwargs)
-        except AgacError as exc:
-            _fail(exc, bool(kwargs.get("as_json")))
-            return
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary
+            sys.exit(report(exc, bool(kwargs.get("as_json"))))
         sys.exit(code or 0)
 
     wrapper.__name__ = fn.__name__
@@ -71,7 +59,10 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
     return wrapper
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print exactly one JSON document on stdout, also when the command fails "
+         '({"ok": false, "error": ...}); notes and progress go to stderr.')
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -132,6 +123,30 @@ class _AgacGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
 
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """Click's main, with usage errors and anything raised outside a command body
+        (an option's check, a lazy import) reported by the same boundary as the
+        commands' own failures: with ``--json`` stdout still holds one JSON document."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            if "--json" in argv:
+                failure = {"code": "usage_error", "message": exc.format_message(),
+                           "hint": "see `agac COMMAND --help`"}
+                click.echo(json.dumps({"ok": False, "error": failure}, indent=2))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("agac: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the boundary
+            sys.exit(report(exc, "--json" in argv))
+        sys.exit(code or 0)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
             module = importlib.import_module(self.LAZY[cmd_name])
@@ -171,15 +186,19 @@ def init(directory: str, example: str, as_json: bool) -> int:
 @run_mode_option
 @poll_interval_option
 @batch_deadline_option
+@click.option("--sample", type=click.IntRange(min=0), default=100, show_default=True,
+              metavar="N", help="Read the input's first N records to check id_field and the "
+                                "source fields the templates read (0: do not read the input).")
 @json_option
 @command
 def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
-             batch_deadline: float | None, as_json: bool) -> int:
-    """Check a workflow; report every error with file, line and code (exit 2 on errors)."""
+             batch_deadline: float | None, sample: int, as_json: bool) -> int:
+    """Check a workflow and its input; report every error with file, line and code (exit 2
+    on errors)."""
     from agac import api
 
     wf, problems = api.validate(workflow, run_mode=run_mode, poll_interval=poll_interval,
-                                batch_deadline=batch_deadline)
+                                batch_deadline=batch_deadline, sample=sample)
     errors = [p for p in problems if p.severity == "error"]
     if as_json:
         _emit_json({"ok": not errors, "workflow": wf.name if wf else None,
@@ -260,7 +279,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
           abandon_in_flight: bool, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
-    from agac.cli.render import ProgressView
+    from agac.cli.render import ProgressView, print_retry_plan
 
     view = ProgressView(enabled=not dry_run)
     try:
@@ -274,10 +293,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
         if as_json:
             _emit_json(result)
         else:
-            click.echo(f"would retry {len(result['units'])} failed units of run {result['retry_of']} "
-                       f"(+{result['downstream']} downstream)")
-            for u in result["units"]:
-                click.echo(f"  {u['action']}  {u['key']}")
+            print_retry_plan(result)
         return 0
     return _report(result, as_json)
 
@@ -327,15 +343,15 @@ def effects() -> None:
 def effects_list(workflow: str | None, as_json: bool) -> int:
     """List recorded effects (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
+    from agac.cli.render import print_effects
 
     rows = api.effects_list(workflow)
     if as_json:
         _emit_json(rows)
+    elif not rows:
+        click.echo("no effects recorded")
     else:
-        for r in rows:
-            click.echo(f"{r['id'][:12]}  {r['workflow']}/{r['action']}  {r['record']:<16} "
-                       f"{r['state']:<11} {'idempotent' if r['idempotent'] else 'not idempotent'}"
-                       + (f"  error: {r['error']}" if r.get("error") else ""))
+        print_effects(rows)
     return 0
 
 
@@ -381,9 +397,9 @@ def approvals() -> None:
 
 def _print_proposal(p: dict[str, Any]) -> None:
     expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(p["expires_at"]))
-    click.echo(f"{p['id']}  {p['workflow']}/{p['action']}  {p['record']:<14} {p['state']:<10} "
-               f"expires {expires}  approvers: {', '.join(p['approvers'])}")
-    click.echo(f"    {json.dumps(p['arguments'], ensure_ascii=False, default=str)[:300]}")
+    click.echo(f"proposal {p['id']} of {p['workflow']}/{p['action']}, record {p['record']}: "
+               f"{p['state']}, expires {expires}, approvers: {', '.join(p['approvers'])}")
+    click.echo(f"    arguments: {json.dumps(p['arguments'], ensure_ascii=False, default=str)}")
 
 
 @approvals.command("list")
@@ -394,6 +410,7 @@ def _print_proposal(p: dict[str, Any]) -> None:
 def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
     """List proposals waiting for a decision (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
+    from agac.cli.render import print_proposals
 
     rows = api.approvals_list(workflow, every=every)
     if as_json:
@@ -401,8 +418,7 @@ def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
     elif not rows:
         click.echo("no proposal waits for a decision")
     else:
-        for p in rows:
-            _print_proposal(p)
+        print_proposals(rows)
         click.echo(f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
                    "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`")
     return 0
@@ -511,20 +527,27 @@ def runs_list(workflow: str | None, limit: int, as_json: bool) -> int:
 
 
 @cli.command()
-@click.argument("run_ref", metavar="RUN", required=False)
+@click.argument("run_ref", metavar="[RUN|WF]", required=False)
 @json_option
 @command
 def events(run_ref: str | None, as_json: bool) -> int:
-    """Print a run's event log in order."""
+    """Print a run's event log, oldest first: id, time, kind, action, unit, data.
+
+    RUN is a run id (or a unique prefix), WF a workflow (its latest run); with neither,
+    the latest run of the project. Examples:
+
+    \b
+        agac events                      # the latest run
+        agac events review_triage        # the latest run of a workflow
+        agac events 6b0c1172 --json      # one run, as a JSON list
+
+    Tracebacks of failed tools are left out here; `agac records show KEY` has them.
+    """
     from agac import api
-    from agac.cli.render import print_event
+    from agac.cli.render import print_events
 
     rows = api.events(run_ref)
-    if as_json:
-        _emit_json(rows)
-    else:
-        for e in rows:
-            print_event(e)
+    _emit_json(rows) if as_json else print_events(rows)
     return 0
 
 
@@ -593,13 +616,13 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
                  limit: int, as_json: bool) -> int:
     """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
     from agac import api
+    from agac.cli.render import print_records
 
     doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit)
     if as_json:
         _emit_json(doc)
         return 0
-    for u in doc["units"]:
-        click.echo(f"{u['key']}\t{u['action']}\t{u['status']}" + (f"\t{u['reason']}" if u["reason"] else ""))
+    print_records(doc)
     if not doc["units"]:
         click.echo(f"no units{' ' + status if status else ''} in run {doc['run_id']}", err=True)
     if doc["truncated"]:
@@ -614,14 +637,19 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", default=None, help="Write here instead of stdout.")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
-@json_option
+@click.option("--json", "as_json", is_flag=True,
+              help="With --out: print one JSON document about the file written.")
 @command
 def export(workflow: str, action: str, fmt: str, out: str | None, run_ref: str | None,
            as_json: bool) -> int:
     """Export one row per record of an action: key, status, reason, output."""
     from agac import api
     from agac.data.export import open_output, write_csv, write_jsonl
+    from agac.errors import UsageError
 
+    if as_json and out is None:
+        raise UsageError("--json reports on the file written with --out; without --out the rows "
+                         "themselves are stdout", hint="add --out PATH, or drop --json")
     rows = api.export_rows(workflow, action, run_ref=run_ref)
     with open_output(out) as handle:
         n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)

@@ -1,21 +1,63 @@
-"""Terminal rendering for the CLI: progress bars, summaries, sessions, costs.
+"""Terminal rendering for the CLI: progress bars, summaries, sessions, tables.
 
-Rich draws on stderr only when it is a terminal; otherwise progress is a plain
-line every few seconds. Nothing here talks to the store or providers directly.
+Rich draws progress on stderr only when it is a terminal; otherwise progress is a plain
+line every few seconds. Lists are Rich tables with a header row, their columns sized to
+the longest value: in a terminal with its styles and width, into a pipe as plain text
+that is never wrapped (no escape codes, no trailing spaces). Nothing here talks to the
+store or providers directly.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-__all__ = ["ProgressView", "follow_events", "print_cost", "print_event", "print_plan",
-           "print_runs", "print_session", "print_summary"]
+if TYPE_CHECKING:
+    from rich.table import Table
+
+__all__ = ["ProgressView", "follow_events", "new_table", "print_cost", "print_effects",
+           "print_event", "print_events", "print_plan", "print_proposals", "print_records",
+           "print_retry_plan",
+           "print_runs", "print_session", "print_summary", "print_table", "when"]
+
+
+def new_table(*columns: str) -> Table:
+    """A table with these column headers; a header ending in ``>`` is a right-aligned
+    (numeric) column, shown without the ``>``."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for column in columns:
+        right = column.endswith(">")
+        table.add_column(column.rstrip(">"), justify="right" if right else "left",
+                         overflow="fold")
+    return table
+
+
+def print_table(table: Table) -> None:
+    """Print ``table`` on stdout: styled in a terminal, plain and unwrapped in a pipe."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        Console(markup=False, highlight=False, emoji=False).print(table)
+        return
+    buffer = io.StringIO()
+    Console(file=buffer, width=100_000, markup=False, highlight=False, emoji=False,
+            color_system=None, force_terminal=False).print(table)
+    for line in buffer.getvalue().splitlines():
+        click.echo(line.rstrip())
+
+
+def when(ts: float | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """A Unix time as local time; ``-`` for none."""
+    return "-" if ts is None else time.strftime(fmt, time.localtime(ts))
 
 
 class ProgressView:
@@ -89,39 +131,44 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     click.echo(f"run {summary['run_id']} of {summary['workflow']}: {state}"
                + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else ""))
     reused = calls = failed = 0
+    table = new_table("action", "answered>", "failed>", "skipped>", "pending>", "calls>",
+                      "tool calls>", "reused>", "cost>", "reasons")
     for name, a in summary["actions"].items():
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(a["reasons"].items()))
-        click.echo(f"  {name:<16} {a['answered']:>7} answered {a['failed']:>6} failed "
-                   f"{a['skipped']:>6} skipped {a['pending']:>6} pending   calls {a['calls']}"
-                   f"{' tool ' + str(a['tool_calls']) if a['tool_calls'] else ''}"
-                   f"  reused {a['reused']}  ${a.get('cost_usd', 0):.4f}"
-                   + (f"  [{reasons}]" if reasons else ""))
+        table.add_row(name, f"{a['answered']:,}", f"{a['failed']:,}", f"{a['skipped']:,}",
+                      f"{a['pending']:,}", f"{a['calls']:,}", f"{a['tool_calls']:,}",
+                      f"{a['reused']:,}", f"${a.get('cost_usd', 0):.4f}", reasons)
         reused += a["reused"]
         calls += a["calls"]
         failed += a["failed"]
+    print_table(table)
     words = f"reused {reused:,} answers, {calls:,} calls, cost ${summary['cost_usd']:.4f}"
     if failed:
         words += f"; {failed:,} failed"
     if interrupted:
         words += "; interrupted: what was in flight is saved"
     if summary.get("error"):
-        click.echo(f"  error: {summary['error']}")
+        error = summary["error"]
+        click.echo(f"  error: {error['message'] if isinstance(error, dict) else error}")
     if summary.get("deadline_at"):
-        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary["deadline_at"]))
-        click.echo(f"  deadline {at}")
+        click.echo(f"  deadline {when(summary['deadline_at'])}")
     held = [s for s in summary.get("shards") or [] if s["owner"]]
     if held:
         click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        table = new_table("kind", "shard", "owner")
         for s in held:
-            click.echo(f"    {s['kind']:6} {s['shard']}  {s['owner']}")
+            table.add_row(s["kind"], str(s["shard"]), s["owner"])
+        print_table(table)
     waiting = summary.get("awaiting_approval")
     if waiting:
         per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
         click.echo(f"  awaiting approval: {waiting['units']} units ({per})")
+        table = new_table("proposal", "action", "record")
         for p in waiting["proposals"][:10]:
-            click.echo(f"    {p['id']}  {p['action']}  {p['record']}")
+            table.add_row(p["id"], p["action"], p["record"])
+        print_table(table)
         if waiting["units"] > 10:
-            click.echo(f"    ... `agac approvals list {summary['workflow']}` shows all")
+            click.echo(f"  ... `agac approvals list {summary['workflow']}` shows all")
     for key in summary.get("effects_unknown") or []:
         click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
                    f"agac effects resolve {key[:12]} --done|--not-done")
@@ -135,24 +182,75 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
 
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
+    table = new_table("run", "workflow", "state", "started", "ended", "retry of")
     for r in rows:
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created_at"]))
-        extra = f" retry of {r['retry_of']}" if r["retry_of"] else ""
-        click.echo(f"{r['run_id']}  {r['workflow']:<20} {r['state']:<12} {started}{extra}")
+        table.add_row(r["run_id"], r["workflow"], r["state"], when(r["created_at"]),
+                      when(r.get("ended_at")), r["retry_of"] or "")
+    print_table(table)
+
+
+def print_events(rows: list[dict[str, Any]]) -> None:
+    table = new_table("id>", "time", "kind", "action", "unit", "data")
+    for e in rows:
+        table.add_row(str(e["id"]), when(e["created_at"], "%H:%M:%S"), e["kind"],
+                      e.get("action") or "", e.get("unit_key") or "", _event_data(e))
+    print_table(table)
 
 
 def print_event(e: dict[str, Any]) -> None:
-    when = time.strftime("%H:%M:%S", time.localtime(e["created_at"]))
+    """One event as a line, for streams (``agac status --follow``)."""
     where = " ".join(x for x in (e.get("action"), e.get("unit_key")) if x)
+    click.echo(f"{e['id']:>6} {when(e['created_at'], '%H:%M:%S')} {e['kind']:<16} {where} "
+               f"{_event_data(e)}")
+
+
+def _event_data(e: dict[str, Any]) -> str:
     data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
     if e["kind"] == "progress" and isinstance(data.get("actions"), dict):
         parts = [f"{name} {a['answered'] + a['failed'] + a['skipped']}/{a['records']}"
                  + (f" ({a['failed']} failed)" if a["failed"] else "")
                  for name, a in data["actions"].items()]
-        click.echo(f"{e['id']:>6} {when} {'progress':<16} {'; '.join(parts)}  "
-                   f"${float(data.get('cost_usd') or 0):.4f}")
-        return
-    click.echo(f"{e['id']:>6} {when} {e['kind']:<16} {where} {json.dumps(data, default=str)}")
+        return f"{'; '.join(parts)}  ${float(data.get('cost_usd') or 0):.4f}"
+    return json.dumps(data, default=str)
+
+
+def print_retry_plan(plan: dict[str, Any]) -> None:
+    """``agac retry --dry-run``: what would be asked again."""
+    click.echo(f"would retry {len(plan['units'])} failed units of run {plan['retry_of']} "
+               f"(+{plan['downstream']} downstream)")
+    table = new_table("action", "key")
+    for u in plan["units"]:
+        table.add_row(u["action"], u["key"])
+    if plan["units"]:
+        print_table(table)
+
+
+def print_records(doc: dict[str, Any]) -> None:
+    """``agac records list``: one row per unit."""
+    table = new_table("key", "action", "status", "reason")
+    for u in doc["units"]:
+        table.add_row(u["key"], u["action"], u["status"], u["reason"] or "")
+    if doc["units"]:
+        print_table(table)
+
+
+def print_effects(rows: list[dict[str, Any]]) -> None:
+    table = new_table("id", "workflow", "action", "record", "state", "idempotent", "error")
+    for r in rows:
+        table.add_row(r["id"][:12], r["workflow"], r["action"], r["record"], r["state"],
+                      "yes" if r["idempotent"] else "no", r.get("error") or "")
+    print_table(table)
+
+
+def print_proposals(rows: list[dict[str, Any]]) -> None:
+    table = new_table("id", "workflow", "action", "record", "state", "expires", "approvers",
+                      "arguments")
+    for p in rows:
+        args = json.dumps(p["arguments"], ensure_ascii=False, default=str)
+        table.add_row(p["id"], p["workflow"], p["action"], p["record"], p["state"],
+                      when(p["expires_at"], "%Y-%m-%d %H:%M"), ", ".join(p["approvers"]),
+                      args if len(args) <= 80 else args[:79] + "…")
+    print_table(table)
 
 
 def follow_events(ref: str | None, as_json: bool) -> None:
@@ -227,19 +325,24 @@ def _last_line(text: str) -> str:
 def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
                f" (batch saved ${doc['batch_saved_usd']:.6f})")
+    table = new_table("action", "model", "tier", "calls>", "input tokens>", "output tokens>",
+                      "cost>")
     for r in doc["rows"]:
-        click.echo(f"  {r['action']:<16} {r['provider']}/{r['model']:<28} {r['tier']:<5} "
-                   f"{r['calls']:>7} calls {r['input_tokens']:>9} in {r['output_tokens']:>9} out "
-                   f"${r['cost_usd']:.6f}")
+        table.add_row(r["action"], f"{r['provider']}/{r['model']}", r["tier"], f"{r['calls']:,}",
+                      f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", f"${r['cost_usd']:.6f}")
+    print_table(table)
 
 
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
+    table = new_table("action", "kind", "mode", "units>", "requests>", "reusable>",
+                      "input tokens>", "output tokens>", "online>", "batch>")
     for name, a in doc["actions"].items():
-        click.echo(f"  {name:<16} {a['kind']:<4} {a['run_mode'] or '':<6} {a['units']:>7} units "
-                   f"{a['requests']:>7} requests {a['reusable']:>7} reusable "
-                   f"{a['input_tokens']:>9} in {a['output_tokens']:>9} out  "
-                   f"online ${a['cost_usd']['online']:.4f}  batch ${a['cost_usd']['batch']:.4f}")
+        table.add_row(name, a["kind"], a["run_mode"] or "", f"{a['units']:,}",
+                      f"{a['requests']:,}", f"{a['reusable']:,}", f"{a['input_tokens']:,}",
+                      f"{a['output_tokens']:,}", f"${a['cost_usd']['online']:.4f}",
+                      f"${a['cost_usd']['batch']:.4f}")
+    print_table(table)
     unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
     if unknown:
         click.echo(f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "

@@ -6,7 +6,6 @@ the commands.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import click
@@ -92,14 +91,25 @@ def workers(all_workers: bool, as_json: bool) -> int:
         return 0
     if not rows:
         click.echo("no live workers")
-    for w in rows:
-        click.echo(_line(w))
-        for h in w["holds"]:
-            click.echo(f"    {h['kind']:6}  run {h['run_id']}  shard {h['shard']}")
+        return 0
+    _print_workers(rows)
     return 0
 
 
-def _line(w: dict[str, Any]) -> str:
-    at = time.strftime("%H:%M:%S", time.localtime(w["heartbeat_at"]))
-    return (f"{w['worker_id']}  {w['state']}  concurrency {w['concurrency']}  "
-            f"last heartbeat {at} ({w['heartbeat_age_s']:.0f} s ago)  holds {len(w['holds'])}")
+def _print_workers(rows: list[dict[str, Any]]) -> None:
+    """One row per worker, then one per shard a worker holds."""
+    from agac.cli.render import new_table, print_table, when
+
+    table = new_table("worker", "state", "concurrency>", "last heartbeat", "ago>", "holds>")
+    for w in rows:
+        table.add_row(w["worker_id"], w["state"], str(w["concurrency"]),
+                      when(w["heartbeat_at"], "%H:%M:%S"), f"{w['heartbeat_age_s']:.0f} s",
+                      str(len(w["holds"])))
+    print_table(table)
+    holds = [(w["worker_id"], h) for w in rows for h in w["holds"]]
+    if holds:
+        click.echo()
+        table = new_table("worker", "kind", "run", "shard")
+        for worker_id, h in holds:
+            table.add_row(worker_id, h["kind"], h["run_id"], str(h["shard"]))
+        print_table(table)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from agac.config.actions import RawAction
 from agac.config.source import Findings, did_you_mean
 
-__all__ = ["order_actions"]
+__all__ = ["order_actions", "reachable_dependencies"]
 
 
 def order_actions(
@@ -106,3 +106,23 @@ def _find_cycle(start: str, deps: dict[str, list[str]], left: set[str]) -> list[
         return None
 
     return visit(start)
+
+
+def reachable_dependencies(actions: Sequence[RawAction]) -> dict[str, tuple[str, ...]]:
+    """Every action's transitive dependencies (known names only), in file order — defined
+    even when the graph has a cycle, so the checks that need an action's ancestors can
+    still run and report their own problems next to ``dependency_cycle``. An action on a
+    cycle is never its own dependency here."""
+    by_name = {raw.name: raw for raw in actions}
+    found: dict[str, tuple[str, ...]] = {}
+    for raw in actions:
+        seen: set[str] = set()
+        stack = [d for d in raw.dependencies if d in by_name]
+        while stack:
+            name = stack.pop()
+            if name in seen or name == raw.name:
+                continue
+            seen.add(name)
+            stack.extend(d for d in by_name[name].dependencies if d in by_name)
+        found[raw.name] = tuple(sorted(seen, key=lambda n: by_name[n].index))
+    return found

@@ -52,14 +52,24 @@ class Located:
         return self.value_lines.get(path) or self.line(path)
 
 
+MAX_NODES = 100_000
+"""The most values a document may hold once its aliases are expanded. A workflow holds a
+few thousand at most; nested aliases (``&a [x, x]``, ``&b [*a, *a]``, …) can make a
+file of a few lines expand to billions, which would hang agac or exhaust its memory."""
+
+
 def load_located(text: str, file: str) -> Located:
-    """Parse ``text``; ConfigError ``yaml_syntax`` (with the parser's line) when malformed.
+    """Parse ``text``; ConfigError ``yaml_syntax`` (with the parser's line) when malformed,
+    ``yaml_too_large`` when its aliases expand past :data:`MAX_NODES` values (measured on
+    the parsed node graph, before anything is expanded) or it nests too deeply.
 
     An empty document is ``None``. Duplicate mapping keys are kept (last wins, as in
     YAML loaders) and listed in ``duplicates`` for the caller to report.
     """
     try:
         node = yaml.compose(text, Loader=_Loader)
+        if node is not None:
+            _check_size(node, file)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 0
@@ -67,10 +77,49 @@ def load_located(text: str, file: str) -> Located:
         raise ConfigError(
             problems=[Problem("yaml_syntax", f"malformed YAML: {reason}", file, line)]
         ) from exc
+    except RecursionError as exc:
+        raise ConfigError(problems=[Problem(
+            "yaml_too_large", "the document nests too deeply to be a workflow", file, 0,
+            hint="flatten it")]) from exc
     doc = Located(None, file)
     if node is not None:
         doc.data = _Converter(doc).convert(node, ())
     return doc
+
+
+def _check_size(root: yaml.Node, file: str) -> None:
+    """ConfigError ``yaml_too_large`` when ``root`` expands past MAX_NODES values, or an
+    alias refers to a node that contains it (expanding it would never end)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if id(node) in open_nodes:
+            raise ConfigError(problems=[Problem(
+                "yaml_too_large", "an alias refers to a node that contains it (it would "
+                "expand without end)", file, node.start_mark.line + 1, hint="remove the alias")])
+        open_nodes.add(id(node))
+        total = 1
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        for child in children:
+            total += size(child)
+            if total > MAX_NODES:
+                raise ConfigError(problems=[Problem(
+                    "yaml_too_large", f"the document expands to more than {MAX_NODES:,} "
+                    "values through its aliases", file, child.start_mark.line + 1,
+                    hint="write the values out, or nest fewer aliases")])
+        open_nodes.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    size(root)
 
 
 class _Converter:

@@ -21,7 +21,8 @@ from agac.config.actions import PER_RUN, RawAction, action_fields, merge_action,
 from agac.config.durations import DURATION_FORMAT, parse_duration
 from agac.config.environment import check_environment
 from agac.config.fanout import check_fan_outs
-from agac.config.graph import order_actions
+from agac.config.graph import order_actions, reachable_dependencies
+from agac.config.inputs import check_input
 from agac.config.keys import (
     ACTION_KEYS,
     BATCH_TUNING_KEYS,
@@ -85,7 +86,7 @@ def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = N
 def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
                       poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                       price_lookup: PriceLookup | None = None, check_credentials: bool = True,
-                      budget_usd: float | None = None,
+                      budget_usd: float | None = None, sample: int | None = None,
                       ) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
 
@@ -98,6 +99,10 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     model it does not know is the warning ``unknown_price`` — an error when a budget is
     set. ``budget_usd`` is the run's own cap (``agac run --budget-usd``): it replaces the
     file's ``budget.usd``.
+
+    ``sample``: also check the input against the workflow, reading its first ``sample``
+    records (:mod:`agac.config.inputs`; ``agac validate`` does, a run reads its input at
+    admission instead).
     """
     try:
         path = find_workflow(ref, project)
@@ -109,8 +114,8 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
         return None, [Problem("yaml_syntax", f"not UTF-8 text: {exc}", str(ref), 0)]
     f = Findings(doc)
     tuning = _run_tuning(f, {"poll_interval": poll_interval, "batch_deadline": batch_deadline})
-    builder = _Builder(f, doc, path, project, run_mode, tuning)
-    builder.budget_usd = budget_usd
+    builder = _Builder(f, doc, path, project, run_mode, tuning, budget_usd=budget_usd,
+                       sample=sample)
     workflow = builder.build(
         hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
@@ -208,10 +213,12 @@ class _Builder:
     """One validation pass over one document."""
 
     def __init__(self, f: Findings, doc: Located, path: Path, project: Project,
-                 run_mode: str | None, tuning: dict[str, float]) -> None:
+                 run_mode: str | None, tuning: dict[str, float], *,
+                 budget_usd: float | None = None, sample: int | None = None) -> None:
         self.f, self.doc, self.path, self.project = f, doc, path, project
         self.run_mode, self.tuning = run_mode, tuning
-        self.budget_usd: float | None = None
+        self.budget_usd = budget_usd
+        self.sample = sample
         self.budget: Budget | None = None
 
     def build(self, source_hash: str, price_lookup: PriceLookup | None,
@@ -236,6 +243,8 @@ class _Builder:
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
         actions = self._resolve(raws, price_lookup, check_credentials)
+        if input_spec is not None and self.sample:
+            check_input(f, self.project, input_spec, raws, self.sample)
         if f.errors or actions is None or input_spec is None or name is None:
             return None
         return Workflow(name=name, path=self.path, source_hash=source_hash, input=input_spec,
@@ -431,11 +440,13 @@ class _Builder:
             fields[raw.name] = action_fields(f, raw)
             self._required(raw)
         ordered = order_actions(f, raws)
-        order, ancestors = ordered if ordered is not None else (raws, {})
         visible: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
         if ordered is not None:
+            order, ancestors = ordered
             visible = check_fan_outs(self.f, order, ancestors, fields)
-            self._check_templates(order, ancestors, fields, visible)
+        else:  # a cycle: no order, but templates are still checked against what they reach
+            order, ancestors = raws, reachable_dependencies(raws)
+        self._check_templates(order, ancestors, fields, visible)
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
                           check_credentials=check_credentials, budget=self.budget is not None)

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from agac.errors import UsageError
+
 __all__ = ["CSV_COLUMNS", "open_output", "write_csv", "write_jsonl"]
 
 #: Column order of CSV exports.
@@ -75,13 +77,17 @@ def open_output(path: str | None) -> Iterator[TextIO]:
 
     A file is written to a temporary sibling and moved into place when the block
     ends without an error, so a failed export never leaves a half-written file (nor
-    clobbers an earlier one). Missing parent folders are created.
+    clobbers an earlier one). Missing parent folders are created. A ``path`` that is a
+    folder is refused (UsageError) before anything is read.
     """
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
         return
     target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{path} is a folder, not a file",
+                         hint=f"name the file to write, e.g. {target / 'results.jsonl'}")
     target.parent.mkdir(parents=True, exist_ok=True)
     # A plain exclusive open (not mkstemp) so the file gets the usual umask permissions.
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")

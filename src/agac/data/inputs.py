@@ -17,6 +17,7 @@ which records are admitted.
 
 from __future__ import annotations
 
+import difflib
 import glob as _glob
 from pathlib import Path
 
@@ -79,7 +80,42 @@ def resolve_input_files(path_spec: str, root: Path, *, file: str = "", line: int
         f"input {spec!r} does not exist (looked in {path.parent})",
         file,
         line,
+        hint=_nearby(spec, root),
     )
+
+
+def _nearby(spec: str, root: Path) -> str:
+    """A "did you mean" for a path that does not exist: the names, in the deepest folder
+    of ``spec`` that exists, closest to the first part that does not; else what is there."""
+    parts = Path(spec.rstrip("/")).parts
+    base = Path(parts[0]) if Path(spec).is_absolute() else Path()
+    skip = 1 if Path(spec).is_absolute() else 0
+    for index in range(skip, len(parts)):
+        folder = base if base.is_absolute() else root / base
+        if _GLOB_CHARS.intersection(parts[index]) or not (folder / parts[index]).exists():
+            names = _names_in(folder)
+            close = difflib.get_close_matches(parts[index], list(names), n=3, cutoff=0.5)
+            shown = (base / parts[index]).as_posix()
+            if close:
+                tail = "/".join(parts[index + 1:])
+                guesses = [(base / names[c] / tail).as_posix().rstrip("/") for c in close]
+                return "did you mean " + " or ".join(repr(g) for g in guesses) + "?"
+            where = f"{base.as_posix()}/" if base.parts else "the project root"
+            listed = ", ".join(sorted(names.values())[:8]) or "nothing"
+            if _GLOB_CHARS.intersection(parts[index]):
+                return f"nothing in {where} matches {parts[index]!r}; it holds: {listed}"
+            return f"there is no {shown!r}; {where} holds: {listed}"
+        base = base / parts[index]
+    return "input.path is a file, a folder or a glob, relative to the project root"
+
+
+def _names_in(folder: Path) -> dict[str, str]:
+    """Visible entries of ``folder``: name -> name as shown (folders end with ``/``)."""
+    try:
+        entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    except OSError:
+        return {}
+    return {p.name: p.name + ("/" if p.is_dir() else "") for p in entries}
 
 
 def _resolve_glob(spec: str, root: Path, file: str, line: int) -> list[Path]:
@@ -96,14 +132,15 @@ def _resolve_glob(spec: str, root: Path, file: str, line: int) -> list[Path]:
             file,
             line,
         )
-    raise _problem("input_not_found", f"input glob {spec!r} matches no files", file, line)
+    raise _problem("input_not_found", f"input glob {spec!r} matches no files", file, line,
+                   hint=_nearby(spec, root))
 
 
 def _suffix_list() -> str:
     return "/".join(SUPPORTED_SUFFIXES)
 
 
-def _problem(code: str, message: str, file: str, line: int) -> ConfigError:
+def _problem(code: str, message: str, file: str, line: int, hint: str | None = None) -> ConfigError:
     return ConfigError(
         problems=[
             Problem(
@@ -112,7 +149,8 @@ def _problem(code: str, message: str, file: str, line: int) -> ConfigError:
                 file=file,
                 line=line,
                 path="input.path",
-                hint="input.path is a file, a folder or a glob, relative to the project root",
+                hint=hint or "input.path is a file, a folder or a glob, relative to the project "
+                             "root",
             )
         ]
     )

@@ -2,7 +2,8 @@
 
 Every record of an input file becomes exactly one :class:`InputRecord`, in file order.
 A record that cannot be read (a malformed JSONL line, a JSON value that is not an
-object, a CSV row with the wrong number of fields, bytes that are not UTF-8) is *not*
+object, a CSV row with the wrong number of fields, a CSV quote never closed — which
+would otherwise swallow every later row —, bytes that are not UTF-8) is *not*
 raised and *not* dropped: it is yielded with ``reason="invalid_input"`` and an ``error``
 naming file and line, because it is a unit in every action's count (S4). A JSON array
 that is cut off or corrupt yields the elements parsed before the damage, then one
@@ -271,25 +272,61 @@ def _read_csv(path: Path, id_field: str | None) -> Iterator[InputRecord]:
         if header is None:
             return
         n = 0
-        consumed = reader.line_num
-        while True:
-            start = consumed + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                n += 1
-                yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({exc})")
-                if reader.line_num == consumed:
-                    return
-                consumed = reader.line_num
-                continue
-            consumed = reader.line_num
-            if not row:
-                continue
+        rows = _csv_rows(reader)
+        current = next(rows, None)
+        while current is not None:
+            start, end, row = current
+            current = next(rows, None)
             n += 1
-            yield _csv_record(name, n, start, header, row, id_field)
+            if isinstance(row, csv.Error):
+                yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
+            elif current is None and _may_run_to_the_end(start, end, row) \
+                    and _quote_never_closed(path, start):
+                # A stray quote makes the csv module read every later line into one
+                # field; left alone, those rows would vanish into this record silently.
+                yield _invalid(name, n, start, f"{name}:{start}: a quoted field opens on this "
+                               "line and is never closed: everything to the end of the file "
+                               f"(line {end}) was read as this one row; close the quote (or "
+                               "double it: \"\")")
+            else:
+                yield _csv_record(name, n, start, header, row, id_field)
+
+
+def _csv_rows(reader: Any) -> Iterator[tuple[int, int, list[str] | csv.Error]]:
+    """(first line, last line, row or the error reading it) for every non-blank row."""
+    consumed = reader.line_num
+    while True:
+        start = consumed + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield start, reader.line_num, exc
+            if reader.line_num == consumed:
+                return
+            consumed = reader.line_num
+            continue
+        consumed = reader.line_num
+        if row:
+            yield start, consumed, row
+
+
+def _may_run_to_the_end(start: int, end: int, row: list[str]) -> bool:
+    """Whether the last row could be a quote left open: it spans lines, or its last field
+    kept the file's final line break (only then is the file read again to be sure)."""
+    return end > start or row[-1].endswith(("\n", "\r"))
+
+
+def _quote_never_closed(path: Path, start: int) -> bool:
+    """True when the CSV row starting at line ``start`` runs to the end of the file inside
+    a quoted field (read strictly, it ends with "unexpected end of data")."""
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+        try:
+            next(csv.reader(itertools.islice(handle, start - 1, None), strict=True), None)
+        except csv.Error as exc:
+            return "unexpected end of data" in str(exc)
+    return False
 
 
 def _csv_header(reader: Any) -> list[str] | None:

@@ -26,10 +26,15 @@ __all__ = ["InputSnapshot", "current_snapshot_id", "snapshot_input"]
 
 
 class InputSnapshot:
-    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int) -> None:
+    """A stored input snapshot; ``empty_files`` names the input files that gave it no
+    record (reported at admission, never silently nothing)."""
+
+    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int,
+                 empty_files: tuple[str, ...] = ()) -> None:
         self.id = snapshot_id
         self.files = files
         self.count = count
+        self.empty_files = empty_files
 
 
 def _files(workflow: Workflow, project: Project) -> list[Path]:
@@ -49,14 +54,25 @@ def snapshot_input(
 ) -> InputSnapshot:
     """The stored snapshot of the workflow's current input (written now if new)."""
     snapshot_id = current_snapshot_id(workflow, project, limit)
+    paths = _files(workflow, project)
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
-        return InputSnapshot(snapshot_id, loads(info.files), info.record_count)
-    paths = _files(workflow, project)
+        stored = loads(info.files)
+        return InputSnapshot(snapshot_id, stored, info.record_count,
+                             _empty(paths, stored, info.record_count, limit, project))
     files: list[dict[str, Any]] = []
     count = store.write_snapshot(snapshot_id, files, _rows(paths, workflow, limit, files))
-    return InputSnapshot(snapshot_id, files, count)
+    return InputSnapshot(snapshot_id, files, count, _empty(paths, files, count, limit, project))
+
+
+def _empty(paths: list[Path], files: list[dict[str, Any]], count: int, limit: int | None,
+           project: Project) -> tuple[str, ...]:
+    """The input files that gave no record (not merely cut off by ``limit``)."""
+    if limit is not None and count >= limit:
+        return ()
+    seen = {f["file"] for f in files}
+    return tuple(project.display(p) for p in paths if p.name not in seen)
 
 
 def _rows(

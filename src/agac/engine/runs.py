@@ -35,7 +35,7 @@ from agac.engine.fanout import rejoin_targets
 from agac.engine.gateway import Lease, StoreGateway
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.summary import build_summary
-from agac.errors import LeaseHeld, Paused, RefusedError, UsageError
+from agac.errors import AgacError, LeaseHeld, Paused, RefusedError, UsageError
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.repository import FINAL_STATES, dumps, loads
@@ -188,7 +188,10 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
             )
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
-    return admit_run(project, store, workflow, options), notes
+    snapshot = snapshot_input(workflow, project, store, options.limit)
+    notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
+                 "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
+    return admit_run(project, store, workflow, options, snapshot=snapshot), notes
 
 
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
@@ -220,9 +223,11 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     carried = 0
     if prior is not None:
         carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
-    store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", {
-        "records": snapshot.count, "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
-        "carried_outcomes": carried})])
+    admitted: dict[str, Any] = {"records": snapshot.count, "retry_of": retry_of,
+                                "fresh": options.fresh, "prior": prior, "carried_outcomes": carried}
+    if snapshot.empty_files:
+        admitted["empty_files"] = list(snapshot.empty_files)
+    store.checkpoint(lease=None, events=[_event(run_id, "run_admitted", admitted)])
     run = _row(store, run_id)
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
     return run
@@ -297,6 +302,17 @@ def _event(run_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def execute_run(project: Project, store: Store, run: Row, options: RunOptions,
                 notes: list[str] | None = None) -> RunResult:
+    """Execute the admitted ``run``; an error that stops it names the run (``run_id``), so
+    the CLI can show the run's summary with it."""
+    try:
+        return _execute_run(project, store, run, options, notes)
+    except AgacError as exc:
+        exc.run_id = exc.run_id or run.id
+        raise
+
+
+def _execute_run(project: Project, store: Store, run: Row, options: RunOptions,
+                 notes: list[str] | None) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them

@@ -19,7 +19,11 @@ from jinja2.parser import Parser
 
 from agac.prompt.render import ENV
 
-__all__ = ["Reference", "template_references"]
+__all__ = ["Reference", "guarded_references", "template_references"]
+
+#: Filters and tests that make reading a missing value safe.
+_GUARD_FILTERS = frozenset({"default", "d"})
+_GUARD_TESTS = frozenset({"defined", "undefined"})
 
 Reference = tuple[str | int, ...]
 
@@ -38,6 +42,31 @@ def _references(source: str, expression: bool) -> frozenset[Reference]:
     roots = meta.find_undeclared_variables(tree) - set(ENV.globals)
     found: set[Reference] = set()
     _collect(tree, roots, found)
+    return frozenset(found)
+
+
+def guarded_references(source: str, *, expression: bool = False) -> set[Reference]:
+    """Paths the template (or guard) checks before relying on them: the value of a
+    ``default`` filter (``source.x | default('')``), the subject of an ``is defined`` /
+    ``is undefined`` test, and ``'x' in source`` (guarding ``source.x``). A read of such
+    a path, or of anything below it, cannot fail because the value is missing."""
+    return set(_guarded(source, expression))
+
+
+@lru_cache(maxsize=1024)
+def _guarded(source: str, expression: bool) -> frozenset[Reference]:
+    tree = _parse_expression(source) if expression else ENV.parse(source)
+    found: set[Reference] = set()
+    for node in tree.find_all((nodes.Filter, nodes.Test)):
+        assert isinstance(node, (nodes.Filter, nodes.Test))
+        names = _GUARD_FILTERS if isinstance(node, nodes.Filter) else _GUARD_TESTS
+        if node.name in names and node.node is not None and (chain := _chain(node.node)):
+            found.add(chain)
+    for compare in tree.find_all(nodes.Compare):
+        key = compare.expr.value if isinstance(compare.expr, nodes.Const) else None
+        for op in compare.ops:
+            if op.op in ("in", "notin") and isinstance(key, str) and (chain := _chain(op.expr)):
+                found.add((*chain, key))
     return frozenset(found)
 
 

@@ -38,6 +38,8 @@ __all__ = [
 class RenderError(AgacError):
     """A template could not be rendered for this record."""
 
+    code = "render_error"
+
     def __init__(self, message: str | None = None, variable: str | None = None) -> None:
         super().__init__(message)
         self.variable = variable

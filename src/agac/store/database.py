@@ -4,6 +4,11 @@ and brings the schema to the newest migration on first use.
 Dialect differences live here and nowhere else: URL scheme mapping (plain
 ``postgresql://`` means psycopg 3), SQLite pragmas (WAL, foreign keys off, busy
 timeout), and the advisory lock that serializes migrations on PostgreSQL.
+
+Every driver error of a store engine is translated here, where it happens (SQLAlchemy's
+``handle_error`` hook), into :class:`DriverFailure`, a :class:`StoreError` whose message
+is the driver's own words about what failed — never the SQL statement or its bound
+values, which may hold record data — plus where the store is and how to fix it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from sqlalchemy.engine import Engine
 
 from agac.errors import ConfigError, Problem, StoreError
 
-__all__ = ["HEAD_REVISION", "create_store_engine", "normalize_url", "upgrade"]
+__all__ = ["HEAD_REVISION", "DriverFailure", "create_store_engine", "describe_driver_error",
+           "display_url", "normalize_url", "upgrade"]
 
 HEAD_REVISION = "0008"
 IDLE_IN_TRANSACTION_MS = 10_000
@@ -38,8 +44,74 @@ def normalize_url(url: str) -> str:
     return url
 
 
+class DriverFailure(StoreError):
+    """The store's database driver reported an error."""
+
+
+def display_url(url: str) -> str:
+    """``url`` as a message may show it: a SQLite file as its path, any password hidden."""
+    if url in ("memory", "sqlite://"):
+        return "memory"
+    try:
+        parsed = sa.engine.make_url(normalize_url(url))
+    except sa.exc.ArgumentError:
+        return url.split("@")[-1]
+    if parsed.get_backend_name() == "sqlite":
+        return str(parsed.database or "memory")
+    return parsed.render_as_string(hide_password=True)
+
+
+def describe_driver_error(exc: BaseException, url: str) -> tuple[str, str | None]:
+    """(message, hint) for a driver error on the store at ``url``.
+
+    The message is the driver's first line about the failure — SQLite's text, or for
+    PostgreSQL the error class and SQLSTATE (its messages can quote a bound value), or
+    its connection message — never SQLAlchemy's rendering, which appends the statement
+    and its parameters.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    where = display_url(url)
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate and not sqlstate.startswith("08"):
+        said = f"{type(orig).__name__} (SQLSTATE {sqlstate})"
+    else:
+        lines = [line for line in str(orig).splitlines() if line.strip()]
+        said = lines[0].strip() if lines else type(orig).__name__
+    return f"{said} (store {where})", _driver_hint(said.lower(), where, url)
+
+
+def _driver_hint(said: str, where: str, url: str) -> str | None:
+    change = "or set AGAC_STORE (or store: in agac.yml) to another store"
+    if "readonly" in said or "read-only" in said:
+        return f"{where} is read-only: make the file and its folder writable, {change}"
+    if "unable to open database file" in said:
+        return f"check that the folder of {where} exists and is writable, {change}"
+    if "locked" in said:
+        return "another process held the store's write lock for 30 s; run again when it is done"
+    if "disk" in said or "full" in said:
+        return f"free space on the disk that holds {where}"
+    if url.startswith(("postgresql", "postgres")) and ("connect" in said or "server" in said):
+        return f"check that PostgreSQL is running at {where} and accepts this user, {change}"
+    return None
+
+
+def _translate_driver_errors(engine: Engine, url: str) -> None:
+    @sa.event.listens_for(engine, "handle_error")
+    def _translate(ctx: Any) -> None:
+        message, hint = describe_driver_error(ctx.original_exception, url)
+        raise DriverFailure(message, hint=hint) from ctx.original_exception
+
+
 def create_store_engine(url: str) -> Engine:
-    """An Engine for ``url`` with agac's dialect settings. ``memory`` is an in-process SQLite."""
+    """An Engine for ``url`` with agac's dialect settings. ``memory`` is an in-process SQLite.
+
+    Its driver errors surface as :class:`DriverFailure` (see the module docstring)."""
+    engine = _engine_for(url)
+    _translate_driver_errors(engine, url)
+    return engine
+
+
+def _engine_for(url: str) -> Engine:
     if url == "memory":
         url = "sqlite://"
     url = normalize_url(url)
@@ -71,7 +143,7 @@ def create_store_engine(url: str) -> Engine:
 def _sqlite_engine(url: str) -> Engine:
     path = sa.engine.make_url(url).database
     if path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(Path(path).parent)
         # LIFO: the connection used last is handed out again, so a run's store thread
         # keeps one connection whose page cache stays warm. With FIFO, connections
         # take turns and each finds its cache invalidated by the others' writes.
@@ -98,6 +170,17 @@ def _sqlite_engine(url: str) -> Engine:
         cur.close()
 
     return engine
+
+
+def _make_folder(folder: Path) -> None:
+    """The store's folder, created when missing; StoreError naming it when it cannot be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store's folder {folder}: {exc.strerror or exc}",
+            hint="set AGAC_STORE (or store: in agac.yml) to a path you can write, e.g. "
+                 "sqlite:///.agac/agac.db under the project") from exc
 
 
 def _journal_wal(cur: Any) -> None:
@@ -137,8 +220,11 @@ def upgrade(engine: Engine, *, force: bool = False) -> str:
             if not force and engine.dialect.name == "sqlite" and _create_declared(engine):
                 return HEAD_REVISION  # a brand-new SQLite store
             return _run_alembic(engine)
+    except DriverFailure as exc:
+        raise StoreError(f"cannot create or migrate the store: {exc.message}", hint=exc.hint) from exc
     except sa.exc.SQLAlchemyError as exc:
-        raise StoreError(f"cannot migrate the store: {exc}") from exc
+        message, hint = describe_driver_error(exc, str(engine.url))
+        raise StoreError(f"cannot create or migrate the store: {message}", hint=hint) from exc
 
 
 @contextlib.contextmanager
@@ -151,7 +237,14 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
         return
     import fcntl
 
-    with open(f"{path}.migrate-lock", "a+") as handle:
+    try:
+        handle = open(f"{path}.migrate-lock", "a+")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise StoreError(f"cannot open {path}.migrate-lock next to the store: "
+                         f"{exc.strerror or exc}",
+                         hint=f"make the folder of {path} writable, or set AGAC_STORE (or "
+                              "store: in agac.yml) to another store") from exc
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -181,7 +274,8 @@ def _create_declared(engine: Engine) -> bool:
     try:
         return _create_in_one_transaction(engine, statements)
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot create the store: {exc}") from exc
+        message, hint = describe_driver_error(exc, str(engine.url))
+        raise StoreError(f"cannot create the store: {message}", hint=hint) from exc
 
 
 def _create_in_one_transaction(engine: Engine, statements: list[str]) -> bool:

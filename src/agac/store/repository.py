@@ -24,7 +24,12 @@ from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
 from agac.store.dashboard import DashboardRepository
-from agac.store.database import create_store_engine, upgrade
+from agac.store.database import (
+    DriverFailure,
+    create_store_engine,
+    describe_driver_error,
+    upgrade,
+)
 from agac.store.effects import EffectRepository
 from agac.store.people import PeopleRepository
 
@@ -71,7 +76,7 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
         return self.engine.connect()
 
     def _guard(self, what: str) -> _Guard:
-        return _Guard(what)
+        return _Guard(what, self.url)
 
     # -- leases (S3) ----------------------------------------------------------------
 
@@ -725,14 +730,20 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
 
 
 class _Guard:
-    """Translate driver errors into StoreError (S2: fail closed, say what failed)."""
+    """Say what failed (S2: fail closed): a driver failure becomes StoreError "cannot
+    <what>: <the driver's words>", without the SQL or its values (see
+    :func:`agac.store.database.describe_driver_error`)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, url: str) -> None:
         self.what = what
+        self.url = url
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is not None and isinstance(exc, sa.exc.SQLAlchemyError):
-            raise StoreError(f"cannot {self.what}: {exc.__class__.__name__}: {exc}") from exc
+        if isinstance(exc, DriverFailure):
+            raise StoreError(f"cannot {self.what}: {exc.message}", hint=exc.hint) from exc
+        if isinstance(exc, sa.exc.SQLAlchemyError):
+            message, hint = describe_driver_error(exc, self.url)
+            raise StoreError(f"cannot {self.what}: {message}", hint=hint) from exc

@@ -42,7 +42,8 @@ def test_worker_refuses_a_sqlite_store(tmp_path: Path) -> None:
     _project(tmp_path, files=1, per_file=3)
     done = agac(tmp_path, {}, "worker", "--json")
     assert done.returncode == 2
-    assert "PostgreSQL" in json.loads(done.stdout)["error"]
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "usage_error" and "PostgreSQL" in error["message"]
     assert "AGAC_STORE=postgresql://" in done.stderr
     submitted = agac(tmp_path, {}, "submit", "scale")
     assert submitted.returncode == 2 and "PostgreSQL" in submitted.stderr

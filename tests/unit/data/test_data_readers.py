@@ -135,6 +135,29 @@ def test_csv_rows_with_wrong_field_count_are_invalid(tmp_path: Path) -> None:
     assert records[3].payload == {"id": "4", "text": "d"}
 
 
+def test_csv_quote_never_closed_is_reported_not_swallowed(tmp_path: Path) -> None:
+    """A stray quote would make every later line one field of one record: the record is
+    invalid, naming the line where the quote opens and where the file ends."""
+    path = write(tmp_path / "a.csv", 'id,text\n1,ok\n2,"oops\n3,lost\n4,lost too\n')
+    records = read(path, "id")
+    assert [r.key for r in records] == ["1", "a.csv:2"]
+    assert records[1].reason == "invalid_input"
+    assert records[1].error == ("a.csv:3: a quoted field opens on this line and is never "
+                                "closed: everything to the end of the file (line 5) was read "
+                                'as this one row; close the quote (or double it: "")')
+
+
+def test_csv_quote_never_closed_on_the_last_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.csv", 'id,text\n1,ok\n2,"half\n')
+    assert [r.reason for r in read(path)] == [None, "invalid_input"]
+
+
+def test_csv_quoted_line_breaks_that_close_are_kept(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.csv", 'id,text\n1,"two\nlines"\n2,"a ""quoted"" word"\n')
+    assert [r.payload for r in read(path)] == [{"id": "1", "text": "two\nlines"},
+                                               {"id": "2", "text": 'a "quoted" word'}]
+
+
 def test_csv_blank_lines_and_bom(tmp_path: Path) -> None:
     path = tmp_path / "a.csv"
     path.write_bytes("\ufeffid,text\r\n\r\n1,a\r\n\r\n2,b\r\n".encode())

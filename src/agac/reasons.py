@@ -1,0 +1,131 @@
+"""Every reason code a unit can end with: the one registry (nothing silent, S4).
+
+A unit that does not end ``answered`` is ``failed`` or ``skipped`` with one of these
+codes, in ``agac status`` (``reasons``), exports, ``agac records`` and the record's
+session. Each code has one meaning and is never reused for another. The reason-code
+table of docs/guarantees.md is this registry in prose; a test keeps the two, and the
+codes the source actually writes, equal.
+
+``retry`` says whether ``agac retry`` alone can turn the unit into an answer (it asks
+the same request again): true for a provider or batch trouble, false where something
+else must change first — the input file, the workflow, a person's decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+__all__ = ["REASONS", "Bucket", "Reason", "ReasonCode", "reason_code"]
+
+Bucket = Literal["failed", "skipped"]
+
+Reason = Literal[
+    # skipped
+    "guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline", "join_atomic",
+    "batch_outstanding", "run_ended",
+    # failed
+    "invalid_input", "duplicate_key", "render_error", "fan_out_invalid", "tool_error",
+    "schema_invalid", "truncated", "refusal", "content_filter", "provider_error",
+    "batch_refused", "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled",
+    "batch_deadline", "batch_abandoned", "approval_rejected", "approval_expired",
+    "effect_failed", "effect_unknown",
+]
+
+
+@dataclass(frozen=True)
+class ReasonCode:
+    """One reason code: its bucket, what it means, and what to do about it."""
+
+    code: str
+    bucket: Bucket
+    meaning: str
+    fix: str
+    retry: bool
+
+
+def _r(code: str, bucket: Bucket, meaning: str, fix: str, retry: bool) -> ReasonCode:
+    return ReasonCode(code, bucket, meaning, fix, retry)
+
+
+REASONS: dict[str, ReasonCode] = {r.code: r for r in (
+    _r("guard", "skipped", "the action's `when:` guard was false for this unit (or read a "
+       "field the unit does not have)", "nothing: this is the workflow saying no", False),
+    _r("upstream_failed", "skipped", "an action this one depends on failed for this unit, or "
+       "the input record is invalid", "fix the upstream failure; `agac retry` re-asks it and "
+       "everything skipped because of it", True),
+    _r("budget_exhausted", "skipped", "the run's budget would have been crossed, so the unit "
+       "was never sent", "run again with a larger budget (`--budget-usd`); answers paid for "
+       "are reused", False),
+    _r("cancelled", "skipped", "the run was cancelled (`agac cancel`, `--new`, `--fresh`) "
+       "before the unit was sent", "`agac run WF` admits a new run that sends it", False),
+    _r("deadline", "skipped", "the run's `deadline:` passed before the unit was sent",
+       "`agac run WF` admits a new run (with a new deadline) that sends it", False),
+    _r("join_atomic", "skipped", "a fan-out with `failure: atomic` had a failed item, so its "
+       "join was not called", "fix the failed items; `agac retry` re-asks them and the join",
+       True),
+    _r("batch_outstanding", "skipped", "the run ended while the unit's batch was still out at "
+       "the provider", "`agac run WF`: the next run adopts the batch and collects it", False),
+    _r("run_ended", "skipped", "a decision ended the whole run (`on_reject: fail_run`, "
+       "`on_expire: time_out_run`) before the unit was reached", "`agac run WF` admits a new "
+       "run", False),
+    _r("invalid_input", "failed", "the input record cannot be read: malformed JSON or CSV, "
+       "not an object, bytes that are not UTF-8, no `id_field`, a quote never closed", "fix "
+       "the line the detail names in the input file, then `agac run WF --new`", False),
+    _r("duplicate_key", "failed", "another record earlier in the input has the same key",
+       "make `id_field` unique (or drop it to key records by file and line), then "
+       "`agac run WF --new`", False),
+    _r("render_error", "failed", "the prompt, system or tool inputs could not be rendered "
+       "for this record (typically a field the record does not have)", "guard the field "
+       "(a `default(...)` filter, `is defined`) or fix the template, then `agac run WF --new`", False),
+    _r("fan_out_invalid", "failed", "the list a fan-out iterates over is missing or not a "
+       "list for this record", "fix the upstream output or the `over:` path, then "
+       "`agac run WF --new`", False),
+    _r("tool_error", "failed", "the tool function raised (the detail names the exception)",
+       "fix the tool (its traceback is in `agac records show KEY`), then `agac retry WF`",
+       True),
+    _r("schema_invalid", "failed", "after the last attempt the answer still did not match "
+       "the action's `schema`", "loosen the schema or the prompt, or `agac retry WF`", True),
+    _r("truncated", "failed", "after the last attempt the answer still stopped at "
+       "`max_tokens`", "raise `max_tokens`, then `agac retry WF`", True),
+    _r("refusal", "failed", "the model refused to answer", "change the prompt; a retry asks "
+       "the same thing", False),
+    _r("content_filter", "failed", "the provider's content filter stopped the answer",
+       "change the prompt or the input; a retry asks the same thing", False),
+    _r("provider_error", "failed", "the provider refused the request (a 4xx such as an "
+       "invalid request, bad credentials, quota) or kept failing until the attempts were "
+       "spent", "read the detail; fix credentials or quota, then `agac retry WF`", True),
+    _r("batch_refused", "failed", "the provider refused the batch holding the unit's file "
+       "(a 4xx, quota or spend cap at submission)", "fix what the detail names (quota, "
+       "size), then `agac run WF`", True),
+    _r("batch_not_returned", "failed", "a finished batch had no result for the unit and the "
+       "retry attempts were spent", "`agac retry WF` sends it again", True),
+    _r("batch_failed", "failed", "the provider reported the unit's batch as failed; nothing "
+       "was read from it", "`agac retry WF` sends the file again", True),
+    _r("batch_expired", "failed", "the unit's batch expired at the provider before it "
+       "finished", "`agac retry WF` sends the file again", True),
+    _r("batch_cancelled", "failed", "the unit's batch was cancelled at the provider (by "
+       "`agac cancel`, `agac batch cancel` or someone else)", "`agac retry WF` sends it "
+       "again", True),
+    _r("batch_deadline", "failed", "the unit's batch passed `batch_deadline`, so agac "
+       "cancelled it", "raise `batch_deadline` if needed, then `agac retry WF`", True),
+    _r("batch_abandoned", "failed", "`agac retry --abandon-in-flight` gave up the batch the "
+       "unit was waiting on", "the retry it came with sends it again", True),
+    _r("approval_rejected", "failed", "a person rejected the unit's proposal",
+       "`agac retry WF` proposes it again", True),
+    _r("approval_expired", "failed", "nobody decided the unit's proposal before it expired",
+       "`agac retry WF` proposes it again", True),
+    _r("effect_failed", "failed", "the side effect of a tool action with `effect:` raised",
+       "fix the tool or the service it calls, then `agac retry WF`", True),
+    _r("effect_unknown", "failed", "the run was cancelled while the unit's side effect was "
+       "unknown (started, no receipt)", "settle it with `agac effects resolve ID "
+       "--done` (or `--not-done`)", False),
+)}
+
+assert set(REASONS) == set(get_args(Reason)), "REASONS and Reason list the same codes"
+
+
+def reason_code(code: str) -> ReasonCode | None:
+    """The registry entry of ``code``; None for a code this version does not know (a run
+    written by a newer agac)."""
+    return REASONS.get(code)
