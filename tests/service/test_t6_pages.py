@@ -107,16 +107,17 @@ def test_t6_runs_list_rows_move_live(service: Service) -> None:
 
 
 def test_t6_progress_events_reach_the_run_page_as_fragments(tmp_path: Path) -> None:
-    rows = [{"id": f"r{i}", "text": f"m {i}"} for i in range(300)]
+    rows = [{"id": f"r{i}", "text": f"m {i}"} for i in range(400)]
     root = team_project(tmp_path / "p", rows=rows, workflow="""\
 name: replies
 input: {path: data/, id_field: id}
-defaults: {model: mock/m, max_concurrency: 8}
+defaults: {model: mock/m, max_concurrency: 4}
 actions:
   - name: draft
     prompt: "Reply to: {{ source.text }}"
 """)
-    (root / "agac.yml").write_text("identity: login\nproviders:\n  mock: {latency_ms: 20}\n")
+    # at least 5 s of calls (400 x 50 ms / 4 at a time): several progress events on any machine
+    (root / "agac.yml").write_text("identity: login\nproviders:\n  mock: {latency_ms: 50}\n")
     with running_service(root) as service:
         runner = threading.Thread(target=api.run, args=("replies", root))
         runner.start()
@@ -143,7 +144,7 @@ actions:
                     break
         runner.join(60)
         events = [e for e in service.store.iter_events(run_id, 0, limit=10_000) if e.kind == "progress"]
-    assert ended and answered[-1] == 300
+    assert ended and answered[-1] == 400
     assert answered == sorted(answered) and len(set(answered)) >= 3, answered
     assert len(events) >= 2  # at most one a second while it ran, and one at the end
     gaps = [b.created_at - a.created_at for a, b in itertools.pairwise(events[:-1])]
