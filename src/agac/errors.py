@@ -12,6 +12,7 @@ Tree::
     │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
+    │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
     ├── Paused                      the run cannot move now; run again later (exit 75)
     │   └── LeaseHeld               a live process owns the run
     ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (DESIGN §5)
@@ -43,6 +44,7 @@ __all__ = [
     "FatalError",
     "LeaseHeld",
     "LeaseLost",
+    "LeaseTaken",
     "NotAllowed",
     "NotAnApprover",
     "NotFound",
@@ -181,6 +183,12 @@ class LeaseLost(StoreError):
     """Another process took over this run; this process stops writing."""
 
     code = "lease_lost"
+
+
+class LeaseTaken(LeaseLost):
+    """Another process took over the storage point; this process stopped before any effect."""
+
+    exit_code = 75
 
 
 class Paused(AgacError):

@@ -41,7 +41,8 @@ VALUES = {
     "name": "ann", "tenants": "default", "token_id": "t1",
 }
 #: Commands that never open the store, and what they answer in the walks.
-NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0}
+NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0,
+            "agac store info": 0}  # store info describes a store without opening it ("exists")
 
 
 def _busy_port() -> Iterator[int]:

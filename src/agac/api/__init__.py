@@ -10,7 +10,7 @@ Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 retry, cancel), :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
-:mod:`~agac.api.maintenance` (gc, store upgrade). For teams (DESIGN §13):
+:mod:`~agac.api.maintenance` (gc, store upgrade, store info). For teams:
 :mod:`~agac.api.people` (``agac users``/``agac tokens``, administrators),
 :mod:`~agac.api.identity` (passwords, tokens, sessions, the :class:`Principal`),
 :mod:`~agac.api.team` (what a signed-in person sees and decides; tenant filtering) and
@@ -35,7 +35,7 @@ from agac.api.history import (
     record_session,
     status,
 )
-from agac.api.maintenance import gc, store_upgrade
+from agac.api.maintenance import gc, store_info, store_upgrade
 from agac.api.people import (
     tokens_create,
     tokens_list,
@@ -80,6 +80,7 @@ __all__ = [
     "revise",
     "run",
     "status",
+    "store_info",
     "store_upgrade",
     "submit",
     "tokens_create",

@@ -1,11 +1,13 @@
 """People's decisions on proposals (A1-A3): list, show, approve, reject, revise. None of
 these needs the run's lease; each is refused (exit 2) when the proposal is stale,
-replayed, expired or altered, or the decider is not an approver.
+replayed, expired or altered, or the decider is not an approver. On a storage point a
+decision owns the point while it is recorded (exit 75 naming a live owner) and needs
+``AGAC_SECRET`` (``secret_not_durable``).
 
-With ``identity: login`` in agac.yml (A3, DESIGN §13) ``approve``, ``reject`` and
-``revise`` do not write the store: they send the decision to ``agac serve``
-(``AGAC_SERVER`` + ``AGAC_TOKEN``, :mod:`agac.api.remote`), and ``who`` / ``AGAC_USER``
-are refused. The service decides through :func:`agac.api.team.decide`."""
+With ``identity: login`` in agac.yml (A3, T3) ``approve``, ``reject`` and ``revise`` do
+not write the store: they send the decision to ``agac serve`` (``AGAC_SERVER`` +
+``AGAC_TOKEN``, :mod:`agac.api.remote`), and ``who`` / ``AGAC_USER`` are refused. The
+service decides through :func:`agac.api.team.decide`."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ def approvals_show(ref: str, project: ProjectRef = None, *,
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
     from agac.engine.decisions import show_proposal
 
+    _secret_must_be_durable(project)
     with reading(project, store) as (proj, st):
         return show_proposal(proj, st, ref)
 
@@ -51,7 +54,8 @@ def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
         from agac.api.remote import send_decision
 
         return send_decision(ref, "approve", {}, who)
-    with reading(proj, store) as (proj, st):
+    _secret_must_be_durable(proj)
+    with reading(proj, store, writes=True) as (proj, st):
         return _approve(proj, st, ref, who)
 
 
@@ -67,7 +71,8 @@ def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None
         from agac.api.remote import send_decision
 
         return send_decision(ref, "reject", {"reason": reason}, who)
-    with reading(proj, store) as (proj, st):
+    _secret_must_be_durable(proj)
+    with reading(proj, store, writes=True) as (proj, st):
         return _reject(proj, st, ref, who, reason)
 
 
@@ -86,5 +91,22 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
         from agac.api.remote import send_decision
 
         return send_decision(ref, "revise", {"set": parsed}, who)
-    with reading(proj, store) as (proj, st):
+    _secret_must_be_durable(proj)
+    with reading(proj, store, writes=True) as (proj, st):
         return _revise(proj, st, ref, who, parsed)
+
+
+def _secret_must_be_durable(project: ProjectRef) -> None:
+    """On a storage point, decisions are signed with ``AGAC_SECRET``: a generated
+    ``.agac/secret`` would die with the machine, and the run would find every decision
+    altered (DESIGN §14)."""
+    import os
+
+    from agac.config.project import is_point_url, store_url
+    from agac.errors import ConfigError, Problem
+
+    url = store_url(project_of(project))
+    if is_point_url(url) and not os.environ.get("AGAC_SECRET"):
+        raise ConfigError(problems=[Problem(
+            "secret_not_durable", f"decisions on the storage point {url} need AGAC_SECRET",
+            hint="set AGAC_SECRET to the secret every machine of this project uses")])

@@ -42,7 +42,7 @@ def list_batches(ref: str | None = None, project: ProjectRef = None, *,
                  store: Store | None = None) -> list[dict[str, Any]]:
     """Every batch of workflow ``ref`` (every batch of the project without one), newest
     first, as :func:`batch_dict` rows."""
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         name = workflow_name(ref, proj) if ref else None
         return [batch_dict(row) for row in st.list_batches(name)]
 
@@ -53,7 +53,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
     """One batch as the store knows it, with its items counted by status and the command
     a person most likely wants next. ``poll`` also asks the provider for its status now
     (``provider_status``); the store is not changed — the next run records what it says."""
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
         doc = batch_dict(row)
         items: dict[str, int] = {}
@@ -81,7 +81,7 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     Only a batch the provider reports ended can be read; nothing is recorded in the
     store (a run collects answers, never this call).
     """
-    with using(project, store) as (proj, st):
+    with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id)
     if not row.provider_batch_id:
         raise RefusedError(f"batch {row.key} was never accepted by the provider (state "

@@ -28,7 +28,7 @@ def effects_resolve(ref: str, done: bool, project: ProjectRef = None, *,
     """``agac effects resolve ID --done|--not-done``: settle an effect left ``unknown`` (E2)."""
     from agac.engine.effects import resolve_effect
 
-    with reading(project, store) as (_proj, st):
+    with reading(project, store, writes=True) as (_proj, st):
         return resolve_effect(st, ref, done)
 
 
@@ -37,5 +37,5 @@ def effects_compensate(ref: str, project: ProjectRef = None, *,
     """``agac effects compensate ID``: run the declared compensation, once, on request."""
     from agac.engine.effects import compensate_effect
 
-    with reading(project, store) as (proj, st):
+    with reading(project, store, writes=True) as (proj, st):
         return compensate_effect(proj, st, ref)

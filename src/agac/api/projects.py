@@ -35,23 +35,29 @@ def project_of(project: ProjectRef) -> Project:
     return find_project(Path(project) if project else None)
 
 
-def open_store(project: ProjectRef = None) -> Store:
+def open_store(project: ProjectRef = None, *, writes: bool = True, wait: bool = False) -> Store:
     """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (DESIGN §4).
-    The caller closes it."""
-    from agac.store.repository import Store
+    The caller closes it.
 
-    return Store(store_url(project_of(project)))
+    On a storage point (DESIGN §14) ``writes`` owns the point for this process (exit 75
+    naming a live owner, or waiting for it with ``wait``); ``writes=False`` reads a
+    private copy and owns nothing. On SQL stores the flags change nothing."""
+    from agac.store.factory import open_store as _open
+
+    proj = project_of(project)
+    return _open(store_url(proj), proj.config.store_options, writes=writes, wait=wait)
 
 
 @contextlib.contextmanager
-def using(project: ProjectRef, store: Store | None = None) -> Iterator[tuple[Project, Store]]:
+def using(project: ProjectRef, store: Store | None = None, *, writes: bool = True,
+          wait: bool = False) -> Iterator[tuple[Project, Store]]:
     """The project and a store for one call: ``store`` when given (left open), else the
-    project's, closed afterwards."""
+    project's, closed afterwards (``writes``, ``wait``: see :func:`open_store`)."""
     proj = project_of(project)
     if store is not None:
         yield proj, store
         return
-    opened = open_store(proj)
+    opened = open_store(proj, writes=writes, wait=wait)
     try:
         yield proj, opened
     finally:
@@ -59,15 +65,17 @@ def using(project: ProjectRef, store: Store | None = None) -> Iterator[tuple[Pro
 
 
 @contextlib.contextmanager
-def reading(project: ProjectRef, store: Store | None = None) -> Iterator[tuple[Project, Store]]:
+def reading(project: ProjectRef, store: Store | None = None, *, writes: bool = False
+            ) -> Iterator[tuple[Project, Store]]:
     """As :func:`using`, for reading earlier runs: refused for ``store: memory``, which
-    keeps nothing once a run's process ends."""
+    keeps nothing once a run's process ends. ``writes`` for the calls that change them
+    (on a storage point they own it meanwhile)."""
     proj = project_of(project)
     if store is None and store_url(proj) == "memory":
         raise UsageError("this project's store is memory: it keeps nothing once a run ends, so "
                          "there is no earlier run to read; use the default SQLite store (remove "
                          "`store: memory` from agac.yml and unset AGAC_STORE) or PostgreSQL")
-    with using(proj, store) as opened:
+    with using(proj, store, writes=writes) as opened:
         yield opened
 
 

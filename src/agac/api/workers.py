@@ -31,6 +31,10 @@ def submit(ref: str | Path, project: ProjectRef = None, *,
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
+    if store is None and not store_url(proj).startswith("postgres"):
+        raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
+                         "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
+                         f"`agac run {workflow.name}`")
     with using(proj, store) as (_, st):
         if st.dialect != "postgresql":
             raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "

@@ -64,7 +64,7 @@ def plan(ref: str | Path, project: ProjectRef = None, *,
 
     proj = project_of(project)
     workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd)
-    with using(proj, store) as (_, st):
+    with using(proj, store, writes=False) as (_, st):
         records = plan_records(proj, workflow)
         if limit is not None:
             records = islice(records, limit)
@@ -78,5 +78,5 @@ def render(ref: str, record: str, action: str | None = None, project: ProjectRef
 
     proj = project_of(project)
     workflow = load_workflow(ref, proj)
-    with using(proj, store) as (_, st):
+    with using(proj, store, writes=False) as (_, st):
         return render_requests(proj, st, workflow, record, action)

@@ -709,6 +709,19 @@ def store_upgrade(as_json: bool) -> int:
     return 0
 
 
+@store.command("info")
+@json_option
+@command
+def store_info(as_json: bool) -> int:
+    """Where the state lives, its size; on a storage point its owner, snapshot age and log."""
+    from agac import api
+    from agac.cli.render import print_store_info
+
+    doc = api.store_info()
+    _emit_json(doc) if as_json else print_store_info(doc)
+    return 0
+
+
 def main() -> None:
     cli(prog_name="agac")
 

@@ -333,6 +333,50 @@ def print_cost(doc: dict[str, Any]) -> None:
     print_table(table)
 
 
+def print_store_info(doc: dict[str, Any]) -> None:
+    """``agac store info`` in words."""
+    click.echo(f"store: {doc['store']} ({doc['kind']})")
+    if doc["kind"] == "sqlite":
+        click.echo(f"  file {doc['path']}: {_bytes(doc['bytes'])}" if doc["exists"]
+                   else f"  file {doc['path']}: not created yet (the first run creates it)")
+        return
+    if doc["kind"] not in ("object storage", "directory"):
+        return
+    if not doc["exists"]:
+        click.echo("  nothing stored yet (the first `agac run` creates it)")
+        return
+    owner = doc["owner"]
+    if owner is None:
+        click.echo("  owner: none (free)")
+    else:
+        state = "holds it" if doc["owned"] else "its lease has expired"
+        until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(doc["lease_expires_at"]))
+        click.echo(f"  owner: pid {owner['pid']} on {owner['host']} ({state}; lease to {until} "
+                   "unless renewed)")
+    snap, log = doc["snapshot"], doc["log"]
+    if snap is not None:
+        click.echo(f"  snapshot: {_bytes(snap['bytes'])}, taken {_age(doc['snapshot_age_seconds'])} ago")
+    click.echo(f"  log: {log['segments']} segments in {log['generations']} generations, "
+               f"{_bytes(log['bytes'])}")
+    click.echo(f"  size: {_bytes(doc['bytes'])}; working copy on this machine: {doc['working_copy']}")
+
+
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
     table = new_table("action", "kind", "mode", "units>", "requests>", "reusable>",

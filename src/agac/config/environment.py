@@ -1,7 +1,8 @@
 """Checks of a workflow against the machine and the project, before anything is sent.
 
 Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``),
-tool functions (``invalid_function``), durability (``not_durable``) and prices
+tool functions (``invalid_function``), durability (``not_durable``, and
+``secret_not_durable`` for approvals on a storage point without ``AGAC_SECRET``) and prices
 (``unknown_price``). Each provider is judged once, at the first action using it.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterable
 from agac.config.actions import RawAction
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.config.model import Action
-from agac.config.project import Project, store_url
+from agac.config.project import Project, is_point_url, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
 from agac.providers import registry
@@ -32,6 +33,7 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
     seen_providers: set[str] = set()
     seen_models: set[str] = set()
     memory = store_url(project) == "memory"
+    point = is_point_url(store_url(project)) and not os.environ.get("AGAC_SECRET")
     for raw, action in pairs:
         if action.kind == "tool" and action.function:
             _check_function(f, project, raw, action.function)
@@ -41,6 +43,12 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
             f.error("not_durable", f"action {raw.name!r} needs approvals, which a memory "
                     "store cannot keep", raw.path + ("approval",),
                     hint="use the default SQLite store or PostgreSQL")
+        if point and action.approval is not None:
+            f.error("secret_not_durable", f"action {raw.name!r} needs approvals, which are signed "
+                    f"with the project secret; on the storage point {store_url(project)} the "
+                    "generated .agac/secret would die with this machine", raw.path + ("approval",),
+                    hint="set AGAC_SECRET to the same secret on every machine that runs or "
+                    "decides (e.g. from your secret manager)")
         if action.approval is not None:
             _check_approvers(f, project, raw, action.approval.approvers)
         if action.kind != "llm" or action.provider is None or action.model is None:

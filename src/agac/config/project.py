@@ -22,6 +22,7 @@ from agac.providers.registry import available_providers
 
 __all__ = [
     "IDENTITIES",
+    "POINT_SCHEMES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
     "PriceConfig",
@@ -29,17 +30,17 @@ __all__ = [
     "ProjectConfig",
     "ProviderConfig",
     "find_project",
+    "is_point_url",
     "load_project_config",
     "store_url",
 ]
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "providers", "prices", "groups", "identity")
+_TOP_KEYS = ("store", "store_options", "providers", "prices", "groups", "identity")
 IDENTITIES = ("local", "login")
 """``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
-``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``;
-DESIGN §13)."""
+``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
 
@@ -79,6 +80,8 @@ class ProjectConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    store_options: Mapping[str, Any] = field(default_factory=dict)
+    """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
     identity: str = "local"
 
     @property
@@ -149,7 +152,7 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
                 "groups then live in the store only", ("groups",),
                 hint="remove groups: and give users their groups with "
                      "`agac users add NAME --group G` (or `agac users set NAME --group G`)")
-    return ProjectConfig(store, providers, prices, groups, identity), f
+    return ProjectConfig(store, providers, prices, groups, _store_options(f, data), identity), f
 
 
 def _identity(f: Findings, raw: Any) -> str:
@@ -163,6 +166,20 @@ def _identity(f: Findings, raw: Any) -> str:
                 ("identity",), hint="identity: login makes people sign in to `agac serve`")
         return "local"
     return value
+
+
+def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
+    """``store_options:``: a mapping of names to strings, numbers or booleans, passed to the
+    storage point (DESIGN §14); secrets belong in the environment, not in this file."""
+    raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(value, (str, int, float, bool)):
+            f.error("invalid_store", f"store_options.{key} must be a string, number or boolean",
+                    ("store_options", key))
+            continue
+        options[str(key)] = value
+    return options
 
 
 def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
@@ -224,6 +241,16 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
 
 def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...]) -> str | None:
     return None if body.get(key) is None else read_str(f, body[key], path + (key,))
+
+
+POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
+"""Schemes of storage points (DESIGN §14): object storage and directories."""
+
+
+def is_point_url(url: str) -> bool:
+    """True when ``store:`` names a storage point rather than an SQL store or ``memory``."""
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme.lower() in POINT_SCHEMES
 
 
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:

@@ -162,6 +162,7 @@ class ApprovalGate:
         ex = self.ex
         if not await ex.gateway.call(ex.store.use_proposal, row.id, ex.run_id, lease=ex.gateway.fence):
             return None  # pragma: no cover - one open run per workflow: nobody else uses it
+        await ex.gateway.durable()  # the use is stored before the unit acts (S1)
         maybe_crash("approval_acting")  # the run acts on the approval; no outcome yet
         await ex.event("approval_applied", rt.name, rec.key, proposal=row.id, by=row.decided_by)
         arguments = loads(row.arguments)

@@ -156,6 +156,7 @@ class BatchCoordinator:
         if self.ex.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
         await self._call(self.store.create_intents, staged, parts)
+        await self.gateway.durable()  # S1: the intents are stored before anything is sent
         refused = False
         for row, _ in parts:
             if self.ex.budget is not None and row["key"] in held:
@@ -261,6 +262,7 @@ class BatchCoordinator:
             requests = (request_from_json(i.request, i.custom_id)
                         for i in self.store.iter_batch_items(key))
             maybe_crash("before_submit")
+            await self.gateway.owned()  # still the run's owner, right before sending (S3)
             try:
                 handle = await rt.provider.submit_batch(requests, key)
             except WaitError as exc:

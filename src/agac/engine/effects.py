@@ -71,8 +71,10 @@ async def run_effect(ex: Executor, rt: ActionRuntime, rec: Any, inputs_json: str
             "function": action.function or "", "idempotent": effect.idempotent,
             "compensate": effect.compensate, "run_id": ex.run_id, "arguments": inputs_json},
             lease=ex.gateway.fence)
+        await ex.gateway.durable()
         maybe_crash("effect_started")  # the intent is durable, the function not called yet
         ctx = ToolContext(ex.run_id, ex.workflow.name, action.name, rec.key, None, 1, key)
+        await ex.gateway.owned()  # still the run's owner, right before the effect (S3)
         started = time.monotonic()
         try:
             value = await invoke_tool(rt.function, json.loads(inputs_json), ctx)

@@ -137,6 +137,37 @@ class StoreGateway:
         self._wake.set()
         return fut
 
+    async def durable(self) -> None:
+        """The durability acknowledgement: wait until everything committed so far is stored
+        durably — at once on SQL stores, whose commit is durable; on a storage point, until
+        the log holding it is shipped (DESIGN §14). Call it after recording an intent and
+        before the effect it announces (S1): a batch submission, an effect, an approved
+        unit acting. A failure breaks the gateway like a failed checkpoint (S2)."""
+        self._raise_if_broken()
+        ticket = self.store.durability_ticket()
+        if ticket is None:
+            return
+        try:
+            await asyncio.wrap_future(ticket)
+        except StoreError as exc:
+            self._broken = exc
+            raise
+
+    async def owned(self) -> None:
+        """The ownership check, right before something irreversible (an effect, a batch
+        submission): at once while the store vouches for this process's hold (always on SQL
+        stores, whose every write is fenced); on a storage point whose lease was not
+        confirmed lately (the process was paused), ``head`` is rewritten first, and a
+        point taken over meanwhile raises :class:`LeaseTaken` (DESIGN §14, O2)."""
+        self._raise_if_broken()
+        if self.store.owner_confirmed():
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.confirm_owner)
+        except StoreError as exc:
+            self._broken = exc
+            raise
+
     async def flush(self) -> None:
         """Wait until everything queued so far is durable, including a group the writer
         is writing right now: an empty commit queued behind it completes only after it."""

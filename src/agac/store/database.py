@@ -102,21 +102,23 @@ def _translate_driver_errors(engine: Engine, url: str) -> None:
         raise DriverFailure(message, hint=hint) from ctx.original_exception
 
 
-def create_store_engine(url: str) -> Engine:
+def create_store_engine(url: str, *, wal_autocheckpoint: int = 10000) -> Engine:
     """An Engine for ``url`` with agac's dialect settings. ``memory`` is an in-process SQLite.
 
-    Its driver errors surface as :class:`DriverFailure` (see the module docstring)."""
-    engine = _engine_for(url)
+    Its driver errors surface as :class:`DriverFailure` (see the module docstring).
+    ``wal_autocheckpoint`` (pages; 0 = never) is SQLite's: a storage point's working copy
+    turns it off, because its replica checkpoints the WAL only after shipping it (O1)."""
+    engine = _engine_for(url, wal_autocheckpoint)
     _translate_driver_errors(engine, url)
     return engine
 
 
-def _engine_for(url: str) -> Engine:
+def _engine_for(url: str, wal_autocheckpoint: int) -> Engine:
     if url == "memory":
         url = "sqlite://"
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        return _sqlite_engine(url)
+        return _sqlite_engine(url, wal_autocheckpoint)
     if url.startswith("postgresql"):
         try:
             import psycopg  # noqa: F401
@@ -140,7 +142,7 @@ def _engine_for(url: str) -> Engine:
     raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
 
 
-def _sqlite_engine(url: str) -> Engine:
+def _sqlite_engine(url: str, wal_autocheckpoint: int) -> Engine:
     path = sa.engine.make_url(url).database
     if path and path != ":memory:":
         _make_folder(Path(path).parent)
@@ -166,7 +168,7 @@ def _sqlite_engine(url: str) -> Engine:
         # checkpoints cut their cost. Durability is unchanged (WAL + NORMAL survives a
         # process crash; only an OS crash may lose the last commits).
         cur.execute("PRAGMA cache_size=-65536")
-        cur.execute("PRAGMA wal_autocheckpoint=10000")
+        cur.execute(f"PRAGMA wal_autocheckpoint={int(wal_autocheckpoint)}")
         cur.close()
 
     return engine

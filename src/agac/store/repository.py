@@ -8,6 +8,7 @@ checks the caller's fencing token (S3) and fails closed (S2) on any error.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import operator
 import time
@@ -46,17 +47,43 @@ class Store(BatchRepository, EffectRepository, ApprovalRepository, ClaimReposito
             PeopleRepository, DashboardRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``)."""
 
+    WAL_AUTOCHECKPOINT = 10000
+    """SQLite's automatic checkpoint, in pages (a storage point's working copy: 0)."""
+
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
-        self.engine: Engine = create_store_engine(url)
+        self.engine: Engine = create_store_engine(url, wal_autocheckpoint=self.WAL_AUTOCHECKPOINT)
         self.dialect = self.engine.dialect.name
         self.memory = url == "memory"
         self._bulk_cache: dict[tuple[str, str, int], tuple[str, tuple[str, ...]]] = {}
+        self.notes: list[str] = []
+        """What the user should hear about the store itself (a storage point's torn log, O3)."""
         if migrate:
             upgrade(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def durability_ticket(self) -> concurrent.futures.Future[None] | None:
+        """The durability acknowledgement: None when a commit is durable as it returns (SQL
+        stores); else a future answered once everything committed so far is stored durably
+        (a storage point ships its log, O1), which an effect waits for before it starts."""
+        return None
+
+    def owner_confirmed(self) -> bool:
+        """True while this process's hold needs no confirming before an effect: always on
+        SQL stores (every write checks the fencing token); a storage point says whether
+        its lease was confirmed lately (O2)."""
+        return True
+
+    def confirm_owner(self) -> None:
+        """Confirm this process still owns what it writes (a storage point rewrites its
+        ``head``); raises LeaseLost/StoreError otherwise. Nothing to do on SQL stores."""
+
+    @property
+    def point(self) -> bool:
+        """True for a storage point (object storage or a directory, DESIGN §14)."""
+        return False
 
     # -- plumbing -------------------------------------------------------------------
 
