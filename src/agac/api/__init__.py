@@ -10,7 +10,11 @@ Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 retry, cancel), :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
-:mod:`~agac.api.maintenance` (gc, store upgrade, store info).
+:mod:`~agac.api.maintenance` (gc, store upgrade, store info). For teams:
+:mod:`~agac.api.people` (``agac users``/``agac tokens``, administrators),
+:mod:`~agac.api.identity` (passwords, tokens, sessions, the :class:`Principal`),
+:mod:`~agac.api.team` (what a signed-in person sees and decides; tenant filtering) and
+:mod:`~agac.api.remote` (decisions sent to the service under ``identity: login``).
 
 The store, the engine and SQLAlchemy are imported by the calls that use them, not at
 import: ``agac validate`` never touches the store and must start fast.
@@ -32,6 +36,17 @@ from agac.api.history import (
     status,
 )
 from agac.api.maintenance import gc, store_info, store_upgrade
+from agac.api.people import (
+    tokens_create,
+    tokens_list,
+    tokens_revoke,
+    users_add,
+    users_disable,
+    users_enable,
+    users_list,
+    users_passwd,
+    users_set,
+)
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
 from agac.api.runs import cancel, retry, run
 from agac.api.workers import submit, worker, workers
@@ -68,6 +83,15 @@ __all__ = [
     "store_info",
     "store_upgrade",
     "submit",
+    "tokens_create",
+    "tokens_list",
+    "tokens_revoke",
+    "users_add",
+    "users_disable",
+    "users_enable",
+    "users_list",
+    "users_passwd",
+    "users_set",
     "validate",
     "worker",
     "workers",

@@ -121,30 +121,12 @@ def cost(ref: str | None = None, project: ProjectRef = None, *, tenant: str | No
          principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
     """Cost per action and model, live vs batch, and what batch saved against all-live, of
     a run of the caller's tenants."""
-    from agac.providers.base import Usage
+    from agac.engine.views.summary import cost_breakdown
     from agac.providers.pricing import PriceTable
 
     with reading(project, store) as (proj, st):
-        prices = PriceTable(dict(proj.config.prices))
         run_row = resolve_run(st, proj, ref, scope_of(proj, tenant, principal))
-        rows = []
-        total = saved = 0.0
-        for r in st.usage_totals([run_row.id]):
-            usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
-                          int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
-            live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
-            c = float(r.cost_usd or 0.0)
-            total += c
-            if r.tier == "batch":
-                saved += max(live_cost - c, 0.0)
-            rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-                         "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
-                         "cached_tokens": int(r.cached_tokens or 0),
-                         "cache_write_tokens": int(r.cache_write_tokens or 0),
-                         "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
-        return {"run_id": run_row.id, "workflow": run_row.workflow, "tenant": run_row.tenant,
-                "cost_usd": round(total, 6),
-                "batch_saved_usd": round(saved, 6), "rows": rows}
+        return cost_breakdown(st, run_row, PriceTable(dict(proj.config.prices)))
 
 
 def list_records(ref: str, project: ProjectRef = None, *,

@@ -123,7 +123,9 @@ class _AgacGroup(click.Group):
                                       "submit": "agac.cli.workers", "worker": "agac.cli.workers",
                                       "workers": "agac.cli.workers", "effects": "agac.cli.people",
                                       "approvals": "agac.cli.people", "approve": "agac.cli.people",
-                                      "reject": "agac.cli.people", "revise": "agac.cli.people"}
+                                      "reject": "agac.cli.people", "revise": "agac.cli.people",
+                                      "users": "agac.cli.team", "tokens": "agac.cli.team",
+                                      "serve": "agac.cli.serve"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

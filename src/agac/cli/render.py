@@ -208,6 +208,11 @@ def print_event(e: dict[str, Any]) -> None:
 
 def _event_data(e: dict[str, Any]) -> str:
     data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
+    if e["kind"] == "progress" and isinstance(data.get("actions"), dict):
+        parts = [f"{name} {a['answered'] + a['failed'] + a['skipped']}/{a['records']}"
+                 + (f" ({a['failed']} failed)" if a["failed"] else "")
+                 for name, a in data["actions"].items()]
+        return f"{'; '.join(parts)}  ${float(data.get('cost_usd') or 0):.4f}"
     return json.dumps(data, default=str)
 
 

@@ -22,6 +22,7 @@ from agac.providers.registry import available_providers, provider_transports
 from agac.tenants import is_tenant, pick_tenant
 
 __all__ = [
+    "IDENTITIES",
     "POINT_SCHEMES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
@@ -38,7 +39,10 @@ __all__ = [
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "store_options", "tenant", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "store_options", "tenant", "providers", "prices", "groups", "identity")
+IDENTITIES = ("local", "login")
+"""``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
+``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 #: ``providers.<name>.transport``: how online calls travel (DESIGN §5 P1), for providers
 #: that offer a choice; ``lean`` is the default.
@@ -91,6 +95,12 @@ class ProjectConfig:
     tenant: str | None = None
     """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
     ``AGAC_TENANT`` names one (DESIGN §13 T2)."""
+    identity: str = "local"
+
+    @property
+    def login(self) -> bool:
+        """``identity: login``: people are users in the store and decide through the service."""
+        return self.identity == "login"
 
 
 @dataclass(frozen=True)
@@ -150,7 +160,27 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups, _store_options(f, data), tenant), f
+    identity = _identity(f, data.get("identity"))
+    if identity == "login" and data.get("groups"):
+        f.error("groups_with_login", "groups: in agac.yml is not used with identity: login: "
+                "groups then live in the store only", ("groups",),
+                hint="remove groups: and give users their groups with "
+                     "`agac users add NAME --group G` (or `agac users set NAME --group G`)")
+    return ProjectConfig(store, providers, prices, groups, _store_options(f, data), tenant,
+                         identity), f
+
+
+def _identity(f: Findings, raw: Any) -> str:
+    if raw is None:
+        return "local"
+    value = read_str(f, raw, ("identity",))
+    if value is None:
+        return "local"
+    if value not in IDENTITIES:
+        f.error("invalid_identity", f"identity: {value!r} is not one of {', '.join(IDENTITIES)}",
+                ("identity",), hint="identity: login makes people sign in to `agac serve`")
+        return "local"
+    return value
 
 
 def _tenant(f: Findings, raw: Any) -> str | None:

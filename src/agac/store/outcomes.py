@@ -146,6 +146,15 @@ class OutcomeRepository(StoreCore):
                     t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi)
             ).scalar() or 0)
 
+    def status_counts_between(self, run_id: str, lo: int, hi: int) -> list[Row]:
+        """(action, status, n) groups of the outcomes of records ``lo <= seq < hi``."""
+        o = t.outcomes
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(o.c.action, o.c.status, sa.func.count().label("n"))
+                .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)
+                .group_by(o.c.action, o.c.status)).all())
+
     def get_answers(self, fingerprints: Sequence[str], *, tenant: str) -> dict[str, str]:
         """fingerprint -> stored output JSON text, for those the tenant has (S5 within a
         tenant, T2: a tenant never learns from another's answers)."""

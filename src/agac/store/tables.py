@@ -351,3 +351,51 @@ rate_events = sa.Table(
     sa.Column("tokens", sa.Integer, nullable=False),
 )
 sa.Index("ix_rate_events_key_at", rate_events.c.key, rate_events.c.at)
+
+# -- people: users, their groups, API tokens, web sessions (migration 0008) ----------------
+# Secrets never enter the store in the clear: a password is an Argon2 hash, a token and a
+# session id are SHA-256 hashes of random values the user alone holds (DESIGN §13 T1).
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    sa.Column("tenants", sa.Text, nullable=False),
+    sa.Column("admin", sa.Boolean, nullable=False),
+    sa.Column("active", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+user_groups = sa.Table(
+    "user_groups",
+    metadata,
+    sa.Column("group_name", sa.String(200), primary_key=True),
+    sa.Column("user_name", sa.String(200), primary_key=True),
+)
+sa.Index("ix_user_groups_user", user_groups.c.user_name)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("user_name", sa.String(200), nullable=False),
+    sa.Column("secret_hash", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.Column("last_used_at", sa.Float, nullable=True),
+)
+sa.Index("ix_tokens_user", tokens.c.user_name)
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("id_hash", sa.String(64), primary_key=True),
+    sa.Column("user_name", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+sa.Index("ix_sessions_user", sessions.c.user_name)

@@ -1,19 +1,25 @@
 """People deciding on proposals (A2, A3): ``agac approvals list|show``, ``agac approve``,
-``agac reject``, ``agac revise``.
+``agac reject``, ``agac revise``, and the same decisions made in ``agac serve``.
 
 A decision never needs the run's lease — a person decides while the run is parked — and
 is race-safe: it is a conditional UPDATE on the proposal being still ``pending`` with the
 content it was shown with, so of two decisions on one proposal exactly one wins and the
-other is refused as replayed. Refusals (exit 2) say which rule refused:
+other is refused as replayed. Refusals (exit 2; in the service 403 or 409 with the code)
+say which rule refused:
 
-- **altered**: the stored content or decision does not match its hash and signature;
-- **stale**: a revision or a newer proposal replaced it, or its run ended (withdrawn), or
-  its approval was revoked;
-- **replayed**: it was already decided;
-- **expired**: nobody decided before ``expires_at``;
-- **not an approver**: the deciding user is not among its approvers (users, or members of
-  the groups of ``agac.yml``). Identity is ``--as NAME`` or ``AGAC_USER``; with neither,
-  the decision is refused naming both.
+- **altered** (``approval_altered``): the stored content or decision does not match its
+  hash and signature;
+- **stale** (``approval_stale``): a revision or a newer proposal replaced it, or its run
+  ended (withdrawn), or its approval was revoked;
+- **replayed** (``approval_replayed``): it was already decided;
+- **expired** (``approval_expired``): nobody decided before ``expires_at``;
+- **not an approver** (``not_an_approver``): the deciding user is not among its approvers
+  (users, or members of their groups), or — with ``identity: login`` — is disabled or not
+  in the run's tenant (T3).
+
+Who decides (:class:`Decider`): on a single-user project ``--as NAME`` or ``AGAC_USER``,
+taken on trust; with ``identity: login`` only a user signed in to the service (a web
+session or an API token), and ``--as`` / ``AGAC_USER`` are refused.
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ import json
 import os
 import time
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.approvals.proposals import (
     LLM_REVISABLE,
+    approver_refusal,
     content_hash,
     decision_signature,
-    expand_approvers,
     load_secret,
     new_proposal_id,
     proposal_dict,
@@ -37,7 +44,7 @@ from agac.engine.approvals.proposals import (
 )
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import run_event
-from agac.errors import NotFound, RefusedError, UsageError
+from agac.errors import DecisionRefused, NotAnApprover, NotFound, UsageError
 from agac.providers.base import canonical_json
 from agac.store.approvals import STALE_APPROVAL_STATES
 
@@ -45,17 +52,39 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["approve", "decider", "list_proposals", "parse_changes", "reject", "revise",
-           "show_proposal"]
+__all__ = ["LOGIN_REFUSAL", "Decider", "approve", "decider", "list_proposals", "parse_changes",
+           "reject", "revise", "show_proposal"]
+
+LOGIN_REFUSAL = (
+    "this project has identity: login: decisions come only from users signed in to "
+    "`agac serve`, so --as and AGAC_USER are refused; set AGAC_SERVER (the service's URL) and "
+    "AGAC_TOKEN (from `agac tokens create NAME`) and agac sends the decision there")
 
 
-def decider(who: str | None) -> str:
-    """The deciding user: ``--as NAME``, else ``AGAC_USER``; refused with neither (A3)."""
+@dataclass(frozen=True)
+class Decider:
+    """Who decides: ``name``, and whether the service checked it (``signed_in``: a web
+    session or an API token) or it is taken on trust (``--as`` / ``AGAC_USER``)."""
+
+    name: str
+    signed_in: bool = False
+
+
+def decider(who: str | Decider | None, project: Project) -> Decider:
+    """The deciding user (A3): a signed-in user under ``identity: login`` (``--as`` and
+    ``AGAC_USER`` refused, naming both); else ``--as NAME``, else ``AGAC_USER``, and with
+    neither the decision is refused naming both."""
+    if project.config.login:
+        if isinstance(who, Decider) and who.signed_in:
+            return who
+        raise UsageError(LOGIN_REFUSAL)
+    if isinstance(who, Decider):
+        return who
     name = (who or os.environ.get("AGAC_USER") or "").strip()
     if not name:
         raise UsageError("say who decides: pass --as NAME or set AGAC_USER (identity is "
                          "self-asserted on the command line)")
-    return name
+    return Decider(name)
 
 
 def list_proposals(store: Store, workflow: str | None, *, tenants: Collection[str],
@@ -89,27 +118,28 @@ def show_proposal(project: Project, store: Store, ref: str, *,
     return doc
 
 
-def approve(project: Project, store: Store, ref: str, who: str | None, *,
+def approve(project: Project, store: Store, ref: str, who: str | Decider | None, *,
             tenants: Collection[str]) -> dict[str, Any]:
     """A2: approve a pending proposal (of ``tenants``); the run acts on it when it next runs."""
-    return _decide(project, store, _one(store, ref, tenants), decider(who), "approved", None)
+    name = decider(who, project).name
+    return _decide(project, store, _one(store, ref, tenants), name, "approved", None)
 
 
-def reject(project: Project, store: Store, ref: str, who: str | None, reason: str, *,
+def reject(project: Project, store: Store, ref: str, who: str | Decider | None, reason: str, *,
            tenants: Collection[str]) -> dict[str, Any]:
     """A2: reject a pending proposal (of ``tenants``): its unit fails ``approval_rejected``
     (or the run ends failed with ``on_reject: fail_run``)."""
+    name = decider(who, project).name
     if not reason or not reason.strip():
         raise UsageError("say why: --reason TEXT (it is shown in the unit's failure)")
-    return _decide(project, store, _one(store, ref, tenants), decider(who), "rejected",
-                   reason.strip())
+    return _decide(project, store, _one(store, ref, tenants), name, "rejected", reason.strip())
 
 
-def revise(project: Project, store: Store, ref: str, who: str | None,
+def revise(project: Project, store: Store, ref: str, who: str | Decider | None,
            changes: dict[str, Any], *, tenants: Collection[str]) -> dict[str, Any]:
     """A2: a new proposal with ``changes`` (dotted field -> value) applied to the arguments;
     it needs its own approval, and the old one becomes stale (``superseded``)."""
-    name = decider(who)
+    name = decider(who, project).name
     if not changes:
         raise UsageError("say what to change: --set field=value (one or more)")
     secret = load_secret(project.root)
@@ -118,7 +148,7 @@ def revise(project: Project, store: Store, ref: str, who: str | None,
     arguments = json.loads(row.arguments)
     revised = _apply(arguments, changes, llm=row.action in _llm_actions(store, row.run_id))
     if revised == arguments:
-        raise RefusedError(f"the changes leave proposal {row.id} as it is; nothing was revised")
+        raise UsageError(f"the changes leave proposal {row.id} as it is; nothing was revised")
     now = round(store.clock.time(), 3)
     new: dict[str, Any] = {
         "id": new_proposal_id(), "tenant": row.tenant, "workflow": row.workflow,
@@ -133,8 +163,8 @@ def revise(project: Project, store: Store, ref: str, who: str | None,
     new["signature"] = sign(secret, "proposal:" + new["content_hash"])
     if not store.revise_proposal(row.id, row.content_hash, new):
         _check_decidable(project, store, _one(store, row.id, tenants), name, secret)
-        raise RefusedError(f"proposal {row.id} changed while it was being revised; look again "
-                           f"with `agac approvals show {row.id}`")
+        raise DecisionRefused(f"proposal {row.id} changed while it was being revised; look "
+                              f"again with `agac approvals show {row.id}`", "approval_changed")
     maybe_crash("approval_decided")  # the revision is durable
     store.checkpoint(lease=None, events=[_event(row, "approval_revised", {
         "proposal": row.id, "revision": new["id"], "by": name, "changes": sorted(changes)},
@@ -177,25 +207,25 @@ def _when(at: float | None) -> str:
 
 
 def _check_decidable(project: Project, store: Store, row: Any, who: str, secret: bytes) -> None:
-    """Raise the refusal that applies to deciding on ``row`` now, if any."""
+    """Raise the refusal that applies to ``who`` deciding on ``row`` now, if any."""
     why = tampered(secret, row)
     if why is not None:
-        raise RefusedError(f"proposal {row.id} is altered: {why}; agac will not act on it "
-                           "(the next run makes a new proposal)")
+        raise DecisionRefused(f"proposal {row.id} is altered: {why}; agac will not act on it "
+                              "(the next run makes a new proposal)", "approval_altered")
     if row.state in STALE_APPROVAL_STATES:
-        raise RefusedError(f"proposal {row.id} is stale: {_stale_reason(store, row)}")
+        raise DecisionRefused(f"proposal {row.id} is stale: {_stale_reason(store, row)}",
+                              "approval_stale")
     if row.state in ("approved", "rejected"):
-        raise RefusedError(f"proposal {row.id} is already decided (replayed): {row.state} by "
-                           f"{row.decided_by} at {_when(row.decided_at)}")
+        raise DecisionRefused(f"proposal {row.id} is already decided (replayed): {row.state} by "
+                              f"{row.decided_by} at {_when(row.decided_at)}", "approval_replayed")
     if row.state == "expired" or store.clock.time() >= row.expires_at:
         store.change_proposal(row.id, ["pending"], state="expired")
-        raise RefusedError(f"proposal {row.id} expired at {_when(row.expires_at)}; the next "
-                           f"`agac run {row.workflow}` fails its unit approval_expired "
-                           "(`agac retry` then proposes again)")
-    approvers = json.loads(row.approvers)
-    if who not in expand_approvers(approvers, project):  # groups as agac.yml says now
-        raise RefusedError(f"{who} is not an approver of proposal {row.id} (approvers: "
-                           f"{', '.join(approvers)}; groups are defined in agac.yml)")
+        raise DecisionRefused(f"proposal {row.id} expired at {_when(row.expires_at)}; the next "
+                              f"`agac run {row.workflow}` fails its unit approval_expired "
+                              "(`agac retry` then proposes again)", "approval_expired")
+    refusal = approver_refusal(project, store, who, json.loads(row.approvers), row.tenant)
+    if refusal is not None:  # as the approvers and groups are now (A3, T3)
+        raise NotAnApprover(f"{refusal}: may not decide on proposal {row.id}")
 
 
 def _stale_reason(store: Store, row: Any) -> str:
@@ -224,8 +254,8 @@ def _decide(project: Project, store: Store, row: Any, who: str, state: str,
                                 decision_signature=signature)
     if not won:
         _check_decidable(project, store, _one(store, row.id, (row.tenant,)), who, secret)
-        raise RefusedError(f"proposal {row.id} changed while it was being decided; look again "
-                           f"with `agac approvals show {row.id}`")
+        raise DecisionRefused(f"proposal {row.id} changed while it was being decided; look "
+                              f"again with `agac approvals show {row.id}`", "approval_changed")
     maybe_crash("approval_decided")  # the decision is durable; the run has not seen it
     store.checkpoint(lease=None, events=[_event(row, "approval_decided", {
         "proposal": row.id, "state": state, "by": who, "reason": reason}, store.clock.time())])

@@ -33,8 +33,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.approvals.proposals import (
+    approver_refusal,
     content_hash,
-    expand_approvers,
     load_secret,
     new_proposal_id,
     request_from,
@@ -159,13 +159,17 @@ class ApprovalGate:
         return None
 
     async def _still_approver(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> bool:
-        """A3: the decider is still one of the run's approvers for this action."""
+        """A3, T3: the decider is still one of the run's approvers for this action — and,
+        with ``identity: login``, still an active user in the run's tenant — now, when the
+        unit is about to act."""
         spec = rt.action.approval
         assert spec is not None
-        allowed = expand_approvers(spec.approvers, self.project)
-        if loads(row.approvers) == list(spec.approvers) and row.decided_by in allowed:
+        refusal = await self.gateway.call(approver_refusal, self.project, self.store,
+                                          row.decided_by, spec.approvers, self.tenant)
+        if loads(row.approvers) == list(spec.approvers) and refusal is None:
             return True
-        why = f"{row.decided_by} is no longer an approver of {rt.name} ({', '.join(spec.approvers)})"
+        why = (f"{row.decided_by} is no longer an approver of {rt.name} "
+               f"({', '.join(spec.approvers)})" + (f": {refusal}" if refusal else ""))
         await self.gateway.call(self.store.change_proposal, row.id, ["approved"], state="revoked",
                                 reason=why, lease=self.gateway.fence)
         await self.out.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)

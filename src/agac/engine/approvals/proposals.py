@@ -36,8 +36,9 @@ from agac.tenants import DEFAULT_TENANT
 if TYPE_CHECKING:
     from agac.config.model import Action
     from agac.config.project import Project
+    from agac.store.repository import Store
 
-__all__ = ["LLM_REVISABLE", "arguments_hash", "content_hash", "decision_signature",
+__all__ = ["LLM_REVISABLE", "approver_refusal", "arguments_hash", "content_hash", "decision_signature",
            "expand_approvers", "load_secret", "new_proposal_id", "proposal_dict",
            "request_from", "sign", "subject_of", "tampered", "time_text", "unit_arguments"]
 
@@ -168,6 +169,33 @@ def expand_approvers(names: list[str] | tuple[str, ...], project: Project) -> se
     for name in names:
         users.update(groups.get(name, (name,)))
     return users
+
+
+def approver_refusal(project: Project, store: Store, who: str, approvers: list[str] | tuple[str, ...],
+                     tenant: str) -> str | None:
+    """Why ``who`` may not decide on a proposal of a run in ``tenant`` with these
+    ``approvers`` — or act on such a decision — as things are now; None when it may (A3, T3).
+
+    With ``identity: login`` the decider must be an active user of the store, in the run's
+    tenant, named among the approvers or in one of their groups (groups live in the store).
+    Otherwise the approvers are expanded with the groups of ``agac.yml``.
+    """
+    names = ", ".join(approvers)
+    if project.config.login:
+        user = store.get_user(who)
+        if user is None:
+            return f"{who} is not a user of this project (approvers: {names})"
+        if not user.active:
+            return f"{who} is disabled"
+        if tenant not in json.loads(user.tenants):
+            return f"{who} is not in tenant {tenant}"
+        if who in approvers or set(store.groups_of([who])[who]) & set(approvers):
+            return None
+        return (f"{who} is not an approver (approvers: {names}; a user's groups are set with "
+                "`agac users set NAME --group G`)")
+    if who in expand_approvers(approvers, project):
+        return None
+    return f"{who} is not an approver (approvers: {names}; groups are defined in agac.yml)"
 
 
 def proposal_dict(row: Any, run_state: str | None = None) -> dict[str, Any]:

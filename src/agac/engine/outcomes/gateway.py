@@ -25,6 +25,11 @@ Before something that cannot be taken back — a batch submission, an effect, an
 unit acting — the engine also waits for :meth:`StoreGateway.durable` (the store's
 acknowledgement that everything committed so far is stored durably: at once on SQL
 stores, once the log is shipped on a storage point) and checks :meth:`StoreGateway.owned`.
+
+**Progress for other processes** (DESIGN §13 T6): given a ``progress`` source (an event row
+built from the run's live counters), the writer adds a ``progress`` event to a group
+commit at most once every ``progress_every`` seconds, and once more when it closes, so
+``agac serve`` sees a run move without counting its outcomes.
 """
 
 from __future__ import annotations
@@ -69,9 +74,14 @@ class StoreGateway:
     def __init__(
         self, store: Store, lease: Lease | None, *, tenant: str, max_group: int = 5000,
         gather_seconds: float = 0.002, gather_rounds: int = 16,
+        progress: Callable[[], dict[str, Any]] | None = None, progress_every: float = 1.0,
     ) -> None:
         self.store = store
         self.tenant = tenant
+        self._progress = progress
+        self._progress_every = progress_every
+        self._progress_due = 0.0
+        """Loop time after which the next group commit carries a progress event."""
         self.gather_rounds = gather_rounds
         self.gather_seconds = gather_seconds
         self.lease = lease
@@ -99,8 +109,9 @@ class StoreGateway:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="agac-writer")
 
     async def close(self) -> None:
-        """Flush what is queued and stop the writer."""
+        """Flush what is queued (with a last progress event) and stop the writer."""
         if self._task is not None:
+            self._progress_due = 0.0
             if self._broken is None:
                 try:
                     await self.flush()
@@ -220,6 +231,11 @@ class StoreGateway:
             writes, self._writes = self._writes[: self.max_group], self._writes[self.max_group :]
             if self._writes:
                 self._wake.set()
+            if writes and self._progress is not None and loop.time() >= self._progress_due:
+                self._progress_due = loop.time() + self._progress_every
+                done: asyncio.Future[None] = loop.create_future()
+                done.add_done_callback(_retrieve)
+                writes.append(({"events": [self._progress()]}, done))
             if self._broken is not None:
                 # Fail closed (S2): after one failed checkpoint nothing more is written.
                 self._fail_all(lookups, tools, writes, self._broken)

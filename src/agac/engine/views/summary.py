@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["build_summary", "next_command"]
+__all__ = ["build_summary", "cost_breakdown", "next_command"]
 
 
 def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -139,3 +139,27 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     if names:
         return f"agac export {wf} --action {names[-1]} --format jsonl"
     return None
+
+
+def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
+    """``agac cost``: cost per action, model and tier (live/batch), and what batch saved
+    against the live price of the same tokens. ``prices`` is a :class:`PriceTable`."""
+    from agac.providers.base import Usage
+
+    rows = []
+    total = saved = 0.0
+    for r in store.usage_totals([run.id]):
+        usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
+                      int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
+        live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
+        c = float(r.cost_usd or 0.0)
+        total += c
+        if r.tier == "batch":
+            saved += max(live_cost - c, 0.0)
+        rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
+                     "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
+                     "cached_tokens": int(r.cached_tokens or 0),
+                     "cache_write_tokens": int(r.cache_write_tokens or 0),
+                     "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
+    return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
+            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6), "rows": rows}
