@@ -44,10 +44,12 @@ def test_t5_runs_list_and_summary(service: Service) -> None:
 def test_t5_runs_page_50_at_a_time(tmp_path: Path, service: Service) -> None:
     runs = service.store
     base = runs.list_runs(limit=1)[0]
-    now = time.time()
-    row = dict(base._mapping)
     for i in range(120):
-        runs.create_run(**{**row, "id": f"bulk{i:04d}", "created_at": now + i, "state": "succeeded"})
+        runs.create_run(id=f"bulk{i:04d}", workflow="bulk",
+                        workflow_path=base.workflow_path, retry_of=None, config=base.config,
+                        config_hash=base.config_hash, snapshot_id=base.snapshot_id, fresh=False,
+                        settings=base.settings, tenant=base.tenant)
+        runs.end_run(f"bulk{i:04d}", "succeeded")
     with service.api("bob") as bob:
         first = bob.get("/api/v1/runs").json()
         assert first["total"] == 121 and first["pages"] == 3 and len(first["runs"]) == 50

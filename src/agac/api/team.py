@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.api.identity import Principal
     from agac.store.repository import Store
+    from agac.store.values import RunRecord
 
 __all__ = ["PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
            "record_view", "run_detail", "run_items", "run_summary", "runs_page", "visible_run",
@@ -66,7 +67,7 @@ def visible_runs(store: Store, principal: Principal, ids: list[str]) -> list[dic
     return run_items(store, rows)
 
 
-def run_items(store: Store, rows: list[Any]) -> list[dict[str, Any]]:
+def run_items(store: Store, rows: list[RunRecord]) -> list[dict[str, Any]]:
     """The runs' list entries (T5): id, workflow, tenant, state, counts, cost, started,
     ended. An open run's counts come from its latest progress event (T6); a final run's,
     or one without progress events, from its outcomes."""
@@ -80,7 +81,7 @@ def run_items(store: Store, rows: list[Any]) -> list[dict[str, Any]]:
     costs = store.run_costs(counted)
     out = []
     for r in rows:
-        actions = [a["name"] for a in loads(r.config)["actions"]]
+        actions = r.action_names
         units = records.get(r.snapshot_id, 0) * len(actions)
         if r.id in live:
             data = loads(live[r.id].data)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from agac.store import tables as t
 from agac.store.core import StoreCore
 from agac.store.runs import Tenants, tenant_condition
+from agac.store.values import RunRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -26,7 +27,7 @@ __all__ = ["DashboardRepository"]
 class DashboardRepository(StoreCore):
     def runs_page(self, tenants: Tenants, *, workflow: str | None = None,
                   state: Sequence[str] | None = None, offset: int = 0, limit: int = 50
-                  ) -> tuple[list[Row], int]:
+                  ) -> tuple[list[RunRecord], int]:
         """Runs newest first, with the number of runs that match in all."""
         r = t.runs
         cond = [tenant_condition(tenants)]
@@ -40,7 +41,7 @@ class DashboardRepository(StoreCore):
             rows = conn.execute(sa.select(r).where(*cond)
                                 .order_by(r.c.created_at.desc(), r.c.id.desc())
                                 .offset(offset).limit(limit)).all()
-        return list(rows), total
+        return [RunRecord.from_row(row) for row in rows], total
 
     def workflow_names(self, tenants: Tenants) -> list[str]:
         r = t.runs
