@@ -90,7 +90,8 @@ def test_t2_the_run_keeps_its_tenant_in_summary_runs_list_exports_and_events(pro
 OBJECTS = [
     ("status", "{run}"), ("events", "{run}"), ("cost", "{run}"),
     ("records", "list", "wf", "--run", "{run}"), ("records", "show", "r0", "--run", "{run}"),
-    ("export", "wf", "--action", "classify", "--run", "{run}"), ("cancel", "{run}"),
+    ("export", "wf", "--action", "classify", "--run", "{run}", "--out", "x.jsonl"),
+    ("cancel", "{run}"),
     ("approvals", "show", "{proposal}"), ("approve", "{proposal}"),
     ("reject", "{proposal}", "--reason", "no"), ("revise", "{proposal}", "--set", "x=1"),
     ("effects", "resolve", "{effect}", "--done"), ("effects", "compensate", "{effect}"),
