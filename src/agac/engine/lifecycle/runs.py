@@ -27,12 +27,12 @@ from agac.engine.lifecycle.ending import finalize, finish_cancel, reread, time_o
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, release_lease, take_run_lease
 from agac.engine.lifecycle.loop import drive, install_interrupt
 from agac.engine.lifecycle.options import RunOptions, RunResult
+from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import PassResult
 from agac.engine.views.summary import build_summary
 from agac.errors import AgacError
-from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.providers.factory import open_providers
 
 if TYPE_CHECKING:

@@ -46,13 +46,12 @@ from agac.engine.lifecycle.assembly import prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.ending import finalize, finish_cancel, time_out
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
-from agac.engine.limits.rates import Slots
+from agac.engine.limits.rates import Slots, batch_providers, connections_by_provider
 from agac.engine.workers.fleet import shard_rows
 from agac.engine.workers.rates import StoreRateLimiter, WorkerSlots
 from agac.engine.workers.shards import RunContext, ShardOutcome, advance_batch, advance_online
 from agac.errors import AgacError, LeaseHeld, StoreError, UsageError
 from agac.jsontext import loads
-from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.providers.factory import open_providers
 from agac.store.values import FINAL_STATES
 
