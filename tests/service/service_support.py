@@ -24,8 +24,8 @@ import httpx
 import uvicorn
 from argon2 import PasswordHasher
 
-from agac.config.project import find_project, store_url
 from agac.api import identity
+from agac.config.project import find_project, store_url
 from agac.service.app import create_app
 from agac.service.context import Exposure, ServiceContext, loopback_hosts
 from agac.service.throttle import LoginThrottle

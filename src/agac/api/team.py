@@ -21,8 +21,8 @@ from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
 
 if TYPE_CHECKING:
-    from agac.config.project import Project
     from agac.api.identity import Principal
+    from agac.config.project import Project
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 

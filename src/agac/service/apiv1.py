@@ -21,8 +21,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from agac.errors import AgacError, UsageError
 from agac.api import team
+from agac.errors import AgacError, UsageError
 from agac.service.common import blocking, caller, context, error_status
 
 __all__ = ["approvals", "decide", "run", "runs"]

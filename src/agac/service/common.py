@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from agac.errors import AgacError, DecisionRefused, NotAllowed, NotAnApprover, NotFound, UsageError
 from agac.api.identity import Principal
+from agac.errors import AgacError, DecisionRefused, NotAllowed, NotAnApprover, NotFound, UsageError
 from agac.service.context import ServiceContext
 from agac.service.guard import PRINCIPAL, SESSION_ID
 

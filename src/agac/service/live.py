@@ -26,8 +26,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from agac.errors import AgacError
 from agac.api import identity, team
+from agac.errors import AgacError
 from agac.service.common import blocking, caller, context, error_status, session_id
 from agac.service.views import render, render_block
 from agac.store.repository import FINAL_STATES

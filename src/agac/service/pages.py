@@ -12,8 +12,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from agac.errors import AgacError, UsageError
 from agac.api import identity, team
+from agac.errors import AgacError, UsageError
 from agac.service.common import blocking, caller, context, error_status, session_id
 from agac.service.guard import cookie_value
 from agac.service.views import render
