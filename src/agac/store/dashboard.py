@@ -145,11 +145,7 @@ class DashboardRepository(StoreCore):
         workflow, provider, model, calls, cost), for the runs of ``tenants``."""
         u, r = t.usage, t.runs
         step = sa.literal(float(bucket))
-        if self.dialect == "postgresql":
-            start = sa.func.floor(u.c.created_at / step) * step
-        else:
-            start = sa.cast(u.c.created_at / step, sa.Integer) * step
-        start = start.label("bucket")
+        start = (self.hooks.floor(u.c.created_at / step) * step).label("bucket")
         q = (sa.select(start, r.c.workflow, u.c.provider, u.c.model,
                        sa.func.count().label("calls"), sa.func.sum(u.c.cost_usd).label("cost"))
              .select_from(u.join(r, r.c.id == u.c.run_id))

@@ -58,6 +58,7 @@ class DialectHooks:
     - ``now``: the time every process on the store agrees on (PostgreSQL's clock; on
       SQLite, one machine, the store's clock);
     - ``notify``: wake idle workers (PostgreSQL ``NOTIFY``; nothing on SQLite);
+    - ``floor``: a non-negative number rounded down, in SQL (buckets of time);
     - ``shares_work``: workers on several machines can share the store (row locks, ``SKIP
       LOCKED``, ``LISTEN``/``NOTIFY``): PostgreSQL only.
     """
@@ -88,6 +89,11 @@ class DialectHooks:
             return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())"))
                          .scalar_one())
         return clock.time()
+
+    def floor(self, value: Any) -> Any:
+        if self.postgres:
+            return sa.func.floor(value)
+        return sa.cast(value, sa.Integer)  # SQLite truncates: the same for values >= 0
 
     def notify(self, conn: Connection) -> None:
         if self.postgres:

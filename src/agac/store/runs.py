@@ -148,7 +148,9 @@ class RunRepository(StoreCore):
                     r.c.state.not_in(FINAL_STATES))).first() is None:
                 inserted = conn.execute(
                     self.hooks.insert(r).values(**fields)
-                    .on_conflict_do_nothing()
+                    # only the open-run rule is "already open"; a duplicate id is an error
+                    .on_conflict_do_nothing(index_elements=[r.c.tenant, r.c.workflow],
+                                            index_where=r.c.state.not_in(FINAL_STATES))
                     .returning(r.c.id)).first()
             else:
                 inserted = None
