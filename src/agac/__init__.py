@@ -11,23 +11,60 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "Results",
+    "RunResult",
     "ToolContext",
     "__version__",
+    "arun",
+    "cancel",
+    "cost",
+    "export",
     "load_workflow",
+    "plan",
+    "render",
+    "results",
+    "retry",
     "run",
     "status",
+    "validate",
 ]
 
 _LAZY = {
+    "Results": "agac.api.results:Results",
+    "RunResult": "agac.engine.lifecycle.options:RunResult",
     "ToolContext": "agac.engine.context:ToolContext",
+    "arun": "agac.api:arun",
+    "cancel": "agac.api:cancel",
+    "cost": "agac.api:cost",
+    "export": "agac.api:export_table",
     "load_workflow": "agac.api:load_workflow",
+    "plan": "agac.api:plan",
+    "render": "agac.api:render",
+    "results": "agac.api:results",
+    "retry": "agac.api:retry",
     "run": "agac.api:run",
     "status": "agac.api:status",
+    "validate": "agac.api:validate",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agac.api import load_workflow, run, status
+    from agac.api import (
+        arun,
+        cancel,
+        cost,
+        load_workflow,
+        plan,
+        render,
+        results,
+        retry,
+        run,
+        status,
+        validate,
+    )
+    from agac.api import export_table as export
+    from agac.api.results import Results
     from agac.engine.context import ToolContext
+    from agac.engine.lifecycle.options import RunResult
 
 
 def __getattr__(name: str) -> Any:

@@ -43,6 +43,8 @@ def test_cancel_a_run_owned_by_a_live_process(tmp_path: Path) -> None:
     assert cancelled.code == 0, cancelled
     doc = cancelled.json()
     assert doc["run_id"] == run_id and doc["state"] == "cancelled"
+    # why it ended has the shape every error has (docs/cli.md, Errors)
+    assert set(doc["error"]) == {"code", "message", "hint"} and doc["error"]["code"] == "cancelled"
     ask = doc["actions"]["ask"]
     assert ask["answered"] > 0 and ask["reasons"] == {"cancelled": 400 - ask["answered"]}
     assert ask["pending"] == 0 and ask["calls"] == ask["answered"]

@@ -42,6 +42,7 @@ VALUES = {
 }
 #: Commands that never open the store, and what they answer in the walks.
 NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0,
+            "agac schema": 0,
             "agac store info": 0}  # store info describes a store without opening it ("exists")
 
 

@@ -224,7 +224,9 @@ def _wait_until_running(root: Path, deadline: float) -> str:
 
 def test_live_owner_exits_75_and_ctrl_c_exits_130(tmp_path: Path) -> None:
     write_project(tmp_path, LONG, data={"data/many.jsonl": MANY_ROWS})
-    proc = spawn("run", "long", cwd=tmp_path, env={"AGAC_MOCK_LATENCY_MS": "100"})
+    # 500 ms a call: the run lasts ~15 s, well past the polls and the second command's
+    # start-up even on an idle machine (at 100 ms it could end before `agac run` looked).
+    proc = spawn("run", "long", cwd=tmp_path, env={"AGAC_MOCK_LATENCY_MS": "500"})
     try:
         run_id = _wait_until_running(tmp_path, time.monotonic() + 20)
         busy = agac("run", "long", cwd=tmp_path)

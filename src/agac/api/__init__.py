@@ -7,7 +7,8 @@ the service drive agac exactly as the CLI does.
 
 Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 :mod:`~agac.api.workflows` (load, validate, plan, render), :mod:`~agac.api.runs` (run,
-retry, cancel), :mod:`~agac.api.history` (status, runs, events, export, records, cost),
+arun, retry, cancel), :mod:`~agac.api.results` (the wide results table, parquet export),
+:mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
 :mod:`~agac.api.maintenance` (gc, store upgrade, store info). For teams:
@@ -15,6 +16,9 @@ batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
 :mod:`~agac.api.identity` (passwords, tokens, sessions, the :class:`Principal`),
 :mod:`~agac.api.team` (what a signed-in person sees and decides; tenant filtering) and
 :mod:`~agac.api.remote` (decisions sent to the service under ``identity: login``).
+Notebooks' needs:
+:mod:`~agac.api.inline` (workflows as dicts, records as DataFrames, projects created on
+first use), :mod:`~agac.api.threads` (running inside an event loop), :mod:`~agac.api.progress`.
 
 The store, the engine and SQLAlchemy are imported by the calls that use them, not at
 import: ``agac validate`` never touches the store and must start fast.
@@ -48,15 +52,18 @@ from agac.api.people import (
     users_set,
 )
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
-from agac.api.runs import cancel, retry, run
+from agac.api.results import Results, export_table, results
+from agac.api.runs import arun, cancel, retry, run
 from agac.api.workers import submit, worker, workers
 from agac.api.workflows import load_workflow, plan, render, validate
 
 __all__ = [
     "FINAL_STATES",
+    "Results",
     "approvals_list",
     "approvals_show",
     "approve",
+    "arun",
     "cancel",
     "cost",
     "effects_compensate",
@@ -64,6 +71,7 @@ __all__ = [
     "effects_resolve",
     "events",
     "export_rows",
+    "export_table",
     "gc",
     "is_final",
     "list_records",
@@ -76,6 +84,7 @@ __all__ = [
     "reject",
     "render",
     "resolve_run",
+    "results",
     "retry",
     "revise",
     "run",

@@ -1,5 +1,6 @@
-"""Running workflows: ``agac run`` (admit or continue, R1), ``agac retry`` (R2) and
-``agac cancel``. Each returns a :class:`agac.engine.lifecycle.options.RunResult`.
+"""Running workflows: ``agac run`` / ``await agac.arun`` (admit or continue, R1), ``agac
+retry`` (R2) and ``agac cancel``. Each returns a
+:class:`agac.engine.lifecycle.options.RunResult`.
 
 A run is found, and admitted, by (tenant, workflow) (DESIGN §13 T2): ``tenant`` (else
 ``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``) is the tenant a new run
@@ -7,56 +8,136 @@ belongs to for good; a ``principal`` acts only in its own tenants."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agac.api.inline import WorkflowRef, given_records, project_for, workflow_file
+from agac.api.progress import ProgressMode, RunProgress
 from agac.api.projects import ProjectRef, project_of, reading, scope_of, using, workflow_name
+from agac.api.threads import RunControl, in_thread, loop_running, on_thread
 from agac.api.workflows import load_workflow
 
 if TYPE_CHECKING:
     from agac.api.projects import Principal
+    from agac.config.project import Project
+    from agac.engine.lifecycle.options import RunResult
     from agac.store.repository import Store
 
-__all__ = ["cancel", "retry", "run"]
+__all__ = ["arun", "cancel", "retry", "run"]
 
 
-def run(ref: str | Path, project: ProjectRef = None, *,
-        run_mode: str | None = None, poll_interval: float | str | None = None,
+def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
+        new: bool = False, run_mode: str | None = None, tenant: str | None = None,
+        progress: ProgressMode = "auto", poll_interval: float | str | None = None,
         batch_deadline: float | str | None = None, budget_usd: float | None = None,
-        tenant: str | None = None, principal: Principal | None = None,
-        store: Store | None = None, **options: Any) -> Any:
+        principal: Principal | None = None, store: Store | None = None,
+        **options: Any) -> RunResult:
     """``agac run``: continue the tenant's open run of the workflow or admit a new one in
     the tenant, and execute it (R1).
 
-    ``budget_usd`` caps a new run's spending instead of the file's ``budget.usd`` (R5).
-    Options: ``new``, ``fresh``, ``limit``, ``wait``, ``allow_over_estimate``,
-    ``handle_signals``, ``on_progress``, ``on_start``. Returns a
-    :class:`agac.engine.lifecycle.options.RunResult`.
+    ``workflow`` is a path, a ``name:`` or the workflow as a dict (written to
+    ``workflows/<name>.yml``); ``project`` a folder (created with an ``agac.yml`` when it
+    does not exist). ``records`` — an iterable of dicts, a pandas or polars DataFrame or an
+    Arrow table — replace ``input.path`` (DESIGN §15). ``new`` ends the open run and admits
+    a new one; ``run_mode`` fills every llm action without its own; ``tenant`` (else
+    ``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``) is the run's tenant for
+    good, and a ``principal`` (the service's caller) acts only in its own tenants (T2);
+    ``budget_usd`` caps a new run's
+    spending instead of the file's ``budget.usd`` (R5). ``progress``: ``"auto"`` shows bars
+    in a notebook or terminal and a line now and then otherwise; False shows nothing.
+    Other options: ``fresh``, ``limit``, ``wait``, ``allow_over_estimate``,
+    ``handle_signals``, ``on_progress``, ``on_start``.
+
+    Inside a running event loop (a notebook's cell) the call runs on a thread of its own
+    and the caller waits for it; ``await arun(...)`` is the same call for async code.
     """
+    control = RunControl()
+    call = functools.partial(_run, workflow, project, records=records, new=new,
+                             run_mode=run_mode, tenant=tenant, progress=progress,
+                             poll_interval=poll_interval, batch_deadline=batch_deadline,
+                             budget_usd=budget_usd, principal=principal, store=store,
+                             control=control, **options)
+    if loop_running():
+        return in_thread(call, control)
+    return call()
+
+
+async def arun(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
+               new: bool = False, run_mode: str | None = None, tenant: str | None = None,
+               progress: ProgressMode = "auto", poll_interval: float | str | None = None,
+               batch_deadline: float | str | None = None, budget_usd: float | None = None,
+               principal: Principal | None = None, store: Store | None = None,
+               **options: Any) -> RunResult:
+    """:func:`run` for async code: the engine runs on a thread of its own. Cancelling the
+    awaiting task stops the run gently (as a first Ctrl-C does) and waits for it."""
+    control = RunControl()
+    call = functools.partial(_run, workflow, project, records=records, new=new,
+                             run_mode=run_mode, tenant=tenant, progress=progress,
+                             poll_interval=poll_interval, batch_deadline=batch_deadline,
+                             budget_usd=budget_usd, principal=principal, store=store,
+                             control=control, **options)
+    return await on_thread(call, control)
+
+
+def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
+         run_mode: str | None, tenant: str | None, progress: ProgressMode,
+         poll_interval: float | str | None, batch_deadline: float | str | None,
+         budget_usd: float | None, principal: Principal | None, store: Store | None,
+         control: RunControl, **options: Any) -> RunResult:
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
 
-    proj = project_of(project)
+    proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
+    ref = workflow_file(workflow, proj)
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
-    workflow = load_workflow(ref, proj, **overrides)
-    with using(proj, store, wait=bool(options.get("wait"))) as (_, st):
-        # A run continued (R1) is compared with the file as loaded with the overrides
-        # it was admitted with, not with today's: they belong to the run.
-        result = start_run(proj, st, workflow, RunOptions(tenant=acting, **options),
-                           overrides=overrides, reload=lambda o: load_workflow(ref, proj, **o))
-        result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
-        return result
+    watched = options.get("on_start") is None and options.get("on_progress") is None
+    view = RunProgress(progress if watched else False)
+    hooks = [h for h in (options.pop("on_start", None), view.start, control.attach) if h]
+    with given_records(records, proj) as source, \
+            using(proj, store, wait=bool(options.get("wait"))) as (_, st):
+        from_records = source is not None or _open_run_reads_records(st, ref, proj, acting)
+        loaded = load_workflow(ref, proj, records=from_records, **overrides)
+        run_options = RunOptions(new=new, source=source, on_start=_each(hooks),
+                                 tenant=acting, **options)
+        try:
+            # A run continued (R1) is compared with the file as loaded with the overrides
+            # it was admitted with, not with today's: they belong to the run.
+            result = start_run(proj, st, loaded, run_options, overrides=overrides,
+                               reload=lambda o: load_workflow(ref, proj, records=from_records,
+                                                              **o))
+            result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
+            return result
+        finally:
+            view.stop()
 
 
-def retry(ref: str | Path, project: ProjectRef = None, *,
+def _open_run_reads_records(store: Store, ref: str | Path, proj: Project, tenant: str) -> bool:
+    """Whether the tenant's open run of the workflow reads records given in memory: then a
+    call without records continues it with its own snapshot of them."""
+    open_run = store.open_run(workflow_name(str(ref), proj), tenant=tenant)
+    return open_run is not None and bool(open_run.config["input"].get("records"))
+
+
+def _each(hooks: list[Callable[[Any, Any], None]]) -> Callable[[Any, Any], None]:
+    def start(progress: Any, control: Any) -> None:
+        for hook in hooks:
+            hook(progress, control)
+
+    return start
+
+
+def retry(ref: WorkflowRef, project: ProjectRef = None, *,
           action: str | None = None, record: str | None = None, dry_run: bool = False,
           abandon_in_flight: bool = False, tenant: str | None = None,
           principal: Principal | None = None, store: Store | None = None,
           **options: Any) -> Any:
     """``agac retry`` (R2): re-ask the failed units of the tenant's latest final run of the
-    workflow.
+    workflow, over its input snapshot (records given in memory included: they need not be
+    given again).
 
     ``abandon_in_flight`` (B10): retry even though a batch of the workflow is still out;
     its waiting records fail ``batch_abandoned`` first.
@@ -66,13 +147,13 @@ def retry(ref: str | Path, project: ProjectRef = None, *,
 
     proj = project_of(project)
     acting = scope_of(proj, tenant, principal).acting()
-    workflow = load_workflow(ref, proj)
+    path = workflow_file(ref, proj)
     with using(proj, store) as (_, st):
         # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
-        last = st.latest_run(workflow.name, tenant=acting, final=True)
+        last = st.latest_run(workflow_name(str(path), proj), tenant=acting, final=True)
         overrides = dict(last.settings.overrides) if last is not None else {}
-        if overrides:
-            workflow = load_workflow(ref, proj, **overrides)
+        from_records = last is not None and bool(last.config["input"].get("records"))
+        workflow = load_workflow(path, proj, records=from_records, **overrides)
         run_options = RunOptions(tenant=acting, **options)
         run_options.overrides = overrides
         return start_retry(proj, st, workflow, run_options, action, record, dry_run,

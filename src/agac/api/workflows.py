@@ -3,10 +3,10 @@ requests a record would send. Nothing here sends a request or writes the store."
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, project_of, scope_of, using
+from agac.api.inline import WorkflowRef, given_records, project_for, workflow_file
+from agac.api.projects import ProjectRef, scope_of, using
 from agac.config.model import Workflow
 
 if TYPE_CHECKING:
@@ -16,74 +16,82 @@ if TYPE_CHECKING:
 __all__ = ["load_workflow", "plan", "render", "validate"]
 
 
-def load_workflow(ref: str | Path, project: ProjectRef = None, *,
+def load_workflow(ref: WorkflowRef, project: ProjectRef = None, *,
                   run_mode: str | None = None, poll_interval: float | str | None = None,
                   batch_deadline: float | str | None = None,
-                  budget_usd: float | None = None) -> Workflow:
-    """The validated workflow ``ref`` (a path or a ``name:``); ConfigError with every problem.
+                  budget_usd: float | None = None, records: bool = False) -> Workflow:
+    """The validated workflow ``ref`` (a path, a ``name:`` or a dict); ConfigError with every
+    problem.
 
     ``run_mode``, ``poll_interval``, ``batch_deadline`` and ``budget_usd`` are this run's
     own settings (seconds or a duration string; USD), merged before validation (DESIGN §3).
+    ``records``: records given in memory replace ``input.path`` (DESIGN §15).
     """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable
 
-    proj = project_of(project)
+    proj = project_for(project)
     prices = PriceTable(dict(proj.config.prices))
-    return _load(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
-                 batch_deadline=batch_deadline, price_lookup=prices.known, budget_usd=budget_usd)
+    return _load(workflow_file(ref, proj), proj, run_mode=run_mode, poll_interval=poll_interval,
+                 batch_deadline=batch_deadline, price_lookup=prices.known, budget_usd=budget_usd,
+                 records=records)
 
 
-def validate(ref: str | Path, project: ProjectRef = None, *,
+def validate(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
              run_mode: str | None = None, poll_interval: float | str | None = None,
              batch_deadline: float | str | None = None,
              sample: int = 100) -> tuple[Workflow | None, list[Any]]:
     """(workflow or None, every error and warning) without raising for config errors.
 
     ``sample``: how many of the input's first records to read to check ``id_field`` and
-    the ``source`` fields templates read (0: do not read the input)."""
+    the ``source`` fields templates read (0: do not read the input). ``records`` (any
+    value but None) validates the workflow as records given in memory would run it:
+    without ``input.path``; the sample is then the first of those records."""
     from agac.config.workflow import validate_workflow
     from agac.providers.pricing import PriceTable
 
-    proj = project_of(project)
+    proj = project_for(project)
     prices = PriceTable(dict(proj.config.prices))
-    return validate_workflow(ref, proj, run_mode=run_mode, poll_interval=poll_interval,
-                             batch_deadline=batch_deadline, price_lookup=prices.known,
-                             sample=sample)
+    return validate_workflow(workflow_file(ref, proj), proj, run_mode=run_mode,
+                             poll_interval=poll_interval, batch_deadline=batch_deadline,
+                             price_lookup=prices.known, sample=sample,
+                             records=records is not None)
 
 
-def plan(ref: str | Path, project: ProjectRef = None, *,
+def plan(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
          run_mode: str | None = None, budget_usd: float | None = None,
          limit: int | None = None, tenant: str | None = None,
          principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
     """``agac plan``: what a new run in the tenant would send and cost — units, requests,
     estimated tokens, cost online vs batch, answers the tenant could already reuse (R5,
-    T2). Sends nothing and writes nothing."""
+    T2) — over the input, or over ``records``. Sends nothing and writes nothing."""
     from itertools import islice
 
     from agac.engine.views.plan import estimate_run, plan_records
     from agac.providers.pricing import PriceTable
 
-    proj = project_of(project)
+    proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
-    workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd)
-    with using(proj, store, writes=False) as (_, st):
-        records = plan_records(proj, workflow)
+    workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd,
+                             records=records is not None)
+    with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
+        planned = plan_records(proj, workflow, source)
         if limit is not None:
-            records = islice(records, limit)
-        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), records,
+            planned = islice(planned, limit)
+        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), planned,
                             tenant=acting)
 
 
-def render(ref: str, record: str, action: str | None = None, project: ProjectRef = None, *,
-           tenant: str | None = None, principal: Principal | None = None,
+def render(ref: WorkflowRef, record: str, action: str | None = None,
+           project: ProjectRef = None, *, records: Any = None, tenant: str | None = None,
+           principal: Principal | None = None,
            store: Store | None = None) -> list[dict[str, Any]]:
-    """The exact requests the workflow would send for ``record``, before any money is
-    spent (upstream outputs from the tenant's latest run)."""
+    """The exact requests the workflow would send for ``record`` (a key of the input, or of
+    ``records``), before any money is spent (upstream outputs from the tenant's latest run)."""
     from agac.engine.views.sessions import render_requests
 
-    proj = project_of(project)
+    proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
-    workflow = load_workflow(ref, proj)
-    with using(proj, store, writes=False) as (_, st):
-        return render_requests(proj, st, workflow, record, action, tenant=acting)
+    workflow = load_workflow(ref, proj, records=records is not None)
+    with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
+        return render_requests(proj, st, workflow, record, action, source, tenant=acting)

@@ -37,10 +37,13 @@ SNAPSHOT_VERSION = 1
 
 @dataclass(frozen=True)
 class InputSpec:
-    """Where records come from: a file, folder or glob relative to the project root."""
+    """Where records come from: a file, folder or glob relative to the project root; or,
+    with ``records``, the records a caller gives ``agac.run(records=…)`` (``path`` is then
+    empty: the records replace it)."""
 
     path: str
     id_field: str | None = None
+    records: bool = False
 
 
 @dataclass(frozen=True)
@@ -281,8 +284,11 @@ def _config_hash(workflow: Workflow) -> str:
         data = _action_dict(action)
         data.pop("line")
         actions.append(data)
+    source = dataclasses.asdict(workflow.input)
+    if not source["records"]:
+        del source["records"]  # keeps the config hash of workflows over files
     material = {
-        "input": dataclasses.asdict(workflow.input),
+        "input": source,
         "partial_ok": workflow.partial_ok,
         "actions": actions,
     }

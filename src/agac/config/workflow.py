@@ -72,12 +72,13 @@ _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
                   poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                   price_lookup: PriceLookup | None = None,
-                  budget_usd: float | None = None) -> Workflow:
+                  budget_usd: float | None = None, records: bool = False) -> Workflow:
     """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
     workflow, problems = validate_workflow(ref, project, run_mode=run_mode,
                                            poll_interval=poll_interval,
                                            batch_deadline=batch_deadline,
-                                           price_lookup=price_lookup, budget_usd=budget_usd)
+                                           price_lookup=price_lookup, budget_usd=budget_usd,
+                                           records=records)
     if workflow is None:
         raise ConfigError(problems=[p for p in problems if p.severity == "error"])
     return workflow
@@ -87,6 +88,7 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
                       poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
                       price_lookup: PriceLookup | None = None, check_credentials: bool = True,
                       budget_usd: float | None = None, sample: int | None = None,
+                      records: bool = False,
                       ) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
 
@@ -103,6 +105,10 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     ``sample``: also check the input against the workflow, reading its first ``sample``
     records (:mod:`agac.config.inputs`; ``agac validate`` does, a run reads its input at
     admission instead).
+
+    ``records``: the caller gives the records (``agac.run(records=…)``), which replace
+    ``input.path``: ``input`` and its ``path`` are then optional, and there is no input
+    file to sample.
     """
     try:
         path = find_workflow(ref, project)
@@ -115,7 +121,7 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     f = Findings(doc)
     tuning = _run_tuning(f, {"poll_interval": poll_interval, "batch_deadline": batch_deadline})
     builder = _Builder(f, doc, path, project, run_mode, tuning, budget_usd=budget_usd,
-                       sample=sample)
+                       sample=sample, records=records)
     workflow = builder.build(
         hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
@@ -214,11 +220,13 @@ class _Builder:
 
     def __init__(self, f: Findings, doc: Located, path: Path, project: Project,
                  run_mode: str | None, tuning: dict[str, float], *,
-                 budget_usd: float | None = None, sample: int | None = None) -> None:
+                 budget_usd: float | None = None, sample: int | None = None,
+                 records: bool = False) -> None:
         self.f, self.doc, self.path, self.project = f, doc, path, project
         self.run_mode, self.tuning = run_mode, tuning
         self.budget_usd = budget_usd
         self.sample = sample
+        self.records = records
         self.budget: Budget | None = None
 
     def build(self, source_hash: str, price_lookup: PriceLookup | None,
@@ -243,7 +251,7 @@ class _Builder:
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
         actions = self._resolve(raws, price_lookup, check_credentials)
-        if input_spec is not None and self.sample:
+        if input_spec is not None and self.sample and not input_spec.records:
             check_input(f, self.project, input_spec, raws, self.sample)
         if f.errors or actions is None or input_spec is None or name is None:
             return None
@@ -289,6 +297,8 @@ class _Builder:
 
     def _input(self, data: dict[Any, Any]) -> InputSpec | None:
         f = self.f
+        if "input" not in data and self.records:
+            return InputSpec("", None, records=True)
         if "input" not in data:
             f.error("missing_key", "the workflow has no 'input'", (),
                     hint="input: {path: data/records.jsonl}")
@@ -297,6 +307,11 @@ class _Builder:
         if body is None:
             return None
         f.unknown_keys(body, INPUT_KEYS, ("input",), "input")
+        if self.records:  # the records given replace input.path
+            id_field = body.get("id_field")
+            if id_field is not None:
+                id_field = read_str(f, id_field, ("input", "id_field"))
+            return InputSpec("", id_field, records=True)
         if "path" not in body:
             f.error("missing_key", "input has no 'path'", ("input",),
                     hint="a file, a folder or a glob relative to the project root")

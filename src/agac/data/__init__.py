@@ -3,7 +3,11 @@
 - :mod:`agac.data.inputs` resolves ``input.path`` to input files;
 - :mod:`agac.data.readers` streams records out of them with their keys;
 - :mod:`agac.data.view` builds what a template or tool sees;
-- :mod:`agac.data.export` writes export rows as JSONL or CSV.
+- :mod:`agac.data.results` lays out the wide results table (one row per record),
+  :mod:`agac.data.columns` types its columns;
+- :mod:`agac.data.export` writes export rows as JSONL, CSV or parquet;
+- :mod:`agac.data.frames` turns records given in memory (dicts, DataFrames, Arrow) into JSON;
+- :mod:`agac.data.arrow` holds what needs pyarrow, pandas or polars (the ``data`` extra).
 """
 
 from __future__ import annotations

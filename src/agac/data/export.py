@@ -1,9 +1,17 @@
-"""Export writers: one row per record of an action (``agac export``, DESIGN §9).
+"""Export writers (``agac export``, DESIGN §9, §15).
 
-A row is a mapping with ``key``, ``status``, ``reason`` and ``output`` (the answer's
-JSON value, None when there is none), plus ``detail`` when there is something to say
-(an error message), and the run's ``tenant`` (DESIGN §13 T2). Writers stream: they hold one row at a time, so an export of any
-size runs in constant memory, and they return the number of rows written.
+Two shapes of rows:
+
+- **per action** (``--action A`` with jsonl/csv): a mapping with ``key``, ``status``,
+  ``reason`` and ``output`` (the answer's JSON value, None when there is none), plus
+  ``detail`` when there is something to say (an error message), and the run's ``tenant``
+  (T2);
+- **wide** (``--all-actions``, ``--include-source``, parquet): the rows of
+  :class:`~agac.data.results.ResultTable`, one per record, a list of values in column
+  order.
+
+Writers stream: JSONL and CSV hold one row at a time, parquet one row group, so an
+export of any size runs in bounded memory; each returns the number of rows written.
 """
 
 from __future__ import annotations
@@ -14,13 +22,17 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from agac.errors import UsageError
 
-__all__ = ["CSV_COLUMNS", "open_output", "write_csv", "write_jsonl"]
+if TYPE_CHECKING:
+    from agac.data.results import ResultTable
+
+__all__ = ["CSV_COLUMNS", "open_binary_output", "open_output", "write_csv", "write_jsonl",
+           "write_parquet", "write_wide_csv", "write_wide_jsonl"]
 
 #: Column order of CSV exports.
 CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "tenant")
@@ -75,9 +87,48 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     return count
 
 
+def write_wide_jsonl(names: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:
+    """Each wide row as one JSON object keyed by column name (JSON columns as JSON values,
+    not text: build the rows with ``json_text=False``)."""
+    count = 0
+    for row in rows:
+        out.write(json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False))
+        out.write("\n")
+        count += 1
+    return count
+
+
+def write_wide_csv(names: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:
+    """A header of column names, then one line per wide row: lists, objects and booleans as
+    compact JSON, a missing value as an empty cell."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names)
+    count = 0
+    for row in rows:
+        writer.writerow([_wide_cell(v) for v in row])
+        count += 1
+    return count
+
+
+def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any]]],
+                  out: IO[bytes]) -> int:
+    """Parquet (zstd), one row group per item of ``row_groups``; needs pyarrow."""
+    from agac.data.arrow import arrow_schema, record_batch, require
+
+    pq = require("pyarrow.parquet")
+    schema = arrow_schema(table)
+    count = 0
+    with pq.ParquetWriter(out, schema, compression="zstd") as writer:
+        for rows in row_groups:
+            if rows:
+                writer.write_batch(record_batch(schema, rows), row_group_size=len(rows))
+                count += len(rows)
+    return count
+
+
 @contextlib.contextmanager
 def open_output(path: str | None) -> Iterator[TextIO]:
-    """Yield the stream an export writes to: stdout when ``path`` is None.
+    """Yield the text stream an export writes to: stdout when ``path`` is None.
 
     A file is written to a temporary sibling and moved into place when the block
     ends without an error, so a failed export never leaves a half-written file (nor
@@ -88,21 +139,43 @@ def open_output(path: str | None) -> Iterator[TextIO]:
         yield sys.stdout
         sys.stdout.flush()
         return
-    target = Path(path)
+    with _replacing(Path(path), "results.jsonl") as tmp, \
+            tmp.open("x", encoding="utf-8", newline="") as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def open_binary_output(path: str) -> Iterator[IO[bytes]]:
+    """As :func:`open_output`, for a binary file (parquet); a path is required."""
+    with _replacing(Path(path), "results.parquet") as tmp, tmp.open("xb") as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _replacing(target: Path, example: str) -> Iterator[Path]:
+    """A temporary sibling of ``target``, moved onto it when the block succeeds; a
+    ``target`` that is a folder is refused (UsageError) before anything is written."""
     if target.is_dir():
-        raise UsageError(f"{path} is a folder, not a file",
-                         hint=f"name the file to write, e.g. {target / 'results.jsonl'}")
+        raise UsageError(f"{target} is a folder, not a file",
+                         hint=f"name the file to write, e.g. {target / example}")
     target.parent.mkdir(parents=True, exist_ok=True)
     # A plain exclusive open (not mkstemp) so the file gets the usual umask permissions.
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        with tmp.open("x", encoding="utf-8", newline="") as handle:
-            yield handle
+        yield tmp
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _wide_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list | dict | bool):
+        return _compact(value)
+    return value
 
 
 def _compact(value: Any) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "file_fingerprint",
     "iter_input",
     "read_records",
+    "unique_keys",
 ]
 
 INVALID_INPUT = "invalid_input"
@@ -78,16 +79,18 @@ class InputRecord:
         return self.reason is None
 
 
-def read_records(path: Path, id_field: str | None) -> Iterator[InputRecord]:
+def read_records(path: Path, id_field: str | None, *, name: str | None = None,
+                 ) -> Iterator[InputRecord]:
     """Yield every record of ``path`` in file order, streaming (see module docstring).
 
     The format follows the extension (``.jsonl``, ``.json``, ``.csv``, any case).
+    ``name`` is what keys and messages call the file (default: its file name).
     Raises ``ValueError`` for another extension and ``OSError`` when the file cannot
     be opened; everything wrong *inside* the file becomes an invalid record.
     """
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return _read_jsonl(path, id_field)
+        return _read_jsonl(path, id_field, name or path.name)
     if suffix == ".json":
         return _read_json_array(path, id_field)
     if suffix == ".csv":
@@ -104,13 +107,17 @@ def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRec
     unit in the store; its payload is kept for the record's session. Memory grows with
     the number of keys only.
     """
+    return unique_keys(r for path in files for r in read_records(path, id_field))
+
+
+def unique_keys(records: Iterable[InputRecord]) -> Iterator[InputRecord]:
+    """``records`` with keys made unique as :func:`iter_input` says."""
     seen: set[str] = set()
-    for path in files:
-        for record in read_records(path, id_field):
-            if record.key in seen:
-                record = _as_duplicate(record, seen)
-            seen.add(record.key)
-            yield record
+    for record in records:
+        if record.key in seen:
+            record = _as_duplicate(record, seen)
+        seen.add(record.key)
+        yield record
 
 
 def file_fingerprint(path: Path) -> str:
@@ -186,8 +193,7 @@ def _json_kind(value: Any) -> str:
 # --- JSONL ------------------------------------------------------------------------
 
 
-def _read_jsonl(path: Path, id_field: str | None) -> Iterator[InputRecord]:
-    name = path.name
+def _read_jsonl(path: Path, id_field: str | None, name: str) -> Iterator[InputRecord]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):

@@ -33,6 +33,22 @@ class OutcomeRepository(StoreCore):
                 ).all()
             )
 
+    def results_between(self, run_id: str, snapshot_id: str, lo: int, hi: int, *,
+                        payloads: bool = False) -> tuple[list[Row], list[Row]]:
+        """What a run's results table needs of records ``lo <= seq < hi``: (their seq, key
+        and, with ``payloads``, payload; the outcomes' seq, action, unit key, status,
+        reason and output), each in seq order; one read."""
+        r, o = t.records, t.outcomes
+        columns = [r.c.seq, r.c.key, r.c.payload, r.c.reason] if payloads else [r.c.seq, r.c.key]
+        with self._read() as conn:
+            records = conn.execute(
+                sa.select(*columns).where(r.c.snapshot_id == snapshot_id, r.c.seq >= lo,
+                                          r.c.seq < hi).order_by(r.c.seq)).all()
+            outcomes = conn.execute(
+                sa.select(o.c.seq, o.c.action, o.c.unit_key, o.c.status, o.c.reason, o.c.output)
+                .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)).all()
+        return list(records), list(outcomes)
+
     def unit_outcomes(self, run_id: str, unit_key: str) -> list[Row]:
         with self._read() as conn:
             return list(

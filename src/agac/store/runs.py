@@ -196,6 +196,20 @@ class RunRepository(StoreCore):
             )
             return res.rowcount == 1
 
+    def discard_run(self, run_id: str) -> bool:
+        """Undo the admission of a run that never started executing: its carried outcomes,
+        events, action states, fan-out counts and its row go. Refused (False, nothing
+        deleted) when anything shows it did start: usage, batches, effects, proposals."""
+        with self._write("discard the run") as conn:
+            for table in (t.usage, t.batches, t.effects, t.approvals):
+                if conn.execute(sa.select(sa.literal(1)).where(table.c.run_id == run_id)
+                                .limit(1)).first() is not None:
+                    return False
+            for table in (t.outcomes, t.events, t.run_actions, t.fanouts):
+                conn.execute(table.delete().where(table.c.run_id == run_id))
+            conn.execute(t.runs.delete().where(t.runs.c.id == run_id))
+            return True
+
     def get_run(self, run_id: str, *, tenants: Tenants = None) -> RunRecord | None:
         """The run with id ``run_id``, or the only one whose id starts with it (at least
         four characters); only of ``tenants`` when given."""

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from agac.data.export import open_output, write_csv, write_jsonl
+from agac.data.export import (
+    open_binary_output,
+    open_output,
+    write_csv,
+    write_jsonl,
+    write_parquet,
+    write_wide_csv,
+    write_wide_jsonl,
+)
 
 ROWS = [
     {"key": "r1", "status": "answered", "reason": None, "output": {"sentiment": "pos", "é": [1]}},
@@ -102,3 +110,65 @@ def test_t2_exports_name_the_runs_tenant() -> None:
     out = io.StringIO()
     write_csv([row], out)
     assert out.getvalue().splitlines()[1] == "r1,answered,,,1,acme"
+
+
+# -- the wide table (DESIGN §15) --------------------------------------------------------------
+
+
+def _wide():
+    from agac.data.results import ActionOutput, ResultTable, Unit
+
+    table = ResultTable([ActionOutput("classify", {"type": "object", "properties": {
+        "sentiment": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
+        "ok": {"type": "boolean"}}}), ActionOutput("route", None)])
+    units = {"classify": [Unit("r1", "answered", None, {"sentiment": "pos", "tags": ["a", "b"],
+                                                          "ok": True})],
+             "route": [Unit("r1", "answered", None, {"queue": "q1"})]}
+    return table, units
+
+
+def test_write_wide_jsonl_keys_rows_by_column_name() -> None:
+    table, units = _wide()
+    out = io.StringIO()
+    rows = [table.row("r1", units, json_text=False), table.row("r2", {}, json_text=False)]
+    assert write_wide_jsonl(table.names, rows, out) == 2
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first == {"key": "r1", "classify.sentiment": "pos", "classify.tags": ["a", "b"],
+                     "classify.ok": True, "classify#status": "answered", "classify#reason": None,
+                     "route": {"queue": "q1"}, "route#status": "answered", "route#reason": None}
+    assert second["classify#status"] == "pending"
+
+
+def test_write_wide_csv_writes_lists_objects_and_booleans_as_json() -> None:
+    table, units = _wide()
+    out = io.StringIO()
+    assert write_wide_csv(table.names, [table.row("r1", units)], out) == 1
+    header, row = list(csv.reader(io.StringIO(out.getvalue())))
+    assert header == list(table.names)
+    got = dict(zip(header, row, strict=True))
+    assert got["classify.tags"] == '["a","b"]' and got["classify.ok"] == "true"
+    assert got["route"] == '{"queue":"q1"}' and got["classify#reason"] == ""
+
+
+def test_write_parquet_one_row_group_per_chunk(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table, units = _wide()
+    path = tmp_path / "out" / "wide.parquet"
+    groups = [[table.row("r1", units)], [table.row(f"r{i}", {}) for i in range(2, 5)], []]
+    with open_binary_output(str(path)) as handle:
+        assert write_parquet(table, groups, handle) == 4
+    meta = pq.ParquetFile(path).metadata
+    assert (meta.num_rows, meta.num_row_groups) == (4, 2)
+    back = pq.read_table(path)
+    assert back.column_names == list(table.names)
+    assert back.slice(0, 1).to_pylist()[0]["classify.tags"] == ["a", "b"]
+    assert [p.name for p in path.parent.iterdir()] == ["wide.parquet"]
+
+
+def test_a_failed_binary_export_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "wide.parquet"
+    with pytest.raises(RuntimeError), open_binary_output(str(path)) as handle:
+        handle.write(b"PAR1")
+        raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []

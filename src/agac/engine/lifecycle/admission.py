@@ -3,32 +3,23 @@ admitted — its input snapshotted, its config, budget (R5: refused when the est
 alone exceeds it) and deadline stored, and the outcomes of an identical previous run
 carried in one statement (the R1 fast path).
 
-Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
-so the run never depends on its input files staying unchanged. A snapshot's id hashes
-the id field, the limit and each file's name and bytes, so admitting a new run over
-unchanged input reuses the stored snapshot without re-inserting a single row. A tenant's
-snapshots are its own (T2): for a tenant other than ``default`` the tenant enters the
-hash too (``default``'s ids are those of stores made before tenants, so its open runs
-continue), so no tenant finds, by timing or otherwise, that another one snapshotted the
-same input.
+Input snapshots (files or records given in memory) are engine/lifecycle/snapshots.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.data.inputs import resolve_input_files
-from agac.data.readers import file_fingerprint, iter_input
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.leases import release_lease, take_run_lease
+from agac.engine.lifecycle.snapshots import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.errors import RefusedError, UsageError
-from agac.jsontext import dumps, loads
+from agac.jsontext import loads
 from agac.providers.pricing import PriceTable
 from agac.store.runs import RunAlreadyOpen
 from agac.store.values import Budget, RunSettings, Spent
@@ -41,81 +32,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["InputSnapshot", "admit_run", "current_snapshot_id", "open_or_admit", "snapshot_input"]
-
-
-class InputSnapshot:
-    """A stored input snapshot; ``empty_files`` names the input files that gave it no
-    record (reported at admission, never silently nothing)."""
-
-    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int,
-                 empty_files: tuple[str, ...] = ()) -> None:
-        self.id = snapshot_id
-        self.files = files
-        self.count = count
-        self.empty_files = empty_files
-
-
-def _files(workflow: Workflow, project: Project) -> list[Path]:
-    return resolve_input_files(workflow.input.path, project.root, file=project.display(workflow.path))
-
-
-def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None, *,
-                        tenant: str) -> str:
-    h = hashlib.sha256()
-    if tenant != DEFAULT_TENANT:
-        h.update(f"tenant={tenant}\x1f".encode())
-    h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
-    for path in _files(workflow, project):
-        h.update(f"\x1e{path.name}\x1f{file_fingerprint(path)}".encode())
-    return h.hexdigest()
-
-
-def snapshot_input(
-    workflow: Workflow, project: Project, store: Store, limit: int | None = None, *, tenant: str
-) -> InputSnapshot:
-    """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
-    snapshot_id = current_snapshot_id(workflow, project, limit, tenant=tenant)
-    paths = _files(workflow, project)
-    if store.snapshot_complete(snapshot_id):
-        info = store.snapshot_info(snapshot_id)
-        assert info is not None
-        stored = loads(info.files)
-        return InputSnapshot(snapshot_id, stored, info.record_count,
-                             _empty(paths, stored, info.record_count, limit, project))
-    files: list[dict[str, Any]] = []
-    count = store.write_snapshot(snapshot_id, files, _rows(paths, workflow, limit, files))
-    return InputSnapshot(snapshot_id, files, count, _empty(paths, files, count, limit, project))
-
-
-def _empty(paths: list[Path], files: list[dict[str, Any]], count: int, limit: int | None,
-           project: Project) -> tuple[str, ...]:
-    """The input files that gave no record (not merely cut off by ``limit``)."""
-    if limit is not None and count >= limit:
-        return ()
-    seen = {f["file"] for f in files}
-    return tuple(project.display(p) for p in paths if p.name not in seen)
-
-
-def _rows(
-    paths: list[Path], workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
-) -> Iterator[dict[str, Any]]:
-    """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
-    seq = 0
-    current: dict[str, Any] | None = None
-    for rec in iter_input(paths, workflow.input.id_field):
-        if limit is not None and seq >= limit:
-            break
-        if current is None or current["file"] != rec.file:
-            current = {"file": rec.file, "start": seq, "count": 0}
-            files.append(current)
-        current["count"] += 1
-        yield {
-            "seq": seq, "key": rec.key, "file": rec.file, "n": rec.n, "line": rec.line,
-            "payload": None if rec.payload is None else dumps(rec.payload),
-            "reason": rec.reason, "error": rec.error,
-        }
-        seq += 1
+__all__ = ["InputSnapshot", "admit_run", "open_or_admit"]
 
 
 # -- admission ---------------------------------------------------------------------------
@@ -145,10 +62,7 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
     notes: list[str] = []
     open_run = store.open_run(workflow.name, tenant=options.tenant)
     if open_run is not None and (options.new or options.fresh):
-        # --new keeps proposals still open: the new run reuses those whose arguments are
-        # unchanged (A1); --fresh reuses nothing.
-        close_run(store, open_run, "cancelled", "ended by a newer run (--new/--fresh)",
-                  keep_proposals=not options.fresh)
+        _end_replaced(store, open_run, options)
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
@@ -160,21 +74,41 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
         if admitted != overrides and overrides:
             notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
                          f"({admitted or 'none'}); today's {overrides} apply to new runs")
-        snap_id = current_snapshot_id(current, project, open_run.settings.limit,
-                                      tenant=open_run.tenant)
+        if current.input.records and options.source is None:
+            snap_id = open_run.snapshot_id  # no records given: continue with the run's own
+        else:
+            snap_id = current_snapshot_id(current, project, open_run.settings.limit,
+                                          options.source, tenant=open_run.tenant)
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
+            what = "records" if current.input.records else "inputs"
             raise UsageError(
                 f"run {open_run.id} of {workflow.name} is not finished, and the workflow file or "
-                f"its inputs changed since it was admitted; finish it with `agac run "
+                f"its {what} changed since it was admitted; finish it with `agac run "
                 f"{workflow.name}` after restoring them, or end it and admit a new run with "
-                f"`agac run {workflow.name} --new`"
+                f"`agac run {workflow.name} --new` (agac.run(..., new=True))"
             )
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
-    snapshot = snapshot_input(workflow, project, store, options.limit, tenant=options.tenant)
+    snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
+                              tenant=options.tenant)
     notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
                  "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
     return admit_run(project, store, workflow, options, snapshot=snapshot), notes
+
+
+def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> None:
+    """``--new``/``--fresh``: end the open run ``cancelled``, holding its lease so that a
+    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it)."""
+    lease = take_run_lease(store, open_run.id, wait=options.wait)
+    try:
+        current = store.get_run(open_run.id)
+        assert current is not None
+        # --new keeps proposals still open: the new run reuses those whose arguments are
+        # unchanged (A1); --fresh reuses nothing.
+        close_run(store, current, "cancelled", "ended by a newer run (--new/--fresh)",
+                  keep_proposals=not options.fresh)
+    finally:
+        release_lease(store, lease)
 
 
 def new_run_id(now: float) -> str:
@@ -184,7 +118,8 @@ def new_run_id(now: float) -> str:
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
               *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
     if snapshot is None:
-        snapshot = snapshot_input(workflow, project, store, options.limit, tenant=options.tenant)
+        snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
+                                  tenant=options.tenant)
     run_id = new_run_id(store.clock.time())
     prior = None
     if retry_of is None and not options.fresh:

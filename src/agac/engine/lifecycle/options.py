@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agac.store.values import DEFAULT_TENANT, FINAL_STATES
 
 if TYPE_CHECKING:
+    from agac.data.sources import RecordSource
     from agac.engine.outcomes.writer import Progress
     from agac.engine.values import RunControl
 
@@ -31,13 +32,61 @@ class RunOptions:
     allow_over_estimate: bool = False
     tenant: str = DEFAULT_TENANT
     """The tenant the run belongs to (DESIGN §13 T2)."""
+    source: RecordSource | None = None
+    """The records a new run snapshots instead of ``input.path`` (``agac.run(records=…)``)."""
 
 
 @dataclass
 class RunResult:
+    """What a run call returns: the §7.1 summary, the notes for the user, the exit code;
+    the summary's main facts as attributes (``run_id``, ``state``, ``cost_usd``, …)."""
+
     summary: dict[str, Any]
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary["run_id"])
+
+    @property
+    def workflow(self) -> str:
+        return str(self.summary["workflow"])
+
+    @property
+    def state(self) -> str:
+        return str(self.summary["state"])
+
+    @property
+    def tenant(self) -> str:
+        """The run's tenant (DESIGN §13 T2); ``default`` unless set."""
+        return str(self.summary.get("tenant") or DEFAULT_TENANT)
+
+    @property
+    def actions(self) -> dict[str, dict[str, Any]]:
+        """Per action: records, answered, failed, skipped, pending, calls, reused, …"""
+        actions: dict[str, dict[str, Any]] = self.summary["actions"]
+        return actions
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self.summary.get("cost_usd") or 0.0)
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary with ``tenant``, ``exit_code``, ``interrupted`` and ``notes`` (JSON)."""
+        return {**self.summary, "tenant": self.tenant, "exit_code": self.exit_code,
+                "interrupted": self.interrupted, "notes": list(self.notes)}
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{name}: {a['answered']}/{a['records']} answered"
+                           + (f", {a['failed']} failed" if a["failed"] else "")
+                           for name, a in self.actions.items())
+        return (f"<RunResult {self.run_id} {self.workflow} {self.state} ${self.cost_usd:.4f}"
+                f" ({counts})>")
 
     @property
     def exit_code(self) -> int:

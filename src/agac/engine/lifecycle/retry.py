@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.manual import abandon_batches
-from agac.engine.lifecycle.admission import InputSnapshot, admit_run
-from agac.engine.lifecycle.runs import execute_run
+from agac.engine.lifecycle.admission import admit_run
+from agac.engine.lifecycle.runs import execute_run, no_running_loop
+from agac.engine.lifecycle.snapshots import InputSnapshot
 from agac.engine.walk.steps import regions_of
 from agac.errors import RefusedError, UsageError
 from agac.jsontext import loads
@@ -60,6 +61,8 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
                 action: str | None, record: str | None, dry_run: bool,
                 abandon_in_flight: bool = False) -> RunResult | dict[str, Any]:
     """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
+    if not dry_run:
+        no_running_loop()
     tenant = options.tenant
     open_run = store.open_run(workflow.name, tenant=tenant)
     if open_run is not None:
@@ -96,8 +99,8 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
     snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)
     run = admit_run(project, store, workflow, options, retry_of=original.id, snapshot=snapshot)
     store.copy_outcomes(original.id, run.id, targets | downstream)
-    return execute_run(project, store, run, options,
-                       notes + [f"retrying {len(targets)} failed units of run {original.id}"])
+    notes.append(f"retrying {len(targets)} failed units of run {original.id}")
+    return execute_run(project, store, run, options, notes, admitted=True)
 
 
 def rejoin_targets(store: Store, run_id: str, actions: list[dict[str, Any]],

@@ -13,9 +13,11 @@ continues it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
@@ -32,7 +34,7 @@ from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import PassResult
 from agac.engine.views.summary import build_summary
-from agac.errors import AgacError
+from agac.errors import AgacError, UsageError
 from agac.providers.factory import open_providers
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["ProviderFactory", "execute_run", "start_run"]
+__all__ = ["ProviderFactory", "execute_run", "no_running_loop", "start_run"]
 
 ProviderFactory = Callable[..., Mapping[str, Any]]
 """Opens the adapters a run needs by provider name (``open_providers``): the seam where
@@ -56,26 +58,60 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     ``overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
     ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
     the workflow file again with the settings an open run was admitted with, so that
-    continuing it compares like with like."""
+    continuing it compares like with like.
+
+    A run is admitted only when it can start (DESIGN §15): whatever fails before its
+    execution begins (a running event loop, a provider that cannot be opened, …) undoes
+    the admission, so no open run is left behind."""
+    no_running_loop()
+    before = store.open_run(workflow.name, tenant=options.tenant)
     run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
-    return execute_run(project, store, run, options, notes)
+    admitted = before is None or before.id != run.id
+    return execute_run(project, store, run, options, notes, admitted=admitted)
+
+
+def no_running_loop() -> None:
+    """UsageError when this thread runs an event loop (a run drives its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError("a run cannot start inside a running event loop (as in Jupyter) on this "
+                     "thread; use `await agac.arun(...)`, or agac.run(...), which runs the "
+                     "engine in its own thread")
+
+
+@dataclass
+class _Launch:
+    """Whether execution began: the run's parts were assembled and it is about to walk."""
+
+    started: bool = False
 
 
 def execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
                 notes: list[str] | None = None, *,
-                providers: ProviderFactory = open_providers) -> RunResult:
+                providers: ProviderFactory | None = None, admitted: bool = False) -> RunResult:
     """Own ``run`` and execute it until it ends or pauses; the summary and notes. An
     error that stops it names the run (``run_id``), so the CLI can show the run's summary
-    with it."""
+    with it. ``admitted``: this call admitted it, so a failure before its execution
+    begins undoes the admission (``discard_run``) and the error names no run."""
+    launch = _Launch()
     try:
-        return _execute_run(project, store, run, options, notes, providers)
-    except AgacError as exc:
-        exc.run_id = exc.run_id or run.id
+        return _execute_run(project, store, run, options, notes, providers or open_providers,
+                            launch)
+    except BaseException as exc:
+        discarded = False
+        if admitted and not launch.started:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                discarded = store.discard_run(run.id)
+        if isinstance(exc, AgacError) and not discarded:
+            exc.run_id = exc.run_id or run.id
         raise
 
 
 def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
-                 notes: list[str] | None, providers: ProviderFactory) -> RunResult:
+                 notes: list[str] | None, providers: ProviderFactory, launch: _Launch,
+                 ) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
@@ -83,13 +119,16 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
     try:
         run = reread(store, run.id)
         if run.state == "cancelling":
+            launch.started = True
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
         elif run.deadline_passed(store.clock.time()):
+            launch.started = True
             time_out(store, run)  # R4: even while nothing ran
         else:
             store.update_run(run.id, state="running")
             with run_gc_policy():
-                result = asyncio.run(_execute(project, store, run, lease, options, providers))
+                result = asyncio.run(_execute(project, store, run, lease, options, providers,
+                                              launch))
             notes += result.waiting
             interrupted = result.kind == "interrupted"
             counted, more = _end_or_pause(project, store, run.id, result)
@@ -125,7 +164,8 @@ def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResul
 
 
 async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
-                   options: RunOptions, providers: ProviderFactory) -> PassResult:
+                   options: RunOptions, providers: ProviderFactory, launch: _Launch,
+                   ) -> PassResult:
     """Assemble the run and drive it until it completes, pauses or is stopped."""
     workflow = Workflow.from_snapshot(run.config)
     opened = providers({a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
@@ -146,6 +186,7 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
         options.on_start(progress, parts.control)
     restore = install_interrupt(parts.control) if options.handle_signals else None
     try:
+        launch.started = True
         await parts.out.event("run_started", pid=os.getpid(), host=socket.gethostname())
         result = await drive(parts, wait=options.wait, was_waiting=run.state == "waiting",
                              heartbeat_seconds=HEARTBEAT_SECONDS)

@@ -26,6 +26,7 @@ from agac.providers.base import Usage, fingerprint_of
 if TYPE_CHECKING:
     from agac.config.model import Action, Workflow
     from agac.config.project import Project
+    from agac.data.sources import RecordSource
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
@@ -35,13 +36,13 @@ _CHUNK = 500
 _UNKNOWN = object()
 
 
-def plan_records(project: Project, workflow: Workflow) -> Iterator[tuple[str, Any]]:
-    """(key, payload or None when invalid) of the workflow's current input, streamed."""
-    from agac.data.inputs import resolve_input_files
-    from agac.data.readers import iter_input
+def plan_records(project: Project, workflow: Workflow, source: RecordSource | None = None,
+                 ) -> Iterator[tuple[str, Any]]:
+    """(key, payload or None when invalid) of the workflow's current input (or ``source``),
+    streamed."""
+    from agac.engine.lifecycle.snapshots import input_source
 
-    files = resolve_input_files(workflow.input.path, project.root)
-    for rec in iter_input(files, workflow.input.id_field):
+    for rec in input_source(workflow, project, source).records(workflow.input.id_field):
         yield rec.key, rec.payload if rec.reason is None else None
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from agac.data.inputs import resolve_input_files
-from agac.data.readers import iter_input
 from agac.data.view import compile_view
 from agac.engine.actions import build_runtime
+from agac.engine.lifecycle.snapshots import input_source
 from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
 from agac.errors import NotFound, UsageError
@@ -18,24 +17,28 @@ from agac.prompt.render import compile_guard
 if TYPE_CHECKING:
     from agac.config.model import Workflow
     from agac.config.project import Project
+    from agac.data.sources import RecordSource
     from agac.store.repository import Store
 
 __all__ = ["render_requests", "session_document"]
 
 
-def _find_input_record(project: Project, workflow: Workflow, key: str) -> Any:
-    files = resolve_input_files(workflow.input.path, project.root)
-    for rec in iter_input(files, workflow.input.id_field):
+def _find_input_record(project: Project, workflow: Workflow, key: str,
+                       source: RecordSource | None) -> Any:
+    found = input_source(workflow, project, source)
+    for rec in found.records(workflow.input.id_field):
         if rec.key == key:
             return rec
-    raise UsageError(f"no record with key {key!r} in {workflow.input.path}")
+    raise UsageError(f"no record with key {key!r} in {found.label}")
 
 
 def render_requests(project: Project, store: Store, workflow: Workflow, key: str,
-                    only: str | None, *, tenant: str) -> list[dict[str, Any]]:
-    """Each llm action's request for record ``key``. Upstream outputs come from the
-    tenant's latest run of the workflow; an action whose inputs are not known yet says so."""
-    rec = _find_input_record(project, workflow, key)
+                    only: str | None, source: RecordSource | None = None, *,
+                    tenant: str) -> list[dict[str, Any]]:
+    """Each llm action's request for record ``key`` (of the input, or of ``source``).
+    Upstream outputs come from the tenant's latest run of the workflow; an action whose
+    inputs are not known yet says so."""
+    rec = _find_input_record(project, workflow, key, source)
     if rec.payload is None:
         raise UsageError(f"record {key!r} is invalid: {rec.error}")
     last = store.latest_run(workflow.name, tenant=tenant)

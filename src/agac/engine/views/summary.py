@@ -101,8 +101,18 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
                              "spent_tokens": tokens}
     summary["next"] = next_command(summary, config)
     if run.error:
-        summary["error"] = run.error
+        summary["error"] = run_error(run.state, run.error)
     return summary
+
+
+_END_CODES = {"cancelled": "cancelled", "timed_out": "deadline", "exhausted": "budget_exhausted"}
+
+
+def run_error(state: str, message: str) -> dict[str, Any]:
+    """Why a run ended on an error, in the one shape every error has (docs/cli.md, Errors):
+    ``{"code", "message", "hint"}``; the code is the run's end reason
+    (``cancelled``, ``deadline``, ``budget_exhausted``; ``run_ended`` otherwise)."""
+    return {"code": _END_CODES.get(state, "run_ended"), "message": message, "hint": None}
 
 
 def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int

@@ -1,0 +1,117 @@
+"""Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
+so the run never depends on its input files staying unchanged.
+
+Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
+names, or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
+hashes the id field, the limit and the source's identity (each file's name and bytes,
+or the records' digest), so admitting a new run over unchanged input reuses the stored
+snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
+tenant other than ``default`` the tenant enters the hash too (``default``'s ids are those
+of stores made before tenants, so its open runs continue), so no tenant finds, by timing
+or otherwise, that another one snapshotted the same input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from agac.data.inputs import resolve_input_files
+from agac.data.sources import FileSource, RecordSource
+from agac.errors import UsageError
+from agac.jsontext import dumps, loads
+from agac.tenants import DEFAULT_TENANT
+
+if TYPE_CHECKING:
+    from agac.config.model import Workflow
+    from agac.config.project import Project
+    from agac.store.repository import Store
+
+__all__ = ["InputSnapshot", "current_snapshot_id", "input_source", "snapshot_input"]
+
+
+class InputSnapshot:
+    """A stored input snapshot; ``empty_files`` names the input files that gave it no
+    record (reported at admission, never silently nothing)."""
+
+    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int,
+                 empty_files: tuple[str, ...] = ()) -> None:
+        self.id = snapshot_id
+        self.files = files
+        self.count = count
+        self.empty_files = empty_files
+
+
+def input_source(workflow: Workflow, project: Project, given: RecordSource | None = None,
+                 ) -> RecordSource:
+    """The records a run of ``workflow`` reads: ``given``, else the files of ``input.path``.
+    A workflow whose records are given in memory has no files: UsageError without them."""
+    if given is not None:
+        return given
+    if workflow.input.records:
+        raise UsageError(f"{workflow.name} reads records given in memory, and none were given; "
+                         f"call agac.run({workflow.name!r}, records=...) with them, or set "
+                         "input.path in the workflow file")
+    paths = resolve_input_files(workflow.input.path, project.root,
+                                file=project.display(workflow.path))
+    return FileSource(paths, workflow.input.path)
+
+
+def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
+                        source: RecordSource | None = None, *, tenant: str) -> str:
+    h = hashlib.sha256()
+    if tenant != DEFAULT_TENANT:
+        h.update(f"tenant={tenant}\x1f".encode())
+    h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
+    h.update(input_source(workflow, project, source).identity().encode())
+    return h.hexdigest()
+
+
+def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: int | None = None,
+                   source: RecordSource | None = None, *, tenant: str) -> InputSnapshot:
+    """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
+    source = input_source(workflow, project, source)
+    snapshot_id = current_snapshot_id(workflow, project, limit, source, tenant=tenant)
+    if store.snapshot_complete(snapshot_id):
+        info = store.snapshot_info(snapshot_id)
+        assert info is not None
+        stored = loads(info.files)
+        return InputSnapshot(snapshot_id, stored, info.record_count,
+                             _empty(source, stored, info.record_count, limit, project))
+    files: list[dict[str, Any]] = []
+    count = store.write_snapshot(snapshot_id, files, _rows(source, workflow, limit, files))
+    return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
+
+
+def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit: int | None,
+           project: Project) -> tuple[str, ...]:
+    """The input files that gave no record (not merely cut off by ``limit``); records
+    given in memory that were none at all."""
+    if limit is not None and count >= limit:
+        return ()
+    seen = {f["file"] for f in files}
+    if isinstance(source, FileSource):
+        return tuple(project.display(p) for p in source.paths if p.name not in seen)
+    return () if seen else (source.label,)
+
+
+def _rows(
+    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
+    seq = 0
+    current: dict[str, Any] | None = None
+    for rec in source.records(workflow.input.id_field):
+        if limit is not None and seq >= limit:
+            break
+        if current is None or current["file"] != rec.file:
+            current = {"file": rec.file, "start": seq, "count": 0}
+            files.append(current)
+        current["count"] += 1
+        yield {
+            "seq": seq, "key": rec.key, "file": rec.file, "n": rec.n, "line": rec.line,
+            "payload": None if rec.payload is None else dumps(rec.payload),
+            "reason": rec.reason, "error": rec.error,
+        }
+        seq += 1
