@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Results",
+    "RetryableError",
     "RunResult",
     "ToolContext",
     "__version__",
@@ -31,6 +32,7 @@ __all__ = [
 
 _LAZY = {
     "Results": "agac.api.results:Results",
+    "RetryableError": "agac.errors:RetryableError",
     "RunResult": "agac.engine.lifecycle.options:RunResult",
     "ToolContext": "agac.engine.context:ToolContext",
     "arun": "agac.api:arun",
@@ -65,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agac.api.results import Results
     from agac.engine.context import ToolContext
     from agac.engine.lifecycle.options import RunResult
+    from agac.errors import RetryableError
 
 
 def __getattr__(name: str) -> Any:

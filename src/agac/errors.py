@@ -17,10 +17,14 @@ Tree::
     │   └── LeaseHeld               a live process owns the run
     ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (DESIGN §5)
     │   ├── WaitError               come back after ``retry_after`` seconds, no attempt spent
-    │   ├── RetryableError          spend an attempt, back off with jitter
+    │   ├── RetryableError          spend an attempt, back off with jitter; a tool raises it
+    │   │                           (``agac.RetryableError``) to ask for another attempt
     │   ├── FatalError              fail the unit (``provider_error``), no retries
     │   └── UnsupportedError        this provider/model cannot do it; stop at once
     └── ToolError                   a tool function raised (fails the unit, ``tool_error``)
+
+A tool's exceptions are user code's: any of them (``SystemExit`` included) fails only
+its unit, at once unless it is a ``RetryableError`` (see ``agac.usercode``).
 
 Every class's docstring is its default message. Adapters translate third-party
 errors at their boundary with ``raise ... from exc``; nothing above ``providers/``
@@ -236,7 +240,13 @@ class WaitError(ProviderError):
 
 
 class RetryableError(ProviderError):
-    """The provider call failed in a way that may pass on another attempt."""
+    """The call failed in a way that may pass on another attempt.
+
+    Raised by adapters for the retryable class of DESIGN §5, and by tools
+    (``raise agac.RetryableError("the service is busy", retry_after=5)``) to ask for
+    another attempt within the action's ``retry.max_attempts``; every other exception a
+    tool raises fails its unit at once.
+    """
 
     kind = "retryable"
 

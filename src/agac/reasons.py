@@ -105,8 +105,9 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     _r("batch_expired", "failed", "the unit's batch expired at the provider before it "
        "finished", "`agac retry WF` sends the file again", True),
     _r("batch_cancelled", "failed", "the unit's batch was cancelled at the provider (by "
-       "`agac cancel`, `agac batch cancel` or someone else)", "`agac retry WF` sends it "
-       "again", True),
+       "`agac cancel`, `agac batch cancel` or someone else)", "after `agac cancel`, "
+       "`agac run WF` sends it again (the failure is not carried from a cancelled run); "
+       "otherwise `agac retry WF`", True),
     _r("batch_deadline", "failed", "the unit's batch passed `batch_deadline`, so agac "
        "cancelled it", "raise `batch_deadline` if needed, then `agac retry WF`", True),
     _r("batch_abandoned", "failed", "`agac retry --abandon-in-flight` gave up the batch the "

@@ -8,6 +8,7 @@ the read-only tests of a module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -52,6 +53,10 @@ class Result:
         """The whole of stdout as one JSON document (fails on anything else)."""
         return json.loads(self.out)
 
+    def json_lines(self) -> list[Any]:
+        """stdout as JSON Lines (one document per non-empty line)."""
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
     def __str__(self) -> str:
         return f"agac {' '.join(self.args)} -> {self.code}\n--stdout--\n{self.out}\n--stderr--\n{self.err}"
 
@@ -69,6 +74,24 @@ def spawn(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> subpro
     """Start ``agac ARGS`` without waiting (for signals and concurrent runs)."""
     return subprocess.Popen([*AGAC, *args], cwd=cwd, env=clean_env(env), text=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(proc: subprocess.Popen[str]) -> None:
+    """End a spawned ``agac`` whatever happened to the test (in a ``finally``): kill it if
+    it still runs, reap it, and close its pipes — an open pipe left behind is a
+    ResourceWarning that fails a later test."""
+    try:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(ValueError, OSError, subprocess.TimeoutExpired):
+            proc.communicate(timeout=30)
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @dataclass(frozen=True)

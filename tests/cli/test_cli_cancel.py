@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cli_support import agac, spawn
+from cli_support import agac, finish, spawn
 
 from agac.testing import write_project
 
@@ -37,9 +37,7 @@ def test_cancel_a_run_owned_by_a_live_process(tmp_path: Path) -> None:
         cancelled = agac("cancel", "slow", "--json", cwd=tmp_path, timeout=90)
         out, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        finish(proc)
     assert cancelled.code == 0, cancelled
     doc = cancelled.json()
     assert doc["run_id"] == run_id and doc["state"] == "cancelled"

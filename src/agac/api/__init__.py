@@ -53,7 +53,7 @@ from agac.api.people import (
 )
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
 from agac.api.results import Results, export_table, results
-from agac.api.runs import arun, cancel, retry, run
+from agac.api.runs import arun, cancel, retry, run, unpriced_warnings
 from agac.api.workers import submit, worker, workers
 from agac.api.workflows import load_workflow, plan, render, validate
 
@@ -95,6 +95,7 @@ __all__ = [
     "tokens_create",
     "tokens_list",
     "tokens_revoke",
+    "unpriced_warnings",
     "users_add",
     "users_disable",
     "users_enable",

@@ -96,13 +96,9 @@ def export_rows(ref: str, action: str, project: ProjectRef = None,
 
 def _item_path(key: str) -> tuple[int, ...]:
     """The indexes of a fan-out item key (``rec/3/10`` -> (3, 10)); () for a record."""
-    parts = key.split("/")
-    tail = []
-    for part in reversed(parts[1:]):
-        if not part.isdigit():
-            break
-        tail.append(int(part))
-    return tuple(reversed(tail))
+    from agac.keys import item_path
+
+    return item_path(key)
 
 
 def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:

@@ -21,11 +21,12 @@ from agac.api.workflows import load_workflow
 
 if TYPE_CHECKING:
     from agac.api.projects import Principal
+    from agac.config.model import Workflow
     from agac.config.project import Project
     from agac.engine.lifecycle.options import RunResult
     from agac.store.repository import Store
 
-__all__ = ["arun", "cancel", "retry", "run"]
+__all__ = ["arun", "cancel", "retry", "run", "unpriced_warnings"]
 
 
 def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
@@ -48,7 +49,8 @@ def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
     spending instead of the file's ``budget.usd`` (R5). ``progress``: ``"auto"`` shows bars
     in a notebook or terminal and a line now and then otherwise; False shows nothing.
     Other options: ``fresh``, ``limit``, ``wait``, ``allow_over_estimate``,
-    ``handle_signals``, ``on_progress``, ``on_start``.
+    ``handle_signals``, ``on_progress``, ``on_start``, ``on_warning`` (called with each
+    start-up warning, such as a model without a price; else they lead the notes).
 
     Inside a running event loop (a notebook's cell) the call runs on a thread of its own
     and the caller waits for it; ``await arun(...)`` is the same call for async code.
@@ -94,6 +96,7 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
     ref = workflow_file(workflow, proj)
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    on_warning = options.pop("on_warning", None)
     watched = options.get("on_start") is None and options.get("on_progress") is None
     view = RunProgress(progress if watched else False)
     hooks = [h for h in (options.pop("on_start", None), view.start, control.attach) if h]
@@ -101,6 +104,9 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
             using(proj, store, wait=bool(options.get("wait"))) as (_, st):
         from_records = source is not None or _open_run_reads_records(st, ref, proj, acting)
         loaded = load_workflow(ref, proj, records=from_records, **overrides)
+        warnings = unpriced_warnings(loaded, proj)
+        for line in warnings if on_warning is not None else ():
+            on_warning(line)
         run_options = RunOptions(new=new, source=source, on_start=_each(hooks),
                                  tenant=acting, **options)
         try:
@@ -110,9 +116,24 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
                                reload=lambda o: load_workflow(ref, proj, records=from_records,
                                                               **o))
             result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
+            if on_warning is None:
+                result.notes[:0] = [f"warning: {line}" for line in warnings]
             return result
         finally:
             view.stop()
+
+
+def unpriced_warnings(workflow: Workflow, project: ProjectRef = None) -> list[str]:
+    """One line per model of ``workflow`` with no known price (never a silent $0, R5);
+    ``agac run`` says them at start (``on_warning``), a library call in its notes."""
+    from agac.providers.pricing import PriceTable
+
+    proj = project_of(project)
+    prices = PriceTable(dict(proj.config.prices))
+    models = sorted({a.model for a in workflow.actions if a.kind == "llm" and a.model})
+    return [f"model {m} has no known price: its calls count $0 (`agac cost` marks them "
+            f"unpriced); add prices: {{{m}: {{input: …, output: …}}}} to agac.yml "
+            "[unpriced_model]" for m in models if not prices.known(m)]
 
 
 def _open_run_reads_records(store: Store, ref: str | Path, proj: Project, tenant: str) -> bool:

@@ -47,7 +47,10 @@ def batch_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
                       "provider status", "requests>", "created")
     for r in rows:
         table.add_row(r["key"], r["batch_id"] or "-", r["workflow"], r["action"], r["file"],
-                      str(r["part"]), r["state"], r["raw_status"] or "", f"{r['requests']:,}",
+                      str(r["part"]),
+                      # a batch given up that may still run and be billed says why
+                      r["state"] + (f": {r['error']}" if r["state"] == "not_cancelled" else ""),
+                      r["raw_status"] or "", f"{r['requests']:,}",
                       when(r["created_at"]))
     print_table(table)
     return 0

@@ -263,7 +263,8 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         result = api.run(workflow, run_mode=run_mode, poll_interval=poll_interval,
                          batch_deadline=batch_deadline, budget_usd=budget_usd, new=new, fresh=fresh,
                          limit=limit, wait=wait, allow_over_estimate=allow_over_estimate,
-                         tenant=tenant, handle_signals=True, on_start=view.start)
+                         tenant=tenant, handle_signals=True, on_start=view.start,
+                         on_warning=lambda line: click.echo(f"warning: {line}", err=True))
     except KeyboardInterrupt:
         view.stop()
         click.echo("agac: stopped at once; the next `agac run` recovers", err=True)

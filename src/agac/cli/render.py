@@ -152,6 +152,11 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     if summary.get("error"):
         error = summary["error"]
         click.echo(f"  error: {error['message'] if isinstance(error, dict) else error}")
+    for a in summary.get("advice") or []:
+        first = a["first"]
+        click.echo(f"  {a['action']}: {a['units']:,} failed {a['reason']}; the first, "
+                   f"{first['key']}: {first['detail']}")
+        click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
     held = [s for s in summary.get("shards") or [] if s["owner"]]
@@ -328,11 +333,26 @@ def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
                f" (batch saved ${doc['batch_saved_usd']:.6f})")
     table = new_table("action", "model", "tier", "calls>", "input tokens>", "output tokens>",
-                      "cost>")
+                      "cost>", "note")
     for r in doc["rows"]:
         table.add_row(r["action"], f"{r['provider']}/{r['model']}", r["tier"], f"{r['calls']:,}",
-                      f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", f"${r['cost_usd']:.6f}")
+                      f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", f"${r['cost_usd']:.6f}",
+                      _cost_note(r))
     print_table(table)
+
+
+def _cost_note(r: dict[str, Any]) -> str:
+    """What a cost row's figures mean when they are not plain (DESIGN §8, S1)."""
+    notes = []
+    if r.get("price") == "unpriced":
+        notes.append("unpriced: no known price, counted $0 (add it to prices: in agac.yml)")
+    elif r.get("price") == "derived":
+        notes.append("derived: no batch price known, half the live price")
+    if r.get("origin") == "unknown":
+        priced = r.get("priced_by_a_later_answer", 0)
+        notes.append(f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
+                     f"at their worst case, {priced} priced by a later answer")
+    return "; ".join(notes)
 
 
 def print_store_info(doc: dict[str, Any]) -> None:

@@ -65,8 +65,10 @@ def submit(workflow: str, run_mode: str | None, poll_interval: float | None,
 @json_option
 @command
 def worker(concurrency: int, lease_ttl: float, poll: float, exit_when_done: bool, as_json: bool) -> int:
-    """Claim and advance shards of any open run, of every tenant, until stopped (SIGTERM: hand
-    back, exit 0)."""
+    """Claim and advance shards of any open run, of every tenant, until stopped.
+
+    SIGTERM or Ctrl-C: finish the calls in flight, hand the shards back, exit 0; a second
+    one stops at once (exit 130)."""
     from agac import api
 
     report = api.worker(concurrency=concurrency, lease_ttl=lease_ttl, poll=poll,
@@ -78,7 +80,7 @@ def worker(concurrency: int, lease_ttl: float, poll: float, exit_when_done: bool
     else:
         click.echo(f"worker {doc['worker_id']}: {doc['shards']} shard claims, "
                    f"{len(doc['finalized'])} runs ended here, {len(doc['lease_lost'])} leases lost")
-    return 0
+    return 130 if doc["stopped_at_once"] else 0
 
 
 @click.command()

@@ -3,7 +3,7 @@
 Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``),
 tool functions (``invalid_function``), durability (``not_durable``, and
 ``secret_not_durable`` for approvals on a storage point without ``AGAC_SECRET``) and prices
-(``unknown_price``). Each provider is judged once, at the first action using it.
+(``unpriced_model``). Each provider is judged once, at the first action using it.
 """
 
 from __future__ import annotations
@@ -132,11 +132,13 @@ def _check_price(f: Findings, project: Project, raw: RawAction, action: Action,
     model = action.model or ""
     if action.provider == "mock" or model in project.config.prices or price_lookup is None:
         return
-    if not price_lookup(model) and budget:
-        f.error("unknown_price", f"model {model!r} has no price, so the workflow's budget "
-                "cannot be kept", raw.origin("model"), hint=f"add prices: {{{model}: "
-                "{input: …, output: …}} to agac.yml (USD per million tokens)")
-    elif not price_lookup(model):
-        f.warn("unknown_price", f"model {model!r} has no price; its cost will show as 0",
-               raw.origin("model"), hint=f"add prices: {{{model}: {{input: …, output: …}}}} "
-               "to agac.yml")
+    if price_lookup(model):
+        return
+    hint = (f"add prices: {{{model}: {{input: …, output: …}}}} to agac.yml (USD per million "
+            "tokens)")
+    if budget:
+        f.error("unpriced_model", f"model {model!r} has no known price, so the workflow's "
+                "budget cannot be kept", raw.origin("model"), hint=hint)
+    else:
+        f.warn("unpriced_model", f"model {model!r} has no known price: its calls count $0 in "
+               "the ledger and `agac cost` marks them unpriced", raw.origin("model"), hint=hint)

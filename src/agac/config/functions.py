@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agac.usercode import describe, fails_only_its_unit
+
 __all__ = ["FunctionNotFound", "resolve_function"]
 
 
@@ -37,9 +39,10 @@ def resolve_function(spec: str, root: Path) -> Callable[..., Any]:
     importlib.invalidate_caches()
     try:
         target: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise FunctionNotFound(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") \
-            from exc
+    except BaseException as exc:  # user code at import (even sys.exit) never ends agac
+        if not fails_only_its_unit(exc):
+            raise
+        raise FunctionNotFound(f"cannot import {module_name!r}: {describe(exc)}") from exc
     for part in attr.split("."):
         if not hasattr(target, part):
             raise FunctionNotFound(f"module {module_name!r} has no attribute {attr!r}")

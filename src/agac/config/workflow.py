@@ -98,7 +98,7 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
     written values; the resolved actions record what the run will use.
 
     ``price_lookup(model)`` tells whether the engine's price table knows a model; a
-    model it does not know is the warning ``unknown_price`` — an error when a budget is
+    model it does not know is the warning ``unpriced_model`` — an error when a budget is
     set. ``budget_usd`` is the run's own cap (``agac run --budget-usd``): it replaces the
     file's ``budget.usd``.
 

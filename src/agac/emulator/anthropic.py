@@ -1,4 +1,4 @@
-"""Anthropic's wire protocol: Messages and Message Batches.
+"""Anthropic's wire protocol: Messages, Message Batches and one model's ``ModelInfo``.
 
 Shapes follow the ``anthropic`` SDK's types. Structured output is read from
 ``output_config.format`` (``{"type": "json_schema", "schema": …}``; the older beta
@@ -298,9 +298,26 @@ def _counted(state: EmulatorState, op: str) -> Any:
     return render
 
 
+async def get_model(request: Request) -> Response:
+    """``GET /v1/models/{id}``: a ``ModelInfo`` whose ``lifecycle`` (and ``retires_at``)
+    come from the table set with ``POST /_emulator/models``; any other model is active."""
+    state = state_of(request)
+    model_id = request.path_params["id"]
+    await gate(request, PROVIDER, "model.get", error, Target(model=model_id))
+    entry = state.models.get(model_id, {})
+    lifecycle = entry.get("lifecycle", "active")
+    return JSONResponse({
+        "type": "model", "id": model_id, "display_name": model_id,
+        "created_at": "2025-01-01T00:00:00Z", "lifecycle": lifecycle,
+        "deprecated_at": entry.get("deprecated_at") if lifecycle != "active" else None,
+        "retires_at": entry.get("retires_at"),
+    })
+
+
 def routes() -> list[Route]:
-    """Anthropic's routes under ``/v1/messages``."""
+    """Anthropic's routes under ``/v1/messages`` and ``/v1/models/{id}``."""
     return [
+        Route("/v1/models/{id}", get_model, methods=["GET"]),
         Route("/v1/messages", create_message, methods=["POST"]),
         Route("/v1/messages/batches", create_batch, methods=["POST"]),
         Route("/v1/messages/batches", list_batches, methods=["GET"]),

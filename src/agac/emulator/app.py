@@ -109,6 +109,23 @@ async def _batch_advance(request: Request) -> Response:
     return JSONResponse({"id": batch_id, "phase": phase, "final": batch.final})
 
 
+async def _models(request: Request) -> Response:
+    """``POST /_emulator/models`` ``{"models": {id: {"lifecycle", "retires_at", …}}}``:
+    what the Models API says of those models (merged into the table)."""
+    body = await _body(request)
+    models = (body or {}).get("models")
+    lifecycles = {"active", "deprecated", "retired"}
+    if not isinstance(models, dict) or not all(
+            isinstance(v, dict) and v.get("lifecycle", "active") in lifecycles
+            for v in models.values()):
+        return JSONResponse({"error": 'expected {"models": {id: {"lifecycle": '
+                                      'active|deprecated|retired, "retires_at": …}}}'},
+                            status_code=400)
+    state = state_of(request)
+    state.models.update({str(k): dict(v) for k, v in models.items()})
+    return JSONResponse({"models": len(state.models)})
+
+
 async def _reset(request: Request) -> Response:
     state_of(request).reset()
     return JSONResponse({"reset": True})
@@ -201,6 +218,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/requests", _requests, methods=["GET", "DELETE"]),
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),
+        Route("/_emulator/models", _models, methods=["POST"]),
         Route("/_emulator/reset", _reset, methods=["POST"]),
         Route("/_emulator/health", _health, methods=["GET"]),
     ]

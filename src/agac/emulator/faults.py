@@ -39,7 +39,7 @@ PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
 OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.get",
                  "batch.list", "batch.results", "batch.cancel", "*",
                  # Beyond issue 3's list: the other calls the emulator serves.
-                 "file.get", "file.list", "file.delete", "batch.delete"})
+                 "file.get", "file.list", "file.delete", "batch.delete", "model.get"})
 _KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
           "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer")
 _BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})

@@ -246,6 +246,9 @@ class EmulatorState:
         self.uploads: dict[str, dict[str, Any]] = {}
         #: provider -> function(batch, phase) giving the provider's own status word.
         self.status_names: dict[str, Callable[[Batch, str], str]] = {}
+        #: model id -> {"lifecycle", "deprecated_at", "retires_at"} for the Models API;
+        #: a model not listed is active.
+        self.models: dict[str, dict[str, Any]] = {}
 
     def reset(self) -> None:
         """Forget everything: files, batches, faults, counters and the clock offset."""
@@ -256,6 +259,7 @@ class EmulatorState:
         self.files.clear()
         self.batches.clear()
         self.uploads.clear()
+        self.models.clear()
 
     def new_id(self, prefix: str, length: int = 24) -> str:
         return prefix + uuid.uuid4().hex[:length]

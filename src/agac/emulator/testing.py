@@ -127,6 +127,11 @@ class RunningEmulator:
         """``DELETE /_emulator/stats``: zero the counters."""
         return self._call("DELETE", "/_emulator/stats")
 
+    def set_models(self, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """What the Models API says of these models (``{id: {"lifecycle": "deprecated",
+        "retires_at": "2026-10-01T00:00:00Z"}}``); models not listed are active."""
+        return self._call("POST", "/_emulator/models", {"models": models})
+
     def reset(self) -> dict[str, Any]:
         """Forget everything: files, batches, faults, counters and the clock offset."""
         return self._call("POST", "/_emulator/reset")

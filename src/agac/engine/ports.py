@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from agac.providers.base import Request, Response
     from agac.store.values import Origin, OutcomeStatus
 
-__all__ = ["Act", "Approvals", "BatchUnits", "Effects", "Lookups", "Outcomes", "Prefetched",
+__all__ = ["Act", "Approvals", "BatchUnits", "Effects", "Lookups", "Marks", "Outcomes", "Prefetched",
            "ShardMemory", "UnitContext"]
 
 
@@ -60,7 +60,25 @@ class Outcomes(Protocol):
 
     def stage(self, items: list[dict[str, Any]]) -> None: ...
 
+    def redact(self, text: str) -> str:
+        """``text`` (a tool's exception or traceback) with secrets taken out."""
+
     def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Any) -> None: ...
+
+
+class Marks(Protocol):
+    """Dispatch marks (S1, engine/outcomes/marks.py): a unit's call is listed in the
+    store before it is sent."""
+
+    def expect(self, action: str, max_concurrency: int, key: str, seq: int, fp: str,
+               request: Request) -> None:
+        """Before waiting for a slot: the unit may be sent soon."""
+
+    async def send(self, action: str, key: str, request: Request) -> None:
+        """Holding the slot, just before the call: returns once the unit is listed durably."""
+
+    def release(self, action: str, key: str) -> None:
+        """After the slot is given back: the unit's call settled, or it was not sent."""
 
 
 class Lookups(Protocol):
@@ -161,3 +179,4 @@ class UnitContext:
     budget: BudgetGuard | None = None
     batch: BatchUnits | None = None
     approvals: Approvals | None = None
+    marks: Marks | None = None

@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.jsontext import loads
+from agac.keys import idempotency_key
 from agac.prompt.render import render
 from agac.providers.base import Message, Request, Response
 
@@ -147,8 +148,7 @@ def effect_key(tenant: str, workflow: str, action: str, unit_key: str, input_has
     for the same (workflow, action, unit, arguments), new when the arguments change. It
     starts with the tenant (``<tenant>:<hash>``, T2): two tenants running the same workflow
     over the same records never share an effect."""
-    digest = hashlib.sha256(f"{workflow}\x1f{action}\x1f{unit_key}\x1f{input_hash}".encode())
-    return f"{tenant}:{digest.hexdigest()}"
+    return f"{tenant}:{idempotency_key(workflow, action, unit_key, input_hash)}"  # agac/keys.py
 
 
 def effect_id(key: str) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
+from agac.engine.interrupts import StopSignal
+from agac.keys import escape, needs_escaping
+
 if TYPE_CHECKING:
     from agac.clock import Clock
     from agac.store.values import OutcomeStatus, RunState
@@ -59,7 +62,9 @@ class UnitRecord(Protocol):
 
 
 class RecordUnit(NamedTuple):
-    """A record of the input snapshot, as a unit's record (immutable; one per record)."""
+    """A record of the input snapshot, as a unit's record (immutable; one per record):
+    ``key`` is its unit key, the record key escaped (agac/keys.py), ``raw_key`` the key as
+    in the input when escaping changed it."""
 
     key: str
     seq: int
@@ -69,15 +74,20 @@ class RecordUnit(NamedTuple):
     reason: str | None
     error: str | None
     payload: str | None
+    raw_key: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> RecordUnit:
-        return cls(row.key, row.seq, row.file, row.n, row.line, row.reason, row.error,
-                   row.payload)
+        key = row.key
+        if needs_escaping(key):
+            return cls(escape(key), row.seq, row.file, row.n, row.line, row.reason, row.error,
+                       row.payload, key)
+        return cls(key, row.seq, row.file, row.n, row.line, row.reason, row.error, row.payload)
 
     @property
     def record_key(self) -> str:
-        return self.key
+        """The record's key as in the input."""
+        return self.key if self.raw_key is None else self.raw_key
 
     @property
     def item_key(self) -> str | None:
@@ -98,10 +108,17 @@ class RunControl:
         self.deadline_at = deadline_at
         self.stopping = False
         self.cancel_requested = False
+        self.stop_signal = StopSignal()
+        """Set with ``stopping``: wakes every sleeper (backoff, Retry-After, polls) at once."""
 
     def stop(self) -> None:
-        """Stop sending; what is in flight settles and is committed."""
+        """Stop sending and waiting; what is in flight settles and is committed."""
         self.stopping = True
+        self.stop_signal.set()
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless the run stops meanwhile; True when it stopped."""
+        return self.stopping or await self.stop_signal.sleep(seconds)
 
     def cancel(self) -> None:
         self.cancel_requested = True

@@ -137,15 +137,23 @@ class HttpSession:
         :class:`HttpStatusError`; a lost connection or a timeout raises a RetryableError.
         ``timeout`` (seconds) overrides the session's default for this call.
         """
+        return await self._send("POST", url, dumps(body).encode(), errors=errors,
+                                timeout=timeout, headers=headers)
+
+    async def get(self, url: str, *, errors: ErrorMapper, timeout: float | None = None) -> Any:
+        """GET ``url`` and return the parsed JSON answer (errors as :meth:`post`)."""
+        return await self._send("GET", url, None, errors=errors, timeout=timeout, headers=None)
+
+    async def _send(self, method: str, url: str, data: bytes | None, *, errors: ErrorMapper,
+                    timeout: float | None, headers: Mapping[str, str] | None) -> Any:
         session = self._session
         if session is None or session.closed or self._loop is not asyncio.get_running_loop():
             session = self._open()
-        data = dumps(body).encode()
         seconds = timeout if timeout is not None else self.timeout
         proxy = self._proxies[url] if url in self._proxies else self._proxy(url)
         try:
-            async with session.post(url, data=data, headers=headers, proxy=proxy,
-                                    timeout=self._client_timeout(seconds)) as response:
+            async with session.request(method, url, data=data, headers=headers, proxy=proxy,
+                                       timeout=self._client_timeout(seconds)) as response:
                 raw = await response.read()
                 status = response.status
                 if not 200 <= status < 300:

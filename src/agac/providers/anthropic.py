@@ -16,8 +16,6 @@ lost submission by time window and request count (DESIGN B2).
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import json
 import logging
 import os
@@ -25,7 +23,6 @@ import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
@@ -134,8 +131,7 @@ class AnthropicProvider:
         # Said once per model in agac's log instead of a Python warning on every call; a
         # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
         warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
-        self._deprecated = deprecated_models()
-        self._warned: set[str] = set()
+        self._lifecycle_asked: set[str] = set()
         self._http: HttpSession | None = None
         if settings.transport == "lean":
             self._http = HttpSession(self.name, _lean_headers(self._api_key),
@@ -248,19 +244,14 @@ class AnthropicProvider:
             return await self._create(request, tool=True)
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
-        if request.model in self._deprecated and request.model not in self._warned:
-            self._warned.add(request.model)
-            logger.warning(
-                "anthropic model %s is deprecated (end of life %s): move to a newer model",
-                request.model,
-                self._deprecated[request.model],
-            )
         params = self._params(request, tool=tool)
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
                 body = await self._http.post(self._messages_url, params, errors=self._status_error,
                                              timeout=request.timeout)
+            if request.model not in self._lifecycle_asked:
+                await self._say_lifecycle(request.model)
             return message_response(body, latency_ms=took[0], parse=parse)
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
@@ -269,7 +260,41 @@ class AnthropicProvider:
         with self._translate_errors(), stopwatch() as took:
             message = await self._client.messages.create(**params, extra_body=extra,
                                                          timeout=timeout)
+        if request.model not in self._lifecycle_asked:
+            await self._say_lifecycle(request.model)
         return message_response(message, latency_ms=took[0], parse=parse)
+
+    async def _say_lifecycle(self, model: str) -> None:
+        """Say once per model, in agac's log, that it is deprecated or retired.
+
+        The provider's public Models API says so (``lifecycle``, ``retires_at``); it is
+        asked once per model, after the model's first answer, on the transport in use.
+        Not knowing — the call fails, times out, or the answer lacks the field — is the
+        feature off: nothing is said and nothing fails.
+        """
+        self._lifecycle_asked.add(model)
+        try:
+            lifecycle, retires = await self._model_lifecycle(model)
+        except Exception as exc:  # noqa: BLE001 - a log line must never fail a call
+            logger.debug("anthropic model %s: lifecycle unknown (%s)", model, exc)
+            return
+        if lifecycle not in ("deprecated", "retired"):
+            return
+        when = f"retires {retires:%Y-%m-%d}" if isinstance(retires, datetime) else "no date set"
+        logger.warning("anthropic model %s is %s (%s): move to a newer model",
+                       model, lifecycle, when)
+
+    async def _model_lifecycle(self, model: str) -> tuple[Any, datetime | None]:
+        """(``lifecycle``, ``retires_at``) of ``model`` from ``GET /v1/models/{id}``."""
+        timeout = min(self._timeout, 10.0)
+        if self._http is None:
+            info = await self._client.models.retrieve(model, timeout=timeout)
+            return getattr(info, "lifecycle", None), getattr(info, "retires_at", None)
+        url = f"{(self._base_url or DEFAULT_BASE_URL).rstrip('/')}/v1/models/{model}"
+        body = await self._http.get(url, errors=self._status_error, timeout=timeout)
+        retires = pick(body, "retires_at")
+        when = datetime.fromisoformat(retires) if isinstance(retires, str) else None
+        return pick(body, "lifecycle"), when
 
     # -- batch ---------------------------------------------------------------
 
@@ -482,40 +507,6 @@ def _unwrap_tool_input(value: Any) -> Any:
 def _schema_rejected(err: ProviderError) -> bool:
     text = str(err).lower()
     return err.status == 400 and any(p in text for p in _SCHEMA_PARAMS)
-
-
-def deprecated_models() -> dict[str, str]:
-    """The anthropic SDK's table of deprecated models (model -> end of life), or empty.
-
-    The SDK keeps it in a private data module; importing the SDK for it would cost over
-    a second of start-up on the lean transport, so the module's one literal is read from
-    its file instead, without running it. An SDK without it (or with another shape)
-    gives an empty table: no notice, nothing else changes.
-    """
-    spec = importlib.util.find_spec("anthropic")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    try:
-        tree = ast.parse((folder / "_data" / "deprecated_models.py").read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return {}
-    for node in tree.body:
-        target: ast.expr
-        value: ast.expr | None
-        if isinstance(node, ast.AnnAssign):
-            target, value = node.target, node.value
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id == "DEPRECATED_MODELS" and value:
-            try:
-                table = ast.literal_eval(value)
-            except ValueError:
-                return {}
-            return {str(k): str(v) for k, v in table.items()} if isinstance(table, dict) else {}
-    return {}
 
 
 def _lean_headers(key: str) -> dict[str, str]:

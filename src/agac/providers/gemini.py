@@ -172,7 +172,10 @@ class GeminiProvider:
         """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
         if self._sdk_client is None:
             self._errors  # noqa: B018 - imports the SDK
+            # One attempt: the engine owns retries (DESIGN §5); retry_options also stops
+            # any retry of the SDK's own.
             http_options: dict[str, Any] = {"timeout": int(self._timeout * 1000),
+                                            "retry_options": {"attempts": 1},
                                             "async_client_args": {"transport": _httpx_transport()}}
             if self._base_url:
                 http_options["base_url"] = self._base_url

@@ -1,73 +1,132 @@
-"""Prices and the cost of a call (DESIGN §8).
+"""Prices and the cost of a call (DESIGN §8): never a silent $0.
 
-Prices are USD per million tokens. The bundled table covers every model named in
-DESIGN.md, the README and the shipped examples; a project's ``prices:`` in agac.yml
-overrides or extends it (keys ``provider/model``). ``mock/*`` and ``ollama/*`` cost 0.
-The batch tier applies the provider's discount (50 %); on Groq prompt caching does
-not stack with it, so cached reads in a Groq batch are billed as ordinary input.
+Prices are USD per million tokens, looked up by ``provider/model``, first in a project's
+``prices:`` in agac.yml, then in the maintained price library genai-prices (offline
+data, ~2,300 models, batch and cache prices; Gemini's provider id there is ``google``).
+``mock/*`` and ``ollama/*`` (local) cost 0. Any other model is *unpriced*: its calls
+cost 0 in the ledger, ``agac run`` and ``agac validate`` warn at start, ``agac cost``
+marks it, and a budget on it is refused (``unpriced_model``) unless agac.yml prices it.
+
+Batch: the library's batch price where it has one; else a project's ``batch_discount``;
+else half the live price, marked *derived* in ``agac cost``. On Groq prompt caching does
+not stack with the batch discount, so cached reads in a derived Groq batch are billed as
+ordinary input. Long-context tiers (a higher rate when a request's input passes a
+threshold, as Anthropic and Gemini price) are kept.
+
+agac's usage counts input *excluding* cached reads and cache writes (DESIGN §5); the
+threshold of a tier is judged on the whole input, as genai-prices does.
+
+Importing genai-prices costs about a third of a second (its data, pydantic), more than
+``agac validate`` may spend starting. So the prices of a model are extracted once and
+kept in a small JSON file per genai-prices data version under the user's cache
+directory (``$AGAC_CACHE_DIR``, else ``$XDG_CACHE_HOME/agac``, else ``~/.cache/agac``);
+later lookups of that model read only the file. The library is imported on a miss.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
+import os
+import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agac.providers.base import Usage
 
-__all__ = ["BUNDLED_PRICES", "Price", "PriceTable", "cost_usd"]
+__all__ = ["Price", "PriceLibrary", "PriceTable", "Rates", "cost_usd", "default_library"]
+
+FREE_PROVIDERS = frozenset({"mock", "ollama"})
+"""Offline and local models: they cost nothing."""
+_LIBRARY_PROVIDER = {"gemini": "google"}
+"""agac provider name -> genai-prices provider id, where they differ."""
 
 
 @dataclass(frozen=True, slots=True)
-class Price:
+class Rates:
+    """USD per million tokens; cached reads and cache writes default to the input rate."""
+
     input: float
     output: float
     cached_input: float | None = None
     cache_write: float | None = None
-    batch_discount: float = 0.5
+
+    def cost(self, usage: Usage, *, cached_as_input: bool = False) -> float:
+        cached = self.input if cached_as_input or self.cached_input is None else self.cached_input
+        write = self.input if self.cache_write is None else self.cache_write
+        return (usage.input_tokens * self.input + usage.cached_tokens * cached
+                + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
 
 
-def _p(i: float, o: float, c: float | None = None, w: float | None = None) -> Price:
-    return Price(input=i, output=o, cached_input=c, cache_write=w)
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A model's prices: live, batch (None: not known), long-context tiers, and where they
+    come from (``agac.yml``, ``genai-prices``, ``free``)."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
+    batch_discount: float | None = None
+    """A project's discount of the batch tier (0-1); wins over a derived half."""
+    batch: Rates | None = None
+    tiers: tuple[tuple[int, Rates, Rates | None], ...] = ()
+    """(input tokens above which, live rates, batch rates), lowest threshold first."""
+    source: str = "agac.yml"
+
+    @property
+    def live(self) -> Rates:
+        return Rates(self.input, self.output, self.cached_input, self.cache_write)
+
+    @property
+    def batch_derived(self) -> bool:
+        """True when a batch call is priced at half the live price for want of a batch price."""
+        return self.source != "free" and self.batch is None and self.batch_discount is None
 
 
-BUNDLED_PRICES: dict[str, Price] = {
-    "openai/gpt-4o-mini": _p(0.15, 0.60, 0.075),
-    "openai/gpt-4o": _p(2.50, 10.00, 1.25),
-    "openai/gpt-4.1": _p(2.00, 8.00, 0.50),
-    "openai/gpt-4.1-mini": _p(0.40, 1.60, 0.10),
-    "openai/gpt-4.1-nano": _p(0.10, 0.40, 0.025),
-    "openai/gpt-5-mini": _p(0.25, 2.00, 0.025),
-    "anthropic/claude-sonnet-4-5": _p(3.00, 15.00, 0.30, 3.75),
-    "anthropic/claude-haiku-4-5": _p(1.00, 5.00, 0.10, 1.25),
-    "anthropic/claude-opus-4-1": _p(15.00, 75.00, 1.50, 18.75),
-    "gemini/gemini-2.5-flash": _p(0.30, 2.50, 0.075),
-    "gemini/gemini-2.5-flash-lite": _p(0.10, 0.40, 0.025),
-    "gemini/gemini-2.5-pro": _p(1.25, 10.00, 0.31),
-    "gemini/gemini-2.0-flash": _p(0.10, 0.40, 0.025),
-    "groq/llama-3.3-70b-versatile": _p(0.59, 0.79),
-    "groq/llama-3.1-8b-instant": _p(0.05, 0.08),
-    "groq/openai/gpt-oss-20b": _p(0.10, 0.50),
-    "groq/openai/gpt-oss-120b": _p(0.15, 0.75),
-}
+FREE = Price(0.0, 0.0, 0.0, 0.0, batch=Rates(0.0, 0.0, 0.0, 0.0), source="free")
 
-_FREE_PROVIDERS = frozenset({"mock", "ollama"})
-_FREE = Price(0.0, 0.0, 0.0, 0.0)
+
+def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "") -> float:
+    """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived)."""
+    live, batch = price.live, price.batch
+    if price.tiers:
+        total_in = usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens
+        for above, tier_live, tier_batch in price.tiers:
+            if total_in > above:
+                live, batch = tier_live, tier_batch
+    if tier != "batch":
+        return live.cost(usage)
+    if batch is not None:
+        return batch.cost(usage)
+    factor = 1.0 - price.batch_discount if price.batch_discount is not None else 0.5
+    # Groq: prompt caching does not stack with the batch discount
+    return live.cost(usage, cached_as_input=provider == "groq") * factor
 
 
 class PriceTable:
-    """Bundled prices overlaid with a project's ``prices:``."""
+    """A project's ``prices:`` over the price library; mock and local models are free."""
 
-    def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
-        self._prices = dict(BUNDLED_PRICES)
-        for model, value in (overrides or {}).items():
-            self._prices[model] = _coerce(value)
+    def __init__(self, overrides: Mapping[str, Any] | None = None,
+                 library: PriceLibrary | None = None) -> None:
+        self._overrides = {model: _coerce(value) for model, value in (overrides or {}).items()}
+        self._library = library
+        self._memo: dict[str, Price | None] = {}
 
     def get(self, model: str) -> Price | None:
-        price = self._prices.get(model)
-        if price is None and model.split("/", 1)[0] in _FREE_PROVIDERS:
-            return _FREE
+        try:
+            return self._memo[model]
+        except KeyError:
+            pass
+        price = self._overrides.get(model)
+        provider, _, name = model.partition("/")
+        if price is None and provider in FREE_PROVIDERS:
+            price = FREE
+        if price is None and name:
+            price = (self._library or default_library()).lookup(provider, name)
+        self._memo[model] = price
         return price
 
     def known(self, model: str) -> bool:
@@ -75,41 +134,185 @@ class PriceTable:
 
     def cost(self, model: str, usage: Usage, tier: str = "live") -> float:
         price = self.get(model)
-        if price is None or price is _FREE:
+        if price is None or price is FREE:
             return 0.0
-        return cost_usd(price, usage, tier, provider=model.split("/", 1)[0])
+        return cost_usd(price, usage, tier, provider=model.partition("/")[0])
+
+    def status(self, model: str, tier: str = "live") -> str | None:
+        """``unpriced`` (no price: its cost shows as 0), ``derived`` (a batch call at
+        half the live price), or None."""
+        price = self.get(model)
+        if price is None:
+            return "unpriced"
+        if tier == "batch" and price.batch_derived:
+            return "derived"
+        return None
 
 
 def _coerce(value: Any) -> Price:
     if isinstance(value, Price):
         return value
-    data = value if isinstance(value, Mapping) else dataclasses.asdict(value)
-    return Price(
-        input=float(data.get("input") or 0.0),
-        output=float(data.get("output") or 0.0),
-        cached_input=_opt(data.get("cached_input")),
-        cache_write=_opt(data.get("cache_write")),
-        batch_discount=float(data.get("batch_discount", 0.5) if data.get("batch_discount") is not None else 0.5),
-    )
+    data = value if isinstance(value, Mapping) else {
+        k: getattr(value, k, None)
+        for k in ("input", "output", "cached_input", "cache_write", "batch_discount")}
+    return Price(input=float(data.get("input") or 0.0), output=float(data.get("output") or 0.0),
+                 cached_input=_opt(data.get("cached_input")),
+                 cache_write=_opt(data.get("cache_write")),
+                 batch_discount=_opt(data.get("batch_discount")), source="agac.yml")
 
 
 def _opt(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "") -> float:
-    """USD for ``usage`` at ``price``; ``tier='batch'`` applies the batch discount."""
-    cached_rate = price.cached_input if price.cached_input is not None else price.input
-    write_rate = price.cache_write if price.cache_write is not None else price.input
-    factor = 1.0
-    if tier == "batch":
-        factor = 1.0 - price.batch_discount
-        if provider == "groq":
-            cached_rate = price.input  # Groq: caching does not stack with the batch discount
-    total = (
-        usage.input_tokens * price.input
-        + usage.cached_tokens * cached_rate
-        + usage.cache_write_tokens * write_rate
-        + usage.output_tokens * price.output
-    )
-    return total * factor / 1_000_000
+# -- the price library ------------------------------------------------------------------------
+
+
+class PriceLibrary:
+    """Prices from genai-prices, kept per model in a JSON file per data version."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._cache_dir = cache_dir
+        self._lock = threading.Lock()
+        self._entries: dict[str, Any] | None = None
+        self._file: Path | None = None
+        self._version: str | None = None
+
+    def lookup(self, provider: str, model: str) -> Price | None:
+        key = f"{provider}/{model}"
+        with self._lock:
+            entries = self._load()
+            if key not in entries:
+                entries[key] = _extract(provider, model)
+                self._save(entries)
+            entry = entries[key]
+        return _price_from_json(entry) if entry is not None else None
+
+    def _load(self) -> dict[str, Any]:
+        if self._entries is None:
+            self._entries = {}
+            path = self._path()
+            if path is not None:
+                try:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                    if isinstance(data, dict):
+                        self._entries = data
+                except (OSError, ValueError):
+                    pass
+        return self._entries
+
+    def _save(self, entries: dict[str, Any]) -> None:
+        path = self._path()
+        if path is None:
+            return
+        try:  # a cache: any failure only costs the next process a lookup
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".prices-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(entries, f, separators=(",", ":"), sort_keys=True)
+            os.replace(tmp, path)
+        except OSError:
+            return
+
+    def _path(self) -> Path | None:
+        if self._file is None:
+            version = _library_version()
+            if version is None:
+                return None
+            base = self._cache_dir or _cache_home()
+            self._file = base / f"prices-{version}.json"
+        return self._file
+
+
+_DEFAULT: PriceLibrary | None = None
+
+
+def default_library() -> PriceLibrary:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = PriceLibrary()
+    return _DEFAULT
+
+
+def _cache_home() -> Path:
+    explicit = os.environ.get("AGAC_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "agac"
+
+
+def _library_version() -> str | None:
+    """The installed genai-prices data's identity (size and time of its data file), found
+    without importing it; None when it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("genai_prices")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    data = Path(next(iter(spec.submodule_search_locations))) / "data.py"
+    try:
+        st = data.stat()
+    except OSError:
+        return None
+    return f"{st.st_size:x}-{st.st_mtime_ns:x}"
+
+
+def _extract(provider: str, model: str) -> dict[str, Any] | None:
+    """A model's rates from genai-prices (imported here), as JSON; None when unknown."""
+    try:
+        import genai_prices
+    except ImportError:
+        return None
+    pid = _LIBRARY_PROVIDER.get(provider, provider)
+    zero = genai_prices.Usage(input_tokens=0, output_tokens=0)
+    try:
+        live = genai_prices.calc_price(zero, model, provider_id=pid).model_price
+        batch = genai_prices.calc_price(zero, model, provider_id=pid,
+                                        price_context={"processing": "batch"}).model_price
+    except (LookupError, ValueError):
+        return None
+    keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
+    live_rates = {k: getattr(live, k, None) for k in keys}
+    if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
+        return None  # priced by something other than tokens (images, audio, requests)
+    batch_rates = {k: getattr(batch, k, None) for k in keys}
+    return {"live": {k: _rate_json(v) for k, v in live_rates.items()},
+            "batch": ({k: _rate_json(v) for k, v in batch_rates.items()}
+                      if batch_rates != live_rates else None)}
+
+
+def _rate_json(value: Any) -> Any:
+    """A Decimal as a float; tiered prices as [base, [[above, price], ...]]."""
+    if value is None:
+        return None
+    tiers = getattr(value, "tiers", None)
+    if tiers is not None:
+        return [float(value.base), [[int(t.start), float(t.price)] for t in tiers]]
+    return float(value)
+
+
+def _price_from_json(entry: dict[str, Any]) -> Price:
+    live, batch = entry["live"], entry.get("batch")
+    thresholds = sorted({above for rates in (live, batch or {}) for v in rates.values()
+                         if isinstance(v, list) for above, _ in v[1]})
+
+    def rates(raw: dict[str, Any], above: int | None) -> Rates:
+        def at(key: str) -> float | None:
+            v = raw.get(key)
+            if not isinstance(v, list):
+                return None if v is None else float(v)
+            price = float(v[0])
+            for start, p in v[1]:
+                if above is not None and above >= start:
+                    price = float(p)
+            return price
+        return Rates(at("input_mtok") or 0.0, at("output_mtok") or 0.0,
+                     at("cache_read_mtok"), at("cache_write_mtok"))
+
+    base = rates(live, None)
+    return Price(base.input, base.output, base.cached_input, base.cache_write,
+                 batch=rates(batch, None) if batch else None,
+                 tiers=tuple((above, rates(live, above), rates(batch, above) if batch else None)
+                             for above in thresholds),
+                 source="genai-prices")

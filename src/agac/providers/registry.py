@@ -19,6 +19,7 @@ from agac.errors import ConfigError, Problem
 
 __all__ = [
     "available_providers",
+    "credential_env_names",
     "credentials_missing",
     "provider_class",
     "provider_transports",
@@ -79,3 +80,16 @@ def credentials_missing(cls: Any, configured_key: str | None = None) -> list[str
     if any(os.environ.get(n) for n in names):
         return []
     return list(names)
+
+
+def credential_env_names() -> list[str]:
+    """Every registered provider's credential variables (for redaction); a provider
+    whose adapter cannot be loaded contributes none."""
+    names: list[str] = []
+    for name in available_providers():
+        try:
+            cls = provider_class(name)
+        except (ImportError, ConfigError, AttributeError):
+            continue
+        names += [str(n) for n in getattr(cls, "credential_env", ()) or ()]
+    return names

@@ -16,17 +16,21 @@ import sqlalchemy as sa
 from agac.store import tables as t
 from agac.store.core import StoreCore
 from agac.store.runs import Tenants, tenant_condition
-from agac.store.values import OPEN_BATCH_STATES
+from agac.store.values import OPEN_BATCH_STATES, BatchState
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["OPEN_BATCH_STATES", "BatchRepository", "ItemResult", "staged_by", "staged_key",
+__all__ = ["BATCH_NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "ItemResult", "staged_by", "staged_key",
            "staged_prefix", "write_item_results"]
 
 ItemResult = tuple[str, str, str, "str | None", "str | None"]
 """(batch key, custom_id, status, reason, detail) of one item read from a batch."""
 
+BATCH_NOT_CANCELLED: BatchState = "not_cancelled"
+"""A batch agac gave up (``--fresh``, ``agac cancel``, no longer needed) whose cancel the
+provider refused or did not answer: it may still run and be billed; nothing is read
+from it."""
 _CHUNK = 1000
 
 

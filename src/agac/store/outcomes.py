@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from agac.store import tables as t
 from agac.store.batches import ItemResult, write_item_results
 from agac.store.core import StoreCore
+from agac.store.marks import price_unknown, write_marks
 from agac.store.values import NOT_CARRIED
 
 if TYPE_CHECKING:
@@ -140,12 +141,24 @@ class OutcomeRepository(StoreCore):
         # Skips that only say a run stopped early are not outcomes to carry: those units
         # are asked (or adopted from the batches still out) by the new run.
         sel = sel.where(sa.not_(sa.and_(o.c.status == "skipped", o.c.reason.in_(NOT_CARRIED))))
+        uncarried = self.failures_not_carried(src)
+        if uncarried:
+            sel = sel.where(sa.not_(sa.and_(o.c.status == "failed", o.c.reason.in_(uncarried))))
         cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
                 "fingerprint", "output", "attempts", "updated_at"]
         with self._write("carry outcomes over") as conn:
             n = conn.execute(o.insert().from_select(cols, sel)).rowcount
             self._copy_fanouts(conn, src, dst)
             return n
+
+    def failures_not_carried(self, run_id: str) -> tuple[str, ...]:
+        """Failure reasons of ``run_id`` a new run does not carry over (R1 c): the batches
+        ``agac cancel`` cancelled at the provider (``batch_cancelled`` in a run that ended
+        ``cancelled``) failed because of the cancel itself, so the next ``agac run``
+        starts over on those units, as it does on the units the cancel skipped."""
+        with self._read() as conn:
+            state = conn.execute(sa.select(t.runs.c.state).where(t.runs.c.id == run_id)).scalar()
+        return ("batch_cancelled",) if state == "cancelled" else ()
 
     def count_action_outcomes_between(self, run_id: str, action: str, lo: int, hi: int) -> int:
         o = t.outcomes
@@ -278,17 +291,25 @@ class OutcomeRepository(StoreCore):
         batch_items: Sequence[dict[str, Any]] = (),
         fanouts: Sequence[dict[str, Any]] = (),
         item_results: Sequence[ItemResult] = (),
+        marks: Sequence[dict[str, Any]] = (),
+        priced: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write one group of progress atomically, after checking the fencing token.
         Answers, tool results, usage and batch items carry their run's ``tenant``.
         ``item_results`` (what was read for batch items) commit with the answers and usage
-        they ledger: a crash never leaves one without the other."""
+        they ledger: a crash never leaves one without the other. ``marks`` are dispatch
+        mark rows (S1) written before the units they list are sent; ``priced`` gives
+        ``unknown`` usage rows of a fingerprint real usage (store/marks.py)."""
         with self._write("write a checkpoint") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
+            if marks:
+                write_marks(self, conn, marks)
             self._bulk(conn, t.answers, answers, "ON CONFLICT DO NOTHING")
             self._bulk(conn, t.tool_results, tool_results, "ON CONFLICT DO NOTHING")
             self._bulk(conn, t.usage, usage)
+            if priced:
+                price_unknown(conn, priced)
             self._bulk(conn, t.outcomes, outcomes)
             self._bulk(conn, t.events, events)
             self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
@@ -318,6 +339,17 @@ class OutcomeRepository(StoreCore):
                 ).all()
             )
 
+    def first_failure(self, run_id: str, action: str, reason: str) -> Row | None:
+        """The first unit (in input order) of ``action`` that failed ``reason``."""
+        o = t.outcomes
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(o.c.unit_key, o.c.detail)
+                .where(o.c.run_id == run_id, o.c.action == action, o.c.status == "failed",
+                       o.c.reason == reason)
+                .order_by(o.c.seq, o.c.unit_key).limit(1)
+            ).first()
+
     def outcome_counts(self, run_id: str) -> list[Row]:
         """(action, status, reason, origin, n) groups of a run's outcomes."""
         o = t.outcomes
@@ -332,14 +364,16 @@ class OutcomeRepository(StoreCore):
             )
 
     def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
-        """(action, kind, provider, model, tier) groups: calls, tokens, cost."""
+        """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
+        ``unknown`` calls (S1) also how many a later answer priced."""
         u = t.usage
         with self._read() as conn:
             return list(
                 conn.execute(
                     sa.select(
-                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
+                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
                         sa.func.count().label("calls"),
+                        sa.func.sum(sa.case((u.c.status == "priced", 1), else_=0)).label("priced"),
                         sa.func.sum(u.c.input_tokens).label("input_tokens"),
                         sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
                         sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),
@@ -347,7 +381,9 @@ class OutcomeRepository(StoreCore):
                         sa.func.sum(u.c.cost_usd).label("cost_usd"),
                     )
                     .where(u.c.run_id.in_(list(run_ids)))
-                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier)
+                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin)
+                    .order_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
+                              u.c.origin.is_not(None))
                 ).all()
             )
 

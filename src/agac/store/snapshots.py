@@ -93,3 +93,12 @@ class SnapshotRepository(StoreCore):
                     t.records.c.snapshot_id == snapshot_id, t.records.c.key == key
                 ).order_by(t.records.c.seq)
             ).first()
+
+    def keys_need_escaping(self, snapshot_id: str) -> bool:
+        """Whether a record key of the snapshot holds ``/`` or ``%`` (agac/keys.py)."""
+        r = t.records
+        with self._read() as conn:
+            return conn.execute(
+                sa.select(r.c.seq).where(r.c.snapshot_id == snapshot_id, sa.or_(
+                    r.c.key.contains("/", autoescape=True), r.c.key.contains("%", autoescape=True)))
+                .limit(1)).first() is not None

@@ -150,9 +150,14 @@ usage = sa.Table(
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("fingerprint", sa.String(64), nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
+    # "unknown": a call that may have been sent but whose outcome never reached the store
+    # (a kill, a failed checkpoint), counted at its worst case (S1, DESIGN §8); status
+    # "unknown" until a later answer to the same request gives it real usage ("priced").
+    sa.Column("origin", sa.String(8), nullable=True),
     _tenant(),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
+sa.Index("ix_usage_unknown", usage.c.origin, usage.c.status)
 sa.Index("ix_usage_unit", usage.c.run_id, usage.c.unit_key)
 
 events = sa.Table(
@@ -352,6 +357,19 @@ rate_events = sa.Table(
 )
 sa.Index("ix_rate_events_key_at", rate_events.c.key, rate_events.c.at)
 
+# -- dispatch marks (migration 0007) --------------------------------------------------
+
+dispatch_marks = sa.Table(
+    "dispatch_marks",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("shard", sa.String(500), primary_key=True),
+    # JSON list of [unit key, fingerprint, input tokens, output tokens, worst-case USD]:
+    # the units that may have been sent and have no durable outcome yet (S1).
+    sa.Column("units", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
 # -- people: users, their groups, API tokens, web sessions (migration 0008) ----------------
 # Secrets never enter the store in the clear: a password is an Argon2 hash, a token and a
 # session id are SHA-256 hashes of random values the user alone holds (DESIGN §13 T1).

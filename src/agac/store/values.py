@@ -52,8 +52,8 @@ NOT_CARRIED: tuple[Reason, ...] = ("batch_outstanding", "cancelled", "deadline",
 """Skips that only say a run stopped early: a later run asks those units again."""
 
 BatchState = Literal["submitting", "unknown", "submitted", "running", "cancelling", "ended",
-                     "collected", "refused", "expired", "cancelled", "abandoned", "not_submitted",
-                     "failed"]
+                     "collected", "refused", "expired", "cancelled", "abandoned", "not_cancelled",
+                     "not_submitted", "failed"]
 OPEN_BATCH_STATES: tuple[BatchState, ...] = ("submitting", "unknown", "submitted", "running",
                                              "cancelling", "ended")
 """A batch in these states still owes its items an answer (``ended`` = not yet read)."""
@@ -95,6 +95,9 @@ class RunSettings:
     deadline_at: float | None = None
     spent_before: Spent = Spent()
     pruned: float | None = None
+    unit_keys: str | None = None
+    """``escaped`` when the run's unit keys escape record keys (agac/keys.py); a run
+    admitted before that wrote keys holding ``/`` or ``%`` as they were."""
 
     @classmethod
     def from_json(cls, text: str | None) -> RunSettings:
@@ -106,7 +109,7 @@ class RunSettings:
                    budget=Budget(budget.get("usd"), budget.get("tokens")) if budget else None,
                    deadline_at=d.get("deadline_at"),
                    spent_before=Spent(float(spent.get("usd", 0.0)), int(spent.get("tokens", 0))),
-                   pruned=d.get("pruned"))
+                   pruned=d.get("pruned"), unit_keys=d.get("unit_keys"))
 
     def to_json(self) -> str:
         d: dict[str, Any] = {"limit": self.limit, "prior": self.prior, "overrides": self.overrides}
@@ -118,6 +121,8 @@ class RunSettings:
             d["spent_before"] = {"usd": self.spent_before.usd, "tokens": self.spent_before.tokens}
         if self.pruned is not None:
             d["pruned"] = self.pruned
+        if self.unit_keys is not None:
+            d["unit_keys"] = self.unit_keys
         return dumps(d)
 
     def pruned_at(self, when: float) -> RunSettings:

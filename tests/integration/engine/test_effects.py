@@ -229,3 +229,33 @@ def test_s3_a_process_that_lost_its_run_starts_no_effect_and_records_no_receipt(
     assert [c["record"] for c in calls(project)] == ["r00000"]
     effects = api.effects_list("fx", project)
     assert [(e["record"], e["state"]) for e in effects] == [("r00000", "started")]
+
+
+def test_effect_sys_exit_fails_unit_effect_failed(project: Path) -> None:
+    """A tool with an effect is user code too: sys.exit fails its unit, the run goes on."""
+    data = rows(3)
+    data[1]["text"] = "boom"
+    make_fx(project, data=data)
+    tools = project / "tools" / "fx.py"
+    tools.write_text(tools.read_text().replace('raise ValueError("the mail server said no")',
+                                               "import sys; sys.exit(3)"))
+    s = run(project, "fx").summary
+    assert s["state"] == "partial"
+    assert s["actions"]["send"]["reasons"] == {"effect_failed": 1}
+    failed = [e for e in api.effects_list("fx", project) if e["state"] == "failed"]
+    assert [e["error"] for e in failed] == ["SystemExit: 3"]
+
+
+def test_compensation_sys_exit_is_refused_not_fatal(project: Path) -> None:
+    make_fx(project)
+    tools = project / "tools" / "fx.py"
+    tools.write_text(tools.read_text().replace(
+        '    return {"recalled"',
+        '    if __import__("os").path.exists("exit.flag"):\n        raise SystemExit(4)\n'
+        '    return {"recalled"'))
+    run(project, "fx")
+    effect = api.effects_list("fx", project)[0]
+    (project / "exit.flag").write_text("")
+    with pytest.raises(RefusedError, match="raised SystemExit: 4; the effect is unchanged"):
+        api.effects_compensate(effect["id"], project)
+    assert api.effects_list("fx", project)[0]["state"] == "succeeded"

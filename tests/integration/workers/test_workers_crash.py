@@ -90,3 +90,43 @@ def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(tmp_path: Path, fr
         ended = query(fresh_pg_database,
                       "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'", run_id)
         assert ended[0][0] == 1  # exactly one final state, written once
+
+
+ONLINE = """
+name: lost
+input: {path: data/, id_field: id}
+defaults: {model: openai/gpt-4o-mini, max_tokens: 64, max_concurrency: 8}
+actions:
+  - name: ask
+    prompt: "Say {{ source.text }}"
+"""
+
+
+def test_s1_dispatch_mark_counts_calls_a_sigkilled_worker_lost(tmp_path: Path,
+                                                               fresh_pg_database: str) -> None:
+    """Worker mode: the worker that claims a killed worker's shard counts the calls that
+    were in flight there (S1, §8): emulator ≤ ledger ≤ emulator + the marks' width."""
+    import time
+
+    write_project(tmp_path, ONLINE, workflow_file="lost.yml",
+                  data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"t{j}"} for j in range(400)]})
+    with RunningEmulator(latency_ms=200) as emu:
+        env = {**emu.env(), "AGAC_STORE": fresh_pg_database}
+        run_id = json.loads(agac(tmp_path, env, "submit", "lost", "--json").stdout)["run_id"]
+        args = ("--concurrency", "8", "--lease-ttl", "3", "--poll", "0.5", "--exit-when-done")
+        doomed = start_worker(tmp_path, env, *args)
+        deadline = time.monotonic() + 120
+        while emu.stats()["requests"].get("openai", {}).get("chat", 0) < 60:
+            assert time.monotonic() < deadline and doomed.poll() is None, log_of(doomed)[-2000:]
+            time.sleep(0.01)
+        doomed.send_signal(signal.SIGKILL)
+        doomed.communicate(timeout=30)
+        finish(start_worker(tmp_path, env, *args), timeout=240)
+
+        assert status(tmp_path, env, run_id)["state"] == "succeeded"
+        sent = emu.stats()["requests"]["openai"]["chat"]
+        cost = json.loads(agac(tmp_path, env, "cost", run_id, "--json").stdout)
+        ledger = sum(r["calls"] for r in cost["rows"])
+        unknown = [r for r in cost["rows"] if r["origin"] == "unknown"]
+        assert sent <= ledger <= sent + 2 * 3 * 8, (sent, cost)  # two shards held, 3 x 8 each
+        assert unknown and all(r["priced_by_a_later_answer"] == r["calls"] for r in unknown)

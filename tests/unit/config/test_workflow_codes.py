@@ -334,15 +334,15 @@ def test_r5_budget_is_validated(wf) -> None:
     assert codes == ["invalid_value", "invalid_value", "unknown_key"]
 
 
-def test_r5_a_model_without_a_price_is_an_error_with_a_budget(wf) -> None:
+def test_r5_unpriced_model_is_an_error_with_a_budget(wf) -> None:
     from agac.providers.pricing import PriceTable
 
     known = PriceTable().known
     snippet = "  - {name: a, model: openai/no-such-model, prompt: x}\n"
     warned = wf.check(BASE + snippet, price_lookup=known)
-    assert [p.severity for p in warned.problems if p.code == "unknown_price"] == ["warning"]
+    assert [p.severity for p in warned.problems if p.code == "unpriced_model"] == ["warning"]
     refused = wf.check("budget: {usd: 5}\n" + BASE + snippet, price_lookup=known)
-    assert [p.severity for p in refused.problems if p.code == "unknown_price"] == ["error"]
+    assert [p.severity for p in refused.problems if p.code == "unpriced_model"] == ["error"]
 
 
 def test_batch_from_the_action_defaults_or_the_run(wf) -> None:
@@ -419,11 +419,11 @@ def test_guard_reads_missing_field_is_a_warning(wf) -> None:
     assert checked.workflow is not None  # warnings do not stop a workflow
 
 
-def test_unknown_price_warning_uses_lookup(wf) -> None:
+def test_unpriced_model_warning_uses_lookup(wf) -> None:
     text = BASE + "  - {name: a, model: mock/m, prompt: x}\n  - {name: b, model: openai/zz," \
         " prompt: x}\n"
     checked = wf.check(text, price_lookup=lambda model: False, check_credentials=False)
-    p = checked.one("unknown_price")
+    p = checked.one("unpriced_model")
     assert p.severity == "warning" and p.line == 4
     assert not wf.check(text, price_lookup=lambda m: True, check_credentials=False).problems
 

@@ -37,7 +37,10 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, effect_id, invoke_tool, tool_output
 from agac.errors import NotFound, RefusedError
 from agac.jsontext import dumps
+from agac.providers.registry import credential_env_names
+from agac.redaction import Redactor
 from agac.store.effects import UNSETTLED_EFFECT_STATES
+from agac.usercode import describe, fails_only_its_unit
 
 if TYPE_CHECKING:
     from agac.config.project import Project
@@ -118,9 +121,11 @@ class Effects:
             value = await invoke_tool(rt.function, json.loads(inputs_json), tool_ctx)
             maybe_crash("effect_called")  # it happened; the receipt is not recorded yet
             output = tool_output(rt, value)
-        except Exception as exc:  # noqa: BLE001 - the effect failed: its unit fails, no retry
-            detail = exc.detail if isinstance(exc, Fail) else f"{type(exc).__name__}: {exc}"
-            tb = traceback.format_exc()
+        except BaseException as exc:  # the effect failed: its unit fails, no retry
+            if not fails_only_its_unit(exc):
+                raise
+            detail = self.out.redact(exc.detail if isinstance(exc, Fail) else describe(exc))
+            tb = self.out.redact(traceback.format_exc())
             await self.gateway.call(self.store.update_effect, key, state="failed", error=detail,
                                     lease=self.gateway.fence)
             await self.out.record_tool(rt, rec, 1, started, tb, input_hash)
@@ -201,10 +206,13 @@ def compensate_effect(project: Project, store: Store, ref: str, *,
               "receipt": json.loads(row.receipt) if row.receipt is not None else None}
     try:
         result = asyncio.run(invoke_tool(fn, inputs, ctx))
-    except Exception as exc:
-        store.update_effect(row.key, resolution=dumps({"compensation_failed": f"{type(exc).__name__}: {exc}",
+    except BaseException as exc:  # user code: never ends agac (KeyboardInterrupt does)
+        if not fails_only_its_unit(exc):
+            raise
+        said = Redactor.from_environment(credential_env_names())(describe(exc))
+        store.update_effect(row.key, resolution=dumps({"compensation_failed": said,
                                                        "at": store.clock.time()}))
-        raise RefusedError(f"the compensation {row.compensate} raised {type(exc).__name__}: {exc}; "
+        raise RefusedError(f"the compensation {row.compensate} raised {said}; "
                            "the effect is unchanged") from exc
     store.update_effect(row.key, state="compensated",
                         resolution=dumps({"compensation": result, "at": store.clock.time()}))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from agac.engine.interrupts import StopSignal
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.outcomes.writer import OutcomeWriter, Progress
@@ -26,7 +27,7 @@ class Pacer(Protocol):
     """A submission window (``batch_submissions_per_minute``, B12): in this process, or
     shared by every worker through the store."""
 
-    async def acquire(self, tokens: int) -> float: ...
+    async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None: ...
 
 
 @dataclass

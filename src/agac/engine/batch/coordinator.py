@@ -61,6 +61,8 @@ class BatchCoordinator:
         intervals = [rt.action.poll_interval or 300.0 for rt in self.batch_rts]
         report.poll_interval = min(intervals) if intervals else 300.0
         for rt in self.batch_rts:
+            if ctx.control.stopping:
+                break  # Ctrl-C: nothing new is sent, polled or read; the next run goes on
             await self.submitter.recover_intents(rt, report)
             all_sent = await self.submitter.submit_ready_files(rt, report)
             if rt.name in ctx.refused_actions:

@@ -13,9 +13,10 @@ from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import NotFound, RefusedError, UsageError
-from agac.jsontext import loads
+from agac.jsontext import dumps, loads
 from agac.providers.base import BatchHandle
 from agac.providers.factory import open_providers
+from agac.store.batches import BATCH_NOT_CANCELLED
 from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
     if not batches:
         return notes, units
     providers = open_providers({b.provider for b in batches}, project.config)
+    refused: dict[str, str] = {}
 
     async def cancel_all() -> None:
         for b in batches:
@@ -142,8 +144,8 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
                 try:
                     await providers[b.provider].cancel_batch(
                         BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
-                except Exception:  # noqa: BLE001 - given up either way; nothing is read from it
-                    pass
+                except Exception as exc:  # noqa: BLE001 - given up either way; said below
+                    refused[b.key] = str(exc) or type(exc).__name__
         for p in providers.values():
             await p.aclose()
 
@@ -151,9 +153,29 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
     for b in batches:
         units |= {(i.action, i.unit_key) for i in store.iter_batch_items(b.key) if i.status == "pending"}
         store.fail_open_items(b.key, "failed", reason, why)
+        if b.key in refused:
+            notes.append(_not_cancelled(store, b, why, refused[b.key]))
+            continue
         store.update_batch(b.key, state=state, error=why)
         notes.append(f"cancelled batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
     return notes, units
+
+
+def _not_cancelled(store: Store, b: Any, why: str, error: str) -> str:
+    """Given up here, but it may still run at the provider and be billed: say so where a
+    person looks (the batch's state and error, an event, the notes). The note."""
+    name = b.provider_batch_id or b.key
+    store.update_batch(b.key, state=BATCH_NOT_CANCELLED,
+                       error=f"{why}; the provider did not cancel it ({error}): it may still "
+                             f"run and be billed — cancel {name} in the provider's console")
+    store.checkpoint(lease=None, events=[{
+        "run_id": b.run_id, "kind": "batch_not_cancelled", "action": b.action,
+        "unit_key": None, "created_at": store.clock.time(),
+        "data": dumps({"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file,
+                       "error": error})}])
+    return (f"could not cancel batch {name} for {b.file} ({b.action}) at the provider: "
+            f"{error}; it may still run and be billed — cancel it in the provider's console "
+            f"(`agac batch list` shows it {BATCH_NOT_CANCELLED})")
 
 
 def abandon_batches(project: Project, store: Store, workflow: str, why: str, *,

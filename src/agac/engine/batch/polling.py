@@ -17,7 +17,7 @@ from agac.engine.batch.ingest import ingest_batch
 from agac.errors import ProviderError
 from agac.jsontext import loads
 from agac.providers.base import BatchHandle
-from agac.store.batches import OPEN_BATCH_STATES
+from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -48,17 +48,30 @@ class Poller:
                 continue
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
                 continue
+            not_cancelled = None
             try:
                 await rt.provider.cancel_batch(
                     BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {}))
-            except ProviderError:
-                pass  # gone already; nothing of it is read either way
+            except ProviderError as exc:
+                not_cancelled = str(exc)  # nothing of it is read either way; said below
             await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_abandoned",
-                             "no longer needed by the workflow (B0)")
+                                "no longer needed by the workflow (B0)")
+            await self._given_up(rt, b, not_cancelled)
+
+    async def _given_up(self, rt: ActionRuntime, b: Any, not_cancelled: str | None) -> None:
+        """An unneeded batch is abandoned; one whose cancel the provider refused is
+        ``not_cancelled`` (it may still run and be billed), with an event saying so."""
+        if not_cancelled is None:
             await self.ctx.call(self.ctx.store.update_batch, b.key, state="abandoned",
-                             error="no longer needed (B0)")
+                                error="no longer needed (B0)")
             await self.ctx.event("batch_cancelled_unneeded", rt.name, batch_id=b.provider_batch_id,
-                              file=b.file)
+                                 file=b.file)
+            return
+        await self.ctx.call(self.ctx.store.update_batch, b.key, state=BATCH_NOT_CANCELLED,
+                            error=f"no longer needed (B0); the provider did not cancel it "
+                                  f"({not_cancelled}): it may still run and be billed")
+        await self.ctx.event("batch_not_cancelled", rt.name, batch_id=b.provider_batch_id,
+                             file=b.file, error=not_cancelled)
 
     async def poll_and_collect(self, rt: ActionRuntime, report: StepReport) -> None:
         seen: list[str] = []
@@ -71,6 +84,8 @@ class Poller:
     async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
         for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
                                      tenants=self.ctx.tenants, open_only=True, action=rt.name):
+            if self.ctx.control.stopping:
+                return
             if b.state in ("submitting", "unknown") or self.ctx.only_file not in (None, b.file):
                 continue
             handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {})

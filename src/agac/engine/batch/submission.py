@@ -67,6 +67,8 @@ class Submitter:
 
     def __init__(self, ctx: BatchContext) -> None:
         self.ctx = ctx
+        self._refused: dict[tuple[str, str], str] = {}
+        """(action, file) -> why the provider refused its batch, in this invocation."""
 
     async def submit_ready_files(self, rt: ActionRuntime, report: StepReport) -> bool:
         """Submit each file whose units are all accounted for; True when every file is out
@@ -99,7 +101,7 @@ class Submitter:
                     report.progressed = True
         if refused:
             await self.ctx.call(self.ctx.store.set_action_state, self.ctx.run_id, rt.name, "failed",
-                             f"batch refused for {', '.join(refused)}")
+                                self._refusal(rt.name, refused))
             self.ctx.refused_actions.add(rt.name)
         return all_sent
 
@@ -114,11 +116,23 @@ class Submitter:
         await self.ctx.gateway.durable()  # S1: the intents are stored before anything is sent
         refused = False
         for row, _ in parts:
+            if self.ctx.control.stopping:
+                await self._not_sent(row["key"])  # Ctrl-C between two parts of a file
+                continue
             if self.ctx.budget is not None and row["key"] in held:
                 self.ctx.budget.hold(row["key"], held[row["key"]])
             outcome = await self._submit(rt, row["key"], report)
             refused = refused or outcome == "refused"
         return not refused
+
+    async def _not_sent(self, key: str) -> None:
+        """The run stopped before this intent was sent: the provider certainly does not
+        have it, so its items go back to being sent by the next run (no B2 recovery)."""
+        await self.ctx.call(self.ctx.store.fail_open_items, key, "not_submitted", "not_submitted",
+                            "the run stopped before it was sent")
+        await self.ctx.call(self.ctx.store.update_batch, key, state="not_submitted",
+                            ended_at=self.ctx.control.clock.time(),
+                            error="not submitted: the run stopped")
 
     async def _reserve_parts(self, rt: ActionRuntime, staged: str,
                              parts: list[tuple[dict[str, Any], list[str]]], report: StepReport,
@@ -182,12 +196,14 @@ class Submitter:
         return out
 
     async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
-        """Send one intent; returns submitted | refused | unknown."""
+        """Send one intent; returns submitted | refused | unknown | stopped."""
         batch = await self.ctx.call(self.ctx.store.get_batch, key)
         pacer = self.ctx.pacer(rt.action.provider or "")
+        stop = self.ctx.control.stop_signal
         while True:
-            if pacer is not None:
-                await pacer.acquire(1)
+            if pacer is not None and await pacer.acquire(1, stop=stop) is None:
+                await self._not_sent(key)
+                return "stopped"
             requests = (request_from_json(i.request, i.custom_id)
                         for i in self.ctx.store.iter_batch_items(key))
             maybe_crash("before_submit")
@@ -197,7 +213,9 @@ class Submitter:
             except WaitError as exc:
                 await self.ctx.event("waiting", rt.name, reason="provider_limit", batch=key,
                                   seconds=exc.retry_after)
-                await self.ctx.control.clock.sleep(exc.retry_after or 1.0)
+                if await self.ctx.control.sleep(exc.retry_after or 1.0):
+                    await self._not_sent(key)  # Ctrl-C while the provider asked us to wait
+                    return "stopped"
                 continue
             except RetryableError as exc:
                 await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=str(exc))
@@ -219,7 +237,17 @@ class Submitter:
         await self.ctx.event("awaiting", rt.name, batch_id=handle.id, file=file,
                           poll_interval=rt.action.poll_interval)
 
+    def _refusal(self, action: str, files: list[str]) -> str:
+        """What a person reads (the run's error, its summary): which files the provider
+        refused and why, and the command that works after fixing it (B2)."""
+        said = "; ".join(f"{f}: {self._refused.get((action, f), 'refused')}" for f in files)
+        return (f"the provider refused the batch of {action} for {said} — fix what it "
+                f"names, then `agac run {self.ctx.workflow}`: a new run sends "
+                f"{'that file' if len(files) == 1 else 'those files'} again and adopts the "
+                "batches still out for the others (B0)")
+
     async def _refuse(self, rt: ActionRuntime, key: str, file: str, why: str) -> None:
+        self._refused[(rt.name, file)] = why
         await self.ctx.call(self.ctx.store.update_batch, key, state="refused", error=why, collected_by=self.ctx.run_id)
         await self.ctx.call(self.ctx.store.fail_open_items, key, "failed", "batch_refused",
                          f"the provider refused the batch for {file}: {why}")

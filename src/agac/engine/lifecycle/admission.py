@@ -20,10 +20,10 @@ from agac.engine.lifecycle.leases import release_lease, take_run_lease
 from agac.engine.lifecycle.snapshots import InputSnapshot, current_snapshot_id, snapshot_input
 from agac.errors import RefusedError, UsageError
 from agac.jsontext import loads
+from agac.keys import ESCAPED_KEYS
 from agac.providers.pricing import PriceTable
 from agac.store.runs import RunAlreadyOpen
 from agac.store.values import Budget, RunSettings, Spent
-from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -87,6 +87,11 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
                 f"{workflow.name}` after restoring them, or end it and admit a new run with "
                 f"`agac run {workflow.name} --new` (agac.run(..., new=True))"
             )
+        if older_keys(store, open_run):
+            raise UsageError(
+                f"run {open_run.id} of {workflow.name} was admitted by an older agac, which "
+                "wrote the keys of records holding '/' or '%' unescaped; end it and admit a "
+                f"new run with `agac run {workflow.name} --new` (every answer is reused)")
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
     snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
@@ -96,6 +101,10 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
     return admit_run(project, store, workflow, options, snapshot=snapshot), notes
 
 
+def older_keys(store: Store, run: RunRecord) -> bool:
+    """A run admitted before unit keys were escaped, over records whose keys it wrote
+    differently (they hold ``/`` or ``%``): its outcomes are not continued or copied."""
+    return run.settings.unit_keys != ESCAPED_KEYS and store.keys_need_escaping(run.snapshot_id)
 def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> None:
     """``--new``/``--fresh``: end the open run ``cancelled``, holding its lease so that a
     live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it)."""
@@ -125,7 +134,8 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     if retry_of is None and not options.fresh:
         last = store.latest_run(workflow.name, tenant=options.tenant, final=True)
         prior = last.id if last is not None else None
-    settings = RunSettings(limit=options.limit, prior=prior, overrides=options.overrides)
+    settings = RunSettings(limit=options.limit, prior=prior, overrides=options.overrides,
+                           unit_keys=ESCAPED_KEYS)
     if retry_of is not None:
         settings = _inherited_limits(store, retry_of, settings)
     else:
@@ -204,7 +214,7 @@ def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, 
     either."""
     prior_row = store.get_run(prior)
     if prior_row is None or prior_row.config_hash != workflow.config_hash \
-            or prior_row.snapshot_id != snapshot_id:
+            or prior_row.snapshot_id != snapshot_id or older_keys(store, prior_row):
         return 0
     redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
     redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}

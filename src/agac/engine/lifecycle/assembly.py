@@ -23,6 +23,7 @@ from agac.engine.batch.submission import Submitter, open_reservations
 from agac.engine.batch.units import BatchUnits
 from agac.engine.limits.budget import BudgetGuard
 from agac.engine.limits.rates import RateLimiter
+from agac.engine.outcomes.marks import DispatchMarks, ShardIndex
 from agac.engine.outcomes.writer import OutcomeWriter
 from agac.engine.ports import ShardMemory, UnitContext
 from agac.engine.values import RunControl
@@ -114,6 +115,7 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)
     out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock)
+    out.unpriced = store.unpriced_unknown(run.workflow, tenant=run.tenant)  # §8: calls of unknown outcome
     # Exhausted in one shard is exhausted in all, as in one process: a batch part refused
     # elsewhere must not be staged again here, and again, for ever.
     refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)
@@ -138,12 +140,15 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     effects = Effects(run_id=run.id, workflow=run.workflow, tenant=run.tenant, store=store,
                       gateway=gateway, out=out, control=control)
     memory = ShardMemory()
+    ranges = setup.ranges if setup is not None else shard_ranges(files)
+    # S1: what may have been sent is listed in the store before it is sent
+    marks = DispatchMarks(run.id, gateway, out.prices, ShardIndex(shard_ranges(files)),
+                          clock=store.clock)
     ctx = UnitContext(run_id=run.id, workflow=run.workflow, tenant=run.tenant, fresh=run.fresh,
                       control=control,
                       out=out, lookups=gateway, memory=memory, effects=effects, budget=budget,
-                      batch=units, approvals=approvals)
-    walk = RecordWalk(run_id=run.id, snapshot_id=run.snapshot_id,
-                      ranges=setup.ranges if setup is not None else shard_ranges(files),
+                      batch=units, approvals=approvals, marks=marks)
+    walk = RecordWalk(run_id=run.id, snapshot_id=run.snapshot_id, ranges=ranges,
                       store=store, gateway=gateway, out=out, plan=plan, walker=Walker(plan, ctx),
                       memory=memory, control=control, fresh=run.fresh, prior=prior, batch=units)
     return RunParts(run=run, workflow=workflow, store=store, gateway=gateway, control=control,

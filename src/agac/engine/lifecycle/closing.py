@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.walk.shards import shard_ranges
 from agac.engine.walk.steps import regions_of, unit_keys
 from agac.jsontext import dumps, loads
+from agac.keys import escape
 from agac.store.batches import OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
 
@@ -40,7 +42,11 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
     it, B0), as do the units downstream of it. Units in ``failed_in_batches`` (their
     batch was cancelled at the provider) fail ``batch_cancelled``. Proposals of the run that
     nobody acted on are withdrawn (they can no longer be approved), unless
-    ``keep_proposals`` (``--new``: the next run reuses those still asked, A1)."""
+    ``keep_proposals`` (``--new``: the next run reuses those still asked, A1).
+
+    First, calls that may have been sent and never settled are counted (S1, §8): their
+    units get outcomes below, which would hide them."""
+    account_lost_calls(store, run)
     info = store.snapshot_info(run.snapshot_id)
     config = run.config
     names = [a["name"] for a in config["actions"]]
@@ -56,7 +62,7 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
         records = list(store.iter_records(run.snapshot_id, lo, hi))
         expansions = store.fanouts_between(run.id, lo, hi) if regions is not None else {}
-        out = _units_in_open_batches(store, run, names, [r.key for r in records],
+        out = _units_in_open_batches(store, run, names, [escape(r.key) for r in records],
                                      items=regions is not None)
         rows = []
         for r in records:
@@ -89,7 +95,7 @@ def _units(regions: Regions | None, names: list[str], record_key: str,
            expansions: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
     """(action, unit key) of every unit of one record: its items inside a fan-out."""
     if regions is None:
-        return [(a, record_key) for a in names]
+        return [(a, escape(record_key)) for a in names]
     return [(a, k) for a in names for k in unit_keys(regions, a, record_key, expansions)]
 
 

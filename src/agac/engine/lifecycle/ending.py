@@ -73,6 +73,7 @@ def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
     state = decide_state(summary, store.action_states(run_id),
                          bool(run.config.get("partial_ok", True)), halts)
     store.end_run(run_id, state)
+    store.clear_marks(run_id)  # every unit has its outcome: nothing under a mark is lost
     store.checkpoint(lease=None, events=[run_event(run_id, "run_ended", {
         "state": state, "cost_usd": summary["cost_usd"]}, store.clock.time())])
     return state, summary

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agac.engine.interrupts import install_interrupts
 from agac.engine.lifecycle.leases import heartbeat
 from agac.engine.values import PassResult
 from agac.errors import LeaseLost, StoreError
@@ -58,10 +59,14 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
             return PassResult("cancelled", tuple(waiting))
         elif control.deadline_passed():
             return PassResult("timed_out", tuple(waiting))
+        elif control.stopping:
+            return PassResult("interrupted", tuple(waiting))
         assert batch is not None
         step_first = False
         await parts.gateway.flush()
         report = await batch.step(walked=parts.walk.walked)
+        if control.stopping:
+            return PassResult("interrupted", tuple(waiting))
         if report.progressed:
             continue
         if batch.refused_actions:
@@ -80,7 +85,9 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         pause = report.poll_interval
         if control.deadline_at is not None:
             pause = max(0.0, min(pause, control.deadline_at - control.clock.time()))
-        await control.clock.sleep(pause)
+        if await control.sleep(pause):
+            # Ctrl-C while waiting between polls: stop waiting at once
+            return PassResult("interrupted", tuple(waiting))
         step_first = True
 
 
@@ -124,23 +131,12 @@ async def _approvals_waiting(parts: RunParts) -> list[str]:
 
 
 def install_interrupt(control: RunControl) -> Callable[[], None]:
-    """First Ctrl-C: stop sending, settle what is in flight. Second: stop at once."""
-    loop = asyncio.get_running_loop()
-    hits = {"n": 0}
+    """First Ctrl-C (or SIGTERM): stop sending and waiting, settle what is in flight.
+    Second: stop at once (engine/interrupts.py)."""
 
-    def on_sigint() -> None:
-        hits["n"] += 1
-        if hits["n"] == 1:
-            control.stop()
-            print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
-                  file=sys.stderr)
-        else:
-            loop.remove_signal_handler(signal.SIGINT)
-            raise KeyboardInterrupt
+    def first() -> None:
+        control.stop()
+        print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
+              file=sys.stderr, flush=True)
 
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
-
-    def restore() -> None:
-        loop.remove_signal_handler(signal.SIGINT)
-
-    return restore
+    return install_interrupts(first, (signal.SIGINT, signal.SIGTERM))

@@ -15,6 +15,7 @@ from agac.engine.lifecycle.snapshots import InputSnapshot
 from agac.engine.walk.steps import regions_of
 from agac.errors import RefusedError, UsageError
 from agac.jsontext import loads
+from agac.keys import unit_key_of
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -37,11 +38,14 @@ def retry_targets(store: Store, original: RunRecord, action: str | None, record:
         for anc in a["ancestors"]:
             descendants[anc].add(a["name"])
     rows = store.failed_units(original.id, with_outstanding=include_outstanding)
+    # ``record``: a record key as in the input, or a unit key as agac shows it (agac/keys.py)
+    unit = None if record is None else unit_key_of(
+        record, lambda k: store.find_record(original.snapshot_id, k) is not None)
     targets = {
         (row.action, row.unit_key)
         for row in rows
         if (action is None or row.action == action) and (
-            record is None or row.unit_key == record or row.unit_key.startswith(record + "/"))
+            unit is None or row.unit_key == unit or row.unit_key.startswith(unit + "/"))
     }
     keys = {k for _, k in targets}
     downstream: set[tuple[str, str]] = set()

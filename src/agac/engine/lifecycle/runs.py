@@ -31,6 +31,7 @@ from agac.engine.lifecycle.loop import drive, install_interrupt
 from agac.engine.lifecycle.options import RunOptions, RunResult
 from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.engine.outcomes.gateway import StoreGateway
+from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import PassResult
 from agac.engine.views.summary import build_summary
@@ -118,6 +119,10 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
     notes = list(notes or [])
     try:
         run = reread(store, run.id)
+        lost = account_lost_calls(store, run, lease=lease.as_tuple())
+        if lost:
+            notes.append(f"counted {lost} calls of an earlier invocation whose outcome is "
+                         "unknown at their worst case (`agac cost` shows them)")
         if run.state == "cancelling":
             launch.started = True
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
@@ -127,8 +132,11 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
         else:
             store.update_run(run.id, state="running")
             with run_gc_policy():
-                result = asyncio.run(_execute(project, store, run, lease, options, providers,
-                                              launch))
+                try:
+                    result = asyncio.run(_execute(project, store, run, lease, options, providers,
+                                                  launch))
+                except asyncio.CancelledError:  # a second Ctrl-C: stopped at once
+                    result = PassResult("interrupted")
             notes += result.waiting
             interrupted = result.kind == "interrupted"
             counted, more = _end_or_pause(project, store, run.id, result)
@@ -154,7 +162,9 @@ def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResul
         assert result.state is not None
         close_run(store, reread(store, run_id), result.state, result.waiting[0], reason="run_ended")
     elif kind == "failed_with_batches_out":
-        close_run(store, reread(store, run_id), "failed",
+        refusals = [why for state, why in store.action_states(run_id).values()
+                    if state == "failed" and why]
+        close_run(store, reread(store, run_id), "failed", "; ".join(refusals) or
                   "an action failed as a whole; batches accepted for other files stay out (B0)")
     elif kind == "timed_out":
         time_out(store, reread(store, run_id))
@@ -196,6 +206,9 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
         if result.kind == "interrupted":
             await parts.out.event("run_interrupted")
         await gateway.flush()
+        # Every call sent has settled (a first Ctrl-C too): units still listed in a mark
+        # were never sent, so they are not counted as calls of unknown outcome (S1).
+        await gateway.call(store.clear_marks, run.id, None, gateway.fence)
         return result
     finally:
         if restore:

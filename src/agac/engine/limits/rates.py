@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agac.clock import SYSTEM, Clock
+from agac.engine.interrupts import StopSignal
 
 __all__ = ["RateLimiter", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
            "estimate_tokens"]
@@ -129,8 +130,9 @@ class RateLimiter:
                     break
         return wait
 
-    async def acquire(self, tokens: int) -> float:
-        """Wait for room; returns the seconds waited."""
+    async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None:
+        """Wait for room; returns the seconds waited, or None when ``stop`` was set while
+        waiting (nothing is taken from the window then)."""
         if not self.rpm and not self.tpm:
             return 0.0
         waited = 0.0
@@ -143,7 +145,10 @@ class RateLimiter:
                 if wait <= 0:
                     break
                 waited += wait
-                await self.clock.sleep(wait)
+                if stop is None:
+                    await self.clock.sleep(wait)
+                elif await stop.sleep(wait):
+                    return None
             now = self.clock.monotonic()
             self._calls.append(now)
             self._tokens.append((now, tokens))

@@ -13,8 +13,8 @@ coalesced into one ``IN (...)`` query.
 
 **Tenant.** A gateway serves one run (or one shard of it), so everything it reads and
 writes is that run's tenant's (DESIGN §13 T2): answers and tool results are looked up in
-the tenant only, and the answer, tool result, usage and batch item rows it commits are
-stamped with the tenant here, in one place.
+the tenant only, and the answer, tool result, usage and batch item rows it commits (and the
+prices it gives calls of unknown outcome) are stamped with the tenant here, in one place.
 
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
@@ -54,7 +54,7 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
         fut.exception()
 
 
-_TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items")
+_TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items", "priced")
 """The rows of a group commit that carry their run's tenant."""
 
 
@@ -136,7 +136,7 @@ class StoreGateway:
 
     async def commit(self, **parts: list[Any]) -> None:
         """Queue rows (outcomes, answers, tool_results, usage, events, batch_items, fanouts,
-        item_results) and wait until durable."""
+        item_results, marks, priced) and wait until durable."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._writes.append((parts, fut))
@@ -274,7 +274,7 @@ class StoreGateway:
         if writes:
             merged: dict[str, list[Any]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [], "fanouts": [], "item_results": [],
+                "batch_items": [], "fanouts": [], "item_results": [], "marks": [], "priced": [],
             }
             for parts, _ in writes:
                 for name, rows in parts.items():
@@ -289,6 +289,9 @@ class StoreGateway:
             merged["outcomes"] = list(
                 {(o["action"], o["unit_key"]): o for o in merged["outcomes"]}.values()
             )
+            if merged["marks"]:  # a later rewrite of a mark in the same group wins
+                merged["marks"] = list(
+                    {(m["action"], m["shard"]): m for m in merged["marks"]}.values())
             maybe_crash("before_checkpoint")
             self.store.checkpoint(
                 lease=self.lease.as_tuple() if self.lease else None, **merged

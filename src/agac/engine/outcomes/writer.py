@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.values import Settled
 from agac.jsontext import dumps
+from agac.providers.registry import credential_env_names
+from agac.redaction import Redactor
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -95,6 +97,10 @@ class OutcomeWriter:
         self.prices = prices
         self.progress = progress
         self.clock = clock
+        self.unpriced: set[str] = set()
+        """Fingerprints of calls whose outcome is unknown, still at their worst case (§8):
+        an answer to the same request gives them its real usage."""
+        self._redactor: Redactor | None = None
 
     # -- outcomes ---------------------------------------------------------------------------
 
@@ -135,6 +141,8 @@ class OutcomeWriter:
             parts["tool_results"] = tool_results
         if usage:
             parts["usage"] = usage
+            if self.unpriced:
+                parts["priced"] = self._prices_unknown(usage)
         if usage or answers or tool_results:
             await self.gateway.commit(**parts)
         else:
@@ -142,6 +150,25 @@ class OutcomeWriter:
         cost = sum(u["cost_usd"] for u in usage or [])
         self.progress.bump(rt.name, status, cost)
         return Settled(status, reason, output, detail)
+
+    def _prices_unknown(self, usage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """§8: an answer to a request whose earlier call's outcome is unknown gives that
+        call's usage row (``origin = 'unknown'``) its real tokens and cost."""
+        out = []
+        for u in usage:
+            fp = u.get("fingerprint")
+            if u["kind"] == "llm" and u["status"] == "ok" and fp in self.unpriced:
+                self.unpriced.discard(fp)
+                out.append({k: u[k] for k in ("fingerprint", "input_tokens", "cached_tokens",
+                                              "cache_write_tokens", "output_tokens", "cost_usd")})
+        return out
+
+    def redact(self, text: str) -> str:
+        """``text`` (a tool's exception, its traceback) with secrets taken out, before it
+        is stored; the environment is read on the first use (tool errors are rare)."""
+        if self._redactor is None:
+            self._redactor = Redactor.from_environment(credential_env_names())
+        return self._redactor(text)
 
     def carried(self, action: str, status: str) -> None:
         """A unit settled by an earlier invocation of this run: counted, nothing written."""
@@ -181,7 +208,7 @@ class OutcomeWriter:
             "output_tokens": usage.output_tokens if usage else 0,
             "cost_usd": cost, "latency_ms": (self.clock.monotonic() - started) * 1000,
             "status": "ok" if error is None else "error", "error": error_text,
-            "fingerprint": fp, "created_at": self.clock.time(),
+            "fingerprint": fp, "created_at": self.clock.time(), "origin": None,
         }
 
     async def record_call(
@@ -204,7 +231,7 @@ class OutcomeWriter:
             "input_tokens": 0, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0,
             "cost_usd": 0.0, "latency_ms": (self.clock.monotonic() - started) * 1000,
             "status": "ok" if error is None else "error", "error": error,
-            "fingerprint": input_hash, "created_at": self.clock.time(),
+            "fingerprint": input_hash, "created_at": self.clock.time(), "origin": None,
         }
 
     async def record_tool(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
@@ -224,7 +251,7 @@ class OutcomeWriter:
             "output_tokens": usage.output_tokens,
             "cost_usd": self.prices.cost(rt.action.model or "", usage, "batch"),
             "latency_ms": latency_ms, "status": "ok", "error": None, "fingerprint": fingerprint,
-            "created_at": self.clock.time(),
+            "created_at": self.clock.time(), "origin": None,
         }
 
     # -- batch items and fan-outs ---------------------------------------------------------------

@@ -12,6 +12,7 @@ from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
 from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
+from agac.keys import escape, item_key, record_of, unit_key_of
 from agac.prompt.render import compile_guard
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
     last = store.latest_run(workflow.name, tenant=tenant)
     outputs: dict[str, Any] = {}
     if last is not None:
-        for o in store.unit_outcomes(last.id, key):
+        for o in store.unit_outcomes(last.id, escape(key)):
             if o.status == "answered":
                 outputs[o.action] = loads(o.output)
     if only is not None and only not in workflow.action_names:
@@ -116,7 +117,7 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: A
         values, name = value, spec.as_name
     out = []
     for i, item in enumerate(values):
-        key = f"{rec.key}/{i}"
+        key = item_key(escape(rec.key), i)
         item_outputs = dict(outputs)
         if last is not None and any(a in regions.members[fan.name] for a in action.ancestors):
             for o in store.unit_outcomes(last.id, key):
@@ -148,26 +149,22 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
         if run is None:
             raise NotFound(f"no run {run_ref!r}")
     else:
-        runs = store.runs_of_unit(key, workflow, tenants=tenants)
+        # KEY is a record key as in the input, or a unit key as agac shows it (agac/keys.py)
+        runs = (store.runs_of_unit(escape(key), workflow, tenants=tenants)
+                or store.runs_of_unit(key, workflow, tenants=tenants))
         if not runs:
             raise NotFound(f"no run has a unit with key {key!r}"
                            + (f" in workflow {workflow}" if workflow else ""))
         run = runs[0]
-    rec = store.find_record(run.snapshot_id, key)
-    record_key = key
-    if rec is None and "/" in key:
-        # An item key: its record is the longest prefix that is a record key.
-        parts = key.split("/")
-        for cut in range(len(parts) - 1, 0, -1):
-            rec = store.find_record(run.snapshot_id, "/".join(parts[:cut]))
-            if rec is not None:
-                record_key = "/".join(parts[:cut])
-                break
+    unit = unit_key_of(key, lambda k: store.find_record(run.snapshot_id, k) is not None)
+    record_key = record_of(unit)
+    rec = store.find_record(run.snapshot_id, record_key)
     config = run.config
-    tree = _SessionTree(store, run, config, record_key, rec)
-    doc = tree.node(record_key, ())
-    if key != record_key:
-        doc = _find_node(doc, key) or tree.node(key, tree.chain_of(key))
+    top = escape(record_key)
+    tree = _SessionTree(store, run, config, top, rec)
+    doc = tree.node(top, ())
+    if unit != top:
+        doc = _find_node(doc, unit) or tree.node(unit, tree.chain_of(unit))
     doc.update({"workflow": run.workflow, "run_id": run.id, "tenant": run.tenant})
     doc["record"] = {"key": record_key, "file": rec.file, "n": rec.n, "line": rec.line,
                      "payload": loads(rec.payload), "reason": rec.reason,
@@ -227,7 +224,7 @@ class _SessionTree:
             for fan in self.regions.fan_outs:
                 n = self.expansions.get((fan, key))
                 if n is not None:
-                    items.extend(self.node(f"{key}/{i}", chain + (fan,)) for i in range(n))
+                    items.extend(self.node(item_key(key, i), chain + (fan,)) for i in range(n))
         cost = sum(e["cost_usd"] for e in entries) + sum(i["cost_usd"] for i in items)
         for item in items:
             for k in tokens:

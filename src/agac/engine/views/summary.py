@@ -7,6 +7,8 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.requests import effect_id
+from agac.keys import record_of
+from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
 from agac.tenants import DEFAULT_TENANT
 
@@ -31,8 +33,8 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
     for a in config["actions"]:
         actions[a["name"]] = {
             "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
-            "calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0, "cost_usd": 0.0,
-            "reasons": {},
+            "calls": 0, "unknown_calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0,
+            "cost_usd": 0.0, "reasons": {},
         }
     for row in store.outcome_counts(run.id):
         entry = actions.get(row.action)
@@ -52,6 +54,8 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
             entry["tool_calls"] += row.calls
         elif row.tier != "batch":  # batch items are counted as sent, below
             entry["calls"] += row.calls
+            if row.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
+                entry["unknown_calls"] += row.calls
         entry["cost_usd"] += float(row.cost_usd or 0.0)
         cost += float(row.cost_usd or 0.0)
     for name, counts in store.batch_counts(run.id, run.workflow, tenant=run.tenant).items():
@@ -99,10 +103,54 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
         usd, tokens = spent_by(store, run)
         summary["budget"] = {**settings.budget.to_dict(), "spent_usd": round(usd, 6),
                              "spent_tokens": tokens}
+    advice = _advice(store, run, actions)
+    if advice:
+        summary["advice"] = advice
     summary["next"] = next_command(summary, config)
-    if run.error:
-        summary["error"] = run_error(run.state, run.error)
+    error = run.error or "; ".join(
+        why for state, why in store.action_states(run.id).values() if state == "failed" and why)
+    if error:
+        summary["error"] = run_error(run.state, error)
     return summary
+
+
+SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
+"""Reasons of skipped units (agac/reasons.py); every other reason is a failure's."""
+
+NOT_FIXED_BY_RETRY = frozenset(
+    code for code, r in REASONS.items() if r.bucket == "failed" and not r.retry
+) | {"batch_refused"}
+"""Failures a retry alone does not fix (the same request fails the same way; a refused
+batch: `agac retry` is refused while the other files' batches are out): the summary says
+the fix, and ``next`` is the `agac run` that works after it."""
+
+_SHOWS = {"render_error": " — `agac render {wf} --record {record} --action {action}` shows "
+                          "the template's request for the first one",
+          "tool_error": " — `agac records show {key} --workflow {wf}` shows the traceback"}
+
+
+def _advice(store: Store, run: RunRecord, actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """For an action whose failures are mostly of one reason — most of its units, or a
+    reason a retry cannot fix — that reason's first message and its fix."""
+    out = []
+    for name, entry in actions.items():
+        failures = {r: n for r, n in entry["reasons"].items() if r not in SKIP_REASONS}
+        if not failures:
+            continue
+        reason, n = max(failures.items(), key=lambda item: item[1])
+        if n * 2 < entry["records"] and reason not in NOT_FIXED_BY_RETRY:
+            continue
+        first = store.first_failure(run.id, name, reason)
+        key = first.unit_key if first is not None else ""
+        code = reason_code(reason)
+        fix = (code.fix if code is not None else "see `agac records show KEY`").replace(
+            "WF", run.workflow).replace("KEY", key)
+        fix += _SHOWS.get(reason, "").format(wf=run.workflow, record=record_of(key), key=key,
+                                            action=name)
+        out.append({"action": name, "reason": reason, "units": n,
+                    "first": {"key": key, "detail": first.detail if first is not None else None},
+                    "fix": fix})
+    return out
 
 
 _END_CODES = {"cancelled": "cancelled", "timed_out": "deadline", "exhausted": "budget_exhausted"}
@@ -143,6 +191,8 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
         return f"agac run {wf}"
     if state in ("cancelled", "exhausted", "timed_out"):
         return f"agac run {wf}"  # a new run reuses every answer paid for
+    if failed and _only_unfixed_by_retry(summary):
+        return f"agac run {wf}"  # after the fix the summary's advice names
     if failed:
         return f"agac retry {wf}"
     names = list(summary["actions"])
@@ -151,9 +201,16 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     return None
 
 
+def _only_unfixed_by_retry(summary: dict[str, Any]) -> bool:
+    """Every failure is of a reason a retry cannot fix (a new run after the fix can)."""
+    reasons = {r for a in summary["actions"].values() for r in a["reasons"]
+               if r not in SKIP_REASONS}
+    return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY
+
+
 def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
-    """``agac cost``: cost per action, model and tier (live/batch), and what batch saved
-    against the live price of the same tokens. ``prices`` is a :class:`PriceTable`."""
+    """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
+    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`."""
     from agac.providers.base import Usage
 
     rows = []
@@ -161,15 +218,22 @@ def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
     for r in store.usage_totals([run.id]):
         usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
                       int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
-        live_cost = prices.cost(f"{r.provider}/{r.model}", usage, "live") if r.kind == "llm" else 0.0
+        model = f"{r.provider}/{r.model}"
+        live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
         c = float(r.cost_usd or 0.0)
         total += c
         if r.tier == "batch":
             saved += max(live_cost - c, 0.0)
-        rows.append({"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-                     "tier": r.tier, "calls": r.calls, "input_tokens": int(r.input_tokens or 0),
-                     "cached_tokens": int(r.cached_tokens or 0),
-                     "cache_write_tokens": int(r.cache_write_tokens or 0),
-                     "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)})
+        row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
+               "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
+               "input_tokens": int(r.input_tokens or 0),
+               "cached_tokens": int(r.cached_tokens or 0),
+               "cache_write_tokens": int(r.cache_write_tokens or 0),
+               "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
+        if r.origin == "unknown":  # S1: sent or about to be when its process stopped
+            row["priced_by_a_later_answer"] = int(r.priced or 0)
+        if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
+            row["price"] = prices.status(model, r.tier)
+        rows.append(row)
     return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
             "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6), "rows": rows}

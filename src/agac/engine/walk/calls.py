@@ -10,7 +10,7 @@ its answer is durable (S1), so a crash loses at most the calls in flight.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agac.engine.limits.rates import backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
@@ -27,69 +27,93 @@ if TYPE_CHECKING:
 
 __all__ = ["backoff", "call_with_retries"]
 
-_NO_ANSWER = object()
-
 
 async def call_with_retries(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
                             request: Request, fp: str, request_json: str) -> Settled:
     """Call until answered or out of attempts; commit the outcome while holding the slot.
-    Raises Stopped when the run stops before the first attempt."""
-    spec = rt.action.retry
+    Raises Stopped when the run stops before an attempt (the unit stays pending).
+
+    S1: before it waits for a slot, the unit is expected by the dispatch marks; holding
+    the slot, it is listed in a durable mark before the call goes out; once the slot is
+    given back (the outcome committed, or nothing sent) it is released."""
     attempt = 0
     current = request
-    clock = ctx.control.clock
+    marks = ctx.marks
     while True:
         attempt += 1
-        delay = 0.0
-        async with rt.slots:
-            if ctx.control.stopping and attempt == 1:
-                raise Stopped()
-            refused = await _may_send(ctx, rt, rec, current, fp, attempt)
-            if isinstance(refused, tuple):
-                return refused[0]
-            held = refused
-            started = clock.monotonic()
-            try:
-                response = await _complete(ctx, rt, current, held)
-            except WaitError as exc:
-                await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
-                attempt -= 1
-                delay = exc.retry_after or 1.0
-                await ctx.out.event("waiting", rt.name, rec.key, reason="provider_limit",
-                                    seconds=delay)
-            except ProviderError as exc:
-                await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
-                final = _failed(rt, exc, attempt, spec.max_attempts)
-                if final is not None:
-                    return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp,
-                                        attempt)
-                delay = backoff(spec, attempt)
-            else:
-                try:
-                    output = accept_response(rt, response)
-                except Fail as fail:
-                    await ctx.out.record_call(rt, rec, attempt, current, response, fail, started, fp)
-                    if not fail.retry or attempt >= spec.max_attempts:
-                        return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail,
-                                            None, fp, attempt)
-                    # Ask again with the error fed back, after the same backoff as any
-                    # retryable failure (DESIGN §5).
-                    current = reprompt(request, response, fail)
-                    delay = backoff(spec, attempt)
-                    output = _NO_ANSWER
-                if output is not _NO_ANSWER:
-                    return await _answered(ctx, rt, rec, request, request_json, response, output,
-                                           current, attempt, started, fp)
-        if ctx.control.stopping:
+        if marks is not None:
+            marks.expect(rt.name, rt.action.max_concurrency, rec.key, rec.seq, fp, current)
+        try:
+            async with rt.slots:
+                if ctx.control.stopping:
+                    raise Stopped()  # never sent, or not sent again: pending for the next run
+                done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt)
+        finally:
+            if marks is not None:
+                marks.release(rt.name, rec.key)
+        if not isinstance(done, _Again):
+            return done
+        current = done.request
+        attempt -= 0 if done.spent else 1  # a provider's "wait" spends no attempt
+        if await ctx.control.sleep(done.delay):
             raise Stopped()
-        await clock.sleep(delay)
+
+
+class _Again(NamedTuple):
+    """An attempt that did not settle the unit: wait ``delay``, then send ``request``;
+    ``spent``: the attempt counts against ``max_attempts``."""
+
+    delay: float
+    request: Request
+    spent: bool
+
+
+async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request,
+                   request_json: str, current: Request, fp: str, attempt: int
+                   ) -> Settled | _Again:
+    """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
+    the request to send then, whether this attempt counts)."""
+    spec = rt.action.retry
+    refused = await _may_send(ctx, rt, rec, current, fp, attempt)
+    if isinstance(refused, tuple):
+        return refused[0]  # type: ignore[no-any-return]
+    held = refused
+    if ctx.marks is not None:
+        await ctx.marks.send(rt.name, rec.key, current)  # S1: listed before it is sent
+    started = ctx.control.clock.monotonic()
+    try:
+        response = await _complete(ctx, rt, current, held)
+    except WaitError as exc:
+        await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
+        delay = exc.retry_after or 1.0
+        await ctx.out.event("waiting", rt.name, rec.key, reason="provider_limit", seconds=delay)
+        return _Again(delay, current, False)
+    except ProviderError as exc:
+        await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
+        final = _failed(rt, exc, attempt, spec.max_attempts)
+        if final is not None:
+            return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
+        return _Again(backoff(spec, attempt), current, True)
+    try:
+        output = accept_response(rt, response)
+    except Fail as fail:
+        await ctx.out.record_call(rt, rec, attempt, current, response, fail, started, fp)
+        if not fail.retry or attempt >= spec.max_attempts:
+            return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None, fp,
+                                attempt)
+        # Ask again with the error fed back, after the same backoff as any retryable
+        # failure (DESIGN §5).
+        return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
+    return await _answered(ctx, rt, rec, request, request_json, response, output, current,
+                           attempt, started, fp)
 
 
 async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, current: Request,
                     fp: str, attempt: int) -> Any:
     """Before an attempt, in its slot: the deadline (R4), the budget's reservation (R5)
     and the rate window. The reservation to settle after the call (or None); a 1-tuple
-    with the unit's outcome when it must not be sent."""
+    with the unit's outcome when it must not be sent. Raises Stopped when the run stops
+    while waiting for room in the rate window (nothing was sent)."""
     sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
     if ctx.control.deadline_passed():
         return (await _final(ctx, rt, rec, "skipped", "deadline",
@@ -105,7 +129,11 @@ async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, curren
                                  "worst case", None, fp, attempt - 1),)
     if rt.limiter.active:
         est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
-        waited = await rt.limiter.acquire(est)
+        waited = await rt.limiter.acquire(est, stop=ctx.control.stop_signal)
+        if waited is None:  # stopped while waiting for room: nothing was sent
+            if held is not None and budget is not None:
+                budget.settle(held, 0.0, 0)
+            raise Stopped()
         if waited > 1:
             await ctx.out.event("waiting", rt.name, rec.key, reason="rate_budget",
                                 seconds=round(waited, 3))

@@ -19,6 +19,7 @@ from agac.engine.requests import build_request
 from agac.engine.values import RecordUnit, Settled
 from agac.engine.walk.steps import Region
 from agac.jsontext import loads
+from agac.keys import ESCAPED_KEYS
 from agac.providers.base import fingerprint_of
 
 if TYPE_CHECKING:
@@ -207,7 +208,30 @@ class RecordWalk:
         }
         prior: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
         if self.prior.run_id and not self.fresh:
+            uncarried = self.store.failures_not_carried(self.prior.run_id)
+            older = self._older_keys(self.prior.run_id, records)
             for o in self.store.outcomes_between(self.prior.run_id, lo, hi):
-                if o.status == "failed" and o.fingerprint and o.action not in self.prior.failed_actions:
-                    prior[(o.action, o.unit_key)] = (o.reason, o.detail, o.fingerprint)
+                if o.status == "failed" and o.fingerprint and o.action not in self.prior.failed_actions \
+                        and o.reason not in uncarried:
+                    key = older.get((o.seq, o.unit_key), o.unit_key) if older else o.unit_key
+                    prior[(o.action, key)] = (o.reason, o.detail, o.fingerprint)
         return records, existing, prior
+
+    def _older_keys(self, prior_id: str, records: list[RecordUnit]) -> dict[tuple[int, str], str]:
+        """A prior run admitted before unit keys were escaped wrote a record holding ``/``
+        or ``%`` under its raw key: (seq, that key) -> its unit key now, for the records
+        of this shard that need it (their failures still carry over, R1 c)."""
+        escaped = [r for r in records if r.raw_key is not None]
+        if not escaped:
+            return {}
+        prior = self.store.get_run(prior_id)
+        if prior is None or prior.settings.unit_keys == ESCAPED_KEYS:
+            return {}
+        out: dict[tuple[int, str], str] = {}
+        for r in escaped:
+            raw = r.record_key
+            out[(r.seq, raw)] = r.key
+            for o in self.store.unit_outcomes_under(prior_id, raw):
+                if o.seq == r.seq and o.unit_key.startswith(raw + "/"):
+                    out[(r.seq, o.unit_key)] = r.key + o.unit_key[len(raw):]
+        return out

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.config.fanout import Node, Regions, resolve_regions
 from agac.engine.limits.rates import Slots
+from agac.keys import escape, item_key
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -125,12 +126,13 @@ def expected_units(regions: Regions, action: str, records: int,
 
 def unit_keys(regions: Regions, action: str, record_key: str,
               expansions: dict[tuple[str, str], int]) -> list[str]:
-    """The unit keys of ``action`` for one record, given the stored fan-outs."""
-    keys = [record_key]
+    """The unit keys of ``action`` for one record (its key as in the input), given the
+    stored fan-outs."""
+    keys = [escape(record_key)]
     for fan in regions.scope.get(action, ()):
         nxt: list[str] = []
         for k in keys:
             n = expansions.get((fan, k))
-            nxt.extend([k] if n is None else (f"{k}/{i}" for i in range(n)))
+            nxt.extend([k] if n is None else (item_key(k, i) for i in range(n)))
         keys = nxt
     return keys

@@ -1,6 +1,8 @@
 """One tool unit: its inputs are the unit's view; its output is cached by (function,
-inputs) unless ``cache: false``; a raising tool is retried like a call and then fails
-``tool_error``. A tool marked ``effect:`` goes to the effects room instead (E1, E2)."""
+inputs) unless ``cache: false``. A raising tool fails ``tool_error`` at once, naming the
+exception (a ``SystemExit`` too: user code never ends agac); only an
+``agac.RetryableError`` is retried like a call. A tool marked ``effect:`` goes to the
+effects room instead (E1, E2)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from agac.engine.requests import Fail, effect_key, invoke_tool, tool_input_hash,
 from agac.engine.walk.calls import backoff
 from agac.jsontext import dumps
 from agac.providers.base import canonical_json
+from agac.usercode import describe, fails_only_its_unit, is_retryable
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -53,8 +56,8 @@ async def _call(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict
     while True:
         attempt += 1
         async with rt.slots:
-            if ctx.control.stopping and attempt == 1:
-                return None
+            if ctx.control.stopping:
+                return None  # never called, or not called again: pending for the next run
             # At a join the view holds the items (engine/walk/walker.py); the names are reserved.
             tool_ctx = ToolContext(ctx.run_id, ctx.workflow, action.name, rec.record_key,
                                    rec.item_key, attempt, idem, list(view.get("fulfilled", ())),
@@ -67,23 +70,30 @@ async def _call(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict
                 await ctx.out.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
                 return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None,
                                     input_hash, attempt)
-            except Exception as exc:  # noqa: BLE001 - a raising tool fails its unit only
-                tb = traceback.format_exc()
-                detail = f"{type(exc).__name__}: {exc}"
+            except BaseException as exc:  # user code: it fails its unit, never agac
+                if not fails_only_its_unit(exc):
+                    raise
+                tb = ctx.out.redact(traceback.format_exc())
+                detail = ctx.out.redact(describe(exc))
                 await ctx.out.record_tool(rt, rec, attempt, started, tb, input_hash)
-                if attempt >= action.retry.max_attempts:
+                if not is_retryable(exc) or attempt >= action.retry.max_attempts:
                     return await _final(ctx, rt, rec, "failed", "tool_error", detail, None,
                                         input_hash, attempt, traceback_text=tb)
-                delay = backoff(action.retry, attempt)
+                delay = _retry_delay(exc, action.retry, attempt)
             else:
                 usage = [ctx.out.tool_usage_row(rt, rec, attempt, started, None, input_hash)]
                 cached = [{"input_hash": input_hash, "function": action.function or "",
                            "output": dumps(output), "created_at": clock.time()}] if action.cache else []
                 return await _final(ctx, rt, rec, "answered", None, None, output, input_hash,
                                     attempt, usage=usage, tool_results=cached)
-        if ctx.control.stopping:
+        if await ctx.control.sleep(delay):
             return None
-        await clock.sleep(delay)
+
+
+def _retry_delay(exc: BaseException, spec: Any, attempt: int) -> float:
+    """The tool's own hint (``RetryableError(retry_after=…)``) or the action's backoff."""
+    hint = getattr(exc, "retry_after", None)
+    return float(hint) if isinstance(hint, (int, float)) and hint >= 0 else backoff(spec, attempt)
 
 
 async def _final(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.values import Settled, Stopped
 from agac.engine.walk.steps import Region
 from agac.engine.walk.units import run_unit
+from agac.keys import item_key
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -63,8 +64,8 @@ class ItemRecord:
 
 def _items(parent: UnitRecord, n: int) -> list[ItemRecord]:
     key = parent.key
-    return [ItemRecord(key=f"{key}/{i}", seq=parent.seq, file=parent.file, n=parent.n,
-                       line=parent.line, record_key=parent.record_key, item_key=f"{key}/{i}",
+    return [ItemRecord(key=item_key(key, i), seq=parent.seq, file=parent.file, n=parent.n,
+                       line=parent.line, record_key=parent.record_key, item_key=item_key(key, i),
                        custom=f"{parent.custom}_{i}")
             for i in range(n)]
 

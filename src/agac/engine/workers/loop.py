@@ -38,10 +38,12 @@ import secrets
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.config.model import Workflow
+from agac.engine.interrupts import install_interrupts
 from agac.engine.lifecycle.assembly import prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.ending import finalize, finish_cancel, time_out
@@ -65,6 +67,8 @@ __all__ = ["Worker", "WorkerOptions", "WorkerReport", "print_line"]
 
 SHARDS_PER_WORKER = 2
 """Shards a worker holds at once: one keeps the calls busy while the other starts or ends."""
+IDLE_SLICE = 0.5
+"""Seconds an idle worker blocks in one wait for a NOTIFY (a signal is seen after it)."""
 @dataclass
 class WorkerOptions:
     concurrency: int = 4
@@ -87,6 +91,8 @@ class WorkerReport:
     lease_lost: list[str] = field(default_factory=list)
     finalized: list[str] = field(default_factory=list)
     stopped_by_signal: bool = False
+    stopped_at_once: bool = False
+    """A second signal stopped the worker at once (the CLI exits 130)."""
 
     def to_dict(self) -> dict[str, Any]:
         ms = sorted(s * 1000 for s in self.claim_seconds)
@@ -94,6 +100,7 @@ class WorkerReport:
         return {
             "worker_id": self.worker_id, "shards": self.shards, "lease_lost": self.lease_lost,
             "finalized": self.finalized, "stopped_by_signal": self.stopped_by_signal,
+            "stopped_at_once": self.stopped_at_once,
             "claim_ms": {"count": len(ms), "mean": round(sum(ms) / len(ms), 3) if ms else None,
                          "p50": round(ms[len(ms) // 2], 3) if ms else None,
                          "max": round(ms[-1], 3) if ms else None},
@@ -131,7 +138,10 @@ class Worker:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> WorkerReport:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        except asyncio.CancelledError:  # a second signal: stopped at once
+            self.report.stopped_at_once = True
         return self.report
 
     def stop(self) -> None:
@@ -152,13 +162,14 @@ class Worker:
                                 concurrency=opts.concurrency, ttl=opts.lease_ttl)
         listener = await asyncio.to_thread(self.store.work_listener)
         loop = asyncio.get_running_loop()
+        restore: Callable[[], None] | None = None
         if opts.handle_signals:
             def on_term() -> None:
                 self.report.stopped_by_signal = True
-                self._log("stopping: finishing the calls in flight, handing shards back")
+                self._log("stopping: finishing the calls in flight, handing shards back "
+                          "(again to stop at once)")
                 self.stop()
-            loop.add_signal_handler(signal.SIGTERM, on_term)
-            loop.add_signal_handler(signal.SIGINT, on_term)
+            restore = install_interrupts(on_term, (signal.SIGTERM, signal.SIGINT))
         beat = loop.create_task(self._heartbeat())
         tasks: set[asyncio.Task[None]] = set()
         self._log(f"started (concurrency {opts.concurrency}, lease TTL {opts.lease_ttl:g} s)")
@@ -166,6 +177,13 @@ class Worker:
             await self._claim_loop(tasks, listener)
         finally:
             self.stop()
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                # A second signal: stop at once; calls in flight are abandoned (the
+                # dispatch marks keep them counted) and their shards' leases lapse.
+                self.report.stopped_at_once = True
+                for task in tasks:
+                    task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             beat.cancel()
@@ -177,9 +195,8 @@ class Worker:
             listener.close()
             with contextlib.suppress(StoreError):
                 self.store.end_worker(self.id)
-            if opts.handle_signals:
-                loop.remove_signal_handler(signal.SIGTERM)
-                loop.remove_signal_handler(signal.SIGINT)
+            if restore is not None:
+                restore()
             self._log(f"stopped after {self.report.shards} shard claims")
 
     async def _claim_loop(self, tasks: set[asyncio.Task[None]], listener: Any) -> None:
@@ -225,8 +242,18 @@ class Worker:
         await self._sweep()
         if opts.exit_when_done and not await asyncio.to_thread(self._any_open_run):
             return False
-        await asyncio.to_thread(listener.wait, opts.poll)
+        await self._idle(listener, opts.poll)
         return True
+
+    async def _idle(self, listener: Any, seconds: float) -> None:
+        """Wait for a NOTIFY up to ``seconds``, in slices of at most half a second so a
+        signal is acted on at once (a thread blocked in the wait would hold the exit)."""
+        clock = self.store.clock
+        until = clock.monotonic() + seconds
+        while not self.stopping:
+            left = until - clock.monotonic()
+            if left <= 0 or await asyncio.to_thread(listener.wait, min(left, IDLE_SLICE)):
+                return
 
     async def _heartbeat(self) -> None:
         while True:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from agac.engine.interrupts import StopSignal
     from agac.engine.limits.budget import BudgetGuard, Reservation, RunLedger
     from agac.engine.limits.rates import Slots
     from agac.store.repository import Store
@@ -35,16 +36,22 @@ class StoreRateLimiter:
         self.tpm = tpm
         self.active = bool(rpm or tpm)
 
-    async def acquire(self, tokens: int) -> float:
+    async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None:
+        """Wait for room; the seconds waited, or None when ``stop`` was set meanwhile."""
         waited = 0.0
         while True:
+            if stop is not None and stop.is_set:
+                return None
             wait = await asyncio.to_thread(self.store.rate_take, self.key, window=RATE_WINDOW,
                                            rpm=self.rpm, tpm=self.tpm, tokens=tokens)
             if wait <= 0:
                 return waited
             wait = min(wait, 2.0)  # others may have taken less than they asked: look again
             waited += wait
-            await self.store.clock.sleep(wait)
+            if stop is None:
+                await self.store.clock.sleep(wait)
+            elif await stop.sleep(wait):
+                return None
 
     def settle(self, estimated: int, actual: int) -> None:
         if self.tpm and actual != estimated:

@@ -26,6 +26,7 @@ from agac.engine.lifecycle.assembly import RunParts, ShardSetup, assemble_run
 from agac.engine.lifecycle.leases import heartbeat
 from agac.engine.limits.budget import BudgetGuard, Reservation, RunLedger
 from agac.engine.outcomes.gateway import Lease, StoreGateway
+from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
 from agac.engine.workers.rates import SharedSpending, StoreRateLimiter
 from agac.errors import LeaseLost, StoreError
@@ -76,6 +77,10 @@ def _assemble(project: Project, store: Store, ctx: RunContext, claim: Claim,
     """The shard's parts (in a thread: the assembly reads the store)."""
     run = ctx.run
     renew = _fenced(store, gateway, claim)
+    if claim.kind == "online":
+        # S1/§8: calls a previous holder of this shard may have sent and never settled
+        account_lost_calls(store, run, shards=[claim.shard],
+                           lease=(claim.lease_name, claim.token, claim.ttl))
 
     def pacer(provider: str) -> Pacer | None:
         config = (dict(project.config.providers) if project.config else {}).get(provider)
@@ -144,6 +149,8 @@ async def advance_online(project: Project, store: Store, ctx: RunContext, claim:
             if rt.stopped:
                 await gateway.call(store.set_action_state, ctx.run.id, rt.name, "failed", rt.stopped)
         await gateway.flush()
+        # every call this shard sent has settled: what its marks still list was not sent
+        await gateway.call(store.clear_marks, ctx.run.id, [claim.shard], gateway.fence)
     except StoreError as exc:
         parts.control.stop()
         complete = False

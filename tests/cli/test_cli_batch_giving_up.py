@@ -1,0 +1,80 @@
+"""What happens to batches out when a person ends a run early, through the real process
+and the emulator (issue 12 item 7): ``agac cancel`` then ``agac run`` does what the
+message says (starts over on the cancelled units), and ``--fresh`` that cannot cancel an
+old batch at the provider records it instead of calling it "abandoned" silently."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import agac
+
+from agac.emulator.testing import RunningEmulator
+from agac.testing import write_project
+
+WF = """\
+name: wf
+input: {path: data/, id_field: id}
+defaults: {model: openai/gpt-4o-mini, run_mode: batch}
+actions:
+  - name: ask
+    prompt: "Say {{ source.text }}"
+"""
+DATA = {"data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
+        "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]}
+
+
+@pytest.fixture
+def emulator() -> Iterator[RunningEmulator]:
+    with RunningEmulator(batch_seconds=60) as emu:
+        yield emu
+
+
+def test_cancel_then_run_starts_over_on_the_cancelled_units(tmp_path: Path,
+                                                            emulator: RunningEmulator) -> None:
+    write_project(tmp_path, WF, data=DATA)
+    env = emulator.env()
+    assert agac("run", "wf", cwd=tmp_path, env=env).code == 75  # two batches out
+
+    cancelled = agac("cancel", "wf", "--json", cwd=tmp_path, env=env)
+    assert cancelled.code == 0, cancelled  # the cancel did what was asked
+    doc = cancelled.json()
+    assert doc["state"] == "cancelled"
+    assert doc["actions"]["ask"]["reasons"] == {"batch_cancelled": 6}
+    assert doc["next"] == "agac run wf"
+
+    again = agac("run", "wf", "--json", cwd=tmp_path, env=env)
+    assert again.code == 75, again  # it sent the cancelled units again, in new batches
+    assert again.json()["actions"]["ask"]["pending"] == 6
+    emulator.advance(120)
+    done = agac("run", "wf", "--json", cwd=tmp_path, env=env)
+    assert done.code == 0, done
+    assert done.json()["actions"]["ask"]["answered"] == 6
+    assert emulator.stats()["requests"]["openai"]["batch.create"] == 4
+
+
+def test_fresh_that_cannot_cancel_an_old_batch_records_it(tmp_path: Path,
+                                                          emulator: RunningEmulator) -> None:
+    write_project(tmp_path, WF, data=DATA)
+    env = emulator.env()
+    assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
+    first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
+    emulator.add_fault({"provider": "openai", "op": "batch.cancel",
+                        "fault": {"http": 500, "message": "cancel is unavailable"}})
+
+    fresh = agac("run", "wf", "--fresh", cwd=tmp_path, env=env)
+
+    assert fresh.code == 75, fresh
+    assert "could not cancel batch" in fresh.err and "may still run and be billed" in fresh.err
+    assert "abandoned batch" not in fresh.err
+    batches = agac("batch", "list", "wf", "--json", cwd=tmp_path, env=env).json()
+    old = [b for b in batches if b["run_id"] == first_run]
+    assert len(old) == 2 and {b["state"] for b in old} == {"not_cancelled"}
+    assert all("cancel is unavailable" in b["error"] for b in old)
+    text = agac("batch", "list", "wf", cwd=tmp_path, env=env)
+    assert "not_cancelled" in text.out and "may still run and be billed" in text.out
+    events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
+    kinds = [e["kind"] for e in (events["events"] if isinstance(events, dict) else events)]
+    assert kinds.count("batch_not_cancelled") == 2

@@ -1,0 +1,95 @@
+"""When most units of an action fail with one reason, the summary says the first message
+and the fix, and ``next`` is a command that works (issue 12 item 7): no ``agac retry``
+for failures a retry cannot fix, and a refused batch names its file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import agac
+
+from agac.emulator.testing import RunningEmulator
+from agac.testing import write_project
+
+RENDER = """\
+name: wf
+input: {path: data/a.jsonl, id_field: id}
+defaults: {model: mock/m}
+actions:
+  - name: ask
+    prompt: "Say {{ source.title }}"
+"""
+ROWS = [{"id": i, "text": f"t{i}"} for i in range(5)] + [{"id": 9, "text": "x", "title": "T"}]
+
+
+def test_render_error_majority_says_first_message_and_fix_not_retry(tmp_path: Path) -> None:
+    write_project(tmp_path, RENDER, data={"data/a.jsonl": ROWS})
+
+    doc = agac("run", "wf", "--json", cwd=tmp_path).json()
+
+    assert doc["actions"]["ask"]["reasons"] == {"render_error": 5}
+    [advice] = doc["advice"]
+    assert (advice["action"], advice["reason"], advice["units"]) == ("ask", "render_error", 5)
+    assert advice["first"]["key"] == "0" and "title" in advice["first"]["detail"]
+    assert "agac render wf --record 0 --action ask" in advice["fix"]
+    assert doc["next"] == "agac run wf"  # not `agac retry`: the same template fails again
+    text = agac("status", "wf", cwd=tmp_path)
+    assert "ask: 5 failed render_error; the first, 0:" in text.out
+    assert "fix: guard the field" in text.out
+    assert text.out.splitlines()[-1].endswith("5 failed: agac run wf")
+
+    # what the advice says works: fix the template, then agac run
+    wf = tmp_path / "workflows" / "wf.yml"
+    wf.write_text(wf.read_text().replace("source.title", "source.title | default('none')"))
+    fixed = agac("run", "wf", "--json", cwd=tmp_path)
+    assert fixed.code == 0, fixed
+    assert fixed.json()["actions"]["ask"]["answered"] == 6
+
+
+BATCHED = """\
+name: wf
+input: {path: data/, id_field: id}
+defaults: {model: openai/gpt-4o-mini, run_mode: batch}
+actions:
+  - name: ask
+    prompt: "Say {{ source.text }}"
+"""
+
+
+@pytest.fixture
+def emulator() -> Iterator[RunningEmulator]:
+    with RunningEmulator(batch_seconds=60) as emu:
+        yield emu
+
+
+def test_refused_batch_names_the_file_and_the_command_that_works(
+        tmp_path: Path, emulator: RunningEmulator) -> None:
+    write_project(tmp_path, BATCHED, data={
+        "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
+        "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]})
+    env = emulator.env()
+    emulator.add_fault({"provider": "openai", "op": "batch.create", "nth": 2, "times": 1,
+                        "fault": {"http": 400, "message": "model not allowed for batch"}})
+
+    refused = agac("run", "wf", "--json", cwd=tmp_path, env=env)
+
+    assert refused.code == 1, refused
+    doc = refused.json()
+    assert doc["state"] == "failed"
+    assert doc["next"] == "agac run wf"  # `agac retry` is refused while a batch is out
+    error = doc["error"]["message"]  # {code, message, hint}, as every error
+    assert "refused the batch of ask for" in error and "model not allowed for batch" in error
+    refused_file = "b.jsonl" if "for b.jsonl" in error else "a.jsonl"
+    assert f"for {refused_file}:" in error and "`agac run wf`" in error
+    [advice] = doc["advice"]
+    assert advice["reason"] == "batch_refused" and refused_file in advice["first"]["detail"]
+
+    again = agac("run", "wf", "--json", cwd=tmp_path, env=env)  # what `next` said
+    assert again.code == 75, again
+    emulator.advance(120)
+    done = agac("run", "wf", "--json", cwd=tmp_path, env=env)
+    assert done.code == 0, done
+    assert done.json()["actions"]["ask"]["answered"] == 6
+    assert emulator.stats()["requests"]["openai"]["batch.create"] == 3  # only the refused again
