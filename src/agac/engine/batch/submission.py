@@ -39,13 +39,13 @@ Parts = list[tuple[dict[str, Any], list[str]]]
 
 def open_reservations(store: Store, budget: BudgetGuard, run_id: str, workflow: str,
                       actions: list[Action], known: Mapping[str, Reservation] | None = None,
-                      ) -> dict[str, Reservation]:
+                      *, tenant: str) -> dict[str, Reservation]:
     """Worst cases of the batches run ``run_id`` has out for ``actions`` (R5), for the
     budget guard; those of ``known`` batches are taken from it instead of their items.
     In the store thread."""
     by_name = {a.name: a for a in actions}
     out: dict[str, Reservation] = {}
-    for b in store.list_batches(workflow, open_only=True):
+    for b in store.list_batches(workflow, tenants=(tenant,), open_only=True):
         action = by_name.get(b.action)
         if b.run_id != run_id or action is None:
             continue
@@ -74,7 +74,8 @@ class Submitter:
         """Submit each file whose units are all accounted for; True when every file is out
         or has nothing left to send (B4)."""
         counts = await self.ctx.call(self.ctx.store.group_counts, self.ctx.workflow, rt.name,
-                                  staged_prefix(self.ctx.run_id, rt.name))
+                                     staged_prefix(self.ctx.run_id, rt.name),
+                                     tenant=self.ctx.tenant)
         all_sent = True
         refused: list[str] = []
         for f in self.ctx.files:
@@ -190,6 +191,7 @@ class Submitter:
                 "raw_status": None, "run_id": self.ctx.run_id, "collected_by": None,
                 "request_count": len(ids), "meta": "{}", "error": None, "created_at": now,
                 "submitted_at": None, "ended_at": None, "deadline_at": None, "updated_at": now,
+                "tenant": self.ctx.tenant,
             }, ids))
         return out
 
@@ -254,7 +256,8 @@ class Submitter:
     # -- B2 recovery ----------------------------------------------------------------------
 
     async def recover_intents(self, rt: ActionRuntime, report: StepReport) -> None:
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
+                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
             if b.state in ("submitting", "unknown") and self.ctx.only_file in (None, b.file):
                 await self._recover(rt, b.key, report)
 
