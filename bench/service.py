@@ -3,7 +3,8 @@
 Usage: python bench/service.py [runs_page] [follow]
 
 - runs_page: a SQLite store with 10,000 runs (each 20 outcomes and 10 usage rows; 1 in 20
-  still running with progress events); GET /runs (50 a page) through the real app on a
+  still running with progress events, each of its own workflow: a tenant has one open run
+  of a workflow); GET /runs (50 a page) through the real app on a
   loopback port, signed in: median and p95 wall per page, first page, a deep page and a
   state filter. Target: <= 200 ms.
 - follow: `agac run` of 30,000 records on the mock provider at ~1,000 calls/s in a
@@ -91,7 +92,9 @@ def runs_page(n_runs: int = 10_000) -> dict[str, Any]:
                 for i in range(start, min(start + 500, n_runs)):
                     rid = f"bench{i:06d}"
                     running = i % 20 == 0
+                    # at most one open run per (tenant, workflow): the running ones get their own
                     runs.append({**base, "id": rid, "created_at": now - n_runs + i,
+                                 "workflow": f"replies-{i}" if running else base["workflow"],
                                  "state": "running" if running else "succeeded",
                                  "ended_at": None if running else now - n_runs + i + 1})
                     outs += [{**o, "run_id": rid} for o in outcomes]

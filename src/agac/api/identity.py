@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
+from agac.tenants import is_tenant
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
@@ -68,7 +69,6 @@ MIN_PASSWORD = 10
 DEFAULT_TOKEN_LIFETIME = 90 * 86400.0
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
-_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _TOKEN = re.compile(r"agac_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 
 
@@ -154,7 +154,7 @@ def _check_tenants(tenants: Sequence[str]) -> list[str]:
         raise UsageError("a user needs at least one tenant: --tenant T (the tenant of runs "
                          "started without one is `default`)")
     for tenant in tenants:
-        if not _TENANT.fullmatch(tenant or ""):
+        if not is_tenant(tenant):
             raise UsageError(f"tenant {tenant!r} is not valid: letters, digits and . _ -, starting "
                              "with a letter or digit, at most 64 characters")
     return sorted(set(tenants))

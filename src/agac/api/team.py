@@ -101,12 +101,14 @@ def run_items(store: Store, rows: list[RunRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def run_summary(store: Store, principal: Principal, ref: str) -> dict[str, Any]:
-    """The §7.1 summary of a run the principal may see, plus its tenant (T5)."""
-    from agac.engine.views.summary import build_summary
+def run_summary(store: Store, project: Project, principal: Principal, ref: str
+                ) -> dict[str, Any]:
+    """The §7.1 summary of a run the principal may see, plus its tenant (T5): what
+    ``agac status`` says, through the same library call."""
+    from agac.api.history import status
 
     row = visible_run(store, principal, ref)
-    summary = build_summary(store, row)
+    summary = status(row.id, project, principal=principal, store=store)
     summary["tenant"] = row.tenant
     summary["started"] = row.created_at
     summary["ended"] = row.ended_at
@@ -120,7 +122,7 @@ def run_detail(store: Store, project: Project, principal: Principal, ref: str) -
     from agac.engine.views.summary import cost_breakdown
     from agac.providers.pricing import PriceTable
 
-    summary = run_summary(store, principal, ref)
+    summary = run_summary(store, project, principal, ref)
     row = visible_run(store, principal, summary["run_id"])
     batches = [{"key": b.key, "action": b.action, "file": b.file, "part": b.part,
                 "provider": b.provider, "provider_batch_id": b.provider_batch_id,
@@ -146,12 +148,13 @@ def events_after(store: Store, principal: Principal, ref: str, after: int = 0,
 
 def record_view(store: Store, project: Project, principal: Principal, run_ref: str,
                 key: str) -> dict[str, Any]:
-    """A record's session (DESIGN §11) in a run the principal may see."""
-    from agac.engine.views.sessions import session_document
+    """A record's session (DESIGN §11) in a run the principal may see: what ``agac records
+    show`` says, through the same library call."""
+    from agac.api.history import record_session
 
     row = visible_run(store, principal, run_ref)
     try:
-        doc = session_document(project, store, key, None, row.id, tenants=principal.tenants)
+        doc = record_session(key, project, run_ref=row.id, principal=principal, store=store)
     except UsageError as exc:
         raise NotFound(f"run {row.id} has no record {key!r}") from exc
     if doc.get("record") is None and not store.unit_outcomes_under(row.id, key):

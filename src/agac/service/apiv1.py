@@ -56,7 +56,7 @@ async def runs(request: Request) -> Response:
 async def run(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
     try:
-        return JSONResponse(await blocking(team.run_summary, ctx.store, principal,
+        return JSONResponse(await blocking(team.run_summary, ctx.store, ctx.project, principal,
                                            request.path_params["run_id"]))
     except AgacError as exc:
         return _refused(exc)

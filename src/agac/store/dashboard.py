@@ -38,10 +38,13 @@ class DashboardRepository(StoreCore):
         with self._read() as conn:
             total = int(conn.execute(sa.select(sa.func.count()).select_from(r).where(*cond))
                         .scalar() or 0)
-            rows = conn.execute(sa.select(r).where(*cond)
-                                .order_by(r.c.created_at.desc(), r.c.id.desc())
-                                .offset(offset).limit(limit)).all()
-        return [RunRecord.from_row(row) for row in rows], total
+            # The page's ids first, sorting narrow rows (not every run's config), then the rows.
+            ids = [row[0] for row in conn.execute(
+                sa.select(r.c.id).where(*cond).order_by(r.c.created_at.desc(), r.c.id.desc())
+                .offset(offset).limit(limit)).all()]
+            found = {row.id: row for row in conn.execute(
+                sa.select(r).where(r.c.id.in_(ids))).all()} if ids else {}
+        return [RunRecord.from_row(found[i]) for i in ids if i in found], total
 
     def workflow_names(self, tenants: Tenants) -> list[str]:
         r = t.runs

@@ -235,3 +235,38 @@ def test_t2_a_store_made_before_tenants_is_migrated_into_tenant_default(store_ur
         assert store.unit_items("wf", "a", ["r1"], tenant="acme") == []
     finally:
         store.close()
+
+
+def test_t2_the_services_reads_keep_to_the_callers_tenants(store_url: str) -> None:
+    """What the pages list — runs, workflow names, a run's batches, cost over time — is
+    limited in SQL to the caller's tenants, with two tenants on the same workflow."""
+    store = Store(store_url)
+    now = time.time()
+    try:
+        for run_id, tenant in (("a1", "acme"), ("b1", "beta")):
+            _admit(store, run_id, tenant)
+            with store.engine.begin() as conn:
+                conn.execute(t.batches.insert().values(
+                    key=f"agac_{run_id}", workflow="wf", action="a", file="f", part=0,
+                    provider="openai", provider_batch_id=f"batch_{run_id}", state="running",
+                    raw_status=None, run_id=run_id, collected_by=None, request_count=1,
+                    meta="{}", error=None, created_at=now, submitted_at=now, ended_at=None,
+                    deadline_at=None, updated_at=now, tenant=tenant))
+                conn.execute(t.usage.insert().values(
+                    run_id=run_id, action="a", unit_key="r1", attempt=1, kind="llm",
+                    provider="mock", model="m", tier="live", input_tokens=1, cached_tokens=0,
+                    cache_write_tokens=0, output_tokens=1, cost_usd=0.5 if tenant == "acme" else 7.0,
+                    latency_ms=1.0, status="ok", error=None, fingerprint=None, created_at=now,
+                    origin=None, tenant=tenant))
+        rows, total = store.runs_page(("acme",))
+        assert [r.id for r in rows] == ["a1"] and total == 1
+        assert store.runs_page(("acme", "beta"))[1] == 2
+        assert store.runs_page(())[1] == 0
+        assert store.workflow_names(("beta",)) == ["wf"] and store.workflow_names(()) == []
+        # a run's page shows its own tenant's batches of the workflow, never the other's
+        assert [b.key for b in store.run_batches("a1", "wf", "acme")] == ["agac_a1"]
+        assert [b.key for b in store.run_batches("b1", "wf", "beta")] == ["agac_b1"]
+        series = store.cost_series(("acme",), since=now - 86400, bucket=86400)
+        assert [float(s.cost) for s in series] == [0.5]
+    finally:
+        store.close()
