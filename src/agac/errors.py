@@ -5,7 +5,11 @@ Tree::
     AgacError                       base of everything agac raises on purpose
     ├── ConfigError                 bad agac.yml or workflow; carries located Problems (exit 2)
     ├── UsageError                  a command that cannot be done as asked (exit 2)
-    │   └── RefusedError            refused by a rule (retry while a run is open, ...)
+    │   ├── RefusedError            refused by a rule (retry while a run is open, ...)
+    │   │   ├── DecisionRefused     a decision on a proposal refused; ``code`` says which rule
+    │   │   │   └── NotAnApprover   the deciding user may not decide on it (A3, T3)
+    │   │   └── NotAllowed          the signed-in user may not do this (T3, T4)
+    │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
     │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
@@ -40,10 +44,14 @@ from typing import Any
 __all__ = [
     "AgacError",
     "ConfigError",
+    "DecisionRefused",
     "FatalError",
     "LeaseHeld",
     "LeaseLost",
     "LeaseTaken",
+    "NotAllowed",
+    "NotAnApprover",
+    "NotFound",
     "Paused",
     "Problem",
     "ProviderError",
@@ -134,6 +142,38 @@ class RefusedError(UsageError):
     """The command was refused."""
 
     code = "refused"
+
+
+class DecisionRefused(RefusedError):
+    """The decision was refused."""
+
+    code = "approval_refused"
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+        """``approval_replayed`` (already decided), ``approval_stale`` (revised, withdrawn,
+        revoked), ``approval_expired``, ``approval_altered``, ``approval_changed`` (another
+        decision won the race), ``not_an_approver``."""
+
+
+class NotAnApprover(DecisionRefused):
+    """The deciding user is not an approver of this proposal."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "not_an_approver")
+
+
+class NotAllowed(RefusedError):
+    """The signed-in user may not do this."""
+
+    code = "not_allowed"
+
+
+class NotFound(UsageError):
+    """No such object here (or it belongs to a tenant the caller is not in)."""
+
+    code = "not_found"
 
 
 class StoreError(AgacError):

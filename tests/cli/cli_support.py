@@ -61,10 +61,12 @@ class Result:
         return f"agac {' '.join(self.args)} -> {self.code}\n--stdout--\n{self.out}\n--stderr--\n{self.err}"
 
 
-def agac(*args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 60) -> Result:
-    """Run ``agac ARGS`` in ``cwd`` and wait for it."""
+def agac(*args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 60,
+         stdin: str | None = None) -> Result:
+    """Run ``agac ARGS`` in ``cwd`` (with ``stdin`` as its input) and wait for it."""
     proc = subprocess.run([*AGAC, *args], cwd=cwd, env=clean_env(env), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+                          text=True, timeout=timeout, check=False,
+                          **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
     return Result(tuple(args), proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -55,7 +55,8 @@ def store(project: Path) -> Iterator[Store]:
 
 
 def add_intent(store: Store, key: str, *, state: str = "submitting", count: int = 3,
-               workflow: str = "wf", created_at: float | None = None, **fields: Any) -> list[str]:
+               workflow: str = "wf", created_at: float | None = None, tenant: str = "default",
+               **fields: Any) -> list[str]:
     """Stage ``count`` items and turn them into the intent ``key`` (S1), as a run does."""
     staged = staged_key("run1", "classify", "data/in.jsonl")
     ids = [f"{key}_{i}" for i in range(count)]
@@ -63,13 +64,14 @@ def add_intent(store: Store, key: str, *, state: str = "submitting", count: int 
         "batch_key": staged, "custom_id": cid, "workflow": workflow, "action": "classify",
         "unit_key": f"data/in.jsonl:{i}", "file": "data/in.jsonl", "fingerprint": f"fp{cid}",
         "attempt": 1, "request": "{}", "status": "pending", "reason": None, "detail": None,
+        "tenant": tenant,
     } for i, cid in enumerate(ids)])
     now = created_at if created_at is not None else time.time()
     row = {"key": key, "workflow": workflow, "action": "classify", "file": "data/in.jsonl",
            "part": 0, "provider": "openai", "provider_batch_id": None, "state": "submitting",
            "raw_status": None, "run_id": "run1", "collected_by": None, "request_count": count,
            "meta": "{}", "error": None, "created_at": now, "submitted_at": None,
-           "ended_at": None, "deadline_at": None, "updated_at": now}
+           "ended_at": None, "deadline_at": None, "updated_at": now, "tenant": tenant}
     store.create_intents(staged, [(row, ids)])
     if state != "submitting" or fields:
         store.update_batch(key, state=state, **fields)

@@ -38,6 +38,7 @@ VALUES = {
     "workflow": "review_triage", "ref": "review_triage", "proposal_id": "p1",
     "effect_id": "e1", "key": "r0001", "action": "classify", "record": "r0001",
     "reason": "because", "changes": "text=x", "batch_id": "b1",
+    "name": "ann", "tenants": "default", "token_id": "t1",
 }
 #: Commands that never open the store, and what they answer in the walks.
 NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0,

@@ -69,7 +69,7 @@ def test_jsonl_and_csv_of_the_wide_table(quickstart: Quickstart) -> None:
 def test_action_with_jsonl_or_csv_keeps_the_per_action_rows(quickstart: Quickstart) -> None:
     done = agac("export", "review_triage", "--action", "classify", cwd=quickstart.root)
     first = json.loads(done.out.splitlines()[0])
-    assert list(first) == ["key", "status", "reason", "output"]
+    assert list(first) == ["key", "status", "reason", "output", "tenant"]
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -110,7 +110,7 @@ def test_runs_list_newest_first(quickstart: Quickstart) -> None:
     text = quickstart.agac("runs", "list", "review_triage", "--limit", "1")
     assert text.code == 0, text
     header, _rule, row = text.out.splitlines()
-    assert header.split() == ["run", "workflow", "state", "started", "ended", "retry", "of"]
+    assert header.split() == ["run", "tenant", "workflow", "state", "started", "ended", "retry", "of"]
     assert row.startswith(rows[0]["run_id"])
 
 

@@ -135,10 +135,10 @@ def test_a3_sigkill_after_an_approved_effect_happened(tmp_path: Path) -> None:
     resumed = _agac(tmp_path, "run", "ap", "--json")
     assert resumed.returncode == 75, resumed.stderr
     summary = json.loads(resumed.stdout)
-    assert summary["effects_unknown"] == [hit["key"]] and "awaiting_approval" not in summary
+    assert summary["effects_unknown"] == [hit["key"].partition(":")[2]] and "awaiting_approval" not in summary
     assert _proposals(tmp_path) == []  # the approval was used: nobody is asked again
     assert len(_calls(tmp_path)) == 3  # the unknown effect was not called again
-    assert _agac(tmp_path, "effects", "resolve", hit["key"][:12], "--done").returncode == 0
+    assert _agac(tmp_path, "effects", "resolve", hit["key"].partition(":")[2][:12], "--done").returncode == 0
     final = _agac(tmp_path, "run", "ap", "--json")
     assert final.returncode == 0, final.stderr
     calls = _calls(tmp_path)

@@ -71,14 +71,14 @@ def test_e2_sigkill_between_effect_and_receipt(tmp_path: Path, idempotent: bool)
         return
     assert resumed.returncode == 75, resumed.stderr
     summary = json.loads(resumed.stdout)
-    assert summary["effects_unknown"] == [hit["key"]]
+    assert summary["effects_unknown"] == [hit["key"].partition(":")[2]]
     assert summary["actions"]["send"]["pending"] == 1
     listed = json.loads(_agac(tmp_path, "effects", "list", "fx", "--json").stdout)
-    assert [e["state"] for e in listed if e["id"] == hit["key"]] == ["unknown"]
+    assert [e["state"] for e in listed if e["key"] == hit["key"]] == ["unknown"]
     status = json.loads(_agac(tmp_path, "status", "fx", "--json").stdout)
-    assert status["effects_unknown"] == [hit["key"]]
+    assert status["effects_unknown"] == [hit["key"].partition(":")[2]]
     assert len(_calls(tmp_path)) == 6  # the others ran; the unknown one was not called again
-    resolved = _agac(tmp_path, "effects", "resolve", hit["key"][:12], "--done")
+    resolved = _agac(tmp_path, "effects", "resolve", hit["key"].partition(":")[2][:12], "--done")
     assert resolved.returncode == 0, resolved.stderr
     final = _agac(tmp_path, "run", "fx", "--json")
     assert final.returncode == 0, final.stderr

@@ -11,7 +11,12 @@ arun, retry, cancel), :mod:`~agac.api.results` (the wide results table, parquet 
 :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
-:mod:`~agac.api.maintenance` (gc, store upgrade, store info). Notebooks' needs:
+:mod:`~agac.api.maintenance` (gc, store upgrade, store info). For teams:
+:mod:`~agac.api.people` (``agac users``/``agac tokens``, administrators),
+:mod:`~agac.api.identity` (passwords, tokens, sessions, the :class:`Principal`),
+:mod:`~agac.api.team` (what a signed-in person sees and decides; tenant filtering) and
+:mod:`~agac.api.remote` (decisions sent to the service under ``identity: login``).
+Notebooks' needs:
 :mod:`~agac.api.inline` (workflows as dicts, records as DataFrames, projects created on
 first use), :mod:`~agac.api.threads` (running inside an event loop), :mod:`~agac.api.progress`.
 
@@ -35,6 +40,17 @@ from agac.api.history import (
     status,
 )
 from agac.api.maintenance import gc, store_info, store_upgrade
+from agac.api.people import (
+    tokens_create,
+    tokens_list,
+    tokens_revoke,
+    users_add,
+    users_disable,
+    users_enable,
+    users_list,
+    users_passwd,
+    users_set,
+)
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
 from agac.api.results import Results, export_table, results
 from agac.api.runs import arun, cancel, retry, run, unpriced_warnings
@@ -76,7 +92,16 @@ __all__ = [
     "store_info",
     "store_upgrade",
     "submit",
+    "tokens_create",
+    "tokens_list",
+    "tokens_revoke",
     "unpriced_warnings",
+    "users_add",
+    "users_disable",
+    "users_enable",
+    "users_list",
+    "users_passwd",
+    "users_set",
     "validate",
     "worker",
     "workers",

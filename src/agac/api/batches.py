@@ -3,7 +3,8 @@
 A batch belongs to its shard, not to a run (B0), so these calls address batches by
 workflow and by id: our key (``agac_<hex>``, the idempotency key of the intent) or the
 provider's batch id. Without an id they take the workflow's latest batch (or the
-project's, without a workflow).
+project's, without a workflow). Only the caller's tenants' batches are found (T2): a
+batch belongs to the tenant of the run that sent it.
 
 Nothing here collects results: only a run records answers (S1). ``retrieve`` reads
 a batch's raw results for a person to look at; ``cancel`` asks the provider to stop a
@@ -16,14 +17,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, using, workflow_name
+from agac.api.projects import ProjectRef, Scope, scope_of, using, workflow_name
 from agac.config.project import Project
-from agac.errors import UsageError
+from agac.errors import NotFound
 from agac.store.values import OPEN_BATCH_STATES
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
+    from agac.api.projects import Principal
     from agac.providers.base import Result
     from agac.store.repository import Store
 
@@ -35,16 +38,19 @@ UNSETTLED_STATES = ("submitting", "unknown")
 
 
 def list_batches(ref: str | None = None, project: ProjectRef = None, *,
+                 tenant: str | None = None, principal: Principal | None = None,
                  store: Store | None = None) -> list[dict[str, Any]]:
-    """Every batch of workflow ``ref`` (every batch of the project without one), newest
-    first, as :func:`batch_dict` rows."""
+    """Every batch of workflow ``ref`` (every batch of the project without one) of the
+    caller's tenants, newest first, as :func:`batch_dict` rows."""
     with using(project, store, writes=False) as (proj, st):
         name = workflow_name(ref, proj) if ref else None
-        return [batch_dict(row) for row in st.list_batches(name)]
+        tenants = scope_of(proj, tenant, principal).visible
+        return [batch_dict(row) for row in st.list_batches(name, tenants=tenants)]
 
 
 def batch_status(ref: str | None = None, project: ProjectRef = None, *,
-                 batch_id: str | None = None, poll: bool = False,
+                 batch_id: str | None = None, poll: bool = False, tenant: str | None = None,
+                 principal: Principal | None = None,
                  store: Store | None = None) -> dict[str, Any]:
     """One batch as the store knows it, with its items counted by status and the command
     a person most likely wants next. ``poll`` also asks the provider for its status now
@@ -52,7 +58,7 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
     from agac.engine.batch.manual import poll_batch
 
     with using(project, store, writes=False) as (proj, st):
-        row = _find_batch(st, proj, ref, batch_id)
+        row = _find_batch(st, proj, ref, batch_id, scope_of(proj, tenant, principal))
         doc = batch_dict(row)
         items: dict[str, int] = {}
         for item in st.iter_batch_items(row.key):
@@ -69,7 +75,8 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
 
 
 def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: str | None = None,
-             sink: Callable[[dict[str, Any]], object], store: Store | None = None) -> dict[str, Any]:
+             sink: Callable[[dict[str, Any]], object], tenant: str | None = None,
+             principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
     """Hand every raw result of an ended batch to ``sink`` (as :func:`result_dict`), in the
     provider's order, and return ``{key, batch_id, results, types}``.
 
@@ -79,13 +86,14 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     from agac.engine.batch.manual import read_results
 
     with using(project, store, writes=False) as (proj, st):
-        row = _find_batch(st, proj, ref, batch_id)
+        row = _find_batch(st, proj, ref, batch_id, scope_of(proj, tenant, principal))
     types = read_results(proj, row, lambda result: sink(result_dict(result)))
     return {"key": row.key, "batch_id": row.provider_batch_id, "results": sum(types.values()),
             "types": types}
 
 
 def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str,
+           tenant: str | None = None, principal: Principal | None = None,
            store: Store | None = None) -> dict[str, Any]:
     """Ask the provider to cancel an open batch and mark it ``cancelling``.
 
@@ -95,13 +103,14 @@ def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str,
     from agac.engine.batch.manual import cancel_batch
 
     with using(project, store) as (proj, st):
-        row = _find_batch(st, proj, ref, batch_id)
+        row = _find_batch(st, proj, ref, batch_id, scope_of(proj, tenant, principal))
         cancel_batch(proj, st, row)
         return _reread(st, row.key)
 
 
 def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None,
-            not_submitted: bool = False, store: Store | None = None) -> dict[str, Any]:
+            not_submitted: bool = False, tenant: str | None = None,
+            principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
     """Settle an intent whose submission is unknown (B2), on a person's word.
 
     ``batch_id``: the provider has it under this id; the intent becomes ``submitted``
@@ -111,15 +120,17 @@ def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None
     """
     from agac.engine.batch.manual import resolve_intent
 
-    with using(project, store) as (_proj, st):
-        resolve_intent(st, key, batch_id=batch_id, not_submitted=not_submitted)
+    with using(project, store) as (proj, st):
+        resolve_intent(st, key, batch_id=batch_id, not_submitted=not_submitted,
+                       tenants=scope_of(proj, tenant, principal).visible)
         return _reread(st, key)
 
 
 def batch_dict(row: Row) -> dict[str, Any]:
     """The plain JSON of one ``batches`` row."""
     return {
-        "key": row.key, "batch_id": row.provider_batch_id, "workflow": row.workflow,
+        "key": row.key, "batch_id": row.provider_batch_id, "tenant": row.tenant,
+        "workflow": row.workflow,
         "action": row.action, "file": row.file, "part": row.part, "provider": row.provider,
         "state": row.state, "open": row.state in OPEN_BATCH_STATES,
         "raw_status": row.raw_status, "requests": row.request_count, "run_id": row.run_id,
@@ -143,21 +154,23 @@ def result_dict(result: Result) -> dict[str, Any]:
             "error": error}
 
 
-def _find_batch(store: Store, proj: Project, ref: str | None, batch_id: str | None) -> Row:
+def _find_batch(store: Store, proj: Project, ref: str | None, batch_id: str | None,
+                scope: Scope) -> Row:
     """The batch ``batch_id`` names (our key or the provider's id), else the latest of
-    workflow ``ref`` (of the project without one). UsageError when there is none."""
+    workflow ``ref`` (of the project without one), among the scope's tenants. NotFound
+    when there is none — also when it is another tenant's (T2)."""
     name = workflow_name(ref, proj) if ref else None
     if batch_id is not None:
-        row = store.get_batch(batch_id)
+        row = store.get_batch(batch_id, tenants=scope.visible)
         if row is None or (name is not None and row.workflow != name):
             where = f" of {name}" if name else ""
-            raise UsageError(f"no batch {batch_id!r}{where} in this project's store; "
-                             "`agac batch list` shows them")
+            raise NotFound(f"no batch {batch_id!r}{where} in {scope.label}; "
+                           "`agac batch list` shows them")
         return row
-    rows = store.list_batches(name)
+    rows = store.list_batches(name, tenants=scope.visible)
     if not rows:
-        where = f"{name} has" if name else "this project has"
-        raise UsageError(f"{where} no batches yet; a run with run_mode: batch sends them")
+        where = f"{name} has" if name else f"{scope.label} has"
+        raise NotFound(f"{where} no batches yet; a run with run_mode: batch sends them")
     return rows[0]
 
 
@@ -171,5 +184,6 @@ def _next_command(row: Row) -> str | None:
     if row.state in UNSETTLED_STATES:
         return f"agac batch resolve {row.key} --batch-id ID | --not-submitted"
     if row.state in OPEN_BATCH_STATES:
-        return f"agac run {row.workflow}"
+        tenant = "" if row.tenant == DEFAULT_TENANT else f" --tenant {row.tenant}"
+        return f"agac run {row.workflow}{tenant}"
     return None

@@ -1,17 +1,22 @@
 """Reading what runs did: status (§7.1), runs, events, exported outcomes, records and
-their sessions, cost. Read-only; refused on ``store: memory``, which keeps nothing."""
+their sessions, cost. Read-only; refused on ``store: memory``, which keeps nothing.
+
+Every call reads the runs of its caller's tenants only (``tenant``, ``principal``: see
+:mod:`agac.api.projects`); another tenant's run is not found. Each result names the
+run's tenant."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, reading, resolve_run, workflow_name
+from agac.api.projects import ProjectRef, reading, resolve_run, scope_of, workflow_name
 from agac.errors import UsageError
 from agac.jsontext import loads
 from agac.store.values import FINAL_STATES
 
 if TYPE_CHECKING:
+    from agac.api.projects import Principal
     from agac.store.repository import Store
 
 __all__ = ["FINAL_STATES", "cost", "events", "export_rows", "is_final", "list_records",
@@ -24,13 +29,13 @@ def is_final(state: str) -> bool:
     return state in FINAL_STATES
 
 
-def status(ref: str | None = None, project: ProjectRef = None, *,
-           store: Store | None = None) -> dict[str, Any]:
-    """The §7.1 summary of a run (by id) or of a workflow's latest run."""
+def status(ref: str | None = None, project: ProjectRef = None, *, tenant: str | None = None,
+           principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+    """The §7.1 summary of a run (by id) or of a workflow's latest run, with its tenant."""
     from agac.engine.views.summary import build_summary
 
     with reading(project, store) as (proj, st):
-        run_row = resolve_run(st, proj, ref)
+        run_row = resolve_run(st, proj, ref, scope_of(proj, tenant, principal))
         if run_row.settings.pruned is not None:
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
@@ -43,42 +48,50 @@ def status(ref: str | None = None, project: ProjectRef = None, *,
 
 
 def list_runs(ref: str | None = None, project: ProjectRef = None, limit: int = 50, *,
+              tenant: str | None = None, principal: Principal | None = None,
               store: Store | None = None) -> list[dict[str, Any]]:
-    """The runs of workflow ``ref`` (of the project without one), newest first."""
+    """The runs of workflow ``ref`` (of the project without one) in the caller's
+    tenants, newest first."""
     with reading(project, store) as (proj, st):
+        scope = scope_of(proj, tenant, principal)
         name = workflow_name(ref, proj) if ref else None
         return [
-            {"run_id": r.id, "workflow": r.workflow, "state": r.state, "retry_of": r.retry_of,
-             "created_at": r.created_at, "ended_at": r.ended_at}
-            for r in st.list_runs(name, limit)
+            {"run_id": r.id, "workflow": r.workflow, "tenant": r.tenant, "state": r.state,
+             "retry_of": r.retry_of, "created_at": r.created_at, "ended_at": r.ended_at}
+            for r in st.list_runs(name, limit, tenants=scope.visible)
         ]
 
 
 def events(run_ref: str | None, project: ProjectRef = None, after: int = 0, *,
+           tenant: str | None = None, principal: Principal | None = None,
            store: Store | None = None) -> list[dict[str, Any]]:
-    """A run's events after id ``after``, in order."""
+    """A run's events after id ``after``, in order; each names the run's tenant."""
     with reading(project, store) as (proj, st):
-        run_row = resolve_run(st, proj, run_ref)
-        return [_event_dict(e) for e in st.iter_events(run_row.id, after, limit=100_000)]
+        run_row = resolve_run(st, proj, run_ref, scope_of(proj, tenant, principal))
+        return [_event_dict(e, run_row.tenant)
+                for e in st.iter_events(run_row.id, after, limit=100_000)]
 
 
-def _event_dict(e: Any) -> dict[str, Any]:
-    return {"id": e.id, "run_id": e.run_id, "kind": e.kind, "action": e.action,
-            "unit_key": e.unit_key, "data": loads(e.data), "created_at": e.created_at}
+def _event_dict(e: Any, tenant: str) -> dict[str, Any]:
+    return {"id": e.id, "run_id": e.run_id, "tenant": tenant, "kind": e.kind,
+            "action": e.action, "unit_key": e.unit_key, "data": loads(e.data),
+            "created_at": e.created_at}
 
 
 def export_rows(ref: str, action: str, project: ProjectRef = None,
-                run_ref: str | None = None, *, store: Store | None = None
+                run_ref: str | None = None, *, tenant: str | None = None,
+                principal: Principal | None = None, store: Store | None = None
                 ) -> Iterator[dict[str, Any]]:
-    """One row per record of ``action`` in the run: key, status, reason, detail, output."""
+    """One row per record of ``action`` in the run: key, status, reason, detail, output,
+    and the run's tenant."""
     with reading(project, store) as (proj, st):
-        run_row = resolve_run(st, proj, run_ref or ref)
+        run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
         if action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
         for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
             yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
-                   "output": loads(o.output)}
+                   "output": loads(o.output), "tenant": run_row.tenant}
 
 
 def _item_path(key: str) -> tuple[int, ...]:
@@ -100,50 +113,27 @@ def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
     yield from sorted(group, key=lambda r: _item_path(r.unit_key))
 
 
-def cost(ref: str | None = None, project: ProjectRef = None, *,
-         store: Store | None = None) -> dict[str, Any]:
-    """Cost per action and model, live vs batch, and what batch saved against all-live."""
-    from agac.providers.base import Usage
+def cost(ref: str | None = None, project: ProjectRef = None, *, tenant: str | None = None,
+         principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+    """Cost per action and model, live vs batch, and what batch saved against all-live, of
+    a run of the caller's tenants."""
+    from agac.engine.views.summary import cost_breakdown
     from agac.providers.pricing import PriceTable
 
     with reading(project, store) as (proj, st):
-        prices = PriceTable(dict(proj.config.prices))
-        run_row = resolve_run(st, proj, ref)
-        rows = []
-        total = saved = 0.0
-        for r in st.usage_totals([run_row.id]):
-            usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
-                          int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
-            model = f"{r.provider}/{r.model}"
-            live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
-            c = float(r.cost_usd or 0.0)
-            total += c
-            if r.tier == "batch":
-                saved += max(live_cost - c, 0.0)
-            row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-                   "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
-                   "input_tokens": int(r.input_tokens or 0),
-                   "cached_tokens": int(r.cached_tokens or 0),
-                   "cache_write_tokens": int(r.cache_write_tokens or 0),
-                   "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
-            if r.origin == "unknown":  # S1: sent or about to be when its process stopped
-                row["priced_by_a_later_answer"] = int(r.priced or 0)
-            if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
-                row["price"] = prices.status(model, r.tier)
-            rows.append(row)
-        return {"run_id": run_row.id, "workflow": run_row.workflow, "cost_usd": round(total, 6),
-                "batch_saved_usd": round(saved, 6), "rows": rows}
+        run_row = resolve_run(st, proj, ref, scope_of(proj, tenant, principal))
+        return cost_breakdown(st, run_row, PriceTable(dict(proj.config.prices)))
 
 
 def list_records(ref: str, project: ProjectRef = None, *,
                  status: str | None = None, action: str | None = None,
-                 run_ref: str | None = None, limit: int = 10_000,
-                 store: Store | None = None) -> dict[str, Any]:
+                 run_ref: str | None = None, limit: int = 10_000, tenant: str | None = None,
+                 principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
     """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
     ``action`` — fan-out items included, by item key — for ``agac records show``. At most
     ``limit`` units, in record order; ``truncated`` says when there were more."""
     with reading(project, store) as (proj, st):
-        run_row = resolve_run(st, proj, run_ref or ref)
+        run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
         if action is not None and action not in names:
             raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
@@ -151,7 +141,8 @@ def list_records(ref: str, project: ProjectRef = None, *,
         truncated = len(rows) > limit
         rows = sorted(rows[:limit],
                       key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action)))
-        return {"run_id": run_row.id, "workflow": run_row.workflow, "status": status,
+        return {"run_id": run_row.id, "workflow": run_row.workflow, "tenant": run_row.tenant,
+                "status": status,
                 "action": action, "truncated": truncated, "units": [
                     {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
                      "detail": r.detail, "attempts": r.attempts} for r in rows]}
@@ -159,10 +150,13 @@ def list_records(ref: str, project: ProjectRef = None, *,
 
 def record_session(key: str, project: ProjectRef = None, *,
                    workflow: str | None = None, run_ref: str | None = None,
+                   tenant: str | None = None, principal: Principal | None = None,
                    store: Store | None = None) -> dict[str, Any]:
-    """The record's session (DESIGN §11): its history across actions, attempts, tokens and
-    cost, status and error log."""
+    """The record's session (DESIGN §11) in a run of the caller's tenants: its history
+    across actions, attempts, tokens and cost, status and error log."""
     from agac.engine.views.sessions import session_document
 
     with reading(project, store) as (proj, st):
-        return session_document(proj, st, key, workflow, run_ref)
+        name = workflow_name(workflow, proj) if workflow else None
+        return session_document(proj, st, key, name, run_ref,
+                                tenants=scope_of(proj, tenant, principal).visible)

@@ -1,26 +1,40 @@
-"""Finding the project, its store and the runs a call names: what every API call starts with.
+"""Finding the project, its store, the caller's tenants and the runs a call names: what
+every API call starts with.
 
 Each call takes ``project`` (a :class:`Project`, a folder, or None for the working
 directory) and, optionally, ``store``: a long-lived store handle (``agac serve``, a
 notebook) that the call uses and leaves open. Without one, the call opens the project's
 store and closes it when done.
+
+**Tenants (DESIGN §13 T2).** Every call that finds a run or an object of a run takes
+``tenant`` and ``principal``, read once into a :class:`Scope`: the tenant the call acts
+in (a workflow's runs are found, and new runs admitted, in it) and the tenants whose
+objects it may see. From the command line that is one tenant — ``--tenant``, else
+``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``. A caller of the service
+is a *principal*: it sees the tenants it belongs to (``principal.tenants``), and
+``tenant`` picks one of them. Another tenant's object is :class:`~agac.errors.NotFound`,
+exactly like one that does not exist — never "forbidden" — so the command line and the
+service refuse the same things in the same words.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from agac.config.project import Project, find_project, store_url
-from agac.errors import UsageError
+from agac.config.project import Project, find_project, project_tenant, store_url
+from agac.errors import NotFound, UsageError
+from agac.tenants import check_tenant
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
+    from agac.store.values import RunRecord
 
-__all__ = ["ProjectRef", "open_store", "project_of", "reading", "resolve_run", "using",
-           "workflow_name"]
+__all__ = ["Principal", "ProjectRef", "Scope", "open_store", "project_of", "reading",
+           "resolve_run", "scope_of", "using", "workflow_name"]
 
 ProjectRef = Project | Path | str | None
 """What a call accepts as its project: the project, its folder, or None (found from the
@@ -97,18 +111,75 @@ def workflow_name(ref: str, project: ProjectRef = None) -> str:
         return Path(path).stem
 
 
-def resolve_run(store: Store, proj: Project, ref: str | None) -> Any:
-    """A run from a run id (or unique prefix), a workflow name or path, or None (the latest)."""
+class Principal(Protocol):
+    """Who calls, as the service knows them (``agac serve``'s signed-in user or token):
+    what the library needs of them is the tenants they belong to."""
+
+    @property
+    def tenants(self) -> Collection[str]: ...
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The tenants of one call (T2): ``tenant``, the one it acts in (None when a principal
+    belongs to several and named none), and ``visible``, those whose objects it may see."""
+
+    tenant: str | None
+    visible: frozenset[str]
+
+    def acting(self) -> str:
+        """The tenant to admit in or find a workflow's runs in; UsageError when the
+        caller belongs to several and named none."""
+        if self.tenant is None:
+            raise UsageError(f"name the tenant to act in (tenant=…): you are in "
+                             f"{', '.join(sorted(self.visible))}")
+        if self.tenant not in self.visible:
+            raise NotFound(f"no tenant {self.tenant!r} among yours")
+        return self.tenant
+
+    def sees(self, tenant: str) -> bool:
+        return tenant in self.visible
+
+    @property
+    def label(self) -> str:
+        """How messages name where a lookup looked."""
+        names = sorted(self.visible)
+        return f"tenant {names[0]!r}" if len(names) == 1 else \
+            "your tenants" if names else "no tenant"
+
+
+def scope_of(project: Project, tenant: str | None = None,
+             principal: Principal | None = None) -> Scope:
+    """The :class:`Scope` of a call: without a principal, the one tenant ``tenant`` or
+    ``AGAC_TENANT`` or ``tenant:`` in agac.yml names (else ``default``); with one, its
+    tenants — narrowed to ``tenant`` when given (a tenant it is not in leaves nothing to
+    see, so every lookup is "not found")."""
+    if principal is None:
+        chosen = project_tenant(project, tenant)
+        return Scope(chosen, frozenset((chosen,)))
+    mine = frozenset(principal.tenants)
+    if tenant:
+        try:
+            check_tenant(tenant)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        return Scope(tenant, mine & {tenant})
+    return Scope(next(iter(mine)) if len(mine) == 1 else None, mine)
+
+
+def resolve_run(store: Store, proj: Project, ref: str | None, scope: Scope) -> RunRecord:
+    """A run of the scope's tenants from a run id (or unique prefix), a workflow name or
+    path (its latest run), or None (the latest run). Another tenant's run is not found."""
     if ref is None:
-        runs = store.list_runs(limit=1)
+        runs = store.list_runs(limit=1, tenants=scope.visible)
         if not runs:
-            raise UsageError("no runs yet in this project's store; start one with `agac run WF`")
+            raise NotFound(f"no runs yet in {scope.label}; start one with `agac run WF`")
         return runs[0]
-    run_row = store.get_run(ref)
+    run_row = store.get_run(ref, tenants=scope.visible)
     if run_row is not None:
         return run_row
     name = workflow_name(ref, proj)
-    run_row = store.latest_run(name)
-    if run_row is None:
-        raise UsageError(f"no run of {ref!r} in this project's store; start one with `agac run {ref}`")
-    return run_row
+    runs = store.list_runs(name, limit=1, tenants=scope.visible)
+    if not runs:
+        raise NotFound(f"no run of {ref!r} in {scope.label}; start one with `agac run {ref}`")
+    return runs[0]

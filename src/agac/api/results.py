@@ -6,7 +6,7 @@ returns a :class:`Results`, read when asked for: ``to_arrow()``, ``to_pandas()``
 ``to_polars()``, or iterating over rows (dicts keyed by column name). Columns are
 :mod:`agac.data.results`': ``key``, ``source.<field>`` when asked, and per action its
 fields (``classify.sentiment``, ``classify.meta.score``), ``classify#status`` and
-``classify#reason``.
+``classify#reason``. A run is found in the caller's tenants only (T2), like every call's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, workflow_file
-from agac.api.projects import ProjectRef, reading, resolve_run
+from agac.api.projects import ProjectRef, Scope, reading, resolve_run, scope_of
 from agac.errors import UsageError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import polars
     import pyarrow
 
+    from agac.api.projects import Principal
     from agac.config.project import Project
     from agac.store.repository import Store
 
@@ -36,9 +37,10 @@ class Results:
     """The wide table of one run, read from the store each time it is asked for."""
 
     def __init__(self, project: Project, run_id: str, action: str | None, include_source: bool,
-                 store: Store | None = None) -> None:
+                 store: Store | None = None, scope: Scope | None = None) -> None:
         self.project = project
         self.run_id = run_id
+        self.scope = scope or scope_of(project)
         self.action = action
         self.include_source = include_source
         self._store = store
@@ -47,7 +49,7 @@ class Results:
         from agac.engine.views.results import result_row_groups, result_table
 
         with reading(self.project, self._store) as (_, store):
-            run = resolve_run(store, self.project, self.run_id)
+            run = resolve_run(store, self.project, self.run_id, self.scope)
             table = result_table(store, run, self.action, include_source=self.include_source)
             for group in result_row_groups(store, run, table, json_text=json_text):
                 yield table, group
@@ -57,7 +59,7 @@ class Results:
         from agac.engine.views.results import result_table
 
         with reading(self.project, self._store) as (_, store):
-            run = resolve_run(store, self.project, self.run_id)
+            run = resolve_run(store, self.project, self.run_id, self.scope)
             return list(result_table(store, run, self.action,
                                      include_source=self.include_source).names)
 
@@ -78,7 +80,7 @@ class Results:
             batches.append(record_batch(schema, group))
         if schema is None:  # no records: the columns still
             with reading(self.project, self._store) as (_, store):
-                run = resolve_run(store, self.project, self.run_id)
+                run = resolve_run(store, self.project, self.run_id, self.scope)
                 schema = arrow_schema(result_table(store, run, self.action,
                                                    include_source=self.include_source))
         return pa.Table.from_batches(batches, schema=schema)
@@ -100,14 +102,15 @@ class Results:
 
 
 def results(workflow_or_run: WorkflowRef | Any, action: str | None = None, *,
-            include_source: bool = False, project: ProjectRef = None,
-            store: Store | None = None) -> Results:
+            include_source: bool = False, project: ProjectRef = None, tenant: str | None = None,
+            principal: Principal | None = None, store: Store | None = None) -> Results:
     """The results of a run: ``workflow_or_run`` is a workflow (path, ``name:`` or dict: its
     latest run), a run id, or a :class:`~agac.engine.lifecycle.options.RunResult`. Only ``action``'s
     columns when given; the record's fields as ``source.<field>`` with ``include_source``."""
     with reading(project, store) as (proj, st):
-        run = resolve_run(st, proj, _ref(workflow_or_run, proj))
-        return Results(proj, run.id, action, include_source, store)
+        scope = scope_of(proj, tenant, principal)
+        run = resolve_run(st, proj, _ref(workflow_or_run, proj), scope)
+        return Results(proj, run.id, action, include_source, store, scope)
 
 
 def _ref(workflow_or_run: Any, proj: Project) -> str:
@@ -125,6 +128,7 @@ def _ref(workflow_or_run: Any, proj: Project) -> str:
 def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
                  format: str = "parquet", action: str | None = None,
                  include_source: bool = False, project: ProjectRef = None,
+                 tenant: str | None = None, principal: Principal | None = None,
                  store: Store | None = None) -> int:
     """Write the wide table of a run (named as :func:`results` takes it) to ``out`` (stdout
     for jsonl/csv when None) as ``parquet``, ``jsonl`` or ``csv``, streamed in row groups
@@ -142,7 +146,7 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
     if format not in EXPORT_FORMATS:
         raise UsageError(f"format {format!r} is not one of {', '.join(EXPORT_FORMATS)}")
     with reading(project, store) as (proj, st):
-        run = resolve_run(st, proj, _ref(workflow_or_run, proj))
+        run = resolve_run(st, proj, _ref(workflow_or_run, proj), scope_of(proj, tenant, principal))
         table = result_table(st, run, action, include_source=include_source)
         if format == "parquet":
             if out is None:

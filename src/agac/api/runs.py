@@ -1,22 +1,26 @@
 """Running workflows: ``agac run`` / ``await agac.arun`` (admit or continue, R1), ``agac
 retry`` (R2) and ``agac cancel``. Each returns a
-:class:`agac.engine.lifecycle.options.RunResult`."""
+:class:`agac.engine.lifecycle.options.RunResult`.
+
+A run is found, and admitted, by (tenant, workflow) (DESIGN §13 T2): ``tenant`` (else
+``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``) is the tenant a new run
+belongs to for good; a ``principal`` acts only in its own tenants."""
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, given_records, project_for, workflow_file
 from agac.api.progress import ProgressMode, RunProgress
-from agac.api.projects import ProjectRef, project_of, reading, using, workflow_name
+from agac.api.projects import ProjectRef, project_of, reading, scope_of, using, workflow_name
 from agac.api.threads import RunControl, in_thread, loop_running, on_thread
 from agac.api.workflows import load_workflow
 
 if TYPE_CHECKING:
+    from agac.api.projects import Principal
     from agac.config.model import Workflow
     from agac.config.project import Project
     from agac.engine.lifecycle.options import RunResult
@@ -29,15 +33,19 @@ def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
         new: bool = False, run_mode: str | None = None, tenant: str | None = None,
         progress: ProgressMode = "auto", poll_interval: float | str | None = None,
         batch_deadline: float | str | None = None, budget_usd: float | None = None,
-        store: Store | None = None, **options: Any) -> RunResult:
-    """``agac run``: continue the workflow's open run or admit a new one and execute it (R1).
+        principal: Principal | None = None, store: Store | None = None,
+        **options: Any) -> RunResult:
+    """``agac run``: continue the tenant's open run of the workflow or admit a new one in
+    the tenant, and execute it (R1).
 
     ``workflow`` is a path, a ``name:`` or the workflow as a dict (written to
     ``workflows/<name>.yml``); ``project`` a folder (created with an ``agac.yml`` when it
     does not exist). ``records`` — an iterable of dicts, a pandas or polars DataFrame or an
     Arrow table — replace ``input.path`` (DESIGN §15). ``new`` ends the open run and admits
-    a new one; ``run_mode`` fills every llm action without its own; ``tenant`` (default
-    ``AGAC_TENANT``, else ``default``) is the run's tenant; ``budget_usd`` caps a new run's
+    a new one; ``run_mode`` fills every llm action without its own; ``tenant`` (else
+    ``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``) is the run's tenant for
+    good, and a ``principal`` (the service's caller) acts only in its own tenants (T2);
+    ``budget_usd`` caps a new run's
     spending instead of the file's ``budget.usd`` (R5). ``progress``: ``"auto"`` shows bars
     in a notebook or terminal and a line now and then otherwise; False shows nothing.
     Other options: ``fresh``, ``limit``, ``wait``, ``allow_over_estimate``,
@@ -51,7 +59,8 @@ def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
     call = functools.partial(_run, workflow, project, records=records, new=new,
                              run_mode=run_mode, tenant=tenant, progress=progress,
                              poll_interval=poll_interval, batch_deadline=batch_deadline,
-                             budget_usd=budget_usd, store=store, control=control, **options)
+                             budget_usd=budget_usd, principal=principal, store=store,
+                             control=control, **options)
     if loop_running():
         return in_thread(call, control)
     return call()
@@ -61,26 +70,29 @@ async def arun(workflow: WorkflowRef, project: ProjectRef = None, *, records: An
                new: bool = False, run_mode: str | None = None, tenant: str | None = None,
                progress: ProgressMode = "auto", poll_interval: float | str | None = None,
                batch_deadline: float | str | None = None, budget_usd: float | None = None,
-               store: Store | None = None, **options: Any) -> RunResult:
+               principal: Principal | None = None, store: Store | None = None,
+               **options: Any) -> RunResult:
     """:func:`run` for async code: the engine runs on a thread of its own. Cancelling the
     awaiting task stops the run gently (as a first Ctrl-C does) and waits for it."""
     control = RunControl()
     call = functools.partial(_run, workflow, project, records=records, new=new,
                              run_mode=run_mode, tenant=tenant, progress=progress,
                              poll_interval=poll_interval, batch_deadline=batch_deadline,
-                             budget_usd=budget_usd, store=store, control=control, **options)
+                             budget_usd=budget_usd, principal=principal, store=store,
+                             control=control, **options)
     return await on_thread(call, control)
 
 
 def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
          run_mode: str | None, tenant: str | None, progress: ProgressMode,
          poll_interval: float | str | None, batch_deadline: float | str | None,
-         budget_usd: float | None, store: Store | None, control: RunControl,
-         **options: Any) -> RunResult:
+         budget_usd: float | None, principal: Principal | None, store: Store | None,
+         control: RunControl, **options: Any) -> RunResult:
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
 
     proj = project_for(project)
+    acting = scope_of(proj, tenant, principal).acting()
     ref = workflow_file(workflow, proj)
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
@@ -90,14 +102,13 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
     hooks = [h for h in (options.pop("on_start", None), view.start, control.attach) if h]
     with given_records(records, proj) as source, \
             using(proj, store, wait=bool(options.get("wait"))) as (_, st):
-        from_records = source is not None or _open_run_reads_records(st, ref, proj)
+        from_records = source is not None or _open_run_reads_records(st, ref, proj, acting)
         loaded = load_workflow(ref, proj, records=from_records, **overrides)
         warnings = unpriced_warnings(loaded, proj)
         for line in warnings if on_warning is not None else ():
             on_warning(line)
         run_options = RunOptions(new=new, source=source, on_start=_each(hooks),
-                                 tenant=tenant or os.environ.get("AGAC_TENANT") or "default",
-                                 **options)
+                                 tenant=acting, **options)
         try:
             # A run continued (R1) is compared with the file as loaded with the overrides
             # it was admitted with, not with today's: they belong to the run.
@@ -125,10 +136,10 @@ def unpriced_warnings(workflow: Workflow, project: ProjectRef = None) -> list[st
             "[unpriced_model]" for m in models if not prices.known(m)]
 
 
-def _open_run_reads_records(store: Store, ref: str | Path, proj: Project) -> bool:
-    """Whether the workflow's open run reads records given in memory: then a call without
-    records continues it with its own snapshot of them."""
-    open_run = store.open_run(workflow_name(str(ref), proj))
+def _open_run_reads_records(store: Store, ref: str | Path, proj: Project, tenant: str) -> bool:
+    """Whether the tenant's open run of the workflow reads records given in memory: then a
+    call without records continues it with its own snapshot of them."""
+    open_run = store.open_run(workflow_name(str(ref), proj), tenant=tenant)
     return open_run is not None and bool(open_run.config["input"].get("records"))
 
 
@@ -142,9 +153,12 @@ def _each(hooks: list[Callable[[Any, Any], None]]) -> Callable[[Any, Any], None]
 
 def retry(ref: WorkflowRef, project: ProjectRef = None, *,
           action: str | None = None, record: str | None = None, dry_run: bool = False,
-          abandon_in_flight: bool = False, store: Store | None = None, **options: Any) -> Any:
-    """``agac retry`` (R2): re-ask the failed units of the latest final run, over its input
-    snapshot (records given in memory included: they need not be given again).
+          abandon_in_flight: bool = False, tenant: str | None = None,
+          principal: Principal | None = None, store: Store | None = None,
+          **options: Any) -> Any:
+    """``agac retry`` (R2): re-ask the failed units of the tenant's latest final run of the
+    workflow, over its input snapshot (records given in memory included: they need not be
+    given again).
 
     ``abandon_in_flight`` (B10): retry even though a batch of the workflow is still out;
     its waiting records fail ``batch_abandoned`` first.
@@ -153,34 +167,38 @@ def retry(ref: WorkflowRef, project: ProjectRef = None, *,
     from agac.engine.lifecycle.retry import start_retry
 
     proj = project_of(project)
+    acting = scope_of(proj, tenant, principal).acting()
     path = workflow_file(ref, proj)
     with using(proj, store) as (_, st):
         # A retry runs with the per-run settings (--run-mode, ...) of the run it retries.
-        last = st.latest_run(workflow_name(str(path), proj), final=True)
+        last = st.latest_run(workflow_name(str(path), proj), tenant=acting, final=True)
         overrides = dict(last.settings.overrides) if last is not None else {}
         from_records = last is not None and bool(last.config["input"].get("records"))
         workflow = load_workflow(path, proj, records=from_records, **overrides)
-        run_options = RunOptions(**options)
+        run_options = RunOptions(tenant=acting, **options)
         run_options.overrides = overrides
         return start_retry(proj, st, workflow, run_options, action, record, dry_run,
                            abandon_in_flight=abandon_in_flight)
 
 
-def cancel(ref: str, project: ProjectRef = None, *, store: Store | None = None) -> Any:
-    """``agac cancel RUN|WF``: end a run ``cancelled`` — a run id, or a workflow's open run.
+def cancel(ref: str, project: ProjectRef = None, *, tenant: str | None = None,
+           principal: Principal | None = None, store: Store | None = None) -> Any:
+    """``agac cancel RUN|WF``: end a run ``cancelled`` — a run id, or the tenant's open run
+    of a workflow (another tenant's run is not found).
 
     Its batches out are cancelled at the provider (their records fail ``batch_cancelled``)
     and units never sent are skipped ``cancelled``. A run owned by a live process is marked
     ``cancelling`` and ended by its owner at its next heartbeat. Returns a
     :class:`agac.engine.lifecycle.options.RunResult`."""
     from agac.engine.lifecycle.ending import cancel_run
-    from agac.errors import RefusedError
+    from agac.errors import NotFound
 
     with reading(project, store, writes=True) as (proj, st):
-        run_row = st.get_run(ref)
+        scope = scope_of(proj, tenant, principal)
+        run_row = st.get_run(ref, tenants=scope.visible)
+        if run_row is None and scope.tenant is not None and scope.sees(scope.tenant):
+            run_row = st.open_run(workflow_name(ref, proj), tenant=scope.tenant)
         if run_row is None:
-            run_row = st.open_run(workflow_name(ref, proj))
-            if run_row is None:
-                raise RefusedError(f"{ref!r} is neither a run id nor a workflow with an open run; "
-                                   "`agac runs list` shows the runs")
+            raise NotFound(f"{ref!r} is neither a run id nor a workflow with an open run in "
+                           f"{scope.label}; `agac runs list` shows the runs")
         return cancel_run(proj, st, run_row)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.api.projects import ProjectRef, project_of, reading, using
+from agac.api.projects import ProjectRef, project_of, reading, scope_of, using
 from agac.api.workflows import load_workflow
 from agac.config.project import store_url
 from agac.errors import UsageError
 
 if TYPE_CHECKING:
+    from agac.api.projects import Principal
     from agac.store.repository import Store
 
 __all__ = ["submit", "worker", "workers"]
@@ -20,14 +21,17 @@ __all__ = ["submit", "worker", "workers"]
 def submit(ref: str | Path, project: ProjectRef = None, *,
            run_mode: str | None = None, poll_interval: float | str | None = None,
            batch_deadline: float | str | None = None, budget_usd: float | None = None,
+           tenant: str | None = None, principal: Principal | None = None,
            store: Store | None = None, **options: Any) -> dict[str, Any]:
-    """``agac submit``: admit a run (or continue the open one, R1) for workers to execute,
-    without executing it: ``{"run_id", "workflow", "state", "records", "shards", "notes"}``.
+    """``agac submit``: admit a run in the tenant (or continue its open one, R1) for workers
+    to execute, without executing it: ``{"run_id", "workflow", "tenant", "state",
+    "records", "shards", "notes"}``.
     Options as :func:`agac.api.run`: ``new``, ``fresh``, ``limit``, ``allow_over_estimate``."""
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.workers.fleet import submit_run
 
     proj = project_of(project)
+    acting = scope_of(proj, tenant, principal).acting()
     overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
                                  "batch_deadline": batch_deadline, "budget_usd": budget_usd}
     workflow = load_workflow(ref, proj, **overrides)
@@ -40,7 +44,8 @@ def submit(ref: str | Path, project: ProjectRef = None, *,
             raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
                              "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
                              f"`agac run {workflow.name}`")
-        return submit_run(proj, st, workflow, RunOptions(**options), overrides=overrides,
+        return submit_run(proj, st, workflow, RunOptions(tenant=acting, **options),
+                          overrides=overrides,
                           reload=lambda o: load_workflow(ref, proj, **o))
 
 
@@ -67,12 +72,16 @@ def worker(project: ProjectRef = None, *, concurrency: int = 4,
 
 
 def workers(project: ProjectRef = None, *, all_workers: bool = False,
+            principal: Principal | None = None,
             store: Store | None = None) -> list[dict[str, Any]]:
     """``agac workers``: live workers (``all_workers``: also stopped ones), the shards each
-    holds and its last heartbeat."""
+    holds (with its run's tenant) and its last heartbeat. Workers serve every tenant; with
+    a ``principal``, only the holdings of its tenants' runs are shown (T2). The command
+    line, an administrator's (T0), shows every holding."""
     from agac.engine.workers.fleet import list_workers
 
     with reading(project, store) as (_proj, st):
         if not st.shares_work:
             return []
-        return list_workers(st, include_stopped=all_workers)
+        tenants = frozenset(principal.tenants) if principal is not None else None
+        return list_workers(st, include_stopped=all_workers, tenants=tenants)

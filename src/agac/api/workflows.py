@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, given_records, project_for, workflow_file
-from agac.api.projects import ProjectRef, using
+from agac.api.projects import ProjectRef, scope_of, using
 from agac.config.model import Workflow
 
 if TYPE_CHECKING:
+    from agac.api.projects import Principal
     from agac.store.repository import Store
 
 __all__ = ["load_workflow", "plan", "render", "validate"]
@@ -59,33 +60,38 @@ def validate(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
 
 def plan(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
          run_mode: str | None = None, budget_usd: float | None = None,
-         limit: int | None = None, store: Store | None = None) -> dict[str, Any]:
-    """``agac plan``: what a new run would send and cost — units, requests, estimated
-    tokens, cost online vs batch, answers already reusable (R5) — over the input, or over
-    ``records``. Sends nothing and writes nothing."""
+         limit: int | None = None, tenant: str | None = None,
+         principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+    """``agac plan``: what a new run in the tenant would send and cost — units, requests,
+    estimated tokens, cost online vs batch, answers the tenant could already reuse (R5,
+    T2) — over the input, or over ``records``. Sends nothing and writes nothing."""
     from itertools import islice
 
     from agac.engine.views.plan import estimate_run, plan_records
     from agac.providers.pricing import PriceTable
 
     proj = project_for(project)
+    acting = scope_of(proj, tenant, principal).acting()
     workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd,
                              records=records is not None)
     with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
         planned = plan_records(proj, workflow, source)
         if limit is not None:
             planned = islice(planned, limit)
-        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), planned)
+        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), planned,
+                            tenant=acting)
 
 
 def render(ref: WorkflowRef, record: str, action: str | None = None,
-           project: ProjectRef = None, *, records: Any = None,
+           project: ProjectRef = None, *, records: Any = None, tenant: str | None = None,
+           principal: Principal | None = None,
            store: Store | None = None) -> list[dict[str, Any]]:
     """The exact requests the workflow would send for ``record`` (a key of the input, or of
-    ``records``), before any money is spent."""
+    ``records``), before any money is spent (upstream outputs from the tenant's latest run)."""
     from agac.engine.views.sessions import render_requests
 
     proj = project_for(project)
+    acting = scope_of(proj, tenant, principal).acting()
     workflow = load_workflow(ref, proj, records=records is not None)
     with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
-        return render_requests(proj, st, workflow, record, action, source)
+        return render_requests(proj, st, workflow, record, action, source, tenant=acting)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from agac.cli.main import _emit_json, command, json_option
+from agac.cli.main import _emit_json, command, json_option, tenant_option
 from agac.cli.render import new_table, print_table, when
 
 __all__ = ["batch"]
@@ -29,13 +29,14 @@ def batch() -> None:
 
 @batch.command("list")
 @click.argument("workflow", required=False)
+@tenant_option
 @json_option
 @command
-def batch_list(workflow: str | None, as_json: bool) -> int:
+def batch_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
     """List batches, newest first: key, provider batch id, action, file, state, requests."""
     from agac.api import batches
 
-    rows = batches.list_batches(workflow)
+    rows = batches.list_batches(workflow, tenant=tenant)
     if as_json:
         _emit_json(rows)
         return 0
@@ -59,17 +60,19 @@ def batch_list(workflow: str | None, as_json: bool) -> int:
 @click.argument("workflow", required=False)
 @click.option("--batch-id", default=None, help=BATCH_ID_HELP)
 @click.option("--poll", is_flag=True, help="Also ask the provider for the batch's status now.")
+@tenant_option
 @json_option
 @command
-def batch_status(workflow: str | None, batch_id: str | None, poll: bool, as_json: bool) -> int:
+def batch_status(workflow: str | None, batch_id: str | None, poll: bool, tenant: str | None,
+                 as_json: bool) -> int:
     """Show one batch: its state, its items by status, and what to do next."""
     from agac.api import batches
 
-    doc = batches.batch_status(workflow, batch_id=batch_id, poll=poll)
+    doc = batches.batch_status(workflow, batch_id=batch_id, poll=poll, tenant=tenant)
     if as_json:
         _emit_json(doc)
         return 0
-    for name in ("key", "batch_id", "workflow", "action", "file", "provider", "state",
+    for name in ("key", "batch_id", "tenant", "workflow", "action", "file", "provider", "state",
                  "raw_status", "requests", "run_id", "error"):
         if doc[name] is not None:
             click.echo(f"{name:<12} {doc[name]}")
@@ -91,10 +94,11 @@ def batch_status(workflow: str | None, batch_id: str | None, poll: bool, as_json
 @click.argument("workflow", required=False)
 @click.option("--batch-id", default=None, help=BATCH_ID_HELP)
 @click.option("--out", default=None, help="Write the JSONL here instead of stdout.")
+@tenant_option
 @json_option
 @command
 def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
-                   as_json: bool) -> int:
+                   tenant: str | None, as_json: bool) -> int:
     """Read an ended batch's raw results as JSONL: one line per result with custom_id,
     type, response (text, stop_reason, usage) and error. Nothing is recorded."""
     from agac.api import batches
@@ -102,11 +106,11 @@ def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
 
     if as_json and out is None:
         results: list[dict[str, Any]] = []
-        doc = batches.retrieve(workflow, batch_id=batch_id, sink=results.append)
+        doc = batches.retrieve(workflow, batch_id=batch_id, sink=results.append, tenant=tenant)
         _emit_json({**doc, "items": results})
         return 0
     with open_output(out) as handle:
-        doc = batches.retrieve(workflow, batch_id=batch_id, sink=lambda r: handle.write(
+        doc = batches.retrieve(workflow, batch_id=batch_id, tenant=tenant, sink=lambda r: handle.write(
             json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"))
     if as_json:
         _emit_json({**doc, "out": out})
@@ -120,14 +124,15 @@ def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
 @click.argument("workflow", required=False)
 @click.option("--batch-id", required=True, help="Our batch key (agac_…) or the provider's "
               "batch id.")
+@tenant_option
 @json_option
 @command
-def batch_cancel(workflow: str | None, batch_id: str, as_json: bool) -> int:
+def batch_cancel(workflow: str | None, batch_id: str, tenant: str | None, as_json: bool) -> int:
     """Cancel a batch at the provider and mark it cancelling; the next run reads what the
     provider then reports (results are never claimed here)."""
     from agac.api import batches
 
-    doc = batches.cancel(workflow, batch_id=batch_id)
+    doc = batches.cancel(workflow, batch_id=batch_id, tenant=tenant)
     if as_json:
         _emit_json(doc)
     else:
@@ -140,15 +145,17 @@ def batch_cancel(workflow: str | None, batch_id: str, as_json: bool) -> int:
 @click.argument("key")
 @click.option("--batch-id", default=None, help="The provider has the batch under this id.")
 @click.option("--not-submitted", is_flag=True, help="The provider never got the batch.")
+@tenant_option
 @json_option
 @command
-def batch_resolve(key: str, batch_id: str | None, not_submitted: bool, as_json: bool) -> int:
+def batch_resolve(key: str, batch_id: str | None, not_submitted: bool, tenant: str | None,
+                  as_json: bool) -> int:
     """Settle a batch whose submission is unknown (KEY is our agac_… key): either the
     provider has it (--batch-id ID, the next run polls it) or it does not (--not-submitted,
     the next run sends its records again)."""
     from agac.api import batches
 
-    doc = batches.resolve(key, batch_id=batch_id, not_submitted=not_submitted)
+    doc = batches.resolve(key, batch_id=batch_id, not_submitted=not_submitted, tenant=tenant)
     if as_json:
         _emit_json(doc)
     elif not_submitted:

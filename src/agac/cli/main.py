@@ -76,6 +76,11 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
 
 
+tenant_option = click.option(
+    "--tenant", metavar="T", default=None,
+    help="The tenant to act in: its runs are found and new runs admitted in it (else "
+         "AGAC_TENANT, else tenant: in agac.yml, else default).")
+
 run_mode_option = click.option("--run-mode", type=str, default=None,
                                help="online|batch for every llm action without its own.")
 poll_interval_option = click.option(
@@ -118,7 +123,9 @@ class _AgacGroup(click.Group):
                                       "submit": "agac.cli.workers", "worker": "agac.cli.workers",
                                       "workers": "agac.cli.workers", "effects": "agac.cli.people",
                                       "approvals": "agac.cli.people", "approve": "agac.cli.people",
-                                      "reject": "agac.cli.people", "revise": "agac.cli.people"}
+                                      "reject": "agac.cli.people", "revise": "agac.cli.people",
+                                      "users": "agac.cli.team", "tokens": "agac.cli.team",
+                                      "serve": "agac.cli.serve", "export": "agac.cli.export"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -240,11 +247,13 @@ def schema(out: str | None) -> int:
               help="Poll batches out every poll_interval until the run is final, and wait for "
                    "another owner's lease, instead of exiting 75.")
 @budget_options
+@tenant_option
 @json_option
 @command
 def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         batch_deadline: float | None, new: bool, fresh: bool, limit: int | None, wait: bool,
-        budget_usd: float | None, allow_over_estimate: bool, as_json: bool) -> int:
+        budget_usd: float | None, allow_over_estimate: bool, tenant: str | None,
+        as_json: bool) -> int:
     """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
     from agac import api
     from agac.cli.render import ProgressView
@@ -254,7 +263,7 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
         result = api.run(workflow, run_mode=run_mode, poll_interval=poll_interval,
                          batch_deadline=batch_deadline, budget_usd=budget_usd, new=new, fresh=fresh,
                          limit=limit, wait=wait, allow_over_estimate=allow_over_estimate,
-                         handle_signals=True, on_start=view.start,
+                         tenant=tenant, handle_signals=True, on_start=view.start,
                          on_warning=lambda line: click.echo(f"warning: {line}", err=True))
     except KeyboardInterrupt:
         view.stop()
@@ -271,15 +280,16 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="USD", help="Judge the estimate against this cap instead of budget.usd.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
+@tenant_option
 @json_option
 @command
 def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: int | None,
-         as_json: bool) -> int:
+         tenant: str | None, as_json: bool) -> int:
     """Estimate a run before anything is sent: requests, tokens, cost online vs batch."""
     from agac import api
     from agac.cli.render import print_plan
 
-    doc = api.plan(workflow, run_mode=run_mode, budget_usd=budget_usd, limit=limit)
+    doc = api.plan(workflow, run_mode=run_mode, budget_usd=budget_usd, limit=limit, tenant=tenant)
     _emit_json(doc) if as_json else print_plan(doc)
     return 0
 
@@ -292,10 +302,11 @@ def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: i
 @click.option("--abandon-in-flight", is_flag=True,
               help="Retry although a batch is still out (only when the provider no longer has "
                    "it); its waiting records fail batch_abandoned first.")
+@tenant_option
 @json_option
 @command
 def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
-          abandon_in_flight: bool, as_json: bool) -> int:
+          abandon_in_flight: bool, tenant: str | None, as_json: bool) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
     from agac.cli.render import ProgressView, print_retry_plan
@@ -303,7 +314,7 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
     view = ProgressView(enabled=not dry_run)
     try:
         result = api.retry(workflow, action=action, record=record, dry_run=dry_run,
-                           abandon_in_flight=abandon_in_flight,
+                           abandon_in_flight=abandon_in_flight, tenant=tenant,
                            handle_signals=True, on_start=view.start)
     finally:
         view.stop()
@@ -320,16 +331,17 @@ def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
 @cli.command()
 @click.argument("ref", required=False)
 @click.option("--follow", is_flag=True, help="Stream the run's events until it is final.")
+@tenant_option
 @json_option
 @command
-def status(ref: str | None, follow: bool, as_json: bool) -> int:
+def status(ref: str | None, follow: bool, tenant: str | None, as_json: bool) -> int:
     """Show a run's summary: REF is a run id, a workflow, or nothing for the latest run."""
     from agac import api
     from agac.cli.render import follow_events, print_summary
 
     if follow:
-        follow_events(ref, as_json=as_json)
-    summary = api.status(ref)
+        follow_events(ref, as_json=as_json, tenant=tenant)
+    summary = api.status(ref, tenant=tenant)
     if as_json:
         _emit_json(summary)
     else:
@@ -339,13 +351,14 @@ def status(ref: str | None, follow: bool, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("ref", metavar="RUN|WF")
+@tenant_option
 @json_option
 @command
-def cancel(ref: str, as_json: bool) -> int:
+def cancel(ref: str, tenant: str | None, as_json: bool) -> int:
     """End a run cancelled: its batches out are cancelled at the provider, nothing more is sent."""
     from agac import api
 
-    result = api.cancel(ref)
+    result = api.cancel(ref, tenant=tenant)
     code = _report(result, as_json)
     return 0 if result.summary["state"] == "cancelled" else code
 
@@ -358,23 +371,25 @@ def runs() -> None:
 @runs.command("list")
 @click.argument("workflow", required=False)
 @click.option("--limit", default=50, show_default=True)
+@tenant_option
 @json_option
 @command
-def runs_list(workflow: str | None, limit: int, as_json: bool) -> int:
+def runs_list(workflow: str | None, limit: int, tenant: str | None, as_json: bool) -> int:
     """List runs, newest first."""
     from agac import api
     from agac.cli.render import print_runs
 
-    rows = api.list_runs(workflow, limit=limit)
+    rows = api.list_runs(workflow, limit=limit, tenant=tenant)
     _emit_json(rows) if as_json else print_runs(rows)
     return 0
 
 
 @cli.command()
 @click.argument("run_ref", metavar="[RUN|WF]", required=False)
+@tenant_option
 @json_option
 @command
-def events(run_ref: str | None, as_json: bool) -> int:
+def events(run_ref: str | None, tenant: str | None, as_json: bool) -> int:
     """Print a run's event log, oldest first: id, time, kind, action, unit, data.
 
     RUN is a run id (or a unique prefix), WF a workflow (its latest run); with neither,
@@ -390,7 +405,7 @@ def events(run_ref: str | None, as_json: bool) -> int:
     from agac import api
     from agac.cli.render import print_events
 
-    rows = api.events(run_ref)
+    rows = api.events(run_ref, tenant=tenant)
     _emit_json(rows) if as_json else print_events(rows)
     return 0
 
@@ -399,13 +414,15 @@ def events(run_ref: str | None, as_json: bool) -> int:
 @click.argument("workflow")
 @click.option("--record", "record", required=True, help="The record key.")
 @click.option("--action", default=None, help="Only this action.")
+@tenant_option
 @json_option
 @command
-def render(workflow: str, record: str, action: str | None, as_json: bool) -> int:
+def render(workflow: str, record: str, action: str | None, tenant: str | None,
+           as_json: bool) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
 
-    rows = api.render(workflow, record, action)
+    rows = api.render(workflow, record, action, tenant=tenant)
     if as_json:
         _emit_json(rows)
     else:
@@ -434,14 +451,16 @@ def records() -> None:
 @click.argument("key")
 @click.option("--workflow", default=None)
 @click.option("--run", "run_ref", default=None)
+@tenant_option
 @json_option
 @command
-def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: bool) -> int:
+def records_show(key: str, workflow: str | None, run_ref: str | None, tenant: str | None,
+                 as_json: bool) -> int:
     """A record's session: history across actions, attempts, tokens, cost, status, errors."""
     from agac import api
     from agac.cli.render import print_session
 
-    doc = api.record_session(key, workflow=workflow, run_ref=run_ref)
+    doc = api.record_session(key, workflow=workflow, run_ref=run_ref, tenant=tenant)
     _emit_json(doc) if as_json else print_session(doc)
     return 0
 
@@ -454,15 +473,17 @@ def records_show(key: str, workflow: str | None, run_ref: str | None, as_json: b
 @click.option("--run", "run_ref", default=None)
 @click.option("--limit", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="At most this many units.")
+@tenant_option
 @json_option
 @command
 def records_list(workflow: str, status: str | None, action: str | None, run_ref: str | None,
-                 limit: int, as_json: bool) -> int:
+                 limit: int, tenant: str | None, as_json: bool) -> int:
     """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
     from agac import api
     from agac.cli.render import print_records
 
-    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit)
+    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit,
+                           tenant=tenant)
     if as_json:
         _emit_json(doc)
         return 0
@@ -476,54 +497,16 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 
 
 @cli.command()
-@click.argument("workflow")
-@click.option("--action", default=None, help="One action's rows (or its columns, for the wide table).")
-@click.option("--all-actions", is_flag=True, help="The wide table: one row per record, every action.")
-@click.option("--include-source", is_flag=True, help="Add the record's fields (source.<field>).")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
-              show_default=True)
-@click.option("--out", default=None, help="Write here instead of stdout (parquet needs it).")
-@click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
-@click.option("--json", "as_json", is_flag=True,
-              help="With --out: print one JSON document about the file written.")
-@command
-def export(workflow: str, action: str | None, all_actions: bool, include_source: bool, fmt: str,
-           out: str | None, run_ref: str | None, as_json: bool) -> int:
-    """Export a run's results: one row per record of an action, or the wide table."""
-    from agac import api
-    from agac.data.export import open_output, write_csv, write_jsonl
-    from agac.errors import UsageError
-
-    if (action is None) != all_actions:
-        raise UsageError("name one action with --action A, or every action with --all-actions",
-                         hint="--all-actions writes one row per record with every action's columns")
-    if as_json and out is None:
-        raise UsageError("--json reports on the file written with --out; without --out the rows "
-                         "themselves are stdout", hint="add --out PATH, or drop --json")
-    if fmt == "parquet" or all_actions or include_source:
-        n = api.export_table(run_ref or workflow, out, format=fmt, action=action,
-                             include_source=include_source)
-    else:
-        assert action is not None
-        rows = api.export_rows(workflow, action, run_ref=run_ref)
-        with open_output(out) as handle:
-            n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
-    if out:
-        msg = {"out": out, "rows": n, "format": fmt}
-        _emit_json(msg) if as_json else click.echo(f"wrote {n} rows to {out}", err=True)
-    return 0
-
-
-@cli.command()
 @click.argument("ref", required=False)
+@tenant_option
 @json_option
 @command
-def cost(ref: str | None, as_json: bool) -> int:
+def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
     """Cost per action and model, live vs batch, and what batch saved."""
     from agac import api
     from agac.cli.render import print_cost
 
-    doc = api.cost(ref)
+    doc = api.cost(ref, tenant=tenant)
     _emit_json(doc) if as_json else print_cost(doc)
     return 0
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from agac.cli.main import _emit_json, command, json_option
+from agac.cli.main import _emit_json, command, json_option, tenant_option
 
 __all__ = ["approvals", "approve", "effects", "reject", "revise"]
 
@@ -22,14 +22,15 @@ def effects() -> None:
 
 @effects.command("list")
 @click.argument("workflow", required=False)
+@tenant_option
 @json_option
 @command
-def effects_list(workflow: str | None, as_json: bool) -> int:
+def effects_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
     """List recorded effects (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
     from agac.cli.render import print_effects
 
-    rows = api.effects_list(workflow)
+    rows = api.effects_list(workflow, tenant=tenant)
     if as_json:
         _emit_json(rows)
     elif not rows:
@@ -43,16 +44,17 @@ def effects_list(workflow: str | None, as_json: bool) -> int:
 @click.argument("effect_id", metavar="ID")
 @click.option("--done", "done", flag_value=True, default=None, help="It happened: never call it again.")
 @click.option("--not-done", "done", flag_value=False, help="It did not happen: the next run calls it.")
+@tenant_option
 @json_option
 @command
-def effects_resolve(effect_id: str, done: bool | None, as_json: bool) -> int:
+def effects_resolve(effect_id: str, done: bool | None, tenant: str | None, as_json: bool) -> int:
     """Settle an effect left unknown by a crash (E2)."""
     from agac import api
     from agac.errors import UsageError
 
     if done is None:
         raise UsageError("say whether it happened: --done or --not-done")
-    row = api.effects_resolve(effect_id, done)
+    row = api.effects_resolve(effect_id, done, tenant=tenant)
     _emit_json(row) if as_json else click.echo(f"effect {row['id'][:12]} resolved {row['state']}; "
                                                f"`agac run {row['workflow']}` continues")
     return 0
@@ -60,13 +62,14 @@ def effects_resolve(effect_id: str, done: bool | None, as_json: bool) -> int:
 
 @effects.command("compensate")
 @click.argument("effect_id", metavar="ID")
+@tenant_option
 @json_option
 @command
-def effects_compensate(effect_id: str, as_json: bool) -> int:
+def effects_compensate(effect_id: str, tenant: str | None, as_json: bool) -> int:
     """Run an effect's declared compensation once (it does not claim the effect was undone)."""
     from agac import api
 
-    row = api.effects_compensate(effect_id)
+    row = api.effects_compensate(effect_id, tenant=tenant)
     _emit_json(row) if as_json else click.echo(
         f"compensation of effect {row['id'][:12]} ran and returned "
         f"{json.dumps(row['resolution'].get('compensation'), default=str)}; whether that undid the "
@@ -89,14 +92,15 @@ def _print_proposal(p: dict[str, Any]) -> None:
 @approvals.command("list")
 @click.argument("workflow", required=False)
 @click.option("--all", "every", is_flag=True, help="Every proposal, decided or not.")
+@tenant_option
 @json_option
 @command
-def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
+def approvals_list(workflow: str | None, every: bool, tenant: str | None, as_json: bool) -> int:
     """List proposals waiting for a decision (all workflows, or WORKFLOW's), oldest first."""
     from agac import api
     from agac.cli.render import print_proposals
 
-    rows = api.approvals_list(workflow, every=every)
+    rows = api.approvals_list(workflow, every=every, tenant=tenant)
     if as_json:
         _emit_json(rows)
     elif not rows:
@@ -110,13 +114,14 @@ def approvals_list(workflow: str | None, every: bool, as_json: bool) -> int:
 
 @approvals.command("show")
 @click.argument("proposal_id", metavar="ID")
+@tenant_option
 @json_option
 @command
-def approvals_show(proposal_id: str, as_json: bool) -> int:
+def approvals_show(proposal_id: str, tenant: str | None, as_json: bool) -> int:
     """Show one proposal: its exact arguments, terms, decision, signature check, history."""
     from agac import api
 
-    doc = api.approvals_show(proposal_id)
+    doc = api.approvals_show(proposal_id, tenant=tenant)
     if as_json:
         _emit_json(doc)
         return 0
@@ -139,20 +144,22 @@ def _decided(doc: dict[str, Any], as_json: bool, words: str) -> int:
     if as_json:
         _emit_json(doc)
     else:
-        click.echo(f"proposal {doc['id']} {words}; `agac run {doc['workflow']}` continues")
+        tenant = "" if doc["tenant"] == "default" else f" --tenant {doc['tenant']}"
+        click.echo(f"proposal {doc['id']} {words}; `agac run {doc['workflow']}{tenant}` continues")
     return 0
 
 
 @click.command()
 @click.argument("proposal_id", metavar="ID")
 @as_option
+@tenant_option
 @json_option
 @command
-def approve(proposal_id: str, who: str | None, as_json: bool) -> int:
+def approve(proposal_id: str, who: str | None, tenant: str | None, as_json: bool) -> int:
     """Approve a proposal: its unit acts with exactly its arguments on the next run."""
     from agac import api
 
-    doc = api.approve(proposal_id, who=who)
+    doc = api.approve(proposal_id, who=who, tenant=tenant)
     return _decided(doc, as_json, f"approved by {doc['decided_by']}")
 
 
@@ -160,13 +167,15 @@ def approve(proposal_id: str, who: str | None, as_json: bool) -> int:
 @click.argument("proposal_id", metavar="ID")
 @click.option("--reason", required=True, help="Why (shown in the unit's failure).")
 @as_option
+@tenant_option
 @json_option
 @command
-def reject(proposal_id: str, reason: str, who: str | None, as_json: bool) -> int:
+def reject(proposal_id: str, reason: str, who: str | None, tenant: str | None,
+           as_json: bool) -> int:
     """Reject a proposal: its unit fails approval_rejected (or the run, with on_reject: fail_run)."""
     from agac import api
 
-    doc = api.reject(proposal_id, reason, who=who)
+    doc = api.reject(proposal_id, reason, who=who, tenant=tenant)
     return _decided(doc, as_json, f"rejected by {doc['decided_by']}")
 
 
@@ -175,13 +184,15 @@ def reject(proposal_id: str, reason: str, who: str | None, as_json: bool) -> int
 @click.option("--set", "changes", multiple=True, required=True, metavar="FIELD=VALUE",
               help="Change one field of the arguments (dotted path; JSON or text). Repeatable.")
 @as_option
+@tenant_option
 @json_option
 @command
-def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, as_json: bool) -> int:
+def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, tenant: str | None,
+           as_json: bool) -> int:
     """Revise a proposal's arguments: a new proposal that needs its own approval."""
     from agac import api
 
-    doc = api.revise(proposal_id, list(changes), who=who)
+    doc = api.revise(proposal_id, list(changes), who=who, tenant=tenant)
     if as_json:
         _emit_json(doc)
     else:

@@ -128,7 +128,9 @@ def _total(progress: Any, action: str) -> int:
 
 def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     state = summary["state"]
+    tenant = summary.get("tenant")
     click.echo(f"run {summary['run_id']} of {summary['workflow']}: {state}"
+               + (f" (tenant {tenant})" if tenant and tenant != "default" else "")
                + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else ""))
     reused = calls = failed = 0
     table = new_table("action", "answered>", "failed>", "skipped>", "pending>", "calls>",
@@ -187,10 +189,10 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
 
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
-    table = new_table("run", "workflow", "state", "started", "ended", "retry of")
+    table = new_table("run", "tenant", "workflow", "state", "started", "ended", "retry of")
     for r in rows:
-        table.add_row(r["run_id"], r["workflow"], r["state"], when(r["created_at"]),
-                      when(r.get("ended_at")), r["retry_of"] or "")
+        table.add_row(r["run_id"], r.get("tenant", "default"), r["workflow"], r["state"],
+                      when(r["created_at"]), when(r.get("ended_at")), r["retry_of"] or "")
     print_table(table)
 
 
@@ -211,6 +213,11 @@ def print_event(e: dict[str, Any]) -> None:
 
 def _event_data(e: dict[str, Any]) -> str:
     data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
+    if e["kind"] == "progress" and isinstance(data.get("actions"), dict):
+        parts = [f"{name} {a['answered'] + a['failed'] + a['skipped']}/{a['records']}"
+                 + (f" ({a['failed']} failed)" if a["failed"] else "")
+                 for name, a in data["actions"].items()]
+        return f"{'; '.join(parts)}  ${float(data.get('cost_usd') or 0):.4f}"
     return json.dumps(data, default=str)
 
 
@@ -253,19 +260,19 @@ def print_proposals(rows: list[dict[str, Any]]) -> None:
     print_table(table)
 
 
-def follow_events(ref: str | None, as_json: bool) -> None:
+def follow_events(ref: str | None, as_json: bool, tenant: str | None = None) -> None:
     """Replay a run's events, then stream new ones until the run is final (R3)."""
     from agac import api
 
     last = 0
     while True:
-        for e in api.events(ref, after=last):
+        for e in api.events(ref, after=last, tenant=tenant):
             last = e["id"]
             if as_json:
                 click.echo(json.dumps(e, default=str), err=True)
             else:
                 print_event(e)
-        if api.is_final(api.status(ref)["state"]):
+        if api.is_final(api.status(ref, tenant=tenant)["state"]):
             return
         time.sleep(0.5)
 

@@ -19,6 +19,7 @@ from agac.cli.main import (
     json_option,
     poll_interval_option,
     run_mode_option,
+    tenant_option,
 )
 
 __all__ = ["submit", "worker", "workers"]
@@ -31,17 +32,19 @@ __all__ = ["submit", "worker", "workers"]
 @batch_deadline_option
 @admission_options
 @budget_options
+@tenant_option
 @json_option
 @command
 def submit(workflow: str, run_mode: str | None, poll_interval: float | None,
            batch_deadline: float | None, new: bool, fresh: bool, limit: int | None,
-           budget_usd: float | None, allow_over_estimate: bool, as_json: bool) -> int:
+           budget_usd: float | None, allow_over_estimate: bool, tenant: str | None,
+           as_json: bool) -> int:
     """Admit a run for workers (or continue the open one) without executing it; print its id."""
     from agac import api
 
     doc = api.submit(workflow, run_mode=run_mode, poll_interval=poll_interval,
                      batch_deadline=batch_deadline, budget_usd=budget_usd, new=new, fresh=fresh,
-                     limit=limit, allow_over_estimate=allow_over_estimate)
+                     limit=limit, allow_over_estimate=allow_over_estimate, tenant=tenant)
     for note in doc["notes"]:
         click.echo(note, err=True)
     if as_json:
@@ -62,7 +65,7 @@ def submit(workflow: str, run_mode: str | None, poll_interval: float | None,
 @json_option
 @command
 def worker(concurrency: int, lease_ttl: float, poll: float, exit_when_done: bool, as_json: bool) -> int:
-    """Claim and advance shards of any open run until stopped.
+    """Claim and advance shards of any open run, of every tenant, until stopped.
 
     SIGTERM or Ctrl-C: finish the calls in flight, hand the shards back, exit 0; a second
     one stops at once (exit 130)."""
@@ -85,7 +88,7 @@ def worker(concurrency: int, lease_ttl: float, poll: float, exit_when_done: bool
 @json_option
 @command
 def workers(all_workers: bool, as_json: bool) -> int:
-    """List live workers: what each holds and its last heartbeat."""
+    """List live workers: what each holds (every tenant's) and its last heartbeat."""
     from agac import api
 
     rows = api.workers(all_workers=all_workers)
@@ -112,7 +115,7 @@ def _print_workers(rows: list[dict[str, Any]]) -> None:
     holds = [(w["worker_id"], h) for w in rows for h in w["holds"]]
     if holds:
         click.echo()
-        table = new_table("worker", "kind", "run", "shard")
+        table = new_table("worker", "kind", "run", "tenant", "shard")
         for worker_id, h in holds:
-            table.add_row(worker_id, h["kind"], h["run_id"], str(h["shard"]))
+            table.add_row(worker_id, h["kind"], h["run_id"], h["tenant"], str(h["shard"]))
         print_table(table)

@@ -17,10 +17,12 @@ from typing import Any
 
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
-from agac.errors import ConfigError
+from agac.errors import ConfigError, UsageError
 from agac.providers.registry import available_providers, provider_transports
+from agac.tenants import is_tenant, pick_tenant
 
 __all__ = [
+    "IDENTITIES",
     "POINT_SCHEMES",
     "PROJECT_FILE",
     "PROVIDER_OPTIONS",
@@ -31,12 +33,16 @@ __all__ = [
     "find_project",
     "is_point_url",
     "load_project_config",
+    "project_tenant",
     "store_url",
 ]
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "store_options", "providers", "prices", "groups")
+_TOP_KEYS = ("store", "store_options", "tenant", "providers", "prices", "groups", "identity")
+IDENTITIES = ("local", "login")
+"""``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
+``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 #: ``providers.<name>.transport``: how online calls travel (DESIGN §5 P1), for providers
 #: that offer a choice; ``lean`` is the default.
@@ -86,6 +92,15 @@ class ProjectConfig:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     store_options: Mapping[str, Any] = field(default_factory=dict)
     """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
+    tenant: str | None = None
+    """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
+    ``AGAC_TENANT`` names one (DESIGN §13 T2)."""
+    identity: str = "local"
+
+    @property
+    def login(self) -> bool:
+        """``identity: login``: people are users in the store and decide through the service."""
+        return self.identity == "login"
 
 
 @dataclass(frozen=True)
@@ -137,6 +152,7 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         return ProjectConfig(), f
     f.unknown_keys(data, _TOP_KEYS, (), "agac.yml")
     store = read_str(f, data["store"], ("store",)) if data.get("store") is not None else None
+    tenant = _tenant(f, data.get("tenant"))
     providers = _providers(f, data.get("providers"))
     prices = _prices(f, data.get("prices"))
     groups: dict[str, tuple[str, ...]] = {}
@@ -144,7 +160,38 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         users = read_str_list(f, members, ("groups", name))
         if users is not None:
             groups[str(name)] = tuple(users)
-    return ProjectConfig(store, providers, prices, groups, _store_options(f, data)), f
+    identity = _identity(f, data.get("identity"))
+    if identity == "login" and data.get("groups"):
+        f.error("groups_with_login", "groups: in agac.yml is not used with identity: login: "
+                "groups then live in the store only", ("groups",),
+                hint="remove groups: and give users their groups with "
+                     "`agac users add NAME --group G` (or `agac users set NAME --group G`)")
+    return ProjectConfig(store, providers, prices, groups, _store_options(f, data), tenant,
+                         identity), f
+
+
+def _identity(f: Findings, raw: Any) -> str:
+    if raw is None:
+        return "local"
+    value = read_str(f, raw, ("identity",))
+    if value is None:
+        return "local"
+    if value not in IDENTITIES:
+        f.error("invalid_identity", f"identity: {value!r} is not one of {', '.join(IDENTITIES)}",
+                ("identity",), hint="identity: login makes people sign in to `agac serve`")
+        return "local"
+    return value
+
+
+def _tenant(f: Findings, raw: Any) -> str | None:
+    if raw is None:
+        return None
+    if not is_tenant(raw):
+        f.error("invalid_tenant", f"tenant {raw!r} is not a tenant name", ("tenant",),
+                hint="letters, digits, '.', '_' and '-', at most 64 characters, starting with "
+                     "a letter or digit")
+        return None
+    return str(raw)
 
 
 def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
@@ -238,6 +285,17 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
 
 def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...]) -> str | None:
     return None if body.get(key) is None else read_str(f, body[key], path + (key,))
+
+
+def project_tenant(project: Project, given: str | None = None,
+                   environ: Mapping[str, str] | None = None) -> str:
+    """The tenant a command acts in (T2): ``given`` (``--tenant``), else ``AGAC_TENANT``,
+    else ``tenant:`` in agac.yml, else ``default``. UsageError naming the source when it
+    is not a tenant name (agac.yml's is checked when the file is read: ``invalid_tenant``)."""
+    try:
+        return pick_tenant(given, project.config.tenant, environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")

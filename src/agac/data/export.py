@@ -4,7 +4,8 @@ Two shapes of rows:
 
 - **per action** (``--action A`` with jsonl/csv): a mapping with ``key``, ``status``,
   ``reason`` and ``output`` (the answer's JSON value, None when there is none), plus
-  ``detail`` when there is something to say (an error message);
+  ``detail`` when there is something to say (an error message), and the run's ``tenant``
+  (T2);
 - **wide** (``--all-actions``, ``--include-source``, parquet): the rows of
   :class:`~agac.data.results.ResultTable`, one per record, a list of values in column
   order.
@@ -34,14 +35,15 @@ __all__ = ["CSV_COLUMNS", "open_binary_output", "open_output", "write_csv", "wri
            "write_parquet", "write_wide_csv", "write_wide_jsonl"]
 
 #: Column order of CSV exports.
-CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output")
+CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "tenant")
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     """Write each row as one JSON object per line; ``detail`` only when present.
 
-    Keys come in the order key, status, reason, output, detail. Non-ASCII text is
-    written as is (UTF-8 files). Returns the number of rows written.
+    Keys come in the order key, status, reason, output, detail, tenant (the last two
+    when the row has them). Non-ASCII text is written as is (UTF-8 files). Returns the
+    number of rows written.
     """
     count = 0
     for row in rows:
@@ -53,6 +55,8 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
         }
         if row.get("detail") is not None:
             item["detail"] = row["detail"]
+        if row.get("tenant") is not None:
+            item["tenant"] = row["tenant"]
         out.write(json.dumps(item, ensure_ascii=False))
         out.write("\n")
         count += 1
@@ -76,6 +80,7 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
                 _cell(row.get("reason")),
                 _cell(row.get("detail")),
                 "" if row.get("output") is None else _compact(row["output"]),
+                _cell(row.get("tenant")),
             ]
         )
         count += 1

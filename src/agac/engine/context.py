@@ -5,13 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agac.tenants import DEFAULT_TENANT
+
 __all__ = ["ToolContext"]
 
 
 @dataclass(frozen=True)
 class ToolContext:
     """Passed as ``fn(inputs, ctx)``. ``idempotency_key`` is stable for the same
-    (workflow, action, record key, arguments) across retries, restarts and runs.
+    (tenant, workflow, action, record key, arguments) across retries, restarts and runs,
+    and starts with the run's ``tenant`` (DESIGN §13 T2).
     ``record_key`` is the record's key; ``item_key`` the fan-out item's (``<record>/<i>``)
     or None. At a join, ``fulfilled`` (``{key, index, output}``) and ``rejected``
     (``{key, index, action, reason}``) are its items in request order (DESIGN §11)."""
@@ -25,3 +28,4 @@ class ToolContext:
     idempotency_key: str
     fulfilled: list[Any] = field(default_factory=list)
     rejected: list[Any] = field(default_factory=list)
+    tenant: str = DEFAULT_TENANT

@@ -168,6 +168,8 @@ class UnitContext:
 
     run_id: str
     workflow: str
+    tenant: str
+    """The run's tenant (T2): its effect keys start with it (E1)."""
     fresh: bool
     control: RunControl
     out: Outcomes

@@ -11,7 +11,6 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
-from agac.jsontext import loads
 from agac.keys import idempotency_key
 from agac.prompt.render import render
 from agac.providers.base import Message, Request, Response
@@ -20,8 +19,8 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
 
-__all__ = ["Fail", "accept_response", "build_request", "effect_key", "invoke_tool", "reprompt",
-           "request_from_json", "response_dict", "tool_input_hash", "tool_output"]
+__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
+           "reprompt", "response_dict", "tool_input_hash", "tool_output"]
 
 
 class Fail(Exception):
@@ -59,17 +58,6 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         schema=action.schema,
         timeout=action.timeout,
         seed=_version(view),
-    )
-
-
-def request_from_json(text: str, custom_id: str | None = None) -> Request:
-    """A stored canonical request (``Request.canonical()``) back as a Request."""
-    d = loads(text)
-    return Request(
-        provider=d["provider"], model=d["model"],
-        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
-        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
-        seed=d.get("seed"), custom_id=custom_id,
     )
 
 
@@ -143,10 +131,17 @@ def tool_input_hash(function: str | None, inputs_json: str) -> str:
     return hashlib.sha256(f"{function}\x1f{inputs_json}".encode()).hexdigest()
 
 
-def effect_key(workflow: str, action: str, unit_key: str, input_hash: str) -> str:
+def effect_key(tenant: str, workflow: str, action: str, unit_key: str, input_hash: str) -> str:
     """E1: the idempotency key of a tool call — stable across retries, restarts and runs
-    for the same (workflow, action, unit, arguments), new when the arguments change."""
-    return idempotency_key(workflow, action, unit_key, input_hash)  # agac/keys.py
+    for the same (workflow, action, unit, arguments), new when the arguments change. It
+    starts with the tenant (``<tenant>:<hash>``, T2): two tenants running the same workflow
+    over the same records never share an effect."""
+    return f"{tenant}:{idempotency_key(workflow, action, unit_key, input_hash)}"  # agac/keys.py
+
+
+def effect_id(key: str) -> str:
+    """How people name an effect: its key without the ``<tenant>:`` start."""
+    return key.partition(":")[2] or key
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:

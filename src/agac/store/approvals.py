@@ -14,18 +14,20 @@ One row per proposal (A1). States:
 - ``altered``: its stored content no longer matched its hash and signature.
 
 Every state change is a conditional UPDATE on the state it expects, so two decisions
-racing on one proposal cannot both win.
+racing on one proposal cannot both win. A proposal is its run's tenant's (T2): a unit's
+proposals are looked up by (tenant, workflow, action, unit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.runs import Tenants, tenant_condition
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -47,7 +49,8 @@ class ApprovalRepository(StoreCore):
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(a.update().where(
-                a.c.workflow == row["workflow"], a.c.action == row["action"],
+                a.c.tenant == row["tenant"], a.c.workflow == row["workflow"],
+                a.c.action == row["action"],
                 a.c.unit_key == row["unit_key"], a.c.state.in_(LIVE_APPROVAL_STATES),
                 a.c.used_by.is_(None)).values(state="superseded", updated_at=now))
             conn.execute(a.insert().values(**row))
@@ -56,25 +59,31 @@ class ApprovalRepository(StoreCore):
         with self._read() as conn:
             return conn.execute(sa.select(t.approvals).where(t.approvals.c.id == proposal_id)).first()
 
-    def find_proposals(self, ref: str) -> list[Row]:
-        """Proposals whose id is ``ref`` or starts with it (at most two)."""
+    def find_proposals(self, ref: str, *, tenants: Collection[str]) -> list[Row]:
+        """Proposals of ``tenants`` whose id is ``ref`` or starts with it (at most two)."""
         a = t.approvals
         with self._read() as conn:
-            return list(conn.execute(sa.select(a).where(a.c.id.startswith(ref)).limit(2)).all())
+            return list(conn.execute(sa.select(a).where(
+                tenant_condition(tenants, a.c.tenant),
+                a.c.id.startswith(ref, autoescape=True)).limit(2)).all())
 
-    def unit_proposals(self, workflow: str, action: str, unit_key: str) -> list[Row]:
-        """Every proposal of one unit, oldest first."""
+    def unit_proposals(self, workflow: str, action: str, unit_key: str, *,
+                       tenant: str) -> list[Row]:
+        """Every proposal of one unit of the tenant's workflow, oldest first."""
         a = t.approvals
         with self._read() as conn:
             return list(conn.execute(
-                sa.select(a).where(a.c.workflow == workflow, a.c.action == action,
-                                   a.c.unit_key == unit_key)
+                sa.select(a).where(a.c.tenant == tenant, a.c.workflow == workflow,
+                                   a.c.action == action, a.c.unit_key == unit_key)
                 .order_by(a.c.created_at, a.c.id)).all())
 
-    def list_proposals(self, workflow: str | None = None, *, states: Sequence[str] | None = None,
-                       run_id: str | None = None, limit: int | None = None) -> list[Row]:
+    def list_proposals(self, workflow: str | None = None, *, tenants: Tenants,
+                       states: Sequence[str] | None = None, run_id: str | None = None,
+                       limit: int | None = None) -> list[Row]:
+        """Proposals of ``tenants`` (None: every tenant's), oldest first."""
         a = t.approvals
-        q = sa.select(a).order_by(a.c.created_at, a.c.seq, a.c.id)
+        q = sa.select(a).where(tenant_condition(tenants, a.c.tenant)).order_by(
+            a.c.created_at, a.c.seq, a.c.id)
         if workflow:
             q = q.where(a.c.workflow == workflow)
         if states:

@@ -1,7 +1,7 @@
 """The batch half of the repository API (a mixin of :class:`agac.store.repository.Store`).
 
-A batch belongs to its shard (workflow, action, input file), not to the run that sent
-it (B0). Items are staged by a run under ``staged:<run>:<action>:<file>`` before any
+A batch belongs to its shard (tenant, workflow, action, input file), not to the run that
+sent it (B0): a run adopts and cancels only its own tenant's batches (T2). Items are staged by a run under ``staged:<run>:<action>:<file>`` before any
 intent exists; creating the intent moves them to the batch's key in one transaction
 (S1: the intent and its request fingerprints are durable before the provider is asked).
 """
@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.runs import Tenants, tenant_condition
 from agac.store.values import OPEN_BATCH_STATES, BatchState
 
 if TYPE_CHECKING:
@@ -151,17 +152,21 @@ class BatchRepository(StoreCore):
         with self._write("update the batch") as conn:
             conn.execute(t.batches.update().where(t.batches.c.key == key).values(**fields))
 
-    def get_batch(self, key_or_id: str) -> Row | None:
+    def get_batch(self, key_or_id: str, *, tenants: Tenants = None) -> Row | None:
+        """The batch with our key or the provider's id ``key_or_id`` (of ``tenants``)."""
         b = t.batches
         with self._read() as conn:
             return conn.execute(
-                sa.select(b).where(sa.or_(b.c.key == key_or_id, b.c.provider_batch_id == key_or_id))
+                sa.select(b).where(sa.or_(b.c.key == key_or_id, b.c.provider_batch_id == key_or_id),
+                                   tenant_condition(tenants, b.c.tenant))
             ).first()
 
-    def list_batches(self, workflow: str | None = None, *, open_only: bool = False,
-                     action: str | None = None) -> list[Row]:
+    def list_batches(self, workflow: str | None = None, *, tenants: Tenants,
+                     open_only: bool = False, action: str | None = None) -> list[Row]:
+        """Batches of ``tenants`` (None: every tenant's), newest first: of ``workflow`` and
+        ``action`` when given, only open ones with ``open_only``."""
         b = t.batches
-        q = sa.select(b).order_by(b.c.created_at.desc())
+        q = sa.select(b).where(tenant_condition(tenants, b.c.tenant)).order_by(b.c.created_at.desc())
         if workflow:
             q = q.where(b.c.workflow == workflow)
         if action:
@@ -180,10 +185,11 @@ class BatchRepository(StoreCore):
                 sa.select(b.c.provider_batch_id).where(b.c.provider == provider,
                                                        b.c.provider_batch_id.in_(list(ids))))}
 
-    def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str], *,
+    def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str], *, tenant: str,
                    items: bool = False) -> list[Row]:
-        """Every batch item of these units (any batch, staged included), with its batch;
-        with ``items``, also those of the fan-out items under them (``key/…``)."""
+        """Every batch item of these units of the tenant's workflow (any batch, staged
+        included), with its batch; with ``items``, also those of the fan-out items under
+        them (``key/…``)."""
         bi, b = t.batch_items, t.batches
         out: list[Row] = []
         step = 100 if items else 500
@@ -198,7 +204,8 @@ class BatchRepository(StoreCore):
                     sa.select(bi, b.c.state.label("batch_state"), b.c.run_id.label("batch_run"),
                               b.c.collected_by)
                     .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
-                    .where(bi.c.workflow == workflow, bi.c.action == action, cond)
+                    .where(bi.c.tenant == tenant, bi.c.workflow == workflow,
+                           bi.c.action == action, cond)
                 ).all())
         return out
 
@@ -221,13 +228,12 @@ class BatchRepository(StoreCore):
         mine, b2 = t.batch_items.alias("mine"), t.batches.alias("b2")
         # Most units have this one item only: then it is the run's only one. Otherwise
         # count the unit's items in this run's batches.
-        others = sa.exists().where(mine.c.workflow == bi.c.workflow, mine.c.action == bi.c.action,
-                                   mine.c.unit_key == bi.c.unit_key,
-                                   mine.c.batch_key != bi.c.batch_key)
+        same_unit = (mine.c.tenant == bi.c.tenant, mine.c.workflow == bi.c.workflow,
+                     mine.c.action == bi.c.action, mine.c.unit_key == bi.c.unit_key)
+        others = sa.exists().where(*same_unit, mine.c.batch_key != bi.c.batch_key)
         attempts = sa.case((~others, sa.literal(1)), else_=(
             sa.select(sa.func.count()).select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
-            .where(mine.c.workflow == bi.c.workflow, mine.c.action == bi.c.action,
-                   mine.c.unit_key == bi.c.unit_key, b2.c.run_id == run_id)
+            .where(*same_unit, b2.c.run_id == run_id)
             .scalar_subquery()))
         settled = sa.exists().where(o.c.run_id == run_id, o.c.action == bi.c.action,
                                     o.c.unit_key == bi.c.unit_key)
@@ -235,7 +241,8 @@ class BatchRepository(StoreCore):
                          sa.literal("answered"), sa.null(), sa.null(), sa.literal("call"),
                          bi.c.fingerprint, a.c.output, attempts, sa.literal(self.clock.time()))
                .select_from(bi.join(b, b.c.key == bi.c.batch_key)
-                            .join(a, a.c.fingerprint == bi.c.fingerprint)
+                            .join(a, sa.and_(a.c.tenant == bi.c.tenant,
+                                             a.c.fingerprint == bi.c.fingerprint))
                             .join(r, sa.and_(r.c.snapshot_id == snapshot_id,
                                              r.c.key == bi.c.unit_key, r.c.reason.is_(None))))
                .where(bi.c.batch_key == batch_key, bi.c.status == "succeeded",
@@ -253,9 +260,9 @@ class BatchRepository(StoreCore):
             conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
                          .values(status=status, reason=reason, detail=detail))
 
-    def batch_counts(self, run_id: str, workflow: str) -> dict[str, dict[str, int]]:
+    def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
         """Per action: items this run sent in batches (its batch ``calls``) and the
-        workflow's batches still out."""
+        tenant's batches of the workflow still out."""
         bi, b = t.batch_items, t.batches
         out: dict[str, dict[str, int]] = {}
         with self._read() as conn:
@@ -268,20 +275,23 @@ class BatchRepository(StoreCore):
                 out.setdefault(row.action, {"sent": 0, "out": 0})["sent"] = row.n
             for row in conn.execute(
                 sa.select(b.c.action, sa.func.count().label("n"))
-                .where(b.c.workflow == workflow, b.c.state.in_(OPEN_BATCH_STATES))
+                .where(b.c.tenant == tenant, b.c.workflow == workflow,
+                       b.c.state.in_(OPEN_BATCH_STATES))
                 .group_by(b.c.action)
             ):
                 out.setdefault(row.action, {"sent": 0, "out": 0})["out"] = row.n
         return out
 
-    def group_counts(self, workflow: str, action: str, staged_prefix: str) -> dict[str, dict[str, int]]:
-        """Per input file: items staged by this run, and items in batches still open."""
+    def group_counts(self, workflow: str, action: str, staged_prefix: str, *,
+                     tenant: str) -> dict[str, dict[str, int]]:
+        """Per input file: items staged by this run, and the tenant's items in batches
+        still open."""
         bi, b = t.batch_items, t.batches
         out: dict[str, dict[str, int]] = {}
         with self._read() as conn:
             for row in conn.execute(
                 sa.select(bi.c.file, sa.func.count().label("n"))
-                .where(bi.c.workflow == workflow, bi.c.action == action,
+                .where(bi.c.tenant == tenant, bi.c.workflow == workflow, bi.c.action == action,
                        bi.c.batch_key.startswith(staged_prefix))
                 .group_by(bi.c.file)
             ):
@@ -289,7 +299,7 @@ class BatchRepository(StoreCore):
             for row in conn.execute(
                 sa.select(bi.c.file, sa.func.count().label("n"))
                 .select_from(bi.join(b, b.c.key == bi.c.batch_key))
-                .where(bi.c.workflow == workflow, bi.c.action == action,
+                .where(bi.c.tenant == tenant, bi.c.workflow == workflow, bi.c.action == action,
                        b.c.state.in_(OPEN_BATCH_STATES), bi.c.status == "pending")
                 .group_by(bi.c.file)
             ):

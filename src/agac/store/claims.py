@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from agac.store import tables as t
 from agac.store.core import StoreCore
 from agac.store.database import WORK_CHANNEL
+from agac.store.runs import Tenants, tenant_condition
 from agac.store.values import FINAL_STATES, RunRecord
 
 if TYPE_CHECKING:
@@ -254,9 +255,12 @@ class ClaimRepository(StoreCore):
             conn.execute(t.workers.update().where(t.workers.c.id == worker)
                          .values(state="stopped", expires_at=0.0, heartbeat_at=self.clock.time()))
 
-    def list_workers(self, *, live_only: bool = True) -> list[tuple[Row, list[Row]]]:
-        """Workers (live ones by default), each with the shards it holds now."""
-        w, s, le = t.workers, t.shards, t.leases
+    def list_workers(self, *, live_only: bool = True,
+                     tenants: Tenants = None) -> list[tuple[Row, list[Row]]]:
+        """Workers (live ones by default), each with the shards it holds now — only those
+        of runs of ``tenants`` when given (a worker serves every tenant; a person sees
+        their own tenants' holdings, T2)."""
+        w, s, le, r = t.workers, t.shards, t.leases, t.runs
         now = self.clock.time()
         name = sa.literal("shard:") + s.c.run_id + sa.literal(":") + s.c.shard
         with self._read() as conn:
@@ -265,10 +269,11 @@ class ClaimRepository(StoreCore):
                 q = q.where(w.c.expires_at > now)
             rows = conn.execute(q).all()
             held = conn.execute(
-                sa.select(s.c.owner, s.c.run_id, s.c.shard, s.c.kind, le.c.expires_at)
-                .join(le, le.c.name == name)
-                .where(le.c.expires_at > now, s.c.owner.in_([r.id for r in rows]))).all()
-        return [(r, [h for h in held if h.owner == r.id]) for r in rows]
+                sa.select(s.c.owner, s.c.run_id, s.c.shard, s.c.kind, le.c.expires_at, r.c.tenant)
+                .join(le, le.c.name == name).join(r, r.c.id == s.c.run_id)
+                .where(le.c.expires_at > now, s.c.owner.in_([x.id for x in rows]),
+                       tenant_condition(tenants))).all()
+        return [(x, [h for h in held if h.owner == x.id]) for x in rows]
 
     # -- global rate windows -----------------------------------------------------------
 

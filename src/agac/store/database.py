@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["HEAD_REVISION", "WORK_CHANNEL", "DialectHooks", "DriverFailure", "create_store_engine",
            "describe_driver_error", "dialect_hooks", "display_url", "normalize_url", "upgrade"]
 
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0009"
 IDLE_IN_TRANSACTION_MS = 10_000
 """PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
 default lease TTL."""
@@ -58,6 +58,7 @@ class DialectHooks:
     - ``now``: the time every process on the store agrees on (PostgreSQL's clock; on
       SQLite, one machine, the store's clock);
     - ``notify``: wake idle workers (PostgreSQL ``NOTIFY``; nothing on SQLite);
+    - ``floor``: a non-negative number rounded down, in SQL (buckets of time);
     - ``shares_work``: workers on several machines can share the store (row locks, ``SKIP
       LOCKED``, ``LISTEN``/``NOTIFY``): PostgreSQL only.
     """
@@ -88,6 +89,11 @@ class DialectHooks:
             return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())"))
                          .scalar_one())
         return clock.time()
+
+    def floor(self, value: Any) -> Any:
+        if self.postgres:
+            return sa.func.floor(value)
+        return sa.cast(value, sa.Integer)  # SQLite truncates: the same for values >= 0
 
     def notify(self, conn: Connection) -> None:
         if self.postgres:

@@ -1,6 +1,6 @@
 """The effects half of the repository API (a mixin of :class:`agac.store.repository.Store`).
 
-One row per idempotency key (E1). States: ``started`` (the intent, written before the
+One row per idempotency key (E1), which starts with the effect's tenant (T2). States: ``started`` (the intent, written before the
 call, S1), ``succeeded`` (with its receipt), ``failed`` (the function raised),
 ``unknown`` (a crash left an intent without a receipt, E2), ``done`` / ``not_done``
 (resolved by a person), ``compensated`` (its compensation ran on request).
@@ -8,12 +8,14 @@ call, S1), ``succeeded`` (with its receipt), ``failed`` (the function raised),
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.runs import Tenants, tenant_condition
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -29,11 +31,15 @@ class EffectRepository(StoreCore):
         with self._read() as conn:
             return conn.execute(sa.select(t.effects).where(t.effects.c.key == key)).first()
 
-    def find_effect(self, ref: str) -> list[Row]:
-        """Effects whose key is ``ref`` or starts with it."""
+    def find_effect(self, ref: str, *, tenants: Collection[str]) -> list[Row]:
+        """Effects of ``tenants`` whose key, or whose key after its ``<tenant>:`` start, is
+        ``ref`` or starts with it (at most two)."""
         e = t.effects
+        starts = [e.c.key.startswith(f"{tenant}:{ref}", autoescape=True) for tenant in tenants]
         with self._read() as conn:
-            return list(conn.execute(sa.select(e).where(e.c.key.startswith(ref)).limit(2)).all())
+            return list(conn.execute(sa.select(e).where(
+                tenant_condition(tenants, e.c.tenant),
+                sa.or_(e.c.key.startswith(ref, autoescape=True), *starts)).limit(2)).all())
 
     def start_effect(self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None) -> None:
         """S1: the intent (``started``) is durable before the call; replaces an earlier
@@ -57,10 +63,11 @@ class EffectRepository(StoreCore):
                 self._fence(conn, *lease)
             conn.execute(t.effects.update().where(t.effects.c.key == key).values(**fields))
 
-    def list_effects(self, workflow: str | None = None, *, states: tuple[str, ...] | None = None
-                     ) -> list[Row]:
+    def list_effects(self, workflow: str | None = None, *, tenants: Tenants,
+                     states: tuple[str, ...] | None = None) -> list[Row]:
+        """Effects of ``tenants`` (None: every tenant's), oldest first."""
         e = t.effects
-        q = sa.select(e).order_by(e.c.created_at)
+        q = sa.select(e).where(tenant_condition(tenants, e.c.tenant)).order_by(e.c.created_at)
         if workflow:
             q = q.where(e.c.workflow == workflow)
         if states:

@@ -44,12 +44,13 @@ def write_marks(core: StoreCore, conn: Connection, marks: Sequence[dict[str, Any
 
 
 def price_unknown(conn: Connection, priced: Sequence[dict[str, Any]]) -> None:
-    """Inside a checkpoint: give ``unknown`` rows of these fingerprints real usage."""
+    """Inside a checkpoint: give ``unknown`` rows of these fingerprints real usage, in
+    their tenant only (T2)."""
     u = t.usage
     for p in priced:
         conn.execute(u.update().where(
             u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN,
-            u.c.fingerprint == p["fingerprint"],
+            u.c.fingerprint == p["fingerprint"], u.c.tenant == p["tenant"],
         ).values(input_tokens=p["input_tokens"], cached_tokens=p["cached_tokens"],
                  cache_write_tokens=p["cache_write_tokens"], output_tokens=p["output_tokens"],
                  cost_usd=p["cost_usd"], status="priced"))
@@ -80,16 +81,17 @@ class MarkRepository(StoreCore):
                     found.update((action, r.unit_key) for r in rows)
         return found
 
-    def twin_usage(self, fingerprints: Sequence[str]) -> dict[str, Row]:
-        """For each fingerprint, the usage of a settled call that got an answer to that
-        request (the latest), if any."""
+    def twin_usage(self, fingerprints: Sequence[str], *, tenant: str) -> dict[str, Row]:
+        """For each fingerprint, the usage of a settled call of ``tenant`` that got an answer
+        to that request (the latest), if any."""
         u = t.usage
         out: dict[str, Row] = {}
         fps = list(dict.fromkeys(fingerprints))
         with self._read() as conn:
             for i in range(0, len(fps), 500):
                 rows = conn.execute(sa.select(u).where(
-                    u.c.fingerprint.in_(fps[i:i + 500]), u.c.kind == "llm", u.c.status == "ok",
+                    u.c.fingerprint.in_(fps[i:i + 500]), u.c.tenant == tenant,
+                    u.c.kind == "llm", u.c.status == "ok",
                     u.c.origin.is_(None)).order_by(u.c.id)).all()
                 out.update((r.fingerprint, r) for r in rows)
         return out
@@ -120,12 +122,14 @@ class MarkRepository(StoreCore):
                 q = q.where(m.c.shard.in_(list(shards)))
             conn.execute(q)
 
-    def unpriced_unknown(self, workflow: str) -> set[str]:
-        """Fingerprints of the workflow's ``unknown`` calls still at their worst case."""
+    def unpriced_unknown(self, workflow: str, *, tenant: str) -> set[str]:
+        """Fingerprints of the tenant's ``unknown`` calls of the workflow still at their
+        worst case."""
         u, r = t.usage, t.runs
         with self._read() as conn:
             rows = conn.execute(
                 sa.select(u.c.fingerprint).distinct().select_from(u.join(r, r.c.id == u.c.run_id))
                 .where(u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN, r.c.workflow == workflow,
+                       r.c.tenant == tenant,
                        u.c.fingerprint.is_not(None))).all()
         return {row.fingerprint for row in rows}

@@ -175,8 +175,18 @@ class OutcomeRepository(StoreCore):
                     t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi)
             ).scalar() or 0)
 
-    def get_answers(self, fingerprints: Sequence[str]) -> dict[str, str]:
-        """fingerprint -> stored output JSON text, for those that exist."""
+    def status_counts_between(self, run_id: str, lo: int, hi: int) -> list[Row]:
+        """(action, status, n) groups of the outcomes of records ``lo <= seq < hi``."""
+        o = t.outcomes
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(o.c.action, o.c.status, sa.func.count().label("n"))
+                .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)
+                .group_by(o.c.action, o.c.status)).all())
+
+    def get_answers(self, fingerprints: Sequence[str], *, tenant: str) -> dict[str, str]:
+        """fingerprint -> stored output JSON text, for those the tenant has (S5 within a
+        tenant, T2: a tenant never learns from another's answers)."""
         found: dict[str, str] = {}
         if not fingerprints:
             return found
@@ -189,26 +199,28 @@ class OutcomeRepository(StoreCore):
                 size = 1 << (len(part) - 1).bit_length()
                 part += part[-1:] * (size - len(part))
                 rows = conn.exec_driver_sql(
-                    f"SELECT fingerprint, output FROM answers WHERE fingerprint IN "
-                    f"({', '.join([mark] * size)})", tuple(part)
+                    f"SELECT fingerprint, output FROM answers WHERE tenant = {mark} AND "
+                    f"fingerprint IN ({', '.join([mark] * size)})", (tenant, *part)
                 ).all()
                 found.update({fp: out for fp, out in rows})
         return found
 
-    def get_answer(self, fingerprint: str) -> Row | None:
+    def get_answer(self, fingerprint: str, *, tenant: str) -> Row | None:
+        a = t.answers
         with self._read() as conn:
             return conn.execute(
-                sa.select(t.answers).where(t.answers.c.fingerprint == fingerprint)
+                sa.select(a).where(a.c.tenant == tenant, a.c.fingerprint == fingerprint)
             ).first()
 
-    def get_tool_results(self, hashes: Sequence[str]) -> dict[str, str]:
+    def get_tool_results(self, hashes: Sequence[str], *, tenant: str) -> dict[str, str]:
+        """input hash -> stored output JSON text, for those the tenant has (T2)."""
         found: dict[str, str] = {}
+        tr = t.tool_results
         with self._read("read tool results") as conn:
             for i in range(0, len(hashes), 500):
                 rows = conn.execute(
-                    sa.select(t.tool_results.c.input_hash, t.tool_results.c.output).where(
-                        t.tool_results.c.input_hash.in_(list(hashes[i : i + 500]))
-                    )
+                    sa.select(tr.c.input_hash, tr.c.output).where(
+                        tr.c.tenant == tenant, tr.c.input_hash.in_(list(hashes[i : i + 500])))
                 ).all()
                 found.update({r.input_hash: r.output for r in rows})
         return found
@@ -283,6 +295,7 @@ class OutcomeRepository(StoreCore):
         priced: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write one group of progress atomically, after checking the fencing token.
+        Answers, tool results, usage and batch items carry their run's ``tenant``.
         ``item_results`` (what was read for batch items) commit with the answers and usage
         they ledger: a crash never leaves one without the other. ``marks`` are dispatch
         mark rows (S1) written before the units they list are sent; ``priced`` gives

@@ -4,8 +4,9 @@
 (:mod:`~agac.store.runs`), input snapshots (:mod:`~agac.store.snapshots`), outcomes,
 answers and events (:mod:`~agac.store.outcomes`), batches (:mod:`~agac.store.batches`),
 effects (:mod:`~agac.store.effects`), approvals (:mod:`~agac.store.approvals`), the
-workers' claims and rate windows (:mod:`~agac.store.claims`), and dispatch marks
-(:mod:`~agac.store.marks`) — over one shared
+workers' claims and rate windows (:mod:`~agac.store.claims`), dispatch marks
+(:mod:`~agac.store.marks`), users, tokens and web sessions (:mod:`~agac.store.people`)
+and the service's paged reads (:mod:`~agac.store.dashboard`) — over one shared
 :class:`~agac.store.core.StoreCore` (engine, dialect hooks, clock, error guard).
 
 The engine calls these methods from a single store thread (see
@@ -19,9 +20,11 @@ from __future__ import annotations
 from agac.store.approvals import ApprovalRepository
 from agac.store.batches import BatchRepository
 from agac.store.claims import ClaimRepository
+from agac.store.dashboard import DashboardRepository
 from agac.store.effects import EffectRepository
 from agac.store.marks import MarkRepository
 from agac.store.outcomes import OutcomeRepository
+from agac.store.people import PeopleRepository
 from agac.store.runs import RunRepository
 from agac.store.snapshots import SnapshotRepository
 from agac.store.values import FINAL_STATES
@@ -30,6 +33,7 @@ __all__ = ["FINAL_STATES", "Store"]
 
 
 class Store(RunRepository, SnapshotRepository, OutcomeRepository, BatchRepository,
-            EffectRepository, ApprovalRepository, ClaimRepository, MarkRepository):
+            EffectRepository, ApprovalRepository, ClaimRepository, MarkRepository,
+            PeopleRepository, DashboardRepository):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``):
     ``Store(url, migrate=True, clock=SYSTEM)``."""

@@ -1,29 +1,39 @@
 """Runs, their leases and their actions' states (a part of :class:`agac.store.repository.Store`).
 
 A run comes out of here as a :class:`agac.store.values.RunRecord` (options and config
-decoded once). Run lookups take the caller's ``tenant`` (DESIGN §13 T2): every run is
-``default``'s until runs carry a tenant column, so today the argument only has to be
-``default``; :func:`tenant_condition` is where the column will be read.
+decoded once). A run belongs to its tenant (DESIGN §13 T2): a workflow's runs are found
+by (tenant, workflow); lookups for people take the tenants they may see
+(:func:`tenant_condition`), so another tenant's run is simply not found. The store holds
+"at most one run that is not final per (tenant, workflow)" itself (a unique partial
+index): a second admission loses with :class:`RunAlreadyOpen`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from agac.errors import LeaseHeld
+from agac.errors import LeaseHeld, RefusedError
 from agac.jsontext import dumps
 from agac.store import tables as t
 from agac.store.core import StoreCore
-from agac.store.values import DEFAULT_TENANT, FINAL_STATES, RunRecord, RunSettings
+from agac.store.values import FINAL_STATES, RunRecord, RunSettings
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
-__all__ = ["RunRepository", "run_lease", "tenant_condition"]
+__all__ = ["RunAlreadyOpen", "RunRepository", "Tenants", "run_lease", "tenant_condition"]
+
+Tenants = Collection[str] | None
+"""The tenants whose objects a lookup may return: a caller's (T2), or None for every
+tenant (the engine's own bookkeeping, workers)."""
+
+
+class RunAlreadyOpen(RefusedError):
+    """Another run of the workflow is already open in this tenant."""
 
 
 def run_lease(run_id: str) -> str:
@@ -31,14 +41,16 @@ def run_lease(run_id: str) -> str:
     return f"run:{run_id}"
 
 
-def tenant_condition(tenant: str | None) -> Any:
-    """A condition on ``runs`` keeping the runs of ``tenant`` (None: every tenant)."""
-    column = t.runs.c.get("tenant")
-    if tenant is None:
+def tenant_condition(tenants: Tenants, column: Any = None) -> Any:
+    """A condition keeping the rows of ``tenants`` (None: every tenant) — on
+    ``runs.tenant``, or on the ``tenant`` column given."""
+    if tenants is None:
         return sa.true()
-    if column is not None:
-        return column == tenant
-    return sa.true() if tenant == DEFAULT_TENANT else sa.false()
+    column = t.runs.c.tenant if column is None else column
+    names = sorted(tenants)
+    if not names:
+        return sa.false()
+    return column == names[0] if len(names) == 1 else column.in_(names)
 
 
 def _record(row: Any) -> RunRecord | None:
@@ -117,18 +129,34 @@ class RunRepository(StoreCore):
 
     def create_run(self, *, id: str, workflow: str, workflow_path: str, retry_of: str | None,
                    config: dict[str, Any], config_hash: str, snapshot_id: str, fresh: bool,
-                   settings: RunSettings, tenant: str = DEFAULT_TENANT) -> RunRecord:
-        """Admit a run (state ``queued``) and return it as stored."""
+                   settings: RunSettings, tenant: str) -> RunRecord:
+        """Admit a run (state ``queued``) and return it as stored; RunAlreadyOpen when the
+        tenant has an open run of the workflow (another process admitted it first)."""
         now = self.clock.time()
         fields: dict[str, Any] = {
             "id": id, "workflow": workflow, "workflow_path": workflow_path, "state": "queued",
             "retry_of": retry_of, "config": dumps(config), "config_hash": config_hash,
             "snapshot_id": snapshot_id, "fresh": fresh, "options": settings.to_json(),
-            "error": None, "created_at": now, "updated_at": now, "ended_at": None}
-        if "tenant" in t.runs.c:
-            fields["tenant"] = tenant
+            "error": None, "created_at": now, "updated_at": now, "ended_at": None,
+            "tenant": tenant}
+        r = t.runs
         with self._write("admit the run") as conn:
-            conn.execute(t.runs.insert().values(**fields))
+            # The unique partial index decides a race; asking first keeps the common case
+            # (a run already open) out of the driver's error path.
+            if conn.execute(sa.select(r.c.id).where(
+                    r.c.tenant == tenant, r.c.workflow == workflow,
+                    r.c.state.not_in(FINAL_STATES))).first() is None:
+                inserted = conn.execute(
+                    self.hooks.insert(r).values(**fields)
+                    # only the open-run rule is "already open"; a duplicate id is an error
+                    .on_conflict_do_nothing(index_elements=[r.c.tenant, r.c.workflow],
+                                            index_where=r.c.state.not_in(FINAL_STATES))
+                    .returning(r.c.id)).first()
+            else:
+                inserted = None
+        if inserted is None:
+            raise RunAlreadyOpen(f"a run of {workflow} is already open in tenant {tenant!r}; "
+                                 f"`agac run {workflow}` continues it")
         return RunRecord.from_row(_Fields(fields))
 
     def update_run(self, run_id: str, *, state: str | None = None,
@@ -142,16 +170,16 @@ class RunRepository(StoreCore):
         with self._write("update the run") as conn:
             conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(**fields))
 
-    def mark_run_needs_pass(self, workflow: str) -> None:
-        """A change made outside a run (``agac batch resolve``) may let units move: the open
-        run, if it was waiting on batches, walks its records again when it next runs, and
-        workers look at its waiting shards now."""
+    def mark_run_needs_pass(self, workflow: str, *, tenant: str) -> None:
+        """A change made outside a run (``agac batch resolve``) may let units move: the
+        tenant's open run of the workflow, if it was waiting on batches, walks its records
+        again when it next runs, and workers look at its waiting shards now."""
         s, r = t.shards, t.runs
+        mine = (r.c.tenant == tenant, r.c.workflow == workflow)
         with self._write("update the run") as conn:
-            conn.execute(r.update().where(r.c.workflow == workflow, r.c.state == "waiting")
+            conn.execute(r.update().where(*mine, r.c.state == "waiting")
                          .values(state="running", updated_at=self.clock.time()))
-            open_runs = sa.select(r.c.id).where(r.c.workflow == workflow,
-                                                r.c.state.not_in(FINAL_STATES))
+            open_runs = sa.select(r.c.id).where(*mine, r.c.state.not_in(FINAL_STATES))
             woken = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo")
                                  .values(ready_at=-1.0)).rowcount
             if woken:
@@ -182,11 +210,11 @@ class RunRepository(StoreCore):
             conn.execute(t.runs.delete().where(t.runs.c.id == run_id))
             return True
 
-    def get_run(self, run_id: str, *, tenant: str | None = None) -> RunRecord | None:
+    def get_run(self, run_id: str, *, tenants: Tenants = None) -> RunRecord | None:
         """The run with id ``run_id``, or the only one whose id starts with it (at least
-        four characters); of ``tenant`` when given."""
+        four characters); only of ``tenants`` when given."""
         runs = t.runs
-        mine = tenant_condition(tenant)
+        mine = tenant_condition(tenants)
         with self._read() as conn:
             row = conn.execute(sa.select(runs).where(runs.c.id == run_id, mine)).first()
             if row is None and len(run_id) >= 4:
@@ -196,28 +224,28 @@ class RunRepository(StoreCore):
                 row = rows[0] if len(rows) == 1 else None
             return _record(row)
 
-    def open_run(self, workflow: str, *, tenant: str = DEFAULT_TENANT) -> RunRecord | None:
-        """The workflow's run that is not final (at most one per tenant and workflow)."""
+    def open_run(self, workflow: str, *, tenant: str) -> RunRecord | None:
+        """The tenant's run of the workflow that is not final (there is at most one)."""
         with self._read() as conn:
             return _record(conn.execute(
                 sa.select(t.runs)
-                .where(t.runs.c.workflow == workflow, t.runs.c.state.not_in(FINAL_STATES),
-                       tenant_condition(tenant))
+                .where(t.runs.c.tenant == tenant, t.runs.c.workflow == workflow,
+                       t.runs.c.state.not_in(FINAL_STATES))
                 .order_by(t.runs.c.created_at.desc())
             ).first())
 
-    def latest_run(self, workflow: str, *, final: bool = False,
-                   tenant: str = DEFAULT_TENANT) -> RunRecord | None:
-        q = sa.select(t.runs).where(t.runs.c.workflow == workflow, tenant_condition(tenant))
+    def latest_run(self, workflow: str, *, tenant: str, final: bool = False) -> RunRecord | None:
+        """The tenant's newest run of the workflow (final only, with ``final``)."""
+        q = sa.select(t.runs).where(t.runs.c.tenant == tenant, t.runs.c.workflow == workflow)
         if final:
             q = q.where(t.runs.c.state.in_(FINAL_STATES))
         with self._read() as conn:
             return _record(conn.execute(q.order_by(t.runs.c.created_at.desc()).limit(1)).first())
 
     def list_runs(self, workflow: str | None = None, limit: int = 50, *,
-                  tenant: str | None = None) -> list[RunRecord]:
-        """Runs, newest first: of ``workflow`` and ``tenant`` when given."""
-        q = (sa.select(t.runs).where(tenant_condition(tenant))
+                  tenants: Tenants = None) -> list[RunRecord]:
+        """Runs, newest first: of ``workflow`` and of ``tenants`` when given."""
+        q = (sa.select(t.runs).where(tenant_condition(tenants))
              .order_by(t.runs.c.created_at.desc()).limit(limit))
         if workflow:
             q = q.where(t.runs.c.workflow == workflow)
@@ -283,11 +311,13 @@ class RunRepository(StoreCore):
             ).all()
         return {r.action: (r.state, r.error) for r in rows}
 
-    def runs_of_unit(self, unit_key: str, workflow: str | None) -> list[RunRecord]:
+    def runs_of_unit(self, unit_key: str, workflow: str | None, *,
+                     tenants: Tenants = None) -> list[RunRecord]:
+        """Runs with an outcome for ``unit_key`` (of ``workflow``, of ``tenants``), newest first."""
         q = (
             sa.select(t.runs)
             .join(t.outcomes, t.outcomes.c.run_id == t.runs.c.id)
-            .where(t.outcomes.c.unit_key == unit_key)
+            .where(t.outcomes.c.unit_key == unit_key, tenant_condition(tenants))
             .distinct()
             .order_by(t.runs.c.created_at.desc())
         )

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from agac.store.values import FINAL_STATES
+from agac.tenants import DEFAULT_TENANT
+
 metadata = sa.MetaData()
+
+
+def _tenant() -> sa.Column[str]:
+    """The tenant a row belongs to (DESIGN §13 T2; migration 0009). Always written by agac;
+    the server default names the tenant of rows stored before tenants existed."""
+    return sa.Column("tenant", sa.String(64), nullable=False, server_default=DEFAULT_TENANT)
+
 
 runs = sa.Table(
     "runs",
@@ -31,8 +41,13 @@ runs = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    _tenant(),
 )
-sa.Index("ix_runs_workflow_created", runs.c.workflow, runs.c.created_at)
+sa.Index("ix_runs_tenant_workflow", runs.c.tenant, runs.c.workflow, runs.c.created_at)
+_OPEN = runs.c.state.not_in(FINAL_STATES)
+sa.Index("ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True,
+         sqlite_where=_OPEN, postgresql_where=_OPEN)
+"""At most one run that is not final per (tenant, workflow) (DESIGN §7), held by the store."""
 
 run_actions = sa.Table(
     "run_actions",
@@ -90,22 +105,27 @@ sa.Index("ix_outcomes_seq", outcomes.c.run_id, outcomes.c.seq)
 answers = sa.Table(
     "answers",
     metadata,
-    sa.Column("fingerprint", sa.String(64), primary_key=True),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("provider", sa.String(64), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("request", sa.Text, nullable=False),
     sa.Column("response", sa.Text, nullable=False),
     sa.Column("output", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    _tenant(),
+    sa.PrimaryKeyConstraint("tenant", "fingerprint", name="pk_answers"),
 )
+"""Answers are reused within their tenant only (T2): a tenant never learns from another's."""
 
 tool_results = sa.Table(
     "tool_results",
     metadata,
-    sa.Column("input_hash", sa.String(64), primary_key=True),
+    sa.Column("input_hash", sa.String(64), nullable=False),
     sa.Column("function", sa.Text, nullable=False),
     sa.Column("output", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    _tenant(),
+    sa.PrimaryKeyConstraint("tenant", "input_hash", name="pk_tool_results"),
 )
 
 usage = sa.Table(
@@ -134,6 +154,7 @@ usage = sa.Table(
     # (a kill, a failed checkpoint), counted at its worst case (S1, DESIGN §8); status
     # "unknown" until a later answer to the same request gives it real usage ("priced").
     sa.Column("origin", sa.String(8), nullable=True),
+    _tenant(),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
 sa.Index("ix_usage_unknown", usage.c.origin, usage.c.status)
@@ -186,8 +207,10 @@ batches = sa.Table(
     sa.Column("ended_at", sa.Float, nullable=True),
     sa.Column("deadline_at", sa.Float, nullable=True),
     sa.Column("updated_at", sa.Float, nullable=False),
+    _tenant(),
 )
-sa.Index("ix_batches_workflow", batches.c.workflow, batches.c.action, batches.c.state)
+sa.Index("ix_batches_workflow", batches.c.tenant, batches.c.workflow, batches.c.action,
+         batches.c.state)
 
 batch_items = sa.Table(
     "batch_items",
@@ -204,15 +227,17 @@ batch_items = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("reason", sa.String(40), nullable=True),
     sa.Column("detail", sa.Text, nullable=True),
+    _tenant(),
 )
-sa.Index("ix_batch_items_unit", batch_items.c.workflow, batch_items.c.action, batch_items.c.unit_key)
+sa.Index("ix_batch_items_unit", batch_items.c.tenant, batch_items.c.workflow,
+         batch_items.c.action, batch_items.c.unit_key)
 
 # -- effects (migration 0003) -------------------------------------------------------------
 
 effects = sa.Table(
     "effects",
     metadata,
-    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(160), primary_key=True),
     sa.Column("workflow", sa.String(200), nullable=False),
     sa.Column("action", sa.String(200), nullable=False),
     sa.Column("unit_key", sa.Text, nullable=False),
@@ -227,8 +252,9 @@ effects = sa.Table(
     sa.Column("resolution", sa.Text, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    _tenant(),
 )
-sa.Index("ix_effects_workflow", effects.c.workflow, effects.c.state)
+sa.Index("ix_effects_workflow", effects.c.tenant, effects.c.workflow, effects.c.state)
 
 # -- approvals (migration 0004) -----------------------------------------------------------
 
@@ -259,9 +285,11 @@ approvals = sa.Table(
     sa.Column("signature", sa.String(64), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    _tenant(),
 )
-sa.Index("ix_approvals_unit", approvals.c.workflow, approvals.c.action, approvals.c.unit_key)
-sa.Index("ix_approvals_state", approvals.c.workflow, approvals.c.state)
+sa.Index("ix_approvals_unit", approvals.c.tenant, approvals.c.workflow, approvals.c.action,
+         approvals.c.unit_key)
+sa.Index("ix_approvals_state", approvals.c.tenant, approvals.c.workflow, approvals.c.state)
 sa.Index("ix_approvals_run", approvals.c.run_id, approvals.c.state)
 
 # -- fan-out (migration 0005) -------------------------------------------------------------
@@ -342,3 +370,50 @@ dispatch_marks = sa.Table(
     sa.Column("units", sa.Text, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
+# -- people: users, their groups, API tokens, web sessions (migration 0008) ----------------
+# Secrets never enter the store in the clear: a password is an Argon2 hash, a token and a
+# session id are SHA-256 hashes of random values the user alone holds (DESIGN §13 T1).
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    sa.Column("tenants", sa.Text, nullable=False),
+    sa.Column("admin", sa.Boolean, nullable=False),
+    sa.Column("active", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+user_groups = sa.Table(
+    "user_groups",
+    metadata,
+    sa.Column("group_name", sa.String(200), primary_key=True),
+    sa.Column("user_name", sa.String(200), primary_key=True),
+)
+sa.Index("ix_user_groups_user", user_groups.c.user_name)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("user_name", sa.String(200), nullable=False),
+    sa.Column("secret_hash", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.Column("last_used_at", sa.Float, nullable=True),
+)
+sa.Index("ix_tokens_user", tokens.c.user_name)
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("id_hash", sa.String(64), primary_key=True),
+    sa.Column("user_name", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+sa.Index("ix_sessions_user", sessions.c.user_name)

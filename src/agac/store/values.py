@@ -3,7 +3,7 @@
 Statuses, origins, states and reasons are ``Literal`` types (DESIGN §7, §7.1, §7.2), so a
 misspelt one is a type error, not a silent bucket. A run comes out of the store as a
 :class:`RunRecord`: its options decoded once into :class:`RunSettings`, its config
-decoded once, and its tenant (DESIGN §13 T2; ``default`` until runs carry one).
+decoded once, and its tenant (DESIGN §13 T2), which never changes once admitted.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from agac.jsontext import dumps, loads
 from agac.reasons import Reason
+from agac.tenants import DEFAULT_TENANT
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -30,9 +31,6 @@ __all__ = [
     "RunState",
     "Spent",
 ]
-
-DEFAULT_TENANT = "default"
-"""The tenant of a run admitted without one (DESIGN §13 T2)."""
 
 RunState = Literal["queued", "running", "waiting", "awaiting_approval", "cancelling",
                    "succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled"]
@@ -151,6 +149,8 @@ class RunRecord:
     updated_at: float
     ended_at: float | None
     tenant: str = DEFAULT_TENANT
+    """The tenant the run was admitted in (T2): its batches, effects, proposals, usage,
+    answers and tool results are that tenant's."""
 
     @classmethod
     def from_row(cls, row: Any) -> RunRecord:
@@ -160,7 +160,7 @@ class RunRecord:
                    fresh=bool(row.fresh), settings=RunSettings.from_json(row.options),
                    error=row.error, created_at=row.created_at, updated_at=row.updated_at,
                    ended_at=row.ended_at,
-                   tenant=getattr(row, "tenant", None) or DEFAULT_TENANT)
+                   tenant=row.tenant)
 
     @property
     def final(self) -> bool:

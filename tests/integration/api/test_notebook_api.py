@@ -152,13 +152,16 @@ def test_results_name_a_run_by_result_id_dict_or_name(nb: Path) -> None:
                                       "classify.meta.lang", "classify#status", "classify#reason"]
 
 
-def test_a_tenant_other_than_default_is_refused_before_admission(nb: Path) -> None:
+def test_t2_a_notebook_run_keeps_the_tenant_it_is_given(nb: Path) -> None:
     assert agac.run(WORKFLOW, nb, records=frame(), tenant="default", progress=False).tenant == \
         "default"
-    with pytest.raises(UsageError, match="tenant 'acme'"):
-        agac.run({**WORKFLOW, "name": "other"}, nb, records=frame(), tenant="acme",
-                 progress=False)
+    other = agac.run({**WORKFLOW, "name": "other"}, nb, records=frame(), tenant="acme",
+                     progress=False)
+    assert other.tenant == "acme"
     assert [r["workflow"] for r in api.list_runs(project=nb)] == ["reviews"]
+    assert [r["workflow"] for r in api.list_runs(project=nb, tenant="acme")] == ["other"]
+    with pytest.raises(UsageError, match="tenant"):
+        agac.run(WORKFLOW, nb, records=frame(), tenant="no tenant", progress=False)
 
 
 def test_a_missing_data_library_names_the_extra(nb: Path, monkeypatch: pytest.MonkeyPatch,

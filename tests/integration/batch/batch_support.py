@@ -122,7 +122,7 @@ def store(root: Path) -> Iterator[Store]:
 def batches(root: Path) -> list[Any]:
     """Every batch row of the workflow, oldest first."""
     with store(root) as s:
-        return sorted(s.list_batches(WORKFLOW), key=lambda b: (b.created_at, b.file, b.part))
+        return sorted(s.list_batches(WORKFLOW, tenants=None), key=lambda b: (b.created_at, b.file, b.part))
 
 
 def events(root: Path, run_ref: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ def test_a1_batched_units_wait_for_approval_then_go_out_in_one_batch(
     assert second.summary["actions"]["classify"]["batches_out"] == 1
     store = Store(store_url(find_project(project)))
     try:
-        (batch,) = store.list_batches("bap")
+        (batch,) = store.list_batches("bap", tenants=None)
         prompts = sorted(json.loads(i.request)["messages"][-1]["content"]
                          for i in store.iter_batch_items(batch.key))
     finally:

@@ -496,7 +496,7 @@ def test_a2_revised_llm_request_is_what_is_sent(project: Path) -> None:
     st = store()
     try:
         (outcome,) = [o for o in st.unit_outcomes(s["run_id"], first["record"]) if o.action == "ask"]
-        request = json.loads(st.get_answer(outcome.fingerprint).request)
+        request = json.loads(st.get_answer(outcome.fingerprint, tenant="default").request)
     finally:
         st.close()
     assert request["max_tokens"] == 8

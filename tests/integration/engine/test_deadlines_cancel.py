@@ -13,7 +13,7 @@ from agac import api
 from agac.config.project import find_project
 from agac.engine.lifecycle.admission import admit_run
 from agac.engine.lifecycle.options import RunOptions
-from agac.errors import RefusedError
+from agac.errors import NotFound, RefusedError
 from agac.store.repository import Store
 
 DEADLINE = BASIC.replace("actions:", "deadline: 48h\nactions:", 1)
@@ -99,7 +99,7 @@ def test_cancel_ends_an_open_run_cancelled_and_a_final_state_never_changes(proje
     _accounted(s)
     with pytest.raises(RefusedError):
         api.cancel(admitted.id, project)
-    with pytest.raises(RefusedError):
+    with pytest.raises(NotFound):
         api.cancel("wf", project)  # no open run left
     assert api.status(admitted.id, project)["state"] == "cancelled"
     # the next run is a new one and asks everything

@@ -98,7 +98,7 @@ def _leave_unknown(project: Path, record: str) -> str:
 
     store = Store(os.environ["AGAC_STORE"])
     try:
-        (effect,) = [e for e in store.list_effects("fx") if e.unit_key == record]
+        (effect,) = [e for e in store.list_effects("fx", tenants=None) if e.unit_key == record]
         store.update_effect(effect.key, state="started", receipt=None)
         return effect.key
     finally:
@@ -130,14 +130,15 @@ def test_e2_unknown_non_idempotent_effect_waits_on_a_person(project: Path) -> No
     paused = run(project, "fx")
     assert paused.exit_code == 75
     s = paused.summary
-    assert s["effects_unknown"] == [key] and s["actions"]["send"]["pending"] == 1
+    assert key.startswith("default:")  # E1 keys start with the tenant (T2)
+    assert s["effects_unknown"] == [key.partition(":")[2]] and s["actions"]["send"]["pending"] == 1
     assert s["next"] == "agac effects list fx"
     assert any("agac effects resolve" in n for n in paused.notes)
     assert len(calls(project)) == 3  # never called again automatically
     assert run(project, "fx").exit_code == 75
     with pytest.raises(RefusedError):
         api.effects_compensate(key, project)  # it is unknown: nothing to compensate
-    api.effects_resolve(key[:12], True, project)
+    api.effects_resolve(key.partition(":")[2][:12], True, project)
     done = run(project, "fx").summary
     assert done["state"] == "succeeded" and len(calls(project)) == 3
     assert "effects_unknown" not in done
@@ -184,7 +185,7 @@ def test_e2_compensation_runs_only_on_request(project: Path) -> None:
     row = api.effects_compensate(effect["id"], project)
     assert row["state"] == "compensated"
     assert row["resolution"]["compensation"] == {"recalled": effect["receipt"]["sent"],
-                                                 "key": effect["id"]}
+                                                 "key": effect["key"]}
     with pytest.raises(RefusedError):
         api.effects_compensate(effect["id"], project)  # once
     assert run(project, "fx", fresh=True).summary["state"] == "succeeded"

@@ -83,7 +83,7 @@ def _step(root: Path, op: str) -> None:
     elif op == "admit":
         store = Store(os.environ["AGAC_STORE"])
         try:
-            if store.open_run("wf") is None:
+            if store.open_run("wf", tenant="default") is None:
                 proj = find_project(root)
                 admit_run(proj, store, api.load_workflow("wf", proj), RunOptions())
         finally:

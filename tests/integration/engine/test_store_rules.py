@@ -242,7 +242,7 @@ def test_s3_effect_and_proposal_writes_of_a_stale_owner_are_refused(store_url: s
         store.update_effect("k1", state="succeeded", receipt="{}", lease=stale)
     assert store.get_effect("k1").state == "started"
     now = time.time()
-    proposal = {"id": "p1", "workflow": "fx", "action": "send", "unit_key": "r1", "seq": 0,
+    proposal = {"id": "p1", "tenant": "default", "workflow": "fx", "action": "send", "unit_key": "r1", "seq": 0,
                 "run_id": "run1", "subject": "s" * 64, "parent": None, "arguments": "{}",
                 "policy_version": "1", "approvers": "[]", "proposed_by": None,
                 "expires_at": now + 60, "state": "pending", "content_hash": "c" * 64,

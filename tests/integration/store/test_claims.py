@@ -23,7 +23,8 @@ def clock() -> ManualClock:
 def store(fresh_pg_database: str, clock: ManualClock) -> Iterator[Store]:
     s = Store(fresh_pg_database, clock=clock)
     s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None, config={},
-                 config_hash="h", snapshot_id="s", fresh=False, settings=RunSettings())
+                 config_hash="h", snapshot_id="s", fresh=False, settings=RunSettings(),
+                 tenant="default")
     s.ensure_shards("r1", [{"shard": f"o:{i:010d}", "kind": "online", "file": "a.jsonl",
                             "lo": i, "hi": i + 1000} for i in range(0, 20_000, 1000)])
     yield s

@@ -26,7 +26,7 @@ def _run(store: Store, run_id: str) -> None:
         store.write_snapshot("snap", [{"file": "records", "start": 0, "count": 5}], rows)
     store.create_run(id=run_id, workflow="wf", workflow_path="workflows/wf.yml", retry_of=None,
                      config={}, config_hash="h", snapshot_id="snap", fresh=False,
-                     settings=RunSettings())
+                     settings=RunSettings(), tenant="default")
 
 
 def _outcome(run_id: str, seq: int, key: str, action: str = "a") -> dict[str, object]:
@@ -54,7 +54,7 @@ def test_discard_run_undoes_an_admission_that_never_started(store: Store) -> Non
         {"run_id": "r1", "kind": "run_admitted", "action": None, "unit_key": None, "data": "{}",
          "created_at": time.time()}])
     assert store.discard_run("r1") is True
-    assert store.get_run("r1") is None and store.open_run("wf") is None
+    assert store.get_run("r1") is None and store.open_run("wf", tenant="default") is None
     assert store.results_between("r1", "snap", 0, 5)[1] == []
     assert store.snapshot_complete("snap")  # the snapshot is shared: kept
 
@@ -65,6 +65,7 @@ def test_discard_run_refuses_a_run_that_paid_for_something(store: Store) -> None
         "run_id": "r2", "action": "a", "unit_key": "k0", "attempt": 1, "kind": "llm",
         "provider": "mock", "model": "m", "tier": "live", "input_tokens": 1, "cached_tokens": 0,
         "cache_write_tokens": 0, "output_tokens": 1, "cost_usd": 0.0, "latency_ms": 1.0,
-        "status": "succeeded", "error": None, "fingerprint": None, "created_at": time.time()}])
+        "status": "succeeded", "error": None, "fingerprint": None, "created_at": time.time(),
+        "tenant": "default"}])
     assert store.discard_run("r2") is False
     assert store.get_run("r2") is not None

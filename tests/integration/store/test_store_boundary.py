@@ -44,22 +44,31 @@ def test_dialect_names_appear_only_in_database_hooks() -> None:
     assert found == [], f"dialect branches outside database.py: {found}"
 
 
+T = {"tenant": "t1"}
+EVERY = {"tenants": None}
+MINE = {"tenants": ("t1",)}
 READS = [
-    ("get_run", ("r1",)), ("open_run", ("wf",)), ("list_runs", ()), ("latest_run", ("wf",)),
-    ("action_states", ("r1",)), ("snapshot_info", ("s",)), ("outcomes_between", ("r1", 0, 9)),
-    ("count_outcomes_between", ("r1", 0, 9)), ("outcome_counts", ("r1",)),
-    ("usage_totals", (["r1"],)), ("iter_events", ("r1",)), ("get_answers", (["fp"],)),
-    ("fanout_totals", ("r1",)), ("get_batch", ("b",)), ("list_batches", ()),
-    ("batch_counts", ("r1", "wf")), ("group_counts", ("wf", "a", "staged:r1:a:")),
-    ("get_effect", ("e",)), ("list_effects", ()), ("get_proposal", ("p",)),
-    ("list_proposals", ()), ("count_proposals", ("r1", ("pending",))), ("has_shards", ("r1",)),
-    ("shard_owners", ("r1",)), ("get_lease", ("run:r1",)),
+    ("get_run", ("r1",), MINE), ("open_run", ("wf",), T), ("list_runs", (), MINE),
+    ("latest_run", ("wf",), T), ("action_states", ("r1",), {}), ("snapshot_info", ("s",), {}),
+    ("outcomes_between", ("r1", 0, 9), {}), ("count_outcomes_between", ("r1", 0, 9), {}),
+    ("outcome_counts", ("r1",), {}), ("usage_totals", (["r1"],), {}),
+    ("iter_events", ("r1",), {}), ("get_answers", (["fp"],), T), ("get_answer", ("fp",), T),
+    ("get_tool_results", (["h"],), T), ("fanout_totals", ("r1",), {}),
+    ("get_batch", ("b",), MINE), ("list_batches", (), EVERY),
+    ("unit_items", ("wf", "a", ["k"]), T), ("batch_counts", ("r1", "wf"), T),
+    ("group_counts", ("wf", "a", "staged:r1:a:"), T), ("get_effect", ("e",), {}),
+    ("find_effect", ("e",), MINE), ("list_effects", (), MINE), ("get_proposal", ("p",), {}),
+    ("find_proposals", ("p",), MINE), ("unit_proposals", ("wf", "a", "k"), T),
+    ("list_proposals", (), EVERY), ("count_proposals", ("r1", ("pending",)), {}),
+    ("runs_of_unit", ("k", None), MINE), ("has_shards", ("r1",), {}),
+    ("shard_owners", ("r1",), {}), ("get_lease", ("run:r1",), {}),
+    ("list_workers", (), MINE),
 ]
 
 
-@pytest.mark.parametrize(("method", "args"), READS, ids=[m for m, _ in READS])
+@pytest.mark.parametrize(("method", "args", "kwargs"), READS, ids=[m for m, _, _ in READS])
 def test_s2_a_driver_error_on_a_read_is_a_store_error(store_url: str, method: str,
-                                                       args: tuple) -> None:
+                                                       args: tuple, kwargs: dict) -> None:
     store = Store(store_url)
     try:
         with store.engine.begin() as conn:  # break the store under the repository
@@ -69,7 +78,7 @@ def test_s2_a_driver_error_on_a_read_is_a_store_error(store_url: str, method: st
                 if name != "alembic_version":
                     conn.execute(sa.text(f"DROP TABLE {name}"))
         with pytest.raises(StoreError) as info:
-            result = getattr(store, method)(*args)
+            result = getattr(store, method)(*args, **kwargs)
             if hasattr(result, "__next__"):
                 next(result)
         assert "cannot" in str(info.value)

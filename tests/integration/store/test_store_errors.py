@@ -35,11 +35,11 @@ def test_guarded_write_says_what_failed_without_the_statement(store_url: str) ->
     try:
         store.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None,
                          config={}, config_hash="h", snapshot_id="s", fresh=False,
-                         settings=RunSettings())
+                         settings=RunSettings(), tenant="default")
         with pytest.raises(StoreError) as info:
             store.create_run(id="r1", workflow=SECRET, workflow_path="wf.yml", retry_of=None,
                              config={}, config_hash="h", snapshot_id="s", fresh=False,
-                             settings=RunSettings())
+                             settings=RunSettings(), tenant="default")
         assert SECRET not in info.value.message and "INSERT" not in info.value.message
     finally:
         store.close()

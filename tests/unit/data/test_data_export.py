@@ -55,9 +55,9 @@ def test_write_csv_header_and_compact_json_output() -> None:
     out = io.StringIO()
     assert write_csv(iter(ROWS), out) == 3
     rows = list(csv.reader(io.StringIO(out.getvalue())))
-    assert rows[0] == ["key", "status", "reason", "detail", "output"]
-    assert rows[1] == ["r1", "answered", "", "", '{"sentiment":"pos","é":[1]}']
-    assert rows[2] == ["r2", "failed", "invalid_input", "a.jsonl:2: not valid JSON", ""]
+    assert rows[0] == ["key", "status", "reason", "detail", "output", "tenant"]
+    assert rows[1] == ["r1", "answered", "", "", '{"sentiment":"pos","é":[1]}', ""]
+    assert rows[2] == ["r2", "failed", "invalid_input", "a.jsonl:2: not valid JSON", "", ""]
     assert rows[3][0] == "r,3"
     assert json.loads(rows[3][4]) == {"text": "line\nbreak"}
 
@@ -65,7 +65,7 @@ def test_write_csv_header_and_compact_json_output() -> None:
 def test_write_csv_with_no_rows_writes_the_header() -> None:
     out = io.StringIO()
     assert write_csv([], out) == 0
-    assert out.getvalue() == "key,status,reason,detail,output\n"
+    assert out.getvalue() == "key,status,reason,detail,output,tenant\n"
 
 
 def test_writers_stream_from_a_generator() -> None:
@@ -88,7 +88,7 @@ def test_open_output_writes_the_file_whole(tmp_path: Path) -> None:
     with open_output(str(target)) as out:
         write_csv(ROWS, out)
     text = target.read_text(encoding="utf-8")
-    assert text.startswith("key,status,reason,detail,output\n")
+    assert text.startswith("key,status,reason,detail,output,tenant\n")
     assert list(target.parent.iterdir()) == [target]
 
 
@@ -100,6 +100,16 @@ def test_open_output_failure_leaves_no_partial_file(tmp_path: Path) -> None:
         raise RuntimeError("store went away")
     assert target.read_text() == "earlier export\n"
     assert list(tmp_path.iterdir()) == [target]
+
+
+def test_t2_exports_name_the_runs_tenant() -> None:
+    row = {"key": "r1", "status": "answered", "reason": None, "output": 1, "tenant": "acme"}
+    out = io.StringIO()
+    write_jsonl([row], out)
+    assert list(json.loads(out.getvalue())) == ["key", "status", "reason", "output", "tenant"]
+    out = io.StringIO()
+    write_csv([row], out)
+    assert out.getvalue().splitlines()[1] == "r1,answered,,,1,acme"
 
 
 # -- the wide table (DESIGN §15) --------------------------------------------------------------

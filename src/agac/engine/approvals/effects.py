@@ -15,19 +15,27 @@ For one unit, by the state of its key's row:
 
 Nothing here claims that an effect was undone: compensation runs only on request
 (``agac effects compensate``).
+
+Keys start with the run's tenant (``<tenant>:<hash>``, T2); people name an effect by the
+hash (:func:`agac.engine.requests.effect_id`) and see only their tenant's. An effect that
+was in flight when the store was upgraded to tenants was called with its old key (kept
+in ``resolution.key_before_tenants``): it is never called again by itself, whatever its
+``idempotent`` says — the service it called knows it by that old key — until a person
+settles it.
 """
 
 from __future__ import annotations
 
 import json
 import traceback
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from agac.config.functions import resolve_function
 from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
-from agac.engine.requests import Fail, invoke_tool, tool_output
-from agac.errors import RefusedError, UsageError
+from agac.engine.requests import Fail, effect_id, invoke_tool, tool_output
+from agac.errors import NotFound, RefusedError
 from agac.jsontext import dumps
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
@@ -52,10 +60,11 @@ class Effects:
     """The effects of one run's tool actions marked ``effect:`` (implements
     :class:`agac.engine.ports.Effects`)."""
 
-    def __init__(self, *, run_id: str, workflow: str, store: Store, gateway: StoreGateway,
-                 out: OutcomeWriter, control: RunControl) -> None:
+    def __init__(self, *, run_id: str, workflow: str, tenant: str, store: Store,
+                 gateway: StoreGateway, out: OutcomeWriter, control: RunControl) -> None:
         self.run_id = run_id
         self.workflow = workflow
+        self.tenant = tenant
         self.store = store
         self.gateway = gateway
         self.out = out
@@ -73,15 +82,17 @@ class Effects:
             receipt = json.loads(row.receipt) if row.receipt is not None else None
             return await self.out.settle(rt, rec, "answered", output=receipt, origin="reused",
                                          fingerprint=input_hash)
-        if row is not None and row.state in ("started", "unknown") and not effect.idempotent:
+        if row is not None and row.state in ("started", "unknown") and (
+                not effect.idempotent or _called_before_tenants(row)):
             if row.state == "started":
                 await self.gateway.call(self.store.update_effect, key, state="unknown",
                                         lease=self.gateway.fence)
                 await self.out.event("effect_unknown", rt.name, rec.key, effect=key,
                                      function=row.function)
+            ref = effect_id(key)[:12]
             self.waiting.append(
-                f"{rt.name}: the effect {key[:12]} of {rec.key} may or may not have happened; "
-                f"settle it with `agac effects resolve {key[:12]} --done|--not-done`")
+                f"{rt.name}: the effect {ref} of {rec.key} may or may not have happened; "
+                f"settle it with `agac effects resolve {ref} --done|--not-done`")
             return None
         async with rt.slots:
             if self.control.stopping:
@@ -94,13 +105,15 @@ class Effects:
         action = rt.action
         assert action.effect is not None
         await self.gateway.call(self.store.start_effect, {
-            "key": key, "workflow": self.workflow, "action": action.name, "unit_key": rec.key,
+            "key": key, "tenant": self.tenant, "workflow": self.workflow, "action": action.name,
+            "unit_key": rec.key,
             "function": action.function or "", "idempotent": action.effect.idempotent,
             "compensate": action.effect.compensate, "run_id": self.run_id,
             "arguments": inputs_json}, lease=self.gateway.fence)
         await self.gateway.durable()
         maybe_crash("effect_started")  # the intent is durable, the function not called yet
-        tool_ctx = ToolContext(self.run_id, self.workflow, action.name, rec.key, None, 1, key)
+        tool_ctx = ToolContext(self.run_id, self.workflow, action.name, rec.key, None, 1, key,
+                               tenant=self.tenant)
         await self.gateway.owned()  # still the run's owner, right before the effect (S3)
         clock = self.control.clock
         started = clock.monotonic()
@@ -128,8 +141,15 @@ class Effects:
 # -- for people: agac effects list / resolve / compensate ------------------------------------
 
 
+def _called_before_tenants(row: Any) -> bool:
+    """Whether the effect was in flight, under its old key, when the store was upgraded to
+    tenants (migration 0009)."""
+    return bool(row.resolution) and "key_before_tenants" in json.loads(row.resolution)
+
+
 def effect_dict(row: Any) -> dict[str, Any]:
-    return {"id": row.key, "workflow": row.workflow, "action": row.action, "record": row.unit_key,
+    return {"id": effect_id(row.key), "key": row.key, "tenant": row.tenant,
+            "workflow": row.workflow, "action": row.action, "record": row.unit_key,
             "function": row.function, "idempotent": bool(row.idempotent), "state": row.state,
             "run_id": row.run_id, "arguments": json.loads(row.arguments),
             "receipt": json.loads(row.receipt) if row.receipt is not None else None,
@@ -138,45 +158,50 @@ def effect_dict(row: Any) -> dict[str, Any]:
             "created_at": row.created_at, "updated_at": row.updated_at}
 
 
-def _one(store: Store, ref: str) -> Any:
-    rows = store.find_effect(ref)
+def _one(store: Store, ref: str, tenants: Collection[str]) -> Any:
+    """The effect ``ref`` names among those of ``tenants``: another tenant's is not found,
+    exactly like one that does not exist (T2)."""
+    rows = store.find_effect(ref, tenants=tenants)
     if not rows:
-        raise UsageError(f"no effect {ref!r}; `agac effects list` shows them")
+        raise NotFound(f"no effect {ref!r}; `agac effects list` shows them")
     if len(rows) > 1:
-        raise UsageError(f"{ref!r} names several effects; give more of the id")
+        raise NotFound(f"{ref!r} names several effects; give more of the id")
     return rows[0]
 
 
-def resolve_effect(store: Store, ref: str, done: bool) -> dict[str, Any]:
+def resolve_effect(store: Store, ref: str, done: bool, *, tenants: Collection[str]) -> dict[str, Any]:
     """E2: a person says whether an effect in ``unknown`` happened. ``--done``: it is never
     called again (its unit is answered without a receipt); ``--not-done``: the next run
     calls it again."""
-    row = _one(store, ref)
+    row = _one(store, ref, tenants)
     if row.state not in UNSETTLED_EFFECT_STATES:
-        raise RefusedError(f"effect {row.key[:12]} is {row.state}, not unknown; only an unknown "
-                           "effect is resolved")
+        raise RefusedError(f"effect {effect_id(row.key)[:12]} is {row.state}, not unknown; only "
+                           "an unknown effect is resolved")
     state = "done" if done else "not_done"
     store.update_effect(row.key, state=state,
                         resolution=dumps({"state": state, "at": store.clock.time()}))
-    store.mark_run_needs_pass(row.workflow)  # its unit can move now: walk the records again
+    # its unit can move now: walk the records again
+    store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
     return effect_dict(store.get_effect(row.key))
 
 
-def compensate_effect(project: Project, store: Store, ref: str) -> dict[str, Any]:
+def compensate_effect(project: Project, store: Store, ref: str, *,
+                      tenants: Collection[str]) -> dict[str, Any]:
     """Run the effect's declared compensation once, on request, as
     ``fn({"arguments", "receipt"}, ctx)``. agac records what it returned and never claims
     the effect was undone."""
     import asyncio
 
-    row = _one(store, ref)
+    row = _one(store, ref, tenants)
     if not row.compensate:
         raise RefusedError(f"action {row.action} declares no compensation (effect: {{compensate: "
                            "module:function}}); nothing was run")
     if row.state not in ("succeeded", "done"):
-        raise RefusedError(f"effect {row.key[:12]} is {row.state}; only an effect that happened "
-                           "(succeeded, or resolved --done) is compensated")
+        raise RefusedError(f"effect {effect_id(row.key)[:12]} is {row.state}; only an effect that "
+                           "happened (succeeded, or resolved --done) is compensated")
     fn = resolve_function(row.compensate, project.root)
-    ctx = ToolContext(row.run_id, row.workflow, row.action, row.unit_key, None, 1, row.key)
+    ctx = ToolContext(row.run_id, row.workflow, row.action, row.unit_key, None, 1, row.key,
+                      tenant=row.tenant)
     inputs = {"arguments": json.loads(row.arguments),
               "receipt": json.loads(row.receipt) if row.receipt is not None else None}
     try:

@@ -33,8 +33,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.approvals.proposals import (
+    approver_refusal,
     content_hash,
-    expand_approvers,
     load_secret,
     new_proposal_id,
     request_from,
@@ -48,6 +48,7 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.jsontext import loads
 from agac.providers.base import canonical_json, fingerprint_of
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -68,11 +69,14 @@ _USABLE_EFFECT_STATES = ("succeeded", "done", "compensated", "started", "unknown
 class ApprovalGate:
     """The approval side of one run (implements :class:`agac.engine.ports.Approvals`)."""
 
-    def __init__(self, project: Project, *, run_id: str, workflow: str, store: Store,
-                 gateway: StoreGateway, out: OutcomeWriter, control: RunControl) -> None:
+    def __init__(self, project: Project, *, run_id: str, workflow: str, tenant: str,
+                 store: Store, gateway: StoreGateway, out: OutcomeWriter,
+                 control: RunControl) -> None:
         self.project = project
         self.run_id = run_id
         self.workflow = workflow
+        self.tenant = tenant
+        """The run's tenant: its proposals are looked up and made in it (T2)."""
         self.store = store
         self.gateway = gateway
         self.out = out
@@ -93,7 +97,8 @@ class ApprovalGate:
         per_action: dict[str, int] = {}
         for action, _ in self.waiting:
             per_action[action] = per_action.get(action, 0) + 1
-        wf = self.workflow
+        wf = self.workflow if self.tenant == DEFAULT_TENANT else \
+            f"{self.workflow} --tenant {self.tenant}"
         return [f"{action}: {n} unit{'s' if n != 1 else ''} awaiting approval; "
                 f"`agac approvals list {wf}` shows them, `agac approve ID --as NAME` decides"
                 for action, n in sorted(per_action.items())]
@@ -112,7 +117,8 @@ class ApprovalGate:
         if carried is not None:
             return await self.out.settle(rt, rec, "failed", carried[0], carried[1],
                                          origin="carried", fingerprint=subject)
-        rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key)
+        rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key,
+                                       tenant=self.tenant)
         latest = await self._trusted(rt, rec, _latest(rows, subject))
         if latest is not None and latest.state == "pending":
             if self.clock.time() < latest.expires_at:
@@ -153,13 +159,17 @@ class ApprovalGate:
         return None
 
     async def _still_approver(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> bool:
-        """A3: the decider is still one of the run's approvers for this action."""
+        """A3, T3: the decider is still one of the run's approvers for this action — and,
+        with ``identity: login``, still an active user in the run's tenant — now, when the
+        unit is about to act."""
         spec = rt.action.approval
         assert spec is not None
-        allowed = expand_approvers(spec.approvers, self.project)
-        if loads(row.approvers) == list(spec.approvers) and row.decided_by in allowed:
+        refusal = await self.gateway.call(approver_refusal, self.project, self.store,
+                                          row.decided_by, spec.approvers, self.tenant)
+        if loads(row.approvers) == list(spec.approvers) and refusal is None:
             return True
-        why = f"{row.decided_by} is no longer an approver of {rt.name} ({', '.join(spec.approvers)})"
+        why = (f"{row.decided_by} is no longer an approver of {rt.name} "
+               f"({', '.join(spec.approvers)})" + (f": {refusal}" if refusal else ""))
         await self.gateway.call(self.store.change_proposal, row.id, ["approved"], state="revoked",
                                 reason=why, lease=self.gateway.fence)
         await self.out.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)
@@ -213,7 +223,7 @@ class ApprovalGate:
             return not ctx.fresh and await ctx.lookups.lookup_answer(fp) is not None
         input_hash = tool_input_hash(action.function, canonical_json(arguments))
         if action.effect is not None:
-            key = effect_key(self.workflow, action.name, rec.key, input_hash)
+            key = effect_key(self.tenant, self.workflow, action.name, rec.key, input_hash)
             effect = await self.gateway.call(self.store.get_effect, key)
             return effect is not None and effect.state in _USABLE_EFFECT_STATES
         if action.cache and not ctx.fresh:
@@ -226,7 +236,8 @@ class ApprovalGate:
         assert spec is not None
         now = round(self.clock.time(), 3)
         row: dict[str, Any] = {
-            "id": new_proposal_id(), "workflow": self.workflow, "action": rt.name,
+            "id": new_proposal_id(), "tenant": self.tenant, "workflow": self.workflow,
+            "action": rt.name,
             "unit_key": rec.key, "seq": rec.seq, "run_id": self.run_id, "subject": subject,
             "parent": None, "arguments": canonical_json(arguments),
             "policy_version": spec.policy_version, "approvers": canonical_json(list(spec.approvers)),

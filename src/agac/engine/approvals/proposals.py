@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.providers.base import Message, Request, canonical_json
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.config.model import Action
     from agac.config.project import Project
+    from agac.store.repository import Store
 
-__all__ = ["LLM_REVISABLE", "arguments_hash", "content_hash", "decision_signature",
+__all__ = ["LLM_REVISABLE", "approver_refusal", "arguments_hash", "content_hash", "decision_signature",
            "expand_approvers", "load_secret", "new_proposal_id", "proposal_dict",
            "request_from", "sign", "subject_of", "tampered", "time_text", "unit_arguments"]
 
@@ -117,15 +119,21 @@ def subject_of(workflow: str, action: Action, unit_key: str, arguments: dict[str
 
 
 def content_hash(row: Any) -> str:
-    """The hash of a proposal's content (a Row or a dict with the table's columns)."""
+    """The hash of a proposal's content (a Row or a dict with the table's columns). The
+    tenant (T2) is part of it when it is not ``default`` — so proposals signed before
+    tenants still verify, and a proposal moved to another tenant in the store does not."""
     get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
-    material = canonical_json({
+    content = {
         "id": get("id"), "workflow": get("workflow"), "action": get("action"),
         "unit_key": get("unit_key"), "subject": get("subject"), "parent": get("parent"),
         "arguments": get("arguments"), "policy_version": get("policy_version"),
         "approvers": get("approvers"), "proposed_by": get("proposed_by"),
         "expires_at": time_text(get("expires_at")), "created_at": time_text(get("created_at")),
-    })
+    }
+    tenant = (row.get("tenant") if isinstance(row, dict) else getattr(row, "tenant", None))
+    if tenant not in (None, DEFAULT_TENANT):
+        content["tenant"] = tenant
+    material = canonical_json(content)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
@@ -163,8 +171,36 @@ def expand_approvers(names: list[str] | tuple[str, ...], project: Project) -> se
     return users
 
 
+def approver_refusal(project: Project, store: Store, who: str, approvers: list[str] | tuple[str, ...],
+                     tenant: str) -> str | None:
+    """Why ``who`` may not decide on a proposal of a run in ``tenant`` with these
+    ``approvers`` — or act on such a decision — as things are now; None when it may (A3, T3).
+
+    With ``identity: login`` the decider must be an active user of the store, in the run's
+    tenant, named among the approvers or in one of their groups (groups live in the store).
+    Otherwise the approvers are expanded with the groups of ``agac.yml``.
+    """
+    names = ", ".join(approvers)
+    if project.config.login:
+        user = store.get_user(who)
+        if user is None:
+            return f"{who} is not a user of this project (approvers: {names})"
+        if not user.active:
+            return f"{who} is disabled"
+        if tenant not in json.loads(user.tenants):
+            return f"{who} is not in tenant {tenant}"
+        if who in approvers or set(store.groups_of([who])[who]) & set(approvers):
+            return None
+        return (f"{who} is not an approver (approvers: {names}; a user's groups are set with "
+                "`agac users set NAME --group G`)")
+    if who in expand_approvers(approvers, project):
+        return None
+    return f"{who} is not an approver (approvers: {names}; groups are defined in agac.yml)"
+
+
 def proposal_dict(row: Any, run_state: str | None = None) -> dict[str, Any]:
-    return {"id": row.id, "workflow": row.workflow, "action": row.action, "record": row.unit_key,
+    return {"id": row.id, "tenant": row.tenant, "workflow": row.workflow, "action": row.action,
+            "record": row.unit_key,
             "arguments": json.loads(row.arguments), "approvers": json.loads(row.approvers),
             "policy_version": row.policy_version, "expires_at": row.expires_at,
             "state": row.state, "run_id": row.run_id, "run_state": run_state,

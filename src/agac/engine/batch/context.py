@@ -69,5 +69,14 @@ class BatchContext:
     def workflow(self) -> str:
         return self.run.workflow
 
+    @property
+    def tenant(self) -> str:
+        """The run's tenant: its batches are the only ones it adopts, polls or cancels (T2)."""
+        return self.run.tenant
+
+    @property
+    def tenants(self) -> tuple[str]:
+        return (self.run.tenant,)
+
     async def event(self, kind: str, action: str, **data: Any) -> None:
         await self.out.event(kind, action, None, **data)

@@ -80,4 +80,5 @@ class BatchCoordinator:
         """Worst cases of the batches this run has out (R5); in the store thread."""
         assert self.ctx.budget is not None
         return open_reservations(self.ctx.store, self.ctx.budget, self.ctx.run_id,
-                                 self.ctx.workflow, [rt.action for rt in self.batch_rts], known)
+                                 self.ctx.workflow, [rt.action for rt in self.batch_rts], known,
+                                 tenant=self.ctx.tenant)

@@ -9,10 +9,10 @@ Nothing here collects results into the store: only a run records answers (S1).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from agac.errors import RefusedError, UsageError
+from agac.errors import NotFound, RefusedError, UsageError
 from agac.jsontext import dumps, loads
 from agac.providers.base import BatchHandle
 from agac.providers.factory import open_providers
@@ -91,7 +91,8 @@ def cancel_batch(project: Project, store: Store, row: Any) -> None:
     store.update_batch(row.key, state="cancelling")
 
 
-def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitted: bool) -> None:
+def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitted: bool,
+                   tenants: Collection[str]) -> None:
     """Settle an intent whose submission is unknown (B2), on a person's word.
 
     ``batch_id``: the provider has it under this id; the intent becomes ``submitted`` and
@@ -101,15 +102,15 @@ def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitte
     """
     if (batch_id is None) == (not not_submitted):
         raise UsageError("give exactly one of --batch-id ID or --not-submitted")
-    row = store.get_batch(key)
+    row = store.get_batch(key, tenants=tenants)
     if row is None or row.key != key:
-        raise UsageError(f"no batch intent with key {key!r}; `agac batch list` shows them")
+        raise NotFound(f"no batch intent with key {key!r}; `agac batch list` shows them")
     if row.state not in UNSETTLED_STATES:
         raise RefusedError(f"batch {key} is {row.state}, not unknown: only an intent whose "
                            "submission is unknown can be resolved")
     now = store.clock.time()
     if batch_id is not None:
-        other = store.get_batch(batch_id)
+        other = store.get_batch(batch_id)  # any tenant's: a provider's id names one batch
         if other is not None and other.key != key:
             raise RefusedError(f"provider batch {batch_id} already belongs to {other.key}")
         store.update_batch(key, provider_batch_id=batch_id, state="submitted",
@@ -119,17 +120,19 @@ def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitte
                               "settled by `agac batch resolve --not-submitted`")
         store.update_batch(key, state="not_submitted", ended_at=now,
                            error="not submitted (settled by agac batch resolve)")
-    store.mark_run_needs_pass(row.workflow)
+    store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
 
 
 def cancel_open_batches(project: Project, store: Store, workflow: str, why: str, *,
-                        reason: str, state: str) -> tuple[list[str], set[tuple[str, str]]]:
-    """Cancel every batch of ``workflow`` that is out at the provider where it can be
-    (best effort: nothing is read from it either way) and fail its waiting items
-    ``reason``. Returns notes and the (action, unit key) of the items failed."""
+                        tenant: str, reason: str, state: str
+                        ) -> tuple[list[str], set[tuple[str, str]]]:
+    """Cancel every batch of the tenant's ``workflow`` that is out, at the provider where it
+    can be (best effort: nothing is read from it either way) and fail its waiting items
+    ``reason``. Returns notes and the (action, unit key) of the items failed. Another
+    tenant's batches are never touched (B0, T2)."""
     notes: list[str] = []
     units: set[tuple[str, str]] = set()
-    batches = store.list_batches(workflow, open_only=True)
+    batches = store.list_batches(workflow, tenants=(tenant,), open_only=True)
     if not batches:
         return notes, units
     providers = open_providers({b.provider for b in batches}, project.config)
@@ -175,9 +178,10 @@ def _not_cancelled(store: Store, b: Any, why: str, error: str) -> str:
             f"(`agac batch list` shows it {BATCH_NOT_CANCELLED})")
 
 
-def abandon_batches(project: Project, store: Store, workflow: str, why: str) -> list[str]:
-    """Give up on every batch of ``workflow`` that is out: cancel it at the provider where
-    it can be (best effort) and fail its waiting records ``batch_abandoned``."""
-    notes, _ = cancel_open_batches(project, store, workflow, why, reason="batch_abandoned",
-                                   state="abandoned")
+def abandon_batches(project: Project, store: Store, workflow: str, why: str, *,
+                    tenant: str) -> list[str]:
+    """Give up on every batch of the tenant's ``workflow`` that is out: cancel it at the
+    provider where it can be (best effort) and fail its waiting records ``batch_abandoned``."""
+    notes, _ = cancel_open_batches(project, store, workflow, why, tenant=tenant,
+                                   reason="batch_abandoned", state="abandoned")
     return [n.replace("cancelled batch", "abandoned batch", 1) for n in notes]

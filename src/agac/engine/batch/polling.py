@@ -42,7 +42,8 @@ class Poller:
         online pass of this invocation has recorded which batches its units adopted."""
         if not walked:
             return
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
+                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
             if b.run_id == self.ctx.run_id or b.key in adopted:
                 continue
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
@@ -81,7 +82,8 @@ class Poller:
                 f"{len(seen)} batch{'es' if len(seen) != 1 else ''} out: {', '.join(seen)}" if seen else "")
 
     async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
+                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
             if self.ctx.control.stopping:
                 return
             if b.state in ("submitting", "unknown") or self.ctx.only_file not in (None, b.file):
@@ -120,7 +122,8 @@ class Poller:
     async def fail_if_every_file_unread(self, rt: ActionRuntime) -> None:
         """B7: when the batch of *every* file ended failed, expired or cancelled, the action
         fails as a whole, so the next run sends every file again (R1 d)."""
-        batches = await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, action=rt.name)
+        batches = await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
+                                      tenants=self.ctx.tenants, action=rt.name)
         mine = [b for b in batches if b.collected_by == self.ctx.run_id]
         if not mine or any(b.state in OPEN_BATCH_STATES for b in batches):
             return

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.budget import Reservation
-from agac.engine.requests import request_from_json
 from agac.engine.walk.steps import expected_units
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
+from agac.providers.base import StoredRequests
 from agac.store.batches import staged_key, staged_prefix
 
 if TYPE_CHECKING:
@@ -39,13 +39,13 @@ Parts = list[tuple[dict[str, Any], list[str]]]
 
 def open_reservations(store: Store, budget: BudgetGuard, run_id: str, workflow: str,
                       actions: list[Action], known: Mapping[str, Reservation] | None = None,
-                      ) -> dict[str, Reservation]:
+                      *, tenant: str) -> dict[str, Reservation]:
     """Worst cases of the batches run ``run_id`` has out for ``actions`` (R5), for the
     budget guard; those of ``known`` batches are taken from it instead of their items.
     In the store thread."""
     by_name = {a.name: a for a in actions}
     out: dict[str, Reservation] = {}
-    for b in store.list_batches(workflow, open_only=True):
+    for b in store.list_batches(workflow, tenants=(tenant,), open_only=True):
         action = by_name.get(b.action)
         if b.run_id != run_id or action is None:
             continue
@@ -74,7 +74,8 @@ class Submitter:
         """Submit each file whose units are all accounted for; True when every file is out
         or has nothing left to send (B4)."""
         counts = await self.ctx.call(self.ctx.store.group_counts, self.ctx.workflow, rt.name,
-                                  staged_prefix(self.ctx.run_id, rt.name))
+                                     staged_prefix(self.ctx.run_id, rt.name),
+                                     tenant=self.ctx.tenant)
         all_sent = True
         refused: list[str] = []
         for f in self.ctx.files:
@@ -190,6 +191,7 @@ class Submitter:
                 "raw_status": None, "run_id": self.ctx.run_id, "collected_by": None,
                 "request_count": len(ids), "meta": "{}", "error": None, "created_at": now,
                 "submitted_at": None, "ended_at": None, "deadline_at": None, "updated_at": now,
+                "tenant": self.ctx.tenant,
             }, ids))
         return out
 
@@ -202,12 +204,10 @@ class Submitter:
             if pacer is not None and await pacer.acquire(1, stop=stop) is None:
                 await self._not_sent(key)
                 return "stopped"
-            requests = (request_from_json(i.request, i.custom_id)
-                        for i in self.ctx.store.iter_batch_items(key))
             maybe_crash("before_submit")
             await self.ctx.gateway.owned()  # still the run's owner, right before sending (S3)
             try:
-                handle = await rt.provider.submit_batch(requests, key)
+                handle = await self._send(rt, key)
             except WaitError as exc:
                 await self.ctx.event("waiting", rt.name, reason="provider_limit", batch=key,
                                   seconds=exc.retry_after)
@@ -225,6 +225,13 @@ class Submitter:
             maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
             await self._submitted(rt, key, handle, batch.file, batch.request_count)
             return "submitted"  # no unit can move on until it is read: no new pass
+
+    async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
+        """Submit the intent's items as stored; an adapter that writes its lines from the
+        stored canonical requests skips decoding them (:class:`StoredRequests`)."""
+        items = self.ctx.store.iter_batch_items(key)
+        return await rt.provider.submit_batch(
+            StoredRequests((i.custom_id, i.request) for i in items), key)
 
     async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
         now = self.ctx.control.clock.time()
@@ -254,7 +261,8 @@ class Submitter:
     # -- B2 recovery ----------------------------------------------------------------------
 
     async def recover_intents(self, rt: ActionRuntime, report: StepReport) -> None:
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow, open_only=True, action=rt.name):
+        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
+                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
             if b.state in ("submitting", "unknown") and self.ctx.only_file in (None, b.file):
                 await self._recover(rt, b.key, report)
 

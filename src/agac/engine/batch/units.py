@@ -31,11 +31,13 @@ __all__ = ["BatchUnits"]
 class BatchUnits:
     """The batch side of one run's units (implements :class:`agac.engine.ports.BatchUnits`)."""
 
-    def __init__(self, *, run_id: str, workflow: str, batch_rts: list[ActionRuntime],
+    def __init__(self, *, run_id: str, workflow: str, tenant: str, batch_rts: list[ActionRuntime],
                  plan: StepPlan, store: Store, gateway: StoreGateway, out: OutcomeWriter,
                  control: RunControl, budget: BudgetGuard | None) -> None:
         self.run_id = run_id
         self.workflow = workflow
+        self.tenant = tenant
+        """The run's tenant: it adopts only its own tenant's batches (B0, T2)."""
         self.batch_rts = batch_rts
         self.plan = plan
         self.store = store
@@ -55,13 +57,14 @@ class BatchUnits:
     async def prefetch(self, keys: list[str]) -> None:
         for rt in self.batch_rts:
             rows = await self.gateway.call(self.store.unit_items, self.workflow, rt.name, keys,
-                                           items=self.plan.per_item(rt.name))
+                                           tenant=self.tenant, items=self.plan.per_item(rt.name))
             for row in rows:
                 self.items.setdefault((rt.name, row.unit_key), []).append(row)
         fps = [i.fingerprint for items in self.items.values() for i in items
                if i.status == "succeeded" and i.collected_by == self.run_id]
         if fps:
-            self.answers.update(await self.gateway.call(self.store.get_answers, fps))
+            self.answers.update(await self.gateway.call(self.store.get_answers, fps,
+                                                        tenant=self.tenant))
 
     def forget(self, keys: list[str]) -> None:
         for rt in self.batch_rts:

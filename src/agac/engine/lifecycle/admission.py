@@ -22,7 +22,8 @@ from agac.errors import RefusedError, UsageError
 from agac.jsontext import loads
 from agac.keys import ESCAPED_KEYS
 from agac.providers.pricing import PriceTable
-from agac.store.values import DEFAULT_TENANT, Budget, RunSettings, Spent
+from agac.store.runs import RunAlreadyOpen
+from agac.store.values import Budget, RunSettings, Spent
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -41,13 +42,23 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
                   overrides: dict[str, Any] | None = None,
                   reload: Callable[[dict[str, Any]], Workflow] | None = None,
                   ) -> tuple[RunRecord, list[str]]:
-    """The run ``agac run`` (and ``agac submit``) would execute: the workflow's open run
-    (R1) or a newly admitted one; with notes for the user."""
+    """The run ``agac run`` (and ``agac submit``) would execute: the tenant's open run of
+    the workflow (R1) or a newly admitted one; with notes for the user. Should another
+    process admit a run of the workflow in the tenant at the same moment, the store keeps
+    one (at most one open run per tenant and workflow) and this call continues it."""
+    try:
+        return _open_or_admit(project, store, workflow, options, overrides, reload)
+    except RunAlreadyOpen:
+        return _open_or_admit(project, store, workflow, replace(options, new=False, fresh=False),
+                              overrides, reload)
+
+
+def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions,
+                   overrides: dict[str, Any] | None,
+                   reload: Callable[[dict[str, Any]], Workflow] | None,
+                   ) -> tuple[RunRecord, list[str]]:
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     options.overrides = overrides
-    if options.tenant != DEFAULT_TENANT:
-        raise UsageError(f"tenant {options.tenant!r}: this store keeps runs of the tenant "
-                         f"{DEFAULT_TENANT!r} only; leave the tenant unset")
     notes: list[str] = []
     open_run = store.open_run(workflow.name, tenant=options.tenant)
     if open_run is not None and (options.new or options.fresh):
@@ -55,7 +66,8 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
         notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
-        notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh"))
+        notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh",
+                                     tenant=options.tenant))
     if open_run is not None:
         admitted = open_run.settings.overrides
         current = reload(admitted) if reload is not None and admitted != overrides else workflow
@@ -66,7 +78,7 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
             snap_id = open_run.snapshot_id  # no records given: continue with the run's own
         else:
             snap_id = current_snapshot_id(current, project, open_run.settings.limit,
-                                          options.source)
+                                          options.source, tenant=open_run.tenant)
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             what = "records" if current.input.records else "inputs"
             raise UsageError(
@@ -82,7 +94,8 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
                 f"new run with `agac run {workflow.name} --new` (every answer is reused)")
         notes.append(f"continuing run {open_run.id}")
         return open_run, notes
-    snapshot = snapshot_input(workflow, project, store, options.limit, options.source)
+    snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
+                              tenant=options.tenant)
     notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
                  "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
     return admit_run(project, store, workflow, options, snapshot=snapshot), notes
@@ -114,11 +127,12 @@ def new_run_id(now: float) -> str:
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
               *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
     if snapshot is None:
-        snapshot = snapshot_input(workflow, project, store, options.limit, options.source)
+        snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
+                                  tenant=options.tenant)
     run_id = new_run_id(store.clock.time())
     prior = None
     if retry_of is None and not options.fresh:
-        last = store.latest_run(workflow.name, final=True, tenant=options.tenant)
+        last = store.latest_run(workflow.name, tenant=options.tenant, final=True)
         prior = last.id if last is not None else None
     settings = RunSettings(limit=options.limit, prior=prior, overrides=options.overrides,
                            unit_keys=ESCAPED_KEYS)
@@ -139,8 +153,9 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     carried = 0
     if prior is not None:
         carried = _carry_unchanged(store, prior, run_id, workflow, snapshot.id)
-    admitted: dict[str, Any] = {"records": snapshot.count, "retry_of": retry_of,
-                                "fresh": options.fresh, "prior": prior, "carried_outcomes": carried}
+    admitted: dict[str, Any] = {"tenant": options.tenant, "records": snapshot.count,
+                                "retry_of": retry_of, "fresh": options.fresh, "prior": prior,
+                                "carried_outcomes": carried}
     if snapshot.empty_files:
         admitted["empty_files"] = list(snapshot.empty_files)
     store.checkpoint(lease=None, events=[run_event(run_id, "run_admitted", admitted,
@@ -172,8 +187,9 @@ def _admission_estimate(project: Project, store: Store, workflow: Workflow, snap
 
     records = ((r.key, loads(r.payload) if r.reason is None else None)
                for r in store.iter_records(snapshot.id))
-    plan = estimate_run(project, store, workflow, PriceTable(dict(project.config.prices) if project.config else {}), records,
-                        fresh=options.fresh)
+    plan = estimate_run(project, store, workflow,
+                        PriceTable(dict(project.config.prices) if project.config else {}), records,
+                        tenant=options.tenant, fresh=options.fresh)
     if plan["within_budget"] or options.allow_over_estimate:
         return
     cost, tokens = plan["cost_usd"]["as_configured"], plan["input_tokens"] + plan["output_tokens"]

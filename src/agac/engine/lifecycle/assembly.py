@@ -115,7 +115,7 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)
     out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock)
-    out.unpriced = store.unpriced_unknown(run.workflow)  # §8: calls of unknown outcome
+    out.unpriced = store.unpriced_unknown(run.workflow, tenant=run.tenant)  # §8: calls of unknown outcome
     # Exhausted in one shard is exhausted in all, as in one process: a batch part refused
     # elsewhere must not be staged again here, and again, for ever.
     refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)
@@ -124,26 +124,28 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     step_rts = batch_rts  # a batch shard steps (and reserves for) its own action only
     if setup is not None and setup.batch_action is not None:
         step_rts = [rt for rt in batch_rts if rt.name == setup.batch_action]
-    units = BatchUnits(run_id=run.id, workflow=run.workflow, batch_rts=batch_rts, plan=plan,
+    units = BatchUnits(run_id=run.id, workflow=run.workflow, tenant=run.tenant,
+                       batch_rts=batch_rts, plan=plan,
                        store=store, gateway=gateway, out=out, control=control,
                        budget=budget) if batch_rts else None
     batch = _batch_step(project, store, run, gateway, out, control, plan, files, progress, budget,
                         step_rts, units, setup) if units is not None else None
     if budget is not None:
         held = open_reservations(store, budget, run.id, run.workflow,
-                                 [rt.action for rt in step_rts])
+                                 [rt.action for rt in step_rts], tenant=run.tenant)
         budget.sync(store, run, held)
-    approvals = ApprovalGate(project, run_id=run.id, workflow=run.workflow, store=store,
-                             gateway=gateway, out=out, control=control) if any(
+    approvals = ApprovalGate(project, run_id=run.id, workflow=run.workflow, tenant=run.tenant,
+                             store=store, gateway=gateway, out=out, control=control) if any(
         a.approval is not None for a in workflow.actions) else None
-    effects = Effects(run_id=run.id, workflow=run.workflow, store=store, gateway=gateway,
-                      out=out, control=control)
+    effects = Effects(run_id=run.id, workflow=run.workflow, tenant=run.tenant, store=store,
+                      gateway=gateway, out=out, control=control)
     memory = ShardMemory()
     ranges = setup.ranges if setup is not None else shard_ranges(files)
     # S1: what may have been sent is listed in the store before it is sent
     marks = DispatchMarks(run.id, gateway, out.prices, ShardIndex(shard_ranges(files)),
                           clock=store.clock)
-    ctx = UnitContext(run_id=run.id, workflow=run.workflow, fresh=run.fresh, control=control,
+    ctx = UnitContext(run_id=run.id, workflow=run.workflow, tenant=run.tenant, fresh=run.fresh,
+                      control=control,
                       out=out, lookups=gateway, memory=memory, effects=effects, budget=budget,
                       batch=units, approvals=approvals, marks=marks)
     walk = RecordWalk(run_id=run.id, snapshot_id=run.snapshot_id, ranges=ranges,

@@ -53,7 +53,8 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
     ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
     cancelled_units = failed_in_batches or set()
     # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
-    unknown = {(e.action, e.unit_key) for e in store.list_effects(run.workflow, states=UNSETTLED_EFFECT_STATES)}
+    unknown = {(e.action, e.unit_key) for e in store.list_effects(
+        run.workflow, tenants=(run.tenant,), states=UNSETTLED_EFFECT_STATES)}
     now = store.clock.time()
     regions = regions_of(config["actions"]) if any(
         a.get("fan_out") or a.get("join") for a in config["actions"]) else None
@@ -61,8 +62,8 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
         records = list(store.iter_records(run.snapshot_id, lo, hi))
         expansions = store.fanouts_between(run.id, lo, hi) if regions is not None else {}
-        out = _units_in_open_batches(store, run.workflow, names,
-                                     [escape(r.key) for r in records], items=regions is not None)
+        out = _units_in_open_batches(store, run, names, [escape(r.key) for r in records],
+                                     items=regions is not None)
         rows = []
         for r in records:
             units = _units(regions, names, r.key, expansions)
@@ -98,27 +99,28 @@ def _units(regions: Regions | None, names: list[str], record_key: str,
     return [(a, k) for a in names for k in unit_keys(regions, a, record_key, expansions)]
 
 
-def _units_in_open_batches(store: Store, workflow: str, actions: list[str], keys: list[str],
+def _units_in_open_batches(store: Store, run: RunRecord, actions: list[str], keys: list[str],
                            *, items: bool = False) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for a in actions:
-        for item in store.unit_items(workflow, a, keys, items=items):
+        for item in store.unit_items(run.workflow, a, keys, tenant=run.tenant, items=items):
             if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
                 out.add((a, item.unit_key))
     return out
 
 
 def collect_garbage(store: Store, keep_runs: int) -> dict[str, Any]:
-    """``agac gc``: per workflow, keep the newest ``keep_runs`` final runs and every run
-    not final; prune the outcomes and events of the others (answers, the cost ledger,
-    batches and effects stay: answers remain reusable by fingerprint)."""
+    """``agac gc``: per tenant and workflow, keep the newest ``keep_runs`` final runs and
+    every run not final; prune the outcomes and events of the others (answers, the cost
+    ledger, batches and effects stay: answers remain reusable by fingerprint)."""
     pruned: list[str] = []
-    seen: dict[str, int] = {}
-    for run in store.list_runs(limit=10**9):  # newest first
+    seen: dict[tuple[str, str], int] = {}
+    for run in store.list_runs(limit=10**9):  # newest first, every tenant's
         if not run.final or run.settings.pruned is not None:
             continue
-        seen[run.workflow] = seen.get(run.workflow, 0) + 1
-        if seen[run.workflow] > keep_runs:
+        mine = (run.tenant, run.workflow)
+        seen[mine] = seen.get(mine, 0) + 1
+        if seen[mine] > keep_runs:
             pruned.append(run.id)
     counts = store.prune_runs(pruned)
     return {"pruned_runs": pruned, "keep_runs": keep_runs, **{f"deleted_{k}": v for k, v in counts.items()

@@ -92,8 +92,8 @@ def finish_cancel(project: Project, store: Store, run: RunRecord,
     """End a run ``cancelled`` (the caller owns its lease): its batches out are cancelled at
     the provider and their records fail ``batch_cancelled``; units never sent are skipped
     ``cancelled``."""
-    notes, units = cancel_open_batches(project, store, run.workflow, why, reason="batch_cancelled",
-                                       state="cancelled")
+    notes, units = cancel_open_batches(project, store, run.workflow, why, tenant=run.tenant,
+                                       reason="batch_cancelled", state="cancelled")
     close_run(store, run, "cancelled", why, reason="cancelled", failed_in_batches=units)
     return notes
 

@@ -77,7 +77,8 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         approvals = await _approvals_waiting(parts)
         waiting = report.waiting + approvals
         if approvals and not await parts.gateway.call(parts.store.list_batches,
-                                                      parts.run.workflow, open_only=True):
+                                                      parts.run.workflow, open_only=True,
+                                                      tenants=(parts.run.tenant,)):
             return PassResult("awaiting_approval", tuple(waiting))  # B11: only people can move it
         if not wait:
             return PassResult("paused", tuple(waiting))

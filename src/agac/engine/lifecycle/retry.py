@@ -67,26 +67,28 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
     """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
     if not dry_run:
         no_running_loop()
-    open_run = store.open_run(workflow.name)
+    tenant = options.tenant
+    open_run = store.open_run(workflow.name, tenant=tenant)
     if open_run is not None:
         raise RefusedError(
             f"run {open_run.id} of {workflow.name} is not finished; finish it with "
             f"`agac run {workflow.name}` before retrying"
         )
-    out = store.list_batches(workflow.name, open_only=True)
+    out = store.list_batches(workflow.name, tenants=(tenant,), open_only=True)
     if out and not abandon_in_flight:
         names = ", ".join(f"{b.provider_batch_id or b.key} ({b.file})" for b in out)
         raise RefusedError(
             f"batches of {workflow.name} are still out: {names}; `agac run {workflow.name}` "
             "collects them, or use --abandon-in-flight if the provider no longer has them (B10)")
-    original = store.latest_run(workflow.name, final=True)
+    original = store.latest_run(workflow.name, tenant=tenant, final=True)
     if original is None:
         raise RefusedError(f"{workflow.name} has no finished run to retry; run it with `agac run`")
     if action is not None and action not in workflow.action_names:
         raise UsageError(f"{workflow.name} has no action {action!r}")
     notes: list[str] = []
     if out and abandon_in_flight and not dry_run:
-        notes = abandon_batches(project, store, workflow.name, "abandoned by agac retry --abandon-in-flight")
+        notes = abandon_batches(project, store, workflow.name,
+                                "abandoned by agac retry --abandon-in-flight", tenant=tenant)
     targets, downstream = retry_targets(store, original, action, record,
                                         include_outstanding=abandon_in_flight)
     if dry_run:

@@ -182,10 +182,14 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
                        project.config, connections=connections_by_provider(workflow.actions),
                        batch=batch_providers(workflow.actions))
     files = snapshot_files(store, run)
-    gateway = StoreGateway(store, lease)
-    gateway.start()
     progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files),
                         [options.on_progress] if options.on_progress else [])
+    for spent in store.usage_totals([run.id]):  # what earlier invocations of the run spent
+        progress.add_cost(spent.action, float(spent.cost_usd or 0.0))
+    # Other processes (agac serve) follow the run through its progress events (T6).
+    gateway = StoreGateway(store, lease, tenant=run.tenant,
+                           progress=lambda: progress.event_row(run.id, store.clock.time()))
+    gateway.start()
     parts = assemble_run(project, store, run, workflow, gateway=gateway, providers=opened,
                          progress=progress, prior=prior_run(store, run), files=files)
     if options.on_start:

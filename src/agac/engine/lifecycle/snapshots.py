@@ -5,7 +5,10 @@ Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.
 names, or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
 hashes the id field, the limit and the source's identity (each file's name and bytes,
 or the records' digest), so admitting a new run over unchanged input reuses the stored
-snapshot without re-inserting a single row.
+snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
+tenant other than ``default`` the tenant enters the hash too (``default``'s ids are those
+of stores made before tenants, so its open runs continue), so no tenant finds, by timing
+or otherwise, that another one snapshotted the same input.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from agac.data.inputs import resolve_input_files
 from agac.data.sources import FileSource, RecordSource
 from agac.errors import UsageError
 from agac.jsontext import dumps, loads
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
@@ -55,18 +59,20 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
 
 
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
-                        source: RecordSource | None = None) -> str:
+                        source: RecordSource | None = None, *, tenant: str) -> str:
     h = hashlib.sha256()
+    if tenant != DEFAULT_TENANT:
+        h.update(f"tenant={tenant}\x1f".encode())
     h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
     h.update(input_source(workflow, project, source).identity().encode())
     return h.hexdigest()
 
 
 def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: int | None = None,
-                   source: RecordSource | None = None) -> InputSnapshot:
-    """The stored snapshot of the workflow's current input (written now if new)."""
+                   source: RecordSource | None = None, *, tenant: str) -> InputSnapshot:
+    """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
     source = input_source(workflow, project, source)
-    snapshot_id = current_snapshot_id(workflow, project, limit, source)
+    snapshot_id = current_snapshot_id(workflow, project, limit, source, tenant=tenant)
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None

@@ -11,6 +11,11 @@ so a crash loses at most the calls in flight (DESIGN §4 S1).
 Answer lookups are batched the same way: concurrent ``lookup_answer`` calls are
 coalesced into one ``IN (...)`` query.
 
+**Tenant.** A gateway serves one run (or one shard of it), so everything it reads and
+writes is that run's tenant's (DESIGN §13 T2): answers and tool results are looked up in
+the tenant only, and the answer, tool result, usage and batch item rows it commits (and the
+prices it gives calls of unknown outcome) are stamped with the tenant here, in one place.
+
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
 
@@ -20,6 +25,11 @@ Before something that cannot be taken back — a batch submission, an effect, an
 unit acting — the engine also waits for :meth:`StoreGateway.durable` (the store's
 acknowledgement that everything committed so far is stored durably: at once on SQL
 stores, once the log is shipped on a storage point) and checks :meth:`StoreGateway.owned`.
+
+**Progress for other processes** (DESIGN §13 T6): given a ``progress`` source (an event row
+built from the run's live counters), the writer adds a ``progress`` event to a group
+commit at most once every ``progress_every`` seconds, and once more when it closes, so
+``agac serve`` sees a run move without counting its outcomes.
 """
 
 from __future__ import annotations
@@ -44,6 +54,10 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
         fut.exception()
 
 
+_TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items", "priced")
+"""The rows of a group commit that carry their run's tenant."""
+
+
 class Lease:
     """Our hold on a store lease: name, fencing token, TTL."""
 
@@ -58,10 +72,16 @@ class Lease:
 
 class StoreGateway:
     def __init__(
-        self, store: Store, lease: Lease | None, *, max_group: int = 5000,
+        self, store: Store, lease: Lease | None, *, tenant: str, max_group: int = 5000,
         gather_seconds: float = 0.002, gather_rounds: int = 16,
+        progress: Callable[[], dict[str, Any]] | None = None, progress_every: float = 1.0,
     ) -> None:
         self.store = store
+        self.tenant = tenant
+        self._progress = progress
+        self._progress_every = progress_every
+        self._progress_due = 0.0
+        """Loop time after which the next group commit carries a progress event."""
         self.gather_rounds = gather_rounds
         self.gather_seconds = gather_seconds
         self.lease = lease
@@ -89,8 +109,9 @@ class StoreGateway:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="agac-writer")
 
     async def close(self) -> None:
-        """Flush what is queued and stop the writer."""
+        """Flush what is queued (with a last progress event) and stop the writer."""
         if self._task is not None:
+            self._progress_due = 0.0
             if self._broken is None:
                 try:
                     await self.flush()
@@ -210,6 +231,11 @@ class StoreGateway:
             writes, self._writes = self._writes[: self.max_group], self._writes[self.max_group :]
             if self._writes:
                 self._wake.set()
+            if writes and self._progress is not None and loop.time() >= self._progress_due:
+                self._progress_due = loop.time() + self._progress_every
+                done: asyncio.Future[None] = loop.create_future()
+                done.add_done_callback(_retrieve)
+                writes.append(({"events": [self._progress()]}, done))
             if self._broken is not None:
                 # Fail closed (S2): after one failed checkpoint nothing more is written.
                 self._fail_all(lookups, tools, writes, self._broken)
@@ -243,8 +269,8 @@ class StoreGateway:
         tools: list[str],
         writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]],
     ) -> tuple[dict[str, str], dict[str, str]]:
-        found = self.store.get_answers(lookups) if lookups else {}
-        tool_found = self.store.get_tool_results(tools) if tools else {}
+        found = self.store.get_answers(lookups, tenant=self.tenant) if lookups else {}
+        tool_found = self.store.get_tool_results(tools, tenant=self.tenant) if tools else {}
         if writes:
             merged: dict[str, list[Any]] = {
                 "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
@@ -253,6 +279,9 @@ class StoreGateway:
             for parts, _ in writes:
                 for name, rows in parts.items():
                     merged[name].extend(rows)
+            for name in _TENANT_ROWS:
+                for row in merged[name]:
+                    row["tenant"] = self.tenant
             merged["answers"] = list({a["fingerprint"]: a for a in merged["answers"]}.values())
             merged["tool_results"] = list(
                 {a["input_hash"]: a for a in merged["tool_results"]}.values()

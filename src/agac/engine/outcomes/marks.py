@@ -285,7 +285,7 @@ def account_lost_calls(store: Store, run: RunRecord, *, shards: Sequence[str] | 
     listed = [(m.action, *u) for m in marks for u in decode_units(m.units)]
     settled = store.settled_units(run.id, [(a, k) for a, k, *_ in listed])
     lost = [entry for entry in listed if (entry[0], entry[1]) not in settled]
-    twins = store.twin_usage([fp for _, _, fp, *_ in lost]) if lost else {}
+    twins = store.twin_usage([fp for _, _, fp, *_ in lost], tenant=run.tenant) if lost else {}
     models = _models(run)
     now = store.clock.time()
     rows = []
@@ -302,7 +302,7 @@ def account_lost_calls(store: Store, run: RunRecord, *, shards: Sequence[str] | 
             "cost_usd": float(twin.cost_usd) if twin else usd, "latency_ms": 0.0,
             "status": "priced" if twin else UNKNOWN_ORIGIN,
             "error": "sent or about to be sent when the process stopped; its outcome is unknown",
-            "fingerprint": fp, "created_at": now, "origin": UNKNOWN_ORIGIN,
+            "fingerprint": fp, "created_at": now, "origin": UNKNOWN_ORIGIN, "tenant": run.tenant,
         })
     store.account_lost_calls(run.id, rows, [m.shard for m in marks] if shards else None, lease)
     return len(rows)

@@ -65,6 +65,27 @@ class Progress:
         r = self.actions[action]
         return int(r["answered"] + r["failed"] + r["skipped"])
 
+    def add_cost(self, action: str, usd: float) -> None:
+        """Count what earlier invocations of the run spent on ``action``."""
+        if action in self.actions:
+            self.actions[action]["cost"] += usd
+
+    def add(self, action: str, status: str, n: int) -> None:
+        """Count ``n`` units settled before this process looked (a shard already complete)."""
+        if action in self.actions:
+            self.actions[action][status] += n
+
+    def event_row(self, run_id: str, at: float) -> dict[str, Any]:
+        """A ``progress`` event (T6): units and cost per action, as this run counts them."""
+        actions = {a: {"records": max(self.totals[a], self.done(a)), "answered": r["answered"],
+                       "failed": r["failed"], "skipped": r["skipped"],
+                       "cost_usd": round(r["cost"], 6)}
+                   for a, r in self.actions.items()}
+        cost = round(sum(r["cost"] for r in self.actions.values()), 6)
+        return {"run_id": run_id, "kind": "progress", "action": None, "unit_key": None,
+                "data": dumps({"scope": "run", "actions": actions, "cost_usd": cost}),
+                "created_at": at}
+
 
 class OutcomeWriter:
     """The rows of one run (or one worker's shard of it), through one store gateway."""

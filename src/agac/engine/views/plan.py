@@ -15,7 +15,7 @@ holds too), priced live and at the batch tier.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import build_runtime
@@ -47,9 +47,15 @@ def plan_records(project: Project, workflow: Workflow, source: RecordSource | No
 
 
 def estimate_run(project: Project, store: Store | None, workflow: Workflow, prices: PriceTable,
-                 records: Iterable[tuple[str, Any]], *, fresh: bool = False) -> dict[str, Any]:
-    """The plan of a run over ``records``: per action units, requests, reusable answers,
-    estimated tokens and cost online and batch; totals, and the cost as configured."""
+                 records: Iterable[tuple[str, Any]], *, tenant: str,
+                 fresh: bool = False) -> dict[str, Any]:
+    """The plan of a run over ``records`` in ``tenant``: per action units, requests,
+    answers the tenant could reuse (T2), estimated tokens and cost online and batch;
+    totals, and the cost as configured."""
+
+    def answers(fps: list[str]) -> dict[str, str]:
+        return store.get_answers(fps, tenant=tenant) if store is not None and fps else {}
+
     runtimes = {a.name: build_runtime(a, None, project.root) for a in workflow.actions}
     actions = {a.name: {"kind": a.kind, "model": a.model, "run_mode": a.run_mode, "units": 0,
                         "requests": 0, "reusable": 0, "input_tokens": 0, "output_tokens": 0,
@@ -60,15 +66,16 @@ def estimate_run(project: Project, store: Store | None, workflow: Workflow, pric
         chunk.append(item)
         count += 1
         if len(chunk) >= _CHUNK:
-            _plan_chunk(chunk, workflow, runtimes, actions, store, prices, fresh)
+            _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh)
             chunk = []
     if chunk:
-        _plan_chunk(chunk, workflow, runtimes, actions, store, prices, fresh)
+        _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh)
     return _totals(workflow, actions, count)
 
 
 def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict[str, Any],
-                actions: dict[str, dict[str, Any]], store: Store | None, prices: PriceTable,
+                actions: dict[str, dict[str, Any]],
+                answers: Callable[[list[str]], dict[str, str]], prices: PriceTable,
                 fresh: bool) -> None:
     outputs: list[dict[str, Any]] = [{} for _ in chunk]
     regions = _regions(workflow)
@@ -112,7 +119,7 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                 continue
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
             known[action.name] = _UNKNOWN
-        found = store.get_answers([fp for _, fp, _ in exact]) if (store and exact and not fresh) else {}
+        found = answers([fp for _, fp, _ in exact]) if not fresh else {}
         for i, fp, chars in exact:
             if fp in found:
                 entry["reusable"] += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from agac.data.view import compile_view
@@ -9,7 +10,7 @@ from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.snapshots import input_source
 from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
-from agac.errors import UsageError
+from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
 from agac.keys import escape, item_key, record_of, unit_key_of
 from agac.prompt.render import compile_guard
@@ -33,14 +34,15 @@ def _find_input_record(project: Project, workflow: Workflow, key: str,
 
 
 def render_requests(project: Project, store: Store, workflow: Workflow, key: str,
-                    only: str | None, source: RecordSource | None = None) -> list[dict[str, Any]]:
+                    only: str | None, source: RecordSource | None = None, *,
+                    tenant: str) -> list[dict[str, Any]]:
     """Each llm action's request for record ``key`` (of the input, or of ``source``).
-    Upstream outputs come from the latest run that has them; an action whose inputs are not
-    known yet says so."""
+    Upstream outputs come from the tenant's latest run of the workflow; an action whose
+    inputs are not known yet says so."""
     rec = _find_input_record(project, workflow, key, source)
     if rec.payload is None:
         raise UsageError(f"record {key!r} is invalid: {rec.error}")
-    last = store.latest_run(workflow.name)
+    last = store.latest_run(workflow.name, tenant=tenant)
     outputs: dict[str, Any] = {}
     if last is not None:
         for o in store.unit_outcomes(last.id, escape(key)):
@@ -137,20 +139,22 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: A
 
 
 def session_document(project: Project, store: Store, key: str, workflow: str | None,
-                     run_ref: str | None) -> dict[str, Any]:
-    """The session of a record (or of one fan-out item): its history across actions
-    (request, response, attempts), tokens and cost, status and error log; under
-    ``items``, the same document for each item it fanned out into, in request order."""
+                     run_ref: str | None, *, tenants: Collection[str]) -> dict[str, Any]:
+    """The session of a record (or of one fan-out item) in a run of ``tenants``: its
+    history across actions (request, response, attempts), tokens and cost, status and
+    error log; under ``items``, the same document for each item it fanned out into, in
+    request order. Another tenant's run is not found (T2)."""
     if run_ref:
-        run = store.get_run(run_ref)
+        run = store.get_run(run_ref, tenants=tenants)
         if run is None:
-            raise UsageError(f"no run {run_ref!r}")
+            raise NotFound(f"no run {run_ref!r}")
     else:
         # KEY is a record key as in the input, or a unit key as agac shows it (agac/keys.py)
-        runs = store.runs_of_unit(escape(key), workflow) or store.runs_of_unit(key, workflow)
+        runs = (store.runs_of_unit(escape(key), workflow, tenants=tenants)
+                or store.runs_of_unit(key, workflow, tenants=tenants))
         if not runs:
-            raise UsageError(f"no run has a unit with key {key!r}"
-                             + (f" in workflow {workflow}" if workflow else ""))
+            raise NotFound(f"no run has a unit with key {key!r}"
+                           + (f" in workflow {workflow}" if workflow else ""))
         run = runs[0]
     unit = unit_key_of(key, lambda k: store.find_record(run.snapshot_id, k) is not None)
     record_key = record_of(unit)
@@ -161,7 +165,7 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
     doc = tree.node(top, ())
     if unit != top:
         doc = _find_node(doc, unit) or tree.node(unit, tree.chain_of(unit))
-    doc.update({"workflow": run.workflow, "run_id": run.id})
+    doc.update({"workflow": run.workflow, "run_id": run.id, "tenant": run.tenant})
     doc["record"] = {"key": record_key, "file": rec.file, "n": rec.n, "line": rec.line,
                      "payload": loads(rec.payload), "reason": rec.reason,
                      "error": rec.error} if rec else None
@@ -174,6 +178,7 @@ class _SessionTree:
     def __init__(self, store: Store, run: Any, config: dict[str, Any], record_key: str,
                  rec: Any) -> None:
         self.store = store
+        self.tenant: str = run.tenant
         self.actions = config["actions"]
         fans = any(a.get("fan_out") or a.get("join") for a in self.actions)
         self.regions = regions_of(self.actions) if fans else None
@@ -251,7 +256,7 @@ class _SessionTree:
         if a.get("join"):
             entry["join"] = a["join"]  # the fan-out whose items it received
         if o is not None and o.fingerprint and a["kind"] == "llm":
-            ans = self.store.get_answer(o.fingerprint)
+            ans = self.store.get_answer(o.fingerprint, tenant=self.tenant)
             if ans is not None:
                 entry["request"] = loads(ans.request)
                 entry["response"] = loads(ans.response)

@@ -1,19 +1,22 @@
-"""The run summary of DESIGN §7.1, computed from the store (never from memory)."""
+"""The run summary of DESIGN §7.1, computed from the store (never from memory), with the
+run's ``tenant`` (§13 T2)."""
 
 from __future__ import annotations
 
 import copy
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.requests import effect_id
 from agac.keys import record_of
 from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
+from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["build_summary", "next_command"]
+__all__ = ["build_summary", "cost_breakdown", "next_command"]
 
 
 def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -55,7 +58,7 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
                 entry["unknown_calls"] += row.calls
         entry["cost_usd"] += float(row.cost_usd or 0.0)
         cost += float(row.cost_usd or 0.0)
-    for name, counts in store.batch_counts(run.id, run.workflow).items():
+    for name, counts in store.batch_counts(run.id, run.workflow, tenant=run.tenant).items():
         if name in actions:
             actions[name]["calls"] += counts["sent"]
             actions[name]["batches_out"] = counts["out"]
@@ -71,13 +74,15 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
     summary: dict[str, Any] = {
         "run_id": run.id,
         "workflow": run.workflow,
+        "tenant": run.tenant,
         "state": run.state,
         "retry_of": run.retry_of,
         "cost_usd": round(cost, 6),
         "next": None,
         "actions": actions,
     }
-    unknown = [e.key for e in store.list_effects(run.workflow, states=("unknown",))]
+    unknown = [effect_id(e.key) for e in store.list_effects(run.workflow, tenants=(run.tenant,),
+                                                             states=("unknown",))]
     if unknown:
         summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
     if run.state not in FINAL_STATES:
@@ -87,8 +92,8 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
                 "units": sum(awaiting.values()), "actions": awaiting,
                 "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
                                "expires_at": p.expires_at}
-                              for p in store.list_proposals(run_id=run.id, states=("pending",),
-                                                            limit=20)]}
+                              for p in store.list_proposals(run_id=run.id, tenants=(run.tenant,),
+                                                            states=("pending",), limit=20)]}
     settings = run.settings
     if settings.deadline_at is not None:
         summary["deadline_at"] = settings.deadline_at
@@ -173,6 +178,9 @@ def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], recor
 
 def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     wf = summary["workflow"]
+    tenant = summary.get("tenant") or DEFAULT_TENANT
+    if tenant != DEFAULT_TENANT:
+        wf = f"{wf} --tenant {tenant}"
     state = summary["state"]
     failed = sum(a["failed"] for a in summary["actions"].values())
     if summary.get("effects_unknown"):
@@ -198,3 +206,34 @@ def _only_unfixed_by_retry(summary: dict[str, Any]) -> bool:
     reasons = {r for a in summary["actions"].values() for r in a["reasons"]
                if r not in SKIP_REASONS}
     return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY
+
+
+def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
+    """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
+    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`."""
+    from agac.providers.base import Usage
+
+    rows = []
+    total = saved = 0.0
+    for r in store.usage_totals([run.id]):
+        usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
+                      int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
+        model = f"{r.provider}/{r.model}"
+        live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
+        c = float(r.cost_usd or 0.0)
+        total += c
+        if r.tier == "batch":
+            saved += max(live_cost - c, 0.0)
+        row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
+               "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
+               "input_tokens": int(r.input_tokens or 0),
+               "cached_tokens": int(r.cached_tokens or 0),
+               "cache_write_tokens": int(r.cache_write_tokens or 0),
+               "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
+        if r.origin == "unknown":  # S1: sent or about to be when its process stopped
+            row["priced_by_a_later_answer"] = int(r.priced or 0)
+        if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
+            row["price"] = prices.status(model, r.tier)
+        rows.append(row)
+    return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
+            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6), "rows": rows}

@@ -110,7 +110,11 @@ class RecordWalk:
         """Walk one shard's records; ``started`` is set once its units are under way."""
         have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
         if have == (hi - lo) * len(self.plan.order) and self.plan.regions is None:
-            return True  # every unit of this shard already has its outcome
+            # every unit of this shard already has its outcome: count them, send nothing
+            for row in await self.gateway.call(self.store.status_counts_between, self.run_id,
+                                               lo, hi):
+                self.out.progress.add(row.action, row.status, int(row.n))
+            return True
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
         self.memory.carried.update(prior)
         for (action, _), settled in existing.items():
@@ -188,7 +192,8 @@ class RecordWalk:
                     await asyncio.sleep(0)
         if not pending:
             return
-        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending])
+        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending],
+                                        tenant=self.gateway.tenant)
         for name, key, request, request_json, fp in pending:
             self.memory.prefetched[(name, key)] = (request, request_json, fp, found.get(fp))
 

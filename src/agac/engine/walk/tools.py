@@ -33,7 +33,7 @@ async def run_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
     except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
         return await ctx.out.settle(rt, rec, "failed", "tool_error", f"inputs are not JSON: {exc}")
     input_hash = tool_input_hash(action.function, inputs_json)
-    key = effect_key(ctx.workflow, action.name, rec.key, input_hash)
+    key = effect_key(ctx.tenant, ctx.workflow, action.name, rec.key, input_hash)
     if action.effect is not None:
         return await ctx.effects.run(ctx, rt, rec, inputs_json, input_hash, key)
     if action.cache and not ctx.fresh:
@@ -61,7 +61,7 @@ async def _call(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict
             # At a join the view holds the items (engine/walk/walker.py); the names are reserved.
             tool_ctx = ToolContext(ctx.run_id, ctx.workflow, action.name, rec.record_key,
                                    rec.item_key, attempt, idem, list(view.get("fulfilled", ())),
-                                   list(view.get("rejected", ())))
+                                   list(view.get("rejected", ())), tenant=ctx.tenant)
             started = clock.monotonic()
             try:
                 value = await invoke_tool(rt.function, json.loads(inputs_json), tool_ctx)

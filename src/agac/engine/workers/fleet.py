@@ -4,6 +4,7 @@ workers and what each holds."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.lifecycle.admission import open_or_admit
@@ -49,20 +50,25 @@ def submit_run(project: Project, store: Store, workflow: Workflow, options: RunO
     created = store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))
     store.notify_work()
     return {"run_id": run.id, "workflow": run.workflow, "state": run.state,
-            "records": int(info.record_count), "shards": created, "notes": notes}
+            "tenant": run.tenant, "records": int(info.record_count), "shards": created,
+            "notes": notes}
 
 
-def list_workers(store: Store, *, include_stopped: bool = False) -> list[dict[str, Any]]:
-    """Live workers (or every worker seen), what each holds and its last heartbeat."""
+def list_workers(store: Store, *, include_stopped: bool = False,
+                 tenants: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Live workers (or every worker seen), what each holds and its last heartbeat. A
+    worker serves every tenant; with ``tenants`` (a person's), only the holdings of those
+    tenants' runs are shown (T2)."""
     out = []
     now = store.clock.time()
-    for w, held in store.list_workers(live_only=not include_stopped):
+    for w, held in store.list_workers(live_only=not include_stopped, tenants=tenants):
         out.append({"worker_id": w.id, "host": w.host, "pid": w.pid, "state": w.state,
                     "concurrency": w.concurrency, "started_at": w.started_at,
                     "heartbeat_at": w.heartbeat_at, "heartbeat_age_s": round(now - w.heartbeat_at, 3),
                     "live": w.expires_at > now,
-                    "holds": [{"run_id": h.run_id, "shard": h.shard, "kind": h.kind,
-                               "lease_expires_at": h.expires_at} for h in held]})
+                    "holds": [{"run_id": h.run_id, "tenant": h.tenant, "shard": h.shard,
+                               "kind": h.kind, "lease_expires_at": h.expires_at}
+                              for h in held]})
     return out
 
 

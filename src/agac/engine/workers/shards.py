@@ -98,7 +98,8 @@ def _assemble(project: Project, store: Store, ctx: RunContext, claim: Claim,
                      ctx.providers.get(a.provider or ""))]
 
         def reservations(guard: BudgetGuard, known: dict[str, Reservation]) -> dict[str, Reservation]:
-            return open_reservations(store, guard, run.id, run.workflow, batch, known)
+            return open_reservations(store, guard, run.id, run.workflow, batch, known,
+                                     tenant=run.tenant)
 
         ledger = SharedSpending(RunLedger(store, run), store, run.id,
                                 reservations if batch else None).read
@@ -127,7 +128,8 @@ async def advance_online(project: Project, store: Store, ctx: RunContext, claim:
                          worker: str, started: Callable[[RunControl], None],
                          ended: Callable[[RunControl], None]) -> ShardOutcome:
     """Walk one online shard. ``started``/``ended`` let the worker stop it (SIGTERM)."""
-    gateway = StoreGateway(store, Lease(claim.lease_name, claim.token, claim.ttl))
+    gateway = StoreGateway(store, Lease(claim.lease_name, claim.token, claim.ttl),
+                           tenant=ctx.run.tenant)
     gateway.start()
     parts = await asyncio.to_thread(_assemble, project, store, ctx, claim, gateway)
     started(parts.control)
@@ -172,7 +174,8 @@ async def advance_online(project: Project, store: Store, ctx: RunContext, claim:
 async def advance_batch(project: Project, store: Store, ctx: RunContext, claim: Claim, *,
                         worker: str) -> ShardOutcome:
     """One batch step for the shard's (action, file)."""
-    gateway = StoreGateway(store, Lease(claim.lease_name, claim.token, claim.ttl))
+    gateway = StoreGateway(store, Lease(claim.lease_name, claim.token, claim.ttl),
+                           tenant=ctx.run.tenant)
     gateway.start()
     try:
         parts = await asyncio.to_thread(_assemble, project, store, ctx, claim, gateway)
@@ -191,7 +194,8 @@ async def advance_batch(project: Project, store: Store, ctx: RunContext, claim: 
         await gateway.flush()
         rt = batch.batch_rts[0]
         still_out = [b for b in await gateway.call(store.list_batches, ctx.workflow.name,
-                                                   open_only=True, action=rt.name)
+                                                   tenants=(ctx.run.tenant,), open_only=True,
+                                                   action=rt.name)
                      if b.file == claim.file]
         ready_at = store.clock.time() + (report.poll_interval if still_out else IDLE)
         return ShardOutcome("back", ready_at=ready_at,
