@@ -1,6 +1,10 @@
 """Issue 2 benchmarks: the online engine on the mock provider, SQLite store, whole-process wall.
 
-Usage: python bench/online_mock.py [case ...]   (cases: chained, latency, latency20k, latency50k, rss, reuse, startup)
+Usage: python bench/online_mock.py [case ...]   (cases: chained, chained_pg, latency, latency20k, latency50k, rss, reuse, startup)
+
+``chained_pg`` runs the chained case twice, on SQLite and then on PostgreSQL (a throwaway
+server started by tests/pg.py — fsync and synchronous_commit off — with a fresh server
+and database per run), and reports both and their ratio.
 Each case builds a throwaway project under bench/out/, runs the real `agac` command in a
 subprocess and prints one JSON line with its numbers. Results go to docs/performance.md.
 """
@@ -33,12 +37,13 @@ actions:
 """
 
 
-def make_project(name: str, records: int, conc: int = 64, actions: int = 2) -> Path:
+def make_project(name: str, records: int, conc: int = 64, actions: int = 2,
+                 store: str | None = None) -> Path:
     root = OUT / name
     if root.exists():
         shutil.rmtree(root)
     (root / "data").mkdir(parents=True)
-    (root / "agac.yml").write_text("")
+    (root / "agac.yml").write_text(f"store: {store}\n" if store else "")
     text = WORKFLOW.format(conc=conc)
     if actions == 1:
         text = text[: text.index("  - name: summarize")]
@@ -71,6 +76,26 @@ def case_chained() -> dict:
     return {"case": "10k records x 2 chained, mock 0 ms", **r, "record_actions": n,
             "per_s": round(n / r["wall_s"]), "calls": sum(a["calls"] for a in s["actions"].values()),
             "target": "<= 4 s"}
+
+
+def case_chained_pg() -> dict:
+    sys.path.insert(0, str(Path(__file__).parent.parent))
+    from tests.pg import start_server
+
+    lite = case_chained()
+    server = start_server()
+    try:
+        root = make_project("chained_pg", 10_000, store=server.url)
+        r = run_agac(root, "run", "wf.yml", "--json")
+    finally:
+        server.stop()
+    s = json.loads(r.pop("stdout"))
+    n = sum(a["answered"] for a in s["actions"].values())
+    return {"case": "10k records x 2 chained, mock 0 ms, SQLite then PostgreSQL",
+            "sqlite_wall_s": lite["wall_s"], "sqlite_cpu_s": lite["cpu_s"],
+            "pg_wall_s": r["wall_s"], "pg_cpu_s": r["cpu_s"], "pg_maxrss_mb": r["maxrss_mb"],
+            "pg_record_actions": n, "pg_over_sqlite_wall": round(r["wall_s"] / lite["wall_s"], 3),
+            "target": "PostgreSQL within 1.5x of SQLite"}
 
 
 def case_latency(records: int = 5_000) -> dict:
@@ -113,7 +138,7 @@ def case_startup() -> dict:
             "target": "<= 0.4 s each"}
 
 
-CASES = {"chained": case_chained, "latency": case_latency,
+CASES = {"chained": case_chained, "chained_pg": case_chained_pg, "latency": case_latency,
          "latency20k": lambda: case_latency(20_000), "latency50k": lambda: case_latency(50_000),
          "rss": case_rss, "reuse": case_reuse,
          "startup": case_startup}

@@ -11,7 +11,6 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
-from agac.jsontext import loads
 from agac.keys import idempotency_key
 from agac.prompt.render import render
 from agac.providers.base import Message, Request, Response
@@ -20,8 +19,8 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
 
-__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool", "reprompt",
-           "request_from_json", "response_dict", "tool_input_hash", "tool_output"]
+__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
+           "reprompt", "response_dict", "tool_input_hash", "tool_output"]
 
 
 class Fail(Exception):
@@ -59,17 +58,6 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         schema=action.schema,
         timeout=action.timeout,
         seed=_version(view),
-    )
-
-
-def request_from_json(text: str, custom_id: str | None = None) -> Request:
-    """A stored canonical request (``Request.canonical()``) back as a Request."""
-    d = loads(text)
-    return Request(
-        provider=d["provider"], model=d["model"],
-        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
-        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
-        seed=d.get("seed"), custom_id=custom_id,
     )
 
 

@@ -24,6 +24,7 @@ from agac.errors import FatalError, ProviderError
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
+    dump_line,
     fallback_system,
     import_sdk,
     parse_json,
@@ -52,10 +53,17 @@ from agac.providers.base import (
     Response,
     Result,
     StopReason,
+    StoredRequests,
     Usage,
+    stored_request,
 )
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
+
+_MESSAGES = '"messages":['
+
+#: ``dump_line``'s encoder (compact, UTF-8 as is), for values that are not objects.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 # OpenAI and Groq use the same eight batch statuses (two Ls in "cancelled").
 BATCH_STATES: dict[str, BatchState] = {
@@ -298,10 +306,64 @@ class OpenAICompatProvider:
             "body": self._chat_params(request, native=self._native_schema(request.model)),
         }
 
+    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes]:
+        """The batch's JSONL lines, byte for byte ``dump_line(self._batch_line(r))``, with
+        the part of the body after the messages (limits, schema) encoded once for each
+        run of requests that share it — in a batch of one action, usually all of them.
+        Requests sent in JSON mode (their messages change with the schema) take the
+        general path."""
+        head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
+        shared, tail = "", b""
+        for r in requests:
+            if r.schema is not None and not self._native_schema(r.model):
+                yield dump_line(self._batch_line(r))
+                continue
+            same = _encode([r.model, r.max_tokens, r.temperature, r.seed, r.schema])
+            if same != shared:
+                rest = self._chat_params(r, native=True)
+                del rest["model"], rest["messages"]
+                shared, tail = same, b"," + _encode(rest).encode()[1:] + b"}"
+            messages = [{"role": m.role, "content": m.content} for m in r.messages]
+            yield b"".join((b'{"custom_id":', _encode(require_custom_id(r)).encode(), head,
+                            _encode(r.model).encode(), b',"messages":',
+                            _encode(messages).encode(), tail))
+
+    def _stored_lines(self, items: Iterable[tuple[str, str]]) -> Iterator[bytes]:
+        """Batch lines straight from stored canonical requests (``Request.canonical()``,
+        keys sorted): the messages array is copied as stored, and what surrounds it
+        (model, limits, schema) is decoded and encoded once for each distinct text. The
+        lines equal :meth:`_batch_lines`' as JSON (a message's keys come in the stored
+        order); a request sent in JSON mode, or text not in the canonical form, goes
+        through a decoded :class:`Request`."""
+        head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
+        bodies: dict[str, tuple[bytes, bytes] | None] = {}
+        for custom_id, text in items:
+            start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
+            end = text.find('],"model":"', start) if start >= 0 else -1
+            rest = text[:start] + text[end + 1:] if end >= 0 else ""
+            body = bodies.get(rest) if rest else None
+            if rest and rest not in bodies:
+                r = stored_request(text, custom_id)
+                body = None
+                if r.schema is None or self._native_schema(r.model):
+                    tail = self._chat_params(r, native=True)
+                    del tail["model"], tail["messages"]
+                    body = (_encode(r.model).encode(), b"," + _encode(tail).encode()[1:] + b"}")
+                bodies[rest] = body
+            if body is None:
+                yield from self._batch_lines([stored_request(text, custom_id)])
+                continue
+            yield b"".join((b'{"custom_id":', _encode(custom_id).encode(), head, body[0],
+                            b',"messages":', text[start + len(_MESSAGES) - 1:end + 1].encode(),
+                            body[1]))
+
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
-        """Upload the requests as a JSONL file and create a batch tagged with ``key``."""
+        """Upload the requests as a JSONL file and create a batch tagged with ``key``;
+        requests as stored (:class:`StoredRequests`) are written from their stored text."""
+        lines = (self._stored_lines(requests.pairs) if isinstance(requests, StoredRequests)
+                 else self._batch_lines(requests))
         spooled = spool_jsonl(
-            (self._batch_line(r) for r in requests),
+            lines,
             max_count=self.batch_max_requests,
             max_bytes=self.batch_max_bytes,
             provider=self.name,

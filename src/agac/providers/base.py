@@ -13,11 +13,11 @@ engine owns retries.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from agac.jsontext import canonical
+from agac.jsontext import canonical, loads
 
 __all__ = [
     "TRANSPORTS",
@@ -30,10 +30,12 @@ __all__ = [
     "Response",
     "Result",
     "StopReason",
+    "StoredRequests",
     "Transport",
     "Usage",
     "canonical_json",
     "fingerprint_of",
+    "stored_request",
 ]
 
 StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
@@ -140,6 +142,33 @@ class Usage:
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
         }
+
+
+def stored_request(text: str, custom_id: str | None = None) -> Request:
+    """A stored canonical request (``Request.canonical()``) back as a Request."""
+    d = loads(text)
+    return Request(
+        provider=d["provider"], model=d["model"],
+        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
+        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
+        seed=d.get("seed"), custom_id=custom_id,
+    )
+
+
+class StoredRequests:
+    """A batch's requests as the store holds them: ``(custom_id, canonical JSON)`` pairs,
+    streamed once. Iterating gives each as a :class:`Request` (what every adapter's
+    ``submit_batch`` takes); an adapter that writes its lines from the stored text reads
+    :attr:`pairs` instead and skips the decoding."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self.pairs = pairs
+
+    def __iter__(self) -> Iterator[Request]:
+        for custom_id, text in self.pairs:
+            yield stored_request(text, custom_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.budget import Reservation
-from agac.engine.requests import request_from_json
 from agac.engine.walk.steps import expected_units
 from agac.errors import ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
+from agac.providers.base import StoredRequests
 from agac.store.batches import staged_key, staged_prefix
 
 if TYPE_CHECKING:
@@ -204,12 +204,10 @@ class Submitter:
             if pacer is not None and await pacer.acquire(1, stop=stop) is None:
                 await self._not_sent(key)
                 return "stopped"
-            requests = (request_from_json(i.request, i.custom_id)
-                        for i in self.ctx.store.iter_batch_items(key))
             maybe_crash("before_submit")
             await self.ctx.gateway.owned()  # still the run's owner, right before sending (S3)
             try:
-                handle = await rt.provider.submit_batch(requests, key)
+                handle = await self._send(rt, key)
             except WaitError as exc:
                 await self.ctx.event("waiting", rt.name, reason="provider_limit", batch=key,
                                   seconds=exc.retry_after)
@@ -227,6 +225,13 @@ class Submitter:
             maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
             await self._submitted(rt, key, handle, batch.file, batch.request_count)
             return "submitted"  # no unit can move on until it is read: no new pass
+
+    async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
+        """Submit the intent's items as stored; an adapter that writes its lines from the
+        stored canonical requests skips decoding them (:class:`StoredRequests`)."""
+        items = self.ctx.store.iter_batch_items(key)
+        return await rt.provider.submit_batch(
+            StoredRequests((i.custom_id, i.request) for i in items), key)
 
     async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
         now = self.ctx.control.clock.time()
