@@ -165,3 +165,16 @@ def test_t6_a_disabled_users_live_stream_stops(service: Service) -> None:
         lines = list(r.iter_lines())
     assert "event: end" in lines and "data: signed out" in lines
     assert time.monotonic() - started < 5
+
+
+def test_t6_a_progress_event_older_than_the_page_never_moves_the_bars_back() -> None:
+    from agac.service.live import _bars_from
+
+    shown = {"draft": {"answered": 120, "failed": 3, "skipped": 0, "cost_usd": 0.5}}
+    event = {"scope": "run", "actions": {"draft": {"records": 400, "answered": 110, "failed": 3,
+                                                   "skipped": 0, "cost_usd": 0.4}}}
+    bars = _bars_from(event, shown)["draft"]
+    assert (bars["answered"], bars["failed"], bars["pending"], bars["cost_usd"]) == (120, 3, 277, 0.5)
+    newer = {"scope": "run", "actions": {"draft": {"records": 400, "answered": 150, "failed": 3,
+                                                   "skipped": 0, "cost_usd": 0.6}}}
+    assert _bars_from(newer, {"draft": bars})["draft"]["answered"] == 150

@@ -82,6 +82,9 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
     check = _session_check(request)
     loop = asyncio.get_running_loop()
     last, refreshed, state = after, float("-inf"), None
+    floor: dict[str, dict[str, Any]] = {}
+    """Per action, the counts last shown: a progress event made just before a commit the
+    page already read from the store never moves the bars back."""
     yield "retry: 2000\n\n"
     while True:
         principal = await blocking(check)
@@ -102,6 +105,8 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
         if (moved and now - refreshed >= REFRESH_EVERY) or quiet or (final and moved):
             detail = await blocking(team.run_detail, ctx.store, ctx.project, principal, run_id)
             refreshed, state = now, row.state
+            floor = {str(n): dict(a) for n, a in
+                     (detail["summary"].get("actions") or {}).items() if isinstance(a, dict)}
             html = "\n".join(render_block("run.html", b, detail=detail, run=detail["summary"])
                              for b in RUN_FRAGMENTS)
             yield sse("swap", html)
@@ -109,22 +114,28 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
             progress = [e for e in events if e["kind"] == "progress"
                         and e["data"].get("scope") == "run"]
             if progress:
-                yield sse("swap", render("run_bars.html", actions=_bars_from(progress[-1]["data"]),
-                                         run={"run_id": run_id}))
+                bars = _bars_from(progress[-1]["data"], floor)
+                floor = bars
+                yield sse("swap", render("run_bars.html", actions=bars, run={"run_id": run_id}))
         if final and not events and state == row.state:
             yield sse("end", row.state)
             return
         await asyncio.sleep(ctx.poll_seconds)
 
 
-def _bars_from(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _bars_from(data: dict[str, Any], floor: dict[str, dict[str, Any]] | None = None
+               ) -> dict[str, dict[str, Any]]:
+    """Bars from a progress event's counts, none below ``floor`` (the counts last shown)."""
     out = {}
     for name, a in (data.get("actions") or {}).items():
-        done = int(a.get("answered", 0)) + int(a.get("failed", 0)) + int(a.get("skipped", 0))
+        low = (floor or {}).get(str(name), {})
+        n = {k: max(int(a.get(k, 0)), int(low.get(k, 0) or 0))
+             for k in ("answered", "failed", "skipped")}
+        done = sum(n.values())
         records = max(int(a.get("records", 0)), done)
-        out[str(name)] = {"records": records, "answered": int(a.get("answered", 0)),
-                          "failed": int(a.get("failed", 0)), "skipped": int(a.get("skipped", 0)),
-                          "pending": records - done, "cost_usd": float(a.get("cost_usd") or 0.0)}
+        out[str(name)] = {"records": records, **n, "pending": records - done,
+                          "cost_usd": max(float(a.get("cost_usd") or 0.0),
+                                          float(low.get("cost_usd") or 0.0))}
     return out
 
 

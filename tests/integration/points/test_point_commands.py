@@ -99,6 +99,17 @@ def test_workers_and_submit_are_refused_on_a_point(dir_point: Point, tmp_path: P
     assert "head" not in dir_point.object_keys()  # refused before touching the point
 
 
+def test_serve_is_refused_on_a_point(dir_point: Point, tmp_path: Path) -> None:
+    """The service reads what runs in other processes write: only an SQL store allows that."""
+    root = tmp_path / "p"
+    write_project(root, WF, workflow_file="wf.yml",
+                  agac_yml=f"store: {dir_point.url}\nidentity: login\n",
+                  data={"data/a.jsonl": [{"id": "r0", "text": "t 0"}]})
+    serve = agac(root, "serve", "--port", "1", point=dir_point, cache=tmp_path / "m1")
+    assert serve.code == 2 and "needs an SQL store" in serve.err, serve
+    assert "head" not in dir_point.object_keys()  # refused before touching the point
+
+
 def test_point_schemes_agree_between_config_and_store() -> None:
     from agac.config.project import POINT_SCHEMES as CONFIG_SCHEMES
     from agac.store.points import POINT_SCHEMES

@@ -213,7 +213,10 @@ def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
         time.sleep(ttl + 2.5)  # past its lease by the server's clock
         second = spawn(fresh_copy(root, tmp_path / "proj2"), "run", "effects", "--json", point=point,
                        cache=tmp_path / "m2", env=env)
-        wait_for(lambda: any(pid == second.pid for pid, _, _ in _effect_lines(log)), timeout=90)
+        started = second
+        wait_for(lambda: started.poll() is not None
+                 or any(pid == started.pid for pid, _, _ in _effect_lines(log)), timeout=90)
+        assert second.poll() is None or second.returncode == 0, second.communicate()[1]
         resumed_at = time.time()
         first.send_signal(signal.SIGCONT)
         _out, err = first.communicate(timeout=60)
@@ -227,6 +230,8 @@ def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.kill()
+            if proc is not None:
+                proc.communicate()  # reaped, its pipes closed even when the test failed
     late = [row for row in _effect_lines(log) if row[0] == first.pid and row[2] > resumed_at]
     assert late == []  # after it resumed, the old owner started no effect
     assert {key for _, key, _ in _effect_lines(log)} == {f"r{i:04d}" for i in range(160)}

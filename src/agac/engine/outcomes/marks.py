@@ -78,7 +78,9 @@ class _Unit:
         self.shard = shard
         self.fp = fp
         self.request = request
-        self.listed: list[Any] | None = None
+        self.listed: str | None = None
+        """Its entry in a mark row, as JSON text: encoded once, joined into every row
+        that lists it (a unit is listed in several rewrites while it waits)."""
 
 
 class _Action:
@@ -193,7 +195,8 @@ class DispatchMarks:
                 self._cover(act, keys, before[1])  # the row queued last lists them all
                 continue
             rows.append({"run_id": self.run_id, "action": action, "shard": shard,
-                         "units": dumps([u.listed or self._listed(act, u) for u in units]),
+                         "units": "[" + ",".join([u.listed or self._listed(act, u)
+                                                  for u in units]) + "]",
                          "updated_at": now})
             rewritten.append((shard, keys))
         if not rows:
@@ -261,12 +264,12 @@ class DispatchMarks:
 
         fut.add_done_callback(durable)
 
-    def _listed(self, act: _Action, unit: _Unit) -> list[Any]:
+    def _listed(self, act: _Action, unit: _Unit) -> str:
         req = unit.request
         tokens_in = estimate_tokens(sum(len(m.content) for m in req.messages))
         usd = self.prices.cost(f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens),
                                "live") if act.provider not in FREE_PROVIDERS else 0.0
-        unit.listed = [unit.key, unit.fp, tokens_in, req.max_tokens, round(usd, 8)]
+        unit.listed = dumps([unit.key, unit.fp, tokens_in, req.max_tokens, round(usd, 8)])
         return unit.listed
 
 
