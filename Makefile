@@ -40,9 +40,12 @@ demo: $(VENV)/.core
 	@echo "    . $(abspath $(VENV))/bin/activate"
 
 # Install the dev dependencies and run the whole suite. The suite starts its own
-# throwaway PostgreSQL (tests/pg.py); CI runs exactly this target.
+# throwaway PostgreSQL (tests/pg.py, one per test worker); CI runs exactly this target.
+# Most of the suite's time is spent waiting on the agac processes, servers and crashes it
+# drives, so it runs in TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 3
 test: $(VENV)/.dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The engine benchmarks of issue 2 (results in docs/performance.md).
 bench: $(VENV)/.dev
