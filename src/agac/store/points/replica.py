@@ -140,6 +140,17 @@ class Replica:
 
     def acquire(self, *, wait: bool = False) -> Head:
         """Own the point (see the module docstring); LeaseHeld names a live owner."""
+        # Live before any write names this owner: another store of this same process racing
+        # for the point must judge the head it finds as a live hold, never as one left by a
+        # store this process closed.
+        _LIVE_OWNERS.add(self.owner.id)
+        try:
+            return self._acquire(wait)
+        except BaseException:
+            _LIVE_OWNERS.discard(self.owner.id)
+            raise
+
+    def _acquire(self, wait: bool) -> Head:
         while True:
             stored = self.objects.get(HEAD_KEY)
             started = time.monotonic()
@@ -150,7 +161,6 @@ class Replica:
                 except ObjectExists:
                     continue  # created by another process at the same moment: judge it
                 self.head, self._confirmed = head, started
-                _LIVE_OWNERS.add(self.owner.id)
                 return head
             current = Head.decode(stored.data, self.objects.where)
             owner = current.owner
@@ -169,7 +179,6 @@ class Replica:
                 continue  # another process wrote head since we read it: judge again
             self.took_over = owner is not None
             self.head, self._confirmed = head, started
-            _LIVE_OWNERS.add(self.owner.id)
             return head
 
     def _may_take(self, head: Head, modified: float) -> bool:
