@@ -52,6 +52,19 @@ def test_t1_users_add_list_set_disable_enable_passwd(tmp_path: Path) -> None:
     assert missing.code == 2 and "no user 'zed'" in missing.err
 
 
+def test_t0_whoever_holds_the_store_administers_it(tmp_path: Path) -> None:
+    """T0: ``agac users`` writes the store it is given, with no sign-in and no service: holding
+    the store is what makes an administrator, and another store is not touched."""
+    root = _project(tmp_path / "p")
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    added = agac("users", "add", "ann", "--tenant", "default", "--password-stdin", cwd=root,
+                 stdin=PASSWORD, env={"AGAC_STORE": other})
+    assert added.code == 0, added
+    there = agac("users", "list", "--json", cwd=root, env={"AGAC_STORE": other}).json()
+    here = agac("users", "list", "--json", cwd=root).json()
+    assert [u["name"] for u in there] == ["ann"] and here == []
+
+
 def test_t1_tokens_are_printed_once_and_stored_hashed(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert agac("users", "add", "ann", "--tenant", "default", "--password-stdin", cwd=root,

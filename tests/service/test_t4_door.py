@@ -35,6 +35,13 @@ def _route_table(service: Service) -> list[tuple[str, str]]:
     return out
 
 
+def test_t0_the_service_has_no_administrator_routes(service: Service) -> None:
+    """T0: users and tokens are administered only by whoever holds the store (the CLI);
+    nothing the service serves creates, changes or removes them."""
+    paths = {path for _, path in _route_table(service)}
+    assert paths and not {p for p in paths if re.search(r"user|token|admin", p)}
+
+
 def test_t4_every_route_but_login_and_static_refuses_an_anonymous_request(service: Service) -> None:
     table = _route_table(service)
     assert len(table) >= 17  # pages, live streams, the API
