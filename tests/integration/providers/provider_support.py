@@ -36,6 +36,13 @@ SCHEMA: dict[str, Any] = {
 BATCH_SECONDS = 60.0
 
 
+def is_model_call(method: str, path: str) -> bool:
+    """Whether a request a server received is a model call, not the Anthropic adapter's one
+    lookup of a model's lifecycle (``GET /v1/models/{id}``, once per model after its first
+    answer, on the transport in use)."""
+    return not (method == "GET" and "/models/" in path)
+
+
 def make_request(
     provider: str,
     text: str = "The blender works well.",

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from provider_support import MODELS, SCHEMA, make_request
+from provider_support import MODELS, SCHEMA, is_model_call, make_request
 
 from agac.errors import FatalError, ProviderError, RetryableError, WaitError
 from agac.providers.base import TRANSPORTS, ProviderSettings, Transport
@@ -33,9 +33,8 @@ def _base_url(llmock: Any, name: str) -> str:
 
 
 def _calls(llmock: Any) -> list[Any]:
-    """The model calls LLMock received, without the Anthropic adapter's one lookup of a
-    model's lifecycle (``GET /v1/models/{id}``, asked once per model after its first answer)."""
-    return [r for r in llmock.requests if not (r.method == "GET" and "/models/" in r.path)]
+    """The model calls LLMock received."""
+    return [r for r in llmock.requests if is_model_call(r.method, r.path)]
 
 
 @pytest.fixture(params=TRANSPORTS)

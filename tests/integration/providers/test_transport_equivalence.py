@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from provider_support import SDK_PROVIDERS, make_request
+from provider_support import SDK_PROVIDERS, is_model_call, make_request
 
 from agac.providers.base import ProviderSettings, Request
 from agac.providers.registry import provider_class
@@ -65,10 +65,7 @@ async def _received(emulator: Any, name: str, request: Request,
         finally:
             await adapter.aclose()
         assert response.text
-        # the one model call; the Anthropic adapter also asks once for the model's
-        # lifecycle (GET /v1/models/{id}), on the same transport
-        (entry,) = [e for e in emulator.requests()
-                    if not (e["method"] == "GET" and "/models/" in e["path"])]
+        (entry,) = [e for e in emulator.requests() if is_model_call(e["method"], e["path"])]
         out[transport] = entry
     return out
 
