@@ -16,6 +16,7 @@ lost submission by time window and request count (DESIGN B2).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -132,6 +133,7 @@ class AnthropicProvider:
         # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
         warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
         self._lifecycle_asked: set[str] = set()
+        self._lifecycle_lookups: set[asyncio.Task[None]] = set()
         self._http: HttpSession | None = None
         if settings.transport == "lean":
             self._http = HttpSession(self.name, _lean_headers(self._api_key),
@@ -250,8 +252,7 @@ class AnthropicProvider:
             with stopwatch() as took:
                 body = await self._http.post(self._messages_url, params, errors=self._status_error,
                                              timeout=request.timeout)
-            if request.model not in self._lifecycle_asked:
-                await self._say_lifecycle(request.model)
+            self._ask_lifecycle(request.model)
             return message_response(body, latency_ms=took[0], parse=parse)
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
@@ -260,9 +261,18 @@ class AnthropicProvider:
         with self._translate_errors(), stopwatch() as took:
             message = await self._client.messages.create(**params, extra_body=extra,
                                                          timeout=timeout)
-        if request.model not in self._lifecycle_asked:
-            await self._say_lifecycle(request.model)
+        self._ask_lifecycle(request.model)
         return message_response(message, latency_ms=took[0], parse=parse)
+
+    def _ask_lifecycle(self, model: str) -> None:
+        """Look the model's lifecycle up once, beside the calls: a slow or unreachable Models
+        API never holds an answer back; :meth:`aclose` waits for the lookups still out."""
+        if model in self._lifecycle_asked:
+            return
+        self._lifecycle_asked.add(model)
+        task = asyncio.get_running_loop().create_task(self._say_lifecycle(model))
+        self._lifecycle_lookups.add(task)
+        task.add_done_callback(self._lifecycle_lookups.discard)
 
     async def _say_lifecycle(self, model: str) -> None:
         """Say once per model, in agac's log, that it is deprecated or retired.
@@ -272,7 +282,6 @@ class AnthropicProvider:
         Not knowing — the call fails, times out, or the answer lacks the field — is the
         feature off: nothing is said and nothing fails.
         """
-        self._lifecycle_asked.add(model)
         try:
             lifecycle, retires = await self._model_lifecycle(model)
         except Exception as exc:  # noqa: BLE001 - a log line must never fail a call
@@ -411,6 +420,8 @@ class AnthropicProvider:
         return found
 
     async def aclose(self) -> None:
+        if self._lifecycle_lookups:  # each bounded by its own timeout (<= 10 s)
+            await asyncio.gather(*self._lifecycle_lookups, return_exceptions=True)
         if self._http is not None:
             await self._http.aclose()
         if self._sdk_client is not None:
