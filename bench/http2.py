@@ -333,9 +333,12 @@ def run_case(case: str, args: argparse.Namespace, tls: Path | None) -> dict[str,
     before = stats(server, tls)
     cmd = [sys.executable, __file__, "client", "--case", case, "--calls", str(args.calls),
            "--concurrency", str(args.concurrency)]
+    env = dict(os.environ)
     if tls is not None:
         cmd += ["--cert-dir", str(tls)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        # agac's HttpSession verifies against the default trust store: let it trust ours.
+        env["SSL_CERT_FILE"] = str(tls / "cert.pem")
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{case} failed:\n{proc.stderr[-3000:]}")
     after = stats(server, tls)
