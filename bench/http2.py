@@ -33,6 +33,12 @@ makes 200 warm-up calls, then measures ``time.process_time()`` and wall time ove
 the server saw the client open (distinct client addresses), and the server's CPU per call.
 Cases run interleaved (``--repeats`` rounds, order rotated each round); the table at the
 end gives medians. Prints one JSON line per measurement.
+
+  python bench/http2.py h2-floor [--calls 3000] [--concurrency 64] [--repeats 3]
+
+measures, without sockets, what the ``h2`` package alone costs a client per call
+(framing, HPACK, flow control; ``--calls`` x 10 calls): a floor under any HTTP/2 client
+built on it, to set beside aiohttp's whole HTTP/1.1 call.
 """
 
 from __future__ import annotations
@@ -358,6 +364,67 @@ def run_case(case: str, args: argparse.Namespace, tls: Path | None) -> dict[str,
     }
 
 
+# -- h2-floor: the h2 package's own work per call, no sockets -------------------------------
+
+
+def h2_floor(calls: int, concurrency: int) -> dict[str, Any]:
+    """Client-side CPU per call of the ``h2`` state machine alone (framing, HPACK, flow
+    control) plus agac's JSON work, with a server ``H2Connection`` in the same process
+    and bytes handed over in memory: a floor for any HTTP/2 client built on ``h2``
+    (httpx's and httpx2's both are). Only the client's side is timed."""
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    from agac.jsontext import dumps
+
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    server = h2.connection.H2Connection(h2.config.H2Configuration(
+        client_side=False, validate_inbound_headers=False))
+    client.initiate_connection()
+    server.initiate_connection()
+    server.receive_data(client.data_to_send())
+    client.receive_data(server.data_to_send())
+    server.receive_data(client.data_to_send())
+    request_headers = [(":method", "POST"), (":authority", "127.0.0.1:18791"),
+                       (":scheme", "http"), (":path", PATH), ("authorization", "Bearer x"),
+                       ("content-type", "application/json"), ("accept", "application/json"),
+                       ("user-agent", "agac")]
+    response_headers = [(":status", "200"), ("content-type", "application/json"),
+                        ("content-length", str(len(ANSWER)))]
+    spent, done = 0.0, 0
+    while done < calls:
+        t0 = time.process_time()
+        streams = []
+        for i in range(concurrency):  # a window of calls in flight, as the engine keeps
+            stream = client.get_next_available_stream_id()
+            streams.append(stream)
+            body = dumps(request_body(i)).encode()
+            client.send_headers(stream, [*request_headers, ("content-length", str(len(body)))])
+            client.send_data(stream, body, end_stream=True)
+        sent = client.data_to_send()
+        spent += time.process_time() - t0
+        for event in server.receive_data(sent):
+            if isinstance(event, h2.events.DataReceived):
+                server.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+        for stream in streams:
+            server.send_headers(stream, response_headers)
+            server.send_data(stream, ANSWER, end_stream=True)
+        answered = server.data_to_send()
+        t0 = time.process_time()
+        for event in client.receive_data(answered):
+            if isinstance(event, h2.events.DataReceived):
+                client.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                assert json.loads(event.data)["choices"]
+        updates = client.data_to_send()
+        spent += time.process_time() - t0
+        server.receive_data(updates)
+        server.data_to_send()
+        done += concurrency
+    return {"case": "h2-floor", "calls": done, "concurrency": concurrency,
+            "client_cpu_ms_per_call": round(spent * 1000 / done, 3), **machine()}
+
+
 def table(rows: list[dict[str, Any]], cases: list[str]) -> str:
     lines = [("| case | protocol seen | client CPU ms/call (median; runs) | calls/s (median) "
               "| connections | server CPU ms/call |"),
@@ -379,7 +446,7 @@ def table(rows: list[dict[str, Any]], cases: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("role", nargs="?", default="bench",
-                        choices=["bench", "client", "serve-hypercorn", "serve-wire"])
+                        choices=["bench", "client", "serve-hypercorn", "serve-wire", "h2-floor"])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
@@ -395,6 +462,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.role == "client":
         print(json.dumps(client_case(args.case, args)))
+        return
+    if args.role == "h2-floor":
+        for _ in range(args.repeats):
+            print(json.dumps(h2_floor(args.calls * 10, args.concurrency)), flush=True)
         return
     if args.role == "serve-hypercorn":
         serve_hypercorn(args.port, args.latency_ms / 1000, args.max_streams,
