@@ -125,6 +125,8 @@ def serve_hypercorn(port: int, latency: float, max_streams: int, tls: Path | Non
             state["answered"] += 1
             body, status, head = ANSWER, 200, headers
         else:
+            if scope["query_string"] == b"reset":
+                state["peers"].clear()
             body = json.dumps(counts(state)).encode()
             status, head = 200, [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": status, "headers": head})
@@ -167,6 +169,8 @@ def serve_wire(port: int, latency: float) -> None:
         return await handler(request)
 
     async def stats(request: web.Request) -> web.Response:
+        if "reset" in request.query:
+            state["peers"].clear()
         return web.json_response(counts(state))
 
     app = make_app(latency)
@@ -226,11 +230,11 @@ def base_url(server: str, tls: Path | None) -> str:
     return f"{scheme}://127.0.0.1:{PORTS[server]}"
 
 
-def stats(server: str, tls: Path | None) -> dict[str, Any]:
+def stats(server: str, tls: Path | None, query: str = "") -> dict[str, Any]:
     context = None
     if tls is not None and server == "hypercorn":
         context = ssl.create_default_context(cafile=str(tls / "cert.pem"))
-    with urllib.request.urlopen(f"{base_url(server, tls)}/stats", timeout=10,
+    with urllib.request.urlopen(f"{base_url(server, tls)}/stats{query}", timeout=10,
                                 context=context) as response:
         found: dict[str, Any] = json.loads(response.read())
         return found
@@ -336,9 +340,11 @@ def client_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def run_case(case: str, args: argparse.Namespace, tls: Path | None) -> dict[str, Any]:
     client_name, protocol, server = CASES[case]
-    before = stats(server, tls)
+    # Connections are counted as distinct client addresses since this reset (the last
+    # case's client has exited, so none of its connections is still open).
+    before = stats(server, tls, "?reset")
     cmd = [sys.executable, __file__, "client", "--case", case, "--calls", str(args.calls),
-           "--concurrency", str(args.concurrency)]
+           "--concurrency", str(args.concurrency), "--ports", args.ports]
     env = dict(os.environ)
     if tls is not None:
         cmd += ["--cert-dir", str(tls)]
@@ -358,7 +364,7 @@ def run_case(case: str, args: argparse.Namespace, tls: Path | None) -> dict[str,
         "cpu_ms_per_call": round(measured["cpu_s"] * 1000 / args.calls, 3),
         "calls_per_s": round(args.calls / measured["wall_s"], 1),
         "wall_s": round(measured["wall_s"], 3),
-        "connections": after["connections"] - before["connections"],
+        "connections": after["connections"],
         "server_cpu_ms_per_call": round((after["cpu_s"] - before["cpu_s"]) * 1000 / answered, 3),
         **machine(),
     }
@@ -457,9 +463,12 @@ def main() -> None:
                         help="hypercorn over TLS (ALPN h2 / http/1.1) instead of in clear")
     parser.add_argument("--cases", default="all", help=f"all, or some of {','.join(CASES)}")
     parser.add_argument("--case", choices=sorted(CASES))
+    parser.add_argument("--ports", default=f"{PORTS['hypercorn']},{PORTS['wire']}",
+                        help="the hypercorn server's port and the wire server's")
     parser.add_argument("--port", type=int)
     parser.add_argument("--cert-dir")
     args = parser.parse_args()
+    PORTS["hypercorn"], PORTS["wire"] = (int(port) for port in args.ports.split(","))
     if args.role == "client":
         print(json.dumps(client_case(args.case, args)))
         return
