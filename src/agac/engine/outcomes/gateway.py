@@ -19,6 +19,14 @@ prices it gives calls of unknown outcome) are stamped with the tenant here, in o
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
 
+**Where a group is written.** On a store that :attr:`~agac.store.core.StoreCore.commits_inline`
+(a SQLite file) the writer task writes each group from the event loop's own thread: the
+commit is local and short, and the hop to the store thread and back (with a GIL hand-over
+around every driver call) was most of the time a unit waited for it, with its slot held.
+Other store calls (shard loads, batch intents, effects) still run in the store thread, so a
+long one never stops the loop; SQLite's lock orders the two writers. On PostgreSQL, a
+storage point and the in-memory store, groups are written in the store thread.
+
 **Durability.** A group's waiters are woken at its COMMIT: on SQLite and PostgreSQL that
 is durable, and on a storage point the local commit is what releases a unit's slot (O5).
 Before something that cannot be taken back — a batch submission, an effect, an approved
@@ -87,6 +95,7 @@ class StoreGateway:
         self.lease = lease
         self.max_group = max_group
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agac-store")
+        self._inline = store.commits_inline
         self._writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]] = []
         self._lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._tool_lookups: dict[str, list[asyncio.Future[str | None]]] = {}
@@ -241,9 +250,12 @@ class StoreGateway:
                 self._fail_all(lookups, tools, writes, self._broken)
                 continue
             try:
-                found, tool_found = await loop.run_in_executor(
-                    self._pool, self._do_io, list(lookups), list(tools), writes
-                )
+                if self._inline:
+                    found, tool_found = self._do_io(list(lookups), list(tools), writes)
+                else:
+                    found, tool_found = await loop.run_in_executor(
+                        self._pool, self._do_io, list(lookups), list(tools), writes
+                    )
             except asyncio.CancelledError:
                 self._fail_all(lookups, tools, writes, StoreError("the store writer was stopped"))
                 raise
