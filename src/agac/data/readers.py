@@ -134,15 +134,16 @@ def file_fingerprint(path: Path) -> str:
 
 def _record(file: str, n: int, line: int, payload: Any, id_field: str | None) -> InputRecord:
     """Build the record for one parsed value, checking it is an object with a key."""
-    where = f"{file}:{line}" if line else f"{file} element {n}"
-    positional = f"{file}:{n}"
     if not isinstance(payload, dict):
+        where = f"{file}:{line}" if line else f"{file} element {n}"
         kind = _json_kind(payload)
         return _invalid(file, n, line, f"{where}: a record must be a JSON object, not {kind}")
     if id_field is None:
-        return InputRecord(file, n, line, positional, payload)
+        return InputRecord(file, n, line, f"{file}:{n}", payload)
     key = _key_of(payload.get(id_field))
     if key is None:
+        where = f"{file}:{line}" if line else f"{file} element {n}"
+        positional = f"{file}:{n}"
         message = f"{where}: id_field {id_field!r} is missing or empty"
         if id_field in payload and payload[id_field] not in (None, ""):
             message = f"{where}: id_field {id_field!r} must be a string or a number"

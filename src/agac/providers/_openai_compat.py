@@ -400,16 +400,29 @@ class OpenAICompatProvider:
         for file_id in (pick(batch, "output_file_id"), pick(batch, "error_file_id")):
             if not file_id:
                 continue
-            async for line in self._file_lines(str(file_id)):
-                yield self._result(json.loads(line), latency)
+            async for lines in self._file_lines(str(file_id)):
+                for line in lines:
+                    yield self._result(json.loads(line), latency)
 
-    async def _file_lines(self, file_id: str) -> AsyncIterator[str]:
+    async def _file_lines(self, file_id: str) -> AsyncIterator[list[bytes]]:
+        """The file's non-blank lines, a downloaded chunk's worth at a time (split here as
+        bytes: the SDK's ``iter_lines`` decodes and splits line by line, a cost per
+        result). ``bytes.splitlines`` splits at ``\n``, ``\r`` and ``\r\n`` only,
+        none of which appears raw inside a JSON line."""
         with self._translate_errors():
             stream = self._client.files.with_streaming_response.content(file_id)
             async with stream as response:
-                async for line in response.iter_lines():
-                    if line.strip():
-                        yield line
+                rest = b""
+                async for chunk in response.iter_bytes(1 << 20):
+                    end = chunk.rfind(b"\n") + 1
+                    if not end:
+                        rest += chunk
+                        continue
+                    lines = (rest + chunk[:end]).splitlines()
+                    rest = chunk[end:]
+                    yield [line for line in lines if line.strip()]
+                if rest.strip():
+                    yield [line for line in rest.splitlines() if line.strip()]
 
     def _result(self, line: dict[str, Any], latency_ms: float) -> Result:
         custom_id = str(line.get("custom_id"))

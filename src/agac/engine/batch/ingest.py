@@ -1,6 +1,8 @@
 """Reading an ended batch (B6): stream its results into answers, usage and item results.
 
-Results are streamed from the provider and written in groups of 1,000; nothing holds a
+Results are streamed from the provider and written in groups: the first of 1,000, each
+next one twice the last up to 8,000 (fewer, larger commits: each commit rewrites the index
+pages it touched, so small groups write the same pages again and again); nothing holds a
 whole result file. Each item ends one of:
 
 - ``succeeded``: its answer is stored by fingerprint (usage at the batch tier);
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["ingest_batch"]
 
 _GROUP = 1000
+_GROUP_MAX = 8000
 _RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
 
 ItemResult = tuple[str, str, str | None, str | None]
@@ -39,6 +42,7 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: Any, handle: Bat
     """Read batch ``b`` once; returns counts by item status."""
     items = {i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))}
     reading = _Reading(ctx, rt, b)
+    group = _GROUP
     async for result in rt.provider.batch_results(handle):
         item = items.pop(result.custom_id, None)
         if item is None:
@@ -46,9 +50,10 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: Any, handle: Bat
         if item.status != "pending":
             continue  # read before a crash mid-ingest: never ledgered twice
         reading.read(item, result)
-        if len(reading.results) >= _GROUP:
+        if len(reading.results) >= group:
             await reading.flush()
             maybe_crash("mid_ingest")
+            group = min(2 * group, _GROUP_MAX)
     for item in items.values():  # B6: left out of the results
         if item.status == "pending":
             reading.not_returned(item)
