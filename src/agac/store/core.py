@@ -90,6 +90,16 @@ class StoreCore:
         """True for a storage point (object storage or a directory)."""
         return False
 
+    @property
+    def commits_inline(self) -> bool:
+        """Whether the engine writes its group commits from the event loop's own thread:
+        true for a SQLite file, whose commit is local and takes a fraction of a millisecond
+        (WAL), so handing it to the store thread (two thread hops and a GIL hand-over per
+        driver call) costs more than it saves. PostgreSQL (network round trips), a storage
+        point (log shipping) and the in-memory store (one connection shared between threads)
+        keep the store thread."""
+        return self.hooks.name == "sqlite" and not self.memory and not self.point
+
     # -- the guard ------------------------------------------------------------------------
 
     @contextlib.contextmanager

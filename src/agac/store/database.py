@@ -187,6 +187,7 @@ def _engine_for(url: str, wal_autocheckpoint: int) -> Engine:
     if url.startswith("sqlite"):
         return _sqlite_engine(url, wal_autocheckpoint)
     if url.startswith("postgresql"):
+        postgres_table_options()
         try:
             import psycopg  # noqa: F401
         except ImportError as exc:
@@ -207,6 +208,14 @@ def _engine_for(url: str, wal_autocheckpoint: int) -> Engine:
                                 connect_args={"options": f"-c idle_in_transaction_session_timeout="
                                                          f"{IDLE_IN_TRANSACTION_MS}"})
     raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
+
+
+def postgres_table_options() -> None:
+    """Give the declared tables their PostgreSQL-only options, once a PostgreSQL store is
+    opened (the dialect is loaded then): the partial unique index's ``WHERE``. Idempotent."""
+    from agac.store.tables import OPEN_RUN, ux_runs_open
+
+    ux_runs_open.dialect_options["postgresql"]["where"] = OPEN_RUN
 
 
 def _sqlite_engine(url: str, wal_autocheckpoint: int) -> Engine:

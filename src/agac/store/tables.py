@@ -44,10 +44,13 @@ runs = sa.Table(
     _tenant(),
 )
 sa.Index("ix_runs_tenant_workflow", runs.c.tenant, runs.c.workflow, runs.c.created_at)
-_OPEN = runs.c.state.not_in(FINAL_STATES)
-sa.Index("ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True,
-         sqlite_where=_OPEN, postgresql_where=_OPEN)
-"""At most one run that is not final per (tenant, workflow) (DESIGN §7), held by the store."""
+OPEN_RUN = runs.c.state.not_in(FINAL_STATES)
+ux_runs_open = sa.Index("ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True,
+                       sqlite_where=OPEN_RUN)
+"""At most one run that is not final per (tenant, workflow) (DESIGN §7), held by the store.
+Its PostgreSQL ``WHERE`` is added when a PostgreSQL engine is made
+(:func:`agac.store.database.postgres_table_options`): naming a PostgreSQL option here
+would import SQLAlchemy's PostgreSQL dialect (~60 ms) in every process, SQLite ones too."""
 
 run_actions = sa.Table(
     "run_actions",

@@ -19,6 +19,17 @@ prices it gives calls of unknown outcome) are stamped with the tenant here, in o
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
 
+**Where a group is written.** On a store that :attr:`~agac.store.core.StoreCore.commits_inline`
+(a SQLite file) the writer task writes each group of up to ``inline_rows`` rows from the
+event loop's own thread: the commit is local and short, and the hop to the store thread
+and back (with a GIL hand-over around every driver call) was most of the time a unit
+waited for it, with its slot held. Larger groups (a batch's ingest, a staging walk) and
+other store calls (shard loads, batch intents, effects) still run in the store thread, so
+the loop keeps working while they are written; and while a store call is out there, the
+next group goes there too, behind it, so the loop never waits on SQLite's lock for a
+transaction of its own process. On PostgreSQL, a
+storage point and the in-memory store, groups are written in the store thread.
+
 **Durability.** A group's waiters are woken at its COMMIT: on SQLite and PostgreSQL that
 is durable, and on a storage point the local commit is what releases a unit's slot (O5).
 Before something that cannot be taken back — a batch submission, an effect, an approved
@@ -58,6 +69,10 @@ _TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items", "priced")
 """The rows of a group commit that carry their run's tenant."""
 
 
+def _rows(writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]]) -> int:
+    return sum(len(rows) for parts, _ in writes for rows in parts.values())
+
+
 class Lease:
     """Our hold on a store lease: name, fencing token, TTL."""
 
@@ -75,6 +90,7 @@ class StoreGateway:
         self, store: Store, lease: Lease | None, *, tenant: str, max_group: int = 5000,
         gather_seconds: float = 0.002, gather_rounds: int = 16,
         progress: Callable[[], dict[str, Any]] | None = None, progress_every: float = 1.0,
+        inline_rows: int = 1000,
     ) -> None:
         self.store = store
         self.tenant = tenant
@@ -87,6 +103,14 @@ class StoreGateway:
         self.lease = lease
         self.max_group = max_group
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agac-store")
+        self._inline = store.commits_inline
+        self._calls = 0
+        """Store calls out in the store thread: while one is, groups go there too (after
+        it), so the loop never waits on SQLite's lock for a long transaction of its own."""
+        self.inline_rows = inline_rows
+        """The largest group (in rows) written from the loop's thread on such a store; a
+        larger one (a batch's ingest, a staging walk) goes to the store thread, so the loop
+        keeps reading and rendering while it is written."""
         self._writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]] = []
         self._lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._tool_lookups: dict[str, list[asyncio.Future[str | None]]] = {}
@@ -130,7 +154,11 @@ class StoreGateway:
         """Run one store call in the store thread."""
         self._raise_if_broken()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+        self._calls += 1
+        try:
+            return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+        finally:
+            self._calls -= 1
 
     # -- writes -------------------------------------------------------------------------
 
@@ -241,9 +269,12 @@ class StoreGateway:
                 self._fail_all(lookups, tools, writes, self._broken)
                 continue
             try:
-                found, tool_found = await loop.run_in_executor(
-                    self._pool, self._do_io, list(lookups), list(tools), writes
-                )
+                if self._inline and not self._calls and _rows(writes) <= self.inline_rows:
+                    found, tool_found = self._do_io(list(lookups), list(tools), writes)
+                else:
+                    found, tool_found = await loop.run_in_executor(
+                        self._pool, self._do_io, list(lookups), list(tools), writes
+                    )
             except asyncio.CancelledError:
                 self._fail_all(lookups, tools, writes, StoreError("the store writer was stopped"))
                 raise
