@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PassResult", "RecordUnit", "RunControl", "Settled", "Stopped", "UnitRecord"]
 
+_RECORD_COLUMNS = ("snapshot_id", "seq", "key", "file", "n", "line", "payload", "reason", "error")
+"""The ``records`` table's columns, in order (agac/store/tables.py)."""
+
 
 class Settled(NamedTuple):
     """A unit's outcome as the rest of its record's walk sees it — the one shape of a
@@ -83,6 +86,23 @@ class RecordUnit(NamedTuple):
             return cls(escape(key), row.seq, row.file, row.n, row.line, row.reason, row.error,
                        row.payload, key)
         return cls(key, row.seq, row.file, row.n, row.line, row.reason, row.error, row.payload)
+
+    @classmethod
+    def from_rows(cls, rows: list[Any]) -> list[RecordUnit]:
+        """:meth:`from_row` of each ``records`` row, unpacked by position when the rows
+        hold the table's columns in its order (as ``Store.iter_records`` reads them):
+        reading a row's fields by name costs more than the rest of the unit."""
+        if not rows or tuple(getattr(rows[0], "_fields", ())) != _RECORD_COLUMNS:
+            return [cls.from_row(r) for r in rows]
+        new = tuple.__new__
+        units = []
+        for row in rows:
+            _, seq, key, file, n, line, payload, reason, error = row
+            if "/" in key or "%" in key:  # needs_escaping
+                units.append(cls.from_row(row))
+            else:
+                units.append(new(cls, (key, seq, file, n, line, reason, error, payload, None)))
+        return units
 
     @property
     def record_key(self) -> str:

@@ -76,7 +76,16 @@ def compile_template(source: str, name: str = "<template>") -> Template:
         exc.name = exc.name or name
         raise
     template.name = name
+    if not any(marker in source for marker in _MARKERS):
+        # Nothing to evaluate: the text is the same for every view (newlines as Jinja
+        # writes them), rendered here once instead of once per record.
+        template._agac_text = template.render()  # type: ignore[attr-defined]
     return template
+
+
+_MARKERS = ("{{", "{%", "{#")
+"""What starts an expression, a statement or a comment (the environment's defaults; it sets
+no line statement or line comment prefix)."""
 
 
 @lru_cache(maxsize=4096)
@@ -93,6 +102,9 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
     """
     if isinstance(template, str):
         template = compile_template(template)
+    text = getattr(template, "_agac_text", None)
+    if text is not None:
+        return text  # type: ignore[no-any-return]
     try:
         # Template.render merges the template's ChainMap of globals into a new dict on
         # every call; building that dict ourselves and passing it as the shared

@@ -74,3 +74,28 @@ def test_rendering_is_fast() -> None:
     for _ in range(5000):
         render(template, view)
     assert time.perf_counter() - start < 2.0  # generous: ~50 µs budget per render
+
+
+@pytest.mark.parametrize("source", [
+    "You label product reviews.",
+    "line one\r\nline two\rthree\n",
+    "keep the trailing newline\n\n",
+    "braces alone: { } }} %} #} {x} ${y}",
+    "unicode é ✓ 中文",
+    "",
+])
+def test_a_template_without_markers_renders_as_jinja_does_for_any_view(source: str) -> None:
+    expected = ENV.from_string(source).render()
+    template = compile_template(source)
+    assert render(template, {}) == expected
+    assert render(template, {"source": {"text": "other"}}) == expected
+    assert render(source, {"source": {}}) == expected
+
+
+def test_a_template_with_a_marker_is_rendered_per_view() -> None:
+    for source in ("{{ source.t }}", "a {# note #} b", "{% if source.t %}yes{% endif %}"):
+        expected_a = ENV.from_string(source).render(source={"t": "A"})
+        assert render(source, {"source": {"t": "A"}}) == expected_a
+    assert render("x{{ source.t }}", {"source": {"t": "B"}}) == "xB"
+    with pytest.raises(RenderError):
+        render("{{ source.missing }}", {"source": {}})

@@ -201,7 +201,7 @@ class RecordWalk:
                                                     dict[tuple[str, str], tuple[str, str | None, str | None]]]:
         """(records, this run's outcomes, failures of the prior run to carry) — in the
         store thread."""
-        records = [RecordUnit.from_row(r) for r in self.store.iter_records(self.snapshot_id, lo, hi)]
+        records = RecordUnit.from_rows(list(self.store.iter_records(self.snapshot_id, lo, hi)))
         existing = {
             (o.action, o.unit_key): Settled(o.status, o.reason, loads(o.output))
             for o in self.store.outcomes_between(self.run_id, lo, hi)
