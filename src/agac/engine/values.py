@@ -98,7 +98,7 @@ class RecordUnit(NamedTuple):
         units = []
         for row in rows:
             _, seq, key, file, n, line, payload, reason, error = row
-            if "/" in key or "%" in key:  # needs_escaping
+            if needs_escaping(key):
                 units.append(cls.from_row(row))
             else:
                 units.append(new(cls, (key, seq, file, n, line, reason, error, payload, None)))

@@ -27,8 +27,8 @@ waited for it, with its slot held. Larger groups (a batch's ingest, a staging wa
 other store calls (shard loads, batch intents, effects) still run in the store thread, so
 the loop keeps working while they are written; and while a store call is out there, the
 next group goes there too, behind it, so the loop never waits on SQLite's lock for a
-transaction of its own process. On PostgreSQL, a
-storage point and the in-memory store, groups are written in the store thread.
+transaction of its own process. On PostgreSQL, a storage point and the in-memory store,
+every group is written in the store thread.
 
 **Durability.** A group's waiters are woken at its COMMIT: on SQLite and PostgreSQL that
 is durable, and on a storage point the local commit is what releases a unit's slot (O5).
