@@ -48,7 +48,6 @@ import asyncio
 import datetime
 import json
 import os
-import platform
 import ssl
 import statistics
 import subprocess
@@ -59,16 +58,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+# Run as a script, bench/ is on sys.path: the review text, the machine's description and
+# the fixed chat completion are the ones bench/online_wire.py and bench/wire_server.py use.
+from online_wire import machine, review  # type: ignore[import-not-found]
+from wire_server import ANSWERS, TEXT  # type: ignore[import-not-found]
+
 HERE = Path(__file__).parent
-TEXT = "A fixed answer from the benchmark server: the review is positive."
-ANSWER = json.dumps({
-    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1767225600,
-    "model": "gpt-4o-mini", "service_tier": "default",
-    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                 "message": {"role": "assistant", "content": TEXT, "refusal": None}}],
-    "usage": {"prompt_tokens": 24, "completion_tokens": 14, "total_tokens": 38,
-              "prompt_tokens_details": {"cached_tokens": 0}},
-}).encode()
+ANSWER = json.dumps(ANSWERS["openai"]).encode()
 PATH = "/v1/chat/completions"
 #: (client, protocol, server) of every case; ``wire`` speaks HTTP/1.1 only.
 CASES = {
@@ -82,10 +78,6 @@ CASES = {
     "httpx2-h2@hypercorn": ("httpx2", "h2", "hypercorn"),
 }
 PORTS = {"hypercorn": 18791, "wire": 18792}
-
-
-def review(i: int) -> str:
-    return f"Review {i}: the blender number {i % 97} is {'great' if i % 3 else 'too loud'}."
 
 
 def request_body(i: int) -> dict[str, Any]:
@@ -155,9 +147,8 @@ def counts(state: dict[str, Any]) -> dict[str, Any]:
 
 def serve_wire(port: int, latency: float) -> None:
     """Runs in its own process: bench/wire_server.py's app, plus ``/stats``."""
-    sys.path.insert(0, str(HERE))
     from aiohttp import web
-    from wire_server import make_app  # type: ignore[import-not-found]
+    from wire_server import make_app
 
     state: dict[str, Any] = {"answered": 0, "peers": set()}
 
@@ -238,19 +229,6 @@ def stats(server: str, tls: Path | None, query: str = "") -> dict[str, Any]:
                                 context=context) as response:
         found: dict[str, Any] = json.loads(response.read())
         return found
-
-
-def machine() -> dict[str, Any]:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "load_1m": round(os.getloadavg()[0], 2)}
 
 
 # -- one client -----------------------------------------------------------------------------
