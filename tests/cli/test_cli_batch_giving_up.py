@@ -5,10 +5,8 @@ old batch at the provider records it instead of calling it "abandoned" silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cli_support import agac
 
 from agac.emulator.testing import RunningEmulator
@@ -24,12 +22,6 @@ actions:
 """
 DATA = {"data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
         "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]}
-
-
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    with RunningEmulator(batch_seconds=60) as emu:
-        yield emu
 
 
 def test_cancel_then_run_starts_over_on_the_cancelled_units(tmp_path: Path,

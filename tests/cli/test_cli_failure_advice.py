@@ -4,10 +4,8 @@ for failures a retry cannot fix, and a refused batch names its file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cli_support import agac
 
 from agac.emulator.testing import RunningEmulator
@@ -56,12 +54,6 @@ actions:
   - name: ask
     prompt: "Say {{ source.text }}"
 """
-
-
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    with RunningEmulator(batch_seconds=60) as emu:
-        yield emu
 
 
 def test_refused_batch_names_the_file_and_the_command_that_works(
