@@ -9,6 +9,14 @@ codes the source actually writes, equal.
 ``retry`` says whether ``agac retry`` alone can turn the unit into an answer (it asks
 the same request again): true for a provider or batch trouble, false where something
 else must change first — the input file, the workflow, a person's decision.
+
+``halts`` marks the skips that only say the run stopped before the unit was asked
+(budget, deadline, cancel, a batch still out, a decision that ended the run): a fan-out
+parent with such an item is skipped with the same reason instead of joined, and a later
+run asks those units again — ``carries_over`` is false for them (R1: every other outcome
+is kept by the next run of the same workflow). ``ends_run`` is the final state a run
+takes when units of its own were skipped with the code (``deadline`` -> ``timed_out``,
+``budget_exhausted`` -> ``exhausted``).
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-__all__ = ["REASONS", "Bucket", "Reason", "ReasonCode", "reason_code"]
+__all__ = ["HALTING", "NOT_CARRIED", "REASONS", "RUN_ENDING", "Bucket", "Reason", "ReasonCode",
+           "reason_code"]
 
 Bucket = Literal["failed", "skipped"]
+EndState = Literal["timed_out", "exhausted"]
 
 Reason = Literal[
     # skipped
@@ -42,10 +52,21 @@ class ReasonCode:
     meaning: str
     fix: str
     retry: bool
+    halts: bool = False
+    """A skip that says the run stopped before the unit was asked, not what the unit is."""
+    ends_run: EndState | None = None
+    """The final state of a run whose own units were skipped with this code."""
+
+    @property
+    def carries_over(self) -> bool:
+        """Whether the next run of the workflow keeps the outcome (R1) instead of asking
+        the unit again: every code but the halts."""
+        return not self.halts
 
 
-def _r(code: str, bucket: Bucket, meaning: str, fix: str, retry: bool) -> ReasonCode:
-    return ReasonCode(code, bucket, meaning, fix, retry)
+def _r(code: str, bucket: Bucket, meaning: str, fix: str, retry: bool, *, halts: bool = False,
+       ends_run: EndState | None = None) -> ReasonCode:
+    return ReasonCode(code, bucket, meaning, fix, retry, halts, ends_run)
 
 
 REASONS: dict[str, ReasonCode] = {r.code: r for r in (
@@ -56,19 +77,20 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
        "everything skipped because of it", True),
     _r("budget_exhausted", "skipped", "the run's budget would have been crossed, so the unit "
        "was never sent", "run again with a larger budget (`--budget-usd`); answers paid for "
-       "are reused", False),
+       "are reused", False, halts=True, ends_run="exhausted"),
     _r("cancelled", "skipped", "the run was cancelled (`agac cancel`, `--new`, `--fresh`) "
-       "before the unit was sent", "`agac run WF` admits a new run that sends it", False),
+       "before the unit was sent", "`agac run WF` admits a new run that sends it", False, halts=True),
     _r("deadline", "skipped", "the run's `deadline:` passed before the unit was sent",
-       "`agac run WF` admits a new run (with a new deadline) that sends it", False),
+       "`agac run WF` admits a new run (with a new deadline) that sends it", False, halts=True,
+       ends_run="timed_out"),
     _r("join_atomic", "skipped", "a fan-out with `failure: atomic` had a failed item, so its "
        "join was not called", "fix the failed items; `agac retry` re-asks them and the join",
        True),
     _r("batch_outstanding", "skipped", "the run ended while the unit's batch was still out at "
-       "the provider", "`agac run WF`: the next run adopts the batch and collects it", False),
+       "the provider", "`agac run WF`: the next run adopts the batch and collects it", False, halts=True),
     _r("run_ended", "skipped", "a decision ended the whole run (`on_reject: fail_run`, "
        "`on_expire: time_out_run`) before the unit was reached", "`agac run WF` admits a new "
-       "run", False),
+       "run", False, halts=True),
     _r("invalid_input", "failed", "the input record cannot be read: malformed JSON or CSV, "
        "not an object, bytes that are not UTF-8, no `id_field`, a quote never closed", "fix "
        "the line the detail names in the input file, then `agac run WF --new`", False),
@@ -124,6 +146,18 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
 )}
 
 assert set(REASONS) == set(get_args(Reason)), "REASONS and Reason list the same codes"
+
+HALTING: frozenset[str] = frozenset(c for c, r in REASONS.items() if r.halts)
+"""Skips that say the run stopped before the unit was asked."""
+
+NOT_CARRIED: tuple[str, ...] = tuple(c for c, r in REASONS.items() if not r.carries_over)
+"""Outcomes a later run does not keep: it asks those units again."""
+
+RUN_ENDING: tuple[tuple[str, EndState], ...] = tuple(sorted(
+    ((c, r.ends_run) for c, r in REASONS.items() if r.ends_run is not None),
+    key=lambda pair: ("timed_out", "exhausted").index(pair[1])))
+"""(reason, the final state it gives a run), in the order of precedence of run states
+(``timed_out`` before ``exhausted``; ``cancelled`` is decided before either)."""
 
 
 def reason_code(code: str) -> ReasonCode | None:

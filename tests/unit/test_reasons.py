@@ -130,3 +130,17 @@ def test_the_collector_sees_the_shapes_it_claims() -> None:
         "_MY_REASON = {'x': 'g_code'}\n"
         "def f(reason: str = 'h_code'): pass\n")
     assert sorted(set(_codes(tree))) == [f"{c}_code" for c in "abcdefgh"]
+
+
+def test_r1_what_a_reason_means_for_the_run_lives_in_the_registry() -> None:
+    """``halts``/``carries_over``/``ends_run`` are the registry's: the skips that only say
+    the run stopped are the ones a later run asks again, and deadline and budget give the
+    run its final state, ``timed_out`` first."""
+    from agac.reasons import HALTING, NOT_CARRIED, RUN_ENDING
+
+    assert HALTING == {"budget_exhausted", "cancelled", "deadline", "batch_outstanding",
+                       "run_ended"}
+    assert set(NOT_CARRIED) == HALTING
+    assert all(REASONS[c].bucket == "skipped" and not REASONS[c].carries_over for c in HALTING)
+    assert all(r.carries_over for c, r in REASONS.items() if c not in HALTING)
+    assert RUN_ENDING == (("deadline", "timed_out"), ("budget_exhausted", "exhausted"))

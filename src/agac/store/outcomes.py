@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from agac.reasons import NOT_CARRIED
 from agac.store import tables as t
 from agac.store.batches import ItemResult, write_item_results
 from agac.store.core import StoreCore
 from agac.store.marks import price_unknown, write_marks
-from agac.store.values import NOT_CARRIED
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row

@@ -18,7 +18,6 @@ from agac.tenants import DEFAULT_TENANT
 __all__ = [
     "DEFAULT_TENANT",
     "FINAL_STATES",
-    "NOT_CARRIED",
     "OPEN_BATCH_STATES",
     "BatchState",
     "Budget",
@@ -45,11 +44,8 @@ Origin = Literal["call", "reused", "carried"]
 """How a unit got its outcome: this run paid for it, found it stored (S5, an adopted
 batch), or carried it from the run it continues or retries (R1, R2)."""
 
-# Reason codes of failed and skipped units have one registry, agac/reasons.py.
-
-NOT_CARRIED: tuple[Reason, ...] = ("batch_outstanding", "cancelled", "deadline",
-                                   "budget_exhausted", "run_ended")
-"""Skips that only say a run stopped early: a later run asks those units again."""
+# Reason codes of failed and skipped units have one registry, agac/reasons.py (with
+# what each means for the run: ``halts``, ``carries_over``, ``ends_run``).
 
 BatchState = Literal["submitting", "unknown", "submitted", "running", "cancelling", "ended",
                      "collected", "refused", "expired", "cancelled", "abandoned", "not_cancelled",

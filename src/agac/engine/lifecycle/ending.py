@@ -19,6 +19,7 @@ from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_l
 from agac.engine.lifecycle.options import RunResult
 from agac.engine.views.summary import build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError
+from agac.reasons import RUN_ENDING
 from agac.store.values import FINAL_STATES
 
 if TYPE_CHECKING:
@@ -26,12 +27,9 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["HALT_STATES", "cancel_run", "decide_state", "finalize", "finish_cancel",
+__all__ = ["cancel_run", "decide_state", "finalize", "finish_cancel",
            "reread", "time_out"]
 
-HALT_STATES = (("deadline", "timed_out"), ("budget_exhausted", "exhausted"))
-"""Reasons of units a run never sent because it had to stop, and the final state each
-gives, in DESIGN §7's order of precedence (after ``cancelled``)."""
 
 
 def reread(store: Store, run_id: str) -> RunRecord:
@@ -43,7 +41,7 @@ def reread(store: Store, run_id: str) -> RunRecord:
 
 def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, Any]],
                  partial_ok: bool, halts: frozenset[str] = frozenset()) -> str:
-    for reason, state in HALT_STATES:
+    for reason, state in RUN_ENDING:  # the registry's ``ends_run``, in precedence order
         if reason in halts:
             return state
     actions = summary["actions"].values()

@@ -27,6 +27,7 @@ from agac.engine.values import Settled, Stopped
 from agac.engine.walk.steps import Region
 from agac.engine.walk.units import run_unit
 from agac.keys import item_key
+from agac.reasons import HALTING
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -34,11 +35,7 @@ if TYPE_CHECKING:
     from agac.engine.values import UnitRecord
     from agac.engine.walk.steps import Step, StepPlan
 
-__all__ = ["HALTING", "ItemRecord", "Walker", "judge"]
-
-HALTING = frozenset({"budget_exhausted", "deadline", "cancelled", "batch_outstanding"})
-"""Skip reasons that say the run stopped, not that an item failed: a parent with such an
-item is skipped with the same reason instead of joining a partial list."""
+__all__ = ["ItemRecord", "Walker", "judge"]
 
 Existing = dict[tuple[str, str], Settled]
 Items = list[tuple[str, dict[str, Settled]]]
@@ -260,7 +257,7 @@ def judge(items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
                              "reason": failure[1].reason})
             continue
         reason = next((s.reason for s in states if s.status == "skipped"), None) or "guard"
-        if reason in HALTING:
+        if reason in HALTING:  # the run stopped: the parent is skipped, not joined
             return fulfilled, rejected, skipped, (reason, f"item {key} was not asked: {reason}")
         if reason == "guard":
             skipped.append({"key": key, "index": index, "reason": reason})
