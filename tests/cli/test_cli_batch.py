@@ -25,6 +25,7 @@ from agac.providers.base import BatchHandle, Message, ProviderSettings, Request
 from agac.providers.registry import provider_class
 from agac.store.batches import staged_key
 from agac.store.repository import Store
+from agac.store.rows import BatchIntent, StagedItem
 
 WORKFLOW = """\
 name: wf
@@ -60,19 +61,13 @@ def add_intent(store: Store, key: str, *, state: str = "submitting", count: int 
     """Stage ``count`` items and turn them into the intent ``key`` (S1), as a run does."""
     staged = staged_key("run1", "classify", "data/in.jsonl")
     ids = [f"{key}_{i}" for i in range(count)]
-    store.stage_items([{
-        "batch_key": staged, "custom_id": cid, "workflow": workflow, "action": "classify",
-        "unit_key": f"data/in.jsonl:{i}", "file": "data/in.jsonl", "fingerprint": f"fp{cid}",
-        "attempt": 1, "request": "{}", "status": "pending", "reason": None, "detail": None,
-        "tenant": tenant,
-    } for i, cid in enumerate(ids)])
+    store.stage_items([StagedItem(
+        staged, cid, workflow, "classify", f"data/in.jsonl:{i}", "data/in.jsonl", f"fp{cid}", 1,
+        "{}") for i, cid in enumerate(ids)], tenant=tenant)
     now = created_at if created_at is not None else time.time()
-    row = {"key": key, "workflow": workflow, "action": "classify", "file": "data/in.jsonl",
-           "part": 0, "provider": "openai", "provider_batch_id": None, "state": "submitting",
-           "raw_status": None, "run_id": "run1", "collected_by": None, "request_count": count,
-           "meta": "{}", "error": None, "created_at": now, "submitted_at": None,
-           "ended_at": None, "deadline_at": None, "updated_at": now, "tenant": tenant}
-    store.create_intents(staged, [(row, ids)])
+    intent = BatchIntent(key, workflow, "classify", "data/in.jsonl", 0, "openai", "run1", count,
+                         now, tenant)
+    store.create_intents(staged, [(intent, ids)])
     if state != "submitting" or fields:
         store.update_batch(key, state=state, **fields)
     return ids

@@ -15,6 +15,7 @@ through these — nothing below calls back into what drives it).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.providers.base import Request, Response
+    from agac.store.rows import AnswerRow, StagedItem, ToolResultRow, UsageRow
     from agac.store.values import Origin, OutcomeStatus
 
 __all__ = ["Act", "Approvals", "BatchUnits", "Effects", "Lookups", "Marks", "Outcomes", "Prefetched",
@@ -36,8 +38,8 @@ class Outcomes(Protocol):
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
         detail: str | None = None, *, output: Any = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
-        answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
-        tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
+        answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
+        tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
         output_json: str | None = None,
     ) -> Settled: ...
 
@@ -46,19 +48,19 @@ class Outcomes(Protocol):
 
     def usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
                   response: Response | None, error: BaseException | None, started: float,
-                  fp: str) -> dict[str, Any]: ...
+                  fp: str) -> UsageRow: ...
 
     async def record_call(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
                           request: Request, response: Response | None, error: BaseException,
                           started: float, fp: str) -> None: ...
 
     def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
-                       error: str | None, input_hash: str) -> dict[str, Any]: ...
+                       error: str | None, input_hash: str) -> UsageRow: ...
 
     async def record_tool(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
                           started: float, error: str, input_hash: str) -> None: ...
 
-    def stage(self, items: list[dict[str, Any]]) -> None: ...
+    def stage(self, items: Sequence[StagedItem]) -> None: ...
 
     def redact(self, text: str) -> str:
         """``text`` (a tool's exception or traceback) with secrets taken out."""

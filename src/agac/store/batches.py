@@ -15,17 +15,15 @@ import sqlalchemy as sa
 
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.rows import BatchIntent, ItemResult, StagedItem
 from agac.store.runs import Tenants, tenant_condition
 from agac.store.values import OPEN_BATCH_STATES, BatchState
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["BATCH_NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "ItemResult", "staged_by", "staged_key",
+__all__ = ["BATCH_NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "staged_by", "staged_key",
            "staged_prefix", "write_item_results"]
-
-ItemResult = tuple[str, str, str, "str | None", "str | None"]
-"""(batch key, custom_id, status, reason, detail) of one item read from a batch."""
 
 BATCH_NOT_CANCELLED: BatchState = "not_cancelled"
 """A batch agac gave up (``--fresh``, ``agac cancel``, no longer needed) whose cancel the
@@ -75,9 +73,9 @@ def write_item_results(conn: Connection, mark: str, results: Sequence[ItemResult
 class BatchRepository(StoreCore):
     # -- staging and intents ------------------------------------------------------------
 
-    def stage_items(self, rows: Sequence[dict[str, Any]]) -> None:
+    def stage_items(self, rows: Sequence[StagedItem], *, tenant: str) -> None:
         with self._write("stage batch items") as conn:
-            self._bulk(conn, t.batch_items, rows, "ON CONFLICT DO NOTHING")
+            self._bulk(conn, t.batch_items, rows, "ON CONFLICT DO NOTHING", tenant=tenant)
 
     def staged_items(self, key: str) -> Iterator[Row]:
         """Staged items of one group in custom_id order, streamed."""
@@ -119,19 +117,21 @@ class BatchRepository(StoreCore):
             if len(rows) < _CHUNK * 10:
                 return
 
-    def create_intents(self, staged: str, parts: list[tuple[dict[str, Any], list[str]]]) -> None:
-        """S1: write each batch row (state ``submitting``) and move its staged items to it.
+    def create_intents(self, staged: str, parts: Sequence[tuple[BatchIntent, list[str]]]) -> None:
+        """S1: write each batch (state ``submitting``) and move its staged items to it.
         A part is a run of consecutive custom_ids (in the store's order, as
         :meth:`staged_sizes` reads them), moved with one statement."""
         bi = t.batch_items
         with self._write("record the batch intent") as conn:
-            for row, custom_ids in parts:
-                conn.execute(t.batches.insert().values(**row))
+            for intent, custom_ids in parts:
+                conn.execute(t.batches.insert().values(
+                    **intent._asdict(), state="submitting", meta="{}",
+                    updated_at=intent.created_at))
                 conn.execute(
                     bi.update()
                     .where(bi.c.batch_key == staged, bi.c.custom_id >= custom_ids[0],
                            bi.c.custom_id <= custom_ids[-1])
-                    .values(batch_key=row["key"])
+                    .values(batch_key=intent.key)
                 )
 
     def drop_staged_items(self, staged: str, custom_ids: Sequence[str]) -> None:
@@ -214,7 +214,7 @@ class BatchRepository(StoreCore):
         if not results:
             return
         with self._write("record batch results") as conn:
-            write_item_results(conn, self.hooks.param, [(key, *r) for r in results])
+            write_item_results(conn, self.hooks.param, [ItemResult(key, *r) for r in results])
 
     def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str,
                           lease: tuple[str, int, float] | None = None) -> int:

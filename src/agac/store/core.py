@@ -47,7 +47,7 @@ class StoreCore:
         self.engine: Engine = create_store_engine(url, wal_autocheckpoint=self.WAL_AUTOCHECKPOINT)
         self.hooks = dialect_hooks(self.engine)
         self.memory = url == "memory"
-        self._bulk_cache: dict[tuple[str, str, int], tuple[str, tuple[str, ...]]] = {}
+        self._bulk_cache: dict[tuple[str, str, int, tuple[str, ...] | None], str] = {}
         self.notes: list[str] = []
         """What the user should hear about the store itself (a storage point's torn log, O3)."""
         if migrate:
@@ -131,31 +131,44 @@ class StoreCore:
 
     # -- bulk inserts -------------------------------------------------------------------------
 
-    def _bulk(self, conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]],
-              suffix: str = "") -> None:
+    def _bulk(self, conn: Connection, table: sa.Table, rows: Sequence[Any], suffix: str = "",
+              *, tenant: str | None = None) -> None:
         """INSERT straight to the driver: the hot path of every checkpoint.
 
-        The statement text is built once per table from the table's own columns; rows
-        are dicts keyed by column name (an autoincrement ``id`` is left to the database),
-        sent as the dialect hooks say (multi-row ``VALUES`` of a few fixed sizes on
-        SQLite, one ``executemany`` on PostgreSQL).
+        Rows are typed rows (agac/store/rows.py: named tuples whose fields are columns of
+        ``table``), or dicts keyed by column name. A typed row's fields are mapped to the
+        table's columns once per row type: a row whose fields are the columns in the
+        table's order (most are) is bound as it is, and the ``tenant`` given is appended to
+        each row of a table that has one. Columns a row type does not name keep their
+        server defaults. Statements are sent as the dialect hooks say (multi-row
+        ``VALUES`` of a few fixed sizes on SQLite, one ``executemany`` on PostgreSQL).
         """
         if not rows:
             return
-        cols = self._bulk_sql(table, suffix, 1)[1]
-        try:
-            get = operator.itemgetter(*cols)
-            values = [get(r) for r in rows]
-        except KeyError:
-            values = [tuple(r.get(c) for c in cols) for r in rows]
-        if len(cols) == 1:
-            values = [(v,) for v in values]
+        values: list[Any]
+        first = rows[0]
+        if isinstance(first, dict):
+            sql_key: tuple[str, ...] | None = None
+            cols = self._columns(table)
+            try:
+                get = operator.itemgetter(*cols)
+                values = [get(r) for r in rows]
+            except KeyError:
+                values = [tuple(r.get(c) for c in cols) for r in rows]
+            if len(cols) == 1:
+                values = [(v,) for v in values]
+        else:
+            fields: tuple[str, ...] = first._fields
+            with_tenant = tenant is not None and "tenant" in table.c and "tenant" not in fields
+            sql_key = (*fields, "tenant") if with_tenant else fields
+            cols = sql_key
+            values = [(*r, tenant) for r in rows] if with_tenant else list(rows)
         at = 0
         for size in self.hooks.rows_per_statement:
             n = (len(values) - at) // size
             if not n:
                 continue
-            sql = self._bulk_sql(table, suffix, size)[0]
+            sql = self._bulk_sql(table, suffix, size, sql_key)
             if size == 1:
                 conn.exec_driver_sql(sql, values[at:])
                 return
@@ -164,18 +177,28 @@ class StoreCore:
             conn.exec_driver_sql(sql, chunks)
             at += n * size
 
-    def _bulk_sql(self, table: sa.Table, suffix: str, size: int) -> tuple[str, tuple[str, ...]]:
-        key = (table.name, suffix, size)
-        cached = self._bulk_cache.get(key)
-        if cached is None:
-            cols = tuple(c.name for c in table.columns
-                         if not (c.primary_key and c.autoincrement is True))
+    def _columns(self, table: sa.Table) -> tuple[str, ...]:
+        """The columns a row of ``table`` gives (an autoincrement ``id`` is the database's)."""
+        return tuple(c.name for c in table.columns
+                     if not (c.primary_key and c.autoincrement is True))
+
+    def _bulk_sql(self, table: sa.Table, suffix: str, size: int,
+                  cols: tuple[str, ...] | None) -> str:
+        """``INSERT`` of ``size`` rows into ``cols`` (None: every column a row gives), built
+        once per shape."""
+        key = (table.name, suffix, size, cols)
+        sql = self._bulk_cache.get(key)
+        if sql is None:
+            names = cols if cols is not None else self._columns(table)
+            unknown = [c for c in names if c not in table.c]
+            if unknown:
+                raise ValueError(f"{table.name} has no column {unknown[0]!r}")
             mark = self.hooks.param
-            row = f"({', '.join([mark] * len(cols))})"
-            sql = (f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES "
-                   f"{', '.join([row] * size)} {suffix}")
-            cached = self._bulk_cache[key] = (sql, cols)
-        return cached
+            row = f"({', '.join([mark] * len(names))})"
+            sql = self._bulk_cache[key] = (
+                f"INSERT INTO {table.name} ({', '.join(names)}) VALUES "
+                f"{', '.join([row] * size)} {suffix}")
+        return sql
 
 
 @contextlib.contextmanager

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.rows import MarkRow, PricedRow, UsageRow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
@@ -38,22 +39,22 @@ def decode_units(text: str) -> list[tuple[str, str, int, int, float]]:
     return [(str(k), str(fp), int(i), int(o), float(usd)) for k, fp, i, o, usd in json.loads(text)]
 
 
-def write_marks(core: StoreCore, conn: Connection, marks: Sequence[dict[str, Any]]) -> None:
+def write_marks(core: StoreCore, conn: Connection, marks: Sequence[MarkRow]) -> None:
     """Inside a checkpoint: write (or rewrite) these mark rows."""
     core._bulk(conn, t.dispatch_marks, marks, MARK_UPSERT)
 
 
-def price_unknown(conn: Connection, priced: Sequence[dict[str, Any]]) -> None:
+def price_unknown(conn: Connection, priced: Sequence[PricedRow], tenant: str) -> None:
     """Inside a checkpoint: give ``unknown`` rows of these fingerprints real usage, in
-    their tenant only (T2)."""
+    ``tenant`` only (T2)."""
     u = t.usage
     for p in priced:
         conn.execute(u.update().where(
             u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN,
-            u.c.fingerprint == p["fingerprint"], u.c.tenant == p["tenant"],
-        ).values(input_tokens=p["input_tokens"], cached_tokens=p["cached_tokens"],
-                 cache_write_tokens=p["cache_write_tokens"], output_tokens=p["output_tokens"],
-                 cost_usd=p["cost_usd"], status="priced"))
+            u.c.fingerprint == p.fingerprint, u.c.tenant == tenant,
+        ).values(input_tokens=p.input_tokens, cached_tokens=p.cached_tokens,
+                 cache_write_tokens=p.cache_write_tokens, output_tokens=p.output_tokens,
+                 cost_usd=p.cost_usd, status="priced"))
 
 
 class MarkRepository(StoreCore):
@@ -96,7 +97,7 @@ class MarkRepository(StoreCore):
                 out.update((r.fingerprint, r) for r in rows)
         return out
 
-    def account_lost_calls(self, run_id: str, usage: Sequence[dict[str, Any]],
+    def account_lost_calls(self, run_id: str, usage: Sequence[UsageRow], tenant: str,
                            shards: Sequence[str] | None,
                            lease: tuple[str, int, float] | None) -> None:
         """Write the ``unknown`` usage rows and clear the marks they came from, at once."""
@@ -104,7 +105,7 @@ class MarkRepository(StoreCore):
         with self._write("count calls whose outcome is unknown") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
-            self._bulk(conn, t.usage, usage)
+            self._bulk(conn, t.usage, usage, tenant=tenant)
             q = m.delete().where(m.c.run_id == run_id)
             if shards is not None:
                 q = q.where(m.c.shard.in_(list(shards)))

@@ -11,9 +11,10 @@ import sqlalchemy as sa
 
 from agac.reasons import NOT_CARRIED
 from agac.store import tables as t
-from agac.store.batches import ItemResult, write_item_results
+from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
 from agac.store.marks import price_unknown, write_marks
+from agac.store.rows import Checkpoint
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
@@ -279,44 +280,33 @@ class OutcomeRepository(StoreCore):
         with self._read() as conn:
             return list(conn.execute(q.order_by(o.c.seq, o.c.unit_key, o.c.action).limit(limit)).all())
 
-    def checkpoint(
-        self,
-        *,
-        lease: tuple[str, int, float] | None,
-        outcomes: Sequence[dict[str, Any]] = (),
-        answers: Sequence[dict[str, Any]] = (),
-        tool_results: Sequence[dict[str, Any]] = (),
-        usage: Sequence[dict[str, Any]] = (),
-        events: Sequence[dict[str, Any]] = (),
-        batch_items: Sequence[dict[str, Any]] = (),
-        fanouts: Sequence[dict[str, Any]] = (),
-        item_results: Sequence[ItemResult] = (),
-        marks: Sequence[dict[str, Any]] = (),
-        priced: Sequence[dict[str, Any]] = (),
-    ) -> None:
+    def checkpoint(self, group: Checkpoint, *, lease: tuple[str, int, float] | None = None) -> None:
         """Write one group of progress atomically, after checking the fencing token.
-        Answers, tool results, usage and batch items carry their run's ``tenant``.
+        Answers, tool results, usage and batch items carry the group's ``tenant``.
         ``item_results`` (what was read for batch items) commit with the answers and usage
         they ledger: a crash never leaves one without the other. ``marks`` are dispatch
         mark rows (S1) written before the units they list are sent; ``priced`` gives
         ``unknown`` usage rows of a fingerprint real usage (store/marks.py)."""
+        tenant = group.tenant
         with self._write("write a checkpoint") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
-            if marks:
-                write_marks(self, conn, marks)
-            self._bulk(conn, t.answers, answers, "ON CONFLICT DO NOTHING")
-            self._bulk(conn, t.tool_results, tool_results, "ON CONFLICT DO NOTHING")
-            self._bulk(conn, t.usage, usage)
-            if priced:
-                price_unknown(conn, priced)
-            self._bulk(conn, t.outcomes, outcomes)
-            self._bulk(conn, t.events, events)
-            self._bulk(conn, t.batch_items, batch_items, "ON CONFLICT DO NOTHING")
-            self._bulk(conn, t.fanouts, fanouts,
+            if group.marks:
+                write_marks(self, conn, group.marks)
+            self._bulk(conn, t.answers, group.answers, "ON CONFLICT DO NOTHING", tenant=tenant)
+            self._bulk(conn, t.tool_results, group.tool_results, "ON CONFLICT DO NOTHING",
+                       tenant=tenant)
+            self._bulk(conn, t.usage, group.usage, tenant=tenant)
+            if group.priced:
+                price_unknown(conn, group.priced, tenant)
+            self._bulk(conn, t.outcomes, group.outcomes)
+            self._bulk(conn, t.events, group.events)
+            self._bulk(conn, t.batch_items, group.batch_items, "ON CONFLICT DO NOTHING",
+                       tenant=tenant)
+            self._bulk(conn, t.fanouts, group.fanouts,
                        "ON CONFLICT (run_id, action, parent_key) DO UPDATE SET items = excluded.items")
-            if item_results:
-                write_item_results(conn, self.hooks.param, item_results)
+            if group.item_results:
+                write_item_results(conn, self.hooks.param, group.item_results)
 
     def iter_events(self, run_id: str, after: int = 0, limit: int = 1000) -> list[Row]:
         with self._read() as conn:

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from agac.engine.outcomes.gateway import StoreGateway
 from agac.store import tables as t
 from agac.store.repository import Store
+from agac.store.rows import EventRow
 from agac.store.values import RunSettings
 
 
@@ -30,9 +31,8 @@ def store(store_url: str) -> Iterator[Store]:
     s.close()
 
 
-def _events(n: int, note: str) -> list[dict[str, Any]]:
-    return [{"run_id": "r1", "kind": "note", "action": None, "unit_key": str(i),
-             "data": f'{{"note": "{note}"}}', "created_at": 0.0} for i in range(n)]
+def _events(n: int, note: str) -> list[EventRow]:
+    return [EventRow("r1", "note", None, str(i), f'{{"note": "{note}"}}', 0.0) for i in range(n)]
 
 
 def _stored(store: Store, note: str) -> int:
@@ -46,9 +46,9 @@ def _writers(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     checkpoint = store.checkpoint
 
-    def spy(**kw: Any) -> None:
+    def spy(*args: Any, **kw: Any) -> None:
         seen.append(threading.get_ident())
-        checkpoint(**kw)
+        checkpoint(*args, **kw)
 
     monkeypatch.setattr(store, "checkpoint", spy)
     return seen

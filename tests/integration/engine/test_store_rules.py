@@ -16,6 +16,7 @@ from engine_helpers import BASIC, rows, run
 from agac.engine.lifecycle.leases import take_run_lease
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store.repository import Store
+from agac.store.rows import Checkpoint
 
 
 @pytest.fixture
@@ -114,8 +115,8 @@ def test_s3_fencing_token_refuses_a_stale_writer(store_url: str, stores) -> None
     second = store.acquire_lease("run:x", host="h2", pid=2, ttl=30)
     assert second == first + 1
     with pytest.raises(LeaseLost):
-        store.checkpoint(lease=("run:x", first, 30), events=[])
-    store.checkpoint(lease=("run:x", second, 30), events=[])
+        store.checkpoint(Checkpoint(), lease=("run:x", first, 30))
+    store.checkpoint(Checkpoint(), lease=("run:x", second, 30))
 
 
 def test_s3_live_owner_elsewhere_is_reported(store_url: str, stores) -> None:

@@ -21,6 +21,7 @@ from agac.jsontext import dumps
 from agac.store.points.head import Head
 from agac.store.points.objects import open_objects
 from agac.store.points.store import PointStore
+from agac.store.rows import Checkpoint
 
 
 def _open(point: Point, machine: Path, **kw: Any) -> PointStore:
@@ -33,7 +34,7 @@ def _event(i: int) -> dict[str, Any]:
 
 
 def _commit(store: PointStore, i: int, *, durable: bool = True) -> None:
-    store.checkpoint(lease=None, events=[_event(i)])
+    store.checkpoint(Checkpoint(events=[_event(i)]))
     if durable:
         ticket = store.durability_ticket()
         assert ticket is not None
@@ -123,7 +124,7 @@ def test_o2_412_on_head_means_lease_lost_and_nothing_more_is_written(point: Poin
         head = Head.decode(stored.data, point.url)
         taker = head.owner.__class__("othermachine0", "other-host", 4242)  # type: ignore[union-attr]
         objects.replace("head", head.next(owner=taker).encode(), stored.etag)
-        store.checkpoint(lease=None, events=[_event(1)])  # local commit: slots are released here
+        store.checkpoint(Checkpoint(events=[_event(1)]))  # local commit: slots are released here
         ticket = store.durability_ticket()
         assert ticket is not None
         with pytest.raises(LeaseTaken) as lost:
@@ -131,7 +132,7 @@ def test_o2_412_on_head_means_lease_lost_and_nothing_more_is_written(point: Poin
         assert lost.value.exit_code == 75
         assert "pid 4242 on other-host" in lost.value.message
         with pytest.raises(LeaseTaken):  # every later transaction is refused
-            store.checkpoint(lease=None, events=[_event(2)])
+            store.checkpoint(Checkpoint(events=[_event(2)]))
         assert point.head()["owner"]["pid"] == 4242
     finally:
         store.close()  # does not hand back what it no longer owns
@@ -158,7 +159,7 @@ def test_o2_lease_expiry_is_judged_by_the_servers_clock(point: Point, tmp_path: 
     try:
         assert _events(second) == ["k0"]
         with pytest.raises(LeaseTaken):  # the paused owner learns of it at its next write
-            first.checkpoint(lease=None, events=[_event(9)])
+            first.checkpoint(Checkpoint(events=[_event(9)]))
     finally:
         first.close()
         second.close()
@@ -231,7 +232,7 @@ def test_o4_compaction_past_a_size_deletes_old_objects_after_head_names_the_snap
     first_snapshot = point.head()["snapshot"]["key"]
     try:
         for i in range(40):
-            store.checkpoint(lease=None, events=[{**_event(i), "data": dumps({"pad": "x" * 2000})}])
+            store.checkpoint(Checkpoint(events=[{**_event(i), "data": dumps({"pad": "x" * 2000})}]))
         _commit(store, 99)
         deadline = time.monotonic() + 30
         while point.head()["snapshot"]["key"] == first_snapshot and time.monotonic() < deadline:
@@ -253,7 +254,7 @@ def test_o5_checkpoints_are_coalesced_to_about_ten_a_second(s3_point: Point, tmp
         started = time.time()
         i = 0
         while time.time() - started < 2.0:  # ~hundreds of commits
-            store.checkpoint(lease=None, events=[_event(i)])
+            store.checkpoint(Checkpoint(events=[_event(i)]))
             i += 1
             time.sleep(0.002)
         _commit(store, i)
@@ -273,14 +274,14 @@ def test_o5_a_failed_write_fails_closed(point: Point, tmp_path: Path) -> None:
     _commit(store, 0)
     point.fail_writes_now()
     try:
-        store.checkpoint(lease=None, events=[_event(1)])  # committed locally
+        store.checkpoint(Checkpoint(events=[_event(1)]))  # committed locally
         ticket = store.durability_ticket()
         assert ticket is not None
         with pytest.raises(StoreError) as failed:
             ticket.result(timeout=60)
         assert not isinstance(failed.value, LeaseTaken) and failed.value.exit_code == 1
         with pytest.raises(StoreError):  # nothing more is written (S2)
-            store.checkpoint(lease=None, events=[_event(2)])
+            store.checkpoint(Checkpoint(events=[_event(2)]))
         store.close()  # the failure was reported already; close does not hide it or hang
     finally:
         point.heal()
@@ -306,7 +307,7 @@ def test_o3_a_reading_command_owns_nothing_and_cannot_write(point: Point, tmp_pa
         try:
             assert _events(reader) == ["k0"]
             with pytest.raises(StoreError, match="readonly"):
-                reader.checkpoint(lease=None, events=[_event(1)])
+                reader.checkpoint(Checkpoint(events=[_event(1)]))
         finally:
             reader.close()
         assert point.head()["owner"]["pid"] == owner.replica.owner.pid  # type: ignore[union-attr]

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from agac.store.repository import Store
+from agac.store.rows import Checkpoint
 from agac.store.values import RunSettings
 from agac.testing import ManualClock
 
@@ -64,7 +65,7 @@ def test_s3_expired_shard_lease_is_taken_over_and_the_old_owner_is_fenced(
     assert second.token == 2
     assert store.release_shard(first, state="done", ready_at=0) is False  # refused: fenced
     with pytest.raises(Exception, match="taken over"):
-        store.checkpoint(lease=(first.lease_name, first.token, 30), events=[])
+        store.checkpoint(Checkpoint(), lease=(first.lease_name, first.token, 30))
     assert store.release_shard(second, state="done", ready_at=0) is True
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from agac.store.repository import Store
+from agac.store.rows import Checkpoint, EventRow, OutcomeRow, UsageRow
 from agac.store.values import RunSettings
 
 
@@ -29,16 +30,15 @@ def _run(store: Store, run_id: str) -> None:
                      settings=RunSettings(), tenant="default")
 
 
-def _outcome(run_id: str, seq: int, key: str, action: str = "a") -> dict[str, object]:
-    return {"run_id": run_id, "action": action, "unit_key": key, "seq": seq,
-            "status": "answered", "reason": None, "detail": None, "origin": "called",
-            "fingerprint": None, "output": '{"x": 1}', "attempts": 1, "updated_at": time.time()}
+def _outcome(run_id: str, seq: int, key: str, action: str = "a") -> OutcomeRow:
+    return OutcomeRow(run_id, action, key, seq, "answered", None, None, "called", None,
+                      '{"x": 1}', 1, time.time())
 
 
 def test_results_between_reads_a_range_of_records_and_their_outcomes(store: Store) -> None:
     _run(store, "r1")
-    store.checkpoint(lease=None, outcomes=[_outcome("r1", 1, "k1"), _outcome("r1", 2, "k2/0"),
-                                           _outcome("r1", 2, "k2/1"), _outcome("r1", 4, "k4")])
+    store.checkpoint(Checkpoint(outcomes=[_outcome("r1", 1, "k1"), _outcome("r1", 2, "k2/0"),
+                                          _outcome("r1", 2, "k2/1"), _outcome("r1", 4, "k4")]))
     records, outcomes = store.results_between("r1", "snap", 1, 3)
     assert [(r.seq, r.key) for r in records] == [(1, "k1"), (2, "k2")]
     assert sorted((o.seq, o.unit_key, o.status, o.output) for o in outcomes) == [
@@ -50,9 +50,8 @@ def test_results_between_reads_a_range_of_records_and_their_outcomes(store: Stor
 
 def test_discard_run_undoes_an_admission_that_never_started(store: Store) -> None:
     _run(store, "r1")
-    store.checkpoint(lease=None, outcomes=[_outcome("r1", 0, "k0")], events=[
-        {"run_id": "r1", "kind": "run_admitted", "action": None, "unit_key": None, "data": "{}",
-         "created_at": time.time()}])
+    store.checkpoint(Checkpoint(outcomes=[_outcome("r1", 0, "k0")], events=[
+        EventRow("r1", "run_admitted", None, None, "{}", time.time())]))
     assert store.discard_run("r1") is True
     assert store.get_run("r1") is None and store.open_run("wf", tenant="default") is None
     assert store.results_between("r1", "snap", 0, 5)[1] == []
@@ -61,11 +60,8 @@ def test_discard_run_undoes_an_admission_that_never_started(store: Store) -> Non
 
 def test_discard_run_refuses_a_run_that_paid_for_something(store: Store) -> None:
     _run(store, "r2")
-    store.checkpoint(lease=None, usage=[{
-        "run_id": "r2", "action": "a", "unit_key": "k0", "attempt": 1, "kind": "llm",
-        "provider": "mock", "model": "m", "tier": "live", "input_tokens": 1, "cached_tokens": 0,
-        "cache_write_tokens": 0, "output_tokens": 1, "cost_usd": 0.0, "latency_ms": 1.0,
-        "status": "succeeded", "error": None, "fingerprint": None, "created_at": time.time(),
-        "tenant": "default"}])
+    store.checkpoint(Checkpoint(usage=[UsageRow(
+        "r2", "a", "k0", 1, "llm", "mock", "m", "live", 1, 0, 0, 1, 0.0, 1.0, "succeeded", None,
+        None, time.time())]))
     assert store.discard_run("r2") is False
     assert store.get_run("r2") is not None

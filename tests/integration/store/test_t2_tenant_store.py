@@ -21,6 +21,7 @@ from agac.store import database
 from agac.store import tables as t
 from agac.store.database import HEAD_REVISION, create_store_engine, current_revision, upgrade
 from agac.store.repository import Store
+from agac.store.rows import AnswerRow, Checkpoint, ToolResultRow
 from agac.store.runs import RunAlreadyOpen
 from agac.store.values import RunSettings
 
@@ -88,15 +89,15 @@ def test_t2_answers_and_tool_results_are_reused_within_their_tenant_only(store_u
         answer = {"fingerprint": "f" * 64, "provider": "mock", "model": "m", "request": "{}",
                   "response": "{}", "output": '{"text":"acme\'s"}', "created_at": 1.0}
         tool = {"input_hash": "h" * 64, "function": "t:f", "output": '"acme"', "created_at": 1.0}
-        store.checkpoint(lease=None, answers=[{**answer, "tenant": "acme"}],
-                         tool_results=[{**tool, "tenant": "acme"}])
+        store.checkpoint(Checkpoint(tenant="acme", answers=[AnswerRow(**answer)],
+                                    tool_results=[ToolResultRow(**tool)]))
         assert store.get_answers(["f" * 64], tenant="acme") == {"f" * 64: '{"text":"acme\'s"}'}
         assert store.get_answers(["f" * 64], tenant="beta") == {}
         assert store.get_answer("f" * 64, tenant="beta") is None
         assert store.get_tool_results(["h" * 64], tenant="beta") == {}
         # The same fingerprint in another tenant is a row of its own (primary key (tenant, fp)).
-        store.checkpoint(lease=None, answers=[{**answer, "output": '"beta"', "tenant": "beta"}],
-                         tool_results=[{**tool, "output": '"beta"', "tenant": "beta"}])
+        store.checkpoint(Checkpoint(tenant="beta", answers=[AnswerRow(**{**answer, "output": '"beta"'})],
+                                    tool_results=[ToolResultRow(**{**tool, "output": '"beta"'})]))
         assert store.get_answers(["f" * 64], tenant="beta") == {"f" * 64: '"beta"'}
         assert store.get_answers(["f" * 64], tenant="acme") == {"f" * 64: '{"text":"acme\'s"}'}
         assert store.get_tool_results(["h" * 64], tenant="acme") == {"h" * 64: '"acme"'}
@@ -114,10 +115,10 @@ def test_t2_rows_written_without_their_tenant_are_refused(store_url: str) -> Non
     store = Store(store_url)
     try:
         with pytest.raises(StoreError):
-            store.checkpoint(lease=None, usage=[{
+            store.checkpoint(Checkpoint(usage=[{  # a row given as columns, without its tenant
                 "run_id": "r", "action": "a", "unit_key": "k", "attempt": 1, "kind": "llm",
                 "provider": "mock", "model": "m", "tier": "live", "status": "ok",
-                "created_at": 1.0}])
+                "created_at": 1.0}]))
     finally:
         store.close()
 

@@ -18,10 +18,10 @@ class Gateway:
     """Group commits that become durable when the test says so."""
 
     def __init__(self) -> None:
-        self.groups: list[tuple[list[dict[str, Any]], asyncio.Future[None]]] = []
+        self.groups: list[tuple[list[Any], asyncio.Future[None]]] = []
         self.durable: dict[tuple[str, str], set[str]] = {}
 
-    def commit_nowait(self, **parts: list[dict[str, Any]]) -> asyncio.Future[None]:
+    def commit_nowait(self, **parts: list[Any]) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.groups.append((parts.get("marks", []), fut))
         return fut
@@ -30,8 +30,8 @@ class Gateway:
         for rows, fut in self.groups:
             if not fut.done():
                 for row in rows:
-                    self.durable[(row["action"], row["shard"])] = {
-                        u[0] for u in json.loads(row["units"])}
+                    self.durable[(row.action, row.shard)] = {
+                        u[0] for u in json.loads(row.units)}
                 fut.set_result(None)
 
     def listed(self) -> set[str]:

@@ -47,6 +47,7 @@ from agac.engine.lifecycle.closing import run_event
 from agac.errors import DecisionRefused, NotAnApprover, NotFound, UsageError
 from agac.providers.base import canonical_json
 from agac.store.approvals import STALE_APPROVAL_STATES
+from agac.store.rows import Checkpoint
 
 if TYPE_CHECKING:
     from agac.config.project import Project
@@ -166,9 +167,9 @@ def revise(project: Project, store: Store, ref: str, who: str | Decider | None,
         raise DecisionRefused(f"proposal {row.id} changed while it was being revised; look "
                               f"again with `agac approvals show {row.id}`", "approval_changed")
     maybe_crash("approval_decided")  # the revision is durable
-    store.checkpoint(lease=None, events=[_event(row, "approval_revised", {
+    store.checkpoint(_event(row, "approval_revised", {
         "proposal": row.id, "revision": new["id"], "by": name, "changes": sorted(changes)},
-        store.clock.time())])
+        store.clock.time()))
     return proposal_dict(store.get_proposal(new["id"]))
 
 
@@ -257,17 +258,15 @@ def _decide(project: Project, store: Store, row: Any, who: str, state: str,
         raise DecisionRefused(f"proposal {row.id} changed while it was being decided; look "
                               f"again with `agac approvals show {row.id}`", "approval_changed")
     maybe_crash("approval_decided")  # the decision is durable; the run has not seen it
-    store.checkpoint(lease=None, events=[_event(row, "approval_decided", {
-        "proposal": row.id, "state": state, "by": who, "reason": reason}, store.clock.time())])
+    store.checkpoint(_event(row, "approval_decided", {
+        "proposal": row.id, "state": state, "by": who, "reason": reason}, store.clock.time()))
     # a run waiting on batches walks its units again
     store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
     return proposal_dict(store.get_proposal(row.id))
 
 
-def _event(row: Any, kind: str, data: dict[str, Any], now: float) -> dict[str, Any]:
-    event = run_event(row.run_id, kind, data, now)
-    event.update(action=row.action, unit_key=row.unit_key)
-    return event
+def _event(row: Any, kind: str, data: dict[str, Any], now: float) -> Checkpoint:
+    return run_event(row.run_id, kind, data, now, action=row.action, unit_key=row.unit_key)
 
 
 def _llm_actions(store: Store, run_id: str) -> set[str]:

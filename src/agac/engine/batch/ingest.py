@@ -22,11 +22,13 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.jsontext import dumps
+from agac.store.rows import AnswerRow, ItemResult
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.batch.context import BatchContext
     from agac.providers.base import BatchHandle, Result
+    from agac.store.rows import UsageRow
 
 __all__ = ["ingest_batch"]
 
@@ -34,8 +36,6 @@ _GROUP = 1000
 _GROUP_MAX = 8000
 _RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
 
-ItemResult = tuple[str, str, str | None, str | None]
-"""(custom_id, status, reason, detail)."""
 
 
 async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: Any, handle: BatchHandle) -> dict[str, int]:
@@ -72,8 +72,8 @@ class _Reading:
         self.b = b
         self.max_attempts = rt.action.retry.max_attempts
         self.counts = {"succeeded": 0, "retry": 0, "failed": 0, "not_returned": 0}
-        self.answers: list[dict[str, Any]] = []
-        self.usage: list[dict[str, Any]] = []
+        self.answers: list[AnswerRow] = []
+        self.usage: list[UsageRow] = []
         self.results: list[ItemResult] = []
         now = ctx.control.clock.time()
         self.latency_ms = (now - (b.submitted_at or now)) * 1000
@@ -83,9 +83,8 @@ class _Reading:
         an item is never ledgered twice nor marked read without its answer (a crash
         mid-ingest reads again only the items still pending)."""
         if self.answers or self.usage or self.results:
-            key = self.b.key
             await self.ctx.gateway.commit(answers=self.answers, usage=self.usage,
-                                          item_results=[(key, *r) for r in self.results])
+                                          item_results=self.results)
         self.answers, self.usage, self.results = [], [], []
 
     def read(self, item: Any, result: Result) -> None:
@@ -98,10 +97,12 @@ class _Reading:
             self.results.append(self._give_up(item, reason, f"errored in the batch: {err}"))
         elif result.type == "canceled":
             self.counts["failed"] += 1
-            self.results.append((item.custom_id, "failed", "batch_cancelled", "the batch was cancelled"))
+            self.results.append(ItemResult(self.b.key, item.custom_id, "failed", "batch_cancelled",
+                                           "the batch was cancelled"))
         else:
             self.counts["failed"] += 1
-            self.results.append((item.custom_id, "failed", "batch_expired", "the batch expired"))
+            self.results.append(ItemResult(self.b.key, item.custom_id, "failed", "batch_expired",
+                                           "the batch expired"))
 
     def _answered(self, item: Any, result: Result) -> None:
         response = result.response
@@ -115,28 +116,27 @@ class _Reading:
         except Fail as fail:
             self.results.append(self._give_up(item, fail.reason, fail.detail))
             return
-        self.answers.append({
-            "fingerprint": item.fingerprint, "provider": rt.action.provider,
-            "model": rt.action.model_name, "request": item.request,
-            "response": dumps(response_dict(response)), "output": dumps(output),
-            "created_at": self.ctx.control.clock.time(),
-        })
-        self.results.append((item.custom_id, "succeeded", None, None))
+        self.answers.append(AnswerRow(
+            item.fingerprint, rt.action.provider or "", rt.action.model_name or "", item.request,
+            dumps(response_dict(response)), dumps(output), self.ctx.control.clock.time()))
+        self.results.append(ItemResult(self.b.key, item.custom_id, "succeeded"))
         self.counts["succeeded"] += 1
 
     def _give_up(self, item: Any, reason: str, detail: str) -> ItemResult:
         if item.attempt < self.max_attempts and reason in _RETRYABLE:
             self.counts["retry"] += 1
-            return (item.custom_id, "retry", reason, detail)
+            return ItemResult(self.b.key, item.custom_id, "retry", reason, detail)
         self.counts["failed"] += 1
         final = "provider_error" if reason == "provider_error_retryable" else reason
-        return (item.custom_id, "failed", final, detail)
+        return ItemResult(self.b.key, item.custom_id, "failed", final, detail)
 
     def not_returned(self, item: Any) -> None:
         self.counts["not_returned"] += 1
         if item.attempt < self.max_attempts:
-            self.results.append((item.custom_id, "retry", "batch_not_returned",
-                                 "missing from the batch results; sent again in a retry batch"))
+            self.results.append(ItemResult(
+                self.b.key, item.custom_id, "retry", "batch_not_returned",
+                "missing from the batch results; sent again in a retry batch"))
         else:
-            self.results.append((item.custom_id, "failed", "batch_not_returned",
-                                 f"missing from the batch results after {item.attempt} attempts"))
+            self.results.append(ItemResult(
+                self.b.key, item.custom_id, "failed", "batch_not_returned",
+                f"missing from the batch results after {item.attempt} attempts"))

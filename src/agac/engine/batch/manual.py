@@ -17,6 +17,7 @@ from agac.jsontext import dumps, loads
 from agac.providers.base import BatchHandle
 from agac.providers.factory import open_providers
 from agac.store.batches import BATCH_NOT_CANCELLED
+from agac.store.rows import Checkpoint, EventRow
 from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
@@ -168,11 +169,10 @@ def _not_cancelled(store: Store, b: Any, why: str, error: str) -> str:
     store.update_batch(b.key, state=BATCH_NOT_CANCELLED,
                        error=f"{why}; the provider did not cancel it ({error}): it may still "
                              f"run and be billed — cancel {name} in the provider's console")
-    store.checkpoint(lease=None, events=[{
-        "run_id": b.run_id, "kind": "batch_not_cancelled", "action": b.action,
-        "unit_key": None, "created_at": store.clock.time(),
-        "data": dumps({"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file,
-                       "error": error})}])
+    store.checkpoint(Checkpoint(events=[EventRow(
+        b.run_id, "batch_not_cancelled", b.action, None,
+        dumps({"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file, "error": error}),
+        store.clock.time())]))
     return (f"could not cancel batch {name} for {b.file} ({b.action}) at the provider: "
             f"{error}; it may still run and be billed — cancel it in the provider's console "
             f"(`agac batch list` shows it {BATCH_NOT_CANCELLED})")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.budget import Reservation
@@ -23,6 +23,7 @@ from agac.errors import ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
 from agac.providers.base import StoredRequests
 from agac.store.batches import staged_key, staged_prefix
+from agac.store.rows import BatchIntent
 
 if TYPE_CHECKING:
     from agac.config.model import Action
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Submitter", "open_reservations"]
 
-Parts = list[tuple[dict[str, Any], list[str]]]
+Parts = list[tuple[BatchIntent, list[str]]]
+"""Each intent of a file with the custom_ids it takes."""
 
 
 def open_reservations(store: Store, budget: BudgetGuard, run_id: str, workflow: str,
@@ -109,19 +111,19 @@ class Submitter:
         """Create the intents of one file's staged items and submit them. False if refused."""
         staged = staged_key(self.ctx.run_id, rt.name, file)
         parts = await self.ctx.call(self._plan_parts, rt, staged, file)
-        held: dict[str, Any] = {}
+        held: dict[str, Reservation] = {}
         if self.ctx.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
         await self.ctx.call(self.ctx.store.create_intents, staged, parts)
         await self.ctx.gateway.durable()  # S1: the intents are stored before anything is sent
         refused = False
-        for row, _ in parts:
+        for intent, _ in parts:
             if self.ctx.control.stopping:
-                await self._not_sent(row["key"])  # Ctrl-C between two parts of a file
+                await self._not_sent(intent.key)  # Ctrl-C between two parts of a file
                 continue
-            if self.ctx.budget is not None and row["key"] in held:
-                self.ctx.budget.hold(row["key"], held[row["key"]])
-            outcome = await self._submit(rt, row["key"], report)
+            if self.ctx.budget is not None and intent.key in held:
+                self.ctx.budget.hold(intent.key, held[intent.key])
+            outcome = await self._submit(rt, intent.key, report)
             refused = refused or outcome == "refused"
         return not refused
 
@@ -134,28 +136,28 @@ class Submitter:
                             ended_at=self.ctx.control.clock.time(),
                             error="not submitted: the run stopped")
 
-    async def _reserve_parts(self, rt: ActionRuntime, staged: str,
-                             parts: list[tuple[dict[str, Any], list[str]]], report: StepReport,
-                             ) -> tuple[list[tuple[dict[str, Any], list[str]]], dict[str, Any]]:
+    async def _reserve_parts(self, rt: ActionRuntime, staged: str, parts: Parts,
+                             report: StepReport) -> tuple[Parts, dict[str, Reservation]]:
         """R5: reserve each part's worst case at the batch tier before it is submitted. A
         part that does not fit is not sent: its staged items are dropped and, the budget
         being exhausted, the next online pass skips their units ``budget_exhausted``."""
         budget = self.ctx.budget
         assert budget is not None
-        kept, held = [], {}
-        for row, ids in parts:
+        kept: Parts = []
+        held: dict[str, Reservation] = {}
+        for intent, ids in parts:
             r = await self.ctx.call(self._part_reservation, rt, staged, ids)
             if budget.reserve(r):
-                kept.append((row, ids))
-                held[row["key"]] = r
+                kept.append((intent, ids))
+                held[intent.key] = r
             else:
                 await self.ctx.call(self.ctx.store.drop_staged_items, staged, ids)
-                await self.ctx.event("budget_exhausted", rt.name, file=row["file"], requests=len(ids),
+                await self.ctx.event("budget_exhausted", rt.name, file=intent.file, requests=len(ids),
                                   reserve_usd=round(r.usd, 6))
                 report.progressed = True
         return kept, held
 
-    def _part_reservation(self, rt: ActionRuntime, staged: str, ids: list[str]) -> Any:
+    def _part_reservation(self, rt: ActionRuntime, staged: str, ids: list[str]) -> Reservation:
         budget = self.ctx.budget
         assert budget is not None
         wanted = set(ids)
@@ -167,7 +169,7 @@ class Submitter:
                 tokens += r.tokens
         return Reservation(usd, tokens)
 
-    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> list[tuple[dict[str, Any], list[str]]]:
+    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> Parts:
         """Split a file's staged items only where the provider's limits require it (B1)."""
         provider = rt.provider
         max_n = int(getattr(provider, "batch_max_requests", 50_000))
@@ -182,18 +184,10 @@ class Submitter:
             parts[-1].append(custom_id)
             size += n
         now = self.ctx.control.clock.time()
-        out = []
-        for i, ids in enumerate(p for p in parts if p):
-            key = f"agac_{secrets.token_hex(12)}"
-            out.append(({
-                "key": key, "workflow": self.ctx.workflow, "action": rt.name, "file": file, "part": i,
-                "provider": rt.action.provider, "provider_batch_id": None, "state": "submitting",
-                "raw_status": None, "run_id": self.ctx.run_id, "collected_by": None,
-                "request_count": len(ids), "meta": "{}", "error": None, "created_at": now,
-                "submitted_at": None, "ended_at": None, "deadline_at": None, "updated_at": now,
-                "tenant": self.ctx.tenant,
-            }, ids))
-        return out
+        return [(BatchIntent(f"agac_{secrets.token_hex(12)}", self.ctx.workflow, rt.name, file, i,
+                             rt.action.provider or "", self.ctx.run_id, len(ids), now,
+                             self.ctx.tenant), ids)
+                for i, ids in enumerate(p for p in parts if p)]
 
     async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Send one intent; returns submitted | refused | unknown | stopped."""

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.store.batches import OPEN_BATCH_STATES, staged_by, staged_key
+from agac.store.rows import StagedItem
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -85,7 +86,7 @@ class BatchUnits:
         if not self._ahead(rt):
             return set()
         waiting: set[str] = set()
-        rows: list[dict[str, Any]] = []
+        rows: list[StagedItem] = []
         for rec in records:
             key = rec.key
             if rec.reason or (rt.name, key) in existing:
@@ -117,14 +118,9 @@ class BatchUnits:
                 and not (self.budget is not None and self.budget.exhausted))
 
     def _staged(self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str,
-                attempt: int) -> dict[str, Any]:
-        return {
-            "batch_key": staged_key(self.run_id, rt.name, rec.file),
-            "custom_id": f"{rec.custom}a{attempt}", "workflow": self.workflow,
-            "action": rt.name, "unit_key": rec.key, "file": rec.file, "fingerprint": fp,
-            "attempt": attempt, "request": request_json, "status": "pending", "reason": None,
-            "detail": None,
-        }
+                attempt: int) -> StagedItem:
+        return StagedItem(staged_key(self.run_id, rt.name, rec.file), f"{rec.custom}a{attempt}",
+                          self.workflow, rt.name, rec.key, rec.file, fp, attempt, request_json)
 
     # -- one unit -----------------------------------------------------------------------------
 

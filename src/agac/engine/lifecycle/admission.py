@@ -158,8 +158,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
                                 "carried_outcomes": carried}
     if snapshot.empty_files:
         admitted["empty_files"] = list(snapshot.empty_files)
-    store.checkpoint(lease=None, events=[run_event(run_id, "run_admitted", admitted,
-                                                   store.clock.time())])
+    store.checkpoint(run_event(run_id, "run_admitted", admitted, store.clock.time()))
     run = store.get_run(run_id)
     assert run is not None
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet

@@ -114,8 +114,9 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
                 for a in workflow.actions]
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)
-    out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock)
-    out.unpriced = store.unpriced_unknown(run.workflow, tenant=run.tenant)  # §8: calls of unknown outcome
+    out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock,
+                        # §8: calls of unknown outcome an answer to the same request prices
+                        unpriced=store.unpriced_unknown(run.workflow, tenant=run.tenant))
     # Exhausted in one shard is exhausted in all, as in one process: a batch part refused
     # elsewhere must not be staged again here, and again, for ever.
     refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)

@@ -19,6 +19,7 @@ from agac.jsontext import dumps, loads
 from agac.keys import escape
 from agac.store.batches import OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
+from agac.store.rows import Checkpoint, EventRow, OutcomeRow
 
 if TYPE_CHECKING:
     from agac.config.fanout import Regions
@@ -28,10 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["close_run", "collect_garbage", "run_event"]
 
 
-def run_event(run_id: str, kind: str, data: dict[str, Any], now: float) -> dict[str, Any]:
-    """A run-level event row (``run_admitted``, ``run_ended``, …)."""
-    return {"run_id": run_id, "kind": kind, "action": None, "unit_key": None,
-            "data": dumps(data), "created_at": now}
+def run_event(run_id: str, kind: str, data: dict[str, Any], now: float, *,
+              action: str | None = None, unit_key: str | None = None) -> Checkpoint:
+    """A checkpoint of one run-level event (``run_admitted``, ``run_ended``, …; of one
+    action or unit when given)."""
+    return Checkpoint(events=(EventRow(run_id, kind, action, unit_key, dumps(data), now),))
 
 
 def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str = "cancelled",
@@ -78,17 +80,15 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
                     status, why_unit = "failed", "batch_cancelled"
                 elif a in waiting or bool(ancestors[a] & waiting):
                     why_unit = "batch_outstanding"
-                rows.append({"run_id": run.id, "action": a, "unit_key": key, "seq": r.seq,
-                             "status": status, "reason": why_unit, "detail": why,
-                             "origin": "call", "fingerprint": None, "output": None,
-                             "attempts": 0, "updated_at": now})
+                rows.append(OutcomeRow(run.id, a, key, r.seq, status, why_unit, why, "call",
+                                       None, None, 0, now))
         if rows:
-            store.checkpoint(lease=None, outcomes=rows)
+            store.checkpoint(Checkpoint(outcomes=rows))
     if not keep_proposals:
         store.withdraw_proposals(run.id, f"its run ended {state}: {why}")
     store.end_run(run.id, state, why)
-    store.checkpoint(lease=None, events=[run_event(run.id, "run_ended", {"state": state, "why": why},
-                                                   store.clock.time())])
+    store.checkpoint(run_event(run.id, "run_ended", {"state": state, "why": why},
+                               store.clock.time()))
 
 
 def _units(regions: Regions | None, names: list[str], record_key: str,

@@ -72,8 +72,8 @@ def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
                          bool(run.config.get("partial_ok", True)), halts)
     store.end_run(run_id, state)
     store.clear_marks(run_id)  # every unit has its outcome: nothing under a mark is lost
-    store.checkpoint(lease=None, events=[run_event(run_id, "run_ended", {
-        "state": state, "cost_usd": summary["cost_usd"]}, store.clock.time())])
+    store.checkpoint(run_event(run_id, "run_ended", {
+        "state": state, "cost_usd": summary["cost_usd"]}, store.clock.time()))
     return state, summary
 
 

@@ -13,8 +13,9 @@ coalesced into one ``IN (...)`` query.
 
 **Tenant.** A gateway serves one run (or one shard of it), so everything it reads and
 writes is that run's tenant's (DESIGN §13 T2): answers and tool results are looked up in
-the tenant only, and the answer, tool result, usage and batch item rows it commits (and the
-prices it gives calls of unknown outcome) are stamped with the tenant here, in one place.
+the tenant only, and every group it commits is a :class:`~agac.store.rows.Checkpoint` of
+that tenant: the store stamps the answer, tool result, usage and batch item rows (and the
+prices it gives calls of unknown outcome) with it, in one place.
 
 Any store failure fails every waiter with :class:`StoreError` and marks the gateway
 broken: the run stops with its last good checkpoint (S2, fail closed).
@@ -48,12 +49,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from agac.engine.crashpoints import maybe_crash
 from agac.errors import StoreError
 from agac.store.repository import Store
+from agac.store.rows import (
+    AnswerRow,
+    Checkpoint,
+    EventRow,
+    FanoutRow,
+    ItemResult,
+    MarkRow,
+    OutcomeRow,
+    PricedRow,
+    StagedItem,
+    ToolResultRow,
+    UsageRow,
+)
 
 __all__ = ["Lease", "StoreGateway"]
 
@@ -65,12 +79,41 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
         fut.exception()
 
 
-_TENANT_ROWS = ("answers", "tool_results", "usage", "batch_items", "priced")
-"""The rows of a group commit that carry their run's tenant."""
+class _Group:
+    """The rows queued for the next group commit, kind by kind, and how many."""
 
+    __slots__ = ("answers", "batch_items", "events", "fanouts", "item_results", "marks",
+                 "outcomes", "priced", "rows", "tool_results", "usage")
 
-def _rows(writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]]) -> int:
-    return sum(len(rows) for parts, _ in writes for rows in parts.values())
+    def __init__(self) -> None:
+        self.outcomes: list[OutcomeRow] = []
+        self.answers: list[AnswerRow] = []
+        self.tool_results: list[ToolResultRow] = []
+        self.usage: list[UsageRow] = []
+        self.events: list[EventRow] = []
+        self.batch_items: list[StagedItem] = []
+        self.fanouts: list[FanoutRow] = []
+        self.item_results: list[ItemResult] = []
+        self.marks: list[MarkRow] = []
+        self.priced: list[PricedRow] = []
+        self.rows = 0
+
+    def checkpoint(self, tenant: str) -> Checkpoint:
+        """The group as one checkpoint: an answer, tool result or unit's outcome queued
+        twice is written once (the last one), as is a mark rewritten in the same group."""
+        answers, tools, outcomes, marks = self.answers, self.tool_results, self.outcomes, self.marks
+        if len(answers) > 1:
+            answers = list({a.fingerprint: a for a in answers}.values())
+        if len(tools) > 1:
+            tools = list({r.input_hash: r for r in tools}.values())
+        if len(outcomes) > 1:
+            outcomes = list({(o.action, o.unit_key): o for o in outcomes}.values())
+        if len(marks) > 1:
+            marks = list({(m.action, m.shard): m for m in marks}.values())
+        return Checkpoint(tenant=tenant, outcomes=outcomes, answers=answers, tool_results=tools,
+                          usage=self.usage, events=self.events, batch_items=self.batch_items,
+                          fanouts=self.fanouts, item_results=self.item_results, marks=marks,
+                          priced=self.priced)
 
 
 class Lease:
@@ -87,9 +130,9 @@ class Lease:
 
 class StoreGateway:
     def __init__(
-        self, store: Store, lease: Lease | None, *, tenant: str, max_group: int = 5000,
+        self, store: Store, lease: Lease | None, *, tenant: str,
         gather_seconds: float = 0.002, gather_rounds: int = 16,
-        progress: Callable[[], dict[str, Any]] | None = None, progress_every: float = 1.0,
+        progress: Callable[[], EventRow] | None = None, progress_every: float = 1.0,
         inline_rows: int = 1000,
     ) -> None:
         self.store = store
@@ -101,7 +144,6 @@ class StoreGateway:
         self.gather_rounds = gather_rounds
         self.gather_seconds = gather_seconds
         self.lease = lease
-        self.max_group = max_group
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agac-store")
         self._inline = store.commits_inline
         self._calls = 0
@@ -111,7 +153,8 @@ class StoreGateway:
         """The largest group (in rows) written from the loop's thread on such a store; a
         larger one (a batch's ingest, a staging walk) goes to the store thread, so the loop
         keeps reading and rendering while it is written."""
-        self._writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]] = []
+        self._group = _Group()
+        self._waiters: list[asyncio.Future[None]] = []
         self._lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._tool_lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._wake: asyncio.Event | None = None
@@ -162,23 +205,55 @@ class StoreGateway:
 
     # -- writes -------------------------------------------------------------------------
 
-    async def commit(self, **parts: list[Any]) -> None:
-        """Queue rows (outcomes, answers, tool_results, usage, events, batch_items, fanouts,
-        item_results, marks, priced) and wait until durable."""
-        self._raise_if_broken()
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._writes.append((parts, fut))
-        assert self._wake is not None
-        self._wake.set()
-        await fut
+    async def commit(
+        self, *, outcomes: Sequence[OutcomeRow] = (), answers: Sequence[AnswerRow] = (),
+        tool_results: Sequence[ToolResultRow] = (), usage: Sequence[UsageRow] = (),
+        events: Sequence[EventRow] = (), batch_items: Sequence[StagedItem] = (),
+        fanouts: Sequence[FanoutRow] = (), item_results: Sequence[ItemResult] = (),
+        marks: Sequence[MarkRow] = (), priced: Sequence[PricedRow] = (),
+    ) -> None:
+        """Queue rows for the next group commit and wait until they are durable."""
+        await self.commit_nowait(
+            outcomes=outcomes, answers=answers, tool_results=tool_results, usage=usage,
+            events=events, batch_items=batch_items, fanouts=fanouts, item_results=item_results,
+            marks=marks, priced=priced, retrieved=False)
 
-    def commit_nowait(self, **parts: list[Any]) -> asyncio.Future[None]:
-        """Queue rows without waiting; a failure still breaks the gateway (S2) and
-        surfaces at the next ``commit`` or ``flush``."""
+    def commit_nowait(
+        self, *, outcomes: Sequence[OutcomeRow] = (), answers: Sequence[AnswerRow] = (),
+        tool_results: Sequence[ToolResultRow] = (), usage: Sequence[UsageRow] = (),
+        events: Sequence[EventRow] = (), batch_items: Sequence[StagedItem] = (),
+        fanouts: Sequence[FanoutRow] = (), item_results: Sequence[ItemResult] = (),
+        marks: Sequence[MarkRow] = (), priced: Sequence[PricedRow] = (), retrieved: bool = True,
+    ) -> asyncio.Future[None]:
+        """Queue rows without waiting: the future of their group commit. A failure still
+        breaks the gateway (S2) and surfaces at the next ``commit`` or ``flush``."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        fut.add_done_callback(_retrieve)
-        self._writes.append((parts, fut))
+        if retrieved:
+            fut.add_done_callback(_retrieve)
+        g = self._group
+        if outcomes:
+            g.outcomes.extend(outcomes)
+            g.rows += len(outcomes)
+        if answers:
+            g.answers.extend(answers)
+            g.rows += len(answers)
+        if usage:
+            g.usage.extend(usage)
+            g.rows += len(usage)
+        if events:
+            g.events.extend(events)
+            g.rows += len(events)
+        if tool_results or batch_items or fanouts or item_results or marks or priced:
+            g.tool_results.extend(tool_results)
+            g.batch_items.extend(batch_items)
+            g.fanouts.extend(fanouts)
+            g.item_results.extend(item_results)
+            g.marks.extend(marks)
+            g.priced.extend(priced)
+            g.rows += (len(tool_results) + len(batch_items) + len(fanouts) + len(item_results)
+                       + len(marks) + len(priced))
+        self._waiters.append(fut)
         assert self._wake is not None
         self._wake.set()
         return fut
@@ -249,31 +324,30 @@ class StoreGateway:
             # responses) never delays a commit that has nothing more to wait for.
             until = loop.time() + self.gather_seconds
             for _ in range(self.gather_rounds):
-                queued = len(self._writes)
+                queued = len(self._waiters)
                 await asyncio.sleep(0)
-                if len(self._writes) == queued or loop.time() >= until:
+                if len(self._waiters) == queued or loop.time() >= until:
                     break
             self._wake.clear()
             lookups, self._lookups = self._lookups, {}
             tools, self._tool_lookups = self._tool_lookups, {}
-            writes, self._writes = self._writes[: self.max_group], self._writes[self.max_group :]
-            if self._writes:
-                self._wake.set()
+            group, self._group = self._group, _Group()
+            writes, self._waiters = self._waiters, []
             if writes and self._progress is not None and loop.time() >= self._progress_due:
                 self._progress_due = loop.time() + self._progress_every
-                done: asyncio.Future[None] = loop.create_future()
-                done.add_done_callback(_retrieve)
-                writes.append(({"events": [self._progress()]}, done))
+                group.events.append(self._progress())
+                group.rows += 1
             if self._broken is not None:
                 # Fail closed (S2): after one failed checkpoint nothing more is written.
                 self._fail_all(lookups, tools, writes, self._broken)
                 continue
+            cp = group.checkpoint(self.tenant) if writes else None
             try:
-                if self._inline and not self._calls and _rows(writes) <= self.inline_rows:
-                    found, tool_found = self._do_io(list(lookups), list(tools), writes)
+                if self._inline and not self._calls and group.rows <= self.inline_rows:
+                    found, tool_found = self._do_io(list(lookups), list(tools), cp)
                 else:
                     found, tool_found = await loop.run_in_executor(
-                        self._pool, self._do_io, list(lookups), list(tools), writes
+                        self._pool, self._do_io, list(lookups), list(tools), cp
                     )
             except asyncio.CancelledError:
                 self._fail_all(lookups, tools, writes, StoreError("the store writer was stopped"))
@@ -290,55 +364,31 @@ class StoreGateway:
                 for f in futs:
                     if not f.done():
                         f.set_result(tool_found.get(h))
-            for _, done in writes:
+            for done in writes:
                 if not done.done():
                     done.set_result(None)
 
-    def _do_io(
-        self,
-        lookups: list[str],
-        tools: list[str],
-        writes: list[tuple[dict[str, list[Any]], asyncio.Future[None]]],
-    ) -> tuple[dict[str, str], dict[str, str]]:
+    def _do_io(self, lookups: list[str], tools: list[str], group: Checkpoint | None
+               ) -> tuple[dict[str, str], dict[str, str]]:
         found = self.store.get_answers(lookups, tenant=self.tenant) if lookups else {}
         tool_found = self.store.get_tool_results(tools, tenant=self.tenant) if tools else {}
-        if writes:
-            merged: dict[str, list[Any]] = {
-                "outcomes": [], "answers": [], "tool_results": [], "usage": [], "events": [],
-                "batch_items": [], "fanouts": [], "item_results": [], "marks": [], "priced": [],
-            }
-            for parts, _ in writes:
-                for name, rows in parts.items():
-                    merged[name].extend(rows)
-            for name in _TENANT_ROWS:
-                for row in merged[name]:
-                    row["tenant"] = self.tenant
-            merged["answers"] = list({a["fingerprint"]: a for a in merged["answers"]}.values())
-            merged["tool_results"] = list(
-                {a["input_hash"]: a for a in merged["tool_results"]}.values()
-            )
-            merged["outcomes"] = list(
-                {(o["action"], o["unit_key"]): o for o in merged["outcomes"]}.values()
-            )
-            if merged["marks"]:  # a later rewrite of a mark in the same group wins
-                merged["marks"] = list(
-                    {(m["action"], m["shard"]): m for m in merged["marks"]}.values())
+        if group is not None:
             maybe_crash("before_checkpoint")
-            self.store.checkpoint(
-                lease=self.lease.as_tuple() if self.lease else None, **merged
-            )
+            self.store.checkpoint(group, lease=self.lease.as_tuple() if self.lease else None)
             self.commits += 1
             maybe_crash("after_checkpoint")
         return found, tool_found
 
-    def _fail_all(self, lookups: Any, tools: Any, writes: Any, exc: BaseException) -> None:
+    def _fail_all(self, lookups: dict[str, list[asyncio.Future[str | None]]],
+                  tools: dict[str, list[asyncio.Future[str | None]]],
+                  writes: list[asyncio.Future[None]], exc: BaseException) -> None:
         for futs in list(lookups.values()) + list(tools.values()):
             for f in futs:
                 if not f.done():
                     f.set_exception(exc)
-        for _, f in writes:
-            if not f.done():
-                f.set_exception(exc)
+        for w in writes:
+            if not w.done():
+                w.set_exception(exc)
 
     def _raise_if_broken(self) -> None:
         if self._broken is not None:

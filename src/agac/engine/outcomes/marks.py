@@ -23,7 +23,7 @@ import asyncio
 import bisect
 import concurrent.futures
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.clock import SYSTEM
 from agac.engine.limits.rates import estimate_tokens
@@ -31,6 +31,7 @@ from agac.jsontext import dumps
 from agac.providers.base import Usage
 from agac.providers.pricing import FREE_PROVIDERS
 from agac.store.marks import UNKNOWN_ORIGIN, decode_units
+from agac.store.rows import MarkRow, UsageRow
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -185,7 +186,7 @@ class DispatchMarks:
             if i >= act.width:
                 break
             listed.setdefault(unit.shard, []).append(unit)
-        rows: list[dict[str, Any]] = []
+        rows: list[MarkRow] = []
         rewritten: list[tuple[str, frozenset[str]]] = []
         now = self.clock.time()
         for shard, units in listed.items():
@@ -194,10 +195,9 @@ class DispatchMarks:
             if before is not None and keys <= before[0]:
                 self._cover(act, keys, before[1])  # the row queued last lists them all
                 continue
-            rows.append({"run_id": self.run_id, "action": action, "shard": shard,
-                         "units": "[" + ",".join([u.listed or self._listed(act, u)
-                                                  for u in units]) + "]",
-                         "updated_at": now})
+            rows.append(MarkRow(self.run_id, action, shard,
+                                "[" + ",".join([u.listed or self._listed(act, u)
+                                                for u in units]) + "]", now))
             rewritten.append((shard, keys))
         if not rows:
             return
@@ -295,19 +295,18 @@ def account_lost_calls(store: Store, run: RunRecord, *, shards: Sequence[str] | 
     for action, key, fp, tokens_in, tokens_out, usd in {(e[0], e[1]): e for e in lost}.values():
         provider, model = models.get(action, ("", ""))
         twin = twins.get(fp)
-        rows.append({
-            "run_id": run.id, "action": action, "unit_key": key, "attempt": 0, "kind": "llm",
-            "provider": provider, "model": model, "tier": "live",
-            "input_tokens": int(twin.input_tokens) if twin else tokens_in,
-            "cached_tokens": int(twin.cached_tokens) if twin else 0,
-            "cache_write_tokens": int(twin.cache_write_tokens) if twin else 0,
-            "output_tokens": int(twin.output_tokens) if twin else tokens_out,
-            "cost_usd": float(twin.cost_usd) if twin else usd, "latency_ms": 0.0,
-            "status": "priced" if twin else UNKNOWN_ORIGIN,
-            "error": "sent or about to be sent when the process stopped; its outcome is unknown",
-            "fingerprint": fp, "created_at": now, "origin": UNKNOWN_ORIGIN, "tenant": run.tenant,
-        })
-    store.account_lost_calls(run.id, rows, [m.shard for m in marks] if shards else None, lease)
+        rows.append(UsageRow(
+            run.id, action, key, 0, "llm", provider, model, "live",
+            int(twin.input_tokens) if twin else tokens_in,
+            int(twin.cached_tokens) if twin else 0,
+            int(twin.cache_write_tokens) if twin else 0,
+            int(twin.output_tokens) if twin else tokens_out,
+            float(twin.cost_usd) if twin else usd, 0.0,
+            "priced" if twin else UNKNOWN_ORIGIN,
+            "sent or about to be sent when the process stopped; its outcome is unknown",
+            fp, now, UNKNOWN_ORIGIN))
+    store.account_lost_calls(run.id, rows, run.tenant,
+                             [m.shard for m in marks] if shards else None, lease)
     return len(rows)
 
 

@@ -10,13 +10,16 @@ slot until then (S1); rows that cost nothing to redo are queued without waiting.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.requests import Fail
 from agac.engine.values import Settled
+from agac.errors import ProviderError
 from agac.jsontext import dumps
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
+from agac.store.rows import EventRow, FanoutRow, OutcomeRow, PricedRow, StagedItem, UsageRow
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from agac.engine.values import UnitRecord
     from agac.providers.base import Request, Response, Usage
     from agac.providers.pricing import PriceTable
+    from agac.store.rows import AnswerRow, ToolResultRow
     from agac.store.values import Origin, OutcomeStatus
 
 __all__ = ["OutcomeWriter", "Progress"]
@@ -75,29 +79,28 @@ class Progress:
         if action in self.actions:
             self.actions[action][status] += n
 
-    def event_row(self, run_id: str, at: float) -> dict[str, Any]:
+    def event_row(self, run_id: str, at: float) -> EventRow:
         """A ``progress`` event (T6): units and cost per action, as this run counts them."""
         actions = {a: {"records": max(self.totals[a], self.done(a)), "answered": r["answered"],
                        "failed": r["failed"], "skipped": r["skipped"],
                        "cost_usd": round(r["cost"], 6)}
                    for a, r in self.actions.items()}
         cost = round(sum(r["cost"] for r in self.actions.values()), 6)
-        return {"run_id": run_id, "kind": "progress", "action": None, "unit_key": None,
-                "data": dumps({"scope": "run", "actions": actions, "cost_usd": cost}),
-                "created_at": at}
+        return EventRow(run_id, "progress", None, None,
+                        dumps({"scope": "run", "actions": actions, "cost_usd": cost}), at)
 
 
 class OutcomeWriter:
     """The rows of one run (or one worker's shard of it), through one store gateway."""
 
     def __init__(self, run_id: str, gateway: StoreGateway, prices: PriceTable, progress: Progress,
-                 clock: Clock) -> None:
+                 clock: Clock, unpriced: Iterable[str] = ()) -> None:
         self.run_id = run_id
         self.gateway = gateway
         self.prices = prices
         self.progress = progress
         self.clock = clock
-        self.unpriced: set[str] = set()
+        self._unpriced: set[str] = set(unpriced)
         """Fingerprints of calls whose outcome is unknown, still at their worst case (§8):
         an answer to the same request gives them its real usage."""
         self._redactor: Redactor | None = None
@@ -108,8 +111,8 @@ class OutcomeWriter:
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
         detail: str | None = None, *, output: Any = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
-        answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
-        tool_results: list[dict[str, Any]] | None = None, traceback_text: str | None = None,
+        answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
+        tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
         output_json: str | None = None,
     ) -> Settled:
         """Commit a unit's outcome (with its answer, usage and events).
@@ -123,44 +126,35 @@ class OutcomeWriter:
         now = self.clock.time()
         if output_json is None and output is not None:
             output_json = dumps(output)
-        outcome = {
-            "run_id": self.run_id, "action": rt.name, "unit_key": rec.key, "seq": rec.seq,
-            "status": status, "reason": reason, "detail": detail, "origin": origin,
-            "fingerprint": fingerprint, "output": output_json,
-            "attempts": attempts, "updated_at": now,
-        }
-        parts: dict[str, list[dict[str, Any]]] = {"outcomes": [outcome]}
+        outcome = OutcomeRow(self.run_id, rt.name, rec.key, rec.seq, status, reason, detail,
+                             origin, fingerprint, output_json, attempts, now)
+        events: tuple[EventRow, ...] = ()
         if status == "failed":
             data: dict[str, Any] = {"reason": reason, "detail": detail}
             if traceback_text:
                 data["traceback"] = traceback_text
-            parts["events"] = [self.event_row("unit_failed", rt.name, rec.key, data, now)]
-        if answers:
-            parts["answers"] = answers
-        if tool_results:
-            parts["tool_results"] = tool_results
-        if usage:
-            parts["usage"] = usage
-            if self.unpriced:
-                parts["priced"] = self._prices_unknown(usage)
+            events = (self.event_row("unit_failed", rt.name, rec.key, data, now),)
+        priced = self._prices_unknown(usage) if usage and self._unpriced else ()
         if usage or answers or tool_results:
-            await self.gateway.commit(**parts)
+            await self.gateway.commit(outcomes=(outcome,), events=events, answers=answers,
+                                      tool_results=tool_results, usage=usage, priced=priced)
         else:
-            self.gateway.commit_nowait(**parts)
-        cost = sum(u["cost_usd"] for u in usage or [])
+            self.gateway.commit_nowait(outcomes=(outcome,), events=events)
+        cost = sum(u.cost_usd for u in usage) if usage else 0.0
         self.progress.bump(rt.name, status, cost)
         return Settled(status, reason, output, detail)
 
-    def _prices_unknown(self, usage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _prices_unknown(self, usage: Sequence[UsageRow]) -> list[PricedRow]:
         """§8: an answer to a request whose earlier call's outcome is unknown gives that
         call's usage row (``origin = 'unknown'``) its real tokens and cost."""
         out = []
         for u in usage:
-            fp = u.get("fingerprint")
-            if u["kind"] == "llm" and u["status"] == "ok" and fp in self.unpriced:
-                self.unpriced.discard(fp)
-                out.append({k: u[k] for k in ("fingerprint", "input_tokens", "cached_tokens",
-                                              "cache_write_tokens", "output_tokens", "cost_usd")})
+            fp = u.fingerprint
+            if u.kind == "llm" and u.status == "ok" and fp in self._unpriced:
+                assert fp is not None
+                self._unpriced.discard(fp)
+                out.append(PricedRow(fp, u.input_tokens, u.cached_tokens, u.cache_write_tokens,
+                                     u.output_tokens, u.cost_usd))
         return out
 
     def redact(self, text: str) -> str:
@@ -177,9 +171,9 @@ class OutcomeWriter:
     # -- events -----------------------------------------------------------------------------
 
     def event_row(self, kind: str, action: str | None, key: str | None, data: dict[str, Any],
-                  now: float | None = None) -> dict[str, Any]:
-        return {"run_id": self.run_id, "kind": kind, "action": action, "unit_key": key,
-                "data": dumps(data), "created_at": self.clock.time() if now is None else now}
+                  now: float | None = None) -> EventRow:
+        return EventRow(self.run_id, kind, action, key, dumps(data),
+                        self.clock.time() if now is None else now)
 
     async def event(self, kind: str, action: str | None = None, key: str | None = None,
                     **data: Any) -> None:
@@ -191,25 +185,23 @@ class OutcomeWriter:
     def usage_row(
         self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
         response: Response | None, error: BaseException | None, started: float, fp: str,
-    ) -> dict[str, Any]:
+    ) -> UsageRow:
         """One live call in the cost ledger (DESIGN §8): succeeded, failed or retried."""
         action = rt.action
         usage = response.usage if response is not None else None
         cost = self.prices.cost(action.model or "", usage, "live") if usage is not None else 0.0
         error_text = None
         if error is not None:
-            error_text = f"{getattr(error, 'reason', None) or type(error).__name__}: {error}"
-        return {
-            "run_id": self.run_id, "action": action.name, "unit_key": rec.key, "attempt": attempt,
-            "kind": "llm", "provider": request.provider, "model": request.model, "tier": "live",
-            "input_tokens": usage.input_tokens if usage else 0,
-            "cached_tokens": usage.cached_tokens if usage else 0,
-            "cache_write_tokens": usage.cache_write_tokens if usage else 0,
-            "output_tokens": usage.output_tokens if usage else 0,
-            "cost_usd": cost, "latency_ms": (self.clock.monotonic() - started) * 1000,
-            "status": "ok" if error is None else "error", "error": error_text,
-            "fingerprint": fp, "created_at": self.clock.time(), "origin": None,
-        }
+            error_text = f"{_reason_of(error) or type(error).__name__}: {error}"
+        latency = (self.clock.monotonic() - started) * 1000
+        if usage is None:
+            return UsageRow(self.run_id, action.name, rec.key, attempt, "llm", request.provider,
+                            request.model, "live", 0, 0, 0, 0, cost, latency,
+                            "ok" if error is None else "error", error_text, fp, self.clock.time())
+        return UsageRow(self.run_id, action.name, rec.key, attempt, "llm", request.provider,
+                        request.model, "live", usage.input_tokens, usage.cached_tokens,
+                        usage.cache_write_tokens, usage.output_tokens, cost, latency,
+                        "ok" if error is None else "error", error_text, fp, self.clock.time())
 
     async def record_call(
         self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
@@ -219,51 +211,46 @@ class OutcomeWriter:
         row = self.usage_row(rt, rec, attempt, request, response, error, started, fp)
         if response is not None:
             # Keep what the model said: the session shows why the attempt was rejected.
-            row["error"] = f"{row['error']} | answer: {response.text[:500]}"
-        self.progress.spent(rt.name, row["cost_usd"])
-        await self.gateway.commit(usage=[row])
+            row = row._replace(error=f"{row.error} | answer: {response.text[:500]}")
+        self.progress.spent(rt.name, row.cost_usd)
+        await self.gateway.commit(usage=(row,))
 
     def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
-                       error: str | None, input_hash: str) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id, "action": rt.name, "unit_key": rec.key, "attempt": attempt,
-            "kind": "tool", "provider": "tool", "model": rt.action.function or "", "tier": "live",
-            "input_tokens": 0, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0,
-            "cost_usd": 0.0, "latency_ms": (self.clock.monotonic() - started) * 1000,
-            "status": "ok" if error is None else "error", "error": error,
-            "fingerprint": input_hash, "created_at": self.clock.time(), "origin": None,
-        }
+                       error: str | None, input_hash: str) -> UsageRow:
+        return UsageRow(self.run_id, rt.name, rec.key, attempt, "tool", "tool",
+                        rt.action.function or "", "live", 0, 0, 0, 0, 0.0,
+                        (self.clock.monotonic() - started) * 1000,
+                        "ok" if error is None else "error", error, input_hash, self.clock.time())
 
     async def record_tool(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
                           error: str, input_hash: str) -> None:
-        await self.gateway.commit(usage=[self.tool_usage_row(rt, rec, attempt, started, error,
-                                                             input_hash)])
+        await self.gateway.commit(usage=(self.tool_usage_row(rt, rec, attempt, started, error,
+                                                             input_hash),))
 
     def batch_usage_row(self, rt: ActionRuntime, submitted_by: str, unit_key: str, attempt: int,
-                        fingerprint: str, usage: Usage, latency_ms: float) -> dict[str, Any]:
+                        fingerprint: str, usage: Usage, latency_ms: float) -> UsageRow:
         """One batch item's answer in the ledger, at the batch tier, attributed to the run
         that submitted the batch."""
-        return {
-            "run_id": submitted_by, "action": rt.name, "unit_key": unit_key, "attempt": attempt,
-            "kind": "llm", "provider": rt.action.provider, "model": rt.action.model_name,
-            "tier": "batch", "input_tokens": usage.input_tokens,
-            "cached_tokens": usage.cached_tokens, "cache_write_tokens": usage.cache_write_tokens,
-            "output_tokens": usage.output_tokens,
-            "cost_usd": self.prices.cost(rt.action.model or "", usage, "batch"),
-            "latency_ms": latency_ms, "status": "ok", "error": None, "fingerprint": fingerprint,
-            "created_at": self.clock.time(), "origin": None,
-        }
+        return UsageRow(submitted_by, rt.name, unit_key, attempt, "llm", rt.action.provider or "",
+                        rt.action.model_name or "", "batch", usage.input_tokens,
+                        usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens,
+                        self.prices.cost(rt.action.model or "", usage, "batch"), latency_ms,
+                        "ok", None, fingerprint, self.clock.time())
 
     # -- batch items and fan-outs ---------------------------------------------------------------
 
-    def stage(self, items: list[dict[str, Any]]) -> None:
+    def stage(self, items: Sequence[StagedItem]) -> None:
         """Queue staged batch items (``staged:<run>:…``): they wait for the batch step."""
         self.gateway.commit_nowait(batch_items=items)
 
     def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Iterable[str]) -> None:
         """A parent fanned out into ``items`` items: its count is stored before any of its
         items' outcomes (the same group commits, in order)."""
-        self.gateway.commit_nowait(fanouts=[{
-            "run_id": self.run_id, "action": fan, "parent_key": parent.key, "seq": parent.seq,
-            "items": items, "created_at": self.clock.time()}])
+        self.gateway.commit_nowait(fanouts=(FanoutRow(self.run_id, fan, parent.key, parent.seq,
+                                                      items, self.clock.time()),))
         self.progress.fanned_out(fan, parent.key, actions, items)
+
+
+def _reason_of(error: BaseException) -> str | None:
+    """The reason code a provider error or a refused answer carries, if any."""
+    return error.reason if isinstance(error, (ProviderError, Fail)) else None

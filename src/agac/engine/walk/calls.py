@@ -10,6 +10,7 @@ its answer is durable (S1), so a crash loses at most the calls in flight.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agac.engine.limits.rates import backoff_delay, estimate_tokens
@@ -17,12 +18,14 @@ from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Stopped
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.jsontext import dumps
+from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.ports import UnitContext
     from agac.engine.values import Settled, UnitRecord
     from agac.providers.base import Request, Response
+    from agac.store.rows import UsageRow
     from agac.store.values import OutcomeStatus
 
 __all__ = ["backoff", "call_with_retries"]
@@ -176,19 +179,16 @@ async def _answered(
     is how we got it, not what was asked), with its usage row."""
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
     output_json = dumps(output)
-    answer = {
-        "fingerprint": fp, "provider": request.provider, "model": request.model,
-        "request": request_json, "response": dumps(response_dict(response)),
-        "output": output_json, "created_at": ctx.control.clock.time(),
-    }
+    answer = AnswerRow(fp, request.provider, request.model, request_json,
+                       dumps(response_dict(response)), output_json, ctx.control.clock.time())
     return await _final(ctx, rt, rec, "answered", None, None, output, fp, attempt,
-                        answers=[answer], usage=[usage_row], output_json=output_json)
+                        answers=(answer,), usage=(usage_row,), output_json=output_json)
 
 
 async def _final(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus,
     reason: str | None, detail: str | None, output: Any, fp: str, attempts: int, *,
-    answers: list[dict[str, Any]] | None = None, usage: list[dict[str, Any]] | None = None,
+    answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
     output_json: str | None = None,
 ) -> Settled:
     return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.context import ToolContext
@@ -15,12 +16,14 @@ from agac.engine.requests import Fail, effect_key, invoke_tool, tool_input_hash,
 from agac.engine.walk.calls import backoff
 from agac.jsontext import dumps
 from agac.providers.base import canonical_json
+from agac.store.rows import ToolResultRow
 from agac.usercode import describe, fails_only_its_unit, is_retryable
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.ports import UnitContext
     from agac.engine.values import Settled, UnitRecord
+    from agac.store.rows import UsageRow
 
 __all__ = ["run_tool"]
 
@@ -82,8 +85,8 @@ async def _call(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict
                 delay = _retry_delay(exc, action.retry, attempt)
             else:
                 usage = [ctx.out.tool_usage_row(rt, rec, attempt, started, None, input_hash)]
-                cached = [{"input_hash": input_hash, "function": action.function or "",
-                           "output": dumps(output), "created_at": clock.time()}] if action.cache else []
+                cached = [ToolResultRow(input_hash, action.function or "", dumps(output),
+                                        clock.time())] if action.cache else []
                 return await _final(ctx, rt, rec, "answered", None, None, output, input_hash,
                                     attempt, usage=usage, tool_results=cached)
         if await ctx.control.sleep(delay):
@@ -99,7 +102,7 @@ def _retry_delay(exc: BaseException, spec: Any, attempt: int) -> float:
 async def _final(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: Any, reason: str | None,
     detail: str | None, output: Any, input_hash: str, attempts: int, *,
-    usage: list[dict[str, Any]] | None = None, tool_results: list[dict[str, Any]] | None = None,
+    usage: Sequence[UsageRow] = (), tool_results: Sequence[ToolResultRow] = (),
     traceback_text: str | None = None,
 ) -> Settled:
     return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",

@@ -338,10 +338,9 @@ class Worker:
         self._log(f"lost the lease of shard {claim.shard} of run {claim.run_id} (taken over by "
                   "another worker); its write was refused and the shard stopped here")
         with contextlib.suppress(StoreError):
-            event = run_event(claim.run_id, "shard_lease_lost", {
+            self.store.checkpoint(run_event(claim.run_id, "shard_lease_lost", {
                 "worker": self.id, "shard": claim.shard, "token": claim.token},
-                self.store.clock.time())
-            self.store.checkpoint(lease=None, events=[{**event, "action": claim.action}])
+                self.store.clock.time(), action=claim.action))
 
     async def _context(self, run_id: str) -> RunContext:
         run = await asyncio.to_thread(self.store.get_run, run_id)

@@ -35,6 +35,7 @@ from agac.store.points.objects import Objects, open_objects
 from agac.store.points.replica import PointSettings, Replica, describe_head
 from agac.store.points.restore import DB_NAME, Restored, restore
 from agac.store.repository import Store
+from agac.store.rows import Checkpoint
 
 __all__ = ["AGAC_OPTIONS", "PointStore", "cache_root", "describe_point", "point_folder",
            "split_options"]
@@ -208,8 +209,8 @@ class PointStore(Store):
         if self.replica is not None:
             self.replica.check(strict=True)
 
-    def checkpoint(self, **parts: Any) -> None:
-        super().checkpoint(**parts)
+    def checkpoint(self, group: Checkpoint, *, lease: tuple[str, int, float] | None = None) -> None:
+        super().checkpoint(group, lease=lease)
         if self.replica is not None:
             self.replica.poke()
 

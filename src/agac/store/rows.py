@@ -1,0 +1,193 @@
+"""The rows the engine hands the store to write, as typed values.
+
+Each row is an immutable named tuple whose fields are its table's columns (by name, in
+the table's order, the ``tenant`` column aside): the store maps fields to columns once per
+row type (:meth:`agac.store.core.StoreCore._bulk`), so a row never becomes a dict keyed by
+column names on its way in, and a column added to a table with a server default needs no
+field. Named tuples rather than dataclasses because one is made per unit and per call:
+a tuple is built, and bound to the driver, at the cost of its values.
+
+A :class:`Checkpoint` is one group of them, written in one fenced transaction
+(:meth:`agac.store.outcomes.OutcomeRepository.checkpoint`); the rows that carry their
+run's tenant (answers, tool results, usage, batch items, priced) take the checkpoint's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from agac.tenants import DEFAULT_TENANT
+
+__all__ = ["AnswerRow", "BatchIntent", "Checkpoint", "EventRow", "FanoutRow", "ItemResult",
+           "MarkRow", "OutcomeRow", "PricedRow", "StagedItem", "ToolResultRow", "UsageRow"]
+
+
+class OutcomeRow(NamedTuple):
+    """A unit's outcome (table ``outcomes``): its bucket, reason, how it got it, and its
+    output as JSON text (None where the answer row holds it, see ``AnswerRow``)."""
+
+    run_id: str
+    action: str
+    unit_key: str
+    seq: int
+    status: str
+    reason: str | None
+    detail: str | None
+    origin: str
+    fingerprint: str | None
+    output: str | None
+    attempts: int
+    updated_at: float
+
+
+class AnswerRow(NamedTuple):
+    """An answer stored under its request's fingerprint (S5, table ``answers``)."""
+
+    fingerprint: str
+    provider: str
+    model: str
+    request: str
+    response: str
+    output: str
+    created_at: float
+
+
+class ToolResultRow(NamedTuple):
+    """A tool's cached result by (function, inputs) (table ``tool_results``)."""
+
+    input_hash: str
+    function: str
+    output: str
+    created_at: float
+
+
+class UsageRow(NamedTuple):
+    """One call (or tool invocation) in the cost ledger (table ``usage``)."""
+
+    run_id: str
+    action: str
+    unit_key: str
+    attempt: int
+    kind: str
+    provider: str
+    model: str
+    tier: str
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_ms: float
+    status: str
+    error: str | None
+    fingerprint: str | None
+    created_at: float
+    origin: str | None = None
+
+
+class EventRow(NamedTuple):
+    """One event of a run (table ``events``); ``data`` is JSON text."""
+
+    run_id: str
+    kind: str
+    action: str | None
+    unit_key: str | None
+    data: str
+    created_at: float
+
+
+class StagedItem(NamedTuple):
+    """A batch item (table ``batch_items``): staged under ``staged:<run>:<action>:<file>``
+    until its batch's intent takes it."""
+
+    batch_key: str
+    custom_id: str
+    workflow: str
+    action: str
+    unit_key: str
+    file: str
+    fingerprint: str
+    attempt: int
+    request: str
+    status: str = "pending"
+    reason: str | None = None
+    detail: str | None = None
+
+
+class FanoutRow(NamedTuple):
+    """How many items a parent fanned out into (table ``fanouts``)."""
+
+    run_id: str
+    action: str
+    parent_key: str
+    seq: int
+    items: int
+    created_at: float
+
+
+class MarkRow(NamedTuple):
+    """A dispatch mark (S1, table ``dispatch_marks``): the units of one (run, action,
+    shard) that may be sent, as JSON text (store/marks.py ``decode_units``)."""
+
+    run_id: str
+    action: str
+    shard: str
+    units: str
+    updated_at: float
+
+
+class PricedRow(NamedTuple):
+    """The real usage of a request whose earlier call's outcome is unknown (§8): given to
+    that call's ``unknown`` usage rows of the same fingerprint."""
+
+    fingerprint: str
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
+class ItemResult(NamedTuple):
+    """What was read for one batch item: its status, reason and detail."""
+
+    batch_key: str
+    custom_id: str
+    status: str
+    reason: str | None = None
+    detail: str | None = None
+
+
+class BatchIntent(NamedTuple):
+    """A batch about to be submitted (S1): recorded with its items before the provider is
+    asked; the store writes it ``submitting`` (table ``batches``)."""
+
+    key: str
+    workflow: str
+    action: str
+    file: str
+    part: int
+    provider: str
+    run_id: str
+    request_count: int
+    created_at: float
+    tenant: str
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One group of progress, written atomically after the fencing check (S1, S3)."""
+
+    tenant: str = DEFAULT_TENANT
+    outcomes: Sequence[OutcomeRow] = ()
+    answers: Sequence[AnswerRow] = ()
+    tool_results: Sequence[ToolResultRow] = ()
+    usage: Sequence[UsageRow] = ()
+    events: Sequence[EventRow] = ()
+    batch_items: Sequence[StagedItem] = ()
+    fanouts: Sequence[FanoutRow] = ()
+    item_results: Sequence[ItemResult] = ()
+    marks: Sequence[MarkRow] = ()
+    priced: Sequence[PricedRow] = ()
