@@ -24,11 +24,10 @@ from agac.store.values import OPEN_BATCH_STATES
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
-
     from agac.api.projects import Principal
     from agac.providers.base import Result
     from agac.store.repository import Store
+    from agac.store.values import BatchRecord
 
 __all__ = ["batch_dict", "batch_status", "cancel", "list_batches", "resolve", "result_dict",
            "retrieve"]
@@ -126,7 +125,7 @@ def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None
         return _reread(st, key)
 
 
-def batch_dict(row: Row) -> dict[str, Any]:
+def batch_dict(row: BatchRecord) -> dict[str, Any]:
     """The plain JSON of one ``batches`` row."""
     return {
         "key": row.key, "batch_id": row.provider_batch_id, "tenant": row.tenant,
@@ -155,7 +154,7 @@ def result_dict(result: Result) -> dict[str, Any]:
 
 
 def _find_batch(store: Store, proj: Project, ref: str | None, batch_id: str | None,
-                scope: Scope) -> Row:
+                scope: Scope) -> BatchRecord:
     """The batch ``batch_id`` names (our key or the provider's id), else the latest of
     workflow ``ref`` (of the project without one), among the scope's tenants. NotFound
     when there is none — also when it is another tenant's (T2)."""
@@ -180,7 +179,7 @@ def _reread(store: Store, key: str) -> dict[str, Any]:
     return batch_dict(row)
 
 
-def _next_command(row: Row) -> str | None:
+def _next_command(row: BatchRecord) -> str | None:
     if row.state in UNSETTLED_STATES:
         return f"agac batch resolve {row.key} --batch-id ID | --not-submitted"
     if row.state in OPEN_BATCH_STATES:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.providers.base import Request, Response
     from agac.store.rows import AnswerRow, StagedItem, ToolResultRow, UsageRow
-    from agac.store.values import Origin, OutcomeStatus
+    from agac.store.values import BatchItem, Origin, OutcomeStatus
 
-__all__ = ["Act", "Approvals", "BatchUnits", "Effects", "Lookups", "Marks", "Outcomes", "Prefetched",
-           "ShardMemory", "UnitContext"]
+__all__ = ["Act", "Approvals", "BatchUnits", "CarriedFailure", "Effects", "Lookups", "Marks",
+           "Outcomes", "Prefetched", "ShardMemory", "UnitContext"]
 
 
 class Outcomes(Protocol):
@@ -100,19 +100,19 @@ class BatchUnits(Protocol):
     def forget(self, keys: list[str]) -> None:
         """Drop what :meth:`prefetch` read for these records (their shard is done)."""
 
-    async def settle_ahead(self, rt: ActionRuntime, records: list[Any],
+    async def settle_ahead(self, rt: ActionRuntime, records: Sequence[UnitRecord],
                            existing: dict[tuple[str, str], Settled],
                            memory: ShardMemory) -> set[str]:
         """A first step's batch units settled for a whole shard at once: the keys of the
         records whose walk stops there."""
 
-    def own_item(self, rt: ActionRuntime, key: str) -> Any:
+    def own_item(self, rt: ActionRuntime, key: str) -> BatchItem | None:
         """The latest batch item this run staged or sent for the unit, if any."""
 
-    def own_item_decides(self, item: Any) -> bool: ...
+    def own_item_decides(self, item: BatchItem) -> bool: ...
 
     async def settle_from_own_item(self, rt: ActionRuntime, rec: UnitRecord,
-                                   item: Any) -> Settled | None: ...
+                                   item: BatchItem) -> Settled | None: ...
 
     def answer_is_ours(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> bool: ...
 
@@ -142,26 +142,45 @@ class Effects(Protocol):
                   input_hash: str, key: str) -> Settled | None: ...
 
 
-Prefetched = tuple[Any, str, str, "str | None"]
-"""(request, its canonical JSON, fingerprint, the stored answer or None)."""
+class Prefetched(NamedTuple):
+    """A unit's request rendered ahead of it (a shard's first steps): the request, its
+    canonical JSON, its fingerprint and the answer stored under it (None: none)."""
+
+    request: Request
+    request_json: str
+    fingerprint: str
+    stored: str | None
+
+
+class CarriedFailure(NamedTuple):
+    """A unit's failure in the previous run, carried when its request is unchanged (R1 c)."""
+
+    reason: str
+    detail: str | None
+    fingerprint: str
 
 
 @dataclass
 class ShardMemory:
     """What the walk prepared for the units of the shards in flight: requests rendered
     ahead with their stored answers, failures carried from the previous run (R1 c), and
-    the calls in flight (single-flight, S5)."""
+    the calls in flight (single-flight, S5). Filled and emptied by the walk a shard at a
+    time (engine/walk/shards.py); a unit takes its own entries."""
 
     prefetched: dict[tuple[str, str], Prefetched] = field(default_factory=dict)
-    carried: dict[tuple[str, str], tuple[str, str | None, str | None]] = field(default_factory=dict)
+    carried: dict[tuple[str, str], CarriedFailure] = field(default_factory=dict)
     inflight: dict[str, asyncio.Future[Settled]] = field(default_factory=dict)
 
-    def carried_failure(self, action: str, key: str, fingerprint: str
-                        ) -> tuple[str, str | None] | None:
+    def take_prefetched(self, action: str, key: str) -> Prefetched | None:
+        """The unit's request rendered ahead, if any; it is the unit's alone from now."""
+        return self.prefetched.pop((action, key), None)
+
+    def carried_failure(self, action: str, key: str, fingerprint: str) -> CarriedFailure | None:
+        """The previous run's failure of the unit, when its request is unchanged."""
         prior = self.carried.get((action, key))
-        if prior is None or prior[2] != fingerprint:
+        if prior is None or prior.fingerprint != fingerprint:
             return None
-        return prior[0], prior[1]
+        return prior
 
 
 @dataclass(frozen=True)

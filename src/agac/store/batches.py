@@ -17,10 +17,10 @@ from agac.store import tables as t
 from agac.store.core import StoreCore
 from agac.store.rows import BatchIntent, ItemResult, StagedItem
 from agac.store.runs import Tenants, tenant_condition
-from agac.store.values import OPEN_BATCH_STATES, BatchState
+from agac.store.values import OPEN_BATCH_STATES, BatchItem, BatchRecord, BatchState
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection, Row
+    from sqlalchemy.engine import Connection
 
 __all__ = ["BATCH_NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "staged_by", "staged_key",
            "staged_prefix", "write_item_results"]
@@ -77,11 +77,11 @@ class BatchRepository(StoreCore):
         with self._write("stage batch items") as conn:
             self._bulk(conn, t.batch_items, rows, "ON CONFLICT DO NOTHING", tenant=tenant)
 
-    def staged_items(self, key: str) -> Iterator[Row]:
+    def staged_items(self, key: str) -> Iterator[BatchItem]:
         """Staged items of one group in custom_id order, streamed."""
         yield from self._iter_items(key)
 
-    def _iter_items(self, key: str) -> Iterator[Row]:
+    def _iter_items(self, key: str) -> Iterator[BatchItem]:
         last = ""
         bi = t.batch_items
         while True:
@@ -92,7 +92,7 @@ class BatchRepository(StoreCore):
                 ).all()
             if not rows:
                 return
-            yield from rows
+            yield from map(BatchItem.from_row, rows)
             last = rows[-1].custom_id
             if len(rows) < _CHUNK:
                 return
@@ -142,7 +142,7 @@ class BatchRepository(StoreCore):
                 conn.execute(bi.delete().where(bi.c.batch_key == staged,
                                                bi.c.custom_id.in_(list(custom_ids[i:i + 500]))))
 
-    def iter_batch_items(self, key: str) -> Iterator[Row]:
+    def iter_batch_items(self, key: str) -> Iterator[BatchItem]:
         yield from self._iter_items(key)
 
     # -- batches ------------------------------------------------------------------------
@@ -152,17 +152,18 @@ class BatchRepository(StoreCore):
         with self._write("update the batch") as conn:
             conn.execute(t.batches.update().where(t.batches.c.key == key).values(**fields))
 
-    def get_batch(self, key_or_id: str, *, tenants: Tenants = None) -> Row | None:
+    def get_batch(self, key_or_id: str, *, tenants: Tenants = None) -> BatchRecord | None:
         """The batch with our key or the provider's id ``key_or_id`` (of ``tenants``)."""
         b = t.batches
         with self._read() as conn:
-            return conn.execute(
+            row = conn.execute(
                 sa.select(b).where(sa.or_(b.c.key == key_or_id, b.c.provider_batch_id == key_or_id),
                                    tenant_condition(tenants, b.c.tenant))
             ).first()
+        return BatchRecord.from_row(row) if row is not None else None
 
     def list_batches(self, workflow: str | None = None, *, tenants: Tenants,
-                     open_only: bool = False, action: str | None = None) -> list[Row]:
+                     open_only: bool = False, action: str | None = None) -> list[BatchRecord]:
         """Batches of ``tenants`` (None: every tenant's), newest first: of ``workflow`` and
         ``action`` when given, only open ones with ``open_only``."""
         b = t.batches
@@ -174,7 +175,7 @@ class BatchRepository(StoreCore):
         if open_only:
             q = q.where(b.c.state.in_(OPEN_BATCH_STATES))
         with self._read() as conn:
-            return list(conn.execute(q).all())
+            return [BatchRecord.from_row(r) for r in conn.execute(q).all()]
 
     def known_provider_ids(self, provider: str, ids: Sequence[str]) -> set[str]:
         b = t.batches
@@ -186,12 +187,12 @@ class BatchRepository(StoreCore):
                                                        b.c.provider_batch_id.in_(list(ids))))}
 
     def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str], *, tenant: str,
-                   items: bool = False) -> list[Row]:
+                   items: bool = False) -> list[BatchItem]:
         """Every batch item of these units of the tenant's workflow (any batch, staged
         included), with its batch; with ``items``, also those of the fan-out items under
         them (``key/…``)."""
         bi, b = t.batch_items, t.batches
-        out: list[Row] = []
+        out: list[BatchItem] = []
         step = 100 if items else 500
         with self._read("read batch items") as conn:
             for i in range(0, len(unit_keys), step):
@@ -200,13 +201,13 @@ class BatchRepository(StoreCore):
                 if items:
                     cond = sa.or_(cond, *(bi.c.unit_key.startswith(k + "/", autoescape=True)
                                           for k in part))
-                out.extend(conn.execute(
+                out.extend(map(BatchItem.from_row, conn.execute(
                     sa.select(bi, b.c.state.label("batch_state"), b.c.run_id.label("batch_run"),
                               b.c.collected_by)
                     .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
                     .where(bi.c.tenant == tenant, bi.c.workflow == workflow,
                            bi.c.action == action, cond)
-                ).all())
+                ).all()))
         return out
 
     def set_item_results(self, key: str, results: Sequence[tuple[str, str, str | None, str | None]]) -> None:

@@ -15,6 +15,7 @@ from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
 from agac.store.marks import price_unknown, write_marks
 from agac.store.rows import Checkpoint
+from agac.store.values import OutcomeRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
@@ -25,15 +26,13 @@ _CHUNK = 2000
 
 
 class OutcomeRepository(StoreCore):
-    def outcomes_between(self, run_id: str, lo: int, hi: int) -> list[Row]:
+    def outcomes_between(self, run_id: str, lo: int, hi: int) -> list[OutcomeRecord]:
         with self._read() as conn:
-            return list(
-                conn.execute(
-                    sa.select(t.outcomes).where(
-                        t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi
-                    )
-                ).all()
-            )
+            return list(map(OutcomeRecord.from_row, conn.execute(
+                sa.select(t.outcomes).where(
+                    t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi
+                )
+            ).all()))
 
     def results_between(self, run_id: str, snapshot_id: str, lo: int, hi: int, *,
                         payloads: bool = False) -> tuple[list[Row], list[Row]]:
@@ -51,17 +50,15 @@ class OutcomeRepository(StoreCore):
                 .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)).all()
         return list(records), list(outcomes)
 
-    def unit_outcomes(self, run_id: str, unit_key: str) -> list[Row]:
+    def unit_outcomes(self, run_id: str, unit_key: str) -> list[OutcomeRecord]:
         with self._read() as conn:
-            return list(
-                conn.execute(
-                    sa.select(t.outcomes).where(
-                        t.outcomes.c.run_id == run_id, t.outcomes.c.unit_key == unit_key
-                    )
-                ).all()
-            )
+            return list(map(OutcomeRecord.from_row, conn.execute(
+                sa.select(t.outcomes).where(
+                    t.outcomes.c.run_id == run_id, t.outcomes.c.unit_key == unit_key
+                )
+            ).all()))
 
-    def iter_action_outcomes(self, run_id: str, action: str) -> Iterator[Row]:
+    def iter_action_outcomes(self, run_id: str, action: str) -> Iterator[OutcomeRecord]:
         """Outcomes of one action in record order, streamed."""
         o = t.outcomes
         last, last_key = -1, ""
@@ -77,7 +74,7 @@ class OutcomeRepository(StoreCore):
                 ).all()
             if not rows:
                 return
-            yield from rows
+            yield from map(OutcomeRecord.from_row, rows)
             last, last_key = rows[-1].seq, rows[-1].unit_key
             if len(rows) < _CHUNK:
                 return
@@ -257,9 +254,10 @@ class OutcomeRepository(StoreCore):
                 .order_by(order)
             ).all())
 
-    def unit_outcomes_under(self, run_id: str, key: str) -> list[Row]:
+    def unit_outcomes_under(self, run_id: str, key: str) -> list[OutcomeRecord]:
         """Outcomes of the unit ``key`` and of every item under it (``key/…``)."""
-        return self._rows_under(t.outcomes, run_id, key, t.outcomes.c.unit_key)
+        return list(map(OutcomeRecord.from_row,
+                        self._rows_under(t.outcomes, run_id, key, t.outcomes.c.unit_key)))
 
     def usage_under(self, run_id: str, key: str) -> list[Row]:
         return self._rows_under(t.usage, run_id, key, t.usage.c.id)

@@ -9,7 +9,7 @@ decoded once, and its tenant (DESIGN §13 T2), which never changes once admitted
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agac.jsontext import dumps, loads
 from agac.reasons import Reason
@@ -19,10 +19,13 @@ __all__ = [
     "DEFAULT_TENANT",
     "FINAL_STATES",
     "OPEN_BATCH_STATES",
+    "BatchItem",
+    "BatchRecord",
     "BatchState",
     "Budget",
     "ItemStatus",
     "Origin",
+    "OutcomeRecord",
     "OutcomeStatus",
     "Reason",
     "RunRecord",
@@ -170,3 +173,98 @@ class RunRecord:
         """R4: the run's deadline, if it has one, is behind ``now``."""
         at = self.settings.deadline_at
         return at is not None and now >= at
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One provider batch as the store holds it (table ``batches``): its shard (workflow,
+    action, file, part), the provider's id and state, who sent and who read it, and the
+    adapter's ``meta`` decoded once."""
+
+    key: str
+    workflow: str
+    action: str
+    file: str
+    part: int
+    provider: str
+    provider_batch_id: str | None
+    state: BatchState
+    raw_status: str | None
+    run_id: str
+    collected_by: str | None
+    request_count: int
+    meta: dict[str, Any]
+    error: str | None
+    created_at: float
+    submitted_at: float | None
+    ended_at: float | None
+    deadline_at: float | None
+    updated_at: float
+    tenant: str = DEFAULT_TENANT
+
+    @classmethod
+    def from_row(cls, row: Any) -> BatchRecord:
+        return cls(key=row.key, workflow=row.workflow, action=row.action, file=row.file,
+                   part=row.part, provider=row.provider, provider_batch_id=row.provider_batch_id,
+                   state=row.state, raw_status=row.raw_status, run_id=row.run_id,
+                   collected_by=row.collected_by, request_count=row.request_count,
+                   meta=loads(row.meta) or {}, error=row.error, created_at=row.created_at,
+                   submitted_at=row.submitted_at, ended_at=row.ended_at,
+                   deadline_at=row.deadline_at, updated_at=row.updated_at, tenant=row.tenant)
+
+    @property
+    def open(self) -> bool:
+        """Whether it still owes its items an answer."""
+        return self.state in OPEN_BATCH_STATES
+
+
+class BatchItem(NamedTuple):
+    """One batch item (table ``batch_items``): a unit's request in a batch, or staged for
+    one; read for a unit, with its batch's state, sender and reader (``batch_state`` None:
+    staged, no batch yet). A named tuple: a batch's items are read by the ten thousand."""
+
+    batch_key: str
+    custom_id: str
+    workflow: str
+    action: str
+    unit_key: str
+    file: str
+    fingerprint: str
+    attempt: int
+    request: str
+    status: ItemStatus
+    reason: str | None
+    detail: str | None
+    tenant: str = DEFAULT_TENANT
+    batch_state: BatchState | None = None
+    batch_run: str | None = None
+    collected_by: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Any) -> BatchItem:
+        """An item row (its columns in the table's order, then its batch's state, sender
+        and reader when the read joined them)."""
+        return tuple.__new__(cls, row) if len(row) == 16 else cls(*row)
+
+
+class OutcomeRecord(NamedTuple):
+    """A unit's outcome as the store holds it (table ``outcomes``); ``output`` is its JSON
+    text, decoded where it is used (most reads never look at it)."""
+
+    run_id: str
+    action: str
+    unit_key: str
+    seq: int
+    status: OutcomeStatus
+    reason: str | None
+    detail: str | None
+    origin: Origin
+    fingerprint: str | None
+    output: str | None
+    attempts: int
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Any) -> OutcomeRecord:
+        """An ``outcomes`` row, its columns in the table's order."""
+        return tuple.__new__(cls, row)

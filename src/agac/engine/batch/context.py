@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from agac.providers.base import BatchHandle
 
 if TYPE_CHECKING:
     from agac.engine.interrupts import StopSignal
@@ -18,9 +20,24 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl
     from agac.engine.walk.steps import StepPlan
     from agac.store.repository import Store
-    from agac.store.values import RunRecord
+    from agac.store.values import BatchRecord, RunRecord
 
 __all__ = ["BatchContext", "Pacer", "StepReport"]
+
+
+T = TypeVar("T")
+
+
+class StoreCall(Protocol):
+    """A store call run in the store thread: ``await call(store.method, *args)``."""
+
+    def __call__(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Awaitable[T]: ...
+
+
+def handle_of(b: BatchRecord) -> BatchHandle:
+    """The provider's handle of a batch it accepted (its id is known)."""
+    assert b.provider_batch_id is not None, b.key
+    return BatchHandle(b.provider, b.provider_batch_id, b.key, b.meta)
 
 
 class Pacer(Protocol):
@@ -53,7 +70,7 @@ class BatchContext:
     budget: BudgetGuard | None
     pacer: Callable[[str], Pacer | None]
     """The pacer of a provider, or None when it has no ``batch_submissions_per_minute``."""
-    call: Callable[..., Awaitable[Any]]
+    call: StoreCall
     """A store call in the store thread (a worker's batch shard renews its lease first)."""
     only_file: str | None = None
     """A worker's batch shard (action, file): submit, recover, poll and read only this

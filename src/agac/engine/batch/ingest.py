@@ -16,7 +16,7 @@ whole result file. Each item ends one of:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, accept_response, response_dict
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agac.engine.batch.context import BatchContext
     from agac.providers.base import BatchHandle, Result
     from agac.store.rows import UsageRow
+    from agac.store.values import BatchItem, BatchRecord
 
 __all__ = ["ingest_batch"]
 
@@ -38,7 +39,8 @@ _RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
 
 
 
-async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: Any, handle: BatchHandle) -> dict[str, int]:
+async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
+                       handle: BatchHandle) -> dict[str, int]:
     """Read batch ``b`` once; returns counts by item status."""
     items = {i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))}
     reading = _Reading(ctx, rt, b)
@@ -66,7 +68,7 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: Any, handle: Bat
 class _Reading:
     """The rows of one batch being read, written a group at a time."""
 
-    def __init__(self, ctx: BatchContext, rt: ActionRuntime, b: Any) -> None:
+    def __init__(self, ctx: BatchContext, rt: ActionRuntime, b: BatchRecord) -> None:
         self.ctx = ctx
         self.rt = rt
         self.b = b
@@ -87,7 +89,7 @@ class _Reading:
                                           item_results=self.results)
         self.answers, self.usage, self.results = [], [], []
 
-    def read(self, item: Any, result: Result) -> None:
+    def read(self, item: BatchItem, result: Result) -> None:
         if result.type == "succeeded" and result.response is not None:
             self._answered(item, result)
         elif result.type == "errored":
@@ -104,7 +106,7 @@ class _Reading:
             self.results.append(ItemResult(self.b.key, item.custom_id, "failed", "batch_expired",
                                            "the batch expired"))
 
-    def _answered(self, item: Any, result: Result) -> None:
+    def _answered(self, item: BatchItem, result: Result) -> None:
         response = result.response
         assert response is not None
         rt = self.rt
@@ -122,7 +124,7 @@ class _Reading:
         self.results.append(ItemResult(self.b.key, item.custom_id, "succeeded"))
         self.counts["succeeded"] += 1
 
-    def _give_up(self, item: Any, reason: str, detail: str) -> ItemResult:
+    def _give_up(self, item: BatchItem, reason: str, detail: str) -> ItemResult:
         if item.attempt < self.max_attempts and reason in _RETRYABLE:
             self.counts["retry"] += 1
             return ItemResult(self.b.key, item.custom_id, "retry", reason, detail)
@@ -130,7 +132,7 @@ class _Reading:
         final = "provider_error" if reason == "provider_error_retryable" else reason
         return ItemResult(self.b.key, item.custom_id, "failed", final, detail)
 
-    def not_returned(self, item: Any) -> None:
+    def not_returned(self, item: BatchItem) -> None:
         self.counts["not_returned"] += 1
         if item.attempt < self.max_attempts:
             self.results.append(ItemResult(

@@ -9,12 +9,12 @@ Nothing here collects results into the store: only a run records answers (S1).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Collection
+from typing import TYPE_CHECKING, TypeVar
 
+from agac.engine.batch.context import handle_of
 from agac.errors import NotFound, RefusedError, UsageError
-from agac.jsontext import dumps, loads
-from agac.providers.base import BatchHandle
+from agac.jsontext import dumps
 from agac.providers.factory import open_providers
 from agac.store.batches import BATCH_NOT_CANCELLED
 from agac.store.rows import Checkpoint, EventRow
@@ -22,22 +22,25 @@ from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
     from agac.config.project import Project
-    from agac.providers.base import BatchStatus, Result
+    from agac.providers.base import BatchHandle, BatchStatus, Provider, Result
     from agac.store.repository import Store
+    from agac.store.values import BatchRecord
 
 __all__ = ["UNSETTLED_STATES", "abandon_batches", "cancel_batch", "cancel_open_batches",
            "poll_batch", "read_results", "resolve_intent"]
+
+T = TypeVar("T")
 
 UNSETTLED_STATES = ("submitting", "unknown")
 """Intents whose submission is not known to have happened (B2)."""
 
 
-def _with_provider(project: Project, row: Any,
-                   call: Callable[[Any, BatchHandle], Coroutine[Any, Any, Any]]) -> Any:
+def _with_provider(project: Project, row: BatchRecord,
+                   call: Callable[[Provider, BatchHandle], Awaitable[T]]) -> T:
     """Run ``call(adapter, handle)`` for the batch's provider, closing the adapter after."""
-    handle = BatchHandle(row.provider, row.provider_batch_id, row.key, loads(row.meta) or {})
+    handle = handle_of(row)
 
-    async def go() -> Any:
+    async def go() -> T:
         provider = open_providers([row.provider], project.config)[row.provider]
         try:
             return await call(provider, handle)
@@ -47,16 +50,16 @@ def _with_provider(project: Project, row: Any,
     return asyncio.run(go())
 
 
-def poll_batch(project: Project, row: Any) -> BatchStatus:
+def poll_batch(project: Project, row: BatchRecord) -> BatchStatus:
     """The provider's status of a batch now; the store is not changed (the next run
     records what it says)."""
     if not row.provider_batch_id:
         raise RefusedError(f"batch {row.key} has no provider batch id to ask about; "
                            f"its state is {row.state}")
-    return _with_provider(project, row, lambda p, h: p.poll_batch(h))  # type: ignore[no-any-return]
+    return _with_provider(project, row, lambda p, h: p.poll_batch(h))
 
 
-def read_results(project: Project, row: Any, sink: Callable[[Result], object]) -> dict[str, int]:
+def read_results(project: Project, row: BatchRecord, sink: Callable[[Result], object]) -> dict[str, int]:
     """Hand every raw result of an ended batch to ``sink``, in the provider's order; the
     count of each result type. Only a batch the provider reports ended can be read."""
     if not row.provider_batch_id:
@@ -64,7 +67,7 @@ def read_results(project: Project, row: Any, sink: Callable[[Result], object]) -
                            f"{row.state}); there are no results to read")
     types: dict[str, int] = {}
 
-    async def read(provider: Any, handle: BatchHandle) -> None:
+    async def read(provider: Provider, handle: BatchHandle) -> None:
         status = await provider.poll_batch(handle)
         if status.state != "ended":
             raise RefusedError(f"batch {handle.id} is {status.raw_status} at the provider; its "
@@ -77,7 +80,7 @@ def read_results(project: Project, row: Any, sink: Callable[[Result], object]) -
     return types
 
 
-def cancel_batch(project: Project, store: Store, row: Any) -> None:
+def cancel_batch(project: Project, store: Store, row: BatchRecord) -> None:
     """Ask the provider to cancel an open batch and mark it ``cancelling``. No result is
     claimed: the next run polls it and reads what the provider says (B7, B8 — an
     Anthropic batch canceled mid-run still ends with a result per request)."""
@@ -143,8 +146,7 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
         for b in batches:
             if b.provider_batch_id:
                 try:
-                    await providers[b.provider].cancel_batch(
-                        BatchHandle(b.provider, b.provider_batch_id, b.key, loads(b.meta) or {}))
+                    await providers[b.provider].cancel_batch(handle_of(b))
                 except Exception as exc:  # noqa: BLE001 - given up either way; said below
                     refused[b.key] = str(exc) or type(exc).__name__
         for p in providers.values():
@@ -162,7 +164,7 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
     return notes, units
 
 
-def _not_cancelled(store: Store, b: Any, why: str, error: str) -> str:
+def _not_cancelled(store: Store, b: BatchRecord, why: str, error: str) -> str:
     """Given up here, but it may still run at the provider and be billed: say so where a
     person looks (the batch's state and error, an event, the notes). The note."""
     name = b.provider_batch_id or b.key

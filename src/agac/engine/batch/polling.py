@@ -11,17 +11,18 @@ without being read (B7).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agac.engine.batch.context import handle_of
 from agac.engine.batch.ingest import ingest_batch
 from agac.errors import ProviderError
-from agac.jsontext import loads
-from agac.providers.base import BatchHandle
 from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.batch.context import BatchContext, StepReport
+    from agac.providers.base import BatchHandle
+    from agac.store.values import BatchRecord
 
 __all__ = ["Poller"]
 
@@ -50,15 +51,14 @@ class Poller:
                 continue
             not_cancelled = None
             try:
-                await rt.provider.cancel_batch(
-                    BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {}))
+                await rt.provider.cancel_batch(handle_of(b))
             except ProviderError as exc:
                 not_cancelled = str(exc)  # nothing of it is read either way; said below
             await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_abandoned",
                                 "no longer needed by the workflow (B0)")
             await self._given_up(rt, b, not_cancelled)
 
-    async def _given_up(self, rt: ActionRuntime, b: Any, not_cancelled: str | None) -> None:
+    async def _given_up(self, rt: ActionRuntime, b: BatchRecord, not_cancelled: str | None) -> None:
         """An unneeded batch is abandoned; one whose cancel the provider refused is
         ``not_cancelled`` (it may still run and be billed), with an event saying so."""
         if not_cancelled is None:
@@ -88,11 +88,11 @@ class Poller:
                 return
             if b.state in ("submitting", "unknown") or self.ctx.only_file not in (None, b.file):
                 continue
-            handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {})
             if b.key in self._unreachable:
                 # B5: left for the next run, not asked again in this one.
                 report.waiting.append(self._unreachable[b.key])
                 continue
+            handle = handle_of(b)
             try:
                 status = await rt.provider.poll_batch(handle)
             except ProviderError as exc:
@@ -133,11 +133,11 @@ class Poller:
             await self.ctx.call(self.ctx.store.set_action_state, self.ctx.run_id, rt.name, "failed",
                              f"every file's batch ended without results: {', '.join(sorted(files))}")
 
-    def _unreach(self, b: Any, report: StepReport, line: str) -> None:
+    def _unreach(self, b: BatchRecord, report: StepReport, line: str) -> None:
         self._unreachable[b.key] = line
         report.waiting.append(line)
 
-    async def _end_unread(self, rt: ActionRuntime, b: Any, state: str, why: str) -> None:
+    async def _end_unread(self, rt: ActionRuntime, b: BatchRecord, state: str, why: str) -> None:
         """B7: read nothing from it, fail its records."""
         reason = _B7_REASON[state]
         await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", reason,
@@ -147,7 +147,7 @@ class Poller:
         await self.ctx.event("batch_ended_unread", rt.name, batch_id=b.provider_batch_id, file=b.file,
                           state=state, reason=reason)
 
-    async def _deadline(self, rt: ActionRuntime, b: Any, handle: BatchHandle) -> None:
+    async def _deadline(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle) -> None:
         """B11: at batch_deadline, cancel at the provider and fail the records."""
         try:
             await rt.provider.cancel_batch(handle)
@@ -159,7 +159,7 @@ class Poller:
                          ended_at=self.ctx.control.clock.time(), error="batch_deadline")
         await self.ctx.event("batch_deadline", rt.name, batch_id=handle.id, file=b.file)
 
-    async def _collect(self, rt: ActionRuntime, b: Any, handle: BatchHandle, report: StepReport) -> bool:
+    async def _collect(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, report: StepReport) -> bool:
         try:
             counts = await ingest_batch(self.ctx, rt, b, handle)
         except ProviderError as exc:
@@ -170,7 +170,7 @@ class Poller:
         await self.ctx.event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
         return True
 
-    async def _answer_read_units(self, rt: ActionRuntime, b: Any) -> None:
+    async def _answer_read_units(self, rt: ActionRuntime, b: BatchRecord) -> None:
         """The units of an action that reads records directly, answered by what was just
         read, are written in one statement instead of walking every record again for
         them (the walk then skips their shards when nothing else is left there)."""

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agac.engine.limits.budget import BudgetGuard
     from agac.providers.base import BatchHandle
     from agac.store.repository import Store
+    from agac.store.values import BatchRecord
 
 __all__ = ["Submitter", "open_reservations"]
 
@@ -191,7 +192,7 @@ class Submitter:
 
     async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Send one intent; returns submitted | refused | unknown | stopped."""
-        batch = await self.ctx.call(self.ctx.store.get_batch, key)
+        batch = await self._batch(key)
         pacer = self.ctx.pacer(rt.action.provider or "")
         stop = self.ctx.control.stop_signal
         while True:
@@ -219,6 +220,12 @@ class Submitter:
             maybe_crash("after_submit")  # accepted by the provider, not yet recorded here
             await self._submitted(rt, key, handle, batch.file, batch.request_count)
             return "submitted"  # no unit can move on until it is read: no new pass
+
+    async def _batch(self, key: str) -> BatchRecord:
+        """An intent of this run, as the store has it now."""
+        batch = await self.ctx.call(self.ctx.store.get_batch, key)
+        assert batch is not None, key
+        return batch
 
     async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
         """Submit the intent's items as stored; an adapter that writes its lines from the
@@ -262,7 +269,7 @@ class Submitter:
 
     async def _recover(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Ask the provider for a batch by our key before sending that shard again."""
-        b = await self.ctx.call(self.ctx.store.get_batch, key)
+        b = await self._batch(key)
         try:
             if hasattr(rt.provider, "batch_candidates"):
                 # No metadata to match (Anthropic): batches created in the intent's window

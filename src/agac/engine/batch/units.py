@@ -10,7 +10,8 @@ unit waiting on, or read from, this run's own item settles without rendering.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agac.store.batches import OPEN_BATCH_STATES, staged_by, staged_key
 from agac.store.rows import StagedItem
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.engine.walk.steps import StepPlan
     from agac.store.repository import Store
-    from agac.store.values import Origin
+    from agac.store.values import BatchItem, Origin
 
 __all__ = ["BatchUnits"]
 
@@ -46,7 +47,7 @@ class BatchUnits:
         self.out = out
         self.control = control
         self.budget = budget
-        self.items: dict[tuple[str, str], list[Any]] = {}
+        self.items: dict[tuple[str, str], list[BatchItem]] = {}
         """(action, unit key) -> its batch items (any batch, staged included), per shard."""
         self.answers: dict[str, str] = {}
         """Answers of items this run read, prefetched by fingerprint."""
@@ -76,7 +77,7 @@ class BatchUnits:
             for unit in [unit for unit in self.items if unit[1].startswith(under)]:
                 del self.items[unit]
 
-    async def settle_ahead(self, rt: ActionRuntime, records: list[Any],
+    async def settle_ahead(self, rt: ActionRuntime, records: Sequence[UnitRecord],
                            existing: dict[tuple[str, str], Settled], memory: ShardMemory) -> set[str]:
         """A shard's units of ``rt`` when it is the first step of every record and reads
         the record alone (no guard, no approval): those waiting on this run's own items
@@ -97,13 +98,13 @@ class BatchUnits:
                     waiting.add(key)
                 continue
             ahead = memory.prefetched.get((rt.name, key))
-            if ahead is None or ahead[3] is not None or (rt.name, key) in self.items:
+            if ahead is None or ahead.stored is not None or (rt.name, key) in self.items:
                 continue
-            fp = ahead[2]
+            fp = ahead.fingerprint
             if memory.carried_failure(rt.name, key, fp) is not None:
                 continue
             del memory.prefetched[(rt.name, key)]
-            rows.append(self._staged(rt, rec, ahead[1], fp, 1))
+            rows.append(self._staged(rt, rec, ahead.request_json, fp, 1))
             waiting.add(key)
         if rows:
             self.out.stage(rows)
@@ -124,17 +125,17 @@ class BatchUnits:
 
     # -- one unit -----------------------------------------------------------------------------
 
-    def _matching(self, rt: ActionRuntime, key: str, fp: str) -> list[Any]:
+    def _matching(self, rt: ActionRuntime, key: str, fp: str) -> list[BatchItem]:
         return sorted((i for i in self.items.get((rt.name, key), []) if i.fingerprint == fp),
                       key=lambda i: i.attempt)
 
-    def own_item(self, rt: ActionRuntime, key: str) -> Any:
+    def own_item(self, rt: ActionRuntime, key: str) -> BatchItem | None:
         """The latest batch item this run staged or sent for the unit, if any."""
         own = [i for i in self.items.get((rt.name, key), [])
                if i.batch_run == self.run_id or staged_by(i.batch_key, self.run_id)]
         return max(own, key=lambda i: i.attempt) if own else None
 
-    def own_item_decides(self, item: Any) -> bool:
+    def own_item_decides(self, item: BatchItem) -> bool:
         """Whether this run's own item settles the unit without rendering: it waits (staged
         here or pending in an open batch) or it was read by this run. Anything else (a
         retry, a batch resolved not submitted) goes the normal way."""
@@ -143,7 +144,7 @@ class BatchUnits:
         return item.status in ("succeeded", "failed") and item.collected_by == self.run_id
 
     async def settle_from_own_item(self, rt: ActionRuntime, rec: UnitRecord,
-                                   item: Any) -> Settled | None:
+                                   item: BatchItem) -> Settled | None:
         """Pending while the item waits; answered or failed once this run read it."""
         if item.status == "pending":
             return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.ports import CarriedFailure, Prefetched
 from agac.engine.requests import build_request
 from agac.engine.values import RecordUnit, Settled
 from agac.engine.walk.steps import Region
@@ -195,10 +196,10 @@ class RecordWalk:
         found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending],
                                         tenant=self.gateway.tenant)
         for name, key, request, request_json, fp in pending:
-            self.memory.prefetched[(name, key)] = (request, request_json, fp, found.get(fp))
+            self.memory.prefetched[(name, key)] = Prefetched(request, request_json, fp, found.get(fp))
 
     def _load_shard(self, lo: int, hi: int) -> tuple[list[RecordUnit], dict[tuple[str, str], Settled],
-                                                    dict[tuple[str, str], tuple[str, str | None, str | None]]]:
+                                                    dict[tuple[str, str], CarriedFailure]]:
         """(records, this run's outcomes, failures of the prior run to carry) — in the
         store thread."""
         records = RecordUnit.from_rows(list(self.store.iter_records(self.snapshot_id, lo, hi)))
@@ -206,15 +207,15 @@ class RecordWalk:
             (o.action, o.unit_key): Settled(o.status, o.reason, loads(o.output))
             for o in self.store.outcomes_between(self.run_id, lo, hi)
         }
-        prior: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        prior: dict[tuple[str, str], CarriedFailure] = {}
         if self.prior.run_id and not self.fresh:
             uncarried = self.store.failures_not_carried(self.prior.run_id)
             older = self._older_keys(self.prior.run_id, records)
             for o in self.store.outcomes_between(self.prior.run_id, lo, hi):
-                if o.status == "failed" and o.fingerprint and o.action not in self.prior.failed_actions \
-                        and o.reason not in uncarried:
+                if o.status == "failed" and o.fingerprint and o.reason \
+                        and o.action not in self.prior.failed_actions and o.reason not in uncarried:
                     key = older.get((o.seq, o.unit_key), o.unit_key) if older else o.unit_key
-                    prior[(o.action, key)] = (o.reason, o.detail, o.fingerprint)
+                    prior[(o.action, key)] = CarriedFailure(o.reason, o.detail, o.fingerprint)
         return records, existing, prior
 
     def _older_keys(self, prior_id: str, records: list[RecordUnit]) -> dict[tuple[int, str], str]:

@@ -119,7 +119,7 @@ async def _run_llm(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: d
             # Staged or sent by this very run, from the same inputs: its fingerprint is
             # this unit's, so the unit needs no rendering to wait on it or to settle.
             return await batch.settle_from_own_item(rt, rec, own)
-    prefetched = ctx.memory.prefetched.pop((rt.name, rec.key), None)
+    prefetched = ctx.memory.take_prefetched(rt.name, rec.key)
     if given is not None:  # an approved proposal's request, not the rendered one
         prefetched = None
     if prefetched is not None:
@@ -131,8 +131,8 @@ async def _run_llm(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: d
         stored = None if ctx.fresh else await ctx.lookups.lookup_answer(fp)
     carried = ctx.memory.carried_failure(rt.name, rec.key, fp)
     if carried is not None:
-        return await ctx.out.settle(rt, rec, "failed", carried[0], carried[1], origin="carried",
-                                    fingerprint=fp)
+        return await ctx.out.settle(rt, rec, "failed", carried.reason, carried.detail,
+                                    origin="carried", fingerprint=fp)
     if ctx.fresh and batch is not None and batch.answer_is_ours(rt, rec, fp):
         stored = await ctx.lookups.lookup_answer(fp)  # --fresh still reads its own batches
     if stored is not None:
