@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agac.api.projects import Principal
     from agac.config.model import Workflow
     from agac.config.project import Project
-    from agac.engine.lifecycle.options import RunResult
+    from agac.engine.lifecycle.options import AsAdmitted, RunResult
     from agac.store.repository import Store
 
 __all__ = ["arun", "cancel", "retry", "run", "unpriced_warnings"]
@@ -108,13 +108,13 @@ def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
         for line in warnings if on_warning is not None else ():
             on_warning(line)
         run_options = RunOptions(new=new, source=source, on_start=_each(hooks),
-                                 tenant=acting, **options)
+                                 tenant=acting, overrides=overrides, **options)
+        # A run continued (R1) is compared with the file as loaded with the overrides it
+        # was admitted with, not with today's: they belong to the run.
+        as_admitted = loaded_as_admitted(st, loaded, overrides, acting,
+                                   lambda o: load_workflow(ref, proj, records=from_records, **o))
         try:
-            # A run continued (R1) is compared with the file as loaded with the overrides
-            # it was admitted with, not with today's: they belong to the run.
-            result = start_run(proj, st, loaded, run_options, overrides=overrides,
-                               reload=lambda o: load_workflow(ref, proj, records=from_records,
-                                                              **o))
+            result = start_run(proj, st, loaded, run_options, as_admitted=as_admitted)
             result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
             if on_warning is None:
                 result.notes[:0] = [f"warning: {line}" for line in warnings]
@@ -134,6 +134,20 @@ def unpriced_warnings(workflow: Workflow, project: ProjectRef = None) -> list[st
     return [f"model {m} has no known price: its calls count $0 (`agac cost` marks them "
             f"unpriced); add prices: {{{m}: {{input: …, output: …}}}} to agac.yml "
             "[unpriced_model]" for m in models if not prices.known(m)]
+
+
+def loaded_as_admitted(store: Store, loaded: Workflow, overrides: dict[str, Any], tenant: str,
+                 load: Callable[[dict[str, Any]], Workflow]) -> AsAdmitted | None:
+    """The workflow file loaded with the settings its open run was admitted with, when
+    they are not today's (``--run-mode``, …); None when there is no such run."""
+    from agac.engine.lifecycle.admission import admitted_overrides
+    from agac.engine.lifecycle.options import AsAdmitted
+
+    admitted = admitted_overrides(store, loaded.name, tenant=tenant)
+    today = {k: v for k, v in overrides.items() if v is not None}
+    if admitted is None or admitted == today:
+        return None
+    return AsAdmitted(admitted, load(admitted))
 
 
 def _open_run_reads_records(store: Store, ref: str | Path, proj: Project, tenant: str) -> bool:
@@ -175,8 +189,7 @@ def retry(ref: WorkflowRef, project: ProjectRef = None, *,
         overrides = dict(last.settings.overrides) if last is not None else {}
         from_records = last is not None and bool(last.config["input"].get("records"))
         workflow = load_workflow(path, proj, records=from_records, **overrides)
-        run_options = RunOptions(tenant=acting, **options)
-        run_options.overrides = overrides
+        run_options = RunOptions(tenant=acting, overrides=overrides, **options)
         return start_retry(proj, st, workflow, run_options, action, record, dry_run,
                            abandon_in_flight=abandon_in_flight)
 

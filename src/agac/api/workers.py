@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.api.projects import ProjectRef, project_of, reading, scope_of, using
+from agac.api.runs import loaded_as_admitted
 from agac.api.workflows import load_workflow
 from agac.config.project import store_url
 from agac.errors import UsageError
@@ -44,9 +45,11 @@ def submit(ref: str | Path, project: ProjectRef = None, *,
             raise UsageError("agac submit hands a run to workers, which need a PostgreSQL store; "
                              "set AGAC_STORE=postgresql://user@host:5432/db, or run it here with "
                              f"`agac run {workflow.name}`")
-        return submit_run(proj, st, workflow, RunOptions(tenant=acting, **options),
-                          overrides=overrides,
-                          reload=lambda o: load_workflow(ref, proj, **o))
+        as_admitted = loaded_as_admitted(st, workflow, overrides, acting,
+                                   lambda o: load_workflow(ref, proj, **o))
+        return submit_run(proj, st, workflow,
+                          RunOptions(tenant=acting, overrides=overrides, **options),
+                          as_admitted=as_admitted)
 
 
 def worker(project: ProjectRef = None, *, concurrency: int = 4,

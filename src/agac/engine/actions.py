@@ -1,9 +1,12 @@
 """Per-action runtime state built once per run: compiled templates, guard, schema
-validator, view spec, provider, concurrency slots, rate limiter, tool function.
+validator, view spec, provider (and its batch capability, checked here once), concurrency
+slots, rate limiter, tool function.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,41 +14,50 @@ from typing import TYPE_CHECKING, Any
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.canonical import CanonicalForm
-from agac.engine.limits.rates import RateLimiter, Slots
+from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.render import compile_guard, compile_template
+from agac.providers.base import BatchApi, batch_api
 
 if TYPE_CHECKING:
     from jinja2 import Template
 
     from agac.config.model import Action
+    from agac.providers.base import Provider
 
-__all__ = ["ActionRuntime", "build_runtime", "is_batched", "is_batched_provider", "shared_limiter"]
+__all__ = ["ActionRuntime", "build_runtime", "is_batched", "shared_limiter"]
 
 
 @dataclass
 class ActionRuntime:
     action: Action
     view: ViewSpec
-    slots: Any
-    """The action's ``max_concurrency`` slots (an async context manager)."""
-    limiter: Any
-    """Its rate window: ``acquire(tokens)``, ``settle(estimated, actual)``, ``active``."""
+    slots: AbstractAsyncContextManager[None]
+    """The action's ``max_concurrency`` slots."""
+    limiter: RateWindow
+    """Its rate window."""
     system: Template | None = None
     prompt: Template | None = None
-    guard: Any = None
-    validator: Any = None
-    provider: Any = None
-    function: Any = None
+    guard: Callable[..., Any] | None = None
+    validator: SchemaValidator | None = None
+    provider: Provider | None = None
+    """The adapter of an llm action's provider (None for tools, and for read-only views)."""
+    batch: BatchApi | None = None
+    """Its provider's batch capability, when it has one (checked once, here)."""
+    function: Callable[..., Any] | None = None
     canonical: CanonicalForm | None = None
     """How its requests become canonical JSON (llm actions)."""
-    stopped: str | None = None
-    """Set when the action failed as a whole (an ``unsupported`` error): the reason text."""
 
     @property
     def name(self) -> str:
         return self.action.name
+
+    @property
+    def batch_api(self) -> BatchApi:
+        """The batch capability of a batch action's provider (see :func:`is_batched`)."""
+        assert self.batch is not None, f"{self.name} has no batch API"
+        return self.batch
 
 
 class SchemaValidator:
@@ -96,8 +108,9 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
     return limiter
 
 
-def build_runtime(action: Action, provider: Any, root: Path, *, slots: Any = None,
-                  limiter: Any = None) -> ActionRuntime:
+def build_runtime(action: Action, provider: Provider | None, root: Path, *,
+                  slots: AbstractAsyncContextManager[None] | None = None,
+                  limiter: RateWindow | None = None) -> ActionRuntime:
     """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
     slots and rate window (a worker shares both with other shards and other workers)."""
     rl = action.rate_limit
@@ -108,6 +121,7 @@ def build_runtime(action: Action, provider: Any, root: Path, *, slots: Any = Non
         limiter=limiter if limiter is not None else shared_limiter(
             action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None),
         provider=provider,
+        batch=batch_api(provider) if action.kind == "llm" else None,
     )
     if action.system:
         rt.system = compile_template(action.system, f"{action.name}.system")
@@ -132,10 +146,4 @@ def build_runtime(action: Action, provider: Any, root: Path, *, slots: Any = Non
 
 def is_batched(rt: ActionRuntime) -> bool:
     """A batch action on a provider with a batch API (Ollama runs its batches locally)."""
-    return (rt.action.kind == "llm" and rt.action.run_mode == "batch"
-            and is_batched_provider(rt.provider))
-
-
-def is_batched_provider(provider: Any) -> bool:
-    """Whether a provider adapter has a batch API."""
-    return bool(getattr(provider, "supports_batch", False))
+    return rt.action.kind == "llm" and rt.action.run_mode == "batch" and rt.batch is not None

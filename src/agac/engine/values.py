@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from agac.clock import Clock
     from agac.store.values import OutcomeStatus, RunState
 
-__all__ = ["PassResult", "RecordUnit", "RunControl", "Settled", "Stopped", "UnitRecord"]
+__all__ = ["Halt", "PassResult", "RecordUnit", "RunControl", "Settled", "Stopped", "UnitRecord"]
 
 _RECORD_COLUMNS = ("snapshot_id", "seq", "key", "file", "n", "line", "payload", "reason", "error")
 """The ``records`` table's columns, in order (agac/store/tables.py)."""
@@ -120,8 +120,10 @@ class RecordUnit(NamedTuple):
 
 class RunControl:
     """Whether the run goes on: stopping (Ctrl-C, a lost lease, a decision that ends the
-    run), cancelled (``agac cancel`` seen at a heartbeat), past its deadline (R4). Set by
-    the run loop and its heartbeat; read by every unit before it sends."""
+    run), cancelled (``agac cancel`` seen at a heartbeat), past its deadline (R4), and
+    which actions failed as a whole (a provider's ``unsupported`` answer: the action's
+    other units fail without a call, and the run marks the action failed). Set by the run
+    loop, its heartbeat and a unit's call; read by every unit before it sends."""
 
     def __init__(self, clock: Clock, deadline_at: float | None) -> None:
         self.clock = clock
@@ -130,6 +132,20 @@ class RunControl:
         self.cancel_requested = False
         self.stop_signal = StopSignal()
         """Set with ``stopping``: wakes every sleeper (backoff, Retry-After, polls) at once."""
+        self._failed_actions: dict[str, str] = {}
+
+    def fail_action(self, action: str, why: str) -> None:
+        """``action`` cannot run at all (``why``): nothing more of it is sent."""
+        self._failed_actions.setdefault(action, why)
+
+    def action_failed(self, action: str) -> str | None:
+        """Why ``action`` failed as a whole in this run, or None."""
+        return self._failed_actions.get(action) if self._failed_actions else None
+
+    @property
+    def failed_actions(self) -> dict[str, str]:
+        """Each action that failed as a whole, with why (the run records their state)."""
+        return dict(self._failed_actions)
 
     def stop(self) -> None:
         """Stop sending and waiting; what is in flight settles and is committed."""
@@ -149,18 +165,24 @@ class RunControl:
 
 
 PassKind = Literal["complete", "paused", "awaiting_approval", "interrupted", "timed_out",
-                   "cancelled", "failed_with_batches_out", "halted"]
+                   "cancelled", "failed_with_batches_out"]
 
 
 @dataclass(frozen=True, slots=True)
 class PassResult:
     """Where the run loop stopped: every unit settled (``complete``), waiting on batches or
     an effect (``paused``), only on people (``awaiting_approval``), Ctrl-C
-    (``interrupted``), its deadline, a cancel, an action refused while batches of other
-    files are out, or a decision that ends the run (``halted`` into ``state``); with what
-    it waits on."""
+    (``interrupted``), its deadline, a cancel, or an action refused while batches of other
+    files are out; with what it waits on. A decision that ends the run is a :class:`Halt`."""
 
     kind: PassKind
     waiting: tuple[str, ...] = ()
-    state: RunState | None = None
-    """The final state a ``halted`` run ends in (``on_reject: fail_run`` -> failed, …)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """A decision that ends the whole run: its final state (``on_reject: fail_run`` ->
+    ``failed``, ``on_expire: time_out_run`` -> ``timed_out``) and why."""
+
+    state: RunState
+    why: str

@@ -21,6 +21,7 @@ from agac.jsontext import canonical, loads
 
 __all__ = [
     "TRANSPORTS",
+    "BatchApi",
     "BatchHandle",
     "BatchStatus",
     "Message",
@@ -31,8 +32,11 @@ __all__ = [
     "Result",
     "StopReason",
     "StoredRequests",
+    "SupportsBatch",
+    "SupportsBatchCandidates",
     "Transport",
     "Usage",
+    "batch_api",
     "canonical_json",
     "fingerprint_of",
     "stored_request",
@@ -279,3 +283,60 @@ class Provider(Protocol):
     async def find_batch(self, key: str) -> BatchHandle | None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsBatch(Protocol):
+    """A provider whose batch API works (``supports_batch`` true): the batch half of the
+    contract. Its per-batch limits are class attributes ``batch_max_requests`` and
+    ``batch_max_bytes`` (50,000 requests and 200 MiB when a plugin leaves them out)."""
+
+    supports_batch: bool
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle: ...
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus: ...
+
+    def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]: ...
+
+    async def cancel_batch(self, handle: BatchHandle) -> None: ...
+
+    async def find_batch(self, key: str) -> BatchHandle | None: ...
+
+
+@runtime_checkable
+class SupportsBatchCandidates(Protocol):
+    """A batch API that cannot find a batch by our key (no metadata on its batches:
+    Anthropic) and lists the candidates a lost submission may be instead: batches created
+    in a time window with a given request count (B2 recovery adopts exactly one)."""
+
+    async def batch_candidates(self, *, created_after: float | None,
+                               created_before: float | None = None,
+                               request_count: int | None = None) -> list[BatchHandle]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchApi:
+    """What a run may do with a provider's batches, found once when the run is assembled:
+    the API itself, its per-batch limits, and how a lost submission is looked for."""
+
+    api: SupportsBatch
+    max_requests: int
+    max_bytes: int
+    candidates: SupportsBatchCandidates | None
+    """Set when batches are found by time window and count, not by our key (B2)."""
+
+
+def batch_api(provider: Provider | None) -> BatchApi | None:
+    """The provider's batch capability, or None when it has no batch API (the mock;
+    Ollama, which runs batch actions live)."""
+    # A test's or a plugin's adapter may leave the flag out: it then has no batch API.
+    if not getattr(provider, "supports_batch", False) or not isinstance(provider, SupportsBatch):
+        return None
+    kind = type(provider)
+    return BatchApi(
+        api=provider,
+        max_requests=int(getattr(kind, "batch_max_requests", 50_000)),
+        max_bytes=int(getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
+        candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
+    )

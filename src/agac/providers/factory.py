@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.errors import ConfigError, Problem
-from agac.providers.base import ProviderSettings, Transport
+from agac.providers.base import Provider, ProviderSettings, Transport
 from agac.providers.registry import credentials_missing, provider_class, sdk_installed
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def provider_settings(name: str, config: ProjectConfig | None, *,
 
 def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
                    connections: Mapping[str, int] | None = None,
-                   batch: Collection[str] = ()) -> dict[str, Any]:
+                   batch: Collection[str] = ()) -> dict[str, Provider]:
     """One instance per provider name. Raises ConfigError (``provider_not_installed``,
     ``missing_credentials``) for all of them at once, before anything is sent.
 
@@ -40,7 +40,7 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
     ``batch`` names the providers the run may send batches to.
     """
     problems: list[Problem] = []
-    out: dict[str, Any] = {}
+    out: dict[str, Provider] = {}
     for name in sorted(set(names)):
         cls = provider_class(name)
         if not sdk_installed(cls):

@@ -279,7 +279,7 @@ def _llm_actions(store: Store, run_id: str) -> set[str]:
 def _apply(arguments: dict[str, Any], changes: dict[str, Any], *, llm: bool) -> dict[str, Any]:
     """``arguments`` with each dotted field set; only fields that exist (for an llm
     proposal: system, prompt, max_tokens, temperature)."""
-    out = json.loads(json.dumps(arguments))
+    out: dict[str, Any] = json.loads(json.dumps(arguments))
     for field, value in changes.items():
         if llm:
             if field not in LLM_REVISABLE:
@@ -311,4 +311,4 @@ def _apply(arguments: dict[str, Any], changes: dict[str, Any], *, llm: bool) -> 
                 known = ", ".join(sorted(out)) if isinstance(out, dict) else ""
                 raise UsageError(f"--set {field}: the proposal's arguments have no "
                                  f"{'.'.join(parts[:i + 1])!r} (fields: {known})")
-    return out  # type: ignore[no-any-return]
+    return out

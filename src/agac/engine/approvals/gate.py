@@ -46,6 +46,7 @@ from agac.engine.approvals.proposals import (
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
+from agac.engine.values import Halt
 from agac.jsontext import loads
 from agac.providers.base import canonical_json, fingerprint_of
 from agac.tenants import DEFAULT_TENANT
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from agac.engine.ports import UnitContext
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.store.repository import Store
+    from agac.store.values import RunState
 
 __all__ = ["ApprovalGate"]
 
@@ -85,7 +87,7 @@ class ApprovalGate:
         self.secret = load_secret(project.root)
         self.waiting: dict[tuple[str, str], str] = {}
         """(action, unit key) -> id of the proposal the unit waits on, in this pass."""
-        self.halt: tuple[str, str] | None = None
+        self.halt: Halt | None = None
         """(final state, why) when a decision ends the whole run (fail_run, time_out_run)."""
 
     # -- the run loop's view ----------------------------------------------------------------
@@ -196,7 +198,8 @@ class ApprovalGate:
         if row.state == "rejected":
             reason, policy = "approval_rejected", spec.on_reject
             detail = f"proposal {row.id} was rejected by {row.decided_by}: {row.reason}"
-            halt = ("failed", "on_reject: fail_run") if policy == "fail_run" else None
+            halt: tuple[RunState, str] | None = (
+                ("failed", "on_reject: fail_run") if policy == "fail_run" else None)
         else:
             at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.expires_at))
             reason, policy = "approval_expired", spec.on_expire
@@ -204,7 +207,7 @@ class ApprovalGate:
             halt = ("timed_out", "on_expire: time_out_run") if policy == "time_out_run" else None
         settled = await self.out.settle(rt, rec, "failed", reason, detail, fingerprint=subject)
         if halt is not None and self.halt is None:
-            self.halt = (halt[0], f"{detail} ({rt.name}, record {rec.key}; {halt[1]})")
+            self.halt = Halt(halt[0], f"{detail} ({rt.name}, record {rec.key}; {halt[1]})")
             self.control.stop()  # send nothing more; what is in flight settles
         return settled
 

@@ -83,7 +83,8 @@ def time_text(value: float | None) -> str:
 def unit_arguments(action: Action, view: dict[str, Any], request: Request | None) -> dict[str, Any]:
     """The arguments a unit would act with: a tool's inputs, an llm action's request."""
     if action.kind == "tool":
-        return json.loads(canonical_json(view))  # type: ignore[no-any-return]
+        inputs: dict[str, Any] = json.loads(canonical_json(view))
+        return inputs
     assert request is not None
     system = next((m.content for m in request.messages if m.role == "system"), None)
     prompt = next(m.content for m in request.messages if m.role == "user")

@@ -45,7 +45,7 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
     items = {i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))}
     reading = _Reading(ctx, rt, b)
     group = _GROUP
-    async for result in rt.provider.batch_results(handle):
+    async for result in rt.batch_api.api.batch_results(handle):
         item = items.pop(result.custom_id, None)
         if item is None:
             continue  # not ours (a candidate adopted by matching is verified by its ids)

@@ -51,7 +51,7 @@ class Poller:
                 continue
             not_cancelled = None
             try:
-                await rt.provider.cancel_batch(handle_of(b))
+                await rt.batch_api.api.cancel_batch(handle_of(b))
             except ProviderError as exc:
                 not_cancelled = str(exc)  # nothing of it is read either way; said below
             await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_abandoned",
@@ -94,7 +94,7 @@ class Poller:
                 continue
             handle = handle_of(b)
             try:
-                status = await rt.provider.poll_batch(handle)
+                status = await rt.batch_api.api.poll_batch(handle)
             except ProviderError as exc:
                 self._unreach(b, report, f"{rt.name}: cannot reach the provider for {b.file} "
                                          f"({handle.id}): {exc} (B5)")
@@ -150,7 +150,7 @@ class Poller:
     async def _deadline(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle) -> None:
         """B11: at batch_deadline, cancel at the provider and fail the records."""
         try:
-            await rt.provider.cancel_batch(handle)
+            await rt.batch_api.api.cancel_batch(handle)
         except ProviderError:
             pass  # it is failed here either way; the provider's copy is no longer read
         await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_deadline",

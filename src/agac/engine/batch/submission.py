@@ -172,9 +172,8 @@ class Submitter:
 
     def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> Parts:
         """Split a file's staged items only where the provider's limits require it (B1)."""
-        provider = rt.provider
-        max_n = int(getattr(provider, "batch_max_requests", 50_000))
-        max_bytes = int(getattr(provider, "batch_max_bytes", 200 * 1024 * 1024)) * 9 // 10
+        limits = rt.batch_api
+        max_n, max_bytes = limits.max_requests, limits.max_bytes * 9 // 10
         parts: list[list[str]] = [[]]
         size = 0
         for custom_id, length in self.ctx.store.staged_sizes(staged):
@@ -231,7 +230,7 @@ class Submitter:
         """Submit the intent's items as stored; an adapter that writes its lines from the
         stored canonical requests skips decoding them (:class:`StoredRequests`)."""
         items = self.ctx.store.iter_batch_items(key)
-        return await rt.provider.submit_batch(
+        return await rt.batch_api.api.submit_batch(
             StoredRequests((i.custom_id, i.request) for i in items), key)
 
     async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
@@ -271,11 +270,12 @@ class Submitter:
         """Ask the provider for a batch by our key before sending that shard again."""
         b = await self._batch(key)
         try:
-            if hasattr(rt.provider, "batch_candidates"):
+            batch = rt.batch_api
+            if batch.candidates is not None:
                 # No metadata to match (Anthropic): batches created in the intent's window
                 # with the same request count, minus those already known here. Exactly one
                 # is adopted; its custom_ids are verified when it is read.
-                found = await rt.provider.batch_candidates(
+                found = await batch.candidates.batch_candidates(
                     created_after=b.created_at - 5, created_before=self.ctx.control.clock.time() + 5,
                     request_count=b.request_count)
                 known = await self.ctx.call(self.ctx.store.known_provider_ids, rt.action.provider,
@@ -284,7 +284,7 @@ class Submitter:
                 handle = fresh[0] if len(fresh) == 1 else None
                 certain_absent = False
             else:
-                handle = await rt.provider.find_batch(key)
+                handle = await batch.api.find_batch(key)
                 certain_absent = handle is None
         except ProviderError as exc:
             await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=f"recovery: {exc}")

@@ -113,7 +113,7 @@ class BatchUnits:
     def _ahead(self, rt: ActionRuntime) -> bool:
         action = rt.action
         return (rt in self.batch_rts and not action.dependencies and rt.guard is None
-                and action.approval is None and not rt.stopped
+                and action.approval is None and self.control.action_failed(rt.name) is None
                 and not self.plan.per_item(rt.name) and not self.control.stopping
                 and not self.control.deadline_passed()
                 and not (self.budget is not None and self.budget.exhausted))

@@ -9,7 +9,6 @@ Input snapshots (files or records given in memory) are engine/lifecycle/snapshot
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from agac.store.values import Budget, RunSettings, Spent
 if TYPE_CHECKING:
     from agac.config.model import Workflow
     from agac.config.project import Project
-    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.options import AsAdmitted, RunOptions
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
@@ -38,27 +37,34 @@ __all__ = ["InputSnapshot", "admit_run", "open_or_admit"]
 # -- admission ---------------------------------------------------------------------------
 
 
+def admitted_overrides(store: Store, workflow: str, *, tenant: str) -> dict[str, Any] | None:
+    """The per-run settings the tenant's open run of ``workflow`` was admitted with, or
+    None when there is no open run: a caller loads the workflow file with them too
+    (:class:`AsAdmitted`) when they differ from its own."""
+    run = store.open_run(workflow, tenant=tenant)
+    return dict(run.settings.overrides) if run is not None else None
+
+
 def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
-                  overrides: dict[str, Any] | None = None,
-                  reload: Callable[[dict[str, Any]], Workflow] | None = None,
-                  ) -> tuple[RunRecord, list[str]]:
+                  as_admitted: AsAdmitted | None = None) -> tuple[RunRecord, list[str]]:
     """The run ``agac run`` (and ``agac submit``) would execute: the tenant's open run of
-    the workflow (R1) or a newly admitted one; with notes for the user. Should another
-    process admit a run of the workflow in the tenant at the same moment, the store keeps
-    one (at most one open run per tenant and workflow) and this call continues it."""
+    the workflow (R1) or a newly admitted one; with notes for the user. ``options.overrides``
+    are today's per-run settings; ``as_admitted`` the workflow as loaded with an open run's
+    own, when they differ. Should another process admit a run of the workflow in the tenant
+    at the same moment, the store keeps one (at most one open run per tenant and workflow)
+    and this call continues it."""
+    options = replace(options, overrides={k: v for k, v in options.overrides.items()
+                                          if v is not None})
     try:
-        return _open_or_admit(project, store, workflow, options, overrides, reload)
+        return _open_or_admit(project, store, workflow, options, as_admitted)
     except RunAlreadyOpen:
         return _open_or_admit(project, store, workflow, replace(options, new=False, fresh=False),
-                              overrides, reload)
+                              as_admitted)
 
 
 def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions,
-                   overrides: dict[str, Any] | None,
-                   reload: Callable[[dict[str, Any]], Workflow] | None,
-                   ) -> tuple[RunRecord, list[str]]:
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    options.overrides = overrides
+                   as_admitted: AsAdmitted | None) -> tuple[RunRecord, list[str]]:
+    overrides = options.overrides
     notes: list[str] = []
     open_run = store.open_run(workflow.name, tenant=options.tenant)
     if open_run is not None and (options.new or options.fresh):
@@ -70,7 +76,10 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
                                      tenant=options.tenant))
     if open_run is not None:
         admitted = open_run.settings.overrides
-        current = reload(admitted) if reload is not None and admitted != overrides else workflow
+        current = workflow
+        if admitted != overrides and as_admitted is not None \
+                and {k: v for k, v in as_admitted.overrides.items() if v is not None} == admitted:
+            current = as_admitted.workflow
         if admitted != overrides and overrides:
             notes.append(f"continuing run {open_run.id} with the settings it was admitted with "
                          f"({admitted or 'none'}); today's {overrides} apply to new runs")

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from agac.engine.batch.context import Pacer
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.outcomes.writer import Progress
+    from agac.providers.base import Provider
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
@@ -102,7 +103,7 @@ def prior_run(store: Store, run: RunRecord) -> PriorRun:
 
 
 def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workflow, *,
-                 gateway: StoreGateway, providers: Mapping[str, Any], progress: Progress,
+                 gateway: StoreGateway, providers: Mapping[str, Provider], progress: Progress,
                  prior: PriorRun, files: list[dict[str, Any]],
                  setup: ShardSetup | None = None) -> RunParts:
     """Build every part of ``run`` once. In the store thread for a worker (it reads the

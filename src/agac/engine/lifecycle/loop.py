@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from agac.engine.interrupts import install_interrupts
 from agac.engine.lifecycle.leases import heartbeat
-from agac.engine.values import PassResult
+from agac.engine.values import Halt, PassResult
 from agac.errors import LeaseLost, StoreError
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ __all__ = ["drive", "install_interrupt"]
 
 
 async def drive(parts: RunParts, *, wait: bool, was_waiting: bool,
-                heartbeat_seconds: float) -> PassResult:
+                heartbeat_seconds: float) -> PassResult | Halt:
     """Walk and step until the run completes, pauses, or is stopped; the lease is renewed
     every ``heartbeat_seconds`` meanwhile."""
     beat = asyncio.get_running_loop().create_task(heartbeat(
@@ -46,7 +46,7 @@ async def drive(parts: RunParts, *, wait: bool, was_waiting: bool,
             pass  # a lost lease already stopped the run; a broken store stops it too (S2)
 
 
-async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResult:
+async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResult | Halt:
     control, batch = parts.control, parts.batch
     waiting: list[str] = []
     step_first = was_waiting and batch is not None
@@ -91,7 +91,7 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         step_first = True
 
 
-async def _walk(parts: RunParts, waiting: list[str]) -> PassResult | None:
+async def _walk(parts: RunParts, waiting: list[str]) -> PassResult | Halt | None:
     """One walk of the records; the loop's result when the walk decides it, else None (a
     batch step follows)."""
     control, approvals = parts.control, parts.approvals
@@ -102,8 +102,7 @@ async def _walk(parts: RunParts, waiting: list[str]) -> PassResult | None:
     if control.cancel_requested:
         return PassResult("cancelled", tuple(waiting))
     if approvals is not None and approvals.halt is not None:
-        state, why = approvals.halt
-        return PassResult("halted", (why,), state)  # type: ignore[arg-type]
+        return approvals.halt
     if complete:
         return PassResult("complete", tuple(waiting))
     if control.deadline_passed():

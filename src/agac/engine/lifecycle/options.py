@@ -5,19 +5,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agac.store.values import DEFAULT_TENANT, FINAL_STATES
 
 if TYPE_CHECKING:
+    from agac.config.model import Workflow
     from agac.data.sources import RecordSource
     from agac.engine.outcomes.writer import Progress
     from agac.engine.values import RunControl
 
-__all__ = ["RunOptions", "RunResult"]
+__all__ = ["AsAdmitted", "RunOptions", "RunResult"]
 
 
-@dataclass
+class AsAdmitted(NamedTuple):
+    """The workflow file loaded with the per-run settings an open run was admitted with
+    (``overrides``), when they differ from today's: continuing the run (R1) compares it
+    with the file as it was loaded for it, not with today's settings."""
+
+    overrides: dict[str, Any]
+    workflow: Workflow
+
+
+@dataclass(frozen=True)
 class RunOptions:
     new: bool = False
     fresh: bool = False
@@ -29,6 +39,8 @@ class RunOptions:
     """Called once the run's parts are assembled, with its live progress and its control
     (``control.stop()`` is the first Ctrl-C)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    """The per-run settings (``--run-mode``, ``--poll-interval``, ``--batch-deadline``,
+    ``--budget-usd``) an admitted run is stored with; None values are not settings."""
     allow_over_estimate: bool = False
     tenant: str = DEFAULT_TENANT
     """The tenant the run belongs to (DESIGN §13 T2)."""

@@ -28,12 +28,12 @@ from agac.engine.lifecycle.closing import close_run
 from agac.engine.lifecycle.ending import finalize, finish_cancel, reread, time_out
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, release_lease, take_run_lease
 from agac.engine.lifecycle.loop import drive, install_interrupt
-from agac.engine.lifecycle.options import RunOptions, RunResult
+from agac.engine.lifecycle.options import AsAdmitted, RunOptions, RunResult
 from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
-from agac.engine.values import PassResult
+from agac.engine.values import Halt, PassResult
 from agac.engine.views.summary import build_summary
 from agac.errors import AgacError, UsageError
 from agac.providers.factory import open_providers
@@ -41,32 +41,32 @@ from agac.providers.factory import open_providers
 if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.engine.outcomes.gateway import Lease
+    from agac.providers.base import Provider
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
 __all__ = ["ProviderFactory", "execute_run", "no_running_loop", "start_run"]
 
-ProviderFactory = Callable[..., Mapping[str, Any]]
+ProviderFactory = Callable[..., "Mapping[str, Provider]"]
 """Opens the adapters a run needs by provider name (``open_providers``): the seam where
 a transport or a test's provider plugs in."""
 
 
 def start_run(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
-              overrides: dict[str, Any] | None = None,
-              reload: Callable[[dict[str, Any]], Workflow] | None = None) -> RunResult:
+              as_admitted: AsAdmitted | None = None) -> RunResult:
     """``agac run``: continue the open run (R1) or admit a new one, then execute it.
 
-    ``overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
-    ``--batch-deadline``) and are stored with an admitted run; ``reload(overrides)`` loads
-    the workflow file again with the settings an open run was admitted with, so that
-    continuing it compares like with like.
+    ``options.overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
+    ``--batch-deadline``) and are stored with an admitted run; ``as_admitted`` is the
+    workflow file loaded with the settings the open run was admitted with (when they
+    differ), so that continuing it compares like with like.
 
     A run is admitted only when it can start (DESIGN §15): whatever fails before its
     execution begins (a running event loop, a provider that cannot be opened, …) undoes
     the admission, so no open run is left behind."""
     no_running_loop()
     before = store.open_run(workflow.name, tenant=options.tenant)
-    run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
+    run, notes = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
     admitted = before is None or before.id != run.id
     return execute_run(project, store, run, options, notes, admitted=admitted)
 
@@ -137,10 +137,15 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
                                                   launch))
                 except asyncio.CancelledError:  # a second Ctrl-C: stopped at once
                     result = PassResult("interrupted")
-            notes += result.waiting
-            interrupted = result.kind == "interrupted"
-            counted, more = _end_or_pause(project, store, run.id, result)
-            notes += more
+            if isinstance(result, Halt):  # a decision ended the run (fail_run, time_out_run)
+                notes.append(result.why)
+                close_run(store, reread(store, run.id), result.state, result.why,
+                          reason="run_ended")
+            else:
+                notes += result.waiting
+                interrupted = result.kind == "interrupted"
+                counted, more = _end_or_pause(project, store, run.id, result)
+                notes += more
     finally:
         release_lease(store, lease)
     return RunResult(build_summary(store, reread(store, run.id), counted=counted), interrupted,
@@ -158,9 +163,6 @@ def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResul
         store.update_run(run_id, state="waiting")
     elif kind == "awaiting_approval":
         store.update_run(run_id, state="awaiting_approval")  # A1: only people can move it
-    elif kind == "halted":  # a decision ended the run (fail_run, time_out_run)
-        assert result.state is not None
-        close_run(store, reread(store, run_id), result.state, result.waiting[0], reason="run_ended")
     elif kind == "failed_with_batches_out":
         refusals = [why for state, why in store.action_states(run_id).values()
                     if state == "failed" and why]
@@ -175,7 +177,7 @@ def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResul
 
 async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
                    options: RunOptions, providers: ProviderFactory, launch: _Launch,
-                   ) -> PassResult:
+                   ) -> PassResult | Halt:
     """Assemble the run and drive it until it completes, pauses or is stopped."""
     workflow = Workflow.from_snapshot(run.config)
     opened = providers({a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
@@ -200,10 +202,9 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
         await parts.out.event("run_started", pid=os.getpid(), host=socket.gethostname())
         result = await drive(parts, wait=options.wait, was_waiting=run.state == "waiting",
                              heartbeat_seconds=HEARTBEAT_SECONDS)
-        for rt in parts.runtimes:
-            if rt.stopped:
-                await gateway.call(store.set_action_state, run.id, rt.name, "failed", rt.stopped)
-        if result.kind == "interrupted":
+        for name, why in parts.control.failed_actions.items():
+            await gateway.call(store.set_action_state, run.id, name, "failed", why)
+        if isinstance(result, PassResult) and result.kind == "interrupted":
             await parts.out.event("run_interrupted")
         await gateway.flush()
         # Every call sent has settled (a first Ctrl-C too): units still listed in a mark

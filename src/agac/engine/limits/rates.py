@@ -13,12 +13,12 @@ import math
 import random
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from agac.clock import SYSTEM, Clock
 from agac.engine.interrupts import StopSignal
 
-__all__ = ["RateLimiter", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
+__all__ = ["RateLimiter", "RateWindow", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
            "estimate_tokens"]
 
 
@@ -82,6 +82,22 @@ class Slots:
 
     async def __aexit__(self, *exc: object) -> None:
         self.release()
+
+
+class RateWindow(Protocol):
+    """A rate window an action's calls go through: in this process (:class:`RateLimiter`)
+    or in the store, shared by every worker (engine/workers/rates.py)."""
+
+    active: bool
+    """False when it limits nothing (no ``rate_limit``): calls skip it."""
+
+    async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None:
+        """Wait for room; the seconds waited, or None when ``stop`` was set meanwhile."""
+
+    def settle(self, estimated: int, actual: int) -> None:
+        """A call's actual tokens in place of the estimate it took."""
+
+    def loop_bound_elsewhere(self) -> bool: ...
 
 
 class RateLimiter:

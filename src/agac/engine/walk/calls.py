@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agac.engine.limits.rates import backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
-from agac.engine.values import Stopped
+from agac.engine.values import Settled, Stopped
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.jsontext import dumps
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
+    from agac.engine.limits.budget import Reservation
     from agac.engine.ports import UnitContext
-    from agac.engine.values import Settled, UnitRecord
+    from agac.engine.values import UnitRecord
     from agac.providers.base import Request, Response
     from agac.store.rows import UsageRow
     from agac.store.values import OutcomeStatus
@@ -77,10 +78,9 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
     """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
     the request to send then, whether this attempt counts)."""
     spec = rt.action.retry
-    refused = await _may_send(ctx, rt, rec, current, fp, attempt)
-    if isinstance(refused, tuple):
-        return refused[0]  # type: ignore[no-any-return]
-    held = refused
+    held = await _may_send(ctx, rt, rec, current, fp, attempt)
+    if isinstance(held, Settled):
+        return held
     if ctx.marks is not None:
         await ctx.marks.send(rt.name, rec.key, current)  # S1: listed before it is sent
     started = ctx.control.clock.monotonic()
@@ -93,7 +93,7 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
         return _Again(delay, current, False)
     except ProviderError as exc:
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
-        final = _failed(rt, exc, attempt, spec.max_attempts)
+        final = _failed(ctx, rt, exc, attempt, spec.max_attempts)
         if final is not None:
             return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
         return _Again(backoff(spec, attempt), current, True)
@@ -112,24 +112,24 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
 
 
 async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, current: Request,
-                    fp: str, attempt: int) -> Any:
+                    fp: str, attempt: int) -> Reservation | Settled | None:
     """Before an attempt, in its slot: the deadline (R4), the budget's reservation (R5)
-    and the rate window. The reservation to settle after the call (or None); a 1-tuple
-    with the unit's outcome when it must not be sent. Raises Stopped when the run stops
-    while waiting for room in the rate window (nothing was sent)."""
+    and the rate window. The reservation to settle after the call (None without a
+    budget), or the unit's outcome when it must not be sent. Raises Stopped when the run
+    stops while waiting for room in the rate window (nothing was sent)."""
     sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
     if ctx.control.deadline_passed():
-        return (await _final(ctx, rt, rec, "skipped", "deadline",
-                             f"{sent}: the run's deadline passed", None, fp, attempt - 1),)
+        return await _final(ctx, rt, rec, "skipped", "deadline",
+                            f"{sent}: the run's deadline passed", None, fp, attempt - 1)
     held = None
     budget = ctx.budget
     if budget is not None:
         await budget.refresh()  # worker mode: what other workers spent counts
         held = budget.for_request(rt.action, current)
         if not budget.reserve(held):
-            return (await _final(ctx, rt, rec, "skipped", "budget_exhausted",
-                                 f"{sent}: the budget ({budget.cap_text()}) has no room for its "
-                                 "worst case", None, fp, attempt - 1),)
+            return await _final(ctx, rt, rec, "skipped", "budget_exhausted",
+                                f"{sent}: the budget ({budget.cap_text()}) has no room for its "
+                                "worst case", None, fp, attempt - 1)
     if rt.limiter.active:
         est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
         waited = await rt.limiter.acquire(est, stop=ctx.control.stop_signal)
@@ -143,11 +143,12 @@ async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, curren
     return held
 
 
-def _failed(rt: ActionRuntime, exc: ProviderError, attempt: int, max_attempts: int
-            ) -> tuple[str, str] | None:
-    """(reason, detail) when a provider error ends the unit; None to try again."""
+def _failed(ctx: UnitContext, rt: ActionRuntime, exc: ProviderError, attempt: int,
+            max_attempts: int) -> tuple[str, str] | None:
+    """(reason, detail) when a provider error ends the unit; None to try again. An
+    ``unsupported`` error fails the action as a whole (its other units are not sent)."""
     if isinstance(exc, UnsupportedError):
-        rt.stopped = f"{rt.action.name} cannot run: {exc}"
+        ctx.control.fail_action(rt.name, f"{rt.action.name} cannot run: {exc}")
         return "provider_error", str(exc)
     if isinstance(exc, FatalError):
         return exc.reason or "provider_error", str(exc)
@@ -156,19 +157,21 @@ def _failed(rt: ActionRuntime, exc: ProviderError, attempt: int, max_attempts: i
     return None
 
 
-async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request, held: Any) -> Response:
+async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
+                    held: Reservation | None) -> Response:
     """One call; with a budget, its reservation is settled to the call's actual usage
     (a call that raised has no usage: it is settled at 0, as the ledger records it)."""
-    budget = ctx.budget
+    budget, provider = ctx.budget, rt.provider
+    assert provider is not None, rt.name
     if held is None or budget is None:
-        return await rt.provider.complete(request)  # type: ignore[no-any-return]
+        return await provider.complete(request)
     try:
-        response = await rt.provider.complete(request)
+        response = await provider.complete(request)
     except BaseException:
         budget.settle(held, 0.0, 0)
         raise
     budget.settle_usage(held, rt.action.model or "", response.usage)
-    return response  # type: ignore[no-any-return]
+    return response
 
 
 async def _answered(

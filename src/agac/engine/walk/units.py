@@ -78,8 +78,9 @@ async def run_unit(
     try:
         if rt.guard is not None and not _guard(rt, view):
             return await out.settle(rt, rec, "skipped", "guard", f"guard {action.when!r} is false")
-        if rt.stopped:
-            return await out.settle(rt, rec, "failed", "provider_error", rt.stopped)
+        stopped = ctx.control.action_failed(rt.name)
+        if stopped is not None:
+            return await out.settle(rt, rec, "failed", "provider_error", stopped)
         if action.approval is not None and ctx.approvals is not None:
             gated = await ctx.approvals.gate(ctx, rt, rec, view)  # A1
             if not isinstance(gated, Act):
@@ -102,8 +103,10 @@ async def act(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[s
 def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
     from jinja2.exceptions import UndefinedError
 
+    guard = rt.guard
+    assert guard is not None
     try:
-        return bool(rt.guard(view))
+        return bool(guard(view))
     except UndefinedError:
         return False
     except Exception as exc:

@@ -14,7 +14,7 @@ from agac.jsontext import loads
 if TYPE_CHECKING:
     from agac.config.model import Workflow
     from agac.config.project import Project
-    from agac.engine.lifecycle.options import RunOptions
+    from agac.engine.lifecycle.options import AsAdmitted, RunOptions
     from agac.store.repository import Store
 
 __all__ = ["list_workers", "shard_rows", "shard_view", "submit_run"]
@@ -40,11 +40,11 @@ def shard_rows(files: list[dict[str, Any]], config: dict[str, Any]) -> list[dict
 
 
 def submit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
-               overrides: dict[str, Any], reload: Any) -> dict[str, Any]:
+               as_admitted: AsAdmitted | None = None) -> dict[str, Any]:
     """``agac submit``: the same admission as ``agac run`` (R1 continuation, ``--new``,
     the budget estimate, the input snapshot), then shards for workers and a NOTIFY; nothing
     is executed here."""
-    run, notes = open_or_admit(project, store, workflow, options, overrides=overrides, reload=reload)
+    run, notes = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
     info = store.snapshot_info(run.snapshot_id)
     assert info is not None
     created = store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))

@@ -324,7 +324,7 @@ class Worker:
             return
         self._hand_back(claim, outcome.ready_at)
         if outcome.kind == "halt" and outcome.halt is not None:
-            self._halt(claim.run_id, *outcome.halt)
+            self._halt(claim.run_id, outcome.halt.state, outcome.halt.why)
         elif outcome.wake is not None:
             self.store.wake_shards(claim.run_id, kind=outcome.wake, file=claim.file)
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agac.engine.actions import is_batched_provider
 from agac.engine.batch.submission import open_reservations
 from agac.engine.lifecycle.assembly import RunParts, ShardSetup, assemble_run
 from agac.engine.lifecycle.leases import heartbeat
@@ -30,13 +29,14 @@ from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
 from agac.engine.workers.rates import SharedSpending, StoreRateLimiter
 from agac.errors import LeaseLost, StoreError
+from agac.providers.base import Provider, batch_api
 from agac.store.claims import IDLE
 
 if TYPE_CHECKING:
     from agac.config.model import Workflow
     from agac.config.project import Project
     from agac.engine.batch.context import Pacer
-    from agac.engine.values import RunControl
+    from agac.engine.values import Halt, RunControl
     from agac.engine.walk.shards import PriorRun
     from agac.engine.workers.rates import WorkerSlots
     from agac.store.claims import Claim
@@ -52,7 +52,7 @@ class RunContext:
 
     run: RunRecord
     workflow: Workflow
-    providers: dict[str, Any]
+    providers: Mapping[str, Provider]
     files: list[dict[str, Any]]
     prior: PriorRun
     slots: dict[str, WorkerSlots]
@@ -67,7 +67,7 @@ class ShardOutcome:
 
     kind: Literal["done", "back", "halt", "lost"]
     ready_at: float = 0.0
-    halt: tuple[str, str] | None = None
+    halt: Halt | None = None
     wake: Literal["online", "batch"] | None = None
     log: list[str] = field(default_factory=list)
 
@@ -94,8 +94,8 @@ def _assemble(project: Project, store: Store, ctx: RunContext, claim: Claim,
         # Other workers spend from the same budget: read the run's ledger (and the
         # batches out) before each reservation (R5; see docs/architecture.md).
         batch = [a for a in ctx.workflow.actions
-                 if a.kind == "llm" and a.run_mode == "batch" and is_batched_provider(
-                     ctx.providers.get(a.provider or ""))]
+                 if a.kind == "llm" and a.run_mode == "batch" and batch_api(
+                     ctx.providers.get(a.provider or "")) is not None]
 
         def reservations(guard: BudgetGuard, known: dict[str, Reservation]) -> dict[str, Reservation]:
             return open_reservations(store, guard, run.id, run.workflow, batch, known,
@@ -145,9 +145,8 @@ async def advance_online(project: Project, store: Store, ctx: RunContext, claim:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError, LeaseLost, StoreError):
                 await beat
-        for rt in parts.runtimes:
-            if rt.stopped:
-                await gateway.call(store.set_action_state, ctx.run.id, rt.name, "failed", rt.stopped)
+        for name, why in parts.control.failed_actions.items():
+            await gateway.call(store.set_action_state, ctx.run.id, name, "failed", why)
         await gateway.flush()
         # every call this shard sent has settled: what its marks still list was not sent
         await gateway.call(store.clear_marks, ctx.run.id, [claim.shard], gateway.fence)
