@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 from provider_support import is_model_call, make_request
 
+from agac import api
 from agac.config import find_project
 from agac.errors import ProviderError
 from agac.providers.factory import open_providers
+from agac.testing import write_project
 
 Build = Callable[..., Any]
 
@@ -136,3 +138,28 @@ async def test_timeout_bounds_the_batch_calls(name: str, emulator: Any, from_yml
     with pytest.raises(ProviderError):
         await hasty.poll_batch(handle)
     assert time.monotonic() - started < 2.5
+
+
+MOCK_WORKFLOW = """\
+name: opts
+input: {path: data/}
+defaults: {model: mock/m, max_concurrency: 4, retry: {max_attempts: 1}}
+actions:
+  - name: a
+    prompt: "{{ source.text }}"
+"""
+
+
+def test_mock_latency_ms_and_fail_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGAC_MOCK_LATENCY_MS", raising=False)
+    monkeypatch.delenv("AGAC_MOCK_FAIL_RATE", raising=False)
+    rows = {"data/r.jsonl": [{"text": f"t{i}"} for i in range(4)]}
+    slow = tmp_path / "slow"
+    write_project(slow, MOCK_WORKFLOW, data=rows, agac_yml="providers: {mock: {latency_ms: 400}}\n")
+    started = time.monotonic()
+    assert api.run("opts", slow).summary["actions"]["a"]["answered"] == 4
+    assert time.monotonic() - started >= 0.4
+    failing = tmp_path / "failing"
+    write_project(failing, MOCK_WORKFLOW, data=rows, agac_yml="providers: {mock: {fail_rate: 1}}\n")
+    summary = api.run("opts", failing).summary["actions"]["a"]
+    assert summary["failed"] == 4 and summary["answered"] == 0
