@@ -45,6 +45,7 @@ from agac.providers.base import (
     StopReason,
     Usage,
 )
+from agac.providers.options import structured_output
 
 __all__ = ["OllamaProvider"]
 
@@ -63,6 +64,10 @@ class OllamaProvider:
     supports_batch = False
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
+    #: ``providers: ollama:`` in agac.yml.
+    #: (No ``timeout``: Ollama has no batch or file calls, and a live call is timed by its
+    #: action's ``timeout``.)
+    options = (structured_output("json_mode", "JSON mode with the schema in the prompt"),)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
