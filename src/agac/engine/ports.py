@@ -4,8 +4,8 @@ through these — nothing below calls back into what drives it).
 
 - :class:`Outcomes` — write a unit's outcome, usage and events (engine/outcomes/writer.py);
 - :class:`Lookups` — stored answers and tool results by key (the store gateway);
-- :class:`BatchUnits` — a batch action's unit: settle it from this run's own batch item,
-  adopt a batch that is out, or stage it (engine/batch/units.py);
+- :class:`BatchUnits` — a batch action's units: their batch items, and staging or adopting
+  what their decision says (engine/batch/units.py);
 - :class:`Approvals` — the gate of an action with ``approval:`` (engine/approvals/gate.py);
 - :class:`Effects` — a tool action marked ``effect:`` (engine/approvals/effects.py);
 - :class:`UnitContext` — all of the above for one run, with its control flags, budget and
@@ -15,7 +15,7 @@ through these — nothing below calls back into what drives it).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -92,7 +92,8 @@ class Lookups(Protocol):
 
 
 class BatchUnits(Protocol):
-    """A batch action's unit that has no answer yet (engine/batch/units.py)."""
+    """The batch side of a batch action's units (engine/batch/units.py): the facts their
+    decision reads, and staging or adopting what it says."""
 
     async def prefetch(self, keys: list[str]) -> None:
         """Read the batch items of these records' units (a shard's) ahead of their units."""
@@ -103,23 +104,21 @@ class BatchUnits(Protocol):
     async def settle_ahead(self, rt: ActionRuntime, records: Sequence[UnitRecord],
                            existing: dict[tuple[str, str], Settled],
                            memory: ShardMemory) -> set[str]:
-        """A first step's batch units settled for a whole shard at once: the keys of the
+        """A first step's batch units decided for a whole shard at once: the keys of the
         records whose walk stops there."""
 
-    def own_item(self, rt: ActionRuntime, key: str) -> BatchItem | None:
-        """The latest batch item this run staged or sent for the unit, if any."""
+    def items_of(self, rt: ActionRuntime, key: str) -> Sequence[BatchItem]:
+        """Every batch item of the unit (any batch, staged included)."""
 
-    def own_item_decides(self, item: BatchItem) -> bool: ...
+    async def own_answer(self, fingerprint: str) -> str | None:
+        """The answer of an item this run read."""
 
-    async def settle_from_own_item(self, rt: ActionRuntime, rec: UnitRecord,
-                                   item: BatchItem) -> Settled | None: ...
+    def adopt(self, batches: Iterable[str]) -> None:
+        """B0: units still wait on these batches out."""
 
-    def answer_is_ours(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> bool: ...
-
-    def origin(self, rt: ActionRuntime, rec: UnitRecord, fp: str) -> tuple[Origin, int]: ...
-
-    async def unit(self, rt: ActionRuntime, rec: UnitRecord, request_json: str,
-                   fp: str) -> Settled | None: ...
+    def stage(self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str,
+              attempt: int) -> None:
+        """Stage the unit for the action's next batch."""
 
 
 @dataclass(frozen=True, slots=True)

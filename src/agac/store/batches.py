@@ -217,14 +217,15 @@ class BatchRepository(StoreCore):
         with self._write("record batch results") as conn:
             write_item_results(conn, self.hooks.param, [ItemResult(key, *r) for r in results])
 
-    def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str,
-                          lease: tuple[str, int, float] | None = None) -> int:
+    def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str, status: str,
+                          origin: str, lease: tuple[str, int, float] | None = None) -> int:
         """Answer, in one statement, the units whose item in batch ``batch_key`` (sent by
-        run ``run_id``) was read with an answer: outcome ``answered``, origin ``call``,
-        the answer's output, attempts = the run's items of the unit — what the walk would
-        write for each of them. Units with an outcome already are left alone. Only for a
-        batch action that reads records directly (unit key = record key); returns how many
-        were answered."""
+        run ``run_id``) was read with an answer, as the engine's decision answers a unit
+        read from its own item (``status``/``origin`` are that decision's: ``answered``,
+        ``call``): the answer's output, attempts = the run's items of the unit. Units with
+        an outcome already, and invalid records (their decision is a failure), are left
+        to the walk. Only for a batch action that reads records directly (unit key =
+        record key); returns how many were answered."""
         bi, b, a, r, o = t.batch_items, t.batches, t.answers, t.records, t.outcomes
         mine, b2 = t.batch_items.alias("mine"), t.batches.alias("b2")
         # Most units have this one item only: then it is the run's only one. Otherwise
@@ -239,7 +240,7 @@ class BatchRepository(StoreCore):
         settled = sa.exists().where(o.c.run_id == run_id, o.c.action == bi.c.action,
                                     o.c.unit_key == bi.c.unit_key)
         sel = (sa.select(sa.literal(run_id), bi.c.action, bi.c.unit_key, r.c.seq,
-                         sa.literal("answered"), sa.null(), sa.null(), sa.literal("call"),
+                         sa.literal(status), sa.null(), sa.null(), sa.literal(origin),
                          bi.c.fingerprint, a.c.output, attempts, sa.literal(self.clock.time()))
                .select_from(bi.join(b, b.c.key == bi.c.batch_key)
                             .join(a, sa.and_(a.c.tenant == bi.c.tenant,

@@ -1,5 +1,7 @@
 """Every status, origin and reason the engine writes into an outcome is one of the store's
-vocabulary (agac.store.values): a misspelt code would be a silent new bucket."""
+vocabulary (agac.store.values): a misspelt code would be a silent new bucket. Outcomes are
+written by the outcome writer (``out.settle(rt, rec, status, reason, …)``) and decided as
+``Settle(status, reason, detail, origin, …)`` values (engine/decision.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ ENGINE = Path(agac.engine.__file__).parent
 
 
 def _settle_calls() -> list[tuple[str, ast.Call]]:
+    """Each outcome written or decided, as a call ``settle(rt, rec, status, reason, …,
+    origin=…)``."""
     out = []
     for path in ENGINE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -21,6 +25,14 @@ def _settle_calls() -> list[tuple[str, ast.Call]]:
                     and node.func.attr == "settle" and len(node.args) >= 3 \
                     and ast.unparse(node.func.value).endswith("out"):  # the outcome writer
                 out.append((f"{path.relative_to(ENGINE)}:{node.lineno}", node))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "Settle" and node.args:  # a decision's outcome
+                args = [ast.Constant(None), ast.Constant(None), *node.args[:2]]
+                keywords = list(node.keywords)
+                if len(node.args) > 3:
+                    keywords.append(ast.keyword("origin", node.args[3]))
+                out.append((f"{path.relative_to(ENGINE)}:{node.lineno}",
+                            ast.Call(node.func, args, keywords)))
     return out
 
 

@@ -44,6 +44,7 @@ from agac.engine.approvals.proposals import (
     unit_arguments,
 )
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.decision import own_item
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.engine.values import Halt
@@ -117,7 +118,7 @@ class ApprovalGate:
         subject = subject_of(self.workflow, action, rec.key, arguments)
         carried = ctx.memory.carried_failure(rt.name, rec.key, subject)
         if carried is not None:
-            return await self.out.settle(rt, rec, "failed", carried[0], carried[1],
+            return await self.out.settle(rt, rec, "failed", carried.reason, carried.detail,
                                          origin="carried", fingerprint=subject)
         rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key,
                                        tenant=self.tenant)
@@ -221,7 +222,8 @@ class ApprovalGate:
             fp = fingerprint_of(request.canonical())
             if ctx.memory.carried_failure(rt.name, rec.key, fp) is not None:
                 return True
-            if ctx.batch is not None and ctx.batch.own_item(rt, rec.key) is not None:
+            if ctx.batch is not None and own_item(ctx.batch.items_of(rt, rec.key),
+                                                  self.run_id) is not None:
                 return True  # staged or sent by this run from an approved proposal
             return not ctx.fresh and await ctx.lookups.lookup_answer(fp) is not None
         input_hash = tool_input_hash(action.function, canonical_json(arguments))

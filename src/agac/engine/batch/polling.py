@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from agac.engine.batch.context import handle_of
 from agac.engine.batch.ingest import ingest_batch
+from agac.engine.decision import read_answer
 from agac.errors import ProviderError
 from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
 
@@ -177,8 +178,10 @@ class Poller:
         action = rt.action
         if action.dependencies or action.approval is not None or self.ctx.plan.per_item(rt.name):
             return
+        answered = read_answer(b.key, 1, "")  # the decision for each of them (in SQL)
         await self.ctx.call(self.ctx.store.settle_read_items, run_id=self.ctx.run_id,
                             batch_key=b.key, snapshot_id=self.ctx.run.snapshot_id,
+                            status=answered.status, origin=answered.origin,
                             lease=self.ctx.gateway.fence)
 
 

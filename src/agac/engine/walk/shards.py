@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.decision import own_item
 from agac.engine.ports import CarriedFailure, Prefetched
 from agac.engine.requests import build_request
 from agac.engine.values import RecordUnit, Settled
@@ -179,7 +180,8 @@ class RecordWalk:
             for rec, payload in zip(records, payloads, strict=True):
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
                     continue
-                if self.batch is not None and self.batch.own_item(rt, rec.key) is not None:
+                if self.batch is not None and own_item(self.batch.items_of(rt, rec.key),
+                                                       self.run_id) is not None:
                     continue  # waits on (or is settled from) this run's own batch item
                 try:
                     request = build_request(rt, rt.view.build(payload, {}))

@@ -1,5 +1,6 @@
-"""One tool unit: its inputs are the unit's view; its output is cached by (function,
-inputs) unless ``cache: false``. A raising tool fails ``tool_error`` at once, naming the
+"""One tool unit's call: its inputs are the unit's view; its output is cached by
+(function, inputs) unless ``cache: false`` (a cached one settles the unit before it is
+called: engine/decision.py). A raising tool fails ``tool_error`` at once, naming the
 exception (a ``SystemExit`` too: user code never ends agac); only an
 ``agac.RetryableError`` is retried like a call. A tool marked ``effect:`` goes to the
 effects room instead (E1, E2)."""
@@ -12,10 +13,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.context import ToolContext
-from agac.engine.requests import Fail, effect_key, invoke_tool, tool_input_hash, tool_output
+from agac.engine.requests import Fail, invoke_tool, tool_output
 from agac.engine.walk.calls import backoff
 from agac.jsontext import dumps
-from agac.providers.base import canonical_json
 from agac.store.rows import ToolResultRow
 from agac.usercode import describe, fails_only_its_unit, is_retryable
 
@@ -25,34 +25,13 @@ if TYPE_CHECKING:
     from agac.engine.values import Settled, UnitRecord
     from agac.store.rows import UsageRow
 
-__all__ = ["run_tool"]
+__all__ = ["call_tool"]
 
 
-async def run_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
-                   view: dict[str, Any]) -> Settled | None:
-    action = rt.action
-    try:
-        inputs_json = canonical_json(view)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
-        return await ctx.out.settle(rt, rec, "failed", "tool_error", f"inputs are not JSON: {exc}")
-    input_hash = tool_input_hash(action.function, inputs_json)
-    key = effect_key(ctx.tenant, ctx.workflow, action.name, rec.key, input_hash)
-    if action.effect is not None:
-        return await ctx.effects.run(ctx, rt, rec, inputs_json, input_hash, key)
-    if action.cache and not ctx.fresh:
-        stored = await ctx.lookups.lookup_tool_result(input_hash)
-        if stored is not None:
-            return await ctx.out.settle(rt, rec, "answered", output=json.loads(stored),
-                                        origin="reused", fingerprint=input_hash)
-    if ctx.control.deadline_passed():
-        return await ctx.out.settle(rt, rec, "skipped", "deadline",
-                                    "never called: the run's deadline passed")
-    return await _call(ctx, rt, rec, view, inputs_json, input_hash, key)
-
-
-async def _call(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any],
-                inputs_json: str, input_hash: str, idem: str) -> Settled | None:
-    """Call the tool until it returns or its attempts are spent, in the action's slot."""
+async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any],
+                    inputs_json: str, input_hash: str, idem: str) -> Settled | None:
+    """Call the tool until it returns or its attempts are spent, in the action's slot
+    (once the unit's decision says so: no cached result, before the deadline)."""
     action = rt.action
     clock = ctx.control.clock
     attempt = 0

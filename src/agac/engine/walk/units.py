@@ -1,21 +1,12 @@
-"""What happens to one unit (record x action) in a run.
+"""What happens to one unit (record x action) in a run: the one decision
+(engine/decision.py) applied.
 
-Order of decisions for a unit, each final for it:
-
-1. already settled in this run (an earlier invocation, or carried over by a retry) -> as is
-   (the walk does not call the unit then);
-2. the record is invalid -> ``failed`` (``invalid_input``/``duplicate_key``) where the
-   action reads records directly (no dependencies), ``skipped upstream_failed`` below;
-3. a dependency failed -> ``skipped upstream_failed``; a dependency skipped -> skipped with
-   the same reason (so a guard's skip flows down as ``guard`` and a run can still succeed);
-4. the run is stopping (Ctrl-C) -> no outcome: the unit stays pending for the next run;
-5. the guard is false -> ``skipped guard``; an action with ``approval:`` asks its gate;
-6. llm: render, fingerprint; a failure carried over from the previous run with the same
-   fingerprint (R1 c) -> ``failed`` with the same reason, no call; an answer stored under
-   the fingerprint (S5) -> ``answered`` (reused); a batch action -> its batch unit
-   (engine/batch/units.py); an identical request in flight in this run -> share its
-   answer (single-flight); else call with retries (engine/walk/calls.py).
-   tool: the same with the tool-result cache instead of answers (engine/walk/tools.py).
+The unit gathers the facts the decision asks for — the view and its guard, the rendered
+request and its fingerprint (taken as rendered ahead by the walk when it was), the answer
+stored under it — and does what the decision says: settles the outcome, stages the unit
+for a batch or adopts a batch out (engine/batch/units.py), asks the approval gate, hands
+a tool with ``effect:`` to the effects room, or sends (an llm call with retries,
+single-flight: engine/walk/calls.py; a tool: engine/walk/tools.py).
 
 A unit reports only through its :class:`agac.engine.ports.UnitContext`.
 """
@@ -27,22 +18,32 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
+from agac.engine.decision import (
+    NOT_YET,
+    Adopt,
+    Need,
+    Pending,
+    Settle,
+    Stage,
+    UnitFacts,
+    decide,
+    own_item,
+)
 from agac.engine.ports import Act
-from agac.engine.requests import build_request
-from agac.engine.values import Settled
+from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.engine.walk.calls import call_with_retries
-from agac.engine.walk.tools import run_tool
+from agac.engine.walk.tools import call_tool
 from agac.prompt.render import RenderError
-from agac.providers.base import fingerprint_of
+from agac.providers.base import canonical_json, fingerprint_of
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
-    from agac.engine.ports import UnitContext
-    from agac.engine.values import UnitRecord
+    from agac.engine.decision import Decision
+    from agac.engine.ports import BatchUnits, UnitContext
+    from agac.engine.values import Settled, UnitRecord
     from agac.providers.base import Request
-    from agac.store.values import Origin
 
-__all__ = ["act", "run_unit"]
+__all__ = ["run_unit", "settle"]
 
 
 async def run_unit(
@@ -54,50 +55,163 @@ async def run_unit(
     ``source`` and its ancestors' outputs: a fan-out's item, a join's
     ``fulfilled``/``rejected``/``skipped`` (engine/walk/walker.py). A dependency missing
     from ``results`` is a join's per-item input, judged there."""
-    action = rt.action
-    out = ctx.out
-    if rec.reason:
-        if not action.dependencies:
-            return await out.settle(rt, rec, "failed", rec.reason, rec.error)
-        return await out.settle(rt, rec, "skipped", "upstream_failed", "the input record is invalid")
-    for dep in action.dependencies:
-        r = results.get(dep)
-        if r is None:
-            continue
-        if r.status == "failed":
-            return await out.settle(rt, rec, "skipped", "upstream_failed", f"{dep} failed: {r.reason}")
-        if r.status == "skipped":
-            return await out.settle(rt, rec, "skipped", r.reason, f"{dep} was skipped: {r.reason}")
-    if ctx.control.stopping:
-        return None
-    outputs = {a: r.output for a in action.ancestors
-               if (r := results.get(a)) is not None and r.status == "answered"}
-    view = rt.view.build(payload, outputs)
-    if extra:
-        view.update(extra)
-    try:
-        if rt.guard is not None and not _guard(rt, view):
-            return await out.settle(rt, rec, "skipped", "guard", f"guard {action.when!r} is false")
-        stopped = ctx.control.action_failed(rt.name)
-        if stopped is not None:
-            return await out.settle(rt, rec, "failed", "provider_error", stopped)
-        if action.approval is not None and ctx.approvals is not None:
-            gated = await ctx.approvals.gate(ctx, rt, rec, view)  # A1
-            if not isinstance(gated, Act):
-                return gated
-            return await act(ctx, rt, rec, gated.view, gated.request)
-        return await act(ctx, rt, rec, view)
-    except RenderError as exc:
-        return await out.settle(rt, rec, "failed", "render_error", str(exc))
+    return await _Unit(ctx, rt, rec, payload, results, extra).run()
 
 
-async def act(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any],
-              request: Request | None = None) -> Settled | None:
-    """Call the unit's tool with ``view`` as its inputs, or send its llm request (rendered
-    from ``view``, or ``request`` as given: an approved proposal's)."""
-    if rt.action.kind == "tool":
-        return await run_tool(ctx, rt, rec, view)
-    return await _run_llm(ctx, rt, rec, view, request)
+async def settle(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, d: Settle) -> Settled:
+    """Write the outcome a decision gave the unit."""
+    output = json.loads(d.output_json) if d.output_json is not None else None
+    return await ctx.out.settle(rt, rec, d.status, d.reason, d.detail, output=output,
+                                origin=d.origin, fingerprint=d.fingerprint, attempts=d.attempts,
+                                output_json=d.output_json)
+
+
+class _Unit:
+    """One unit being decided: its facts, and what gathering them produced (the view, the
+    request and its canonical JSON, a tool's inputs)."""
+
+    __slots__ = ("batch", "ctx", "extra", "facts", "given", "payload", "rec", "request",
+                 "request_json", "results", "rt", "view")
+
+    def __init__(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: Any,
+                 results: dict[str, Settled], extra: dict[str, Any] | None) -> None:
+        self.ctx, self.rt, self.rec = ctx, rt, rec
+        self.payload, self.results, self.extra = payload, results, extra
+        action = rt.action
+        batch = ctx.batch if ctx.batch is not None and is_batched(rt) else None
+        self.batch: BatchUnits | None = batch
+        control = ctx.control
+        f = self.facts = UnitFacts(
+            ctx.run_id, kind=action.kind, reads_records=not action.dependencies,
+            record_reason=rec.reason, record_error=rec.error,
+            upstream=[(d, results.get(d)) for d in action.dependencies],
+            stopping=control.stopping, guard=NOT_YET if rt.guard is not None else None,
+            guard_text=action.when, action_failed=control.action_failed(rt.name),
+            gated=action.approval is not None and ctx.approvals is not None,
+            effect=action.effect is not None, cache=action.cache, fresh=ctx.fresh,
+            batch=batch is not None, items=batch.items_of(rt, rec.key) if batch else (),
+            carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None)
+        if batch is not None or action.kind == "tool":
+            f.deadline_passed = control.deadline_passed()
+            f.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
+        self.view: dict[str, Any] | None = None
+        self.given: Request | None = None
+        """An approved proposal's request: sent as approved, not as rendered."""
+        self.request: Request | None = None
+        self.request_json = ""
+
+    async def run(self) -> Settled | None:
+        f = self.facts
+        while True:
+            d = decide(f)
+            if type(d) is Need:
+                try:
+                    await self._learn(d)
+                except RenderError as exc:
+                    f.render_error = str(exc)
+                continue
+            return await self._apply(d)
+
+    # -- gathering facts ----------------------------------------------------------------------
+
+    def _view(self) -> dict[str, Any]:
+        if self.view is None:
+            action, results = self.rt.action, self.results
+            outputs = {a: r.output for a in action.ancestors
+                       if (r := results.get(a)) is not None and r.status == "answered"}
+            view = self.rt.view.build(self.payload, outputs)
+            if self.extra:
+                view.update(self.extra)
+            self.view = view
+        return self.view
+
+    async def _learn(self, need: Need) -> None:
+        f, ctx, rt = self.facts, self.ctx, self.rt
+        if need.fact == "view":
+            f.guard = _guard(rt, self._view())
+        elif need.fact == "request":
+            self._render()
+        elif need.fact == "answer":
+            fp = f.fingerprint
+            assert fp is not NOT_YET
+            if rt.action.kind == "tool":
+                f.stored = await ctx.lookups.lookup_tool_result(fp)
+            else:
+                f.stored = await ctx.lookups.lookup_answer(fp)
+        else:  # the answer of this run's own batch item
+            own = own_item(f.items, ctx.run_id)
+            assert self.batch is not None and own is not None
+            f.own_answer = await self.batch.own_answer(own.fingerprint)
+
+    def _render(self) -> None:
+        """The request (an approved one as given, else as rendered ahead by the walk, else
+        rendered now) with its canonical JSON and fingerprint; a tool's inputs and hash."""
+        f, rt = self.facts, self.rt
+        if rt.action.kind == "tool":
+            try:
+                self.request_json = canonical_json(self._view())
+            except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
+                f.inputs_error = f"inputs are not JSON: {exc}"
+                return
+            f.fingerprint = tool_input_hash(rt.action.function, self.request_json)
+            return
+        ahead = self.ctx.memory.take_prefetched(rt.name, self.rec.key)
+        if ahead is not None and self.given is None:  # rendered ahead, its answer looked up
+            self.request, self.request_json, f.fingerprint, f.stored = ahead
+            return
+        request = self.given if self.given is not None else build_request(rt, self._view())
+        self.request = request
+        self.request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
+        f.fingerprint = fingerprint_of(self.request_json)
+
+    # -- acting on the decision ----------------------------------------------------------------
+
+    async def _apply(self, d: Decision) -> Settled | None:
+        ctx, rt, rec = self.ctx, self.rt, self.rec
+        if isinstance(d, Settle):
+            return await settle(ctx, rt, rec, d)
+        if isinstance(d, Pending):
+            return None
+        if isinstance(d, Stage):
+            fp = self.facts.fingerprint
+            assert self.batch is not None and fp is not NOT_YET
+            self.batch.stage(rt, rec, self.request_json, fp, d.attempt)
+            return None
+        if isinstance(d, Adopt):
+            assert self.batch is not None
+            self.batch.adopt(d.batches)  # B0: still needed
+            return None
+        assert not isinstance(d, Need)
+        if d.what == "gate":
+            return await self._gate()
+        fp = self.facts.fingerprint
+        assert fp is not NOT_YET
+        if d.what == "effect":
+            key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
+            return await ctx.effects.run(ctx, rt, rec, self.request_json, fp, key)
+        if rt.action.kind == "tool":
+            key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
+            return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
+        assert self.request is not None
+        return await _single_flight(ctx, rt, rec, self.request, self.request_json, fp)
+
+    async def _gate(self) -> Settled | None:
+        """A1: the gate settles the unit, lets it wait, or lets it act with the approved
+        inputs (or request); the decision then goes on from there."""
+        approvals = self.ctx.approvals
+        assert approvals is not None
+        try:
+            gated = await approvals.gate(self.ctx, self.rt, self.rec, self._view())
+        except RenderError as exc:
+            self.facts.render_error = str(exc)
+            return await self.run()
+        if not isinstance(gated, Act):
+            return gated
+        f = self.facts
+        f.gated = False
+        self.view, self.given = gated.view, gated.request
+        f.fingerprint, f.stored = NOT_YET, NOT_YET
+        return await self.run()
 
 
 def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
@@ -111,43 +225,6 @@ def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
         return False
     except Exception as exc:
         raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-async def _run_llm(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any],
-                   given: Request | None = None) -> Settled | None:
-    batch = ctx.batch if ctx.batch is not None and is_batched(rt) else None
-    if batch is not None:
-        own = batch.own_item(rt, rec.key)
-        if own is not None and batch.own_item_decides(own):
-            # Staged or sent by this very run, from the same inputs: its fingerprint is
-            # this unit's, so the unit needs no rendering to wait on it or to settle.
-            return await batch.settle_from_own_item(rt, rec, own)
-    prefetched = ctx.memory.take_prefetched(rt.name, rec.key)
-    if given is not None:  # an approved proposal's request, not the rendered one
-        prefetched = None
-    if prefetched is not None:
-        request, request_json, fp, stored = prefetched
-    else:
-        request = given if given is not None else build_request(rt, view)
-        request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
-        fp = fingerprint_of(request_json)
-        stored = None if ctx.fresh else await ctx.lookups.lookup_answer(fp)
-    carried = ctx.memory.carried_failure(rt.name, rec.key, fp)
-    if carried is not None:
-        return await ctx.out.settle(rt, rec, "failed", carried.reason, carried.detail,
-                                    origin="carried", fingerprint=fp)
-    if ctx.fresh and batch is not None and batch.answer_is_ours(rt, rec, fp):
-        stored = await ctx.lookups.lookup_answer(fp)  # --fresh still reads its own batches
-    if stored is not None:
-        origin: Origin = "reused"
-        attempts = 0
-        if batch is not None:
-            origin, attempts = batch.origin(rt, rec, fp)
-        return await ctx.out.settle(rt, rec, "answered", output=json.loads(stored), origin=origin,
-                                    fingerprint=fp, output_json=stored, attempts=attempts)
-    if batch is not None:
-        return await batch.unit(rt, rec, request_json, fp)
-    return await _single_flight(ctx, rt, rec, request, request_json, fp)
 
 
 async def _single_flight(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request,

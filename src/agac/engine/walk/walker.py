@@ -23,9 +23,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.decision import Settle, UnitFacts, decide
 from agac.engine.values import Settled, Stopped
 from agac.engine.walk.steps import Region
-from agac.engine.walk.units import run_unit
+from agac.engine.walk.units import run_unit, settle
 from agac.keys import item_key
 from agac.reasons import HALTING
 
@@ -204,16 +205,13 @@ class Walker:
             # The parent never fanned out: its region units are in ``results`` under the
             # parent's key, and the ordinary dependency rules skip the join.
             return await run_unit(self.ctx, rt, rec, payload, results, extra)
-        if rec.reason:
-            return await out.settle(rt, rec, "skipped", "upstream_failed", "the input record is invalid")
-        for dep in action.dependencies:
-            r = results.get(dep)
-            if r is None:
-                continue  # an input of the join: judged item by item below
-            if r.status == "failed":
-                return await out.settle(rt, rec, "skipped", "upstream_failed", f"{dep} failed: {r.reason}")
-            if r.status == "skipped":
-                return await out.settle(rt, rec, "skipped", r.reason, f"{dep} was skipped: {r.reason}")
+        # The unit's decision on its record and dependencies (an input of the join is
+        # missing from ``results``: judged item by item below).
+        upstream = decide(UnitFacts(self.ctx.run_id, kind="join", reads_records=False,
+                                    record_reason=rec.reason, record_error=rec.error,
+                                    upstream=[(d, results.get(d)) for d in action.dependencies]))
+        if isinstance(upstream, Settle):
+            return await settle(self.ctx, rt, rec, upstream)
         assert self.plan.regions is not None
         inputs = self.plan.regions.join_inputs(action.name, action.dependencies)
         fulfilled, rejected, skipped, halt = judge(items, inputs)

@@ -1,0 +1,340 @@
+"""The one decision about a unit (record x action): from what is known about it to what
+happens to it — settled with an outcome, left pending, staged for a batch, adopted from a
+batch out, handed to its approval gate or its effect, or sent.
+
+:func:`decide` is pure: it reads a :class:`UnitFacts` and returns a :class:`Decision`.
+Some facts cost work to learn (the view and its guard, the rendered request and its
+fingerprint, a stored answer); they start :data:`NOT_YET`, and :func:`decide` asks for
+the first one its rules reach (:class:`Need`), in the order the rules are checked, so a
+unit that settles early never renders. Every path that settles a unit applies it: the
+online walk (engine/walk/units.py), the batch side (engine/batch/units.py: staging a
+shard's first step at once, a unit read from this run's own item), the join
+(engine/walk/walker.py) and, in SQL, the units a batch read answers
+(``Store.settle_read_items`` writes :func:`read_answer`'s outcome).
+
+The rules, in order, each final for the unit:
+
+1. the record is invalid -> ``failed`` with its reason where the action reads records
+   (no dependencies), ``skipped upstream_failed`` below;
+2. a dependency failed -> ``skipped upstream_failed``; one skipped -> skipped with its
+   reason (a guard's skip flows down as ``guard``);
+3. the run is stopping -> pending (the next run asks it);
+4. the view cannot be rendered -> ``failed render_error``; the guard is false ->
+   ``skipped guard``; the action failed as a whole -> ``failed provider_error``; an
+   action with ``approval:`` -> its gate;
+5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
+   -> ``answered`` reused; the deadline passed -> ``skipped deadline``; else it is called;
+6. a batch action with an item of this run's own that decides it (staged or out:
+   pending; read by this run: its failure, or its answer) -> that;
+7. the request's failure in the previous run with the same fingerprint (R1 c) ->
+   ``failed``, carried; an answer stored under the fingerprint (S5; ``--fresh`` reads
+   only its own batches' answers) -> ``answered`` (``call`` when this run's batch paid
+   for it, else ``reused``);
+8. a batch action: staged by this run, or in a batch out (adopted, B0) -> pending; its
+   last item read by this run failed -> ``failed``; the deadline passed, or the budget
+   is exhausted -> skipped; else staged (attempt = items read here + 1);
+9. otherwise it is sent (single-flight, retries: engine/walk/calls.py).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from agac.store.batches import staged_by
+from agac.store.values import OPEN_BATCH_STATES
+
+if TYPE_CHECKING:
+    from agac.engine.ports import CarriedFailure
+    from agac.engine.values import Settled
+    from agac.store.values import BatchItem, Origin, OutcomeStatus
+
+__all__ = ["CALL", "EFFECT", "GATE", "NOT_YET", "Adopt", "Decision", "Need", "NotYet",
+           "Pending", "Settle", "Stage", "UnitFacts", "decide", "own_item", "read_answer"]
+
+
+class NotYet(enum.Enum):
+    """A fact not learned yet (it costs work: rendering, a lookup)."""
+
+    NOT_YET = 0
+
+
+NOT_YET = NotYet.NOT_YET
+
+
+class Settle(NamedTuple):
+    """The unit's outcome, as it is written."""
+
+    status: OutcomeStatus
+    reason: str | None = None
+    detail: str | None = None
+    origin: Origin = "call"
+    fingerprint: str | None = None
+    attempts: int = 0
+    output_json: str | None = None
+    """The answer's output as stored (JSON text), for ``answered``."""
+
+
+class Pending(NamedTuple):
+    """No outcome yet: the run is stopping, or the unit waits on a batch."""
+
+    why: Literal["stopping", "batch", "unreadable"]
+
+
+class Adopt(NamedTuple):
+    """Pending on batches out that hold the unit's request (B0): they are still needed."""
+
+    batches: tuple[str, ...]
+
+
+class Stage(NamedTuple):
+    """Staged for the action's next batch, as attempt ``attempt``."""
+
+    attempt: int
+
+
+class Need(NamedTuple):
+    """The decision needs a fact it does not have yet."""
+
+    fact: Literal["view", "request", "answer", "own_answer"]
+
+
+class _Go(NamedTuple):
+    what: Literal["call", "gate", "effect"]
+
+
+CALL = _Go("call")
+"""Send it: an llm call (single-flight, retries) or the tool's call."""
+GATE = _Go("gate")
+"""Its approval gate decides (A1): it settles, waits, or lets the unit act."""
+EFFECT = _Go("effect")
+"""A tool with ``effect:``: the effects room decides (E1, E2)."""
+
+Decision = Settle | Pending | Adopt | Stage | Need | _Go
+
+_STOPPING = Pending("stopping")
+_WAITING = Pending("batch")
+_NEED_VIEW = Need("view")
+_NEED_REQUEST = Need("request")
+_NEED_ANSWER = Need("answer")
+_NEED_OWN = Need("own_answer")
+
+
+class UnitFacts:
+    """What is known about one unit, filled by the path that decides it; :func:`decide`
+    only reads it. Facts that cost work start :data:`NOT_YET`."""
+
+    __slots__ = (
+        "action_failed",
+        "batch",
+        "budget_exhausted",
+        "cache",
+        "carried",
+        "deadline_passed",
+        "effect",
+        "fingerprint",
+        "fresh",
+        "gated",
+        "guard",
+        "guard_text",
+        "inputs_error",
+        "items",
+        "kind",
+        "own_answer",
+        "reads_records",
+        "record_error",
+        "record_reason",
+        "render_error",
+        "run_id",
+        "stopping",
+        "stored",
+        "upstream",
+    )
+
+    def __init__(self, run_id: str, *, kind: str = "llm", reads_records: bool = True,
+                 record_reason: str | None = None, record_error: str | None = None,
+                 upstream: Sequence[tuple[str, Settled | None]] = (), stopping: bool = False,
+                 guard: bool | None | NotYet = None, guard_text: str | None = None,
+                 action_failed: str | None = None, gated: bool = False, effect: bool = False,
+                 cache: bool = True, fresh: bool = False, batch: bool = False,
+                 items: Sequence[BatchItem] = (), carried: CarriedFailure | None = None,
+                 fingerprint: str | NotYet = NOT_YET, stored: str | None | NotYet = NOT_YET,
+                 deadline_passed: bool = False, budget_exhausted: bool = False) -> None:
+        self.run_id = run_id
+        self.kind = kind
+        self.reads_records = reads_records
+        """The action has no dependencies: an invalid record fails here, not upstream."""
+        self.record_reason = record_reason
+        self.record_error = record_error
+        self.upstream = upstream
+        """(dependency, its result) in dependency order; None: judged elsewhere (a join's
+        per-item inputs)."""
+        self.stopping = stopping
+        self.render_error: str | None = None
+        """The view or the request could not be rendered (its message)."""
+        self.inputs_error: str | None = None
+        """A tool's inputs are not JSON (its message)."""
+        self.guard = guard
+        """None: no guard; True/False: its value; NOT_YET: the view is not built yet."""
+        self.guard_text = guard_text
+        self.action_failed = action_failed
+        self.gated = gated
+        self.effect = effect
+        self.cache = cache
+        self.fresh = fresh
+        self.batch = batch
+        """A batch action on a provider with a batch API."""
+        self.items = items
+        """Every batch item of the unit (any batch, staged included)."""
+        self.own_answer: str | None | NotYet = NOT_YET
+        self.carried = carried
+        self.fingerprint = fingerprint
+        """The request's fingerprint (a tool's: its input hash)."""
+        self.stored = stored
+        """The answer (a tool's cached result) stored under the fingerprint, or None."""
+        self.deadline_passed = deadline_passed
+        self.budget_exhausted = budget_exhausted
+
+
+def decide(f: UnitFacts) -> Decision:
+    """What happens to the unit, by the rules of this module's docstring, in order."""
+    if f.record_reason is not None:
+        if f.reads_records:
+            return Settle("failed", f.record_reason, f.record_error)
+        return Settle("skipped", "upstream_failed", "the input record is invalid")
+    for dep, r in f.upstream:
+        if r is None:
+            continue
+        if r.status == "failed":
+            return Settle("skipped", "upstream_failed", f"{dep} failed: {r.reason}")
+        if r.status == "skipped":
+            return Settle("skipped", r.reason, f"{dep} was skipped: {r.reason}")
+    if f.stopping:
+        return _STOPPING
+    if f.render_error is not None:
+        return Settle("failed", "render_error", f.render_error)
+    if f.guard is NOT_YET:
+        return _NEED_VIEW
+    if f.guard is False:
+        return Settle("skipped", "guard", f"guard {f.guard_text!r} is false")
+    if f.action_failed is not None:
+        return Settle("failed", "provider_error", f.action_failed)
+    if f.gated:
+        return GATE
+    if f.kind == "tool":
+        return _tool(f)
+    if f.batch:
+        own = own_item(f.items, f.run_id)
+        if own is not None and _own_decides(own, f.run_id):
+            return _from_own(f, own)
+    fp = f.fingerprint
+    if fp is NOT_YET:
+        return _NEED_REQUEST
+    if f.carried is not None and f.carried.fingerprint == fp:
+        return Settle("failed", f.carried.reason, f.carried.detail, "carried", fp)
+    if f.fresh and not (f.batch and _answer_is_ours(f.items, fp, f.run_id)):
+        stored = None  # --fresh reuses nothing stored, except what its own batches read
+    elif f.stored is NOT_YET:
+        return _NEED_ANSWER
+    else:
+        stored = f.stored
+    if stored is not None:
+        origin, attempts = _origin(f.items, fp, f.run_id) if f.batch else ("reused", 0)
+        return Settle("answered", None, None, origin, fp, attempts, stored)
+    if f.batch:
+        return _batch(f, fp)
+    return CALL
+
+
+def _tool(f: UnitFacts) -> Decision:
+    if f.inputs_error is not None:
+        return Settle("failed", "tool_error", f.inputs_error)
+    if f.fingerprint is NOT_YET:
+        return _NEED_REQUEST
+    if f.effect:
+        return EFFECT
+    if f.cache and not f.fresh:
+        if f.stored is NOT_YET:
+            return _NEED_ANSWER
+        if f.stored is not None:
+            return Settle("answered", None, None, "reused", f.fingerprint, 0, f.stored)
+    if f.deadline_passed:
+        return Settle("skipped", "deadline", "never called: the run's deadline passed")
+    return CALL
+
+
+# -- batch actions ---------------------------------------------------------------------------
+
+
+def own_item(items: Sequence[BatchItem], run_id: str) -> BatchItem | None:
+    """The latest item of the unit this run staged or sent, if any."""
+    own = [i for i in items if i.batch_run == run_id or staged_by(i.batch_key, run_id)]
+    return max(own, key=lambda i: i.attempt) if own else None
+
+
+def _own_decides(item: BatchItem, run_id: str) -> bool:
+    """Whether this run's own item settles the unit without rendering: it waits (staged
+    here or pending in an open batch) or this run read it. Anything else (a retry, a
+    batch resolved not submitted) goes the normal way."""
+    if item.status == "pending":
+        return item.batch_state is None or item.batch_state in OPEN_BATCH_STATES
+    return item.status in ("succeeded", "failed") and item.collected_by == run_id
+
+
+def _from_own(f: UnitFacts, own: BatchItem) -> Decision:
+    """Pending while this run's item waits; its failure or its answer once read here."""
+    if own.status == "pending":
+        return _WAITING
+    attempts = sum(1 for i in f.items if i.batch_run == f.run_id)
+    if own.status == "failed":
+        return Settle("failed", own.reason, own.detail, "call", own.fingerprint, attempts)
+    if f.own_answer is NOT_YET:
+        return _NEED_OWN
+    if f.own_answer is None:
+        return Pending("unreadable")  # the next walk asks it through the normal path
+    return read_answer(own.fingerprint, attempts, f.own_answer)
+
+
+def read_answer(fingerprint: str, attempts: int, output_json: str) -> Settle:
+    """The outcome of a unit answered by an item this run read: ``answered``, paid by this
+    run (``call``), its attempts the unit's items in this run's batches. ``Store.
+    settle_read_items`` writes the same outcome in SQL for a whole batch read."""
+    return Settle("answered", None, None, "call", fingerprint, attempts, output_json)
+
+
+def _matching(items: Sequence[BatchItem], fp: str) -> list[BatchItem]:
+    return sorted((i for i in items if i.fingerprint == fp), key=lambda i: i.attempt)
+
+
+def _answer_is_ours(items: Sequence[BatchItem], fp: str, run_id: str) -> bool:
+    return any(i.status == "succeeded" and i.collected_by == run_id for i in _matching(items, fp))
+
+
+def _origin(items: Sequence[BatchItem], fp: str, run_id: str) -> tuple[Origin, int]:
+    """('call', attempts) when this run paid for the batch answer, else ('reused', 0)."""
+    mine = [i for i in _matching(items, fp) if i.batch_run == run_id]
+    if any(i.status == "succeeded" for i in mine):
+        return "call", len(mine)
+    return "reused", 0
+
+
+def _batch(f: UnitFacts, fp: str) -> Decision:
+    """A batch action's unit that has no answer: pending where a batch holds its request,
+    its failure read here, a stop, or staged."""
+    items = _matching(f.items, fp)
+    if any(staged_by(i.batch_key, f.run_id) for i in items):
+        return _WAITING
+    out = [i.batch_key for i in items if i.batch_state in OPEN_BATCH_STATES and i.status == "pending"]
+    if out:
+        return Adopt(tuple(out))
+    read_here = [i for i in items if i.collected_by == f.run_id]
+    if read_here and read_here[-1].status == "failed":
+        last = read_here[-1]
+        return Settle("failed", last.reason, last.detail, "call", fp, len(read_here))
+    if f.deadline_passed:
+        return Settle("skipped", "deadline", "never sent: the run's deadline passed")
+    if f.budget_exhausted:
+        return Settle("skipped", "budget_exhausted",
+                      "never sent: the budget has no room for its worst case")
+    return Stage(len(read_here) + 1)
