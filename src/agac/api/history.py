@@ -39,7 +39,7 @@ def status(ref: str | None = None, project: ProjectRef = None, *, tenant: str | 
         if run_row.settings.pruned is not None:
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
-        summary = build_summary(st, run_row)
+        summary = build_summary(st, run_row).to_dict()
         if st.shares_work and st.has_shards(run_row.id):
             from agac.engine.workers.fleet import shard_view
 

@@ -35,9 +35,9 @@ def _report(result: Any, as_json: bool) -> int:
     for note in result.notes:
         click.echo(note, err=True)
     if as_json:
-        _emit_json(result.summary)
+        _emit_json(result.summary.to_dict())
     else:
-        print_summary(result.summary, interrupted=result.interrupted)
+        print_summary(result.summary.to_dict(), interrupted=result.interrupted)
     return int(result.exit_code)
 
 

@@ -10,6 +10,7 @@ state first) and written once: a final state never changes.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.manual import cancel_open_batches
@@ -17,7 +18,7 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_lease, take_run_lease
 from agac.engine.lifecycle.options import RunResult
-from agac.engine.views.summary import build_summary
+from agac.engine.views.summary import RunSummary, build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError
 from agac.reasons import RUN_ENDING
 from agac.store.values import FINAL_STATES
@@ -39,7 +40,7 @@ def reread(store: Store, run_id: str) -> RunRecord:
     return run
 
 
-def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, Any]],
+def decide_state(summary: Mapping[str, Any], action_states: dict[str, tuple[str, Any]],
                  partial_ok: bool, halts: frozenset[str] = frozenset()) -> str:
     for reason, state in RUN_ENDING:  # the registry's ``ends_run``, in precedence order
         if reason in halts:
@@ -56,12 +57,12 @@ def decide_state(summary: dict[str, Any], action_states: dict[str, tuple[str, An
     return "succeeded"
 
 
-def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
+def finalize(store: Store, run_id: str) -> tuple[str, RunSummary]:
     """End a run whose every unit settled with its final state (DESIGN §7); with the
     summary counted for the decision (its counts stay true after the run ended)."""
     run = reread(store, run_id)
     summary = build_summary(store, run)
-    pending = sum(a["pending"] for a in summary["actions"].values())
+    pending = sum(a.pending for a in summary.actions.values())
     if pending:
         return run.state, summary
     maybe_crash("before_finalize")  # every outcome durable, the final state not yet written
@@ -73,7 +74,7 @@ def finalize(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
     store.end_run(run_id, state)
     store.clear_marks(run_id)  # every unit has its outcome: nothing under a mark is lost
     store.checkpoint(run_event(run_id, "run_ended", {
-        "state": state, "cost_usd": summary["cost_usd"]}, store.clock.time()))
+        "state": state, "cost_usd": summary.cost_usd}, store.clock.time()))
     return state, summary
 
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from agac.data.sources import RecordSource
     from agac.engine.outcomes.writer import Progress
     from agac.engine.values import RunControl
+    from agac.engine.views.summary import ActionSummary, RunSummary
 
 __all__ = ["AsAdmitted", "RunOptions", "RunResult"]
 
@@ -53,36 +54,35 @@ class RunResult:
     """What a run call returns: the §7.1 summary, the notes for the user, the exit code;
     the summary's main facts as attributes (``run_id``, ``state``, ``cost_usd``, …)."""
 
-    summary: dict[str, Any]
+    summary: RunSummary
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
-        return str(self.summary["run_id"])
+        return self.summary.run_id
 
     @property
     def workflow(self) -> str:
-        return str(self.summary["workflow"])
+        return self.summary.workflow
 
     @property
     def state(self) -> str:
-        return str(self.summary["state"])
+        return self.summary.state
 
     @property
     def tenant(self) -> str:
         """The run's tenant (DESIGN §13 T2); ``default`` unless set."""
-        return str(self.summary.get("tenant") or DEFAULT_TENANT)
+        return self.summary.tenant or DEFAULT_TENANT
 
     @property
-    def actions(self) -> dict[str, dict[str, Any]]:
+    def actions(self) -> dict[str, ActionSummary]:
         """Per action: records, answered, failed, skipped, pending, calls, reused, …"""
-        actions: dict[str, dict[str, Any]] = self.summary["actions"]
-        return actions
+        return self.summary.actions
 
     @property
     def cost_usd(self) -> float:
-        return float(self.summary.get("cost_usd") or 0.0)
+        return float(self.summary.cost_usd or 0.0)
 
     @property
     def final(self) -> bool:
@@ -90,12 +90,12 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary with ``tenant``, ``exit_code``, ``interrupted`` and ``notes`` (JSON)."""
-        return {**self.summary, "tenant": self.tenant, "exit_code": self.exit_code,
+        return {**self.summary.to_dict(), "tenant": self.tenant, "exit_code": self.exit_code,
                 "interrupted": self.interrupted, "notes": list(self.notes)}
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{name}: {a['answered']}/{a['records']} answered"
-                           + (f", {a['failed']} failed" if a["failed"] else "")
+        counts = ", ".join(f"{name}: {a.answered}/{a.records} answered"
+                           + (f", {a.failed} failed" if a.failed else "")
                            for name, a in self.actions.items())
         return (f"<RunResult {self.run_id} {self.workflow} {self.state} ${self.cost_usd:.4f}"
                 f" ({counts})>")
@@ -104,7 +104,7 @@ class RunResult:
     def exit_code(self) -> int:
         if self.interrupted:
             return 130
-        state = self.summary["state"]
+        state = self.summary.state
         if state == "succeeded":
             return 0
         if state in FINAL_STATES:

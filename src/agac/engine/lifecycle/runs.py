@@ -18,7 +18,7 @@ import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.config.model import Workflow
 from agac.engine.gcpolicy import run_gc_policy
@@ -34,7 +34,7 @@ from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import Halt, PassResult
-from agac.engine.views.summary import build_summary
+from agac.engine.views.summary import RunSummary, build_summary
 from agac.errors import AgacError, UsageError
 from agac.providers.factory import open_providers
 
@@ -115,7 +115,7 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
                  ) -> RunResult:
     lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
-    counted: dict[str, Any] | None = None  # the summary's counts, when finalize made them
+    counted: RunSummary | None = None  # the summary's counts, when finalize made them
     notes = list(notes or [])
     try:
         run = reread(store, run.id)
@@ -153,7 +153,7 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
 
 
 def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResult
-                  ) -> tuple[dict[str, Any] | None, list[str]]:
+                  ) -> tuple[RunSummary | None, list[str]]:
     """Write what the run loop's result means for the run: its final state, or the state
     it waits in. (The summary's counts when finalize made them, and notes.)"""
     kind = result.kind

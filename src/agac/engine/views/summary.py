@@ -1,9 +1,13 @@
 """The run summary of DESIGN §7.1, computed from the store (never from memory), with the
-run's ``tenant`` (§13 T2)."""
+run's ``tenant`` (§13 T2): a typed value (:class:`RunSummary`, one
+:class:`ActionSummary` per action) whose :meth:`RunSummary.to_dict` is the summary's JSON.
+Both read as mappings too (``summary["actions"]["classify"]["answered"]``), as the JSON
+does."""
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.requests import effect_id
@@ -16,16 +20,101 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["build_summary", "cost_breakdown", "next_command"]
+__all__ = ["ActionSummary", "RunSummary", "build_summary", "cost_breakdown", "next_command"]
 
 
-def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | None = None) -> dict[str, Any]:
+class _AsMapping(Mapping[str, Any]):
+    """A frozen value that also reads as its JSON object (keys in the JSON's order)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+@dataclass(frozen=True, eq=False)
+class ActionSummary(_AsMapping):
+    """One action's units by bucket (``records`` = answered + failed + skipped + pending),
+    its calls (``unknown_calls`` of them with an outcome never stored, S1), answers reused,
+    tool calls, batches out, cost, and its failures and skips by reason."""
+
+    records: int
+    answered: int = 0
+    failed: int = 0
+    skipped: int = 0
+    pending: int = 0
+    calls: int = 0
+    unknown_calls: int = 0
+    reused: int = 0
+    tool_calls: int = 0
+    batches_out: int = 0
+    cost_usd: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (dict(self.reasons) if f.name == "reasons" else getattr(self, f.name))
+                for f in fields(self)}
+
+
+@dataclass(frozen=True, eq=False)
+class RunSummary(_AsMapping):
+    """A run's summary (§7.1): what ``agac run``/``agac status`` print and ``--json``
+    emits (:meth:`to_dict`). The optional parts are present only when they apply."""
+
+    run_id: str
+    workflow: str
+    tenant: str
+    state: str
+    retry_of: str | None
+    cost_usd: float
+    next: str | None
+    actions: dict[str, ActionSummary]
+    effects_unknown: tuple[str, ...] = ()
+    """E2: ids of effects a person settles (``agac effects resolve``)."""
+    awaiting_approval: dict[str, Any] | None = None
+    """A1: units waiting on people (counted in ``pending``), with the first proposals."""
+    deadline_at: float | None = None
+    budget: dict[str, Any] | None = None
+    advice: tuple[dict[str, Any], ...] = ()
+    error: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's JSON, keys in this order; optional parts only when present."""
+        out: dict[str, Any] = {
+            "run_id": self.run_id, "workflow": self.workflow, "tenant": self.tenant,
+            "state": self.state, "retry_of": self.retry_of, "cost_usd": self.cost_usd,
+            "next": self.next, "actions": {n: a.to_dict() for n, a in self.actions.items()},
+        }
+        if self.effects_unknown:
+            out["effects_unknown"] = list(self.effects_unknown)
+        if self.awaiting_approval is not None:
+            out["awaiting_approval"] = self.awaiting_approval
+        if self.deadline_at is not None:
+            out["deadline_at"] = self.deadline_at
+        if self.budget is not None:
+            out["budget"] = self.budget
+        if self.advice:
+            out["advice"] = list(self.advice)
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = None
+                  ) -> RunSummary:
     """``counted``: a summary of the same run built since its last unit settled (as
     ``finalize`` builds one before it ends the run); its per-action counts and cost are
     taken as they are instead of being counted again, everything else is read anew."""
     config = run.config
     if counted is not None:
-        return _summary(store, run, config, copy.deepcopy(counted["actions"]), counted["cost_usd"])
+        return _summary(store, run, config, counted.actions, counted.cost_usd)
     info = store.snapshot_info(run.snapshot_id)
     records = info.record_count if info else 0
     actions: dict[str, dict[str, Any]] = {}
@@ -62,56 +151,46 @@ def build_summary(store: Store, run: RunRecord, *, counted: dict[str, Any] | Non
         if name in actions:
             actions[name]["calls"] += counts["sent"]
             actions[name]["batches_out"] = counts["out"]
-    for entry in actions.values():
+    frozen = {}
+    for name, entry in actions.items():
         settled = entry["answered"] + entry["failed"] + entry["skipped"]
         entry["pending"] = max(entry["records"] - settled, 0)
         entry["cost_usd"] = round(entry["cost_usd"], 6)
-    return _summary(store, run, config, actions, cost)
+        frozen[name] = ActionSummary(**entry)
+    return _summary(store, run, config, frozen, cost)
 
 
-def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict[str, Any], cost: float
-             ) -> dict[str, Any]:
-    summary: dict[str, Any] = {
-        "run_id": run.id,
-        "workflow": run.workflow,
-        "tenant": run.tenant,
-        "state": run.state,
-        "retry_of": run.retry_of,
-        "cost_usd": round(cost, 6),
-        "next": None,
-        "actions": actions,
-    }
-    unknown = [effect_id(e.key) for e in store.list_effects(run.workflow, tenants=(run.tenant,),
-                                                             states=("unknown",))]
-    if unknown:
-        summary["effects_unknown"] = unknown  # E2: a person settles them (agac effects resolve)
+def _summary(store: Store, run: RunRecord, config: dict[str, Any],
+             actions: dict[str, ActionSummary], cost: float) -> RunSummary:
+    unknown = tuple(effect_id(e.key) for e in store.list_effects(
+        run.workflow, tenants=(run.tenant,), states=("unknown",)))  # E2: a person settles them
+    awaiting_approval = None
     if run.state not in FINAL_STATES:
         awaiting = store.count_proposals(run.id, ("pending",))
         if awaiting:  # A1: units waiting on a person's decision (counted in ``pending``)
-            summary["awaiting_approval"] = {
+            awaiting_approval = {
                 "units": sum(awaiting.values()), "actions": awaiting,
                 "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
                                "expires_at": p.expires_at}
                               for p in store.list_proposals(run_id=run.id, tenants=(run.tenant,),
                                                             states=("pending",), limit=20)]}
     settings = run.settings
-    if settings.deadline_at is not None:
-        summary["deadline_at"] = settings.deadline_at
+    budget = None
     if settings.budget is not None:
         from agac.engine.limits.budget import spent_by
 
         usd, tokens = spent_by(store, run)
-        summary["budget"] = {**settings.budget.to_dict(), "spent_usd": round(usd, 6),
-                             "spent_tokens": tokens}
-    advice = _advice(store, run, actions)
-    if advice:
-        summary["advice"] = advice
-    summary["next"] = next_command(summary, config)
+        budget = {**settings.budget.to_dict(), "spent_usd": round(usd, 6), "spent_tokens": tokens}
     error = run.error or "; ".join(
         why for state, why in store.action_states(run.id).values() if state == "failed" and why)
-    if error:
-        summary["error"] = run_error(run.state, error)
-    return summary
+    summary = RunSummary(
+        run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
+        retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
+        effects_unknown=unknown, awaiting_approval=awaiting_approval,
+        deadline_at=settings.deadline_at, budget=budget,
+        advice=tuple(_advice(store, run, actions)),
+        error=run_error(run.state, error) if error else None)
+    return replace(summary, next=next_command(summary, config))
 
 
 SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
@@ -129,16 +208,17 @@ _SHOWS = {"render_error": " — `agac render {wf} --record {record} --action {ac
           "tool_error": " — `agac records show {key} --workflow {wf}` shows the traceback"}
 
 
-def _advice(store: Store, run: RunRecord, actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _advice(store: Store, run: RunRecord, actions: Mapping[str, ActionSummary]
+            ) -> list[dict[str, Any]]:
     """For an action whose failures are mostly of one reason — most of its units, or a
     reason a retry cannot fix — that reason's first message and its fix."""
     out = []
     for name, entry in actions.items():
-        failures = {r: n for r, n in entry["reasons"].items() if r not in SKIP_REASONS}
+        failures = {r: n for r, n in entry.reasons.items() if r not in SKIP_REASONS}
         if not failures:
             continue
         reason, n = max(failures.items(), key=lambda item: item[1])
-        if n * 2 < entry["records"] and reason not in NOT_FIXED_BY_RETRY:
+        if n * 2 < entry.records and reason not in NOT_FIXED_BY_RETRY:
             continue
         first = store.first_failure(run.id, name, reason)
         key = first.unit_key if first is not None else ""
@@ -176,7 +256,7 @@ def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], recor
     return {a["name"]: expected_units(regions, a["name"], records, totals) for a in actions}
 
 
-def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
+def next_command(summary: Mapping[str, Any], config: dict[str, Any]) -> str | None:
     wf = summary["workflow"]
     tenant = summary.get("tenant") or DEFAULT_TENANT
     if tenant != DEFAULT_TENANT:
@@ -201,7 +281,7 @@ def next_command(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
     return None
 
 
-def _only_unfixed_by_retry(summary: dict[str, Any]) -> bool:
+def _only_unfixed_by_retry(summary: Mapping[str, Any]) -> bool:
     """Every failure is of a reason a retry cannot fix (a new run after the fix can)."""
     reasons = {r for a in summary["actions"].values() for r in a["reasons"]
                if r not in SKIP_REASONS}
