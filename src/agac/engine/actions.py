@@ -15,13 +15,16 @@ from agac.engine.limits.rates import RateLimiter, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.render import compile_guard, compile_template
+from agac.providers import registry
+from agac.providers.base import batch_support
 
 if TYPE_CHECKING:
     from jinja2 import Template
 
     from agac.config.model import Action
 
-__all__ = ["ActionRuntime", "build_runtime", "is_batched", "is_batched_provider", "shared_limiter"]
+__all__ = ["ActionRuntime", "build_runtime", "is_batched", "is_batched_provider",
+           "local_batch_notes", "shared_limiter"]
 
 
 @dataclass
@@ -138,4 +141,23 @@ def is_batched(rt: ActionRuntime) -> bool:
 
 def is_batched_provider(provider: Any) -> bool:
     """Whether a provider adapter has a batch API."""
-    return bool(getattr(provider, "supports_batch", False))
+    return batch_support(provider) == "api"
+
+
+def local_batch_notes(actions: list[dict[str, Any]]) -> list[str]:
+    """What a run tells its user about batch actions on a provider that runs them locally
+    (Ollama, the one documented exception to ``batch_unsupported``): no provider batch,
+    no pause, live calls at the live price. ``actions``: the run's config snapshot."""
+    notes = []
+    for a in actions:
+        provider = a.get("provider")
+        if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch" or not provider:
+            continue
+        try:
+            local = batch_support(registry.provider_class(provider)) == "local"
+        except (ConfigError, ImportError, AttributeError):
+            continue  # validation judged it; nothing to add here
+        if local:
+            notes.append(f"{a['name']}: {provider} has no batch API; its run_mode: batch runs "
+                         "here as live calls (no provider batch, no pause, the live price)")
+    return notes

@@ -23,6 +23,7 @@ __all__ = [
     "TRANSPORTS",
     "BatchHandle",
     "BatchStatus",
+    "BatchSupport",
     "Message",
     "Provider",
     "ProviderSettings",
@@ -33,6 +34,7 @@ __all__ = [
     "StoredRequests",
     "Transport",
     "Usage",
+    "batch_support",
     "canonical_json",
     "fingerprint_of",
     "stored_request",
@@ -249,6 +251,21 @@ class ProviderSettings:
     batch: bool = False
 
 
+BatchSupport = Literal["api", "local", "none"]
+"""How a provider runs ``run_mode: batch``: through its batch API, locally as live calls
+(Ollama, the one documented exception), or not at all (refused at validation,
+``batch_unsupported``)."""
+
+
+def batch_support(provider: Any) -> BatchSupport:
+    """The batch capability a provider class (or adapter) declares: ``supports_batch``
+    for a batch API, ``local_batch`` for a local run of batch actions; neither is
+    ``none`` (the mock, a plugin that declares no batch API)."""
+    if getattr(provider, "supports_batch", False):
+        return "api"
+    return "local" if getattr(provider, "local_batch", False) else "none"
+
+
 @runtime_checkable
 class Provider(Protocol):
     """One provider behind the contract. Built-ins and plugins register under the
@@ -257,7 +274,10 @@ class Provider(Protocol):
     Class attributes: ``name``; ``extra`` (the pip extra that installs the SDK);
     ``sdk_module`` (import name of the SDK, None for none); ``credential_env`` (the
     environment variables that may carry the key, empty when none is needed);
-    ``supports_batch``.
+    ``supports_batch`` (the provider has a batch API: the batch methods below work) and,
+    optionally, ``local_batch`` (no batch API, but agac runs its ``run_mode: batch``
+    actions locally as live calls: Ollama). Validation reads both from the class, without
+    loading the SDK (:func:`batch_support`).
     """
 
     name: str
