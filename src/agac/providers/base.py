@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agac.errors import BatchNotEnded
 from agac.jsontext import canonical, loads
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "BatchHandle",
     "BatchStatus",
     "BatchSupport",
+    "BilledWork",
     "Message",
     "Provider",
     "ProviderSettings",
@@ -36,6 +38,7 @@ __all__ = [
     "Usage",
     "batch_support",
     "canonical_json",
+    "ended_or_raise",
     "fingerprint_of",
     "stored_request",
 ]
@@ -219,6 +222,30 @@ class BatchStatus:
     known: bool = True
 
 
+def ended_or_raise(handle: BatchHandle, status: BatchStatus) -> None:
+    """What every adapter's ``batch_results`` checks of the batch it fetched right before
+    reading (B7): results are read only from an ``ended`` batch; a batch now reported
+    failed, expired or cancelled — or not ended at all — raises
+    :class:`~agac.errors.BatchNotEnded` before anything is read."""
+    if status.state != "ended":
+        raise BatchNotEnded(f"batch {handle.id} is {status.raw_status or status.state} at the "
+                            "provider: there are no results to read",
+                            state=status.state, raw_status=status.raw_status)
+
+
+@dataclass(frozen=True, slots=True)
+class BilledWork:
+    """What a provider answered, and bills, in a batch agac does not read (B7, a batch
+    given up), as the batch itself reports it — no answer is taken: ``answered``
+    requests, and their total ``usage`` when the provider reports it (OpenAI's batch
+    ``usage``, Gemini's responses; None: agac estimates it).
+    ``status`` is the batch's status when asked."""
+
+    status: BatchStatus
+    answered: int = 0
+    usage: Usage | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     """One item of a finished batch. A custom_id missing from results is *not returned*."""
@@ -278,6 +305,10 @@ class Provider(Protocol):
     optionally, ``local_batch`` (no batch API, but agac runs its ``run_mode: batch``
     actions locally as live calls: Ollama). Validation reads both from the class, without
     loading the SDK (:func:`batch_support`).
+
+    ``batch_results`` fetches the batch first and reads nothing unless it has ended
+    (:func:`ended_or_raise`, B7). ``billed_work`` tells what the provider bills in a
+    batch agac gives up or cannot read, without taking its answers.
     """
 
     name: str
@@ -293,6 +324,8 @@ class Provider(Protocol):
     async def poll_batch(self, handle: BatchHandle) -> BatchStatus: ...
 
     def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]: ...
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork: ...
 
     async def cancel_batch(self, handle: BatchHandle) -> None: ...
 

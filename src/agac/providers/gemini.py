@@ -60,12 +60,14 @@ from agac.providers.base import (
     BatchHandle,
     BatchState,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
     Result,
     StopReason,
     Usage,
+    ended_or_raise,
 )
 
 __all__ = ["GeminiProvider"]
@@ -327,9 +329,11 @@ class GeminiProvider:
         return batch_status(job)
 
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
-        """Inline responses, or the result file downloaded to disk and read line by line."""
+        """Inline responses, or the result file downloaded to disk and read line by line;
+        nothing from a batch that has not succeeded when fetched here (B7)."""
         with self._translate_errors():
             job = await self._aio.batches.get(name=handle.id)
+        ended_or_raise(handle, batch_status(job))
         latency = _span_ms(pick(job, "create_time"), pick(job, "end_time"))
         dest = pick(job, "dest")
         for item in pick(dest, "inlined_responses") or []:
@@ -340,6 +344,26 @@ class GeminiProvider:
         if file_name:
             async for custom_id, item in self._file_items(str(file_name)):
                 yield self._result(custom_id, item, latency)
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        """The job's answered responses and their total usage, without taking the answers:
+        inline ones come with the job; a responses file is downloaded for its usage only,
+        since the SDK reports no counts for the Developer API."""
+        with self._translate_errors():
+            job = await self._aio.batches.get(name=handle.id)
+        status = batch_status(job)
+        dest = pick(job, "dest")
+        items = list(pick(dest, "inlined_responses") or [])
+        if pick(dest, "file_name"):
+            items += [item async for _, item in self._file_items(str(pick(dest, "file_name")))]
+        answered = [content_response(pick(item, "response"), latency_ms=0.0, parse=False).usage
+                    for item in items if pick(item, "response") is not None
+                    and not (pick(item, "error") or pick(item, "status"))]
+        if not answered:
+            return BilledWork(status, status.completed)
+        return BilledWork(status, len(answered), Usage(
+            sum(u.input_tokens for u in answered), sum(u.output_tokens for u in answered),
+            sum(u.cached_tokens for u in answered)))
 
     async def _file_items(self, file_name: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         fd, name = tempfile.mkstemp(prefix="agac-results-", suffix=".jsonl")

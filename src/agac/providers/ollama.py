@@ -38,6 +38,7 @@ from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
@@ -181,6 +182,9 @@ class OllamaProvider:
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
         raise self._no_batch()
         yield  # pragma: no cover - makes this an async generator like the others
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        raise self._no_batch()
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
         raise self._no_batch()

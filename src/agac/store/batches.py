@@ -260,6 +260,27 @@ class BatchRepository(StoreCore):
             conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
                          .values(status=status, reason=reason, detail=detail))
 
+    def end_batch_unread(self, key: str, *, reason: str, detail: str,
+                         usage: Sequence[dict[str, Any]] = (),
+                         events: Sequence[dict[str, Any]] = (),
+                         lease: tuple[str, int, float] | None = None, **batch: Any) -> None:
+        """A batch agac will not read (B7, or given up), in one transaction: the ``usage``
+        the provider billed for its answers (origin ``unread``), its waiting items failed
+        ``reason`` with ``detail``, its ``events``, and the ``batch`` row's new fields. A
+        crash leaves all or nothing, so its answers are ledgered once: the items stay
+        pending and the next run bills and fails them."""
+        bi = t.batch_items
+        with self._write("end a batch unread") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            self._bulk(conn, t.usage, usage)
+            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
+                         .values(status="failed", reason=reason, detail=detail))
+            self._bulk(conn, t.events, events)
+            if batch:
+                batch["updated_at"] = self.clock.time()
+                conn.execute(t.batches.update().where(t.batches.c.key == key).values(**batch))
+
     def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
         """Per action: items this run sent in batches (its batch ``calls``) and the
         tenant's batches of the workflow still out."""

@@ -5,18 +5,20 @@ runs that no unit of this run needs any more are cancelled (B0); each open batch
 asked for its status (B5: an unreachable provider leaves that batch for the next run
 and names the file; B8 cancelling and B9 unknown statuses are still running; B11
 ``batch_deadline`` cancels it and fails its records); ended batches are read
-(engine/batch/ingest.py, B6); failed, expired and cancelled ones fail their records
-without being read (B7).
+(engine/batch/ingest.py, B6); failed, expired and cancelled ones — as polled, or as
+fetched right before reading — fail their records without being read (B7). What the
+provider billed in a batch that is not read is ledgered (engine/batch/billing.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.ingest import ingest_batch
-from agac.errors import ProviderError
+from agac.errors import BatchNotEnded, ProviderError
 from agac.jsontext import loads
-from agac.providers.base import BatchHandle
+from agac.providers.base import BatchHandle, BatchStatus, BilledWork
 from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
@@ -38,8 +40,10 @@ class Poller:
 
     async def cancel_unneeded(self, rt: ActionRuntime, *, walked: bool, adopted: set[str]) -> None:
         """B0: batches out from earlier runs whose requests this run no longer needs (its
-        prompt changed, or the answers exist) are cancelled at the provider. Only after an
-        online pass of this invocation has recorded which batches its units adopted."""
+        prompt changed, or the answers exist) are cancelled at the provider (unless they
+        ended already) and given up; what the provider billed in them is ledgered. Only
+        after an online pass of this invocation has recorded which batches its units
+        adopted."""
         if not walked:
             return
         for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
@@ -48,30 +52,30 @@ class Poller:
                 continue
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
                 continue
+            handle = BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key,
+                                 loads(b.meta) or {})
+            work = await self._billed_work(rt, handle)
             not_cancelled = None
-            try:
-                await rt.provider.cancel_batch(
-                    BatchHandle(rt.action.provider or "", b.provider_batch_id, b.key, loads(b.meta) or {}))
-            except ProviderError as exc:
-                not_cancelled = str(exc)  # nothing of it is read either way; said below
-            await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_abandoned",
-                                "no longer needed by the workflow (B0)")
-            await self._given_up(rt, b, not_cancelled)
+            if work.status.state == "running":  # ended ones cannot be cancelled any more
+                try:
+                    await rt.provider.cancel_batch(handle)
+                except ProviderError as exc:
+                    not_cancelled = str(exc)  # nothing of it is read either way; said below
+            await self._given_up(rt, b, work, not_cancelled)
 
-    async def _given_up(self, rt: ActionRuntime, b: Any, not_cancelled: str | None) -> None:
+    async def _given_up(self, rt: ActionRuntime, b: Any, work: BilledWork,
+                        not_cancelled: str | None) -> None:
         """An unneeded batch is abandoned; one whose cancel the provider refused is
         ``not_cancelled`` (it may still run and be billed), with an event saying so."""
+        why = "no longer needed by the workflow (B0)"
         if not_cancelled is None:
-            await self.ctx.call(self.ctx.store.update_batch, b.key, state="abandoned",
-                                error="no longer needed (B0)")
-            await self.ctx.event("batch_cancelled_unneeded", rt.name, batch_id=b.provider_batch_id,
-                                 file=b.file)
+            await self._give_up(rt, b, work, "batch_cancelled_unneeded", "batch_abandoned", why,
+                                {}, state="abandoned", error="no longer needed (B0)")
             return
-        await self.ctx.call(self.ctx.store.update_batch, b.key, state=BATCH_NOT_CANCELLED,
+        await self._give_up(rt, b, work, "batch_not_cancelled", "batch_abandoned", why,
+                            {"error": not_cancelled}, state=BATCH_NOT_CANCELLED,
                             error=f"no longer needed (B0); the provider did not cancel it "
                                   f"({not_cancelled}): it may still run and be billed")
-        await self.ctx.event("batch_not_cancelled", rt.name, batch_id=b.provider_batch_id,
-                             file=b.file, error=not_cancelled)
 
     async def poll_and_collect(self, rt: ActionRuntime, report: StepReport) -> None:
         seen: list[str] = []
@@ -108,10 +112,11 @@ class Poller:
                 if await self._collect(rt, b, handle, report):
                     report.progressed = True
             elif status.state in _B7_REASON:
-                await self._end_unread(rt, b, status.state, f"the provider reports {status.raw_status}")
+                await self._end_unread(rt, b, handle, status.state,
+                                       f"the provider reports {status.raw_status}")
                 report.progressed = True
             elif b.deadline_at and self.ctx.control.clock.time() > b.deadline_at and status.state == "running":
-                await self._deadline(rt, b, handle)
+                await self._deadline(rt, b, handle, status)
                 report.progressed = True
             else:
                 what = ("still cancelling (B8)" if status.state == "cancelling" else
@@ -137,31 +142,74 @@ class Poller:
         self._unreachable[b.key] = line
         report.waiting.append(line)
 
-    async def _end_unread(self, rt: ActionRuntime, b: Any, state: str, why: str) -> None:
-        """B7: read nothing from it, fail its records."""
+    async def _end_unread(self, rt: ActionRuntime, b: Any, handle: BatchHandle, state: str,
+                          why: str) -> None:
+        """B7: read nothing from it, fail its records; ledger what the provider billed in
+        it (engine/batch/billing.py)."""
         reason = _B7_REASON[state]
-        await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", reason,
-                         f"batch {b.provider_batch_id} for {b.file}: {why}")
-        await self.ctx.call(self.ctx.store.update_batch, b.key, state=state, collected_by=self.ctx.run_id,
-                         ended_at=self.ctx.control.clock.time())
-        await self.ctx.event("batch_ended_unread", rt.name, batch_id=b.provider_batch_id, file=b.file,
-                          state=state, reason=reason)
+        work = await self._billed_work(rt, handle)
+        await self._give_up(rt, b, work, "batch_ended_unread", reason,
+                            f"batch {b.provider_batch_id} for {b.file}: {why}",
+                            {"state": state, "reason": reason},
+                            state=state, collected_by=self.ctx.run_id)
 
-    async def _deadline(self, rt: ActionRuntime, b: Any, handle: BatchHandle) -> None:
-        """B11: at batch_deadline, cancel at the provider and fail the records."""
+    async def _deadline(self, rt: ActionRuntime, b: Any, handle: BatchHandle,
+                        status: BatchStatus) -> None:
+        """B11: at batch_deadline, cancel at the provider and fail the records; what it
+        answered so far is ledgered as estimated (it is not read)."""
         try:
             await rt.provider.cancel_batch(handle)
         except ProviderError:
             pass  # it is failed here either way; the provider's copy is no longer read
-        await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_deadline",
-                         f"batch {handle.id} for {b.file} passed its batch_deadline")
-        await self.ctx.call(self.ctx.store.update_batch, b.key, state="cancelled", collected_by=self.ctx.run_id,
-                         ended_at=self.ctx.control.clock.time(), error="batch_deadline")
-        await self.ctx.event("batch_deadline", rt.name, batch_id=handle.id, file=b.file)
+        await self._give_up(rt, b, BilledWork(status, status.completed),
+                            "batch_deadline", "batch_deadline",
+                            f"batch {handle.id} for {b.file} passed its batch_deadline", {},
+                            state="cancelled", collected_by=self.ctx.run_id,
+                            error="batch_deadline")
+
+    async def _billed_work(self, rt: ActionRuntime, handle: BatchHandle,
+                           status: BatchStatus | None = None) -> BilledWork:
+        """What the provider bills in a batch agac will not read; when it cannot say, the
+        count of the last status asked (estimated), or nothing."""
+        try:
+            return await rt.provider.billed_work(handle)
+        except ProviderError:
+            if status is None:
+                return BilledWork(BatchStatus("running", ""))
+            return BilledWork(status, status.completed)
+
+    async def _give_up(self, rt: ActionRuntime, b: Any, work: BilledWork, kind: str,
+                       reason: str, detail: str, data: dict[str, Any], **batch: Any) -> None:
+        """Fail the batch's waiting records ``reason``, ledger what ``work`` says the
+        provider billed and write event ``kind``, in one transaction."""
+        ctx = self.ctx
+        now = ctx.control.clock.time()
+        items = await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))
+        usage = unread_rows(b, items, work, ctx.out.prices, now)
+        billed = round(sum(u["cost_usd"] for u in usage), 6)
+        event = ctx.out.event_row(kind, rt.name, None, {
+            "batch_id": b.provider_batch_id, "file": b.file, **data,
+            "billed_unread": len(usage), "billed_usd": billed,
+            "estimated": any(u["status"] == "estimated" for u in usage)}, now)
+        await ctx.call(ctx.store.end_batch_unread, b.key, reason=reason, detail=detail,
+                       usage=usage, events=[event], lease=ctx.gateway.fence, ended_at=now,
+                       **batch)
+        if billed:
+            ctx.progress.spent(rt.name, billed)
 
     async def _collect(self, rt: ActionRuntime, b: Any, handle: BatchHandle, report: StepReport) -> bool:
         try:
             counts = await ingest_batch(self.ctx, rt, b, handle)
+        except BatchNotEnded as exc:
+            # B7: asked right before reading, the batch is no longer one to read.
+            if exc.state in _B7_REASON:
+                await self._end_unread(rt, b, handle, exc.state, "asked right before reading, "
+                                       f"the provider reports {exc.raw_status}")
+                return True
+            report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is "
+                                  f"{exc.raw_status or exc.state} when asked right before "
+                                  "reading; nothing was read, the next poll asks again")
+            return False
         except ProviderError as exc:
             self._unreach(b, report, f"{rt.name}: cannot read the results of {handle.id} for "
                                      f"{b.file}: {exc} (B5)")
