@@ -352,6 +352,12 @@ def _cost_note(r: dict[str, Any]) -> str:
         priced = r.get("priced_by_a_later_answer", 0)
         notes.append(f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
                      f"at their worst case, {priced} priced by a later answer")
+    if r.get("origin") == "unread":
+        estimated = r.get("estimated", 0)
+        how = (f"{estimated} estimated at their worst case (the provider reported no usage)"
+               if estimated else "usage as the provider reported it")
+        notes.append(f"unread: billed by the provider in a batch agac did not read (ended "
+                     f"failed/expired/cancelled, or given up); {how}")
     return "; ".join(notes)
 
 

@@ -365,7 +365,9 @@ class OutcomeRepository(StoreCore):
 
     def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
         """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
-        ``unknown`` calls (S1) also how many a later answer priced."""
+        ``unknown`` calls (S1) also how many a later answer priced, and how many rows are
+        ``estimated`` (answers billed in a batch agac did not read, whose usage the
+        provider did not report)."""
         u = t.usage
         with self._read() as conn:
             return list(
@@ -374,6 +376,8 @@ class OutcomeRepository(StoreCore):
                         u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
                         sa.func.count().label("calls"),
                         sa.func.sum(sa.case((u.c.status == "priced", 1), else_=0)).label("priced"),
+                        sa.func.sum(sa.case((u.c.status == "estimated", 1), else_=0)
+                                    ).label("estimated"),
                         sa.func.sum(u.c.input_tokens).label("input_tokens"),
                         sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
                         sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),

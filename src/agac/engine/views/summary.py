@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.batch.billing import UNREAD_ORIGIN
 from agac.engine.requests import effect_id
 from agac.keys import record_of
 from agac.reasons import REASONS, reason_code
@@ -210,7 +211,9 @@ def _only_unfixed_by_retry(summary: dict[str, Any]) -> bool:
 
 def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
-    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`."""
+    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
+    Origin ``unread``: answers the provider billed in a batch agac did not read, with how
+    many of them are ``estimated`` (engine/batch/billing.py)."""
     from agac.providers.base import Usage
 
     rows = []
@@ -222,7 +225,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
         live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
         c = float(r.cost_usd or 0.0)
         total += c
-        if r.tier == "batch":
+        if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
             saved += max(live_cost - c, 0.0)
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
                "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
@@ -232,6 +235,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
                "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
             row["priced_by_a_later_answer"] = int(r.priced or 0)
+        if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
+            row["estimated"] = int(r.estimated or 0)
         if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
             row["price"] = prices.status(model, r.tier)
         rows.append(row)
