@@ -93,6 +93,19 @@ class OutcomeRepository(StoreCore):
                 .where(o.c.run_id == run_id, cond)
             ).all())
 
+    def waiting_outcomes(self, workflow: str, *, tenant: str, since: float) -> list[Row]:
+        """(run_id, action, unit_key) of the units skipped ``batch_outstanding`` in the
+        final runs of the tenant's ``workflow`` that ended at or after ``since``: the runs
+        that may have left them waiting on a batch created then."""
+        o, r = t.outcomes, t.runs
+        with self._read("read units waiting on batches") as conn:
+            return list(conn.execute(
+                sa.select(o.c.run_id, o.c.action, o.c.unit_key)
+                .select_from(o.join(r, r.c.id == o.c.run_id))
+                .where(r.c.tenant == tenant, r.c.workflow == workflow, r.c.ended_at >= since,
+                       o.c.status == "skipped", o.c.reason == "batch_outstanding")
+            ).all())
+
     def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
         """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
         n = 0

@@ -148,24 +148,31 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
         units |= {(i.action, i.unit_key) for i in items if i.status == "pending"}
         now = store.clock.time()
         usage = unread_rows(b, items, billed[b.key], prices, now) if b.key in billed else []
+        rewrite = abandoned_outcomes(store, b, items) if reason == "batch_abandoned" else []
         data = {"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file,
+                "reason": reason, "why": why, "units": sum(r[3] == "failed" for r in rewrite),
                 "billed_unread": len(usage),
                 "billed_usd": round(sum(u["cost_usd"] for u in usage), 6)}
         name = b.provider_batch_id or b.key
+        detail = f"{why} (batch {name} for {b.file})"
+        runs = sorted({b.run_id} | {r[0] for r in rewrite})
         if b.key in refused:
             error = refused[b.key]
             store.end_batch_unread(
-                b.key, reason=reason, detail=why, usage=usage, state=BATCH_NOT_CANCELLED,
+                b.key, reason=reason, detail=detail, usage=usage, outcomes=rewrite,
+                state=BATCH_NOT_CANCELLED,
                 error=f"{why}; the provider did not cancel it ({error}): it may still run and "
                       f"be billed — cancel {name} in the provider's console",
-                events=[_event(b, "batch_not_cancelled", {**data, "error": error}, now)])
+                events=[_event(b, run, "batch_not_cancelled", {**data, "error": error}, now)
+                        for run in runs])
             notes.append(f"could not cancel batch {name} for {b.file} ({b.action}) at the "
                          f"provider: {error}; it may still run and be billed — cancel it in "
                          f"the provider's console (`agac batch list` shows it "
                          f"{BATCH_NOT_CANCELLED})")
             continue
-        store.end_batch_unread(b.key, reason=reason, detail=why, usage=usage, state=state,
-                               error=why, events=[_event(b, f"batch_{state}", data, now)])
+        store.end_batch_unread(b.key, reason=reason, detail=detail, usage=usage,
+                               outcomes=rewrite, state=state, error=why,
+                               events=[_event(b, run, f"batch_{state}", data, now) for run in runs])
         notes.append(f"cancelled batch {name} for {b.file} ({b.action})" + _billed_note(usage))
     return notes, units
 
@@ -199,9 +206,10 @@ async def _cancel_all(project: Project, batches: list[Any]
     return billed, refused
 
 
-def _event(b: Any, kind: str, data: dict[str, Any], now: float) -> dict[str, Any]:
-    """An event of the run that submitted batch ``b``."""
-    return {"run_id": b.run_id, "kind": kind, "action": b.action, "unit_key": None,
+def _event(b: Any, run_id: str, kind: str, data: dict[str, Any], now: float) -> dict[str, Any]:
+    """An event about batch ``b`` in run ``run_id`` (the one that sent it, or one whose
+    units waited on it)."""
+    return {"run_id": run_id, "kind": kind, "action": b.action, "unit_key": None,
             "created_at": now, "data": dumps(data)}
 
 
@@ -212,6 +220,31 @@ def _billed_note(usage: list[dict[str, Any]]) -> str:
     how = f", {estimated} of them estimated" if estimated else ""
     return (f"; the provider billed {len(usage)} answers in it (${sum(u['cost_usd'] for u in usage):.6f}"
             f"{how}), counted as unread in the run that sent it (`agac cost {usage[0]['run_id']}`)")
+
+
+def abandoned_outcomes(store: Store, b: Any, items: list[Any]
+                       ) -> list[tuple[str, str, str, str, str]]:
+    """What becomes of the units that ended runs left waiting (``batch_outstanding``) on
+    batch ``b`` once it is given up: those of its waiting ``items`` fail
+    ``batch_abandoned``; the units downstream of them, of the same records, are skipped
+    ``upstream_failed`` (and ``agac retry`` sends them again). As (run_id, action,
+    unit_key, status, reason), for ``Store.end_batch_unread``."""
+    keys = {i.unit_key for i in items if i.status == "pending" and i.action == b.action}
+    if not keys:
+        return []
+    records = {k.split("/", 1)[0] for k in keys}
+    downstream: dict[str, set[str]] = {}
+    out = []
+    for row in store.waiting_outcomes(b.workflow, tenant=b.tenant, since=b.created_at):
+        if row.run_id not in downstream:
+            run = store.get_run(row.run_id)
+            downstream[row.run_id] = {a["name"] for a in (run.config["actions"] if run else [])
+                                      if b.action in a.get("ancestors", ())}
+        if row.action == b.action and row.unit_key in keys:
+            out.append((row.run_id, row.action, row.unit_key, "failed", "batch_abandoned"))
+        elif row.action in downstream[row.run_id] and row.unit_key.split("/", 1)[0] in records:
+            out.append((row.run_id, row.action, row.unit_key, "skipped", "upstream_failed"))
+    return out
 
 
 def abandon_batches(project: Project, store: Store, workflow: str, why: str, *,

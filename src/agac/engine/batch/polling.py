@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.ingest import ingest_batch
+from agac.engine.batch.manual import abandoned_outcomes
 from agac.errors import BatchNotEnded, ProviderError
 from agac.jsontext import loads
 from agac.providers.base import BatchHandle, BatchStatus, BilledWork
@@ -67,13 +68,13 @@ class Poller:
                         not_cancelled: str | None) -> None:
         """An unneeded batch is abandoned; one whose cancel the provider refused is
         ``not_cancelled`` (it may still run and be billed), with an event saying so."""
-        why = "no longer needed by the workflow (B0)"
+        why = f"batch {b.provider_batch_id} for {b.file}: no longer needed by the workflow (B0)"
         if not_cancelled is None:
-            await self._give_up(rt, b, work, "batch_cancelled_unneeded", "batch_abandoned", why,
-                                {}, state="abandoned", error="no longer needed (B0)")
+            await self._give_up(rt, b, work, "batch_cancelled_unneeded", reason="batch_abandoned",
+                                detail=why, data={}, state="abandoned", error="no longer needed (B0)")
             return
-        await self._give_up(rt, b, work, "batch_not_cancelled", "batch_abandoned", why,
-                            {"error": not_cancelled}, state=BATCH_NOT_CANCELLED,
+        await self._give_up(rt, b, work, "batch_not_cancelled", reason="batch_abandoned",
+                            detail=why, data={"error": not_cancelled}, state=BATCH_NOT_CANCELLED,
                             error=f"no longer needed (B0); the provider did not cancel it "
                                   f"({not_cancelled}): it may still run and be billed")
 
@@ -148,9 +149,9 @@ class Poller:
         it (engine/batch/billing.py)."""
         reason = _B7_REASON[state]
         work = await self._billed_work(rt, handle)
-        await self._give_up(rt, b, work, "batch_ended_unread", reason,
-                            f"batch {b.provider_batch_id} for {b.file}: {why}",
-                            {"state": state, "reason": reason},
+        await self._give_up(rt, b, work, "batch_ended_unread", reason=reason,
+                            detail=f"batch {b.provider_batch_id} for {b.file}: {why}",
+                            data={"state": state, "reason": reason},
                             state=state, collected_by=self.ctx.run_id)
 
     async def _deadline(self, rt: ActionRuntime, b: Any, handle: BatchHandle,
@@ -162,8 +163,9 @@ class Poller:
         except ProviderError:
             pass  # it is failed here either way; the provider's copy is no longer read
         await self._give_up(rt, b, BilledWork(status, status.completed),
-                            "batch_deadline", "batch_deadline",
-                            f"batch {handle.id} for {b.file} passed its batch_deadline", {},
+                            "batch_deadline", reason="batch_deadline",
+                            detail=f"batch {handle.id} for {b.file} passed its batch_deadline",
+                            data={},
                             state="cancelled", collected_by=self.ctx.run_id,
                             error="batch_deadline")
 
@@ -178,7 +180,7 @@ class Poller:
                 return BilledWork(BatchStatus("running", ""))
             return BilledWork(status, status.completed)
 
-    async def _give_up(self, rt: ActionRuntime, b: Any, work: BilledWork, kind: str,
+    async def _give_up(self, rt: ActionRuntime, b: Any, work: BilledWork, kind: str, *,
                        reason: str, detail: str, data: dict[str, Any], **batch: Any) -> None:
         """Fail the batch's waiting records ``reason``, ledger what ``work`` says the
         provider billed and write event ``kind``, in one transaction."""
@@ -186,14 +188,19 @@ class Poller:
         now = ctx.control.clock.time()
         items = await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))
         usage = unread_rows(b, items, work, ctx.out.prices, now)
+        # B0: units that ended runs left waiting on it are told it was given up.
+        rewrite = (await ctx.call(abandoned_outcomes, ctx.store, b, items)
+                   if reason == "batch_abandoned" else [])
         billed = round(sum(u["cost_usd"] for u in usage), 6)
-        event = ctx.out.event_row(kind, rt.name, None, {
-            "batch_id": b.provider_batch_id, "file": b.file, **data,
-            "billed_unread": len(usage), "billed_usd": billed,
-            "estimated": any(u["status"] == "estimated" for u in usage)}, now)
+        body = {"batch_id": b.provider_batch_id, "file": b.file, **data, "reason": reason,
+                "units": sum(r[3] == "failed" for r in rewrite), "billed_unread": len(usage),
+                "billed_usd": billed, "estimated": any(u["status"] == "estimated" for u in usage)}
+        events = [ctx.out.event_row(kind, rt.name, None, body, now)]
+        events += [{**events[0], "run_id": run} for run in sorted({r[0] for r in rewrite})
+                   if run != ctx.run_id]
         await ctx.call(ctx.store.end_batch_unread, b.key, reason=reason, detail=detail,
-                       usage=usage, events=[event], lease=ctx.gateway.fence, ended_at=now,
-                       **batch)
+                       usage=usage, events=events, outcomes=rewrite, lease=ctx.gateway.fence,
+                       ended_at=now, **batch)
         if billed:
             ctx.progress.spent(rt.name, billed)
 
