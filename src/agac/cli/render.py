@@ -166,6 +166,7 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         for s in held:
             table.add_row(s["kind"], str(s["shard"]), s["owner"])
         print_table(table)
+    _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")
     if waiting:
         per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
@@ -338,6 +339,26 @@ def print_cost(doc: dict[str, Any]) -> None:
         table.add_row(r["action"], f"{r['provider']}/{r['model']}", r["tier"], f"{r['calls']:,}",
                       f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", f"${r['cost_usd']:.6f}",
                       _cost_note(r))
+    print_table(table)
+
+
+def _print_waiting_on(summary: dict[str, Any]) -> None:
+    """Each batch still out and each file a batch action cannot send yet (B4), by name."""
+    rows = summary.get("waiting_on") or []
+    if not rows:
+        return
+    from agac import api
+
+    final = api.is_final(summary["state"])
+    click.echo("  batches still out (the next run adopts them):" if final else "  waiting on:")
+    table = new_table("action", "file", "batch", "status")
+    for r in rows:
+        if r.get("waits_on"):
+            table.add_row(r["action"], r["file"], "—",
+                          f"not sent: waits on {', '.join(r['waits_on'])} (B4)")
+        else:
+            table.add_row(r["action"], r["file"], r["batch_id"] or r["key"],
+                          r["status"] or r["state"])
     print_table(table)
 
 

@@ -202,7 +202,7 @@ class BatchRepository(StoreCore):
                                           for k in part))
                 out.extend(conn.execute(
                     sa.select(bi, b.c.state.label("batch_state"), b.c.run_id.label("batch_run"),
-                              b.c.collected_by)
+                              b.c.collected_by, b.c.provider_batch_id)
                     .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
                     .where(bi.c.tenant == tenant, bi.c.workflow == workflow,
                            bi.c.action == action, cond)

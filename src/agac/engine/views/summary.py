@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import UNREAD_ORIGIN
 from agac.engine.requests import effect_id
+from agac.jsontext import loads
 from agac.keys import record_of
 from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
@@ -82,6 +83,9 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
         "next": None,
         "actions": actions,
     }
+    waiting = waiting_on(store, run, config)
+    if waiting:  # B4, B0: each batch still out, and each file a batch action cannot send yet
+        summary["waiting_on"] = waiting
     unknown = [effect_id(e.key) for e in store.list_effects(run.workflow, tenants=(run.tenant,),
                                                              states=("unknown",))]
     if unknown:
@@ -113,6 +117,39 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any], actions: dict
     if error:
         summary["error"] = run_error(run.state, error)
     return summary
+
+
+def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the run waits for in batches: every batch of its actions still out
+    (``action``, ``file``, ``batch_id`` — None for an intent the provider may not have —,
+    ``key``, ``state``, ``status``: the provider's last word), and, while the run is not
+    final, each input file a batch action cannot send yet because batches upstream of it
+    for that file are still out (B4: ``batch_id`` None, ``state`` ``waiting``,
+    ``waits_on``: those batches' ids). A final run's batches still out are adopted by the
+    next run (B0)."""
+    order = {a["name"]: i for i, a in enumerate(config["actions"])}
+    out = sorted((b for b in store.list_batches(run.workflow, tenants=(run.tenant,),
+                                                open_only=True) if b.action in order),
+                 key=lambda b: (order[b.action], b.file, b.part))
+    rows: list[dict[str, Any]] = []
+    ids: dict[tuple[str, str], list[str]] = {}
+    for b in out:
+        rows.append({"action": b.action, "file": b.file, "batch_id": b.provider_batch_id,
+                     "key": b.key, "state": b.state, "status": b.raw_status})
+        ids.setdefault((b.action, b.file), []).append(b.provider_batch_id or b.key)
+    if run.state in FINAL_STATES or not ids:
+        return rows
+    info = store.snapshot_info(run.snapshot_id)
+    files = [f["file"] for f in loads(info.files)] if info else []
+    for a in config["actions"]:
+        if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch":
+            continue
+        for file in files:
+            upstream = [i for anc in a.get("ancestors", ()) for i in ids.get((anc, file), [])]
+            if upstream and (a["name"], file) not in ids:
+                rows.append({"action": a["name"], "file": file, "batch_id": None, "key": None,
+                             "state": "waiting", "status": None, "waits_on": upstream})
+    return rows
 
 
 SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
