@@ -159,13 +159,7 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
-    held = [s for s in summary.get("shards") or [] if s["owner"]]
-    if held:
-        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
-        table = new_table("kind", "shard", "owner")
-        for s in held:
-            table.add_row(s["kind"], str(s["shard"]), s["owner"])
-        print_table(table)
+    _print_shards(summary)
     _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")
     if waiting:
@@ -340,6 +334,16 @@ def print_cost(doc: dict[str, Any]) -> None:
                       f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", f"${r['cost_usd']:.6f}",
                       _cost_note(r))
     print_table(table)
+
+
+def _print_shards(summary: dict[str, Any]) -> None:
+    held = [s for s in summary.get("shards") or [] if s["owner"]]
+    if held:
+        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        table = new_table("kind", "shard", "owner")
+        for s in held:
+            table.add_row(s["kind"], str(s["shard"]), s["owner"])
+        print_table(table)
 
 
 def _print_waiting_on(summary: dict[str, Any]) -> None:
