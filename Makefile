@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench clean lock
+.PHONY: demo test lint docs bench clean lock
 
 # Everything is installed from the lock files in requirements/ (exact versions of every
 # package, extras and dev tools included), so a new SDK release cannot change what a
@@ -47,12 +47,22 @@ TEST_WORKERS ?= 3
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
+# Lint and types: ruff's checks and mypy over the package (both pinned in the dev lock).
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy src
+
+# The documentation site (mkdocs-material; the API reference from docstrings through
+# mkdocstrings), built with --strict: a broken link or a missing page fails the build.
+docs: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 # The engine benchmarks of issue 2 (results in docs/performance.md).
 bench: $(VENV)/.dev
 	$(BIN)/python bench/online_mock.py
 
 clean:
-	rm -rf demo .pytest_cache
+	rm -rf demo .pytest_cache site
 
 # Re-resolve the lock files from pyproject.toml with uv (`pip install uv`). uv reads only
 # PyPI here, never the machine's local pip indexes. Review the diff and commit it alone.

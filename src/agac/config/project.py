@@ -9,23 +9,26 @@ located by file and line, never accepted and ignored.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agac.config.durations import parse_duration
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError, UsageError
-from agac.providers.registry import available_providers, provider_transports
+from agac.providers.options import Option
+from agac.providers.registry import available_providers, provider_options, provider_transports
 from agac.tenants import is_tenant, pick_tenant
 
 __all__ = [
     "IDENTITIES",
     "POINT_SCHEMES",
     "PROJECT_FILE",
-    "PROVIDER_OPTIONS",
     "PriceConfig",
     "Project",
     "ProjectConfig",
@@ -48,13 +51,6 @@ _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 #: that offer a choice; ``lean`` is the default.
 DEFAULT_TRANSPORT = "lean"
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
-
-PROVIDER_OPTIONS: dict[str, dict[str, tuple[float, float | None]]] = {
-    "mock": {"latency_ms": (0.0, None), "fail_rate": (0.0, 1.0)},
-}
-"""Provider-specific keys accepted under ``providers: <name>:``, with their numeric range;
-they land in ``ProviderConfig.options``."""
-
 
 @dataclass(frozen=True)
 class ProviderConfig:
@@ -220,14 +216,17 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
         body = read_mapping(f, body or {}, path)
         if body is None:
             continue
-        extras = PROVIDER_OPTIONS.get(str(name), {})
-        transports = provider_transports(str(name)) if name in known_providers else ()
-        keys = (*_PROVIDER_KEYS, *extras, *(("transport",) if transports else ()))
+        known = name in known_providers
+        declared = provider_options(str(name)) if known else ()
+        transports = provider_transports(str(name)) if known else ()
+        keys = (*_PROVIDER_KEYS, *(o.name for o in declared), *(("transport",) if transports else ()))
         f.unknown_keys(body, keys, path, f"providers.{name}")
         options = {}
-        for key, (low, high) in extras.items():
-            if key in body:
-                options[key] = read_number(f, body[key], path + (key,), minimum=low, maximum=high)
+        for option in declared:
+            if option.name in body:
+                value = _option_value(f, option, body[option.name], path + (option.name,))
+                if value is not None:
+                    options[option.name] = value
         rate = body.get("batch_submissions_per_minute")
         result[str(name)] = ProviderConfig(
             base_url=_opt_str(f, body, "base_url", path),
@@ -238,6 +237,31 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
             transport=_transport(f, body, path, transports),
         )
     return result
+
+
+def _option_value(f: Findings, option: Option, value: Any, path: tuple[Any, ...]) -> Any:
+    """``value`` checked against what the adapter declares and converted for it (seconds
+    for a duration), or None after an ``invalid_provider_option`` Problem naming the key."""
+    converted: Any = None
+    if option.kind == "seconds":
+        with contextlib.suppress(ValueError):
+            converted = parse_duration(value, positive=True)
+    elif option.kind == "choice":
+        converted = value if isinstance(value, str) and value in option.choices else None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        converted = None
+    elif option.kind == "integer":
+        converted = value if isinstance(value, int) and value >= option.minimum else None
+    elif math.isfinite(value) and (value > option.minimum if option.exclusive_minimum
+                                   else value >= option.minimum) and (
+            option.maximum is None or value <= option.maximum):
+        converted = float(value)
+    if converted is None:
+        hint = did_you_mean(str(value), option.choices) if option.kind == "choice" else None
+        f.error("invalid_provider_option",
+                f"providers.{path[-2]}.{option.name} must be {option.describe()}, got {value!r}",
+                path, hint=hint or option.meaning)
+    return converted
 
 
 def _transport(f: Findings, body: dict[Any, Any], path: tuple[Any, ...],

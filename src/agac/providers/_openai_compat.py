@@ -59,6 +59,7 @@ from agac.providers.base import (
     ended_or_raise,
     stored_request,
 )
+from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, structured_output
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
 
@@ -144,6 +145,12 @@ class OpenAICompatProvider:
     supports_batch: ClassVar[bool] = True
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
+    #: ``providers: openai:`` / ``providers: groq:`` in agac.yml.
+    options = (
+        TIMEOUT,
+        structured_output("json_mode", "JSON mode with the schema in the prompt"),
+        FIND_BATCH_SCAN,
+    )
     base_url_env: ClassVar[str]
     #: Where the lean transport sends live calls: the base URL (the SDK's default when
     #: none is configured) followed by the chat path.

@@ -59,6 +59,7 @@ from agac.providers.base import (
     Usage,
     ended_or_raise,
 )
+from agac.providers.options import TIMEOUT, Option, structured_output
 
 __all__ = ["AnthropicProvider"]
 
@@ -120,6 +121,13 @@ class AnthropicProvider:
     supports_batch = True
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
+    #: ``providers: anthropic:`` in agac.yml.
+    options = (
+        TIMEOUT,
+        structured_output("tool", "a forced tool call whose input is the answer"),
+        Option("find_batch_skew", "number", "seconds added on each side of the time window in "
+               "which B2 recovery looks for a submission whose answer was lost", default=120),
+    )
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES

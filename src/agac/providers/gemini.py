@@ -69,6 +69,7 @@ from agac.providers.base import (
     Usage,
     ended_or_raise,
 )
+from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
 
 __all__ = ["GeminiProvider"]
 
@@ -135,6 +136,17 @@ class GeminiProvider:
     supports_batch = True
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
+    #: ``providers: gemini:`` in agac.yml.
+    options = (
+        TIMEOUT,
+        structured_output("json_mode", "JSON mode with the schema in the prompt"),
+        Option("batch_input", "choice", "how a batch's requests travel: `inline` in the create "
+               "call, a `file` upload, or `auto` (inline under `inline_max_bytes`)",
+               default="auto", choices=("auto", "inline", "file")),
+        Option("inline_max_bytes", "integer", "the largest batch sent inline with "
+               "`batch_input: auto`", default=INLINE_MAX_BYTES, minimum=1),
+        FIND_BATCH_SCAN,
+    )
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES

@@ -31,6 +31,7 @@ from agac.providers.base import (
     Result,
     Usage,
 )
+from agac.providers.options import Option
 
 __all__ = ["MockProvider", "mock_value"]
 
@@ -105,6 +106,13 @@ class MockProvider:
     sdk_module: str | None = None
     credential_env: tuple[str, ...] = ()
     supports_batch = False
+    #: ``providers: mock:`` in agac.yml (the environment variables win).
+    options = (
+        Option("latency_ms", "number", "milliseconds each call waits before it answers "
+               "(`AGAC_MOCK_LATENCY_MS` wins)", default=0),
+        Option("fail_rate", "number", "the share of calls that fail with a retryable 500, "
+               "0–1 (`AGAC_MOCK_FAIL_RATE` wins)", default=0, maximum=1.0),
+    )
 
     def __init__(self, settings: ProviderSettings | None = None) -> None:
         options = (settings.options if settings else {}) or {}

@@ -46,6 +46,7 @@ from agac.providers.base import (
     StopReason,
     Usage,
 )
+from agac.providers.options import structured_output
 
 __all__ = ["OllamaProvider"]
 
@@ -66,6 +67,10 @@ class OllamaProvider:
     local_batch = True
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
+    #: ``providers: ollama:`` in agac.yml.
+    #: (No ``timeout``: Ollama has no batch or file calls, and a live call is timed by its
+    #: action's ``timeout``.)
+    options = (structured_output("json_mode", "JSON mode with the schema in the prompt"),)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings

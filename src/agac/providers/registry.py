@@ -17,6 +17,7 @@ from typing import Any
 
 from agac.errors import ConfigError, Problem
 from agac.providers.base import batch_support
+from agac.providers.options import Option
 
 __all__ = [
     "available_providers",
@@ -24,6 +25,7 @@ __all__ = [
     "credential_env_names",
     "credentials_missing",
     "provider_class",
+    "provider_options",
     "provider_transports",
     "sdk_installed",
 ]
@@ -81,6 +83,13 @@ def provider_transports(name: str) -> tuple[str, ...]:
     """The online transports provider ``name`` offers (``("lean", "sdk")`` for the
     built-in SDK adapters; empty when there is no choice, as for ``mock``)."""
     return tuple(getattr(provider_class(name), "transports", ()) or ())
+
+
+def provider_options(name: str) -> tuple[Option, ...]:
+    """The options provider ``name`` takes under ``providers: <name>:`` in agac.yml (its
+    class's ``options``; none for a plugin that declares none)."""
+    declared = getattr(provider_class(name), "options", ()) or ()
+    return tuple(o for o in declared if isinstance(o, Option))
 
 
 def sdk_installed(cls: Any) -> bool:

@@ -68,7 +68,7 @@ def test_bad_values_and_unknown_provider(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         find_project(tmp_path)
     codes = {(p.code, p.line) for p in info.value.problems}
-    assert ("invalid_value", 2) in codes
+    assert ("invalid_provider_option", 2) in codes
     assert ("unknown_provider", 3) in codes
     assert ("invalid_model", 5) in codes and ("invalid_value", 5) in codes
     assert ("missing_key", 5) in codes
