@@ -358,24 +358,22 @@ class GeminiProvider:
                 yield self._result(custom_id, item, latency)
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork:
-        """The job's answered responses and their total usage, without taking the answers:
-        inline ones come with the job; a responses file is downloaded for its usage only,
-        since the SDK reports no counts for the Developer API."""
+        """The job's answered responses and their total usage, not their answers; a
+        responses file is read for its usage (the SDK has no Developer API counts)."""
         with self._translate_errors():
             job = await self._aio.batches.get(name=handle.id)
-        status = batch_status(job)
         dest = pick(job, "dest")
         items = list(pick(dest, "inlined_responses") or [])
         if pick(dest, "file_name"):
             items += [item async for _, item in self._file_items(str(pick(dest, "file_name")))]
-        answered = [content_response(pick(item, "response"), latency_ms=0.0, parse=False).usage
-                    for item in items if pick(item, "response") is not None
-                    and not (pick(item, "error") or pick(item, "status"))]
-        if not answered:
+        read = (self._result("", item, 0.0) for item in items)  # the answers are dropped
+        used = [r.response.usage for r in read if r.response is not None]
+        total = Usage(sum(u.input_tokens for u in used), sum(u.output_tokens for u in used),
+                      sum(u.cached_tokens for u in used))
+        status = batch_status(job)
+        if not used:
             return BilledWork(status, status.completed)
-        return BilledWork(status, len(answered), Usage(
-            sum(u.input_tokens for u in answered), sum(u.output_tokens for u in answered),
-            sum(u.cached_tokens for u in answered)))
+        return BilledWork(status, len(used), total)
 
     async def _file_items(self, file_name: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         fd, name = tempfile.mkstemp(prefix="agac-results-", suffix=".jsonl")

@@ -314,3 +314,21 @@ async def test_reading_results_that_fail_is_retryable(
         await _results(provider, handle)
     emulator.clear_faults()
     assert len(await _results(provider, handle)) == 2  # the next read gets everything
+
+
+async def test_billed_work_counts_what_an_ended_batch_answered_without_taking_the_answers(
+    variant: tuple[str, Any], emulator: Any
+) -> None:
+    name, provider = variant
+    handle = await provider.submit_batch(_requests(name), "key-billed")
+    emulator.advance(BATCH_SECONDS + 1)
+    await poll_until(provider, handle, ("ended",))
+
+    work = await provider.billed_work(handle)
+
+    assert (work.status.state, work.answered) == ("ended", 4)
+    if name in ("openai", "gemini"):  # the batch's usage, or its responses'
+        assert work.usage is not None and work.usage.input_tokens > 0
+        assert work.usage.output_tokens > 0
+    else:  # Groq and Anthropic report counts only
+        assert work.usage is None
