@@ -20,7 +20,9 @@ Tree::
     │   ├── RetryableError          spend an attempt, back off with jitter; a tool raises it
     │   │                           (``agac.RetryableError``) to ask for another attempt
     │   ├── FatalError              fail the unit (``provider_error``), no retries
-    │   └── UnsupportedError        this provider/model cannot do it; stop at once
+    │   ├── UnsupportedError        this provider/model cannot do it; stop at once
+    │   └── BatchNotEnded           asked right before reading, the batch has no results to
+    │                               read (failed, expired, cancelled, or not ended): B7
     └── ToolError                   a tool function raised (fails the unit, ``tool_error``)
 
 A tool's exceptions are user code's: any of them (``SystemExit`` included) fails only
@@ -43,6 +45,7 @@ from typing import Any
 
 __all__ = [
     "AgacError",
+    "BatchNotEnded",
     "ConfigError",
     "DecisionRefused",
     "FatalError",
@@ -261,6 +264,19 @@ class UnsupportedError(ProviderError):
     """This provider or model cannot do what is asked."""
 
     kind = "unsupported"
+
+
+class BatchNotEnded(ProviderError):
+    """The batch has no results to read."""
+
+    kind = "fatal"
+
+    def __init__(self, message: str, *, state: str, raw_status: str) -> None:
+        super().__init__(message)
+        self.state = state
+        """The normalized state the provider reported (``failed``, ``expired``,
+        ``cancelled``, or ``running``/``cancelling`` for one that has not ended)."""
+        self.raw_status = raw_status
 
 
 class ToolError(AgacError):

@@ -132,8 +132,9 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
        "otherwise `agac retry WF`", True),
     _r("batch_deadline", "failed", "the unit's batch passed `batch_deadline`, so agac "
        "cancelled it", "raise `batch_deadline` if needed, then `agac retry WF`", True),
-    _r("batch_abandoned", "failed", "`agac retry --abandon-in-flight` gave up the batch the "
-       "unit was waiting on", "the retry it came with sends it again", True),
+    _r("batch_abandoned", "failed", "agac gave up the batch the unit was waiting on (`agac "
+       "retry --abandon-in-flight`, `--fresh`, or no longer needed: B0)", "the retry that "
+       "gave it up sends it again; otherwise `agac retry WF`", True),
     _r("approval_rejected", "failed", "a person rejected the unit's proposal",
        "`agac retry WF` proposes it again", True),
     _r("approval_expired", "failed", "nobody decided the unit's proposal before it expired",

@@ -293,8 +293,9 @@ def test_run_rejects_a_bad_duration_with_exit_2(project: Path, option: str, valu
 
 
 def test_validate_takes_the_run_mode_and_tuning_of_a_run(project: Path) -> None:
+    # Ollama runs batch actions locally and needs no key (the mock has no batch API).
     (project / "mock.yml").write_text(WORKFLOW.replace("name: wf", "name: mocked").replace(
-        "openai/gpt-4o-mini, run_mode: batch", "mock/m"), encoding="utf-8")
+        "openai/gpt-4o-mini, run_mode: batch", "ollama/m"), encoding="utf-8")
     result = agac("validate", "mocked", "--run-mode", "batch", "--poll-interval", "30s",
                   "--batch-deadline", "2h", "--json", cwd=project)
     assert result.code == 0, result
@@ -308,9 +309,22 @@ def test_validate_takes_the_run_mode_and_tuning_of_a_run(project: Path) -> None:
     assert [e["code"] for e in memory.json()["errors"]] == ["not_durable"]
 
 
+def test_run_refuses_batch_mode_on_a_provider_without_a_batch_api(project: Path) -> None:
+    (project / "mock.yml").write_text(WORKFLOW.replace("name: wf", "name: mocked").replace(
+        "openai/gpt-4o-mini, run_mode: batch", "mock/m"), encoding="utf-8")
+    refused = agac("run", "mocked", "--run-mode", "batch", "--json", cwd=project)
+    assert refused.code == 2, refused
+    [error] = refused.json()["errors"]
+    assert error["code"] == "batch_unsupported" and error["file"] == "mock.yml"
+    assert "action 'classify'" in error["message"] and "provider 'mock'" in error["message"]
+    text = agac("run", "mocked", "--run-mode", "batch", cwd=project)
+    assert text.code == 2 and "[batch_unsupported]" in text.err
+    assert agac("run", "mocked", cwd=project).code == 0  # online, as written
+
+
 def test_retry_takes_abandon_in_flight(project: Path) -> None:
     (project / "mock.yml").write_text(WORKFLOW.replace("name: wf", "name: mocked").replace(
-        "openai/gpt-4o-mini", "mock/m"), encoding="utf-8")
+        "openai/gpt-4o-mini", "ollama/m"), encoding="utf-8")
     result = agac("retry", "mocked", "--abandon-in-flight", cwd=project)
     assert result.code == 2, result
     assert "has no finished run to retry" in result.err

@@ -70,3 +70,53 @@ def test_fresh_that_cannot_cancel_an_old_batch_records_it(tmp_path: Path,
     events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
     kinds = [e["kind"] for e in (events["events"] if isinstance(events, dict) else events)]
     assert kinds.count("batch_not_cancelled") == 2
+
+
+def test_fresh_over_ended_batches_shows_what_they_billed_in_agac_cost(
+        tmp_path: Path, emulator: RunningEmulator) -> None:
+    write_project(tmp_path, WF, data=DATA)
+    env = emulator.env()
+    assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
+    first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
+    emulator.advance(120)  # both batches ended: the provider billed 6 answers
+
+    fresh = agac("run", "wf", "--fresh", cwd=tmp_path, env=env)
+
+    assert fresh.code == 75, fresh
+    assert fresh.err.count("the provider billed 3 answers") == 2, fresh.err
+    cost = agac("cost", first_run, "--json", cwd=tmp_path, env=env).json()
+    [unread] = [r for r in cost["rows"] if r["origin"] == "unread"]
+    assert (unread["calls"], unread["estimated"]) == (6, 0) and cost["cost_usd"] > 0
+    text = agac("cost", first_run, cwd=tmp_path, env=env)
+    assert "unread: billed by the provider in a batch agac did not read" in text.out
+    events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
+    listed = events["events"] if isinstance(events, dict) else events
+    assert sorted(e["data"]["billed_unread"] for e in listed
+                  if e["kind"] == "batch_abandoned") == [3, 3]
+
+
+def test_fresh_shows_batch_abandoned_in_status_records_show_and_the_events(
+        tmp_path: Path, emulator: RunningEmulator) -> None:
+    write_project(tmp_path, WF, data=DATA)
+    env = emulator.env()
+    assert agac("run", "wf", cwd=tmp_path, env=env).code == 75  # two batches out
+    first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
+
+    assert agac("run", "wf", "--fresh", cwd=tmp_path, env=env).code == 75
+
+    status = agac("status", first_run, "--json", cwd=tmp_path, env=env).json()
+    assert status["actions"]["ask"]["reasons"] == {"batch_abandoned": 6}
+    text = agac("status", first_run, cwd=tmp_path, env=env)
+    assert "batch_abandoned" in text.out
+    shown = agac("records", "show", "0", "--workflow", "wf", "--run", first_run, "--json",
+                 cwd=tmp_path, env=env).json()
+    [ask] = shown["actions"]
+    assert (ask["status"], ask["reason"]) == ("failed", "batch_abandoned")
+    assert "abandoned by --fresh" in ask["detail"] and "a.jsonl" in ask["detail"]
+    human = agac("records", "show", "0", "--workflow", "wf", "--run", first_run,
+                 cwd=tmp_path, env=env)
+    assert "batch_abandoned" in human.out
+    events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
+    listed = events["events"] if isinstance(events, dict) else events
+    abandoned = [e["data"] for e in listed if e["kind"] == "batch_abandoned"]
+    assert sorted((d["file"], d["units"]) for d in abandoned) == [("a.jsonl", 3), ("b.jsonl", 3)]

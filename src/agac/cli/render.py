@@ -159,13 +159,8 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
-    held = [s for s in summary.get("shards") or [] if s["owner"]]
-    if held:
-        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
-        table = new_table("kind", "shard", "owner")
-        for s in held:
-            table.add_row(s["kind"], str(s["shard"]), s["owner"])
-        print_table(table)
+    _print_shards(summary)
+    _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")
     if waiting:
         per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
@@ -341,6 +336,36 @@ def print_cost(doc: dict[str, Any]) -> None:
     print_table(table)
 
 
+def _print_shards(summary: dict[str, Any]) -> None:
+    held = [s for s in summary.get("shards") or [] if s["owner"]]
+    if held:
+        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        table = new_table("kind", "shard", "owner")
+        for s in held:
+            table.add_row(s["kind"], str(s["shard"]), s["owner"])
+        print_table(table)
+
+
+def _print_waiting_on(summary: dict[str, Any]) -> None:
+    """Each batch still out and each file a batch action cannot send yet (B4), by name."""
+    rows = summary.get("waiting_on") or []
+    if not rows:
+        return
+    from agac import api
+
+    final = api.is_final(summary["state"])
+    click.echo("  batches still out (the next run adopts them):" if final else "  waiting on:")
+    table = new_table("action", "file", "batch", "status")
+    for r in rows:
+        if r.get("waits_on"):
+            table.add_row(r["action"], r["file"], "—",
+                          f"not sent: waits on {', '.join(r['waits_on'])} (B4)")
+        else:
+            table.add_row(r["action"], r["file"], r["batch_id"] or r["key"],
+                          r["status"] or r["state"])
+    print_table(table)
+
+
 def _cost_note(r: dict[str, Any]) -> str:
     """What a cost row's figures mean when they are not plain (DESIGN §8, S1)."""
     notes = []
@@ -352,6 +377,12 @@ def _cost_note(r: dict[str, Any]) -> str:
         priced = r.get("priced_by_a_later_answer", 0)
         notes.append(f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
                      f"at their worst case, {priced} priced by a later answer")
+    if r.get("origin") == "unread":
+        estimated = r.get("estimated", 0)
+        how = (f"{estimated} estimated at their worst case (the provider reported no usage)"
+               if estimated else "usage as the provider reported it")
+        notes.append(f"unread: billed by the provider in a batch agac did not read (ended "
+                     f"failed/expired/cancelled, or given up); {how}")
     return "; ".join(notes)
 
 

@@ -1,7 +1,7 @@
 """Checks of a workflow against the machine and the project, before anything is sent.
 
-Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``),
-tool functions (``invalid_function``), durability (``not_durable``, and
+Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``,
+``batch_unsupported`` for a batch action on a provider without a batch API), tool functions (``invalid_function``), durability (``not_durable``, and
 ``secret_not_durable`` for approvals on a storage point without ``AGAC_SECRET``) and prices
 (``unpriced_model``). Each provider is judged once, at the first action using it.
 """
@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
-from agac.config.actions import RawAction
+from agac.config.actions import CLI, RawAction
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.config.model import Action
 from agac.config.project import Project, is_point_url, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
 from agac.providers import registry
+from agac.providers.base import batch_support
 
 __all__ = ["check_environment"]
 
@@ -30,7 +31,7 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
     """Report what would stop this workflow on this machine, or cost unknown money.
 
     With a ``budget`` a model without a price is an error: the cap could not be kept."""
-    seen_providers: set[str] = set()
+    seen_providers: dict[str, object | None] = {}
     seen_models: set[str] = set()
     memory = store_url(project) == "memory"
     point = is_point_url(store_url(project)) and not os.environ.get("AGAC_SECRET")
@@ -58,8 +59,11 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
                     "store cannot resume", raw.origin("run_mode"),
                     hint="use the default SQLite store or PostgreSQL")
         if action.provider not in seen_providers:
-            seen_providers.add(action.provider)
-            _check_provider(f, project, raw, action.provider, check_credentials)
+            seen_providers[action.provider] = _check_provider(f, project, raw, action.provider,
+                                                              check_credentials)
+        cls = seen_providers[action.provider]
+        if action.run_mode == "batch" and cls is not None and batch_support(cls) == "none":
+            _batch_unsupported(f, raw, action.provider)
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)
@@ -84,7 +88,8 @@ def _check_approvers(f: Findings, project: Project, raw: RawAction,
 
 
 def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str,
-                    check_credentials: bool) -> None:
+                    check_credentials: bool) -> object | None:
+    """Judge the provider of ``raw``'s model; its adapter class when it could be loaded."""
     where = raw.origin("model")
     try:
         cls = registry.provider_class(provider)
@@ -92,17 +97,34 @@ def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str
         f.error("unknown_provider", f"unknown provider {provider!r} in model of action "
                 f"{raw.name!r}", where, hint=did_you_mean(provider, registry.available_providers())
                 or f"known: {', '.join(registry.available_providers())}")
-        return
+        return None
     except ImportError as exc:
         if (getattr(exc, "name", None) or "").startswith("agac"):
-            return  # the adapter module itself is missing from this build: nothing to judge
+            return None  # the adapter module itself is missing from this build: nothing to judge
         f.error("provider_not_installed", f"provider {provider!r} cannot be loaded: {exc}",
                 where, hint=f"pip install 'agac[{provider}]'")
-        return
+        return None
     if not registry.sdk_installed(cls):
         f.error("provider_not_installed", f"the SDK of provider {provider!r} is not installed",
                 where, hint=f"pip install 'agac[{getattr(cls, 'extra', '') or provider}]'")
-        return
+        return cls
+    _check_credentials(f, project, raw, provider, cls, check_credentials)
+    return cls
+
+
+def _batch_unsupported(f: Findings, raw: RawAction, provider: str) -> None:
+    """A batch action on a provider without a batch API would run live, at the live price,
+    with no word: refused. (Ollama declares ``local_batch`` and is not refused.)"""
+    source = "--run-mode batch" if raw.origins.get("run_mode") == CLI else "run_mode: batch"
+    f.error("batch_unsupported", f"action {raw.name!r} runs in batch mode ({source}), but "
+            f"provider {provider!r} has no batch API", raw.origin("run_mode"),
+            hint=f"run action {raw.name!r} online (run_mode: online), or use a provider with "
+            f"a batch API ({', '.join(registry.batch_providers())})")
+
+
+def _check_credentials(f: Findings, project: Project, raw: RawAction, provider: str,
+                       cls: object, check_credentials: bool) -> None:
+    where = raw.origin("model")
     if check_credentials:
         missing = _missing_credentials(project, provider, cls)
         if missing:

@@ -402,7 +402,8 @@ def batch_json(state: EmulatorState, flavor: Flavor, batch: Batch, phase: str,
         failed = sum(r.kind != "answered" for r in results)
         total = len(batch.items) if batch.final != "failed" or not batch.invalid else 0
     stamp = int(batch.ended_at or 0)
-    usage = _usage(batch.results or []) if ended else None
+    # OpenAI reports a finished batch's total usage; Groq's batch object has none.
+    usage = _usage(batch.results or []) if ended and flavor.provider == "openai" else None
     return {
         "id": batch.id, "object": "batch", "endpoint": batch.info["endpoint"],
         "model": batch.model, "input_file_id": batch.info["input_file_id"],

@@ -18,7 +18,8 @@ from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.render import compile_guard, compile_template
-from agac.providers.base import BatchApi, batch_api
+from agac.providers import registry
+from agac.providers.base import BatchApi, batch_api, batch_support
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from agac.config.model import Action
     from agac.providers.base import Provider
 
-__all__ = ["ActionRuntime", "build_runtime", "is_batched", "shared_limiter"]
+__all__ = ["ActionRuntime", "build_runtime", "is_batched", "local_batch_notes", "shared_limiter"]
 
 
 @dataclass
@@ -147,3 +148,22 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
 def is_batched(rt: ActionRuntime) -> bool:
     """A batch action on a provider with a batch API (Ollama runs its batches locally)."""
     return rt.action.kind == "llm" and rt.action.run_mode == "batch" and rt.batch is not None
+
+
+def local_batch_notes(actions: list[dict[str, Any]]) -> list[str]:
+    """What a run tells its user about batch actions on a provider that runs them locally
+    (Ollama, the one documented exception to ``batch_unsupported``): no provider batch,
+    no pause, live calls at the live price. ``actions``: the run's config snapshot."""
+    notes = []
+    for a in actions:
+        provider = a.get("provider")
+        if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch" or not provider:
+            continue
+        try:
+            local = batch_support(registry.provider_class(provider)) == "local"
+        except (ConfigError, ImportError, AttributeError):
+            continue  # validation judged it; nothing to add here
+        if local:
+            notes.append(f"{a['name']}: {provider} has no batch API; its run_mode: batch runs "
+                         "here as live calls (no provider batch, no pause, the live price)")
+    return notes

@@ -48,6 +48,7 @@ from agac.providers.base import (
     BatchHandle,
     BatchState,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
@@ -55,6 +56,7 @@ from agac.providers.base import (
     StopReason,
     StoredRequests,
     Usage,
+    ended_or_raise,
     stored_request,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, structured_output
@@ -398,9 +400,11 @@ class OpenAICompatProvider:
         return batch_status(batch)
 
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
-        """Every line of the output file, then of the error file, as Results."""
+        """Every line of the output file, then of the error file, as Results; nothing from
+        a batch that is not ``completed`` when fetched here (B7)."""
         with self._translate_errors():
             batch = await self._client.batches.retrieve(handle.id)
+        ended_or_raise(handle, batch_status(batch))
         created = as_int(pick(batch, "created_at"))
         ended = as_int(pick(batch, "completed_at") or pick(batch, "finalizing_at")) or time.time()
         latency = max(0.0, (ended - created) * 1000.0) if created else 0.0
@@ -410,6 +414,21 @@ class OpenAICompatProvider:
             async for lines in self._file_lines(str(file_id)):
                 for line in lines:
                     yield self._result(json.loads(line), latency)
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        """The batch's ``completed`` count (an expired or cancelled batch bills what it
+        completed), with its total ``usage`` where the provider reports one (OpenAI, for
+        batches since September 2025; Groq reports none)."""
+        with self._translate_errors():
+            batch = await self._client.batches.retrieve(handle.id)
+        status = batch_status(batch)
+        usage = pick(batch, "usage")
+        if not usage:
+            return BilledWork(status, status.completed)
+        cached = as_int(pick(usage, "input_tokens_details", "cached_tokens"))
+        total = Usage(max(0, as_int(pick(usage, "input_tokens")) - cached),
+                      as_int(pick(usage, "output_tokens")), cached)
+        return BilledWork(status, status.completed, total)
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[list[bytes]]:
         """The file's non-blank lines, a downloaded chunk's worth at a time (split here as

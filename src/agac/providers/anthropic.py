@@ -50,12 +50,14 @@ from agac.providers.base import (
     BatchHandle,
     BatchState,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
     Result,
     StopReason,
     Usage,
+    ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
 
@@ -345,14 +347,24 @@ class AnthropicProvider:
         return batch_status(batch)
 
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
-        """Stream the results JSONL; ``errored`` items carry a taxonomy error."""
+        """Stream the results JSONL; ``errored`` items carry a taxonomy error. Nothing is
+        read from a batch that has not ``ended`` when fetched here (B7)."""
         with self._translate_errors():
             batch = await self._client.messages.batches.retrieve(handle.id)
+            ended_or_raise(handle, batch_status(batch))
             created, ended = _epoch(batch.created_at), _epoch(batch.ended_at)
             latency = max(0.0, (ended - created) * 1000.0) if created and ended else 0.0
             decoder = await self._client.messages.batches.results(handle.id)
             async for item in decoder:
                 yield self._result(item, latency)
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        """The batch's ``succeeded`` count (0 until it ends: Anthropic counts only then);
+        Anthropic reports no total usage for a batch."""
+        with self._translate_errors():
+            batch = await self._client.messages.batches.retrieve(handle.id)
+        status = batch_status(batch)
+        return BilledWork(status, status.completed)
 
     def _result(self, item: Any, latency_ms: float) -> Result:
         custom_id = str(pick(item, "custom_id"))

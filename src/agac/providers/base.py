@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agac.errors import BatchNotEnded
 from agac.jsontext import canonical, loads
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "BatchApi",
     "BatchHandle",
     "BatchStatus",
+    "BatchSupport",
+    "BilledWork",
     "Message",
     "Provider",
     "ProviderSettings",
@@ -37,7 +40,9 @@ __all__ = [
     "Transport",
     "Usage",
     "batch_api",
+    "batch_support",
     "canonical_json",
+    "ended_or_raise",
     "fingerprint_of",
     "stored_request",
 ]
@@ -221,6 +226,30 @@ class BatchStatus:
     known: bool = True
 
 
+def ended_or_raise(handle: BatchHandle, status: BatchStatus) -> None:
+    """What every adapter's ``batch_results`` checks of the batch it fetched right before
+    reading (B7): results are read only from an ``ended`` batch; a batch now reported
+    failed, expired or cancelled — or not ended at all — raises
+    :class:`~agac.errors.BatchNotEnded` before anything is read."""
+    if status.state != "ended":
+        raise BatchNotEnded(f"batch {handle.id} is {status.raw_status or status.state} at the "
+                            "provider: there are no results to read",
+                            state=status.state, raw_status=status.raw_status)
+
+
+@dataclass(frozen=True, slots=True)
+class BilledWork:
+    """What a provider answered, and bills, in a batch agac does not read (B7, a batch
+    given up), as the batch itself reports it — no answer is taken: ``answered``
+    requests, and their total ``usage`` when the provider reports it (OpenAI's batch
+    ``usage``, Gemini's responses; None: agac estimates it).
+    ``status`` is the batch's status when asked."""
+
+    status: BatchStatus
+    answered: int = 0
+    usage: Usage | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     """One item of a finished batch. A custom_id missing from results is *not returned*."""
@@ -253,6 +282,21 @@ class ProviderSettings:
     batch: bool = False
 
 
+BatchSupport = Literal["api", "local", "none"]
+"""How a provider runs ``run_mode: batch``: through its batch API, locally as live calls
+(Ollama, the one documented exception), or not at all (refused at validation,
+``batch_unsupported``)."""
+
+
+def batch_support(provider: Any) -> BatchSupport:
+    """The batch capability a provider class (or adapter) declares: ``supports_batch``
+    for a batch API, ``local_batch`` for a local run of batch actions; neither is
+    ``none`` (the mock, a plugin that declares no batch API)."""
+    if getattr(provider, "supports_batch", False):
+        return "api"
+    return "local" if getattr(provider, "local_batch", False) else "none"
+
+
 @runtime_checkable
 class Provider(Protocol):
     """One provider behind the contract. Built-ins and plugins register under the
@@ -261,7 +305,14 @@ class Provider(Protocol):
     Class attributes: ``name``; ``extra`` (the pip extra that installs the SDK);
     ``sdk_module`` (import name of the SDK, None for none); ``credential_env`` (the
     environment variables that may carry the key, empty when none is needed);
-    ``supports_batch``.
+    ``supports_batch`` (the provider has a batch API: the batch methods below work) and,
+    optionally, ``local_batch`` (no batch API, but agac runs its ``run_mode: batch``
+    actions locally as live calls: Ollama). Validation reads both from the class, without
+    loading the SDK (:func:`batch_support`).
+
+    ``batch_results`` fetches the batch first and reads nothing unless it has ended
+    (:func:`ended_or_raise`, B7). ``billed_work`` tells what the provider bills in a
+    batch agac gives up or cannot read, without taking its answers.
     """
 
     name: str
@@ -277,6 +328,8 @@ class Provider(Protocol):
     async def poll_batch(self, handle: BatchHandle) -> BatchStatus: ...
 
     def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]: ...
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork: ...
 
     async def cancel_batch(self, handle: BatchHandle) -> None: ...
 
@@ -302,6 +355,8 @@ class SupportsBatch(Protocol):
     async def cancel_batch(self, handle: BatchHandle) -> None: ...
 
     async def find_batch(self, key: str) -> BatchHandle | None: ...
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork: ...
 
 
 @runtime_checkable
@@ -330,8 +385,7 @@ class BatchApi:
 def batch_api(provider: Provider | None) -> BatchApi | None:
     """The provider's batch capability, or None when it has no batch API (the mock;
     Ollama, which runs batch actions live)."""
-    # A test's or a plugin's adapter may leave the flag out: it then has no batch API.
-    if not getattr(provider, "supports_batch", False) or not isinstance(provider, SupportsBatch):
+    if batch_support(provider) != "api" or not isinstance(provider, SupportsBatch):
         return None
     kind = type(provider)
     return BatchApi(

@@ -60,12 +60,14 @@ from agac.providers.base import (
     BatchHandle,
     BatchState,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
     Result,
     StopReason,
     Usage,
+    ended_or_raise,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
 
@@ -339,9 +341,11 @@ class GeminiProvider:
         return batch_status(job)
 
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
-        """Inline responses, or the result file downloaded to disk and read line by line."""
+        """Inline responses, or the result file downloaded to disk and read line by line;
+        nothing from a batch that has not succeeded when fetched here (B7)."""
         with self._translate_errors():
             job = await self._aio.batches.get(name=handle.id)
+        ended_or_raise(handle, batch_status(job))
         latency = _span_ms(pick(job, "create_time"), pick(job, "end_time"))
         dest = pick(job, "dest")
         for item in pick(dest, "inlined_responses") or []:
@@ -352,6 +356,24 @@ class GeminiProvider:
         if file_name:
             async for custom_id, item in self._file_items(str(file_name)):
                 yield self._result(custom_id, item, latency)
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        """The job's answered responses and their total usage, not their answers; a
+        responses file is read for its usage (the SDK has no Developer API counts)."""
+        with self._translate_errors():
+            job = await self._aio.batches.get(name=handle.id)
+        dest = pick(job, "dest")
+        items = list(pick(dest, "inlined_responses") or [])
+        if pick(dest, "file_name"):
+            items += [item async for _, item in self._file_items(str(pick(dest, "file_name")))]
+        read = (self._result("", item, 0.0) for item in items)  # the answers are dropped
+        used = [r.response.usage for r in read if r.response is not None]
+        total = Usage(sum(u.input_tokens for u in used), sum(u.output_tokens for u in used),
+                      sum(u.cached_tokens for u in used))
+        status = batch_status(job)
+        if not used:
+            return BilledWork(status, status.completed)
+        return BilledWork(status, len(used), total)
 
     async def _file_items(self, file_name: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         fd, name = tempfile.mkstemp(prefix="agac-results-", suffix=".jsonl")

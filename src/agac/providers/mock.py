@@ -24,6 +24,7 @@ from agac.errors import RetryableError, UnsupportedError
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
@@ -161,6 +162,9 @@ class MockProvider:
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
         raise UnsupportedError("the mock provider has no batch API")
         yield  # pragma: no cover
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        raise UnsupportedError("the mock provider has no batch API")
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
         raise UnsupportedError("the mock provider has no batch API")

@@ -9,8 +9,8 @@ is needed (``OLLAMA_API_KEY`` is sent as a Bearer token when set, for Ollama Clo
 as the SDK does).
 
 Ollama has no batch API: ``supports_batch`` is False and the batch methods raise
-UnsupportedError; the engine runs an Ollama batch action locally with bounded
-concurrency. The SDK has no retries and no per-call timeout, so on the SDK transport
+UnsupportedError; ``local_batch`` says the engine runs an Ollama batch action locally
+with bounded concurrency (the run's notes say so). The SDK has no retries and no per-call timeout, so on the SDK transport
 the request timeout is enforced around the call. Ollama reports no cached tokens.
 """
 
@@ -38,6 +38,7 @@ from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
+    BilledWork,
     ProviderSettings,
     Request,
     Response,
@@ -62,6 +63,8 @@ class OllamaProvider:
     sdk_module = "ollama"
     credential_env: tuple[str, ...] = ()
     supports_batch = False
+    #: ``run_mode: batch`` runs locally as live calls (the one documented exception).
+    local_batch = True
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: ollama:`` in agac.yml.
@@ -184,6 +187,9 @@ class OllamaProvider:
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
         raise self._no_batch()
         yield  # pragma: no cover - makes this an async generator like the others
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        raise self._no_batch()
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
         raise self._no_batch()

@@ -16,10 +16,12 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from agac.errors import ConfigError, Problem
+from agac.providers.base import batch_support
 from agac.providers.options import Option
 
 __all__ = [
     "available_providers",
+    "batch_providers",
     "credential_env_names",
     "credentials_missing",
     "provider_class",
@@ -61,6 +63,20 @@ def provider_class(name: str) -> Any:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, attr)
+
+
+def batch_providers() -> list[str]:
+    """The registered providers whose class declares a batch API (``supports_batch``); a
+    provider whose adapter cannot be loaded is left out."""
+    names = []
+    for name in available_providers():
+        try:
+            cls = provider_class(name)
+        except (ImportError, ConfigError, AttributeError):
+            continue
+        if batch_support(cls) == "api":
+            names.append(name)
+    return names
 
 
 def provider_transports(name: str) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from agac.store import tables as t
 from agac.store.core import StoreCore
-from agac.store.rows import BatchIntent, ItemResult, StagedItem
+from agac.store.rows import BatchIntent, EventRow, ItemResult, StagedItem, UsageRow
 from agac.store.runs import Tenants, tenant_condition
 from agac.store.values import OPEN_BATCH_STATES, BatchItem, BatchRecord, BatchState
 
@@ -203,7 +203,7 @@ class BatchRepository(StoreCore):
                                           for k in part))
                 out.extend(map(BatchItem.from_row, conn.execute(
                     sa.select(bi, b.c.state.label("batch_state"), b.c.run_id.label("batch_run"),
-                              b.c.collected_by)
+                              b.c.collected_by, b.c.provider_batch_id)
                     .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
                     .where(bi.c.tenant == tenant, bi.c.workflow == workflow,
                            bi.c.action == action, cond)
@@ -261,6 +261,40 @@ class BatchRepository(StoreCore):
         with self._write("fail batch items") as conn:
             conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
                          .values(status=status, reason=reason, detail=detail))
+
+    def end_batch_unread(self, key: str, *, reason: str, detail: str, tenant: str,
+                         usage: Sequence[UsageRow] = (), events: Sequence[EventRow] = (),
+                         outcomes: Sequence[tuple[str, str, str, str, str]] = (),
+                         lease: tuple[str, int, float] | None = None, **batch: Any) -> None:
+        """A batch agac will not read (B7, or given up), in one transaction: the ``usage``
+        the provider billed for its answers (origin ``unread``), its waiting items failed
+        ``reason`` with ``detail``, its ``events``, the ``outcomes`` of units that ended
+        runs left waiting on it — (run_id, action, unit_key, status, reason), each still
+        skipped ``batch_outstanding`` — rewritten with ``detail``, and the ``batch`` row's
+        new fields. A crash leaves all or nothing, so its answers are ledgered once: the
+        items stay pending and the next run bills and fails them."""
+        bi, o = t.batch_items, t.outcomes
+        now = self.clock.time()
+        with self._write("end a batch unread") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            self._bulk(conn, t.usage, usage, tenant=tenant)
+            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
+                         .values(status="failed", reason=reason, detail=detail))
+            if outcomes:
+                conn.execute(
+                    o.update().where(o.c.run_id == sa.bindparam("b_run"),
+                                     o.c.action == sa.bindparam("b_action"),
+                                     o.c.unit_key == sa.bindparam("b_key"),
+                                     o.c.status == "skipped", o.c.reason == "batch_outstanding")
+                    .values(status=sa.bindparam("b_status"), reason=sa.bindparam("b_reason"),
+                            detail=detail, updated_at=now),
+                    [{"b_run": run, "b_action": action, "b_key": unit, "b_status": status,
+                      "b_reason": why} for run, action, unit, status, why in outcomes])
+            self._bulk(conn, t.events, events)
+            if batch:
+                batch["updated_at"] = self.clock.time()
+                conn.execute(t.batches.update().where(t.batches.c.key == key).values(**batch))
 
     def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
         """Per action: items this run sent in batches (its batch ``calls``) and the

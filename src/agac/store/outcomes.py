@@ -91,6 +91,19 @@ class OutcomeRepository(StoreCore):
                 .where(o.c.run_id == run_id, cond)
             ).all())
 
+    def waiting_outcomes(self, workflow: str, *, tenant: str, since: float) -> list[Row]:
+        """(run_id, action, unit_key) of the units skipped ``batch_outstanding`` in the
+        final runs of the tenant's ``workflow`` that ended at or after ``since``: the runs
+        that may have left them waiting on a batch created then."""
+        o, r = t.outcomes, t.runs
+        with self._read("read units waiting on batches") as conn:
+            return list(conn.execute(
+                sa.select(o.c.run_id, o.c.action, o.c.unit_key)
+                .select_from(o.join(r, r.c.id == o.c.run_id))
+                .where(r.c.tenant == tenant, r.c.workflow == workflow, r.c.ended_at >= since,
+                       o.c.status == "skipped", o.c.reason == "batch_outstanding")
+            ).all())
+
     def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
         """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
         n = 0
@@ -353,7 +366,9 @@ class OutcomeRepository(StoreCore):
 
     def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
         """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
-        ``unknown`` calls (S1) also how many a later answer priced."""
+        ``unknown`` calls (S1) also how many a later answer priced, and how many rows are
+        ``estimated`` (answers billed in a batch agac did not read, whose usage the
+        provider did not report)."""
         u = t.usage
         with self._read() as conn:
             return list(
@@ -362,6 +377,8 @@ class OutcomeRepository(StoreCore):
                         u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
                         sa.func.count().label("calls"),
                         sa.func.sum(sa.case((u.c.status == "priced", 1), else_=0)).label("priced"),
+                        sa.func.sum(sa.case((u.c.status == "estimated", 1), else_=0)
+                                    ).label("estimated"),
                         sa.func.sum(u.c.input_tokens).label("input_tokens"),
                         sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
                         sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),

@@ -239,12 +239,13 @@ class BatchItem(NamedTuple):
     batch_state: BatchState | None = None
     batch_run: str | None = None
     collected_by: str | None = None
+    provider_batch_id: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> BatchItem:
-        """An item row (its columns in the table's order, then its batch's state, sender
-        and reader when the read joined them)."""
-        return tuple.__new__(cls, row) if len(row) == 16 else cls(*row)
+        """An item row (its columns in the table's order, then its batch's state, sender,
+        reader and provider id when the read joined them)."""
+        return tuple.__new__(cls, row) if len(row) == len(cls._fields) else cls(*row)
 
 
 class OutcomeRecord(NamedTuple):

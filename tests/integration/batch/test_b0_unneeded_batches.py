@@ -36,7 +36,11 @@ def test_b0_batches_no_longer_needed_are_cancelled_and_needed_ones_adopted(
         assert second.exit_code == 75
         old = api.status(first.summary["run_id"], tmp_path)
         assert old["state"] == "cancelled"
-        assert old["actions"]["classify"]["reasons"] == {"batch_outstanding": 4}
+        # Its records waited on the batch, which the next run gave up (B0): they say so.
+        assert old["actions"]["classify"]["reasons"] == {"batch_abandoned": 4}
+        [given_up] = [e for e in api.events(first.summary["run_id"], tmp_path)
+                      if e["kind"] == "batch_cancelled_unneeded"]
+        assert (given_up["data"]["reason"], given_up["data"]["units"]) == ("batch_abandoned", 4)
         stats = emu.stats()
         assert stats["requests"]["openai"]["batch.create"] == 2
         assert stats["requests"]["openai"].get("batch.cancel", 0) == 1

@@ -242,6 +242,73 @@ def test_b7_when_every_files_batch_ends_unread_the_action_fails_and_the_next_run
     assert run(project).exit_code == 0
 
 
+#: What the provider says, asked right before reading, about a batch the poll saw ended.
+TURNED = {"openai": ("expired", "batch_expired"), "groq": ("failed", "batch_failed"),
+          "gemini": ("BATCH_STATE_CANCELLED", "batch_cancelled")}
+
+
+@pytest.mark.parametrize("provider", list(TURNED))
+def test_b7_a_batch_reported_bad_right_before_reading_is_not_read_and_fails_that_files_records(
+        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    keys = make(project, provider, {"a": 2, "b": 2})
+    assert run(project).exit_code == 75
+    emulator.advance(120)
+    raw, reason = TURNED[provider]
+    # Each batch is polled (its 1st get) and then fetched again right before reading
+    # (its 2nd): the first batch polled turns bad between the two.
+    emulator.add_fault({"provider": provider, "op": "batch.get", "nth": 2, "times": 1,
+                        "fault": {"batch_status": raw}})
+    reads = ops(emulator.stats(), provider).get(READ_OP[provider], 0)
+
+    second = run(project)
+
+    classify = rows(project)
+    bad = {f for f, ks in keys.items() if any(classify[k]["status"] == "failed" for k in ks)}
+    assert len(bad) == 1, classify
+    (bad_file,) = bad
+    (good_file,) = set(keys) - bad
+    (bad_id,) = [b.provider_batch_id for b in batches(project) if b.file == bad_file]
+    for key in keys[bad_file]:
+        assert (classify[key]["status"], classify[key]["reason"]) == ("failed", reason)
+        assert bad_id in classify[key]["detail"] and "right before reading" in classify[key]["detail"]
+    assert all(classify[k]["status"] == "answered" for k in keys[good_file])
+    assert second.exit_code == 1 and second.summary["state"] == "partial"
+    if provider != "gemini":  # Gemini's inline results come with the batch itself
+        assert ops(emulator.stats(), provider)[READ_OP[provider]] == reads + 1  # the good one
+    ended = [e["data"] for e in events(project, kind="batch_ended_unread")]
+    assert [(d["file"], d["batch_id"], d["reason"]) for d in ended] == [(bad_file, bad_id, reason)]
+    # What the provider answered and billed in it is in the ledger, as unread.
+    assert ended[0]["billed_unread"] == 2
+    assert _ledgered(project) == emulator.stats()["answered"]
+
+
+def test_b7_an_anthropic_batch_not_ended_right_before_reading_is_read_by_a_later_run(
+        emulator: RunningEmulator, project: Path) -> None:
+    keys = make(project, "anthropic", {"a": 2})
+    assert run(project).exit_code == 75
+    emulator.advance(120)
+    emulator.add_fault({"provider": "anthropic", "op": "batch.get", "nth": 2, "times": 1,
+                        "fault": {"batch_status": "canceling"}})
+
+    second = run(project)
+
+    assert second.exit_code == 75
+    (batch_id,) = [b.provider_batch_id for b in batches(project)]
+    assert any(batch_id in n and "right before reading" in n for n in second.notes), second.notes
+    assert ops(emulator.stats(), "anthropic").get("batch.results", 0) == 0
+    third = run(project)
+    assert third.exit_code == 0, third.notes
+    assert all(r["status"] == "answered" for k, r in rows(project).items() if k in keys["a.jsonl"])
+    assert emulator.stats()["duplicate_answers"] == 0
+
+
+def _ledgered(root: Path) -> int:
+    """Model answers in the cost ledger of every run of the project (what was billed)."""
+    with store(root) as s:
+        runs = [r.id for r in s.list_runs(limit=100)]
+        return sum(r.calls for r in s.usage_totals(runs) if r.kind == "llm")
+
+
 # -- B8 ---------------------------------------------------------------------------------------
 
 

@@ -101,3 +101,67 @@ def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_exp
     assert stats["duplicate_answers"] == 1
     # classify: a (refused), b, c, a again, then the retry's b, c; tag: a, b, then b, c.
     assert creates(stats, "openai") == 10
+
+
+# -- the ledger is what the provider billed -----------------------------------------------------
+
+
+def _ledgered(root: Path) -> int:
+    """Model answers in the cost ledger of every run of the project."""
+    with store(root) as s:
+        runs = [r.id for r in s.list_runs(limit=100)]
+        return sum(r.calls for r in s.usage_totals(runs) if r.kind == "llm")
+
+
+def _unread(report: dict[str, object]) -> list[dict[str, object]]:
+    return [r for r in report["rows"] if r["origin"] == "unread"]  # type: ignore[attr-defined,index]
+
+
+def test_b7_the_ledger_counts_what_an_expired_batch_answered_and_the_provider_billed(
+        emulator: RunningEmulator, project: Path) -> None:
+    make(project, "openai", {"a": 4}, summarize=False, retry=ONE_ATTEMPT)
+    emulator.add_fault({"provider": "openai", "op": "batch.create", "times": 1,
+                        "fault": {"batch_end": "expired", "answered": 2}})
+    assert run(project).exit_code == 75
+    emulator.advance(120)
+
+    expired = run(project)
+
+    assert expired.summary["actions"]["classify"]["reasons"] == {"batch_expired": 4}
+    report = api.cost(expired.summary["run_id"], project)
+    [unread] = _unread(report)
+    assert (unread["calls"], unread["estimated"], unread["tier"]) == (2, 0, "batch")
+    assert unread["output_tokens"] > 0 and unread["cost_usd"] > 0  # OpenAI reports its usage
+    assert report["cost_usd"] == pytest.approx(unread["cost_usd"])
+    assert report["batch_saved_usd"] == 0  # paid for and never used: nothing saved
+    assert expired.summary["cost_usd"] == pytest.approx(unread["cost_usd"])
+    # `agac retry` sends the 4 again: 6 answers billed, 6 in the ledger.
+    assert retry(project).exit_code == 75
+    emulator.advance(120)
+    assert run(project).exit_code == 0
+    assert emulator.stats()["answered"] == 6 and _ledgered(project) == 6
+
+
+@pytest.mark.parametrize(("provider", "estimated"), [("openai", 0), ("groq", 4)])
+def test_fresh_over_ended_batches_ledgers_what_they_billed_in_the_run_that_sent_them(
+        provider: str, estimated: int, emulator: RunningEmulator, project: Path) -> None:
+    make(project, provider, {"a": 2, "b": 2}, summarize=False)
+    first = run(project)
+    assert first.exit_code == 75
+    emulator.advance(120)  # both batches ended at the provider: 4 answers billed
+
+    fresh = run(project, fresh=True)
+
+    assert fresh.exit_code == 75
+    abandoned = [n for n in fresh.notes if n.startswith("abandoned batch")]
+    assert len(abandoned) == 2 and all("billed 2 answers" in n for n in abandoned), fresh.notes
+    assert all(first.summary["run_id"] in n for n in abandoned)
+    [unread] = _unread(api.cost(first.summary["run_id"], project))
+    assert (unread["calls"], unread["estimated"]) == (4, estimated) and unread["cost_usd"] > 0
+    assert _ledgered(project) == emulator.stats()["answered"] == 4
+    # Not read, not cancelled (they had ended): nothing of them is asked again.
+    assert emulator.stats()["requests"][provider].get("batch.cancel", 0) == 0
+    assert emulator.stats()["requests"][provider].get("file.download", 0) == 0
+    emulator.advance(120)
+    assert run(project).exit_code == 0
+    assert _ledgered(project) == emulator.stats()["answered"] == 8

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from batch_support import (
     ALL,
     MAIN,
@@ -24,6 +25,7 @@ from batch_support import (
 
 from agac import api
 from agac.emulator.testing import RunningEmulator
+from agac.errors import ConfigError
 
 
 @params(ALL)
@@ -69,6 +71,30 @@ def test_ollama_batch_runs_locally_without_a_pause(emulator: RunningEmulator, pr
     assert counts(result)["answered"] == 5 and counts(result)["batches_out"] == 0
     assert ops(emulator.stats(), "ollama") == {"chat": 10}
     assert batches(project) == []
+
+
+def test_ollama_batch_says_in_the_run_notes_that_it_runs_locally(
+        emulator: RunningEmulator, project: Path) -> None:
+    make(project, "ollama/llama3.2")
+
+    result = run(project)
+
+    assert result.exit_code == 0
+    [note] = [n for n in result.notes if "no batch API" in n]
+    assert note.startswith("classify: ollama has no batch API") and "live calls" in note
+
+
+def test_a_batch_action_on_a_provider_without_a_batch_api_is_refused_before_anything_runs(
+        emulator: RunningEmulator, project: Path) -> None:
+    make(project, "mock/m")
+
+    with pytest.raises(ConfigError) as raised:
+        run(project)
+
+    [problem] = raised.value.problems
+    assert problem.code == "batch_unsupported"
+    assert "action 'classify'" in problem.message and "provider 'mock'" in problem.message
+    assert api.list_runs(None, project) == []
 
 
 @params(MAIN)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from batch_support import (
     MAIN,
+    WORKFLOW,
     batches,
     counts,
     creates,
@@ -25,6 +26,7 @@ from batch_support import (
     run,
 )
 
+from agac import api
 from agac.emulator.testing import RunningEmulator
 from agac.errors import RefusedError
 from agac.store.repository import Store
@@ -102,6 +104,32 @@ def test_b10_abandon_in_flight_fails_the_waiting_records_batch_abandoned_first(
     done = run(project)
     assert done.exit_code == 0
     assert counts(done)["answered"] == 4
+
+
+@params(MAIN)
+def test_b10_batch_abandoned_shows_in_status_records_show_and_the_events(
+        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    _failed_run_with_batches_out(provider, emulator, project)
+    original = api.status(WORKFLOW, project)
+    assert counts(original)["reasons"] == {"batch_refused": 2, "batch_outstanding": 2}
+    (out,) = [b for b in batches(project) if b.file == "a.jsonl"]
+
+    retry(project, abandon_in_flight=True)
+
+    # The records that waited on the batch failed batch_abandoned in the run they waited in.
+    status = api.status(original["run_id"], project)
+    assert counts(status)["reasons"] == {"batch_refused": 2, "batch_abandoned": 2}
+    assert counts(status, "summarize")["reasons"] == {"upstream_failed": 4}
+    waited = rows(project, run_ref=original["run_id"])
+    (key,) = [k for k, r in waited.items() if r["reason"] == "batch_abandoned"][:1]
+    session = api.record_session(key, project, workflow=WORKFLOW, run_ref=original["run_id"])
+    classify = next(a for a in session["actions"] if a["action"] == "classify")
+    assert (classify["status"], classify["reason"]) == ("failed", "batch_abandoned")
+    assert out.provider_batch_id in classify["detail"] and "a.jsonl" in classify["detail"]
+    assert session["status"] == "failed"
+    [event] = events(project, original["run_id"], kind="batch_abandoned")
+    assert (event["data"]["batch_id"], event["data"]["file"]) == (out.provider_batch_id, "a.jsonl")
+    assert event["data"]["units"] == 2 and "--abandon-in-flight" in event["data"]["why"]
 
 
 # -- B11 --------------------------------------------------------------------------------------

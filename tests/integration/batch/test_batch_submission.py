@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from batch_support import (
     MAIN,
+    WORKFLOW,
     batches,
     counts,
     creates,
@@ -22,6 +23,7 @@ from batch_support import (
     store,
 )
 
+from agac import api
 from agac.emulator.testing import RunningEmulator
 from agac.testing import write_jsonl
 
@@ -272,3 +274,51 @@ def test_b4_batches_wait_uncollected_while_a_file_of_the_action_cannot_be_sent(
     assert counts(third)["answered"] == 4
     emulator.advance(120)
     assert run(project).exit_code == 0
+
+
+@params(MAIN)
+def test_b4_a_waiting_run_names_each_batch_and_file_it_waits_on(
+        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    make(project, provider, {"a": 2, "b": 2}, summarize=False, second="batch")
+
+    first = run(project)
+
+    assert first.exit_code == 75
+    ids = {b.file: b.provider_batch_id for b in batches(project)}
+    waiting = first.summary["waiting_on"]
+    out = [(w["action"], w["file"], w["batch_id"]) for w in waiting if w["batch_id"]]
+    assert out == [("classify", "a.jsonl", ids["a.jsonl"]), ("classify", "b.jsonl", ids["b.jsonl"])]
+    held = {w["file"]: w for w in waiting if not w["batch_id"]}
+    assert {f: (w["action"], w["state"], w["waits_on"]) for f, w in held.items()} == {
+        f: ("tag", "waiting", [ids[f]]) for f in ("a.jsonl", "b.jsonl")}
+    [note] = [n for n in first.notes if n.startswith("tag: waiting until every input file")]
+    for f in ("a.jsonl", "b.jsonl"):
+        assert f"{f} waits on classify's batch {ids[f]}" in note
+    assert api.status(WORKFLOW, project)["waiting_on"] == waiting  # as `agac status` says it
+
+    emulator.advance(120)
+    second = run(project)  # classify read; tag's batches sent
+    assert second.exit_code == 75
+    assert {(w["action"], w["file"]) for w in second.summary["waiting_on"]} == {
+        ("tag", "a.jsonl"), ("tag", "b.jsonl")}
+    emulator.advance(120)
+    done = run(project)
+    assert done.exit_code == 0 and "waiting_on" not in done.summary
+
+
+@params(MAIN)
+def test_b2_a_run_held_back_by_a_refused_file_names_the_batches_still_out(
+        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    keys = make(project, provider, {"a": 2, "b": 2})
+    emulator.add_fault(_create_fault(provider, {"http": 400}, nth=2))
+
+    refused = run(project)
+
+    assert refused.exit_code == 1 and refused.summary["state"] == "failed"
+    (out,) = [b for b in batches(project) if b.state in ("submitted", "running")]
+    assert [(w["action"], w["file"], w["batch_id"]) for w in refused.summary["waiting_on"]] == [
+        ("classify", out.file, out.provider_batch_id)]
+    classify = rows(project)
+    for key in keys[out.file]:
+        assert classify[key]["reason"] == "batch_outstanding"
+        assert out.provider_batch_id in classify[key]["detail"] and out.file in classify[key]["detail"]

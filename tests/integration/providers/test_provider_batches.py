@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from provider_support import BATCH_SECONDS, SCHEMA, make_request, poll_until
 
-from agac.errors import FatalError, RetryableError
+from agac.errors import BatchNotEnded, FatalError, RetryableError
 from agac.providers.base import Result
 
 #: (provider, adapter options) per batch variant.
@@ -197,7 +197,7 @@ async def test_anthropic_expired_batch_ends_with_expired_items(
 
 
 @pytest.mark.parametrize("variant", ["openai", "groq"], indirect=True)
-async def test_expired_openai_style_batch_reads_answered_and_expired_items(
+async def test_b7_expired_openai_style_batch_is_not_read_and_bills_what_it_answered(
     variant: tuple[str, Any], emulator: Any
 ) -> None:
     name, provider = variant
@@ -207,8 +207,48 @@ async def test_expired_openai_style_batch_reads_answered_and_expired_items(
     handle = await provider.submit_batch(_requests(name), "key-expired")
     emulator.advance(BATCH_SECONDS + 1)
     await poll_until(provider, handle, ("expired",))
-    kinds = sorted(r.type for r in (await _results(provider, handle)).values())
-    assert kinds == ["expired", "expired", "succeeded", "succeeded"]
+    with pytest.raises(BatchNotEnded) as raised:
+        await _results(provider, handle)
+    assert (raised.value.state, raised.value.raw_status) == ("expired", "expired")
+    work = await provider.billed_work(handle)
+    assert (work.status.state, work.answered) == ("expired", 2)
+    if name == "openai":  # OpenAI reports a batch's total usage; Groq does not
+        assert work.usage is not None and work.usage.output_tokens > 0
+    else:
+        assert work.usage is None
+    assert ops(emulator.stats(), name).get("file.download", 0) == 0
+
+
+#: The status a provider reports for a batch that turned bad, as its API spells it.
+TURNED = {"openai": "expired", "groq": "failed", "gemini": "BATCH_STATE_CANCELLED",
+          "anthropic": "canceling"}
+TURNED_STATE = {"openai": "expired", "groq": "failed", "gemini": "cancelled",
+                "anthropic": "cancelling"}
+
+
+async def test_b7_results_are_read_only_from_a_batch_ended_when_fetched_right_before_reading(
+    variant: tuple[str, Any], emulator: Any
+) -> None:
+    name, provider = variant
+    handle = await provider.submit_batch(_requests(name), "key-turned")
+    emulator.advance(BATCH_SECONDS + 1)
+    await poll_until(provider, handle, ("ended",))  # the poll saw it ended
+    emulator.add_fault({"provider": name, "op": "batch.get", "times": 1,
+                        "fault": {"batch_status": TURNED[name]}})
+    reads = {op: n for op, n in ops(emulator.stats(), name).items()
+             if op in ("file.download", "batch.results")}
+
+    with pytest.raises(BatchNotEnded) as raised:
+        await _results(provider, handle)
+
+    assert raised.value.state == TURNED_STATE[name] and handle.id in str(raised.value)
+    assert {op: n for op, n in ops(emulator.stats(), name).items()
+            if op in ("file.download", "batch.results")} == reads  # nothing was read
+    assert len(await _results(provider, handle)) == 4  # once it is ended again, it is read
+
+
+def ops(stats: dict[str, Any], provider: str) -> dict[str, int]:
+    return dict(stats["requests"].get(provider, {}))
 
 
 async def test_records_left_out_are_not_returned(variant: tuple[str, Any], emulator: Any) -> None:
@@ -274,3 +314,21 @@ async def test_reading_results_that_fail_is_retryable(
         await _results(provider, handle)
     emulator.clear_faults()
     assert len(await _results(provider, handle)) == 2  # the next read gets everything
+
+
+async def test_billed_work_counts_what_an_ended_batch_answered_without_taking_the_answers(
+    variant: tuple[str, Any], emulator: Any
+) -> None:
+    name, provider = variant
+    handle = await provider.submit_batch(_requests(name), "key-billed")
+    emulator.advance(BATCH_SECONDS + 1)
+    await poll_until(provider, handle, ("ended",))
+
+    work = await provider.billed_work(handle)
+
+    assert (work.status.state, work.answered) == ("ended", 4)
+    if name in ("openai", "gemini"):  # the batch's usage, or its responses'
+        assert work.usage is not None and work.usage.input_tokens > 0
+        assert work.usage.output_tokens > 0
+    else:  # Groq and Anthropic report counts only
+        assert work.usage is None

@@ -86,7 +86,7 @@ actions:
 def test_per_run_mode_is_merged_before_validation(wf) -> None:
     text = """
 input: {path: x}
-defaults: {model: mock/m}
+defaults: {model: ollama/m}
 actions:
   - {name: a, prompt: x, poll_interval: 5m}
   - {name: b, prompt: x, run_mode: online}
@@ -106,7 +106,7 @@ actions:
 def test_batch_resolution_fills_tuning(wf) -> None:
     text = """
 input: {path: x}
-defaults: {model: mock/m, poll_interval: 1m, run_mode: BATCH}
+defaults: {model: ollama/m, poll_interval: 1m, run_mode: BATCH}
 actions:
   - {name: a, prompt: x}
   - {name: b, prompt: x, batch_deadline: 3h}
@@ -121,9 +121,11 @@ actions:
     assert (c.run_mode, c.poll_interval, c.batch_deadline) == ("online", None, None)
 
 
+# Batch actions on a provider that can run them: the mock has no batch API
+# (batch_unsupported), Ollama runs them locally and needs no key.
 TUNED = """
 input: {path: x}
-defaults: {model: mock/m, poll_interval: 1m}
+defaults: {model: ollama/m, poll_interval: 1m}
 actions:
   - {name: a, prompt: x}
   - {name: b, prompt: x, batch_deadline: 3h}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -300,6 +302,81 @@ def test_missing_credentials(wf, fake_providers: None,
     assert wf.check(text).problems == []
 
 
+class _Batched:
+    extra = "batched"
+    sdk_module = None
+    credential_env: tuple[str, ...] = ()
+    supports_batch = True
+
+
+class _Plain:
+    """A plugin that declares no batch API (nor a local batch)."""
+
+    extra = "plain"
+    sdk_module = None
+    credential_env: tuple[str, ...] = ()
+
+
+@pytest.fixture
+def plugin_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agac.providers import registry
+
+    real = registry.provider_class
+    fakes = {"batched": _Batched, "plain": _Plain}
+    monkeypatch.setattr(registry, "provider_class",
+                        lambda name: fakes[name] if name in fakes else real(name))
+
+
+def test_batch_unsupported_names_the_action_and_the_provider(wf, plugin_providers: None) -> None:
+    checked = wf.check(BASE + """
+  - {name: a, model: mock/m, prompt: x, run_mode: batch}
+  - {name: b, model: plain/m, prompt: x, run_mode: batch}
+  - {name: c, model: batched/m, prompt: x, run_mode: batch}
+  - {name: d, model: ollama/m, prompt: x, run_mode: batch}
+  - {name: e, model: mock/m, prompt: x}
+""")
+    found = [p for p in checked.problems if p.code == "batch_unsupported"]
+    assert [(p.line, p.severity) for p in found] == [(4, "error"), (5, "error")]
+    assert "action 'a'" in found[0].message and "provider 'mock'" in found[0].message
+    assert "action 'b'" in found[1].message and "provider 'plain'" in found[1].message
+    assert "run_mode: online" in (found[0].hint or "") and "openai" in (found[0].hint or "")
+    assert checked.workflow is None
+    assert [p.code for p in checked.problems] == ["batch_unsupported"] * 2
+
+
+def test_batch_unsupported_from_defaults_and_from_the_run(wf) -> None:
+    defaults = wf.check("""
+input: {path: x}
+defaults: {model: mock/m, run_mode: batch}
+actions:
+  - {name: a, prompt: x}
+  - {name: b, prompt: x, run_mode: online}
+""")
+    p = defaults.one("batch_unsupported")
+    assert p.line == 2 and "action 'a'" in p.message and "run_mode: batch" in p.message
+    run = wf.check(BASE + "  - {name: a, model: mock/m, prompt: x}\n", run_mode="batch")
+    p = run.one("batch_unsupported")
+    assert p.line == 3 and "--run-mode batch" in p.message
+    assert wf.check(BASE + "  - {name: a, model: mock/m, prompt: x}\n").problems == []
+
+
+def test_batch_support_is_read_from_the_class_without_loading_an_sdk(in_tmp_project: Path) -> None:
+    (in_tmp_project / "wf.yml").write_text(BASE.lstrip() + """\
+  - {name: a, model: openai/gpt-4o-mini, prompt: x, run_mode: batch}
+  - {name: b, model: mock/m, prompt: x, run_mode: batch}
+""", encoding="utf-8")
+    script = (
+        "import sys\n"
+        "from agac.config import find_project, validate_workflow\n"
+        "_, problems = validate_workflow('wf.yml', find_project(), check_credentials=False)\n"
+        "print(sorted(p.code for p in problems))\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'google.genai', 'groq', 'ollama')"
+        " if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=in_tmp_project, check=True,
+                         capture_output=True, text=True).stdout.splitlines()
+    assert out == ["['batch_unsupported']", "[]"]
+
+
 def test_invalid_function(wf, in_tmp_project: Path) -> None:
     (in_tmp_project / "tools").mkdir()
     (in_tmp_project / "tools" / "__init__.py").write_text("")
@@ -351,18 +428,18 @@ input: {path: x}
 defaults:
   run_mode: batch
 actions:
-  - {name: a, model: mock/m, prompt: x}
-  - {name: b, model: mock/m, prompt: x, run_mode: online}
+  - {name: a, model: ollama/m, prompt: x}
+  - {name: b, model: ollama/m, prompt: x, run_mode: online}
 """
     checked = wf.check(text)
     assert checked.problems == []
     assert checked.workflow is not None
     assert [a.run_mode for a in checked.workflow.actions] == ["batch", "online"]
-    text2 = BASE + "  - {name: a, model: mock/m, prompt: x}\n"
+    text2 = BASE + "  - {name: a, model: ollama/m, prompt: x}\n"
     checked = wf.check(text2, run_mode="batch")
     assert checked.problems == [] and checked.workflow is not None
     assert checked.workflow.actions[0].run_mode == "batch"
-    checked = wf.check(BASE + "  - {name: a, model: mock/m, prompt: x, run_mode: Batch}\n")
+    checked = wf.check(BASE + "  - {name: a, model: ollama/m, prompt: x, run_mode: Batch}\n")
     assert checked.workflow is not None and checked.workflow.actions[0].run_mode == "batch"
 
 

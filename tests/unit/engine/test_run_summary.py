@@ -25,10 +25,10 @@ def test_the_summary_json_keeps_its_keys_and_their_order() -> None:
     assert list(doc["actions"]["classify"]) == [
         "records", "answered", "failed", "skipped", "pending", "calls", "unknown_calls",
         "reused", "tool_calls", "batches_out", "cost_usd", "reasons"]
-    full = _summary(effects_unknown=("e1",), awaiting_approval={"units": 1}, deadline_at=5.0,
+    full = _summary(waiting_on=({"action": "classify"},), effects_unknown=("e1",), awaiting_approval={"units": 1}, deadline_at=5.0,
                     budget={"usd": 1.0}, advice=({"action": "classify"},),
                     error={"code": "run_ended", "message": "m", "hint": None}).to_dict()
-    assert list(full)[8:] == ["effects_unknown", "awaiting_approval", "deadline_at", "budget",
+    assert list(full)[8:] == ["waiting_on", "effects_unknown", "awaiting_approval", "deadline_at", "budget",
                               "advice", "error"]
     assert full["effects_unknown"] == ["e1"] and full["advice"] == [{"action": "classify"}]
     json.dumps(full)  # plain JSON data throughout

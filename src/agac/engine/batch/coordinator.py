@@ -68,12 +68,29 @@ class BatchCoordinator:
             if rt.name in ctx.refused_actions:
                 continue  # B2: the action fails; the batches of its other files stay out (B0)
             if not all_sent:
-                report.waiting.append(f"{rt.name}: waiting until every input file can be sent (B4)")
+                report.waiting.append(await self._held(rt))
                 continue
             await self.poller.cancel_unneeded(rt, walked=walked, adopted=self.units.adopted)
             await self.poller.poll_and_collect(rt, report)
             await self.poller.fail_if_every_file_unread(rt)
         return report
+
+    async def _held(self, rt: ActionRuntime) -> str:
+        """B4: the action collects nothing until every file is out; which files are not,
+        and the batches upstream of them that they wait on."""
+        ctx = self.ctx
+        files = self.submitter.unsent.get(rt.name, [])
+        upstream: dict[str, list[str]] = {}
+        for b in await ctx.call(ctx.store.list_batches, ctx.workflow, tenants=ctx.tenants,
+                                open_only=True):
+            if b.action in rt.action.ancestors and b.file in files:
+                upstream.setdefault(b.file, []).append(
+                    f"{b.action}'s batch {b.provider_batch_id or b.key}")
+        named = "; ".join(
+            f"{f} waits on {', '.join(sorted(upstream[f]))}" if f in upstream
+            else f"{f}: its records have not all reached {rt.name}" for f in files)
+        return (f"{rt.name}: waiting until every input file can be sent (B4)"
+                + (f": {named}" if named else ""))
 
     def open_reservations(self, known: dict[str, Reservation] | None = None
                           ) -> dict[str, Reservation]:

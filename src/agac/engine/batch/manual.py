@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
-from agac.errors import NotFound, RefusedError, UsageError
+from agac.errors import BatchNotEnded, NotFound, RefusedError, UsageError
 from agac.jsontext import dumps
 from agac.providers.factory import open_providers
+from agac.providers.pricing import PriceTable
 from agac.store.batches import BATCH_NOT_CANCELLED
-from agac.store.rows import Checkpoint, EventRow
+from agac.store.rows import EventRow
 from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
     from agac.config.project import Project
-    from agac.providers.base import BatchHandle, BatchStatus, Provider, Result
+    from agac.providers.base import BatchHandle, BatchStatus, BilledWork, Provider, Result
     from agac.store.repository import Store
-    from agac.store.values import BatchRecord
+    from agac.store.rows import UsageRow
+    from agac.store.values import BatchItem, BatchRecord
+
+T = TypeVar("T")
 
 __all__ = ["UNSETTLED_STATES", "abandon_batches", "cancel_batch", "cancel_open_batches",
            "poll_batch", "read_results", "resolve_intent"]
-
-T = TypeVar("T")
 
 UNSETTLED_STATES = ("submitting", "unknown")
 """Intents whose submission is not known to have happened (B2)."""
@@ -72,9 +75,12 @@ def read_results(project: Project, row: BatchRecord, sink: Callable[[Result], ob
         if status.state != "ended":
             raise RefusedError(f"batch {handle.id} is {status.raw_status} at the provider; its "
                                "results can be read once it has ended")
-        async for result in provider.batch_results(handle):
-            types[result.type] = types.get(result.type, 0) + 1
-            sink(result)
+        try:
+            async for result in provider.batch_results(handle):
+                types[result.type] = types.get(result.type, 0) + 1
+                sink(result)
+        except BatchNotEnded as exc:  # it turned bad between the two asks (B7)
+            raise RefusedError(f"{exc}; its results cannot be read") from exc
 
     _with_provider(project, row, read)
     return types
@@ -131,53 +137,118 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
                         tenant: str, reason: str, state: str
                         ) -> tuple[list[str], set[tuple[str, str]]]:
     """Cancel every batch of the tenant's ``workflow`` that is out, at the provider where it
-    can be (best effort: nothing is read from it either way) and fail its waiting items
-    ``reason``. Returns notes and the (action, unit key) of the items failed. Another
-    tenant's batches are never touched (B0, T2)."""
+    can be (best effort: nothing is read from it either way; one that ended already needs
+    no cancel) and fail its waiting items ``reason``. What the provider billed in each is
+    ledgered (engine/batch/billing.py). Returns notes and the (action, unit key) of the
+    items failed. Another tenant's batches are never touched (B0, T2)."""
     notes: list[str] = []
     units: set[tuple[str, str]] = set()
     batches = store.list_batches(workflow, tenants=(tenant,), open_only=True)
     if not batches:
         return notes, units
-    providers = open_providers({b.provider for b in batches}, project.config)
-    refused: dict[str, str] = {}
-
-    async def cancel_all() -> None:
-        for b in batches:
-            if b.provider_batch_id:
-                try:
-                    await providers[b.provider].cancel_batch(handle_of(b))
-                except Exception as exc:  # noqa: BLE001 - given up either way; said below
-                    refused[b.key] = str(exc) or type(exc).__name__
-        for p in providers.values():
-            await p.aclose()
-
-    asyncio.run(cancel_all())
+    billed, refused = asyncio.run(_cancel_all(project, batches))
+    prices = PriceTable(dict(project.config.prices) if project.config else {})
     for b in batches:
-        units |= {(i.action, i.unit_key) for i in store.iter_batch_items(b.key) if i.status == "pending"}
-        store.fail_open_items(b.key, "failed", reason, why)
+        items = list(store.iter_batch_items(b.key))
+        units |= {(i.action, i.unit_key) for i in items if i.status == "pending"}
+        now = store.clock.time()
+        usage = unread_rows(b, items, billed[b.key], prices, now) if b.key in billed else []
+        rewrite = abandoned_outcomes(store, b, items) if reason == "batch_abandoned" else []
+        data = {"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file,
+                "reason": reason, "why": why, "units": sum(r[3] == "failed" for r in rewrite),
+                "billed_unread": len(usage),
+                "billed_usd": round(sum(u.cost_usd for u in usage), 6)}
+        name = b.provider_batch_id or b.key
+        detail = f"{why} (batch {name} for {b.file})"
+        runs = sorted({b.run_id} | {r[0] for r in rewrite})
         if b.key in refused:
-            notes.append(_not_cancelled(store, b, why, refused[b.key]))
+            error = refused[b.key]
+            store.end_batch_unread(
+                b.key, reason=reason, detail=detail, tenant=b.tenant, usage=usage, outcomes=rewrite,
+                state=BATCH_NOT_CANCELLED,
+                error=f"{why}; the provider did not cancel it ({error}): it may still run and "
+                      f"be billed — cancel {name} in the provider's console",
+                events=[_event(b, run, "batch_not_cancelled", {**data, "error": error}, now)
+                        for run in runs])
+            notes.append(f"could not cancel batch {name} for {b.file} ({b.action}) at the "
+                         f"provider: {error}; it may still run and be billed — cancel it in "
+                         f"the provider's console (`agac batch list` shows it "
+                         f"{BATCH_NOT_CANCELLED})")
             continue
-        store.update_batch(b.key, state=state, error=why)
-        notes.append(f"cancelled batch {b.provider_batch_id or b.key} for {b.file} ({b.action})")
+        store.end_batch_unread(b.key, reason=reason, detail=detail, tenant=b.tenant, usage=usage,
+                               outcomes=rewrite, state=state, error=why,
+                               events=[_event(b, run, f"batch_{state}", data, now) for run in runs])
+        notes.append(f"cancelled batch {name} for {b.file} ({b.action})" + _billed_note(usage))
     return notes, units
 
 
-def _not_cancelled(store: Store, b: BatchRecord, why: str, error: str) -> str:
-    """Given up here, but it may still run at the provider and be billed: say so where a
-    person looks (the batch's state and error, an event, the notes). The note."""
-    name = b.provider_batch_id or b.key
-    store.update_batch(b.key, state=BATCH_NOT_CANCELLED,
-                       error=f"{why}; the provider did not cancel it ({error}): it may still "
-                             f"run and be billed — cancel {name} in the provider's console")
-    store.checkpoint(Checkpoint(events=[EventRow(
-        b.run_id, "batch_not_cancelled", b.action, None,
-        dumps({"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file, "error": error}),
-        store.clock.time())]))
-    return (f"could not cancel batch {name} for {b.file} ({b.action}) at the provider: "
-            f"{error}; it may still run and be billed — cancel it in the provider's console "
-            f"(`agac batch list` shows it {BATCH_NOT_CANCELLED})")
+async def _cancel_all(project: Project, batches: list[BatchRecord]
+                      ) -> tuple[dict[str, BilledWork], dict[str, str]]:
+    """Ask the provider what each batch billed, and cancel those still running. (What
+    each billed; why the provider would not cancel one.)"""
+    providers = open_providers({b.provider for b in batches}, project.config)
+    billed: dict[str, BilledWork] = {}
+    refused: dict[str, str] = {}
+    try:
+        for b in batches:
+            if not b.provider_batch_id:
+                continue
+            provider = providers[b.provider]
+            handle = handle_of(b)
+            try:
+                billed[b.key] = work = await provider.billed_work(handle)
+            except Exception:  # noqa: BLE001 - then it is cancelled without knowing
+                work = None
+            if work is not None and work.status.state != "running":
+                continue  # it ended (or is being cancelled): nothing to cancel
+            try:
+                await provider.cancel_batch(handle)
+            except Exception as exc:  # noqa: BLE001 - given up either way; said by the caller
+                refused[b.key] = str(exc) or type(exc).__name__
+    finally:
+        for p in providers.values():
+            await p.aclose()
+    return billed, refused
+
+
+def _event(b: BatchRecord, run_id: str, kind: str, data: dict[str, Any], now: float) -> EventRow:
+    """An event about batch ``b`` in run ``run_id`` (the one that sent it, or one whose
+    units waited on it)."""
+    return EventRow(run_id, kind, b.action, None, dumps(data), now)
+
+
+def _billed_note(usage: list[UsageRow]) -> str:
+    if not usage:
+        return ""
+    estimated = sum(u.status == "estimated" for u in usage)
+    how = f", {estimated} of them estimated" if estimated else ""
+    return (f"; the provider billed {len(usage)} answers in it (${sum(u.cost_usd for u in usage):.6f}"
+            f"{how}), counted as unread in the run that sent it (`agac cost {usage[0].run_id}`)")
+
+
+def abandoned_outcomes(store: Store, b: BatchRecord, items: list[BatchItem]
+                       ) -> list[tuple[str, str, str, str, str]]:
+    """What becomes of the units that ended runs left waiting (``batch_outstanding``) on
+    batch ``b`` once it is given up: those of its waiting ``items`` fail
+    ``batch_abandoned``; the units downstream of them, of the same records, are skipped
+    ``upstream_failed`` (and ``agac retry`` sends them again). As (run_id, action,
+    unit_key, status, reason), for ``Store.end_batch_unread``."""
+    keys = {i.unit_key for i in items if i.status == "pending" and i.action == b.action}
+    if not keys:
+        return []
+    records = {k.split("/", 1)[0] for k in keys}
+    downstream: dict[str, set[str]] = {}
+    out = []
+    for row in store.waiting_outcomes(b.workflow, tenant=b.tenant, since=b.created_at):
+        if row.run_id not in downstream:
+            run = store.get_run(row.run_id)
+            downstream[row.run_id] = {a["name"] for a in (run.config["actions"] if run else [])
+                                      if b.action in a.get("ancestors", ())}
+        if row.action == b.action and row.unit_key in keys:
+            out.append((row.run_id, row.action, row.unit_key, "failed", "batch_abandoned"))
+        elif row.action in downstream[row.run_id] and row.unit_key.split("/", 1)[0] in records:
+            out.append((row.run_id, row.action, row.unit_key, "skipped", "upstream_failed"))
+    return out
 
 
 def abandon_batches(project: Project, store: Store, workflow: str, why: str, *,

@@ -5,18 +5,22 @@ runs that no unit of this run needs any more are cancelled (B0); each open batch
 asked for its status (B5: an unreachable provider leaves that batch for the next run
 and names the file; B8 cancelling and B9 unknown statuses are still running; B11
 ``batch_deadline`` cancels it and fails its records); ended batches are read
-(engine/batch/ingest.py, B6); failed, expired and cancelled ones fail their records
-without being read (B7).
+(engine/batch/ingest.py, B6); failed, expired and cancelled ones — as polled, or as
+fetched right before reading — fail their records without being read (B7). What the
+provider billed in a batch that is not read is ledgered (engine/batch/billing.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
 from agac.engine.batch.ingest import ingest_batch
+from agac.engine.batch.manual import abandoned_outcomes
 from agac.engine.decision import read_answer
-from agac.errors import ProviderError
+from agac.errors import BatchNotEnded, ProviderError
+from agac.providers.base import BatchStatus, BilledWork
 from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
@@ -40,8 +44,10 @@ class Poller:
 
     async def cancel_unneeded(self, rt: ActionRuntime, *, walked: bool, adopted: set[str]) -> None:
         """B0: batches out from earlier runs whose requests this run no longer needs (its
-        prompt changed, or the answers exist) are cancelled at the provider. Only after an
-        online pass of this invocation has recorded which batches its units adopted."""
+        prompt changed, or the answers exist) are cancelled at the provider (unless they
+        ended already) and given up; what the provider billed in them is ledgered. Only
+        after an online pass of this invocation has recorded which batches its units
+        adopted."""
         if not walked:
             return
         for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
@@ -50,29 +56,29 @@ class Poller:
                 continue
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
                 continue
+            handle = handle_of(b)
+            work = await self._billed_work(rt, handle)
             not_cancelled = None
-            try:
-                await rt.batch_api.api.cancel_batch(handle_of(b))
-            except ProviderError as exc:
-                not_cancelled = str(exc)  # nothing of it is read either way; said below
-            await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_abandoned",
-                                "no longer needed by the workflow (B0)")
-            await self._given_up(rt, b, not_cancelled)
+            if work.status.state == "running":  # ended ones cannot be cancelled any more
+                try:
+                    await rt.batch_api.api.cancel_batch(handle)
+                except ProviderError as exc:
+                    not_cancelled = str(exc)  # nothing of it is read either way; said below
+            await self._given_up(rt, b, work, not_cancelled)
 
-    async def _given_up(self, rt: ActionRuntime, b: BatchRecord, not_cancelled: str | None) -> None:
+    async def _given_up(self, rt: ActionRuntime, b: BatchRecord, work: BilledWork,
+                        not_cancelled: str | None) -> None:
         """An unneeded batch is abandoned; one whose cancel the provider refused is
         ``not_cancelled`` (it may still run and be billed), with an event saying so."""
+        why = f"batch {b.provider_batch_id} for {b.file}: no longer needed by the workflow (B0)"
         if not_cancelled is None:
-            await self.ctx.call(self.ctx.store.update_batch, b.key, state="abandoned",
-                                error="no longer needed (B0)")
-            await self.ctx.event("batch_cancelled_unneeded", rt.name, batch_id=b.provider_batch_id,
-                                 file=b.file)
+            await self._give_up(rt, b, work, "batch_cancelled_unneeded", reason="batch_abandoned",
+                                detail=why, data={}, state="abandoned", error="no longer needed (B0)")
             return
-        await self.ctx.call(self.ctx.store.update_batch, b.key, state=BATCH_NOT_CANCELLED,
+        await self._give_up(rt, b, work, "batch_not_cancelled", reason="batch_abandoned",
+                            detail=why, data={"error": not_cancelled}, state=BATCH_NOT_CANCELLED,
                             error=f"no longer needed (B0); the provider did not cancel it "
                                   f"({not_cancelled}): it may still run and be billed")
-        await self.ctx.event("batch_not_cancelled", rt.name, batch_id=b.provider_batch_id,
-                             file=b.file, error=not_cancelled)
 
     async def poll_and_collect(self, rt: ActionRuntime, report: StepReport) -> None:
         seen: list[str] = []
@@ -109,10 +115,11 @@ class Poller:
                 if await self._collect(rt, b, handle, report):
                     report.progressed = True
             elif status.state in _B7_REASON:
-                await self._end_unread(rt, b, status.state, f"the provider reports {status.raw_status}")
+                await self._end_unread(rt, b, handle, status.state,
+                                       f"the provider reports {status.raw_status}")
                 report.progressed = True
             elif b.deadline_at and self.ctx.control.clock.time() > b.deadline_at and status.state == "running":
-                await self._deadline(rt, b, handle)
+                await self._deadline(rt, b, handle, status)
                 report.progressed = True
             else:
                 what = ("still cancelling (B8)" if status.state == "cancelling" else
@@ -138,31 +145,80 @@ class Poller:
         self._unreachable[b.key] = line
         report.waiting.append(line)
 
-    async def _end_unread(self, rt: ActionRuntime, b: BatchRecord, state: str, why: str) -> None:
-        """B7: read nothing from it, fail its records."""
+    async def _end_unread(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, state: str,
+                          why: str) -> None:
+        """B7: read nothing from it, fail its records; ledger what the provider billed in
+        it (engine/batch/billing.py)."""
         reason = _B7_REASON[state]
-        await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", reason,
-                         f"batch {b.provider_batch_id} for {b.file}: {why}")
-        await self.ctx.call(self.ctx.store.update_batch, b.key, state=state, collected_by=self.ctx.run_id,
-                         ended_at=self.ctx.control.clock.time())
-        await self.ctx.event("batch_ended_unread", rt.name, batch_id=b.provider_batch_id, file=b.file,
-                          state=state, reason=reason)
+        work = await self._billed_work(rt, handle)
+        await self._give_up(rt, b, work, "batch_ended_unread", reason=reason,
+                            detail=f"batch {b.provider_batch_id} for {b.file}: {why}",
+                            data={"state": state, "reason": reason},
+                            state=state, collected_by=self.ctx.run_id)
 
-    async def _deadline(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle) -> None:
-        """B11: at batch_deadline, cancel at the provider and fail the records."""
+    async def _deadline(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle,
+                        status: BatchStatus) -> None:
+        """B11: at batch_deadline, cancel at the provider and fail the records; what it
+        answered so far is ledgered as estimated (it is not read)."""
         try:
             await rt.batch_api.api.cancel_batch(handle)
         except ProviderError:
             pass  # it is failed here either way; the provider's copy is no longer read
-        await self.ctx.call(self.ctx.store.fail_open_items, b.key, "failed", "batch_deadline",
-                         f"batch {handle.id} for {b.file} passed its batch_deadline")
-        await self.ctx.call(self.ctx.store.update_batch, b.key, state="cancelled", collected_by=self.ctx.run_id,
-                         ended_at=self.ctx.control.clock.time(), error="batch_deadline")
-        await self.ctx.event("batch_deadline", rt.name, batch_id=handle.id, file=b.file)
+        await self._give_up(rt, b, BilledWork(status, status.completed),
+                            "batch_deadline", reason="batch_deadline",
+                            detail=f"batch {handle.id} for {b.file} passed its batch_deadline",
+                            data={},
+                            state="cancelled", collected_by=self.ctx.run_id,
+                            error="batch_deadline")
+
+    async def _billed_work(self, rt: ActionRuntime, handle: BatchHandle,
+                           status: BatchStatus | None = None) -> BilledWork:
+        """What the provider bills in a batch agac will not read; when it cannot say, the
+        count of the last status asked (estimated), or nothing."""
+        try:
+            return await rt.batch_api.api.billed_work(handle)
+        except ProviderError:
+            if status is None:
+                return BilledWork(BatchStatus("running", ""))
+            return BilledWork(status, status.completed)
+
+    async def _give_up(self, rt: ActionRuntime, b: BatchRecord, work: BilledWork, kind: str, *,
+                       reason: str, detail: str, data: dict[str, Any], **batch: Any) -> None:
+        """Fail the batch's waiting records ``reason``, ledger what ``work`` says the
+        provider billed and write event ``kind``, in one transaction."""
+        ctx = self.ctx
+        now = ctx.control.clock.time()
+        items = await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))
+        usage = unread_rows(b, items, work, ctx.out.prices, now)
+        # B0: units that ended runs left waiting on it are told it was given up.
+        rewrite = (await ctx.call(abandoned_outcomes, ctx.store, b, items)
+                   if reason == "batch_abandoned" else [])
+        billed = round(sum(u.cost_usd for u in usage), 6)
+        body = {"batch_id": b.provider_batch_id, "file": b.file, **data, "reason": reason,
+                "units": sum(r[3] == "failed" for r in rewrite), "billed_unread": len(usage),
+                "billed_usd": billed, "estimated": any(u.status == "estimated" for u in usage)}
+        events = [ctx.out.event_row(kind, rt.name, None, body, now)]
+        events += [events[0]._replace(run_id=run) for run in sorted({r[0] for r in rewrite})
+                   if run != ctx.run_id]
+        await ctx.call(ctx.store.end_batch_unread, b.key, reason=reason, detail=detail,
+                       tenant=b.tenant, usage=usage, events=events, outcomes=rewrite,
+                       lease=ctx.gateway.fence, ended_at=now, **batch)
+        if billed:
+            ctx.progress.spent(rt.name, billed)
 
     async def _collect(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, report: StepReport) -> bool:
         try:
             counts = await ingest_batch(self.ctx, rt, b, handle)
+        except BatchNotEnded as exc:
+            # B7: asked right before reading, the batch is no longer one to read.
+            if exc.state in _B7_REASON:
+                await self._end_unread(rt, b, handle, exc.state, "asked right before reading, "
+                                       f"the provider reports {exc.raw_status}")
+                return True
+            report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is "
+                                  f"{exc.raw_status or exc.state} when asked right before "
+                                  "reading; nothing was read, the next poll asks again")
+            return False
         except ProviderError as exc:
             self._unreach(b, report, f"{rt.name}: cannot read the results of {handle.id} for "
                                      f"{b.file}: {exc} (B5)")

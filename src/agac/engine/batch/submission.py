@@ -72,6 +72,8 @@ class Submitter:
         self.ctx = ctx
         self._refused: dict[tuple[str, str], str] = {}
         """(action, file) -> why the provider refused its batch, in this invocation."""
+        self.unsent: dict[str, list[str]] = {}
+        """action -> its input files that could not be sent at the last step (B4)."""
 
     async def submit_ready_files(self, rt: ActionRuntime, report: StepReport) -> bool:
         """Submit each file whose units are all accounted for; True when every file is out
@@ -81,6 +83,7 @@ class Submitter:
                                      tenant=self.ctx.tenant)
         all_sent = True
         refused: list[str] = []
+        unsent = self.unsent[rt.name] = []
         for f in self.ctx.files:
             name, lo, n = f["file"], int(f["start"]), int(f["count"])
             settled = await self.ctx.call(self.ctx.store.count_action_outcomes_between, self.ctx.run_id,
@@ -93,9 +96,11 @@ class Submitter:
                 n = expected_units(plan.regions, rt.name, n, totals)
             if settled + c["staged"] + c["open"] < n:
                 all_sent = False  # some records have not reached this action yet
+                unsent.append(name)
                 continue
             if c["staged"] and self.ctx.only_file is not None and name != self.ctx.only_file:
                 all_sent = False  # another shard's file, not out yet
+                unsent.append(name)
                 continue
             if c["staged"]:
                 ok = await self._submit_file(rt, name, report)

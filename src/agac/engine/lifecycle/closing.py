@@ -78,9 +78,12 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
                     status, why_unit = "failed", "effect_unknown"
                 elif (a, key) in cancelled_units:
                     status, why_unit = "failed", "batch_cancelled"
-                elif a in waiting or bool(ancestors[a] & waiting):
+                detail = why
+                if status == "skipped" and (a, key) in out:
+                    why_unit, detail = "batch_outstanding", f"{why}; {out[a, key]}"
+                elif status == "skipped" and (a in waiting or bool(ancestors[a] & waiting)):
                     why_unit = "batch_outstanding"
-                rows.append(OutcomeRow(run.id, a, key, r.seq, status, why_unit, why, "call",
+                rows.append(OutcomeRow(run.id, a, key, r.seq, status, why_unit, detail, "call",
                                        None, None, 0, now))
         if rows:
             store.checkpoint(Checkpoint(outcomes=rows))
@@ -100,12 +103,14 @@ def _units(regions: Regions | None, names: list[str], record_key: str,
 
 
 def _units_in_open_batches(store: Store, run: RunRecord, actions: list[str], keys: list[str],
-                           *, items: bool = False) -> set[tuple[str, str]]:
-    out: set[tuple[str, str]] = set()
+                           *, items: bool = False) -> dict[tuple[str, str], str]:
+    """(action, unit key) of the units waiting in a batch still out -> which batch."""
+    out: dict[tuple[str, str], str] = {}
     for a in actions:
         for item in store.unit_items(run.workflow, a, keys, tenant=run.tenant, items=items):
             if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
-                out.add((a, item.unit_key))
+                out[a, item.unit_key] = (f"waiting on batch {item.provider_batch_id or item.batch_key}"
+                                         f" for {item.file}, still out: the next run adopts it (B0)")
     return out
 
 

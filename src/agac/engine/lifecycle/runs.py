@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agac.config.model import Workflow
+from agac.engine.actions import local_batch_notes
 from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.lifecycle.admission import open_or_admit
 from agac.engine.lifecycle.assembly import assemble_run, prior_run, snapshot_files
@@ -119,6 +120,7 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
     notes = list(notes or [])
     try:
         run = reread(store, run.id)
+        notes += local_batch_notes(run.config["actions"])
         lost = account_lost_calls(store, run, lease=lease.as_tuple())
         if lost:
             notes.append(f"counted {lost} calls of an earlier invocation whose outcome is "

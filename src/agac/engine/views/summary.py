@@ -10,7 +10,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.batch.billing import UNREAD_ORIGIN
 from agac.engine.requests import effect_id
+from agac.jsontext import loads
 from agac.keys import record_of
 from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
@@ -76,6 +78,8 @@ class RunSummary(_AsMapping):
     cost_usd: float
     next: str | None
     actions: dict[str, ActionSummary]
+    waiting_on: tuple[dict[str, Any], ...] = ()
+    """B4, B0: each batch still out, and each file a batch action cannot send yet."""
     effects_unknown: tuple[str, ...] = ()
     """E2: ids of effects a person settles (``agac effects resolve``)."""
     awaiting_approval: dict[str, Any] | None = None
@@ -92,6 +96,8 @@ class RunSummary(_AsMapping):
             "state": self.state, "retry_of": self.retry_of, "cost_usd": self.cost_usd,
             "next": self.next, "actions": {n: a.to_dict() for n, a in self.actions.items()},
         }
+        if self.waiting_on:
+            out["waiting_on"] = list(self.waiting_on)
         if self.effects_unknown:
             out["effects_unknown"] = list(self.effects_unknown)
         if self.awaiting_approval is not None:
@@ -162,6 +168,8 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
 
 def _summary(store: Store, run: RunRecord, config: dict[str, Any],
              actions: dict[str, ActionSummary], cost: float) -> RunSummary:
+    # B4, B0: each batch still out, and each file a batch action cannot send yet
+    waiting = tuple(waiting_on(store, run, config))
     unknown = tuple(effect_id(e.key) for e in store.list_effects(
         run.workflow, tenants=(run.tenant,), states=("unknown",)))  # E2: a person settles them
     awaiting_approval = None
@@ -186,11 +194,44 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
     summary = RunSummary(
         run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
         retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
-        effects_unknown=unknown, awaiting_approval=awaiting_approval,
+        waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
         deadline_at=settings.deadline_at, budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None)
     return replace(summary, next=next_command(summary, config))
+
+
+def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the run waits for in batches: every batch of its actions still out
+    (``action``, ``file``, ``batch_id`` — None for an intent the provider may not have —,
+    ``key``, ``state``, ``status``: the provider's last word), and, while the run is not
+    final, each input file a batch action cannot send yet because batches upstream of it
+    for that file are still out (B4: ``batch_id`` None, ``state`` ``waiting``,
+    ``waits_on``: those batches' ids). A final run's batches still out are adopted by the
+    next run (B0)."""
+    order = {a["name"]: i for i, a in enumerate(config["actions"])}
+    out = sorted((b for b in store.list_batches(run.workflow, tenants=(run.tenant,),
+                                                open_only=True) if b.action in order),
+                 key=lambda b: (order[b.action], b.file, b.part))
+    rows: list[dict[str, Any]] = []
+    ids: dict[tuple[str, str], list[str]] = {}
+    for b in out:
+        rows.append({"action": b.action, "file": b.file, "batch_id": b.provider_batch_id,
+                     "key": b.key, "state": b.state, "status": b.raw_status})
+        ids.setdefault((b.action, b.file), []).append(b.provider_batch_id or b.key)
+    if run.state in FINAL_STATES or not ids:
+        return rows
+    info = store.snapshot_info(run.snapshot_id)
+    files = [f["file"] for f in loads(info.files)] if info else []
+    for a in config["actions"]:
+        if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch":
+            continue
+        for file in files:
+            upstream = [i for anc in a.get("ancestors", ()) for i in ids.get((anc, file), [])]
+            if upstream and (a["name"], file) not in ids:
+                rows.append({"action": a["name"], "file": file, "batch_id": None, "key": None,
+                             "state": "waiting", "status": None, "waits_on": upstream})
+    return rows
 
 
 SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
@@ -290,7 +331,9 @@ def _only_unfixed_by_retry(summary: Mapping[str, Any]) -> bool:
 
 def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
-    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`."""
+    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
+    Origin ``unread``: answers the provider billed in a batch agac did not read, with how
+    many of them are ``estimated`` (engine/batch/billing.py)."""
     from agac.providers.base import Usage
 
     rows = []
@@ -302,7 +345,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
         live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
         c = float(r.cost_usd or 0.0)
         total += c
-        if r.tier == "batch":
+        if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
             saved += max(live_cost - c, 0.0)
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
                "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
@@ -312,6 +355,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
                "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
             row["priced_by_a_later_answer"] = int(r.priced or 0)
+        if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
+            row["estimated"] = int(r.estimated or 0)
         if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
             row["price"] = prices.status(model, r.tier)
         rows.append(row)
