@@ -11,6 +11,7 @@ Tree::
     │   │   └── NotAllowed          the signed-in user may not do this (T3, T4)
     │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
+    │   ├── StoreGone               the store's file was deleted or replaced under the process (S7)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
     │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
     ├── Paused                      the run cannot move now; run again later (exit 75)
@@ -61,6 +62,7 @@ __all__ = [
     "RefusedError",
     "RetryableError",
     "StoreError",
+    "StoreGone",
     "ToolError",
     "UnsupportedError",
     "UsageError",
@@ -184,6 +186,12 @@ class StoreError(AgacError):
 
     exit_code = 1
     code = "store_error"
+
+
+class StoreGone(StoreError):
+    """The store's file was deleted or replaced while this process had it open."""
+
+    code = "store_gone"
 
 
 class LeaseLost(StoreError):

@@ -103,6 +103,8 @@ def _race(root: Path, store_url: str, rep: int) -> list[subprocess.CompletedProc
     try:
         deadline = time.monotonic() + 60
         while len(list(folder.glob("ready-*"))) < PROCESSES:
+            died = [i for i, p in enumerate(procs) if p.poll() is not None]
+            assert not died, (folder / f"err-{died[0]}").read_text()[-2000:]
             assert time.monotonic() < deadline, "the launchers never got ready"
             time.sleep(0.01)
         (root / "gate").write_text("")

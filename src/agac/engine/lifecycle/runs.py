@@ -36,7 +36,7 @@ from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import Halt, PassResult
 from agac.engine.views.summary import RunSummary, build_summary
-from agac.errors import AgacError, RefusedError, UsageError
+from agac.errors import AgacError, RefusedError, StoreGone, UsageError
 from agac.providers.factory import open_providers
 
 if TYPE_CHECKING:
@@ -125,7 +125,9 @@ def execute_run(project: Project, store: Store, run: RunRecord, options: RunOpti
         if admitted and not launch.started and launch.lease is not None:
             with contextlib.suppress(Exception):  # the original error is the one to report
                 discarded = store.discard_run(run.id, launch.lease.token)
-        if isinstance(exc, AgacError) and not discarded and not isinstance(exc, RunWithdrawn):
+        # A withdrawn run, or one whose store file is gone (S7), has no summary to show.
+        if isinstance(exc, AgacError) and not discarded \
+                and not isinstance(exc, (RunWithdrawn, StoreGone)):
             exc.run_id = exc.run_id or run.id
         raise
 
