@@ -8,7 +8,8 @@ Tree::
     │   ├── RefusedError            refused by a rule (retry while a run is open, ...)
     │   │   ├── DecisionRefused     a decision on a proposal refused; ``code`` says which rule
     │   │   │   └── NotAnApprover   the deciding user may not decide on it (A3, T3)
-    │   │   └── NotAllowed          the signed-in user may not do this (T3, T4)
+    │   │   ├── NotAllowed          the signed-in user may not do this (T3, T4)
+    │   │   └── ProtectedFile       ``--out`` names a file agac must not overwrite (X1)
     │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   ├── StoreGone               the store's file was deleted or replaced under the process (S7)
@@ -58,6 +59,7 @@ __all__ = [
     "NotFound",
     "Paused",
     "Problem",
+    "ProtectedFile",
     "ProviderError",
     "RefusedError",
     "RetryableError",
@@ -173,6 +175,12 @@ class NotAllowed(RefusedError):
     """The signed-in user may not do this."""
 
     code = "not_allowed"
+
+
+class ProtectedFile(RefusedError):
+    """This file must not be overwritten by an export (the store, a workflow's input)."""
+
+    code = "protected_file"
 
 
 class NotFound(UsageError):

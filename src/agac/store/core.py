@@ -16,6 +16,7 @@ import itertools
 import operator
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -125,6 +126,16 @@ class StoreCore:
             self._remember_file()
 
     # -- the file under a SQLite store (S7) -----------------------------------------------------
+
+    def files(self) -> tuple[Path, ...]:
+        """The files of a SQLite file store — its database and what SQLite and agac keep
+        beside it (``-wal``, ``-shm``, ``-journal``, ``.migrate-lock``) — which nothing but
+        the store may write (an export refuses them, X1); none for other stores."""
+        if self._file is None:
+            return ()
+        db = Path(self._file)
+        return (db, *(db.with_name(db.name + end)
+                      for end in ("-wal", "-shm", "-journal", ".migrate-lock")))
 
     def _remember_file(self) -> None:
         """Note which file the store's path names now: device and inode (None until it
