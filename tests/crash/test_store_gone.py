@@ -16,8 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from agac.testing import write_project
 
 WF = """
@@ -80,10 +78,7 @@ def _run_and_change_store(root: Path, change: str) -> subprocess.CompletedProces
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-@pytest.mark.parametrize("change", ["deleted", "replaced"])
-def test_i29_7_s7_a_store_deleted_under_a_run_stops_it(tmp_path: Path, change: str) -> None:
-    root = tmp_path / "proj"
-    result = _run_and_change_store(root, change)
+def _check_stopped(root: Path, change: str, result: subprocess.CompletedProcess[str]) -> None:
     assert result.returncode == 1, (result.stdout, result.stderr)
     doc = json.loads(result.stdout)
     assert doc["ok"] is False and doc["error"]["code"] == "store_gone", doc
@@ -93,11 +88,22 @@ def test_i29_7_s7_a_store_deleted_under_a_run_stops_it(tmp_path: Path, change: s
         in doc["error"]["message"]
     assert db in result.stderr  # the human message names the file too
     assert "succeeded" not in result.stdout
+
+
+def _runs(root: Path) -> list[dict[str, object]]:
     listed = _agac(root, "runs", "list", "--json")
     assert listed.returncode == 0, listed.stderr
-    runs = json.loads(listed.stdout)
-    runs = runs["runs"] if isinstance(runs, dict) else runs
-    if change == "deleted":
-        assert runs == []  # nothing was written on into a new file at the path
-    else:  # the copy holds the run as it was when copied: not final, never "succeeded"
-        assert [r["state"] for r in runs] == ["running"], runs
+    return list(json.loads(listed.stdout))
+
+
+def test_i29_7_a_store_deleted_under_a_run_stops_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    _check_stopped(root, "deleted", _run_and_change_store(root, "deleted"))
+    assert _runs(root) == []  # nothing was written on into a new file at the path
+
+
+def test_s7_a_store_replaced_under_a_run_stops_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    _check_stopped(root, "replaced", _run_and_change_store(root, "replaced"))
+    # the copy holds the run as it was when copied: not final, never "succeeded"
+    assert [r["state"] for r in _runs(root)] == ["running"]
