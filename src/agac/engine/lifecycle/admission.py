@@ -80,8 +80,8 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
     notes: list[str] = []
     open_run = store.open_run(workflow.name, tenant=options.tenant)
     if open_run is not None and (options.new or options.fresh):
-        _end_replaced(store, open_run, options)
-        notes.append(f"ended run {open_run.id} as cancelled")
+        if _end_replaced(store, open_run, options):
+            notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
         notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh",
@@ -127,18 +127,20 @@ def older_keys(store: Store, run: RunRecord) -> bool:
     """A run admitted before unit keys were escaped, over records whose keys it wrote
     differently (they hold ``/`` or ``%``): its outcomes are not continued or copied."""
     return run.settings.unit_keys != ESCAPED_KEYS and store.keys_need_escaping(run.snapshot_id)
-def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> None:
+def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> bool:
     """``--new``/``--fresh``: end the open run ``cancelled``, holding its lease so that a
-    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it)."""
+    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it). False
+    when another process ended it first."""
     lease = take_run_lease(store, open_run.id, wait=options.wait)
     try:
         current = store.get_run(open_run.id)
         if current is None or current.final:
-            return  # ended (or withdrawn) by another process while this one waited
+            return False  # ended (or withdrawn) by another process while this one waited
         # --new keeps proposals still open: the new run reuses those whose arguments are
         # unchanged (A1); --fresh reuses nothing.
         close_run(store, current, "cancelled", "ended by a newer run (--new/--fresh)",
                   keep_proposals=not options.fresh)
+        return True
     finally:
         release_lease(store, lease)
 
