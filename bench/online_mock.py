@@ -6,7 +6,7 @@ Usage: python bench/online_mock.py [case ...]   (cases: chained, chained_pg, lat
 server started by tests/pg.py — fsync and synchronous_commit off — with a fresh server
 and database per run), and reports both and their ratio.
 Each case builds a throwaway project under bench/out/, runs the real `agac` command in a
-subprocess and prints one JSON line with its numbers. Results go to docs/performance.md.
+subprocess and prints one JSON line with its numbers. Results go to docs/performance.md (today) and bench/HISTORY.md.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ process CPU time per call (``time.process_time`` around the measured part, after
 imports). The emulator's counters confirm every call arrived once. ``--profile`` also
 records the agac client with py-spy (collapsed stacks in
 bench/out/openai_online.profile.txt). Prints JSON lines;
-results go to docs/performance.md.
+results go to docs/performance.md (today) and bench/HISTORY.md (every measurement).
 """
 
 from __future__ import annotations
