@@ -166,7 +166,7 @@ def run_client(name: str, args: argparse.Namespace, profile: bool = False) -> di
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--rate", "250",
                "--format", "raw", "--threads", "-o", str(PROFILE), "--", *cmd]
     control(args.port, "DELETE", "/_emulator/stats")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"client {name} failed:\n{proc.stderr[-3000:]}")
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]
