@@ -53,13 +53,13 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     StoredRequests,
     Usage,
     ended_or_raise,
     stored_request,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
 
@@ -80,14 +80,6 @@ BATCH_STATES: dict[str, BatchState] = {
     "cancelled": "cancelled",
 }
 
-STOP_REASONS: dict[str, StopReason] = {
-    "stop": "end",
-    "length": "max_tokens",
-    "content_filter": "content_filter",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-}
-
 # Error-file codes for requests that never ran.
 _EXPIRED_CODES = frozenset({"batch_expired"})
 _CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
@@ -98,22 +90,23 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def chat_response(
-    body: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+    body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
+    parse: bool = True,
 ) -> Response:
-    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5.
+    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
+    path (SDK, lean transport, batch lines); ``provider`` names the stop table
+    (:func:`read_stop`).
 
     ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
-    that ``input_tokens`` counts only uncached input.
+    that ``input_tokens`` counts only uncached input. ``message.refusal`` is a refusal
+    whatever ``finish_reason`` says.
     """
     choices = pick(body, "choices") or []
     choice = choices[0] if choices else None
     message = pick(choice, "message")
     text = pick(message, "content") or ""
     refusal = pick(message, "refusal")
-    finish = pick(choice, "finish_reason")
-    stop: StopReason = STOP_REASONS.get(str(finish), "other") if finish else "other"
-    if refusal:
-        stop = "refusal"
+    stop = read_stop(provider, pick(choice, "finish_reason"), refusal=refusal)
     usage = pick(body, "usage")
     prompt = as_int(pick(usage, "prompt_tokens"))
     cached = as_int(pick(usage, "prompt_tokens_details", "cached_tokens"))
@@ -121,17 +114,19 @@ def chat_response(
     return Response(
         text=text,
         model=str(pick(body, "model") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
             output_tokens=as_int(pick(usage, "completion_tokens")),
             cached_tokens=cached,
             cache_write_tokens=written,
         ),
-        parsed=parse_json(text) if parse and not refusal else None,
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier or pick(body, "service_tier"),
         latency_ms=latency_ms,
         refusal=refusal,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
     )
 
 
@@ -299,11 +294,11 @@ class OpenAICompatProvider:
             with stopwatch() as took:
                 body = await self._http.post(self._chat_url, params, errors=self._status_error,
                                              timeout=request.timeout)
-            return chat_response(body, latency_ms=took[0], parse=parse)
+            return chat_response(body, provider=self.name, latency_ms=took[0], parse=parse)
         timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
             completion = await self._client.chat.completions.create(**params, timeout=timeout)
-        return chat_response(completion, latency_ms=took[0], parse=parse)
+        return chat_response(completion, provider=self.name, latency_ms=took[0], parse=parse)
 
     # -- batch ---------------------------------------------------------------
 
@@ -456,9 +451,8 @@ class OpenAICompatProvider:
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
         if response and status == 200 and not error:
-            answer = chat_response(
-                response.get("body"), latency_ms=latency_ms, service_tier="batch"
-            )
+            answer = chat_response(response.get("body"), provider=self.name,
+                                   latency_ms=latency_ms, service_tier="batch")
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
             code, _, message = error_fields(pick(response, "body"))

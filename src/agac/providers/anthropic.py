@@ -55,11 +55,11 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
     ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["AnthropicProvider"]
 
@@ -76,16 +76,6 @@ BATCH_STATES: dict[str, BatchState] = {
     "in_progress": "running",
     "canceling": "cancelling",  # one L on Anthropic
     "ended": "ended",
-}
-
-STOP_REASONS: dict[str, StopReason] = {
-    "end_turn": "end",
-    "stop_sequence": "end",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
-    "tool_use": "tool_use",
-    "pause_turn": "other",
 }
 
 # error.type of an errored batch item -> the HTTP status it stands for.
@@ -451,35 +441,38 @@ class AnthropicProvider:
 def message_response(
     message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
 ) -> Response:
-    """Normalize a Message per DESIGN §5.
+    """Normalize a Message per DESIGN §5, on every path (SDK, lean transport, batch).
 
     Anthropic's ``input_tokens`` already excludes cache reads and writes; writes are
     kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the
-    forced-tool form of structured output: its input is the answer.
+    forced-tool form of structured output: its input is the answer. The answer is the
+    text blocks joined; thinking, server-tool and other blocks stay out of it. The stop
+    is read by :func:`read_stop`; ``stop_details`` (a refusal's category and
+    explanation) becomes its detail.
     """
     texts: list[str] = []
     tool_input: Any = None
-    for block in pick(message, "content") or []:
+    content = pick(message, "content") or []
+    for block in content:
         kind = pick(block, "type")
         if kind == "text":
             texts.append(pick(block, "text") or "")
         elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
             tool_input = _unwrap_tool_input(pick(block, "input"))
-    raw_stop = str(pick(message, "stop_reason") or "")
-    stop: StopReason = STOP_REASONS.get(raw_stop, "other")
+    stop = read_stop("anthropic", pick(message, "stop_reason"), tool_answer=tool_input is not None,
+                     detail=_stop_details(pick(message, "stop_details")))
     if tool_input is not None:
         text = json.dumps(tool_input, ensure_ascii=False)
         parsed = tool_input
-        if stop == "tool_use":
-            stop = "end"
     else:
         text = "".join(texts)
-        parsed = parse_json(text) if parse and stop != "refusal" else None
+        parsed = parse_json(text) if parse and stop.reason == "end" else None
     usage = pick(message, "usage")
+    refused = stop.reason == "refusal"
     return Response(
         text=text,
         model=str(pick(message, "model") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=as_int(pick(usage, "input_tokens")),
             output_tokens=as_int(pick(usage, "output_tokens")),
@@ -490,8 +483,31 @@ def message_response(
         service_tier=service_tier or pick(usage, "service_tier"),
         latency_ms=latency_ms,
         # A refusal may come with no text at all.
-        refusal=(text or "the model declined to answer") if stop == "refusal" else None,
+        refusal=(text or "the model declined to answer") if refused else None,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
+        paused=_wire_blocks(content) if stop.reason == "paused" else None,
     )
+
+
+def _stop_details(details: Any) -> str | None:
+    """``stop_details`` (``{type, category, explanation}``) as one line, or None."""
+    if not details:
+        return None
+    category = pick(details, "category")
+    explanation = pick(details, "explanation")
+    parts = [f"category {category}" if category else "", str(explanation or "")]
+    said = ": ".join(p for p in parts if p)
+    return said or None
+
+
+def _wire_blocks(content: Any) -> list[Any]:
+    """A paused turn's content blocks as wire dicts, to send back as the assistant turn."""
+    out = []
+    for block in content:
+        dump = getattr(block, "model_dump", None)
+        out.append(dump(mode="json", exclude_none=True) if callable(dump) else block)
+    return out
 
 
 def batch_status(batch: Any) -> BatchStatus:

@@ -47,10 +47,13 @@ __all__ = [
     "stored_request",
 ]
 
-StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
-"""Normalized stop reasons. ``max_tokens`` is every provider's truncation value
-(OpenAI/Groq/Ollama ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
-``model_context_window_exceeded``)."""
+StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "unexpected", "paused"]
+"""Normalized stop reasons, read by :func:`agac.providers.stops.read_stop`. Only ``end``
+is an answer. ``max_tokens`` is every provider's truncation value (OpenAI/Groq/Ollama
+``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
+``model_context_window_exceeded``); ``unexpected`` is a stop value agac does not know or
+a tool call the action did not ask for; ``paused`` is a turn the provider paused
+(Anthropic ``pause_turn``) that has not been continued."""
 
 
 Transport = Literal["lean", "sdk"]
@@ -182,7 +185,13 @@ class StoredRequests:
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """A normalized model answer. ``parsed`` is the JSON value when the text parses."""
+    """A normalized model answer. ``parsed`` is the JSON value when the text parses.
+
+    ``raw_stop`` is the provider's own stop value and ``stop_detail`` what it said about
+    the stop (a refusal's category and explanation, a filter's safety category, the raw
+    value of an unexpected stop). ``paused`` is the content of a paused turn as the
+    provider sent it, for the adapter that continues it (``stop_reason == "paused"``).
+    """
 
     text: str
     model: str
@@ -192,6 +201,9 @@ class Response:
     service_tier: str | None = None
     latency_ms: float = 0.0
     refusal: str | None = None
+    raw_stop: str = ""
+    stop_detail: str | None = None
+    paused: Any = None
 
 
 @dataclass(frozen=True, slots=True)

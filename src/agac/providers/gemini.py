@@ -65,11 +65,11 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
     ended_or_raise,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["GeminiProvider"]
 
@@ -98,19 +98,6 @@ for _prefix in ("JOB_STATE_", "BATCH_STATE_"):
             _prefix + "EXPIRED": "expired",
         }
     )
-
-STOP_REASONS: dict[str, StopReason] = {
-    "STOP": "end",
-    "MAX_TOKENS": "max_tokens",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "IMAGE_PROHIBITED_CONTENT": "content_filter",
-    "IMAGE_RECITATION": "content_filter",
-}
 
 # google.rpc.Code of a failed batch item -> the HTTP status it stands for.
 RPC_STATUS: dict[int, int] = {
@@ -429,20 +416,27 @@ class GeminiProvider:
 def content_response(
     answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
 ) -> Response:
-    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5.
+    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5, on
+    every path (SDK, lean transport, batch results).
 
     ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking
-    tokens are billed as output and counted there. A prompt blocked before any
-    candidate (``promptFeedback.blockReason``) is a content filter.
+    tokens are billed as output and counted there; thought parts stay out of the answer.
+    A prompt blocked before any candidate (``promptFeedback.blockReason``) is a content
+    filter; the block message, or the safety category of a filtered candidate, is the
+    stop's detail (:func:`read_stop`).
     """
     candidates = pick(answer, "candidates") or []
     candidate = candidates[0] if candidates else None
     parts = pick(candidate, "content", "parts") or []
     text = "".join(pick(p, "text") or "" for p in parts if not pick(p, "thought"))
-    raw = enum_str(pick(candidate, "finish_reason"))
-    stop: StopReason = STOP_REASONS.get(raw or "", "other")
-    if candidate is None and pick(answer, "prompt_feedback", "block_reason"):
-        stop = "content_filter"
+    feedback = pick(answer, "prompt_feedback")
+    blocked = enum_str(pick(feedback, "block_reason")) if candidate is None else None
+    if blocked:
+        detail = pick(feedback, "block_reason_message") or _safety(pick(feedback, "safety_ratings"))
+    else:
+        detail = pick(candidate, "finish_message") or _safety(pick(candidate, "safety_ratings"))
+    stop = read_stop("gemini", enum_str(pick(candidate, "finish_reason")), blocked=blocked,
+                     detail=detail)
     usage = pick(answer, "usage_metadata")
     prompt = as_int(pick(usage, "prompt_token_count"))
     cached = as_int(pick(usage, "cached_content_token_count"))
@@ -452,14 +446,28 @@ def content_response(
     return Response(
         text=text,
         model=str(pick(answer, "model_version") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached
         ),
-        parsed=parse_json(text) if parse and stop != "content_filter" else None,
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier,
         latency_ms=latency_ms,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
     )
+
+
+def _safety(ratings: Any) -> str | None:
+    """The safety categories a candidate or a prompt was blocked for (``blocked: true``,
+    else those rated HIGH or MEDIUM), as one line."""
+    found = []
+    for rating in ratings or []:
+        category = enum_str(pick(rating, "category"))
+        probability = enum_str(pick(rating, "probability")) or ""
+        if category and (pick(rating, "blocked") or probability in ("HIGH", "MEDIUM")):
+            found.append(f"{category} ({probability})" if probability else category)
+    return "safety: " + ", ".join(found) if found else None
 
 
 def batch_status(job: Any) -> BatchStatus:
