@@ -150,7 +150,7 @@ def routes(flavor: Flavor) -> list[Route]:
         canonical, schema, max_tokens = chat_request(body)
         ans = answer(provider=flavor.provider, model=model, body=canonical,
                      prompt=body["messages"], schema=schema, max_tokens=max_tokens,
-                     seed=state.config.seed, fault=fired.answer)
+                     seed=state.config.seed, fault=fired.answer, reply=fired.reply)
         state.stats.bill(flavor.provider, model, canonical)
         reply = completion(flavor, model, ans, state.clock.now(), flavor.service_tier)
         if body.get("stream"):

@@ -23,6 +23,7 @@ import os
 import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +52,7 @@ from agac.providers.base import (
     BatchState,
     BatchStatus,
     BilledWork,
+    Leg,
     ProviderSettings,
     Request,
     Response,
@@ -69,6 +71,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: sends the same, and tests/integration/providers/test_transport_equivalence.py holds
 #: the two together when the lock moves.
 API_VERSION = "2026-10-21"
+#: Calls of one turn at most when the provider pauses it (``pause_turn``), the first
+#: included: a turn still paused after them fails ``unexpected_stop``.
+PAUSE_LEGS = 5
 BATCH_MAX_REQUESTS = 100_000
 BATCH_MAX_BYTES = 256 * 1024 * 1024
 
@@ -247,6 +252,49 @@ class AnthropicProvider:
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
         params = self._params(request, tool=tool)
+        first = await self._send(request, params)
+        return await self._continue(request, params, first, paused=None)
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response:
+        """Continue a paused answer (a batch's, read from its results) live: the answer
+        it returns carries the live legs before it, not the paused call itself."""
+        params = self._params(request, tool=self._use_tool(request.model))
+        return await self._continue(request, params, paused, paused=paused)
+
+    async def _continue(self, request: Request, params: dict[str, Any], answer: Response, *,
+                        paused: Response | None) -> Response:
+        """Continue a turn the provider paused (``pause_turn``) as Anthropic documents it:
+        the paused content goes back as the assistant turn (growing with each pause), at
+        most :data:`PAUSE_LEGS` calls in all; each earlier live call is a :class:`Leg`
+        (``paused``: a call already ledgered elsewhere — a batch's — that starts the turn).
+        The answer's text is the turn's text blocks, every leg's, in order."""
+        legs: tuple[Leg, ...] = ()
+        assistant: list[Any] = []
+        before = ""
+        calls = 1
+        while answer.stop_reason == "paused":
+            if calls >= PAUSE_LEGS:
+                said = (f"anthropic paused the turn (pause_turn) {calls} times; agac continues "
+                        f"a paused turn at most {PAUSE_LEGS - 1} times")
+                return replace(answer, legs=legs, stop_detail=said)
+            if answer is not paused:
+                legs += (Leg(answer.usage, answer.latency_ms, answer.request_id,
+                             answer.raw_stop, answer.service_tier),)
+            before += answer.text
+            assistant += list(answer.paused or [])
+            answer = await self._send(request, {**params, "messages": [
+                *params["messages"], {"role": "assistant", "content": assistant}]})
+            calls += 1
+        if not assistant:
+            return answer
+        text = before + answer.text
+        parsed = answer.parsed
+        if parsed is None and request.schema is not None and answer.stop_reason == "end":
+            parsed = parse_json(text)
+        return replace(answer, text=text, parsed=parsed, legs=legs)
+
+    async def _send(self, request: Request, params: dict[str, Any]) -> Response:
+        """One Messages call on the transport in use."""
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
@@ -255,6 +303,7 @@ class AnthropicProvider:
             self._ask_lifecycle(request.model)
             return message_response(body, latency_ms=took[0], parse=parse)
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
+        params = dict(params)
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout

@@ -27,6 +27,7 @@ __all__ = [
     "BatchStatus",
     "BatchSupport",
     "BilledWork",
+    "Leg",
     "Message",
     "Provider",
     "ProviderSettings",
@@ -37,6 +38,7 @@ __all__ = [
     "StoredRequests",
     "SupportsBatch",
     "SupportsBatchCandidates",
+    "SupportsContinue",
     "Transport",
     "Usage",
     "batch_api",
@@ -147,6 +149,13 @@ class Usage:
     cached_tokens: int = 0
     cache_write_tokens: int = 0
 
+    def plus(self, other: Usage) -> Usage:
+        """Both usages together (the legs of one continued turn)."""
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens)
+
     def to_dict(self) -> dict[str, int]:
         return {
             "input_tokens": self.input_tokens,
@@ -184,6 +193,19 @@ class StoredRequests:
 
 
 @dataclass(frozen=True, slots=True)
+class Leg:
+    """One earlier call of a turn the provider paused and agac continued (Anthropic
+    ``pause_turn``): what it used, how long it took, how it stopped. Each is a call of
+    its own in the cost ledger."""
+
+    usage: Usage
+    latency_ms: float = 0.0
+    request_id: str | None = None
+    raw_stop: str = ""
+    service_tier: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
     """A normalized model answer. ``parsed`` is the JSON value when the text parses.
 
@@ -204,6 +226,16 @@ class Response:
     raw_stop: str = ""
     stop_detail: str | None = None
     paused: Any = None
+    legs: tuple[Leg, ...] = ()
+    request_id: str | None = None
+
+    @property
+    def total_usage(self) -> Usage:
+        """The usage of every leg of the turn, this one included."""
+        total = self.usage
+        for leg in self.legs:
+            total = total.plus(leg.usage)
+        return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +401,16 @@ class SupportsBatch(Protocol):
     async def find_batch(self, key: str) -> BatchHandle | None: ...
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork: ...
+
+
+@runtime_checkable
+class SupportsContinue(Protocol):
+    """A provider whose turns may come back paused (``stop_reason == "paused"``,
+    Anthropic ``pause_turn``) and that continues one: the paused content goes back as the
+    assistant turn, live, for a bounded number of legs. A paused batch answer is
+    continued live through it; the answer it returns carries the live legs before it."""
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response: ...
 
 
 @runtime_checkable

@@ -194,6 +194,8 @@ class OutcomeWriter:
         if error is not None:
             error_text = f"{_reason_of(error) or type(error).__name__}: {error}"
         latency = (self.clock.monotonic() - started) * 1000
+        if response is not None and response.legs:  # the earlier legs have rows of their own
+            latency = max(0.0, latency - sum(leg.latency_ms for leg in response.legs))
         if usage is None:
             return UsageRow(self.run_id, action.name, rec.key, attempt, "llm", request.provider,
                             request.model, "live", 0, 0, 0, 0, cost, latency,
@@ -203,17 +205,35 @@ class OutcomeWriter:
                         usage.cache_write_tokens, usage.output_tokens, cost, latency,
                         "ok" if error is None else "error", error_text, fp, self.clock.time())
 
+    def leg_rows(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int, fp: str,
+                 response: Response, tier: str = "live") -> list[UsageRow]:
+        """The earlier calls of a turn the provider paused and the adapter continued: one
+        ledger row each (they were sent and billed), before the row of the last call."""
+        action = rt.action
+        rows = []
+        for n, leg in enumerate(response.legs, start=1):
+            rows.append(UsageRow(
+                run_id, action.name, unit_key, attempt, "llm", action.provider or "",
+                action.model_name or "", tier, leg.usage.input_tokens, leg.usage.cached_tokens,
+                leg.usage.cache_write_tokens, leg.usage.output_tokens,
+                self.prices.cost(action.model or "", leg.usage, tier), leg.latency_ms, "ok",
+                f"{leg.raw_stop or 'paused'}: leg {n}, continued in the next call", fp,
+                self.clock.time()))
+        return rows
+
     async def record_call(
         self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
         response: Response | None, error: BaseException, started: float, fp: str,
     ) -> None:
         """Ledger a call that did not produce the unit's answer (it may still have cost money)."""
         row = self.usage_row(rt, rec, attempt, request, response, error, started, fp)
+        legs = self.leg_rows(rt, self.run_id, rec.key, attempt, fp, response) \
+            if response is not None and response.legs else []
         if response is not None:
             # Keep what the model said: the session shows why the attempt was rejected.
             row = row._replace(error=f"{row.error} | answer: {response.text[:500]}")
-        self.progress.spent(rt.name, row.cost_usd)
-        await self.gateway.commit(usage=(row,))
+        self.progress.spent(rt.name, row.cost_usd + sum(r.cost_usd for r in legs))
+        await self.gateway.commit(usage=(*legs, row))
 
     def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
                        error: str | None, input_hash: str) -> UsageRow:
@@ -236,6 +256,17 @@ class OutcomeWriter:
                         usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens,
                         self.prices.cost(rt.action.model or "", usage, "batch"), latency_ms,
                         "ok", None, fingerprint, self.clock.time())
+
+    def continued_row(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int,
+                      fingerprint: str, response: Response, latency_ms: float) -> UsageRow:
+        """The last live call of a batch answer's paused turn, continued live."""
+        action = rt.action
+        usage = response.usage
+        return UsageRow(run_id, action.name, unit_key, attempt, "llm", action.provider or "",
+                        action.model_name or "", "live", usage.input_tokens,
+                        usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens,
+                        self.prices.cost(action.model or "", usage, "live"), latency_ms, "ok",
+                        None, fingerprint, self.clock.time())
 
     # -- batch items and fan-outs ---------------------------------------------------------------
 
