@@ -26,6 +26,7 @@ later lookups of that model read only the file. The library is imported on a mis
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import threading
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agac.errors import ConfigError, Problem
 from agac.providers.base import Usage
 
 __all__ = ["Price", "PriceLibrary", "PriceTable", "Rates", "cost_usd", "default_library"]
@@ -111,7 +113,7 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None,
                  library: PriceLibrary | None = None) -> None:
-        self._overrides = {model: _coerce(value) for model, value in (overrides or {}).items()}
+        self._overrides = {model: _coerce(model, value) for model, value in (overrides or {}).items()}
         self._library = library
         self._memo: dict[str, Price | None] = {}
 
@@ -149,12 +151,19 @@ class PriceTable:
         return None
 
 
-def _coerce(value: Any) -> Price:
+def _coerce(model: str, value: Any) -> Price:
+    """A project's price of ``model``; ConfigError when a number in it is not finite (a
+    price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    data = value if isinstance(value, Mapping) else {
-        k: getattr(value, k, None)
-        for k in ("input", "output", "cached_input", "cache_write", "batch_discount")}
+    keys = ("input", "output", "cached_input", "cache_write", "batch_discount")
+    data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
+    for key in keys:
+        number = data.get(key)
+        if number is not None and not _finite(number):
+            raise ConfigError(problems=[Problem(
+                "invalid_value", f"prices.{model}.{key} must be a finite number, got {number!r}",
+                file="agac.yml", path=f"prices.{model}.{key}")])
     return Price(input=float(data.get("input") or 0.0), output=float(data.get("output") or 0.0),
                  cached_input=_opt(data.get("cached_input")),
                  cache_write=_opt(data.get("cache_write")),
@@ -163,6 +172,13 @@ def _coerce(value: Any) -> Price:
 
 def _opt(v: Any) -> float | None:
     return None if v is None else float(v)
+
+
+def _finite(number: Any) -> bool:
+    try:
+        return math.isfinite(float(number))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 # -- the price library ------------------------------------------------------------------------
