@@ -120,6 +120,7 @@ def chat_response(
             output_tokens=as_int(pick(usage, "completion_tokens")),
             cached_tokens=cached,
             cache_write_tokens=written,
+            reasoning_tokens=as_int(pick(usage, "completion_tokens_details", "reasoning_tokens")),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier or pick(body, "service_tier"),
@@ -422,7 +423,9 @@ class OpenAICompatProvider:
             return BilledWork(status, status.completed)
         cached = as_int(pick(usage, "input_tokens_details", "cached_tokens"))
         total = Usage(max(0, as_int(pick(usage, "input_tokens")) - cached),
-                      as_int(pick(usage, "output_tokens")), cached)
+                      as_int(pick(usage, "output_tokens")), cached,
+                      reasoning_tokens=as_int(pick(usage, "output_tokens_details",
+                                                   "reasoning_tokens")))
         return BilledWork(status, status.completed, total)
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[list[bytes]]:

@@ -59,6 +59,7 @@ from agac.providers.base import (
     Result,
     Usage,
     ended_or_raise,
+    server_tool_counts,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
 from agac.providers.stops import read_stop
@@ -527,6 +528,8 @@ def message_response(
             output_tokens=as_int(pick(usage, "output_tokens")),
             cached_tokens=as_int(pick(usage, "cache_read_input_tokens")),
             cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
+            reasoning_tokens=as_int(pick(usage, "output_tokens_details", "thinking_tokens")),
+            server_tools=_server_tools(pick(usage, "server_tool_use")),
         ),
         parsed=parsed,
         service_tier=service_tier or pick(usage, "service_tier"),
@@ -537,6 +540,16 @@ def message_response(
         stop_detail=stop.detail,
         paused=_wire_blocks(content) if stop.reason == "paused" else None,
     )
+
+
+def _server_tools(used: Any) -> tuple[tuple[str, int], ...]:
+    """``usage.server_tool_use`` (``web_search_requests``, ``web_fetch_requests`` and
+    whatever siblings come) as ``(tool, count)`` pairs."""
+    if used is None:
+        return ()
+    fields = used if isinstance(used, dict) else (getattr(used, "model_dump", dict)() or {})
+    return server_tool_counts({name.removesuffix("_requests"): n for name, n in fields.items()
+                               if name.endswith("_requests") and isinstance(n, int)})
 
 
 def _stop_details(details: Any) -> str | None:

@@ -46,6 +46,7 @@ __all__ = [
     "canonical_json",
     "ended_or_raise",
     "fingerprint_of",
+    "server_tool_counts",
     "stored_request",
 ]
 
@@ -142,27 +143,49 @@ class Usage:
 
     OpenAI and Gemini include cached tokens in their prompt count, so adapters
     subtract them; Anthropic already excludes both and reports cache writes apart.
+    ``reasoning_tokens`` (OpenAI ``reasoning_tokens``, Gemini ``thoughtsTokenCount``,
+    Anthropic ``thinking_tokens``) are a part of ``output_tokens``, billed as output and
+    shown apart. ``server_tools`` counts the provider's own tool calls it bills per use,
+    as ``(name, count)`` pairs sorted by name (Anthropic ``server_tool_use``: ``web_search``,
+    ``web_fetch``, …; Gemini's grounding searches as ``web_search``).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    server_tools: tuple[tuple[str, int], ...] = ()
 
     def plus(self, other: Usage) -> Usage:
         """Both usages together (the legs of one continued turn)."""
+        tools = dict(self.server_tools)
+        for name, n in other.server_tools:
+            tools[name] = tools.get(name, 0) + n
         return Usage(self.input_tokens + other.input_tokens,
                      self.output_tokens + other.output_tokens,
                      self.cached_tokens + other.cached_tokens,
-                     self.cache_write_tokens + other.cache_write_tokens)
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens,
+                     server_tool_counts(tools))
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }
+        if self.server_tools:
+            out["server_tools"] = dict(self.server_tools)
+        return out
+
+
+def server_tool_counts(counts: Any) -> tuple[tuple[str, int], ...]:
+    """``{name: count}`` (or pairs) as :attr:`Usage.server_tools`: positive counts, sorted."""
+    items = counts.items() if isinstance(counts, dict) else counts or ()
+    return tuple(sorted((str(k), int(v)) for k, v in items if int(v or 0) > 0))
 
 
 def stored_request(text: str, custom_id: str | None = None) -> Request:

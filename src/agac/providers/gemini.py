@@ -355,8 +355,9 @@ class GeminiProvider:
             items += [item async for _, item in self._file_items(str(pick(dest, "file_name")))]
         read = (self._result("", item, 0.0) for item in items)  # the answers are dropped
         used = [r.response.usage for r in read if r.response is not None]
-        total = Usage(sum(u.input_tokens for u in used), sum(u.output_tokens for u in used),
-                      sum(u.cached_tokens for u in used))
+        total = Usage()
+        for u in used:
+            total = total.plus(u)
         status = batch_status(job)
         if not used:
             return BilledWork(status, status.completed)
@@ -420,7 +421,9 @@ def content_response(
     every path (SDK, lean transport, batch results).
 
     ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking
-    tokens are billed as output and counted there; thought parts stay out of the answer.
+    tokens are billed as output and counted there (and as ``reasoning_tokens``); thought
+    parts stay out of the answer. Grounding searches (``webSearchQueries``) are counted as
+    the ``web_search`` server tool.
     A prompt blocked before any candidate (``promptFeedback.blockReason``) is a content
     filter; the block message, or the safety category of a filtered candidate, is the
     stop's detail (:func:`read_stop`).
@@ -440,15 +443,17 @@ def content_response(
     usage = pick(answer, "usage_metadata")
     prompt = as_int(pick(usage, "prompt_token_count"))
     cached = as_int(pick(usage, "cached_content_token_count"))
-    output = as_int(pick(usage, "candidates_token_count")) + as_int(
-        pick(usage, "thoughts_token_count")
-    )
+    thoughts = as_int(pick(usage, "thoughts_token_count"))
+    output = as_int(pick(usage, "candidates_token_count")) + thoughts
+    searches = len(pick(candidate, "grounding_metadata", "web_search_queries") or [])
     return Response(
         text=text,
         model=str(pick(answer, "model_version") or ""),
         stop_reason=stop.reason,
         usage=Usage(
-            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached
+            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached,
+            reasoning_tokens=thoughts,
+            server_tools=(("web_search", searches),) if searches else (),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e_support import MODELS, chat_requests, fault, make_project, run
 
 from agac import api
@@ -62,3 +64,66 @@ def test_i28_2_a_turn_paused_past_the_bound_fails_unexpected_stop(
     (row,) = api.export_rows("triage", "classify", project)
     assert row["reason"] == "unexpected_stop" and "pause_turn" in row["detail"]
     assert len(_classify(project)["attempts"]) == 5
+
+
+# -- item 3: every usage field counted and shown ---------------------------------------------
+
+USAGE = {"cache_read_tokens": 30, "cache_write_tokens": 20, "reasoning_tokens": 5,
+         "web_search_requests": 2, "web_fetch_requests": 1}
+
+
+def test_i28_3_cache_reasoning_and_server_tools_are_recorded_priced_and_shown(
+        emulator: Any, project: Path, capsys: Any) -> None:
+    from agac.cli.render import print_cost, print_session
+    from agac.providers.pricing import PriceTable
+
+    make_project(project, ANTHROPIC, records=1, summarize=False)
+    emulator.add_fault(fault("anthropic", {"reply": {"usage": USAGE}}))
+
+    assert run(project).summary["state"] == "succeeded"
+
+    (attempt,) = _classify(project)["attempts"]
+    assert (attempt["cached_tokens"], attempt["cache_write_tokens"],
+            attempt["reasoning_tokens"]) == (30, 20, 5)
+    assert attempt["server_tools"] == {"web_fetch": 1, "web_search": 2}
+    # Priced from genai-prices: tokens, cache reads and writes, and $10 per 1,000 searches;
+    # web_fetch has no price there: counted $0 and marked.
+    prices = PriceTable()
+    price = prices.get(ANTHROPIC)
+    assert price is not None and dict(price.tools)["web_search"] == pytest.approx(0.01)
+    tokens = (attempt["input_tokens"] * price.input + 30 * (price.cached_input or 0)
+              + 20 * (price.cache_write or 0) + attempt["output_tokens"] * price.output) / 1e6
+    assert attempt["cost_usd"] == pytest.approx(tokens + 0.02, abs=1e-6)
+    doc = api.cost("triage", project)
+    (row,) = doc["rows"]
+    assert (row["cached_tokens"], row["cache_write_tokens"], row["reasoning_tokens"]) == (30, 20, 5)
+    assert row["server_tools"] == {"web_fetch": 1, "web_search": 2}
+    assert row["unpriced_tools"] == ["web_fetch"]
+
+    capsys.readouterr()
+    print_cost(doc)
+    table = capsys.readouterr().out
+    for column in ("cache read", "cache write", "reasoning", "web_search", "web_fetch"):
+        assert column in table, table
+    assert "web_fetch uses have no known price" in table
+    print_session(api.record_session("r000", project))
+    shown = capsys.readouterr().out
+    assert "cache read 30, cache write 20, reasoning 5, web_fetch x1, web_search x2" in shown
+
+
+def test_i28_3_columns_appear_only_when_non_zero(emulator: Any, project: Path, capsys: Any) -> None:
+    from agac.cli.render import print_cost, print_session
+
+    make_project(project, f"openai/{MODELS['openai']}", records=1, summarize=False)
+    emulator.add_fault(fault("openai", {"reply": {"usage": {"reasoning_tokens": 7}}}))
+    run(project)
+
+    (attempt,) = _classify(project)["attempts"]
+    assert attempt["reasoning_tokens"] == 7 and attempt["server_tools"] == {}
+    capsys.readouterr()
+    print_cost(api.cost("triage", project))
+    table = capsys.readouterr().out
+    assert "reasoning" in table
+    assert "cache read" not in table and "cache write" not in table and "web_search" not in table
+    print_session(api.record_session("r000", project))
+    assert "(reasoning 7)" in capsys.readouterr().out
