@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from e2e_support import MODELS, chat_requests, fault, make_project, run
 
 from agac import api
