@@ -13,6 +13,7 @@ Results are read by streaming the output and error files line by line.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -40,6 +41,7 @@ from agac.providers._errors import (
     classify,
     connection_error,
     error_fields,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
@@ -91,7 +93,7 @@ DEFAULT_TIMEOUT = 600.0
 
 def chat_response(
     body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
-    parse: bool = True,
+    parse: bool = True, request_id: str | None = None,
 ) -> Response:
     """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
@@ -128,6 +130,7 @@ def chat_response(
         refusal=refusal,
         raw_stop=stop.raw,
         stop_detail=stop.detail,
+        request_id=request_id,
     )
 
 
@@ -215,7 +218,7 @@ class OpenAICompatProvider:
         ``body`` is the error body (the openai SDK unwraps ``{"error": …}``, the groq SDK
         does not; both forms are read); ``text`` is the fallback message.
         """
-        code, kind, message = error_fields(body)
+        code, kind, message, param = error_fields(body)
         if kind == "insufficient_quota" and code is None:
             code = kind
         return classify(
@@ -224,6 +227,9 @@ class OpenAICompatProvider:
             message=message or text,
             retry_after=retry_after_seconds(headers),
             code=code,
+            kind=kind,
+            param=param,
+            request_id=request_id_of(headers, body),
         )
 
     @contextmanager
@@ -293,13 +299,21 @@ class OpenAICompatProvider:
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._chat_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
-            return chat_response(body, provider=self.name, latency_ms=took[0], parse=parse)
+                body, headers = await self._http.post_with_headers(
+                    self._chat_url, params, errors=self._status_error, timeout=request.timeout)
+            return chat_response(body, provider=self.name, latency_ms=took[0], parse=parse,
+                                 request_id=request_id_of(headers))
         timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
-            completion = await self._client.chat.completions.create(**params, timeout=timeout)
-        return chat_response(completion, provider=self.name, latency_ms=took[0], parse=parse)
+            # The raw response for its headers: the request id (groq's models lack
+            # openai's ``_request_id``).
+            raw = await self._client.chat.completions.with_raw_response.create(
+                **params, timeout=timeout)
+            completion = raw.parse()  # openai: a legacy response, parsed at once
+            if inspect.isawaitable(completion):  # groq: an async response
+                completion = await completion
+        return chat_response(completion, provider=self.name, latency_ms=took[0], parse=parse,
+                             request_id=request_id_of(raw.headers))
 
     # -- batch ---------------------------------------------------------------
 
@@ -453,13 +467,16 @@ class OpenAICompatProvider:
         response = line.get("response") or None
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
+        request_id = pick(response, "request_id") if response else None
         if response and status == 200 and not error:
             answer = chat_response(response.get("body"), provider=self.name,
-                                   latency_ms=latency_ms, service_tier="batch")
+                                   latency_ms=latency_ms, service_tier="batch",
+                                   request_id=request_id)
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
-            code, _, message = error_fields(pick(response, "body"))
-            err = classify(self.name, status, message=message, code=code)
+            code, kind, message, param = error_fields(pick(response, "body"))
+            err = classify(self.name, status, message=message, code=code, kind=kind,
+                           param=param, request_id=request_id)
             return Result(custom_id, "errored", error=err)
         code = str(pick(error, "code") or "") or None
         message = pick(error, "message")

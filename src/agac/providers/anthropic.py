@@ -43,6 +43,7 @@ from agac.providers._errors import (
     QUOTA_CODES,
     classify,
     connection_error,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
@@ -175,21 +176,25 @@ class AnthropicProvider:
                       text: str, code: str | None = None) -> ProviderError:
         """The taxonomy error for a non-2xx answer, on either transport.
 
-        The spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
+        The body is ``{"type": "error", "error": {"type", "message", …}, "request_id"}``;
+        the spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
         """
+        kind = pick(body, "error", "type")
         code = (
             code
             or pick(body, "error", "details", "error_code")
             or pick(body, "error", "code")
-            or pick(body, "error", "type")
+            or kind
         )
         return classify(
             self.name,
             status,
             message=pick(body, "error", "message") or text,
             retry_after=retry_after_seconds(headers),
-            code=code,
+            code=str(code) if code is not None else None,
             quota=code in QUOTA_CODES,
+            kind=str(kind) if kind else None,
+            request_id=request_id_of(headers, body),
         )
 
     @contextmanager
@@ -299,10 +304,11 @@ class AnthropicProvider:
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._messages_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
+                body, headers = await self._http.post_with_headers(
+                    self._messages_url, params, errors=self._status_error, timeout=request.timeout)
             self._ask_lifecycle(request.model)
-            return message_response(body, latency_ms=took[0], parse=parse)
+            return message_response(body, latency_ms=took[0], parse=parse,
+                                    request_id=request_id_of(headers))
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
         params = dict(params)
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
@@ -312,7 +318,8 @@ class AnthropicProvider:
             message = await self._client.messages.create(**params, extra_body=extra,
                                                          timeout=timeout)
         self._ask_lifecycle(request.model)
-        return message_response(message, latency_ms=took[0], parse=parse)
+        return message_response(message, latency_ms=took[0], parse=parse,
+                                request_id=getattr(message, "_request_id", None))
 
     def _ask_lifecycle(self, model: str) -> None:
         """Look the model's lifecycle up once, beside the calls: a slow or unreachable Models
@@ -489,7 +496,8 @@ class AnthropicProvider:
 
 
 def message_response(
-    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True,
+    request_id: str | None = None,
 ) -> Response:
     """Normalize a Message per DESIGN §5, on every path (SDK, lean transport, batch).
 
@@ -539,6 +547,7 @@ def message_response(
         raw_stop=stop.raw,
         stop_detail=stop.detail,
         paused=_wire_blocks(content) if stop.reason == "paused" else None,
+        request_id=request_id,
     )
 
 
@@ -598,7 +607,8 @@ def _item_error(provider: str, error: Any) -> ProviderError:
     message = pick(error, "error", "message") or pick(error, "message")
     code = pick(error, "error", "details", "error_code") or kind or None
     status = ERROR_TYPE_STATUS.get(kind, 500 if not kind else 400)
-    return classify(provider, status, message=message, code=code)
+    return classify(provider, status, message=message, code=code, kind=kind or None,
+                    request_id=pick(error, "request_id"))
 
 
 def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from agac.providers._common import (
 from agac.providers._errors import (
     classify,
     connection_error,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
@@ -106,6 +107,7 @@ RPC_STATUS: dict[int, int] = {
 }  # fmt: skip
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 _SCHEMA_REJECTED = re.compile(
     r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
@@ -460,6 +462,7 @@ def content_response(
         latency_ms=latency_ms,
         raw_stop=stop.raw,
         stop_detail=stop.detail,
+        request_id=pick(answer, "response_id"),
     )
 
 
@@ -520,13 +523,17 @@ def status_error(provider: str, status: int | None, body: dict[str, Any],
     quota = status == 429 and _QUOTA_FAILURE in types and retry_after is None
     error = body.get("error")
     inner: dict[str, Any] = error if isinstance(error, dict) else body
+    kind = inner.get("status")
+    reason = pick(types.get(_ERROR_INFO), "reason")
     return classify(
         provider,
         status,
         message=inner.get("message"),
         retry_after=retry_after,
-        code=inner.get("status"),
+        code=str(reason or kind) if reason or kind else None,
         quota=quota,
+        kind=str(kind) if kind else None,
+        request_id=request_id_of(headers),
     )
 
 
@@ -564,7 +571,9 @@ def _item_error(provider: str, error: Any) -> ProviderError:
         return RetryableError(f"{provider}: batch item returned neither response nor error")
     code = as_int(pick(error, "code"))
     status = code if code >= 100 else RPC_STATUS.get(code, 500)
-    return classify(provider, status, message=pick(error, "message"), code=pick(error, "status"))
+    kind = pick(error, "status")
+    return classify(provider, status, message=pick(error, "message"), code=kind,
+                    kind=str(kind) if kind else None)
 
 
 def _contents(request: Request) -> list[dict[str, Any]]:

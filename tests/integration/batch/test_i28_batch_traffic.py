@@ -54,3 +54,14 @@ def test_i28_2_a_paused_batch_turn_that_cannot_be_continued_fails(
     assert counts(result)["reasons"] == {"unexpected_stop": 1}
     (row,) = rows(project).values()
     assert "continuing it live failed" in row["detail"] and "I'll search" not in str(row["output"])
+
+
+def test_i28_4_a_batch_answer_keeps_the_provider_request_id(
+        emulator: RunningEmulator, project: Path) -> None:
+    make(project, "openai", {"a": 2}, summarize=False)
+
+    _collect(emulator, project)
+
+    for key in rows(project):
+        (attempt,) = api.record_session(key, project)["actions"][0]["attempts"]
+        assert attempt["tier"] == "batch" and attempt["request_id"].startswith("req_")

@@ -126,3 +126,37 @@ def test_i28_3_columns_appear_only_when_non_zero(emulator: Any, project: Path, c
     assert "cache read" not in table and "cache write" not in table and "web_search" not in table
     print_session(api.record_session("r000", project))
     assert "(reasoning 7)" in capsys.readouterr().out
+
+
+# -- item 4: the provider's request id ----------------------------------------------------------
+
+#: Where each provider puts its request id (Gemini and Ollama send none on an error).
+REQUEST_ID_HEADER = {"anthropic": "request-id", "openai": "x-request-id", "groq": "x-request-id"}
+
+
+@pytest.mark.parametrize("name", tuple(REQUEST_ID_HEADER))
+def test_i28_4_every_attempt_keeps_the_request_id_and_a_failure_prints_it(
+        name: str, emulator: Any, project: Path, capsys: Any) -> None:
+    from agac.cli.render import print_session
+
+    make_project(project, f"{name}/{MODELS[name]}", records=2, summarize=False,
+                 retry="{max_attempts: 1}")
+    emulator.add_fault(fault(name, {"http": 400, "message": "messages: bad shape"},
+                             match={"model": MODELS[name]}, times=1))
+
+    run(project)
+
+    rows = {r["key"]: r for r in api.export_rows("triage", "classify", project)}
+    (failed,) = [r for r in rows.values() if r["status"] == "failed"]
+    (answered,) = [r for r in rows.values() if r["status"] == "answered"]
+    (bad,) = _classify(project, failed["key"])["attempts"]
+    (good,) = _classify(project, answered["key"])["attempts"]
+    assert bad["request_id"] and bad["request_id"].startswith("req_")
+    assert good["request_id"] and good["request_id"].startswith("req_")
+    assert bad["request_id"] != good["request_id"]
+    assert f"(request id {bad['request_id']})" in failed["detail"]
+    assert "messages: bad shape" in failed["detail"]
+    print_session(api.record_session(failed["key"], project))
+    assert f"request id {bad['request_id']}" in capsys.readouterr().out
+    served = [r for r in emulator.requests() if r["op"] == "chat"]
+    assert len(served) == 2

@@ -118,7 +118,8 @@ class _Reading:
         rt = self.rt
         self.usage.append(self.ctx.out.batch_usage_row(rt, self.b.run_id, item.unit_key,
                                                        item.attempt, item.fingerprint,
-                                                       response.usage, self.latency_ms))
+                                                       response.usage, self.latency_ms,
+                                                       response.request_id))
         if response.stop_reason == "paused":
             self.usage[-1] = self.usage[-1]._replace(
                 error=f"{response.raw_stop or 'paused'}: paused in the batch, continued live")
