@@ -241,9 +241,13 @@ class ProviderError(AgacError):
         retry_after: float | None = None,
         reason: str | None = None,
         hint: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
+        # The provider's id of the failed call (``request-id``, ``x-request-id``, or the
+        # error body's ``request_id``): what its support asks for.
+        self.request_id = request_id
         # The provider's own error code (``insufficient_quota``); the CLI reports every
         # ProviderError as ``provider_error``.
         self.code = code  # type: ignore[assignment]

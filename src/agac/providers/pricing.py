@@ -48,18 +48,26 @@ _LIBRARY_PROVIDER = {"gemini": "google"}
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """USD per million tokens; cached reads and cache writes default to the input rate."""
+    """USD per million tokens; cached reads and cache writes default to the input rate.
+    ``tools`` is USD per use of a provider's server tool (``web_search``, …); a tool it
+    does not name is unpriced (its uses cost 0 here and are marked by ``agac cost``)."""
 
     input: float
     output: float
     cached_input: float | None = None
     cache_write: float | None = None
+    tools: tuple[tuple[str, float], ...] = ()
 
     def cost(self, usage: Usage, *, cached_as_input: bool = False) -> float:
         cached = self.input if cached_as_input or self.cached_input is None else self.cached_input
         write = self.input if self.cache_write is None else self.cache_write
-        return (usage.input_tokens * self.input + usage.cached_tokens * cached
-                + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
+        # Reasoning tokens are a part of output_tokens: billed once, as output.
+        tokens = (usage.input_tokens * self.input + usage.cached_tokens * cached
+                  + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
+        if not usage.server_tools:
+            return tokens
+        per_use = dict(self.tools)
+        return tokens + sum(n * per_use.get(name, 0.0) for name, n in usage.server_tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +86,12 @@ class Price:
     """(input tokens above which, live rates, batch rates), lowest threshold first."""
     source: str = "agac.yml"
 
+    tools: tuple[tuple[str, float], ...] = ()
+    """USD per use of each server tool the price knows (live)."""
+
     @property
     def live(self) -> Rates:
-        return Rates(self.input, self.output, self.cached_input, self.cache_write)
+        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools)
 
     @property
     def batch_derived(self) -> bool:
@@ -139,6 +150,15 @@ class PriceTable:
         if price is None or price is FREE:
             return 0.0
         return cost_usd(price, usage, tier, provider=model.partition("/")[0])
+
+    def unpriced_tools(self, model: str, tools: list[str] | tuple[str, ...]) -> list[str]:
+        """The server tools of ``tools`` the model's price does not know (their uses cost 0
+        in the ledger: marked ``unpriced`` by ``agac cost``). None for free models."""
+        price = self.get(model)
+        if price is FREE:
+            return []
+        known = {name for name, _ in price.tools} if price is not None else set()
+        return sorted(t for t in tools if t not in known)
 
     def status(self, model: str, tier: str = "live") -> str | None:
         """``unpriced`` (no price: its cost shows as 0), ``derived`` (a batch call at
@@ -236,7 +256,8 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            self._file = base / f"prices-{version}.json"
+            # "2": entries carry server-tool prices (older files lack them).
+            self._file = base / f"prices-2-{version}.json"
         return self._file
 
 
@@ -293,9 +314,25 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
         return None  # priced by something other than tokens (images, audio, requests)
     batch_rates = {k: getattr(batch, k, None) for k in keys}
-    return {"live": {k: _rate_json(v) for k, v in live_rates.items()},
-            "batch": ({k: _rate_json(v) for k, v in batch_rates.items()}
-                      if batch_rates != live_rates else None)}
+    live_json: dict[str, Any] = {k: _rate_json(v) for k, v in live_rates.items()}
+    batch_json: dict[str, Any] = {k: _rate_json(v) for k, v in batch_rates.items()}
+    live_json["tools"], batch_json["tools"] = _tool_rates(live), _tool_rates(batch)
+    return {"live": live_json, "batch": batch_json if batch_json != live_json else None}
+
+
+_TOOL_PRICES = {"web_search": "web_searches_kcount", "code_execution": "code_executions_kcount",
+                "file_search": "storage_searches_kcount"}
+"""agac's server-tool names -> genai-prices' price per thousand uses."""
+
+
+def _tool_rates(model_price: Any) -> dict[str, float]:
+    """USD per use of each server tool genai-prices prices for a model."""
+    out = {}
+    for name, key in _TOOL_PRICES.items():
+        value = getattr(model_price, key, None)
+        if value is not None and getattr(value, "tiers", None) is None:
+            out[name] = float(value) / 1000
+    return out
 
 
 def _rate_json(value: Any) -> Any:
@@ -323,11 +360,12 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
                 if above is not None and above >= start:
                     price = float(p)
             return price
+        tools = tuple(sorted((str(k), float(v)) for k, v in (raw.get("tools") or {}).items()))
         return Rates(at("input_mtok") or 0.0, at("output_mtok") or 0.0,
-                     at("cache_read_mtok"), at("cache_write_mtok"))
+                     at("cache_read_mtok"), at("cache_write_mtok"), tools)
 
     base = rates(live, None)
-    return Price(base.input, base.output, base.cached_input, base.cache_write,
+    return Price(base.input, base.output, base.cached_input, base.cache_write, tools=base.tools,
                  batch=rates(batch, None) if batch else None,
                  tiers=tuple((above, rates(live, above), rates(batch, above) if batch else None)
                              for above in thresholds),
