@@ -221,6 +221,8 @@ def _result(result: ItemResult) -> dict[str, Any]:
     if result.answer is not None:
         return {"response": response(result.item.model, result.answer)}
     e = result.error
+    if e is not None and e.body is not None:
+        return {"error": e.body.get("error", e.body) if isinstance(e.body, dict) else e.body}
     status = e.status if e else 500
     return {"error": {"code": status, "message": e.message if e else "internal error",
                       "status": _STATUS.get(status, "UNKNOWN")}}
