@@ -27,8 +27,8 @@ ROWS: list[tuple[str, str, int, Any, dict[str, str], type[ProviderError], list[s
      {"error": {"message": "Invalid value for 'max_completion_tokens'.",
                 "type": "invalid_request_error", "param": "max_completion_tokens", "code": 400}},
      {"x-request-id": "req_77"}, FatalError,
-     ["HTTP 400 invalid_request_error: Invalid value for 'max_completion_tokens'. "
-      "(param: max_completion_tokens)"], "req_77"),
+     [("HTTP 400 invalid_request_error: Invalid value for 'max_completion_tokens'. "
+      "(param: max_completion_tokens)")], "req_77"),
     ("openai-null-code", "openai", 500,
      {"error": {"message": "The server had an error while processing your request.",
                 "type": "server_error", "param": None, "code": None}},
