@@ -1,7 +1,7 @@
 """Every rule id the docs and ``--help`` cite (B6, R1, S2, …) resolves to an anchor of
 docs/guarantees.md, and nothing cites a document that is not in the repository.
 
-Scanned: docs/*.md, README.md and the ``--help`` of every command (generated from the
+Scanned: docs/**/*.md, README.md and the ``--help`` of every command (generated from the
 Click app). A rule id is a capital letter among B, R, S, A, E, P, T, O, X followed by one
 or two digits; a link ``guarantees.md#x`` must name an anchor that exists too.
 """
@@ -30,7 +30,7 @@ def _anchors() -> list[str]:
 
 def _texts() -> dict[str, str]:
     texts = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
-             for p in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]}
+             for p in [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]}
     runner = CliRunner()
     for path in leaf_commands(groups=True):
         result = runner.invoke(cli, [*path.split()[1:], "--help"])
