@@ -160,3 +160,53 @@ def test_i28_4_every_attempt_keeps_the_request_id_and_a_failure_prints_it(
     assert f"request id {bad['request_id']}" in capsys.readouterr().out
     served = [r for r in emulator.requests() if r["op"] == "chat"]
     assert len(served) == 2
+
+
+# -- item 6: refusal and block details on the failed unit --------------------------------------
+
+DETAILS = {
+    "anthropic": ({"stop": "refusal", "content": None,
+                   "stop_details": {"type": "refusal", "category": "cyber",
+                                    "explanation": "The request asks for working malware."}},
+                  "refusal", ["category cyber", "The request asks for working malware."]),
+    "openai": ({"refusal": "I can't help with building that."}, "refusal",
+               ["I can't help with building that."]),
+    "gemini": ({"block_reason": "PROHIBITED_CONTENT",
+                "block_reason_message": "The prompt was blocked for prohibited content."},
+               "content_filter", ["PROHIBITED_CONTENT", "the prompt was blocked",
+                                  "The prompt was blocked for prohibited content."]),
+    "groq": ({"stop": "content_filter", "content": None}, "content_filter", ["content_filter"]),
+}
+
+
+@pytest.mark.parametrize("name", tuple(DETAILS))
+def test_i28_6_refusal_and_block_details_are_kept_and_shown(
+        name: str, emulator: Any, project: Path, capsys: Any) -> None:
+    from agac.cli.render import print_session
+
+    reply, reason, said = DETAILS[name]
+    make_project(project, f"{name}/{MODELS[name]}", records=1, summarize=False)
+    emulator.add_fault(fault(name, {"reply": reply}))
+
+    summary = run(project).summary
+
+    assert summary["actions"]["classify"]["reasons"] == {reason: 1}
+    assert chat_requests(emulator.stats(), name) == 1  # final: not asked again
+    (row,) = api.export_rows("triage", "classify", project)
+    for part in said:
+        assert part in row["detail"], row["detail"]
+    print_session(api.record_session("r000", project))
+    shown = capsys.readouterr().out
+    assert all(part in shown for part in said)
+
+
+def test_i28_6_a_gemini_safety_stop_names_its_category(emulator: Any, project: Path) -> None:
+    make_project(project, f"gemini/{MODELS['gemini']}", records=1, summarize=False)
+    emulator.add_fault(fault("gemini", {"reply": {
+        "stop": "SAFETY", "content": None, "safety_category": "HARM_CATEGORY_HARASSMENT"}}))
+
+    run(project)
+
+    (row,) = api.export_rows("triage", "classify", project)
+    assert row["reason"] == "content_filter"
+    assert "SAFETY" in row["detail"] and "HARM_CATEGORY_HARASSMENT" in row["detail"]
