@@ -57,8 +57,7 @@ def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content", content)}
     if "thinking" in (reply.get("blocks") or []):
         message["thinking"] = "Thinking about the question."
-    done_reason = reply["stop"] if "stop" in reply else (
-        "length" if ans.finish == "length" else "stop")
+    done_reason = reply.get("stop", "length" if ans.finish == "length" else "stop")
     return {
         "model": model, "created_at": _now(), "message": message,
         "done": True, "done_reason": done_reason,

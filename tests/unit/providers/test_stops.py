@@ -59,7 +59,8 @@ def test_i28_1_explicit_rules_for_the_documented_values() -> None:
     refused = read_stop("openai", "stop", refusal="I can't help with that.")
     assert refused.reason == "refusal" and refused.detail == "I can't help with that."
     blocked = read_stop("gemini", None, blocked="PROHIBITED_CONTENT", detail="not allowed")
-    assert blocked.reason == "content_filter" and "PROHIBITED_CONTENT" in (blocked.detail or "")
+    assert (blocked.reason, blocked.raw) == ("content_filter", "PROHIBITED_CONTENT")
+    assert blocked.detail == "the prompt was blocked: not allowed"
 
 
 def test_i28_1_no_adapter_keeps_a_stop_table_of_its_own() -> None:
