@@ -210,3 +210,34 @@ def test_i28_6_a_gemini_safety_stop_names_its_category(emulator: Any, project: P
     (row,) = api.export_rows("triage", "classify", project)
     assert row["reason"] == "content_filter"
     assert "SAFETY" in row["detail"] and "HARM_CATEGORY_HARASSMENT" in row["detail"]
+
+
+# -- item 1 through the engine: no answer from an unfinished turn ------------------------------
+
+#: A tool call nobody asked for (seen behind gateways), and a stop value agac does not know.
+UNFINISHED = [
+    ("anthropic", {"stop": "tool_use", "blocks": ["text", "tool_use"]}, "'tool_use'"),
+    ("openai", {"stop": "tool_calls", "content": None, "blocks": ["tool_calls"]}, "'tool_calls'"),
+    ("groq", {"stop": "tool_calls", "content": None, "blocks": ["tool_calls"]}, "'tool_calls'"),
+    ("anthropic", {"stop": "compaction_2027"}, "'compaction_2027'"),
+    ("openai", {"stop": "end_of_stream"}, "'end_of_stream'"),
+    ("gemini", {"stop": "PLANETARY_ALIGNMENT"}, "'PLANETARY_ALIGNMENT'"),
+    ("ollama", {"stop": "interrupted"}, "'interrupted'"),
+]
+
+
+@pytest.mark.parametrize(("name", "reply", "raw"), UNFINISHED,
+                         ids=[f"{n}-{r}" for n, _, r in UNFINISHED])
+def test_i28_1_a_stop_outside_the_list_fails_the_unit_never_answers(
+        name: str, reply: dict[str, Any], raw: str, emulator: Any, project: Path) -> None:
+    make_project(project, f"{name}/{MODELS[name]}", records=1)
+    emulator.add_fault(fault(name, {"reply": reply}))
+
+    summary = run(project).summary
+
+    classify = summary["actions"]["classify"]
+    assert classify["reasons"] == {"unexpected_stop": 1} and classify["answered"] == 0
+    assert classify["calls"] == 1  # not asked again: paying again is the user's call
+    assert summary["actions"]["summarize"]["reasons"] == {"upstream_failed": 1}
+    (row,) = api.export_rows("triage", "classify", project)
+    assert row["output"] is None and raw in row["detail"]
