@@ -77,3 +77,17 @@ def test_i28_1_no_adapter_keeps_a_stop_table_of_its_own() -> None:
         for field in ("stop_reason\"", "finish_reason\"", "done_reason\""):
             if field in text:
                 assert "read_stop(" in text, f"{path.name} reads {field} without read_stop"
+
+
+def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
+    docs = (SRC.parents[2] / "docs" / "providers.md").read_text(encoding="utf-8")
+    section = docs.split('<a id="stop-reasons"></a>', 1)[1].split("\n### ", 2)[1]
+    titles = {"anthropic": "**Anthropic**", "openai": "**OpenAI**", "gemini": "**Gemini**",
+              "ollama": "**Ollama**", "groq": "**Groq**"}
+    for provider, table in STOP_TABLES.items():
+        start = section.index(titles[provider])
+        own = section[start:].split("\n**", 1)[0]
+        if provider == "groq":
+            own = section[section.index(titles["openai"]):]
+        for raw in table:
+            assert f"`{raw}`" in own, (provider, raw)
