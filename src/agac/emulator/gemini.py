@@ -145,7 +145,7 @@ def response(model: str, ans: Answer) -> dict[str, Any]:
 
 async def models_post(request: Request) -> Response:
     """``models/{model}:generateContent`` and ``:batchGenerateContent``."""
-    model, _, method = request.path_params["target"].partition(":")
+    model, _, method = request.path_params["target"].rpartition(":")
     if method == "generateContent":
         return await _generate(request, model)
     if method == "batchGenerateContent":

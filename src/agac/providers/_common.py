@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from agac.errors import ConfigError, Problem, UnsupportedError
 from agac.providers.base import ProviderSettings, Request
@@ -280,3 +281,10 @@ def require_custom_id(request: Request) -> str:
     if not request.custom_id:
         raise ValueError("every batch request needs a custom_id")
     return request.custom_id
+
+
+def url_path(name: str) -> str:
+    """A model name as a URL path: each ``/``-separated segment percent-encoded (``:``,
+    ``?``, ``#``, ``%`` and anything outside ``A-Za-z0-9@+-._~`` included), so a name can
+    only ever name a model, never another path or a query of the provider's host."""
+    return "/".join(quote(segment, safe="@+-._~") for segment in name.split("/"))

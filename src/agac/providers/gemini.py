@@ -49,6 +49,7 @@ from agac.providers._common import (
     resolve_base_url,
     spool_jsonl,
     stopwatch,
+    url_path,
 )
 from agac.providers._errors import (
     classify,
@@ -251,7 +252,7 @@ class GeminiProvider:
         parse = request.schema is not None
         if self._http is not None:
             seconds = request.timeout if request.timeout is not None else self._timeout
-            url = f"{self._models_url}{model_path(request.model)}:generateContent"
+            url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
             with stopwatch() as took:
                 body = await self._http.post(url, _wire_request(request, config),
                                              errors=self._status_error, timeout=seconds,
