@@ -24,13 +24,15 @@ if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "SENT_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
+    "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
     "new_batch", "observe", "read_json", "retry_headers", "state_of",
 ]
 
 #: Scope key holding the path as the client sent it, when the app serves it under another
 #: (google-genai's ``/v1/…`` served as ``/v1beta/…``).
 SENT_PATH = "agac.emulator.sent_path"
+#: The same, undecoded (the ``raw_path`` the client sent, percent escapes kept).
+SENT_RAW_PATH = "agac.emulator.sent_raw_path"
 
 #: Renders a provider error: (status, code, retry_after seconds, message) -> Response.
 ErrorRenderer = Callable[[int, "str | None", "float | None", "str | None"], Response]
@@ -73,9 +75,10 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         body = await request.body() if op == "chat" else None
         scope = request.scope
         host, port = scope.get("client") or ("", 0)
+        raw_path = scope.get(SENT_RAW_PATH) or scope.get("raw_path") or b""
         state.journal.add(provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
                           scope["query_string"].decode("latin-1"), scope["headers"], body,
-                          f"{host}:{port}")
+                          f"{host}:{port}", raw_path=raw_path.decode("latin-1"))
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)

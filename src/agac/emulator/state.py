@@ -195,7 +195,8 @@ class Stats:
 
 
 class Journal:
-    """The last requests received, as they arrived: method, path, query, headers, body
+    """The last requests received, as they arrived: method, path (decoded, and raw as
+    sent), query, headers, body
     and the client's address (``host:port``, one per connection), so that a test can
     compare what two clients sent for the same request and see connections reused.
 
@@ -207,9 +208,10 @@ class Journal:
         self.entries: deque[dict[str, Any]] = deque(maxlen=size)
 
     def add(self, provider: str, op: str, method: str, path: str, query: str,
-            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str) -> None:
+            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str, *,
+            raw_path: str = "") -> None:
         self.entries.append({"provider": provider, "op": op, "method": method, "path": path,
-                             "query": query, "headers": headers, "body": body,
+                             "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
                              "client": client})
 
     def clear(self) -> None:

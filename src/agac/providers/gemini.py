@@ -262,7 +262,8 @@ class GeminiProvider:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=request.model, contents=_contents(request), config=config
+                model=url_path(model_path(request.model)), contents=_contents(request),
+                config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
 
@@ -323,7 +324,7 @@ class GeminiProvider:
                     src = uploaded.name
                     meta = {"input": "file", "input_file": uploaded.name}
                 job = await self._aio.batches.create(
-                    model=models.pop(), src=src, config={"display_name": key}
+                    model=url_path(model_path(models.pop())), src=src, config={"display_name": key}
                 )
         finally:
             spooled.discard()
