@@ -135,6 +135,47 @@ def chat_response(
     )
 
 
+def wire_chat_response(body: Any, *, latency_ms: float, service_tier: str | None = None) -> Response:
+    """:func:`chat_response` of a chat completion as a wire dict (a batch result line's
+    body), read with plain ``dict.get``: one line per item of a result file, where the
+    general reader's per-field checks are a cost per line. Any other shape goes to
+    :func:`chat_response`."""
+    if type(body) is not dict:
+        return chat_response(body, latency_ms=latency_ms, service_tier=service_tier)
+    choices = body.get("choices")
+    choice = choices[0] if type(choices) is list and choices else None
+    message = choice.get("message") if type(choice) is dict else None
+    usage = body.get("usage")
+    details = usage.get("prompt_tokens_details") if type(usage) is dict else None
+    if (choice is not None and type(message) is not dict) or (usage is not None and type(usage) is not dict) \
+            or (details is not None and type(details) is not dict):
+        return chat_response(body, latency_ms=latency_ms, service_tier=service_tier)
+    text = (message.get("content") if message is not None else None) or ""
+    refusal = message.get("refusal") if message is not None else None
+    finish = choice.get("finish_reason") if choice is not None else None
+    stop: StopReason = STOP_REASONS.get(str(finish), "other") if finish else "other"
+    if refusal:
+        stop = "refusal"
+    prompt = as_int(usage.get("prompt_tokens")) if usage else 0
+    cached = as_int(details.get("cached_tokens")) if details else 0
+    written = as_int(details.get("cache_write_tokens")) if details else 0
+    return Response(
+        text=text,
+        model=str(body.get("model") or ""),
+        stop_reason=stop,
+        usage=Usage(
+            input_tokens=max(0, prompt - cached - written),
+            output_tokens=as_int(usage.get("completion_tokens")) if usage else 0,
+            cached_tokens=cached,
+            cache_write_tokens=written,
+        ),
+        parsed=parse_json(text) if not refusal else None,
+        service_tier=service_tier or body.get("service_tier"),
+        latency_ms=latency_ms,
+        refusal=refusal,
+    )
+
+
 class OpenAICompatProvider:
     """Base of the OpenAI and Groq adapters; see the module docstring."""
 
@@ -456,7 +497,7 @@ class OpenAICompatProvider:
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
         if response and status == 200 and not error:
-            answer = chat_response(
+            answer = wire_chat_response(
                 response.get("body"), latency_ms=latency_ms, service_tier="batch"
             )
             return Result(custom_id, "succeeded", response=answer)

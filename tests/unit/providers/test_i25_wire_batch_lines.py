@@ -1,0 +1,30 @@
+"""Issue 25: a batch result line's body is read with plain dict lookups
+(``wire_chat_response``) and gives the very Response the general reader gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from agac.providers._openai_compat import chat_response, wire_chat_response
+
+BODIES = [
+    {"model": "gpt-4o-mini", "choices": [{"message": {"content": '{"a": 1}'}, "finish_reason": "stop"}],
+     "usage": {"prompt_tokens": 20, "completion_tokens": 5,
+               "prompt_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 2}}},
+    {"model": "m", "choices": [{"message": {"content": "not json"}, "finish_reason": "length"}],
+     "usage": {"prompt_tokens": 3, "completion_tokens": 7}, "service_tier": "default"},
+    {"model": "m", "choices": [{"message": {"content": None, "refusal": "no"},
+                                "finish_reason": "stop"}]},
+    {"choices": []},
+    {},
+    {"choices": [{"message": "odd"}]},
+    {"choices": [{"message": {"content": "1"}}], "usage": "odd"},
+    None,
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+@pytest.mark.parametrize("tier", ["batch", None])
+def test_i25_2_wire_batch_line_reads_as_the_general_reader(body: object, tier: str | None) -> None:
+    assert wire_chat_response(body, latency_ms=12.5, service_tier=tier) == \
+        chat_response(body, latency_ms=12.5, service_tier=tier)
