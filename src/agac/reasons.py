@@ -36,7 +36,7 @@ Reason = Literal[
     "batch_outstanding", "run_ended",
     # failed
     "invalid_input", "duplicate_key", "render_error", "fan_out_invalid", "tool_error",
-    "schema_invalid", "truncated", "refusal", "content_filter", "provider_error",
+    "schema_invalid", "truncated", "refusal", "content_filter", "unexpected_stop", "provider_error",
     "batch_refused", "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled",
     "batch_deadline", "batch_abandoned", "approval_rejected", "approval_expired",
     "effect_failed", "effect_unknown",
@@ -114,6 +114,11 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
        "the same thing", False),
     _r("content_filter", "failed", "the provider's content filter stopped the answer",
        "change the prompt or the input; a retry asks the same thing", False),
+    _r("unexpected_stop", "failed", "the provider stopped for a reason that is not a complete "
+       "answer: a stop value agac does not know, a tool call the action did not ask for, a "
+       "paused turn that could not be continued (the detail names the provider's value)",
+       "read the detail (a gateway in front of the provider, a new stop value); "
+       "`agac retry WF` asks again", True),
     _r("provider_error", "failed", "the provider refused the request (a 4xx such as an "
        "invalid request, bad credentials, quota) or kept failing until the attempts were "
        "spent", "read the detail; fix credentials or quota, then `agac retry WF`", True),

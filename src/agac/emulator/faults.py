@@ -33,7 +33,7 @@ from typing import Any
 
 from .answers import ANSWER_FAULTS
 
-__all__ = ["OPS", "PROVIDERS", "FaultBook", "Fired", "Rule", "RuleError", "Target", "parse_rule"]
+__all__ = ["OPS", "PROVIDERS", "REPLY_KEYS", "FaultBook", "Fired", "Rule", "RuleError", "Target", "parse_rule"]
 
 PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
 OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.get",
@@ -41,7 +41,10 @@ OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.
                  # Beyond issue 3's list: the other calls the emulator serves.
                  "file.get", "file.list", "file.delete", "batch.delete", "model.get"})
 _KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
-          "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer")
+          "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer", "reply")
+#: Keys of a ``reply`` fault (see :mod:`agac.emulator.replies`).
+REPLY_KEYS = frozenset({"stop", "stop_details", "refusal", "content", "blocks", "block_reason",
+                        "block_reason_message", "safety_category", "usage", "body"})
 _BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})
 
 #: The window of a ``rate_limit`` rule, in emulator seconds: "a minute". Tests that run
@@ -91,6 +94,7 @@ class Fired:
     drop_connection: bool = False
     delay_ms: float = 0.0
     answer: str | None = None
+    reply: dict[str, Any] | None = None
     batch_end: str | None = None
     answered: int = 0
     drop_records: int = 0
@@ -108,6 +112,7 @@ class Fired:
         self.drop_connection |= bool(fault.get("drop_connection"))
         self.delay_ms += float(fault.get("delay_ms", 0))
         self.answer = fault.get("answer", self.answer)
+        self.reply = fault.get("reply", self.reply)
         if "batch_end" in fault:
             self.batch_end = fault["batch_end"]
             self.answered = int(fault.get("answered", 0))
@@ -164,6 +169,12 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
         raise RuleError(f"answer must be one of {sorted(ANSWER_FAULTS)}")
     if "answer" in fault and op not in ("chat", "batch.create", "*"):
         raise RuleError("answer faults apply to chat or batch.create")
+    if "reply" in fault:
+        reply = fault["reply"]
+        if not isinstance(reply, dict) or set(reply) - REPLY_KEYS:
+            raise RuleError(f"reply must be an object with keys from {sorted(REPLY_KEYS)}")
+        if op not in ("chat", "batch.create", "*"):
+            raise RuleError("reply faults apply to chat or batch.create")
     if "batch_end" in fault:
         if fault["batch_end"] not in _BATCH_ENDS:
             raise RuleError(f"batch_end must be one of {sorted(_BATCH_ENDS)}")

@@ -124,7 +124,7 @@ async def _generate(request: Request, model: str) -> Response:
     await live_latency(request)
     canonical, prompt, schema, max_tokens = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
-                 max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer)
+                 max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans))
 

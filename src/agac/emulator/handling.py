@@ -139,6 +139,7 @@ def new_batch(state: EmulatorState, fired: Fired, *, batch_id: str, provider: st
             item.error = ItemError(status, own.http.get("code"),
                                    own.http.get("message") or f"injected error {status}")
         item.answer_fault = own.answer or fired.answer
+        item.reply = own.reply or fired.reply
     batch = Batch(id=batch_id, provider=provider, model=model, created_at=now,
                   duration=state.config.batch_seconds, items=items,
                   metadata=dict(metadata or {}), info=dict(info or {}))

@@ -78,7 +78,7 @@ async def chat(request: Request) -> Response:
     ans = answer(provider=PROVIDER, model=model, body=canonical,
                  prompt=body.get("messages") or [], schema=schema,
                  max_tokens=options.get("num_predict"), seed=state.config.seed,
-                 fault=fired.answer)
+                 fault=fired.answer, reply=fired.reply)
     state.stats.bill(PROVIDER, model, canonical)
     text = ans.text if ans.text is not None else (ans.refusal or "")
     if body.get("stream", True) is False:

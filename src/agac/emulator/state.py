@@ -101,6 +101,7 @@ class BatchItem:
     schema: dict[str, Any] | None
     max_tokens: int | None
     answer_fault: str | None = None
+    reply: dict[str, Any] | None = None
     error: ItemError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -333,7 +334,7 @@ class EmulatorState:
     def answer_item(self, batch: Batch, item: BatchItem) -> Answer:
         return answer(provider=batch.provider, model=item.model, body=item.canonical,
                       prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
-                      seed=self.config.seed, fault=item.answer_fault)
+                      seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
 
     def stats_document(self) -> dict[str, Any]:
         """The ``GET /_emulator/stats`` body (issue 3's format)."""

@@ -51,6 +51,10 @@ class Outcomes(Protocol):
                   response: Response | None, error: BaseException | None, started: float,
                   fp: str) -> UsageRow: ...
 
+    def leg_rows(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int, fp: str,
+                 response: Response, tier: str = "live") -> list[UsageRow]:
+        """The ledger rows of the earlier legs of a continued (paused) turn."""
+
     async def record_call(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
                           request: Request, response: Response | None, error: BaseException,
                           started: float, fp: str) -> None: ...

@@ -63,12 +63,26 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
 
 
 def accept_response(rt: ActionRuntime, response: Response) -> JSON:
-    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2)."""
-    if response.stop_reason == "refusal":
-        raise Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
-    if response.stop_reason == "content_filter":
-        raise Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
-    if response.stop_reason == "max_tokens":
+    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
+
+    Only a stop that means a complete answer (``end``) gives an output; the stop was read
+    by the adapter (:func:`agac.providers.stops.read_stop`), and its detail — a refusal's
+    category and explanation, a filter's safety category, an unexpected stop's raw value
+    — is the failure's detail."""
+    stop = response.stop_reason
+    if stop == "refusal":
+        said = response.refusal or response.text[:200] or "the model declined to answer"
+        more = response.stop_detail if response.stop_detail not in (None, "", said) else None
+        raise Fail("refusal", f"the model refused: {said}" + (f" ({more})" if more else ""),
+                   retry=False)
+    if stop == "content_filter":
+        where = ", ".join(x for x in (response.raw_stop, response.stop_detail) if x)
+        raise Fail("content_filter", "the provider's content filter stopped the answer"
+                   + (f" ({where})" if where else ""), retry=False)
+    if stop not in ("end", "max_tokens"):  # unexpected, or a pause nobody continued
+        raise Fail("unexpected_stop", response.stop_detail or f"the provider stopped with "
+                   f"{response.raw_stop or stop!r}, which is not a complete answer", retry=False)
+    if stop == "max_tokens":
         raise Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
                     feedback="Your previous answer was cut off at the token limit. Answer again, "
                              "shorter, complete and within the limit.")

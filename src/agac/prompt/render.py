@@ -118,7 +118,7 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
         ctx = template.new_context(parent, shared=True)
         try:
             return "".join(template.root_render_func(ctx))
-        except Exception:
+        except Exception:  # noqa: BLE001 - Jinja's own handler re-raises it with the template's line
             ENV.handle_exception()
     except UndefinedError as exc:
         raise RenderError(

@@ -137,15 +137,27 @@ class HttpSession:
         :class:`HttpStatusError`; a lost connection or a timeout raises a RetryableError.
         ``timeout`` (seconds) overrides the session's default for this call.
         """
+        answer, _ = await self._send("POST", url, dumps(body).encode(), errors=errors,
+                                     timeout=timeout, headers=headers)
+        return answer
+
+    async def post_with_headers(self, url: str, body: Any, *, errors: ErrorMapper,
+                                timeout: float | None = None,
+                                headers: Mapping[str, str] | None = None
+                                ) -> tuple[Any, Mapping[str, str]]:
+        """:meth:`post`, and the answer's headers (where the provider's request id is)."""
         return await self._send("POST", url, dumps(body).encode(), errors=errors,
                                 timeout=timeout, headers=headers)
 
     async def get(self, url: str, *, errors: ErrorMapper, timeout: float | None = None) -> Any:
         """GET ``url`` and return the parsed JSON answer (errors as :meth:`post`)."""
-        return await self._send("GET", url, None, errors=errors, timeout=timeout, headers=None)
+        answer, _ = await self._send("GET", url, None, errors=errors, timeout=timeout,
+                                     headers=None)
+        return answer
 
     async def _send(self, method: str, url: str, data: bytes | None, *, errors: ErrorMapper,
-                    timeout: float | None, headers: Mapping[str, str] | None) -> Any:
+                    timeout: float | None, headers: Mapping[str, str] | None
+                    ) -> tuple[Any, Mapping[str, str]]:
         session = self._session
         if session is None or session.closed or self._loop is not asyncio.get_running_loop():
             session = self._open()
@@ -156,12 +168,13 @@ class HttpSession:
                                        timeout=self._client_timeout(seconds)) as response:
                 raw = await response.read()
                 status = response.status
+                answered = response.headers
                 if not 200 <= status < 300:
-                    self._fail(status, response.headers, raw, errors)
+                    self._fail(status, answered, raw, errors)
         except self._connection_errors as exc:
             raise connection_error(self.provider, exc) from exc
         try:
-            return json.loads(raw)
+            return json.loads(raw), answered
         except ValueError as exc:
             raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
 

@@ -13,6 +13,7 @@ Results are read by streaming the output and error files line by line.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -40,6 +41,7 @@ from agac.providers._errors import (
     classify,
     connection_error,
     error_fields,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
@@ -53,13 +55,13 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     StoredRequests,
     Usage,
     ended_or_raise,
     stored_request,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
 
@@ -80,14 +82,6 @@ BATCH_STATES: dict[str, BatchState] = {
     "cancelled": "cancelled",
 }
 
-STOP_REASONS: dict[str, StopReason] = {
-    "stop": "end",
-    "length": "max_tokens",
-    "content_filter": "content_filter",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-}
-
 # Error-file codes for requests that never ran.
 _EXPIRED_CODES = frozenset({"batch_expired"})
 _CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
@@ -98,22 +92,23 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def chat_response(
-    body: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+    body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
+    parse: bool = True, request_id: str | None = None,
 ) -> Response:
-    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5.
+    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
+    path (SDK, lean transport, batch lines); ``provider`` names the stop table
+    (:func:`read_stop`).
 
     ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
-    that ``input_tokens`` counts only uncached input.
+    that ``input_tokens`` counts only uncached input. ``message.refusal`` is a refusal
+    whatever ``finish_reason`` says.
     """
     choices = pick(body, "choices") or []
     choice = choices[0] if choices else None
     message = pick(choice, "message")
     text = pick(message, "content") or ""
     refusal = pick(message, "refusal")
-    finish = pick(choice, "finish_reason")
-    stop: StopReason = STOP_REASONS.get(str(finish), "other") if finish else "other"
-    if refusal:
-        stop = "refusal"
+    stop = read_stop(provider, pick(choice, "finish_reason"), refusal=refusal)
     usage = pick(body, "usage")
     prompt = as_int(pick(usage, "prompt_tokens"))
     cached = as_int(pick(usage, "prompt_tokens_details", "cached_tokens"))
@@ -121,59 +116,76 @@ def chat_response(
     return Response(
         text=text,
         model=str(pick(body, "model") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
             output_tokens=as_int(pick(usage, "completion_tokens")),
             cached_tokens=cached,
             cache_write_tokens=written,
+            reasoning_tokens=as_int(pick(usage, "completion_tokens_details", "reasoning_tokens")),
         ),
-        parsed=parse_json(text) if parse and not refusal else None,
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier or pick(body, "service_tier"),
         latency_ms=latency_ms,
         refusal=refusal,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
+        request_id=request_id,
     )
 
 
-def wire_chat_response(body: Any, *, latency_ms: float, service_tier: str | None = None) -> Response:
+def wire_chat_response(
+    body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
+    request_id: str | None = None,
+) -> Response:
     """:func:`chat_response` of a chat completion as a wire dict (a batch result line's
     body), read with plain ``dict.get``: one line per item of a result file, where the
     general reader's per-field checks are a cost per line. Any other shape goes to
     :func:`chat_response`."""
+    general = (body, provider, latency_ms, service_tier, request_id)
     if type(body) is not dict:
-        return chat_response(body, latency_ms=latency_ms, service_tier=service_tier)
+        return _general(*general)
     choices = body.get("choices")
     choice = choices[0] if type(choices) is list and choices else None
     message = choice.get("message") if type(choice) is dict else None
     usage = body.get("usage")
     details = usage.get("prompt_tokens_details") if type(usage) is dict else None
-    if (choice is not None and type(message) is not dict) or (usage is not None and type(usage) is not dict) \
-            or (details is not None and type(details) is not dict):
-        return chat_response(body, latency_ms=latency_ms, service_tier=service_tier)
-    text = (message.get("content") if message is not None else None) or ""
-    refusal = message.get("refusal") if message is not None else None
-    finish = choice.get("finish_reason") if choice is not None else None
-    stop: StopReason = STOP_REASONS.get(str(finish), "other") if finish else "other"
-    if refusal:
-        stop = "refusal"
+    done = usage.get("completion_tokens_details") if type(usage) is dict else None
+    if (choices and type(choices) is not list) or (choice is not None and type(choice) is not dict) \
+            or (choice is not None and message is not None and type(message) is not dict) \
+            or any(x is not None and type(x) is not dict for x in (usage, details, done)):
+        return _general(*general)
+    text = (message.get("content") if message else None) or ""
+    refusal = message.get("refusal") if message else None
+    stop = read_stop(provider, choice.get("finish_reason") if choice else None, refusal=refusal)
     prompt = as_int(usage.get("prompt_tokens")) if usage else 0
     cached = as_int(details.get("cached_tokens")) if details else 0
     written = as_int(details.get("cache_write_tokens")) if details else 0
     return Response(
         text=text,
         model=str(body.get("model") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
             output_tokens=as_int(usage.get("completion_tokens")) if usage else 0,
             cached_tokens=cached,
             cache_write_tokens=written,
+            reasoning_tokens=as_int(done.get("reasoning_tokens")) if done else 0,
         ),
-        parsed=parse_json(text) if not refusal else None,
+        parsed=parse_json(text) if stop.reason == "end" else None,
         service_tier=service_tier or body.get("service_tier"),
         latency_ms=latency_ms,
         refusal=refusal,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
+        request_id=request_id,
     )
+
+
+def _general(body: Any, provider: str, latency_ms: float, service_tier: str | None,
+             request_id: str | None) -> Response:
+    return chat_response(body, provider=provider, latency_ms=latency_ms,
+                         service_tier=service_tier, request_id=request_id)
 
 
 class OpenAICompatProvider:
@@ -260,7 +272,7 @@ class OpenAICompatProvider:
         ``body`` is the error body (the openai SDK unwraps ``{"error": …}``, the groq SDK
         does not; both forms are read); ``text`` is the fallback message.
         """
-        code, kind, message = error_fields(body)
+        code, kind, message, param = error_fields(body)
         if kind == "insufficient_quota" and code is None:
             code = kind
         return classify(
@@ -269,6 +281,9 @@ class OpenAICompatProvider:
             message=message or text,
             retry_after=retry_after_seconds(headers),
             code=code,
+            kind=kind,
+            param=param,
+            request_id=request_id_of(headers, body),
         )
 
     @contextmanager
@@ -338,13 +353,21 @@ class OpenAICompatProvider:
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._chat_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
-            return chat_response(body, latency_ms=took[0], parse=parse)
+                body, headers = await self._http.post_with_headers(
+                    self._chat_url, params, errors=self._status_error, timeout=request.timeout)
+            return chat_response(body, provider=self.name, latency_ms=took[0], parse=parse,
+                                 request_id=request_id_of(headers))
         timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
-            completion = await self._client.chat.completions.create(**params, timeout=timeout)
-        return chat_response(completion, latency_ms=took[0], parse=parse)
+            # The raw response for its headers: the request id (groq's models lack
+            # openai's ``_request_id``).
+            raw = await self._client.chat.completions.with_raw_response.create(
+                **params, timeout=timeout)
+            completion = raw.parse()  # openai: a legacy response, parsed at once
+            if inspect.isawaitable(completion):  # groq: an async response
+                completion = await completion
+        return chat_response(completion, provider=self.name, latency_ms=took[0], parse=parse,
+                             request_id=request_id_of(raw.headers))
 
     # -- batch ---------------------------------------------------------------
 
@@ -468,7 +491,9 @@ class OpenAICompatProvider:
             return BilledWork(status, status.completed)
         cached = as_int(pick(usage, "input_tokens_details", "cached_tokens"))
         total = Usage(max(0, as_int(pick(usage, "input_tokens")) - cached),
-                      as_int(pick(usage, "output_tokens")), cached)
+                      as_int(pick(usage, "output_tokens")), cached,
+                      reasoning_tokens=as_int(pick(usage, "output_tokens_details",
+                                                   "reasoning_tokens")))
         return BilledWork(status, status.completed, total)
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[list[bytes]]:
@@ -496,14 +521,16 @@ class OpenAICompatProvider:
         response = line.get("response") or None
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
+        request_id = pick(response, "request_id") if response else None
         if response and status == 200 and not error:
-            answer = wire_chat_response(
-                response.get("body"), latency_ms=latency_ms, service_tier="batch"
-            )
+            answer = wire_chat_response(response.get("body"), provider=self.name,
+                                   latency_ms=latency_ms, service_tier="batch",
+                                   request_id=request_id)
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
-            code, _, message = error_fields(pick(response, "body"))
-            err = classify(self.name, status, message=message, code=code)
+            code, kind, message, param = error_fields(pick(response, "body"))
+            err = classify(self.name, status, message=message, code=code, kind=kind,
+                           param=param, request_id=request_id)
             return Result(custom_id, "errored", error=err)
         code = str(pick(error, "code") or "") or None
         message = pick(error, "message")

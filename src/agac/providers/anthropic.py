@@ -23,6 +23,7 @@ import os
 import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +43,7 @@ from agac.providers._errors import (
     QUOTA_CODES,
     classify,
     connection_error,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
@@ -51,15 +53,17 @@ from agac.providers.base import (
     BatchState,
     BatchStatus,
     BilledWork,
+    Leg,
     ProviderSettings,
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
     ended_or_raise,
+    server_tool_counts,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["AnthropicProvider"]
 
@@ -69,6 +73,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: sends the same, and tests/integration/providers/test_transport_equivalence.py holds
 #: the two together when the lock moves.
 API_VERSION = "2026-10-21"
+#: Calls of one turn at most when the provider pauses it (``pause_turn``), the first
+#: included: a turn still paused after them fails ``unexpected_stop``.
+PAUSE_LEGS = 5
 BATCH_MAX_REQUESTS = 100_000
 BATCH_MAX_BYTES = 256 * 1024 * 1024
 
@@ -76,16 +83,6 @@ BATCH_STATES: dict[str, BatchState] = {
     "in_progress": "running",
     "canceling": "cancelling",  # one L on Anthropic
     "ended": "ended",
-}
-
-STOP_REASONS: dict[str, StopReason] = {
-    "end_turn": "end",
-    "stop_sequence": "end",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
-    "tool_use": "tool_use",
-    "pause_turn": "other",
 }
 
 # error.type of an errored batch item -> the HTTP status it stands for.
@@ -179,21 +176,25 @@ class AnthropicProvider:
                       text: str, code: str | None = None) -> ProviderError:
         """The taxonomy error for a non-2xx answer, on either transport.
 
-        The spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
+        The body is ``{"type": "error", "error": {"type", "message", …}, "request_id"}``;
+        the spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
         """
+        kind = pick(body, "error", "type")
         code = (
             code
             or pick(body, "error", "details", "error_code")
             or pick(body, "error", "code")
-            or pick(body, "error", "type")
+            or kind
         )
         return classify(
             self.name,
             status,
             message=pick(body, "error", "message") or text,
             retry_after=retry_after_seconds(headers),
-            code=code,
+            code=str(code) if code is not None else None,
             quota=code in QUOTA_CODES,
+            kind=str(kind) if kind else None,
+            request_id=request_id_of(headers, body),
         )
 
     @contextmanager
@@ -257,14 +258,59 @@ class AnthropicProvider:
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
         params = self._params(request, tool=tool)
+        first = await self._send(request, params)
+        return await self._continue(request, params, first, paused=None)
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response:
+        """Continue a paused answer (a batch's, read from its results) live: the answer
+        it returns carries the live legs before it, not the paused call itself."""
+        params = self._params(request, tool=self._use_tool(request.model))
+        return await self._continue(request, params, paused, paused=paused)
+
+    async def _continue(self, request: Request, params: dict[str, Any], answer: Response, *,
+                        paused: Response | None) -> Response:
+        """Continue a turn the provider paused (``pause_turn``) as Anthropic documents it:
+        the paused content goes back as the assistant turn (growing with each pause), at
+        most :data:`PAUSE_LEGS` calls in all; each earlier live call is a :class:`Leg`
+        (``paused``: a call already ledgered elsewhere — a batch's — that starts the turn).
+        The answer's text is the turn's text blocks, every leg's, in order."""
+        legs: tuple[Leg, ...] = ()
+        assistant: list[Any] = []
+        before = ""
+        calls = 1
+        while answer.stop_reason == "paused":
+            if calls >= PAUSE_LEGS:
+                said = (f"anthropic paused the turn (pause_turn) {calls} times; agac continues "
+                        f"a paused turn at most {PAUSE_LEGS - 1} times")
+                return replace(answer, legs=legs, stop_detail=said)
+            if answer is not paused:
+                legs += (Leg(answer.usage, answer.latency_ms, answer.request_id,
+                             answer.raw_stop, answer.service_tier),)
+            before += answer.text
+            assistant += list(answer.paused or [])
+            answer = await self._send(request, {**params, "messages": [
+                *params["messages"], {"role": "assistant", "content": assistant}]})
+            calls += 1
+        if not assistant:
+            return answer
+        text = before + answer.text
+        parsed = answer.parsed
+        if parsed is None and request.schema is not None and answer.stop_reason == "end":
+            parsed = parse_json(text)
+        return replace(answer, text=text, parsed=parsed, legs=legs)
+
+    async def _send(self, request: Request, params: dict[str, Any]) -> Response:
+        """One Messages call on the transport in use."""
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._messages_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
+                body, headers = await self._http.post_with_headers(
+                    self._messages_url, params, errors=self._status_error, timeout=request.timeout)
             self._ask_lifecycle(request.model)
-            return message_response(body, latency_ms=took[0], parse=parse)
+            return message_response(body, latency_ms=took[0], parse=parse,
+                                    request_id=request_id_of(headers))
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
+        params = dict(params)
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
@@ -272,7 +318,8 @@ class AnthropicProvider:
             message = await self._client.messages.create(**params, extra_body=extra,
                                                          timeout=timeout)
         self._ask_lifecycle(request.model)
-        return message_response(message, latency_ms=took[0], parse=parse)
+        return message_response(message, latency_ms=took[0], parse=parse,
+                                request_id=getattr(message, "_request_id", None))
 
     def _ask_lifecycle(self, model: str) -> None:
         """Look the model's lifecycle up once, beside the calls: a slow or unreachable Models
@@ -449,49 +496,89 @@ class AnthropicProvider:
 
 
 def message_response(
-    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True,
+    request_id: str | None = None,
 ) -> Response:
-    """Normalize a Message per DESIGN §5.
+    """Normalize a Message per DESIGN §5, on every path (SDK, lean transport, batch).
 
     Anthropic's ``input_tokens`` already excludes cache reads and writes; writes are
     kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the
-    forced-tool form of structured output: its input is the answer.
+    forced-tool form of structured output: its input is the answer. The answer is the
+    text blocks joined; thinking, server-tool and other blocks stay out of it. The stop
+    is read by :func:`read_stop`; ``stop_details`` (a refusal's category and
+    explanation) becomes its detail.
     """
     texts: list[str] = []
     tool_input: Any = None
-    for block in pick(message, "content") or []:
+    content = pick(message, "content") or []
+    for block in content:
         kind = pick(block, "type")
         if kind == "text":
             texts.append(pick(block, "text") or "")
         elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
             tool_input = _unwrap_tool_input(pick(block, "input"))
-    raw_stop = str(pick(message, "stop_reason") or "")
-    stop: StopReason = STOP_REASONS.get(raw_stop, "other")
+    stop = read_stop("anthropic", pick(message, "stop_reason"), tool_answer=tool_input is not None,
+                     detail=_stop_details(pick(message, "stop_details")))
     if tool_input is not None:
         text = json.dumps(tool_input, ensure_ascii=False)
         parsed = tool_input
-        if stop == "tool_use":
-            stop = "end"
     else:
         text = "".join(texts)
-        parsed = parse_json(text) if parse and stop != "refusal" else None
+        parsed = parse_json(text) if parse and stop.reason == "end" else None
     usage = pick(message, "usage")
+    refused = stop.reason == "refusal"
     return Response(
         text=text,
         model=str(pick(message, "model") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=as_int(pick(usage, "input_tokens")),
             output_tokens=as_int(pick(usage, "output_tokens")),
             cached_tokens=as_int(pick(usage, "cache_read_input_tokens")),
             cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
+            reasoning_tokens=as_int(pick(usage, "output_tokens_details", "thinking_tokens")),
+            server_tools=_server_tools(pick(usage, "server_tool_use")),
         ),
         parsed=parsed,
         service_tier=service_tier or pick(usage, "service_tier"),
         latency_ms=latency_ms,
         # A refusal may come with no text at all.
-        refusal=(text or "the model declined to answer") if stop == "refusal" else None,
+        refusal=(text or "the model declined to answer") if refused else None,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
+        paused=_wire_blocks(content) if stop.reason == "paused" else None,
+        request_id=request_id,
     )
+
+
+def _server_tools(used: Any) -> tuple[tuple[str, int], ...]:
+    """``usage.server_tool_use`` (``web_search_requests``, ``web_fetch_requests`` and
+    whatever siblings come) as ``(tool, count)`` pairs."""
+    if used is None:
+        return ()
+    fields = used if isinstance(used, dict) else (getattr(used, "model_dump", dict)() or {})
+    return server_tool_counts({name.removesuffix("_requests"): n for name, n in fields.items()
+                               if name.endswith("_requests") and isinstance(n, int)})
+
+
+def _stop_details(details: Any) -> str | None:
+    """``stop_details`` (``{type, category, explanation}``) as one line, or None."""
+    if not details:
+        return None
+    category = pick(details, "category")
+    explanation = pick(details, "explanation")
+    parts = [f"category {category}" if category else "", str(explanation or "")]
+    said = ": ".join(p for p in parts if p)
+    return said or None
+
+
+def _wire_blocks(content: Any) -> list[Any]:
+    """A paused turn's content blocks as wire dicts, to send back as the assistant turn."""
+    out = []
+    for block in content:
+        dump = getattr(block, "model_dump", None)
+        out.append(dump(mode="json", exclude_none=True) if callable(dump) else block)
+    return out
 
 
 def batch_status(batch: Any) -> BatchStatus:
@@ -520,7 +607,8 @@ def _item_error(provider: str, error: Any) -> ProviderError:
     message = pick(error, "error", "message") or pick(error, "message")
     code = pick(error, "error", "details", "error_code") or kind or None
     status = ERROR_TYPE_STATUS.get(kind, 500 if not kind else 400)
-    return classify(provider, status, message=message, code=code)
+    return classify(provider, status, message=message, code=code, kind=kind or None,
+                    request_id=pick(error, "request_id"))
 
 
 def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from agac.providers._common import (
 from agac.providers._errors import (
     classify,
     connection_error,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
@@ -65,11 +66,11 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
     ended_or_raise,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["GeminiProvider"]
 
@@ -99,19 +100,6 @@ for _prefix in ("JOB_STATE_", "BATCH_STATE_"):
         }
     )
 
-STOP_REASONS: dict[str, StopReason] = {
-    "STOP": "end",
-    "MAX_TOKENS": "max_tokens",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "IMAGE_PROHIBITED_CONTENT": "content_filter",
-    "IMAGE_RECITATION": "content_filter",
-}
-
 # google.rpc.Code of a failed batch item -> the HTTP status it stands for.
 RPC_STATUS: dict[int, int] = {
     1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429,
@@ -119,6 +107,7 @@ RPC_STATUS: dict[int, int] = {
 }  # fmt: skip
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 _SCHEMA_REJECTED = re.compile(
     r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
@@ -368,8 +357,9 @@ class GeminiProvider:
             items += [item async for _, item in self._file_items(str(pick(dest, "file_name")))]
         read = (self._result("", item, 0.0) for item in items)  # the answers are dropped
         used = [r.response.usage for r in read if r.response is not None]
-        total = Usage(sum(u.input_tokens for u in used), sum(u.output_tokens for u in used),
-                      sum(u.cached_tokens for u in used))
+        total = Usage()
+        for u in used:
+            total = total.plus(u)
         status = batch_status(job)
         if not used:
             return BilledWork(status, status.completed)
@@ -429,37 +419,63 @@ class GeminiProvider:
 def content_response(
     answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
 ) -> Response:
-    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5.
+    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5, on
+    every path (SDK, lean transport, batch results).
 
     ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking
-    tokens are billed as output and counted there. A prompt blocked before any
-    candidate (``promptFeedback.blockReason``) is a content filter.
+    tokens are billed as output and counted there (and as ``reasoning_tokens``); thought
+    parts stay out of the answer. Grounding searches (``webSearchQueries``) are counted as
+    the ``web_search`` server tool.
+    A prompt blocked before any candidate (``promptFeedback.blockReason``) is a content
+    filter; the block message, or the safety category of a filtered candidate, is the
+    stop's detail (:func:`read_stop`).
     """
     candidates = pick(answer, "candidates") or []
     candidate = candidates[0] if candidates else None
     parts = pick(candidate, "content", "parts") or []
     text = "".join(pick(p, "text") or "" for p in parts if not pick(p, "thought"))
-    raw = enum_str(pick(candidate, "finish_reason"))
-    stop: StopReason = STOP_REASONS.get(raw or "", "other")
-    if candidate is None and pick(answer, "prompt_feedback", "block_reason"):
-        stop = "content_filter"
+    feedback = pick(answer, "prompt_feedback")
+    blocked = enum_str(pick(feedback, "block_reason")) if candidate is None else None
+    if blocked:
+        detail = pick(feedback, "block_reason_message") or _safety(pick(feedback, "safety_ratings"))
+    else:
+        detail = pick(candidate, "finish_message") or _safety(pick(candidate, "safety_ratings"))
+    stop = read_stop("gemini", enum_str(pick(candidate, "finish_reason")), blocked=blocked,
+                     detail=detail)
     usage = pick(answer, "usage_metadata")
     prompt = as_int(pick(usage, "prompt_token_count"))
     cached = as_int(pick(usage, "cached_content_token_count"))
-    output = as_int(pick(usage, "candidates_token_count")) + as_int(
-        pick(usage, "thoughts_token_count")
-    )
+    thoughts = as_int(pick(usage, "thoughts_token_count"))
+    output = as_int(pick(usage, "candidates_token_count")) + thoughts
+    searches = len(pick(candidate, "grounding_metadata", "web_search_queries") or [])
     return Response(
         text=text,
         model=str(pick(answer, "model_version") or ""),
-        stop_reason=stop,
+        stop_reason=stop.reason,
         usage=Usage(
-            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached
+            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached,
+            reasoning_tokens=thoughts,
+            server_tools=(("web_search", searches),) if searches else (),
         ),
-        parsed=parse_json(text) if parse and stop != "content_filter" else None,
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier,
         latency_ms=latency_ms,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
+        request_id=pick(answer, "response_id"),
     )
+
+
+def _safety(ratings: Any) -> str | None:
+    """The safety categories a candidate or a prompt was blocked for (``blocked: true``,
+    else those rated HIGH or MEDIUM), as one line."""
+    found = []
+    for rating in ratings or []:
+        category = enum_str(pick(rating, "category"))
+        probability = enum_str(pick(rating, "probability")) or ""
+        if category and (pick(rating, "blocked") or probability in ("HIGH", "MEDIUM")):
+            found.append(f"{category} ({probability})" if probability else category)
+    return "safety: " + ", ".join(found) if found else None
 
 
 def batch_status(job: Any) -> BatchStatus:
@@ -507,13 +523,17 @@ def status_error(provider: str, status: int | None, body: dict[str, Any],
     quota = status == 429 and _QUOTA_FAILURE in types and retry_after is None
     error = body.get("error")
     inner: dict[str, Any] = error if isinstance(error, dict) else body
+    kind = inner.get("status")
+    reason = pick(types.get(_ERROR_INFO), "reason")
     return classify(
         provider,
         status,
         message=inner.get("message"),
         retry_after=retry_after,
-        code=inner.get("status"),
+        code=str(reason or kind) if reason or kind else None,
         quota=quota,
+        kind=str(kind) if kind else None,
+        request_id=request_id_of(headers),
     )
 
 
@@ -551,7 +571,9 @@ def _item_error(provider: str, error: Any) -> ProviderError:
         return RetryableError(f"{provider}: batch item returned neither response nor error")
     code = as_int(pick(error, "code"))
     status = code if code >= 100 else RPC_STATUS.get(code, 500)
-    return classify(provider, status, message=pick(error, "message"), code=pick(error, "status"))
+    kind = pick(error, "status")
+    return classify(provider, status, message=pick(error, "message"), code=kind,
+                    kind=str(kind) if kind else None)
 
 
 def _contents(request: Request) -> list[dict[str, Any]]:

@@ -80,7 +80,11 @@ class ToolResultRow(NamedTuple):
 
 
 class UsageRow(NamedTuple):
-    """One call (or tool invocation) in the cost ledger (table ``usage``)."""
+    """One call (or tool invocation) in the cost ledger (table ``usage``).
+
+    ``reasoning_tokens`` are a part of ``output_tokens``; ``server_tools`` is the
+    provider's billed tool uses as compact JSON (``{"web_search": 2}``, None for none);
+    ``request_id`` the provider's id of the call, for its support."""
 
     run_id: str
     action: str
@@ -101,6 +105,9 @@ class UsageRow(NamedTuple):
     fingerprint: str | None
     created_at: float
     origin: str | None = None
+    reasoning_tokens: int = 0
+    server_tools: str | None = None
+    request_id: str | None = None
 
 
 class EventRow(NamedTuple):

@@ -19,6 +19,11 @@ BODIES = [
     {},
     {"choices": [{"message": "odd"}]},
     {"choices": [{"message": {"content": "1"}}], "usage": "odd"},
+    {"choices": [{"message": {"content": "{}"}, "finish_reason": "content_filter"}],
+     "usage": {"prompt_tokens": 9, "completion_tokens": 2,
+               "completion_tokens_details": {"reasoning_tokens": 1}}},
+    {"choices": [{"finish_reason": "tool_calls"}]},
+    {"choices": ["odd"]},
     None,
 ]
 
@@ -26,5 +31,8 @@ BODIES = [
 @pytest.mark.parametrize("body", BODIES)
 @pytest.mark.parametrize("tier", ["batch", None])
 def test_i25_2_wire_batch_line_reads_as_the_general_reader(body: object, tier: str | None) -> None:
-    assert wire_chat_response(body, latency_ms=12.5, service_tier=tier) == \
-        chat_response(body, latency_ms=12.5, service_tier=tier)
+    for provider in ("openai", "groq"):
+        assert wire_chat_response(body, provider=provider, latency_ms=12.5, service_tier=tier,
+                                  request_id="req_1") == \
+            chat_response(body, provider=provider, latency_ms=12.5, service_tier=tier,
+                          request_id="req_1")

@@ -213,12 +213,13 @@ class _SessionTree:
         own = self.outcomes.get(key, {})
         usage = self.usage.get(key, [])
         entries = []
-        tokens = {"input": 0, "cached": 0, "cache_write": 0, "output": 0}
+        tokens = {"input": 0, "cached": 0, "cache_write": 0, "output": 0, "reasoning": 0}
         for u in usage:
             tokens["input"] += u.input_tokens
             tokens["cached"] += u.cached_tokens
             tokens["cache_write"] += u.cache_write_tokens
             tokens["output"] += u.output_tokens
+            tokens["reasoning"] += u.reasoning_tokens or 0
         for a in self.actions:
             o = own.get(a["name"])
             scope = self.regions.scope.get(a["name"], ()) if self.regions else ()
@@ -289,5 +290,8 @@ def _attempt(u: Row) -> dict[str, Any]:
             "provider": u.provider, "model": u.model, "tier": u.tier,
             "input_tokens": u.input_tokens, "cached_tokens": u.cached_tokens,
             "cache_write_tokens": u.cache_write_tokens, "output_tokens": u.output_tokens,
+            "reasoning_tokens": int(u.reasoning_tokens or 0),
+            "server_tools": loads(u.server_tools) if u.server_tools else {},
+            "request_id": u.request_id,
             "cost_usd": round(float(u.cost_usd), 6), "latency_ms": round(float(u.latency_ms), 2),
             "created_at": u.created_at}

@@ -171,7 +171,7 @@ async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
     except BaseException:
         budget.settle(held, 0.0, 0)
         raise
-    budget.settle_usage(held, rt.action.model or "", response.usage)
+    budget.settle_usage(held, rt.action.model or "", response.total_usage)
     return response
 
 
@@ -182,11 +182,13 @@ async def _answered(
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
     is how we got it, not what was asked), with its usage row."""
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
+    legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs \
+        else []
     output_json = dumps(output)
     answer = AnswerRow(fp, request.provider, request.model, request_json,
                        dumps(response_dict(response)), output_json, ctx.control.clock.time())
     return await _final(ctx, rt, rec, "answered", None, None, output, fp, attempt,
-                        answers=(answer,), usage=(usage_row,), output_json=output_json)
+                        answers=(answer,), usage=(*legs, usage_row), output_json=output_json)
 
 
 async def _final(

@@ -186,7 +186,7 @@ class RecordWalk:
                     continue  # waits on (or is settled from) this run's own batch item
                 try:
                     request = build_request(rt, rt.view.build(payload, {}))
-                except Exception:  # noqa: BLE001 - the unit renders again and reports it
+                except Exception:  # noqa: BLE001, S112 - the unit renders again and reports it
                     continue
                 request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
                 pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
