@@ -93,7 +93,7 @@ DEFAULT_TIMEOUT = 600.0
 
 def chat_response(
     body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
-    parse: bool = True, request_id: str | None = None,
+    parse: bool = True, request_id: str | None = None, wire: bool = False,
 ) -> Response:
     """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
@@ -101,31 +101,33 @@ def chat_response(
 
     ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
     that ``input_tokens`` counts only uncached input. ``message.refusal`` is a refusal
-    whatever ``finish_reason`` says.
+    whatever ``finish_reason`` says. ``wire``: ``body`` is a batch result line's, read
+    with plain dict lookups (one per field of every line of a result file).
     """
-    choices = pick(body, "choices") or []
+    pick_ = _wire_get if wire else pick
+    choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
-    message = pick(choice, "message")
-    text = pick(message, "content") or ""
-    refusal = pick(message, "refusal")
-    stop = read_stop(provider, pick(choice, "finish_reason"), refusal=refusal)
-    usage = pick(body, "usage")
-    prompt = as_int(pick(usage, "prompt_tokens"))
-    cached = as_int(pick(usage, "prompt_tokens_details", "cached_tokens"))
-    written = as_int(pick(usage, "prompt_tokens_details", "cache_write_tokens"))
+    message = pick_(choice, "message")
+    text = pick_(message, "content") or ""
+    refusal = pick_(message, "refusal")
+    stop = read_stop(provider, pick_(choice, "finish_reason"), refusal=refusal)
+    usage = pick_(body, "usage")
+    prompt = as_int(pick_(usage, "prompt_tokens"))
+    cached = as_int(pick_(usage, "prompt_tokens_details", "cached_tokens"))
+    written = as_int(pick_(usage, "prompt_tokens_details", "cache_write_tokens"))
     return Response(
         text=text,
-        model=str(pick(body, "model") or ""),
+        model=str(pick_(body, "model") or ""),
         stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
-            output_tokens=as_int(pick(usage, "completion_tokens")),
+            output_tokens=as_int(pick_(usage, "completion_tokens")),
             cached_tokens=cached,
             cache_write_tokens=written,
-            reasoning_tokens=as_int(pick(usage, "completion_tokens_details", "reasoning_tokens")),
+            reasoning_tokens=as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens")),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
-        service_tier=service_tier or pick(body, "service_tier"),
+        service_tier=service_tier or pick_(body, "service_tier"),
         latency_ms=latency_ms,
         refusal=refusal,
         raw_stop=stop.raw,
@@ -134,58 +136,14 @@ def chat_response(
     )
 
 
-def wire_chat_response(
-    body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
-    request_id: str | None = None,
-) -> Response:
-    """:func:`chat_response` of a chat completion as a wire dict (a batch result line's
-    body), read with plain ``dict.get``: one line per item of a result file, where the
-    general reader's per-field checks are a cost per line. Any other shape goes to
-    :func:`chat_response`."""
-    general = (body, provider, latency_ms, service_tier, request_id)
-    if type(body) is not dict:
-        return _general(*general)
-    choices = body.get("choices")
-    choice = choices[0] if type(choices) is list and choices else None
-    message = choice.get("message") if type(choice) is dict else None
-    usage = body.get("usage")
-    details = usage.get("prompt_tokens_details") if type(usage) is dict else None
-    done = usage.get("completion_tokens_details") if type(usage) is dict else None
-    if (choices and type(choices) is not list) or (choice is not None and type(choice) is not dict) \
-            or (choice is not None and message is not None and type(message) is not dict) \
-            or any(x is not None and type(x) is not dict for x in (usage, details, done)):
-        return _general(*general)
-    text = (message.get("content") if message else None) or ""
-    refusal = message.get("refusal") if message else None
-    stop = read_stop(provider, choice.get("finish_reason") if choice else None, refusal=refusal)
-    prompt = as_int(usage.get("prompt_tokens")) if usage else 0
-    cached = as_int(details.get("cached_tokens")) if details else 0
-    written = as_int(details.get("cache_write_tokens")) if details else 0
-    return Response(
-        text=text,
-        model=str(body.get("model") or ""),
-        stop_reason=stop.reason,
-        usage=Usage(
-            input_tokens=max(0, prompt - cached - written),
-            output_tokens=as_int(usage.get("completion_tokens")) if usage else 0,
-            cached_tokens=cached,
-            cache_write_tokens=written,
-            reasoning_tokens=as_int(done.get("reasoning_tokens")) if done else 0,
-        ),
-        parsed=parse_json(text) if stop.reason == "end" else None,
-        service_tier=service_tier or body.get("service_tier"),
-        latency_ms=latency_ms,
-        refusal=refusal,
-        raw_stop=stop.raw,
-        stop_detail=stop.detail,
-        request_id=request_id,
-    )
-
-
-def _general(body: Any, provider: str, latency_ms: float, service_tier: str | None,
-             request_id: str | None) -> Response:
-    return chat_response(body, provider=provider, latency_ms=latency_ms,
-                         service_tier=service_tier, request_id=request_id)
+def _wire_get(obj: Any, *path: str) -> Any:
+    """:func:`pick` for a batch result line (JSON as parsed: dicts all the way down, keys
+    as OpenAI writes them): plain ``dict.get``, no camelCase second try."""
+    for name in path:
+        if obj is None:
+            return None
+        obj = obj.get(name) if type(obj) is dict else getattr(obj, name, None)
+    return obj
 
 
 class OpenAICompatProvider:
@@ -523,7 +481,7 @@ class OpenAICompatProvider:
         status = as_int(pick(response, "status_code")) if response else 0
         request_id = pick(response, "request_id") if response else None
         if response and status == 200 and not error:
-            answer = wire_chat_response(response.get("body"), provider=self.name,
+            answer = chat_response(response.get("body"), provider=self.name, wire=True,
                                    latency_ms=latency_ms, service_tier="batch",
                                    request_id=request_id)
             return Result(custom_id, "succeeded", response=answer)

@@ -1,11 +1,11 @@
 """Issue 25: a batch result line's body is read with plain dict lookups
-(``wire_chat_response``) and gives the very Response the general reader gives."""
+(``chat_response(..., wire=True)``) and gives the very Response the general reader gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from agac.providers._openai_compat import chat_response, wire_chat_response
+from agac.providers._openai_compat import chat_response
 
 BODIES = [
     {"model": "gpt-4o-mini", "choices": [{"message": {"content": '{"a": 1}'}, "finish_reason": "stop"}],
@@ -32,7 +32,7 @@ BODIES = [
 @pytest.mark.parametrize("tier", ["batch", None])
 def test_i25_2_wire_batch_line_reads_as_the_general_reader(body: object, tier: str | None) -> None:
     for provider in ("openai", "groq"):
-        assert wire_chat_response(body, provider=provider, latency_ms=12.5, service_tier=tier,
-                                  request_id="req_1") == \
+        assert chat_response(body, provider=provider, latency_ms=12.5, service_tier=tier,
+                             request_id="req_1", wire=True) == \
             chat_response(body, provider=provider, latency_ms=12.5, service_tier=tier,
                           request_id="req_1")
