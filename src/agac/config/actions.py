@@ -324,6 +324,9 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
             out.update(model=model, provider=parts[0], model_name=parts[1])
     if "max_tokens" in v:
         out["max_tokens"] = read_int(f, v["max_tokens"], at("max_tokens"))
+    if "max_prompt_chars" in v and (cap := read_int(f, v["max_prompt_chars"],
+                                                   at("max_prompt_chars"))) is not None:
+        out["max_prompt_chars"] = cap
     if "temperature" in v and v["temperature"] is not None:
         out["temperature"] = read_number(f, v["temperature"], at("temperature"), maximum=2.0)
     if "timeout" in v:

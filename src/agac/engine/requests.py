@@ -12,12 +12,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.keys import idempotency_key
-from agac.prompt.render import render
+from agac.prompt.render import capped
 from agac.providers.base import Message, Request, Response
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
+    from agac.jsontext import JSON, JSONObject
 
 __all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
@@ -35,20 +36,23 @@ class Fail(Exception):
         self.feedback = feedback
 
 
-def _version(view: dict[str, Any]) -> int | None:
+def _version(view: JSONObject) -> int | None:
     """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
     and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
     v = view.get("version")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     action = rt.action
     messages: list[Message] = []
+    cap = action.max_prompt_chars
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view)))
+        system = capped(rt.system, view, cap)
+        cap -= len(system)
+        messages.append(Message("system", system))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view)))
+    messages.append(Message("user", capped(rt.prompt, view, max(cap, 0))))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
@@ -61,7 +65,7 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     )
 
 
-def accept_response(rt: ActionRuntime, response: Response) -> Any:
+def accept_response(rt: ActionRuntime, response: Response) -> JSON:
     """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
 
     Only a stop that means a complete answer (``end``) gives an output; the stop was read

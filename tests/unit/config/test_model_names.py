@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from agac.providers._common import url_path
+from agac.errors import FatalError
+from agac.providers._common import url_path, url_segment
 
 BASE = """
 input: {path: data.jsonl}
@@ -56,6 +57,11 @@ def test_i29_9_a_model_name_in_a_url_is_percent_encoded() -> None:
     assert url_path("models/gemini-2.5-flash") == "models/gemini-2.5-flash"
     assert url_path("models/tuned:v1") == "models/tuned%3Av1"
     assert url_path("claude-3-5-sonnet@20241022") == "claude-3-5-sonnet@20241022"
-    # What validation refuses could not escape the path even if it got this far.
-    assert url_path("../../_emulator/reset?x=") == "../../_emulator/reset%3Fx%3D"
+    # What validation refuses could not escape the path even if it got this far: a query
+    # or fragment is encoded, a dot or empty segment (which HTTP clients resolve into
+    # another path) is refused.
     assert "?" not in url_path("a?b#c%d e") and "#" not in url_path("a?b#c%d e")
+    for name in ("../../_emulator/reset?x=", "models/./x", "a//b", "x/.."):
+        with pytest.raises(FatalError, match="not a model name"):
+            url_path(name)
+    assert url_segment("org/model:v1") == "org%2Fmodel:v1"
