@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.keys import idempotency_key
-from agac.prompt.render import render
+from agac.prompt.render import capped
 from agac.providers.base import Message, Request, Response
 
 if TYPE_CHECKING:
@@ -46,10 +46,13 @@ def _version(view: JSONObject) -> int | None:
 def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     action = rt.action
     messages: list[Message] = []
+    cap = action.max_prompt_chars
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view)))
+        system = capped(rt.system, view, cap)
+        cap -= len(system)
+        messages.append(Message("system", system))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view)))
+    messages.append(Message("user", capped(rt.prompt, view, max(cap, 0))))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
