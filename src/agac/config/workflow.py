@@ -455,6 +455,8 @@ class _Builder:
         fields = {}
         for raw in raws:
             fields[raw.name] = action_fields(f, raw)
+            if isinstance(fields[raw.name].get("schema"), dict):
+                fields[raw.name]["schema"] = self._bundled(raw, fields[raw.name]["schema"])
             self._required(raw)
         ordered = order_actions(f, raws)
         visible: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
@@ -468,6 +470,12 @@ class _Builder:
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
                           check_credentials=check_credentials, budget=self.budget is not None)
         return tuple(built) if not f.errors else None
+
+    def _bundled(self, raw: RawAction, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """The schema with its ``$ref``s resolved once, here (X2)."""
+        from agac.config.schemarefs import bundle_schema  # imports referencing: schemas only
+
+        return bundle_schema(self.f, schema, raw.origin("schema"), self.project.root)
 
     def _check_templates(self, order: list[RawAction], ancestors: dict[str, tuple[str, ...]],
                          fields: dict[str, dict[str, Any]],
