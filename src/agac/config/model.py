@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_PROMPT_BYTES",
     "SNAPSHOT_VERSION",
     "Action",
     "ApprovalSpec",
@@ -120,6 +121,10 @@ class RateLimit:
     tpm: float | None = None
 
 
+MAX_PROMPT_BYTES = 4_000_000
+"""The default cap on an llm action's rendered prompt (system + prompt), UTF-8 bytes."""
+
+
 @dataclass(frozen=True)
 class Action:
     """One resolved step. Llm-only fields (``model`` … ``batch_deadline``) are None on tools.
@@ -144,6 +149,10 @@ class Action:
     when: str | None = None
     retry: RetrySpec = field(default_factory=RetrySpec)
     max_tokens: int | None = 1024
+    max_prompt_bytes: int | None = None
+    """The cap on the rendered system and prompt, UTF-8 bytes; None (tools, or a snapshot
+    from before the key existed) is ``MAX_PROMPT_BYTES``. Past it the unit fails
+    ``prompt_too_large`` before anything is sent or stored."""
     temperature: float | None = None
     timeout: float | None = 120.0
     max_concurrency: int = 16
@@ -249,6 +258,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
                          ("failure_policy", "retain_successes")):
         if data.get(key) == default:
             data.pop(key, None)
+    if data.get("max_prompt_bytes") in (None, MAX_PROMPT_BYTES):
+        data.pop("max_prompt_bytes", None)  # likewise for the default cap
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
@@ -275,6 +286,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])
         values["approval"] = ApprovalSpec(**approval)
+    if values.get("kind", "llm") == "llm":
+        values.setdefault("max_prompt_bytes", MAX_PROMPT_BYTES)  # left out at the default
     return Action(**values)
 
 

@@ -19,7 +19,8 @@ The rules, in order, each final for the unit:
 2. a dependency failed -> ``skipped upstream_failed``; one skipped -> skipped with its
    reason (a guard's skip flows down as ``guard``);
 3. the run is stopping -> pending (the next run asks it);
-4. the view cannot be rendered -> ``failed render_error``; the guard is false ->
+4. the view cannot be rendered -> ``failed render_error`` (``prompt_too_large`` when
+   it is past ``max_prompt_bytes``); the guard is false ->
    ``skipped guard``; the action failed as a whole -> ``failed provider_error``; an
    action with ``approval:`` -> its gate;
 5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
@@ -42,6 +43,7 @@ import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from agac.prompt.render import RENDER_ERROR
 from agac.store.batches import staged_by
 from agac.store.values import OPEN_BATCH_STATES
 
@@ -146,6 +148,7 @@ class UnitFacts:
         "record_error",
         "record_reason",
         "render_error",
+        "render_reason",
         "run_id",
         "stopping",
         "stored",
@@ -173,6 +176,8 @@ class UnitFacts:
         self.stopping = stopping
         self.render_error: str | None = None
         """The view or the request could not be rendered (its message)."""
+        self.render_reason = RENDER_ERROR
+        """Why: ``render_error``, or ``prompt_too_large`` (past ``max_prompt_bytes``)."""
         self.inputs_error: str | None = None
         """A tool's inputs are not JSON (its message)."""
         self.guard = guard
@@ -213,7 +218,7 @@ def decide(f: UnitFacts) -> Decision:
     if f.stopping:
         return _STOPPING
     if f.render_error is not None:
-        return Settle("failed", "render_error", f.render_error)
+        return Settle("failed", f.render_reason, f.render_error)
     if f.guard is NOT_YET:
         return _NEED_VIEW
     if f.guard is False:

@@ -11,8 +11,9 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
+from agac.config.model import MAX_PROMPT_BYTES
 from agac.keys import idempotency_key
-from agac.prompt.render import render
+from agac.prompt.render import PromptTooLarge, render
 from agac.providers.base import Message, Request, Response
 
 if TYPE_CHECKING:
@@ -43,12 +44,21 @@ def _version(view: dict[str, Any]) -> int | None:
 
 
 def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+    """The action's request for ``view``; RenderError when it cannot be rendered,
+    PromptTooLarge (``prompt_too_large``) when the rendered system and prompt are past the
+    action's ``max_prompt_bytes`` — before anything is sent or stored."""
     action = rt.action
+    limit = action.max_prompt_bytes or MAX_PROMPT_BYTES
     messages: list[Message] = []
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view)))
+        messages.append(Message("system", render(rt.system, view, limit=limit)))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view)))
+    messages.append(Message("user", render(rt.prompt, view, limit=limit)))
+    if len(messages) == 2 and (len(messages[0].content) + len(messages[1].content)) * 4 > limit:
+        size = sum(len(m.content.encode("utf-8", errors="surrogatepass")) for m in messages)
+        if size > limit:
+            raise PromptTooLarge(f"the rendered system and prompt of action {action.name!r} "
+                                 f"are {size:,} bytes, over max_prompt_bytes ({limit:,})")
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",

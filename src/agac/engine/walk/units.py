@@ -108,7 +108,7 @@ class _Unit:
                 try:
                     await self._learn(d)
                 except RenderError as exc:
-                    f.render_error = str(exc)
+                    f.render_error, f.render_reason = str(exc), exc.code
                 continue
             return await self._apply(d)
 
@@ -203,7 +203,7 @@ class _Unit:
         try:
             gated = await approvals.gate(self.ctx, self.rt, self.rec, self._view())
         except RenderError as exc:
-            self.facts.render_error = str(exc)
+            self.facts.render_error, self.facts.render_reason = str(exc), exc.code
             return await self.run()
         if not isinstance(gated, Act):
             return gated
