@@ -15,7 +15,7 @@ from agac.testing import write_project
 WORKFLOW = """\
 name: cap
 input: {path: data/a.jsonl, id_field: id}
-defaults: {max_prompt_bytes: 2000}
+defaults: {max_prompt_chars: 2000}
 actions:
   - name: ask
     model: openai/gpt-4o-mini
@@ -39,7 +39,7 @@ def test_i29_15_a_prompt_past_the_cap_is_never_sent(tmp_path: Path,
     assert len([e for e in emulator.requests() if e["op"] == "chat"]) == 2
     shown = agac("records", "show", "2", "--workflow", "cap", "--json", cwd=tmp_path).json()
     text = str(shown)
-    assert "prompt_too_large" in text and "max_prompt_bytes" in text
+    assert "prompt_too_large" in text and "max_prompt_chars" in text
     with sqlite3.connect(tmp_path / ".agac" / "agac.db") as db:
         (answers,) = db.execute("select count(*) from answers").fetchone()
     assert answers == 2
@@ -57,4 +57,4 @@ def test_i29_15_a_huge_repetition_fails_the_unit_with_a_message(
     assert "MemoryError" not in ran.out + ran.err
     assert emulator.requests() == []
     shown = agac("records", "show", "1", "--workflow", "cap", cwd=tmp_path)
-    assert "prompt_too_large" in shown.out and "cap of" in shown.out, shown
+    assert "prompt_too_large" in shown.out and "max_prompt_chars" in shown.out, shown

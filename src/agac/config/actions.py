@@ -33,7 +33,6 @@ from agac.config.keys import (
     RUN_MODES,
 )
 from agac.config.model import (
-    MAX_PROMPT_BYTES,
     ApprovalSpec,
     ContextSpec,
     EffectSpec,
@@ -310,8 +309,7 @@ def _effect(f: Findings, value: Any, path: Path) -> EffectSpec | None:
 
 def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     v, at = raw.values, raw.origin
-    out: dict[str, Any] = {"max_tokens": 1024, "timeout": 120.0,
-                           "max_prompt_bytes": MAX_PROMPT_BYTES}
+    out: dict[str, Any] = {"max_tokens": 1024, "timeout": 120.0}
     for key in ("system", "prompt"):
         if key in v:
             out[key] = read_str(f, v[key], at(key))
@@ -326,8 +324,9 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
             out.update(model=model, provider=parts[0], model_name=parts[1])
     if "max_tokens" in v:
         out["max_tokens"] = read_int(f, v["max_tokens"], at("max_tokens"))
-    if "max_prompt_bytes" in v:
-        out["max_prompt_bytes"] = read_int(f, v["max_prompt_bytes"], at("max_prompt_bytes"))
+    if "max_prompt_chars" in v and (cap := read_int(f, v["max_prompt_chars"],
+                                                   at("max_prompt_chars"))) is not None:
+        out["max_prompt_chars"] = cap
     if "temperature" in v and v["temperature"] is not None:
         out["temperature"] = read_number(f, v["temperature"], at("temperature"), maximum=2.0)
     if "timeout" in v:
@@ -469,4 +468,4 @@ def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
         f.error("invalid_schema", f"schema is not a valid JSON Schema at {where}: "
                 f"{exc.message}", path)
         return None
-    return value
+    return value  # its $refs are resolved where the project root is known (X2: schemarefs)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "MAX_PROMPT_BYTES",
+    "DEFAULT_MAX_PROMPT_CHARS",
     "SNAPSHOT_VERSION",
     "Action",
     "ApprovalSpec",
@@ -121,8 +121,9 @@ class RateLimit:
     tpm: float | None = None
 
 
-MAX_PROMPT_BYTES = 4_000_000
-"""The default cap on an llm action's rendered prompt (system + prompt), UTF-8 bytes."""
+DEFAULT_MAX_PROMPT_CHARS = 8_000_000
+"""An llm action's ``max_prompt_chars`` unless it sets one (the renderer's cap of the same
+name when it is given none; a test keeps the two equal)."""
 
 
 @dataclass(frozen=True)
@@ -149,12 +150,11 @@ class Action:
     when: str | None = None
     retry: RetrySpec = field(default_factory=RetrySpec)
     max_tokens: int | None = 1024
-    max_prompt_bytes: int | None = None
-    """The cap on the rendered system and prompt, UTF-8 bytes; None (tools, or a snapshot
-    from before the key existed) is ``MAX_PROMPT_BYTES``. Past it the unit fails
-    ``prompt_too_large`` before anything is sent or stored."""
     temperature: float | None = None
     timeout: float | None = 120.0
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    """The longest rendered system + prompt, in characters; over it the unit fails
+    ``prompt_too_large`` before anything is sent or stored."""
     max_concurrency: int = 16
     rate_limit: RateLimit | None = None
     run_mode: str | None = "online"
@@ -258,8 +258,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
                          ("failure_policy", "retain_successes")):
         if data.get(key) == default:
             data.pop(key, None)
-    if data.get("max_prompt_bytes") in (None, MAX_PROMPT_BYTES):
-        data.pop("max_prompt_bytes", None)  # likewise for the default cap
+    if data.get("max_prompt_chars") == DEFAULT_MAX_PROMPT_CHARS:
+        data.pop("max_prompt_chars", None)  # likewise for the default cap
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
@@ -286,8 +286,6 @@ def _action_from(data: dict[str, Any]) -> Action:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])
         values["approval"] = ApprovalSpec(**approval)
-    if values.get("kind", "llm") == "llm":
-        values.setdefault("max_prompt_bytes", MAX_PROMPT_BYTES)  # left out at the default
     return Action(**values)
 
 

@@ -3,10 +3,10 @@
 A ``$ref`` may point within the schema itself (``#/$defs/label``, an embedded ``$id``) or
 to a JSON file under the project root (``schemas/common.json#/$defs/label``, relative to
 the project root like every path of a workflow). Anything else — ``http(s)://``, a file
-outside the project (``file:///etc/passwd``), another scheme — is refused at validation
-with ``schema_ref_refused``; a ref that names an allowed place that does not hold what it
-says (a missing file, a pointer to nowhere, a file that is not JSON) is
-``schema_ref_unresolved``. Both are located at the ``$ref``.
+outside the project (``file:///etc/passwd``), a file that is missing or not JSON, another
+scheme — is refused at validation with ``schema_ref_refused``; a ref to a place that
+does not exist in the schema or a file (a pointer to nowhere) is ``invalid_schema``. Both
+are located at the ``$ref``.
 
 Refs to project files are bundled: each file goes into the schema's ``$defs`` and its refs
 are rewritten as JSON pointers into the one document, so the schema an action carries
@@ -218,10 +218,10 @@ def _report(f: Findings, exc: Unresolvable, ref: str, where: Path_, via: str | N
                 "fetches a schema", where, hint="copy what it names into the schema's $defs, "
                 "or into a JSON file under the project")
     elif isinstance(cause, _Broken):
-        f.error("schema_ref_unresolved", f"$ref {ref!r}{inside} does not resolve: {cause}",
-                where)
+        f.error("schema_ref_refused", f"$ref {ref!r}{inside} names no JSON file agac can use: "
+                f"{cause}", where, hint="refer to a JSON file under the project")
     else:
-        f.error("schema_ref_unresolved", f"$ref {ref!r}{inside} does not resolve: {exc}", where,
+        f.error("invalid_schema", f"$ref {ref!r}{inside} names nothing: {exc}", where,
                 hint="a pointer is #/$defs/NAME (or FILE.json#/$defs/NAME) and must name a "
                 "place that exists")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from .faults import Fired, Target
 from .state import Batch, BatchItem, ItemError
@@ -97,8 +97,13 @@ def _outcome(fired: Fired, error: ErrorRenderer) -> Exception | None:
         return DropConnection()
     if fired.http is not None:
         fault = fired.http
-        return Rejected(error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
-                              fault.get("message")))
+        if "body" in fault:  # the provider's error body as it comes, sent as given
+            return Rejected(JSONResponse(fault["body"], status_code=int(fault["http"]),
+                                         headers=dict(fault.get("headers") or {})))
+        response = error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
+                         fault.get("message"))
+        response.headers.update(dict(fault.get("headers") or {}))
+        return Rejected(response)
     return None
 
 
@@ -140,7 +145,8 @@ def new_batch(state: EmulatorState, fired: Fired, *, batch_id: str, provider: st
         if own.http is not None:
             status = int(own.http["http"])
             item.error = ItemError(status, own.http.get("code"),
-                                   own.http.get("message") or f"injected error {status}")
+                                   own.http.get("message") or f"injected error {status}",
+                                   own.http.get("body"))
         item.answer_fault = own.answer or fired.answer
         item.reply = own.reply or fired.reply
     batch = Batch(id=batch_id, provider=provider, model=model, created_at=now,

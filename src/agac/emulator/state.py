@@ -84,6 +84,8 @@ class ItemError:
     status: int
     code: str | None
     message: str
+    body: Any = None
+    """The error body as the provider sends it (an ``http`` fault's ``body``), if given."""
 
 
 @dataclass

@@ -20,7 +20,7 @@ The rules, in order, each final for the unit:
    reason (a guard's skip flows down as ``guard``);
 3. the run is stopping -> pending (the next run asks it);
 4. the view cannot be rendered -> ``failed render_error`` (``prompt_too_large`` when
-   it is past ``max_prompt_bytes``); the guard is false ->
+   it is over ``max_prompt_chars``); the guard is false ->
    ``skipped guard``; the action failed as a whole -> ``failed provider_error``; an
    action with ``approval:`` -> its gate;
 5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
@@ -43,7 +43,6 @@ import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from agac.prompt.render import RENDER_ERROR
 from agac.store.batches import staged_by
 from agac.store.values import OPEN_BATCH_STATES
 
@@ -176,8 +175,8 @@ class UnitFacts:
         self.stopping = stopping
         self.render_error: str | None = None
         """The view or the request could not be rendered (its message)."""
-        self.render_reason = RENDER_ERROR
-        """Why: ``render_error``, or ``prompt_too_large`` (past ``max_prompt_bytes``)."""
+        self.render_reason = "render_error"
+        """``prompt_too_large`` when the rendering was over the action's cap."""
         self.inputs_error: str | None = None
         """A tool's inputs are not JSON (its message)."""
         self.guard = guard

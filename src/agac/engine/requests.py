@@ -11,14 +11,14 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
-from agac.config.model import MAX_PROMPT_BYTES
 from agac.keys import idempotency_key
-from agac.prompt.render import PromptTooLarge, render
+from agac.prompt.render import capped
 from agac.providers.base import Message, Request, Response
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
+    from agac.jsontext import JSON, JSONObject
 
 __all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
@@ -36,29 +36,23 @@ class Fail(Exception):
         self.feedback = feedback
 
 
-def _version(view: dict[str, Any]) -> int | None:
+def _version(view: JSONObject) -> int | None:
     """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
     and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
     v = view.get("version")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
-    """The action's request for ``view``; RenderError when it cannot be rendered,
-    PromptTooLarge (``prompt_too_large``) when the rendered system and prompt are past the
-    action's ``max_prompt_bytes`` — before anything is sent or stored."""
+def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     action = rt.action
-    limit = action.max_prompt_bytes or MAX_PROMPT_BYTES
     messages: list[Message] = []
+    cap = action.max_prompt_chars
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view, limit=limit)))
+        system = capped(rt.system, view, cap)
+        cap -= len(system)
+        messages.append(Message("system", system))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view, limit=limit)))
-    if len(messages) == 2 and (len(messages[0].content) + len(messages[1].content)) * 4 > limit:
-        size = sum(len(m.content.encode("utf-8", errors="surrogatepass")) for m in messages)
-        if size > limit:
-            raise PromptTooLarge(f"the rendered system and prompt of action {action.name!r} "
-                                 f"are {size:,} bytes, over max_prompt_bytes ({limit:,})")
+    messages.append(Message("user", capped(rt.prompt, view, max(cap, 0))))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
@@ -71,7 +65,7 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     )
 
 
-def accept_response(rt: ActionRuntime, response: Response) -> Any:
+def accept_response(rt: ActionRuntime, response: Response) -> JSON:
     """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
 
     Only a stop that means a complete answer (``end``) gives an output; the stop was read

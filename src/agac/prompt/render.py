@@ -10,18 +10,16 @@ Attribute access prefers a mapping's items over its methods: ``{{ source.items }
 reads the record's ``items`` field, not ``dict.items``. The ``tojson`` filter writes
 JSON with sorted keys and non-ASCII characters kept as they are.
 
-A rendering has a size cap (``render(..., limit=N)``, UTF-8 bytes; an llm action's
-``max_prompt_bytes``): text past it raises :class:`PromptTooLarge`, and so does a
-repetition (``"a" * 10**10``) or a power whose result would be past it — checked before
-the value is built, since the sandbox lets templates multiply sequences — and a
-rendering that runs out of memory. Neither is folded at compile time: the sandbox
-intercepts ``*`` and ``**``.
+:func:`capped` renders under a cap (an llm action's ``max_prompt_chars``): text longer
+than it, a repetition (``"a" * 10**10``) or a power past it — checked before the value is
+built, as the sandbox intercepts ``*`` and ``**``, so neither is folded at compile time
+either — and a rendering that runs out of memory all raise :class:`PromptTooLarge`.
+Output is joined as it comes and stopped once past the cap.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
@@ -33,13 +31,12 @@ from jinja2.sandbox import SandboxedEnvironment
 from agac.errors import AgacError
 
 __all__ = [
+    "DEFAULT_MAX_PROMPT_CHARS",
     "ENV",
-    "PROMPT_TOO_LARGE",
-    "RENDER_ERROR",
-    "SANDBOX_LIMIT",
     "PromptTooLarge",
     "RenderError",
     "TemplateSyntaxError",
+    "capped",
     "compile_guard",
     "compile_template",
     "evaluate_guard",
@@ -48,14 +45,12 @@ __all__ = [
 ]
 
 
-RENDER_ERROR = "render_error"
-PROMPT_TOO_LARGE = "prompt_too_large"
-
-
 class RenderError(AgacError):
     """A template could not be rendered for this record."""
 
-    code = RENDER_ERROR
+    code = "render_error"
+    reason = "render_error"
+    """The unit's reason code when it fails on this error."""
 
     def __init__(self, message: str | None = None, variable: str | None = None) -> None:
         super().__init__(message)
@@ -63,35 +58,37 @@ class RenderError(AgacError):
 
 
 class PromptTooLarge(RenderError):
-    """The rendered text would be larger than the cap."""
+    """The rendered prompt (or a value built on the way to it) is over the action's
+    ``max_prompt_chars``: the unit fails before anything is sent or stored."""
 
-    code = PROMPT_TOO_LARGE
+    reason = "prompt_too_large"
 
 
-SANDBOX_LIMIT = 64 * 1024 * 1024
-"""The largest string or sequence a template may build when the caller sets no cap."""
+DEFAULT_MAX_PROMPT_CHARS = 8_000_000
+"""About two million tokens: the largest context window offered today."""
 
-_LIMIT: ContextVar[int] = ContextVar("agac_render_limit", default=SANDBOX_LIMIT)
+_CAP: ContextVar[int] = ContextVar("agac_prompt_cap", default=DEFAULT_MAX_PROMPT_CHARS)
+_MAX_EXPONENT = 4096
 
 
 class _Environment(SandboxedEnvironment):
-    intercepted_binops = frozenset({"*", "**"})
+    # ``"a" * 10**10`` or ``10 ** 10 ** 10`` inside a template would take all the memory
+    # or all the time of the process: the sizes are checked before they are computed.
+    intercepted_binops = frozenset(["*", "**"])
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        """``*`` and ``**``, refused when their result would be past the cap (a
-        sequence repeated, or an integer of more digits than the cap has bytes)."""
-        limit = _LIMIT.get()
         if operator == "*":
             for seq, times in ((left, right), (right, left)):
-                if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int) \
-                        and len(seq) * times > limit:
-                    raise PromptTooLarge(f"builds a value of {len(seq) * times:,} items, over "
-                                         f"the cap of {limit:,} bytes")
+                if isinstance(seq, (str, list, tuple)) and isinstance(times, int):
+                    size = len(seq) * times
+                    if size > _CAP.get():
+                        raise PromptTooLarge(
+                            f"the template builds a value of {size:,} items, over the "
+                            f"action's max_prompt_chars ({_CAP.get():,})")
         elif operator == "**" and isinstance(left, int) and isinstance(right, int) \
-                and abs(left) > 1 and right > 0 \
-                and right * math.log10(abs(left)) > limit:
-            raise PromptTooLarge(f"builds a number ({left} ** {right}) of more digits than "
-                                 f"the cap of {limit:,} bytes")
+                and abs(left) > 1 and right > _MAX_EXPONENT:
+            raise PromptTooLarge(f"the template raises a number to the power {right:,} "
+                                 f"(at most {_MAX_EXPONENT:,})")
         return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -142,37 +139,17 @@ def compile_guard(expr: str) -> Any:
     return ENV.compile_expression(expr, undefined_to_none=False)
 
 
-def render(template: Template | str, view: dict[str, Any], *, limit: int | None = None) -> str:
+def render(template: Template | str, view: dict[str, Any]) -> str:
     """Render ``template`` with ``view`` (``source`` and ancestor outputs).
 
     Raises RenderError naming the template and the missing variable when the template
-    reads something ``view`` lacks, and for any other failure inside the template;
-    PromptTooLarge when the text would be past ``limit`` UTF-8 bytes (default
-    ``SANDBOX_LIMIT``) or the rendering runs out of memory.
+    reads something ``view`` lacks, and for any other failure inside the template.
     """
     if isinstance(template, str):
         template = compile_template(template)
     text = getattr(template, "_agac_text", None)
     if text is not None:
-        return _capped(text, template.name, limit)  # type: ignore[arg-type]
-    token = _LIMIT.set(limit) if limit is not None else None
-    try:
-        return _capped(_render(template, view, limit or SANDBOX_LIMIT), template.name, limit)
-    finally:
-        if token is not None:
-            _LIMIT.reset(token)
-
-
-def _capped(text: str, name: str | None, limit: int | None) -> str:
-    if limit is not None and len(text) * 4 > limit:  # else it fits however it encodes
-        size = len(text.encode("utf-8", errors="surrogatepass"))
-        if size > limit:
-            raise PromptTooLarge(f"template {name!r} renders {size:,} bytes, over the cap "
-                                 f"of {limit:,} bytes (max_prompt_bytes)")
-    return text
-
-
-def _render(template: Template, view: dict[str, Any], limit: int) -> str:
+        return text  # type: ignore[no-any-return]
     try:
         # Template.render merges the template's ChainMap of globals into a new dict on
         # every call; building that dict ourselves and passing it as the shared
@@ -185,15 +162,9 @@ def _render(template: Template, view: dict[str, Any], limit: int) -> str:
         parent.update(view)
         ctx = template.new_context(parent, shared=True)
         try:
-            return _joined(template.root_render_func(ctx), limit, template.name)
+            return _joined(template.root_render_func(ctx), _CAP.get())
         except Exception:  # noqa: BLE001 - Jinja's own handler re-raises it with the template's line
             ENV.handle_exception()
-    except PromptTooLarge as exc:
-        raise PromptTooLarge(f"template {template.name!r} {exc} (max_prompt_bytes)") from None
-    except MemoryError:
-        raise PromptTooLarge(f"template {template.name!r} ran out of memory while rendering "
-                             "(a value too large to build; max_prompt_bytes caps a prompt)"
-                             ) from None
     except UndefinedError as exc:
         raise RenderError(
             f"template {template.name!r} reads an undefined value: {exc.message}",
@@ -201,20 +172,27 @@ def _render(template: Template, view: dict[str, Any], limit: int) -> str:
         ) from exc
     except SecurityError as exc:
         raise RenderError(f"template {template.name!r} did something unsafe: {exc}") from exc
+    except RenderError:
+        raise
+    except MemoryError:
+        raise PromptTooLarge(f"template {template.name!r} ran out of memory while rendering "
+                             "(a value too large to build; max_prompt_chars caps a prompt)"
+                             ) from None
     except Exception as exc:
         raise RenderError(f"template {template.name!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _joined(chunks: Any, limit: int, name: str | None) -> str:
-    """The chunks joined, stopping as soon as they are past ``limit`` characters (a
-    character is at least one byte: the byte size is checked after, see ``_capped``)."""
+def _joined(chunks: Any, cap: int) -> str:
+    """The chunks joined, stopped as soon as they are longer than ``cap``: a loop that
+    writes a little many times (``{% for i in range(10**5) %}{{ source.text }}``) is
+    refused before it is all in memory."""
     parts: list[str] = []
     size = 0
     for chunk in chunks:
         size += len(chunk)
-        if size > limit:
-            raise PromptTooLarge(f"renders more than {limit:,} characters, over the cap of "
-                                 f"{limit:,} bytes")
+        if size > cap:
+            raise PromptTooLarge(f"the template renders more than {cap:,} characters, over "
+                                 f"the action's max_prompt_chars ({cap:,})")
         parts.append(chunk)
     return "".join(parts)
 
@@ -234,3 +212,17 @@ def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:
         raise
     except Exception as exc:
         raise RenderError(f"guard {expr!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def capped(template: Template | str, view: dict[str, Any], cap: int) -> str:
+    """``render`` under a cap of ``cap`` characters: PromptTooLarge if the text (or a value
+    the template builds on the way) is longer, or if rendering runs out of memory."""
+    token = _CAP.set(cap)
+    try:
+        text = render(template, view)
+    finally:
+        _CAP.reset(token)
+    if len(text) > cap:
+        raise PromptTooLarge(f"the rendered text is {len(text):,} characters, over the "
+                             f"action's max_prompt_chars ({cap:,})")
+    return text

@@ -13,8 +13,9 @@ wire form). The batch's ``display_name`` is our idempotency key (for
 and as ``key`` on file lines, the documented convention for both. On the wire states are ``BATCH_STATE_*``; the SDK renames them
 ``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
 
-Quirk: the SDK warns (``UserWarning``) when it meets a state its enum lacks; that
-warning is silenced here because an unknown state is handled (B9: still running).
+Quirk: the SDK warns (``UserWarning``) when it meets a state, finish reason or block
+reason its enums lack; that warning is silenced here because each is handled (an unknown
+state is still running, B9; an unknown finish reason is a stop agac does not know).
 """
 
 from __future__ import annotations
@@ -113,7 +114,10 @@ _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 _SCHEMA_REJECTED = re.compile(
     r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
 )
-_UNKNOWN_STATE = r".* is not a valid JobState"
+# Values its enums lack: a state (B9: still running) or a finish/block reason or safety
+# word (read as a stop agac does not know, with the raw value kept).
+_UNKNOWN_STATE = (r".* is not a valid (JobState|FinishReason|BlockedReason|HarmCategory|"
+                  r"HarmProbability)")
 
 
 class GeminiProvider:

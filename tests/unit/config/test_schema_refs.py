@@ -1,11 +1,17 @@
-"""X2 (issue 29 item 10) at the validator: which ``$ref``s resolve, how project files are
-bundled into one self-contained schema, and what the engine does with a stored schema
-that still names a URL (an older agac admitted it): refused before anything is sent."""
+"""X2 (issue 29 item 10) at the validator: a schema's ``$ref`` is resolved at validation,
+within the schema or from JSON files under the project, and never fetched: a ref to a host
+or a file elsewhere is refused with a located ``schema_ref_refused`` before anything is
+sent; project files are bundled into one self-contained schema; and a validator agac
+builds retrieves nothing, refusing even a schema handed to it directly (a run an older
+agac admitted) before anything is sent."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +20,84 @@ import pytest
 from agac.config.schemarefs import unresolved_refs
 from agac.engine.actions import SchemaValidator
 from agac.errors import ConfigError
+
+BASE = """
+input: {path: data.jsonl}
+actions:
+"""
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    hits = 0
+
+    def do_GET(self) -> None:
+        type(self).hits += 1
+        body = json.dumps({"type": "string"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def schema_host() -> Iterator[str]:
+    _Counting.hits = 0
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/label.json"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _action(schema: dict[str, Any]) -> str:
+    return BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    schema: {json.dumps(schema)}\n"
+
+
+def test_x2_a_ref_to_a_host_is_refused_at_validation_and_never_fetched(wf, schema_host: str) -> None:
+    checked = wf.check(_action({"type": "object", "properties": {"label": {"$ref": schema_host}}}))
+    problem = checked.one("schema_ref_refused")
+    assert (problem.file, problem.line) == ("wf.yml", checked.line_of("schema:"))
+    assert schema_host in problem.message and "never fetches" in problem.message
+    assert _Counting.hits == 0
+
+
+def test_x2_a_ref_to_a_file_is_refused(wf) -> None:
+    checked = wf.check(_action({"$ref": "file:///etc/passwd"}))
+    assert "file:///etc/passwd" in checked.one("schema_ref_refused").message
+    checked = wf.check(_action({"$ref": "other.json#/definitions/x"}))
+    assert checked.one("schema_ref_refused").line == checked.line_of("schema:")
+
+
+def test_x2_refs_within_the_schema_validate(wf) -> None:
+    schema = {"type": "object", "$defs": {"label": {"enum": ["pos", "neg"]}},
+              "properties": {"a": {"$ref": "#/$defs/label"}, "b": {"$ref": "#lab"},
+                             "c": {"$id": "urn:x:c", "type": "string"}, "d": {"$ref": "urn:x:c"}},
+              "required": ["a"]}
+    schema["$defs"]["anchored"] = {"$anchor": "lab", "type": "string"}
+    checked = wf.check(_action(schema))
+    assert [p.code for p in checked.problems] == []
+
+
+def test_x2_a_local_ref_that_names_nothing_is_invalid_schema(wf) -> None:
+    checked = wf.check(_action({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}))
+    assert "#/$defs/nope" in checked.one("invalid_schema").message
+
+
+def test_x2_a_validator_never_fetches_even_when_handed_a_remote_ref(schema_host: str) -> None:
+    """The engine builds its validator before anything is sent: a stored schema that
+    names a URL is refused there; one that does not resolves with nothing retrieved."""
+    with pytest.raises(ConfigError) as caught:
+        SchemaValidator({"type": "object", "properties": {"label": {"$ref": schema_host}}}, "a")
+    assert caught.value.problems[0].code == "schema_ref_refused"
+    assert _Counting.hits == 0
+    assert SchemaValidator({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s"}).is_valid("x")
 
 
 def _wf(schema: dict[str, Any]) -> str:
@@ -51,24 +135,25 @@ def test_x2_a_symlink_out_of_the_project_is_refused(wf, tmp_path: Path) -> None:
     assert "not under the project" in checked.one("schema_ref_refused").message
 
 
-@pytest.mark.parametrize(("files", "ref", "says"), [
-    ({}, "missing.json", "cannot be read"),
-    ({"s.json": "{not json"}, "s.json", "not JSON"),
-    ({"s.json": '{"$defs": {}}'}, "s.json#/$defs/nothing", "does not resolve"),
-    ({}, "#/$defs/nothing", "does not resolve"),
+@pytest.mark.parametrize(("files", "ref", "code", "says"), [
+    ({}, "missing.json", "schema_ref_refused", "cannot be read"),
+    ({"s.json": "{not json"}, "s.json", "schema_ref_refused", "not JSON"),
+    ({"s.json": '{"$defs": {}}'}, "s.json#/$defs/nothing", "invalid_schema", "names nothing"),
+    ({}, "#/$defs/nothing", "invalid_schema", "names nothing"),
 ])
-def test_x2_a_ref_that_names_nothing_is_unresolved(wf, files: dict[str, str], ref: str,
-                                                   says: str) -> None:
+def test_x2_a_ref_that_names_nothing_is_located(wf, files: dict[str, str], ref: str, code: str,
+                                                says: str) -> None:
     for name, text in files.items():
         (wf.root / name).write_text(text)
     checked = wf.check(_wf({"type": "object", "properties": {"x": {"$ref": ref}}}))
-    assert says in checked.one("schema_ref_unresolved").message
+    problem = checked.one(code)
+    assert says in problem.message and problem.path.endswith("properties.x.$ref")
 
 
 def test_x2_a_fifo_is_not_read(wf) -> None:
     os.mkfifo(wf.root / "pipe.json")
     checked = wf.check(_wf({"$ref": "pipe.json"}))
-    assert "not a regular file" in checked.one("schema_ref_unresolved").message
+    assert "not a regular file" in checked.one("schema_ref_refused").message
 
 
 def test_x2_refs_within_the_schema_are_kept_as_written(wf) -> None:
@@ -110,11 +195,3 @@ def test_x2_a_bundle_may_not_use_ids(wf) -> None:
     checked = wf.check(_wf({"$defs": {"a": {"$anchor": "here", "type": "string"}},
                             "properties": {"x": {"$ref": "s.json"}}}))
     assert "$id, anchors" in checked.one("schema_ref_refused").message
-
-
-def test_i29_10_a_stored_schema_naming_a_url_is_refused_before_any_call() -> None:
-    """The engine builds its validator before anything is sent; it retrieves nothing."""
-    with pytest.raises(ConfigError) as caught:
-        SchemaValidator({"properties": {"x": {"$ref": "http://127.0.0.1:9/s.json"}}}, "a")
-    assert caught.value.problems[0].code == "schema_ref_refused"
-    assert SchemaValidator({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s"}).is_valid("x")
