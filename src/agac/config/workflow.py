@@ -9,6 +9,7 @@ before validation, so what is validated is exactly what would run.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import os
@@ -205,6 +206,15 @@ def _workflow_name(path: Path) -> str | None:
     return match.group(1) if match else path.stem
 
 
+def _likely_kind(body: dict[Any, Any]) -> str:
+    """The kind an action with a bad ``kind:`` most likely means: the closest spelling,
+    else what its keys say (``function`` is a tool's), else llm."""
+    close = difflib.get_close_matches(str(body.get("kind")), sorted(KINDS), n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    return "tool" if "function" in body else "llm"
+
+
 def _unique(problems: list[Problem]) -> list[Problem]:
     seen: set[tuple[str, str, int, str]] = set()
     result = []
@@ -391,17 +401,19 @@ class _Builder:
             f.error("invalid_value", f"action name {name!r} must be an identifier (letters, "
                     "digits, _) and not a reserved word like 'source'", path + ("name",))
             return None
-        kind = self._kind(body, path)
         deps = read_str_list(f, body.get("dependencies") or [], path + ("dependencies",),
                              allow_single=True) or []
         own = {k: v for k, v in body.items() if k in ACTION_KEYS - {"name", "kind",
                                                                     "dependencies"}}
-        raw = RawAction(index, name, kind or "llm", path, self.doc.line(path), deps, own)
+        # A bad kind is reported, and the action is still checked (as the kind it most
+        # likely means) and stays known to the actions that depend on it.
+        kind = self._kind(body, path) or _likely_kind(body)
+        raw = RawAction(index, name, kind, path, self.doc.line(path), deps, own)
         if kind == "tool":
             self._tool_keys(raw)
         elif kind == "join":
             self._join_keys(raw)
-        return raw if kind is not None else None
+        return raw
 
     def _action_keys(self, body: dict[Any, Any], path: tuple[Any, ...]) -> None:
         for key in body:
