@@ -12,12 +12,13 @@ import importlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import click
 
 from agac import __version__
 from agac.cli.failures import report
+from agac.cli.streams import json_stdout
 
 __all__ = ["cli", "main"]
 
@@ -134,10 +135,16 @@ class _AgacGroup(click.Group):
              standalone_mode: bool = True, **extra: Any) -> Any:
         """Click's main, with usage errors and anything raised outside a command body
         (an option's check, a lazy import) reported by the same boundary as the
-        commands' own failures: with ``--json`` stdout still holds one JSON document."""
+        commands' own failures: with ``--json`` stdout still holds one JSON document
+        (and only agac writes to it: :mod:`agac.cli.streams`)."""
         argv = list(sys.argv[1:] if args is None else args)
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        with json_stdout("--json" in argv):
+            self._main(argv, prog_name, complete_var, **extra)
+
+    def _main(self, argv: list[str], prog_name: str | None, complete_var: str | None,
+              **extra: Any) -> NoReturn:
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:

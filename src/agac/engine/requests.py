@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agac.keys import idempotency_key
 from agac.prompt.render import render
 from agac.providers.base import Message, Request, Response
+from agac.usercode import user_stdout
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -145,13 +146,15 @@ def effect_id(key: str) -> str:
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
-    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(inputs, ctx)
-    result = await asyncio.to_thread(fn, inputs, ctx)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``; what it
+    prints goes to stderr (agac's stdout is its own)."""
+    with user_stdout():
+        if inspect.iscoroutinefunction(fn):
+            return await fn(inputs, ctx)
+        result = await asyncio.to_thread(fn, inputs, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 def tool_output(rt: ActionRuntime, value: Any) -> Any:
