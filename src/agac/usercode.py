@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from typing import Any, TextIO
 
 from agac.errors import RetryableError
+from agac.jsontext import storable_text
 
 __all__ = ["describe", "fails_only_its_unit", "is_retryable", "user_stdout"]
 
@@ -52,11 +53,12 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """``SystemExit: 3``, ``KeyError: 'text'`` — the exception named, with its text."""
+    """``SystemExit: 3``, ``KeyError: 'text'`` — the exception named, with its text (a lone
+    surrogate in it escaped, so it can be stored)."""
     name = type(exc).__name__
     if isinstance(exc, SystemExit):
         return f"{name}: {exc.code!r}" if exc.code is not None else f"{name}: None"
-    text = str(exc)
+    text = storable_text(str(exc))
     return f"{name}: {text}" if text else name
 
 

@@ -19,6 +19,7 @@ import click
 from agac import __version__
 from agac.cli.failures import report
 from agac.cli.streams import json_stdout
+from agac.jsontext import strict_dumps
 
 __all__ = ["cli", "main"]
 
@@ -26,7 +27,8 @@ WF_HELP = "a workflow file path or its name:"
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """The command's one JSON document, strict JSON (no NaN or Infinity)."""
+    click.echo(strict_dumps(value, indent=2, default=str))
 
 
 def _report(result: Any, as_json: bool) -> int:
