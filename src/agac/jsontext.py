@@ -22,10 +22,17 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["Flaw", "NotJSON", "canonical", "dumps", "encoder", "flaw", "loads", "storable_text",
-           "strict_dumps"]
+__all__ = ["JSON", "Flaw", "JSONObject", "NotJSON", "canonical", "dumps", "encoder", "flaw", "loads",
+           "storable_text", "strict_dumps"]
+
+JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
+"""A JSON value as Python holds it once parsed: a record's payload, an answer's output, a
+template's view."""
+
+JSONObject: TypeAlias = "dict[str, JSON]"
+"""A JSON object: a record's payload, a view, an event's data."""
 
 
 def encoder(*, sort_keys: bool, default: Callable[[Any], Any] | None = str) -> Callable[[Any], str]:

@@ -35,8 +35,8 @@ Reason = Literal[
     "guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline", "join_atomic",
     "batch_outstanding", "run_ended",
     # failed
-    "invalid_input", "duplicate_key", "render_error", "fan_out_invalid", "tool_error",
-    "schema_invalid", "truncated", "refusal", "content_filter", "provider_error",
+    "invalid_input", "duplicate_key", "render_error", "prompt_too_large", "fan_out_invalid", "tool_error",
+    "schema_invalid", "truncated", "refusal", "content_filter", "unexpected_stop", "provider_error",
     "batch_refused", "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled",
     "batch_deadline", "batch_abandoned", "approval_rejected", "approval_expired",
     "effect_failed", "effect_unknown",
@@ -100,6 +100,10 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     _r("render_error", "failed", "the prompt, system or tool inputs could not be rendered "
        "for this record (typically a field the record does not have)", "guard the field "
        "(a `default(...)` filter, `is defined`) or fix the template, then `agac run WF --new`", False),
+    _r("prompt_too_large", "failed", "the rendered system and prompt (or a value the template "
+       "builds on the way) are longer than the action's `max_prompt_chars` (default "
+       "8,000,000 characters); nothing was sent or stored", "shorten what the template "
+       "includes for this record, or raise `max_prompt_chars`, then `agac run WF --new`", False),
     _r("fan_out_invalid", "failed", "the list a fan-out iterates over is missing or not a "
        "list for this record", "fix the upstream output or the `over:` path, then "
        "`agac run WF --new`", False),
@@ -114,6 +118,11 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
        "the same thing", False),
     _r("content_filter", "failed", "the provider's content filter stopped the answer",
        "change the prompt or the input; a retry asks the same thing", False),
+    _r("unexpected_stop", "failed", "the provider stopped for a reason that is not a complete "
+       "answer: a stop value agac does not know, a tool call the action did not ask for, a "
+       "paused turn that could not be continued (the detail names the provider's value)",
+       "read the detail (a gateway in front of the provider, a new stop value); "
+       "`agac retry WF` asks again", True),
     _r("provider_error", "failed", "the provider refused the request (a 4xx such as an "
        "invalid request, bad credentials, quota) or kept failing until the attempts were "
        "spent", "read the detail; fix credentials or quota, then `agac retry WF`", True),

@@ -19,7 +19,7 @@ from typing import Any
 
 from agac.config.durations import parse_duration
 from agac.config.source import Findings, Located, did_you_mean, load_located
-from agac.config.values import read_mapping, read_number, read_str, read_str_list
+from agac.config.values import finite, read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError, UsageError
 from agac.providers.options import Option
 from agac.providers.registry import available_providers, provider_options, provider_transports
@@ -196,9 +196,10 @@ def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
     raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
     options: dict[str, Any] = {}
     for key, value in raw.items():
-        if not isinstance(value, (str, int, float, bool)):
-            f.error("invalid_store", f"store_options.{key} must be a string, number or boolean",
-                    ("store_options", key))
+        if not isinstance(value, (str, int, float, bool)) or (
+                isinstance(value, float) and not finite(value)):
+            f.error("invalid_store", f"store_options.{key} must be a string, finite number or "
+                    f"boolean, got {value!r}", ("store_options", key))
             continue
         options[str(key)] = value
     return options

@@ -44,6 +44,7 @@ from agac.config.project import Project
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.templates import check_guard_fields, check_templates
 from agac.config.values import (
+    finite,
     read_bool,
     read_duration,
     read_int,
@@ -277,8 +278,9 @@ class _Builder:
                 if body.get("tokens") is not None:
                     tokens = read_int(f, body["tokens"], ("budget", "tokens"))
         if self.budget_usd is not None:
-            if not (isinstance(self.budget_usd, (int, float)) and self.budget_usd > 0):
-                f.error("invalid_value", f"--budget-usd must be a positive number, got "
+            if not (isinstance(self.budget_usd, (int, float)) and finite(self.budget_usd)
+                    and self.budget_usd > 0):
+                f.error("invalid_value", f"--budget-usd must be a positive finite number, got "
                         f"{self.budget_usd!r}", ("--budget-usd",), line=0)
             else:
                 usd = float(self.budget_usd)

@@ -23,20 +23,29 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+import stat
 import sys
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from agac.errors import StoreError, UsageError
+from agac.errors import ProtectedFile, StoreError, UsageError
 from agac.jsontext import NotJSON, strict_dumps
 
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "open_binary_output", "open_output", "write_csv", "write_jsonl",
+__all__ = ["CSV_COLUMNS", "Protected", "open_binary_output", "open_output", "write_csv", "write_jsonl",
            "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+
+class Protected(NamedTuple):
+    """A file an export must never write (X1), and what it is, for the refusal: "the
+    store's database file", "an input file of workflow review_triage"."""
+
+    path: Path
+    what: str
+
 
 #: Column order of CSV exports.
 CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "tenant")
@@ -160,37 +169,79 @@ def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any
 
 
 @contextlib.contextmanager
-def open_output(path: str | None) -> Iterator[TextIO]:
+def open_output(path: str | None, protected: Iterable[Protected] = ()) -> Iterator[TextIO]:
     """Yield the text stream an export writes to: stdout when ``path`` is None.
 
-    A file is written to a temporary sibling and moved into place when the block
-    ends without an error, so a failed export never leaves a half-written file (nor
-    clobbers an earlier one). Missing parent folders are created. A ``path`` that is a
-    folder is refused (UsageError) before anything is read.
+    How a file is written depends on what ``path`` names (X1):
+
+    - a symlink is followed: what follows applies to the file it points to, and the link
+      stays as it is;
+    - a regular file, or nothing yet, is written to a temporary sibling and moved into
+      place when the block ends without an error, so a failed export never leaves a
+      half-written file (nor clobbers an earlier one); missing parent folders are created;
+    - anything else that is not a folder — a FIFO, a device such as ``/dev/null`` — is
+      opened and written, never replaced;
+    - a folder is refused (UsageError) before anything is read, and so is a path that
+      names one of ``protected`` (the store's files, a workflow's inputs:
+      :class:`~agac.errors.ProtectedFile`).
     """
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
         return
-    with _replacing(Path(path), "results.jsonl") as tmp, \
-            tmp.open("x", encoding="utf-8", newline="") as handle:
+    target, special = _target(Path(path), "results.jsonl", protected)
+    if special:
+        with target.open("w", encoding="utf-8", newline="") as handle:
+            yield handle
+        return
+    with _replacing(target) as tmp, tmp.open("x", encoding="utf-8", newline="") as handle:
         yield handle
 
 
 @contextlib.contextmanager
-def open_binary_output(path: str) -> Iterator[IO[bytes]]:
+def open_binary_output(path: str, protected: Iterable[Protected] = ()) -> Iterator[IO[bytes]]:
     """As :func:`open_output`, for a binary file (parquet); a path is required."""
-    with _replacing(Path(path), "results.parquet") as tmp, tmp.open("xb") as handle:
+    target, special = _target(Path(path), "results.parquet", protected)
+    if special:
+        with target.open("wb") as handle:
+            yield handle
+        return
+    with _replacing(target) as tmp, tmp.open("xb") as handle:
         yield handle
 
 
+def _target(path: Path, example: str, protected: Iterable[Protected]) -> tuple[Path, bool]:
+    """The file ``path`` writes to (symlinks followed) and whether it is a special file
+    (a FIFO, a device: written in place); refused when it is a folder or protected."""
+    target = Path(os.path.realpath(path))
+    for guarded in protected:
+        if _same_file(target, guarded.path):
+            via = "" if target == Path(os.path.abspath(path)) else f" (through a link, {target})"
+            raise ProtectedFile(f"refusing to write {path}: it is {guarded.what}{via}",
+                                hint="write the export to another file")
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{path} is a folder, not a file",
+                         hint=f"name the file to write, e.g. {path / example}")
+    return target, mode is not None and not stat.S_ISREG(mode)
+
+
+def _same_file(target: Path, guarded: Path) -> bool:
+    if target == Path(os.path.realpath(guarded)):
+        return True
+    try:
+        return os.path.samefile(target, guarded)  # a hard link to it, too
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
-def _replacing(target: Path, example: str) -> Iterator[Path]:
-    """A temporary sibling of ``target``, moved onto it when the block succeeds; a
-    ``target`` that is a folder is refused (UsageError) before anything is written."""
-    if target.is_dir():
-        raise UsageError(f"{target} is a folder, not a file",
-                         hint=f"name the file to write, e.g. {target / example}")
+def _replacing(target: Path) -> Iterator[Path]:
+    """A temporary sibling of the regular file ``target``, moved onto it when the block
+    succeeds."""
     target.parent.mkdir(parents=True, exist_ok=True)
     # A plain exclusive open (not mkstemp) so the file gets the usual umask permissions.
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")

@@ -51,6 +51,9 @@ class Answer:
     output_tokens: int
     cached_tokens: int
     refusal: str | None = None
+    reply: dict[str, Any] | None = None
+    """A ``reply`` fault: how the provider module bends the body it renders (a stop value,
+    extra blocks, usage fields, or the whole body; :mod:`agac.emulator.replies`)."""
 
 
 def count_tokens(chars: int) -> int:
@@ -90,6 +93,7 @@ def answer(
     max_tokens: int | None,
     seed: int,
     fault: str | None = None,
+    reply: dict[str, Any] | None = None,
 ) -> Answer:
     """Compute the answer to one request.
 
@@ -104,7 +108,7 @@ def answer(
     cached = (input_tokens // 2 // 128) * 128 if input_tokens >= 1024 else 0
     if fault == "refusal":
         return Answer(None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), cached,
-                      REFUSAL_TEXT)
+                      REFUSAL_TEXT, reply)
     if schema is not None:
         text = json.dumps(conforming_value(schema, rng, schema))
     else:
@@ -123,7 +127,7 @@ def answer(
     if max_tokens is not None and max_tokens > 0 and count_tokens(len(text)) > max_tokens:
         text = text[: max_tokens * 4]
         finish = "length"
-    return Answer(text, finish, input_tokens, count_tokens(len(text)), cached)
+    return Answer(text, finish, input_tokens, count_tokens(len(text)), cached, None, reply)
 
 
 def _violating_value(schema: dict[str, Any] | None) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +49,11 @@ class ActionRuntime:
     function: Callable[..., Any] | None = None
     canonical: CanonicalForm | None = None
     """How its requests become canonical JSON (llm actions)."""
+    name: str = field(init=False)
+    """The action's name (read several times per unit: an attribute, not a property)."""
 
-    @property
-    def name(self) -> str:
-        return self.action.name
+    def __post_init__(self) -> None:
+        self.name = self.action.name
 
     @property
     def batch_api(self) -> BatchApi:
@@ -76,8 +77,11 @@ class SchemaValidator:
     def __init__(self, schema: Any) -> None:
         from jsonschema import Draft202012Validator
 
+        from agac.schemarefs import NO_RETRIEVAL
+
         self.schema = schema
-        self._validator = Draft202012Validator(schema)
+        # A $ref is never fetched (validation refused any that leaves the schema).
+        self._validator = Draft202012Validator(schema, registry=NO_RETRIEVAL.get())
         self._valid: set[str] = set()
 
     def is_valid(self, value: Any) -> bool:

@@ -146,6 +146,7 @@ class UnitFacts:
         "record_error",
         "record_reason",
         "render_error",
+        "render_reason",
         "run_id",
         "stopping",
         "stored",
@@ -172,6 +173,8 @@ class UnitFacts:
         per-item inputs)."""
         self.stopping = stopping
         self.render_error: str | None = None
+        self.render_reason = "render_error"
+        """``prompt_too_large`` when the rendering was over the action's cap."""
         """The view or the request could not be rendered (its message)."""
         self.inputs_error: str | None = None
         """A tool's inputs are not JSON (its message)."""
@@ -213,7 +216,7 @@ def decide(f: UnitFacts) -> Decision:
     if f.stopping:
         return _STOPPING
     if f.render_error is not None:
-        return Settle("failed", "render_error", f.render_error)
+        return Settle("failed", f.render_reason, f.render_error)
     if f.guard is NOT_YET:
         return _NEED_VIEW
     if f.guard is False:

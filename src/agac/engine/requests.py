@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from agac.jsontext import flaw
 from agac.keys import idempotency_key
-from agac.prompt.render import render
+from agac.prompt.render import capped
 from agac.providers.base import Message, Request, Response
 from agac.usercode import user_stdout
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
+    from agac.jsontext import JSON, JSONObject
 
 __all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
@@ -37,20 +38,23 @@ class Fail(Exception):
         self.feedback = feedback
 
 
-def _version(view: dict[str, Any]) -> int | None:
+def _version(view: JSONObject) -> int | None:
     """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
     and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
     v = view.get("version")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     action = rt.action
     messages: list[Message] = []
+    cap = action.max_prompt_chars
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view)))
+        system = capped(rt.system, view, cap)
+        cap -= len(system)
+        messages.append(Message("system", system))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view)))
+    messages.append(Message("user", capped(rt.prompt, view, max(cap, 0))))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
@@ -63,13 +67,27 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     )
 
 
-def accept_response(rt: ActionRuntime, response: Response) -> Any:
-    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2)."""
-    if response.stop_reason == "refusal":
-        raise Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
-    if response.stop_reason == "content_filter":
-        raise Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
-    if response.stop_reason == "max_tokens":
+def accept_response(rt: ActionRuntime, response: Response) -> JSON:
+    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
+
+    Only a stop that means a complete answer (``end``) gives an output; the stop was read
+    by the adapter (:func:`agac.providers.stops.read_stop`), and its detail — a refusal's
+    category and explanation, a filter's safety category, an unexpected stop's raw value
+    — is the failure's detail."""
+    stop = response.stop_reason
+    if stop == "refusal":
+        said = response.refusal or response.text[:200] or "the model declined to answer"
+        more = response.stop_detail if response.stop_detail not in (None, "", said) else None
+        raise Fail("refusal", f"the model refused: {said}" + (f" ({more})" if more else ""),
+                   retry=False)
+    if stop == "content_filter":
+        where = ", ".join(x for x in (response.raw_stop, response.stop_detail) if x)
+        raise Fail("content_filter", "the provider's content filter stopped the answer"
+                   + (f" ({where})" if where else ""), retry=False)
+    if stop not in ("end", "max_tokens"):  # unexpected, or a pause nobody continued
+        raise Fail("unexpected_stop", response.stop_detail or f"the provider stopped with "
+                   f"{response.raw_stop or stop!r}, which is not a complete answer", retry=False)
+    if stop == "max_tokens":
         raise Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
                     feedback="Your previous answer was cut off at the token limit. Answer again, "
                              "shorter, complete and within the limit.")

@@ -27,6 +27,7 @@ __all__ = [
     "BatchStatus",
     "BatchSupport",
     "BilledWork",
+    "Leg",
     "Message",
     "Provider",
     "ProviderSettings",
@@ -37,6 +38,7 @@ __all__ = [
     "StoredRequests",
     "SupportsBatch",
     "SupportsBatchCandidates",
+    "SupportsContinue",
     "Transport",
     "Usage",
     "batch_api",
@@ -44,13 +46,17 @@ __all__ = [
     "canonical_json",
     "ended_or_raise",
     "fingerprint_of",
+    "server_tool_counts",
     "stored_request",
 ]
 
-StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
-"""Normalized stop reasons. ``max_tokens`` is every provider's truncation value
-(OpenAI/Groq/Ollama ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
-``model_context_window_exceeded``)."""
+StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "unexpected", "paused"]
+"""Normalized stop reasons, read by :func:`agac.providers.stops.read_stop`. Only ``end``
+is an answer. ``max_tokens`` is every provider's truncation value (OpenAI/Groq/Ollama
+``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
+``model_context_window_exceeded``); ``unexpected`` is a stop value agac does not know or
+a tool call the action did not ask for; ``paused`` is a turn the provider paused
+(Anthropic ``pause_turn``) that has not been continued."""
 
 
 Transport = Literal["lean", "sdk"]
@@ -137,20 +143,49 @@ class Usage:
 
     OpenAI and Gemini include cached tokens in their prompt count, so adapters
     subtract them; Anthropic already excludes both and reports cache writes apart.
+    ``reasoning_tokens`` (OpenAI ``reasoning_tokens``, Gemini ``thoughtsTokenCount``,
+    Anthropic ``thinking_tokens``) are a part of ``output_tokens``, billed as output and
+    shown apart. ``server_tools`` counts the provider's own tool calls it bills per use,
+    as ``(name, count)`` pairs sorted by name (Anthropic ``server_tool_use``: ``web_search``,
+    ``web_fetch``, …; Gemini's grounding searches as ``web_search``).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    server_tools: tuple[tuple[str, int], ...] = ()
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    def plus(self, other: Usage) -> Usage:
+        """Both usages together (the legs of one continued turn)."""
+        tools = dict(self.server_tools)
+        for name, n in other.server_tools:
+            tools[name] = tools.get(name, 0) + n
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens,
+                     server_tool_counts(tools))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }
+        if self.server_tools:
+            out["server_tools"] = dict(self.server_tools)
+        return out
+
+
+def server_tool_counts(counts: Any) -> tuple[tuple[str, int], ...]:
+    """``{name: count}`` (or pairs) as :attr:`Usage.server_tools`: positive counts, sorted."""
+    items = counts.items() if isinstance(counts, dict) else counts or ()
+    return tuple(sorted((str(k), int(v)) for k, v in items if int(v or 0) > 0))
 
 
 def stored_request(text: str, custom_id: str | None = None) -> Request:
@@ -181,8 +216,27 @@ class StoredRequests:
 
 
 @dataclass(frozen=True, slots=True)
+class Leg:
+    """One earlier call of a turn the provider paused and agac continued (Anthropic
+    ``pause_turn``): what it used, how long it took, how it stopped. Each is a call of
+    its own in the cost ledger."""
+
+    usage: Usage
+    latency_ms: float = 0.0
+    request_id: str | None = None
+    raw_stop: str = ""
+    service_tier: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
-    """A normalized model answer. ``parsed`` is the JSON value when the text parses."""
+    """A normalized model answer. ``parsed`` is the JSON value when the text parses.
+
+    ``raw_stop`` is the provider's own stop value and ``stop_detail`` what it said about
+    the stop (a refusal's category and explanation, a filter's safety category, the raw
+    value of an unexpected stop). ``paused`` is the content of a paused turn as the
+    provider sent it, for the adapter that continues it (``stop_reason == "paused"``).
+    """
 
     text: str
     model: str
@@ -192,6 +246,19 @@ class Response:
     service_tier: str | None = None
     latency_ms: float = 0.0
     refusal: str | None = None
+    raw_stop: str = ""
+    stop_detail: str | None = None
+    paused: Any = None
+    legs: tuple[Leg, ...] = ()
+    request_id: str | None = None
+
+    @property
+    def total_usage(self) -> Usage:
+        """The usage of every leg of the turn, this one included."""
+        total = self.usage
+        for leg in self.legs:
+            total = total.plus(leg.usage)
+        return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +424,16 @@ class SupportsBatch(Protocol):
     async def find_batch(self, key: str) -> BatchHandle | None: ...
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork: ...
+
+
+@runtime_checkable
+class SupportsContinue(Protocol):
+    """A provider whose turns may come back paused (``stop_reason == "paused"``,
+    Anthropic ``pause_turn``) and that continues one: the paused content goes back as the
+    assistant turn, live, for a bounded number of legs. A paused batch answer is
+    continued live through it; the answer it returns carries the live legs before it."""
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response: ...
 
 
 @runtime_checkable

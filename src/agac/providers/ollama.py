@@ -43,15 +43,14 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
 )
 from agac.providers.options import structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["OllamaProvider"]
 
 DEFAULT_PORT = 11434
-STOP_REASONS: dict[str, StopReason] = {"stop": "end", "length": "max_tokens"}
 _SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.IGNORECASE)
 
 
@@ -205,18 +204,22 @@ class OllamaProvider:
 
 
 def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
-    """Normalize an Ollama ChatResponse per DESIGN §5 (``length`` is truncation)."""
+    """Normalize an Ollama ChatResponse per DESIGN §5 on both transports (``length`` is
+    truncation; the stop is read by :func:`read_stop`). ``message.thinking`` stays out
+    of the answer."""
     text = pick(answer, "message", "content") or ""
-    raw = str(pick(answer, "done_reason") or "")
+    stop = read_stop("ollama", pick(answer, "done_reason"))
     return Response(
         text=text,
         model=str(pick(answer, "model") or ""),
-        stop_reason=STOP_REASONS.get(raw, "other"),
+        stop_reason=stop.reason,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
         usage=Usage(
             input_tokens=as_int(pick(answer, "prompt_eval_count")),
             output_tokens=as_int(pick(answer, "eval_count")),
         ),
-        parsed=parse_json(text) if parse else None,
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
         latency_ms=latency_ms,
     )
 

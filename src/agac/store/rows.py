@@ -21,7 +21,23 @@ from typing import NamedTuple
 from agac.tenants import DEFAULT_TENANT
 
 __all__ = ["AnswerRow", "BatchIntent", "Checkpoint", "EventRow", "FanoutRow", "ItemResult",
-           "MarkRow", "OutcomeRow", "PricedRow", "StagedItem", "ToolResultRow", "UsageRow"]
+           "MarkRow", "OutcomeRow", "PricedRow", "RecordRow", "StagedItem", "ToolResultRow",
+           "UsageRow"]
+
+
+class RecordRow(NamedTuple):
+    """One record of an input snapshot (table ``records``): its key, where it came from,
+    its payload as JSON text, or the reason it is invalid."""
+
+    snapshot_id: str
+    seq: int
+    key: str
+    file: str
+    n: int
+    line: int
+    payload: str | None
+    reason: str | None
+    error: str | None
 
 
 class OutcomeRow(NamedTuple):
@@ -64,7 +80,11 @@ class ToolResultRow(NamedTuple):
 
 
 class UsageRow(NamedTuple):
-    """One call (or tool invocation) in the cost ledger (table ``usage``)."""
+    """One call (or tool invocation) in the cost ledger (table ``usage``).
+
+    ``reasoning_tokens`` are a part of ``output_tokens``; ``server_tools`` is the
+    provider's billed tool uses as compact JSON (``{"web_search": 2}``, None for none);
+    ``request_id`` the provider's id of the call, for its support."""
 
     run_id: str
     action: str
@@ -85,6 +105,9 @@ class UsageRow(NamedTuple):
     fingerprint: str | None
     created_at: float
     origin: str | None = None
+    reasoning_tokens: int = 0
+    server_tools: str | None = None
+    request_id: str | None = None
 
 
 class EventRow(NamedTuple):

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from agac.jsontext import dumps
+from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.rows import RecordRow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -29,22 +30,36 @@ class SnapshotRepository(StoreCore):
         return bool(row and row.complete)
 
     def write_snapshot(
-        self, snapshot_id: str, files: list[dict[str, Any]], rows: Iterable[dict[str, Any]]
+        self, snapshot_id: str, files: list[dict[str, Any]],
+        rows: Iterable[RecordRow | dict[str, Any]],
     ) -> int:
-        """Store an input snapshot streaming, in chunks; returns its record count."""
+        """Store an input snapshot streaming, in chunks; returns its record count. Rows are
+        :class:`RecordRow` values of this snapshot, or dicts keyed by column name (given
+        the snapshot's id here).
+
+        Several processes admitting runs over the same input at once (S6) write it once:
+        the first insert of the snapshot's row wins, and the others (on PostgreSQL, after
+        waiting for the winner's transaction) find it complete, fill ``files`` from it and
+        read none of ``rows``. A row left incomplete by an older agac is written again."""
         count = 0
+        s = t.snapshots
         with self._write("snapshot the input") as conn:
-            conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
-            conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snapshot_id))
-            conn.execute(
-                t.snapshots.insert().values(
+            inserted = conn.execute(
+                self.hooks.insert(s).values(
                     id=snapshot_id, files=dumps(files), record_count=0,
                     complete=False, created_at=self.clock.time(),
-                )
-            )
-            chunk: list[dict[str, Any]] = []
+                ).on_conflict_do_nothing(index_elements=["id"]).returning(s.c.id)
+            ).first()
+            if inserted is None:
+                stored = conn.execute(sa.select(s).where(s.c.id == snapshot_id)).first()
+                if stored is not None and stored.complete:
+                    files[:] = loads(stored.files)
+                    return int(stored.record_count)
+            conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+            chunk: list[RecordRow | dict[str, Any]] = []
             for row in rows:
-                row["snapshot_id"] = snapshot_id
+                if isinstance(row, dict):
+                    row["snapshot_id"] = snapshot_id
                 chunk.append(row)
                 if len(chunk) >= _CHUNK:
                     self._bulk(conn, t.records, chunk)

@@ -158,6 +158,11 @@ usage = sa.Table(
     # "unknown" until a later answer to the same request gives it real usage ("priced").
     sa.Column("origin", sa.String(8), nullable=True),
     _tenant(),
+    # Part of output_tokens, shown apart; the provider's billed tool uses as JSON
+    # ({"web_search": 2}); the provider's request id of the call (migration 0012).
+    sa.Column("reasoning_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("server_tools", sa.Text, nullable=True),
+    sa.Column("request_id", sa.String(200), nullable=True),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
 sa.Index("ix_usage_unknown", usage.c.origin, usage.c.status)
