@@ -17,14 +17,16 @@ from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
+from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import compile_guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, batch_api, batch_support
+from agac.providers.base import BatchApi, attachment_limits, batch_api, batch_support
 
 if TYPE_CHECKING:
     from jinja2 import Template
 
     from agac.config.model import Action
+    from agac.media import AttachmentLimits
     from agac.providers.base import Provider
 
 __all__ = ["ActionRuntime", "build_runtime", "is_batched", "local_batch_notes", "shared_limiter"]
@@ -49,6 +51,12 @@ class ActionRuntime:
     function: Callable[..., Any] | None = None
     canonical: CanonicalForm | None = None
     """How its requests become canonical JSON (llm actions)."""
+    attachments: tuple[AttachmentTemplate, ...] = ()
+    """Its compiled ``attachments:`` entries."""
+    root: Path | None = None
+    """The project root: where relative attachment paths start."""
+    limits: AttachmentLimits | None = None
+    """What its provider accepts as attachments (None: nothing)."""
 
     @property
     def name(self) -> str:
@@ -132,6 +140,10 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
         rt.validator = SchemaValidator(action.schema)
+    if action.kind == "llm" and action.attachments:
+        rt.attachments = compile_attachments(action.attachments, action.name)
+        rt.root = root
+        rt.limits = _limits(action.provider or "")
     if action.kind == "llm":
         rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
                                      action.max_tokens or 1024, action.temperature, action.schema)
@@ -143,6 +155,13 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                 problems=[Problem("invalid_function", f"{action.name}: {exc}")]
             ) from exc
     return rt
+
+
+def _limits(provider: str) -> AttachmentLimits | None:
+    try:
+        return attachment_limits(registry.provider_class(provider))
+    except (ConfigError, ImportError):
+        return None  # validation reported it
 
 
 def is_batched(rt: ActionRuntime) -> bool:

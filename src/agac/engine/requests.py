@@ -12,14 +12,16 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.keys import idempotency_key
+from agac.media import AttachmentError
+from agac.prompt.attachments import render_references, resolve_all
 from agac.prompt.render import render
-from agac.providers.base import Message, Request, Response
+from agac.providers.base import Attachment, Message, Request, Response
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
 
-__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
+__all__ = ["Fail", "accept_response", "attachments_of", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
 
 
@@ -48,7 +50,12 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     if rt.system is not None:
         messages.append(Message("system", render(rt.system, view)))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view)))
+    text = render(rt.prompt, view)
+    if rt.attachments:
+        messages.append(Message("user", text, attachments_of(rt, view),
+                                "after" if action.attachments_position == "after" else "before"))
+    else:
+        messages.append(Message("user", text))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
@@ -59,6 +66,24 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
         timeout=action.timeout,
         seed=_version(view),
     )
+
+
+def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment, ...]:
+    """The files the action's ``attachments:`` name for this view, read, described and
+    checked against what its provider and model accept. RenderError when a template
+    fails; AttachmentError (its ``reason`` a reason code) when a file cannot be sent."""
+    action = rt.action
+    assert rt.root is not None
+    found = resolve_all(render_references(rt.attachments, view), rt.root)
+    if not found:
+        return ()
+    provider, model = action.provider or "", action.model_name or ""
+    if rt.limits is None:
+        raise AttachmentError(reason="attachment_not_supported", message=f"provider {provider} takes no "
+                              f"attachments (model {model}): {found[0].describe()}",
+                              hint="use a provider that reads images and PDFs")
+    rt.limits.check(provider, model, found)
+    return found
 
 
 def accept_response(rt: ActionRuntime, response: Response) -> Any:

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.providers._attachments import ANTHROPIC_LIMITS
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
@@ -128,6 +129,8 @@ class AnthropicProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
+    #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
+    attachment_limits = ANTHROPIC_LIMITS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, RetryableError, UnsupportedError
+from agac.providers._attachments import GEMINI_LIMITS
 from agac.providers._common import (
     as_int,
     dump_line,
@@ -139,6 +140,8 @@ class GeminiProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
+    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
+    attachment_limits = GEMINI_LIMITS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings

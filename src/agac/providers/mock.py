@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from agac.errors import RetryableError, UnsupportedError
+from agac.media import AttachmentLimits
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
@@ -106,6 +107,9 @@ class MockProvider:
     sdk_module: str | None = None
     credential_env: tuple[str, ...] = ()
     supports_batch = False
+    #: Every kind of attachment, without limits (the mock reads no bytes; its answers
+    #: depend on each attachment's hash).
+    attachment_limits = AttachmentLimits()
     #: ``providers: mock:`` in agac.yml (the environment variables win).
     options = (
         Option("latency_ms", "number", "milliseconds each call waits before it answers "
@@ -132,7 +136,8 @@ class MockProvider:
         return self._answer(request)
 
     def _answer(self, request: Request) -> Response:
-        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed))
+        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed),
+                       *(a.sha256 for a in request.attachments))
         parsed = None
         if request.schema is not None:
             parsed = mock_value(request.schema, seed)

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.providers._attachments import OLLAMA_LIMITS
 from agac.providers._common import (
     as_int,
     fallback_system,
@@ -64,6 +65,8 @@ class OllamaProvider:
     supports_batch = False
     #: ``run_mode: batch`` runs locally as live calls (the one documented exception).
     local_batch = True
+    #: Images only (the message's ``images``), on a vision model.
+    attachment_limits = OLLAMA_LIMITS
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: ollama:`` in agac.yml.

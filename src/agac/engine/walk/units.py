@@ -33,6 +33,7 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.engine.walk.calls import call_with_retries
 from agac.engine.walk.tools import call_tool
+from agac.media import AttachmentError
 from agac.prompt.render import RenderError
 from agac.providers.base import canonical_json, fingerprint_of
 
@@ -109,6 +110,8 @@ class _Unit:
                     await self._learn(d)
                 except RenderError as exc:
                     f.render_error = str(exc)
+                except AttachmentError as exc:
+                    f.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
                 continue
             return await self._apply(d)
 
@@ -204,6 +207,9 @@ class _Unit:
             gated = await approvals.gate(self.ctx, self.rt, self.rec, self._view())
         except RenderError as exc:
             self.facts.render_error = str(exc)
+            return await self.run()
+        except AttachmentError as exc:
+            self.facts.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
             return await self.run()
         if not isinstance(gated, Act):
             return gated
