@@ -5,9 +5,9 @@ slots, rate limiter, tool function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,9 @@ class ActionRuntime:
     """The project root: where relative attachment paths start."""
     limits: AttachmentLimits | None = None
     """What its provider accepts as attachments (None: nothing)."""
+    admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """path -> (sha256, size) of the files the run's input snapshot attaches, as they were
+    at admission."""
 
     @property
     def name(self) -> str:
@@ -119,9 +122,11 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
 
 def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                   slots: AbstractAsyncContextManager[None] | None = None,
-                  limiter: RateWindow | None = None) -> ActionRuntime:
+                  limiter: RateWindow | None = None,
+                  admitted: Mapping[str, tuple[str, int]] | None = None) -> ActionRuntime:
     """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
-    slots and rate window (a worker shares both with other shards and other workers)."""
+    slots and rate window (a worker shares both with other shards and other workers);
+    ``admitted``: the files the run's snapshot attaches (path -> (sha256, size))."""
     rl = action.rate_limit
     rt = ActionRuntime(
         action=action,
@@ -131,6 +136,7 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
             action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None),
         provider=provider,
         batch=batch_api(provider) if action.kind == "llm" else None,
+        admitted=admitted or {},
     )
     if action.system:
         rt.system = compile_template(action.system, f"{action.name}.system")

@@ -77,6 +77,13 @@ def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment,
     found = resolve_all(render_references(rt.attachments, view), rt.root)
     if not found:
         return ()
+    for a in found:
+        was = rt.admitted.get(a.path)
+        if was is not None and was[0] != a.sha256:
+            raise AttachmentError(reason="attachment_changed", message=f"{a.name} changed "
+                                  f"since the run was admitted (it was sha256:{was[0][:12]}, "
+                                  f"{was[1]:,} bytes; it is {a.describe()})",
+                                  hint="run again with --new to send the file as it is now")
     provider, model = action.provider or "", action.model_name or ""
     if rt.limits is None:
         raise AttachmentError(reason="attachment_not_supported", message=f"provider {provider} takes no "

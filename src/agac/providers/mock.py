@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from agac.errors import RetryableError, UnsupportedError
-from agac.media import AttachmentLimits
+from agac.media import AttachmentLimits, read_verified
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
@@ -125,6 +125,8 @@ class MockProvider:
         self._attempts: dict[str, int] = defaultdict(int)
 
     async def complete(self, request: Request) -> Response:
+        for att in request.attachments:
+            read_verified(att)  # as every adapter does: the bytes asked about, or nothing
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
         if self.fail_rate > 0:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agac import api
+from agac.providers.mock import MockProvider
 from agac.samplefiles import gif_bytes, jpeg_bytes, pdf_bytes, png_bytes, webp_bytes
 from agac.testing import write_project
 
@@ -153,3 +155,120 @@ def _request_of(session: Any) -> dict[str, Any]:
     walk(text)
     assert found, text
     return found[0]
+
+
+# -- item 2: fingerprints, reuse, the store, the snapshot ------------------------------------
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    return result.summary["actions"]["read"]
+
+
+def test_i22_2_the_same_bytes_are_asked_once_across_runs(root: Path) -> None:
+    (root / "files" / "a.png").write_bytes(png_bytes(seed=1))
+    (root / "files" / "copy.png").write_bytes(png_bytes(seed=1))  # same bytes, other path
+    _project(root, [{"id": "a", "file": "files/a.png"}])
+    first = api.run("wf", root)
+    assert _summary(first)["calls"] == 1
+    again = api.run("wf", root)
+    assert _summary(again)["calls"] == 0 and _summary(again)["reused"] == 1
+    _project(root, [{"id": "a", "file": "files/copy.png"}])
+    moved = api.run("wf", root)
+    assert _summary(moved)["calls"] == 0, "the fingerprint names the bytes, not the path"
+
+
+def test_i22_2_a_changed_file_is_a_new_request(root: Path) -> None:
+    target = root / "files" / "a.png"
+    target.write_bytes(png_bytes(seed=1))
+    _project(root, [{"id": "a", "file": "files/a.png"}])
+    api.run("wf", root)
+    target.write_bytes(png_bytes(seed=2))
+    result = api.run("wf", root)
+    assert _summary(result)["calls"] == 1 and _summary(result)["answered"] == 1
+
+
+def test_i22_2_the_store_holds_hashes_never_bytes(root: Path) -> None:
+    from agac.samplefiles import png_of_size
+
+    data = png_of_size(30_000, seed=3)
+    (root / "files" / "big.png").write_bytes(data)
+    _project(root, [{"id": "a", "file": "files/big.png"}])
+    api.run("wf", root)
+    stored = b"".join(p.read_bytes() for p in (root / ".agac").glob("agac.db*"))
+    probe = data[2000:2064]
+    assert probe not in stored
+    assert base64.b64encode(data[3000:3060]) not in stored
+    import hashlib
+    assert hashlib.sha256(data).hexdigest().encode() in stored
+
+
+def test_i22_2_the_snapshot_records_each_attachments_hash_and_size(root: Path) -> None:
+    from agac.store.repository import Store
+
+    data = png_bytes(seed=9)
+    (root / "files" / "a.png").write_bytes(data)
+    _project(root, [{"id": "a", "file": "files/a.png"}, {"id": "b", "file": "files/none.png"}])
+    result = api.run("wf", root)
+    store = Store(f"sqlite:///{root}/.agac/agac.db")
+    try:
+        run = store.get_run(result.run_id)
+        got = store.snapshot_attachments(run.snapshot_id)
+    finally:
+        store.close()
+    import hashlib
+    assert got == {str(root / "files" / "a.png"): (hashlib.sha256(data).hexdigest(), len(data))}
+
+
+class ChangingProvider(MockProvider):
+    """The mock, except that it rewrites (or removes) the file of a record whose prompt
+    says so right before it sends: the file changed between the request and its sending."""
+
+    async def complete(self, request: Any) -> Any:
+        text = request.messages[-1].content
+        for att in request.attachments:
+            if "change-me" in text:
+                Path(att.path).write_bytes(png_bytes(seed=99))
+            if "remove-me" in text:
+                Path(att.path).unlink()
+        return await super().complete(request)
+
+
+@pytest.fixture
+def changing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    from agac.providers import registry
+
+    monkeypatch.setitem(registry._BUILTIN, "changing", "test_attachments:ChangingProvider")
+    registry._targets.cache_clear()
+    yield
+    registry._targets.cache_clear()
+
+
+def test_i22_2_a_file_changed_or_gone_before_sending_fails_only_its_unit(
+        root: Path, changing: None) -> None:
+    for name in ("ok", "change-me", "remove-me"):
+        (root / "files" / f"{name}.png").write_bytes(png_bytes(seed=len(name)))
+    wf = WF.replace("mock/m1", "changing/m1")
+    _project(root, [{"id": n, "file": f"files/{n}.png"} for n in ("ok", "change-me", "remove-me")],
+             wf)
+    result = api.run("wf", root)
+    got = _outcomes(root)
+    assert got["ok"][:2] == ("answered", None)
+    assert got["change-me"][:2] == ("failed", "attachment_changed")
+    assert got["remove-me"][:2] == ("failed", "attachment_not_found")
+    assert _summary(result)["calls"] == 1, "nothing was sent for the two that changed"
+
+
+def test_i22_2_a_file_changed_since_admission_fails_attachment_changed(root: Path) -> None:
+    from agac.config import find_project, load_workflow
+    from agac.engine.actions import build_runtime
+    from agac.engine.requests import build_request
+    from agac.errors import AttachmentError
+
+    target = root / "files" / "a.png"
+    target.write_bytes(png_bytes(seed=1))
+    _project(root, [{"id": "a", "file": "files/a.png"}])
+    action = load_workflow("wf", find_project(root)).action("read")
+    rt = build_runtime(action, None, root, admitted={str(target): ("0" * 64, 5)})
+    with pytest.raises(AttachmentError) as caught:
+        build_request(rt, {"source": {"id": "a", "file": "files/a.png"}})
+    assert caught.value.reason == "attachment_changed"
