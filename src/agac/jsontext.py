@@ -13,9 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["canonical", "dumps", "encoder", "loads"]
+__all__ = ["JSON", "JSONObject", "canonical", "dumps", "encoder", "loads"]
+
+JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
+"""A JSON value as Python holds it once parsed: a record's payload, an answer's output, a
+template's view."""
+
+JSONObject: TypeAlias = "dict[str, JSON]"
+"""A JSON object: a record's payload, a view, an event's data."""
 
 
 def encoder(*, sort_keys: bool, default: Callable[[Any], Any] | None = str) -> Callable[[Any], str]:

@@ -35,7 +35,7 @@ Reason = Literal[
     "guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline", "join_atomic",
     "batch_outstanding", "run_ended",
     # failed
-    "invalid_input", "duplicate_key", "render_error", "fan_out_invalid", "tool_error",
+    "invalid_input", "duplicate_key", "render_error", "prompt_too_large", "fan_out_invalid", "tool_error",
     "schema_invalid", "truncated", "refusal", "content_filter", "unexpected_stop", "provider_error",
     "batch_refused", "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled",
     "batch_deadline", "batch_abandoned", "approval_rejected", "approval_expired",
@@ -102,6 +102,10 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     _r("render_error", "failed", "the prompt, system or tool inputs could not be rendered "
        "for this record (typically a field the record does not have)", "guard the field "
        "(a `default(...)` filter, `is defined`) or fix the template, then `agac run WF --new`", False),
+    _r("prompt_too_large", "failed", "the rendered system and prompt (or a value the template "
+       "builds on the way) are longer than the action's `max_prompt_chars` (default "
+       "8,000,000 characters); nothing was sent or stored", "shorten what the template "
+       "includes for this record, or raise `max_prompt_chars`, then `agac run WF --new`", False),
     _r("fan_out_invalid", "failed", "the list a fan-out iterates over is missing or not a "
        "list for this record", "fix the upstream output or the `over:` path, then "
        "`agac run WF --new`", False),

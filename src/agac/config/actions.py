@@ -10,6 +10,7 @@ under ``defaults:``, or on the action's own line for the ``--run-mode`` of a run
 from __future__ import annotations
 
 import keyword
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,10 +131,19 @@ def resolved_run_mode(value: Any) -> str | None:
     return None
 
 
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*(?:/[A-Za-z0-9][A-Za-z0-9._:@+-]*)*")
+"""A model name: segments of letters, digits and ``. _ : @ + -`` joined by ``/``, each
+starting with a letter or digit. So no ``..`` segment, no empty segment, no ``?``, ``#``,
+``%`` or space: a name never changes which URL of the provider a request goes to."""
+
+
 def split_model(model: str) -> tuple[str, str] | None:
-    """``provider/model`` -> (provider, model name); the model name may hold more slashes."""
+    """``provider/model`` -> (provider, model name); the model name may hold more slashes
+    (``groq/meta-llama/llama-4-scout``), within the characters of ``MODEL_NAME``."""
     provider, sep, name = model.partition("/")
     if not sep or not provider.strip() or not name.strip() or provider != provider.strip():
+        return None
+    if MODEL_NAME.fullmatch(name) is None:
         return None
     return provider, name
 
@@ -308,11 +318,16 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         parts = split_model(model)
         if parts is None:
             f.error("invalid_model", f"model {model!r} of action {raw.name!r} is not "
-                    "provider/model", at("model"), hint="e.g. openai/gpt-4o-mini or mock/any")
+                    "provider/model with a model name of letters, digits and . _ : @ + - "
+                    "(segments joined by /, each starting with a letter or digit)", at("model"),
+                    hint="e.g. openai/gpt-4o-mini or mock/any")
         else:
             out.update(model=model, provider=parts[0], model_name=parts[1])
     if "max_tokens" in v:
         out["max_tokens"] = read_int(f, v["max_tokens"], at("max_tokens"))
+    if "max_prompt_chars" in v and (cap := read_int(f, v["max_prompt_chars"],
+                                                   at("max_prompt_chars"))) is not None:
+        out["max_prompt_chars"] = cap
     if "temperature" in v and v["temperature"] is not None:
         out["temperature"] = read_number(f, v["temperature"], at("temperature"), maximum=2.0)
     if "timeout" in v:
@@ -479,4 +494,10 @@ def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
         f.error("invalid_schema", f"schema is not a valid JSON Schema at {where}: "
                 f"{exc.message}", path)
         return None
-    return value
+    from agac.schemarefs import ref_problems
+
+    problems = ref_problems(value)
+    for code, _, message in problems:
+        f.error(code, message, path, hint="copy the referenced part under $defs and "
+                "refer to it as #/$defs/<name>" if code == "schema_ref_refused" else None)
+    return None if problems else value

@@ -45,7 +45,7 @@ INPUT_KEYS = frozenset({"path", "id_field"})
 ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
-    "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
+    "max_prompt_chars", "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
     "fan_out", "join", "gate", "failure_policy", "approval", "attachments",
     "attachments_position",
 })
@@ -65,8 +65,8 @@ DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({
     "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
-    "run_mode", "poll_interval", "batch_deadline", "rate_limit", "attachments",
-    "attachments_position",
+    "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
+    "attachments", "attachments_position",
 })
 """Keys that ``defaults:`` gives to llm actions only (DESIGN §3)."""
 

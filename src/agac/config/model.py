@@ -146,6 +146,9 @@ class Action:
     max_tokens: int | None = 1024
     temperature: float | None = None
     timeout: float | None = 120.0
+    max_prompt_chars: int = 8_000_000
+    """The longest rendered system + prompt, in characters; over it the unit fails
+    ``prompt_too_large`` before anything is sent or stored."""
     max_concurrency: int = 16
     rate_limit: RateLimit | None = None
     run_mode: str | None = "online"

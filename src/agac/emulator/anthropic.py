@@ -283,7 +283,7 @@ def _result_line(batch: Batch, result: ItemResult) -> dict[str, Any]:
                                    "batch")}
     elif result.kind == "errored" and result.error is not None:
         e = result.error
-        body = {"type": "errored", "error": {
+        body = {"type": "errored", "error": e.body if e.body is not None else {
             "type": "error", "error": _error_object(e.status, e.code, e.message),
             "request_id": "req_" + uuid.uuid4().hex[:24]}}
     else:

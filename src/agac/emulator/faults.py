@@ -18,6 +18,12 @@ every match. One request takes at most one fault of each category (an HTTP outco
 due rule in order wins and later ones wait, so ``times: 1`` rules fire one after another.
 Every match counts toward ``nth``, fired or not. :meth:`FaultBook.fire` folds what fires.
 
+Next to ``http``, ``body`` sends that JSON as the error body, exactly (an error body as a
+provider sends it: OpenAI's ``error.code`` as a string, an integer or null, Anthropic's
+envelope with its ``request_id``, …), and ``headers`` adds response headers
+(``request-id``, ``x-request-id``). A ``reply`` fault bends a successful answer
+(:mod:`agac.emulator.anthropic` and the other provider modules say how).
+
 ``"after_create": true`` next to ``http`` or ``drop_connection`` on ``batch.create``
 creates the batch first and then answers with the fault: the provider accepted the
 batch but its answer was lost (DESIGN B2 *unknown*), which recovery by ``find_batch``
@@ -160,6 +166,10 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
         status = fault["http"]
         if not isinstance(status, int) or not 400 <= status <= 599:
             raise RuleError("http must be an error status between 400 and 599")
+        headers = fault.get("headers")
+        if headers is not None and not (isinstance(headers, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+            raise RuleError("headers must be an object of strings")
     if "rate_limit" in fault:
         rpm = (fault["rate_limit"] or {}).get("rpm") if isinstance(fault["rate_limit"], dict) \
             else None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from .faults import Fired, Target
 from .state import Batch, BatchItem, ItemError
@@ -24,13 +24,15 @@ if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "SENT_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
+    "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
     "new_batch", "observe", "read_json", "retry_headers", "state_of",
 ]
 
 #: Scope key holding the path as the client sent it, when the app serves it under another
 #: (google-genai's ``/v1/…`` served as ``/v1beta/…``).
 SENT_PATH = "agac.emulator.sent_path"
+#: The same, undecoded (the ``raw_path`` the client sent, percent escapes kept).
+SENT_RAW_PATH = "agac.emulator.sent_raw_path"
 
 #: Renders a provider error: (status, code, retry_after seconds, message) -> Response.
 ErrorRenderer = Callable[[int, "str | None", "float | None", "str | None"], Response]
@@ -73,9 +75,10 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         body = await request.body() if op == "chat" else None
         scope = request.scope
         host, port = scope.get("client") or ("", 0)
+        raw_path = scope.get(SENT_RAW_PATH) or scope.get("raw_path") or b""
         state.journal.add(provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
                           scope["query_string"].decode("latin-1"), scope["headers"], body,
-                          f"{host}:{port}")
+                          f"{host}:{port}", raw_path=raw_path.decode("latin-1"))
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)
@@ -94,8 +97,13 @@ def _outcome(fired: Fired, error: ErrorRenderer) -> Exception | None:
         return DropConnection()
     if fired.http is not None:
         fault = fired.http
-        return Rejected(error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
-                              fault.get("message")))
+        if "body" in fault:  # the provider's error body as it comes, sent as given
+            return Rejected(JSONResponse(fault["body"], status_code=int(fault["http"]),
+                                         headers=dict(fault.get("headers") or {})))
+        response = error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
+                         fault.get("message"))
+        response.headers.update(dict(fault.get("headers") or {}))
+        return Rejected(response)
     return None
 
 
@@ -137,7 +145,8 @@ def new_batch(state: EmulatorState, fired: Fired, *, batch_id: str, provider: st
         if own.http is not None:
             status = int(own.http["http"])
             item.error = ItemError(status, own.http.get("code"),
-                                   own.http.get("message") or f"injected error {status}")
+                                   own.http.get("message") or f"injected error {status}",
+                                   own.http.get("body"))
         item.answer_fault = own.answer or fired.answer
         item.reply = own.reply or fired.reply
     batch = Batch(id=batch_id, provider=provider, model=model, created_at=now,

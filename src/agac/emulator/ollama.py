@@ -48,10 +48,19 @@ def _counted(request: Request) -> Any:
 
 
 def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
+    """The last (or only) chat line, bent by its ``reply`` fault: ``stop`` (any
+    ``done_reason``, null to leave it out), ``content``, ``blocks`` (``thinking``: the
+    message's ``thinking`` field) or ``body`` (the whole answer)."""
+    reply = ans.reply or {}
+    if "body" in reply:
+        return dict(reply["body"])
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content", content)}
+    if "thinking" in (reply.get("blocks") or []):
+        message["thinking"] = "Thinking about the question."
+    done_reason = reply.get("stop", "length" if ans.finish == "length" else "stop")
     return {
-        "model": model, "created_at": _now(), "message": {"role": "assistant",
-                                                          "content": content},
-        "done": True, "done_reason": "length" if ans.finish == "length" else "stop",
+        "model": model, "created_at": _now(), "message": message,
+        "done": True, "done_reason": done_reason,
         "total_duration": 1_000_000 * (ans.input_tokens + ans.output_tokens),
         "load_duration": 100_000, "prompt_eval_count": ans.input_tokens,
         "prompt_eval_duration": 200_000 * ans.input_tokens, "eval_count": ans.output_tokens,

@@ -485,8 +485,9 @@ def _write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
             out.append(line)
         elif result.kind == "errored" and result.error is not None:
             e = result.error
-            body = {"error": {"message": e.message, "type": _TYPES.get(e.status, "server_error"),
-                              "param": None, "code": e.code}}
+            body = e.body if e.body is not None else {"error": {
+                "message": e.message, "type": _TYPES.get(e.status, "server_error"),
+                "param": None, "code": e.code}}
             line["response"] = {"status_code": e.status, "request_id": "req_" + uuid.uuid4().hex,
                                 "body": body}
             err.append(line)

@@ -87,8 +87,11 @@ class SchemaValidator:
     def __init__(self, schema: Any) -> None:
         from jsonschema import Draft202012Validator
 
+        from agac.schemarefs import NO_RETRIEVAL
+
         self.schema = schema
-        self._validator = Draft202012Validator(schema)
+        # A $ref is never fetched (validation refused any that leaves the schema).
+        self._validator = Draft202012Validator(schema, registry=NO_RETRIEVAL.get())
         self._valid: set[str] = set()
 
     def is_valid(self, value: Any) -> bool:

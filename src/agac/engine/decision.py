@@ -148,6 +148,7 @@ class UnitFacts:
         "record_error",
         "record_reason",
         "render_error",
+        "render_reason",
         "run_id",
         "stopping",
         "stored",
@@ -174,6 +175,8 @@ class UnitFacts:
         per-item inputs)."""
         self.stopping = stopping
         self.render_error: str | None = None
+        self.render_reason = "render_error"
+        """``prompt_too_large`` when the rendering was over the action's cap."""
         """The view or the request could not be rendered (its message)."""
         self.attachment_error: tuple[str, str] | None = None
         """(reason, detail): a file of the request's ``attachments:`` cannot be sent."""
@@ -217,7 +220,7 @@ def decide(f: UnitFacts) -> Decision:
     if f.stopping:
         return _STOPPING
     if f.render_error is not None:
-        return Settle("failed", "render_error", f.render_error)
+        return Settle("failed", f.render_reason, f.render_error)
     if f.attachment_error is not None:
         return Settle("failed", *f.attachment_error)
     if f.guard is NOT_YET:

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 from agac.keys import idempotency_key
 from agac.media import AttachmentError
 from agac.prompt.attachments import render_references, resolve_all
-from agac.prompt.render import render
+from agac.prompt.render import capped
 from agac.providers.base import Attachment, Message, Request, Response
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
+    from agac.jsontext import JSON, JSONObject
 
 __all__ = ["Fail", "accept_response", "attachments_of", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
@@ -37,20 +38,23 @@ class Fail(Exception):
         self.feedback = feedback
 
 
-def _version(view: dict[str, Any]) -> int | None:
+def _version(view: JSONObject) -> int | None:
     """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
     and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
     v = view.get("version")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     action = rt.action
     messages: list[Message] = []
+    cap = action.max_prompt_chars
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view)))
+        system = capped(rt.system, view, cap)
+        cap -= len(system)
+        messages.append(Message("system", system))
     assert rt.prompt is not None
-    text = render(rt.prompt, view)
+    text = capped(rt.prompt, view, max(cap, 0))
     if rt.attachments:
         messages.append(Message("user", text, attachments_of(rt, view),
                                 "after" if action.attachments_position == "after" else "before"))
@@ -93,7 +97,7 @@ def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment,
     return found
 
 
-def accept_response(rt: ActionRuntime, response: Response) -> Any:
+def accept_response(rt: ActionRuntime, response: Response) -> JSON:
     """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
 
     Only a stop that means a complete answer (``end``) gives an output; the stop was read

@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from agac.errors import ConfigError, Problem, UnsupportedError
+from agac.errors import ConfigError, FatalError, Problem, UnsupportedError
 from agac.providers.base import ProviderSettings, Request
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "spool_jsonl",
     "stopwatch",
     "strict_compatible",
+    "url_path",
+    "url_segment",
 ]
 
 EMULATOR_HINT = 'or run against the emulator: eval "$(agac emulator env --port 8765)"'
@@ -280,3 +283,28 @@ def require_custom_id(request: Request) -> str:
     if not request.custom_id:
         raise ValueError("every batch request needs a custom_id")
     return request.custom_id
+
+
+def url_path(name: str) -> str:
+    """A model name as a URL path: each ``/``-separated segment percent-encoded (``:``,
+    ``?``, ``#``, ``%`` and anything outside ``A-Za-z0-9@+-._~`` included), so a name can
+    only ever name a model, never another path or a query of the provider's host.
+
+    Validation refuses such names already (``invalid_model``); a name that reaches an
+    adapter another way (a plugin, the Python API's request objects) and holds an empty,
+    ``.`` or ``..`` segment is refused here, since HTTP clients normalize dot segments
+    away before sending (no encoding keeps them in place)."""
+    return "/".join(_segment(segment, name) for segment in name.split("/"))
+
+
+def url_segment(name: str) -> str:
+    """A model name as one URL path segment: as :func:`url_path`, with ``/`` encoded too
+    (how the Anthropic SDK fills ``/v1/models/{model_id}``)."""
+    return _segment(name, name, safe="@+-._~:")
+
+
+def _segment(segment: str, name: str, safe: str = "@+-._~") -> str:
+    if segment in ("", ".", ".."):
+        raise FatalError(f"model name {name!r} is not a model name: it holds an empty, '.' or "
+                         "'..' segment, which would send the request to another URL")
+    return quote(segment, safe=safe)

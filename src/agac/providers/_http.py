@@ -100,6 +100,7 @@ class HttpSession:
                  timeout: float | None = None) -> None:
         self.provider = provider
         self._aiohttp = import_aiohttp(provider)
+        self._url_type = importlib.import_module("yarl").URL  # aiohttp's own URL type
         self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json",
                          "Content-Type": "application/json", **headers}
         self.connections = connections if connections > 0 else DEFAULT_CONNECTIONS
@@ -108,6 +109,7 @@ class HttpSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[float | None, Any] = {}
         self._proxies: dict[str, str | None] = {}
+        self._urls: dict[str, Any] = {}
         self._connection_errors = (self._aiohttp.ClientError, asyncio.TimeoutError)
 
     def _open(self) -> Any:
@@ -163,8 +165,9 @@ class HttpSession:
             session = self._open()
         seconds = timeout if timeout is not None else self.timeout
         proxy = self._proxies[url] if url in self._proxies else self._proxy(url)
+        target = self._urls.get(url) or self._url(url)
         try:
-            async with session.request(method, url, data=data, headers=headers, proxy=proxy,
+            async with session.request(method, target, data=data, headers=headers, proxy=proxy,
                                        timeout=self._client_timeout(seconds)) as response:
                 raw = await response.read()
                 status = response.status
@@ -177,6 +180,14 @@ class HttpSession:
             return json.loads(raw), answered
         except ValueError as exc:
             raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
+
+    def _url(self, url: str) -> Any:
+        """``url`` as sent: adapters build it percent-encoded already (a model name goes
+        in through :func:`~agac.providers._common.url_path`), so it is taken as encoded.
+        yarl would otherwise decode escapes it deems safe in a path (``%3A`` back to
+        ``:``, which a Gemini model name must not carry) and resolve dot segments."""
+        found = self._urls[url] = self._url_type(url, encoded=True)
+        return found
 
     def _proxy(self, url: str) -> str | None:
         found = self._proxies[url] = env_proxy(url)

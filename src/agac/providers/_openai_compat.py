@@ -93,7 +93,7 @@ DEFAULT_TIMEOUT = 600.0
 
 def chat_response(
     body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
-    parse: bool = True, request_id: str | None = None,
+    parse: bool = True, request_id: str | None = None, wire: bool = False,
 ) -> Response:
     """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
@@ -101,37 +101,49 @@ def chat_response(
 
     ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
     that ``input_tokens`` counts only uncached input. ``message.refusal`` is a refusal
-    whatever ``finish_reason`` says.
+    whatever ``finish_reason`` says. ``wire``: ``body`` is a batch result line's, read
+    with plain dict lookups (one per field of every line of a result file).
     """
-    choices = pick(body, "choices") or []
+    pick_ = _wire_get if wire else pick
+    choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
-    message = pick(choice, "message")
-    text = pick(message, "content") or ""
-    refusal = pick(message, "refusal")
-    stop = read_stop(provider, pick(choice, "finish_reason"), refusal=refusal)
-    usage = pick(body, "usage")
-    prompt = as_int(pick(usage, "prompt_tokens"))
-    cached = as_int(pick(usage, "prompt_tokens_details", "cached_tokens"))
-    written = as_int(pick(usage, "prompt_tokens_details", "cache_write_tokens"))
+    message = pick_(choice, "message")
+    text = pick_(message, "content") or ""
+    refusal = pick_(message, "refusal")
+    stop = read_stop(provider, pick_(choice, "finish_reason"), refusal=refusal)
+    usage = pick_(body, "usage")
+    prompt = as_int(pick_(usage, "prompt_tokens"))
+    cached = as_int(pick_(usage, "prompt_tokens_details", "cached_tokens"))
+    written = as_int(pick_(usage, "prompt_tokens_details", "cache_write_tokens"))
     return Response(
         text=text,
-        model=str(pick(body, "model") or ""),
+        model=str(pick_(body, "model") or ""),
         stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
-            output_tokens=as_int(pick(usage, "completion_tokens")),
+            output_tokens=as_int(pick_(usage, "completion_tokens")),
             cached_tokens=cached,
             cache_write_tokens=written,
-            reasoning_tokens=as_int(pick(usage, "completion_tokens_details", "reasoning_tokens")),
+            reasoning_tokens=as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens")),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
-        service_tier=service_tier or pick(body, "service_tier"),
+        service_tier=service_tier or pick_(body, "service_tier"),
         latency_ms=latency_ms,
         refusal=refusal,
         raw_stop=stop.raw,
         stop_detail=stop.detail,
         request_id=request_id,
     )
+
+
+def _wire_get(obj: Any, *path: str) -> Any:
+    """:func:`pick` for a batch result line (JSON as parsed: dicts all the way down, keys
+    as OpenAI writes them): plain ``dict.get``, no camelCase second try."""
+    for name in path:
+        if obj is None:
+            return None
+        obj = obj.get(name) if type(obj) is dict else getattr(obj, name, None)
+    return obj
 
 
 class OpenAICompatProvider:
@@ -469,7 +481,7 @@ class OpenAICompatProvider:
         status = as_int(pick(response, "status_code")) if response else 0
         request_id = pick(response, "request_id") if response else None
         if response and status == 200 and not error:
-            answer = chat_response(response.get("body"), provider=self.name,
+            answer = chat_response(response.get("body"), provider=self.name, wire=True,
                                    latency_ms=latency_ms, service_tier="batch",
                                    request_id=request_id)
             return Result(custom_id, "succeeded", response=answer)

@@ -39,6 +39,7 @@ from agac.providers._common import (
     resolve_api_key,
     resolve_base_url,
     stopwatch,
+    url_segment,
 )
 from agac.providers._errors import (
     QUOTA_CODES,
@@ -359,7 +360,7 @@ class AnthropicProvider:
         if self._http is None:
             info = await self._client.models.retrieve(model, timeout=timeout)
             return getattr(info, "lifecycle", None), getattr(info, "retires_at", None)
-        url = f"{(self._base_url or DEFAULT_BASE_URL).rstrip('/')}/v1/models/{model}"
+        url = f"{(self._base_url or DEFAULT_BASE_URL).rstrip('/')}/v1/models/{url_segment(model)}"
         body = await self._http.get(url, errors=self._status_error, timeout=timeout)
         retires = pick(body, "retires_at")
         when = datetime.fromisoformat(retires) if isinstance(retires, str) else None

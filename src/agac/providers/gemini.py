@@ -13,8 +13,9 @@ wire form). The batch's ``display_name`` is our idempotency key (for
 and as ``key`` on file lines, the documented convention for both. On the wire states are ``BATCH_STATE_*``; the SDK renames them
 ``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
 
-Quirk: the SDK warns (``UserWarning``) when it meets a state its enum lacks; that
-warning is silenced here because an unknown state is handled (B9: still running).
+Quirk: the SDK warns (``UserWarning``) when it meets a state, finish reason or block
+reason its enums lack; that warning is silenced here because each is handled (an unknown
+state is still running, B9; an unknown finish reason is a stop agac does not know).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from agac.providers._common import (
     resolve_base_url,
     spool_jsonl,
     stopwatch,
+    url_path,
 )
 from agac.providers._errors import (
     classify,
@@ -113,7 +115,10 @@ _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 _SCHEMA_REJECTED = re.compile(
     r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
 )
-_UNKNOWN_STATE = r".* is not a valid JobState"
+# Values its enums lack: a state (B9: still running) or a finish/block reason or safety
+# word (read as a stop agac does not know, with the raw value kept).
+_UNKNOWN_STATE = (r".* is not a valid (JobState|FinishReason|BlockedReason|HarmCategory|"
+                  r"HarmProbability)")
 
 
 class GeminiProvider:
@@ -250,7 +255,7 @@ class GeminiProvider:
         parse = request.schema is not None
         if self._http is not None:
             seconds = request.timeout if request.timeout is not None else self._timeout
-            url = f"{self._models_url}{model_path(request.model)}:generateContent"
+            url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
             with stopwatch() as took:
                 body = await self._http.post(url, _wire_request(request, config),
                                              errors=self._status_error, timeout=seconds,
@@ -260,7 +265,8 @@ class GeminiProvider:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=request.model, contents=_contents(request), config=config
+                model=url_path(model_path(request.model)), contents=_contents(request),
+                config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
 
@@ -321,7 +327,7 @@ class GeminiProvider:
                     src = uploaded.name
                     meta = {"input": "file", "input_file": uploaded.name}
                 job = await self._aio.batches.create(
-                    model=models.pop(), src=src, config={"display_name": key}
+                    model=url_path(model_path(models.pop())), src=src, config={"display_name": key}
                 )
         finally:
             spooled.discard()

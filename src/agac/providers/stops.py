@@ -117,9 +117,8 @@ def read_stop(provider: str, raw: str | None, *, tool_answer: bool = False,
         text = refusal if not detail else f"{refusal} ({detail})"
         return Stop("refusal", raw or "refusal", text)
     if blocked:
-        what = f"the prompt was blocked ({blocked})"
-        return Stop("content_filter", f"blockReason:{blocked}",
-                    f"{what}: {detail}" if detail else what)
+        what = "the prompt was blocked"
+        return Stop("content_filter", blocked, f"{what}: {detail}" if detail else what)
     rule = STOP_TABLES.get(provider, {}).get(raw)
     if rule is None:
         said = f"{provider} stopped with {raw!r}, a stop reason agac does not know" if raw \

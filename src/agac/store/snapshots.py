@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.rows import RecordRow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -29,10 +30,13 @@ class SnapshotRepository(StoreCore):
         return bool(row and row.complete)
 
     def write_snapshot(
-        self, snapshot_id: str, files: list[dict[str, Any]], rows: Iterable[dict[str, Any]],
+        self, snapshot_id: str, files: list[dict[str, Any]],
+        rows: Iterable[RecordRow | dict[str, Any]],
         attachments: Iterable[tuple[str, str, int, str]] = (),
     ) -> int:
-        """Store an input snapshot streaming, in chunks; returns its record count.
+        """Store an input snapshot streaming, in chunks; returns its record count. Rows are
+        :class:`RecordRow` values of this snapshot, or dicts keyed by column name (given
+        the snapshot's id here).
 
         Several processes admitting runs over the same input at once (S6) write it once:
         the first insert of the snapshot's row wins, and the others (on PostgreSQL, after
@@ -61,9 +65,10 @@ class SnapshotRepository(StoreCore):
                            "media_type": m} for p, h, n, m in attachments]
             for i in range(0, len(files_rows), _CHUNK):
                 self._bulk(conn, sa_, files_rows[i:i + _CHUNK])
-            chunk: list[dict[str, Any]] = []
+            chunk: list[RecordRow | dict[str, Any]] = []
             for row in rows:
-                row["snapshot_id"] = snapshot_id
+                if isinstance(row, dict):
+                    row["snapshot_id"] = snapshot_id
                 chunk.append(row)
                 if len(chunk) >= _CHUNK:
                     self._bulk(conn, t.records, chunk)

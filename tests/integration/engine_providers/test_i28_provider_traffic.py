@@ -160,3 +160,84 @@ def test_i28_4_every_attempt_keeps_the_request_id_and_a_failure_prints_it(
     assert f"request id {bad['request_id']}" in capsys.readouterr().out
     served = [r for r in emulator.requests() if r["op"] == "chat"]
     assert len(served) == 2
+
+
+# -- item 6: refusal and block details on the failed unit --------------------------------------
+
+DETAILS = {
+    "anthropic": ({"stop": "refusal", "content": None,
+                   "stop_details": {"type": "refusal", "category": "cyber",
+                                    "explanation": "The request asks for working malware."}},
+                  "refusal", ["category cyber", "The request asks for working malware."]),
+    "openai": ({"refusal": "I can't help with building that."}, "refusal",
+               ["I can't help with building that."]),
+    "gemini": ({"block_reason": "PROHIBITED_CONTENT",
+                "block_reason_message": "The prompt was blocked for prohibited content."},
+               "content_filter", ["PROHIBITED_CONTENT", "the prompt was blocked",
+                                  "The prompt was blocked for prohibited content."]),
+    "groq": ({"stop": "content_filter", "content": None}, "content_filter", ["content_filter"]),
+}
+
+
+@pytest.mark.parametrize("name", tuple(DETAILS))
+def test_i28_6_refusal_and_block_details_are_kept_and_shown(
+        name: str, emulator: Any, project: Path, capsys: Any) -> None:
+    from agac.cli.render import print_session
+
+    reply, reason, said = DETAILS[name]
+    make_project(project, f"{name}/{MODELS[name]}", records=1, summarize=False)
+    emulator.add_fault(fault(name, {"reply": reply}))
+
+    summary = run(project).summary
+
+    assert summary["actions"]["classify"]["reasons"] == {reason: 1}
+    assert chat_requests(emulator.stats(), name) == 1  # final: not asked again
+    (row,) = api.export_rows("triage", "classify", project)
+    for part in said:
+        assert part in row["detail"], row["detail"]
+    print_session(api.record_session("r000", project))
+    shown = capsys.readouterr().out
+    assert all(part in shown for part in said)
+
+
+def test_i28_6_a_gemini_safety_stop_names_its_category(emulator: Any, project: Path) -> None:
+    make_project(project, f"gemini/{MODELS['gemini']}", records=1, summarize=False)
+    emulator.add_fault(fault("gemini", {"reply": {
+        "stop": "SAFETY", "content": None, "safety_category": "HARM_CATEGORY_HARASSMENT"}}))
+
+    run(project)
+
+    (row,) = api.export_rows("triage", "classify", project)
+    assert row["reason"] == "content_filter"
+    assert "SAFETY" in row["detail"] and "HARM_CATEGORY_HARASSMENT" in row["detail"]
+
+
+# -- item 1 through the engine: no answer from an unfinished turn ------------------------------
+
+#: A tool call nobody asked for (seen behind gateways), and a stop value agac does not know.
+UNFINISHED = [
+    ("anthropic", {"stop": "tool_use", "blocks": ["text", "tool_use"]}, "'tool_use'"),
+    ("openai", {"stop": "tool_calls", "content": None, "blocks": ["tool_calls"]}, "'tool_calls'"),
+    ("groq", {"stop": "tool_calls", "content": None, "blocks": ["tool_calls"]}, "'tool_calls'"),
+    ("anthropic", {"stop": "compaction_2027"}, "'compaction_2027'"),
+    ("openai", {"stop": "end_of_stream"}, "'end_of_stream'"),
+    ("gemini", {"stop": "PLANETARY_ALIGNMENT"}, "'PLANETARY_ALIGNMENT'"),
+    ("ollama", {"stop": "interrupted"}, "'interrupted'"),
+]
+
+
+@pytest.mark.parametrize(("name", "reply", "raw"), UNFINISHED,
+                         ids=[f"{n}-{r}" for n, _, r in UNFINISHED])
+def test_i28_1_a_stop_outside_the_list_fails_the_unit_never_answers(
+        name: str, reply: dict[str, Any], raw: str, emulator: Any, project: Path) -> None:
+    make_project(project, f"{name}/{MODELS[name]}", records=1)
+    emulator.add_fault(fault(name, {"reply": reply}))
+
+    summary = run(project).summary
+
+    classify = summary["actions"]["classify"]
+    assert classify["reasons"] == {"unexpected_stop": 1} and classify["answered"] == 0
+    assert classify["calls"] == 1  # not asked again: paying again is the user's call
+    assert summary["actions"]["summarize"]["reasons"] == {"upstream_failed": 1}
+    (row,) = api.export_rows("triage", "classify", project)
+    assert row["output"] is None and raw in row["detail"]

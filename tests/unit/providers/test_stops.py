@@ -59,7 +59,8 @@ def test_i28_1_explicit_rules_for_the_documented_values() -> None:
     refused = read_stop("openai", "stop", refusal="I can't help with that.")
     assert refused.reason == "refusal" and refused.detail == "I can't help with that."
     blocked = read_stop("gemini", None, blocked="PROHIBITED_CONTENT", detail="not allowed")
-    assert blocked.reason == "content_filter" and "PROHIBITED_CONTENT" in (blocked.detail or "")
+    assert (blocked.reason, blocked.raw) == ("content_filter", "PROHIBITED_CONTENT")
+    assert blocked.detail == "the prompt was blocked: not allowed"
 
 
 def test_i28_1_no_adapter_keeps_a_stop_table_of_its_own() -> None:
@@ -76,3 +77,17 @@ def test_i28_1_no_adapter_keeps_a_stop_table_of_its_own() -> None:
         for field in ("stop_reason\"", "finish_reason\"", "done_reason\""):
             if field in text:
                 assert "read_stop(" in text, f"{path.name} reads {field} without read_stop"
+
+
+def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
+    docs = (SRC.parents[2] / "docs" / "providers.md").read_text(encoding="utf-8")
+    section = docs.split('<a id="stop-reasons"></a>', 1)[1].split("\n### ", 2)[1]
+    titles = {"anthropic": "**Anthropic**", "openai": "**OpenAI**", "gemini": "**Gemini**",
+              "ollama": "**Ollama**", "groq": "**Groq**"}
+    for provider, table in STOP_TABLES.items():
+        start = section.index(titles[provider])
+        own = section[start:].split("\n**", 1)[0]
+        if provider == "groq":
+            own = section[section.index(titles["openai"]):]
+        for raw in table:
+            assert f"`{raw}`" in own, (provider, raw)

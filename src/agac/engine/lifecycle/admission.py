@@ -99,7 +99,8 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
             snap_id = open_run.snapshot_id  # no records given: continue with the run's own
         else:
             snap_id = current_snapshot_id(current, project, open_run.settings.limit,
-                                          options.source, tenant=open_run.tenant)
+                                          options.source, tenant=open_run.tenant,
+                                          like=open_run.snapshot_id)
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             what = "records" if current.input.records else "inputs"
             raise UsageError(

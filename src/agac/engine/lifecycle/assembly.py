@@ -34,10 +34,13 @@ from agac.jsontext import loads
 from agac.providers.pricing import PriceTable
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from agac.config.model import Workflow
     from agac.config.project import Project
     from agac.engine.actions import ActionRuntime
     from agac.engine.batch.context import Pacer
+    from agac.engine.limits.rates import RateWindow
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.outcomes.writer import Progress
     from agac.providers.base import Provider
@@ -55,9 +58,9 @@ class ShardSetup:
 
     ranges: list[tuple[int, int]]
     """The records of the claimed online shard; none for a batch shard."""
-    slots: Mapping[str, Any] = field(default_factory=dict)
+    slots: Mapping[str, AbstractAsyncContextManager[None]] = field(default_factory=dict)
     """Per action: its own slots taken together with the worker's (``--concurrency``)."""
-    limiters: Mapping[str, Any] = field(default_factory=dict)
+    limiters: Mapping[str, RateWindow] = field(default_factory=dict)
     """Per action: its rate window in the store, shared by every worker."""
     batch_action: str | None = None
     """A batch shard's (action, file): only that action's batches, only that file's."""

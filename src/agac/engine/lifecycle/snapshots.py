@@ -12,10 +12,16 @@ snapshot without re-inserting a single row. A tenant's snapshots are its own (T2
 tenant other than ``default`` the tenant enters the hash too (``default``'s ids are those
 of stores made before tenants, so its open runs continue), so no tenant finds, by timing
 or otherwise, that another one snapshotted the same input.
+
+The id is the hash's first 128 bits in URL-safe base64 (22 characters): every record row
+holds it in its key and in the key index, so a shorter one makes a snapshot of many small
+records markedly smaller to write. A run admitted before holds the 64-hex-digit form of
+the same hash; it is compared in that form (:func:`current_snapshot_id` ``like=``).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -29,6 +35,7 @@ from agac.jsontext import dumps, loads
 from agac.prompt.attachments import compile_attachments, render_references, resolve
 from agac.prompt.references import template_references
 from agac.prompt.render import RenderError
+from agac.store.rows import RecordRow
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
@@ -68,12 +75,18 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
     return FileSource(paths, workflow.input.path)
 
 
+#: The length of a snapshot id written before ids were shortened (a SHA-256 in hex).
+LEGACY_ID_LENGTH = 64
+
+
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
                         source: RecordSource | None = None, *, tenant: str,
+                        like: str | None = None,
                         attachments: dict[str, Attachment] | None = None) -> str:
     """The id of the snapshot of the workflow's input as it is now: the id field, the
     limit, the source's identity and — when its records attach files — each file's hash,
-    so that a changed attachment is changed input (R1 names ``--new``)."""
+    so that a changed attachment is changed input (R1 names ``--new``); in the long form
+    when ``like`` (a stored run's snapshot id) is one."""
     source = input_source(workflow, project, source)
     if attachments is None:
         attachments = admitted_attachments(workflow, project, source, limit)
@@ -86,7 +99,9 @@ def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None 
         h.update(b"\x1fattachments=")
         for path in sorted(attachments):
             h.update(f"{path}\x1e{attachments[path].sha256}\x1e".encode())
-    return h.hexdigest()
+    if like is not None and len(like) == LEGACY_ID_LENGTH:
+        return h.hexdigest()
+    return base64.urlsafe_b64encode(h.digest()[:16]).rstrip(b"=").decode("ascii")
 
 
 def attachment_actions(workflow: Workflow) -> list[Action]:
@@ -149,7 +164,8 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
         return InputSnapshot(snapshot_id, stored, info.record_count,
                              _empty(source, stored, info.record_count, limit, project))
     files: list[dict[str, Any]] = []
-    count = store.write_snapshot(snapshot_id, files, _rows(source, workflow, limit, files),
+    count = store.write_snapshot(snapshot_id, files,
+                                 _rows(source, workflow, limit, files, snapshot_id),
                                  [(a.path, a.sha256, a.size, a.media_type)
                                   for a in attachments.values()])
     return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
@@ -168,8 +184,9 @@ def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit:
 
 
 def _rows(
-    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
-) -> Iterator[dict[str, Any]]:
+    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]],
+    snapshot_id: str,
+) -> Iterator[RecordRow]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
     seq = 0
     current: dict[str, Any] | None = None
@@ -180,9 +197,7 @@ def _rows(
             current = {"file": rec.file, "start": seq, "count": 0}
             files.append(current)
         current["count"] += 1
-        yield {
-            "seq": seq, "key": rec.key, "file": rec.file, "n": rec.n, "line": rec.line,
-            "payload": None if rec.payload is None else dumps(rec.payload),
-            "reason": rec.reason, "error": rec.error,
-        }
+        yield RecordRow(snapshot_id, seq, rec.key, rec.file, rec.n, rec.line,
+                        None if rec.payload is None else dumps(rec.payload), rec.reason,
+                        rec.error)
         seq += 1

@@ -11,7 +11,7 @@ slot until then (S1); rows that cost nothing to redo are queued without waiting.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.requests import Fail
 from agac.engine.values import Settled
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.values import UnitRecord
+    from agac.jsontext import JSON, JSONObject
     from agac.providers.base import Request, Response
     from agac.providers.pricing import PriceTable
     from agac.store.rows import AnswerRow, ToolResultRow
@@ -110,7 +111,7 @@ class OutcomeWriter:
 
     async def settle(
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
+        detail: str | None = None, *, output: JSON = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
         answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
         tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
@@ -131,7 +132,7 @@ class OutcomeWriter:
                              origin, fingerprint, output_json, attempts, now)
         events: tuple[EventRow, ...] = ()
         if status == "failed":
-            data: dict[str, Any] = {"reason": reason, "detail": detail}
+            data: JSONObject = {"reason": reason, "detail": detail}
             if traceback_text:
                 data["traceback"] = traceback_text
             events = (self.event_row("unit_failed", rt.name, rec.key, data, now),)
@@ -171,13 +172,13 @@ class OutcomeWriter:
 
     # -- events -----------------------------------------------------------------------------
 
-    def event_row(self, kind: str, action: str | None, key: str | None, data: dict[str, Any],
+    def event_row(self, kind: str, action: str | None, key: str | None, data: JSONObject,
                   now: float | None = None) -> EventRow:
         return EventRow(self.run_id, kind, action, key, dumps(data),
                         self.clock.time() if now is None else now)
 
     async def event(self, kind: str, action: str | None = None, key: str | None = None,
-                    **data: Any) -> None:
+                    **data: JSON) -> None:
         """Queue an event; it is durable with the next group commit."""
         self.gateway.commit_nowait(events=[self.event_row(kind, action, key, data)])
 

@@ -24,9 +24,11 @@ from agac.engine.requests import build_request
 from agac.providers.base import Usage, fingerprint_of
 
 if TYPE_CHECKING:
-    from agac.config.model import Action, Workflow
+    from agac.config.fanout import Regions
+    from agac.config.model import Action, FanOutSpec, Workflow
     from agac.config.project import Project
     from agac.data.sources import RecordSource
+    from agac.engine.actions import ActionRuntime
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
@@ -129,7 +131,7 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                 outputs[i][action.name] = _UNKNOWN
 
 
-def _regions(workflow: Workflow) -> Any:
+def _regions(workflow: Workflow) -> Regions | None:
     if not any(a.fan_out is not None or a.join is not None for a in workflow.actions):
         return None
     from agac.engine.walk.steps import regions_of
@@ -162,7 +164,7 @@ def _plan_items(entry: dict[str, Any], action: Action, workflow: Workflow, scope
     known[action.name] = _UNKNOWN
 
 
-def _item_count(spec: Any, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
+def _item_count(spec: FanOutSpec, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
     if spec.versions is not None:
         return int(spec.versions)
     root, *path = (spec.over or "").split(".")
@@ -182,7 +184,8 @@ def _item_count(spec: Any, workflow: Workflow, payload: Any, known: dict[str, An
     return None
 
 
-def _guard(rt: Any, view: dict[str, Any]) -> bool:
+def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
+    assert rt.guard is not None
     try:
         return bool(rt.guard(view))
     except Exception:  # noqa: BLE001 - a guard reading a missing field is false

@@ -16,16 +16,21 @@ from agac.keys import escape, item_key, record_of, unit_key_of
 from agac.prompt.render import compile_guard
 
 if TYPE_CHECKING:
-    from agac.config.model import Workflow
+    from sqlalchemy.engine import Row
+
+    from agac.config.fanout import Regions
+    from agac.config.model import Action, Workflow
     from agac.config.project import Project
+    from agac.data.readers import InputRecord
     from agac.data.sources import RecordSource
     from agac.store.repository import Store
+    from agac.store.values import OutcomeRecord, RunRecord
 
 __all__ = ["render_requests", "session_document"]
 
 
 def _find_input_record(project: Project, workflow: Workflow, key: str,
-                       source: RecordSource | None) -> Any:
+                       source: RecordSource | None) -> InputRecord:
     found = input_source(workflow, project, source)
     for rec in found.records(workflow.input.id_field):
         if rec.key == key:
@@ -79,7 +84,7 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
     return out
 
 
-def _what_it_sends(project: Project, action: Any, view: dict[str, Any]) -> dict[str, Any]:
+def _what_it_sends(project: Project, action: Action, view: dict[str, Any]) -> dict[str, Any]:
     """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
     if action.kind == "llm":
         req = build_request(build_runtime(action, None, project.root), view)
@@ -87,8 +92,9 @@ def _what_it_sends(project: Project, action: Any, view: dict[str, Any]) -> dict[
     return {"inputs": view, "function": action.function}
 
 
-def _render_items(project: Project, store: Store, workflow: Workflow, regions: Any, action: Any,
-                  rec: Any, last: Any, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+def _render_items(project: Project, store: Store, workflow: Workflow, regions: Regions,
+                  action: Action, rec: InputRecord, last: RunRecord | None,
+                  outputs: dict[str, Any]) -> list[dict[str, Any]]:
     """The requests of an action inside a fan-out, one per item whose list is known (from
     the record or the latest run); a join's request depends on its items' answers."""
     entry: dict[str, Any] = {"action": action.name, "kind": action.kind}
@@ -175,22 +181,22 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
 class _SessionTree:
     """Builds the session documents of one record and its items from the store."""
 
-    def __init__(self, store: Store, run: Any, config: dict[str, Any], record_key: str,
-                 rec: Any) -> None:
+    def __init__(self, store: Store, run: RunRecord, config: dict[str, Any], record_key: str,
+                 rec: Row | None) -> None:
         self.store = store
         self.tenant: str = run.tenant
         self.actions = config["actions"]
         fans = any(a.get("fan_out") or a.get("join") for a in self.actions)
         self.regions = regions_of(self.actions) if fans else None
-        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.outcomes: dict[str, dict[str, OutcomeRecord]] = {}
         for o in (store.unit_outcomes_under(run.id, record_key) if fans
                   else store.unit_outcomes(run.id, record_key)):
             self.outcomes.setdefault(o.unit_key, {})[o.action] = o
-        self.usage: dict[str, list[Any]] = {}
+        self.usage: dict[str, list[Row]] = {}
         for u in (store.usage_under(run.id, record_key) if fans
                   else store.unit_usage(run.id, record_key)):
             self.usage.setdefault(u.unit_key, []).append(u)
-        self.events: dict[str, list[Any]] = {}
+        self.events: dict[str, list[Row]] = {}
         for e in (store.events_under(run.id, record_key) if fans
                   else store.unit_events(run.id, record_key)):
             self.events.setdefault(e.unit_key, []).append(e)
@@ -245,7 +251,7 @@ class _SessionTree:
             doc["failed_items"] = [k for i in items for k in _failed_keys(i)]
         return doc
 
-    def _entry(self, a: dict[str, Any], o: Any, usage: list[Any]) -> dict[str, Any]:
+    def _entry(self, a: dict[str, Any], o: OutcomeRecord | None, usage: list[Row]) -> dict[str, Any]:
         attempts = [_attempt(u) for u in usage]
         entry: dict[str, Any] = {
             "action": a["name"], "kind": a["kind"],
@@ -279,7 +285,7 @@ def _find_node(doc: dict[str, Any], key: str) -> dict[str, Any] | None:
     return None
 
 
-def _attempt(u: Any) -> dict[str, Any]:
+def _attempt(u: Row) -> dict[str, Any]:
     return {"attempt": u.attempt, "kind": u.kind, "status": u.status, "error": u.error,
             "provider": u.provider, "model": u.model, "tier": u.tier,
             "input_tokens": u.input_tokens, "cached_tokens": u.cached_tokens,

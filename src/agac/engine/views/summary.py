@@ -19,6 +19,7 @@ from agac.store.values import FINAL_STATES
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
+    from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
@@ -339,7 +340,7 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
     return out
 
 
-def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
+def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
     saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
     Origin ``unread``: answers the provider billed in a batch agac did not read, with how

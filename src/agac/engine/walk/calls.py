@@ -11,17 +11,18 @@ its answer is durable (S1), so a crash loses at most the calls in flight.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from agac.engine.limits.rates import backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
-from agac.jsontext import dumps
+from agac.jsontext import JSON, dumps
 from agac.media import AttachmentError
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
+    from agac.config.model import RetrySpec
     from agac.engine.actions import ActionRuntime
     from agac.engine.limits.budget import Reservation
     from agac.engine.ports import UnitContext
@@ -181,7 +182,7 @@ async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
 
 async def _answered(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request, request_json: str,
-    response: Response, output: Any, current: Request, attempt: int, started: float, fp: str,
+    response: Response, output: JSON, current: Request, attempt: int, started: float, fp: str,
 ) -> Settled:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
     is how we got it, not what was asked), with its usage row."""
@@ -197,7 +198,7 @@ async def _answered(
 
 async def _final(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus,
-    reason: str | None, detail: str | None, output: Any, fp: str, attempts: int, *,
+    reason: str | None, detail: str | None, output: JSON, fp: str, attempts: int, *,
     answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
     output_json: str | None = None,
 ) -> Settled:
@@ -206,7 +207,7 @@ async def _final(
                                 output_json=output_json)
 
 
-def backoff(spec: Any, attempt: int) -> float:
+def backoff(spec: RetrySpec, attempt: int) -> float:
     """The wait after failed attempt ``attempt`` under the action's retry spec."""
     return backoff_delay(
         attempt, initial=spec.backoff_initial, maximum=spec.backoff_max,
