@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
-from agac.providers._attachments import ANTHROPIC_LIMITS
+from agac.providers._attachments import ANTHROPIC_LIMITS, anthropic_blocks, live_base64
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
@@ -225,7 +225,10 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in request.chat],
+            "messages": [{"role": m.role, "content": m.content} if not m.attachments else
+                         {"role": m.role, "content": anthropic_blocks(
+                             m.content, m.attachments, m.position, live_base64)}
+                         for m in request.chat],
         }
         if request.system:
             params["system"] = request.system

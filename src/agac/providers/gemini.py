@@ -28,14 +28,15 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, RetryableError, UnsupportedError
-from agac.providers._attachments import GEMINI_LIMITS
+from agac.media import read_verified
+from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
 from agac.providers._common import (
     as_int,
     dump_line,
@@ -61,6 +62,7 @@ from agac.providers._errors import (
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
+    Attachment,
     BatchHandle,
     BatchState,
     BatchStatus,
@@ -288,12 +290,21 @@ class GeminiProvider:
         models: set[str] = set()
         size = 0
 
-        def lines() -> Iterator[bytes]:
+        def lines() -> Iterator[bytes | list[bytes | Attachment]]:
             nonlocal inline, size
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
                 config = self._generation(request, native=self._native_schema(request.model))
+                if request.attachments:
+                    # Files go in the uploaded file, streamed from disk: never inline.
+                    inline = None
+                    blobs = Blobs()
+                    line = {"key": custom_id, "request": _wire_request(request, config,
+                                                                       blobs.token)}
+                    size += len(dump_line(line)) + 1
+                    yield blobs.pieces(dump_line(line))
+                    continue
                 data = dump_line({"key": custom_id, "request": _wire_request(request, config)})
                 size += len(data) + 1
                 if inline is not None:
@@ -585,18 +596,25 @@ def _item_error(provider: str, error: Any) -> ProviderError:
                     kind=str(kind) if kind else None)
 
 
-def _contents(request: Request) -> list[dict[str, Any]]:
-    """Chat turns in Gemini's form: roles ``user`` and ``model``."""
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
+              ) -> list[dict[str, Any]]:
+    """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
+    ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
+    file's base64), the REST form ``inlineData``."""
     return [
-        {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+        {"role": "model" if m.role == "assistant" else "user",
+         "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
+             m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
         for m in request.chat
     ]
 
 
-def _wire_request(request: Request, config: dict[str, Any]) -> dict[str, Any]:
-    """A GenerateContentRequest in the REST (camelCase) form, for batch file lines."""
+def _wire_request(request: Request, config: dict[str, Any],
+                  data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
+    """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
+    and a batch file's line (``data``: a placeholder per attachment there)."""
     generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
-    wire: dict[str, Any] = {"contents": _contents(request), "generationConfig": generation}
+    wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],
