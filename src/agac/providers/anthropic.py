@@ -130,6 +130,9 @@ class AnthropicProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
+    #: A Message Batch goes in one call, held in memory: with attachments, parts of at
+    #: most 64 MiB (their base64 included) keep that memory bounded.
+    batch_attachment_max_bytes = 64 * 1024 * 1024
     #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
     attachment_limits = ANTHROPIC_LIMITS
 

@@ -512,6 +512,9 @@ class BatchApi:
     max_bytes: int
     candidates: SupportsBatchCandidates | None
     """Set when batches are found by time window and count, not by our key (B2)."""
+    attachment_max_bytes: int = 0
+    """The bytes of one batch part whose requests attach files: ``max_bytes``, or less
+    for a batch API that takes its requests in one call (the part is held in memory)."""
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
@@ -525,4 +528,6 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         max_requests=int(getattr(kind, "batch_max_requests", 50_000)),
         max_bytes=int(getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
         candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
+        attachment_max_bytes=int(getattr(kind, "batch_attachment_max_bytes", 0)
+                                 or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
     )

@@ -296,14 +296,10 @@ class GeminiProvider:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
                 config = self._generation(request, native=self._native_schema(request.model))
-                if request.attachments:
-                    # Files go in the uploaded file, streamed from disk: never inline.
-                    inline = None
-                    blobs = Blobs()
-                    line = {"key": custom_id, "request": _wire_request(request, config,
-                                                                       blobs.token)}
-                    size += len(dump_line(line)) + 1
-                    yield blobs.pieces(dump_line(line))
+                if request.attachments:  # streamed into the uploaded file, never inline
+                    inline, pieces = None, _attachment_line(custom_id, request, config)
+                    size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
+                    yield pieces
                     continue
                 data = dump_line({"key": custom_id, "request": _wire_request(request, config)})
                 size += len(data) + 1
@@ -607,6 +603,14 @@ def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
              m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
         for m in request.chat
     ]
+
+
+def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
+                     ) -> list[bytes | Attachment]:
+    """A batch file line whose attachments' base64 is streamed in from their files."""
+    blobs = Blobs()
+    return blobs.pieces(dump_line({"key": custom_id,
+                                   "request": _wire_request(request, config, blobs.token)}))
 
 
 def _wire_request(request: Request, config: dict[str, Any],

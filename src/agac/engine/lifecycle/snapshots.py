@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError
@@ -82,23 +82,28 @@ LEGACY_ID_LENGTH = 64
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
                         source: RecordSource | None = None, *, tenant: str,
                         like: str | None = None,
-                        attachments: dict[str, Attachment] | None = None) -> str:
+                        hashes: Mapping[str, str] | None = None) -> str:
     """The id of the snapshot of the workflow's input as it is now: the id field, the
-    limit, the source's identity and — when its records attach files — each file's hash,
-    so that a changed attachment is changed input (R1 names ``--new``); in the long form
-    when ``like`` (a stored run's snapshot id) is one."""
+    limit, the source's identity and — when its records attach files — each file's hash
+    (``hashes``: path -> SHA-256; read from the files when not given), so that a new run
+    snapshots the files as they are; in the long form when ``like`` (a stored run's
+    snapshot id) is one.
+
+    A run that continues passes the hashes it was admitted with: a file changed since
+    then does not stop the run — the unit that attaches it fails ``attachment_changed``."""
     source = input_source(workflow, project, source)
-    if attachments is None:
-        attachments = admitted_attachments(workflow, project, source, limit)
+    if hashes is None:
+        hashes = {p: a.sha256 for p, a in
+                  admitted_attachments(workflow, project, source, limit).items()}
     h = hashlib.sha256()
     if tenant != DEFAULT_TENANT:
         h.update(f"tenant={tenant}\x1f".encode())
     h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
     h.update(source.identity().encode())
-    if attachments:
+    if hashes:
         h.update(b"\x1fattachments=")
-        for path in sorted(attachments):
-            h.update(f"{path}\x1e{attachments[path].sha256}\x1e".encode())
+        for path in sorted(hashes):
+            h.update(f"{path}\x1e{hashes[path]}\x1e".encode())
     if like is not None and len(like) == LEGACY_ID_LENGTH:
         return h.hexdigest()
     return base64.urlsafe_b64encode(h.digest()[:16]).rstrip(b"=").decode("ascii")
@@ -156,7 +161,7 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
     source = input_source(workflow, project, source)
     attachments = admitted_attachments(workflow, project, source, limit)
     snapshot_id = current_snapshot_id(workflow, project, limit, source, tenant=tenant,
-                                      attachments=attachments)
+                                      hashes={p: a.sha256 for p, a in attachments.items()})
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
