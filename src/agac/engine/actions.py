@@ -60,10 +60,11 @@ class ActionRuntime:
     admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """path -> (sha256, size) of the files the run's input snapshot attaches, as they were
     at admission."""
+    name: str = field(init=False)
+    """The action's name (read several times per unit: an attribute, not a property)."""
 
-    @property
-    def name(self) -> str:
-        return self.action.name
+    def __post_init__(self) -> None:
+        self.name = self.action.name
 
     @property
     def batch_api(self) -> BatchApi:
