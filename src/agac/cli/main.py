@@ -430,6 +430,7 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
            as_json: bool) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
+    from agac.cli.render import attachment_line
 
     rows = api.render(workflow, record, action, tenant=tenant)
     if as_json:
@@ -443,7 +444,13 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
                 click.echo(f"   guard: {r['guard']}")
             if "request" in r:
                 for m in r["request"]["messages"]:
-                    click.echo(f"-- {m['role']}:\n{m['content']}")
+                    click.echo(f"-- {m['role']}:")
+                    files = [attachment_line(a) for a in m.get("attachments") or ()]
+                    if m.get("position") != "after":
+                        click.echo("".join(f"{f}\n" for f in files), nl=False)
+                    click.echo(m["content"])
+                    if m.get("position") == "after":
+                        click.echo("".join(f"{f}\n" for f in files), nl=False)
                 params = {k: v for k, v in r["request"].items() if k not in ("messages",)}
                 click.echo(f"-- params: {json.dumps(params, default=str)}")
             if "inputs" in r:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from agac.jsontext import flaw
 from agac.keys import idempotency_key
+from agac.media import AttachmentError
+from agac.prompt.attachments import render_references, resolve_all
 from agac.prompt.render import capped
-from agac.providers.base import Message, Request, Response
+from agac.providers.base import Attachment, Message, Request, Response
 from agac.usercode import user_stdout
 
 if TYPE_CHECKING:
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from agac.engine.context import ToolContext
     from agac.jsontext import JSON, JSONObject
 
-__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
+__all__ = ["Fail", "accept_response", "attachments_of", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
 
 
@@ -54,7 +56,12 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         cap -= len(system)
         messages.append(Message("system", system))
     assert rt.prompt is not None
-    messages.append(Message("user", capped(rt.prompt, view, max(cap, 0))))
+    text = capped(rt.prompt, view, max(cap, 0))
+    if rt.attachments:
+        messages.append(Message("user", text, attachments_of(rt, view),
+                                "after" if action.attachments_position == "after" else "before"))
+    else:
+        messages.append(Message("user", text))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
@@ -65,6 +72,31 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         timeout=action.timeout,
         seed=_version(view),
     )
+
+
+def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment, ...]:
+    """The files the action's ``attachments:`` name for this view, read, described and
+    checked against what its provider and model accept. RenderError when a template
+    fails; AttachmentError (its ``reason`` a reason code) when a file cannot be sent."""
+    action = rt.action
+    assert rt.root is not None
+    found = resolve_all(render_references(rt.attachments, view), rt.root)
+    if not found:
+        return ()
+    for a in found:
+        was = rt.admitted.get(a.path)
+        if was is not None and was[0] != a.sha256:
+            raise AttachmentError(reason="attachment_changed", message=f"{a.name} changed "
+                                  f"since the run was admitted (it was sha256:{was[0][:12]}, "
+                                  f"{was[1]:,} bytes; it is {a.describe()})",
+                                  hint="run again with --new to send the file as it is now")
+    provider, model = action.provider or "", action.model_name or ""
+    if rt.limits is None:
+        raise AttachmentError(reason="attachment_not_supported", message=f"provider {provider} takes no "
+                              f"attachments (model {model}): {found[0].describe()}",
+                              hint="use a provider that reads images and PDFs")
+    rt.limits.check(provider, model, found)
+    return found
 
 
 def accept_response(rt: ActionRuntime, response: Response) -> JSON:
