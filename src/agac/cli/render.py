@@ -144,6 +144,9 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         calls += a["calls"]
         failed += a["failed"]
     print_table(table)
+    if summary.get("store"):
+        read = summary["store"]
+        click.echo(f"  store: {read['url']} ({read['source']})")
     words = f"reused {reused:,} answers, {calls:,} calls, cost ${summary['cost_usd']:.4f}"
     if failed:
         words += f"; {failed:,} failed"
