@@ -22,6 +22,10 @@ Tree::
     │   ├── RetryableError          spend an attempt, back off with jitter; a tool raises it
     │   │                           (``agac.RetryableError``) to ask for another attempt
     │   ├── FatalError              fail the unit (``provider_error``), no retries
+    │   │   └── AttachmentError     a file the request attaches cannot be sent as it is
+    │   │                           (missing, changed, unsupported, too large…); ``reason``
+    │   │                           is its reason code, raised when the request is made or
+    │   │                           read again when it is sent — before anything goes out
     │   ├── UnsupportedError        this provider/model cannot do it; stop at once
     │   └── BatchNotEnded           asked right before reading, the batch has no results to
     │                               read (failed, expired, cancelled, or not ended): B7
@@ -47,6 +51,7 @@ from typing import Any
 
 __all__ = [
     "AgacError",
+    "AttachmentError",
     "BatchNotEnded",
     "ConfigError",
     "DecisionRefused",
@@ -278,6 +283,13 @@ class FatalError(ProviderError):
     """The provider refused the request; retrying will not help."""
 
     kind = "fatal"
+
+
+class AttachmentError(FatalError):
+    """An attachment cannot be sent as it is."""
+
+    def __init__(self, *, reason: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message, reason=reason, code=reason, hint=hint)
 
 
 class UnsupportedError(ProviderError):

@@ -21,7 +21,7 @@ import click
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["ProgressView", "follow_events", "new_table", "print_cost", "print_effects",
+__all__ = ["ProgressView", "attachment_line", "follow_events", "new_table", "print_cost", "print_effects",
            "print_event", "print_events", "print_plan", "print_proposals", "print_records",
            "print_retry_plan",
            "print_runs", "print_session", "print_summary", "print_table", "when"]
@@ -492,3 +492,17 @@ def print_plan(doc: dict[str, Any]) -> None:
         click.echo(f"budget usd={b['usd']} tokens={b['tokens']}: {verdict} the budget"
                    + ("" if doc["within_budget"] else
                       "; `agac run` refuses it unless --allow-over-estimate"))
+    if doc.get("estimates"):
+        click.echo(f"estimated: {doc['estimates']}")
+
+
+def attachment_line(a: dict[str, Any]) -> str:
+    """One attachment of a rendered request as people read it — never its bytes:
+    ``[file] invoice.pdf: application/pdf, 12,345 bytes, 3 pages, sha256:…``."""
+    extra = ""
+    if a.get("pages") is not None:
+        extra = f", {a['pages']} page{'s' if a['pages'] != 1 else ''}"
+    elif a.get("width") and a.get("height"):
+        extra = f", {a['width']}×{a['height']} px"
+    return (f"[file] {a.get('name') or a.get('path')}: {a['media_type']}, {a['size']:,} bytes"
+            f"{extra}, sha256:{a['sha256']}")

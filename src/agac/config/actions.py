@@ -16,6 +16,7 @@ from typing import Any
 
 from agac.config.keys import (
     APPROVAL_KEYS,
+    ATTACHMENT_POSITIONS,
     AVAILABLE_RUN_MODES,
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
@@ -333,9 +334,34 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         out["timeout"] = read_duration(f, v["timeout"], at("timeout"))
     if "rate_limit" in v:
         out["rate_limit"] = _rate_limit(f, v["rate_limit"], at("rate_limit"))
+    if "attachments" in v:
+        out["attachments"] = _attachments(f, v["attachments"], at("attachments"))
+    if "attachments_position" in v:
+        out["attachments_position"] = _choice(f, v["attachments_position"],
+                                              at("attachments_position"), ATTACHMENT_POSITIONS,
+                                              "attachments_position")
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
     return out
+
+
+def _attachments(f: Findings, value: Any, path: Path) -> tuple[str, ...] | None:
+    """``attachments:``: a list of templates (each a path, a data: URL or a list of them)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        f.error("invalid_value", f"attachments must be a list of templates, got {value!r}",
+                path, hint='attachments: ["{{ source.file }}"]')
+        return None
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            f.error("invalid_value", f"attachments entry {item!r} is not a template (a text "
+                    "giving a path, a data: URL or a list of them)", path + (i,),
+                    hint='e.g. "{{ source.invoice }}" or "scans/{{ source.id }}.png"')
+            return None
+        out.append(item)
+    return tuple(out)
 
 
 def _run_mode(f: Findings, raw: RawAction) -> str | None:

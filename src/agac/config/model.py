@@ -170,6 +170,11 @@ class Action:
     """For a join (``kind: join`` or ``join:``): the fan-out action whose items it collects."""
     failure_policy: str = "retain_successes"
     approval: ApprovalSpec | None = None
+    attachments: tuple[str, ...] = ()
+    """Templates, each giving the files sent with the prompt (a path or a ``data:`` URL,
+    or a list of them)."""
+    attachments_position: str = "before"
+    """Where the attachments go: ``before`` or ``after`` the prompt text."""
 
     @property
     def is_llm(self) -> bool:
@@ -260,6 +265,11 @@ def _action_dict(action: Action) -> dict[str, Any]:
             data.pop(key, None)
     if data.get("max_prompt_chars") == DEFAULT_MAX_PROMPT_CHARS:
         data.pop("max_prompt_chars", None)  # likewise for the default cap
+    if not data.get("attachments"):
+        data.pop("attachments", None)  # likewise for actions without attachments
+        data.pop("attachments_position", None)
+    else:
+        data["attachments"] = list(data["attachments"])
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
@@ -276,6 +286,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         None if ctx["observe"] is None else tuple(ctx["observe"]), tuple(ctx["drop"])
     )
     values["retry"] = RetrySpec(**values["retry"])
+    if values.get("attachments") is not None:
+        values["attachments"] = tuple(values["attachments"])
     if values.get("rate_limit") is not None:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
     if values.get("effect") is not None:

@@ -4,7 +4,9 @@ Contract: :func:`answer` is a pure function of its arguments. The same provider,
 request body (messages, params, provider ``seed``) and emulator seed always give the same
 :class:`Answer`; a different seed gives a different one. When a JSON schema is given the
 text is a JSON value that conforms to it (see :func:`conforming_value`). Token counts are
-``ceil(chars / 4)``, the estimate DESIGN §3 uses when no tokenizer is at hand.
+``ceil(chars / 4)``, the estimate DESIGN §3 uses when no tokenizer is at hand, plus 258
+for each attached image or PDF page. An answer without a schema ends by naming the
+attachments it saw (:mod:`agac.emulator.media`).
 
 Answer faults (``truncated``, ``invalid_json``, ``schema_violation``, ``refusal``) bend
 the answer the way a real model misbehaves; provider modules render ``finish`` in their
@@ -19,6 +21,8 @@ import math
 import random
 from dataclasses import dataclass
 from typing import Any
+
+from .media import attachment_tokens, seen_text
 
 __all__ = [
     "ANSWER_FAULTS",
@@ -103,7 +107,7 @@ def answer(
     """
     digest = hashlib.sha256(f"{seed}:{fingerprint(provider, model, body)}".encode()).digest()
     rng = random.Random(digest)
-    input_tokens = count_tokens(text_chars(prompt))
+    input_tokens = count_tokens(text_chars(prompt)) + attachment_tokens(body)
     # Providers that cache report reads only for long prompts, in 128-token steps.
     cached = (input_tokens // 2 // 128) * 128 if input_tokens >= 1024 else 0
     if fault == "refusal":
@@ -115,7 +119,7 @@ def answer(
         n = rng.randint(8, 20)
         text = f"Emulated answer {digest.hex()[:8]}: " + " ".join(
             rng.choice(_WORDS) for _ in range(n)
-        ) + "."
+        ) + "." + seen_text(body)
     finish = "stop"
     if fault == "invalid_json":
         text = "{" + text.strip("{}") + ' "unterminated'

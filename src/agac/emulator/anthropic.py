@@ -24,6 +24,7 @@ from starlette.routing import Route
 from .answers import Answer, answer
 from .faults import Target
 from .handling import (
+    attachments,
     created,
     gate,
     live_latency,
@@ -33,6 +34,7 @@ from .handling import (
     retry_headers,
     state_of,
 )
+from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 __all__ = ["routes", "status_name"]
@@ -169,6 +171,7 @@ async def create_message(request: Request) -> Response:
     problem = _check(body)
     if problem:
         return error(400, None, None, problem)
+    await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
@@ -198,6 +201,7 @@ async def create_batch(request: Request) -> Response:
             return error(400, None, None, f"requests.{index}.{problem}")
         seen.add(custom_id)
         params = entry["params"]
+        take_attachments(PROVIDER, params)  # the batch keeps descriptors, not the bytes
         canonical, prompt, schema = _decode(params)
         items.append(BatchItem(custom_id=custom_id, model=str(params["model"]),
                                canonical=canonical, prompt=prompt, schema=schema,

@@ -29,7 +29,18 @@ from starlette.routing import Route
 
 from .answers import Answer, answer
 from .faults import Target
-from .handling import Rejected, created, gate, live_latency, new_batch, observe, read_json, state_of
+from .handling import (
+    Rejected,
+    attachments,
+    created,
+    gate,
+    live_latency,
+    new_batch,
+    observe,
+    read_json,
+    state_of,
+)
+from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult, StoredFile
 
 __all__ = ["routes", "status_name"]
@@ -160,6 +171,7 @@ async def _generate(request: Request, model: str) -> Response:
     if not isinstance(body.get("contents"), list):
         return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
                                       "specified")
+    await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema, max_tokens = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
@@ -193,6 +205,7 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
         raise Rejected(error(400, None, None, "* The batch has no requests."))
     items = []
     for key, request_body, metadata in rows:
+        take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
         canonical, prompt, schema, max_tokens = _decode(request_body)
         items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
                                schema=schema, max_tokens=max_tokens,

@@ -18,13 +18,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .faults import Fired, Target
+from .media import limit_error, redact_body, take_attachments
 from .state import Batch, BatchItem, ItemError
 
 if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
+    "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "attachments",
+    "created", "gate", "live_latency",
     "new_batch", "observe", "read_json", "retry_headers", "state_of",
 ]
 
@@ -65,6 +67,18 @@ async def read_json(request: Request, error: ErrorRenderer) -> Any:
         raise Rejected(error(400, None, None, f"request body is not valid JSON: {exc}")) from exc
 
 
+async def attachments(request: Request, provider: str, body: Any, error: ErrorRenderer,
+                      model: str = "") -> None:
+    """Take the attachments out of a chat body (each replaced by its descriptor) and hold
+    the request to the provider's limits: Rejected with its own error when over them."""
+    seen = take_attachments(provider, body)
+    if not seen:
+        return
+    over = limit_error(provider, seen, len(await request.body()), model)
+    if over is not None:
+        raise Rejected(error(over[0], over[1], None, over[2]))
+
+
 async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
                target: Target | None = None, *, count: bool = True) -> Fired:
     """Count the request and apply the faults that fire for it (see module docstring)."""
@@ -73,6 +87,8 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         state.stats.count(provider, op)
         # Starlette keeps the body it read: the handler has read a chat body already.
         body = await request.body() if op == "chat" else None
+        if body is not None:
+            body = redact_body(provider, body)  # the journal keeps no attachment bytes
         scope = request.scope
         host, port = scope.get("client") or ("", 0)
         raw_path = scope.get(SENT_RAW_PATH) or scope.get("raw_path") or b""

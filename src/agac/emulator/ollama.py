@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from .answers import Answer, answer
 from .faults import Target
-from .handling import gate, live_latency, read_json, state_of
+from .handling import attachments, gate, live_latency, read_json, state_of
 
 __all__ = ["routes"]
 
@@ -77,6 +77,7 @@ async def chat(request: Request) -> Response:
         return error(400, None, None, "model is required")
     if not isinstance(body.get("messages", []), list):
         return error(400, None, None, "messages must be a list")
+    await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     fmt = body.get("format")
     schema = fmt if isinstance(fmt, dict) else (

@@ -30,6 +30,7 @@ from .answers import Answer, answer
 from .faults import Target
 from .handling import (
     Rejected,
+    attachments,
     created,
     gate,
     live_latency,
@@ -39,7 +40,11 @@ from .handling import (
     retry_headers,
     state_of,
 )
+from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult
+
+BATCH_FILE_MAX = 200 * 1024 * 1024
+"""OpenAI's and Groq's largest batch input file."""
 
 __all__ = ["OPENAI", "Flavor", "chat_request", "routes", "status_name"]
 
@@ -167,6 +172,7 @@ def routes(flavor: Flavor) -> list[Route]:
         fired = await gate(request, flavor.provider, "chat", error, Target(model=model))
         if not model or not isinstance(body.get("messages"), list):
             return error(400, None, None, "'model' and 'messages' are required.")
+        await attachments(request, flavor.provider, body, error, model)
         await live_latency(request)
         canonical, schema, max_tokens = chat_request(body)
         ans = answer(provider=flavor.provider, model=model, body=canonical,
@@ -186,6 +192,9 @@ def routes(flavor: Flavor) -> list[Route]:
         if "file" not in fields or fields.get("purpose", (None, b""))[1] != b"batch":
             return error(400, None, None, "Expected a 'file' and purpose 'batch'.")
         filename, content = fields["file"]
+        if len(content) > BATCH_FILE_MAX:
+            return error(400, None, None, f"File is too large: {len(content)} bytes; a batch "
+                         f"input file may be at most {BATCH_FILE_MAX} bytes (200 MB).")
         stored = state.add_file(flavor.provider, _file_id(flavor), filename or "upload.jsonl",
                                 "batch", content)
         return JSONResponse(_file_json(stored))
@@ -234,7 +243,7 @@ def routes(flavor: Flavor) -> list[Route]:
         if body.get("completion_window") not in flavor.windows:
             return error(400, None, None, "Invalid 'completion_window': "
                          f"expected one of {sorted(flavor.windows)}.")
-        items, invalid = _parse_input(stored.content)
+        items, invalid = _parse_input(stored.content, flavor.provider)
         model = items[0].model if items else ""
         batch = new_batch(state, fired, batch_id=_batch_id(flavor), provider=flavor.provider,
                           model=model, items=items, metadata=metadata,
@@ -375,7 +384,7 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return fields
 
 
-def _parse_input(content: bytes) -> tuple[list[BatchItem], list[dict[str, Any]]]:
+def _parse_input(content: bytes, provider: str) -> tuple[list[BatchItem], list[dict[str, Any]]]:
     """Decode a batch input file; return its items and OpenAI-style validation errors."""
     items: list[BatchItem] = []
     invalid: list[dict[str, Any]] = []
@@ -397,6 +406,7 @@ def _parse_input(content: bytes) -> tuple[list[BatchItem], list[dict[str, Any]]]
                             "message": f"The custom_id '{custom_id}' is not unique."})
             continue
         seen.add(custom_id)
+        take_attachments(provider, body)  # the batch keeps descriptors, not the bytes
         canonical, schema, max_tokens = chat_request(body)
         items.append(BatchItem(custom_id=custom_id, model=str(body.get("model", "")),
                                canonical=canonical, prompt=body.get("messages", []),

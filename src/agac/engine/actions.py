@@ -5,7 +5,7 @@ slots, rate limiter, tool function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,14 +17,16 @@ from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
+from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import compile_guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, batch_api, batch_support
+from agac.providers.base import BatchApi, attachment_limits, batch_api, batch_support
 
 if TYPE_CHECKING:
     from jinja2 import Template
 
     from agac.config.model import Action
+    from agac.media import AttachmentLimits
     from agac.providers.base import Provider
 
 __all__ = ["ActionRuntime", "build_runtime", "is_batched", "local_batch_notes", "shared_limiter"]
@@ -49,6 +51,15 @@ class ActionRuntime:
     function: Callable[..., Any] | None = None
     canonical: CanonicalForm | None = None
     """How its requests become canonical JSON (llm actions)."""
+    attachments: tuple[AttachmentTemplate, ...] = ()
+    """Its compiled ``attachments:`` entries."""
+    root: Path | None = None
+    """The project root: where relative attachment paths start."""
+    limits: AttachmentLimits | None = None
+    """What its provider accepts as attachments (None: nothing)."""
+    admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """path -> (sha256, size) of the files the run's input snapshot attaches, as they were
+    at admission."""
     name: str = field(init=False)
     """The action's name (read several times per unit: an attribute, not a property)."""
 
@@ -123,9 +134,11 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
 
 def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                   slots: AbstractAsyncContextManager[None] | None = None,
-                  limiter: RateWindow | None = None) -> ActionRuntime:
+                  limiter: RateWindow | None = None,
+                  admitted: Mapping[str, tuple[str, int]] | None = None) -> ActionRuntime:
     """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
-    slots and rate window (a worker shares both with other shards and other workers)."""
+    slots and rate window (a worker shares both with other shards and other workers);
+    ``admitted``: the files the run's snapshot attaches (path -> (sha256, size))."""
     rl = action.rate_limit
     rt = ActionRuntime(
         action=action,
@@ -135,6 +148,7 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
             action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None),
         provider=provider,
         batch=batch_api(provider) if action.kind == "llm" else None,
+        admitted=admitted or {},
     )
     if action.system:
         rt.system = compile_template(action.system, f"{action.name}.system")
@@ -144,6 +158,10 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
         rt.validator = SchemaValidator(action.schema, action.name)
+    if action.kind == "llm" and action.attachments:
+        rt.attachments = compile_attachments(action.attachments, action.name)
+        rt.root = root
+        rt.limits = _limits(action.provider or "")
     if action.kind == "llm":
         rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
                                      action.max_tokens or 1024, action.temperature, action.schema)
@@ -155,6 +173,13 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                 problems=[Problem("invalid_function", f"{action.name}: {exc}")]
             ) from exc
     return rt
+
+
+def _limits(provider: str) -> AttachmentLimits | None:
+    try:
+        return attachment_limits(registry.provider_class(provider))
+    except (ConfigError, ImportError):
+        return None  # validation reported it
 
 
 def is_batched(rt: ActionRuntime) -> bool:

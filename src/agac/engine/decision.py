@@ -20,7 +20,8 @@ The rules, in order, each final for the unit:
    reason (a guard's skip flows down as ``guard``);
 3. the run is stopping -> pending (the next run asks it);
 4. the view cannot be rendered -> ``failed render_error`` (``prompt_too_large`` when
-   it is over ``max_prompt_chars``); the guard is false ->
+   it is over ``max_prompt_chars``); a file it attaches cannot be sent -> ``failed``
+   with the attachment's reason; the guard is false ->
    ``skipped guard``; the action failed as a whole -> ``failed provider_error``; an
    action with ``approval:`` -> its gate;
 5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
@@ -128,6 +129,7 @@ class UnitFacts:
 
     __slots__ = (
         "action_failed",
+        "attachment_error",
         "batch",
         "budget_exhausted",
         "cache",
@@ -177,6 +179,8 @@ class UnitFacts:
         """The view or the request could not be rendered (its message)."""
         self.render_reason = "render_error"
         """``prompt_too_large`` when the rendering was over the action's cap."""
+        self.attachment_error: tuple[str, str] | None = None
+        """(reason, detail): a file of the request's ``attachments:`` cannot be sent."""
         self.inputs_error: str | None = None
         """A tool's inputs are not JSON (its message)."""
         self.guard = guard
@@ -218,6 +222,8 @@ def decide(f: UnitFacts) -> Decision:
         return _STOPPING
     if f.render_error is not None:
         return Settle("failed", f.render_reason, f.render_error)
+    if f.attachment_error is not None:
+        return Settle("failed", *f.attachment_error)
     if f.guard is NOT_YET:
         return _NEED_VIEW
     if f.guard is False:

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from agac.errors import ConfigError, FatalError, Problem, UnsupportedError
+from agac.media import Attachment, write_base64
 from agac.providers.base import ProviderSettings, Request
 
 __all__ = [
@@ -236,7 +237,7 @@ class SpooledBatch:
 
 
 def spool_jsonl(
-    lines: Iterable[dict[str, Any] | bytes],
+    lines: Iterable[dict[str, Any] | bytes | list[bytes | Attachment]],
     *,
     max_count: int,
     max_bytes: int,
@@ -244,7 +245,11 @@ def spool_jsonl(
 ) -> SpooledBatch:
     """Write batch lines to a temporary ``.jsonl`` file, one at a time.
 
-    Lines are dicts, or bytes already serialized (without the newline). Big batches
+    Lines are dicts, bytes already serialized (without the newline), or pieces: bytes
+    with an :class:`~agac.media.Attachment` between them wherever a file's base64 goes
+    (:class:`agac.providers._attachments.Blobs`), streamed from the file into the batch
+    file a chunk at a time and checked against its hash (AttachmentError
+    ``attachment_changed`` when it is not those bytes: nothing is sent). Big batches
     never exist as one string in memory. Exceeding the provider's limits
     raises UnsupportedError (code ``batch_too_large``): the engine splits shards by
     these limits before it submits, so reaching them here is a planning bug.
@@ -255,10 +260,21 @@ def spool_jsonl(
     try:
         with os.fdopen(fd, "wb") as fh:
             for line in lines:
-                data = line if isinstance(line, bytes) else dump_line(line)
-                fh.write(data + b"\n")
-                count += 1
-                size += len(data) + 1
+                if isinstance(line, list):
+                    for piece in line:
+                        if isinstance(piece, bytes):
+                            fh.write(piece)
+                            size += len(piece)
+                        else:
+                            size += write_base64(piece, fh)
+                    fh.write(b"\n")
+                    size += 1
+                    count += 1
+                else:
+                    data = line if isinstance(line, bytes) else dump_line(line)
+                    fh.write(data + b"\n")
+                    count += 1
+                    size += len(data) + 1
                 if count > max_count or size > max_bytes:
                     raise UnsupportedError(
                         f"{provider} batch exceeds {max_count} requests or {max_bytes} bytes",

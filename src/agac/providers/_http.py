@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import io
 import json
 import urllib.parse
 import urllib.request
@@ -48,6 +49,8 @@ __all__ = [
 
 #: Connections per adapter when the engine does not say (aiohttp's own default).
 DEFAULT_CONNECTIONS = 100
+#: Bodies over this many bytes (a request with attachments) are sent from a stream.
+LARGE_BODY = 1 << 20
 #: Seconds an idle pooled connection is kept open.
 KEEPALIVE_SECONDS = 30.0
 USER_AGENT = f"agac/{__version__}"
@@ -166,8 +169,11 @@ class HttpSession:
         seconds = timeout if timeout is not None else self.timeout
         proxy = self._proxies[url] if url in self._proxies else self._proxy(url)
         target = self._urls.get(url) or self._url(url)
+        body: bytes | io.BytesIO | None = data
+        if data is not None and len(data) > LARGE_BODY:
+            body = io.BytesIO(data)  # written in chunks, not in one blocking send
         try:
-            async with session.request(method, target, data=data, headers=headers, proxy=proxy,
+            async with session.request(method, target, data=body, headers=headers, proxy=proxy,
                                        timeout=self._client_timeout(seconds)) as response:
                 raw = await response.read()
                 status = response.status

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError
+from agac.providers._attachments import Blobs, Data, live_base64, openai_parts
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
@@ -47,6 +48,7 @@ from agac.providers._errors import (
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
+    Attachment,
     BatchHandle,
     BatchState,
     BatchStatus,
@@ -66,6 +68,7 @@ from agac.providers.stops import read_stop
 __all__ = ["OpenAICompatProvider", "chat_response"]
 
 _MESSAGES = '"messages":['
+_ATTACHMENTS = '"attachments":['
 
 #: ``dump_line``'s encoder (compact, UTF-8 as is), for values that are not objects.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -263,9 +266,14 @@ class OpenAICompatProvider:
 
     # -- online --------------------------------------------------------------
 
-    def _chat_params(self, request: Request, *, native: bool) -> dict[str, Any]:
-        """The Chat Completions body for a request, live or in a batch line."""
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    def _chat_params(self, request: Request, *, native: bool,
+                     data: Data = live_base64) -> dict[str, Any]:
+        """The Chat Completions body for a request, live or in a batch line; ``data``
+        gives each attachment's base64 (read now, or a batch line's placeholder)."""
+        messages = [{"role": m.role, "content": m.content} if not m.attachments else
+                    {"role": m.role, "content": openai_parts(m.content, m.attachments,
+                                                             m.position, data)}
+                    for m in request.messages]
         params: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -329,15 +337,21 @@ class OpenAICompatProvider:
 
     # -- batch ---------------------------------------------------------------
 
-    def _batch_line(self, request: Request) -> dict[str, Any]:
+    def _batch_line(self, request: Request, data: Data = live_base64) -> dict[str, Any]:
         return {
             "custom_id": require_custom_id(request),
             "method": "POST",
             "url": self.batch_endpoint,
-            "body": self._chat_params(request, native=self._native_schema(request.model)),
+            "body": self._chat_params(request, native=self._native_schema(request.model),
+                                      data=data),
         }
 
-    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes]:
+    def _attachment_line(self, request: Request) -> list[bytes | Attachment]:
+        """A batch line whose attachments' base64 is streamed in from their files."""
+        blobs = Blobs()
+        return blobs.pieces(dump_line(self._batch_line(request, blobs.token)))
+
+    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes | list[bytes | Attachment]]:
         """The batch's JSONL lines, byte for byte ``dump_line(self._batch_line(r))``, with
         the part of the body after the messages (limits, schema) encoded once for each
         run of requests that share it — in a batch of one action, usually all of them.
@@ -346,6 +360,9 @@ class OpenAICompatProvider:
         head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
         shared, tail = "", b""
         for r in requests:
+            if any(m.attachments for m in r.messages):
+                yield self._attachment_line(r)
+                continue
             if r.schema is not None and not self._native_schema(r.model):
                 yield dump_line(self._batch_line(r))
                 continue
@@ -359,16 +376,20 @@ class OpenAICompatProvider:
                             _encode(r.model).encode(), b',"messages":',
                             _encode(messages).encode(), tail))
 
-    def _stored_lines(self, items: Iterable[tuple[str, str]]) -> Iterator[bytes]:
+    def _stored_lines(self, items: Iterable[tuple[str, str]]
+                      ) -> Iterator[bytes | list[bytes | Attachment]]:
         """Batch lines straight from stored canonical requests (``Request.canonical()``,
         keys sorted): the messages array is copied as stored, and what surrounds it
         (model, limits, schema) is decoded and encoded once for each distinct text. The
         lines equal :meth:`_batch_lines`' as JSON (a message's keys come in the stored
-        order); a request sent in JSON mode, or text not in the canonical form, goes
-        through a decoded :class:`Request`."""
+        order); a request sent in JSON mode, one with attachments, or text not in the
+        canonical form, goes through a decoded :class:`Request`."""
         head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
         bodies: dict[str, tuple[bytes, bytes] | None] = {}
         for custom_id, text in items:
+            if _ATTACHMENTS in text:
+                yield self._attachment_line(stored_request(text, custom_id))
+                continue
             start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
             end = text.find('],"model":"', start) if start >= 0 else -1
             rest = text[:start] + text[end + 1:] if end >= 0 else ""

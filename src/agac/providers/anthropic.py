@@ -34,6 +34,7 @@ from agac.providers._anthropic_wire import (
     message_response,
     tool_schema,
 )
+from agac.providers._attachments import ANTHROPIC_LIMITS, anthropic_blocks, live_base64
 from agac.providers._common import (
     SCHEMA_NAME,
     import_sdk,
@@ -108,6 +109,11 @@ class AnthropicProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
+    #: A Message Batch goes in one call, held in memory: with attachments, parts of at
+    #: most 64 MiB (their base64 included) keep that memory bounded.
+    batch_attachment_max_bytes = 64 * 1024 * 1024
+    #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
+    attachment_limits = ANTHROPIC_LIMITS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -201,7 +207,10 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in request.chat],
+            "messages": [{"role": m.role, "content": m.content} if not m.attachments else
+                         {"role": m.role, "content": anthropic_blocks(
+                             m.content, m.attachments, m.position, live_base64)}
+                         for m in request.chat],
         }
         if request.system:
             params["system"] = request.system

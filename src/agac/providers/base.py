@@ -19,9 +19,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from agac.errors import BatchNotEnded
 from agac.jsontext import canonical, loads
+from agac.media import Attachment, AttachmentLimits
 
 __all__ = [
     "TRANSPORTS",
+    "Attachment",
+    "AttachmentLimits",
     "BatchApi",
     "BatchHandle",
     "BatchStatus",
@@ -41,6 +44,7 @@ __all__ = [
     "SupportsContinue",
     "Transport",
     "Usage",
+    "attachment_limits",
     "batch_api",
     "batch_support",
     "canonical_json",
@@ -70,15 +74,54 @@ def canonical_json(value: Any) -> str:
     return canonical(value)
 
 
+_ATTACHMENTS = '"attachments":['
+"""How a message with attachments starts its attachment list in canonical JSON. A prompt
+cannot contain it raw: a quote inside a JSON string is written ``\\"``."""
+
+
 def fingerprint_of(canonical: str) -> str:
-    """The request fingerprint of a request's canonical JSON (see ``Request.canonical``)."""
+    """The request fingerprint of a request's canonical JSON (see ``Request.canonical``).
+
+    An attachment enters it by its media type and SHA-256 only (:meth:`Attachment.hashed`):
+    where the file lies, its name and what was read from it to estimate tokens do not
+    change an answer, so the same bytes found under another path are the same request."""
+    if _ATTACHMENTS in canonical:
+        data = loads(canonical)
+        for m in data.get("messages") or ():
+            if isinstance(m, dict) and m.get("attachments"):
+                m["attachments"] = [Attachment.hashed(a) for a in m["attachments"]]
+        canonical = canonical_json(data)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+AttachmentPosition = Literal["before", "after"]
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One turn. A user turn may carry attachments (files sent with its text), placed
+    ``before`` (the default) or ``after`` the text."""
+
     role: Literal["system", "user", "assistant"]
     content: str
+    attachments: tuple[Attachment, ...] = ()
+    position: AttachmentPosition = "before"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message in a canonical request: a message without attachments is exactly
+        ``{"content", "role"}``, as before attachments existed (its fingerprint stays)."""
+        if not self.attachments:
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": self.content, "position": self.position,
+                "attachments": [a.to_dict() for a in self.attachments]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        atts = d.get("attachments")
+        if not atts:
+            return cls(d["role"], d["content"])
+        return cls(d["role"], d["content"], tuple(Attachment.from_dict(a) for a in atts),
+                   d.get("position", "before"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +168,16 @@ class Request:
         """Hash of everything that determines an answer (DESIGN §1)."""
         return fingerprint_of(self.canonical())
 
+    @property
+    def attachments(self) -> tuple[Attachment, ...]:
+        """Every attachment of the request, in message order."""
+        return tuple(a for m in self.messages for a in m.attachments)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "messages": [m.to_dict() for m in self.messages],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "schema": self.schema,
@@ -193,7 +241,7 @@ def stored_request(text: str, custom_id: str | None = None) -> Request:
     d = loads(text)
     return Request(
         provider=d["provider"], model=d["model"],
-        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
+        messages=tuple(Message.from_dict(m) for m in d["messages"]),
         max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
         seed=d.get("seed"), custom_id=custom_id,
     )
@@ -355,6 +403,13 @@ BatchSupport = Literal["api", "local", "none"]
 ``batch_unsupported``)."""
 
 
+def attachment_limits(provider: Any) -> AttachmentLimits | None:
+    """What a provider class (or adapter) accepts as attachments — its class attribute
+    ``attachment_limits`` — or None when it takes none (a plugin that declares nothing)."""
+    limits = getattr(provider, "attachment_limits", None)
+    return limits if isinstance(limits, AttachmentLimits) else None
+
+
 def batch_support(provider: Any) -> BatchSupport:
     """The batch capability a provider class (or adapter) declares: ``supports_batch``
     for a batch API, ``local_batch`` for a local run of batch actions; neither is
@@ -457,6 +512,9 @@ class BatchApi:
     max_bytes: int
     candidates: SupportsBatchCandidates | None
     """Set when batches are found by time window and count, not by our key (B2)."""
+    attachment_max_bytes: int = 0
+    """The bytes of one batch part whose requests attach files: ``max_bytes``, or less
+    for a batch API that takes its requests in one call (the part is held in memory)."""
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
@@ -470,4 +528,6 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         max_requests=int(getattr(kind, "batch_max_requests", 50_000)),
         max_bytes=int(getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
         candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
+        attachment_max_bytes=int(getattr(kind, "batch_attachment_max_bytes", 0)
+                                 or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
     )

@@ -28,13 +28,15 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.media import read_verified
+from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
 from agac.providers._common import (
     dump_line,
     fallback_system,
@@ -61,6 +63,7 @@ from agac.providers._gemini_wire import (
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
+    Attachment,
     BatchHandle,
     BatchStatus,
     BilledWork,
@@ -115,6 +118,8 @@ class GeminiProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
+    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
+    attachment_limits = GEMINI_LIMITS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -256,12 +261,17 @@ class GeminiProvider:
         models: set[str] = set()
         size = 0
 
-        def lines() -> Iterator[bytes]:
+        def lines() -> Iterator[bytes | list[bytes | Attachment]]:
             nonlocal inline, size
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
                 config = self._generation(request, native=self._native_schema(request.model))
+                if request.attachments:  # streamed into the uploaded file, never inline
+                    inline, pieces = None, _attachment_line(custom_id, request, config)
+                    size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
+                    yield pieces
+                    continue
                 data = dump_line({"key": custom_id, "request": _wire_request(request, config)})
                 size += len(data) + 1
                 if inline is not None:
@@ -421,18 +431,33 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _contents(request: Request) -> list[dict[str, Any]]:
-    """Chat turns in Gemini's form: roles ``user`` and ``model``."""
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
+              ) -> list[dict[str, Any]]:
+    """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
+    ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
+    file's base64), the REST form ``inlineData``."""
     return [
-        {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+        {"role": "model" if m.role == "assistant" else "user",
+         "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
+             m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
         for m in request.chat
     ]
 
 
-def _wire_request(request: Request, config: dict[str, Any]) -> dict[str, Any]:
-    """A GenerateContentRequest in the REST (camelCase) form, for batch file lines."""
+def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
+                     ) -> list[bytes | Attachment]:
+    """A batch file line whose attachments' base64 is streamed in from their files."""
+    blobs = Blobs()
+    return blobs.pieces(dump_line({"key": custom_id,
+                                   "request": _wire_request(request, config, blobs.token)}))
+
+
+def _wire_request(request: Request, config: dict[str, Any],
+                  data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
+    """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
+    and a batch file's line (``data``: a placeholder per attachment there)."""
     generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
-    wire: dict[str, Any] = {"contents": _contents(request), "generationConfig": generation}
+    wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from agac.errors import RetryableError, UnsupportedError
+from agac.media import AttachmentLimits, read_verified
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
@@ -136,6 +137,9 @@ class MockProvider:
     sdk_module: str | None = None
     credential_env: tuple[str, ...] = ()
     supports_batch = False
+    #: Every kind of attachment, without limits (the mock reads no bytes; its answers
+    #: depend on each attachment's hash).
+    attachment_limits = AttachmentLimits()
     #: ``providers: mock:`` in agac.yml (the environment variables win).
     options = (
         Option("latency_ms", "number", "milliseconds each call waits before it answers "
@@ -152,6 +156,8 @@ class MockProvider:
         self._attempts: dict[str, int] = defaultdict(int)
 
     async def complete(self, request: Request) -> Response:
+        for att in request.attachments:
+            read_verified(att)  # as every adapter does: the bytes asked about, or nothing
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
         if self.fail_rate > 0:
@@ -163,7 +169,8 @@ class MockProvider:
         return self._answer(request)
 
     def _answer(self, request: Request) -> Response:
-        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed))
+        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed),
+                       *(a.sha256 for a in request.attachments))
         parsed = None
         if request.schema is not None:
             parsed = mock_value(request.schema, seed)

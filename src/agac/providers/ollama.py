@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.media import read_verified
+from agac.providers._attachments import OLLAMA_LIMITS, live_base64
 from agac.providers._common import (
     as_int,
     fallback_system,
@@ -39,6 +41,7 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
+    Message,
     ProviderSettings,
     Request,
     Response,
@@ -64,6 +67,8 @@ class OllamaProvider:
     supports_batch = False
     #: ``run_mode: batch`` runs locally as live calls (the one documented exception).
     local_batch = True
+    #: Images only (the message's ``images``), on a vision model.
+    attachment_limits = OLLAMA_LIMITS
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: ollama:`` in agac.yml.
@@ -128,7 +133,7 @@ class OllamaProvider:
             raise FatalError(f"{self.name}: {exc.error}") from exc
 
     def _params(self, request: Request, *, native: bool) -> dict[str, Any]:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        messages = [_message(m, sdk=self._http is None) for m in request.messages]
         options: dict[str, Any] = {"num_predict": request.max_tokens}
         if request.temperature is not None:
             options["temperature"] = request.temperature
@@ -247,3 +252,12 @@ def parse_host(host: str | None) -> str:
 
 def _schema_rejected(err: ProviderError) -> bool:
     return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
+
+
+def _message(m: Message, *, sdk: bool) -> dict[str, Any]:
+    """A chat message; its images as the ``images`` list — base64 on the wire, the bytes
+    themselves for the SDK (whose ``Image`` would take a long string for a path)."""
+    if not m.attachments:
+        return {"role": m.role, "content": m.content}
+    images = [read_verified(a) if sdk else live_base64(a) for a in m.attachments]
+    return {"role": m.role, "content": m.content, "images": images}

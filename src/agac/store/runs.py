@@ -304,6 +304,8 @@ class RunRepository(StoreCore):
             for snap in orphans:
                 counts["records"] += conn.execute(
                     t.records.delete().where(t.records.c.snapshot_id == snap)).rowcount
+                conn.execute(t.snapshot_attachments.delete()
+                             .where(t.snapshot_attachments.c.snapshot_id == snap))
                 conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snap))
         return counts
 

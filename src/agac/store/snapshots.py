@@ -32,6 +32,7 @@ class SnapshotRepository(StoreCore):
     def write_snapshot(
         self, snapshot_id: str, files: list[dict[str, Any]],
         rows: Iterable[RecordRow | dict[str, Any]],
+        attachments: Iterable[tuple[str, str, int, str]] = (),
     ) -> int:
         """Store an input snapshot streaming, in chunks; returns its record count. Rows are
         :class:`RecordRow` values of this snapshot, or dicts keyed by column name (given
@@ -40,7 +41,9 @@ class SnapshotRepository(StoreCore):
         Several processes admitting runs over the same input at once (S6) write it once:
         the first insert of the snapshot's row wins, and the others (on PostgreSQL, after
         waiting for the winner's transaction) find it complete, fill ``files`` from it and
-        read none of ``rows``. A row left incomplete by an older agac is written again."""
+        read none of ``rows``. A row left incomplete by an older agac is written again.
+        ``attachments`` — (path, sha256, size, media type) of each file the records attach —
+        are written with it."""
         count = 0
         s = t.snapshots
         with self._write("snapshot the input") as conn:
@@ -56,6 +59,12 @@ class SnapshotRepository(StoreCore):
                     files[:] = loads(stored.files)
                     return int(stored.record_count)
             conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+            sa_ = t.snapshot_attachments
+            conn.execute(sa_.delete().where(sa_.c.snapshot_id == snapshot_id))
+            files_rows = [{"snapshot_id": snapshot_id, "path": p, "sha256": h, "size": n,
+                           "media_type": m} for p, h, n, m in attachments]
+            for i in range(0, len(files_rows), _CHUNK):
+                self._bulk(conn, sa_, files_rows[i:i + _CHUNK])
             chunk: list[RecordRow | dict[str, Any]] = []
             for row in rows:
                 if isinstance(row, dict):
@@ -75,6 +84,14 @@ class SnapshotRepository(StoreCore):
                 .values(record_count=count, complete=True, files=dumps(files))
             )
         return count
+
+    def snapshot_attachments(self, snapshot_id: str) -> dict[str, tuple[str, int]]:
+        """path -> (sha256, size) of every file the snapshot's records attach."""
+        sa_ = t.snapshot_attachments
+        with self._read() as conn:
+            rows = conn.execute(sa.select(sa_.c.path, sa_.c.sha256, sa_.c.size)
+                                .where(sa_.c.snapshot_id == snapshot_id)).all()
+        return {r.path: (r.sha256, int(r.size)) for r in rows}
 
     def snapshot_info(self, snapshot_id: str) -> Row | None:
         with self._read() as conn:

@@ -87,6 +87,18 @@ records = sa.Table(
 )
 sa.Index("ix_records_key", records.c.snapshot_id, records.c.key)
 
+# The files a snapshot's records attach, as they were at admission: path, hash, size and
+# media type, never the bytes (migration 0014).
+snapshot_attachments = sa.Table(
+    "snapshot_attachments",
+    metadata,
+    sa.Column("snapshot_id", sa.String(64), primary_key=True),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("media_type", sa.String(40), nullable=False),
+)
+
 outcomes = sa.Table(
     "outcomes",
     metadata,

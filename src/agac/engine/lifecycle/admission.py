@@ -98,9 +98,11 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
         if current.input.records and options.source is None:
             snap_id = open_run.snapshot_id  # no records given: continue with the run's own
         else:
+            attached = store.snapshot_attachments(open_run.snapshot_id)
             snap_id = current_snapshot_id(current, project, open_run.settings.limit,
                                           options.source, tenant=open_run.tenant,
-                                          like=open_run.snapshot_id)
+                                          like=open_run.snapshot_id,
+                                          hashes={p: h for p, (h, _) in attached.items()})
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             what = "records" if current.input.records else "inputs"
             raise UsageError(

@@ -113,8 +113,11 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     store: the budget's ledger, the batches out)."""
     slots = setup.slots if setup is not None else {}
     limiters = setup.limiters if setup is not None else {}
+    admitted = store.snapshot_attachments(run.snapshot_id) \
+        if any(a.attachments for a in workflow.actions) else {}
     runtimes = [build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None,
-                              project.root, slots=slots.get(a.name), limiter=limiters.get(a.name))
+                              project.root, slots=slots.get(a.name), limiter=limiters.get(a.name),
+                              admitted=admitted)
                 for a in workflow.actions]
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)

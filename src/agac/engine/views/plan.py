@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import build_runtime
-from agac.engine.limits.budget import request_estimate
+from agac.engine.limits.budget import attachment_tokens, request_estimate
 from agac.engine.requests import build_request
 from agac.providers.base import Usage, fingerprint_of
 
@@ -117,6 +117,10 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                     continue
                 text = request.canonical()
                 chars = sum(len(m.content) for m in request.messages)
+                if action.attachments:
+                    extra = attachment_tokens(request.provider, request.messages)
+                    entry["attachment_tokens"] = entry.get("attachment_tokens", 0) + extra
+                    chars += 4 * extra  # counted as input tokens, marked estimated below
                 exact.append((i, fingerprint_of(text), chars))
                 continue
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
@@ -219,6 +223,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
                      for a in actions.values())
     for a in actions.values():
         a["cost_usd"] = {k: round(v, 6) for k, v in a["cost_usd"].items()}
+    estimated = [n for n, a in actions.items() if a.get("attachment_tokens")]
     budget = workflow.budget
     tokens = sum(a["input_tokens"] + a["output_tokens"] for a in actions.values())
     plan: dict[str, Any] = {
@@ -232,6 +237,13 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
         "budget": None if budget is None else {"usd": budget.usd, "tokens": budget.tokens},
         "within_budget": True,
     }
+    if estimated:
+        plan["estimates"] = (
+            f"the input tokens of {', '.join(estimated)} include "
+            f"{sum(actions[n]['attachment_tokens'] for n in estimated):,} for attached images "
+            "and PDF pages, estimated by each provider's published rules (OpenAI tiles, "
+            "Anthropic width × height / 750, Gemini 258 an image or page); the ledger "
+            "records what the provider reports")
     if budget is not None:
         over_usd = budget.usd is not None and configured > budget.usd
         over_tokens = budget.tokens is not None and tokens > budget.tokens

@@ -10,7 +10,7 @@ from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.snapshots import input_source
 from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
-from agac.errors import NotFound, UsageError
+from agac.errors import AttachmentError, NotFound, UsageError
 from agac.jsontext import loads
 from agac.keys import escape, item_key, record_of, unit_key_of
 from agac.prompt.render import compile_guard
@@ -87,7 +87,10 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
 def _what_it_sends(project: Project, action: Action, view: dict[str, Any]) -> dict[str, Any]:
     """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
     if action.kind == "llm":
-        req = build_request(build_runtime(action, None, project.root), view)
+        try:
+            req = build_request(build_runtime(action, None, project.root), view)
+        except AttachmentError as exc:  # what the unit would fail with, said before it runs
+            return {"note": f"would fail {exc.reason}: {exc}", "reason": exc.reason}
         return {"request": req.to_dict(), "fingerprint": req.fingerprint()}
     return {"inputs": view, "function": action.function}
 

@@ -18,6 +18,7 @@ from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.jsontext import JSON, dumps
+from agac.media import AttachmentError
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
@@ -87,6 +88,10 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
     started = ctx.control.clock.monotonic()
     try:
         response = await _complete(ctx, rt, current, held)
+    except AttachmentError as exc:
+        # Read again at send time, a file had changed or gone: nothing was sent.
+        return await _final(ctx, rt, rec, "failed", exc.reason or "attachment_changed",
+                            str(exc), None, fp, attempt - 1)
     except WaitError as exc:
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
         delay = exc.retry_after or 1.0

@@ -34,6 +34,7 @@ from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.engine.walk.calls import call_with_retries
 from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSONObject
+from agac.media import AttachmentError
 from agac.prompt.render import RenderError
 from agac.providers.base import canonical_json, fingerprint_of
 
@@ -110,6 +111,8 @@ class _Unit:
                     await self._learn(d)
                 except RenderError as exc:
                     f.render_error, f.render_reason = str(exc), exc.reason
+                except AttachmentError as exc:
+                    f.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
                 continue
             return await self._apply(d)
 
@@ -205,6 +208,9 @@ class _Unit:
             gated = await approvals.gate(self.ctx, self.rt, self.rec, self._view())
         except RenderError as exc:
             self.facts.render_error, self.facts.render_reason = str(exc), exc.reason
+            return await self.run()
+        except AttachmentError as exc:
+            self.facts.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
             return await self.run()
         if not isinstance(gated, Act):
             return gated
