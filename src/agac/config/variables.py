@@ -21,7 +21,7 @@ from agac.providers.mock import MockProvider
 from agac.providers.options import Option
 from agac.tenants import TENANT_ENV, check_tenant
 
-__all__ = ["POINT_SCHEMES", "RATE_WINDOW", "STORE_FORMS", "STORE_HINT", "VARIABLES",
+__all__ = ["IMPORT_TIMEOUT", "POINT_SCHEMES", "RATE_WINDOW", "STORE_FORMS", "STORE_HINT", "VARIABLES",
            "check_variables", "store_problem"]
 
 POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
@@ -41,9 +41,13 @@ RATE_WINDOW = Option("rate_window", "number", "the seconds of a rate limit's win
                      "minute); shortened only for tests against an emulator", default=60.0,
                      exclusive_minimum=True)
 
+IMPORT_TIMEOUT = Option("import_timeout", "number", "the seconds a tool module's import may "
+                        "take before it is refused", default=30.0, exclusive_minimum=True)
+
 VARIABLES: dict[str, Option] = {
     **{MOCK_ENVIRONMENT[o.name]: o for o in MockProvider.options},
     "AGAC_RATE_WINDOW_SECONDS": RATE_WINDOW,
+    "AGAC_IMPORT_TIMEOUT": IMPORT_TIMEOUT,
 }
 """Numeric settings the environment gives, each checked as its option says."""
 
