@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
+__all__ = ["MAX_PAGE", "PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
            "record_view", "run_detail", "run_items", "run_summary", "runs_page", "visible_run",
            "visible_runs", "workers_for"]
 
@@ -47,12 +47,19 @@ def visible_run(store: Store, principal: Principal, ref: str) -> Any:
 # -- runs ---------------------------------------------------------------------------------------
 
 
+MAX_PAGE = 1_000_000_000
+"""The last page number a listing takes: past it is a refusal (422), not an offset the
+database cannot hold."""
+
+
 def runs_page(store: Store, principal: Principal, *, page: int = 1, workflow: str | None = None,
               state: str | None = None, per_page: int = PER_PAGE) -> dict[str, Any]:
     """One page of the runs the principal may see, newest first, each with its progress."""
     if state is not None and state not in RUN_STATES:
         raise UsageError(f"unknown state {state!r} (states: {', '.join(RUN_STATES)})")
     page = max(int(page), 1)
+    if page > MAX_PAGE:
+        raise UsageError(f"page must be a whole number from 1 to {MAX_PAGE:,}")
     rows, total = store.runs_page(principal.tenants, workflow=workflow or None,
                                   state=[state] if state else None,
                                   offset=(page - 1) * per_page, limit=per_page)

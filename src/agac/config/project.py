@@ -20,7 +20,8 @@ from typing import Any
 from agac.config.durations import parse_duration
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import finite, read_mapping, read_number, read_str, read_str_list
-from agac.errors import ConfigError, UsageError
+from agac.config.variables import POINT_SCHEMES, STORE_HINT, check_variables, store_problem
+from agac.errors import ConfigError, Problem, UsageError
 from agac.providers.options import Option
 from agac.providers.registry import available_providers, provider_options, provider_transports
 from agac.tenants import is_tenant, pick_tenant
@@ -37,6 +38,7 @@ __all__ = [
     "is_point_url",
     "load_project_config",
     "project_tenant",
+    "store_source",
     "store_url",
 ]
 
@@ -124,6 +126,9 @@ def find_project(start: Path | None = None) -> Project:
 
     Raises ConfigError with every located Problem when ``agac.yml`` is not valid.
     """
+    problems = check_variables()
+    if problems:
+        raise ConfigError(problems=problems)
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / PROJECT_FILE
@@ -148,6 +153,9 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         return ProjectConfig(), f
     f.unknown_keys(data, _TOP_KEYS, (), "agac.yml")
     store = read_str(f, data["store"], ("store",)) if data.get("store") is not None else None
+    if store is not None and (why := store_problem(store)) is not None:
+        f.error("invalid_store", f"store: {store!r} {why}", ("store",), hint=STORE_HINT)
+        store = None
     tenant = _tenant(f, data.get("tenant"))
     providers = _providers(f, data.get("providers"))
     prices = _prices(f, data.get("prices"))
@@ -323,10 +331,6 @@ def project_tenant(project: Project, given: str | None = None,
         raise UsageError(str(exc)) from exc
 
 
-POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
-"""Schemes of storage points (DESIGN §14): object storage and directories."""
-
-
 def is_point_url(url: str) -> bool:
     """True when ``store:`` names a storage point rather than an SQL store or ``memory``."""
     scheme, sep, _ = url.partition("://")
@@ -341,6 +345,10 @@ def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str
     """
     env = os.environ if environ is None else environ
     raw = env.get("AGAC_STORE") or project.config.store
+    if raw and (why := store_problem(raw)) is not None:
+        where = f"AGAC_STORE={raw!r}" if env.get("AGAC_STORE") else f"store: {raw!r} in agac.yml"
+        raise ConfigError(problems=[Problem("invalid_store", f"{where} {why}", "environment",
+                                            hint=STORE_HINT)])
     if not raw:
         return f"sqlite:///{(project.root / '.agac' / 'agac.db').as_posix()}"
     raw = raw.strip()
@@ -355,3 +363,12 @@ def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str
             target = project.root / target
         return f"{prefix}:///{target.as_posix()}"
     return raw
+
+
+def store_source(project: Project, environ: Mapping[str, str] | None = None) -> str:
+    """Where :func:`store_url` found the URL: ``AGAC_STORE``, ``agac.yml`` (its
+    ``store:``) or ``default`` (neither is set)."""
+    env = os.environ if environ is None else environ
+    if env.get("AGAC_STORE"):
+        return "AGAC_STORE"
+    return "agac.yml" if project.config.store else "default"
