@@ -11,10 +11,12 @@ Usage:
 attaching its own noise PNG of about ``--size`` bytes (incompressible, so its base64 is
 4/3 of it); one llm action, ``model: openai/gpt-4o-mini``, ``run_mode: batch``. The
 submit run (``agac run --json`` until it exits 75) is reaped with ``os.wait4``: its wall,
-CPU and peak RSS are its own. Reported: the provider batches it took (the 200 MB file
-limit with agac's 10 % margin), the base64 written into batch files and its rate over the
-span from ``run_started`` to the last ``submitted`` event (which also holds the staging
-pass, the check of every file against its hash and the uploads), and the store's growth
+CPU and peak RSS are its own (it runs through bench/_spool_timer.py, which times each
+batch file's writing and changes nothing else). Reported: the provider batches it took
+(the 200 MB file limit with agac's 10 % margin), the base64 written into batch files and
+its rate while the files are written, and over the span from ``run_started`` to the last
+``submitted`` event (which also holds the staging pass, the check of every file against
+its hash and the uploads, i.e. the emulator's parsing), and the store's growth
 per record (``.agac/agac.db`` plus its WAL, after the submit, minus an empty store).
 The emulator's clock is then moved past the batches' end and a collect run reads them:
 every record must be answered.
@@ -103,10 +105,11 @@ def start_emulator(port: int, latency_ms: int = 0) -> subprocess.Popen[bytes]:
     raise SystemExit("the emulator did not start")
 
 
-def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int) -> dict[str, Any]:
+def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,
+             command: list[str] = AGAC) -> dict[str, Any]:
     t0_epoch, t0 = time.time(), time.perf_counter()
     with open(root / "stdout.txt", "w") as out, open(root / "stderr.txt", "w") as err:
-        proc = subprocess.Popen(AGAC + args, cwd=root, stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen(command + args, cwd=root, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
@@ -149,11 +152,16 @@ def batch(args: argparse.Namespace) -> None:
     files = sorted((root / "files").iterdir())
     raw = sum(p.stat().st_size for p in files)
     b64 = sum(base64_size(p.stat().st_size) for p in files)
-    env = {**os.environ, **variables(args.port)}
+    spool_log = root / "spool.jsonl"
+    env = {**os.environ, **variables(args.port), "AGAC_BENCH_SPOOL_LOG": str(spool_log)}
     emulator = start_emulator(args.port)
     try:
         base = empty_store_bytes(env)
-        sub = run_agac(root, ["run", "wf.yml", "--json"], env, 75)
+        sub = run_agac(root, ["run", "wf.yml", "--json"], env, 75,
+                       [sys.executable, str(HERE / "_spool_timer.py")])
+        spools = [json.loads(line) for line in spool_log.read_text().splitlines()]
+        spooled_mb = sum(x["bytes"] for x in spools) / 1e6
+        spool_s = sum(x["seconds"] for x in spools)
         grown = store_bytes(root) - base
         run_id = sub["summary"]["run_id"]
         evs = events(root, run_id, env)
@@ -166,7 +174,9 @@ def batch(args: argparse.Namespace) -> None:
             "wall_s": sub["wall_s"], "cpu_s": sub["cpu_s"], "maxrss_mb": sub["maxrss_mb"],
             "batches": len(submitted), "images_mb": round(raw / 1e6, 1),
             "base64_mb": round(b64 / 1e6, 1), "started_to_last_submitted_s": round(span, 2),
-            "base64_mb_per_s": round(b64 / 1e6 / span, 1),
+            "base64_mb_per_s_started_to_submitted": round(b64 / 1e6 / span, 1),
+            "batch_files_mb": round(spooled_mb, 1), "writing_batch_files_s": round(spool_s, 2),
+            "base64_mb_per_s_writing": round(b64 / 1e6 / spool_s, 1),
             "store_growth_bytes_per_record": round(grown / args.records),
             "emulator_batch_creates": _creates(stats),
             "load": round(os.getloadavg()[0], 2)}), flush=True)
