@@ -24,7 +24,8 @@ every record must be answered.
 ``online``: ``--records`` records of ``--size`` bytes each, one online action, ``max_concurrency``
 ``--concurrency``, the emulator answering each call after ``--latency-ms``; the whole
 process's rate (records / wall of ``agac run``) and the in-run rate (``run_started`` to
-``run_ended``), as shares of the bound ``concurrency / latency``.
+``run_ended``), as shares of the bound ``concurrency / latency``; ``--no-files`` is the
+same run without attachments, the baseline on the same machine.
 
 ``spool``: the batch-file writer alone, in this process: ``--records`` stored requests
 of one ``--size`` image each through the OpenAI adapter's line writer into a temporary
@@ -201,6 +202,10 @@ def online(args: argparse.Namespace) -> None:
     from agac.emulator.env import variables
 
     root = make_project("att-online", args.records, args.size, "online", args.concurrency)
+    if args.no_files:  # the baseline: the same run without attachments
+        wf = root / "wf.yml"
+        wf.write_text("".join(line for line in wf.read_text().splitlines(True)
+                              if "attachments:" not in line))
     env = {**os.environ, **variables(args.port)}
     emulator = start_emulator(args.port, args.latency_ms)
     try:
@@ -212,7 +217,8 @@ def online(args: argparse.Namespace) -> None:
         whole = args.records / got["wall_s"]
         inrun = args.records / (ended - started)
         print(json.dumps({
-            "case": f"{args.records:,} records x {args.size:,} B PNG online, "
+            "case": f"{args.records:,} records x "
+                    f"{'no file' if args.no_files else f'{args.size:,} B PNG'} online, "
                     f"{args.latency_ms} ms x {args.concurrency}",
             "wall_s": got["wall_s"], "cpu_s": got["cpu_s"], "maxrss_mb": got["maxrss_mb"],
             "bound_per_s": round(bound), "whole_process_per_s": round(whole, 1),
@@ -278,6 +284,8 @@ def main() -> None:
     o.add_argument("--concurrency", type=int, default=64)
     o.add_argument("--latency-ms", type=int, default=50)
     o.add_argument("--port", type=int, default=18792)
+    o.add_argument("--no-files", action="store_true",
+                   help="the same run without attachments (the baseline)")
     s = sub.add_parser("spool")
     s.add_argument("--records", type=int, default=2000)
     s.add_argument("--size", type=int, default=200_000)
