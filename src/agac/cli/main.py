@@ -12,12 +12,14 @@ import importlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import click
 
 from agac import __version__
 from agac.cli.failures import report
+from agac.cli.streams import json_stdout
+from agac.jsontext import strict_dumps
 
 __all__ = ["cli", "main"]
 
@@ -25,7 +27,8 @@ WF_HELP = "a workflow file path or its name:"
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """The command's one JSON document, strict JSON (no NaN or Infinity)."""
+    click.echo(strict_dumps(value, indent=2, default=str))
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -134,10 +137,16 @@ class _AgacGroup(click.Group):
              standalone_mode: bool = True, **extra: Any) -> Any:
         """Click's main, with usage errors and anything raised outside a command body
         (an option's check, a lazy import) reported by the same boundary as the
-        commands' own failures: with ``--json`` stdout still holds one JSON document."""
+        commands' own failures: with ``--json`` stdout still holds one JSON document
+        (and only agac writes to it: :mod:`agac.cli.streams`)."""
         argv = list(sys.argv[1:] if args is None else args)
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        with json_stdout("--json" in argv):
+            self._main(argv, prog_name, complete_var, **extra)
+
+    def _main(self, argv: list[str], prog_name: str | None, complete_var: str | None,
+              **extra: Any) -> NoReturn:
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:

@@ -494,10 +494,4 @@ def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
         f.error("invalid_schema", f"schema is not a valid JSON Schema at {where}: "
                 f"{exc.message}", path)
         return None
-    from agac.schemarefs import ref_problems
-
-    problems = ref_problems(value)
-    for code, _, message in problems:
-        f.error(code, message, path, hint="copy the referenced part under $defs and "
-                "refer to it as #/$defs/<name>" if code == "schema_ref_refused" else None)
-    return None if problems else value
+    return value  # its $refs are resolved where the project root is known (X2: schemarefs)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEFAULT_MAX_PROMPT_CHARS",
     "SNAPSHOT_VERSION",
     "Action",
     "ApprovalSpec",
@@ -120,6 +121,11 @@ class RateLimit:
     tpm: float | None = None
 
 
+DEFAULT_MAX_PROMPT_CHARS = 8_000_000
+"""An llm action's ``max_prompt_chars`` unless it sets one (the renderer's cap of the same
+name when it is given none; a test keeps the two equal)."""
+
+
 @dataclass(frozen=True)
 class Action:
     """One resolved step. Llm-only fields (``model`` … ``batch_deadline``) are None on tools.
@@ -146,7 +152,7 @@ class Action:
     max_tokens: int | None = 1024
     temperature: float | None = None
     timeout: float | None = 120.0
-    max_prompt_chars: int = 8_000_000
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     """The longest rendered system + prompt, in characters; over it the unit fails
     ``prompt_too_large`` before anything is sent or stored."""
     max_concurrency: int = 16
@@ -257,6 +263,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
                          ("failure_policy", "retain_successes")):
         if data.get(key) == default:
             data.pop(key, None)
+    if data.get("max_prompt_chars") == DEFAULT_MAX_PROMPT_CHARS:
+        data.pop("max_prompt_chars", None)  # likewise for the default cap
     if not data.get("attachments"):
         data.pop("attachments", None)  # likewise for actions without attachments
         data.pop("attachments_position", None)

@@ -12,13 +12,16 @@ Two shapes of rows:
 
 Writers stream: JSONL and CSV hold one row at a time, parquet one row group, so an
 export of any size runs in bounded memory; each returns the number of rows written.
+
+Every JSON they write (a JSONL line, a JSON cell of a CSV) is strict JSON: a stored value
+that is not (a NaN or an infinity an earlier agac let through) stops the export with a
+StoreError naming the record, instead of writing ``NaN`` where a reader expects JSON.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import json
 import os
 import stat
 import sys
@@ -27,7 +30,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from agac.errors import ProtectedFile, UsageError
+from agac.errors import ProtectedFile, StoreError, UsageError
+from agac.jsontext import NotJSON, strict_dumps
 
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
@@ -55,20 +59,22 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     number of rows written.
     """
     count = 0
-    for row in rows:
-        item: dict[str, Any] = {
-            "key": row["key"],
-            "status": row["status"],
-            "reason": row.get("reason"),
-            "output": row.get("output"),
-        }
-        if row.get("detail") is not None:
-            item["detail"] = row["detail"]
-        if row.get("tenant") is not None:
-            item["tenant"] = row["tenant"]
-        out.write(json.dumps(item, ensure_ascii=False))
-        out.write("\n")
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row["key"]
+            item: dict[str, Any] = {
+                "key": row["key"],
+                "status": row["status"],
+                "reason": row.get("reason"),
+                "output": row.get("output"),
+            }
+            if row.get("detail") is not None:
+                item["detail"] = row["detail"]
+            if row.get("tenant") is not None:
+                item["tenant"] = row["tenant"]
+            out.write(strict_dumps(item))
+            out.write("\n")
+            count += 1
     return count
 
 
@@ -81,18 +87,20 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
-    for row in rows:
-        writer.writerow(
-            [
-                row["key"],
-                row["status"],
-                _cell(row.get("reason")),
-                _cell(row.get("detail")),
-                "" if row.get("output") is None else _compact(row["output"]),
-                _cell(row.get("tenant")),
-            ]
-        )
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row["key"]
+            writer.writerow(
+                [
+                    row["key"],
+                    row["status"],
+                    _cell(row.get("reason")),
+                    _cell(row.get("detail")),
+                    "" if row.get("output") is None else _compact(row["output"]),
+                    _cell(row.get("tenant")),
+                ]
+            )
+            count += 1
     return count
 
 
@@ -100,10 +108,12 @@ def write_wide_jsonl(names: Sequence[str], rows: Iterable[Sequence[Any]], out: T
     """Each wide row as one JSON object keyed by column name (JSON columns as JSON values,
     not text: build the rows with ``json_text=False``)."""
     count = 0
-    for row in rows:
-        out.write(json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False))
-        out.write("\n")
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row[0] if row else None
+            out.write(strict_dumps(dict(zip(names, row, strict=True))))
+            out.write("\n")
+            count += 1
     return count
 
 
@@ -113,10 +123,33 @@ def write_wide_csv(names: Sequence[str], rows: Iterable[Sequence[Any]], out: Tex
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(names)
     count = 0
-    for row in rows:
-        writer.writerow([_wide_cell(v) for v in row])
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row[0] if row else None
+            writer.writerow([_wide_cell(v) for v in row])
+            count += 1
     return count
+
+
+class _Position:
+    """The record an export is writing (for the message when its value is not JSON)."""
+
+    key: Any = None
+
+
+@contextlib.contextmanager
+def _strict() -> Iterator[_Position]:
+    """Turn a stored value that is not strict JSON into a StoreError naming its record."""
+    at = _Position()
+    try:
+        yield at
+    except NotJSON as exc:
+        key = exc.record if exc.record is not None else at.key
+        where = f"record {key!r}: " if key is not None else ""
+        raise StoreError(f"{where}a stored value holds {exc.flaw}, which strict JSON cannot "
+                         "hold; the export stopped",
+                         hint="an earlier agac stored it; answer the record again "
+                              "(agac retry, or agac run --fresh)") from exc
 
 
 def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any]]],
@@ -230,7 +263,7 @@ def _wide_cell(value: Any) -> Any:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return strict_dumps(value, separators=(",", ":"))
 
 
 def _cell(value: Any) -> str:

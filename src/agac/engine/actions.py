@@ -85,14 +85,22 @@ class SchemaValidator:
     LIMIT = 4096
     _TEXT = staticmethod(encoder(sort_keys=False, default=None))
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, action: str = "") -> None:
         from jsonschema import Draft202012Validator
 
-        from agac.schemarefs import NO_RETRIEVAL
+        from agac.config.schemarefs import offline_registry, unresolved_refs
 
+        # Validation resolved every $ref into the schema (X2); a schema stored by a run
+        # that an older agac admitted may still name a URL: refuse it before any call,
+        # and resolve nothing later (the registry retrieves nothing).
+        bad = unresolved_refs(schema)
+        if bad:
+            raise ConfigError(problems=[Problem(
+                "schema_ref_refused", f"the schema of action {action!r} has $ref {bad[0]!r}, "
+                "which does not resolve within the schema; agac never fetches a schema",
+                hint="run agac validate, then agac run --new")])
         self.schema = schema
-        # A $ref is never fetched (validation refused any that leaves the schema).
-        self._validator = Draft202012Validator(schema, registry=NO_RETRIEVAL.get())
+        self._validator = Draft202012Validator(schema, registry=offline_registry())
         self._valid: set[str] = set()
 
     def is_valid(self, value: Any) -> bool:
@@ -149,7 +157,7 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
     if action.when:
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
-        rt.validator = SchemaValidator(action.schema)
+        rt.validator = SchemaValidator(action.schema, action.name)
     if action.kind == "llm" and action.attachments:
         rt.attachments = compile_attachments(action.attachments, action.name)
         rt.root = root

@@ -19,8 +19,9 @@ The rules, in order, each final for the unit:
 2. a dependency failed -> ``skipped upstream_failed``; one skipped -> skipped with its
    reason (a guard's skip flows down as ``guard``);
 3. the run is stopping -> pending (the next run asks it);
-4. the view cannot be rendered -> ``failed render_error``; a file it attaches cannot be
-   sent -> ``failed`` with the attachment's reason; the guard is false ->
+4. the view cannot be rendered -> ``failed render_error`` (``prompt_too_large`` when
+   it is over ``max_prompt_chars``); a file it attaches cannot be sent -> ``failed``
+   with the attachment's reason; the guard is false ->
    ``skipped guard``; the action failed as a whole -> ``failed provider_error``; an
    action with ``approval:`` -> its gate;
 5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
@@ -175,9 +176,9 @@ class UnitFacts:
         per-item inputs)."""
         self.stopping = stopping
         self.render_error: str | None = None
+        """The view or the request could not be rendered (its message)."""
         self.render_reason = "render_error"
         """``prompt_too_large`` when the rendering was over the action's cap."""
-        """The view or the request could not be rendered (its message)."""
         self.attachment_error: tuple[str, str] | None = None
         """(reason, detail): a file of the request's ``attachments:`` cannot be sent."""
         self.inputs_error: str | None = None

@@ -11,11 +11,13 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
+from agac.jsontext import flaw
 from agac.keys import idempotency_key
 from agac.media import AttachmentError
 from agac.prompt.attachments import render_references, resolve_all
 from agac.prompt.render import capped
 from agac.providers.base import Attachment, Message, Request, Response
+from agac.usercode import user_stdout
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -131,6 +133,11 @@ def accept_response(rt: ActionRuntime, response: Response) -> JSON:
             raise Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
                         feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
                                  "with only a JSON value that matches the schema.") from exc
+    found = flaw(value)  # json.loads reads NaN and Infinity, which are not JSON
+    if found is not None:
+        raise Fail("schema_invalid", f"the answer holds {found}, which JSON cannot hold",
+                   retry=True, feedback=f"Your previous answer held {found}, which is not "
+                   "JSON. Answer again with only strict JSON that matches the schema.")
     if rt.validator.is_valid(value):
         return value
     errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
@@ -195,20 +202,29 @@ def effect_id(key: str) -> str:
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
-    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(inputs, ctx)
-    result = await asyncio.to_thread(fn, inputs, ctx)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``; what it
+    prints goes to stderr (agac's stdout is its own)."""
+    with user_stdout():
+        if inspect.iscoroutinefunction(fn):
+            return await fn(inputs, ctx)
+        result = await asyncio.to_thread(fn, inputs, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 def tool_output(rt: ActionRuntime, value: Any) -> Any:
-    """A tool's return value as JSON data, checked against the action's schema."""
+    """A tool's return value as JSON data, checked against the action's schema. Strict
+    JSON only: a NaN, an infinity or a lone surrogate fails the unit ``tool_error``
+    naming where it is, so nothing that is not JSON is stored or exported."""
     try:
-        text = json.dumps(value)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate cannot be encoded (nor stored)
     except (TypeError, ValueError) as exc:
+        found = flaw(value) if isinstance(exc, ValueError) else None
+        if found is not None:
+            raise Fail("tool_error", f"the tool returned {found}, which JSON cannot hold; return "
+                       f"{found.fix} there", retry=False) from exc
         raise Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
     value = json.loads(text)
     if rt.validator is not None:

@@ -9,6 +9,12 @@ every record costs one compilation.
 Attribute access prefers a mapping's items over its methods: ``{{ source.items }}``
 reads the record's ``items`` field, not ``dict.items``. The ``tojson`` filter writes
 JSON with sorted keys and non-ASCII characters kept as they are.
+
+:func:`capped` renders under a cap (an llm action's ``max_prompt_chars``): text longer
+than it, a repetition (``"a" * 10**10``) or a power past it — checked before the value is
+built, as the sandbox intercepts ``*`` and ``**``, so neither is folded at compile time
+either — and a rendering that runs out of memory all raise :class:`PromptTooLarge`.
+Output is joined as it comes and stopped once past the cap.
 """
 
 from __future__ import annotations
@@ -156,7 +162,7 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
         parent.update(view)
         ctx = template.new_context(parent, shared=True)
         try:
-            return "".join(template.root_render_func(ctx))
+            return _joined(template.root_render_func(ctx), _CAP.get())
         except Exception:  # noqa: BLE001 - Jinja's own handler re-raises it with the template's line
             ENV.handle_exception()
     except UndefinedError as exc:
@@ -169,9 +175,26 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
     except RenderError:
         raise
     except MemoryError:
-        raise PromptTooLarge(f"template {template.name!r} ran out of memory") from None
+        raise PromptTooLarge(f"template {template.name!r} ran out of memory while rendering "
+                             "(a value too large to build; max_prompt_chars caps a prompt)"
+                             ) from None
     except Exception as exc:
         raise RenderError(f"template {template.name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _joined(chunks: Any, cap: int) -> str:
+    """The chunks joined, stopped as soon as they are longer than ``cap``: a loop that
+    writes a little many times (``{% for i in range(10**5) %}{{ source.text }}``) is
+    refused before it is all in memory."""
+    parts: list[str] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > cap:
+            raise PromptTooLarge(f"the template renders more than {cap:,} characters, over "
+                                 f"the action's max_prompt_chars ({cap:,})")
+        parts.append(chunk)
+    return "".join(parts)
 
 
 def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:

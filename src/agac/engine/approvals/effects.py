@@ -36,7 +36,7 @@ from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, effect_id, invoke_tool, tool_output
 from agac.errors import NotFound, RefusedError
-from agac.jsontext import dumps
+from agac.jsontext import dumps, storable_text
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
 from agac.store.effects import UNSETTLED_EFFECT_STATES
@@ -127,7 +127,7 @@ class Effects:
             if not fails_only_its_unit(exc):
                 raise
             detail = self.out.redact(exc.detail if isinstance(exc, Fail) else describe(exc))
-            tb = self.out.redact(traceback.format_exc())
+            tb = self.out.redact(storable_text(traceback.format_exc()))
             await self.gateway.call(self.store.update_effect, key, state="failed", error=detail,
                                     lease=self.gateway.fence)
             await self.out.record_tool(rt, rec, 1, started, tb, input_hash)

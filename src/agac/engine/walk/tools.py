@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from agac.engine.context import ToolContext
 from agac.engine.requests import Fail, invoke_tool, tool_output
 from agac.engine.walk.calls import backoff
-from agac.jsontext import JSON, JSONObject, dumps
+from agac.jsontext import JSON, JSONObject, dumps, storable_text
 from agac.store.rows import ToolResultRow
 from agac.usercode import describe, fails_only_its_unit, is_retryable
 
@@ -57,7 +57,7 @@ async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: 
             except BaseException as exc:  # user code: it fails its unit, never agac
                 if not fails_only_its_unit(exc):
                     raise
-                tb = ctx.out.redact(traceback.format_exc())
+                tb = ctx.out.redact(storable_text(traceback.format_exc()))
                 detail = ctx.out.redact(describe(exc))
                 await ctx.out.record_tool(rt, rec, attempt, started, tb, input_hash)
                 if not is_retryable(exc) or attempt >= action.retry.max_attempts:
