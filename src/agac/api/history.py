@@ -177,7 +177,7 @@ def record_session(key: str, project: ProjectRef = None, *,
                    workflow: str | None = None, run_ref: str | None = None,
                    tenant: str | None = None, principal: Principal | None = None,
                    store: Store | None = None) -> dict[str, Any]:
-    """The record's session (DESIGN §11) in a run of the caller's tenants: its history
+    """The record's session (docs/workflow-reference.md, Fan-out and join) in a run of the caller's tenants: its history
     across actions, attempts, tokens and cost, status and error log."""
     from agac.engine.views.sessions import session_document
 

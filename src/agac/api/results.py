@@ -1,4 +1,4 @@
-"""A run's results as a table (DESIGN §15): ``agac.results`` and ``agac export``'s wide
+"""A run's results as a table (docs/python.md): ``agac.results`` and ``agac export``'s wide
 formats.
 
 ``results(...)`` names the run (a workflow's latest run, a run id, or a RunResult) and

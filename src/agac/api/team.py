@@ -1,4 +1,4 @@
-"""The team-facing library (DESIGN §13 T2, T3, T5, T6): what a signed-in person sees and
+"""The team-facing library (T2, T3, T5, T6): what a signed-in person sees and
 decides, every call given a long-lived store and the caller as a :class:`Principal`.
 
 **Tenant filtering lives here**, so the service and any other front end refuse the same
@@ -155,7 +155,7 @@ def events_after(store: Store, principal: Principal, ref: str, after: int = 0,
 
 def record_view(store: Store, project: Project, principal: Principal, run_ref: str,
                 key: str) -> dict[str, Any]:
-    """A record's session (DESIGN §11) in a run the principal may see: what ``agac records
+    """A record's session (docs/workflow-reference.md, Fan-out and join) in a run the principal may see: what ``agac records
     show`` says, through the same library call."""
     from agac.api.history import record_session
 

@@ -1,4 +1,4 @@
-"""``agac export``: a run's results to a file or stdout (DESIGN §9, §15), one row per record
+"""``agac export``: a run's results to a file or stdout (docs/cli.md, agac events; docs/python.md), one row per record
 of an action or the wide table. Loaded by ``agac`` on first use (``cli/main.py``, ``LAZY``)."""
 
 from __future__ import annotations

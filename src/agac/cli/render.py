@@ -445,7 +445,7 @@ def _print_waiting_on(summary: dict[str, Any]) -> None:
 
 
 def _cost_note(r: dict[str, Any]) -> str:
-    """What a cost row's figures mean when they are not plain (DESIGN §8, S1)."""
+    """What a cost row's figures mean when they are not plain (docs/cli.md, agac cost, S1)."""
     notes = []
     if r.get("price") == "unpriced":
         notes.append("unpriced: no known price, counted $0 (add it to prices: in agac.yml)")

@@ -1,4 +1,4 @@
-"""Resolving a tool's ``function: module:name`` from the project root (DESIGN §3).
+"""Resolving a tool's ``function: module:name`` from the project root (docs/workflow-reference.md).
 
 The project root goes first on ``sys.path`` so a project's ``tools/mail.py`` is found
 as ``tools.mail``. A module already imported from a different place under the same

@@ -49,7 +49,7 @@ IDENTITIES = ("local", "login")
 """``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
 ``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
-#: ``providers.<name>.transport``: how online calls travel (DESIGN §5 P1), for providers
+#: ``providers.<name>.transport``: how online calls travel (P1), for providers
 #: that offer a choice; ``lean`` is the default.
 DEFAULT_TRANSPORT = "lean"
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
@@ -92,7 +92,7 @@ class ProjectConfig:
     """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
     tenant: str | None = None
     """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
-    ``AGAC_TENANT`` names one (DESIGN §13 T2)."""
+    ``AGAC_TENANT`` names one (T2)."""
     identity: str = "local"
 
     @property
@@ -200,7 +200,7 @@ def _tenant(f: Findings, raw: Any) -> str | None:
 
 def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
     """``store_options:``: a mapping of names to strings, numbers or booleans, passed to the
-    storage point (DESIGN §14); secrets belong in the environment, not in this file."""
+    storage point (docs/guarantees.md, Storage points); secrets belong in the environment, not in this file."""
     raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
     options: dict[str, Any] = {}
     for key, value in raw.items():

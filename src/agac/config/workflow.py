@@ -1,4 +1,4 @@
-"""Loading and validating a workflow file (DESIGN §3).
+"""Loading and validating a workflow file (docs/workflow-reference.md).
 
 ``load_workflow`` returns the resolved :class:`~agac.config.model.Workflow` or raises
 ConfigError carrying every error at once; ``validate_workflow`` returns the workflow
@@ -97,7 +97,7 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
 
     ``run_mode``, ``poll_interval`` and ``batch_deadline`` are the run's own settings
     (``agac run --run-mode/--poll-interval/--batch-deadline``): seconds or a duration
-    string for the tuning. They fill the actions as DESIGN §3 says and are checked like
+    string for the tuning. They fill the actions as docs/workflow-reference.md says and are checked like
     written values; the resolved actions record what the run will use.
 
     ``price_lookup(model)`` tells whether the engine's price table knows a model; a

@@ -1,4 +1,4 @@
-"""Export writers (``agac export``, DESIGN §9, §15).
+"""Export writers (``agac export``, docs/cli.md, agac events; docs/python.md).
 
 Two shapes of rows:
 

@@ -1,4 +1,4 @@
-"""The JSON API (DESIGN §13 T5), ``Authorization: Bearer TOKEN`` only (the guard checks it).
+"""The JSON API (T5), ``Authorization: Bearer TOKEN`` only (the guard checks it).
 
 - ``GET /api/v1/runs`` — a page of runs (50; ``?page=``, ``?workflow=``, ``?state=``)
 - ``GET /api/v1/runs/{id}`` — the §7.1 summary plus tenant

@@ -1,4 +1,4 @@
-"""Export writers: JSONL and CSV rows of key, status, reason, output (DESIGN §9)."""
+"""Export writers: JSONL and CSV rows of key, status, reason, output (docs/cli.md, agac events)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_t2_exports_name_the_runs_tenant() -> None:
     assert out.getvalue().splitlines()[1] == "r1,answered,,,1,acme"
 
 
-# -- the wide table (DESIGN §15) --------------------------------------------------------------
+# -- the wide table (docs/python.md) --------------------------------------------------------------
 
 
 def _wide():

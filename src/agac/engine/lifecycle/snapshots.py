@@ -1,11 +1,11 @@
-"""Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
+"""Input snapshots: a run's records are copied into the store at admission (docs/guarantees.md, The store),
 so the run never depends on its input files staying unchanged. The files the records
 attach are not copied: each one's hash and size are recorded (``snapshot_attachments``),
 and a file found different when its request is made fails that unit
 (``attachment_changed``).
 
 Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
-names, or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
+names, or records given in memory (``agac.run(records=…)``, docs/python.md). A snapshot's id
 hashes the id field, the limit and the source's identity (each file's name and bytes,
 or the records' digest), so admitting a new run over unchanged input reuses the stored
 snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
@@ -193,9 +193,8 @@ def _rows(
     snapshot_id: str,
 ) -> Iterator[RecordRow]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
-    seq = 0
     current: dict[str, Any] | None = None
-    for rec in source.records(workflow.input.id_field):
+    for seq, rec in enumerate(source.records(workflow.input.id_field)):
         if limit is not None and seq >= limit:
             break
         if current is None or current["file"] != rec.file:
@@ -205,4 +204,3 @@ def _rows(
         yield RecordRow(snapshot_id, seq, rec.key, rec.file, rec.n, rec.line,
                         None if rec.payload is None else dumps(rec.payload), rec.reason,
                         rec.error)
-        seq += 1
