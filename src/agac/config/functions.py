@@ -13,6 +13,7 @@ that module's import lock), so ``agac validate`` and a run never hang on a tool'
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import os
 import sys
@@ -87,7 +88,11 @@ def _bounded_import(module_name: str) -> Any:
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             done["error"] = exc
 
-    worker = threading.Thread(target=load, name=f"agac-import-{module_name}", daemon=True)
+    # The import runs in the caller's context, so what redirects user code's prints there
+    # (agac.usercode.user_stdout) holds in the thread too.
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(load,), name=f"agac-import-{module_name}",
+                              daemon=True)
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
