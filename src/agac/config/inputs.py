@@ -49,12 +49,12 @@ def check_input(f: Findings, project: Project, spec: InputSpec, raws: Sequence[R
     where = ("input", "path")
     try:
         files = resolve_input_files(spec.path, project.root, file=f.doc.file,
-                                    line=f.doc.line(where))
+                                    line=f.doc.line(where), format=spec.format)
     except ConfigError as exc:
         f.problems.extend(exc.problems)
         return
     try:
-        got = sample_input(files, sample)
+        got = sample_input(files, sample, spec.format)
     except OSError as exc:
         f.error("input_unreadable", f"cannot read input file {exc.filename}: "
                 f"{exc.strerror or exc}", where, hint="check its permissions")

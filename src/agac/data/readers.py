@@ -10,19 +10,24 @@ that is cut off or corrupt yields the elements parsed before the damage, then on
 invalid record naming where reading stopped.
 
 Nothing here loads a whole file: JSONL is read line by line, CSV row by row and JSON
-arrays element by element with ``ijson``. Memory is bounded by the largest record.
+arrays element by element with ``ijson``, each decompressed on the fly when its name ends
+``.gz``, ``.zst``, ``.bz2`` or ``.xz``; parquet and Arrow files are read by record batches
+of the columns asked for (:mod:`agac.data.columnar`). Memory is bounded by the largest
+record (a record batch for columnar files).
 
 Record keys: ``id_field``'s value as a string when an ``id_field`` is set (a record
 without one is invalid and falls back to the positional key), else the positional key
 ``<file name>:<n>`` — ``n`` is the 1-based JSONL line number (blank lines are skipped
-but counted), CSV data row (header and blank lines excluded) or JSON array element.
-``id_field`` names a top-level field.
+but counted), CSV data row (header and blank lines excluded), JSON array element or
+parquet/Arrow row. ``id_field`` names a top-level field.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import io
 import itertools
 import json
 import re
@@ -30,22 +35,28 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ijson
 
+from agac.data.files import InputChanged, InputFile, LocalFile
+from agac.data.formats import decompressed, format_of
+
 __all__ = [
     "DUPLICATE_KEY",
+    "INPUT_CHANGED",
     "INVALID_INPUT",
     "InputRecord",
     "file_fingerprint",
     "iter_input",
+    "read_input",
     "read_records",
     "unique_keys",
 ]
 
 INVALID_INPUT = "invalid_input"
 DUPLICATE_KEY = "duplicate_key"
+INPUT_CHANGED = "input_changed"
 
 # Undecodable bytes survive CSV decoding as lone surrogates (``surrogateescape``), so a
 # bad row can be failed on its own instead of aborting the rest of the file.
@@ -83,19 +94,39 @@ def read_records(path: Path, id_field: str | None, *, name: str | None = None,
                  ) -> Iterator[InputRecord]:
     """Yield every record of ``path`` in file order, streaming (see module docstring).
 
-    The format follows the extension (``.jsonl``, ``.json``, ``.csv``, any case).
-    ``name`` is what keys and messages call the file (default: its file name).
-    Raises ``ValueError`` for another extension and ``OSError`` when the file cannot
-    be opened; everything wrong *inside* the file becomes an invalid record.
+    The format follows the extension (``.jsonl``, ``.json``, ``.csv``, ``.parquet``,
+    ``.arrow``, ``.feather``, a row format compressed ``.gz``/``.zst``/``.bz2``/``.xz``;
+    any case). ``name`` is what keys and messages call the file (default: its file name).
+    Raises ``ValueError`` for another extension and ``OSError`` when the file cannot be
+    opened; everything wrong *inside* a row file becomes an invalid record.
     """
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        return _read_jsonl(path, id_field, name or path.name)
-    if suffix == ".json":
-        return _read_json_array(path, id_field)
-    if suffix == ".csv":
-        return _read_csv(path, id_field)
-    raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+    fmt = format_of(path.name)
+    if fmt is None:
+        raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+    file = LocalFile(path, fmt)
+    return read_input(file, id_field, name=name)
+
+
+def read_input(file: InputFile, id_field: str | None, *, name: str | None = None,
+               columns: frozenset[str] | None = None) -> Iterator[InputRecord]:
+    """Yield every record of ``file`` in order, streaming, as its format says.
+
+    ``columns`` (columnar formats only; None = all) are the top-level fields to read;
+    ``id_field`` is always read. A columnar file that cannot be opened, or that has a
+    column of a type with no JSON form among those read, raises ConfigError
+    (``input_unreadable``, ``unsupported_column``) before its first record.
+    """
+    label = name or file.name
+    kind = file.format.kind
+    if file.format.columnar:
+        from agac.data.columnar import read_columnar
+
+        return read_columnar(file, id_field, columns, label)
+    if kind == "jsonl":
+        return _read_jsonl(file, id_field, label)
+    if kind == "json":
+        return _read_json_array(file, id_field, label)
+    return _read_csv(file, id_field, label)
 
 
 def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRecord]:
@@ -132,17 +163,19 @@ def file_fingerprint(path: Path) -> str:
 # --- record construction ------------------------------------------------------------
 
 
-def _record(file: str, n: int, line: int, payload: Any, id_field: str | None) -> InputRecord:
-    """Build the record for one parsed value, checking it is an object with a key."""
+def record_of(file: str, n: int, line: int, payload: Any, id_field: str | None,
+            unit: str = "element") -> InputRecord:
+    """Build the record for one parsed value, checking it is an object with a key.
+    ``unit`` is what a message calls a record without a line (``element``, ``row``)."""
     if not isinstance(payload, dict):
-        where = f"{file}:{line}" if line else f"{file} element {n}"
+        where = f"{file}:{line}" if line else f"{file} {unit} {n}"
         kind = _json_kind(payload)
         return _invalid(file, n, line, f"{where}: a record must be a JSON object, not {kind}")
     if id_field is None:
         return InputRecord(file, n, line, f"{file}:{n}", payload)
-    key = _key_of(payload.get(id_field))
+    key = key_of(payload.get(id_field))
     if key is None:
-        where = f"{file}:{line}" if line else f"{file} element {n}"
+        where = f"{file}:{line}" if line else f"{file} {unit} {n}"
         positional = f"{file}:{n}"
         message = f"{where}: id_field {id_field!r} is missing or empty"
         if id_field in payload and payload[id_field] not in (None, ""):
@@ -151,7 +184,7 @@ def _record(file: str, n: int, line: int, payload: Any, id_field: str | None) ->
     return InputRecord(file, n, line, key, payload)
 
 
-def _key_of(value: Any) -> str | None:
+def key_of(value: Any) -> str | None:
     """The record key for an ``id_field`` value, or None when it cannot be one."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -162,8 +195,16 @@ def _key_of(value: Any) -> str | None:
     return None
 
 
-def _invalid(file: str, n: int, line: int, message: str) -> InputRecord:
-    return InputRecord(file, n, line, f"{file}:{n}", None, message, INVALID_INPUT)
+def _invalid(file: str, n: int, line: int, message: str,
+             reason: str = INVALID_INPUT) -> InputRecord:
+    return InputRecord(file, n, line, f"{file}:{n}", None, message, reason)
+
+
+def changed_record(file: str, n: int, exc: InputChanged) -> InputRecord:
+    """The record standing for what could not be read of an object that changed while it
+    was read (from record ``n`` on)."""
+    return _invalid(file, n, 0, f"{file}: records from {n} on were not read: {exc}; "
+                    "`agac run WF --new` takes the input as it is now", INPUT_CHANGED)
 
 
 def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
@@ -194,14 +235,39 @@ def _json_kind(value: Any) -> str:
 # --- JSONL ------------------------------------------------------------------------
 
 
-def _read_jsonl(path: Path, id_field: str | None, name: str) -> Iterator[InputRecord]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if not raw.strip():
-                continue
-            yield _jsonl_record(name, number, raw, id_field)
+def _read_jsonl(file: InputFile, id_field: str | None, name: str) -> Iterator[InputRecord]:
+    number = 0
+    with _stream(file) as handle:
+        try:
+            for number, raw in enumerate(handle, start=1):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if not raw.strip():
+                    continue
+                yield _jsonl_record(name, number, raw, id_field)
+        except InputChanged as exc:
+            yield changed_record(name, number + 1, exc)
+        except OSError as exc:
+            yield _invalid(name, number + 1, number + 1, f"{name}:{number + 1}: "
+                           f"{_damage(file, exc)}")
+
+
+def _damage(file: InputFile, exc: BaseException) -> str:
+    what = f"{file.format.compression} stream" if file.format.compression else "file"
+    return (f"cannot read on: the {what} is damaged or cut off ({exc}); nothing after "
+            "this point was read")
+
+
+@contextlib.contextmanager
+def _stream(file: InputFile) -> Iterator[IO[bytes]]:
+    """``file``'s bytes, decompressed (codec errors are OSError), closed when the block
+    ends. Opening raises OSError as it is (a file that cannot be opened)."""
+    raw = file.open_bytes()
+    try:
+        with decompressed(raw, file.format.compression) as stream:
+            yield stream
+    finally:
+        raw.close()
 
 
 def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> InputRecord:
@@ -216,16 +282,16 @@ def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> I
         return _invalid(name, number, number, message)
     except RecursionError:
         return _invalid(name, number, number, f"{name}:{number}: JSON nested too deeply")
-    return _record(name, number, number, value, id_field)
+    return record_of(name, number, number, value, id_field)
 
 
 # --- JSON arrays ------------------------------------------------------------------
 
 
-def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
-    name = path.name
+def _read_json_array(file: InputFile, id_field: str | None, name: str,
+                     ) -> Iterator[InputRecord]:
     count = 0
-    with path.open("rb") as handle:
+    with _stream(file) as handle:
         # Not use_float=True: the C backend then rejects integers beyond 64 bits.
         events = ijson.parse(handle)
         try:
@@ -235,9 +301,14 @@ def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
                 return
             for value in ijson.items(itertools.chain([first], events), "item"):
                 count += 1
-                yield _record(name, count, 0, _floats(value), id_field)
+                yield record_of(name, count, 0, _floats(value), id_field)
             for _ in events:  # drain, so trailing garbage is reported
                 pass
+        except InputChanged as exc:
+            yield changed_record(name, count + 1, exc)
+        except OSError as exc:
+            yield _invalid(name, count + 1, 0, f"{name} element {count + 1}: "
+                           f"{_damage(file, exc)}")
         except (ijson.JSONError, ValueError) as exc:
             n = count + 1
             where = f"after element {count}" if count else "before the first element"
@@ -271,32 +342,51 @@ def _ijson_reason(exc: Exception) -> str:
 # --- CSV --------------------------------------------------------------------------
 
 
-def _read_csv(path: Path, id_field: str | None) -> Iterator[InputRecord]:
-    name = path.name
-    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
-        reader = csv.reader(handle)
-        header = _csv_header(reader)
-        if header is None:
-            return
-        n = 0
-        rows = _csv_rows(reader)
+def _read_csv(file: InputFile, id_field: str | None, name: str) -> Iterator[InputRecord]:
+    n = 0
+    with _text(file) as handle:
+        try:
+            for record in _csv_records(file, handle, id_field, name):
+                n = record.n
+                yield record
+        except InputChanged as exc:
+            yield changed_record(name, n + 1, exc)
+        except OSError as exc:
+            yield _invalid(name, n + 1, 0, f"{name}: {_damage(file, exc)}")
+
+
+@contextlib.contextmanager
+def _text(file: InputFile) -> Iterator[IO[str]]:
+    with _stream(file) as stream:
+        yield io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape",
+                               newline="")
+
+
+def _csv_records(file: InputFile, handle: IO[str], id_field: str | None, name: str,
+                 ) -> Iterator[InputRecord]:
+    reader = csv.reader(handle)
+    header = _csv_header(reader)
+    if header is None:
+        return
+    n = 0
+    rows = _csv_rows(reader)
+    current = next(rows, None)
+    while current is not None:
+        start, end, row = current
         current = next(rows, None)
-        while current is not None:
-            start, end, row = current
-            current = next(rows, None)
-            n += 1
-            if isinstance(row, csv.Error):
-                yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
-            elif current is None and _may_run_to_the_end(start, end, row) \
-                    and _quote_never_closed(path, start):
-                # A stray quote makes the csv module read every later line into one
-                # field; left alone, those rows would vanish into this record silently.
-                yield _invalid(name, n, start, f"{name}:{start}: a quoted field opens on this "
-                               "line and is never closed: everything to the end of the file "
-                               f"(line {end}) was read as this one row; close the quote (or "
-                               "double it: \"\")")
-            else:
-                yield _csv_record(name, n, start, header, row, id_field)
+        n += 1
+        if isinstance(row, csv.Error):
+            yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
+        elif current is None and _may_run_to_the_end(start, end, row) \
+                and _quote_never_closed(file, start):
+            # A stray quote makes the csv module read every later line into one
+            # field; left alone, those rows would vanish into this record silently.
+            yield _invalid(name, n, start, f"{name}:{start}: a quoted field opens on this "
+                           "line and is never closed: everything to the end of the file "
+                           f"(line {end}) was read as this one row; close the quote (or "
+                           "double it: \"\")")
+        else:
+            yield _csv_record(name, n, start, header, row, id_field)
 
 
 def _csv_rows(reader: Any) -> Iterator[tuple[int, int, list[str] | csv.Error]]:
@@ -325,10 +415,10 @@ def _may_run_to_the_end(start: int, end: int, row: list[str]) -> bool:
     return end > start or row[-1].endswith(("\n", "\r"))
 
 
-def _quote_never_closed(path: Path, start: int) -> bool:
+def _quote_never_closed(file: InputFile, start: int) -> bool:
     """True when the CSV row starting at line ``start`` runs to the end of the file inside
     a quoted field (read strictly, it ends with "unexpected end of data")."""
-    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+    with _text(file) as handle:
         try:
             next(csv.reader(itertools.islice(handle, start - 1, None), strict=True), None)
         except csv.Error as exc:
@@ -352,4 +442,4 @@ def _csv_record(
         return _invalid(name, n, line, message)
     if _SURROGATES.search("".join(row)):
         return _invalid(name, n, line, f"{name}:{line}: not UTF-8 text")
-    return _record(name, n, line, dict(zip(header, row, strict=True)), id_field)
+    return record_of(name, n, line, dict(zip(header, row, strict=True)), id_field)

@@ -13,7 +13,9 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agac.data.readers import InputRecord, read_records
+from agac.data.files import LocalFile
+from agac.data.formats import format_of
+from agac.data.readers import InputRecord, read_input
 
 __all__ = ["InputSample", "sample_input"]
 
@@ -28,17 +30,20 @@ class InputSample:
     empty_files: tuple[Path, ...]
 
 
-def sample_input(files: Sequence[Path], limit: int) -> InputSample:
+def sample_input(files: Sequence[Path], limit: int, format: str | None = None) -> InputSample:
     """The first ``limit`` records of ``files`` and the files without any record.
 
-    Reads at most ``limit`` records in all, plus one record of each later file. Raises
-    ``OSError`` when a file cannot be opened.
+    Reads at most ``limit`` records in all, plus one record of each later file
+    (``format``: ``input.format:``). Raises ``OSError`` when a file cannot be opened.
     """
     records: list[tuple[Path, InputRecord]] = []
     empty: list[Path] = []
     for path in files:
         want = max(limit - len(records), 1)
-        reader = read_records(path, None)
+        fmt = format_of(path.name, format)
+        if fmt is None:
+            raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+        reader = read_input(LocalFile(path, fmt), None)
         try:
             taken = list(itertools.islice(reader, want))
         finally:

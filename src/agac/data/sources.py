@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from agac.data.files import LocalFile
+from agac.data.formats import format_of
 from agac.data.frames import RECORDS_NAME, RecordsSpool
-from agac.data.readers import InputRecord, file_fingerprint, iter_input, read_records, unique_keys
+from agac.data.readers import InputRecord, file_fingerprint, read_input, read_records, unique_keys
 
 __all__ = ["FileSource", "RecordSource", "TableSource"]
 
@@ -41,16 +43,42 @@ class RecordSource(Protocol):
 
 @dataclass(frozen=True)
 class FileSource:
-    """Input files, in the order they are admitted (one file is one unit of batching)."""
+    """Input files, in the order they are admitted (one file is one unit of batching).
+
+    ``format`` is ``input.format:`` (None: each file's extension says); ``columns`` the
+    top-level fields a columnar file is read for (None: all of them). Both enter the
+    identity when set, so a snapshot of other columns is another snapshot."""
 
     paths: Sequence[Path]
     label: str = "input.path"
+    format: str | None = None
+    columns: frozenset[str] | None = None
+
+    def files(self) -> list[LocalFile]:
+        found = []
+        for path in self.paths:
+            fmt = format_of(path.name, self.format)
+            if fmt is None:
+                raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+            found.append(LocalFile(path, fmt))
+        return found
 
     def identity(self) -> str:
-        return "".join(f"\x1e{path.name}\x1f{file_fingerprint(path)}" for path in self.paths)
+        text = "".join(f"\x1e{path.name}\x1f{file_fingerprint(path)}" for path in self.paths)
+        return text + _reading(self.format, self.columns, any(
+            f.format.columnar for f in self.files()))
 
     def records(self, id_field: str | None) -> Iterator[InputRecord]:
-        return iter_input(self.paths, id_field)
+        return unique_keys(r for file in self.files()
+                           for r in read_input(file, id_field, columns=self.columns))
+
+
+def _reading(format: str | None, columns: frozenset[str] | None, columnar: bool) -> str:
+    """What of the identity says how the files are read (empty as before both existed)."""
+    text = f"\x1dformat={format}" if format else ""
+    if columnar and columns is not None:
+        text += "\x1dcolumns=" + "\x1f".join(sorted(columns))
+    return text
 
 
 @dataclass(frozen=True)

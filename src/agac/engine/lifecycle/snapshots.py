@@ -54,8 +54,8 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
                          f"call agac.run({workflow.name!r}, records=...) with them, or set "
                          "input.path in the workflow file")
     paths = resolve_input_files(workflow.input.path, project.root,
-                                file=project.display(workflow.path))
-    return FileSource(paths, workflow.input.path)
+                                file=project.display(workflow.path), format=workflow.input.format)
+    return FileSource(paths, workflow.input.path, workflow.input.format)
 
 
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
