@@ -80,3 +80,20 @@ def test_i23_1_an_unknown_input_format_is_a_located_error(proj: Path) -> None:
                    or "format" in p.message)
     assert problem.code in ("unsupported_input", "invalid_value")
     assert "parquet" in (problem.hint or problem.message)
+
+
+def test_i23_2_the_snapshot_holds_only_the_columns_read_plus_id_field(proj: Path) -> None:
+    wide = {"review_id": [f"r{i}" for i in range(5)]}
+    wide.update({f"c{j}": [f"v{i}-{j}" for i in range(5)] for j in range(20)})
+    pq.write_table(pa.table(wide), proj / "wide.parquet")
+    first = {"name": "lake", "input": {"path": "wide.parquet", "id_field": "review_id"},
+             "actions": [{"name": "ask", "model": "mock/m", "prompt": "{{ source.c3 }}",
+                          "when": "source.c7 != ''"}]}
+    assert agac.run(first, proj, progress=False).exit_code == 0
+    columns = {k for k in source_rows(proj)[0] if k.startswith("source.")}
+    assert columns == {"source.review_id", "source.c3", "source.c7"}
+    # A workflow that reads another column snapshots the file again, with it.
+    second = {**first, "actions": [{**first["actions"][0], "prompt": "{{ source.c12 }}"}]}
+    assert agac.run(second, proj, progress=False, new=True).exit_code == 0
+    columns = {k for k in source_rows(proj)[0] if k.startswith("source.")}
+    assert columns == {"source.review_id", "source.c12", "source.c7"}

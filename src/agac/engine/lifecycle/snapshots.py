@@ -2,7 +2,8 @@
 so the run never depends on its input files staying unchanged.
 
 Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
-names, or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
+names (a columnar file read only for the fields the workflow reads, plus ``id_field``:
+:func:`agac.config.reads.source_columns`), or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
 hashes the id field, the limit and the source's identity (each file's name and bytes,
 or the records' digest), so admitting a new run over unchanged input reuses the stored
 snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
@@ -17,6 +18,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agac.config.reads import source_columns
 from agac.data.inputs import resolve_input_files
 from agac.data.sources import FileSource, RecordSource
 from agac.errors import UsageError
@@ -55,7 +57,8 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
                          "input.path in the workflow file")
     paths = resolve_input_files(workflow.input.path, project.root,
                                 file=project.display(workflow.path), format=workflow.input.format)
-    return FileSource(paths, workflow.input.path, workflow.input.format)
+    return FileSource(paths, workflow.input.path, workflow.input.format,
+                      source_columns(workflow))
 
 
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
