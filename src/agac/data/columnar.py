@@ -162,14 +162,18 @@ def check_types(opened: ColumnarFile, columns: Sequence[str]) -> None:
 def read_columnar(file: InputFile, id_field: str | None, columns: frozenset[str] | None,
                   name: str) -> Iterator[InputRecord]:
     """Every row of ``file`` as a record (see the module docstring)."""
-    opened = open_columnar(file)
+    try:
+        opened = open_columnar(file)
+    except InputChanged as exc:
+        yield changed_record(name, 1, exc)
+        return
     names = projected(opened.names, columns, id_field)
     try:
         check_types(opened, names)
     except ConfigError:
         opened.close()
         raise
-    return _rows(opened, names, id_field, name)
+    yield from _rows(opened, names, id_field, name)
 
 
 def _rows(opened: ColumnarFile, names: list[str], id_field: str | None, name: str,

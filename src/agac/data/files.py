@@ -1,4 +1,4 @@
-"""One input file, wherever it lives: what the readers open (DESIGN §1, §16).
+"""One input file, wherever it lives: what the readers open.
 
 An :class:`InputFile` has a ``name`` (what record keys and messages call it: the file's
 name, or an object's key below its prefix), a ``where`` (the path or URL a message

@@ -5,6 +5,9 @@ with unique keys, and names its content (:meth:`~RecordSource.identity`) so that
 snapshotting it at admission knows whether a later call brings the same records:
 
 - :class:`FileSource` — the files ``input.path`` names; keys ``<file name>:<n>``;
+- :class:`ObjectSource` — the objects an ``s3://``, ``gs://`` or ``az://`` input names,
+  as listed (ETag, version, size): its identity is the listing, so a run over them can
+  tell, without reading them, that they changed (:meth:`ObjectSource.changes`);
 - :class:`TableSource` — records given to ``agac.run(records=…)`` (dicts, pandas, polars,
   Arrow), spooled to JSON lines by :func:`~agac.data.frames.spool_records`; one input
   named ``records``, keys ``records:<n>`` (1-based) without an ``id_field``.
@@ -12,17 +15,18 @@ snapshotting it at admission knows whether a later call brings the same records:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agac.data.files import LocalFile
 from agac.data.formats import format_of
 from agac.data.frames import RECORDS_NAME, RecordsSpool
+from agac.data.objects import Bucket, ObjectEntry, ObjectFile
 from agac.data.readers import InputRecord, file_fingerprint, read_input, read_records, unique_keys
 
-__all__ = ["FileSource", "RecordSource", "TableSource"]
+__all__ = ["FileSource", "ObjectSource", "RecordSource", "TableSource"]
 
 
 class RecordSource(Protocol):
@@ -79,6 +83,53 @@ def _reading(format: str | None, columns: frozenset[str] | None, columnar: bool)
     if columnar and columns is not None:
         text += "\x1dcolumns=" + "\x1f".join(sorted(columns))
     return text
+
+
+@dataclass(frozen=True)
+class ObjectSource:
+    """Objects in object storage, as listed, in key order (one object is one unit of
+    batching, like a file)."""
+
+    bucket: Bucket
+    entries: tuple[ObjectEntry, ...]
+    label: str = "input.path"
+    format: str | None = None
+    columns: frozenset[str] | None = None
+
+    def identity(self) -> str:
+        text = "".join(f"\x1e{e.url}\x1f{e.etag}\x1f{e.version}\x1f{e.size}"
+                       for e in self.entries)
+        return text + _reading(self.format, self.columns,
+                               any(e.format.columnar for e in self.entries))
+
+    def records(self, id_field: str | None) -> Iterator[InputRecord]:
+        return unique_keys(r for e in self.entries
+                           for r in read_input(ObjectFile(self.bucket, e), id_field,
+                                               columns=self.columns))
+
+    def facts(self) -> dict[str, dict[str, object]]:
+        """Each object's URL, ETag, version and size, by the name records carry."""
+        return {e.name: e.facts() for e in self.entries}
+
+    def changes(self, stored: Sequence[Mapping[str, Any]]) -> list[str]:
+        """How the objects differ from those a snapshot recorded (``stored``: its files),
+        one phrase per object, naming it."""
+        now = {e.url: e for e in self.entries}
+        found = []
+        for old in stored:
+            url = old.get("object")
+            if not url:
+                continue
+            entry = now.pop(str(url), None)
+            if entry is None:
+                found.append(f"{url} is gone")
+            elif (entry.etag, entry.version, entry.size) != (old.get("etag"), old.get("version"),
+                                                             old.get("size")):
+                found.append(f"{url} changed (ETag {old.get('etag')} -> {entry.etag}, size "
+                             f"{old.get('size')} -> {entry.size})")
+        found.extend(f"{url} is new" for url in now if not any(
+            f.get("object") == url for f in stored))
+        return found
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ so the run never depends on its input files staying unchanged.
 
 Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
 names (a columnar file read only for the fields the workflow reads, plus ``id_field``:
-:func:`agac.config.reads.source_columns`), or records given in memory (``agac.run(records=…)``, DESIGN §15). A snapshot's id
+:func:`agac.config.reads.source_columns`), or records given in memory (``agac.run(records=…)``). A snapshot's id
 hashes the id field, the limit and the source's identity (each file's name and bytes,
 or the records' digest), so admitting a new run over unchanged input reuses the stored
 snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from agac.config.reads import source_columns
 from agac.data.inputs import resolve_input_files
-from agac.data.sources import FileSource, RecordSource
+from agac.data.objects import list_objects
+from agac.data.sources import FileSource, ObjectSource, RecordSource
 from agac.errors import UsageError
 from agac.jsontext import dumps, loads
+from agac.objectstores import is_cloud_url
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["InputSnapshot", "current_snapshot_id", "input_source", "snapshot_input"]
+__all__ = ["InputSnapshot", "current_snapshot_id", "input_changes", "input_source",
+           "snapshot_input"]
 
 
 class InputSnapshot:
@@ -55,10 +58,15 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
         raise UsageError(f"{workflow.name} reads records given in memory, and none were given; "
                          f"call agac.run({workflow.name!r}, records=...) with them, or set "
                          "input.path in the workflow file")
-    paths = resolve_input_files(workflow.input.path, project.root,
-                                file=project.display(workflow.path), format=workflow.input.format)
-    return FileSource(paths, workflow.input.path, workflow.input.format,
-                      source_columns(workflow))
+    spec = workflow.input
+    if is_cloud_url(spec.path):
+        options = project.config.object_options if project.config else {}
+        bucket, entries = list_objects(spec.path, options, spec.format)
+        return ObjectSource(bucket, tuple(entries), spec.path, spec.format,
+                            source_columns(workflow))
+    paths = resolve_input_files(spec.path, project.root, file=project.display(workflow.path),
+                                format=spec.format)
+    return FileSource(paths, spec.path, spec.format, source_columns(workflow))
 
 
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
@@ -96,20 +104,24 @@ def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit:
     seen = {f["file"] for f in files}
     if isinstance(source, FileSource):
         return tuple(project.display(p) for p in source.paths if p.name not in seen)
+    if isinstance(source, ObjectSource):
+        return tuple(e.url for e in source.entries if e.name not in seen)
     return () if seen else (source.label,)
 
 
 def _rows(
     source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
 ) -> Iterator[dict[str, Any]]:
-    """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
+    """Snapshot rows, streaming; fills ``files`` with each file's start seq and count (and,
+    for an object, the URL, ETag, version and size it was read at)."""
     seq = 0
     current: dict[str, Any] | None = None
+    facts = source.facts() if isinstance(source, ObjectSource) else {}
     for rec in source.records(workflow.input.id_field):
         if limit is not None and seq >= limit:
             break
         if current is None or current["file"] != rec.file:
-            current = {"file": rec.file, "start": seq, "count": 0}
+            current = {"file": rec.file, "start": seq, "count": 0, **facts.get(rec.file, {})}
             files.append(current)
         current["count"] += 1
         yield {
@@ -118,3 +130,12 @@ def _rows(
             "reason": rec.reason, "error": rec.error,
         }
         seq += 1
+
+
+def input_changes(store: Store, snapshot_id: str, source: RecordSource) -> list[str]:
+    """How an object input differs from what the stored snapshot ``snapshot_id`` read,
+    one phrase per object (empty for other inputs, or when nothing differs)."""
+    if not isinstance(source, ObjectSource):
+        return []
+    info = store.snapshot_info(snapshot_id)
+    return source.changes(loads(info.files)) if info is not None else []
