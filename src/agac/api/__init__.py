@@ -52,7 +52,7 @@ from agac.api.people import (
     users_set,
 )
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
-from agac.api.results import Results, export_table, results
+from agac.api.results import Results, export_action, export_table, results
 from agac.api.runs import arun, cancel, retry, run, unpriced_warnings
 from agac.api.workers import submit, worker, workers
 from agac.api.workflows import load_workflow, plan, render, validate
@@ -70,6 +70,7 @@ __all__ = [
     "effects_list",
     "effects_resolve",
     "events",
+    "export_action",
     "export_rows",
     "export_table",
     "gc",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, workflow_file
-from agac.api.projects import ProjectRef, Scope, reading, resolve_run, scope_of
+from agac.api.projects import ProjectRef, Scope, project_of, reading, resolve_run, scope_of
 from agac.errors import UsageError
 
 if TYPE_CHECKING:
@@ -125,6 +125,28 @@ def _ref(workflow_or_run: Any, proj: Project) -> str:
                      f"RunResult, not a {type(workflow_or_run).__name__}")
 
 
+def export_action(workflow: str, action: str, out: str | Path | None, *, format: str = "jsonl",
+                  run_ref: str | None = None, project: ProjectRef = None,
+                  tenant: str | None = None, principal: Principal | None = None,
+                  store: Store | None = None) -> int:
+    """``agac export --action A`` as jsonl or csv: one row per unit of ``action`` (key,
+    status, reason, detail, output, tenant) to ``out`` — a file, an ``s3://``/``gs://``/
+    ``az://`` object (uploaded; nothing under its name if the upload fails) or stdout when
+    None; returns the number of rows."""
+    from agac.api.history import export_rows
+    from agac.data.export import open_output, write_csv, write_jsonl
+
+    if format not in ("jsonl", "csv"):
+        raise UsageError(f"format {format!r} is not jsonl or csv; parquet is the wide table "
+                         "(export_table)")
+    proj = project_of(project)
+    options = _object_options(proj)
+    rows = export_rows(workflow, action, proj, run_ref, tenant=tenant, principal=principal,
+                       store=store)
+    with open_output(None if out is None else str(out), options) as handle:
+        return (write_csv if format == "csv" else write_jsonl)(rows, handle)
+
+
 def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
                  format: str = "parquet", action: str | None = None,
                  include_source: bool = False, project: ProjectRef = None,
@@ -152,11 +174,16 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
             if out is None:
                 raise UsageError("parquet is binary: name a file to write (--out PATH)")
             groups = result_row_groups(st, run, table)
-            with open_binary_output(str(out)) as handle:
+            with open_binary_output(str(out), _object_options(proj)) as handle:
                 return write_parquet(table, groups, handle)
         rows = (row for group in result_row_groups(st, run, table, json_text=format != "jsonl")
                 for row in group)
-        with open_output(None if out is None else str(out)) as text:
+        with open_output(None if out is None else str(out), _object_options(proj)) as text:
             if format == "jsonl":
                 return write_wide_jsonl(table.names, rows, text)
             return write_wide_csv(table.names, rows, text)
+
+
+def _object_options(proj: Project) -> Mapping[str, Any]:
+    """``object_options:`` of agac.yml (exports to s3://, gs://, az://)."""
+    return proj.config.object_options if proj.config else {}

@@ -17,7 +17,8 @@ __all__ = ["export"]
 @click.option("--include-source", is_flag=True, help="Add the record's fields (source.<field>).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
               show_default=True)
-@click.option("--out", default=None, help="Write here instead of stdout (parquet needs it).")
+@click.option("--out", default=None, help="Write here instead of stdout (parquet needs it): a "
+              "file, or an object (s3://bucket/key, gs://…, az://…) uploaded in parts.")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
 @tenant_option
 @click.option("--json", "as_json", is_flag=True,
@@ -27,7 +28,6 @@ def export(workflow: str, action: str | None, all_actions: bool, include_source:
            out: str | None, run_ref: str | None, tenant: str | None, as_json: bool) -> int:
     """Export a run's results: one row per record of an action, or the wide table."""
     from agac import api
-    from agac.data.export import open_output, write_csv, write_jsonl
     from agac.errors import UsageError
 
     if (action is None) != all_actions:
@@ -41,9 +41,7 @@ def export(workflow: str, action: str | None, all_actions: bool, include_source:
                              include_source=include_source, tenant=tenant)
     else:
         assert action is not None
-        rows = api.export_rows(workflow, action, run_ref=run_ref, tenant=tenant)
-        with open_output(out) as handle:
-            n = (write_csv if fmt == "csv" else write_jsonl)(rows, handle)
+        n = api.export_action(workflow, action, out, format=fmt, run_ref=run_ref, tenant=tenant)
     if out:
         msg = {"out": out, "rows": n, "format": fmt}
         _emit_json(msg) if as_json else click.echo(f"wrote {n} rows to {out}", err=True)

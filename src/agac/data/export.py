@@ -12,12 +12,20 @@ Two shapes of rows:
 
 Writers stream: JSONL and CSV hold one row at a time, parquet one row group, so an
 export of any size runs in bounded memory; each returns the number of rows written.
+
+An output is stdout, a local file (written to a temporary sibling and moved into place),
+or an object — ``s3://bucket/key``, ``gs://…``, ``az://…`` — written through obstore as a
+multipart upload in parts of :data:`PART_BYTES`: the object appears under its name only
+when the upload completes, so a failed export leaves nothing there (and an earlier object
+of that name as it was). Its parts are aborted when the server still answers; a bucket
+rule for incomplete multipart uploads removes those it could not abort.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import sys
@@ -26,13 +34,26 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from agac.errors import UsageError
+from agac.errors import AgacError, UsageError
+from agac.objectstores import is_cloud_url, open_cloud_store, require_obstore
 
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "open_binary_output", "open_output", "write_csv", "write_jsonl",
-           "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+__all__ = ["CSV_COLUMNS", "PART_BYTES", "ExportFailed", "open_binary_output", "open_output",
+           "write_csv", "write_jsonl", "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+
+PART_BYTES = 8 << 20
+"""Bytes of one part of an upload to object storage (at most a few are in flight)."""
+_PARTS_IN_FLIGHT = 4
+
+
+class ExportFailed(AgacError):
+    """The export could not be written where it was asked to go; nothing was written under
+    its name."""
+
+    exit_code = 1
+    code = "export_failed"
 
 #: Column order of CSV exports.
 CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "tenant")
@@ -127,17 +148,26 @@ def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any
 
 
 @contextlib.contextmanager
-def open_output(path: str | None) -> Iterator[TextIO]:
+def open_output(path: str | None, options: Mapping[str, Any] | None = None,
+                ) -> Iterator[TextIO]:
     """Yield the text stream an export writes to: stdout when ``path`` is None.
 
     A file is written to a temporary sibling and moved into place when the block
     ends without an error, so a failed export never leaves a half-written file (nor
     clobbers an earlier one). Missing parent folders are created. A ``path`` that is a
-    folder is refused (UsageError) before anything is read.
+    folder is refused (UsageError) before anything is read. An object URL is uploaded
+    (``options``: ``object_options:``), as the module docstring says.
     """
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
+        return
+    if is_cloud_url(path):
+        with _uploading(path, options, "results.jsonl") as sink:
+            text = io.TextIOWrapper(io.BufferedWriter(sink, 1 << 20), encoding="utf-8",
+                                    newline="")
+            yield text
+            text.flush()
         return
     with _replacing(Path(path), "results.jsonl") as tmp, \
             tmp.open("x", encoding="utf-8", newline="") as handle:
@@ -145,10 +175,81 @@ def open_output(path: str | None) -> Iterator[TextIO]:
 
 
 @contextlib.contextmanager
-def open_binary_output(path: str) -> Iterator[IO[bytes]]:
+def open_binary_output(path: str, options: Mapping[str, Any] | None = None,
+                       ) -> Iterator[IO[bytes]]:
     """As :func:`open_output`, for a binary file (parquet); a path is required."""
+    if is_cloud_url(path):
+        with _uploading(path, options, "results.parquet") as sink:
+            yield sink
+        return
     with _replacing(Path(path), "results.parquet") as tmp, tmp.open("xb") as handle:
         yield handle
+
+
+class _Sink(io.RawIOBase):
+    """An upload as a binary file that knows its position (pyarrow asks ``tell``)."""
+
+    def __init__(self, writer: Any, url: str) -> None:
+        self._writer = writer
+        self._url = url
+        self._at = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def write(self, data: Any) -> int:
+        with _upload_errors(self._url):
+            self._writer.write(bytes(data))
+        self._at += len(data)
+        return len(data)
+
+    def close(self) -> None:  # the upload is completed (or aborted) by _uploading, not here
+        super().close()
+
+
+@contextlib.contextmanager
+def _upload_errors(url: str) -> Iterator[None]:
+    from obstore import exceptions as ox
+
+    try:
+        yield
+    except (ox.PermissionDeniedError, ox.UnauthenticatedError) as exc:
+        raise ExportFailed(f"cannot write {url}: access refused ({_first_line(exc)}); nothing "
+                           "was written under that name", hint="give agac credentials that may "
+                           "write there (AWS_*, GOOGLE_*, AZURE_* or object_options)") from exc
+    except (ox.BaseError, OSError) as exc:
+        raise ExportFailed(f"cannot write {url} ({_first_line(exc)}); nothing was written under "
+                           "that name", hint="check the bucket, the endpoint and the network, "
+                           "then export again") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _uploading(url: str, options: Mapping[str, Any] | None, example: str,
+               part_bytes: int = PART_BYTES) -> Iterator[IO[bytes]]:
+    """A multipart upload to ``url``: completed when the block ends without an error,
+    aborted (no object under the name) when it raises."""
+    scheme, _, rest = url.partition("://")
+    bucket, _, key = rest.partition("/")
+    if not key or key.endswith("/"):
+        raise UsageError(f"{url} names a prefix, not an object to write",
+                         hint=f"name the object, e.g. {url.rstrip('/')}/{example}")
+    ob = require_obstore(f"the export to {url}")
+    with _upload_errors(url):
+        store = open_cloud_store(f"{scheme}://{bucket}", options, f"the export to {url}")
+        writer = ob.open_writer(store, key, buffer_size=part_bytes,
+                                max_concurrency=_PARTS_IN_FLIGHT)
+    sink = _Sink(writer, url)
+    # obstore's writer aborts the upload when its block raises, completes it otherwise.
+    with _upload_errors(url), writer:
+        yield sink  # type: ignore[misc]
 
 
 @contextlib.contextmanager
