@@ -82,9 +82,9 @@ def test_i23_4_a_multipart_upload_that_fails_leaves_no_object_under_its_name(
 def test_i23_4_an_upload_in_parts_is_the_whole_file(s3: Any) -> None:
     name = f"exports-{uuid.uuid4().hex[:8]}"
     table = pa.table({"text": [os.urandom(200).hex() for _ in range(40_000)]})  # ~16 MB
-    with _uploading(f"s3://{BUCKET}/{name}/big.parquet", {}, "x", part_bytes=5 * MB) as sink:
-        with pq.ParquetWriter(sink, table.schema, compression="none") as writer:
-            writer.write_table(table, row_group_size=10_000)
+    with _uploading(f"s3://{BUCKET}/{name}/big.parquet", {}, "x", part_bytes=5 * MB) as sink, \
+            pq.ParquetWriter(sink, table.schema, compression="none") as writer:
+        writer.write_table(table, row_group_size=10_000)
     body = s3.get_object(Bucket=BUCKET, Key=f"{name}/big.parquet")["Body"].read()
     assert len(body) > 10 * MB
     assert pq.read_table(io.BytesIO(body)).equals(table)
