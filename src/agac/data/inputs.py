@@ -25,12 +25,18 @@ from __future__ import annotations
 import difflib
 import glob as _glob
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agac.data.formats import COMPRESSIONS, SUFFIXES, format_of
 from agac.errors import ConfigError, Problem
 
-__all__ = ["SUPPORTED_SUFFIXES", "hf_shards", "is_supported", "resolve_input_files"]
+if TYPE_CHECKING:
+    from agac.data.files import InputFile
+
+__all__ = ["SUPPORTED_SUFFIXES", "hf_shards", "input_files", "is_supported",
+           "resolve_input_files"]
 
 #: Extensions agac reads, lower-case (matching is case-insensitive); a row format
 #: (.jsonl, .json, .csv) may be followed by a compression: .gz, .zst, .bz2, .xz.
@@ -96,6 +102,29 @@ def resolve_input_files(path_spec: str, root: Path, *, file: str = "", line: int
         line,
         hint=_nearby(spec, root),
     )
+
+
+def input_files(path_spec: str, root: Path, format: str | None = None, *,
+                options: Mapping[str, Any] | None = None,
+                display: Callable[[Path], str] = str, file: str = "", line: int = 0,
+                ) -> list[InputFile]:
+    """The input files ``path_spec`` names as the readers open them: local files (as
+    :func:`resolve_input_files` finds them, shown by ``display``) or listed objects
+    (``s3://``, ``gs://``, ``az://``; ``options``: ``object_options:``)."""
+    from agac.data.files import LocalFile
+    from agac.objectstores import is_cloud_url
+
+    if is_cloud_url(path_spec):
+        from agac.data.objects import ObjectFile, list_objects
+
+        bucket, entries = list_objects(path_spec, options, format)
+        return [ObjectFile(bucket, e) for e in entries]
+    found: list[InputFile] = []
+    for path in resolve_input_files(path_spec, root, file=file, line=line, format=format):
+        fmt = format_of(path.name, format)
+        assert fmt is not None  # resolve_input_files keeps only files of a known format
+        found.append(LocalFile(path, fmt, display(path)))
+    return found
 
 
 def _nearby(spec: str, root: Path) -> str:

@@ -158,12 +158,15 @@ def _problem(code: str, message: str, hint: str, file: str = "") -> ConfigError:
     return ConfigError(problems=[Problem(code, message, file, 0, path="input.path", hint=hint)])
 
 
+_CREDENTIALS_HINT = ("give agac credentials that may read it: AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), GOOGLE_APPLICATION_CREDENTIALS, "
+                     "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY, or the keys of "
+                     "object_options in agac.yml")
+
+
 def _credentials(where: str, exc: BaseException) -> ConfigError:
     return _problem("missing_credentials", f"{where}: access refused ({_first(exc)})",
-                    "give agac credentials that may read it: AWS_ACCESS_KEY_ID and "
-                    "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), GOOGLE_APPLICATION_CREDENTIALS, "
-                    "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY, or the keys of "
-                    "object_options in agac.yml")
+                    _CREDENTIALS_HINT)
 
 
 def _translated(where: str, exc: BaseException) -> ConfigError:
@@ -172,8 +175,11 @@ def _translated(where: str, exc: BaseException) -> ConfigError:
         return _problem("input_not_found", f"the bucket of {where} does not exist",
                         "check the bucket's name (and the region or endpoint it lives in)")
     lowered = text.lower()
-    if "credential" in lowered or "403" in text or "accessdenied" in lowered \
-            or "signature" in lowered:
+    if "169.254.169.254" in text or "credential" in lowered:
+        return _problem("missing_credentials", f"{where}: agac found no credentials to read "
+                        "it (none in the environment or object_options, and none from the "
+                        "machine's metadata service)", _CREDENTIALS_HINT)
+    if "403" in text or "accessdenied" in lowered or "signature" in lowered:
         return _credentials(where, exc)
     return _problem("input_unreachable", f"cannot reach {where} ({_first(exc)})",
                     "check the endpoint (AWS_ENDPOINT_URL, or endpoint in object_options), "

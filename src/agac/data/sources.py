@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from agac.data.files import LocalFile
+from agac.data.files import InputChanged, InputFile, LocalFile
 from agac.data.formats import format_of
 from agac.data.frames import RECORDS_NAME, RecordsSpool
 from agac.data.objects import Bucket, ObjectEntry, ObjectFile
@@ -76,6 +76,31 @@ class FileSource:
         return unique_keys(r for file in self.files()
                            for r in read_input(file, id_field, columns=self.columns))
 
+    def check(self, id_field: str | None) -> None:
+        """Refuse, before a row is read, a columnar file that cannot be read or whose
+        columns read have no JSON form (ConfigError naming it)."""
+        check_columnar(self.files(), self.columns, id_field)
+
+
+def check_columnar(files: Sequence[InputFile], columns: frozenset[str] | None,
+                   id_field: str | None) -> None:
+    """Open each columnar file's footer and check the types of the columns it is read for:
+    ConfigError (``input_unreadable``, ``unsupported_column``) naming the first that fails.
+    An object changed since it was listed is left to the read (``input_changed``)."""
+    from agac.data.columnar import check_types, open_columnar, projected
+
+    for file in files:
+        if not file.format.columnar:
+            continue
+        try:
+            opened = open_columnar(file)
+        except InputChanged:
+            continue
+        try:
+            check_types(opened, projected(opened.names, columns, id_field))
+        finally:
+            opened.close()
+
 
 def _reading(format: str | None, columns: frozenset[str] | None, columnar: bool) -> str:
     """What of the identity says how the files are read (empty as before both existed)."""
@@ -106,6 +131,11 @@ class ObjectSource:
         return unique_keys(r for e in self.entries
                            for r in read_input(ObjectFile(self.bucket, e), id_field,
                                                columns=self.columns))
+
+    def check(self, id_field: str | None) -> None:
+        """As :meth:`FileSource.check`, one ranged read of each columnar object's footer."""
+        check_columnar([ObjectFile(self.bucket, e) for e in self.entries], self.columns,
+                       id_field)
 
     def facts(self) -> dict[str, dict[str, object]]:
         """Each object's URL, ETag, version and size, by the name records carry."""

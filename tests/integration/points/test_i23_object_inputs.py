@@ -24,6 +24,7 @@ import pytest
 from points_support import AWS_ENV, BUCKET
 
 import agac
+from agac import api
 from agac.config.project import find_project
 from agac.config.workflow import load_workflow
 from agac.data import objects as data_objects
@@ -209,3 +210,75 @@ def test_i23_3_gs_and_az_prefixes_on_the_same_code_path(local_buckets: Path, tmp
     (folder / "a.parquet").write_bytes(parquet_bytes(ROWS[:2]))
     rows = list(ObjectSource(bucket, tuple(entries)).records("id"))
     assert {r.reason for r in rows if r.file == "a.parquet"} == {"input_changed"}
+
+
+# -- item 5: what goes wrong with an object input is one error naming it ------------------
+
+
+def _error(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    done = _cli(root, *args, "--json", env=env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    data = json.loads(done.stdout)
+    return data["errors"][0] if "errors" in data else data["error"]
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_i23_5_an_empty_prefix_names_it_and_what_is_there(prefix: str, tmp_path: Path,
+                                                         command: str) -> None:
+    root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/date=2/")
+    error = _error(root, command, "wf.yml")
+    assert error["code"] == "input_not_found"
+    assert f"s3://{BUCKET}/{prefix}/date=2/" in error["message"]
+    assert "date=1" in error["hint"]
+    assert not (root / ".agac" / "agac.db").exists() or api.list_runs(project=root) == []
+
+
+def test_i23_5_a_bucket_that_does_not_exist(s3: Any, tmp_path: Path) -> None:
+    root = project(tmp_path / "p", "s3://no-such-bucket-i23/events/")
+    error = _error(root, "run", "wf.yml")
+    assert error["code"] == "input_not_found" and "no-such-bucket-i23" in error["message"]
+
+
+def test_i23_5_an_endpoint_that_does_not_answer(s3: Any, tmp_path: Path) -> None:
+    root = project(tmp_path / "p", f"s3://{BUCKET}/events/")
+    (root / "agac.yml").write_text("object_options: {max_retries: 0}\n")
+    error = _error(root, "validate", "wf.yml", env={"AWS_ENDPOINT_URL": "http://127.0.0.1:9"})
+    assert error["code"] == "input_unreachable"
+    assert f"s3://{BUCKET}/events/" in error["message"] and "AWS_ENDPOINT_URL" in error["hint"]
+
+
+def test_i23_5_credentials_refused(prefix: str, tmp_path: Path, moto_server: Any) -> None:
+    """moto refuses a request signed with keys it does not know only in its auth mode; a
+    bad secret under a known key is refused with 403 by a proxy standing in for it."""
+    from points_support import FaultProxy
+
+    class Refusing(FaultProxy):
+        def start(self) -> FaultProxy:
+            super().start()
+            assert self._server is not None
+            handler = self._server.RequestHandlerClass
+
+            def refuse(h: Any) -> None:
+                h._answer(403, b"<Error><Code>AccessDenied</Code></Error>", {})
+
+            handler.do_GET = refuse  # type: ignore[attr-defined]
+            return self
+
+    proxy = Refusing(moto_server).start()
+    try:
+        root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/")
+        error = _error(root, "run", "wf.yml", env={"AWS_ENDPOINT_URL": proxy.url})
+    finally:
+        proxy.stop()
+    assert error["code"] == "missing_credentials"
+    assert f"s3://{BUCKET}/{prefix}/" in error["message"] and "AWS_ACCESS_KEY_ID" in error["hint"]
+
+
+def test_i23_5_a_damaged_parquet_object_admits_nothing(prefix: str, s3: Any,
+                                                       tmp_path: Path) -> None:
+    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/date=1/part-1.parquet", Body=b"not parquet")
+    root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/")
+    error = _error(root, "run", "wf.yml")
+    assert error["code"] == "input_unreadable"
+    assert f"s3://{BUCKET}/{prefix}/date=1/part-1.parquet" in error["message"]
+    assert api.list_runs(project=root) == []

@@ -90,6 +90,8 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
         stored = loads(info.files)
         return InputSnapshot(snapshot_id, stored, info.record_count,
                              _empty(source, stored, info.record_count, limit, project))
+    if isinstance(source, FileSource | ObjectSource):
+        source.check(workflow.input.id_field)  # a damaged footer refuses the run before a row
     files: list[dict[str, Any]] = []
     count = store.write_snapshot(snapshot_id, files, _rows(source, workflow, limit, files))
     return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
