@@ -29,6 +29,9 @@ from agac.errors import ConfigError, Problem
 __all__ = ["ColumnarFile", "open_columnar", "read_columnar"]
 
 _BATCH_ROWS = 65_536
+_BATCH_VALUES = 500_000
+"""Values (rows × columns) turned into Python objects at a time: a wide read takes fewer
+rows a batch, so memory stays bounded by the batch, not by the table's width."""
 _IPC_MAGIC = b"ARROW1"
 
 
@@ -53,9 +56,10 @@ class ColumnarFile:
         """Record batches of ``columns`` (in schema order), in file order: parquet one
         row group at a time (never pre-buffering the whole file), Arrow batch by batch."""
         pa = require("pyarrow")
+        rows = max(1024, min(_BATCH_ROWS, _BATCH_VALUES // max(1, len(columns))))
         if self.kind == "parquet":
             for group in range(self.parquet.num_row_groups):
-                yield from self.parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group],
+                yield from self.parquet.iter_batches(batch_size=rows, row_groups=[group],
                                                      columns=list(columns))
             return
         wanted = [self.schema.get_field_index(c) for c in columns]
@@ -65,9 +69,10 @@ class ColumnarFile:
             if self.kind == "ipc-file":
                 reader = pa.ipc.open_file(source, options=options)
                 for i in range(reader.num_record_batches):
-                    yield reader.get_batch(i)
+                    yield from _chunks(reader.get_batch(i), rows)
             else:
-                yield from pa.ipc.open_stream(source, options=options)
+                for batch in pa.ipc.open_stream(source, options=options):
+                    yield from _chunks(batch, rows)
         finally:
             if source is not self.source:
                 _close(source)
@@ -76,6 +81,12 @@ class ColumnarFile:
         if self.parquet is not None:
             self.parquet.close()
         _close(self.source)
+
+
+def _chunks(batch: Any, rows: int) -> Iterator[Any]:
+    """``batch`` in slices of at most ``rows`` rows (zero-copy)."""
+    for start in range(0, batch.num_rows, rows):
+        yield batch.slice(start, rows)
 
 
 def _reopened(file: InputFile, source: Any) -> Any:

@@ -21,7 +21,22 @@ from typing import NamedTuple
 from agac.tenants import DEFAULT_TENANT
 
 __all__ = ["AnswerRow", "BatchIntent", "Checkpoint", "EventRow", "FanoutRow", "ItemResult",
-           "MarkRow", "OutcomeRow", "PricedRow", "StagedItem", "ToolResultRow", "UsageRow"]
+           "MarkRow", "OutcomeRow", "PricedRow", "RecordRow", "StagedItem", "ToolResultRow",
+           "UsageRow"]
+
+
+class RecordRow(NamedTuple):
+    """One record of an input snapshot (table ``records``); ``payload`` is JSON text."""
+
+    snapshot_id: str
+    seq: int
+    key: str
+    file: str
+    n: int
+    line: int
+    payload: str | None
+    reason: str | None
+    error: str | None
 
 
 class OutcomeRow(NamedTuple):

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from agac.jsontext import dumps
 from agac.store import tables as t
 from agac.store.core import StoreCore
+from agac.store.rows import RecordRow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -29,9 +30,12 @@ class SnapshotRepository(StoreCore):
         return bool(row and row.complete)
 
     def write_snapshot(
-        self, snapshot_id: str, files: list[dict[str, Any]], rows: Iterable[dict[str, Any]]
+        self, snapshot_id: str, files: list[dict[str, Any]],
+        rows: Iterable[dict[str, Any] | RecordRow],
     ) -> int:
-        """Store an input snapshot streaming, in chunks; returns its record count."""
+        """Store an input snapshot streaming, in chunks; returns its record count. Rows are
+        :class:`~agac.store.rows.RecordRow` values (bound as they are: the fast path) or
+        dicts keyed by column, ``snapshot_id`` filled in."""
         count = 0
         with self._write("snapshot the input") as conn:
             conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
@@ -42,9 +46,10 @@ class SnapshotRepository(StoreCore):
                     complete=False, created_at=self.clock.time(),
                 )
             )
-            chunk: list[dict[str, Any]] = []
+            chunk: list[Any] = []
             for row in rows:
-                row["snapshot_id"] = snapshot_id
+                if isinstance(row, dict):
+                    row["snapshot_id"] = snapshot_id
                 chunk.append(row)
                 if len(chunk) >= _CHUNK:
                     self._bulk(conn, t.records, chunk)

@@ -25,6 +25,7 @@ from agac.data.sources import FileSource, ObjectSource, RecordSource
 from agac.errors import UsageError
 from agac.jsontext import dumps, loads
 from agac.objectstores import is_cloud_url
+from agac.store.rows import RecordRow
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
@@ -93,7 +94,8 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
     if isinstance(source, FileSource | ObjectSource):
         source.check(workflow.input.id_field)  # a damaged footer refuses the run before a row
     files: list[dict[str, Any]] = []
-    count = store.write_snapshot(snapshot_id, files, _rows(source, workflow, limit, files))
+    count = store.write_snapshot(snapshot_id, files,
+                                 _rows(snapshot_id, source, workflow, limit, files))
     return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
 
 
@@ -112,8 +114,9 @@ def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit:
 
 
 def _rows(
-    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]]
-) -> Iterator[dict[str, Any]]:
+    snapshot_id: str, source: RecordSource, workflow: Workflow, limit: int | None,
+    files: list[dict[str, Any]],
+) -> Iterator[RecordRow]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count (and,
     for an object, the URL, ETag, version and size it was read at)."""
     seq = 0
@@ -126,11 +129,9 @@ def _rows(
             current = {"file": rec.file, "start": seq, "count": 0, **facts.get(rec.file, {})}
             files.append(current)
         current["count"] += 1
-        yield {
-            "seq": seq, "key": rec.key, "file": rec.file, "n": rec.n, "line": rec.line,
-            "payload": None if rec.payload is None else dumps(rec.payload),
-            "reason": rec.reason, "error": rec.error,
-        }
+        yield RecordRow(snapshot_id, seq, rec.key, rec.file, rec.n, rec.line,
+                        None if rec.payload is None else dumps(rec.payload), rec.reason,
+                        rec.error)
         seq += 1
 
 
