@@ -23,7 +23,9 @@ JSONL file of ``--records`` reviews and a one-action workflow on the mock provid
 the end; then, in a child process, ``agac export lake_export --all-actions --format parquet
 --out s3://…/wide.parquet`` to moto — target peak RSS ≤ 400 MB — and reads the object back.
 
-Prints one JSON line per measurement.
+Prints one JSON line per measurement. ``maxrss_mb`` is ``ru_maxrss`` from ``wait4``, which on
+Linux also counts the pages the parent had when it forked the child (moto's objects, the
+generated data); ``peak_rss_mb`` is the child's own peak (``VmHWM``), the figure to read.
 """
 
 from __future__ import annotations
@@ -142,8 +144,29 @@ def snapshot_child(root: str, read_only: bool) -> None:
         store = open_store(f"sqlite:///{db}")
         count = snapshot_input(workflow, proj, store, tenant="default").count
     seconds = time.perf_counter() - t0
+    cpu = time.process_time()
     print(json.dumps({"records": count, "snapshot_s": round(seconds, 2),
-                      "records_per_s": round(count / seconds)}))
+                      "records_per_s": round(count / seconds), "process_cpu_s": round(cpu, 2),
+                      "peak_rss_mb": own_peak_rss_mb()}))
+
+
+def own_peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM of its address space). ``ru_maxrss`` of a child
+    also counts the parent's pages at fork, so a parent holding moto's objects or the
+    generated data would inflate it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return -1.0
+
+
+PEAK_WRAPPER = (
+    "import atexit, sys, runpy\n"
+    "out = sys.argv[1]\n"
+    "atexit.register(lambda: open(out, 'w').write([l for l in open('/proc/self/status') "
+    "if l.startswith('VmHWM:')][0].split()[1]))\n"
+    "sys.argv = ['agac', *sys.argv[2:]]\n"
+    "runpy.run_module('agac.cli.main', run_name='__main__')\n")
 
 
 def moto() -> tuple[Any, str]:
@@ -227,8 +250,11 @@ def run_export(args: argparse.Namespace) -> None:
         client.create_bucket(Bucket=BUCKET)
         env = {**ENV, "AWS_ENDPOINT_URL": endpoint}
         url = f"s3://{BUCKET}/results/wide.parquet"
-        done = _spawn_measured([*AGAC, "export", "lake_export", "--all-actions", "--format",
-                                "parquet", "--out", url, "--json"], env=env, cwd=root)
+        peak = OUT / "export-peak.txt"
+        done = _spawn_measured([sys.executable, "-c", PEAK_WRAPPER, str(peak), "export",
+                                "lake_export", "--all-actions", "--format", "parquet", "--out",
+                                url, "--json"], env=env, cwd=root)
+        done["peak_rss_mb"] = round(int(peak.read_text()) / 1024, 1)
         body = client.get_object(Bucket=BUCKET, Key="results/wide.parquet")["Body"].read()
         import io
 
