@@ -23,7 +23,7 @@ from typing import Any
 from agac.data.arrow import require
 from agac.data.arrowjson import json_values, unsupported
 from agac.data.files import InputChanged, InputFile
-from agac.data.readers import INPUT_CHANGED, InputRecord, changed_record, key_of, record_of
+from agac.data.records import INPUT_CHANGED, InputRecord, changed_record, key_of, record_of
 from agac.errors import ConfigError, Problem
 
 __all__ = ["ColumnarFile", "open_columnar", "read_columnar"]

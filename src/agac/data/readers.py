@@ -32,7 +32,7 @@ import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +41,15 @@ import ijson
 
 from agac.data.files import InputChanged, InputFile, LocalFile
 from agac.data.formats import decompressed, format_of
+from agac.data.records import (
+    DUPLICATE_KEY,
+    INPUT_CHANGED,
+    INVALID_INPUT,
+    InputRecord,
+    changed_record,
+    invalid_record,
+    record_of,
+)
 
 __all__ = [
     "DUPLICATE_KEY",
@@ -54,40 +63,10 @@ __all__ = [
     "unique_keys",
 ]
 
-INVALID_INPUT = "invalid_input"
-DUPLICATE_KEY = "duplicate_key"
-INPUT_CHANGED = "input_changed"
-
 # Undecodable bytes survive CSV decoding as lone surrogates (``surrogateescape``), so a
 # bad row can be failed on its own instead of aborting the rest of the file.
 _SURROGATES = re.compile("[\udc80-\udcff]")
 _CHUNK = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class InputRecord:
-    """One record of an input file.
-
-    ``file`` is the file's name, ``n`` the record's 1-based position (JSONL line, CSV
-    data row, JSON array element) and ``line`` the physical line where it starts (0
-    when unknown, as inside JSON arrays). ``payload`` is the record's object, or None
-    when it is invalid; then ``error`` says why, naming file and line, and ``reason``
-    is ``invalid_input`` or ``duplicate_key`` (a duplicate keeps its payload, so its
-    session can show it). Check :attr:`ok` (or ``reason``), not ``payload``.
-    """
-
-    file: str
-    n: int
-    line: int
-    key: str
-    payload: dict[str, Any] | None
-    error: str | None = None
-    reason: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the record can be worked on."""
-        return self.reason is None
 
 
 def read_records(path: Path, id_field: str | None, *, name: str | None = None,
@@ -163,50 +142,6 @@ def file_fingerprint(path: Path) -> str:
 # --- record construction ------------------------------------------------------------
 
 
-def record_of(file: str, n: int, line: int, payload: Any, id_field: str | None,
-            unit: str = "element") -> InputRecord:
-    """Build the record for one parsed value, checking it is an object with a key.
-    ``unit`` is what a message calls a record without a line (``element``, ``row``)."""
-    if not isinstance(payload, dict):
-        where = f"{file}:{line}" if line else f"{file} {unit} {n}"
-        kind = _json_kind(payload)
-        return _invalid(file, n, line, f"{where}: a record must be a JSON object, not {kind}")
-    if id_field is None:
-        return InputRecord(file, n, line, f"{file}:{n}", payload)
-    key = key_of(payload.get(id_field))
-    if key is None:
-        where = f"{file}:{line}" if line else f"{file} {unit} {n}"
-        positional = f"{file}:{n}"
-        message = f"{where}: id_field {id_field!r} is missing or empty"
-        if id_field in payload and payload[id_field] not in (None, ""):
-            message = f"{where}: id_field {id_field!r} must be a string or a number"
-        return InputRecord(file, n, line, positional, None, message, INVALID_INPUT)
-    return InputRecord(file, n, line, key, payload)
-
-
-def key_of(value: Any) -> str | None:
-    """The record key for an ``id_field`` value, or None when it cannot be one."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, int | float):
-        return str(value)
-    return None
-
-
-def _invalid(file: str, n: int, line: int, message: str,
-             reason: str = INVALID_INPUT) -> InputRecord:
-    return InputRecord(file, n, line, f"{file}:{n}", None, message, reason)
-
-
-def changed_record(file: str, n: int, exc: InputChanged) -> InputRecord:
-    """The record standing for what could not be read of an object that changed while it
-    was read (from record ``n`` on)."""
-    return _invalid(file, n, 0, f"{file}: records from {n} on were not read: {exc}; "
-                    "`agac run WF --new` takes the input as it is now", INPUT_CHANGED)
-
-
 def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
     key = f"{record.file}:{record.n}"
     suffix = 1
@@ -218,18 +153,6 @@ def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
     where = f"{record.file}:{record.line}" if record.line else f"{record.file} element {record.n}"
     message = f"{where}: duplicate key {record.key!r}; an earlier record has the same key"
     return replace(record, key=key, error=message, reason=DUPLICATE_KEY)
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"
 
 
 # --- JSONL ------------------------------------------------------------------------
@@ -248,7 +171,7 @@ def _read_jsonl(file: InputFile, id_field: str | None, name: str) -> Iterator[In
         except InputChanged as exc:
             yield changed_record(name, number + 1, exc)
         except OSError as exc:
-            yield _invalid(name, number + 1, number + 1, f"{name}:{number + 1}: "
+            yield invalid_record(name, number + 1, number + 1, f"{name}:{number + 1}: "
                            f"{_damage(file, exc)}")
 
 
@@ -274,14 +197,14 @@ def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> I
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _invalid(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
+        return invalid_record(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         message = f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-        return _invalid(name, number, number, message)
+        return invalid_record(name, number, number, message)
     except RecursionError:
-        return _invalid(name, number, number, f"{name}:{number}: JSON nested too deeply")
+        return invalid_record(name, number, number, f"{name}:{number}: JSON nested too deeply")
     return record_of(name, number, number, value, id_field)
 
 
@@ -297,7 +220,7 @@ def _read_json_array(file: InputFile, id_field: str | None, name: str,
         try:
             first = next(events)
             if first[1] != "start_array":
-                yield _invalid(name, 1, 0, f"{name}: a .json input must be a JSON array")
+                yield invalid_record(name, 1, 0, f"{name}: a .json input must be a JSON array")
                 return
             for value in ijson.items(itertools.chain([first], events), "item"):
                 count += 1
@@ -307,13 +230,13 @@ def _read_json_array(file: InputFile, id_field: str | None, name: str,
         except InputChanged as exc:
             yield changed_record(name, count + 1, exc)
         except OSError as exc:
-            yield _invalid(name, count + 1, 0, f"{name} element {count + 1}: "
+            yield invalid_record(name, count + 1, 0, f"{name} element {count + 1}: "
                            f"{_damage(file, exc)}")
         except (ijson.JSONError, ValueError) as exc:
             n = count + 1
             where = f"after element {count}" if count else "before the first element"
             message = f"{name}: JSON array is cut off or corrupt {where} ({_ijson_reason(exc)})"
-            yield _invalid(name, n, 0, message)
+            yield invalid_record(name, n, 0, message)
 
 
 def _floats(value: Any) -> Any:
@@ -352,7 +275,7 @@ def _read_csv(file: InputFile, id_field: str | None, name: str) -> Iterator[Inpu
         except InputChanged as exc:
             yield changed_record(name, n + 1, exc)
         except OSError as exc:
-            yield _invalid(name, n + 1, 0, f"{name}: {_damage(file, exc)}")
+            yield invalid_record(name, n + 1, 0, f"{name}: {_damage(file, exc)}")
 
 
 @contextlib.contextmanager
@@ -376,12 +299,12 @@ def _csv_records(file: InputFile, handle: IO[str], id_field: str | None, name: s
         current = next(rows, None)
         n += 1
         if isinstance(row, csv.Error):
-            yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
+            yield invalid_record(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
         elif current is None and _may_run_to_the_end(start, end, row) \
                 and _quote_never_closed(file, start):
             # A stray quote makes the csv module read every later line into one
             # field; left alone, those rows would vanish into this record silently.
-            yield _invalid(name, n, start, f"{name}:{start}: a quoted field opens on this "
+            yield invalid_record(name, n, start, f"{name}:{start}: a quoted field opens on this "
                            "line and is never closed: everything to the end of the file "
                            f"(line {end}) was read as this one row; close the quote (or "
                            "double it: \"\")")
@@ -439,7 +362,7 @@ def _csv_record(
 ) -> InputRecord:
     if len(row) != len(header):
         message = f"{name}:{line}: CSV row has {len(row)} fields, the header has {len(header)}"
-        return _invalid(name, n, line, message)
+        return invalid_record(name, n, line, message)
     if _SURROGATES.search("".join(row)):
-        return _invalid(name, n, line, f"{name}:{line}: not UTF-8 text")
+        return invalid_record(name, n, line, f"{name}:{line}: not UTF-8 text")
     return record_of(name, n, line, dict(zip(header, row, strict=True)), id_field)
