@@ -121,12 +121,13 @@ def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRec
 
 
 def unique_keys(records: Iterable[InputRecord]) -> Iterator[InputRecord]:
-    """``records`` with keys made unique as :func:`iter_input` says."""
-    seen: set[str] = set()
+    """``records`` with keys made unique as :func:`iter_input` says. Keys are remembered as
+    UTF-8 bytes, a third smaller than strings (a 2,000,000-record input holds them all)."""
+    seen: set[bytes] = set()
     for record in records:
-        if record.key in seen:
+        if record.key.encode() in seen:
             record = _as_duplicate(record, seen)
-        seen.add(record.key)
+        seen.add(record.key.encode())
         yield record
 
 
@@ -142,10 +143,10 @@ def file_fingerprint(path: Path) -> str:
 # --- record construction ------------------------------------------------------------
 
 
-def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
+def _as_duplicate(record: InputRecord, seen: set[bytes]) -> InputRecord:
     key = f"{record.file}:{record.n}"
     suffix = 1
-    while key in seen:  # only when an id value looks like another file's positional key
+    while key.encode() in seen:  # only when an id value looks like another file's positional key
         key = f"{record.file}:{record.n}~{suffix}"
         suffix += 1
     if record.reason is not None:
