@@ -118,7 +118,11 @@ def _spawn_measured(args: list[str], env: dict[str, str] | None = None,
         raise SystemExit(f"{' '.join(args)} exited {code}:\n"
                          f"{(OUT / 'child.err').read_text()[-3000:]}")
     text = (OUT / "child.out").read_text().strip()
-    result = json.loads(text.splitlines()[-1]) if text.startswith("{") else {}
+    try:
+        result = json.loads(text) if text.startswith("{") else {}
+    except json.JSONDecodeError:
+        result = json.loads(text.splitlines()[-1])
+    result = {k: v for k, v in result.items() if not isinstance(v, dict | list)}
     result.update(wall_s=round(time.perf_counter() - t0, 2),
                   cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
                   maxrss_mb=round(usage.ru_maxrss / 1024, 1))
