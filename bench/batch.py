@@ -30,7 +30,7 @@ Prints one JSON line per phase; the emulator's stats confirm the batch count and
 stacks in bench/out/batch-<phase>.profile.txt; the timings are then py-spy's, not
 agac's). ``--vs OTHER_PYTHON`` runs interleaved A/B pairs of the whole case against the
 agac installed for another interpreter (another checkout's venv) and prints the medians.
-Results go to docs/performance.md.
+Results go to docs/performance.md (today) and bench/HISTORY.md.
 """
 
 from __future__ import annotations

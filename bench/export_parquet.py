@@ -14,7 +14,7 @@ Usage: python bench/export_parquet.py [--records 1000000] [--files 20] [--reuse]
 3. **check**: the file is read back with pyarrow (rows, row groups, columns) and with
    DuckDB (``SELECT count(*), count("classify.sentiment") FROM read_parquet(...)``).
 
-Prints one JSON line per step. Results go to docs/performance.md ("Parquet export").
+Prints one JSON line per step. Results go to docs/performance.md (today) and bench/HISTORY.md ("Parquet export").
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Usage: python bench/online_mock.py [case ...]   (cases: chained, chained_pg, lat
 server started by tests/pg.py — fsync and synchronous_commit off — with a fresh server
 and database per run), and reports both and their ratio.
 Each case builds a throwaway project under bench/out/, runs the real `agac` command in a
-subprocess and prints one JSON line with its numbers. Results go to docs/performance.md.
+subprocess and prints one JSON line with its numbers. Results go to docs/performance.md (today) and bench/HISTORY.md.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def make_project(name: str, records: int, conc: int = 64, actions: int = 2,
 def run_agac(root: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(AGAC + list(args), cwd=root, capture_output=True, text=True,
+    proc = subprocess.run(AGAC + list(args), check=False, cwd=root, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -23,7 +23,7 @@ child process per (provider, transport) keeps ``--concurrency`` calls of
 ``adapter.complete`` in flight and measures ``time.process_time()`` over ``--calls``
 calls after 200 warm-up calls.
 
-Prints one JSON line per measurement; results go to docs/performance.md.
+Prints one JSON line per measurement; results go to docs/performance.md (today) and bench/HISTORY.md (every measurement).
 """
 
 from __future__ import annotations

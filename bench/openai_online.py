@@ -16,7 +16,7 @@ process CPU time per call (``time.process_time`` around the measured part, after
 imports). The emulator's counters confirm every call arrived once. ``--profile`` also
 records the agac client with py-spy (collapsed stacks in
 bench/out/openai_online.profile.txt). Prints JSON lines;
-results go to docs/performance.md.
+results go to docs/performance.md (today) and bench/HISTORY.md (every measurement).
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def run_client(name: str, args: argparse.Namespace, profile: bool = False) -> di
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--rate", "250",
                "--format", "raw", "--threads", "-o", str(PROFILE), "--", *cmd]
     control(args.port, "DELETE", "/_emulator/stats")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"client {name} failed:\n{proc.stderr[-3000:]}")
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]

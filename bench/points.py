@@ -13,7 +13,7 @@ Usage: python bench/points.py [chained [PAIRS]] [restore] [writes]
   second, from moto_server's request log; target <= 20.
 
 moto_server runs as a subprocess on 127.0.0.1 (its log is its stderr); nothing leaves the
-machine. Results go to docs/performance.md.
+machine. Results go to docs/performance.md (today) and bench/HISTORY.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Usage: python bench/service.py [runs_page] [follow]
   each progress event the store got, when its bars reached the client (lag), and how long
   after the run ended the final view arrived.
 
-Each case prints one JSON line. Results go to docs/performance.md.
+Each case prints one JSON line. Results go to docs/performance.md (today) and bench/HISTORY.md.
 """
 
 from __future__ import annotations

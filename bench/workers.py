@@ -12,7 +12,7 @@ run until the run is final. Measured from the store's events: the first ``shard_
 to ``run_ended`` (throughput = records / that time), and from the workers' reports the
 time of each claim: its database time (server clock, start of its first statement to the
 end of its last) and its wall time as the worker saw it. Prints one JSON line
-per case and the speed-up; results go to docs/performance.md ("Scale-out workers").
+per case and the speed-up; results go to docs/performance.md (today) and bench/HISTORY.md (every measurement) ("Scale-out workers").
 """
 
 from __future__ import annotations

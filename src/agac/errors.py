@@ -8,10 +8,12 @@ Tree::
     │   ├── RefusedError            refused by a rule (retry while a run is open, ...)
     │   │   ├── DecisionRefused     a decision on a proposal refused; ``code`` says which rule
     │   │   │   └── NotAnApprover   the deciding user may not decide on it (A3, T3)
-    │   │   └── NotAllowed          the signed-in user may not do this (T3, T4)
+    │   │   ├── NotAllowed          the signed-in user may not do this (T3, T4)
+    │   │   └── ProtectedFile       ``--out`` names a file agac must not overwrite (X1)
     │   ├── NotFound                no such object, or another tenant's (T2: never "forbidden")
     │   └── InputObjectsChanged     an open run's input objects changed since it was admitted
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
+    │   ├── StoreGone               the store's file was deleted or replaced under the process (S7)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
     │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
     ├── Paused                      the run cannot move now; run again later (exit 75)
@@ -21,6 +23,10 @@ Tree::
     │   ├── RetryableError          spend an attempt, back off with jitter; a tool raises it
     │   │                           (``agac.RetryableError``) to ask for another attempt
     │   ├── FatalError              fail the unit (``provider_error``), no retries
+    │   │   └── AttachmentError     a file the request attaches cannot be sent as it is
+    │   │                           (missing, changed, unsupported, too large…); ``reason``
+    │   │                           is its reason code, raised when the request is made or
+    │   │                           read again when it is sent — before anything goes out
     │   ├── UnsupportedError        this provider/model cannot do it; stop at once
     │   └── BatchNotEnded           asked right before reading, the batch has no results to
     │                               read (failed, expired, cancelled, or not ended): B7
@@ -46,6 +52,7 @@ from typing import Any
 
 __all__ = [
     "AgacError",
+    "AttachmentError",
     "BatchNotEnded",
     "ConfigError",
     "DecisionRefused",
@@ -59,10 +66,12 @@ __all__ = [
     "NotFound",
     "Paused",
     "Problem",
+    "ProtectedFile",
     "ProviderError",
     "RefusedError",
     "RetryableError",
     "StoreError",
+    "StoreGone",
     "ToolError",
     "UnsupportedError",
     "UsageError",
@@ -183,6 +192,12 @@ class NotAllowed(RefusedError):
     code = "not_allowed"
 
 
+class ProtectedFile(RefusedError):
+    """This file must not be overwritten by an export (the store, a workflow's input)."""
+
+    code = "protected_file"
+
+
 class NotFound(UsageError):
     """No such object here (or it belongs to a tenant the caller is not in)."""
 
@@ -194,6 +209,12 @@ class StoreError(AgacError):
 
     exit_code = 1
     code = "store_error"
+
+
+class StoreGone(StoreError):
+    """The store's file was deleted or replaced while this process had it open."""
+
+    code = "store_gone"
 
 
 class LeaseLost(StoreError):
@@ -235,9 +256,13 @@ class ProviderError(AgacError):
         retry_after: float | None = None,
         reason: str | None = None,
         hint: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
+        # The provider's id of the failed call (``request-id``, ``x-request-id``, or the
+        # error body's ``request_id``): what its support asks for.
+        self.request_id = request_id
         # The provider's own error code (``insufficient_quota``); the CLI reports every
         # ProviderError as ``provider_error``.
         self.code = code  # type: ignore[assignment]
@@ -268,6 +293,13 @@ class FatalError(ProviderError):
     """The provider refused the request; retrying will not help."""
 
     kind = "fatal"
+
+
+class AttachmentError(FatalError):
+    """An attachment cannot be sent as it is."""
+
+    def __init__(self, *, reason: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message, reason=reason, code=reason, hint=hint)
 
 
 class UnsupportedError(ProviderError):

@@ -35,11 +35,14 @@ Reason = Literal[
     "guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline", "join_atomic",
     "batch_outstanding", "run_ended",
     # failed
-    "invalid_input", "duplicate_key", "input_changed", "render_error", "fan_out_invalid", "tool_error",
-    "schema_invalid", "truncated", "refusal", "content_filter", "provider_error",
+    "invalid_input", "duplicate_key", "input_changed", "render_error", "prompt_too_large",
+    "fan_out_invalid", "tool_error",
+    "schema_invalid", "truncated", "refusal", "content_filter", "unexpected_stop", "provider_error",
     "batch_refused", "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled",
     "batch_deadline", "batch_abandoned", "approval_rejected", "approval_expired",
-    "effect_failed", "effect_unknown",
+    "effect_failed", "effect_unknown", "attachment_not_found", "attachment_unreadable",
+    "attachment_outside_project", "unsupported_attachment", "attachment_corrupt",
+    "invalid_data_url", "attachment_too_large", "attachment_not_supported", "attachment_changed",
 ]
 
 
@@ -104,6 +107,10 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     _r("render_error", "failed", "the prompt, system or tool inputs could not be rendered "
        "for this record (typically a field the record does not have)", "guard the field "
        "(a `default(...)` filter, `is defined`) or fix the template, then `agac run WF --new`", False),
+    _r("prompt_too_large", "failed", "the rendered system and prompt (or a value the template "
+       "builds on the way) are longer than the action's `max_prompt_chars` (default "
+       "8,000,000 characters); nothing was sent or stored", "shorten what the template "
+       "includes for this record, or raise `max_prompt_chars`, then `agac run WF --new`", False),
     _r("fan_out_invalid", "failed", "the list a fan-out iterates over is missing or not a "
        "list for this record", "fix the upstream output or the `over:` path, then "
        "`agac run WF --new`", False),
@@ -118,6 +125,11 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
        "the same thing", False),
     _r("content_filter", "failed", "the provider's content filter stopped the answer",
        "change the prompt or the input; a retry asks the same thing", False),
+    _r("unexpected_stop", "failed", "the provider stopped for a reason that is not a complete "
+       "answer: a stop value agac does not know, a tool call the action did not ask for, a "
+       "paused turn that could not be continued (the detail names the provider's value)",
+       "read the detail (a gateway in front of the provider, a new stop value); "
+       "`agac retry WF` asks again", True),
     _r("provider_error", "failed", "the provider refused the request (a 4xx such as an "
        "invalid request, bad credentials, quota) or kept failing until the attempts were "
        "spent", "read the detail; fix credentials or quota, then `agac retry WF`", True),
@@ -148,6 +160,34 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     _r("effect_unknown", "failed", "the run was cancelled while the unit's side effect was "
        "unknown (started, no receipt)", "settle it with `agac effects resolve ID "
        "--done` (or `--not-done`)", False),
+    _r("attachment_not_found", "failed", "a file the action's `attachments:` name does not "
+       "exist (or was there when the request was made and is gone at send time)", "put the "
+       "file where the path says (relative paths start at the project root), then `agac run "
+       "WF --new`", False),
+    _r("attachment_unreadable", "failed", "a file the action attaches cannot be read: a "
+       "folder, no permission, a symlink loop", "fix the path or the file's permissions, "
+       "then `agac run WF --new`", False),
+    _r("attachment_outside_project", "failed", "a relative attachment path leads out of the "
+       "project (`../`)", "write the absolute path to attach a file from elsewhere, then "
+       "`agac run WF --new`", False),
+    _r("unsupported_attachment", "failed", "an attached file is not a PNG, JPEG, WebP, GIF or "
+       "PDF by its content (the extension is not what counts), is empty, or is a URL",
+       "convert the file, or leave it out of the record, then `agac run WF --new`", False),
+    _r("attachment_corrupt", "failed", "an attached file starts like a PDF or an image but "
+       "cannot be read as one (truncated, damaged)", "save the file again, then "
+       "`agac run WF --new`", False),
+    _r("invalid_data_url", "failed", "an attachment is a `data:` URL that is not base64",
+       "write it as `data:<media type>;base64,<data>`, then `agac run WF --new`", False),
+    _r("attachment_too_large", "failed", "an attached file (or all of them together) is over "
+       "the provider's limit: bytes per file, files per request, pages per PDF", "make the "
+       "file smaller or split it (docs/providers.md lists the limits), then "
+       "`agac run WF --new`", False),
+    _r("attachment_not_supported", "failed", "the action's provider or model cannot take "
+       "this kind of file (a PDF to Groq or Ollama, an image to a model without vision)",
+       "use a model that takes it, then `agac run WF --new`", False),
+    _r("attachment_changed", "failed", "an attached file changed (or vanished) between the "
+       "moment the request was made and its sending; other bytes are never sent under the "
+       "old fingerprint", "`agac run WF --new` sends the file as it is now", False),
 )}
 
 assert set(REASONS) == set(get_args(Reason)), "REASONS and Reason list the same codes"

@@ -1,9 +1,9 @@
 """Every rule id the docs and ``--help`` cite (B6, R1, S2, …) resolves to an anchor of
 docs/guarantees.md, and nothing cites a document that is not in the repository.
 
-Scanned: docs/*.md, README.md and the ``--help`` of every command (generated from the
-Click app). A rule id is a capital letter among B, R, S, A, E, P, T, O followed by one or
-two digits; a link ``guarantees.md#x`` must name an anchor that exists too.
+Scanned: docs/**/*.md, README.md and the ``--help`` of every command (generated from the
+Click app). A rule id is a capital letter among B, R, S, A, E, P, T, O, X followed by one
+or two digits; a link ``guarantees.md#x`` must name an anchor that exists too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from agac.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARANTEES = ROOT / "docs" / "guarantees.md"
-RULE_ID = re.compile(r"(?<![\w/.-])([BRSAEPTO]\d{1,2})(?![\w])")
+RULE_ID = re.compile(r"(?<![\w/.-])([BRSAEPTOX]\d{1,2})(?![\w])")
 LINK = re.compile(r"guarantees\.md#([\w-]+)")
 ANCHOR = re.compile(r'<a id="([\w-]+)"></a>')
 
@@ -30,7 +30,7 @@ def _anchors() -> list[str]:
 
 def _texts() -> dict[str, str]:
     texts = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
-             for p in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]}
+             for p in [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]}
     runner = CliRunner()
     for path in leaf_commands(groups=True):
         result = runner.invoke(cli, [*path.split()[1:], "--help"])
@@ -64,4 +64,4 @@ def test_no_citation_of_a_document_outside_the_repository(name: str) -> None:
 def test_the_scan_sees_help_and_ids() -> None:
     assert {"agac --help", "agac approvals --help", "agac runs list --help"} <= set(TEXTS)
     assert "A1" in TEXTS["agac approvals --help"]
-    assert {"B0", "B12", "R1", "S5", "A3", "E2", "P1"} <= set(_anchors())
+    assert {"B0", "B12", "R1", "S5", "S6", "S7", "A3", "E2", "P1", "X1", "X2"} <= set(_anchors())

@@ -28,7 +28,7 @@ actions:
 
 
 def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
+    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
 
 

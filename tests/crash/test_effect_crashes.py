@@ -44,7 +44,7 @@ def send(inputs, ctx):
 def _agac(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root, env=full_env,
+    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root, env=full_env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -48,3 +48,45 @@ def test_request_fingerprint_form_is_unchanged() -> None:
         '"provider":"openai","schema":{"required":["b","a"],"type":"object"},"seed":3,'
         '"temperature":0.2}'
     )
+
+
+# -- strict JSON (issue 29 items 12 and 13) ---------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "path", "what"), [
+    (float("nan"), "", "NaN"),
+    ({"score": float("inf")}, "score", "Infinity"),
+    ({"a": [1, {"b c": -float("inf")}]}, 'a[1]["b c"]', "-Infinity"),
+    ({"name": "x\ud800"}, "name", "a lone surrogate (\\ud800)"),
+    ([{"ok": 1}, {"t": "\udfff"}], "[1].t", "a lone surrogate (\\udfff)"),
+    ({"\ud800": 1}, '["\\ud800"]', "a lone surrogate in the field name"),
+])
+def test_i29_12_flaw_names_the_field_path(value: object, path: str, what: str) -> None:
+    from agac.jsontext import flaw
+
+    found = flaw(value)
+    assert found is not None
+    assert (found.path, found.what) == (path, what)
+    str(found).encode("ascii")  # safe to store and print
+
+
+@pytest.mark.parametrize("value", [None, 1, 1.5, "text \U0001f600 é", {"a": [True, None, -0.0]}])
+def test_i29_12_strict_json_has_no_flaw(value: object) -> None:
+    from agac.jsontext import flaw, strict_dumps
+
+    assert flaw(value) is None
+    assert json.loads(strict_dumps(value)) == value
+
+
+def test_x3_strict_dumps_refuses_nan_naming_where() -> None:
+    from agac.jsontext import NotJSON, strict_dumps
+
+    with pytest.raises(NotJSON, match=r"NaN at rows\[2\]"):
+        strict_dumps({"rows": [0, 1, float("nan")]})
+
+
+def test_i29_13_storable_text_escapes_lone_surrogates_only() -> None:
+    from agac.jsontext import storable_text
+
+    assert storable_text("ok \U0001f600") == "ok \U0001f600"
+    assert storable_text("bad \ud800 \udc80.") == "bad \\ud800 \\udc80."

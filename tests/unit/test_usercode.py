@@ -76,3 +76,52 @@ def test_agac_exports_retryable_error() -> None:
     import agac
 
     assert agac.RetryableError is RetryableError
+
+
+def test_i29_11_user_code_prints_go_to_stderr_agac_prints_stay(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A tool printing in a worker thread while agac prints in its own: each write goes
+    where it belongs, and ``sys.stdout`` is given back once the last tool is done."""
+    import sys
+    import threading
+
+    from agac.usercode import user_stdout
+
+    before = sys.stdout
+    started, go_on = threading.Event(), threading.Event()
+
+    def tool() -> None:
+        with user_stdout():
+            started.set()
+            go_on.wait(5)
+            print("from the tool")
+
+    thread = threading.Thread(target=tool)
+    thread.start()
+    started.wait(5)
+    print("from agac")  # while the tool is inside user code
+    go_on.set()
+    thread.join(5)
+
+    assert sys.stdout is before
+    out, err = capsys.readouterr()
+    assert out == "from agac\n"
+    assert err == "from the tool\n"
+
+
+async def test_i29_11_async_user_code_prints_go_to_stderr(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from agac.usercode import user_stdout
+
+    async def tool() -> None:
+        with user_stdout():
+            await asyncio.sleep(0)
+            print("tool")
+
+    async def agac_itself() -> None:
+        await asyncio.sleep(0)
+        print("agac")
+
+    await asyncio.gather(tool(), agac_itself())
+    out, err = capsys.readouterr()
+    assert (out, err) == ("agac\n", "tool\n")

@@ -11,13 +11,15 @@ fields (``classify.sentiment``, ``classify.meta.score``), ``classify#status`` an
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, workflow_file
-from agac.api.projects import ProjectRef, Scope, project_of, reading, resolve_run, scope_of
-from agac.errors import UsageError
+from agac.api.projects import ProjectRef, Scope, reading, resolve_run, scope_of
+from agac.errors import AgacError, UsageError
+from agac.objectstores import is_cloud_url
 
 if TYPE_CHECKING:
     import pandas
@@ -26,9 +28,11 @@ if TYPE_CHECKING:
 
     from agac.api.projects import Principal
     from agac.config.project import Project
+    from agac.data.export import Protected
     from agac.store.repository import Store
+    from agac.store.values import RunRecord
 
-__all__ = ["Results", "export_table", "results"]
+__all__ = ["Results", "export_action", "export_table", "protected_files", "results"]
 
 EXPORT_FORMATS = ("jsonl", "csv", "parquet")
 
@@ -125,28 +129,6 @@ def _ref(workflow_or_run: Any, proj: Project) -> str:
                      f"RunResult, not a {type(workflow_or_run).__name__}")
 
 
-def export_action(workflow: str, action: str, out: str | Path | None, *, format: str = "jsonl",
-                  run_ref: str | None = None, project: ProjectRef = None,
-                  tenant: str | None = None, principal: Principal | None = None,
-                  store: Store | None = None) -> int:
-    """``agac export --action A`` as jsonl or csv: one row per unit of ``action`` (key,
-    status, reason, detail, output, tenant) to ``out`` — a file, an ``s3://``/``gs://``/
-    ``az://`` object (uploaded; nothing under its name if the upload fails) or stdout when
-    None; returns the number of rows."""
-    from agac.api.history import export_rows
-    from agac.data.export import open_output, write_csv, write_jsonl
-
-    if format not in ("jsonl", "csv"):
-        raise UsageError(f"format {format!r} is not jsonl or csv; parquet is the wide table "
-                         "(export_table)")
-    proj = project_of(project)
-    options = _object_options(proj)
-    rows = export_rows(workflow, action, proj, run_ref, tenant=tenant, principal=principal,
-                       store=store)
-    with open_output(None if out is None else str(out), options) as handle:
-        return (write_csv if format == "csv" else write_jsonl)(rows, handle)
-
-
 def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
                  format: str = "parquet", action: str | None = None,
                  include_source: bool = False, project: ProjectRef = None,
@@ -170,20 +152,66 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
     with reading(project, store) as (proj, st):
         run = resolve_run(st, proj, _ref(workflow_or_run, proj), scope_of(proj, tenant, principal))
         table = result_table(st, run, action, include_source=include_source)
+        guarded = protected_files(proj, st, run) if out is not None \
+            and not is_cloud_url(str(out)) else []
         if format == "parquet":
             if out is None:
                 raise UsageError("parquet is binary: name a file to write (--out PATH)")
             groups = result_row_groups(st, run, table)
-            with open_binary_output(str(out), _object_options(proj)) as handle:
+            with open_binary_output(str(out), guarded, _object_options(proj)) as handle:
                 return write_parquet(table, groups, handle)
         rows = (row for group in result_row_groups(st, run, table, json_text=format != "jsonl")
                 for row in group)
-        with open_output(None if out is None else str(out), _object_options(proj)) as text:
+        with open_output(None if out is None else str(out), guarded,
+                         _object_options(proj)) as text:
             if format == "jsonl":
                 return write_wide_jsonl(table.names, rows, text)
             return write_wide_csv(table.names, rows, text)
 
 
+def export_action(workflow_or_run: WorkflowRef | Any, action: str, out: str | Path | None, *,
+                  format: str = "jsonl", run_ref: str | None = None,
+                  project: ProjectRef = None, tenant: str | None = None,
+                  principal: Principal | None = None, store: Store | None = None) -> int:
+    """Write one row per record of ``action`` (key, status, reason, detail, output, tenant)
+    to ``out`` (stdout when None) as ``jsonl`` or ``csv`` (``agac export --action A``);
+    returns the number of rows. ``out`` is never one of the run's own files (X1)."""
+    from agac.api.history import export_rows
+    from agac.data.export import open_output, write_csv, write_jsonl
+
+    if format not in ("jsonl", "csv"):
+        raise UsageError(f"format {format!r} of one action's rows is jsonl or csv; parquet "
+                         "writes the wide table (--all-actions)")
+    with reading(project, store) as (proj, st):
+        ref = run_ref or _ref(workflow_or_run, proj)
+        guarded = []
+        if out is not None and not is_cloud_url(str(out)):
+            guarded = protected_files(proj, st, resolve_run(st, proj, ref,
+                                                            scope_of(proj, tenant, principal)))
+        rows = export_rows(ref, action, proj, tenant=tenant, principal=principal, store=st)
+        with open_output(None if out is None else str(out), guarded,
+                         _object_options(proj)) as handle:
+            return (write_csv if format == "csv" else write_jsonl)(rows, handle)
+
+
+def protected_files(project: Project, store: Store, run: RunRecord) -> list[Protected]:
+    """The files an export of ``run`` must never write (X1): the store's own files, the
+    workflow file and the input files the run's workflow reads now (those it was admitted
+    with, when they still exist)."""
+    from agac.data.export import Protected
+    from agac.data.inputs import resolve_input_files
+
+    guarded = [Protected(path, "a file of the agac store") for path in store.files()]
+    workflow = project.root / run.workflow_path
+    guarded.append(Protected(workflow, f"the workflow file of {run.workflow}"))
+    spec = run.config.get("input") or {}
+    if spec.get("path") and not spec.get("records"):
+        with contextlib.suppress(AgacError, OSError):  # inputs moved or gone: none to guard
+            guarded += [Protected(path, f"an input file of workflow {run.workflow}")
+                        for path in resolve_input_files(spec["path"], project.root)]
+    return guarded
+
+
 def _object_options(proj: Project) -> Mapping[str, Any]:
     """``object_options:`` of agac.yml (exports to s3://, gs://, az://)."""
-    return proj.config.object_options if proj.config else {}
+    return proj.config.object_options

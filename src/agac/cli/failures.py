@@ -19,7 +19,6 @@ translated by the store (no SQL text, no bound values).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 import traceback
@@ -29,6 +28,7 @@ from typing import Any
 import click
 
 from agac.errors import AgacError, ConfigError, Problem, ProviderError
+from agac.jsontext import NotJSON, strict_dumps
 
 __all__ = ["Failure", "describe", "report"]
 
@@ -116,7 +116,7 @@ def report(exc: BaseException, as_json: bool) -> int:
     if failure.code == "internal_error" and os.environ.get("AGAC_DEBUG"):
         traceback.print_exception(exc, file=sys.stderr)
     if as_json:
-        click.echo(json.dumps(_json_document(failure), indent=2, ensure_ascii=False, default=str))
+        click.echo(_json_text(failure))
     if failure.problems:
         for p in failure.problems:
             click.echo(p.render(), err=True)
@@ -134,6 +134,15 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
         pass
+
+
+def _json_text(failure: Failure) -> str:
+    """The failure's document as strict JSON; without the run's summary when that summary
+    holds a value JSON cannot (the error itself is always told)."""
+    try:
+        return strict_dumps(_json_document(failure), indent=2, default=str)
+    except NotJSON:
+        return strict_dumps({"ok": False, "error": failure.to_dict()}, indent=2, default=str)
 
 
 def _json_document(failure: Failure) -> dict[str, Any]:

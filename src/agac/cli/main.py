@@ -12,12 +12,14 @@ import importlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import click
 
 from agac import __version__
 from agac.cli.failures import report
+from agac.cli.streams import json_stdout
+from agac.jsontext import strict_dumps
 
 __all__ = ["cli", "main"]
 
@@ -25,7 +27,8 @@ WF_HELP = "a workflow file path or its name:"
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """The command's one JSON document, strict JSON (no NaN or Infinity)."""
+    click.echo(strict_dumps(value, indent=2, default=str))
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -134,10 +137,16 @@ class _AgacGroup(click.Group):
              standalone_mode: bool = True, **extra: Any) -> Any:
         """Click's main, with usage errors and anything raised outside a command body
         (an option's check, a lazy import) reported by the same boundary as the
-        commands' own failures: with ``--json`` stdout still holds one JSON document."""
+        commands' own failures: with ``--json`` stdout still holds one JSON document
+        (and only agac writes to it: :mod:`agac.cli.streams`)."""
         argv = list(sys.argv[1:] if args is None else args)
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        with json_stdout("--json" in argv):
+            self._main(argv, prog_name, complete_var, **extra)
+
+    def _main(self, argv: list[str], prog_name: str | None, complete_var: str | None,
+              **extra: Any) -> NoReturn:
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
@@ -421,6 +430,7 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
            as_json: bool) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
+    from agac.cli.render import attachment_line
 
     rows = api.render(workflow, record, action, tenant=tenant)
     if as_json:
@@ -434,7 +444,13 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
                 click.echo(f"   guard: {r['guard']}")
             if "request" in r:
                 for m in r["request"]["messages"]:
-                    click.echo(f"-- {m['role']}:\n{m['content']}")
+                    click.echo(f"-- {m['role']}:")
+                    files = [attachment_line(a) for a in m.get("attachments") or ()]
+                    if m.get("position") != "after":
+                        click.echo("".join(f"{f}\n" for f in files), nl=False)
+                    click.echo(m["content"])
+                    if m.get("position") == "after":
+                        click.echo("".join(f"{f}\n" for f in files), nl=False)
                 params = {k: v for k, v in r["request"].items() if k not in ("messages",)}
                 click.echo(f"-- params: {json.dumps(params, default=str)}")
             if "inputs" in r:

@@ -21,7 +21,7 @@ import click
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["ProgressView", "follow_events", "new_table", "print_cost", "print_effects",
+__all__ = ["ProgressView", "attachment_line", "follow_events", "new_table", "print_cost", "print_effects",
            "print_event", "print_events", "print_plan", "print_proposals", "print_records",
            "print_retry_plan",
            "print_runs", "print_session", "print_summary", "print_table", "when"]
@@ -305,11 +305,25 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
             click.echo(f"{pad}  {a['detail']}")
         for t in a["attempts"]:
             click.echo(f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
-                       f"{t['input_tokens']}+{t['output_tokens']} tokens"
+                       + _attempt_usage(t)
+                       + (f", request id {t['request_id']}" if t.get("request_id") else "")
                        + (f" - {_last_line(t['error'])}" if t["error"] else ""))
         if a.get("output") is not None:
             click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
     _print_items(items, pad)
+
+
+def _attempt_usage(t: dict[str, Any]) -> str:
+    """An attempt's tokens: input and output, then each other count that is not zero
+    (cache reads and writes, reasoning — a part of the output —, server-tool uses)."""
+    text = f"{t['input_tokens']} in + {t['output_tokens']} out tokens"
+    parts = [f"{label} {t[key]:,}" for key, label in _TOKEN_DETAILS if t.get(key)]
+    parts += [f"{name} x{n}" for name, n in sorted((t.get("server_tools") or {}).items())]
+    return text + (f" ({', '.join(parts)})" if parts else "")
+
+
+_TOKEN_DETAILS = (("cached_tokens", "cache read"), ("cache_write_tokens", "cache write"),
+                  ("reasoning_tokens", "reasoning"))
 
 
 def _print_items(items: list[dict[str, Any]], pad: str) -> None:
@@ -327,13 +341,30 @@ def _last_line(text: str) -> str:
 def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
                f" (batch saved ${doc['batch_saved_usd']:.6f})")
-    table = new_table("action", "model", "tier", "calls>", "input tokens>", "output tokens>",
+    rows = doc["rows"]
+    # Columns that only appear when some row has a count in them: the table stays narrow.
+    inputs = [(k, label) for k, label in _INPUT_COLUMNS if any(r.get(k) for r in rows)]
+    outputs = [(k, label) for k, label in _OUTPUT_COLUMNS if any(r.get(k) for r in rows)]
+    tools = sorted({name for r in rows for name in r.get("server_tools") or {}})
+    table = new_table("action", "model", "tier", "calls>", "input tokens>",
+                      *(f"{label}>" for _, label in inputs), "output tokens>",
+                      *(f"{label}>" for _, label in outputs), *(f"{name}>" for name in tools),
                       "cost>", "note")
-    for r in doc["rows"]:
+    for r in rows:
+        used = r.get("server_tools") or {}
         table.add_row(r["action"], f"{r['provider']}/{r['model']}", r["tier"], f"{r['calls']:,}",
-                      f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", f"${r['cost_usd']:.6f}",
-                      _cost_note(r))
+                      f"{r['input_tokens']:,}", *(f"{r.get(k, 0):,}" for k, _ in inputs),
+                      f"{r['output_tokens']:,}", *(f"{r.get(k, 0):,}" for k, _ in outputs),
+                      *(f"{used.get(name, 0):,}" for name in tools),
+                      f"${r['cost_usd']:.6f}", _cost_note(r))
     print_table(table)
+
+
+#: Columns of the cost table shown only when some row counts something in them: cache
+#: reads and writes after the input tokens, reasoning (a part of the output) after the
+#: output tokens, then one column per server tool used.
+_INPUT_COLUMNS = (("cached_tokens", "cache read"), ("cache_write_tokens", "cache write"))
+_OUTPUT_COLUMNS = (("reasoning_tokens", "reasoning"),)
 
 
 def _print_shards(summary: dict[str, Any]) -> None:
@@ -373,6 +404,9 @@ def _cost_note(r: dict[str, Any]) -> str:
         notes.append("unpriced: no known price, counted $0 (add it to prices: in agac.yml)")
     elif r.get("price") == "derived":
         notes.append("derived: no batch price known, half the live price")
+    if r.get("unpriced_tools"):
+        names = ", ".join(r["unpriced_tools"])
+        notes.append(f"unpriced: {names} uses have no known price, counted $0")
     if r.get("origin") == "unknown":
         priced = r.get("priced_by_a_later_answer", 0)
         notes.append(f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
@@ -455,3 +489,17 @@ def print_plan(doc: dict[str, Any]) -> None:
         click.echo(f"budget usd={b['usd']} tokens={b['tokens']}: {verdict} the budget"
                    + ("" if doc["within_budget"] else
                       "; `agac run` refuses it unless --allow-over-estimate"))
+    if doc.get("estimates"):
+        click.echo(f"estimated: {doc['estimates']}")
+
+
+def attachment_line(a: dict[str, Any]) -> str:
+    """One attachment of a rendered request as people read it — never its bytes:
+    ``[file] invoice.pdf: application/pdf, 12,345 bytes, 3 pages, sha256:…``."""
+    extra = ""
+    if a.get("pages") is not None:
+        extra = f", {a['pages']} page{'s' if a['pages'] != 1 else ''}"
+    elif a.get("width") and a.get("height"):
+        extra = f", {a['width']}×{a['height']} px"
+    return (f"[file] {a.get('name') or a.get('path')}: {a['media_type']}, {a['size']:,} bytes"
+            f"{extra}, sha256:{a['sha256']}")

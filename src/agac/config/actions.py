@@ -10,11 +10,13 @@ under ``defaults:``, or on the action's own line for the ``--run-mode`` of a run
 from __future__ import annotations
 
 import keyword
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from agac.config.keys import (
     APPROVAL_KEYS,
+    ATTACHMENT_POSITIONS,
     AVAILABLE_RUN_MODES,
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
@@ -129,10 +131,19 @@ def resolved_run_mode(value: Any) -> str | None:
     return None
 
 
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*(?:/[A-Za-z0-9][A-Za-z0-9._:@+-]*)*")
+"""A model name: segments of letters, digits and ``. _ : @ + -`` joined by ``/``, each
+starting with a letter or digit. So no ``..`` segment, no empty segment, no ``?``, ``#``,
+``%`` or space: a name never changes which URL of the provider a request goes to."""
+
+
 def split_model(model: str) -> tuple[str, str] | None:
-    """``provider/model`` -> (provider, model name); the model name may hold more slashes."""
+    """``provider/model`` -> (provider, model name); the model name may hold more slashes
+    (``groq/meta-llama/llama-4-scout``), within the characters of ``MODEL_NAME``."""
     provider, sep, name = model.partition("/")
     if not sep or not provider.strip() or not name.strip() or provider != provider.strip():
+        return None
+    if MODEL_NAME.fullmatch(name) is None:
         return None
     return provider, name
 
@@ -307,20 +318,50 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         parts = split_model(model)
         if parts is None:
             f.error("invalid_model", f"model {model!r} of action {raw.name!r} is not "
-                    "provider/model", at("model"), hint="e.g. openai/gpt-4o-mini or mock/any")
+                    "provider/model with a model name of letters, digits and . _ : @ + - "
+                    "(segments joined by /, each starting with a letter or digit)", at("model"),
+                    hint="e.g. openai/gpt-4o-mini or mock/any")
         else:
             out.update(model=model, provider=parts[0], model_name=parts[1])
     if "max_tokens" in v:
         out["max_tokens"] = read_int(f, v["max_tokens"], at("max_tokens"))
+    if "max_prompt_chars" in v and (cap := read_int(f, v["max_prompt_chars"],
+                                                   at("max_prompt_chars"))) is not None:
+        out["max_prompt_chars"] = cap
     if "temperature" in v and v["temperature"] is not None:
         out["temperature"] = read_number(f, v["temperature"], at("temperature"), maximum=2.0)
     if "timeout" in v:
         out["timeout"] = read_duration(f, v["timeout"], at("timeout"))
     if "rate_limit" in v:
         out["rate_limit"] = _rate_limit(f, v["rate_limit"], at("rate_limit"))
+    if "attachments" in v:
+        out["attachments"] = _attachments(f, v["attachments"], at("attachments"))
+    if "attachments_position" in v:
+        out["attachments_position"] = _choice(f, v["attachments_position"],
+                                              at("attachments_position"), ATTACHMENT_POSITIONS,
+                                              "attachments_position")
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
     return out
+
+
+def _attachments(f: Findings, value: Any, path: Path) -> tuple[str, ...] | None:
+    """``attachments:``: a list of templates (each a path, a data: URL or a list of them)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        f.error("invalid_value", f"attachments must be a list of templates, got {value!r}",
+                path, hint='attachments: ["{{ source.file }}"]')
+        return None
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            f.error("invalid_value", f"attachments entry {item!r} is not a template (a text "
+                    "giving a path, a data: URL or a list of them)", path + (i,),
+                    hint='e.g. "{{ source.invoice }}" or "scans/{{ source.id }}.png"')
+            return None
+        out.append(item)
+    return tuple(out)
 
 
 def _run_mode(f: Findings, raw: RawAction) -> str | None:
@@ -453,4 +494,4 @@ def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
         f.error("invalid_schema", f"schema is not a valid JSON Schema at {where}: "
                 f"{exc.message}", path)
         return None
-    return value
+    return value  # its $refs are resolved where the project root is known (X2: schemarefs)

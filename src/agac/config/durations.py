@@ -8,6 +8,7 @@ whether zero is acceptable is the caller's choice (``positive=True`` refuses it)
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["DURATION_FORMAT", "parse_duration"]
@@ -26,14 +27,28 @@ def parse_duration(value: object, *, positive: bool = False) -> float:
     """
     if isinstance(value, bool):  # one error type for every bad spelling, by contract
         raise ValueError(f"{value!r} is not a duration ({DURATION_FORMAT})")  # noqa: TRY004
-    if isinstance(value, int):
-        seconds = float(value)
-    elif isinstance(value, str) and (match := _PATTERN.match(value)):
-        seconds = int(match.group(1)) * _UNITS[match.group(2) or "s"]
-    else:
-        raise ValueError(f"{value!r} is not a duration ({DURATION_FORMAT})")
+    match = _PATTERN.match(value) if isinstance(value, str) else None
+    try:
+        if isinstance(value, int):
+            seconds = float(value)
+        elif match is not None:
+            digits = match.group(1)
+            seconds = (int(digits) if len(digits) <= 30 else math.inf) * _UNITS[match.group(2) or "s"]
+        else:
+            raise ValueError(f"{_shown(value)} is not a duration ({DURATION_FORMAT})")
+    except OverflowError:  # past the float range
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise ValueError(f"{_shown(value)} is too long to be a duration ({DURATION_FORMAT})")
     if seconds < 0:
         raise ValueError(f"{value!r} is negative; a duration is {DURATION_FORMAT}")
     if positive and seconds == 0:
         raise ValueError(f"{value!r} must be greater than zero")
     return seconds
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr, cut short (an integer of thousands of digits)."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else \
+        "a number of more than 60 digits"
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,7 +1,8 @@
 """Checks of a workflow against the machine and the project, before anything is sent.
 
 Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``,
-``batch_unsupported`` for a batch action on a provider without a batch API), tool functions (``invalid_function``), durability (``not_durable``, and
+``batch_unsupported`` for a batch action on a provider without a batch API,
+``attachment_not_supported`` for attachments to a provider or model that takes none), tool functions (``invalid_function``), durability (``not_durable``, and
 ``secret_not_durable`` for approvals on a storage point without ``AGAC_SECRET``) and prices
 (``unpriced_model``). Each provider is judged once, at the first action using it.
 """
@@ -18,7 +19,7 @@ from agac.config.project import Project, is_point_url, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
 from agac.providers import registry
-from agac.providers.base import batch_support
+from agac.providers.base import attachment_limits, batch_support
 
 __all__ = ["check_environment"]
 
@@ -64,6 +65,8 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
         cls = seen_providers[action.provider]
         if action.run_mode == "batch" and cls is not None and batch_support(cls) == "none":
             _batch_unsupported(f, raw, action.provider)
+        if action.attachments and cls is not None:
+            _attachments_unsupported(f, raw, action, cls)
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)
@@ -120,6 +123,23 @@ def _batch_unsupported(f: Findings, raw: RawAction, provider: str) -> None:
             f"provider {provider!r} has no batch API", raw.origin("run_mode"),
             hint=f"run action {raw.name!r} online (run_mode: online), or use a provider with "
             f"a batch API ({', '.join(registry.batch_providers())})")
+
+
+def _attachments_unsupported(f: Findings, raw: RawAction, action: Action, cls: object) -> None:
+    """An action with ``attachments:`` on a provider or model that takes no files at all is
+    refused here, before anything is sent; a kind that only some files are (a PDF to a
+    provider that reads images) is judged on the sample and, at run time, per unit."""
+    limits = attachment_limits(cls)
+    model = action.model_name or ""
+    why = None
+    if limits is None or not limits.kinds:
+        why = f"provider {action.provider!r} takes no attachments (model {model})"
+    elif all(limits.refusal(action.provider or "", model, k) for k in limits.kinds):
+        why = limits.refusal(action.provider or "", model, min(limits.kinds))
+    if why is not None:
+        f.error("attachment_not_supported", f"action {raw.name!r} attaches files, but {why}",
+                raw.origin("attachments"), hint="use a model that reads images and PDFs "
+                "(docs/providers.md lists what each provider takes)")
 
 
 def _check_credentials(f: Findings, project: Project, raw: RawAction, provider: str,

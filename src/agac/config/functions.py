@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agac.usercode import describe, fails_only_its_unit
+from agac.usercode import describe, fails_only_its_unit, user_stdout
 
 __all__ = ["FunctionNotFound", "resolve_function"]
 
@@ -27,7 +27,8 @@ def resolve_function(spec: str, root: Path) -> Callable[..., Any]:
     """The callable named by ``module:name`` (``name`` may be dotted) under ``root``.
 
     Raises FunctionNotFound with the reason (bad spelling, import failure, missing
-    attribute, not callable). Importing runs the module's top-level code.
+    attribute, not callable). Importing runs the module's top-level code; what it prints
+    goes to stderr.
     """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -38,7 +39,8 @@ def resolve_function(spec: str, root: Path) -> Callable[..., Any]:
     _forget_foreign(module_name, Path(root_text))
     importlib.invalidate_caches()
     try:
-        target: Any = importlib.import_module(module_name)
+        with user_stdout():  # what the module prints at import goes to stderr
+            target: Any = importlib.import_module(module_name)
     except BaseException as exc:  # user code at import (even sys.exit) never ends agac
         if not fails_only_its_unit(exc):
             raise

@@ -21,7 +21,10 @@ and checked:
   ``default`` filter, ``is defined``, ``'X' in source``);
 - warnings with the data file and line: ``empty_input`` (a file with no record) and
   ``invalid_input`` (a sampled record that cannot be read, e.g. a CSV quote never
-  closed).
+  closed);
+- the files the sampled records attach (:mod:`agac.config.attachments`): missing,
+  unreadable or unsupported files as warnings at the record, a kind the provider cannot
+  take as the error ``attachment_not_supported``.
 
 A field missing from the sample may exist further down a large file; the message says
 how many records were read, and ``agac validate --sample N`` reads more.
@@ -30,11 +33,13 @@ how many records were read, and ``agac validate --sample N`` reads more.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from jinja2 import TemplateSyntaxError
 
 from agac.config.actions import RawAction
+from agac.config.attachments import check_attachments
 from agac.config.model import InputSpec
 from agac.config.project import Project
 from agac.config.source import Findings, did_you_mean
@@ -95,6 +100,8 @@ def _check_sample(f: Findings, project: Project, spec: InputSpec, raws: Sequence
         return
     if spec.id_field is not None:
         _check_id_field(f, spec.id_field, payloads)
+    check_attachments(f, project, raws, [(Path(getattr(file, "path", file.where)), r)
+                                         for file, r in got.records])
     for raw in raws:
         for key, path, guarded in _source_reads(raw):
             if not guarded and not _has(payloads, path):

@@ -12,6 +12,7 @@ import keyword
 __all__ = [
     "ACTION_KEYS",
     "APPROVAL_KEYS",
+    "ATTACHMENT_POSITIONS",
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
     "BUDGET_KEYS",
@@ -44,8 +45,9 @@ INPUT_KEYS = frozenset({"path", "id_field", "format"})
 ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
-    "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
-    "fan_out", "join", "gate", "failure_policy", "approval",
+    "max_prompt_chars", "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
+    "fan_out", "join", "gate", "failure_policy", "approval", "attachments",
+    "attachments_position",
 })
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
@@ -63,7 +65,8 @@ DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset({
     "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
-    "run_mode", "poll_interval", "batch_deadline", "rate_limit",
+    "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
+    "attachments", "attachments_position",
 })
 """Keys that ``defaults:`` gives to llm actions only (DESIGN §3)."""
 
@@ -75,6 +78,9 @@ BATCH_TUNING_KEYS = frozenset({"poll_interval", "batch_deadline"})
 
 KINDS = frozenset({"llm", "tool", "join"})
 FUTURE_KINDS: frozenset[str] = frozenset()
+
+ATTACHMENT_POSITIONS = ("before", "after")
+"""Where an llm action's attachments go, relative to its prompt text."""
 
 RUN_MODES = ("online", "batch")
 AVAILABLE_RUN_MODES = frozenset({"online", "batch"})

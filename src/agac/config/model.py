@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEFAULT_MAX_PROMPT_CHARS",
     "SNAPSHOT_VERSION",
     "Action",
     "ApprovalSpec",
@@ -123,6 +124,11 @@ class RateLimit:
     tpm: float | None = None
 
 
+DEFAULT_MAX_PROMPT_CHARS = 8_000_000
+"""An llm action's ``max_prompt_chars`` unless it sets one (the renderer's cap of the same
+name when it is given none; a test keeps the two equal)."""
+
+
 @dataclass(frozen=True)
 class Action:
     """One resolved step. Llm-only fields (``model`` … ``batch_deadline``) are None on tools.
@@ -149,6 +155,9 @@ class Action:
     max_tokens: int | None = 1024
     temperature: float | None = None
     timeout: float | None = 120.0
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    """The longest rendered system + prompt, in characters; over it the unit fails
+    ``prompt_too_large`` before anything is sent or stored."""
     max_concurrency: int = 16
     rate_limit: RateLimit | None = None
     run_mode: str | None = "online"
@@ -164,6 +173,11 @@ class Action:
     """For a join (``kind: join`` or ``join:``): the fan-out action whose items it collects."""
     failure_policy: str = "retain_successes"
     approval: ApprovalSpec | None = None
+    attachments: tuple[str, ...] = ()
+    """Templates, each giving the files sent with the prompt (a path or a ``data:`` URL,
+    or a list of them)."""
+    attachments_position: str = "before"
+    """Where the attachments go: ``before`` or ``after`` the prompt text."""
 
     @property
     def is_llm(self) -> bool:
@@ -252,6 +266,13 @@ def _action_dict(action: Action) -> dict[str, Any]:
                          ("failure_policy", "retain_successes")):
         if data.get(key) == default:
             data.pop(key, None)
+    if data.get("max_prompt_chars") == DEFAULT_MAX_PROMPT_CHARS:
+        data.pop("max_prompt_chars", None)  # likewise for the default cap
+    if not data.get("attachments"):
+        data.pop("attachments", None)  # likewise for actions without attachments
+        data.pop("attachments_position", None)
+    else:
+        data["attachments"] = list(data["attachments"])
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
@@ -268,6 +289,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         None if ctx["observe"] is None else tuple(ctx["observe"]), tuple(ctx["drop"])
     )
     values["retry"] = RetrySpec(**values["retry"])
+    if values.get("attachments") is not None:
+        values["attachments"] = tuple(values["attachments"])
     if values.get("rate_limit") is not None:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
     if values.get("effect") is not None:

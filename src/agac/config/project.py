@@ -19,7 +19,7 @@ from typing import Any
 
 from agac.config.durations import parse_duration
 from agac.config.source import Findings, Located, did_you_mean, load_located
-from agac.config.values import read_mapping, read_number, read_str, read_str_list
+from agac.config.values import finite, read_mapping, read_number, read_str, read_str_list
 from agac.errors import ConfigError, UsageError
 from agac.providers.options import Option
 from agac.providers.registry import available_providers, provider_options, provider_transports
@@ -202,9 +202,10 @@ def _store_options(f: Findings, data: dict[Any, Any], name: str = "store_options
     raw = read_mapping(f, data.get(name) or {}, (name,)) or {}
     options: dict[str, Any] = {}
     for key, value in raw.items():
-        if not isinstance(value, (str, int, float, bool)):
-            f.error("invalid_store", f"{name}.{key} must be a string, number or boolean",
-                    (name, key))
+        if not isinstance(value, (str, int, float, bool)) or (
+                isinstance(value, float) and not finite(value)):
+            f.error("invalid_store", f"{name}.{key} must be a string, finite number or "
+                    f"boolean, got {value!r}", (name, key))
             continue
         options[str(key)] = value
     return options

@@ -3,9 +3,8 @@ read for (a 200-column table whose prompt reads two columns is not read 200 wide
 
 A workflow reads ``source.X`` where
 
-- a prompt, ``system`` or guard (``when``) of an llm action, or the guard of any
-  action, names ``source.X…`` (found statically in the template, as ``agac validate``
-  finds them);
+- a prompt, ``system``, guard (``when``) or ``attachments`` entry of an action names
+  ``source.X…`` (found statically in the template, as ``agac validate`` finds them);
 - a fan-out iterates ``over: source.X``;
 - a tool or join action's ``context.observe`` lists ``source.X…``: the view is what its
   function gets.
@@ -32,7 +31,8 @@ EVERYTHING = None
 
 TEMPLATE_FIELDS: tuple[tuple[str, bool], ...] = (("system", False), ("prompt", False),
                                                  ("when", True))
-"""The action fields holding templates (name, is an expression) that may read ``source``."""
+"""The action fields holding one template (name, is an expression) that may read ``source``;
+``attachments`` holds a list of them."""
 
 
 class _All(Exception):
@@ -58,6 +58,8 @@ def _action_reads(action: Action) -> Iterator[str]:
         text = getattr(action, key)
         if isinstance(text, str) and text:
             yield from _template_reads(text, expression)
+    for attachment in action.attachments:
+        yield from _template_reads(attachment, False)
     over = action.fan_out.over if action.fan_out is not None else None
     if over is not None:
         yield from _heads([over])

@@ -18,10 +18,11 @@ from jinja2 import TemplateSyntaxError
 from agac.config.actions import RawAction
 from agac.config.model import ContextSpec
 from agac.config.source import Findings, Path, did_you_mean
+from agac.prompt.attachments import compile_attachments
 from agac.prompt.references import Reference, template_references
 from agac.prompt.render import compile_guard, compile_template
 
-__all__ = ["TEXT_SCHEMA", "check_guard_fields", "check_templates"]
+__all__ = ["TEXT_SCHEMA", "check_guard_fields", "check_templates", "template_entries"]
 
 TEXT_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
@@ -43,17 +44,15 @@ def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
     names = set(names)
     observe, drop = _view_paths(f, raw, context, visible, names)
     found: dict[str, set[Reference]] = {}
-    for key, expression in _TEMPLATES:
-        text = raw.values.get(key)
-        if not isinstance(text, str) or (key != "when" and raw.kind != "llm"):
-            continue
-        where = raw.origin(key)
+    for key, expression, text, where in template_entries(raw):
         try:
             if expression:
                 compile_guard(text)
             else:
                 compile_template(text, f"{raw.name}.{key}")
             refs = template_references(text, expression=expression)
+            if key.startswith("attachments"):
+                compile_attachments((text,), raw.name)
         except TemplateSyntaxError as exc:
             line = f.doc.value_line(where) + max((exc.lineno or 1) - 1, 0)
             f.error("invalid_template", f"{key} of action {raw.name!r} is not a valid Jinja "
@@ -70,6 +69,22 @@ def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
                 f.error("undefined_variable", f"{key} of action {raw.name!r} reads "
                         f"{_dotted(ref)!r}, {message}", where, hint=hint)
     return found
+
+
+def template_entries(raw: RawAction) -> list[tuple[str, bool, str, Path]]:
+    """(key, is an expression, text, where) of every template of the action: ``system``,
+    ``prompt``, ``when`` and each ``attachments`` entry (``attachments[0]``, …)."""
+    out = []
+    for key, expression in _TEMPLATES:
+        text = raw.values.get(key)
+        if isinstance(text, str) and (key == "when" or raw.kind == "llm"):
+            out.append((key, expression, text, raw.origin(key)))
+    entries = raw.values.get("attachments")
+    if raw.kind == "llm" and isinstance(entries, list):
+        for i, text in enumerate(entries):
+            if isinstance(text, str):
+                out.append((f"attachments[{i}]", False, text, raw.origin("attachments") + (i,)))
+    return out
 
 
 def _view_paths(f: Findings, raw: RawAction, context: ContextSpec | None, visible: set[str],

@@ -7,12 +7,14 @@ validation carries on to find the next problem.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from agac.config.durations import parse_duration
 from agac.config.source import Findings, Path, format_path
 
 __all__ = [
+    "finite",
     "read_bool",
     "read_duration",
     "read_int",
@@ -50,8 +52,10 @@ def read_int(f: Findings, value: Any, path: Path, *, minimum: int = 1) -> int | 
 
 def read_number(f: Findings, value: Any, path: Path, *, minimum: float = 0.0,
                 maximum: float | None = None, exclusive_minimum: bool = False) -> float | None:
-    """A number in ``[minimum, maximum]`` (``(minimum, …]`` with ``exclusive_minimum``)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite number in ``[minimum, maximum]`` (``(minimum, …]`` with
+    ``exclusive_minimum``): YAML's ``.inf`` and ``.nan`` are refused, as is an integer too
+    large for a float."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and finite(value)
     if ok:
         ok = value > minimum if exclusive_minimum else value >= minimum
         ok = ok and (maximum is None or value <= maximum)
@@ -59,8 +63,18 @@ def read_number(f: Findings, value: Any, path: Path, *, minimum: float = 0.0,
         return float(value)
     low = f"> {minimum:g}" if exclusive_minimum else f">= {minimum:g}"
     high = f" and <= {maximum:g}" if maximum is not None else ""
-    f.error("invalid_value", f"{_name(path)} must be a number {low}{high}, got {value!r}", path)
+    f.error("invalid_value", f"{_name(path)} must be a finite number {low}{high}, got {value!r}",
+            path)
     return None
+
+
+def finite(value: float) -> bool:
+    """Whether ``value`` is a finite number a float can hold (not inf, nan, or an integer
+    beyond the float range)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def read_duration(f: Findings, value: Any, path: Path, *, code: str = "invalid_duration",

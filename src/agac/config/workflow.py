@@ -9,6 +9,7 @@ before validation, so what is validated is exactly what would run.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import os
@@ -44,6 +45,7 @@ from agac.config.project import Project
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.templates import check_guard_fields, check_templates
 from agac.config.values import (
+    finite,
     read_bool,
     read_duration,
     read_int,
@@ -205,6 +207,15 @@ def _workflow_name(path: Path) -> str | None:
     return match.group(1) if match else path.stem
 
 
+def _likely_kind(body: dict[Any, Any]) -> str:
+    """The kind an action with a bad ``kind:`` most likely means: the closest spelling,
+    else what its keys say (``function`` is a tool's), else llm."""
+    close = difflib.get_close_matches(str(body.get("kind")), sorted(KINDS), n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    return "tool" if "function" in body else "llm"
+
+
 def _unique(problems: list[Problem]) -> list[Problem]:
     seen: set[tuple[str, str, int, str]] = set()
     result = []
@@ -278,8 +289,9 @@ class _Builder:
                 if body.get("tokens") is not None:
                     tokens = read_int(f, body["tokens"], ("budget", "tokens"))
         if self.budget_usd is not None:
-            if not (isinstance(self.budget_usd, (int, float)) and self.budget_usd > 0):
-                f.error("invalid_value", f"--budget-usd must be a positive number, got "
+            if not (isinstance(self.budget_usd, (int, float)) and finite(self.budget_usd)
+                    and self.budget_usd > 0):
+                f.error("invalid_value", f"--budget-usd must be a positive finite number, got "
                         f"{self.budget_usd!r}", ("--budget-usd",), line=0)
             else:
                 usd = float(self.budget_usd)
@@ -405,17 +417,19 @@ class _Builder:
             f.error("invalid_value", f"action name {name!r} must be an identifier (letters, "
                     "digits, _) and not a reserved word like 'source'", path + ("name",))
             return None
-        kind = self._kind(body, path)
         deps = read_str_list(f, body.get("dependencies") or [], path + ("dependencies",),
                              allow_single=True) or []
         own = {k: v for k, v in body.items() if k in ACTION_KEYS - {"name", "kind",
                                                                     "dependencies"}}
-        raw = RawAction(index, name, kind or "llm", path, self.doc.line(path), deps, own)
+        # A bad kind is reported, and the action is still checked (as the kind it most
+        # likely means) and stays known to the actions that depend on it.
+        kind = self._kind(body, path) or _likely_kind(body)
+        raw = RawAction(index, name, kind, path, self.doc.line(path), deps, own)
         if kind == "tool":
             self._tool_keys(raw)
         elif kind == "join":
             self._join_keys(raw)
-        return raw if kind is not None else None
+        return raw
 
     def _action_keys(self, body: dict[Any, Any], path: tuple[Any, ...]) -> None:
         for key in body:
@@ -469,6 +483,8 @@ class _Builder:
         fields = {}
         for raw in raws:
             fields[raw.name] = action_fields(f, raw)
+            if isinstance(fields[raw.name].get("schema"), dict):
+                fields[raw.name]["schema"] = self._bundled(raw, fields[raw.name]["schema"])
             self._required(raw)
         ordered = order_actions(f, raws)
         visible: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
@@ -482,6 +498,12 @@ class _Builder:
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
                           check_credentials=check_credentials, budget=self.budget is not None)
         return tuple(built) if not f.errors else None
+
+    def _bundled(self, raw: RawAction, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """The schema with its ``$ref``s resolved once, here (X2)."""
+        from agac.config.schemarefs import bundle_schema  # imports referencing: schemas only
+
+        return bundle_schema(self.f, schema, raw.origin("schema"), self.project.root)
 
     def _check_templates(self, order: list[RawAction], ancestors: dict[str, tuple[str, ...]],
                          fields: dict[str, dict[str, Any]],

@@ -20,10 +20,11 @@ types directly, so they need no optional dependency.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from agac.jsontext import strict_dumps
 
 __all__ = [
     "JSON",
@@ -66,8 +67,8 @@ _PRIMITIVES: dict[str, ScalarName] = {
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON text, non-ASCII kept as is."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact strict JSON text, non-ASCII kept as is (NotJSON for a NaN or an infinity)."""
+    return strict_dumps(value, separators=(",", ":"))
 
 
 # -- from a JSON Schema ----------------------------------------------------------------------

@@ -13,12 +13,16 @@ Two shapes of rows:
 Writers stream: JSONL and CSV hold one row at a time, parquet one row group, so an
 export of any size runs in bounded memory; each returns the number of rows written.
 
-An output is stdout, a local file (written to a temporary sibling and moved into place),
-or an object — ``s3://bucket/key``, ``gs://…``, ``az://…`` — written through obstore as a
-multipart upload in parts of :data:`PART_BYTES`: the object appears under its name only
-when the upload completes, so a failed export leaves nothing there (and an earlier object
-of that name as it was). Its parts are aborted when the server still answers; a bucket
-rule for incomplete multipart uploads removes those it could not abort.
+Every JSON they write (a JSONL line, a JSON cell of a CSV) is strict JSON: a stored value
+that is not (a NaN or an infinity an earlier agac let through) stops the export with a
+StoreError naming the record, instead of writing ``NaN`` where a reader expects JSON.
+
+An output is stdout, a local file, or an object — ``s3://bucket/key``, ``gs://…``,
+``az://…`` — written through obstore as a multipart upload in parts of
+:data:`PART_BYTES`: the object appears under its name only when the upload completes, so
+a failed export leaves nothing there (and an earlier object of that name as it was). Its
+parts are aborted when the server still answers; a bucket rule for incomplete multipart
+uploads removes those it could not abort.
 """
 
 from __future__ import annotations
@@ -26,22 +30,24 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
+import stat
 import sys
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from agac.errors import AgacError, UsageError
+from agac.errors import AgacError, ProtectedFile, StoreError, UsageError
+from agac.jsontext import NotJSON, strict_dumps
 from agac.objectstores import is_cloud_url, open_cloud_store, require_obstore
 
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "PART_BYTES", "ExportFailed", "open_binary_output", "open_output",
-           "write_csv", "write_jsonl", "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+__all__ = ["CSV_COLUMNS", "PART_BYTES", "ExportFailed", "Protected", "open_binary_output",
+           "open_output", "write_csv", "write_jsonl", "write_parquet", "write_wide_csv",
+           "write_wide_jsonl"]
 
 PART_BYTES = 8 << 20
 """Bytes of one part of an upload to object storage (at most a few are in flight)."""
@@ -55,6 +61,15 @@ class ExportFailed(AgacError):
     exit_code = 1
     code = "export_failed"
 
+
+class Protected(NamedTuple):
+    """A file an export must never write (X1), and what it is, for the refusal: "the
+    store's database file", "an input file of workflow review_triage"."""
+
+    path: Path
+    what: str
+
+
 #: Column order of CSV exports.
 CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "tenant")
 
@@ -67,20 +82,22 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     number of rows written.
     """
     count = 0
-    for row in rows:
-        item: dict[str, Any] = {
-            "key": row["key"],
-            "status": row["status"],
-            "reason": row.get("reason"),
-            "output": row.get("output"),
-        }
-        if row.get("detail") is not None:
-            item["detail"] = row["detail"]
-        if row.get("tenant") is not None:
-            item["tenant"] = row["tenant"]
-        out.write(json.dumps(item, ensure_ascii=False))
-        out.write("\n")
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row["key"]
+            item: dict[str, Any] = {
+                "key": row["key"],
+                "status": row["status"],
+                "reason": row.get("reason"),
+                "output": row.get("output"),
+            }
+            if row.get("detail") is not None:
+                item["detail"] = row["detail"]
+            if row.get("tenant") is not None:
+                item["tenant"] = row["tenant"]
+            out.write(strict_dumps(item))
+            out.write("\n")
+            count += 1
     return count
 
 
@@ -93,18 +110,20 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
-    for row in rows:
-        writer.writerow(
-            [
-                row["key"],
-                row["status"],
-                _cell(row.get("reason")),
-                _cell(row.get("detail")),
-                "" if row.get("output") is None else _compact(row["output"]),
-                _cell(row.get("tenant")),
-            ]
-        )
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row["key"]
+            writer.writerow(
+                [
+                    row["key"],
+                    row["status"],
+                    _cell(row.get("reason")),
+                    _cell(row.get("detail")),
+                    "" if row.get("output") is None else _compact(row["output"]),
+                    _cell(row.get("tenant")),
+                ]
+            )
+            count += 1
     return count
 
 
@@ -112,10 +131,12 @@ def write_wide_jsonl(names: Sequence[str], rows: Iterable[Sequence[Any]], out: T
     """Each wide row as one JSON object keyed by column name (JSON columns as JSON values,
     not text: build the rows with ``json_text=False``)."""
     count = 0
-    for row in rows:
-        out.write(json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False))
-        out.write("\n")
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row[0] if row else None
+            out.write(strict_dumps(dict(zip(names, row, strict=True))))
+            out.write("\n")
+            count += 1
     return count
 
 
@@ -125,10 +146,33 @@ def write_wide_csv(names: Sequence[str], rows: Iterable[Sequence[Any]], out: Tex
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(names)
     count = 0
-    for row in rows:
-        writer.writerow([_wide_cell(v) for v in row])
-        count += 1
+    with _strict() as at:
+        for row in rows:
+            at.key = row[0] if row else None
+            writer.writerow([_wide_cell(v) for v in row])
+            count += 1
     return count
+
+
+class _Position:
+    """The record an export is writing (for the message when its value is not JSON)."""
+
+    key: Any = None
+
+
+@contextlib.contextmanager
+def _strict() -> Iterator[_Position]:
+    """Turn a stored value that is not strict JSON into a StoreError naming its record."""
+    at = _Position()
+    try:
+        yield at
+    except NotJSON as exc:
+        key = exc.record if exc.record is not None else at.key
+        where = f"record {key!r}: " if key is not None else ""
+        raise StoreError(f"{where}a stored value holds {exc.flaw}, which strict JSON cannot "
+                         "hold; the export stopped",
+                         hint="an earlier agac stored it; answer the record again "
+                              "(agac retry, or agac run --fresh)") from exc
 
 
 def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any]]],
@@ -148,15 +192,24 @@ def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any
 
 
 @contextlib.contextmanager
-def open_output(path: str | None, options: Mapping[str, Any] | None = None,
-                ) -> Iterator[TextIO]:
+def open_output(path: str | None, protected: Iterable[Protected] = (),
+                options: Mapping[str, Any] | None = None) -> Iterator[TextIO]:
     """Yield the text stream an export writes to: stdout when ``path`` is None.
 
-    A file is written to a temporary sibling and moved into place when the block
-    ends without an error, so a failed export never leaves a half-written file (nor
-    clobbers an earlier one). Missing parent folders are created. A ``path`` that is a
-    folder is refused (UsageError) before anything is read. An object URL is uploaded
-    (``options``: ``object_options:``), as the module docstring says.
+    How a file is written depends on what ``path`` names (X1):
+
+    - a symlink is followed: what follows applies to the file it points to, and the link
+      stays as it is;
+    - a regular file, or nothing yet, is written to a temporary sibling and moved into
+      place when the block ends without an error, so a failed export never leaves a
+      half-written file (nor clobbers an earlier one); missing parent folders are created;
+    - anything else that is not a folder — a FIFO, a device such as ``/dev/null`` — is
+      opened and written, never replaced;
+    - a folder is refused (UsageError) before anything is read, and so is a path that
+      names one of ``protected`` (the store's files, a workflow's inputs:
+      :class:`~agac.errors.ProtectedFile`);
+    - an object URL is uploaded (``options``: ``object_options:``), as the module
+      docstring says.
     """
     if path is None:
         yield sys.stdout
@@ -169,20 +222,29 @@ def open_output(path: str | None, options: Mapping[str, Any] | None = None,
             yield text
             text.flush()
         return
-    with _replacing(Path(path), "results.jsonl") as tmp, \
-            tmp.open("x", encoding="utf-8", newline="") as handle:
+    target, special = _target(Path(path), "results.jsonl", protected)
+    if special:
+        with target.open("w", encoding="utf-8", newline="") as handle:
+            yield handle
+        return
+    with _replacing(target) as tmp, tmp.open("x", encoding="utf-8", newline="") as handle:
         yield handle
 
 
 @contextlib.contextmanager
-def open_binary_output(path: str, options: Mapping[str, Any] | None = None,
-                       ) -> Iterator[IO[bytes]]:
+def open_binary_output(path: str, protected: Iterable[Protected] = (),
+                       options: Mapping[str, Any] | None = None) -> Iterator[IO[bytes]]:
     """As :func:`open_output`, for a binary file (parquet); a path is required."""
     if is_cloud_url(path):
         with _uploading(path, options, "results.parquet") as sink:
             yield sink
         return
-    with _replacing(Path(path), "results.parquet") as tmp, tmp.open("xb") as handle:
+    target, special = _target(Path(path), "results.parquet", protected)
+    if special:
+        with target.open("wb") as handle:
+            yield handle
+        return
+    with _replacing(target) as tmp, tmp.open("xb") as handle:
         yield handle
 
 
@@ -252,13 +314,38 @@ def _uploading(url: str, options: Mapping[str, Any] | None, example: str,
         yield sink  # type: ignore[misc]
 
 
+def _target(path: Path, example: str, protected: Iterable[Protected]) -> tuple[Path, bool]:
+    """The file ``path`` writes to (symlinks followed) and whether it is a special file
+    (a FIFO, a device: written in place); refused when it is a folder or protected."""
+    target = Path(os.path.realpath(path))
+    for guarded in protected:
+        if _same_file(target, guarded.path):
+            via = "" if target == Path(os.path.abspath(path)) else f" (through a link, {target})"
+            raise ProtectedFile(f"refusing to write {path}: it is {guarded.what}{via}",
+                                hint="write the export to another file")
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{path} is a folder, not a file",
+                         hint=f"name the file to write, e.g. {path / example}")
+    return target, mode is not None and not stat.S_ISREG(mode)
+
+
+def _same_file(target: Path, guarded: Path) -> bool:
+    if target == Path(os.path.realpath(guarded)):
+        return True
+    try:
+        return os.path.samefile(target, guarded)  # a hard link to it, too
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
-def _replacing(target: Path, example: str) -> Iterator[Path]:
-    """A temporary sibling of ``target``, moved onto it when the block succeeds; a
-    ``target`` that is a folder is refused (UsageError) before anything is written."""
-    if target.is_dir():
-        raise UsageError(f"{target} is a folder, not a file",
-                         hint=f"name the file to write, e.g. {target / example}")
+def _replacing(target: Path) -> Iterator[Path]:
+    """A temporary sibling of the regular file ``target``, moved onto it when the block
+    succeeds."""
     target.parent.mkdir(parents=True, exist_ok=True)
     # A plain exclusive open (not mkstemp) so the file gets the usual umask permissions.
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
@@ -280,7 +367,7 @@ def _wide_cell(value: Any) -> Any:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return strict_dumps(value, separators=(",", ":"))
 
 
 def _cell(value: Any) -> str:

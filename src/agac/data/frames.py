@@ -58,6 +58,17 @@ class RecordsSpool:
         self.path.unlink(missing_ok=True)
 
 
+def _line(record: Any) -> bytes:
+    """One record as a JSON line. A lone surrogate in its text cannot be UTF-8: it is
+    written escaped (``\\ud800``), and reading the spool fails that record alone
+    (``invalid_input``), as it would in an input file."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(record, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
 def spool_records(records: Any, folder: Path | None = None) -> RecordsSpool:
     """Write ``records`` (see :func:`json_records`) to a new file in ``folder`` (the system
     temporary folder by default) as JSON lines; ConfigError ``invalid_input`` for a value
@@ -70,8 +81,7 @@ def spool_records(records: Any, folder: Path | None = None) -> RecordsSpool:
     try:
         with path.open("xb") as out:
             for record in json_records(records):
-                line = json.dumps(record, ensure_ascii=False, separators=(",", ":"),
-                                  allow_nan=False).encode("utf-8") + b"\n"
+                line = _line(record)
                 digest.update(line)
                 out.write(line)
                 count += 1

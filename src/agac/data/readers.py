@@ -3,9 +3,11 @@
 Every record of an input file becomes exactly one :class:`InputRecord`, in file order.
 A record that cannot be read (a malformed JSONL line, a JSON value that is not an
 object, a CSV row with the wrong number of fields, a CSV quote never closed — which
-would otherwise swallow every later row —, bytes that are not UTF-8) is *not*
-raised and *not* dropped: it is yielded with ``reason="invalid_input"`` and an ``error``
-naming file and line, because it is a unit in every action's count (S4). A JSON array
+would otherwise swallow every later row —, bytes that are not UTF-8, a value no store
+can hold: ``NaN``/``Infinity``, a number too large for a float, an escaped lone
+surrogate such as ``"\\ud800"``) is *not* raised and *not* dropped: it is yielded with
+``reason="invalid_input"`` and an ``error`` naming file and line, because it is a unit
+in every action's count (S4). A JSON array
 that is cut off or corrupt yields the elements parsed before the damage, then one
 invalid record naming where reading stopped.
 
@@ -30,6 +32,7 @@ import hashlib
 import io
 import itertools
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -50,6 +53,7 @@ from agac.data.records import (
     invalid_record,
     record_of,
 )
+from agac.jsontext import Flaw, flaw
 
 __all__ = [
     "DUPLICATE_KEY",
@@ -200,13 +204,49 @@ def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> I
     except UnicodeDecodeError as exc:
         return invalid_record(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
     try:
-        value = json.loads(text)
+        value = _STRICT.decode(text)
     except json.JSONDecodeError as exc:
         message = f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
         return invalid_record(name, number, number, message)
+    except _NotStorable as exc:
+        return invalid_record(name, number, number, f"{name}:{number}: {exc}")
     except RecursionError:
         return invalid_record(name, number, number, f"{name}:{number}: JSON nested too deeply")
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
+        found = flaw(value)  # a pair is one character by now: only a lone one is found
+        if found is not None:
+            return invalid_record(name, number, number, _flawed(f"{name}:{number}", found))
     return record_of(name, number, number, value, id_field)
+
+
+class _NotStorable(ValueError):
+    """A number no store can hold in a JSONL line: ``NaN``, ``Infinity`` (which Python
+    reads, JSON has not) or one too large for a float."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotStorable(f"{name} is not JSON; write null, or the number as text")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        shown = text if len(text) <= 24 else f"{text[:20]}..."
+        raise _NotStorable(f"{shown} is too large for a float; write it as text")
+    return value
+
+
+# One decoder: ``json.loads`` with options builds a new one per call.
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _flawed(where: str, found: Flaw) -> str:
+    """The message of a record holding what agac cannot store (ASCII: the flaw is escaped)."""
+    what = f"{found.what} (a number too large for a float)" if found.what.endswith("Infinity") \
+        else found.what
+    at = f" at {found.path}" if found.path else ""
+    return f"{where}: the record holds {what}{at}, which agac cannot store; write {found.fix} there"
 
 
 # --- JSON arrays ------------------------------------------------------------------
@@ -225,7 +265,13 @@ def _read_json_array(file: InputFile, id_field: str | None, name: str,
                 return
             for value in ijson.items(itertools.chain([first], events), "item"):
                 count += 1
-                yield record_of(name, count, 0, _floats(value), id_field)
+                value = _floats(value)
+                found = flaw(value)
+                if found is not None:
+                    yield invalid_record(name, count, 0, _flawed(f"{name} element {count}",
+                                                                 found))
+                    continue
+                yield record_of(name, count, 0, value, id_field)
             for _ in events:  # drain, so trailing garbage is reported
                 pass
         except InputChanged as exc:

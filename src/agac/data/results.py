@@ -38,6 +38,7 @@ from agac.data.columns import (
     flatten_object,
     type_of_schema,
 )
+from agac.jsontext import Flaw, NotJSON
 
 __all__ = ["ActionOutput", "Column", "ResultTable", "Unit", "item_path"]
 
@@ -185,6 +186,9 @@ def _cell(value: Any, kind: ColumnType, json_text: bool, key: str, column: Colum
         return None
     try:
         return coerce(value, kind, json_as_text=json_text)
+    except NotJSON as exc:
+        where = f"{column.name}.{exc.flaw.path}" if exc.flaw.path else column.name
+        raise NotJSON(Flaw(where, exc.flaw.what), record=key) from exc
     except TypeError as exc:
         raise ValueError(f"record {key!r}, column {column.name!r}: {exc}; the value does not "
                          "fit the type the action's schema gives the column") from exc

@@ -44,7 +44,7 @@ class ViewSpec:
         self._drop_all = dropped is None
         self._drop: _Trie | None = dropped or None
 
-    def build(self, source: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, Any]:
+    def build(self, source: Mapping[str, Any] | None, outputs: Mapping[str, Any]) -> dict[str, Any]:
         """Return the view over ``source`` and the ancestors' ``outputs``."""
         view: dict[str, Any] = dict(outputs)
         view["source"] = source

@@ -4,7 +4,9 @@ Contract: :func:`answer` is a pure function of its arguments. The same provider,
 request body (messages, params, provider ``seed``) and emulator seed always give the same
 :class:`Answer`; a different seed gives a different one. When a JSON schema is given the
 text is a JSON value that conforms to it (see :func:`conforming_value`). Token counts are
-``ceil(chars / 4)``, the estimate DESIGN §3 uses when no tokenizer is at hand.
+``ceil(chars / 4)``, the estimate DESIGN §3 uses when no tokenizer is at hand, plus 258
+for each attached image or PDF page. An answer without a schema ends by naming the
+attachments it saw (:mod:`agac.emulator.media`).
 
 Answer faults (``truncated``, ``invalid_json``, ``schema_violation``, ``refusal``) bend
 the answer the way a real model misbehaves; provider modules render ``finish`` in their
@@ -19,6 +21,8 @@ import math
 import random
 from dataclasses import dataclass
 from typing import Any
+
+from .media import attachment_tokens, seen_text
 
 __all__ = [
     "ANSWER_FAULTS",
@@ -51,6 +55,9 @@ class Answer:
     output_tokens: int
     cached_tokens: int
     refusal: str | None = None
+    reply: dict[str, Any] | None = None
+    """A ``reply`` fault: how the provider module bends the body it renders (a stop value,
+    extra blocks, usage fields, or the whole body; :mod:`agac.emulator.replies`)."""
 
 
 def count_tokens(chars: int) -> int:
@@ -90,6 +97,7 @@ def answer(
     max_tokens: int | None,
     seed: int,
     fault: str | None = None,
+    reply: dict[str, Any] | None = None,
 ) -> Answer:
     """Compute the answer to one request.
 
@@ -99,19 +107,19 @@ def answer(
     """
     digest = hashlib.sha256(f"{seed}:{fingerprint(provider, model, body)}".encode()).digest()
     rng = random.Random(digest)
-    input_tokens = count_tokens(text_chars(prompt))
+    input_tokens = count_tokens(text_chars(prompt)) + attachment_tokens(body)
     # Providers that cache report reads only for long prompts, in 128-token steps.
     cached = (input_tokens // 2 // 128) * 128 if input_tokens >= 1024 else 0
     if fault == "refusal":
         return Answer(None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), cached,
-                      REFUSAL_TEXT)
+                      REFUSAL_TEXT, reply)
     if schema is not None:
         text = json.dumps(conforming_value(schema, rng, schema))
     else:
         n = rng.randint(8, 20)
         text = f"Emulated answer {digest.hex()[:8]}: " + " ".join(
             rng.choice(_WORDS) for _ in range(n)
-        ) + "."
+        ) + "." + seen_text(body)
     finish = "stop"
     if fault == "invalid_json":
         text = "{" + text.strip("{}") + ' "unterminated'
@@ -123,7 +131,7 @@ def answer(
     if max_tokens is not None and max_tokens > 0 and count_tokens(len(text)) > max_tokens:
         text = text[: max_tokens * 4]
         finish = "length"
-    return Answer(text, finish, input_tokens, count_tokens(len(text)), cached)
+    return Answer(text, finish, input_tokens, count_tokens(len(text)), cached, None, reply)
 
 
 def _violating_value(schema: dict[str, Any] | None) -> Any:

@@ -24,6 +24,7 @@ from starlette.routing import Route
 from .answers import Answer, answer
 from .faults import Target
 from .handling import (
+    attachments,
     created,
     gate,
     live_latency,
@@ -33,6 +34,7 @@ from .handling import (
     retry_headers,
     state_of,
 )
+from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 __all__ = ["routes", "status_name"]
@@ -83,20 +85,70 @@ def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
 
 
 def message(model: str, ans: Answer, cached: bool, tier: str) -> dict[str, Any]:
-    """A ``message`` object for ``ans``."""
-    stop = {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal"}[ans.finish]
+    """A ``message`` object for ``ans``, bent by its ``reply`` fault: ``stop`` (any
+    ``stop_reason``), ``stop_details``, ``blocks`` (the content blocks in order:
+    ``text``, ``preamble``, ``thinking``, ``redacted_thinking``, ``server_tool_use``,
+    ``web_search_tool_result``, ``tool_use``), ``content`` (the text, null for none),
+    ``usage`` (``cache_read_tokens``, ``cache_write_tokens``, ``reasoning_tokens``,
+    ``web_search_requests``, ``web_fetch_requests``) or ``body`` (the whole message)."""
+    reply = ans.reply or {}
+    if "body" in reply:
+        return dict(reply["body"])
+    stop = reply.get("stop") or {"stop": "end_turn", "length": "max_tokens",
+                                 "refusal": "refusal"}[ans.finish]
     reads = ans.cached_tokens if cached else 0
-    content = [] if ans.text is None else [{"type": "text", "text": ans.text,
-                                            "citations": None}]
-    return {
+    text = reply.get("content", ans.text)
+    extra = reply.get("usage") or {}
+    reads = int(extra.get("cache_read_tokens", reads))
+    usage: dict[str, Any] = {
+        "input_tokens": max(0, ans.input_tokens - reads), "output_tokens": ans.output_tokens,
+        "cache_creation_input_tokens": int(extra.get("cache_write_tokens", 0)),
+        "cache_read_input_tokens": reads,
+        "cache_creation": {"ephemeral_5m_input_tokens": int(extra.get("cache_write_tokens", 0)),
+                           "ephemeral_1h_input_tokens": 0},
+        "server_tool_use": None, "service_tier": tier}
+    if "web_search_requests" in extra or "web_fetch_requests" in extra:
+        usage["server_tool_use"] = {"web_search_requests": int(extra.get("web_search_requests", 0)),
+                                    "web_fetch_requests": int(extra.get("web_fetch_requests", 0))}
+    if "reasoning_tokens" in extra:
+        usage["output_tokens_details"] = {"thinking_tokens": int(extra["reasoning_tokens"])}
+    body: dict[str, Any] = {
         "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
-        "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
-        "usage": {"input_tokens": ans.input_tokens - reads, "output_tokens": ans.output_tokens,
-                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": reads,
-                  "cache_creation": {"ephemeral_5m_input_tokens": 0,
-                                     "ephemeral_1h_input_tokens": 0},
-                  "server_tool_use": None, "service_tier": tier},
+        "model": model, "content": _blocks(reply.get("blocks") or ["text"], text),
+        "stop_reason": stop, "stop_sequence": None, "usage": usage,
     }
+    if "stop_details" in reply:
+        body["stop_details"] = reply["stop_details"]
+    return body
+
+
+def _blocks(kinds: list[str], text: str | None) -> list[dict[str, Any]]:
+    """Content blocks of the kinds named, in order (``text`` is the answer's text)."""
+    out: list[dict[str, Any]] = []
+    for kind in kinds:
+        if kind == "text":
+            if text is not None:
+                out.append({"type": "text", "text": text, "citations": None})
+        elif kind == "preamble":
+            out.append({"type": "text", "text": "I'll search for that.", "citations": None})
+        elif kind == "thinking":
+            out.append({"type": "thinking", "thinking": "Let me think about the question.",
+                        "signature": "EmulatedSignature" + uuid.uuid4().hex[:8]})
+        elif kind == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": "EmulatedRedacted"})
+        elif kind == "server_tool_use":
+            out.append({"type": "server_tool_use", "id": "srvtoolu_" + uuid.uuid4().hex[:20],
+                        "name": "web_search", "input": {"query": "emulated query"}})
+        elif kind == "web_search_tool_result":
+            out.append({"type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_" + uuid.uuid4().hex[:20],
+                        "content": [{"type": "web_search_result", "title": "Emulated",
+                                     "url": "https://example.com/", "encrypted_content": "x",
+                                     "page_age": None}]})
+        elif kind == "tool_use":
+            out.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20],
+                        "name": "lookup", "input": {"q": "emulated"}})
+    return out
 
 
 def _check(params: Any) -> str | None:
@@ -119,12 +171,14 @@ async def create_message(request: Request) -> Response:
     problem = _check(body)
     if problem:
         return error(400, None, None, problem)
+    await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
-                 max_tokens=body["max_tokens"], seed=state.config.seed, fault=fired.answer)
+                 max_tokens=body["max_tokens"], seed=state.config.seed, fault=fired.answer, reply=fired.reply)
     state.stats.bill(PROVIDER, model, canonical)
-    return JSONResponse(message(model, ans, "cache_control" in json.dumps(body), "standard"))
+    return JSONResponse(message(model, ans, "cache_control" in json.dumps(body), "standard"),
+                        headers={"request-id": "req_" + uuid.uuid4().hex[:24]})
 
 
 async def create_batch(request: Request) -> Response:
@@ -147,6 +201,7 @@ async def create_batch(request: Request) -> Response:
             return error(400, None, None, f"requests.{index}.{problem}")
         seen.add(custom_id)
         params = entry["params"]
+        take_attachments(PROVIDER, params)  # the batch keeps descriptors, not the bytes
         canonical, prompt, schema = _decode(params)
         items.append(BatchItem(custom_id=custom_id, model=str(params["model"]),
                                canonical=canonical, prompt=prompt, schema=schema,
@@ -232,7 +287,7 @@ def _result_line(batch: Batch, result: ItemResult) -> dict[str, Any]:
                                    "batch")}
     elif result.kind == "errored" and result.error is not None:
         e = result.error
-        body = {"type": "errored", "error": {
+        body = {"type": "errored", "error": e.body if e.body is not None else {
             "type": "error", "error": _error_object(e.status, e.code, e.message),
             "request_id": "req_" + uuid.uuid4().hex[:24]}}
     else:

@@ -9,7 +9,8 @@ Control API (``/_emulator/…``, never counted in the stats):
   "provider", "requests", "status", "dropped"}], "answered": n, "duplicate_answers": n}``;
   ``DELETE`` resets the counters.
 - ``GET /_emulator/requests`` → ``{"requests": [{"provider", "op", "method", "path",
-  "query", "headers", "body", "client"}, …]}``: the last 1,000 requests counted, oldest first, with
+  "raw_path", "query", "headers", "body", "client"}, …]}``: the last 1,000 requests counted,
+  oldest first (``path`` decoded, ``raw_path`` as it came on the wire, escapes kept), with
   lower-cased header names and the parsed body of live calls (``chat``; other ops have
   ``body: null``) and the client's ``host:port`` (one per connection); ``DELETE``
   forgets them. Stats resets and ``reset`` clear them too.
@@ -34,7 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import anthropic, gemini, groq, ollama, openai
 from .faults import RuleError
-from .handling import SENT_PATH, DropConnection, Rejected, state_of
+from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
 
 __all__ = ["create_app"]
@@ -198,7 +199,7 @@ class _Front:
             if _gemini_v1(scope):
                 path = scope["path"].replace("/v1/", "/v1beta/", 1)
                 scope = {**scope, "path": path, "raw_path": path.encode(),
-                         SENT_PATH: scope["path"]}
+                         SENT_PATH: scope["path"], SENT_RAW_PATH: scope.get("raw_path")}
         await self.app(scope, receive, send)
 
 

@@ -18,6 +18,12 @@ every match. One request takes at most one fault of each category (an HTTP outco
 due rule in order wins and later ones wait, so ``times: 1`` rules fire one after another.
 Every match counts toward ``nth``, fired or not. :meth:`FaultBook.fire` folds what fires.
 
+Next to ``http``, ``body`` sends that JSON as the error body, exactly (an error body as a
+provider sends it: OpenAI's ``error.code`` as a string, an integer or null, Anthropic's
+envelope with its ``request_id``, …), and ``headers`` adds response headers
+(``request-id``, ``x-request-id``). A ``reply`` fault bends a successful answer
+(:mod:`agac.emulator.anthropic` and the other provider modules say how).
+
 ``"after_create": true`` next to ``http`` or ``drop_connection`` on ``batch.create``
 creates the batch first and then answers with the fault: the provider accepted the
 batch but its answer was lost (DESIGN B2 *unknown*), which recovery by ``find_batch``
@@ -33,7 +39,7 @@ from typing import Any
 
 from .answers import ANSWER_FAULTS
 
-__all__ = ["OPS", "PROVIDERS", "FaultBook", "Fired", "Rule", "RuleError", "Target", "parse_rule"]
+__all__ = ["OPS", "PROVIDERS", "REPLY_KEYS", "FaultBook", "Fired", "Rule", "RuleError", "Target", "parse_rule"]
 
 PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
 OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.get",
@@ -41,7 +47,10 @@ OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.
                  # Beyond issue 3's list: the other calls the emulator serves.
                  "file.get", "file.list", "file.delete", "batch.delete", "model.get"})
 _KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
-          "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer")
+          "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer", "reply")
+#: Keys of a ``reply`` fault (see :mod:`agac.emulator.replies`).
+REPLY_KEYS = frozenset({"stop", "stop_details", "refusal", "content", "blocks", "block_reason",
+                        "block_reason_message", "safety_category", "usage", "body"})
 _BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})
 
 #: The window of a ``rate_limit`` rule, in emulator seconds: "a minute". Tests that run
@@ -91,6 +100,7 @@ class Fired:
     drop_connection: bool = False
     delay_ms: float = 0.0
     answer: str | None = None
+    reply: dict[str, Any] | None = None
     batch_end: str | None = None
     answered: int = 0
     drop_records: int = 0
@@ -108,6 +118,7 @@ class Fired:
         self.drop_connection |= bool(fault.get("drop_connection"))
         self.delay_ms += float(fault.get("delay_ms", 0))
         self.answer = fault.get("answer", self.answer)
+        self.reply = fault.get("reply", self.reply)
         if "batch_end" in fault:
             self.batch_end = fault["batch_end"]
             self.answered = int(fault.get("answered", 0))
@@ -155,6 +166,10 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
         status = fault["http"]
         if not isinstance(status, int) or not 400 <= status <= 599:
             raise RuleError("http must be an error status between 400 and 599")
+        headers = fault.get("headers")
+        if headers is not None and not (isinstance(headers, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+            raise RuleError("headers must be an object of strings")
     if "rate_limit" in fault:
         rpm = (fault["rate_limit"] or {}).get("rpm") if isinstance(fault["rate_limit"], dict) \
             else None
@@ -164,6 +179,12 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
         raise RuleError(f"answer must be one of {sorted(ANSWER_FAULTS)}")
     if "answer" in fault and op not in ("chat", "batch.create", "*"):
         raise RuleError("answer faults apply to chat or batch.create")
+    if "reply" in fault:
+        reply = fault["reply"]
+        if not isinstance(reply, dict) or set(reply) - REPLY_KEYS:
+            raise RuleError(f"reply must be an object with keys from {sorted(REPLY_KEYS)}")
+        if op not in ("chat", "batch.create", "*"):
+            raise RuleError("reply faults apply to chat or batch.create")
     if "batch_end" in fault:
         if fault["batch_end"] not in _BATCH_ENDS:
             raise RuleError(f"batch_end must be one of {sorted(_BATCH_ENDS)}")

@@ -29,7 +29,18 @@ from starlette.routing import Route
 
 from .answers import Answer, answer
 from .faults import Target
-from .handling import Rejected, created, gate, live_latency, new_batch, observe, read_json, state_of
+from .handling import (
+    Rejected,
+    attachments,
+    created,
+    gate,
+    live_latency,
+    new_batch,
+    observe,
+    read_json,
+    state_of,
+)
+from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult, StoredFile
 
 __all__ = ["routes", "status_name"]
@@ -83,30 +94,69 @@ def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None, int 
 
 
 def response(model: str, ans: Answer) -> dict[str, Any]:
-    """A GenerateContentResponse for ``ans``."""
+    """A GenerateContentResponse for ``ans``, bent by its ``reply`` fault: ``stop`` (any
+    ``finishReason``), ``safety_category`` (a blocked safety rating on the candidate),
+    ``block_reason`` and ``block_reason_message`` (the prompt blocked: no candidate,
+    ``promptFeedback``), ``content`` (the text, null for no parts), ``blocks`` (the parts
+    in order: ``text``, ``thought``), ``usage`` (``cache_read_tokens``,
+    ``reasoning_tokens`` — ``thoughtsTokenCount`` —, ``web_search_requests`` — grounding
+    queries) or ``body`` (the whole response)."""
+    reply = ans.reply or {}
+    if "body" in reply:
+        return dict(reply["body"])
+    extra = reply.get("usage") or {}
+    cached = int(extra.get("cache_read_tokens", ans.cached_tokens))
+    prompt = ans.input_tokens - ans.cached_tokens + cached
+    thoughts = int(extra.get("reasoning_tokens", 0))
     usage: dict[str, Any] = {
-        "promptTokenCount": ans.input_tokens,
+        "promptTokenCount": prompt,
         "candidatesTokenCount": ans.output_tokens,
-        "totalTokenCount": ans.input_tokens + ans.output_tokens,
-        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": ans.input_tokens}],
+        "totalTokenCount": prompt + ans.output_tokens + thoughts,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
     }
-    if ans.cached_tokens:
-        usage["cachedContentTokenCount"] = ans.cached_tokens
-    if ans.text is None:
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    out: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model,
+                           "responseId": uuid.uuid4().hex[:22]}
+    if "block_reason" in reply:
+        feedback: dict[str, Any] = {"blockReason": reply["block_reason"]}
+        if "block_reason_message" in reply:
+            feedback["blockReasonMessage"] = reply["block_reason_message"]
+        feedback["safetyRatings"] = [{"category": reply.get("safety_category",
+                                                            "HARM_CATEGORY_DANGEROUS_CONTENT"),
+                                      "probability": "HIGH", "blocked": True}]
+        return {**out, "promptFeedback": feedback}
+    text = reply.get("content", ans.text)
+    if ans.text is None and "stop" not in reply:
         candidate: dict[str, Any] = {"finishReason": "SAFETY", "index": 0, "safetyRatings": [
             {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH",
              "blocked": True}]}
     else:
-        candidate = {"content": {"parts": [{"text": ans.text}], "role": "model"},
-                     "finishReason": "MAX_TOKENS" if ans.finish == "length" else "STOP",
+        parts = []
+        for kind in reply.get("blocks") or ["text"]:
+            if kind == "thought":
+                parts.append({"text": "Thinking about the question.", "thought": True})
+            elif kind == "text" and text is not None:
+                parts.append({"text": text})
+        candidate = {"content": {"parts": parts, "role": "model"},
+                     "finishReason": reply.get("stop") or (
+                         "MAX_TOKENS" if ans.finish == "length" else "STOP"),
                      "index": 0}
-    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model,
-            "responseId": uuid.uuid4().hex[:22]}
+    if "safety_category" in reply:
+        candidate["safetyRatings"] = [{"category": reply["safety_category"],
+                                       "probability": "HIGH", "blocked": True}]
+    searches = int(extra.get("web_search_requests", 0))
+    if searches:
+        candidate["groundingMetadata"] = {
+            "webSearchQueries": [f"emulated query {i}" for i in range(searches)]}
+    return {**out, "candidates": [candidate]}
 
 
 async def models_post(request: Request) -> Response:
     """``models/{model}:generateContent`` and ``:batchGenerateContent``."""
-    model, _, method = request.path_params["target"].partition(":")
+    model, _, method = request.path_params["target"].rpartition(":")
     if method == "generateContent":
         return await _generate(request, model)
     if method == "batchGenerateContent":
@@ -121,12 +171,13 @@ async def _generate(request: Request, model: str) -> Response:
     if not isinstance(body.get("contents"), list):
         return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
                                       "specified")
+    await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema, max_tokens = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
-                 max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer)
+                 max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
     state.stats.bill(PROVIDER, model, canonical)
-    return JSONResponse(response(model, ans))
+    return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
 
 def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[BatchItem]:
@@ -154,6 +205,7 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
         raise Rejected(error(400, None, None, "* The batch has no requests."))
     items = []
     for key, request_body, metadata in rows:
+        take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
         canonical, prompt, schema, max_tokens = _decode(request_body)
         items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
                                schema=schema, max_tokens=max_tokens,
@@ -221,6 +273,8 @@ def _result(result: ItemResult) -> dict[str, Any]:
     if result.answer is not None:
         return {"response": response(result.item.model, result.answer)}
     e = result.error
+    if e is not None and e.body is not None:
+        return {"error": e.body.get("error", e.body) if isinstance(e.body, dict) else e.body}
     status = e.status if e else 500
     return {"error": {"code": status, "message": e.message if e else "internal error",
                       "status": _STATUS.get(status, "UNKNOWN")}}

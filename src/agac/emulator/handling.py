@@ -15,22 +15,26 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from .faults import Fired, Target
+from .media import limit_error, redact_body, take_attachments
 from .state import Batch, BatchItem, ItemError
 
 if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "SENT_PATH", "DropConnection", "ErrorRenderer", "Rejected", "created", "gate", "live_latency",
+    "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "attachments",
+    "created", "gate", "live_latency",
     "new_batch", "observe", "read_json", "retry_headers", "state_of",
 ]
 
 #: Scope key holding the path as the client sent it, when the app serves it under another
 #: (google-genai's ``/v1/…`` served as ``/v1beta/…``).
 SENT_PATH = "agac.emulator.sent_path"
+#: The same, undecoded (the ``raw_path`` the client sent, percent escapes kept).
+SENT_RAW_PATH = "agac.emulator.sent_raw_path"
 
 #: Renders a provider error: (status, code, retry_after seconds, message) -> Response.
 ErrorRenderer = Callable[[int, "str | None", "float | None", "str | None"], Response]
@@ -63,6 +67,18 @@ async def read_json(request: Request, error: ErrorRenderer) -> Any:
         raise Rejected(error(400, None, None, f"request body is not valid JSON: {exc}")) from exc
 
 
+async def attachments(request: Request, provider: str, body: Any, error: ErrorRenderer,
+                      model: str = "") -> None:
+    """Take the attachments out of a chat body (each replaced by its descriptor) and hold
+    the request to the provider's limits: Rejected with its own error when over them."""
+    seen = take_attachments(provider, body)
+    if not seen:
+        return
+    over = limit_error(provider, seen, len(await request.body()), model)
+    if over is not None:
+        raise Rejected(error(over[0], over[1], None, over[2]))
+
+
 async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
                target: Target | None = None, *, count: bool = True) -> Fired:
     """Count the request and apply the faults that fire for it (see module docstring)."""
@@ -71,11 +87,14 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         state.stats.count(provider, op)
         # Starlette keeps the body it read: the handler has read a chat body already.
         body = await request.body() if op == "chat" else None
+        if body is not None:
+            body = redact_body(provider, body)  # the journal keeps no attachment bytes
         scope = request.scope
         host, port = scope.get("client") or ("", 0)
+        raw_path = scope.get(SENT_RAW_PATH) or scope.get("raw_path") or b""
         state.journal.add(provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
                           scope["query_string"].decode("latin-1"), scope["headers"], body,
-                          f"{host}:{port}")
+                          f"{host}:{port}", raw_path=raw_path.decode("latin-1"))
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)
@@ -94,8 +113,13 @@ def _outcome(fired: Fired, error: ErrorRenderer) -> Exception | None:
         return DropConnection()
     if fired.http is not None:
         fault = fired.http
-        return Rejected(error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
-                              fault.get("message")))
+        if "body" in fault:  # the provider's error body as it comes, sent as given
+            return Rejected(JSONResponse(fault["body"], status_code=int(fault["http"]),
+                                         headers=dict(fault.get("headers") or {})))
+        response = error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
+                         fault.get("message"))
+        response.headers.update(dict(fault.get("headers") or {}))
+        return Rejected(response)
     return None
 
 
@@ -137,8 +161,10 @@ def new_batch(state: EmulatorState, fired: Fired, *, batch_id: str, provider: st
         if own.http is not None:
             status = int(own.http["http"])
             item.error = ItemError(status, own.http.get("code"),
-                                   own.http.get("message") or f"injected error {status}")
+                                   own.http.get("message") or f"injected error {status}",
+                                   own.http.get("body"))
         item.answer_fault = own.answer or fired.answer
+        item.reply = own.reply or fired.reply
     batch = Batch(id=batch_id, provider=provider, model=model, created_at=now,
                   duration=state.config.batch_seconds, items=items,
                   metadata=dict(metadata or {}), info=dict(info or {}))

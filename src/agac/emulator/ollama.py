@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from .answers import Answer, answer
 from .faults import Target
-from .handling import gate, live_latency, read_json, state_of
+from .handling import attachments, gate, live_latency, read_json, state_of
 
 __all__ = ["routes"]
 
@@ -48,10 +48,19 @@ def _counted(request: Request) -> Any:
 
 
 def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
+    """The last (or only) chat line, bent by its ``reply`` fault: ``stop`` (any
+    ``done_reason``, null to leave it out), ``content``, ``blocks`` (``thinking``: the
+    message's ``thinking`` field) or ``body`` (the whole answer)."""
+    reply = ans.reply or {}
+    if "body" in reply:
+        return dict(reply["body"])
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content", content)}
+    if "thinking" in (reply.get("blocks") or []):
+        message["thinking"] = "Thinking about the question."
+    done_reason = reply.get("stop", "length" if ans.finish == "length" else "stop")
     return {
-        "model": model, "created_at": _now(), "message": {"role": "assistant",
-                                                          "content": content},
-        "done": True, "done_reason": "length" if ans.finish == "length" else "stop",
+        "model": model, "created_at": _now(), "message": message,
+        "done": True, "done_reason": done_reason,
         "total_duration": 1_000_000 * (ans.input_tokens + ans.output_tokens),
         "load_duration": 100_000, "prompt_eval_count": ans.input_tokens,
         "prompt_eval_duration": 200_000 * ans.input_tokens, "eval_count": ans.output_tokens,
@@ -68,6 +77,7 @@ async def chat(request: Request) -> Response:
         return error(400, None, None, "model is required")
     if not isinstance(body.get("messages", []), list):
         return error(400, None, None, "messages must be a list")
+    await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     fmt = body.get("format")
     schema = fmt if isinstance(fmt, dict) else (
@@ -78,7 +88,7 @@ async def chat(request: Request) -> Response:
     ans = answer(provider=PROVIDER, model=model, body=canonical,
                  prompt=body.get("messages") or [], schema=schema,
                  max_tokens=options.get("num_predict"), seed=state.config.seed,
-                 fault=fired.answer)
+                 fault=fired.answer, reply=fired.reply)
     state.stats.bill(PROVIDER, model, canonical)
     text = ans.text if ans.text is not None else (ans.refusal or "")
     if body.get("stream", True) is False:

@@ -30,6 +30,7 @@ from .answers import Answer, answer
 from .faults import Target
 from .handling import (
     Rejected,
+    attachments,
     created,
     gate,
     live_latency,
@@ -39,7 +40,11 @@ from .handling import (
     retry_headers,
     state_of,
 )
+from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult
+
+BATCH_FILE_MAX = 200 * 1024 * 1024
+"""OpenAI's and Groq's largest batch input file."""
 
 __all__ = ["OPENAI", "Flavor", "chat_request", "routes", "status_name"]
 
@@ -110,26 +115,47 @@ def chat_request(body: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, int 
 
 
 def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -> dict[str, Any]:
-    """A ``chat.completion`` object for ``ans``."""
-    finish = {"stop": "stop", "length": "length", "refusal": "stop"}[ans.finish]
+    """A ``chat.completion`` object for ``ans``, bent by its ``reply`` fault: ``stop``
+    (any ``finish_reason``), ``refusal`` (``message.refusal``, content null), ``content``
+    (the text, null for none), ``blocks`` (``tool_calls``: a tool call in the message),
+    ``usage`` (``cache_read_tokens``, ``cache_write_tokens``, ``reasoning_tokens``) or
+    ``body`` (the whole completion)."""
+    reply = ans.reply or {}
+    if "body" in reply:
+        return dict(reply["body"])
+    finish = reply.get("stop") or {"stop": "stop", "length": "length",
+                                   "refusal": "stop"}[ans.finish]
+    extra = reply.get("usage") or {}
+    cached = int(extra.get("cache_read_tokens", ans.cached_tokens))
+    written = int(extra.get("cache_write_tokens", 0))
+    prompt = ans.input_tokens + (cached - ans.cached_tokens) + written
+    details: dict[str, Any] = {"cached_tokens": cached, "audio_tokens": 0}
+    if written:
+        details["cache_write_tokens"] = written
     usage: dict[str, Any] = {
-        "prompt_tokens": ans.input_tokens, "completion_tokens": ans.output_tokens,
-        "total_tokens": ans.input_tokens + ans.output_tokens,
+        "prompt_tokens": prompt, "completion_tokens": ans.output_tokens,
+        "total_tokens": prompt + ans.output_tokens,
         # cached_tokens is a subset of prompt_tokens (included in it), as OpenAI reports.
-        "prompt_tokens_details": {"cached_tokens": ans.cached_tokens, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                      "accepted_prediction_tokens": 0,
+        "prompt_tokens_details": details,
+        "completion_tokens_details": {"reasoning_tokens": int(extra.get("reasoning_tokens", 0)),
+                                      "audio_tokens": 0, "accepted_prediction_tokens": 0,
                                       "rejected_prediction_tokens": 0},
     }
     if flavor.usage_timings:
         usage.update(queue_time=0.01, prompt_time=0.001, completion_time=0.02, total_time=0.031)
+    refusal = reply.get("refusal", ans.refusal)
+    content = reply.get("content", None if "refusal" in reply else ans.text)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal,
+                               "annotations": []}
+    if "tool_calls" in (reply.get("blocks") or []):
+        message["tool_calls"] = [{"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
+                                  "function": {"name": "lookup", "arguments": '{"q":"x"}'}}]
     return {
         "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion",
         "created": int(now), "model": model, "system_fingerprint": "fp_emulator",
         "service_tier": tier,
         "choices": [{"index": 0, "logprobs": None, "finish_reason": finish,
-                     "message": {"role": "assistant", "content": ans.text,
-                                 "refusal": ans.refusal, "annotations": []}}],
+                     "message": message}],
         "usage": usage,
     }
 
@@ -146,17 +172,18 @@ def routes(flavor: Flavor) -> list[Route]:
         fired = await gate(request, flavor.provider, "chat", error, Target(model=model))
         if not model or not isinstance(body.get("messages"), list):
             return error(400, None, None, "'model' and 'messages' are required.")
+        await attachments(request, flavor.provider, body, error, model)
         await live_latency(request)
         canonical, schema, max_tokens = chat_request(body)
         ans = answer(provider=flavor.provider, model=model, body=canonical,
                      prompt=body["messages"], schema=schema, max_tokens=max_tokens,
-                     seed=state.config.seed, fault=fired.answer)
+                     seed=state.config.seed, fault=fired.answer, reply=fired.reply)
         state.stats.bill(flavor.provider, model, canonical)
         reply = completion(flavor, model, ans, state.clock.now(), flavor.service_tier)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(_sse(reply, usage), media_type="text/event-stream")
-        return JSONResponse(reply)
+        return JSONResponse(reply, headers={"x-request-id": "req_" + uuid.uuid4().hex})
 
     async def upload(request: Request) -> Response:
         state = state_of(request)
@@ -165,6 +192,9 @@ def routes(flavor: Flavor) -> list[Route]:
         if "file" not in fields or fields.get("purpose", (None, b""))[1] != b"batch":
             return error(400, None, None, "Expected a 'file' and purpose 'batch'.")
         filename, content = fields["file"]
+        if len(content) > BATCH_FILE_MAX:
+            return error(400, None, None, f"File is too large: {len(content)} bytes; a batch "
+                         f"input file may be at most {BATCH_FILE_MAX} bytes (200 MB).")
         stored = state.add_file(flavor.provider, _file_id(flavor), filename or "upload.jsonl",
                                 "batch", content)
         return JSONResponse(_file_json(stored))
@@ -213,7 +243,7 @@ def routes(flavor: Flavor) -> list[Route]:
         if body.get("completion_window") not in flavor.windows:
             return error(400, None, None, "Invalid 'completion_window': "
                          f"expected one of {sorted(flavor.windows)}.")
-        items, invalid = _parse_input(stored.content)
+        items, invalid = _parse_input(stored.content, flavor.provider)
         model = items[0].model if items else ""
         batch = new_batch(state, fired, batch_id=_batch_id(flavor), provider=flavor.provider,
                           model=model, items=items, metadata=metadata,
@@ -354,7 +384,7 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return fields
 
 
-def _parse_input(content: bytes) -> tuple[list[BatchItem], list[dict[str, Any]]]:
+def _parse_input(content: bytes, provider: str) -> tuple[list[BatchItem], list[dict[str, Any]]]:
     """Decode a batch input file; return its items and OpenAI-style validation errors."""
     items: list[BatchItem] = []
     invalid: list[dict[str, Any]] = []
@@ -376,6 +406,7 @@ def _parse_input(content: bytes) -> tuple[list[BatchItem], list[dict[str, Any]]]
                             "message": f"The custom_id '{custom_id}' is not unique."})
             continue
         seen.add(custom_id)
+        take_attachments(provider, body)  # the batch keeps descriptors, not the bytes
         canonical, schema, max_tokens = chat_request(body)
         items.append(BatchItem(custom_id=custom_id, model=str(body.get("model", "")),
                                canonical=canonical, prompt=body.get("messages", []),
@@ -464,8 +495,9 @@ def _write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
             out.append(line)
         elif result.kind == "errored" and result.error is not None:
             e = result.error
-            body = {"error": {"message": e.message, "type": _TYPES.get(e.status, "server_error"),
-                              "param": None, "code": e.code}}
+            body = e.body if e.body is not None else {"error": {
+                "message": e.message, "type": _TYPES.get(e.status, "server_error"),
+                "param": None, "code": e.code}}
             line["response"] = {"status_code": e.status, "request_id": "req_" + uuid.uuid4().hex,
                                 "body": body}
             err.append(line)

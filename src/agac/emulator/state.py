@@ -84,6 +84,8 @@ class ItemError:
     status: int
     code: str | None
     message: str
+    body: Any = None
+    """The error body as the provider sends it (an ``http`` fault's ``body``), if given."""
 
 
 @dataclass
@@ -101,6 +103,7 @@ class BatchItem:
     schema: dict[str, Any] | None
     max_tokens: int | None
     answer_fault: str | None = None
+    reply: dict[str, Any] | None = None
     error: ItemError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -192,7 +195,8 @@ class Stats:
 
 
 class Journal:
-    """The last requests received, as they arrived: method, path, query, headers, body
+    """The last requests received, as they arrived: method, path (decoded, and raw as
+    sent), query, headers, body
     and the client's address (``host:port``, one per connection), so that a test can
     compare what two clients sent for the same request and see connections reused.
 
@@ -204,9 +208,10 @@ class Journal:
         self.entries: deque[dict[str, Any]] = deque(maxlen=size)
 
     def add(self, provider: str, op: str, method: str, path: str, query: str,
-            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str) -> None:
+            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str, *,
+            raw_path: str = "") -> None:
         self.entries.append({"provider": provider, "op": op, "method": method, "path": path,
-                             "query": query, "headers": headers, "body": body,
+                             "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
                              "client": client})
 
     def clear(self) -> None:
@@ -333,7 +338,7 @@ class EmulatorState:
     def answer_item(self, batch: Batch, item: BatchItem) -> Answer:
         return answer(provider=batch.provider, model=item.model, body=item.canonical,
                       prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
-                      seed=self.config.seed, fault=item.answer_fault)
+                      seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
 
     def stats_document(self) -> dict[str, Any]:
         """The ``GET /_emulator/stats`` body (issue 3's format)."""

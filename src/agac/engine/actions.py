@@ -5,9 +5,9 @@ slots, rate limiter, tool function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,14 +17,16 @@ from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
+from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import compile_guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, batch_api, batch_support
+from agac.providers.base import BatchApi, attachment_limits, batch_api, batch_support
 
 if TYPE_CHECKING:
     from jinja2 import Template
 
     from agac.config.model import Action
+    from agac.media import AttachmentLimits
     from agac.providers.base import Provider
 
 __all__ = ["ActionRuntime", "build_runtime", "is_batched", "local_batch_notes", "shared_limiter"]
@@ -49,10 +51,20 @@ class ActionRuntime:
     function: Callable[..., Any] | None = None
     canonical: CanonicalForm | None = None
     """How its requests become canonical JSON (llm actions)."""
+    attachments: tuple[AttachmentTemplate, ...] = ()
+    """Its compiled ``attachments:`` entries."""
+    root: Path | None = None
+    """The project root: where relative attachment paths start."""
+    limits: AttachmentLimits | None = None
+    """What its provider accepts as attachments (None: nothing)."""
+    admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """path -> (sha256, size) of the files the run's input snapshot attaches, as they were
+    at admission."""
+    name: str = field(init=False)
+    """The action's name (read several times per unit: an attribute, not a property)."""
 
-    @property
-    def name(self) -> str:
-        return self.action.name
+    def __post_init__(self) -> None:
+        self.name = self.action.name
 
     @property
     def batch_api(self) -> BatchApi:
@@ -73,11 +85,22 @@ class SchemaValidator:
     LIMIT = 4096
     _TEXT = staticmethod(encoder(sort_keys=False, default=None))
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, action: str = "") -> None:
         from jsonschema import Draft202012Validator
 
+        from agac.config.schemarefs import offline_registry, unresolved_refs
+
+        # Validation resolved every $ref into the schema (X2); a schema stored by a run
+        # that an older agac admitted may still name a URL: refuse it before any call,
+        # and resolve nothing later (the registry retrieves nothing).
+        bad = unresolved_refs(schema)
+        if bad:
+            raise ConfigError(problems=[Problem(
+                "schema_ref_refused", f"the schema of action {action!r} has $ref {bad[0]!r}, "
+                "which does not resolve within the schema; agac never fetches a schema",
+                hint="run agac validate, then agac run --new")])
         self.schema = schema
-        self._validator = Draft202012Validator(schema)
+        self._validator = Draft202012Validator(schema, registry=offline_registry())
         self._valid: set[str] = set()
 
     def is_valid(self, value: Any) -> bool:
@@ -111,9 +134,11 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
 
 def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                   slots: AbstractAsyncContextManager[None] | None = None,
-                  limiter: RateWindow | None = None) -> ActionRuntime:
+                  limiter: RateWindow | None = None,
+                  admitted: Mapping[str, tuple[str, int]] | None = None) -> ActionRuntime:
     """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
-    slots and rate window (a worker shares both with other shards and other workers)."""
+    slots and rate window (a worker shares both with other shards and other workers);
+    ``admitted``: the files the run's snapshot attaches (path -> (sha256, size))."""
     rl = action.rate_limit
     rt = ActionRuntime(
         action=action,
@@ -123,6 +148,7 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
             action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None),
         provider=provider,
         batch=batch_api(provider) if action.kind == "llm" else None,
+        admitted=admitted or {},
     )
     if action.system:
         rt.system = compile_template(action.system, f"{action.name}.system")
@@ -131,7 +157,11 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
     if action.when:
         rt.guard = compile_guard(action.when)
     if action.schema is not None:
-        rt.validator = SchemaValidator(action.schema)
+        rt.validator = SchemaValidator(action.schema, action.name)
+    if action.kind == "llm" and action.attachments:
+        rt.attachments = compile_attachments(action.attachments, action.name)
+        rt.root = root
+        rt.limits = _limits(action.provider or "")
     if action.kind == "llm":
         rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
                                      action.max_tokens or 1024, action.temperature, action.schema)
@@ -143,6 +173,13 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                 problems=[Problem("invalid_function", f"{action.name}: {exc}")]
             ) from exc
     return rt
+
+
+def _limits(provider: str) -> AttachmentLimits | None:
+    try:
+        return attachment_limits(registry.provider_class(provider))
+    except (ConfigError, ImportError):
+        return None  # validation reported it
 
 
 def is_batched(rt: ActionRuntime) -> bool:

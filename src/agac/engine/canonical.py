@@ -23,7 +23,7 @@ class CanonicalForm:
     """The canonical JSON of one action's requests (``Request.canonical()``, byte for byte)
     with the parts every request of the action shares — provider, model, limits, schema —
     encoded once: only the messages and the seed are encoded per request. A request that
-    differs in a shared part (an approved revision) is encoded whole."""
+    differs in a shared part (an approved revision), or with attachments, is encoded whole."""
 
     def __init__(self, provider: str, model: str, max_tokens: int, temperature: float | None,
                  schema: Any) -> None:
@@ -36,7 +36,8 @@ class CanonicalForm:
 
     def of(self, request: Request) -> str:
         if (request.provider, request.model, request.max_tokens, request.temperature) \
-                != self.shared or request.schema is not self.schema:
+                != self.shared or request.schema is not self.schema \
+                or any(m.attachments for m in request.messages):
             return request.canonical()
         messages = ",".join('{"content":' + _string(m.content) + ',"role":' + _string(m.role) + "}"
                             for m in request.messages)

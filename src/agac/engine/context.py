@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from agac.jsontext import JSON
 from agac.tenants import DEFAULT_TENANT
 
 __all__ = ["ToolContext"]
@@ -26,6 +26,6 @@ class ToolContext:
     item_key: str | None
     attempt: int
     idempotency_key: str
-    fulfilled: list[Any] = field(default_factory=list)
-    rejected: list[Any] = field(default_factory=list)
+    fulfilled: list[JSON] = field(default_factory=list)
+    rejected: list[JSON] = field(default_factory=list)
     tenant: str = DEFAULT_TENANT

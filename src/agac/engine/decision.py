@@ -19,7 +19,9 @@ The rules, in order, each final for the unit:
 2. a dependency failed -> ``skipped upstream_failed``; one skipped -> skipped with its
    reason (a guard's skip flows down as ``guard``);
 3. the run is stopping -> pending (the next run asks it);
-4. the view cannot be rendered -> ``failed render_error``; the guard is false ->
+4. the view cannot be rendered -> ``failed render_error`` (``prompt_too_large`` when
+   it is over ``max_prompt_chars``); a file it attaches cannot be sent -> ``failed``
+   with the attachment's reason; the guard is false ->
    ``skipped guard``; the action failed as a whole -> ``failed provider_error``; an
    action with ``approval:`` -> its gate;
 5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
@@ -127,6 +129,7 @@ class UnitFacts:
 
     __slots__ = (
         "action_failed",
+        "attachment_error",
         "batch",
         "budget_exhausted",
         "cache",
@@ -146,6 +149,7 @@ class UnitFacts:
         "record_error",
         "record_reason",
         "render_error",
+        "render_reason",
         "run_id",
         "stopping",
         "stored",
@@ -173,6 +177,10 @@ class UnitFacts:
         self.stopping = stopping
         self.render_error: str | None = None
         """The view or the request could not be rendered (its message)."""
+        self.render_reason = "render_error"
+        """``prompt_too_large`` when the rendering was over the action's cap."""
+        self.attachment_error: tuple[str, str] | None = None
+        """(reason, detail): a file of the request's ``attachments:`` cannot be sent."""
         self.inputs_error: str | None = None
         """A tool's inputs are not JSON (its message)."""
         self.guard = guard
@@ -213,7 +221,9 @@ def decide(f: UnitFacts) -> Decision:
     if f.stopping:
         return _STOPPING
     if f.render_error is not None:
-        return Settle("failed", "render_error", f.render_error)
+        return Settle("failed", f.render_reason, f.render_error)
+    if f.attachment_error is not None:
+        return Settle("failed", *f.attachment_error)
     if f.guard is NOT_YET:
         return _NEED_VIEW
     if f.guard is False:

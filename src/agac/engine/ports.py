@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.values import RunControl, Settled, UnitRecord
+    from agac.jsontext import JSON, JSONObject
     from agac.providers.base import Request, Response
     from agac.store.rows import AnswerRow, StagedItem, ToolResultRow, UsageRow
     from agac.store.values import BatchItem, Origin, OutcomeStatus
@@ -36,7 +37,7 @@ class Outcomes(Protocol):
 
     async def settle(
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
+        detail: str | None = None, *, output: JSON = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
         answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
         tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
@@ -44,11 +45,15 @@ class Outcomes(Protocol):
     ) -> Settled: ...
 
     async def event(self, kind: str, action: str | None = None, key: str | None = None,
-                    **data: Any) -> None: ...
+                    **data: JSON) -> None: ...
 
     def usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
                   response: Response | None, error: BaseException | None, started: float,
                   fp: str) -> UsageRow: ...
+
+    def leg_rows(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int, fp: str,
+                 response: Response, tier: str = "live") -> list[UsageRow]:
+        """The ledger rows of the earlier legs of a continued (paused) turn."""
 
     async def record_call(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
                           request: Request, response: Response | None, error: BaseException,
@@ -65,7 +70,7 @@ class Outcomes(Protocol):
     def redact(self, text: str) -> str:
         """``text`` (a tool's exception or traceback) with secrets taken out."""
 
-    def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Any) -> None: ...
+    def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Iterable[str]) -> None: ...
 
 
 class Marks(Protocol):
@@ -126,13 +131,13 @@ class Act:
     """The approval gate's go: act now with these inputs (a tool's) or this request (an
     llm action's approved one)."""
 
-    view: dict[str, Any]
+    view: JSONObject
     request: Request | None = None
 
 
 class Approvals(Protocol):
     async def gate(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
-                   view: dict[str, Any]) -> Settled | Act | None:
+                   view: JSONObject) -> Settled | Act | None:
         """Settled: the unit's outcome; Act: go on with these arguments; None: it waits."""
 
 

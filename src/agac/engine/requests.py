@@ -11,15 +11,20 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
+from agac.jsontext import flaw
 from agac.keys import idempotency_key
-from agac.prompt.render import render
-from agac.providers.base import Message, Request, Response
+from agac.media import AttachmentError
+from agac.prompt.attachments import render_references, resolve_all
+from agac.prompt.render import capped
+from agac.providers.base import Attachment, Message, Request, Response
+from agac.usercode import user_stdout
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.context import ToolContext
+    from agac.jsontext import JSON, JSONObject
 
-__all__ = ["Fail", "accept_response", "build_request", "effect_id", "effect_key", "invoke_tool",
+__all__ = ["Fail", "accept_response", "attachments_of", "build_request", "effect_id", "effect_key", "invoke_tool",
            "reprompt", "response_dict", "tool_input_hash", "tool_output"]
 
 
@@ -35,20 +40,28 @@ class Fail(Exception):
         self.feedback = feedback
 
 
-def _version(view: dict[str, Any]) -> int | None:
+def _version(view: JSONObject) -> int | None:
     """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
     and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
     v = view.get("version")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
+def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     action = rt.action
     messages: list[Message] = []
+    cap = action.max_prompt_chars
     if rt.system is not None:
-        messages.append(Message("system", render(rt.system, view)))
+        system = capped(rt.system, view, cap)
+        cap -= len(system)
+        messages.append(Message("system", system))
     assert rt.prompt is not None
-    messages.append(Message("user", render(rt.prompt, view)))
+    text = capped(rt.prompt, view, max(cap, 0))
+    if rt.attachments:
+        messages.append(Message("user", text, attachments_of(rt, view),
+                                "after" if action.attachments_position == "after" else "before"))
+    else:
+        messages.append(Message("user", text))
     return Request(
         provider=action.provider or "",
         model=action.model_name or "",
@@ -61,13 +74,52 @@ def build_request(rt: ActionRuntime, view: dict[str, Any]) -> Request:
     )
 
 
-def accept_response(rt: ActionRuntime, response: Response) -> Any:
-    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2)."""
-    if response.stop_reason == "refusal":
-        raise Fail("refusal", f"the model refused: {response.refusal or response.text[:200]}", retry=False)
-    if response.stop_reason == "content_filter":
-        raise Fail("content_filter", "the provider's content filter stopped the answer", retry=False)
-    if response.stop_reason == "max_tokens":
+def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment, ...]:
+    """The files the action's ``attachments:`` name for this view, read, described and
+    checked against what its provider and model accept. RenderError when a template
+    fails; AttachmentError (its ``reason`` a reason code) when a file cannot be sent."""
+    action = rt.action
+    assert rt.root is not None
+    found = resolve_all(render_references(rt.attachments, view), rt.root)
+    if not found:
+        return ()
+    for a in found:
+        was = rt.admitted.get(a.path)
+        if was is not None and was[0] != a.sha256:
+            raise AttachmentError(reason="attachment_changed", message=f"{a.name} changed "
+                                  f"since the run was admitted (it was sha256:{was[0][:12]}, "
+                                  f"{was[1]:,} bytes; it is {a.describe()})",
+                                  hint="run again with --new to send the file as it is now")
+    provider, model = action.provider or "", action.model_name or ""
+    if rt.limits is None:
+        raise AttachmentError(reason="attachment_not_supported", message=f"provider {provider} takes no "
+                              f"attachments (model {model}): {found[0].describe()}",
+                              hint="use a provider that reads images and PDFs")
+    rt.limits.check(provider, model, found)
+    return found
+
+
+def accept_response(rt: ActionRuntime, response: Response) -> JSON:
+    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
+
+    Only a stop that means a complete answer (``end``) gives an output; the stop was read
+    by the adapter (:func:`agac.providers.stops.read_stop`), and its detail — a refusal's
+    category and explanation, a filter's safety category, an unexpected stop's raw value
+    — is the failure's detail."""
+    stop = response.stop_reason
+    if stop == "refusal":
+        said = response.refusal or response.text[:200] or "the model declined to answer"
+        more = response.stop_detail if response.stop_detail not in (None, "", said) else None
+        raise Fail("refusal", f"the model refused: {said}" + (f" ({more})" if more else ""),
+                   retry=False)
+    if stop == "content_filter":
+        where = ", ".join(x for x in (response.raw_stop, response.stop_detail) if x)
+        raise Fail("content_filter", "the provider's content filter stopped the answer"
+                   + (f" ({where})" if where else ""), retry=False)
+    if stop not in ("end", "max_tokens"):  # unexpected, or a pause nobody continued
+        raise Fail("unexpected_stop", response.stop_detail or f"the provider stopped with "
+                   f"{response.raw_stop or stop!r}, which is not a complete answer", retry=False)
+    if stop == "max_tokens":
         raise Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
                     feedback="Your previous answer was cut off at the token limit. Answer again, "
                              "shorter, complete and within the limit.")
@@ -81,6 +133,11 @@ def accept_response(rt: ActionRuntime, response: Response) -> Any:
             raise Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
                         feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
                                  "with only a JSON value that matches the schema.") from exc
+    found = flaw(value)  # json.loads reads NaN and Infinity, which are not JSON
+    if found is not None:
+        raise Fail("schema_invalid", f"the answer holds {found}, which JSON cannot hold",
+                   retry=True, feedback=f"Your previous answer held {found}, which is not "
+                   "JSON. Answer again with only strict JSON that matches the schema.")
     if rt.validator.is_valid(value):
         return value
     errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
@@ -145,20 +202,29 @@ def effect_id(key: str) -> str:
 
 
 async def invoke_tool(fn: Any, inputs: dict[str, Any], ctx: ToolContext) -> Any:
-    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(inputs, ctx)
-    result = await asyncio.to_thread(fn, inputs, ctx)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+    """Call a tool function, sync (in a thread) or async, as ``fn(inputs, ctx)``; what it
+    prints goes to stderr (agac's stdout is its own)."""
+    with user_stdout():
+        if inspect.iscoroutinefunction(fn):
+            return await fn(inputs, ctx)
+        result = await asyncio.to_thread(fn, inputs, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 def tool_output(rt: ActionRuntime, value: Any) -> Any:
-    """A tool's return value as JSON data, checked against the action's schema."""
+    """A tool's return value as JSON data, checked against the action's schema. Strict
+    JSON only: a NaN, an infinity or a lone surrogate fails the unit ``tool_error``
+    naming where it is, so nothing that is not JSON is stored or exported."""
     try:
-        text = json.dumps(value)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate cannot be encoded (nor stored)
     except (TypeError, ValueError) as exc:
+        found = flaw(value) if isinstance(exc, ValueError) else None
+        if found is not None:
+            raise Fail("tool_error", f"the tool returned {found}, which JSON cannot hold; return "
+                       f"{found.fix} there", retry=False) from exc
         raise Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
     value = json.loads(text)
     if rt.validator is not None:

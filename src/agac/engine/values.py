@@ -4,12 +4,17 @@ run's control flags, and the result of a pass of the run loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from agac.engine.interrupts import StopSignal
+from agac.jsontext import JSON
 from agac.keys import escape, needs_escaping
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqlalchemy.engine import Row
+
     from agac.clock import Clock
     from agac.store.values import OutcomeStatus, RunState
 
@@ -26,7 +31,7 @@ class Settled(NamedTuple):
 
     status: OutcomeStatus
     reason: str | None = None
-    output: Any = None
+    output: JSON = None
     detail: str | None = None
 
 
@@ -80,7 +85,7 @@ class RecordUnit(NamedTuple):
     raw_key: str | None = None
 
     @classmethod
-    def from_row(cls, row: Any) -> RecordUnit:
+    def from_row(cls, row: Row) -> RecordUnit:
         key = row.key
         if needs_escaping(key):
             return cls(escape(key), row.seq, row.file, row.n, row.line, row.reason, row.error,
@@ -88,7 +93,7 @@ class RecordUnit(NamedTuple):
         return cls(key, row.seq, row.file, row.n, row.line, row.reason, row.error, row.payload)
 
     @classmethod
-    def from_rows(cls, rows: list[Any]) -> list[RecordUnit]:
+    def from_rows(cls, rows: Sequence[Row]) -> list[RecordUnit]:
         """:meth:`from_row` of each ``records`` row, unpacked by position when the rows
         hold the table's columns in its order (as ``Store.iter_records`` reads them):
         reading a row's fields by name costs more than the rest of the unit."""

@@ -9,11 +9,18 @@ every record costs one compilation.
 Attribute access prefers a mapping's items over its methods: ``{{ source.items }}``
 reads the record's ``items`` field, not ``dict.items``. The ``tojson`` filter writes
 JSON with sorted keys and non-ASCII characters kept as they are.
+
+:func:`capped` renders under a cap (an llm action's ``max_prompt_chars``): text longer
+than it, a repetition (``"a" * 10**10``) or a power past it — checked before the value is
+built, as the sandbox intercepts ``*`` and ``**``, so neither is folded at compile time
+either — and a rendering that runs out of memory all raise :class:`PromptTooLarge`.
+Output is joined as it comes and stopped once past the cap.
 """
 
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -24,9 +31,12 @@ from jinja2.sandbox import SandboxedEnvironment
 from agac.errors import AgacError
 
 __all__ = [
+    "DEFAULT_MAX_PROMPT_CHARS",
     "ENV",
+    "PromptTooLarge",
     "RenderError",
     "TemplateSyntaxError",
+    "capped",
     "compile_guard",
     "compile_template",
     "evaluate_guard",
@@ -39,13 +49,48 @@ class RenderError(AgacError):
     """A template could not be rendered for this record."""
 
     code = "render_error"
+    reason = "render_error"
+    """The unit's reason code when it fails on this error."""
 
     def __init__(self, message: str | None = None, variable: str | None = None) -> None:
         super().__init__(message)
         self.variable = variable
 
 
+class PromptTooLarge(RenderError):
+    """The rendered prompt (or a value built on the way to it) is over the action's
+    ``max_prompt_chars``: the unit fails before anything is sent or stored."""
+
+    reason = "prompt_too_large"
+
+
+DEFAULT_MAX_PROMPT_CHARS = 8_000_000
+"""About two million tokens: the largest context window offered today."""
+
+_CAP: ContextVar[int] = ContextVar("agac_prompt_cap", default=DEFAULT_MAX_PROMPT_CHARS)
+_MAX_EXPONENT = 4096
+
+
 class _Environment(SandboxedEnvironment):
+    # ``"a" * 10**10`` or ``10 ** 10 ** 10`` inside a template would take all the memory
+    # or all the time of the process: the sizes are checked before they are computed.
+    intercepted_binops = frozenset(["*", "**"])
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(times, int):
+                    size = len(seq) * times
+                    if size > _CAP.get():
+                        raise PromptTooLarge(
+                            f"the template builds a value of {size:,} items, over the "
+                            f"action's max_prompt_chars ({_CAP.get():,})")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) \
+                and abs(left) > 1 and right > _MAX_EXPONENT:
+            raise PromptTooLarge(f"the template raises a number to the power {right:,} "
+                                 f"(at most {_MAX_EXPONENT:,})")
+        return super().call_binop(context, operator, left, right)
+
     def getattr(self, obj: Any, attribute: str) -> Any:
         # Records are dicts: a field called "items" or "keys" must win over the method.
         if type(obj) is dict:
@@ -117,8 +162,8 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
         parent.update(view)
         ctx = template.new_context(parent, shared=True)
         try:
-            return "".join(template.root_render_func(ctx))
-        except Exception:
+            return _joined(template.root_render_func(ctx), _CAP.get())
+        except Exception:  # noqa: BLE001 - Jinja's own handler re-raises it with the template's line
             ENV.handle_exception()
     except UndefinedError as exc:
         raise RenderError(
@@ -127,8 +172,29 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
         ) from exc
     except SecurityError as exc:
         raise RenderError(f"template {template.name!r} did something unsafe: {exc}") from exc
+    except RenderError:
+        raise
+    except MemoryError:
+        raise PromptTooLarge(f"template {template.name!r} ran out of memory while rendering "
+                             "(a value too large to build; max_prompt_chars caps a prompt)"
+                             ) from None
     except Exception as exc:
         raise RenderError(f"template {template.name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _joined(chunks: Any, cap: int) -> str:
+    """The chunks joined, stopped as soon as they are longer than ``cap``: a loop that
+    writes a little many times (``{% for i in range(10**5) %}{{ source.text }}``) is
+    refused before it is all in memory."""
+    parts: list[str] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > cap:
+            raise PromptTooLarge(f"the template renders more than {cap:,} characters, over "
+                                 f"the action's max_prompt_chars ({cap:,})")
+        parts.append(chunk)
+    return "".join(parts)
 
 
 def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:
@@ -146,3 +212,17 @@ def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:
         raise
     except Exception as exc:
         raise RenderError(f"guard {expr!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def capped(template: Template | str, view: dict[str, Any], cap: int) -> str:
+    """``render`` under a cap of ``cap`` characters: PromptTooLarge if the text (or a value
+    the template builds on the way) is longer, or if rendering runs out of memory."""
+    token = _CAP.set(cap)
+    try:
+        text = render(template, view)
+    finally:
+        _CAP.reset(token)
+    if len(text) > cap:
+        raise PromptTooLarge(f"the rendered text is {len(text):,} characters, over the "
+                             f"action's max_prompt_chars ({cap:,})")
+    return text

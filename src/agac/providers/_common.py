@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from agac.errors import ConfigError, Problem, UnsupportedError
+from agac.errors import ConfigError, FatalError, Problem, UnsupportedError
+from agac.media import Attachment, write_base64
 from agac.providers.base import ProviderSettings, Request
 
 __all__ = [
@@ -40,6 +42,8 @@ __all__ = [
     "spool_jsonl",
     "stopwatch",
     "strict_compatible",
+    "url_path",
+    "url_segment",
 ]
 
 EMULATOR_HINT = 'or run against the emulator: eval "$(agac emulator env --port 8765)"'
@@ -233,7 +237,7 @@ class SpooledBatch:
 
 
 def spool_jsonl(
-    lines: Iterable[dict[str, Any] | bytes],
+    lines: Iterable[dict[str, Any] | bytes | list[bytes | Attachment]],
     *,
     max_count: int,
     max_bytes: int,
@@ -241,7 +245,11 @@ def spool_jsonl(
 ) -> SpooledBatch:
     """Write batch lines to a temporary ``.jsonl`` file, one at a time.
 
-    Lines are dicts, or bytes already serialized (without the newline). Big batches
+    Lines are dicts, bytes already serialized (without the newline), or pieces: bytes
+    with an :class:`~agac.media.Attachment` between them wherever a file's base64 goes
+    (:class:`agac.providers._attachments.Blobs`), streamed from the file into the batch
+    file a chunk at a time and checked against its hash (AttachmentError
+    ``attachment_changed`` when it is not those bytes: nothing is sent). Big batches
     never exist as one string in memory. Exceeding the provider's limits
     raises UnsupportedError (code ``batch_too_large``): the engine splits shards by
     these limits before it submits, so reaching them here is a planning bug.
@@ -252,10 +260,21 @@ def spool_jsonl(
     try:
         with os.fdopen(fd, "wb") as fh:
             for line in lines:
-                data = line if isinstance(line, bytes) else dump_line(line)
-                fh.write(data + b"\n")
-                count += 1
-                size += len(data) + 1
+                if isinstance(line, list):
+                    for piece in line:
+                        if isinstance(piece, bytes):
+                            fh.write(piece)
+                            size += len(piece)
+                        else:
+                            size += write_base64(piece, fh)
+                    fh.write(b"\n")
+                    size += 1
+                    count += 1
+                else:
+                    data = line if isinstance(line, bytes) else dump_line(line)
+                    fh.write(data + b"\n")
+                    count += 1
+                    size += len(data) + 1
                 if count > max_count or size > max_bytes:
                     raise UnsupportedError(
                         f"{provider} batch exceeds {max_count} requests or {max_bytes} bytes",
@@ -280,3 +299,28 @@ def require_custom_id(request: Request) -> str:
     if not request.custom_id:
         raise ValueError("every batch request needs a custom_id")
     return request.custom_id
+
+
+def url_path(name: str) -> str:
+    """A model name as a URL path: each ``/``-separated segment percent-encoded (``:``,
+    ``?``, ``#``, ``%`` and anything outside ``A-Za-z0-9@+-._~`` included), so a name can
+    only ever name a model, never another path or a query of the provider's host.
+
+    Validation refuses such names already (``invalid_model``); a name that reaches an
+    adapter another way (a plugin, the Python API's request objects) and holds an empty,
+    ``.`` or ``..`` segment is refused here, since HTTP clients normalize dot segments
+    away before sending (no encoding keeps them in place)."""
+    return "/".join(_segment(segment, name) for segment in name.split("/"))
+
+
+def url_segment(name: str) -> str:
+    """A model name as one URL path segment: as :func:`url_path`, with ``/`` encoded too
+    (how the Anthropic SDK fills ``/v1/models/{model_id}``)."""
+    return _segment(name, name, safe="@+-._~:")
+
+
+def _segment(segment: str, name: str, safe: str = "@+-._~") -> str:
+    if segment in ("", ".", ".."):
+        raise FatalError(f"model name {name!r} is not a model name: it holds an empty, '.' or "
+                         "'..' segment, which would send the request to another URL")
+    return quote(segment, safe=safe)

@@ -32,7 +32,9 @@ __all__ = [
     "QUOTA_CODES",
     "classify",
     "connection_error",
+    "describe",
     "error_fields",
+    "request_id_of",
     "retry_after_seconds",
     "transport_errors",
 ]
@@ -86,20 +88,38 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def error_fields(body: Any) -> tuple[str | None, str | None, str | None]:
-    """``(code, type, message)`` of an OpenAI-shaped error body, wrapped in
-    ``{"error": …}`` or not (the openai SDK unwraps it, the groq SDK does not)."""
+def request_id_of(headers: Mapping[str, str] | None, body: Any = None) -> str | None:
+    """The provider's id of a call: the ``request-id`` header (Anthropic), ``x-request-id``
+    (OpenAI, Groq), or an error body's ``request_id`` (Anthropic's error envelope)."""
+    if headers:
+        for name in ("request-id", "x-request-id"):
+            value = headers.get(name)
+            if value:
+                return str(value)
+    if isinstance(body, Mapping):
+        value = body.get("request_id")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def error_fields(body: Any) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(code, type, message, param)`` of an OpenAI-shaped error body, wrapped in
+    ``{"error": …}`` or not (the openai SDK unwraps it, the groq SDK does not). ``code``
+    comes as a string, an integer or null; it is read as text."""
     if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
         body = body["error"]
     if not isinstance(body, Mapping):
-        return None, None, body if isinstance(body, str) else None
+        return None, None, body if isinstance(body, str) else None, None
     code = body.get("code")
     kind = body.get("type")
     message = body.get("message")
+    param = body.get("param")
     return (
         str(code) if code is not None else None,
         str(kind) if kind is not None else None,
         str(message) if message is not None else None,
+        str(param) if param is not None else None,
     )
 
 
@@ -111,28 +131,49 @@ def classify(
     retry_after: float | None = None,
     code: str | None = None,
     quota: bool = False,
+    kind: str | None = None,
+    param: str | None = None,
+    request_id: str | None = None,
 ) -> ProviderError:
-    """The taxonomy error for one failed provider answer (see the module table)."""
+    """The taxonomy error for one failed provider answer (see the module table).
+
+    What a person reads is the provider's own account (:func:`describe`): its error
+    type and code, its message and the parameter it names, then agac's hint, then the
+    provider's request id, which is also kept on the error (``request_id``)."""
     quota = quota or (code in QUOTA_CODES)
+    text = describe(provider, status, kind=kind, code=code, message=message, param=param)
+    kwargs: dict[str, Any] = {"status": status, "code": code, "request_id": request_id}
+    said = f" (request id {request_id})" if request_id else ""
+    if quota:
+        return FatalError(
+            text + " (quota or spend cap reached: raise the limit or wait for it to reset)"
+            + said, **kwargs)
+    if status in (429, 529):
+        if retry_after is not None:
+            return WaitError(text + said, retry_after=retry_after, **kwargs)
+        return RetryableError(text + said, **kwargs)
+    if status is None or status in (408, 409) or status >= 500:
+        return RetryableError(text + said, retry_after=retry_after, **kwargs)
+    hint = _AUTH_HINT.get(status)
+    return FatalError((f"{text} ({hint})" if hint else text) + said, **kwargs)
+
+
+def describe(provider: str, status: int | None, *, kind: str | None = None,
+             code: str | None = None, message: str | None = None,
+             param: str | None = None) -> str:
+    """``<provider>: HTTP <status> <type> [<code>]: <message> (param: <param>)``, each part
+    only when the provider sent it; a code that only repeats the status or the type is
+    left out (OpenAI's ``code`` may be the status number, or null)."""
     text = f"{provider}: HTTP {status}" if status else f"{provider}: request failed"
-    if code:
+    if kind:
+        text += f" {kind}"
+    if code and code != kind and code != str(status):
         text += f" [{code}]"
     if message:
         text += f": {message}"
-    kwargs: dict[str, Any] = {"status": status, "code": code}
-    if quota:
-        return FatalError(
-            text + " (quota or spend cap reached: raise the limit or wait for it to reset)",
-            **kwargs,
-        )
-    if status in (429, 529):
-        if retry_after is not None:
-            return WaitError(text, retry_after=retry_after, **kwargs)
-        return RetryableError(text, **kwargs)
-    if status is None or status in (408, 409) or status >= 500:
-        return RetryableError(text, retry_after=retry_after, **kwargs)
-    hint = _AUTH_HINT.get(status)
-    return FatalError(f"{text} ({hint})" if hint else text, **kwargs)
+    if param:
+        text += f" (param: {param})"
+    return text
 
 
 @lru_cache(maxsize=1)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import io
 import json
 import urllib.parse
 import urllib.request
@@ -48,6 +49,8 @@ __all__ = [
 
 #: Connections per adapter when the engine does not say (aiohttp's own default).
 DEFAULT_CONNECTIONS = 100
+#: Bodies over this many bytes (a request with attachments) are sent from a stream.
+LARGE_BODY = 1 << 20
 #: Seconds an idle pooled connection is kept open.
 KEEPALIVE_SECONDS = 30.0
 USER_AGENT = f"agac/{__version__}"
@@ -100,6 +103,7 @@ class HttpSession:
                  timeout: float | None = None) -> None:
         self.provider = provider
         self._aiohttp = import_aiohttp(provider)
+        self._url_type = importlib.import_module("yarl").URL  # aiohttp's own URL type
         self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json",
                          "Content-Type": "application/json", **headers}
         self.connections = connections if connections > 0 else DEFAULT_CONNECTIONS
@@ -108,6 +112,7 @@ class HttpSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[float | None, Any] = {}
         self._proxies: dict[str, str | None] = {}
+        self._urls: dict[str, Any] = {}
         self._connection_errors = (self._aiohttp.ClientError, asyncio.TimeoutError)
 
     def _open(self) -> Any:
@@ -137,33 +142,58 @@ class HttpSession:
         :class:`HttpStatusError`; a lost connection or a timeout raises a RetryableError.
         ``timeout`` (seconds) overrides the session's default for this call.
         """
+        answer, _ = await self._send("POST", url, dumps(body).encode(), errors=errors,
+                                     timeout=timeout, headers=headers)
+        return answer
+
+    async def post_with_headers(self, url: str, body: Any, *, errors: ErrorMapper,
+                                timeout: float | None = None,
+                                headers: Mapping[str, str] | None = None
+                                ) -> tuple[Any, Mapping[str, str]]:
+        """:meth:`post`, and the answer's headers (where the provider's request id is)."""
         return await self._send("POST", url, dumps(body).encode(), errors=errors,
                                 timeout=timeout, headers=headers)
 
     async def get(self, url: str, *, errors: ErrorMapper, timeout: float | None = None) -> Any:
         """GET ``url`` and return the parsed JSON answer (errors as :meth:`post`)."""
-        return await self._send("GET", url, None, errors=errors, timeout=timeout, headers=None)
+        answer, _ = await self._send("GET", url, None, errors=errors, timeout=timeout,
+                                     headers=None)
+        return answer
 
     async def _send(self, method: str, url: str, data: bytes | None, *, errors: ErrorMapper,
-                    timeout: float | None, headers: Mapping[str, str] | None) -> Any:
+                    timeout: float | None, headers: Mapping[str, str] | None
+                    ) -> tuple[Any, Mapping[str, str]]:
         session = self._session
         if session is None or session.closed or self._loop is not asyncio.get_running_loop():
             session = self._open()
         seconds = timeout if timeout is not None else self.timeout
         proxy = self._proxies[url] if url in self._proxies else self._proxy(url)
+        target = self._urls.get(url) or self._url(url)
+        body: bytes | io.BytesIO | None = data
+        if data is not None and len(data) > LARGE_BODY:
+            body = io.BytesIO(data)  # written in chunks, not in one blocking send
         try:
-            async with session.request(method, url, data=data, headers=headers, proxy=proxy,
+            async with session.request(method, target, data=body, headers=headers, proxy=proxy,
                                        timeout=self._client_timeout(seconds)) as response:
                 raw = await response.read()
                 status = response.status
+                answered = response.headers
                 if not 200 <= status < 300:
-                    self._fail(status, response.headers, raw, errors)
+                    self._fail(status, answered, raw, errors)
         except self._connection_errors as exc:
             raise connection_error(self.provider, exc) from exc
         try:
-            return json.loads(raw)
+            return json.loads(raw), answered
         except ValueError as exc:
             raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
+
+    def _url(self, url: str) -> Any:
+        """``url`` as sent: adapters build it percent-encoded already (a model name goes
+        in through :func:`~agac.providers._common.url_path`), so it is taken as encoded.
+        yarl would otherwise decode escapes it deems safe in a path (``%3A`` back to
+        ``:``, which a Gemini model name must not carry) and resolve dot segments."""
+        found = self._urls[url] = self._url_type(url, encoded=True)
+        return found
 
     def _proxy(self, url: str) -> str | None:
         found = self._proxies[url] = env_proxy(url)

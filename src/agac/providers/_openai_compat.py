@@ -13,6 +13,7 @@ Results are read by streaming the output and error files line by line.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError
+from agac.providers._attachments import Blobs, Data, live_base64, openai_parts
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
@@ -40,11 +42,13 @@ from agac.providers._errors import (
     classify,
     connection_error,
     error_fields,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
+    Attachment,
     BatchHandle,
     BatchState,
     BatchStatus,
@@ -53,17 +57,18 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    StopReason,
     StoredRequests,
     Usage,
     ended_or_raise,
     stored_request,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
 
 _MESSAGES = '"messages":['
+_ATTACHMENTS = '"attachments":['
 
 #: ``dump_line``'s encoder (compact, UTF-8 as is), for values that are not objects.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -80,14 +85,6 @@ BATCH_STATES: dict[str, BatchState] = {
     "cancelled": "cancelled",
 }
 
-STOP_REASONS: dict[str, StopReason] = {
-    "stop": "end",
-    "length": "max_tokens",
-    "content_filter": "content_filter",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-}
-
 # Error-file codes for requests that never ran.
 _EXPIRED_CODES = frozenset({"batch_expired"})
 _CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
@@ -98,41 +95,58 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def chat_response(
-    body: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+    body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
+    parse: bool = True, request_id: str | None = None, wire: bool = False,
 ) -> Response:
-    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5.
+    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
+    path (SDK, lean transport, batch lines); ``provider`` names the stop table
+    (:func:`read_stop`).
 
     ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
-    that ``input_tokens`` counts only uncached input.
+    that ``input_tokens`` counts only uncached input. ``message.refusal`` is a refusal
+    whatever ``finish_reason`` says. ``wire``: ``body`` is a batch result line's, read
+    with plain dict lookups (one per field of every line of a result file).
     """
-    choices = pick(body, "choices") or []
+    pick_ = _wire_get if wire else pick
+    choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
-    message = pick(choice, "message")
-    text = pick(message, "content") or ""
-    refusal = pick(message, "refusal")
-    finish = pick(choice, "finish_reason")
-    stop: StopReason = STOP_REASONS.get(str(finish), "other") if finish else "other"
-    if refusal:
-        stop = "refusal"
-    usage = pick(body, "usage")
-    prompt = as_int(pick(usage, "prompt_tokens"))
-    cached = as_int(pick(usage, "prompt_tokens_details", "cached_tokens"))
-    written = as_int(pick(usage, "prompt_tokens_details", "cache_write_tokens"))
+    message = pick_(choice, "message")
+    text = pick_(message, "content") or ""
+    refusal = pick_(message, "refusal")
+    stop = read_stop(provider, pick_(choice, "finish_reason"), refusal=refusal)
+    usage = pick_(body, "usage")
+    prompt = as_int(pick_(usage, "prompt_tokens"))
+    cached = as_int(pick_(usage, "prompt_tokens_details", "cached_tokens"))
+    written = as_int(pick_(usage, "prompt_tokens_details", "cache_write_tokens"))
     return Response(
         text=text,
-        model=str(pick(body, "model") or ""),
-        stop_reason=stop,
+        model=str(pick_(body, "model") or ""),
+        stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
-            output_tokens=as_int(pick(usage, "completion_tokens")),
+            output_tokens=as_int(pick_(usage, "completion_tokens")),
             cached_tokens=cached,
             cache_write_tokens=written,
+            reasoning_tokens=as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens")),
         ),
-        parsed=parse_json(text) if parse and not refusal else None,
-        service_tier=service_tier or pick(body, "service_tier"),
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
+        service_tier=service_tier or pick_(body, "service_tier"),
         latency_ms=latency_ms,
         refusal=refusal,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
+        request_id=request_id,
     )
+
+
+def _wire_get(obj: Any, *path: str) -> Any:
+    """:func:`pick` for a batch result line (JSON as parsed: dicts all the way down, keys
+    as OpenAI writes them): plain ``dict.get``, no camelCase second try."""
+    for name in path:
+        if obj is None:
+            return None
+        obj = obj.get(name) if type(obj) is dict else getattr(obj, name, None)
+    return obj
 
 
 class OpenAICompatProvider:
@@ -219,7 +233,7 @@ class OpenAICompatProvider:
         ``body`` is the error body (the openai SDK unwraps ``{"error": …}``, the groq SDK
         does not; both forms are read); ``text`` is the fallback message.
         """
-        code, kind, message = error_fields(body)
+        code, kind, message, param = error_fields(body)
         if kind == "insufficient_quota" and code is None:
             code = kind
         return classify(
@@ -228,6 +242,9 @@ class OpenAICompatProvider:
             message=message or text,
             retry_after=retry_after_seconds(headers),
             code=code,
+            kind=kind,
+            param=param,
+            request_id=request_id_of(headers, body),
         )
 
     @contextmanager
@@ -249,9 +266,14 @@ class OpenAICompatProvider:
 
     # -- online --------------------------------------------------------------
 
-    def _chat_params(self, request: Request, *, native: bool) -> dict[str, Any]:
-        """The Chat Completions body for a request, live or in a batch line."""
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    def _chat_params(self, request: Request, *, native: bool,
+                     data: Data = live_base64) -> dict[str, Any]:
+        """The Chat Completions body for a request, live or in a batch line; ``data``
+        gives each attachment's base64 (read now, or a batch line's placeholder)."""
+        messages = [{"role": m.role, "content": m.content} if not m.attachments else
+                    {"role": m.role, "content": openai_parts(m.content, m.attachments,
+                                                             m.position, data)}
+                    for m in request.messages]
         params: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -297,25 +319,39 @@ class OpenAICompatProvider:
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._chat_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
-            return chat_response(body, latency_ms=took[0], parse=parse)
+                body, headers = await self._http.post_with_headers(
+                    self._chat_url, params, errors=self._status_error, timeout=request.timeout)
+            return chat_response(body, provider=self.name, latency_ms=took[0], parse=parse,
+                                 request_id=request_id_of(headers))
         timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
-            completion = await self._client.chat.completions.create(**params, timeout=timeout)
-        return chat_response(completion, latency_ms=took[0], parse=parse)
+            # The raw response for its headers: the request id (groq's models lack
+            # openai's ``_request_id``).
+            raw = await self._client.chat.completions.with_raw_response.create(
+                **params, timeout=timeout)
+            completion = raw.parse()  # openai: a legacy response, parsed at once
+            if inspect.isawaitable(completion):  # groq: an async response
+                completion = await completion
+        return chat_response(completion, provider=self.name, latency_ms=took[0], parse=parse,
+                             request_id=request_id_of(raw.headers))
 
     # -- batch ---------------------------------------------------------------
 
-    def _batch_line(self, request: Request) -> dict[str, Any]:
+    def _batch_line(self, request: Request, data: Data = live_base64) -> dict[str, Any]:
         return {
             "custom_id": require_custom_id(request),
             "method": "POST",
             "url": self.batch_endpoint,
-            "body": self._chat_params(request, native=self._native_schema(request.model)),
+            "body": self._chat_params(request, native=self._native_schema(request.model),
+                                      data=data),
         }
 
-    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes]:
+    def _attachment_line(self, request: Request) -> list[bytes | Attachment]:
+        """A batch line whose attachments' base64 is streamed in from their files."""
+        blobs = Blobs()
+        return blobs.pieces(dump_line(self._batch_line(request, blobs.token)))
+
+    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes | list[bytes | Attachment]]:
         """The batch's JSONL lines, byte for byte ``dump_line(self._batch_line(r))``, with
         the part of the body after the messages (limits, schema) encoded once for each
         run of requests that share it — in a batch of one action, usually all of them.
@@ -324,6 +360,9 @@ class OpenAICompatProvider:
         head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
         shared, tail = "", b""
         for r in requests:
+            if any(m.attachments for m in r.messages):
+                yield self._attachment_line(r)
+                continue
             if r.schema is not None and not self._native_schema(r.model):
                 yield dump_line(self._batch_line(r))
                 continue
@@ -337,16 +376,20 @@ class OpenAICompatProvider:
                             _encode(r.model).encode(), b',"messages":',
                             _encode(messages).encode(), tail))
 
-    def _stored_lines(self, items: Iterable[tuple[str, str]]) -> Iterator[bytes]:
+    def _stored_lines(self, items: Iterable[tuple[str, str]]
+                      ) -> Iterator[bytes | list[bytes | Attachment]]:
         """Batch lines straight from stored canonical requests (``Request.canonical()``,
         keys sorted): the messages array is copied as stored, and what surrounds it
         (model, limits, schema) is decoded and encoded once for each distinct text. The
         lines equal :meth:`_batch_lines`' as JSON (a message's keys come in the stored
-        order); a request sent in JSON mode, or text not in the canonical form, goes
-        through a decoded :class:`Request`."""
+        order); a request sent in JSON mode, one with attachments, or text not in the
+        canonical form, goes through a decoded :class:`Request`."""
         head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
         bodies: dict[str, tuple[bytes, bytes] | None] = {}
         for custom_id, text in items:
+            if _ATTACHMENTS in text:
+                yield self._attachment_line(stored_request(text, custom_id))
+                continue
             start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
             end = text.find('],"model":"', start) if start >= 0 else -1
             rest = text[:start] + text[end + 1:] if end >= 0 else ""
@@ -427,7 +470,9 @@ class OpenAICompatProvider:
             return BilledWork(status, status.completed)
         cached = as_int(pick(usage, "input_tokens_details", "cached_tokens"))
         total = Usage(max(0, as_int(pick(usage, "input_tokens")) - cached),
-                      as_int(pick(usage, "output_tokens")), cached)
+                      as_int(pick(usage, "output_tokens")), cached,
+                      reasoning_tokens=as_int(pick(usage, "output_tokens_details",
+                                                   "reasoning_tokens")))
         return BilledWork(status, status.completed, total)
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[list[bytes]]:
@@ -455,14 +500,16 @@ class OpenAICompatProvider:
         response = line.get("response") or None
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
+        request_id = pick(response, "request_id") if response else None
         if response and status == 200 and not error:
-            answer = chat_response(
-                response.get("body"), latency_ms=latency_ms, service_tier="batch"
-            )
+            answer = chat_response(response.get("body"), provider=self.name, wire=True,
+                                   latency_ms=latency_ms, service_tier="batch",
+                                   request_id=request_id)
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
-            code, _, message = error_fields(pick(response, "body"))
-            err = classify(self.name, status, message=message, code=code)
+            code, kind, message, param = error_fields(pick(response, "body"))
+            err = classify(self.name, status, message=message, code=code, kind=kind,
+                           param=param, request_id=request_id)
             return Result(custom_id, "errored", error=err)
         code = str(pick(error, "code") or "") or None
         message = pick(error, "message")

@@ -23,13 +23,20 @@ import os
 import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.providers._anthropic_wire import (
+    batch_status,
+    item_error,
+    message_response,
+    tool_schema,
+)
+from agac.providers._attachments import ANTHROPIC_LIMITS, anthropic_blocks, live_base64
 from agac.providers._common import (
     SCHEMA_NAME,
-    as_int,
     import_sdk,
     parse_json,
     pick,
@@ -37,26 +44,26 @@ from agac.providers._common import (
     resolve_api_key,
     resolve_base_url,
     stopwatch,
+    url_segment,
 )
 from agac.providers._errors import (
     QUOTA_CODES,
     classify,
     connection_error,
+    request_id_of,
     retry_after_seconds,
     transport_errors,
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
     BatchHandle,
-    BatchState,
     BatchStatus,
     BilledWork,
+    Leg,
     ProviderSettings,
     Request,
     Response,
     Result,
-    StopReason,
-    Usage,
     ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
@@ -69,46 +76,17 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: sends the same, and tests/integration/providers/test_transport_equivalence.py holds
 #: the two together when the lock moves.
 API_VERSION = "2026-10-21"
+#: Calls of one turn at most when the provider pauses it (``pause_turn``), the first
+#: included: a turn still paused after them fails ``unexpected_stop``.
+PAUSE_LEGS = 5
 BATCH_MAX_REQUESTS = 100_000
 BATCH_MAX_BYTES = 256 * 1024 * 1024
-
-BATCH_STATES: dict[str, BatchState] = {
-    "in_progress": "running",
-    "canceling": "cancelling",  # one L on Anthropic
-    "ended": "ended",
-}
-
-STOP_REASONS: dict[str, StopReason] = {
-    "end_turn": "end",
-    "stop_sequence": "end",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
-    "tool_use": "tool_use",
-    "pause_turn": "other",
-}
-
-# error.type of an errored batch item -> the HTTP status it stands for.
-ERROR_TYPE_STATUS: dict[str, int] = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
 
 logger = logging.getLogger(__name__)
 # The SDK warns (DeprecationWarning) on every call to a model near its end of life.
 _DEPRECATED_MODEL = r"The model '.*' is deprecated"
 
 _SCHEMA_PARAMS = ("output_config", "output_format", "json_schema", "structured output")
-# Tool input must be an object: other schemas are wrapped under this property.
-_WRAP_KEY = "agac_value"
 
 
 class AnthropicProvider:
@@ -131,6 +109,11 @@ class AnthropicProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
+    #: A Message Batch goes in one call, held in memory: with attachments, parts of at
+    #: most 64 MiB (their base64 included) keep that memory bounded.
+    batch_attachment_max_bytes = 64 * 1024 * 1024
+    #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
+    attachment_limits = ANTHROPIC_LIMITS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -179,21 +162,25 @@ class AnthropicProvider:
                       text: str, code: str | None = None) -> ProviderError:
         """The taxonomy error for a non-2xx answer, on either transport.
 
-        The spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
+        The body is ``{"type": "error", "error": {"type", "message", …}, "request_id"}``;
+        the spend cap is a 429 marked by ``error.details.error_code`` (no Retry-After).
         """
+        kind = pick(body, "error", "type")
         code = (
             code
             or pick(body, "error", "details", "error_code")
             or pick(body, "error", "code")
-            or pick(body, "error", "type")
+            or kind
         )
         return classify(
             self.name,
             status,
             message=pick(body, "error", "message") or text,
             retry_after=retry_after_seconds(headers),
-            code=code,
+            code=str(code) if code is not None else None,
             quota=code in QUOTA_CODES,
+            kind=str(kind) if kind else None,
+            request_id=request_id_of(headers, body),
         )
 
     @contextmanager
@@ -220,7 +207,10 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in request.chat],
+            "messages": [{"role": m.role, "content": m.content} if not m.attachments else
+                         {"role": m.role, "content": anthropic_blocks(
+                             m.content, m.attachments, m.position, live_base64)}
+                         for m in request.chat],
         }
         if request.system:
             params["system"] = request.system
@@ -232,7 +222,7 @@ class AnthropicProvider:
                     {
                         "name": SCHEMA_NAME,
                         "description": "Record the answer.",
-                        "input_schema": _tool_schema(request.schema),
+                        "input_schema": tool_schema(request.schema),
                     }
                 ]
                 params["tool_choice"] = {"type": "tool", "name": SCHEMA_NAME}
@@ -257,14 +247,59 @@ class AnthropicProvider:
 
     async def _create(self, request: Request, *, tool: bool) -> Response:
         params = self._params(request, tool=tool)
+        first = await self._send(request, params)
+        return await self._continue(request, params, first, paused=None)
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response:
+        """Continue a paused answer (a batch's, read from its results) live: the answer
+        it returns carries the live legs before it, not the paused call itself."""
+        params = self._params(request, tool=self._use_tool(request.model))
+        return await self._continue(request, params, paused, paused=paused)
+
+    async def _continue(self, request: Request, params: dict[str, Any], answer: Response, *,
+                        paused: Response | None) -> Response:
+        """Continue a turn the provider paused (``pause_turn``) as Anthropic documents it:
+        the paused content goes back as the assistant turn (growing with each pause), at
+        most :data:`PAUSE_LEGS` calls in all; each earlier live call is a :class:`Leg`
+        (``paused``: a call already ledgered elsewhere — a batch's — that starts the turn).
+        The answer's text is the turn's text blocks, every leg's, in order."""
+        legs: tuple[Leg, ...] = ()
+        assistant: list[Any] = []
+        before = ""
+        calls = 1
+        while answer.stop_reason == "paused":
+            if calls >= PAUSE_LEGS:
+                said = (f"anthropic paused the turn (pause_turn) {calls} times; agac continues "
+                        f"a paused turn at most {PAUSE_LEGS - 1} times")
+                return replace(answer, legs=legs, stop_detail=said)
+            if answer is not paused:
+                legs += (Leg(answer.usage, answer.latency_ms, answer.request_id,
+                             answer.raw_stop, answer.service_tier),)
+            before += answer.text
+            assistant += list(answer.paused or [])
+            answer = await self._send(request, {**params, "messages": [
+                *params["messages"], {"role": "assistant", "content": assistant}]})
+            calls += 1
+        if not assistant:
+            return answer
+        text = before + answer.text
+        parsed = answer.parsed
+        if parsed is None and request.schema is not None and answer.stop_reason == "end":
+            parsed = parse_json(text)
+        return replace(answer, text=text, parsed=parsed, legs=legs)
+
+    async def _send(self, request: Request, params: dict[str, Any]) -> Response:
+        """One Messages call on the transport in use."""
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._messages_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
+                body, headers = await self._http.post_with_headers(
+                    self._messages_url, params, errors=self._status_error, timeout=request.timeout)
             self._ask_lifecycle(request.model)
-            return message_response(body, latency_ms=took[0], parse=parse)
+            return message_response(body, latency_ms=took[0], parse=parse,
+                                    request_id=request_id_of(headers))
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
+        params = dict(params)
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
@@ -272,7 +307,8 @@ class AnthropicProvider:
             message = await self._client.messages.create(**params, extra_body=extra,
                                                          timeout=timeout)
         self._ask_lifecycle(request.model)
-        return message_response(message, latency_ms=took[0], parse=parse)
+        return message_response(message, latency_ms=took[0], parse=parse,
+                                request_id=getattr(message, "_request_id", None))
 
     def _ask_lifecycle(self, model: str) -> None:
         """Look the model's lifecycle up once, beside the calls: a slow or unreachable Models
@@ -309,7 +345,7 @@ class AnthropicProvider:
         if self._http is None:
             info = await self._client.models.retrieve(model, timeout=timeout)
             return getattr(info, "lifecycle", None), getattr(info, "retires_at", None)
-        url = f"{(self._base_url or DEFAULT_BASE_URL).rstrip('/')}/v1/models/{model}"
+        url = f"{(self._base_url or DEFAULT_BASE_URL).rstrip('/')}/v1/models/{url_segment(model)}"
         body = await self._http.get(url, errors=self._status_error, timeout=timeout)
         retires = pick(body, "retires_at")
         when = datetime.fromisoformat(retires) if isinstance(retires, str) else None
@@ -379,7 +415,7 @@ class AnthropicProvider:
             return Result(custom_id, "canceled")
         if kind == "expired":
             return Result(custom_id, "expired")
-        return Result(custom_id, "errored", error=_item_error(self.name, pick(result, "error")))
+        return Result(custom_id, "errored", error=item_error(self.name, pick(result, "error")))
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
         with self._translate_errors():
@@ -446,93 +482,6 @@ class AnthropicProvider:
             await self._http.aclose()
         if self._sdk_client is not None:
             await self._sdk_client.close()
-
-
-def message_response(
-    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
-) -> Response:
-    """Normalize a Message per DESIGN §5.
-
-    Anthropic's ``input_tokens`` already excludes cache reads and writes; writes are
-    kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the
-    forced-tool form of structured output: its input is the answer.
-    """
-    texts: list[str] = []
-    tool_input: Any = None
-    for block in pick(message, "content") or []:
-        kind = pick(block, "type")
-        if kind == "text":
-            texts.append(pick(block, "text") or "")
-        elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
-            tool_input = _unwrap_tool_input(pick(block, "input"))
-    raw_stop = str(pick(message, "stop_reason") or "")
-    stop: StopReason = STOP_REASONS.get(raw_stop, "other")
-    if tool_input is not None:
-        text = json.dumps(tool_input, ensure_ascii=False)
-        parsed = tool_input
-        if stop == "tool_use":
-            stop = "end"
-    else:
-        text = "".join(texts)
-        parsed = parse_json(text) if parse and stop != "refusal" else None
-    usage = pick(message, "usage")
-    return Response(
-        text=text,
-        model=str(pick(message, "model") or ""),
-        stop_reason=stop,
-        usage=Usage(
-            input_tokens=as_int(pick(usage, "input_tokens")),
-            output_tokens=as_int(pick(usage, "output_tokens")),
-            cached_tokens=as_int(pick(usage, "cache_read_input_tokens")),
-            cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
-        ),
-        parsed=parsed,
-        service_tier=service_tier or pick(usage, "service_tier"),
-        latency_ms=latency_ms,
-        # A refusal may come with no text at all.
-        refusal=(text or "the model declined to answer") if stop == "refusal" else None,
-    )
-
-
-def batch_status(batch: Any) -> BatchStatus:
-    """Normalize a MessageBatch; an unknown status is running (B9).
-
-    Counts stay at ``processing`` until the batch ends, so ``completed`` is 0 until then.
-    """
-    raw = str(pick(batch, "processing_status") or "")
-    state = BATCH_STATES.get(raw)
-    counts = pick(batch, "request_counts")
-    names = ("processing", "succeeded", "errored", "canceled", "expired")
-    values = {n: as_int(pick(counts, n)) for n in names}
-    return BatchStatus(
-        state=state or "running",
-        raw_status=raw,
-        request_count=sum(values.values()),
-        completed=values["succeeded"],
-        failed=values["errored"] + values["canceled"] + values["expired"],
-        known=state is not None,
-    )
-
-
-def _item_error(provider: str, error: Any) -> ProviderError:
-    """An errored batch item's ErrorResponse, classified like an HTTP answer."""
-    kind = str(pick(error, "error", "type") or pick(error, "type") or "")
-    message = pick(error, "error", "message") or pick(error, "message")
-    code = pick(error, "error", "details", "error_code") or kind or None
-    status = ERROR_TYPE_STATUS.get(kind, 500 if not kind else 400)
-    return classify(provider, status, message=message, code=code)
-
-
-def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    if schema.get("type") == "object":
-        return schema
-    return {"type": "object", "properties": {_WRAP_KEY: schema}, "required": [_WRAP_KEY]}
-
-
-def _unwrap_tool_input(value: Any) -> Any:
-    if isinstance(value, dict) and set(value) == {_WRAP_KEY}:
-        return value[_WRAP_KEY]
-    return value
 
 
 def _schema_rejected(err: ProviderError) -> bool:

@@ -19,14 +19,18 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from agac.errors import BatchNotEnded
 from agac.jsontext import canonical, loads
+from agac.media import Attachment, AttachmentLimits
 
 __all__ = [
     "TRANSPORTS",
+    "Attachment",
+    "AttachmentLimits",
     "BatchApi",
     "BatchHandle",
     "BatchStatus",
     "BatchSupport",
     "BilledWork",
+    "Leg",
     "Message",
     "Provider",
     "ProviderSettings",
@@ -37,20 +41,26 @@ __all__ = [
     "StoredRequests",
     "SupportsBatch",
     "SupportsBatchCandidates",
+    "SupportsContinue",
     "Transport",
     "Usage",
+    "attachment_limits",
     "batch_api",
     "batch_support",
     "canonical_json",
     "ended_or_raise",
     "fingerprint_of",
+    "server_tool_counts",
     "stored_request",
 ]
 
-StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "tool_use", "other"]
-"""Normalized stop reasons. ``max_tokens`` is every provider's truncation value
-(OpenAI/Groq/Ollama ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
-``model_context_window_exceeded``)."""
+StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "unexpected", "paused"]
+"""Normalized stop reasons, read by :func:`agac.providers.stops.read_stop`. Only ``end``
+is an answer. ``max_tokens`` is every provider's truncation value (OpenAI/Groq/Ollama
+``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
+``model_context_window_exceeded``); ``unexpected`` is a stop value agac does not know or
+a tool call the action did not ask for; ``paused`` is a turn the provider paused
+(Anthropic ``pause_turn``) that has not been continued."""
 
 
 Transport = Literal["lean", "sdk"]
@@ -64,15 +74,54 @@ def canonical_json(value: Any) -> str:
     return canonical(value)
 
 
+_ATTACHMENTS = '"attachments":['
+"""How a message with attachments starts its attachment list in canonical JSON. A prompt
+cannot contain it raw: a quote inside a JSON string is written ``\\"``."""
+
+
 def fingerprint_of(canonical: str) -> str:
-    """The request fingerprint of a request's canonical JSON (see ``Request.canonical``)."""
+    """The request fingerprint of a request's canonical JSON (see ``Request.canonical``).
+
+    An attachment enters it by its media type and SHA-256 only (:meth:`Attachment.hashed`):
+    where the file lies, its name and what was read from it to estimate tokens do not
+    change an answer, so the same bytes found under another path are the same request."""
+    if _ATTACHMENTS in canonical:
+        data = loads(canonical)
+        for m in data.get("messages") or ():
+            if isinstance(m, dict) and m.get("attachments"):
+                m["attachments"] = [Attachment.hashed(a) for a in m["attachments"]]
+        canonical = canonical_json(data)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+AttachmentPosition = Literal["before", "after"]
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One turn. A user turn may carry attachments (files sent with its text), placed
+    ``before`` (the default) or ``after`` the text."""
+
     role: Literal["system", "user", "assistant"]
     content: str
+    attachments: tuple[Attachment, ...] = ()
+    position: AttachmentPosition = "before"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message in a canonical request: a message without attachments is exactly
+        ``{"content", "role"}``, as before attachments existed (its fingerprint stays)."""
+        if not self.attachments:
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": self.content, "position": self.position,
+                "attachments": [a.to_dict() for a in self.attachments]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        atts = d.get("attachments")
+        if not atts:
+            return cls(d["role"], d["content"])
+        return cls(d["role"], d["content"], tuple(Attachment.from_dict(a) for a in atts),
+                   d.get("position", "before"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +168,16 @@ class Request:
         """Hash of everything that determines an answer (DESIGN §1)."""
         return fingerprint_of(self.canonical())
 
+    @property
+    def attachments(self) -> tuple[Attachment, ...]:
+        """Every attachment of the request, in message order."""
+        return tuple(a for m in self.messages for a in m.attachments)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "messages": [m.to_dict() for m in self.messages],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "schema": self.schema,
@@ -137,20 +191,49 @@ class Usage:
 
     OpenAI and Gemini include cached tokens in their prompt count, so adapters
     subtract them; Anthropic already excludes both and reports cache writes apart.
+    ``reasoning_tokens`` (OpenAI ``reasoning_tokens``, Gemini ``thoughtsTokenCount``,
+    Anthropic ``thinking_tokens``) are a part of ``output_tokens``, billed as output and
+    shown apart. ``server_tools`` counts the provider's own tool calls it bills per use,
+    as ``(name, count)`` pairs sorted by name (Anthropic ``server_tool_use``: ``web_search``,
+    ``web_fetch``, …; Gemini's grounding searches as ``web_search``).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    server_tools: tuple[tuple[str, int], ...] = ()
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    def plus(self, other: Usage) -> Usage:
+        """Both usages together (the legs of one continued turn)."""
+        tools = dict(self.server_tools)
+        for name, n in other.server_tools:
+            tools[name] = tools.get(name, 0) + n
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens,
+                     server_tool_counts(tools))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }
+        if self.server_tools:
+            out["server_tools"] = dict(self.server_tools)
+        return out
+
+
+def server_tool_counts(counts: Any) -> tuple[tuple[str, int], ...]:
+    """``{name: count}`` (or pairs) as :attr:`Usage.server_tools`: positive counts, sorted."""
+    items = counts.items() if isinstance(counts, dict) else counts or ()
+    return tuple(sorted((str(k), int(v)) for k, v in items if int(v or 0) > 0))
 
 
 def stored_request(text: str, custom_id: str | None = None) -> Request:
@@ -158,7 +241,7 @@ def stored_request(text: str, custom_id: str | None = None) -> Request:
     d = loads(text)
     return Request(
         provider=d["provider"], model=d["model"],
-        messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]),
+        messages=tuple(Message.from_dict(m) for m in d["messages"]),
         max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
         seed=d.get("seed"), custom_id=custom_id,
     )
@@ -181,8 +264,27 @@ class StoredRequests:
 
 
 @dataclass(frozen=True, slots=True)
+class Leg:
+    """One earlier call of a turn the provider paused and agac continued (Anthropic
+    ``pause_turn``): what it used, how long it took, how it stopped. Each is a call of
+    its own in the cost ledger."""
+
+    usage: Usage
+    latency_ms: float = 0.0
+    request_id: str | None = None
+    raw_stop: str = ""
+    service_tier: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
-    """A normalized model answer. ``parsed`` is the JSON value when the text parses."""
+    """A normalized model answer. ``parsed`` is the JSON value when the text parses.
+
+    ``raw_stop`` is the provider's own stop value and ``stop_detail`` what it said about
+    the stop (a refusal's category and explanation, a filter's safety category, the raw
+    value of an unexpected stop). ``paused`` is the content of a paused turn as the
+    provider sent it, for the adapter that continues it (``stop_reason == "paused"``).
+    """
 
     text: str
     model: str
@@ -192,6 +294,19 @@ class Response:
     service_tier: str | None = None
     latency_ms: float = 0.0
     refusal: str | None = None
+    raw_stop: str = ""
+    stop_detail: str | None = None
+    paused: Any = None
+    legs: tuple[Leg, ...] = ()
+    request_id: str | None = None
+
+    @property
+    def total_usage(self) -> Usage:
+        """The usage of every leg of the turn, this one included."""
+        total = self.usage
+        for leg in self.legs:
+            total = total.plus(leg.usage)
+        return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +403,13 @@ BatchSupport = Literal["api", "local", "none"]
 ``batch_unsupported``)."""
 
 
+def attachment_limits(provider: Any) -> AttachmentLimits | None:
+    """What a provider class (or adapter) accepts as attachments — its class attribute
+    ``attachment_limits`` — or None when it takes none (a plugin that declares nothing)."""
+    limits = getattr(provider, "attachment_limits", None)
+    return limits if isinstance(limits, AttachmentLimits) else None
+
+
 def batch_support(provider: Any) -> BatchSupport:
     """The batch capability a provider class (or adapter) declares: ``supports_batch``
     for a batch API, ``local_batch`` for a local run of batch actions; neither is
@@ -360,6 +482,16 @@ class SupportsBatch(Protocol):
 
 
 @runtime_checkable
+class SupportsContinue(Protocol):
+    """A provider whose turns may come back paused (``stop_reason == "paused"``,
+    Anthropic ``pause_turn``) and that continues one: the paused content goes back as the
+    assistant turn, live, for a bounded number of legs. A paused batch answer is
+    continued live through it; the answer it returns carries the live legs before it."""
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response: ...
+
+
+@runtime_checkable
 class SupportsBatchCandidates(Protocol):
     """A batch API that cannot find a batch by our key (no metadata on its batches:
     Anthropic) and lists the candidates a lost submission may be instead: batches created
@@ -380,6 +512,9 @@ class BatchApi:
     max_bytes: int
     candidates: SupportsBatchCandidates | None
     """Set when batches are found by time window and count, not by our key (B2)."""
+    attachment_max_bytes: int = 0
+    """The bytes of one batch part whose requests attach files: ``max_bytes``, or less
+    for a batch API that takes its requests in one call (the part is held in memory)."""
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
@@ -393,4 +528,6 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         max_requests=int(getattr(kind, "batch_max_requests", 50_000)),
         max_bytes=int(getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
         candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
+        attachment_max_bytes=int(getattr(kind, "batch_attachment_max_bytes", 0)
+                                 or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
     )

@@ -13,8 +13,9 @@ wire form). The batch's ``display_name`` is our idempotency key (for
 and as ``key`` on file lines, the documented convention for both. On the wire states are ``BATCH_STATE_*``; the SDK renames them
 ``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
 
-Quirk: the SDK warns (``UserWarning``) when it meets a state its enum lacks; that
-warning is silenced here because an unknown state is handled (B9: still running).
+Quirk: the SDK warns (``UserWarning``) when it meets a state, finish reason or block
+reason its enums lack; that warning is silenced here because each is handled (an unknown
+state is still running, B9; an unknown finish reason is a stop agac does not know).
 """
 
 from __future__ import annotations
@@ -27,20 +28,19 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agac.errors import FatalError, ProviderError, RetryableError, UnsupportedError
+from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.media import read_verified
+from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
 from agac.providers._common import (
-    as_int,
     dump_line,
-    enum_str,
     fallback_system,
     import_sdk,
-    parse_json,
     pick,
     read_lines,
     require_custom_id,
@@ -48,24 +48,29 @@ from agac.providers._common import (
     resolve_base_url,
     spool_jsonl,
     stopwatch,
+    url_path,
 )
 from agac.providers._errors import (
-    classify,
     connection_error,
-    retry_after_seconds,
     transport_errors,
+)
+from agac.providers._gemini_wire import (
+    api_error,
+    batch_status,
+    content_response,
+    item_error,
+    status_error,
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
+    Attachment,
     BatchHandle,
-    BatchState,
     BatchStatus,
     BilledWork,
     ProviderSettings,
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
     ended_or_raise,
 )
@@ -80,50 +85,13 @@ INLINE_MAX_BYTES = 20 * 1024 * 1024 - 256 * 1024  # under 20 MB, with room for t
 FILE_MAX_BYTES = 2 * 1024 * 1024 * 1024
 BATCH_MAX_REQUESTS = 10_000_000  # no documented count limit; bytes bind first
 
-# Both spellings: the SDK renames BATCH_STATE_* to JOB_STATE_*, but only the ones it knows.
-BATCH_STATES: dict[str, BatchState] = {}
-for _prefix in ("JOB_STATE_", "BATCH_STATE_"):
-    BATCH_STATES.update(
-        {
-            _prefix + "PENDING": "running",
-            _prefix + "QUEUED": "running",
-            _prefix + "RUNNING": "running",
-            _prefix + "UPDATING": "running",
-            _prefix + "PAUSED": "running",
-            _prefix + "SUCCEEDED": "ended",
-            _prefix + "PARTIALLY_SUCCEEDED": "ended",
-            _prefix + "FAILED": "failed",
-            _prefix + "CANCELLING": "cancelling",
-            _prefix + "CANCELLED": "cancelled",
-            _prefix + "EXPIRED": "expired",
-        }
-    )
-
-STOP_REASONS: dict[str, StopReason] = {
-    "STOP": "end",
-    "MAX_TOKENS": "max_tokens",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "IMAGE_PROHIBITED_CONTENT": "content_filter",
-    "IMAGE_RECITATION": "content_filter",
-}
-
-# google.rpc.Code of a failed batch item -> the HTTP status it stands for.
-RPC_STATUS: dict[int, int] = {
-    1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429,
-    9: 400, 10: 409, 11: 400, 12: 501, 13: 500, 14: 503, 15: 500, 16: 401,
-}  # fmt: skip
-
-_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
-_QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 _SCHEMA_REJECTED = re.compile(
     r"response_?json_?schema|responseJsonSchema|response_?schema", re.IGNORECASE
 )
-_UNKNOWN_STATE = r".* is not a valid JobState"
+# Values its enums lack: a state (B9: still running) or a finish/block reason or safety
+# word (read as a stop agac does not know, with the raw value kept).
+_UNKNOWN_STATE = (r".* is not a valid (JobState|FinishReason|BlockedReason|HarmCategory|"
+                  r"HarmProbability)")
 
 
 class GeminiProvider:
@@ -150,6 +118,8 @@ class GeminiProvider:
     # Per-batch limits: the engine splits a shard above them (DESIGN §5).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
+    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
+    attachment_limits = GEMINI_LIMITS
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -258,7 +228,7 @@ class GeminiProvider:
         parse = request.schema is not None
         if self._http is not None:
             seconds = request.timeout if request.timeout is not None else self._timeout
-            url = f"{self._models_url}{model_path(request.model)}:generateContent"
+            url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
             with stopwatch() as took:
                 body = await self._http.post(url, _wire_request(request, config),
                                              errors=self._status_error, timeout=seconds,
@@ -268,7 +238,8 @@ class GeminiProvider:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=request.model, contents=_contents(request), config=config
+                model=url_path(model_path(request.model)), contents=_contents(request),
+                config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
 
@@ -290,12 +261,17 @@ class GeminiProvider:
         models: set[str] = set()
         size = 0
 
-        def lines() -> Iterator[bytes]:
+        def lines() -> Iterator[bytes | list[bytes | Attachment]]:
             nonlocal inline, size
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
                 config = self._generation(request, native=self._native_schema(request.model))
+                if request.attachments:  # streamed into the uploaded file, never inline
+                    inline, pieces = None, _attachment_line(custom_id, request, config)
+                    size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
+                    yield pieces
+                    continue
                 data = dump_line({"key": custom_id, "request": _wire_request(request, config)})
                 size += len(data) + 1
                 if inline is not None:
@@ -329,7 +305,7 @@ class GeminiProvider:
                     src = uploaded.name
                     meta = {"input": "file", "input_file": uploaded.name}
                 job = await self._aio.batches.create(
-                    model=models.pop(), src=src, config={"display_name": key}
+                    model=url_path(model_path(models.pop())), src=src, config={"display_name": key}
                 )
         finally:
             spooled.discard()
@@ -368,8 +344,9 @@ class GeminiProvider:
             items += [item async for _, item in self._file_items(str(pick(dest, "file_name")))]
         read = (self._result("", item, 0.0) for item in items)  # the answers are dropped
         used = [r.response.usage for r in read if r.response is not None]
-        total = Usage(sum(u.input_tokens for u in used), sum(u.output_tokens for u in used),
-                      sum(u.cached_tokens for u in used))
+        total = Usage()
+        for u in used:
+            total = total.plus(u)
         status = batch_status(job)
         if not used:
             return BilledWork(status, status.completed)
@@ -398,7 +375,7 @@ class GeminiProvider:
         if response is not None and not error:
             answer = content_response(response, latency_ms=latency_ms, service_tier="batch")
             return Result(custom_id, "succeeded", response=answer)
-        return Result(custom_id, "errored", error=_item_error(self.name, error))
+        return Result(custom_id, "errored", error=item_error(self.name, error))
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
         with self._translate_errors():
@@ -424,97 +401,6 @@ class GeminiProvider:
         if self._sdk_client is not None:
             await self._sdk_client.aio.aclose()
             self._sdk_client.close()
-
-
-def content_response(
-    answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
-) -> Response:
-    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5.
-
-    ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking
-    tokens are billed as output and counted there. A prompt blocked before any
-    candidate (``promptFeedback.blockReason``) is a content filter.
-    """
-    candidates = pick(answer, "candidates") or []
-    candidate = candidates[0] if candidates else None
-    parts = pick(candidate, "content", "parts") or []
-    text = "".join(pick(p, "text") or "" for p in parts if not pick(p, "thought"))
-    raw = enum_str(pick(candidate, "finish_reason"))
-    stop: StopReason = STOP_REASONS.get(raw or "", "other")
-    if candidate is None and pick(answer, "prompt_feedback", "block_reason"):
-        stop = "content_filter"
-    usage = pick(answer, "usage_metadata")
-    prompt = as_int(pick(usage, "prompt_token_count"))
-    cached = as_int(pick(usage, "cached_content_token_count"))
-    output = as_int(pick(usage, "candidates_token_count")) + as_int(
-        pick(usage, "thoughts_token_count")
-    )
-    return Response(
-        text=text,
-        model=str(pick(answer, "model_version") or ""),
-        stop_reason=stop,
-        usage=Usage(
-            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached
-        ),
-        parsed=parse_json(text) if parse and stop != "content_filter" else None,
-        service_tier=service_tier,
-        latency_ms=latency_ms,
-    )
-
-
-def batch_status(job: Any) -> BatchStatus:
-    """Normalize a BatchJob; an unknown state is running (B9).
-
-    The SDK does not expose ``batchStats`` in Developer-API mode, so counts are 0
-    unless ``completion_stats`` is filled.
-    """
-    raw = enum_str(pick(job, "state")) or ""
-    state = BATCH_STATES.get(raw)
-    stats = pick(job, "completion_stats")
-    completed = as_int(pick(stats, "successful_count"))
-    failed = as_int(pick(stats, "failed_count"))
-    return BatchStatus(
-        state=state or "running",
-        raw_status=raw,
-        request_count=completed + failed + as_int(pick(stats, "incomplete_count")),
-        completed=completed,
-        failed=failed,
-        known=state is not None,
-    )
-
-
-def api_error(provider: str, exc: Any) -> ProviderError:
-    """Classify a google-genai APIError (see :func:`status_error`)."""
-    body = exc.details if isinstance(exc.details, dict) else {}
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    return status_error(provider, int(exc.code) if exc.code else None, body, headers)
-
-
-def status_error(provider: str, status: int | None, body: dict[str, Any],
-                 headers: Mapping[str, str] | None) -> ProviderError:
-    """Classify a Gemini error answer, reading ``RetryInfo`` and ``QuotaFailure``.
-
-    A 429 with ``RetryInfo`` waits ``retryDelay``; one with ``QuotaFailure`` and no
-    ``RetryInfo`` is a daily or free-tier quota (fatal); one with neither retries.
-    ``body`` is the error body as the SDK's APIError keeps it (``{"error": {…}}`` or
-    the inner object).
-    """
-    details = pick(body, "error", "details") or pick(body, "details") or []
-    types = {str(d.get("@type")): d for d in details if isinstance(d, dict)}
-    retry_after = _duration(pick(types.get(_RETRY_INFO), "retryDelay"))
-    if retry_after is None:
-        retry_after = retry_after_seconds(headers) if headers is not None else None
-    quota = status == 429 and _QUOTA_FAILURE in types and retry_after is None
-    error = body.get("error")
-    inner: dict[str, Any] = error if isinstance(error, dict) else body
-    return classify(
-        provider,
-        status,
-        message=inner.get("message"),
-        retry_after=retry_after,
-        code=inner.get("status"),
-        quota=quota,
-    )
 
 
 def _httpx_transport() -> Any:
@@ -545,27 +431,33 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _item_error(provider: str, error: Any) -> ProviderError:
-    """A failed batch item: a google.rpc.Status (rpc code) or an HTTP-style error."""
-    if error is None:
-        return RetryableError(f"{provider}: batch item returned neither response nor error")
-    code = as_int(pick(error, "code"))
-    status = code if code >= 100 else RPC_STATUS.get(code, 500)
-    return classify(provider, status, message=pick(error, "message"), code=pick(error, "status"))
-
-
-def _contents(request: Request) -> list[dict[str, Any]]:
-    """Chat turns in Gemini's form: roles ``user`` and ``model``."""
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
+              ) -> list[dict[str, Any]]:
+    """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
+    ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
+    file's base64), the REST form ``inlineData``."""
     return [
-        {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+        {"role": "model" if m.role == "assistant" else "user",
+         "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
+             m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
         for m in request.chat
     ]
 
 
-def _wire_request(request: Request, config: dict[str, Any]) -> dict[str, Any]:
-    """A GenerateContentRequest in the REST (camelCase) form, for batch file lines."""
+def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
+                     ) -> list[bytes | Attachment]:
+    """A batch file line whose attachments' base64 is streamed in from their files."""
+    blobs = Blobs()
+    return blobs.pieces(dump_line({"key": custom_id,
+                                   "request": _wire_request(request, config, blobs.token)}))
+
+
+def _wire_request(request: Request, config: dict[str, Any],
+                  data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
+    """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
+    and a batch file's line (``data``: a placeholder per attachment there)."""
     generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
-    wire: dict[str, Any] = {"contents": _contents(request), "generationConfig": generation}
+    wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],
@@ -576,18 +468,6 @@ def _wire_request(request: Request, config: dict[str, Any]) -> dict[str, Any]:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
-
-
-def _duration(value: Any) -> float | None:
-    """A protobuf Duration: ``"30s"``, ``"1.5s"`` or ``{"seconds": …, "nanos": …}``."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return as_int(value.get("seconds")) + as_int(value.get("nanos")) / 1e9
-    try:
-        return max(0.0, float(str(value).rstrip("s")))
-    except ValueError:
-        return None
 
 
 def _span_ms(start: Any, end: Any) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agac.providers._attachments import GROQ_LIMITS
 from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider
 
@@ -32,6 +33,8 @@ class GroqProvider(OpenAICompatProvider):
     default_base_url = "https://api.groq.com"
     chat_path = "/openai/v1/chat/completions"
     sdk_base_error = "GroqError"
+    #: Images only, on its vision models (``image_url`` parts).
+    attachment_limits = GROQ_LIMITS
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
         # max_retries=0: the engine owns retries (DESIGN §5).

@@ -19,8 +19,10 @@ import os
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
+from urllib.parse import unquote
 
 from agac.errors import RetryableError, UnsupportedError
+from agac.media import AttachmentLimits, read_verified
 from agac.providers.base import (
     BatchHandle,
     BatchStatus,
@@ -43,8 +45,13 @@ def _digest(*parts: str) -> int:
     return int.from_bytes(h.digest(), "big")
 
 
-def mock_value(schema: dict[str, Any] | None, seed: int, depth: int = 0) -> Any:
-    """A deterministic value that conforms to the common JSON Schema keywords."""
+def mock_value(schema: dict[str, Any] | None, seed: int, depth: int = 0,
+               root: dict[str, Any] | None = None) -> Any:
+    """A deterministic value that conforms to the common JSON Schema keywords; a ``$ref``
+    is followed when it is a pointer into the schema (``#/$defs/label``), the only kind
+    an action's schema holds after validation."""
+    root = schema if root is None else root
+    schema = _pointed(schema, root)
     if not isinstance(schema, dict) or depth > 8:
         return f"mock-{seed % 100000:05d}"
     if "const" in schema:
@@ -53,30 +60,44 @@ def mock_value(schema: dict[str, Any] | None, seed: int, depth: int = 0) -> Any:
         return schema["enum"][seed % len(schema["enum"])]
     for key in ("anyOf", "oneOf"):
         if schema.get(key):
-            return mock_value(schema[key][0], seed, depth + 1)
+            return mock_value(schema[key][0], seed, depth + 1, root)
     if schema.get("allOf"):
         merged: dict[str, Any] = {}
         for part in schema["allOf"]:
-            merged.update(part)
-        return mock_value(merged, seed, depth + 1)
+            merged.update(_pointed(part, root) or {})
+        return mock_value(merged, seed, depth + 1, root)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
     if kind is None:
         kind = "object" if "properties" in schema else "string"
-    return _typed_value(schema, kind, seed, depth)
+    return _typed_value(schema, kind, seed, depth, root)
 
 
-def _typed_value(schema: dict[str, Any], kind: str, seed: int, depth: int) -> Any:
+def _pointed(schema: Any, root: Any) -> Any:
+    """What a ``#/…`` ref points at (JSON pointer, ``~1`` and ``~0`` unescaped)."""
+    ref = schema.get("$ref") if isinstance(schema, dict) else None
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return schema
+    node = root
+    for part in unquote(ref[1:]).split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _typed_value(schema: dict[str, Any], kind: str, seed: int, depth: int,
+                 root: dict[str, Any] | None) -> Any:
     if kind == "object":
         props = schema.get("properties") or {}
         return {
-            name: mock_value(sub, _digest(str(seed), name), depth + 1) for name, sub in props.items()
+            name: mock_value(sub, _digest(str(seed), name), depth + 1, root)
+            for name, sub in props.items()
         }
     if kind == "array":
         n = max(int(schema.get("minItems", 1)), 1)
         n = min(n, int(schema.get("maxItems", n)))
-        return [mock_value(schema.get("items"), seed + i, depth + 1) for i in range(n)]
+        return [mock_value(schema.get("items"), seed + i, depth + 1, root) for i in range(n)]
     if kind == "integer":
         lo = int(schema.get("minimum", 0))
         hi = int(schema.get("maximum", lo + 100))
@@ -106,6 +127,9 @@ class MockProvider:
     sdk_module: str | None = None
     credential_env: tuple[str, ...] = ()
     supports_batch = False
+    #: Every kind of attachment, without limits (the mock reads no bytes; its answers
+    #: depend on each attachment's hash).
+    attachment_limits = AttachmentLimits()
     #: ``providers: mock:`` in agac.yml (the environment variables win).
     options = (
         Option("latency_ms", "number", "milliseconds each call waits before it answers "
@@ -121,6 +145,8 @@ class MockProvider:
         self._attempts: dict[str, int] = defaultdict(int)
 
     async def complete(self, request: Request) -> Response:
+        for att in request.attachments:
+            read_verified(att)  # as every adapter does: the bytes asked about, or nothing
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
         if self.fail_rate > 0:
@@ -132,7 +158,8 @@ class MockProvider:
         return self._answer(request)
 
     def _answer(self, request: Request) -> Response:
-        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed))
+        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed),
+                       *(a.sha256 for a in request.attachments))
         parsed = None
         if request.schema is not None:
             parsed = mock_value(request.schema, seed)

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.media import read_verified
+from agac.providers._attachments import OLLAMA_LIMITS, live_base64
 from agac.providers._common import (
     as_int,
     fallback_system,
@@ -39,19 +41,19 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
+    Message,
     ProviderSettings,
     Request,
     Response,
     Result,
-    StopReason,
     Usage,
 )
 from agac.providers.options import structured_output
+from agac.providers.stops import read_stop
 
 __all__ = ["OllamaProvider"]
 
 DEFAULT_PORT = 11434
-STOP_REASONS: dict[str, StopReason] = {"stop": "end", "length": "max_tokens"}
 _SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.IGNORECASE)
 
 
@@ -65,6 +67,8 @@ class OllamaProvider:
     supports_batch = False
     #: ``run_mode: batch`` runs locally as live calls (the one documented exception).
     local_batch = True
+    #: Images only (the message's ``images``), on a vision model.
+    attachment_limits = OLLAMA_LIMITS
     #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: ollama:`` in agac.yml.
@@ -129,7 +133,7 @@ class OllamaProvider:
             raise FatalError(f"{self.name}: {exc.error}") from exc
 
     def _params(self, request: Request, *, native: bool) -> dict[str, Any]:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        messages = [_message(m, sdk=self._http is None) for m in request.messages]
         options: dict[str, Any] = {"num_predict": request.max_tokens}
         if request.temperature is not None:
             options["temperature"] = request.temperature
@@ -205,18 +209,22 @@ class OllamaProvider:
 
 
 def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
-    """Normalize an Ollama ChatResponse per DESIGN §5 (``length`` is truncation)."""
+    """Normalize an Ollama ChatResponse per DESIGN §5 on both transports (``length`` is
+    truncation; the stop is read by :func:`read_stop`). ``message.thinking`` stays out
+    of the answer."""
     text = pick(answer, "message", "content") or ""
-    raw = str(pick(answer, "done_reason") or "")
+    stop = read_stop("ollama", pick(answer, "done_reason"))
     return Response(
         text=text,
         model=str(pick(answer, "model") or ""),
-        stop_reason=STOP_REASONS.get(raw, "other"),
+        stop_reason=stop.reason,
+        raw_stop=stop.raw,
+        stop_detail=stop.detail,
         usage=Usage(
             input_tokens=as_int(pick(answer, "prompt_eval_count")),
             output_tokens=as_int(pick(answer, "eval_count")),
         ),
-        parsed=parse_json(text) if parse else None,
+        parsed=parse_json(text) if parse and stop.reason == "end" else None,
         latency_ms=latency_ms,
     )
 
@@ -244,3 +252,12 @@ def parse_host(host: str | None) -> str:
 
 def _schema_rejected(err: ProviderError) -> bool:
     return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
+
+
+def _message(m: Message, *, sdk: bool) -> dict[str, Any]:
+    """A chat message; its images as the ``images`` list — base64 on the wire, the bytes
+    themselves for the SDK (whose ``Image`` would take a long string for a path)."""
+    if not m.attachments:
+        return {"role": m.role, "content": m.content}
+    images = [read_verified(a) if sdk else live_base64(a) for a in m.attachments]
+    return {"role": m.role, "content": m.content, "images": images}

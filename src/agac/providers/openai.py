@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agac.providers._attachments import OPENAI_LIMITS
 from agac.providers._openai_compat import OpenAICompatProvider
 
 __all__ = ["OpenAIProvider"]
@@ -30,6 +31,8 @@ class OpenAIProvider(OpenAICompatProvider):
     default_base_url = "https://api.openai.com/v1"
     chat_path = "/chat/completions"
     sdk_base_error = "OpenAIError"
+    #: Images and PDFs (``image_url`` and ``file`` parts) and their limits.
+    attachment_limits = OPENAI_LIMITS
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
         # max_retries=0: the engine owns retries (DESIGN §5).

@@ -26,6 +26,7 @@ later lookups of that model read only the file. The library is imported on a mis
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import threading
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agac.errors import ConfigError, Problem
 from agac.providers.base import Usage
 
 __all__ = ["Price", "PriceLibrary", "PriceTable", "Rates", "cost_usd", "default_library"]
@@ -46,18 +48,26 @@ _LIBRARY_PROVIDER = {"gemini": "google"}
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """USD per million tokens; cached reads and cache writes default to the input rate."""
+    """USD per million tokens; cached reads and cache writes default to the input rate.
+    ``tools`` is USD per use of a provider's server tool (``web_search``, …); a tool it
+    does not name is unpriced (its uses cost 0 here and are marked by ``agac cost``)."""
 
     input: float
     output: float
     cached_input: float | None = None
     cache_write: float | None = None
+    tools: tuple[tuple[str, float], ...] = ()
 
     def cost(self, usage: Usage, *, cached_as_input: bool = False) -> float:
         cached = self.input if cached_as_input or self.cached_input is None else self.cached_input
         write = self.input if self.cache_write is None else self.cache_write
-        return (usage.input_tokens * self.input + usage.cached_tokens * cached
-                + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
+        # Reasoning tokens are a part of output_tokens: billed once, as output.
+        tokens = (usage.input_tokens * self.input + usage.cached_tokens * cached
+                  + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
+        if not usage.server_tools:
+            return tokens
+        per_use = dict(self.tools)
+        return tokens + sum(n * per_use.get(name, 0.0) for name, n in usage.server_tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +86,12 @@ class Price:
     """(input tokens above which, live rates, batch rates), lowest threshold first."""
     source: str = "agac.yml"
 
+    tools: tuple[tuple[str, float], ...] = ()
+    """USD per use of each server tool the price knows (live)."""
+
     @property
     def live(self) -> Rates:
-        return Rates(self.input, self.output, self.cached_input, self.cache_write)
+        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools)
 
     @property
     def batch_derived(self) -> bool:
@@ -111,7 +124,7 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None,
                  library: PriceLibrary | None = None) -> None:
-        self._overrides = {model: _coerce(value) for model, value in (overrides or {}).items()}
+        self._overrides = {model: _coerce(model, value) for model, value in (overrides or {}).items()}
         self._library = library
         self._memo: dict[str, Price | None] = {}
 
@@ -138,6 +151,15 @@ class PriceTable:
             return 0.0
         return cost_usd(price, usage, tier, provider=model.partition("/")[0])
 
+    def unpriced_tools(self, model: str, tools: list[str] | tuple[str, ...]) -> list[str]:
+        """The server tools of ``tools`` the model's price does not know (their uses cost 0
+        in the ledger: marked ``unpriced`` by ``agac cost``). None for free models."""
+        price = self.get(model)
+        if price is FREE:
+            return []
+        known = {name for name, _ in price.tools} if price is not None else set()
+        return sorted(t for t in tools if t not in known)
+
     def status(self, model: str, tier: str = "live") -> str | None:
         """``unpriced`` (no price: its cost shows as 0), ``derived`` (a batch call at
         half the live price), or None."""
@@ -149,12 +171,19 @@ class PriceTable:
         return None
 
 
-def _coerce(value: Any) -> Price:
+def _coerce(model: str, value: Any) -> Price:
+    """A project's price of ``model``; ConfigError when a number in it is not finite (a
+    price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    data = value if isinstance(value, Mapping) else {
-        k: getattr(value, k, None)
-        for k in ("input", "output", "cached_input", "cache_write", "batch_discount")}
+    keys = ("input", "output", "cached_input", "cache_write", "batch_discount")
+    data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
+    for key in keys:
+        number = data.get(key)
+        if number is not None and not _finite(number):
+            raise ConfigError(problems=[Problem(
+                "invalid_value", f"prices.{model}.{key} must be a finite number, got {number!r}",
+                file="agac.yml", path=f"prices.{model}.{key}")])
     return Price(input=float(data.get("input") or 0.0), output=float(data.get("output") or 0.0),
                  cached_input=_opt(data.get("cached_input")),
                  cache_write=_opt(data.get("cache_write")),
@@ -163,6 +192,13 @@ def _coerce(value: Any) -> Price:
 
 def _opt(v: Any) -> float | None:
     return None if v is None else float(v)
+
+
+def _finite(number: Any) -> bool:
+    try:
+        return math.isfinite(float(number))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 # -- the price library ------------------------------------------------------------------------
@@ -220,7 +256,8 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            self._file = base / f"prices-{version}.json"
+            # "2": entries carry server-tool prices (older files lack them).
+            self._file = base / f"prices-2-{version}.json"
         return self._file
 
 
@@ -277,9 +314,25 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
         return None  # priced by something other than tokens (images, audio, requests)
     batch_rates = {k: getattr(batch, k, None) for k in keys}
-    return {"live": {k: _rate_json(v) for k, v in live_rates.items()},
-            "batch": ({k: _rate_json(v) for k, v in batch_rates.items()}
-                      if batch_rates != live_rates else None)}
+    live_json: dict[str, Any] = {k: _rate_json(v) for k, v in live_rates.items()}
+    batch_json: dict[str, Any] = {k: _rate_json(v) for k, v in batch_rates.items()}
+    live_json["tools"], batch_json["tools"] = _tool_rates(live), _tool_rates(batch)
+    return {"live": live_json, "batch": batch_json if batch_json != live_json else None}
+
+
+_TOOL_PRICES = {"web_search": "web_searches_kcount", "code_execution": "code_executions_kcount",
+                "file_search": "storage_searches_kcount"}
+"""agac's server-tool names -> genai-prices' price per thousand uses."""
+
+
+def _tool_rates(model_price: Any) -> dict[str, float]:
+    """USD per use of each server tool genai-prices prices for a model."""
+    out = {}
+    for name, key in _TOOL_PRICES.items():
+        value = getattr(model_price, key, None)
+        if value is not None and getattr(value, "tiers", None) is None:
+            out[name] = float(value) / 1000
+    return out
 
 
 def _rate_json(value: Any) -> Any:
@@ -307,11 +360,12 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
                 if above is not None and above >= start:
                     price = float(p)
             return price
+        tools = tuple(sorted((str(k), float(v)) for k, v in (raw.get("tools") or {}).items()))
         return Rates(at("input_mtok") or 0.0, at("output_mtok") or 0.0,
-                     at("cache_read_mtok"), at("cache_write_mtok"))
+                     at("cache_read_mtok"), at("cache_write_mtok"), tools)
 
     base = rates(live, None)
-    return Price(base.input, base.output, base.cached_input, base.cache_write,
+    return Price(base.input, base.output, base.cached_input, base.cache_write, tools=base.tools,
                  batch=rates(batch, None) if batch else None,
                  tiers=tuple((above, rates(live, above), rates(batch, above) if batch else None)
                              for above in thresholds),

@@ -4,7 +4,8 @@ Failures are counted per user name and per client address over a window; past a 
 every further attempt on that name or from that address waits before it is even checked
 — 1 s, 2 s, 4 s … up to a cap — whether its password is right or not, so guessing gets
 slow without telling the guesser anything. A success clears the name's count. The counts
-live in the service process (one ``agac serve`` per store; see docs/architecture.md).
+live in the service process (one ``agac serve`` per store; see
+docs/decisions/0004-slow-failed-sign-ins-in-process.md).
 """
 
 from __future__ import annotations

@@ -14,14 +14,16 @@ import concurrent.futures
 import contextlib
 import itertools
 import operator
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from agac.clock import SYSTEM, Clock
-from agac.errors import LeaseLost, StoreError
+from agac.errors import LeaseLost, StoreError, StoreGone
 from agac.store.database import (
     DriverFailure,
     create_store_engine,
@@ -50,8 +52,11 @@ class StoreCore:
         self._bulk_cache: dict[tuple[str, str, int, tuple[str, ...] | None], str] = {}
         self.notes: list[str] = []
         """What the user should hear about the store itself (a storage point's torn log, O3)."""
+        self._file = _sqlite_file(self.engine)
+        self._identity: tuple[int, int] | None = None
         if migrate:
             upgrade(self.engine)
+        self._remember_file()
 
     @property
     def dialect(self) -> str:
@@ -111,9 +116,60 @@ class StoreCore:
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[Connection]:
         """One transaction, inside the error guard: committed on success, rolled back on
-        any error."""
+        any error. A SQLite file store first checks that its path still names the file it
+        opened (S7)."""
+        if self._file is not None:
+            self._check_file(what)
         with _guard(what, self.url), self.engine.begin() as conn:
             yield conn
+        if self._identity is None:
+            self._remember_file()
+
+    # -- the file under a SQLite store (S7) -----------------------------------------------------
+
+    def files(self) -> tuple[Path, ...]:
+        """The files of a SQLite file store — its database and what SQLite and agac keep
+        beside it (``-wal``, ``-shm``, ``-journal``, ``.migrate-lock``) — which nothing but
+        the store may write (an export refuses them, X1); none for other stores."""
+        if self._file is None:
+            return ()
+        db = Path(self._file)
+        return (db, *(db.with_name(db.name + end)
+                      for end in ("-wal", "-shm", "-journal", ".migrate-lock")))
+
+    def _remember_file(self) -> None:
+        """Note which file the store's path names now: device and inode (None until it
+        exists; the first write creates it)."""
+        if self._file is None:
+            return
+        try:
+            st = os.stat(self._file)
+        except OSError:
+            return
+        self._identity = (st.st_dev, st.st_ino)
+
+    def _check_file(self, what: str) -> None:
+        """StoreGone when the store's path no longer names the file this store opened (it
+        was deleted, or replaced by another file): whatever is written from here on would
+        be lost with the deleted file, or mixed into a store that is not this one."""
+        if self._identity is None:
+            return
+        try:
+            st = os.stat(self._file)  # type: ignore[arg-type]  # _identity implies a file
+        except FileNotFoundError:
+            now = "no longer exists"
+        except OSError as exc:
+            raise StoreError(f"cannot {what}: cannot check the store file {self._file}: "
+                             f"{exc.strerror or exc}") from exc
+        else:
+            if (st.st_dev, st.st_ino) == self._identity:
+                return
+            now = "now names another file"
+        raise StoreGone(
+            f"cannot {what}: the store file {self._file} {now} — it was deleted or replaced "
+            "while this process had it open, so nothing more is written",
+            hint="restore the store file from a backup if you have one; otherwise the state "
+                 "written by this process is gone, and the next `agac run` starts afresh")
 
     # -- the fence (S3) -----------------------------------------------------------------------
 
@@ -199,6 +255,16 @@ class StoreCore:
                 f"INSERT INTO {table.name} ({', '.join(names)}) VALUES "
                 f"{', '.join([row] * size)} {suffix}")
         return sql
+
+
+def _sqlite_file(engine: Engine) -> str | None:
+    """The absolute path of a SQLite file store's database; None for other stores."""
+    if engine.dialect.name != "sqlite":
+        return None
+    path = engine.url.database
+    if not path or path == ":memory:":
+        return None
+    return os.path.abspath(path)
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["HEAD_REVISION", "WORK_CHANNEL", "DialectHooks", "DriverFailure", "create_store_engine",
            "describe_driver_error", "dialect_hooks", "display_url", "normalize_url", "upgrade"]
 
-HEAD_REVISION = "0009"
+HEAD_REVISION = "0014"
 IDLE_IN_TRANSACTION_MS = 10_000
 """PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
 default lease TTL."""

@@ -383,6 +383,7 @@ class OutcomeRepository(StoreCore):
                         sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
                         sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),
                         sa.func.sum(u.c.output_tokens).label("output_tokens"),
+                        sa.func.sum(u.c.reasoning_tokens).label("reasoning_tokens"),
                         sa.func.sum(u.c.cost_usd).label("cost_usd"),
                     )
                     .where(u.c.run_id.in_(list(run_ids)))
@@ -391,6 +392,18 @@ class OutcomeRepository(StoreCore):
                               u.c.origin.is_not(None))
                 ).all()
             )
+
+    def usage_tool_uses(self, run_ids: Sequence[str]) -> list[Row]:
+        """The rows of these runs that used a provider's server tools: the
+        (action, kind, provider, model, tier, origin) group of each and its
+        ``server_tools`` JSON (few rows: most calls use none)."""
+        u = t.usage
+        with self._read() as conn:
+            return list(conn.execute(
+                sa.select(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
+                          u.c.server_tools)
+                .where(u.c.run_id.in_(list(run_ids)), u.c.server_tools.is_not(None))
+            ).all())
 
     def unit_usage(self, run_id: str, unit_key: str) -> list[Row]:
         with self._read() as conn:

@@ -26,7 +26,8 @@ __all__ = ["AnswerRow", "BatchIntent", "Checkpoint", "EventRow", "FanoutRow", "I
 
 
 class RecordRow(NamedTuple):
-    """One record of an input snapshot (table ``records``); ``payload`` is JSON text."""
+    """One record of an input snapshot (table ``records``): its key, where it came from,
+    its payload as JSON text, or the reason it is invalid."""
 
     snapshot_id: str
     seq: int
@@ -79,7 +80,11 @@ class ToolResultRow(NamedTuple):
 
 
 class UsageRow(NamedTuple):
-    """One call (or tool invocation) in the cost ledger (table ``usage``)."""
+    """One call (or tool invocation) in the cost ledger (table ``usage``).
+
+    ``reasoning_tokens`` are a part of ``output_tokens``; ``server_tools`` is the
+    provider's billed tool uses as compact JSON (``{"web_search": 2}``, None for none);
+    ``request_id`` the provider's id of the call, for its support."""
 
     run_id: str
     action: str
@@ -100,6 +105,9 @@ class UsageRow(NamedTuple):
     fingerprint: str | None
     created_at: float
     origin: str | None = None
+    reasoning_tokens: int = 0
+    server_tools: str | None = None
+    request_id: str | None = None
 
 
 class EventRow(NamedTuple):

@@ -196,11 +196,25 @@ class RunRepository(StoreCore):
             )
             return res.rowcount == 1
 
-    def discard_run(self, run_id: str) -> bool:
+    def discard_run(self, run_id: str, lease_token: int) -> bool:
         """Undo the admission of a run that never started executing: its carried outcomes,
-        events, action states, fan-out counts and its row go. Refused (False, nothing
-        deleted) when anything shows it did start: usage, batches, effects, proposals."""
+        events, action states, fan-out counts, its lease and its row go.
+
+        Only the process that admitted the run and then took its lease may discard it, and
+        only while nobody took the lease since: ``lease_token`` must still be the lease's
+        token (a compare-and-set in the same transaction), so a process that continued
+        the run in the meantime keeps it. Refused (False, nothing deleted) when the lease
+        moved on, or when anything shows the run did start: usage, batches, effects,
+        proposals."""
+        lease = run_lease(run_id)
         with self._write("discard the run") as conn:
+            # First statement: it takes the write lock (SQLite) or the lease's row lock
+            # (PostgreSQL), so nobody takes the lease until this transaction ends.
+            held = conn.execute(t.leases.update()
+                                .where(t.leases.c.name == lease, t.leases.c.token == lease_token)
+                                .values(token=lease_token)).rowcount
+            if held != 1:
+                return False
             for table in (t.usage, t.batches, t.effects, t.approvals):
                 if conn.execute(sa.select(sa.literal(1)).where(table.c.run_id == run_id)
                                 .limit(1)).first() is not None:
@@ -208,6 +222,7 @@ class RunRepository(StoreCore):
             for table in (t.outcomes, t.events, t.run_actions, t.fanouts):
                 conn.execute(table.delete().where(table.c.run_id == run_id))
             conn.execute(t.runs.delete().where(t.runs.c.id == run_id))
+            conn.execute(t.leases.delete().where(t.leases.c.name == lease))
             return True
 
     def get_run(self, run_id: str, *, tenants: Tenants = None) -> RunRecord | None:
@@ -289,6 +304,8 @@ class RunRepository(StoreCore):
             for snap in orphans:
                 counts["records"] += conn.execute(
                     t.records.delete().where(t.records.c.snapshot_id == snap)).rowcount
+                conn.execute(t.snapshot_attachments.delete()
+                             .where(t.snapshot_attachments.c.snapshot_id == snap))
                 conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snap))
         return counts
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from agac.jsontext import dumps
+from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.core import StoreCore
 from agac.store.rows import RecordRow
@@ -31,22 +31,41 @@ class SnapshotRepository(StoreCore):
 
     def write_snapshot(
         self, snapshot_id: str, files: list[dict[str, Any]],
-        rows: Iterable[dict[str, Any] | RecordRow],
+        rows: Iterable[RecordRow | dict[str, Any]],
+        attachments: Iterable[tuple[str, str, int, str]] = (),
     ) -> int:
         """Store an input snapshot streaming, in chunks; returns its record count. Rows are
-        :class:`~agac.store.rows.RecordRow` values (bound as they are: the fast path) or
-        dicts keyed by column, ``snapshot_id`` filled in."""
+        :class:`RecordRow` values of this snapshot, or dicts keyed by column name (given
+        the snapshot's id here).
+
+        Several processes admitting runs over the same input at once (S6) write it once:
+        the first insert of the snapshot's row wins, and the others (on PostgreSQL, after
+        waiting for the winner's transaction) find it complete, fill ``files`` from it and
+        read none of ``rows``. A row left incomplete by an older agac is written again.
+        ``attachments`` — (path, sha256, size, media type) of each file the records attach —
+        are written with it."""
         count = 0
+        s = t.snapshots
         with self._write("snapshot the input") as conn:
-            conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
-            conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snapshot_id))
-            conn.execute(
-                t.snapshots.insert().values(
+            inserted = conn.execute(
+                self.hooks.insert(s).values(
                     id=snapshot_id, files=dumps(files), record_count=0,
                     complete=False, created_at=self.clock.time(),
-                )
-            )
-            chunk: list[Any] = []
+                ).on_conflict_do_nothing(index_elements=["id"]).returning(s.c.id)
+            ).first()
+            if inserted is None:
+                stored = conn.execute(sa.select(s).where(s.c.id == snapshot_id)).first()
+                if stored is not None and stored.complete:
+                    files[:] = loads(stored.files)
+                    return int(stored.record_count)
+            conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+            sa_ = t.snapshot_attachments
+            conn.execute(sa_.delete().where(sa_.c.snapshot_id == snapshot_id))
+            files_rows = [{"snapshot_id": snapshot_id, "path": p, "sha256": h, "size": n,
+                           "media_type": m} for p, h, n, m in attachments]
+            for i in range(0, len(files_rows), _CHUNK):
+                self._bulk(conn, sa_, files_rows[i:i + _CHUNK])
+            chunk: list[RecordRow | dict[str, Any]] = []
             for row in rows:
                 if isinstance(row, dict):
                     row["snapshot_id"] = snapshot_id
@@ -65,6 +84,14 @@ class SnapshotRepository(StoreCore):
                 .values(record_count=count, complete=True, files=dumps(files))
             )
         return count
+
+    def snapshot_attachments(self, snapshot_id: str) -> dict[str, tuple[str, int]]:
+        """path -> (sha256, size) of every file the snapshot's records attach."""
+        sa_ = t.snapshot_attachments
+        with self._read() as conn:
+            rows = conn.execute(sa.select(sa_.c.path, sa_.c.sha256, sa_.c.size)
+                                .where(sa_.c.snapshot_id == snapshot_id)).all()
+        return {r.path: (r.sha256, int(r.size)) for r in rows}
 
     def snapshot_info(self, snapshot_id: str) -> Row | None:
         with self._read() as conn:

@@ -87,6 +87,18 @@ records = sa.Table(
 )
 sa.Index("ix_records_key", records.c.snapshot_id, records.c.key)
 
+# The files a snapshot's records attach, as they were at admission: path, hash, size and
+# media type, never the bytes (migration 0014).
+snapshot_attachments = sa.Table(
+    "snapshot_attachments",
+    metadata,
+    sa.Column("snapshot_id", sa.String(64), primary_key=True),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("media_type", sa.String(40), nullable=False),
+)
+
 outcomes = sa.Table(
     "outcomes",
     metadata,
@@ -158,6 +170,11 @@ usage = sa.Table(
     # "unknown" until a later answer to the same request gives it real usage ("priced").
     sa.Column("origin", sa.String(8), nullable=True),
     _tenant(),
+    # Part of output_tokens, shown apart; the provider's billed tool uses as JSON
+    # ({"web_search": 2}); the provider's request id of the call (migration 0012).
+    sa.Column("reasoning_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("server_tools", sa.Text, nullable=True),
+    sa.Column("request_id", sa.String(200), nullable=True),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
 sa.Index("ix_usage_unknown", usage.c.origin, usage.c.status)

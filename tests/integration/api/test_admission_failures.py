@@ -98,7 +98,7 @@ def test_s3_a_held_lease_admits_nothing_and_ends_nothing(proj: Path, other_owner
     workflow = api.load_workflow(GOOD, project)
     store = api.open_store(project)
     try:
-        open_run, _ = open_or_admit(project, store, workflow, RunOptions())  # admitted, not run
+        open_run, _, _ = open_or_admit(project, store, workflow, RunOptions())  # admitted, not run
         store.acquire_lease(f"run:{open_run.id}", host=socket.gethostname(), pid=other_owner.pid,
                             ttl=60)
     finally:
@@ -127,8 +127,8 @@ def test_different_records_while_a_run_is_open_are_refused_naming_new(proj: Path
     store = api.open_store(project)
     try:
         with given_records(first, project) as source:
-            open_run, _ = open_or_admit(project, store, api.load_workflow(wf, project, records=True),
-                                        RunOptions(source=source))
+            open_run, _, _ = open_or_admit(project, store, api.load_workflow(wf, project, records=True),
+                                           RunOptions(source=source))
     finally:
         store.close()
     with pytest.raises(UsageError, match=r"new=True"):

@@ -124,3 +124,19 @@ def test_p1_no_proxy_bypasses(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_PROXY", "internal.example")
     assert env_proxy("https://api.anthropic.com/v1/messages") == "http://proxy.example:3128"
     assert env_proxy("https://llm.internal.example/v1/chat/completions") is None
+
+
+async def test_i29_9_a_model_name_reaches_the_provider_encoded(emulator: Any) -> None:
+    """A Gemini model name holding ``:`` goes into the URL percent-encoded: the server
+    sees one model segment (``tuned:v1``) before the method, not a second method."""
+    import dataclasses
+
+    adapter = provider_class("gemini")(ProviderSettings(name="gemini"))
+    try:
+        request = dataclasses.replace(make_request("gemini"), model="tuned:v1")
+        answer = await adapter.complete(request)
+    finally:
+        await adapter.aclose()
+    assert answer.parsed is not None
+    (entry,) = [e for e in emulator.requests() if e["op"] == "chat"]
+    assert entry["path"].endswith("/models/tuned:v1:generateContent"), entry

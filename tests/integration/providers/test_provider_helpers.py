@@ -61,9 +61,12 @@ def test_classify(status: int | None, kwargs: dict, expected: type) -> None:
 
 def test_error_fields_reads_wrapped_and_bare_bodies() -> None:
     bare = {"message": "no", "type": "insufficient_quota", "code": "insufficient_quota"}
-    assert error_fields(bare) == ("insufficient_quota", "insufficient_quota", "no")
+    assert error_fields(bare) == ("insufficient_quota", "insufficient_quota", "no", None)
     assert error_fields({"error": bare}) == error_fields(bare)
-    assert error_fields("plain text") == (None, None, "plain text")
+    assert error_fields("plain text") == (None, None, "plain text", None)
+    # OpenAI's code may be an integer or null, and param may be set.
+    numeric = {"message": "slow down", "type": "requests", "code": 429, "param": "model"}
+    assert error_fields({"error": numeric}) == ("429", "requests", "slow down", "model")
 
 
 def test_strict_compatible() -> None:

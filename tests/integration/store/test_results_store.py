@@ -52,7 +52,8 @@ def test_discard_run_undoes_an_admission_that_never_started(store: Store) -> Non
     _run(store, "r1")
     store.checkpoint(Checkpoint(outcomes=[_outcome("r1", 0, "k0")], events=[
         EventRow("r1", "run_admitted", None, None, "{}", time.time())]))
-    assert store.discard_run("r1") is True
+    token = store.acquire_lease("run:r1", host="h", pid=1, ttl=30)
+    assert store.discard_run("r1", token) is True
     assert store.get_run("r1") is None and store.open_run("wf", tenant="default") is None
     assert store.results_between("r1", "snap", 0, 5)[1] == []
     assert store.snapshot_complete("snap")  # the snapshot is shared: kept
@@ -63,5 +64,6 @@ def test_discard_run_refuses_a_run_that_paid_for_something(store: Store) -> None
     store.checkpoint(Checkpoint(usage=[UsageRow(
         "r2", "a", "k0", 1, "llm", "mock", "m", "live", 1, 0, 0, 1, 0.0, 1.0, "succeeded", None,
         None, time.time())]))
-    assert store.discard_run("r2") is False
+    token = store.acquire_lease("run:r2", host="h", pid=1, ttl=30)
+    assert store.discard_run("r2", token) is False
     assert store.get_run("r2") is not None

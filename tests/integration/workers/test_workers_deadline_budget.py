@@ -183,8 +183,8 @@ def test_r5_budget_in_worker_mode_ends_exhausted_within_the_per_shard_bound(
     assert all(r["shards"] for r in reports), reports
     assert sum(len(r["finalized"]) for r in reports) == 1
 
-    # The documented bound (docs/architecture.md, per-shard budgets): the cap plus the
-    # worst case of the calls in flight in every worker at once.
+    # The documented bound (docs/decisions/0051-worker-budgets-through-the-ledger.md): the
+    # cap plus the worst case of the calls in flight in every worker at once.
     # (a mock request's input tokens are the estimate's ceil(chars / 4); max_tokens is 16)
     worst = (query(fresh_pg_database, "SELECT max(input_tokens) FROM usage WHERE run_id = %s",
                    run_id)[0][0] + 16) * 0.001

@@ -126,14 +126,14 @@ def _doc_blocks() -> list[tuple[str, Any]]:
     """Workflow examples in the docs: YAML blocks holding ``actions`` (a whole workflow or
     a fragment of one), and lists of actions. agac.yml examples are not workflows."""
     blocks = []
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = path.read_text(encoding="utf-8")
         for n, block in enumerate(re.findall(r"```ya?ml\n(.*?)```", text, re.DOTALL), 1):
             value = yaml.safe_load(block)
             if isinstance(value, dict) and "actions" in value:
-                blocks.append((f"{path.name}#{n}", value))
+                blocks.append((f"{path.relative_to(ROOT).as_posix()}#{n}", value))
             elif isinstance(value, list):
-                blocks.append((f"{path.name}#{n}", {"actions": value}))
+                blocks.append((f"{path.relative_to(ROOT).as_posix()}#{n}", {"actions": value}))
     return blocks
 
 

@@ -39,8 +39,9 @@ def test_i23_2_the_columns_templates_guards_and_fan_outs_read() -> None:
         llm("{{ item }}", name="b", fan_out=FanOutSpec(over="source.tags")),
         Action(name="t", kind="tool", function="m:f",
                context=ContextSpec(observe=("source.email", "a.text"))),
+        llm("Read it", name="c", attachments=("{{ source.file }}",)),
     )
-    assert source_columns(workflow) == {"text", "meta", "sys", "stars", "tags", "email"}
+    assert source_columns(workflow) == {"text", "meta", "sys", "stars", "tags", "email", "file"}
 
 
 @pytest.mark.parametrize("action", [
@@ -58,11 +59,11 @@ def test_i23_2_reading_the_whole_record_reads_every_column(action: Action) -> No
 def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
     """A new string field on Action must be judged here: does it hold a template that
     may read ``source``? (Else projection would drop the columns it reads.)"""
-    strings = {f.name for f in dataclasses.fields(Action) if "str" in str(f.type)
-               and "tuple" not in str(f.type)}
+    strings = {f.name for f in dataclasses.fields(Action) if "str" in str(f.type)}
     not_templates = {"name", "kind", "model", "provider", "model_name", "run_mode", "function",
-                     "gate", "join", "failure_policy", "schema"}
-    assert strings - not_templates == {k for k, _ in TEMPLATE_FIELDS}
+                     "gate", "join", "failure_policy", "schema", "dependencies", "ancestors",
+                     "attachments_position"}
+    assert strings - not_templates == {k for k, _ in TEMPLATE_FIELDS} | {"attachments"}
 
 
 class _Reads(io.FileIO):

@@ -50,6 +50,8 @@ from agac.store.approvals import STALE_APPROVAL_STATES
 from agac.store.rows import Checkpoint
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
     from agac.config.project import Project
     from agac.store.repository import Store
 
@@ -170,7 +172,7 @@ def revise(project: Project, store: Store, ref: str, who: str | Decider | None,
     store.checkpoint(_event(row, "approval_revised", {
         "proposal": row.id, "revision": new["id"], "by": name, "changes": sorted(changes)},
         store.clock.time()))
-    return proposal_dict(store.get_proposal(new["id"]))
+    return proposal_dict(_stored(store, new["id"]))
 
 
 def parse_changes(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
@@ -192,7 +194,14 @@ def parse_changes(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
 # -- internals ------------------------------------------------------------------------------
 
 
-def _one(store: Store, ref: str, tenants: Collection[str]) -> Any:
+def _stored(store: Store, proposal_id: str) -> Row:
+    """The proposal ``proposal_id`` as stored right after this process wrote it."""
+    row = store.get_proposal(proposal_id)
+    assert row is not None, proposal_id
+    return row
+
+
+def _one(store: Store, ref: str, tenants: Collection[str]) -> Row:
     """The proposal ``ref`` names among those of ``tenants``: another tenant's is not
     found, exactly like one that does not exist (T2)."""
     rows = store.find_proposals(ref, tenants=tenants) if ref else []
@@ -207,7 +216,7 @@ def _when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) if at else "?"
 
 
-def _check_decidable(project: Project, store: Store, row: Any, who: str, secret: bytes) -> None:
+def _check_decidable(project: Project, store: Store, row: Row, who: str, secret: bytes) -> None:
     """Raise the refusal that applies to ``who`` deciding on ``row`` now, if any."""
     why = tampered(secret, row)
     if why is not None:
@@ -229,7 +238,7 @@ def _check_decidable(project: Project, store: Store, row: Any, who: str, secret:
         raise NotAnApprover(f"{refusal}: may not decide on proposal {row.id}")
 
 
-def _stale_reason(store: Store, row: Any) -> str:
+def _stale_reason(store: Store, row: Row) -> str:
     if row.state == "superseded":
         newer = [r for r in store.unit_proposals(row.workflow, row.action, row.unit_key,
                                                  tenant=row.tenant)
@@ -244,7 +253,7 @@ def _stale_reason(store: Store, row: Any) -> str:
     return f"it is {row.state}"
 
 
-def _decide(project: Project, store: Store, row: Any, who: str, state: str,
+def _decide(project: Project, store: Store, row: Row, who: str, state: str,
             reason: str | None) -> dict[str, Any]:
     secret = load_secret(project.root)
     _check_decidable(project, store, row, who, secret)
@@ -262,10 +271,10 @@ def _decide(project: Project, store: Store, row: Any, who: str, state: str,
         "proposal": row.id, "state": state, "by": who, "reason": reason}, store.clock.time()))
     # a run waiting on batches walks its units again
     store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
-    return proposal_dict(store.get_proposal(row.id))
+    return proposal_dict(_stored(store, row.id))
 
 
-def _event(row: Any, kind: str, data: dict[str, Any], now: float) -> Checkpoint:
+def _event(row: Row, kind: str, data: dict[str, Any], now: float) -> Checkpoint:
     return run_event(row.run_id, kind, data, now, action=row.action, unit_key=row.unit_key)
 
 

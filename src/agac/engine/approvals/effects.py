@@ -36,13 +36,15 @@ from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, effect_id, invoke_tool, tool_output
 from agac.errors import NotFound, RefusedError
-from agac.jsontext import dumps
+from agac.jsontext import dumps, storable_text
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
 from agac.store.effects import UNSETTLED_EFFECT_STATES
 from agac.usercode import describe, fails_only_its_unit
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
     from agac.config.project import Project
     from agac.engine.actions import ActionRuntime
     from agac.engine.outcomes.gateway import StoreGateway
@@ -125,7 +127,7 @@ class Effects:
             if not fails_only_its_unit(exc):
                 raise
             detail = self.out.redact(exc.detail if isinstance(exc, Fail) else describe(exc))
-            tb = self.out.redact(traceback.format_exc())
+            tb = self.out.redact(storable_text(traceback.format_exc()))
             await self.gateway.call(self.store.update_effect, key, state="failed", error=detail,
                                     lease=self.gateway.fence)
             await self.out.record_tool(rt, rec, 1, started, tb, input_hash)
@@ -141,13 +143,13 @@ class Effects:
 # -- for people: agac effects list / resolve / compensate ------------------------------------
 
 
-def _called_before_tenants(row: Any) -> bool:
+def _called_before_tenants(row: Row) -> bool:
     """Whether the effect was in flight, under its old key, when the store was upgraded to
     tenants (migration 0009)."""
     return bool(row.resolution) and "key_before_tenants" in json.loads(row.resolution)
 
 
-def effect_dict(row: Any) -> dict[str, Any]:
+def effect_dict(row: Row) -> dict[str, Any]:
     return {"id": effect_id(row.key), "key": row.key, "tenant": row.tenant,
             "workflow": row.workflow, "action": row.action, "record": row.unit_key,
             "function": row.function, "idempotent": bool(row.idempotent), "state": row.state,
@@ -158,7 +160,14 @@ def effect_dict(row: Any) -> dict[str, Any]:
             "created_at": row.created_at, "updated_at": row.updated_at}
 
 
-def _one(store: Store, ref: str, tenants: Collection[str]) -> Any:
+def _stored(store: Store, key: str) -> Row:
+    """The effect ``key`` as stored right after this process wrote it."""
+    row = store.get_effect(key)
+    assert row is not None, key
+    return row
+
+
+def _one(store: Store, ref: str, tenants: Collection[str]) -> Row:
     """The effect ``ref`` names among those of ``tenants``: another tenant's is not found,
     exactly like one that does not exist (T2)."""
     rows = store.find_effect(ref, tenants=tenants)
@@ -182,7 +191,7 @@ def resolve_effect(store: Store, ref: str, done: bool, *, tenants: Collection[st
                         resolution=dumps({"state": state, "at": store.clock.time()}))
     # its unit can move now: walk the records again
     store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
-    return effect_dict(store.get_effect(row.key))
+    return effect_dict(_stored(store, row.key))
 
 
 def compensate_effect(project: Project, store: Store, ref: str, *,
@@ -216,4 +225,4 @@ def compensate_effect(project: Project, store: Store, ref: str, *,
                            "the effect is unchanged") from exc
     store.update_effect(row.key, state="compensated",
                         resolution=dumps({"compensation": result, "at": store.clock.time()}))
-    return effect_dict(store.get_effect(row.key))
+    return effect_dict(_stored(store, row.key))

@@ -53,6 +53,10 @@ from agac.providers.base import canonical_json, fingerprint_of
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqlalchemy.engine import Row
+
     from agac.clock import Clock
     from agac.config.project import Project
     from agac.engine.actions import ActionRuntime
@@ -148,7 +152,7 @@ class ApprovalGate:
         await self._propose(rt, rec, subject, arguments)
         return None
 
-    async def _trusted(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> Any:
+    async def _trusted(self, rt: ActionRuntime, rec: UnitRecord, row: Row | None) -> Row | None:
         """``row``, or None when its content or decision does not match its signatures (it
         is then marked ``altered``: never acted on, a new proposal is made)."""
         if row is None or row.state in ("superseded", "withdrawn", "revoked", "altered"):
@@ -161,7 +165,7 @@ class ApprovalGate:
         await self.out.event("approval_altered", rt.name, rec.key, proposal=row.id, why=why)
         return None
 
-    async def _still_approver(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> bool:
+    async def _still_approver(self, rt: ActionRuntime, rec: UnitRecord, row: Row) -> bool:
         """A3, T3: the decider is still one of the run's approvers for this action — and,
         with ``identity: login``, still an active user in the run's tenant — now, when the
         unit is about to act."""
@@ -178,7 +182,7 @@ class ApprovalGate:
         await self.out.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)
         return False
 
-    async def _act(self, rt: ActionRuntime, rec: UnitRecord, row: Any) -> Act | None:
+    async def _act(self, rt: ActionRuntime, rec: UnitRecord, row: Row) -> Act | None:
         if not await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
                                        lease=self.gateway.fence):
             return None  # pragma: no cover - one open run per workflow: nobody else uses it
@@ -191,7 +195,7 @@ class ApprovalGate:
             return Act(arguments)
         return Act({}, request_from(rt.action, arguments))
 
-    async def _refused(self, rt: ActionRuntime, rec: UnitRecord, row: Any, subject: str) -> Settled:
+    async def _refused(self, rt: ActionRuntime, rec: UnitRecord, row: Row, subject: str) -> Settled:
         spec = rt.action.approval
         assert spec is not None
         await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
@@ -260,7 +264,7 @@ class ApprovalGate:
         self.waiting[(rt.name, rec.key)] = row["id"]
 
 
-def _latest(rows: list[Any], subject: str) -> Any:
+def _latest(rows: Sequence[Row], subject: str) -> Row | None:
     """The newest proposal of ``subject`` that no revision replaced."""
     chain = [r for r in rows if r.subject == subject]
     parents = {r.parent for r in chain if r.parent}

@@ -34,6 +34,10 @@ from agac.providers.base import Message, Request, canonical_json
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sqlalchemy.engine import Row
+
     from agac.config.model import Action
     from agac.config.project import Project
     from agac.store.repository import Store
@@ -119,7 +123,7 @@ def subject_of(workflow: str, action: Action, unit_key: str, arguments: dict[str
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def content_hash(row: Any) -> str:
+def content_hash(row: Row | Mapping[str, Any]) -> str:
     """The hash of a proposal's content (a Row or a dict with the table's columns). The
     tenant (T2) is part of it when it is not ``default`` — so proposals signed before
     tenants still verify, and a proposal moved to another tenant in the store does not."""
@@ -147,7 +151,7 @@ def decision_signature(secret: bytes, chash: str, state: str, by: str | None, at
     return sign(secret, canonical_json(["decision", chash, state, by, time_text(at), reason]))
 
 
-def tampered(secret: bytes, row: Any) -> str | None:
+def tampered(secret: bytes, row: Row) -> str | None:
     """Why a stored proposal cannot be trusted, or None: its content no longer matches its
     hash or signature, or its decision does not match the decision's signature."""
     chash = content_hash(row)
@@ -199,7 +203,7 @@ def approver_refusal(project: Project, store: Store, who: str, approvers: list[s
     return f"{who} is not an approver (approvers: {names}; groups are defined in agac.yml)"
 
 
-def proposal_dict(row: Any, run_state: str | None = None) -> dict[str, Any]:
+def proposal_dict(row: Row, run_state: str | None = None) -> dict[str, Any]:
     return {"id": row.id, "tenant": row.tenant, "workflow": row.workflow, "action": row.action,
             "record": row.unit_key,
             "arguments": json.loads(row.arguments), "approvers": json.loads(row.approvers),

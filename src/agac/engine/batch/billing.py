@@ -58,10 +58,12 @@ def unread_rows(b: BatchRecord, items: Sequence[BatchItem], work: BilledWork,
 def _shares(total: Usage, answered: int, n: int) -> list[Usage]:
     """``n`` of ``answered`` requests' even shares of ``total`` (the first ones take the
     remainders, so that ``n == answered`` sums to ``total`` exactly)."""
-    fields = (total.input_tokens, total.output_tokens, total.cached_tokens,
-              total.cache_write_tokens)
-    return [Usage(*(x // answered + (1 if i < x % answered else 0) for x in fields))
-            for i in range(n)]
+    def share(x: int, i: int) -> int:
+        return x // answered + (1 if i < x % answered else 0)
+
+    return [Usage(share(total.input_tokens, i), share(total.output_tokens, i),
+                  share(total.cached_tokens, i), share(total.cache_write_tokens, i),
+                  share(total.reasoning_tokens, i)) for i in range(n)]
 
 
 def _tokens(item: BatchItem) -> int:
@@ -87,4 +89,4 @@ def _row(b: BatchRecord, item: BatchItem, usage: Usage, prices: PriceTable, now:
         usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens,
         prices.cost(f"{b.provider}/{request['model']}", usage, "batch"), 0.0, status,
         f"answered in batch {b.provider_batch_id} ({b.file}), which agac did not read; "
-        f"usage: {how}", None, now, UNREAD_ORIGIN)
+        f"usage: {how}", None, now, UNREAD_ORIGIN, usage.reasoning_tokens)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agac.engine.outcomes.writer import OutcomeWriter, Progress
     from agac.engine.values import RunControl
     from agac.engine.walk.steps import StepPlan
+    from agac.jsontext import JSON
     from agac.store.repository import Store
     from agac.store.values import BatchRecord, RunRecord
 
@@ -95,5 +96,5 @@ class BatchContext:
     def tenants(self) -> tuple[str]:
         return (self.run.tenant,)
 
-    async def event(self, kind: str, action: str, **data: Any) -> None:
+    async def event(self, kind: str, action: str, **data: JSON) -> None:
         await self.out.event(kind, action, None, **data)

@@ -1,6 +1,6 @@
 """The batch step: provider batch APIs under the rules B0-B12 (DESIGN §6).
 
-How a batch action runs inside a run (see also docs/architecture.md):
+How a batch action runs inside a run (see also docs/internals/batch.md):
 
 1. The record walk walks every record as usual. A unit of a batch action that needs a
    call is *staged* (engine/batch/units.py) unless an open batch already holds its

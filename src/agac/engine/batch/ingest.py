@@ -10,24 +10,30 @@ whole result file. Each item ends one of:
   while the action's attempts are not spent: the next walk sends it again in a retry
   batch;
 - ``failed`` with a reason: ``batch_not_returned``, ``provider_error``, ``refusal``,
-  ``content_filter``, ``truncated``, ``schema_invalid``, ``batch_cancelled``,
-  ``batch_expired``.
+  ``content_filter``, ``unexpected_stop``, ``truncated``, ``schema_invalid``,
+  ``batch_cancelled``, ``batch_expired``.
+
+A turn the provider paused in the batch (Anthropic ``pause_turn``) is continued live
+before it is read (each live leg ledgered at the live tier), or fails
+``unexpected_stop``: never answered with the paused text.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.jsontext import dumps
+from agac.providers.base import SupportsContinue, stored_request
 from agac.store.rows import AnswerRow, ItemResult
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.batch.context import BatchContext
-    from agac.providers.base import BatchHandle, Result
+    from agac.providers.base import BatchHandle, Response, Result
     from agac.store.rows import UsageRow
     from agac.store.values import BatchItem, BatchRecord
 
@@ -51,7 +57,7 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
             continue  # not ours (a candidate adopted by matching is verified by its ids)
         if item.status != "pending":
             continue  # read before a crash mid-ingest: never ledgered twice
-        reading.read(item, result)
+        await reading.read(item, result)
         if len(reading.results) >= group:
             await reading.flush()
             maybe_crash("mid_ingest")
@@ -89,9 +95,9 @@ class _Reading:
                                           item_results=self.results)
         self.answers, self.usage, self.results = [], [], []
 
-    def read(self, item: BatchItem, result: Result) -> None:
+    async def read(self, item: BatchItem, result: Result) -> None:
         if result.type == "succeeded" and result.response is not None:
-            self._answered(item, result)
+            await self._answered(item, result)
         elif result.type == "errored":
             err = result.error
             fatal = isinstance(err, (FatalError, UnsupportedError)) or not isinstance(err, ProviderError)
@@ -106,13 +112,21 @@ class _Reading:
             self.results.append(ItemResult(self.b.key, item.custom_id, "failed", "batch_expired",
                                            "the batch expired"))
 
-    def _answered(self, item: BatchItem, result: Result) -> None:
+    async def _answered(self, item: BatchItem, result: Result) -> None:
         response = result.response
         assert response is not None
         rt = self.rt
         self.usage.append(self.ctx.out.batch_usage_row(rt, self.b.run_id, item.unit_key,
                                                        item.attempt, item.fingerprint,
-                                                       response.usage, self.latency_ms))
+                                                       response.usage, self.latency_ms,
+                                                       response.request_id))
+        if response.stop_reason == "paused":
+            self.usage[-1] = self.usage[-1]._replace(
+                error=f"{response.raw_stop or 'paused'}: paused in the batch, continued live")
+            continued = await self._continue_live(item, response)
+            if continued is None:
+                return
+            response = continued
         try:
             output = accept_response(rt, response)
         except Fail as fail:
@@ -123,6 +137,36 @@ class _Reading:
             dumps(response_dict(response)), dumps(output), self.ctx.control.clock.time()))
         self.results.append(ItemResult(self.b.key, item.custom_id, "succeeded"))
         self.counts["succeeded"] += 1
+
+    async def _continue_live(self, item: BatchItem, paused: Response) -> Response | None:
+        """A turn the provider paused inside the batch (Anthropic ``pause_turn``) cannot be
+        continued there: it is continued live, each live leg in the ledger at the live
+        tier. Without a provider that continues turns, or when the live call fails, the
+        item fails (never answered with the paused, partial text); None then."""
+        rt = self.rt
+        provider = rt.provider
+        if not isinstance(provider, SupportsContinue):
+            self.results.append(self._give_up(item, "unexpected_stop", paused.stop_detail or (
+                f"the provider paused the turn ({paused.raw_stop}) in the batch and cannot "
+                "continue it")))
+            return None
+        request = replace(stored_request(item.request), timeout=rt.action.timeout)
+        clock = self.ctx.control.clock
+        started = clock.monotonic()
+        try:
+            answer = await provider.continue_turn(request, paused)
+        except ProviderError as exc:
+            self.results.append(self._give_up(item, "unexpected_stop", (
+                f"the provider paused the turn ({paused.raw_stop}) in the batch; continuing "
+                f"it live failed: {exc}")))
+            return None
+        latency = (clock.monotonic() - started) * 1000 - sum(x.latency_ms for x in answer.legs)
+        out = self.ctx.out
+        self.usage.extend(out.leg_rows(rt, self.b.run_id, item.unit_key, item.attempt,
+                                       item.fingerprint, answer))
+        self.usage.append(out.continued_row(rt, self.b.run_id, item.unit_key, item.attempt,
+                                            item.fingerprint, answer, max(0.0, latency)))
+        return answer
 
     def _give_up(self, item: BatchItem, reason: str, detail: str) -> ItemResult:
         if item.attempt < self.max_attempts and reason in _RETRYABLE:

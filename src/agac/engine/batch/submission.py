@@ -12,16 +12,18 @@ asks the provider for the batch by our key before anything is sent again.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.budget import Reservation
 from agac.engine.walk.steps import expected_units
-from agac.errors import ProviderError, RetryableError, WaitError
+from agac.errors import AttachmentError, ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
-from agac.providers.base import StoredRequests
+from agac.media import Attachment, base64_size, read_verified
+from agac.providers.base import Message, StoredRequests
 from agac.store.batches import staged_key, staged_prefix
 from agac.store.rows import BatchIntent
 
@@ -32,9 +34,12 @@ if TYPE_CHECKING:
     from agac.engine.limits.budget import BudgetGuard
     from agac.providers.base import BatchHandle
     from agac.store.repository import Store
-    from agac.store.values import BatchRecord
+    from agac.store.values import BatchItem, BatchRecord
 
 __all__ = ["Submitter", "open_reservations"]
+
+_ATTACHMENTS = '"attachments":['
+"""How a stored request that attaches files names them (``Request.canonical()``)."""
 
 Parts = list[tuple[BatchIntent, list[str]]]
 """Each intent of a file with the custom_ids it takes."""
@@ -104,7 +109,10 @@ class Submitter:
                 continue
             if c["staged"]:
                 ok = await self._submit_file(rt, name, report)
-                if ok is False:
+                if ok is None:  # requests dropped before sending: their units render again
+                    all_sent = False
+                    unsent.append(name)
+                elif ok is False:
                     refused.append(name)
                     report.progressed = True
         if refused:
@@ -114,8 +122,11 @@ class Submitter:
         return all_sent
 
     async def _submit_file(self, rt: ActionRuntime, file: str, report: StepReport) -> bool | None:
-        """Create the intents of one file's staged items and submit them. False if refused."""
+        """Create the intents of one file's staged items and submit them. False if refused;
+        None when requests whose files changed were dropped instead (nothing sent)."""
         staged = staged_key(self.ctx.run_id, rt.name, file)
+        if rt.action.attachments and await self._drop_changed(rt, staged, file, report):
+            return None  # those units render again first (the next pass stages the rest)
         parts = await self.ctx.call(self._plan_parts, rt, staged, file)
         held: dict[str, Reservation] = {}
         if self.ctx.budget is not None:
@@ -175,13 +186,40 @@ class Submitter:
                 tokens += r.tokens
         return Reservation(usd, tokens)
 
+    async def _drop_changed(self, rt: ActionRuntime, staged: str, file: str,
+                            report: StepReport) -> bool:
+        """Before a file with attachments is sent, each staged request's files are read
+        again and checked against its hashes (in a worker thread). The items whose files
+        changed or vanished are dropped unsent: their units render again, and fail
+        ``attachment_changed`` / ``attachment_not_found`` (or, for a file the snapshot
+        does not name, become a new request). True when any was dropped."""
+        attached = await self.ctx.call(_staged_attachments, self.ctx.store, staged)
+        if not attached:
+            return False
+        bad = await asyncio.to_thread(_unsendable, attached)
+        if not bad:
+            return False
+        await self.ctx.call(self.ctx.store.drop_staged_items, staged, sorted(bad))
+        for custom_id, why in sorted(bad.items()):
+            await self.ctx.event("attachment_unsent", rt.name, file=file, custom_id=custom_id,
+                                 error=why)
+        report.progressed = True
+        return True
+
     def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> Parts:
-        """Split a file's staged items only where the provider's limits require it (B1)."""
+        """Split a file's staged items only where the provider's limits require it (B1):
+        their count, and their bytes — a request's attachments counted as the base64 its
+        line will carry (with a provider that takes a batch in memory, at most
+        ``attachment_max_bytes`` of it a part)."""
         limits = rt.batch_api
         max_n, max_bytes = limits.max_requests, limits.max_bytes * 9 // 10
+        sizes = self.ctx.store.staged_sizes(staged)
+        if rt.action.attachments:
+            max_bytes = min(max_bytes, limits.attachment_max_bytes * 9 // 10)
+            sizes = _line_sizes(self.ctx.store.staged_items(staged))
         parts: list[list[str]] = [[]]
         size = 0
-        for custom_id, length in self.ctx.store.staged_sizes(staged):
+        for custom_id, length in sizes:
             n = length + 300
             if parts[-1] and (len(parts[-1]) >= max_n or size + n > max_bytes):
                 parts.append([])
@@ -214,6 +252,14 @@ class Submitter:
                     await self._not_sent(key)  # Ctrl-C while the provider asked us to wait
                     return "stopped"
                 continue
+            except AttachmentError as exc:
+                # A file changed while its line was written: nothing was sent. The next
+                # pass checks the files again and drops that request before sending.
+                await self._not_sent(key)
+                await self.ctx.event("attachment_unsent", rt.name, batch=key, file=batch.file,
+                                     error=str(exc))
+                report.progressed = True
+                return "unsent"
             except RetryableError as exc:
                 await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=str(exc))
                 await self.ctx.event("batch_unknown", rt.name, batch=key, file=batch.file, error=str(exc))
@@ -309,3 +355,37 @@ class Submitter:
             f"{rt.name}: the submission of {b.file} ({key}) is unknown; settle it with "
             f"`agac batch resolve {key} --batch-id ID | --not-submitted`")
         return "unknown"
+
+
+def _staged_attachments(store: Store, staged: str) -> list[tuple[str, list[Attachment]]]:
+    """(custom_id, its attachments) of the staged requests that attach files."""
+    out = []
+    for item in store.staged_items(staged):
+        if _ATTACHMENTS in item.request:
+            atts = [a for m in loads(item.request)["messages"]
+                    for a in (Message.from_dict(m).attachments)]
+            out.append((item.custom_id, atts))
+    return out
+
+
+def _unsendable(attached: list[tuple[str, list[Attachment]]]) -> dict[str, str]:
+    """custom_id -> why, for the requests whose files are not the bytes they name."""
+    bad: dict[str, str] = {}
+    for custom_id, atts in attached:
+        for att in atts:
+            try:
+                read_verified(att)
+            except AttachmentError as exc:
+                bad[custom_id] = str(exc)
+                break
+    return bad
+
+
+def _line_sizes(items: Iterable[BatchItem]) -> Iterator[tuple[str, int]]:
+    """(custom_id, bytes of its batch line) with each attachment as its base64."""
+    for item in items:
+        n = len(item.request)
+        if _ATTACHMENTS in item.request:
+            for m in loads(item.request)["messages"]:
+                n += sum(base64_size(int(a["size"])) for a in m.get("attachments") or ())
+        yield item.custom_id, n

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
@@ -37,7 +37,18 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["InputSnapshot", "admit_run", "open_or_admit"]
+__all__ = ["Admission", "InputSnapshot", "admit_run", "open_or_admit"]
+
+
+class Admission(NamedTuple):
+    """The run ``agac run`` executes, notes for the user, and whether this call admitted
+    it: true only when this process's insert of the run is the one the store kept (the
+    unique open-run index decides a race), never for a run found open or admitted by
+    another process at the same moment."""
+
+    run: RunRecord
+    notes: list[str]
+    admitted: bool
 
 
 # -- admission ---------------------------------------------------------------------------
@@ -52,13 +63,14 @@ def admitted_overrides(store: Store, workflow: str, *, tenant: str) -> dict[str,
 
 
 def open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
-                  as_admitted: AsAdmitted | None = None) -> tuple[RunRecord, list[str]]:
+                  as_admitted: AsAdmitted | None = None) -> Admission:
     """The run ``agac run`` (and ``agac submit``) would execute: the tenant's open run of
-    the workflow (R1) or a newly admitted one; with notes for the user. ``options.overrides``
+    the workflow (R1) or a newly admitted one; with notes for the user and whether this
+    call admitted it. ``options.overrides``
     are today's per-run settings; ``as_admitted`` the workflow as loaded with an open run's
     own, when they differ. Should another process admit a run of the workflow in the tenant
     at the same moment, the store keeps one (at most one open run per tenant and workflow)
-    and this call continues it."""
+    and this call continues it (``admitted`` false: it is the other process's to undo)."""
     options = replace(options, overrides={k: v for k, v in options.overrides.items()
                                           if v is not None})
     try:
@@ -69,13 +81,13 @@ def open_or_admit(project: Project, store: Store, workflow: Workflow, options: R
 
 
 def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: RunOptions,
-                   as_admitted: AsAdmitted | None) -> tuple[RunRecord, list[str]]:
+                   as_admitted: AsAdmitted | None) -> Admission:
     overrides = options.overrides
     notes: list[str] = []
     open_run = store.open_run(workflow.name, tenant=options.tenant)
     if open_run is not None and (options.new or options.fresh):
-        _end_replaced(store, open_run, options)
-        notes.append(f"ended run {open_run.id} as cancelled")
+        if _end_replaced(store, open_run, options):
+            notes.append(f"ended run {open_run.id} as cancelled")
         open_run = None
     if options.fresh:
         notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh",
@@ -93,8 +105,11 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
             snap_id = open_run.snapshot_id  # no records given: continue with the run's own
         else:
             source = input_source(current, project, options.source)
+            attached = store.snapshot_attachments(open_run.snapshot_id)
             snap_id = current_snapshot_id(current, project, open_run.settings.limit,
-                                          source, tenant=open_run.tenant)
+                                          source, tenant=open_run.tenant,
+                                          like=open_run.snapshot_id,
+                                          hashes={p: h for p, (h, _) in attached.items()})
             if open_run.config_hash == current.config_hash and open_run.snapshot_id != snap_id:
                 _refuse_changed_objects(open_run, workflow,
                                         input_changes(store, open_run.snapshot_id, source))
@@ -112,12 +127,13 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
                 "wrote the keys of records holding '/' or '%' unescaped; end it and admit a "
                 f"new run with `agac run {workflow.name} --new` (every answer is reused)")
         notes.append(f"continuing run {open_run.id}")
-        return open_run, notes
+        return Admission(open_run, notes, admitted=False)
     snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
                               tenant=options.tenant)
     notes.extend(f"{name}:1: warning: input file holds no records (a CSV may have only its "
                  "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
-    return admit_run(project, store, workflow, options, snapshot=snapshot), notes
+    return Admission(admit_run(project, store, workflow, options, snapshot=snapshot), notes,
+                     admitted=True)
 
 
 def _refuse_changed_objects(open_run: RunRecord, workflow: Workflow, changes: list[str],
@@ -137,17 +153,20 @@ def older_keys(store: Store, run: RunRecord) -> bool:
     """A run admitted before unit keys were escaped, over records whose keys it wrote
     differently (they hold ``/`` or ``%``): its outcomes are not continued or copied."""
     return run.settings.unit_keys != ESCAPED_KEYS and store.keys_need_escaping(run.snapshot_id)
-def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> None:
+def _end_replaced(store: Store, open_run: RunRecord, options: RunOptions) -> bool:
     """``--new``/``--fresh``: end the open run ``cancelled``, holding its lease so that a
-    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it)."""
+    live owner is never ended under its feet (S3: LeaseHeld, exit 75, naming it). False
+    when another process ended it first."""
     lease = take_run_lease(store, open_run.id, wait=options.wait)
     try:
         current = store.get_run(open_run.id)
-        assert current is not None
+        if current is None or current.final:
+            return False  # ended (or withdrawn) by another process while this one waited
         # --new keeps proposals still open: the new run reuses those whose arguments are
         # unchanged (A1); --fresh reuses nothing.
         close_run(store, current, "cancelled", "ended by a newer run (--new/--fresh)",
                   keep_proposals=not options.fresh)
+        return True
     finally:
         release_lease(store, lease)
 

@@ -34,10 +34,13 @@ from agac.jsontext import loads
 from agac.providers.pricing import PriceTable
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from agac.config.model import Workflow
     from agac.config.project import Project
     from agac.engine.actions import ActionRuntime
     from agac.engine.batch.context import Pacer
+    from agac.engine.limits.rates import RateWindow
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.outcomes.writer import Progress
     from agac.providers.base import Provider
@@ -55,9 +58,9 @@ class ShardSetup:
 
     ranges: list[tuple[int, int]]
     """The records of the claimed online shard; none for a batch shard."""
-    slots: Mapping[str, Any] = field(default_factory=dict)
+    slots: Mapping[str, AbstractAsyncContextManager[None]] = field(default_factory=dict)
     """Per action: its own slots taken together with the worker's (``--concurrency``)."""
-    limiters: Mapping[str, Any] = field(default_factory=dict)
+    limiters: Mapping[str, RateWindow] = field(default_factory=dict)
     """Per action: its rate window in the store, shared by every worker."""
     batch_action: str | None = None
     """A batch shard's (action, file): only that action's batches, only that file's."""
@@ -110,8 +113,11 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     store: the budget's ledger, the batches out)."""
     slots = setup.slots if setup is not None else {}
     limiters = setup.limiters if setup is not None else {}
+    admitted = store.snapshot_attachments(run.snapshot_id) \
+        if any(a.attachments for a in workflow.actions) else {}
     runtimes = [build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None,
-                              project.root, slots=slots.get(a.name), limiter=limiters.get(a.name))
+                              project.root, slots=slots.get(a.name), limiter=limiters.get(a.name),
+                              admitted=admitted)
                 for a in workflow.actions]
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.outcomes.gateway import Lease
 from agac.errors import LeaseHeld, LeaseLost
 from agac.store.runs import run_lease
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.values import RunControl
     from agac.store.repository import Store
@@ -41,7 +43,7 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
     """S3: own the run; a dead process on this host is taken over at once."""
     host, pid = socket.gethostname(), os.getpid()
 
-    def may_take(row: Any) -> bool:
+    def may_take(row: Row) -> bool:
         return row.host == host and not _pid_alive(row.pid)
 
     while True:
@@ -75,7 +77,7 @@ def release_lease(store: Store, lease: Lease) -> None:
     """Give the lease back; if that fails it expires by itself."""
     try:
         store.release_lease(lease.name, lease.token)
-    except Exception:  # noqa: BLE001 - the lease expires by itself
+    except Exception:  # noqa: BLE001, S110 - the lease expires by itself
         pass
 
 

@@ -36,7 +36,7 @@ from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
 from agac.engine.values import Halt, PassResult
 from agac.engine.views.summary import RunSummary, build_summary
-from agac.errors import AgacError, UsageError
+from agac.errors import AgacError, RefusedError, StoreGone, UsageError
 from agac.providers.factory import open_providers
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["ProviderFactory", "execute_run", "no_running_loop", "start_run"]
+__all__ = ["ProviderFactory", "RunWithdrawn", "execute_run", "no_running_loop", "start_run"]
 
 ProviderFactory = Callable[..., "Mapping[str, Provider]"]
 """Opens the adapters a run needs by provider name (``open_providers``): the seam where
@@ -66,10 +66,24 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     execution begins (a running event loop, a provider that cannot be opened, …) undoes
     the admission, so no open run is left behind."""
     no_running_loop()
-    before = store.open_run(workflow.name, tenant=options.tenant)
-    run, notes = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
-    admitted = before is None or before.id != run.id
+    for _ in range(_WITHDRAWN_TRIES - 1):
+        run, notes, admitted = open_or_admit(project, store, workflow, options,
+                                             as_admitted=as_admitted)
+        try:
+            return execute_run(project, store, run, options, notes, admitted=admitted)
+        except RunWithdrawn:
+            continue  # its admitter undid it before it started: admit or continue anew
+    run, notes, admitted = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
     return execute_run(project, store, run, options, notes, admitted=admitted)
+
+
+_WITHDRAWN_TRIES = 3
+"""How often ``agac run`` looks again when the run it found was withdrawn under it."""
+
+
+class RunWithdrawn(RefusedError):
+    """The run was withdrawn by the process that admitted it, which failed before the run
+    started; run again."""
 
 
 def no_running_loop() -> None:
@@ -85,9 +99,11 @@ def no_running_loop() -> None:
 
 @dataclass
 class _Launch:
-    """Whether execution began: the run's parts were assembled and it is about to walk."""
+    """Whether execution began (the run's parts were assembled and it is about to walk),
+    and the lease this call took on the run (None until it has one)."""
 
     started: bool = False
+    lease: Lease | None = None
 
 
 def execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
@@ -96,17 +112,22 @@ def execute_run(project: Project, store: Store, run: RunRecord, options: RunOpti
     """Own ``run`` and execute it until it ends or pauses; the summary and notes. An
     error that stops it names the run (``run_id``), so the CLI can show the run's summary
     with it. ``admitted``: this call admitted it, so a failure before its execution
-    begins undoes the admission (``discard_run``) and the error names no run."""
+    begins undoes the admission (``discard_run``) and the error names no run — but only
+    while this call still holds the run's lease: a run another process took meanwhile is
+    that process's (S6: a process never deletes what it did not create, nor what someone
+    else took over)."""
     launch = _Launch()
     try:
         return _execute_run(project, store, run, options, notes, providers or open_providers,
                             launch)
     except BaseException as exc:
         discarded = False
-        if admitted and not launch.started:
+        if admitted and not launch.started and launch.lease is not None:
             with contextlib.suppress(Exception):  # the original error is the one to report
-                discarded = store.discard_run(run.id)
-        if isinstance(exc, AgacError) and not discarded:
+                discarded = store.discard_run(run.id, launch.lease.token)
+        # A withdrawn run, or one whose store file is gone (S7), has no summary to show.
+        if isinstance(exc, AgacError) and not discarded \
+                and not isinstance(exc, (RunWithdrawn, StoreGone)):
             exc.run_id = exc.run_id or run.id
         raise
 
@@ -114,12 +135,19 @@ def execute_run(project: Project, store: Store, run: RunRecord, options: RunOpti
 def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
                  notes: list[str] | None, providers: ProviderFactory, launch: _Launch,
                  ) -> RunResult:
-    lease = take_run_lease(store, run.id, wait=options.wait)
+    lease = launch.lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: RunSummary | None = None  # the summary's counts, when finalize made them
     notes = list(notes or [])
     try:
-        run = reread(store, run.id)
+        current = store.get_run(run.id)
+        if current is None:
+            raise RunWithdrawn(f"run {run.id} of {run.workflow} was withdrawn by the process "
+                               "that admitted it (it failed before the run started); run again")
+        if current.final:  # another process ended it while this one took the lease
+            notes.append(f"run {run.id} was ended {current.state} by another process")
+            return RunResult(build_summary(store, current), False, notes)
+        run = current
         notes += local_batch_notes(run.config["actions"])
         lost = account_lost_calls(store, run, lease=lease.as_tuple())
         if lost:

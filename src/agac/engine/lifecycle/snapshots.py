@@ -1,5 +1,8 @@
 """Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
-so the run never depends on its input files staying unchanged.
+so the run never depends on its input files staying unchanged. The files the records
+attach are not copied: each one's hash and size are recorded (``snapshot_attachments``),
+and a file found different when its request is made fails that unit
+(``attachment_changed``).
 
 Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
 names (a columnar file read only for the fields the workflow reads, plus ``id_field``:
@@ -10,31 +13,43 @@ snapshot without re-inserting a single row. A tenant's snapshots are its own (T2
 tenant other than ``default`` the tenant enters the hash too (``default``'s ids are those
 of stores made before tenants, so its open runs continue), so no tenant finds, by timing
 or otherwise, that another one snapshotted the same input.
+
+The id is the hash's first 128 bits in URL-safe base64 (22 characters): every record row
+holds it in its key and in the key index, so a shorter one makes a snapshot of many small
+records markedly smaller to write. A run admitted before holds the 64-hex-digit form of
+the same hash; it is compared in that form (:func:`current_snapshot_id` ``like=``).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+
+from jinja2 import TemplateSyntaxError
 
 from agac.config.reads import source_columns
 from agac.data.inputs import resolve_input_files
 from agac.data.objects import list_objects
 from agac.data.sources import FileSource, ObjectSource, RecordSource
-from agac.errors import UsageError
+from agac.errors import AttachmentError, UsageError
 from agac.jsontext import dumps, loads
 from agac.objectstores import is_cloud_url
+from agac.prompt.attachments import compile_attachments, render_references, resolve
+from agac.prompt.references import template_references
+from agac.prompt.render import RenderError
 from agac.store.rows import RecordRow
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
-    from agac.config.model import Workflow
+    from agac.config.model import Action, Workflow
     from agac.config.project import Project
+    from agac.media import Attachment
     from agac.store.repository import Store
 
-__all__ = ["InputSnapshot", "current_snapshot_id", "input_changes", "input_source",
-           "snapshot_input"]
+__all__ = ["InputSnapshot", "admitted_attachments", "attachment_actions", "current_snapshot_id",
+           "input_changes", "input_source", "snapshot_input"]
 
 
 class InputSnapshot:
@@ -70,21 +85,93 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
     return FileSource(paths, spec.path, spec.format, source_columns(workflow))
 
 
+#: The length of a snapshot id written before ids were shortened (a SHA-256 in hex).
+LEGACY_ID_LENGTH = 64
+
+
 def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
-                        source: RecordSource | None = None, *, tenant: str) -> str:
+                        source: RecordSource | None = None, *, tenant: str,
+                        like: str | None = None,
+                        hashes: Mapping[str, str] | None = None) -> str:
+    """The id of the snapshot of the workflow's input as it is now: the id field, the
+    limit, the source's identity and — when its records attach files — each file's hash
+    (``hashes``: path -> SHA-256; read from the files when not given), so that a new run
+    snapshots the files as they are; in the long form when ``like`` (a stored run's
+    snapshot id) is one.
+
+    A run that continues passes the hashes it was admitted with: a file changed since
+    then does not stop the run — the unit that attaches it fails ``attachment_changed``."""
+    source = input_source(workflow, project, source)
+    if hashes is None:
+        hashes = {p: a.sha256 for p, a in
+                  admitted_attachments(workflow, project, source, limit).items()}
     h = hashlib.sha256()
     if tenant != DEFAULT_TENANT:
         h.update(f"tenant={tenant}\x1f".encode())
     h.update(f"id_field={workflow.input.id_field}\x1flimit={limit}".encode())
-    h.update(input_source(workflow, project, source).identity().encode())
-    return h.hexdigest()
+    h.update(source.identity().encode())
+    if hashes:
+        h.update(b"\x1fattachments=")
+        for path in sorted(hashes):
+            h.update(f"{path}\x1e{hashes[path]}\x1e".encode())
+    if like is not None and len(like) == LEGACY_ID_LENGTH:
+        return h.hexdigest()
+    return base64.urlsafe_b64encode(h.digest()[:16]).rstrip(b"=").decode("ascii")
+
+
+def attachment_actions(workflow: Workflow) -> list[Action]:
+    """The llm actions whose ``attachments:`` read only the record (``source``): their
+    files are known at admission, and snapshotted then."""
+    out = []
+    for a in workflow.actions:
+        if a.kind != "llm" or not a.attachments:
+            continue
+        try:
+            roots = {ref[0] for t in a.attachments for ref in template_references(t)}
+        except TemplateSyntaxError:  # pragma: no cover - validation refused it
+            continue
+        if roots <= {"source"}:
+            out.append(a)
+    return out
+
+
+def admitted_attachments(workflow: Workflow, project: Project, source: RecordSource,
+                         limit: int | None) -> dict[str, Attachment]:
+    """path -> the attachment it is now, for every file the records attach through an
+    action of :func:`attachment_actions`. A file that cannot be read is left out: its
+    unit fails with the reason when it renders."""
+    actions = attachment_actions(workflow)
+    if not actions:
+        return {}
+    compiled = [compile_attachments(a.attachments, a.name) for a in actions]
+    found: dict[str, Attachment] = {}
+    for seq, rec in enumerate(source.records(workflow.input.id_field)):
+        if limit is not None and seq >= limit:
+            break
+        if rec.payload is None or rec.reason is not None:
+            continue
+        view = {"source": rec.payload}
+        for templates in compiled:
+            try:
+                refs = render_references(templates, view)
+            except RenderError:
+                continue
+            for ref in refs:
+                try:
+                    att = resolve(ref, project.root)
+                except AttachmentError:
+                    continue
+                found[att.path] = att
+    return found
 
 
 def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: int | None = None,
                    source: RecordSource | None = None, *, tenant: str) -> InputSnapshot:
     """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
     source = input_source(workflow, project, source)
-    snapshot_id = current_snapshot_id(workflow, project, limit, source, tenant=tenant)
+    attachments = admitted_attachments(workflow, project, source, limit)
+    snapshot_id = current_snapshot_id(workflow, project, limit, source, tenant=tenant,
+                                      hashes={p: a.sha256 for p, a in attachments.items()})
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
@@ -95,7 +182,9 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
         source.check(workflow.input.id_field)  # a damaged footer refuses the run before a row
     files: list[dict[str, Any]] = []
     count = store.write_snapshot(snapshot_id, files,
-                                 _rows(snapshot_id, source, workflow, limit, files))
+                                 _rows(source, workflow, limit, files, snapshot_id),
+                                 [(a.path, a.sha256, a.size, a.media_type)
+                                  for a in attachments.values()])
     return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
 
 
@@ -114,8 +203,8 @@ def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit:
 
 
 def _rows(
-    snapshot_id: str, source: RecordSource, workflow: Workflow, limit: int | None,
-    files: list[dict[str, Any]],
+    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]],
+    snapshot_id: str,
 ) -> Iterator[RecordRow]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count (and,
     for an object, the URL, ETag, version and size it was read at)."""

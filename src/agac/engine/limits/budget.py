@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agac.media import Attachment, estimate_tokens
+
 if TYPE_CHECKING:
     from agac.config.model import Action
     from agac.providers.base import Request, Usage
@@ -51,6 +53,18 @@ def request_estimate(chars: int, max_tokens: int) -> tuple[int, int]:
 
 def _chars(messages: Any) -> int:
     return sum(len(m.content) if hasattr(m, "content") else len(m["content"]) for m in messages)
+
+
+def attachment_tokens(provider: str, messages: Any) -> int:
+    """The input tokens of the messages' attachments, estimated by the provider's published
+    rules (:func:`agac.media.estimate_tokens`); messages as values or as stored dicts."""
+    total = 0
+    for m in messages:
+        atts = m.attachments if hasattr(m, "attachments") else m.get("attachments")
+        for a in atts or ():
+            total += estimate_tokens(provider, a if isinstance(a, Attachment)
+                                     else Attachment.from_dict(a))
+    return total
 
 
 @dataclass
@@ -84,10 +98,14 @@ class BudgetGuard:
 
     def for_request(self, action: Action, request: Request, tier: str = "live") -> Reservation:
         i, o = request_estimate(_chars(request.messages), request.max_tokens)
+        if action.attachments:
+            i += attachment_tokens(request.provider, request.messages)
         return self.worst_case(action.model or "", i, o, tier)
 
     def for_request_json(self, action: Action, request: dict[str, Any], tier: str) -> Reservation:
         i, o = request_estimate(_chars(request["messages"]), int(request["max_tokens"]))
+        if action.attachments:
+            i += attachment_tokens(str(request.get("provider", "")), request["messages"])
         return self.worst_case(action.model or "", i, o, tier)
 
     # -- reserve and settle ---------------------------------------------------------------------

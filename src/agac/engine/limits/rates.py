@@ -13,10 +13,13 @@ import math
 import random
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agac.clock import SYSTEM, Clock
 from agac.engine.interrupts import StopSignal
+
+if TYPE_CHECKING:
+    from agac.config.model import Action
 
 __all__ = ["RateLimiter", "RateWindow", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
            "estimate_tokens"]
@@ -179,7 +182,7 @@ class RateLimiter:
             self._token_sum += delta
 
 
-def connections_by_provider(actions: Iterable[Any]) -> dict[str, int]:
+def connections_by_provider(actions: Iterable[Action]) -> dict[str, int]:
     """How many connections each provider's HTTP client may open: the summed
     ``max_concurrency`` of the llm actions that call it (each action bounds its own calls,
     and they may all be in flight at once)."""
@@ -190,6 +193,6 @@ def connections_by_provider(actions: Iterable[Any]) -> dict[str, int]:
     return out
 
 
-def batch_providers(actions: Iterable[Any]) -> set[str]:
+def batch_providers(actions: Iterable[Action]) -> set[str]:
     """The providers that llm actions with ``run_mode: batch`` call."""
     return {a.provider for a in actions if a.kind == "llm" and a.provider and a.run_mode == "batch"}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import concurrent.futures
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -295,16 +296,19 @@ def account_lost_calls(store: Store, run: RunRecord, *, shards: Sequence[str] | 
     for action, key, fp, tokens_in, tokens_out, usd in {(e[0], e[1]): e for e in lost}.values():
         provider, model = models.get(action, ("", ""))
         twin = twins.get(fp)
+        cost = float(twin.cost_usd) if twin else usd
+        why = "sent or about to be sent when the process stopped; its outcome is unknown"
+        if not math.isfinite(cost):
+            # A worst case stored when a price was not a finite number (an older agac took
+            # `.inf`): counted at $0 with its tokens, so the run can still be closed.
+            cost, why = 0.0, why + f"; its worst-case cost was not a number ({cost}), so $0"
         rows.append(UsageRow(
             run.id, action, key, 0, "llm", provider, model, "live",
             int(twin.input_tokens) if twin else tokens_in,
             int(twin.cached_tokens) if twin else 0,
             int(twin.cache_write_tokens) if twin else 0,
             int(twin.output_tokens) if twin else tokens_out,
-            float(twin.cost_usd) if twin else usd, 0.0,
-            "priced" if twin else UNKNOWN_ORIGIN,
-            "sent or about to be sent when the process stopped; its outcome is unknown",
-            fp, now, UNKNOWN_ORIGIN))
+            cost, 0.0, "priced" if twin else UNKNOWN_ORIGIN, why, fp, now, UNKNOWN_ORIGIN))
     store.account_lost_calls(run.id, rows, run.tenant,
                              [m.shard for m in marks] if shards else None, lease)
     return len(rows)

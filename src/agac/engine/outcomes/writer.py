@@ -11,12 +11,13 @@ slot until then (S1); rows that cost nothing to redo are queued without waiting.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.requests import Fail
 from agac.engine.values import Settled
 from agac.errors import ProviderError
 from agac.jsontext import dumps
+from agac.providers.base import Usage
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
 from agac.store.rows import EventRow, FanoutRow, OutcomeRow, PricedRow, StagedItem, UsageRow
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.values import UnitRecord
-    from agac.providers.base import Request, Response, Usage
+    from agac.jsontext import JSON, JSONObject
+    from agac.providers.base import Request, Response
     from agac.providers.pricing import PriceTable
     from agac.store.rows import AnswerRow, ToolResultRow
     from agac.store.values import Origin, OutcomeStatus
@@ -109,7 +111,7 @@ class OutcomeWriter:
 
     async def settle(
         self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: Any = None, origin: Origin = "call",
+        detail: str | None = None, *, output: JSON = None, origin: Origin = "call",
         fingerprint: str | None = None, attempts: int = 0,
         answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
         tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
@@ -130,7 +132,7 @@ class OutcomeWriter:
                              origin, fingerprint, output_json, attempts, now)
         events: tuple[EventRow, ...] = ()
         if status == "failed":
-            data: dict[str, Any] = {"reason": reason, "detail": detail}
+            data: JSONObject = {"reason": reason, "detail": detail}
             if traceback_text:
                 data["traceback"] = traceback_text
             events = (self.event_row("unit_failed", rt.name, rec.key, data, now),)
@@ -170,23 +172,36 @@ class OutcomeWriter:
 
     # -- events -----------------------------------------------------------------------------
 
-    def event_row(self, kind: str, action: str | None, key: str | None, data: dict[str, Any],
+    def event_row(self, kind: str, action: str | None, key: str | None, data: JSONObject,
                   now: float | None = None) -> EventRow:
         return EventRow(self.run_id, kind, action, key, dumps(data),
                         self.clock.time() if now is None else now)
 
     async def event(self, kind: str, action: str | None = None, key: str | None = None,
-                    **data: Any) -> None:
+                    **data: JSON) -> None:
         """Queue an event; it is durable with the next group commit."""
         self.gateway.commit_nowait(events=[self.event_row(kind, action, key, data)])
 
     # -- the ledger ---------------------------------------------------------------------------
 
+    def _llm_row(self, run_id: str, action: str, unit_key: str, attempt: int, provider: str,
+                 model: str, tier: str, usage: Usage | None, cost: float, latency_ms: float,
+                 status: str, error: str | None, fp: str | None,
+                 request_id: str | None) -> UsageRow:
+        """One model call in the ledger with every usage field it reported."""
+        u = usage if usage is not None else _NO_USAGE
+        tools = dumps(dict(u.server_tools)) if u.server_tools else None
+        return UsageRow(run_id, action, unit_key, attempt, "llm", provider, model, tier,
+                        u.input_tokens, u.cached_tokens, u.cache_write_tokens, u.output_tokens,
+                        cost, latency_ms, status, error, fp, self.clock.time(), None,
+                        u.reasoning_tokens, tools, request_id)
+
     def usage_row(
         self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
         response: Response | None, error: BaseException | None, started: float, fp: str,
     ) -> UsageRow:
-        """One live call in the cost ledger (DESIGN §8): succeeded, failed or retried."""
+        """One live call in the cost ledger (DESIGN §8): succeeded, failed or retried, with
+        the provider's request id (of the answer, or of the error)."""
         action = rt.action
         usage = response.usage if response is not None else None
         cost = self.prices.cost(action.model or "", usage, "live") if usage is not None else 0.0
@@ -194,14 +209,25 @@ class OutcomeWriter:
         if error is not None:
             error_text = f"{_reason_of(error) or type(error).__name__}: {error}"
         latency = (self.clock.monotonic() - started) * 1000
-        if usage is None:
-            return UsageRow(self.run_id, action.name, rec.key, attempt, "llm", request.provider,
-                            request.model, "live", 0, 0, 0, 0, cost, latency,
-                            "ok" if error is None else "error", error_text, fp, self.clock.time())
-        return UsageRow(self.run_id, action.name, rec.key, attempt, "llm", request.provider,
-                        request.model, "live", usage.input_tokens, usage.cached_tokens,
-                        usage.cache_write_tokens, usage.output_tokens, cost, latency,
-                        "ok" if error is None else "error", error_text, fp, self.clock.time())
+        if response is not None and response.legs:  # the earlier legs have rows of their own
+            latency = max(0.0, latency - sum(leg.latency_ms for leg in response.legs))
+        request_id = response.request_id if response is not None else _request_id_of(error)
+        return self._llm_row(self.run_id, action.name, rec.key, attempt, request.provider,
+                             request.model, "live", usage, cost, latency,
+                             "ok" if error is None else "error", error_text, fp, request_id)
+
+    def leg_rows(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int, fp: str,
+                 response: Response, tier: str = "live") -> list[UsageRow]:
+        """The earlier calls of a turn the provider paused and the adapter continued: one
+        ledger row each (they were sent and billed), before the row of the last call."""
+        action = rt.action
+        return [self._llm_row(run_id, action.name, unit_key, attempt, action.provider or "",
+                              action.model_name or "", tier, leg.usage,
+                              self.prices.cost(action.model or "", leg.usage, tier),
+                              leg.latency_ms, "ok",
+                              f"{leg.raw_stop or 'paused'}: leg {n}, continued in the next call",
+                              fp, leg.request_id)
+                for n, leg in enumerate(response.legs, start=1)]
 
     async def record_call(
         self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
@@ -209,11 +235,13 @@ class OutcomeWriter:
     ) -> None:
         """Ledger a call that did not produce the unit's answer (it may still have cost money)."""
         row = self.usage_row(rt, rec, attempt, request, response, error, started, fp)
+        legs = self.leg_rows(rt, self.run_id, rec.key, attempt, fp, response) \
+            if response is not None and response.legs else []
         if response is not None:
             # Keep what the model said: the session shows why the attempt was rejected.
             row = row._replace(error=f"{row.error} | answer: {response.text[:500]}")
-        self.progress.spent(rt.name, row.cost_usd)
-        await self.gateway.commit(usage=(row,))
+        self.progress.spent(rt.name, row.cost_usd + sum(r.cost_usd for r in legs))
+        await self.gateway.commit(usage=(*legs, row))
 
     def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
                        error: str | None, input_hash: str) -> UsageRow:
@@ -228,14 +256,23 @@ class OutcomeWriter:
                                                              input_hash),))
 
     def batch_usage_row(self, rt: ActionRuntime, submitted_by: str, unit_key: str, attempt: int,
-                        fingerprint: str, usage: Usage, latency_ms: float) -> UsageRow:
+                        fingerprint: str, usage: Usage, latency_ms: float,
+                        request_id: str | None = None) -> UsageRow:
         """One batch item's answer in the ledger, at the batch tier, attributed to the run
         that submitted the batch."""
-        return UsageRow(submitted_by, rt.name, unit_key, attempt, "llm", rt.action.provider or "",
-                        rt.action.model_name or "", "batch", usage.input_tokens,
-                        usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens,
-                        self.prices.cost(rt.action.model or "", usage, "batch"), latency_ms,
-                        "ok", None, fingerprint, self.clock.time())
+        return self._llm_row(submitted_by, rt.name, unit_key, attempt, rt.action.provider or "",
+                             rt.action.model_name or "", "batch", usage,
+                             self.prices.cost(rt.action.model or "", usage, "batch"), latency_ms,
+                             "ok", None, fingerprint, request_id)
+
+    def continued_row(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int,
+                      fingerprint: str, response: Response, latency_ms: float) -> UsageRow:
+        """The last live call of a batch answer's paused turn, continued live."""
+        action = rt.action
+        return self._llm_row(run_id, action.name, unit_key, attempt, action.provider or "",
+                             action.model_name or "", "live", response.usage,
+                             self.prices.cost(action.model or "", response.usage, "live"),
+                             latency_ms, "ok", None, fingerprint, response.request_id)
 
     # -- batch items and fan-outs ---------------------------------------------------------------
 
@@ -249,6 +286,14 @@ class OutcomeWriter:
         self.gateway.commit_nowait(fanouts=(FanoutRow(self.run_id, fan, parent.key, parent.seq,
                                                       items, self.clock.time()),))
         self.progress.fanned_out(fan, parent.key, actions, items)
+
+
+_NO_USAGE = Usage()
+
+
+def _request_id_of(error: BaseException | None) -> str | None:
+    """The provider's request id a failed call's error carries, if any."""
+    return error.request_id if isinstance(error, ProviderError) else None
 
 
 def _reason_of(error: BaseException) -> str | None:

@@ -19,14 +19,16 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import build_runtime
-from agac.engine.limits.budget import request_estimate
+from agac.engine.limits.budget import attachment_tokens, request_estimate
 from agac.engine.requests import build_request
 from agac.providers.base import Usage, fingerprint_of
 
 if TYPE_CHECKING:
-    from agac.config.model import Action, Workflow
+    from agac.config.fanout import Regions
+    from agac.config.model import Action, FanOutSpec, Workflow
     from agac.config.project import Project
     from agac.data.sources import RecordSource
+    from agac.engine.actions import ActionRuntime
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
@@ -115,6 +117,10 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                     continue
                 text = request.canonical()
                 chars = sum(len(m.content) for m in request.messages)
+                if action.attachments:
+                    extra = attachment_tokens(request.provider, request.messages)
+                    entry["attachment_tokens"] = entry.get("attachment_tokens", 0) + extra
+                    chars += 4 * extra  # counted as input tokens, marked estimated below
                 exact.append((i, fingerprint_of(text), chars))
                 continue
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
@@ -129,7 +135,7 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                 outputs[i][action.name] = _UNKNOWN
 
 
-def _regions(workflow: Workflow) -> Any:
+def _regions(workflow: Workflow) -> Regions | None:
     if not any(a.fan_out is not None or a.join is not None for a in workflow.actions):
         return None
     from agac.engine.walk.steps import regions_of
@@ -162,7 +168,7 @@ def _plan_items(entry: dict[str, Any], action: Action, workflow: Workflow, scope
     known[action.name] = _UNKNOWN
 
 
-def _item_count(spec: Any, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
+def _item_count(spec: FanOutSpec, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
     if spec.versions is not None:
         return int(spec.versions)
     root, *path = (spec.over or "").split(".")
@@ -182,7 +188,8 @@ def _item_count(spec: Any, workflow: Workflow, payload: Any, known: dict[str, An
     return None
 
 
-def _guard(rt: Any, view: dict[str, Any]) -> bool:
+def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
+    assert rt.guard is not None
     try:
         return bool(rt.guard(view))
     except Exception:  # noqa: BLE001 - a guard reading a missing field is false
@@ -216,6 +223,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
                      for a in actions.values())
     for a in actions.values():
         a["cost_usd"] = {k: round(v, 6) for k, v in a["cost_usd"].items()}
+    estimated = [n for n, a in actions.items() if a.get("attachment_tokens")]
     budget = workflow.budget
     tokens = sum(a["input_tokens"] + a["output_tokens"] for a in actions.values())
     plan: dict[str, Any] = {
@@ -229,6 +237,13 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
         "budget": None if budget is None else {"usd": budget.usd, "tokens": budget.tokens},
         "within_budget": True,
     }
+    if estimated:
+        plan["estimates"] = (
+            f"the input tokens of {', '.join(estimated)} include "
+            f"{sum(actions[n]['attachment_tokens'] for n in estimated):,} for attached images "
+            "and PDF pages, estimated by each provider's published rules (OpenAI tiles, "
+            "Anthropic width × height / 750, Gemini 258 an image or page); the ledger "
+            "records what the provider reports")
     if budget is not None:
         over_usd = budget.usd is not None and configured > budget.usd
         over_tokens = budget.tokens is not None and tokens > budget.tokens

@@ -10,22 +10,27 @@ from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.snapshots import input_source
 from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
-from agac.errors import NotFound, UsageError
+from agac.errors import AttachmentError, NotFound, UsageError
 from agac.jsontext import loads
 from agac.keys import escape, item_key, record_of, unit_key_of
 from agac.prompt.render import compile_guard
 
 if TYPE_CHECKING:
-    from agac.config.model import Workflow
+    from sqlalchemy.engine import Row
+
+    from agac.config.fanout import Regions
+    from agac.config.model import Action, Workflow
     from agac.config.project import Project
+    from agac.data.readers import InputRecord
     from agac.data.sources import RecordSource
     from agac.store.repository import Store
+    from agac.store.values import OutcomeRecord, RunRecord
 
 __all__ = ["render_requests", "session_document"]
 
 
 def _find_input_record(project: Project, workflow: Workflow, key: str,
-                       source: RecordSource | None) -> Any:
+                       source: RecordSource | None) -> InputRecord:
     found = input_source(workflow, project, source)
     for rec in found.records(workflow.input.id_field):
         if rec.key == key:
@@ -79,16 +84,20 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
     return out
 
 
-def _what_it_sends(project: Project, action: Any, view: dict[str, Any]) -> dict[str, Any]:
+def _what_it_sends(project: Project, action: Action, view: dict[str, Any]) -> dict[str, Any]:
     """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
     if action.kind == "llm":
-        req = build_request(build_runtime(action, None, project.root), view)
+        try:
+            req = build_request(build_runtime(action, None, project.root), view)
+        except AttachmentError as exc:  # what the unit would fail with, said before it runs
+            return {"note": f"would fail {exc.reason}: {exc}", "reason": exc.reason}
         return {"request": req.to_dict(), "fingerprint": req.fingerprint()}
     return {"inputs": view, "function": action.function}
 
 
-def _render_items(project: Project, store: Store, workflow: Workflow, regions: Any, action: Any,
-                  rec: Any, last: Any, outputs: dict[str, Any]) -> list[dict[str, Any]]:
+def _render_items(project: Project, store: Store, workflow: Workflow, regions: Regions,
+                  action: Action, rec: InputRecord, last: RunRecord | None,
+                  outputs: dict[str, Any]) -> list[dict[str, Any]]:
     """The requests of an action inside a fan-out, one per item whose list is known (from
     the record or the latest run); a join's request depends on its items' answers."""
     entry: dict[str, Any] = {"action": action.name, "kind": action.kind}
@@ -175,22 +184,22 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
 class _SessionTree:
     """Builds the session documents of one record and its items from the store."""
 
-    def __init__(self, store: Store, run: Any, config: dict[str, Any], record_key: str,
-                 rec: Any) -> None:
+    def __init__(self, store: Store, run: RunRecord, config: dict[str, Any], record_key: str,
+                 rec: Row | None) -> None:
         self.store = store
         self.tenant: str = run.tenant
         self.actions = config["actions"]
         fans = any(a.get("fan_out") or a.get("join") for a in self.actions)
         self.regions = regions_of(self.actions) if fans else None
-        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.outcomes: dict[str, dict[str, OutcomeRecord]] = {}
         for o in (store.unit_outcomes_under(run.id, record_key) if fans
                   else store.unit_outcomes(run.id, record_key)):
             self.outcomes.setdefault(o.unit_key, {})[o.action] = o
-        self.usage: dict[str, list[Any]] = {}
+        self.usage: dict[str, list[Row]] = {}
         for u in (store.usage_under(run.id, record_key) if fans
                   else store.unit_usage(run.id, record_key)):
             self.usage.setdefault(u.unit_key, []).append(u)
-        self.events: dict[str, list[Any]] = {}
+        self.events: dict[str, list[Row]] = {}
         for e in (store.events_under(run.id, record_key) if fans
                   else store.unit_events(run.id, record_key)):
             self.events.setdefault(e.unit_key, []).append(e)
@@ -207,12 +216,13 @@ class _SessionTree:
         own = self.outcomes.get(key, {})
         usage = self.usage.get(key, [])
         entries = []
-        tokens = {"input": 0, "cached": 0, "cache_write": 0, "output": 0}
+        tokens = {"input": 0, "cached": 0, "cache_write": 0, "output": 0, "reasoning": 0}
         for u in usage:
             tokens["input"] += u.input_tokens
             tokens["cached"] += u.cached_tokens
             tokens["cache_write"] += u.cache_write_tokens
             tokens["output"] += u.output_tokens
+            tokens["reasoning"] += u.reasoning_tokens or 0
         for a in self.actions:
             o = own.get(a["name"])
             scope = self.regions.scope.get(a["name"], ()) if self.regions else ()
@@ -244,7 +254,7 @@ class _SessionTree:
             doc["failed_items"] = [k for i in items for k in _failed_keys(i)]
         return doc
 
-    def _entry(self, a: dict[str, Any], o: Any, usage: list[Any]) -> dict[str, Any]:
+    def _entry(self, a: dict[str, Any], o: OutcomeRecord | None, usage: list[Row]) -> dict[str, Any]:
         attempts = [_attempt(u) for u in usage]
         entry: dict[str, Any] = {
             "action": a["name"], "kind": a["kind"],
@@ -278,10 +288,13 @@ def _find_node(doc: dict[str, Any], key: str) -> dict[str, Any] | None:
     return None
 
 
-def _attempt(u: Any) -> dict[str, Any]:
+def _attempt(u: Row) -> dict[str, Any]:
     return {"attempt": u.attempt, "kind": u.kind, "status": u.status, "error": u.error,
             "provider": u.provider, "model": u.model, "tier": u.tier,
             "input_tokens": u.input_tokens, "cached_tokens": u.cached_tokens,
             "cache_write_tokens": u.cache_write_tokens, "output_tokens": u.output_tokens,
+            "reasoning_tokens": int(u.reasoning_tokens or 0),
+            "server_tools": loads(u.server_tools) if u.server_tools else {},
+            "request_id": u.request_id,
             "cost_usd": round(float(u.cost_usd), 6), "latency_ms": round(float(u.latency_ms), 2),
             "created_at": u.created_at}

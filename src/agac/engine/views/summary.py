@@ -19,6 +19,7 @@ from agac.store.values import FINAL_STATES
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
+    from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
@@ -329,18 +330,32 @@ def _only_unfixed_by_retry(summary: Mapping[str, Any]) -> bool:
     return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY
 
 
-def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
+def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int]]:
+    """Server-tool uses summed per ledger group (as :meth:`usage_totals` groups)."""
+    out: dict[tuple[Any, ...], dict[str, int]] = {}
+    for r in store.usage_tool_uses([run_id]):
+        counts = out.setdefault((r.action, r.kind, r.provider, r.model, r.tier, r.origin), {})
+        for name, n in (loads(r.server_tools) or {}).items():
+            counts[name] = counts.get(name, 0) + int(n)
+    return out
+
+
+def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
     saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
     Origin ``unread``: answers the provider billed in a batch agac did not read, with how
     many of them are ``estimated`` (engine/batch/billing.py)."""
-    from agac.providers.base import Usage
+    from agac.providers.base import Usage, server_tool_counts
 
     rows = []
     total = saved = 0.0
+    tools = _tool_uses(store, run.id)
     for r in store.usage_totals([run.id]):
+        group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
+        used = tools.get(group, {})
         usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
-                      int(r.cached_tokens or 0), int(r.cache_write_tokens or 0))
+                      int(r.cached_tokens or 0), int(r.cache_write_tokens or 0),
+                      int(r.reasoning_tokens or 0), server_tool_counts(used))
         model = f"{r.provider}/{r.model}"
         live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
         c = float(r.cost_usd or 0.0)
@@ -352,13 +367,18 @@ def cost_breakdown(store: Store, run: RunRecord, prices: Any) -> dict[str, Any]:
                "input_tokens": int(r.input_tokens or 0),
                "cached_tokens": int(r.cached_tokens or 0),
                "cache_write_tokens": int(r.cache_write_tokens or 0),
-               "output_tokens": int(r.output_tokens or 0), "cost_usd": round(c, 6)}
+               "output_tokens": int(r.output_tokens or 0),
+               "reasoning_tokens": int(r.reasoning_tokens or 0),
+               "server_tools": dict(usage.server_tools), "cost_usd": round(c, 6)}
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
             row["priced_by_a_later_answer"] = int(r.priced or 0)
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
             row["estimated"] = int(r.estimated or 0)
         if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
             row["price"] = prices.status(model, r.tier)
+            unpriced = prices.unpriced_tools(model, list(used))
+            if unpriced:
+                row["unpriced_tools"] = unpriced
         rows.append(row)
     return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
             "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6), "rows": rows}

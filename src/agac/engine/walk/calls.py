@@ -11,16 +11,18 @@ its answer is durable (S1), so a crash loses at most the calls in flight.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from agac.engine.limits.rates import backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
-from agac.jsontext import dumps
+from agac.jsontext import JSON, dumps
+from agac.media import AttachmentError
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
+    from agac.config.model import RetrySpec
     from agac.engine.actions import ActionRuntime
     from agac.engine.limits.budget import Reservation
     from agac.engine.ports import UnitContext
@@ -86,6 +88,10 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
     started = ctx.control.clock.monotonic()
     try:
         response = await _complete(ctx, rt, current, held)
+    except AttachmentError as exc:
+        # Read again at send time, a file had changed or gone: nothing was sent.
+        return await _final(ctx, rt, rec, "failed", exc.reason or "attachment_changed",
+                            str(exc), None, fp, attempt - 1)
     except WaitError as exc:
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
         delay = exc.retry_after or 1.0
@@ -170,27 +176,29 @@ async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
     except BaseException:
         budget.settle(held, 0.0, 0)
         raise
-    budget.settle_usage(held, rt.action.model or "", response.usage)
+    budget.settle_usage(held, rt.action.model or "", response.total_usage)
     return response
 
 
 async def _answered(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request, request_json: str,
-    response: Response, output: Any, current: Request, attempt: int, started: float, fp: str,
+    response: Response, output: JSON, current: Request, attempt: int, started: float, fp: str,
 ) -> Settled:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
     is how we got it, not what was asked), with its usage row."""
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
+    legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs \
+        else []
     output_json = dumps(output)
     answer = AnswerRow(fp, request.provider, request.model, request_json,
                        dumps(response_dict(response)), output_json, ctx.control.clock.time())
     return await _final(ctx, rt, rec, "answered", None, None, output, fp, attempt,
-                        answers=(answer,), usage=(usage_row,), output_json=output_json)
+                        answers=(answer,), usage=(*legs, usage_row), output_json=output_json)
 
 
 async def _final(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus,
-    reason: str | None, detail: str | None, output: Any, fp: str, attempts: int, *,
+    reason: str | None, detail: str | None, output: JSON, fp: str, attempts: int, *,
     answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
     output_json: str | None = None,
 ) -> Settled:
@@ -199,7 +207,7 @@ async def _final(
                                 output_json=output_json)
 
 
-def backoff(spec: Any, attempt: int) -> float:
+def backoff(spec: RetrySpec, attempt: int) -> float:
     """The wait after failed attempt ``attempt`` under the action's retry spec."""
     return backoff_delay(
         attempt, initial=spec.backoff_initial, maximum=spec.backoff_max,

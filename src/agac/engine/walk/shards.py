@@ -20,7 +20,7 @@ from agac.engine.ports import CarriedFailure, Prefetched
 from agac.engine.requests import build_request
 from agac.engine.values import RecordUnit, Settled
 from agac.engine.walk.steps import Region
-from agac.jsontext import loads
+from agac.jsontext import JSONObject, loads
 from agac.keys import ESCAPED_KEYS
 from agac.providers.base import fingerprint_of
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl
     from agac.engine.walk.steps import StepPlan
     from agac.engine.walk.walker import Walker
+    from agac.providers.base import Request
     from agac.store.repository import Store
 
 __all__ = ["SHARDS_IN_FLIGHT", "SHARD_SIZE", "PriorRun", "RecordWalk", "shard_ranges"]
@@ -144,7 +145,7 @@ class RecordWalk:
             self.batch.forget(keys)
         return all(done) and not waiting
 
-    async def _start_records(self, records: list[tuple[RecordUnit, Any]],
+    async def _start_records(self, records: list[tuple[RecordUnit, JSONObject | None]],
                              existing: dict[tuple[str, str], Settled]) -> list[asyncio.Task[bool]]:
         """One task per record, started 64 at a time: each runs until it waits for a slot,
         and a shard's 1,000 first steps in one go would hold answers that came back
@@ -169,13 +170,13 @@ class RecordWalk:
                 if rt.action.kind == "llm" and not rt.action.dependencies
                 and not self.plan.per_item(rt.name)]
 
-    async def _prefetch_roots(self, records: list[RecordUnit], payloads: list[Any],
+    async def _prefetch_roots(self, records: list[RecordUnit], payloads: list[JSONObject | None],
                               existing: dict[tuple[str, str], Settled]) -> None:
         """Render the requests of actions that read only the record (no dependencies) for a
         whole shard and look their answers up in one query instead of one per unit."""
         if self.fresh:
             return
-        pending: list[tuple[str, str, Any, str, str]] = []
+        pending: list[tuple[str, str, Request, str, str]] = []
         for rt in self._roots():
             for rec, payload in zip(records, payloads, strict=True):
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
@@ -185,7 +186,7 @@ class RecordWalk:
                     continue  # waits on (or is settled from) this run's own batch item
                 try:
                     request = build_request(rt, rt.view.build(payload, {}))
-                except Exception:  # noqa: BLE001 - the unit renders again and reports it
+                except Exception:  # noqa: BLE001, S112 - the unit renders again and reports it
                     continue
                 request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
                 pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))

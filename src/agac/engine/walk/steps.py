@@ -11,7 +11,7 @@ once parents fanned out (:func:`expected_units`), and the unit keys of one recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from agac.config.fanout import Node, Regions, resolve_regions
 from agac.engine.limits.rates import Slots
@@ -36,7 +36,7 @@ class Region:
     """Every action that runs once per item of this fan-out (nested ones included)."""
 
 
-Step = Any
+Step = Union["ActionRuntime", Region]
 """An :class:`~agac.engine.actions.ActionRuntime` or a :class:`Region`."""
 
 
@@ -68,7 +68,7 @@ class StepPlan:
         """Whether ``action`` runs once per item of a fan-out."""
         return self.regions is not None and self.regions.per_item(action)
 
-    def _level(self, scope: tuple[str, ...]) -> list[Any]:
+    def _level(self, scope: tuple[str, ...]) -> list[Step]:
         """Steps at ``scope``: its actions, and one region per fan-out opened from it, in a
         stable topological order of the condensed graph."""
         regions = self.regions
@@ -98,7 +98,7 @@ class StepPlan:
                     deps[v].discard(u)
                     if not deps[v] and v not in done and v not in ready:
                         ready.append(v)
-        steps: list[Any] = []
+        steps: list[Step] = []
         for u in done:
             if u.startswith("@"):
                 fan = self.by_name[u[1:]]

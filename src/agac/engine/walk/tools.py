@@ -10,25 +10,27 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.context import ToolContext
 from agac.engine.requests import Fail, invoke_tool, tool_output
 from agac.engine.walk.calls import backoff
-from agac.jsontext import dumps
+from agac.jsontext import JSON, JSONObject, dumps, storable_text
 from agac.store.rows import ToolResultRow
 from agac.usercode import describe, fails_only_its_unit, is_retryable
 
 if TYPE_CHECKING:
+    from agac.config.model import RetrySpec
     from agac.engine.actions import ActionRuntime
     from agac.engine.ports import UnitContext
     from agac.engine.values import Settled, UnitRecord
     from agac.store.rows import UsageRow
+    from agac.store.values import OutcomeStatus
 
 __all__ = ["call_tool"]
 
 
-async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any],
+async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: JSONObject,
                     inputs_json: str, input_hash: str, idem: str) -> Settled | None:
     """Call the tool until it returns or its attempts are spent, in the action's slot
     (once the unit's decision says so: no cached result, before the deadline)."""
@@ -42,8 +44,8 @@ async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: 
                 return None  # never called, or not called again: pending for the next run
             # At a join the view holds the items (engine/walk/walker.py); the names are reserved.
             tool_ctx = ToolContext(ctx.run_id, ctx.workflow, action.name, rec.record_key,
-                                   rec.item_key, attempt, idem, list(view.get("fulfilled", ())),
-                                   list(view.get("rejected", ())), tenant=ctx.tenant)
+                                   rec.item_key, attempt, idem, _items(view, "fulfilled"),
+                                   _items(view, "rejected"), tenant=ctx.tenant)
             started = clock.monotonic()
             try:
                 value = await invoke_tool(rt.function, json.loads(inputs_json), tool_ctx)
@@ -55,7 +57,7 @@ async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: 
             except BaseException as exc:  # user code: it fails its unit, never agac
                 if not fails_only_its_unit(exc):
                     raise
-                tb = ctx.out.redact(traceback.format_exc())
+                tb = ctx.out.redact(storable_text(traceback.format_exc()))
                 detail = ctx.out.redact(describe(exc))
                 await ctx.out.record_tool(rt, rec, attempt, started, tb, input_hash)
                 if not is_retryable(exc) or attempt >= action.retry.max_attempts:
@@ -72,15 +74,21 @@ async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: 
             return None
 
 
-def _retry_delay(exc: BaseException, spec: Any, attempt: int) -> float:
+def _items(view: JSONObject, name: str) -> list[JSON]:
+    """A join's ``fulfilled`` or ``rejected`` items in its view (empty elsewhere)."""
+    items = view.get(name)
+    return list(items) if isinstance(items, list) else []
+
+
+def _retry_delay(exc: BaseException, spec: RetrySpec, attempt: int) -> float:
     """The tool's own hint (``RetryableError(retry_after=…)``) or the action's backoff."""
     hint = getattr(exc, "retry_after", None)
     return float(hint) if isinstance(hint, (int, float)) and hint >= 0 else backoff(spec, attempt)
 
 
 async def _final(
-    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: Any, reason: str | None,
-    detail: str | None, output: Any, input_hash: str, attempts: int, *,
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None,
+    detail: str | None, output: JSON, input_hash: str, attempts: int, *,
     usage: Sequence[UsageRow] = (), tool_results: Sequence[ToolResultRow] = (),
     traceback_text: str | None = None,
 ) -> Settled:

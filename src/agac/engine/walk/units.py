@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.actions import is_batched
 from agac.engine.decision import (
@@ -33,6 +33,8 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
 from agac.engine.walk.calls import call_with_retries
 from agac.engine.walk.tools import call_tool
+from agac.jsontext import JSONObject
+from agac.media import AttachmentError
 from agac.prompt.render import RenderError
 from agac.providers.base import canonical_json, fingerprint_of
 
@@ -47,8 +49,8 @@ __all__ = ["run_unit", "settle"]
 
 
 async def run_unit(
-    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: Any,
-    results: dict[str, Settled], extra: dict[str, Any] | None = None,
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: JSONObject | None,
+    results: dict[str, Settled], extra: JSONObject | None = None,
 ) -> Settled | None:
     """The unit's outcome, or None when it stays pending (it waits on a batch, a person,
     an effect, or the run is stopping). ``extra`` are roots the unit sees besides
@@ -73,8 +75,8 @@ class _Unit:
     __slots__ = ("batch", "ctx", "extra", "facts", "given", "payload", "rec", "request",
                  "request_json", "results", "rt", "view")
 
-    def __init__(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: Any,
-                 results: dict[str, Settled], extra: dict[str, Any] | None) -> None:
+    def __init__(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: JSONObject | None,
+                 results: dict[str, Settled], extra: JSONObject | None) -> None:
         self.ctx, self.rt, self.rec = ctx, rt, rec
         self.payload, self.results, self.extra = payload, results, extra
         action = rt.action
@@ -94,7 +96,7 @@ class _Unit:
         if batch is not None or action.kind == "tool":
             f.deadline_passed = control.deadline_passed()
             f.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
-        self.view: dict[str, Any] | None = None
+        self.view: JSONObject | None = None
         self.given: Request | None = None
         """An approved proposal's request: sent as approved, not as rendered."""
         self.request: Request | None = None
@@ -108,13 +110,15 @@ class _Unit:
                 try:
                     await self._learn(d)
                 except RenderError as exc:
-                    f.render_error = str(exc)
+                    f.render_error, f.render_reason = str(exc), exc.reason
+                except AttachmentError as exc:
+                    f.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
                 continue
             return await self._apply(d)
 
     # -- gathering facts ----------------------------------------------------------------------
 
-    def _view(self) -> dict[str, Any]:
+    def _view(self) -> JSONObject:
         if self.view is None:
             action, results = self.rt.action, self.results
             outputs = {a: r.output for a in action.ancestors
@@ -203,7 +207,10 @@ class _Unit:
         try:
             gated = await approvals.gate(self.ctx, self.rt, self.rec, self._view())
         except RenderError as exc:
-            self.facts.render_error = str(exc)
+            self.facts.render_error, self.facts.render_reason = str(exc), exc.reason
+            return await self.run()
+        except AttachmentError as exc:
+            self.facts.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
             return await self.run()
         if not isinstance(gated, Act):
             return gated
@@ -214,7 +221,7 @@ class _Unit:
         return await self.run()
 
 
-def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
+def _guard(rt: ActionRuntime, view: JSONObject) -> bool:
     from jinja2.exceptions import UndefinedError
 
     guard = rt.guard
@@ -238,7 +245,7 @@ async def _single_flight(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, r
         return await ctx.out.settle(rt, rec, got.status, got.reason, got.detail, output=got.output,
                                     origin="reused" if got.status == "answered" else "call",
                                     fingerprint=fp)
-    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    fut: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
     inflight[fp] = fut
     try:
         called = await call_with_retries(ctx, rt, rec, request, fp, request_json)

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agac.engine.decision import Settle, UnitFacts, decide
 from agac.engine.values import Settled, Stopped
 from agac.engine.walk.steps import Region
 from agac.engine.walk.units import run_unit, settle
+from agac.jsontext import JSON, JSONObject
 from agac.keys import item_key
 from agac.reasons import HALTING
 
@@ -75,13 +76,13 @@ class Walker:
         self.plan = plan
         self.ctx = ctx
 
-    async def walk_record(self, rec: UnitRecord, payload: Any, existing: Existing) -> bool:
+    async def walk_record(self, rec: UnitRecord, payload: JSONObject | None, existing: Existing) -> bool:
         """True when every unit of the record has its outcome; False when one is pending
         (a batch, a person, an effect, the run stopping)."""
         return await self._walk(self.plan.steps, rec, payload, {}, existing, {})
 
-    async def _walk(self, steps: list[Step], rec: UnitRecord, payload: Any,
-                    results: dict[str, Settled], existing: Existing, extra: dict[str, Any]) -> bool:
+    async def _walk(self, steps: list[Step], rec: UnitRecord, payload: JSONObject | None,
+                    results: dict[str, Settled], existing: Existing, extra: JSONObject) -> bool:
         collected: dict[str, Items | None] = {}
         for step in steps:
             if isinstance(step, Region):
@@ -106,9 +107,9 @@ class Walker:
             results[rt.name] = got
         return True
 
-    async def _region(self, region: Region, rec: UnitRecord, payload: Any,
+    async def _region(self, region: Region, rec: UnitRecord, payload: JSONObject | None,
                       results: dict[str, Settled], existing: Existing,
-                      extra: dict[str, Any]) -> Items | bool:
+                      extra: JSONObject) -> Items | bool:
         """Run a region for one parent. The items' results in request order; True when the
         parent could not fan out (its region units settled under the parent's key); False
         when something is still pending."""
@@ -117,7 +118,7 @@ class Walker:
         assert spec is not None
         ready = rec.reason is None and all(
             (r := results.get(d)) is not None and r.status == "answered" for d in fan.dependencies)
-        values: list[Any] | None = None
+        values: list[JSON] | None = None
         if ready:
             if spec.versions is not None:
                 values = list(range(spec.versions))
@@ -142,7 +143,7 @@ class Walker:
                 for i, inner in enumerate(outs)]
 
     async def _walk_items(self, region: Region, items: list[ItemRecord],
-                          scopes: list[dict[str, Any]], payload: Any, results: dict[str, Settled],
+                          scopes: list[JSONObject], payload: JSONObject | None, results: dict[str, Settled],
                           existing: Existing) -> list[dict[str, Settled]] | None:
         """Each item walks the region's steps under the region's item slots, in parallel or
         one after another (``gate: sequential``); None when one is pending."""
@@ -173,8 +174,8 @@ class Walker:
         return [inner for _, inner in outs]
 
     async def _walk_members(self, region: Region, steps: list[Step], rec: UnitRecord,
-                            payload: Any, results: dict[str, Settled], existing: Existing,
-                            extra: dict[str, Any]) -> bool:
+                            payload: JSONObject | None, results: dict[str, Settled], existing: Existing,
+                            extra: JSONObject) -> bool:
         """The region's units of a parent that did not fan out, under the parent's key."""
         inner = dict(results)
         done = await self._walk(steps, rec, payload, inner, existing, extra)
@@ -182,9 +183,9 @@ class Walker:
             results.update({k: v for k, v in inner.items() if k in region.members})
         return done
 
-    async def _cannot_fan_out(self, region: Region, rec: UnitRecord, payload: Any,
+    async def _cannot_fan_out(self, region: Region, rec: UnitRecord, payload: JSONObject | None,
                               results: dict[str, Settled], existing: Existing,
-                              extra: dict[str, Any], problem: str) -> bool:
+                              extra: JSONObject, problem: str) -> bool:
         """The list field is missing or not a list: the fan-out unit of the parent fails
         ``fan_out_invalid``; the rest of the region is skipped ``upstream_failed``."""
         fan = region.fan
@@ -197,8 +198,8 @@ class Walker:
             results.update({k: v for k, v in inner.items() if k in region.members})
         return done
 
-    async def _join(self, rt: ActionRuntime, rec: UnitRecord, payload: Any,
-                    results: dict[str, Settled], extra: dict[str, Any],
+    async def _join(self, rt: ActionRuntime, rec: UnitRecord, payload: JSONObject | None,
+                    results: dict[str, Settled], extra: JSONObject,
                     items: Items | None) -> Settled | None:
         action, out = rt.action, self.ctx.out
         if items is None:
@@ -219,7 +220,7 @@ class Walker:
             return await out.settle(rt, rec, "skipped", halt[0], halt[1])
         if rejected and action.failure_policy == "atomic":
             if action.kind != "tool":
-                keys = ", ".join(r["key"] for r in rejected)
+                keys = ", ".join(str(r["key"]) for r in rejected if isinstance(r, dict))
                 return await out.settle(rt, rec, "skipped", "join_atomic",
                                         f"{len(rejected)} of {len(items)} items failed ({keys}); "
                                         "failure_policy atomic")
@@ -229,19 +230,19 @@ class Walker:
                 return None
             return await out.settle(rt, rec, "answered", output={
                 "fulfilled": fulfilled, "rejected": rejected, "skipped": skipped})
-        scope = {**extra, "fulfilled": fulfilled, "rejected": rejected, "skipped": skipped}
+        scope: JSONObject = {**extra, "fulfilled": fulfilled, "rejected": rejected,
+                             "skipped": skipped}
         return await run_unit(self.ctx, rt, rec, payload, results, scope)
 
 
 def judge(items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
-          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]],
-                     tuple[str, str] | None]:
+          ) -> tuple[list[JSON], list[JSON], list[JSON], tuple[str, str] | None]:
     """Split settled items, in request order, into fulfilled (key, output), rejected (key,
     reason, action) and skipped by a guard; or a reason to skip the parent when an item
     was never asked because the run stopped."""
-    fulfilled: list[dict[str, Any]] = []
-    rejected: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
+    fulfilled: list[JSON] = []
+    rejected: list[JSON] = []
+    skipped: list[JSON] = []
     for index, (key, res) in enumerate(items):
         states = [res[a] for a in inputs if a in res]
         if states and all(s.status == "answered" for s in states):
@@ -267,10 +268,10 @@ def judge(items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
     return fulfilled, rejected, skipped, None
 
 
-def _list_at(payload: Any, results: dict[str, Settled], over: str) -> tuple[list[Any] | None, str]:
+def _list_at(payload: JSONObject | None, results: dict[str, Settled], over: str) -> tuple[list[JSON] | None, str]:
     root, *path = over.split(".")
     if root == "source":
-        value: Any = payload
+        value: JSON = payload
     else:
         r = results.get(root)
         value = r.output if r is not None else None

@@ -44,7 +44,7 @@ def submit_run(project: Project, store: Store, workflow: Workflow, options: RunO
     """``agac submit``: the same admission as ``agac run`` (R1 continuation, ``--new``,
     the budget estimate, the input snapshot), then shards for workers and a NOTIFY; nothing
     is executed here."""
-    run, notes = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
+    run, notes, _ = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
     info = store.snapshot_info(run.snapshot_id)
     assert info is not None
     created = store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))

@@ -60,7 +60,7 @@ from agac.store.values import FINAL_STATES
 if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.engine.values import RunControl
-    from agac.store.claims import Claim
+    from agac.store.claims import Claim, WorkListener
     from agac.store.repository import Store
 
 __all__ = ["Worker", "WorkerOptions", "WorkerReport", "print_line"]
@@ -78,7 +78,7 @@ class WorkerOptions:
     exit_when_done: bool = False
     """Exit once no run in the store is open (benchmarks, scripted fleets)."""
     handle_signals: bool = False
-    log: Any = None
+    log: Callable[[str], None] | None = None
     """A callable taking one line for the operator (stderr in the CLI)."""
 
 
@@ -199,7 +199,7 @@ class Worker:
                 restore()
             self._log(f"stopped after {self.report.shards} shard claims")
 
-    async def _claim_loop(self, tasks: set[asyncio.Task[None]], listener: Any) -> None:
+    async def _claim_loop(self, tasks: set[asyncio.Task[None]], listener: WorkListener) -> None:
         """Rounds of claiming until stopped (or, with ``exit_when_done``, no run is open)."""
         while not self.stopping:
             try:
@@ -212,7 +212,7 @@ class Worker:
                 self._log(f"cannot look for work: {exc.message}; looking again in {poll:g} s")
                 await self.store.clock.sleep(poll)
 
-    async def _round(self, tasks: set[asyncio.Task[None]], listener: Any) -> bool:
+    async def _round(self, tasks: set[asyncio.Task[None]], listener: WorkListener) -> bool:
         """Claim up to two shards and advance them; when there is nothing to claim, finish
         what nobody ended and wait for a NOTIFY (or ``--poll`` seconds). False: stop."""
         opts = self.options
@@ -245,7 +245,7 @@ class Worker:
         await self._idle(listener, opts.poll)
         return True
 
-    async def _idle(self, listener: Any, seconds: float) -> None:
+    async def _idle(self, listener: WorkListener, seconds: float) -> None:
         """Wait for a NOTIFY up to ``seconds``, in slices of at most half a second so a
         signal is acted on at once (a thread blocked in the wait would hold the exit)."""
         clock = self.store.clock

@@ -92,7 +92,8 @@ def _assemble(project: Project, store: Store, ctx: RunContext, claim: Claim,
     ledger = None
     if run.settings.budget is not None and claim.kind == "online":
         # Other workers spend from the same budget: read the run's ledger (and the
-        # batches out) before each reservation (R5; see docs/architecture.md).
+        # batches out) before each reservation (R5; see
+        # docs/decisions/0051-worker-budgets-through-the-ledger.md).
         batch = [a for a in ctx.workflow.actions
                  if a.kind == "llm" and a.run_mode == "batch" and batch_api(
                      ctx.providers.get(a.provider or "")) is not None]

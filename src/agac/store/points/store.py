@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import math
 import os
 import secrets
 import shutil
@@ -66,11 +67,11 @@ def split_options(url: str, options: Mapping[str, Any] | None) -> tuple[PointSet
         if key in rest:
             try:
                 values[key] = float(rest.pop(key))
-                if values[key] <= 0:
+                if not (math.isfinite(values[key]) and values[key] > 0):
                     raise ValueError
             except (TypeError, ValueError) as exc:
                 raise ConfigError(problems=[Problem(
-                    "invalid_store", f"store_options.{key} must be a positive number",
+                    "invalid_store", f"store_options.{key} must be a positive finite number",
                     file="agac.yml", path=f"store_options.{key}")]) from exc
     settings = PointSettings(
         lease_ttl=values.get("lease_ttl", PointSettings.lease_ttl),

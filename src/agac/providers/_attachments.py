@@ -1,0 +1,164 @@
+"""Attachments on the wire: each provider's limits and the parts its requests carry them in.
+
+Every adapter builds its messages from :class:`~agac.providers.base.Message` values; a user
+message with attachments becomes the provider's native list of parts, in the message's
+order (``before`` or ``after`` the text). The bytes come from :func:`agac.media.read_verified`
+(read again from the file and checked against the request's hash) on live calls; a batch
+line is written with a placeholder per attachment (:class:`Blobs`) that
+:func:`~agac.providers._common.spool_jsonl` replaces with the file's base64, streamed
+from disk, so a batch of thousands of images never sits in memory.
+
+The shapes, as the official SDKs type them:
+
+- OpenAI, Groq (Chat Completions): ``{"type": "image_url", "image_url": {"url":
+  "data:image/png;base64,…"}}``; OpenAI PDFs ``{"type": "file", "file": {"filename": …,
+  "file_data": "data:application/pdf;base64,…"}}``;
+- Anthropic: ``{"type": "image" | "document", "source": {"type": "base64",
+  "media_type": …, "data": …}}``;
+- Gemini: a part ``{"inline_data": {"mime_type": …, "data": …}}`` (REST: ``inlineData``,
+  ``mimeType``; the SDK takes the raw bytes);
+- Ollama: the message's ``images`` list of base64 strings (the SDK takes bytes).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from agac.media import Attachment, AttachmentLimits, read_verified
+
+__all__ = [
+    "ANTHROPIC_LIMITS",
+    "GEMINI_LIMITS",
+    "GROQ_LIMITS",
+    "OLLAMA_LIMITS",
+    "OPENAI_LIMITS",
+    "Blobs",
+    "Data",
+    "anthropic_blocks",
+    "gemini_parts",
+    "live_base64",
+    "openai_parts",
+]
+
+MB = 1024 * 1024
+
+OPENAI_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image", "pdf"}),
+    max_file_bytes={"image": 20 * MB, "pdf": 32 * MB},
+    max_files=500, max_pdf_pages=100, max_request_bytes=50 * MB,
+)
+"""OpenAI Chat Completions: images up to 20 MB each, 500 a request, 50 MB a request;
+PDFs (``file`` parts) up to 32 MB and 100 pages."""
+
+
+def _groq_vision(model: str) -> bool:
+    """Groq's vision models are the Llama 4 ones (and any named ``vision``)."""
+    name = model.lower()
+    return "llama-4" in name or "vision" in name
+
+
+GROQ_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image"}), max_files=5, max_request_bytes=4 * MB, models=_groq_vision,
+)
+"""Groq: images only, on its vision models; 5 a request, base64 requests up to 4 MB."""
+
+ANTHROPIC_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image", "pdf"}),
+    # Anthropic checks an image's base64 (5 MB), not its bytes: 5 MB × 3/4 of file.
+    max_file_bytes={"image": 5 * MB * 3 // 4, "pdf": 32 * MB},
+    max_files=100, max_pdf_pages=100, max_request_bytes=32 * MB,
+)
+"""Anthropic Messages: images 5 MB each as base64 (3.75 MB of file), 100 a request;
+PDFs 100 pages; a request up to 32 MB."""
+
+GEMINI_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image", "pdf"}), max_files=3600, max_pdf_pages=1000,
+    max_request_bytes=20 * MB,
+)
+"""Gemini inline data: the whole request under 20 MB; PDFs up to 1,000 pages."""
+
+OLLAMA_LIMITS = AttachmentLimits(kinds=frozenset({"image"}))
+"""Ollama: images only (on a vision model: llava, llama3.2-vision, gemma3, …)."""
+
+
+Data = Callable[[Attachment], str]
+"""The base64 of an attachment: read now (live) or a placeholder (batch lines)."""
+
+
+def live_base64(att: Attachment) -> str:
+    """The attachment's bytes as base64, read again and checked against its hash."""
+    return base64.b64encode(read_verified(att)).decode("ascii")
+
+
+class Blobs:
+    """Placeholders for the base64 of the attachments of batch lines: a line is encoded
+    with :meth:`token` in place of each file's data, then split by :meth:`pieces` into
+    the encoded text and the attachments whose base64 is streamed between it."""
+
+    _NONCE = os.urandom(6).hex()
+    _PATTERN = re.compile(rb"\\u0000agac-blob-" + _NONCE.encode() + rb"-(\d+)\\u0000")
+
+    def __init__(self) -> None:
+        self.items: list[Attachment] = []
+
+    def token(self, att: Attachment) -> str:
+        self.items.append(att)
+        return f"\x00agac-blob-{self._NONCE}-{len(self.items) - 1}\x00"
+
+    def pieces(self, encoded: bytes) -> list[bytes | Attachment]:
+        """The encoded line with each placeholder replaced by its attachment."""
+        out: list[bytes | Attachment] = []
+        at = 0
+        for m in self._PATTERN.finditer(encoded):
+            out.append(encoded[at:m.start()])
+            out.append(self.items[int(m[1])])
+            at = m.end()
+        out.append(encoded[at:])
+        self.items.clear()
+        return out
+
+
+def _ordered(text: str, position: str, parts: list[Any], text_part: Any) -> list[Any]:
+    if not text:
+        return parts
+    return [text_part, *parts] if position == "after" else [*parts, text_part]
+
+
+def openai_parts(text: str, attachments: tuple[Attachment, ...], position: str,
+                 data: Data) -> list[dict[str, Any]]:
+    """Chat Completions content parts (OpenAI and Groq)."""
+    parts: list[dict[str, Any]] = []
+    for a in attachments:
+        url = f"data:{a.media_type};base64,{data(a)}"
+        if a.kind == "pdf":
+            parts.append({"type": "file", "file": {"filename": a.name or "document.pdf",
+                                                   "file_data": url}})
+        else:
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    return _ordered(text, position, parts, {"type": "text", "text": text})
+
+
+def anthropic_blocks(text: str, attachments: tuple[Attachment, ...], position: str,
+                     data: Data) -> list[dict[str, Any]]:
+    """Messages content blocks: ``image`` and ``document`` with base64 sources."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "document" if a.kind == "pdf" else "image",
+         "source": {"type": "base64", "media_type": a.media_type, "data": data(a)}}
+        for a in attachments]
+    return _ordered(text, position, blocks, {"type": "text", "text": text})
+
+
+def gemini_parts(text: str, attachments: tuple[Attachment, ...], position: str,
+                 data: Callable[[Attachment], Any], *, rest: bool) -> list[dict[str, Any]]:
+    """Content parts: ``inline_data`` (the SDK's snake_case, ``data`` raw bytes) or, with
+    ``rest``, the REST form ``inlineData``/``mimeType`` with base64 ``data``."""
+    if rest:
+        parts = [{"inlineData": {"mimeType": a.media_type, "data": data(a)}} for a in attachments]
+    else:
+        parts = [{"inline_data": {"mime_type": a.media_type, "data": data(a)}}
+                 for a in attachments]
+    return _ordered(text, position, parts, {"text": text})

@@ -1,0 +1,135 @@
+"""How a provider's stop reason is read: one closed table per provider, one function.
+
+An answer is taken only from a stop that means "this is the answer": Anthropic
+``end_turn`` and ``stop_sequence``, OpenAI and Groq ``stop``, Gemini ``STOP``, Ollama
+``stop``. Every other value the provider documents has an explicit rule here
+(truncated, content filter, refusal, a tool call nobody asked for, a paused turn), and a
+value agac does not know — providers add one every few months — is ``unexpected``, with
+the raw value in the detail: never answered with whatever text came.
+
+:func:`read_stop` is the one place this is decided. Every adapter's normalizer calls it
+(``message_response``, ``chat_response``, ``content_response``), and those normalizers
+read live answers on the SDK path, on the lean HTTP transport and batch result lines
+alike, so the same body reads the same way on every path. Adding a stop reason later is
+one row of a table below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from agac.providers.base import StopReason
+
+__all__ = ["STOP_TABLES", "Rule", "Stop", "read_stop"]
+
+Rule = Literal["end", "max_tokens", "refusal", "content_filter", "unexpected", "paused", "tool"]
+"""A table's verdict: a :data:`~agac.providers.base.StopReason`, or ``tool`` — an answer
+when it came as the tool call agac asked for (Anthropic's forced ``answer`` tool), else a
+tool call the action did not ask for (``unexpected``)."""
+
+_OPENAI: dict[str, Rule] = {
+    "stop": "end",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+    "tool_calls": "tool",
+    "function_call": "tool",  # deprecated spelling of tool_calls
+}
+
+STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
+    "anthropic": {
+        "end_turn": "end",
+        "stop_sequence": "end",
+        "max_tokens": "max_tokens",
+        "model_context_window_exceeded": "max_tokens",
+        "refusal": "refusal",
+        "tool_use": "tool",
+        "pause_turn": "paused",
+    },
+    "openai": _OPENAI,
+    # Groq documents stop, length, tool_calls and function_call; content_filter is kept
+    # from OpenAI's list for gateways that speak OpenAI's vocabulary in front of Groq.
+    "groq": _OPENAI,
+    "gemini": {
+        "STOP": "end",
+        "MAX_TOKENS": "max_tokens",
+        # Per-request token limit reached before the answer was complete.
+        "CONTINUATION": "max_tokens",
+        "SAFETY": "content_filter",
+        "RECITATION": "content_filter",
+        "LANGUAGE": "content_filter",
+        "BLOCKLIST": "content_filter",
+        "PROHIBITED_CONTENT": "content_filter",
+        "SPII": "content_filter",
+        "IMAGE_SAFETY": "content_filter",
+        "IMAGE_PROHIBITED_CONTENT": "content_filter",
+        "IMAGE_RECITATION": "content_filter",
+        "MODEL_ARMOR": "content_filter",
+        "ESCALATION": "content_filter",
+        "PUP_LIMITED_DISABLED": "content_filter",
+        "MALFORMED_FUNCTION_CALL": "tool",
+        "UNEXPECTED_TOOL_CALL": "tool",
+        "TOO_MANY_TOOL_CALLS": "tool",
+        "OTHER": "unexpected",
+        "FINISH_REASON_UNSPECIFIED": "unexpected",
+        "IMAGE_OTHER": "unexpected",
+        "NO_IMAGE": "unexpected",
+        "MALFORMED_RESPONSE": "unexpected",
+        "MISSING_THOUGHT_SIGNATURE": "unexpected",
+    },
+    "ollama": {
+        "stop": "end",
+        "length": "max_tokens",
+        # Model-management answers, not a chat answer.
+        "load": "unexpected",
+        "unload": "unexpected",
+    },
+}
+"""Every documented stop/finish reason of each provider and what agac makes of it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """How a response stopped: the normalized ``reason``, the provider's own ``raw``
+    value, and the ``detail`` a person reads when the unit fails because of it."""
+
+    reason: StopReason
+    raw: str
+    detail: str | None = None
+
+
+def read_stop(provider: str, raw: str | None, *, tool_answer: bool = False,
+              refusal: str | None = None, blocked: str | None = None,
+              detail: str | None = None) -> Stop:
+    """The stop of one response of ``provider`` whose stop/finish reason is ``raw``.
+
+    ``tool_answer``: the answer came as the tool call agac asked for (only then is a tool
+    stop an answer). ``refusal``: a refusal the provider sent beside the stop reason
+    (OpenAI ``message.refusal``): a refusal whatever the finish reason says. ``blocked``:
+    the prompt itself was blocked and no candidate came (Gemini
+    ``promptFeedback.blockReason``): a content filter. ``detail``: what the provider
+    said about the stop (Anthropic ``stop_details``, Gemini's safety category or block
+    message), kept for the person who reads the failure.
+    """
+    raw = raw or ""
+    if refusal:
+        text = refusal if not detail else f"{refusal} ({detail})"
+        return Stop("refusal", raw or "refusal", text)
+    if blocked:
+        what = "the prompt was blocked"
+        return Stop("content_filter", blocked, f"{what}: {detail}" if detail else what)
+    rule = STOP_TABLES.get(provider, {}).get(raw)
+    if rule is None:
+        said = f"{provider} stopped with {raw!r}, a stop reason agac does not know" if raw \
+            else f"{provider} sent no stop reason"
+        return Stop("unexpected", raw, f"{said}: {detail}" if detail else said)
+    if rule == "tool":
+        if tool_answer:
+            return Stop("end", raw, detail)
+        said = f"{provider} stopped with {raw!r}: the model called a tool the action did not ask for"
+        return Stop("unexpected", raw, f"{said}: {detail}" if detail else said)
+    if rule == "unexpected":
+        said = f"{provider} stopped with {raw!r} before the answer was complete"
+        return Stop("unexpected", raw, f"{said}: {detail}" if detail else said)
+    return Stop(rule, raw, detail)
