@@ -1,11 +1,11 @@
-"""A throwaway PostgreSQL server for the test run (DESIGN §12).
+"""A throwaway PostgreSQL server for the test run (README.md, Contributing).
 
 :func:`start_server` finds the server binaries (``pg_config --bindir``, else
 ``/usr/lib/postgresql/*/bin``), runs ``initdb`` into a fresh temporary folder and starts
 ``postgres`` on 127.0.0.1 at a free port, with its unix socket and log inside its data
 directory, trust authentication and durability turned off (fsync, synchronous_commit,
 full_page_writes) because a test database is thrown away. It creates the database
-``agac_test`` and returns a :class:`PostgresServer` whose ``url`` is in DESIGN §4's
+``agac_test`` and returns a :class:`PostgresServer` whose ``url`` is in docs/guarantees.md, The store's
 plain form ``postgresql://postgres@127.0.0.1:<port>/agac_test``.
 
 ``initdb`` refuses to run as root. As root, the folder is handed to the system user

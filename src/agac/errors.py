@@ -18,7 +18,7 @@ Tree::
     │       └── LeaseTaken          another process took the storage point (412 on head, exit 75)
     ├── Paused                      the run cannot move now; run again later (exit 75)
     │   └── LeaseHeld               a live process owns the run
-    ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (DESIGN §5)
+    ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (docs/providers.md)
     │   ├── WaitError               come back after ``retry_after`` seconds, no attempt spent
     │   ├── RetryableError          spend an attempt, back off with jitter; a tool raises it
     │   │                           (``agac.RetryableError``) to ask for another attempt
@@ -100,7 +100,7 @@ class AgacError(Exception):
 class Problem:
     """One located finding of validation.
 
-    ``severity`` is ``error`` or ``warning``; ``code`` is a stable code of DESIGN §3;
+    ``severity`` is ``error`` or ``warning``; ``code`` is a stable code of docs/workflow-reference.md;
     ``file`` and ``line`` point at the offending node (line is 1-based, 0 if unknown).
     """
 
@@ -267,7 +267,7 @@ class ProviderError(AgacError):
         # ProviderError as ``provider_error``.
         self.code = code  # type: ignore[assignment]
         self.retry_after = retry_after
-        # The reason code an outcome gets when this error is final (DESIGN §7.2).
+        # The reason code an outcome gets when this error is final (docs/guarantees.md, Reason codes).
         self.reason = reason or ("provider_error" if self.kind in ("fatal", "unsupported") else None)
 
 
@@ -280,7 +280,7 @@ class WaitError(ProviderError):
 class RetryableError(ProviderError):
     """The call failed in a way that may pass on another attempt.
 
-    Raised by adapters for the retryable class of DESIGN §5, and by tools
+    Raised by adapters for the retryable class of docs/providers.md, and by tools
     (``raise agac.RetryableError("the service is busy", retry_after=5)``) to ask for
     another attempt within the action's ``retry.max_attempts``; every other exception a
     tool raises fails its unit at once.

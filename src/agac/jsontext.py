@@ -1,7 +1,7 @@
 """JSON text as agac stores it: compact, UTF-8 kept, the same bytes on every dialect.
 
 ``dumps`` is the stored form; ``canonical`` adds sorted keys and is what request
-fingerprints hash (DESIGN §1). Both produce exactly what ``json.JSONEncoder`` with the
+fingerprints hash (docs/getting-started.md). Both produce exactly what ``json.JSONEncoder`` with the
 same options produces, but call the standard library's C encoder directly: an
 encoder's ``encode`` builds a new C encoder object on every call, which shows on the
 per-unit hot path (three or four encodings per unit). Where the C encoder is missing

@@ -1,4 +1,4 @@
-"""Unit keys (DESIGN §1, §11): what a unit is called in the store, in status, export and
+"""Unit keys (docs/getting-started.md; docs/workflow-reference.md, Fan-out and join): what a unit is called in the store, in status, export and
 sessions, and what a person types (``agac records show KEY``, ``--record KEY``).
 
 A record's own units are keyed by its record key, *escaped*: ``%`` becomes ``%25`` and

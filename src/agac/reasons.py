@@ -3,7 +3,7 @@
 A unit that does not end ``answered`` is ``failed`` or ``skipped`` with one of these
 codes, in ``agac status`` (``reasons``), exports, ``agac records`` and the record's
 session. Each code has one meaning and is never reused for another. The reason-code
-table of docs/guarantees.md is this registry in prose; a test keeps the two, and the
+table of docs/reference/reason-codes.md is this registry in prose; a test keeps the two, and the
 codes the source actually writes, equal.
 
 ``retry`` says whether ``agac retry`` alone can turn the unit into an answer (it asks

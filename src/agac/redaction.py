@@ -1,5 +1,5 @@
 """Known secret shapes taken out of text agac stores (a tool's exception text and
-traceback): secrets never enter the store, events, sessions or exports (DESIGN §4).
+traceback): secrets never enter the store, events, sessions or exports (docs/guarantees.md, The store).
 
 Two kinds of secret are replaced with ``[redacted]``:
 

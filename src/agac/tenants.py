@@ -1,4 +1,4 @@
-"""Tenants (DESIGN §13 T2): the name every run, and everything of a run, belongs to.
+"""Tenants (T2): the name every run, and everything of a run, belongs to.
 
 A tenant is chosen when a run is admitted — ``agac run --tenant T``, else ``AGAC_TENANT``,
 else ``tenant:`` in ``agac.yml``, else ``default`` — and never changes. Names are short

@@ -1,4 +1,4 @@
-"""``agac batch …`` against a real store (DESIGN B0, B2, B8), and the per-run batch options
+"""``agac batch …`` against a real store (B0, B2, B8), and the per-run batch options
 of ``agac run``/``validate``/``retry``.
 
 Batch rows are written through the repository API exactly as a run writes them (staged

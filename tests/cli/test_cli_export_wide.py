@@ -1,4 +1,4 @@
-"""``agac export`` of the wide results table (DESIGN §15): parquet read back with pyarrow
+"""``agac export`` of the wide results table (docs/python.md): parquet read back with pyarrow
 and with DuckDB to the same rows as ``agac.results``; JSONL and CSV of the same table; a
 fan-out action's fields as lists in item order; ``--action A`` with jsonl/csv keeps the
 per-action rows."""

@@ -1,5 +1,5 @@
 """Failures through the CLI: bad input, raising tools, provider errors, retry, crashes,
-a lease held by a live run, Ctrl-C, and the exit codes of DESIGN §7 (0/1/2/75/130)."""
+a lease held by a live run, Ctrl-C, and the exit codes of docs/guarantees.md, Runs (0/1/2/75/130)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ctrl-C always works (DESIGN §7, issue 12 item 4), with real processes and real signals
+"""Ctrl-C always works (docs/guarantees.md, Runs, issue 12 item 4), with real processes and real signals
 against the emulator.
 
 The first SIGINT stops sending and waiting within about a second — what is in flight

@@ -1,4 +1,4 @@
-"""Prices through the real ``agac`` process (DESIGN §8, issue 12 item 6): a model with no
+"""Prices through the real ``agac`` process (docs/cli.md, agac cost, issue 12 item 6): a model with no
 known price is never a silent $0 — a warning at the start of ``agac validate`` and ``agac
 run``, ``unpriced`` in ``agac cost``, a budget on it refused (``unpriced_model``) unless
 agac.yml prices it; a batch call with no batch price is ``derived`` at half the live price.

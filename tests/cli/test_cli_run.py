@@ -1,4 +1,4 @@
-"""``agac run`` and the commands that read a run, on the quickstart example (DESIGN §7.1, §9)."""
+"""``agac run`` and the commands that read a run, on the quickstart example (docs/cli.md, agac status; docs/cli.md, agac events)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Real process crashes (SIGKILL at a chosen point) and Ctrl-C, then recovery.
 
-The rule (DESIGN §12): the next run loses nothing and pays again only for the calls
+The rule (README.md, Contributing): the next run loses nothing and pays again only for the calls
 that were in flight at the kill: at most the sum of max_concurrency of the actions.
 """
 

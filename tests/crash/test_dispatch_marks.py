@@ -1,4 +1,4 @@
-"""Every cent is counted (DESIGN S1 and §8): calls that were sent but whose outcome never
+"""Every cent is counted (S1 and §8): calls that were sent but whose outcome never
 reached the store — the process was SIGKILLed, or a checkpoint failed — are in the ledger.
 
 Real processes, real SIGKILLs, the official OpenAI SDK against the emulator (which counts

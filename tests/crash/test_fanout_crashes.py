@@ -1,4 +1,4 @@
-"""A real SIGKILL in the middle of a fan-out, then resume (DESIGN §11, §12): no item is
+"""A real SIGKILL in the middle of a fan-out, then resume (docs/workflow-reference.md, Fan-out and join; README.md, Contributing): no item is
 lost, none is asked twice beyond those in flight at the kill, and the join completes."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Helpers of the service tests: a team project, `agac serve`'s app on a real loopback port
 (uvicorn in a thread), and a browser-like HTTP client that signs in through the form.
 
-People of the team project (DESIGN §13):
+People of the team project (docs/guarantees.md, Teams):
 
 - ann: tenant ``default``, group ``leads`` (an approver of the workflow's ``send``);
 - bob: tenant ``default``, no group (sees the runs, may not decide);

@@ -1,5 +1,5 @@
 """Issue 28 item 6 on the run page of `agac serve`: a refusal's category and explanation,
-as Anthropic sent them, are the failure's first message (DESIGN §13 T6)."""
+as Anthropic sent them, are the failure's first message (T6)."""
 
 from __future__ import annotations
 

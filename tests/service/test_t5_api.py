@@ -1,4 +1,4 @@
-"""T5: the JSON API as DESIGN §13 names it, with its status codes; T3: permissions are
+"""T5: the JSON API as docs/guarantees.md, Teams names it, with its status codes; T3: permissions are
 checked again when a decision is applied and when the unit acts; T2: another tenant's
 object is 404, never 403."""
 

@@ -1,4 +1,4 @@
-"""T6: what a person sees — each page shows what DESIGN §13 names, and the live streams
+"""T6: what a person sees — each page shows what docs/guarantees.md, Teams names, and the live streams
 send server-rendered fragments as the store changes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """S4 nothing silent: every reason code a unit can end with is in the registry
-(agac.reasons), and the registry is the reason-code table of docs/guarantees.md.
+(agac.reasons), and the registry is the reason-code table of docs/reference/reason-codes.md.
 
 The codes the source writes are collected from its syntax tree, wherever an outcome gets
 its reason: a status constant (``"failed"``/``"skipped"``) followed by the reason in a
@@ -94,9 +94,8 @@ def source_codes() -> dict[str, list[str]]:
 
 
 def table_codes() -> dict[str, str]:
-    """code -> bucket, from the reason-code table of docs/guarantees.md."""
-    text = (ROOT / "docs" / "guarantees.md").read_text(encoding="utf-8")
-    section = text.split('<a id="reason-codes"></a>\n## ', 1)[1].split("\n## ", 1)[0]
+    """code -> bucket, from the reason-code table of docs/reference/reason-codes.md."""
+    section = (ROOT / "docs" / "reference" / "reason-codes.md").read_text(encoding="utf-8")
     return {m["code"]: m["bucket"] for m in re.finditer(
         r"^\| `(?P<code>[a-z_]+)` \| (?P<bucket>failed|skipped) \|", section, re.MULTILINE)}
 
@@ -113,8 +112,8 @@ def test_s4_every_registered_reason_is_written_somewhere() -> None:
 
 def test_s4_reason_table_in_the_docs_equals_the_registry() -> None:
     table = table_codes()
-    assert sorted(set(REASONS) - set(table)) == [], "codes missing from docs/guarantees.md"
-    assert sorted(set(table) - set(REASONS)) == [], "codes in docs/guarantees.md agac never writes"
+    assert sorted(set(REASONS) - set(table)) == [], "codes missing from docs/reference/reason-codes.md"
+    assert sorted(set(table) - set(REASONS)) == [], "codes in docs/reference/reason-codes.md agac never writes"
     assert {c: r.bucket for c, r in REASONS.items()} == table
 
 

@@ -1,4 +1,4 @@
-"""agac as a library: every CLI command is one of these calls (DESIGN §15).
+"""agac as a library: every CLI command is one of these calls (docs/python.md).
 
 Each call finds the project (from ``project`` or the working directory), uses the given
 long-lived ``store`` handle or opens the project's store for the call, does one thing and

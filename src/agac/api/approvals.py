@@ -110,7 +110,7 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
 def _secret_must_be_durable(project: ProjectRef) -> None:
     """On a storage point, decisions are signed with ``AGAC_SECRET``: a generated
     ``.agac/secret`` would die with the machine, and the run would find every decision
-    altered (DESIGN §14)."""
+    altered (docs/guarantees.md, Storage points)."""
     import os
 
     from agac.config.project import is_point_url, store_url

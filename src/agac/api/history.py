@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agac.api.projects import ProjectRef, reading, resolve_run, scope_of, workflow_name
-from agac.errors import UsageError
+from agac.config.project import Project, store_source, store_url
+from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
 from agac.store.values import FINAL_STATES
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = ["FINAL_STATES", "cost", "events", "export_rows", "is_final", "list_records",
-           "list_runs", "record_session", "status"]
+           "list_runs", "record_session", "status", "store_read"]
 
 
 
@@ -35,16 +36,40 @@ def status(ref: str | None = None, project: ProjectRef = None, *, tenant: str | 
     from agac.engine.views.summary import build_summary
 
     with reading(project, store) as (proj, st):
-        run_row = resolve_run(st, proj, ref, scope_of(proj, tenant, principal))
+        read = store_read(proj) if store is None else None
+        try:
+            run_row = resolve_run(st, proj, ref, scope_of(proj, tenant, principal))
+        except NotFound as exc:
+            if read is None:
+                raise
+            raise NotFound(f"{exc} (read the store {read['url']}, {_said(read)})") from None
         if run_row.settings.pruned is not None:
             raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                              f"are gone (its cost stays in `agac cost {run_row.id}`)")
         summary = build_summary(st, run_row).to_dict()
+        if read is not None:
+            summary["store"] = read
         if st.shares_work and st.has_shards(run_row.id):
             from agac.engine.workers.fleet import shard_view
 
             summary["shards"] = shard_view(st, run_row.id)
         return summary
+
+
+def store_read(proj: Project) -> dict[str, str]:
+    """The store a command reads (``url`` as a message may show it, any password hidden)
+    and where that came from (``source``: ``AGAC_STORE``, ``agac.yml`` or ``default``)."""
+    from agac.store.database import display_url
+
+    return {"url": display_url(store_url(proj)), "source": store_source(proj)}
+
+
+def _said(read: dict[str, str]) -> str:
+    if read["source"] == "AGAC_STORE":
+        return "named by AGAC_STORE"
+    if read["source"] == "agac.yml":
+        return "named by store: in agac.yml"
+    return "the default: neither AGAC_STORE nor store: in agac.yml is set"
 
 
 def list_runs(ref: str | None = None, project: ProjectRef = None, limit: int = 50, *,
@@ -152,7 +177,7 @@ def record_session(key: str, project: ProjectRef = None, *,
                    workflow: str | None = None, run_ref: str | None = None,
                    tenant: str | None = None, principal: Principal | None = None,
                    store: Store | None = None) -> dict[str, Any]:
-    """The record's session (DESIGN §11) in a run of the caller's tenants: its history
+    """The record's session (docs/workflow-reference.md, Fan-out and join) in a run of the caller's tenants: its history
     across actions, attempts, tokens and cost, status and error log."""
     from agac.engine.views.sessions import session_document
 

@@ -1,4 +1,4 @@
-"""Who is asking (DESIGN §13 T0, T1): users, API tokens, web sessions, and the
+"""Who is asking (T0, T1): users, API tokens, web sessions, and the
 :class:`Principal` every team-facing library call takes.
 
 - **Passwords** are Argon2id hashes (argon2-cffi, the ``service`` extra). Signing in with

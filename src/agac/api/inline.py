@@ -1,4 +1,4 @@
-"""Workflows, projects and records given inline, as a notebook gives them (DESIGN §15).
+"""Workflows, projects and records given inline, as a notebook gives them (docs/python.md).
 
 - a **project** folder that does not exist is created, with an empty ``agac.yml``;
 - a **workflow** given as a dict is written to ``workflows/<name>.yml`` in the project

@@ -1,4 +1,4 @@
-"""Administrator calls (DESIGN §13 T0): ``agac users …`` and ``agac tokens …``.
+"""Administrator calls (T0): ``agac users …`` and ``agac tokens …``.
 
 Whoever holds the store's credentials (or the SQLite file) and ``AGAC_SECRET``
 administers the project: these calls write the store directly, with no sign-in. Everyone

@@ -1,4 +1,4 @@
-"""Progress of a run where a person watches it (DESIGN §9, §15): a Rich live display in a
+"""Progress of a run where a person watches it (docs/cli.md, agac events; docs/python.md): a Rich live display in a
 terminal or a notebook, or a compact line now and then when the output is not a terminal.
 
 ``progress=`` of :func:`agac.run` picks it: ``"auto"`` (the default) shows bars in Jupyter

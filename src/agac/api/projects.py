@@ -6,7 +6,7 @@ directory) and, optionally, ``store``: a long-lived store handle (``agac serve``
 notebook) that the call uses and leaves open. Without one, the call opens the project's
 store and closes it when done.
 
-**Tenants (DESIGN §13 T2).** Every call that finds a run or an object of a run takes
+**Tenants (T2).** Every call that finds a run or an object of a run takes
 ``tenant`` and ``principal``, read once into a :class:`Scope`: the tenant the call acts
 in (a workflow's runs are found, and new runs admitted, in it) and the tenants whose
 objects it may see. From the command line that is one tenant — ``--tenant``, else
@@ -50,10 +50,10 @@ def project_of(project: ProjectRef) -> Project:
 
 
 def open_store(project: ProjectRef = None, *, writes: bool = True, wait: bool = False) -> Store:
-    """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (DESIGN §4).
+    """The project's store: ``AGAC_STORE`` wins over ``store:`` in agac.yml (docs/guarantees.md, The store).
     The caller closes it.
 
-    On a storage point (DESIGN §14) ``writes`` owns the point for this process (exit 75
+    On a storage point (docs/guarantees.md, Storage points) ``writes`` owns the point for this process (exit 75
     naming a live owner, or waiting for it with ``wait``); ``writes=False`` reads a
     private copy and owns nothing. On SQL stores the flags change nothing."""
     from agac.store.factory import open_store as _open

@@ -1,4 +1,4 @@
-"""Decisions sent to the service (DESIGN §10 A3 with ``identity: login``).
+"""Decisions sent to the service (A3 with ``identity: login``).
 
 On a project with ``identity: login``, ``agac approve|reject|revise`` (and the library's
 ``approve``, ``reject``, ``revise``) do not write the store: they send the decision to

@@ -2,7 +2,7 @@
 retry`` (R2) and ``agac cancel``. Each returns a
 :class:`agac.engine.lifecycle.options.RunResult`.
 
-A run is found, and admitted, by (tenant, workflow) (DESIGN §13 T2): ``tenant`` (else
+A run is found, and admitted, by (tenant, workflow) (T2): ``tenant`` (else
 ``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``) is the tenant a new run
 belongs to for good; a ``principal`` acts only in its own tenants."""
 
@@ -41,7 +41,7 @@ def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
     ``workflow`` is a path, a ``name:`` or the workflow as a dict (written to
     ``workflows/<name>.yml``); ``project`` a folder (created with an ``agac.yml`` when it
     does not exist). ``records`` — an iterable of dicts, a pandas or polars DataFrame or an
-    Arrow table — replace ``input.path`` (DESIGN §15). ``new`` ends the open run and admits
+    Arrow table — replace ``input.path`` (docs/python.md). ``new`` ends the open run and admits
     a new one; ``run_mode`` fills every llm action without its own; ``tenant`` (else
     ``AGAC_TENANT``, else ``tenant:`` in agac.yml, else ``default``) is the run's tenant for
     good, and a ``principal`` (the service's caller) acts only in its own tenants (T2);

@@ -1,4 +1,4 @@
-"""The team-facing library (DESIGN §13 T2, T3, T5, T6): what a signed-in person sees and
+"""The team-facing library (T2, T3, T5, T6): what a signed-in person sees and
 decides, every call given a long-lived store and the caller as a :class:`Principal`.
 
 **Tenant filtering lives here**, so the service and any other front end refuse the same
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
+__all__ = ["MAX_PAGE", "PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
            "record_view", "run_detail", "run_items", "run_summary", "runs_page", "visible_run",
            "visible_runs", "workers_for"]
 
@@ -47,12 +47,19 @@ def visible_run(store: Store, principal: Principal, ref: str) -> Any:
 # -- runs ---------------------------------------------------------------------------------------
 
 
+MAX_PAGE = 1_000_000_000
+"""The last page number a listing takes: past it is a refusal (422), not an offset the
+database cannot hold."""
+
+
 def runs_page(store: Store, principal: Principal, *, page: int = 1, workflow: str | None = None,
               state: str | None = None, per_page: int = PER_PAGE) -> dict[str, Any]:
     """One page of the runs the principal may see, newest first, each with its progress."""
     if state is not None and state not in RUN_STATES:
         raise UsageError(f"unknown state {state!r} (states: {', '.join(RUN_STATES)})")
     page = max(int(page), 1)
+    if page > MAX_PAGE:
+        raise UsageError(f"page must be a whole number from 1 to {MAX_PAGE:,}")
     rows, total = store.runs_page(principal.tenants, workflow=workflow or None,
                                   state=[state] if state else None,
                                   offset=(page - 1) * per_page, limit=per_page)
@@ -148,7 +155,7 @@ def events_after(store: Store, principal: Principal, ref: str, after: int = 0,
 
 def record_view(store: Store, project: Project, principal: Principal, run_ref: str,
                 key: str) -> dict[str, Any]:
-    """A record's session (DESIGN §11) in a run the principal may see: what ``agac records
+    """A record's session (docs/workflow-reference.md, Fan-out and join) in a run the principal may see: what ``agac records
     show`` says, through the same library call."""
     from agac.api.history import record_session
 

@@ -1,4 +1,4 @@
-"""Running the engine off the caller's thread (DESIGN §15): ``agac.run`` inside a running
+"""Running the engine off the caller's thread (docs/python.md): ``agac.run`` inside a running
 event loop (Jupyter) and ``await agac.arun(…)``.
 
 The engine runs its own event loop (``asyncio.run``) in the thread that calls it. Where

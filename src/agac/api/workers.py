@@ -1,5 +1,5 @@
 """Scale-out: ``agac submit`` hands a run to workers, ``agac worker`` is one, ``agac
-workers`` lists them. Workers share one PostgreSQL store (DESIGN §4 S3)."""
+workers`` lists them. Workers share one PostgreSQL store (S3)."""
 
 from __future__ import annotations
 

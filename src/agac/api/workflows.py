@@ -24,8 +24,8 @@ def load_workflow(ref: WorkflowRef, project: ProjectRef = None, *,
     problem.
 
     ``run_mode``, ``poll_interval``, ``batch_deadline`` and ``budget_usd`` are this run's
-    own settings (seconds or a duration string; USD), merged before validation (DESIGN §3).
-    ``records``: records given in memory replace ``input.path`` (DESIGN §15).
+    own settings (seconds or a duration string; USD), merged before validation (docs/workflow-reference.md).
+    ``records``: records given in memory replace ``input.path`` (docs/python.md).
     """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable

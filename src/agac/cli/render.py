@@ -21,19 +21,62 @@ import click
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["ProgressView", "attachment_line", "follow_events", "new_table", "print_cost", "print_effects",
-           "print_event", "print_events", "print_plan", "print_proposals", "print_records",
-           "print_retry_plan",
-           "print_runs", "print_session", "print_summary", "print_table", "when"]
+__all__ = [
+    "ProgressView",
+    "attachment_line",
+    "follow_events",
+    "new_table",
+    "print_cost",
+    "print_effects",
+    "print_event",
+    "print_events",
+    "print_plan",
+    "print_proposals",
+    "print_records",
+    "print_retry_plan",
+    "print_runs",
+    "print_session",
+    "print_summary",
+    "print_table",
+    "shown",
+    "when",
+]
+
+
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: str) -> str:
+    """``text`` safe to print in one cell or line: control characters (newline, NUL, ESC,
+    …), line and paragraph separators and bidirectional controls written as escapes
+    (``\\n``, ``\\x00``, ``\\u202e``), so a record key cannot break a table's lines, move
+    the cursor or reorder what follows it."""
+    if text.isprintable() and not any(c in _BIDI for c in text):
+        return text
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif not c.isprintable() and c != " " or c in _BIDI:
+            code = ord(c)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 def new_table(*columns: str) -> Table:
     """A table with these column headers; a header ending in ``>`` is a right-aligned
-    (numeric) column, shown without the ``>``."""
+    (numeric) column, shown without the ``>``. Every text cell is :func:`shown`."""
     from rich import box
     from rich.table import Table
 
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    class _Table(Table):
+        def add_row(self, *cells: Any, **options: Any) -> None:
+            super().add_row(*(shown(c) if isinstance(c, str) else c for c in cells), **options)
+
+    table = _Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for column in columns:
         right = column.endswith(">")
         table.add_column(column.rstrip(">"), justify="right" if right else "left",
@@ -144,6 +187,9 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         calls += a["calls"]
         failed += a["failed"]
     print_table(table)
+    if summary.get("store"):
+        read = summary["store"]
+        click.echo(f"  store: {read['url']} ({read['source']})")
     words = f"reused {reused:,} answers, {calls:,} calls, cost ${summary['cost_usd']:.4f}"
     if failed:
         words += f"; {failed:,} failed"
@@ -273,7 +319,7 @@ def follow_events(ref: str | None, as_json: bool, tenant: str | None = None) -> 
 
 
 def print_session(doc: dict[str, Any]) -> None:
-    click.echo(f"record {doc['key']} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}"
+    click.echo(f"record {shown(doc['key'])} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}"
                f"  ${doc['cost_usd']:.6f}")
     rec = doc.get("record")
     if rec:
@@ -281,11 +327,12 @@ def print_session(doc: dict[str, Any]) -> None:
         if rec.get("error"):
             click.echo(f"  invalid: {rec['error']}")
     if doc.get("failed_items"):
-        click.echo(f"  failed items: {', '.join(doc['failed_items'])}")
+        click.echo(f"  failed items: {', '.join(shown(k) for k in doc['failed_items'])}")
     _print_units(doc, "  ")
     for e in doc["errors"]:
         tb = e["data"].get("traceback")
-        where = f" ({e['unit_key']})" if e.get("unit_key") and e["unit_key"] != doc["key"] else ""
+        where = f" ({shown(e['unit_key'])})" if e.get("unit_key") and e["unit_key"] != doc["key"] \
+            else ""
         click.echo(f"  error in {e['action']}{where}: {e['data'].get('reason')}: "
                    f"{e['data'].get('detail')}")
         if tb:
@@ -328,7 +375,7 @@ _TOKEN_DETAILS = (("cached_tokens", "cache read"), ("cache_write_tokens", "cache
 
 def _print_items(items: list[dict[str, Any]], pad: str) -> None:
     for item in items:
-        click.echo(f"{pad}item {item['key']}: {item['status']}  ${item['cost_usd']:.6f}")
+        click.echo(f"{pad}item {shown(item['key'])}: {item['status']}  ${item['cost_usd']:.6f}")
         _print_units(item, pad + "  ")
 
 
@@ -398,7 +445,7 @@ def _print_waiting_on(summary: dict[str, Any]) -> None:
 
 
 def _cost_note(r: dict[str, Any]) -> str:
-    """What a cost row's figures mean when they are not plain (DESIGN §8, S1)."""
+    """What a cost row's figures mean when they are not plain (docs/cli.md, agac cost, S1)."""
     notes = []
     if r.get("price") == "unpriced":
         notes.append("unpriced: no known price, counted $0 (add it to prices: in agac.yml)")

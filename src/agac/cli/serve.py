@@ -1,4 +1,4 @@
-"""``agac serve``: the web pages and JSON API for a team (DESIGN §13)."""
+"""``agac serve``: the web pages and JSON API for a team (docs/guarantees.md, Teams)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``agac users …`` and ``agac tokens …``: administrator commands (DESIGN §13 T0, T1).
+"""``agac users …`` and ``agac tokens …``: administrator commands (T0, T1).
 
 They write the store directly: whoever can run them holds the store (and ``AGAC_SECRET``)
 and administers the project. Each makes one library call and renders it.

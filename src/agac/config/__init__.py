@@ -1,4 +1,4 @@
-"""config layer of agac (DESIGN §2, §3): YAML -> typed, validated model with located Problems.
+"""config layer of agac (docs/architecture.md; docs/workflow-reference.md): YAML -> typed, validated model with located Problems.
 
 Public API: :func:`find_project`, :func:`store_url`, :func:`load_workflow`,
 :func:`validate_workflow`, :func:`workflow_problems_json`, :func:`parse_duration`,

@@ -1,6 +1,6 @@
 """Per-action settings: merging ``defaults:`` and the per-run mode, then typing each value.
 
-:func:`merge_action` applies DESIGN §3's filling rules and remembers where every value
+:func:`merge_action` applies docs/workflow-reference.md's filling rules and remembers where every value
 was written (``origins``) so a Problem points at the line that set it — on the action,
 under ``defaults:``, or on the action's own line for the ``--run-mode`` of a run.
 :func:`action_fields` turns the merged values into the keyword arguments of
@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 BATCH_DEFAULTS = {"poll_interval": 300.0, "batch_deadline": 25 * 3600.0}
-"""Batch tuning for a batch action that sets none (DESIGN B11)."""
+"""Batch tuning for a batch action that sets none (B11)."""
 
 CLI = ("--run-mode",)
 """Origin marker of a value that came from the run's ``--run-mode``."""
@@ -222,7 +222,7 @@ def _approval(f: Findings, value: Any, path: Path) -> ApprovalSpec | None:
 
 
 def _fan_out_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
-    """``fan_out``, ``gate``, ``join`` and ``failure_policy`` (DESIGN §11). ``gate`` and
+    """``fan_out``, ``gate``, ``join`` and ``failure_policy`` (docs/workflow-reference.md, Fan-out and join). ``gate`` and
     ``failure_policy`` from ``defaults:`` fill only the actions they apply to; written on
     an action they do not apply to, they are an error."""
     v, at = raw.values, raw.origin

@@ -1,4 +1,4 @@
-"""Durations in workflow files and ``agac.yml`` (DESIGN §3).
+"""Durations in workflow files and ``agac.yml`` (docs/workflow-reference.md).
 
 A duration is an integer number of seconds (``90``) or an integer with a unit:
 ``<n>ms``, ``<n>s``, ``<n>m``, ``<n>h`` or ``<n>d`` (``250ms``, ``5m``, ``25h``).

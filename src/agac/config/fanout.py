@@ -1,4 +1,4 @@
-"""Fan-out regions and their joins: which actions run once per item (DESIGN §11).
+"""Fan-out regions and their joins: which actions run once per item (docs/workflow-reference.md, Fan-out and join).
 
 A fan-out action F and every action downstream of it up to F's join make F's
 *region*: they run once per item. A join (``kind: join``, or ``join: F`` on an llm or

@@ -1,22 +1,33 @@
-"""Resolving a tool's ``function: module:name`` from the project root (DESIGN §3).
+"""Resolving a tool's ``function: module:name`` from the project root (docs/workflow-reference.md).
 
 The project root goes first on ``sys.path`` so a project's ``tools/mail.py`` is found
 as ``tools.mail``. A module already imported from a different place under the same
 name (another project in the same process, as in tests) is imported afresh from this
 root, so two projects never share a ``tools`` module by accident.
+
+An import is bounded: a module whose top-level code has not finished within
+``AGAC_IMPORT_TIMEOUT`` seconds (default 30) is ``FunctionNotFound`` saying so, and is not
+waited for again in this process (its import, still running in a daemon thread, holds
+that module's import lock), so ``agac validate`` and a run never hang on a tool's import.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agac.config.variables import IMPORT_TIMEOUT
 from agac.usercode import describe, fails_only_its_unit, user_stdout
 
 __all__ = ["FunctionNotFound", "resolve_function"]
+
+_STUCK: set[str] = set()
+"""Modules whose import did not finish in time: never waited for again."""
 
 
 class FunctionNotFound(Exception):
@@ -40,7 +51,9 @@ def resolve_function(spec: str, root: Path) -> Callable[..., Any]:
     importlib.invalidate_caches()
     try:
         with user_stdout():  # what the module prints at import goes to stderr
-            target: Any = importlib.import_module(module_name)
+            target: Any = _bounded_import(module_name)
+    except FunctionNotFound:
+        raise
     except BaseException as exc:  # user code at import (even sys.exit) never ends agac
         if not fails_only_its_unit(exc):
             raise
@@ -52,6 +65,39 @@ def resolve_function(spec: str, root: Path) -> Callable[..., Any]:
     if not callable(target):
         raise FunctionNotFound(f"{spec!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def _bounded_import(module_name: str) -> Any:
+    """``importlib.import_module``, in a daemon thread given ``AGAC_IMPORT_TIMEOUT``
+    seconds; FunctionNotFound when it takes longer. A module already imported is returned
+    at once."""
+    if module_name in sys.modules:
+        return importlib.import_module(module_name)
+    top = module_name.split(".")[0]
+    stuck = next((m for m in _STUCK if m == module_name or m.split(".")[0] == top), None)
+    seconds = IMPORT_TIMEOUT.from_environment("AGAC_IMPORT_TIMEOUT", os.environ) or 30.0
+    if stuck is not None:
+        raise FunctionNotFound(f"cannot import {module_name!r}: importing {stuck!r} did not "
+                               f"finish within {seconds:g} seconds earlier in this process")
+    done: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            done["module"] = importlib.import_module(module_name)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            done["error"] = exc
+
+    worker = threading.Thread(target=load, name=f"agac-import-{module_name}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        _STUCK.add(module_name)
+        raise FunctionNotFound(f"cannot import {module_name!r}: it did not finish importing "
+                               f"within {seconds:g} seconds (its top-level code runs at import; "
+                               "AGAC_IMPORT_TIMEOUT sets the bound)")
+    if "error" in done:
+        raise done["error"]
+    return done["module"]
 
 
 def _forget_foreign(module_name: str, root: Path) -> None:

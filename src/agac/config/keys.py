@@ -68,7 +68,7 @@ LLM_ONLY_KEYS = frozenset({
     "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
     "attachments", "attachments_position",
 })
-"""Keys that ``defaults:`` gives to llm actions only (DESIGN §3)."""
+"""Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""
 
 TOOL_KEYS = frozenset({"schema"})
 """Llm-only keys a tool may still write on itself: a tool's return value is validated

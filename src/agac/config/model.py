@@ -2,7 +2,7 @@
 
 A :class:`Workflow` is what validation produces and what a run records: its
 ``snapshot()`` is plain JSON stored with the run, and ``Workflow.from_snapshot`` rebuilds
-the same value, so a resumed run executes exactly what was admitted (DESIGN §3, R1).
+the same value, so a resumed run executes exactly what was admitted (docs/workflow-reference.md, R1).
 
 ``config_hash`` covers everything that changes execution — actions and every resolved
 setting, the input spec, ``partial_ok`` — and nothing that does not (the workflow's
@@ -69,7 +69,7 @@ class EffectSpec:
 
 @dataclass(frozen=True)
 class FanOutSpec:
-    """An action that runs once per item (DESIGN §11): over the list at ``over`` (a dotted
+    """An action that runs once per item (docs/workflow-reference.md, Fan-out and join): over the list at ``over`` (a dotted
     path, ``extract.clauses`` or ``source.items``), each item seen under ``as_name``; or
     ``versions`` independent answers to the same input, each seeing ``version``."""
 

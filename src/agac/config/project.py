@@ -20,7 +20,8 @@ from typing import Any
 from agac.config.durations import parse_duration
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import finite, read_mapping, read_number, read_str, read_str_list
-from agac.errors import ConfigError, UsageError
+from agac.config.variables import POINT_SCHEMES, STORE_HINT, check_variables, store_problem
+from agac.errors import ConfigError, Problem, UsageError
 from agac.providers.options import Option
 from agac.providers.registry import available_providers, provider_options, provider_transports
 from agac.tenants import is_tenant, pick_tenant
@@ -37,6 +38,7 @@ __all__ = [
     "is_point_url",
     "load_project_config",
     "project_tenant",
+    "store_source",
     "store_url",
 ]
 
@@ -48,7 +50,7 @@ IDENTITIES = ("local", "login")
 """``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
 ``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
 _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
-#: ``providers.<name>.transport``: how online calls travel (DESIGN §5 P1), for providers
+#: ``providers.<name>.transport``: how online calls travel (P1), for providers
 #: that offer a choice; ``lean`` is the default.
 DEFAULT_TRANSPORT = "lean"
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch_discount")
@@ -91,7 +93,7 @@ class ProjectConfig:
     """``store_options:`` — settings of a storage point (endpoint, region, lease_ttl, …)."""
     tenant: str | None = None
     """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
-    ``AGAC_TENANT`` names one (DESIGN §13 T2)."""
+    ``AGAC_TENANT`` names one (T2)."""
     identity: str = "local"
     object_options: Mapping[str, Any] = field(default_factory=dict)
     """``object_options:`` — obstore settings of ``s3://``, ``gs://`` and ``az://`` input
@@ -128,6 +130,9 @@ def find_project(start: Path | None = None) -> Project:
 
     Raises ConfigError with every located Problem when ``agac.yml`` is not valid.
     """
+    problems = check_variables()
+    if problems:
+        raise ConfigError(problems=problems)
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / PROJECT_FILE
@@ -152,6 +157,9 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
         return ProjectConfig(), f
     f.unknown_keys(data, _TOP_KEYS, (), "agac.yml")
     store = read_str(f, data["store"], ("store",)) if data.get("store") is not None else None
+    if store is not None and (why := store_problem(store)) is not None:
+        f.error("invalid_store", f"store: {store!r} {why}", ("store",), hint=STORE_HINT)
+        store = None
     tenant = _tenant(f, data.get("tenant"))
     providers = _providers(f, data.get("providers"))
     prices = _prices(f, data.get("prices"))
@@ -197,8 +205,9 @@ def _tenant(f: Findings, raw: Any) -> str | None:
 def _store_options(f: Findings, data: dict[Any, Any], name: str = "store_options",
                    ) -> dict[str, Any]:
     """``store_options:`` (or ``object_options:``): a mapping of names to strings, numbers
-    or booleans, passed to the storage point or to the object stores of inputs
-    and exports; secrets belong in the environment, not in this file."""
+    or booleans, passed to the storage point (docs/guarantees.md, Storage points) or to the
+    object stores of inputs and exports; secrets belong in the environment, not in this
+    file."""
     raw = read_mapping(f, data.get(name) or {}, (name,)) or {}
     options: dict[str, Any] = {}
     for key, value in raw.items():
@@ -329,10 +338,6 @@ def project_tenant(project: Project, given: str | None = None,
         raise UsageError(str(exc)) from exc
 
 
-POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
-"""Schemes of storage points (DESIGN §14): object storage and directories."""
-
-
 def is_point_url(url: str) -> bool:
     """True when ``store:`` names a storage point rather than an SQL store or ``memory``."""
     scheme, sep, _ = url.partition("://")
@@ -347,6 +352,10 @@ def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str
     """
     env = os.environ if environ is None else environ
     raw = env.get("AGAC_STORE") or project.config.store
+    if raw and (why := store_problem(raw)) is not None:
+        where = f"AGAC_STORE={raw!r}" if env.get("AGAC_STORE") else f"store: {raw!r} in agac.yml"
+        raise ConfigError(problems=[Problem("invalid_store", f"{where} {why}", "environment",
+                                            hint=STORE_HINT)])
     if not raw:
         return f"sqlite:///{(project.root / '.agac' / 'agac.db').as_posix()}"
     raw = raw.strip()
@@ -361,3 +370,12 @@ def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str
             target = project.root / target
         return f"{prefix}:///{target.as_posix()}"
     return raw
+
+
+def store_source(project: Project, environ: Mapping[str, str] | None = None) -> str:
+    """Where :func:`store_url` found the URL: ``AGAC_STORE``, ``agac.yml`` (its
+    ``store:``) or ``default`` (neither is set)."""
+    env = os.environ if environ is None else environ
+    if env.get("AGAC_STORE"):
+        return "AGAC_STORE"
+    return "agac.yml" if project.config.store else "default"

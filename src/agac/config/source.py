@@ -58,6 +58,19 @@ few thousand at most; nested aliases (``&a [x, x]``, ``&b [*a, *a]``, …) can m
 file of a few lines expand to billions, which would hang agac or exhaust its memory."""
 
 
+def _tab_at(text: str, mark: Any) -> bool:
+    """Whether the parser stopped at a tab (YAML's "found character that cannot start any
+    token" says nothing of tabs), or the line it stopped on is indented with one."""
+    if mark is None:
+        return False
+    lines = text.splitlines()
+    if not 0 <= mark.line < len(lines):
+        return False
+    row = lines[mark.line]
+    at = row[mark.column:mark.column + 1]
+    return at == "\t" or "\t" in row[:len(row) - len(row.lstrip())]
+
+
 def load_located(text: str, file: str) -> Located:
     """Parse ``text``; ConfigError ``yaml_syntax`` (with the parser's line) when malformed,
     ``yaml_too_large`` when its aliases expand past :data:`MAX_NODES` values (measured on
@@ -74,8 +87,12 @@ def load_located(text: str, file: str) -> Located:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 0
         reason = getattr(exc, "problem", None) or str(exc)
+        hint = None
+        if mark is not None and _tab_at(text, mark):
+            reason = f"a tab character at column {mark.column + 1} ({reason})"
+            hint = "YAML indents with spaces, never tabs: replace the tab with spaces"
         raise ConfigError(
-            problems=[Problem("yaml_syntax", f"malformed YAML: {reason}", file, line)]
+            problems=[Problem("yaml_syntax", f"malformed YAML: {reason}", file, line, hint=hint)]
         ) from exc
     except RecursionError as exc:
         raise ConfigError(problems=[Problem(

@@ -1,6 +1,6 @@
 """Static checks of prompts, ``system`` and guards against what an action can see.
 
-What a template sees (DESIGN §3): ``source`` and the output of every ancestor by
+What a template sees (docs/workflow-reference.md): ``source`` and the output of every ancestor by
 name, narrowed by ``context.observe`` and ``context.drop``. A template that reads
 anything else is ``undefined_variable``; a Jinja syntax error is ``invalid_template``
 at the line inside the file. A guard reading a field that the ancestor's schema cannot
@@ -39,7 +39,7 @@ def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
 
     ``extra`` are roots the action sees whatever its ``context`` says: the item of a
     fan-out (``item``, its ``as:`` name, ``version``) and a join's ``fulfilled``,
-    ``rejected`` and ``skipped`` (DESIGN §11)."""
+    ``rejected`` and ``skipped`` (docs/workflow-reference.md, Fan-out and join)."""
     visible = {"source", *ancestors, *extra}
     names = set(names)
     observe, drop = _view_paths(f, raw, context, visible, names)

@@ -1,4 +1,4 @@
-"""Loading and validating a workflow file (DESIGN §3).
+"""Loading and validating a workflow file (docs/workflow-reference.md).
 
 ``load_workflow`` returns the resolved :class:`~agac.config.model.Workflow` or raises
 ConfigError carrying every error at once; ``validate_workflow`` returns the workflow
@@ -14,6 +14,7 @@ import hashlib
 import math
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,7 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
 
     ``run_mode``, ``poll_interval`` and ``batch_deadline`` are the run's own settings
     (``agac run --run-mode/--poll-interval/--batch-deadline``): seconds or a duration
-    string for the tuning. They fill the actions as DESIGN §3 says and are checked like
+    string for the tuning. They fill the actions as docs/workflow-reference.md says and are checked like
     written values; the resolved actions record what the run will use.
 
     ``price_lookup(model)`` tells whether the engine's price table knows a model; a
@@ -196,10 +197,24 @@ def _workflow_files(root: Path) -> Iterator[Path]:
                 yield Path(folder, file)
 
 
+MAX_CANDIDATE_BYTES = 16 * 1024 * 1024
+"""A ``*.yml`` larger than this is not a candidate when a workflow is looked up by name."""
+_HEAD_BYTES = 1024 * 1024
+"""How much of a candidate is read to find its ``name:`` and ``actions:``."""
+
+
 def _workflow_name(path: Path) -> str | None:
+    """The workflow name of ``path``, or None when it is not a workflow file. Only regular
+    files of at most MAX_CANDIDATE_BYTES are candidates — a FIFO named ``x.yml`` (which
+    would block the lookup) or a link to ``/dev/zero`` (endless) never is — and only
+    their first megabyte is read."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CANDIDATE_BYTES:
+            return None
+        with path.open("rb") as handle:
+            text = handle.read(_HEAD_BYTES).decode("utf-8", errors="ignore")
+    except OSError:
         return None
     if not re.search(r"^actions\s*:", text, re.MULTILINE):
         return None

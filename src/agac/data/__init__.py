@@ -1,4 +1,4 @@
-"""Data layer of agac (DESIGN.md §2): input files, record identity, views, exports.
+"""Data layer of agac (docs/architecture.md): input files, record identity, views, exports.
 
 - :mod:`agac.data.inputs` resolves ``input.path`` to input files;
 - :mod:`agac.data.readers` streams records out of them with their keys;

@@ -1,4 +1,4 @@
-"""Arrow, pandas and polars at agac's edges (DESIGN §15): the wide results table as Arrow
+"""Arrow, pandas and polars at agac's edges (docs/python.md): the wide results table as Arrow
 record batches, and the optional libraries imported on first use.
 
 pyarrow, pandas and polars are the ``data`` extra (``pip install 'agac[data]'``); the core

@@ -1,4 +1,4 @@
-"""Column types of the wide results table, independent of any data library (DESIGN §15).
+"""Column types of the wide results table, independent of any data library (docs/python.md).
 
 A column's type is one of:
 

@@ -1,4 +1,4 @@
-"""Records given in memory (DESIGN §15): an iterable of dicts, a pandas or polars
+"""Records given in memory (docs/python.md): an iterable of dicts, a pandas or polars
 DataFrame, or an Arrow table, turned into JSON records.
 
 Values go through Arrow where there is a table (pandas, polars, Arrow) and through the

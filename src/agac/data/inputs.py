@@ -1,4 +1,4 @@
-"""Resolve a workflow's ``input.path`` to the input files it names (DESIGN §3).
+"""Resolve a workflow's ``input.path`` to the input files it names (docs/workflow-reference.md).
 
 An input spec is one of:
 

@@ -1,4 +1,4 @@
-"""Streaming readers of input files and record identity (DESIGN §1, §4).
+"""Streaming readers of input files and record identity (docs/getting-started.md; docs/guarantees.md, The store).
 
 Every record of an input file becomes exactly one :class:`InputRecord`, in file order.
 A record that cannot be read (a malformed JSONL line, a JSON value that is not an

@@ -1,5 +1,5 @@
 """The wide results table: one row per record, the answers of every action side by side
-(DESIGN §15; ``agac.results``, ``agac export --all-actions``, parquet).
+(docs/python.md; ``agac.results``, ``agac export --all-actions``, parquet).
 
 Columns, in order:
 

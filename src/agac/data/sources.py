@@ -1,4 +1,4 @@
-"""Where a run's records come from: input files, or records given in memory (DESIGN §15).
+"""Where a run's records come from: input files, or records given in memory (docs/python.md).
 
 A :class:`RecordSource` yields :class:`~agac.data.readers.InputRecord` values in order,
 with unique keys, and names its content (:meth:`~RecordSource.identity`) so that a run

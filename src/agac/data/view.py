@@ -1,4 +1,4 @@
-"""The view a prompt, guard or tool sees (DESIGN §3, "What a template sees").
+"""The view a prompt, guard or tool sees (docs/workflow-reference.md, "What a template sees").
 
 The view is a dict whose roots are ``source`` (the record) and the output of each
 ancestor action under the action's name. An action's ``context`` narrows it:

@@ -1,5 +1,5 @@
 """The provider emulator: a local HTTP server speaking the real wire protocols of OpenAI,
-Anthropic, Gemini, Groq and Ollama on one port, with fault injection (DESIGN.md §12).
+Anthropic, Gemini, Groq and Ollama on one port, with fault injection (README.md, Contributing).
 
 It is a separate program that ships in the package: it imports nothing from the engine,
 store or providers, only the standard library, Starlette and uvicorn (the ``emulator``

@@ -4,7 +4,7 @@ Contract: :func:`answer` is a pure function of its arguments. The same provider,
 request body (messages, params, provider ``seed``) and emulator seed always give the same
 :class:`Answer`; a different seed gives a different one. When a JSON schema is given the
 text is a JSON value that conforms to it (see :func:`conforming_value`). Token counts are
-``ceil(chars / 4)``, the estimate DESIGN §3 uses when no tokenizer is at hand, plus 258
+``ceil(chars / 4)``, the estimate docs/workflow-reference.md uses when no tokenizer is at hand, plus 258
 for each attached image or PDF page. An answer without a schema ends by naming the
 attachments it saw (:mod:`agac.emulator.media`).
 

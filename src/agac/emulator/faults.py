@@ -26,7 +26,7 @@ envelope with its ``request_id``, …), and ``headers`` adds response headers
 
 ``"after_create": true`` next to ``http`` or ``drop_connection`` on ``batch.create``
 creates the batch first and then answers with the fault: the provider accepted the
-batch but its answer was lost (DESIGN B2 *unknown*), which recovery by ``find_batch``
+batch but its answer was lost (B2 *unknown*), which recovery by ``find_batch``
 must find.
 """
 

@@ -1,4 +1,4 @@
-"""The engine: the only orchestrator (DESIGN §2), in rooms of its own.
+"""The engine: the only orchestrator (docs/architecture.md), in rooms of its own.
 
 - :mod:`~agac.engine.lifecycle` — admit, continue, retry, own, assemble, drive and end a run;
 - :mod:`~agac.engine.walk` — a run's records in shards through their steps, one unit at a time;

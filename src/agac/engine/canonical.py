@@ -1,4 +1,4 @@
-"""A request's canonical JSON (what its fingerprint hashes, DESIGN §1), made per action.
+"""A request's canonical JSON (what its fingerprint hashes, docs/getting-started.md), made per action.
 
 Every request of one action shares its provider, model, limits and schema; only its
 messages and seed differ. :class:`CanonicalForm` encodes the shared parts once and the

@@ -1,4 +1,4 @@
-"""What a tool function receives besides its inputs (DESIGN §3)."""
+"""What a tool function receives besides its inputs (docs/workflow-reference.md)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ __all__ = ["ToolContext"]
 class ToolContext:
     """Passed as ``fn(inputs, ctx)``. ``idempotency_key`` is stable for the same
     (tenant, workflow, action, record key, arguments) across retries, restarts and runs,
-    and starts with the run's ``tenant`` (DESIGN §13 T2).
+    and starts with the run's ``tenant`` (T2).
     ``record_key`` is the record's key; ``item_key`` the fan-out item's (``<record>/<i>``)
     or None. At a join, ``fulfilled`` (``{key, index, output}``) and ``rejected``
-    (``{key, index, action, reason}``) are its items in request order (DESIGN §11)."""
+    (``{key, index, action, reason}``) are its items in request order (docs/workflow-reference.md, Fan-out and join)."""
 
     run_id: str
     workflow: str

@@ -1,4 +1,4 @@
-"""Deliberate crashes for crash tests (DESIGN §12): ``AGAC_CRASH_AT=<point>:<n>`` kills
+"""Deliberate crashes for crash tests (README.md, Contributing): ``AGAC_CRASH_AT=<point>:<n>`` kills
 this process with SIGKILL the n-th time it passes ``point``. Unset, it costs one dict
 lookup. Points: ``after_checkpoint`` (a group of outcomes is durable),
 ``before_checkpoint`` (outcomes computed, not yet written), ``before_submit`` (a batch

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM (DESIGN §7): the first signal stops sending and waiting, the second
+"""Ctrl-C and SIGTERM (docs/guarantees.md, Runs): the first signal stops sending and waiting, the second
 stops at once.
 
 - **First.** ``on_first`` runs (the executor or worker stops sending) and the

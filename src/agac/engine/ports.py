@@ -1,5 +1,5 @@
 """What a unit may call: the narrow interfaces between the record walk and the rooms that
-serve it (DESIGN §2: the run loop drives the walk, the walk drives a unit, a unit reports
+serve it (docs/architecture.md: the run loop drives the walk, the walk drives a unit, a unit reports
 through these — nothing below calls back into what drives it).
 
 - :class:`Outcomes` — write a unit's outcome, usage and events (engine/outcomes/writer.py);

@@ -1,5 +1,5 @@
 """What a unit sends and what it accepts back: an llm action's request rendered from its
-view and the output accepted from a response (DESIGN §5: truncation, refusals, the
+view and the output accepted from a response (docs/providers.md: truncation, refusals, the
 schema), a tool's call and the value it returned. Shared by the online walk, batch
 ingest, approvals (the approved request) and the read-only views."""
 
@@ -29,7 +29,7 @@ __all__ = ["Fail", "accept_response", "attachments_of", "build_request", "effect
 
 
 class Fail(Exception):
-    """A response or a tool value the unit cannot accept: its reason code (DESIGN §7.2),
+    """A response or a tool value the unit cannot accept: its reason code (docs/guarantees.md, Reason codes),
     whether another attempt may do better, and what to tell the model when it does."""
 
     def __init__(self, reason: str, detail: str, *, retry: bool, feedback: str | None = None):
@@ -42,7 +42,7 @@ class Fail(Exception):
 
 def _version(view: JSONObject) -> int | None:
     """The fan-out version index (``fan_out: {versions: N}``), sent as the provider's seed
-    and so part of the fingerprint (DESIGN §11); None outside such a fan-out."""
+    and so part of the fingerprint (docs/workflow-reference.md, Fan-out and join); None outside such a fan-out."""
     v = view.get("version")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -100,7 +100,7 @@ def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment,
 
 
 def accept_response(rt: ActionRuntime, response: Response) -> JSON:
-    """The unit's output from a response, or Fail with the reason (DESIGN §5, §7.2).
+    """The unit's output from a response, or Fail with the reason (docs/providers.md; docs/guarantees.md, Reason codes).
 
     Only a stop that means a complete answer (``end``) gives an output; the stop was read
     by the adapter (:func:`agac.providers.stops.read_stop`), and its detail — a refusal's

@@ -1,4 +1,4 @@
-"""prompt layer of agac (DESIGN §2): sandboxed Jinja2 rendering of prompts and guards."""
+"""prompt layer of agac (docs/architecture.md): sandboxed Jinja2 rendering of prompts and guards."""
 
 from __future__ import annotations
 

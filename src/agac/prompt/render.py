@@ -1,4 +1,4 @@
-"""Sandboxed Jinja2 rendering of prompts and guard expressions (DESIGN §3).
+"""Sandboxed Jinja2 rendering of prompts and guard expressions (docs/workflow-reference.md).
 
 One module-level environment serves every template: a ``SandboxedEnvironment`` with
 ``StrictUndefined`` (a template that reads a missing value fails instead of rendering

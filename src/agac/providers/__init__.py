@@ -1,1 +1,1 @@
-"""providers layer of agac (see DESIGN.md §2)."""
+"""providers layer of agac (see docs/architecture.md)."""

@@ -45,7 +45,7 @@ def message_response(
     message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True,
     request_id: str | None = None,
 ) -> Response:
-    """Normalize a Message per DESIGN §5, on every path (SDK, lean transport, batch).
+    """Normalize a Message per docs/providers.md, on every path (SDK, lean transport, batch).
 
     Anthropic's ``input_tokens`` already excludes cache reads and writes; writes are
     kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the

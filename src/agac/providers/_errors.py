@@ -1,4 +1,4 @@
-"""The error taxonomy of DESIGN §5, shared by the built-in adapters.
+"""The error taxonomy of docs/providers.md, shared by the built-in adapters.
 
 Each adapter owns one ``_translate_errors`` context manager that catches its SDK's
 exceptions and raises what :func:`classify` returns ``from`` them. The rules:

@@ -51,7 +51,7 @@ _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 def content_response(
     answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
 ) -> Response:
-    """Normalize a GenerateContentResponse (SDK object or wire dict) per DESIGN §5, on
+    """Normalize a GenerateContentResponse (SDK object or wire dict) per docs/providers.md, on
     every path (SDK, lean transport, batch results).
 
     ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking

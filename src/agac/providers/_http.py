@@ -1,4 +1,4 @@
-"""The lean transport for online calls (DESIGN §5 P1).
+"""The lean transport for online calls (P1).
 
 Online calls are agac's hot path. Through an official SDK each call builds and
 validates the SDK's request and response models and walks its HTTP stack: about

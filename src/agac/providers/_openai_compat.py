@@ -7,7 +7,7 @@ wire difference the adapters see (OpenAI pages with ``after``, Groq with
 
 Batch input is written line by line to a temporary JSONL file and uploaded with
 ``purpose=batch``; the batch carries our idempotency key as ``metadata.agac_key`` so
-that :meth:`find_batch` can recover a submission whose answer was lost (DESIGN B2).
+that :meth:`find_batch` can recover a submission whose answer was lost (B2).
 Results are read by streaming the output and error files line by line.
 """
 
@@ -98,7 +98,7 @@ def chat_response(
     body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
     parse: bool = True, request_id: str | None = None, wire: bool = False,
 ) -> Response:
-    """Normalize a chat completion (SDK object or wire dict) per DESIGN §5, on every
+    """Normalize a chat completion (SDK object or wire dict) per docs/providers.md, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
     (:func:`read_stop`).
 
@@ -157,7 +157,7 @@ class OpenAICompatProvider:
     sdk_module: ClassVar[str | None]
     credential_env: ClassVar[tuple[str, ...]]
     supports_batch: ClassVar[bool] = True
-    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    #: Online transports (P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: openai:`` / ``providers: groq:`` in agac.yml.
     options = (
@@ -174,7 +174,7 @@ class OpenAICompatProvider:
     max_tokens_param: ClassVar[str] = "max_completion_tokens"
     batch_endpoint: ClassVar[str] = "/v1/chat/completions"
     completion_window: ClassVar[str] = "24h"
-    # Per-batch limits: the engine splits a shard above them (DESIGN §5).
+    # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests: ClassVar[int] = 50_000
     batch_max_bytes: ClassVar[int] = 200 * 1024 * 1024
 

@@ -10,8 +10,8 @@ Batches use the Message Batches API: requests go inline in the create call (no f
 upload), results stream as JSONL from the batch's ``results_url``. Anthropic spells
 cancellation with one L (``canceling``, ``canceled``); its only terminal status is
 ``ended``, also for a batch canceled while running, which then carries a result per
-request (DESIGN B8). Batches carry no metadata, so :meth:`find_batch` recovers a
-lost submission by time window and request count (DESIGN B2).
+request (B8). Batches carry no metadata, so :meth:`find_batch` recovers a
+lost submission by time window and request count (B2).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class AnthropicProvider:
     sdk_module = "anthropic"
     credential_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     supports_batch = True
-    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    #: Online transports (P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: anthropic:`` in agac.yml.
     options = (
@@ -106,7 +106,7 @@ class AnthropicProvider:
         Option("find_batch_skew", "number", "seconds added on each side of the time window in "
                "which B2 recovery looks for a submission whose answer was lost", default=120),
     )
-    # Per-batch limits: the engine splits a shard above them (DESIGN §5).
+    # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = BATCH_MAX_BYTES
     #: A Message Batch goes in one call, held in memory: with attachments, parts of at
@@ -150,7 +150,7 @@ class AnthropicProvider:
         if self._sdk_client is None:
             key = self._api_key
             auth = {"auth_token": key} if _is_auth_token(self.settings, key) else {"api_key": key}
-            # max_retries=0: the engine owns retries (DESIGN §5).
+            # max_retries=0: the engine owns retries (docs/providers.md).
             self._sdk_client = self._sdk.AsyncAnthropic(
                 base_url=self._base_url, timeout=self._timeout, max_retries=0, **auth
             )
@@ -429,7 +429,7 @@ class AnthropicProvider:
         created_before: datetime | float | None = None,
         request_count: int | None = None,
     ) -> BatchHandle | None:
-        """Recover a submission whose answer was lost (DESIGN B2).
+        """Recover a submission whose answer was lost (B2).
 
         Anthropic batches carry no metadata, so ``key`` cannot be matched. Instead:
         the batches created inside the intent's window (widened by

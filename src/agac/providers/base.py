@@ -1,8 +1,8 @@
-"""The provider contract (DESIGN §5): normalized types and the ``Provider`` protocol.
+"""The provider contract (docs/providers.md): normalized types and the ``Provider`` protocol.
 
 Adapters translate between these types and one provider's wire protocol: batch and
 file calls through its official SDK, online calls through agac's lean HTTP client or
-the SDK (``ProviderSettings.transport``, DESIGN §5 P1). They know nothing of runs, the
+the SDK (``ProviderSettings.transport``, P1). They know nothing of runs, the
 store or the engine. Every SDK exception and every error answer is translated at the
 adapter boundary into the taxonomy of :mod:`agac.errors` (``WaitError``,
 ``RetryableError``, ``FatalError``, ``UnsupportedError``) and re-raised ``from`` its
@@ -64,7 +64,7 @@ a tool call the action did not ask for; ``paused`` is a turn the provider paused
 
 
 Transport = Literal["lean", "sdk"]
-"""How an adapter sends online calls (DESIGN §5 P1): ``lean``, agac's own HTTP client
+"""How an adapter sends online calls (P1): ``lean``, agac's own HTTP client
 (the default), or ``sdk``, the provider's official SDK."""
 TRANSPORTS: tuple[Transport, ...] = ("lean", "sdk")
 
@@ -165,7 +165,7 @@ class Request:
         return canonical_json(self.to_dict())
 
     def fingerprint(self) -> str:
-        """Hash of everything that determines an answer (DESIGN §1)."""
+        """Hash of everything that determines an answer (docs/getting-started.md)."""
         return fingerprint_of(self.canonical())
 
     @property
@@ -379,7 +379,7 @@ class Result:
 class ProviderSettings:
     """What a provider needs to start: base URL, API key, extra options from agac.yml.
 
-    ``transport`` is how online calls travel (DESIGN §5 P1): ``lean`` (the default,
+    ``transport`` is how online calls travel (P1): ``lean`` (the default,
     agac's own HTTP client) or ``sdk`` (the official SDK); batch and file calls always
     go through the SDK. ``connections`` bounds the lean transport's open connections
     (0: its default); the engine passes the summed ``max_concurrency`` of the actions

@@ -102,7 +102,7 @@ class GeminiProvider:
     sdk_module = "google.genai"
     credential_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     supports_batch = True
-    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    #: Online transports (P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: gemini:`` in agac.yml.
     options = (
@@ -115,7 +115,7 @@ class GeminiProvider:
                "`batch_input: auto`", default=INLINE_MAX_BYTES, minimum=1),
         FIND_BATCH_SCAN,
     )
-    # Per-batch limits: the engine splits a shard above them (DESIGN §5).
+    # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
     #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
@@ -156,7 +156,7 @@ class GeminiProvider:
         """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
         if self._sdk_client is None:
             self._errors  # noqa: B018 - imports the SDK
-            # One attempt: the engine owns retries (DESIGN §5); retry_options also stops
+            # One attempt: the engine owns retries (docs/providers.md); retry_options also stops
             # any retry of the SDK's own.
             http_options: dict[str, Any] = {"timeout": int(self._timeout * 1000),
                                             "retry_options": {"attempts": 1},
@@ -408,7 +408,7 @@ def _httpx_transport() -> Any:
 
     With aiohttp installed (the lean transport's ``http`` extra) google-genai switches
     its async calls to aiohttp, which resends a GET once when the connection drops: a
-    retry behind the engine's back (DESIGN §5: the engine owns retries). Handing it an
+    retry behind the engine's back (docs/providers.md: the engine owns retries). Handing it an
     httpx transport keeps it on httpx, as without aiohttp.
     """
     try:

@@ -37,7 +37,7 @@ class GroqProvider(OpenAICompatProvider):
     attachment_limits = GROQ_LIMITS
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
-        # max_retries=0: the engine owns retries (DESIGN §5).
+        # max_retries=0: the engine owns retries (docs/providers.md).
         return self._sdk.AsyncGroq(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )

@@ -119,6 +119,16 @@ def _typed_value(schema: dict[str, Any], kind: str, seed: int, depth: int,
     return text
 
 
+ENVIRONMENT = {"latency_ms": "AGAC_MOCK_LATENCY_MS", "fail_rate": "AGAC_MOCK_FAIL_RATE"}
+"""The environment variable of each option, which wins over ``providers: mock:``."""
+
+
+def _setting(option: Option, options: dict[str, Any]) -> float:
+    """The environment's value (checked like agac.yml's), else agac.yml's, else 0."""
+    found = option.from_environment(ENVIRONMENT[option.name], os.environ)
+    return float(found if found is not None else options.get(option.name) or 0)
+
+
 class MockProvider:
     """Deterministic offline provider (``model: mock/<any name>``); costs 0."""
 
@@ -140,8 +150,9 @@ class MockProvider:
 
     def __init__(self, settings: ProviderSettings | None = None) -> None:
         options = (settings.options if settings else {}) or {}
-        self.latency_ms = float(os.environ.get("AGAC_MOCK_LATENCY_MS") or options.get("latency_ms") or 0)
-        self.fail_rate = float(os.environ.get("AGAC_MOCK_FAIL_RATE") or options.get("fail_rate") or 0)
+        latency, fail_rate = self.options
+        self.latency_ms = _setting(latency, options)
+        self.fail_rate = _setting(fail_rate, options)
         self._attempts: dict[str, int] = defaultdict(int)
 
     async def complete(self, request: Request) -> Response:

@@ -69,7 +69,7 @@ class OllamaProvider:
     local_batch = True
     #: Images only (the message's ``images``), on a vision model.
     attachment_limits = OLLAMA_LIMITS
-    #: Online transports (DESIGN §5 P1): agac's own HTTP client, or the official SDK.
+    #: Online transports (P1): agac's own HTTP client, or the official SDK.
     transports = TRANSPORTS
     #: ``providers: ollama:`` in agac.yml.
     #: (No ``timeout``: Ollama has no batch or file calls, and a live call is timed by its
@@ -174,7 +174,7 @@ class OllamaProvider:
                 answer = await self._client.chat(**params)
         return chat_response(answer, latency_ms=took[0], parse=parse)
 
-    # Ollama has no batch API (DESIGN §5): the engine runs its batches locally.
+    # Ollama has no batch API (docs/providers.md): the engine runs its batches locally.
 
     def _no_batch(self) -> UnsupportedError:
         return UnsupportedError(
@@ -209,7 +209,7 @@ class OllamaProvider:
 
 
 def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
-    """Normalize an Ollama ChatResponse per DESIGN §5 on both transports (``length`` is
+    """Normalize an Ollama ChatResponse per docs/providers.md on both transports (``length`` is
     truncation; the stop is read by :func:`read_stop`). ``message.thinking`` stays out
     of the answer."""
     text = pick(answer, "message", "content") or ""

@@ -35,7 +35,7 @@ class OpenAIProvider(OpenAICompatProvider):
     attachment_limits = OPENAI_LIMITS
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
-        # max_retries=0: the engine owns retries (DESIGN §5).
+        # max_retries=0: the engine owns retries (docs/providers.md).
         return self._sdk.AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )

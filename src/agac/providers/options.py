@@ -11,9 +11,12 @@ Values reach the adapter already checked and converted (config/project.py does i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from agac.errors import ConfigError, Problem
 
 __all__ = ["FIND_BATCH_SCAN", "TIMEOUT", "Option", "OptionKind", "options_table", "structured_output"]
 
@@ -51,6 +54,26 @@ class Option:
         low = f"> {self.minimum:g}" if self.exclusive_minimum else f">= {self.minimum:g}"
         high = f" and <= {self.maximum:g}" if self.maximum is not None else ""
         return f"a number {low}{high}"
+
+    def from_environment(self, variable: str, environ: Mapping[str, str]) -> float | None:
+        """The value of environment ``variable`` for this (``number`` or ``integer``)
+        option, checked like the same key in ``agac.yml``; None when it is unset or empty.
+        ConfigError ``invalid_provider_option`` naming the variable when it is not a value
+        the option takes."""
+        text = environ.get(variable, "").strip()
+        if not text:
+            return None
+        try:
+            value = float(text) if self.kind == "number" else float(int(text))
+        except ValueError:
+            value = math.nan
+        ok = math.isfinite(value) and (value > self.minimum if self.exclusive_minimum
+                                       else value >= self.minimum)
+        if ok and (self.maximum is None or value <= self.maximum):
+            return value
+        raise ConfigError(problems=[Problem(
+            "invalid_provider_option", f"{variable} must be {self.describe()}, got {text!r}",
+            "environment", hint=f"{self.meaning}; unset it or give such a value")])
 
 
 def options_table(rows: Iterable[tuple[str, Option]]) -> list[tuple[str, str, str, str]]:

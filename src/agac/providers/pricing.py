@@ -1,4 +1,4 @@
-"""Prices and the cost of a call (DESIGN §8): never a silent $0.
+"""Prices and the cost of a call (docs/cli.md, agac cost): never a silent $0.
 
 Prices are USD per million tokens, looked up by ``provider/model``, first in a project's
 ``prices:`` in agac.yml, then in the maintained price library genai-prices (offline
@@ -13,7 +13,7 @@ not stack with the batch discount, so cached reads in a derived Groq batch are b
 ordinary input. Long-context tiers (a higher rate when a request's input passes a
 threshold, as Anthropic and Gemini price) are kept.
 
-agac's usage counts input *excluding* cached reads and cache writes (DESIGN §5); the
+agac's usage counts input *excluding* cached reads and cache writes (docs/providers.md); the
 threshold of a tier is judged on the whole input, as genai-prices does.
 
 Importing genai-prices costs about a third of a second (its data, pydantic), more than

@@ -1,4 +1,4 @@
-"""The JSON API (DESIGN §13 T5), ``Authorization: Bearer TOKEN`` only (the guard checks it).
+"""The JSON API (T5), ``Authorization: Bearer TOKEN`` only (the guard checks it).
 
 - ``GET /api/v1/runs`` — a page of runs (50; ``?page=``, ``?workflow=``, ``?state=``)
 - ``GET /api/v1/runs/{id}`` — the §7.1 summary plus tenant
@@ -10,7 +10,8 @@
 Errors are ``{"error": {"code", "message"}}``: 401 ``unauthenticated``, 403
 ``not_an_approver``, 404 ``not_found`` (unknown, or another tenant's), 409 with the
 refusal's code (``approval_replayed``, ``approval_stale``, ``approval_expired``,
-``approval_altered``, ``approval_changed``), 422 ``invalid`` (a bad body or query).
+``approval_altered``, ``approval_changed``), 413 ``too_large`` (a body over
+``MAX_BODY``), 422 ``invalid`` (a bad body or query, a page past ``team.MAX_PAGE``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,31 @@ __all__ = ["approvals", "decide", "run", "runs"]
 
 _BODY_KEYS = {"approve": set(), "reject": {"reason"}, "revise": {"set"}}
 MAX_BODY = 256 * 1024
+"""The largest decision body read (bytes); a larger one is 413 before it is all read."""
+
+
+class _TooLarge(Exception):
+    """The request's body is larger than MAX_BODY."""
+
+
+def _too_large() -> JSONResponse:
+    return JSONResponse({"error": {"code": "too_large", "message": f"the body is larger than "
+                                   f"{MAX_BODY:,} bytes"}}, status_code=413)
+
+
+async def _read_body(request: Request) -> bytes:
+    """The body, read as it comes and refused once past MAX_BODY (also when the
+    ``Content-Length`` says so first)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise _TooLarge
+    parts, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _TooLarge
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _refused(exc: AgacError) -> JSONResponse:
@@ -75,7 +101,9 @@ async def decide(request: Request) -> Response:
     if verb not in _BODY_KEYS:
         return _refused(UsageError(f"unknown decision {verb!r}: approve, reject or revise"))
     try:
-        body = _body(await request.body(), verb)
+        body = _body(await _read_body(request), verb)
+    except _TooLarge:
+        return _too_large()
     except UsageError as exc:
         return _refused(exc)
     try:
@@ -89,8 +117,6 @@ async def decide(request: Request) -> Response:
 
 def _body(raw: bytes, verb: str) -> dict[str, Any]:
     """The decision's JSON body, checked: 422 for anything but the documented shape."""
-    if len(raw) > MAX_BODY:
-        raise UsageError("the body is too large")
     try:
         body = json.loads(raw.decode("utf-8")) if raw.strip() else {}
     except (UnicodeDecodeError, ValueError) as exc:

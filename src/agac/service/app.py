@@ -1,4 +1,4 @@
-"""``agac serve``'s ASGI app (DESIGN §13): one Starlette app, every route behind the guard.
+"""``agac serve``'s ASGI app (docs/guarantees.md, Teams): one Starlette app, every route behind the guard.
 
 ``create_app`` takes a :class:`ServiceContext` (the project, one long-lived store, the
 clock); tests build it directly and drive it over HTTP on loopback.

@@ -39,7 +39,7 @@ async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def error_status(exc: AgacError) -> tuple[int, str]:
-    """(HTTP status, code) of a refusal (DESIGN §13 T5)."""
+    """(HTTP status, code) of a refusal (T5)."""
     if isinstance(exc, NotFound):
         return 404, "not_found"
     if isinstance(exc, NotAnApprover):

@@ -1,5 +1,5 @@
 """What every part of the service shares: the project, one long-lived store, the clock,
-and how the service is exposed (DESIGN §13)."""
+and how the service is exposed (docs/guarantees.md, Teams)."""
 
 from __future__ import annotations
 

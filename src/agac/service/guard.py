@@ -1,4 +1,4 @@
-"""The service's door (DESIGN §13 T4), one ASGI middleware in front of every route.
+"""The service's door (T4), one ASGI middleware in front of every route.
 
 In order, for every HTTP request:
 

@@ -1,4 +1,4 @@
-"""Live views (DESIGN §13 T6) as Server-Sent Events.
+"""Live views (T6) as Server-Sent Events.
 
 The store is the only channel: the engine writes a ``progress`` event at most once a
 second inside a group commit, and every other event as it happens; these streams read

@@ -1,4 +1,4 @@
-"""The web pages (DESIGN §13 T6): sign-in, runs, a run, a record's session, the approval
+"""The web pages (T6): sign-in, runs, a run, a record's session, the approval
 queue, cost over time, workers. Each page makes library calls (agac.api.team) with
 the signed-in caller and renders a template; forms post back and redirect (303)."""
 

@@ -1,4 +1,4 @@
-"""Slowing repeated failed sign-ins (DESIGN §13 T1).
+"""Slowing repeated failed sign-ins (T1).
 
 Failures are counted per user name and per client address over a window; past a few,
 every further attempt on that name or from that address waits before it is even checked

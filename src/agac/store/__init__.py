@@ -1,1 +1,1 @@
-"""store layer of agac (see DESIGN.md §2)."""
+"""store layer of agac (see docs/architecture.md)."""

@@ -1,7 +1,7 @@
 """The scale-out half of the repository API (a mixin of :class:`agac.store.repository.Store`):
 shard claims, worker heartbeats, global rate windows and the work channel.
 
-Coordination uses PostgreSQL only (DESIGN §4, S3 in worker mode):
+Coordination uses PostgreSQL only (docs/guarantees.md, The store, S3 in worker mode):
 
 - a **shard** row (run, shard) is work; a worker claims one with ``SELECT … FOR UPDATE
   SKIP LOCKED`` (claims never wait on each other) and, in the same transaction, takes the

@@ -1,4 +1,4 @@
-"""Reads for the people who watch runs (DESIGN §13 T5, T6), a mixin of
+"""Reads for the people who watch runs (T5, T6), a mixin of
 :class:`agac.store.repository.Store`.
 
 Every read that lists runs, or objects of runs, takes ``tenants`` — the caller's tenants,

@@ -105,7 +105,7 @@ def dialect_hooks(engine: Engine) -> DialectHooks:
 
 
 def normalize_url(url: str) -> str:
-    """Map DESIGN's plain URLs to SQLAlchemy driver URLs."""
+    """Map the documented store URLs (docs/workflow-reference.md) to SQLAlchemy driver URLs."""
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url

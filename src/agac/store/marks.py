@@ -1,5 +1,5 @@
 """Dispatch marks and the usage of calls whose outcome is unknown (a mixin of
-:class:`agac.store.repository.Store`; DESIGN S1 and §8).
+:class:`agac.store.repository.Store`; S1 and §8).
 
 A mark row per (run, action, shard) lists the units that may have been sent and have no
 durable outcome yet, each with its request fingerprint and worst case. The engine

@@ -1,5 +1,5 @@
 """The people half of the repository API (a mixin of :class:`agac.store.repository.Store`):
-users, their groups, API tokens and web sessions (DESIGN §13 T1).
+users, their groups, API tokens and web sessions (T1).
 
 The store keeps no secret in the clear: ``users.password_hash`` is an Argon2 hash,
 ``tokens.secret_hash`` and ``sessions.id_hash`` are SHA-256 hashes of random values only

@@ -1,7 +1,7 @@
 """Runs, their leases and their actions' states (a part of :class:`agac.store.repository.Store`).
 
 A run comes out of here as a :class:`agac.store.values.RunRecord` (options and config
-decoded once). A run belongs to its tenant (DESIGN §13 T2): a workflow's runs are found
+decoded once). A run belongs to its tenant (T2): a workflow's runs are found
 by (tenant, workflow); lookups for people take the tenants they may see
 (:func:`tenant_condition`), so another tenant's run is simply not found. The store holds
 "at most one run that is not final per (tenant, workflow)" itself (a unique partial

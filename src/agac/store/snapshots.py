@@ -1,4 +1,4 @@
-"""Input snapshots: a run's records, copied into the store at admission (DESIGN §4)
+"""Input snapshots: a run's records, copied into the store at admission (docs/guarantees.md, The store)
 (a part of :class:`agac.store.repository.Store`)."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ metadata = sa.MetaData()
 
 
 def _tenant() -> sa.Column[str]:
-    """The tenant a row belongs to (DESIGN §13 T2; migration 0009). Always written by agac;
+    """The tenant a row belongs to (T2; migration 0009). Always written by agac;
     the server default names the tenant of rows stored before tenants existed."""
     return sa.Column("tenant", sa.String(64), nullable=False, server_default=DEFAULT_TENANT)
 
@@ -47,7 +47,7 @@ sa.Index("ix_runs_tenant_workflow", runs.c.tenant, runs.c.workflow, runs.c.creat
 OPEN_RUN = runs.c.state.not_in(FINAL_STATES)
 ux_runs_open = sa.Index("ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True,
                        sqlite_where=OPEN_RUN)
-"""At most one run that is not final per (tenant, workflow) (DESIGN §7), held by the store.
+"""At most one run that is not final per (tenant, workflow) (docs/guarantees.md, Runs), held by the store.
 Its PostgreSQL ``WHERE`` is added when a PostgreSQL engine is made
 (:func:`agac.store.database.postgres_table_options`): naming a PostgreSQL option here
 would import SQLAlchemy's PostgreSQL dialect (~60 ms) in every process, SQLite ones too."""
@@ -166,7 +166,7 @@ usage = sa.Table(
     sa.Column("fingerprint", sa.String(64), nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     # "unknown": a call that may have been sent but whose outcome never reached the store
-    # (a kill, a failed checkpoint), counted at its worst case (S1, DESIGN §8); status
+    # (a kill, a failed checkpoint), counted at its worst case (S1, docs/cli.md, agac cost); status
     # "unknown" until a later answer to the same request gives it real usage ("priced").
     sa.Column("origin", sa.String(8), nullable=True),
     _tenant(),
@@ -392,7 +392,7 @@ dispatch_marks = sa.Table(
 )
 # -- people: users, their groups, API tokens, web sessions (migration 0008) ----------------
 # Secrets never enter the store in the clear: a password is an Argon2 hash, a token and a
-# session id are SHA-256 hashes of random values the user alone holds (DESIGN §13 T1).
+# session id are SHA-256 hashes of random values the user alone holds (T1).
 
 users = sa.Table(
     "users",

@@ -1,9 +1,9 @@
 """The store's vocabulary and the typed values it hands out.
 
-Statuses, origins, states and reasons are ``Literal`` types (DESIGN §7, §7.1, §7.2), so a
+Statuses, origins, states and reasons are ``Literal`` types (docs/guarantees.md, Runs; docs/cli.md, agac status; docs/guarantees.md, Reason codes), so a
 misspelt one is a type error, not a silent bucket. A run comes out of the store as a
 :class:`RunRecord`: its options decoded once into :class:`RunSettings`, its config
-decoded once, and its tenant (DESIGN §13 T2), which never changes once admitted.
+decoded once, and its tenant (T2), which never changes once admitted.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ RunState = Literal["queued", "running", "waiting", "awaiting_approval", "cancell
                    "succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled"]
 FINAL_STATES: tuple[RunState, ...] = ("succeeded", "partial", "failed", "timed_out",
                                       "exhausted", "cancelled")
-"""A run in one of these states never changes again (DESIGN §7)."""
+"""A run in one of these states never changes again (docs/guarantees.md, Runs)."""
 
 OutcomeStatus = Literal["answered", "failed", "skipped"]
-"""The bucket of a settled unit (DESIGN §7.1); a unit without an outcome is pending."""
+"""The bucket of a settled unit (docs/cli.md, agac status); a unit without an outcome is pending."""
 
 Origin = Literal["call", "reused", "carried"]
 """How a unit got its outcome: this run paid for it, found it stored (S5, an adopted

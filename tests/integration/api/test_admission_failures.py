@@ -1,4 +1,4 @@
-"""A run is admitted only when it can start (DESIGN §15): every call that fails before
+"""A run is admitted only when it can start (docs/python.md): every call that fails before
 execution leaves no open run behind — a bad workflow, missing credentials, a held lease,
 an event loop on the calling thread, a failure while the engine starts."""
 

@@ -1,4 +1,4 @@
-"""The Python API as a notebook uses it (DESIGN §15): a workflow given as a dict, records
+"""The Python API as a notebook uses it (docs/python.md): a workflow given as a dict, records
 from pandas, polars and Arrow, ``agac.run`` inside a running event loop (no nest_asyncio)
 and ``await agac.arun``, results back as DataFrames."""
 

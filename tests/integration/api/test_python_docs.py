@@ -1,5 +1,5 @@
 """docs/python.md runs as written: its Python blocks, in order, in one namespace, inside a
-running event loop (as a notebook's cells run), against the emulator (DESIGN §12).
+running event loop (as a notebook's cells run), against the emulator (README.md, Contributing).
 
 A ``<!-- docs test: ... -->`` line between blocks is where the reader waits: the batches
 end there (the emulator's clock moves past their processing time)."""

@@ -1,4 +1,4 @@
-"""Fan-out in batch mode (DESIGN §11 with B1, B6) and ``versions`` against the emulator,
+"""Fan-out in batch mode (docs/workflow-reference.md, Fan-out and join with B1, B6) and ``versions`` against the emulator,
 through the official SDKs: the items of a file go into that file's batch; items the
 provider leaves out go into a retry batch or fail ``batch_not_returned`` and reach the
 join as rejected; versions are distinct requests, never duplicates."""

@@ -1,4 +1,4 @@
-"""Fan-out, join and per-record sessions (DESIGN §11) through the library API, on SQLite
+"""Fan-out, join and per-record sessions (docs/workflow-reference.md, Fan-out and join) through the library API, on SQLite
 and PostgreSQL: items are units with their own keys, outcomes and counts; joins get them
 back in request order; both failure policies; nesting; versions; retry of one item."""
 

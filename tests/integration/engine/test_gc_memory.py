@@ -1,4 +1,4 @@
-"""``agac gc`` (DESIGN §4) and ``store: memory`` refusing to read an earlier run."""
+"""``agac gc`` (docs/guarantees.md, The store) and ``store: memory`` refusing to read an earlier run."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from agac import api
 
 
 def _project(tmp_path: Path, prompt: str, extra: str = "") -> Path:
-    (tmp_path / "agac.yml").write_text("store: sqlite\n", encoding="utf-8")
+    (tmp_path / "agac.yml").write_text("", encoding="utf-8")
     (tmp_path / "data.jsonl").write_text(
         "\n".join(json.dumps({"id": f"r{i}", "n": n}) for i, n in enumerate([3, 100_000_000, 10**10, 5]))
         + "\n", encoding="utf-8")

@@ -1,7 +1,7 @@
 """Fixtures of the end-to-end suite: ``agac run`` against one emulator per session, with a
 clean slate (no faults, zeroed counters) per test.
 
-Every test runs once per online transport (DESIGN §5 P1), chosen in the project's
+Every test runs once per online transport (P1), chosen in the project's
 ``agac.yml``: ``lean`` (agac's own HTTP client, the default) and ``sdk`` (the official
 SDKs). Nothing is mocked: the engine calls the adapters, the adapters talk HTTP to the
 emulator over loopback.

@@ -1,6 +1,6 @@
 """The engine under injected provider faults, end to end through the official SDKs.
 
-Each test is named after the rule it proves (DESIGN §5 error taxonomy, §7.2 reasons):
+Each test is named after the rule it proves (docs/providers.md error taxonomy, §7.2 reasons):
 schema-violating and truncated answers spend attempts and are re-asked with the error
 fed back; a refusal is final; a 429 that says when to come back is waited out without
 spending an attempt; a quota refusal is fatal after one request; 5xx and dropped

@@ -1,5 +1,5 @@
 """Commands on a storage point: ``agac store info|upgrade``, decisions that need the point's
-lease and ``AGAC_SECRET``, and what only an SQL store can do (DESIGN §14)."""
+lease and ``AGAC_SECRET``, and what only an SQL store can do (docs/guarantees.md, Storage points)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The storage-point protocol (DESIGN §14, O1–O5) in process, on S3 (moto) and a directory.
+"""The storage-point protocol (docs/guarantees.md, Storage points, O1–O5) in process, on S3 (moto) and a directory.
 
 Each "machine" is a cache folder: two PointStores with different caches are two machines.
 moto checks If-Match/If-None-Match but does not lock between the check and the write, so

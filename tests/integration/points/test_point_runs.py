@@ -1,6 +1,6 @@
 """Runs on storage points, as real ``agac`` processes on several "machines" (cache folders),
 against the provider emulator and moto's S3 server (or a directory): the nightly job, a
-SIGKILL, two machines, a paused owner, a failed write (DESIGN §14, §12)."""
+SIGKILL, two machines, a paused owner, a failed write (docs/guarantees.md, Storage points; README.md, Contributing)."""
 
 from __future__ import annotations
 

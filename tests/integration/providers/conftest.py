@@ -2,7 +2,7 @@
 test, and adapters built from the emulator's environment (base URLs and dummy keys)
 exactly as a user's shell would configure them.
 
-Every test that builds an adapter runs twice, once per online transport (DESIGN §5
+Every test that builds an adapter runs twice, once per online transport (docs/providers.md
 P1): ``lean`` (agac's own HTTP client, the default) and ``sdk`` (the official SDK).
 Batch and file calls go through the SDK on both. Nothing is mocked: both talk to the
 emulator over loopback.

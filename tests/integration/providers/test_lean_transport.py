@@ -1,4 +1,4 @@
-"""P1: what the lean transport promises beyond sending the SDKs' requests (DESIGN §5):
+"""P1: what the lean transport promises beyond sending the SDKs' requests (docs/providers.md):
 one pooled keep-alive session per adapter with at most ``connections`` open, no SDK
 import on the online path, and a missing aiohttp reported naming the extra.
 """

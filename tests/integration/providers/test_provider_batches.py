@@ -1,4 +1,4 @@
-"""The provider contract (DESIGN §5, §6), batch half: submit, poll to the end, read
+"""The provider contract (docs/providers.md; docs/guarantees.md, Batches), batch half: submit, poll to the end, read
 results and per-item errors; find a batch by our key (B2); cancel (B8); unknown
 statuses (B9); failed, expired and cancelled ends (B7); records left out (B6).
 Gemini runs twice: inline requests and an uploaded JSONL file.

@@ -1,4 +1,4 @@
-"""The provider contract (DESIGN §5), online half: every adapter — the five official
+"""The provider contract (docs/providers.md), online half: every adapter — the five official
 SDKs against the emulator, and the offline mock — answers a schema request with
 parsed JSON that validates, reports usage with input excluding cached tokens, and
 normalizes truncation and refusal.

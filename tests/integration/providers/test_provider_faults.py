@@ -1,4 +1,4 @@
-"""Every injected fault maps to the right class of the error taxonomy (DESIGN §5):
+"""Every injected fault maps to the right class of the error taxonomy (docs/providers.md):
 wait / retryable / fatal, read by each adapter from its own SDK's exceptions, headers
 (Retry-After, retry-after-ms) and bodies (OpenAI ``insufficient_quota``, Anthropic's
 spend cap and 529, Gemini ``RetryInfo`` versus ``QuotaFailure``).

@@ -1,4 +1,4 @@
-"""P1: both online transports send the same request (DESIGN §5).
+"""P1: both online transports send the same request (docs/providers.md).
 
 For each provider the same :class:`Request` goes out once through agac's lean HTTP
 client and once through the official SDK; the emulator records what it received, and

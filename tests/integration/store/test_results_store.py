@@ -1,4 +1,4 @@
-"""The store's part of DESIGN §15, on SQLite and PostgreSQL: the rows a results table reads
+"""The store's part of docs/python.md, on SQLite and PostgreSQL: the rows a results table reads
 a range of records at a time, and undoing the admission of a run that never started."""
 
 from __future__ import annotations

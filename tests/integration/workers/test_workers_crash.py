@@ -68,7 +68,7 @@ def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(tmp_path: Path, fr
         assert stats["requests"]["openai"].get("batch.create", 0) == FILES
         assert len(stats["batches"]) == FILES
         assert sum(b["requests"] for b in stats["batches"]) == records
-        # only the calls the killed worker had in flight were asked again (DESIGN §12)
+        # only the calls the killed worker had in flight were asked again (README.md, Contributing)
         assert stats["duplicate_answers"] <= CONCURRENCY
         # the survivors took the dead worker's shards over
         taken = query(fresh_pg_database, "SELECT count(*) FROM shards WHERE run_id = %s AND claims > 1",

@@ -2,8 +2,8 @@
 
 Worker mode runs the same unit code as ``agac run`` (engine/units.py), but each shard
 has an executor and a budget guard of its own, in its own process. These tests submit a
-run, start real worker subprocesses on the session's PostgreSQL and check what DESIGN
-§7 promises: the final state, every unit accounted for with its reason (status and
+run, start real worker subprocesses on the session's PostgreSQL and check what the run
+guarantees (docs/guarantees.md, Runs) promise: the final state, every unit accounted for with its reason (status and
 export), no call sent after the stop beyond those in flight, the cost ledger, and that
 a later run reuses what was paid for."""
 

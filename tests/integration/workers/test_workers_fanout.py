@@ -1,4 +1,4 @@
-"""Fan-out and join (DESIGN §11) in worker mode on a real PostgreSQL: several workers
+"""Fan-out and join (docs/workflow-reference.md, Fan-out and join) in worker mode on a real PostgreSQL: several workers
 advance the shards of a fan-out run; every item is asked once and every join completes."""
 
 from __future__ import annotations

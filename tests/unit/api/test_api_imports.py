@@ -1,4 +1,4 @@
-"""pandas, polars and pyarrow are the optional ``data`` extra (DESIGN §15): importing agac
+"""pandas, polars and pyarrow are the optional ``data`` extra (docs/python.md): importing agac
 and reaching its Python API imports none of them; only a call that needs one does."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Workflows given as dicts and projects created on first use (DESIGN §15)."""
+"""Workflows given as dicts and projects created on first use (docs/python.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Progress where a person watches (DESIGN §15): bars in a terminal or a notebook, a compact
+"""Progress where a person watches (docs/python.md): bars in a terminal or a notebook, a compact
 line when the output is not a terminal."""
 
 from __future__ import annotations

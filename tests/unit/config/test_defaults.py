@@ -1,4 +1,4 @@
-"""DESIGN §3 filling rules: defaults, llm-only keys, the per-run mode."""
+"""docs/workflow-reference.md filling rules: defaults, llm-only keys, the per-run mode."""
 
 from __future__ import annotations
 

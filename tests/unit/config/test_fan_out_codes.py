@@ -1,4 +1,4 @@
-"""Validation of fan_out, gate, join and failure_policy (DESIGN §11): codes, files, lines."""
+"""Validation of fan_out, gate, join and failure_policy (docs/workflow-reference.md, Fan-out and join): codes, files, lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Records given in memory (DESIGN §15): dicts, pandas, polars and Arrow, through the same
+"""Records given in memory (docs/python.md): dicts, pandas, polars and Arrow, through the same
 rules — NaN -> null, timestamps ISO-8601, bytes refused ``invalid_input``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""resolve_input_files: a file, a folder or a glob of input files (DESIGN §3)."""
+"""resolve_input_files: a file, a folder or a glob of input files (docs/workflow-reference.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""read_records / iter_input: streaming readers, record keys, invalid rows (DESIGN §1)."""
+"""read_records / iter_input: streaming readers, record keys, invalid rows (docs/getting-started.md)."""
 
 from __future__ import annotations
 

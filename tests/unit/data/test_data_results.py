@@ -1,4 +1,4 @@
-"""The wide results table (DESIGN §15): columns from schemas, rows from units, Arrow types."""
+"""The wide results table (docs/python.md): columns from schemas, rows from units, Arrow types."""
 
 from __future__ import annotations
 

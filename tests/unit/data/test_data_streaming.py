@@ -1,4 +1,4 @@
-"""Readers stream: a large input file is read in bounded memory (DESIGN §4)."""
+"""Readers stream: a large input file is read in bounded memory (docs/guarantees.md, The store)."""
 
 from __future__ import annotations
 

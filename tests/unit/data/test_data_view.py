@@ -1,4 +1,4 @@
-"""build_view: what a template or tool sees, narrowed by context observe/drop (DESIGN §3)."""
+"""build_view: what a template or tool sees, narrowed by context observe/drop (docs/workflow-reference.md)."""
 
 from __future__ import annotations
 

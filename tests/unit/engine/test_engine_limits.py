@@ -1,4 +1,4 @@
-"""Rate limits and backoff (DESIGN §5): the window is shortened so tests run in ms."""
+"""Rate limits and backoff (docs/providers.md): the window is shortened so tests run in ms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prices (DESIGN §8): never a silent $0.
+"""Prices (docs/cli.md, agac cost): never a silent $0.
 
 The price library is genai-prices (offline data); agac.yml ``prices:`` overrides it; mock
 and local models cost 0; a model no one prices is unpriced; a batch call with no batch

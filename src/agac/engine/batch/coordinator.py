@@ -1,4 +1,4 @@
-"""The batch step: provider batch APIs under the rules B0-B12 (DESIGN §6).
+"""The batch step: provider batch APIs under the rules B0-B12 (docs/guarantees.md, Batches).
 
 How a batch action runs inside a run (see also docs/internals/batch.md):
 

@@ -1,4 +1,4 @@
-"""Polling a batch action's batches and reading the ended ones (DESIGN §6).
+"""Polling a batch action's batches and reading the ended ones (docs/guarantees.md, Batches).
 
 Once every file of the action is out or has nothing to send (B4): batches from earlier
 runs that no unit of this run needs any more are cancelled (B0); each open batch is

@@ -1,4 +1,4 @@
-"""Getting a batch action's staged units to the provider, each exactly once (DESIGN §6).
+"""Getting a batch action's staged units to the provider, each exactly once (docs/guarantees.md, Batches).
 
 For each input file whose units are all accounted for — settled, staged or out (B1, B4)
 — the staged items are split only by the provider's request and byte limits, each part's
@@ -96,7 +96,7 @@ class Submitter:
             c = counts.get(name, {"staged": 0, "open": 0})
             plan = self.ctx.plan
             if plan.regions is not None and plan.per_item(rt.name):
-                # Inside a fan-out a file holds one unit per item (DESIGN §11).
+                # Inside a fan-out a file holds one unit per item (docs/workflow-reference.md, Fan-out and join).
                 totals = await self.ctx.call(self.ctx.store.fanout_totals, self.ctx.run_id, lo, lo + n)
                 n = expected_units(plan.regions, rt.name, n, totals)
             if settled + c["staged"] + c["open"] < n:

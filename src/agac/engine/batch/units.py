@@ -1,4 +1,4 @@
-"""A batch action's units inside the record walk (DESIGN §6): the facts the unit's
+"""A batch action's units inside the record walk (docs/guarantees.md, Batches): the facts the unit's
 decision reads (engine/decision.py: the unit's batch items, the answers of items this run
 read) and what it does with them — *stage* a unit (a ``batch_items`` row under
 ``staged:<run>:<action>:<file>`` that the batch step submits) or adopt the batches out

@@ -1,4 +1,4 @@
-"""Admission (DESIGN §7, R1): the workflow's open run is continued, or a new run is
+"""Admission (docs/guarantees.md, Runs, R1): the workflow's open run is continued, or a new run is
 admitted — its input snapshotted, its config, budget (R5: refused when the estimate
 alone exceeds it) and deadline stored, and the outcomes of an identical previous run
 carried in one statement (the R1 fast path).

@@ -1,4 +1,4 @@
-"""Ending a run in exactly one final state (DESIGN §7): finalize a run whose every unit
+"""Ending a run in exactly one final state (docs/guarantees.md, Runs): finalize a run whose every unit
 settled, time one out (R4), finish a cancel, and ``agac cancel`` itself.
 
 The state is decided from the store (``failed`` if an action failed as a whole or
@@ -58,7 +58,7 @@ def decide_state(summary: Mapping[str, Any], action_states: dict[str, tuple[str,
 
 
 def finalize(store: Store, run_id: str) -> tuple[str, RunSummary]:
-    """End a run whose every unit settled with its final state (DESIGN §7); with the
+    """End a run whose every unit settled with its final state (docs/guarantees.md, Runs); with the
     summary counted for the decision (its counts stay true after the run ended)."""
     run = reread(store, run_id)
     summary = build_summary(store, run)

@@ -1,4 +1,4 @@
-"""Owning a run (DESIGN §4 S3): its lease — owner (host, pid), fencing token, expiry —
+"""Owning a run (S3): its lease — owner (host, pid), fencing token, expiry —
 taken before it executes, renewed by a heartbeat while it does, and given back after.
 
 A lease whose owner is a dead process on this host is taken over at once; a live owner
@@ -59,7 +59,7 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
 
 
 def _no_shard_owners(store: Store, run_id: str, token: int) -> None:
-    """Worker mode (DESIGN §4 S3): the run lease and live shard leases of workers exclude
+    """Worker mode (S3): the run lease and live shard leases of workers exclude
     each other. Expired shard leases are fenced (a paused worker can never write again);
     a live one gives the run lease back and names its worker."""
     if not store.shares_work:

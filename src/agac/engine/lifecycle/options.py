@@ -44,7 +44,7 @@ class RunOptions:
     ``--budget-usd``) an admitted run is stored with; None values are not settings."""
     allow_over_estimate: bool = False
     tenant: str = DEFAULT_TENANT
-    """The tenant the run belongs to (DESIGN §13 T2)."""
+    """The tenant the run belongs to (T2)."""
     source: RecordSource | None = None
     """The records a new run snapshots instead of ``input.path`` (``agac.run(records=…)``)."""
 
@@ -72,7 +72,7 @@ class RunResult:
 
     @property
     def tenant(self) -> str:
-        """The run's tenant (DESIGN §13 T2); ``default`` unless set."""
+        """The run's tenant (T2); ``default`` unless set."""
         return self.summary.tenant or DEFAULT_TENANT
 
     @property

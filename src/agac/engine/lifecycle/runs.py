@@ -1,5 +1,5 @@
 """``agac run``: continue the open run (R1) or admit a new one, own it (S3), execute it,
-and end it or leave it paused (DESIGN §7).
+and end it or leave it paused (docs/guarantees.md, Runs).
 
 States: ``queued`` (admitted), ``running``, ``waiting`` (batches out, an unknown effect),
 ``awaiting_approval`` (only people's decisions can move it, A1), ``cancelling`` (``agac
@@ -62,7 +62,7 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     workflow file loaded with the settings the open run was admitted with (when they
     differ), so that continuing it compares like with like.
 
-    A run is admitted only when it can start (DESIGN §15): whatever fails before its
+    A run is admitted only when it can start (docs/python.md): whatever fails before its
     execution begins (a running event loop, a provider that cannot be opened, …) undoes
     the admission, so no open run is left behind."""
     no_running_loop()

@@ -1,4 +1,4 @@
-"""Input snapshots: a run's records are copied into the store at admission (DESIGN §4),
+"""Input snapshots: a run's records are copied into the store at admission (docs/guarantees.md, The store),
 so the run never depends on its input files staying unchanged. The files the records
 attach are not copied: each one's hash and size are recorded (``snapshot_attachments``),
 and a file found different when its request is made fails that unit
@@ -6,7 +6,8 @@ and a file found different when its request is made fails that unit
 
 Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
 names (a columnar file read only for the fields the workflow reads, plus ``id_field``:
-:func:`agac.config.reads.source_columns`), or records given in memory (``agac.run(records=…)``). A snapshot's id
+:func:`agac.config.reads.source_columns`), or records given in memory
+(``agac.run(records=…)``, docs/python.md). A snapshot's id
 hashes the id field, the limit and the source's identity (each file's name and bytes,
 or the records' digest), so admitting a new run over unchanged input reuses the stored
 snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
@@ -208,10 +209,9 @@ def _rows(
 ) -> Iterator[RecordRow]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count (and,
     for an object, the URL, ETag, version and size it was read at)."""
-    seq = 0
     current: dict[str, Any] | None = None
     facts = source.facts() if isinstance(source, ObjectSource) else {}
-    for rec in source.records(workflow.input.id_field):
+    for seq, rec in enumerate(source.records(workflow.input.id_field)):
         if limit is not None and seq >= limit:
             break
         if current is None or current["file"] != rec.file:
@@ -221,7 +221,6 @@ def _rows(
         yield RecordRow(snapshot_id, seq, rec.key, rec.file, rec.n, rec.line,
                         None if rec.payload is None else dumps(rec.payload), rec.reason,
                         rec.error)
-        seq += 1
 
 
 def input_changes(store: Store, snapshot_id: str, source: RecordSource) -> list[str]:

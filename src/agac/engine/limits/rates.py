@@ -2,7 +2,7 @@
 
 :class:`RateLimiter` is a sliding one-minute window over requests and tokens: a
 call waits until both budgets have room. Token counts are estimated before the
-call (``ceil(chars / 4)`` of the prompt plus ``max_tokens``; DESIGN §3) and the
+call (``ceil(chars / 4)`` of the prompt plus ``max_tokens``; docs/workflow-reference.md) and the
 window is corrected with the provider's real usage afterwards.
 """
 

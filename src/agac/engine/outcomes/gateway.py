@@ -6,13 +6,13 @@ group commit: units hand their outcome, answer, usage and events to
 :meth:`StoreGateway.commit` and await it; a single writer task takes everything
 queued, writes it in one fenced transaction (:meth:`Store.checkpoint`) and then
 wakes them all. A unit keeps its concurrency slot until its answer is committed,
-so a crash loses at most the calls in flight (DESIGN §4 S1).
+so a crash loses at most the calls in flight (S1).
 
 Answer lookups are batched the same way: concurrent ``lookup_answer`` calls are
 coalesced into one ``IN (...)`` query.
 
 **Tenant.** A gateway serves one run (or one shard of it), so everything it reads and
-writes is that run's tenant's (DESIGN §13 T2): answers and tool results are looked up in
+writes is that run's tenant's (T2): answers and tool results are looked up in
 the tenant only, and every group it commits is a :class:`~agac.store.rows.Checkpoint` of
 that tenant: the store stamps the answer, tool result, usage and batch item rows (and the
 prices it gives calls of unknown outcome) with it, in one place.
@@ -38,7 +38,7 @@ unit acting — the engine also waits for :meth:`StoreGateway.durable` (the stor
 acknowledgement that everything committed so far is stored durably: at once on SQL
 stores, once the log is shipped on a storage point) and checks :meth:`StoreGateway.owned`.
 
-**Progress for other processes** (DESIGN §13 T6): given a ``progress`` source (an event row
+**Progress for other processes** (T6): given a ``progress`` source (an event row
 built from the run's live counters), the writer adds a ``progress`` event to a group
 commit at most once every ``progress_every`` seconds, and once more when it closes, so
 ``agac serve`` sees a run move without counting its outcomes.
@@ -261,7 +261,7 @@ class StoreGateway:
     async def durable(self) -> None:
         """The durability acknowledgement: wait until everything committed so far is stored
         durably — at once on SQL stores, whose commit is durable; on a storage point, until
-        the log holding it is shipped (DESIGN §14). Call it after recording an intent and
+        the log holding it is shipped (docs/guarantees.md, Storage points). Call it after recording an intent and
         before the effect it announces (S1): a batch submission, an effect, an approved
         unit acting. A failure breaks the gateway like a failed checkpoint (S2)."""
         self._raise_if_broken()
@@ -279,7 +279,7 @@ class StoreGateway:
         submission): at once while the store vouches for this process's hold (always on SQL
         stores, whose every write is fenced); on a storage point whose lease was not
         confirmed lately (the process was paused), ``head`` is rewritten first, and a
-        point taken over meanwhile raises :class:`LeaseTaken` (DESIGN §14, O2)."""
+        point taken over meanwhile raises :class:`LeaseTaken` (docs/guarantees.md, Storage points, O2)."""
         self._raise_if_broken()
         if self.store.owner_confirmed():
             return

@@ -1,4 +1,4 @@
-"""Dispatch marks (DESIGN S1, §8): what may have been sent is in the store before it is sent.
+"""Dispatch marks (S1, §8): what may have been sent is in the store before it is sent.
 
 Online calls have no intent row each; a call's usage is committed with its outcome. A
 process killed (or stopped by a failed checkpoint) while calls are in flight loses their

@@ -200,7 +200,7 @@ class OutcomeWriter:
         self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
         response: Response | None, error: BaseException | None, started: float, fp: str,
     ) -> UsageRow:
-        """One live call in the cost ledger (DESIGN §8): succeeded, failed or retried, with
+        """One live call in the cost ledger (docs/cli.md, agac cost): succeeded, failed or retried, with
         the provider's request id (of the answer, or of the error)."""
         action = rt.action
         usage = response.usage if response is not None else None

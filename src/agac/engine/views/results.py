@@ -1,4 +1,4 @@
-"""A run's results as the wide table (DESIGN §15), read from the store in record order.
+"""A run's results as the wide table (docs/python.md), read from the store in record order.
 
 The layout is :mod:`agac.data.results`'; this module reads a run's input snapshot and
 outcomes a range of records at a time (never the whole run at once) and hands back row
@@ -29,7 +29,7 @@ _READ = 2_000
 """Records read from the store per query."""
 
 TEXT_OUTPUT: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}}
-"""What an llm answer without a schema is (DESIGN §3)."""
+"""What an llm answer without a schema is (docs/workflow-reference.md)."""
 
 
 def action_outputs(config: dict[str, Any]) -> list[ActionOutput]:

@@ -1,4 +1,4 @@
-"""The run summary of DESIGN §7.1, computed from the store (never from memory), with the
+"""The run summary of docs/cli.md, agac status, computed from the store (never from memory), with the
 run's ``tenant`` (§13 T2): a typed value (:class:`RunSummary`, one
 :class:`ActionSummary` per action) whose :meth:`RunSummary.to_dict` is the summary's JSON.
 Both read as mappings too (``summary["actions"]["classify"]["answered"]``), as the JSON
@@ -287,7 +287,7 @@ def run_error(state: str, message: str) -> dict[str, Any]:
 
 def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
                  ) -> dict[str, int]:
-    """Units per action (DESIGN §7.1): one per record, but one per item inside a fan-out
+    """Units per action (docs/cli.md, agac status): one per record, but one per item inside a fan-out
     (counted from the stored fan-outs); empty for a workflow without fan-outs."""
     if not any(a.get("fan_out") or a.get("join") for a in actions):
         return {}

@@ -1,4 +1,4 @@
-"""One online llm call with its retries (DESIGN §5): under the action's concurrency slot
+"""One online llm call with its retries (docs/providers.md): under the action's concurrency slot
 and rate limiter, with the run's deadline and budget checked before each attempt, the
 error taxonomy applied (wait: the hint, no attempt spent; retryable: backoff with jitter;
 fatal: ``provider_error``; unsupported: the action fails as a whole), and an answer the
@@ -111,7 +111,7 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
             return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None, fp,
                                 attempt)
         # Ask again with the error fed back, after the same backoff as any retryable
-        # failure (DESIGN §5).
+        # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
     return await _answered(ctx, rt, rec, request, request_json, response, output, current,
                            attempt, started, fp)

@@ -1,7 +1,7 @@
 """The record walk over a run's shards: every record walks its steps until each unit is
 settled, the run is told to stop, or the store fails.
 
-Shards (DESIGN §1) are ranges of at most 1,000 records of one input file. A small
+Shards (docs/getting-started.md) are ranges of at most 1,000 records of one input file. A small
 window of shards is in flight at once so that concurrency slots stay busy across
 shard boundaries. For a shard, its records, the outcomes this run already has and the
 failures the previous run may carry (R1 c) are loaded in one store call; the requests of

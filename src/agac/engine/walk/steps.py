@@ -1,4 +1,4 @@
-"""The steps a record walks (DESIGN §11): the workflow's actions in topological order,
+"""The steps a record walks (docs/workflow-reference.md, Fan-out and join): the workflow's actions in topological order,
 with each fan-out condensed into one :class:`Region` step (the fan-out action and the
 steps that run once per item, themselves steps, so regions nest). A workflow without
 fan-outs is a plan with no regions: its steps are its actions.
@@ -114,7 +114,7 @@ class StepPlan:
 
 def expected_units(regions: Regions, action: str, records: int,
                    totals: dict[str, tuple[int, int]]) -> int:
-    """How many units ``action`` has (DESIGN §7.1): records at record level; inside a
+    """How many units ``action`` has (docs/cli.md, agac status): records at record level; inside a
     fan-out, one per item of every parent that fanned out plus one per parent that did
     not (yet, or could not)."""
     count = records

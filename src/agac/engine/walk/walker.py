@@ -1,4 +1,4 @@
-"""A record's walk through its steps (DESIGN §11): each step is a unit of the record, or a
+"""A record's walk through its steps (docs/workflow-reference.md, Fan-out and join): each step is a unit of the record, or a
 fan-out region the record's items walk. A workflow without fan-outs walks the same way,
 with no regions.
 
@@ -6,7 +6,7 @@ Items are ordinary units: their outcomes, answers, usage and events are keyed by
 item key ``<parent key>/<index>`` (0-based, request order) and carry their record's
 ``seq``, so resume, reuse (R1), status, export, retry and gc treat them like any unit.
 The item count of each parent is stored (``fanouts``) when it fans out, so counts of
-item units come from the store (DESIGN §7.1).
+item units come from the store (docs/cli.md, agac status).
 
 A parent that cannot fan out — its record is invalid, an upstream unit failed or was
 skipped, or the list field is missing — has *one* unit under its own key in every

@@ -1,6 +1,6 @@
 """Scale-out workers (``agac worker``): many stateless processes on one PostgreSQL.
 
-A worker loops: it claims a ready shard of any open run (DESIGN §1: a range of at most
+A worker loops: it claims a ready shard of any open run (docs/getting-started.md: a range of at most
 1,000 records of one input file for online work; (action, input file) for a batch
 action), advances it with the same assembly ``agac run`` uses (engine/workers/shards.py),
 and hands it back. Nothing about the work lives in the worker: a shard's progress is its

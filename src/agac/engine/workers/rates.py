@@ -10,19 +10,24 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agac.config.variables import RATE_WINDOW
+
 if TYPE_CHECKING:
     from agac.engine.interrupts import StopSignal
     from agac.engine.limits.budget import BudgetGuard, Reservation, RunLedger
     from agac.engine.limits.rates import Slots
     from agac.store.repository import Store
 
-__all__ = ["RATE_WINDOW", "SharedSpending", "StoreRateLimiter", "WorkerSlots"]
+__all__ = ["SharedSpending", "StoreRateLimiter", "WorkerSlots", "rate_window"]
 
-RATE_WINDOW = float(os.environ.get("AGAC_RATE_WINDOW_SECONDS") or 60.0) + 1.0
-"""The global window is a minute plus a second: requests admitted a minute apart can reach
-the provider in a different order, and the provider's own window must never see more.
-(``AGAC_RATE_WINDOW_SECONDS`` shortens the minute for tests against an emulator whose own
-window is shortened the same way.)"""
+
+def rate_window() -> float:
+    """The global window: a minute plus a second, as requests admitted a minute apart can
+    reach the provider in a different order, and the provider's own window must never see
+    more. (``AGAC_RATE_WINDOW_SECONDS`` shortens the minute for tests against an emulator
+    whose own window is shortened the same way; checked, ConfigError naming it.)"""
+    found = RATE_WINDOW.from_environment("AGAC_RATE_WINDOW_SECONDS", os.environ)
+    return (found if found is not None else 60.0) + 1.0
 
 
 class StoreRateLimiter:
@@ -42,7 +47,7 @@ class StoreRateLimiter:
         while True:
             if stop is not None and stop.is_set:
                 return None
-            wait = await asyncio.to_thread(self.store.rate_take, self.key, window=RATE_WINDOW,
+            wait = await asyncio.to_thread(self.store.rate_take, self.key, window=rate_window(),
                                            rpm=self.rpm, tpm=self.tpm, tokens=tokens)
             if wait <= 0:
                 return waited

@@ -1,4 +1,4 @@
-"""Storage points (DESIGN §14): a run's state in object storage or a directory.
+"""Storage points (docs/guarantees.md, Storage points): a run's state in object storage or a directory.
 
 The working copy is a local SQLite store; the point holds its durable copy — a snapshot
 and an ordered log of WAL segments — and ``head``, the one object that names them and the

@@ -1,6 +1,6 @@
 """The objects a storage point is made of, and the two places that hold them.
 
-A storage point needs four operations from wherever it keeps its objects (DESIGN §14):
+A storage point needs four operations from wherever it keeps its objects (docs/guarantees.md, Storage points):
 read an object with its ETag and its Last-Modified time by the server's clock, create one
 only if it is absent (``If-None-Match: *``), replace one only if it is unchanged since it
 was read (``If-Match``), and delete. :class:`Objects` is that contract;

@@ -1,4 +1,4 @@
-"""Fan-out, join and item keys (DESIGN §11): one row per fanned-out parent and its item
+"""Fan-out, join and item keys (docs/workflow-reference.md, Fan-out and join): one row per fanned-out parent and its item
 count, so that counts of item units are known from the store.
 
 Revision ID: 0005

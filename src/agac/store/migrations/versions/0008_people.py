@@ -1,4 +1,4 @@
-"""People: users, their groups, API tokens and web sessions (DESIGN §13 T1).
+"""People: users, their groups, API tokens and web sessions (T1).
 
 Revision ID: 0008
 Revises: 0006

@@ -1,4 +1,4 @@
-"""Tenants (DESIGN §13 T2): runs, usage, batches, batch items, effects and proposals carry
+"""Tenants (T2): runs, usage, batches, batch items, effects and proposals carry
 their tenant; answers and tool results are keyed by (tenant, fingerprint) so that a
 tenant reuses only its own; at most one run that is not final per (tenant, workflow).
 
