@@ -10,7 +10,8 @@ Tree::
     │   │   │   └── NotAnApprover   the deciding user may not decide on it (A3, T3)
     │   │   ├── NotAllowed          the signed-in user may not do this (T3, T4)
     │   │   └── ProtectedFile       ``--out`` names a file agac must not overwrite (X1)
-    │   └── NotFound                no such object, or another tenant's (T2: never "forbidden")
+    │   ├── NotFound                no such object, or another tenant's (T2: never "forbidden")
+    │   └── InputObjectsChanged     an open run's input objects changed since it was admitted
     ├── StoreError                  the store could not be read or written (S2: stop, exit 1)
     │   ├── StoreGone               the store's file was deleted or replaced under the process (S7)
     │   └── LeaseLost               our fencing token is stale: another owner took the run
@@ -56,6 +57,7 @@ __all__ = [
     "ConfigError",
     "DecisionRefused",
     "FatalError",
+    "InputObjectsChanged",
     "LeaseHeld",
     "LeaseLost",
     "LeaseTaken",
@@ -154,6 +156,14 @@ class RefusedError(UsageError):
     """The command was refused."""
 
     code = "refused"
+
+
+class InputObjectsChanged(UsageError):
+    """The objects of an open run's input changed since the run was admitted; the message
+    names them (finish the run with them restored, or take the input as it is now with
+    ``--new``)."""
+
+    code = "input_changed"
 
 
 class DecisionRefused(RefusedError):

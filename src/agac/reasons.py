@@ -35,7 +35,8 @@ Reason = Literal[
     "guard", "upstream_failed", "budget_exhausted", "cancelled", "deadline", "join_atomic",
     "batch_outstanding", "run_ended",
     # failed
-    "invalid_input", "duplicate_key", "render_error", "prompt_too_large", "fan_out_invalid", "tool_error",
+    "invalid_input", "duplicate_key", "input_changed", "render_error", "prompt_too_large",
+    "fan_out_invalid", "tool_error",
     "schema_invalid", "truncated", "refusal", "content_filter", "unexpected_stop", "provider_error",
     "batch_refused", "batch_not_returned", "batch_failed", "batch_expired", "batch_cancelled",
     "batch_deadline", "batch_abandoned", "approval_rejected", "approval_expired",
@@ -99,6 +100,10 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     _r("duplicate_key", "failed", "another record earlier in the input has the same key",
        "make `id_field` unique (or drop it to key records by file and line), then "
        "`agac run WF --new`", False),
+    _r("input_changed", "failed", "the input object holding the record changed (its ETag, "
+       "version or size) while the run's snapshot was read from it, so the record was not "
+       "read rather than read from another version", "`agac run WF --new` takes the input as "
+       "it is now", False),
     _r("render_error", "failed", "the prompt, system or tool inputs could not be rendered "
        "for this record (typically a field the record does not have)", "guard the field "
        "(a `default(...)` filter, `is defined`) or fix the template, then `agac run WF --new`", False),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agac.api.inline import WorkflowRef, workflow_file
 from agac.api.projects import ProjectRef, Scope, reading, resolve_run, scope_of
 from agac.errors import AgacError, UsageError
+from agac.objectstores import is_cloud_url
 
 if TYPE_CHECKING:
     import pandas
@@ -153,16 +154,18 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
     with reading(project, store) as (proj, st):
         run = resolve_run(st, proj, _ref(workflow_or_run, proj), scope_of(proj, tenant, principal))
         table = result_table(st, run, action, include_source=include_source)
-        guarded = protected_files(proj, st, run) if out is not None else []
+        guarded = protected_files(proj, st, run) if out is not None \
+            and not is_cloud_url(str(out)) else []
         if format == "parquet":
             if out is None:
                 raise UsageError("parquet is binary: name a file to write (--out PATH)")
             groups = result_row_groups(st, run, table)
-            with open_binary_output(str(out), guarded) as handle:
+            with open_binary_output(str(out), guarded, _object_options(proj)) as handle:
                 return write_parquet(table, groups, handle)
         rows = (row for group in result_row_groups(st, run, table, json_text=format != "jsonl")
                 for row in group)
-        with open_output(None if out is None else str(out), guarded) as text:
+        with open_output(None if out is None else str(out), guarded,
+                         _object_options(proj)) as text:
             if format == "jsonl":
                 return write_wide_jsonl(table.names, rows, text)
             return write_wide_csv(table.names, rows, text, escape_formulas=escape_formulas)
@@ -186,11 +189,12 @@ def export_action(workflow_or_run: WorkflowRef | Any, action: str, out: str | Pa
     with reading(project, store) as (proj, st):
         ref = run_ref or _ref(workflow_or_run, proj)
         guarded = []
-        if out is not None:
+        if out is not None and not is_cloud_url(str(out)):
             guarded = protected_files(proj, st, resolve_run(st, proj, ref,
                                                             scope_of(proj, tenant, principal)))
         rows = export_rows(ref, action, proj, tenant=tenant, principal=principal, store=st)
-        with open_output(None if out is None else str(out), guarded) as handle:
+        with open_output(None if out is None else str(out), guarded,
+                         _object_options(proj)) as handle:
             if format == "csv":
                 return write_csv(rows, handle, escape_formulas=escape_formulas)
             return write_jsonl(rows, handle)
@@ -212,3 +216,8 @@ def protected_files(project: Project, store: Store, run: RunRecord) -> list[Prot
             guarded += [Protected(path, f"an input file of workflow {run.workflow}")
                         for path in resolve_input_files(spec["path"], project.root)]
     return guarded
+
+
+def _object_options(proj: Project) -> Mapping[str, Any]:
+    """``object_options:`` of agac.yml (exports to s3://, gs://, az://)."""
+    return proj.config.object_options

@@ -17,7 +17,8 @@ __all__ = ["export"]
 @click.option("--include-source", is_flag=True, help="Add the record's fields (source.<field>).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
               show_default=True)
-@click.option("--out", default=None, help="Write here instead of stdout (parquet needs it).")
+@click.option("--out", default=None, help="Write here instead of stdout (parquet needs it): a "
+              "file, or an object (s3://bucket/key, gs://…, az://…) uploaded in parts.")
 @click.option("--run", "run_ref", default=None, help="A run id (default: the latest run).")
 @click.option("--escape-formulas/--no-escape-formulas", default=True, show_default=True,
               help="CSV: put a ' before a cell starting with = + - @, a tab or a carriage "

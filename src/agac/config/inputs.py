@@ -1,7 +1,16 @@
 """Validation against the input itself (``agac validate``): does it exist, and do its
 first records have the fields the workflow reads?
 
-Before anything is sent, the first records (100 by default) are read and checked:
+A **columnar** input (parquet, Arrow, a Hugging Face dataset) is checked by its schema —
+each file's footer or header, no rows: ``id_field`` and every ``source.X`` read (and
+``source.X.Y`` below a struct column) must be columns, with "did you mean" among them;
+a column read whose type has no JSON form is ``unsupported_column``; a footer that
+cannot be read ``input_unreadable``. An object-storage input is listed first (an empty
+prefix, a bucket that does not exist, refused credentials, an endpoint that does not
+answer are each one error naming the URL and the fix).
+
+Before anything is sent, the first records of the other inputs (100 by default) are read
+and checked:
 
 - ``input_not_found`` — ``input.path`` names nothing (with "did you mean" among the
   names nearby);
@@ -24,6 +33,7 @@ how many records were read, and ``agac validate --sample N`` reads more.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from jinja2 import TemplateSyntaxError
@@ -33,7 +43,9 @@ from agac.config.attachments import check_attachments
 from agac.config.model import InputSpec
 from agac.config.project import Project
 from agac.config.source import Findings, did_you_mean
-from agac.data.inputs import resolve_input_files
+from agac.data.columnar import open_columnar
+from agac.data.files import InputChanged, InputFile
+from agac.data.inputs import input_files
 from agac.data.sample import InputSample, sample_input
 from agac.errors import ConfigError, Problem
 from agac.prompt.references import Reference, guarded_references, template_references
@@ -52,11 +64,30 @@ def check_input(f: Findings, project: Project, spec: InputSpec, raws: Sequence[R
     """Report the problems of the input of a workflow (see the module docstring)."""
     where = ("input", "path")
     try:
-        files = resolve_input_files(spec.path, project.root, file=f.doc.file,
-                                    line=f.doc.line(where))
+        files = input_files(spec.path, project.root, spec.format,
+                            options=project.config.object_options, display=project.display,
+                            file=f.doc.file, line=f.doc.line(where))
     except ConfigError as exc:
-        f.problems.extend(exc.problems)
+        f.problems.extend(_located(f, exc.problems))
         return
+    columnar = [x for x in files if x.format.columnar]
+    if columnar:
+        _check_schemas(f, spec, raws, columnar)
+    rows = [x for x in files if not x.format.columnar]
+    if rows:
+        _check_sample(f, project, spec, raws, rows, sample)
+
+
+def _located(f: Findings, problems: Sequence[Problem]) -> list[Problem]:
+    """Problems about the input located at ``input.path`` in the workflow file."""
+    line = f.doc.line(("input", "path"))
+    return [p if p.file else Problem(p.code, p.message, f.doc.file, line, p.severity,
+                                     hint=p.hint, path=p.path) for p in problems]
+
+
+def _check_sample(f: Findings, project: Project, spec: InputSpec, raws: Sequence[RawAction],
+                  files: Sequence[InputFile], sample: int) -> None:
+    where = ("input", "path")
     try:
         got = sample_input(files, sample)
     except OSError as exc:
@@ -69,7 +100,8 @@ def check_input(f: Findings, project: Project, spec: InputSpec, raws: Sequence[R
         return
     if spec.id_field is not None:
         _check_id_field(f, spec.id_field, payloads)
-    check_attachments(f, project, raws, got.records)
+    check_attachments(f, project, raws, [(Path(getattr(file, "path", file.where)), r)
+                                         for file, r in got.records])
     for raw in raws:
         for key, path, guarded in _source_reads(raw):
             if not guarded and not _has(payloads, path):
@@ -77,20 +109,109 @@ def check_input(f: Findings, project: Project, spec: InputSpec, raws: Sequence[R
 
 
 def _report_files(f: Findings, project: Project, got: InputSample) -> None:
-    for path in got.empty_files:
+    for file in got.empty_files:
         f.problems.append(Problem(
-            "empty_input", f"input file {project.display(path)} holds no records",
-            project.display(path), 1, "warning", hint="it adds nothing to a run; fill it or "
+            "empty_input", f"input file {_shown(project, file)} holds no records",
+            _shown(project, file), 1, "warning", hint="it adds nothing to a run; fill it or "
             "remove it (an empty CSV may have a header and no rows)", path="input.path"))
-    invalid = [(path, r) for path, r in got.records if not r.ok]
-    for path, record in invalid[:_INVALID_SHOWN]:
+    invalid = [(file, r) for file, r in got.records if not r.ok]
+    for file, record in invalid[:_INVALID_SHOWN]:
         f.problems.append(Problem(
-            "invalid_input", str(record.error), project.display(path), record.line, "warning",
+            "invalid_input", str(record.error), _shown(project, file), record.line, "warning",
             hint="this record fails invalid_input when the workflow runs; fix that line",
             path="input.path"))
     if len(invalid) > _INVALID_SHOWN:
         f.warn("invalid_input", f"{len(invalid) - _INVALID_SHOWN} more of the first "
                f"{len(got.records)} records cannot be read", ("input", "path"))
+
+
+def _shown(project: Project, file: InputFile) -> str:
+    return file.where
+
+
+# -- columnar inputs: the schema, not the rows ---------------------------------------------
+
+
+def _check_schemas(f: Findings, spec: InputSpec, raws: Sequence[RawAction],
+                   files: Sequence[InputFile]) -> None:
+    """id_field and every source field read, against each columnar file's schema."""
+    schemas: list[tuple[InputFile, Any]] = []
+    for file in files:
+        try:
+            opened = open_columnar(file)
+        except ConfigError as exc:
+            f.problems.extend(_located(f, exc.problems))
+            continue
+        except InputChanged as exc:
+            f.error("input_changed", str(exc), ("input", "path"), hint="validate again")
+            continue
+        except OSError as exc:
+            f.error("input_unreadable", f"cannot read input file {file.where}: "
+                    f"{exc.strerror or exc}", ("input", "path"), hint="check its permissions")
+            continue
+        schemas.append((file, opened.schema))
+        opened.close()
+    if not schemas:
+        return
+    names = list(dict.fromkeys(n for _, schema in schemas for n in schema.names))
+    if spec.id_field is not None:
+        lacking = [file.where for file, schema in schemas if spec.id_field not in schema.names]
+        if lacking:
+            f.error("missing_id_field", f"id_field {spec.id_field!r} is not a column of "
+                    f"{_some(lacking)} (its columns: {_listed(names)})", ("input", "id_field"),
+                    hint=did_you_mean(spec.id_field, names) or "name one of its columns, or "
+                    "remove id_field to key records by file and row")
+    read: set[str] = {spec.id_field} if spec.id_field else set()
+    for raw in raws:
+        for key, path, guarded in _source_reads(raw):
+            read.add(path[0])
+            if not guarded:
+                _check_column(f, raw, key, path, schemas, names)
+    _check_types(f, schemas, read)
+
+
+def _check_column(f: Findings, raw: RawAction, key: str, path: tuple[str, ...],
+                  schemas: Sequence[tuple[InputFile, Any]], names: list[str]) -> None:
+    dotted = ".".join(("source", *path))
+    what = "guard" if key == "when" else key
+    origin = raw.origin("fan_out" if key == "fan_out" else key)
+    if path[0] not in names:
+        f.error("missing_source_field", f"{what} of action {raw.name!r} reads {dotted}, which "
+                f"is not a column of the input (its columns: {_listed(names)})", origin,
+                hint=did_you_mean(path[0], names) or "name one of its columns")
+        return
+    if len(path) < 2:
+        return
+    kind = next(schema.field(path[0]).type for _, schema in schemas if path[0] in schema.names)
+    fields = [kind.field(i).name for i in range(kind.num_fields)] \
+        if getattr(kind, "num_fields", 0) and hasattr(kind, "get_field_index") else None
+    if fields is not None and path[1] not in fields:
+        f.error("missing_source_field", f"{what} of action {raw.name!r} reads {dotted}, but "
+                f"column {path[0]!r} has no field {path[1]!r} (its fields: {_listed(fields)})",
+                origin, hint=did_you_mean(path[1], fields) or "name one of its fields")
+
+
+def _check_types(f: Findings, schemas: Sequence[tuple[InputFile, Any]], read: set[str]) -> None:
+    from agac.data.arrowjson import unsupported
+
+    for file, schema in schemas:
+        for name in sorted(read & set(schema.names)):
+            why = unsupported(schema.field(name).type)
+            if why is not None:
+                f.error("unsupported_column", f"{file.where}: column {name!r} is {why}, which "
+                        "has no JSON form", ("input", "path"), hint=f"leave source.{name} out "
+                        "of what the workflow reads, or cast the column when the file is "
+                        "written")
+                return
+
+
+def _some(items: Sequence[str]) -> str:
+    return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:20])
+    return shown + (f", … ({len(names)} in all)" if len(names) > 20 else "") if names else "none"
 
 
 def _check_id_field(f: Findings, id_field: str, payloads: list[dict[str, Any]]) -> None:

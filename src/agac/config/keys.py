@@ -40,7 +40,7 @@ TOP_KEYS = frozenset({"name", "description", "input", "defaults", "actions", "pa
                       "budget", "deadline"})
 FUTURE_TOP_KEYS: frozenset[str] = frozenset()
 BUDGET_KEYS = frozenset({"usd", "tokens"})
-INPUT_KEYS = frozenset({"path", "id_field"})
+INPUT_KEYS = frozenset({"path", "id_field", "format"})
 
 ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",

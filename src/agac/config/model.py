@@ -45,6 +45,9 @@ class InputSpec:
     path: str
     id_field: str | None = None
     records: bool = False
+    format: str | None = None
+    """``input.format:`` — the format of the input files when their extension does not
+    say it (None: from each file's extension)."""
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,8 @@ def _config_hash(workflow: Workflow) -> str:
     source = dataclasses.asdict(workflow.input)
     if not source["records"]:
         del source["records"]  # keeps the config hash of workflows over files
+    if source["format"] is None:
+        del source["format"]  # keeps the config hash of workflows written before it
     material = {
         "input": source,
         "partial_ok": workflow.partial_ok,

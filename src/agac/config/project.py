@@ -44,7 +44,8 @@ __all__ = [
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "store_options", "tenant", "providers", "prices", "groups", "identity")
+_TOP_KEYS = ("store", "store_options", "object_options", "tenant", "providers", "prices", "groups",
+             "identity")
 IDENTITIES = ("local", "login")
 """``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
 ``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
@@ -94,6 +95,9 @@ class ProjectConfig:
     """``tenant:`` — the tenant commands act in when neither ``--tenant`` nor
     ``AGAC_TENANT`` names one (T2)."""
     identity: str = "local"
+    object_options: Mapping[str, Any] = field(default_factory=dict)
+    """``object_options:`` — obstore settings of ``s3://``, ``gs://`` and ``az://`` input
+    paths and export destinations (endpoint, region, allow_http, …; agac/objectstores.py)."""
 
     @property
     def login(self) -> bool:
@@ -171,7 +175,7 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
                 hint="remove groups: and give users their groups with "
                      "`agac users add NAME --group G` (or `agac users set NAME --group G`)")
     return ProjectConfig(store, providers, prices, groups, _store_options(f, data), tenant,
-                         identity), f
+                         identity, _store_options(f, data, "object_options")), f
 
 
 def _identity(f: Findings, raw: Any) -> str:
@@ -198,16 +202,19 @@ def _tenant(f: Findings, raw: Any) -> str | None:
     return str(raw)
 
 
-def _store_options(f: Findings, data: dict[Any, Any]) -> dict[str, Any]:
-    """``store_options:``: a mapping of names to strings, numbers or booleans, passed to the
-    storage point (docs/guarantees.md, Storage points); secrets belong in the environment, not in this file."""
-    raw = read_mapping(f, data.get("store_options") or {}, ("store_options",)) or {}
+def _store_options(f: Findings, data: dict[Any, Any], name: str = "store_options",
+                   ) -> dict[str, Any]:
+    """``store_options:`` (or ``object_options:``): a mapping of names to strings, numbers
+    or booleans, passed to the storage point (docs/guarantees.md, Storage points) or to the
+    object stores of inputs and exports; secrets belong in the environment, not in this
+    file."""
+    raw = read_mapping(f, data.get(name) or {}, (name,)) or {}
     options: dict[str, Any] = {}
     for key, value in raw.items():
         if not isinstance(value, (str, int, float, bool)) or (
                 isinstance(value, float) and not finite(value)):
-            f.error("invalid_store", f"store_options.{key} must be a string, finite number or "
-                    f"boolean, got {value!r}", ("store_options", key))
+            f.error("invalid_store", f"{name}.{key} must be a string, finite number or "
+                    f"boolean, got {value!r}", (name, key))
             continue
         options[str(key)] = value
     return options

@@ -55,6 +55,7 @@ from agac.config.values import (
     read_str,
     read_str_list,
 )
+from agac.data.formats import FORMATS, known_format
 from agac.errors import ConfigError, Problem
 
 __all__ = [
@@ -347,7 +348,22 @@ class _Builder:
         id_field = body.get("id_field")
         if id_field is not None:
             id_field = read_str(f, id_field, ("input", "id_field"))
-        return None if path is None else InputSpec(path, id_field)
+        fmt = self._input_format(body)
+        return None if path is None else InputSpec(path, id_field, format=fmt)
+
+    def _input_format(self, body: dict[Any, Any]) -> str | None:
+        """``input.format:``, lower-case (``feather`` is ``arrow``); None when unset."""
+        if body.get("format") is None:
+            return None
+        value = read_str(self.f, body["format"], ("input", "format"))
+        if value is None:
+            return None
+        if not known_format(value):
+            self.f.error("unsupported_input", f"input.format {value!r} is not one agac reads",
+                         ("input", "format"), hint=did_you_mean(value, FORMATS)
+                         or "one of " + ", ".join(FORMATS))
+            return None
+        return value.lower()
 
     def _defaults(self, data: dict[Any, Any]) -> dict[Any, Any]:
         f = self.f

@@ -21,12 +21,20 @@ A CSV cell a spreadsheet would run as a formula (``=…``, ``+…``, ``-…``, `
 leading tab or carriage return) gets a leading ``'`` unless ``escape_formulas=False``:
 source fields, keys and model output are anyone's text. Both CSV shapes use the same
 rule, so a key reads the same in either.
+
+An output is stdout, a local file, or an object — ``s3://bucket/key``, ``gs://…``,
+``az://…`` — written through obstore as a multipart upload in parts of
+:data:`PART_BYTES`: the object appears under its name only when the upload completes, so
+a failed export leaves nothing there (and an earlier object of that name as it was). Its
+parts are aborted when the server still answers; a bucket rule for incomplete multipart
+uploads removes those it could not abort.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import os
 import re
 import stat
@@ -36,15 +44,28 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from agac.errors import ProtectedFile, StoreError, UsageError
+from agac.errors import AgacError, ProtectedFile, StoreError, UsageError
 from agac.jsontext import NotJSON, strict_dumps
+from agac.objectstores import is_cloud_url, open_cloud_store, require_obstore
 
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "Protected", "neutralize_formula", "open_binary_output",
-           "open_output", "write_csv", "write_jsonl", "write_parquet", "write_wide_csv",
-           "write_wide_jsonl"]
+__all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "PART_BYTES", "ExportFailed", "Protected",
+           "neutralize_formula", "open_binary_output", "open_output", "write_csv", "write_jsonl",
+           "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+
+PART_BYTES = 8 << 20
+"""Bytes of one part of an upload to object storage (at most a few are in flight)."""
+_PARTS_IN_FLIGHT = 4
+
+
+class ExportFailed(AgacError):
+    """The export could not be written where it was asked to go; nothing was written under
+    its name."""
+
+    exit_code = 1
+    code = "export_failed"
 
 class Protected(NamedTuple):
     """A file an export must never write (X1), and what it is, for the refusal: "the
@@ -218,7 +239,8 @@ def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any
 
 
 @contextlib.contextmanager
-def open_output(path: str | None, protected: Iterable[Protected] = ()) -> Iterator[TextIO]:
+def open_output(path: str | None, protected: Iterable[Protected] = (),
+                options: Mapping[str, Any] | None = None) -> Iterator[TextIO]:
     """Yield the text stream an export writes to: stdout when ``path`` is None.
 
     How a file is written depends on what ``path`` names (X1):
@@ -232,11 +254,20 @@ def open_output(path: str | None, protected: Iterable[Protected] = ()) -> Iterat
       opened and written, never replaced;
     - a folder is refused (UsageError) before anything is read, and so is a path that
       names one of ``protected`` (the store's files, a workflow's inputs:
-      :class:`~agac.errors.ProtectedFile`).
+      :class:`~agac.errors.ProtectedFile`);
+    - an object URL is uploaded (``options``: ``object_options:``), as the module
+      docstring says.
     """
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
+        return
+    if is_cloud_url(path):
+        with _uploading(path, options, "results.jsonl") as sink:
+            text = io.TextIOWrapper(io.BufferedWriter(sink, 1 << 20), encoding="utf-8",
+                                    newline="")
+            yield text
+            text.flush()
         return
     target, special = _target(Path(path), "results.jsonl", protected)
     if special:
@@ -248,8 +279,13 @@ def open_output(path: str | None, protected: Iterable[Protected] = ()) -> Iterat
 
 
 @contextlib.contextmanager
-def open_binary_output(path: str, protected: Iterable[Protected] = ()) -> Iterator[IO[bytes]]:
+def open_binary_output(path: str, protected: Iterable[Protected] = (),
+                       options: Mapping[str, Any] | None = None) -> Iterator[IO[bytes]]:
     """As :func:`open_output`, for a binary file (parquet); a path is required."""
+    if is_cloud_url(path):
+        with _uploading(path, options, "results.parquet") as sink:
+            yield sink
+        return
     target, special = _target(Path(path), "results.parquet", protected)
     if special:
         with target.open("wb") as handle:
@@ -257,6 +293,72 @@ def open_binary_output(path: str, protected: Iterable[Protected] = ()) -> Iterat
         return
     with _replacing(target) as tmp, tmp.open("xb") as handle:
         yield handle
+
+
+class _Sink(io.RawIOBase):
+    """An upload as a binary file that knows its position (pyarrow asks ``tell``)."""
+
+    def __init__(self, writer: Any, url: str) -> None:
+        self._writer = writer
+        self._url = url
+        self._at = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def write(self, data: Any) -> int:
+        with _upload_errors(self._url):
+            self._writer.write(bytes(data))
+        self._at += len(data)
+        return len(data)
+
+    def close(self) -> None:  # the upload is completed (or aborted) by _uploading, not here
+        super().close()
+
+
+@contextlib.contextmanager
+def _upload_errors(url: str) -> Iterator[None]:
+    from obstore import exceptions as ox
+
+    try:
+        yield
+    except (ox.PermissionDeniedError, ox.UnauthenticatedError) as exc:
+        raise ExportFailed(f"cannot write {url}: access refused ({_first_line(exc)}); nothing "
+                           "was written under that name", hint="give agac credentials that may "
+                           "write there (AWS_*, GOOGLE_*, AZURE_* or object_options)") from exc
+    except (ox.BaseError, OSError) as exc:
+        raise ExportFailed(f"cannot write {url} ({_first_line(exc)}); nothing was written under "
+                           "that name", hint="check the bucket, the endpoint and the network, "
+                           "then export again") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _uploading(url: str, options: Mapping[str, Any] | None, example: str,
+               part_bytes: int = PART_BYTES) -> Iterator[IO[bytes]]:
+    """A multipart upload to ``url``: completed when the block ends without an error,
+    aborted (no object under the name) when it raises."""
+    scheme, _, rest = url.partition("://")
+    bucket, _, key = rest.partition("/")
+    if not key or key.endswith("/"):
+        raise UsageError(f"{url} names a prefix, not an object to write",
+                         hint=f"name the object, e.g. {url.rstrip('/')}/{example}")
+    ob = require_obstore(f"the export to {url}")
+    with _upload_errors(url):
+        store = open_cloud_store(f"{scheme}://{bucket}", options, f"the export to {url}")
+        writer = ob.open_writer(store, key, buffer_size=part_bytes,
+                                max_concurrency=_PARTS_IN_FLIGHT)
+    sink = _Sink(writer, url)
+    # obstore's writer aborts the upload when its block raises, completes it otherwise.
+    with _upload_errors(url), writer:
+        yield sink  # type: ignore[misc]
 
 
 def _target(path: Path, example: str, protected: Iterable[Protected]) -> tuple[Path, bool]:

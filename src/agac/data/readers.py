@@ -12,45 +12,60 @@ that is cut off or corrupt yields the elements parsed before the damage, then on
 invalid record naming where reading stopped.
 
 Nothing here loads a whole file: JSONL is read line by line, CSV row by row and JSON
-arrays element by element with ``ijson``. Memory is bounded by the largest record.
+arrays element by element with ``ijson``, each decompressed on the fly when its name ends
+``.gz``, ``.zst``, ``.bz2`` or ``.xz``; parquet and Arrow files are read by record batches
+of the columns asked for (:mod:`agac.data.columnar`). Memory is bounded by the largest
+record (a record batch for columnar files).
 
 Record keys: ``id_field``'s value as a string when an ``id_field`` is set (a record
 without one is invalid and falls back to the positional key), else the positional key
 ``<file name>:<n>`` — ``n`` is the 1-based JSONL line number (blank lines are skipped
-but counted), CSV data row (header and blank lines excluded) or JSON array element.
-``id_field`` names a top-level field.
+but counted), CSV data row (header and blank lines excluded), JSON array element or
+parquet/Arrow row. ``id_field`` names a top-level field.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import io
 import itertools
 import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ijson
 
+from agac.data.files import InputChanged, InputFile, LocalFile
+from agac.data.formats import decompressed, format_of
+from agac.data.records import (
+    DUPLICATE_KEY,
+    INPUT_CHANGED,
+    INVALID_INPUT,
+    InputRecord,
+    changed_record,
+    invalid_record,
+    record_of,
+)
 from agac.jsontext import Flaw, flaw
 
 __all__ = [
     "DUPLICATE_KEY",
+    "INPUT_CHANGED",
     "INVALID_INPUT",
     "InputRecord",
     "file_fingerprint",
     "iter_input",
+    "read_input",
     "read_records",
     "unique_keys",
 ]
-
-INVALID_INPUT = "invalid_input"
-DUPLICATE_KEY = "duplicate_key"
 
 # Undecodable bytes survive CSV decoding as lone surrogates (``surrogateescape``), so a
 # bad row can be failed on its own instead of aborting the rest of the file.
@@ -58,49 +73,43 @@ _SURROGATES = re.compile("[\udc80-\udcff]")
 _CHUNK = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class InputRecord:
-    """One record of an input file.
-
-    ``file`` is the file's name, ``n`` the record's 1-based position (JSONL line, CSV
-    data row, JSON array element) and ``line`` the physical line where it starts (0
-    when unknown, as inside JSON arrays). ``payload`` is the record's object, or None
-    when it is invalid; then ``error`` says why, naming file and line, and ``reason``
-    is ``invalid_input`` or ``duplicate_key`` (a duplicate keeps its payload, so its
-    session can show it). Check :attr:`ok` (or ``reason``), not ``payload``.
-    """
-
-    file: str
-    n: int
-    line: int
-    key: str
-    payload: dict[str, Any] | None
-    error: str | None = None
-    reason: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the record can be worked on."""
-        return self.reason is None
-
-
 def read_records(path: Path, id_field: str | None, *, name: str | None = None,
                  ) -> Iterator[InputRecord]:
     """Yield every record of ``path`` in file order, streaming (see module docstring).
 
-    The format follows the extension (``.jsonl``, ``.json``, ``.csv``, any case).
-    ``name`` is what keys and messages call the file (default: its file name).
-    Raises ``ValueError`` for another extension and ``OSError`` when the file cannot
-    be opened; everything wrong *inside* the file becomes an invalid record.
+    The format follows the extension (``.jsonl``, ``.json``, ``.csv``, ``.parquet``,
+    ``.arrow``, ``.feather``, a row format compressed ``.gz``/``.zst``/``.bz2``/``.xz``;
+    any case). ``name`` is what keys and messages call the file (default: its file name).
+    Raises ``ValueError`` for another extension and ``OSError`` when the file cannot be
+    opened; everything wrong *inside* a row file becomes an invalid record.
     """
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        return _read_jsonl(path, id_field, name or path.name)
-    if suffix == ".json":
-        return _read_json_array(path, id_field)
-    if suffix == ".csv":
-        return _read_csv(path, id_field)
-    raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+    fmt = format_of(path.name)
+    if fmt is None:
+        raise ValueError(f"{path.name}: unsupported input file type {path.suffix!r}")
+    file = LocalFile(path, fmt)
+    return read_input(file, id_field, name=name)
+
+
+def read_input(file: InputFile, id_field: str | None, *, name: str | None = None,
+               columns: frozenset[str] | None = None) -> Iterator[InputRecord]:
+    """Yield every record of ``file`` in order, streaming, as its format says.
+
+    ``columns`` (columnar formats only; None = all) are the top-level fields to read;
+    ``id_field`` is always read. A columnar file that cannot be opened, or that has a
+    column of a type with no JSON form among those read, raises ConfigError
+    (``input_unreadable``, ``unsupported_column``) before its first record.
+    """
+    label = name or file.name
+    kind = file.format.kind
+    if file.format.columnar:
+        from agac.data.columnar import read_columnar
+
+        return read_columnar(file, id_field, columns, label)
+    if kind == "jsonl":
+        return _read_jsonl(file, id_field, label)
+    if kind == "json":
+        return _read_json_array(file, id_field, label)
+    return _read_csv(file, id_field, label)
 
 
 def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRecord]:
@@ -116,12 +125,13 @@ def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRec
 
 
 def unique_keys(records: Iterable[InputRecord]) -> Iterator[InputRecord]:
-    """``records`` with keys made unique as :func:`iter_input` says."""
-    seen: set[str] = set()
+    """``records`` with keys made unique as :func:`iter_input` says. Keys are remembered as
+    UTF-8 bytes, a third smaller than strings (a 2,000,000-record input holds them all)."""
+    seen: set[bytes] = set()
     for record in records:
-        if record.key in seen:
+        if record.key.encode() in seen:
             record = _as_duplicate(record, seen)
-        seen.add(record.key)
+        seen.add(record.key.encode())
         yield record
 
 
@@ -137,44 +147,10 @@ def file_fingerprint(path: Path) -> str:
 # --- record construction ------------------------------------------------------------
 
 
-def _record(file: str, n: int, line: int, payload: Any, id_field: str | None) -> InputRecord:
-    """Build the record for one parsed value, checking it is an object with a key."""
-    if not isinstance(payload, dict):
-        where = f"{file}:{line}" if line else f"{file} element {n}"
-        kind = _json_kind(payload)
-        return _invalid(file, n, line, f"{where}: a record must be a JSON object, not {kind}")
-    if id_field is None:
-        return InputRecord(file, n, line, f"{file}:{n}", payload)
-    key = _key_of(payload.get(id_field))
-    if key is None:
-        where = f"{file}:{line}" if line else f"{file} element {n}"
-        positional = f"{file}:{n}"
-        message = f"{where}: id_field {id_field!r} is missing or empty"
-        if id_field in payload and payload[id_field] not in (None, ""):
-            message = f"{where}: id_field {id_field!r} must be a string or a number"
-        return InputRecord(file, n, line, positional, None, message, INVALID_INPUT)
-    return InputRecord(file, n, line, key, payload)
-
-
-def _key_of(value: Any) -> str | None:
-    """The record key for an ``id_field`` value, or None when it cannot be one."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, int | float):
-        return str(value)
-    return None
-
-
-def _invalid(file: str, n: int, line: int, message: str) -> InputRecord:
-    return InputRecord(file, n, line, f"{file}:{n}", None, message, INVALID_INPUT)
-
-
-def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
+def _as_duplicate(record: InputRecord, seen: set[bytes]) -> InputRecord:
     key = f"{record.file}:{record.n}"
     suffix = 1
-    while key in seen:  # only when an id value looks like another file's positional key
+    while key.encode() in seen:  # only when an id value looks like another file's positional key
         key = f"{record.file}:{record.n}~{suffix}"
         suffix += 1
     if record.reason is not None:
@@ -184,50 +160,63 @@ def _as_duplicate(record: InputRecord, seen: set[str]) -> InputRecord:
     return replace(record, key=key, error=message, reason=DUPLICATE_KEY)
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"
-
-
 # --- JSONL ------------------------------------------------------------------------
 
 
-def _read_jsonl(path: Path, id_field: str | None, name: str) -> Iterator[InputRecord]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if not raw.strip():
-                continue
-            yield _jsonl_record(name, number, raw, id_field)
+def _read_jsonl(file: InputFile, id_field: str | None, name: str) -> Iterator[InputRecord]:
+    number = 0
+    with _stream(file) as handle:
+        try:
+            for number, raw in enumerate(handle, start=1):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if not raw.strip():
+                    continue
+                yield _jsonl_record(name, number, raw, id_field)
+        except InputChanged as exc:
+            yield changed_record(name, number + 1, exc)
+        except OSError as exc:
+            yield invalid_record(name, number + 1, number + 1, f"{name}:{number + 1}: "
+                           f"{_damage(file, exc)}")
+
+
+def _damage(file: InputFile, exc: BaseException) -> str:
+    what = f"{file.format.compression} stream" if file.format.compression else "file"
+    return (f"cannot read on: the {what} is damaged or cut off ({exc}); nothing after "
+            "this point was read")
+
+
+@contextlib.contextmanager
+def _stream(file: InputFile) -> Iterator[IO[bytes]]:
+    """``file``'s bytes, decompressed (codec errors are OSError), closed when the block
+    ends. Opening raises OSError as it is (a file that cannot be opened)."""
+    raw = file.open_bytes()
+    try:
+        with decompressed(raw, file.format.compression) as stream:
+            yield stream
+    finally:
+        raw.close()
 
 
 def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> InputRecord:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _invalid(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
+        return invalid_record(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
     try:
         value = _STRICT.decode(text)
     except json.JSONDecodeError as exc:
         message = f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-        return _invalid(name, number, number, message)
+        return invalid_record(name, number, number, message)
     except _NotStorable as exc:
-        return _invalid(name, number, number, f"{name}:{number}: {exc}")
+        return invalid_record(name, number, number, f"{name}:{number}: {exc}")
     except RecursionError:
-        return _invalid(name, number, number, f"{name}:{number}: JSON nested too deeply")
+        return invalid_record(name, number, number, f"{name}:{number}: JSON nested too deeply")
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
         found = flaw(value)  # a pair is one character by now: only a lone one is found
         if found is not None:
-            return _invalid(name, number, number, _flawed(f"{name}:{number}", found))
-    return _record(name, number, number, value, id_field)
+            return invalid_record(name, number, number, _flawed(f"{name}:{number}", found))
+    return record_of(name, number, number, value, id_field)
 
 
 class _NotStorable(ValueError):
@@ -263,32 +252,38 @@ def _flawed(where: str, found: Flaw) -> str:
 # --- JSON arrays ------------------------------------------------------------------
 
 
-def _read_json_array(path: Path, id_field: str | None) -> Iterator[InputRecord]:
-    name = path.name
+def _read_json_array(file: InputFile, id_field: str | None, name: str,
+                     ) -> Iterator[InputRecord]:
     count = 0
-    with path.open("rb") as handle:
+    with _stream(file) as handle:
         # Not use_float=True: the C backend then rejects integers beyond 64 bits.
         events = ijson.parse(handle)
         try:
             first = next(events)
             if first[1] != "start_array":
-                yield _invalid(name, 1, 0, f"{name}: a .json input must be a JSON array")
+                yield invalid_record(name, 1, 0, f"{name}: a .json input must be a JSON array")
                 return
             for value in ijson.items(itertools.chain([first], events), "item"):
                 count += 1
                 value = _floats(value)
                 found = flaw(value)
                 if found is not None:
-                    yield _invalid(name, count, 0, _flawed(f"{name} element {count}", found))
+                    yield invalid_record(name, count, 0, _flawed(f"{name} element {count}",
+                                                                 found))
                     continue
-                yield _record(name, count, 0, value, id_field)
+                yield record_of(name, count, 0, value, id_field)
             for _ in events:  # drain, so trailing garbage is reported
                 pass
+        except InputChanged as exc:
+            yield changed_record(name, count + 1, exc)
+        except OSError as exc:
+            yield invalid_record(name, count + 1, 0, f"{name} element {count + 1}: "
+                           f"{_damage(file, exc)}")
         except (ijson.JSONError, ValueError) as exc:
             n = count + 1
             where = f"after element {count}" if count else "before the first element"
             message = f"{name}: JSON array is cut off or corrupt {where} ({_ijson_reason(exc)})"
-            yield _invalid(name, n, 0, message)
+            yield invalid_record(name, n, 0, message)
 
 
 def _floats(value: Any) -> Any:
@@ -317,32 +312,51 @@ def _ijson_reason(exc: Exception) -> str:
 # --- CSV --------------------------------------------------------------------------
 
 
-def _read_csv(path: Path, id_field: str | None) -> Iterator[InputRecord]:
-    name = path.name
-    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
-        reader = csv.reader(handle)
-        header = _csv_header(reader)
-        if header is None:
-            return
-        n = 0
-        rows = _csv_rows(reader)
+def _read_csv(file: InputFile, id_field: str | None, name: str) -> Iterator[InputRecord]:
+    n = 0
+    with _text(file) as handle:
+        try:
+            for record in _csv_records(file, handle, id_field, name):
+                n = record.n
+                yield record
+        except InputChanged as exc:
+            yield changed_record(name, n + 1, exc)
+        except OSError as exc:
+            yield invalid_record(name, n + 1, 0, f"{name}: {_damage(file, exc)}")
+
+
+@contextlib.contextmanager
+def _text(file: InputFile) -> Iterator[IO[str]]:
+    with _stream(file) as stream:
+        yield io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape",
+                               newline="")
+
+
+def _csv_records(file: InputFile, handle: IO[str], id_field: str | None, name: str,
+                 ) -> Iterator[InputRecord]:
+    reader = csv.reader(handle)
+    header = _csv_header(reader)
+    if header is None:
+        return
+    n = 0
+    rows = _csv_rows(reader)
+    current = next(rows, None)
+    while current is not None:
+        start, end, row = current
         current = next(rows, None)
-        while current is not None:
-            start, end, row = current
-            current = next(rows, None)
-            n += 1
-            if isinstance(row, csv.Error):
-                yield _invalid(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
-            elif current is None and _may_run_to_the_end(start, end, row) \
-                    and _quote_never_closed(path, start):
-                # A stray quote makes the csv module read every later line into one
-                # field; left alone, those rows would vanish into this record silently.
-                yield _invalid(name, n, start, f"{name}:{start}: a quoted field opens on this "
-                               "line and is never closed: everything to the end of the file "
-                               f"(line {end}) was read as this one row; close the quote (or "
-                               "double it: \"\")")
-            else:
-                yield _csv_record(name, n, start, header, row, id_field)
+        n += 1
+        if isinstance(row, csv.Error):
+            yield invalid_record(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
+        elif current is None and _may_run_to_the_end(start, end, row) \
+                and _quote_never_closed(file, start):
+            # A stray quote makes the csv module read every later line into one
+            # field; left alone, those rows would vanish into this record silently.
+            yield invalid_record(name, n, start, f"{name}:{start}: a quoted field opens on this "
+                           "line and is never closed: everything to the end of the file "
+                           f"(line {end}) was read as this one row; close the quote (or "
+                           "double it: \"\")")
+        else:
+            yield _csv_record(name, n, start, header, row, id_field)
 
 
 def _csv_rows(reader: Any) -> Iterator[tuple[int, int, list[str] | csv.Error]]:
@@ -371,10 +385,10 @@ def _may_run_to_the_end(start: int, end: int, row: list[str]) -> bool:
     return end > start or row[-1].endswith(("\n", "\r"))
 
 
-def _quote_never_closed(path: Path, start: int) -> bool:
+def _quote_never_closed(file: InputFile, start: int) -> bool:
     """True when the CSV row starting at line ``start`` runs to the end of the file inside
     a quoted field (read strictly, it ends with "unexpected end of data")."""
-    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+    with _text(file) as handle:
         try:
             next(csv.reader(itertools.islice(handle, start - 1, None), strict=True), None)
         except csv.Error as exc:
@@ -395,7 +409,7 @@ def _csv_record(
 ) -> InputRecord:
     if len(row) != len(header):
         message = f"{name}:{line}: CSV row has {len(row)} fields, the header has {len(header)}"
-        return _invalid(name, n, line, message)
+        return invalid_record(name, n, line, message)
     if _SURROGATES.search("".join(row)):
-        return _invalid(name, n, line, f"{name}:{line}: not UTF-8 text")
-    return _record(name, n, line, dict(zip(header, row, strict=True)), id_field)
+        return invalid_record(name, n, line, f"{name}:{line}: not UTF-8 text")
+    return record_of(name, n, line, dict(zip(header, row, strict=True)), id_field)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from agac.data.readers import InputRecord, read_records
+from agac.data.files import InputFile
+from agac.data.readers import InputRecord, read_input
 
 __all__ = ["InputSample", "sample_input"]
 
@@ -24,21 +24,21 @@ class InputSample:
     or not (read without an id field, so a record missing ``id_field`` keeps its payload);
     ``empty_files``: the input files that hold no record at all."""
 
-    records: tuple[tuple[Path, InputRecord], ...]
-    empty_files: tuple[Path, ...]
+    records: tuple[tuple[InputFile, InputRecord], ...]
+    empty_files: tuple[InputFile, ...]
 
 
-def sample_input(files: Sequence[Path], limit: int) -> InputSample:
+def sample_input(files: Sequence[InputFile], limit: int) -> InputSample:
     """The first ``limit`` records of ``files`` and the files without any record.
 
     Reads at most ``limit`` records in all, plus one record of each later file. Raises
     ``OSError`` when a file cannot be opened.
     """
-    records: list[tuple[Path, InputRecord]] = []
-    empty: list[Path] = []
+    records: list[tuple[InputFile, InputRecord]] = []
+    empty: list[InputFile] = []
     for path in files:
         want = max(limit - len(records), 1)
-        reader = read_records(path, None)
+        reader = read_input(path, None)
         try:
             taken = list(itertools.islice(reader, want))
         finally:

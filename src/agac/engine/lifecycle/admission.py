@@ -16,8 +16,14 @@ from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
-from agac.engine.lifecycle.snapshots import InputSnapshot, current_snapshot_id, snapshot_input
-from agac.errors import RefusedError, UsageError
+from agac.engine.lifecycle.snapshots import (
+    InputSnapshot,
+    current_snapshot_id,
+    input_changes,
+    input_source,
+    snapshot_input,
+)
+from agac.errors import InputObjectsChanged, RefusedError, UsageError
 from agac.jsontext import loads
 from agac.keys import ESCAPED_KEYS
 from agac.providers.pricing import PriceTable
@@ -98,11 +104,15 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
         if current.input.records and options.source is None:
             snap_id = open_run.snapshot_id  # no records given: continue with the run's own
         else:
+            source = input_source(current, project, options.source)
             attached = store.snapshot_attachments(open_run.snapshot_id)
             snap_id = current_snapshot_id(current, project, open_run.settings.limit,
-                                          options.source, tenant=open_run.tenant,
+                                          source, tenant=open_run.tenant,
                                           like=open_run.snapshot_id,
                                           hashes={p: h for p, (h, _) in attached.items()})
+            if open_run.config_hash == current.config_hash and open_run.snapshot_id != snap_id:
+                _refuse_changed_objects(open_run, workflow,
+                                        input_changes(store, open_run.snapshot_id, source))
         if open_run.config_hash != current.config_hash or open_run.snapshot_id != snap_id:
             what = "records" if current.input.records else "inputs"
             raise UsageError(
@@ -124,6 +134,19 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
                  "header); it adds nothing to the run [empty_input]" for name in snapshot.empty_files)
     return Admission(admit_run(project, store, workflow, options, snapshot=snapshot), notes,
                      admitted=True)
+
+
+def _refuse_changed_objects(open_run: RunRecord, workflow: Workflow, changes: list[str],
+                            ) -> None:
+    """An open run over objects that changed since its admission is refused naming them
+    (``input_changed``): the run keeps the versions it read, a new run takes the new."""
+    if changes:
+        shown = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5
+                                           else "")
+        raise InputObjectsChanged(
+            f"run {open_run.id} of {workflow.name} is not finished, and its input objects "
+            f"changed since it was admitted: {shown}; `agac run {workflow.name} --new` ends it "
+            "and takes the input as it is now (answers already paid for are reused)")
 
 
 def older_keys(store: Store, run: RunRecord) -> bool:

@@ -5,7 +5,9 @@ and a file found different when its request is made fails that unit
 (``attachment_changed``).
 
 Records come from a :class:`~agac.data.sources.RecordSource`: the files ``input.path``
-names, or records given in memory (``agac.run(records=…)``, docs/python.md). A snapshot's id
+names (a columnar file read only for the fields the workflow reads, plus ``id_field``:
+:func:`agac.config.reads.source_columns`), or records given in memory
+(``agac.run(records=…)``, docs/python.md). A snapshot's id
 hashes the id field, the limit and the source's identity (each file's name and bytes,
 or the records' digest), so admitting a new run over unchanged input reuses the stored
 snapshot without re-inserting a single row. A tenant's snapshots are its own (T2): for a
@@ -28,10 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError
 
+from agac.config.reads import source_columns
 from agac.data.inputs import resolve_input_files
-from agac.data.sources import FileSource, RecordSource
+from agac.data.objects import list_objects
+from agac.data.sources import FileSource, ObjectSource, RecordSource
 from agac.errors import AttachmentError, UsageError
 from agac.jsontext import dumps, loads
+from agac.objectstores import is_cloud_url
 from agac.prompt.attachments import compile_attachments, render_references, resolve
 from agac.prompt.references import template_references
 from agac.prompt.render import RenderError
@@ -45,7 +50,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
 
 __all__ = ["InputSnapshot", "admitted_attachments", "attachment_actions", "current_snapshot_id",
-           "input_source", "snapshot_input"]
+           "input_changes", "input_source", "snapshot_input"]
 
 
 class InputSnapshot:
@@ -70,9 +75,15 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
         raise UsageError(f"{workflow.name} reads records given in memory, and none were given; "
                          f"call agac.run({workflow.name!r}, records=...) with them, or set "
                          "input.path in the workflow file")
-    paths = resolve_input_files(workflow.input.path, project.root,
-                                file=project.display(workflow.path))
-    return FileSource(paths, workflow.input.path)
+    spec = workflow.input
+    if is_cloud_url(spec.path):
+        options = project.config.object_options if project.config else {}
+        bucket, entries = list_objects(spec.path, options, spec.format)
+        return ObjectSource(bucket, tuple(entries), spec.path, spec.format,
+                            source_columns(workflow))
+    paths = resolve_input_files(spec.path, project.root, file=project.display(workflow.path),
+                                format=spec.format)
+    return FileSource(paths, spec.path, spec.format, source_columns(workflow))
 
 
 #: The length of a snapshot id written before ids were shortened (a SHA-256 in hex).
@@ -168,6 +179,8 @@ def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: in
         stored = loads(info.files)
         return InputSnapshot(snapshot_id, stored, info.record_count,
                              _empty(source, stored, info.record_count, limit, project))
+    if isinstance(source, FileSource | ObjectSource):
+        source.check(workflow.input.id_field)  # a damaged footer refuses the run before a row
     files: list[dict[str, Any]] = []
     count = store.write_snapshot(snapshot_id, files,
                                  _rows(source, workflow, limit, files, snapshot_id),
@@ -185,6 +198,8 @@ def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit:
     seen = {f["file"] for f in files}
     if isinstance(source, FileSource):
         return tuple(project.display(p) for p in source.paths if p.name not in seen)
+    if isinstance(source, ObjectSource):
+        return tuple(e.url for e in source.entries if e.name not in seen)
     return () if seen else (source.label,)
 
 
@@ -192,15 +207,26 @@ def _rows(
     source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]],
     snapshot_id: str,
 ) -> Iterator[RecordRow]:
-    """Snapshot rows, streaming; fills ``files`` with each file's start seq and count."""
+    """Snapshot rows, streaming; fills ``files`` with each file's start seq and count (and,
+    for an object, the URL, ETag, version and size it was read at)."""
     current: dict[str, Any] | None = None
+    facts = source.facts() if isinstance(source, ObjectSource) else {}
     for seq, rec in enumerate(source.records(workflow.input.id_field)):
         if limit is not None and seq >= limit:
             break
         if current is None or current["file"] != rec.file:
-            current = {"file": rec.file, "start": seq, "count": 0}
+            current = {"file": rec.file, "start": seq, "count": 0, **facts.get(rec.file, {})}
             files.append(current)
         current["count"] += 1
         yield RecordRow(snapshot_id, seq, rec.key, rec.file, rec.n, rec.line,
                         None if rec.payload is None else dumps(rec.payload), rec.reason,
                         rec.error)
+
+
+def input_changes(store: Store, snapshot_id: str, source: RecordSource) -> list[str]:
+    """How an object input differs from what the stored snapshot ``snapshot_id`` read,
+    one phrase per object (empty for other inputs, or when nothing differs)."""
+    if not isinstance(source, ObjectSource):
+        return []
+    info = store.snapshot_info(snapshot_id)
+    return source.changes(loads(info.files)) if info is not None else []

@@ -22,11 +22,11 @@ import os
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
 from agac.errors import ConfigError, Problem, StoreError
+from agac.objectstores import CLOUD_SCHEMES, open_cloud_store, require_obstore
 
 __all__ = [
     "CLOUD_SCHEMES",
@@ -38,10 +38,6 @@ __all__ = [
     "Stored",
     "open_objects",
 ]
-
-CLOUD_SCHEMES = ("s3", "gs", "az", "azure", "abfs", "abfss")
-"""URL schemes served through obstore (``az``/``azure``/``abfs[s]`` are Azure's)."""
-
 
 class ObjectExists(Exception):  # an answer of the protocol, not a failure
     """A create-if-absent found the object already there."""
@@ -92,57 +88,21 @@ class Objects(Protocol):
 
 # -- object storage through obstore ------------------------------------------------------
 
-_CLIENT_KEYS = frozenset({
-    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
-    "http1_only", "http2_only", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url",
-    "timeout", "user_agent",
-})
-_RETRY_KEYS = frozenset({"max_retries", "retry_timeout"})
-
-
-def _truthy(value: Any) -> Any:
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return value
-
 
 class CloudObjects:
     """S3 (``s3://bucket/prefix``), GCS (``gs://…``) and Azure (``az://…``) through obstore.
 
     Endpoint, region and credentials come from the standard environment (``AWS_*``,
     ``GOOGLE_*``, ``AZURE_*``), which obstore reads; ``options`` (``store_options:`` in
-    agac.yml) add to it or override it: client keys (``allow_http``, ``timeout``, …) go
-    to the HTTP client, ``max_retries`` and ``retry_timeout`` (seconds) to its retries,
-    the rest to the store's configuration (``endpoint``, ``region``, …).
+    agac.yml) add to it or override it, as :mod:`agac.objectstores` says for every user of
+    object storage.
     """
 
     def __init__(self, url: str, options: Mapping[str, Any] | None = None) -> None:
         self.where = url
-        try:
-            import obstore
-            from obstore.store import from_url
-        except ImportError as exc:
-            raise ConfigError(problems=[Problem(
-                "provider_not_installed", f"the storage point {url} needs obstore",
-                hint="pip install 'agac[objectstore]'")]) from exc
-        self._ob = obstore
-        config: dict[str, Any] = {}
-        client: dict[str, Any] = {}
-        retry: dict[str, Any] = {}
-        for key, value in (options or {}).items():
-            if key in _CLIENT_KEYS:
-                client[key] = _truthy(value)
-            elif key in _RETRY_KEYS:
-                retry[key] = (timedelta(seconds=float(value)) if key == "retry_timeout"
-                              else int(value))
-            else:
-                config[key] = value
-        if "allow_http" not in client and os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
-            client["allow_http"] = True
+        self._ob = require_obstore(f"the storage point {url}")
         with self._errors("open"):
-            self._store = from_url(url, config=config or None,  # type: ignore[arg-type]
-                                   client_options=client or None,  # type: ignore[arg-type]
-                                   retry_config=retry or None)  # type: ignore[arg-type]
+            self._store = open_cloud_store(url, options, f"the storage point {url}")
 
     @contextlib.contextmanager
     def _errors(self, what: str, key: str = "") -> Iterator[None]:
