@@ -64,4 +64,4 @@ def test_no_citation_of_a_document_outside_the_repository(name: str) -> None:
 def test_the_scan_sees_help_and_ids() -> None:
     assert {"agac --help", "agac approvals --help", "agac runs list --help"} <= set(TEXTS)
     assert "A1" in TEXTS["agac approvals --help"]
-    assert {"B0", "B12", "R1", "S5", "S6", "S7", "A3", "E2", "P1", "X1", "X2"} <= set(_anchors())
+    assert {"B0", "B12", "R1", "S5", "S6", "S7", "A3", "E2", "P1", "X1", "X2", "X3", "X4"} <= set(_anchors())

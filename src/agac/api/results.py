@@ -130,13 +130,15 @@ def _ref(workflow_or_run: Any, proj: Project) -> str:
 
 def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
                  format: str = "parquet", action: str | None = None,
-                 include_source: bool = False, project: ProjectRef = None,
-                 tenant: str | None = None, principal: Principal | None = None,
-                 store: Store | None = None) -> int:
+                 include_source: bool = False, escape_formulas: bool = True,
+                 project: ProjectRef = None, tenant: str | None = None,
+                 principal: Principal | None = None, store: Store | None = None) -> int:
     """Write the wide table of a run (named as :func:`results` takes it) to ``out`` (stdout
     for jsonl/csv when None) as ``parquet``, ``jsonl`` or ``csv``, streamed in row groups
     (``agac export --all-actions|--format parquet``); returns the number of rows.
-    JSONL keeps JSON fields as JSON; CSV writes lists, objects and booleans as JSON text."""
+    JSONL keeps JSON fields as JSON; CSV writes lists, objects and booleans as JSON text,
+    and a text cell a spreadsheet would run as a formula with a leading ``'`` (X4) unless
+    ``escape_formulas=False``."""
     from agac.data.export import (
         open_binary_output,
         open_output,
@@ -163,16 +165,18 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
         with open_output(None if out is None else str(out), guarded) as text:
             if format == "jsonl":
                 return write_wide_jsonl(table.names, rows, text)
-            return write_wide_csv(table.names, rows, text)
+            return write_wide_csv(table.names, rows, text, escape_formulas=escape_formulas)
 
 
 def export_action(workflow_or_run: WorkflowRef | Any, action: str, out: str | Path | None, *,
                   format: str = "jsonl", run_ref: str | None = None,
-                  project: ProjectRef = None, tenant: str | None = None,
-                  principal: Principal | None = None, store: Store | None = None) -> int:
+                  escape_formulas: bool = True, project: ProjectRef = None,
+                  tenant: str | None = None, principal: Principal | None = None,
+                  store: Store | None = None) -> int:
     """Write one row per record of ``action`` (key, status, reason, detail, output, tenant)
     to ``out`` (stdout when None) as ``jsonl`` or ``csv`` (``agac export --action A``);
-    returns the number of rows. ``out`` is never one of the run's own files (X1)."""
+    returns the number of rows. ``out`` is never one of the run's own files (X1); CSV
+    cells are neutralized against formulas (X4) unless ``escape_formulas=False``."""
     from agac.api.history import export_rows
     from agac.data.export import open_output, write_csv, write_jsonl
 
@@ -187,7 +191,9 @@ def export_action(workflow_or_run: WorkflowRef | Any, action: str, out: str | Pa
                                                             scope_of(proj, tenant, principal)))
         rows = export_rows(ref, action, proj, tenant=tenant, principal=principal, store=st)
         with open_output(None if out is None else str(out), guarded) as handle:
-            return (write_csv if format == "csv" else write_jsonl)(rows, handle)
+            if format == "csv":
+                return write_csv(rows, handle, escape_formulas=escape_formulas)
+            return write_jsonl(rows, handle)
 
 
 def protected_files(project: Project, store: Store, run: RunRecord) -> list[Protected]:

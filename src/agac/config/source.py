@@ -88,7 +88,7 @@ def load_located(text: str, file: str) -> Located:
         line = mark.line + 1 if mark is not None else 0
         reason = getattr(exc, "problem", None) or str(exc)
         hint = None
-        if _tab_at(text, mark):
+        if mark is not None and _tab_at(text, mark):
             reason = f"a tab character at column {mark.column + 1} ({reason})"
             hint = "YAML indents with spaces, never tabs: replace the tab with spaces"
         raise ConfigError(

@@ -16,6 +16,11 @@ export of any size runs in bounded memory; each returns the number of rows writt
 Every JSON they write (a JSONL line, a JSON cell of a CSV) is strict JSON: a stored value
 that is not (a NaN or an infinity an earlier agac let through) stops the export with a
 StoreError naming the record, instead of writing ``NaN`` where a reader expects JSON.
+
+A CSV cell a spreadsheet would run as a formula (``=…``, ``+…``, ``-…``, ``@…``, a
+leading tab or carriage return) gets a leading ``'`` unless ``escape_formulas=False``:
+source fields, keys and model output are anyone's text. Both CSV shapes use the same
+rule, so a key reads the same in either.
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+import re
 import stat
 import sys
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, TextIO
 
@@ -36,8 +42,9 @@ from agac.jsontext import NotJSON, strict_dumps
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "Protected", "open_binary_output", "open_output", "write_csv", "write_jsonl",
-           "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+__all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "Protected", "neutralize_formula", "open_binary_output",
+           "open_output", "write_csv", "write_jsonl", "write_parquet", "write_wide_csv",
+           "write_wide_jsonl"]
 
 class Protected(NamedTuple):
     """A file an export must never write (X1), and what it is, for the refusal: "the
@@ -78,26 +85,30 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     return count
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
+def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO, *,
+              escape_formulas: bool = True) -> int:
     """Write a header of :data:`CSV_COLUMNS`, then one line per row.
 
     ``output`` (and a non-string ``detail``) is written as compact JSON text; a missing
-    value is an empty cell. Returns the number of rows written (header excluded).
+    value is an empty cell; with ``escape_formulas`` a cell a spreadsheet would run is
+    neutralized (:func:`neutralize_formula`). Returns the number of rows written (header
+    excluded).
     """
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _CsvWriter(out)
     writer.writerow(CSV_COLUMNS)
+    safe = neutralize_formula if escape_formulas else _as_is
     count = 0
     with _strict() as at:
         for row in rows:
             at.key = row["key"]
             writer.writerow(
                 [
-                    row["key"],
+                    safe(row["key"]),
                     row["status"],
                     _cell(row.get("reason")),
-                    _cell(row.get("detail")),
-                    "" if row.get("output") is None else _compact(row["output"]),
-                    _cell(row.get("tenant")),
+                    safe(_cell(row.get("detail"))),
+                    "" if row.get("output") is None else safe(_compact(row["output"])),
+                    safe(_cell(row.get("tenant"))),
                 ]
             )
             count += 1
@@ -117,18 +128,56 @@ def write_wide_jsonl(names: Sequence[str], rows: Iterable[Sequence[Any]], out: T
     return count
 
 
-def write_wide_csv(names: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:
+def write_wide_csv(names: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO, *,
+                   escape_formulas: bool = True) -> int:
     """A header of column names, then one line per wide row: lists, objects and booleans as
-    compact JSON, a missing value as an empty cell."""
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names)
+    compact JSON, a missing value as an empty cell; with ``escape_formulas`` text cells
+    (and names) a spreadsheet would run are neutralized as in :func:`write_csv`."""
+    writer = _CsvWriter(out)
+    safe = neutralize_formula if escape_formulas else _as_is
+    writer.writerow([safe(name) for name in names])
     count = 0
     with _strict() as at:
         for row in rows:
             at.key = row[0] if row else None
-            writer.writerow([_wide_cell(v) for v in row])
+            writer.writerow([_wide_cell(v, safe) for v in row])
             count += 1
     return count
+
+
+#: What starts a formula in Excel, LibreOffice or Google Sheets (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def neutralize_formula(cell: str) -> str:
+    """``cell`` with a leading ``'`` when a spreadsheet would read it as a formula: it
+    starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (OWASP's advice).
+    A plain number (``-5``, ``+1.5e3``) runs nothing and is kept as it is."""
+    if cell[:1] in FORMULA_STARTS and _PLAIN_NUMBER.fullmatch(cell) is None:
+        return "'" + cell
+    return cell
+
+
+def _as_is(cell: str) -> str:
+    return cell
+
+
+class _CsvWriter:
+    """``csv.writer`` with ``\\n`` line ends that also quotes a cell holding a carriage
+    return: the csv module quotes only the line terminator's characters, and an unquoted
+    CR splits the row for every reader. Such a row is written with every cell quoted."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._plain = csv.writer(out, lineterminator="\n")
+        self._quoted = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writerow(self, row: Sequence[Any]) -> None:
+        for cell in row:
+            if isinstance(cell, str) and "\r" in cell:
+                self._quoted.writerow(row)
+                return
+        self._plain.writerow(row)
 
 
 class _Position:
@@ -254,12 +303,12 @@ def _replacing(target: Path) -> Iterator[Path]:
         raise
 
 
-def _wide_cell(value: Any) -> Any:
+def _wide_cell(value: Any, safe: Callable[[str], str]) -> Any:
     if value is None:
         return ""
     if isinstance(value, list | dict | bool):
         return _compact(value)
-    return value
+    return safe(value) if isinstance(value, str) else value
 
 
 def _compact(value: Any) -> str:

@@ -208,3 +208,17 @@ async def test_i22_3_a_batch_line_is_the_live_body(tmp_path: Path, emulator: Any
         assert hashlib.sha256(base64.b64decode(url.split(",", 1)[1])).hexdigest() == image.sha256
     finally:
         await adapter.aclose()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_i22_4_fault_injection_works_on_requests_with_files(
+        provider: str, make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    from agac.errors import RetryableError
+
+    image = _file(tmp_path, "a.png", png_bytes(seed=5))
+    emulator.add_fault({"provider": provider, "op": "chat", "times": 1, "fault": {"http": 500}})
+    adapter = make_provider(provider)
+    with pytest.raises(RetryableError):
+        await adapter.complete(_request(provider, (image,)))
+    answer = await adapter.complete(_request(provider, (image,)))
+    assert _said(image) in answer.text

@@ -172,3 +172,72 @@ def test_a_failed_binary_export_leaves_nothing(tmp_path: Path) -> None:
         handle.write(b"PAR1")
         raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- CSV formula injection (issue 29 item 14, X4) ---------------------------------------
+
+
+@pytest.mark.parametrize(("cell", "written"), [
+    ("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("-", "'-"), ("=", "'="),
+    ("-5", "-5"), ("+1.5e3", "+1.5e3"), ("-.5", "-.5"),  # plain numbers run nothing
+    ("plain", "plain"), ("", ""), (" =x", " =x"), ("'=x", "'=x"),
+])
+def test_x4_neutralize_formula(cell: str, written: str) -> None:
+    from agac.data.export import neutralize_formula
+
+    assert neutralize_formula(cell) == written
+
+
+def _read_csv(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+def test_i29_14_per_action_csv_neutralizes_key_detail_and_output() -> None:
+    rows = [{"key": "=k", "status": "failed", "reason": "tool_error", "output": None,
+             "detail": "-x failed"},
+            {"key": "@k", "status": "answered", "reason": None, "output": "=model said",
+             "tenant": "+t"},
+            {"key": "-5", "status": "answered", "reason": None, "output": -5}]
+    out = io.StringIO()
+
+    write_csv(rows, out)
+
+    _, first, second, third = _read_csv(out.getvalue())
+    assert first[:4] == ["'=k", "failed", "tool_error", "'-x failed"]
+    # A string output is JSON text ("=model said" quoted): nothing for a spreadsheet to run.
+    assert second == ["'@k", "answered", "", "", '"=model said"', "'+t"]
+    assert third[0] == "-5" and third[4] == "-5"
+
+
+def test_i29_14_wide_csv_neutralizes_text_cells_not_numbers() -> None:
+    out = io.StringIO()
+
+    write_wide_csv(["key", "source.note", "a.n", "a.tags"],
+                   [["=k", "\rnote", -5.5, ["=x"]], ["k", "@me", 3, None]], out)
+
+    header, first, second = _read_csv(out.getvalue())
+    assert header == ["key", "source.note", "a.n", "a.tags"]
+    assert first == ["'=k", "'\rnote", "-5.5", '["=x"]']
+    assert second == ["k", "'@me", "3", ""]
+
+
+def test_i29_14_escape_formulas_false_writes_cells_verbatim() -> None:
+    per_action, wide = io.StringIO(), io.StringIO()
+
+    write_csv([{"key": "=k", "status": "answered", "reason": None, "output": None}], per_action,
+              escape_formulas=False)
+    write_wide_csv(["key", "note"], [["=k", "@me"]], wide, escape_formulas=False)
+
+    assert _read_csv(per_action.getvalue())[1][0] == "=k"
+    assert _read_csv(wide.getvalue())[1] == ["=k", "@me"]
+
+
+def test_i29_14_a_carriage_return_inside_a_cell_is_quoted() -> None:
+    """The csv module quotes only the line terminator's characters: an unquoted CR would
+    split the row for every reader."""
+    out = io.StringIO()
+
+    write_wide_csv(["key", "note"], [["k", "a\rb"], ["k2", "c"]], out)
+
+    assert _read_csv(out.getvalue()) == [["key", "note"], ["k", "a\rb"], ["k2", "c"]]
