@@ -29,7 +29,9 @@ import os, subprocess, sys
 print("printed at import")
 
 def loud(inputs, ctx):
-    print("printed at call", inputs["source"]["id"])
+    # One string per print: two units print at once from their worker threads, and
+    # print() writes its arguments separately, so "a", "b" could interleave with the other's.
+    print(f"printed at call {inputs['source']['id']}")
     sys.stdout.write("written at call\\n")
     sys.stdout.flush()
     os.write(1, b"fd 1 at call\\n")
