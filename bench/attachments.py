@@ -49,6 +49,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import _emulator
+
 HERE = Path(__file__).parent
 OUT = HERE / "out"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
@@ -92,18 +94,8 @@ def control(port: int, method: str, path: str, body: Any = None) -> Any:
 
 
 def start_emulator(port: int, latency_ms: int = 0) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(AGAC + ["emulator", "--port", str(port), "--batch-seconds",
-                                    str(BATCH_SECONDS), "--latency-ms", str(latency_ms)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            control(port, "GET", "/_emulator/health")
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the emulator did not start")
+    return _emulator.start_emulator(port, batch_seconds=BATCH_SECONDS, latency_ms=latency_ms,
+                                    wait=30)
 
 
 def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,

@@ -46,6 +46,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import _emulator
+
 OUT = Path(__file__).parent / "out"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
 PY_SPY = str(Path(sys.executable).parent / "py-spy")
@@ -102,18 +104,7 @@ def control(port: int, method: str, path: str, body: Any = None,
 def start_emulator(port: int) -> subprocess.Popen[bytes]:
     # a batch ends after an hour of emulator time, so no batch ends while a long submit
     # run is still sending (the first run must pause); the clock then moves past it
-    proc = subprocess.Popen(AGAC + ["emulator", "--port", str(port), "--batch-seconds",
-                                    str(BATCH_SECONDS)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            control(port, "GET", "/_emulator/health")
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the emulator did not start")
+    return _emulator.start_emulator(port, batch_seconds=BATCH_SECONDS)
 
 
 # -- agac as a measured child process -----------------------------------------------------------

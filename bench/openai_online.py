@@ -33,6 +33,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import _emulator
+
 OUT = Path(__file__).parent / "out"
 #: py-spy's collapsed stacks of the agac client (``--profile``), one line per stack.
 PROFILE = OUT / "openai_online.profile.txt"
@@ -67,20 +69,7 @@ def review(i: int) -> str:
 
 
 def start_emulator(port: int, latency_ms: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agac.cli.main", "emulator", "--port", str(port),
-         "--latency-ms", str(latency_ms)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            control(port, "GET", "/_emulator/health")
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the emulator did not start")
+    return _emulator.start_emulator(port, latency_ms=latency_ms)
 
 
 def control(port: int, method: str, path: str) -> Any:
