@@ -20,7 +20,7 @@ from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import compile_guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, attachment_limits, batch_api, batch_support
+from agac.providers.base import BatchApi, CacheHint, attachment_limits, batch_api, batch_support
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -60,6 +60,9 @@ class ActionRuntime:
     admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """path -> (sha256, size) of the files the run's input snapshot attaches, as they were
     at admission."""
+    cache: CacheHint | None = None
+    """What its requests ask of the provider's prompt cache (None: ``cache: off``, a tool,
+    or nothing static to cache); set once per run, when its static prefix is known."""
     name: str = field(init=False)
     """The action's name (read several times per unit: an attribute, not a property)."""
 

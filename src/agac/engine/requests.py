@@ -71,6 +71,7 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         schema=action.schema,
         timeout=action.timeout,
         seed=_version(view),
+        cache=rt.cache,
     )
 
 
@@ -168,7 +169,7 @@ def reprompt(request: Request, response: Response, fail: Fail) -> Request:
     return Request(
         provider=request.provider, model=request.model, messages=messages,
         max_tokens=request.max_tokens, temperature=request.temperature, schema=request.schema,
-        timeout=request.timeout, seed=request.seed,
+        timeout=request.timeout, seed=request.seed, cache=request.cache,
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "BatchStatus",
     "BatchSupport",
     "BilledWork",
+    "CacheHint",
     "Leg",
     "Message",
     "Provider",
@@ -96,6 +97,44 @@ def fingerprint_of(canonical: str) -> str:
 
 AttachmentPosition = Literal["before", "after"]
 
+CacheMode = Literal["off", "auto", "on"]
+"""An action's ``cache:``: ``off`` asks for no caching, ``auto`` (the default) marks a
+static prefix long enough for the model's cache minimum, ``on`` marks it whatever its
+length (docs/providers.md, Prompt caching)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """How one request asks the provider to cache its static prefix.
+
+    The static prefix is the system prompt (when ``system`` is True: it reads no record
+    field) and then the first ``static_chars`` characters of the first user message: the
+    action's ``context_prefix`` and the prompt template's literal head, which are the same
+    for every record of the action in a run. ``prefix_tokens`` estimates that prefix's
+    tokens; ``mode`` is ``auto`` or ``on`` (a request under ``cache: off`` carries no
+    hint). ``ttl`` is ``5m`` or ``1h`` (Anthropic's cache lifetimes). ``key`` is the
+    routing key every request sharing the prefix sends (OpenAI ``prompt_cache_key``: a hash
+    of the workflow, the action and the prefix). ``name`` is an explicit cache the run
+    created for the prefix (Gemini ``cachedContents/…``): the request then sends only what
+    follows the prefix and names the cache.
+
+    A hint changes what is sent, never the answer: it is not part of the request's
+    canonical form or its fingerprint, so turning caching on or off reuses stored answers.
+    """
+
+    mode: CacheMode = "auto"
+    ttl: Literal["5m", "1h"] = "5m"
+    system: bool = True
+    static_chars: int = 0
+    prefix_tokens: int = 0
+    key: str | None = None
+    name: str | None = None
+
+    def split(self, text: str) -> tuple[str, str]:
+        """The first user message's text as (static prefix, the rest)."""
+        n = min(max(self.static_chars, 0), len(text))
+        return text[:n], text[n:]
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -146,6 +185,7 @@ class Request:
     timeout: float | None = None
     seed: int | None = None
     custom_id: str | None = None
+    cache: CacheHint | None = None
 
     @property
     def system(self) -> str | None:
@@ -161,7 +201,7 @@ class Request:
 
     def canonical(self) -> str:
         """The request as canonical JSON: what is hashed into the fingerprint and stored
-        with the answer. Not timeout, not custom_id: they do not change an answer."""
+        with the answer. Not timeout, custom_id or cache: they do not change an answer."""
         return canonical_json(self.to_dict())
 
     def fingerprint(self) -> str:
@@ -236,14 +276,16 @@ def server_tool_counts(counts: Any) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((str(k), int(v)) for k, v in items if int(v or 0) > 0))
 
 
-def stored_request(text: str, custom_id: str | None = None) -> Request:
-    """A stored canonical request (``Request.canonical()``) back as a Request."""
+def stored_request(text: str, custom_id: str | None = None,
+                   cache: CacheHint | None = None) -> Request:
+    """A stored canonical request (``Request.canonical()``) back as a Request, with the
+    cache hint of its action (the canonical form holds none)."""
     d = loads(text)
     return Request(
         provider=d["provider"], model=d["model"],
         messages=tuple(Message.from_dict(m) for m in d["messages"]),
         max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
-        seed=d.get("seed"), custom_id=custom_id,
+        seed=d.get("seed"), custom_id=custom_id, cache=cache,
     )
 
 
@@ -251,16 +293,18 @@ class StoredRequests:
     """A batch's requests as the store holds them: ``(custom_id, canonical JSON)`` pairs,
     streamed once. Iterating gives each as a :class:`Request` (what every adapter's
     ``submit_batch`` takes); an adapter that writes its lines from the stored text reads
-    :attr:`pairs` instead and skips the decoding."""
+    :attr:`pairs` instead and skips the decoding. ``cache`` is the cache hint of the
+    batch's action (one action per batch): every request of the batch carries it."""
 
-    __slots__ = ("pairs",)
+    __slots__ = ("cache", "pairs")
 
-    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+    def __init__(self, pairs: Iterable[tuple[str, str]], cache: CacheHint | None = None) -> None:
         self.pairs = pairs
+        self.cache = cache
 
     def __iter__(self) -> Iterator[Request]:
         for custom_id, text in self.pairs:
-            yield stored_request(text, custom_id)
+            yield stored_request(text, custom_id, self.cache)
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,7 @@ class _Reading:
                 f"the provider paused the turn ({paused.raw_stop}) in the batch and cannot "
                 "continue it")))
             return None
-        request = replace(stored_request(item.request), timeout=rt.action.timeout)
+        request = replace(stored_request(item.request, cache=rt.cache), timeout=rt.action.timeout)
         clock = self.ctx.control.clock
         started = clock.monotonic()
         try:

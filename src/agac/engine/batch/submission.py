@@ -282,7 +282,7 @@ class Submitter:
         stored canonical requests skips decoding them (:class:`StoredRequests`)."""
         items = self.ctx.store.iter_batch_items(key)
         return await rt.batch_api.api.submit_batch(
-            StoredRequests((i.custom_id, i.request) for i in items), key)
+            StoredRequests(((i.custom_id, i.request) for i in items), rt.cache), key)
 
     async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
         now = self.ctx.control.clock.time()
