@@ -63,6 +63,11 @@ class ActionRuntime:
     cache: CacheHint | None = None
     """What its requests ask of the provider's prompt cache (None: ``cache: off``, a tool,
     or nothing static to cache); set once per run, when its static prefix is known."""
+    cache_texts: tuple[str | None, str] = (None, "")
+    """The static prefix the hint describes, as text: the system prompt when it reads no
+    record field (else None), and the static head of the first user message (the rendered
+    ``context_prefix`` and the prompt template's literal head). An explicit cache
+    (Gemini ``cachedContents``) is created from these."""
     name: str = field(init=False)
     """The action's name (read several times per unit: an attribute, not a property)."""
 

@@ -48,6 +48,7 @@ __all__ = [
     "attachment_limits",
     "batch_api",
     "batch_support",
+    "cache_minimum",
     "canonical_json",
     "ended_or_raise",
     "fingerprint_of",
@@ -452,6 +453,17 @@ def attachment_limits(provider: Any) -> AttachmentLimits | None:
     ``attachment_limits`` — or None when it takes none (a plugin that declares nothing)."""
     limits = getattr(provider, "attachment_limits", None)
     return limits if isinstance(limits, AttachmentLimits) else None
+
+
+def cache_minimum(provider: Any, model: str) -> int | None:
+    """The fewest prefix tokens a provider class (or adapter) caches for ``model`` — its
+    ``cache_minimum(model)`` — or None when agac cannot ask it to cache (no such method).
+    ``cache: auto`` marks a static prefix only when its estimate reaches this."""
+    fn = getattr(provider, "cache_minimum", None)
+    if not callable(fn):
+        return None
+    found = fn(model)
+    return int(found) if isinstance(found, int) else None
 
 
 def batch_support(provider: Any) -> BatchSupport:
