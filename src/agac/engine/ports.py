@@ -15,7 +15,7 @@ through these — nothing below calls back into what drives it).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -41,7 +41,7 @@ class Outcomes(Protocol):
         fingerprint: str | None = None, attempts: int = 0,
         answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
         tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
-        output_json: str | None = None,
+        output_json: str | None = None, on_durable: Callable[[], None] | None = None,
     ) -> Settled: ...
 
     async def event(self, kind: str, action: str | None = None, key: str | None = None,

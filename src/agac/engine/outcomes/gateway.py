@@ -155,6 +155,8 @@ class StoreGateway:
         keeps reading and rendering while it is written."""
         self._group = _Group()
         self._waiters: list[asyncio.Future[None]] = []
+        self._on_durable: list[Callable[[], None]] = []
+        """What to call once the queued group is committed (slots to give back)."""
         self._lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._tool_lookups: dict[str, list[asyncio.Future[str | None]]] = {}
         self._wake: asyncio.Event | None = None
@@ -211,12 +213,14 @@ class StoreGateway:
         events: Sequence[EventRow] = (), batch_items: Sequence[StagedItem] = (),
         fanouts: Sequence[FanoutRow] = (), item_results: Sequence[ItemResult] = (),
         marks: Sequence[MarkRow] = (), priced: Sequence[PricedRow] = (),
+        on_durable: Callable[[], None] | None = None,
     ) -> None:
-        """Queue rows for the next group commit and wait until they are durable."""
+        """Queue rows for the next group commit and wait until they are durable; see
+        :meth:`commit_nowait` for ``on_durable``."""
         await self.commit_nowait(
             outcomes=outcomes, answers=answers, tool_results=tool_results, usage=usage,
             events=events, batch_items=batch_items, fanouts=fanouts, item_results=item_results,
-            marks=marks, priced=priced, retrieved=False)
+            marks=marks, priced=priced, retrieved=False, on_durable=on_durable)
 
     def commit_nowait(
         self, *, outcomes: Sequence[OutcomeRow] = (), answers: Sequence[AnswerRow] = (),
@@ -224,9 +228,18 @@ class StoreGateway:
         events: Sequence[EventRow] = (), batch_items: Sequence[StagedItem] = (),
         fanouts: Sequence[FanoutRow] = (), item_results: Sequence[ItemResult] = (),
         marks: Sequence[MarkRow] = (), priced: Sequence[PricedRow] = (), retrieved: bool = True,
+        on_durable: Callable[[], None] | None = None,
     ) -> asyncio.Future[None]:
         """Queue rows without waiting: the future of their group commit. A failure still
-        breaks the gateway (S2) and surfaces at the next ``commit`` or ``flush``."""
+        breaks the gateway (S2) and surfaces at the next ``commit`` or ``flush``.
+
+        ``on_durable`` is called by the writer right after the group holding the rows is
+        committed, before any unit of the group is woken, in the order the rows were
+        queued; never when the commit fails. It must not raise. A unit passes the release
+        of its concurrency slot: the slots of a group go back in the order its units
+        answered, and the units waiting for them send first, while the group's own units
+        wait their turn to do their bookkeeping (S1 unchanged: a slot still goes back only
+        once its unit's answer is durable)."""
         self._raise_if_broken()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if retrieved:
@@ -254,6 +267,8 @@ class StoreGateway:
             g.rows += (len(tool_results) + len(batch_items) + len(fanouts) + len(item_results)
                        + len(marks) + len(priced))
         self._waiters.append(fut)
+        if on_durable is not None:
+            self._on_durable.append(on_durable)
         assert self._wake is not None
         self._wake.set()
         return fut
@@ -333,6 +348,7 @@ class StoreGateway:
             tools, self._tool_lookups = self._tool_lookups, {}
             group, self._group = self._group, _Group()
             writes, self._waiters = self._waiters, []
+            released, self._on_durable = self._on_durable, []
             if writes and self._progress is not None and loop.time() >= self._progress_due:
                 self._progress_due = loop.time() + self._progress_every
                 group.events.append(self._progress())
@@ -356,6 +372,8 @@ class StoreGateway:
                 self._broken = exc if isinstance(exc, StoreError) else StoreError(str(exc))
                 self._fail_all(lookups, tools, writes, self._broken)
                 continue
+            for give_back in released:
+                give_back()
             for fp, futs in lookups.items():
                 for f in futs:
                     if not f.done():

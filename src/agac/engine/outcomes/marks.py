@@ -75,14 +75,15 @@ class ShardIndex:
 class _Unit:
     __slots__ = ("fp", "key", "listed", "request", "shard")
 
-    def __init__(self, key: str, shard: str, fp: str, request: Request) -> None:
+    def __init__(self, key: str, shard: str, fp: str, request: Request, listed: str) -> None:
         self.key = key
         self.shard = shard
         self.fp = fp
         self.request = request
-        self.listed: str | None = None
-        """Its entry in a mark row, as JSON text: encoded once, joined into every row
-        that lists it (a unit is listed in several rewrites while it waits)."""
+        self.listed = listed
+        """Its entry in a mark row, as JSON text: encoded once, when the unit is expected
+        (before it waits for a slot, so a rewrite on a send's path only joins entries),
+        and joined into every row that lists it (it is listed in several while it waits)."""
 
 
 class _Action:
@@ -134,7 +135,7 @@ class DispatchMarks:
         shard = self._last_shard
         if not (shard[0] <= seq < shard[1]):
             shard = self._last_shard = self.shard_of.range_of(seq)
-        act.ahead[key] = _Unit(key, shard[2], fp, request)
+        act.ahead[key] = _Unit(key, shard[2], fp, request, self._listed(act, key, fp, request))
 
     async def send(self, action: str, key: str, request: Request) -> None:
         """Return once ``key`` is in a durable mark row (normally at once)."""
@@ -146,7 +147,9 @@ class DispatchMarks:
         else:
             unit = act.live.get(key)
         assert unit is not None, key
-        unit.request = request  # a reprompt's request is what goes out now
+        if request is not unit.request:  # a reprompt's request is what goes out now
+            unit.request = request
+            unit.listed = self._listed(act, key, unit.fp, request)
         act.live[key] = unit
         if key not in act.covered:
             if key not in act.pending:
@@ -197,8 +200,7 @@ class DispatchMarks:
                 self._cover(act, keys, before[1])  # the row queued last lists them all
                 continue
             rows.append(MarkRow(self.run_id, action, shard,
-                                "[" + ",".join([u.listed or self._listed(act, u)
-                                                for u in units]) + "]", now))
+                                "[" + ",".join([u.listed for u in units]) + "]", now))
             rewritten.append((shard, keys))
         if not rows:
             return
@@ -265,13 +267,13 @@ class DispatchMarks:
 
         fut.add_done_callback(durable)
 
-    def _listed(self, act: _Action, unit: _Unit) -> str:
-        req = unit.request
+    def _listed(self, act: _Action, key: str, fp: str, req: Request) -> str:
+        """A unit's entry in a mark row: key, fingerprint, its worst case in tokens and
+        dollars."""
         tokens_in = estimate_tokens(sum(len(m.content) for m in req.messages))
         usd = self.prices.cost(f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens),
                                "live") if act.provider not in FREE_PROVIDERS else 0.0
-        unit.listed = dumps([unit.key, unit.fp, tokens_in, req.max_tokens, round(usd, 8)])
-        return unit.listed
+        return dumps([key, fp, tokens_in, req.max_tokens, round(usd, 8)])
 
 
 # -- whoever next opens the run -------------------------------------------------------------

@@ -115,9 +115,11 @@ class OutcomeWriter:
         fingerprint: str | None = None, attempts: int = 0,
         answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
         tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
-        output_json: str | None = None,
+        output_json: str | None = None, on_durable: Callable[[], None] | None = None,
     ) -> Settled:
-        """Commit a unit's outcome (with its answer, usage and events).
+        """Commit a unit's outcome (with its answer, usage and events); ``on_durable`` is
+        called by the store's writer once the outcome is committed, before the unit is
+        woken (:meth:`StoreGateway.commit_nowait`): a call gives its slot back there.
 
         A unit that paid for something (a call, a tool invocation) waits until the
         outcome is durable, keeping its concurrency slot (S1). Outcomes that cost nothing
@@ -139,9 +141,10 @@ class OutcomeWriter:
         priced = self._prices_unknown(usage) if usage and self._unpriced else ()
         if usage or answers or tool_results:
             await self.gateway.commit(outcomes=(outcome,), events=events, answers=answers,
-                                      tool_results=tool_results, usage=usage, priced=priced)
+                                      tool_results=tool_results, usage=usage, priced=priced,
+                                      on_durable=on_durable)
         else:
-            self.gateway.commit_nowait(outcomes=(outcome,), events=events)
+            self.gateway.commit_nowait(outcomes=(outcome,), events=events, on_durable=on_durable)
         cost = sum(u.cost_usd for u in usage) if usage else 0.0
         self.progress.bump(rt.name, status, cost)
         return Settled(status, reason, output, detail)

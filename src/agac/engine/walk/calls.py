@@ -5,27 +5,34 @@ fatal: ``provider_error``; unsupported: the action fails as a whole), and an ans
 schema or the token limit rejects asked again with the error fed back.
 
 The outcome is committed while the slot is held: a unit that paid keeps its slot until
-its answer is durable (S1), so a crash loses at most the calls in flight.
+its answer is durable (S1), so a crash loses at most the calls in flight. The slot goes
+back in the store's writer, right after the commit that makes the answer durable and
+before the units of that group are woken: the slots of a group commit pass on in the
+order its units answered, and the units waiting for them send before the group's own
+units do their bookkeeping.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from agac.engine.limits.rates import backoff_delay, estimate_tokens
+from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
+from agac.engine.workers.rates import WorkerSlots
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.jsontext import JSON, dumps
 from agac.media import AttachmentError
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from agac.config.model import RetrySpec
     from agac.engine.actions import ActionRuntime
     from agac.engine.limits.budget import Reservation
-    from agac.engine.ports import UnitContext
+    from agac.engine.ports import Marks, UnitContext
     from agac.engine.values import UnitRecord
     from agac.providers.base import Request, Response
     from agac.store.rows import UsageRow
@@ -45,24 +52,54 @@ async def call_with_retries(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord
     attempt = 0
     current = request
     marks = ctx.marks
+    pool = _pool(rt.slots)
     while True:
         attempt += 1
         if marks is not None:
             marks.expect(rt.name, rt.action.max_concurrency, rec.key, rec.seq, fp, current)
+        slot = _Slot(pool, marks, rt.name, rec.key)
         try:
-            async with rt.slots:
-                if ctx.control.stopping:
-                    raise Stopped()  # never sent, or not sent again: pending for the next run
-                done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt)
+            await pool.acquire()
+            slot.held = True
+            if ctx.control.stopping:
+                raise Stopped()  # never sent, or not sent again: pending for the next run
+            done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt,
+                                  slot)
         finally:
-            if marks is not None:
-                marks.release(rt.name, rec.key)
+            slot.give_back()  # given back already when the answer's commit did it
         if not isinstance(done, _Again):
             return done
         current = done.request
         attempt -= 0 if done.spent else 1  # a provider's "wait" spends no attempt
         if await ctx.control.sleep(done.delay):
             raise Stopped()
+
+
+def _pool(slots: AbstractAsyncContextManager[None]) -> Slots | WorkerSlots:
+    """The action's slots as a pool whose slot goes back synchronously, as the store's
+    writer gives it back in its commit."""
+    assert isinstance(slots, (Slots, WorkerSlots)), type(slots)
+    return slots
+
+
+class _Slot:
+    """One attempt's hold on a slot, given back once: by the store's writer when the
+    commit of the unit's answer is done (:meth:`give_back` as ``on_durable``), or when
+    the attempt ends any other way. With it, the unit leaves the dispatch marks."""
+
+    __slots__ = ("action", "held", "key", "marks", "pool")
+
+    def __init__(self, pool: Slots | WorkerSlots, marks: Marks | None, action: str,
+                 key: str) -> None:
+        self.pool, self.marks, self.action, self.key = pool, marks, action, key
+        self.held = False
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.pool.release()
+        if self.marks is not None:
+            self.marks.release(self.action, self.key)
 
 
 class _Again(NamedTuple):
@@ -75,7 +112,7 @@ class _Again(NamedTuple):
 
 
 async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request,
-                   request_json: str, current: Request, fp: str, attempt: int
+                   request_json: str, current: Request, fp: str, attempt: int, slot: _Slot
                    ) -> Settled | _Again:
     """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
     the request to send then, whether this attempt counts)."""
@@ -114,7 +151,7 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
     return await _answered(ctx, rt, rec, request, request_json, response, output, current,
-                           attempt, started, fp)
+                           attempt, started, fp, slot)
 
 
 async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, current: Request,
@@ -183,9 +220,11 @@ async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
 async def _answered(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request, request_json: str,
     response: Response, output: JSON, current: Request, attempt: int, started: float, fp: str,
+    slot: _Slot,
 ) -> Settled:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
-    is how we got it, not what was asked), with its usage row."""
+    is how we got it, not what was asked), with its usage row; the slot goes back at that
+    commit."""
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
     legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs \
         else []
@@ -193,18 +232,19 @@ async def _answered(
     answer = AnswerRow(fp, request.provider, request.model, request_json,
                        dumps(response_dict(response)), output_json, ctx.control.clock.time())
     return await _final(ctx, rt, rec, "answered", None, None, output, fp, attempt,
-                        answers=(answer,), usage=(*legs, usage_row), output_json=output_json)
+                        answers=(answer,), usage=(*legs, usage_row), output_json=output_json,
+                        on_durable=slot.give_back)
 
 
 async def _final(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus,
     reason: str | None, detail: str | None, output: JSON, fp: str, attempts: int, *,
     answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
-    output_json: str | None = None,
+    output_json: str | None = None, on_durable: Callable[[], None] | None = None,
 ) -> Settled:
     return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",
                                 fingerprint=fp, attempts=attempts, answers=answers, usage=usage,
-                                output_json=output_json)
+                                output_json=output_json, on_durable=on_durable)
 
 
 def backoff(spec: RetrySpec, attempt: int) -> float:

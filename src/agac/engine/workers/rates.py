@@ -104,14 +104,21 @@ class WorkerSlots:
         self.own = own
         self.shared = shared
 
-    async def __aenter__(self) -> None:
+    async def acquire(self) -> bool:
         await self.own.acquire()
         try:
             await self.shared.acquire()
         except BaseException:
             self.own.release()
             raise
+        return True
 
-    async def __aexit__(self, *exc: object) -> None:
+    def release(self) -> None:
         self.shared.release()
         self.own.release()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
