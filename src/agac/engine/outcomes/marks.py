@@ -156,8 +156,11 @@ class DispatchMarks:
                 self._write(act, action)
             fut = act.pending.get(key)
             if fut is not None:
-                self.waits += 1
-                await asyncio.shield(fut)  # a StoreError here stops the run (S2)
+                if fut.done():  # durable, and its callback has not run yet
+                    fut.result()  # a StoreError here stops the run (S2)
+                else:
+                    self.waits += 1
+                    await asyncio.shield(fut)
         if self._low(act):
             self._write(act, action)
 
@@ -204,19 +207,21 @@ class DispatchMarks:
             rewritten.append((shard, keys))
         if not rows:
             return
-        fut = self._stored(self.gateway.commit_nowait(marks=rows))
+        fut = self._stored(rows)
         self.writes += 1
         for shard, keys in rewritten:
             act.written[shard] = (keys, fut)
             self._cover(act, keys, fut)
 
-    def _stored(self, committed: asyncio.Future[None]) -> asyncio.Future[None]:
-        """A future answered when the group holding a mark row is stored durably: its
-        commit on SQL stores; on a storage point, once the log holding it is shipped too
-        (O5: the marks keep the ledger whole there as well)."""
+    def _stored(self, rows: list[MarkRow]) -> asyncio.Future[None]:
+        """Queue mark rows: a future answered when their group is stored durably — by the
+        store's writer itself, right after the commit on SQL stores, so that the units
+        whose slots that same commit gives back find their keys durable and send at once
+        (a done-callback would run only after them); on a storage point, once the log
+        holding it is shipped too (O5: the marks keep the ledger whole there as well)."""
         store = getattr(self.gateway, "store", None)
         if store is None:
-            return committed
+            return self.gateway.commit_nowait(marks=rows)
         loop = asyncio.get_running_loop()
         stored: asyncio.Future[None] = loop.create_future()
 
@@ -229,17 +234,18 @@ class DispatchMarks:
             else:
                 stored.set_result(None)
 
-        def after_commit(f: asyncio.Future[None]) -> None:
-            if f.cancelled() or f.exception() is not None:
-                stored.set_exception(f.exception() or asyncio.CancelledError())
-                return
+        def after_commit() -> None:
             ticket = store.durability_ticket()  # taken after the commit: it covers it
             if ticket is None:
                 stored.set_result(None)
             else:
                 ticket.add_done_callback(lambda t: loop.call_soon_threadsafe(shipped, t))
 
-        committed.add_done_callback(after_commit)
+        def failed(f: asyncio.Future[None]) -> None:
+            if not stored.done() and (f.cancelled() or f.exception() is not None):
+                stored.set_exception(f.exception() or asyncio.CancelledError())
+
+        self.gateway.commit_nowait(marks=rows, on_durable=after_commit).add_done_callback(failed)
         stored.add_done_callback(_retrieve)
         return stored
 
