@@ -205,6 +205,8 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
+    for name, choice in (summary.get("auto_modes") or {}).items():
+        click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
     _print_shards(summary)
     _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")

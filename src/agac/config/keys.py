@@ -46,7 +46,7 @@ ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "max_prompt_chars", "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
-    "fan_out", "join", "gate", "failure_policy", "approval", "attachments",
+    "auto_batch_min_records", "fan_out", "join", "gate", "failure_policy", "approval", "attachments",
     "attachments_position",
 })
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
@@ -66,7 +66,7 @@ DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 LLM_ONLY_KEYS = frozenset({
     "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
     "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
-    "attachments", "attachments_position",
+    "attachments", "attachments_position", "auto_batch_min_records",
 })
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""
 
@@ -82,8 +82,8 @@ FUTURE_KINDS: frozenset[str] = frozenset()
 ATTACHMENT_POSITIONS = ("before", "after")
 """Where an llm action's attachments go, relative to its prompt text."""
 
-RUN_MODES = ("online", "batch")
-AVAILABLE_RUN_MODES = frozenset({"online", "batch"})
+RUN_MODES = ("online", "batch", "auto")
+AVAILABLE_RUN_MODES = frozenset({"online", "batch", "auto"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
 RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",

@@ -62,7 +62,7 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
     strings = {f.name for f in dataclasses.fields(Action) if "str" in str(f.type)}
     not_templates = {"name", "kind", "model", "provider", "model_name", "run_mode", "function",
                      "gate", "join", "failure_policy", "schema", "dependencies", "ancestors",
-                     "attachments_position"}
+                     "attachments_position", "auto_choice"}
     assert strings - not_templates == {k for k, _ in TEMPLATE_FIELDS} | {"attachments"}
 
 

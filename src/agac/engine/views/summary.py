@@ -86,6 +86,8 @@ class RunSummary(_AsMapping):
     awaiting_approval: dict[str, Any] | None = None
     """A1: units waiting on people (counted in ``pending``), with the first proposals."""
     deadline_at: float | None = None
+    auto_modes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per action of ``run_mode: auto``: the mode chosen at admission and why."""
     budget: dict[str, Any] | None = None
     advice: tuple[dict[str, Any], ...] = ()
     error: dict[str, Any] | None = None
@@ -105,6 +107,8 @@ class RunSummary(_AsMapping):
             out["awaiting_approval"] = self.awaiting_approval
         if self.deadline_at is not None:
             out["deadline_at"] = self.deadline_at
+        if self.auto_modes:
+            out["auto_modes"] = {n: dict(c) for n, c in self.auto_modes.items()}
         if self.budget is not None:
             out["budget"] = self.budget
         if self.advice:
@@ -196,10 +200,17 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
         run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
         retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
         waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
-        deadline_at=settings.deadline_at, budget=budget,
+        deadline_at=settings.deadline_at, auto_modes=auto_modes(config), budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None)
     return replace(summary, next=next_command(summary, config))
+
+
+def auto_modes(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What ``run_mode: auto`` chose at admission for each of the run's actions it chose
+    for (``mode``, and ``why``: the reason code and its words)."""
+    return {a["name"]: {"mode": a["run_mode"], "why": a["auto_choice"]}
+            for a in config["actions"] if a.get("auto_choice")}
 
 
 def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dict[str, Any]]:
