@@ -85,7 +85,7 @@ tenant_option = click.option(
          "AGAC_TENANT, else tenant: in agac.yml, else default).")
 
 run_mode_option = click.option("--run-mode", type=str, default=None,
-                               help="online|batch for every llm action without its own.")
+                               help="online|batch|auto for every llm action without its own.")
 poll_interval_option = click.option(
     "--poll-interval", metavar="D", default=None, callback=_duration,
     help="How often batched actions without their own poll_interval ask the provider (30s, 5m).")
