@@ -518,7 +518,7 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @json_option
 @command
 def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
-    """Cost per action and model, live vs batch, and what batch saved."""
+    """Cost per action and model, live vs batch, and what batch and caching saved."""
     from agac import api
     from agac.cli.render import print_cost
 

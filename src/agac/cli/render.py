@@ -389,7 +389,8 @@ def _last_line(text: str) -> str:
 
 def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
-               f" (batch saved ${doc['batch_saved_usd']:.6f})")
+               f" (batch saved ${doc['batch_saved_usd']:.6f}, cache saved "
+               f"${doc.get('cache_saved_usd', 0.0):.6f})")
     rows = doc["rows"]
     # Columns that only appear when some row has a count in them: the table stays narrow.
     inputs = [(k, label) for k, label in _INPUT_COLUMNS if any(r.get(k) for r in rows)]

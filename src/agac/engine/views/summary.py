@@ -14,6 +14,7 @@ from agac.engine.batch.billing import UNREAD_ORIGIN
 from agac.engine.requests import effect_id
 from agac.jsontext import loads
 from agac.keys import record_of
+from agac.providers.base import Usage, server_tool_counts
 from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
 from agac.tenants import DEFAULT_TENANT
@@ -352,14 +353,14 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
 
 
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
-    """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
-    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
-    Origin ``unread``: answers the provider billed in a batch agac did not read, with how
-    many of them are ``estimated`` (engine/batch/billing.py)."""
-    from agac.providers.base import Usage, server_tool_counts
-
+    """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
+    saved against the live price of the same tokens, and what prompt caching saved
+    against the same tokens sent uncached at the row's tier (:func:`cache_saving`).
+    ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
+    in a batch agac did not read, with how many of them are ``estimated``
+    (engine/batch/billing.py); neither saving counts them."""
     rows = []
-    total = saved = 0.0
+    total = saved = by_cache = 0.0
     tools = _tool_uses(store, run.id)
     for r in store.usage_totals([run.id]):
         group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
@@ -373,6 +374,9 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         total += c
         if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
             saved += max(live_cost - c, 0.0)
+        cached = cache_saving(prices, model, usage, r.tier) \
+            if r.kind == "llm" and r.origin != UNREAD_ORIGIN else 0.0
+        by_cache += cached
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
                "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
                "input_tokens": int(r.input_tokens or 0),
@@ -381,6 +385,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
                "output_tokens": int(r.output_tokens or 0),
                "reasoning_tokens": int(r.reasoning_tokens or 0),
                "server_tools": dict(usage.server_tools), "cost_usd": round(c, 6)}
+        if usage.cached_tokens or usage.cache_write_tokens:
+            row["cache_saved_usd"] = round(cached, 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
             row["priced_by_a_later_answer"] = int(r.priced or 0)
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
@@ -392,4 +398,20 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
                 row["unpriced_tools"] = unpriced
         rows.append(row)
     return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
-            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6), "rows": rows}
+            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6),
+            "cache_saved_usd": round(by_cache, 6), "rows": rows}
+
+
+def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str) -> float:
+    """What prompt caching saved on ``usage`` at ``tier``: its cost with the cached reads
+    and cache writes counted as ordinary input, less its cost as billed — Σ cached tokens
+    × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
+    (a batch tier's own, or the derived half). Negative when writes cost more than reads
+    saved. Usage rows do not tell a 5-minute cache write from a 1-hour one, so every
+    write is at the price table's ``cache_write`` (Anthropic's 5-minute rate, 1.25×
+    input; a 1-hour write is billed 2× input)."""
+    if not usage.cached_tokens and not usage.cache_write_tokens:
+        return 0.0
+    uncached = Usage(usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
+                     usage.output_tokens, 0, 0, usage.reasoning_tokens, usage.server_tools)
+    return prices.cost(model, uncached, tier) - prices.cost(model, usage, tier)
