@@ -10,6 +10,7 @@ from typing import Any
 from batch_support import creates, store
 
 from agac import api
+from agac.cli.render import print_summary
 from agac.config import find_project, store_url
 from agac.emulator.testing import RunningEmulator
 from agac.store.repository import Store
@@ -56,7 +57,7 @@ def test_i24_run_mode_auto_499_records_run_online(emulator: RunningEmulator,
 
 
 def test_i24_run_mode_auto_500_records_run_in_batch(emulator: RunningEmulator,
-                                                    project: Path) -> None:
+                                                    project: Path, capsys: Any) -> None:
     _project(project, 500)
     first = api.run(WF, project, progress=False)
     assert first.exit_code == 75  # waiting on the batch
@@ -68,6 +69,8 @@ def test_i24_run_mode_auto_500_records_run_in_batch(emulator: RunningEmulator,
     status = api.status(WF, project)
     assert status["auto_modes"]["classify"]["mode"] == "batch"
     assert "500 units" in status["auto_modes"]["classify"]["why"]
+    print_summary(status)
+    assert "classify: run_mode auto chose batch (at_threshold: 500 units" in capsys.readouterr().out
     emulator.advance(120)
     done = api.run(WF, project, progress=False)
     assert done.exit_code == 0 and done.summary["actions"]["classify"]["answered"] == 500

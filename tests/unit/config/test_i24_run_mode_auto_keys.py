@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agac.config.model import Action, Workflow
-from agac.engine.lifecycle.modes import auto_units, choose_mode, resolve_auto
+from agac.engine.lifecycle.modes import auto_units, choose_mode, keep_choices, resolve_auto
 
 
 def test_i24_run_mode_auto_fills_batch_tuning_and_the_threshold(wf) -> None:
@@ -113,3 +113,23 @@ actions:
     # the choice survives the run's config snapshot
     again = Workflow.from_snapshot(resolved.snapshot())
     assert again.actions == resolved.actions and again.config_hash == workflow.config_hash
+
+
+def test_i24_run_mode_auto_a_retry_keeps_the_original_choice(wf) -> None:
+    text = """
+input: {path: x}
+defaults: {model: openai/gpt-4o-mini, run_mode: auto}
+actions:
+  - {name: a, prompt: x}
+  - {name: b, prompt: x}
+"""
+    checked = wf.check(text, check_credentials=False)
+    assert checked.workflow is not None
+    original = [{"name": "a", "run_mode": "batch", "auto_choice": "at_threshold: 900 units"},
+                {"name": "b", "run_mode": "online"}]
+    kept = keep_choices(checked.workflow, original)
+    a, b = kept.actions
+    assert (a.run_mode, a.poll_interval) == ("batch", 300.0)
+    assert a.auto_choice == "as_original: as the run it retries chose (at_threshold: 900 units)"
+    assert b.run_mode == "auto"  # not chosen by auto before: chosen anew at admission
+    assert kept.config_hash == checked.workflow.config_hash
