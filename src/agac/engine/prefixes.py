@@ -143,3 +143,16 @@ def context_texts(config: Mapping[str, Any] | Workflow,
         return {a.name: (a.context_prefix, a.context_text) for a in config.actions}
     return {a["name"]: (a.get("context_prefix"), a.get("context_text"))
             for a in config.get("actions", ())}
+
+
+def cache_report(action: Action, prefix: str, head: str, system: str | None, text: str,
+                 hint: CacheHint | None) -> dict[str, Any]:
+    """What ``agac render`` says of a request's prompt caching: its static prefix (the
+    system prompt when static, then ``static_chars`` of the first user message ``text``),
+    the estimate of its tokens against the provider's minimum, and the hint it carries."""
+    static = len(prefix) + (len(head) if text.startswith(head, len(prefix)) else 0)
+    return {"mode": action.cache_mode, "ttl": action.cache_ttl, "system": system is not None,
+            "static_chars": static,
+            "prefix_tokens": estimate_tokens(len(system or "") + static),
+            "minimum": provider_cache_minimum(action.provider or "", action.model_name or ""),
+            "hint": hint is not None}
