@@ -83,3 +83,17 @@ def test_i24_cost_shows_cache_saving_zero_without_cache_use(
     doc = api.cost(result.summary["run_id"], project)
     assert doc["cache_saved_usd"] == 0
     assert all("cache_saved_usd" not in r for r in doc["rows"])
+
+
+def test_i24_cost_shows_cache_saving_with_one_hour_writes_at_twice_the_input(
+        emulator: RunningEmulator, project: Path) -> None:
+    """An Anthropic action with ``cache_ttl: 1h``: Anthropic bills each written token at 2×
+    input (the price table's cache_write is the 5-minute rate, 1.25×)."""
+    make(project, "anthropic", {"a": 2}, summarize=False, agac_yml=PRICES,
+         defaults="cache_ttl: 1h")
+    emulator.add_fault(_usage("anthropic", "chat"))
+    result = run(project, run_mode="online")
+    assert result.exit_code == 0
+    doc = api.cost(result.summary["run_id"], project)
+    per_call = (READS * (1.0 - 0.1) - WRITES * (2.0 - 1.0)) / 1e6
+    assert doc["cache_saved_usd"] == pytest.approx(2 * per_call, abs=1e-6)

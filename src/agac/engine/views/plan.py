@@ -28,7 +28,7 @@ from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.modes import resolve_auto
 from agac.engine.limits.budget import attachment_tokens, request_estimate
 from agac.engine.requests import build_request
-from agac.engine.views.caching import cached_usage, static_prefix_tokens
+from agac.engine.views.caching import cached_usage, one_hour_writes, static_prefix_tokens
 from agac.providers.base import Usage, fingerprint_of
 
 if TYPE_CHECKING:
@@ -66,13 +66,15 @@ def estimate_run(project: Project, store: Store | None, workflow: Workflow, pric
     def answers(fps: list[str]) -> dict[str, str]:
         return store.get_answers(fps, tenant=tenant) if store is not None and fps else {}
 
-    runtimes = {a.name: build_runtime(a, None, project.root) for a in workflow.actions}
+    runtimes = {a.name: build_runtime(a, None, project.root, workflow=workflow.name)
+                for a in workflow.actions}
     actions = {a.name: {"kind": a.kind, "model": a.model, "run_mode": a.run_mode, "units": 0,
                         "requests": 0, "reusable": 0, "input_tokens": 0, "output_tokens": 0,
                         "cost_usd": dict.fromkeys(_COSTS, 0.0)} for a in workflow.actions}
     for a in workflow.actions:
         if a.kind == "llm":
             actions[a.name]["cache_prefix_tokens"] = static_prefix_tokens(runtimes[a.name])
+            actions[a.name]["cache_ttl"] = "1h" if one_hour_writes(runtimes[a.name]) else "5m"
     count = 0
     chunk: list[tuple[str, Any]] = []
     for item in records:
@@ -248,7 +250,8 @@ def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int
     entry["input_tokens"] += i
     entry["output_tokens"] += o
     usage = Usage(i, o)
-    cached = cached_usage(i, o, entry.get("cache_prefix_tokens", 0), first)
+    cached = cached_usage(i, o, entry.get("cache_prefix_tokens", 0), first,
+                          one_hour=entry.get("cache_ttl") == "1h")
     model, cost = action.model or "", entry["cost_usd"]
     cost["online"] += prices.cost(model, usage, "live")
     cost["batch"] += prices.cost(model, usage, "batch")

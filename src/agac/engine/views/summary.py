@@ -361,6 +361,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     (engine/batch/billing.py); neither saving counts them."""
     rows = []
     total = saved = by_cache = 0.0
+    hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
     for r in store.usage_totals([run.id]):
         group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
@@ -374,7 +375,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         total += c
         if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
             saved += max(live_cost - c, 0.0)
-        cached = cache_saving(prices, model, usage, r.tier) \
+        cached = cache_saving(prices, model, usage, r.tier,
+                              one_hour=r.provider == "anthropic" and r.action in hour) \
             if r.kind == "llm" and r.origin != UNREAD_ORIGIN else 0.0
         by_cache += cached
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
@@ -402,16 +404,21 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
             "cache_saved_usd": round(by_cache, 6), "rows": rows}
 
 
-def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str) -> float:
+def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
+                 one_hour: bool = False) -> float:
     """What prompt caching saved on ``usage`` at ``tier``: its cost with the cached reads
-    and cache writes counted as ordinary input, less its cost as billed — Σ cached tokens
+    and cache writes counted as ordinary input, less its cost with them — Σ cached tokens
     × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
     (a batch tier's own, or the derived half). Negative when writes cost more than reads
-    saved. Usage rows do not tell a 5-minute cache write from a 1-hour one, so every
-    write is at the price table's ``cache_write`` (Anthropic's 5-minute rate, 1.25×
-    input; a 1-hour write is billed 2× input)."""
+    saved. Usage does not tell a 5-minute cache write from a 1-hour one: ``one_hour`` (an
+    Anthropic action with ``cache_ttl: 1h``) prices its writes at 2× input, as Anthropic
+    bills them, instead of the price table's ``cache_write`` (the 5-minute rate)."""
     if not usage.cached_tokens and not usage.cache_write_tokens:
         return 0.0
     uncached = Usage(usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
                      usage.output_tokens, 0, 0, usage.reasoning_tokens, usage.server_tools)
-    return prices.cost(model, uncached, tier) - prices.cost(model, usage, tier)
+    billed = usage
+    if one_hour:  # each written token at twice the input rate
+        billed = Usage(usage.input_tokens + 2 * usage.cache_write_tokens, usage.output_tokens,
+                       usage.cached_tokens, 0, usage.reasoning_tokens, usage.server_tools)
+    return prices.cost(model, uncached, tier) - prices.cost(model, billed, tier)
