@@ -4,6 +4,7 @@ The emulator reports the cache reads and writes a real provider would."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,13 @@ from batch_support import make, run
 from agac import api
 from agac.cli.render import print_cost
 from agac.emulator.testing import RunningEmulator
+from agac.testing import write_project
 
 #: Round prices, so the saving is exact: a batch call at half of them (derived).
 PRICES = """\
 prices:
   anthropic/claude-haiku-4-5: {input: 1.0, output: 5.0, cached_input: 0.1, cache_write: 1.25}
+  anthropic/claude-sonnet-4-5: {input: 1.0, output: 5.0, cached_input: 0.1, cache_write: 1.25}
   openai/gpt-4o-mini: {input: 1.0, output: 2.0, cached_input: 0.5}
 """
 READS, WRITES = 4000, 800
@@ -97,3 +100,29 @@ def test_i24_cost_shows_cache_saving_with_one_hour_writes_at_twice_the_input(
     doc = api.cost(result.summary["run_id"], project)
     per_call = (READS * (1.0 - 0.1) - WRITES * (2.0 - 1.0)) / 1e6
     assert doc["cache_saved_usd"] == pytest.approx(2 * per_call, abs=1e-6)
+
+
+SYSTEM = "You label product reviews by their sentiment and give a score from 0 to 10. " * 60
+HEAD = "Classify this review: "
+
+
+def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
+        emulator: RunningEmulator, project: Path) -> None:
+    """No fault: the action's static prefix (a long system prompt and the prompt's head)
+    is marked for Anthropic's cache (``cache: auto``), the emulator writes it on the
+    first call and reads it on the others, and ``agac cost`` prices the difference."""
+    workflow = "\n".join([
+        "name: triage", "input: {path: data/in.jsonl, id_field: id}",
+        "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64}",
+        "actions:", "  - name: classify", f'    system: "{SYSTEM}"',
+        f'    prompt: "{HEAD}{{{{ source.text }}}}"']) + "\n"
+    write_project(project, workflow, agac_yml=PRICES,
+                  data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]})
+    result = api.run("triage", project, progress=False)
+    assert result.exit_code == 0
+    doc = api.cost(result.summary["run_id"], project)
+    prefix = math.ceil((len(SYSTEM) + len(HEAD)) / 4)
+    (row,) = doc["rows"]
+    assert (row["cached_tokens"], row["cache_write_tokens"]) == (3 * prefix, prefix)
+    saved = (3 * prefix * (1.0 - 0.1) - prefix * (1.25 - 1.0)) / 1e6
+    assert doc["cache_saved_usd"] == pytest.approx(saved, abs=1e-6)
