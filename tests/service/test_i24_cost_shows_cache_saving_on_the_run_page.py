@@ -1,4 +1,5 @@
-"""The run page of `agac serve` shows what prompt caching saved next to what batch saved."""
+"""The run page of `agac serve` shows what prompt caching saved next to what batch saved,
+and the mode ``run_mode: auto`` chose."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agac.emulator.testing import RunningEmulator
 WORKFLOW = """\
 name: replies
 input: {path: data/, id_field: id}
-defaults: {model: anthropic/claude-haiku-4-5, retry: {max_attempts: 1}}
+defaults: {model: anthropic/claude-haiku-4-5, retry: {max_attempts: 1}, run_mode: auto}
 actions:
   - name: draft
     prompt: "Draft a reply to: {{ source.text }}"
@@ -48,3 +49,4 @@ def test_i24_cost_shows_cache_saving_on_the_run_page(
         page = service.browser("bob").get(f"/runs/{result.summary['run_id']}").text
 
     assert f"caching saved ${saved:.4f} against the same tokens uncached" in page
+    assert "draft: run_mode auto chose online (below_threshold: 2 units" in page
