@@ -1,7 +1,8 @@
 """Prompt caching end to end: an action under ``cache: auto`` (the default) whose static
-prefix reaches the model's minimum sends its markers on every call, and the cache reads
-and writes the provider reports land in the cost ledger (``agac cost --json``) and in each
-attempt — on both transports; under ``cache: off`` nothing is marked or cached.
+prefix — its system prompt and the prompt's literal head — is long enough sends its
+markers on every call, and the cache reads and writes the provider reports land in the
+cost ledger (``agac cost --json``) and in each attempt, on both transports; under
+``cache: off`` nothing is marked or cached.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ def _workflow(model: str, cache: str = "auto") -> str:
     return "\n".join([
         "name: triage",
         "input: {path: data/, id_field: id}",
-        (f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s, "
-         f"cache: {cache}}}"),
+        f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s,",
+        f'            cache: "{cache}"}}',
         "actions:",
         "  - name: classify",
         f'    system: "{SYSTEM}"',
@@ -58,7 +59,7 @@ def test_cache_reads_and_writes_land_in_the_ledger(
         assert _ledger(project) == ((RECORDS - 1) * prefix, prefix)
     else:
         keys = {c["cache"]["prompt_cache_key"] for c in chats}
-        assert len(keys) == 1 and all(keys), keys  # one key for the action's one prefix
+        assert len(keys) == 1 and all(keys)  # one key for every request sharing the prefix
         cached, written = _ledger(project)
         assert written == 0 and cached >= (RECORDS - 1) * 1024
     attempts = [a for key in (f"r{i:03d}" for i in range(RECORDS))
@@ -68,7 +69,7 @@ def test_cache_reads_and_writes_land_in_the_ledger(
 
 
 def test_under_cache_off_nothing_is_marked_or_cached_on_anthropic(emulator: Any,
-                                                                 project: Path) -> None:
+                                                                  project: Path) -> None:
     write_project(project, _workflow(f"anthropic/{MODELS['anthropic']}", cache="off"),
                   agac_yml=project_yml(), data={"data/reviews.jsonl": reviews(RECORDS)})
 
