@@ -23,11 +23,12 @@ HEAD = "Classify this review: "
 RECORDS = 4
 
 
-def _workflow(model: str) -> str:
+def _workflow(model: str, cache: str = "auto") -> str:
     return "\n".join([
         "name: triage",
         "input: {path: data/, id_field: id}",
-        f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s}}",
+        (f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s, "
+         f"cache: {cache}}}"),
         "actions:",
         "  - name: classify",
         f'    system: "{SYSTEM}"',
@@ -86,7 +87,8 @@ def test_cache_reads_and_writes_land_in_the_ledger(
 
 def test_without_a_hint_nothing_is_marked_or_cached_on_anthropic(emulator: Any,
                                                                  project: Path) -> None:
-    write_project(project, _workflow(f"anthropic/{MODELS['anthropic']}"),
+    """``cache: off``: the long static system prompt is not marked."""
+    write_project(project, _workflow(f"anthropic/{MODELS['anthropic']}", "off"),
                   agac_yml=project_yml(), data={"data/reviews.jsonl": reviews(RECORDS)})
 
     assert api.run("triage", project).summary["state"] == "succeeded"
