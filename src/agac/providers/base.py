@@ -237,6 +237,9 @@ class Usage:
     shown apart. ``server_tools`` counts the provider's own tool calls it bills per use,
     as ``(name, count)`` pairs sorted by name (Anthropic ``server_tool_use``: ``web_search``,
     ``web_fetch``, …; Gemini's grounding searches as ``web_search``).
+    ``cache_write_1h_tokens`` are the part of ``cache_write_tokens`` written to live an
+    hour (Anthropic ``cache_creation.ephemeral_1h_input_tokens``), billed at the 1-hour
+    write rate.
     """
 
     input_tokens: int = 0
@@ -245,6 +248,7 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     server_tools: tuple[tuple[str, int], ...] = ()
+    cache_write_1h_tokens: int = 0
 
     def plus(self, other: Usage) -> Usage:
         """Both usages together (the legs of one continued turn)."""
@@ -256,7 +260,8 @@ class Usage:
                      self.cached_tokens + other.cached_tokens,
                      self.cache_write_tokens + other.cache_write_tokens,
                      self.reasoning_tokens + other.reasoning_tokens,
-                     server_tool_counts(tools))
+                     server_tool_counts(tools),
+                     self.cache_write_1h_tokens + other.cache_write_1h_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -268,6 +273,8 @@ class Usage:
         }
         if self.server_tools:
             out["server_tools"] = dict(self.server_tools)
+        if self.cache_write_1h_tokens:
+            out["cache_write_1h_tokens"] = self.cache_write_1h_tokens
         return out
 
 
