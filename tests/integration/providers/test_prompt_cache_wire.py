@@ -203,6 +203,15 @@ async def test_a_request_without_a_hint_carries_no_marker(
         assert again.usage.cached_tokens == 0
 
 
+@pytest.mark.parametrize("name", ["openai", "anthropic", "groq"])
+async def test_a_hint_changes_no_answer(name: str, make_provider: Any, emulator: Any) -> None:
+    provider = make_provider(name)
+    hinted = await provider.complete(_request(name, hint=_hint()))
+    plain = await provider.complete(_request(name))
+    assert hinted.text == plain.text
+    assert emulator.stats()["duplicate_answers"] == 1  # the same request, asked twice
+
+
 # -- batches -----------------------------------------------------------------
 
 #: (provider, adapter options) per batch variant.
