@@ -184,6 +184,16 @@ async def test_gemini_in_json_mode_goes_whole_without_the_explicit_cache(
     assert body["contents"][0]["parts"][0]["text"].startswith(STATIC)
 
 
+async def test_gemini_with_a_system_prompt_the_cache_lacks_goes_whole(
+    make_provider: Any, emulator: Any
+) -> None:
+    await make_provider("gemini").complete(_request("gemini", hint=_hint(name="abc123",
+                                                                        system=False)))
+    body = _chats(emulator)[-1]["body"]
+    assert "cachedContent" not in body
+    assert body["systemInstruction"]["parts"][0]["text"] == SYSTEM
+
+
 # -- without a hint ----------------------------------------------------------
 
 
