@@ -468,11 +468,14 @@ def _contents(request: Request, data: Callable[[Attachment], Any] | None = None,
 
 
 def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
-    """The hint of a request that names an explicit cache, or None. A request asked in
-    JSON mode (its system instruction carries the schema, which the cache does not)
-    goes whole, without the cache."""
+    """The hint of a request that names an explicit cache, or None. Gemini refuses a
+    system instruction beside ``cachedContent``, so a request whose system instruction
+    the cache does not hold goes whole, without the cache: one asked in JSON mode (its
+    instruction carries the schema) or one whose system prompt reads the record."""
     hint = request.cache
     if hint is None or not hint.name or (request.schema is not None and not native):
+        return None
+    if request.system and not hint.system:
         return None
     return hint
 
