@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from .answers import Answer, answer
 from .faults import Target
+from .gemini_files import finish_upload, take_files
 from .handling import (
     Rejected,
     attachments,
@@ -171,6 +172,7 @@ async def _generate(request: Request, model: str) -> Response:
     if not isinstance(body.get("contents"), list):
         return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
                                       "specified")
+    take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema, max_tokens = _decode(body)
@@ -206,6 +208,7 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
     items = []
     for key, request_body, metadata in rows:
         take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
+        take_files(state, request_body, error)
         canonical, prompt, schema, max_tokens = _decode(request_body)
         items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
                                schema=schema, max_tokens=max_tokens,
@@ -377,8 +380,8 @@ async def upload(request: Request) -> Response:
         return Response(b"", headers={"x-goog-upload-status": "active"})
     del sessions[request.query_params["upload_id"]]
     file_id = uuid.uuid4().hex[:12]
-    stored = state.add_file(PROVIDER, file_id, session["spec"].get("displayName") or file_id,
-                            "uploaded", b"".join(session["chunks"]), session["mime"])
+    stored = finish_upload(state, file_id, session["spec"].get("displayName") or file_id,
+                           session["mime"], b"".join(session["chunks"]))
     return JSONResponse({"file": file_json(stored, _base(request))},
                         headers={"x-goog-upload-status": "final"})
 
@@ -386,7 +389,7 @@ async def upload(request: Request) -> Response:
 def file_json(stored: StoredFile, base: str) -> dict[str, Any]:
     """A ``File`` resource."""
     body = {"name": f"files/{stored.id}", "displayName": stored.filename,
-            "mimeType": stored.mime_type, "sizeBytes": str(len(stored.content)),
+            "mimeType": stored.mime_type, "sizeBytes": str(stored.size),
             "createTime": _stamp(stored.created_at), "updateTime": _stamp(stored.created_at),
             "expirationTime": _stamp(stored.created_at + 48 * 3600),
             "uri": f"{base}/v1beta/files/{stored.id}", "state": "ACTIVE",
