@@ -13,7 +13,8 @@ Batches are long-running operations named ``batches/<id>`` whose ``metadata.stat
 (int64). The Developer API has no cancelling state: a batch being cancelled still says
 ``BATCH_STATE_RUNNING``. Files upload through Google's resumable protocol: ``start``
 returns ``x-goog-upload-url``; chunks answer ``x-goog-upload-status: active`` and the
-``finalize`` chunk ``final`` with ``{"file": …}``. Errors are ``google.rpc.Status`` bodies;
+``finalize`` chunk ``final`` with ``{"file": …}``; uploaded attachments and ``file_data``
+parts are handled in :mod:`.gemini_files`. Errors are ``google.rpc.Status`` bodies;
 a 429 carries a ``QuotaFailure`` detail and, when a wait is known, a ``RetryInfo``.
 """
 
