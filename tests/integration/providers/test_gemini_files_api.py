@@ -152,13 +152,17 @@ async def test_i22_gemini_files_api_live_uploads_are_deleted_when_the_adapter_cl
     assert len(_ops(emulator, "file.delete")) == 1
 
 
+@pytest.mark.parametrize("how", ["deleted", "expired"])
 async def test_i22_gemini_files_api_an_unknown_file_uri_gets_geminis_error(
-        big_files: dict[str, Path], make_provider: Any, emulator: Any) -> None:
+        how: str, big_files: dict[str, Path], make_provider: Any, emulator: Any) -> None:
     att = describe_file(str(big_files["png"]))
     adapter = make_provider("gemini")
     await adapter.complete(_request(att))
     (held,) = _held(emulator)
-    _delete(emulator, held["name"])
+    if how == "deleted":
+        _delete(emulator, held["name"])
+    else:
+        emulator.advance(48 * 3600 + 1)  # Gemini drops an upload after 48 h
     with pytest.raises(ProviderError) as caught:  # agac still holds the deleted file's URI
         await adapter.complete(_request(att, text="Again."))
     assert caught.value.status == 403

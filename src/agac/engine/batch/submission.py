@@ -22,7 +22,7 @@ from agac.engine.limits.budget import Reservation
 from agac.engine.walk.steps import expected_units
 from agac.errors import AttachmentError, ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
-from agac.media import Attachment, base64_size, read_verified
+from agac.media import Attachment, base64_size, verify
 from agac.providers.base import Message, StoredRequests
 from agac.store.batches import staged_key, staged_prefix
 from agac.store.rows import BatchIntent
@@ -374,7 +374,7 @@ def _unsendable(attached: list[tuple[str, list[Attachment]]]) -> dict[str, str]:
     for custom_id, atts in attached:
         for att in atts:
             try:
-                read_verified(att)
+                verify(att)  # a chunk at a time: a 2 GB file is not held in memory
             except AttachmentError as exc:
                 bad[custom_id] = str(exc)
                 break
