@@ -224,8 +224,13 @@ async def sdk_upload(aio: Any, att: Attachment) -> Uploaded:
                               getattr(file, "expiration_time", None)))
 
 
+DELETE_TIMEOUT = 30.0
+"""Seconds a clean-up delete may take: a run's end is not held up by a slow provider."""
+
+
 async def sdk_delete(aio: Any, name: str) -> None:
-    await aio.files.delete(name=name)
+    await aio.files.delete(name=name, config={"http_options": {
+        "timeout": int(DELETE_TIMEOUT * 1000)}})
 
 
 # -- the lean transport ---------------------------------------------------------------------
@@ -267,7 +272,8 @@ async def lean_upload(http: HttpSession, root: str, version: str, errors: ErrorM
 
 async def lean_delete(http: HttpSession, root: str, version: str, errors: ErrorMapper,
                       name: str) -> None:
-    await http.exchange("DELETE", f"{root}/{version}/{name}", errors=errors)
+    await http.exchange("DELETE", f"{root}/{version}/{name}", errors=errors,
+                        timeout=DELETE_TIMEOUT)
 
 
 def _same_host(url: str, root: str) -> str:
