@@ -60,8 +60,8 @@ __all__ = [
 
 MB = 1024 * 1024
 INLINE_REQUEST_BYTES = 20 * MB - 256 * 1024
-"""The attachments' base64 a request may carry inline: Gemini's 20 MB for the whole
-request, less 256 KB kept for its text and envelope."""
+"""The attachments' base64 and the text a request may carry inline: Gemini's 20 MB for
+the whole request, less 256 KB kept for its envelope (settings, schema, JSON)."""
 FILE_MAX_BYTES = 2 * 1024 * MB
 """The largest file the Files API takes (2 GB)."""
 LIFETIME_SECONDS = 48 * 3600.0
@@ -87,10 +87,14 @@ class Uploaded:
 
 def to_upload(request: Request, budget: int = INLINE_REQUEST_BYTES) -> tuple[Attachment, ...]:
     """The attachments of ``request`` that go through the Files API: none while they fit
-    inline (their base64 within ``budget``), else its largest distinct files, one after
-    another, until the rest fits. The same file twice in a request is one upload."""
+    inline (their base64 and the request's text within ``budget``), else its largest
+    distinct files, one after another, until the rest fits. The same file twice in a
+    request is one upload."""
     parts = request.attachments
-    inline = sum(base64_size(a.size) for a in parts)
+    if not parts:
+        return ()
+    inline = sum(base64_size(a.size) for a in parts) + \
+        sum(len(m.content.encode()) for m in request.messages)
     if inline <= budget:
         return ()
     distinct: dict[str, Attachment] = {}

@@ -39,7 +39,7 @@ def _request(*atts: Attachment) -> Request:
 
 def test_i22_gemini_files_api_a_request_that_fits_inline_uploads_nothing() -> None:
     assert to_upload(_request(_att("a", 10 * MB), _att("b", 4 * MB))) == ()
-    assert to_upload(_request(_att("a", INLINE_REQUEST_BYTES * 3 // 4))) == ()
+    assert to_upload(_request(_att("a", (INLINE_REQUEST_BYTES - 16) * 3 // 4))) == ()
 
 
 def test_i22_gemini_files_api_the_largest_files_go_up_until_the_rest_fits() -> None:
@@ -49,6 +49,9 @@ def test_i22_gemini_files_api_the_largest_files_go_up_until_the_rest_fits() -> N
     assert to_upload(_request(a, b, d)) == (d, a)
     twice = _att("t", 8 * MB)
     assert to_upload(_request(twice, twice)) == (twice,), "one upload for the same file twice"
+    wordy = Request(provider="gemini", model="m", max_tokens=8, messages=(
+        Message("user", "x" * (10 * MB), (_att("w", 8 * MB),)),))
+    assert len(to_upload(wordy)) == 1, "the text counts: 10 MB of it and 11 MB of base64"
 
 
 class _Uploads:
