@@ -2,7 +2,7 @@
 and images).
 
 A Gemini request carries its files as ``inline_data`` only while the whole request stays
-under 20 MB. When a request's attachments, as base64, come to more than
+under 20 MB. When a request's attachments, as base64, and its text come to more than
 :data:`INLINE_REQUEST_BYTES`, its largest files are uploaded one after another through
 the Files API until what remains fits inline (:func:`to_upload`), and each uploaded one
 travels as a ``file_data`` part naming its URI. A file's bytes are read from disk when it
