@@ -53,6 +53,7 @@ __all__ = [
     "Uploaded",
     "lean_delete",
     "lean_upload",
+    "line_bytes",
     "sdk_delete",
     "sdk_upload",
     "to_upload",
@@ -93,20 +94,38 @@ def to_upload(request: Request, budget: int = INLINE_REQUEST_BYTES) -> tuple[Att
     parts = request.attachments
     if not parts:
         return ()
-    inline = sum(base64_size(a.size) for a in parts) + \
-        sum(len(m.content.encode()) for m in request.messages)
-    if inline <= budget:
-        return ()
+    return _chosen(parts, sum(len(m.content.encode()) for m in request.messages), budget)[0]
+
+
+def _chosen(parts: tuple[Attachment, ...], text_bytes: int, budget: int
+            ) -> tuple[tuple[Attachment, ...], int]:
+    """(the files that go up, the base64 bytes left inline) under :func:`to_upload`'s rule."""
+    inline = sum(base64_size(a.size) for a in parts)
+    if inline + text_bytes <= budget:
+        return (), inline
     distinct: dict[str, Attachment] = {}
     for a in parts:
         distinct.setdefault(a.sha256, a)
     chosen: list[Attachment] = []
     for a in sorted(distinct.values(), key=lambda a: (-a.size, a.sha256)):
-        if inline <= budget:
+        if inline + text_bytes <= budget:
             break
         chosen.append(a)
         inline -= base64_size(a.size) * sum(p.sha256 == a.sha256 for p in parts)
-    return tuple(chosen)
+    return tuple(chosen), inline
+
+
+FILE_PART_BYTES = 256
+"""What a ``file_data`` part adds to a line, at most (its media type and URI)."""
+
+
+def line_bytes(parts: tuple[Attachment, ...], text_bytes: int) -> int:
+    """What these attachments add to a batch line whose text is ``text_bytes``: the
+    base64 of those left inline, and a ``file_data`` part for each occurrence of one
+    uploaded (the engine plans a batch's parts by it)."""
+    chosen, inline = _chosen(parts, text_bytes, INLINE_REQUEST_BYTES)
+    up = {a.sha256 for a in chosen}
+    return inline + FILE_PART_BYTES * sum(p.sha256 in up for p in parts)
 
 
 Upload = Callable[[Attachment], Awaitable[Uploaded]]

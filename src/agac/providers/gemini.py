@@ -60,6 +60,7 @@ from agac.providers._gemini_files import (
     Uploaded,
     lean_delete,
     lean_upload,
+    line_bytes,
     sdk_delete,
     sdk_upload,
 )
@@ -128,8 +129,10 @@ class GeminiProvider:
     # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
-    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
+    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB; over it, the
+    #: largest as ``file_data`` parts naming their Files API upload (what a line carries).
     attachment_limits = GEMINI_LIMITS
+    batch_attachment_line_bytes = staticmethod(line_bytes)
 
     @staticmethod
     def cache_minimum(model: str) -> int:

@@ -94,3 +94,22 @@ def test_i22_gemini_files_api_a_batch_run_names_uploaded_files_in_its_lines(
     _check_answers(project, names)
     assert not emulator.stats()["requests"]["gemini"].get("file.delete"), \
         "a batch's uploads are left to expire (48 h)"
+
+
+def test_i22_gemini_files_api_a_batch_part_counts_uploaded_files_as_their_parts(
+        emulator: RunningEmulator, project: Path, big: dict[str, bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 60 MB batch limit (54 MB with margin): counted as base64, each 25 MB file's line
+    would fill a part of its own (three batches); as the line carries it — a file_data
+    part naming the upload — the four records go as one batch."""
+    from agac.providers.gemini import GeminiProvider
+
+    monkeypatch.setattr(GeminiProvider, "batch_max_bytes", 60_000_000)
+    names = _make(project, "batch", big)
+    first = run(project)
+    assert first.exit_code == 75, first.summary
+    assert creates(emulator.stats(), "gemini") == 1
+    emulator.advance(BATCH_SECONDS + 1)
+    done = run(project)
+    assert done.exit_code == 0, done.summary
+    _check_answers(project, names)

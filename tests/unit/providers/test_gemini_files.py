@@ -19,6 +19,7 @@ from agac.providers._gemini_files import (
     LIFETIME_SECONDS,
     GeminiFiles,
     Uploaded,
+    line_bytes,
     to_upload,
 )
 from agac.providers.base import Message, Request
@@ -52,6 +53,12 @@ def test_i22_gemini_files_api_the_largest_files_go_up_until_the_rest_fits() -> N
     wordy = Request(provider="gemini", model="m", max_tokens=8, messages=(
         Message("user", "x" * (10 * MB), (_att("w", 8 * MB),)),))
     assert len(to_upload(wordy)) == 1, "the text counts: 10 MB of it and 11 MB of base64"
+
+
+def test_i22_gemini_files_api_a_batch_line_counts_an_upload_as_its_part() -> None:
+    small, big = _att("s", 1 * MB), _att("b", 25 * MB)
+    assert line_bytes((small,), 100) == 4 * -(-MB // 3), "inline: its base64"
+    assert line_bytes((small, big, big), 100) == 4 * -(-MB // 3) + 2 * 256
 
 
 class _Uploads:
