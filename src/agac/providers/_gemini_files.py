@@ -33,7 +33,7 @@ import contextlib
 import json
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -182,11 +182,6 @@ class GeminiFiles:
                 held = self._held[att.sha256] = _Held(file, self._clock() + file.lifetime, batch)
             held.batch = held.batch or batch
             return held.file.uri
-
-    @property
-    def held(self) -> Mapping[str, Uploaded]:
-        """SHA-256 → the file uploaded for it (what :meth:`close` may delete)."""
-        return {sha: h.file for sha, h in self._held.items()}
 
     async def close(self, delete: Delete | None) -> None:
         """Delete the files uploaded for live calls only (a batch may still read the
