@@ -33,7 +33,7 @@ import contextlib
 import json
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -155,10 +155,11 @@ class GeminiFiles:
     async def uris(self, request: Request, upload: Upload, *, batch: bool = False
                    ) -> dict[str, str]:
         """SHA-256 → URI of the files of ``request`` that go as ``file_data`` (empty when
-        the request fits inline). Every file of the request is checked against its hash
-        before anything is uploaded; AttachmentError (``attachment_changed``,
-        ``attachment_not_found``, ``attachment_too_large`` over 2 GB) and nothing sent
-        when one is not the request's."""
+        the request fits inline). A file to upload is checked against its hash before
+        its upload starts, and again as it is read (an upload held is of the hashed
+        bytes already: the file is not read again); AttachmentError
+        (``attachment_changed``, ``attachment_not_found``, ``attachment_too_large`` over
+        2 GB) and nothing of it sent when it is not the request's."""
         chosen = to_upload(request)
         if not chosen:
             return {}
@@ -167,7 +168,6 @@ class GeminiFiles:
                 raise AttachmentError(
                     reason="attachment_too_large", message=f"{a.describe()} is over Gemini's "
                     "limit of 2 GB per file", hint="make the file smaller or split it")
-        await asyncio.to_thread(_verify_all, request.attachments)
         margin = BATCH_MARGIN_SECONDS if batch else LIVE_MARGIN_SECONDS
         return {a.sha256: await self._uri(a, upload, margin, batch) for a in chosen}
 
@@ -178,6 +178,7 @@ class GeminiFiles:
         async with lock:
             held = self._held.get(att.sha256)
             if held is None or held.expires - self._clock() <= margin:
+                await asyncio.to_thread(verify, att)  # a changed file: not even started
                 file = await upload(att)
                 held = self._held[att.sha256] = _Held(file, self._clock() + file.lifetime, batch)
             held.batch = held.batch or batch
@@ -200,14 +201,6 @@ class GeminiFiles:
                     await delete(name)
 
         await asyncio.gather(*(one(n) for n in live))
-
-
-def _verify_all(atts: Iterable[Attachment]) -> None:
-    seen: set[str] = set()
-    for a in atts:
-        if a.sha256 not in seen:
-            seen.add(a.sha256)
-            verify(a)
 
 
 def _lifetime(created: Any, expires: Any) -> float:
