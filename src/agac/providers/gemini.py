@@ -6,6 +6,10 @@ Live calls use ``generateContent`` with ``response_json_schema`` and
 ``response_mime_type: application/json``; a model that rejects the schema (a 400
 naming it) falls back to JSON mode with the schema in the system instruction.
 
+A request whose attachments come to more than the 20 MB inline limit sends its largest
+files through the Files API as ``file_data`` parts, live and in batch lines
+(:mod:`agac.providers._gemini_files`).
+
 Batches use ``batchGenerateContent``: requests go inline when they total under
 20 MB, else as an uploaded JSONL file (``{"key", "request"}`` lines in the REST
 wire form). The batch's ``display_name`` is our idempotency key (for
