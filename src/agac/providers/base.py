@@ -13,7 +13,7 @@ engine owns retries.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -578,6 +578,10 @@ class BatchApi:
     attachment_max_bytes: int = 0
     """The bytes of one batch part whose requests attach files: ``max_bytes``, or less
     for a batch API that takes its requests in one call (the part is held in memory)."""
+    attachment_line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None
+    """What a request's attachments add to its batch line, given them and the bytes of
+    its text, when not all their base64 goes in it (Gemini names files over its inline
+    limit by their upload); None: each attachment's base64."""
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
@@ -593,4 +597,5 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
         attachment_max_bytes=int(getattr(kind, "batch_attachment_max_bytes", 0)
                                  or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
+        attachment_line_bytes=getattr(kind, "batch_attachment_line_bytes", None),
     )
