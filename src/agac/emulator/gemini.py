@@ -3,7 +3,8 @@
 Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_mldev``,
 ``_api_client.upload_file``). Structured output is read from
 ``generationConfig.responseJsonSchema`` or ``responseSchema`` (OpenAPI subset).
-``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``.
+``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``, what the implicit
+prompt cache read (:mod:`.caching`).
 
 Batches are long-running operations named ``batches/<id>`` whose ``metadata.state`` is a
 ``BATCH_STATE_*`` word (the SDK renames it ``JOB_STATE_*``); results live only in
@@ -12,7 +13,8 @@ Batches are long-running operations named ``batches/<id>`` whose ``metadata.stat
 (int64). The Developer API has no cancelling state: a batch being cancelled still says
 ``BATCH_STATE_RUNNING``. Files upload through Google's resumable protocol: ``start``
 returns ``x-goog-upload-url``; chunks answer ``x-goog-upload-status: active`` and the
-``finalize`` chunk ``final`` with ``{"file": …}``. Errors are ``google.rpc.Status`` bodies;
+``finalize`` chunk ``final`` with ``{"file": …}``; uploaded attachments and ``file_data``
+parts are handled in :mod:`.gemini_files`. Errors are ``google.rpc.Status`` bodies;
 a 429 carries a ``QuotaFailure`` detail and, when a wait is known, a ``RetryInfo``.
 """
 
@@ -27,8 +29,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .answers import Answer, answer
+from .answers import Answer, answer, prompt_tokens
+from .caching import gemini_plan
 from .faults import Target
+from .gemini_files import finish_upload, take_files
 from .handling import (
     Rejected,
     attachments,
@@ -36,6 +40,7 @@ from .handling import (
     gate,
     live_latency,
     new_batch,
+    note_cache,
     observe,
     read_json,
     state_of,
@@ -171,11 +176,15 @@ async def _generate(request: Request, model: str) -> Response:
     if not isinstance(body.get("contents"), list):
         return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
                                       "specified")
+    take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema, max_tokens = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
                  max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
+    plan, markers = gemini_plan(model, body, ans.input_tokens)
+    note_cache(request, markers)
+    ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
@@ -206,10 +215,12 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
     items = []
     for key, request_body, metadata in rows:
         take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
+        take_files(state, request_body, error)
         canonical, prompt, schema, max_tokens = _decode(request_body)
+        plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
         items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
                                schema=schema, max_tokens=max_tokens,
-                               extra={"metadata": metadata}))
+                               extra={"metadata": metadata, "cache": markers}, cache=plan))
     return items
 
 
@@ -223,6 +234,8 @@ async def _create_batch(request: Request, model: str) -> Response:
                        Target(model=model, metadata=metadata))
     config = spec.get("inputConfig") or {}
     items = _items(state, model, config)
+    note_cache(request, [{"custom_id": i.custom_id, **i.extra["cache"]} for i in items
+                         if i.extra["cache"]])
     batch_id = uuid.uuid4().hex[:20]
     batch = new_batch(state, fired, batch_id=batch_id, provider=PROVIDER, model=model,
                       items=items, metadata=metadata,
@@ -377,8 +390,8 @@ async def upload(request: Request) -> Response:
         return Response(b"", headers={"x-goog-upload-status": "active"})
     del sessions[request.query_params["upload_id"]]
     file_id = uuid.uuid4().hex[:12]
-    stored = state.add_file(PROVIDER, file_id, session["spec"].get("displayName") or file_id,
-                            "uploaded", b"".join(session["chunks"]), session["mime"])
+    stored = finish_upload(state, file_id, session["spec"].get("displayName") or file_id,
+                           session["mime"], b"".join(session["chunks"]))
     return JSONResponse({"file": file_json(stored, _base(request))},
                         headers={"x-goog-upload-status": "final"})
 
@@ -386,7 +399,7 @@ async def upload(request: Request) -> Response:
 def file_json(stored: StoredFile, base: str) -> dict[str, Any]:
     """A ``File`` resource."""
     body = {"name": f"files/{stored.id}", "displayName": stored.filename,
-            "mimeType": stored.mime_type, "sizeBytes": str(len(stored.content)),
+            "mimeType": stored.mime_type, "sizeBytes": str(stored.size),
             "createTime": _stamp(stored.created_at), "updateTime": _stamp(stored.created_at),
             "expirationTime": _stamp(stored.created_at + 48 * 3600),
             "uri": f"{base}/v1beta/files/{stored.id}", "state": "ACTIVE",

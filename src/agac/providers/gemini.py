@@ -6,6 +6,10 @@ Live calls use ``generateContent`` with ``response_json_schema`` and
 ``response_mime_type: application/json``; a model that rejects the schema (a 400
 naming it) falls back to JSON mode with the schema in the system instruction.
 
+A request whose attachments come to more than the 20 MB inline limit sends its largest
+files through the Files API as ``file_data`` parts, live and in batch lines
+(:mod:`agac.providers._gemini_files`).
+
 Batches use ``batchGenerateContent``: requests go inline when they total under
 20 MB, else as an uploaded JSONL file (``{"key", "request"}`` lines in the REST
 wire form). The batch's ``display_name`` is our idempotency key (for
@@ -37,6 +41,7 @@ from typing import Any
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.media import read_verified
 from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
+from agac.providers._cache_wire import first_user, gemini_cache_name, gemini_minimum, gemini_rest
 from agac.providers._common import (
     dump_line,
     fallback_system,
@@ -46,13 +51,22 @@ from agac.providers._common import (
     require_custom_id,
     resolve_api_key,
     resolve_base_url,
-    spool_jsonl,
+    spool_jsonl_async,
     stopwatch,
     url_path,
 )
 from agac.providers._errors import (
     connection_error,
     transport_errors,
+)
+from agac.providers._gemini_files import (
+    GeminiFiles,
+    Uploaded,
+    lean_delete,
+    lean_upload,
+    line_bytes,
+    sdk_delete,
+    sdk_upload,
 )
 from agac.providers._gemini_wire import (
     api_error,
@@ -67,6 +81,7 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
+    CacheHint,
     ProviderSettings,
     Request,
     Response,
@@ -118,8 +133,16 @@ class GeminiProvider:
     # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
-    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
+    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB; over it, the
+    #: largest as ``file_data`` parts naming their Files API upload (what a line carries).
     attachment_limits = GEMINI_LIMITS
+    batch_attachment_line_bytes = staticmethod(line_bytes)
+
+    @staticmethod
+    def cache_minimum(model: str) -> int:
+        """The fewest prompt tokens Gemini caches for ``model`` (docs/providers.md, Prompt
+        caching): 1,024 for the Flash models, 4,096 for the Pro ones and any other."""
+        return gemini_minimum(model)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -135,6 +158,7 @@ class GeminiProvider:
                                      connections=settings.connections, timeout=self._timeout)
             root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
             self._models_url = f"{root}/{api_version()}/"
+            self._root = root
             self._server_timeouts: dict[float, dict[str, str]] = {}
         if settings.transport == "sdk" or settings.batch:
             self._aio  # noqa: B018 - the SDK is needed: load it now, not at the first call
@@ -143,6 +167,7 @@ class GeminiProvider:
         self._batch_input = str(settings.options.get("batch_input", "auto"))
         self._inline_max = int(settings.options.get("inline_max_bytes", INLINE_MAX_BYTES))
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+        self._files = GeminiFiles()
 
     @property
     def _errors(self) -> Any:
@@ -193,9 +218,16 @@ class GeminiProvider:
     # -- online --------------------------------------------------------------
 
     def _generation(self, request: Request, *, native: bool) -> dict[str, Any]:
-        """Generation settings in the SDK's snake_case form (system included)."""
+        """Generation settings in the SDK's snake_case form (system included). A request
+        that uses an explicit cache (:func:`_explicit_cache`) names it as
+        ``cached_content`` and leaves out the system instruction the cache holds."""
         config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
         system = request.system
+        cache = _explicit_cache(request, native=native)
+        if cache is not None:
+            config["cached_content"] = gemini_cache_name(cache)
+            if cache.system:
+                system = None
         if request.temperature is not None:
             config["temperature"] = request.temperature
         if request.seed is not None:
@@ -226,11 +258,12 @@ class GeminiProvider:
     async def _generate(self, request: Request, *, native: bool) -> Response:
         config = self._generation(request, native=native)
         parse = request.schema is not None
+        uris = await self._file_uris(request) if request.attachments else None
         if self._http is not None:
             seconds = request.timeout if request.timeout is not None else self._timeout
             url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
             with stopwatch() as took:
-                body = await self._http.post(url, _wire_request(request, config),
+                body = await self._http.post(url, _wire_request(request, config, uris=uris),
                                              errors=self._status_error, timeout=seconds,
                                              headers=self._server_timeout(seconds))
             return content_response(body, latency_ms=took[0], parse=parse)
@@ -238,10 +271,35 @@ class GeminiProvider:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=url_path(model_path(request.model)), contents=_contents(request),
+                model=url_path(model_path(request.model)),
+                contents=_contents(request, uris=uris, cached="cached_content" in config),
                 config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
+
+    # -- the Files API (attachments too big to go inline) ----------------------------------
+
+    async def _file_uris(self, request: Request, *, batch: bool = False) -> dict[str, str]:
+        """SHA-256 → URI of the request's files that go through the Files API: none while
+        the request fits inline (:mod:`agac.providers._gemini_files`). Batches upload
+        with the SDK, live calls on their transport."""
+        upload = self._upload_sdk if batch or self._http is None else self._upload_lean
+        return await self._files.uris(request, upload, batch=batch)
+
+    async def _upload_lean(self, att: Attachment) -> Uploaded:
+        assert self._http is not None
+        return await lean_upload(self._http, self._root, api_version(), self._status_error, att)
+
+    async def _upload_sdk(self, att: Attachment) -> Uploaded:
+        with self._translate_errors():
+            return await sdk_upload(self._aio, att)
+
+    async def _delete_file(self, name: str) -> None:
+        if self._http is not None:
+            await lean_delete(self._http, self._root, api_version(), self._status_error, name)
+            return
+        with self._translate_errors():
+            await sdk_delete(self._aio, name)
 
     def _server_timeout(self, seconds: float) -> dict[str, str]:
         """``X-Server-Timeout``, whole seconds rounded up, as the SDK sends it."""
@@ -261,14 +319,15 @@ class GeminiProvider:
         models: set[str] = set()
         size = 0
 
-        def lines() -> Iterator[bytes | list[bytes | Attachment]]:
+        async def lines() -> AsyncIterator[bytes | list[bytes | Attachment]]:
             nonlocal inline, size
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
                 config = self._generation(request, native=self._native_schema(request.model))
                 if request.attachments:  # streamed into the uploaded file, never inline
-                    inline, pieces = None, _attachment_line(custom_id, request, config)
+                    uris = await self._file_uris(request, batch=True)
+                    inline, pieces = None, _attachment_line(custom_id, request, config, uris)
                     size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
                     yield pieces
                     continue
@@ -277,7 +336,7 @@ class GeminiProvider:
                 if inline is not None:
                     inline.append(
                         {
-                            "contents": _contents(request),
+                            "contents": _contents(request, cached="cached_content" in config),
                             "config": config,
                             "metadata": {"key": custom_id},
                         }
@@ -286,7 +345,7 @@ class GeminiProvider:
                         inline = None  # too big to go inline: the file alone is kept
                 yield data
 
-        spooled = spool_jsonl(
+        spooled = await spool_jsonl_async(
             lines(), max_count=BATCH_MAX_REQUESTS, max_bytes=FILE_MAX_BYTES, provider=self.name
         )
         try:
@@ -396,6 +455,7 @@ class GeminiProvider:
         return None
 
     async def aclose(self) -> None:
+        await self._files.close(self._delete_file)  # the live calls' uploads
         if self._http is not None:
             await self._http.aclose()
         if self._sdk_client is not None:
@@ -431,33 +491,65 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None,
+              uris: Mapping[str, str] | None = None, *, cached: bool = False
               ) -> list[dict[str, Any]]:
     """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
     ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
-    file's base64), the REST form ``inlineData``."""
+    file's base64), the REST form ``inlineData``; those uploaded (their SHA-256 in
+    ``uris``) are ``file_data`` parts. ``cached``: an explicit cache holds the first
+    user message's static head, which is left out (a turn left empty goes)."""
+    chat = request.chat
+    if cached and request.cache is not None:
+        first = first_user(chat)
+        if first >= 0:
+            rest = gemini_rest(chat[first], request.cache)
+            kept = [rest] if rest.content or rest.attachments else []
+            chat = [*chat[:first], *kept, *chat[first + 1:]]
     return [
         {"role": "model" if m.role == "assistant" else "user",
          "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
-             m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
-        for m in request.chat
+             m.content, m.attachments, m.position, data or read_verified, rest=data is not None,
+             uris=uris)}
+        for m in chat
     ]
 
 
-def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
-                     ) -> list[bytes | Attachment]:
-    """A batch file line whose attachments' base64 is streamed in from their files."""
+def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
+    """The hint of a request that names an explicit cache, or None. Gemini refuses a
+    system instruction beside ``cachedContent``, so a request whose system instruction
+    the cache does not hold goes whole, without the cache: one asked in JSON mode (its
+    instruction carries the schema) or one whose system prompt reads the record."""
+    hint = request.cache
+    if hint is None or not hint.name or (request.schema is not None and not native):
+        return None
+    if request.system and not hint.system:
+        return None
+    return hint
+
+
+def _attachment_line(custom_id: str, request: Request, config: dict[str, Any],
+                     uris: Mapping[str, str] | None = None) -> list[bytes | Attachment]:
+    """A batch file line whose attachments' base64 is streamed in from their files (those
+    in ``uris``, uploaded, are named by their URI)."""
     blobs = Blobs()
-    return blobs.pieces(dump_line({"key": custom_id,
-                                   "request": _wire_request(request, config, blobs.token)}))
+    return blobs.pieces(dump_line({"key": custom_id, "request": _wire_request(
+        request, config, blobs.token, uris=uris)}))
 
 
 def _wire_request(request: Request, config: dict[str, Any],
-                  data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
+                  data: Callable[[Attachment], str] = live_base64, *,
+                  uris: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
-    and a batch file's line (``data``: a placeholder per attachment there)."""
-    generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
-    wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
+    and a batch file's line (``data``: a placeholder per attachment there; ``uris``:
+    the files uploaded through the Files API)."""
+    apart = ("system_instruction", "cached_content")
+    generation = {_camel(k): v for k, v in config.items() if k not in apart}
+    cached = "cached_content" in config
+    wire: dict[str, Any] = {"contents": _contents(request, data, uris, cached=cached),
+                            "generationConfig": generation}
+    if cached:
+        wire["cachedContent"] = config["cached_content"]
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],
