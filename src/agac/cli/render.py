@@ -464,6 +464,9 @@ def _cost_note(r: dict[str, Any]) -> str:
                if estimated else "usage as the provider reported it")
         notes.append(f"unread: billed by the provider in a batch agac did not read (ended "
                      f"failed/expired/cancelled, or given up); {how}")
+    if r.get("origin") == "hybrid_overlap":
+        notes.append("hybrid_overlap: answered in a batch cancelled to go live (B13) after the "
+                     "record was answered live; billed, not used")
     return "; ".join(notes)
 
 

@@ -163,6 +163,9 @@ class Action:
     run_mode: str | None = "online"
     poll_interval: float | None = None
     batch_deadline: float | None = None
+    live_after: float | None = None
+    """``hybrid: {live_after}`` (B13): seconds after the run's admission when the action's
+    records still in batches are sent live; batch actions only."""
     function: str | None = None
     cache: bool = True
     effect: EffectSpec | None = None
@@ -273,6 +276,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("attachments_position", None)
     else:
         data["attachments"] = list(data["attachments"])
+    if data.get("live_after") is None:
+        data.pop("live_after", None)  # likewise for actions without hybrid (B13)
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import UNREAD_ORIGIN
+from agac.engine.batch.hybrid import OVERLAP_ORIGIN
 from agac.engine.requests import effect_id
 from agac.jsontext import loads
 from agac.keys import record_of
@@ -344,7 +345,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
     saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
     Origin ``unread``: answers the provider billed in a batch agac did not read, with how
-    many of them are ``estimated`` (engine/batch/billing.py)."""
+    many of them are ``estimated`` (engine/batch/billing.py); ``hybrid_overlap``: answers
+    of a batch cancelled to go live for units already answered live (B13)."""
     from agac.providers.base import Usage, server_tool_counts
 
     rows = []
@@ -360,7 +362,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
         c = float(r.cost_usd or 0.0)
         total += c
-        if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
+        if r.tier == "batch" and r.origin not in (UNREAD_ORIGIN, OVERLAP_ORIGIN):
+            # unread and hybrid_overlap answers were paid for, never used: no saving
             saved += max(live_cost - c, 0.0)
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
                "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,

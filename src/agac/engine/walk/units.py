@@ -92,7 +92,8 @@ class _Unit:
             gated=action.approval is not None and ctx.approvals is not None,
             effect=action.effect is not None, cache=action.cache, fresh=ctx.fresh,
             batch=batch is not None, items=batch.items_of(rt, rec.key) if batch else (),
-            carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None)
+            carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None,
+            live=batch is not None and control.is_live(rt.name))
         if batch is not None or action.kind == "tool":
             f.deadline_passed = control.deadline_passed()
             f.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
