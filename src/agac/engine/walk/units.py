@@ -18,6 +18,7 @@ import json
 from typing import TYPE_CHECKING
 
 from agac.engine.actions import is_batched
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import (
     NOT_YET,
     Adopt,
@@ -198,7 +199,10 @@ class _Unit:
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
         assert self.request is not None
-        return await _single_flight(ctx, rt, rec, self.request, self.request_json, fp)
+        settled = await _single_flight(ctx, rt, rec, self.request, self.request_json, fp)
+        if self.facts.live:
+            maybe_crash("hybrid_live")  # B13: a live answer is durable, the next not yet sent
+        return settled
 
     async def _gate(self) -> Settled | None:
         """A1: the gate settles the unit, lets it wait, or lets it act with the approved
