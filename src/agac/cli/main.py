@@ -430,7 +430,7 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
            as_json: bool) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
-    from agac.cli.render import attachment_line
+    from agac.cli.render import attachment_line, cache_line
 
     rows = api.render(workflow, record, action, tenant=tenant)
     if as_json:
@@ -453,6 +453,8 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
                         click.echo("".join(f"{f}\n" for f in files), nl=False)
                 params = {k: v for k, v in r["request"].items() if k not in ("messages",)}
                 click.echo(f"-- params: {json.dumps(params, default=str)}")
+                if r.get("cache"):
+                    click.echo(f"-- cache: {cache_line(r['cache'])}")
             if "inputs" in r:
                 click.echo(f"-- {r['function']}(inputs={json.dumps(r['inputs'], default=str)})")
     return 0

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ProgressView",
     "attachment_line",
+    "cache_line",
     "follow_events",
     "new_table",
     "print_cost",
@@ -553,3 +554,18 @@ def attachment_line(a: dict[str, Any]) -> str:
         extra = f", {a['width']}×{a['height']} px"
     return (f"[file] {a.get('name') or a.get('path')}: {a['media_type']}, {a['size']:,} bytes"
             f"{extra}, sha256:{a['sha256']}")
+
+
+def cache_line(c: dict[str, Any]) -> str:
+    """A rendered request's prompt caching in one line: its static prefix and the hint
+    it carries (``cache: auto`` marks a prefix whose estimate reaches the minimum)."""
+    where = ("the system prompt and " if c["system"] else "") + \
+        f"the first {c['static_chars']:,} characters of the prompt"
+    size = f"static prefix: {where} (~{c['prefix_tokens']:,} tokens)"
+    if c["mode"] == "off":
+        return f"{size}; cache: off, no hint"
+    if c["minimum"] is None:
+        return f"{size}; no hint: agac cannot ask this provider to cache"
+    if not c["hint"]:
+        return f"{size}; no hint (cache: {c['mode']}): under the minimum of {c['minimum']:,}"
+    return f"{size}; hint: cache {c['mode']}, ttl {c['ttl']} (minimum {c['minimum']:,} tokens)"

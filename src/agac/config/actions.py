@@ -20,6 +20,8 @@ from agac.config.keys import (
     AVAILABLE_RUN_MODES,
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
+    CACHE_MODES,
+    CACHE_TTLS,
     CONTEXT_KEYS,
     EFFECT_KEYS,
     FAILURE_POLICIES,
@@ -110,6 +112,8 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
     for key, value in defaults.items():
         if key in raw.own or (key in LLM_ONLY_KEYS and not llm) or key in BATCH_TUNING_KEYS:
             continue
+        if key == "cache" and not llm and isinstance(value, str):
+            continue  # a prompt-cache mode (auto, "off") is for llm actions only
         raw.values[key], raw.origins[key] = value, ("defaults", key)
     if llm and run_mode is not None and "run_mode" not in raw.own:
         raw.values["run_mode"], raw.origins["run_mode"] = run_mode, CLI
@@ -157,7 +161,7 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                            "cache": True, "max_concurrency": 16}
     if "when" in v:
         out["when"] = read_str(f, v["when"], at("when"))
-    if "cache" in v:
+    if "cache" in v and raw.kind != "llm":
         out["cache"] = read_bool(f, v["cache"], at("cache"))
     if "max_concurrency" in v:
         out["max_concurrency"] = read_int(f, v["max_concurrency"], at("max_concurrency"))
@@ -345,6 +349,36 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     out.update(_tuning(f, raw, out["run_mode"]))
     if "hybrid" in v:
         out["live_after"] = _hybrid(f, raw, out["run_mode"])
+    out.update(_cache_fields(f, raw))
+    return out
+
+
+def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    """``cache`` (``off``/``auto``/``on``; YAML reads unquoted ``off``/``on`` as false/true),
+    ``cache_ttl`` (``5m``/``1h``) and ``context_prefix`` (a template, checked with the
+    others) of an llm action."""
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {}
+    if "cache" in v:
+        value = v["cache"]
+        mode = {False: "off", True: "on"}.get(value) if isinstance(value, bool) else \
+            value.strip().lower() if isinstance(value, str) else None
+        if mode in CACHE_MODES:
+            out["cache_mode"] = mode
+        else:
+            f.error("invalid_cache", f"cache {value!r} of action {raw.name!r} is not one of "
+                    f"{', '.join(CACHE_MODES)}", at("cache"),
+                    hint=did_you_mean(str(value), CACHE_MODES) or "cache: auto (the default)")
+    if "cache_ttl" in v:
+        ttl = v["cache_ttl"]
+        if isinstance(ttl, str) and ttl.strip().lower() in CACHE_TTLS:
+            out["cache_ttl"] = ttl.strip().lower()
+        else:
+            f.error("invalid_cache_ttl", f"cache_ttl {ttl!r} of action {raw.name!r} is not one "
+                    f"of {', '.join(CACHE_TTLS)}", at("cache_ttl"),
+                    hint="cache_ttl: 5m (the default), or 1h (Anthropic's longer cache)")
+    if v.get("context_prefix") is not None:
+        out["context_prefix"] = read_str(f, v["context_prefix"], at("context_prefix"))
     return out
 
 

@@ -181,6 +181,16 @@ class Action:
     or a list of them)."""
     attachments_position: str = "before"
     """Where the attachments go: ``before`` or ``after`` the prompt text."""
+    cache_mode: str = "auto"
+    """An llm action's ``cache:`` — ``off``, ``auto`` or ``on`` (docs/workflow-reference.md,
+    Prompt caching). Not ``cache``: that is a tool's reuse of its outputs."""
+    cache_ttl: str = "5m"
+    """How long the provider keeps the cached prefix: ``5m`` or ``1h`` (Anthropic)."""
+    context_prefix: str | None = None
+    """The ``context_prefix:`` template: rendered once per run, from project files."""
+    context_text: str | None = None
+    """That template as rendered at the run's admission (None until then): kept in the run's
+    config snapshot, so a continued run sends the prefix it was admitted with."""
 
     @property
     def is_llm(self) -> bool:
@@ -282,7 +292,19 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
         data["approval"]["approvers"] = list(data["approval"]["approvers"])
+    for key, default in _CACHE_DEFAULTS:
+        if data.get(key) == default:
+            data.pop(key, None)  # likewise for actions that leave prompt caching as it is
     return data
+
+
+_CACHE_DEFAULTS = (("cache_mode", "auto"), ("cache_ttl", "5m"), ("context_prefix", None),
+                   ("context_text", None))
+
+_OUTSIDE_HASH = ("line", "cache_mode", "cache_ttl", "context_text")
+"""Action fields the config hash leaves out: its line, and what changes the requests sent
+but never an answer (decision 0084) — the cache hint, and the rendered ``context_prefix``
+(the run keeps its own; the template itself is hashed)."""
 
 
 def _action_from(data: dict[str, Any]) -> Action:
@@ -313,7 +335,8 @@ def _config_hash(workflow: Workflow) -> str:
     actions = []
     for action in workflow.actions:
         data = _action_dict(action)
-        data.pop("line")
+        for key in _OUTSIDE_HASH:
+            data.pop(key, None)
         actions.append(data)
     source = dataclasses.asdict(workflow.input)
     if not source["records"]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.config.actions import PER_RUN, RawAction, action_fields, merge_action, resolved_run_mode
+from agac.config.caching import check_caching
 from agac.config.durations import DURATION_FORMAT, parse_duration
 from agac.config.environment import check_environment
 from agac.config.fanout import check_fan_outs
@@ -528,6 +529,8 @@ class _Builder:
         else:  # a cycle: no order, but templates are still checked against what they reach
             order, ancestors = raws, reachable_dependencies(raws)
         self._check_templates(order, ancestors, fields, visible)
+        for raw in order:
+            check_caching(f, self.project, raw, fields[raw.name])
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         self._hybrid_deadline(raws, built, deadline)
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,

@@ -18,7 +18,13 @@ Control API (``/_emulator/…``, never counted in the stats):
   batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by
   ``s``, or to the end of its run when the body is empty); ``id`` may be ``batches/…``.
-- ``POST /_emulator/reset`` forgets everything (files, batches, faults, counters, clock).
+- ``GET /_emulator/cache`` → ``{"entries": n}``: the prompt prefixes cached (every
+  provider's, :mod:`.caching`); ``DELETE`` forgets them, so the next request of a prefix
+  writes it again. The markers a request carried (``cache_control`` positions,
+  ``prompt_cache_key``, ``cachedContent``) are in its ``/_emulator/requests`` entry, as
+  ``cache``: a chat call's markers, or a batch's as ``[{"custom_id", …}]``.
+- ``POST /_emulator/reset`` forgets everything (files, batches, faults, counters, the
+  prompt cache, clock).
 """
 
 from __future__ import annotations
@@ -79,6 +85,13 @@ async def _requests(request: Request) -> Response:
         journal.clear()
         return JSONResponse({"requests": []})
     return JSONResponse({"requests": journal.document()})
+
+
+async def _cache(request: Request) -> Response:
+    cache = state_of(request).cache
+    if request.method == "DELETE":
+        cache.clear()
+    return JSONResponse({"entries": len(cache.entries)})
 
 
 async def _clock(request: Request) -> Response:
@@ -217,6 +230,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/stats", _stats, methods=["GET"]),
         Route("/_emulator/stats", _stats_reset, methods=["DELETE"]),
         Route("/_emulator/requests", _requests, methods=["GET", "DELETE"]),
+        Route("/_emulator/cache", _cache, methods=["GET", "DELETE"]),
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),
         Route("/_emulator/models", _models, methods=["POST"]),

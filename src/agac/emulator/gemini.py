@@ -3,7 +3,8 @@
 Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_mldev``,
 ``_api_client.upload_file``). Structured output is read from
 ``generationConfig.responseJsonSchema`` or ``responseSchema`` (OpenAPI subset).
-``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``.
+``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``, what the implicit
+prompt cache read (:mod:`.caching`).
 
 Batches are long-running operations named ``batches/<id>`` whose ``metadata.state`` is a
 ``BATCH_STATE_*`` word (the SDK renames it ``JOB_STATE_*``); results live only in
@@ -27,7 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .answers import Answer, answer
+from .answers import Answer, answer, prompt_tokens
+from .caching import gemini_plan
 from .faults import Target
 from .handling import (
     Rejected,
@@ -36,6 +38,7 @@ from .handling import (
     gate,
     live_latency,
     new_batch,
+    note_cache,
     observe,
     read_json,
     state_of,
@@ -176,6 +179,9 @@ async def _generate(request: Request, model: str) -> Response:
     canonical, prompt, schema, max_tokens = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
                  max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
+    plan, markers = gemini_plan(model, body, ans.input_tokens)
+    note_cache(request, markers)
+    ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
@@ -207,9 +213,10 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
     for key, request_body, metadata in rows:
         take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
         canonical, prompt, schema, max_tokens = _decode(request_body)
+        plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
         items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
                                schema=schema, max_tokens=max_tokens,
-                               extra={"metadata": metadata}))
+                               extra={"metadata": metadata, "cache": markers}, cache=plan))
     return items
 
 
@@ -223,6 +230,8 @@ async def _create_batch(request: Request, model: str) -> Response:
                        Target(model=model, metadata=metadata))
     config = spec.get("inputConfig") or {}
     items = _items(state, model, config)
+    note_cache(request, [{"custom_id": i.custom_id, **i.extra["cache"]} for i in items
+                         if i.extra["cache"]])
     batch_id = uuid.uuid4().hex[:20]
     batch = new_batch(state, fired, batch_id=batch_id, provider=PROVIDER, model=model,
                       items=items, metadata=metadata,

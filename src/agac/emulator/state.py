@@ -19,10 +19,11 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .answers import Answer, answer, fingerprint
+from .caching import CachePlan, PromptCache
 from .faults import FaultBook
 
 __all__ = [
@@ -93,7 +94,8 @@ class BatchItem:
     """One request of a batch, already decoded by its provider module.
 
     ``canonical`` is what the answer and the fingerprint depend on, ``prompt`` what counts
-    as input characters; ``extra`` keeps provider details (Gemini inline ``metadata``).
+    as input characters; ``cache`` what it may read from and write to the prompt cache
+    when it is answered; ``extra`` keeps provider details (Gemini inline ``metadata``).
     """
 
     custom_id: str
@@ -106,6 +108,7 @@ class BatchItem:
     reply: dict[str, Any] | None = None
     error: ItemError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cache: CachePlan | None = None
 
 
 @dataclass(frozen=True)
@@ -200,8 +203,10 @@ class Journal:
     and the client's address (``host:port``, one per connection), so that a test can
     compare what two clients sent for the same request and see connections reused.
 
-    Only ``chat`` requests keep their body (raw bytes, decoded when read). At most
-    ``size`` entries are kept, oldest dropped first.
+    Only ``chat`` requests keep their body (raw bytes, decoded when read). The provider
+    module adds ``cache``, the prompt-caching markers it saw, to an entry whose request
+    carried any (:func:`~agac.emulator.handling.note_cache`). At most ``size`` entries
+    are kept, oldest dropped first.
     """
 
     def __init__(self, size: int = 1000) -> None:
@@ -209,10 +214,13 @@ class Journal:
 
     def add(self, provider: str, op: str, method: str, path: str, query: str,
             headers: list[tuple[bytes, bytes]], body: bytes | None, client: str, *,
-            raw_path: str = "") -> None:
-        self.entries.append({"provider": provider, "op": op, "method": method, "path": path,
-                             "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
-                             "client": client})
+            raw_path: str = "") -> dict[str, Any]:
+        """Keep one request; the entry is returned for its handler to annotate."""
+        entry = {"provider": provider, "op": op, "method": method, "path": path,
+                 "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
+                 "client": client}
+        self.entries.append(entry)
+        return entry
 
     def clear(self) -> None:
         self.entries.clear()
@@ -245,6 +253,8 @@ class EmulatorState:
         self.faults = FaultBook()
         self.stats = Stats()
         self.journal = Journal()
+        #: Every provider's cached prompt prefixes (:mod:`.caching`).
+        self.cache = PromptCache()
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, Batch] = {}
         #: open resumable uploads (Gemini): upload id -> {"chunks", "spec", "mime"}.
@@ -256,11 +266,13 @@ class EmulatorState:
         self.models: dict[str, dict[str, Any]] = {}
 
     def reset(self) -> None:
-        """Forget everything: files, batches, faults, counters and the clock offset."""
+        """Forget everything: files, batches, faults, counters, the prompt cache and the
+        clock offset."""
         self.clock = Clock()
         self.faults = FaultBook()
         self.stats = Stats()
         self.journal.clear()
+        self.cache.clear()
         self.files.clear()
         self.batches.clear()
         self.uploads.clear()
@@ -336,9 +348,18 @@ class EmulatorState:
         batch.ended_at = self.clock.now()
 
     def answer_item(self, batch: Batch, item: BatchItem) -> Answer:
-        return answer(provider=batch.provider, model=item.model, body=item.canonical,
-                      prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
-                      seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
+        found = answer(provider=batch.provider, model=item.model, body=item.canonical,
+                       prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
+                       seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
+        return self.cached(found, item.cache)
+
+    def cached(self, found: Answer, plan: CachePlan | None) -> Answer:
+        """``found`` with what its request read from and wrote to the prompt cache now."""
+        use = self.cache.use(plan, self.clock.now())
+        if not (use.read or use.written):
+            return found
+        return replace(found, cached_tokens=use.read, cache_write_5m=use.write_5m,
+                       cache_write_1h=use.write_1h)
 
     def stats_document(self) -> dict[str, Any]:
         """The ``GET /_emulator/stats`` body (issue 3's format)."""

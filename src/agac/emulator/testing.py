@@ -123,6 +123,14 @@ class RunningEmulator:
         first (see :mod:`.app`)."""
         return list(self._call("GET", "/_emulator/requests")["requests"])
 
+    def cache(self) -> dict[str, Any]:
+        """``GET /_emulator/cache``: how many prompt prefixes are cached."""
+        return self._call("GET", "/_emulator/cache")
+
+    def clear_cache(self) -> dict[str, Any]:
+        """``DELETE /_emulator/cache``: forget every cached prompt prefix."""
+        return self._call("DELETE", "/_emulator/cache")
+
     def reset_stats(self) -> dict[str, Any]:
         """``DELETE /_emulator/stats``: zero the counters."""
         return self._call("DELETE", "/_emulator/stats")

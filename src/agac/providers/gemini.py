@@ -37,6 +37,7 @@ from typing import Any
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.media import read_verified
 from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
+from agac.providers._cache_wire import first_user, gemini_cache_name, gemini_minimum, gemini_rest
 from agac.providers._common import (
     dump_line,
     fallback_system,
@@ -67,6 +68,7 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
+    CacheHint,
     ProviderSettings,
     Request,
     Response,
@@ -120,6 +122,12 @@ class GeminiProvider:
     batch_max_bytes = FILE_MAX_BYTES
     #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
     attachment_limits = GEMINI_LIMITS
+
+    @staticmethod
+    def cache_minimum(model: str) -> int:
+        """The fewest prompt tokens Gemini caches for ``model`` (docs/providers.md, Prompt
+        caching): 1,024 for the Flash models, 4,096 for the Pro ones and any other."""
+        return gemini_minimum(model)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -193,9 +201,16 @@ class GeminiProvider:
     # -- online --------------------------------------------------------------
 
     def _generation(self, request: Request, *, native: bool) -> dict[str, Any]:
-        """Generation settings in the SDK's snake_case form (system included)."""
+        """Generation settings in the SDK's snake_case form (system included). A request
+        that uses an explicit cache (:func:`_explicit_cache`) names it as
+        ``cached_content`` and leaves out the system instruction the cache holds."""
         config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
         system = request.system
+        cache = _explicit_cache(request, native=native)
+        if cache is not None:
+            config["cached_content"] = gemini_cache_name(cache)
+            if cache.system:
+                system = None
         if request.temperature is not None:
             config["temperature"] = request.temperature
         if request.seed is not None:
@@ -238,8 +253,8 @@ class GeminiProvider:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=url_path(model_path(request.model)), contents=_contents(request),
-                config=config,
+                model=url_path(model_path(request.model)),
+                contents=_contents(request, cached="cached_content" in config), config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
 
@@ -277,7 +292,7 @@ class GeminiProvider:
                 if inline is not None:
                     inline.append(
                         {
-                            "contents": _contents(request),
+                            "contents": _contents(request, cached="cached_content" in config),
                             "config": config,
                             "metadata": {"key": custom_id},
                         }
@@ -431,17 +446,35 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
-              ) -> list[dict[str, Any]]:
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None, *,
+              cached: bool = False) -> list[dict[str, Any]]:
     """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
     ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
-    file's base64), the REST form ``inlineData``."""
+    file's base64), the REST form ``inlineData``. ``cached``: an explicit cache holds
+    the first user message's static head, which is left out (a turn left empty goes)."""
+    chat = request.chat
+    if cached and request.cache is not None:
+        first = first_user(chat)
+        if first >= 0:
+            rest = gemini_rest(chat[first], request.cache)
+            kept = [rest] if rest.content or rest.attachments else []
+            chat = [*chat[:first], *kept, *chat[first + 1:]]
     return [
         {"role": "model" if m.role == "assistant" else "user",
          "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
              m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
-        for m in request.chat
+        for m in chat
     ]
+
+
+def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
+    """The hint of a request that names an explicit cache, or None. A request asked in
+    JSON mode (its system instruction carries the schema, which the cache does not)
+    goes whole, without the cache."""
+    hint = request.cache
+    if hint is None or not hint.name or (request.schema is not None and not native):
+        return None
+    return hint
 
 
 def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
@@ -456,8 +489,13 @@ def _wire_request(request: Request, config: dict[str, Any],
                   data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
     and a batch file's line (``data``: a placeholder per attachment there)."""
-    generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
-    wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
+    apart = ("system_instruction", "cached_content")
+    generation = {_camel(k): v for k, v in config.items() if k not in apart}
+    cached = "cached_content" in config
+    wire: dict[str, Any] = {"contents": _contents(request, data, cached=cached),
+                            "generationConfig": generation}
+    if cached:
+        wire["cachedContent"] = config["cached_content"]
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],

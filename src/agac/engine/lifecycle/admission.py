@@ -23,6 +23,7 @@ from agac.engine.lifecycle.snapshots import (
     input_source,
     snapshot_input,
 )
+from agac.engine.prefixes import context_texts, with_context_texts
 from agac.errors import InputObjectsChanged, RefusedError, UsageError
 from agac.jsontext import loads
 from agac.keys import ESCAPED_KEYS
@@ -177,6 +178,9 @@ def new_run_id(now: float) -> str:
 
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
               *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
+    original = store.get_run(retry_of) if retry_of is not None else None
+    workflow = with_context_texts(workflow, project.root,
+                                  context_texts(original.config) if original else None)
     if snapshot is None:
         snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
                                   tenant=options.tenant)
@@ -272,8 +276,9 @@ def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, 
     either."""
     prior_row = store.get_run(prior)
     if prior_row is None or prior_row.config_hash != workflow.config_hash \
-            or prior_row.snapshot_id != snapshot_id or older_keys(store, prior_row):
-        return 0
+            or prior_row.snapshot_id != snapshot_id or older_keys(store, prior_row) \
+            or context_texts(prior_row.config) != context_texts(workflow):
+        return 0  # (a context_prefix's files changed: its requests are new)
     redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
     redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
     redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}
