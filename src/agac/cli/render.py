@@ -206,6 +206,9 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
+    for action, h in (summary.get("hybrid") or {}).items():  # B13
+        click.echo(f"  {action} {'went' if h['switched'] else 'goes'} live at "
+                   f"{when(h['live_at'])} (hybrid)")
     _print_shards(summary)
     _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import UNREAD_ORIGIN
-from agac.engine.batch.hybrid import OVERLAP_ORIGIN
+from agac.engine.batch.hybrid import LIVE_STATE, OVERLAP_ORIGIN
 from agac.engine.requests import effect_id
 from agac.jsontext import loads
 from agac.keys import record_of
@@ -87,6 +87,8 @@ class RunSummary(_AsMapping):
     awaiting_approval: dict[str, Any] | None = None
     """A1: units waiting on people (counted in ``pending``), with the first proposals."""
     deadline_at: float | None = None
+    hybrid: dict[str, dict[str, Any]] | None = None
+    """B13: per hybrid action, the instant it goes live and whether it switched."""
     budget: dict[str, Any] | None = None
     advice: tuple[dict[str, Any], ...] = ()
     error: dict[str, Any] | None = None
@@ -106,6 +108,8 @@ class RunSummary(_AsMapping):
             out["awaiting_approval"] = self.awaiting_approval
         if self.deadline_at is not None:
             out["deadline_at"] = self.deadline_at
+        if self.hybrid:
+            out["hybrid"] = self.hybrid
         if self.budget is not None:
             out["budget"] = self.budget
         if self.advice:
@@ -191,13 +195,16 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
 
         usd, tokens = spent_by(store, run)
         budget = {**settings.budget.to_dict(), "spent_usd": round(usd, 6), "spent_tokens": tokens}
+    states = store.action_states(run.id)
     error = run.error or "; ".join(
-        why for state, why in store.action_states(run.id).values() if state == "failed" and why)
+        why for state, why in states.values() if state == "failed" and why)
+    hybrid = {a: {"live_at": at, "switched": states.get(a, ("", None))[0] == LIVE_STATE}
+              for a, at in settings.live_at.items()}
     summary = RunSummary(
         run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
         retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
         waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
-        deadline_at=settings.deadline_at, budget=budget,
+        deadline_at=settings.deadline_at, hybrid=hybrid or None, budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None)
     return replace(summary, next=next_command(summary, config))
