@@ -85,7 +85,7 @@ tenant_option = click.option(
          "AGAC_TENANT, else tenant: in agac.yml, else default).")
 
 run_mode_option = click.option("--run-mode", type=str, default=None,
-                               help="online|batch for every llm action without its own.")
+                               help="online|batch|auto for every llm action without its own.")
 poll_interval_option = click.option(
     "--poll-interval", metavar="D", default=None, callback=_duration,
     help="How often batched actions without their own poll_interval ask the provider (30s, 5m).")
@@ -520,7 +520,7 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @json_option
 @command
 def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
-    """Cost per action and model, live vs batch, and what batch saved."""
+    """Cost per action and model, live vs batch, and what batch and caching saved."""
     from agac import api
     from agac.cli.render import print_cost
 

@@ -206,6 +206,8 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
+    for name, choice in (summary.get("auto_modes") or {}).items():
+        click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
     for action, h in (summary.get("hybrid") or {}).items():  # B13
         click.echo(f"  {action} {'went' if h['switched'] else 'goes'} live at "
                    f"{when(h['live_at'])} (hybrid)")
@@ -391,7 +393,8 @@ def _last_line(text: str) -> str:
 
 def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
-               f" (batch saved ${doc['batch_saved_usd']:.6f})")
+               f" (batch saved ${doc['batch_saved_usd']:.6f}, cache saved "
+               f"${doc.get('cache_saved_usd', 0.0):.6f})")
     rows = doc["rows"]
     # Columns that only appear when some row has a count in them: the table stays narrow.
     inputs = [(k, label) for k, label in _INPUT_COLUMNS if any(r.get(k) for r in rows)]
@@ -521,13 +524,23 @@ def _age(seconds: float) -> str:
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
     table = new_table("action", "kind", "mode", "units>", "requests>", "reusable>",
-                      "input tokens>", "output tokens>", "online>", "batch>")
+                      "input tokens>", "output tokens>", "online>", "batch>", "online cached>",
+                      "batch cached>")
     for name, a in doc["actions"].items():
-        table.add_row(name, a["kind"], a["run_mode"] or "", f"{a['units']:,}",
+        cost = a["cost_usd"]
+        table.add_row(name, a["kind"], _plan_mode(a), f"{a['units']:,}",
                       f"{a['requests']:,}", f"{a['reusable']:,}", f"{a['input_tokens']:,}",
-                      f"{a['output_tokens']:,}", f"${a['cost_usd']['online']:.4f}",
-                      f"${a['cost_usd']['batch']:.4f}")
+                      f"{a['output_tokens']:,}", f"${cost['online']:.4f}", f"${cost['batch']:.4f}",
+                      f"${cost['online_cached']:.4f}", f"${cost['batch_cached']:.4f}")
     print_table(table)
+    for name, a in doc["actions"].items():
+        if a.get("mode_why"):
+            click.echo(f"  {name}: run_mode auto would choose {a['mode']} now ({a['mode_why']})")
+    prefixes = [f"{n} {a['cache_prefix_tokens']:,}" for n, a in doc["actions"].items()
+                if a.get("cache_prefix_tokens")]
+    click.echo("  cached: " + (f"static prefix tokens {', '.join(prefixes)}; the first request "
+                               "writes the cache, every later one reads it" if prefixes else
+                               "no action has a static prefix to cache (same cost)"))
     unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
     if unknown:
         click.echo(f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "
@@ -536,7 +549,8 @@ def print_plan(doc: dict[str, Any]) -> None:
     c = doc["cost_usd"]
     click.echo(f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
                f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
-               f"${c['batch']:.4f}, as configured ${c['as_configured']:.4f}")
+               f"${c['batch']:.4f}, online cached ${c['online_cached']:.4f}, batch cached "
+               f"${c['batch_cached']:.4f}, as configured ${c['as_configured']:.4f}")
     if doc.get("budget"):
         b = doc["budget"]
         verdict = "within" if doc["within_budget"] else "OVER"
@@ -545,6 +559,12 @@ def print_plan(doc: dict[str, Any]) -> None:
                       "; `agac run` refuses it unless --allow-over-estimate"))
     if doc.get("estimates"):
         click.echo(f"estimated: {doc['estimates']}")
+
+
+def _plan_mode(action: dict[str, Any]) -> str:
+    """``batch``, ``online``, or ``auto → batch`` for an action whose mode auto chooses."""
+    mode = action.get("mode") or action["run_mode"] or ""
+    return f"auto → {mode}" if action["run_mode"] == "auto" else mode
 
 
 def attachment_line(a: dict[str, Any]) -> str:

@@ -56,6 +56,7 @@ from agac.config.values import (
 )
 
 __all__ = [
+    "AUTO_BATCH_MIN_RECORDS",
     "BATCH_DEFAULTS",
     "PER_RUN",
     "RawAction",
@@ -66,7 +67,10 @@ __all__ = [
 ]
 
 BATCH_DEFAULTS = {"poll_interval": 300.0, "batch_deadline": 25 * 3600.0}
-"""Batch tuning for a batch action that sets none (B11)."""
+"""Batch tuning for a batch (or ``auto``) action that sets none (B11)."""
+
+AUTO_BATCH_MIN_RECORDS = 500
+"""``run_mode: auto`` runs an action in batch from this many input records on."""
 
 CLI = ("--run-mode",)
 """Origin marker of a value that came from the run's ``--run-mode``."""
@@ -104,8 +108,9 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
     """Fill ``raw.values``: the action's own keys, else the run's ``run_mode`` (llm
     actions only), else ``defaults`` that apply to its kind.
 
-    Batch tuning fills only an action that ends up batched: its own value, else the
-    run's ``tuning`` (seconds, already checked), else the one in ``defaults``.
+    Batch tuning fills only an action that ends up batched — or may, with ``auto`` —:
+    its own value, else the run's ``tuning`` (seconds, already checked), else the one in
+    ``defaults``.
     """
     tuning = tuning or {}
     llm = raw.kind == "llm"
@@ -119,7 +124,7 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
         raw.values["run_mode"], raw.origins["run_mode"] = run_mode, CLI
     for key, value in raw.own.items():
         raw.values[key], raw.origins[key] = value, raw.path + (key,)
-    if llm and resolved_run_mode(raw.values.get("run_mode")) == "batch":
+    if llm and resolved_run_mode(raw.values.get("run_mode")) in ("batch", "auto"):
         for key in BATCH_TUNING_KEYS - raw.own.keys():
             if key in tuning:
                 raw.values[key], raw.origins[key] = tuning[key], PER_RUN[key]
@@ -128,7 +133,8 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
 
 
 def resolved_run_mode(value: Any) -> str | None:
-    """``online``/``batch`` for a valid spelling (any case), ``online`` when unset, else None."""
+    """``online``/``batch``/``auto`` for a valid spelling (any case), ``online`` when unset,
+    else None."""
     if value is None:
         return "online"
     if isinstance(value, str) and value.strip().lower() in RUN_MODES:
@@ -347,6 +353,7 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                                               "attachments_position")
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
+    out["auto_batch_min_records"] = _auto_threshold(f, raw, out["run_mode"])
     if "hybrid" in v:
         out["live_after"] = _hybrid(f, raw, out["run_mode"])
     out.update(_cache_fields(f, raw))
@@ -384,17 +391,17 @@ def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
 
 def _hybrid(f: Findings, raw: RawAction, mode: str | None) -> float | None:
     """``hybrid: {live_after: <duration>}`` (B13): how long after the run's admission the
-    action's records still in batches go live. Batch actions only; the run's ``deadline``
-    is checked against it once the whole file is read."""
+    action's records still in batches go live. Batch (or auto) actions only; the run's
+    ``deadline`` is checked against it once the whole file is read."""
     where = raw.origin("hybrid")
     body = read_mapping(f, raw.values["hybrid"], where)
     if body is None:
         return None
     f.unknown_keys(body, HYBRID_KEYS, where, "hybrid")
-    if mode != "batch":
+    if mode not in ("batch", "auto"):
         f.error("invalid_hybrid", f"hybrid is set on action {raw.name!r}, whose run_mode is "
                 f"{mode}", where, hint="hybrid switches a batch action live; it needs "
-                "run_mode: batch")
+                "run_mode: batch (or auto, when auto chooses batch)")
         return None
     if "live_after" not in body:
         f.error("invalid_hybrid", f"hybrid of action {raw.name!r} needs live_after", where,
@@ -432,11 +439,28 @@ def _run_mode(f: Findings, raw: RawAction) -> str | None:
     who = "" if origin[:1] == ("defaults",) else f" (action {raw.name!r})"
     if mode is None:
         f.error("unsupported_run_mode", f"{source} {value!r} is not one of "
-                f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online or batch")
+                f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online, batch or auto")
     elif mode not in AVAILABLE_RUN_MODES:
         f.error("not_available_yet", f"{source} {mode!r} is not available in this version of "
                 f"agac{who}", where, hint=f"use run_mode: {min(AVAILABLE_RUN_MODES)}")
     return mode
+
+
+def _auto_threshold(f: Findings, raw: RawAction, mode: str | None) -> int | None:
+    """``auto_batch_min_records`` of an ``auto`` action (default 500), else None. Written on
+    an action whose mode is not ``auto`` it would do nothing: an error; from ``defaults:``
+    it fills only the ``auto`` actions."""
+    key = "auto_batch_min_records"
+    value = None
+    if key in raw.values:
+        value = read_int(f, raw.values[key], raw.origin(key))
+    if key in raw.own and mode in ("online", "batch"):
+        f.error("auto_threshold_without_auto", f"{key} is set on action {raw.name!r}, whose "
+                f"run_mode is {mode}", raw.origin(key),
+                hint="it applies to run_mode: auto only; drop it or write run_mode: auto")
+    if mode != "auto":
+        return None
+    return value if key in raw.values else AUTO_BATCH_MIN_RECORDS
 
 
 def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
@@ -451,9 +475,9 @@ def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
             f.error("tuning_without_batch", f"{key} is set on action {raw.name!r}, whose "
                     "run_mode is online", raw.origin(key),
                     hint="batch tuning applies to run_mode: batch; check the run_mode spelling")
-        if mode == "batch" and out[key] is None:
+        if mode in ("batch", "auto") and out[key] is None:
             out[key] = BATCH_DEFAULTS[key]
-        if mode != "batch":
+        if mode not in ("batch", "auto"):
             out[key] = None
     return out
 

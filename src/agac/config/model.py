@@ -134,7 +134,7 @@ class Action:
     """One resolved step. Llm-only fields (``model`` … ``batch_deadline``) are None on tools.
 
     ``poll_interval`` and ``batch_deadline`` are set (seconds) only when ``run_mode`` is
-    ``batch``. ``ancestors`` is every action this one depends on, transitively, in the
+    ``batch`` or ``auto``. ``ancestors`` is every action this one depends on, transitively, in the
     workflow's topological order: exactly the names a template of this action may read.
     """
 
@@ -166,6 +166,11 @@ class Action:
     live_after: float | None = None
     """``hybrid: {live_after}`` (B13): seconds after the run's admission when the action's
     records still in batches are sent live; batch actions only."""
+    auto_batch_min_records: int | None = None
+    """``run_mode: auto``: batch from this many input records on (set only for ``auto``)."""
+    auto_choice: str | None = None
+    """In a run's config only: why ``run_mode: auto`` chose this action's ``run_mode``
+    (then ``online`` or ``batch``) at admission; None when the file chose it."""
     function: str | None = None
     cache: bool = True
     effect: EffectSpec | None = None
@@ -288,6 +293,9 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data["attachments"] = list(data["attachments"])
     if data.get("live_after") is None:
         data.pop("live_after", None)  # likewise for actions without hybrid (B13)
+    for key in ("auto_batch_min_records", "auto_choice"):
+        if data.get(key) is None:
+            data.pop(key, None)  # likewise for actions that are not run_mode: auto
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:

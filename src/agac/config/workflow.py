@@ -426,9 +426,9 @@ class _Builder:
                              hint="live_after must be shorter than deadline")
 
     def _unused_tuning(self, raws: list[RawAction]) -> None:
-        """Warn when the run's tuning fills nothing: no action ends up batched."""
+        """Warn when the run's tuning fills nothing: no action ends up (or may end up) batched."""
         if not self.tuning or any(
-            r.kind == "llm" and resolved_run_mode(r.values.get("run_mode")) == "batch"
+            r.kind == "llm" and resolved_run_mode(r.values.get("run_mode")) in ("batch", "auto")
             for r in raws
         ):
             return

@@ -36,7 +36,9 @@ __all__ = [
     "CachePlan",
     "CacheUse",
     "PromptCache",
+    "anthropic_minimum",
     "anthropic_plan",
+    "gemini_minimum",
     "gemini_plan",
     "openai_plan",
 ]
@@ -59,6 +61,16 @@ _GEMINI = (("gemini-2.5-flash", 1024), ("gemini-3-flash", 1024),
 def _minimum(table: tuple[tuple[str, int], ...], model: str, default: int) -> int:
     name = model.lower().removeprefix("models/")
     return next((tokens for prefix, tokens in table if name.startswith(prefix)), default)
+
+
+def anthropic_minimum(model: str) -> int:
+    """The fewest prompt tokens the emulated Anthropic caches for ``model``."""
+    return _minimum(_ANTHROPIC, model, 1024)
+
+
+def gemini_minimum(model: str) -> int:
+    """The fewest prompt tokens the emulated Gemini caches for ``model``."""
+    return _minimum(_GEMINI, model, 4096)
 
 
 @dataclass(frozen=True)
@@ -159,14 +171,16 @@ def anthropic_plan(model: str, body: dict[str, Any]) -> tuple[CachePlan | None, 
     digest = hashlib.sha256(model.encode())
     chars = attached = 0
     top = body.get("cache_control")
-    for index, (where, unit) in enumerate(units):
+    for index, (path, unit) in enumerate(units):
         control = unit.get("cache_control") if isinstance(unit, dict) else None
+        where = path
         if control is None and isinstance(top, dict) and index == len(units) - 1:
             control, where = top, "cache_control"
         plain = {k: v for k, v in unit.items() if k != "cache_control"} \
             if isinstance(unit, dict) else unit
-        digest.update(json.dumps(plain, sort_keys=True).encode())
-        if where != "tools":
+        # A prefix is its blocks where they stand (the marker itself is not part of it).
+        digest.update(json.dumps([path, plain], sort_keys=True).encode())
+        if path != "tools":
             chars += text_chars(plain)
             attached += attachment_tokens(plain)
         if isinstance(control, dict):
@@ -176,8 +190,7 @@ def anthropic_plan(model: str, body: dict[str, Any]) -> tuple[CachePlan | None, 
     markers = {"cache_control": marks} if marks else {}
     if not breakpoints:
         return None, markers
-    minimum = _minimum(_ANTHROPIC, model, 1024)
-    return CachePlan(minimum, breakpoints=tuple(breakpoints)), markers
+    return CachePlan(anthropic_minimum(model), breakpoints=tuple(breakpoints)), markers
 
 
 def _implicit(namespace: str, pieces: list[tuple[str, Any]], total: int,
@@ -258,4 +271,4 @@ def gemini_plan(model: str, body: dict[str, Any], total: int
             pieces.append(("mark", c.get("role")))
             _content_pieces(c.get("parts"), pieces)
     namespace = json.dumps(["gemini", model.removeprefix("models/"), name])
-    return _implicit(namespace, pieces, total, _minimum(_GEMINI, model, 4096)), markers
+    return _implicit(namespace, pieces, total, gemini_minimum(model)), markers

@@ -37,7 +37,6 @@ class ContextFileError(RenderError):
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.code = code
-        self.reason = code
         self.hint = hint
 
 

@@ -1,7 +1,8 @@
-"""Prompt caching end to end: an action whose runtime carries a cache hint (``rt.cache``,
-set here as the run's assembly would set it for ``cache: auto``) sends its markers on
-every call, and the cache reads and writes the provider reports land in the cost ledger
-(``agac cost --json``) and in each attempt — on both transports.
+"""Prompt caching end to end: an action under ``cache: auto`` (the default) whose static
+prefix — its system prompt and the prompt's literal head — is long enough sends its
+markers on every call, and the cache reads and writes the provider reports land in the
+cost ledger (``agac cost --json``) and in each attempt, on both transports; under
+``cache: off`` nothing is marked or cached.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import pytest
 from e2e_support import MODELS, project_yml, reviews
 
 from agac import api
-from agac.engine.lifecycle import assembly
-from agac.providers.base import CacheHint
 from agac.testing import write_project
 
 SYSTEM = "You label product reviews by their sentiment and give a score from 0 to 10. " * 60
@@ -23,33 +22,17 @@ HEAD = "Classify this review: "
 RECORDS = 4
 
 
-def _workflow(model: str) -> str:
+def _workflow(model: str, cache: str = "auto") -> str:
     return "\n".join([
         "name: triage",
         "input: {path: data/, id_field: id}",
-        f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s}}",
+        f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s,",
+        f'            cache: "{cache}"}}',
         "actions:",
         "  - name: classify",
         f'    system: "{SYSTEM}"',
         f'    prompt: "{HEAD}{{{{ source.text }}}}"',
     ]) + "\n"
-
-
-@pytest.fixture
-def hinted(monkeypatch: pytest.MonkeyPatch) -> CacheHint:
-    """Every llm action's runtime carries this hint (the system prompt and the prompt's
-    literal head are static)."""
-    hint = CacheHint(static_chars=len(HEAD), key="agac-triage-classify")
-    original = assembly.build_runtime
-
-    def build(*args: Any, **kwargs: Any) -> Any:
-        rt = original(*args, **kwargs)
-        if rt.action.kind == "llm":
-            rt.cache = hint
-        return rt
-
-    monkeypatch.setattr(assembly, "build_runtime", build)
-    return hint
 
 
 def _ledger(project: Path) -> tuple[int, int]:
@@ -59,7 +42,7 @@ def _ledger(project: Path) -> tuple[int, int]:
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_cache_reads_and_writes_land_in_the_ledger(
-    provider: str, hinted: CacheHint, emulator: Any, project: Path
+    provider: str, emulator: Any, project: Path
 ) -> None:
     write_project(project, _workflow(f"{provider}/{MODELS[provider]}"), agac_yml=project_yml(),
                   data={"data/reviews.jsonl": reviews(RECORDS)})
@@ -75,7 +58,8 @@ def test_cache_reads_and_writes_land_in_the_ledger(
         prefix = math.ceil((len(SYSTEM) + len(HEAD)) / 4)
         assert _ledger(project) == ((RECORDS - 1) * prefix, prefix)
     else:
-        assert all(c["cache"] == {"prompt_cache_key": hinted.key} for c in chats)
+        keys = {c["cache"]["prompt_cache_key"] for c in chats}
+        assert len(keys) == 1 and all(keys)  # one key for every request sharing the prefix
         cached, written = _ledger(project)
         assert written == 0 and cached >= (RECORDS - 1) * 1024
     attempts = [a for key in (f"r{i:03d}" for i in range(RECORDS))
@@ -84,9 +68,9 @@ def test_cache_reads_and_writes_land_in_the_ledger(
     assert sum(a["cached_tokens"] for a in attempts) == _ledger(project)[0]
 
 
-def test_without_a_hint_nothing_is_marked_or_cached_on_anthropic(emulator: Any,
-                                                                 project: Path) -> None:
-    write_project(project, _workflow(f"anthropic/{MODELS['anthropic']}"),
+def test_under_cache_off_nothing_is_marked_or_cached_on_anthropic(emulator: Any,
+                                                                  project: Path) -> None:
+    write_project(project, _workflow(f"anthropic/{MODELS['anthropic']}", cache="off"),
                   agac_yml=project_yml(), data={"data/reviews.jsonl": reviews(RECORDS)})
 
     assert api.run("triage", project).summary["state"] == "succeeded"

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from provider_support import BATCH_SECONDS, MODELS, is_model_call, poll_until
+from provider_support import BATCH_SECONDS, MODELS, SCHEMA, is_model_call, poll_until
 
 from agac.providers.base import CacheHint, Message, Request, Response, StoredRequests
 
@@ -170,6 +171,17 @@ async def test_gemini_explicit_cache_names_it_and_sends_only_the_rest(
     assert "systemInstruction" not in body
     assert body["contents"] == [{"role": "user",
                                  "parts": [{"text": "Review: the blender works well."}]}]
+
+
+async def test_gemini_in_json_mode_goes_whole_without_the_explicit_cache(
+    make_provider: Any, emulator: Any
+) -> None:
+    request = replace(_request("gemini", hint=_hint(name="abc123")), schema=SCHEMA)
+    await make_provider("gemini", structured_output="json_mode").complete(request)
+    body = _chats(emulator)[-1]["body"]
+    assert "cachedContent" not in body
+    assert SYSTEM in body["systemInstruction"]["parts"][0]["text"]
+    assert body["contents"][0]["parts"][0]["text"].startswith(STATIC)
 
 
 # -- without a hint ----------------------------------------------------------

@@ -12,10 +12,12 @@ import secrets
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agac.config.project import store_url
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
+from agac.engine.lifecycle.modes import ModeChoice, keep_choices, resolve_auto
 from agac.engine.lifecycle.snapshots import (
     InputSnapshot,
     current_snapshot_id,
@@ -197,8 +199,10 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         if workflow.budget is not None:
             settings = replace(settings, budget=Budget(workflow.budget.usd, workflow.budget.tokens))
         if workflow.deadline is not None:
-            settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline,
-                               live_at=_live_at(workflow, store.clock.time()))
+            settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline)
+    workflow, choices = _chosen_modes(project, store, workflow, snapshot, settings, retry_of)
+    if workflow.deadline is not None and retry_of is None:
+        settings = replace(settings, live_at=_live_at(workflow, store.clock.time()))
     if settings.budget is not None and retry_of is None:
         _admission_estimate(project, store, workflow, snapshot, options, settings.budget)
     store.create_run(
@@ -215,10 +219,29 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     if snapshot.empty_files:
         admitted["empty_files"] = list(snapshot.empty_files)
     store.checkpoint(run_event(run_id, "run_admitted", admitted, store.clock.time()))
+    for choice in choices:
+        store.checkpoint(run_event(run_id, "run_mode_chosen", choice.as_event(),
+                                   store.clock.time(), action=choice.action))
     run = store.get_run(run_id)
     assert run is not None
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
     return run
+
+
+def _chosen_modes(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,
+                  settings: RunSettings, retry_of: str | None,
+                  ) -> tuple[Workflow, list[ModeChoice]]:
+    """The workflow as this run executes it: each ``run_mode: auto`` action online or
+    batch, chosen now over the snapshot's records and the time left to the deadline (a
+    retry keeps the choices of the run it retries)."""
+    if retry_of is not None:
+        original = store.get_run(retry_of)
+        assert original is not None
+        workflow = keep_choices(workflow, original.config.get("actions", []))
+    now = store.clock.time()
+    remaining = None if settings.deadline_at is None else settings.deadline_at - now
+    return resolve_auto(workflow, snapshot.count, remaining=remaining,
+                        durable=store_url(project) != "memory")
 
 
 def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> RunSettings:
@@ -237,8 +260,10 @@ def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> 
 
 
 def _live_at(workflow: Workflow, now: float) -> dict[str, float]:
-    """B13: the instant each ``hybrid`` action goes live, fixed at admission (R4)."""
-    return {a.name: now + a.live_after for a in workflow.actions if a.live_after is not None}
+    """B13: the instant each ``hybrid`` action goes live, fixed at admission (R4); only
+    for actions that run batched (``run_mode: auto`` may have chosen online)."""
+    return {a.name: now + a.live_after for a in workflow.actions
+            if a.live_after is not None and a.run_mode == "batch"}
 
 
 def _admission_estimate(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,
