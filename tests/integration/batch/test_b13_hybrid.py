@@ -79,6 +79,8 @@ def test_b13_hybrid_meets_deadline(provider: str, emulator: RunningEmulator, pro
     hybrid_project(project, provider)
     first = run(project, store=st)
     assert first.exit_code == 75  # both files out as batches, which will not end in time
+    [(action, planned)] = first.summary["hybrid"].items()
+    assert action == "classify" and planned["switched"] is False
 
     clock.advance(31)  # past live_after, well before the deadline
     switched = run(project, store=st)
@@ -92,7 +94,9 @@ def test_b13_hybrid_meets_deadline(provider: str, emulator: RunningEmulator, pro
 
     assert ended.exit_code == 0 and ended.summary["state"] == "succeeded"
     assert clock.time() < ended.summary["deadline_at"]  # ended before its deadline
-    assert ended.summary["hybrid"] == {"classify": {"live_at": event["data"]["live_at"],
+    # the instant fixed at admission is the one every later invocation used (R4)
+    assert event["data"]["live_at"] == planned["live_at"]
+    assert ended.summary["hybrid"] == {"classify": {"live_at": planned["live_at"],
                                                     "switched": True}}
     assert {k: r["status"] for k, r in rows(project).items()} == dict.fromkeys(KEYS, "answered")
     assert rows(project, "summarize").keys() == set(KEYS)
