@@ -164,3 +164,19 @@ def test_b13_wait_goes_live_at_live_after_by_itself(provider: str, emulator: Run
     assert event["created_at"] >= live_at
     assert live_classify_calls(emulator) == dict.fromkeys(KEYS, 1)
     assert ops(emulator.stats(), provider)["batch.cancel"] == 2
+
+
+@params(("openai",))
+def test_b13_deadline_while_only_cancelled_batches_are_out_ends_with_the_outcomes(
+        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    """The cancels never take effect within the test: at the deadline (10 s here) the
+    run ends with every record answered live, and leaves the two batches out (B0)."""
+    hybrid_project(project, provider, deadline="10s", live_after="4s", poll_interval="1h")
+
+    result = run(project, wait=True)
+
+    assert result.exit_code == 0 and result.summary["state"] == "succeeded"
+    assert {k: r["status"] for k, r in rows(project).items()} == dict.fromkeys(KEYS, "answered")
+    assert live_classify_calls(emulator) == dict.fromkeys(KEYS, 1)
+    assert ops(emulator.stats(), provider)["batch.cancel"] == 2
+    assert len(result.summary["waiting_on"]) == 2  # still cancelling at the provider
