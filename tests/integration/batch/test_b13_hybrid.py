@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_support import MAIN, MODELS, WORKFLOW, events, ops, params, records, rows, run
+from batch_support import ALL, MODELS, WORKFLOW, events, ops, params, records, rows, run
 from click.testing import CliRunner
 
 from agac import api
@@ -72,7 +72,7 @@ def clocked(project: Path) -> Iterator[tuple[ManualClock, Store]]:
         st.close()
 
 
-@params(MAIN)
+@params(ALL)
 def test_b13_hybrid_meets_deadline(provider: str, emulator: RunningEmulator, project: Path,
                                    clocked: tuple[ManualClock, Store]) -> None:
     clock, st = clocked
