@@ -13,7 +13,8 @@ Batches are long-running operations named ``batches/<id>`` whose ``metadata.stat
 (int64). The Developer API has no cancelling state: a batch being cancelled still says
 ``BATCH_STATE_RUNNING``. Files upload through Google's resumable protocol: ``start``
 returns ``x-goog-upload-url``; chunks answer ``x-goog-upload-status: active`` and the
-``finalize`` chunk ``final`` with ``{"file": …}``. Errors are ``google.rpc.Status`` bodies;
+``finalize`` chunk ``final`` with ``{"file": …}``; uploaded attachments and ``file_data``
+parts are handled in :mod:`.gemini_files`. Errors are ``google.rpc.Status`` bodies;
 a 429 carries a ``QuotaFailure`` detail and, when a wait is known, a ``RetryInfo``.
 """
 
@@ -31,6 +32,7 @@ from starlette.routing import Route
 from .answers import Answer, answer, prompt_tokens
 from .caching import gemini_plan
 from .faults import Target
+from .gemini_files import finish_upload, take_files
 from .handling import (
     Rejected,
     attachments,
@@ -174,6 +176,7 @@ async def _generate(request: Request, model: str) -> Response:
     if not isinstance(body.get("contents"), list):
         return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
                                       "specified")
+    take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema, max_tokens = _decode(body)
@@ -212,6 +215,7 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
     items = []
     for key, request_body, metadata in rows:
         take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
+        take_files(state, request_body, error)
         canonical, prompt, schema, max_tokens = _decode(request_body)
         plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
         items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
@@ -386,8 +390,8 @@ async def upload(request: Request) -> Response:
         return Response(b"", headers={"x-goog-upload-status": "active"})
     del sessions[request.query_params["upload_id"]]
     file_id = uuid.uuid4().hex[:12]
-    stored = state.add_file(PROVIDER, file_id, session["spec"].get("displayName") or file_id,
-                            "uploaded", b"".join(session["chunks"]), session["mime"])
+    stored = finish_upload(state, file_id, session["spec"].get("displayName") or file_id,
+                           session["mime"], b"".join(session["chunks"]))
     return JSONResponse({"file": file_json(stored, _base(request))},
                         headers={"x-goog-upload-status": "final"})
 
@@ -395,7 +399,7 @@ async def upload(request: Request) -> Response:
 def file_json(stored: StoredFile, base: str) -> dict[str, Any]:
     """A ``File`` resource."""
     body = {"name": f"files/{stored.id}", "displayName": stored.filename,
-            "mimeType": stored.mime_type, "sizeBytes": str(len(stored.content)),
+            "mimeType": stored.mime_type, "sizeBytes": str(stored.size),
             "createTime": _stamp(stored.created_at), "updateTime": _stamp(stored.created_at),
             "expirationTime": _stamp(stored.created_at + 48 * 3600),
             "uri": f"{base}/v1beta/files/{stored.id}", "state": "ACTIVE",

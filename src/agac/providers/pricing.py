@@ -30,7 +30,7 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,9 @@ _LIBRARY_PROVIDER = {"gemini": "google"}
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """USD per million tokens; cached reads and cache writes default to the input rate.
+    """USD per million tokens; cached reads and cache writes default to the input rate,
+    1-hour cache writes to twice the input rate (Anthropic's price for them, the only
+    provider that writes them).
     ``tools`` is USD per use of a provider's server tool (``web_search``, …); a tool it
     does not name is unpriced (its uses cost 0 here and are marked by ``agac cost``)."""
 
@@ -57,13 +59,17 @@ class Rates:
     cached_input: float | None = None
     cache_write: float | None = None
     tools: tuple[tuple[str, float], ...] = ()
+    cache_write_1h: float | None = None
 
     def cost(self, usage: Usage, *, cached_as_input: bool = False) -> float:
         cached = self.input if cached_as_input or self.cached_input is None else self.cached_input
         write = self.input if self.cache_write is None else self.cache_write
-        # Reasoning tokens are a part of output_tokens: billed once, as output.
+        hour = 2 * self.input if self.cache_write_1h is None else self.cache_write_1h
+        # Reasoning tokens are a part of output_tokens: billed once, as output; 1-hour
+        # writes are a part of cache_write_tokens: what they cost above a write is added.
         tokens = (usage.input_tokens * self.input + usage.cached_tokens * cached
-                  + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
+                  + usage.cache_write_tokens * write + usage.output_tokens * self.output
+                  + usage.cache_write_1h_tokens * (hour - write)) / 1_000_000
         if not usage.server_tools:
             return tokens
         per_use = dict(self.tools)
@@ -81,6 +87,8 @@ class Price:
     cache_write: float | None = None
     batch_discount: float | None = None
     """A project's discount of the batch tier (0-1); wins over a derived half."""
+    cache_write_1h: float | None = None
+    """1-hour cache writes (Anthropic ``cache_ttl: 1h``); None: twice the input rate."""
     batch: Rates | None = None
     tiers: tuple[tuple[int, Rates, Rates | None], ...] = ()
     """(input tokens above which, live rates, batch rates), lowest threshold first."""
@@ -91,7 +99,8 @@ class Price:
 
     @property
     def live(self) -> Rates:
-        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools)
+        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools,
+                     self.cache_write_1h)
 
     @property
     def batch_derived(self) -> bool:
@@ -102,11 +111,17 @@ class Price:
 FREE = Price(0.0, 0.0, 0.0, 0.0, batch=Rates(0.0, 0.0, 0.0, 0.0), source="free")
 
 
-def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "") -> float:
-    """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived)."""
+def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "",
+             calls: int = 1) -> float:
+    """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived).
+
+    ``usage`` may be the sum of ``calls`` calls: a long-context tier is chosen per call,
+    by the calls' average input, so the sum of many short calls is priced as short calls
+    (give sums of calls that fall in the same tier: :meth:`Store.usage_totals` bands)."""
     live, batch = price.live, price.batch
     if price.tiers:
-        total_in = usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens
+        total_in = (usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens) \
+            / max(calls, 1)
         for above, tier_live, tier_batch in price.tiers:
             if total_in > above:
                 live, batch = tier_live, tier_batch
@@ -145,11 +160,19 @@ class PriceTable:
     def known(self, model: str) -> bool:
         return self.get(model) is not None
 
-    def cost(self, model: str, usage: Usage, tier: str = "live") -> float:
+    def cost(self, model: str, usage: Usage, tier: str = "live", calls: int = 1) -> float:
+        """USD for ``usage``, the sum of ``calls`` calls of ``model`` (see :func:`cost_usd`)."""
         price = self.get(model)
         if price is None or price is FREE:
             return 0.0
-        return cost_usd(price, usage, tier, provider=model.partition("/")[0])
+        return cost_usd(price, usage, tier, provider=model.partition("/")[0], calls=calls)
+
+    def thresholds(self, models: Iterable[str]) -> tuple[int, ...]:
+        """Every long-context threshold (input tokens per call) of these models' prices,
+        lowest first: what the ledger's totals are banded by to price each band's calls
+        at their own tier."""
+        found = {above for m in models if (p := self.get(m)) is not None for above, _, _ in p.tiers}
+        return tuple(sorted(found))
 
     def unpriced_tools(self, model: str, tools: list[str] | tuple[str, ...]) -> list[str]:
         """The server tools of ``tools`` the model's price does not know (their uses cost 0
@@ -176,7 +199,7 @@ def _coerce(model: str, value: Any) -> Price:
     price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    keys = ("input", "output", "cached_input", "cache_write", "batch_discount")
+    keys = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "batch_discount")
     data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
     for key in keys:
         number = data.get(key)
@@ -187,6 +210,7 @@ def _coerce(model: str, value: Any) -> Price:
     return Price(input=float(data.get("input") or 0.0), output=float(data.get("output") or 0.0),
                  cached_input=_opt(data.get("cached_input")),
                  cache_write=_opt(data.get("cache_write")),
+                 cache_write_1h=_opt(data.get("cache_write_1h")),
                  batch_discount=_opt(data.get("batch_discount")), source="agac.yml")
 
 
@@ -256,8 +280,8 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            # "2": entries carry server-tool prices (older files lack them).
-            self._file = base / f"prices-2-{version}.json"
+            # "3": entries carry server-tool and 1-hour cache-write prices (older files lack them).
+            self._file = base / f"prices-3-{version}.json"
         return self._file
 
 
@@ -309,7 +333,8 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
                                         price_context={"processing": "batch"}).model_price
     except (LookupError, ValueError):
         return None
-    keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
+    keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok",
+            "cache_write_1h_mtok")
     live_rates = {k: getattr(live, k, None) for k in keys}
     if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
         return None  # priced by something other than tokens (images, audio, requests)
@@ -362,10 +387,12 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
             return price
         tools = tuple(sorted((str(k), float(v)) for k, v in (raw.get("tools") or {}).items()))
         return Rates(at("input_mtok") or 0.0, at("output_mtok") or 0.0,
-                     at("cache_read_mtok"), at("cache_write_mtok"), tools)
+                     at("cache_read_mtok"), at("cache_write_mtok"), tools,
+                     at("cache_write_1h_mtok"))
 
     base = rates(live, None)
     return Price(base.input, base.output, base.cached_input, base.cache_write, tools=base.tools,
+                 cache_write_1h=base.cache_write_1h,
                  batch=rates(batch, None) if batch else None,
                  tiers=tuple((above, rates(live, above), rates(batch, above) if batch else None)
                              for above in thresholds),

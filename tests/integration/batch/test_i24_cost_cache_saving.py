@@ -126,3 +126,62 @@ def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
     assert (row["cached_tokens"], row["cache_write_tokens"]) == (3 * prefix, prefix)
     saved = (3 * prefix * (1.0 - 0.1) - prefix * (1.25 - 1.0)) / 1e6
     assert doc["cache_saved_usd"] == pytest.approx(saved, abs=1e-6)
+
+
+def test_i24_cost_one_hour_cache_writes_are_billed_at_the_one_hour_rate_in_the_ledger(
+        emulator: RunningEmulator, project: Path) -> None:
+    """``cache_ttl: 1h``: the emulator, like Anthropic, reports the written tokens as
+    ``cache_creation.ephemeral_1h_input_tokens``; the ledger bills them at the 1-hour rate
+    (here 2× input: the prices name no ``cache_write_1h``), not the 5-minute one."""
+    workflow = "\n".join([
+        "name: triage", "input: {path: data/in.jsonl, id_field: id}",
+        "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64,",
+        "           cache_ttl: 1h}",
+        "actions:", "  - name: classify", f'    system: "{SYSTEM}"',
+        f'    prompt: "{HEAD}{{{{ source.text }}}}"']) + "\n"
+    write_project(project, workflow, agac_yml=PRICES,
+                  data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]})
+    result = api.run("triage", project, progress=False)
+    assert result.exit_code == 0
+    (row,) = api.cost(result.summary["run_id"], project)["rows"]
+    prefix = math.ceil((len(SYSTEM) + len(HEAD)) / 4)
+    assert (row["cached_tokens"], row["cache_write_tokens"]) == (3 * prefix, prefix)
+    billed = (row["input_tokens"] * 1.0 + 3 * prefix * 0.1 + prefix * 2.0
+              + row["output_tokens"] * 5.0) / 1e6
+    assert row["cost_usd"] == pytest.approx(billed, abs=1e-6)
+
+
+def test_ledger_savings_price_each_call_at_its_own_context_tier(
+        emulator: RunningEmulator, project: Path) -> None:
+    """Claude Sonnet 4.5 prices calls over 200,000 input tokens at a higher tier. Two batch
+    calls of 150,000 cached tokens each are both under it: what batch and caching saved is
+    priced per call at the base tier, never at the tier their sum would reach."""
+    import sqlite3
+
+    from agac.providers.base import Usage
+    from agac.providers.pricing import PriceTable
+
+    make(project, "anthropic/claude-sonnet-4-5", {"a": 2}, summarize=False)  # genai-prices
+    for custom_id in ("r0a1", "r1a1"):
+        emulator.add_fault({"provider": "anthropic", "op": "batch.create",
+                            "match": {"custom_id": custom_id},
+                            "fault": {"reply": {"usage": {"cache_read_tokens": 150_000}}}})
+    assert run(project).exit_code == 75
+    emulator.advance(120)
+    done = run(project)
+    assert done.exit_code == 0
+    doc = api.cost(done.summary["run_id"], project)
+    (row,) = doc["rows"]
+    assert row["cached_tokens"] == 300_000 and row["model"] == "claude-sonnet-4-5"
+    prices, model = PriceTable(), "anthropic/claude-sonnet-4-5"
+    with sqlite3.connect(project / ".agac" / "agac.db") as db:
+        calls = [Usage(i, o, c, w) for i, o, c, w in db.execute(
+            "SELECT input_tokens, output_tokens, cached_tokens, cache_write_tokens FROM usage")]
+    assert len(calls) == 2
+    batch_saved = sum(prices.cost(model, u, "live") - prices.cost(model, u, "batch") for u in calls)
+    cache_saved = sum(prices.cost(model, Usage(u.input_tokens + u.cached_tokens, u.output_tokens),
+                                  "batch") - prices.cost(model, u, "batch") for u in calls)
+    assert doc["batch_saved_usd"] == pytest.approx(batch_saved, abs=1e-6)
+    assert doc["cache_saved_usd"] == pytest.approx(cache_saved, abs=1e-6)
+    assert doc["cost_usd"] == pytest.approx(sum(prices.cost(model, u, "batch") for u in calls),
+                                            abs=1e-6)

@@ -361,6 +361,10 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
     return out
 
 
+_NOT_USED = (UNREAD_ORIGIN, OVERLAP_ORIGIN)
+"""Ledger origins of answers billed but never used: they save nothing (B7, B13)."""
+
+
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
     saved against the live price of the same tokens, and what prompt caching saved
@@ -369,42 +373,60 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     in a batch agac did not read, with how many of them are ``estimated``
     (engine/batch/billing.py); ``hybrid_overlap``: answers of a batch cancelled to go
     live for units already answered live (B13); neither saving counts either."""
-    rows = []
-    total = saved = by_cache = 0.0
     hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
-    for r in store.usage_totals([run.id]):
+    totals = store.usage_totals([run.id])
+    bands = prices.thresholds({f"{r.provider}/{r.model}" for r in totals if r.kind == "llm"})
+    if bands:  # a long-context tier applies per call: total each tier's calls apart
+        totals = store.usage_totals([run.id], bands=bands)
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in totals:
         group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
-        used = tools.get(group, {})
+        g = groups.setdefault(group, {"r": r, "calls": 0, "cost": 0.0, "saved": 0.0,
+                                      "cached": 0.0, "priced": 0, "estimated": 0,
+                                      "tokens": [0, 0, 0, 0, 0]})
         usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
                       int(r.cached_tokens or 0), int(r.cache_write_tokens or 0),
-                      int(r.reasoning_tokens or 0), server_tool_counts(used))
+                      int(r.reasoning_tokens or 0))
+        model, c = f"{r.provider}/{r.model}", float(r.cost_usd or 0.0)
+        g["calls"] += r.calls
+        g["cost"] += c
+        g["priced"] += int(r.priced or 0)
+        g["estimated"] += int(r.estimated or 0)
+        for i, n in enumerate((usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens,
+                               usage.output_tokens, usage.reasoning_tokens)):
+            g["tokens"][i] += n
+        if r.kind != "llm" or r.origin in _NOT_USED:  # paid for, never used: no saving
+            continue
+        if r.tier == "batch":
+            g["saved"] += prices.cost(model, usage, "live", calls=r.calls) \
+                - prices.cost(model, usage, "batch", calls=r.calls)
+        g["cached"] += cache_saving(prices, model, usage, r.tier, calls=r.calls,
+                                    one_hour=r.provider == "anthropic" and r.action in hour)
+    rows = []
+    total = saved = by_cache = 0.0
+    for group, g in groups.items():
+        r, used = g["r"], tools.get(group, {})
         model = f"{r.provider}/{r.model}"
-        live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
-        c = float(r.cost_usd or 0.0)
-        total += c
-        if r.tier == "batch" and r.origin not in (UNREAD_ORIGIN, OVERLAP_ORIGIN):
-            # unread and hybrid_overlap answers were paid for, never used: no saving
-            saved += max(live_cost - c, 0.0)
-        cached = cache_saving(prices, model, usage, r.tier,
-                              one_hour=r.provider == "anthropic" and r.action in hour) \
-            if r.kind == "llm" and r.origin != UNREAD_ORIGIN else 0.0
-        by_cache += cached
+        if used and r.kind == "llm" and r.tier == "batch" and r.origin not in _NOT_USED:
+            uses = Usage(server_tools=server_tool_counts(used))
+            g["saved"] += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
+        total += g["cost"]
+        saved += max(g["saved"], 0.0)
+        by_cache += g["cached"]
+        tin, tcached, twrite, tout, treason = g["tokens"]
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-               "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
-               "input_tokens": int(r.input_tokens or 0),
-               "cached_tokens": int(r.cached_tokens or 0),
-               "cache_write_tokens": int(r.cache_write_tokens or 0),
-               "output_tokens": int(r.output_tokens or 0),
-               "reasoning_tokens": int(r.reasoning_tokens or 0),
-               "server_tools": dict(usage.server_tools), "cost_usd": round(c, 6)}
-        if usage.cached_tokens or usage.cache_write_tokens:
-            row["cache_saved_usd"] = round(cached, 6)
+               "tier": r.tier, "origin": r.origin or "call", "calls": g["calls"],
+               "input_tokens": tin, "cached_tokens": tcached, "cache_write_tokens": twrite,
+               "output_tokens": tout, "reasoning_tokens": treason,
+               "server_tools": dict(server_tool_counts(used)), "cost_usd": round(g["cost"], 6)}
+        if tcached or twrite:
+            row["cache_saved_usd"] = round(g["cached"], 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
-            row["priced_by_a_later_answer"] = int(r.priced or 0)
+            row["priced_by_a_later_answer"] = g["priced"]
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
-            row["estimated"] = int(r.estimated or 0)
-        if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
+            row["estimated"] = g["estimated"]
+        if r.kind == "llm":  # never a silent $0; a batch price for want of one
             row["price"] = prices.status(model, r.tier)
             unpriced = prices.unpriced_tools(model, list(used))
             if unpriced:
@@ -416,20 +438,19 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
 
 
 def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
-                 one_hour: bool = False) -> float:
+                 one_hour: bool = False, calls: int = 1) -> float:
     """What prompt caching saved on ``usage`` at ``tier``: its cost with the cached reads
     and cache writes counted as ordinary input, less its cost with them — Σ cached tokens
     × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
     (a batch tier's own, or the derived half). Negative when writes cost more than reads
-    saved. Usage does not tell a 5-minute cache write from a 1-hour one: ``one_hour`` (an
-    Anthropic action with ``cache_ttl: 1h``) prices its writes at 2× input, as Anthropic
-    bills them, instead of the price table's ``cache_write`` (the 5-minute rate)."""
+    saved. The ledger's token columns do not tell a 5-minute cache write from a 1-hour
+    one (the row's cost does): ``one_hour`` (an Anthropic action with ``cache_ttl: 1h``)
+    prices its writes at the price table's 1-hour write rate (2× input at Anthropic)."""
     if not usage.cached_tokens and not usage.cache_write_tokens:
         return 0.0
     uncached = Usage(usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
                      usage.output_tokens, 0, 0, usage.reasoning_tokens, usage.server_tools)
     billed = usage
-    if one_hour:  # each written token at twice the input rate
-        billed = Usage(usage.input_tokens + 2 * usage.cache_write_tokens, usage.output_tokens,
-                       usage.cached_tokens, 0, usage.reasoning_tokens, usage.server_tools)
-    return prices.cost(model, uncached, tier) - prices.cost(model, billed, tier)
+    if one_hour:
+        billed = replace(usage, cache_write_1h_tokens=usage.cache_write_tokens)
+    return prices.cost(model, uncached, tier, calls) - prices.cost(model, billed, tier, calls)
