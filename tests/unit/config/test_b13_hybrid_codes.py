@@ -52,3 +52,11 @@ def test_b13_hybrid_is_not_a_default(wf) -> None:
     checked = wf.check("input: {path: data.jsonl}\ndeadline: 24h\ndefaults:\n"
                        "  hybrid: {live_after: 1h}\nactions:\n" + BATCH)
     assert checked.one("unknown_key").line == checked.line_of("hybrid:")
+
+
+def test_b13_hybrid_on_an_auto_action_is_accepted(wf, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    checked = wf.check(DEADLINE + BATCH.replace("run_mode: batch", "run_mode: auto")
+                       + "    hybrid: {live_after: 20h}\n")
+    assert [p.code for p in checked.problems if p.severity == "error"] == []
+    assert checked.workflow is not None and checked.workflow.actions[0].live_after == 72000
