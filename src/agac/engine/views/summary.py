@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import UNREAD_ORIGIN
+from agac.engine.batch.hybrid import LIVE_STATE, OVERLAP_ORIGIN
 from agac.engine.requests import effect_id
 from agac.jsontext import loads
 from agac.keys import record_of
@@ -87,6 +88,8 @@ class RunSummary(_AsMapping):
     awaiting_approval: dict[str, Any] | None = None
     """A1: units waiting on people (counted in ``pending``), with the first proposals."""
     deadline_at: float | None = None
+    hybrid: dict[str, dict[str, Any]] | None = None
+    """B13: per hybrid action, the instant it goes live and whether it switched."""
     auto_modes: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per action of ``run_mode: auto``: the mode chosen at admission and why."""
     budget: dict[str, Any] | None = None
@@ -108,6 +111,8 @@ class RunSummary(_AsMapping):
             out["awaiting_approval"] = self.awaiting_approval
         if self.deadline_at is not None:
             out["deadline_at"] = self.deadline_at
+        if self.hybrid:
+            out["hybrid"] = self.hybrid
         if self.auto_modes:
             out["auto_modes"] = {n: dict(c) for n, c in self.auto_modes.items()}
         if self.budget is not None:
@@ -195,13 +200,17 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
 
         usd, tokens = spent_by(store, run)
         budget = {**settings.budget.to_dict(), "spent_usd": round(usd, 6), "spent_tokens": tokens}
+    states = store.action_states(run.id)
     error = run.error or "; ".join(
-        why for state, why in store.action_states(run.id).values() if state == "failed" and why)
+        why for state, why in states.values() if state == "failed" and why)
+    hybrid = {a: {"live_at": at, "switched": states.get(a, ("", None))[0] == LIVE_STATE}
+              for a, at in settings.live_at.items()}
     summary = RunSummary(
         run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
         retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
         waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
-        deadline_at=settings.deadline_at, auto_modes=auto_modes(config), budget=budget,
+        deadline_at=settings.deadline_at, auto_modes=auto_modes(config),
+        hybrid=hybrid or None, budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None)
     return replace(summary, next=next_command(summary, config))
@@ -352,13 +361,18 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
     return out
 
 
+_NOT_USED = (UNREAD_ORIGIN, OVERLAP_ORIGIN)
+"""Ledger origins of answers billed but never used: they save nothing (B7, B13)."""
+
+
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
     saved against the live price of the same tokens, and what prompt caching saved
     against the same tokens sent uncached at the row's tier (:func:`cache_saving`).
     ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
     in a batch agac did not read, with how many of them are ``estimated``
-    (engine/batch/billing.py); neither saving counts them."""
+    (engine/batch/billing.py); ``hybrid_overlap``: answers of a batch cancelled to go
+    live for units already answered live (B13); neither saving counts either."""
     hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
     totals = store.usage_totals([run.id])
@@ -382,7 +396,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         for i, n in enumerate((usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens,
                                usage.output_tokens, usage.reasoning_tokens)):
             g["tokens"][i] += n
-        if r.kind != "llm" or r.origin == UNREAD_ORIGIN:  # paid for, never used: no saving
+        if r.kind != "llm" or r.origin in _NOT_USED:  # paid for, never used: no saving
             continue
         if r.tier == "batch":
             g["saved"] += prices.cost(model, usage, "live", calls=r.calls) \
@@ -394,7 +408,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     for group, g in groups.items():
         r, used = g["r"], tools.get(group, {})
         model = f"{r.provider}/{r.model}"
-        if used and r.kind == "llm" and r.tier == "batch" and r.origin != UNREAD_ORIGIN:
+        if used and r.kind == "llm" and r.tier == "batch" and r.origin not in _NOT_USED:
             uses = Usage(server_tools=server_tool_counts(used))
             g["saved"] += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
         total += g["cost"]
