@@ -123,6 +123,11 @@ class RunningEmulator:
         first (see :mod:`.app`)."""
         return list(self._call("GET", "/_emulator/requests")["requests"])
 
+    def caches(self) -> dict[str, Any]:
+        """``GET /_emulator/caches``: every Gemini context cache created since the last
+        reset, with the requests that named it (see :mod:`.app`)."""
+        return dict(self._call("GET", "/_emulator/caches"))
+
     def reset_stats(self) -> dict[str, Any]:
         """``DELETE /_emulator/stats``: zero the counters."""
         return self._call("DELETE", "/_emulator/stats")
