@@ -344,7 +344,9 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
     saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
     Origin ``unread``: answers the provider billed in a batch agac did not read, with how
-    many of them are ``estimated`` (engine/batch/billing.py)."""
+    many of them are ``estimated`` (engine/batch/billing.py). Origin ``cache_storage``
+    (kind ``cache``): keeping the run's explicit context caches, one row per cache
+    (engine/lifecycle/contextcaches.py)."""
     from agac.providers.base import Usage, server_tool_counts
 
     rows = []
@@ -374,6 +376,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
             row["priced_by_a_later_answer"] = int(r.priced or 0)
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
             row["estimated"] = int(r.estimated or 0)
+        if r.kind == "cache" and prices.storage(model) is None:  # an explicit cache's storage
+            row["price"] = "unpriced"
         if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
             row["price"] = prices.status(model, r.tier)
             unpriced = prices.unpriced_tools(model, list(used))
