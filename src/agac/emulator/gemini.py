@@ -184,7 +184,7 @@ async def _generate(request: Request, model: str) -> Response:
                  max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
     if cache is not None:
         cache.live += 1
-        ans = with_cache(ans, cache.tokens)
+        ans = with_cache(ans, cache.tokens, gemini_caches.own_tokens(body))
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
@@ -227,7 +227,7 @@ def _item(state: EmulatorState, model: str, key: str, request_body: dict[str, An
     extra: dict[str, Any] = {"metadata": metadata}
     if cache is not None:
         cache.batch += 1
-        extra["cached_content"] = cache.id
+        extra.update(cached_content=cache.id, own_tokens=gemini_caches.own_tokens(request_body))
     item = BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
                      schema=schema, max_tokens=max_tokens, extra=extra)
     if refused is not None:

@@ -30,9 +30,10 @@ from starlette.routing import Route
 
 from .answers import count_tokens, text_chars
 from .handling import ErrorRenderer, gate, read_json, state_of
+from .media import attachment_tokens
 from .state import CACHE_NOT_FOUND, CachedContent, EmulatorState
 
-__all__ = ["caches_document", "expanded", "refusal", "routes"]
+__all__ = ["caches_document", "expanded", "own_tokens", "refusal", "routes"]
 
 PROVIDER = "gemini"
 DEFAULT_TTL = 3600.0
@@ -78,6 +79,12 @@ def expanded(state: EmulatorState, body: dict[str, Any]) -> tuple[dict[str, Any]
         whole["systemInstruction"] = cache.system
     whole["contents"] = [*cache.contents, *(body.get("contents") or [])]
     return whole, cache
+
+
+def own_tokens(body: dict[str, Any]) -> int:
+    """The prompt tokens a request naming a cache sends itself (what is not cached)."""
+    return count_tokens(text_chars([body.get("systemInstruction") or {},
+                                    body.get("contents") or []])) + attachment_tokens(body)
 
 
 def _resource(cache: CachedContent) -> dict[str, Any]:

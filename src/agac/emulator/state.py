@@ -46,10 +46,10 @@ CACHE_NOT_FOUND = "CachedContent not found (or permission denied)"
 """What Gemini says (403 ``PERMISSION_DENIED``) of a cache it does not have."""
 
 
-def with_cache(found: Answer, tokens: int) -> Answer:
-    """An answer to a request that named a cache of ``tokens``: those are its cached
-    tokens, a part of its prompt (as Gemini counts them)."""
-    return replace(found, input_tokens=max(found.input_tokens, tokens), cached_tokens=tokens)
+def with_cache(found: Answer, tokens: int, own: int) -> Answer:
+    """An answer to a request that named a cache of ``tokens`` and sent ``own`` tokens of
+    its own: the cache's are its cached tokens, a part of its prompt (as Gemini counts)."""
+    return replace(found, input_tokens=tokens + own, cached_tokens=tokens)
 
 
 @dataclass(frozen=True)
@@ -391,7 +391,9 @@ class EmulatorState:
                        prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
                        seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
         cache = self.caches.get(str(item.extra.get("cached_content") or ""))
-        return with_cache(found, cache.tokens) if cache is not None else found
+        if cache is None:
+            return found
+        return with_cache(found, cache.tokens, int(item.extra.get("own_tokens", 0)))
 
     def cache_gone(self, item: BatchItem) -> ItemError | None:
         """A batch item naming a cache that is gone when the batch runs it: Gemini's 403."""

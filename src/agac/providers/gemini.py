@@ -13,6 +13,11 @@ wire form). The batch's ``display_name`` is our idempotency key (for
 and as ``key`` on file lines, the documented convention for both. On the wire states are ``BATCH_STATE_*``; the SDK renames them
 ``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
 
+A request whose cache hint names an explicit cache (``cachedContents/…``, created by the
+run: docs/providers.md, Gemini explicit caches) sends ``cachedContent`` and leaves out
+what the cache holds: the system instruction (when the hint says it is static) and the
+first user message's static head.
+
 Quirk: the SDK warns (``UserWarning``) when it meets a state, finish reason or block
 reason its enums lack; that warning is silenced here because each is handled (an unknown
 state is still running, B9; an unknown finish reason is a stop agac does not know).
@@ -31,6 +36,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -208,6 +214,11 @@ class GeminiProvider:
                 config["response_json_schema"] = request.schema
             else:
                 system = fallback_system(request)
+        cache = request.cache
+        if cache is not None and cache.name:  # an explicit cache holds the static prefix
+            config["cached_content"] = cache.name
+            if cache.system:
+                system = None
         if system:
             config["system_instruction"] = system
         return config
@@ -226,6 +237,7 @@ class GeminiProvider:
             return await self._generate(request, native=False)
 
     async def _generate(self, request: Request, *, native: bool) -> Response:
+        request = _for_schema(request, native=native)
         config = self._generation(request, native=native)
         parse = request.schema is not None
         if self._http is not None:
@@ -304,7 +316,9 @@ class GeminiProvider:
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
-                config = self._generation(request, native=self._native_schema(request.model))
+                native = self._native_schema(request.model)
+                request = _for_schema(request, native=native)
+                config = self._generation(request, native=native)
                 if request.attachments:  # streamed into the uploaded file, never inline
                     inline, pieces = None, _attachment_line(custom_id, request, config)
                     size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
@@ -474,11 +488,15 @@ def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
     """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
     ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
     file's base64), the REST form ``inlineData``."""
+    chat = request.chat
+    cache = request.cache
+    if cache is not None and cache.name and chat:  # the cache holds the static head
+        chat = [replace(chat[0], content=cache.split(chat[0].content)[1]), *chat[1:]]
     return [
         {"role": "model" if m.role == "assistant" else "user",
          "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
              m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
-        for m in request.chat
+        for m in chat
     ]
 
 
@@ -494,8 +512,11 @@ def _wire_request(request: Request, config: dict[str, Any],
                   data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
     and a batch file's line (``data``: a placeholder per attachment there)."""
-    generation = {_camel(k): v for k, v in config.items() if k != "system_instruction"}
+    generation = {_camel(k): v for k, v in config.items()
+                  if k not in ("system_instruction", "cached_content")}
     wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
+    if "cached_content" in config:
+        wire["cachedContent"] = config["cached_content"]
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],
@@ -512,6 +533,16 @@ def _span_ms(start: Any, end: Any) -> float:
     if isinstance(start, datetime) and isinstance(end, datetime):
         return max(0.0, (end - start).total_seconds() * 1000.0)
     return 0.0
+
+
+def _for_schema(request: Request, *, native: bool) -> Request:
+    """The request as sent: a schema sent in the system instruction (JSON mode) cannot go
+    with an explicit cache holding the system instruction (Gemini refuses both at once),
+    so such a request sends its whole prompt instead of naming the cache."""
+    cache = request.cache
+    if native or request.schema is None or cache is None or not cache.name or not cache.system:
+        return request
+    return replace(request, cache=replace(cache, name=None))
 
 
 def _cache_gone(exc: Any) -> bool:

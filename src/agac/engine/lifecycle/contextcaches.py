@@ -220,14 +220,14 @@ def release_context_caches(project: Project, store: Store, run_id: str) -> list[
     if not kept:
         return []
     prices = PriceTable(dict(project.config.prices) if project.config else {})
-    now = store.clock.time()
-    alive = [c for c in kept if c.expires_at > now]
+    alive = [c for c in kept if c.expires_at > store.clock.time()]
     notes = asyncio.run(_delete_all(project, alive)) if alive else {}
+    now = store.clock.time()  # after the deletes: a cache is billed until it is gone
     rows: list[UsageRow] = []
     events: list[EventRow] = []
     for c in kept:
         failed = notes.get(c.name)
-        gone = c.expires_at <= now or failed is not None
+        gone = c not in alive or failed is not None
         until = c.expires_at if gone else now
         rows.append(storage_row(run_id, c, until, prices, now))
         data = {"name": c.name, "cost_usd": rows[-1].cost_usd}
