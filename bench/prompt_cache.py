@@ -32,7 +32,7 @@ AGAC = _emulator.AGAC
 WORKFLOW = """\
 name: cached
 input: {{path: data/reviews.jsonl, id_field: id}}
-defaults: {{model: {model}, max_tokens: 16, run_mode: {mode}, max_concurrency: 32,
+defaults: {{model: {model}, max_tokens: 200, run_mode: {mode}, max_concurrency: 32,
             cache: {cache}}}
 actions:
   - name: label
@@ -73,7 +73,7 @@ def run_agac(root: Path, args: list[str], env: dict[str, str], expect: tuple[int
     err = proc.stderr.read().decode() if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
     if code not in expect:
-        raise SystemExit(f"agac {' '.join(args)} exited {code}:\n{err[-3000:]}")
+        raise SystemExit(f"agac {' '.join(args)} exited {code}:\n{out[-2000:]}\n{err[-2000:]}")
     return json.loads(out[out.find("{"):]), wall, usage.ru_utime + usage.ru_stime
 
 

@@ -140,8 +140,9 @@ def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
 
 def cost(ref: str | None = None, project: ProjectRef = None, *, tenant: str | None = None,
          principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
-    """Cost per action and model, live vs batch, and what batch saved against all-live, of
-    a run of the caller's tenants."""
+    """Cost per action and model, live vs batch, what batch saved against all-live and
+    what prompt caching saved against the same tokens uncached, of a run of the caller's
+    tenants."""
     from agac.engine.views.summary import cost_breakdown
     from agac.providers.pricing import PriceTable
 

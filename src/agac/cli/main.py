@@ -85,7 +85,7 @@ tenant_option = click.option(
          "AGAC_TENANT, else tenant: in agac.yml, else default).")
 
 run_mode_option = click.option("--run-mode", type=str, default=None,
-                               help="online|batch for every llm action without its own.")
+                               help="online|batch|auto for every llm action without its own.")
 poll_interval_option = click.option(
     "--poll-interval", metavar="D", default=None, callback=_duration,
     help="How often batched actions without their own poll_interval ask the provider (30s, 5m).")
@@ -430,7 +430,7 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
            as_json: bool) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
-    from agac.cli.render import attachment_line
+    from agac.cli.render import attachment_line, cache_line
 
     rows = api.render(workflow, record, action, tenant=tenant)
     if as_json:
@@ -453,6 +453,8 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
                         click.echo("".join(f"{f}\n" for f in files), nl=False)
                 params = {k: v for k, v in r["request"].items() if k not in ("messages",)}
                 click.echo(f"-- params: {json.dumps(params, default=str)}")
+                if r.get("cache"):
+                    click.echo(f"-- cache: {cache_line(r['cache'])}")
             if "inputs" in r:
                 click.echo(f"-- {r['function']}(inputs={json.dumps(r['inputs'], default=str)})")
     return 0
@@ -518,7 +520,7 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
 @json_option
 @command
 def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
-    """Cost per action and model, live vs batch, and what batch saved."""
+    """Cost per action and model, live vs batch, and what batch and caching saved."""
     from agac import api
     from agac.cli.render import print_cost
 

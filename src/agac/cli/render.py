@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ProgressView",
     "attachment_line",
+    "cache_line",
     "follow_events",
     "new_table",
     "print_cost",
@@ -205,6 +206,8 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
+    for name, choice in (summary.get("auto_modes") or {}).items():
+        click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
     _print_shards(summary)
     _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")
@@ -387,7 +390,8 @@ def _last_line(text: str) -> str:
 
 def print_cost(doc: dict[str, Any]) -> None:
     click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
-               f" (batch saved ${doc['batch_saved_usd']:.6f})")
+               f" (batch saved ${doc['batch_saved_usd']:.6f}, cache saved "
+               f"${doc.get('cache_saved_usd', 0.0):.6f})")
     rows = doc["rows"]
     # Columns that only appear when some row has a count in them: the table stays narrow.
     inputs = [(k, label) for k, label in _INPUT_COLUMNS if any(r.get(k) for r in rows)]
@@ -517,13 +521,23 @@ def _age(seconds: float) -> str:
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
     table = new_table("action", "kind", "mode", "units>", "requests>", "reusable>",
-                      "input tokens>", "output tokens>", "online>", "batch>")
+                      "input tokens>", "output tokens>", "online>", "batch>", "online cached>",
+                      "batch cached>")
     for name, a in doc["actions"].items():
-        table.add_row(name, a["kind"], a["run_mode"] or "", f"{a['units']:,}",
+        cost = a["cost_usd"]
+        table.add_row(name, a["kind"], _plan_mode(a), f"{a['units']:,}",
                       f"{a['requests']:,}", f"{a['reusable']:,}", f"{a['input_tokens']:,}",
-                      f"{a['output_tokens']:,}", f"${a['cost_usd']['online']:.4f}",
-                      f"${a['cost_usd']['batch']:.4f}")
+                      f"{a['output_tokens']:,}", f"${cost['online']:.4f}", f"${cost['batch']:.4f}",
+                      f"${cost['online_cached']:.4f}", f"${cost['batch_cached']:.4f}")
     print_table(table)
+    for name, a in doc["actions"].items():
+        if a.get("mode_why"):
+            click.echo(f"  {name}: run_mode auto would choose {a['mode']} now ({a['mode_why']})")
+    prefixes = [f"{n} {a['cache_prefix_tokens']:,}" for n, a in doc["actions"].items()
+                if a.get("cache_prefix_tokens")]
+    click.echo("  cached: " + (f"static prefix tokens {', '.join(prefixes)}; the first request "
+                               "writes the cache, every later one reads it" if prefixes else
+                               "no action has a static prefix to cache (same cost)"))
     unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
     if unknown:
         click.echo(f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "
@@ -532,7 +546,8 @@ def print_plan(doc: dict[str, Any]) -> None:
     c = doc["cost_usd"]
     click.echo(f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
                f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
-               f"${c['batch']:.4f}, as configured ${c['as_configured']:.4f}")
+               f"${c['batch']:.4f}, online cached ${c['online_cached']:.4f}, batch cached "
+               f"${c['batch_cached']:.4f}, as configured ${c['as_configured']:.4f}")
     if doc.get("budget"):
         b = doc["budget"]
         verdict = "within" if doc["within_budget"] else "OVER"
@@ -541,6 +556,12 @@ def print_plan(doc: dict[str, Any]) -> None:
                       "; `agac run` refuses it unless --allow-over-estimate"))
     if doc.get("estimates"):
         click.echo(f"estimated: {doc['estimates']}")
+
+
+def _plan_mode(action: dict[str, Any]) -> str:
+    """``batch``, ``online``, or ``auto → batch`` for an action whose mode auto chooses."""
+    mode = action.get("mode") or action["run_mode"] or ""
+    return f"auto → {mode}" if action["run_mode"] == "auto" else mode
 
 
 def attachment_line(a: dict[str, Any]) -> str:
@@ -553,3 +574,18 @@ def attachment_line(a: dict[str, Any]) -> str:
         extra = f", {a['width']}×{a['height']} px"
     return (f"[file] {a.get('name') or a.get('path')}: {a['media_type']}, {a['size']:,} bytes"
             f"{extra}, sha256:{a['sha256']}")
+
+
+def cache_line(c: dict[str, Any]) -> str:
+    """A rendered request's prompt caching in one line: its static prefix and the hint
+    it carries (``cache: auto`` marks a prefix whose estimate reaches the minimum)."""
+    where = ("the system prompt and " if c["system"] else "") + \
+        f"the first {c['static_chars']:,} characters of the prompt"
+    size = f"static prefix: {where} (~{c['prefix_tokens']:,} tokens)"
+    if c["mode"] == "off":
+        return f"{size}; cache: off, no hint"
+    if c["minimum"] is None:
+        return f"{size}; no hint: agac cannot ask this provider to cache"
+    if not c["hint"]:
+        return f"{size}; no hint (cache: {c['mode']}): under the minimum of {c['minimum']:,}"
+    return f"{size}; hint: cache {c['mode']}, ttl {c['ttl']} (minimum {c['minimum']:,} tokens)"

@@ -20,6 +20,8 @@ from agac.config.keys import (
     AVAILABLE_RUN_MODES,
     BACKOFF_KEYS,
     BATCH_TUNING_KEYS,
+    CACHE_MODES,
+    CACHE_TTLS,
     CONTEXT_KEYS,
     EFFECT_KEYS,
     FAILURE_POLICIES,
@@ -53,6 +55,7 @@ from agac.config.values import (
 )
 
 __all__ = [
+    "AUTO_BATCH_MIN_RECORDS",
     "BATCH_DEFAULTS",
     "PER_RUN",
     "RawAction",
@@ -63,7 +66,10 @@ __all__ = [
 ]
 
 BATCH_DEFAULTS = {"poll_interval": 300.0, "batch_deadline": 25 * 3600.0}
-"""Batch tuning for a batch action that sets none (B11)."""
+"""Batch tuning for a batch (or ``auto``) action that sets none (B11)."""
+
+AUTO_BATCH_MIN_RECORDS = 500
+"""``run_mode: auto`` runs an action in batch from this many input records on."""
 
 CLI = ("--run-mode",)
 """Origin marker of a value that came from the run's ``--run-mode``."""
@@ -101,20 +107,23 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
     """Fill ``raw.values``: the action's own keys, else the run's ``run_mode`` (llm
     actions only), else ``defaults`` that apply to its kind.
 
-    Batch tuning fills only an action that ends up batched: its own value, else the
-    run's ``tuning`` (seconds, already checked), else the one in ``defaults``.
+    Batch tuning fills only an action that ends up batched — or may, with ``auto`` —:
+    its own value, else the run's ``tuning`` (seconds, already checked), else the one in
+    ``defaults``.
     """
     tuning = tuning or {}
     llm = raw.kind == "llm"
     for key, value in defaults.items():
         if key in raw.own or (key in LLM_ONLY_KEYS and not llm) or key in BATCH_TUNING_KEYS:
             continue
+        if key == "cache" and not llm and isinstance(value, str):
+            continue  # a prompt-cache mode (auto, "off") is for llm actions only
         raw.values[key], raw.origins[key] = value, ("defaults", key)
     if llm and run_mode is not None and "run_mode" not in raw.own:
         raw.values["run_mode"], raw.origins["run_mode"] = run_mode, CLI
     for key, value in raw.own.items():
         raw.values[key], raw.origins[key] = value, raw.path + (key,)
-    if llm and resolved_run_mode(raw.values.get("run_mode")) == "batch":
+    if llm and resolved_run_mode(raw.values.get("run_mode")) in ("batch", "auto"):
         for key in BATCH_TUNING_KEYS - raw.own.keys():
             if key in tuning:
                 raw.values[key], raw.origins[key] = tuning[key], PER_RUN[key]
@@ -123,7 +132,8 @@ def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
 
 
 def resolved_run_mode(value: Any) -> str | None:
-    """``online``/``batch`` for a valid spelling (any case), ``online`` when unset, else None."""
+    """``online``/``batch``/``auto`` for a valid spelling (any case), ``online`` when unset,
+    else None."""
     if value is None:
         return "online"
     if isinstance(value, str) and value.strip().lower() in RUN_MODES:
@@ -156,7 +166,7 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                            "cache": True, "max_concurrency": 16}
     if "when" in v:
         out["when"] = read_str(f, v["when"], at("when"))
-    if "cache" in v:
+    if "cache" in v and raw.kind != "llm":
         out["cache"] = read_bool(f, v["cache"], at("cache"))
     if "max_concurrency" in v:
         out["max_concurrency"] = read_int(f, v["max_concurrency"], at("max_concurrency"))
@@ -342,6 +352,37 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                                               "attachments_position")
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
+    out["auto_batch_min_records"] = _auto_threshold(f, raw, out["run_mode"])
+    out.update(_cache_fields(f, raw))
+    return out
+
+
+def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    """``cache`` (``off``/``auto``/``on``; YAML reads unquoted ``off``/``on`` as false/true),
+    ``cache_ttl`` (``5m``/``1h``) and ``context_prefix`` (a template, checked with the
+    others) of an llm action."""
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {}
+    if "cache" in v:
+        value = v["cache"]
+        mode = {False: "off", True: "on"}.get(value) if isinstance(value, bool) else \
+            value.strip().lower() if isinstance(value, str) else None
+        if mode in CACHE_MODES:
+            out["cache_mode"] = mode
+        else:
+            f.error("invalid_cache", f"cache {value!r} of action {raw.name!r} is not one of "
+                    f"{', '.join(CACHE_MODES)}", at("cache"),
+                    hint=did_you_mean(str(value), CACHE_MODES) or "cache: auto (the default)")
+    if "cache_ttl" in v:
+        ttl = v["cache_ttl"]
+        if isinstance(ttl, str) and ttl.strip().lower() in CACHE_TTLS:
+            out["cache_ttl"] = ttl.strip().lower()
+        else:
+            f.error("invalid_cache_ttl", f"cache_ttl {ttl!r} of action {raw.name!r} is not one "
+                    f"of {', '.join(CACHE_TTLS)}", at("cache_ttl"),
+                    hint="cache_ttl: 5m (the default), or 1h (Anthropic's longer cache)")
+    if v.get("context_prefix") is not None:
+        out["context_prefix"] = read_str(f, v["context_prefix"], at("context_prefix"))
     return out
 
 
@@ -374,11 +415,28 @@ def _run_mode(f: Findings, raw: RawAction) -> str | None:
     who = "" if origin[:1] == ("defaults",) else f" (action {raw.name!r})"
     if mode is None:
         f.error("unsupported_run_mode", f"{source} {value!r} is not one of "
-                f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online or batch")
+                f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online, batch or auto")
     elif mode not in AVAILABLE_RUN_MODES:
         f.error("not_available_yet", f"{source} {mode!r} is not available in this version of "
                 f"agac{who}", where, hint=f"use run_mode: {min(AVAILABLE_RUN_MODES)}")
     return mode
+
+
+def _auto_threshold(f: Findings, raw: RawAction, mode: str | None) -> int | None:
+    """``auto_batch_min_records`` of an ``auto`` action (default 500), else None. Written on
+    an action whose mode is not ``auto`` it would do nothing: an error; from ``defaults:``
+    it fills only the ``auto`` actions."""
+    key = "auto_batch_min_records"
+    value = None
+    if key in raw.values:
+        value = read_int(f, raw.values[key], raw.origin(key))
+    if key in raw.own and mode in ("online", "batch"):
+        f.error("auto_threshold_without_auto", f"{key} is set on action {raw.name!r}, whose "
+                f"run_mode is {mode}", raw.origin(key),
+                hint="it applies to run_mode: auto only; drop it or write run_mode: auto")
+    if mode != "auto":
+        return None
+    return value if key in raw.values else AUTO_BATCH_MIN_RECORDS
 
 
 def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
@@ -393,9 +451,9 @@ def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
             f.error("tuning_without_batch", f"{key} is set on action {raw.name!r}, whose "
                     "run_mode is online", raw.origin(key),
                     hint="batch tuning applies to run_mode: batch; check the run_mode spelling")
-        if mode == "batch" and out[key] is None:
+        if mode in ("batch", "auto") and out[key] is None:
             out[key] = BATCH_DEFAULTS[key]
-        if mode != "batch":
+        if mode not in ("batch", "auto"):
             out[key] = None
     return out
 

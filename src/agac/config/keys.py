@@ -16,6 +16,8 @@ __all__ = [
     "AVAILABLE_RUN_MODES",
     "BATCH_TUNING_KEYS",
     "BUDGET_KEYS",
+    "CACHE_MODES",
+    "CACHE_TTLS",
     "DEFAULTABLE_KEYS",
     "EFFECT_KEYS",
     "FAILURE_POLICIES",
@@ -46,8 +48,8 @@ ACTION_KEYS = frozenset({
     "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "max_prompt_chars", "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
-    "fan_out", "join", "gate", "failure_policy", "approval", "attachments",
-    "attachments_position",
+    "auto_batch_min_records", "fan_out", "join", "gate", "failure_policy", "approval",
+    "attachments", "attachments_position", "cache_ttl", "context_prefix",
 })
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
@@ -66,7 +68,8 @@ DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 LLM_ONLY_KEYS = frozenset({
     "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
     "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
-    "attachments", "attachments_position",
+    "attachments", "attachments_position", "cache_ttl", "context_prefix",
+    "auto_batch_min_records",
 })
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""
 
@@ -82,8 +85,13 @@ FUTURE_KINDS: frozenset[str] = frozenset()
 ATTACHMENT_POSITIONS = ("before", "after")
 """Where an llm action's attachments go, relative to its prompt text."""
 
-RUN_MODES = ("online", "batch")
-AVAILABLE_RUN_MODES = frozenset({"online", "batch"})
+CACHE_MODES = ("off", "auto", "on")
+"""An llm action's ``cache:`` (YAML reads ``off``/``on`` as false/true: the same modes)."""
+CACHE_TTLS = ("5m", "1h")
+"""An llm action's ``cache_ttl:``."""
+
+RUN_MODES = ("online", "batch", "auto")
+AVAILABLE_RUN_MODES = frozenset({"online", "batch", "auto"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
 RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",

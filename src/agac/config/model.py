@@ -134,7 +134,7 @@ class Action:
     """One resolved step. Llm-only fields (``model`` … ``batch_deadline``) are None on tools.
 
     ``poll_interval`` and ``batch_deadline`` are set (seconds) only when ``run_mode`` is
-    ``batch``. ``ancestors`` is every action this one depends on, transitively, in the
+    ``batch`` or ``auto``. ``ancestors`` is every action this one depends on, transitively, in the
     workflow's topological order: exactly the names a template of this action may read.
     """
 
@@ -163,6 +163,11 @@ class Action:
     run_mode: str | None = "online"
     poll_interval: float | None = None
     batch_deadline: float | None = None
+    auto_batch_min_records: int | None = None
+    """``run_mode: auto``: batch from this many input records on (set only for ``auto``)."""
+    auto_choice: str | None = None
+    """In a run's config only: why ``run_mode: auto`` chose this action's ``run_mode``
+    (then ``online`` or ``batch``) at admission; None when the file chose it."""
     function: str | None = None
     cache: bool = True
     effect: EffectSpec | None = None
@@ -178,6 +183,16 @@ class Action:
     or a list of them)."""
     attachments_position: str = "before"
     """Where the attachments go: ``before`` or ``after`` the prompt text."""
+    cache_mode: str = "auto"
+    """An llm action's ``cache:`` — ``off``, ``auto`` or ``on`` (docs/workflow-reference.md,
+    Prompt caching). Not ``cache``: that is a tool's reuse of its outputs."""
+    cache_ttl: str = "5m"
+    """How long the provider keeps the cached prefix: ``5m`` or ``1h`` (Anthropic)."""
+    context_prefix: str | None = None
+    """The ``context_prefix:`` template: rendered once per run, from project files."""
+    context_text: str | None = None
+    """That template as rendered at the run's admission (None until then): kept in the run's
+    config snapshot, so a continued run sends the prefix it was admitted with."""
 
     @property
     def is_llm(self) -> bool:
@@ -273,11 +288,26 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("attachments_position", None)
     else:
         data["attachments"] = list(data["attachments"])
+    for key in ("auto_batch_min_records", "auto_choice"):
+        if data.get(key) is None:
+            data.pop(key, None)  # likewise for actions that are not run_mode: auto
     if data.get("approval") is None:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
         data["approval"]["approvers"] = list(data["approval"]["approvers"])
+    for key, default in _CACHE_DEFAULTS:
+        if data.get(key) == default:
+            data.pop(key, None)  # likewise for actions that leave prompt caching as it is
     return data
+
+
+_CACHE_DEFAULTS = (("cache_mode", "auto"), ("cache_ttl", "5m"), ("context_prefix", None),
+                   ("context_text", None))
+
+_OUTSIDE_HASH = ("line", "cache_mode", "cache_ttl", "context_text")
+"""Action fields the config hash leaves out: its line, and what changes the requests sent
+but never an answer (decision 0084) — the cache hint, and the rendered ``context_prefix``
+(the run keeps its own; the template itself is hashed)."""
 
 
 def _action_from(data: dict[str, Any]) -> Action:
@@ -308,7 +338,8 @@ def _config_hash(workflow: Workflow) -> str:
     actions = []
     for action in workflow.actions:
         data = _action_dict(action)
-        data.pop("line")
+        for key in _OUTSIDE_HASH:
+            data.pop(key, None)
         actions.append(data)
     source = dataclasses.asdict(workflow.input)
     if not source["records"]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.config.actions import PER_RUN, RawAction, action_fields, merge_action, resolved_run_mode
+from agac.config.caching import check_caching
 from agac.config.durations import DURATION_FORMAT, parse_duration
 from agac.config.environment import check_environment
 from agac.config.fanout import check_fan_outs
@@ -406,9 +407,9 @@ class _Builder:
         return raws
 
     def _unused_tuning(self, raws: list[RawAction]) -> None:
-        """Warn when the run's tuning fills nothing: no action ends up batched."""
+        """Warn when the run's tuning fills nothing: no action ends up (or may end up) batched."""
         if not self.tuning or any(
-            r.kind == "llm" and resolved_run_mode(r.values.get("run_mode")) == "batch"
+            r.kind == "llm" and resolved_run_mode(r.values.get("run_mode")) in ("batch", "auto")
             for r in raws
         ):
             return
@@ -509,6 +510,8 @@ class _Builder:
         else:  # a cycle: no order, but templates are still checked against what they reach
             order, ancestors = raws, reachable_dependencies(raws)
         self._check_templates(order, ancestors, fields, visible)
+        for raw in order:
+            check_caching(f, self.project, raw, fields[raw.name])
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
                           check_credentials=check_credentials, budget=self.budget is not None)

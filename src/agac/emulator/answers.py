@@ -31,6 +31,7 @@ __all__ = [
     "conforming_value",
     "count_tokens",
     "fingerprint",
+    "prompt_tokens",
     "text_chars",
 ]
 
@@ -53,11 +54,16 @@ class Answer:
     finish: str
     input_tokens: int
     output_tokens: int
-    cached_tokens: int
+    cached_tokens: int = 0
     refusal: str | None = None
     reply: dict[str, Any] | None = None
     """A ``reply`` fault: how the provider module bends the body it renders (a stop value,
     extra blocks, usage fields, or the whole body; :mod:`agac.emulator.replies`)."""
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
+    """``cached_tokens`` and the cache writes are the prompt cache's (:mod:`.caching`),
+    set by the provider module after the answer is computed; all are part of
+    ``input_tokens``, which counts the whole prompt."""
 
 
 def count_tokens(chars: int) -> int:
@@ -75,6 +81,12 @@ def text_chars(value: Any, key: str | None = None) -> int:
     if isinstance(value, list):
         return sum(text_chars(v, key) for v in value)
     return 0
+
+
+def prompt_tokens(prompt: Any, body: Any) -> int:
+    """The input tokens of a request: its prompt's characters (:func:`text_chars`) and
+    the attachments named in its canonical ``body``."""
+    return count_tokens(text_chars(prompt)) + attachment_tokens(body)
 
 
 def fingerprint(provider: str, model: str, body: Any) -> str:
@@ -107,11 +119,9 @@ def answer(
     """
     digest = hashlib.sha256(f"{seed}:{fingerprint(provider, model, body)}".encode()).digest()
     rng = random.Random(digest)
-    input_tokens = count_tokens(text_chars(prompt)) + attachment_tokens(body)
-    # Providers that cache report reads only for long prompts, in 128-token steps.
-    cached = (input_tokens // 2 // 128) * 128 if input_tokens >= 1024 else 0
+    input_tokens = prompt_tokens(prompt, body)
     if fault == "refusal":
-        return Answer(None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), cached,
+        return Answer(None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0,
                       REFUSAL_TEXT, reply)
     if schema is not None:
         text = json.dumps(conforming_value(schema, rng, schema))
@@ -131,7 +141,7 @@ def answer(
     if max_tokens is not None and max_tokens > 0 and count_tokens(len(text)) > max_tokens:
         text = text[: max_tokens * 4]
         finish = "length"
-    return Answer(text, finish, input_tokens, count_tokens(len(text)), cached, None, reply)
+    return Answer(text, finish, input_tokens, count_tokens(len(text)), 0, None, reply)
 
 
 def _violating_value(schema: dict[str, Any] | None) -> Any:

@@ -6,7 +6,8 @@ Shapes follow the ``anthropic`` SDK's types. Structured output is read from
 terminal status — with ``request_counts.processing`` equal to the total until then;
 cancelling shows ``canceling`` (one L, as Anthropic spells it, also ``canceled`` items).
 ``results_url`` is an absolute URL on the emulator itself: the SDK follows it as given.
-``usage.input_tokens`` excludes cache reads and writes, as Anthropic reports it.
+``usage.input_tokens`` excludes cache reads and writes, as Anthropic reports it; they
+come from the prompt cache (:mod:`.caching`): only blocks marked ``cache_control`` cache.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .answers import Answer, answer
+from .caching import anthropic_plan
 from .faults import Target
 from .handling import (
     attachments,
@@ -29,6 +31,7 @@ from .handling import (
     gate,
     live_latency,
     new_batch,
+    note_cache,
     observe,
     read_json,
     retry_headers,
@@ -84,7 +87,7 @@ def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
     return canonical, [body.get("system") or "", body.get("messages") or []], schema
 
 
-def message(model: str, ans: Answer, cached: bool, tier: str) -> dict[str, Any]:
+def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
     """A ``message`` object for ``ans``, bent by its ``reply`` fault: ``stop`` (any
     ``stop_reason``), ``stop_details``, ``blocks`` (the content blocks in order:
     ``text``, ``preamble``, ``thinking``, ``redacted_thinking``, ``server_tool_use``,
@@ -96,16 +99,21 @@ def message(model: str, ans: Answer, cached: bool, tier: str) -> dict[str, Any]:
         return dict(reply["body"])
     stop = reply.get("stop") or {"stop": "end_turn", "length": "max_tokens",
                                  "refusal": "refusal"}[ans.finish]
-    reads = ans.cached_tokens if cached else 0
     text = reply.get("content", ans.text)
     extra = reply.get("usage") or {}
-    reads = int(extra.get("cache_read_tokens", reads))
+    reads = int(extra.get("cache_read_tokens", ans.cached_tokens))
+    written = ans.cache_write_5m + ans.cache_write_1h
+    by_ttl = (ans.cache_write_5m, ans.cache_write_1h)
+    if "cache_write_tokens" in extra:  # a reply fault's writes: all five-minute ones
+        by_ttl = (int(extra["cache_write_tokens"]), 0)
     usage: dict[str, Any] = {
-        "input_tokens": max(0, ans.input_tokens - reads), "output_tokens": ans.output_tokens,
-        "cache_creation_input_tokens": int(extra.get("cache_write_tokens", 0)),
+        # input_tokens excludes cache reads and writes, as Anthropic reports it.
+        "input_tokens": max(0, ans.input_tokens - reads - written),
+        "output_tokens": ans.output_tokens,
+        "cache_creation_input_tokens": sum(by_ttl),
         "cache_read_input_tokens": reads,
-        "cache_creation": {"ephemeral_5m_input_tokens": int(extra.get("cache_write_tokens", 0)),
-                           "ephemeral_1h_input_tokens": 0},
+        "cache_creation": {"ephemeral_5m_input_tokens": by_ttl[0],
+                           "ephemeral_1h_input_tokens": by_ttl[1]},
         "server_tool_use": None, "service_tier": tier}
     if "web_search_requests" in extra or "web_fetch_requests" in extra:
         usage["server_tool_use"] = {"web_search_requests": int(extra.get("web_search_requests", 0)),
@@ -176,8 +184,11 @@ async def create_message(request: Request) -> Response:
     canonical, prompt, schema = _decode(body)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
                  max_tokens=body["max_tokens"], seed=state.config.seed, fault=fired.answer, reply=fired.reply)
+    plan, markers = anthropic_plan(model, body)
+    note_cache(request, markers)
+    ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
-    return JSONResponse(message(model, ans, "cache_control" in json.dumps(body), "standard"),
+    return JSONResponse(message(model, ans, "standard"),
                         headers={"request-id": "req_" + uuid.uuid4().hex[:24]})
 
 
@@ -190,6 +201,7 @@ async def create_batch(request: Request) -> Response:
         return error(400, None, None, "requests: must be a non-empty list")
     items: list[BatchItem] = []
     seen: set[str] = set()
+    marked: list[dict[str, Any]] = []
     for index, entry in enumerate(requests):
         custom_id = str((entry or {}).get("custom_id", ""))
         problem = _check((entry or {}).get("params"))
@@ -203,10 +215,13 @@ async def create_batch(request: Request) -> Response:
         params = entry["params"]
         take_attachments(PROVIDER, params)  # the batch keeps descriptors, not the bytes
         canonical, prompt, schema = _decode(params)
+        plan, markers = anthropic_plan(str(params["model"]), params)
+        if markers:
+            marked.append({"custom_id": custom_id, **markers})
         items.append(BatchItem(custom_id=custom_id, model=str(params["model"]),
                                canonical=canonical, prompt=prompt, schema=schema,
-                               max_tokens=params["max_tokens"],
-                               extra={"cached": "cache_control" in json.dumps(params)}))
+                               max_tokens=params["max_tokens"], cache=plan))
+    note_cache(request, marked)
     batch = new_batch(state, fired, batch_id="msgbatch_" + uuid.uuid4().hex[:24],
                       provider=PROVIDER, model=items[0].model, items=items)
     return created(fired, JSONResponse(batch_json(state, batch, "queued", None, _base(request))))
@@ -283,8 +298,7 @@ def _result_line(batch: Batch, result: ItemResult) -> dict[str, Any]:
     item = result.item
     if result.kind == "answered" and result.answer is not None:
         body = {"type": "succeeded",
-                "message": message(item.model, result.answer, bool(item.extra.get("cached")),
-                                   "batch")}
+                "message": message(item.model, result.answer, "batch")}
     elif result.kind == "errored" and result.error is not None:
         e = result.error
         body = {"type": "errored", "error": e.body if e.body is not None else {

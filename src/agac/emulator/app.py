@@ -14,7 +14,7 @@ Control API (``/_emulator/…``, never counted in the stats):
   lower-cased header names and the parsed body of live calls (``chat``; other ops have
   ``body: null``) and the client's ``host:port`` (one per connection); ``DELETE``
   forgets them. Stats resets and ``reset`` clear them too.
-- ``GET /_emulator/caches`` → ``{"caches": [{"name", "model", "display_name", "tokens",
+- ``GET /_emulator/context_caches`` → ``{"caches": [{"name", "model", "display_name", "tokens",
   "created_at", "expires_at", "deleted_at", "live", "batch"}, …], "refused": n}``: every
   Gemini context cache created since the last reset (deleted ones too), with how many
   live calls and batch items named it, and how many requests named one it did not have.
@@ -22,7 +22,13 @@ Control API (``/_emulator/…``, never counted in the stats):
   batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by
   ``s``, or to the end of its run when the body is empty); ``id`` may be ``batches/…``.
-- ``POST /_emulator/reset`` forgets everything (files, batches, faults, counters, clock).
+- ``GET /_emulator/cache`` → ``{"entries": n}``: the prompt prefixes cached (every
+  provider's, :mod:`.caching`); ``DELETE`` forgets them, so the next request of a prefix
+  writes it again. The markers a request carried (``cache_control`` positions,
+  ``prompt_cache_key``, ``cachedContent``) are in its ``/_emulator/requests`` entry, as
+  ``cache``: a chat call's markers, or a batch's as ``[{"custom_id", …}]``.
+- ``POST /_emulator/reset`` forgets everything (files, batches, faults, counters, the
+  prompt cache, clock).
 """
 
 from __future__ import annotations
@@ -85,8 +91,15 @@ async def _requests(request: Request) -> Response:
     return JSONResponse({"requests": journal.document()})
 
 
-async def _caches(request: Request) -> Response:
+async def _context_caches(request: Request) -> Response:
     return JSONResponse(gemini_caches.caches_document(state_of(request)))
+
+
+async def _cache(request: Request) -> Response:
+    cache = state_of(request).cache
+    if request.method == "DELETE":
+        cache.clear()
+    return JSONResponse({"entries": len(cache.entries)})
 
 
 async def _clock(request: Request) -> Response:
@@ -225,7 +238,8 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/stats", _stats, methods=["GET"]),
         Route("/_emulator/stats", _stats_reset, methods=["DELETE"]),
         Route("/_emulator/requests", _requests, methods=["GET", "DELETE"]),
-        Route("/_emulator/caches", _caches, methods=["GET"]),
+        Route("/_emulator/context_caches", _context_caches, methods=["GET"]),
+        Route("/_emulator/cache", _cache, methods=["GET", "DELETE"]),
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),
         Route("/_emulator/models", _models, methods=["POST"]),

@@ -4,7 +4,8 @@ explicit context caches (:mod:`.gemini_caches`).
 Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_mldev``,
 ``_api_client.upload_file``). Structured output is read from
 ``generationConfig.responseJsonSchema`` or ``responseSchema`` (OpenAPI subset).
-``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``.
+``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``, what the implicit
+prompt cache read (:mod:`.caching`).
 
 Batches are long-running operations named ``batches/<id>`` whose ``metadata.state`` is a
 ``BATCH_STATE_*`` word (the SDK renames it ``JOB_STATE_*``); results live only in
@@ -29,7 +30,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from . import gemini_caches
-from .answers import Answer, answer
+from .answers import Answer, answer, prompt_tokens
+from .caching import gemini_plan
 from .faults import Target
 from .handling import (
     Rejected,
@@ -38,6 +40,7 @@ from .handling import (
     gate,
     live_latency,
     new_batch,
+    note_cache,
     observe,
     read_json,
     state_of,
@@ -182,9 +185,13 @@ async def _generate(request: Request, model: str) -> Response:
     canonical, prompt, schema, max_tokens = _decode(whole)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
                  max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
-    if cache is not None:
+    plan, markers = gemini_plan(model, body, ans.input_tokens)
+    note_cache(request, markers)
+    if cache is not None:  # an explicit cache: its tokens are what the call read
         cache.live += 1
         ans = with_cache(ans, cache.tokens, gemini_caches.own_tokens(body))
+    else:
+        ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
@@ -224,12 +231,13 @@ def _item(state: EmulatorState, model: str, key: str, request_body: dict[str, An
     refused = gemini_caches.refusal(state, model, request_body)
     whole, cache = gemini_caches.expanded(state, request_body)
     canonical, prompt, schema, max_tokens = _decode(whole)
-    extra: dict[str, Any] = {"metadata": metadata}
+    plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
+    extra: dict[str, Any] = {"metadata": metadata, "cache": markers}
     if cache is not None:
         cache.batch += 1
         extra.update(cached_content=cache.id, own_tokens=gemini_caches.own_tokens(request_body))
     item = BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
-                     schema=schema, max_tokens=max_tokens, extra=extra)
+                     schema=schema, max_tokens=max_tokens, extra=extra, cache=plan)
     if refused is not None:
         item.error = ItemError(refused[0], None, refused[1])
     return item
@@ -245,6 +253,8 @@ async def _create_batch(request: Request, model: str) -> Response:
                        Target(model=model, metadata=metadata))
     config = spec.get("inputConfig") or {}
     items = _items(state, model, config)
+    note_cache(request, [{"custom_id": i.custom_id, **i.extra["cache"]} for i in items
+                         if i.extra["cache"]])
     batch_id = uuid.uuid4().hex[:20]
     batch = new_batch(state, fired, batch_id=batch_id, provider=PROVIDER, model=model,
                       items=items, metadata=metadata,

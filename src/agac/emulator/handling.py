@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "attachments",
     "created", "gate", "live_latency",
-    "new_batch", "observe", "read_json", "retry_headers", "state_of",
+    "new_batch", "note_cache", "observe", "read_json", "retry_headers", "state_of",
 ]
 
 #: Scope key holding the path as the client sent it, when the app serves it under another
@@ -35,6 +35,9 @@ __all__ = [
 SENT_PATH = "agac.emulator.sent_path"
 #: The same, undecoded (the ``raw_path`` the client sent, percent escapes kept).
 SENT_RAW_PATH = "agac.emulator.sent_raw_path"
+
+#: Scope key holding the request's journal entry, for its handler to annotate.
+_ENTRY = "agac.emulator.journal_entry"
 
 #: Renders a provider error: (status, code, retry_after seconds, message) -> Response.
 ErrorRenderer = Callable[[int, "str | None", "float | None", "str | None"], Response]
@@ -92,9 +95,10 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         scope = request.scope
         host, port = scope.get("client") or ("", 0)
         raw_path = scope.get(SENT_RAW_PATH) or scope.get("raw_path") or b""
-        state.journal.add(provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
-                          scope["query_string"].decode("latin-1"), scope["headers"], body,
-                          f"{host}:{port}", raw_path=raw_path.decode("latin-1"))
+        scope[_ENTRY] = state.journal.add(
+            provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
+            scope["query_string"].decode("latin-1"), scope["headers"], body, f"{host}:{port}",
+            raw_path=raw_path.decode("latin-1"))
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)
@@ -105,6 +109,14 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
     if raise_outcome is not None:
         raise raise_outcome
     return fired  # answer and batch faults are applied by the handler, which knows more.
+
+
+def note_cache(request: Request, markers: Any) -> None:
+    """Record in the request's journal entry the prompt-caching markers it carried
+    (``cache``: a chat body's markers, or a batch's, item by item); none, nothing."""
+    entry = request.scope.get(_ENTRY)
+    if markers and entry is not None:
+        entry["cache"] = markers
 
 
 def _outcome(fired: Fired, error: ErrorRenderer) -> Exception | None:

@@ -26,7 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .answers import Answer, answer
+from .answers import Answer, answer, prompt_tokens
+from .caching import OPENAI_MINIMUM, openai_plan
 from .faults import Target
 from .handling import (
     Rejected,
@@ -35,6 +36,7 @@ from .handling import (
     gate,
     live_latency,
     new_batch,
+    note_cache,
     observe,
     read_json,
     retry_headers,
@@ -48,7 +50,8 @@ BATCH_FILE_MAX = 200 * 1024 * 1024
 
 __all__ = ["OPENAI", "Flavor", "chat_request", "routes", "status_name"]
 
-_DROP = ("model", "stream", "stream_options", "metadata", "store", "user")
+#: Not part of what an answer depends on: transport settings and the cache routing key.
+_DROP = ("model", "stream", "stream_options", "metadata", "store", "user", "prompt_cache_key")
 _STATUS = {"queued": "validating", "running": "in_progress", "finalizing": "finalizing",
            "cancelling": "cancelling"}
 _TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
@@ -70,6 +73,8 @@ class Flavor:
     windows: frozenset[str]
     cursor_paging: bool
     usage_timings: bool
+    cache_minimum: int | None = OPENAI_MINIMUM
+    """The fewest prompt tokens cached (implicitly, :mod:`.caching`); None: no caching."""
 
 
 OPENAI = Flavor(provider="openai", prefix="/v1", file_prefix="file-", batch_prefix="batch_",
@@ -178,6 +183,10 @@ def routes(flavor: Flavor) -> list[Route]:
         ans = answer(provider=flavor.provider, model=model, body=canonical,
                      prompt=body["messages"], schema=schema, max_tokens=max_tokens,
                      seed=state.config.seed, fault=fired.answer, reply=fired.reply)
+        plan, markers = openai_plan(flavor.provider, model, body, ans.input_tokens,
+                                    flavor.cache_minimum)
+        note_cache(request, markers)
+        ans = state.cached(ans, plan)
         state.stats.bill(flavor.provider, model, canonical)
         reply = completion(flavor, model, ans, state.clock.now(), flavor.service_tier)
         if body.get("stream"):
@@ -243,7 +252,8 @@ def routes(flavor: Flavor) -> list[Route]:
         if body.get("completion_window") not in flavor.windows:
             return error(400, None, None, "Invalid 'completion_window': "
                          f"expected one of {sorted(flavor.windows)}.")
-        items, invalid = _parse_input(stored.content, flavor.provider)
+        items, invalid, marked = _parse_input(stored.content, flavor)
+        note_cache(request, marked)
         model = items[0].model if items else ""
         batch = new_batch(state, fired, batch_id=_batch_id(flavor), provider=flavor.provider,
                           model=model, items=items, metadata=metadata,
@@ -384,10 +394,14 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return fields
 
 
-def _parse_input(content: bytes, provider: str) -> tuple[list[BatchItem], list[dict[str, Any]]]:
-    """Decode a batch input file; return its items and OpenAI-style validation errors."""
+def _parse_input(content: bytes, flavor: Flavor
+                 ) -> tuple[list[BatchItem], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Decode a batch input file; return its items, OpenAI-style validation errors and the
+    cache markers of the lines that carried any."""
+    provider = flavor.provider
     items: list[BatchItem] = []
     invalid: list[dict[str, Any]] = []
+    marked: list[dict[str, Any]] = []
     seen: set[str] = set()
     for number, line in enumerate(content.decode("utf-8", "replace").splitlines(), start=1):
         if not line.strip():
@@ -408,13 +422,18 @@ def _parse_input(content: bytes, provider: str) -> tuple[list[BatchItem], list[d
         seen.add(custom_id)
         take_attachments(provider, body)  # the batch keeps descriptors, not the bytes
         canonical, schema, max_tokens = chat_request(body)
-        items.append(BatchItem(custom_id=custom_id, model=str(body.get("model", "")),
-                               canonical=canonical, prompt=body.get("messages", []),
-                               schema=schema, max_tokens=max_tokens))
+        model = str(body.get("model", ""))
+        prompt = body.get("messages", [])
+        plan, markers = openai_plan(provider, model, body, prompt_tokens(prompt, canonical),
+                                    flavor.cache_minimum)
+        if markers:
+            marked.append({"custom_id": custom_id, **markers})
+        items.append(BatchItem(custom_id=custom_id, model=model, canonical=canonical,
+                               prompt=prompt, schema=schema, max_tokens=max_tokens, cache=plan))
     if not items and not invalid:
         invalid.append({"code": "empty_file", "line": None, "param": None,
                         "message": "The input file has no requests."})
-    return items, invalid
+    return items, invalid, marked
 
 
 def batch_json(state: EmulatorState, flavor: Flavor, batch: Batch, phase: str,

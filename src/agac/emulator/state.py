@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .answers import Answer, answer, fingerprint
+from .caching import CachePlan, PromptCache
 from .faults import FaultBook
 
 __all__ = [
@@ -136,7 +137,8 @@ class BatchItem:
     """One request of a batch, already decoded by its provider module.
 
     ``canonical`` is what the answer and the fingerprint depend on, ``prompt`` what counts
-    as input characters; ``extra`` keeps provider details (Gemini inline ``metadata``).
+    as input characters; ``cache`` what it may read from and write to the prompt cache
+    when it is answered; ``extra`` keeps provider details (Gemini inline ``metadata``).
     """
 
     custom_id: str
@@ -149,6 +151,7 @@ class BatchItem:
     reply: dict[str, Any] | None = None
     error: ItemError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cache: CachePlan | None = None
 
 
 @dataclass(frozen=True)
@@ -243,8 +246,10 @@ class Journal:
     and the client's address (``host:port``, one per connection), so that a test can
     compare what two clients sent for the same request and see connections reused.
 
-    Only ``chat`` requests keep their body (raw bytes, decoded when read). At most
-    ``size`` entries are kept, oldest dropped first.
+    Only ``chat`` requests keep their body (raw bytes, decoded when read). The provider
+    module adds ``cache``, the prompt-caching markers it saw, to an entry whose request
+    carried any (:func:`~agac.emulator.handling.note_cache`). At most ``size`` entries
+    are kept, oldest dropped first.
     """
 
     def __init__(self, size: int = 1000) -> None:
@@ -252,10 +257,13 @@ class Journal:
 
     def add(self, provider: str, op: str, method: str, path: str, query: str,
             headers: list[tuple[bytes, bytes]], body: bytes | None, client: str, *,
-            raw_path: str = "") -> None:
-        self.entries.append({"provider": provider, "op": op, "method": method, "path": path,
-                             "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
-                             "client": client})
+            raw_path: str = "") -> dict[str, Any]:
+        """Keep one request; the entry is returned for its handler to annotate."""
+        entry = {"provider": provider, "op": op, "method": method, "path": path,
+                 "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
+                 "client": client}
+        self.entries.append(entry)
+        return entry
 
     def clear(self) -> None:
         self.entries.clear()
@@ -288,6 +296,8 @@ class EmulatorState:
         self.faults = FaultBook()
         self.stats = Stats()
         self.journal = Journal()
+        #: Every provider's cached prompt prefixes (:mod:`.caching`).
+        self.cache = PromptCache()
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, Batch] = {}
         #: explicit context caches (Gemini), deleted ones kept: id -> cache.
@@ -303,11 +313,13 @@ class EmulatorState:
         self.models: dict[str, dict[str, Any]] = {}
 
     def reset(self) -> None:
-        """Forget everything: files, batches, faults, counters and the clock offset."""
+        """Forget everything: files, batches, faults, counters, the prompt cache and the
+        clock offset."""
         self.clock = Clock()
         self.faults = FaultBook()
         self.stats = Stats()
         self.journal.clear()
+        self.cache.clear()
         self.files.clear()
         self.batches.clear()
         self.caches.clear()
@@ -391,9 +403,9 @@ class EmulatorState:
                        prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
                        seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
         cache = self.caches.get(str(item.extra.get("cached_content") or ""))
-        if cache is None:
-            return found
-        return with_cache(found, cache.tokens, int(item.extra.get("own_tokens", 0)))
+        if cache is not None:  # an explicit cache: its tokens are what the item read
+            return with_cache(found, cache.tokens, int(item.extra.get("own_tokens", 0)))
+        return self.cached(found, item.cache)
 
     def cache_gone(self, item: BatchItem) -> ItemError | None:
         """A batch item naming a cache that is gone when the batch runs it: Gemini's 403."""
@@ -403,6 +415,14 @@ class EmulatorState:
             return None
         self.cache_refusals += 1
         return ItemError(403, None, CACHE_NOT_FOUND)
+
+    def cached(self, found: Answer, plan: CachePlan | None) -> Answer:
+        """``found`` with what its request read from and wrote to the prompt cache now."""
+        use = self.cache.use(plan, self.clock.now())
+        if not (use.read or use.written):
+            return found
+        return replace(found, cached_tokens=use.read, cache_write_5m=use.write_5m,
+                       cache_write_1h=use.write_1h)
 
     def stats_document(self) -> dict[str, Any]:
         """The ``GET /_emulator/stats`` body (issue 3's format)."""

@@ -123,10 +123,18 @@ class RunningEmulator:
         first (see :mod:`.app`)."""
         return list(self._call("GET", "/_emulator/requests")["requests"])
 
-    def caches(self) -> dict[str, Any]:
-        """``GET /_emulator/caches``: every Gemini context cache created since the last
+    def context_caches(self) -> dict[str, Any]:
+        """``GET /_emulator/context_caches``: every Gemini context cache created since the last
         reset, with the requests that named it (see :mod:`.app`)."""
-        return dict(self._call("GET", "/_emulator/caches"))
+        return dict(self._call("GET", "/_emulator/context_caches"))
+
+    def cache(self) -> dict[str, Any]:
+        """``GET /_emulator/cache``: how many prompt prefixes are cached."""
+        return self._call("GET", "/_emulator/cache")
+
+    def clear_cache(self) -> dict[str, Any]:
+        """``DELETE /_emulator/cache``: forget every cached prompt prefix."""
+        return self._call("DELETE", "/_emulator/cache")
 
     def reset_stats(self) -> dict[str, Any]:
         """``DELETE /_emulator/stats``: zero the counters."""

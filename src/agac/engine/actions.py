@@ -15,6 +15,7 @@ from agac.config.functions import FunctionNotFound, resolve_function
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
+from agac.engine.prefixes import prompt_prefix
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
@@ -68,6 +69,13 @@ class ActionRuntime:
     record field (else None), and the static head of the first user message (the rendered
     ``context_prefix`` and the prompt template's literal head). An explicit cache
     (Gemini ``cachedContents``) is created from these."""
+    prefix: str = ""
+    """The rendered ``context_prefix`` and the blank line after it, which start every first
+    user message of the action (``""``: the message is the prompt alone)."""
+    cache_head: str = ""
+    """The prompt template's literal head: ``cache`` describes a request whose rendered
+    prompt starts with it, ``cache_fallback`` any other."""
+    cache_fallback: CacheHint | None = None
     name: str = field(init=False)
     """The action's name (read several times per unit: an attribute, not a property)."""
 
@@ -143,10 +151,12 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
 def build_runtime(action: Action, provider: Provider | None, root: Path, *,
                   slots: AbstractAsyncContextManager[None] | None = None,
                   limiter: RateWindow | None = None,
-                  admitted: Mapping[str, tuple[str, int]] | None = None) -> ActionRuntime:
+                  admitted: Mapping[str, tuple[str, int]] | None = None,
+                  workflow: str = "") -> ActionRuntime:
     """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
     slots and rate window (a worker shares both with other shards and other workers);
-    ``admitted``: the files the run's snapshot attaches (path -> (sha256, size))."""
+    ``admitted``: the files the run's snapshot attaches (path -> (sha256, size));
+    ``workflow``: its name, in the cache hint's routing key."""
     rl = action.rate_limit
     rt = ActionRuntime(
         action=action,
@@ -170,6 +180,10 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
         rt.attachments = compile_attachments(action.attachments, action.name)
         rt.root = root
         rt.limits = _limits(action.provider or "")
+    if action.kind == "llm" and action.prompt is not None:
+        found = prompt_prefix(action, workflow, root)
+        rt.prefix, rt.cache_head, rt.cache_texts = found.prefix, found.head, found.texts
+        rt.cache, rt.cache_fallback = found.hint, found.fallback
     if action.kind == "llm":
         rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
                                      action.max_tokens or 1024, action.temperature, action.schema)

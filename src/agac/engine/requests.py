@@ -56,7 +56,13 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         cap -= len(system)
         messages.append(Message("system", system))
     assert rt.prompt is not None
-    text = capped(rt.prompt, view, max(cap, 0))
+    if rt.prefix:  # the run's rendered context_prefix, then the record's prompt
+        text = rt.prefix + capped(rt.prompt, view, max(cap - len(rt.prefix), 0))
+    else:
+        text = capped(rt.prompt, view, max(cap, 0))
+    cache = rt.cache
+    if cache is not None and not text.startswith(rt.cache_head, len(rt.prefix)):
+        cache = rt.cache_fallback  # whitespace control ate into the literal head
     if rt.attachments:
         messages.append(Message("user", text, attachments_of(rt, view),
                                 "after" if action.attachments_position == "after" else "before"))
@@ -71,7 +77,7 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         schema=action.schema,
         timeout=action.timeout,
         seed=_version(view),
-        cache=rt.cache,
+        cache=cache,
     )
 
 

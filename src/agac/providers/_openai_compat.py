@@ -53,6 +53,7 @@ from agac.providers.base import (
     BatchState,
     BatchStatus,
     BilledWork,
+    CacheHint,
     ProviderSettings,
     Request,
     Response,
@@ -174,6 +175,9 @@ class OpenAICompatProvider:
     max_tokens_param: ClassVar[str] = "max_completion_tokens"
     batch_endpoint: ClassVar[str] = "/v1/chat/completions"
     completion_window: ClassVar[str] = "24h"
+    #: Whether a cache hint's key goes as ``prompt_cache_key`` (OpenAI's routing key for
+    #: prompt caching; an API without one leaves it out).
+    prompt_cache_key: ClassVar[bool] = False
     # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests: ClassVar[int] = 50_000
     batch_max_bytes: ClassVar[int] = 200 * 1024 * 1024
@@ -297,6 +301,9 @@ class OpenAICompatProvider:
                 system = {"role": "system", "content": fallback_system(request)}
                 params["messages"] = [system] + [m for m in messages if m["role"] != "system"]
                 params["response_format"] = {"type": "json_object"}
+        key = request.cache.key if request.cache is not None else None
+        if key and self.prompt_cache_key:
+            params["prompt_cache_key"] = key
         return params
 
     def _native_schema(self, model: str) -> bool:
@@ -366,7 +373,8 @@ class OpenAICompatProvider:
             if r.schema is not None and not self._native_schema(r.model):
                 yield dump_line(self._batch_line(r))
                 continue
-            same = _encode([r.model, r.max_tokens, r.temperature, r.seed, r.schema])
+            same = _encode([r.model, r.max_tokens, r.temperature, r.seed, r.schema,
+                            r.cache.key if r.cache is not None else None])
             if same != shared:
                 rest = self._chat_params(r, native=True)
                 del rest["model"], rest["messages"]
@@ -376,26 +384,27 @@ class OpenAICompatProvider:
                             _encode(r.model).encode(), b',"messages":',
                             _encode(messages).encode(), tail))
 
-    def _stored_lines(self, items: Iterable[tuple[str, str]]
+    def _stored_lines(self, items: Iterable[tuple[str, str]], cache: CacheHint | None = None
                       ) -> Iterator[bytes | list[bytes | Attachment]]:
         """Batch lines straight from stored canonical requests (``Request.canonical()``,
         keys sorted): the messages array is copied as stored, and what surrounds it
         (model, limits, schema) is decoded and encoded once for each distinct text. The
         lines equal :meth:`_batch_lines`' as JSON (a message's keys come in the stored
         order); a request sent in JSON mode, one with attachments, or text not in the
-        canonical form, goes through a decoded :class:`Request`."""
+        canonical form, goes through a decoded :class:`Request`. Every request carries
+        ``cache``, the batch's cache hint."""
         head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
         bodies: dict[str, tuple[bytes, bytes] | None] = {}
         for custom_id, text in items:
             if _ATTACHMENTS in text:
-                yield self._attachment_line(stored_request(text, custom_id))
+                yield self._attachment_line(stored_request(text, custom_id, cache))
                 continue
             start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
             end = text.find('],"model":"', start) if start >= 0 else -1
             rest = text[:start] + text[end + 1:] if end >= 0 else ""
             body = bodies.get(rest) if rest else None
             if rest and rest not in bodies:
-                r = stored_request(text, custom_id)
+                r = stored_request(text, custom_id, cache)
                 body = None
                 if r.schema is None or self._native_schema(r.model):
                     tail = self._chat_params(r, native=True)
@@ -403,7 +412,7 @@ class OpenAICompatProvider:
                     body = (_encode(r.model).encode(), b"," + _encode(tail).encode()[1:] + b"}")
                 bodies[rest] = body
             if body is None:
-                yield from self._batch_lines([stored_request(text, custom_id)])
+                yield from self._batch_lines([stored_request(text, custom_id, cache)])
                 continue
             yield b"".join((b'{"custom_id":', _encode(custom_id).encode(), head, body[0],
                             b',"messages":', text[start + len(_MESSAGES) - 1:end + 1].encode(),
@@ -412,7 +421,8 @@ class OpenAICompatProvider:
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
         """Upload the requests as a JSONL file and create a batch tagged with ``key``;
         requests as stored (:class:`StoredRequests`) are written from their stored text."""
-        lines = (self._stored_lines(requests.pairs) if isinstance(requests, StoredRequests)
+        lines = (self._stored_lines(requests.pairs, requests.cache)
+                 if isinstance(requests, StoredRequests)
                  else self._batch_lines(requests))
         spooled = spool_jsonl(
             lines,

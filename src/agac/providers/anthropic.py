@@ -35,6 +35,12 @@ from agac.providers._anthropic_wire import (
     tool_schema,
 )
 from agac.providers._attachments import ANTHROPIC_LIMITS, anthropic_blocks, live_base64
+from agac.providers._cache_wire import (
+    anthropic_content,
+    anthropic_minimum,
+    anthropic_system,
+    first_user,
+)
 from agac.providers._common import (
     SCHEMA_NAME,
     import_sdk,
@@ -56,6 +62,7 @@ from agac.providers._errors import (
 )
 from agac.providers._http import TRANSPORTS, HttpSession
 from agac.providers.base import (
+    Attachment,
     BatchHandle,
     BatchStatus,
     BilledWork,
@@ -114,6 +121,13 @@ class AnthropicProvider:
     batch_attachment_max_bytes = 64 * 1024 * 1024
     #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
     attachment_limits = ANTHROPIC_LIMITS
+
+    @staticmethod
+    def cache_minimum(model: str) -> int:
+        """The fewest prompt tokens Anthropic caches for ``model`` (docs/providers.md,
+        Prompt caching): 4,096 for Opus 4.5 and Haiku 4.5, 2,048 for Haiku 3 and 3.5,
+        1,024 for the others."""
+        return anthropic_minimum(model)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -203,17 +217,20 @@ class AnthropicProvider:
     # -- online --------------------------------------------------------------
 
     def _params(self, request: Request, *, tool: bool) -> dict[str, Any]:
-        """The Messages body: system is top-level, messages are user/assistant only."""
+        """The Messages body: system is top-level, messages are user/assistant only. A
+        cache hint marks the system prompt and the first user message's static head
+        (:mod:`agac.providers._cache_wire`); without one, nothing is marked."""
+        hint = request.cache
+        chat = request.chat
+        first = first_user(chat) if hint is not None else -1
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} if not m.attachments else
-                         {"role": m.role, "content": anthropic_blocks(
-                             m.content, m.attachments, m.position, live_base64)}
-                         for m in request.chat],
+            "messages": [{"role": m.role, "content": anthropic_content(
+                m, hint if i == first else None, _blocks)} for i, m in enumerate(chat)],
         }
         if request.system:
-            params["system"] = request.system
+            params["system"] = anthropic_system(request.system, hint)
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if request.schema is not None:
@@ -482,6 +499,13 @@ class AnthropicProvider:
             await self._http.aclose()
         if self._sdk_client is not None:
             await self._sdk_client.close()
+
+
+def _blocks(text: str, attachments: tuple[Attachment, ...], position: str
+            ) -> list[dict[str, Any]]:
+    """A message's content blocks, its attachments read now (live and batch alike: a
+    Message Batch goes inline)."""
+    return anthropic_blocks(text, attachments, position, live_base64)
 
 
 def _schema_rejected(err: ProviderError) -> bool:

@@ -13,11 +13,6 @@ wire form). The batch's ``display_name`` is our idempotency key (for
 and as ``key`` on file lines, the documented convention for both. On the wire states are ``BATCH_STATE_*``; the SDK renames them
 ``JOB_STATE_*``. Retries are off simply by never passing ``retry_options``.
 
-A request whose cache hint names an explicit cache (``cachedContents/…``, created by the
-run: docs/providers.md, Gemini explicit caches) sends ``cachedContent`` and leaves out
-what the cache holds: the system instruction (when the hint says it is static) and the
-first user message's static head.
-
 Quirk: the SDK warns (``UserWarning``) when it meets a state, finish reason or block
 reason its enums lack; that warning is silenced here because each is handled (an unknown
 state is still running, B9; an unknown finish reason is a stop agac does not know).
@@ -36,7 +31,6 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +38,7 @@ from typing import Any
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.media import read_verified
 from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
+from agac.providers._cache_wire import first_user, gemini_cache_name, gemini_minimum, gemini_rest
 from agac.providers._common import (
     dump_line,
     fallback_system,
@@ -74,6 +69,7 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
+    CacheHint,
     ProviderSettings,
     Request,
     Response,
@@ -128,6 +124,12 @@ class GeminiProvider:
     batch_max_bytes = FILE_MAX_BYTES
     #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
     attachment_limits = GEMINI_LIMITS
+
+    @staticmethod
+    def cache_minimum(model: str) -> int:
+        """The fewest prompt tokens Gemini caches for ``model`` (docs/providers.md, Prompt
+        caching): 1,024 for the Flash models, 4,096 for the Pro ones and any other."""
+        return gemini_minimum(model)
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -201,9 +203,16 @@ class GeminiProvider:
     # -- online --------------------------------------------------------------
 
     def _generation(self, request: Request, *, native: bool) -> dict[str, Any]:
-        """Generation settings in the SDK's snake_case form (system included)."""
+        """Generation settings in the SDK's snake_case form (system included). A request
+        that uses an explicit cache (:func:`_explicit_cache`) names it as
+        ``cached_content`` and leaves out the system instruction the cache holds."""
         config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
         system = request.system
+        cache = _explicit_cache(request, native=native)
+        if cache is not None:
+            config["cached_content"] = gemini_cache_name(cache)
+            if cache.system:
+                system = None
         if request.temperature is not None:
             config["temperature"] = request.temperature
         if request.seed is not None:
@@ -214,11 +223,6 @@ class GeminiProvider:
                 config["response_json_schema"] = request.schema
             else:
                 system = fallback_system(request)
-        cache = request.cache
-        if cache is not None and cache.name:  # an explicit cache holds the static prefix
-            config["cached_content"] = cache.name
-            if cache.system:
-                system = None
         if system:
             config["system_instruction"] = system
         return config
@@ -237,7 +241,6 @@ class GeminiProvider:
             return await self._generate(request, native=False)
 
     async def _generate(self, request: Request, *, native: bool) -> Response:
-        request = _for_schema(request, native=native)
         config = self._generation(request, native=native)
         parse = request.schema is not None
         if self._http is not None:
@@ -252,8 +255,8 @@ class GeminiProvider:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=url_path(model_path(request.model)), contents=_contents(request),
-                config=config,
+                model=url_path(model_path(request.model)),
+                contents=_contents(request, cached="cached_content" in config), config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
 
@@ -265,12 +268,6 @@ class GeminiProvider:
         return found
 
     # -- explicit context caches ---------------------------------------------
-
-    @staticmethod
-    def cache_minimum(model: str) -> int:
-        """The fewest tokens Gemini caches for ``model``: 4,096 for the Pro models,
-        1,024 for Flash and Flash-Lite (Gemini's context caching docs)."""
-        return 4096 if "pro" in model.rpartition("/")[2] else 1024
 
     async def create_context_cache(self, model: str, system: str | None, prefix: str,
                                    ttl_seconds: float, display_name: str) -> ContextCache:
@@ -316,9 +313,7 @@ class GeminiProvider:
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
-                native = self._native_schema(request.model)
-                request = _for_schema(request, native=native)
-                config = self._generation(request, native=native)
+                config = self._generation(request, native=self._native_schema(request.model))
                 if request.attachments:  # streamed into the uploaded file, never inline
                     inline, pieces = None, _attachment_line(custom_id, request, config)
                     size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
@@ -329,7 +324,7 @@ class GeminiProvider:
                 if inline is not None:
                     inline.append(
                         {
-                            "contents": _contents(request),
+                            "contents": _contents(request, cached="cached_content" in config),
                             "config": config,
                             "metadata": {"key": custom_id},
                         }
@@ -483,21 +478,35 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _contents(request: Request, data: Callable[[Attachment], Any] | None = None
-              ) -> list[dict[str, Any]]:
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None, *,
+              cached: bool = False) -> list[dict[str, Any]]:
     """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
     ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
-    file's base64), the REST form ``inlineData``."""
+    file's base64), the REST form ``inlineData``. ``cached``: an explicit cache holds
+    the first user message's static head, which is left out (a turn left empty goes)."""
     chat = request.chat
-    cache = request.cache
-    if cache is not None and cache.name and chat:  # the cache holds the static head
-        chat = [replace(chat[0], content=cache.split(chat[0].content)[1]), *chat[1:]]
+    if cached and request.cache is not None:
+        first = first_user(chat)
+        if first >= 0:
+            rest = gemini_rest(chat[first], request.cache)
+            kept = [rest] if rest.content or rest.attachments else []
+            chat = [*chat[:first], *kept, *chat[first + 1:]]
     return [
         {"role": "model" if m.role == "assistant" else "user",
          "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
              m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
         for m in chat
     ]
+
+
+def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
+    """The hint of a request that names an explicit cache, or None. A request asked in
+    JSON mode (its system instruction carries the schema, which the cache does not)
+    goes whole, without the cache."""
+    hint = request.cache
+    if hint is None or not hint.name or (request.schema is not None and not native):
+        return None
+    return hint
 
 
 def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
@@ -512,10 +521,12 @@ def _wire_request(request: Request, config: dict[str, Any],
                   data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
     and a batch file's line (``data``: a placeholder per attachment there)."""
-    generation = {_camel(k): v for k, v in config.items()
-                  if k not in ("system_instruction", "cached_content")}
-    wire: dict[str, Any] = {"contents": _contents(request, data), "generationConfig": generation}
-    if "cached_content" in config:
+    apart = ("system_instruction", "cached_content")
+    generation = {_camel(k): v for k, v in config.items() if k not in apart}
+    cached = "cached_content" in config
+    wire: dict[str, Any] = {"contents": _contents(request, data, cached=cached),
+                            "generationConfig": generation}
+    if cached:
         wire["cachedContent"] = config["cached_content"]
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
@@ -533,16 +544,6 @@ def _span_ms(start: Any, end: Any) -> float:
     if isinstance(start, datetime) and isinstance(end, datetime):
         return max(0.0, (end - start).total_seconds() * 1000.0)
     return 0.0
-
-
-def _for_schema(request: Request, *, native: bool) -> Request:
-    """The request as sent: a schema sent in the system instruction (JSON mode) cannot go
-    with an explicit cache holding the system instruction (Gemini refuses both at once),
-    so such a request sends its whole prompt instead of naming the cache."""
-    cache = request.cache
-    if native or request.schema is None or cache is None or not cache.name or not cache.system:
-        return request
-    return replace(request, cache=replace(cache, name=None))
 
 
 def _cache_gone(exc: Any) -> bool:

@@ -6,7 +6,9 @@ logic is shared (:mod:`agac.providers._openai_compat`). Differences handled here
 listing batches pages with ``paging.next_cursor`` (the SDK's ``batches.list`` takes
 no paging arguments), and ``json_schema`` output exists only on some models — a
 model that rejects it falls back to JSON mode with the schema in the system prompt.
-Batch discount and prompt caching do not stack on Groq (a pricing matter).
+Batch discount and prompt caching do not stack on Groq (a pricing matter). Groq caches
+prompts by itself where it does and takes no ``prompt_cache_key``, so a cache hint sends
+nothing here (docs/providers.md, Prompt caching).
 """
 
 from __future__ import annotations

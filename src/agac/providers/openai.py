@@ -33,6 +33,13 @@ class OpenAIProvider(OpenAICompatProvider):
     sdk_base_error = "OpenAIError"
     #: Images and PDFs (``image_url`` and ``file`` parts) and their limits.
     attachment_limits = OPENAI_LIMITS
+    #: A cache hint's key goes as ``prompt_cache_key`` (docs/providers.md, Prompt caching).
+    prompt_cache_key = True
+
+    @staticmethod
+    def cache_minimum(model: str) -> int:
+        """OpenAI caches a prompt prefix of 1,024 tokens or more, on every model."""
+        return 1024
 
     def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).

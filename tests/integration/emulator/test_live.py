@@ -65,6 +65,9 @@ def test_openai_max_tokens_truncates_with_length(oai: openai.OpenAI) -> None:
 
 def test_openai_long_prompt_reports_cached_tokens(oai: openai.OpenAI) -> None:
     long = "word " * 2000
+    first = oai.chat.completions.create(model="gpt-4o-mini",
+                                        messages=[{"role": "user", "content": long}])
+    assert first.usage.prompt_tokens_details.cached_tokens == 0  # type: ignore[union-attr]
     reply = oai.chat.completions.create(model="gpt-4o-mini",
                                         messages=[{"role": "user", "content": long}])
     details = reply.usage.prompt_tokens_details  # type: ignore[union-attr]

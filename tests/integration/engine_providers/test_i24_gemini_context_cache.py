@@ -4,8 +4,6 @@ on`` and a static prefix over the model's minimum, named by every request, delet
 the run ends or is cancelled, left to its TTL by a crash, and its storage in the cost
 ledger.
 
-The action's cache hint is set where the run assembles its runtimes (cache_support.py),
-as the action keys set it.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cache_support import SYSTEM, hint_runtimes, make_project, runner_file
+from cache_support import SYSTEM, make_project
 
 from agac import api
 from agac.errors import FatalError
@@ -57,7 +55,7 @@ def test_i24_gemini_context_cache_created_and_deleted_through_the_sdk(emulator: 
             api_ = context_cache_api(provider, FLASH)
             assert api_ is not None and api_.minimum == 1024
             made = await provider.create_context_cache(FLASH, SYSTEM, LONG, 600, "agac-t")
-            listed = emulator.caches()
+            listed = emulator.context_caches()
             await provider.delete_context_cache(made.name)
             await provider.delete_context_cache(made.name)  # gone already: not an error
             return made, listed
@@ -70,7 +68,7 @@ def test_i24_gemini_context_cache_created_and_deleted_through_the_sdk(emulator: 
     assert cache["name"] == made.name and cache["tokens"] == made.tokens > 1024
     assert cache["display_name"] == "agac-t"
     assert abs(made.expires_at - cache["expires_at"]) < 2
-    assert _live(emulator.caches()) == []
+    assert _live(emulator.context_caches()) == []
     ops = [r["op"] for r in emulator.requests() if r["provider"] == "gemini"]
     assert ops == ["cache.create", "cache.delete", "cache.delete"]
 
@@ -106,13 +104,13 @@ def test_i24_gemini_context_cache_the_emulator_counts_a_named_cache_as_cached(
     url = f"{emulator.url}/v1beta/models/{FLASH}:generateContent"
     body = {"cachedContent": name, "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
     usage = httpx.post(url, json=body, headers={"x-goog-api-key": "t"}).json()["usageMetadata"]
-    tokens = emulator.caches()["caches"][0]["tokens"]
+    tokens = emulator.context_caches()["caches"][0]["tokens"]
     assert usage["cachedContentTokenCount"] == tokens < usage["promptTokenCount"]
     httpx.delete(f"{emulator.url}/v1beta/{name}", headers={"x-goog-api-key": "t"})
     gone = httpx.post(url, json=body, headers={"x-goog-api-key": "t"})
     assert gone.status_code == 403 and "CachedContent not found" in gone.text
-    assert emulator.caches()["refused"] == 1
-    assert emulator.caches()["caches"][0]["live"] == 1
+    assert emulator.context_caches()["refused"] == 1
+    assert emulator.context_caches()["caches"][0]["live"] == 1
 
 
 # -- the run's lifecycle -------------------------------------------------------------------
@@ -120,18 +118,17 @@ def test_i24_gemini_context_cache_the_emulator_counts_a_named_cache_as_cached(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_i24_gemini_context_cache_one_per_run_named_by_every_request_deleted_at_the_end(
-        emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str) -> None:
-    hint_runtimes(monkeypatch)
+        emulator: Any, tmp_path: Path, transport: str) -> None:
     make_project(tmp_path, records=5, transport=transport)
 
     result = api.run("cached", tmp_path)
 
     summary = result.summary
     assert summary["state"] == "succeeded"
-    (cache,) = emulator.caches()["caches"]  # exactly one cache for the run
+    (cache,) = emulator.context_caches()["caches"]  # exactly one cache for the run
     assert cache["deleted_at"] is not None  # deleted when the run ended
     assert _named(emulator) == [cache["name"]] * 5  # every request named it
-    assert cache["live"] == 5 and emulator.caches()["refused"] == 0
+    assert cache["live"] == 5 and emulator.context_caches()["refused"] == 0
     (created,) = _events(summary["run_id"], tmp_path, "context_cache_created")
     assert created["data"]["name"] == cache["name"]
     assert created["data"]["tokens"] == cache["tokens"]
@@ -153,8 +150,7 @@ def test_i24_gemini_context_cache_one_per_run_named_by_every_request_deleted_at_
 
 
 def test_i24_gemini_context_cache_storage_price_comes_from_prices_in_agac_yml(
-        emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    hint_runtimes(monkeypatch)
+        emulator: Any, tmp_path: Path) -> None:
     make_project(tmp_path, records=1)
     (tmp_path / "agac.yml").write_text(
         "providers:\n  gemini: {transport: lean}\n"
@@ -163,7 +159,7 @@ def test_i24_gemini_context_cache_storage_price_comes_from_prices_in_agac_yml(
 
     summary = api.run("cached", tmp_path).summary
 
-    (cache,) = emulator.caches()["caches"]
+    (cache,) = emulator.context_caches()["caches"]
     (storage,) = [r for r in api.cost(summary["run_id"], tmp_path)["rows"]
                   if r["origin"] == "cache_storage"]
     (created,) = _events(summary["run_id"], tmp_path, "context_cache_created")
@@ -175,32 +171,32 @@ def test_i24_gemini_context_cache_storage_price_comes_from_prices_in_agac_yml(
     assert deleted["data"]["cost_usd"] == pytest.approx(storage["cost_usd"], abs=1e-6)
 
 
-def test_i24_gemini_context_cache_none_under_the_minimum_nor_without_cache_on(
-        emulator: Any, tmp_path: Path) -> None:
-    make_project(tmp_path, records=2)  # no hint: as cache: off
+@pytest.mark.parametrize("cache", ["auto", "off"])
+def test_i24_gemini_context_cache_none_without_cache_on(emulator: Any, tmp_path: Path,
+                                                        cache: str) -> None:
+    make_project(tmp_path, records=2, cache=cache)
 
     assert api.run("cached", tmp_path).summary["state"] == "succeeded"
 
-    assert emulator.caches()["caches"] == []
+    assert emulator.context_caches()["caches"] == []
     assert _named(emulator) == [None, None]
 
 
 def test_i24_gemini_context_cache_agac_cancel_deletes_it(
-        emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        emulator: Any, tmp_path: Path) -> None:
     """A batch action's cache lives until its batch ends (its batch deadline): the paused
     run holds it, ``agac cancel`` deletes it."""
-    hint_runtimes(monkeypatch)
     make_project(tmp_path, records=3, run_mode="batch")
 
     paused = api.run("cached", tmp_path).summary
     assert paused["state"] == "waiting"
-    (cache,) = _live(emulator.caches())
+    (cache,) = _live(emulator.context_caches())
     assert cache["batch"] == 3  # every line of the batch named it
     assert cache["expires_at"] - cache["created_at"] > 24 * 3600  # the batch deadline
 
     api.cancel(paused["run_id"], tmp_path)
 
-    assert _live(emulator.caches()) == []
+    assert _live(emulator.context_caches()) == []
     (deleted,) = _events(paused["run_id"], tmp_path, "context_cache_deleted")
     assert deleted["data"]["name"] == cache["name"]
     kinds = {r["origin"] for r in api.cost(paused["run_id"], tmp_path)["rows"]}
@@ -208,8 +204,7 @@ def test_i24_gemini_context_cache_agac_cancel_deletes_it(
 
 
 def test_i24_gemini_context_cache_a_continued_batch_run_reuses_it(
-        emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    hint_runtimes(monkeypatch)
+        emulator: Any, tmp_path: Path) -> None:
     make_project(tmp_path, records=3, run_mode="batch")
     assert api.run("cached", tmp_path).summary["state"] == "waiting"
     for batch in emulator.stats()["batches"]:
@@ -218,8 +213,8 @@ def test_i24_gemini_context_cache_a_continued_batch_run_reuses_it(
     summary = api.run("cached", tmp_path).summary
 
     assert summary["state"] == "succeeded"
-    (cache,) = emulator.caches()["caches"]  # the continuation created none
-    assert cache["deleted_at"] is not None and emulator.caches()["refused"] == 0
+    (cache,) = emulator.context_caches()["caches"]  # the continuation created none
+    assert cache["deleted_at"] is not None and emulator.context_caches()["refused"] == 0
     cost = api.cost(summary["run_id"], tmp_path)
     assert sum(r["cached_tokens"] for r in cost["rows"] if r["kind"] == "llm") \
         == 3 * cache["tokens"]
@@ -228,52 +223,49 @@ def test_i24_gemini_context_cache_a_continued_batch_run_reuses_it(
 # -- a crash ---------------------------------------------------------------------------------
 
 
-def _agac(script: Path, root: Path, *args: str, env: dict[str, str] | None = None
+def _agac(root: Path, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(script), *args], check=False, cwd=root,
+    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
                           env={**os.environ, **(env or {})}, capture_output=True, text=True,
                           timeout=120)
 
 
 def test_i24_gemini_context_cache_sigkill_leaves_it_and_the_rerun_reuses_it(
         emulator: Any, tmp_path: Path) -> None:
-    script = runner_file(tmp_path)
     make_project(tmp_path, records=12, concurrency=1)
 
-    crashed = _agac(script, tmp_path, "run", "cached", "--json",
+    crashed = _agac(tmp_path, "run", "cached", "--json",
                     env={"AGAC_CRASH_AT": "after_checkpoint:3"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-    (left,) = _live(emulator.caches())  # the crash left it to its TTL
+    (left,) = _live(emulator.context_caches())  # the crash left it to its TTL
 
-    resumed = _agac(script, tmp_path, "run", "cached", "--json")
+    resumed = _agac(tmp_path, "run", "cached", "--json")
 
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["state"] == "succeeded"
-    (cache,) = emulator.caches()["caches"]  # reused: no second cache
+    (cache,) = emulator.context_caches()["caches"]  # reused: no second cache
     assert cache["name"] == left["name"] and cache["deleted_at"] is not None
-    assert emulator.caches()["refused"] == 0  # no request named a deleted cache
+    assert emulator.context_caches()["refused"] == 0  # no request named a deleted cache
     assert set(_named(emulator)) == {cache["name"]}
 
 
 def test_i24_gemini_context_cache_a_rerun_after_the_cache_expired_creates_another(
-        emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        emulator: Any, tmp_path: Path) -> None:
     """The crash left the cache to its TTL; an hour later it is gone: the continued run
     ledgers its storage until it expired, creates another and names only that one."""
     from agac.api.projects import project_of, store_url
     from agac.store.repository import Store
     from agac.testing import ManualClock
 
-    script = runner_file(tmp_path)
     make_project(tmp_path, records=12, concurrency=1)
-    crashed = _agac(script, tmp_path, "run", "cached", "--json",
+    crashed = _agac(tmp_path, "run", "cached", "--json",
                     env={"AGAC_CRASH_AT": "after_checkpoint:3"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-    (first,) = emulator.caches()["caches"]
+    (first,) = emulator.context_caches()["caches"]
     lived = first["expires_at"] - first["created_at"]
     emulator.advance(lived + 1)  # it expires at the provider, and for agac
     clock = ManualClock()
     clock.advance(lived + 1)
-    hint_runtimes(monkeypatch)
     store = Store(store_url(project_of(tmp_path)), clock=clock)
     emulator.reset_stats()
     try:
@@ -282,10 +274,10 @@ def test_i24_gemini_context_cache_a_rerun_after_the_cache_expired_creates_anothe
         store.close()
 
     assert summary["state"] == "succeeded"
-    caches = emulator.caches()["caches"]
+    caches = emulator.context_caches()["caches"]
     assert len(caches) == 2 and caches[1]["deleted_at"] is not None
     assert set(_named(emulator)) == {caches[1]["name"]}
-    assert emulator.caches()["refused"] == 0
+    assert emulator.context_caches()["refused"] == 0
     (expired,) = _events(summary["run_id"], tmp_path, "context_cache_expired")
     assert expired["data"]["name"] == first["name"]
     storage = [r for r in api.cost(summary["run_id"], tmp_path)["rows"]

@@ -19,9 +19,9 @@ from agac.providers.registry import provider_class
 
 ALL_PROVIDERS = (*SDK_PROVIDERS, "mock")
 #: Providers that cache prompts without being asked (Anthropic caches only blocks marked
-#: with cache_control, which agac does not send; Ollama and the mock report no cache).
+#: with cache_control, sent only with a cache hint; Ollama and the mock report no cache).
 CACHING = ("openai", "gemini", "groq")
-#: The emulator caches half of a prompt of 1,024+ tokens, in 128-token steps.
+#: The emulator reads a prompt of 1,024+ tokens seen before, in 128-token steps.
 LONG_TEXT = "The blender is loud but it crushes ice in seconds. " * 120
 
 
@@ -62,7 +62,9 @@ async def test_live_call_without_schema_returns_text(name: str, make_provider: A
 @pytest.mark.parametrize("name", ALL_PROVIDERS)
 async def test_usage_input_excludes_cached_tokens(name: str, make_provider: Any) -> None:
     request = make_request(name, LONG_TEXT, system="Label it.")
-    usage = (await make_provider(name).complete(request)).usage
+    provider = make_provider(name)
+    await provider.complete(request)  # the first sight of the prompt caches it
+    usage = (await provider.complete(request)).usage
     prompt_tokens = math.ceil((len(LONG_TEXT) + len("Label it.")) / 4)
     if name in CACHING:
         assert usage.cached_tokens > 0

@@ -51,7 +51,7 @@ def test_defaults_fill_llm_actions_only(wf, tools: None) -> None:
     assert (classify.model, classify.system, classify.max_tokens) == ("mock/m", "be brief", 77)
     assert (classify.temperature, classify.timeout, classify.rate_limit.rpm) == (0.3, 30.0, 60.0)
     assert classify.retry.max_attempts == 5 and classify.retry.backoff_multiplier == 3.0
-    assert classify.retry.jitter is False and classify.cache is False
+    assert classify.retry.jitter is False and classify.cache_mode == "off"
     # llm-only keys never reach the tool; shared keys do
     assert tool.model is None and tool.system is None and tool.run_mode is None
     assert tool.max_tokens is None and tool.timeout is None and tool.rate_limit is None

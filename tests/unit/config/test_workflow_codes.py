@@ -91,8 +91,11 @@ def test_invalid_values(wf) -> None:
     rate_limit: {rpm: 0}
 """)
     lines = {p.line for p in checked.problems if p.code == "invalid_value"}
-    for key in ("max_tokens", "temperature", "max_concurrency", "cache", "rpm"):
+    for key in ("max_tokens", "temperature", "max_concurrency", "rpm"):
         assert checked.line_of(key) in lines, key
+    # an llm action's cache is its prompt caching mode (off, auto, on)
+    assert checked.line_of("cache") in {p.line for p in checked.problems
+                                        if p.code == "invalid_cache"}
 
 
 def test_unsupported_run_mode(wf) -> None:

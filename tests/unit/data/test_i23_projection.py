@@ -62,7 +62,9 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
     strings = {f.name for f in dataclasses.fields(Action) if "str" in str(f.type)}
     not_templates = {"name", "kind", "model", "provider", "model_name", "run_mode", "function",
                      "gate", "join", "failure_policy", "schema", "dependencies", "ancestors",
-                     "attachments_position"}
+                     "attachments_position", "auto_choice", "cache_mode", "cache_ttl", "context_text",
+                     # a template, but one that sees no record (validation refuses it)
+                     "context_prefix"}
     assert strings - not_templates == {k for k, _ in TEMPLATE_FIELDS} | {"attachments"}
 
 

@@ -12,11 +12,13 @@ import secrets
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agac.config.project import store_url
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
+from agac.engine.lifecycle.modes import ModeChoice, keep_choices, resolve_auto
 from agac.engine.lifecycle.snapshots import (
     InputSnapshot,
     current_snapshot_id,
@@ -24,6 +26,7 @@ from agac.engine.lifecycle.snapshots import (
     input_source,
     snapshot_input,
 )
+from agac.engine.prefixes import context_texts, with_context_texts
 from agac.errors import InputObjectsChanged, RefusedError, UsageError
 from agac.jsontext import loads
 from agac.keys import ESCAPED_KEYS
@@ -179,6 +182,9 @@ def new_run_id(now: float) -> str:
 
 def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions,
               *, retry_of: str | None = None, snapshot: InputSnapshot | None = None) -> RunRecord:
+    original = store.get_run(retry_of) if retry_of is not None else None
+    workflow = with_context_texts(workflow, project.root,
+                                  context_texts(original.config) if original else None)
     if snapshot is None:
         snapshot = snapshot_input(workflow, project, store, options.limit, options.source,
                                   tenant=options.tenant)
@@ -196,6 +202,7 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
             settings = replace(settings, budget=Budget(workflow.budget.usd, workflow.budget.tokens))
         if workflow.deadline is not None:
             settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline)
+    workflow, choices = _chosen_modes(project, store, workflow, snapshot, settings, retry_of)
     if settings.budget is not None and retry_of is None:
         _admission_estimate(project, store, workflow, snapshot, options, settings.budget)
     store.create_run(
@@ -212,10 +219,29 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     if snapshot.empty_files:
         admitted["empty_files"] = list(snapshot.empty_files)
     store.checkpoint(run_event(run_id, "run_admitted", admitted, store.clock.time()))
+    for choice in choices:
+        store.checkpoint(run_event(run_id, "run_mode_chosen", choice.as_event(),
+                                   store.clock.time(), action=choice.action))
     run = store.get_run(run_id)
     assert run is not None
     maybe_crash("after_admit")  # admitted (snapshot, config, budget), nothing executed yet
     return run
+
+
+def _chosen_modes(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,
+                  settings: RunSettings, retry_of: str | None,
+                  ) -> tuple[Workflow, list[ModeChoice]]:
+    """The workflow as this run executes it: each ``run_mode: auto`` action online or
+    batch, chosen now over the snapshot's records and the time left to the deadline (a
+    retry keeps the choices of the run it retries)."""
+    if retry_of is not None:
+        original = store.get_run(retry_of)
+        assert original is not None
+        workflow = keep_choices(workflow, original.config.get("actions", []))
+    now = store.clock.time()
+    remaining = None if settings.deadline_at is None else settings.deadline_at - now
+    return resolve_auto(workflow, snapshot.count, remaining=remaining,
+                        durable=store_url(project) != "memory")
 
 
 def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> RunSettings:
@@ -266,8 +292,9 @@ def _carry_unchanged(store: Store, prior: str, run_id: str, workflow: Workflow, 
     either."""
     prior_row = store.get_run(prior)
     if prior_row is None or prior_row.config_hash != workflow.config_hash \
-            or prior_row.snapshot_id != snapshot_id or older_keys(store, prior_row):
-        return 0
+            or prior_row.snapshot_id != snapshot_id or older_keys(store, prior_row) \
+            or context_texts(prior_row.config) != context_texts(workflow):
+        return 0  # (a context_prefix's files changed: its requests are new)
     redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
     redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
     redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}

@@ -119,7 +119,7 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
         if any(a.attachments for a in workflow.actions) else {}
     runtimes = [build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None,
                               project.root, slots=slots.get(a.name), limiter=limiters.get(a.name),
-                              admitted=admitted)
+                              admitted=admitted, workflow=run.workflow)
                 for a in workflow.actions]
     plan = StepPlan(runtimes, has_fan_out(workflow))
     control = RunControl(store.clock, run.settings.deadline_at)

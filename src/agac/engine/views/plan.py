@@ -9,7 +9,12 @@ a request downstream of one that would be sent cannot be rendered yet, so its in
 is estimated from its templates, the record and each unknown upstream answer at its
 ``max_tokens``. A guard that cannot be evaluated yet counts as true. Tokens are
 ``ceil(chars / 4)`` of the messages plus ``max_tokens`` (the worst case a reservation
-holds too), priced live and at the batch tier.
+holds too), priced live and at the batch tier, each without and with prompt caching of
+the action's static prefix (engine/views/caching.py).
+
+Each llm action says the mode it would run in: its ``run_mode``, or for ``auto`` the
+mode a run admitted now would choose over these records, and why (decision 0085). The
+cost ``as_configured`` prices each action in that mode, without caching.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from agac.config.project import store_url
 from agac.engine.actions import build_runtime
+from agac.engine.lifecycle.modes import resolve_auto
 from agac.engine.limits.budget import attachment_tokens, request_estimate
 from agac.engine.requests import build_request
+from agac.engine.views.caching import cached_usage, one_hour_writes, static_prefix_tokens
 from agac.providers.base import Usage, fingerprint_of
 
 if TYPE_CHECKING:
@@ -58,10 +66,15 @@ def estimate_run(project: Project, store: Store | None, workflow: Workflow, pric
     def answers(fps: list[str]) -> dict[str, str]:
         return store.get_answers(fps, tenant=tenant) if store is not None and fps else {}
 
-    runtimes = {a.name: build_runtime(a, None, project.root) for a in workflow.actions}
+    runtimes = {a.name: build_runtime(a, None, project.root, workflow=workflow.name)
+                for a in workflow.actions}
     actions = {a.name: {"kind": a.kind, "model": a.model, "run_mode": a.run_mode, "units": 0,
                         "requests": 0, "reusable": 0, "input_tokens": 0, "output_tokens": 0,
-                        "cost_usd": {"online": 0.0, "batch": 0.0}} for a in workflow.actions}
+                        "cost_usd": dict.fromkeys(_COSTS, 0.0)} for a in workflow.actions}
+    for a in workflow.actions:
+        if a.kind == "llm":
+            actions[a.name]["cache_prefix_tokens"] = static_prefix_tokens(runtimes[a.name])
+            actions[a.name]["cache_ttl"] = "1h" if one_hour_writes(runtimes[a.name]) else "5m"
     count = 0
     chunk: list[tuple[str, Any]] = []
     for item in records:
@@ -72,7 +85,28 @@ def estimate_run(project: Project, store: Store | None, workflow: Workflow, pric
             chunk = []
     if chunk:
         _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh)
+    _modes(project, workflow, actions, count)
     return _totals(workflow, actions, count)
+
+
+_COSTS = ("online", "batch", "online_cached", "batch_cached")
+"""The estimates of each llm action: online and batch, each without and with caching."""
+
+
+def _modes(project: Project, workflow: Workflow, actions: dict[str, dict[str, Any]],
+           records: int) -> None:
+    """Each llm action's ``mode``: its run_mode, or what ``auto`` would choose for a run
+    admitted now over ``records`` (its deadline starting now), with ``mode_why``."""
+    _, choices = resolve_auto(workflow, records, remaining=workflow.deadline,
+                              durable=store_url(project) != "memory")
+    chosen = {c.action: c for c in choices}
+    for a in workflow.actions:
+        if a.kind != "llm":
+            continue
+        entry = actions[a.name]
+        entry["mode"] = chosen[a.name].mode if a.name in chosen else a.run_mode
+        if a.name in chosen:
+            entry["mode_why"] = f"{chosen[a.name].why}: {chosen[a.name].detail}"
 
 
 def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict[str, Any],
@@ -207,19 +241,27 @@ def _rough_chars(action: Action, payload: Any, unknown: list[str], workflow: Wor
 
 
 def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int) -> None:
+    """One request that would be sent: its tokens, and its cost online and batch, each
+    without caching and with its static prefix written (the action's first request) or
+    read from the cache."""
     i, o = request_estimate(chars, action.max_tokens or 1024)
+    first = entry["requests"] == 0
     entry["requests"] += 1
     entry["input_tokens"] += i
     entry["output_tokens"] += o
     usage = Usage(i, o)
-    entry["cost_usd"]["online"] += prices.cost(action.model or "", usage, "live")
-    entry["cost_usd"]["batch"] += prices.cost(action.model or "", usage, "batch")
+    cached = cached_usage(i, o, entry.get("cache_prefix_tokens", 0), first,
+                          one_hour=entry.get("cache_ttl") == "1h")
+    model, cost = action.model or "", entry["cost_usd"]
+    cost["online"] += prices.cost(model, usage, "live")
+    cost["batch"] += prices.cost(model, usage, "batch")
+    cost["online_cached"] += prices.cost(model, cached, "live")
+    cost["batch_cached"] += prices.cost(model, cached, "batch")
 
 
 def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) -> dict[str, Any]:
-    online = sum(a["cost_usd"]["online"] for a in actions.values())
-    batch = sum(a["cost_usd"]["batch"] for a in actions.values())
-    configured = sum(a["cost_usd"]["batch" if a["run_mode"] == "batch" else "online"]
+    totals = {k: sum(a["cost_usd"][k] for a in actions.values()) for k in _COSTS}
+    configured = sum(a["cost_usd"]["batch" if a.get("mode") == "batch" else "online"]
                      for a in actions.values())
     for a in actions.values():
         a["cost_usd"] = {k: round(v, 6) for k, v in a["cost_usd"].items()}
@@ -232,7 +274,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
         "reusable": sum(a["reusable"] for a in actions.values()),
         "input_tokens": sum(a["input_tokens"] for a in actions.values()),
         "output_tokens": sum(a["output_tokens"] for a in actions.values()),
-        "cost_usd": {"online": round(online, 6), "batch": round(batch, 6),
+        "cost_usd": {**{k: round(v, 6) for k, v in totals.items()},
                      "as_configured": round(configured, 6)},
         "budget": None if budget is None else {"usd": budget.usd, "tokens": budget.tokens},
         "within_budget": True,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agac.data.view import compile_view
 from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.snapshots import input_source
+from agac.engine.prefixes import cache_report
 from agac.engine.requests import build_request
 from agac.engine.walk.steps import regions_of
 from agac.errors import AttachmentError, NotFound, UsageError
@@ -79,19 +80,23 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
                 entry["guard"] = bool(compile_guard(action.when)(view))
             except Exception:  # noqa: BLE001 - a guard reading a missing field is false
                 entry["guard"] = False
-        entry.update(_what_it_sends(project, action, view))
+        entry.update(_what_it_sends(project, workflow.name, action, view))
         out.append(entry)
     return out
 
 
-def _what_it_sends(project: Project, action: Action, view: dict[str, Any]) -> dict[str, Any]:
+def _what_it_sends(project: Project, workflow: str, action: Action, view: dict[str, Any],
+                   ) -> dict[str, Any]:
     """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
     if action.kind == "llm":
         try:
-            req = build_request(build_runtime(action, None, project.root), view)
+            rt = build_runtime(action, None, project.root, workflow=workflow)
+            req = build_request(rt, view)
         except AttachmentError as exc:  # what the unit would fail with, said before it runs
             return {"note": f"would fail {exc.reason}: {exc}", "reason": exc.reason}
-        return {"request": req.to_dict(), "fingerprint": req.fingerprint()}
+        cache = cache_report(action, rt.prefix, rt.cache_head, rt.cache_texts[0],
+                             req.chat[0].content, req.cache)
+        return {"request": req.to_dict(), "fingerprint": req.fingerprint(), "cache": cache}
     return {"inputs": view, "function": action.function}
 
 
@@ -142,7 +147,7 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: R
         view = compile_view(action.context.observe, action.context.drop).build(
             rec.payload, {a: item_outputs[a] for a in action.ancestors})
         view[name] = item
-        e.update(_what_it_sends(project, action, view))
+        e.update(_what_it_sends(project, workflow.name, action, view))
         out.append(e)
     return out
 

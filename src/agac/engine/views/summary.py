@@ -14,6 +14,7 @@ from agac.engine.batch.billing import UNREAD_ORIGIN
 from agac.engine.requests import effect_id
 from agac.jsontext import loads
 from agac.keys import record_of
+from agac.providers.base import Usage, server_tool_counts
 from agac.reasons import REASONS, reason_code
 from agac.store.values import FINAL_STATES
 from agac.tenants import DEFAULT_TENANT
@@ -86,6 +87,8 @@ class RunSummary(_AsMapping):
     awaiting_approval: dict[str, Any] | None = None
     """A1: units waiting on people (counted in ``pending``), with the first proposals."""
     deadline_at: float | None = None
+    auto_modes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per action of ``run_mode: auto``: the mode chosen at admission and why."""
     budget: dict[str, Any] | None = None
     advice: tuple[dict[str, Any], ...] = ()
     error: dict[str, Any] | None = None
@@ -105,6 +108,8 @@ class RunSummary(_AsMapping):
             out["awaiting_approval"] = self.awaiting_approval
         if self.deadline_at is not None:
             out["deadline_at"] = self.deadline_at
+        if self.auto_modes:
+            out["auto_modes"] = {n: dict(c) for n, c in self.auto_modes.items()}
         if self.budget is not None:
             out["budget"] = self.budget
         if self.advice:
@@ -196,10 +201,17 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
         run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
         retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
         waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
-        deadline_at=settings.deadline_at, budget=budget,
+        deadline_at=settings.deadline_at, auto_modes=auto_modes(config), budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None)
     return replace(summary, next=next_command(summary, config))
+
+
+def auto_modes(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What ``run_mode: auto`` chose at admission for each of the run's actions it chose
+    for (``mode``, and ``why``: the reason code and its words)."""
+    return {a["name"]: {"mode": a["run_mode"], "why": a["auto_choice"]}
+            for a in config["actions"] if a.get("auto_choice")}
 
 
 def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -341,16 +353,17 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
 
 
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
-    """``agac cost``: cost per action, model, tier (live/batch) and origin, and what batch
-    saved against the live price of the same tokens. ``prices`` is a :class:`PriceTable`.
-    Origin ``unread``: answers the provider billed in a batch agac did not read, with how
-    many of them are ``estimated`` (engine/batch/billing.py). Origin ``cache_storage``
+    """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
+    saved against the live price of the same tokens, and what prompt caching saved
+    against the same tokens sent uncached at the row's tier (:func:`cache_saving`).
+    ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
+    in a batch agac did not read, with how many of them are ``estimated``
+    (engine/batch/billing.py); neither saving counts them. Origin ``cache_storage``
     (kind ``cache``): keeping the run's explicit context caches, one row per cache
     (engine/lifecycle/contextcaches.py)."""
-    from agac.providers.base import Usage, server_tool_counts
-
     rows = []
-    total = saved = 0.0
+    total = saved = by_cache = 0.0
+    hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
     for r in store.usage_totals([run.id]):
         group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
@@ -364,6 +377,10 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         total += c
         if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
             saved += max(live_cost - c, 0.0)
+        cached = cache_saving(prices, model, usage, r.tier,
+                              one_hour=r.provider == "anthropic" and r.action in hour) \
+            if r.kind == "llm" and r.origin != UNREAD_ORIGIN else 0.0
+        by_cache += cached
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
                "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
                "input_tokens": int(r.input_tokens or 0),
@@ -372,6 +389,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
                "output_tokens": int(r.output_tokens or 0),
                "reasoning_tokens": int(r.reasoning_tokens or 0),
                "server_tools": dict(usage.server_tools), "cost_usd": round(c, 6)}
+        if usage.cached_tokens or usage.cache_write_tokens:
+            row["cache_saved_usd"] = round(cached, 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
             row["priced_by_a_later_answer"] = int(r.priced or 0)
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
@@ -385,4 +404,25 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
                 row["unpriced_tools"] = unpriced
         rows.append(row)
     return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
-            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6), "rows": rows}
+            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6),
+            "cache_saved_usd": round(by_cache, 6), "rows": rows}
+
+
+def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
+                 one_hour: bool = False) -> float:
+    """What prompt caching saved on ``usage`` at ``tier``: its cost with the cached reads
+    and cache writes counted as ordinary input, less its cost with them — Σ cached tokens
+    × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
+    (a batch tier's own, or the derived half). Negative when writes cost more than reads
+    saved. Usage does not tell a 5-minute cache write from a 1-hour one: ``one_hour`` (an
+    Anthropic action with ``cache_ttl: 1h``) prices its writes at 2× input, as Anthropic
+    bills them, instead of the price table's ``cache_write`` (the 5-minute rate)."""
+    if not usage.cached_tokens and not usage.cache_write_tokens:
+        return 0.0
+    uncached = Usage(usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
+                     usage.output_tokens, 0, 0, usage.reasoning_tokens, usage.server_tools)
+    billed = usage
+    if one_hour:  # each written token at twice the input rate
+        billed = Usage(usage.input_tokens + 2 * usage.cache_write_tokens, usage.output_tokens,
+                       usage.cached_tokens, 0, usage.reasoning_tokens, usage.server_tools)
+    return prices.cost(model, uncached, tier) - prices.cost(model, billed, tier)
