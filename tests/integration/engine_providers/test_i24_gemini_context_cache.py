@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from cache_support import SYSTEM, make_project
 
@@ -90,8 +91,6 @@ def test_i24_gemini_context_cache_the_emulator_counts_a_named_cache_as_cached(
         emulator: Any) -> None:
     """A live call naming a cache reads its tokens as cached (inside the prompt count);
     one naming a deleted cache gets Gemini's 403."""
-    import httpx
-
     async def go() -> str:
         provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url,
                                                    api_key="test"))
@@ -247,6 +246,9 @@ def test_i24_gemini_context_cache_sigkill_leaves_it_and_the_rerun_reuses_it(
     assert cache["name"] == left["name"] and cache["deleted_at"] is not None
     assert emulator.context_caches()["refused"] == 0  # no request named a deleted cache
     assert set(_named(emulator)) == {cache["name"]}
+    cost = json.loads(_agac(tmp_path, "cost", "cached", "--json").stdout)
+    (storage,) = [r for r in cost["rows"] if r["origin"] == "cache_storage"]
+    assert (storage["kind"], storage["calls"]) == ("cache", 1)
 
 
 def test_i24_gemini_context_cache_a_rerun_after_the_cache_expired_creates_another(
