@@ -170,6 +170,19 @@ def test_i24_gemini_context_cache_storage_price_comes_from_prices_in_agac_yml(
     assert deleted["data"]["cost_usd"] == pytest.approx(storage["cost_usd"], abs=1e-6)
 
 
+def test_i24_gemini_context_cache_refused_by_the_provider_the_requests_go_whole(
+        emulator: Any, tmp_path: Path) -> None:
+    emulator.add_fault({"provider": "gemini", "op": "cache.create", "fault": {"http": 429}})
+    make_project(tmp_path, records=2)
+
+    summary = api.run("cached", tmp_path).summary
+
+    assert summary["state"] == "succeeded"
+    assert emulator.context_caches()["caches"] == [] and _named(emulator) == [None, None]
+    (refused,) = _events(summary["run_id"], tmp_path, "context_cache_refused")
+    assert "429" in refused["data"]["error"]
+
+
 @pytest.mark.parametrize("cache", ["auto", "off"])
 def test_i24_gemini_context_cache_none_without_cache_on(emulator: Any, tmp_path: Path,
                                                         cache: str) -> None:

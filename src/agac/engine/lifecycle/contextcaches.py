@@ -176,11 +176,10 @@ class ContextCaches:
                      if c.action == rt.name and c.digest == digest and c.expires_at > need]
             kept = found[-1] if found else await self._create(rt, api, system, head, digest,
                                                                 ttl)
-            if kept is None:
-                return False
             assert rt.cache is not None
-            rt.cache = replace(rt.cache, name=kept.name)
-            return True
+            # Refused: the requests go whole, naming no cache (not one about to expire).
+            rt.cache = replace(rt.cache, name=kept.name if kept is not None else None)
+            return kept is not None
 
     @staticmethod
     def _texts(rt: ActionRuntime) -> tuple[str | None, str]:
