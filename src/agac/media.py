@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
+import io
 import math
 import os
 import re
@@ -38,6 +39,7 @@ __all__ = [
     "AttachmentError",
     "AttachmentLimits",
     "Kind",
+    "VerifiedReader",
     "as_data_url",
     "base64_size",
     "describe_bytes",
@@ -48,6 +50,7 @@ __all__ = [
     "pdf_pages",
     "read_verified",
     "sniff",
+    "verify",
     "write_base64",
 ]
 
@@ -311,6 +314,70 @@ def write_base64(att: Attachment, out: BinaryIO) -> int:
     if size != att.size or digest.hexdigest() != att.sha256:
         raise _changed(att)
     return written
+
+
+class VerifiedReader(io.RawIOBase):
+    """The attachment's file opened for reading, its bytes checked against the hash as
+    they are read: the read that reaches the end of bytes other than the request's raises
+    AttachmentError (``attachment_changed``) instead of returning them, so a client that
+    sends what it reads (a resumable upload, chunk by chunk) never finishes sending
+    them. Reads must go forward from the start; a seek back to it starts the check
+    again (an SDK measures a file by seeking to its end and back)."""
+
+    def __init__(self, att: Attachment) -> None:
+        super().__init__()
+        self.att = att
+        try:
+            self._fh = open(att.path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError:
+            read_verified(att)  # raises the mapped error
+            raise
+        if os.fstat(self._fh.fileno()).st_size != att.size:
+            self._fh.close()
+            raise _changed(att)
+        self._digest = hashlib.sha256()
+        self._hashed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        at = self._fh.seek(offset, whence)
+        if at == 0:
+            self._digest, self._hashed = hashlib.sha256(), 0
+        return at
+
+    def readinto(self, buffer: Any) -> int:
+        if self._fh.tell() != self._hashed:
+            raise ValueError(f"{self.att.path}: a verified read must go forward from the start")
+        n = self._fh.readinto(buffer)
+        self._digest.update(memoryview(buffer)[:n])
+        self._hashed += n
+        if self._hashed > self.att.size or (n == 0 and self._hashed < self.att.size):
+            raise _changed(self.att)
+        if self._hashed == self.att.size and n and (
+                self._digest.hexdigest() != self.att.sha256 or self._fh.read(1)):
+            raise _changed(self.att)
+        return n
+
+    def close(self) -> None:
+        if hasattr(self, "_fh"):
+            self._fh.close()
+        super().close()
+
+
+def verify(att: Attachment) -> None:
+    """Check the attachment's file against its hash, a chunk at a time (memory: one
+    chunk, whatever its size); AttachmentError as :func:`read_verified` raises."""
+    with VerifiedReader(att) as reader:
+        while reader.read(CHUNK):
+            pass
 
 
 # -- what is inside ------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import hashlib
 import struct
 import zlib
 
-__all__ = ["gif_bytes", "jpeg_bytes", "pdf_bytes", "png_bytes", "png_of_size", "webp_bytes"]
+__all__ = ["gif_bytes", "jpeg_bytes", "pdf_bytes", "pdf_of_size", "png_bytes", "png_of_size",
+           "webp_bytes"]
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -111,3 +112,11 @@ def pdf_bytes(pages: int = 1, text: str = "agac") -> bytes:
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
+
+
+def pdf_of_size(size: int, pages: int = 1, seed: int = 0) -> bytes:
+    """A valid PDF of ``pages`` pages and about ``size`` bytes (at least what the pages
+    take): each page's text is a word from ``seed``, repeated."""
+    base = len(pdf_bytes(pages, f"{seed}"))
+    word = hashlib.sha256(str(seed).encode()).hexdigest()[:11] + " "
+    return pdf_bytes(pages, word * max(1, (size - base) // len(word) // pages))

@@ -80,11 +80,35 @@ def _error_object(status: int, code: str | None, message: str | None) -> dict[st
 
 
 def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
-    """(canonical request, prompt, schema) of a Messages body."""
+    """(canonical request, prompt, schema) of a Messages body. Cache markers change no
+    answer: the canonical request is the body without them (:func:`_unmarked`)."""
     fmt = (body.get("output_config") or {}).get("format") or body.get("output_format") or {}
     schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
     canonical = {k: v for k, v in body.items() if k not in _DROP}
+    if "cache_control" in json.dumps(canonical):
+        canonical = _unmarked(canonical)
     return canonical, [body.get("system") or "", body.get("messages") or []], schema
+
+
+def _unmarked(body: dict[str, Any]) -> dict[str, Any]:
+    """A Messages body as if sent without ``cache_control``: no marker anywhere, and a
+    system prompt or message content of text blocks only as their joined text (the form
+    of an unmarked request)."""
+    def text(value: Any) -> Any:
+        if isinstance(value, list) and value and all(
+                isinstance(b, dict) and b.get("type") == "text" for b in value):
+            return "".join(str(b.get("text", "")) for b in value)
+        if isinstance(value, list):
+            return [{k: v for k, v in b.items() if k != "cache_control"}
+                    if isinstance(b, dict) else b for b in value]
+        return value
+
+    out = {k: v for k, v in body.items() if k != "cache_control"}
+    if "system" in out:
+        out["system"] = text(out["system"])
+    out["messages"] = [{**m, "content": text(m.get("content"))} if isinstance(m, dict) else m
+                       for m in out.get("messages") or []]
+    return out
 
 
 def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:

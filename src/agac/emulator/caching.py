@@ -158,9 +158,21 @@ def _units(value: Any, where: str) -> Iterator[tuple[str, Any]]:
         yield where, value
 
 
+def _marked(body: dict[str, Any]) -> bool:
+    """Whether a Messages body carries any ``cache_control`` (most carry none)."""
+    if "cache_control" in body:
+        return True
+    lists = [body.get("system")] + [m.get("content") for m in body.get("messages") or ()
+                                    if isinstance(m, dict)]
+    return any(isinstance(b, dict) and "cache_control" in b
+               for blocks in lists if isinstance(blocks, list) for b in blocks)
+
+
 def anthropic_plan(model: str, body: dict[str, Any]) -> tuple[CachePlan | None, dict[str, Any]]:
     """The plan of a Messages body and the markers it carried (``cache_control``: each
     breakpoint's path and ttl; a top-level ``cache_control`` marks the last block)."""
+    if not _marked(body):
+        return None, {}
     units = [("tools", body.get("tools"))] if body.get("tools") else []
     units += list(_units(body.get("system"), "system"))
     for i, m in enumerate(body.get("messages") or ()):
@@ -245,7 +257,7 @@ def openai_plan(provider: str, model: str, body: dict[str, Any], total: int,
     and its marker, ``prompt_cache_key``."""
     key = body.get("prompt_cache_key")
     markers = {"prompt_cache_key": key} if key is not None else {}
-    if minimum is None:
+    if minimum is None or total < minimum:
         return None, markers
     pieces: list[tuple[str, Any]] = []
     for m in body.get("messages") or ():
@@ -263,6 +275,9 @@ def gemini_plan(model: str, body: dict[str, Any], total: int
     what the request's own prompt caches implicitly)."""
     name = body.get("cachedContent")
     markers = {"cachedContent": name} if name is not None else {}
+    minimum = gemini_minimum(model)
+    if total < minimum:
+        return None, markers
     pieces: list[tuple[str, Any]] = [("mark", "system")]
     system = body.get("systemInstruction")
     _content_pieces((system or {}).get("parts") if isinstance(system, dict) else system, pieces)
@@ -271,4 +286,4 @@ def gemini_plan(model: str, body: dict[str, Any], total: int
             pieces.append(("mark", c.get("role")))
             _content_pieces(c.get("parts"), pieces)
     namespace = json.dumps(["gemini", model.removeprefix("models/"), name])
-    return _implicit(namespace, pieces, total, gemini_minimum(model)), markers
+    return _implicit(namespace, pieces, total, minimum), markers

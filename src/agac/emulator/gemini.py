@@ -14,7 +14,8 @@ Batches are long-running operations named ``batches/<id>`` whose ``metadata.stat
 (int64). The Developer API has no cancelling state: a batch being cancelled still says
 ``BATCH_STATE_RUNNING``. Files upload through Google's resumable protocol: ``start``
 returns ``x-goog-upload-url``; chunks answer ``x-goog-upload-status: active`` and the
-``finalize`` chunk ``final`` with ``{"file": …}``. Errors are ``google.rpc.Status`` bodies;
+``finalize`` chunk ``final`` with ``{"file": …}``; uploaded attachments and ``file_data``
+parts are handled in :mod:`.gemini_files`. Errors are ``google.rpc.Status`` bodies;
 a 429 carries a ``QuotaFailure`` detail and, when a wait is known, a ``RetryInfo``.
 """
 
@@ -33,6 +34,7 @@ from . import gemini_caches
 from .answers import Answer, answer, prompt_tokens
 from .caching import gemini_plan
 from .faults import Target
+from .gemini_files import finish_upload, take_files
 from .handling import (
     Rejected,
     attachments,
@@ -179,6 +181,7 @@ async def _generate(request: Request, model: str) -> Response:
     refused = gemini_caches.refusal(state, model, body)
     if refused is not None:
         return error(refused[0], None, None, refused[1])
+    take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     whole, cache = gemini_caches.expanded(state, body)
@@ -228,6 +231,7 @@ def _item(state: EmulatorState, model: str, key: str, request_body: dict[str, An
     """One batch request, decoded; one naming a context cache is read with the cache's
     contents (and refused as a live call would be when it cannot use it)."""
     take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
+    take_files(state, request_body, error)
     refused = gemini_caches.refusal(state, model, request_body)
     whole, cache = gemini_caches.expanded(state, request_body)
     canonical, prompt, schema, max_tokens = _decode(whole)
@@ -409,8 +413,8 @@ async def upload(request: Request) -> Response:
         return Response(b"", headers={"x-goog-upload-status": "active"})
     del sessions[request.query_params["upload_id"]]
     file_id = uuid.uuid4().hex[:12]
-    stored = state.add_file(PROVIDER, file_id, session["spec"].get("displayName") or file_id,
-                            "uploaded", b"".join(session["chunks"]), session["mime"])
+    stored = finish_upload(state, file_id, session["spec"].get("displayName") or file_id,
+                           session["mime"], b"".join(session["chunks"]))
     return JSONResponse({"file": file_json(stored, _base(request))},
                         headers={"x-goog-upload-status": "final"})
 
@@ -418,7 +422,7 @@ async def upload(request: Request) -> Response:
 def file_json(stored: StoredFile, base: str) -> dict[str, Any]:
     """A ``File`` resource."""
     body = {"name": f"files/{stored.id}", "displayName": stored.filename,
-            "mimeType": stored.mime_type, "sizeBytes": str(len(stored.content)),
+            "mimeType": stored.mime_type, "sizeBytes": str(stored.size),
             "createTime": _stamp(stored.created_at), "updateTime": _stamp(stored.created_at),
             "expirationTime": _stamp(stored.created_at + 48 * 3600),
             "uri": f"{base}/v1beta/files/{stored.id}", "state": "ACTIVE",

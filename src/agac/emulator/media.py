@@ -25,7 +25,7 @@ from typing import Any
 
 from agac.media import image_size, pdf_pages, sniff
 
-__all__ = ["Seen", "limit_error", "redact_body", "seen_in", "seen_text", "take_attachments"]
+__all__ = ["Seen", "describe_raw", "limit_error", "redact_body", "seen_in", "seen_text", "take_attachments"]
 
 MB = 1024 * 1024
 _DESCRIPTOR = re.compile(r"\[attachment (?P<type>[\w/+.-]+) (?P<size>\d+) bytes "
@@ -63,12 +63,17 @@ def _decode(where: str, data: Any, declared: str | None) -> Seen | None:
         raw = base64.b64decode(data, altchars=alphabet, validate=True)
     except (binascii.Error, ValueError):
         raw = b""
+    return describe_raw(where, raw, declared, len(data))
+
+
+def describe_raw(where: str, raw: bytes, declared: str | None, encoded: int = 0) -> Seen:
+    """What the bytes of one attachment are (``encoded``: the length they arrived as)."""
     media = sniff(raw[:1024]) or "application/octet-stream"
     pages = pdf_pages(raw) if media == "application/pdf" else None
     dims = image_size(media, raw) if media.startswith("image/") else None
     kind = "pdf" if media == "application/pdf" else "image" if media.startswith("image/") \
         else "unknown"
-    return Seen(where, media, declared, len(raw), hashlib.sha256(raw).hexdigest(), len(data),
+    return Seen(where, media, declared, len(raw), hashlib.sha256(raw).hexdigest(), encoded,
                 kind, pages, dims[0] if dims else None, dims[1] if dims else None)
 
 

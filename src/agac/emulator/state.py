@@ -25,6 +25,7 @@ from typing import Any
 from .answers import Answer, answer, fingerprint
 from .caching import CachePlan, PromptCache
 from .faults import FaultBook
+from .media import Seen
 
 __all__ = [
     "CACHE_NOT_FOUND",
@@ -89,6 +90,13 @@ class StoredFile:
     content: bytes
     created_at: float
     mime_type: str = "application/jsonl"
+    described: Seen | None = None
+    """An attachment uploaded as a file (Gemini's Files API): what its bytes were, which
+    are not kept (``content`` is empty)."""
+
+    @property
+    def size(self) -> int:
+        return self.described.size if self.described is not None else len(self.content)
 
 
 @dataclass

@@ -84,6 +84,7 @@ def message_response(
             cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
             reasoning_tokens=as_int(pick(usage, "output_tokens_details", "thinking_tokens")),
             server_tools=_server_tools(pick(usage, "server_tool_use")),
+            cache_write_1h_tokens=as_int(pick(usage, "cache_creation", "ephemeral_1h_input_tokens")),
         ),
         parsed=parsed,
         service_tier=service_tier or pick(usage, "service_tier"),

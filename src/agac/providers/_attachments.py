@@ -16,7 +16,8 @@ The shapes, as the official SDKs type them:
 - Anthropic: ``{"type": "image" | "document", "source": {"type": "base64",
   "media_type": …, "data": …}}``;
 - Gemini: a part ``{"inline_data": {"mime_type": …, "data": …}}`` (REST: ``inlineData``,
-  ``mimeType``; the SDK takes the raw bytes);
+  ``mimeType``; the SDK takes the raw bytes), or, for a file uploaded through the Files
+  API, ``{"file_data": {"mime_type": …, "file_uri": …}}`` (REST ``fileData``, ``fileUri``);
 - Ollama: the message's ``images`` list of base64 strings (the SDK takes bytes).
 """
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agac.media import Attachment, AttachmentLimits, read_verified
@@ -76,10 +77,12 @@ ANTHROPIC_LIMITS = AttachmentLimits(
 PDFs 100 pages; a request up to 32 MB."""
 
 GEMINI_LIMITS = AttachmentLimits(
-    kinds=frozenset({"image", "pdf"}), max_files=3600, max_pdf_pages=1000,
-    max_request_bytes=20 * MB,
+    kinds=frozenset({"image", "pdf"}), max_file_bytes={"image": 2048 * MB, "pdf": 2048 * MB},
+    max_files=3600, max_pdf_pages=1000,
 )
-"""Gemini inline data: the whole request under 20 MB; PDFs up to 1,000 pages."""
+"""Gemini: files up to 2 GB each (the Files API's limit), PDFs up to 1,000 pages. A
+request goes inline under 20 MB; over it, its largest files go through the Files API
+(:mod:`agac.providers._gemini_files`), so the request as a whole has no byte limit here."""
 
 OLLAMA_LIMITS = AttachmentLimits(kinds=frozenset({"image"}))
 """Ollama: images only (on a vision model: llava, llama3.2-vision, gemma3, …)."""
@@ -153,12 +156,23 @@ def anthropic_blocks(text: str, attachments: tuple[Attachment, ...], position: s
 
 
 def gemini_parts(text: str, attachments: tuple[Attachment, ...], position: str,
-                 data: Callable[[Attachment], Any], *, rest: bool) -> list[dict[str, Any]]:
+                 data: Callable[[Attachment], Any], *, rest: bool,
+                 uris: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Content parts: ``inline_data`` (the SDK's snake_case, ``data`` raw bytes) or, with
-    ``rest``, the REST form ``inlineData``/``mimeType`` with base64 ``data``."""
-    if rest:
-        parts = [{"inlineData": {"mimeType": a.media_type, "data": data(a)}} for a in attachments]
-    else:
-        parts = [{"inline_data": {"mime_type": a.media_type, "data": data(a)}}
-                 for a in attachments]
+    ``rest``, the REST form ``inlineData``/``mimeType`` with base64 ``data``. A file
+    uploaded through the Files API (its SHA-256 in ``uris``) is a ``file_data`` part
+    naming its URI instead (REST ``fileData``/``fileUri``); ``data`` is not asked for it."""
+    uris = uris or {}
+    parts = [_gemini_part(a, data, rest, uris.get(a.sha256)) for a in attachments]
     return _ordered(text, position, parts, {"text": text})
+
+
+def _gemini_part(a: Attachment, data: Callable[[Attachment], Any], rest: bool,
+                 uri: str | None) -> dict[str, Any]:
+    if uri is not None:
+        if rest:
+            return {"fileData": {"mimeType": a.media_type, "fileUri": uri}}
+        return {"file_data": {"mime_type": a.media_type, "file_uri": uri}}
+    if rest:
+        return {"inlineData": {"mimeType": a.media_type, "data": data(a)}}
+    return {"inline_data": {"mime_type": a.media_type, "data": data(a)}}

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 from agac.errors import ConfigError, FatalError, Problem, UnsupportedError
@@ -40,6 +40,7 @@ __all__ = [
     "resolve_api_key",
     "resolve_base_url",
     "spool_jsonl",
+    "spool_jsonl_async",
     "stopwatch",
     "strict_compatible",
     "url_path",
@@ -236,13 +237,13 @@ class SpooledBatch:
         self.path.unlink(missing_ok=True)
 
 
-def spool_jsonl(
-    lines: Iterable[dict[str, Any] | bytes | list[bytes | Attachment]],
-    *,
-    max_count: int,
-    max_bytes: int,
-    provider: str,
-) -> SpooledBatch:
+Line = dict[str, Any] | bytes | list[bytes | Attachment]
+"""A batch line: a dict, bytes already serialized (without the newline), or pieces —
+bytes with an :class:`~agac.media.Attachment` wherever a file's base64 goes."""
+
+
+def spool_jsonl(lines: Iterable[Line], *, max_count: int, max_bytes: int,
+                provider: str) -> SpooledBatch:
     """Write batch lines to a temporary ``.jsonl`` file, one at a time.
 
     Lines are dicts, bytes already serialized (without the newline), or pieces: bytes
@@ -254,39 +255,68 @@ def spool_jsonl(
     raises UnsupportedError (code ``batch_too_large``): the engine splits shards by
     these limits before it submits, so reaching them here is a planning bug.
     """
-    fd, name = tempfile.mkstemp(prefix="agac-batch-", suffix=".jsonl")
-    path = Path(name)
-    count = size = 0
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for line in lines:
-                if isinstance(line, list):
-                    for piece in line:
-                        if isinstance(piece, bytes):
-                            fh.write(piece)
-                            size += len(piece)
-                        else:
-                            size += write_base64(piece, fh)
-                    fh.write(b"\n")
-                    size += 1
-                    count += 1
+    with _Spool(max_count, max_bytes, provider) as spool:
+        for line in lines:
+            spool.add(line)
+    return spool.done()
+
+
+async def spool_jsonl_async(lines: AsyncIterator[Line], *, max_count: int, max_bytes: int,
+                            provider: str) -> SpooledBatch:
+    """:func:`spool_jsonl` for lines made by a coroutine (one that uploads files on the
+    way: Gemini's Files API)."""
+    with _Spool(max_count, max_bytes, provider) as spool:
+        async for line in lines:
+            spool.add(line)
+    return spool.done()
+
+
+class _Spool:
+    """One batch file being written: a line at a time, removed if writing fails."""
+
+    def __init__(self, max_count: int, max_bytes: int, provider: str) -> None:
+        fd, name = tempfile.mkstemp(prefix="agac-batch-", suffix=".jsonl")
+        self.path = Path(name)
+        self._fh = os.fdopen(fd, "wb")
+        self.count = self.size = 0
+        self._limits = (max_count, max_bytes, provider)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._fh.close()
+        if kind is not None:
+            self.path.unlink(missing_ok=True)
+
+    def add(self, line: Line) -> None:
+        fh = self._fh
+        if isinstance(line, list):
+            for piece in line:
+                if isinstance(piece, bytes):
+                    fh.write(piece)
+                    self.size += len(piece)
                 else:
-                    data = line if isinstance(line, bytes) else dump_line(line)
-                    fh.write(data + b"\n")
-                    count += 1
-                    size += len(data) + 1
-                if count > max_count or size > max_bytes:
-                    raise UnsupportedError(
-                        f"{provider} batch exceeds {max_count} requests or {max_bytes} bytes",
-                        code="batch_too_large",
-                    )
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    if count == 0:
-        path.unlink(missing_ok=True)
-        raise ValueError("a batch needs at least one request")
-    return SpooledBatch(path, count, size)
+                    self.size += write_base64(piece, fh)
+            fh.write(b"\n")
+            self.size += 1
+        else:
+            data = line if isinstance(line, bytes) else dump_line(line)
+            fh.write(data + b"\n")
+            self.size += len(data) + 1
+        self.count += 1
+        max_count, max_bytes, provider = self._limits
+        if self.count > max_count or self.size > max_bytes:
+            raise UnsupportedError(
+                f"{provider} batch exceeds {max_count} requests or {max_bytes} bytes",
+                code="batch_too_large",
+            )
+
+    def done(self) -> SpooledBatch:
+        if self.count == 0:
+            self.path.unlink(missing_ok=True)
+            raise ValueError("a batch needs at least one request")
+        return SpooledBatch(self.path, self.count, self.size)
 
 
 def dump_line(line: dict[str, Any]) -> bytes:

@@ -160,9 +160,29 @@ class HttpSession:
                                      headers=None)
         return answer
 
+    async def exchange(self, method: str, url: str, data: bytes | None = None, *,
+                       errors: ErrorMapper, timeout: float | None = None,
+                       headers: Mapping[str, str] | None = None
+                       ) -> tuple[bytes, Mapping[str, str]]:
+        """Send ``data`` as it is (no JSON) and return the answer's raw body and headers:
+        for protocols that speak in headers, a resumable upload's steps (errors as
+        :meth:`post`)."""
+        return await self._exchange(method, url, data, errors=errors, timeout=timeout,
+                                    headers=headers)
+
     async def _send(self, method: str, url: str, data: bytes | None, *, errors: ErrorMapper,
                     timeout: float | None, headers: Mapping[str, str] | None
                     ) -> tuple[Any, Mapping[str, str]]:
+        raw, answered = await self._exchange(method, url, data, errors=errors, timeout=timeout,
+                                             headers=headers)
+        try:
+            return json.loads(raw), answered
+        except ValueError as exc:
+            raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
+
+    async def _exchange(self, method: str, url: str, data: bytes | None, *,
+                        errors: ErrorMapper, timeout: float | None,
+                        headers: Mapping[str, str] | None) -> tuple[bytes, Mapping[str, str]]:
         session = self._session
         if session is None or session.closed or self._loop is not asyncio.get_running_loop():
             session = self._open()
@@ -182,10 +202,7 @@ class HttpSession:
                     self._fail(status, answered, raw, errors)
         except self._connection_errors as exc:
             raise connection_error(self.provider, exc) from exc
-        try:
-            return json.loads(raw), answered
-        except ValueError as exc:
-            raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
+        return raw, answered
 
     def _url(self, url: str) -> Any:
         """``url`` as sent: adapters build it percent-encoded already (a model name goes

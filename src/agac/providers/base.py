@@ -13,7 +13,7 @@ engine owns retries.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -237,6 +237,9 @@ class Usage:
     shown apart. ``server_tools`` counts the provider's own tool calls it bills per use,
     as ``(name, count)`` pairs sorted by name (Anthropic ``server_tool_use``: ``web_search``,
     ``web_fetch``, …; Gemini's grounding searches as ``web_search``).
+    ``cache_write_1h_tokens`` are the part of ``cache_write_tokens`` written to live an
+    hour (Anthropic ``cache_creation.ephemeral_1h_input_tokens``), billed at the 1-hour
+    write rate.
     """
 
     input_tokens: int = 0
@@ -245,6 +248,7 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     server_tools: tuple[tuple[str, int], ...] = ()
+    cache_write_1h_tokens: int = 0
 
     def plus(self, other: Usage) -> Usage:
         """Both usages together (the legs of one continued turn)."""
@@ -256,7 +260,8 @@ class Usage:
                      self.cached_tokens + other.cached_tokens,
                      self.cache_write_tokens + other.cache_write_tokens,
                      self.reasoning_tokens + other.reasoning_tokens,
-                     server_tool_counts(tools))
+                     server_tool_counts(tools),
+                     self.cache_write_1h_tokens + other.cache_write_1h_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -268,6 +273,8 @@ class Usage:
         }
         if self.server_tools:
             out["server_tools"] = dict(self.server_tools)
+        if self.cache_write_1h_tokens:
+            out["cache_write_1h_tokens"] = self.cache_write_1h_tokens
         return out
 
 
@@ -571,6 +578,10 @@ class BatchApi:
     attachment_max_bytes: int = 0
     """The bytes of one batch part whose requests attach files: ``max_bytes``, or less
     for a batch API that takes its requests in one call (the part is held in memory)."""
+    attachment_line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None
+    """What a request's attachments add to its batch line, given them and the bytes of
+    its text, when not all their base64 goes in it (Gemini names files over its inline
+    limit by their upload); None: each attachment's base64."""
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
@@ -586,4 +597,5 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
         attachment_max_bytes=int(getattr(kind, "batch_attachment_max_bytes", 0)
                                  or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
+        attachment_line_bytes=getattr(kind, "batch_attachment_line_bytes", None),
     )

@@ -6,6 +6,10 @@ Live calls use ``generateContent`` with ``response_json_schema`` and
 ``response_mime_type: application/json``; a model that rejects the schema (a 400
 naming it) falls back to JSON mode with the schema in the system instruction.
 
+A request whose attachments come to more than the 20 MB inline limit sends its largest
+files through the Files API as ``file_data`` parts, live and in batch lines
+(:mod:`agac.providers._gemini_files`).
+
 Batches use ``batchGenerateContent``: requests go inline when they total under
 20 MB, else as an uploaded JSONL file (``{"key", "request"}`` lines in the REST
 wire form). The batch's ``display_name`` is our idempotency key (for
@@ -48,13 +52,22 @@ from agac.providers._common import (
     require_custom_id,
     resolve_api_key,
     resolve_base_url,
-    spool_jsonl,
+    spool_jsonl_async,
     stopwatch,
     url_path,
 )
 from agac.providers._errors import (
     connection_error,
     transport_errors,
+)
+from agac.providers._gemini_files import (
+    GeminiFiles,
+    Uploaded,
+    lean_delete,
+    lean_upload,
+    line_bytes,
+    sdk_delete,
+    sdk_upload,
 )
 from agac.providers._gemini_wire import (
     api_error,
@@ -122,8 +135,10 @@ class GeminiProvider:
     # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests = BATCH_MAX_REQUESTS
     batch_max_bytes = FILE_MAX_BYTES
-    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB.
+    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB; over it, the
+    #: largest as ``file_data`` parts naming their Files API upload (what a line carries).
     attachment_limits = GEMINI_LIMITS
+    batch_attachment_line_bytes = staticmethod(line_bytes)
 
     @staticmethod
     def cache_minimum(model: str) -> int:
@@ -145,6 +160,7 @@ class GeminiProvider:
                                      connections=settings.connections, timeout=self._timeout)
             root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
             self._models_url = f"{root}/{api_version()}/"
+            self._root = root
             self._server_timeouts: dict[float, dict[str, str]] = {}
         if settings.transport == "sdk" or settings.batch:
             self._aio  # noqa: B018 - the SDK is needed: load it now, not at the first call
@@ -153,6 +169,7 @@ class GeminiProvider:
         self._batch_input = str(settings.options.get("batch_input", "auto"))
         self._inline_max = int(settings.options.get("inline_max_bytes", INLINE_MAX_BYTES))
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+        self._files = GeminiFiles()
 
     @property
     def _errors(self) -> Any:
@@ -243,11 +260,12 @@ class GeminiProvider:
     async def _generate(self, request: Request, *, native: bool) -> Response:
         config = self._generation(request, native=native)
         parse = request.schema is not None
+        uris = await self._file_uris(request) if request.attachments else None
         if self._http is not None:
             seconds = request.timeout if request.timeout is not None else self._timeout
             url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
             with stopwatch() as took:
-                body = await self._http.post(url, _wire_request(request, config),
+                body = await self._http.post(url, _wire_request(request, config, uris=uris),
                                              errors=self._status_error, timeout=seconds,
                                              headers=self._server_timeout(seconds))
             return content_response(body, latency_ms=took[0], parse=parse)
@@ -256,9 +274,34 @@ class GeminiProvider:
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
                 model=url_path(model_path(request.model)),
-                contents=_contents(request, cached="cached_content" in config), config=config,
+                contents=_contents(request, uris=uris, cached="cached_content" in config),
+                config=config,
             )
         return content_response(answer, latency_ms=took[0], parse=parse)
+
+    # -- the Files API (attachments too big to go inline) ----------------------------------
+
+    async def _file_uris(self, request: Request, *, batch: bool = False) -> dict[str, str]:
+        """SHA-256 → URI of the request's files that go through the Files API: none while
+        the request fits inline (:mod:`agac.providers._gemini_files`). Batches upload
+        with the SDK, live calls on their transport."""
+        upload = self._upload_sdk if batch or self._http is None else self._upload_lean
+        return await self._files.uris(request, upload, batch=batch)
+
+    async def _upload_lean(self, att: Attachment) -> Uploaded:
+        assert self._http is not None
+        return await lean_upload(self._http, self._root, api_version(), self._status_error, att)
+
+    async def _upload_sdk(self, att: Attachment) -> Uploaded:
+        with self._translate_errors():
+            return await sdk_upload(self._aio, att)
+
+    async def _delete_file(self, name: str) -> None:
+        if self._http is not None:
+            await lean_delete(self._http, self._root, api_version(), self._status_error, name)
+            return
+        with self._translate_errors():
+            await sdk_delete(self._aio, name)
 
     def _server_timeout(self, seconds: float) -> dict[str, str]:
         """``X-Server-Timeout``, whole seconds rounded up, as the SDK sends it."""
@@ -308,14 +351,15 @@ class GeminiProvider:
         models: set[str] = set()
         size = 0
 
-        def lines() -> Iterator[bytes | list[bytes | Attachment]]:
+        async def lines() -> AsyncIterator[bytes | list[bytes | Attachment]]:
             nonlocal inline, size
             for request in requests:
                 custom_id = require_custom_id(request)
                 models.add(request.model)
                 config = self._generation(request, native=self._native_schema(request.model))
                 if request.attachments:  # streamed into the uploaded file, never inline
-                    inline, pieces = None, _attachment_line(custom_id, request, config)
+                    uris = await self._file_uris(request, batch=True)
+                    inline, pieces = None, _attachment_line(custom_id, request, config, uris)
                     size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
                     yield pieces
                     continue
@@ -333,7 +377,7 @@ class GeminiProvider:
                         inline = None  # too big to go inline: the file alone is kept
                 yield data
 
-        spooled = spool_jsonl(
+        spooled = await spool_jsonl_async(
             lines(), max_count=BATCH_MAX_REQUESTS, max_bytes=FILE_MAX_BYTES, provider=self.name
         )
         try:
@@ -443,6 +487,7 @@ class GeminiProvider:
         return None
 
     async def aclose(self) -> None:
+        await self._files.close(self._delete_file)  # the live calls' uploads
         if self._http is not None:
             await self._http.aclose()
         if self._sdk_client is not None:
@@ -478,12 +523,14 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _contents(request: Request, data: Callable[[Attachment], Any] | None = None, *,
-              cached: bool = False) -> list[dict[str, Any]]:
+def _contents(request: Request, data: Callable[[Attachment], Any] | None = None,
+              uris: Mapping[str, str] | None = None, *, cached: bool = False
+              ) -> list[dict[str, Any]]:
     """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
     ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
-    file's base64), the REST form ``inlineData``. ``cached``: an explicit cache holds
-    the first user message's static head, which is left out (a turn left empty goes)."""
+    file's base64), the REST form ``inlineData``; those uploaded (their SHA-256 in
+    ``uris``) are ``file_data`` parts. ``cached``: an explicit cache holds the first
+    user message's static head, which is left out (a turn left empty goes)."""
     chat = request.chat
     if cached and request.cache is not None:
         first = first_user(chat)
@@ -494,37 +541,44 @@ def _contents(request: Request, data: Callable[[Attachment], Any] | None = None,
     return [
         {"role": "model" if m.role == "assistant" else "user",
          "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
-             m.content, m.attachments, m.position, data or read_verified, rest=data is not None)}
+             m.content, m.attachments, m.position, data or read_verified, rest=data is not None,
+             uris=uris)}
         for m in chat
     ]
 
 
 def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
-    """The hint of a request that names an explicit cache, or None. A request asked in
-    JSON mode (its system instruction carries the schema, which the cache does not)
-    goes whole, without the cache."""
+    """The hint of a request that names an explicit cache, or None. Gemini refuses a
+    system instruction beside ``cachedContent``, so a request whose system instruction
+    the cache does not hold goes whole, without the cache: one asked in JSON mode (its
+    instruction carries the schema) or one whose system prompt reads the record."""
     hint = request.cache
     if hint is None or not hint.name or (request.schema is not None and not native):
+        return None
+    if request.system and not hint.system:
         return None
     return hint
 
 
-def _attachment_line(custom_id: str, request: Request, config: dict[str, Any]
-                     ) -> list[bytes | Attachment]:
-    """A batch file line whose attachments' base64 is streamed in from their files."""
+def _attachment_line(custom_id: str, request: Request, config: dict[str, Any],
+                     uris: Mapping[str, str] | None = None) -> list[bytes | Attachment]:
+    """A batch file line whose attachments' base64 is streamed in from their files (those
+    in ``uris``, uploaded, are named by their URI)."""
     blobs = Blobs()
-    return blobs.pieces(dump_line({"key": custom_id,
-                                   "request": _wire_request(request, config, blobs.token)}))
+    return blobs.pieces(dump_line({"key": custom_id, "request": _wire_request(
+        request, config, blobs.token, uris=uris)}))
 
 
 def _wire_request(request: Request, config: dict[str, Any],
-                  data: Callable[[Attachment], str] = live_base64) -> dict[str, Any]:
+                  data: Callable[[Attachment], str] = live_base64, *,
+                  uris: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
-    and a batch file's line (``data``: a placeholder per attachment there)."""
+    and a batch file's line (``data``: a placeholder per attachment there; ``uris``:
+    the files uploaded through the Files API)."""
     apart = ("system_instruction", "cached_content")
     generation = {_camel(k): v for k, v in config.items() if k not in apart}
     cached = "cached_content" in config
-    wire: dict[str, Any] = {"contents": _contents(request, data, cached=cached),
+    wire: dict[str, Any] = {"contents": _contents(request, data, uris, cached=cached),
                             "generationConfig": generation}
     if cached:
         wire["cachedContent"] = config["cached_content"]

@@ -60,7 +60,9 @@ CACHE_STORAGE: tuple[tuple[str, float], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """USD per million tokens; cached reads and cache writes default to the input rate.
+    """USD per million tokens; cached reads and cache writes default to the input rate,
+    1-hour cache writes to twice the input rate (Anthropic's price for them, the only
+    provider that writes them).
     ``tools`` is USD per use of a provider's server tool (``web_search``, …); a tool it
     does not name is unpriced (its uses cost 0 here and are marked by ``agac cost``)."""
 
@@ -69,13 +71,17 @@ class Rates:
     cached_input: float | None = None
     cache_write: float | None = None
     tools: tuple[tuple[str, float], ...] = ()
+    cache_write_1h: float | None = None
 
     def cost(self, usage: Usage, *, cached_as_input: bool = False) -> float:
         cached = self.input if cached_as_input or self.cached_input is None else self.cached_input
         write = self.input if self.cache_write is None else self.cache_write
-        # Reasoning tokens are a part of output_tokens: billed once, as output.
+        hour = 2 * self.input if self.cache_write_1h is None else self.cache_write_1h
+        # Reasoning tokens are a part of output_tokens: billed once, as output; 1-hour
+        # writes are a part of cache_write_tokens: what they cost above a write is added.
         tokens = (usage.input_tokens * self.input + usage.cached_tokens * cached
-                  + usage.cache_write_tokens * write + usage.output_tokens * self.output) / 1_000_000
+                  + usage.cache_write_tokens * write + usage.output_tokens * self.output
+                  + usage.cache_write_1h_tokens * (hour - write)) / 1_000_000
         if not usage.server_tools:
             return tokens
         per_use = dict(self.tools)
@@ -93,6 +99,8 @@ class Price:
     cache_write: float | None = None
     batch_discount: float | None = None
     """A project's discount of the batch tier (0-1); wins over a derived half."""
+    cache_write_1h: float | None = None
+    """1-hour cache writes (Anthropic ``cache_ttl: 1h``); None: twice the input rate."""
     cache_storage: float | None = None
     """A project's USD per 1M tokens per hour of an explicit context cache."""
     batch: Rates | None = None
@@ -105,7 +113,8 @@ class Price:
 
     @property
     def live(self) -> Rates:
-        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools)
+        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools,
+                     self.cache_write_1h)
 
     @property
     def batch_derived(self) -> bool:
@@ -206,7 +215,8 @@ def _coerce(model: str, value: Any) -> Price:
     price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    keys = ("input", "output", "cached_input", "cache_write", "batch_discount", "cache_storage")
+    keys = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "batch_discount",
+            "cache_storage")
     data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
     for key in keys:
         number = data.get(key)
@@ -217,6 +227,7 @@ def _coerce(model: str, value: Any) -> Price:
     return Price(input=float(data.get("input") or 0.0), output=float(data.get("output") or 0.0),
                  cached_input=_opt(data.get("cached_input")),
                  cache_write=_opt(data.get("cache_write")),
+                 cache_write_1h=_opt(data.get("cache_write_1h")),
                  batch_discount=_opt(data.get("batch_discount")),
                  cache_storage=_opt(data.get("cache_storage")), source="agac.yml")
 
@@ -287,8 +298,8 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            # "2": entries carry server-tool prices (older files lack them).
-            self._file = base / f"prices-2-{version}.json"
+            # "3": entries carry server-tool and 1-hour cache-write prices (older files lack them).
+            self._file = base / f"prices-3-{version}.json"
         return self._file
 
 
@@ -340,7 +351,8 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
                                         price_context={"processing": "batch"}).model_price
     except (LookupError, ValueError):
         return None
-    keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
+    keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok",
+            "cache_write_1h_mtok")
     live_rates = {k: getattr(live, k, None) for k in keys}
     if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
         return None  # priced by something other than tokens (images, audio, requests)
@@ -393,10 +405,12 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
             return price
         tools = tuple(sorted((str(k), float(v)) for k, v in (raw.get("tools") or {}).items()))
         return Rates(at("input_mtok") or 0.0, at("output_mtok") or 0.0,
-                     at("cache_read_mtok"), at("cache_write_mtok"), tools)
+                     at("cache_read_mtok"), at("cache_write_mtok"), tools,
+                     at("cache_write_1h_mtok"))
 
     base = rates(live, None)
     return Price(base.input, base.output, base.cached_input, base.cache_write, tools=base.tools,
+                 cache_write_1h=base.cache_write_1h,
                  batch=rates(batch, None) if batch else None,
                  tiers=tuple((above, rates(live, above), rates(batch, above) if batch else None)
                              for above in thresholds),

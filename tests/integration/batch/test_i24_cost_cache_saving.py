@@ -126,3 +126,26 @@ def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
     assert (row["cached_tokens"], row["cache_write_tokens"]) == (3 * prefix, prefix)
     saved = (3 * prefix * (1.0 - 0.1) - prefix * (1.25 - 1.0)) / 1e6
     assert doc["cache_saved_usd"] == pytest.approx(saved, abs=1e-6)
+
+
+def test_i24_cost_one_hour_cache_writes_are_billed_at_the_one_hour_rate_in_the_ledger(
+        emulator: RunningEmulator, project: Path) -> None:
+    """``cache_ttl: 1h``: the emulator, like Anthropic, reports the written tokens as
+    ``cache_creation.ephemeral_1h_input_tokens``; the ledger bills them at the 1-hour rate
+    (here 2× input: the prices name no ``cache_write_1h``), not the 5-minute one."""
+    workflow = "\n".join([
+        "name: triage", "input: {path: data/in.jsonl, id_field: id}",
+        "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64,",
+        "           cache_ttl: 1h}",
+        "actions:", "  - name: classify", f'    system: "{SYSTEM}"',
+        f'    prompt: "{HEAD}{{{{ source.text }}}}"']) + "\n"
+    write_project(project, workflow, agac_yml=PRICES,
+                  data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]})
+    result = api.run("triage", project, progress=False)
+    assert result.exit_code == 0
+    (row,) = api.cost(result.summary["run_id"], project)["rows"]
+    prefix = math.ceil((len(SYSTEM) + len(HEAD)) / 4)
+    assert (row["cached_tokens"], row["cache_write_tokens"]) == (3 * prefix, prefix)
+    billed = (row["input_tokens"] * 1.0 + 3 * prefix * 0.1 + prefix * 2.0
+              + row["output_tokens"] * 5.0) / 1e6
+    assert row["cost_usd"] == pytest.approx(billed, abs=1e-6)

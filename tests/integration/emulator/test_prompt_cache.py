@@ -93,3 +93,30 @@ def test_gemini_reads_a_repeated_prefix(gem: genai.Client, emu: RunningEmulator)
     assert cached("two") == 1024 + 128 * ((TOKENS - 1024) // 128)
     emu.reset()
     assert cached("three") == 0
+
+
+def _marked_body(system: str, head: str, *, system_ttl: str = "5m") -> dict[str, Any]:
+    mark = {"type": "ephemeral", **({"ttl": "1h"} if system_ttl == "1h" else {})}
+    return {"model": "claude-sonnet-4-5", "system": [
+        {"type": "text", "text": system, "cache_control": mark}],
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": head, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "Review: fine."}]}]}
+
+
+def test_two_breakpoints_read_the_longest_live_prefix_and_write_the_rest() -> None:
+    from agac.emulator.caching import PromptCache, anthropic_plan
+
+    cache = PromptCache()
+    system, head, other = "S" * 4400, "H" * 4400, "O" * 4400
+
+    def use(body: dict[str, Any]) -> tuple[int, int, int]:
+        plan, _ = anthropic_plan("claude-sonnet-4-5", body)
+        got = cache.use(plan, now=1000.0)
+        return got.read, got.write_5m, got.write_1h
+
+    # Each breakpoint is past the minimum: the first request writes both segments, by ttl.
+    assert use(_marked_body(system, head, system_ttl="1h")) == (0, 1100, 1100)
+    # Another head after the same system: the system prefix is read, the new head written.
+    assert use(_marked_body(system, other, system_ttl="1h")) == (1100, 1100, 0)
+    assert use(_marked_body(system, other, system_ttl="1h")) == (2200, 0, 0)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from provider_support import BATCH_SECONDS, MODELS, poll_until
 
-from agac.errors import AttachmentError, FatalError, ProviderError
+from agac.errors import AttachmentError, FatalError
 from agac.media import describe_file
 from agac.providers.base import Message, Request
 from agac.samplefiles import pdf_bytes, png_bytes, png_of_size
@@ -134,14 +134,25 @@ async def test_i22_4_anthropic_refuses_an_image_over_5_mb_of_base64_with_its_own
     assert "image exceeds 5 MB maximum" in str(caught.value)
 
 
-async def test_i22_4_gemini_refuses_a_request_over_20_mb(
-        make_provider: Any, emulator: Any, tmp_path: Path) -> None:
-    big = _file(tmp_path, "big.png", png_of_size(16_000_000))  # 21 MB as base64
-    adapter = make_provider("gemini")
-    with pytest.raises(ProviderError) as caught:
-        await adapter.complete(_request("gemini", (big,)))
-    assert caught.value.status == 400
-    assert "Request payload size exceeds the limit" in str(caught.value)
+def test_i22_4_gemini_refuses_a_request_over_20_mb(emulator: Any) -> None:
+    """Sent inline (agac itself uploads such files: test_gemini_files_api.py)."""
+    import urllib.error
+    import urllib.request
+
+    data = base64.b64encode(png_of_size(16_000_000)).decode()  # 21 MB as base64
+    body = {"contents": [{"role": "user", "parts": [
+        {"inlineData": {"mimeType": "image/png", "data": data}}, {"text": "What is it?"}]}]}
+    sent = urllib.request.Request(
+        f"{emulator.url}/v1beta/models/{VISION['gemini']}:generateContent",
+        data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", "x-goog-api-key": "test"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(sent, timeout=30)
+    assert caught.value.code == 400
+    said = json.loads(caught.value.read())["error"]
+    caught.value.close()
+    assert said["status"] == "INVALID_ARGUMENT"
+    assert "Request payload size exceeds the limit" in said["message"]
 
 
 async def test_i22_4_groq_refuses_a_pdf_and_a_model_without_vision(

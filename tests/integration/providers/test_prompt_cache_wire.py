@@ -194,6 +194,16 @@ async def test_gemini_in_json_mode_goes_whole_without_the_explicit_cache(
     assert body["contents"][0]["parts"][0]["text"].startswith(STATIC)
 
 
+async def test_gemini_with_a_system_prompt_the_cache_lacks_goes_whole(
+    make_provider: Any, emulator: Any
+) -> None:
+    await make_provider("gemini").complete(_request("gemini", hint=_hint(name="abc123",
+                                                                        system=False)))
+    body = _chats(emulator)[-1]["body"]
+    assert "cachedContent" not in body
+    assert body["systemInstruction"]["parts"][0]["text"] == SYSTEM
+
+
 # -- without a hint ----------------------------------------------------------
 
 
@@ -211,6 +221,15 @@ async def test_a_request_without_a_hint_carries_no_marker(
         assert entry["body"]["system"] == SYSTEM
         again = await provider.complete(_request(name))
         assert again.usage.cached_tokens == 0
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "groq"])
+async def test_a_hint_changes_no_answer(name: str, make_provider: Any, emulator: Any) -> None:
+    provider = make_provider(name)
+    hinted = await provider.complete(_request(name, hint=_hint()))
+    plain = await provider.complete(_request(name))
+    assert hinted.text == plain.text
+    assert emulator.stats()["duplicate_answers"] == 1  # the same request, asked twice
 
 
 # -- batches -----------------------------------------------------------------

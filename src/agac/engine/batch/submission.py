@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from agac.engine.crashpoints import maybe_crash
@@ -22,7 +22,7 @@ from agac.engine.limits.budget import Reservation
 from agac.engine.walk.steps import expected_units
 from agac.errors import AttachmentError, ProviderError, RetryableError, WaitError
 from agac.jsontext import dumps, loads
-from agac.media import Attachment, base64_size, read_verified
+from agac.media import Attachment, base64_size, verify
 from agac.providers.base import Message, StoredRequests
 from agac.store.batches import staged_key, staged_prefix
 from agac.store.rows import BatchIntent
@@ -216,7 +216,7 @@ class Submitter:
         sizes = self.ctx.store.staged_sizes(staged)
         if rt.action.attachments:
             max_bytes = min(max_bytes, limits.attachment_max_bytes * 9 // 10)
-            sizes = _line_sizes(self.ctx.store.staged_items(staged))
+            sizes = _line_sizes(self.ctx.store.staged_items(staged), limits.attachment_line_bytes)
         parts: list[list[str]] = [[]]
         size = 0
         for custom_id, length in sizes:
@@ -378,18 +378,25 @@ def _unsendable(attached: list[tuple[str, list[Attachment]]]) -> dict[str, str]:
     for custom_id, atts in attached:
         for att in atts:
             try:
-                read_verified(att)
+                verify(att)  # a chunk at a time: a 2 GB file is not held in memory
             except AttachmentError as exc:
                 bad[custom_id] = str(exc)
                 break
     return bad
 
 
-def _line_sizes(items: Iterable[BatchItem]) -> Iterator[tuple[str, int]]:
-    """(custom_id, bytes of its batch line) with each attachment as its base64."""
+def _line_sizes(items: Iterable[BatchItem],
+                line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None
+                ) -> Iterator[tuple[str, int]]:
+    """(custom_id, bytes of its batch line) with each attachment as its base64, or as
+    ``line_bytes`` (the provider's) counts what a request's attachments add to its line."""
     for item in items:
         n = len(item.request)
         if _ATTACHMENTS in item.request:
-            for m in loads(item.request)["messages"]:
-                n += sum(base64_size(int(a["size"])) for a in m.get("attachments") or ())
+            messages = [Message.from_dict(m) for m in loads(item.request)["messages"]]
+            atts = tuple(a for m in messages for a in m.attachments)
+            if line_bytes is None:
+                n += sum(base64_size(a.size) for a in atts)
+            else:
+                n += line_bytes(atts, sum(len(m.content.encode()) for m in messages))
         yield item.custom_id, n

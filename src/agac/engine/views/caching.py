@@ -49,11 +49,9 @@ def one_hour_writes(rt: ActionRuntime) -> bool:
 def cached_usage(input_tokens: int, output_tokens: int, prefix: int, first: bool, *,
                  one_hour: bool = False) -> Usage:
     """One request's usage with its ``prefix`` tokens written to the cache (the first
-    request) or read from it (every later one). A one-hour write is counted as twice that
-    much input (its price, 2× input), not at the price table's 5-minute ``cache_write``."""
+    request) or read from it (every later one). A one-hour write is priced at the price
+    table's 1-hour write rate (``cache_write_1h``), not its 5-minute ``cache_write``."""
     p = min(prefix, input_tokens)
     if not first:
         return Usage(input_tokens - p, output_tokens, p, 0)
-    if one_hour:
-        return Usage(input_tokens + p, output_tokens)
-    return Usage(input_tokens - p, output_tokens, 0, p)
+    return Usage(input_tokens - p, output_tokens, 0, p, cache_write_1h_tokens=p if one_hour else 0)

@@ -414,15 +414,14 @@ def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
     and cache writes counted as ordinary input, less its cost with them — Σ cached tokens
     × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
     (a batch tier's own, or the derived half). Negative when writes cost more than reads
-    saved. Usage does not tell a 5-minute cache write from a 1-hour one: ``one_hour`` (an
-    Anthropic action with ``cache_ttl: 1h``) prices its writes at 2× input, as Anthropic
-    bills them, instead of the price table's ``cache_write`` (the 5-minute rate)."""
+    saved. The ledger's token columns do not tell a 5-minute cache write from a 1-hour
+    one (the row's cost does): ``one_hour`` (an Anthropic action with ``cache_ttl: 1h``)
+    prices its writes at the price table's 1-hour write rate (2× input at Anthropic)."""
     if not usage.cached_tokens and not usage.cache_write_tokens:
         return 0.0
     uncached = Usage(usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
                      usage.output_tokens, 0, 0, usage.reasoning_tokens, usage.server_tools)
     billed = usage
-    if one_hour:  # each written token at twice the input rate
-        billed = Usage(usage.input_tokens + 2 * usage.cache_write_tokens, usage.output_tokens,
-                       usage.cached_tokens, 0, usage.reasoning_tokens, usage.server_tools)
+    if one_hour:
+        billed = replace(usage, cache_write_1h_tokens=usage.cache_write_tokens)
     return prices.cost(model, uncached, tier) - prices.cost(model, billed, tier)
