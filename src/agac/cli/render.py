@@ -208,6 +208,9 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"  deadline {when(summary['deadline_at'])}")
     for name, choice in (summary.get("auto_modes") or {}).items():
         click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
+    for action, h in (summary.get("hybrid") or {}).items():  # B13
+        click.echo(f"  {action} {'went' if h['switched'] else 'goes'} live at "
+                   f"{when(h['live_at'])} (hybrid)")
     _print_shards(summary)
     _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")
@@ -471,6 +474,9 @@ def _cost_note(r: dict[str, Any]) -> str:
                if estimated else "usage as the provider reported it")
         notes.append(f"unread: billed by the provider in a batch agac did not read (ended "
                      f"failed/expired/cancelled, or given up); {how}")
+    if r.get("origin") == "hybrid_overlap":
+        notes.append("hybrid_overlap: answered in a batch cancelled to go live (B13) after the "
+                     "record was answered live; billed, not used")
     return "; ".join(notes)
 
 

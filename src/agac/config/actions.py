@@ -27,6 +27,7 @@ from agac.config.keys import (
     FAILURE_POLICIES,
     FAN_OUT_KEYS,
     GATES,
+    HYBRID_KEYS,
     JOIN_NAMES,
     LLM_ONLY_KEYS,
     ON_EXPIRE,
@@ -353,6 +354,8 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
     out["auto_batch_min_records"] = _auto_threshold(f, raw, out["run_mode"])
+    if "hybrid" in v:
+        out["live_after"] = _hybrid(f, raw, out["run_mode"])
     out.update(_cache_fields(f, raw))
     return out
 
@@ -384,6 +387,27 @@ def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     if v.get("context_prefix") is not None:
         out["context_prefix"] = read_str(f, v["context_prefix"], at("context_prefix"))
     return out
+
+
+def _hybrid(f: Findings, raw: RawAction, mode: str | None) -> float | None:
+    """``hybrid: {live_after: <duration>}`` (B13): how long after the run's admission the
+    action's records still in batches go live. Batch (or auto) actions only; the run's
+    ``deadline`` is checked against it once the whole file is read."""
+    where = raw.origin("hybrid")
+    body = read_mapping(f, raw.values["hybrid"], where)
+    if body is None:
+        return None
+    f.unknown_keys(body, HYBRID_KEYS, where, "hybrid")
+    if mode not in ("batch", "auto"):
+        f.error("invalid_hybrid", f"hybrid is set on action {raw.name!r}, whose run_mode is "
+                f"{mode}", where, hint="hybrid switches a batch action live; it needs "
+                "run_mode: batch (or auto, when auto chooses batch)")
+        return None
+    if "live_after" not in body:
+        f.error("invalid_hybrid", f"hybrid of action {raw.name!r} needs live_after", where,
+                hint="e.g. hybrid: {live_after: 20h}")
+        return None
+    return read_duration(f, body["live_after"], where + ("live_after",), code="invalid_hybrid")
 
 
 def _attachments(f: Findings, value: Any, path: Path) -> tuple[str, ...] | None:

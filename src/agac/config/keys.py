@@ -26,6 +26,7 @@ __all__ = [
     "FUTURE_KINDS",
     "FUTURE_TOP_KEYS",
     "GATES",
+    "HYBRID_KEYS",
     "JOIN_NAMES",
     "KINDS",
     "LLM_ONLY_KEYS",
@@ -49,11 +50,11 @@ ACTION_KEYS = frozenset({
     "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
     "max_prompt_chars", "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
     "auto_batch_min_records", "fan_out", "join", "gate", "failure_policy", "approval",
-    "attachments", "attachments_position", "cache_ttl", "context_prefix",
+    "attachments", "attachments_position", "cache_ttl", "context_prefix", "hybrid",
 })
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
 NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
-                             "effect", "approval"})
+                             "effect", "approval", "hybrid"})
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
 FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
 GATES = ("parallel", "sequential")
@@ -69,7 +70,7 @@ LLM_ONLY_KEYS = frozenset({
     "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
     "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
     "attachments", "attachments_position", "cache_ttl", "context_prefix",
-    "auto_batch_min_records",
+    "auto_batch_min_records", "hybrid",
 })
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""
 
@@ -99,6 +100,8 @@ RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true"
 """Names an action cannot take: they are roots or words of the template language."""
 
 CONTEXT_KEYS = frozenset({"observe", "drop"})
+HYBRID_KEYS = frozenset({"live_after"})
+"""``hybrid:`` of a batch action (B13): when its records still out go live."""
 RETRY_KEYS = frozenset({"max_attempts", "backoff"})
 BACKOFF_KEYS = frozenset({"initial", "max", "multiplier", "jitter"})
 RATE_LIMIT_KEYS = frozenset({"rpm", "tpm"})

@@ -163,6 +163,9 @@ class Action:
     run_mode: str | None = "online"
     poll_interval: float | None = None
     batch_deadline: float | None = None
+    live_after: float | None = None
+    """``hybrid: {live_after}`` (B13): seconds after the run's admission when the action's
+    records still in batches are sent live; batch actions only."""
     auto_batch_min_records: int | None = None
     """``run_mode: auto``: batch from this many input records on (set only for ``auto``)."""
     auto_choice: str | None = None
@@ -288,6 +291,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("attachments_position", None)
     else:
         data["attachments"] = list(data["attachments"])
+    if data.get("live_after") is None:
+        data.pop("live_after", None)  # likewise for actions without hybrid (B13)
     for key in ("auto_batch_min_records", "auto_choice"):
         if data.get(key) is None:
             data.pop(key, None)  # likewise for actions that are not run_mode: auto

@@ -278,7 +278,7 @@ class _Builder:
         defaults = self._defaults(data)
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
-        actions = self._resolve(raws, price_lookup, check_credentials)
+        actions = self._resolve(raws, price_lookup, check_credentials, deadline)
         if input_spec is not None and self.sample and not input_spec.records:
             check_input(f, self.project, input_spec, raws, self.sample)
         if f.errors or actions is None or input_spec is None or name is None:
@@ -406,6 +406,25 @@ class _Builder:
                 raws.append(raw)
         return raws
 
+    def _hybrid_deadline(self, raws: list[RawAction], actions: list[Action],
+                         deadline: float | None) -> None:
+        """B13: ``hybrid`` goes live before the run's ``deadline``, so it needs one, and
+        ``live_after`` must come before it."""
+        where = {r.name: r.origin("hybrid") + ("live_after",) for r in raws}
+        for action in actions:
+            if action.live_after is None:
+                continue
+            if deadline is None:
+                self.f.error("hybrid_needs_deadline", f"action {action.name!r} has hybrid, but "
+                             "the workflow has no deadline", where[action.name],
+                             hint="add a top-level deadline: (e.g. deadline: 24h) that "
+                             "live_after comes before")
+            elif action.live_after >= deadline:
+                self.f.error("invalid_hybrid", f"live_after of action {action.name!r} "
+                             f"({action.live_after:g}s) is not before the workflow's deadline "
+                             f"({deadline:g}s)", where[action.name],
+                             hint="live_after must be shorter than deadline")
+
     def _unused_tuning(self, raws: list[RawAction]) -> None:
         """Warn when the run's tuning fills nothing: no action ends up (or may end up) batched."""
         if not self.tuning or any(
@@ -494,7 +513,7 @@ class _Builder:
                              hint="make it kind: tool with join: FAN_OUT_ACTION")
 
     def _resolve(self, raws: list[RawAction], price_lookup: PriceLookup | None,
-                 check_credentials: bool) -> tuple[Action, ...] | None:
+                 check_credentials: bool, deadline: float | None) -> tuple[Action, ...] | None:
         f = self.f
         fields = {}
         for raw in raws:
@@ -513,6 +532,7 @@ class _Builder:
         for raw in order:
             check_caching(f, self.project, raw, fields[raw.name])
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
+        self._hybrid_deadline(raws, built, deadline)
         check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
                           check_credentials=check_credentials, budget=self.budget is not None)
         return tuple(built) if not f.errors else None

@@ -2,7 +2,7 @@
 
 - :mod:`~agac.engine.lifecycle` — admit, continue, retry, own, assemble, drive and end a run;
 - :mod:`~agac.engine.walk` — a run's records in shards through their steps, one unit at a time;
-- :mod:`~agac.engine.batch` — provider batches (B0-B12);
+- :mod:`~agac.engine.batch` — provider batches (B0-B13);
 - :mod:`~agac.engine.approvals` — approvals and effects (A1-A3, E1-E2);
 - :mod:`~agac.engine.limits` — budget, concurrency slots, rate windows, backoff;
 - :mod:`~agac.engine.outcomes` — the outcome writer and the store gateway (group commit);

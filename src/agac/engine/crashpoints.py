@@ -10,7 +10,10 @@ the batch, the store does not know yet), ``mid_ingest`` (part of a batch's resul
 is durable, the final state not yet written), ``approval_proposed`` (a proposal is
 stored, its unit waits), ``approval_decided`` (``agac approve|reject|revise`` stored its
 decision), ``approval_acting`` (an approved unit recorded its use of the approval and has
-not acted yet).
+not acted yet), ``hybrid_switched`` (B13: a batch action's switch to live calls is
+recorded, nothing cancelled yet), ``hybrid_cancelled`` (a batch was cancelled to go live,
+the store does not know yet), ``hybrid_live`` (a live call of a switched action is
+durable).
 """
 
 from __future__ import annotations

@@ -36,6 +36,10 @@ The rules, in order, each final for the unit:
    last item read by this run failed -> ``failed``; the deadline passed, or the budget
    is exhausted -> skipped; else staged (attempt = items read here + 1);
 9. otherwise it is sent (single-flight, retries: engine/walk/calls.py).
+
+A batch action that switched live in the run (``live``, B13: engine/batch/hybrid.py)
+skips rule 8 and its own items decide only when this run read an answer from one
+(rule 6): a unit still in a batch, staged, or failed in a batch is sent (rule 9).
 """
 
 from __future__ import annotations
@@ -144,6 +148,7 @@ class UnitFacts:
         "inputs_error",
         "items",
         "kind",
+        "live",
         "own_answer",
         "reads_records",
         "record_error",
@@ -164,7 +169,8 @@ class UnitFacts:
                  cache: bool = True, fresh: bool = False, batch: bool = False,
                  items: Sequence[BatchItem] = (), carried: CarriedFailure | None = None,
                  fingerprint: str | NotYet = NOT_YET, stored: str | None | NotYet = NOT_YET,
-                 deadline_passed: bool = False, budget_exhausted: bool = False) -> None:
+                 deadline_passed: bool = False, budget_exhausted: bool = False,
+                 live: bool = False) -> None:
         self.run_id = run_id
         self.kind = kind
         self.reads_records = reads_records
@@ -203,6 +209,8 @@ class UnitFacts:
         """The answer (a tool's cached result) stored under the fingerprint, or None."""
         self.deadline_passed = deadline_passed
         self.budget_exhausted = budget_exhausted
+        self.live = live
+        """The batch action switched live in this run (B13): it is sent, not batched."""
 
 
 def decide(f: UnitFacts) -> Decision:
@@ -236,7 +244,7 @@ def decide(f: UnitFacts) -> Decision:
         return _tool(f)
     if f.batch:
         own = own_item(f.items, f.run_id)
-        if own is not None and _own_decides(own, f.run_id):
+        if own is not None and _own_decides(own, f.run_id, live=f.live):
             return _from_own(f, own)
     fp = f.fingerprint
     if fp is NOT_YET:
@@ -252,7 +260,7 @@ def decide(f: UnitFacts) -> Decision:
     if stored is not None:
         origin, attempts = _origin(f.items, fp, f.run_id) if f.batch else ("reused", 0)
         return Settle("answered", None, None, origin, fp, attempts, stored)
-    if f.batch:
+    if f.batch and not f.live:
         return _batch(f, fp)
     return CALL
 
@@ -283,10 +291,13 @@ def own_item(items: Sequence[BatchItem], run_id: str) -> BatchItem | None:
     return max(own, key=lambda i: i.attempt) if own else None
 
 
-def _own_decides(item: BatchItem, run_id: str) -> bool:
+def _own_decides(item: BatchItem, run_id: str, *, live: bool = False) -> bool:
     """Whether this run's own item settles the unit without rendering: it waits (staged
     here or pending in an open batch) or this run read it. Anything else (a retry, a
-    batch resolved not submitted) goes the normal way."""
+    batch resolved not submitted) goes the normal way. For an action that went live
+    (B13) only an answer this run read does."""
+    if live:
+        return item.status == "succeeded" and item.collected_by == run_id
     if item.status == "pending":
         return item.batch_state is None or item.batch_state in OPEN_BATCH_STATES
     return item.status in ("succeeded", "failed") and item.collected_by == run_id

@@ -81,7 +81,7 @@ def context_text(action: Action, root: Path) -> str | None:
 def prompt_prefix(action: Action, workflow: str, root: Path) -> PromptPrefix:
     """The static prefix of ``action``'s requests and their hints (see the module docstring)."""
     text = context_text(action, root)
-    prefix = text + PREFIX_SEPARATOR if text is not None else ""
+    prefix = text + PREFIX_SEPARATOR if text else ""  # an empty one adds nothing
     head = static_head(action.prompt or "")
     system = _static_system(action.system)
     if action.cache_mode == "off":

@@ -11,7 +11,7 @@ from agac.jsontext import JSON
 from agac.keys import escape, needs_escaping
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from sqlalchemy.engine import Row
 
@@ -130,9 +130,14 @@ class RunControl:
     other units fail without a call, and the run marks the action failed). Set by the run
     loop, its heartbeat and a unit's call; read by every unit before it sends."""
 
-    def __init__(self, clock: Clock, deadline_at: float | None) -> None:
+    def __init__(self, clock: Clock, deadline_at: float | None,
+                 live_at: Mapping[str, float] | None = None,
+                 live: Iterable[str] = ()) -> None:
         self.clock = clock
         self.deadline_at = deadline_at
+        self.live_at = dict(live_at or {})
+        """B13: per hybrid action, the instant its records still in batches go live."""
+        self._live = set(live)
         self.stopping = False
         self.cancel_requested = False
         self.stop_signal = StopSignal()
@@ -167,6 +172,23 @@ class RunControl:
 
     def deadline_passed(self) -> bool:
         return self.deadline_at is not None and self.clock.time() >= self.deadline_at
+
+    def is_live(self, action: str) -> bool:
+        """B13: the batch action switched live in this run: its units are sent online."""
+        return bool(self._live) and action in self._live
+
+    def go_live(self, action: str) -> None:
+        self._live.add(action)
+
+    def live_due(self, action: str) -> bool:
+        """B13: the action's instant to go live has come and it has not switched yet."""
+        at = self.live_at.get(action)
+        return at is not None and action not in self._live and self.clock.time() >= at
+
+    def next_live_at(self) -> float | None:
+        """The earliest instant a hybrid action that has not switched yet goes live."""
+        waiting = [at for a, at in self.live_at.items() if a not in self._live]
+        return min(waiting) if waiting else None
 
 
 PassKind = Literal["complete", "paused", "awaiting_approval", "interrupted", "timed_out",

@@ -35,7 +35,7 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,11 +125,17 @@ class Price:
 FREE = Price(0.0, 0.0, 0.0, 0.0, batch=Rates(0.0, 0.0, 0.0, 0.0), source="free")
 
 
-def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "") -> float:
-    """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived)."""
+def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "",
+             calls: int = 1) -> float:
+    """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived).
+
+    ``usage`` may be the sum of ``calls`` calls: a long-context tier is chosen per call,
+    by the calls' average input, so the sum of many short calls is priced as short calls
+    (give sums of calls that fall in the same tier: :meth:`Store.usage_totals` bands)."""
     live, batch = price.live, price.batch
     if price.tiers:
-        total_in = usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens
+        total_in = (usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens) \
+            / max(calls, 1)
         for above, tier_live, tier_batch in price.tiers:
             if total_in > above:
                 live, batch = tier_live, tier_batch
@@ -168,11 +174,19 @@ class PriceTable:
     def known(self, model: str) -> bool:
         return self.get(model) is not None
 
-    def cost(self, model: str, usage: Usage, tier: str = "live") -> float:
+    def cost(self, model: str, usage: Usage, tier: str = "live", calls: int = 1) -> float:
+        """USD for ``usage``, the sum of ``calls`` calls of ``model`` (see :func:`cost_usd`)."""
         price = self.get(model)
         if price is None or price is FREE:
             return 0.0
-        return cost_usd(price, usage, tier, provider=model.partition("/")[0])
+        return cost_usd(price, usage, tier, provider=model.partition("/")[0], calls=calls)
+
+    def thresholds(self, models: Iterable[str]) -> tuple[int, ...]:
+        """Every long-context threshold (input tokens per call) of these models' prices,
+        lowest first: what the ledger's totals are banded by to price each band's calls
+        at their own tier."""
+        found = {above for m in models if (p := self.get(m)) is not None for above, _, _ in p.tiers}
+        return tuple(sorted(found))
 
     def storage(self, model: str) -> float | None:
         """USD per 1M tokens per hour an explicit context cache of ``model`` is kept: the

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from agac.jsontext import dumps
 from agac.store import tables as t
 from agac.store.core import StoreCore
 from agac.store.rows import BatchIntent, EventRow, ItemResult, StagedItem, UsageRow
@@ -295,6 +296,27 @@ class BatchRepository(StoreCore):
             if batch:
                 batch["updated_at"] = self.clock.time()
                 conn.execute(t.batches.update().where(t.batches.c.key == key).values(**batch))
+
+    def switch_live(self, run_id: str, action: str, *, state: str, why: str,
+                    batches: Sequence[tuple[str, dict[str, Any]]], events: Sequence[EventRow],
+                    lease: tuple[str, int, float] | None = None) -> None:
+        """B13, in one transaction: the action's ``state`` in the run (its units go live),
+        each batch's new ``meta`` (the intent to cancel it) and the ``events`` — recorded
+        before any batch is cancelled, so a crash leaves the switch whole or not at all."""
+        now = self.clock.time()
+        ra = t.run_actions
+        stmt = self.hooks.insert(ra).values(run_id=run_id, action=action, state=state,
+                                            error=why, updated_at=now)
+        stmt = stmt.on_conflict_do_update(index_elements=["run_id", "action"],
+                                          set_={"state": state, "error": why, "updated_at": now})
+        with self._write("record the switch to live calls") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            conn.execute(stmt)
+            for key, meta in batches:
+                conn.execute(t.batches.update().where(t.batches.c.key == key)
+                             .values(meta=dumps(meta), updated_at=now))
+            self._bulk(conn, t.events, events)
 
     def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
         """Per action: items this run sent in batches (its batch ``calls``) and the

@@ -373,17 +373,25 @@ class OutcomeRepository(StoreCore):
                 ).all()
             )
 
-    def usage_totals(self, run_ids: Sequence[str]) -> list[Row]:
+    def usage_totals(self, run_ids: Sequence[str], bands: Sequence[int] = ()) -> list[Row]:
         """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
         ``unknown`` calls (S1) also how many a later answer priced, and how many rows are
         ``estimated`` (answers billed in a batch agac did not read, whose usage the
-        provider did not report)."""
+        provider did not report). With ``bands`` (input tokens per call, ascending), each
+        group is split further by ``band``: how many of the bands a call's input is above
+        — so a price's long-context tier applies to whole bands, never to a sum."""
         u = t.usage
+        tokens_in = u.c.input_tokens + u.c.cached_tokens + u.c.cache_write_tokens
+        band = sum((sa.case((tokens_in > above, 1), else_=0) for above in bands),
+                   sa.literal(0)).label("band")
+        keys: list[Any] = [u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin]
+        if bands:
+            keys.append(band)
         with self._read() as conn:
             return list(
                 conn.execute(
                     sa.select(
-                        u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
+                        *keys,
                         sa.func.count().label("calls"),
                         sa.func.sum(sa.case((u.c.status == "priced", 1), else_=0)).label("priced"),
                         sa.func.sum(sa.case((u.c.status == "estimated", 1), else_=0)
@@ -396,7 +404,7 @@ class OutcomeRepository(StoreCore):
                         sa.func.sum(u.c.cost_usd).label("cost_usd"),
                     )
                     .where(u.c.run_id.in_(list(run_ids)))
-                    .group_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin)
+                    .group_by(*[k.element if k is band else k for k in keys])
                     .order_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
                               u.c.origin.is_not(None))
                 ).all()

@@ -97,6 +97,9 @@ class RunSettings:
     unit_keys: str | None = None
     """``escaped`` when the run's unit keys escape record keys (agac/keys.py); a run
     admitted before that wrote keys holding ``/`` or ``%`` as they were."""
+    live_at: dict[str, float] = field(default_factory=dict)
+    """B13: per batch action with ``hybrid``, the instant (epoch seconds) its records still
+    in batches go live, computed once at admission (R4)."""
 
     @classmethod
     def from_json(cls, text: str | None) -> RunSettings:
@@ -108,7 +111,8 @@ class RunSettings:
                    budget=Budget(budget.get("usd"), budget.get("tokens")) if budget else None,
                    deadline_at=d.get("deadline_at"),
                    spent_before=Spent(float(spent.get("usd", 0.0)), int(spent.get("tokens", 0))),
-                   pruned=d.get("pruned"), unit_keys=d.get("unit_keys"))
+                   pruned=d.get("pruned"), unit_keys=d.get("unit_keys"),
+                   live_at={str(k): float(v) for k, v in (d.get("live_at") or {}).items()})
 
     def to_json(self) -> str:
         d: dict[str, Any] = {"limit": self.limit, "prior": self.prior, "overrides": self.overrides}
@@ -122,6 +126,8 @@ class RunSettings:
             d["pruned"] = self.pruned
         if self.unit_keys is not None:
             d["unit_keys"] = self.unit_keys
+        if self.live_at:
+            d["live_at"] = self.live_at
         return dumps(d)
 
     def pruned_at(self, when: float) -> RunSettings:

@@ -1,4 +1,4 @@
-"""Fixtures of the batch-rule suite (docs/guarantees.md, Batches, B0-B12): ``agac run`` through the official
+"""Fixtures of the batch-rule suite (docs/guarantees.md, Batches, B0-B13): ``agac run`` through the official
 SDKs against one emulator per session, reset before each test.
 
 Batch time is emulator time: tests move it with ``emulator.advance(seconds)`` and never

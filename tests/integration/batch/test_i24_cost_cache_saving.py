@@ -149,3 +149,39 @@ def test_i24_cost_one_hour_cache_writes_are_billed_at_the_one_hour_rate_in_the_l
     billed = (row["input_tokens"] * 1.0 + 3 * prefix * 0.1 + prefix * 2.0
               + row["output_tokens"] * 5.0) / 1e6
     assert row["cost_usd"] == pytest.approx(billed, abs=1e-6)
+
+
+def test_ledger_savings_price_each_call_at_its_own_context_tier(
+        emulator: RunningEmulator, project: Path) -> None:
+    """Claude Sonnet 4.5 prices calls over 200,000 input tokens at a higher tier. Two batch
+    calls of 150,000 cached tokens each are both under it: what batch and caching saved is
+    priced per call at the base tier, never at the tier their sum would reach."""
+    import sqlite3
+
+    from agac.providers.base import Usage
+    from agac.providers.pricing import PriceTable
+
+    make(project, "anthropic/claude-sonnet-4-5", {"a": 2}, summarize=False)  # genai-prices
+    for custom_id in ("r0a1", "r1a1"):
+        emulator.add_fault({"provider": "anthropic", "op": "batch.create",
+                            "match": {"custom_id": custom_id},
+                            "fault": {"reply": {"usage": {"cache_read_tokens": 150_000}}}})
+    assert run(project).exit_code == 75
+    emulator.advance(120)
+    done = run(project)
+    assert done.exit_code == 0
+    doc = api.cost(done.summary["run_id"], project)
+    (row,) = doc["rows"]
+    assert row["cached_tokens"] == 300_000 and row["model"] == "claude-sonnet-4-5"
+    prices, model = PriceTable(), "anthropic/claude-sonnet-4-5"
+    with sqlite3.connect(project / ".agac" / "agac.db") as db:
+        calls = [Usage(i, o, c, w) for i, o, c, w in db.execute(
+            "SELECT input_tokens, output_tokens, cached_tokens, cache_write_tokens FROM usage")]
+    assert len(calls) == 2
+    batch_saved = sum(prices.cost(model, u, "live") - prices.cost(model, u, "batch") for u in calls)
+    cache_saved = sum(prices.cost(model, Usage(u.input_tokens + u.cached_tokens, u.output_tokens),
+                                  "batch") - prices.cost(model, u, "batch") for u in calls)
+    assert doc["batch_saved_usd"] == pytest.approx(batch_saved, abs=1e-6)
+    assert doc["cache_saved_usd"] == pytest.approx(cache_saved, abs=1e-6)
+    assert doc["cost_usd"] == pytest.approx(sum(prices.cost(model, u, "batch") for u in calls),
+                                            abs=1e-6)

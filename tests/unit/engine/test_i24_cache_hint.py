@@ -80,3 +80,11 @@ def test_i24_a_provider_without_a_minimum_gets_no_hint(tmp_path: Path,
     rt = build_runtime(_action(cache_mode="on", context_text=PREFIX, context_prefix="x"),
                        None, tmp_path)
     assert rt.cache is None and rt.cache_fallback is None
+
+
+def test_i24_an_empty_context_prefix_adds_nothing(tmp_path: Path) -> None:
+    rt = build_runtime(_action(context_text="", context_prefix="{{ read('empty.md') }}"),
+                       None, tmp_path, workflow="wf")
+    plain = build_runtime(_action(), None, tmp_path, workflow="wf")
+    view = {"source": {"text": "one"}}
+    assert build_request(rt, view).canonical() == build_request(plain, view).canonical()

@@ -1,4 +1,4 @@
-"""The batch step: provider batch APIs under the rules B0-B12 (docs/guarantees.md, Batches).
+"""The batch step: provider batch APIs under the rules B0-B13 (docs/guarantees.md, Batches).
 
 How a batch action runs inside a run (see also docs/internals/batch.md):
 
@@ -9,7 +9,9 @@ How a batch action runs inside a run (see also docs/internals/batch.md):
    recovers intents left ``submitting``/``unknown`` by a crash and submits every input
    file whose units are all settled, staged or out (engine/batch/submission.py); once
    every file of the action is out or has nothing to send (B4), polls each open batch
-   and reads the ended ones (engine/batch/polling.py, engine/batch/ingest.py).
+   and reads the ended ones (engine/batch/polling.py, engine/batch/ingest.py). A hybrid
+   action whose instant to go live has come is switched instead (B13,
+   engine/batch/hybrid.py): its batches are cancelled once and polled until they end.
 3. Whatever was read becomes answers (by fingerprint) and item results; the next walk
    settles the units from them and stages retry items (B6). The run repeats walks and
    steps until no step makes progress, then pauses (exit 75) while batches are out.
@@ -25,6 +27,7 @@ from agac.engine.batch.submission import open_reservations
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.batch.context import BatchContext
+    from agac.engine.batch.hybrid import Hybrid
     from agac.engine.batch.polling import Poller
     from agac.engine.batch.submission import Submitter
     from agac.engine.batch.units import BatchUnits
@@ -37,12 +40,13 @@ class BatchCoordinator:
     """Submits, adopts, polls and reads the batches of one run's batch actions."""
 
     def __init__(self, ctx: BatchContext, batch_rts: list[ActionRuntime], submitter: Submitter,
-                 poller: Poller, units: BatchUnits) -> None:
+                 poller: Poller, units: BatchUnits, hybrid: Hybrid) -> None:
         self.ctx = ctx
         self.batch_rts = batch_rts
         self.submitter = submitter
         self.poller = poller
         self.units = units
+        self.hybrid = hybrid
 
     @property
     def refused_actions(self) -> set[str]:
@@ -64,6 +68,13 @@ class BatchCoordinator:
             if ctx.control.stopping:
                 break  # Ctrl-C: nothing new is sent, polled or read; the next run goes on
             await self.submitter.recover_intents(rt, report)
+            if ctx.control.live_due(rt.name):
+                await self.hybrid.switch(rt, report)
+            if ctx.control.is_live(rt.name):
+                # B13: nothing more is batched; its batches are cancelled once and read
+                await self.hybrid.cancel_out(rt, report)
+                await self.poller.poll_and_collect(rt, report)
+                continue
             all_sent = await self.submitter.submit_ready_files(rt, report)
             if rt.name in ctx.refused_actions:
                 continue  # B2: the action fails; the batches of its other files stay out (B0)

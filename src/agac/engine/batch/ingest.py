@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from agac.engine.batch.hybrid import OVERLAP_ORIGIN
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
@@ -49,7 +50,9 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
                        handle: BatchHandle) -> dict[str, int]:
     """Read batch ``b`` once; returns counts by item status."""
     items = {i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))}
-    reading = _Reading(ctx, rt, b)
+    # B13: a batch cancelled to go live may answer units answered live meanwhile
+    answered = await ctx.call(_settled_units, ctx, rt.name) if b.meta.get("hybrid") else set()
+    reading = _Reading(ctx, rt, b, answered)
     group = _GROUP
     async for result in rt.batch_api.api.batch_results(handle):
         item = items.pop(result.custom_id, None)
@@ -71,13 +74,21 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
     return reading.counts
 
 
-class _Reading:
-    """The rows of one batch being read, written a group at a time."""
+def _settled_units(ctx: BatchContext, action: str) -> set[str]:
+    """The units of ``action`` with an outcome in this run; in the store thread."""
+    return {o.unit_key for o in ctx.store.iter_action_outcomes(ctx.run_id, action)}
 
-    def __init__(self, ctx: BatchContext, rt: ActionRuntime, b: BatchRecord) -> None:
+
+class _Reading:
+    """The rows of one batch being read, written a group at a time. ``overlap``: units
+    answered live already (B13), whose answers here are billed but not used."""
+
+    def __init__(self, ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
+                 overlap: set[str]) -> None:
         self.ctx = ctx
         self.rt = rt
         self.b = b
+        self.overlap = overlap
         self.max_attempts = rt.action.retry.max_attempts
         self.counts = {"succeeded": 0, "retry": 0, "failed": 0, "not_returned": 0}
         self.answers: list[AnswerRow] = []
@@ -120,6 +131,9 @@ class _Reading:
                                                        item.attempt, item.fingerprint,
                                                        response.usage, self.latency_ms,
                                                        response.request_id))
+        if item.unit_key in self.overlap:
+            self.usage[-1] = self.usage[-1]._replace(origin=OVERLAP_ORIGIN, error=(
+                "answered live first (B13): this batch answer is billed, stored, not used"))
         if response.stop_reason == "paused":
             self.usage[-1] = self.usage[-1]._replace(
                 error=f"{response.raw_stop or 'paused'}: paused in the batch, continued live")

@@ -94,6 +94,7 @@ class BatchUnits:
         control, budget = self.control, self.budget
         stopping, failed = control.stopping, control.action_failed(rt.name)
         deadline = control.deadline_passed()
+        live = control.is_live(rt.name)
         exhausted = budget is not None and budget.exhausted
         waiting: set[str] = set()
         rows: list[StagedItem] = []
@@ -109,7 +110,7 @@ class BatchUnits:
                 carried=memory.carried.get((rt.name, key)) if memory.carried else None,
                 fingerprint=ahead.fingerprint if ahead is not None else NOT_YET,
                 stored=ahead.stored if ahead is not None else NOT_YET,
-                deadline_passed=deadline, budget_exhausted=exhausted)
+                deadline_passed=deadline, budget_exhausted=exhausted, live=live)
             d = decide(facts)
             if isinstance(d, Pending) and d.why == "batch":
                 waiting.add(key)

@@ -203,6 +203,8 @@ def admit_run(project: Project, store: Store, workflow: Workflow, options: RunOp
         if workflow.deadline is not None:
             settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline)
     workflow, choices = _chosen_modes(project, store, workflow, snapshot, settings, retry_of)
+    if workflow.deadline is not None and retry_of is None:
+        settings = replace(settings, live_at=_live_at(workflow, store.clock.time()))
     if settings.budget is not None and retry_of is None:
         _admission_estimate(project, store, workflow, snapshot, options, settings.budget)
     store.create_run(
@@ -245,7 +247,8 @@ def _chosen_modes(project: Project, store: Store, workflow: Workflow, snapshot: 
 
 
 def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> RunSettings:
-    """R2: a retry keeps the original's budget — what is left of it — and its deadline."""
+    """R2: a retry keeps the original's budget — what is left of it — its deadline and the
+    instants its hybrid actions go live (B13)."""
     from agac.engine.limits.budget import spent_by
 
     original = store.get_run(original_id)
@@ -254,7 +257,15 @@ def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> 
         usd, tokens = spent_by(store, original)
         settings = replace(settings, budget=original.settings.budget,
                            spent_before=Spent(usd, tokens))
-    return replace(settings, deadline_at=original.settings.deadline_at)
+    return replace(settings, deadline_at=original.settings.deadline_at,
+                   live_at=original.settings.live_at)
+
+
+def _live_at(workflow: Workflow, now: float) -> dict[str, float]:
+    """B13: the instant each ``hybrid`` action goes live, fixed at admission (R4); only
+    for actions that run batched (``run_mode: auto`` may have chosen online)."""
+    return {a.name: now + a.live_after for a in workflow.actions
+            if a.live_after is not None and a.run_mode == "batch"}
 
 
 def _admission_estimate(project: Project, store: Store, workflow: Workflow, snapshot: InputSnapshot,

@@ -18,6 +18,7 @@ from agac.engine.approvals.effects import Effects
 from agac.engine.approvals.gate import ApprovalGate
 from agac.engine.batch.context import BatchContext
 from agac.engine.batch.coordinator import BatchCoordinator
+from agac.engine.batch.hybrid import LIVE_STATE, Hybrid
 from agac.engine.batch.polling import Poller
 from agac.engine.batch.submission import Submitter, open_reservations
 from agac.engine.batch.units import BatchUnits
@@ -122,7 +123,9 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
                               admitted=admitted, workflow=run.workflow)
                 for a in workflow.actions]
     plan = StepPlan(runtimes, has_fan_out(workflow))
-    control = RunControl(store.clock, run.settings.deadline_at)
+    control = RunControl(store.clock, run.settings.deadline_at, run.settings.live_at,
+                         live=[a for a, (state, _) in store.action_states(run.id).items()
+                               if state == LIVE_STATE] if run.settings.live_at else ())
     caches = ContextCaches(run.id, store, gateway, control)
     out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock,
                         # §8: calls of unknown outcome an answer to the same request prices
@@ -197,7 +200,7 @@ def _batch_step(project: Project, store: Store, run: RunRecord, gateway: StoreGa
     ctx = BatchContext(run=run, store=store, gateway=gateway, out=out, control=control, plan=plan,
                        files=files, progress=progress, budget=budget, pacer=pacer, call=call,
                        only_file=setup.batch_file if setup is not None else None, caches=caches)
-    return BatchCoordinator(ctx, step_rts, Submitter(ctx), Poller(ctx), units)
+    return BatchCoordinator(ctx, step_rts, Submitter(ctx), Poller(ctx), units, Hybrid(ctx))
 
 
 def _local_pacers(project: Project, control: RunControl) -> Callable[[str], Pacer | None]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from agac.engine.lifecycle.assembly import RunParts
     from agac.engine.values import RunControl
 
-__all__ = ["drive", "install_interrupt"]
+__all__ = ["drive", "install_interrupt", "next_pause"]
 
 
 async def drive(parts: RunParts, *, wait: bool, was_waiting: bool,
@@ -50,15 +50,20 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
     control, batch = parts.control, parts.batch
     waiting: list[str] = []
     step_first = was_waiting and batch is not None
+    held = False
+    """B13: every unit has its outcome, but batches cancelled to go live are still open."""
     while True:
         if not step_first:
             walked = await _walk(parts, waiting)
-            if walked is not None:
+            held = isinstance(walked, PassResult) and walked.kind == "complete" \
+                and batch is not None and await batch.hybrid.holds_run()
+            if walked is not None and not held:
                 return walked
         elif control.cancel_requested:
             return PassResult("cancelled", tuple(waiting))
         elif control.deadline_passed():
-            return PassResult("timed_out", tuple(waiting))
+            # with every unit settled, the run is complete; the cancelled batches stay out
+            return PassResult("complete" if held else "timed_out", tuple(waiting))
         elif control.stopping:
             return PassResult("interrupted", tuple(waiting))
         assert batch is not None
@@ -67,7 +72,9 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         report = await batch.step(walked=parts.walk.walked)
         if control.stopping:
             return PassResult("interrupted", tuple(waiting))
-        if report.progressed:
+        if held and not await batch.hybrid.holds_run():
+            return PassResult("complete", tuple(waiting))  # B13: the cancelled batches ended
+        if report.progressed and not held:
             continue
         if batch.refused_actions:
             return PassResult("failed_with_batches_out", tuple(waiting))
@@ -82,13 +89,18 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
             return PassResult("awaiting_approval", tuple(waiting))  # B11: only people can move it
         if not wait:
             return PassResult("paused", tuple(waiting))
-        pause = report.poll_interval
-        if control.deadline_at is not None:
-            pause = max(0.0, min(pause, control.deadline_at - control.clock.time()))
-        if await control.sleep(pause):
+        if await control.sleep(next_pause(control, report.poll_interval)):
             # Ctrl-C while waiting between polls: stop waiting at once
             return PassResult("interrupted", tuple(waiting))
         step_first = True
+
+
+def next_pause(control: RunControl, poll_interval: float) -> float:
+    """How long ``--wait`` sleeps before the next poll: ``poll_interval``, cut short by
+    the run's deadline (R4) and by the instant a hybrid action goes live (B13)."""
+    now = control.clock.time()
+    ends = [at for at in (control.deadline_at, control.next_live_at()) if at is not None]
+    return max(0.0, min([poll_interval, *(at - now for at in ends)]))
 
 
 async def _walk(parts: RunParts, waiting: list[str]) -> PassResult | Halt | None:

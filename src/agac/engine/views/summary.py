@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import UNREAD_ORIGIN
+from agac.engine.batch.hybrid import LIVE_STATE, OVERLAP_ORIGIN
 from agac.engine.requests import effect_id
 from agac.jsontext import loads
 from agac.keys import record_of
@@ -87,6 +88,8 @@ class RunSummary(_AsMapping):
     awaiting_approval: dict[str, Any] | None = None
     """A1: units waiting on people (counted in ``pending``), with the first proposals."""
     deadline_at: float | None = None
+    hybrid: dict[str, dict[str, Any]] | None = None
+    """B13: per hybrid action, the instant it goes live and whether it switched."""
     auto_modes: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per action of ``run_mode: auto``: the mode chosen at admission and why."""
     budget: dict[str, Any] | None = None
@@ -108,6 +111,8 @@ class RunSummary(_AsMapping):
             out["awaiting_approval"] = self.awaiting_approval
         if self.deadline_at is not None:
             out["deadline_at"] = self.deadline_at
+        if self.hybrid:
+            out["hybrid"] = self.hybrid
         if self.auto_modes:
             out["auto_modes"] = {n: dict(c) for n, c in self.auto_modes.items()}
         if self.budget is not None:
@@ -195,13 +200,17 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
 
         usd, tokens = spent_by(store, run)
         budget = {**settings.budget.to_dict(), "spent_usd": round(usd, 6), "spent_tokens": tokens}
+    states = store.action_states(run.id)
     error = run.error or "; ".join(
-        why for state, why in store.action_states(run.id).values() if state == "failed" and why)
+        why for state, why in states.values() if state == "failed" and why)
+    hybrid = {a: {"live_at": at, "switched": states.get(a, ("", None))[0] == LIVE_STATE}
+              for a, at in settings.live_at.items()}
     summary = RunSummary(
         run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
         retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
         waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
-        deadline_at=settings.deadline_at, auto_modes=auto_modes(config), budget=budget,
+        deadline_at=settings.deadline_at, auto_modes=auto_modes(config),
+        hybrid=hybrid or None, budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None)
     return replace(summary, next=next_command(summary, config))
@@ -352,52 +361,76 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
     return out
 
 
+_NOT_USED = (UNREAD_ORIGIN, OVERLAP_ORIGIN)
+"""Ledger origins of answers billed but never used: they save nothing (B7, B13)."""
+
+
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
     saved against the live price of the same tokens, and what prompt caching saved
     against the same tokens sent uncached at the row's tier (:func:`cache_saving`).
     ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
     in a batch agac did not read, with how many of them are ``estimated``
-    (engine/batch/billing.py); neither saving counts them. Origin ``cache_storage``
-    (kind ``cache``): keeping the run's explicit context caches, one row per cache
-    (engine/lifecycle/contextcaches.py)."""
-    rows = []
-    total = saved = by_cache = 0.0
+    (engine/batch/billing.py); ``hybrid_overlap``: answers of a batch cancelled to go
+    live for units already answered live (B13); neither saving counts either. Origin
+    ``cache_storage`` (kind ``cache``): keeping the run's explicit context caches, one row
+    per cache (engine/lifecycle/contextcaches.py)."""
     hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
-    for r in store.usage_totals([run.id]):
+    totals = store.usage_totals([run.id])
+    bands = prices.thresholds({f"{r.provider}/{r.model}" for r in totals if r.kind == "llm"})
+    if bands:  # a long-context tier applies per call: total each tier's calls apart
+        totals = store.usage_totals([run.id], bands=bands)
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in totals:
         group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
-        used = tools.get(group, {})
+        g = groups.setdefault(group, {"r": r, "calls": 0, "cost": 0.0, "saved": 0.0,
+                                      "cached": 0.0, "priced": 0, "estimated": 0,
+                                      "tokens": [0, 0, 0, 0, 0]})
         usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
                       int(r.cached_tokens or 0), int(r.cache_write_tokens or 0),
-                      int(r.reasoning_tokens or 0), server_tool_counts(used))
+                      int(r.reasoning_tokens or 0))
+        model, c = f"{r.provider}/{r.model}", float(r.cost_usd or 0.0)
+        g["calls"] += r.calls
+        g["cost"] += c
+        g["priced"] += int(r.priced or 0)
+        g["estimated"] += int(r.estimated or 0)
+        for i, n in enumerate((usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens,
+                               usage.output_tokens, usage.reasoning_tokens)):
+            g["tokens"][i] += n
+        if r.kind != "llm" or r.origin in _NOT_USED:  # paid for, never used: no saving
+            continue
+        if r.tier == "batch":
+            g["saved"] += prices.cost(model, usage, "live", calls=r.calls) \
+                - prices.cost(model, usage, "batch", calls=r.calls)
+        g["cached"] += cache_saving(prices, model, usage, r.tier, calls=r.calls,
+                                    one_hour=r.provider == "anthropic" and r.action in hour)
+    rows = []
+    total = saved = by_cache = 0.0
+    for group, g in groups.items():
+        r, used = g["r"], tools.get(group, {})
         model = f"{r.provider}/{r.model}"
-        live_cost = prices.cost(model, usage, "live") if r.kind == "llm" else 0.0
-        c = float(r.cost_usd or 0.0)
-        total += c
-        if r.tier == "batch" and r.origin != UNREAD_ORIGIN:  # paid for, never used: no saving
-            saved += max(live_cost - c, 0.0)
-        cached = cache_saving(prices, model, usage, r.tier,
-                              one_hour=r.provider == "anthropic" and r.action in hour) \
-            if r.kind == "llm" and r.origin != UNREAD_ORIGIN else 0.0
-        by_cache += cached
+        if used and r.kind == "llm" and r.tier == "batch" and r.origin not in _NOT_USED:
+            uses = Usage(server_tools=server_tool_counts(used))
+            g["saved"] += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
+        total += g["cost"]
+        saved += max(g["saved"], 0.0)
+        by_cache += g["cached"]
+        tin, tcached, twrite, tout, treason = g["tokens"]
         row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-               "tier": r.tier, "origin": r.origin or "call", "calls": r.calls,
-               "input_tokens": int(r.input_tokens or 0),
-               "cached_tokens": int(r.cached_tokens or 0),
-               "cache_write_tokens": int(r.cache_write_tokens or 0),
-               "output_tokens": int(r.output_tokens or 0),
-               "reasoning_tokens": int(r.reasoning_tokens or 0),
-               "server_tools": dict(usage.server_tools), "cost_usd": round(c, 6)}
-        if usage.cached_tokens or usage.cache_write_tokens:
-            row["cache_saved_usd"] = round(cached, 6)
+               "tier": r.tier, "origin": r.origin or "call", "calls": g["calls"],
+               "input_tokens": tin, "cached_tokens": tcached, "cache_write_tokens": twrite,
+               "output_tokens": tout, "reasoning_tokens": treason,
+               "server_tools": dict(server_tool_counts(used)), "cost_usd": round(g["cost"], 6)}
+        if tcached or twrite:
+            row["cache_saved_usd"] = round(g["cached"], 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
-            row["priced_by_a_later_answer"] = int(r.priced or 0)
+            row["priced_by_a_later_answer"] = g["priced"]
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
-            row["estimated"] = int(r.estimated or 0)
+            row["estimated"] = g["estimated"]
         if r.kind == "cache" and prices.storage(model) is None:  # an explicit cache's storage
             row["price"] = "unpriced"
-        if r.kind == "llm":  # §8: never a silent $0; a batch price for want of one
+        if r.kind == "llm":  # never a silent $0; a batch price for want of one
             row["price"] = prices.status(model, r.tier)
             unpriced = prices.unpriced_tools(model, list(used))
             if unpriced:
@@ -409,7 +442,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
 
 
 def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
-                 one_hour: bool = False) -> float:
+                 one_hour: bool = False, calls: int = 1) -> float:
     """What prompt caching saved on ``usage`` at ``tier``: its cost with the cached reads
     and cache writes counted as ordinary input, less its cost with them — Σ cached tokens
     × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
@@ -424,4 +457,4 @@ def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
     billed = usage
     if one_hour:
         billed = replace(usage, cache_write_1h_tokens=usage.cache_write_tokens)
-    return prices.cost(model, uncached, tier) - prices.cost(model, billed, tier)
+    return prices.cost(model, uncached, tier, calls) - prices.cost(model, billed, tier, calls)

@@ -18,6 +18,7 @@ import json
 from typing import TYPE_CHECKING
 
 from agac.engine.actions import is_batched
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import (
     NOT_YET,
     Adopt,
@@ -92,7 +93,8 @@ class _Unit:
             gated=action.approval is not None and ctx.approvals is not None,
             effect=action.effect is not None, cache=action.cache, fresh=ctx.fresh,
             batch=batch is not None, items=batch.items_of(rt, rec.key) if batch else (),
-            carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None)
+            carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None,
+            live=batch is not None and control.is_live(rt.name))
         if batch is not None or action.kind == "tool":
             f.deadline_passed = control.deadline_passed()
             f.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
@@ -197,7 +199,10 @@ class _Unit:
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
         assert self.request is not None
-        return await _single_flight(ctx, rt, rec, self.request, self.request_json, fp)
+        settled = await _single_flight(ctx, rt, rec, self.request, self.request_json, fp)
+        if self.facts.live:
+            maybe_crash("hybrid_live")  # B13: a live answer is durable, the next not yet sent
+        return settled
 
     async def _gate(self) -> Settled | None:
         """A1: the gate settles the unit, lets it wait, or lets it act with the approved
