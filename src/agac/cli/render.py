@@ -465,6 +465,9 @@ def _cost_note(r: dict[str, Any]) -> str:
         priced = r.get("priced_by_a_later_answer", 0)
         notes.append(f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
                      f"at their worst case, {priced} priced by a later answer")
+    if r.get("origin") == "cache_storage":
+        notes.append(f"cache storage: {r['calls']} explicit context cache(s) kept for the run, "
+                     "per token-hour (docs/providers.md, Gemini explicit caches)")
     if r.get("origin") == "unread":
         estimated = r.get("estimated", 0)
         how = (f"{estimated} estimated at their worst case (the provider reported no usage)"

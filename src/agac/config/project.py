@@ -54,7 +54,7 @@ _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 #: that offer a choice; ``lean`` is the default.
 DEFAULT_TRANSPORT = "lean"
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "cache_write_1h",
-               "batch_discount")
+               "batch_discount", "cache_storage")
 
 @dataclass(frozen=True)
 class ProviderConfig:
@@ -81,6 +81,8 @@ class PriceConfig:
     cache_write: float | None = None
     batch_discount: float | None = None
     cache_write_1h: float | None = None
+    cache_storage: float | None = None
+    """USD per 1M tokens per hour an explicit context cache is kept (Gemini)."""
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,7 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
             cache_write=values.get("cache_write"),
             batch_discount=values.get("batch_discount"),
             cache_write_1h=values.get("cache_write_1h"),
+            cache_storage=values.get("cache_storage"),
         )
     return result
 

@@ -14,6 +14,10 @@ Control API (``/_emulator/…``, never counted in the stats):
   lower-cased header names and the parsed body of live calls (``chat``; other ops have
   ``body: null``) and the client's ``host:port`` (one per connection); ``DELETE``
   forgets them. Stats resets and ``reset`` clear them too.
+- ``GET /_emulator/context_caches`` → ``{"caches": [{"name", "model", "display_name", "tokens",
+  "created_at", "expires_at", "deleted_at", "live", "batch"}, …], "refused": n}``: every
+  Gemini context cache created since the last reset (deleted ones too), with how many
+  live calls and batch items named it, and how many requests named one it did not have.
 - ``POST /_emulator/clock`` ``{"advance": seconds}`` moves emulator time forward for every
   batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by
@@ -39,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import anthropic, gemini, groq, ollama, openai
+from . import anthropic, gemini, gemini_caches, groq, ollama, openai
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
@@ -85,6 +89,10 @@ async def _requests(request: Request) -> Response:
         journal.clear()
         return JSONResponse({"requests": []})
     return JSONResponse({"requests": journal.document()})
+
+
+async def _context_caches(request: Request) -> Response:
+    return JSONResponse(gemini_caches.caches_document(state_of(request)))
 
 
 async def _cache(request: Request) -> Response:
@@ -230,6 +238,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/stats", _stats, methods=["GET"]),
         Route("/_emulator/stats", _stats_reset, methods=["DELETE"]),
         Route("/_emulator/requests", _requests, methods=["GET", "DELETE"]),
+        Route("/_emulator/context_caches", _context_caches, methods=["GET"]),
         Route("/_emulator/cache", _cache, methods=["GET", "DELETE"]),
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),

@@ -271,8 +271,8 @@ def openai_plan(provider: str, model: str, body: dict[str, Any], total: int,
 def gemini_plan(model: str, body: dict[str, Any], total: int
                 ) -> tuple[CachePlan | None, dict[str, Any]]:
     """The implicit plan of a GenerateContentRequest and its marker, ``cachedContent``
-    (an explicit cache the emulator records but does not hold: the request's own
-    prompt is what it caches implicitly)."""
+    (an explicit cache it names is answered from :mod:`.gemini_caches`; this plan is
+    what the request's own prompt caches implicitly)."""
     name = body.get("cachedContent")
     markers = {"cachedContent": name} if name is not None else {}
     minimum = gemini_minimum(model)

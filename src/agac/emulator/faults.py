@@ -45,7 +45,9 @@ PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
 OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.get",
                  "batch.list", "batch.results", "batch.cancel", "*",
                  # Beyond issue 3's list: the other calls the emulator serves.
-                 "file.get", "file.list", "file.delete", "batch.delete", "model.get"})
+                 "file.get", "file.list", "file.delete", "batch.delete", "model.get",
+                 # Gemini's explicit context caches (.gemini_caches)
+                 "cache.create", "cache.get", "cache.list", "cache.delete"})
 _KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
           "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer", "reply")
 #: Keys of a ``reply`` fault (see :mod:`agac.emulator.replies`).

@@ -1,4 +1,5 @@
-"""Gemini's (Developer API) wire protocol: generateContent, files and the Batch API.
+"""Gemini's (Developer API) wire protocol: generateContent, files, the Batch API and
+explicit context caches (:mod:`.gemini_caches`).
 
 Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_mldev``,
 ``_api_client.upload_file``). Structured output is read from
@@ -29,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from . import gemini_caches
 from .answers import Answer, answer, prompt_tokens
 from .caching import gemini_plan
 from .faults import Target
@@ -46,7 +48,7 @@ from .handling import (
     state_of,
 )
 from .media import take_attachments
-from .state import Batch, BatchItem, EmulatorState, ItemResult, StoredFile
+from .state import Batch, BatchItem, EmulatorState, ItemError, ItemResult, StoredFile, with_cache
 
 __all__ = ["routes", "status_name"]
 
@@ -176,15 +178,23 @@ async def _generate(request: Request, model: str) -> Response:
     if not isinstance(body.get("contents"), list):
         return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
                                       "specified")
+    refused = gemini_caches.refusal(state, model, body)
+    if refused is not None:
+        return error(refused[0], None, None, refused[1])
     take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
-    canonical, prompt, schema, max_tokens = _decode(body)
+    whole, cache = gemini_caches.expanded(state, body)
+    canonical, prompt, schema, max_tokens = _decode(whole)
     ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
                  max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
     plan, markers = gemini_plan(model, body, ans.input_tokens)
     note_cache(request, markers)
-    ans = state.cached(ans, plan)
+    if cache is not None:  # an explicit cache: its tokens are what the call read
+        cache.live += 1
+        ans = with_cache(ans, cache.tokens, gemini_caches.own_tokens(body))
+    else:
+        ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
@@ -212,16 +222,29 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
             rows.append((str(key), entry.get("request") or {}, metadata))
     if not rows:
         raise Rejected(error(400, None, None, "* The batch has no requests."))
-    items = []
-    for key, request_body, metadata in rows:
-        take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
-        take_files(state, request_body, error)
-        canonical, prompt, schema, max_tokens = _decode(request_body)
-        plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
-        items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
-                               schema=schema, max_tokens=max_tokens,
-                               extra={"metadata": metadata, "cache": markers}, cache=plan))
-    return items
+    return [_item(state, model, key, request_body, metadata)
+            for key, request_body, metadata in rows]
+
+
+def _item(state: EmulatorState, model: str, key: str, request_body: dict[str, Any],
+          metadata: dict[str, Any] | None) -> BatchItem:
+    """One batch request, decoded; one naming a context cache is read with the cache's
+    contents (and refused as a live call would be when it cannot use it)."""
+    take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
+    take_files(state, request_body, error)
+    refused = gemini_caches.refusal(state, model, request_body)
+    whole, cache = gemini_caches.expanded(state, request_body)
+    canonical, prompt, schema, max_tokens = _decode(whole)
+    plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
+    extra: dict[str, Any] = {"metadata": metadata, "cache": markers}
+    if cache is not None:
+        cache.batch += 1
+        extra.update(cached_content=cache.id, own_tokens=gemini_caches.own_tokens(request_body))
+    item = BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
+                     schema=schema, max_tokens=max_tokens, extra=extra, cache=plan)
+    if refused is not None:
+        item.error = ItemError(refused[0], None, refused[1])
+    return item
 
 
 async def _create_batch(request: Request, model: str) -> Response:
@@ -473,6 +496,7 @@ def routes() -> list[Route]:
     """Gemini's routes under ``/v1beta`` and ``/upload/v1beta``."""
     return [
         Route("/v1beta/models/{target}", models_post, methods=["POST"]),
+        *gemini_caches.routes(error),
         Route("/v1beta/batches", batches_list, methods=["GET"]),
         Route("/v1beta/batches/{id}", batches_get, methods=["GET"]),
         Route("/v1beta/batches/{id}", batches_post, methods=["POST"]),

@@ -123,6 +123,11 @@ class RunningEmulator:
         first (see :mod:`.app`)."""
         return list(self._call("GET", "/_emulator/requests")["requests"])
 
+    def context_caches(self) -> dict[str, Any]:
+        """``GET /_emulator/context_caches``: every Gemini context cache created since the last
+        reset, with the requests that named it (see :mod:`.app`)."""
+        return dict(self._call("GET", "/_emulator/context_caches"))
+
     def cache(self) -> dict[str, Any]:
         """``GET /_emulator/cache``: how many prompt prefixes are cached."""
         return self._call("GET", "/_emulator/cache")

@@ -31,6 +31,7 @@ import math
 import os
 import re
 import tempfile
+import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -89,6 +90,7 @@ from agac.providers.base import (
     Usage,
     ended_or_raise,
 )
+from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
 
 __all__ = ["GeminiProvider"]
@@ -307,6 +309,36 @@ class GeminiProvider:
         if found is None:
             found = self._server_timeouts[seconds] = {"X-Server-Timeout": str(math.ceil(seconds))}
         return found
+
+    # -- explicit context caches ---------------------------------------------
+
+    async def create_context_cache(self, model: str, system: str | None, prefix: str,
+                                   ttl_seconds: float, display_name: str) -> ContextCache:
+        """``cachedContents.create`` with the system instruction and the prefix as the first
+        user turn, living ``ttl_seconds`` (whole seconds, at least one)."""
+        config: dict[str, Any] = {"ttl": f"{max(1, math.ceil(ttl_seconds))}s",
+                                  "display_name": display_name}
+        if prefix:
+            config["contents"] = [{"role": "user", "parts": [{"text": prefix}]}]
+        if system:
+            config["system_instruction"] = system
+        with self._translate_errors():
+            cache = await self._aio.caches.create(model=model_path(model), config=config)
+        expires = pick(cache, "expire_time")
+        return ContextCache(
+            str(cache.name), int(pick(cache, "usage_metadata", "total_token_count") or 0),
+            expires.timestamp() if isinstance(expires, datetime) else time.time() + ttl_seconds)
+
+    async def delete_context_cache(self, name: str) -> None:
+        """``cachedContents.delete``; a cache already gone is not an error. Gemini answers
+        one it no longer has 404, or 403 ``CachedContent not found (or permission
+        denied)``."""
+        with self._translate_errors():
+            try:
+                await self._aio.caches.delete(name=name)
+            except self._errors.APIError as exc:
+                if not _cache_gone(exc):
+                    raise
 
     # -- batch ---------------------------------------------------------------
 
@@ -566,6 +598,11 @@ def _span_ms(start: Any, end: Any) -> float:
     if isinstance(start, datetime) and isinstance(end, datetime):
         return max(0.0, (end - start).total_seconds() * 1000.0)
     return 0.0
+
+
+def _cache_gone(exc: Any) -> bool:
+    """Does this APIError say the cache named is not there (any more)?"""
+    return exc.code == 404 or (exc.code == 403 and "not found" in str(exc.message or "").lower())
 
 
 def _schema_rejected(err: ProviderError) -> bool:

@@ -16,6 +16,11 @@ threshold, as Anthropic and Gemini price) are kept.
 agac's usage counts input *excluding* cached reads and cache writes (docs/providers.md); the
 threshold of a tier is judged on the whole input, as genai-prices does.
 
+Explicit context caches (Gemini ``cachedContents``) are billed for their storage too: USD
+per million tokens per hour the cache is kept. genai-prices has no such field, so agac
+keeps Gemini's published storage prices (:data:`CACHE_STORAGE`); a project's
+``cache_storage`` in ``prices:`` wins.
+
 Importing genai-prices costs about a third of a second (its data, pydantic), more than
 ``agac validate`` may spend starting. So the prices of a model are extracted once and
 kept in a small JSON file per genai-prices data version under the user's cache
@@ -44,6 +49,13 @@ FREE_PROVIDERS = frozenset({"mock", "ollama"})
 """Offline and local models: they cost nothing."""
 _LIBRARY_PROVIDER = {"gemini": "google"}
 """agac provider name -> genai-prices provider id, where they differ."""
+CACHE_STORAGE: tuple[tuple[str, float], ...] = (
+    ("gemini/gemini-2.5-flash", 1.00),  # Flash and Flash-Lite
+    ("gemini/gemini-2.5-pro", 4.50),
+    ("gemini/gemini-2.0-flash", 1.00),
+)
+"""USD per 1M tokens per hour of an explicit context cache, by model name prefix
+(Gemini's published prices); a project's ``prices.<model>.cache_storage`` wins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +101,8 @@ class Price:
     """A project's discount of the batch tier (0-1); wins over a derived half."""
     cache_write_1h: float | None = None
     """1-hour cache writes (Anthropic ``cache_ttl: 1h``); None: twice the input rate."""
+    cache_storage: float | None = None
+    """A project's USD per 1M tokens per hour of an explicit context cache."""
     batch: Rates | None = None
     tiers: tuple[tuple[int, Rates, Rates | None], ...] = ()
     """(input tokens above which, live rates, batch rates), lowest threshold first."""
@@ -174,6 +188,22 @@ class PriceTable:
         found = {above for m in models if (p := self.get(m)) is not None for above, _, _ in p.tiers}
         return tuple(sorted(found))
 
+    def storage(self, model: str) -> float | None:
+        """USD per 1M tokens per hour an explicit context cache of ``model`` is kept: the
+        project's ``cache_storage``, else :data:`CACHE_STORAGE`; 0 for free models, None
+        when unknown (the storage is then counted $0 and marked unpriced)."""
+        price = self._overrides.get(model)
+        if price is not None and price.cache_storage is not None:
+            return price.cache_storage
+        if model.partition("/")[0] in FREE_PROVIDERS:
+            return 0.0
+        return next((usd for prefix, usd in CACHE_STORAGE if model.startswith(prefix)), None)
+
+    def storage_cost(self, model: str, tokens: int, seconds: float) -> float:
+        """USD of keeping ``tokens`` in an explicit cache of ``model`` for ``seconds``."""
+        usd = self.storage(model) or 0.0
+        return tokens * max(0.0, seconds) / 3600.0 * usd / 1_000_000
+
     def unpriced_tools(self, model: str, tools: list[str] | tuple[str, ...]) -> list[str]:
         """The server tools of ``tools`` the model's price does not know (their uses cost 0
         in the ledger: marked ``unpriced`` by ``agac cost``). None for free models."""
@@ -199,7 +229,8 @@ def _coerce(model: str, value: Any) -> Price:
     price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    keys = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "batch_discount")
+    keys = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "batch_discount",
+            "cache_storage")
     data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
     for key in keys:
         number = data.get(key)
@@ -211,7 +242,8 @@ def _coerce(model: str, value: Any) -> Price:
                  cached_input=_opt(data.get("cached_input")),
                  cache_write=_opt(data.get("cache_write")),
                  cache_write_1h=_opt(data.get("cache_write_1h")),
-                 batch_discount=_opt(data.get("batch_discount")), source="agac.yml")
+                 batch_discount=_opt(data.get("batch_discount")),
+                 cache_storage=_opt(data.get("cache_storage")), source="agac.yml")
 
 
 def _opt(v: Any) -> float | None:

@@ -330,6 +330,15 @@ class OutcomeRepository(StoreCore):
                 ).all()
             )
 
+    def run_events_of(self, run_id: str, kinds: Sequence[str]) -> list[Row]:
+        """A run's events of these kinds, oldest first (few: run-level bookkeeping such as
+        the context caches it created)."""
+        e = t.events
+        with self._read() as conn:
+            return list(conn.execute(sa.select(e).where(e.c.run_id == run_id,
+                                                        e.c.kind.in_(list(kinds)))
+                                     .order_by(e.c.id)).all())
+
     def unit_events(self, run_id: str, unit_key: str) -> list[Row]:
         with self._read() as conn:
             return list(

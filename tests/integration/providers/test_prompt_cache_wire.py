@@ -160,14 +160,24 @@ async def test_gemini_implicit_cache_sends_nothing_and_reads_a_repeated_prefix(
     assert second.usage.cached_tokens >= 1024 and second.usage.cached_tokens <= MARKED
 
 
+async def _gemini_cache(provider: Any) -> str:
+    """The id of a context cache of the static prefix, made at the emulator (which, as
+    Gemini, refuses a request naming a cache it does not hold)."""
+    made = await provider.create_context_cache(MODELS["gemini"], SYSTEM, STATIC, 600, "t")
+    return str(made.name).removeprefix("cachedContents/")
+
+
 async def test_gemini_explicit_cache_names_it_and_sends_only_the_rest(
     make_provider: Any, emulator: Any
 ) -> None:
-    await make_provider("gemini").complete(_request("gemini", hint=_hint(name="abc123")))
+    provider = make_provider("gemini")
+    name = await _gemini_cache(provider)
+    answer = await provider.complete(_request("gemini", hint=_hint(name=name)))
     entry = _chats(emulator)[-1]
     body = entry["body"]
-    assert body["cachedContent"] == "cachedContents/abc123"
-    assert entry["cache"] == {"cachedContent": "cachedContents/abc123"}
+    assert body["cachedContent"] == f"cachedContents/{name}"
+    assert entry["cache"] == {"cachedContent": f"cachedContents/{name}"}
+    assert answer.usage.cached_tokens == MARKED  # what the cache holds
     assert "systemInstruction" not in body
     assert body["contents"] == [{"role": "user",
                                  "parts": [{"text": "Review: the blender works well."}]}]
@@ -257,7 +267,7 @@ async def test_batch_lines_carry_the_markers_and_results_the_cache_usage(
 ) -> None:
     name, options = BATCHES[variant]
     provider = make_provider(name, **options)
-    hint = _hint(name="abc123") if name == "gemini" else _hint()
+    hint = _hint(name=await _gemini_cache(provider)) if name == "gemini" else _hint()
     requests: Any = _batch(name, hint)
     if stored:  # as the engine submits them: the stored text and the action's hint
         requests = StoredRequests([(r.custom_id, r.canonical()) for r in requests], hint)
@@ -273,7 +283,8 @@ async def test_batch_lines_carry_the_markers_and_results_the_cache_usage(
         assert usage["r0"].cache_write_tokens == MARKED
         assert [usage[f"r{i}"].cached_tokens for i in (1, 2)] == [MARKED, MARKED]
     elif name == "gemini":
-        assert {m["cachedContent"] for m in marks.values()} == {"cachedContents/abc123"}
+        assert {m["cachedContent"] for m in marks.values()} == {f"cachedContents/{hint.name}"}
+        assert all(u.cached_tokens == MARKED for u in usage.values())
     else:
         assert marks == {}
     if name in ("openai", "groq"):  # implicit: the first writes, the later ones read

@@ -123,3 +123,22 @@ def test_a_broken_price_cache_is_rebuilt(tmp_path: Path) -> None:
     assert table.cost("openai/gpt-4o-mini", Usage(1_000_000, 0)) == pytest.approx(0.15)
     assert json.loads(file.read_text())["openai/gpt-4o-mini"]["live"]["input_mtok"] == \
         float(Decimal("0.15"))
+
+
+@pytest.mark.parametrize(("model", "per_hour"), [
+    ("gemini/gemini-2.5-flash", 1.00), ("gemini/gemini-2.5-flash-lite", 1.00),
+    ("gemini/gemini-2.5-pro", 4.50), ("openai/gpt-4o-mini", None), ("mock/m1", 0.0),
+])
+def test_i24_gemini_context_cache_storage_prices(table: PriceTable, model: str,
+                                                 per_hour: float | None) -> None:
+    """An explicit cache's storage: Gemini's published USD per 1M tokens per hour."""
+    assert table.storage(model) == per_hour
+    assert table.storage_cost(model, 2_000_000, 1800) == pytest.approx((per_hour or 0) * 2 * 0.5)
+
+
+def test_i24_gemini_context_cache_storage_price_overridden_in_agac_yml(tmp_path: Path) -> None:
+    table = PriceTable({"gemini/gemini-2.5-flash": {"input": 0.3, "output": 2.5,
+                                                    "cache_storage": 2.0}},
+                       library=PriceLibrary(tmp_path))
+    assert table.storage("gemini/gemini-2.5-flash") == 2.0
+    assert table.storage("gemini/gemini-2.5-pro") == 4.50

@@ -279,7 +279,11 @@ class Submitter:
 
     async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
         """Submit the intent's items as stored; an adapter that writes its lines from the
-        stored canonical requests skips decoding them (:class:`StoredRequests`)."""
+        stored canonical requests skips decoding them (:class:`StoredRequests`). The
+        action's explicit context cache, when it has one, is made ready first: every line
+        names it."""
+        if self.ctx.caches is not None:
+            await self.ctx.caches.ready(rt)
         items = self.ctx.store.iter_batch_items(key)
         return await rt.batch_api.api.submit_batch(
             StoredRequests(((i.custom_id, i.request) for i in items), rt.cache), key)

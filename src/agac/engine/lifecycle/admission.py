@@ -16,6 +16,7 @@ from agac.config.project import store_url
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
 from agac.engine.lifecycle.modes import ModeChoice, keep_choices, resolve_auto
 from agac.engine.lifecycle.snapshots import (
@@ -91,6 +92,7 @@ def _open_or_admit(project: Project, store: Store, workflow: Workflow, options: 
     if open_run is not None and (options.new or options.fresh):
         if _end_replaced(store, open_run, options):
             notes.append(f"ended run {open_run.id} as cancelled")
+            notes += release_context_caches(project, store, open_run.id)
         open_run = None
     if options.fresh:
         notes.extend(abandon_batches(project, store, workflow.name, "abandoned by --fresh",

@@ -1,7 +1,7 @@
 """The one place a run's parts are built, each with everything it needs passed to its
 constructor: the runtimes of its actions, its control flags, the outcome writer, the
-budget guard, the batch side, the approval gate, the effects, the unit context and the
-record walk. ``agac run`` (engine/lifecycle/runs.py) and a worker's shard
+budget guard, its explicit context caches, the batch side, the approval gate, the
+effects, the unit context and the record walk. ``agac run`` (engine/lifecycle/runs.py) and a worker's shard
 (engine/workers/shards.py) both call :func:`assemble_run`; what a worker changes — the
 range of records, shared slots and rate windows, a batch shard's file and fenced store
 calls, a budget shared with other workers — comes in as a :class:`ShardSetup`.
@@ -22,6 +22,7 @@ from agac.engine.batch.hybrid import LIVE_STATE, Hybrid
 from agac.engine.batch.polling import Poller
 from agac.engine.batch.submission import Submitter, open_reservations
 from agac.engine.batch.units import BatchUnits
+from agac.engine.lifecycle.contextcaches import ContextCaches
 from agac.engine.limits.budget import BudgetGuard
 from agac.engine.limits.rates import RateLimiter
 from agac.engine.outcomes.marks import DispatchMarks, ShardIndex
@@ -90,6 +91,7 @@ class RunParts:
     plan: StepPlan
     walk: RecordWalk
     effects: Effects
+    caches: ContextCaches
     budget: BudgetGuard | None = None
     batch: BatchCoordinator | None = None
     approvals: ApprovalGate | None = None
@@ -124,6 +126,7 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     control = RunControl(store.clock, run.settings.deadline_at, run.settings.live_at,
                          live=[a for a, (state, _) in store.action_states(run.id).items()
                                if state == LIVE_STATE] if run.settings.live_at else ())
+    caches = ContextCaches(run.id, store, gateway, control)
     out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock,
                         # §8: calls of unknown outcome an answer to the same request prices
                         unpriced=store.unpriced_unknown(run.workflow, tenant=run.tenant))
@@ -140,7 +143,7 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
                        store=store, gateway=gateway, out=out, control=control,
                        budget=budget) if batch_rts else None
     batch = _batch_step(project, store, run, gateway, out, control, plan, files, progress, budget,
-                        step_rts, units, setup) if units is not None else None
+                        step_rts, units, setup, caches) if units is not None else None
     if budget is not None:
         held = open_reservations(store, budget, run.id, run.workflow,
                                  [rt.action for rt in step_rts], tenant=run.tenant)
@@ -164,7 +167,8 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
                       memory=memory, control=control, fresh=run.fresh, prior=prior, batch=units)
     return RunParts(run=run, workflow=workflow, store=store, gateway=gateway, control=control,
                     progress=progress, out=out, runtimes=runtimes, plan=plan, walk=walk,
-                    effects=effects, budget=budget, batch=batch, approvals=approvals)
+                    effects=effects, caches=caches, budget=budget, batch=batch,
+                    approvals=approvals)
 
 
 def _budget(run: RunRecord, prices: PriceTable, setup: ShardSetup | None,
@@ -189,13 +193,13 @@ def _batch_step(project: Project, store: Store, run: RunRecord, gateway: StoreGa
                 out: OutcomeWriter, control: RunControl, plan: StepPlan,
                 files: list[dict[str, Any]], progress: Progress, budget: BudgetGuard | None,
                 step_rts: list[ActionRuntime], units: BatchUnits,
-                setup: ShardSetup | None) -> BatchCoordinator:
+                setup: ShardSetup | None, caches: ContextCaches) -> BatchCoordinator:
     pacer = setup.pacer if setup is not None and setup.pacer is not None else \
         _local_pacers(project, control)
     call = setup.call if setup is not None and setup.call is not None else gateway.call
     ctx = BatchContext(run=run, store=store, gateway=gateway, out=out, control=control, plan=plan,
                        files=files, progress=progress, budget=budget, pacer=pacer, call=call,
-                       only_file=setup.batch_file if setup is not None else None)
+                       only_file=setup.batch_file if setup is not None else None, caches=caches)
     return BatchCoordinator(ctx, step_rts, Submitter(ctx), Poller(ctx), units, Hybrid(ctx))
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.batch.manual import cancel_open_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_lease, take_run_lease
 from agac.engine.lifecycle.options import RunResult
 from agac.engine.views.summary import RunSummary, build_summary
@@ -90,11 +91,11 @@ def finish_cancel(project: Project, store: Store, run: RunRecord,
                   why: str = "cancelled by agac cancel") -> list[str]:
     """End a run ``cancelled`` (the caller owns its lease): its batches out are cancelled at
     the provider and their records fail ``batch_cancelled``; units never sent are skipped
-    ``cancelled``."""
+    ``cancelled``; its explicit context caches are deleted."""
     notes, units = cancel_open_batches(project, store, run.workflow, why, tenant=run.tenant,
                                        reason="batch_cancelled", state="cancelled")
     close_run(store, run, "cancelled", why, reason="cancelled", failed_in_batches=units)
-    return notes
+    return notes + release_context_caches(project, store, run.id)
 
 
 def cancel_run(project: Project, store: Store, run: RunRecord) -> RunResult:

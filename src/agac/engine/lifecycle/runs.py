@@ -26,6 +26,7 @@ from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.lifecycle.admission import open_or_admit
 from agac.engine.lifecycle.assembly import assemble_run, prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.ending import finalize, finish_cancel, reread, time_out
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, release_lease, take_run_lease
 from agac.engine.lifecycle.loop import drive, install_interrupt
@@ -176,6 +177,8 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
                 interrupted = result.kind == "interrupted"
                 counted, more = _end_or_pause(project, store, run.id, result)
                 notes += more
+        if reread(store, run.id).final:  # whatever ended it: its caches go with it
+            notes += release_context_caches(project, store, run.id)
     finally:
         release_lease(store, lease)
     return RunResult(build_summary(store, reread(store, run.id), counted=counted), interrupted,
@@ -230,8 +233,15 @@ async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
     try:
         launch.started = True
         await parts.out.event("run_started", pid=os.getpid(), host=socket.gethostname())
-        result = await drive(parts, wait=options.wait, was_waiting=run.state == "waiting",
-                             heartbeat_seconds=HEARTBEAT_SECONDS)
+        await parts.caches.prepare(parts.runtimes)  # before the first request is built
+        fresh = asyncio.get_running_loop().create_task(parts.caches.keep_fresh())
+        try:
+            result = await drive(parts, wait=options.wait, was_waiting=run.state == "waiting",
+                                 heartbeat_seconds=HEARTBEAT_SECONDS)
+        finally:
+            fresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fresh
         for name, why in parts.control.failed_actions.items():
             await gateway.call(store.set_action_state, run.id, name, "failed", why)
         if isinstance(result, PassResult) and result.kind == "interrupted":

@@ -372,7 +372,9 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
     in a batch agac did not read, with how many of them are ``estimated``
     (engine/batch/billing.py); ``hybrid_overlap``: answers of a batch cancelled to go
-    live for units already answered live (B13); neither saving counts either."""
+    live for units already answered live (B13); neither saving counts either. Origin
+    ``cache_storage`` (kind ``cache``): keeping the run's explicit context caches, one row
+    per cache (engine/lifecycle/contextcaches.py)."""
     hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
     totals = store.usage_totals([run.id])
@@ -426,15 +428,25 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
             row["priced_by_a_later_answer"] = g["priced"]
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
             row["estimated"] = g["estimated"]
-        if r.kind == "llm":  # never a silent $0; a batch price for want of one
-            row["price"] = prices.status(model, r.tier)
-            unpriced = prices.unpriced_tools(model, list(used))
-            if unpriced:
-                row["unpriced_tools"] = unpriced
-        rows.append(row)
+        rows.append(_priced(row, prices, model, list(used)))
     return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
             "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6),
             "cache_saved_usd": round(by_cache, 6), "rows": rows}
+
+
+def _priced(row: dict[str, Any], prices: PriceTable, model: str, tools: list[str]
+            ) -> dict[str, Any]:
+    """A cost row with what its price says: never a silent $0 — a model call's price
+    status (``unpriced``, a ``derived`` batch price) and its unpriced server tools; an
+    explicit cache's storage without a known price, ``unpriced``."""
+    if row["kind"] == "cache" and prices.storage(model) is None:
+        row["price"] = "unpriced"
+    if row["kind"] == "llm":
+        row["price"] = prices.status(model, row["tier"])
+        unpriced = prices.unpriced_tools(model, tools)
+        if unpriced:
+            row["unpriced_tools"] = unpriced
+    return row
 
 
 def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,

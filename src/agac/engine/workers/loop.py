@@ -46,6 +46,7 @@ from agac.config.model import Workflow
 from agac.engine.interrupts import install_interrupts
 from agac.engine.lifecycle.assembly import prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.ending import finalize, finish_cancel, time_out
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
 from agac.engine.limits.rates import Slots, batch_providers, connections_by_provider
@@ -413,6 +414,7 @@ class Worker:
             if run is not None and run.state not in FINAL_STATES:
                 close_run(self.store, run, state, why, reason="run_ended")
                 self.store.close_shards(run_id)
+                release_context_caches(self.project, self.store, run_id)
         finally:
             release_lease(self.store, lease)
 
@@ -437,6 +439,7 @@ class Worker:
             if run is None or run.state not in FINAL_STATES:
                 return None
             self.store.close_shards(run_id)
+            release_context_caches(self.project, self.store, run_id)
             return str(run.state)
         finally:
             release_lease(self.store, lease)

@@ -138,6 +138,9 @@ async def advance_online(project: Project, store: Store, ctx: RunContext, claim:
     try:
         await parts.out.event("shard_claimed", worker=worker, shard=claim.shard,
                               pid=_pid(), host=_host())
+        # a cache another shard of the run recorded is reused (one per run, but two shards
+        # starting at once may each create one)
+        await parts.caches.prepare(parts.runtimes)
         beat = asyncio.get_running_loop().create_task(heartbeat(
             gateway, store, ctx.run.id, parts.control, claim.ttl / 3))
         try:
