@@ -138,11 +138,15 @@ async def _models(request: Request) -> Response:
     models = (body or {}).get("models")
     lifecycles = {"active", "deprecated", "retired"}
     if not isinstance(models, dict) or not all(
-            isinstance(v, dict) and v.get("lifecycle", "active") in lifecycles
-            for v in models.values()):
-        return JSONResponse({"error": 'expected {"models": {id: {"lifecycle": '
-                                      'active|deprecated|retired, "retires_at": …}}}'},
-                            status_code=400)
+        isinstance(v, dict) and v.get("lifecycle", "active") in lifecycles for v in models.values()
+    ):
+        return JSONResponse(
+            {
+                "error": 'expected {"models": {id: {"lifecycle": '
+                'active|deprecated|retired, "retires_at": …}}}'
+            },
+            status_code=400,
+        )
     state = state_of(request)
     state.models.update({str(k): dict(v) for k, v in models.items()})
     return JSONResponse({"models": len(state.models)})
@@ -199,8 +203,11 @@ def _gemini_v1(scope: Scope) -> bool:
     if path.startswith("/v1/models/") and ":" in path:
         return True
     names = {name for name, _ in scope.get("headers", [])}
-    return (b"x-goog-api-client" in names or b"x-goog-api-key" in names
-            or b"key=" in scope.get("query_string", b""))
+    return (
+        b"x-goog-api-client" in names
+        or b"x-goog-api-key" in names
+        or b"key=" in scope.get("query_string", b"")
+    )
 
 
 class _Front:
@@ -219,8 +226,13 @@ class _Front:
             scope[_TRANSPORT] = getattr(getattr(send, "__self__", None), "transport", None)
             if _gemini_v1(scope):
                 path = scope["path"].replace("/v1/", "/v1beta/", 1)
-                scope = {**scope, "path": path, "raw_path": path.encode(),
-                         SENT_PATH: scope["path"], SENT_RAW_PATH: scope.get("raw_path")}
+                scope = {
+                    **scope,
+                    "path": path,
+                    "raw_path": path.encode(),
+                    SENT_PATH: scope["path"],
+                    SENT_RAW_PATH: scope.get("raw_path"),
+                }
         await self.app(scope, receive, send)
 
 
@@ -247,13 +259,23 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/health", _health, methods=["GET"]),
     ]
     app = Starlette(
-        routes=[*control, *openai.routes(openai.OPENAI), *groq.routes(), *anthropic.routes(),
-                *gemini.routes(), *ollama.routes()],
+        routes=[
+            *control,
+            *openai.routes(openai.OPENAI),
+            *groq.routes(),
+            *anthropic.routes(),
+            *gemini.routes(),
+            *ollama.routes(),
+        ],
         exception_handlers={Rejected: _rejected, DropConnection: _drop},
     )
     app.state.emulator = state
-    state.status_names.update({
-        "openai": openai.status_name, "groq": openai.status_name,
-        "anthropic": anthropic.status_name, "gemini": gemini.status_name,
-    })
+    state.status_names.update(
+        {
+            "openai": openai.status_name,
+            "groq": openai.status_name,
+            "anthropic": anthropic.status_name,
+            "gemini": gemini.status_name,
+        }
+    )
     return _Front(app)

@@ -56,17 +56,22 @@ def refusal(state: EmulatorState, model: str, body: dict[str, Any]) -> tuple[int
         state.cache_refusals += 1
         return 403, CACHE_NOT_FOUND
     if any(body.get(k) for k in ("systemInstruction", "tools", "toolConfig")):
-        return 400, ("CachedContent can not be used with GenerateContent request setting "
-                     "system_instruction, tools or tool_config.\n\nProposed fix: move those "
-                     "values to CachedContent from GenerateContent request.")
+        return 400, (
+            "CachedContent can not be used with GenerateContent request setting "
+            "system_instruction, tools or tool_config.\n\nProposed fix: move those "
+            "values to CachedContent from GenerateContent request."
+        )
     if cache.model != model.removeprefix("models/"):
-        return 400, (f"Model used by GenerateContent request (models/{model}) and "
-                     f"CachedContent (models/{cache.model}) has to be the same.")
+        return 400, (
+            f"Model used by GenerateContent request (models/{model}) and "
+            f"CachedContent (models/{cache.model}) has to be the same."
+        )
     return None
 
 
-def expanded(state: EmulatorState, body: dict[str, Any]) -> tuple[dict[str, Any],
-                                                                  CachedContent | None]:
+def expanded(
+    state: EmulatorState, body: dict[str, Any]
+) -> tuple[dict[str, Any], CachedContent | None]:
     """The request as if it had sent the contents of the cache it names (its system
     instruction, then its contents before the request's), and that cache; the request
     itself and None when it names none the emulator has."""
@@ -83,17 +88,21 @@ def expanded(state: EmulatorState, body: dict[str, Any]) -> tuple[dict[str, Any]
 
 def own_tokens(body: dict[str, Any]) -> int:
     """The prompt tokens a request naming a cache sends itself (what is not cached)."""
-    return count_tokens(text_chars([body.get("systemInstruction") or {},
-                                    body.get("contents") or []])) + attachment_tokens(body)
+    return count_tokens(
+        text_chars([body.get("systemInstruction") or {}, body.get("contents") or []])
+    ) + attachment_tokens(body)
 
 
 def _resource(cache: CachedContent) -> dict[str, Any]:
     """A ``CachedContent`` resource (the contents are not echoed, as Gemini does)."""
     body: dict[str, Any] = {
-        "name": f"cachedContents/{cache.id}", "model": f"models/{cache.model}",
-        "createTime": _stamp(cache.created_at), "updateTime": _stamp(cache.created_at),
+        "name": f"cachedContents/{cache.id}",
+        "model": f"models/{cache.model}",
+        "createTime": _stamp(cache.created_at),
+        "updateTime": _stamp(cache.created_at),
         "expireTime": _stamp(cache.expires_at),
-        "usageMetadata": {"totalTokenCount": cache.tokens}}
+        "usageMetadata": {"totalTokenCount": cache.tokens},
+    }
     if cache.display_name:
         body["displayName"] = cache.display_name
     return body
@@ -120,21 +129,42 @@ def _create(error: ErrorRenderer) -> Any:
         await gate(request, PROVIDER, "cache.create", error)
         model = str(body.get("model") or "").removeprefix("models/")
         if not model:
-            return error(400, None, None, "* CreateCachedContentRequest.cached_content.model: "
-                                          "model is required")
+            return error(
+                400,
+                None,
+                None,
+                "* CreateCachedContentRequest.cached_content.model: model is required",
+            )
         now = state.clock.now()
         expires = _lifetime(body, now)
         if expires is None:
-            return error(400, None, None, f"Invalid ttl {body.get('ttl')!r}: a duration in "
-                                          "seconds, as \"300s\", is expected.")
+            return error(
+                400,
+                None,
+                None,
+                f'Invalid ttl {body.get("ttl")!r}: a duration in seconds, as "300s", is expected.',
+            )
         system, contents = body.get("systemInstruction"), list(body.get("contents") or [])
         tokens = count_tokens(text_chars([system or {}, contents]))
         least = minimum(model)
         if tokens < least:
-            return error(400, None, None, f"Cached content is too small. total_token_count="
-                                          f"{tokens}, min_total_token_count={least}")
-        cache = CachedContent(uuid.uuid4().hex[:16], model, body.get("displayName"), system,
-                              contents, tokens, now, expires)
+            return error(
+                400,
+                None,
+                None,
+                f"Cached content is too small. total_token_count="
+                f"{tokens}, min_total_token_count={least}",
+            )
+        cache = CachedContent(
+            uuid.uuid4().hex[:16],
+            model,
+            body.get("displayName"),
+            system,
+            contents,
+            tokens,
+            now,
+            expires,
+        )
         state.caches[cache.id] = cache
         return JSONResponse(_resource(cache))
 
@@ -185,8 +215,7 @@ def _list(error: ErrorRenderer) -> Any:
 def caches_document(state: EmulatorState) -> dict[str, Any]:
     """``GET /_emulator/caches``: every cache created since the last reset, deleted and
     expired ones included, and how many requests named a cache the emulator did not have."""
-    return {"caches": [c.to_json() for c in state.caches.values()],
-            "refused": state.cache_refusals}
+    return {"caches": [c.to_json() for c in state.caches.values()], "refused": state.cache_refusals}
 
 
 def _stamp(when: float) -> str:

@@ -123,10 +123,17 @@ class CachedContent:
 
     def to_json(self) -> dict[str, Any]:
         """The cache in ``GET /_emulator/caches``."""
-        return {"name": f"cachedContents/{self.id}", "model": self.model,
-                "display_name": self.display_name, "tokens": self.tokens,
-                "created_at": self.created_at, "expires_at": self.expires_at,
-                "deleted_at": self.deleted_at, "live": self.live, "batch": self.batch}
+        return {
+            "name": f"cachedContents/{self.id}",
+            "model": self.model,
+            "display_name": self.display_name,
+            "tokens": self.tokens,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "deleted_at": self.deleted_at,
+            "live": self.live,
+            "batch": self.batch,
+        }
 
 
 @dataclass(frozen=True)
@@ -263,13 +270,31 @@ class Journal:
     def __init__(self, size: int = 1000) -> None:
         self.entries: deque[dict[str, Any]] = deque(maxlen=size)
 
-    def add(self, provider: str, op: str, method: str, path: str, query: str,
-            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str, *,
-            raw_path: str = "") -> dict[str, Any]:
+    def add(
+        self,
+        provider: str,
+        op: str,
+        method: str,
+        path: str,
+        query: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes | None,
+        client: str,
+        *,
+        raw_path: str = "",
+    ) -> dict[str, Any]:
         """Keep one request; the entry is returned for its handler to annotate."""
-        entry = {"provider": provider, "op": op, "method": method, "path": path,
-                 "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
-                 "client": client}
+        entry = {
+            "provider": provider,
+            "op": op,
+            "method": method,
+            "path": path,
+            "raw_path": raw_path or path,
+            "query": query,
+            "headers": headers,
+            "body": body,
+            "client": client,
+        }
         self.entries.append(entry)
         return entry
 
@@ -338,10 +363,18 @@ class EmulatorState:
     def new_id(self, prefix: str, length: int = 24) -> str:
         return prefix + uuid.uuid4().hex[:length]
 
-    def add_file(self, provider: str, file_id: str, filename: str, purpose: str,
-                 content: bytes, mime_type: str = "application/jsonl") -> StoredFile:
-        stored = StoredFile(file_id, provider, filename, purpose, content,
-                            self.clock.now(), mime_type)
+    def add_file(
+        self,
+        provider: str,
+        file_id: str,
+        filename: str,
+        purpose: str,
+        content: bytes,
+        mime_type: str = "application/jsonl",
+    ) -> StoredFile:
+        stored = StoredFile(
+            file_id, provider, filename, purpose, content, self.clock.now(), mime_type
+        )
         self.files[file_id] = stored
         return stored
 
@@ -407,9 +440,17 @@ class EmulatorState:
         batch.ended_at = self.clock.now()
 
     def answer_item(self, batch: Batch, item: BatchItem) -> Answer:
-        found = answer(provider=batch.provider, model=item.model, body=item.canonical,
-                       prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
-                       seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
+        found = answer(
+            provider=batch.provider,
+            model=item.model,
+            body=item.canonical,
+            prompt=item.prompt,
+            schema=item.schema,
+            max_tokens=item.max_tokens,
+            seed=self.config.seed,
+            fault=item.answer_fault,
+            reply=item.reply,
+        )
         cache = self.caches.get(str(item.extra.get("cached_content") or ""))
         if cache is not None:  # an explicit cache: its tokens are what the item read
             return with_cache(found, cache.tokens, int(item.extra.get("own_tokens", 0)))
@@ -429,8 +470,9 @@ class EmulatorState:
         use = self.cache.use(plan, self.clock.now())
         if not (use.read or use.written):
             return found
-        return replace(found, cached_tokens=use.read, cache_write_5m=use.write_5m,
-                       cache_write_1h=use.write_1h)
+        return replace(
+            found, cached_tokens=use.read, cache_write_5m=use.write_5m, cache_write_1h=use.write_1h
+        )
 
     def stats_document(self) -> dict[str, Any]:
         """The ``GET /_emulator/stats`` body (issue 3's format)."""
@@ -438,13 +480,15 @@ class EmulatorState:
         for batch in self.batches.values():
             phase = self.phase(batch)
             render = self.status_names.get(batch.provider)
-            batches.append({
-                "id": batch.info.get("name", batch.id),
-                "provider": batch.provider,
-                "requests": len(batch.items),
-                "status": render(batch, phase) if render else (batch.final or phase),
-                "dropped": list(batch.dropped),
-            })
+            batches.append(
+                {
+                    "id": batch.info.get("name", batch.id),
+                    "provider": batch.provider,
+                    "requests": len(batch.items),
+                    "status": render(batch, phase) if render else (batch.final or phase),
+                    "dropped": list(batch.dropped),
+                }
+            )
         return {
             "requests": {p: dict(ops) for p, ops in self.stats.requests.items()},
             "batches": batches,

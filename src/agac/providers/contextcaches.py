@@ -37,8 +37,9 @@ class SupportsContextCache(Protocol):
     context caches). The engine creates one per run and action (docs/providers.md,
     Gemini explicit caches) and deletes it when the run ends."""
 
-    async def create_context_cache(self, model: str, system: str | None, prefix: str,
-                                   ttl_seconds: float, display_name: str) -> ContextCache: ...
+    async def create_context_cache(
+        self, model: str, system: str | None, prefix: str, ttl_seconds: float, display_name: str
+    ) -> ContextCache: ...
 
     async def delete_context_cache(self, name: str) -> None:
         """Delete the cache; one already gone (deleted, expired) is not an error."""

@@ -20,9 +20,21 @@ from typing import NamedTuple
 
 from agac.tenants import DEFAULT_TENANT
 
-__all__ = ["AnswerRow", "BatchIntent", "Checkpoint", "EventRow", "FanoutRow", "ItemResult",
-           "MarkRow", "OutcomeRow", "PricedRow", "RecordRow", "StagedItem", "ToolResultRow",
-           "UsageRow"]
+__all__ = [
+    "AnswerRow",
+    "BatchIntent",
+    "Checkpoint",
+    "EventRow",
+    "FanoutRow",
+    "ItemResult",
+    "MarkRow",
+    "OutcomeRow",
+    "PricedRow",
+    "RecordRow",
+    "StagedItem",
+    "ToolResultRow",
+    "UsageRow",
+]
 
 
 class RecordRow(NamedTuple):

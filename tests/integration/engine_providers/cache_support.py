@@ -9,13 +9,19 @@ from typing import Any
 from agac.testing import write_project
 
 SYSTEM = "You label product reviews by the policy below."
-PREFIX = "Policy. " + " ".join(f"Clause {i}: reviews that mention item {i} are neutral."
-                                for i in range(120))
+PREFIX = "Policy. " + " ".join(
+    f"Clause {i}: reviews that mention item {i} are neutral." for i in range(120)
+)
 """The action's ``context_prefix``: over 1,024 tokens."""
 
 
-def workflow(model: str = "gemini/gemini-2.5-flash", *, run_mode: str = "online",
-             concurrency: int = 2, cache: str = "on") -> str:
+def workflow(
+    model: str = "gemini/gemini-2.5-flash",
+    *,
+    run_mode: str = "online",
+    concurrency: int = 2,
+    cache: str = "on",
+) -> str:
     lines = [
         "name: cached",
         "input: {path: data/, id_field: id}",
@@ -37,6 +43,10 @@ def workflow(model: str = "gemini/gemini-2.5-flash", *, run_mode: str = "online"
 
 def make_project(root: Path, records: int = 4, transport: str = "lean", **options: Any) -> Path:
     data = [{"id": f"r{i:03d}", "text": f"review {i}"} for i in range(records)]
-    return write_project(root, workflow(**options), workflow_file="cached.yml",
-                         agac_yml=f"providers:\n  gemini: {{transport: {transport}}}\n",
-                         data={"data/reviews.jsonl": data})
+    return write_project(
+        root,
+        workflow(**options),
+        workflow_file="cached.yml",
+        agac_yml=f"providers:\n  gemini: {{transport: {transport}}}\n",
+        data={"data/reviews.jsonl": data},
+    )

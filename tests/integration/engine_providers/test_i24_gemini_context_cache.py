@@ -37,8 +37,11 @@ def _live(caches: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _named(emulator: Any) -> list[str | None]:
     """The cache each live generateContent call named (None: none)."""
-    return [(r["body"] or {}).get("cachedContent") for r in emulator.requests()
-            if r["provider"] == "gemini" and r["op"] == "chat"]
+    return [
+        (r["body"] or {}).get("cachedContent")
+        for r in emulator.requests()
+        if r["provider"] == "gemini" and r["op"] == "chat"
+    ]
 
 
 def _events(run_id: str, project: Path, kind: str) -> list[dict[str, Any]]:
@@ -50,8 +53,7 @@ def _events(run_id: str, project: Path, kind: str) -> list[dict[str, Any]]:
 
 def test_i24_gemini_context_cache_created_and_deleted_through_the_sdk(emulator: Any) -> None:
     async def go() -> tuple[Any, Any]:
-        provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url,
-                                                   api_key="test"))
+        provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url, api_key="test"))
         try:
             api_ = context_cache_api(provider, FLASH)
             assert api_ is not None and api_.minimum == 1024
@@ -76,8 +78,7 @@ def test_i24_gemini_context_cache_created_and_deleted_through_the_sdk(emulator: 
 
 def test_i24_gemini_context_cache_under_the_minimum_is_refused_as_fatal(emulator: Any) -> None:
     async def go() -> None:
-        provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url,
-                                                   api_key="test"))
+        provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url, api_key="test"))
         try:
             await provider.create_context_cache(FLASH, None, "short", 600, "agac-t")
         finally:
@@ -88,12 +89,13 @@ def test_i24_gemini_context_cache_under_the_minimum_is_refused_as_fatal(emulator
 
 
 def test_i24_gemini_context_cache_the_emulator_counts_a_named_cache_as_cached(
-        emulator: Any) -> None:
+    emulator: Any,
+) -> None:
     """A live call naming a cache reads its tokens as cached (inside the prompt count);
     one naming a deleted cache gets Gemini's 403."""
+
     async def go() -> str:
-        provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url,
-                                                   api_key="test"))
+        provider = GeminiProvider(ProviderSettings("gemini", base_url=emulator.url, api_key="test"))
         try:
             return (await provider.create_context_cache(FLASH, SYSTEM, LONG, 600, "t")).name
         finally:
@@ -117,7 +119,8 @@ def test_i24_gemini_context_cache_the_emulator_counts_a_named_cache_as_cached(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_i24_gemini_context_cache_one_per_run_named_by_every_request_deleted_at_the_end(
-        emulator: Any, tmp_path: Path, transport: str) -> None:
+    emulator: Any, tmp_path: Path, transport: str
+) -> None:
     make_project(tmp_path, records=5, transport=transport)
 
     result = api.run("cached", tmp_path)
@@ -143,24 +146,29 @@ def test_i24_gemini_context_cache_one_per_run_named_by_every_request_deleted_at_
     assert storage["model"] == "gemini-2.5-flash" and "price" not in storage
     # Gemini 2.5 Flash keeps a cache at $1.00 per 1M tokens per hour, billed until deleted
     seconds = deleted["created_at"] - created["created_at"]
-    assert deleted["data"]["cost_usd"] == pytest.approx(
-        cache["tokens"] * seconds / 3600 * 1.00 / 1e6) and deleted["data"]["cost_usd"] > 0
+    assert (
+        deleted["data"]["cost_usd"] == pytest.approx(cache["tokens"] * seconds / 3600 * 1.00 / 1e6)
+        and deleted["data"]["cost_usd"] > 0
+    )
     assert storage["cost_usd"] == round(deleted["data"]["cost_usd"], 6)
 
 
 def test_i24_gemini_context_cache_storage_price_comes_from_prices_in_agac_yml(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     make_project(tmp_path, records=1)
     (tmp_path / "agac.yml").write_text(
         "providers:\n  gemini: {transport: lean}\n"
         "prices:\n  gemini/gemini-2.5-flash: {input: 0.3, output: 2.5, cache_storage: 3600000}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
 
     summary = api.run("cached", tmp_path).summary
 
     (cache,) = emulator.context_caches()["caches"]
-    (storage,) = [r for r in api.cost(summary["run_id"], tmp_path)["rows"]
-                  if r["origin"] == "cache_storage"]
+    (storage,) = [
+        r for r in api.cost(summary["run_id"], tmp_path)["rows"] if r["origin"] == "cache_storage"
+    ]
     (created,) = _events(summary["run_id"], tmp_path, "context_cache_created")
     (deleted,) = _events(summary["run_id"], tmp_path, "context_cache_deleted")
     # $3.6M per 1M tokens per hour is $0.001 per token-second, from creation to deletion
@@ -171,7 +179,8 @@ def test_i24_gemini_context_cache_storage_price_comes_from_prices_in_agac_yml(
 
 
 def test_i24_gemini_context_cache_refused_by_the_provider_the_requests_go_whole(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     emulator.add_fault({"provider": "gemini", "op": "cache.create", "fault": {"http": 429}})
     make_project(tmp_path, records=2)
 
@@ -184,8 +193,9 @@ def test_i24_gemini_context_cache_refused_by_the_provider_the_requests_go_whole(
 
 
 @pytest.mark.parametrize("cache", ["auto", "off"])
-def test_i24_gemini_context_cache_none_without_cache_on(emulator: Any, tmp_path: Path,
-                                                        cache: str) -> None:
+def test_i24_gemini_context_cache_none_without_cache_on(
+    emulator: Any, tmp_path: Path, cache: str
+) -> None:
     make_project(tmp_path, records=2, cache=cache)
 
     assert api.run("cached", tmp_path).summary["state"] == "succeeded"
@@ -194,8 +204,7 @@ def test_i24_gemini_context_cache_none_without_cache_on(emulator: Any, tmp_path:
     assert _named(emulator) == [None, None]
 
 
-def test_i24_gemini_context_cache_agac_cancel_deletes_it(
-        emulator: Any, tmp_path: Path) -> None:
+def test_i24_gemini_context_cache_agac_cancel_deletes_it(emulator: Any, tmp_path: Path) -> None:
     """A batch action's cache lives until its batch ends (its batch deadline): the paused
     run holds it, ``agac cancel`` deletes it."""
     make_project(tmp_path, records=3, run_mode="batch")
@@ -216,7 +225,8 @@ def test_i24_gemini_context_cache_agac_cancel_deletes_it(
 
 
 def test_i24_gemini_context_cache_a_continued_batch_run_reuses_it(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     make_project(tmp_path, records=3, run_mode="batch")
     assert api.run("cached", tmp_path).summary["state"] == "waiting"
     for batch in emulator.stats()["batches"]:
@@ -228,26 +238,36 @@ def test_i24_gemini_context_cache_a_continued_batch_run_reuses_it(
     (cache,) = emulator.context_caches()["caches"]  # the continuation created none
     assert cache["deleted_at"] is not None and emulator.context_caches()["refused"] == 0
     cost = api.cost(summary["run_id"], tmp_path)
-    assert sum(r["cached_tokens"] for r in cost["rows"] if r["kind"] == "llm") \
-        == 3 * cache["tokens"]
+    assert (
+        sum(r["cached_tokens"] for r in cost["rows"] if r["kind"] == "llm") == 3 * cache["tokens"]
+    )
 
 
 # -- a crash ---------------------------------------------------------------------------------
 
 
-def _agac(root: Path, *args: str, env: dict[str, str] | None = None
-          ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True,
-                          timeout=120)
+def _agac(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_i24_gemini_context_cache_sigkill_leaves_it_and_the_rerun_reuses_it(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     make_project(tmp_path, records=12, concurrency=1)
 
-    crashed = _agac(tmp_path, "run", "cached", "--json",
-                    env={"AGAC_CRASH_AT": "after_checkpoint:3"})
+    crashed = _agac(
+        tmp_path, "run", "cached", "--json", env={"AGAC_CRASH_AT": "after_checkpoint:3"}
+    )
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     (left,) = _live(emulator.context_caches())  # the crash left it to its TTL
 
@@ -265,7 +285,8 @@ def test_i24_gemini_context_cache_sigkill_leaves_it_and_the_rerun_reuses_it(
 
 
 def test_i24_gemini_context_cache_a_rerun_after_the_cache_expired_creates_another(
-        emulator: Any, tmp_path: Path) -> None:
+    emulator: Any, tmp_path: Path
+) -> None:
     """The crash left the cache to its TTL; an hour later it is gone: the continued run
     ledgers its storage until it expired, creates another and names only that one."""
     from agac.api.projects import project_of, store_url
@@ -273,8 +294,9 @@ def test_i24_gemini_context_cache_a_rerun_after_the_cache_expired_creates_anothe
     from agac.testing import ManualClock
 
     make_project(tmp_path, records=12, concurrency=1)
-    crashed = _agac(tmp_path, "run", "cached", "--json",
-                    env={"AGAC_CRASH_AT": "after_checkpoint:3"})
+    crashed = _agac(
+        tmp_path, "run", "cached", "--json", env={"AGAC_CRASH_AT": "after_checkpoint:3"}
+    )
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     (first,) = emulator.context_caches()["caches"]
     lived = first["expires_at"] - first["created_at"]
@@ -295,8 +317,9 @@ def test_i24_gemini_context_cache_a_rerun_after_the_cache_expired_creates_anothe
     assert emulator.context_caches()["refused"] == 0
     (expired,) = _events(summary["run_id"], tmp_path, "context_cache_expired")
     assert expired["data"]["name"] == first["name"]
-    storage = [r for r in api.cost(summary["run_id"], tmp_path)["rows"]
-               if r["origin"] == "cache_storage"]
+    storage = [
+        r for r in api.cost(summary["run_id"], tmp_path)["rows"] if r["origin"] == "cache_storage"
+    ]
     assert storage[0]["calls"] == 2
     # the expired one is billed for its whole hour: $1.00 per 1M tokens per hour
     assert storage[0]["cost_usd"] >= first["tokens"] * 1.00 / 1e6 * 0.99

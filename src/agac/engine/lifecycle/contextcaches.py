@@ -53,8 +53,17 @@ if TYPE_CHECKING:
     from agac.providers.base import Provider
     from agac.store.repository import Store
 
-__all__ = ["CREATED", "DELETED", "EXPIRED", "REFUSED", "STORAGE_ORIGIN", "ContextCaches",
-           "KeptCache", "cache_ttl", "release_context_caches"]
+__all__ = [
+    "CREATED",
+    "DELETED",
+    "EXPIRED",
+    "REFUSED",
+    "STORAGE_ORIGIN",
+    "ContextCaches",
+    "KeptCache",
+    "cache_ttl",
+    "release_context_caches",
+]
 
 CREATED = "context_cache_created"
 DELETED = "context_cache_deleted"
@@ -89,14 +98,35 @@ class KeptCache:
     @classmethod
     def from_event(cls, row: Any) -> KeptCache:
         d = loads(row.data)
-        return cls(row.action or "", d["provider"], d["model"], d["name"], int(d["tokens"]),
-                   float(row.created_at), float(d["expires_at"]), d["digest"])
+        return cls(
+            row.action or "",
+            d["provider"],
+            d["model"],
+            d["name"],
+            int(d["tokens"]),
+            float(row.created_at),
+            float(d["expires_at"]),
+            d["digest"],
+        )
 
     def event(self, run_id: str) -> EventRow:
-        return EventRow(run_id, CREATED, self.action, None, dumps({
-            "provider": self.provider, "model": self.model, "name": self.name,
-            "tokens": self.tokens, "expires_at": self.expires_at, "digest": self.digest}),
-            self.created_at)
+        return EventRow(
+            run_id,
+            CREATED,
+            self.action,
+            None,
+            dumps(
+                {
+                    "provider": self.provider,
+                    "model": self.model,
+                    "name": self.name,
+                    "tokens": self.tokens,
+                    "expires_at": self.expires_at,
+                    "digest": self.digest,
+                }
+            ),
+            self.created_at,
+        )
 
 
 def prefix_digest(model: str, system: str | None, prefix: str) -> str:
@@ -141,8 +171,9 @@ class ContextCaches:
     action before its requests are built, kept fresh for online actions while the run
     goes on. Every method is a no-op for an action :func:`eligible` refuses."""
 
-    def __init__(self, run_id: str, store: Store, gateway: StoreGateway,
-                 control: RunControl) -> None:
+    def __init__(
+        self, run_id: str, store: Store, gateway: StoreGateway, control: RunControl
+    ) -> None:
         self.run_id = run_id
         self.store = store
         self.gateway = gateway
@@ -172,10 +203,12 @@ class ContextCaches:
             digest = prefix_digest(rt.action.model_name or "", system, head)
             # A batch reads the cache until it ends; an online action renews it (keep_fresh).
             need = now + (ttl - RENEW_BEFORE if is_batched(rt) else RENEW_BEFORE)
-            found = [c for c in await self.gateway.call(recorded, self.store, self.run_id)
-                     if c.action == rt.name and c.digest == digest and c.expires_at > need]
-            kept = found[-1] if found else await self._create(rt, api, system, head, digest,
-                                                                ttl)
+            found = [
+                c
+                for c in await self.gateway.call(recorded, self.store, self.run_id)
+                if c.action == rt.name and c.digest == digest and c.expires_at > need
+            ]
+            kept = found[-1] if found else await self._create(rt, api, system, head, digest, ttl)
             assert rt.cache is not None
             # Refused: the requests go whole, naming no cache (not one about to expire).
             rt.cache = replace(rt.cache, name=kept.name if kept is not None else None)
@@ -187,20 +220,40 @@ class ContextCaches:
         system, head = rt.cache_texts
         return (system if rt.cache.system else None), head
 
-    async def _create(self, rt: ActionRuntime, api: ContextCacheApi, system: str | None,
-                      head: str, digest: str, ttl: float) -> KeptCache | None:
+    async def _create(
+        self,
+        rt: ActionRuntime,
+        api: ContextCacheApi,
+        system: str | None,
+        head: str,
+        digest: str,
+        ttl: float,
+    ) -> KeptCache | None:
         """Create the cache and record it durably; an event ``context_cache_refused`` and
         None when the provider refuses (the requests then send their whole prompt)."""
         try:
             made = await api.api.create_context_cache(
-                rt.action.model_name or "", system, head, ttl,
-                f"agac-{self.run_id}-{rt.name}"[:128])
+                rt.action.model_name or "", system, head, ttl, f"agac-{self.run_id}-{rt.name}"[:128]
+            )
         except ProviderError as exc:
-            await self.gateway.commit(events=(run_event(self.run_id, REFUSED, {
-                "error": str(exc)}, self.clock.time(), action=rt.name).events))
+            await self.gateway.commit(
+                events=(
+                    run_event(
+                        self.run_id, REFUSED, {"error": str(exc)}, self.clock.time(), action=rt.name
+                    ).events
+                )
+            )
             return None
-        kept = KeptCache(rt.name, rt.action.provider or "", rt.action.model_name or "",
-                         made.name, made.tokens, self.clock.time(), made.expires_at, digest)
+        kept = KeptCache(
+            rt.name,
+            rt.action.provider or "",
+            rt.action.model_name or "",
+            made.name,
+            made.tokens,
+            self.clock.time(),
+            made.expires_at,
+            digest,
+        )
         await self.gateway.commit(events=(kept.event(self.run_id),))
         return kept
 
@@ -232,11 +285,14 @@ def release_context_caches(project: Project, store: Store, run_id: str) -> list[
         data = {"name": c.name, "cost_usd": rows[-1].cost_usd}
         if failed is not None:
             data["error"] = failed
-        events.append(EventRow(run_id, EXPIRED if gone else DELETED, c.action, None,
-                               dumps(data), now))
+        events.append(
+            EventRow(run_id, EXPIRED if gone else DELETED, c.action, None, dumps(data), now)
+        )
     store.checkpoint(Checkpoint(usage=tuple(rows), events=tuple(events)))
-    return [f"context cache {name} could not be deleted ({why}); it expires by its TTL"
-            for name, why in notes.items()]
+    return [
+        f"context cache {name} could not be deleted ({why}); it expires by its TTL"
+        for name, why in notes.items()
+    ]
 
 
 async def _delete_all(project: Project, kept: list[KeptCache]) -> dict[str, str]:
@@ -261,14 +317,33 @@ async def _delete_all(project: Project, kept: list[KeptCache]) -> dict[str, str]
     return failed
 
 
-def storage_row(run_id: str, c: KeptCache, until: float, prices: PriceTable,
-                now: float) -> UsageRow:
+def storage_row(
+    run_id: str, c: KeptCache, until: float, prices: PriceTable, now: float
+) -> UsageRow:
     """What keeping ``c`` from its creation until ``until`` cost, as a ledger row."""
     seconds = max(0.0, until - c.created_at)
     model = f"{c.provider}/{c.model}"
     cost = prices.storage_cost(model, c.tokens, seconds)
     per_hour = prices.storage(model)
     rate = f"${per_hour:g} per 1M tokens per hour" if per_hour is not None else "no known price"
-    return UsageRow(run_id, c.action, "", 0, "cache", c.provider, c.model, "live", 0, 0, 0, 0,
-                    cost, 0.0, "ok", f"context cache {c.name}: {c.tokens} tokens kept "
-                    f"{seconds / 3600:.3f} h at {rate}", None, now, STORAGE_ORIGIN)
+    return UsageRow(
+        run_id,
+        c.action,
+        "",
+        0,
+        "cache",
+        c.provider,
+        c.model,
+        "live",
+        0,
+        0,
+        0,
+        0,
+        cost,
+        0.0,
+        "ok",
+        f"context cache {c.name}: {c.tokens} tokens kept {seconds / 3600:.3f} h at {rate}",
+        None,
+        now,
+        STORAGE_ORIGIN,
+    )
