@@ -14,7 +14,7 @@ from agac.store import tables as t
 from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
 from agac.store.marks import price_unknown, write_marks
-from agac.store.rows import Checkpoint
+from agac.store.rows import Checkpoint, UsageTotal
 from agac.store.values import OutcomeRecord
 
 if TYPE_CHECKING:
@@ -496,7 +496,7 @@ class OutcomeRepository(StoreCore):
                 ).all()
             )
 
-    def usage_totals(self, run_ids: Sequence[str], bands: Sequence[int] = ()) -> list[Row]:
+    def usage_totals(self, run_ids: Sequence[str], bands: Sequence[int] = ()) -> list[UsageTotal]:
         """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
         ``unknown`` calls (S1) also how many a later answer priced, and how many rows are
         ``estimated`` (answers billed in a batch agac did not read, whose usage the
@@ -512,7 +512,7 @@ class OutcomeRepository(StoreCore):
         if bands:
             keys.append(band)
         with self._read() as conn:
-            return list(
+            rows = list(
                 conn.execute(
                     sa.select(
                         *keys,
@@ -540,6 +540,27 @@ class OutcomeRepository(StoreCore):
                     )
                 ).all()
             )
+        return [
+            UsageTotal(
+                r.action,
+                r.kind,
+                r.provider,
+                r.model,
+                r.tier,
+                r.origin,
+                int(r.calls),
+                int(r.priced or 0),
+                int(r.estimated or 0),
+                int(r.input_tokens or 0),
+                int(r.cached_tokens or 0),
+                int(r.cache_write_tokens or 0),
+                int(r.output_tokens or 0),
+                int(r.reasoning_tokens or 0),
+                float(r.cost_usd or 0.0),
+                int(r.band) if bands else 0,
+            )
+            for r in rows
+        ]
 
     def usage_tool_uses(self, run_ids: Sequence[str]) -> list[Row]:
         """The rows of these runs that used a provider's server tools: the

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.data.sources import RecordSource
     from agac.engine.actions import ActionRuntime
+    from agac.jsontext import JSONObject
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
@@ -50,7 +51,7 @@ def plan_records(
     project: Project,
     workflow: Workflow,
     source: RecordSource | None = None,
-) -> Iterator[tuple[str, Any]]:
+) -> Iterator[tuple[str, JSONObject | None]]:
     """(key, payload or None when invalid) of the workflow's current input (or ``source``),
     streamed."""
     from agac.engine.lifecycle.snapshots import input_source
@@ -64,7 +65,7 @@ def estimate_run(
     store: Store | None,
     workflow: Workflow,
     prices: PriceTable,
-    records: Iterable[tuple[str, Any]],
+    records: Iterable[tuple[str, JSONObject | None]],
     *,
     tenant: str,
     fresh: bool = False,
@@ -99,7 +100,7 @@ def estimate_run(
             actions[a.name]["cache_prefix_tokens"] = static_prefix_tokens(runtimes[a.name])
             actions[a.name]["cache_ttl"] = "1h" if one_hour_writes(runtimes[a.name]) else "5m"
     count = 0
-    chunk: list[tuple[str, Any]] = []
+    chunk: list[tuple[str, JSONObject | None]] = []
     for item in records:
         chunk.append(item)
         count += 1
@@ -135,9 +136,9 @@ def _modes(
 
 
 def _plan_chunk(
-    chunk: list[tuple[str, Any]],
+    chunk: list[tuple[str, JSONObject | None]],
     workflow: Workflow,
-    runtimes: dict[str, Any],
+    runtimes: dict[str, ActionRuntime],
     actions: dict[str, dict[str, Any]],
     answers: Callable[[list[str]], dict[str, str]],
     prices: PriceTable,

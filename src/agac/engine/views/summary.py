@@ -23,6 +23,7 @@ from agac.tenants import DEFAULT_TENANT
 if TYPE_CHECKING:
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
+    from agac.store.rows import UsageTotal
     from agac.store.values import RunRecord
 
 __all__ = ["ActionSummary", "RunSummary", "build_summary", "cost_breakdown", "next_command"]
@@ -167,18 +168,18 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
         if row.reason and row.status in ("failed", "skipped"):
             entry["reasons"][row.reason] = entry["reasons"].get(row.reason, 0) + row.n
     cost = 0.0
-    for row in store.usage_totals([run.id]):
-        entry = actions.get(row.action)
+    for total in store.usage_totals([run.id]):
+        entry = actions.get(total.action)
         if entry is None:
             continue
-        if row.kind == "tool":
-            entry["tool_calls"] += row.calls
-        elif row.tier != "batch":  # batch items are counted as sent, below
-            entry["calls"] += row.calls
-            if row.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
-                entry["unknown_calls"] += row.calls
-        entry["cost_usd"] += float(row.cost_usd or 0.0)
-        cost += float(row.cost_usd or 0.0)
+        if total.kind == "tool":
+            entry["tool_calls"] += total.calls
+        elif total.tier != "batch":  # batch items are counted as sent, below
+            entry["calls"] += total.calls
+            if total.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
+                entry["unknown_calls"] += total.calls
+        entry["cost_usd"] += total.cost_usd
+        cost += total.cost_usd
     for name, counts in store.batch_counts(run.id, run.workflow, tenant=run.tenant).items():
         if name in actions:
             actions[name]["calls"] += counts["sent"]
@@ -436,9 +437,9 @@ def _only_unfixed_by_retry(summary: Mapping[str, Any]) -> bool:
     return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY
 
 
-def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int]]:
+def _tool_uses(store: Store, run_id: str) -> dict[tuple[str | None, ...], dict[str, int]]:
     """Server-tool uses summed per ledger group (as :meth:`usage_totals` groups)."""
-    out: dict[tuple[Any, ...], dict[str, int]] = {}
+    out: dict[tuple[str | None, ...], dict[str, int]] = {}
     for r in store.usage_tool_uses([run_id]):
         counts = out.setdefault((r.action, r.kind, r.provider, r.model, r.tier, r.origin), {})
         for name, n in (loads(r.server_tools) or {}).items():
@@ -448,6 +449,48 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int
 
 _NOT_USED = (UNREAD_ORIGIN, OVERLAP_ORIGIN)
 """Ledger origins of answers billed but never used: they save nothing (B7, B13)."""
+
+
+@dataclass
+class _LedgerGroup:
+    """One line of ``agac cost``: the ledger's totals of one (action, kind, provider,
+    model, tier, origin) group, summed over its long-context bands."""
+
+    first: UsageTotal
+    """The group's first totals row (its names)."""
+    calls: int = 0
+    cost: float = 0.0
+    saved: float = 0.0
+    cached: float = 0.0
+    priced: int = 0
+    estimated: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])
+    """input, cached, cache write, output, reasoning"""
+
+    def add(self, r: UsageTotal) -> Usage:
+        """Count one totals row (one band of the group) in; its usage."""
+        usage = Usage(
+            int(r.input_tokens or 0),
+            int(r.output_tokens or 0),
+            int(r.cached_tokens or 0),
+            int(r.cache_write_tokens or 0),
+            int(r.reasoning_tokens or 0),
+        )
+        self.calls += r.calls
+        self.cost += float(r.cost_usd or 0.0)
+        self.priced += int(r.priced or 0)
+        self.estimated += int(r.estimated or 0)
+        for i, n in enumerate(
+            (
+                usage.input_tokens,
+                usage.cached_tokens,
+                usage.cache_write_tokens,
+                usage.output_tokens,
+                usage.reasoning_tokens,
+            )
+        ):
+            self.tokens[i] += n
+        return usage
 
 
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
@@ -466,51 +509,19 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     bands = prices.thresholds({f"{r.provider}/{r.model}" for r in totals if r.kind == "llm"})
     if bands:  # a long-context tier applies per call: total each tier's calls apart
         totals = store.usage_totals([run.id], bands=bands)
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    groups: dict[tuple[str | None, ...], _LedgerGroup] = {}
     for r in totals:
-        group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
-        g = groups.setdefault(
-            group,
-            {
-                "r": r,
-                "calls": 0,
-                "cost": 0.0,
-                "saved": 0.0,
-                "cached": 0.0,
-                "priced": 0,
-                "estimated": 0,
-                "tokens": [0, 0, 0, 0, 0],
-            },
-        )
-        usage = Usage(
-            int(r.input_tokens or 0),
-            int(r.output_tokens or 0),
-            int(r.cached_tokens or 0),
-            int(r.cache_write_tokens or 0),
-            int(r.reasoning_tokens or 0),
-        )
-        model, c = f"{r.provider}/{r.model}", float(r.cost_usd or 0.0)
-        g["calls"] += r.calls
-        g["cost"] += c
-        g["priced"] += int(r.priced or 0)
-        g["estimated"] += int(r.estimated or 0)
-        for i, n in enumerate(
-            (
-                usage.input_tokens,
-                usage.cached_tokens,
-                usage.cache_write_tokens,
-                usage.output_tokens,
-                usage.reasoning_tokens,
-            )
-        ):
-            g["tokens"][i] += n
+        group: tuple[str | None, ...] = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
+        g = groups.setdefault(group, _LedgerGroup(r))
+        usage = g.add(r)
         if r.kind != "llm" or r.origin in _NOT_USED:  # paid for, never used: no saving
             continue
+        model = f"{r.provider}/{r.model}"
         if r.tier == "batch":
-            g["saved"] += prices.cost(model, usage, "live", calls=r.calls) - prices.cost(
+            g.saved += prices.cost(model, usage, "live", calls=r.calls) - prices.cost(
                 model, usage, "batch", calls=r.calls
             )
-        g["cached"] += cache_saving(
+        g.cached += cache_saving(
             prices,
             model,
             usage,
@@ -521,15 +532,15 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     rows = []
     total = saved = by_cache = 0.0
     for group, g in groups.items():
-        r, used = g["r"], tools.get(group, {})
+        r, used = g.first, tools.get(group, {})
         model = f"{r.provider}/{r.model}"
         if used and r.kind == "llm" and r.tier == "batch" and r.origin not in _NOT_USED:
             uses = Usage(server_tools=server_tool_counts(used))
-            g["saved"] += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
-        total += g["cost"]
-        saved += max(g["saved"], 0.0)
-        by_cache += g["cached"]
-        tin, tcached, twrite, tout, treason = g["tokens"]
+            g.saved += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
+        total += g.cost
+        saved += max(g.saved, 0.0)
+        by_cache += g.cached
+        tin, tcached, twrite, tout, treason = g.tokens
         row = {
             "action": r.action,
             "kind": r.kind,
@@ -537,21 +548,21 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
             "model": r.model,
             "tier": r.tier,
             "origin": r.origin or "call",
-            "calls": g["calls"],
+            "calls": g.calls,
             "input_tokens": tin,
             "cached_tokens": tcached,
             "cache_write_tokens": twrite,
             "output_tokens": tout,
             "reasoning_tokens": treason,
             "server_tools": dict(server_tool_counts(used)),
-            "cost_usd": round(g["cost"], 6),
+            "cost_usd": round(g.cost, 6),
         }
         if tcached or twrite:
-            row["cache_saved_usd"] = round(g["cached"], 6)
+            row["cache_saved_usd"] = round(g.cached, 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
-            row["priced_by_a_later_answer"] = g["priced"]
+            row["priced_by_a_later_answer"] = g.priced
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
-            row["estimated"] = g["estimated"]
+            row["estimated"] = g.estimated
         rows.append(_priced(row, prices, model, list(used)))
     return {
         "run_id": run.id,
