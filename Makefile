@@ -47,9 +47,11 @@ TEST_WORKERS ?= 3
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
-# Lint and types: ruff's checks and mypy over the package (both pinned in the dev lock).
+# Lint, layout and types: ruff's checks, ruff's formatter in check mode (`ruff format`
+# fixes what it reports) and mypy over the package (all pinned in the dev lock).
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src
 
 # The documentation site (mkdocs-material; the API reference from docstrings through

@@ -13,18 +13,29 @@ from typing import Any
 AGAC = [sys.executable, "-m", "agac.cli.main"]
 
 
-def control(port: int, method: str, path: str, body: Any = None,
-            headers: dict[str, str] | None = None, timeout: float = 60) -> Any:
+def control(
+    port: int,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Any:
     """One call of the emulator's control API (``/_emulator/...``), its JSON answer."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"content-type": "application/json", **(headers or {})})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        method=method,
+        headers={"content-type": "application/json", **(headers or {})},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as response:
         return json.loads(response.read() or b"{}")
 
 
-def start_emulator(port: int, *, batch_seconds: float | None = None, latency_ms: float = 0,
-                   wait: float = 20) -> subprocess.Popen[bytes]:
+def start_emulator(
+    port: int, *, batch_seconds: float | None = None, latency_ms: float = 0, wait: float = 20
+) -> subprocess.Popen[bytes]:
     """``agac emulator`` on ``port`` in a child process, once it answers its health check."""
     args = ["emulator", "--port", str(port), "--latency-ms", str(latency_ms)]
     if batch_seconds is not None:

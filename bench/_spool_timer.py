@@ -24,8 +24,9 @@ def timed(*args: Any, **kwargs: Any) -> Any:
     spooled = _spool(*args, **kwargs)
     took = time.perf_counter() - t0
     with open(os.environ["AGAC_BENCH_SPOOL_LOG"], "a") as out:
-        out.write(json.dumps({"lines": spooled.count, "bytes": spooled.size,
-                              "seconds": took}) + "\n")
+        out.write(
+            json.dumps({"lines": spooled.count, "bytes": spooled.size, "seconds": took}) + "\n"
+        )
     return spooled
 
 

@@ -24,16 +24,18 @@ from typing import Any
 def run(python: str, script: list[str]) -> dict[str, dict[str, float]]:
     proc = subprocess.run([python, *script], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise SystemExit(f"{python} {' '.join(script)} exited {proc.returncode}:\n"
-                         f"{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"{python} {' '.join(script)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+        )
     out: dict[str, dict[str, float]] = {}
     for line in proc.stdout.splitlines():
         if not line.startswith("{"):
             continue
         doc = json.loads(line)
         name = str(doc.get("phase") or doc.get("case") or len(out)).split(" (")[0]
-        out[name] = {k: v for k, v in doc.items()
-                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        out[name] = {
+            k: v for k, v in doc.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
     return out
 
 
@@ -47,7 +49,7 @@ def main() -> None:
     sides = {"after": sys.executable, "before": args.vs}
     runs: dict[str, list[dict[str, dict[str, float]]]] = {"after": [], "before": []}
     for pair in range(args.pairs):
-        for side in (("before", "after") if pair % 2 == 0 else ("after", "before")):
+        for side in ("before", "after") if pair % 2 == 0 else ("after", "before"):
             result = run(sides[side], script)
             runs[side].append(result)
             print(json.dumps({"pair": pair, "side": side, **result}), flush=True)

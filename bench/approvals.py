@@ -60,8 +60,14 @@ def agac_run(root: Path) -> tuple[int, float, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "agac.cli.main", "run", "ap", "--json"], cwd=root,
-                          env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", "run", "ap", "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -87,19 +87,25 @@ def make_project(name: str, records: int, size: int, mode: str, concurrency: int
 
 def control(port: int, method: str, path: str, body: Any = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        method=method,
+        headers={"content-type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=600) as response:
         return json.loads(response.read() or b"{}")
 
 
 def start_emulator(port: int, latency_ms: int = 0) -> subprocess.Popen[bytes]:
-    return _emulator.start_emulator(port, batch_seconds=BATCH_SECONDS, latency_ms=latency_ms,
-                                    wait=30)
+    return _emulator.start_emulator(
+        port, batch_seconds=BATCH_SECONDS, latency_ms=latency_ms, wait=30
+    )
 
 
-def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,
-             command: list[str] = AGAC) -> dict[str, Any]:
+def run_agac(
+    root: Path, args: list[str], env: dict[str, str], expect: int, command: list[str] = AGAC
+) -> dict[str, Any]:
     t0_epoch, t0 = time.time(), time.perf_counter()
     with open(root / "stdout.txt", "w") as out, open(root / "stderr.txt", "w") as err:
         proc = subprocess.Popen(command + args, cwd=root, stdout=out, stderr=err, env=env)
@@ -107,17 +113,29 @@ def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,
     code = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     if code != expect:
-        raise SystemExit(f"agac {' '.join(args)} exited {code}, expected {expect}:\n"
-                         f"{(root / 'stderr.txt').read_text()[-3000:]}")
+        raise SystemExit(
+            f"agac {' '.join(args)} exited {code}, expected {expect}:\n"
+            f"{(root / 'stderr.txt').read_text()[-3000:]}"
+        )
     text = (root / "stdout.txt").read_text()
-    return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "maxrss_mb": round(usage.ru_maxrss / 1024, 1), "t0": t0_epoch,
-            "summary": json.loads(text[text.find("{"):])}
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "maxrss_mb": round(usage.ru_maxrss / 1024, 1),
+        "t0": t0_epoch,
+        "summary": json.loads(text[text.find("{") :]),
+    }
 
 
 def events(root: Path, run_id: str, env: dict[str, str]) -> list[dict[str, Any]]:
-    proc = subprocess.run(AGAC + ["events", run_id, "--json"], cwd=root, env=env,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        AGAC + ["events", run_id, "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     doc: list[dict[str, Any]] = json.loads(proc.stdout)
     return doc
 
@@ -132,8 +150,7 @@ def empty_store_bytes(env: dict[str, str]) -> int:
         shutil.rmtree(root)
     root.mkdir(parents=True)
     (root / "agac.yml").write_text("")
-    subprocess.run(AGAC + ["store", "upgrade"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(AGAC + ["store", "upgrade"], cwd=root, env=env, check=True, capture_output=True)
     return store_bytes(root)
 
 
@@ -150,8 +167,13 @@ def batch(args: argparse.Namespace) -> None:
     emulator = start_emulator(args.port)
     try:
         base = empty_store_bytes(env)
-        sub = run_agac(root, ["run", "wf.yml", "--json"], env, 75,
-                       [sys.executable, str(HERE / "_spool_timer.py")])
+        sub = run_agac(
+            root,
+            ["run", "wf.yml", "--json"],
+            env,
+            75,
+            [sys.executable, str(HERE / "_spool_timer.py")],
+        )
         spools = [json.loads(line) for line in spool_log.read_text().splitlines()]
         spooled_mb = sum(x["bytes"] for x in spools) / 1e6
         spool_s = sum(x["seconds"] for x in spools)
@@ -162,25 +184,46 @@ def batch(args: argparse.Namespace) -> None:
         submitted = [e["created_at"] for e in evs if e["kind"] == "submitted"]
         span = max(submitted) - started
         stats = control(args.port, "GET", "/_emulator/stats")
-        print(json.dumps({
-            "case": f"{args.records:,} records x {args.size:,} B PNG, openai batch, submit",
-            "wall_s": sub["wall_s"], "cpu_s": sub["cpu_s"], "maxrss_mb": sub["maxrss_mb"],
-            "batches": len(submitted), "images_mb": round(raw / 1e6, 1),
-            "base64_mb": round(b64 / 1e6, 1), "started_to_last_submitted_s": round(span, 2),
-            "base64_mb_per_s_started_to_submitted": round(b64 / 1e6 / span, 1),
-            "batch_files_mb": round(spooled_mb, 1), "writing_batch_files_s": round(spool_s, 2),
-            "base64_mb_per_s_writing": round(b64 / 1e6 / spool_s, 1),
-            "store_growth_bytes_per_record": round(grown / args.records),
-            "emulator_batch_creates": _creates(stats),
-            "load": round(os.getloadavg()[0], 2)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "case": f"{args.records:,} records x {args.size:,} B PNG, openai batch, submit",
+                    "wall_s": sub["wall_s"],
+                    "cpu_s": sub["cpu_s"],
+                    "maxrss_mb": sub["maxrss_mb"],
+                    "batches": len(submitted),
+                    "images_mb": round(raw / 1e6, 1),
+                    "base64_mb": round(b64 / 1e6, 1),
+                    "started_to_last_submitted_s": round(span, 2),
+                    "base64_mb_per_s_started_to_submitted": round(b64 / 1e6 / span, 1),
+                    "batch_files_mb": round(spooled_mb, 1),
+                    "writing_batch_files_s": round(spool_s, 2),
+                    "base64_mb_per_s_writing": round(b64 / 1e6 / spool_s, 1),
+                    "store_growth_bytes_per_record": round(grown / args.records),
+                    "emulator_batch_creates": _creates(stats),
+                    "load": round(os.getloadavg()[0], 2),
+                }
+            ),
+            flush=True,
+        )
         control(args.port, "POST", "/_emulator/clock", {"advance": BATCH_SECONDS * 2})
         col = run_agac(root, ["run", "wf.yml", "--json"], env, 0)
         answered = col["summary"]["actions"]["describe"]["answered"]
-        print(json.dumps({
-            "case": "collect", "wall_s": col["wall_s"], "cpu_s": col["cpu_s"],
-            "maxrss_mb": col["maxrss_mb"], "answered": answered,
-            "store_growth_bytes_per_record_after_collect":
-                round((store_bytes(root) - base) / args.records)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "case": "collect",
+                    "wall_s": col["wall_s"],
+                    "cpu_s": col["cpu_s"],
+                    "maxrss_mb": col["maxrss_mb"],
+                    "answered": answered,
+                    "store_growth_bytes_per_record_after_collect": round(
+                        (store_bytes(root) - base) / args.records
+                    ),
+                }
+            ),
+            flush=True,
+        )
     finally:
         emulator.terminate()
         emulator.wait()
@@ -196,8 +239,9 @@ def online(args: argparse.Namespace) -> None:
     root = make_project("att-online", args.records, args.size, "online", args.concurrency)
     if args.no_files:  # the baseline: the same run without attachments
         wf = root / "wf.yml"
-        wf.write_text("".join(line for line in wf.read_text().splitlines(True)
-                              if "attachments:" not in line))
+        wf.write_text(
+            "".join(line for line in wf.read_text().splitlines(True) if "attachments:" not in line)
+        )
     env = {**os.environ, **variables(args.port)}
     emulator = start_emulator(args.port, args.latency_ms)
     try:
@@ -208,17 +252,27 @@ def online(args: argparse.Namespace) -> None:
         bound = args.concurrency / (args.latency_ms / 1000)
         whole = args.records / got["wall_s"]
         inrun = args.records / (ended - started)
-        print(json.dumps({
-            "case": f"{args.records:,} records x "
+        print(
+            json.dumps(
+                {
+                    "case": f"{args.records:,} records x "
                     f"{'no file' if args.no_files else f'{args.size:,} B PNG'} online, "
                     f"{args.latency_ms} ms x {args.concurrency}",
-            "wall_s": got["wall_s"], "cpu_s": got["cpu_s"], "maxrss_mb": got["maxrss_mb"],
-            "bound_per_s": round(bound), "whole_process_per_s": round(whole, 1),
-            "whole_process_share": round(whole / bound, 3),
-            "in_run_per_s": round(inrun, 1), "in_run_share": round(inrun / bound, 3),
-            "answered": got["summary"]["actions"]["describe"]["answered"],
-            "cpu_ms_per_call": round(1000 * got["cpu_s"] / args.records, 3),
-            "load": round(os.getloadavg()[0], 2)}), flush=True)
+                    "wall_s": got["wall_s"],
+                    "cpu_s": got["cpu_s"],
+                    "maxrss_mb": got["maxrss_mb"],
+                    "bound_per_s": round(bound),
+                    "whole_process_per_s": round(whole, 1),
+                    "whole_process_share": round(whole / bound, 3),
+                    "in_run_per_s": round(inrun, 1),
+                    "in_run_share": round(inrun / bound, 3),
+                    "answered": got["summary"]["actions"]["describe"]["answered"],
+                    "cpu_ms_per_call": round(1000 * got["cpu_s"] / args.records, 3),
+                    "load": round(os.getloadavg()[0], 2),
+                }
+            ),
+            flush=True,
+        )
     finally:
         emulator.terminate()
         emulator.wait()
@@ -242,25 +296,38 @@ def spool(args: argparse.Namespace) -> None:
         path = root / f"p{i}.png"
         path.write_bytes(data[:-16] + i.to_bytes(16, "big"))  # distinct bytes, same size
         att = resolve(str(path), root)
-        req = Request("openai", "gpt-4o-mini", (Message("user", f"picture {i}", (att,)),),
-                      max_tokens=64)
+        req = Request(
+            "openai", "gpt-4o-mini", (Message("user", f"picture {i}", (att,)),), max_tokens=64
+        )
         pairs.append((f"c{i}", req.canonical()))
     os.environ.setdefault("OPENAI_API_KEY", "x")
     adapter = OpenAIProvider(ProviderSettings(name="openai", transport="sdk"))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
-    spooled = spool_jsonl(adapter._stored_lines(StoredRequests(pairs).pairs),
-                          max_count=10 ** 6, max_bytes=10 ** 12, provider="openai")
+    spooled = spool_jsonl(
+        adapter._stored_lines(StoredRequests(pairs).pairs),
+        max_count=10**6,
+        max_bytes=10**12,
+        provider="openai",
+    )
     took = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     spooled.discard()
     b64 = args.records * base64_size(len(data))
-    print(json.dumps({"case": f"spool {args.records:,} lines x {args.size:,} B PNG",
-                      "seconds": round(took, 3), "base64_mb": round(b64 / 1e6, 1),
-                      "base64_mb_per_s": round(b64 / 1e6 / took, 1),
-                      "file_mb": round(spooled.size / 1e6, 1),
-                      "maxrss_growth_mb": round((after - before) / 1024, 1),
-                      "python": platform.python_version()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "case": f"spool {args.records:,} lines x {args.size:,} B PNG",
+                "seconds": round(took, 3),
+                "base64_mb": round(b64 / 1e6, 1),
+                "base64_mb_per_s": round(b64 / 1e6 / took, 1),
+                "file_mb": round(spooled.size / 1e6, 1),
+                "maxrss_growth_mb": round((after - before) / 1024, 1),
+                "python": platform.python_version(),
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -276,8 +343,9 @@ def main() -> None:
     o.add_argument("--concurrency", type=int, default=64)
     o.add_argument("--latency-ms", type=int, default=50)
     o.add_argument("--port", type=int, default=18792)
-    o.add_argument("--no-files", action="store_true",
-                   help="the same run without attachments (the baseline)")
+    o.add_argument(
+        "--no-files", action="store_true", help="the same run without attachments (the baseline)"
+    )
     s = sub.add_parser("spool")
     s.add_argument("--records", type=int, default=2000)
     s.add_argument("--size", type=int, default=200_000)

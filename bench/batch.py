@@ -92,11 +92,21 @@ def make_project(records: int, files: int) -> Path:
 # -- the emulator -----------------------------------------------------------------------------
 
 
-def control(port: int, method: str, path: str, body: Any = None,
-            headers: dict[str, str] | None = None, timeout: float = 60) -> Any:
+def control(
+    port: int,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"content-type": "application/json", **(headers or {})})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        method=method,
+        headers={"content-type": "application/json", **(headers or {})},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as response:
         return json.loads(response.read() or b"{}")
 
@@ -110,13 +120,25 @@ def start_emulator(port: int) -> subprocess.Popen[bytes]:
 # -- agac as a measured child process -----------------------------------------------------------
 
 
-def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,
-             profile: Path | None = None) -> dict[str, Any]:
+def run_agac(
+    root: Path, args: list[str], env: dict[str, str], expect: int, profile: Path | None = None
+) -> dict[str, Any]:
     """Run one agac command; its own wall, CPU and peak RSS (wait4 reaps only this child)."""
     cmd = AGAC + args
     if profile is not None:
-        cmd = [PY_SPY, "record", "--rate", "100", "--format", "raw", "--threads",
-               "-o", str(profile), "--", *cmd]
+        cmd = [
+            PY_SPY,
+            "record",
+            "--rate",
+            "100",
+            "--format",
+            "raw",
+            "--threads",
+            "-o",
+            str(profile),
+            "--",
+            *cmd,
+        ]
     t0_epoch, t0 = time.time(), time.perf_counter()
     with open(root / "stdout.txt", "w") as out, open(root / "stderr.txt", "w") as err:
         proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=err, env=env)
@@ -124,12 +146,18 @@ def run_agac(root: Path, args: list[str], env: dict[str, str], expect: int,
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     if proc.returncode != expect and profile is None:  # py-spy exits 0 whatever agac did
-        raise SystemExit(f"agac {' '.join(args)} exited {proc.returncode}, expected {expect}:\n"
-                         f"{(root / 'stderr.txt').read_text()[-3000:]}")
-    return {"exit": proc.returncode, "wall_s": round(wall, 3),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "maxrss_mb": round(usage.ru_maxrss / 1024, 1), "t0": t0_epoch,
-            "summary": summary_of((root / "stdout.txt").read_text())}
+        raise SystemExit(
+            f"agac {' '.join(args)} exited {proc.returncode}, expected {expect}:\n"
+            f"{(root / 'stderr.txt').read_text()[-3000:]}"
+        )
+    return {
+        "exit": proc.returncode,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "maxrss_mb": round(usage.ru_maxrss / 1024, 1),
+        "t0": t0_epoch,
+        "summary": summary_of((root / "stdout.txt").read_text()),
+    }
 
 
 def summary_of(stdout: str) -> Any:
@@ -139,8 +167,14 @@ def summary_of(stdout: str) -> Any:
 
 
 def events(root: Path, run_id: str, env: dict[str, str]) -> list[dict[str, Any]]:
-    proc = subprocess.run(AGAC + ["events", run_id, "--json"], cwd=root, env=env,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        AGAC + ["events", run_id, "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(proc.stdout)
 
 
@@ -185,19 +219,30 @@ def bench(args: argparse.Namespace) -> None:
         stats = control(args.port, "GET", "/_emulator/stats")
         evs = events(root, run_id, env)
         t0 = sub["t0"]
-        print(json.dumps({
-            "case": label, "phase": "submit (first run until exit 75)",
-            **{k: sub[k] for k in ("exit", "wall_s", "cpu_s", "maxrss_mb")},
-            "split": split([("startup_and_snapshot_s", first(evs, "run_admitted", t0)),
+        print(
+            json.dumps(
+                {
+                    "case": label,
+                    "phase": "submit (first run until exit 75)",
+                    **{k: sub[k] for k in ("exit", "wall_s", "cpu_s", "maxrss_mb")},
+                    "split": split(
+                        [
+                            ("startup_and_snapshot_s", first(evs, "run_admitted", t0)),
                             ("lease_and_start_s", first(evs, "run_started", t0)),
                             ("staging_and_upload_s", last(evs, "submitted", t0)),
-                            ("second_pass_s", last(evs, "awaiting", t0))],
-                           t0, t0 + sub["wall_s"]),
-            "loadavg_1m": load,
-            "batches_submitted": len(stats["batches"]),
-            "requests_in_batches": sum(b["requests"] for b in stats["batches"]),
-            "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
-        }), flush=True)
+                            ("second_pass_s", last(evs, "awaiting", t0)),
+                        ],
+                        t0,
+                        t0 + sub["wall_s"],
+                    ),
+                    "loadavg_1m": load,
+                    "batches_submitted": len(stats["batches"]),
+                    "requests_in_batches": sum(b["requests"] for b in stats["batches"]),
+                    "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
+                }
+            ),
+            flush=True,
+        )
 
         control(args.port, "POST", "/_emulator/clock", {"advance": 2 * BATCH_SECONDS})
         warm = finish_batches(args.port, env, stats) if args.ready else None
@@ -207,21 +252,35 @@ def bench(args: argparse.Namespace) -> None:
         t0 = col["t0"]
         s = col["summary"]["actions"]["classify"]
         stats = control(args.port, "GET", "/_emulator/stats")
-        print(json.dumps({
-            "case": label, "phase": "collect (after the clock moved, until exit 0)",
-            **{k: col[k] for k in ("exit", "wall_s", "cpu_s", "maxrss_mb")},
-            "split": split([("startup_s", first(evs, "run_started", t0)),
+        print(
+            json.dumps(
+                {
+                    "case": label,
+                    "phase": "collect (after the clock moved, until exit 0)",
+                    **{k: col[k] for k in ("exit", "wall_s", "cpu_s", "maxrss_mb")},
+                    "split": split(
+                        [
+                            ("startup_s", first(evs, "run_started", t0)),
                             ("first_pass_s", first(evs, "awaiting", t0)),
                             ("download_and_ingest_s", last(evs, "collected", t0)),
-                            ("settle_pass_and_finalize_s", last(evs, "run_ended", t0))],
-                           t0, t0 + col["wall_s"]),
-            "loadavg_1m": load,
-            "state": col["summary"]["state"], "answered": s["answered"], "failed": s["failed"],
-            "cost_usd": col["summary"]["cost_usd"], "duplicate_answers": stats["duplicate_answers"],
-            "db_mb": round((root / ".agac" / "agac.db").stat().st_size / 2**20, 1),
-            "provider_side_s": warm,
-            "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
-        }), flush=True)
+                            ("settle_pass_and_finalize_s", last(evs, "run_ended", t0)),
+                        ],
+                        t0,
+                        t0 + col["wall_s"],
+                    ),
+                    "loadavg_1m": load,
+                    "state": col["summary"]["state"],
+                    "answered": s["answered"],
+                    "failed": s["failed"],
+                    "cost_usd": col["summary"]["cost_usd"],
+                    "duplicate_answers": stats["duplicate_answers"],
+                    "db_mb": round((root / ".agac" / "agac.db").stat().st_size / 2**20, 1),
+                    "provider_side_s": warm,
+                    "target": "<= 10 s, maxrss <= 300 MB (1M: <= 400 MB)",
+                }
+            ),
+            flush=True,
+        )
     finally:
         emulator.terminate()
         emulator.wait(timeout=30)
@@ -248,8 +307,16 @@ def interleave(args: argparse.Namespace) -> None:
     pair; prints every run and then the medians and their ratio."""
     import statistics
 
-    me = [sys.executable, __file__, "--records", str(args.records), "--files",
-          str(args.files), "--port", str(args.port)] + ([] if args.ready else ["--no-ready"])
+    me = [
+        sys.executable,
+        __file__,
+        "--records",
+        str(args.records),
+        "--files",
+        str(args.files),
+        "--port",
+        str(args.port),
+    ] + ([] if args.ready else ["--no-ready"])
     sides = {"after": me, "before": [args.vs, *me[1:]]}
     runs: dict[str, list[dict[str, Any]]] = {"after": [], "before": []}
     for pair in range(args.pairs):
@@ -277,10 +344,15 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1)
     parser.add_argument("--port", type=int, default=18767)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--no-ready", dest="ready", action="store_false",
-                        help="leave the emulator's end-of-batch work inside the collect run")
-    parser.add_argument("--vs", metavar="PYTHON",
-                        help="interleave with the agac installed for PYTHON (A/B pairs)")
+    parser.add_argument(
+        "--no-ready",
+        dest="ready",
+        action="store_false",
+        help="leave the emulator's end-of-batch work inside the collect run",
+    )
+    parser.add_argument(
+        "--vs", metavar="PYTHON", help="interleave with the agac installed for PYTHON (A/B pairs)"
+    )
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
     interleave(args) if args.vs else bench(args)

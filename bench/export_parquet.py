@@ -66,9 +66,17 @@ def make_project(root: Path, records: int, files: int) -> None:
         lo, hi = f * per_file, min(records, (f + 1) * per_file)
         with (root / "data" / f"reviews-{f:03d}.jsonl").open("w") as out:
             for i in range(lo, hi):
-                out.write(json.dumps({"id": f"r{i:07d}", "stars": i % 5 + 1, "text":
-                                      f"Review {i}: the blender number {i % 97} is "
-                                      f"{'great' if i % 3 else 'too loud'}."}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "id": f"r{i:07d}",
+                            "stars": i % 5 + 1,
+                            "text": f"Review {i}: the blender number {i % 97} is "
+                            f"{'great' if i % 3 else 'too loud'}.",
+                        }
+                    )
+                    + "\n"
+                )
 
 
 def run_agac(root: Path, args: list[str], expect: int = 0) -> dict[str, Any]:
@@ -79,18 +87,27 @@ def run_agac(root: Path, args: list[str], expect: int = 0) -> dict[str, Any]:
         _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code != expect:
-        raise SystemExit(f"agac {' '.join(args)} exited {code}, expected {expect}:\n"
-                         f"{(root / 'stderr.txt').read_text()[-3000:]}")
-    return {"wall_s": round(time.perf_counter() - t0, 2),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "maxrss_mb": round(usage.ru_maxrss / 1024, 1)}
+        raise SystemExit(
+            f"agac {' '.join(args)} exited {code}, expected {expect}:\n"
+            f"{(root / 'stderr.txt').read_text()[-3000:]}"
+        )
+    return {
+        "wall_s": round(time.perf_counter() - t0, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "maxrss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
 
 
 def finished(root: Path) -> bool:
     if not (root / ".agac" / "agac.db").exists():
         return False
-    proc = subprocess.run([*AGAC, "status", "export_bench", "--json"], cwd=root,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [*AGAC, "status", "export_bench", "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return proc.returncode == 0 and json.loads(proc.stdout).get("state") == "succeeded"
 
 
@@ -101,31 +118,61 @@ def check(path: Path, records: int) -> dict[str, Any]:
     meta = pq.ParquetFile(path).metadata
     con = duckdb.connect()
     rows, answered = con.execute(
-        f"SELECT count(*), count(\"classify.sentiment\") FROM read_parquet('{path}')").fetchone()
+        f"SELECT count(*), count(\"classify.sentiment\") FROM read_parquet('{path}')"
+    ).fetchone()
     assert meta.num_rows == rows == records, (meta.num_rows, rows, records)
-    return {"rows": meta.num_rows, "row_groups": meta.num_row_groups,
-            "columns": meta.num_columns, "mb": round(path.stat().st_size / 2**20, 1),
-            "duckdb_rows": rows, "duckdb_answered": answered}
+    return {
+        "rows": meta.num_rows,
+        "row_groups": meta.num_row_groups,
+        "columns": meta.num_columns,
+        "mb": round(path.stat().st_size / 2**20, 1),
+        "duckdb_rows": rows,
+        "duckdb_answered": answered,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=20)
-    parser.add_argument("--reuse", action="store_true",
-                        help="keep bench/out/export-<records>/ when it holds the finished run")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep bench/out/export-<records>/ when it holds the finished run",
+    )
     args = parser.parse_args()
     root = OUT / f"export-{args.records}"
     if not (args.reuse and finished(root)):
         make_project(root, args.records, args.files)
-        print(json.dumps({"step": "run", "records": args.records,
-                          **run_agac(root, ["run", "wf.yml", "--json"])}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "step": "run",
+                    "records": args.records,
+                    **run_agac(root, ["run", "wf.yml", "--json"]),
+                }
+            ),
+            flush=True,
+        )
     for extra in ([], ["--include-source"]):
         out = root / ("wide-source.parquet" if extra else "wide.parquet")
-        usage = run_agac(root, ["export", "export_bench", "--format", "parquet", "--all-actions",
-                                *extra, "--out", str(out)])
-        print(json.dumps({"step": "export", "options": extra, **usage, **check(out, args.records)}),
-              flush=True)
+        usage = run_agac(
+            root,
+            [
+                "export",
+                "export_bench",
+                "--format",
+                "parquet",
+                "--all-actions",
+                *extra,
+                "--out",
+                str(out),
+            ],
+        )
+        print(
+            json.dumps({"step": "export", "options": extra, **usage, **check(out, args.records)}),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

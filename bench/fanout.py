@@ -46,7 +46,10 @@ def make_project(records: int, items: int) -> Path:
     (OUT / "wf.yml").write_text(WORKFLOW)
     with (OUT / "data" / "contracts.jsonl").open("w") as f:
         for i in range(records):
-            clauses = [f"contract {i} clause {j}: the party shall do thing {j * 7 % 31}" for j in range(items)]
+            clauses = [
+                f"contract {i} clause {j}: the party shall do thing {j * 7 % 31}"
+                for j in range(items)
+            ]
             f.write(json.dumps({"id": f"c{i:05d}", "clauses": clauses}) + "\n")
     return OUT
 
@@ -58,8 +61,9 @@ def main() -> None:
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(AGAC + ["run", "wf.yml", "--json"], check=False, cwd=root,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        AGAC + ["run", "wf.yml", "--json"], check=False, cwd=root, capture_output=True, text=True
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -67,15 +71,25 @@ def main() -> None:
     s = json.loads(proc.stdout)
     a, j = s["actions"]["assess"], s["actions"]["summary"]
     assert a["answered"] == records * items and j["answered"] == records, s
-    print(json.dumps({
-        "case": f"{records} records x fan-out {items} x llm join, mock 0 ms",
-        "wall_s": round(wall, 3),
-        "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3),
-        "maxrss_mb": round(after.ru_maxrss / 1024, 1),
-        "item_units": a["records"], "join_units": j["records"], "calls": a["calls"] + j["calls"],
-        "load_1m_before": round(load, 2), "load_1m_after": round(os.getloadavg()[0], 2),
-        "target": "<= 10 s, <= 300 MB",
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "case": f"{records} records x fan-out {items} x llm join, mock 0 ms",
+                "wall_s": round(wall, 3),
+                "cpu_s": round(
+                    (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3
+                ),
+                "maxrss_mb": round(after.ru_maxrss / 1024, 1),
+                "item_units": a["records"],
+                "join_units": j["records"],
+                "calls": a["calls"] + j["calls"],
+                "load_1m_before": round(load, 2),
+                "load_1m_after": round(os.getloadavg()[0], 2),
+                "target": "<= 10 s, <= 300 MB",
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

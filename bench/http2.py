@@ -81,9 +81,14 @@ PORTS = {"hypercorn": 18791, "wire": 18792}
 
 
 def request_body(i: int) -> dict[str, Any]:
-    return {"model": "gpt-4o-mini", "max_completion_tokens": 256,
-            "messages": [{"role": "system", "content": "You label product reviews."},
-                         {"role": "user", "content": f"Classify this review: {review(i)}"}]}
+    return {
+        "model": "gpt-4o-mini",
+        "max_completion_tokens": 256,
+        "messages": [
+            {"role": "system", "content": "You label product reviews."},
+            {"role": "user", "content": f"Classify this review: {review(i)}"},
+        ],
+    }
 
 
 # -- the hypercorn server -----------------------------------------------------------------
@@ -95,8 +100,10 @@ def serve_hypercorn(port: int, latency: float, max_streams: int, tls: Path | Non
     from hypercorn.config import Config
 
     state: dict[str, Any] = {"answered": 0, "peers": set()}
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(ANSWER)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(ANSWER)).encode()),
+    ]
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -138,8 +145,11 @@ def serve_hypercorn(port: int, latency: float, max_streams: int, tls: Path | Non
 
 def counts(state: dict[str, Any]) -> dict[str, Any]:
     times = os.times()
-    return {"answered": state["answered"], "connections": len(state["peers"]),
-            "cpu_s": times.user + times.system}
+    return {
+        "answered": state["answered"],
+        "connections": len(state["peers"]),
+        "cpu_s": times.user + times.system,
+    }
 
 
 # -- the wire server (bench/wire_server.py), with a connection count ----------------------
@@ -185,23 +195,43 @@ def make_cert(folder: Path) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    (folder / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
 
 
 def start_server(kind: str, args: argparse.Namespace, tls: Path | None) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, __file__, f"serve-{kind}", "--port", str(PORTS[kind]),
-           "--latency-ms", str(args.latency_ms), "--max-streams", str(args.max_streams)]
+    cmd = [
+        sys.executable,
+        __file__,
+        f"serve-{kind}",
+        "--port",
+        str(PORTS[kind]),
+        "--latency-ms",
+        str(args.latency_ms),
+        "--max-streams",
+        str(args.max_streams),
+    ]
     if tls is not None and kind == "hypercorn":
         cmd += ["--cert-dir", str(tls)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -225,8 +255,9 @@ def stats(server: str, tls: Path | None, query: str = "") -> dict[str, Any]:
     context = None
     if tls is not None and server == "hypercorn":
         context = ssl.create_default_context(cafile=str(tls / "cert.pem"))
-    with urllib.request.urlopen(f"{base_url(server, tls)}/stats{query}", timeout=10,
-                                context=context) as response:
+    with urllib.request.urlopen(
+        f"{base_url(server, tls)}/stats{query}", timeout=10, context=context
+    ) as response:
         found: dict[str, Any] = json.loads(response.read())
         return found
 
@@ -237,24 +268,33 @@ def stats(server: str, tls: Path | None, query: str = "") -> dict[str, Any]:
 class Client:
     """``post(body) -> parsed JSON`` over one client library and protocol."""
 
-    def __init__(self, client: str, protocol: str, url: str, connections: int,
-                 cafile: str | None) -> None:
+    def __init__(
+        self, client: str, protocol: str, url: str, connections: int, cafile: str | None
+    ) -> None:
         self.url = url
         self.kind = client
-        headers = {"Authorization": "Bearer x", "Content-Type": "application/json",
-                   "Accept": "application/json"}
+        headers = {
+            "Authorization": "Bearer x",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
         if client == "aiohttp":
             from agac.providers._http import HttpSession
 
-            self.session = HttpSession("openai", headers, connections=connections,
-                                       timeout=60.0)
+            self.session = HttpSession("openai", headers, connections=connections, timeout=60.0)
             return
         lib: Any = __import__(client)  # httpx or httpx2: the same public API
         verify: Any = ssl.create_default_context(cafile=cafile) if cafile else True
         limits = lib.Limits(max_connections=connections, max_keepalive_connections=connections)
-        self.client = lib.AsyncClient(http1=protocol == "h1", http2=protocol == "h2",
-                                      headers=headers, limits=limits, timeout=60.0,
-                                      verify=verify, trust_env=False)
+        self.client = lib.AsyncClient(
+            http1=protocol == "h1",
+            http2=protocol == "h2",
+            headers=headers,
+            limits=limits,
+            timeout=60.0,
+            verify=verify,
+            trust_env=False,
+        )
         self.dumps: Any = __import__("agac.jsontext", fromlist=["dumps"]).dumps
 
     async def post(self, body: Any) -> Any:
@@ -268,6 +308,7 @@ class Client:
     @staticmethod
     def _error(status: int, headers: Any, body: Any, text: str) -> Any:
         from agac.errors import ProviderError
+
         return ProviderError(f"HTTP {status}: {text[:200]}")
 
     async def protocol_seen(self) -> str:
@@ -289,8 +330,7 @@ def client_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
     client_name, protocol, server = CASES[case]
     tls = Path(args.cert_dir) if args.cert_dir else None
     cafile = str(tls / "cert.pem") if tls is not None and server == "hypercorn" else None
-    client = Client(client_name, protocol, base_url(server, tls) + PATH, args.concurrency,
-                    cafile)
+    client = Client(client_name, protocol, base_url(server, tls) + PATH, args.concurrency, cafile)
     concurrency = args.concurrency
 
     async def drive(n: int) -> None:
@@ -321,8 +361,19 @@ def run_case(case: str, args: argparse.Namespace, tls: Path | None) -> dict[str,
     # Connections are counted as distinct client addresses since this reset (the last
     # case's client has exited, so none of its connections is still open).
     before = stats(server, tls, "?reset")
-    cmd = [sys.executable, __file__, "client", "--case", case, "--calls", str(args.calls),
-           "--concurrency", str(args.concurrency), "--ports", args.ports]
+    cmd = [
+        sys.executable,
+        __file__,
+        "client",
+        "--case",
+        case,
+        "--calls",
+        str(args.calls),
+        "--concurrency",
+        str(args.concurrency),
+        "--ports",
+        args.ports,
+    ]
     env = dict(os.environ)
     if tls is not None:
         cmd += ["--cert-dir", str(tls)]
@@ -335,9 +386,15 @@ def run_case(case: str, args: argparse.Namespace, tls: Path | None) -> dict[str,
     measured = json.loads(proc.stdout.strip().splitlines()[-1])
     answered = after["answered"] - before["answered"]
     return {
-        "case": case, "client": client_name, "protocol": protocol, "server": server,
-        "tls": tls is not None and server == "hypercorn", "http_version": measured["http_version"],
-        "calls": args.calls, "concurrency": args.concurrency, "latency_ms": args.latency_ms,
+        "case": case,
+        "client": client_name,
+        "protocol": protocol,
+        "server": server,
+        "tls": tls is not None and server == "hypercorn",
+        "http_version": measured["http_version"],
+        "calls": args.calls,
+        "concurrency": args.concurrency,
+        "latency_ms": args.latency_ms,
         "bound_per_s": round(args.concurrency / (args.latency_ms / 1000), 1),
         "cpu_ms_per_call": round(measured["cpu_s"] * 1000 / args.calls, 3),
         "calls_per_s": round(args.calls / measured["wall_s"], 1),
@@ -363,19 +420,29 @@ def h2_floor(calls: int, concurrency: int) -> dict[str, Any]:
     from agac.jsontext import dumps
 
     client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-    server = h2.connection.H2Connection(h2.config.H2Configuration(
-        client_side=False, validate_inbound_headers=False))
+    server = h2.connection.H2Connection(
+        h2.config.H2Configuration(client_side=False, validate_inbound_headers=False)
+    )
     client.initiate_connection()
     server.initiate_connection()
     server.receive_data(client.data_to_send())
     client.receive_data(server.data_to_send())
     server.receive_data(client.data_to_send())
-    request_headers = [(":method", "POST"), (":authority", "127.0.0.1:18791"),
-                       (":scheme", "http"), (":path", PATH), ("authorization", "Bearer x"),
-                       ("content-type", "application/json"), ("accept", "application/json"),
-                       ("user-agent", "agac")]
-    response_headers = [(":status", "200"), ("content-type", "application/json"),
-                        ("content-length", str(len(ANSWER)))]
+    request_headers = [
+        (":method", "POST"),
+        (":authority", "127.0.0.1:18791"),
+        (":scheme", "http"),
+        (":path", PATH),
+        ("authorization", "Bearer x"),
+        ("content-type", "application/json"),
+        ("accept", "application/json"),
+        ("user-agent", "agac"),
+    ]
+    response_headers = [
+        (":status", "200"),
+        ("content-type", "application/json"),
+        ("content-length", str(len(ANSWER))),
+    ]
     spent, done = 0.0, 0
     while done < calls:
         t0 = time.process_time()
@@ -405,14 +472,23 @@ def h2_floor(calls: int, concurrency: int) -> dict[str, Any]:
         server.receive_data(updates)
         server.data_to_send()
         done += concurrency
-    return {"case": "h2-floor", "calls": done, "concurrency": concurrency,
-            "client_cpu_ms_per_call": round(spent * 1000 / done, 3), **machine()}
+    return {
+        "case": "h2-floor",
+        "calls": done,
+        "concurrency": concurrency,
+        "client_cpu_ms_per_call": round(spent * 1000 / done, 3),
+        **machine(),
+    }
 
 
 def table(rows: list[dict[str, Any]], cases: list[str]) -> str:
-    lines = [("| case | protocol seen | client CPU ms/call (median; runs) | calls/s (median) "
-              "| connections | server CPU ms/call |"),
-             "|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| case | protocol seen | client CPU ms/call (median; runs) | calls/s (median) "
+            "| connections | server CPU ms/call |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
     for case in cases:
         mine = [r for r in rows if r["case"] == case]
         if not mine:
@@ -423,26 +499,41 @@ def table(rows: list[dict[str, Any]], cases: list[str]) -> str:
             f"({', '.join(f'{c:.3f}' for c in cpu)}) "
             f"| {statistics.median(r['calls_per_s'] for r in mine):.0f} "
             f"| {statistics.median(r['connections'] for r in mine):.0f} "
-            f"| {statistics.median(r['server_cpu_ms_per_call'] for r in mine):.3f} |")
+            f"| {statistics.median(r['server_cpu_ms_per_call'] for r in mine):.3f} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("role", nargs="?", default="bench",
-                        choices=["bench", "client", "serve-hypercorn", "serve-wire", "h2-floor"])
+    parser.add_argument(
+        "role",
+        nargs="?",
+        default="bench",
+        choices=["bench", "client", "serve-hypercorn", "serve-wire", "h2-floor"],
+    )
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-streams", type=int, default=100,
-                        help="the HTTP/2 server's SETTINGS_MAX_CONCURRENT_STREAMS")
-    parser.add_argument("--tls", action="store_true",
-                        help="hypercorn over TLS (ALPN h2 / http/1.1) instead of in clear")
+    parser.add_argument(
+        "--max-streams",
+        type=int,
+        default=100,
+        help="the HTTP/2 server's SETTINGS_MAX_CONCURRENT_STREAMS",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="hypercorn over TLS (ALPN h2 / http/1.1) instead of in clear",
+    )
     parser.add_argument("--cases", default="all", help=f"all, or some of {','.join(CASES)}")
     parser.add_argument("--case", choices=sorted(CASES))
-    parser.add_argument("--ports", default=f"{PORTS['hypercorn']},{PORTS['wire']}",
-                        help="the hypercorn server's port and the wire server's")
+    parser.add_argument(
+        "--ports",
+        default=f"{PORTS['hypercorn']},{PORTS['wire']}",
+        help="the hypercorn server's port and the wire server's",
+    )
     parser.add_argument("--port", type=int)
     parser.add_argument("--cert-dir")
     args = parser.parse_args()
@@ -455,8 +546,12 @@ def main() -> None:
             print(json.dumps(h2_floor(args.calls * 10, args.concurrency)), flush=True)
         return
     if args.role == "serve-hypercorn":
-        serve_hypercorn(args.port, args.latency_ms / 1000, args.max_streams,
-                        Path(args.cert_dir) if args.cert_dir else None)
+        serve_hypercorn(
+            args.port,
+            args.latency_ms / 1000,
+            args.max_streams,
+            Path(args.cert_dir) if args.cert_dir else None,
+        )
         return
     if args.role == "serve-wire":
         serve_wire(args.port, args.latency_ms / 1000)
@@ -469,8 +564,7 @@ def main() -> None:
         tls = Path(folder) if args.tls else None
         if tls is not None:
             make_cert(tls)
-        servers = [start_server(kind, args, tls)
-                   for kind in sorted({CASES[c][2] for c in cases})]
+        servers = [start_server(kind, args, tls) for kind in sorted({CASES[c][2] for c in cases})]
         rows = []
         try:
             for repeat in range(args.repeats):
@@ -484,8 +578,10 @@ def main() -> None:
             for server in servers:
                 server.terminate()
                 server.wait(timeout=10)
-    print(f"\n{args.calls} calls, {args.concurrency} in flight, {args.latency_ms:g} ms server "
-          f"latency, h2 max streams {args.max_streams}, tls={args.tls}, {machine()}")
+    print(
+        f"\n{args.calls} calls, {args.concurrency} in flight, {args.latency_ms:g} ms server "
+        f"latency, h2 max streams {args.max_streams}, tls={args.tls}, {machine()}"
+    )
     print(table(rows, cases))
 
 

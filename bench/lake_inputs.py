@@ -43,8 +43,12 @@ from typing import Any
 OUT = Path(__file__).parent / "out"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
 BUCKET = "agac-bench"
-ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-       "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+ENV = {
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_REGION": "us-east-1",
+    "AWS_ALLOW_HTTP": "true",
+}
 PROJECTED = """\
 name: lake
 input: {{path: '{path}', id_field: id}}
@@ -89,8 +93,9 @@ def make_data(root: Path, rows: int, columns: int, objects: int) -> None:
     with pq.ParquetWriter(wide, _batch(0, 1, columns).schema, compression="zstd") as writer:
         for obj in range(objects):
             lo, hi = obj * per_object, min(rows, (obj + 1) * per_object)
-            with pq.ParquetWriter(parts / f"part-{obj:03d}.parquet", _batch(0, 1, columns).schema,
-                                  compression="zstd") as part:
+            with pq.ParquetWriter(
+                parts / f"part-{obj:03d}.parquet", _batch(0, 1, columns).schema, compression="zstd"
+            ) as part:
                 for start in range(lo, hi, step):
                     table = _batch(start, min(hi, start + step), columns)
                     writer.write_table(table, row_group_size=step)
@@ -106,26 +111,31 @@ def project(root: Path, path: str, text: str, options: str = "") -> Path:
     return root
 
 
-def _spawn_measured(args: list[str], env: dict[str, str] | None = None,
-                    cwd: Path | None = None) -> dict[str, Any]:
+def _spawn_measured(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     with open(OUT / "child.out", "w") as out, open(OUT / "child.err", "w") as err:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=out, stderr=err,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            args, cwd=cwd, stdout=out, stderr=err, env={**os.environ, **(env or {})}
+        )
         _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        raise SystemExit(f"{' '.join(args)} exited {code}:\n"
-                         f"{(OUT / 'child.err').read_text()[-3000:]}")
+        raise SystemExit(
+            f"{' '.join(args)} exited {code}:\n{(OUT / 'child.err').read_text()[-3000:]}"
+        )
     text = (OUT / "child.out").read_text().strip()
     try:
         result = json.loads(text) if text.startswith("{") else {}
     except json.JSONDecodeError:
         result = json.loads(text.splitlines()[-1])
     result = {k: v for k, v in result.items() if not isinstance(v, dict | list)}
-    result.update(wall_s=round(time.perf_counter() - t0, 2),
-                  cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
-                  maxrss_mb=round(usage.ru_maxrss / 1024, 1))
+    result.update(
+        wall_s=round(time.perf_counter() - t0, 2),
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
+        maxrss_mb=round(usage.ru_maxrss / 1024, 1),
+    )
     return result
 
 
@@ -149,9 +159,17 @@ def snapshot_child(root: str, read_only: bool) -> None:
         count = snapshot_input(workflow, proj, store, tenant="default").count
     seconds = time.perf_counter() - t0
     cpu = time.process_time()
-    print(json.dumps({"records": count, "snapshot_s": round(seconds, 2),
-                      "records_per_s": round(count / seconds), "process_cpu_s": round(cpu, 2),
-                      "peak_rss_mb": own_peak_rss_mb()}))
+    print(
+        json.dumps(
+            {
+                "records": count,
+                "snapshot_s": round(seconds, 2),
+                "records_per_s": round(count / seconds),
+                "process_cpu_s": round(cpu, 2),
+                "peak_rss_mb": own_peak_rss_mb(),
+            }
+        )
+    )
 
 
 def own_peak_rss_mb() -> float:
@@ -170,7 +188,8 @@ PEAK_WRAPPER = (
     "atexit.register(lambda: open(out, 'w').write([l for l in open('/proc/self/status') "
     "if l.startswith('VmHWM:')][0].split()[1]))\n"
     "sys.argv = ['agac', *sys.argv[2:]]\n"
-    "runpy.run_module('agac.cli.main', run_name='__main__')\n")
+    "runpy.run_module('agac.cli.main', run_name='__main__')\n"
+)
 
 
 def moto() -> tuple[Any, str]:
@@ -185,8 +204,13 @@ def moto() -> tuple[Any, str]:
 def s3_client(endpoint: str) -> Any:
     import boto3
 
-    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench",
-                        aws_secret_access_key="bench", region_name="us-east-1")
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        region_name="us-east-1",
+    )
 
 
 def run_snapshot(args: argparse.Namespace) -> None:
@@ -195,9 +219,11 @@ def run_snapshot(args: argparse.Namespace) -> None:
     me = [sys.executable, __file__, "child-snapshot"]
     wide = str(data / "wide.parquet")
     results = {}
-    for name, text, read_only in (("projected", PROJECTED, False),
-                                  ("read-only", PROJECTED, True),
-                                  ("all-columns", EVERYTHING, False)):
+    for name, text, read_only in (
+        ("projected", PROJECTED, False),
+        ("read-only", PROJECTED, True),
+        ("all-columns", EVERYTHING, False),
+    ):
         root = project(OUT / f"lake-{name}", wide, text)
         results[name] = _spawn_measured([*me, str(root), "1" if read_only else "0"])
         print(json.dumps({"measure": name, **results[name]}), flush=True)
@@ -211,8 +237,10 @@ def run_snapshot(args: argparse.Namespace) -> None:
         env = {**ENV, "AWS_ENDPOINT_URL": endpoint}
         results["s3"] = _spawn_measured([*me, str(root), "0"], env=env)
         ratio = results["s3"]["snapshot_s"] / results["projected"]["snapshot_s"]
-        print(json.dumps({"measure": "s3-projected", **results["s3"],
-                          "vs_local": round(ratio, 2)}), flush=True)
+        print(
+            json.dumps({"measure": "s3-projected", **results["s3"], "vs_local": round(ratio, 2)}),
+            flush=True,
+        )
     finally:
         server.stop()
 
@@ -243,11 +271,23 @@ def run_export(args: argparse.Namespace) -> None:
         (root / "wf.yml").write_text(EXPORT_WORKFLOW)
         with (root / "data" / "reviews.jsonl").open("w") as out:
             for i in range(args.records):
-                out.write(json.dumps({"id": f"r{i:07d}", "text": f"Review {i}: the blender "
-                                      f"number {i % 97} is {'great' if i % 3 else 'loud'}."}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "id": f"r{i:07d}",
+                            "text": f"Review {i}: the blender "
+                            f"number {i % 97} is {'great' if i % 3 else 'loud'}.",
+                        }
+                    )
+                    + "\n"
+                )
         made = _spawn_measured([*AGAC, "run", "wf.yml", "--json"], cwd=root)
-        print(json.dumps({"measure": "run", **{k: made[k] for k in ("wall_s", "cpu_s",
-                                                                     "maxrss_mb")}}), flush=True)
+        print(
+            json.dumps(
+                {"measure": "run", **{k: made[k] for k in ("wall_s", "cpu_s", "maxrss_mb")}}
+            ),
+            flush=True,
+        )
     server, endpoint = moto()
     try:
         client = s3_client(endpoint)
@@ -255,9 +295,24 @@ def run_export(args: argparse.Namespace) -> None:
         env = {**ENV, "AWS_ENDPOINT_URL": endpoint}
         url = f"s3://{BUCKET}/results/wide.parquet"
         peak = OUT / "export-peak.txt"
-        done = _spawn_measured([sys.executable, "-c", PEAK_WRAPPER, str(peak), "export",
-                                "lake_export", "--all-actions", "--format", "parquet", "--out",
-                                url, "--json"], env=env, cwd=root)
+        done = _spawn_measured(
+            [
+                sys.executable,
+                "-c",
+                PEAK_WRAPPER,
+                str(peak),
+                "export",
+                "lake_export",
+                "--all-actions",
+                "--format",
+                "parquet",
+                "--out",
+                url,
+                "--json",
+            ],
+            env=env,
+            cwd=root,
+        )
         done["peak_rss_mb"] = round(int(peak.read_text()) / 1024, 1)
         body = client.get_object(Bucket=BUCKET, Key="results/wide.parquet")["Body"].read()
         import io
@@ -265,8 +320,17 @@ def run_export(args: argparse.Namespace) -> None:
         import pyarrow.parquet as pq
 
         meta = pq.ParquetFile(io.BytesIO(body)).metadata
-        print(json.dumps({"measure": "export-s3", **done, "object_mb": round(len(body) / 2**20, 1),
-                          "object_rows": meta.num_rows, "row_groups": meta.num_row_groups}))
+        print(
+            json.dumps(
+                {
+                    "measure": "export-s3",
+                    **done,
+                    "object_mb": round(len(body) / 2**20, 1),
+                    "object_rows": meta.num_rows,
+                    "row_groups": meta.num_row_groups,
+                }
+            )
+        )
     finally:
         server.stop()
 

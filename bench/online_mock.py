@@ -37,8 +37,9 @@ actions:
 """
 
 
-def make_project(name: str, records: int, conc: int = 64, actions: int = 2,
-                 store: str | None = None) -> Path:
+def make_project(
+    name: str, records: int, conc: int = 64, actions: int = 2, store: str | None = None
+) -> Path:
     root = OUT / name
     if root.exists():
         shutil.rmtree(root)
@@ -50,22 +51,36 @@ def make_project(name: str, records: int, conc: int = 64, actions: int = 2,
     (root / "wf.yml").write_text(text)
     with (root / "data" / "records.jsonl").open("w") as f:
         for i in range(records):
-            f.write(json.dumps({"id": i, "text": f"record {i} says something about product {i % 97}"}) + "\n")
+            f.write(
+                json.dumps({"id": i, "text": f"record {i} says something about product {i % 97}"})
+                + "\n"
+            )
     return root
 
 
 def run_agac(root: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(AGAC + list(args), check=False, cwd=root, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        AGAC + list(args),
+        check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0,):
-        raise SystemExit(f"agac {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return {"wall_s": round(wall, 3), "cpu_s": round((after.ru_utime + after.ru_stime)
-                                                      - (before.ru_utime + before.ru_stime), 3),
-            "maxrss_mb": round(after.ru_maxrss / 1024, 1), "stdout": proc.stdout}
+        raise SystemExit(
+            f"agac {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3),
+        "maxrss_mb": round(after.ru_maxrss / 1024, 1),
+        "stdout": proc.stdout,
+    }
 
 
 def case_chained() -> dict:
@@ -73,9 +88,14 @@ def case_chained() -> dict:
     r = run_agac(root, "run", "wf.yml", "--json")
     s = json.loads(r.pop("stdout"))
     n = sum(a["answered"] for a in s["actions"].values())
-    return {"case": "10k records x 2 chained, mock 0 ms", **r, "record_actions": n,
-            "per_s": round(n / r["wall_s"]), "calls": sum(a["calls"] for a in s["actions"].values()),
-            "target": "<= 4 s"}
+    return {
+        "case": "10k records x 2 chained, mock 0 ms",
+        **r,
+        "record_actions": n,
+        "per_s": round(n / r["wall_s"]),
+        "calls": sum(a["calls"] for a in s["actions"].values()),
+        "target": "<= 4 s",
+    }
 
 
 def case_chained_pg() -> dict:
@@ -91,11 +111,17 @@ def case_chained_pg() -> dict:
         server.stop()
     s = json.loads(r.pop("stdout"))
     n = sum(a["answered"] for a in s["actions"].values())
-    return {"case": "10k records x 2 chained, mock 0 ms, SQLite then PostgreSQL",
-            "sqlite_wall_s": lite["wall_s"], "sqlite_cpu_s": lite["cpu_s"],
-            "pg_wall_s": r["wall_s"], "pg_cpu_s": r["cpu_s"], "pg_maxrss_mb": r["maxrss_mb"],
-            "pg_record_actions": n, "pg_over_sqlite_wall": round(r["wall_s"] / lite["wall_s"], 3),
-            "target": "PostgreSQL within 1.5x of SQLite"}
+    return {
+        "case": "10k records x 2 chained, mock 0 ms, SQLite then PostgreSQL",
+        "sqlite_wall_s": lite["wall_s"],
+        "sqlite_cpu_s": lite["cpu_s"],
+        "pg_wall_s": r["wall_s"],
+        "pg_cpu_s": r["cpu_s"],
+        "pg_maxrss_mb": r["maxrss_mb"],
+        "pg_record_actions": n,
+        "pg_over_sqlite_wall": round(r["wall_s"] / lite["wall_s"], 3),
+        "target": "PostgreSQL within 1.5x of SQLite",
+    }
 
 
 def case_latency(records: int = 5_000) -> dict:
@@ -104,18 +130,27 @@ def case_latency(records: int = 5_000) -> dict:
     s = json.loads(r.pop("stdout"))
     calls = sum(a["calls"] for a in s["actions"].values())
     bound = 64 / 0.05
-    return {"case": f"{records} records x 1 action, mock 50 ms, max_concurrency 64", **r,
-            "calls": calls,
-            "calls_per_s": round(calls / r["wall_s"]), "bound_per_s": bound,
-            "of_bound": round(calls / r["wall_s"] / bound, 3), "target": ">= 0.80 of bound"}
+    return {
+        "case": f"{records} records x 1 action, mock 50 ms, max_concurrency 64",
+        **r,
+        "calls": calls,
+        "calls_per_s": round(calls / r["wall_s"]),
+        "bound_per_s": bound,
+        "of_bound": round(calls / r["wall_s"] / bound, 3),
+        "target": ">= 0.80 of bound",
+    }
 
 
 def case_rss() -> dict:
     root = make_project("rss", 200_000)
     r = run_agac(root, "run", "wf.yml", "--json")
     s = json.loads(r.pop("stdout"))
-    return {"case": "200k records x 2, mock 0 ms", **r,
-            "answered": sum(a["answered"] for a in s["actions"].values()), "target": "maxrss <= 300 MB"}
+    return {
+        "case": "200k records x 2, mock 0 ms",
+        **r,
+        "answered": sum(a["answered"] for a in s["actions"].values()),
+        "target": "maxrss <= 300 MB",
+    }
 
 
 def case_reuse() -> dict:
@@ -124,24 +159,39 @@ def case_reuse() -> dict:
     first.pop("stdout")
     r = run_agac(root, "run", "wf.yml", "--json")
     s = json.loads(r.pop("stdout"))
-    return {"case": "100k records x 2, every answer reusable (second run)", **r,
-            "first_run_wall_s": first["wall_s"],
-            "calls": sum(a["calls"] for a in s["actions"].values()),
-            "reused": sum(a["reused"] for a in s["actions"].values()), "target": "<= 5 s, 0 calls"}
+    return {
+        "case": "100k records x 2, every answer reusable (second run)",
+        **r,
+        "first_run_wall_s": first["wall_s"],
+        "calls": sum(a["calls"] for a in s["actions"].values()),
+        "reused": sum(a["reused"] for a in s["actions"].values()),
+        "target": "<= 5 s, 0 calls",
+    }
 
 
 def case_startup() -> dict:
     root = make_project("startup", 10)
     best_version = min(run_agac(root, "--version")["wall_s"] for _ in range(5))
     best_validate = min(run_agac(root, "validate", "wf.yml")["wall_s"] for _ in range(5))
-    return {"case": "startup (best of 5)", "version_s": best_version, "validate_s": best_validate,
-            "target": "<= 0.4 s each"}
+    return {
+        "case": "startup (best of 5)",
+        "version_s": best_version,
+        "validate_s": best_validate,
+        "target": "<= 0.4 s each",
+    }
 
 
-CASES = {"chained": case_chained, "chained_pg": case_chained_pg, "latency": case_latency,
-         "latency20k": lambda: case_latency(20_000), "latency50k": lambda: case_latency(50_000),
-         "rss": case_rss, "reuse": case_reuse,
-         "startup": case_startup}
+CASES = {
+    "chained": case_chained,
+    "chained_pg": case_chained_pg,
+    "latency": case_latency,
+    "latency20k": lambda: case_latency(20_000),
+    "latency50k": lambda: case_latency(50_000),
+    "rss": case_rss,
+    "reuse": case_reuse,
+    "startup": case_startup,
+}
+
 
 def compile_sources() -> None:
     """Byte-compile agac's sources first, as installing a wheel does: an editable
@@ -149,8 +199,11 @@ def compile_sources() -> None:
     agac again at each start (~0.12 s here), which is not what users run."""
     import agac
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(agac.__file__).parent)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(agac.__file__).parent)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 if __name__ == "__main__":

@@ -45,12 +45,22 @@ HERE = Path(__file__).parent
 OUT = HERE / "out"
 PROFILE = OUT / "online_wire.profile.txt"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
-MODELS = {"openai": "gpt-4o-mini", "groq": "llama-3.3-70b-versatile",
-          "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash", "ollama": "llama3.2"}
+MODELS = {
+    "openai": "gpt-4o-mini",
+    "groq": "llama-3.3-70b-versatile",
+    "anthropic": "claude-sonnet-4-5",
+    "gemini": "gemini-2.5-flash",
+    "ollama": "llama3.2",
+}
 #: The base URL each adapter takes for the server's root (as its SDK expects it).
 BASE_SUFFIX = {"openai": "/v1", "groq": "", "anthropic": "", "gemini": "", "ollama": ""}
-KEYS = {"OPENAI_API_KEY": "x", "GROQ_API_KEY": "x", "ANTHROPIC_API_KEY": "x",
-        "GEMINI_API_KEY": "x", "GOOGLE_API_KEY": "x"}
+KEYS = {
+    "OPENAI_API_KEY": "x",
+    "GROQ_API_KEY": "x",
+    "ANTHROPIC_API_KEY": "x",
+    "GEMINI_API_KEY": "x",
+    "GOOGLE_API_KEY": "x",
+}
 WORKFLOW = """\
 name: online_wire
 input: {{path: data/}}
@@ -70,9 +80,18 @@ def review(i: int) -> str:
 
 
 def start_server(port: int, latency_ms: float) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "wire_server.py"), "--port", str(port),
-                             "--latency-ms", str(latency_ms)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "wire_server.py"),
+            "--port",
+            str(port),
+            "--latency-ms",
+            str(latency_ms),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -98,8 +117,12 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "load_1m": round(os.getloadavg()[0], 2)}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_1m": round(os.getloadavg()[0], 2),
+    }
 
 
 # -- run: the whole agac process ----------------------------------------------------------
@@ -112,10 +135,13 @@ def make_project(args: argparse.Namespace) -> Path:
     (root / "data").mkdir(parents=True)
     base = f"http://127.0.0.1:{args.port}{BASE_SUFFIX[args.provider]}"
     (root / "agac.yml").write_text(
-        f"providers:\n  {args.provider}: {{base_url: '{base}', transport: {args.transport}}}\n")
-    (root / "wf.yml").write_text(WORKFLOW.format(provider=args.provider,
-                                                 model=MODELS[args.provider],
-                                                 concurrency=args.concurrency))
+        f"providers:\n  {args.provider}: {{base_url: '{base}', transport: {args.transport}}}\n"
+    )
+    (root / "wf.yml").write_text(
+        WORKFLOW.format(
+            provider=args.provider, model=MODELS[args.provider], concurrency=args.concurrency
+        )
+    )
     with (root / "data" / "reviews.jsonl").open("w") as out:
         for i in range(args.records):
             out.write(json.dumps({"id": i, "text": review(i)}) + "\n")
@@ -127,12 +153,23 @@ def case_run(args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, **KEYS}
     cmd = [*AGAC, "run", "wf.yml", "--json"]
     if args.profile:
-        cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--rate", "200",
-               "--format", "raw", "--threads", "-o", str(PROFILE), "--", *cmd]
+        cmd = [
+            str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--rate",
+            "200",
+            "--format",
+            "raw",
+            "--threads",
+            "-o",
+            str(PROFILE),
+            "--",
+            *cmd,
+        ]
     before = get(args.port, "/count")["answered"]
     measured, stdout = reaped_children(cmd, root, env)
     calls = get(args.port, "/count")["answered"] - before
-    summary, _ = json.JSONDecoder().raw_decode(stdout[stdout.index("{"):])  # py-spy may add lines
+    summary, _ = json.JSONDecoder().raw_decode(stdout[stdout.index("{") :])  # py-spy may add lines
     counts = summary["actions"]["classify"]
     assert summary["state"] == "succeeded" and counts["answered"] == args.records, summary
     _, text = reaped_children([*AGAC, "events", summary["run_id"], "--json"], root, env)
@@ -144,24 +181,31 @@ def case_run(args: argparse.Namespace) -> dict[str, Any]:
     whole = args.records / measured["wall_s"]
     in_run = args.records / (ended - started)
     return {
-        "case": "run", "provider": args.provider, "transport": args.transport,
-        "records": args.records, "concurrency": args.concurrency,
-        "latency_ms": args.latency_ms, "bound_per_s": round(bound, 1),
-        "wall_s": round(measured["wall_s"], 3), "per_s": round(whole, 1),
+        "case": "run",
+        "provider": args.provider,
+        "transport": args.transport,
+        "records": args.records,
+        "concurrency": args.concurrency,
+        "latency_ms": args.latency_ms,
+        "bound_per_s": round(bound, 1),
+        "wall_s": round(measured["wall_s"], 3),
+        "per_s": round(whole, 1),
         "of_bound": round(whole / bound, 3),
-        "in_run_s": round(ended - started, 3), "in_run_per_s": round(in_run, 1),
+        "in_run_s": round(ended - started, 3),
+        "in_run_per_s": round(in_run, 1),
         "in_run_of_bound": round(in_run / bound, 3),
         "cpu_s": round(measured["cpu_s"], 3),
         "cpu_ms_per_call": round(measured["cpu_s"] * 1000 / args.records, 3),
-        "maxrss_mb": measured["maxrss_mb"], "server_calls": calls, **machine(),
+        "maxrss_mb": measured["maxrss_mb"],
+        "server_calls": calls,
+        **machine(),
     }
 
 
 def reaped_children(cmd: list[str], cwd: Path, env: dict[str, str]) -> Any:
     """Run ``cmd`` to its end; (wall, CPU and peak RSS of that process alone, stdout)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     # Read the pipes in threads so the child never blocks on a full pipe; reap with wait4.
     chunks: dict[str, bytes] = {}
@@ -170,8 +214,11 @@ def reaped_children(cmd: list[str], cwd: Path, env: dict[str, str]) -> Any:
         chunks[name] = pipe.read()
 
     import threading
-    readers = [threading.Thread(target=drain, args=("out", proc.stdout)),
-               threading.Thread(target=drain, args=("err", proc.stderr))]
+
+    readers = [
+        threading.Thread(target=drain, args=("out", proc.stdout)),
+        threading.Thread(target=drain, args=("err", proc.stderr)),
+    ]
     for reader in readers:
         reader.start()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -180,33 +227,48 @@ def reaped_children(cmd: list[str], cwd: Path, env: dict[str, str]) -> Any:
         reader.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
-                         f"{chunks.get('err', b'').decode()[-3000:]}")
-    measured = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-                "maxrss_mb": round(usage.ru_maxrss / 1024, 1)}
+        raise SystemExit(
+            f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+            f"{chunks.get('err', b'').decode()[-3000:]}"
+        )
+    measured = {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "maxrss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
     return measured, chunks.get("out", b"").decode()
 
 
 # -- cpu: one adapter, no engine ----------------------------------------------------------
 
 
-def client_cpu(provider: str, transport: str, port: int, calls: int,
-               concurrency: int) -> dict[str, Any]:
+def client_cpu(
+    provider: str, transport: str, port: int, calls: int, concurrency: int
+) -> dict[str, Any]:
     """Runs in its own process: CPU per ``adapter.complete`` call."""
     from agac.providers.base import Message, ProviderSettings, Request
     from agac.providers.registry import provider_class
 
-    settings = ProviderSettings(name=provider, api_key="x",
-                                base_url=f"http://127.0.0.1:{port}{BASE_SUFFIX[provider]}",
-                                transport=transport,  # type: ignore[arg-type]
-                                connections=concurrency)
+    settings = ProviderSettings(
+        name=provider,
+        api_key="x",
+        base_url=f"http://127.0.0.1:{port}{BASE_SUFFIX[provider]}",
+        transport=transport,  # type: ignore[arg-type]
+        connections=concurrency,
+    )
     adapter = provider_class(provider)(settings)
     model = MODELS[provider]
 
     def request(i: int) -> Request:
-        return Request(provider, model, (Message("system", "You label product reviews."),
-                                         Message("user", f"Classify this review: {review(i)}")),
-                       max_tokens=256)
+        return Request(
+            provider,
+            model,
+            (
+                Message("system", "You label product reviews."),
+                Message("user", f"Classify this review: {review(i)}"),
+            ),
+            max_tokens=256,
+        )
 
     async def drive(n: int) -> None:
         queue = list(range(n))
@@ -227,21 +289,40 @@ def client_cpu(provider: str, transport: str, port: int, calls: int,
         return measured
 
     cpu, wall = asyncio.run(main())
-    return {"case": "cpu", "provider": provider, "transport": transport, "calls": calls,
-            "concurrency": concurrency, "wall_s": round(wall, 3),
-            "calls_per_s": round(calls / wall, 1),
-            "cpu_ms_per_call": round(cpu * 1000 / calls, 3)}
+    return {
+        "case": "cpu",
+        "provider": provider,
+        "transport": transport,
+        "calls": calls,
+        "concurrency": concurrency,
+        "wall_s": round(wall, 3),
+        "calls_per_s": round(calls / wall, 1),
+        "cpu_ms_per_call": round(cpu * 1000 / calls, 3),
+    }
 
 
 def case_cpu(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for provider in args.providers.split(","):
         for transport in ("lean", "sdk"):
-            cmd = [sys.executable, __file__, "client-cpu", "--provider", provider,
-                   "--transport", transport, "--port", str(args.port),
-                   "--calls", str(args.calls), "--concurrency", str(args.concurrency)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                                  env={**os.environ, **KEYS})
+            cmd = [
+                sys.executable,
+                __file__,
+                "client-cpu",
+                "--provider",
+                provider,
+                "--transport",
+                transport,
+                "--port",
+                str(args.port),
+                "--calls",
+                str(args.calls),
+                "--concurrency",
+                str(args.concurrency),
+            ]
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, check=False, env={**os.environ, **KEYS}
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"{provider}/{transport} failed:\n{proc.stderr[-3000:]}")
             row = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -256,6 +337,7 @@ def compile_sources() -> None:
     import compileall
 
     import agac
+
     compileall.compile_dir(str(Path(agac.__file__).parent), quiet=1)
 
 
@@ -273,8 +355,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.case == "client-cpu":
-        print(json.dumps(client_cpu(args.provider, args.transport, args.port, args.calls,
-                                    args.concurrency)))
+        print(
+            json.dumps(
+                client_cpu(args.provider, args.transport, args.port, args.calls, args.concurrency)
+            )
+        )
         return
     OUT.mkdir(exist_ok=True)
     compile_sources()

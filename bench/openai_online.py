@@ -91,8 +91,11 @@ def client_agac(port: int, records: int, concurrency: int) -> dict[str, Any]:
         shutil.rmtree(root)
     (root / "data").mkdir(parents=True)
     (root / "agac.yml").write_text("")
-    (root / "wf.yml").write_text(WORKFLOW.format(model=MODEL, concurrency=concurrency,
-                                                 system=SYSTEM, schema=json.dumps(SCHEMA)))
+    (root / "wf.yml").write_text(
+        WORKFLOW.format(
+            model=MODEL, concurrency=concurrency, system=SYSTEM, schema=json.dumps(SCHEMA)
+        )
+    )
     with (root / "data" / "reviews.jsonl").open("w") as out:
         for i in range(records):
             out.write(json.dumps({"id": i, "text": review(i)}) + "\n")
@@ -107,16 +110,23 @@ def client_agac(port: int, records: int, concurrency: int) -> dict[str, Any]:
     summary = result.summary
     counts = summary["actions"]["classify"]
     assert summary["state"] == "succeeded", summary
-    return {"client": "agac", "calls": counts["calls"], "answered": counts["answered"],
-            "wall_s": wall, "cpu_s": cpu, "cost_usd": summary["cost_usd"]}
+    return {
+        "client": "agac",
+        "calls": counts["calls"],
+        "answered": counts["answered"],
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "cost_usd": summary["cost_usd"],
+    }
 
 
 def client_sdk(port: int, records: int, concurrency: int) -> dict[str, Any]:
     import openai
 
     async def main() -> int:
-        client = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x",
-                                    max_retries=0)
+        client = openai.AsyncOpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0
+        )
         queue = list(range(records))
         answered = 0
 
@@ -125,11 +135,16 @@ def client_sdk(port: int, records: int, concurrency: int) -> dict[str, Any]:
             while queue:
                 i = queue.pop()
                 completion = await client.chat.completions.create(
-                    model=MODEL, max_tokens=256,
-                    messages=[{"role": "system", "content": SYSTEM},
-                              {"role": "user", "content": f"Classify this review: {review(i)}"}],
-                    response_format={"type": "json_schema", "json_schema": {
-                        "name": "answer", "schema": SCHEMA, "strict": True}},
+                    model=MODEL,
+                    max_tokens=256,
+                    messages=[
+                        {"role": "system", "content": SYSTEM},
+                        {"role": "user", "content": f"Classify this review: {review(i)}"},
+                    ],
+                    response_format={
+                        "type": "json_schema",
+                        "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True},
+                    },
                 )
                 json.loads(completion.choices[0].message.content or "null")
                 answered += 1
@@ -141,19 +156,39 @@ def client_sdk(port: int, records: int, concurrency: int) -> dict[str, Any]:
     cpu0, t0 = time.process_time(), time.perf_counter()
     answered = asyncio.run(main())
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    return {"client": "sdk", "calls": records, "answered": answered, "wall_s": wall,
-            "cpu_s": cpu}
+    return {"client": "sdk", "calls": records, "answered": answered, "wall_s": wall, "cpu_s": cpu}
 
 
 CLIENTS = {"agac": client_agac, "sdk": client_sdk}
 
 
 def run_client(name: str, args: argparse.Namespace, profile: bool = False) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--client", name, "--port", str(args.port),
-           "--records", str(args.records), "--concurrency", str(args.concurrency)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--client",
+        name,
+        "--port",
+        str(args.port),
+        "--records",
+        str(args.records),
+        "--concurrency",
+        str(args.concurrency),
+    ]
     if profile:
-        cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--rate", "250",
-               "--format", "raw", "--threads", "-o", str(PROFILE), "--", *cmd]
+        cmd = [
+            str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "--threads",
+            "-o",
+            str(PROFILE),
+            "--",
+            *cmd,
+        ]
     control(args.port, "DELETE", "/_emulator/stats")
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -163,15 +198,20 @@ def run_client(name: str, args: argparse.Namespace, profile: bool = False) -> di
     stats = control(args.port, "GET", "/_emulator/stats")
     bound = args.concurrency / (args.latency_ms / 1000)
     per_s = out["calls"] / out["wall_s"]
-    out.update({
-        "latency_ms": args.latency_ms, "concurrency": args.concurrency,
-        "calls_per_s": round(per_s, 1), "bound_per_s": round(bound, 1),
-        "of_bound": round(per_s / bound, 3),
-        "cpu_ms_per_call": round(out["cpu_s"] * 1000 / out["calls"], 3),
-        "wall_s": round(out["wall_s"], 3), "cpu_s": round(out["cpu_s"], 3),
-        "emulator_chat": stats["requests"].get("openai", {}).get("chat", 0),
-        "duplicate_answers": stats["duplicate_answers"],
-    })
+    out.update(
+        {
+            "latency_ms": args.latency_ms,
+            "concurrency": args.concurrency,
+            "calls_per_s": round(per_s, 1),
+            "bound_per_s": round(bound, 1),
+            "of_bound": round(per_s / bound, 3),
+            "cpu_ms_per_call": round(out["cpu_s"] * 1000 / out["calls"], 3),
+            "wall_s": round(out["wall_s"], 3),
+            "cpu_s": round(out["cpu_s"], 3),
+            "emulator_chat": stats["requests"].get("openai", {}).get("chat", 0),
+            "duplicate_answers": stats["duplicate_answers"],
+        }
+    )
     return out
 
 
@@ -193,8 +233,10 @@ def main() -> None:
         for name in ("sdk", "agac"):
             print(json.dumps(run_client(name, args)), flush=True)
         if args.profile:
-            print(json.dumps({"profile": str(PROFILE),
-                              **run_client("agac", args, profile=True)}), flush=True)
+            print(
+                json.dumps({"profile": str(PROFILE), **run_client("agac", args, profile=True)}),
+                flush=True,
+            )
     finally:
         emulator.terminate()
         emulator.wait(timeout=10)

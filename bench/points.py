@@ -34,8 +34,12 @@ from typing import Any
 OUT = Path(__file__).parent / "out" / "points"
 AGAC = [sys.executable, "-m", "agac.cli.main"]
 BIN = Path(sys.executable).parent
-AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
-       "AWS_ALLOW_HTTP": "true"}
+AWS = {
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_REGION": "us-east-1",
+    "AWS_ALLOW_HTTP": "true",
+}
 BUCKET = "agac-bench"
 
 WORKFLOW = """
@@ -62,8 +66,11 @@ class MotoServer:
             self.port = sock.getsockname()[1]
         self.log = log
         self._out = log.open("w")
-        self.proc = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=self._out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -75,8 +82,13 @@ class MotoServer:
                 time.sleep(0.1)
         import boto3
 
-        boto3.client("s3", endpoint_url=self.url, aws_access_key_id="bench",
-                     aws_secret_access_key="bench", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        ).create_bucket(Bucket=BUCKET)
 
     @property
     def url(self) -> str:
@@ -105,22 +117,35 @@ def make_project(name: str, records: int, store: str) -> Path:
     (root / "wf.yml").write_text(WORKFLOW)
     with (root / "data" / "records.jsonl").open("w") as f:
         for i in range(records):
-            f.write(json.dumps({"id": i, "text": f"record {i} says something about product {i % 97}"}) + "\n")
+            f.write(
+                json.dumps({"id": i, "text": f"record {i} says something about product {i % 97}"})
+                + "\n"
+            )
     return root
 
 
 def run_agac(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(AGAC + list(args), cwd=root, capture_output=True, text=True, check=False,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        AGAC + list(args),
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"agac {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return {"wall_s": round(wall, 3), "cpu_s": round((after.ru_utime + after.ru_stime)
-                                                      - (before.ru_utime + before.ru_stime), 3),
-            "summary": json.loads(proc.stdout)}
+        raise SystemExit(
+            f"agac {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3),
+        "summary": json.loads(proc.stdout),
+    }
 
 
 def writes_per_second(requests: list[tuple[str, str, str]]) -> dict[str, Any]:
@@ -130,8 +155,11 @@ def writes_per_second(requests: list[tuple[str, str, str]]) -> dict[str, Any]:
         if method in ("PUT", "POST", "DELETE"):
             per[second] = per.get(second, 0) + 1
             total += 1
-    return {"writes": total, "max_writes_per_s": max(per.values(), default=0),
-            "seconds_with_writes": len(per)}
+    return {
+        "writes": total,
+        "max_writes_per_s": max(per.values(), default=0),
+        "seconds_with_writes": len(per),
+    }
 
 
 def case_chained(pairs: int = 3) -> dict[str, Any]:
@@ -143,23 +171,37 @@ def case_chained(pairs: int = 3) -> dict[str, Any]:
             s3_root = make_project(f"s3-{n}", 10_000, f"s3://{BUCKET}/chained-{n}")
             a = run_agac(sqlite_root, "run", "wf.yml", "--json")
             seen = len(moto.requests())
-            b = run_agac(s3_root, "run", "wf.yml", "--json",
-                         env={**moto.env(), "XDG_CACHE_HOME": str(OUT / f"cache-{n}")})
+            b = run_agac(
+                s3_root,
+                "run",
+                "wf.yml",
+                "--json",
+                env={**moto.env(), "XDG_CACHE_HOME": str(OUT / f"cache-{n}")},
+            )
             assert b["summary"]["state"] == "succeeded", b["summary"]
             rates = writes_per_second(moto.requests()[seen:])
-            rows.append({"sqlite_wall_s": a["wall_s"], "sqlite_cpu_s": a["cpu_s"],
-                         "s3_wall_s": b["wall_s"], "s3_cpu_s": b["cpu_s"],
-                         "ratio": round(b["wall_s"] / a["wall_s"], 2), **rates})
+            rows.append(
+                {
+                    "sqlite_wall_s": a["wall_s"],
+                    "sqlite_cpu_s": a["cpu_s"],
+                    "s3_wall_s": b["wall_s"],
+                    "s3_cpu_s": b["cpu_s"],
+                    "ratio": round(b["wall_s"] / a["wall_s"], 2),
+                    **rates,
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     finally:
         moto.stop()
-    return {"case": "10k x 2 chained, mock 0 ms: sqlite vs s3:// (moto on loopback)",
-            "pairs": rows,
-            "median_sqlite_wall_s": statistics.median(r["sqlite_wall_s"] for r in rows),
-            "median_s3_wall_s": statistics.median(r["s3_wall_s"] for r in rows),
-            "median_ratio": statistics.median(r["ratio"] for r in rows),
-            "max_writes_per_s": max(r["max_writes_per_s"] for r in rows),
-            "target": "ratio <= 2; writes/s <= 20"}
+    return {
+        "case": "10k x 2 chained, mock 0 ms: sqlite vs s3:// (moto on loopback)",
+        "pairs": rows,
+        "median_sqlite_wall_s": statistics.median(r["sqlite_wall_s"] for r in rows),
+        "median_s3_wall_s": statistics.median(r["s3_wall_s"] for r in rows),
+        "median_ratio": statistics.median(r["ratio"] for r in rows),
+        "max_writes_per_s": max(r["max_writes_per_s"] for r in rows),
+        "target": "ratio <= 2; writes/s <= 20",
+    }
 
 
 def _build_state(url: str, cache: Path, megabytes: int) -> int:
@@ -172,9 +214,20 @@ def _build_state(url: str, cache: Path, megabytes: int) -> int:
         pad = "x" * 4000
         batch = 250
         for start in range(0, megabytes * 1024 * 1024 // 4100, batch):
-            store.checkpoint(lease=None, events=[
-                {"run_id": "bench", "kind": "pad", "action": None, "unit_key": f"k{start + i}",
-                 "data": json.dumps({"pad": pad}), "created_at": time.time()} for i in range(batch)])
+            store.checkpoint(
+                lease=None,
+                events=[
+                    {
+                        "run_id": "bench",
+                        "kind": "pad",
+                        "action": None,
+                        "unit_key": f"k{start + i}",
+                        "data": json.dumps({"pad": pad}),
+                        "created_at": time.time(),
+                    }
+                    for i in range(batch)
+                ],
+            )
     finally:
         store.close()
     assert store.replica is None
@@ -201,24 +254,34 @@ def _time_restore(url: str, cache: Path) -> dict[str, Any]:
     rows = store.iter_events("bench", 0, limit=1)
     assert list(rows), "the restored state is empty"
     store.close()
-    return {"restore_s": round(wall, 3),
-            "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3)}
+    return {
+        "restore_s": round(wall, 3),
+        "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3),
+    }
 
 
 def case_restore(megabytes: int = 100, repeats: int = 3) -> dict[str, Any]:
-    out: dict[str, Any] = {"case": f"restore of a ~{megabytes} MB state on an empty cache",
-                           "target": "<= 5 s"}
+    out: dict[str, Any] = {
+        "case": f"restore of a ~{megabytes} MB state on an empty cache",
+        "target": "<= 5 s",
+    }
     moto = MotoServer(OUT / "moto-restore.log")
     saved = dict(os.environ)
     try:
         os.environ.update(moto.env())
-        for kind, url in (("s3", f"s3://{BUCKET}/restore"), ("dir", f"dir://{(OUT / 'dirpoint').as_posix()}")):
+        for kind, url in (
+            ("s3", f"s3://{BUCKET}/restore"),
+            ("dir", f"dir://{(OUT / 'dirpoint').as_posix()}"),
+        ):
             if kind == "dir" and (OUT / "dirpoint").exists():
                 shutil.rmtree(OUT / "dirpoint")
             size = _build_state(url, OUT / f"cache-build-{kind}", megabytes)
             times = [_time_restore(url, OUT / f"cache-restore-{kind}") for _ in range(repeats)]
-            out[kind] = {"state_bytes": size, "runs": times,
-                         "median_restore_s": statistics.median(t["restore_s"] for t in times)}
+            out[kind] = {
+                "state_bytes": size,
+                "runs": times,
+                "median_restore_s": statistics.median(t["restore_s"] for t in times),
+            }
             print(json.dumps({kind: out[kind]}), flush=True)
     finally:
         os.environ.clear()

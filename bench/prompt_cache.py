@@ -39,8 +39,10 @@ actions:
     context_prefix: "{{{{ read('policy.md') }}}}"
     prompt: "Label this review as positive, negative or mixed: {{{{ source.text }}}}"
 """
-SENTENCE = ("Reviews that mention delivery times, packaging or support staff are about "
-            "service; reviews about taste, size or fit are about the product itself. ")
+SENTENCE = (
+    "Reviews that mention delivery times, packaging or support staff are about "
+    "service; reviews about taste, size or fit are about the product itself. "
+)
 
 
 def make_project(cache: str, args: argparse.Namespace) -> Path:
@@ -57,16 +59,25 @@ def make_project(cache: str, args: argparse.Namespace) -> Path:
     (root / "policy.md").write_text("\n".join(policy))
     with (root / "data" / "reviews.jsonl").open("w") as out:
         for n in range(args.records):
-            out.write(json.dumps({"id": f"r{n:06d}", "text": f"Review {n}: arrived late but "
-                                  f"tastes fine, size {n % 7}."}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": f"r{n:06d}",
+                        "text": f"Review {n}: arrived late but tastes fine, size {n % 7}.",
+                    }
+                )
+                + "\n"
+            )
     return root
 
 
-def run_agac(root: Path, args: list[str], env: dict[str, str], expect: tuple[int, ...]
-             ) -> tuple[dict[str, Any], float, float]:
+def run_agac(
+    root: Path, args: list[str], env: dict[str, str], expect: tuple[int, ...]
+) -> tuple[dict[str, Any], float, float]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(AGAC + args, cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        AGAC + args, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     out = proc.stdout.read().decode() if proc.stdout else ""
@@ -74,7 +85,7 @@ def run_agac(root: Path, args: list[str], env: dict[str, str], expect: tuple[int
     code = os.waitstatus_to_exitcode(status)
     if code not in expect:
         raise SystemExit(f"agac {' '.join(args)} exited {code}:\n{out[-2000:]}\n{err[-2000:]}")
-    return json.loads(out[out.find("{"):]), wall, usage.ru_utime + usage.ru_stime
+    return json.loads(out[out.find("{") :]), wall, usage.ru_utime + usage.ru_stime
 
 
 def measure(cache: str, args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
@@ -89,17 +100,25 @@ def measure(cache: str, args: argparse.Namespace, env: dict[str, str]) -> dict[s
         time.sleep(0.5)
     cost, _, _ = run_agac(root, ["cost", run["run_id"], "--json"], env, (0,))
     rows = cost["rows"]
-    return {"cache": cache, "mode": args.mode, "records": args.records,
-            "prefix_tokens": args.prefix_tokens, "model": args.model,
-            "state": run.get("state"), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "calls": sum(r["calls"] for r in rows),
-            "input_tokens": sum(r["input_tokens"] for r in rows),
-            "cache_write_tokens": sum(r["cache_write_tokens"] for r in rows),
-            "cached_tokens": sum(r["cached_tokens"] for r in rows),
-            "output_tokens": sum(r["output_tokens"] for r in rows),
-            "cost_usd": cost["cost_usd"], "batch_saved_usd": cost.get("batch_saved_usd"),
-            "cache_saved_usd": cost.get("cache_saved_usd"),
-            "load": round(os.getloadavg()[0], 2)}
+    return {
+        "cache": cache,
+        "mode": args.mode,
+        "records": args.records,
+        "prefix_tokens": args.prefix_tokens,
+        "model": args.model,
+        "state": run.get("state"),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "calls": sum(r["calls"] for r in rows),
+        "input_tokens": sum(r["input_tokens"] for r in rows),
+        "cache_write_tokens": sum(r["cache_write_tokens"] for r in rows),
+        "cached_tokens": sum(r["cached_tokens"] for r in rows),
+        "output_tokens": sum(r["output_tokens"] for r in rows),
+        "cost_usd": cost["cost_usd"],
+        "batch_saved_usd": cost.get("batch_saved_usd"),
+        "cache_saved_usd": cost.get("cache_saved_usd"),
+        "load": round(os.getloadavg()[0], 2),
+    }
 
 
 def main() -> None:
@@ -119,11 +138,20 @@ def main() -> None:
         print(json.dumps(on), flush=True)
         off = measure("off", args, env)
         print(json.dumps(off), flush=True)
-        print(json.dumps({"compare": f"cache auto vs off, {args.mode}",
-                          "cost_auto_usd": on["cost_usd"], "cost_off_usd": off["cost_usd"],
-                          "saved_usd": round(off["cost_usd"] - on["cost_usd"], 6),
-                          "auto_over_off": round(on["cost_usd"] / off["cost_usd"], 4)
-                          if off["cost_usd"] else None}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "compare": f"cache auto vs off, {args.mode}",
+                    "cost_auto_usd": on["cost_usd"],
+                    "cost_off_usd": off["cost_usd"],
+                    "saved_usd": round(off["cost_usd"] - on["cost_usd"], 6),
+                    "auto_over_off": round(on["cost_usd"] / off["cost_usd"], 4)
+                    if off["cost_usd"]
+                    else None,
+                }
+            ),
+            flush=True,
+        )
     finally:
         emulator.terminate()
         emulator.wait()

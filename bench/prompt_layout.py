@@ -31,13 +31,21 @@ PROMPT = "Label this review as positive, negative or mixed.\n{{ source.text }}"
 
 
 def _action(**extra: Any) -> Action:
-    return Action(name="label", model="mock/m", provider="mock", model_name="m",
-                  system=SYSTEM, prompt=PROMPT, **extra)
+    return Action(
+        name="label",
+        model="mock/m",
+        provider="mock",
+        model_name="m",
+        system=SYSTEM,
+        prompt=PROMPT,
+        **extra,
+    )
 
 
 def _time(action: Action, root: Path, calls: int) -> float:
-    kwargs = {"workflow": "bench"} if "workflow" in inspect.signature(build_runtime).parameters \
-        else {}
+    kwargs = (
+        {"workflow": "bench"} if "workflow" in inspect.signature(build_runtime).parameters else {}
+    )
     rt = build_runtime(action, None, root, **kwargs)
     views = [{"source": {"text": f"Review {i}: arrived late, tastes fine."}} for i in range(calls)]
     best = float("inf")
@@ -58,9 +66,16 @@ def main() -> None:
     if "context_prefix" in {f.name for f in dataclasses.fields(Action)}:
         cases["prefixed"] = _action(context_prefix="x", context_text="Policy. " * 1500)
     for name, action in cases.items():
-        print(json.dumps({"case": name, "calls": args.calls,
-                          "us_per_call": round(_time(action, root, args.calls), 3),
-                          "load": round(os.getloadavg()[0], 2)}))
+        print(
+            json.dumps(
+                {
+                    "case": name,
+                    "calls": args.calls,
+                    "us_per_call": round(_time(action, root, args.calls), 3),
+                    "load": round(os.getloadavg()[0], 2),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

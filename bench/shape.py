@@ -23,8 +23,15 @@ PROVIDERISH = ("provider", "rt.provider", "p")
 
 def count(root: Path) -> dict[str, object]:
     engine = root / "src" / "agac" / "engine"
-    totals = {"any": 0, "type_ignore": 0, "hasattr_getattr": 0, "on_providers": 0,
-              "dict_str_any": 0, "files": 0, "lines": 0}
+    totals = {
+        "any": 0,
+        "type_ignore": 0,
+        "hasattr_getattr": 0,
+        "on_providers": 0,
+        "dict_str_any": 0,
+        "files": 0,
+        "lines": 0,
+    }
     for path in sorted(engine.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         totals["files"] += 1
@@ -36,8 +43,12 @@ def count(root: Path) -> dict[str, object]:
                 totals["type_ignore"] += 1
         totals["dict_str_any"] += text.count("dict[str, Any]")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in ("hasattr", "getattr") and node.args:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("hasattr", "getattr")
+                and node.args
+            ):
                 totals["hasattr_getattr"] += 1
                 if ast.unparse(node.args[0]) in PROVIDERISH:
                     totals["on_providers"] += 1

@@ -20,33 +20,84 @@ import json
 from aiohttp import web
 
 TEXT = "A fixed answer from the benchmark server: the review is positive."
-USAGE = {"prompt_tokens": 24, "completion_tokens": 14, "total_tokens": 38,
-         "prompt_tokens_details": {"cached_tokens": 0}}
+USAGE = {
+    "prompt_tokens": 24,
+    "completion_tokens": 14,
+    "total_tokens": 38,
+    "prompt_tokens_details": {"cached_tokens": 0},
+}
 ANSWERS = {
-    "openai": {"id": "chatcmpl-bench", "object": "chat.completion", "created": 1767225600,
-               "model": "gpt-4o-mini", "service_tier": "default",
-               "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                            "message": {"role": "assistant", "content": TEXT,
-                                        "refusal": None}}],
-               "usage": USAGE},
-    "groq": {"id": "chatcmpl-bench", "object": "chat.completion", "created": 1767225600,
-             "model": "llama-3.3-70b-versatile",
-             "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                          "message": {"role": "assistant", "content": TEXT}}],
-             "usage": USAGE},
-    "anthropic": {"id": "msg_bench", "type": "message", "role": "assistant",
-                  "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
-                  "stop_sequence": None, "content": [{"type": "text", "text": TEXT}],
-                  "usage": {"input_tokens": 24, "output_tokens": 14,
-                            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
-    "gemini": {"candidates": [{"content": {"parts": [{"text": TEXT}], "role": "model"},
-                               "finishReason": "STOP", "index": 0}],
-               "usageMetadata": {"promptTokenCount": 24, "candidatesTokenCount": 14,
-                                 "totalTokenCount": 38},
-               "modelVersion": "gemini-2.5-flash", "responseId": "bench"},
-    "ollama": {"model": "llama3.2", "created_at": "2026-01-01T00:00:00Z",
-               "message": {"role": "assistant", "content": TEXT}, "done": True,
-               "done_reason": "stop", "prompt_eval_count": 24, "eval_count": 14},
+    "openai": {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1767225600,
+        "model": "gpt-4o-mini",
+        "service_tier": "default",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "logprobs": None,
+                "message": {"role": "assistant", "content": TEXT, "refusal": None},
+            }
+        ],
+        "usage": USAGE,
+    },
+    "groq": {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1767225600,
+        "model": "llama-3.3-70b-versatile",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "logprobs": None,
+                "message": {"role": "assistant", "content": TEXT},
+            }
+        ],
+        "usage": USAGE,
+    },
+    "anthropic": {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "content": [{"type": "text", "text": TEXT}],
+        "usage": {
+            "input_tokens": 24,
+            "output_tokens": 14,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    },
+    "gemini": {
+        "candidates": [
+            {
+                "content": {"parts": [{"text": TEXT}], "role": "model"},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 24,
+            "candidatesTokenCount": 14,
+            "totalTokenCount": 38,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "bench",
+    },
+    "ollama": {
+        "model": "llama3.2",
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": TEXT},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 24,
+        "eval_count": 14,
+    },
 }
 ROUTES = {
     "openai": "/v1/chat/completions",
@@ -67,6 +118,7 @@ def make_app(latency: float) -> web.Application:
             await asyncio.sleep(latency)
             counter["n"] += 1
             return web.Response(body=body, content_type="application/json")
+
         return answer
 
     for provider, path in ROUTES.items():
@@ -88,8 +140,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18780)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     args = parser.parse_args()
-    web.run_app(make_app(args.latency_ms / 1000), host="127.0.0.1", port=args.port,
-                access_log=None, print=None, backlog=1024)
+    web.run_app(
+        make_app(args.latency_ms / 1000),
+        host="127.0.0.1",
+        port=args.port,
+        access_log=None,
+        print=None,
+        backlog=1024,
+    )
 
 
 if __name__ == "__main__":

@@ -69,42 +69,86 @@ def _database(server_url: str) -> str:
     return f"{head}/{name}"
 
 
-def _case(root: Path, server_url: str, workers: int, concurrency: int, records: int) -> dict[str, Any]:
+def _case(
+    root: Path, server_url: str, workers: int, concurrency: int, records: int
+) -> dict[str, Any]:
     url = _database(server_url)
     env = {**os.environ, "AGAC_STORE": url}
-    sub = subprocess.run([*AGAC, "submit", "wf.yml", "--json"], cwd=root, env=env,
-                         capture_output=True, text=True, check=True)
+    sub = subprocess.run(
+        [*AGAC, "submit", "wf.yml", "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     run_id = json.loads(sub.stdout)["run_id"]
     load_before = os.getloadavg()[0]
     started = time.time()
-    procs = [subprocess.Popen([*AGAC, "worker", "--concurrency", str(concurrency), "--exit-when-done",
-                               "--poll", "0.5", "--json"], cwd=root, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-             for _ in range(workers)]
+    procs = [
+        subprocess.Popen(
+            [
+                *AGAC,
+                "worker",
+                "--concurrency",
+                str(concurrency),
+                "--exit-when-done",
+                "--poll",
+                "0.5",
+                "--json",
+            ],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for _ in range(workers)
+    ]
     reports = [json.loads(p.communicate()[0]) for p in procs]
     wall = time.time() - started
     with psycopg.connect(url) as conn:
         first, ended = conn.execute(
             "SELECT min(created_at) FILTER (WHERE kind = 'shard_claimed'), "
             "max(created_at) FILTER (WHERE kind = 'run_ended') FROM events WHERE run_id = %s",
-            (run_id,)).fetchone()
+            (run_id,),
+        ).fetchone()
         state, answered = conn.execute(
             "SELECT r.state, (SELECT count(*) FROM outcomes o WHERE o.run_id = r.id AND o.status = 'answered') "
-            "FROM runs r WHERE r.id = %s", (run_id,)).fetchone()
+            "FROM runs r WHERE r.id = %s",
+            (run_id,),
+        ).fetchone()
     claims = [c for r in reports for c in [r["claim_ms"]] if c["count"]]
     seconds = float(ended) - float(first)
     return {
-        "case": f"{workers}x{concurrency}", "workers": workers, "concurrency": concurrency,
-        "records": records, "state": state, "answered": answered,
-        "run_seconds": round(seconds, 2), "records_per_s": round(records / seconds, 1),
+        "case": f"{workers}x{concurrency}",
+        "workers": workers,
+        "concurrency": concurrency,
+        "records": records,
+        "state": state,
+        "answered": answered,
+        "run_seconds": round(seconds, 2),
+        "records_per_s": round(records / seconds, 1),
         "wall_s": round(wall, 2),
         "claims": sum(c["count"] for c in claims),
-        "claim_ms_mean": round(sum(c["mean"] * c["count"] for c in claims) / max(1, sum(c["count"] for c in claims)), 3),
+        "claim_ms_mean": round(
+            sum(c["mean"] * c["count"] for c in claims) / max(1, sum(c["count"] for c in claims)), 3
+        ),
         "claim_ms_max": max(c["max"] for c in claims),
-        "claim_db_ms_mean": round(sum(r["claim_db_ms"]["mean"] * r["claim_db_ms"]["count"] for r in reports
-                                      if r["claim_db_ms"]["count"]) / max(1, sum(c["count"] for c in claims)), 3),
-        "claim_db_ms_max": max(r["claim_db_ms"]["max"] for r in reports if r["claim_db_ms"]["count"]),
-        "loadavg_1m_before": round(load_before, 2), "loadavg_1m_after": round(os.getloadavg()[0], 2),
+        "claim_db_ms_mean": round(
+            sum(
+                r["claim_db_ms"]["mean"] * r["claim_db_ms"]["count"]
+                for r in reports
+                if r["claim_db_ms"]["count"]
+            )
+            / max(1, sum(c["count"] for c in claims)),
+            3,
+        ),
+        "claim_db_ms_max": max(
+            r["claim_db_ms"]["max"] for r in reports if r["claim_db_ms"]["count"]
+        ),
+        "loadavg_1m_before": round(load_before, 2),
+        "loadavg_1m_after": round(os.getloadavg()[0], 2),
     }
 
 
@@ -113,7 +157,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--workers", default="1,3")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--store", default=None, help="a PostgreSQL URL whose user may create databases")
+    parser.add_argument(
+        "--store", default=None, help="a PostgreSQL URL whose user may create databases"
+    )
     args = parser.parse_args()
     root = _project(args.records)
     server = None
@@ -131,7 +177,11 @@ def main() -> None:
             print(json.dumps(results[-1]), flush=True)
         if len(results) > 1:
             base = results[0]["records_per_s"]
-            print(json.dumps({"speedup": {r["case"]: round(r["records_per_s"] / base, 2) for r in results}}))
+            print(
+                json.dumps(
+                    {"speedup": {r["case"]: round(r["records_per_s"] / base, 2) for r in results}}
+                )
+            )
     finally:
         if server is not None:
             server.stop()

@@ -268,7 +268,9 @@ class ProviderError(AgacError):
         self.code = code  # type: ignore[assignment]
         self.retry_after = retry_after
         # The reason code an outcome gets when this error is final (docs/guarantees.md, Reason codes).
-        self.reason = reason or ("provider_error" if self.kind in ("fatal", "unsupported") else None)
+        self.reason = reason or (
+            "provider_error" if self.kind in ("fatal", "unsupported") else None
+        )
 
 
 class WaitError(ProviderError):

@@ -24,8 +24,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["JSON", "Flaw", "JSONObject", "NotJSON", "canonical", "dumps", "encoder", "flaw", "loads",
-           "storable_text", "strict_dumps"]
+__all__ = [
+    "JSON",
+    "Flaw",
+    "JSONObject",
+    "NotJSON",
+    "canonical",
+    "dumps",
+    "encoder",
+    "flaw",
+    "loads",
+    "storable_text",
+    "strict_dumps",
+]
 
 JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
 """A JSON value as Python holds it once parsed: a record's payload, an answer's output, a
@@ -39,8 +50,9 @@ def encoder(*, sort_keys: bool, default: Callable[[Any], Any] | None = str) -> C
     """``json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys,
     default=default).encode``, without its per-call set-up. With ``default=None`` a value
     that is not JSON data raises TypeError."""
-    fallback = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=default,
-                                sort_keys=sort_keys)
+    fallback = json.JSONEncoder(
+        separators=(",", ":"), ensure_ascii=False, default=default, sort_keys=sort_keys
+    )
     try:
         from json.encoder import (  # type: ignore[attr-defined]  # private, C-accelerated
             c_make_encoder,
@@ -52,7 +64,9 @@ def encoder(*, sort_keys: bool, default: Callable[[Any], Any] | None = str) -> C
         return fallback.encode
     # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
     #  skipkeys, allow_nan): the arguments JSONEncoder.iterencode passes for one shot.
-    make = c_make_encoder(None, default or fallback.default, encode_basestring, None, ":", ",", sort_keys, False, True)
+    make = c_make_encoder(
+        None, default or fallback.default, encode_basestring, None, ":", ",", sort_keys, False, True
+    )
     join = "".join
 
     def encode(value: Any) -> str:
@@ -120,7 +134,9 @@ def _flaw(value: Any, path: str) -> Flaw | None:
     if isinstance(value, float):
         if math.isfinite(value):
             return None
-        return Flaw(path, "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity"))
+        return Flaw(
+            path, "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        )
     if isinstance(value, dict):
         for key, item in value.items():
             inner = _member(path, key)
@@ -144,15 +160,25 @@ def _member(path: str, key: Any) -> str:
     return f"{path}[{json.dumps(name)}]"  # ASCII, a lone surrogate escaped
 
 
-def strict_dumps(value: Any, *, indent: int | None = None,
-                 separators: tuple[str, str] | None = None,
-                 default: Callable[[Any], Any] | None = None) -> str:
+def strict_dumps(
+    value: Any,
+    *,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
     """``json.dumps(value, ensure_ascii=False, allow_nan=False, …)``: strict JSON text, or
     :class:`NotJSON` naming where a non-finite number is (a lone surrogate fails when the
     text is encoded as UTF-8)."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent,
-                          separators=separators, default=default)
+        return json.dumps(
+            value,
+            ensure_ascii=False,
+            allow_nan=False,
+            indent=indent,
+            separators=separators,
+            default=default,
+        )
     except ValueError as exc:
         found = flaw(value)
         if found is None:

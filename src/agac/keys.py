@@ -19,8 +19,18 @@ import hashlib
 import re
 from collections.abc import Callable
 
-__all__ = ["ESCAPED_KEYS", "escape", "idempotency_key", "item_key", "item_path", "legacy_form",
-           "needs_escaping", "record_of", "unescape", "unit_key_of"]
+__all__ = [
+    "ESCAPED_KEYS",
+    "escape",
+    "idempotency_key",
+    "item_key",
+    "item_path",
+    "legacy_form",
+    "needs_escaping",
+    "record_of",
+    "unescape",
+    "unit_key_of",
+]
 
 ESCAPED_KEYS = "escaped"
 """``unit_keys`` of a run's settings: its unit keys escape record keys (this module); a

@@ -115,8 +115,13 @@ class Attachment:
 
     def to_dict(self) -> dict[str, Any]:
         """The attachment in a stored (canonical) request."""
-        out: dict[str, Any] = {"media_type": self.media_type, "name": self.name,
-                               "path": self.path, "sha256": self.sha256, "size": self.size}
+        out: dict[str, Any] = {
+            "media_type": self.media_type,
+            "name": self.name,
+            "path": self.path,
+            "sha256": self.sha256,
+            "size": self.size,
+        }
         for key in ("width", "height", "pages"):
             value = getattr(self, key)
             if value is not None:
@@ -130,8 +135,16 @@ class Attachment:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Attachment:
-        return cls(d["media_type"], d["sha256"], int(d["size"]), d["path"], d.get("name", ""),
-                   d.get("width"), d.get("height"), d.get("pages"))
+        return cls(
+            d["media_type"],
+            d["sha256"],
+            int(d["size"]),
+            d["path"],
+            d.get("name", ""),
+            d.get("width"),
+            d.get("height"),
+            d.get("pages"),
+        )
 
     def describe(self) -> str:
         """``image/png 1,234 bytes sha256:ab12cd34`` — how people see it (never the bytes)."""
@@ -140,8 +153,10 @@ class Attachment:
             extra = f", {self.pages} page{'s' if self.pages != 1 else ''}"
         elif self.width and self.height:
             extra = f", {self.width}×{self.height}"
-        return f"{self.name or self.path} ({self.media_type}, {self.size:,} bytes{extra}, " \
-               f"sha256:{self.sha256[:12]})"
+        return (
+            f"{self.name or self.path} ({self.media_type}, {self.size:,} bytes{extra}, "
+            f"sha256:{self.sha256[:12]})"
+        )
 
 
 @dataclass(frozen=True)
@@ -163,38 +178,60 @@ class AttachmentLimits:
         if kind not in self.kinds:
             return f"{provider} model {model} cannot take {_KIND_WORDS[kind]} attachments"
         if self.models is not None and not self.models(model):
-            return f"{provider} model {model} cannot take {_KIND_WORDS[kind]} attachments " \
-                   "(it is not a vision model)"
+            return (
+                f"{provider} model {model} cannot take {_KIND_WORDS[kind]} attachments "
+                "(it is not a vision model)"
+            )
         return None
 
     def check(self, provider: str, model: str, attachments: Iterable[Attachment]) -> None:
         """Raise AttachmentError when these attachments cannot go in one request."""
         atts = list(attachments)
         if self.max_files is not None and len(atts) > self.max_files:
-            raise AttachmentError(reason="attachment_too_large", message=f"{len(atts)} attachments in one "
-                                  f"request; {provider} takes at most {self.max_files}",
-                                  hint="send fewer files per record")
+            raise AttachmentError(
+                reason="attachment_too_large",
+                message=f"{len(atts)} attachments in one "
+                f"request; {provider} takes at most {self.max_files}",
+                hint="send fewer files per record",
+            )
         total = 0
         for a in atts:
             why = self.refusal(provider, model, a.kind)
             if why is not None:
-                raise AttachmentError(reason="attachment_not_supported", message=f"{why}: {a.describe()}",
-                                      hint="use a model that takes this kind of file")
+                raise AttachmentError(
+                    reason="attachment_not_supported",
+                    message=f"{why}: {a.describe()}",
+                    hint="use a model that takes this kind of file",
+                )
             limit = self.max_file_bytes.get(a.kind)
             if limit is not None and a.size > limit:
-                raise AttachmentError(reason="attachment_too_large", message=f"{a.describe()} is over "
-                                      f"{provider}'s limit of {_mb(limit)} per {a.kind}",
-                                      hint="make the file smaller or split it")
-            if a.kind == "pdf" and self.max_pdf_pages is not None and a.pages is not None \
-                    and a.pages > self.max_pdf_pages:
-                raise AttachmentError(reason="attachment_too_large", message=f"{a.describe()} has more than "
-                                      f"{self.max_pdf_pages} pages, {provider}'s limit",
-                                      hint="split the PDF")
+                raise AttachmentError(
+                    reason="attachment_too_large",
+                    message=f"{a.describe()} is over "
+                    f"{provider}'s limit of {_mb(limit)} per {a.kind}",
+                    hint="make the file smaller or split it",
+                )
+            if (
+                a.kind == "pdf"
+                and self.max_pdf_pages is not None
+                and a.pages is not None
+                and a.pages > self.max_pdf_pages
+            ):
+                raise AttachmentError(
+                    reason="attachment_too_large",
+                    message=f"{a.describe()} has more than "
+                    f"{self.max_pdf_pages} pages, {provider}'s limit",
+                    hint="split the PDF",
+                )
             total += base64_size(a.size)
         if self.max_request_bytes is not None and total > self.max_request_bytes:
-            raise AttachmentError(reason="attachment_too_large", message=f"the attachments of one request are "
-                                  f"{_mb(total)} as base64, over {provider}'s request limit of "
-                                  f"{_mb(self.max_request_bytes)}", hint="send fewer or smaller files")
+            raise AttachmentError(
+                reason="attachment_too_large",
+                message=f"the attachments of one request are "
+                f"{_mb(total)} as base64, over {provider}'s request limit of "
+                f"{_mb(self.max_request_bytes)}",
+                hint="send fewer or smaller files",
+            )
 
 
 _KIND_WORDS = {"image": "image", "pdf": "PDF"}
@@ -216,29 +253,42 @@ def describe_bytes(data: bytes, path: str, name: str, *, what: str) -> Attachmen
     """The attachment these bytes are; AttachmentError when agac cannot send them.
     ``what`` names the file in messages (its path as the user wrote it)."""
     if not data:
-        raise AttachmentError(reason="unsupported_attachment", message=f"{what} is empty (0 bytes)",
-                              hint="an attachment must be a PNG, JPEG, WebP, GIF or PDF file")
+        raise AttachmentError(
+            reason="unsupported_attachment",
+            message=f"{what} is empty (0 bytes)",
+            hint="an attachment must be a PNG, JPEG, WebP, GIF or PDF file",
+        )
     media_type = sniff(data[:1024])
     if media_type is None:
-        raise AttachmentError(reason="unsupported_attachment", message=f"{what} is not a PNG, JPEG, WebP, GIF "
-                              f"or PDF (its first bytes are {data[:8]!r})",
-                              hint="agac judges a file by its content, not its extension")
+        raise AttachmentError(
+            reason="unsupported_attachment",
+            message=f"{what} is not a PNG, JPEG, WebP, GIF "
+            f"or PDF (its first bytes are {data[:8]!r})",
+            hint="agac judges a file by its content, not its extension",
+        )
     width = height = pages = None
     if media_type == "application/pdf":
         pages = pdf_pages(data)
         if pages is None:
-            raise AttachmentError(reason="attachment_corrupt", message=f"{what} starts like a PDF but cannot "
-                                  "be read as one (no end-of-file marker or no pages)",
-                                  hint="open it in a PDF reader; save it again")
+            raise AttachmentError(
+                reason="attachment_corrupt",
+                message=f"{what} starts like a PDF but cannot "
+                "be read as one (no end-of-file marker or no pages)",
+                hint="open it in a PDF reader; save it again",
+            )
     else:
         dims = image_size(media_type, data)
         if dims is None:
-            raise AttachmentError(reason="attachment_corrupt", message=f"{what} starts like {media_type} but "
-                                  "its size cannot be read (a truncated or damaged image)",
-                                  hint="open it in an image viewer; save it again")
+            raise AttachmentError(
+                reason="attachment_corrupt",
+                message=f"{what} starts like {media_type} but "
+                "its size cannot be read (a truncated or damaged image)",
+                hint="open it in an image viewer; save it again",
+            )
         width, height = dims
-    return Attachment(media_type, hashlib.sha256(data).hexdigest(), len(data), path, name,
-                      width, height, pages)
+    return Attachment(
+        media_type, hashlib.sha256(data).hexdigest(), len(data), path, name, width, height, pages
+    )
 
 
 def describe_file(path: str, *, what: str | None = None) -> Attachment:
@@ -255,18 +305,31 @@ def _read(path: str, what: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError as exc:
-        raise AttachmentError(reason="attachment_not_found", message=f"{what}: no such file",
-                              hint="check the path (relative paths start at the project root)") from exc
+        raise AttachmentError(
+            reason="attachment_not_found",
+            message=f"{what}: no such file",
+            hint="check the path (relative paths start at the project root)",
+        ) from exc
     except IsADirectoryError as exc:
-        raise AttachmentError(reason="attachment_unreadable", message=f"{what} is a folder, not a file",
-                              hint="name one file per attachment (a list for several)") from exc
+        raise AttachmentError(
+            reason="attachment_unreadable",
+            message=f"{what} is a folder, not a file",
+            hint="name one file per attachment (a list for several)",
+        ) from exc
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise AttachmentError(reason="attachment_unreadable", message=f"{what} is a symlink loop") from exc
+            raise AttachmentError(
+                reason="attachment_unreadable", message=f"{what} is a symlink loop"
+            ) from exc
         if exc.errno == errno.ENOTDIR:
-            raise AttachmentError(reason="attachment_not_found", message=f"{what}: no such file") from exc
-        raise AttachmentError(reason="attachment_unreadable", message=f"cannot read {what}: {exc.strerror or exc}",
-                              hint="check its permissions") from exc
+            raise AttachmentError(
+                reason="attachment_not_found", message=f"{what}: no such file"
+            ) from exc
+        raise AttachmentError(
+            reason="attachment_unreadable",
+            message=f"cannot read {what}: {exc.strerror or exc}",
+            hint="check its permissions",
+        ) from exc
 
 
 def read_verified(att: Attachment) -> bytes:
@@ -276,9 +339,12 @@ def read_verified(att: Attachment) -> bytes:
         data = _read(att.path, what)
     except AttachmentError as exc:
         if exc.reason == "attachment_not_found":
-            raise AttachmentError(reason="attachment_not_found", message=f"{what} was there when the request "
-                                  f"was made (sha256:{att.sha256[:12]}) and is gone now",
-                                  hint="put the file back, or run again with --new") from exc
+            raise AttachmentError(
+                reason="attachment_not_found",
+                message=f"{what} was there when the request "
+                f"was made (sha256:{att.sha256[:12]}) and is gone now",
+                hint="put the file back, or run again with --new",
+            ) from exc
         raise
     if len(data) != att.size or hashlib.sha256(data).hexdigest() != att.sha256:
         raise _changed(att)
@@ -286,10 +352,13 @@ def read_verified(att: Attachment) -> bytes:
 
 
 def _changed(att: Attachment) -> AttachmentError:
-    return AttachmentError(reason="attachment_changed", message=f"{att.name or att.path} changed after the "
-                           f"request was made (it was sha256:{att.sha256[:12]}, {att.size:,} "
-                           "bytes); other bytes are never sent under its fingerprint",
-                           hint="run again with --new to send the file as it is now")
+    return AttachmentError(
+        reason="attachment_changed",
+        message=f"{att.name or att.path} changed after the "
+        f"request was made (it was sha256:{att.sha256[:12]}, {att.size:,} "
+        "bytes); other bytes are never sent under its fingerprint",
+        hint="run again with --new to send the file as it is now",
+    )
 
 
 def write_base64(att: Attachment, out: BinaryIO) -> int:
@@ -361,8 +430,11 @@ class VerifiedReader(io.RawIOBase):
         self._hashed += n
         if self._hashed > self.att.size or (n == 0 and self._hashed < self.att.size):
             raise _changed(self.att)
-        if self._hashed == self.att.size and n and (
-                self._digest.hexdigest() != self.att.sha256 or self._fh.read(1)):
+        if (
+            self._hashed == self.att.size
+            and n
+            and (self._digest.hexdigest() != self.att.sha256 or self._fh.read(1))
+        ):
             raise _changed(self.att)
         return n
 
@@ -412,7 +484,10 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
         bits = int.from_bytes(data[21:25], "little")
         return ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
     if chunk == b"VP8X" and len(data) >= 30:
-        return (int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1)
+        return (
+            int.from_bytes(data[24:27], "little") + 1,
+            int.from_bytes(data[27:30], "little") + 1,
+        )
     return None
 
 
@@ -432,9 +507,9 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
             i += 2
             continue
-        length = int.from_bytes(data[i + 2:i + 4], "big")
+        length = int.from_bytes(data[i + 2 : i + 4], "big")
         if marker in _SOF:
-            h, w = struct.unpack(">HH", data[i + 5:i + 9])
+            h, w = struct.unpack(">HH", data[i + 5 : i + 9])
             return (w, h) if w and h else None
         i += 2 + length
     return None

@@ -28,17 +28,34 @@ from typing import Any
 
 from agac.errors import ConfigError, Problem
 
-__all__ = ["CLIENT_KEYS", "CLOUD_SCHEMES", "RETRY_KEYS", "is_cloud_url", "open_cloud_store",
-           "require_obstore", "split_client_options"]
+__all__ = [
+    "CLIENT_KEYS",
+    "CLOUD_SCHEMES",
+    "RETRY_KEYS",
+    "is_cloud_url",
+    "open_cloud_store",
+    "require_obstore",
+    "split_client_options",
+]
 
 CLOUD_SCHEMES = ("s3", "gs", "az", "azure", "abfs", "abfss")
 """URL schemes served through obstore (``az``/``azure``/``abfs[s]`` are Azure's)."""
 
-CLIENT_KEYS = frozenset({
-    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
-    "http1_only", "http2_only", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url",
-    "timeout", "user_agent",
-})
+CLIENT_KEYS = frozenset(
+    {
+        "allow_http",
+        "allow_invalid_certificates",
+        "connect_timeout",
+        "default_content_type",
+        "http1_only",
+        "http2_only",
+        "pool_idle_timeout",
+        "pool_max_idle_per_host",
+        "proxy_url",
+        "timeout",
+        "user_agent",
+    }
+)
 RETRY_KEYS = frozenset({"max_retries", "retry_timeout"})
 
 
@@ -54,8 +71,9 @@ def _truthy(value: Any) -> Any:
     return value
 
 
-def split_client_options(options: Mapping[str, Any] | None,
-                         ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def split_client_options(
+    options: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(store config, client options, retry config) from an options mapping, with
     ``AWS_ALLOW_HTTP=true`` from the environment when ``allow_http`` is not given."""
     config: dict[str, Any] = {}
@@ -65,8 +83,7 @@ def split_client_options(options: Mapping[str, Any] | None,
         if key in CLIENT_KEYS:
             client[key] = _truthy(value)
         elif key in RETRY_KEYS:
-            retry[key] = (timedelta(seconds=float(value)) if key == "retry_timeout"
-                          else int(value))
+            retry[key] = timedelta(seconds=float(value)) if key == "retry_timeout" else int(value)
         else:
             config[key] = value
     if "allow_http" not in client and os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
@@ -79,9 +96,15 @@ def require_obstore(what: str) -> Any:
     try:
         import obstore
     except ImportError as exc:
-        raise ConfigError(problems=[Problem(
-            "provider_not_installed", f"{what} needs obstore",
-            hint="pip install 'agac[objectstore]'")]) from exc
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "provider_not_installed",
+                    f"{what} needs obstore",
+                    hint="pip install 'agac[objectstore]'",
+                )
+            ]
+        ) from exc
     return obstore
 
 
@@ -96,6 +119,9 @@ def open_cloud_store(url: str, options: Mapping[str, Any] | None, what: str) -> 
     from obstore.store import from_url
 
     config, client, retry = split_client_options(options)
-    return from_url(url, config=config or None,  # type: ignore[arg-type]
-                    client_options=client or None,  # type: ignore[arg-type]
-                    retry_config=retry or None)  # type: ignore[arg-type]
+    return from_url(
+        url,
+        config=config or None,  # type: ignore[arg-type]
+        client_options=client or None,  # type: ignore[arg-type]
+        retry_config=retry or None,  # type: ignore[arg-type]
+    )

@@ -43,13 +43,15 @@ _FIELDS = re.compile(
 _BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=\-]{8,})")
 
 
-def secret_env_values(names: Iterable[str] = (),
-                      environ: Mapping[str, str] | None = None) -> list[str]:
+def secret_env_values(
+    names: Iterable[str] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
     """The values of the named variables and of every secret-looking variable."""
     env = os.environ if environ is None else environ
     wanted = set(names) | set(_ALWAYS)
-    values = {v for k, v in env.items()
-              if v and (k in wanted or k.upper().endswith(_SECRET_SUFFIXES))}
+    values = {
+        v for k, v in env.items() if v and (k in wanted or k.upper().endswith(_SECRET_SUFFIXES))
+    }
     return sorted((v for v in values if len(v) >= _MIN_SECRET), key=len, reverse=True)
 
 
@@ -61,8 +63,9 @@ class Redactor:
         self._values = re.compile("|".join(map(re.escape, kept))) if kept else None
 
     @classmethod
-    def from_environment(cls, names: Iterable[str] = (),
-                         environ: Mapping[str, str] | None = None) -> Redactor:
+    def from_environment(
+        cls, names: Iterable[str] = (), environ: Mapping[str, str] | None = None
+    ) -> Redactor:
         return cls(secret_env_values(names, environ))
 
     def __call__(self, text: str) -> str:

@@ -13,8 +13,15 @@ import hashlib
 import struct
 import zlib
 
-__all__ = ["gif_bytes", "jpeg_bytes", "pdf_bytes", "pdf_of_size", "png_bytes", "png_of_size",
-           "webp_bytes"]
+__all__ = [
+    "gif_bytes",
+    "jpeg_bytes",
+    "pdf_bytes",
+    "pdf_of_size",
+    "png_bytes",
+    "png_of_size",
+    "webp_bytes",
+]
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -32,14 +39,20 @@ def png_bytes(width: int = 8, height: int = 8, seed: int = 0, *, noise: bool = F
         while len(raw) < need:
             block = hashlib.sha256(block).digest()
             raw += block
-        rows = b"".join(b"\x00" + bytes(raw[i * (row_len + 1) + 1:(i + 1) * (row_len + 1)])
-                        for i in range(height))
+        rows = b"".join(
+            b"\x00" + bytes(raw[i * (row_len + 1) + 1 : (i + 1) * (row_len + 1)])
+            for i in range(height)
+        )
     else:
         colour = hashlib.sha256(str(seed).encode()).digest()[:3]
         rows = (b"\x00" + colour * width) * height
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
-            + _chunk(b"IDAT", zlib.compress(rows, 1)) + _chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(rows, 1))
+        + _chunk(b"IEND", b"")
+    )
 
 
 def png_of_size(size: int, seed: int = 0) -> bytes:
@@ -66,8 +79,9 @@ def gif_bytes(width: int = 4, height: int = 4, seed: int = 0) -> bytes:
             nbits -= 8
     if nbits:
         out.append(bits & 0xFF)
-    blocks = b"".join(bytes([len(out[i:i + 255])]) + bytes(out[i:i + 255])
-                      for i in range(0, len(out), 255))
+    blocks = b"".join(
+        bytes([len(out[i : i + 255])]) + bytes(out[i : i + 255]) for i in range(0, len(out), 255)
+    )
     return header + palette + image + b"\x02" + blocks + b"\x00\x3b"
 
 
@@ -95,12 +109,17 @@ def pdf_bytes(pages: int = 1, text: str = "agac") -> bytes:
     objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode())
     font = 3 + 2 * pages
     for i in range(pages):
-        words = f"{text} - page {i + 1}".replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+        words = (
+            f"{text} - page {i + 1}".replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+        )
         stream = f"BT /F1 18 Tf 72 720 Td ({words}) Tj ET".encode("latin-1", "replace")
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents "
-                       f"{4 + 2 * i} 0 R /Resources << /Font << /F1 {font} 0 R >> >> >>".encode())
-        objects.append(b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream
-                       + b"\nendstream")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents "
+            f"{4 + 2 * i} 0 R /Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
+        )
+        objects.append(
+            b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream"
+        )
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -110,7 +129,9 @@ def pdf_bytes(pages: int = 1, text: str = "agac") -> bytes:
     xref = len(out)
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
     return bytes(out)
 
 

@@ -33,13 +33,16 @@ def is_tenant(name: object) -> bool:
 def check_tenant(name: str, where: str = "--tenant") -> str:
     """``name`` if it is a valid tenant name; else ValueError naming ``where`` and the rule."""
     if not is_tenant(name):
-        raise ValueError(f"{where}: {name!r} is not a tenant name (letters, digits, '.', '_' "
-                         "and '-', at most 64 characters, starting with a letter or digit)")
+        raise ValueError(
+            f"{where}: {name!r} is not a tenant name (letters, digits, '.', '_' "
+            "and '-', at most 64 characters, starting with a letter or digit)"
+        )
     return name
 
 
-def pick_tenant(given: str | None, configured: str | None,
-                environ: Mapping[str, str] | None = None) -> str:
+def pick_tenant(
+    given: str | None, configured: str | None, environ: Mapping[str, str] | None = None
+) -> str:
     """The tenant a command acts in: ``given`` (``--tenant``, a library argument), else
     ``AGAC_TENANT``, else ``configured`` (``tenant:`` in agac.yml), else ``default``;
     ValueError naming its source when it is not a valid name."""

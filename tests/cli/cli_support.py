@@ -61,19 +61,38 @@ class Result:
         return f"agac {' '.join(self.args)} -> {self.code}\n--stdout--\n{self.out}\n--stderr--\n{self.err}"
 
 
-def agac(*args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 60,
-         stdin: str | None = None) -> Result:
+def agac(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    stdin: str | None = None,
+) -> Result:
     """Run ``agac ARGS`` in ``cwd`` (with ``stdin`` as its input) and wait for it."""
-    proc = subprocess.run([*AGAC, *args], cwd=cwd, env=clean_env(env), capture_output=True,
-                          text=True, timeout=timeout, check=False,
-                          **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
+    proc = subprocess.run(
+        [*AGAC, *args],
+        cwd=cwd,
+        env=clean_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
+    )
     return Result(tuple(args), proc.returncode, proc.stdout, proc.stderr)
 
 
 def spawn(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """Start ``agac ARGS`` without waiting (for signals and concurrent runs)."""
-    return subprocess.Popen([*AGAC, *args], cwd=cwd, env=clean_env(env), text=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [*AGAC, *args],
+        cwd=cwd,
+        env=clean_env(env),
+        text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def finish(proc: subprocess.Popen[str]) -> None:

@@ -33,11 +33,19 @@ def send(inputs, ctx):
 
 
 def _project(root: Path) -> None:
-    write_project(root, WF, workflow_file="workflows/replies.yml",
-                  agac_yml="groups:\n  support-leads: [ann, bob]\n",
-                  data={"data/a.jsonl": [{"id": "c1", "text": "late parcel"},
-                                         {"id": "c2", "text": "wrong size"}]},
-                  files={"tools/__init__.py": "", "tools/mail.py": TOOLS})
+    write_project(
+        root,
+        WF,
+        workflow_file="workflows/replies.yml",
+        agac_yml="groups:\n  support-leads: [ann, bob]\n",
+        data={
+            "data/a.jsonl": [
+                {"id": "c1", "text": "late parcel"},
+                {"id": "c2", "text": "wrong size"},
+            ]
+        },
+        files={"tools/__init__.py": "", "tools/mail.py": TOOLS},
+    )
 
 
 def test_a1_a2_worked_example(tmp_path: Path) -> None:
@@ -45,7 +53,9 @@ def test_a1_a2_worked_example(tmp_path: Path) -> None:
     first = agac("run", "replies", "--json", cwd=tmp_path)
     assert first.code == 75, first
     summary = first.json()
-    assert summary["state"] == "awaiting_approval" and summary["next"] == "agac approvals list replies"
+    assert (
+        summary["state"] == "awaiting_approval" and summary["next"] == "agac approvals list replies"
+    )
     assert summary["actions"]["send"]["pending"] == 2
     status = agac("status", "replies", cwd=tmp_path)
     assert status.code == 0 and "awaiting approval: 2 units (send 2)" in status.out, status
@@ -54,7 +64,15 @@ def test_a1_a2_worked_example(tmp_path: Path) -> None:
     proposals = listed.json()
     assert [p["record"] for p in proposals] == ["c1", "c2"]
     for p in proposals:
-        assert {"id", "workflow", "action", "record", "arguments", "approvers", "expires_at"} <= set(p)
+        assert {
+            "id",
+            "workflow",
+            "action",
+            "record",
+            "arguments",
+            "approvers",
+            "expires_at",
+        } <= set(p)
         assert p["approvers"] == ["support-leads"] and p["policy_version"] == "2024-06"
     text = agac("approvals", "list", cwd=tmp_path)
     assert proposals[0]["id"] in text.out and "agac approve ID" in text.out
@@ -62,8 +80,16 @@ def test_a1_a2_worked_example(tmp_path: Path) -> None:
     assert shown.code == 0 and "signatures verified" in shown.out
     ok = agac("approve", proposals[0]["id"], "--as", "ann", cwd=tmp_path)
     assert ok.code == 0 and "approved by ann" in ok.out, ok
-    revised = agac("revise", proposals[1]["id"], "--set", "draft.text=Sorry, a new one is on its way",
-                   "--as", "bob", "--json", cwd=tmp_path)
+    revised = agac(
+        "revise",
+        proposals[1]["id"],
+        "--set",
+        "draft.text=Sorry, a new one is on its way",
+        "--as",
+        "bob",
+        "--json",
+        cwd=tmp_path,
+    )
     assert revised.code == 0, revised
     new_id = revised.json()["id"]
     assert agac("approve", new_id, "--json", cwd=tmp_path, env={"AGAC_USER": "ann"}).code == 0

@@ -36,18 +36,24 @@ def test_i22_7_the_invoices_example_runs_offline_from_agac_init(invoices: Path) 
 
 def test_i22_6_render_shows_each_file_never_its_bytes(invoices: Path) -> None:
     pdf = (invoices / "files" / "inv-002.pdf").read_bytes()
-    shown = agac("render", "invoices", "--record", "inv-002", "--action", "extract",
-                 cwd=invoices)
+    shown = agac("render", "invoices", "--record", "inv-002", "--action", "extract", cwd=invoices)
     assert shown.code == 0, shown
     digest = hashlib.sha256(pdf).hexdigest()
-    assert f"[file] inv-002.pdf: application/pdf, {len(pdf):,} bytes, 2 pages, sha256:{digest}" \
+    assert (
+        f"[file] inv-002.pdf: application/pdf, {len(pdf):,} bytes, 2 pages, sha256:{digest}"
         in shown.out
+    )
     assert base64.b64encode(pdf).decode()[:40] not in shown.out
-    as_json = agac("render", "invoices", "--record", "inv-002", "--action", "extract",
-                   "--json", cwd=invoices).json()
+    as_json = agac(
+        "render", "invoices", "--record", "inv-002", "--action", "extract", "--json", cwd=invoices
+    ).json()
     att = as_json[0]["request"]["messages"][-1]["attachments"][0]
     assert (att["media_type"], att["size"], att["sha256"], att["pages"]) == (
-        "application/pdf", len(pdf), digest, 2)
+        "application/pdf",
+        len(pdf),
+        digest,
+        2,
+    )
 
 
 def test_i22_6_plan_marks_attachment_tokens_as_estimates(invoices: Path) -> None:
@@ -73,14 +79,16 @@ def test_i22_6_validate_names_a_missing_file_with_a_did_you_mean(tmp_path: Path)
     assert "inv-002.pdf" in (found[0]["hint"] or "")
 
 
-def test_i22_6_validate_refuses_a_pdf_to_a_provider_that_reads_images_only(
-        tmp_path: Path) -> None:
+def test_i22_6_validate_refuses_a_pdf_to_a_provider_that_reads_images_only(tmp_path: Path) -> None:
     made = agac("init", "proj", "--example", "invoices", cwd=tmp_path)
     assert made.code == 0, made
     root = tmp_path / "proj"
     wf = root / "workflows" / "invoices.yml"
-    wf.write_text(wf.read_text().replace("mock/vision-small",
-                                         "groq/meta-llama/llama-4-scout-17b-16e-instruct"))
+    wf.write_text(
+        wf.read_text().replace(
+            "mock/vision-small", "groq/meta-llama/llama-4-scout-17b-16e-instruct"
+        )
+    )
     checked = agac("validate", "invoices", "--json", cwd=root, env={"GROQ_API_KEY": "k"})
     assert checked.code == 2, checked
     problems = [p for p in checked.json()["errors"] if p["code"] == "attachment_not_supported"]

@@ -44,7 +44,8 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "wf.yml").write_text(WORKFLOW, encoding="utf-8")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "in.jsonl").write_text(
-        "".join(json.dumps({"text": f"review {i}"}) + "\n" for i in range(3)), encoding="utf-8")
+        "".join(json.dumps({"text": f"review {i}"}) + "\n" for i in range(3)), encoding="utf-8"
+    )
     return tmp_path
 
 
@@ -55,18 +56,41 @@ def store(project: Path) -> Iterator[Store]:
     opened.close()
 
 
-def add_intent(store: Store, key: str, *, state: str = "submitting", count: int = 3,
-               workflow: str = "wf", created_at: float | None = None, tenant: str = "default",
-               **fields: Any) -> list[str]:
+def add_intent(
+    store: Store,
+    key: str,
+    *,
+    state: str = "submitting",
+    count: int = 3,
+    workflow: str = "wf",
+    created_at: float | None = None,
+    tenant: str = "default",
+    **fields: Any,
+) -> list[str]:
     """Stage ``count`` items and turn them into the intent ``key`` (S1), as a run does."""
     staged = staged_key("run1", "classify", "data/in.jsonl")
     ids = [f"{key}_{i}" for i in range(count)]
-    store.stage_items([StagedItem(
-        staged, cid, workflow, "classify", f"data/in.jsonl:{i}", "data/in.jsonl", f"fp{cid}", 1,
-        "{}") for i, cid in enumerate(ids)], tenant=tenant)
+    store.stage_items(
+        [
+            StagedItem(
+                staged,
+                cid,
+                workflow,
+                "classify",
+                f"data/in.jsonl:{i}",
+                "data/in.jsonl",
+                f"fp{cid}",
+                1,
+                "{}",
+            )
+            for i, cid in enumerate(ids)
+        ],
+        tenant=tenant,
+    )
     now = created_at if created_at is not None else time.time()
-    intent = BatchIntent(key, workflow, "classify", "data/in.jsonl", 0, "openai", "run1", count,
-                         now, tenant)
+    intent = BatchIntent(
+        key, workflow, "classify", "data/in.jsonl", 0, "openai", "run1", count, now, tenant
+    )
     store.create_intents(staged, [(intent, ids)])
     if state != "submitting" or fields:
         store.update_batch(key, state=state, **fields)
@@ -81,8 +105,13 @@ def item_statuses(store: Store, key: str) -> list[str]:
 
 
 def test_batch_list_shows_every_batch_newest_first(project: Path, store: Store) -> None:
-    add_intent(store, "agac_old", state="collected", created_at=time.time() - 60,
-               provider_batch_id="batch_old")
+    add_intent(
+        store,
+        "agac_old",
+        state="collected",
+        created_at=time.time() - 60,
+        provider_batch_id="batch_old",
+    )
     add_intent(store, "agac_new", state="submitted", provider_batch_id="batch_new")
     add_intent(store, "agac_other", workflow="other", created_at=time.time() - 30)
     result = agac("batch", "list", "wf", "--json", cwd=project)
@@ -99,8 +128,9 @@ def test_batch_list_shows_every_batch_newest_first(project: Path, store: Store) 
     assert text.out.splitlines()[2].split()[:4] == ["agac_new", "batch_new", "wf", "classify"]
 
 
-def test_batch_status_defaults_to_the_latest_batch_and_counts_items(project: Path,
-                                                                    store: Store) -> None:
+def test_batch_status_defaults_to_the_latest_batch_and_counts_items(
+    project: Path, store: Store
+) -> None:
     add_intent(store, "agac_old", state="collected", created_at=time.time() - 60)
     add_intent(store, "agac_new", state="submitted", provider_batch_id="batch_new")
     store.set_item_results("agac_new", [("agac_new_0", "answered", None, None)])
@@ -120,8 +150,9 @@ def test_batch_status_of_an_unknown_submission_names_resolve(project: Path, stor
     assert doc["next"] == "agac batch resolve agac_lost --batch-id ID | --not-submitted"
 
 
-def test_batch_status_without_batches_or_with_a_wrong_id_exits_2(project: Path,
-                                                                 store: Store) -> None:
+def test_batch_status_without_batches_or_with_a_wrong_id_exits_2(
+    project: Path, store: Store
+) -> None:
     empty = agac("batch", "status", "wf", cwd=project)
     assert empty.code == 2 and "wf has no batches yet" in empty.err
     add_intent(store, "agac_a", workflow="other")
@@ -133,11 +164,11 @@ def test_batch_status_without_batches_or_with_a_wrong_id_exits_2(project: Path,
 # -- resolve (B2) --------------------------------------------------------------------------
 
 
-def test_batch_resolve_with_batch_id_makes_the_next_run_poll_it(project: Path,
-                                                                store: Store) -> None:
+def test_batch_resolve_with_batch_id_makes_the_next_run_poll_it(
+    project: Path, store: Store
+) -> None:
     add_intent(store, "agac_lost", state="unknown", error="timeout")
-    result = agac("batch", "resolve", "agac_lost", "--batch-id", "batch_123", "--json",
-                  cwd=project)
+    result = agac("batch", "resolve", "agac_lost", "--batch-id", "batch_123", "--json", cwd=project)
     assert result.code == 0, result
     doc = result.json()
     assert (doc["state"], doc["batch_id"], doc["error"]) == ("submitted", "batch_123", None)
@@ -161,8 +192,7 @@ def test_batch_resolve_refuses_what_it_cannot_settle(project: Path, store: Store
     add_intent(store, "agac_lost", state="unknown")
     settled = agac("batch", "resolve", "agac_done", "--not-submitted", cwd=project)
     assert settled.code == 2 and "only an intent whose submission is unknown" in settled.err
-    both = agac("batch", "resolve", "agac_lost", "--not-submitted", "--batch-id", "x",
-                cwd=project)
+    both = agac("batch", "resolve", "agac_lost", "--not-submitted", "--batch-id", "x", cwd=project)
     neither = agac("batch", "resolve", "agac_lost", cwd=project)
     for result in (both, neither):
         assert result.code == 2 and "exactly one of --batch-id ID or --not-submitted" in result.err
@@ -204,23 +234,36 @@ async def _with_openai(call: Any) -> Any:
 def submit_real_batch(store: Store, key: str) -> BatchHandle:
     """A batch the emulator really holds, recorded as submitted (as a run records it)."""
     ids = add_intent(store, key)
-    requests = [Request(provider="openai", model="gpt-4o-mini", max_tokens=64, custom_id=cid,
-                        messages=(Message("user", f"Review {cid}: works fine."),))
-                for cid in ids]
-    handle: BatchHandle = asyncio.run(
-        _with_openai(lambda a: a.submit_batch(requests, key)))
-    store.update_batch(key, state="submitted", provider_batch_id=handle.id,
-                       meta=dumps(handle.meta), submitted_at=time.time())
+    requests = [
+        Request(
+            provider="openai",
+            model="gpt-4o-mini",
+            max_tokens=64,
+            custom_id=cid,
+            messages=(Message("user", f"Review {cid}: works fine."),),
+        )
+        for cid in ids
+    ]
+    handle: BatchHandle = asyncio.run(_with_openai(lambda a: a.submit_batch(requests, key)))
+    store.update_batch(
+        key,
+        state="submitted",
+        provider_batch_id=handle.id,
+        meta=dumps(handle.meta),
+        submitted_at=time.time(),
+    )
     return handle
 
 
-def test_batch_retrieve_writes_raw_results_as_jsonl(project: Path, store: Store,
-                                                     emulator: Any) -> None:
+def test_batch_retrieve_writes_raw_results_as_jsonl(
+    project: Path, store: Store, emulator: Any
+) -> None:
     handle = submit_real_batch(store, "agac_r")
     emulator.advance(BATCH_SECONDS + 1)
     out = project / "out" / "results.jsonl"
-    result = agac("batch", "retrieve", "wf", "--out", str(out), "--json", cwd=project,
-                  env=emulator.env())
+    result = agac(
+        "batch", "retrieve", "wf", "--out", str(out), "--json", cwd=project, env=emulator.env()
+    )
     assert result.code == 0, result
     doc = result.json()
     assert doc["batch_id"] == handle.id and doc["results"] == 3
@@ -241,8 +284,9 @@ def test_batch_retrieve_writes_raw_results_as_jsonl(project: Path, store: Store,
     assert row is not None and row.state == "submitted" and row.collected_by is None
 
 
-def test_batch_retrieve_refuses_a_batch_that_has_not_ended(project: Path, store: Store,
-                                                            emulator: Any) -> None:
+def test_batch_retrieve_refuses_a_batch_that_has_not_ended(
+    project: Path, store: Store, emulator: Any
+) -> None:
     submit_real_batch(store, "agac_r")
     result = agac("batch", "retrieve", "wf", cwd=project, env=emulator.env())
     assert result.code == 2 and "can be read once it has ended" in result.err
@@ -252,11 +296,13 @@ def test_batch_retrieve_refuses_a_batch_that_has_not_ended(project: Path, store:
     assert never.code == 2 and "never accepted by the provider" in never.err
 
 
-def test_batch_cancel_cancels_at_the_provider_and_claims_nothing(project: Path, store: Store,
-                                                                 emulator: Any) -> None:
+def test_batch_cancel_cancels_at_the_provider_and_claims_nothing(
+    project: Path, store: Store, emulator: Any
+) -> None:
     handle = submit_real_batch(store, "agac_c")
-    result = agac("batch", "cancel", "wf", "--batch-id", handle.id, "--json", cwd=project,
-                  env=emulator.env())
+    result = agac(
+        "batch", "cancel", "wf", "--batch-id", handle.id, "--json", cwd=project, env=emulator.env()
+    )
     assert result.code == 0, result
     assert result.json()["state"] == "cancelling"
     status = asyncio.run(_with_openai(lambda a: a.poll_batch(handle)))
@@ -264,8 +310,16 @@ def test_batch_cancel_cancels_at_the_provider_and_claims_nothing(project: Path, 
     row = store.get_batch("agac_c")
     assert row is not None and row.state == "cancelling" and row.collected_by is None
     assert item_statuses(store, "agac_c") == ["pending"] * 3
-    again = agac("batch", "status", "--batch-id", "agac_c", "--poll", "--json", cwd=project,
-                 env=emulator.env())
+    again = agac(
+        "batch",
+        "status",
+        "--batch-id",
+        "agac_c",
+        "--poll",
+        "--json",
+        cwd=project,
+        env=emulator.env(),
+    )
     assert again.code == 0, again
     assert again.json()["provider_status"]["state"] in ("cancelling", "cancelled")
 
@@ -294,24 +348,49 @@ def test_run_rejects_a_bad_duration_with_exit_2(project: Path, option: str, valu
 
 def test_validate_takes_the_run_mode_and_tuning_of_a_run(project: Path) -> None:
     # Ollama runs batch actions locally and needs no key (the mock has no batch API).
-    (project / "mock.yml").write_text(WORKFLOW.replace("name: wf", "name: mocked").replace(
-        "openai/gpt-4o-mini, run_mode: batch", "ollama/m"), encoding="utf-8")
-    result = agac("validate", "mocked", "--run-mode", "batch", "--poll-interval", "30s",
-                  "--batch-deadline", "2h", "--json", cwd=project)
+    (project / "mock.yml").write_text(
+        WORKFLOW.replace("name: wf", "name: mocked").replace(
+            "openai/gpt-4o-mini, run_mode: batch", "ollama/m"
+        ),
+        encoding="utf-8",
+    )
+    result = agac(
+        "validate",
+        "mocked",
+        "--run-mode",
+        "batch",
+        "--poll-interval",
+        "30s",
+        "--batch-deadline",
+        "2h",
+        "--json",
+        cwd=project,
+    )
     assert result.code == 0, result
     assert result.json()["warnings"] == []
     online = agac("validate", "mocked", "--poll-interval", "30s", "--json", cwd=project)
     assert online.code == 0, online
     assert [w["code"] for w in online.json()["warnings"]] == ["tuning_without_batch"]
-    memory = agac("validate", "mocked", "--run-mode", "batch", "--json", cwd=project,
-                  env={"AGAC_STORE": "memory"})
+    memory = agac(
+        "validate",
+        "mocked",
+        "--run-mode",
+        "batch",
+        "--json",
+        cwd=project,
+        env={"AGAC_STORE": "memory"},
+    )
     assert memory.code == 2
     assert [e["code"] for e in memory.json()["errors"]] == ["not_durable"]
 
 
 def test_run_refuses_batch_mode_on_a_provider_without_a_batch_api(project: Path) -> None:
-    (project / "mock.yml").write_text(WORKFLOW.replace("name: wf", "name: mocked").replace(
-        "openai/gpt-4o-mini, run_mode: batch", "mock/m"), encoding="utf-8")
+    (project / "mock.yml").write_text(
+        WORKFLOW.replace("name: wf", "name: mocked").replace(
+            "openai/gpt-4o-mini, run_mode: batch", "mock/m"
+        ),
+        encoding="utf-8",
+    )
     refused = agac("run", "mocked", "--run-mode", "batch", "--json", cwd=project)
     assert refused.code == 2, refused
     [error] = refused.json()["errors"]
@@ -323,8 +402,10 @@ def test_run_refuses_batch_mode_on_a_provider_without_a_batch_api(project: Path)
 
 
 def test_retry_takes_abandon_in_flight(project: Path) -> None:
-    (project / "mock.yml").write_text(WORKFLOW.replace("name: wf", "name: mocked").replace(
-        "openai/gpt-4o-mini", "ollama/m"), encoding="utf-8")
+    (project / "mock.yml").write_text(
+        WORKFLOW.replace("name: wf", "name: mocked").replace("openai/gpt-4o-mini", "ollama/m"),
+        encoding="utf-8",
+    )
     result = agac("retry", "mocked", "--abandon-in-flight", cwd=project)
     assert result.code == 2, result
     assert "has no finished run to retry" in result.err

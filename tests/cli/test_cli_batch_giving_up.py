@@ -20,12 +20,15 @@ actions:
   - name: ask
     prompt: "Say {{ source.text }}"
 """
-DATA = {"data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
-        "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]}
+DATA = {
+    "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
+    "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)],
+}
 
 
-def test_cancel_then_run_starts_over_on_the_cancelled_units(tmp_path: Path,
-                                                            emulator: RunningEmulator) -> None:
+def test_cancel_then_run_starts_over_on_the_cancelled_units(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     write_project(tmp_path, WF, data=DATA)
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75  # two batches out
@@ -47,14 +50,20 @@ def test_cancel_then_run_starts_over_on_the_cancelled_units(tmp_path: Path,
     assert emulator.stats()["requests"]["openai"]["batch.create"] == 4
 
 
-def test_fresh_that_cannot_cancel_an_old_batch_records_it(tmp_path: Path,
-                                                          emulator: RunningEmulator) -> None:
+def test_fresh_that_cannot_cancel_an_old_batch_records_it(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     write_project(tmp_path, WF, data=DATA)
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
     first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
-    emulator.add_fault({"provider": "openai", "op": "batch.cancel",
-                        "fault": {"http": 500, "message": "cancel is unavailable"}})
+    emulator.add_fault(
+        {
+            "provider": "openai",
+            "op": "batch.cancel",
+            "fault": {"http": 500, "message": "cancel is unavailable"},
+        }
+    )
 
     fresh = agac("run", "wf", "--fresh", cwd=tmp_path, env=env)
 
@@ -73,7 +82,8 @@ def test_fresh_that_cannot_cancel_an_old_batch_records_it(tmp_path: Path,
 
 
 def test_fresh_over_ended_batches_shows_what_they_billed_in_agac_cost(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     write_project(tmp_path, WF, data=DATA)
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
@@ -91,12 +101,15 @@ def test_fresh_over_ended_batches_shows_what_they_billed_in_agac_cost(
     assert "unread: billed by the provider in a batch agac did not read" in text.out
     events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
     listed = events["events"] if isinstance(events, dict) else events
-    assert sorted(e["data"]["billed_unread"] for e in listed
-                  if e["kind"] == "batch_abandoned") == [3, 3]
+    assert sorted(e["data"]["billed_unread"] for e in listed if e["kind"] == "batch_abandoned") == [
+        3,
+        3,
+    ]
 
 
 def test_fresh_shows_batch_abandoned_in_status_records_show_and_the_events(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     write_project(tmp_path, WF, data=DATA)
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75  # two batches out
@@ -108,13 +121,24 @@ def test_fresh_shows_batch_abandoned_in_status_records_show_and_the_events(
     assert status["actions"]["ask"]["reasons"] == {"batch_abandoned": 6}
     text = agac("status", first_run, cwd=tmp_path, env=env)
     assert "batch_abandoned" in text.out
-    shown = agac("records", "show", "0", "--workflow", "wf", "--run", first_run, "--json",
-                 cwd=tmp_path, env=env).json()
+    shown = agac(
+        "records",
+        "show",
+        "0",
+        "--workflow",
+        "wf",
+        "--run",
+        first_run,
+        "--json",
+        cwd=tmp_path,
+        env=env,
+    ).json()
     [ask] = shown["actions"]
     assert (ask["status"], ask["reason"]) == ("failed", "batch_abandoned")
     assert "abandoned by --fresh" in ask["detail"] and "a.jsonl" in ask["detail"]
-    human = agac("records", "show", "0", "--workflow", "wf", "--run", first_run,
-                 cwd=tmp_path, env=env)
+    human = agac(
+        "records", "show", "0", "--workflow", "wf", "--run", first_run, cwd=tmp_path, env=env
+    )
     assert "batch_abandoned" in human.out
     events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
     listed = events["events"] if isinstance(events, dict) else events

@@ -20,8 +20,12 @@ actions:
 
 
 def _project(root: Path) -> None:
-    write_project(root, WF, agac_yml="prices: {mock/m: {input: 1000, output: 1000}}\n",
-                  data={"data/a.jsonl": [{"id": i, "text": f"word {i}"} for i in range(10)]})
+    write_project(
+        root,
+        WF,
+        agac_yml="prices: {mock/m: {input: 1000, output: 1000}}\n",
+        data={"data/a.jsonl": [{"id": i, "text": f"word {i}"} for i in range(10)]},
+    )
 
 
 def test_r5_plan_json_then_refusal_then_exhausted_run(tmp_path: Path) -> None:
@@ -37,8 +41,9 @@ def test_r5_plan_json_then_refusal_then_exhausted_run(tmp_path: Path) -> None:
     assert refused.code == 2, refused
     assert "--allow-over-estimate" in refused.err
 
-    ran = agac("run", "priced", "--budget-usd", "0.1", "--allow-over-estimate", "--json",
-               cwd=tmp_path)
+    ran = agac(
+        "run", "priced", "--budget-usd", "0.1", "--allow-over-estimate", "--json", cwd=tmp_path
+    )
     assert ran.code == 1, ran
     summary = ran.json()
     assert summary["state"] == "exhausted" and summary["next"] == "agac run priced"

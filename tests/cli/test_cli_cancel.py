@@ -30,7 +30,9 @@ def _wait_until_running(root: Path, deadline: float) -> str:
 
 
 def test_cancel_a_run_owned_by_a_live_process(tmp_path: Path) -> None:
-    write_project(tmp_path, LONG, data={"data/a.jsonl": [{"id": i, "text": f"w{i}"} for i in range(400)]})
+    write_project(
+        tmp_path, LONG, data={"data/a.jsonl": [{"id": i, "text": f"w{i}"} for i in range(400)]}
+    )
     proc = spawn("run", "slow", "--json", cwd=tmp_path, env={"AGAC_MOCK_LATENCY_MS": "100"})
     try:
         run_id = _wait_until_running(tmp_path, time.monotonic() + 20)

@@ -33,14 +33,17 @@ actions:
 def _stuck_run(root: Path, worst: str) -> str:
     """A run left ``cancelling`` whose dispatch mark lists a call at a ``worst`` USD (the
     text an older agac stored: ``NaN``, ``Infinity``)."""
-    write_project(root, WF, data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t{i}"} for i in range(3)]})
+    write_project(
+        root, WF, data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t{i}"} for i in range(3)]}
+    )
     project = api.project_of(root)
     store = api.open_store(project)
     try:
         run = open_or_admit(project, store, api.load_workflow("wf", project), RunOptions()).run
         units = f'[["r0","{"0" * 64}",4,1024,{worst}]]'
-        store.checkpoint(Checkpoint(marks=[MarkRow(run.id, "ask", "o:0000000000", units,
-                                                   time.time())]))
+        store.checkpoint(
+            Checkpoint(marks=[MarkRow(run.id, "ask", "o:0000000000", units, time.time())])
+        )
         store.update_run(run.id, state="cancelling")
     finally:
         store.close()
@@ -49,7 +52,8 @@ def _stuck_run(root: Path, worst: str) -> str:
 
 @pytest.mark.parametrize("worst", ["NaN", "Infinity"])
 def test_i29_18_a_run_with_a_bad_stored_cost_can_still_be_cancelled(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worst: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worst: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     run_id = _stuck_run(tmp_path, worst)
     cancelled = agac("cancel", "wf", "--json", cwd=tmp_path)
@@ -67,15 +71,20 @@ def test_i29_18_a_run_with_a_bad_stored_cost_can_still_be_cancelled(
     finally:
         store.close()
     assert (row.origin, row.cost_usd, row.input_tokens, row.output_tokens) == (
-        "unknown", 0.0, 4, 1024)
+        "unknown",
+        0.0,
+        4,
+        1024,
+    )
     assert "worst-case cost was not a number" in row.error
     again = agac("run", "wf", "--json", cwd=tmp_path)
     assert again.code == 0, again
     assert again.json()["state"] == "succeeded" and again.json()["run_id"] != run_id
 
 
-def test_i29_18_continuing_such_a_run_ends_it_cleanly(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_i29_18_continuing_such_a_run_ends_it_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``agac run`` finds the run ``cancelling`` (its canceller stopped half-way) and
     finishes the cancel, the same bad value notwithstanding."""
     monkeypatch.chdir(tmp_path)

@@ -21,7 +21,7 @@ from agac import api
 from agac.data.export import FORMULA_STARTS
 from agac.testing import write_project
 
-ATTACK = "=HYPERLINK(\"http://evil.example\",\"click\")"
+ATTACK = '=HYPERLINK("http://evil.example","click")'
 
 WORKFLOW = f"""\
 name: cells
@@ -61,8 +61,12 @@ NEUTRALIZED_KEYS = {"'=1+1", "'-2+3", "'@me", "-5", "plain"}
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cells")
-    write_project(root, WORKFLOW, data={"data/a.jsonl": RECORDS},
-                  files={"tools/__init__.py": "", "tools/cells.py": TOOL})
+    write_project(
+        root,
+        WORKFLOW,
+        data={"data/a.jsonl": RECORDS},
+        files={"tools/__init__.py": "", "tools/cells.py": TOOL},
+    )
     result = agac("run", "cells", "--json", cwd=root)
     assert result.code == 0, result
     return root
@@ -93,10 +97,17 @@ def _runnable(cell: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("args", [
-    ("--action", "ask"), ("--action", "tool"), ("--all-actions",),
-    ("--all-actions", "--include-source"), ("--action", "tool", "--include-source"),
-], ids=["ask", "tool", "wide", "wide-source", "tool-source"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--action", "ask"),
+        ("--action", "tool"),
+        ("--all-actions",),
+        ("--all-actions", "--include-source"),
+        ("--action", "tool", "--include-source"),
+    ],
+    ids=["ask", "tool", "wide", "wide-source", "tool-source"],
+)
 def test_x4_no_csv_cell_can_run_as_a_formula(project: Path, args: tuple[str, ...]) -> None:
     rows = list(csv.reader(io.StringIO(_export(project, *args), newline="")))
     assert len(rows) == 1 + len(RECORDS)
@@ -145,12 +156,14 @@ def test_i29_14_jsonl_exports_are_not_escaped(project: Path) -> None:
 def test_i29_14_python_api_escape_formulas(project: Path) -> None:
     escaped, verbatim = project / "escaped.csv", project / "verbatim.csv"
     api.export_table("cells", escaped, format="csv", include_source=True, project=project)
-    api.export_table("cells", verbatim, format="csv", include_source=True, project=project,
-                     escape_formulas=False)
+    api.export_table(
+        "cells", verbatim, format="csv", include_source=True, project=project, escape_formulas=False
+    )
     action_escaped, action_verbatim = project / "a1.csv", project / "a2.csv"
     api.export_action("cells", "tool", action_escaped, format="csv", project=project)
-    api.export_action("cells", "tool", action_verbatim, format="csv", project=project,
-                      escape_formulas=False)
+    api.export_action(
+        "cells", "tool", action_verbatim, format="csv", project=project, escape_formulas=False
+    )
 
     assert {r["key"] for r in _csv(escaped.read_text())} == NEUTRALIZED_KEYS
     assert {r["key"] for r in _csv(verbatim.read_text())} == {r["id"] for r in RECORDS}

@@ -36,13 +36,16 @@ COMMANDS = dict(_commands(cli, ("agac",)))
 
 def _sections(text: str) -> dict[str, str]:
     lines = text.splitlines()
-    heads = [(i, len(m["level"]), m["title"]) for i, line in enumerate(lines)
-             if (m := HEADING.match(line))]
+    heads = [
+        (i, len(m["level"]), m["title"])
+        for i, line in enumerate(lines)
+        if (m := HEADING.match(line))
+    ]
     sections = {}
     for n, (start, level, title) in enumerate(heads):
-        end = next((i for i, lv, _ in heads[n + 1:] if lv <= level), len(lines))
+        end = next((i for i, lv, _ in heads[n + 1 :] if lv <= level), len(lines))
         assert title not in sections, f"two sections for {title}"
-        sections[title] = "\n".join(lines[start + 1:end])
+        sections[title] = "\n".join(lines[start + 1 : end])
     return sections
 
 
@@ -67,8 +70,11 @@ def test_every_command_has_a_section(path: str) -> None:
 @pytest.mark.parametrize("path", sorted(COMMANDS))
 def test_every_argument_and_option_is_documented(path: str) -> None:
     section = SECTIONS.get(path, "")
-    missing = [n for n in _names(COMMANDS[path])
-               if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", section)]
+    missing = [
+        n
+        for n in _names(COMMANDS[path])
+        if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", section)
+    ]
     assert not missing, f"docs/cli.md section `{path}` does not mention {missing}"
 
 
@@ -77,4 +83,9 @@ def test_no_section_for_a_command_that_does_not_exist() -> None:
 
 
 def test_the_walk_sees_nested_and_lazy_commands() -> None:
-    assert {"agac runs list", "agac records show", "agac store upgrade", "agac emulator env"} <= set(COMMANDS)
+    assert {
+        "agac runs list",
+        "agac records show",
+        "agac store upgrade",
+        "agac emulator env",
+    } <= set(COMMANDS)

@@ -23,8 +23,9 @@ actions:
 
 
 def _project(root: Path, agac_yml: str = "") -> Path:
-    write_project(root, WORKFLOW, data={"data/a.jsonl": [{"id": 1, "text": "hi"}]},
-                  agac_yml=agac_yml)
+    write_project(
+        root, WORKFLOW, data={"data/a.jsonl": [{"id": 1, "text": "hi"}]}, agac_yml=agac_yml
+    )
     return root
 
 
@@ -32,14 +33,18 @@ def _files(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize(("variable", "value", "says"), [
-    ("AGAC_MOCK_LATENCY_MS", "abc", "AGAC_MOCK_LATENCY_MS must be a number >= 0, got 'abc'"),
-    ("AGAC_MOCK_FAIL_RATE", "7", "AGAC_MOCK_FAIL_RATE must be a number >= 0 and <= 1, got '7'"),
-    ("AGAC_MOCK_FAIL_RATE", "nan", "AGAC_MOCK_FAIL_RATE must be a number"),
-    ("AGAC_RATE_WINDOW_SECONDS", "-1", "AGAC_RATE_WINDOW_SECONDS must be a number > 0"),
-])
-def test_i29_17_a_bad_setting_in_the_environment_is_named(tmp_path: Path, variable: str,
-                                                          value: str, says: str) -> None:
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("AGAC_MOCK_LATENCY_MS", "abc", "AGAC_MOCK_LATENCY_MS must be a number >= 0, got 'abc'"),
+        ("AGAC_MOCK_FAIL_RATE", "7", "AGAC_MOCK_FAIL_RATE must be a number >= 0 and <= 1, got '7'"),
+        ("AGAC_MOCK_FAIL_RATE", "nan", "AGAC_MOCK_FAIL_RATE must be a number"),
+        ("AGAC_RATE_WINDOW_SECONDS", "-1", "AGAC_RATE_WINDOW_SECONDS must be a number > 0"),
+    ],
+)
+def test_i29_17_a_bad_setting_in_the_environment_is_named(
+    tmp_path: Path, variable: str, value: str, says: str
+) -> None:
     root = _project(tmp_path)
     before = _files(root)
     ran = agac("run", "env", "--json", cwd=root, env={variable: value})
@@ -59,10 +64,13 @@ def test_i29_17_the_environment_and_agac_yml_take_the_same_range(tmp_path: Path)
     assert agac("run", "env", cwd=ok, env={"AGAC_MOCK_FAIL_RATE": "0.0"}).code == 0
 
 
-@pytest.mark.parametrize("value", ["MEMORY", "memory?x=1", "garbage", "sqlite:///x.db?mode=ro",
-                                   "mysql://db/x", "sqlite:"])
+@pytest.mark.parametrize(
+    "value",
+    ["MEMORY", "memory?x=1", "garbage", "sqlite:///x.db?mode=ro", "mysql://db/x", "sqlite:"],
+)
 def test_i29_17_a_store_url_outside_the_forms_is_refused_and_creates_nothing(
-        tmp_path: Path, value: str) -> None:
+    tmp_path: Path, value: str
+) -> None:
     root = _project(tmp_path)
     before = _files(root)
     for args in (("run", "env"), ("status",), ("validate", "env")):

@@ -35,15 +35,29 @@ COMMANDS = leaf_commands()
 #: A value for every argument and required option a command may have, by parameter name.
 #: A new command with a parameter not here fails the walk until a value is added.
 VALUES = {
-    "workflow": "review_triage", "ref": "review_triage", "proposal_id": "p1",
-    "effect_id": "e1", "key": "r0001", "action": "classify", "record": "r0001",
-    "reason": "because", "changes": "text=x", "batch_id": "b1",
-    "name": "ann", "tenants": "default", "token_id": "t1",
+    "workflow": "review_triage",
+    "ref": "review_triage",
+    "proposal_id": "p1",
+    "effect_id": "e1",
+    "key": "r0001",
+    "action": "classify",
+    "record": "r0001",
+    "reason": "because",
+    "changes": "text=x",
+    "batch_id": "b1",
+    "name": "ann",
+    "tenants": "default",
+    "token_id": "t1",
 }
 #: Commands that never open the store, and what they answer in the walks.
-NO_STORE = {"agac validate": 0, "agac emulator env": 0, "agac emulator": 2, "agac init": 0,
-            "agac schema": 0,
-            "agac store info": 0}  # store info describes a store without opening it ("exists")
+NO_STORE = {
+    "agac validate": 0,
+    "agac emulator env": 0,
+    "agac emulator": 2,
+    "agac init": 0,
+    "agac schema": 0,
+    "agac store info": 0,
+}  # store info describes a store without opening it ("exists")
 
 
 def _busy_port() -> Iterator[int]:
@@ -76,7 +90,8 @@ def _args(path: str, cmd: click.Command, port: int, as_json: bool, scratch: Path
 def _invoke(args: list[str], env: dict[str, str]) -> Any:
     result = CliRunner().invoke(cli, args, env=env, catch_exceptions=True)
     assert result.exception is None or isinstance(result.exception, SystemExit), (
-        f"agac {' '.join(args)} raised {result.exception!r}")
+        f"agac {' '.join(args)} raised {result.exception!r}"
+    )
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     return result
 
@@ -97,9 +112,14 @@ def _check(path: str, args: list[str], result: Any) -> dict[str, Any] | None:
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 @pytest.mark.parametrize("path", sorted(COMMANDS))
-def test_json_error_when_store_unwritable(path: str, as_json: bool, quickstart_copy: Path,
-                                          busy_port: int, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_json_error_when_store_unwritable(
+    path: str,
+    as_json: bool,
+    quickstart_copy: Path,
+    busy_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Every command, with a store whose folder cannot be created: a message naming the
     store and the fix, exit 1 (2 when refused first), JSON on stdout under --json."""
     monkeypatch.chdir(quickstart_copy)
@@ -118,8 +138,12 @@ def test_json_error_when_store_unwritable(path: str, as_json: bool, quickstart_c
 
 @pytest.mark.parametrize("path", sorted(COMMANDS))
 def test_every_command_on_a_read_only_store_answers_without_sql(
-        path: str, read_only_quickstart: Path, busy_port: int, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    path: str,
+    read_only_quickstart: Path,
+    busy_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A store that can be read but not written: reading commands work, writing ones fail
     exit 1 with ``store_error`` naming the read-only file — never with the statement."""
     monkeypatch.chdir(read_only_quickstart)
@@ -133,8 +157,14 @@ def test_every_command_on_a_read_only_store_answers_without_sql(
 
 
 def test_the_walks_cover_nested_and_lazy_commands() -> None:
-    assert {"agac runs list", "agac batch resolve", "agac emulator", "agac emulator env",
-            "agac worker", "agac store upgrade"} <= set(COMMANDS)
+    assert {
+        "agac runs list",
+        "agac batch resolve",
+        "agac emulator",
+        "agac emulator env",
+        "agac worker",
+        "agac store upgrade",
+    } <= set(COMMANDS)
 
 
 # -- the reported cases, through the real console script ---------------------------------
@@ -148,11 +178,15 @@ def test_json_error_when_store_folder_cannot_be_created(quickstart: Quickstart) 
     assert "hint: set AGAC_STORE" in plain.err
     as_json = quickstart.agac("run", "review_triage", "--json", env=env)
     assert as_json.code == 1
-    assert as_json.json() == {"ok": False, "error": {
-        "code": "store_error",
-        "message": "cannot create the store's folder /proc/nope: No such file or directory",
-        "hint": "set AGAC_STORE (or store: in agac.yml) to a path you can write, e.g. "
-                "sqlite:///.agac/agac.db under the project"}}
+    assert as_json.json() == {
+        "ok": False,
+        "error": {
+            "code": "store_error",
+            "message": "cannot create the store's folder /proc/nope: No such file or directory",
+            "hint": "set AGAC_STORE (or store: in agac.yml) to a path you can write, e.g. "
+            "sqlite:///.agac/agac.db under the project",
+        },
+    }
 
 
 def test_init_into_a_path_that_cannot_be_created_names_it(tmp_path: Path) -> None:
@@ -166,12 +200,15 @@ def test_init_into_a_path_that_cannot_be_created_names_it(tmp_path: Path) -> Non
 
 def test_export_out_an_existing_folder_is_refused(quickstart: Quickstart) -> None:
     (quickstart.root / "results").mkdir(exist_ok=True)
-    done = quickstart.agac("export", "review_triage", "--action", "classify", "--out", "results",
-                           "--json")
+    done = quickstart.agac(
+        "export", "review_triage", "--action", "classify", "--out", "results", "--json"
+    )
     assert done.code == 2 and "Traceback" not in done.err
-    assert done.json()["error"] == {"code": "usage_error",
-                                    "message": "results is a folder, not a file",
-                                    "hint": "name the file to write, e.g. results/results.jsonl"}
+    assert done.json()["error"] == {
+        "code": "usage_error",
+        "message": "results is a folder, not a file",
+        "hint": "name the file to write, e.g. results/results.jsonl",
+    }
     assert list((quickstart.root / "results").iterdir()) == []
 
 
@@ -197,8 +234,9 @@ def test_usage_error_under_json_is_json(quickstart: Quickstart) -> None:
     assert "Error: Invalid value for '--poll-interval'" in done.err
 
 
-def test_unexpected_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch,
-                                                 quickstart_copy: Path) -> None:
+def test_unexpected_error_is_reported_not_raised(
+    monkeypatch: pytest.MonkeyPatch, quickstart_copy: Path
+) -> None:
     """A bug inside a command is ``internal_error`` with a hint to report it, exit 1."""
     from agac import api
 
@@ -210,9 +248,11 @@ def test_unexpected_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch
     result = _invoke(["cost", "--json"], {})
     assert result.exit_code == 1
     assert json.loads(result.stdout)["error"] == {
-        "code": "internal_error", "message": "unexpected TypeError: a bug",
+        "code": "internal_error",
+        "message": "unexpected TypeError: a bug",
         "hint": "this is a bug in agac: please report it with the command you ran "
-                "(AGAC_DEBUG=1 prints the traceback)"}
+        "(AGAC_DEBUG=1 prints the traceback)",
+    }
 
 
 def test_emulator_refuses_a_port_in_use_before_announcing(tmp_path: Path, busy_port: int) -> None:
@@ -234,8 +274,9 @@ def quickstart_copy(quickstart: Quickstart, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def read_only_quickstart(quickstart: Quickstart, tmp_path_factory: pytest.TempPathFactory
-                         ) -> Iterator[Path]:
+def read_only_quickstart(
+    quickstart: Quickstart, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
     """A copy of the quickstart project whose store file cannot be written, even by root
     (``chattr +i``; ``chmod`` for other users)."""
     target = tmp_path_factory.mktemp("read_only") / "proj"
@@ -254,8 +295,7 @@ def _read_only(path: Path) -> Iterator[None]:
         finally:
             path.chmod(0o644)
         return
-    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True,
-                          check=False)
+    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True, check=False)
     if made.returncode != 0:
         pytest.fail(f"cannot make {path} read-only for root (chattr +i): {made.stderr}")
     try:
@@ -278,13 +318,18 @@ actions:
   - name: classify
     prompt: "{{ source.text }}"
 """
-    write_project(tmp_path, wf, data={"data/a.jsonl": [{"id": f"r{i:03d}", "text": f"t{i}"}
-                                                       for i in range(60)]})
+    write_project(
+        tmp_path,
+        wf,
+        data={"data/a.jsonl": [{"id": f"r{i:03d}", "text": f"t{i}"} for i in range(60)]},
+    )
     assert agac("store", "upgrade", cwd=tmp_path).code == 0
     store = Store(f"sqlite:///{tmp_path}/.agac/agac.db")
     with store.engine.begin() as conn:
-        conn.exec_driver_sql("CREATE TRIGGER agac_test_fail BEFORE INSERT ON outcomes WHEN "
-                             "NEW.unit_key = 'r040' BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END")
+        conn.exec_driver_sql(
+            "CREATE TRIGGER agac_test_fail BEFORE INSERT ON outcomes WHEN "
+            "NEW.unit_key = 'r040' BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END"
+        )
     store.close()
     done = agac("run", "wf", "--json", cwd=tmp_path)
     assert done.code == 1 and "Traceback" not in done.err
@@ -310,11 +355,17 @@ actions:
   - name: ask
     prompt: "{{ source.text }}"
 """
-    write_project(tmp_path, wf, data={"data/a.jsonl": [{"text": "x" * 200 + str(i)}
-                                                       for i in range(3000)]})
+    write_project(
+        tmp_path, wf, data={"data/a.jsonl": [{"text": "x" * 200 + str(i)} for i in range(3000)]}
+    )
     assert agac("run", "wf", cwd=tmp_path, timeout=300).code == 0
-    proc = subprocess.Popen([*AGAC, "export", "wf", "--action", "ask"], cwd=tmp_path,
-                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*AGAC, "export", "wf", "--action", "ask"],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith(b'{"key": "a.jsonl:1"')
     proc.stdout.close()

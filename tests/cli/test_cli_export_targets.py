@@ -49,21 +49,34 @@ def test_i29_8_x1_export_refuses_the_store(quickstart: Quickstart, name: str) ->
     for fmt in ("jsonl", "csv"):
         done = agac(*EXPORT, "--format", fmt, "--out", name, "--json", cwd=root)
         assert "a file of the agac store" in str(_refused(done, name)["message"])
-    wide = agac("export", "review_triage", "--format", "parquet", "--all-actions", "--out", name,
-                "--json", cwd=root)
+    wide = agac(
+        "export",
+        "review_triage",
+        "--format",
+        "parquet",
+        "--all-actions",
+        "--out",
+        name,
+        "--json",
+        cwd=root,
+    )
     _refused(wide, name)
     assert db.stat().st_size >= before
     _store_still_reads(root)
 
 
 def test_x1_export_refuses_the_store_through_a_symlink_or_a_hard_link(
-        quickstart: Quickstart) -> None:
+    quickstart: Quickstart,
+) -> None:
     root = quickstart.root
     (root / "via-link.jsonl").symlink_to(root / ".agac" / "agac.db")
     os.link(root / ".agac" / "agac.db", root / "hard.jsonl")
     try:
-        message = str(_refused(agac(*EXPORT, "--out", "via-link.jsonl", "--json", cwd=root),
-                               "via-link.jsonl")["message"])
+        message = str(
+            _refused(
+                agac(*EXPORT, "--out", "via-link.jsonl", "--json", cwd=root), "via-link.jsonl"
+            )["message"]
+        )
         assert "through a link" in message
         _refused(agac(*EXPORT, "--out", "hard.jsonl", "--json", cwd=root), "hard.jsonl")
         assert (root / "via-link.jsonl").is_symlink()
@@ -75,8 +88,10 @@ def test_x1_export_refuses_the_store_through_a_symlink_or_a_hard_link(
 
 def test_x1_export_refuses_an_input_and_the_workflow_file(quickstart: Quickstart) -> None:
     root = quickstart.root
-    for name, what in [("data/reviews/2026-10.jsonl", "an input file of workflow review_triage"),
-                       ("workflows/review_triage.yml", "the workflow file of review_triage")]:
+    for name, what in [
+        ("data/reviews/2026-10.jsonl", "an input file of workflow review_triage"),
+        ("workflows/review_triage.yml", "the workflow file of review_triage"),
+    ]:
         before = _digest(root / name)
         done = agac(*EXPORT, "--out", name, "--json", cwd=root)
         assert what in str(_refused(done, name)["message"])
@@ -85,8 +100,9 @@ def test_x1_export_refuses_an_input_and_the_workflow_file(quickstart: Quickstart
         assert _digest(root / name) == before
 
 
-def test_x1_export_writes_through_a_symlink_to_its_target(quickstart: Quickstart,
-                                                          tmp_path: Path) -> None:
+def test_x1_export_writes_through_a_symlink_to_its_target(
+    quickstart: Quickstart, tmp_path: Path
+) -> None:
     root = quickstart.root
     target = tmp_path / "elsewhere" / "rows.jsonl"
     target.parent.mkdir()
@@ -119,8 +135,16 @@ def test_x1_export_writes_into_a_fifo(quickstart: Quickstart, tmp_path: Path) ->
     assert len(received[0].decode().splitlines()) == 24
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    done = agac("export", "review_triage", "--all-actions", "--format", "parquet", "--out",
-                str(fifo), cwd=quickstart.root)
+    done = agac(
+        "export",
+        "review_triage",
+        "--all-actions",
+        "--format",
+        "parquet",
+        "--out",
+        str(fifo),
+        cwd=quickstart.root,
+    )
     reader.join(timeout=30)
     assert done.code == 0, done
     assert stat.S_ISFIFO(fifo.stat().st_mode) and received[1][:4] == b"PAR1"
@@ -136,8 +160,9 @@ def _device(tmp_path: Path, name: str, minor: int) -> Path:
     return node
 
 
-def test_x1_export_writes_into_a_device_and_never_replaces_it(quickstart: Quickstart,
-                                                               tmp_path: Path) -> None:
+def test_x1_export_writes_into_a_device_and_never_replaces_it(
+    quickstart: Quickstart, tmp_path: Path
+) -> None:
     null = _device(tmp_path, "null", 3)
     done = agac(*EXPORT, "--out", str(null), "--json", cwd=quickstart.root)
     assert done.code == 0, done

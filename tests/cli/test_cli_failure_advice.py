@@ -57,13 +57,26 @@ actions:
 
 
 def test_refused_batch_names_the_file_and_the_command_that_works(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
-    write_project(tmp_path, BATCHED, data={
-        "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
-        "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]})
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    write_project(
+        tmp_path,
+        BATCHED,
+        data={
+            "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
+            "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)],
+        },
+    )
     env = emulator.env()
-    emulator.add_fault({"provider": "openai", "op": "batch.create", "nth": 2, "times": 1,
-                        "fault": {"http": 400, "message": "model not allowed for batch"}})
+    emulator.add_fault(
+        {
+            "provider": "openai",
+            "op": "batch.create",
+            "nth": 2,
+            "times": 1,
+            "fault": {"http": 400, "message": "model not allowed for batch"},
+        }
+    )
 
     refused = agac("run", "wf", "--json", cwd=tmp_path, env=env)
 
@@ -87,18 +100,27 @@ def test_refused_batch_names_the_file_and_the_command_that_works(
     assert emulator.stats()["requests"]["openai"]["batch.create"] == 3  # only the refused again
 
 
-CHAINED = BATCHED + """\
+CHAINED = (
+    BATCHED
+    + """\
   - name: more
     dependencies: [ask]
     prompt: "More {{ ask.text }}"
 """
+)
 
 
 def test_a_waiting_run_names_each_batch_and_file_it_waits_on(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
-    write_project(tmp_path, CHAINED, data={
-        "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
-        "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]})
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    write_project(
+        tmp_path,
+        CHAINED,
+        data={
+            "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
+            "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)],
+        },
+    )
     env = emulator.env()
 
     waiting = agac("run", "wf", "--json", cwd=tmp_path, env=env)
@@ -108,9 +130,12 @@ def test_a_waiting_run_names_each_batch_and_file_it_waits_on(
     ids = {r["file"]: r["batch_id"] for r in rows if r["action"] == "ask"}
     assert sorted(ids) == ["a.jsonl", "b.jsonl"] and all(ids.values())
     assert {r["file"]: r["waits_on"] for r in rows if r["action"] == "more"} == {
-        f: [i] for f, i in ids.items()}
-    assert "more: waiting until every input file can be sent (B4): a.jsonl waits on " \
-           f"ask's batch {ids['a.jsonl']}" in waiting.err
+        f: [i] for f, i in ids.items()
+    }
+    assert (
+        "more: waiting until every input file can be sent (B4): a.jsonl waits on "
+        f"ask's batch {ids['a.jsonl']}" in waiting.err
+    )
     text = agac("status", "wf", cwd=tmp_path, env=env)
     assert "waiting on:" in text.out
     for f, i in ids.items():
@@ -119,13 +144,26 @@ def test_a_waiting_run_names_each_batch_and_file_it_waits_on(
 
 
 def test_a_run_held_back_by_a_refused_file_names_the_batches_still_out(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
-    write_project(tmp_path, BATCHED, data={
-        "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
-        "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)]})
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    write_project(
+        tmp_path,
+        BATCHED,
+        data={
+            "data/a.jsonl": [{"id": i, "text": f"a{i}"} for i in range(3)],
+            "data/b.jsonl": [{"id": 10 + i, "text": f"b{i}"} for i in range(3)],
+        },
+    )
     env = emulator.env()
-    emulator.add_fault({"provider": "openai", "op": "batch.create", "nth": 2, "times": 1,
-                        "fault": {"http": 400, "message": "model not allowed for batch"}})
+    emulator.add_fault(
+        {
+            "provider": "openai",
+            "op": "batch.create",
+            "nth": 2,
+            "times": 1,
+            "fault": {"http": 400, "message": "model not allowed for batch"},
+        }
+    )
 
     refused = agac("run", "wf", "--json", cwd=tmp_path, env=env)
 

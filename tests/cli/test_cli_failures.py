@@ -59,8 +59,12 @@ MANY_ROWS = [{"id": i, "text": f"text {i}"} for i in range(200)]
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
     """A run with a malformed input line and a tool that raises for one record."""
     root = tmp_path_factory.mktemp("mixed")
-    write_project(root, MIXED, data={"data/a.jsonl": MIXED_ROWS},
-                  files={"tools/__init__.py": "", "tools/check.py": CHECK_TOOL})
+    write_project(
+        root,
+        MIXED,
+        data={"data/a.jsonl": MIXED_ROWS},
+        files={"tools/__init__.py": "", "tools/check.py": CHECK_TOOL},
+    )
     result = agac("run", "mixed", "--json", cwd=root)
     assert result.code == 1, result
     return root, result.json()
@@ -75,7 +79,11 @@ def test_partial_run_exits_1_and_names_retry(mixed: tuple[Path, dict[str, object
     assert actions["ask"]["records"] == 4
     assert (actions["ask"]["answered"], actions["ask"]["failed"]) == (3, 1)
     assert actions["ask"]["reasons"] == {"invalid_input": 1}
-    assert (actions["check"]["answered"], actions["check"]["failed"], actions["check"]["skipped"]) == (2, 1, 1)
+    assert (
+        actions["check"]["answered"],
+        actions["check"]["failed"],
+        actions["check"]["skipped"],
+    ) == (2, 1, 1)
     assert actions["check"]["reasons"] == {"tool_error": 1, "upstream_failed": 1}
     # two answered, one attempt of the raising one: a ValueError fails the same way every
     # time, so it is not retried (only agac.RetryableError is)
@@ -89,7 +97,9 @@ def test_partial_run_summary_line_names_retry(mixed: tuple[Path, dict[str, objec
     assert result.out.splitlines()[-1].endswith("2 failed: agac retry mixed")
 
 
-def test_malformed_line_is_failed_invalid_input_in_export(mixed: tuple[Path, dict[str, object]]) -> None:
+def test_malformed_line_is_failed_invalid_input_in_export(
+    mixed: tuple[Path, dict[str, object]],
+) -> None:
     root, _ = mixed
     result = agac("export", "mixed", "--action", "ask", cwd=root)
     assert result.code == 0, result
@@ -111,7 +121,10 @@ def test_malformed_line_in_records_show(mixed: tuple[Path, dict[str, object]]) -
     assert "a.jsonl:3" in doc["record"]["error"]
     by_action = {a["action"]: a for a in doc["actions"]}
     assert (by_action["ask"]["status"], by_action["ask"]["reason"]) == ("failed", "invalid_input")
-    assert (by_action["check"]["status"], by_action["check"]["reason"]) == ("skipped", "upstream_failed")
+    assert (by_action["check"]["status"], by_action["check"]["reason"]) == (
+        "skipped",
+        "upstream_failed",
+    )
     text = agac("records", "show", "a.jsonl:3", cwd=root)
     assert "from a.jsonl line 3" in text.out and "invalid: a.jsonl:3" in text.out
 
@@ -139,7 +152,10 @@ def test_retry_dry_run_lists_failed_units(mixed: tuple[Path, dict[str, object]])
     assert result.code == 0, result
     plan = result.json()
     assert plan["retry_of"] == doc["run_id"] and plan["workflow"] == "mixed"
-    assert {(u["action"], u["key"]) for u in plan["units"]} == {("ask", "a.jsonl:3"), ("check", "2")}
+    assert {(u["action"], u["key"]) for u in plan["units"]} == {
+        ("ask", "a.jsonl:3"),
+        ("check", "2"),
+    }
     text = agac("retry", "mixed", "--dry-run", "--action", "check", cwd=root)
     assert text.code == 0, text
     assert text.out.splitlines()[0].startswith(f"would retry 1 failed units of run {doc['run_id']}")
@@ -148,12 +164,17 @@ def test_retry_dry_run_lists_failed_units(mixed: tuple[Path, dict[str, object]])
 
 
 def test_retry_reasks_failed_units_only(tmp_path: Path) -> None:
-    write_project(tmp_path, MIXED, data={"data/a.jsonl": MIXED_ROWS},
-                  files={"tools/__init__.py": "", "tools/check.py": CHECK_TOOL})
+    write_project(
+        tmp_path,
+        MIXED,
+        data={"data/a.jsonl": MIXED_ROWS},
+        files={"tools/__init__.py": "", "tools/check.py": CHECK_TOOL},
+    )
     first = agac("run", "mixed", "--json", cwd=tmp_path)
     assert first.code == 1, first
     (tmp_path / "tools" / "check.py").write_text(
-        "def check(inputs, ctx):\n    return {'ok': inputs['source']['id']}\n", encoding="utf-8")
+        "def check(inputs, ctx):\n    return {'ok': inputs['source']['id']}\n", encoding="utf-8"
+    )
     result = agac("retry", "mixed", "--action", "check", "--record", "2", "--json", cwd=tmp_path)
     assert result.code == 1, result  # the malformed line still fails
     doc = result.json()
@@ -181,8 +202,13 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A run killed (SIGKILL) after its second checkpoint: left open, mid-way."""
     root = tmp_path_factory.mktemp("crashed")
     write_project(root, LONG, data={"data/many.jsonl": MANY_ROWS})
-    killed = agac("run", "long", "--json", cwd=root,
-                  env={"AGAC_CRASH_AT": "after_checkpoint:6", "AGAC_MOCK_LATENCY_MS": "20"})
+    killed = agac(
+        "run",
+        "long",
+        "--json",
+        cwd=root,
+        env={"AGAC_CRASH_AT": "after_checkpoint:6", "AGAC_MOCK_LATENCY_MS": "20"},
+    )
     assert killed.code == -signal.SIGKILL, killed
     assert killed.out == ""
     [row] = agac("runs", "list", "--json", cwd=root).json()
@@ -225,9 +251,18 @@ def _wait_until_running(root: Path, deadline: float, *, answered: int = 0) -> st
     with more than ``answered`` units answered: its owner is in its loop, calling."""
     while time.monotonic() < deadline:
         rows = agac("runs", "list", "--json", cwd=root).json() if (root / ".agac").exists() else []
-        if rows and rows[0]["state"] == "running" and (not answered or sum(
-                a["answered"] for a in agac("status", "long", "--json", cwd=root).json()
-                ["actions"].values()) > answered):
+        if (
+            rows
+            and rows[0]["state"] == "running"
+            and (
+                not answered
+                or sum(
+                    a["answered"]
+                    for a in agac("status", "long", "--json", cwd=root).json()["actions"].values()
+                )
+                > answered
+            )
+        ):
             return str(rows[0]["run_id"])
         time.sleep(0.1)
     raise AssertionError("the run did not start")

@@ -75,9 +75,16 @@ def test_records_list_says_when_it_is_truncated(tmp_path: Path) -> None:
     assert agac("init", "proj", "--example", "ensemble", cwd=tmp_path).code == 0
     root = tmp_path / "proj"
     assert agac("run", "spam_vote", cwd=root).code == 0
-    short = agac("records", "list", "spam_vote", "--action", "vote", "--limit", "4", "--json", cwd=root)
+    short = agac(
+        "records", "list", "spam_vote", "--action", "vote", "--limit", "4", "--json", cwd=root
+    )
     assert short.code == 0, short
     doc = short.json()
-    assert doc["truncated"] is True and [u["key"] for u in doc["units"]] == ["m01/0", "m01/1", "m01/2", "m02/0"]
+    assert doc["truncated"] is True and [u["key"] for u in doc["units"]] == [
+        "m01/0",
+        "m01/1",
+        "m01/2",
+        "m02/0",
+    ]
     text = agac("records", "list", "spam_vote", "--limit", "4", cwd=root)
     assert "only the first 4 units" in text.err

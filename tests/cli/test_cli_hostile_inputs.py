@@ -28,8 +28,9 @@ KEYS = ["line\nbreak", "nul\x00key", "esc\x1b[2Jkey", "bidi\u202egnp.exe", "plai
 
 
 def test_i29_19_record_keys_are_escaped_in_tables(tmp_path: Path) -> None:
-    write_project(tmp_path, WORKFLOW, data={"data/a.jsonl": [
-        {"id": key, "text": "hi"} for key in KEYS]})
+    write_project(
+        tmp_path, WORKFLOW, data={"data/a.jsonl": [{"id": key, "text": "hi"} for key in KEYS]}
+    )
     assert agac("run", "keys", cwd=tmp_path).code == 0
     listed = agac("records", "list", "keys", cwd=tmp_path)
     assert listed.code == 0, listed
@@ -41,25 +42,33 @@ def test_i29_19_record_keys_are_escaped_in_tables(tmp_path: Path) -> None:
     shown = agac("records", "show", "line\nbreak", "--workflow", "keys", cwd=tmp_path)
     assert shown.code == 0, shown
     assert shown.out.splitlines()[0].startswith("record line\\nbreak of keys")
-    json_doc = agac("records", "show", "bidi\u202egnp.exe", "--workflow", "keys", "--json",
-                    cwd=tmp_path).json()
+    json_doc = agac(
+        "records", "show", "bidi\u202egnp.exe", "--workflow", "keys", "--json", cwd=tmp_path
+    ).json()
     assert json_doc["key"] == "bidi\u202egnp.exe"  # JSON keeps the key as it is
 
 
 def test_i29_19_a_tool_that_hangs_at_import_does_not_hang_validate(tmp_path: Path) -> None:
-    write_project(tmp_path, """\
+    write_project(
+        tmp_path,
+        """\
 name: slow
 input: {path: data/a.jsonl}
 actions:
   - name: t
     kind: tool
     function: tools.slow:f
-""", data={"data/a.jsonl": [{"x": 1}]}, files={
-        "tools/__init__.py": "", "tools/slow.py": "import time\ntime.sleep(600)\n"
-                                                  "def f(inputs, ctx):\n    return {}\n"})
+""",
+        data={"data/a.jsonl": [{"x": 1}]},
+        files={
+            "tools/__init__.py": "",
+            "tools/slow.py": "import time\ntime.sleep(600)\ndef f(inputs, ctx):\n    return {}\n",
+        },
+    )
     started = time.monotonic()
-    checked = agac("validate", "slow", "--json", cwd=tmp_path, timeout=120,
-                   env={"AGAC_IMPORT_TIMEOUT": "2"})
+    checked = agac(
+        "validate", "slow", "--json", cwd=tmp_path, timeout=120, env={"AGAC_IMPORT_TIMEOUT": "2"}
+    )
     assert time.monotonic() - started < 60
     assert checked.code == 2, checked
     (error,) = checked.json()["errors"]
@@ -68,8 +77,11 @@ actions:
 
 
 def test_i29_19_a_yaml_tab_error_says_tab(tmp_path: Path) -> None:
-    write_project(tmp_path, "name: tabs\ninput: {path: data/a.jsonl}\nactions:\n"
-                            "\t- name: a\n", data={"data/a.jsonl": [{"x": 1}]})
+    write_project(
+        tmp_path,
+        "name: tabs\ninput: {path: data/a.jsonl}\nactions:\n\t- name: a\n",
+        data={"data/a.jsonl": [{"x": 1}]},
+    )
     checked = agac("validate", "workflows/wf.yml", "--json", cwd=tmp_path)
     assert checked.code == 2, checked
     (error,) = checked.json()["errors"]

@@ -16,16 +16,23 @@ KEY = {"ANTHROPIC_API_KEY": "sk-ant-test"}
 
 
 def _project(root: Path, action: str) -> Path:
-    write_project(root, "name: wf\ninput: {path: data.jsonl, id_field: id}\nactions:\n"
-                  "  - name: judge\n    model: anthropic/claude-sonnet-4-5\n" + action,
-                  data={"data.jsonl": [{"id": "r1", "text": "Broken on arrival."}]},
-                  files={"docs/policy.md": POLICY}, workflow_file="wf.yml")
+    write_project(
+        root,
+        "name: wf\ninput: {path: data.jsonl, id_field: id}\nactions:\n"
+        "  - name: judge\n    model: anthropic/claude-sonnet-4-5\n" + action,
+        data={"data.jsonl": [{"id": "r1", "text": "Broken on arrival."}]},
+        files={"docs/policy.md": POLICY},
+        workflow_file="wf.yml",
+    )
     return root
 
 
 def test_i24_render_shows_the_static_prefix_and_the_hint(tmp_path: Path) -> None:
-    root = _project(tmp_path, "    context_prefix: '{{ read(\"docs/policy.md\") }}'\n"
-                    "    prompt: 'Decide: {{ source.text }}'\n")
+    root = _project(
+        tmp_path,
+        "    context_prefix: '{{ read(\"docs/policy.md\") }}'\n"
+        "    prompt: 'Decide: {{ source.text }}'\n",
+    )
     shown = agac("render", "wf", "--record", "r1", cwd=root, env=KEY)
     assert shown.code == 0, shown
     chars = len(POLICY + "\n\n" + "Decide: ")
@@ -39,8 +46,11 @@ def test_i24_render_shows_the_static_prefix_and_the_hint(tmp_path: Path) -> None
 
 def test_i24_render_says_no_hint_under_the_minimum(tmp_path: Path) -> None:
     root = _project(tmp_path, "    prompt: 'Decide: {{ source.text }}'\n")
-    line = next(x for x in agac("render", "wf", "--record", "r1", cwd=root, env=KEY)
-                .out.splitlines() if x.startswith("-- cache:"))
+    line = next(
+        x
+        for x in agac("render", "wf", "--record", "r1", cwd=root, env=KEY).out.splitlines()
+        if x.startswith("-- cache:")
+    )
     assert "no hint (cache: auto): under the minimum of 1,024" in line
 
 
@@ -53,8 +63,11 @@ def test_i24_cache_unfriendly_prompt_in_validate(tmp_path: Path) -> None:
 
 
 def test_i24_context_file_refused_in_validate(tmp_path: Path) -> None:
-    root = _project(tmp_path, "    context_prefix: '{{ read(\"../secret.md\") }}'\n"
-                    "    prompt: 'Decide: {{ source.text }}'\n")
+    root = _project(
+        tmp_path,
+        "    context_prefix: '{{ read(\"../secret.md\") }}'\n"
+        "    prompt: 'Decide: {{ source.text }}'\n",
+    )
     checked = agac("validate", "wf", cwd=root, env=KEY)
     assert checked.code == 2
     assert "wf.yml:6: error:" in checked.out + checked.err

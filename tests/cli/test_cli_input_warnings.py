@@ -21,14 +21,20 @@ actions:
 
 
 def test_run_warns_about_an_empty_input_file(tmp_path: Path) -> None:
-    write_project(tmp_path, WF, data={"data/a.jsonl": [{"text": "x"}]},
-                  files={"data/b.csv": "id,text\n"})
+    write_project(
+        tmp_path, WF, data={"data/a.jsonl": [{"text": "x"}]}, files={"data/b.csv": "id,text\n"}
+    )
     done = agac("run", "wf", "--json", cwd=tmp_path)
     assert done.code == 0, done
-    assert ("data/b.csv:1: warning: input file holds no records (a CSV may have only its "
-            "header); it adds nothing to the run [empty_input]") in done.err
-    admitted = [e for e in agac("events", "wf", "--json", cwd=tmp_path).json()
-                if e["kind"] == "run_admitted"]
+    assert (
+        "data/b.csv:1: warning: input file holds no records (a CSV may have only its "
+        "header); it adds nothing to the run [empty_input]"
+    ) in done.err
+    admitted = [
+        e
+        for e in agac("events", "wf", "--json", cwd=tmp_path).json()
+        if e["kind"] == "run_admitted"
+    ]
     assert admitted[0]["data"]["empty_files"] == ["data/b.csv"]
     assert "warning" in agac("validate", "wf", cwd=tmp_path).err
 
@@ -41,5 +47,7 @@ def test_run_fails_the_record_of_an_unclosed_csv_quote(tmp_path: Path) -> None:
     assert (ask["records"], ask["answered"], ask["reasons"]) == (2, 1, {"invalid_input": 1})
     rows = agac("records", "list", "wf", "--status", "failed", "--json", cwd=tmp_path).json()
     (row,) = rows["units"]
-    assert row["detail"].startswith("a.csv:3: a quoted field opens on this line and is never "
-                                    "closed: everything to the end of the file (line 5)")
+    assert row["detail"].startswith(
+        "a.csv:3: a quoted field opens on this line and is never "
+        "closed: everything to the end of the file (line 5)"
+    )

@@ -43,8 +43,14 @@ actions:
 """
 
 ROWS = [{"id": i, "text": f"text {i}"} for i in range(200)]
-CRASH_SAID = ("Traceback", "Task was destroyed", "was never retrieved", "Exception ignored",
-              "RuntimeWarning", "Aborted")
+CRASH_SAID = (
+    "Traceback",
+    "Task was destroyed",
+    "was never retrieved",
+    "Exception ignored",
+    "RuntimeWarning",
+    "Aborted",
+)
 
 
 LATENCY = 1.5
@@ -100,8 +106,9 @@ def _wait_for(check: Any, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _stop(proc: subprocess.Popen[str], signals: int = 1, gap: float = 0.3,
-          timeout: float = 60) -> tuple[float, str, str]:
+def _stop(
+    proc: subprocess.Popen[str], signals: int = 1, gap: float = 0.3, timeout: float = 60
+) -> tuple[float, str, str]:
     """Send SIGINT ``signals`` times; the seconds from the last one to the exit, and output."""
     for i in range(signals):
         if i:
@@ -122,7 +129,8 @@ def _ledger_calls(root: Path, env: dict[str, str], workflow: str) -> int:
 
 
 def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS})
     env = emulator.env()
     proc = _spawn("run", "slow", cwd=tmp_path, env=env)
@@ -179,8 +187,11 @@ def test_ctrl_c_stops_batch_wait_polling(tmp_path: Path, emulator: RunningEmulat
     write_project(tmp_path, BATCHED, data={"data/a.jsonl": ROWS[:20]})
     env = emulator.env()
     proc = _spawn("run", "batched", "--wait", "--poll-interval", "120s", cwd=tmp_path, env=env)
-    _wait_for(lambda: emulator.stats()["requests"].get("openai", {}).get("batch.get", 0) >= 1,
-              60, "the first poll")
+    _wait_for(
+        lambda: emulator.stats()["requests"].get("openai", {}).get("batch.get", 0) >= 1,
+        60,
+        "the first poll",
+    )
     time.sleep(0.3)  # now in the pause between polls
 
     took, out, err = _stop(proc)
@@ -199,8 +210,9 @@ def test_ctrl_c_stops_batch_wait_polling(tmp_path: Path, emulator: RunningEmulat
 def test_ctrl_c_cuts_a_retry_backoff_short(tmp_path: Path, emulator: RunningEmulator) -> None:
     """A provider's Retry-After of two minutes is not waited out after Ctrl-C."""
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS[:4]})
-    emulator.add_fault({"provider": "openai", "op": "chat",
-                        "fault": {"http": 429, "retry_after": 120}})
+    emulator.add_fault(
+        {"provider": "openai", "op": "chat", "fault": {"http": 429, "retry_after": 120}}
+    )
     env = emulator.env()
     proc = _spawn("run", "slow", "--json", cwd=tmp_path, env=env)
     _wait_for(lambda: _chat_calls(emulator) >= 4, 60, "the refused calls")

@@ -24,8 +24,12 @@ actions:
     join: draft
 """
 # "a/0" is a record, and would be item 0 of record "a" if keys were not escaped.
-ROWS = [{"id": "a", "text": "one"}, {"id": "a/0", "text": "two"},
-        {"id": "http://example.com/p?q=1", "text": "three"}, {"id": "50%", "text": "four"}]
+ROWS = [
+    {"id": "a", "text": "one"},
+    {"id": "a/0", "text": "two"},
+    {"id": "http://example.com/p?q=1", "text": "three"},
+    {"id": "50%", "text": "four"},
+]
 
 
 def _project(root: Path) -> Path:
@@ -42,9 +46,16 @@ def test_record_keys_and_item_keys_cannot_collide(tmp_path: Path) -> None:
     assert doc["actions"]["draft"]["records"] == 8 and doc["actions"]["draft"]["answered"] == 8
     assert doc["actions"]["pick"]["answered"] == 4
     drafts = [r["key"] for r in agac("export", "keys", "--action", "draft", cwd=root).json_lines()]
-    assert drafts == ["a/0", "a/1", "a%2F0/0", "a%2F0/1",
-                      "http:%2F%2Fexample.com%2Fp?q=1/0", "http:%2F%2Fexample.com%2Fp?q=1/1",
-                      "50%25/0", "50%25/1"]
+    assert drafts == [
+        "a/0",
+        "a/1",
+        "a%2F0/0",
+        "a%2F0/1",
+        "http:%2F%2Fexample.com%2Fp?q=1/0",
+        "http:%2F%2Fexample.com%2Fp?q=1/1",
+        "50%25/0",
+        "50%25/1",
+    ]
     picks = [r["key"] for r in agac("export", "keys", "--action", "pick", cwd=root).json_lines()]
     assert picks == ["a", "a%2F0", "http:%2F%2Fexample.com%2Fp?q=1", "50%25"]
 
@@ -71,8 +82,7 @@ def test_records_show_takes_a_record_key_or_an_item_key(tmp_path: Path) -> None:
 def test_retry_record_takes_the_record_key_as_in_the_input(tmp_path: Path) -> None:
     root = _project(tmp_path)
     wf = root / "workflows" / "wf.yml"
-    wf.write_text(wf.read_text().replace('"Draft {{ source.text }}',
-                                         '"Draft {{ source.missing }}'))
+    wf.write_text(wf.read_text().replace('"Draft {{ source.text }}', '"Draft {{ source.missing }}'))
     failed = agac("run", "keys", "--json", cwd=root).json()
     assert failed["actions"]["draft"]["reasons"] == {"render_error": 8}
 

@@ -34,8 +34,9 @@ def emulator() -> Iterator[RunningEmulator]:
 
 
 def _project(root: Path, model: str, *, head: str = "", config: str = "") -> Path:
-    write_project(root, head + WF.replace("MODEL", model), data={"data/a.jsonl": ROWS},
-                  agac_yml=config)
+    write_project(
+        root, head + WF.replace("MODEL", model), data={"data/a.jsonl": ROWS}, agac_yml=config
+    )
     return root
 
 
@@ -52,7 +53,8 @@ def test_unpriced_model_warns_at_validate(tmp_path: Path, emulator: RunningEmula
 
 
 def test_unpriced_model_warns_at_run_start_and_is_marked_in_cost(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     root = _project(tmp_path, UNPRICED)
 
     result = agac("run", "priced", "--json", cwd=root, env=emulator.env())
@@ -77,8 +79,12 @@ def test_budget_on_unpriced_model_is_refused(tmp_path: Path, emulator: RunningEm
 
 
 def test_budget_on_a_model_agac_yml_prices_runs(tmp_path: Path, emulator: RunningEmulator) -> None:
-    root = _project(tmp_path, UNPRICED, head="budget: {usd: 5}\n",
-                    config=f"prices:\n  {UNPRICED}: {{input: 1.0, output: 2.0}}\n")
+    root = _project(
+        tmp_path,
+        UNPRICED,
+        head="budget: {usd: 5}\n",
+        config=f"prices:\n  {UNPRICED}: {{input: 1.0, output: 2.0}}\n",
+    )
 
     result = agac("run", "priced", "--json", cwd=root, env=emulator.env())
 
@@ -89,8 +95,9 @@ def test_budget_on_a_model_agac_yml_prices_runs(tmp_path: Path, emulator: Runnin
     assert row["price"] is None and row["cost_usd"] > 0
 
 
-def test_batch_without_a_batch_price_is_derived_in_cost(tmp_path: Path,
-                                                        emulator: RunningEmulator) -> None:
+def test_batch_without_a_batch_price_is_derived_in_cost(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     """Groq's llama-3.3-70b has a live price in the library and no batch price."""
     root = _project(tmp_path, "groq/llama-3.3-70b-versatile", head="")
     wf = root / "workflows" / "wf.yml"

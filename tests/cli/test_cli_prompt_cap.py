@@ -27,10 +27,14 @@ def _project(root: Path, prompt: str, rows: list[dict[str, object]]) -> None:
     write_project(root, WORKFLOW.replace("PROMPT", prompt), data={"data/a.jsonl": rows})
 
 
-def test_i29_15_a_prompt_past_the_cap_is_never_sent(tmp_path: Path,
-                                                   emulator: RunningEmulator) -> None:
-    _project(tmp_path, "Say {{ source.text }}",
-             [{"id": 1, "text": "hi"}, {"id": 2, "text": "x" * 5000}, {"id": 3, "text": "yo"}])
+def test_i29_15_a_prompt_past_the_cap_is_never_sent(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    _project(
+        tmp_path,
+        "Say {{ source.text }}",
+        [{"id": 1, "text": "hi"}, {"id": 2, "text": "x" * 5000}, {"id": 3, "text": "yo"}],
+    )
     ran = agac("run", "cap", "--json", cwd=tmp_path, env=emulator.env())
     assert ran.code == 1, ran
     ask = ran.json()["actions"]["ask"]
@@ -46,7 +50,8 @@ def test_i29_15_a_prompt_past_the_cap_is_never_sent(tmp_path: Path,
 
 
 def test_i29_15_a_huge_repetition_fails_the_unit_with_a_message(
-        tmp_path: Path, emulator: RunningEmulator) -> None:
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
     _project(tmp_path, '{{ \\"a\\" * 10**10 }}', [{"id": 1}])
     checked = agac("validate", "cap", cwd=tmp_path, env=emulator.env())
     assert checked.code == 0, checked

@@ -10,10 +10,29 @@ from pathlib import Path
 from cli_support import Quickstart
 
 SUMMARY_KEYS = {"run_id", "workflow", "state", "retry_of", "cost_usd", "next", "actions"}
-ACTION_KEYS = {"records", "answered", "failed", "skipped", "pending", "calls", "reused",
-               "tool_calls", "batches_out", "reasons"}
-SESSION_KEYS = {"key", "workflow", "run_id", "status", "record", "actions", "tokens",
-                "cost_usd", "errors"}
+ACTION_KEYS = {
+    "records",
+    "answered",
+    "failed",
+    "skipped",
+    "pending",
+    "calls",
+    "reused",
+    "tool_calls",
+    "batches_out",
+    "reasons",
+}
+SESSION_KEYS = {
+    "key",
+    "workflow",
+    "run_id",
+    "status",
+    "record",
+    "actions",
+    "tokens",
+    "cost_usd",
+    "errors",
+}
 ESC = "\x1b"
 
 
@@ -53,8 +72,10 @@ def test_run_again_reuses_every_answer_and_names_next_command(quickstart: Quicks
     assert ESC not in result.err and ESC not in result.out
     lines = result.out.strip().splitlines()
     assert lines[0].startswith("run ") and lines[0].endswith("of review_triage: succeeded")
-    assert lines[-1] == ("reused 63 answers, 0 calls, cost $0.0000: "
-                         "agac export review_triage --action route --format jsonl")
+    assert lines[-1] == (
+        "reused 63 answers, 0 calls, cost $0.0000: "
+        "agac export review_triage --action route --format jsonl"
+    )
 
 
 def test_run_limit_admits_only_n_records(quickstart: Quickstart) -> None:
@@ -84,8 +105,19 @@ def test_status_prints_summary_lines(quickstart: Quickstart) -> None:
     assert result.code == 0, result
     lines = result.out.splitlines()
     assert lines[0] == f"run {run_id} of review_triage: succeeded"
-    assert lines[1].split() == ["action", "answered", "failed", "skipped", "pending", "calls",
-                                "tool", "calls", "reused", "cost", "reasons"]
+    assert lines[1].split() == [
+        "action",
+        "answered",
+        "failed",
+        "skipped",
+        "pending",
+        "calls",
+        "tool",
+        "calls",
+        "reused",
+        "cost",
+        "reasons",
+    ]
     assert [line.split()[0] for line in lines[3:6]] == ["classify", "reply", "route"]
     assert lines[-1].endswith(": agac export review_triage --action route --format jsonl")
 
@@ -113,7 +145,16 @@ def test_runs_list_newest_first(quickstart: Quickstart) -> None:
     text = quickstart.agac("runs", "list", "review_triage", "--limit", "1")
     assert text.code == 0, text
     header, _rule, row = text.out.splitlines()
-    assert header.split() == ["run", "tenant", "workflow", "state", "started", "ended", "retry", "of"]
+    assert header.split() == [
+        "run",
+        "tenant",
+        "workflow",
+        "state",
+        "started",
+        "ended",
+        "retry",
+        "of",
+    ]
     assert row.startswith(rows[0]["run_id"])
 
 
@@ -139,7 +180,9 @@ def test_render_shows_the_rendered_prompt(quickstart: Quickstart) -> None:
     assert "You label product reviews." in result.out
     assert f"Classify this review: {record['text']}" in result.out
     assert "== route (tool)" in result.out
-    one = quickstart.agac("render", "review_triage", "--record", key, "--action", "classify", "--json")
+    one = quickstart.agac(
+        "render", "review_triage", "--record", key, "--action", "classify", "--json"
+    )
     rows = one.json()
     assert [r["action"] for r in rows] == ["classify"]
     messages = rows[0]["request"]["messages"]
@@ -189,8 +232,9 @@ def test_export_jsonl_to_stdout(quickstart: Quickstart) -> None:
 
 def test_export_csv_to_stdout_and_out_file(quickstart: Quickstart, tmp_path: Path) -> None:
     run_id = quickstart.summary["run_id"]
-    stdout = quickstart.agac("export", "review_triage", "--action", "reply", "--format", "csv",
-                             "--run", run_id)
+    stdout = quickstart.agac(
+        "export", "review_triage", "--action", "reply", "--format", "csv", "--run", run_id
+    )
     assert stdout.code == 0, stdout
     table = list(csv.DictReader(io.StringIO(stdout.out)))
     assert len(table) == 24
@@ -199,8 +243,19 @@ def test_export_csv_to_stdout_and_out_file(quickstart: Quickstart, tmp_path: Pat
     assert skipped and all(r["reason"] == "guard" and r["output"] == "" for r in skipped)
 
     target = tmp_path / "out" / "reply.csv"
-    written = quickstart.agac("export", "review_triage", "--action", "reply", "--format", "csv",
-                              "--run", run_id, "--out", str(target), "--json")
+    written = quickstart.agac(
+        "export",
+        "review_triage",
+        "--action",
+        "reply",
+        "--format",
+        "csv",
+        "--run",
+        run_id,
+        "--out",
+        str(target),
+        "--json",
+    )
     assert written.code == 0, written
     assert written.json() == {"out": str(target), "rows": 24, "format": "csv"}
     assert target.read_text(encoding="utf-8") == stdout.out

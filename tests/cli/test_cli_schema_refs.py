@@ -65,8 +65,12 @@ def schema_server() -> Iterator[tuple[str, list[str]]]:
 
 
 def _project(root: Path, ref: str, files: dict[str, str] | None = None) -> Path:
-    return write_project(root, WORKFLOW.replace("REF", ref),
-                         data={"data/a.jsonl": [{"id": 1, "text": "good"}]}, files=files)
+    return write_project(
+        root,
+        WORKFLOW.replace("REF", ref),
+        data={"data/a.jsonl": [{"id": 1, "text": "good"}]},
+        files=files,
+    )
 
 
 def _line_of(path: Path, needle: str) -> int:
@@ -74,7 +78,8 @@ def _line_of(path: Path, needle: str) -> int:
 
 
 def test_x2_an_http_ref_is_refused_at_validation_and_never_fetched(
-        tmp_path: Path, schema_server: tuple[str, list[str]]) -> None:
+    tmp_path: Path, schema_server: tuple[str, list[str]]
+) -> None:
     url, hits = schema_server
     wf = _project(tmp_path, f"{url}/sentiment.json")
     checked = agac("validate", "refs", "--json", cwd=tmp_path)
@@ -89,8 +94,9 @@ def test_x2_an_http_ref_is_refused_at_validation_and_never_fetched(
     assert hits == []
 
 
-def test_i29_10_an_http_ref_reaches_no_host(tmp_path: Path,
-                                            schema_server: tuple[str, list[str]]) -> None:
+def test_i29_10_an_http_ref_reaches_no_host(
+    tmp_path: Path, schema_server: tuple[str, list[str]]
+) -> None:
     url, hits = schema_server
     _project(tmp_path, f"{url}/sentiment.json")
     for args in (("validate", "refs"), ("plan", "refs"), ("run", "refs")):
@@ -110,15 +116,19 @@ def test_i29_10_file_etc_passwd_is_refused_before_anything_is_paid(tmp_path: Pat
 
 
 def test_x2_a_ref_to_a_project_file_is_bundled_and_answered(tmp_path: Path) -> None:
-    files = {"schemas/common.json": json.dumps(
-        {"$defs": {"sentiment": {"type": "string", "enum": ["pos", "neg"]}}})}
+    files = {
+        "schemas/common.json": json.dumps(
+            {"$defs": {"sentiment": {"type": "string", "enum": ["pos", "neg"]}}}
+        )
+    }
     _project(tmp_path, "schemas/common.json#/$defs/sentiment", files)
     ran = agac("run", "refs", "--json", cwd=tmp_path)
     assert ran.code == 0, ran
     assert ran.json()["actions"]["label"]["answered"] == 1
     # The file is part of the request: a changed file is a new request, asked again.
-    (tmp_path / "schemas/common.json").write_text(json.dumps(
-        {"$defs": {"sentiment": {"type": "string", "enum": ["good", "bad"]}}}))
+    (tmp_path / "schemas/common.json").write_text(
+        json.dumps({"$defs": {"sentiment": {"type": "string", "enum": ["good", "bad"]}}})
+    )
     again = agac("run", "refs", "--new", "--json", cwd=tmp_path)
     assert again.code == 0, again
     assert again.json()["actions"]["label"]["calls"] == 1

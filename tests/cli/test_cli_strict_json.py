@@ -76,8 +76,12 @@ def strict_loads(text: str) -> Any:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("values")
-    write_project(root, WORKFLOW, data={"data/a.jsonl": [{"id": i} for i in range(1, 7)]},
-                  files={"tools/__init__.py": "", "tools/measure.py": TOOL})
+    write_project(
+        root,
+        WORKFLOW,
+        data={"data/a.jsonl": [{"id": i} for i in range(1, 7)]},
+        files={"tools/__init__.py": "", "tools/measure.py": TOOL},
+    )
     result = agac("run", "values", "--json", cwd=root)
     assert result.code == 1, result  # some records failed
     doc = strict_loads(result.out)
@@ -86,8 +90,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_i29_12_tool_nan_and_infinity_fail_tool_error_naming_the_field(project: Path) -> None:
-    rows = [strict_loads(line) for line in
-            agac("export", "values", "--action", "measure", cwd=project).out.splitlines()]
+    rows = [
+        strict_loads(line)
+        for line in agac("export", "values", "--action", "measure", cwd=project).out.splitlines()
+    ]
     by_key = {r["key"]: r for r in rows}
     assert by_key["1"]["status"] == "answered"
     for key in ("2", "3", "4"):
@@ -99,8 +105,15 @@ def test_i29_12_tool_nan_and_infinity_fail_tool_error_naming_the_field(project: 
 
 def test_i29_13_tool_lone_surrogate_fails_tool_error_and_the_run_ends(project: Path) -> None:
     """The run settles (``partial``), it is not left ``running``; a rerun has nothing to do."""
-    rows = {r["key"]: r for r in (strict_loads(line) for line in agac(
-        "export", "values", "--action", "measure", cwd=project).out.splitlines())}
+    rows = {
+        r["key"]: r
+        for r in (
+            strict_loads(line)
+            for line in agac(
+                "export", "values", "--action", "measure", cwd=project
+            ).out.splitlines()
+        )
+    }
     for key in ("5", "6"):
         assert (rows[key]["status"], rows[key]["reason"]) == ("failed", "tool_error")
         assert rows[key]["detail"].startswith(EXPECTED[key]), rows[key]
@@ -111,12 +124,16 @@ def test_i29_13_tool_lone_surrogate_fails_tool_error_and_the_run_ends(project: P
     assert "store" not in again.err, again
 
 
-@pytest.mark.parametrize("args", [
-    ("--action", "measure", "--format", "jsonl"),
-    ("--action", "after", "--format", "jsonl"),
-    ("--all-actions", "--format", "jsonl"),
-    ("--all-actions", "--include-source", "--format", "jsonl"),
-], ids=["action-jsonl", "after-jsonl", "wide-jsonl", "wide-source-jsonl"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--action", "measure", "--format", "jsonl"),
+        ("--action", "after", "--format", "jsonl"),
+        ("--all-actions", "--format", "jsonl"),
+        ("--all-actions", "--include-source", "--format", "jsonl"),
+    ],
+    ids=["action-jsonl", "after-jsonl", "wide-jsonl", "wide-source-jsonl"],
+)
 def test_x3_every_jsonl_export_is_strict_json(project: Path, args: tuple[str, ...]) -> None:
     result = agac("export", "values", *args, cwd=project)
 
@@ -125,10 +142,14 @@ def test_x3_every_jsonl_export_is_strict_json(project: Path, args: tuple[str, ..
     assert len(rows) == 6
 
 
-@pytest.mark.parametrize("args", [
-    ("--action", "measure", "--format", "csv"),
-    ("--all-actions", "--include-source", "--format", "csv"),
-], ids=["action-csv", "wide-csv"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--action", "measure", "--format", "csv"),
+        ("--all-actions", "--include-source", "--format", "csv"),
+    ],
+    ids=["action-csv", "wide-csv"],
+)
 def test_x3_every_csv_export_writes_strict_json_cells(project: Path, args: tuple[str, ...]) -> None:
     result = agac("export", "values", *args, cwd=project)
 
@@ -142,8 +163,11 @@ def test_x3_every_csv_export_writes_strict_json_cells(project: Path, args: tuple
 
 
 def test_x3_json_documents_are_strict_json(project: Path) -> None:
-    for args in (("status", "values"), ("records", "show", "2", "--workflow", "values"),
-                 ("export", "values", "--action", "measure", "--out", "m.jsonl")):
+    for args in (
+        ("status", "values"),
+        ("records", "show", "2", "--workflow", "values"),
+        ("export", "values", "--action", "measure", "--out", "m.jsonl"),
+    ):
         result = agac(*args, "--json", cwd=project)
         assert result.code == 0, result
         strict_loads(result.out)
@@ -153,15 +177,23 @@ def test_x3_a_stored_nan_stops_the_export_naming_the_record(tmp_path: Path) -> N
     """A NaN an earlier agac stored is not written as ``NaN``: the export stops with a
     store error naming the record and the field."""
     root = tmp_path
-    write_project(root, WORKFLOW, data={"data/a.jsonl": [{"id": 1}]},
-                  files={"tools/__init__.py": "", "tools/measure.py": TOOL})
+    write_project(
+        root,
+        WORKFLOW,
+        data={"data/a.jsonl": [{"id": 1}]},
+        files={"tools/__init__.py": "", "tools/measure.py": TOOL},
+    )
     assert agac("run", "values", cwd=root).code == 0
     with sqlite3.connect(root / ".agac" / "agac.db") as db:
         db.execute("""UPDATE outcomes SET output = '{"score":NaN,"n":1}'
                       WHERE output LIKE '%score%'""")
 
-    for args in (("--action", "measure"), ("--action", "measure", "--format", "csv"),
-                 ("--all-actions",), ("--all-actions", "--format", "csv")):
+    for args in (
+        ("--action", "measure"),
+        ("--action", "measure", "--format", "csv"),
+        ("--all-actions",),
+        ("--all-actions", "--format", "csv"),
+    ):
         result = agac("export", "values", *args, "--json", "--out", "x.out", cwd=root)
         assert result.code == 1, result
         error = strict_loads(result.out)["error"]

@@ -40,9 +40,12 @@ ENV = {"AGAC_SECRET": "cli-tenants", "AGAC_USER": "ann"}
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project where tenant acme ran wf to the end (proposals approved, effects done)."""
     root = tmp_path_factory.mktemp("tenants")
-    write_project(root, WF, data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t{i}"}
-                                                   for i in range(3)]},
-                  files={"tools.py": TOOLS})
+    write_project(
+        root,
+        WF,
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t{i}"} for i in range(3)]},
+        files={"tools.py": TOOLS},
+    )
     paused = agac("run", "wf", "--tenant", "acme", "--json", cwd=root, env=ENV)
     assert paused.code == 75, paused
     for p in agac("approvals", "list", "--tenant", "acme", "--json", cwd=root, env=ENV).json():
@@ -54,8 +57,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _ids(root: Path) -> dict[str, str]:
     run = agac("status", "wf", "--tenant", "acme", "--json", cwd=root, env=ENV).json()
-    proposal = agac("approvals", "list", "--all", "--tenant", "acme", "--json", cwd=root,
-                    env=ENV).json()[0]
+    proposal = agac(
+        "approvals", "list", "--all", "--tenant", "acme", "--json", cwd=root, env=ENV
+    ).json()[0]
     effect = agac("effects", "list", "--tenant", "acme", "--json", cwd=root, env=ENV).json()[0]
     return {"run": run["run_id"], "proposal": proposal["id"], "effect": effect["id"]}
 
@@ -66,11 +70,22 @@ def test_t2_the_run_keeps_its_tenant_in_summary_runs_list_exports_and_events(pro
     listed = agac("runs", "list", "--tenant", "acme", "--json", cwd=project, env=ENV).json()
     assert [r["tenant"] for r in listed] == ["acme"]
     assert "acme" in agac("runs", "list", "--tenant", "acme", cwd=project, env=ENV).out
-    exported = agac("export", "wf", "--action", "classify", "--tenant", "acme", cwd=project,
-                    env=ENV)
+    exported = agac(
+        "export", "wf", "--action", "classify", "--tenant", "acme", cwd=project, env=ENV
+    )
     assert [json.loads(x)["tenant"] for x in exported.out.splitlines()] == ["acme"] * 3
-    csv = agac("export", "wf", "--action", "classify", "--format", "csv", "--tenant", "acme",
-               cwd=project, env=ENV)
+    csv = agac(
+        "export",
+        "wf",
+        "--action",
+        "classify",
+        "--format",
+        "csv",
+        "--tenant",
+        "acme",
+        cwd=project,
+        env=ENV,
+    )
     assert csv.out.splitlines()[0].endswith(",tenant") and csv.out.splitlines()[1].endswith(",acme")
     events = agac("events", "--tenant", "acme", "--json", cwd=project, env=ENV).json()
     assert {e["tenant"] for e in events} == {"acme"}
@@ -88,13 +103,19 @@ def test_t2_the_run_keeps_its_tenant_in_summary_runs_list_exports_and_events(pro
 
 
 OBJECTS = [
-    ("status", "{run}"), ("events", "{run}"), ("cost", "{run}"),
-    ("records", "list", "wf", "--run", "{run}"), ("records", "show", "r0", "--run", "{run}"),
+    ("status", "{run}"),
+    ("events", "{run}"),
+    ("cost", "{run}"),
+    ("records", "list", "wf", "--run", "{run}"),
+    ("records", "show", "r0", "--run", "{run}"),
     ("export", "wf", "--action", "classify", "--run", "{run}", "--out", "x.jsonl"),
     ("cancel", "{run}"),
-    ("approvals", "show", "{proposal}"), ("approve", "{proposal}"),
-    ("reject", "{proposal}", "--reason", "no"), ("revise", "{proposal}", "--set", "x=1"),
-    ("effects", "resolve", "{effect}", "--done"), ("effects", "compensate", "{effect}"),
+    ("approvals", "show", "{proposal}"),
+    ("approve", "{proposal}"),
+    ("reject", "{proposal}", "--reason", "no"),
+    ("revise", "{proposal}", "--set", "x=1"),
+    ("effects", "resolve", "{effect}", "--done"),
+    ("effects", "compensate", "{effect}"),
 ]
 
 
@@ -102,8 +123,9 @@ OBJECTS = [
 def test_t2_another_tenants_object_is_not_found(project: Path, args: tuple[str, ...]) -> None:
     ids = _ids(project)
     theirs = [a.format(**ids) for a in args]
-    nobody = [a.format(run="feedc0ffee00", proposal="feedc0ffee00", effect="feedc0ffee00")
-              for a in args]
+    nobody = [
+        a.format(run="feedc0ffee00", proposal="feedc0ffee00", effect="feedc0ffee00") for a in args
+    ]
     for env in ({**ENV, "AGAC_TENANT": "beta"}, ENV):  # tenant beta; tenant default
         found = agac(*theirs, "--json", cwd=project, env=env)
         missing = agac(*nobody, "--json", cwd=project, env=env)
@@ -116,8 +138,12 @@ def test_t2_another_tenants_object_is_not_found(project: Path, args: tuple[str, 
 
 
 def test_t2_lists_leave_other_tenants_out_and_names_are_checked(project: Path) -> None:
-    for args in (("runs", "list"), ("effects", "list"), ("approvals", "list", "--all"),
-                 ("batch", "list")):
+    for args in (
+        ("runs", "list"),
+        ("effects", "list"),
+        ("approvals", "list", "--all"),
+        ("batch", "list"),
+    ):
         assert agac(*args, "--tenant", "beta", "--json", cwd=project, env=ENV).json() == []
     bad = agac("status", "--tenant", "no/slash", cwd=project, env=ENV)
     assert bad.code == 2 and "not a tenant name" in bad.err

@@ -31,7 +31,7 @@ def _table(stdout: str) -> tuple[str, str, list[str]]:
     lines = stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line and set(line) == {"─"})
     rows = []
-    for line in lines[at + 1:]:
+    for line in lines[at + 1 :]:
         if "   " not in line:  # the table ends where plain text starts
             break
         rows.append(line)
@@ -46,11 +46,20 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("args", "first"), [
-    (["runs", "list"], "run"), (["cost"], "action"), (["events"], "id"), (["plan", LONG], "action"),
-    (["records", "list", LONG], "key"), (["status"], "action")])
-def test_tables_have_headers_and_aligned_columns(project: Path, args: list[str],
-                                                 first: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (["runs", "list"], "run"),
+        (["cost"], "action"),
+        (["events"], "id"),
+        (["plan", LONG], "action"),
+        (["records", "list", LONG], "key"),
+        (["status"], "action"),
+    ],
+)
+def test_tables_have_headers_and_aligned_columns(
+    project: Path, args: list[str], first: str
+) -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     header, rule, rows = _table(result.stdout)
@@ -64,7 +73,7 @@ def test_a_long_name_does_not_shift_the_columns(project: Path) -> None:
     header, _rule, rows = _table(CliRunner().invoke(cli, ["cost"]).stdout)
     assert any(row.startswith(ACTION) for row in rows) and any(row.startswith("b ") for row in rows)
     tier = header.index("tier")
-    assert {row[tier:tier + 4] for row in rows} == {"live"}
+    assert {row[tier : tier + 4] for row in rows} == {"live"}
     calls_end = header.index("calls") + len("calls")
     assert all(row[calls_end - 1].isdigit() for row in rows)  # right-aligned under its header
 

@@ -55,11 +55,15 @@ class Custom(BaseException):
 
 
 def _project(root: Path, statement: str, *, is_async: bool = False) -> Path:
-    workflow = WORKFLOW.replace("tools.check:check", "tools.check:check_async") if is_async \
-        else WORKFLOW
-    write_project(root, workflow, data={"data/a.jsonl": ROWS},
-                  files={"tools/__init__.py": "",
-                         "tools/check.py": TOOL.format(RAISE=statement)})
+    workflow = (
+        WORKFLOW.replace("tools.check:check", "tools.check:check_async") if is_async else WORKFLOW
+    )
+    write_project(
+        root,
+        workflow,
+        data={"data/a.jsonl": ROWS},
+        files={"tools/__init__.py": "", "tools/check.py": TOOL.format(RAISE=statement)},
+    )
     return root
 
 
@@ -83,8 +87,9 @@ def test_tool_sys_exit_fails_unit_tool_error(tmp_path: Path, code: int, is_async
     assert (check["answered"], check["failed"], check["tool_calls"]) == (2, 1, 3)
     assert check["reasons"] == {"tool_error": 1}
     assert doc["actions"]["after"]["reasons"] == {"upstream_failed": 1}
-    rows = {r["key"]: r for r in agac("export", "tools", "--action", "check",
-                                       cwd=root).json_lines()}
+    rows = {
+        r["key"]: r for r in agac("export", "tools", "--action", "check", cwd=root).json_lines()
+    }
     assert rows["2"]["detail"] == f"SystemExit: {code}"
     # The next run (a final run is never resumed: a new one, carrying the failure) is clean.
     again = agac("run", "tools", "--json", cwd=root)
@@ -93,13 +98,17 @@ def test_tool_sys_exit_fails_unit_tool_error(tmp_path: Path, code: int, is_async
     assert again.json()["actions"]["check"]["reasons"] == {"tool_error": 1}
 
 
-@pytest.mark.parametrize(("statement", "named"), [
-    ("raise Custom('mine')", "Custom: mine"),
-    ("raise asyncio.CancelledError('by the tool')", "CancelledError: by the tool"),
-    ("raise SystemExit", "SystemExit: None"),
-])
-def test_tool_base_exception_fails_unit_tool_error(tmp_path: Path, statement: str,
-                                                   named: str) -> None:
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("raise Custom('mine')", "Custom: mine"),
+        ("raise asyncio.CancelledError('by the tool')", "CancelledError: by the tool"),
+        ("raise SystemExit", "SystemExit: None"),
+    ],
+)
+def test_tool_base_exception_fails_unit_tool_error(
+    tmp_path: Path, statement: str, named: str
+) -> None:
     """A BaseException of the tool's own — a CancelledError agac did not ask for
     included — fails that unit; the run goes on."""
     root = _project(tmp_path, statement, is_async=True)
@@ -110,13 +119,15 @@ def test_tool_base_exception_fails_unit_tool_error(tmp_path: Path, statement: st
     _no_crash_output(result.err)
     check = result.json()["actions"]["check"]
     assert (check["answered"], check["failed"]) == (2, 1)
-    rows = {r["key"]: r for r in agac("export", "tools", "--action", "check",
-                                       cwd=root).json_lines()}
+    rows = {
+        r["key"]: r for r in agac("export", "tools", "--action", "check", cwd=root).json_lines()
+    }
     assert rows["2"]["detail"] == named
 
 
-@pytest.mark.parametrize("statement", ["raise KeyError('text')", "raise TypeError('no')",
-                                       "raise ValueError('bad')"])
+@pytest.mark.parametrize(
+    "statement", ["raise KeyError('text')", "raise TypeError('no')", "raise ValueError('bad')"]
+)
 def test_tool_deterministic_error_is_not_retried(tmp_path: Path, statement: str) -> None:
     root = _project(tmp_path, statement)
 
@@ -131,10 +142,12 @@ def test_tool_deterministic_error_is_not_retried(tmp_path: Path, statement: str)
 
 def test_tool_retryable_error_is_retried(tmp_path: Path) -> None:
     """``agac.RetryableError`` asks for another attempt: twice busy, then an answer."""
-    statement = ("n = int(open('tries').read()) if os.path.exists('tries') else 0\n"
-                 "        open('tries', 'w').write(str(n + 1))\n"
-                 "        if n < 2:\n"
-                 "            raise agac.RetryableError('the service is busy')")
+    statement = (
+        "n = int(open('tries').read()) if os.path.exists('tries') else 0\n"
+        "        open('tries', 'w').write(str(n + 1))\n"
+        "        if n < 2:\n"
+        "            raise agac.RetryableError('the service is busy')"
+    )
     root = _project(tmp_path, statement)
 
     doc = agac("run", "tools", "--json", cwd=root).json()
@@ -151,34 +164,43 @@ def test_tool_retryable_error_fails_after_the_last_attempt(tmp_path: Path) -> No
 
     check = doc["actions"]["check"]
     assert (check["failed"], check["tool_calls"]) == (1, 2 + 3)
-    rows = {r["key"]: r for r in agac("export", "tools", "--action", "check",
-                                       cwd=root).json_lines()}
+    rows = {
+        r["key"]: r for r in agac("export", "tools", "--action", "check", cwd=root).json_lines()
+    }
     assert rows["2"]["detail"] == "RetryableError: still busy"
 
 
-SECRET = "sk-live-0123456789abcdefghijklmnop"   # an OpenAI-shaped key, in the environment
-PLAIN = "correct-horse-battery-staple-42"       # a key of no known shape, in the environment
+SECRET = "sk-live-0123456789abcdefghijklmnop"  # an OpenAI-shaped key, in the environment
+PLAIN = "correct-horse-battery-staple-42"  # a key of no known shape, in the environment
 
 
 def test_tool_error_text_redacts_secrets(tmp_path: Path) -> None:
     """The tool's exception text and traceback are stored with the configured providers'
     keys (their actual values), key shapes and Authorization values redacted: not in the
     export, the session, the events, nor anywhere in the store file."""
-    statement = ("raise ValueError('called with ' + os.environ['OPENAI_API_KEY'] + ' and '"
-                 " + os.environ['ANTHROPIC_API_KEY'] + ', header ' + os.environ['HEADER'])")
+    statement = (
+        "raise ValueError('called with ' + os.environ['OPENAI_API_KEY'] + ' and '"
+        " + os.environ['ANTHROPIC_API_KEY'] + ', header ' + os.environ['HEADER'])"
+    )
     root = _project(tmp_path, statement)
     # HEADER is no secret's variable: only the shapes in its value are known.
-    env = {"OPENAI_API_KEY": SECRET, "ANTHROPIC_API_KEY": PLAIN,
-           "HEADER": "Authorization: Bearer tok3n-abcdef-123456 and gsk_ABCDEFGHIJKLMNOPQRSTUVWX"}
+    env = {
+        "OPENAI_API_KEY": SECRET,
+        "ANTHROPIC_API_KEY": PLAIN,
+        "HEADER": "Authorization: Bearer tok3n-abcdef-123456 and gsk_ABCDEFGHIJKLMNOPQRSTUVWX",
+    }
 
     result = agac("run", "tools", "--json", cwd=root, env=env)
 
     assert result.code == 1, result
-    rows = {r["key"]: r for r in agac("export", "tools", "--action", "check",
-                                       cwd=root).json_lines()}
+    rows = {
+        r["key"]: r for r in agac("export", "tools", "--action", "check", cwd=root).json_lines()
+    }
     detail = rows["2"]["detail"]
-    assert detail == ("ValueError: called with [redacted] and [redacted], header "
-                      "Authorization: Bearer [redacted] and [redacted]")
+    assert detail == (
+        "ValueError: called with [redacted] and [redacted], header "
+        "Authorization: Bearer [redacted] and [redacted]"
+    )
     session = agac("records", "show", "2", "--workflow", "tools", "--json", cwd=root)
     events = agac("events", result.json()["run_id"], "--json", cwd=root)
     assert events.code == 0, events

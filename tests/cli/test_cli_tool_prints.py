@@ -45,8 +45,12 @@ async def loud_async(inputs, ctx):
 
 
 def _project(root: Path) -> Path:
-    write_project(root, WORKFLOW, data={"data/a.jsonl": [{"id": 1}, {"id": 2}]},
-                  files={"tools/__init__.py": "", "tools/loud.py": TOOL})
+    write_project(
+        root,
+        WORKFLOW,
+        data={"data/a.jsonl": [{"id": 1}, {"id": 2}]},
+        files={"tools/__init__.py": "", "tools/loud.py": TOOL},
+    )
     return root
 
 
@@ -59,9 +63,15 @@ def test_i29_11_tool_prints_at_import_and_call_go_to_stderr(tmp_path: Path) -> N
     doc = result.json()  # the whole of stdout is one JSON document
     assert doc["state"] == "succeeded"
     assert doc["actions"]["loud_async"]["answered"] == 2
-    for said in ("printed at import", "printed at call 1", "printed at call 2",
-                 "written at call", "fd 1 at call", "child at call",
-                 "printed by the async tool"):
+    for said in (
+        "printed at import",
+        "printed at call 1",
+        "printed at call 2",
+        "written at call",
+        "fd 1 at call",
+        "child at call",
+        "printed by the async tool",
+    ):
         assert said in result.err, result
         assert said not in result.out
 

@@ -29,8 +29,10 @@ def _anchors() -> list[str]:
 
 
 def _texts() -> dict[str, str]:
-    texts = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
-             for p in [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]}
+    texts = {
+        p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
+        for p in [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+    }
     runner = CliRunner()
     for path in leaf_commands(groups=True):
         result = runner.invoke(cli, [*path.split()[1:], "--help"])
@@ -58,10 +60,14 @@ def test_every_cited_rule_id_resolves_in_guarantees(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(TEXTS))
 def test_no_citation_of_a_document_outside_the_repository(name: str) -> None:
     text = TEXTS[name]
-    assert "DESIGN" not in text and "§" not in text, f"{name} cites a design document the repository does not ship"
+    assert "DESIGN" not in text and "§" not in text, (
+        f"{name} cites a design document the repository does not ship"
+    )
 
 
 def test_the_scan_sees_help_and_ids() -> None:
     assert {"agac --help", "agac approvals --help", "agac runs list --help"} <= set(TEXTS)
     assert "A1" in TEXTS["agac approvals --help"]
-    assert {"B0", "B12", "R1", "S5", "S6", "S7", "A3", "E2", "P1", "X1", "X2", "X3", "X4"} <= set(_anchors())
+    assert {"B0", "B12", "R1", "S5", "S6", "S7", "A3", "E2", "P1", "X1", "X2", "X3", "X4"} <= set(
+        _anchors()
+    )

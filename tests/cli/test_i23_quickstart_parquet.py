@@ -11,7 +11,8 @@ from cli_support import agac
 
 
 def test_i23_6_the_quickstart_parquet_variant_runs_and_reads_only_its_columns(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     assert agac("init", "proj", "--example", "quickstart", cwd=tmp_path).code == 0
     root = tmp_path / "proj"
     assert (root / "data" / "parquet" / "reviews.parquet").is_file()
@@ -20,11 +21,17 @@ def test_i23_6_the_quickstart_parquet_variant_runs_and_reads_only_its_columns(
     done = agac("run", "review_triage_parquet", "--json", cwd=root)
     assert done.code == 0, done
     assert json.loads(done.out)["actions"]["classify"]["answered"] == 24
-    exported = agac("export", "review_triage_parquet", "--all-actions", "--include-source",
-                    cwd=root)
+    exported = agac(
+        "export", "review_triage_parquet", "--all-actions", "--include-source", cwd=root
+    )
     rows = [json.loads(line) for line in exported.out.splitlines()]
     assert len(rows) == 24 and rows[0]["key"] == "r0001"
     source = {k for k in rows[0] if k.startswith("source.")}
-    assert source == {"source.review_id", "source.text", "source.posted_at",
-                      "source.product.sku", "source.product.tags"}  # no source.stars
+    assert source == {
+        "source.review_id",
+        "source.text",
+        "source.posted_at",
+        "source.product.sku",
+        "source.product.tags",
+    }  # no source.stars
     assert rows[0]["source.posted_at"] == "2026-10-01T09:30:00.000"

@@ -19,16 +19,29 @@ prices:
 """
 
 
-def _project(root: Path, system: str, *, records: int = 3, threshold: int = 2,
-             extra: str = "", model: str = "openai/gpt-4o-mini") -> None:
-    workflow = (f"name: wf\ninput: {{path: data/in.jsonl}}\n{extra}"
-                f"defaults: {{model: {model}, max_tokens: 10}}\nactions:\n"
-                f"  - name: classify\n    run_mode: auto\n    auto_batch_min_records: {threshold}\n"
-                f"    system: \"{system}\"\n    prompt: \"Classify: {{{{ source.text }}}}\"\n"
-                "  - name: reply\n    dependencies: [classify]\n    run_mode: online\n"
-                "    prompt: \"Reply to {{ source.text }}\"\n")
-    write_project(root, workflow, agac_yml=PRICES,
-                  data={"data/in.jsonl": [{"text": f"item {i}"} for i in range(records)]})
+def _project(
+    root: Path,
+    system: str,
+    *,
+    records: int = 3,
+    threshold: int = 2,
+    extra: str = "",
+    model: str = "openai/gpt-4o-mini",
+) -> None:
+    workflow = (
+        f"name: wf\ninput: {{path: data/in.jsonl}}\n{extra}"
+        f"defaults: {{model: {model}, max_tokens: 10}}\nactions:\n"
+        f"  - name: classify\n    run_mode: auto\n    auto_batch_min_records: {threshold}\n"
+        f'    system: "{system}"\n    prompt: "Classify: {{{{ source.text }}}}"\n'
+        "  - name: reply\n    dependencies: [classify]\n    run_mode: online\n"
+        '    prompt: "Reply to {{ source.text }}"\n'
+    )
+    write_project(
+        root,
+        workflow,
+        agac_yml=PRICES,
+        data={"data/in.jsonl": [{"text": f"item {i}"} for i in range(records)]},
+    )
 
 
 ENV = {"OPENAI_API_KEY": "sk-test"}
@@ -43,11 +56,14 @@ def test_i24_plan_shows_the_mode_auto_would_choose_and_why(tmp_path: Path) -> No
     assert classify["mode_why"].startswith("at_threshold: 3 units")
     assert reply["mode"] == "online" and "mode_why" not in reply
     assert doc["cost_usd"]["as_configured"] == pytest.approx(
-        classify["cost_usd"]["batch"] + reply["cost_usd"]["online"], abs=2e-6)
+        classify["cost_usd"]["batch"] + reply["cost_usd"]["online"], abs=2e-6
+    )
     fewer = tmp_path / "fewer"
     _project(fewer, SYSTEM, threshold=4)
-    assert agac("plan", "wf", "--json", cwd=fewer, env=ENV).json()[
-        "actions"]["classify"]["mode"] == "online"
+    assert (
+        agac("plan", "wf", "--json", cwd=fewer, env=ENV).json()["actions"]["classify"]["mode"]
+        == "online"
+    )
     tight = tmp_path / "tight"
     _project(tight, SYSTEM, extra="deadline: 2h\n")
     action = agac("plan", "wf", "--json", cwd=tight, env=ENV).json()["actions"]["classify"]
@@ -89,7 +105,8 @@ def test_i24_plan_prices_a_one_hour_anthropic_write_at_twice_the_input(tmp_path:
 
 
 def test_i24_plan_a_system_prompt_reading_the_record_leaves_nothing_to_cache(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     _project(tmp_path, "You judge {{ source.text }} carefully")
     classify = agac("plan", "wf", "--json", cwd=tmp_path, env=ENV).json()["actions"]["classify"]
     assert classify["cache_prefix_tokens"] == 0

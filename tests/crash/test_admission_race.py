@@ -94,10 +94,26 @@ def _race(root: Path, store_url: str, rep: int) -> list[subprocess.CompletedProc
     for i in range(PROCESSES):
         out = open(folder / f"out-{i}", "w")  # noqa: SIM115 - the child writes it
         err = open(folder / f"err-{i}", "w")  # noqa: SIM115
-        procs.append(subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, str(folder / f"ready-{i}"), str(root / "gate"),
-             str(folder / f"done-{i}"), "run", name, "--json"],
-            cwd=root, env=env, stdout=out, stderr=err, text=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    LAUNCHER,
+                    str(folder / f"ready-{i}"),
+                    str(root / "gate"),
+                    str(folder / f"done-{i}"),
+                    "run",
+                    name,
+                    "--json",
+                ],
+                cwd=root,
+                env=env,
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
+        )
         out.close()
         err.close()
     try:
@@ -116,51 +132,70 @@ def _race(root: Path, store_url: str, rep: int) -> list[subprocess.CompletedProc
                 p.kill()
                 p.wait()
         (root / "gate").unlink(missing_ok=True)
-    return [subprocess.CompletedProcess(p.args, p.returncode,
-                                        (folder / f"out-{i}").read_text(),
-                                        (folder / f"err-{i}").read_text())
-            for i, p in enumerate(procs)]
+    return [
+        subprocess.CompletedProcess(
+            p.args,
+            p.returncode,
+            (folder / f"out-{i}").read_text(),
+            (folder / f"err-{i}").read_text(),
+        )
+        for i, p in enumerate(procs)
+    ]
 
 
 def write_project_data(path: Path, rep: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f'{{"id": "r{i}", "text": "rep {rep} text {i}"}}\n'
-                            for i in range(RECORDS)))
+    path.write_text(
+        "".join(f'{{"id": "r{i}", "text": "rep {rep} text {i}"}}\n' for i in range(RECORDS))
+    )
 
 
-def _check_one_run(root: Path, engine: sa.Engine, rep: int,
-                   results: list[subprocess.CompletedProcess[str]]) -> None:
+def _check_one_run(
+    root: Path, engine: sa.Engine, rep: int, results: list[subprocess.CompletedProcess[str]]
+) -> None:
     name = f"race{rep}"
     why = "\n".join(f"[{r.returncode}] {r.stderr.strip()[-600:]}" for r in results)
     assert all(r.returncode in (0, 75) for r in results), why
     assert sum(r.returncode == 0 for r in results) >= 1, why
     assert not any("bug in agac" in r.stderr for r in results), why
     with engine.connect() as conn:
-        runs = conn.execute(sa.text("SELECT id, state FROM runs WHERE workflow = :w"),
-                            {"w": name}).all()
+        runs = conn.execute(
+            sa.text("SELECT id, state FROM runs WHERE workflow = :w"), {"w": name}
+        ).all()
         assert [state for _, state in runs] == ["succeeded"], (runs, why)
         run_id = runs[0][0]
-        answered = conn.execute(sa.text(
-            "SELECT action, count(*), count(DISTINCT unit_key) FROM outcomes "
-            "WHERE run_id = :r AND status = 'answered' GROUP BY action ORDER BY action"),
-            {"r": run_id}).all()
-        assert [tuple(a) for a in answered] == [("classify", RECORDS, RECORDS),
-                                                ("hold", RECORDS, RECORDS)], why
+        answered = conn.execute(
+            sa.text(
+                "SELECT action, count(*), count(DISTINCT unit_key) FROM outcomes "
+                "WHERE run_id = :r AND status = 'answered' GROUP BY action ORDER BY action"
+            ),
+            {"r": run_id},
+        ).all()
+        assert [tuple(a) for a in answered] == [
+            ("classify", RECORDS, RECORDS),
+            ("hold", RECORDS, RECORDS),
+        ], why
         # the ledger: one call per unit of each action, all of this run (none orphaned)
-        ledger = conn.execute(sa.text(
-            "SELECT u.action, count(*), count(DISTINCT u.unit_key), count(r.id) FROM usage u "
-            "LEFT JOIN runs r ON r.id = u.run_id WHERE u.unit_key LIKE 'r%' AND "
-            "(u.run_id = :r OR r.id IS NULL) GROUP BY u.action ORDER BY u.action"),
-            {"r": run_id}).all()
-        assert [tuple(x) for x in ledger] == [("classify", RECORDS, RECORDS, RECORDS),
-                                              ("hold", RECORDS, RECORDS, RECORDS)], why
+        ledger = conn.execute(
+            sa.text(
+                "SELECT u.action, count(*), count(DISTINCT u.unit_key), count(r.id) FROM usage u "
+                "LEFT JOIN runs r ON r.id = u.run_id WHERE u.unit_key LIKE 'r%' AND "
+                "(u.run_id = :r OR r.id IS NULL) GROUP BY u.action ORDER BY u.action"
+            ),
+            {"r": run_id},
+        ).all()
+        assert [tuple(x) for x in ledger] == [
+            ("classify", RECORDS, RECORDS, RECORDS),
+            ("hold", RECORDS, RECORDS, RECORDS),
+        ], why
     calls = (root / f"rep{rep}" / "calls.log").read_text().splitlines()
     keys = sorted(line.split()[1] for line in calls if line.split()[0] == name)
     assert keys == sorted(f"r{i}" for i in range(RECORDS)), why  # each record once
 
 
 def test_i29_6_s6_runs_started_together_admit_one_run_answered_once(
-        tmp_path: Path, store_url: str) -> None:
+    tmp_path: Path, store_url: str
+) -> None:
     root = tmp_path / "proj"
     (root / "workflows").mkdir(parents=True)
     (root / "tools").mkdir()
@@ -198,7 +233,8 @@ def test_s6_a_process_whose_lease_was_taken_discards_nothing(store_url: str) -> 
 
 
 def test_s6_a_run_found_open_or_kept_from_a_race_is_not_admitted_by_this_call(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``admitted`` is what the store decided: true for the call whose insert it kept,
     false for one that found the run open — also when, in a race, it saw no open run and
     lost the insert (RunAlreadyOpen)."""
@@ -209,8 +245,11 @@ def test_s6_a_run_found_open_or_kept_from_a_race_is_not_admitted_by_this_call(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "agac.yml").write_text("")
     (tmp_path / "data.jsonl").write_text('{"text": "a"}\n')
-    wf = {"name": "adm", "input": {"path": "data.jsonl"},
-          "actions": [{"name": "ask", "model": "mock/m", "prompt": "Say {{ source.text }}"}]}
+    wf = {
+        "name": "adm",
+        "input": {"path": "data.jsonl"},
+        "actions": [{"name": "ask", "model": "mock/m", "prompt": "Say {{ source.text }}"}],
+    }
     project = api.project_of(tmp_path)
     workflow = api.load_workflow(wf, project)
     store = api.open_store(project)
@@ -234,7 +273,8 @@ def test_s6_a_run_found_open_or_kept_from_a_race_is_not_admitted_by_this_call(
 
 
 def test_s6_new_against_a_live_owner_refuses_naming_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``agac run --new`` while another live process owns the open run: exit 75,
     ``lease_held`` naming the owner, and the run it would have ended is untouched."""
     from agac import api
@@ -246,7 +286,8 @@ def test_s6_new_against_a_live_owner_refuses_naming_it(
     (root / "agac.yml").write_text("")
     (root / "workflows" / "wf.yml").write_text(
         "name: wf\ninput: {path: data/}\nactions:\n  - {name: ask, model: mock/m, prompt: "
-        "'Say {{ source.text }}'}\n")
+        "'Say {{ source.text }}'}\n"
+    )
     write_project_data(root / "data" / "a.jsonl", 0)
     monkeypatch.chdir(root)
     project = api.project_of(root)
@@ -255,25 +296,42 @@ def test_s6_new_against_a_live_owner_refuses_naming_it(
         store = api.open_store(project)
         try:
             held = open_or_admit(project, store, api.load_workflow("wf", project), RunOptions()).run
-            store.acquire_lease(run_lease(held.id), host=socket.gethostname(), pid=sleeper.pid,
-                                ttl=60)
+            store.acquire_lease(
+                run_lease(held.id), host=socket.gethostname(), pid=sleeper.pid, ttl=60
+            )
         finally:
             store.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
-        new = subprocess.run([sys.executable, "-m", "agac.cli.main", "run", "wf", "--new",
-                              "--json"], check=False, cwd=root, env=env, capture_output=True,
-                             text=True, timeout=120)
+        new = subprocess.run(
+            [sys.executable, "-m", "agac.cli.main", "run", "wf", "--new", "--json"],
+            check=False,
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert new.returncode == 75, new.stderr
         doc = json.loads(new.stdout)
         assert doc["error"]["code"] == "lease_held" and str(sleeper.pid) in doc["error"]["message"]
         assert [(r["run_id"], r["state"]) for r in api.list_runs(project=root)] == [
-            (held.id, "queued")]
+            (held.id, "queued")
+        ]
     finally:
         sleeper.kill()
         sleeper.wait()
 
 
 def _admit(store: Store, run_id: str) -> None:
-    store.create_run(id=run_id, workflow=f"wf-{run_id}", workflow_path="workflows/wf.yml",
-                     retry_of=None, config={}, config_hash="h", snapshot_id="s", fresh=False,
-                     settings=RunSettings(), tenant="default")
+    store.create_run(
+        id=run_id,
+        workflow=f"wf-{run_id}",
+        workflow_path="workflows/wf.yml",
+        retry_of=None,
+        config={},
+        config_hash="h",
+        snapshot_id="s",
+        fresh=False,
+        settings=RunSettings(),
+        tenant="default",
+    )

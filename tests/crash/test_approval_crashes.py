@@ -40,17 +40,29 @@ def send(inputs, ctx):
 
 
 def _project(root: Path, n: int = 3) -> None:
-    write_project(root, WF, workflow_file="ap.yml", agac_yml="groups:\n  leads: [ann, bob]\n",
-                  data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(n)]},
-                  files={"tools/__init__.py": "", "tools/mail.py": TOOLS})
+    write_project(
+        root,
+        WF,
+        workflow_file="ap.yml",
+        agac_yml="groups:\n  leads: [ann, bob]\n",
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(n)]},
+        files={"tools/__init__.py": "", "tools/mail.py": TOOLS},
+    )
 
 
 def _agac(root: Path, *args: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
     if crash:
         env["AGAC_CRASH_AT"] = crash
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _calls(root: Path) -> list[dict[str, str]]:
@@ -135,10 +147,18 @@ def test_a3_sigkill_after_an_approved_effect_happened(tmp_path: Path) -> None:
     resumed = _agac(tmp_path, "run", "ap", "--json")
     assert resumed.returncode == 75, resumed.stderr
     summary = json.loads(resumed.stdout)
-    assert summary["effects_unknown"] == [hit["key"].partition(":")[2]] and "awaiting_approval" not in summary
+    assert (
+        summary["effects_unknown"] == [hit["key"].partition(":")[2]]
+        and "awaiting_approval" not in summary
+    )
     assert _proposals(tmp_path) == []  # the approval was used: nobody is asked again
     assert len(_calls(tmp_path)) == 3  # the unknown effect was not called again
-    assert _agac(tmp_path, "effects", "resolve", hit["key"].partition(":")[2][:12], "--done").returncode == 0
+    assert (
+        _agac(
+            tmp_path, "effects", "resolve", hit["key"].partition(":")[2][:12], "--done"
+        ).returncode
+        == 0
+    )
     final = _agac(tmp_path, "run", "ap", "--json")
     assert final.returncode == 0, final.stderr
     calls = _calls(tmp_path)

@@ -33,16 +33,26 @@ actions:
 
 
 def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _files(model: str) -> dict[str, bytes]:
     """Three small pictures; on Gemini the one that changes is over the inline limit, so
     its batch line would name an upload."""
     files = {f"p{i}.png": png_bytes(8 + i, 8, seed=i) for i in range(3)}
-    files["edit.png"] = png_of_size(25_000_000, seed=5) if model.startswith("gemini/") \
+    files["edit.png"] = (
+        png_of_size(25_000_000, seed=5)
+        if model.startswith("gemini/")
         else png_bytes(12, 12, seed=5)
+    )
     return files
 
 
@@ -52,9 +62,12 @@ def test_s5_attachment_changed_between_staging_and_submit(tmp_path: Path, model:
     (tmp_path / "files").mkdir()
     for name, data in files.items():
         (tmp_path / "files" / name).write_bytes(data)
-    write_project(tmp_path, WF.replace("MODEL", model), workflow_file="acrash.yml",
-                  data={"data/a.jsonl": [{"id": Path(n).stem, "file": f"files/{n}"}
-                                         for n in files]})
+    write_project(
+        tmp_path,
+        WF.replace("MODEL", model),
+        workflow_file="acrash.yml",
+        data={"data/a.jsonl": [{"id": Path(n).stem, "file": f"files/{n}"} for n in files]},
+    )
     old = describe_file(str(tmp_path / "files" / "edit.png"))
     provider = model.split("/")[0]
     with RunningEmulator(batch_seconds=60) as emu:
@@ -65,7 +78,8 @@ def test_s5_attachment_changed_between_staging_and_submit(tmp_path: Path, model:
         data = files["edit.png"]
         middle = len(data) // 2  # other pixels, the same size: still a valid PNG header
         (tmp_path / "files" / "edit.png").write_bytes(
-            data[:middle] + bytes(a ^ 0xFF for a in data[middle:middle + 8]) + data[middle + 8:])
+            data[:middle] + bytes(a ^ 0xFF for a in data[middle : middle + 8]) + data[middle + 8 :]
+        )
         first = _agac(tmp_path, env, "run", "acrash", "--json")
         assert first.returncode == 75, first.stderr
         emu.advance(120)

@@ -28,15 +28,34 @@ actions:
 
 
 def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "groq/llama-3.3-70b-versatile",
-                                   "gemini/gemini-2.5-flash", "anthropic/claude-haiku-4-5"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "openai/gpt-4o-mini",
+        "groq/llama-3.3-70b-versatile",
+        "gemini/gemini-2.5-flash",
+        "anthropic/claude-haiku-4-5",
+    ],
+)
 @pytest.mark.parametrize("point", ["before_submit:1", "after_submit:1"])
-def test_s1_batch_submission_crash_never_submits_twice(tmp_path: Path, model: str, point: str) -> None:
-    rows = {f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"t{i}{j}"} for j in range(3)] for i in range(2)}
+def test_s1_batch_submission_crash_never_submits_twice(
+    tmp_path: Path, model: str, point: str
+) -> None:
+    rows = {
+        f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"t{i}{j}"} for j in range(3)]
+        for i in range(2)
+    }
     write_project(tmp_path, WF.replace("MODEL", model), workflow_file="bcrash.yml", data=rows)
     with RunningEmulator(batch_seconds=60) as emu:
         env = emu.env()
@@ -65,7 +84,9 @@ def test_s1_batch_submission_crash_never_submits_twice(tmp_path: Path, model: st
 
 def test_s1_crash_mid_ingest_reads_nothing_twice(tmp_path: Path) -> None:
     rows = {"data/a.jsonl": [{"id": f"r{j}", "text": f"t{j}"} for j in range(2500)]}
-    write_project(tmp_path, WF.replace("MODEL", "openai/gpt-4o-mini"), workflow_file="bcrash.yml", data=rows)
+    write_project(
+        tmp_path, WF.replace("MODEL", "openai/gpt-4o-mini"), workflow_file="bcrash.yml", data=rows
+    )
     with RunningEmulator(batch_seconds=60) as emu:
         env = emu.env()
         assert _agac(tmp_path, env, "run", "bcrash").returncode == 75

@@ -34,18 +34,34 @@ MAX_IN_FLIGHT = 8 + 8
 
 
 def _project(root: Path, n: int = 300) -> None:
-    write_project(root, WF, workflow_file="crashy.yml",
-                  data={"data/a.jsonl": [{"id": f"r{i:04d}", "text": f"t {i}"} for i in range(n)]})
+    write_project(
+        root,
+        WF,
+        workflow_file="crashy.yml",
+        data={"data/a.jsonl": [{"id": f"r{i:04d}", "text": f"t {i}"} for i in range(n)]},
+    )
 
 
-def _agac(root: Path, *args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+def _agac(
+    root: Path, *args: str, env: dict[str, str] | None = None, **kw
+) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "AGAC_MOCK_LATENCY_MS": "15", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root, env=full_env,
-                          capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("point", ["after_checkpoint:5", "before_checkpoint:5"])
-def test_s1_sigkill_mid_run_loses_nothing_and_repays_only_in_flight(tmp_path: Path, point: str) -> None:
+def test_s1_sigkill_mid_run_loses_nothing_and_repays_only_in_flight(
+    tmp_path: Path, point: str
+) -> None:
     _project(tmp_path)
     crashed = _agac(tmp_path, "run", "crashy", "--json", env={"AGAC_CRASH_AT": point})
     assert crashed.returncode == -signal.SIGKILL
@@ -76,8 +92,14 @@ def test_s1_sigkill_mid_run_loses_nothing_and_repays_only_in_flight(tmp_path: Pa
 def test_ctrl_c_settles_in_flight_checkpoints_and_exits_130(tmp_path: Path) -> None:
     _project(tmp_path, n=400)
     env = {**os.environ, "AGAC_MOCK_LATENCY_MS": "100"}
-    proc = subprocess.Popen([sys.executable, "-m", "agac.cli.main", "run", "crashy"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agac.cli.main", "run", "crashy"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the run is really calling
         time.sleep(0.3)

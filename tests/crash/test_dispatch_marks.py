@@ -43,10 +43,13 @@ actions:
     prompt: "Say {{{{ source.text }}}}"
 """
 
-CHAINED = SINGLE + """  - name: again
+CHAINED = (
+    SINGLE
+    + """  - name: again
     dependencies: [ask]
     prompt: "Again: {{ ask.text }}"
 """
+)
 
 FANOUT = f"""
 name: lost
@@ -63,16 +66,29 @@ actions:
 """
 
 
-def _agac(root: Path, env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+def _agac(
+    root: Path, env: dict[str, str], *args: str, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _spawn(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
-                            env={**os.environ, **env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _chat(emu: RunningEmulator) -> int:
@@ -106,15 +122,20 @@ def _unknown(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _project(root: Path, workflow: str, records: int = 300) -> None:
-    write_project(root, workflow, workflow_file="lost.yml",
-                  data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"text {j}"}
-                                         for j in range(records)]})
+    write_project(
+        root,
+        workflow,
+        workflow_file="lost.yml",
+        data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"text {j}"} for j in range(records)]},
+    )
 
 
-@pytest.mark.parametrize(("workflow", "actions"), [(SINGLE, 1), (CHAINED, 2)],
-                         ids=["one_action", "chained"])
-def test_s1_dispatch_mark_counts_calls_lost_to_sigkill(tmp_path: Path, workflow: str,
-                                                       actions: int) -> None:
+@pytest.mark.parametrize(
+    ("workflow", "actions"), [(SINGLE, 1), (CHAINED, 2)], ids=["one_action", "chained"]
+)
+def test_s1_dispatch_mark_counts_calls_lost_to_sigkill(
+    tmp_path: Path, workflow: str, actions: int
+) -> None:
     _project(tmp_path, workflow)
     with RunningEmulator(latency_ms=200) as emu:
         env = emu.env()
@@ -183,9 +204,11 @@ def test_s2_calls_of_a_failed_checkpoint_are_counted(tmp_path: Path) -> None:
         env = emu.env()
         assert _agac(tmp_path, env, "store", "upgrade").returncode == 0
         with sqlite3.connect(db) as conn:
-            conn.execute("CREATE TRIGGER agac_test_fail BEFORE INSERT ON outcomes "
-                         "WHEN NEW.unit_key = 'r0150' "
-                         "BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END")
+            conn.execute(
+                "CREATE TRIGGER agac_test_fail BEFORE INSERT ON outcomes "
+                "WHEN NEW.unit_key = 'r0150' "
+                "BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END"
+            )
         failed = _agac(tmp_path, env, "run", "lost", "--json")
         assert failed.returncode == 1, failed.stderr
         assert "disk full (test)" in failed.stderr

@@ -44,8 +44,15 @@ def send(inputs, ctx):
 def _agac(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root, env=full_env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _calls(root: Path) -> list[dict]:
@@ -54,9 +61,13 @@ def _calls(root: Path) -> list[dict]:
 
 @pytest.mark.parametrize("idempotent", [False, True])
 def test_e2_sigkill_between_effect_and_receipt(tmp_path: Path, idempotent: bool) -> None:
-    write_project(tmp_path, WF.replace("IDEMPOTENT", str(idempotent).lower()), workflow_file="fx.yml",
-                  data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(6)]},
-                  files={"tools/__init__.py": "", "tools/fx.py": TOOLS})
+    write_project(
+        tmp_path,
+        WF.replace("IDEMPOTENT", str(idempotent).lower()),
+        workflow_file="fx.yml",
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(6)]},
+        files={"tools/__init__.py": "", "tools/fx.py": TOOLS},
+    )
     crashed = _agac(tmp_path, "run", "fx", "--json", env={"AGAC_CRASH_AT": "effect_called:3"})
     assert crashed.returncode == -signal.SIGKILL
     assert len(_calls(tmp_path)) == 3

@@ -36,14 +36,29 @@ MARKS_WIDTH = 2 * (8 + 2 * 8)  # per action: its slots and the 2 x max_concurren
 
 def _agac(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "AGAC_MOCK_LATENCY_MS": "15", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env=full_env, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 @pytest.mark.parametrize("point", ["after_checkpoint:12", "before_checkpoint:12"])
-def test_s1_sigkill_mid_fan_out_resumes_without_asking_items_twice(tmp_path: Path, point: str) -> None:
-    write_project(tmp_path, WF, workflow_file="fanned.yml", data={
-        "data/a.jsonl": [{"id": f"c{i:03d}", "text": f"contract {i}"} for i in range(RECORDS)]})
+def test_s1_sigkill_mid_fan_out_resumes_without_asking_items_twice(
+    tmp_path: Path, point: str
+) -> None:
+    write_project(
+        tmp_path,
+        WF,
+        workflow_file="fanned.yml",
+        data={
+            "data/a.jsonl": [{"id": f"c{i:03d}", "text": f"contract {i}"} for i in range(RECORDS)]
+        },
+    )
     crashed = _agac(tmp_path, "run", "fanned", "--json", env={"AGAC_CRASH_AT": point})
     assert crashed.returncode == -signal.SIGKILL
     status = json.loads(_agac(tmp_path, "status", "fanned", "--json").stdout)
@@ -66,8 +81,12 @@ def test_s1_sigkill_mid_fan_out_resumes_without_asking_items_twice(tmp_path: Pat
     assert RECORDS * (1 + ITEMS) <= asked <= RECORDS * (1 + ITEMS) + MAX_IN_FLIGHT
     assert unknown <= MARKS_WIDTH
 
-    rows = [json.loads(line) for line in
-            _agac(tmp_path, "export", "fanned", "--action", "collect").stdout.splitlines()]
+    rows = [
+        json.loads(line)
+        for line in _agac(tmp_path, "export", "fanned", "--action", "collect").stdout.splitlines()
+    ]
     assert len(rows) == RECORDS
-    assert all([f["key"] for f in r["output"]["fulfilled"]] == [f"{r['key']}/{i}" for i in range(ITEMS)]
-               for r in rows)
+    assert all(
+        [f["key"] for f in r["output"]["fulfilled"]] == [f"{r['key']}/{i}" for i in range(ITEMS)]
+        for r in rows
+    )

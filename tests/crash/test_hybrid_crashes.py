@@ -37,8 +37,15 @@ KEYS = [f"f{i}r{j}" for i in range(2) for j in range(3)]
 
 
 def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _live_calls(emu: RunningEmulator) -> dict[str, int]:
@@ -58,15 +65,20 @@ def _end_cancels(emu: RunningEmulator) -> None:
             emu.advance_batch(b["id"])
 
 
-@pytest.mark.parametrize(("model", "point"), [
-    ("openai/gpt-4o-mini", "hybrid_switched:1"),
-    ("openai/gpt-4o-mini", "hybrid_cancelled:1"),
-    ("anthropic/claude-haiku-4-5", "hybrid_cancelled:2"),
-    ("openai/gpt-4o-mini", "hybrid_live:2"),
-])
+@pytest.mark.parametrize(
+    ("model", "point"),
+    [
+        ("openai/gpt-4o-mini", "hybrid_switched:1"),
+        ("openai/gpt-4o-mini", "hybrid_cancelled:1"),
+        ("anthropic/claude-haiku-4-5", "hybrid_cancelled:2"),
+        ("openai/gpt-4o-mini", "hybrid_live:2"),
+    ],
+)
 def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> None:
-    rows = {f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"text f{i}r{j}"} for j in range(3)]
-            for i in range(2)}
+    rows = {
+        f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"text f{i}r{j}"} for j in range(3)]
+        for i in range(2)
+    }
     write_project(tmp_path, WF.replace("MODEL", model), workflow_file="hy.yml", data=rows)
     with RunningEmulator(batch_seconds=3600) as emu:
         env = emu.env()

@@ -43,14 +43,25 @@ def send(inputs, ctx):
 def _agac(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root, env=full_env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _project(root: Path) -> None:
-    write_project(root, WF, workflow_file="life.yml",
-                  data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(8)]},
-                  files={"tools/__init__.py": "", "tools/fx.py": TOOLS})
+    write_project(
+        root,
+        WF,
+        workflow_file="life.yml",
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(8)]},
+        files={"tools/__init__.py": "", "tools/fx.py": TOOLS},
+    )
 
 
 def _calls(root: Path) -> int:

@@ -44,17 +44,33 @@ def step(inputs, ctx):
 
 def _agac(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _run_and_change_store(root: Path, change: str) -> subprocess.CompletedProcess[str]:
-    write_project(root, WF, data={"data/a.jsonl": [{"id": f"r{i}"} for i in range(8)]},
-                  files={"tools/__init__.py": "", "tools/hold.py": TOOLS})
+    write_project(
+        root,
+        WF,
+        data={"data/a.jsonl": [{"id": f"r{i}"} for i in range(8)]},
+        files={"tools/__init__.py": "", "tools/hold.py": TOOLS},
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
-    proc = subprocess.Popen([sys.executable, "-m", "agac.cli.main", "run", "wf", "--json"],
-                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agac.cli.main", "run", "wf", "--json"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (root / "reached").exists():
@@ -84,8 +100,9 @@ def _check_stopped(root: Path, change: str, result: subprocess.CompletedProcess[
     assert doc["ok"] is False and doc["error"]["code"] == "store_gone", doc
     db = str(root / ".agac" / "agac.db")
     assert db in doc["error"]["message"]
-    assert ("no longer exists" if change == "deleted" else "now names another file") \
-        in doc["error"]["message"]
+    assert ("no longer exists" if change == "deleted" else "now names another file") in doc[
+        "error"
+    ]["message"]
     assert db in result.stderr  # the human message names the file too
     assert "succeeded" not in result.stdout
 

@@ -72,19 +72,31 @@ class Clock:
         self.now += seconds
 
 
-def team_project(root: Path, *, rows: list[dict[str, Any]] | None = None,
-                 workflow: str = WORKFLOW, agac_yml: str = "identity: login\n") -> Path:
+def team_project(
+    root: Path,
+    *,
+    rows: list[dict[str, Any]] | None = None,
+    workflow: str = WORKFLOW,
+    agac_yml: str = "identity: login\n",
+) -> Path:
     """A project with ``identity: login``, the ``replies`` workflow and ann, bob and eve."""
-    write_project(root, workflow, workflow_file="workflows/replies.yml",
-                  agac_yml=agac_yml,
-                  data={"data/a.jsonl": rows or [{"id": "c1", "text": "late parcel"},
-                                                 {"id": "c2", "text": "wrong size"}]},
-                  files={"tools/__init__.py": "", "tools/mail.py": TOOLS})
+    write_project(
+        root,
+        workflow,
+        workflow_file="workflows/replies.yml",
+        agac_yml=agac_yml,
+        data={
+            "data/a.jsonl": rows
+            or [{"id": "c1", "text": "late parcel"}, {"id": "c2", "text": "wrong size"}]
+        },
+        files={"tools/__init__.py": "", "tools/mail.py": TOOLS},
+    )
     store = Store(store_url(find_project(root)))
     try:
         for name, (tenants, groups) in USERS.items():
-            identity.add_user(store, name, PASSWORD, tenants=tenants, groups=groups,
-                              passwords=CHEAP)
+            identity.add_user(
+                store, name, PASSWORD, tenants=tenants, groups=groups, passwords=CHEAP
+            )
     finally:
         store.close()
     return root
@@ -141,12 +153,26 @@ def running_service(root: Path, *, poll_seconds: float = 0.05) -> Iterator[Servi
     async def sleep(seconds: float) -> None:
         sleeps.append(seconds)  # the throttle's waits are recorded, not slept
 
-    ctx = ServiceContext(project=project, store=store, exposure=Exposure(loopback_hosts(port)),
-                         clock=clock, sleep=sleep, passwords=CHEAP,
-                         throttle=LoginThrottle(clock=clock), poll_seconds=poll_seconds)
-    server = uvicorn.Server(uvicorn.Config(create_app(ctx), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off",
-                                           timeout_graceful_shutdown=1))
+    ctx = ServiceContext(
+        project=project,
+        store=store,
+        exposure=Exposure(loopback_hosts(port)),
+        clock=clock,
+        sleep=sleep,
+        passwords=CHEAP,
+        throttle=LoginThrottle(clock=clock),
+        poll_seconds=poll_seconds,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(ctx),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -177,14 +203,18 @@ class Browser:
 
     def get(self, path: str, **kw: Any) -> httpx.Response:
         response = self.http.get(path, **kw)
-        found = CSRF.search(response.text) if response.headers.get("content-type", "").startswith(
-            "text/html") else None
+        found = (
+            CSRF.search(response.text)
+            if response.headers.get("content-type", "").startswith("text/html")
+            else None
+        )
         if found:
             self.csrf = found.group(1)
         return response
 
-    def post(self, path: str, data: dict[str, str], *, origin: str | None = "same",
-             csrf: bool = True) -> httpx.Response:
+    def post(
+        self, path: str, data: dict[str, str], *, origin: str | None = "same", csrf: bool = True
+    ) -> httpx.Response:
         headers = {}
         if origin is not None:
             headers["Origin"] = self.origin if origin == "same" else origin

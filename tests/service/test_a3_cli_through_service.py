@@ -18,19 +18,32 @@ from agac.api import identity
 def _agac(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AGAC_")}
     clean.update(env, PYTHONWARNINGS="error")
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=cwd, env=clean,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=cwd,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_a3_cli_decisions_go_through_the_service(service: Service) -> None:
     root = service.ctx.project.root
     first, second = api.approvals_list("replies", root)
-    ann = {"AGAC_SERVER": service.url,
-           "AGAC_TOKEN": identity.create_token(service.store, "ann")["token"]}
-    bob = {"AGAC_SERVER": service.url,
-           "AGAC_TOKEN": identity.create_token(service.store, "bob")["token"]}
-    eve = {"AGAC_SERVER": service.url,
-           "AGAC_TOKEN": identity.create_token(service.store, "eve")["token"]}
+    ann = {
+        "AGAC_SERVER": service.url,
+        "AGAC_TOKEN": identity.create_token(service.store, "ann")["token"],
+    }
+    bob = {
+        "AGAC_SERVER": service.url,
+        "AGAC_TOKEN": identity.create_token(service.store, "bob")["token"],
+    }
+    eve = {
+        "AGAC_SERVER": service.url,
+        "AGAC_TOKEN": identity.create_token(service.store, "eve")["token"],
+    }
     refused = _agac("approve", first["id"], cwd=root, env=bob)
     assert refused.returncode == 2 and "bob is not an approver" in refused.stderr, refused.stderr
     hidden = _agac("approve", first["id"], cwd=root, env=eve)
@@ -42,7 +55,9 @@ def test_a3_cli_decisions_go_through_the_service(service: Service) -> None:
     assert '"decided_by": "ann"' in ok.stdout
     replay = _agac("approve", first["id"], cwd=root, env=ann)
     assert replay.returncode == 2 and "replayed" in replay.stderr
-    revised = _agac("revise", second["id"], "--set", "draft.text=Sorry", "--json", cwd=root, env=ann)
+    revised = _agac(
+        "revise", second["id"], "--set", "draft.text=Sorry", "--json", cwd=root, env=ann
+    )
     assert revised.returncode == 0, revised.stderr
     new_id = __import__("json").loads(revised.stdout)["id"]
     as_flag = _agac("approve", new_id, "--as", "ann", cwd=root, env=ann)

@@ -36,10 +36,16 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
 
 
 def test_i24_cost_shows_cache_saving_on_the_run_page(
-        emulator: RunningEmulator, tmp_path: Path) -> None:
+    emulator: RunningEmulator, tmp_path: Path
+) -> None:
     root = team_project(tmp_path / "team", workflow=WORKFLOW, agac_yml=PRICES)
-    emulator.add_fault({"provider": "anthropic", "op": "chat", "fault": {"reply": {
-        "usage": {"cache_read_tokens": 4000, "cache_write_tokens": 800}}}})
+    emulator.add_fault(
+        {
+            "provider": "anthropic",
+            "op": "chat",
+            "fault": {"reply": {"usage": {"cache_read_tokens": 4000, "cache_write_tokens": 800}}},
+        }
+    )
     result = api.run("replies", root)
     assert result.summary["state"] == "succeeded"
     saved = api.cost(result.summary["run_id"], root)["cache_saved_usd"]

@@ -31,12 +31,26 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
 
 
 def test_i28_6_the_run_page_shows_the_refusal_category_and_explanation(
-        emulator: RunningEmulator, tmp_path: Path) -> None:
+    emulator: RunningEmulator, tmp_path: Path
+) -> None:
     root = team_project(tmp_path / "team", workflow=WORKFLOW)
-    emulator.add_fault({"provider": "anthropic", "op": "chat", "fault": {"reply": {
-        "stop": "refusal", "content": None,
-        "stop_details": {"type": "refusal", "category": "bio",
-                         "explanation": "This asks for dangerous lab methods."}}}})
+    emulator.add_fault(
+        {
+            "provider": "anthropic",
+            "op": "chat",
+            "fault": {
+                "reply": {
+                    "stop": "refusal",
+                    "content": None,
+                    "stop_details": {
+                        "type": "refusal",
+                        "category": "bio",
+                        "explanation": "This asks for dangerous lab methods.",
+                    },
+                }
+            },
+        }
+    )
     result = api.run("replies", root)
     assert result.summary["actions"]["draft"]["reasons"] == {"refusal": 2}
 

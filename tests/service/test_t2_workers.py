@@ -13,7 +13,9 @@ from agac.api import team
 from agac.api.identity import Principal
 
 
-def test_t2_workers_page_hides_other_tenants_holdings(tmp_path: Path, fresh_pg_database: str) -> None:
+def test_t2_workers_page_hides_other_tenants_holdings(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     root = team_project(tmp_path / "pg", agac_yml=f"identity: login\nstore: {fresh_pg_database}\n")
     submitted = api.submit("replies", root)
     with running_service(root) as service:

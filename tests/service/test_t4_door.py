@@ -28,7 +28,9 @@ def _route_table(service: Service) -> list[tuple[str, str]]:
             assert route.path == "/static", f"an unexpected mount {route.path}"
             continue
         assert isinstance(route, Route)
-        path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: "approve" if m.group(1) == "verb" else "x1", route.path)
+        path = re.sub(
+            r"\{(\w+)(:\w+)?\}", lambda m: "approve" if m.group(1) == "verb" else "x1", route.path
+        )
         for method in sorted(route.methods or {"GET"}):
             if method != "HEAD":
                 out.append((method, path))
@@ -50,8 +52,12 @@ def test_t4_every_route_but_login_and_static_refuses_an_anonymous_request(servic
             if path in OPEN:
                 continue
             headers = {"Origin": service.url}  # a same-origin form: still refused, no session
-            response = anonymous.request(method, path, headers=headers,
-                                         data={"csrf_token": "x"} if method == "POST" else None)
+            response = anonymous.request(
+                method,
+                path,
+                headers=headers,
+                data={"csrf_token": "x"} if method == "POST" else None,
+            )
             if path.startswith("/api/"):
                 assert response.status_code == 401, (method, path, response.status_code)
                 assert response.json()["error"]["code"] == "unauthenticated"
@@ -64,7 +70,9 @@ def test_t4_every_route_but_login_and_static_refuses_an_anonymous_request(servic
         assert anonymous.get("/static/live.js").status_code == 200
 
 
-def test_t4_every_post_page_refuses_a_signed_in_form_without_csrf_or_origin(service: Service) -> None:
+def test_t4_every_post_page_refuses_a_signed_in_form_without_csrf_or_origin(
+    service: Service,
+) -> None:
     ann = service.browser("ann")
     for method, path in _route_table(service):
         if method != "POST" or path.startswith("/api/") or path in OPEN:
@@ -88,7 +96,9 @@ def test_t4_api_takes_only_bearer_tokens_and_pages_only_the_cookie(service: Serv
         assert api_client.get("/api/v1/runs").status_code == 200
         token_only = api_client.get("/runs")  # a token is not a session
         assert token_only.status_code == 303
-    with service.client(headers={"Authorization": "Bearer agac_000000000000_" + "A" * 43}) as forged:
+    with service.client(
+        headers={"Authorization": "Bearer agac_000000000000_" + "A" * 43}
+    ) as forged:
         assert forged.get("/api/v1/runs").status_code == 401
     with service.client(headers={"Authorization": "Basic YW5uOnBhc3M="}) as basic:
         assert basic.get("/api/v1/runs").status_code == 401
@@ -97,9 +107,15 @@ def test_t4_api_takes_only_bearer_tokens_and_pages_only_the_cookie(service: Serv
 def test_t4_csp_and_security_headers_on_every_kind_of_response(service: Service) -> None:
     ann = service.browser("ann")
     with service.api("ann") as api_client:
-        responses = [ann.get("/runs"), ann.get("/login"), ann.get("/static/agac.css"),
-                     ann.get("/runs/nope"), api_client.get("/api/v1/runs"),
-                     service.client().get("/api/v1/runs"), service.client().get("/runs")]
+        responses = [
+            ann.get("/runs"),
+            ann.get("/login"),
+            ann.get("/static/agac.css"),
+            ann.get("/runs/nope"),
+            api_client.get("/api/v1/runs"),
+            service.client().get("/api/v1/runs"),
+            service.client().get("/runs"),
+        ]
     for r in responses:
         csp = r.headers["content-security-policy"]
         assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, r.url
@@ -116,8 +132,11 @@ def test_t4_session_cookie_is_httponly_samesite_strict(service: Service) -> None
     b.get("/login")
     response = b.post("/login", {"username": "ann", "password": PASSWORD})
     assert response.status_code == 303 and response.headers["location"] == "/runs"
-    cookie = next(v for k, v in response.headers.multi_items()
-                  if k == "set-cookie" and v.startswith("agac_session="))
+    cookie = next(
+        v
+        for k, v in response.headers.multi_items()
+        if k == "set-cookie" and v.startswith("agac_session=")
+    )
     attrs = {a.strip().lower() for a in cookie.split(";")}
     assert "httponly" in attrs and "samesite=strict" in attrs and "path=/" in attrs
     assert "secure" not in attrs  # loopback over http; remote serving sets Secure (below)
@@ -126,8 +145,14 @@ def test_t4_session_cookie_is_httponly_samesite_strict(service: Service) -> None
 def test_t4_remote_serving_sets_secure_host_cookies(tmp_path: Any) -> None:
     from agac.service.server import ServeOptions, exposure_for
 
-    exposure = exposure_for(ServeOptions(host="0.0.0.0", allow_remote=True, behind_proxy=("10.0.0.2",),
-                                         public_hosts=("agac.example.com",)))
+    exposure = exposure_for(
+        ServeOptions(
+            host="0.0.0.0",
+            allow_remote=True,
+            behind_proxy=("10.0.0.2",),
+            public_hosts=("agac.example.com",),
+        )
+    )
     assert exposure.secure and exposure.cookie == "__Host-agac_session"
     assert "agac.example.com" in exposure.hosts and "evil.example" not in exposure.hosts
 
@@ -142,8 +167,12 @@ def test_t4_the_login_form_has_its_own_csrf_token(service: Service) -> None:
     assert no_cookie.status_code == 403
     cross = service.browser()
     cross.get("/login")
-    assert cross.post("/login", {"username": "ann", "password": PASSWORD},
-                      origin="https://evil.example").status_code == 403
+    assert (
+        cross.post(
+            "/login", {"username": "ann", "password": PASSWORD}, origin="https://evil.example"
+        ).status_code
+        == 403
+    )
 
 
 def test_t4_a_host_name_not_configured_is_refused_dns_rebinding(service: Service) -> None:
@@ -220,7 +249,9 @@ def test_t1_repeated_failed_sign_ins_are_slowed(service: Service) -> None:
     b = service.browser()
     b.get("/login")
     for _ in range(5):
-        assert b.post("/login", {"username": "ann", "password": "wrong password!"}).status_code == 401
+        assert (
+            b.post("/login", {"username": "ann", "password": "wrong password!"}).status_code == 401
+        )
     assert service.sleeps == []
     for _ in range(3):
         b.post("/login", {"username": "ann", "password": "wrong password!"})
@@ -265,11 +296,15 @@ def test_t4_service_refuses_to_start_without_identity_login(tmp_path: Any) -> No
     write_project(tmp_path, "name: x\nactions: []\n")
     with pytest.raises(UsageError, match="identity: login"):
         serve(find_project(tmp_path), ServeOptions())
-    for opts, words in ((ServeOptions(host="0.0.0.0"), "--allow-remote"),
-                        (ServeOptions(host="0.0.0.0", allow_remote=True), "TLS"),
-                        (ServeOptions(host="0.0.0.0", allow_remote=True, behind_proxy=("10.0.0.1",)),
-                         "--public-host"),
-                        (ServeOptions(tls_cert="c.pem"), "both")):
+    for opts, words in (
+        (ServeOptions(host="0.0.0.0"), "--allow-remote"),
+        (ServeOptions(host="0.0.0.0", allow_remote=True), "TLS"),
+        (
+            ServeOptions(host="0.0.0.0", allow_remote=True, behind_proxy=("10.0.0.1",)),
+            "--public-host",
+        ),
+        (ServeOptions(tls_cert="c.pem"), "both"),
+    ):
         from agac.service.server import exposure_for
 
         with pytest.raises(UsageError, match=words):

@@ -38,7 +38,7 @@ actions:
     approval: {approvers: [leads], expires_in: 24h}
 """
 
-TOOLS = '''\
+TOOLS = """\
 def echo(inputs, ctx):
     return {"said": inputs["source"]["text"], "key": ctx.record_key}
 
@@ -47,26 +47,31 @@ def boom(inputs, ctx):
 
 def send(inputs, ctx):
     return {"sent": inputs["echo"]["said"]}
-'''
+"""
 
 
 def _raw_markup(html: str) -> list[str]:
     """Pieces of the attack that would be live markup (unescaped) in ``html``."""
-    return [p for p in ("<script>alert", "<img src=x", '"onerror=', "onerror=alert(3)>")
-            if p in html]
+    return [
+        p for p in ("<script>alert", "<img src=x", '"onerror=', "onerror=alert(3)>") if p in html
+    ]
 
 
 def _assert_inert(html: str, where: str, *, shows: bool = True) -> None:
     assert _raw_markup(html) == [], f"{where}: unescaped {_raw_markup(html)}"
     if shows:
-        assert "&lt;script&gt;alert(1)" in html or "&lt;img src=x onerror=alert" in html, \
+        assert "&lt;script&gt;alert(1)" in html or "&lt;img src=x onerror=alert" in html, (
             f"{where} does not show the text at all (the test would prove nothing)"
+        )
 
 
 @pytest.fixture
 def xss(tmp_path: Path) -> Path:
-    root = team_project(tmp_path / "xss", workflow=WORKFLOW,
-                        rows=[{"id": "r1", "text": EVIL}, {"id": KEY, "text": EVIL}])
+    root = team_project(
+        tmp_path / "xss",
+        workflow=WORKFLOW,
+        rows=[{"id": "r1", "text": EVIL}, {"id": KEY, "text": EVIL}],
+    )
     (root / "tools" / "x.py").write_text(TOOLS, encoding="utf-8")
     (root / "workflows" / "replies.yml").unlink()
     (root / "workflows" / "xss.yml").write_text(WORKFLOW, encoding="utf-8")
@@ -98,8 +103,9 @@ def test_t4_user_supplied_text_is_escaped_in_every_page_and_fragment(xss: Path) 
         proposals = api.approvals_list("xss", xss)
         assert len(proposals) == 2
         # a revision and a rejection reason carry the attack too
-        revise = ann.post(f"/approvals/{proposals[0]['id']}/revise",
-                          {"changes": f"echo.said=again {EVIL}"})
+        revise = ann.post(
+            f"/approvals/{proposals[0]['id']}/revise", {"changes": f"echo.said=again {EVIL}"}
+        )
         assert revise.status_code == 303, revise.text
         reject = ann.post(f"/approvals/{proposals[1]['id']}/reject", {"reason": EVIL})
         assert reject.status_code == 303, reject.text
@@ -117,7 +123,10 @@ def test_t4_user_supplied_text_is_escaped_in_every_page_and_fragment(xss: Path) 
         for where, html in pages.items():
             _assert_inert(html, where, shows=where not in ("runs", "cost", "error page"))
         # the failure's message and the odd key are on the run page, escaped
-        assert "cannot: &lt;script&gt;alert(1)&lt;/script&gt;&#34;onerror=&#34;alert(2)" in pages["run"]
+        assert (
+            "cannot: &lt;script&gt;alert(1)&lt;/script&gt;&#34;onerror=&#34;alert(2)"
+            in pages["run"]
+        )
         assert "k&lt;img src=x onerror=alert(4)&gt;&#34;onerror=&#34;" in pages["run"]
         assert "diff-add" in pages["approvals"]  # the revision's diff is shown, escaped
 

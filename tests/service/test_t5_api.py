@@ -29,7 +29,16 @@ def test_t5_runs_list_and_summary(service: Service) -> None:
         listing = bob.get("/api/v1/runs").json()
         assert listing["page"] == 1 and listing["per_page"] == 50 and listing["total"] == 1
         run = listing["runs"][0]
-        assert set(run) >= {"id", "workflow", "tenant", "state", "counts", "cost_usd", "started", "ended"}
+        assert set(run) >= {
+            "id",
+            "workflow",
+            "tenant",
+            "state",
+            "counts",
+            "cost_usd",
+            "started",
+            "ended",
+        }
         assert run["workflow"] == "replies" and run["tenant"] == "default"
         assert run["state"] == "awaiting_approval" and run["counts"]["answered"] == 2
         summary = bob.get(f"/api/v1/runs/{run['id']}").json()
@@ -45,10 +54,18 @@ def test_t5_runs_page_50_at_a_time(tmp_path: Path, service: Service) -> None:
     runs = service.store
     base = runs.list_runs(limit=1)[0]
     for i in range(120):
-        runs.create_run(id=f"bulk{i:04d}", workflow="bulk",
-                        workflow_path=base.workflow_path, retry_of=None, config=base.config,
-                        config_hash=base.config_hash, snapshot_id=base.snapshot_id, fresh=False,
-                        settings=base.settings, tenant=base.tenant)
+        runs.create_run(
+            id=f"bulk{i:04d}",
+            workflow="bulk",
+            workflow_path=base.workflow_path,
+            retry_of=None,
+            config=base.config,
+            config_hash=base.config_hash,
+            snapshot_id=base.snapshot_id,
+            fresh=False,
+            settings=base.settings,
+            tenant=base.tenant,
+        )
         runs.end_run(f"bulk{i:04d}", "succeeded")
     with service.api("bob") as bob:
         first = bob.get("/api/v1/runs").json()
@@ -87,45 +104,63 @@ def test_t5_a3_approve_reject_revise_with_their_codes(service: Service) -> None:
         refused = bob.post(f"/api/v1/approvals/{first['id']}/approve", json={})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "not_an_approver"
         assert ann.post(f"/api/v1/approvals/{first['id']}/reject", json={}).status_code == 422
-        assert ann.post(f"/api/v1/approvals/{first['id']}/approve", content=b"{nope").status_code == 422
+        assert (
+            ann.post(f"/api/v1/approvals/{first['id']}/approve", content=b"{nope").status_code
+            == 422
+        )
         assert ann.post(f"/api/v1/approvals/{first['id']}/approve", json=[1]).status_code == 422
-        assert ann.post(f"/api/v1/approvals/{first['id']}/approve", json={"x": 1}).status_code == 422
-        assert ann.post(f"/api/v1/approvals/{first['id']}/revise", json={"set": {}}).status_code == 422
+        assert (
+            ann.post(f"/api/v1/approvals/{first['id']}/approve", json={"x": 1}).status_code == 422
+        )
+        assert (
+            ann.post(f"/api/v1/approvals/{first['id']}/revise", json={"set": {}}).status_code == 422
+        )
         ok = ann.post(f"/api/v1/approvals/{first['id']}/approve", json={})
         assert ok.status_code == 200 and ok.json()["state"] == "approved"
         assert ok.json()["decided_by"] == "ann"
         replayed = ann.post(f"/api/v1/approvals/{first['id']}/approve", json={})
         assert replayed.status_code == 409
         assert replayed.json()["error"]["code"] == "approval_replayed"
-        revised = ann.post(f"/api/v1/approvals/{second['id']}/revise",
-                           json={"set": {"draft.text": "Sorry, a new one is on its way"}})
+        revised = ann.post(
+            f"/api/v1/approvals/{second['id']}/revise",
+            json={"set": {"draft.text": "Sorry, a new one is on its way"}},
+        )
         assert revised.status_code == 201, revised.text
         new = revised.json()
         assert new["revises"] == second["id"] and new["state"] == "pending"
         stale = ann.post(f"/api/v1/approvals/{second['id']}/approve", json={})
         assert stale.status_code == 409 and stale.json()["error"]["code"] == "approval_stale"
         listed = {p["id"]: p for p in _pending(ann)}
-        assert listed[new["id"]]["diff"] and any(kind == "add" for kind, _ in listed[new["id"]]["diff"])
+        assert listed[new["id"]]["diff"] and any(
+            kind == "add" for kind, _ in listed[new["id"]]["diff"]
+        )
         rejected = ann.post(f"/api/v1/approvals/{new['id']}/reject", json={"reason": "not today"})
         assert rejected.status_code == 200 and rejected.json()["reason"] == "not today"
     done = api.run("replies", service.ctx.project.root)
-    assert done.summary["actions"]["send"] == {**done.summary["actions"]["send"],
-                                               "answered": 1, "failed": 1}
+    assert done.summary["actions"]["send"] == {
+        **done.summary["actions"]["send"],
+        "answered": 1,
+        "failed": 1,
+    }
 
 
 def test_t5_altered_decisions_are_409(service: Service) -> None:
     with service.api("ann") as ann:
         first = _pending(ann)[0]
         with service.store.engine.begin() as conn:
-            conn.execute(t.approvals.update().where(t.approvals.c.id == first["id"])
-                         .values(arguments=json.dumps({"draft": {"text": "wire me $1000"}})))
+            conn.execute(
+                t.approvals.update()
+                .where(t.approvals.c.id == first["id"])
+                .values(arguments=json.dumps({"draft": {"text": "wire me $1000"}}))
+            )
         altered = ann.post(f"/api/v1/approvals/{first['id']}/approve", json={})
         assert altered.status_code == 409 and altered.json()["error"]["code"] == "approval_altered"
 
 
 def test_t5_expired_decisions_are_409(tmp_path: Path) -> None:
-    root = team_project(tmp_path / "short", workflow=WORKFLOW.replace("expires_in: 24h",
-                                                                      "expires_in: 1s"))
+    root = team_project(
+        tmp_path / "short", workflow=WORKFLOW.replace("expires_in: 24h", "expires_in: 1s")
+    )
     assert api.run("replies", root).exit_code == 75
     with running_service(root) as service, service.api("ann") as ann:
         first = _pending(ann)[0]
@@ -135,18 +170,22 @@ def test_t5_expired_decisions_are_409(tmp_path: Path) -> None:
 
 
 def test_t3_a_user_disabled_or_removed_from_the_group_after_approving_is_refused_at_the_act(
-        service: Service) -> None:
-    identity.add_user(service.store, "cid", PASSWORD, tenants=["default"], groups=["leads"],
-                      passwords=CHEAP)
+    service: Service,
+) -> None:
+    identity.add_user(
+        service.store, "cid", PASSWORD, tenants=["default"], groups=["leads"], passwords=CHEAP
+    )
     with service.api("ann") as ann, service.api("cid") as cid:
         first, second = _pending(ann)
         assert ann.post(f"/api/v1/approvals/{first['id']}/approve", json={}).status_code == 200
         assert cid.post(f"/api/v1/approvals/{second['id']}/approve", json={}).status_code == 200
-    identity.change_user(service.store, "ann", active=False)          # disabled since
-    identity.change_user(service.store, "cid", groups=[])             # out of the group since
+    identity.change_user(service.store, "ann", active=False)  # disabled since
+    identity.change_user(service.store, "cid", groups=[])  # out of the group since
     result = api.run("replies", service.ctx.project.root)
     assert result.exit_code == 75  # neither acted: both approvals revoked, new proposals made
-    states = {p["id"]: p for p in api.approvals_list("replies", service.ctx.project.root, every=True)}
+    states = {
+        p["id"]: p for p in api.approvals_list("replies", service.ctx.project.root, every=True)
+    }
     assert states[first["id"]]["state"] == "revoked" and states[second["id"]]["state"] == "revoked"
     assert "ann is disabled" in states[first["id"]]["reason"]
     assert "cid is not an approver" in states[second["id"]]["reason"]
@@ -182,8 +221,9 @@ def test_t5_events_stream_is_sse_and_resumes_after_last_event_id(service: Servic
         assert seen == [(e["id"], e["kind"]) for e in all_events]
         middle = all_events[len(all_events) // 2]["id"]
         resumed: list[int] = []
-        with bob.stream("GET", f"/api/v1/runs/{run_id}/events",
-                        headers={"Last-Event-ID": str(middle)}) as r:
+        with bob.stream(
+            "GET", f"/api/v1/runs/{run_id}/events", headers={"Last-Event-ID": str(middle)}
+        ) as r:
             for line in r.iter_lines():
                 if line.startswith("id: "):
                     resumed.append(int(line[4:]))
@@ -193,15 +233,21 @@ def test_t5_events_stream_is_sse_and_resumes_after_last_event_id(service: Servic
 
 
 def test_t5_events_stream_ends_when_the_run_is_final_and_stops_for_a_revoked_token(
-        service: Service) -> None:
+    service: Service,
+) -> None:
     run_id = service.store.list_runs(limit=1)[0].id
     made = identity.create_token(service.store, "ann", clock=service.clock)
     kinds: list[str] = []
 
     def read() -> None:
-        with httpx.Client(base_url=service.url, timeout=30) as c, c.stream(
-                "GET", f"/api/v1/runs/{run_id}/events",
-                headers={"Authorization": f"Bearer {made['token']}"}) as r:
+        with (
+            httpx.Client(base_url=service.url, timeout=30) as c,
+            c.stream(
+                "GET",
+                f"/api/v1/runs/{run_id}/events",
+                headers={"Authorization": f"Bearer {made['token']}"},
+            ) as r,
+        ):
             for line in r.iter_lines():
                 if line.startswith("event: "):
                     kinds.append(line[7:])

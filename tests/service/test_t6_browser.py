@@ -25,8 +25,15 @@ from service_support import PASSWORD, TOOLS, running_service, team_project
 from agac import api
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCREENSHOT_COPY = os.environ.get("AGAC_TEST_SCREENSHOT")  # read before the env is isolated
 
 WORKFLOW = """\
@@ -49,8 +56,9 @@ actions:
 
 def _chromium() -> str:
     if not Path(CHROMIUM).exists():
-        message = (f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium "
-                   "chromium-driver")
+        message = (
+            f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium chromium-driver"
+        )
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
@@ -72,12 +80,17 @@ def test_t6_a_person_watches_a_run_move_approves_and_sees_it_end(tmp_path: Path)
     executable = _chromium()
     from playwright.sync_api import sync_playwright
 
-    root = team_project(tmp_path / "team", workflow=WORKFLOW,
-                        rows=[{"id": f"r{i:04d}", "text": f"message {i}"} for i in range(240)])
+    root = team_project(
+        tmp_path / "team",
+        workflow=WORKFLOW,
+        rows=[{"id": f"r{i:04d}", "text": f"message {i}"} for i in range(240)],
+    )
     # slow enough to watch; a few deterministic failures (the failures panel); priced
     (root / "agac.yml").write_text(
         "identity: login\nproviders:\n  mock: {latency_ms: 60, fail_rate: 0.04}\n"
-        "prices:\n  mock/m: {input: 2.5, output: 10.0}\n", encoding="utf-8")
+        "prices:\n  mock/m: {input: 2.5, output: 10.0}\n",
+        encoding="utf-8",
+    )
     (root / "tools" / "mail.py").write_text(TOOLS, encoding="utf-8")
     results: list[Any] = []
     runner = threading.Thread(target=lambda: results.append(api.run("replies", root)))
@@ -114,7 +127,9 @@ def test_t6_a_person_watches_a_run_move_approves_and_sees_it_end(tmp_path: Path)
             moved = sorted(set(seen))
             assert len(moved) >= 3, f"the bars did not move: {seen}"
             assert seen == sorted(seen), "the bars went backwards"
-            assert page.evaluate("() => document.querySelector('.run').dataset.liveUpdates") not in (None, "0")
+            assert page.evaluate(
+                "() => document.querySelector('.run').dataset.liveUpdates"
+            ) not in (None, "0")
             page.screenshot(path=str(tmp_path / "run-moving.png"), full_page=True)
 
             runner.join(60)

@@ -18,9 +18,13 @@ from agac.api import identity
 def test_t6_sign_in_returns_to_the_page_asked_for(service: Service) -> None:
     b = service.browser()
     first = b.get("/cost?days=7")
-    assert first.status_code == 303 and first.headers["location"] == "/login?next=%2Fcost%3Fdays%3D7"
+    assert (
+        first.status_code == 303 and first.headers["location"] == "/login?next=%2Fcost%3Fdays%3D7"
+    )
     b.get(first.headers["location"])
-    wrong = b.post("/login", {"username": "ann", "password": "nope nope nope", "next": "/cost?days=7"})
+    wrong = b.post(
+        "/login", {"username": "ann", "password": "nope nope nope", "next": "/cost?days=7"}
+    )
     assert 'name="next" value="/cost?days=7"' in wrong.text
     ok = b.post("/login", {"username": "ann", "password": PASSWORD, "next": "/cost?days=7"})
     assert ok.headers["location"] == "/cost?days=7"
@@ -37,8 +41,17 @@ def test_t6_runs_run_record_approvals_cost_workers(service: Service) -> None:
     assert f'id="run-{run_id}"' in runs and "awaiting approval" in runs and "2/4" in runs
     assert 'data-live="/runs/live?' in runs
     run = bob.get(f"/runs/{run_id}").text
-    for part in ('id="bars"', 'id="failures"', 'id="batches"', 'id="cost"', "draft", "send",
-                 "2 proposals await a decision", "mock/m", f'data-live="/runs/{run_id}/live?after='):
+    for part in (
+        'id="bars"',
+        'id="failures"',
+        'id="batches"',
+        'id="cost"',
+        "draft",
+        "send",
+        "2 proposals await a decision",
+        "mock/m",
+        f'data-live="/runs/{run_id}/live?after=',
+    ):
         assert part in run, part
     record = bob.get(f"/records/{run_id}/c1").text
     assert "late parcel" in record and "draft" in record and "Output" in record
@@ -108,14 +121,18 @@ def test_t6_runs_list_rows_move_live(service: Service) -> None:
 
 def test_t6_progress_events_reach_the_run_page_as_fragments(tmp_path: Path) -> None:
     rows = [{"id": f"r{i}", "text": f"m {i}"} for i in range(400)]
-    root = team_project(tmp_path / "p", rows=rows, workflow="""\
+    root = team_project(
+        tmp_path / "p",
+        rows=rows,
+        workflow="""\
 name: replies
 input: {path: data/, id_field: id}
 defaults: {model: mock/m, max_concurrency: 4}
 actions:
   - name: draft
     prompt: "Reply to: {{ source.text }}"
-""")
+""",
+    )
     # at least 5 s of calls (400 x 50 ms / 4 at a time): several progress events on any machine
     (root / "agac.yml").write_text("identity: login\nproviders:\n  mock: {latency_ms: 50}\n")
     with running_service(root) as service:
@@ -137,13 +154,17 @@ actions:
                 elif line == "" and data:
                     html = "\n".join(data)
                     data = []
-                    m = re.search(r'<td>draft</td>.*?<td class="num">([\d,]+)</td>', html, re.DOTALL)
+                    m = re.search(
+                        r'<td>draft</td>.*?<td class="num">([\d,]+)</td>', html, re.DOTALL
+                    )
                     if m:
                         answered.append(int(m.group(1).replace(",", "")))
                 if ended:
                     break
         runner.join(60)
-        events = [e for e in service.store.iter_events(run_id, 0, limit=10_000) if e.kind == "progress"]
+        events = [
+            e for e in service.store.iter_events(run_id, 0, limit=10_000) if e.kind == "progress"
+        ]
     assert ended and answered[-1] == 400
     assert answered == sorted(answered) and len(set(answered)) >= 3, answered
     assert len(events) >= 2  # at most one a second while it ran, and one at the end
@@ -171,10 +192,23 @@ def test_t6_a_progress_event_older_than_the_page_never_moves_the_bars_back() -> 
     from agac.service.live import _bars_from
 
     shown = {"draft": {"answered": 120, "failed": 3, "skipped": 0, "cost_usd": 0.5}}
-    event = {"scope": "run", "actions": {"draft": {"records": 400, "answered": 110, "failed": 3,
-                                                   "skipped": 0, "cost_usd": 0.4}}}
+    event = {
+        "scope": "run",
+        "actions": {
+            "draft": {"records": 400, "answered": 110, "failed": 3, "skipped": 0, "cost_usd": 0.4}
+        },
+    }
     bars = _bars_from(event, shown)["draft"]
-    assert (bars["answered"], bars["failed"], bars["pending"], bars["cost_usd"]) == (120, 3, 277, 0.5)
-    newer = {"scope": "run", "actions": {"draft": {"records": 400, "answered": 150, "failed": 3,
-                                                   "skipped": 0, "cost_usd": 0.6}}}
+    assert (bars["answered"], bars["failed"], bars["pending"], bars["cost_usd"]) == (
+        120,
+        3,
+        277,
+        0.5,
+    )
+    newer = {
+        "scope": "run",
+        "actions": {
+            "draft": {"records": 400, "answered": 150, "failed": 3, "skipped": 0, "cost_usd": 0.6}
+        },
+    }
     assert _bars_from(newer, {"draft": bars})["draft"]["answered"] == 150

@@ -41,10 +41,13 @@ def test_every_relative_link_names_a_file_that_exists(path: Path) -> None:
 
 @pytest.mark.parametrize("path", DOCS, ids=_name)
 def test_every_cited_source_path_exists(path: Path) -> None:
-    missing = [cited for cited in CITED.findall(path.read_text(encoding="utf-8"))
-               if not any(ch in cited for ch in "*<>")
-               and not cited.startswith(GENERATED)
-               and not (ROOT / cited.rstrip("/.")).exists()]
+    missing = [
+        cited
+        for cited in CITED.findall(path.read_text(encoding="utf-8"))
+        if not any(ch in cited for ch in "*<>")
+        and not cited.startswith(GENERATED)
+        and not (ROOT / cited.rstrip("/.")).exists()
+    ]
     assert missing == [], f"{_name(path)} cites paths that do not exist"
 
 

@@ -38,9 +38,15 @@ def test_non_json_values_are_written_as_text_or_refused_by_a_strict_encoder() ->
 
 
 def test_request_fingerprint_form_is_unchanged() -> None:
-    req = Request(provider="openai", model="gpt-4o-mini", messages=(Message("system", "Be brief."),
-                  Message("user", "Héllo \"quoted\" \u2028")), max_tokens=64, temperature=0.2,
-                  schema={"type": "object", "required": ["b", "a"]}, seed=3)
+    req = Request(
+        provider="openai",
+        model="gpt-4o-mini",
+        messages=(Message("system", "Be brief."), Message("user", 'Héllo "quoted" \u2028')),
+        max_tokens=64,
+        temperature=0.2,
+        schema={"type": "object", "required": ["b", "a"]},
+        seed=3,
+    )
     assert req.canonical() == SORTED.encode(req.to_dict())
     assert req.canonical() == (
         '{"max_tokens":64,"messages":[{"content":"Be brief.","role":"system"},'
@@ -53,14 +59,17 @@ def test_request_fingerprint_form_is_unchanged() -> None:
 # -- strict JSON (issue 29 items 12 and 13) ---------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "path", "what"), [
-    (float("nan"), "", "NaN"),
-    ({"score": float("inf")}, "score", "Infinity"),
-    ({"a": [1, {"b c": -float("inf")}]}, 'a[1]["b c"]', "-Infinity"),
-    ({"name": "x\ud800"}, "name", "a lone surrogate (\\ud800)"),
-    ([{"ok": 1}, {"t": "\udfff"}], "[1].t", "a lone surrogate (\\udfff)"),
-    ({"\ud800": 1}, '["\\ud800"]', "a lone surrogate in the field name"),
-])
+@pytest.mark.parametrize(
+    ("value", "path", "what"),
+    [
+        (float("nan"), "", "NaN"),
+        ({"score": float("inf")}, "score", "Infinity"),
+        ({"a": [1, {"b c": -float("inf")}]}, 'a[1]["b c"]', "-Infinity"),
+        ({"name": "x\ud800"}, "name", "a lone surrogate (\\ud800)"),
+        ([{"ok": 1}, {"t": "\udfff"}], "[1].t", "a lone surrogate (\\udfff)"),
+        ({"\ud800": 1}, '["\\ud800"]', "a lone surrogate in the field name"),
+    ],
+)
 def test_i29_12_flaw_names_the_field_path(value: object, path: str, what: str) -> None:
     from agac.jsontext import flaw
 

@@ -52,6 +52,7 @@ def test_typed_key_is_a_record_key_or_a_unit_key() -> None:
 
 def test_e1_idempotency_key_is_what_it_was_before_escaping() -> None:
     """Effects done before keys were escaped keep their key (E1: never done twice)."""
+
     def before(unit: str) -> str:
         return hashlib.sha256(f"wf\x1fsend\x1f{unit}\x1fh".encode()).hexdigest()
 

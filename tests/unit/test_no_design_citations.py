@@ -17,10 +17,16 @@ def test_no_citation_of_a_document_the_repository_does_not_ship() -> None:
     found = []
     for folder in ("src", "tests", "bench", ".ci"):
         for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix not in (".py", ".md", ".yml", ".yaml", ".toml", ".json", ".html", ".js", "") \
-                    or not path.is_file() or "__pycache__" in path.parts:
+            if (
+                path.suffix
+                not in (".py", ".md", ".yml", ".yaml", ".toml", ".json", ".html", ".js", "")
+                or not path.is_file()
+                or "__pycache__" in path.parts
+            ):
                 continue
-            for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for n, line in enumerate(
+                path.read_text(encoding="utf-8", errors="replace").splitlines(), 1
+            ):
                 if CITATION.search(line) and path.name != Path(__file__).name:
                     found.append(f"{path.relative_to(ROOT)}:{n}")
     for name in ("Makefile", "pyproject.toml", "mkdocs.yml"):

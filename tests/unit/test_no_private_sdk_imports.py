@@ -12,8 +12,7 @@ from pathlib import Path
 
 import agac
 
-SDK_ROOTS = ("anthropic", "openai", "groq", "ollama", "google", "httpx", "httpx2",
-             "genai_prices")
+SDK_ROOTS = ("anthropic", "openai", "groq", "ollama", "google", "httpx", "httpx2", "genai_prices")
 SRC = Path(agac.__file__).parent
 # A dotted name under an SDK with a private part: anthropic._data, google.genai._api_client
 ROOTS = "|".join(re.escape(r) for r in SDK_ROOTS)
@@ -30,8 +29,7 @@ def _private_imports(path: Path, root: Path = SRC) -> list[str]:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             names = [node.value]  # importlib.import_module("anthropic._data…")
-        found += [f"{path.relative_to(root)}:{node.lineno}: {n}"
-                  for n in names if PRIVATE.match(n)]
+        found += [f"{path.relative_to(root)}:{node.lineno}: {n}" for n in names if PRIVATE.match(n)]
     return found
 
 
@@ -42,10 +40,15 @@ def test_no_module_imports_an_sdk_private_module() -> None:
 
 def test_private_import_check_sees_the_shapes_it_guards_against(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import anthropic._data\nfrom openai._models import X\n"
-                      "import importlib\nm = 'anthropic._data.deprecated_models'\n"
-                      "from openai.types import Y\nimport anthropic\n")
+    sample.write_text(
+        "import anthropic._data\nfrom openai._models import X\n"
+        "import importlib\nm = 'anthropic._data.deprecated_models'\n"
+        "from openai.types import Y\nimport anthropic\n"
+    )
     hits = _private_imports(sample, tmp_path)
     assert [h.split(": ")[1] for h in hits] == [
-        "anthropic._data", "openai._models", "openai._models.X",
-        "anthropic._data.deprecated_models"]
+        "anthropic._data",
+        "openai._models",
+        "openai._models.X",
+        "anthropic._data.deprecated_models",
+    ]

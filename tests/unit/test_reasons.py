@@ -19,8 +19,11 @@ from pathlib import Path
 from agac.reasons import REASONS
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [p for p in sorted((ROOT / "src" / "agac").rglob("*.py"))
-           if not {"emulator", "cli", "providers", "reasons.py"} & set(p.relative_to(ROOT / "src").parts)]
+SOURCES = [
+    p
+    for p in sorted((ROOT / "src" / "agac").rglob("*.py"))
+    if not {"emulator", "cli", "providers", "reasons.py"} & set(p.relative_to(ROOT / "src").parts)
+]
 STATUSES = {"failed", "skipped", "answered"}
 RUN_STATES = {"succeeded", "partial"}  # a list of run states is not an outcome
 CODE = re.compile(r"^[a-z]+(_[a-z]+)*$")
@@ -37,8 +40,12 @@ def _after_status(items: list[ast.expr]) -> Iterator[str]:
         return
     for first, second in itertools.pairwise(items):
         code = _str(second)
-        if _str(first) in ("failed", "skipped") and code and code not in STATUSES \
-                and CODE.match(code):  # not a run's state followed by its message
+        if (
+            _str(first) in ("failed", "skipped")
+            and code
+            and code not in STATUSES
+            and CODE.match(code)
+        ):  # not a run's state followed by its message
             yield code
 
 
@@ -61,10 +68,20 @@ def _codes(tree: ast.AST) -> Iterator[str]:
             yield from _assigned(node)
         elif isinstance(node, ast.arguments):
             params = [*node.posonlyargs, *node.args]
-            defaults = dict(zip([a.arg for a in params][len(params) - len(node.defaults):],
-                                node.defaults, strict=True))
-            defaults.update({a.arg: d for a, d in zip(node.kwonlyargs, node.kw_defaults,
-                                                      strict=True) if d is not None})
+            defaults = dict(
+                zip(
+                    [a.arg for a in params][len(params) - len(node.defaults) :],
+                    node.defaults,
+                    strict=True,
+                )
+            )
+            defaults.update(
+                {
+                    a.arg: d
+                    for a, d in zip(node.kwonlyargs, node.kw_defaults, strict=True)
+                    if d is not None
+                }
+            )
             yield from (c for name, d in defaults.items() if name == "reason" and (c := _str(d)))
 
 
@@ -96,8 +113,12 @@ def source_codes() -> dict[str, list[str]]:
 def table_codes() -> dict[str, str]:
     """code -> bucket, from the reason-code table of docs/reference/reason-codes.md."""
     section = (ROOT / "docs" / "reference" / "reason-codes.md").read_text(encoding="utf-8")
-    return {m["code"]: m["bucket"] for m in re.finditer(
-        r"^\| `(?P<code>[a-z_]+)` \| (?P<bucket>failed|skipped) \|", section, re.MULTILINE)}
+    return {
+        m["code"]: m["bucket"]
+        for m in re.finditer(
+            r"^\| `(?P<code>[a-z_]+)` \| (?P<bucket>failed|skipped) \|", section, re.MULTILINE
+        )
+    }
 
 
 def test_s4_every_reason_the_source_writes_is_registered() -> None:
@@ -112,8 +133,12 @@ def test_s4_every_registered_reason_is_written_somewhere() -> None:
 
 def test_s4_reason_table_in_the_docs_equals_the_registry() -> None:
     table = table_codes()
-    assert sorted(set(REASONS) - set(table)) == [], "codes missing from docs/reference/reason-codes.md"
-    assert sorted(set(table) - set(REASONS)) == [], "codes in docs/reference/reason-codes.md agac never writes"
+    assert sorted(set(REASONS) - set(table)) == [], (
+        "codes missing from docs/reference/reason-codes.md"
+    )
+    assert sorted(set(table) - set(REASONS)) == [], (
+        "codes in docs/reference/reason-codes.md agac never writes"
+    )
     assert {c: r.bucket for c, r in REASONS.items()} == table
 
 
@@ -127,7 +152,8 @@ def test_the_collector_sees_the_shapes_it_claims() -> None:
         "status, why_unit = 'failed', 'e_code'\n"
         "F_CODE = 'f_code'\n"
         "_MY_REASON = {'x': 'g_code'}\n"
-        "def f(reason: str = 'h_code'): pass\n")
+        "def f(reason: str = 'h_code'): pass\n"
+    )
     assert sorted(set(_codes(tree))) == [f"{c}_code" for c in "abcdefgh"]
 
 
@@ -137,8 +163,13 @@ def test_r1_what_a_reason_means_for_the_run_lives_in_the_registry() -> None:
     run its final state, ``timed_out`` first."""
     from agac.reasons import HALTING, NOT_CARRIED, RUN_ENDING
 
-    assert HALTING == {"budget_exhausted", "cancelled", "deadline", "batch_outstanding",
-                       "run_ended"}
+    assert HALTING == {
+        "budget_exhausted",
+        "cancelled",
+        "deadline",
+        "batch_outstanding",
+        "run_ended",
+    }
     assert set(NOT_CARRIED) == HALTING
     assert all(REASONS[c].bucket == "skipped" and not REASONS[c].carries_over for c in HALTING)
     assert all(r.carries_over for c, r in REASONS.items() if c not in HALTING)

@@ -48,7 +48,9 @@ def _size(first: int, last: int, wrapped: set[int]) -> int:
 
 def test_wrapped_lines_do_not_count() -> None:
     one = "def f(a, b):\n    return g(a, b, 1)\n"
-    wrapped = "def f(\n    a,\n    b,\n):\n    return g(\n        a,\n        b,\n        1,\n    )\n"
+    wrapped = (
+        "def f(\n    a,\n    b,\n):\n    return g(\n        a,\n        b,\n        1,\n    )\n"
+    )
     assert _size(1, 2, _wrapped(one)) == 2
     assert _size(1, 9, _wrapped(wrapped)) == 2
     doc = 'def f():\n    """One.\n\n    Two."""\n    return 1\n'
@@ -76,7 +78,9 @@ def _imports(path: Path, module: str, known: dict[str, Path]) -> set[str]:
             if node.level:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parts, base] if base else parts)
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            names = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
         else:
             continue
         for name in names:

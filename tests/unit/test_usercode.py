@@ -14,8 +14,18 @@ class Custom(BaseException):
     pass
 
 
-@pytest.mark.parametrize("exc", [SystemExit(0), SystemExit(3), SystemExit(), Custom("x"),
-                                 KeyError("k"), ValueError("v"), MemoryError()])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        SystemExit(0),
+        SystemExit(3),
+        SystemExit(),
+        Custom("x"),
+        KeyError("k"),
+        ValueError("v"),
+        MemoryError(),
+    ],
+)
 def test_tool_base_exception_fails_only_its_unit(exc: BaseException) -> None:
     assert fails_only_its_unit(exc)
 
@@ -27,6 +37,7 @@ def test_stop_requests_are_not_a_tool_failure(exc: BaseException) -> None:
 
 async def test_cancelled_error_of_the_tool_fails_its_unit() -> None:
     """Raised by the tool itself: no one is cancelling the task."""
+
     async def tool() -> bool:
         try:
             raise asyncio.CancelledError("mine")
@@ -63,11 +74,17 @@ def test_only_retryable_error_is_retried() -> None:
     assert not is_retryable(SystemExit(1))
 
 
-@pytest.mark.parametrize(("exc", "said"), [
-    (SystemExit(3), "SystemExit: 3"), (SystemExit(0), "SystemExit: 0"),
-    (SystemExit(), "SystemExit: None"), (SystemExit("bye"), "SystemExit: 'bye'"),
-    (KeyError("text"), "KeyError: 'text'"), (Custom(), "Custom"),
-])
+@pytest.mark.parametrize(
+    ("exc", "said"),
+    [
+        (SystemExit(3), "SystemExit: 3"),
+        (SystemExit(0), "SystemExit: 0"),
+        (SystemExit(), "SystemExit: None"),
+        (SystemExit("bye"), "SystemExit: 'bye'"),
+        (KeyError("text"), "KeyError: 'text'"),
+        (Custom(), "Custom"),
+    ],
+)
 def test_exception_is_named(exc: BaseException, said: str) -> None:
     assert describe(exc) == said
 
@@ -79,7 +96,8 @@ def test_agac_exports_retryable_error() -> None:
 
 
 def test_i29_11_user_code_prints_go_to_stderr_agac_prints_stay(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A tool printing in a worker thread while agac prints in its own: each write goes
     where it belongs, and ``sys.stdout`` is given back once the last tool is done."""
     import sys
@@ -110,7 +128,8 @@ def test_i29_11_user_code_prints_go_to_stderr_agac_prints_stay(
 
 
 async def test_i29_11_async_user_code_prints_go_to_stderr(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from agac.usercode import user_stdout
 
     async def tool() -> None:

@@ -23,23 +23,37 @@ if TYPE_CHECKING:
 __all__ = ["approvals_list", "approvals_show", "approve", "reject", "revise"]
 
 
-def approvals_list(ref: str | None = None, project: ProjectRef = None, *,
-                   every: bool = False, tenant: str | None = None,
-                   principal: Principal | None = None,
-                   store: Store | None = None) -> list[dict[str, Any]]:
+def approvals_list(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    every: bool = False,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> list[dict[str, Any]]:
     """``agac approvals list [WF]``: proposals waiting for a decision (A1), oldest first;
     ``every``: in any state. Each has at least id, workflow, action, record, arguments,
     approvers, expires_at and state."""
     from agac.engine.approvals.decisions import list_proposals
 
     with reading(project, store) as (proj, st):
-        return list_proposals(st, workflow_name(ref, proj) if ref else None, every=every,
-                              tenants=scope_of(proj, tenant, principal).visible)
+        return list_proposals(
+            st,
+            workflow_name(ref, proj) if ref else None,
+            every=every,
+            tenants=scope_of(proj, tenant, principal).visible,
+        )
 
 
-def approvals_show(ref: str, project: ProjectRef = None, *, tenant: str | None = None,
-                   principal: Principal | None = None,
-                   store: Store | None = None) -> dict[str, Any]:
+def approvals_show(
+    ref: str,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac approvals show ID``: one proposal, whether its signatures verify, its history."""
     from agac.engine.approvals.decisions import show_proposal
 
@@ -48,9 +62,15 @@ def approvals_show(ref: str, project: ProjectRef = None, *, tenant: str | None =
         return show_proposal(proj, st, ref, tenants=scope_of(proj, tenant, principal).visible)
 
 
-def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
-            tenant: str | None = None, principal: Principal | None = None,
-            store: Store | None = None) -> dict[str, Any]:
+def approve(
+    ref: str,
+    project: ProjectRef = None,
+    *,
+    who: str | None = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac approve ID [--as WHO]`` (A2, A3): ``who`` defaults to ``AGAC_USER``. Refused
     (RefusedError, exit 2) when stale, replayed, expired, altered, or ``who`` is not an
     approver. Never needs the run's lease. With ``identity: login``, sent to the service."""
@@ -66,9 +86,16 @@ def approve(ref: str, project: ProjectRef = None, *, who: str | None = None,
         return _approve(proj, st, ref, who, tenants=scope_of(proj, tenant, principal).visible)
 
 
-def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None = None,
-           tenant: str | None = None, principal: Principal | None = None,
-           store: Store | None = None) -> dict[str, Any]:
+def reject(
+    ref: str,
+    reason: str,
+    project: ProjectRef = None,
+    *,
+    who: str | None = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac reject ID --reason TEXT [--as WHO]``: the unit fails ``approval_rejected``
     (or the run ends failed with ``on_reject: fail_run``). With ``identity: login``, sent
     to the service."""
@@ -81,13 +108,21 @@ def reject(ref: str, reason: str, project: ProjectRef = None, *, who: str | None
         return send_decision(ref, "reject", {"reason": reason}, who)
     _secret_must_be_durable(proj)
     with reading(proj, store, writes=True) as (proj, st):
-        return _reject(proj, st, ref, who, reason,
-                       tenants=scope_of(proj, tenant, principal).visible)
+        return _reject(
+            proj, st, ref, who, reason, tenants=scope_of(proj, tenant, principal).visible
+        )
 
 
-def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = None, *,
-           who: str | None = None, tenant: str | None = None,
-           principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def revise(
+    ref: str,
+    changes: dict[str, Any] | list[str],
+    project: ProjectRef = None,
+    *,
+    who: str | None = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac revise ID --set field=value … [--as WHO]``: a new proposal with the changed
     arguments, which needs its own approval; the old one becomes stale. ``changes`` is a
     mapping of dotted field to value, or ``field=value`` strings. With ``identity: login``,
@@ -103,8 +138,9 @@ def revise(ref: str, changes: dict[str, Any] | list[str], project: ProjectRef = 
         return send_decision(ref, "revise", {"set": parsed}, who)
     _secret_must_be_durable(proj)
     with reading(proj, store, writes=True) as (proj, st):
-        return _revise(proj, st, ref, who, parsed,
-                       tenants=scope_of(proj, tenant, principal).visible)
+        return _revise(
+            proj, st, ref, who, parsed, tenants=scope_of(proj, tenant, principal).visible
+        )
 
 
 def _secret_must_be_durable(project: ProjectRef) -> None:
@@ -118,6 +154,12 @@ def _secret_must_be_durable(project: ProjectRef) -> None:
 
     url = store_url(project_of(project))
     if is_point_url(url) and not os.environ.get("AGAC_SECRET"):
-        raise ConfigError(problems=[Problem(
-            "secret_not_durable", f"decisions on the storage point {url} need AGAC_SECRET",
-            hint="set AGAC_SECRET to the secret every machine of this project uses")])
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "secret_not_durable",
+                    f"decisions on the storage point {url} need AGAC_SECRET",
+                    hint="set AGAC_SECRET to the secret every machine of this project uses",
+                )
+            ]
+        )

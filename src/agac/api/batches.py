@@ -29,16 +29,28 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import BatchRecord
 
-__all__ = ["batch_dict", "batch_status", "cancel", "list_batches", "resolve", "result_dict",
-           "retrieve"]
+__all__ = [
+    "batch_dict",
+    "batch_status",
+    "cancel",
+    "list_batches",
+    "resolve",
+    "result_dict",
+    "retrieve",
+]
 
 UNSETTLED_STATES = ("submitting", "unknown")
 """Intents whose submission is not known to have happened (B2)."""
 
 
-def list_batches(ref: str | None = None, project: ProjectRef = None, *,
-                 tenant: str | None = None, principal: Principal | None = None,
-                 store: Store | None = None) -> list[dict[str, Any]]:
+def list_batches(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> list[dict[str, Any]]:
     """Every batch of workflow ``ref`` (every batch of the project without one) of the
     caller's tenants, newest first, as :func:`batch_dict` rows."""
     with using(project, store, writes=False) as (proj, st):
@@ -47,10 +59,16 @@ def list_batches(ref: str | None = None, project: ProjectRef = None, *,
         return [batch_dict(row) for row in st.list_batches(name, tenants=tenants)]
 
 
-def batch_status(ref: str | None = None, project: ProjectRef = None, *,
-                 batch_id: str | None = None, poll: bool = False, tenant: str | None = None,
-                 principal: Principal | None = None,
-                 store: Store | None = None) -> dict[str, Any]:
+def batch_status(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    batch_id: str | None = None,
+    poll: bool = False,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """One batch as the store knows it, with its items counted by status and the command
     a person most likely wants next. ``poll`` also asks the provider for its status now
     (``provider_status``); the store is not changed — the next run records what it says."""
@@ -66,16 +84,27 @@ def batch_status(ref: str | None = None, project: ProjectRef = None, *,
         doc["next"] = _next_command(row)
     if poll:
         status = poll_batch(proj, row)
-        doc["provider_status"] = {"state": status.state, "raw_status": status.raw_status,
-                                  "request_count": status.request_count,
-                                  "completed": status.completed, "failed": status.failed,
-                                  "known": status.known}
+        doc["provider_status"] = {
+            "state": status.state,
+            "raw_status": status.raw_status,
+            "request_count": status.request_count,
+            "completed": status.completed,
+            "failed": status.failed,
+            "known": status.known,
+        }
     return doc
 
 
-def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: str | None = None,
-             sink: Callable[[dict[str, Any]], object], tenant: str | None = None,
-             principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def retrieve(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    batch_id: str | None = None,
+    sink: Callable[[dict[str, Any]], object],
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """Hand every raw result of an ended batch to ``sink`` (as :func:`result_dict`), in the
     provider's order, and return ``{key, batch_id, results, types}``.
 
@@ -87,13 +116,23 @@ def retrieve(ref: str | None = None, project: ProjectRef = None, *, batch_id: st
     with using(project, store, writes=False) as (proj, st):
         row = _find_batch(st, proj, ref, batch_id, scope_of(proj, tenant, principal))
     types = read_results(proj, row, lambda result: sink(result_dict(result)))
-    return {"key": row.key, "batch_id": row.provider_batch_id, "results": sum(types.values()),
-            "types": types}
+    return {
+        "key": row.key,
+        "batch_id": row.provider_batch_id,
+        "results": sum(types.values()),
+        "types": types,
+    }
 
 
-def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str,
-           tenant: str | None = None, principal: Principal | None = None,
-           store: Store | None = None) -> dict[str, Any]:
+def cancel(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    batch_id: str,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """Ask the provider to cancel an open batch and mark it ``cancelling``.
 
     No result is claimed: the next run polls it and reads what the provider says (B7,
@@ -107,9 +146,16 @@ def cancel(ref: str | None = None, project: ProjectRef = None, *, batch_id: str,
         return _reread(st, row.key)
 
 
-def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None,
-            not_submitted: bool = False, tenant: str | None = None,
-            principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def resolve(
+    key: str,
+    project: ProjectRef = None,
+    *,
+    batch_id: str | None = None,
+    not_submitted: bool = False,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """Settle an intent whose submission is unknown (B2), on a person's word.
 
     ``batch_id``: the provider has it under this id; the intent becomes ``submitted``
@@ -120,21 +166,37 @@ def resolve(key: str, project: ProjectRef = None, *, batch_id: str | None = None
     from agac.engine.batch.manual import resolve_intent
 
     with using(project, store) as (proj, st):
-        resolve_intent(st, key, batch_id=batch_id, not_submitted=not_submitted,
-                       tenants=scope_of(proj, tenant, principal).visible)
+        resolve_intent(
+            st,
+            key,
+            batch_id=batch_id,
+            not_submitted=not_submitted,
+            tenants=scope_of(proj, tenant, principal).visible,
+        )
         return _reread(st, key)
 
 
 def batch_dict(row: BatchRecord) -> dict[str, Any]:
     """The plain JSON of one ``batches`` row."""
     return {
-        "key": row.key, "batch_id": row.provider_batch_id, "tenant": row.tenant,
+        "key": row.key,
+        "batch_id": row.provider_batch_id,
+        "tenant": row.tenant,
         "workflow": row.workflow,
-        "action": row.action, "file": row.file, "part": row.part, "provider": row.provider,
-        "state": row.state, "open": row.state in OPEN_BATCH_STATES,
-        "raw_status": row.raw_status, "requests": row.request_count, "run_id": row.run_id,
-        "collected_by": row.collected_by, "error": row.error, "created_at": row.created_at,
-        "submitted_at": row.submitted_at, "ended_at": row.ended_at,
+        "action": row.action,
+        "file": row.file,
+        "part": row.part,
+        "provider": row.provider,
+        "state": row.state,
+        "open": row.state in OPEN_BATCH_STATES,
+        "raw_status": row.raw_status,
+        "requests": row.request_count,
+        "run_id": row.run_id,
+        "collected_by": row.collected_by,
+        "error": row.error,
+        "created_at": row.created_at,
+        "submitted_at": row.submitted_at,
+        "ended_at": row.ended_at,
         "deadline_at": row.deadline_at,
     }
 
@@ -147,14 +209,21 @@ def result_dict(result: Result) -> dict[str, Any]:
         response = {"text": r.text, "stop_reason": r.stop_reason, "usage": r.usage.to_dict()}
     error = None
     if result.error is not None:
-        error = {"kind": getattr(result.error, "kind", type(result.error).__name__),
-                 "message": str(result.error)}
-    return {"custom_id": result.custom_id, "type": result.type, "response": response,
-            "error": error}
+        error = {
+            "kind": getattr(result.error, "kind", type(result.error).__name__),
+            "message": str(result.error),
+        }
+    return {
+        "custom_id": result.custom_id,
+        "type": result.type,
+        "response": response,
+        "error": error,
+    }
 
 
-def _find_batch(store: Store, proj: Project, ref: str | None, batch_id: str | None,
-                scope: Scope) -> BatchRecord:
+def _find_batch(
+    store: Store, proj: Project, ref: str | None, batch_id: str | None, scope: Scope
+) -> BatchRecord:
     """The batch ``batch_id`` names (our key or the provider's id), else the latest of
     workflow ``ref`` (of the project without one), among the scope's tenants. NotFound
     when there is none — also when it is another tenant's (T2)."""
@@ -163,8 +232,9 @@ def _find_batch(store: Store, proj: Project, ref: str | None, batch_id: str | No
         row = store.get_batch(batch_id, tenants=scope.visible)
         if row is None or (name is not None and row.workflow != name):
             where = f" of {name}" if name else ""
-            raise NotFound(f"no batch {batch_id!r}{where} in {scope.label}; "
-                           "`agac batch list` shows them")
+            raise NotFound(
+                f"no batch {batch_id!r}{where} in {scope.label}; `agac batch list` shows them"
+            )
         return row
     rows = store.list_batches(name, tenants=scope.visible)
     if not rows:

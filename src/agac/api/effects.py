@@ -15,9 +15,14 @@ if TYPE_CHECKING:
 __all__ = ["effects_compensate", "effects_list", "effects_resolve"]
 
 
-def effects_list(ref: str | None = None, project: ProjectRef = None, *,
-                 tenant: str | None = None, principal: Principal | None = None,
-                 store: Store | None = None) -> list[dict[str, Any]]:
+def effects_list(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> list[dict[str, Any]]:
     """``agac effects list [WF]``: every recorded side effect (E1, E2) of the caller's
     tenants, oldest first."""
     from agac.engine.approvals.effects import effect_dict
@@ -28,9 +33,15 @@ def effects_list(ref: str | None = None, project: ProjectRef = None, *,
         return [effect_dict(r) for r in st.list_effects(name, tenants=tenants)]
 
 
-def effects_resolve(ref: str, done: bool, project: ProjectRef = None, *,
-                    tenant: str | None = None, principal: Principal | None = None,
-                    store: Store | None = None) -> dict[str, Any]:
+def effects_resolve(
+    ref: str,
+    done: bool,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac effects resolve ID --done|--not-done``: settle an effect left ``unknown`` (E2)."""
     from agac.engine.approvals.effects import resolve_effect
 
@@ -38,12 +49,16 @@ def effects_resolve(ref: str, done: bool, project: ProjectRef = None, *,
         return resolve_effect(st, ref, done, tenants=scope_of(proj, tenant, principal).visible)
 
 
-def effects_compensate(ref: str, project: ProjectRef = None, *,
-                       tenant: str | None = None, principal: Principal | None = None,
-                       store: Store | None = None) -> dict[str, Any]:
+def effects_compensate(
+    ref: str,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac effects compensate ID``: run the declared compensation, once, on request."""
     from agac.engine.approvals.effects import compensate_effect
 
     with reading(project, store, writes=True) as (proj, st):
-        return compensate_effect(proj, st, ref,
-                                 tenants=scope_of(proj, tenant, principal).visible)
+        return compensate_effect(proj, st, ref, tenants=scope_of(proj, tenant, principal).visible)

@@ -20,9 +20,18 @@ if TYPE_CHECKING:
     from agac.api.projects import Principal
     from agac.store.repository import Store
 
-__all__ = ["FINAL_STATES", "cost", "events", "export_rows", "is_final", "list_records",
-           "list_runs", "record_session", "status", "store_read"]
-
+__all__ = [
+    "FINAL_STATES",
+    "cost",
+    "events",
+    "export_rows",
+    "is_final",
+    "list_records",
+    "list_runs",
+    "record_session",
+    "status",
+    "store_read",
+]
 
 
 def is_final(state: str) -> bool:
@@ -30,8 +39,14 @@ def is_final(state: str) -> bool:
     return state in FINAL_STATES
 
 
-def status(ref: str | None = None, project: ProjectRef = None, *, tenant: str | None = None,
-           principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def status(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """The §7.1 summary of a run (by id) or of a workflow's latest run, with its tenant."""
     from agac.engine.views.summary import build_summary
 
@@ -44,8 +59,10 @@ def status(ref: str | None = None, project: ProjectRef = None, *, tenant: str | 
                 raise
             raise NotFound(f"{exc} (read the store {read['url']}, {_said(read)})") from None
         if run_row.settings.pruned is not None:
-            raise UsageError(f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
-                             f"are gone (its cost stays in `agac cost {run_row.id}`)")
+            raise UsageError(
+                f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
+                f"are gone (its cost stays in `agac cost {run_row.id}`)"
+            )
         summary = build_summary(st, run_row).to_dict()
         if read is not None:
             summary["store"] = read
@@ -72,51 +89,92 @@ def _said(read: dict[str, str]) -> str:
     return "the default: neither AGAC_STORE nor store: in agac.yml is set"
 
 
-def list_runs(ref: str | None = None, project: ProjectRef = None, limit: int = 50, *,
-              tenant: str | None = None, principal: Principal | None = None,
-              store: Store | None = None) -> list[dict[str, Any]]:
+def list_runs(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    limit: int = 50,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> list[dict[str, Any]]:
     """The runs of workflow ``ref`` (of the project without one) in the caller's
     tenants, newest first."""
     with reading(project, store) as (proj, st):
         scope = scope_of(proj, tenant, principal)
         name = workflow_name(ref, proj) if ref else None
         return [
-            {"run_id": r.id, "workflow": r.workflow, "tenant": r.tenant, "state": r.state,
-             "retry_of": r.retry_of, "created_at": r.created_at, "ended_at": r.ended_at}
+            {
+                "run_id": r.id,
+                "workflow": r.workflow,
+                "tenant": r.tenant,
+                "state": r.state,
+                "retry_of": r.retry_of,
+                "created_at": r.created_at,
+                "ended_at": r.ended_at,
+            }
             for r in st.list_runs(name, limit, tenants=scope.visible)
         ]
 
 
-def events(run_ref: str | None, project: ProjectRef = None, after: int = 0, *,
-           tenant: str | None = None, principal: Principal | None = None,
-           store: Store | None = None) -> list[dict[str, Any]]:
+def events(
+    run_ref: str | None,
+    project: ProjectRef = None,
+    after: int = 0,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> list[dict[str, Any]]:
     """A run's events after id ``after``, in order; each names the run's tenant."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref, scope_of(proj, tenant, principal))
-        return [_event_dict(e, run_row.tenant)
-                for e in st.iter_events(run_row.id, after, limit=100_000)]
+        return [
+            _event_dict(e, run_row.tenant) for e in st.iter_events(run_row.id, after, limit=100_000)
+        ]
 
 
 def _event_dict(e: Any, tenant: str) -> dict[str, Any]:
-    return {"id": e.id, "run_id": e.run_id, "tenant": tenant, "kind": e.kind,
-            "action": e.action, "unit_key": e.unit_key, "data": loads(e.data),
-            "created_at": e.created_at}
+    return {
+        "id": e.id,
+        "run_id": e.run_id,
+        "tenant": tenant,
+        "kind": e.kind,
+        "action": e.action,
+        "unit_key": e.unit_key,
+        "data": loads(e.data),
+        "created_at": e.created_at,
+    }
 
 
-def export_rows(ref: str, action: str, project: ProjectRef = None,
-                run_ref: str | None = None, *, tenant: str | None = None,
-                principal: Principal | None = None, store: Store | None = None
-                ) -> Iterator[dict[str, Any]]:
+def export_rows(
+    ref: str,
+    action: str,
+    project: ProjectRef = None,
+    run_ref: str | None = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> Iterator[dict[str, Any]]:
     """One row per record of ``action`` in the run: key, status, reason, detail, output,
     and the run's tenant."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
         if action not in names:
-            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+            raise UsageError(
+                f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})"
+            )
         for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
-            yield {"key": o.unit_key, "status": o.status, "reason": o.reason, "detail": o.detail,
-                   "output": loads(o.output), "tenant": run_row.tenant}
+            yield {
+                "key": o.unit_key,
+                "status": o.status,
+                "reason": o.reason,
+                "detail": o.detail,
+                "output": loads(o.output),
+                "tenant": run_row.tenant,
+            }
 
 
 def _item_path(key: str) -> tuple[int, ...]:
@@ -138,8 +196,14 @@ def _in_item_order(rows: Iterator[Any]) -> Iterator[Any]:
     yield from sorted(group, key=lambda r: _item_path(r.unit_key))
 
 
-def cost(ref: str | None = None, project: ProjectRef = None, *, tenant: str | None = None,
-         principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def cost(
+    ref: str | None = None,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """Cost per action and model, live vs batch, what batch saved against all-live and
     what prompt caching saved against the same tokens uncached, of a run of the caller's
     tenants."""
@@ -151,10 +215,18 @@ def cost(ref: str | None = None, project: ProjectRef = None, *, tenant: str | No
         return cost_breakdown(st, run_row, PriceTable(dict(proj.config.prices)))
 
 
-def list_records(ref: str, project: ProjectRef = None, *,
-                 status: str | None = None, action: str | None = None,
-                 run_ref: str | None = None, limit: int = 10_000, tenant: str | None = None,
-                 principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def list_records(
+    ref: str,
+    project: ProjectRef = None,
+    *,
+    status: str | None = None,
+    action: str | None = None,
+    run_ref: str | None = None,
+    limit: int = 10_000,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """The units of a workflow's latest run (or ``run_ref``) with ``status`` and in
     ``action`` — fan-out items included, by item key — for ``agac records show``. At most
     ``limit`` units, in record order; ``truncated`` says when there were more."""
@@ -162,27 +234,51 @@ def list_records(ref: str, project: ProjectRef = None, *,
         run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
         if action is not None and action not in names:
-            raise UsageError(f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})")
+            raise UsageError(
+                f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})"
+            )
         rows = st.find_outcomes(run_row.id, status=status, action=action, limit=limit + 1)
         truncated = len(rows) > limit
-        rows = sorted(rows[:limit],
-                      key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action)))
-        return {"run_id": run_row.id, "workflow": run_row.workflow, "tenant": run_row.tenant,
-                "status": status,
-                "action": action, "truncated": truncated, "units": [
-                    {"key": r.unit_key, "action": r.action, "status": r.status, "reason": r.reason,
-                     "detail": r.detail, "attempts": r.attempts} for r in rows]}
+        rows = sorted(
+            rows[:limit], key=lambda r: (r.seq, _item_path(r.unit_key), names.index(r.action))
+        )
+        return {
+            "run_id": run_row.id,
+            "workflow": run_row.workflow,
+            "tenant": run_row.tenant,
+            "status": status,
+            "action": action,
+            "truncated": truncated,
+            "units": [
+                {
+                    "key": r.unit_key,
+                    "action": r.action,
+                    "status": r.status,
+                    "reason": r.reason,
+                    "detail": r.detail,
+                    "attempts": r.attempts,
+                }
+                for r in rows
+            ],
+        }
 
 
-def record_session(key: str, project: ProjectRef = None, *,
-                   workflow: str | None = None, run_ref: str | None = None,
-                   tenant: str | None = None, principal: Principal | None = None,
-                   store: Store | None = None) -> dict[str, Any]:
+def record_session(
+    key: str,
+    project: ProjectRef = None,
+    *,
+    workflow: str | None = None,
+    run_ref: str | None = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """The record's session (docs/workflow-reference.md, Fan-out and join) in a run of the caller's tenants: its history
     across actions, attempts, tokens and cost, status and error log."""
     from agac.engine.views.sessions import session_document
 
     with reading(project, store) as (proj, st):
         name = workflow_name(workflow, proj) if workflow else None
-        return session_document(proj, st, key, name, run_ref,
-                                tenants=scope_of(proj, tenant, principal).visible)
+        return session_document(
+            proj, st, key, name, run_ref, tenants=scope_of(proj, tenant, principal).visible
+        )

@@ -144,19 +144,25 @@ def _sha256(text: str) -> str:
 
 def _check_name(name: str, what: str = "user name") -> str:
     if not _NAME.fullmatch(name or ""):
-        raise UsageError(f"{what} {name!r} is not valid: letters, digits and . _ @ -, starting "
-                         "with a letter or digit, at most 100 characters")
+        raise UsageError(
+            f"{what} {name!r} is not valid: letters, digits and . _ @ -, starting "
+            "with a letter or digit, at most 100 characters"
+        )
     return name
 
 
 def _check_tenants(tenants: Sequence[str]) -> list[str]:
     if not tenants:
-        raise UsageError("a user needs at least one tenant: --tenant T (the tenant of runs "
-                         "started without one is `default`)")
+        raise UsageError(
+            "a user needs at least one tenant: --tenant T (the tenant of runs "
+            "started without one is `default`)"
+        )
     for tenant in tenants:
         if not is_tenant(tenant):
-            raise UsageError(f"tenant {tenant!r} is not valid: letters, digits and . _ -, starting "
-                             "with a letter or digit, at most 64 characters")
+            raise UsageError(
+                f"tenant {tenant!r} is not valid: letters, digits and . _ -, starting "
+                "with a letter or digit, at most 64 characters"
+            )
     return sorted(set(tenants))
 
 
@@ -170,9 +176,17 @@ def _check_password(password: str) -> str:
 # -- users (administrator calls: they write the store directly, T0) ------------------------
 
 
-def add_user(store: Store, name: str, password: str, *, tenants: Sequence[str],
-             groups: Sequence[str] = (), admin: bool = False, clock: Clock = time.time,
-             passwords: Passwords | None = None) -> dict[str, Any]:
+def add_user(
+    store: Store,
+    name: str,
+    password: str,
+    *,
+    tenants: Sequence[str],
+    groups: Sequence[str] = (),
+    admin: bool = False,
+    clock: Clock = time.time,
+    passwords: Passwords | None = None,
+) -> dict[str, Any]:
     """A new active user in ``tenants`` and ``groups``; refused when the name is taken."""
     _check_name(name)
     tenant_list = _check_tenants(tenants)
@@ -180,8 +194,10 @@ def add_user(store: Store, name: str, password: str, *, tenants: Sequence[str],
         _check_name(group, "group name")
     stored = _passwords(passwords).hash(_check_password(password))
     if not store.add_user(name, stored, tenant_list, list(groups), admin=admin, at=clock()):
-        raise UsageError(f"there is already a user {name!r}; change it with `agac users set "
-                         f"{name}` or `agac users passwd {name}`")
+        raise UsageError(
+            f"there is already a user {name!r}; change it with `agac users set "
+            f"{name}` or `agac users passwd {name}`"
+        )
     return _user_dict(store, name)
 
 
@@ -191,9 +207,16 @@ def list_users(store: Store) -> list[dict[str, Any]]:
     return [_row_dict(r, groups[r.name]) for r in rows]
 
 
-def change_user(store: Store, name: str, *, active: bool | None = None,
-                tenants: Sequence[str] | None = None, groups: Sequence[str] | None = None,
-                admin: bool | None = None, clock: Clock = time.time) -> dict[str, Any]:
+def change_user(
+    store: Store,
+    name: str,
+    *,
+    active: bool | None = None,
+    tenants: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+    admin: bool | None = None,
+    clock: Clock = time.time,
+) -> dict[str, Any]:
     """Disable or enable a user (disabling ends its sessions at once; its tokens stop working
     while it is disabled), or replace its tenants or groups, or its administrator flag."""
     fields: dict[str, Any] = {}
@@ -204,14 +227,21 @@ def change_user(store: Store, name: str, *, active: bool | None = None,
     tenant_list = _check_tenants(tenants) if tenants is not None else None
     for group in groups or ():
         _check_name(group, "group name")
-    if not store.change_user(name, at=clock(), end_sessions=active is False, groups=groups,
-                             tenants=tenant_list, **fields):
+    if not store.change_user(
+        name, at=clock(), end_sessions=active is False, groups=groups, tenants=tenant_list, **fields
+    ):
         raise NotFound(f"no user {name!r}; `agac users list` shows them")
     return _user_dict(store, name)
 
 
-def set_password(store: Store, name: str, password: str, *, clock: Clock = time.time,
-                 passwords: Passwords | None = None) -> dict[str, Any]:
+def set_password(
+    store: Store,
+    name: str,
+    password: str,
+    *,
+    clock: Clock = time.time,
+    passwords: Passwords | None = None,
+) -> dict[str, Any]:
     """A new password; every session of the user ends."""
     stored = _passwords(passwords).hash(_check_password(password))
     if not store.change_user(name, at=clock(), end_sessions=True, password_hash=stored):
@@ -226,38 +256,62 @@ def _user_dict(store: Store, name: str) -> dict[str, Any]:
 
 
 def _row_dict(row: Any, groups: list[str]) -> dict[str, Any]:
-    return {"name": row.name, "tenants": loads(row.tenants), "groups": groups,
-            "admin": bool(row.admin), "active": bool(row.active), "created_at": row.created_at}
+    return {
+        "name": row.name,
+        "tenants": loads(row.tenants),
+        "groups": groups,
+        "admin": bool(row.admin),
+        "active": bool(row.active),
+        "created_at": row.created_at,
+    }
 
 
 # -- API tokens ---------------------------------------------------------------------------------
 
 
-def create_token(store: Store, user: str, *, expires_in: float = DEFAULT_TOKEN_LIFETIME,
-                 clock: Clock = time.time) -> dict[str, Any]:
+def create_token(
+    store: Store, user: str, *, expires_in: float = DEFAULT_TOKEN_LIFETIME, clock: Clock = time.time
+) -> dict[str, Any]:
     """A new API token for ``user``; ``token`` in the result is shown once and never stored."""
     if store.get_user(user) is None:
-        raise NotFound(f"no user {user!r}; add one with `agac users add {user} --tenant T "
-                       "--password-stdin`")
+        raise NotFound(
+            f"no user {user!r}; add one with `agac users add {user} --tenant T --password-stdin`"
+        )
     if expires_in <= 0:
         raise UsageError("--expires must be a positive duration (90d, 12h)")
     token_id = secrets.token_hex(6)
     token = f"agac_{token_id}_{secrets.token_urlsafe(32)}"
     now = clock()
     store.add_token(token_id, user, _sha256(token), at=now, expires_at=now + expires_in)
-    return {"id": token_id, "user": user, "token": token, "created_at": now,
-            "expires_at": now + expires_in}
+    return {
+        "id": token_id,
+        "user": user,
+        "token": token,
+        "created_at": now,
+        "expires_at": now + expires_in,
+    }
 
 
-def list_tokens(store: Store, user: str | None = None, *, clock: Clock = time.time
-                ) -> list[dict[str, Any]]:
+def list_tokens(
+    store: Store, user: str | None = None, *, clock: Clock = time.time
+) -> list[dict[str, Any]]:
     now = clock()
     out = []
     for r in store.list_tokens(user):
-        state = "revoked" if r.revoked_at is not None else "expired" if now >= r.expires_at else "valid"
-        out.append({"id": r.id, "user": r.user_name, "state": state, "created_at": r.created_at,
-                    "expires_at": r.expires_at, "revoked_at": r.revoked_at,
-                    "last_used_at": r.last_used_at})
+        state = (
+            "revoked" if r.revoked_at is not None else "expired" if now >= r.expires_at else "valid"
+        )
+        out.append(
+            {
+                "id": r.id,
+                "user": r.user_name,
+                "state": state,
+                "created_at": r.created_at,
+                "expires_at": r.expires_at,
+                "revoked_at": r.revoked_at,
+                "last_used_at": r.last_used_at,
+            }
+        )
     return out
 
 
@@ -266,7 +320,9 @@ def revoke_token(store: Store, ref: str, *, clock: Clock = time.time) -> dict[st
     if not rows or (len(rows) > 1 and rows[0].id != ref):
         raise NotFound(f"no single token {ref!r}; `agac tokens list` shows them")
     store.revoke_token(rows[0].id, clock())
-    return next(t for t in list_tokens(store, rows[0].user_name, clock=clock) if t["id"] == rows[0].id)
+    return next(
+        t for t in list_tokens(store, rows[0].user_name, clock=clock) if t["id"] == rows[0].id
+    )
 
 
 def token_principal(store: Store, token: str, *, clock: Clock = time.time) -> Principal | None:
@@ -289,8 +345,14 @@ def token_principal(store: Store, token: str, *, clock: Clock = time.time) -> Pr
 # -- web sessions --------------------------------------------------------------------------------
 
 
-def sign_in(store: Store, name: str, password: str, *, clock: Clock = time.time,
-            passwords: Passwords | None = None) -> tuple[str, Principal] | None:
+def sign_in(
+    store: Store,
+    name: str,
+    password: str,
+    *,
+    clock: Clock = time.time,
+    passwords: Passwords | None = None,
+) -> tuple[str, Principal] | None:
     """(a new session id, the principal) when ``name`` is an active user with this
     password, else None. An unknown name verifies a dummy hash: same cost, same answer."""
     row = store.get_user(name) if _NAME.fullmatch(name or "") else None
@@ -302,7 +364,9 @@ def sign_in(store: Store, name: str, password: str, *, clock: Clock = time.time,
     return session_id, _principal(store, row.name, row.tenants, row.admin, "session")
 
 
-def session_principal(store: Store, session_id: str, *, clock: Clock = time.time) -> Principal | None:
+def session_principal(
+    store: Store, session_id: str, *, clock: Clock = time.time
+) -> Principal | None:
     """The principal of a live session, re-read from the store; None when the session is
     unknown, ended, idle 8 h, older than 7 d, or its user is disabled."""
     if not session_id or len(session_id) > 128:
@@ -333,5 +397,10 @@ def csrf_token(session_id: str) -> str:
 
 def _principal(store: Store, name: str, tenants_json: str, admin: Any, via: str) -> Principal:
     groups = store.groups_of([name])[name]
-    return Principal(name=name, tenants=frozenset(loads(tenants_json)), groups=frozenset(groups),
-                     admin=bool(admin), via=via)
+    return Principal(
+        name=name,
+        tenants=frozenset(loads(tenants_json)),
+        groups=frozenset(groups),
+        admin=bool(admin),
+        via=via,
+    )

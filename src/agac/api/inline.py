@@ -40,8 +40,9 @@ def project_for(project: ProjectRef) -> Project:
     if isinstance(project, str | Path) and not Path(project).expanduser().exists():
         folder = Path(project).expanduser()
         folder.mkdir(parents=True)
-        (folder / PROJECT_FILE).write_text("# agac project (created by agac.run)\n",
-                                           encoding="utf-8")
+        (folder / PROJECT_FILE).write_text(
+            "# agac project (created by agac.run)\n", encoding="utf-8"
+        )
         return project_of(folder)
     return project_of(project)
 
@@ -56,9 +57,18 @@ def workflow_file(workflow: WorkflowRef, project: Project) -> str | Path:
     if name is None:
         name = f"workflow-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ConfigError(problems=[Problem(
-            "invalid_value", f"workflow name {name!r} cannot name a file", "<dict>", 0,
-            hint="name: letters, digits, _ . - (it becomes workflows/<name>.yml)", path="name")])
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "invalid_value",
+                    f"workflow name {name!r} cannot name a file",
+                    "<dict>",
+                    0,
+                    hint="name: letters, digits, _ . - (it becomes workflows/<name>.yml)",
+                    path="name",
+                )
+            ]
+        )
     path = project.root / "workflows" / f"{name}.yml"
     content = GENERATED + text
     if path.exists():
@@ -66,8 +76,10 @@ def workflow_file(workflow: WorkflowRef, project: Project) -> str | Path:
         if current == content:
             return path
         if not current.startswith(GENERATED):
-            raise UsageError(f"{project.display(path)} exists and was not generated from a dict; "
-                             "give the workflow another name:, or pass the file's path instead")
+            raise UsageError(
+                f"{project.display(path)} exists and was not generated from a dict; "
+                "give the workflow another name:, or pass the file's path instead"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content, encoding="utf-8")
     return path

@@ -14,16 +14,18 @@ if TYPE_CHECKING:
 __all__ = ["gc", "store_info", "store_upgrade"]
 
 
-def gc(keep_runs: int = 10, project: ProjectRef = None, *,
-       store: Store | None = None) -> dict[str, Any]:
+def gc(
+    keep_runs: int = 10, project: ProjectRef = None, *, store: Store | None = None
+) -> dict[str, Any]:
     """``agac gc``: prune the outcomes and events of all but the newest ``keep_runs`` final
     runs of each workflow; runs not final, answers, the cost ledger, batches and effects
     are kept."""
     from agac.engine.lifecycle.closing import collect_garbage
 
     if keep_runs < 1:
-        raise UsageError("--keep-runs must be at least 1: the latest run is what the next one "
-                         "builds on (R1, R2)")
+        raise UsageError(
+            "--keep-runs must be at least 1: the latest run is what the next one builds on (R1, R2)"
+        )
     with reading(project, store, writes=True) as (_proj, st):
         return collect_garbage(st, keep_runs)
 
@@ -64,8 +66,13 @@ def store_info(project: ProjectRef = None) -> dict[str, Any]:
     if url.startswith("sqlite"):
         path = Path(url.split(":///", 1)[1])
         size = sum(os.path.getsize(f) for f in (path, Path(f"{path}-wal")) if f.exists())
-        return {"store": url, "kind": "sqlite", "path": str(path), "exists": path.exists(),
-                "bytes": size}
+        return {
+            "store": url,
+            "kind": "sqlite",
+            "path": str(path),
+            "exists": path.exists(),
+            "bytes": size,
+        }
     from sqlalchemy.engine import make_url
 
     return {"store": make_url(url).render_as_string(hide_password=True), "kind": "postgresql"}

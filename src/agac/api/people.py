@@ -19,22 +19,40 @@ from agac.errors import UsageError
 if TYPE_CHECKING:
     from agac.store.repository import Store
 
-__all__ = ["tokens_create", "tokens_list", "tokens_revoke", "users_add", "users_disable",
-           "users_enable", "users_list", "users_passwd", "users_set"]
+__all__ = [
+    "tokens_create",
+    "tokens_list",
+    "tokens_revoke",
+    "users_add",
+    "users_disable",
+    "users_enable",
+    "users_list",
+    "users_passwd",
+    "users_set",
+]
 
 
 @contextmanager
 def _store(project: ProjectRef, store: Store | None = None) -> Iterator[Store]:
     proj = project_of(project)
     if store is None and store_url(proj) == "memory":
-        raise UsageError("users and tokens live in the store, and this project's store is memory "
-                         "(it keeps nothing); use the default SQLite store or PostgreSQL")
+        raise UsageError(
+            "users and tokens live in the store, and this project's store is memory "
+            "(it keeps nothing); use the default SQLite store or PostgreSQL"
+        )
     with using(proj, store) as (_proj, opened):
         yield opened
 
 
-def users_add(name: str, password: str, *, tenants: Sequence[str], groups: Sequence[str] = (),
-              admin: bool = False, project: ProjectRef = None) -> dict[str, Any]:
+def users_add(
+    name: str,
+    password: str,
+    *,
+    tenants: Sequence[str],
+    groups: Sequence[str] = (),
+    admin: bool = False,
+    project: ProjectRef = None,
+) -> dict[str, Any]:
     """``agac users add NAME --tenant T … [--group G …] [--admin] --password-stdin``."""
     with _store(project) as store:
         return identity.add_user(store, name, password, tenants=tenants, groups=groups, admin=admin)
@@ -56,13 +74,19 @@ def users_enable(name: str, project: ProjectRef = None) -> dict[str, Any]:
         return identity.change_user(store, name, active=True)
 
 
-def users_set(name: str, *, tenants: Sequence[str] | None = None,
-              groups: Sequence[str] | None = None, admin: bool | None = None,
-              project: ProjectRef = None) -> dict[str, Any]:
+def users_set(
+    name: str,
+    *,
+    tenants: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+    admin: bool | None = None,
+    project: ProjectRef = None,
+) -> dict[str, Any]:
     """Replace a user's tenants, groups or administrator flag (those given)."""
     if tenants is None and groups is None and admin is None:
-        raise UsageError("say what to change: --tenant T, --group G, --no-groups, --admin or "
-                         "--no-admin")
+        raise UsageError(
+            "say what to change: --tenant T, --group G, --no-groups, --admin or --no-admin"
+        )
     with _store(project) as store:
         return identity.change_user(store, name, tenants=tenants, groups=groups, admin=admin)
 
@@ -73,8 +97,9 @@ def users_passwd(name: str, password: str, project: ProjectRef = None) -> dict[s
         return identity.set_password(store, name, password)
 
 
-def tokens_create(user: str, *, expires_in: float = identity.DEFAULT_TOKEN_LIFETIME,
-                  project: ProjectRef = None) -> dict[str, Any]:
+def tokens_create(
+    user: str, *, expires_in: float = identity.DEFAULT_TOKEN_LIFETIME, project: ProjectRef = None
+) -> dict[str, Any]:
     """A new API token for ``user``; the token itself is in the result once, never stored."""
     with _store(project) as store:
         return identity.create_token(store, user, expires_in=expires_in)

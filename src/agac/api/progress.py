@@ -56,8 +56,12 @@ def progress_table(progress: Any) -> Any:
         extra = f"failed {row['failed']}  skipped {row['skipped']}  ${row['cost']:.4f}"
         if progress.batches.get(action):
             extra += f"  {progress.batches[action]}"
-        table.add_row(action, ProgressBar(total=max(total, 1), completed=done, width=32),
-                      f"{done}/{total}", extra)
+        table.add_row(
+            action,
+            ProgressBar(total=max(total, 1), completed=done, width=32),
+            f"{done}/{total}",
+            extra,
+        )
     return table
 
 
@@ -65,8 +69,13 @@ class RunProgress:
     """A view started with the run (``start(progress, control)``, the engine's ``on_start``)
     and stopped when the call returns."""
 
-    def __init__(self, mode: ProgressMode = "auto", *, stream: IO[str] | None = None,
-                 display: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        mode: ProgressMode = "auto",
+        *,
+        stream: IO[str] | None = None,
+        display: Callable[..., Any] | None = None,
+    ) -> None:
         self.stream = stream or sys.stderr
         self.kind = self._kind(mode, display)
         self._display = display
@@ -85,9 +94,12 @@ class RunProgress:
     def start(self, progress: Any, control: Any = None) -> None:
         if self.kind is None or self._thread is not None:
             return
-        target = {"bars": self._terminal, "line": self._lines, "notebook": self._notebook}[self.kind]
-        self._thread = threading.Thread(target=target, args=(progress,), daemon=True,
-                                        name="agac-progress")
+        target = {"bars": self._terminal, "line": self._lines, "notebook": self._notebook}[
+            self.kind
+        ]
+        self._thread = threading.Thread(
+            target=target, args=(progress,), daemon=True, name="agac-progress"
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -101,8 +113,9 @@ class RunProgress:
         from rich.live import Live
 
         console = Console(file=self.stream)
-        with Live(progress_table(progress), console=console, refresh_per_second=4,
-                  transient=False) as live:
+        with Live(
+            progress_table(progress), console=console, refresh_per_second=4, transient=False
+        ) as live:
             while not self._stop.wait(_TICK):
                 live.update(progress_table(progress))
             live.update(progress_table(progress))
@@ -148,8 +161,9 @@ def _rendered(progress: Any) -> Any:
     from rich.console import Console
     from rich.jupyter import JupyterRenderable
 
-    console = Console(file=io.StringIO(), record=True, width=110, force_terminal=True,
-                      color_system="truecolor")
+    console = Console(
+        file=io.StringIO(), record=True, width=110, force_terminal=True, color_system="truecolor"
+    )
     console.print(progress_table(progress))
     text = console.export_text(clear=False)
     return JupyterRenderable(console.export_html(inline_styles=True), text)

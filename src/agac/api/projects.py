@@ -33,8 +33,18 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["Principal", "ProjectRef", "Scope", "open_store", "project_of", "reading",
-           "resolve_run", "scope_of", "using", "workflow_name"]
+__all__ = [
+    "Principal",
+    "ProjectRef",
+    "Scope",
+    "open_store",
+    "project_of",
+    "reading",
+    "resolve_run",
+    "scope_of",
+    "using",
+    "workflow_name",
+]
 
 ProjectRef = Project | Path | str | None
 """What a call accepts as its project: the project, its folder, or None (found from the
@@ -63,8 +73,9 @@ def open_store(project: ProjectRef = None, *, writes: bool = True, wait: bool = 
 
 
 @contextlib.contextmanager
-def using(project: ProjectRef, store: Store | None = None, *, writes: bool = True,
-          wait: bool = False) -> Iterator[tuple[Project, Store]]:
+def using(
+    project: ProjectRef, store: Store | None = None, *, writes: bool = True, wait: bool = False
+) -> Iterator[tuple[Project, Store]]:
     """The project and a store for one call: ``store`` when given (left open), else the
     project's, closed afterwards (``writes``, ``wait``: see :func:`open_store`)."""
     proj = project_of(project)
@@ -79,16 +90,19 @@ def using(project: ProjectRef, store: Store | None = None, *, writes: bool = Tru
 
 
 @contextlib.contextmanager
-def reading(project: ProjectRef, store: Store | None = None, *, writes: bool = False
-            ) -> Iterator[tuple[Project, Store]]:
+def reading(
+    project: ProjectRef, store: Store | None = None, *, writes: bool = False
+) -> Iterator[tuple[Project, Store]]:
     """As :func:`using`, for reading earlier runs: refused for ``store: memory``, which
     keeps nothing once a run's process ends. ``writes`` for the calls that change them
     (on a storage point they own it meanwhile)."""
     proj = project_of(project)
     if store is None and store_url(proj) == "memory":
-        raise UsageError("this project's store is memory: it keeps nothing once a run ends, so "
-                         "there is no earlier run to read; use the default SQLite store (remove "
-                         "`store: memory` from agac.yml and unset AGAC_STORE) or PostgreSQL")
+        raise UsageError(
+            "this project's store is memory: it keeps nothing once a run ends, so "
+            "there is no earlier run to read; use the default SQLite store (remove "
+            "`store: memory` from agac.yml and unset AGAC_STORE) or PostgreSQL"
+        )
     with using(proj, store, writes=writes) as opened:
         yield opened
 
@@ -131,8 +145,10 @@ class Scope:
         """The tenant to admit in or find a workflow's runs in; UsageError when the
         caller belongs to several and named none."""
         if self.tenant is None:
-            raise UsageError(f"name the tenant to act in (tenant=…): you are in "
-                             f"{', '.join(sorted(self.visible))}")
+            raise UsageError(
+                f"name the tenant to act in (tenant=…): you are in "
+                f"{', '.join(sorted(self.visible))}"
+            )
         if self.tenant not in self.visible:
             raise NotFound(f"no tenant {self.tenant!r} among yours")
         return self.tenant
@@ -144,12 +160,14 @@ class Scope:
     def label(self) -> str:
         """How messages name where a lookup looked."""
         names = sorted(self.visible)
-        return f"tenant {names[0]!r}" if len(names) == 1 else \
-            "your tenants" if names else "no tenant"
+        return (
+            f"tenant {names[0]!r}" if len(names) == 1 else "your tenants" if names else "no tenant"
+        )
 
 
-def scope_of(project: Project, tenant: str | None = None,
-             principal: Principal | None = None) -> Scope:
+def scope_of(
+    project: Project, tenant: str | None = None, principal: Principal | None = None
+) -> Scope:
     """The :class:`Scope` of a call: without a principal, the one tenant ``tenant`` or
     ``AGAC_TENANT`` or ``tenant:`` in agac.yml names (else ``default``); with one, its
     tenants — narrowed to ``tenant`` when given (a tenant it is not in leaves nothing to

@@ -40,8 +40,15 @@ EXPORT_FORMATS = ("jsonl", "csv", "parquet")
 class Results:
     """The wide table of one run, read from the store each time it is asked for."""
 
-    def __init__(self, project: Project, run_id: str, action: str | None, include_source: bool,
-                 store: Store | None = None, scope: Scope | None = None) -> None:
+    def __init__(
+        self,
+        project: Project,
+        run_id: str,
+        action: str | None,
+        include_source: bool,
+        store: Store | None = None,
+        scope: Scope | None = None,
+    ) -> None:
         self.project = project
         self.run_id = run_id
         self.scope = scope or scope_of(project)
@@ -64,8 +71,9 @@ class Results:
 
         with reading(self.project, self._store) as (_, store):
             run = resolve_run(store, self.project, self.run_id, self.scope)
-            return list(result_table(store, run, self.action,
-                                     include_source=self.include_source).names)
+            return list(
+                result_table(store, run, self.action, include_source=self.include_source).names
+            )
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """One dict per record, keyed by column name (JSON-text columns as text)."""
@@ -85,8 +93,9 @@ class Results:
         if schema is None:  # no records: the columns still
             with reading(self.project, self._store) as (_, store):
                 run = resolve_run(store, self.project, self.run_id, self.scope)
-                schema = arrow_schema(result_table(store, run, self.action,
-                                                   include_source=self.include_source))
+                schema = arrow_schema(
+                    result_table(store, run, self.action, include_source=self.include_source)
+                )
         return pa.Table.from_batches(batches, schema=schema)
 
     def to_pandas(self) -> pandas.DataFrame:
@@ -105,9 +114,16 @@ class Results:
         return f"<Results of run {self.run_id}{f' action {self.action}' if self.action else ''}>"
 
 
-def results(workflow_or_run: WorkflowRef | Any, action: str | None = None, *,
-            include_source: bool = False, project: ProjectRef = None, tenant: str | None = None,
-            principal: Principal | None = None, store: Store | None = None) -> Results:
+def results(
+    workflow_or_run: WorkflowRef | Any,
+    action: str | None = None,
+    *,
+    include_source: bool = False,
+    project: ProjectRef = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> Results:
     """The results of a run: ``workflow_or_run`` is a workflow (path, ``name:`` or dict: its
     latest run), a run id, or a :class:`~agac.engine.lifecycle.options.RunResult`. Only ``action``'s
     columns when given; the record's fields as ``source.<field>`` with ``include_source``."""
@@ -125,15 +141,25 @@ def _ref(workflow_or_run: Any, proj: Project) -> str:
         return str(Path(workflow_file(workflow_or_run, proj)))
     if isinstance(workflow_or_run, str | Path):
         return str(workflow_or_run)
-    raise UsageError(f"name a run by its workflow (a path, a name or a dict), its id or its "
-                     f"RunResult, not a {type(workflow_or_run).__name__}")
+    raise UsageError(
+        f"name a run by its workflow (a path, a name or a dict), its id or its "
+        f"RunResult, not a {type(workflow_or_run).__name__}"
+    )
 
 
-def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
-                 format: str = "parquet", action: str | None = None,
-                 include_source: bool = False, escape_formulas: bool = True,
-                 project: ProjectRef = None, tenant: str | None = None,
-                 principal: Principal | None = None, store: Store | None = None) -> int:
+def export_table(
+    workflow_or_run: WorkflowRef | Any,
+    out: str | Path | None,
+    *,
+    format: str = "parquet",
+    action: str | None = None,
+    include_source: bool = False,
+    escape_formulas: bool = True,
+    project: ProjectRef = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> int:
     """Write the wide table of a run (named as :func:`results` takes it) to ``out`` (stdout
     for jsonl/csv when None) as ``parquet``, ``jsonl`` or ``csv``, streamed in row groups
     (``agac export --all-actions|--format parquet``); returns the number of rows.
@@ -154,28 +180,39 @@ def export_table(workflow_or_run: WorkflowRef | Any, out: str | Path | None, *,
     with reading(project, store) as (proj, st):
         run = resolve_run(st, proj, _ref(workflow_or_run, proj), scope_of(proj, tenant, principal))
         table = result_table(st, run, action, include_source=include_source)
-        guarded = protected_files(proj, st, run) if out is not None \
-            and not is_cloud_url(str(out)) else []
+        guarded = (
+            protected_files(proj, st, run) if out is not None and not is_cloud_url(str(out)) else []
+        )
         if format == "parquet":
             if out is None:
                 raise UsageError("parquet is binary: name a file to write (--out PATH)")
             groups = result_row_groups(st, run, table)
             with open_binary_output(str(out), guarded, _object_options(proj)) as handle:
                 return write_parquet(table, groups, handle)
-        rows = (row for group in result_row_groups(st, run, table, json_text=format != "jsonl")
-                for row in group)
-        with open_output(None if out is None else str(out), guarded,
-                         _object_options(proj)) as text:
+        rows = (
+            row
+            for group in result_row_groups(st, run, table, json_text=format != "jsonl")
+            for row in group
+        )
+        with open_output(None if out is None else str(out), guarded, _object_options(proj)) as text:
             if format == "jsonl":
                 return write_wide_jsonl(table.names, rows, text)
             return write_wide_csv(table.names, rows, text, escape_formulas=escape_formulas)
 
 
-def export_action(workflow_or_run: WorkflowRef | Any, action: str, out: str | Path | None, *,
-                  format: str = "jsonl", run_ref: str | None = None,
-                  escape_formulas: bool = True, project: ProjectRef = None,
-                  tenant: str | None = None, principal: Principal | None = None,
-                  store: Store | None = None) -> int:
+def export_action(
+    workflow_or_run: WorkflowRef | Any,
+    action: str,
+    out: str | Path | None,
+    *,
+    format: str = "jsonl",
+    run_ref: str | None = None,
+    escape_formulas: bool = True,
+    project: ProjectRef = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> int:
     """Write one row per record of ``action`` (key, status, reason, detail, output, tenant)
     to ``out`` (stdout when None) as ``jsonl`` or ``csv`` (``agac export --action A``);
     returns the number of rows. ``out`` is never one of the run's own files (X1); CSV
@@ -184,17 +221,21 @@ def export_action(workflow_or_run: WorkflowRef | Any, action: str, out: str | Pa
     from agac.data.export import open_output, write_csv, write_jsonl
 
     if format not in ("jsonl", "csv"):
-        raise UsageError(f"format {format!r} of one action's rows is jsonl or csv; parquet "
-                         "writes the wide table (--all-actions)")
+        raise UsageError(
+            f"format {format!r} of one action's rows is jsonl or csv; parquet "
+            "writes the wide table (--all-actions)"
+        )
     with reading(project, store) as (proj, st):
         ref = run_ref or _ref(workflow_or_run, proj)
         guarded = []
         if out is not None and not is_cloud_url(str(out)):
-            guarded = protected_files(proj, st, resolve_run(st, proj, ref,
-                                                            scope_of(proj, tenant, principal)))
+            guarded = protected_files(
+                proj, st, resolve_run(st, proj, ref, scope_of(proj, tenant, principal))
+            )
         rows = export_rows(ref, action, proj, tenant=tenant, principal=principal, store=st)
-        with open_output(None if out is None else str(out), guarded,
-                         _object_options(proj)) as handle:
+        with open_output(
+            None if out is None else str(out), guarded, _object_options(proj)
+        ) as handle:
             if format == "csv":
                 return write_csv(rows, handle, escape_formulas=escape_formulas)
             return write_jsonl(rows, handle)
@@ -213,8 +254,10 @@ def protected_files(project: Project, store: Store, run: RunRecord) -> list[Prot
     spec = run.config.get("input") or {}
     if spec.get("path") and not spec.get("records"):
         with contextlib.suppress(AgacError, OSError):  # inputs moved or gone: none to guard
-            guarded += [Protected(path, f"an input file of workflow {run.workflow}")
-                        for path in resolve_input_files(spec["path"], project.root)]
+            guarded += [
+                Protected(path, f"an input file of workflow {run.workflow}")
+                for path in resolve_input_files(spec["path"], project.root)
+            ]
     return guarded
 
 

@@ -29,12 +29,22 @@ if TYPE_CHECKING:
 __all__ = ["arun", "cancel", "retry", "run", "unpriced_warnings"]
 
 
-def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
-        new: bool = False, run_mode: str | None = None, tenant: str | None = None,
-        progress: ProgressMode = "auto", poll_interval: float | str | None = None,
-        batch_deadline: float | str | None = None, budget_usd: float | None = None,
-        principal: Principal | None = None, store: Store | None = None,
-        **options: Any) -> RunResult:
+def run(
+    workflow: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    records: Any = None,
+    new: bool = False,
+    run_mode: str | None = None,
+    tenant: str | None = None,
+    progress: ProgressMode = "auto",
+    poll_interval: float | str | None = None,
+    batch_deadline: float | str | None = None,
+    budget_usd: float | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+    **options: Any,
+) -> RunResult:
     """``agac run``: continue the tenant's open run of the workflow or admit a new one in
     the tenant, and execute it (R1).
 
@@ -56,63 +66,126 @@ def run(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
     and the caller waits for it; ``await arun(...)`` is the same call for async code.
     """
     control = RunControl()
-    call = functools.partial(_run, workflow, project, records=records, new=new,
-                             run_mode=run_mode, tenant=tenant, progress=progress,
-                             poll_interval=poll_interval, batch_deadline=batch_deadline,
-                             budget_usd=budget_usd, principal=principal, store=store,
-                             control=control, **options)
+    call = functools.partial(
+        _run,
+        workflow,
+        project,
+        records=records,
+        new=new,
+        run_mode=run_mode,
+        tenant=tenant,
+        progress=progress,
+        poll_interval=poll_interval,
+        batch_deadline=batch_deadline,
+        budget_usd=budget_usd,
+        principal=principal,
+        store=store,
+        control=control,
+        **options,
+    )
     if loop_running():
         return in_thread(call, control)
     return call()
 
 
-async def arun(workflow: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
-               new: bool = False, run_mode: str | None = None, tenant: str | None = None,
-               progress: ProgressMode = "auto", poll_interval: float | str | None = None,
-               batch_deadline: float | str | None = None, budget_usd: float | None = None,
-               principal: Principal | None = None, store: Store | None = None,
-               **options: Any) -> RunResult:
+async def arun(
+    workflow: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    records: Any = None,
+    new: bool = False,
+    run_mode: str | None = None,
+    tenant: str | None = None,
+    progress: ProgressMode = "auto",
+    poll_interval: float | str | None = None,
+    batch_deadline: float | str | None = None,
+    budget_usd: float | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+    **options: Any,
+) -> RunResult:
     """:func:`run` for async code: the engine runs on a thread of its own. Cancelling the
     awaiting task stops the run gently (as a first Ctrl-C does) and waits for it."""
     control = RunControl()
-    call = functools.partial(_run, workflow, project, records=records, new=new,
-                             run_mode=run_mode, tenant=tenant, progress=progress,
-                             poll_interval=poll_interval, batch_deadline=batch_deadline,
-                             budget_usd=budget_usd, principal=principal, store=store,
-                             control=control, **options)
+    call = functools.partial(
+        _run,
+        workflow,
+        project,
+        records=records,
+        new=new,
+        run_mode=run_mode,
+        tenant=tenant,
+        progress=progress,
+        poll_interval=poll_interval,
+        batch_deadline=batch_deadline,
+        budget_usd=budget_usd,
+        principal=principal,
+        store=store,
+        control=control,
+        **options,
+    )
     return await on_thread(call, control)
 
 
-def _run(workflow: WorkflowRef, project: ProjectRef, *, records: Any, new: bool,
-         run_mode: str | None, tenant: str | None, progress: ProgressMode,
-         poll_interval: float | str | None, batch_deadline: float | str | None,
-         budget_usd: float | None, principal: Principal | None, store: Store | None,
-         control: RunControl, **options: Any) -> RunResult:
+def _run(
+    workflow: WorkflowRef,
+    project: ProjectRef,
+    *,
+    records: Any,
+    new: bool,
+    run_mode: str | None,
+    tenant: str | None,
+    progress: ProgressMode,
+    poll_interval: float | str | None,
+    batch_deadline: float | str | None,
+    budget_usd: float | None,
+    principal: Principal | None,
+    store: Store | None,
+    control: RunControl,
+    **options: Any,
+) -> RunResult:
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
 
     proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
     ref = workflow_file(workflow, proj)
-    overrides: dict[str, Any] = {"run_mode": run_mode, "poll_interval": poll_interval,
-                                 "batch_deadline": batch_deadline, "budget_usd": budget_usd}
+    overrides: dict[str, Any] = {
+        "run_mode": run_mode,
+        "poll_interval": poll_interval,
+        "batch_deadline": batch_deadline,
+        "budget_usd": budget_usd,
+    }
     on_warning = options.pop("on_warning", None)
     watched = options.get("on_start") is None and options.get("on_progress") is None
     view = RunProgress(progress if watched else False)
     hooks = [h for h in (options.pop("on_start", None), view.start, control.attach) if h]
-    with given_records(records, proj) as source, \
-            using(proj, store, wait=bool(options.get("wait"))) as (_, st):
+    with (
+        given_records(records, proj) as source,
+        using(proj, store, wait=bool(options.get("wait"))) as (_, st),
+    ):
         from_records = source is not None or _open_run_reads_records(st, ref, proj, acting)
         loaded = load_workflow(ref, proj, records=from_records, **overrides)
         warnings = unpriced_warnings(loaded, proj)
         for line in warnings if on_warning is not None else ():
             on_warning(line)
-        run_options = RunOptions(new=new, source=source, on_start=_each(hooks),
-                                 tenant=acting, overrides=overrides, **options)
+        run_options = RunOptions(
+            new=new,
+            source=source,
+            on_start=_each(hooks),
+            tenant=acting,
+            overrides=overrides,
+            **options,
+        )
         # A run continued (R1) is compared with the file as loaded with the overrides it
         # was admitted with, not with today's: they belong to the run.
-        as_admitted = loaded_as_admitted(st, loaded, overrides, acting,
-                                   lambda o: load_workflow(ref, proj, records=from_records, **o))
+        as_admitted = loaded_as_admitted(
+            st,
+            loaded,
+            overrides,
+            acting,
+            lambda o: load_workflow(ref, proj, records=from_records, **o),
+        )
         try:
             result = start_run(proj, st, loaded, run_options, as_admitted=as_admitted)
             result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
@@ -131,13 +204,22 @@ def unpriced_warnings(workflow: Workflow, project: ProjectRef = None) -> list[st
     proj = project_of(project)
     prices = PriceTable(dict(proj.config.prices))
     models = sorted({a.model for a in workflow.actions if a.kind == "llm" and a.model})
-    return [f"model {m} has no known price: its calls count $0 (`agac cost` marks them "
-            f"unpriced); add prices: {{{m}: {{input: …, output: …}}}} to agac.yml "
-            "[unpriced_model]" for m in models if not prices.known(m)]
+    return [
+        f"model {m} has no known price: its calls count $0 (`agac cost` marks them "
+        f"unpriced); add prices: {{{m}: {{input: …, output: …}}}} to agac.yml "
+        "[unpriced_model]"
+        for m in models
+        if not prices.known(m)
+    ]
 
 
-def loaded_as_admitted(store: Store, loaded: Workflow, overrides: dict[str, Any], tenant: str,
-                 load: Callable[[dict[str, Any]], Workflow]) -> AsAdmitted | None:
+def loaded_as_admitted(
+    store: Store,
+    loaded: Workflow,
+    overrides: dict[str, Any],
+    tenant: str,
+    load: Callable[[dict[str, Any]], Workflow],
+) -> AsAdmitted | None:
     """The workflow file loaded with the settings its open run was admitted with, when
     they are not today's (``--run-mode``, …); None when there is no such run."""
     from agac.engine.lifecycle.admission import admitted_overrides
@@ -165,11 +247,19 @@ def _each(hooks: list[Callable[[Any, Any], None]]) -> Callable[[Any, Any], None]
     return start
 
 
-def retry(ref: WorkflowRef, project: ProjectRef = None, *,
-          action: str | None = None, record: str | None = None, dry_run: bool = False,
-          abandon_in_flight: bool = False, tenant: str | None = None,
-          principal: Principal | None = None, store: Store | None = None,
-          **options: Any) -> Any:
+def retry(
+    ref: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    action: str | None = None,
+    record: str | None = None,
+    dry_run: bool = False,
+    abandon_in_flight: bool = False,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+    **options: Any,
+) -> Any:
     """``agac retry`` (R2): re-ask the failed units of the tenant's latest final run of the
     workflow, over its input snapshot (records given in memory included: they need not be
     given again).
@@ -190,12 +280,26 @@ def retry(ref: WorkflowRef, project: ProjectRef = None, *,
         from_records = last is not None and bool(last.config["input"].get("records"))
         workflow = load_workflow(path, proj, records=from_records, **overrides)
         run_options = RunOptions(tenant=acting, overrides=overrides, **options)
-        return start_retry(proj, st, workflow, run_options, action, record, dry_run,
-                           abandon_in_flight=abandon_in_flight)
+        return start_retry(
+            proj,
+            st,
+            workflow,
+            run_options,
+            action,
+            record,
+            dry_run,
+            abandon_in_flight=abandon_in_flight,
+        )
 
 
-def cancel(ref: str, project: ProjectRef = None, *, tenant: str | None = None,
-           principal: Principal | None = None, store: Store | None = None) -> Any:
+def cancel(
+    ref: str,
+    project: ProjectRef = None,
+    *,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> Any:
     """``agac cancel RUN|WF``: end a run ``cancelled`` — a run id, or the tenant's open run
     of a workflow (another tenant's run is not found).
 
@@ -212,6 +316,8 @@ def cancel(ref: str, project: ProjectRef = None, *, tenant: str | None = None,
         if run_row is None and scope.tenant is not None and scope.sees(scope.tenant):
             run_row = st.open_run(workflow_name(ref, proj), tenant=scope.tenant)
         if run_row is None:
-            raise NotFound(f"{ref!r} is neither a run id nor a workflow with an open run in "
-                           f"{scope.label}; `agac runs list` shows the runs")
+            raise NotFound(
+                f"{ref!r} is neither a run id nor a workflow with an open run in "
+                f"{scope.label}; `agac runs list` shows the runs"
+            )
         return cancel_run(proj, st, run_row)

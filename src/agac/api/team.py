@@ -26,13 +26,37 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["MAX_PAGE", "PER_PAGE", "approvals_for", "cost_over_time", "decide", "events_after",
-           "record_view", "run_detail", "run_items", "run_summary", "runs_page", "visible_run",
-           "visible_runs", "workers_for"]
+__all__ = [
+    "MAX_PAGE",
+    "PER_PAGE",
+    "approvals_for",
+    "cost_over_time",
+    "decide",
+    "events_after",
+    "record_view",
+    "run_detail",
+    "run_items",
+    "run_summary",
+    "runs_page",
+    "visible_run",
+    "visible_runs",
+    "workers_for",
+]
 
 PER_PAGE = 50
-RUN_STATES = ("queued", "running", "waiting", "awaiting_approval", "cancelling", "succeeded",
-              "partial", "failed", "timed_out", "exhausted", "cancelled")
+RUN_STATES = (
+    "queued",
+    "running",
+    "waiting",
+    "awaiting_approval",
+    "cancelling",
+    "succeeded",
+    "partial",
+    "failed",
+    "timed_out",
+    "exhausted",
+    "cancelled",
+)
 
 
 def visible_run(store: Store, principal: Principal, ref: str) -> Any:
@@ -52,25 +76,42 @@ MAX_PAGE = 1_000_000_000
 database cannot hold."""
 
 
-def runs_page(store: Store, principal: Principal, *, page: int = 1, workflow: str | None = None,
-              state: str | None = None, per_page: int = PER_PAGE) -> dict[str, Any]:
+def runs_page(
+    store: Store,
+    principal: Principal,
+    *,
+    page: int = 1,
+    workflow: str | None = None,
+    state: str | None = None,
+    per_page: int = PER_PAGE,
+) -> dict[str, Any]:
     """One page of the runs the principal may see, newest first, each with its progress."""
     if state is not None and state not in RUN_STATES:
         raise UsageError(f"unknown state {state!r} (states: {', '.join(RUN_STATES)})")
     page = max(int(page), 1)
     if page > MAX_PAGE:
         raise UsageError(f"page must be a whole number from 1 to {MAX_PAGE:,}")
-    rows, total = store.runs_page(principal.tenants, workflow=workflow or None,
-                                  state=[state] if state else None,
-                                  offset=(page - 1) * per_page, limit=per_page)
-    return {"runs": run_items(store, rows), "page": page, "per_page": per_page, "total": total,
-            "pages": max(math.ceil(total / per_page), 1), "workflow": workflow, "state": state}
+    rows, total = store.runs_page(
+        principal.tenants,
+        workflow=workflow or None,
+        state=[state] if state else None,
+        offset=(page - 1) * per_page,
+        limit=per_page,
+    )
+    return {
+        "runs": run_items(store, rows),
+        "page": page,
+        "per_page": per_page,
+        "total": total,
+        "pages": max(math.ceil(total / per_page), 1),
+        "workflow": workflow,
+        "state": state,
+    }
 
 
 def visible_runs(store: Store, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
     """The list entries of the runs ``ids`` the principal may see (others are left out)."""
-    rows = [r for r in (store.get_run(i, tenants=principal.tenants) for i in ids)
-            if r is not None]
+    rows = [r for r in (store.get_run(i, tenants=principal.tenants) for i in ids) if r is not None]
     return run_items(store, rows)
 
 
@@ -93,7 +134,9 @@ def run_items(store: Store, rows: list[RunRecord]) -> list[dict[str, Any]]:
         if r.id in live:
             data = loads(live[r.id].data)
             per = data.get("actions", {}).values()
-            counts = {k: sum(int(a.get(k, 0)) for a in per) for k in ("answered", "failed", "skipped")}
+            counts = {
+                k: sum(int(a.get(k, 0)) for a in per) for k in ("answered", "failed", "skipped")
+            }
             units = max(units, sum(int(a.get("records", 0)) for a in per))
             cost = float(data.get("cost_usd") or 0.0)
         else:
@@ -102,14 +145,24 @@ def run_items(store: Store, rows: list[RunRecord]) -> list[dict[str, Any]]:
             cost = costs.get(r.id, 0.0)
         done = sum(counts.values())
         counts["pending"] = max(units - done, 0)
-        out.append({"id": r.id, "workflow": r.workflow, "tenant": r.tenant, "state": r.state,
-                    "retry_of": r.retry_of, "units": max(units, done), "counts": counts,
-                    "cost_usd": round(cost, 6), "started": r.created_at, "ended": r.ended_at})
+        out.append(
+            {
+                "id": r.id,
+                "workflow": r.workflow,
+                "tenant": r.tenant,
+                "state": r.state,
+                "retry_of": r.retry_of,
+                "units": max(units, done),
+                "counts": counts,
+                "cost_usd": round(cost, 6),
+                "started": r.created_at,
+                "ended": r.ended_at,
+            }
+        )
     return out
 
 
-def run_summary(store: Store, project: Project, principal: Principal, ref: str
-                ) -> dict[str, Any]:
+def run_summary(store: Store, project: Project, principal: Principal, ref: str) -> dict[str, Any]:
     """The §7.1 summary of a run the principal may see, plus its tenant (T5): what
     ``agac status`` says, through the same library call."""
     from agac.api.history import status
@@ -131,30 +184,56 @@ def run_detail(store: Store, project: Project, principal: Principal, ref: str) -
 
     summary = run_summary(store, project, principal, ref)
     row = visible_run(store, principal, summary["run_id"])
-    batches = [{"key": b.key, "action": b.action, "file": b.file, "part": b.part,
-                "provider": b.provider, "provider_batch_id": b.provider_batch_id,
-                "state": b.state, "raw_status": b.raw_status, "requests": b.request_count,
-                "submitted_at": b.submitted_at, "deadline_at": b.deadline_at,
-                "ended_at": b.ended_at}
-               for b in store.run_batches(row.id, row.workflow, row.tenant)]
+    batches = [
+        {
+            "key": b.key,
+            "action": b.action,
+            "file": b.file,
+            "part": b.part,
+            "provider": b.provider,
+            "provider_batch_id": b.provider_batch_id,
+            "state": b.state,
+            "raw_status": b.raw_status,
+            "requests": b.request_count,
+            "submitted_at": b.submitted_at,
+            "deadline_at": b.deadline_at,
+            "ended_at": b.ended_at,
+        }
+        for b in store.run_batches(row.id, row.workflow, row.tenant)
+    ]
     waiting = store.count_proposals(row.id, ("pending",))
-    return {"summary": summary, "failures": store.failure_groups(row.id), "batches": batches,
-            "cost": cost_breakdown(store, row, PriceTable(dict(project.config.prices))),
-            "awaiting_approval": sum(waiting.values()),
-            "last_event": store.last_event_id()}
+    return {
+        "summary": summary,
+        "failures": store.failure_groups(row.id),
+        "batches": batches,
+        "cost": cost_breakdown(store, row, PriceTable(dict(project.config.prices))),
+        "awaiting_approval": sum(waiting.values()),
+        "last_event": store.last_event_id(),
+    }
 
 
-def events_after(store: Store, principal: Principal, ref: str, after: int = 0,
-                 limit: int = 500) -> tuple[Any, list[dict[str, Any]]]:
+def events_after(
+    store: Store, principal: Principal, ref: str, after: int = 0, limit: int = 500
+) -> tuple[Any, list[dict[str, Any]]]:
     """(the run, its events after event id ``after``, oldest first, at most ``limit``)."""
     row = visible_run(store, principal, ref)
-    return row, [{"id": e.id, "run_id": e.run_id, "kind": e.kind, "action": e.action,
-                  "unit_key": e.unit_key, "data": loads(e.data), "created_at": e.created_at}
-                 for e in store.iter_events(row.id, after, limit=limit)]
+    return row, [
+        {
+            "id": e.id,
+            "run_id": e.run_id,
+            "kind": e.kind,
+            "action": e.action,
+            "unit_key": e.unit_key,
+            "data": loads(e.data),
+            "created_at": e.created_at,
+        }
+        for e in store.iter_events(row.id, after, limit=limit)
+    ]
 
 
-def record_view(store: Store, project: Project, principal: Principal, run_ref: str,
-                key: str) -> dict[str, Any]:
+def record_view(
+    store: Store, project: Project, principal: Principal, run_ref: str, key: str
+) -> dict[str, Any]:
     """A record's session (docs/workflow-reference.md, Fan-out and join) in a run the principal may see: what ``agac records
     show`` says, through the same library call."""
     from agac.api.history import record_session
@@ -172,8 +251,9 @@ def record_view(store: Store, project: Project, principal: Principal, run_ref: s
 # -- approvals (A2, A3, T3) -----------------------------------------------------------------------
 
 
-def approvals_for(store: Store, project: Project, principal: Principal, *,
-                  every: bool = False) -> list[dict[str, Any]]:
+def approvals_for(
+    store: Store, project: Project, principal: Principal, *, every: bool = False
+) -> list[dict[str, Any]]:
     """Proposals in the principal's tenants waiting for a decision (``every``: in any
     state), oldest first; each says whether this principal may decide on it
     (``may_decide``) and, for a revision, how it differs from what it revises (``diff``)."""
@@ -182,15 +262,24 @@ def approvals_for(store: Store, project: Project, principal: Principal, *,
 
     out = []
     for p in list_proposals(store, None, tenants=principal.tenants, every=every):
-        p["may_decide"] = approver_refusal(project, store, principal.name, p["approvers"],
-                                           p["tenant"]) is None
+        p["may_decide"] = (
+            approver_refusal(project, store, principal.name, p["approvers"], p["tenant"]) is None
+        )
         p["diff"] = _revision_diff(store, p) if p.get("revises") else []
         out.append(p)
     return out
 
 
-def decide(store: Store, project: Project, principal: Principal, ref: str, verb: str, *,
-           reason: str | None = None, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+def decide(
+    store: Store,
+    project: Project,
+    principal: Principal,
+    ref: str,
+    verb: str,
+    *,
+    reason: str | None = None,
+    changes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """``approve``, ``reject`` (with ``reason``) or ``revise`` (with ``changes``) a proposal as
     the principal. A proposal of another tenant's run is NotFound; the engine then checks,
     now (T3), that the principal is active, in the run's tenant and an approver."""
@@ -218,8 +307,9 @@ def _revision_diff(store: Store, proposal: dict[str, Any]) -> list[tuple[str, st
     before = json.dumps(loads(parent.arguments), indent=2, sort_keys=True, ensure_ascii=False)
     after = json.dumps(proposal["arguments"], indent=2, sort_keys=True, ensure_ascii=False)
     lines = []
-    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), "before", "after",
-                                     lineterm="", n=2):
+    for line in difflib.unified_diff(
+        before.splitlines(), after.splitlines(), "before", "after", lineterm="", n=2
+    ):
         if line.startswith(("---", "+++")):
             continue
         kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
@@ -230,8 +320,9 @@ def _revision_diff(store: Store, proposal: dict[str, Any]) -> list[tuple[str, st
 # -- cost and workers -------------------------------------------------------------------------------
 
 
-def cost_over_time(store: Store, principal: Principal, *, days: int = 30,
-                   clock: Any = time.time) -> dict[str, Any]:
+def cost_over_time(
+    store: Store, principal: Principal, *, days: int = 30, clock: Any = time.time
+) -> dict[str, Any]:
     """Spending per day over the last ``days`` days, per workflow and model, in the
     principal's tenants: ``days`` (bucket starts), ``series`` [{workflow, model, cost per
     day, total}] largest first, and the total."""
@@ -249,9 +340,15 @@ def cost_over_time(store: Store, principal: Principal, *, days: int = 30,
         series.setdefault(key, [0.0] * days)[at] += float(r.cost or 0.0)
         calls[key] = calls.get(key, 0) + int(r.calls)
     out: list[dict[str, Any]] = [
-        {"workflow": w, "model": m, "cost": [round(c, 6) for c in costs],
-         "total": round(sum(costs), 6), "calls": calls[(w, m)]}
-        for (w, m), costs in sorted(series.items(), key=lambda kv: (-sum(kv[1]), kv[0]))]
+        {
+            "workflow": w,
+            "model": m,
+            "cost": [round(c, 6) for c in costs],
+            "total": round(sum(costs), 6),
+            "calls": calls[(w, m)],
+        }
+        for (w, m), costs in sorted(series.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    ]
     return {"days": starts, "series": out, "total": round(sum(sum(c) for c in series.values()), 6)}
 
 

@@ -16,10 +16,16 @@ if TYPE_CHECKING:
 __all__ = ["load_workflow", "plan", "render", "validate"]
 
 
-def load_workflow(ref: WorkflowRef, project: ProjectRef = None, *,
-                  run_mode: str | None = None, poll_interval: float | str | None = None,
-                  batch_deadline: float | str | None = None,
-                  budget_usd: float | None = None, records: bool = False) -> Workflow:
+def load_workflow(
+    ref: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    run_mode: str | None = None,
+    poll_interval: float | str | None = None,
+    batch_deadline: float | str | None = None,
+    budget_usd: float | None = None,
+    records: bool = False,
+) -> Workflow:
     """The validated workflow ``ref`` (a path, a ``name:`` or a dict); ConfigError with every
     problem.
 
@@ -32,15 +38,28 @@ def load_workflow(ref: WorkflowRef, project: ProjectRef = None, *,
 
     proj = project_for(project)
     prices = PriceTable(dict(proj.config.prices))
-    return _load(workflow_file(ref, proj), proj, run_mode=run_mode, poll_interval=poll_interval,
-                 batch_deadline=batch_deadline, price_lookup=prices.known, budget_usd=budget_usd,
-                 records=records)
+    return _load(
+        workflow_file(ref, proj),
+        proj,
+        run_mode=run_mode,
+        poll_interval=poll_interval,
+        batch_deadline=batch_deadline,
+        price_lookup=prices.known,
+        budget_usd=budget_usd,
+        records=records,
+    )
 
 
-def validate(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
-             run_mode: str | None = None, poll_interval: float | str | None = None,
-             batch_deadline: float | str | None = None,
-             sample: int = 100) -> tuple[Workflow | None, list[Any]]:
+def validate(
+    ref: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    records: Any = None,
+    run_mode: str | None = None,
+    poll_interval: float | str | None = None,
+    batch_deadline: float | str | None = None,
+    sample: int = 100,
+) -> tuple[Workflow | None, list[Any]]:
     """(workflow or None, every error and warning) without raising for config errors.
 
     ``sample``: how many of the input's first records to read to check ``id_field`` and
@@ -52,16 +71,30 @@ def validate(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = Non
 
     proj = project_for(project)
     prices = PriceTable(dict(proj.config.prices))
-    return validate_workflow(workflow_file(ref, proj), proj, run_mode=run_mode,
-                             poll_interval=poll_interval, batch_deadline=batch_deadline,
-                             price_lookup=prices.known, sample=sample,
-                             records=records is not None)
+    return validate_workflow(
+        workflow_file(ref, proj),
+        proj,
+        run_mode=run_mode,
+        poll_interval=poll_interval,
+        batch_deadline=batch_deadline,
+        price_lookup=prices.known,
+        sample=sample,
+        records=records is not None,
+    )
 
 
-def plan(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
-         run_mode: str | None = None, budget_usd: float | None = None,
-         limit: int | None = None, tenant: str | None = None,
-         principal: Principal | None = None, store: Store | None = None) -> dict[str, Any]:
+def plan(
+    ref: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    records: Any = None,
+    run_mode: str | None = None,
+    budget_usd: float | None = None,
+    limit: int | None = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     """``agac plan``: what a new run in the tenant would send and cost — units, requests,
     estimated tokens, cost online vs batch, answers the tenant could already reuse (R5,
     T2) — over the input, or over ``records``. Sends nothing and writes nothing."""
@@ -72,20 +105,29 @@ def plan(ref: WorkflowRef, project: ProjectRef = None, *, records: Any = None,
 
     proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
-    workflow = load_workflow(ref, proj, run_mode=run_mode, budget_usd=budget_usd,
-                             records=records is not None)
+    workflow = load_workflow(
+        ref, proj, run_mode=run_mode, budget_usd=budget_usd, records=records is not None
+    )
     with given_records(records, proj) as source, using(proj, store, writes=False) as (_, st):
         planned = plan_records(proj, workflow, source)
         if limit is not None:
             planned = islice(planned, limit)
-        return estimate_run(proj, st, workflow, PriceTable(dict(proj.config.prices)), planned,
-                            tenant=acting)
+        return estimate_run(
+            proj, st, workflow, PriceTable(dict(proj.config.prices)), planned, tenant=acting
+        )
 
 
-def render(ref: WorkflowRef, record: str, action: str | None = None,
-           project: ProjectRef = None, *, records: Any = None, tenant: str | None = None,
-           principal: Principal | None = None,
-           store: Store | None = None) -> list[dict[str, Any]]:
+def render(
+    ref: WorkflowRef,
+    record: str,
+    action: str | None = None,
+    project: ProjectRef = None,
+    *,
+    records: Any = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> list[dict[str, Any]]:
     """The exact requests the workflow would send for ``record`` (a key of the input, or of
     ``records``), before any money is spent (upstream outputs from the tenant's latest run)."""
     from agac.engine.views.sessions import render_requests

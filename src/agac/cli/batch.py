@@ -43,15 +43,32 @@ def batch_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
     if not rows:
         click.echo("no batches", err=True)
         return 0
-    table = new_table("key", "batch id", "workflow", "action", "file", "part>", "state",
-                      "provider status", "requests>", "created")
+    table = new_table(
+        "key",
+        "batch id",
+        "workflow",
+        "action",
+        "file",
+        "part>",
+        "state",
+        "provider status",
+        "requests>",
+        "created",
+    )
     for r in rows:
-        table.add_row(r["key"], r["batch_id"] or "-", r["workflow"], r["action"], r["file"],
-                      str(r["part"]),
-                      # a batch given up that may still run and be billed says why
-                      r["state"] + (f": {r['error']}" if r["state"] == "not_cancelled" else ""),
-                      r["raw_status"] or "", f"{r['requests']:,}",
-                      when(r["created_at"]))
+        table.add_row(
+            r["key"],
+            r["batch_id"] or "-",
+            r["workflow"],
+            r["action"],
+            r["file"],
+            str(r["part"]),
+            # a batch given up that may still run and be billed says why
+            r["state"] + (f": {r['error']}" if r["state"] == "not_cancelled" else ""),
+            r["raw_status"] or "",
+            f"{r['requests']:,}",
+            when(r["created_at"]),
+        )
     print_table(table)
     return 0
 
@@ -63,8 +80,9 @@ def batch_list(workflow: str | None, tenant: str | None, as_json: bool) -> int:
 @tenant_option
 @json_option
 @command
-def batch_status(workflow: str | None, batch_id: str | None, poll: bool, tenant: str | None,
-                 as_json: bool) -> int:
+def batch_status(
+    workflow: str | None, batch_id: str | None, poll: bool, tenant: str | None, as_json: bool
+) -> int:
     """Show one batch: its state, its items by status, and what to do next."""
     from agac.api import batches
 
@@ -72,8 +90,20 @@ def batch_status(workflow: str | None, batch_id: str | None, poll: bool, tenant:
     if as_json:
         _emit_json(doc)
         return 0
-    for name in ("key", "batch_id", "tenant", "workflow", "action", "file", "provider", "state",
-                 "raw_status", "requests", "run_id", "error"):
+    for name in (
+        "key",
+        "batch_id",
+        "tenant",
+        "workflow",
+        "action",
+        "file",
+        "provider",
+        "state",
+        "raw_status",
+        "requests",
+        "run_id",
+        "error",
+    ):
         if doc[name] is not None:
             click.echo(f"{name:<12} {doc[name]}")
     for name in ("created_at", "submitted_at", "ended_at", "deadline_at"):
@@ -83,8 +113,10 @@ def batch_status(workflow: str | None, batch_id: str | None, poll: bool, tenant:
     click.echo(f"{'items':<12} {items}")
     if "provider_status" in doc:
         p = doc["provider_status"]
-        click.echo(f"{'provider now':<12} {p['raw_status']} ({p['state']}), "
-                   f"{p['completed']} completed, {p['failed']} failed of {p['request_count']}")
+        click.echo(
+            f"{'provider now':<12} {p['raw_status']} ({p['state']}), "
+            f"{p['completed']} completed, {p['failed']} failed of {p['request_count']}"
+        )
     if doc["next"]:
         click.echo(f"next: {doc['next']}")
     return 0
@@ -97,8 +129,9 @@ def batch_status(workflow: str | None, batch_id: str | None, poll: bool, tenant:
 @tenant_option
 @json_option
 @command
-def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
-                   tenant: str | None, as_json: bool) -> int:
+def batch_retrieve(
+    workflow: str | None, batch_id: str | None, out: str | None, tenant: str | None, as_json: bool
+) -> int:
     """Read an ended batch's raw results as JSONL: one line per result with custom_id,
     type, response (text, stop_reason, usage) and error. Nothing is recorded."""
     from agac.api import batches
@@ -110,20 +143,26 @@ def batch_retrieve(workflow: str | None, batch_id: str | None, out: str | None,
         _emit_json({**doc, "items": results})
         return 0
     with open_output(out) as handle:
-        doc = batches.retrieve(workflow, batch_id=batch_id, tenant=tenant, sink=lambda r: handle.write(
-            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"))
+        doc = batches.retrieve(
+            workflow,
+            batch_id=batch_id,
+            tenant=tenant,
+            sink=lambda r: handle.write(
+                json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
+            ),
+        )
     if as_json:
         _emit_json({**doc, "out": out})
     elif out:
-        click.echo(f"wrote {doc['results']} results of batch {doc['batch_id']} to {out}",
-                   err=True)
+        click.echo(f"wrote {doc['results']} results of batch {doc['batch_id']} to {out}", err=True)
     return 0
 
 
 @batch.command("cancel")
 @click.argument("workflow", required=False)
-@click.option("--batch-id", required=True, help="Our batch key (agac_…) or the provider's "
-              "batch id.")
+@click.option(
+    "--batch-id", required=True, help="Our batch key (agac_…) or the provider's batch id."
+)
 @tenant_option
 @json_option
 @command
@@ -136,8 +175,10 @@ def batch_cancel(workflow: str | None, batch_id: str, tenant: str | None, as_jso
     if as_json:
         _emit_json(doc)
     else:
-        click.echo(f"batch {doc['batch_id']} is cancelling; `agac run {doc['workflow']}` "
-                   "reads what the provider reports")
+        click.echo(
+            f"batch {doc['batch_id']} is cancelling; `agac run {doc['workflow']}` "
+            "reads what the provider reports"
+        )
     return 0
 
 
@@ -148,8 +189,9 @@ def batch_cancel(workflow: str | None, batch_id: str, tenant: str | None, as_jso
 @tenant_option
 @json_option
 @command
-def batch_resolve(key: str, batch_id: str | None, not_submitted: bool, tenant: str | None,
-                  as_json: bool) -> int:
+def batch_resolve(
+    key: str, batch_id: str | None, not_submitted: bool, tenant: str | None, as_json: bool
+) -> int:
     """Settle a batch whose submission is unknown (KEY is our agac_… key): either the
     provider has it (--batch-id ID, the next run polls it) or it does not (--not-submitted,
     the next run sends its records again)."""
@@ -159,10 +201,12 @@ def batch_resolve(key: str, batch_id: str | None, not_submitted: bool, tenant: s
     if as_json:
         _emit_json(doc)
     elif not_submitted:
-        click.echo(f"batch {key} is not_submitted; `agac run {doc['workflow']}` sends its "
-                   "records again")
+        click.echo(
+            f"batch {key} is not_submitted; `agac run {doc['workflow']}` sends its records again"
+        )
     else:
-        click.echo(f"batch {key} is {doc['batch_id']} at {doc['provider']}; "
-                   f"`agac run {doc['workflow']}` polls and collects it")
+        click.echo(
+            f"batch {key} is {doc['batch_id']} at {doc['provider']}; "
+            f"`agac run {doc['workflow']}` polls and collects it"
+        )
     return 0
-

@@ -48,22 +48,39 @@ class Failure:
         return {"code": self.code, "message": self.message, "hint": self.hint}
 
 
-_REPORT = "this is a bug in agac: please report it with the command you ran " \
-          "(AGAC_DEBUG=1 prints the traceback)"
+_REPORT = (
+    "this is a bug in agac: please report it with the command you ran "
+    "(AGAC_DEBUG=1 prints the traceback)"
+)
 
 # errno -> (code, what it means, the fix); the path is put in front of the meaning.
 _OS_ERRORS: dict[int, tuple[str, str, str]] = {
-    errno.ENOENT: ("not_found", "no such file or folder",
-                   "check the path; its folder must exist (or be creatable) and be writable"),
-    errno.EACCES: ("permission_denied", "permission denied",
-                   "check its permissions (ls -l), or choose a path you can write"),
-    errno.EPERM: ("permission_denied", "operation not permitted",
-                  "check its permissions and attributes (ls -l, lsattr), or choose another path"),
-    errno.EROFS: ("read_only", "on a read-only file system",
-                  "choose a path on a writable file system"),
+    errno.ENOENT: (
+        "not_found",
+        "no such file or folder",
+        "check the path; its folder must exist (or be creatable) and be writable",
+    ),
+    errno.EACCES: (
+        "permission_denied",
+        "permission denied",
+        "check its permissions (ls -l), or choose a path you can write",
+    ),
+    errno.EPERM: (
+        "permission_denied",
+        "operation not permitted",
+        "check its permissions and attributes (ls -l, lsattr), or choose another path",
+    ),
+    errno.EROFS: (
+        "read_only",
+        "on a read-only file system",
+        "choose a path on a writable file system",
+    ),
     errno.EISDIR: ("is_a_directory", "is a folder, not a file", "name a file inside it"),
-    errno.ENOTDIR: ("not_a_directory", "a part of the path is a file, not a folder",
-                    "check the path"),
+    errno.ENOTDIR: (
+        "not_a_directory",
+        "a part of the path is a file, not a folder",
+        "check the path",
+    ),
     errno.ENOSPC: ("disk_full", "no space left on the device", "free some space"),
     errno.EEXIST: ("exists", "already exists", "choose another path, or remove it first"),
 }
@@ -72,8 +89,9 @@ _OS_ERRORS: dict[int, tuple[str, str, str]] = {
 def describe(exc: BaseException) -> Failure:
     """The :class:`Failure` a user is shown for ``exc``."""
     if isinstance(exc, ConfigError) and exc.problems:
-        return Failure("config_error", exc.message, exc.hint, exc.exit_code, exc.run_id,
-                       tuple(exc.problems))
+        return Failure(
+            "config_error", exc.message, exc.hint, exc.exit_code, exc.run_id, tuple(exc.problems)
+        )
     if isinstance(exc, ProviderError):
         return Failure("provider_error", exc.message, exc.hint, exc.exit_code, exc.run_id)
     if isinstance(exc, AgacError):
@@ -84,8 +102,9 @@ def describe(exc: BaseException) -> Failure:
         return _os_failure(exc)
     if isinstance(exc, click.ClickException):
         return Failure("usage_error", exc.format_message(), "see --help", exc.exit_code)
-    return Failure("internal_error", f"unexpected {type(exc).__name__}: {_first_line(exc)}",
-                   _REPORT, 1)
+    return Failure(
+        "internal_error", f"unexpected {type(exc).__name__}: {_first_line(exc)}", _REPORT, 1
+    )
 
 
 def _os_failure(exc: OSError) -> Failure:
@@ -93,8 +112,9 @@ def _os_failure(exc: OSError) -> Failure:
     known = _OS_ERRORS.get(exc.errno or 0)
     if known is None:
         said = exc.strerror or _first_line(exc)
-        return Failure("os_error", f"{path}: {said}" if path else said,
-                       "check the path and its permissions", 1)
+        return Failure(
+            "os_error", f"{path}: {said}" if path else said, "check the path and its permissions", 1
+        )
     code, meaning, hint = known
     return Failure(code, f"{path}: {meaning}" if path else meaning, hint, 1)
 

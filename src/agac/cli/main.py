@@ -62,9 +62,12 @@ def command(fn: Callable[..., int | None]) -> Callable[..., None]:
 
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True,
+    "--json",
+    "as_json",
+    is_flag=True,
     help="Print exactly one JSON document on stdout, also when the command fails "
-         '({"ok": false, "error": ...}); notes and progress go to stderr.')
+    '({"ok": false, "error": ...}); notes and progress go to stderr.',
+)
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -80,38 +83,64 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 tenant_option = click.option(
-    "--tenant", metavar="T", default=None,
+    "--tenant",
+    metavar="T",
+    default=None,
     help="The tenant to act in: its runs are found and new runs admitted in it (else "
-         "AGAC_TENANT, else tenant: in agac.yml, else default).")
+    "AGAC_TENANT, else tenant: in agac.yml, else default).",
+)
 
-run_mode_option = click.option("--run-mode", type=str, default=None,
-                               help="online|batch|auto for every llm action without its own.")
+run_mode_option = click.option(
+    "--run-mode",
+    type=str,
+    default=None,
+    help="online|batch|auto for every llm action without its own.",
+)
 poll_interval_option = click.option(
-    "--poll-interval", metavar="D", default=None, callback=_duration,
-    help="How often batched actions without their own poll_interval ask the provider (30s, 5m).")
+    "--poll-interval",
+    metavar="D",
+    default=None,
+    callback=_duration,
+    help="How often batched actions without their own poll_interval ask the provider (30s, 5m).",
+)
 batch_deadline_option = click.option(
-    "--batch-deadline", metavar="D", default=None, callback=_duration,
-    help="When batched actions without their own batch_deadline give a batch up (25h).")
+    "--batch-deadline",
+    metavar="D",
+    default=None,
+    callback=_duration,
+    help="When batched actions without their own batch_deadline give a batch up (25h).",
+)
 
 
 def admission_options(f: Any) -> Any:
     """``--new``, ``--fresh`` and ``--limit``: how ``agac run`` and ``agac submit`` admit."""
-    f = click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="Admit only the first N records.")(f)
-    f = click.option("--fresh", is_flag=True,
-                     help="Like --new, and reuse nothing: every record is paid for again.")(f)
-    return click.option("--new", is_flag=True,
-                        help="End the open run (cancelled) and admit a new one.")(f)
+    f = click.option(
+        "--limit", type=click.IntRange(min=1), default=None, help="Admit only the first N records."
+    )(f)
+    f = click.option(
+        "--fresh",
+        is_flag=True,
+        help="Like --new, and reuse nothing: every record is paid for again.",
+    )(f)
+    return click.option(
+        "--new", is_flag=True, help="End the open run (cancelled) and admit a new one."
+    )(f)
 
 
 def budget_options(f: Any) -> Any:
     """``--budget-usd`` and ``--allow-over-estimate`` (R5) of ``agac run`` and ``agac submit``."""
-    f = click.option("--allow-over-estimate", is_flag=True,
-                     help="Admit a run whose estimate exceeds its budget (it stops when the "
-                          "budget is spent).")(f)
-    return click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
-                        metavar="USD",
-                        help="Cap a new run's spending (instead of the file's budget.usd).")(f)
+    f = click.option(
+        "--allow-over-estimate",
+        is_flag=True,
+        help="Admit a run whose estimate exceeds its budget (it stops when the budget is spent).",
+    )(f)
+    return click.option(
+        "--budget-usd",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="USD",
+        help="Cap a new run's spending (instead of the file's budget.usd).",
+    )(f)
 
 
 class _AgacGroup(click.Group):
@@ -122,19 +151,34 @@ class _AgacGroup(click.Group):
     ``json_option``), so they are loaded after it. Both are still listed by ``agac --help`` and resolved like any other command.
     """
 
-    LAZY: ClassVar[dict[str, str]] = {"emulator": "agac.cli.emulator", "batch": "agac.cli.batch",
-                                      "submit": "agac.cli.workers", "worker": "agac.cli.workers",
-                                      "workers": "agac.cli.workers", "effects": "agac.cli.people",
-                                      "approvals": "agac.cli.people", "approve": "agac.cli.people",
-                                      "reject": "agac.cli.people", "revise": "agac.cli.people",
-                                      "users": "agac.cli.team", "tokens": "agac.cli.team",
-                                      "serve": "agac.cli.serve", "export": "agac.cli.export"}
+    LAZY: ClassVar[dict[str, str]] = {
+        "emulator": "agac.cli.emulator",
+        "batch": "agac.cli.batch",
+        "submit": "agac.cli.workers",
+        "worker": "agac.cli.workers",
+        "workers": "agac.cli.workers",
+        "effects": "agac.cli.people",
+        "approvals": "agac.cli.people",
+        "approve": "agac.cli.people",
+        "reject": "agac.cli.people",
+        "revise": "agac.cli.people",
+        "users": "agac.cli.team",
+        "tokens": "agac.cli.team",
+        "serve": "agac.cli.serve",
+        "export": "agac.cli.export",
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         """Click's main, with usage errors and anything raised outside a command body
         (an option's check, a lazy import) reported by the same boundary as the
         commands' own failures: with ``--json`` stdout still holds one JSON document
@@ -145,15 +189,19 @@ class _AgacGroup(click.Group):
         with json_stdout("--json" in argv):
             self._main(argv, prog_name, complete_var, **extra)
 
-    def _main(self, argv: list[str], prog_name: str | None, complete_var: str | None,
-              **extra: Any) -> NoReturn:
+    def _main(
+        self, argv: list[str], prog_name: str | None, complete_var: str | None, **extra: Any
+    ) -> NoReturn:
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
             exc.show()
             if "--json" in argv:
-                failure = {"code": "usage_error", "message": exc.format_message(),
-                           "hint": "see `agac COMMAND --help`"}
+                failure = {
+                    "code": "usage_error",
+                    "message": exc.format_message(),
+                    "hint": "see `agac COMMAND --help`",
+                }
                 click.echo(json.dumps({"ok": False, "error": failure}, indent=2))
             sys.exit(exc.exit_code)
         except click.Abort:
@@ -202,24 +250,46 @@ def init(directory: str, example: str, as_json: bool) -> int:
 @run_mode_option
 @poll_interval_option
 @batch_deadline_option
-@click.option("--sample", type=click.IntRange(min=0), default=100, show_default=True,
-              metavar="N", help="Read the input's first N records to check id_field and the "
-                                "source fields the templates read (0: do not read the input).")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    metavar="N",
+    help="Read the input's first N records to check id_field and the "
+    "source fields the templates read (0: do not read the input).",
+)
 @json_option
 @command
-def validate(workflow: str, run_mode: str | None, poll_interval: float | None,
-             batch_deadline: float | None, sample: int, as_json: bool) -> int:
+def validate(
+    workflow: str,
+    run_mode: str | None,
+    poll_interval: float | None,
+    batch_deadline: float | None,
+    sample: int,
+    as_json: bool,
+) -> int:
     """Check a workflow and its input; report every error with file, line and code (exit 2
     on errors)."""
     from agac import api
 
-    wf, problems = api.validate(workflow, run_mode=run_mode, poll_interval=poll_interval,
-                                batch_deadline=batch_deadline, sample=sample)
+    wf, problems = api.validate(
+        workflow,
+        run_mode=run_mode,
+        poll_interval=poll_interval,
+        batch_deadline=batch_deadline,
+        sample=sample,
+    )
     errors = [p for p in problems if p.severity == "error"]
     if as_json:
-        _emit_json({"ok": not errors, "workflow": wf.name if wf else None,
-                    "errors": [p.to_dict() for p in errors],
-                    "warnings": [p.to_dict() for p in problems if p.severity != "error"]})
+        _emit_json(
+            {
+                "ok": not errors,
+                "workflow": wf.name if wf else None,
+                "errors": [p.to_dict() for p in errors],
+                "warnings": [p.to_dict() for p in problems if p.severity != "error"],
+            }
+        )
     else:
         for p in problems:
             click.echo(p.render(), err=True)
@@ -252,28 +322,52 @@ def schema(out: str | None) -> int:
 @poll_interval_option
 @batch_deadline_option
 @admission_options
-@click.option("--wait", is_flag=True,
-              help="Poll batches out every poll_interval until the run is final, and wait for "
-                   "another owner's lease, instead of exiting 75.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Poll batches out every poll_interval until the run is final, and wait for "
+    "another owner's lease, instead of exiting 75.",
+)
 @budget_options
 @tenant_option
 @json_option
 @command
-def run(workflow: str, run_mode: str | None, poll_interval: float | None,
-        batch_deadline: float | None, new: bool, fresh: bool, limit: int | None, wait: bool,
-        budget_usd: float | None, allow_over_estimate: bool, tenant: str | None,
-        as_json: bool) -> int:
+def run(
+    workflow: str,
+    run_mode: str | None,
+    poll_interval: float | None,
+    batch_deadline: float | None,
+    new: bool,
+    fresh: bool,
+    limit: int | None,
+    wait: bool,
+    budget_usd: float | None,
+    allow_over_estimate: bool,
+    tenant: str | None,
+    as_json: bool,
+) -> int:
     """Run a workflow: continue its open run, or admit a new one (reusing answers)."""
     from agac import api
     from agac.cli.render import ProgressView
 
     view = ProgressView(enabled=True)
     try:
-        result = api.run(workflow, run_mode=run_mode, poll_interval=poll_interval,
-                         batch_deadline=batch_deadline, budget_usd=budget_usd, new=new, fresh=fresh,
-                         limit=limit, wait=wait, allow_over_estimate=allow_over_estimate,
-                         tenant=tenant, handle_signals=True, on_start=view.start,
-                         on_warning=lambda line: click.echo(f"warning: {line}", err=True))
+        result = api.run(
+            workflow,
+            run_mode=run_mode,
+            poll_interval=poll_interval,
+            batch_deadline=batch_deadline,
+            budget_usd=budget_usd,
+            new=new,
+            fresh=fresh,
+            limit=limit,
+            wait=wait,
+            allow_over_estimate=allow_over_estimate,
+            tenant=tenant,
+            handle_signals=True,
+            on_start=view.start,
+            on_warning=lambda line: click.echo(f"warning: {line}", err=True),
+        )
     except KeyboardInterrupt:
         view.stop()
         click.echo("agac: stopped at once; the next `agac run` recovers", err=True)
@@ -286,14 +380,25 @@ def run(workflow: str, run_mode: str | None, poll_interval: float | None,
 @cli.command()
 @click.argument("workflow")
 @run_mode_option
-@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="USD", help="Judge the estimate against this cap instead of budget.usd.")
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="USD",
+    help="Judge the estimate against this cap instead of budget.usd.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
 @tenant_option
 @json_option
 @command
-def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: int | None,
-         tenant: str | None, as_json: bool) -> int:
+def plan(
+    workflow: str,
+    run_mode: str | None,
+    budget_usd: float | None,
+    limit: int | None,
+    tenant: str | None,
+    as_json: bool,
+) -> int:
     """Estimate a run before anything is sent: requests, tokens, cost online vs batch."""
     from agac import api
     from agac.cli.render import print_plan
@@ -308,23 +413,40 @@ def plan(workflow: str, run_mode: str | None, budget_usd: float | None, limit: i
 @click.option("--action", default=None, help="Only failed units of this action.")
 @click.option("--record", default=None, help="Only this record key.")
 @click.option("--dry-run", is_flag=True, help="Show what would be asked again; send nothing.")
-@click.option("--abandon-in-flight", is_flag=True,
-              help="Retry although a batch is still out (only when the provider no longer has "
-                   "it); its waiting records fail batch_abandoned first.")
+@click.option(
+    "--abandon-in-flight",
+    is_flag=True,
+    help="Retry although a batch is still out (only when the provider no longer has "
+    "it); its waiting records fail batch_abandoned first.",
+)
 @tenant_option
 @json_option
 @command
-def retry(workflow: str, action: str | None, record: str | None, dry_run: bool,
-          abandon_in_flight: bool, tenant: str | None, as_json: bool) -> int:
+def retry(
+    workflow: str,
+    action: str | None,
+    record: str | None,
+    dry_run: bool,
+    abandon_in_flight: bool,
+    tenant: str | None,
+    as_json: bool,
+) -> int:
     """Re-ask the failed units of the latest finished run (and what was skipped because of them)."""
     from agac import api
     from agac.cli.render import ProgressView, print_retry_plan
 
     view = ProgressView(enabled=not dry_run)
     try:
-        result = api.retry(workflow, action=action, record=record, dry_run=dry_run,
-                           abandon_in_flight=abandon_in_flight, tenant=tenant,
-                           handle_signals=True, on_start=view.start)
+        result = api.retry(
+            workflow,
+            action=action,
+            record=record,
+            dry_run=dry_run,
+            abandon_in_flight=abandon_in_flight,
+            tenant=tenant,
+            handle_signals=True,
+            on_start=view.start,
+        )
     finally:
         view.stop()
     if dry_run:
@@ -426,8 +548,9 @@ def events(run_ref: str | None, tenant: str | None, as_json: bool) -> int:
 @tenant_option
 @json_option
 @command
-def render(workflow: str, record: str, action: str | None, tenant: str | None,
-           as_json: bool) -> int:
+def render(
+    workflow: str, record: str, action: str | None, tenant: str | None, as_json: bool
+) -> int:
     """Show the exact request that would be sent for a record, before any money is spent."""
     from agac import api
     from agac.cli.render import attachment_line, cache_line
@@ -437,7 +560,9 @@ def render(workflow: str, record: str, action: str | None, tenant: str | None,
         _emit_json(rows)
     else:
         for r in rows:
-            click.echo(f"== {r['action']} ({r['kind']})" + (f" item {r['item']}" if r.get("item") else ""))
+            click.echo(
+                f"== {r['action']} ({r['kind']})" + (f" item {r['item']}" if r.get("item") else "")
+            )
             if "note" in r:
                 click.echo(f"   {r['note']}")
             if "guard" in r:
@@ -472,8 +597,9 @@ def records() -> None:
 @tenant_option
 @json_option
 @command
-def records_show(key: str, workflow: str | None, run_ref: str | None, tenant: str | None,
-                 as_json: bool) -> int:
+def records_show(
+    key: str, workflow: str | None, run_ref: str | None, tenant: str | None, as_json: bool
+) -> int:
     """A record's session: history across actions, attempts, tokens, cost, status, errors."""
     from agac import api
     from agac.cli.render import print_session
@@ -485,23 +611,40 @@ def records_show(key: str, workflow: str | None, run_ref: str | None, tenant: st
 
 @records.command("list")
 @click.argument("workflow")
-@click.option("--status", type=click.Choice(["answered", "failed", "skipped"]), default=None,
-              help="Only units with this outcome.")
+@click.option(
+    "--status",
+    type=click.Choice(["answered", "failed", "skipped"]),
+    default=None,
+    help="Only units with this outcome.",
+)
 @click.option("--action", default=None, help="Only units of this action.")
 @click.option("--run", "run_ref", default=None)
-@click.option("--limit", type=click.IntRange(min=1), default=10_000, show_default=True,
-              help="At most this many units.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="At most this many units.",
+)
 @tenant_option
 @json_option
 @command
-def records_list(workflow: str, status: str | None, action: str | None, run_ref: str | None,
-                 limit: int, tenant: str | None, as_json: bool) -> int:
+def records_list(
+    workflow: str,
+    status: str | None,
+    action: str | None,
+    run_ref: str | None,
+    limit: int,
+    tenant: str | None,
+    as_json: bool,
+) -> int:
     """Units of the latest run by outcome (fan-out items by item key), e.g. the failed ones."""
     from agac import api
     from agac.cli.render import print_records
 
-    doc = api.list_records(workflow, status=status, action=action, run_ref=run_ref, limit=limit,
-                           tenant=tenant)
+    doc = api.list_records(
+        workflow, status=status, action=action, run_ref=run_ref, limit=limit, tenant=tenant
+    )
     if as_json:
         _emit_json(doc)
         return 0
@@ -509,8 +652,11 @@ def records_list(workflow: str, status: str | None, action: str | None, run_ref:
     if not doc["units"]:
         click.echo(f"no units{' ' + status if status else ''} in run {doc['run_id']}", err=True)
     if doc["truncated"]:
-        click.echo(f"only the first {limit:,} units are listed; narrow with --action or raise "
-                   "--limit (agac export has every unit)", err=True)
+        click.echo(
+            f"only the first {limit:,} units are listed; narrow with --action or raise "
+            "--limit (agac export has every unit)",
+            err=True,
+        )
     return 0
 
 
@@ -530,8 +676,13 @@ def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
 
 
 @cli.command()
-@click.option("--keep-runs", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Final runs to keep per workflow (runs not final are always kept).")
+@click.option(
+    "--keep-runs",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Final runs to keep per workflow (runs not final are always kept).",
+)
 @json_option
 @command
 def gc(keep_runs: int, as_json: bool) -> int:
@@ -542,9 +693,11 @@ def gc(keep_runs: int, as_json: bool) -> int:
     if as_json:
         _emit_json(doc)
     else:
-        click.echo(f"pruned {len(doc['pruned_runs'])} runs ({doc['deleted_outcomes']:,} outcomes, "
-                   f"{doc['deleted_events']:,} events, {doc['deleted_records']:,} snapshot records); "
-                   f"kept the newest {keep_runs} final runs of each workflow and every answer")
+        click.echo(
+            f"pruned {len(doc['pruned_runs'])} runs ({doc['deleted_outcomes']:,} outcomes, "
+            f"{doc['deleted_events']:,} events, {doc['deleted_records']:,} snapshot records); "
+            f"kept the newest {keep_runs} final runs of each workflow and every answer"
+        )
     return 0
 
 

@@ -42,8 +42,12 @@ def effects_list(workflow: str | None, tenant: str | None, as_json: bool) -> int
 
 @effects.command("resolve")
 @click.argument("effect_id", metavar="ID")
-@click.option("--done", "done", flag_value=True, default=None, help="It happened: never call it again.")
-@click.option("--not-done", "done", flag_value=False, help="It did not happen: the next run calls it.")
+@click.option(
+    "--done", "done", flag_value=True, default=None, help="It happened: never call it again."
+)
+@click.option(
+    "--not-done", "done", flag_value=False, help="It did not happen: the next run calls it."
+)
 @tenant_option
 @json_option
 @command
@@ -55,8 +59,9 @@ def effects_resolve(effect_id: str, done: bool | None, tenant: str | None, as_js
     if done is None:
         raise UsageError("say whether it happened: --done or --not-done")
     row = api.effects_resolve(effect_id, done, tenant=tenant)
-    _emit_json(row) if as_json else click.echo(f"effect {row['id'][:12]} resolved {row['state']}; "
-                                               f"`agac run {row['workflow']}` continues")
+    _emit_json(row) if as_json else click.echo(
+        f"effect {row['id'][:12]} resolved {row['state']}; `agac run {row['workflow']}` continues"
+    )
     return 0
 
 
@@ -73,7 +78,8 @@ def effects_compensate(effect_id: str, tenant: str | None, as_json: bool) -> int
     _emit_json(row) if as_json else click.echo(
         f"compensation of effect {row['id'][:12]} ran and returned "
         f"{json.dumps(row['resolution'].get('compensation'), default=str)}; whether that undid the "
-        "effect is for the other service to say")
+        "effect is for the other service to say"
+    )
     return 0
 
 
@@ -84,8 +90,10 @@ def approvals() -> None:
 
 def _print_proposal(p: dict[str, Any]) -> None:
     expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(p["expires_at"]))
-    click.echo(f"proposal {p['id']} of {p['workflow']}/{p['action']}, record {p['record']}: "
-               f"{p['state']}, expires {expires}, approvers: {', '.join(p['approvers'])}")
+    click.echo(
+        f"proposal {p['id']} of {p['workflow']}/{p['action']}, record {p['record']}: "
+        f"{p['state']}, expires {expires}, approvers: {', '.join(p['approvers'])}"
+    )
     click.echo(f"    arguments: {json.dumps(p['arguments'], ensure_ascii=False, default=str)}")
 
 
@@ -107,8 +115,10 @@ def approvals_list(workflow: str | None, every: bool, tenant: str | None, as_jso
         click.echo("no proposal waits for a decision")
     else:
         print_proposals(rows)
-        click.echo(f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
-                   "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`")
+        click.echo(
+            f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
+            "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`"
+        )
     return 0
 
 
@@ -126,18 +136,30 @@ def approvals_show(proposal_id: str, tenant: str | None, as_json: bool) -> int:
         _emit_json(doc)
         return 0
     _print_proposal(doc)
-    click.echo(f"    policy version {doc['policy_version']}; run {doc['run_id']} ({doc['run_state']}); "
-               + ("signatures verified" if doc["verified"] else f"ALTERED: {doc['altered']}"))
+    click.echo(
+        f"    policy version {doc['policy_version']}; run {doc['run_id']} ({doc['run_state']}); "
+        + ("signatures verified" if doc["verified"] else f"ALTERED: {doc['altered']}")
+    )
     if doc.get("decided_by"):
-        click.echo(f"    {doc['state']} by {doc['decided_by']}" + (f": {doc['reason']}" if doc["reason"] else ""))
+        click.echo(
+            f"    {doc['state']} by {doc['decided_by']}"
+            + (f": {doc['reason']}" if doc["reason"] else "")
+        )
     for h in doc["history"]:
-        click.echo(f"    history: {h['id']} {h['state']}" + (f" (revises {h['revises']} by "
-                                                              f"{h['proposed_by']})" if h["revises"] else ""))
+        click.echo(
+            f"    history: {h['id']} {h['state']}"
+            + (f" (revises {h['revises']} by {h['proposed_by']})" if h["revises"] else "")
+        )
     return 0
 
 
-as_option = click.option("--as", "who", default=None, metavar="NAME",
-                         help="Who decides (else AGAC_USER); must be one of the approvers.")
+as_option = click.option(
+    "--as",
+    "who",
+    default=None,
+    metavar="NAME",
+    help="Who decides (else AGAC_USER); must be one of the approvers.",
+)
 
 
 def _decided(doc: dict[str, Any], as_json: bool, words: str) -> int:
@@ -170,8 +192,9 @@ def approve(proposal_id: str, who: str | None, tenant: str | None, as_json: bool
 @tenant_option
 @json_option
 @command
-def reject(proposal_id: str, reason: str, who: str | None, tenant: str | None,
-           as_json: bool) -> int:
+def reject(
+    proposal_id: str, reason: str, who: str | None, tenant: str | None, as_json: bool
+) -> int:
     """Reject a proposal: its unit fails approval_rejected (or the run, with on_reject: fail_run)."""
     from agac import api
 
@@ -181,14 +204,21 @@ def reject(proposal_id: str, reason: str, who: str | None, tenant: str | None,
 
 @click.command()
 @click.argument("proposal_id", metavar="ID")
-@click.option("--set", "changes", multiple=True, required=True, metavar="FIELD=VALUE",
-              help="Change one field of the arguments (dotted path; JSON or text). Repeatable.")
+@click.option(
+    "--set",
+    "changes",
+    multiple=True,
+    required=True,
+    metavar="FIELD=VALUE",
+    help="Change one field of the arguments (dotted path; JSON or text). Repeatable.",
+)
 @as_option
 @tenant_option
 @json_option
 @command
-def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, tenant: str | None,
-           as_json: bool) -> int:
+def revise(
+    proposal_id: str, changes: tuple[str, ...], who: str | None, tenant: str | None, as_json: bool
+) -> int:
     """Revise a proposal's arguments: a new proposal that needs its own approval."""
     from agac import api
 
@@ -196,6 +226,8 @@ def revise(proposal_id: str, changes: tuple[str, ...], who: str | None, tenant: 
     if as_json:
         _emit_json(doc)
     else:
-        click.echo(f"proposal {doc['revises']} is superseded by {doc['id']}, which needs its own "
-                   f"approval: `agac approve {doc['id']} --as NAME`")
+        click.echo(
+            f"proposal {doc['revises']} is superseded by {doc['id']}, which needs its own "
+            f"approval: `agac approve {doc['id']} --as NAME`"
+        )
     return 0

@@ -80,8 +80,7 @@ def new_table(*columns: str) -> Table:
     table = _Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for column in columns:
         right = column.endswith(">")
-        table.add_column(column.rstrip(">"), justify="right" if right else "left",
-                         overflow="fold")
+        table.add_column(column.rstrip(">"), justify="right" if right else "left", overflow="fold")
     return table
 
 
@@ -93,8 +92,15 @@ def print_table(table: Table) -> None:
         Console(markup=False, highlight=False, emoji=False).print(table)
         return
     buffer = io.StringIO()
-    Console(file=buffer, width=100_000, markup=False, highlight=False, emoji=False,
-            color_system=None, force_terminal=False).print(table)
+    Console(
+        file=buffer,
+        width=100_000,
+        markup=False,
+        highlight=False,
+        emoji=False,
+        color_system=None,
+        force_terminal=False,
+    ).print(table)
     for line in buffer.getvalue().splitlines():
         click.echo(line.rstrip())
 
@@ -136,10 +142,18 @@ class ProgressView:
         )
 
         console = Console(stderr=True)
-        with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[extra]}"), TimeElapsedColumn(), console=console,
-                      transient=False) as bars:
-            tasks = {a: bars.add_task(a, total=_total(progress, a), extra="") for a in progress.actions}
+        with Progress(
+            TextColumn("{task.description:<16}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[extra]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as bars:
+            tasks = {
+                a: bars.add_task(a, total=_total(progress, a), extra="") for a in progress.actions
+            }
             while not self._stop.is_set():
                 self._update(bars, tasks, progress)
                 self._stop.wait(0.2)
@@ -157,9 +171,11 @@ class ProgressView:
     def _plain(self, progress: Any) -> None:
         last = ""
         while not self._stop.wait(5.0):
-            line = "  ".join(f"{a} {progress.done(a)}/{_total(progress, a)}"
-                             + (f" ({progress.batches[a]})" if progress.batches.get(a) else "")
-                             for a in progress.actions)
+            line = "  ".join(
+                f"{a} {progress.done(a)}/{_total(progress, a)}"
+                + (f" ({progress.batches[a]})" if progress.batches.get(a) else "")
+                for a in progress.actions
+            )
             if line != last:
                 click.echo(f"progress: {line}", err=True)
                 last = line
@@ -173,17 +189,38 @@ def _total(progress: Any, action: str) -> int:
 def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     state = summary["state"]
     tenant = summary.get("tenant")
-    click.echo(f"run {summary['run_id']} of {summary['workflow']}: {state}"
-               + (f" (tenant {tenant})" if tenant and tenant != "default" else "")
-               + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else ""))
+    click.echo(
+        f"run {summary['run_id']} of {summary['workflow']}: {state}"
+        + (f" (tenant {tenant})" if tenant and tenant != "default" else "")
+        + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else "")
+    )
     reused = calls = failed = 0
-    table = new_table("action", "answered>", "failed>", "skipped>", "pending>", "calls>",
-                      "tool calls>", "reused>", "cost>", "reasons")
+    table = new_table(
+        "action",
+        "answered>",
+        "failed>",
+        "skipped>",
+        "pending>",
+        "calls>",
+        "tool calls>",
+        "reused>",
+        "cost>",
+        "reasons",
+    )
     for name, a in summary["actions"].items():
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(a["reasons"].items()))
-        table.add_row(name, f"{a['answered']:,}", f"{a['failed']:,}", f"{a['skipped']:,}",
-                      f"{a['pending']:,}", f"{a['calls']:,}", f"{a['tool_calls']:,}",
-                      f"{a['reused']:,}", f"${a.get('cost_usd', 0):.4f}", reasons)
+        table.add_row(
+            name,
+            f"{a['answered']:,}",
+            f"{a['failed']:,}",
+            f"{a['skipped']:,}",
+            f"{a['pending']:,}",
+            f"{a['calls']:,}",
+            f"{a['tool_calls']:,}",
+            f"{a['reused']:,}",
+            f"${a.get('cost_usd', 0):.4f}",
+            reasons,
+        )
         reused += a["reused"]
         calls += a["calls"]
         failed += a["failed"]
@@ -201,16 +238,20 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"  error: {error['message'] if isinstance(error, dict) else error}")
     for a in summary.get("advice") or []:
         first = a["first"]
-        click.echo(f"  {a['action']}: {a['units']:,} failed {a['reason']}; the first, "
-                   f"{first['key']}: {first['detail']}")
+        click.echo(
+            f"  {a['action']}: {a['units']:,} failed {a['reason']}; the first, "
+            f"{first['key']}: {first['detail']}"
+        )
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
     for name, choice in (summary.get("auto_modes") or {}).items():
         click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
     for action, h in (summary.get("hybrid") or {}).items():  # B13
-        click.echo(f"  {action} {'went' if h['switched'] else 'goes'} live at "
-                   f"{when(h['live_at'])} (hybrid)")
+        click.echo(
+            f"  {action} {'went' if h['switched'] else 'goes'} live at "
+            f"{when(h['live_at'])} (hybrid)"
+        )
     _print_shards(summary)
     _print_waiting_on(summary)
     waiting = summary.get("awaiting_approval")
@@ -224,13 +265,20 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         if waiting["units"] > 10:
             click.echo(f"  ... `agac approvals list {summary['workflow']}` shows all")
     for key in summary.get("effects_unknown") or []:
-        click.echo(f"  effect {key[:12]} is unknown (it may or may not have happened): "
-                   f"agac effects resolve {key[:12]} --done|--not-done")
+        click.echo(
+            f"  effect {key[:12]} is unknown (it may or may not have happened): "
+            f"agac effects resolve {key[:12]} --done|--not-done"
+        )
     if summary.get("budget"):
         b = summary["budget"]
-        cap = ", ".join(x for x in (f"${b['usd']:g}" if b.get("usd") is not None else "",
-                                    f"{b['tokens']:,} tokens" if b.get("tokens") is not None
-                                    else "") if x)
+        cap = ", ".join(
+            x
+            for x in (
+                f"${b['usd']:g}" if b.get("usd") is not None else "",
+                f"{b['tokens']:,} tokens" if b.get("tokens") is not None else "",
+            )
+            if x
+        )
         click.echo(f"  budget {cap}: spent ${b['spent_usd']:.4f}, {b['spent_tokens']:,} tokens")
     click.echo(words + (f": {summary['next']}" if summary.get("next") else ""))
 
@@ -238,40 +286,58 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
 def print_runs(rows: list[dict[str, Any]]) -> None:
     table = new_table("run", "tenant", "workflow", "state", "started", "ended", "retry of")
     for r in rows:
-        table.add_row(r["run_id"], r.get("tenant", "default"), r["workflow"], r["state"],
-                      when(r["created_at"]), when(r.get("ended_at")), r["retry_of"] or "")
+        table.add_row(
+            r["run_id"],
+            r.get("tenant", "default"),
+            r["workflow"],
+            r["state"],
+            when(r["created_at"]),
+            when(r.get("ended_at")),
+            r["retry_of"] or "",
+        )
     print_table(table)
 
 
 def print_events(rows: list[dict[str, Any]]) -> None:
     table = new_table("id>", "time", "kind", "action", "unit", "data")
     for e in rows:
-        table.add_row(str(e["id"]), when(e["created_at"], "%H:%M:%S"), e["kind"],
-                      e.get("action") or "", e.get("unit_key") or "", _event_data(e))
+        table.add_row(
+            str(e["id"]),
+            when(e["created_at"], "%H:%M:%S"),
+            e["kind"],
+            e.get("action") or "",
+            e.get("unit_key") or "",
+            _event_data(e),
+        )
     print_table(table)
 
 
 def print_event(e: dict[str, Any]) -> None:
     """One event as a line, for streams (``agac status --follow``)."""
     where = " ".join(x for x in (e.get("action"), e.get("unit_key")) if x)
-    click.echo(f"{e['id']:>6} {when(e['created_at'], '%H:%M:%S')} {e['kind']:<16} {where} "
-               f"{_event_data(e)}")
+    click.echo(
+        f"{e['id']:>6} {when(e['created_at'], '%H:%M:%S')} {e['kind']:<16} {where} {_event_data(e)}"
+    )
 
 
 def _event_data(e: dict[str, Any]) -> str:
     data = {k: v for k, v in (e.get("data") or {}).items() if k != "traceback"}
     if e["kind"] == "progress" and isinstance(data.get("actions"), dict):
-        parts = [f"{name} {a['answered'] + a['failed'] + a['skipped']}/{a['records']}"
-                 + (f" ({a['failed']} failed)" if a["failed"] else "")
-                 for name, a in data["actions"].items()]
+        parts = [
+            f"{name} {a['answered'] + a['failed'] + a['skipped']}/{a['records']}"
+            + (f" ({a['failed']} failed)" if a["failed"] else "")
+            for name, a in data["actions"].items()
+        ]
         return f"{'; '.join(parts)}  ${float(data.get('cost_usd') or 0):.4f}"
     return json.dumps(data, default=str)
 
 
 def print_retry_plan(plan: dict[str, Any]) -> None:
     """``agac retry --dry-run``: what would be asked again."""
-    click.echo(f"would retry {len(plan['units'])} failed units of run {plan['retry_of']} "
-               f"(+{plan['downstream']} downstream)")
+    click.echo(
+        f"would retry {len(plan['units'])} failed units of run {plan['retry_of']} "
+        f"(+{plan['downstream']} downstream)"
+    )
     table = new_table("action", "key")
     for u in plan["units"]:
         table.add_row(u["action"], u["key"])
@@ -291,19 +357,34 @@ def print_records(doc: dict[str, Any]) -> None:
 def print_effects(rows: list[dict[str, Any]]) -> None:
     table = new_table("id", "workflow", "action", "record", "state", "idempotent", "error")
     for r in rows:
-        table.add_row(r["id"][:12], r["workflow"], r["action"], r["record"], r["state"],
-                      "yes" if r["idempotent"] else "no", r.get("error") or "")
+        table.add_row(
+            r["id"][:12],
+            r["workflow"],
+            r["action"],
+            r["record"],
+            r["state"],
+            "yes" if r["idempotent"] else "no",
+            r.get("error") or "",
+        )
     print_table(table)
 
 
 def print_proposals(rows: list[dict[str, Any]]) -> None:
-    table = new_table("id", "workflow", "action", "record", "state", "expires", "approvers",
-                      "arguments")
+    table = new_table(
+        "id", "workflow", "action", "record", "state", "expires", "approvers", "arguments"
+    )
     for p in rows:
         args = json.dumps(p["arguments"], ensure_ascii=False, default=str)
-        table.add_row(p["id"], p["workflow"], p["action"], p["record"], p["state"],
-                      when(p["expires_at"], "%Y-%m-%d %H:%M"), ", ".join(p["approvers"]),
-                      args if len(args) <= 80 else args[:79] + "…")
+        table.add_row(
+            p["id"],
+            p["workflow"],
+            p["action"],
+            p["record"],
+            p["state"],
+            when(p["expires_at"], "%Y-%m-%d %H:%M"),
+            ", ".join(p["approvers"]),
+            args if len(args) <= 80 else args[:79] + "…",
+        )
     print_table(table)
 
 
@@ -325,8 +406,10 @@ def follow_events(ref: str | None, as_json: bool, tenant: str | None = None) -> 
 
 
 def print_session(doc: dict[str, Any]) -> None:
-    click.echo(f"record {shown(doc['key'])} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}"
-               f"  ${doc['cost_usd']:.6f}")
+    click.echo(
+        f"record {shown(doc['key'])} of {doc['workflow']} (run {doc['run_id']}): {doc['status']}"
+        f"  ${doc['cost_usd']:.6f}"
+    )
     rec = doc.get("record")
     if rec:
         click.echo(f"  from {rec['file']} line {rec['line']}")
@@ -337,10 +420,14 @@ def print_session(doc: dict[str, Any]) -> None:
     _print_units(doc, "  ")
     for e in doc["errors"]:
         tb = e["data"].get("traceback")
-        where = f" ({shown(e['unit_key'])})" if e.get("unit_key") and e["unit_key"] != doc["key"] \
+        where = (
+            f" ({shown(e['unit_key'])})"
+            if e.get("unit_key") and e["unit_key"] != doc["key"]
             else ""
-        click.echo(f"  error in {e['action']}{where}: {e['data'].get('reason')}: "
-                   f"{e['data'].get('detail')}")
+        )
+        click.echo(
+            f"  error in {e['action']}{where}: {e['data'].get('reason')}: {e['data'].get('detail')}"
+        )
         if tb:
             click.echo("    " + tb.rstrip().replace("\n", "\n    "))
 
@@ -352,15 +439,20 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
         if a.get("join") and items:
             _print_items(items, pad)
             items = []
-        click.echo(f"{pad}{a['action']}: {a['status']}" + (f" ({a['reason']})" if a["reason"] else "")
-                   + f"  ${a['cost_usd']:.6f}")
+        click.echo(
+            f"{pad}{a['action']}: {a['status']}"
+            + (f" ({a['reason']})" if a["reason"] else "")
+            + f"  ${a['cost_usd']:.6f}"
+        )
         if a.get("detail"):
             click.echo(f"{pad}  {a['detail']}")
         for t in a["attempts"]:
-            click.echo(f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
-                       + _attempt_usage(t)
-                       + (f", request id {t['request_id']}" if t.get("request_id") else "")
-                       + (f" - {_last_line(t['error'])}" if t["error"] else ""))
+            click.echo(
+                f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
+                + _attempt_usage(t)
+                + (f", request id {t['request_id']}" if t.get("request_id") else "")
+                + (f" - {_last_line(t['error'])}" if t["error"] else "")
+            )
         if a.get("output") is not None:
             click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
     _print_items(items, pad)
@@ -375,8 +467,11 @@ def _attempt_usage(t: dict[str, Any]) -> str:
     return text + (f" ({', '.join(parts)})" if parts else "")
 
 
-_TOKEN_DETAILS = (("cached_tokens", "cache read"), ("cache_write_tokens", "cache write"),
-                  ("reasoning_tokens", "reasoning"))
+_TOKEN_DETAILS = (
+    ("cached_tokens", "cache read"),
+    ("cache_write_tokens", "cache write"),
+    ("reasoning_tokens", "reasoning"),
+)
 
 
 def _print_items(items: list[dict[str, Any]], pad: str) -> None:
@@ -392,25 +487,44 @@ def _last_line(text: str) -> str:
 
 
 def print_cost(doc: dict[str, Any]) -> None:
-    click.echo(f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
-               f" (batch saved ${doc['batch_saved_usd']:.6f}, cache saved "
-               f"${doc.get('cache_saved_usd', 0.0):.6f})")
+    click.echo(
+        f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
+        f" (batch saved ${doc['batch_saved_usd']:.6f}, cache saved "
+        f"${doc.get('cache_saved_usd', 0.0):.6f})"
+    )
     rows = doc["rows"]
     # Columns that only appear when some row has a count in them: the table stays narrow.
     inputs = [(k, label) for k, label in _INPUT_COLUMNS if any(r.get(k) for r in rows)]
     outputs = [(k, label) for k, label in _OUTPUT_COLUMNS if any(r.get(k) for r in rows)]
     tools = sorted({name for r in rows for name in r.get("server_tools") or {}})
-    table = new_table("action", "model", "tier", "calls>", "input tokens>",
-                      *(f"{label}>" for _, label in inputs), "output tokens>",
-                      *(f"{label}>" for _, label in outputs), *(f"{name}>" for name in tools),
-                      "cost>", "note")
+    table = new_table(
+        "action",
+        "model",
+        "tier",
+        "calls>",
+        "input tokens>",
+        *(f"{label}>" for _, label in inputs),
+        "output tokens>",
+        *(f"{label}>" for _, label in outputs),
+        *(f"{name}>" for name in tools),
+        "cost>",
+        "note",
+    )
     for r in rows:
         used = r.get("server_tools") or {}
-        table.add_row(r["action"], f"{r['provider']}/{r['model']}", r["tier"], f"{r['calls']:,}",
-                      f"{r['input_tokens']:,}", *(f"{r.get(k, 0):,}" for k, _ in inputs),
-                      f"{r['output_tokens']:,}", *(f"{r.get(k, 0):,}" for k, _ in outputs),
-                      *(f"{used.get(name, 0):,}" for name in tools),
-                      f"${r['cost_usd']:.6f}", _cost_note(r))
+        table.add_row(
+            r["action"],
+            f"{r['provider']}/{r['model']}",
+            r["tier"],
+            f"{r['calls']:,}",
+            f"{r['input_tokens']:,}",
+            *(f"{r.get(k, 0):,}" for k, _ in inputs),
+            f"{r['output_tokens']:,}",
+            *(f"{r.get(k, 0):,}" for k, _ in outputs),
+            *(f"{used.get(name, 0):,}" for name in tools),
+            f"${r['cost_usd']:.6f}",
+            _cost_note(r),
+        )
     print_table(table)
 
 
@@ -443,11 +557,13 @@ def _print_waiting_on(summary: dict[str, Any]) -> None:
     table = new_table("action", "file", "batch", "status")
     for r in rows:
         if r.get("waits_on"):
-            table.add_row(r["action"], r["file"], "—",
-                          f"not sent: waits on {', '.join(r['waits_on'])} (B4)")
+            table.add_row(
+                r["action"], r["file"], "—", f"not sent: waits on {', '.join(r['waits_on'])} (B4)"
+            )
         else:
-            table.add_row(r["action"], r["file"], r["batch_id"] or r["key"],
-                          r["status"] or r["state"])
+            table.add_row(
+                r["action"], r["file"], r["batch_id"] or r["key"], r["status"] or r["state"]
+            )
     print_table(table)
 
 
@@ -463,17 +579,31 @@ def _cost_note(r: dict[str, Any]) -> str:
         notes.append(f"unpriced: {names} uses have no known price, counted $0")
     if r.get("origin") == "unknown":
         priced = r.get("priced_by_a_later_answer", 0)
-        notes.append(f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
-                     f"at their worst case, {priced} priced by a later answer")
+        notes.append(
+            f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
+            f"at their worst case, {priced} priced by a later answer"
+        )
+    if r.get("origin") == "cache_storage":
+        notes.append(
+            f"cache storage: {r['calls']} explicit context cache(s) kept for the run, "
+            "per token-hour (docs/providers.md, Gemini explicit caches)"
+        )
     if r.get("origin") == "unread":
         estimated = r.get("estimated", 0)
-        how = (f"{estimated} estimated at their worst case (the provider reported no usage)"
-               if estimated else "usage as the provider reported it")
-        notes.append(f"unread: billed by the provider in a batch agac did not read (ended "
-                     f"failed/expired/cancelled, or given up); {how}")
+        how = (
+            f"{estimated} estimated at their worst case (the provider reported no usage)"
+            if estimated
+            else "usage as the provider reported it"
+        )
+        notes.append(
+            f"unread: billed by the provider in a batch agac did not read (ended "
+            f"failed/expired/cancelled, or given up); {how}"
+        )
     if r.get("origin") == "hybrid_overlap":
-        notes.append("hybrid_overlap: answered in a batch cancelled to go live (B13) after the "
-                     "record was answered live; billed, not used")
+        notes.append(
+            "hybrid_overlap: answered in a batch cancelled to go live (B13) after the "
+            "record was answered live; billed, not used"
+        )
     return "; ".join(notes)
 
 
@@ -481,8 +611,11 @@ def print_store_info(doc: dict[str, Any]) -> None:
     """``agac store info`` in words."""
     click.echo(f"store: {doc['store']} ({doc['kind']})")
     if doc["kind"] == "sqlite":
-        click.echo(f"  file {doc['path']}: {_bytes(doc['bytes'])}" if doc["exists"]
-                   else f"  file {doc['path']}: not created yet (the first run creates it)")
+        click.echo(
+            f"  file {doc['path']}: {_bytes(doc['bytes'])}"
+            if doc["exists"]
+            else f"  file {doc['path']}: not created yet (the first run creates it)"
+        )
         return
     if doc["kind"] not in ("object storage", "directory"):
         return
@@ -495,14 +628,22 @@ def print_store_info(doc: dict[str, Any]) -> None:
     else:
         state = "holds it" if doc["owned"] else "its lease has expired"
         until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(doc["lease_expires_at"]))
-        click.echo(f"  owner: pid {owner['pid']} on {owner['host']} ({state}; lease to {until} "
-                   "unless renewed)")
+        click.echo(
+            f"  owner: pid {owner['pid']} on {owner['host']} ({state}; lease to {until} "
+            "unless renewed)"
+        )
     snap, log = doc["snapshot"], doc["log"]
     if snap is not None:
-        click.echo(f"  snapshot: {_bytes(snap['bytes'])}, taken {_age(doc['snapshot_age_seconds'])} ago")
-    click.echo(f"  log: {log['segments']} segments in {log['generations']} generations, "
-               f"{_bytes(log['bytes'])}")
-    click.echo(f"  size: {_bytes(doc['bytes'])}; working copy on this machine: {doc['working_copy']}")
+        click.echo(
+            f"  snapshot: {_bytes(snap['bytes'])}, taken {_age(doc['snapshot_age_seconds'])} ago"
+        )
+    click.echo(
+        f"  log: {log['segments']} segments in {log['generations']} generations, "
+        f"{_bytes(log['bytes'])}"
+    )
+    click.echo(
+        f"  size: {_bytes(doc['bytes'])}; working copy on this machine: {doc['working_copy']}"
+    )
 
 
 def _bytes(n: int) -> str:
@@ -523,40 +664,79 @@ def _age(seconds: float) -> str:
 
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
-    table = new_table("action", "kind", "mode", "units>", "requests>", "reusable>",
-                      "input tokens>", "output tokens>", "online>", "batch>", "online cached>",
-                      "batch cached>")
+    table = new_table(
+        "action",
+        "kind",
+        "mode",
+        "units>",
+        "requests>",
+        "reusable>",
+        "input tokens>",
+        "output tokens>",
+        "online>",
+        "batch>",
+        "online cached>",
+        "batch cached>",
+    )
     for name, a in doc["actions"].items():
         cost = a["cost_usd"]
-        table.add_row(name, a["kind"], _plan_mode(a), f"{a['units']:,}",
-                      f"{a['requests']:,}", f"{a['reusable']:,}", f"{a['input_tokens']:,}",
-                      f"{a['output_tokens']:,}", f"${cost['online']:.4f}", f"${cost['batch']:.4f}",
-                      f"${cost['online_cached']:.4f}", f"${cost['batch_cached']:.4f}")
+        table.add_row(
+            name,
+            a["kind"],
+            _plan_mode(a),
+            f"{a['units']:,}",
+            f"{a['requests']:,}",
+            f"{a['reusable']:,}",
+            f"{a['input_tokens']:,}",
+            f"{a['output_tokens']:,}",
+            f"${cost['online']:.4f}",
+            f"${cost['batch']:.4f}",
+            f"${cost['online_cached']:.4f}",
+            f"${cost['batch_cached']:.4f}",
+        )
     print_table(table)
     for name, a in doc["actions"].items():
         if a.get("mode_why"):
             click.echo(f"  {name}: run_mode auto would choose {a['mode']} now ({a['mode_why']})")
-    prefixes = [f"{n} {a['cache_prefix_tokens']:,}" for n, a in doc["actions"].items()
-                if a.get("cache_prefix_tokens")]
-    click.echo("  cached: " + (f"static prefix tokens {', '.join(prefixes)}; the first request "
-                               "writes the cache, every later one reads it" if prefixes else
-                               "no action has a static prefix to cache (same cost)"))
+    prefixes = [
+        f"{n} {a['cache_prefix_tokens']:,}"
+        for n, a in doc["actions"].items()
+        if a.get("cache_prefix_tokens")
+    ]
+    click.echo(
+        "  cached: "
+        + (
+            f"static prefix tokens {', '.join(prefixes)}; the first request "
+            "writes the cache, every later one reads it"
+            if prefixes
+            else "no action has a static prefix to cache (same cost)"
+        )
+    )
     unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
     if unknown:
-        click.echo(f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "
-                   "items is known only once the list is produced; give the list a maxItems to "
-                   "bound it)")
+        click.echo(
+            f"  ({', '.join(unknown)}: one item per parent counted — the number of fan-out "
+            "items is known only once the list is produced; give the list a maxItems to "
+            "bound it)"
+        )
     c = doc["cost_usd"]
-    click.echo(f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
-               f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
-               f"${c['batch']:.4f}, online cached ${c['online_cached']:.4f}, batch cached "
-               f"${c['batch_cached']:.4f}, as configured ${c['as_configured']:.4f}")
+    click.echo(
+        f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
+        f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
+        f"${c['batch']:.4f}, online cached ${c['online_cached']:.4f}, batch cached "
+        f"${c['batch_cached']:.4f}, as configured ${c['as_configured']:.4f}"
+    )
     if doc.get("budget"):
         b = doc["budget"]
         verdict = "within" if doc["within_budget"] else "OVER"
-        click.echo(f"budget usd={b['usd']} tokens={b['tokens']}: {verdict} the budget"
-                   + ("" if doc["within_budget"] else
-                      "; `agac run` refuses it unless --allow-over-estimate"))
+        click.echo(
+            f"budget usd={b['usd']} tokens={b['tokens']}: {verdict} the budget"
+            + (
+                ""
+                if doc["within_budget"]
+                else "; `agac run` refuses it unless --allow-over-estimate"
+            )
+        )
     if doc.get("estimates"):
         click.echo(f"estimated: {doc['estimates']}")
 
@@ -575,15 +755,18 @@ def attachment_line(a: dict[str, Any]) -> str:
         extra = f", {a['pages']} page{'s' if a['pages'] != 1 else ''}"
     elif a.get("width") and a.get("height"):
         extra = f", {a['width']}×{a['height']} px"
-    return (f"[file] {a.get('name') or a.get('path')}: {a['media_type']}, {a['size']:,} bytes"
-            f"{extra}, sha256:{a['sha256']}")
+    return (
+        f"[file] {a.get('name') or a.get('path')}: {a['media_type']}, {a['size']:,} bytes"
+        f"{extra}, sha256:{a['sha256']}"
+    )
 
 
 def cache_line(c: dict[str, Any]) -> str:
     """A rendered request's prompt caching in one line: its static prefix and the hint
     it carries (``cache: auto`` marks a prefix whose estimate reaches the minimum)."""
-    where = ("the system prompt and " if c["system"] else "") + \
-        f"the first {c['static_chars']:,} characters of the prompt"
+    where = (
+        "the system prompt and " if c["system"] else ""
+    ) + f"the first {c['static_chars']:,} characters of the prompt"
     size = f"static prefix: {where} (~{c['prefix_tokens']:,} tokens)"
     if c["mode"] == "off":
         return f"{size}; cache: off, no hint"

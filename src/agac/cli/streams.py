@@ -24,15 +24,23 @@ def json_stdout(enabled: bool) -> Iterator[None]:
     ``sys.stdout`` is the process's real descriptor 1; a test runner's capture is left
     alone)."""
     original = sys.stdout
-    if not (enabled and isinstance(original, io.TextIOWrapper) and original is sys.__stdout__
-            and _is_fd1(original)):
+    if not (
+        enabled
+        and isinstance(original, io.TextIOWrapper)
+        and original is sys.__stdout__
+        and _is_fd1(original)
+    ):
         yield
         return
     original.flush()
     saved = os.dup(1)
-    private = io.TextIOWrapper(io.FileIO(saved, "w", closefd=True), encoding=original.encoding,
-                               errors=original.errors, line_buffering=original.line_buffering,
-                               write_through=True)
+    private = io.TextIOWrapper(
+        io.FileIO(saved, "w", closefd=True),
+        encoding=original.encoding,
+        errors=original.errors,
+        line_buffering=original.line_buffering,
+        write_through=True,
+    )
     os.dup2(2, 1)
     sys.stdout = private
     try:

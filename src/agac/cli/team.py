@@ -26,15 +26,19 @@ def _password(from_stdin: bool) -> str:
     """The password: the first line of stdin with --password-stdin (never an argument: it
     would show in the process list and the shell's history)."""
     if not from_stdin:
-        raise UsageError("give the password on stdin: `printf '%s\\n' \"$PASSWORD\" | agac users "
-                         "… --password-stdin` (never as an argument)")
+        raise UsageError(
+            "give the password on stdin: `printf '%s\\n' \"$PASSWORD\" | agac users "
+            "… --password-stdin` (never as an argument)"
+        )
     return sys.stdin.readline().rstrip("\r\n")
 
 
 def _print_user(u: dict[str, Any]) -> None:
     flags = ("admin " if u["admin"] else "") + ("" if u["active"] else "DISABLED")
-    click.echo(f"{u['name']:<20} tenants: {', '.join(u['tenants']):<24} "
-               f"groups: {', '.join(u['groups']) or '-':<24} {flags}".rstrip())
+    click.echo(
+        f"{u['name']:<20} tenants: {', '.join(u['tenants']):<24} "
+        f"groups: {', '.join(u['groups']) or '-':<24} {flags}".rstrip()
+    )
 
 
 @click.group()
@@ -44,21 +48,39 @@ def users() -> None:
 
 @users.command("add")
 @click.argument("name")
-@click.option("--tenant", "tenants", multiple=True, required=True, metavar="T",
-              help="A tenant whose runs the user sees and decides on. Repeatable.")
-@click.option("--group", "groups", multiple=True, metavar="G",
-              help="An approver group the user is in. Repeatable.")
+@click.option(
+    "--tenant",
+    "tenants",
+    multiple=True,
+    required=True,
+    metavar="T",
+    help="A tenant whose runs the user sees and decides on. Repeatable.",
+)
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="G",
+    help="An approver group the user is in. Repeatable.",
+)
 @click.option("--admin", is_flag=True, help="Mark the user an administrator in the service.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from stdin's first line.")
 @json_option
 @command
-def users_add(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], admin: bool,
-              password_stdin: bool, as_json: bool) -> int:
+def users_add(
+    name: str,
+    tenants: tuple[str, ...],
+    groups: tuple[str, ...],
+    admin: bool,
+    password_stdin: bool,
+    as_json: bool,
+) -> int:
     """Add a user (Argon2-hashed password; at least 10 characters)."""
     from agac.api import people
 
-    doc = people.users_add(name, _password(password_stdin), tenants=list(tenants),
-                           groups=list(groups), admin=admin)
+    doc = people.users_add(
+        name, _password(password_stdin), tenants=list(tenants), groups=list(groups), admin=admin
+    )
     if as_json:
         _emit_json(doc)
     else:
@@ -117,23 +139,43 @@ def users_enable(name: str, as_json: bool) -> int:
 
 @users.command("set")
 @click.argument("name")
-@click.option("--tenant", "tenants", multiple=True, metavar="T",
-              help="Replace the user's tenants with these. Repeatable.")
-@click.option("--group", "groups", multiple=True, metavar="G",
-              help="Replace the user's groups with these. Repeatable.")
+@click.option(
+    "--tenant",
+    "tenants",
+    multiple=True,
+    metavar="T",
+    help="Replace the user's tenants with these. Repeatable.",
+)
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="G",
+    help="Replace the user's groups with these. Repeatable.",
+)
 @click.option("--no-groups", is_flag=True, help="Take the user out of every group.")
 @click.option("--admin/--no-admin", default=None, help="Mark or unmark an administrator.")
 @json_option
 @command
-def users_set(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], no_groups: bool,
-              admin: bool | None, as_json: bool) -> int:
+def users_set(
+    name: str,
+    tenants: tuple[str, ...],
+    groups: tuple[str, ...],
+    no_groups: bool,
+    admin: bool | None,
+    as_json: bool,
+) -> int:
     """Change a user's tenants, groups or administrator flag."""
     from agac.api import people
 
     if no_groups and groups:
         raise UsageError("--no-groups and --group contradict each other; give one")
-    doc = people.users_set(name, tenants=list(tenants) or None,
-                           groups=[] if no_groups else (list(groups) or None), admin=admin)
+    doc = people.users_set(
+        name,
+        tenants=list(tenants) or None,
+        groups=[] if no_groups else (list(groups) or None),
+        admin=admin,
+    )
     if as_json:
         _emit_json(doc)
     else:
@@ -143,7 +185,9 @@ def users_set(name: str, tenants: tuple[str, ...], groups: tuple[str, ...], no_g
 
 @users.command("passwd")
 @click.argument("name")
-@click.option("--password-stdin", is_flag=True, help="Read the new password from stdin's first line.")
+@click.option(
+    "--password-stdin", is_flag=True, help="Read the new password from stdin's first line."
+)
 @json_option
 @command
 def users_passwd(name: str, password_stdin: bool, as_json: bool) -> int:
@@ -165,8 +209,14 @@ def tokens() -> None:
 
 @tokens.command("create")
 @click.argument("name")
-@click.option("--expires", metavar="D", default="90d", show_default=True, callback=_duration,
-              help="How long the token works (30d, 12h).")
+@click.option(
+    "--expires",
+    metavar="D",
+    default="90d",
+    show_default=True,
+    callback=_duration,
+    help="How long the token works (30d, 12h).",
+)
 @json_option
 @command
 def tokens_create(name: str, expires: float, as_json: bool) -> int:
@@ -178,8 +228,11 @@ def tokens_create(name: str, expires: float, as_json: bool) -> int:
         _emit_json(doc)
         return 0
     click.echo(doc["token"])
-    click.echo(f"token {doc['id']} for {name}, expires {_when(doc['expires_at'])}; it is shown "
-               "this once: keep it as AGAC_TOKEN", err=True)
+    click.echo(
+        f"token {doc['id']} for {name}, expires {_when(doc['expires_at'])}; it is shown "
+        "this once: keep it as AGAC_TOKEN",
+        err=True,
+    )
     return 0
 
 
@@ -196,8 +249,10 @@ def tokens_list(name: str | None, as_json: bool) -> int:
         _emit_json(rows)
         return 0
     for t in rows:
-        click.echo(f"{t['id']}  {t['user']:<20} {t['state']:<8} expires {_when(t['expires_at'])}  "
-                   f"last used {_when(t['last_used_at'])}")
+        click.echo(
+            f"{t['id']}  {t['user']:<20} {t['state']:<8} expires {_when(t['expires_at'])}  "
+            f"last used {_when(t['last_used_at'])}"
+        )
     if not rows:
         click.echo("no tokens; create one with `agac tokens create NAME`")
     return 0

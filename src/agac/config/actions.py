@@ -75,8 +75,11 @@ AUTO_BATCH_MIN_RECORDS = 500
 CLI = ("--run-mode",)
 """Origin marker of a value that came from the run's ``--run-mode``."""
 
-PER_RUN = {"run_mode": CLI, "poll_interval": ("--poll-interval",),
-           "batch_deadline": ("--batch-deadline",)}
+PER_RUN = {
+    "run_mode": CLI,
+    "poll_interval": ("--poll-interval",),
+    "batch_deadline": ("--batch-deadline",),
+}
 """Origin marker of each value a run can set for itself (``agac run --…``)."""
 
 
@@ -103,8 +106,12 @@ class RawAction:
         return self.origins.get(key) == PER_RUN[key]
 
 
-def merge_action(raw: RawAction, defaults: dict[str, Any], run_mode: str | None,
-                 tuning: dict[str, float] | None = None) -> None:
+def merge_action(
+    raw: RawAction,
+    defaults: dict[str, Any],
+    run_mode: str | None,
+    tuning: dict[str, float] | None = None,
+) -> None:
     """Fill ``raw.values``: the action's own keys, else the run's ``run_mode`` (llm
     actions only), else ``defaults`` that apply to its kind.
 
@@ -162,9 +169,12 @@ def split_model(model: str) -> tuple[str, str] | None:
 def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     """Typed Action keyword arguments (besides name, kind, line, dependencies, ancestors)."""
     v, at = raw.values, raw.origin
-    out: dict[str, Any] = {"context": _context(f, v.get("context"), at("context")),
-                           "retry": _retry(f, v.get("retry"), at("retry")),
-                           "cache": True, "max_concurrency": 16}
+    out: dict[str, Any] = {
+        "context": _context(f, v.get("context"), at("context")),
+        "retry": _retry(f, v.get("retry"), at("retry")),
+        "cache": True,
+        "max_concurrency": 16,
+    }
     if "when" in v:
         out["when"] = read_str(f, v["when"], at("when"))
     if "cache" in v and raw.kind != "llm":
@@ -181,8 +191,12 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
             out["function"] = _function(f, v["function"], at("function"))
     if "effect" in v:
         if raw.kind != "tool":
-            f.error("invalid_value", f"'effect' is for tool actions, but {raw.name!r} is an "
-                    "llm action", at("effect"), hint="an effect is something a tool function does")
+            f.error(
+                "invalid_value",
+                f"'effect' is for tool actions, but {raw.name!r} is an llm action",
+                at("effect"),
+                hint="an effect is something a tool function does",
+            )
         else:
             out["effect"] = _effect(f, v["effect"], at("effect"))
     out.update(_fan_out_fields(f, raw))
@@ -200,18 +214,26 @@ def _approval(f: Findings, value: Any, path: Path) -> ApprovalSpec | None:
         return None
     f.unknown_keys(body, APPROVAL_KEYS, path, "approval")
     if "approvers" not in body:
-        f.error("missing_key", "approval has no 'approvers'", path,
-                hint="approval: {approvers: [alice, support-leads]} (users or groups of agac.yml)")
+        f.error(
+            "missing_key",
+            "approval has no 'approvers'",
+            path,
+            hint="approval: {approvers: [alice, support-leads]} (users or groups of agac.yml)",
+        )
         return None
     approvers = read_str_list(f, body["approvers"], path + ("approvers",), allow_single=True)
     if approvers is not None and not approvers:
-        f.error("invalid_value", "approval.approvers must name at least one user or group",
-                path + ("approvers",))
+        f.error(
+            "invalid_value",
+            "approval.approvers must name at least one user or group",
+            path + ("approvers",),
+        )
         approvers = None
     values: dict[str, Any] = {}
     if body.get("expires_in") is not None:
-        values["expires_in"] = read_duration(f, body["expires_in"], path + ("expires_in",),
-                                             code="invalid_expires_in")
+        values["expires_in"] = read_duration(
+            f, body["expires_in"], path + ("expires_in",), code="invalid_expires_in"
+        )
     if body.get("policy_version") is not None:
         version = body["policy_version"]
         if isinstance(version, (int, float)) and not isinstance(version, bool):
@@ -223,9 +245,12 @@ def _approval(f: Findings, value: Any, path: Path) -> ApprovalSpec | None:
         if body[key] in choices:
             values[key] = body[key]
         else:
-            f.error("invalid_value", f"approval.{key} {body[key]!r} is not one of "
-                    f"{', '.join(choices)}", path + (key,),
-                    hint=did_you_mean(str(body[key]), choices) or f"one of {', '.join(choices)}")
+            f.error(
+                "invalid_value",
+                f"approval.{key} {body[key]!r} is not one of {', '.join(choices)}",
+                path + (key,),
+                hint=did_you_mean(str(body[key]), choices) or f"one of {', '.join(choices)}",
+            )
             values[key] = None
     if approvers is None or any(v is None for v in values.values()):
         return None
@@ -245,8 +270,12 @@ def _fan_out_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         if "fan_out" in v:
             out["gate"] = gate
         elif "gate" in raw.own:
-            f.error("invalid_value", f"'gate' is set on action {raw.name!r}, which has no "
-                    "fan_out", at("gate"), hint="gate orders the items of a fan_out")
+            f.error(
+                "invalid_value",
+                f"'gate' is set on action {raw.name!r}, which has no fan_out",
+                at("gate"),
+                hint="gate orders the items of a fan_out",
+            )
     is_join = raw.kind == "join" or "join" in v
     if "join" in v:
         if raw.kind == "join" and v["join"] is None:
@@ -254,22 +283,30 @@ def _fan_out_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         else:
             out["join"] = read_str(f, v["join"], at("join"))
     if "failure_policy" in v:
-        policy = _choice(f, v["failure_policy"], at("failure_policy"), FAILURE_POLICIES,
-                         "failure_policy")
+        policy = _choice(
+            f, v["failure_policy"], at("failure_policy"), FAILURE_POLICIES, "failure_policy"
+        )
         if is_join:
             out["failure_policy"] = policy
         elif "failure_policy" in raw.own:
-            f.error("invalid_value", f"'failure_policy' is set on action {raw.name!r}, which "
-                    "is not a join", at("failure_policy"),
-                    hint="failure_policy belongs on the join (kind: join, or join: ACTION)")
+            f.error(
+                "invalid_value",
+                f"'failure_policy' is set on action {raw.name!r}, which is not a join",
+                at("failure_policy"),
+                hint="failure_policy belongs on the join (kind: join, or join: ACTION)",
+            )
     return out
 
 
 def _choice(f: Findings, value: Any, path: Path, allowed: tuple[str, ...], key: str) -> str | None:
     if value in allowed:
         return str(value)
-    f.error("invalid_value", f"{key} {value!r} is not one of {', '.join(allowed)}", path,
-            hint=f"{key}: {allowed[0]}")
+    f.error(
+        "invalid_value",
+        f"{key} {value!r} is not one of {', '.join(allowed)}",
+        path,
+        hint=f"{key}: {allowed[0]}",
+    )
     return None
 
 
@@ -280,14 +317,21 @@ def _fan_out(f: Findings, value: Any, path: Path) -> FanOutSpec | None:
     f.unknown_keys(body, FAN_OUT_KEYS, path, "fan_out")
     over, versions = body.get("over"), body.get("versions")
     if (over is None) == (versions is None):
-        f.error("invalid_fan_out", "fan_out needs exactly one of 'over' (a list field) or "
-                "'versions' (a number of answers)", path,
-                hint="fan_out: {over: extract.clauses, as: clause} or fan_out: {versions: 3}")
+        f.error(
+            "invalid_fan_out",
+            "fan_out needs exactly one of 'over' (a list field) or "
+            "'versions' (a number of answers)",
+            path,
+            hint="fan_out: {over: extract.clauses, as: clause} or fan_out: {versions: 3}",
+        )
         return None
     if versions is not None:
         if "as" in body:
-            f.error("invalid_fan_out", "'as' names the item of fan_out over a list; with "
-                    "versions the item is 'version'", path + ("as",))
+            f.error(
+                "invalid_fan_out",
+                "'as' names the item of fan_out over a list; with versions the item is 'version'",
+                path + ("as",),
+            )
         n = read_int(f, versions, path + ("versions",))
         return None if n is None else FanOutSpec(versions=n, as_name="version")
     text = read_str(f, over, path + ("over",))
@@ -295,14 +339,25 @@ def _fan_out(f: Findings, value: Any, path: Path) -> FanOutSpec | None:
         return None
     parts = text.split(".")
     if not all(p.isidentifier() for p in parts) or text == "source":
-        f.error("invalid_fan_out", f"fan_out.over {text!r} is not a dotted path to a list "
-                "(extract.clauses, source.items)", path + ("over",))
+        f.error(
+            "invalid_fan_out",
+            f"fan_out.over {text!r} is not a dotted path to a list (extract.clauses, source.items)",
+            path + ("over",),
+        )
         return None
     name = body.get("as", "item")
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or \
-            name in JOIN_NAMES | {"source", "version", "loop", "range"}:
-        f.error("invalid_fan_out", f"fan_out.as {name!r} must be an identifier and not a "
-                "reserved word", path + ("as",), hint="e.g. as: clause")
+    if (
+        not isinstance(name, str)
+        or not name.isidentifier()
+        or keyword.iskeyword(name)
+        or name in JOIN_NAMES | {"source", "version", "loop", "range"}
+    ):
+        f.error(
+            "invalid_fan_out",
+            f"fan_out.as {name!r} must be an identifier and not a reserved word",
+            path + ("as",),
+            hint="e.g. as: clause",
+        )
         return None
     return FanOutSpec(over=text, as_name=name)
 
@@ -328,16 +383,22 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     if "model" in v and (model := read_str(f, v["model"], at("model"))) is not None:
         parts = split_model(model)
         if parts is None:
-            f.error("invalid_model", f"model {model!r} of action {raw.name!r} is not "
-                    "provider/model with a model name of letters, digits and . _ : @ + - "
-                    "(segments joined by /, each starting with a letter or digit)", at("model"),
-                    hint="e.g. openai/gpt-4o-mini or mock/any")
+            f.error(
+                "invalid_model",
+                f"model {model!r} of action {raw.name!r} is not "
+                "provider/model with a model name of letters, digits and . _ : @ + - "
+                "(segments joined by /, each starting with a letter or digit)",
+                at("model"),
+                hint="e.g. openai/gpt-4o-mini or mock/any",
+            )
         else:
             out.update(model=model, provider=parts[0], model_name=parts[1])
     if "max_tokens" in v:
         out["max_tokens"] = read_int(f, v["max_tokens"], at("max_tokens"))
-    if "max_prompt_chars" in v and (cap := read_int(f, v["max_prompt_chars"],
-                                                   at("max_prompt_chars"))) is not None:
+    if (
+        "max_prompt_chars" in v
+        and (cap := read_int(f, v["max_prompt_chars"], at("max_prompt_chars"))) is not None
+    ):
         out["max_prompt_chars"] = cap
     if "temperature" in v and v["temperature"] is not None:
         out["temperature"] = read_number(f, v["temperature"], at("temperature"), maximum=2.0)
@@ -348,9 +409,13 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     if "attachments" in v:
         out["attachments"] = _attachments(f, v["attachments"], at("attachments"))
     if "attachments_position" in v:
-        out["attachments_position"] = _choice(f, v["attachments_position"],
-                                              at("attachments_position"), ATTACHMENT_POSITIONS,
-                                              "attachments_position")
+        out["attachments_position"] = _choice(
+            f,
+            v["attachments_position"],
+            at("attachments_position"),
+            ATTACHMENT_POSITIONS,
+            "attachments_position",
+        )
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
     out["auto_batch_min_records"] = _auto_threshold(f, raw, out["run_mode"])
@@ -368,22 +433,33 @@ def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "cache" in v:
         value = v["cache"]
-        mode = {False: "off", True: "on"}.get(value) if isinstance(value, bool) else \
-            value.strip().lower() if isinstance(value, str) else None
+        mode = (
+            {False: "off", True: "on"}.get(value)
+            if isinstance(value, bool)
+            else value.strip().lower()
+            if isinstance(value, str)
+            else None
+        )
         if mode in CACHE_MODES:
             out["cache_mode"] = mode
         else:
-            f.error("invalid_cache", f"cache {value!r} of action {raw.name!r} is not one of "
-                    f"{', '.join(CACHE_MODES)}", at("cache"),
-                    hint=did_you_mean(str(value), CACHE_MODES) or "cache: auto (the default)")
+            f.error(
+                "invalid_cache",
+                f"cache {value!r} of action {raw.name!r} is not one of {', '.join(CACHE_MODES)}",
+                at("cache"),
+                hint=did_you_mean(str(value), CACHE_MODES) or "cache: auto (the default)",
+            )
     if "cache_ttl" in v:
         ttl = v["cache_ttl"]
         if isinstance(ttl, str) and ttl.strip().lower() in CACHE_TTLS:
             out["cache_ttl"] = ttl.strip().lower()
         else:
-            f.error("invalid_cache_ttl", f"cache_ttl {ttl!r} of action {raw.name!r} is not one "
-                    f"of {', '.join(CACHE_TTLS)}", at("cache_ttl"),
-                    hint="cache_ttl: 5m (the default), or 1h (Anthropic's longer cache)")
+            f.error(
+                "invalid_cache_ttl",
+                f"cache_ttl {ttl!r} of action {raw.name!r} is not one of {', '.join(CACHE_TTLS)}",
+                at("cache_ttl"),
+                hint="cache_ttl: 5m (the default), or 1h (Anthropic's longer cache)",
+            )
     if v.get("context_prefix") is not None:
         out["context_prefix"] = read_str(f, v["context_prefix"], at("context_prefix"))
     return out
@@ -399,13 +475,21 @@ def _hybrid(f: Findings, raw: RawAction, mode: str | None) -> float | None:
         return None
     f.unknown_keys(body, HYBRID_KEYS, where, "hybrid")
     if mode not in ("batch", "auto"):
-        f.error("invalid_hybrid", f"hybrid is set on action {raw.name!r}, whose run_mode is "
-                f"{mode}", where, hint="hybrid switches a batch action live; it needs "
-                "run_mode: batch (or auto, when auto chooses batch)")
+        f.error(
+            "invalid_hybrid",
+            f"hybrid is set on action {raw.name!r}, whose run_mode is {mode}",
+            where,
+            hint="hybrid switches a batch action live; it needs "
+            "run_mode: batch (or auto, when auto chooses batch)",
+        )
         return None
     if "live_after" not in body:
-        f.error("invalid_hybrid", f"hybrid of action {raw.name!r} needs live_after", where,
-                hint="e.g. hybrid: {live_after: 20h}")
+        f.error(
+            "invalid_hybrid",
+            f"hybrid of action {raw.name!r} needs live_after",
+            where,
+            hint="e.g. hybrid: {live_after: 20h}",
+        )
         return None
     return read_duration(f, body["live_after"], where + ("live_after",), code="invalid_hybrid")
 
@@ -415,15 +499,23 @@ def _attachments(f: Findings, value: Any, path: Path) -> tuple[str, ...] | None:
     if value is None:
         return ()
     if not isinstance(value, list):
-        f.error("invalid_value", f"attachments must be a list of templates, got {value!r}",
-                path, hint='attachments: ["{{ source.file }}"]')
+        f.error(
+            "invalid_value",
+            f"attachments must be a list of templates, got {value!r}",
+            path,
+            hint='attachments: ["{{ source.file }}"]',
+        )
         return None
     out: list[str] = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item.strip():
-            f.error("invalid_value", f"attachments entry {item!r} is not a template (a text "
-                    "giving a path, a data: URL or a list of them)", path + (i,),
-                    hint='e.g. "{{ source.invoice }}" or "scans/{{ source.id }}.png"')
+            f.error(
+                "invalid_value",
+                f"attachments entry {item!r} is not a template (a text "
+                "giving a path, a data: URL or a list of them)",
+                path + (i,),
+                hint='e.g. "{{ source.invoice }}" or "scans/{{ source.id }}.png"',
+            )
             return None
         out.append(item)
     return tuple(out)
@@ -438,11 +530,19 @@ def _run_mode(f: Findings, raw: RawAction) -> str | None:
     # A default is reported once, at its line, not once per action it fills.
     who = "" if origin[:1] == ("defaults",) else f" (action {raw.name!r})"
     if mode is None:
-        f.error("unsupported_run_mode", f"{source} {value!r} is not one of "
-                f"{', '.join(RUN_MODES)}{who}", where, hint="run_mode is online, batch or auto")
+        f.error(
+            "unsupported_run_mode",
+            f"{source} {value!r} is not one of {', '.join(RUN_MODES)}{who}",
+            where,
+            hint="run_mode is online, batch or auto",
+        )
     elif mode not in AVAILABLE_RUN_MODES:
-        f.error("not_available_yet", f"{source} {mode!r} is not available in this version of "
-                f"agac{who}", where, hint=f"use run_mode: {min(AVAILABLE_RUN_MODES)}")
+        f.error(
+            "not_available_yet",
+            f"{source} {mode!r} is not available in this version of agac{who}",
+            where,
+            hint=f"use run_mode: {min(AVAILABLE_RUN_MODES)}",
+        )
     return mode
 
 
@@ -455,9 +555,12 @@ def _auto_threshold(f: Findings, raw: RawAction, mode: str | None) -> int | None
     if key in raw.values:
         value = read_int(f, raw.values[key], raw.origin(key))
     if key in raw.own and mode in ("online", "batch"):
-        f.error("auto_threshold_without_auto", f"{key} is set on action {raw.name!r}, whose "
-                f"run_mode is {mode}", raw.origin(key),
-                hint="it applies to run_mode: auto only; drop it or write run_mode: auto")
+        f.error(
+            "auto_threshold_without_auto",
+            f"{key} is set on action {raw.name!r}, whose run_mode is {mode}",
+            raw.origin(key),
+            hint="it applies to run_mode: auto only; drop it or write run_mode: auto",
+        )
     if mode != "auto":
         return None
     return value if key in raw.values else AUTO_BATCH_MIN_RECORDS
@@ -472,9 +575,12 @@ def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
         elif key in raw.values:
             out[key] = read_duration(f, raw.values[key], raw.origin(key), code=code)
         if key in raw.own and mode == "online":
-            f.error("tuning_without_batch", f"{key} is set on action {raw.name!r}, whose "
-                    "run_mode is online", raw.origin(key),
-                    hint="batch tuning applies to run_mode: batch; check the run_mode spelling")
+            f.error(
+                "tuning_without_batch",
+                f"{key} is set on action {raw.name!r}, whose run_mode is online",
+                raw.origin(key),
+                hint="batch tuning applies to run_mode: batch; check the run_mode spelling",
+            )
         if mode in ("batch", "auto") and out[key] is None:
             out[key] = BATCH_DEFAULTS[key]
         if mode not in ("batch", "auto"):
@@ -497,15 +603,19 @@ def _context(f: Findings, value: Any, path: Path) -> ContextSpec | None:
     for key, paths in (("observe", observe), ("drop", drop)):
         for i, item in enumerate(paths or ()):
             if not _valid_view_path(item):
-                f.error("invalid_value", f"context.{key} entry {item!r} is not a dotted path "
-                        "(source.text, classify.*)", path + (key, i))
+                f.error(
+                    "invalid_value",
+                    f"context.{key} entry {item!r} is not a dotted path (source.text, classify.*)",
+                    path + (key, i),
+                )
     return ContextSpec(None if observe is None else tuple(observe), tuple(drop or ()))
 
 
 def _valid_view_path(text: str) -> bool:
     parts = text.split(".")
-    return all(parts) and "*" not in "".join(parts[:-1]) and (parts[-1] == "*" or
-                                                               "*" not in parts[-1])
+    return (
+        all(parts) and "*" not in "".join(parts[:-1]) and (parts[-1] == "*" or "*" not in parts[-1])
+    )
 
 
 def _retry(f: Findings, value: Any, path: Path) -> RetrySpec | None:
@@ -527,7 +637,8 @@ def _retry(f: Findings, value: Any, path: Path) -> RetrySpec | None:
                 values[f"backoff_{key}"] = read_duration(f, backoff[key], bpath + (key,))
         if "multiplier" in backoff:
             values["backoff_multiplier"] = read_number(
-                f, backoff["multiplier"], bpath + ("multiplier",), minimum=1.0)
+                f, backoff["multiplier"], bpath + ("multiplier",), minimum=1.0
+            )
         if "jitter" in backoff:
             values["jitter"] = read_bool(f, backoff["jitter"], bpath + ("jitter",))
     elif backoff is not None:
@@ -542,8 +653,11 @@ def _rate_limit(f: Findings, value: Any, path: Path) -> RateLimit | None:
     if body is None:
         return None
     f.unknown_keys(body, RATE_LIMIT_KEYS, path, "rate_limit")
-    limits = {key: read_number(f, body[key], path + (key,), exclusive_minimum=True)
-              for key in RATE_LIMIT_KEYS if body.get(key) is not None}
+    limits = {
+        key: read_number(f, body[key], path + (key,), exclusive_minimum=True)
+        for key in RATE_LIMIT_KEYS
+        if body.get(key) is not None
+    }
     return RateLimit(**limits)
 
 
@@ -552,11 +666,18 @@ def _function(f: Findings, value: Any, path: Path) -> str | None:
     if text is None:
         return None
     module, sep, attr = text.partition(":")
-    if not sep or not module or not attr or not all(
-        p.isidentifier() for p in (*module.split("."), *attr.split("."))
+    if (
+        not sep
+        or not module
+        or not attr
+        or not all(p.isidentifier() for p in (*module.split("."), *attr.split(".")))
     ):
-        f.error("invalid_function", f"function {text!r} is not module:name", path,
-                hint="e.g. function: tools.mail:send_reply (resolved from the project root)")
+        f.error(
+            "invalid_function",
+            f"function {text!r} is not module:name",
+            path,
+            hint="e.g. function: tools.mail:send_reply (resolved from the project root)",
+        )
         return None
     return text
 
@@ -573,7 +694,8 @@ def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
         validator_for(value).check_schema(value)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "schema"
-        f.error("invalid_schema", f"schema is not a valid JSON Schema at {where}: "
-                f"{exc.message}", path)
+        f.error(
+            "invalid_schema", f"schema is not a valid JSON Schema at {where}: {exc.message}", path
+        )
         return None
     return value  # its $refs are resolved where the project root is known (X2: schemarefs)

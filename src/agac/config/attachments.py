@@ -38,8 +38,12 @@ __all__ = ["check_attachments"]
 _SHOWN = 5
 
 
-def check_attachments(f: Findings, project: Project, raws: Sequence[RawAction],
-                      records: Sequence[tuple[Path, InputRecord]]) -> None:
+def check_attachments(
+    f: Findings,
+    project: Project,
+    raws: Sequence[RawAction],
+    records: Sequence[tuple[Path, InputRecord]],
+) -> None:
     """Report the sample's attachment problems (see the module docstring)."""
     for raw in raws:
         templates = _source_only(raw)
@@ -62,47 +66,72 @@ def check_attachments(f: Findings, project: Project, raws: Sequence[RawAction],
                 if problem is None:
                     continue
                 if problem.severity == "error":
-                    f.error(problem.code, problem.message, raw.origin("attachments"),
-                            hint=problem.hint)
+                    f.error(
+                        problem.code, problem.message, raw.origin("attachments"), hint=problem.hint
+                    )
                 elif shown < _SHOWN:
                     shown += 1
-                    f.problems.append(Problem(problem.code, problem.message,
-                                              project.display(path), record.line, "warning",
-                                              hint=problem.hint, path="input.path"))
+                    f.problems.append(
+                        Problem(
+                            problem.code,
+                            problem.message,
+                            project.display(path),
+                            record.line,
+                            "warning",
+                            hint=problem.hint,
+                            path="input.path",
+                        )
+                    )
 
 
-def _judge(project: Project, raw: RawAction, ref: str, provider: str, model: str,
-           limits: AttachmentLimits | None, refused: set[str]) -> Problem | None:
+def _judge(
+    project: Project,
+    raw: RawAction,
+    ref: str,
+    provider: str,
+    model: str,
+    limits: AttachmentLimits | None,
+    refused: set[str],
+) -> Problem | None:
     try:
         att = resolve(ref, project.root)
     except AttachmentError as exc:
         hint = exc.hint
         if exc.reason == "attachment_not_found":
             hint = _nearby(project.root, ref) or hint
-        return Problem(exc.reason or "unsupported_attachment",
-                       f"action {raw.name!r} attaches {exc.message}", severity="warning",
-                       hint=f"this record's unit fails {exc.reason}; {hint}" if hint else None)
+        return Problem(
+            exc.reason or "unsupported_attachment",
+            f"action {raw.name!r} attaches {exc.message}",
+            severity="warning",
+            hint=f"this record's unit fails {exc.reason}; {hint}" if hint else None,
+        )
     if limits is None:
         return None  # the provider takes no files: reported once by check_environment
     why = limits.refusal(provider, model, att.kind)
     if why is not None and att.kind not in refused:
         refused.add(att.kind)
-        return Problem("attachment_not_supported", f"action {raw.name!r} attaches {ref} "
-                       f"({att.media_type}), but {why}", severity="error",
-                       hint="use a model that takes this kind of file, or leave these files "
-                       "out (docs/providers.md lists what each provider takes)")
+        return Problem(
+            "attachment_not_supported",
+            f"action {raw.name!r} attaches {ref} ({att.media_type}), but {why}",
+            severity="error",
+            hint="use a model that takes this kind of file, or leave these files "
+            "out (docs/providers.md lists what each provider takes)",
+        )
     try:
         limits.check(provider, model, (att,))
     except AttachmentError as exc:
         if exc.reason != "attachment_not_supported":
-            return Problem(exc.reason or "attachment_too_large",
-                           f"action {raw.name!r} attaches {exc.message}", severity="warning",
-                           hint=f"this record's unit fails {exc.reason}")
+            return Problem(
+                exc.reason or "attachment_too_large",
+                f"action {raw.name!r} attaches {exc.message}",
+                severity="warning",
+                hint=f"this record's unit fails {exc.reason}",
+            )
     return None
 
 
 def _nearby(root: Path, ref: str) -> str | None:
-    """"did you mean" among the files in the folder the reference names."""
+    """ "did you mean" among the files in the folder the reference names."""
     path = Path(ref) if os.path.isabs(ref) else root / ref
     try:
         names = [p.name for p in path.parent.iterdir() if p.is_file()]

@@ -34,38 +34,51 @@ def check_caching(f: Findings, project: Project, raw: RawAction, fields: dict[st
         return
     source = fields.get("context_prefix")
     if isinstance(source, str):
-        _check_prefix(f, project, raw, source,
-                      fields.get("max_prompt_chars") or DEFAULT_MAX_PROMPT_CHARS)
+        _check_prefix(
+            f, project, raw, source, fields.get("max_prompt_chars") or DEFAULT_MAX_PROMPT_CHARS
+        )
     prompt = raw.values.get("prompt")
     if fields.get("cache_mode", "auto") != "off" and isinstance(prompt, str):
         _check_layout(f, raw, prompt, fields.get("provider"), fields.get("model_name"))
 
 
-def _check_prefix(f: Findings, project: Project, raw: RawAction, source: str,
-                  limit: int) -> None:
+def _check_prefix(f: Findings, project: Project, raw: RawAction, source: str, limit: int) -> None:
     where = raw.origin("context_prefix")
     try:
         refs = template_references(source)
     except TemplateSyntaxError as exc:
         line = f.doc.value_line(where) + max((exc.lineno or 1) - 1, 0)
-        f.error("invalid_template", f"context_prefix of action {raw.name!r} is not a valid "
-                f"Jinja template: {exc.message}", where, line=line)
+        f.error(
+            "invalid_template",
+            f"context_prefix of action {raw.name!r} is not a valid Jinja template: {exc.message}",
+            where,
+            line=line,
+        )
         return
     others = sorted(".".join(map(str, r)) for r in refs if r[0] != "read")
     if others:
-        f.error("undefined_variable", f"context_prefix of action {raw.name!r} reads "
-                f"{others[0]!r}; it is rendered once per run and sees no record, only "
-                "read(path)", where, hint="move record fields to the prompt; read project "
-                'files with {{ read("docs/policy.md") }}')
+        f.error(
+            "undefined_variable",
+            f"context_prefix of action {raw.name!r} reads "
+            f"{others[0]!r}; it is rendered once per run and sees no record, only "
+            "read(path)",
+            where,
+            hint="move record fields to the prompt; read project "
+            'files with {{ read("docs/policy.md") }}',
+        )
         return
     try:
         render_context_prefix(source, project.root, limit, f"{raw.name}.context_prefix")
     except ContextFileError as exc:
-        f.error(exc.code, f"context_prefix of action {raw.name!r}: {exc.message}", where,
-                hint=exc.hint)
+        f.error(
+            exc.code, f"context_prefix of action {raw.name!r}: {exc.message}", where, hint=exc.hint
+        )
     except RenderError as exc:
-        f.error("invalid_template", f"context_prefix of action {raw.name!r} does not render: "
-                f"{exc.message}", where)
+        f.error(
+            "invalid_template",
+            f"context_prefix of action {raw.name!r} does not render: {exc.message}",
+            where,
+        )
 
 
 def _check_layout(f: Findings, raw: RawAction, prompt: str, provider: Any, model: Any) -> None:
@@ -80,11 +93,15 @@ def _check_layout(f: Findings, raw: RawAction, prompt: str, provider: Any, model
     tokens = text_tokens(literal)
     if minimum is None or tokens < minimum:
         return
-    f.warn("cache_unfriendly_prompt", f"the prompt of action {raw.name!r} reads the record "
-           f"before a literal block of about {tokens:,} tokens ({provider} caches a prefix of "
-           f"{minimum:,} or more): that block is sent again with every record, uncached",
-           raw.origin("prompt"), hint="move the static text to context_prefix or to the "
-           "start of the prompt, before the first {{ … }}")
+    f.warn(
+        "cache_unfriendly_prompt",
+        f"the prompt of action {raw.name!r} reads the record "
+        f"before a literal block of about {tokens:,} tokens ({provider} caches a prefix of "
+        f"{minimum:,} or more): that block is sent again with every record, uncached",
+        raw.origin("prompt"),
+        hint="move the static text to context_prefix or to the "
+        "start of the prompt, before the first {{ … }}",
+    )
 
 
 def provider_cache_minimum(provider: str, model: str) -> int | None:

@@ -33,7 +33,9 @@ def parse_duration(value: object, *, positive: bool = False) -> float:
             seconds = float(value)
         elif match is not None:
             digits = match.group(1)
-            seconds = (int(digits) if len(digits) <= 30 else math.inf) * _UNITS[match.group(2) or "s"]
+            seconds = (int(digits) if len(digits) <= 30 else math.inf) * _UNITS[
+                match.group(2) or "s"
+            ]
         else:
             raise ValueError(f"{_shown(value)} is not a duration ({DURATION_FORMAT})")
     except OverflowError:  # past the float range
@@ -49,6 +51,9 @@ def parse_duration(value: object, *, positive: bool = False) -> float:
 
 def _shown(value: object) -> str:
     """``value``'s repr, cut short (an integer of thousands of digits)."""
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else \
-        "a number of more than 60 digits"
+    text = (
+        repr(value)
+        if not isinstance(value, int) or value.bit_length() < 200
+        else "a number of more than 60 digits"
+    )
     return text if len(text) <= 60 else text[:57] + "..."

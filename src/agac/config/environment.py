@@ -26,9 +26,15 @@ __all__ = ["check_environment"]
 PriceLookup = Callable[[str], bool]
 
 
-def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAction, Action]],
-                      *, price_lookup: PriceLookup | None = None,
-                      check_credentials: bool = True, budget: bool = False) -> None:
+def check_environment(
+    f: Findings,
+    project: Project,
+    pairs: Iterable[tuple[RawAction, Action]],
+    *,
+    price_lookup: PriceLookup | None = None,
+    check_credentials: bool = True,
+    budget: bool = False,
+) -> None:
     """Report what would stop this workflow on this machine, or cost unknown money.
 
     With a ``budget`` a model without a price is an error: the cap could not be kept."""
@@ -42,26 +48,37 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
         if action.effect is not None and action.effect.compensate:
             _check_function(f, project, raw, action.effect.compensate)
         if memory and "approval" in raw.own:
-            f.error("not_durable", f"action {raw.name!r} needs approvals, which a memory "
-                    "store cannot keep", raw.path + ("approval",),
-                    hint="use the default SQLite store or PostgreSQL")
+            f.error(
+                "not_durable",
+                f"action {raw.name!r} needs approvals, which a memory store cannot keep",
+                raw.path + ("approval",),
+                hint="use the default SQLite store or PostgreSQL",
+            )
         if point and action.approval is not None:
-            f.error("secret_not_durable", f"action {raw.name!r} needs approvals, which are signed "
-                    f"with the project secret; on the storage point {store_url(project)} the "
-                    "generated .agac/secret would die with this machine", raw.path + ("approval",),
-                    hint="set AGAC_SECRET to the same secret on every machine that runs or "
-                    "decides (e.g. from your secret manager)")
+            f.error(
+                "secret_not_durable",
+                f"action {raw.name!r} needs approvals, which are signed "
+                f"with the project secret; on the storage point {store_url(project)} the "
+                "generated .agac/secret would die with this machine",
+                raw.path + ("approval",),
+                hint="set AGAC_SECRET to the same secret on every machine that runs or "
+                "decides (e.g. from your secret manager)",
+            )
         if action.approval is not None:
             _check_approvers(f, project, raw, action.approval.approvers)
         if action.kind != "llm" or action.provider is None or action.model is None:
             continue
         if memory and action.run_mode == "batch":
-            f.error("not_durable", f"action {raw.name!r} runs in batch mode, which a memory "
-                    "store cannot resume", raw.origin("run_mode"),
-                    hint="use the default SQLite store or PostgreSQL")
+            f.error(
+                "not_durable",
+                f"action {raw.name!r} runs in batch mode, which a memory store cannot resume",
+                raw.origin("run_mode"),
+                hint="use the default SQLite store or PostgreSQL",
+            )
         if action.provider not in seen_providers:
-            seen_providers[action.provider] = _check_provider(f, project, raw, action.provider,
-                                                              check_credentials)
+            seen_providers[action.provider] = _check_provider(
+                f, project, raw, action.provider, check_credentials
+            )
         cls = seen_providers[action.provider]
         if action.run_mode == "batch" and cls is not None and batch_support(cls) == "none":
             _batch_unsupported(f, raw, action.provider)
@@ -72,8 +89,9 @@ def check_environment(f: Findings, project: Project, pairs: Iterable[tuple[RawAc
             _check_price(f, project, raw, action, price_lookup, budget)
 
 
-def _check_approvers(f: Findings, project: Project, raw: RawAction,
-                     approvers: tuple[str, ...]) -> None:
+def _check_approvers(
+    f: Findings, project: Project, raw: RawAction, approvers: tuple[str, ...]
+) -> None:
     """A1: every approver is a group of ``agac.yml`` or a user listed in one. A project
     without ``groups:`` names its users directly, so there is nothing to check them
     against."""
@@ -84,32 +102,49 @@ def _check_approvers(f: Findings, project: Project, raw: RawAction,
     for i, name in enumerate(approvers):
         if name in groups or name in users:
             continue
-        f.error("unknown_approver", f"approver {name!r} of action {raw.name!r} is neither a "
-                "group of agac.yml nor a user listed in one", raw.origin("approval")
-                + ("approvers", i), hint=did_you_mean(name, set(groups) | users)
-                or f"groups: {', '.join(sorted(groups))}; add {name!r} to one of them")
+        f.error(
+            "unknown_approver",
+            f"approver {name!r} of action {raw.name!r} is neither a "
+            "group of agac.yml nor a user listed in one",
+            raw.origin("approval") + ("approvers", i),
+            hint=did_you_mean(name, set(groups) | users)
+            or f"groups: {', '.join(sorted(groups))}; add {name!r} to one of them",
+        )
 
 
-def _check_provider(f: Findings, project: Project, raw: RawAction, provider: str,
-                    check_credentials: bool) -> object | None:
+def _check_provider(
+    f: Findings, project: Project, raw: RawAction, provider: str, check_credentials: bool
+) -> object | None:
     """Judge the provider of ``raw``'s model; its adapter class when it could be loaded."""
     where = raw.origin("model")
     try:
         cls = registry.provider_class(provider)
     except ConfigError:
-        f.error("unknown_provider", f"unknown provider {provider!r} in model of action "
-                f"{raw.name!r}", where, hint=did_you_mean(provider, registry.available_providers())
-                or f"known: {', '.join(registry.available_providers())}")
+        f.error(
+            "unknown_provider",
+            f"unknown provider {provider!r} in model of action {raw.name!r}",
+            where,
+            hint=did_you_mean(provider, registry.available_providers())
+            or f"known: {', '.join(registry.available_providers())}",
+        )
         return None
     except ImportError as exc:
         if (getattr(exc, "name", None) or "").startswith("agac"):
             return None  # the adapter module itself is missing from this build: nothing to judge
-        f.error("provider_not_installed", f"provider {provider!r} cannot be loaded: {exc}",
-                where, hint=f"pip install 'agac[{provider}]'")
+        f.error(
+            "provider_not_installed",
+            f"provider {provider!r} cannot be loaded: {exc}",
+            where,
+            hint=f"pip install 'agac[{provider}]'",
+        )
         return None
     if not registry.sdk_installed(cls):
-        f.error("provider_not_installed", f"the SDK of provider {provider!r} is not installed",
-                where, hint=f"pip install 'agac[{getattr(cls, 'extra', '') or provider}]'")
+        f.error(
+            "provider_not_installed",
+            f"the SDK of provider {provider!r} is not installed",
+            where,
+            hint=f"pip install 'agac[{getattr(cls, 'extra', '') or provider}]'",
+        )
         return cls
     _check_credentials(f, project, raw, provider, cls, check_credentials)
     return cls
@@ -119,10 +154,14 @@ def _batch_unsupported(f: Findings, raw: RawAction, provider: str) -> None:
     """A batch action on a provider without a batch API would run live, at the live price,
     with no word: refused. (Ollama declares ``local_batch`` and is not refused.)"""
     source = "--run-mode batch" if raw.origins.get("run_mode") == CLI else "run_mode: batch"
-    f.error("batch_unsupported", f"action {raw.name!r} runs in batch mode ({source}), but "
-            f"provider {provider!r} has no batch API", raw.origin("run_mode"),
-            hint=f"run action {raw.name!r} online (run_mode: online), or use a provider with "
-            f"a batch API ({', '.join(registry.batch_providers())})")
+    f.error(
+        "batch_unsupported",
+        f"action {raw.name!r} runs in batch mode ({source}), but "
+        f"provider {provider!r} has no batch API",
+        raw.origin("run_mode"),
+        hint=f"run action {raw.name!r} online (run_mode: online), or use a provider with "
+        f"a batch API ({', '.join(registry.batch_providers())})",
+    )
 
 
 def _attachments_unsupported(f: Findings, raw: RawAction, action: Action, cls: object) -> None:
@@ -137,20 +176,34 @@ def _attachments_unsupported(f: Findings, raw: RawAction, action: Action, cls: o
     elif all(limits.refusal(action.provider or "", model, k) for k in limits.kinds):
         why = limits.refusal(action.provider or "", model, min(limits.kinds))
     if why is not None:
-        f.error("attachment_not_supported", f"action {raw.name!r} attaches files, but {why}",
-                raw.origin("attachments"), hint="use a model that reads images and PDFs "
-                "(docs/providers.md lists what each provider takes)")
+        f.error(
+            "attachment_not_supported",
+            f"action {raw.name!r} attaches files, but {why}",
+            raw.origin("attachments"),
+            hint="use a model that reads images and PDFs "
+            "(docs/providers.md lists what each provider takes)",
+        )
 
 
-def _check_credentials(f: Findings, project: Project, raw: RawAction, provider: str,
-                       cls: object, check_credentials: bool) -> None:
+def _check_credentials(
+    f: Findings,
+    project: Project,
+    raw: RawAction,
+    provider: str,
+    cls: object,
+    check_credentials: bool,
+) -> None:
     where = raw.origin("model")
     if check_credentials:
         missing = _missing_credentials(project, provider, cls)
         if missing:
-            f.error("missing_credentials", f"no API key for provider {provider!r}", where,
-                    hint=f"set {' or '.join(missing)}, or run against the emulator: "
-                    "eval \"$(agac emulator env)\"")
+            f.error(
+                "missing_credentials",
+                f"no API key for provider {provider!r}",
+                where,
+                hint=f"set {' or '.join(missing)}, or run against the emulator: "
+                'eval "$(agac emulator env)"',
+            )
 
 
 def _missing_credentials(project: Project, provider: str, cls: object) -> list[str]:
@@ -164,23 +217,40 @@ def _check_function(f: Findings, project: Project, raw: RawAction, spec: str) ->
     try:
         resolve_function(spec, project.root)
     except FunctionNotFound as exc:
-        f.error("invalid_function", f"function of action {raw.name!r}: {exc}",
-                raw.origin("function"), hint=f"it is imported from the project root "
-                f"{project.root}")
+        f.error(
+            "invalid_function",
+            f"function of action {raw.name!r}: {exc}",
+            raw.origin("function"),
+            hint=f"it is imported from the project root {project.root}",
+        )
 
 
-def _check_price(f: Findings, project: Project, raw: RawAction, action: Action,
-                 price_lookup: PriceLookup | None, budget: bool = False) -> None:
+def _check_price(
+    f: Findings,
+    project: Project,
+    raw: RawAction,
+    action: Action,
+    price_lookup: PriceLookup | None,
+    budget: bool = False,
+) -> None:
     model = action.model or ""
     if action.provider == "mock" or model in project.config.prices or price_lookup is None:
         return
     if price_lookup(model):
         return
-    hint = (f"add prices: {{{model}: {{input: …, output: …}}}} to agac.yml (USD per million "
-            "tokens)")
+    hint = f"add prices: {{{model}: {{input: …, output: …}}}} to agac.yml (USD per million tokens)"
     if budget:
-        f.error("unpriced_model", f"model {model!r} has no known price, so the workflow's "
-                "budget cannot be kept", raw.origin("model"), hint=hint)
+        f.error(
+            "unpriced_model",
+            f"model {model!r} has no known price, so the workflow's budget cannot be kept",
+            raw.origin("model"),
+            hint=hint,
+        )
     else:
-        f.warn("unpriced_model", f"model {model!r} has no known price: its calls count $0 in "
-               "the ledger and `agac cost` marks them unpriced", raw.origin("model"), hint=hint)
+        f.warn(
+            "unpriced_model",
+            f"model {model!r} has no known price: its calls count $0 in "
+            "the ledger and `agac cost` marks them unpriced",
+            raw.origin("model"),
+            hint=hint,
+        )

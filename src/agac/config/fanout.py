@@ -83,8 +83,7 @@ def resolve_regions(nodes: Sequence[Node]) -> Regions:
     for fan in r.fan_outs:
         closers = {j for j, t in r.joins.items() if t == fan}
         r.members[fan] = {fan} | {
-            x for x in by_name
-            if fan in anc[x] and x not in closers and not (anc[x] & closers)
+            x for x in by_name if fan in anc[x] and x not in closers and not (anc[x] & closers)
         }
     for n in nodes:
         r.scope[n.name] = _scope(r, n.name)
@@ -92,31 +91,64 @@ def resolve_regions(nodes: Sequence[Node]) -> Regions:
         _check_dependencies(r, n)
     for j, fan in r.joins.items():
         if r.scope[j] != r.scope[fan][:-1]:
-            r.problems.append(("nested_fan_out", (f"join {j!r} of fan-out {fan!r} must run at the "
-                               f"level {fan!r} was fanned out from; close the inner fan-outs "
-                               "first"), j, "join"))
+            r.problems.append(
+                (
+                    "nested_fan_out",
+                    (
+                        f"join {j!r} of fan-out {fan!r} must run at the "
+                        f"level {fan!r} was fanned out from; close the inner fan-outs "
+                        "first"
+                    ),
+                    j,
+                    "join",
+                )
+            )
         if not r.join_inputs(j, by_name[j].dependencies):
-            r.problems.append(("join_without_fan_out", (f"join {j!r} does not depend on any action "
-                               f"that runs per item of {fan!r}"), j, "dependencies"))
+            r.problems.append(
+                (
+                    "join_without_fan_out",
+                    (f"join {j!r} does not depend on any action that runs per item of {fan!r}"),
+                    j,
+                    "dependencies",
+                )
+            )
     return r
 
 
 def _join_target(r: Regions, n: Node, anc: Mapping[str, set[str]]) -> str | None:
     if n.join is not None:
         if n.join not in r.fan_outs:
-            r.problems.append(("join_without_fan_out", (f"{n.name!r} joins {n.join!r}, which is "
-                               "not an action with fan_out"), n.name, "join"))
+            r.problems.append(
+                (
+                    "join_without_fan_out",
+                    (f"{n.name!r} joins {n.join!r}, which is not an action with fan_out"),
+                    n.name,
+                    "join",
+                )
+            )
             return None
         if n.join not in anc[n.name]:
-            r.problems.append(("join_without_fan_out", (f"{n.name!r} joins {n.join!r}, which is "
-                               "not upstream of it"), n.name, "join"))
+            r.problems.append(
+                (
+                    "join_without_fan_out",
+                    (f"{n.name!r} joins {n.join!r}, which is not upstream of it"),
+                    n.name,
+                    "join",
+                )
+            )
             return None
         return n.join
     closed = {t for j, t in r.joins.items() if j in anc[n.name]}
     open_fans = [f for f in r.fan_outs if f in anc[n.name] and f not in closed]
     if not open_fans:
-        r.problems.append(("join_without_fan_out", (f"join {n.name!r} has no fan-out upstream "
-                           "whose items it could collect"), n.name, "kind"))
+        r.problems.append(
+            (
+                "join_without_fan_out",
+                (f"join {n.name!r} has no fan-out upstream whose items it could collect"),
+                n.name,
+                "kind",
+            )
+        )
         return None
     # The innermost: the open fan-out with the most open fan-outs above it.
     return max(open_fans, key=lambda f: sum(1 for g in open_fans if g in anc[f]))
@@ -125,10 +157,19 @@ def _join_target(r: Regions, n: Node, anc: Mapping[str, set[str]]) -> str | None
 def _scope(r: Regions, name: str) -> tuple[str, ...]:
     holders = [f for f in r.fan_outs if name in r.members[f]]
     for i, outer in enumerate(holders):
-        for inner in holders[i + 1:]:
+        for inner in holders[i + 1 :]:
             if inner not in r.members[outer]:
-                r.problems.append(("nested_fan_out", (f"{name!r} runs per item of both {outer!r} "
-                                   f"and {inner!r}, which are not nested"), name, "dependencies"))
+                r.problems.append(
+                    (
+                        "nested_fan_out",
+                        (
+                            f"{name!r} runs per item of both {outer!r} "
+                            f"and {inner!r}, which are not nested"
+                        ),
+                        name,
+                        "dependencies",
+                    )
+                )
     return tuple(holders)
 
 
@@ -136,13 +177,22 @@ def _check_dependencies(r: Regions, n: Node) -> None:
     sx = r.scope[n.name]
     for dep in n.dependencies:
         sd = r.scope.get(dep, ())
-        if sx[:len(sd)] == sd:
+        if sx[: len(sd)] == sd:
             continue  # same level or deeper: an item sees its parent's outputs
         if r.joins.get(n.name) == sd[-1] and sd[:-1] == sx:
             continue  # the join reads the items of its fan-out
-        r.problems.append(("per_item_dependency", (f"{n.name!r} depends on {dep!r}, which runs "
-                           f"once per item of fan-out {sd[-1]!r}; read it through a join of "
-                           f"{sd[-1]!r}"), n.name, "dependencies"))
+        r.problems.append(
+            (
+                "per_item_dependency",
+                (
+                    f"{n.name!r} depends on {dep!r}, which runs "
+                    f"once per item of fan-out {sd[-1]!r}; read it through a join of "
+                    f"{sd[-1]!r}"
+                ),
+                n.name,
+                "dependencies",
+            )
+        )
 
 
 _MISSING = object()
@@ -153,7 +203,9 @@ def list_at(schema: Any, path: Sequence[str]) -> bool | None:
     (it cannot be one, or cannot exist), or None when the schema does not tell."""
     node = schema
     for key in path:
-        if not isinstance(node, dict) or any(k in node for k in ("$ref", "anyOf", "oneOf", "allOf")):
+        if not isinstance(node, dict) or any(
+            k in node for k in ("$ref", "anyOf", "oneOf", "allOf")
+        ):
             return None
         props = node.get("properties")
         if props is None:
@@ -174,21 +226,35 @@ def list_at(schema: Any, path: Sequence[str]) -> bool | None:
 # -- validation ---------------------------------------------------------------------------
 
 
-def check_fan_outs(f: Findings, order: Sequence[RawAction], ancestors: Mapping[str, tuple[str, ...]],
-                   fields: dict[str, dict[str, Any]],
-                   ) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+def check_fan_outs(
+    f: Findings,
+    order: Sequence[RawAction],
+    ancestors: Mapping[str, tuple[str, ...]],
+    fields: dict[str, dict[str, Any]],
+) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
     """Check fan-outs and joins; fill each join's fan-out into ``fields``. Returns, per
     action, (the ancestors its templates see, the extra roots it sees)."""
-    nodes = [Node(r.name, tuple(r.dependencies), ancestors[r.name],
-                  fan_out=fields[r.name].get("fan_out") is not None or "fan_out" in r.values,
-                  join=fields[r.name].get("join"),
-                  is_join=r.kind == "join" or "join" in r.values) for r in order]
+    nodes = [
+        Node(
+            r.name,
+            tuple(r.dependencies),
+            ancestors[r.name],
+            fan_out=fields[r.name].get("fan_out") is not None or "fan_out" in r.values,
+            join=fields[r.name].get("join"),
+            is_join=r.kind == "join" or "join" in r.values,
+        )
+        for r in order
+    ]
     regions = resolve_regions(nodes)
     by_name = {r.name: r for r in order}
     for code, message, name, key in regions.problems:
         raw = by_name[name]
-        f.error(code, message, raw.origin(key) if key in raw.values else raw.path + (key,),
-                hint=_HINTS.get(code))
+        f.error(
+            code,
+            message,
+            raw.origin(key) if key in raw.values else raw.path + (key,),
+            hint=_HINTS.get(code),
+        )
     for j, fan in regions.joins.items():
         fields[j]["join"] = fan
     names = set(by_name)
@@ -198,8 +264,11 @@ def check_fan_outs(f: Findings, order: Sequence[RawAction], ancestors: Mapping[s
     visible: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
     for raw in order:
         scope = regions.scope.get(raw.name, ())
-        seen = tuple(a for a in ancestors[raw.name]
-                     if scope[:len(regions.scope.get(a, ()))] == regions.scope.get(a, ()))
+        seen = tuple(
+            a
+            for a in ancestors[raw.name]
+            if scope[: len(regions.scope.get(a, ()))] == regions.scope.get(a, ())
+        )
         extra = {_item_name(fields[s]) for s in scope if fields[s].get("fan_out") is not None}
         if raw.name in regions.joins:
             extra |= JOIN_NAMES
@@ -210,7 +279,7 @@ def check_fan_outs(f: Findings, order: Sequence[RawAction], ancestors: Mapping[s
 _HINTS = {
     "join_without_fan_out": "a join collects the items of a fan_out upstream of it",
     "per_item_dependency": "depend on the join instead; it receives every item as fulfilled "
-                           "or rejected",
+    "or rejected",
     "nested_fan_out": "an inner fan-out is joined before its outer one",
 }
 
@@ -220,25 +289,38 @@ def _item_name(fields: dict[str, Any]) -> str:
     return "version" if spec.versions is not None else spec.as_name
 
 
-def _check_over(f: Findings, raw: RawAction, fields: dict[str, dict[str, Any]],
-                ancestors: Mapping[str, tuple[str, ...]], names: set[str]) -> None:
+def _check_over(
+    f: Findings,
+    raw: RawAction,
+    fields: dict[str, dict[str, Any]],
+    ancestors: Mapping[str, tuple[str, ...]],
+    names: set[str],
+) -> None:
     spec: FanOutSpec | None = fields[raw.name].get("fan_out")
     if spec is None:
         return
     where = raw.origin("fan_out")
     if spec.versions is None and spec.as_name in names:
-        f.error("invalid_fan_out", f"fan_out.as {spec.as_name!r} is also the name of an action",
-                where + ("as",), hint="pick another name for the item")
+        f.error(
+            "invalid_fan_out",
+            f"fan_out.as {spec.as_name!r} is also the name of an action",
+            where + ("as",),
+            hint="pick another name for the item",
+        )
     if spec.over is None:
         return
     root, *path = spec.over.split(".")
     if root == "source":
         return
     if root not in ancestors[raw.name]:
-        f.error("invalid_fan_out", f"fan_out.over of {raw.name!r} reads {spec.over!r}, but "
-                f"{root!r} is not upstream of it", where + ("over",),
-                hint=f"add {root!r} to its dependencies" if root in names else
-                "over is source.<field> or <ancestor>.<field>")
+        f.error(
+            "invalid_fan_out",
+            f"fan_out.over of {raw.name!r} reads {spec.over!r}, but {root!r} is not upstream of it",
+            where + ("over",),
+            hint=f"add {root!r} to its dependencies"
+            if root in names
+            else "over is source.<field> or <ancestor>.<field>",
+        )
         return
     root_fields = fields.get(root, {})
     schema = root_fields.get("schema")
@@ -248,19 +330,35 @@ def _check_over(f: Findings, raw: RawAction, fields: dict[str, dict[str, Any]],
         elif root_fields.get("function") is None and root_fields.get("join"):
             schema = JOIN_OUTPUT_SCHEMA
     if schema is not None and list_at(schema, path) is False:
-        f.error("fan_out_not_a_list", f"fan_out.over of {raw.name!r} reads {spec.over!r}, which "
-                f"the output schema of {root!r} does not make a list", where + ("over",),
-                hint="fan out over a field whose schema has type: array")
+        f.error(
+            "fan_out_not_a_list",
+            f"fan_out.over of {raw.name!r} reads {spec.over!r}, which "
+            f"the output schema of {root!r} does not make a list",
+            where + ("over",),
+            hint="fan out over a field whose schema has type: array",
+        )
 
 
-def _check_gate(f: Findings, raw: RawAction, regions: Regions, fields: dict[str, dict[str, Any]],
-                by_name: Mapping[str, RawAction]) -> None:
+def _check_gate(
+    f: Findings,
+    raw: RawAction,
+    regions: Regions,
+    fields: dict[str, dict[str, Any]],
+    by_name: Mapping[str, RawAction],
+) -> None:
     if fields[raw.name].get("gate") != "sequential":
         return
-    batched = [m for m in sorted(regions.members.get(raw.name, ()))
-               if fields[m].get("run_mode") == "batch" and by_name[m].kind == "llm"]
+    batched = [
+        m
+        for m in sorted(regions.members.get(raw.name, ()))
+        if fields[m].get("run_mode") == "batch" and by_name[m].kind == "llm"
+    ]
     if batched:
-        f.error("sequential_fan_out", f"fan-out {raw.name!r} is gated sequential, but "
-                f"{', '.join(batched)} run in batch mode: every item would wait for the previous "
-                "one's batch (up to 24 h each)", raw.origin("gate"),
-                hint="use gate: parallel, or run_mode: online for the actions of this fan-out")
+        f.error(
+            "sequential_fan_out",
+            f"fan-out {raw.name!r} is gated sequential, but "
+            f"{', '.join(batched)} run in batch mode: every item would wait for the previous "
+            "one's batch (up to 24 h each)",
+            raw.origin("gate"),
+            hint="use gate: parallel, or run_mode: online for the actions of this fan-out",
+        )

@@ -78,8 +78,10 @@ def _bounded_import(module_name: str) -> Any:
     stuck = next((m for m in _STUCK if m == module_name or m.split(".")[0] == top), None)
     seconds = IMPORT_TIMEOUT.from_environment("AGAC_IMPORT_TIMEOUT", os.environ) or 30.0
     if stuck is not None:
-        raise FunctionNotFound(f"cannot import {module_name!r}: importing {stuck!r} did not "
-                               f"finish within {seconds:g} seconds earlier in this process")
+        raise FunctionNotFound(
+            f"cannot import {module_name!r}: importing {stuck!r} did not "
+            f"finish within {seconds:g} seconds earlier in this process"
+        )
     done: dict[str, Any] = {}
 
     def load() -> None:
@@ -91,15 +93,18 @@ def _bounded_import(module_name: str) -> Any:
     # The import runs in the caller's context, so what redirects user code's prints there
     # (agac.usercode.user_stdout) holds in the thread too.
     context = contextvars.copy_context()
-    worker = threading.Thread(target=context.run, args=(load,), name=f"agac-import-{module_name}",
-                              daemon=True)
+    worker = threading.Thread(
+        target=context.run, args=(load,), name=f"agac-import-{module_name}", daemon=True
+    )
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
         _STUCK.add(module_name)
-        raise FunctionNotFound(f"cannot import {module_name!r}: it did not finish importing "
-                               f"within {seconds:g} seconds (its top-level code runs at import; "
-                               "AGAC_IMPORT_TIMEOUT sets the bound)")
+        raise FunctionNotFound(
+            f"cannot import {module_name!r}: it did not finish importing "
+            f"within {seconds:g} seconds (its top-level code runs at import; "
+            "AGAC_IMPORT_TIMEOUT sets the bound)"
+        )
     if "error" in done:
         raise done["error"]
     return done["module"]

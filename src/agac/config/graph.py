@@ -27,8 +27,11 @@ def order_actions(
     by_name: dict[str, RawAction] = {}
     for raw in actions:
         if raw.name in by_name:
-            f.error("duplicate_action", f"action {raw.name!r} is defined twice (first on line "
-                    f"{by_name[raw.name].line})", raw.path + ("name",))
+            f.error(
+                "duplicate_action",
+                f"action {raw.name!r} is defined twice (first on line {by_name[raw.name].line})",
+                raw.path + ("name",),
+            )
         else:
             by_name[raw.name] = raw
     deps: dict[str, list[str]] = {}
@@ -38,9 +41,12 @@ def order_actions(
             if dep in by_name:
                 deps[raw.name].append(dep)
             else:
-                f.error("unknown_dependency", f"action {raw.name!r} depends on unknown action "
-                        f"{dep!r}", raw.path + ("dependencies", i),
-                        hint=did_you_mean(dep, by_name))
+                f.error(
+                    "unknown_dependency",
+                    f"action {raw.name!r} depends on unknown action {dep!r}",
+                    raw.path + ("dependencies", i),
+                    hint=did_you_mean(dep, by_name),
+                )
     order = _topological(by_name, deps)
     if len(order) < len(by_name):
         _report_cycles(f, by_name, deps, set(by_name) - set(order))
@@ -74,8 +80,9 @@ def _topological(by_name: dict[str, RawAction], deps: dict[str, list[str]]) -> l
     return order
 
 
-def _report_cycles(f: Findings, by_name: dict[str, RawAction], deps: dict[str, list[str]],
-                   left: set[str]) -> None:
+def _report_cycles(
+    f: Findings, by_name: dict[str, RawAction], deps: dict[str, list[str]], left: set[str]
+) -> None:
     reported: set[str] = set()
     for start in sorted(left, key=lambda n: by_name[n].index):
         cycle = _find_cycle(start, deps, left)
@@ -83,8 +90,11 @@ def _report_cycles(f: Findings, by_name: dict[str, RawAction], deps: dict[str, l
             continue
         reported.update(cycle)
         first = by_name[cycle[0]]
-        f.error("dependency_cycle", "dependency cycle: " + " -> ".join([*cycle, cycle[0]]),
-                first.path + ("dependencies",))
+        f.error(
+            "dependency_cycle",
+            "dependency cycle: " + " -> ".join([*cycle, cycle[0]]),
+            first.path + ("dependencies",),
+        )
 
 
 def _find_cycle(start: str, deps: dict[str, list[str]], left: set[str]) -> list[str] | None:
@@ -97,7 +107,7 @@ def _find_cycle(start: str, deps: dict[str, list[str]], left: set[str]) -> list[
         on_path.add(node)
         for dep in deps[node]:
             if dep in on_path:
-                return path[path.index(dep):]
+                return path[path.index(dep) :]
             if dep in left and dep not in done and (found := visit(dep)) is not None:
                 return found
         on_path.discard(node)

@@ -59,14 +59,21 @@ _INVALID_SHOWN = 5
 _TEMPLATES = (("system", False), ("prompt", False), ("when", True))
 
 
-def check_input(f: Findings, project: Project, spec: InputSpec, raws: Sequence[RawAction],
-                sample: int) -> None:
+def check_input(
+    f: Findings, project: Project, spec: InputSpec, raws: Sequence[RawAction], sample: int
+) -> None:
     """Report the problems of the input of a workflow (see the module docstring)."""
     where = ("input", "path")
     try:
-        files = input_files(spec.path, project.root, spec.format,
-                            options=project.config.object_options, display=project.display,
-                            file=f.doc.file, line=f.doc.line(where))
+        files = input_files(
+            spec.path,
+            project.root,
+            spec.format,
+            options=project.config.object_options,
+            display=project.display,
+            file=f.doc.file,
+            line=f.doc.line(where),
+        )
     except ConfigError as exc:
         f.problems.extend(_located(f, exc.problems))
         return
@@ -81,18 +88,32 @@ def check_input(f: Findings, project: Project, spec: InputSpec, raws: Sequence[R
 def _located(f: Findings, problems: Sequence[Problem]) -> list[Problem]:
     """Problems about the input located at ``input.path`` in the workflow file."""
     line = f.doc.line(("input", "path"))
-    return [p if p.file else Problem(p.code, p.message, f.doc.file, line, p.severity,
-                                     hint=p.hint, path=p.path) for p in problems]
+    return [
+        p
+        if p.file
+        else Problem(p.code, p.message, f.doc.file, line, p.severity, hint=p.hint, path=p.path)
+        for p in problems
+    ]
 
 
-def _check_sample(f: Findings, project: Project, spec: InputSpec, raws: Sequence[RawAction],
-                  files: Sequence[InputFile], sample: int) -> None:
+def _check_sample(
+    f: Findings,
+    project: Project,
+    spec: InputSpec,
+    raws: Sequence[RawAction],
+    files: Sequence[InputFile],
+    sample: int,
+) -> None:
     where = ("input", "path")
     try:
         got = sample_input(files, sample)
     except OSError as exc:
-        f.error("input_unreadable", f"cannot read input file {exc.filename}: "
-                f"{exc.strerror or exc}", where, hint="check its permissions")
+        f.error(
+            "input_unreadable",
+            f"cannot read input file {exc.filename}: {exc.strerror or exc}",
+            where,
+            hint="check its permissions",
+        )
         return
     _report_files(f, project, got)
     payloads = [r.payload for _, r in got.records if r.payload is not None and r.ok]
@@ -100,8 +121,9 @@ def _check_sample(f: Findings, project: Project, spec: InputSpec, raws: Sequence
         return
     if spec.id_field is not None:
         _check_id_field(f, spec.id_field, payloads)
-    check_attachments(f, project, raws, [(Path(getattr(file, "path", file.where)), r)
-                                         for file, r in got.records])
+    check_attachments(
+        f, project, raws, [(Path(getattr(file, "path", file.where)), r) for file, r in got.records]
+    )
     for raw in raws:
         for key, path, guarded in _source_reads(raw):
             if not guarded and not _has(payloads, path):
@@ -110,19 +132,38 @@ def _check_sample(f: Findings, project: Project, spec: InputSpec, raws: Sequence
 
 def _report_files(f: Findings, project: Project, got: InputSample) -> None:
     for file in got.empty_files:
-        f.problems.append(Problem(
-            "empty_input", f"input file {_shown(project, file)} holds no records",
-            _shown(project, file), 1, "warning", hint="it adds nothing to a run; fill it or "
-            "remove it (an empty CSV may have a header and no rows)", path="input.path"))
+        f.problems.append(
+            Problem(
+                "empty_input",
+                f"input file {_shown(project, file)} holds no records",
+                _shown(project, file),
+                1,
+                "warning",
+                hint="it adds nothing to a run; fill it or "
+                "remove it (an empty CSV may have a header and no rows)",
+                path="input.path",
+            )
+        )
     invalid = [(file, r) for file, r in got.records if not r.ok]
     for file, record in invalid[:_INVALID_SHOWN]:
-        f.problems.append(Problem(
-            "invalid_input", str(record.error), _shown(project, file), record.line, "warning",
-            hint="this record fails invalid_input when the workflow runs; fix that line",
-            path="input.path"))
+        f.problems.append(
+            Problem(
+                "invalid_input",
+                str(record.error),
+                _shown(project, file),
+                record.line,
+                "warning",
+                hint="this record fails invalid_input when the workflow runs; fix that line",
+                path="input.path",
+            )
+        )
     if len(invalid) > _INVALID_SHOWN:
-        f.warn("invalid_input", f"{len(invalid) - _INVALID_SHOWN} more of the first "
-               f"{len(got.records)} records cannot be read", ("input", "path"))
+        f.warn(
+            "invalid_input",
+            f"{len(invalid) - _INVALID_SHOWN} more of the first "
+            f"{len(got.records)} records cannot be read",
+            ("input", "path"),
+        )
 
 
 def _shown(project: Project, file: InputFile) -> str:
@@ -132,8 +173,9 @@ def _shown(project: Project, file: InputFile) -> str:
 # -- columnar inputs: the schema, not the rows ---------------------------------------------
 
 
-def _check_schemas(f: Findings, spec: InputSpec, raws: Sequence[RawAction],
-                   files: Sequence[InputFile]) -> None:
+def _check_schemas(
+    f: Findings, spec: InputSpec, raws: Sequence[RawAction], files: Sequence[InputFile]
+) -> None:
     """id_field and every source field read, against each columnar file's schema."""
     schemas: list[tuple[InputFile, Any]] = []
     for file in files:
@@ -146,8 +188,12 @@ def _check_schemas(f: Findings, spec: InputSpec, raws: Sequence[RawAction],
             f.error("input_changed", str(exc), ("input", "path"), hint="validate again")
             continue
         except OSError as exc:
-            f.error("input_unreadable", f"cannot read input file {file.where}: "
-                    f"{exc.strerror or exc}", ("input", "path"), hint="check its permissions")
+            f.error(
+                "input_unreadable",
+                f"cannot read input file {file.where}: {exc.strerror or exc}",
+                ("input", "path"),
+                hint="check its permissions",
+            )
             continue
         schemas.append((file, opened.schema))
         opened.close()
@@ -157,10 +203,14 @@ def _check_schemas(f: Findings, spec: InputSpec, raws: Sequence[RawAction],
     if spec.id_field is not None:
         lacking = [file.where for file, schema in schemas if spec.id_field not in schema.names]
         if lacking:
-            f.error("missing_id_field", f"id_field {spec.id_field!r} is not a column of "
-                    f"{_some(lacking)} (its columns: {_listed(names)})", ("input", "id_field"),
-                    hint=did_you_mean(spec.id_field, names) or "name one of its columns, or "
-                    "remove id_field to key records by file and row")
+            f.error(
+                "missing_id_field",
+                f"id_field {spec.id_field!r} is not a column of "
+                f"{_some(lacking)} (its columns: {_listed(names)})",
+                ("input", "id_field"),
+                hint=did_you_mean(spec.id_field, names)
+                or "name one of its columns, or remove id_field to key records by file and row",
+            )
     read: set[str] = {spec.id_field} if spec.id_field else set()
     for raw in raws:
         for key, path, guarded in _source_reads(raw):
@@ -170,25 +220,42 @@ def _check_schemas(f: Findings, spec: InputSpec, raws: Sequence[RawAction],
     _check_types(f, schemas, read)
 
 
-def _check_column(f: Findings, raw: RawAction, key: str, path: tuple[str, ...],
-                  schemas: Sequence[tuple[InputFile, Any]], names: list[str]) -> None:
+def _check_column(
+    f: Findings,
+    raw: RawAction,
+    key: str,
+    path: tuple[str, ...],
+    schemas: Sequence[tuple[InputFile, Any]],
+    names: list[str],
+) -> None:
     dotted = ".".join(("source", *path))
     what = "guard" if key == "when" else key
     origin = raw.origin("fan_out" if key == "fan_out" else key)
     if path[0] not in names:
-        f.error("missing_source_field", f"{what} of action {raw.name!r} reads {dotted}, which "
-                f"is not a column of the input (its columns: {_listed(names)})", origin,
-                hint=did_you_mean(path[0], names) or "name one of its columns")
+        f.error(
+            "missing_source_field",
+            f"{what} of action {raw.name!r} reads {dotted}, which "
+            f"is not a column of the input (its columns: {_listed(names)})",
+            origin,
+            hint=did_you_mean(path[0], names) or "name one of its columns",
+        )
         return
     if len(path) < 2:
         return
     kind = next(schema.field(path[0]).type for _, schema in schemas if path[0] in schema.names)
-    fields = [kind.field(i).name for i in range(kind.num_fields)] \
-        if getattr(kind, "num_fields", 0) and hasattr(kind, "get_field_index") else None
+    fields = (
+        [kind.field(i).name for i in range(kind.num_fields)]
+        if getattr(kind, "num_fields", 0) and hasattr(kind, "get_field_index")
+        else None
+    )
     if fields is not None and path[1] not in fields:
-        f.error("missing_source_field", f"{what} of action {raw.name!r} reads {dotted}, but "
-                f"column {path[0]!r} has no field {path[1]!r} (its fields: {_listed(fields)})",
-                origin, hint=did_you_mean(path[1], fields) or "name one of its fields")
+        f.error(
+            "missing_source_field",
+            f"{what} of action {raw.name!r} reads {dotted}, but "
+            f"column {path[0]!r} has no field {path[1]!r} (its fields: {_listed(fields)})",
+            origin,
+            hint=did_you_mean(path[1], fields) or "name one of its fields",
+        )
 
 
 def _check_types(f: Findings, schemas: Sequence[tuple[InputFile, Any]], read: set[str]) -> None:
@@ -198,10 +265,14 @@ def _check_types(f: Findings, schemas: Sequence[tuple[InputFile, Any]], read: se
         for name in sorted(read & set(schema.names)):
             why = unsupported(schema.field(name).type)
             if why is not None:
-                f.error("unsupported_column", f"{file.where}: column {name!r} is {why}, which "
-                        "has no JSON form", ("input", "path"), hint=f"leave source.{name} out "
-                        "of what the workflow reads, or cast the column when the file is "
-                        "written")
+                f.error(
+                    "unsupported_column",
+                    f"{file.where}: column {name!r} is {why}, which has no JSON form",
+                    ("input", "path"),
+                    hint=f"leave source.{name} out "
+                    "of what the workflow reads, or cast the column when the file is "
+                    "written",
+                )
                 return
 
 
@@ -218,14 +289,22 @@ def _check_id_field(f: Findings, id_field: str, payloads: list[dict[str, Any]]) 
     where = ("input", "id_field")
     lacking = sum(1 for p in payloads if p.get(id_field) in (None, ""))
     if lacking == len(payloads):
-        f.error("missing_id_field", f"id_field {id_field!r} is in none of the first "
-                f"{len(payloads)} records (their fields: {_fields(payloads)})", where,
-                hint=did_you_mean(id_field, _keys(payloads)) or "name one of their fields, or "
-                "remove id_field to key records by file and line")
+        f.error(
+            "missing_id_field",
+            f"id_field {id_field!r} is in none of the first "
+            f"{len(payloads)} records (their fields: {_fields(payloads)})",
+            where,
+            hint=did_you_mean(id_field, _keys(payloads))
+            or "name one of their fields, or remove id_field to key records by file and line",
+        )
     elif lacking:
-        f.warn("missing_id_field", f"{lacking} of the first {len(payloads)} records have no "
-               f"{id_field!r}; they will fail invalid_input", where,
-               hint="give every record a value, or remove id_field")
+        f.warn(
+            "missing_id_field",
+            f"{lacking} of the first {len(payloads)} records have no "
+            f"{id_field!r}; they will fail invalid_input",
+            where,
+            hint="give every record a value, or remove id_field",
+        )
 
 
 def _source_reads(raw: RawAction) -> Iterator[tuple[str, tuple[str, ...], bool]]:
@@ -278,21 +357,25 @@ def _level(payload: Any, path: tuple[str, ...]) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def _missing(f: Findings, raw: RawAction, key: str, path: tuple[str, ...],
-             payloads: list[dict[str, Any]]) -> None:
+def _missing(
+    f: Findings, raw: RawAction, key: str, path: tuple[str, ...], payloads: list[dict[str, Any]]
+) -> None:
     depth = len(path) - 1
     while depth > 0 and not any(_level(p, path[:depth]) for p in payloads):
         depth -= 1
     levels = [lv for p in payloads if (lv := _level(p, path[:depth])) is not None]
     dotted = ".".join(("source", *path))
     what = "guard" if key == "when" else key
-    message = (f"{what} of action {raw.name!r} reads {dotted}, which none of the first "
-               f"{len(payloads)} records has (their fields"
-               + (f" under source.{'.'.join(path[:depth])}" if depth else "")
-               + f": {_fields(levels)})")
+    message = (
+        f"{what} of action {raw.name!r} reads {dotted}, which none of the first "
+        f"{len(payloads)} records has (their fields"
+        + (f" under source.{'.'.join(path[:depth])}" if depth else "")
+        + f": {_fields(levels)})"
+    )
     hint = did_you_mean(path[depth], _keys(levels)) or (
         f"if only some records have it, guard it: {{{{ {dotted} | default('') }}}} or "
-        f"{{% if {dotted} is defined %}}")
+        f"{{% if {dotted} is defined %}}"
+    )
     origin = raw.origin("fan_out" if key == "fan_out" else key)
     f.error("missing_source_field", message, origin, hint=hint)
 
@@ -308,4 +391,3 @@ def _fields(payloads: Iterable[dict[str, Any]]) -> str:
     keys = _keys(payloads)
     shown = ", ".join(keys[:20])
     return shown + (f", … ({len(keys)} in all)" if len(keys) > 20 else "") if keys else "none"
-

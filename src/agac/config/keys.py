@@ -39,22 +39,54 @@ __all__ = [
     "TOP_KEYS",
 ]
 
-TOP_KEYS = frozenset({"name", "description", "input", "defaults", "actions", "partial_ok",
-                      "budget", "deadline"})
+TOP_KEYS = frozenset(
+    {"name", "description", "input", "defaults", "actions", "partial_ok", "budget", "deadline"}
+)
 FUTURE_TOP_KEYS: frozenset[str] = frozenset()
 BUDGET_KEYS = frozenset({"usd", "tokens"})
 INPUT_KEYS = frozenset({"path", "id_field", "format"})
 
-ACTION_KEYS = frozenset({
-    "name", "kind", "dependencies", "model", "system", "prompt", "schema", "context",
-    "when", "retry", "max_tokens", "temperature", "timeout", "max_concurrency",
-    "max_prompt_chars", "rate_limit", "run_mode", "poll_interval", "batch_deadline", "function", "cache", "effect",
-    "auto_batch_min_records", "fan_out", "join", "gate", "failure_policy", "approval",
-    "attachments", "attachments_position", "cache_ttl", "context_prefix", "hybrid",
-})
+ACTION_KEYS = frozenset(
+    {
+        "name",
+        "kind",
+        "dependencies",
+        "model",
+        "system",
+        "prompt",
+        "schema",
+        "context",
+        "when",
+        "retry",
+        "max_tokens",
+        "temperature",
+        "timeout",
+        "max_concurrency",
+        "max_prompt_chars",
+        "rate_limit",
+        "run_mode",
+        "poll_interval",
+        "batch_deadline",
+        "function",
+        "cache",
+        "effect",
+        "auto_batch_min_records",
+        "fan_out",
+        "join",
+        "gate",
+        "failure_policy",
+        "approval",
+        "attachments",
+        "attachments_position",
+        "cache_ttl",
+        "context_prefix",
+        "hybrid",
+    }
+)
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
-NOT_IN_DEFAULTS = frozenset({"name", "kind", "dependencies", "function", "fan_out", "join",
-                             "effect", "approval", "hybrid"})
+NOT_IN_DEFAULTS = frozenset(
+    {"name", "kind", "dependencies", "function", "fan_out", "join", "effect", "approval", "hybrid"}
+)
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
 FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
 GATES = ("parallel", "sequential")
@@ -66,12 +98,28 @@ ON_REJECT = ("fail_unit", "fail_run")
 ON_EXPIRE = ("fail_unit", "time_out_run")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
-LLM_ONLY_KEYS = frozenset({
-    "model", "system", "prompt", "schema", "max_tokens", "temperature", "timeout",
-    "max_prompt_chars", "run_mode", "poll_interval", "batch_deadline", "rate_limit",
-    "attachments", "attachments_position", "cache_ttl", "context_prefix",
-    "auto_batch_min_records", "hybrid",
-})
+LLM_ONLY_KEYS = frozenset(
+    {
+        "model",
+        "system",
+        "prompt",
+        "schema",
+        "max_tokens",
+        "temperature",
+        "timeout",
+        "max_prompt_chars",
+        "run_mode",
+        "poll_interval",
+        "batch_deadline",
+        "rate_limit",
+        "attachments",
+        "attachments_position",
+        "cache_ttl",
+        "context_prefix",
+        "auto_batch_min_records",
+        "hybrid",
+    }
+)
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""
 
 TOOL_KEYS = frozenset({"schema"})
@@ -95,8 +143,25 @@ RUN_MODES = ("online", "batch", "auto")
 AVAILABLE_RUN_MODES = frozenset({"online", "batch", "auto"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
-RESERVED_NAMES = frozenset({"source", "item", "version", "loop", "range", "true", "false",
-                            "none", "True", "False", "None"}) | JOIN_NAMES | frozenset(keyword.kwlist)
+RESERVED_NAMES = (
+    frozenset(
+        {
+            "source",
+            "item",
+            "version",
+            "loop",
+            "range",
+            "true",
+            "false",
+            "none",
+            "True",
+            "False",
+            "None",
+        }
+    )
+    | JOIN_NAMES
+    | frozenset(keyword.kwlist)
+)
 """Names an action cannot take: they are roots or words of the template language."""
 
 CONTEXT_KEYS = frozenset({"observe", "drop"})

@@ -280,8 +280,12 @@ def _action_dict(action: Action) -> dict[str, Any]:
     if data.get("effect") is None:
         data.pop("effect", None)  # keeps the config hash of workflows without effects
     # Fan-out keys at their defaults are left out for the same reason.
-    for key, default in (("fan_out", None), ("join", None), ("gate", "parallel"),
-                         ("failure_policy", "retain_successes")):
+    for key, default in (
+        ("fan_out", None),
+        ("join", None),
+        ("gate", "parallel"),
+        ("failure_policy", "retain_successes"),
+    ):
         if data.get(key) == default:
             data.pop(key, None)
     if data.get("max_prompt_chars") == DEFAULT_MAX_PROMPT_CHARS:
@@ -306,8 +310,12 @@ def _action_dict(action: Action) -> dict[str, Any]:
     return data
 
 
-_CACHE_DEFAULTS = (("cache_mode", "auto"), ("cache_ttl", "5m"), ("context_prefix", None),
-                   ("context_text", None))
+_CACHE_DEFAULTS = (
+    ("cache_mode", "auto"),
+    ("cache_ttl", "5m"),
+    ("context_prefix", None),
+    ("context_text", None),
+)
 
 _OUTSIDE_HASH = ("line", "cache_mode", "cache_ttl", "context_text")
 """Action fields the config hash leaves out: its line, and what changes the requests sent

@@ -44,8 +44,16 @@ __all__ = [
 
 PROJECT_FILE = "agac.yml"
 
-_TOP_KEYS = ("store", "store_options", "object_options", "tenant", "providers", "prices", "groups",
-             "identity")
+_TOP_KEYS = (
+    "store",
+    "store_options",
+    "object_options",
+    "tenant",
+    "providers",
+    "prices",
+    "groups",
+    "identity",
+)
 IDENTITIES = ("local", "login")
 """``identity:`` in agac.yml: ``local`` (the default: the deciding user is ``--as NAME`` or
 ``AGAC_USER``) or ``login`` (decisions only from users who signed in to ``agac serve``)."""
@@ -53,8 +61,16 @@ _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 #: ``providers.<name>.transport``: how online calls travel (P1), for providers
 #: that offer a choice; ``lean`` is the default.
 DEFAULT_TRANSPORT = "lean"
-_PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "cache_write_1h",
-               "batch_discount")
+_PRICE_KEYS = (
+    "input",
+    "output",
+    "cached_input",
+    "cache_write",
+    "cache_write_1h",
+    "batch_discount",
+    "cache_storage",
+)
+
 
 @dataclass(frozen=True)
 class ProviderConfig:
@@ -81,6 +97,8 @@ class PriceConfig:
     cache_write: float | None = None
     batch_discount: float | None = None
     cache_write_1h: float | None = None
+    cache_storage: float | None = None
+    """USD per 1M tokens per hour an explicit context cache is kept (Gemini)."""
 
 
 @dataclass(frozen=True)
@@ -172,12 +190,24 @@ def _parse(doc: Located) -> tuple[ProjectConfig, Findings]:
             groups[str(name)] = tuple(users)
     identity = _identity(f, data.get("identity"))
     if identity == "login" and data.get("groups"):
-        f.error("groups_with_login", "groups: in agac.yml is not used with identity: login: "
-                "groups then live in the store only", ("groups",),
-                hint="remove groups: and give users their groups with "
-                     "`agac users add NAME --group G` (or `agac users set NAME --group G`)")
-    return ProjectConfig(store, providers, prices, groups, _store_options(f, data), tenant,
-                         identity, _store_options(f, data, "object_options")), f
+        f.error(
+            "groups_with_login",
+            "groups: in agac.yml is not used with identity: login: "
+            "groups then live in the store only",
+            ("groups",),
+            hint="remove groups: and give users their groups with "
+            "`agac users add NAME --group G` (or `agac users set NAME --group G`)",
+        )
+    return ProjectConfig(
+        store,
+        providers,
+        prices,
+        groups,
+        _store_options(f, data),
+        tenant,
+        identity,
+        _store_options(f, data, "object_options"),
+    ), f
 
 
 def _identity(f: Findings, raw: Any) -> str:
@@ -187,8 +217,12 @@ def _identity(f: Findings, raw: Any) -> str:
     if value is None:
         return "local"
     if value not in IDENTITIES:
-        f.error("invalid_identity", f"identity: {value!r} is not one of {', '.join(IDENTITIES)}",
-                ("identity",), hint="identity: login makes people sign in to `agac serve`")
+        f.error(
+            "invalid_identity",
+            f"identity: {value!r} is not one of {', '.join(IDENTITIES)}",
+            ("identity",),
+            hint="identity: login makes people sign in to `agac serve`",
+        )
         return "local"
     return value
 
@@ -197,15 +231,22 @@ def _tenant(f: Findings, raw: Any) -> str | None:
     if raw is None:
         return None
     if not is_tenant(raw):
-        f.error("invalid_tenant", f"tenant {raw!r} is not a tenant name", ("tenant",),
-                hint="letters, digits, '.', '_' and '-', at most 64 characters, starting with "
-                     "a letter or digit")
+        f.error(
+            "invalid_tenant",
+            f"tenant {raw!r} is not a tenant name",
+            ("tenant",),
+            hint="letters, digits, '.', '_' and '-', at most 64 characters, starting with "
+            "a letter or digit",
+        )
         return None
     return str(raw)
 
 
-def _store_options(f: Findings, data: dict[Any, Any], name: str = "store_options",
-                   ) -> dict[str, Any]:
+def _store_options(
+    f: Findings,
+    data: dict[Any, Any],
+    name: str = "store_options",
+) -> dict[str, Any]:
     """``store_options:`` (or ``object_options:``): a mapping of names to strings, numbers
     or booleans, passed to the storage point (docs/guarantees.md, Storage points) or to the
     object stores of inputs and exports; secrets belong in the environment, not in this
@@ -214,9 +255,13 @@ def _store_options(f: Findings, data: dict[Any, Any], name: str = "store_options
     options: dict[str, Any] = {}
     for key, value in raw.items():
         if not isinstance(value, (str, int, float, bool)) or (
-                isinstance(value, float) and not finite(value)):
-            f.error("invalid_store", f"{name}.{key} must be a string, finite number or "
-                    f"boolean, got {value!r}", (name, key))
+            isinstance(value, float) and not finite(value)
+        ):
+            f.error(
+                "invalid_store",
+                f"{name}.{key} must be a string, finite number or boolean, got {value!r}",
+                (name, key),
+            )
             continue
         options[str(key)] = value
     return options
@@ -229,15 +274,23 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
     for name, body in mapping.items():
         path = ("providers", name)
         if name not in known_providers:
-            f.error("unknown_provider", f"unknown provider {name!r} in agac.yml", path,
-                    hint=f"known: {', '.join(sorted(known_providers))}")
+            f.error(
+                "unknown_provider",
+                f"unknown provider {name!r} in agac.yml",
+                path,
+                hint=f"known: {', '.join(sorted(known_providers))}",
+            )
         body = read_mapping(f, body or {}, path)
         if body is None:
             continue
         known = name in known_providers
         declared = provider_options(str(name)) if known else ()
         transports = provider_transports(str(name)) if known else ()
-        keys = (*_PROVIDER_KEYS, *(o.name for o in declared), *(("transport",) if transports else ()))
+        keys = (
+            *_PROVIDER_KEYS,
+            *(o.name for o in declared),
+            *(("transport",) if transports else ()),
+        )
         f.unknown_keys(body, keys, path, f"providers.{name}")
         options = {}
         for option in declared:
@@ -249,8 +302,11 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
         result[str(name)] = ProviderConfig(
             base_url=_opt_str(f, body, "base_url", path),
             api_key_env=_opt_str(f, body, "api_key_env", path),
-            batch_submissions_per_minute=None if rate is None else read_number(
-                f, rate, path + ("batch_submissions_per_minute",), exclusive_minimum=True),
+            batch_submissions_per_minute=None
+            if rate is None
+            else read_number(
+                f, rate, path + ("batch_submissions_per_minute",), exclusive_minimum=True
+            ),
             options=options,
             transport=_transport(f, body, path, transports),
         )
@@ -270,20 +326,26 @@ def _option_value(f: Findings, option: Option, value: Any, path: tuple[Any, ...]
         converted = None
     elif option.kind == "integer":
         converted = value if isinstance(value, int) and value >= option.minimum else None
-    elif math.isfinite(value) and (value > option.minimum if option.exclusive_minimum
-                                   else value >= option.minimum) and (
-            option.maximum is None or value <= option.maximum):
+    elif (
+        math.isfinite(value)
+        and (value > option.minimum if option.exclusive_minimum else value >= option.minimum)
+        and (option.maximum is None or value <= option.maximum)
+    ):
         converted = float(value)
     if converted is None:
         hint = did_you_mean(str(value), option.choices) if option.kind == "choice" else None
-        f.error("invalid_provider_option",
-                f"providers.{path[-2]}.{option.name} must be {option.describe()}, got {value!r}",
-                path, hint=hint or option.meaning)
+        f.error(
+            "invalid_provider_option",
+            f"providers.{path[-2]}.{option.name} must be {option.describe()}, got {value!r}",
+            path,
+            hint=hint or option.meaning,
+        )
     return converted
 
 
-def _transport(f: Findings, body: dict[Any, Any], path: tuple[Any, ...],
-               transports: tuple[str, ...]) -> str:
+def _transport(
+    f: Findings, body: dict[Any, Any], path: tuple[Any, ...], transports: tuple[str, ...]
+) -> str:
     value = body.get("transport")
     if value is None or not transports:
         return DEFAULT_TRANSPORT
@@ -291,8 +353,12 @@ def _transport(f: Findings, body: dict[Any, Any], path: tuple[Any, ...],
         choices = " or ".join(transports)
         guess = did_you_mean(str(value), transports)
         meaning = "lean: agac's own HTTP client (the default); sdk: the provider's official SDK"
-        f.error("invalid_value", f"providers.{path[-1]}.transport must be {choices}, got {value!r}",
-                path + ("transport",), hint=f"{guess} ({meaning})" if guess else meaning)
+        f.error(
+            "invalid_value",
+            f"providers.{path[-1]}.transport must be {choices}, got {value!r}",
+            path + ("transport",),
+            hint=f"{guess} ({meaning})" if guess else meaning,
+        )
         return DEFAULT_TRANSPORT
     return str(value)
 
@@ -322,6 +388,7 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
             cache_write=values.get("cache_write"),
             batch_discount=values.get("batch_discount"),
             cache_write_1h=values.get("cache_write_1h"),
+            cache_storage=values.get("cache_storage"),
         )
     return result
 
@@ -330,8 +397,9 @@ def _opt_str(f: Findings, body: dict[Any, Any], key: str, path: tuple[Any, ...])
     return None if body.get(key) is None else read_str(f, body[key], path + (key,))
 
 
-def project_tenant(project: Project, given: str | None = None,
-                   environ: Mapping[str, str] | None = None) -> str:
+def project_tenant(
+    project: Project, given: str | None = None, environ: Mapping[str, str] | None = None
+) -> str:
     """The tenant a command acts in (T2): ``given`` (``--tenant``), else ``AGAC_TENANT``,
     else ``tenant:`` in agac.yml, else ``default``. UsageError naming the source when it
     is not a tenant name (agac.yml's is checked when the file is read: ``invalid_tenant``)."""
@@ -357,8 +425,9 @@ def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str
     raw = env.get("AGAC_STORE") or project.config.store
     if raw and (why := store_problem(raw)) is not None:
         where = f"AGAC_STORE={raw!r}" if env.get("AGAC_STORE") else f"store: {raw!r} in agac.yml"
-        raise ConfigError(problems=[Problem("invalid_store", f"{where} {why}", "environment",
-                                            hint=STORE_HINT)])
+        raise ConfigError(
+            problems=[Problem("invalid_store", f"{where} {why}", "environment", hint=STORE_HINT)]
+        )
     if not raw:
         return f"sqlite:///{(project.root / '.agac' / 'agac.db').as_posix()}"
     raw = raw.strip()

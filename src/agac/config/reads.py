@@ -29,8 +29,11 @@ __all__ = ["EVERYTHING", "TEMPLATE_FIELDS", "source_columns"]
 EVERYTHING = None
 """What :func:`source_columns` returns for a workflow that reads every field."""
 
-TEMPLATE_FIELDS: tuple[tuple[str, bool], ...] = (("system", False), ("prompt", False),
-                                                 ("when", True))
+TEMPLATE_FIELDS: tuple[tuple[str, bool], ...] = (
+    ("system", False),
+    ("prompt", False),
+    ("when", True),
+)
 """The action fields holding one template (name, is an expression) that may read ``source``;
 ``attachments`` holds a list of them."""
 

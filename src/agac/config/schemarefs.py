@@ -40,8 +40,13 @@ from referencing.jsonschema import DRAFT202012, specification_with
 
 from agac.config.source import Findings
 
-__all__ = ["MAX_REF_FILES", "MAX_REF_FILE_BYTES", "bundle_schema", "offline_registry",
-           "unresolved_refs"]
+__all__ = [
+    "MAX_REF_FILES",
+    "MAX_REF_FILE_BYTES",
+    "bundle_schema",
+    "offline_registry",
+    "unresolved_refs",
+]
 
 #: A referenced file larger than this is refused (a schema, not a data set).
 MAX_REF_FILE_BYTES = 1024 * 1024
@@ -102,8 +107,9 @@ class _Bundle:
             real = path.resolve()
             name = real.relative_to(self.root).as_posix()
         except (OSError, ValueError):
-            raise _Refused(f"{unquote(parts.path)} is not under the project "
-                           f"({self.root})") from None
+            raise _Refused(
+                f"{unquote(parts.path)} is not under the project ({self.root})"
+            ) from None
         self.names[uri] = name
         return real
 
@@ -133,8 +139,9 @@ def _resource(contents: Any) -> Resource[Any]:
     return specification_with(dialect, default=DRAFT202012).create_resource(contents)
 
 
-def bundle_schema(f: Findings, schema: dict[str, Any], path: Path_, root: Path
-                  ) -> dict[str, Any] | None:
+def bundle_schema(
+    f: Findings, schema: dict[str, Any], path: Path_, root: Path
+) -> dict[str, Any] | None:
     """``schema`` with every ``$ref`` checked and every project file bundled in; None
     (and a located problem per bad ref) when a ref is refused or does not resolve."""
     base = root.resolve()
@@ -174,18 +181,26 @@ def bundle_schema(f: Findings, schema: dict[str, Any], path: Path_, root: Path
     if not bundle.files:
         return schema
     if uses_ids:
-        f.error("schema_ref_refused", "a schema that refers to files under the project cannot "
-                "also use $id, anchors or dynamic refs (bundling the files would change what "
-                "they mean)", path,
-                hint="write refs as JSON pointers: schemas/common.json#/$defs/label")
+        f.error(
+            "schema_ref_refused",
+            "a schema that refers to files under the project cannot "
+            "also use $id, anchors or dynamic refs (bundling the files would change what "
+            "they mean)",
+            path,
+            hint="write refs as JSON pointers: schemas/common.json#/$defs/label",
+        )
         return None
     bundled = _bundled(contents, bundle, refs)
     try:
         validator_for(bundled).check_schema(bundled)
     except SchemaError as exc:
         at = "/".join(str(p) for p in exc.path) or "schema"
-        f.error("invalid_schema", "the schema with the files its $refs name is not a valid "
-                f"JSON Schema at {at}: {exc.message}", path)
+        f.error(
+            "invalid_schema",
+            "the schema with the files its $refs name is not a valid "
+            f"JSON Schema at {at}: {exc.message}",
+            path,
+        )
         return None
     return bundled
 
@@ -202,8 +217,9 @@ def _bundled(contents: dict[str, Any], bundle: _Bundle, refs: list[_Ref]) -> dic
         prefix[uri] = f"/$defs/{key}"
     for ref in refs:
         text = ref.node["$ref"]
-        target, fragment = (ref.doc, text[1:]) if text.startswith("#") else \
-            urldefrag(urljoin(ref.doc, text))
+        target, fragment = (
+            (ref.doc, text[1:]) if text.startswith("#") else urldefrag(urljoin(ref.doc, text))
+        )
         ref.node["$ref"] = "#" + prefix[target] + fragment
     return contents
 
@@ -214,20 +230,33 @@ def _report(f: Findings, exc: Unresolvable, ref: str, where: Path_, via: str | N
         cause = cause.__cause__
     inside = f" (in {via})" if via else ""
     if isinstance(cause, _Refused):
-        f.error("schema_ref_refused", f"$ref {ref!r}{inside} is refused: {cause}; agac never "
-                "fetches a schema", where, hint="copy what it names into the schema's $defs, "
-                "or into a JSON file under the project")
+        f.error(
+            "schema_ref_refused",
+            f"$ref {ref!r}{inside} is refused: {cause}; agac never fetches a schema",
+            where,
+            hint="copy what it names into the schema's $defs, "
+            "or into a JSON file under the project",
+        )
     elif isinstance(cause, _Broken):
-        f.error("schema_ref_refused", f"$ref {ref!r}{inside} names no JSON file agac can use: "
-                f"{cause}", where, hint="refer to a JSON file under the project")
+        f.error(
+            "schema_ref_refused",
+            f"$ref {ref!r}{inside} names no JSON file agac can use: {cause}",
+            where,
+            hint="refer to a JSON file under the project",
+        )
     else:
-        f.error("invalid_schema", f"$ref {ref!r}{inside} names nothing: {exc}", where,
-                hint="a pointer is #/$defs/NAME (or FILE.json#/$defs/NAME) and must name a "
-                "place that exists")
+        f.error(
+            "invalid_schema",
+            f"$ref {ref!r}{inside} names nothing: {exc}",
+            where,
+            hint="a pointer is #/$defs/NAME (or FILE.json#/$defs/NAME) and must name a "
+            "place that exists",
+        )
 
 
-def _ref_nodes(resource: Resource[Any], resolver: Any
-               ) -> Iterator[tuple[dict[str, Any] | None, Any, bool]]:
+def _ref_nodes(
+    resource: Resource[Any], resolver: Any
+) -> Iterator[tuple[dict[str, Any] | None, Any, bool]]:
     """(schema object holding a ref or None, its resolver, whether it sets an id or an
     anchor or holds a dynamic ref) for ``resource`` and every subschema in it, at the
     places its dialect says hold schemas (never inside ``enum``, ``const``, ``default``)."""
@@ -235,8 +264,9 @@ def _ref_nodes(resource: Resource[Any], resolver: Any
     contents = resource.contents
     if isinstance(contents, dict):
         dynamic = any(k in contents for k in ("$dynamicRef", "$recursiveRef"))
-        has_id = resource.id() is not None or dynamic or next(iter(resource.anchors()), None) \
-            is not None
+        has_id = (
+            resource.id() is not None or dynamic or next(iter(resource.anchors()), None) is not None
+        )
         yield (contents if any(k in contents for k in _REF_KEYS) else None), resolver, has_id
     for sub in resource.subresources():
         yield from _ref_nodes(sub, resolver)

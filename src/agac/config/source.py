@@ -67,8 +67,8 @@ def _tab_at(text: str, mark: Any) -> bool:
     if not 0 <= mark.line < len(lines):
         return False
     row = lines[mark.line]
-    at = row[mark.column:mark.column + 1]
-    return at == "\t" or "\t" in row[:len(row) - len(row.lstrip())]
+    at = row[mark.column : mark.column + 1]
+    return at == "\t" or "\t" in row[: len(row) - len(row.lstrip())]
 
 
 def load_located(text: str, file: str) -> Located:
@@ -95,9 +95,17 @@ def load_located(text: str, file: str) -> Located:
             problems=[Problem("yaml_syntax", f"malformed YAML: {reason}", file, line, hint=hint)]
         ) from exc
     except RecursionError as exc:
-        raise ConfigError(problems=[Problem(
-            "yaml_too_large", "the document nests too deeply to be a workflow", file, 0,
-            hint="flatten it")]) from exc
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "yaml_too_large",
+                    "the document nests too deeply to be a workflow",
+                    file,
+                    0,
+                    hint="flatten it",
+                )
+            ]
+        ) from exc
     doc = Located(None, file)
     if node is not None:
         doc.data = _Converter(doc).convert(node, ())
@@ -115,9 +123,17 @@ def _check_size(root: yaml.Node, file: str) -> None:
         if known is not None:
             return known
         if id(node) in open_nodes:
-            raise ConfigError(problems=[Problem(
-                "yaml_too_large", "an alias refers to a node that contains it (it would "
-                "expand without end)", file, node.start_mark.line + 1, hint="remove the alias")])
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "yaml_too_large",
+                        "an alias refers to a node that contains it (it would expand without end)",
+                        file,
+                        node.start_mark.line + 1,
+                        hint="remove the alias",
+                    )
+                ]
+            )
         open_nodes.add(id(node))
         total = 1
         children: list[yaml.Node] = []
@@ -128,10 +144,18 @@ def _check_size(root: yaml.Node, file: str) -> None:
         for child in children:
             total += size(child)
             if total > MAX_NODES:
-                raise ConfigError(problems=[Problem(
-                    "yaml_too_large", f"the document expands to more than {MAX_NODES:,} "
-                    "values through its aliases", file, child.start_mark.line + 1,
-                    hint="write the values out, or nest fewer aliases")])
+                raise ConfigError(
+                    problems=[
+                        Problem(
+                            "yaml_too_large",
+                            f"the document expands to more than {MAX_NODES:,} "
+                            "values through its aliases",
+                            file,
+                            child.start_mark.line + 1,
+                            hint="write the values out, or nest fewer aliases",
+                        )
+                    ]
+                )
         open_nodes.discard(id(node))
         sizes[id(node)] = total
         return total
@@ -209,33 +233,58 @@ class Findings:
         self.problems: list[Problem] = []
         for path, line in doc.duplicates:
             self.problems.append(
-                Problem("yaml_syntax", f"duplicate key {format_path(path)!r}", doc.file, line,
-                        path=format_path(path))
+                Problem(
+                    "yaml_syntax",
+                    f"duplicate key {format_path(path)!r}",
+                    doc.file,
+                    line,
+                    path=format_path(path),
+                )
             )
 
-    def error(self, code: str, message: str, path: Path, *, hint: str | None = None,
-              line: int | None = None) -> None:
+    def error(
+        self,
+        code: str,
+        message: str,
+        path: Path,
+        *,
+        hint: str | None = None,
+        line: int | None = None,
+    ) -> None:
         self._add(code, message, path, "error", hint, line)
 
-    def warn(self, code: str, message: str, path: Path, *, hint: str | None = None,
-             line: int | None = None) -> None:
+    def warn(
+        self,
+        code: str,
+        message: str,
+        path: Path,
+        *,
+        hint: str | None = None,
+        line: int | None = None,
+    ) -> None:
         self._add(code, message, path, "warning", hint, line)
 
-    def unknown_keys(self, mapping: dict[Any, Any], known: Iterable[str], path: Path,
-                     where: str) -> None:
+    def unknown_keys(
+        self, mapping: dict[Any, Any], known: Iterable[str], path: Path, where: str
+    ) -> None:
         """Report every key of ``mapping`` not in ``known`` as ``unknown_key``."""
         known = set(known)
         for key in mapping:
             if key not in known:
-                self.error("unknown_key", f"unknown key {key!r} in {where}", path + (key,),
-                           hint=did_you_mean(key, known))
+                self.error(
+                    "unknown_key",
+                    f"unknown key {key!r} in {where}",
+                    path + (key,),
+                    hint=did_you_mean(key, known),
+                )
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
 
-    def _add(self, code: str, message: str, path: Path, severity: str, hint: str | None,
-             line: int | None) -> None:
+    def _add(
+        self, code: str, message: str, path: Path, severity: str, hint: str | None, line: int | None
+    ) -> None:
         where = line if line is not None else self.doc.line(path)
         self.problems.append(
             Problem(code, message, self.doc.file, where, severity, hint, format_path(path))

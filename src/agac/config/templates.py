@@ -25,16 +25,23 @@ from agac.prompt.render import compile_guard, compile_template
 __all__ = ["TEXT_SCHEMA", "check_guard_fields", "check_templates", "template_entries"]
 
 TEXT_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
 }
 """The shape of an answer without ``schema``: ``{"text": ...}``."""
 
 _TEMPLATES = (("system", False), ("prompt", False), ("when", True))
 
 
-def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
-                    context: ContextSpec | None, names: Iterable[str],
-                    extra: frozenset[str] = frozenset()) -> dict[str, set[Reference]]:
+def check_templates(
+    f: Findings,
+    raw: RawAction,
+    ancestors: tuple[str, ...],
+    context: ContextSpec | None,
+    names: Iterable[str],
+    extra: frozenset[str] = frozenset(),
+) -> dict[str, set[Reference]]:
     """Compile and check the templates of one action; return the references of each.
 
     ``extra`` are roots the action sees whatever its ``context`` says: the item of a
@@ -55,9 +62,13 @@ def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
                 compile_attachments((text,), raw.name)
         except TemplateSyntaxError as exc:
             line = f.doc.value_line(where) + max((exc.lineno or 1) - 1, 0)
-            f.error("invalid_template", f"{key} of action {raw.name!r} is not a valid Jinja "
-                    f"{'expression' if expression else 'template'}: {exc.message}", where,
-                    line=line)
+            f.error(
+                "invalid_template",
+                f"{key} of action {raw.name!r} is not a valid Jinja "
+                f"{'expression' if expression else 'template'}: {exc.message}",
+                where,
+                line=line,
+            )
             continue
         found[key] = refs
         for ref in sorted(refs, key=str):
@@ -66,8 +77,12 @@ def check_templates(f: Findings, raw: RawAction, ancestors: tuple[str, ...],
             reason = _invisible(ref, visible, observe, drop, names)
             if reason is not None:
                 message, hint = reason
-                f.error("undefined_variable", f"{key} of action {raw.name!r} reads "
-                        f"{_dotted(ref)!r}, {message}", where, hint=hint)
+                f.error(
+                    "undefined_variable",
+                    f"{key} of action {raw.name!r} reads {_dotted(ref)!r}, {message}",
+                    where,
+                    hint=hint,
+                )
     return found
 
 
@@ -87,8 +102,9 @@ def template_entries(raw: RawAction) -> list[tuple[str, bool, str, Path]]:
     return out
 
 
-def _view_paths(f: Findings, raw: RawAction, context: ContextSpec | None, visible: set[str],
-                names: set[str]) -> tuple[list[tuple[str, ...]] | None, list[tuple[str, ...]]]:
+def _view_paths(
+    f: Findings, raw: RawAction, context: ContextSpec | None, visible: set[str], names: set[str]
+) -> tuple[list[tuple[str, ...]] | None, list[tuple[str, ...]]]:
     if context is None:
         return None, []
     observe: list[tuple[str, ...]] | None = None
@@ -100,22 +116,31 @@ def _view_paths(f: Findings, raw: RawAction, context: ContextSpec | None, visibl
     return observe, drop
 
 
-def _checked(f: Findings, raw: RawAction, key: str, paths: Iterable[str], visible: set[str],
-             names: set[str]) -> list[tuple[str, ...]]:
+def _checked(
+    f: Findings, raw: RawAction, key: str, paths: Iterable[str], visible: set[str], names: set[str]
+) -> list[tuple[str, ...]]:
     result = []
     for i, text in enumerate(paths):
         parts = tuple(p for p in text.split(".") if p != "*")
         result.append(parts)
         if parts and parts[0] not in visible:
             _, hint = _not_visible(parts[0], visible, names)
-            f.error("undefined_variable", f"context.{key} of action {raw.name!r} names "
-                    f"{text!r}, which it cannot see", raw.origin("context") + (key, i),
-                    hint=hint)
+            f.error(
+                "undefined_variable",
+                f"context.{key} of action {raw.name!r} names {text!r}, which it cannot see",
+                raw.origin("context") + (key, i),
+                hint=hint,
+            )
     return result
 
 
-def _invisible(ref: Reference, visible: set[str], observe: list[tuple[str, ...]] | None,
-               drop: list[tuple[str, ...]], names: set[str]) -> tuple[str, str | None] | None:
+def _invisible(
+    ref: Reference,
+    visible: set[str],
+    observe: list[tuple[str, ...]] | None,
+    drop: list[tuple[str, ...]],
+    names: set[str],
+) -> tuple[str, str | None] | None:
     root = str(ref[0])
     if root not in visible:
         return _not_visible(root, visible, names)
@@ -129,8 +154,10 @@ def _invisible(ref: Reference, visible: set[str], observe: list[tuple[str, ...]]
 
 def _not_visible(root: str, visible: set[str], names: set[str]) -> tuple[str, str | None]:
     if root in names:
-        return (f"but {root!r} is not an ancestor of this action",
-                f"add {root!r} to its dependencies")
+        return (
+            f"but {root!r} is not an ancestor of this action",
+            f"add {root!r} to its dependencies",
+        )
     seen = ", ".join(sorted(visible))
     return f"which it cannot see (it sees {seen})", did_you_mean(root, visible)
 
@@ -143,8 +170,12 @@ def _dotted(ref: Reference) -> str:
     return ".".join(str(p) for p in ref)
 
 
-def check_guard_fields(f: Findings, raw: RawAction, refs: Iterable[Reference],
-                       outputs: Mapping[str, tuple[str, dict[str, Any] | None]]) -> None:
+def check_guard_fields(
+    f: Findings,
+    raw: RawAction,
+    refs: Iterable[Reference],
+    outputs: Mapping[str, tuple[str, dict[str, Any] | None]],
+) -> None:
     """Warn when the guard reads a field that an ancestor's output cannot have.
 
     ``outputs`` maps an action name to (kind, schema). An llm answer without a schema is
@@ -158,9 +189,13 @@ def check_guard_fields(f: Findings, raw: RawAction, refs: Iterable[Reference],
         if schema is None and kind != "llm":
             continue
         if not _can_produce(schema or TEXT_SCHEMA, ref[1:]):
-            f.warn("guard_reads_missing_field", f"guard of action {raw.name!r} reads "
-                   f"{_dotted(ref)!r}, which the schema of {str(ref[0])!r} cannot produce; "
-                   "the guard will be false", where)
+            f.warn(
+                "guard_reads_missing_field",
+                f"guard of action {raw.name!r} reads "
+                f"{_dotted(ref)!r}, which the schema of {str(ref[0])!r} cannot produce; "
+                "the guard will be false",
+                where,
+            )
 
 
 def _can_produce(schema: Any, path: Reference) -> bool:
@@ -180,8 +215,11 @@ def _can_produce(schema: Any, path: Reference) -> bool:
         if types and not types & {"object"}:
             return False
         props = schema.get("properties")
-        if props is None or schema.get("patternProperties") or schema.get(
-                "additionalProperties") not in (None, False):
+        if (
+            props is None
+            or schema.get("patternProperties")
+            or schema.get("additionalProperties") not in (None, False)
+        ):
             return True
         if key not in props:
             return False

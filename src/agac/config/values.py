@@ -50,8 +50,15 @@ def read_int(f: Findings, value: Any, path: Path, *, minimum: int = 1) -> int | 
     return None
 
 
-def read_number(f: Findings, value: Any, path: Path, *, minimum: float = 0.0,
-                maximum: float | None = None, exclusive_minimum: bool = False) -> float | None:
+def read_number(
+    f: Findings,
+    value: Any,
+    path: Path,
+    *,
+    minimum: float = 0.0,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+) -> float | None:
     """A finite number in ``[minimum, maximum]`` (``(minimum, …]`` with
     ``exclusive_minimum``): YAML's ``.inf`` and ``.nan`` are refused, as is an integer too
     large for a float."""
@@ -63,8 +70,9 @@ def read_number(f: Findings, value: Any, path: Path, *, minimum: float = 0.0,
         return float(value)
     low = f"> {minimum:g}" if exclusive_minimum else f">= {minimum:g}"
     high = f" and <= {maximum:g}" if maximum is not None else ""
-    f.error("invalid_value", f"{_name(path)} must be a finite number {low}{high}, got {value!r}",
-            path)
+    f.error(
+        "invalid_value", f"{_name(path)} must be a finite number {low}{high}, got {value!r}", path
+    )
     return None
 
 
@@ -77,8 +85,9 @@ def finite(value: float) -> bool:
         return False
 
 
-def read_duration(f: Findings, value: Any, path: Path, *, code: str = "invalid_duration",
-                  positive: bool = True) -> float | None:
+def read_duration(
+    f: Findings, value: Any, path: Path, *, code: str = "invalid_duration", positive: bool = True
+) -> float | None:
     """Seconds, or a ``code`` Problem (``invalid_duration``, ``invalid_poll_interval``, …)."""
     try:
         return parse_duration(value, positive=positive)
@@ -94,8 +103,9 @@ def read_mapping(f: Findings, value: Any, path: Path) -> dict[Any, Any] | None:
     return None
 
 
-def read_str_list(f: Findings, value: Any, path: Path, *,
-                  allow_single: bool = False) -> list[str] | None:
+def read_str_list(
+    f: Findings, value: Any, path: Path, *, allow_single: bool = False
+) -> list[str] | None:
     """A list of strings; with ``allow_single`` one string counts as a list of one."""
     if allow_single and isinstance(value, str):
         return [value]

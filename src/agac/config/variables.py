@@ -21,28 +21,47 @@ from agac.providers.mock import MockProvider
 from agac.providers.options import Option
 from agac.tenants import TENANT_ENV, check_tenant
 
-__all__ = ["IMPORT_TIMEOUT", "POINT_SCHEMES", "RATE_WINDOW", "STORE_FORMS", "STORE_HINT", "VARIABLES",
-           "check_variables", "store_problem"]
+__all__ = [
+    "IMPORT_TIMEOUT",
+    "POINT_SCHEMES",
+    "RATE_WINDOW",
+    "STORE_FORMS",
+    "STORE_HINT",
+    "VARIABLES",
+    "check_variables",
+    "store_problem",
+]
 
 POINT_SCHEMES = ("dir", "s3", "gs", "az", "azure", "abfs", "abfss")
 """Schemes of storage points: object storage and directories."""
 
 STORE_FORMS = (
     "memory",
-    ("sqlite:///PATH (or a bare PATH ending in .db, .sqlite or .sqlite3; relative to the "
-     "project root)"),
+    (
+        "sqlite:///PATH (or a bare PATH ending in .db, .sqlite or .sqlite3; relative to the "
+        "project root)"
+    ),
     "postgresql://USER@HOST:PORT/DB",
     "s3://BUCKET/PREFIX (also gs://, az://)",
     "dir:///PATH",
 )
 STORE_HINT = "a store is one of: " + "; ".join(STORE_FORMS)
 
-RATE_WINDOW = Option("rate_window", "number", "the seconds of a rate limit's window (a "
-                     "minute); shortened only for tests against an emulator", default=60.0,
-                     exclusive_minimum=True)
+RATE_WINDOW = Option(
+    "rate_window",
+    "number",
+    "the seconds of a rate limit's window (a minute); shortened only for tests against an emulator",
+    default=60.0,
+    exclusive_minimum=True,
+)
 
-IMPORT_TIMEOUT = Option("import_timeout", "number", "the seconds a tool module's import may "
-                        "take before it is refused", default=30.0, exclusive_minimum=True)
+IMPORT_TIMEOUT = Option(
+    "import_timeout",
+    "number",
+    "the seconds a tool module's import may take before it is refused",
+    default=30.0,
+    exclusive_minimum=True,
+)
 
 VARIABLES: dict[str, Option] = {
     **{MOCK_ENVIRONMENT[o.name]: o for o in MockProvider.options},
@@ -67,15 +86,19 @@ def store_problem(raw: str) -> str | None:
         if "?" in text or "#" in text:
             return "is a SQLite file path with a query or fragment, which agac does not take"
         if not text.endswith(_SQLITE_SUFFIXES):
-            return "is neither a store URL nor a SQLite file path ending in .db, .sqlite or .sqlite3"
+            return (
+                "is neither a store URL nor a SQLite file path ending in .db, .sqlite or .sqlite3"
+            )
         return None
     kind = scheme.lower()
     if kind == "sqlite" or kind.startswith("sqlite+"):
         if not rest.startswith("/") or rest == "/":
             return "is not a SQLite URL of the form sqlite:///PATH"
         if "?" in rest or "#" in rest:
-            return ("has a query string, which agac does not take for a SQLite store (it "
-                    "opens the file read-write itself)")
+            return (
+                "has a query string, which agac does not take for a SQLite store (it "
+                "opens the file read-write itself)"
+            )
         return None
     if kind in ("postgresql", "postgres") or kind.startswith("postgresql+"):
         return None if rest.strip("/") else "names no PostgreSQL server"
@@ -96,8 +119,9 @@ def check_variables(environ: Mapping[str, str] | None = None) -> list[Problem]:
             problems.extend(exc.problems)
     store = env.get("AGAC_STORE", "")
     if store and (why := store_problem(store)) is not None:
-        problems.append(Problem("invalid_store", f"AGAC_STORE={store!r} {why}", "environment",
-                                hint=STORE_HINT))
+        problems.append(
+            Problem("invalid_store", f"AGAC_STORE={store!r} {why}", "environment", hint=STORE_HINT)
+        )
     if env.get(TENANT_ENV):
         try:
             check_tenant(env[TENANT_ENV], TENANT_ENV)

@@ -74,27 +74,46 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv"}
 _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 
 
-def load_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
-                  poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
-                  price_lookup: PriceLookup | None = None,
-                  budget_usd: float | None = None, records: bool = False) -> Workflow:
+def load_workflow(
+    ref: str | Path,
+    project: Project,
+    *,
+    run_mode: str | None = None,
+    poll_interval: RunDuration = None,
+    batch_deadline: RunDuration = None,
+    price_lookup: PriceLookup | None = None,
+    budget_usd: float | None = None,
+    records: bool = False,
+) -> Workflow:
     """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
-    workflow, problems = validate_workflow(ref, project, run_mode=run_mode,
-                                           poll_interval=poll_interval,
-                                           batch_deadline=batch_deadline,
-                                           price_lookup=price_lookup, budget_usd=budget_usd,
-                                           records=records)
+    workflow, problems = validate_workflow(
+        ref,
+        project,
+        run_mode=run_mode,
+        poll_interval=poll_interval,
+        batch_deadline=batch_deadline,
+        price_lookup=price_lookup,
+        budget_usd=budget_usd,
+        records=records,
+    )
     if workflow is None:
         raise ConfigError(problems=[p for p in problems if p.severity == "error"])
     return workflow
 
 
-def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None = None,
-                      poll_interval: RunDuration = None, batch_deadline: RunDuration = None,
-                      price_lookup: PriceLookup | None = None, check_credentials: bool = True,
-                      budget_usd: float | None = None, sample: int | None = None,
-                      records: bool = False,
-                      ) -> tuple[Workflow | None, list[Problem]]:
+def validate_workflow(
+    ref: str | Path,
+    project: Project,
+    *,
+    run_mode: str | None = None,
+    poll_interval: RunDuration = None,
+    batch_deadline: RunDuration = None,
+    price_lookup: PriceLookup | None = None,
+    check_credentials: bool = True,
+    budget_usd: float | None = None,
+    sample: int | None = None,
+    records: bool = False,
+) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
 
     ``run_mode``, ``poll_interval`` and ``batch_deadline`` are the run's own settings
@@ -125,10 +144,18 @@ def validate_workflow(ref: str | Path, project: Project, *, run_mode: str | None
         return None, [Problem("yaml_syntax", f"not UTF-8 text: {exc}", str(ref), 0)]
     f = Findings(doc)
     tuning = _run_tuning(f, {"poll_interval": poll_interval, "batch_deadline": batch_deadline})
-    builder = _Builder(f, doc, path, project, run_mode, tuning, budget_usd=budget_usd,
-                       sample=sample, records=records)
-    workflow = builder.build(
-        hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
+    builder = _Builder(
+        f,
+        doc,
+        path,
+        project,
+        run_mode,
+        tuning,
+        budget_usd=budget_usd,
+        sample=sample,
+        records=records,
+    )
+    workflow = builder.build(hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
     if any(p.severity == "error" for p in problems):
         workflow = None
@@ -147,8 +174,13 @@ def _run_tuning(f: Findings, given: dict[str, RunDuration]) -> dict[str, float]:
         try:
             tuning[key] = _positive_seconds(value)
         except ValueError as exc:
-            f.error(f"invalid_{key}", f"{flag}: {exc}", (flag,), line=0,
-                    hint=f"{flag} takes {DURATION_FORMAT}")
+            f.error(
+                f"invalid_{key}",
+                f"{flag}: {exc}",
+                (flag,),
+                line=0,
+                hint=f"{flag} takes {DURATION_FORMAT}",
+            )
     return tuning
 
 
@@ -180,21 +212,38 @@ def find_workflow(ref: str | Path, project: Project) -> Path:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ConfigError(problems=[Problem(
-            "workflow_not_found", f"no workflow file or workflow named {name!r} in project "
-            f"{project.root}", name, 0, hint="name a .yml file or a workflow's name:")])
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "workflow_not_found",
+                    f"no workflow file or workflow named {name!r} in project {project.root}",
+                    name,
+                    0,
+                    hint="name a .yml file or a workflow's name:",
+                )
+            ]
+        )
     files = ", ".join(project.display(p) for p in matches)
-    raise ConfigError(problems=[Problem(
-        "ambiguous_workflow", f"several workflows are named {name!r}: {files}", name, 0,
-        hint="name the file instead")])
+    raise ConfigError(
+        problems=[
+            Problem(
+                "ambiguous_workflow",
+                f"several workflows are named {name!r}: {files}",
+                name,
+                0,
+                hint="name the file instead",
+            )
+        ]
+    )
 
 
 def _workflow_files(root: Path) -> Iterator[Path]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
         for file in sorted(files):
-            if file.endswith((".yml", ".yaml")) and not (folder == str(root) and
-                                                         file == "agac.yml"):
+            if file.endswith((".yml", ".yaml")) and not (
+                folder == str(root) and file == "agac.yml"
+            ):
                 yield Path(folder, file)
 
 
@@ -246,10 +295,19 @@ def _unique(problems: list[Problem]) -> list[Problem]:
 class _Builder:
     """One validation pass over one document."""
 
-    def __init__(self, f: Findings, doc: Located, path: Path, project: Project,
-                 run_mode: str | None, tuning: dict[str, float], *,
-                 budget_usd: float | None = None, sample: int | None = None,
-                 records: bool = False) -> None:
+    def __init__(
+        self,
+        f: Findings,
+        doc: Located,
+        path: Path,
+        project: Project,
+        run_mode: str | None,
+        tuning: dict[str, float],
+        *,
+        budget_usd: float | None = None,
+        sample: int | None = None,
+        records: bool = False,
+    ) -> None:
         self.f, self.doc, self.path, self.project = f, doc, path, project
         self.run_mode, self.tuning = run_mode, tuning
         self.budget_usd = budget_usd
@@ -257,24 +315,28 @@ class _Builder:
         self.records = records
         self.budget: Budget | None = None
 
-    def build(self, source_hash: str, price_lookup: PriceLookup | None,
-              check_credentials: bool) -> Workflow | None:
+    def build(
+        self, source_hash: str, price_lookup: PriceLookup | None, check_credentials: bool
+    ) -> Workflow | None:
         f, data = self.f, self.doc.data
         if not isinstance(data, dict):
-            f.error("invalid_value", "a workflow file must be a mapping with input and actions",
-                    ())
+            f.error("invalid_value", "a workflow file must be a mapping with input and actions", ())
             return None
         self._top_keys(data)
         name = read_str(f, data["name"], ("name",)) if "name" in data else self.path.stem
         description = data.get("description")
         if description is not None:
             description = read_str(f, description, ("description",), nonempty=False)
-        partial_ok = read_bool(f, data["partial_ok"], ("partial_ok",)) \
-            if "partial_ok" in data else True
+        partial_ok = (
+            read_bool(f, data["partial_ok"], ("partial_ok",)) if "partial_ok" in data else True
+        )
         input_spec = self._input(data)
         self.budget = self._budget(data)
-        deadline = read_duration(f, data["deadline"], ("deadline",), code="invalid_deadline") \
-            if data.get("deadline") is not None else None
+        deadline = (
+            read_duration(f, data["deadline"], ("deadline",), code="invalid_deadline")
+            if data.get("deadline") is not None
+            else None
+        )
         defaults = self._defaults(data)
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
@@ -283,9 +345,17 @@ class _Builder:
             check_input(f, self.project, input_spec, raws, self.sample)
         if f.errors or actions is None or input_spec is None or name is None:
             return None
-        return Workflow(name=name, path=self.path, source_hash=source_hash, input=input_spec,
-                        actions=actions, partial_ok=bool(partial_ok), description=description,
-                        budget=self.budget, deadline=deadline)
+        return Workflow(
+            name=name,
+            path=self.path,
+            source_hash=source_hash,
+            input=input_spec,
+            actions=actions,
+            partial_ok=bool(partial_ok),
+            description=description,
+            budget=self.budget,
+            deadline=deadline,
+        )
 
     def _budget(self, data: dict[Any, Any]) -> Budget | None:
         """``budget: {usd, tokens}`` (R5), with the run's ``--budget-usd`` in place of usd."""
@@ -297,18 +367,28 @@ class _Builder:
             if body is not None:
                 f.unknown_keys(body, BUDGET_KEYS, ("budget",), "budget")
                 if not body.keys() & BUDGET_KEYS:
-                    f.error("invalid_value", "budget needs usd or tokens", ("budget",),
-                            hint="budget: {usd: 20}")
+                    f.error(
+                        "invalid_value",
+                        "budget needs usd or tokens",
+                        ("budget",),
+                        hint="budget: {usd: 20}",
+                    )
                 if body.get("usd") is not None:
-                    usd = read_number(f, body["usd"], ("budget", "usd"),
-                                      exclusive_minimum=True)
+                    usd = read_number(f, body["usd"], ("budget", "usd"), exclusive_minimum=True)
                 if body.get("tokens") is not None:
                     tokens = read_int(f, body["tokens"], ("budget", "tokens"))
         if self.budget_usd is not None:
-            if not (isinstance(self.budget_usd, (int, float)) and finite(self.budget_usd)
-                    and self.budget_usd > 0):
-                f.error("invalid_value", f"--budget-usd must be a positive finite number, got "
-                        f"{self.budget_usd!r}", ("--budget-usd",), line=0)
+            if not (
+                isinstance(self.budget_usd, (int, float))
+                and finite(self.budget_usd)
+                and self.budget_usd > 0
+            ):
+                f.error(
+                    "invalid_value",
+                    f"--budget-usd must be a positive finite number, got {self.budget_usd!r}",
+                    ("--budget-usd",),
+                    line=0,
+                )
             else:
                 usd = float(self.budget_usd)
         if usd is None and tokens is None:
@@ -318,19 +398,31 @@ class _Builder:
     def _top_keys(self, data: dict[Any, Any]) -> None:
         for key in data:
             if key in FUTURE_TOP_KEYS:
-                self.f.error("not_available_yet", f"{key!r} is not available in this version "
-                             "of agac", (key,), hint="remove it")
+                self.f.error(
+                    "not_available_yet",
+                    f"{key!r} is not available in this version of agac",
+                    (key,),
+                    hint="remove it",
+                )
             elif key not in TOP_KEYS:
-                self.f.error("unknown_key", f"unknown top-level key {key!r}", (key,),
-                             hint=did_you_mean(key, TOP_KEYS | FUTURE_TOP_KEYS))
+                self.f.error(
+                    "unknown_key",
+                    f"unknown top-level key {key!r}",
+                    (key,),
+                    hint=did_you_mean(key, TOP_KEYS | FUTURE_TOP_KEYS),
+                )
 
     def _input(self, data: dict[Any, Any]) -> InputSpec | None:
         f = self.f
         if "input" not in data and self.records:
             return InputSpec("", None, records=True)
         if "input" not in data:
-            f.error("missing_key", "the workflow has no 'input'", (),
-                    hint="input: {path: data/records.jsonl}")
+            f.error(
+                "missing_key",
+                "the workflow has no 'input'",
+                (),
+                hint="input: {path: data/records.jsonl}",
+            )
             return None
         body = read_mapping(f, data["input"], ("input",))
         if body is None:
@@ -342,8 +434,12 @@ class _Builder:
                 id_field = read_str(f, id_field, ("input", "id_field"))
             return InputSpec("", id_field, records=True)
         if "path" not in body:
-            f.error("missing_key", "input has no 'path'", ("input",),
-                    hint="a file, a folder or a glob relative to the project root")
+            f.error(
+                "missing_key",
+                "input has no 'path'",
+                ("input",),
+                hint="a file, a folder or a glob relative to the project root",
+            )
             return None
         path = read_str(f, body["path"], ("input", "path"))
         id_field = body.get("id_field")
@@ -360,9 +456,12 @@ class _Builder:
         if value is None:
             return None
         if not known_format(value):
-            self.f.error("unsupported_input", f"input.format {value!r} is not one agac reads",
-                         ("input", "format"), hint=did_you_mean(value, FORMATS)
-                         or "one of " + ", ".join(FORMATS))
+            self.f.error(
+                "unsupported_input",
+                f"input.format {value!r} is not one agac reads",
+                ("input", "format"),
+                hint=did_you_mean(value, FORMATS) or "one of " + ", ".join(FORMATS),
+            )
             return None
         return value.lower()
 
@@ -377,14 +476,23 @@ class _Builder:
         for key, value in body.items():
             path = ("defaults", key)
             if key in FUTURE_ACTION_KEYS - NOT_IN_DEFAULTS:
-                f.error("not_available_yet", f"{key!r} is not available in this version of "
-                        "agac", path, hint="remove it")
+                f.error(
+                    "not_available_yet",
+                    f"{key!r} is not available in this version of agac",
+                    path,
+                    hint="remove it",
+                )
             elif key in NOT_IN_DEFAULTS:
-                f.error("unknown_key", f"{key!r} cannot be set in defaults; set it on each "
-                        "action", path)
+                f.error(
+                    "unknown_key", f"{key!r} cannot be set in defaults; set it on each action", path
+                )
             elif key not in DEFAULTABLE_KEYS:
-                f.error("unknown_key", f"unknown key {key!r} in defaults", path,
-                        hint=did_you_mean(key, DEFAULTABLE_KEYS))
+                f.error(
+                    "unknown_key",
+                    f"unknown key {key!r} in defaults",
+                    path,
+                    hint=did_you_mean(key, DEFAULTABLE_KEYS),
+                )
             else:
                 kept[key] = value
         return kept
@@ -406,8 +514,9 @@ class _Builder:
                 raws.append(raw)
         return raws
 
-    def _hybrid_deadline(self, raws: list[RawAction], actions: list[Action],
-                         deadline: float | None) -> None:
+    def _hybrid_deadline(
+        self, raws: list[RawAction], actions: list[Action], deadline: float | None
+    ) -> None:
         """B13: ``hybrid`` goes live before the run's ``deadline``, so it needs one, and
         ``live_after`` must come before it."""
         where = {r.name: r.origin("hybrid") + ("live_after",) for r in raws}
@@ -415,15 +524,22 @@ class _Builder:
             if action.live_after is None:
                 continue
             if deadline is None:
-                self.f.error("hybrid_needs_deadline", f"action {action.name!r} has hybrid, but "
-                             "the workflow has no deadline", where[action.name],
-                             hint="add a top-level deadline: (e.g. deadline: 24h) that "
-                             "live_after comes before")
+                self.f.error(
+                    "hybrid_needs_deadline",
+                    f"action {action.name!r} has hybrid, but the workflow has no deadline",
+                    where[action.name],
+                    hint="add a top-level deadline: (e.g. deadline: 24h) that "
+                    "live_after comes before",
+                )
             elif action.live_after >= deadline:
-                self.f.error("invalid_hybrid", f"live_after of action {action.name!r} "
-                             f"({action.live_after:g}s) is not before the workflow's deadline "
-                             f"({deadline:g}s)", where[action.name],
-                             hint="live_after must be shorter than deadline")
+                self.f.error(
+                    "invalid_hybrid",
+                    f"live_after of action {action.name!r} "
+                    f"({action.live_after:g}s) is not before the workflow's deadline "
+                    f"({deadline:g}s)",
+                    where[action.name],
+                    hint="live_after must be shorter than deadline",
+                )
 
     def _unused_tuning(self, raws: list[RawAction]) -> None:
         """Warn when the run's tuning fills nothing: no action ends up (or may end up) batched."""
@@ -434,9 +550,13 @@ class _Builder:
             return
         for key in self.tuning:
             flag = PER_RUN[key][0]
-            self.f.warn("tuning_without_batch", f"{flag} is given, but no action of this "
-                        "workflow runs in batch mode", (flag,), line=0,
-                        hint="it fills batch actions only; add --run-mode batch or drop it")
+            self.f.warn(
+                "tuning_without_batch",
+                f"{flag} is given, but no action of this workflow runs in batch mode",
+                (flag,),
+                line=0,
+                hint="it fills batch actions only; add --run-mode batch or drop it",
+            )
 
     def _action(self, index: int, item: Any) -> RawAction | None:
         f, path = self.f, ("actions", index)
@@ -449,13 +569,20 @@ class _Builder:
             f.error("missing_key", f"action #{index + 1} has no 'name'", path)
             return None
         if not isinstance(name, str) or not name.isidentifier() or name in RESERVED_NAMES:
-            f.error("invalid_value", f"action name {name!r} must be an identifier (letters, "
-                    "digits, _) and not a reserved word like 'source'", path + ("name",))
+            f.error(
+                "invalid_value",
+                f"action name {name!r} must be an identifier (letters, "
+                "digits, _) and not a reserved word like 'source'",
+                path + ("name",),
+            )
             return None
-        deps = read_str_list(f, body.get("dependencies") or [], path + ("dependencies",),
-                             allow_single=True) or []
-        own = {k: v for k, v in body.items() if k in ACTION_KEYS - {"name", "kind",
-                                                                    "dependencies"}}
+        deps = (
+            read_str_list(
+                f, body.get("dependencies") or [], path + ("dependencies",), allow_single=True
+            )
+            or []
+        )
+        own = {k: v for k, v in body.items() if k in ACTION_KEYS - {"name", "kind", "dependencies"}}
         # A bad kind is reported, and the action is still checked (as the kind it most
         # likely means) and stays known to the actions that depend on it.
         kind = self._kind(body, path) or _likely_kind(body)
@@ -469,51 +596,84 @@ class _Builder:
     def _action_keys(self, body: dict[Any, Any], path: tuple[Any, ...]) -> None:
         for key in body:
             if key in FUTURE_ACTION_KEYS:
-                self.f.error("not_available_yet", f"{key!r} is not available in this version "
-                             "of agac", path + (key,), hint="remove it")
+                self.f.error(
+                    "not_available_yet",
+                    f"{key!r} is not available in this version of agac",
+                    path + (key,),
+                    hint="remove it",
+                )
             elif key not in ACTION_KEYS:
-                self.f.error("unknown_key", f"unknown key {key!r} in action", path + (key,),
-                             hint=did_you_mean(key, ACTION_KEYS | FUTURE_ACTION_KEYS))
+                self.f.error(
+                    "unknown_key",
+                    f"unknown key {key!r} in action",
+                    path + (key,),
+                    hint=did_you_mean(key, ACTION_KEYS | FUTURE_ACTION_KEYS),
+                )
 
     def _kind(self, body: dict[Any, Any], path: tuple[Any, ...]) -> str | None:
         kind = body.get("kind", "llm")
         if kind in KINDS:
             return str(kind)
         if kind in FUTURE_KINDS:
-            self.f.error("not_available_yet", f"kind {kind!r} is not available in this version "
-                         "of agac", path + ("kind",))
+            self.f.error(
+                "not_available_yet",
+                f"kind {kind!r} is not available in this version of agac",
+                path + ("kind",),
+            )
         else:
-            self.f.error("invalid_value", f"kind {kind!r} is not one of llm, tool, join",
-                         path + ("kind",), hint=did_you_mean(str(kind), KINDS))
+            self.f.error(
+                "invalid_value",
+                f"kind {kind!r} is not one of llm, tool, join",
+                path + ("kind",),
+                hint=did_you_mean(str(kind), KINDS),
+            )
         return None
 
     def _tool_keys(self, raw: RawAction) -> None:
         for key in raw.own:
             if key in LLM_ONLY_KEYS - TOOL_KEYS:
                 what = "batch tuning" if key in BATCH_TUNING_KEYS else f"{key!r}"
-                self.f.error("not_an_llm_action", f"{what} is set on tool action "
-                             f"{raw.name!r}; it applies to llm actions only",
-                             raw.path + (key,), hint=f"remove {key!r} from this action")
+                self.f.error(
+                    "not_an_llm_action",
+                    f"{what} is set on tool action {raw.name!r}; it applies to llm actions only",
+                    raw.path + (key,),
+                    hint=f"remove {key!r} from this action",
+                )
         if "function" not in raw.own:
-            self.f.error("missing_key", f"tool action {raw.name!r} has no 'function'",
-                         raw.path, hint="function: module:name (resolved from the project "
-                         "root)")
+            self.f.error(
+                "missing_key",
+                f"tool action {raw.name!r} has no 'function'",
+                raw.path,
+                hint="function: module:name (resolved from the project root)",
+            )
 
     def _join_keys(self, raw: RawAction) -> None:
         for key in raw.own:
             if key in LLM_ONLY_KEYS:
                 what = "batch tuning" if key in BATCH_TUNING_KEYS else f"{key!r}"
-                self.f.error("not_an_llm_action", f"{what} is set on join action {raw.name!r}; "
-                             "a kind: join collects items and calls nothing",
-                             raw.path + (key,), hint="to call a model at the join, make it an "
-                             "llm action with join: FAN_OUT_ACTION")
+                self.f.error(
+                    "not_an_llm_action",
+                    f"{what} is set on join action {raw.name!r}; "
+                    "a kind: join collects items and calls nothing",
+                    raw.path + (key,),
+                    hint="to call a model at the join, make it an "
+                    "llm action with join: FAN_OUT_ACTION",
+                )
             elif key in ("function", "fan_out", "effect"):
-                self.f.error("invalid_value", f"{key!r} is set on join action {raw.name!r}; a "
-                             "kind: join only collects items", raw.path + (key,),
-                             hint="make it kind: tool with join: FAN_OUT_ACTION")
+                self.f.error(
+                    "invalid_value",
+                    f"{key!r} is set on join action {raw.name!r}; a kind: join only collects items",
+                    raw.path + (key,),
+                    hint="make it kind: tool with join: FAN_OUT_ACTION",
+                )
 
-    def _resolve(self, raws: list[RawAction], price_lookup: PriceLookup | None,
-                 check_credentials: bool, deadline: float | None) -> tuple[Action, ...] | None:
+    def _resolve(
+        self,
+        raws: list[RawAction],
+        price_lookup: PriceLookup | None,
+        check_credentials: bool,
+        deadline: float | None,
+    ) -> tuple[Action, ...] | None:
         f = self.f
         fields = {}
         for raw in raws:
@@ -533,8 +693,14 @@ class _Builder:
             check_caching(f, self.project, raw, fields[raw.name])
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         self._hybrid_deadline(raws, built, deadline)
-        check_environment(f, self.project, zip(order, built), price_lookup=price_lookup,
-                          check_credentials=check_credentials, budget=self.budget is not None)
+        check_environment(
+            f,
+            self.project,
+            zip(order, built),
+            price_lookup=price_lookup,
+            check_credentials=check_credentials,
+            budget=self.budget is not None,
+        )
         return tuple(built) if not f.errors else None
 
     def _bundled(self, raw: RawAction, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -543,9 +709,13 @@ class _Builder:
 
         return bundle_schema(self.f, schema, raw.origin("schema"), self.project.root)
 
-    def _check_templates(self, order: list[RawAction], ancestors: dict[str, tuple[str, ...]],
-                         fields: dict[str, dict[str, Any]],
-                         visible: dict[str, tuple[tuple[str, ...], frozenset[str]]]) -> None:
+    def _check_templates(
+        self,
+        order: list[RawAction],
+        ancestors: dict[str, tuple[str, ...]],
+        fields: dict[str, dict[str, Any]],
+        visible: dict[str, tuple[tuple[str, ...], frozenset[str]]],
+    ) -> None:
         names = [r.name for r in order]
         outputs = {r.name: (r.kind, fields[r.name].get("schema")) for r in order}
         for raw in order:
@@ -558,15 +728,27 @@ class _Builder:
         if raw.kind == "llm":
             for key in ("model", "prompt"):
                 if key not in raw.values:
-                    self.f.error("missing_key", f"llm action {raw.name!r} has no {key!r} (on "
-                                 "the action or in defaults)", raw.path)
+                    self.f.error(
+                        "missing_key",
+                        f"llm action {raw.name!r} has no {key!r} (on the action or in defaults)",
+                        raw.path,
+                    )
             if "function" in raw.own:
-                self.f.error("invalid_value", f"'function' is for kind: tool, but action "
-                             f"{raw.name!r} is an llm action", raw.path + ("function",),
-                             hint="add kind: tool")
+                self.f.error(
+                    "invalid_value",
+                    f"'function' is for kind: tool, but action {raw.name!r} is an llm action",
+                    raw.path + ("function",),
+                    hint="add kind: tool",
+                )
 
-    def _action_of(self, raw: RawAction, fields: dict[str, Any],
-                   ancestors: tuple[str, ...]) -> Action:
-        return Action(name=raw.name, kind=raw.kind, line=raw.line,
-                      dependencies=tuple(dict.fromkeys(raw.dependencies)),
-                      ancestors=ancestors, **fields)
+    def _action_of(
+        self, raw: RawAction, fields: dict[str, Any], ancestors: tuple[str, ...]
+    ) -> Action:
+        return Action(
+            name=raw.name,
+            kind=raw.kind,
+            line=raw.line,
+            dependencies=tuple(dict.fromkeys(raw.dependencies)),
+            ancestors=ancestors,
+            **fields,
+        )

@@ -41,14 +41,20 @@ def require(module: str) -> Any:
         top = module.partition(".")[0]
         raise UsageError(
             f"{top} is not installed; {_WHY.get(top, top)} need the data extra: "
-            "pip install 'agac[data]'") from exc
+            "pip install 'agac[data]'"
+        ) from exc
 
 
 def arrow_type(kind: ColumnType) -> pa.DataType:
     pa = require("pyarrow")
     if isinstance(kind, Scalar):
-        return {"string": pa.string(), "json": pa.string(), "int64": pa.int64(),
-                "float64": pa.float64(), "bool": pa.bool_()}[kind.name]
+        return {
+            "string": pa.string(),
+            "json": pa.string(),
+            "int64": pa.int64(),
+            "float64": pa.float64(),
+            "bool": pa.bool_(),
+        }[kind.name]
     if isinstance(kind, ListOf):
         return pa.list_(_field("item", kind.item))
     assert isinstance(kind, StructOf)

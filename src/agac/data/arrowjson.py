@@ -72,8 +72,9 @@ def json_values(array: Any) -> list[Any]:
     if _plain(pa, kind) and not pa.types.is_floating(kind):
         return array.to_pylist()  # type: ignore[no-any-return]
     if _is_binary(pa, kind):
-        return [None if v is None else base64.b64encode(v).decode("ascii")
-                for v in array.to_pylist()]
+        return [
+            None if v is None else base64.b64encode(v).decode("ascii") for v in array.to_pylist()
+        ]
     values = _convert(pa, array).to_pylist()
     if _has_map(pa, kind):
         return [_objects(v) for v in values]
@@ -82,9 +83,15 @@ def json_values(array: Any) -> list[Any]:
 
 def _plain(pa: Any, kind: Any) -> bool:
     t = pa.types
-    return bool(t.is_null(kind) or t.is_boolean(kind) or t.is_integer(kind)
-                or t.is_floating(kind) or t.is_string(kind) or t.is_large_string(kind)
-                or t.is_string_view(kind))
+    return bool(
+        t.is_null(kind)
+        or t.is_boolean(kind)
+        or t.is_integer(kind)
+        or t.is_floating(kind)
+        or t.is_string(kind)
+        or t.is_large_string(kind)
+        or t.is_string_view(kind)
+    )
 
 
 def _special(pa: Any, kind: Any) -> bool:
@@ -94,14 +101,23 @@ def _special(pa: Any, kind: Any) -> bool:
 
 def _is_binary(pa: Any, kind: Any) -> bool:
     t = pa.types
-    return bool(t.is_binary(kind) or t.is_large_binary(kind) or t.is_fixed_size_binary(kind)
-                or t.is_binary_view(kind))
+    return bool(
+        t.is_binary(kind)
+        or t.is_large_binary(kind)
+        or t.is_fixed_size_binary(kind)
+        or t.is_binary_view(kind)
+    )
 
 
 def _is_list(pa: Any, kind: Any) -> bool:
     t = pa.types
-    return bool(t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind)
-                or t.is_list_view(kind) or t.is_large_list_view(kind))
+    return bool(
+        t.is_list(kind)
+        or t.is_large_list(kind)
+        or t.is_fixed_size_list(kind)
+        or t.is_list_view(kind)
+        or t.is_large_list_view(kind)
+    )
 
 
 def _is_uuid(kind: Any) -> bool:
@@ -155,8 +171,7 @@ def _convert(pa: Any, array: Any) -> Any:
         return pa.array(json_values(array), pa.string())
     if isinstance(kind, pa.BaseExtensionType):
         if _is_uuid(kind):
-            return pa.array([None if v is None else str(v) for v in array.to_pylist()],
-                            pa.string())
+            return pa.array([None if v is None else str(v) for v in array.to_pylist()], pa.string())
         return _convert(pa, array.storage)
     if t.is_dictionary(kind):
         return _convert(pa, array.dictionary_decode())
@@ -167,7 +182,8 @@ def _convert(pa: Any, array: Any) -> Any:
     if t.is_map(kind):
         offsets = pc.subtract(array.offsets, array.offsets[0])
         entries = pa.StructArray.from_arrays(
-            [_convert(pa, array.keys), _convert(pa, array.items)], names=[_MAP_KEY, _MAP_VALUE])
+            [_convert(pa, array.keys), _convert(pa, array.items)], names=[_MAP_KEY, _MAP_VALUE]
+        )
         return pa.ListArray.from_arrays(offsets, entries, mask=array.is_null())
     if _is_list(pa, kind):
         if not (t.is_list(kind) or t.is_large_list(kind)):

@@ -59,8 +59,9 @@ class ColumnarFile:
         rows = max(1024, min(_BATCH_ROWS, _BATCH_VALUES // max(1, len(columns))))
         if self.kind == "parquet":
             for group in range(self.parquet.num_row_groups):
-                yield from self.parquet.iter_batches(batch_size=rows, row_groups=[group],
-                                                     columns=list(columns))
+                yield from self.parquet.iter_batches(
+                    batch_size=rows, row_groups=[group], columns=list(columns)
+                )
             return
         wanted = [self.schema.get_field_index(c) for c in columns]
         options = pa.ipc.IpcReadOptions(included_fields=wanted)
@@ -113,8 +114,9 @@ def open_columnar(file: InputFile) -> ColumnarFile:
         if file.format.kind == "parquet":
             pq = require("pyarrow.parquet")
             handle = pq.ParquetFile(source, pre_buffer=False)
-            return ColumnarFile(file, "parquet", handle.schema_arrow, handle.metadata.num_rows,
-                                handle, source)
+            return ColumnarFile(
+                file, "parquet", handle.schema_arrow, handle.metadata.num_rows, handle, source
+            )
         if _is_ipc_file(source):
             reader = pa.ipc.open_file(source)
             return ColumnarFile(file, "ipc-file", reader.schema, None, None, source)
@@ -140,16 +142,25 @@ def _is_ipc_file(source: Any) -> bool:
 def unreadable(file: InputFile, exc: BaseException) -> ConfigError:
     what = "parquet" if file.format.kind == "parquet" else "Arrow IPC"
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return ConfigError(problems=[Problem(
-        "input_unreadable", f"{file.where} is not a readable {what} file ({detail})",
-        file.where, 0, path="input.path",
-        hint=f"its {'footer' if what == 'parquet' else 'header'} is damaged or the file was cut "
-             "off: write it again, or move it out of the input; input.format: names the "
-             "format when the extension does not")])
+    return ConfigError(
+        problems=[
+            Problem(
+                "input_unreadable",
+                f"{file.where} is not a readable {what} file ({detail})",
+                file.where,
+                0,
+                path="input.path",
+                hint=f"its {'footer' if what == 'parquet' else 'header'} is damaged or the file was cut "
+                "off: write it again, or move it out of the input; input.format: names the "
+                "format when the extension does not",
+            )
+        ]
+    )
 
 
-def projected(names: Sequence[str], columns: frozenset[str] | None,
-              id_field: str | None) -> list[str]:
+def projected(
+    names: Sequence[str], columns: frozenset[str] | None, id_field: str | None
+) -> list[str]:
     """The columns to read, in schema order: all when ``columns`` is None, else those of
     ``columns`` (and ``id_field``) the file has."""
     if columns is None:
@@ -163,15 +174,24 @@ def check_types(opened: ColumnarFile, columns: Sequence[str]) -> None:
     for name in columns:
         why = unsupported(opened.schema.field(name).type)
         if why is not None:
-            raise ConfigError(problems=[Problem(
-                "unsupported_column", f"{opened.file.where}: column {name!r} is {why}, which "
-                "has no JSON form", opened.file.where, 0, path="input.path",
-                hint=f"leave source.{name} out of what the workflow reads, or cast the "
-                     "column (to text, a number or a struct) when the file is written")])
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "unsupported_column",
+                        f"{opened.file.where}: column {name!r} is {why}, which has no JSON form",
+                        opened.file.where,
+                        0,
+                        path="input.path",
+                        hint=f"leave source.{name} out of what the workflow reads, or cast the "
+                        "column (to text, a number or a struct) when the file is written",
+                    )
+                ]
+            )
 
 
-def read_columnar(file: InputFile, id_field: str | None, columns: frozenset[str] | None,
-                  name: str) -> Iterator[InputRecord]:
+def read_columnar(
+    file: InputFile, id_field: str | None, columns: frozenset[str] | None, name: str
+) -> Iterator[InputRecord]:
     """Every row of ``file`` as a record (see the module docstring)."""
     try:
         opened = open_columnar(file)
@@ -187,8 +207,12 @@ def read_columnar(file: InputFile, id_field: str | None, columns: frozenset[str]
     yield from _rows(opened, names, id_field, name)
 
 
-def _rows(opened: ColumnarFile, names: list[str], id_field: str | None, name: str,
-          ) -> Iterator[InputRecord]:
+def _rows(
+    opened: ColumnarFile,
+    names: list[str],
+    id_field: str | None,
+    name: str,
+) -> Iterator[InputRecord]:
     pa = require("pyarrow")
     n = 0
     try:
@@ -209,8 +233,9 @@ def _rows(opened: ColumnarFile, names: list[str], id_field: str | None, name: st
         opened.close()
 
 
-def _batch_records(name: str, before: int, names: list[str], values: list[list[Any]],
-                   id_field: str | None) -> Iterator[InputRecord]:
+def _batch_records(
+    name: str, before: int, names: list[str], values: list[list[Any]], id_field: str | None
+) -> Iterator[InputRecord]:
     """One record per row of a batch whose columns' JSON values are ``values``."""
     if id_field is None or id_field not in names:
         for offset, row in enumerate(zip(*values, strict=True), start=before + 1):
@@ -225,14 +250,24 @@ def _batch_records(name: str, before: int, names: list[str], values: list[list[A
             yield InputRecord(name, offset, 0, key, payload)
 
 
-def _rest_changed(opened: ColumnarFile, name: str, n: int, exc: InputChanged,
-                  ) -> Iterator[InputRecord]:
+def _rest_changed(
+    opened: ColumnarFile,
+    name: str,
+    n: int,
+    exc: InputChanged,
+) -> Iterator[InputRecord]:
     """The rows not read of an object that changed: one ``input_changed`` record per row
     the footer counts, else one for the rest of the file."""
     if opened.num_rows is None or opened.num_rows <= n:
         yield changed_record(name, n + 1, exc)
         return
     for row in range(n + 1, opened.num_rows + 1):
-        yield InputRecord(name, row, 0, f"{name}:{row}", None,
-                          f"{name} row {row}: not read: {exc}; `agac run WF --new` takes the "
-                          "input as it is now", INPUT_CHANGED)
+        yield InputRecord(
+            name,
+            row,
+            0,
+            f"{name}:{row}",
+            None,
+            f"{name} row {row}: not read: {exc}; `agac run WF --new` takes the input as it is now",
+            INPUT_CHANGED,
+        )

@@ -62,7 +62,10 @@ ColumnType = Scalar | ListOf | StructOf
 JSON = Scalar("json")
 STRING = Scalar("string")
 _PRIMITIVES: dict[str, ScalarName] = {
-    "string": "string", "integer": "int64", "number": "float64", "boolean": "bool",
+    "string": "string",
+    "integer": "int64",
+    "number": "float64",
+    "boolean": "bool",
 }
 
 
@@ -157,8 +160,9 @@ def coerce(value: Any, kind: ColumnType, *, json_as_text: bool = True) -> Any:
         return [coerce(v, kind.item, json_as_text=json_as_text) for v in value]
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {json_text(value)[:80]}")
-    return {name: coerce(value.get(name), sub, json_as_text=json_as_text)
-            for name, sub in kind.fields}
+    return {
+        name: coerce(value.get(name), sub, json_as_text=json_as_text) for name, sub in kind.fields
+    }
 
 
 def _scalar(value: Any, name: ScalarName) -> Any:
@@ -168,8 +172,12 @@ def _scalar(value: Any, name: ScalarName) -> Any:
         return value if isinstance(value, str) else json_text(value)
     if name == "bool" and isinstance(value, bool):
         return value
-    if name == "int64" and isinstance(value, int | float) and not isinstance(value, bool) \
-            and float(value).is_integer():
+    if (
+        name == "int64"
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and float(value).is_integer()
+    ):
         return int(value)
     if name == "float64" and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)

@@ -51,9 +51,21 @@ from agac.objectstores import is_cloud_url, open_cloud_store, require_obstore
 if TYPE_CHECKING:
     from agac.data.results import ResultTable
 
-__all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "PART_BYTES", "ExportFailed", "Protected",
-           "neutralize_formula", "open_binary_output", "open_output", "write_csv", "write_jsonl",
-           "write_parquet", "write_wide_csv", "write_wide_jsonl"]
+__all__ = [
+    "CSV_COLUMNS",
+    "FORMULA_STARTS",
+    "PART_BYTES",
+    "ExportFailed",
+    "Protected",
+    "neutralize_formula",
+    "open_binary_output",
+    "open_output",
+    "write_csv",
+    "write_jsonl",
+    "write_parquet",
+    "write_wide_csv",
+    "write_wide_jsonl",
+]
 
 PART_BYTES = 8 << 20
 """Bytes of one part of an upload to object storage (at most a few are in flight)."""
@@ -66,6 +78,7 @@ class ExportFailed(AgacError):
 
     exit_code = 1
     code = "export_failed"
+
 
 class Protected(NamedTuple):
     """A file an export must never write (X1), and what it is, for the refusal: "the
@@ -106,8 +119,9 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     return count
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO, *,
-              escape_formulas: bool = True) -> int:
+def write_csv(
+    rows: Iterable[Mapping[str, Any]], out: TextIO, *, escape_formulas: bool = True
+) -> int:
     """Write a header of :data:`CSV_COLUMNS`, then one line per row.
 
     ``output`` (and a non-string ``detail``) is written as compact JSON text; a missing
@@ -149,8 +163,13 @@ def write_wide_jsonl(names: Sequence[str], rows: Iterable[Sequence[Any]], out: T
     return count
 
 
-def write_wide_csv(names: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO, *,
-                   escape_formulas: bool = True) -> int:
+def write_wide_csv(
+    names: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    out: TextIO,
+    *,
+    escape_formulas: bool = True,
+) -> int:
     """A header of column names, then one line per wide row: lists, objects and booleans as
     compact JSON, a missing value as an empty cell; with ``escape_formulas`` text cells
     (and names) a spreadsheet would run are neutralized as in :func:`write_csv`."""
@@ -216,14 +235,17 @@ def _strict() -> Iterator[_Position]:
     except NotJSON as exc:
         key = exc.record if exc.record is not None else at.key
         where = f"record {key!r}: " if key is not None else ""
-        raise StoreError(f"{where}a stored value holds {exc.flaw}, which strict JSON cannot "
-                         "hold; the export stopped",
-                         hint="an earlier agac stored it; answer the record again "
-                              "(agac retry, or agac run --fresh)") from exc
+        raise StoreError(
+            f"{where}a stored value holds {exc.flaw}, which strict JSON cannot "
+            "hold; the export stopped",
+            hint="an earlier agac stored it; answer the record again "
+            "(agac retry, or agac run --fresh)",
+        ) from exc
 
 
-def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any]]],
-                  out: IO[bytes]) -> int:
+def write_parquet(
+    table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any]]], out: IO[bytes]
+) -> int:
     """Parquet (zstd), one row group per item of ``row_groups``; needs pyarrow."""
     from agac.data.arrow import arrow_schema, record_batch, require
 
@@ -239,8 +261,9 @@ def write_parquet(table: ResultTable, row_groups: Iterable[Sequence[Sequence[Any
 
 
 @contextlib.contextmanager
-def open_output(path: str | None, protected: Iterable[Protected] = (),
-                options: Mapping[str, Any] | None = None) -> Iterator[TextIO]:
+def open_output(
+    path: str | None, protected: Iterable[Protected] = (), options: Mapping[str, Any] | None = None
+) -> Iterator[TextIO]:
     """Yield the text stream an export writes to: stdout when ``path`` is None.
 
     How a file is written depends on what ``path`` names (X1):
@@ -264,8 +287,7 @@ def open_output(path: str | None, protected: Iterable[Protected] = (),
         return
     if is_cloud_url(path):
         with _uploading(path, options, "results.jsonl") as sink:
-            text = io.TextIOWrapper(io.BufferedWriter(sink, 1 << 20), encoding="utf-8",
-                                    newline="")
+            text = io.TextIOWrapper(io.BufferedWriter(sink, 1 << 20), encoding="utf-8", newline="")
             yield text
             text.flush()
         return
@@ -279,8 +301,9 @@ def open_output(path: str | None, protected: Iterable[Protected] = (),
 
 
 @contextlib.contextmanager
-def open_binary_output(path: str, protected: Iterable[Protected] = (),
-                       options: Mapping[str, Any] | None = None) -> Iterator[IO[bytes]]:
+def open_binary_output(
+    path: str, protected: Iterable[Protected] = (), options: Mapping[str, Any] | None = None
+) -> Iterator[IO[bytes]]:
     """As :func:`open_output`, for a binary file (parquet); a path is required."""
     if is_cloud_url(path):
         with _uploading(path, options, "results.parquet") as sink:
@@ -326,13 +349,17 @@ def _upload_errors(url: str) -> Iterator[None]:
     try:
         yield
     except (ox.PermissionDeniedError, ox.UnauthenticatedError) as exc:
-        raise ExportFailed(f"cannot write {url}: access refused ({_first_line(exc)}); nothing "
-                           "was written under that name", hint="give agac credentials that may "
-                           "write there (AWS_*, GOOGLE_*, AZURE_* or object_options)") from exc
+        raise ExportFailed(
+            f"cannot write {url}: access refused ({_first_line(exc)}); nothing "
+            "was written under that name",
+            hint="give agac credentials that may "
+            "write there (AWS_*, GOOGLE_*, AZURE_* or object_options)",
+        ) from exc
     except (ox.BaseError, OSError) as exc:
-        raise ExportFailed(f"cannot write {url} ({_first_line(exc)}); nothing was written under "
-                           "that name", hint="check the bucket, the endpoint and the network, "
-                           "then export again") from exc
+        raise ExportFailed(
+            f"cannot write {url} ({_first_line(exc)}); nothing was written under that name",
+            hint="check the bucket, the endpoint and the network, then export again",
+        ) from exc
 
 
 def _first_line(exc: BaseException) -> str:
@@ -341,20 +368,24 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _uploading(url: str, options: Mapping[str, Any] | None, example: str,
-               part_bytes: int = PART_BYTES) -> Iterator[IO[bytes]]:
+def _uploading(
+    url: str, options: Mapping[str, Any] | None, example: str, part_bytes: int = PART_BYTES
+) -> Iterator[IO[bytes]]:
     """A multipart upload to ``url``: completed when the block ends without an error,
     aborted (no object under the name) when it raises."""
     scheme, _, rest = url.partition("://")
     bucket, _, key = rest.partition("/")
     if not key or key.endswith("/"):
-        raise UsageError(f"{url} names a prefix, not an object to write",
-                         hint=f"name the object, e.g. {url.rstrip('/')}/{example}")
+        raise UsageError(
+            f"{url} names a prefix, not an object to write",
+            hint=f"name the object, e.g. {url.rstrip('/')}/{example}",
+        )
     ob = require_obstore(f"the export to {url}")
     with _upload_errors(url):
         store = open_cloud_store(f"{scheme}://{bucket}", options, f"the export to {url}")
-        writer = ob.open_writer(store, key, buffer_size=part_bytes,
-                                max_concurrency=_PARTS_IN_FLIGHT)
+        writer = ob.open_writer(
+            store, key, buffer_size=part_bytes, max_concurrency=_PARTS_IN_FLIGHT
+        )
     sink = _Sink(writer, url)
     # obstore's writer aborts the upload when its block raises, completes it otherwise.
     with _upload_errors(url), writer:
@@ -368,15 +399,18 @@ def _target(path: Path, example: str, protected: Iterable[Protected]) -> tuple[P
     for guarded in protected:
         if _same_file(target, guarded.path):
             via = "" if target == Path(os.path.abspath(path)) else f" (through a link, {target})"
-            raise ProtectedFile(f"refusing to write {path}: it is {guarded.what}{via}",
-                                hint="write the export to another file")
+            raise ProtectedFile(
+                f"refusing to write {path}: it is {guarded.what}{via}",
+                hint="write the export to another file",
+            )
     try:
         mode: int | None = os.stat(target).st_mode
     except FileNotFoundError:
         mode = None
     if mode is not None and stat.S_ISDIR(mode):
-        raise UsageError(f"{path} is a folder, not a file",
-                         hint=f"name the file to write, e.g. {path / example}")
+        raise UsageError(
+            f"{path} is a folder, not a file", hint=f"name the file to write, e.g. {path / example}"
+        )
     return target, mode is not None and not stat.S_ISREG(mode)
 
 

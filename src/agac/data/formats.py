@@ -23,8 +23,16 @@ from typing import IO, Any, Literal
 
 from agac.errors import UsageError
 
-__all__ = ["COLUMNAR", "COMPRESSIONS", "FORMATS", "SUFFIXES", "InputFormat", "decompressed",
-           "format_of", "known_format"]
+__all__ = [
+    "COLUMNAR",
+    "COMPRESSIONS",
+    "FORMATS",
+    "SUFFIXES",
+    "InputFormat",
+    "decompressed",
+    "format_of",
+    "known_format",
+]
 
 Kind = Literal["jsonl", "json", "csv", "parquet", "arrow"]
 
@@ -33,8 +41,14 @@ FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet", "arrow", "feather
 
 COLUMNAR: frozenset[str] = frozenset({"parquet", "arrow"})
 
-SUFFIXES: dict[str, Kind] = {".jsonl": "jsonl", ".json": "json", ".csv": "csv",
-                             ".parquet": "parquet", ".arrow": "arrow", ".feather": "arrow"}
+SUFFIXES: dict[str, Kind] = {
+    ".jsonl": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+    ".feather": "arrow",
+}
 """Extensions agac reads, lower-case, and the format each names."""
 
 COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".zst": "zstd", ".bz2": "bzip2", ".xz": "xz"}
@@ -90,10 +104,10 @@ def _zstd(raw: IO[bytes]) -> IO[bytes]:
     try:
         import zstandard
     except ImportError as exc:
-        raise UsageError("zstandard is not installed; .zst inputs need the data extra: "
-                         "pip install 'agac[data]'") from exc
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True,
-                                                      closefd=True)
+        raise UsageError(
+            "zstandard is not installed; .zst inputs need the data extra: pip install 'agac[data]'"
+        ) from exc
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
 
 
 def _codec(compression: str, raw: IO[bytes]) -> Any:

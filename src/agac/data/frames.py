@@ -105,8 +105,11 @@ def json_records(records: Any) -> Iterator[Any]:
     if isinstance(records, Mapping):
         raise _refused("records is one dict; give an iterable of dicts (a list of records)", 0)
     if isinstance(records, str | bytes) or not isinstance(records, Iterable):
-        raise _refused(f"records must be an iterable of dicts, a pandas or polars DataFrame or "
-                       f"an Arrow table, not {type(records).__name__}", 0)
+        raise _refused(
+            f"records must be an iterable of dicts, a pandas or polars DataFrame or "
+            f"an Arrow table, not {type(records).__name__}",
+            0,
+        )
     return _from_dicts(records)
 
 
@@ -137,7 +140,7 @@ def _from_pandas(frame: Any) -> Iterator[Any]:
 
 def _pandas_rows(frame: Any) -> Iterator[Any]:
     for start in range(0, len(frame), _BATCH_ROWS):
-        chunk = frame.iloc[start:start + _BATCH_ROWS].to_dict(orient="records")
+        chunk = frame.iloc[start : start + _BATCH_ROWS].to_dict(orient="records")
         for offset, record in enumerate(chunk):
             n = start + offset + 1
             yield {str(k): _value(v, n, str(k)) for k, v in record.items()}
@@ -151,13 +154,19 @@ def _from_arrow(data: Any) -> Iterator[Any]:
     elif isinstance(data, pa.RecordBatch):
         batches, schema = [data], data.schema
     else:
-        reader = data if isinstance(data, pa.RecordBatchReader) else \
-            pa.RecordBatchReader.from_stream(data)
+        reader = (
+            data
+            if isinstance(data, pa.RecordBatchReader)
+            else pa.RecordBatchReader.from_stream(data)
+        )
         batches, schema = reader, reader.schema
     for field in schema:
         if _holds_binary(pa, field.type):
-            raise _refused(f"records column {field.name!r} holds bytes ({field.type}); a record "
-                           "is JSON", 0, field.name)
+            raise _refused(
+                f"records column {field.name!r} holds bytes ({field.type}); a record is JSON",
+                0,
+                field.name,
+            )
     return _arrow_rows(batches)
 
 
@@ -171,8 +180,12 @@ def _arrow_rows(batches: Iterable[Any]) -> Iterator[Any]:
 
 def _holds_binary(pa: Any, kind: Any) -> bool:
     types = pa.types
-    if types.is_binary(kind) or types.is_large_binary(kind) or types.is_fixed_size_binary(kind) \
-            or getattr(types, "is_binary_view", lambda _: False)(kind):
+    if (
+        types.is_binary(kind)
+        or types.is_large_binary(kind)
+        or types.is_fixed_size_binary(kind)
+        or getattr(types, "is_binary_view", lambda _: False)(kind)
+    ):
         return True
     return any(_holds_binary(pa, kind.field(i).type) for i in range(kind.num_fields))
 
@@ -201,11 +214,15 @@ def _value(value: Any, n: int, field: str) -> Any:
         return str(value)
     if type(value).__module__ == "numpy":  # numpy scalars and arrays (pandas to_dict gives them)
         return _value(value.tolist(), n, field)
-    raise _refused(f"records:{n}: field {field!r} is a {type(value).__name__}, which a JSON "
-                   "record cannot hold", n, field)
+    raise _refused(
+        f"records:{n}: field {field!r} is a {type(value).__name__}, which a JSON "
+        "record cannot hold",
+        n,
+        field,
+    )
 
 
 def _refused(message: str, n: int, field: str = "") -> ConfigError:
-    return ConfigError(problems=[Problem("invalid_input", message, RECORDS_NAME, n,
-                                         hint=_HINT, path=field)])
-
+    return ConfigError(
+        problems=[Problem("invalid_input", message, RECORDS_NAME, n, hint=_HINT, path=field)]
+    )

@@ -35,8 +35,7 @@ from agac.errors import ConfigError, Problem
 if TYPE_CHECKING:
     from agac.data.files import InputFile
 
-__all__ = ["SUPPORTED_SUFFIXES", "hf_shards", "input_files", "is_supported",
-           "resolve_input_files"]
+__all__ = ["SUPPORTED_SUFFIXES", "hf_shards", "input_files", "is_supported", "resolve_input_files"]
 
 #: Extensions agac reads, lower-case (matching is case-insensitive); a row format
 #: (.jsonl, .json, .csv) may be followed by a compression: .gz, .zst, .bz2, .xz.
@@ -56,8 +55,9 @@ def _listed(path: Path, format: str | None) -> bool:
     return path.is_file() and is_supported(path, format)
 
 
-def resolve_input_files(path_spec: str, root: Path, *, file: str = "", line: int = 0,
-                        format: str | None = None) -> list[Path]:
+def resolve_input_files(
+    path_spec: str, root: Path, *, file: str = "", line: int = 0, format: str | None = None
+) -> list[Path]:
     """Return the input files ``path_spec`` names, never empty.
 
     ``file`` and ``line`` locate the spec in its workflow file for error messages;
@@ -104,10 +104,16 @@ def resolve_input_files(path_spec: str, root: Path, *, file: str = "", line: int
     )
 
 
-def input_files(path_spec: str, root: Path, format: str | None = None, *,
-                options: Mapping[str, Any] | None = None,
-                display: Callable[[Path], str] = str, file: str = "", line: int = 0,
-                ) -> list[InputFile]:
+def input_files(
+    path_spec: str,
+    root: Path,
+    format: str | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+    display: Callable[[Path], str] = str,
+    file: str = "",
+    line: int = 0,
+) -> list[InputFile]:
     """The input files ``path_spec`` names as the readers open them: local files (as
     :func:`resolve_input_files` finds them, shown by ``display``) or listed objects
     (``s3://``, ``gs://``, ``az://``; ``options``: ``object_options:``)."""
@@ -140,7 +146,7 @@ def _nearby(spec: str, root: Path) -> str:
             close = difflib.get_close_matches(parts[index], list(names), n=3, cutoff=0.5)
             shown = (base / parts[index]).as_posix()
             if close:
-                tail = "/".join(parts[index + 1:])
+                tail = "/".join(parts[index + 1 :])
                 guesses = [(base / names[c] / tail).as_posix().rstrip("/") for c in close]
                 return "did you mean " + " or ".join(repr(g) for g in guesses) + "?"
             where = f"{base.as_posix()}/" if base.parts else "the project root"
@@ -172,9 +178,13 @@ def hf_shards(folder: Path, spec: str, file: str = "", line: int = 0) -> list[Pa
         except (OSError, ValueError, AttributeError):
             names = []
         shown = ", ".join(f"{spec.rstrip('/')}/{n}" for n in names) or "one split folder"
-        raise _problem("unsupported_input", f"input {spec!r} is a Hugging Face DatasetDict "
-                       "(several splits)", file, line, hint=f"point input.path at one split: "
-                       f"{shown}")
+        raise _problem(
+            "unsupported_input",
+            f"input {spec!r} is a Hugging Face DatasetDict (several splits)",
+            file,
+            line,
+            hint=f"point input.path at one split: {shown}",
+        )
     state = folder / "state.json"
     if not state.is_file():
         return None
@@ -182,19 +192,30 @@ def hf_shards(folder: Path, spec: str, file: str = "", line: int = 0) -> list[Pa
         listed = json.loads(state.read_text(encoding="utf-8"))["_data_files"]
         shards = [folder / str(entry["filename"]) for entry in listed]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _problem("input_unreadable", f"input {spec!r} looks like a Hugging Face dataset "
-                       f"but its state.json cannot be read ({exc})", file, line,
-                       hint="save the dataset again with save_to_disk") from exc
+        raise _problem(
+            "input_unreadable",
+            f"input {spec!r} looks like a Hugging Face dataset "
+            f"but its state.json cannot be read ({exc})",
+            file,
+            line,
+            hint="save the dataset again with save_to_disk",
+        ) from exc
     missing = [p.name for p in shards if not p.is_file()]
     if missing:
-        raise _problem("input_not_found", f"the Hugging Face dataset {spec!r} lists shards "
-                       f"that are not there: {', '.join(missing[:5])}", file, line,
-                       hint="save the dataset again with save_to_disk")
+        raise _problem(
+            "input_not_found",
+            f"the Hugging Face dataset {spec!r} lists shards "
+            f"that are not there: {', '.join(missing[:5])}",
+            file,
+            line,
+            hint="save the dataset again with save_to_disk",
+        )
     return shards
 
 
-def _resolve_glob(spec: str, root: Path, file: str, line: int,
-                  format: str | None = None) -> list[Path]:
+def _resolve_glob(
+    spec: str, root: Path, file: str, line: int, format: str | None = None
+) -> list[Path]:
     pattern = spec if Path(spec).is_absolute() else str(root / spec)
     matches = sorted(Path(p) for p in _glob.glob(pattern, recursive=True))
     files = [p for p in matches if p.is_file()]
@@ -208,13 +229,17 @@ def _resolve_glob(spec: str, root: Path, file: str, line: int,
             file,
             line,
         )
-    raise _problem("input_not_found", f"input glob {spec!r} matches no files", file, line,
-                   hint=_nearby(spec, root))
+    raise _problem(
+        "input_not_found",
+        f"input glob {spec!r} matches no files",
+        file,
+        line,
+        hint=_nearby(spec, root),
+    )
 
 
 def _suffix_list() -> str:
-    return "/".join(SUPPORTED_SUFFIXES) + " (a row format may end " + \
-        "/".join(COMPRESSIONS) + ")"
+    return "/".join(SUPPORTED_SUFFIXES) + " (a row format may end " + "/".join(COMPRESSIONS) + ")"
 
 
 def _problem(code: str, message: str, file: str, line: int, hint: str | None = None) -> ConfigError:
@@ -226,8 +251,8 @@ def _problem(code: str, message: str, file: str, line: int, hint: str | None = N
                 file=file,
                 line=line,
                 path="input.path",
-                hint=hint or "input.path is a file, a folder or a glob, relative to the project "
-                             "root",
+                hint=hint
+                or "input.path is a file, a folder or a glob, relative to the project root",
             )
         ]
     )

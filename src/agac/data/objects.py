@@ -60,8 +60,7 @@ class ObjectEntry:
 
     def facts(self) -> dict[str, Any]:
         """What a run's snapshot records of the object."""
-        return {"object": self.url, "etag": self.etag, "version": self.version,
-                "size": self.size}
+        return {"object": self.url, "etag": self.etag, "version": self.version, "size": self.size}
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -99,14 +98,21 @@ class Bucket:
         except ox.NotFoundError as exc:
             if etag is not None:
                 raise InputChanged(where, "it was deleted") from exc
-            raise _problem("input_not_found", f"{where} does not exist ({_first(exc)})",
-                           "check the bucket and the prefix (keys are case-sensitive)") from exc
+            raise _problem(
+                "input_not_found",
+                f"{where} does not exist ({_first(exc)})",
+                "check the bucket and the prefix (keys are case-sensitive)",
+            ) from exc
         except (ox.PermissionDeniedError, ox.UnauthenticatedError) as exc:
             raise _credentials(where, exc) from exc
         except ox.UnknownConfigurationKeyError as exc:
-            raise _problem("invalid_store", f"object_options: {_first(exc)}",
-                           "object_options takes obstore's configuration keys (endpoint, "
-                           "region, allow_http, max_retries, …)", file="agac.yml") from exc
+            raise _problem(
+                "invalid_store",
+                f"object_options: {_first(exc)}",
+                "object_options takes obstore's configuration keys (endpoint, "
+                "region, allow_http, max_retries, …)",
+                file="agac.yml",
+            ) from exc
         except (ox.BaseError, OSError, ValueError, RuntimeError) as exc:
             raise _translated(where, exc) from exc
 
@@ -131,9 +137,9 @@ class Bucket:
         with contextlib.suppress(AgacError):
             with self.errors(self.url(prefix)):
                 found = self._ob.list_with_delimiter(self.store, prefix or None)
-            names = [p[len(prefix):] for p in found["common_prefixes"]]
+            names = [p[len(prefix) :] for p in found["common_prefixes"]]
             names = [n if n.endswith("/") else n + "/" for n in names]
-            return sorted(names + [str(m["path"])[len(prefix):] for m in found["objects"]])
+            return sorted(names + [str(m["path"])[len(prefix) :] for m in found["objects"]])
         return []
 
     def get(self, entry: ObjectEntry, byte_range: tuple[int, int] | None = None) -> Any:
@@ -158,32 +164,45 @@ def _problem(code: str, message: str, hint: str, file: str = "") -> ConfigError:
     return ConfigError(problems=[Problem(code, message, file, 0, path="input.path", hint=hint)])
 
 
-_CREDENTIALS_HINT = ("give agac credentials that may read it: AWS_ACCESS_KEY_ID and "
-                     "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), GOOGLE_APPLICATION_CREDENTIALS, "
-                     "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY, or the keys of "
-                     "object_options in agac.yml")
+_CREDENTIALS_HINT = (
+    "give agac credentials that may read it: AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), GOOGLE_APPLICATION_CREDENTIALS, "
+    "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY, or the keys of "
+    "object_options in agac.yml"
+)
 
 
 def _credentials(where: str, exc: BaseException) -> ConfigError:
-    return _problem("missing_credentials", f"{where}: access refused ({_first(exc)})",
-                    _CREDENTIALS_HINT)
+    return _problem(
+        "missing_credentials", f"{where}: access refused ({_first(exc)})", _CREDENTIALS_HINT
+    )
 
 
 def _translated(where: str, exc: BaseException) -> ConfigError:
     text = str(exc)
     if "NoSuchBucket" in text or "ContainerNotFound" in text or "bucket does not exist" in text:
-        return _problem("input_not_found", f"the bucket of {where} does not exist",
-                        "check the bucket's name (and the region or endpoint it lives in)")
+        return _problem(
+            "input_not_found",
+            f"the bucket of {where} does not exist",
+            "check the bucket's name (and the region or endpoint it lives in)",
+        )
     lowered = text.lower()
     if "169.254.169.254" in text or "credential" in lowered:
-        return _problem("missing_credentials", f"{where}: agac found no credentials to read "
-                        "it (none in the environment or object_options, and none from the "
-                        "machine's metadata service)", _CREDENTIALS_HINT)
+        return _problem(
+            "missing_credentials",
+            f"{where}: agac found no credentials to read "
+            "it (none in the environment or object_options, and none from the "
+            "machine's metadata service)",
+            _CREDENTIALS_HINT,
+        )
     if "403" in text or "accessdenied" in lowered or "signature" in lowered:
         return _credentials(where, exc)
-    return _problem("input_unreachable", f"cannot reach {where} ({_first(exc)})",
-                    "check the endpoint (AWS_ENDPOINT_URL, or endpoint in object_options), "
-                    "the network, and AWS_ALLOW_HTTP=true for a plain-HTTP endpoint")
+    return _problem(
+        "input_unreachable",
+        f"cannot reach {where} ({_first(exc)})",
+        "check the endpoint (AWS_ENDPOINT_URL, or endpoint in object_options), "
+        "the network, and AWS_ALLOW_HTTP=true for a plain-HTTP endpoint",
+    )
 
 
 # -- listing ----------------------------------------------------------------------------
@@ -210,7 +229,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             if end < 0:
                 out.append(re.escape(c))
             else:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
                 out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
                 i = end
         else:
@@ -223,8 +242,11 @@ def _hidden(name: str) -> bool:
     return any(part.startswith((".", "_")) for part in name.split("/"))
 
 
-def list_objects(spec: str, options: Mapping[str, Any] | None, format: str | None,
-                 ) -> tuple[Bucket, list[ObjectEntry]]:
+def list_objects(
+    spec: str,
+    options: Mapping[str, Any] | None,
+    format: str | None,
+) -> tuple[Bucket, list[ObjectEntry]]:
     """The objects ``spec`` names, sorted by key, never empty (see the module docstring)."""
     root, key_part = split_url(spec)
     bucket = Bucket(root, options, spec)
@@ -238,34 +260,53 @@ def list_objects(spec: str, options: Mapping[str, Any] | None, format: str | Non
         exact = bucket.head(key_part) if key_part and not key_part.endswith("/") else None
         if exact is not None:
             parent = key_part.rpartition("/")[0]
-            return bucket, _entries(bucket, spec, [exact], parent + "/" if parent else "",
-                                    format, explicit=True)
+            return bucket, _entries(
+                bucket, spec, [exact], parent + "/" if parent else "", format, explicit=True
+            )
         base = key_part.rstrip("/") + "/" if key_part else ""
         listed = bucket.listing(base)  # obstore lists by path: everything below base
     return bucket, _entries(bucket, spec, listed, base, format)
 
 
-def _entries(bucket: Bucket, spec: str, listed: Sequence[Mapping[str, Any]], base: str,
-             format: str | None, explicit: bool = False) -> list[ObjectEntry]:
+def _entries(
+    bucket: Bucket,
+    spec: str,
+    listed: Sequence[Mapping[str, Any]],
+    base: str,
+    format: str | None,
+    explicit: bool = False,
+) -> list[ObjectEntry]:
     entries: list[ObjectEntry] = []
     skipped = 0
     for meta in sorted(listed, key=lambda m: str(m["path"])):
         key = str(meta["path"])
-        name = key[len(base):]
+        name = key[len(base) :]
         if not explicit and _hidden(name):
             continue
         fmt = format_of(name.rpartition("/")[2], format)
         if fmt is None:
             skipped += 1
             continue
-        entries.append(ObjectEntry(bucket.url(key), key, name, int(meta["size"]),
-                                   _text(meta.get("e_tag")), _text(meta.get("version")), fmt))
+        entries.append(
+            ObjectEntry(
+                bucket.url(key),
+                key,
+                name,
+                int(meta["size"]),
+                _text(meta.get("e_tag")),
+                _text(meta.get("version")),
+                fmt,
+            )
+        )
     if entries:
         return entries
     if skipped:
-        raise _problem("unsupported_input", f"input {spec!r} holds no object agac can read "
-                       f"({skipped} of other formats)", "name the format with input.format: "
-                       "when the names have no extension (part-0000), or narrow the prefix")
+        raise _problem(
+            "unsupported_input",
+            f"input {spec!r} holds no object agac can read ({skipped} of other formats)",
+            "name the format with input.format: "
+            "when the names have no extension (part-0000), or narrow the prefix",
+        )
     raise _problem("input_not_found", f"input {spec!r} names no objects", _nearby(bucket, base))
 
 
@@ -276,11 +317,14 @@ def _nearby(bucket: Bucket, base: str) -> str:
     names = bucket.children(parent)
     close = difflib.get_close_matches(last, [n.rstrip("/") for n in names], n=3, cutoff=0.5)
     if close:
-        return "did you mean " + " or ".join(repr(bucket.url(parent + c) + "/")
-                                             for c in close) + "?"
+        return (
+            "did you mean " + " or ".join(repr(bucket.url(parent + c) + "/") for c in close) + "?"
+        )
     shown = ", ".join(names[:8]) or "nothing"
-    return f"{bucket.url(parent)} holds: {shown}; a prefix is listed as written " \
-           "(case-sensitive), a glob needs * or ?"
+    return (
+        f"{bucket.url(parent)} holds: {shown}; a prefix is listed as written "
+        "(case-sensitive), a glob needs * or ?"
+    )
 
 
 def _text(value: Any) -> str | None:
@@ -314,8 +358,9 @@ class ObjectFile:
         if self.entry.size == 0:
             return io.BytesIO(b"")
         result = self.bucket.get(self.entry)
-        return io.BufferedReader(_Stream(self, result.stream(min_chunk_size=_STREAM_CHUNK)),
-                                 _STREAM_CHUNK)
+        return io.BufferedReader(
+            _Stream(self, result.stream(min_chunk_size=_STREAM_CHUNK)), _STREAM_CHUNK
+        )
 
     def open_columnar(self) -> Any:
         return RangeReader(self)
@@ -383,13 +428,13 @@ class RangeReader(io.RawIOBase):
         start, end = self._pos, self._pos + size
         if not (self._buffer_at <= start and end <= self._buffer_at + len(self._buffer)):
             self._fill(start, max(end, min(start + _READ_AHEAD, self._size)))
-        data = self._buffer[start - self._buffer_at:end - self._buffer_at]
+        data = self._buffer[start - self._buffer_at : end - self._buffer_at]
         self._pos = end
         return data
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def _fill(self, start: int, end: int) -> None:

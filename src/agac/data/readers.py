@@ -73,8 +73,12 @@ _SURROGATES = re.compile("[\udc80-\udcff]")
 _CHUNK = 1 << 20
 
 
-def read_records(path: Path, id_field: str | None, *, name: str | None = None,
-                 ) -> Iterator[InputRecord]:
+def read_records(
+    path: Path,
+    id_field: str | None,
+    *,
+    name: str | None = None,
+) -> Iterator[InputRecord]:
     """Yield every record of ``path`` in file order, streaming (see module docstring).
 
     The format follows the extension (``.jsonl``, ``.json``, ``.csv``, ``.parquet``,
@@ -90,8 +94,13 @@ def read_records(path: Path, id_field: str | None, *, name: str | None = None,
     return read_input(file, id_field, name=name)
 
 
-def read_input(file: InputFile, id_field: str | None, *, name: str | None = None,
-               columns: frozenset[str] | None = None) -> Iterator[InputRecord]:
+def read_input(
+    file: InputFile,
+    id_field: str | None,
+    *,
+    name: str | None = None,
+    columns: frozenset[str] | None = None,
+) -> Iterator[InputRecord]:
     """Yield every record of ``file`` in order, streaming, as its format says.
 
     ``columns`` (columnar formats only; None = all) are the top-level fields to read;
@@ -176,14 +185,17 @@ def _read_jsonl(file: InputFile, id_field: str | None, name: str) -> Iterator[In
         except InputChanged as exc:
             yield changed_record(name, number + 1, exc)
         except OSError as exc:
-            yield invalid_record(name, number + 1, number + 1, f"{name}:{number + 1}: "
-                           f"{_damage(file, exc)}")
+            yield invalid_record(
+                name, number + 1, number + 1, f"{name}:{number + 1}: {_damage(file, exc)}"
+            )
 
 
 def _damage(file: InputFile, exc: BaseException) -> str:
     what = f"{file.format.compression} stream" if file.format.compression else "file"
-    return (f"cannot read on: the {what} is damaged or cut off ({exc}); nothing after "
-            "this point was read")
+    return (
+        f"cannot read on: the {what} is damaged or cut off ({exc}); nothing after "
+        "this point was read"
+    )
 
 
 @contextlib.contextmanager
@@ -202,7 +214,9 @@ def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> I
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return invalid_record(name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})")
+        return invalid_record(
+            name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})"
+        )
     try:
         value = _STRICT.decode(text)
     except json.JSONDecodeError as exc:
@@ -243,8 +257,11 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _flawed(where: str, found: Flaw) -> str:
     """The message of a record holding what agac cannot store (ASCII: the flaw is escaped)."""
-    what = f"{found.what} (a number too large for a float)" if found.what.endswith("Infinity") \
+    what = (
+        f"{found.what} (a number too large for a float)"
+        if found.what.endswith("Infinity")
         else found.what
+    )
     at = f" at {found.path}" if found.path else ""
     return f"{where}: the record holds {what}{at}, which agac cannot store; write {found.fix} there"
 
@@ -252,8 +269,11 @@ def _flawed(where: str, found: Flaw) -> str:
 # --- JSON arrays ------------------------------------------------------------------
 
 
-def _read_json_array(file: InputFile, id_field: str | None, name: str,
-                     ) -> Iterator[InputRecord]:
+def _read_json_array(
+    file: InputFile,
+    id_field: str | None,
+    name: str,
+) -> Iterator[InputRecord]:
     count = 0
     with _stream(file) as handle:
         # Not use_float=True: the C backend then rejects integers beyond 64 bits.
@@ -268,8 +288,7 @@ def _read_json_array(file: InputFile, id_field: str | None, name: str,
                 value = _floats(value)
                 found = flaw(value)
                 if found is not None:
-                    yield invalid_record(name, count, 0, _flawed(f"{name} element {count}",
-                                                                 found))
+                    yield invalid_record(name, count, 0, _flawed(f"{name} element {count}", found))
                     continue
                 yield record_of(name, count, 0, value, id_field)
             for _ in events:  # drain, so trailing garbage is reported
@@ -277,8 +296,9 @@ def _read_json_array(file: InputFile, id_field: str | None, name: str,
         except InputChanged as exc:
             yield changed_record(name, count + 1, exc)
         except OSError as exc:
-            yield invalid_record(name, count + 1, 0, f"{name} element {count + 1}: "
-                           f"{_damage(file, exc)}")
+            yield invalid_record(
+                name, count + 1, 0, f"{name} element {count + 1}: {_damage(file, exc)}"
+            )
         except (ijson.JSONError, ValueError) as exc:
             n = count + 1
             where = f"after element {count}" if count else "before the first element"
@@ -328,12 +348,15 @@ def _read_csv(file: InputFile, id_field: str | None, name: str) -> Iterator[Inpu
 @contextlib.contextmanager
 def _text(file: InputFile) -> Iterator[IO[str]]:
     with _stream(file) as stream:
-        yield io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape",
-                               newline="")
+        yield io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
 
 
-def _csv_records(file: InputFile, handle: IO[str], id_field: str | None, name: str,
-                 ) -> Iterator[InputRecord]:
+def _csv_records(
+    file: InputFile,
+    handle: IO[str],
+    id_field: str | None,
+    name: str,
+) -> Iterator[InputRecord]:
     reader = csv.reader(handle)
     header = _csv_header(reader)
     if header is None:
@@ -347,14 +370,22 @@ def _csv_records(file: InputFile, handle: IO[str], id_field: str | None, name: s
         n += 1
         if isinstance(row, csv.Error):
             yield invalid_record(name, n, start, f"{name}:{start}: unreadable CSV ({row})")
-        elif current is None and _may_run_to_the_end(start, end, row) \
-                and _quote_never_closed(file, start):
+        elif (
+            current is None
+            and _may_run_to_the_end(start, end, row)
+            and _quote_never_closed(file, start)
+        ):
             # A stray quote makes the csv module read every later line into one
             # field; left alone, those rows would vanish into this record silently.
-            yield invalid_record(name, n, start, f"{name}:{start}: a quoted field opens on this "
-                           "line and is never closed: everything to the end of the file "
-                           f"(line {end}) was read as this one row; close the quote (or "
-                           "double it: \"\")")
+            yield invalid_record(
+                name,
+                n,
+                start,
+                f"{name}:{start}: a quoted field opens on this "
+                "line and is never closed: everything to the end of the file "
+                f"(line {end}) was read as this one row; close the quote (or "
+                'double it: "")',
+            )
         else:
             yield _csv_record(name, n, start, header, row, id_field)
 

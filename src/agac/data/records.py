@@ -8,8 +8,16 @@ from typing import Any
 
 from agac.data.files import InputChanged
 
-__all__ = ["DUPLICATE_KEY", "INPUT_CHANGED", "INVALID_INPUT", "InputRecord", "changed_record",
-           "invalid_record", "key_of", "record_of"]
+__all__ = [
+    "DUPLICATE_KEY",
+    "INPUT_CHANGED",
+    "INVALID_INPUT",
+    "InputRecord",
+    "changed_record",
+    "invalid_record",
+    "key_of",
+    "record_of",
+]
 
 INVALID_INPUT = "invalid_input"
 DUPLICATE_KEY = "duplicate_key"
@@ -42,8 +50,9 @@ class InputRecord:
         return self.reason is None
 
 
-def record_of(file: str, n: int, line: int, payload: Any, id_field: str | None,
-            unit: str = "element") -> InputRecord:
+def record_of(
+    file: str, n: int, line: int, payload: Any, id_field: str | None, unit: str = "element"
+) -> InputRecord:
     """Build the record for one parsed value, checking it is an object with a key.
     ``unit`` is what a message calls a record without a line (``element``, ``row``)."""
     if not isinstance(payload, dict):
@@ -74,16 +83,23 @@ def key_of(value: Any) -> str | None:
     return None
 
 
-def invalid_record(file: str, n: int, line: int, message: str,
-             reason: str = INVALID_INPUT) -> InputRecord:
+def invalid_record(
+    file: str, n: int, line: int, message: str, reason: str = INVALID_INPUT
+) -> InputRecord:
     return InputRecord(file, n, line, f"{file}:{n}", None, message, reason)
 
 
 def changed_record(file: str, n: int, exc: InputChanged) -> InputRecord:
     """The record standing for what could not be read of an object that changed while it
     was read (from record ``n`` on)."""
-    return invalid_record(file, n, 0, f"{file}: records from {n} on were not read: {exc}; "
-                    "`agac run WF --new` takes the input as it is now", INPUT_CHANGED)
+    return invalid_record(
+        file,
+        n,
+        0,
+        f"{file}: records from {n} on were not read: {exc}; "
+        "`agac run WF --new` takes the input as it is now",
+        INPUT_CHANGED,
+    )
 
 
 def _json_kind(value: Any) -> str:

@@ -96,8 +96,10 @@ class ResultTable:
         self.actions = tuple(actions)
         columns = [Column("key", STRING, "key")]
         if source is not None and isinstance(source, StructOf):
-            columns += [Column(name, kind, "source", None, path)
-                        for name, path, kind in flatten_object("source", source)]
+            columns += [
+                Column(name, kind, "source", None, path)
+                for name, path, kind in flatten_object("source", source)
+            ]
         for action in self.actions:
             columns += _action_columns(action)
         self.columns: tuple[Column, ...] = tuple(columns)
@@ -105,8 +107,14 @@ class ResultTable:
         self._plan = [(a, [c for c in columns if c.action == a.name]) for a in self.actions]
         self._source = [c for c in columns if c.role == "source"]
 
-    def row(self, key: str, units: Mapping[str, Sequence[Unit]], payload: Any = None,
-            *, json_text: bool = True) -> list[Any]:
+    def row(
+        self,
+        key: str,
+        units: Mapping[str, Sequence[Unit]],
+        payload: Any = None,
+        *,
+        json_text: bool = True,
+    ) -> list[Any]:
         """The record's values in column order. ``units`` maps an action to its units for
         this record (items in any order); ``payload`` is the source record. ``json_text``
         False keeps ``json`` columns as JSON values instead of text (for JSONL)."""
@@ -129,8 +137,9 @@ def _action_columns(action: ActionOutput) -> list[Column]:
     status: ColumnType = STRING
     columns = []
     for name, path, leaf in fields:
-        columns.append(Column(name, ListOf(leaf) if action.per_item else leaf, "field",
-                              action.name, path))
+        columns.append(
+            Column(name, ListOf(leaf) if action.per_item else leaf, "field", action.name, path)
+        )
     if action.per_item:
         status = ListOf(STRING)
     columns.append(Column(f"{action.name}#status", status, "status", action.name))
@@ -138,8 +147,12 @@ def _action_columns(action: ActionOutput) -> list[Column]:
     return columns
 
 
-def _record_cells(key: str, unit: Unit | None, columns: list[Column], json_text: bool,
-                  ) -> list[Any]:
+def _record_cells(
+    key: str,
+    unit: Unit | None,
+    columns: list[Column],
+    json_text: bool,
+) -> list[Any]:
     out: list[Any] = []
     for column in columns:
         if column.role == "status":
@@ -152,8 +165,12 @@ def _record_cells(key: str, unit: Unit | None, columns: list[Column], json_text:
     return out
 
 
-def _item_cells(key: str, units: Sequence[Unit], columns: list[Column], json_text: bool,
-                ) -> list[Any]:
+def _item_cells(
+    key: str,
+    units: Sequence[Unit],
+    columns: list[Column],
+    json_text: bool,
+) -> list[Any]:
     if not units:
         return [None] * len(columns)
     items = sorted(units, key=lambda u: item_path(u.key))
@@ -168,8 +185,12 @@ def _item_cells(key: str, units: Sequence[Unit], columns: list[Column], json_tex
             out.append(None)
         else:
             assert isinstance(column.type, ListOf)
-            out.append([_cell(_dig(u.output, column.path), column.type.item, json_text, u.key,
-                              column) for u in items])
+            out.append(
+                [
+                    _cell(_dig(u.output, column.path), column.type.item, json_text, u.key, column)
+                    for u in items
+                ]
+            )
     return out
 
 
@@ -190,5 +211,7 @@ def _cell(value: Any, kind: ColumnType, json_text: bool, key: str, column: Colum
         where = f"{column.name}.{exc.flaw.path}" if exc.flaw.path else column.name
         raise NotJSON(Flaw(where, exc.flaw.what), record=key) from exc
     except TypeError as exc:
-        raise ValueError(f"record {key!r}, column {column.name!r}: {exc}; the value does not "
-                         "fit the type the action's schema gives the column") from exc
+        raise ValueError(
+            f"record {key!r}, column {column.name!r}: {exc}; the value does not "
+            "fit the type the action's schema gives the column"
+        ) from exc

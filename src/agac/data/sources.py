@@ -41,8 +41,7 @@ class RecordSource(Protocol):
         """Text that changes exactly when the records change (hashed into the snapshot id)."""
         ...
 
-    def records(self, id_field: str | None) -> Iterator[InputRecord]:
-        ...
+    def records(self, id_field: str | None) -> Iterator[InputRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -69,12 +68,14 @@ class FileSource:
 
     def identity(self) -> str:
         text = "".join(f"\x1e{path.name}\x1f{file_fingerprint(path)}" for path in self.paths)
-        return text + _reading(self.format, self.columns, any(
-            f.format.columnar for f in self.files()))
+        return text + _reading(
+            self.format, self.columns, any(f.format.columnar for f in self.files())
+        )
 
     def records(self, id_field: str | None) -> Iterator[InputRecord]:
-        return unique_keys(r for file in self.files()
-                           for r in read_input(file, id_field, columns=self.columns))
+        return unique_keys(
+            r for file in self.files() for r in read_input(file, id_field, columns=self.columns)
+        )
 
     def check(self, id_field: str | None) -> None:
         """Refuse, before a row is read, a columnar file that cannot be read or whose
@@ -82,8 +83,9 @@ class FileSource:
         check_columnar(self.files(), self.columns, id_field)
 
 
-def check_columnar(files: Sequence[InputFile], columns: frozenset[str] | None,
-                   id_field: str | None) -> None:
+def check_columnar(
+    files: Sequence[InputFile], columns: frozenset[str] | None, id_field: str | None
+) -> None:
     """Open each columnar file's footer and check the types of the columns it is read for:
     ConfigError (``input_unreadable``, ``unsupported_column``) naming the first that fails.
     An object changed since it was listed is left to the read (``input_changed``)."""
@@ -122,20 +124,21 @@ class ObjectSource:
     columns: frozenset[str] | None = None
 
     def identity(self) -> str:
-        text = "".join(f"\x1e{e.url}\x1f{e.etag}\x1f{e.version}\x1f{e.size}"
-                       for e in self.entries)
-        return text + _reading(self.format, self.columns,
-                               any(e.format.columnar for e in self.entries))
+        text = "".join(f"\x1e{e.url}\x1f{e.etag}\x1f{e.version}\x1f{e.size}" for e in self.entries)
+        return text + _reading(
+            self.format, self.columns, any(e.format.columnar for e in self.entries)
+        )
 
     def records(self, id_field: str | None) -> Iterator[InputRecord]:
-        return unique_keys(r for e in self.entries
-                           for r in read_input(ObjectFile(self.bucket, e), id_field,
-                                               columns=self.columns))
+        return unique_keys(
+            r
+            for e in self.entries
+            for r in read_input(ObjectFile(self.bucket, e), id_field, columns=self.columns)
+        )
 
     def check(self, id_field: str | None) -> None:
         """As :meth:`FileSource.check`, one ranged read of each columnar object's footer."""
-        check_columnar([ObjectFile(self.bucket, e) for e in self.entries], self.columns,
-                       id_field)
+        check_columnar([ObjectFile(self.bucket, e) for e in self.entries], self.columns, id_field)
 
     def facts(self) -> dict[str, dict[str, object]]:
         """Each object's URL, ETag, version and size, by the name records carry."""
@@ -153,12 +156,18 @@ class ObjectSource:
             entry = now.pop(str(url), None)
             if entry is None:
                 found.append(f"{url} is gone")
-            elif (entry.etag, entry.version, entry.size) != (old.get("etag"), old.get("version"),
-                                                             old.get("size")):
-                found.append(f"{url} changed (ETag {old.get('etag')} -> {entry.etag}, size "
-                             f"{old.get('size')} -> {entry.size})")
-        found.extend(f"{url} is new" for url in now if not any(
-            f.get("object") == url for f in stored))
+            elif (entry.etag, entry.version, entry.size) != (
+                old.get("etag"),
+                old.get("version"),
+                old.get("size"),
+            ):
+                found.append(
+                    f"{url} changed (ETag {old.get('etag')} -> {entry.etag}, size "
+                    f"{old.get('size')} -> {entry.size})"
+                )
+        found.extend(
+            f"{url} is new" for url in now if not any(f.get("object") == url for f in stored)
+        )
         return found
 
 

@@ -37,7 +37,34 @@ __all__ = [
 
 ANSWER_FAULTS = frozenset({"truncated", "invalid_json", "schema_violation", "refusal"})
 
-_WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"]
+_WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
+]
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 
@@ -121,15 +148,19 @@ def answer(
     rng = random.Random(digest)
     input_tokens = prompt_tokens(prompt, body)
     if fault == "refusal":
-        return Answer(None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0,
-                      REFUSAL_TEXT, reply)
+        return Answer(
+            None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0, REFUSAL_TEXT, reply
+        )
     if schema is not None:
         text = json.dumps(conforming_value(schema, rng, schema))
     else:
         n = rng.randint(8, 20)
-        text = f"Emulated answer {digest.hex()[:8]}: " + " ".join(
-            rng.choice(_WORDS) for _ in range(n)
-        ) + "." + seen_text(body)
+        text = (
+            f"Emulated answer {digest.hex()[:8]}: "
+            + " ".join(rng.choice(_WORDS) for _ in range(n))
+            + "."
+            + seen_text(body)
+        )
     finish = "stop"
     if fault == "invalid_json":
         text = "{" + text.strip("{}") + ' "unterminated'
@@ -175,8 +206,9 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return node if isinstance(node, dict) else {}
 
 
-def conforming_value(schema: dict[str, Any], rng: random.Random, root: dict[str, Any],
-                     depth: int = 0) -> Any:
+def conforming_value(
+    schema: dict[str, Any], rng: random.Random, root: dict[str, Any], depth: int = 0
+) -> Any:
     """Build a small JSON value that conforms to ``schema``.
 
     Covers what structured output uses: objects (every property, required or not),

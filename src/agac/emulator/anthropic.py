@@ -44,14 +44,23 @@ __all__ = ["routes", "status_name"]
 
 PROVIDER = "anthropic"
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-          403: "permission_error", 404: "not_found_error", 409: "conflict_error",
-          413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
 _DROP = ("model", "stream", "metadata")
 
 
-def error(status: int, code: str | None, retry_after: float | None,
-          message: str | None) -> Response:
+def error(
+    status: int, code: str | None, retry_after: float | None, message: str | None
+) -> Response:
     """``{"type": "error", "error": {"type", "message"}, "request_id"}`` with the status's
     error type; ``retry-after`` and ``retry-after-ms`` when given.
 
@@ -60,10 +69,10 @@ def error(status: int, code: str | None, retry_after: float | None,
     marks a spend cap (``enforced_spend_limit_reached`` on a ``rate_limit_error``).
     """
     request_id = "req_" + uuid.uuid4().hex[:24]
-    text = message or {529: "Overloaded"}.get(status, f"Emulated error {status}"
-                                                        + (f" ({code})" if code else ""))
-    body = {"type": "error", "error": _error_object(status, code, text),
-            "request_id": request_id}
+    text = message or {529: "Overloaded"}.get(
+        status, f"Emulated error {status}" + (f" ({code})" if code else "")
+    )
+    body = {"type": "error", "error": _error_object(status, code, text), "request_id": request_id}
     headers = {"request-id": request_id, **retry_headers(retry_after, with_ms=True)}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -94,20 +103,28 @@ def _unmarked(body: dict[str, Any]) -> dict[str, Any]:
     """A Messages body as if sent without ``cache_control``: no marker anywhere, and a
     system prompt or message content of text blocks only as their joined text (the form
     of an unmarked request)."""
+
     def text(value: Any) -> Any:
-        if isinstance(value, list) and value and all(
-                isinstance(b, dict) and b.get("type") == "text" for b in value):
+        if (
+            isinstance(value, list)
+            and value
+            and all(isinstance(b, dict) and b.get("type") == "text" for b in value)
+        ):
             return "".join(str(b.get("text", "")) for b in value)
         if isinstance(value, list):
-            return [{k: v for k, v in b.items() if k != "cache_control"}
-                    if isinstance(b, dict) else b for b in value]
+            return [
+                {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
+                for b in value
+            ]
         return value
 
     out = {k: v for k, v in body.items() if k != "cache_control"}
     if "system" in out:
         out["system"] = text(out["system"])
-    out["messages"] = [{**m, "content": text(m.get("content"))} if isinstance(m, dict) else m
-                       for m in out.get("messages") or []]
+    out["messages"] = [
+        {**m, "content": text(m.get("content"))} if isinstance(m, dict) else m
+        for m in out.get("messages") or []
+    ]
     return out
 
 
@@ -121,8 +138,10 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
     reply = ans.reply or {}
     if "body" in reply:
         return dict(reply["body"])
-    stop = reply.get("stop") or {"stop": "end_turn", "length": "max_tokens",
-                                 "refusal": "refusal"}[ans.finish]
+    stop = (
+        reply.get("stop")
+        or {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal"}[ans.finish]
+    )
     text = reply.get("content", ans.text)
     extra = reply.get("usage") or {}
     reads = int(extra.get("cache_read_tokens", ans.cached_tokens))
@@ -136,18 +155,29 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
         "output_tokens": ans.output_tokens,
         "cache_creation_input_tokens": sum(by_ttl),
         "cache_read_input_tokens": reads,
-        "cache_creation": {"ephemeral_5m_input_tokens": by_ttl[0],
-                           "ephemeral_1h_input_tokens": by_ttl[1]},
-        "server_tool_use": None, "service_tier": tier}
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": by_ttl[0],
+            "ephemeral_1h_input_tokens": by_ttl[1],
+        },
+        "server_tool_use": None,
+        "service_tier": tier,
+    }
     if "web_search_requests" in extra or "web_fetch_requests" in extra:
-        usage["server_tool_use"] = {"web_search_requests": int(extra.get("web_search_requests", 0)),
-                                    "web_fetch_requests": int(extra.get("web_fetch_requests", 0))}
+        usage["server_tool_use"] = {
+            "web_search_requests": int(extra.get("web_search_requests", 0)),
+            "web_fetch_requests": int(extra.get("web_fetch_requests", 0)),
+        }
     if "reasoning_tokens" in extra:
         usage["output_tokens_details"] = {"thinking_tokens": int(extra["reasoning_tokens"])}
     body: dict[str, Any] = {
-        "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
-        "model": model, "content": _blocks(reply.get("blocks") or ["text"], text),
-        "stop_reason": stop, "stop_sequence": None, "usage": usage,
+        "id": "msg_" + uuid.uuid4().hex[:24],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _blocks(reply.get("blocks") or ["text"], text),
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
     }
     if "stop_details" in reply:
         body["stop_details"] = reply["stop_details"]
@@ -164,22 +194,49 @@ def _blocks(kinds: list[str], text: str | None) -> list[dict[str, Any]]:
         elif kind == "preamble":
             out.append({"type": "text", "text": "I'll search for that.", "citations": None})
         elif kind == "thinking":
-            out.append({"type": "thinking", "thinking": "Let me think about the question.",
-                        "signature": "EmulatedSignature" + uuid.uuid4().hex[:8]})
+            out.append(
+                {
+                    "type": "thinking",
+                    "thinking": "Let me think about the question.",
+                    "signature": "EmulatedSignature" + uuid.uuid4().hex[:8],
+                }
+            )
         elif kind == "redacted_thinking":
             out.append({"type": "redacted_thinking", "data": "EmulatedRedacted"})
         elif kind == "server_tool_use":
-            out.append({"type": "server_tool_use", "id": "srvtoolu_" + uuid.uuid4().hex[:20],
-                        "name": "web_search", "input": {"query": "emulated query"}})
+            out.append(
+                {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_" + uuid.uuid4().hex[:20],
+                    "name": "web_search",
+                    "input": {"query": "emulated query"},
+                }
+            )
         elif kind == "web_search_tool_result":
-            out.append({"type": "web_search_tool_result",
-                        "tool_use_id": "srvtoolu_" + uuid.uuid4().hex[:20],
-                        "content": [{"type": "web_search_result", "title": "Emulated",
-                                     "url": "https://example.com/", "encrypted_content": "x",
-                                     "page_age": None}]})
+            out.append(
+                {
+                    "type": "web_search_tool_result",
+                    "tool_use_id": "srvtoolu_" + uuid.uuid4().hex[:20],
+                    "content": [
+                        {
+                            "type": "web_search_result",
+                            "title": "Emulated",
+                            "url": "https://example.com/",
+                            "encrypted_content": "x",
+                            "page_age": None,
+                        }
+                    ],
+                }
+            )
         elif kind == "tool_use":
-            out.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20],
-                        "name": "lookup", "input": {"q": "emulated"}})
+            out.append(
+                {
+                    "type": "tool_use",
+                    "id": "toolu_" + uuid.uuid4().hex[:20],
+                    "name": "lookup",
+                    "input": {"q": "emulated"},
+                }
+            )
     return out
 
 
@@ -206,14 +263,24 @@ async def create_message(request: Request) -> Response:
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema = _decode(body)
-    ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
-                 max_tokens=body["max_tokens"], seed=state.config.seed, fault=fired.answer, reply=fired.reply)
+    ans = answer(
+        provider=PROVIDER,
+        model=model,
+        body=canonical,
+        prompt=prompt,
+        schema=schema,
+        max_tokens=body["max_tokens"],
+        seed=state.config.seed,
+        fault=fired.answer,
+        reply=fired.reply,
+    )
     plan, markers = anthropic_plan(model, body)
     note_cache(request, markers)
     ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
-    return JSONResponse(message(model, ans, "standard"),
-                        headers={"request-id": "req_" + uuid.uuid4().hex[:24]})
+    return JSONResponse(
+        message(model, ans, "standard"), headers={"request-id": "req_" + uuid.uuid4().hex[:24]}
+    )
 
 
 async def create_batch(request: Request) -> Response:
@@ -242,12 +309,26 @@ async def create_batch(request: Request) -> Response:
         plan, markers = anthropic_plan(str(params["model"]), params)
         if markers:
             marked.append({"custom_id": custom_id, **markers})
-        items.append(BatchItem(custom_id=custom_id, model=str(params["model"]),
-                               canonical=canonical, prompt=prompt, schema=schema,
-                               max_tokens=params["max_tokens"], cache=plan))
+        items.append(
+            BatchItem(
+                custom_id=custom_id,
+                model=str(params["model"]),
+                canonical=canonical,
+                prompt=prompt,
+                schema=schema,
+                max_tokens=params["max_tokens"],
+                cache=plan,
+            )
+        )
     note_cache(request, marked)
-    batch = new_batch(state, fired, batch_id="msgbatch_" + uuid.uuid4().hex[:24],
-                      provider=PROVIDER, model=items[0].model, items=items)
+    batch = new_batch(
+        state,
+        fired,
+        batch_id="msgbatch_" + uuid.uuid4().hex[:24],
+        provider=PROVIDER,
+        model=items[0].model,
+        items=items,
+    )
     return created(fired, JSONResponse(batch_json(state, batch, "queued", None, _base(request))))
 
 
@@ -281,8 +362,9 @@ async def delete_batch(request: Request) -> Response:
     if batch is None or batch.provider != PROVIDER:
         return _missing(request)
     if state.phase(batch) != "ended":
-        return error(400, None, None, "A batch can be deleted only after it has ended; "
-                                      "cancel it first.")
+        return error(
+            400, None, None, "A batch can be deleted only after it has ended; cancel it first."
+        )
     del state.batches[batch.id]
     return JSONResponse({"id": batch.id, "type": "message_batch_deleted"})
 
@@ -294,15 +376,20 @@ async def list_batches(request: Request) -> Response:
     ids = [b.id for b in mine]
     after, before = request.query_params.get("after_id"), request.query_params.get("before_id")
     if after:
-        mine = mine[ids.index(after) + 1:] if after in ids else []
+        mine = mine[ids.index(after) + 1 :] if after in ids else []
     elif before:
-        mine = mine[:ids.index(before)] if before in ids else []
+        mine = mine[: ids.index(before)] if before in ids else []
     limit = min(1000, max(1, int(request.query_params.get("limit", "20"))))
     page = mine[:limit]
     data = [batch_json(state, b, state.phase(b), None, _base(request)) for b in page]
-    return JSONResponse({"data": data, "has_more": len(mine) > limit,
-                         "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None})
+    return JSONResponse(
+        {
+            "data": data,
+            "has_more": len(mine) > limit,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+        }
+    )
 
 
 async def batch_results(request: Request) -> Response:
@@ -312,8 +399,9 @@ async def batch_results(request: Request) -> Response:
     if batch is None or batch.provider != PROVIDER:
         return _missing(request)
     if state.phase(batch) != "ended":
-        return error(400, None, None, f"Batch {batch.id} has not ended; results are not "
-                                      "available yet.")
+        return error(
+            400, None, None, f"Batch {batch.id} has not ended; results are not available yet."
+        )
     lines = "".join(json.dumps(_result_line(batch, r)) + "\n" for r in batch.results or [])
     return Response(lines.encode(), media_type="application/binary")
 
@@ -321,13 +409,19 @@ async def batch_results(request: Request) -> Response:
 def _result_line(batch: Batch, result: ItemResult) -> dict[str, Any]:
     item = result.item
     if result.kind == "answered" and result.answer is not None:
-        body = {"type": "succeeded",
-                "message": message(item.model, result.answer, "batch")}
+        body = {"type": "succeeded", "message": message(item.model, result.answer, "batch")}
     elif result.kind == "errored" and result.error is not None:
         e = result.error
-        body = {"type": "errored", "error": e.body if e.body is not None else {
-            "type": "error", "error": _error_object(e.status, e.code, e.message),
-            "request_id": "req_" + uuid.uuid4().hex[:24]}}
+        body = {
+            "type": "errored",
+            "error": e.body
+            if e.body is not None
+            else {
+                "type": "error",
+                "error": _error_object(e.status, e.code, e.message),
+                "request_id": "req_" + uuid.uuid4().hex[:24],
+            },
+        }
     else:
         body = {"type": "expired" if batch.final == "expired" else "canceled"}
     return {"custom_id": item.custom_id, "result": body}
@@ -338,31 +432,41 @@ def status_name(batch: Batch, phase: str) -> str:
     return {"ended": "ended", "cancelling": "canceling"}.get(phase, "in_progress")
 
 
-def batch_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None,
-               base: str) -> dict[str, Any]:
+def batch_json(
+    state: EmulatorState, batch: Batch, phase: str, raw: str | None, base: str
+) -> dict[str, Any]:
     """The ``message_batch`` object (``raw`` overrides ``processing_status``)."""
-    counts = {"processing": len(batch.items), "succeeded": 0, "errored": 0, "canceled": 0,
-              "expired": 0}
+    counts = {
+        "processing": len(batch.items),
+        "succeeded": 0,
+        "errored": 0,
+        "canceled": 0,
+        "expired": 0,
+    }
     if phase == "ended":
         counts["processing"] = 0
         # Items the provider "lost" (batch_drop_records) still count as succeeded.
         counts["succeeded"] = len(batch.dropped)
         for result in batch.results or []:
             key = {"answered": "succeeded", "errored": "errored"}.get(
-                result.kind, "expired" if batch.final == "expired" else "canceled")
+                result.kind, "expired" if batch.final == "expired" else "canceled"
+            )
             counts[key] += 1
     return {
-        "id": batch.id, "type": "message_batch",
+        "id": batch.id,
+        "type": "message_batch",
         "processing_status": raw or status_name(batch, phase),
         "request_counts": counts,
         "created_at": _rfc3339(batch.created_at),
         "expires_at": _rfc3339(batch.created_at + 86400),
         "ended_at": _rfc3339(batch.ended_at) if phase == "ended" and batch.ended_at else None,
         "cancel_initiated_at": _rfc3339(batch.cancel_requested_at)
-        if batch.cancel_requested_at else None,
+        if batch.cancel_requested_at
+        else None,
         "archived_at": None,
         "results_url": f"{base}/v1/messages/batches/{batch.id}/results"
-        if phase == "ended" else None,
+        if phase == "ended"
+        else None,
     }
 
 
@@ -383,8 +487,9 @@ def _missing(request: Request) -> Response:
 
 
 def _counted(state: EmulatorState, op: str) -> Any:
-    def render(status: int, code: str | None, retry_after: float | None,
-               message_text: str | None) -> Response:
+    def render(
+        status: int, code: str | None, retry_after: float | None, message_text: str | None
+    ) -> Response:
         state.stats.count(PROVIDER, op)
         return error(status, code, retry_after, message_text)
 
@@ -399,12 +504,17 @@ async def get_model(request: Request) -> Response:
     await gate(request, PROVIDER, "model.get", error, Target(model=model_id))
     entry = state.models.get(model_id, {})
     lifecycle = entry.get("lifecycle", "active")
-    return JSONResponse({
-        "type": "model", "id": model_id, "display_name": model_id,
-        "created_at": "2025-01-01T00:00:00Z", "lifecycle": lifecycle,
-        "deprecated_at": entry.get("deprecated_at") if lifecycle != "active" else None,
-        "retires_at": entry.get("retires_at"),
-    })
+    return JSONResponse(
+        {
+            "type": "model",
+            "id": model_id,
+            "display_name": model_id,
+            "created_at": "2025-01-01T00:00:00Z",
+            "lifecycle": lifecycle,
+            "deprecated_at": entry.get("deprecated_at") if lifecycle != "active" else None,
+            "retires_at": entry.get("retires_at"),
+        }
+    )
 
 
 def routes() -> list[Route]:
@@ -419,4 +529,3 @@ def routes() -> list[Route]:
         Route("/v1/messages/batches/{id}/cancel", cancel_batch, methods=["POST"]),
         Route("/v1/messages/batches/{id}/results", batch_results, methods=["GET"]),
     ]
-

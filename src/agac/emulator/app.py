@@ -14,6 +14,10 @@ Control API (``/_emulator/…``, never counted in the stats):
   lower-cased header names and the parsed body of live calls (``chat``; other ops have
   ``body: null``) and the client's ``host:port`` (one per connection); ``DELETE``
   forgets them. Stats resets and ``reset`` clear them too.
+- ``GET /_emulator/context_caches`` → ``{"caches": [{"name", "model", "display_name", "tokens",
+  "created_at", "expires_at", "deleted_at", "live", "batch"}, …], "refused": n}``: every
+  Gemini context cache created since the last reset (deleted ones too), with how many
+  live calls and batch items named it, and how many requests named one it did not have.
 - ``POST /_emulator/clock`` ``{"advance": seconds}`` moves emulator time forward for every
   batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by
@@ -39,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import anthropic, gemini, groq, ollama, openai
+from . import anthropic, gemini, gemini_caches, groq, ollama, openai
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
@@ -87,6 +91,10 @@ async def _requests(request: Request) -> Response:
     return JSONResponse({"requests": journal.document()})
 
 
+async def _context_caches(request: Request) -> Response:
+    return JSONResponse(gemini_caches.caches_document(state_of(request)))
+
+
 async def _cache(request: Request) -> Response:
     cache = state_of(request).cache
     if request.method == "DELETE":
@@ -130,11 +138,15 @@ async def _models(request: Request) -> Response:
     models = (body or {}).get("models")
     lifecycles = {"active", "deprecated", "retired"}
     if not isinstance(models, dict) or not all(
-            isinstance(v, dict) and v.get("lifecycle", "active") in lifecycles
-            for v in models.values()):
-        return JSONResponse({"error": 'expected {"models": {id: {"lifecycle": '
-                                      'active|deprecated|retired, "retires_at": …}}}'},
-                            status_code=400)
+        isinstance(v, dict) and v.get("lifecycle", "active") in lifecycles for v in models.values()
+    ):
+        return JSONResponse(
+            {
+                "error": 'expected {"models": {id: {"lifecycle": '
+                'active|deprecated|retired, "retires_at": …}}}'
+            },
+            status_code=400,
+        )
     state = state_of(request)
     state.models.update({str(k): dict(v) for k, v in models.items()})
     return JSONResponse({"models": len(state.models)})
@@ -191,8 +203,11 @@ def _gemini_v1(scope: Scope) -> bool:
     if path.startswith("/v1/models/") and ":" in path:
         return True
     names = {name for name, _ in scope.get("headers", [])}
-    return (b"x-goog-api-client" in names or b"x-goog-api-key" in names
-            or b"key=" in scope.get("query_string", b""))
+    return (
+        b"x-goog-api-client" in names
+        or b"x-goog-api-key" in names
+        or b"key=" in scope.get("query_string", b"")
+    )
 
 
 class _Front:
@@ -211,8 +226,13 @@ class _Front:
             scope[_TRANSPORT] = getattr(getattr(send, "__self__", None), "transport", None)
             if _gemini_v1(scope):
                 path = scope["path"].replace("/v1/", "/v1beta/", 1)
-                scope = {**scope, "path": path, "raw_path": path.encode(),
-                         SENT_PATH: scope["path"], SENT_RAW_PATH: scope.get("raw_path")}
+                scope = {
+                    **scope,
+                    "path": path,
+                    "raw_path": path.encode(),
+                    SENT_PATH: scope["path"],
+                    SENT_RAW_PATH: scope.get("raw_path"),
+                }
         await self.app(scope, receive, send)
 
 
@@ -230,6 +250,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/stats", _stats, methods=["GET"]),
         Route("/_emulator/stats", _stats_reset, methods=["DELETE"]),
         Route("/_emulator/requests", _requests, methods=["GET", "DELETE"]),
+        Route("/_emulator/context_caches", _context_caches, methods=["GET"]),
         Route("/_emulator/cache", _cache, methods=["GET", "DELETE"]),
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),
@@ -238,13 +259,23 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/health", _health, methods=["GET"]),
     ]
     app = Starlette(
-        routes=[*control, *openai.routes(openai.OPENAI), *groq.routes(), *anthropic.routes(),
-                *gemini.routes(), *ollama.routes()],
+        routes=[
+            *control,
+            *openai.routes(openai.OPENAI),
+            *groq.routes(),
+            *anthropic.routes(),
+            *gemini.routes(),
+            *ollama.routes(),
+        ],
         exception_handlers={Rejected: _rejected, DropConnection: _drop},
     )
     app.state.emulator = state
-    state.status_names.update({
-        "openai": openai.status_name, "groq": openai.status_name,
-        "anthropic": anthropic.status_name, "gemini": gemini.status_name,
-    })
+    state.status_names.update(
+        {
+            "openai": openai.status_name,
+            "groq": openai.status_name,
+            "anthropic": anthropic.status_name,
+            "gemini": gemini.status_name,
+        }
+    )
     return _Front(app)

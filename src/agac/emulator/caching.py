@@ -52,10 +52,18 @@ OPENAI_MINIMUM = 1024
 
 #: Minimums by model family, as agac's adapters know them (the emulator imports none of
 #: agac: the table is its own). Any other model: the default after each table.
-_ANTHROPIC = (("claude-opus-4-5", 4096), ("claude-haiku-4-5", 4096),
-              ("claude-3-5-haiku", 2048), ("claude-3-haiku", 2048))
-_GEMINI = (("gemini-2.5-flash", 1024), ("gemini-3-flash", 1024),
-           ("gemini-2.5-pro", 4096), ("gemini-3-pro", 4096))
+_ANTHROPIC = (
+    ("claude-opus-4-5", 4096),
+    ("claude-haiku-4-5", 4096),
+    ("claude-3-5-haiku", 2048),
+    ("claude-3-haiku", 2048),
+)
+_GEMINI = (
+    ("gemini-2.5-flash", 1024),
+    ("gemini-3-flash", 1024),
+    ("gemini-2.5-pro", 4096),
+    ("gemini-3-pro", 4096),
+)
 
 
 def _minimum(table: tuple[tuple[str, int], ...], model: str, default: int) -> int:
@@ -162,10 +170,15 @@ def _marked(body: dict[str, Any]) -> bool:
     """Whether a Messages body carries any ``cache_control`` (most carry none)."""
     if "cache_control" in body:
         return True
-    lists = [body.get("system")] + [m.get("content") for m in body.get("messages") or ()
-                                    if isinstance(m, dict)]
-    return any(isinstance(b, dict) and "cache_control" in b
-               for blocks in lists if isinstance(blocks, list) for b in blocks)
+    lists = [body.get("system")] + [
+        m.get("content") for m in body.get("messages") or () if isinstance(m, dict)
+    ]
+    return any(
+        isinstance(b, dict) and "cache_control" in b
+        for blocks in lists
+        if isinstance(blocks, list)
+        for b in blocks
+    )
 
 
 def anthropic_plan(model: str, body: dict[str, Any]) -> tuple[CachePlan | None, dict[str, Any]]:
@@ -188,8 +201,11 @@ def anthropic_plan(model: str, body: dict[str, Any]) -> tuple[CachePlan | None, 
         where = path
         if control is None and isinstance(top, dict) and index == len(units) - 1:
             control, where = top, "cache_control"
-        plain = {k: v for k, v in unit.items() if k != "cache_control"} \
-            if isinstance(unit, dict) else unit
+        plain = (
+            {k: v for k, v in unit.items() if k != "cache_control"}
+            if isinstance(unit, dict)
+            else unit
+        )
         # A prefix is its blocks where they stand (the marker itself is not part of it).
         digest.update(json.dumps([path, plain], sort_keys=True).encode())
         if path != "tools":
@@ -205,8 +221,9 @@ def anthropic_plan(model: str, body: dict[str, Any]) -> tuple[CachePlan | None, 
     return CachePlan(anthropic_minimum(model), breakpoints=tuple(breakpoints)), markers
 
 
-def _implicit(namespace: str, pieces: list[tuple[str, Any]], total: int,
-              minimum: int) -> CachePlan | None:
+def _implicit(
+    namespace: str, pieces: list[tuple[str, Any]], total: int, minimum: int
+) -> CachePlan | None:
     """An implicit plan: the prompt's identity at every step from ``minimum`` up to its
     ``total`` tokens. ``pieces`` are ``(kind, value)``: ``text`` (a string, cut anywhere),
     ``mark`` (a role or turn boundary, no tokens) or ``file`` (an attachment, whole)."""
@@ -228,7 +245,7 @@ def _implicit(namespace: str, pieces: list[tuple[str, Any]], total: int,
         while step is not None and step * 4 <= at + width:
             if kind == "text":
                 cut = digest.copy()
-                cut.update(text[:step * 4 - at].encode())
+                cut.update(text[: step * 4 - at].encode())
                 out.append((step, cut.hexdigest()))
             elif step * 4 == at + width:
                 cut = digest.copy()
@@ -251,8 +268,9 @@ def _content_pieces(content: Any, pieces: list[tuple[str, Any]]) -> None:
             pieces.append(("file", part))
 
 
-def openai_plan(provider: str, model: str, body: dict[str, Any], total: int,
-                minimum: int | None) -> tuple[CachePlan | None, dict[str, Any]]:
+def openai_plan(
+    provider: str, model: str, body: dict[str, Any], total: int, minimum: int | None
+) -> tuple[CachePlan | None, dict[str, Any]]:
     """The implicit plan of a chat body (``minimum`` None: the provider caches nothing)
     and its marker, ``prompt_cache_key``."""
     key = body.get("prompt_cache_key")
@@ -268,11 +286,12 @@ def openai_plan(provider: str, model: str, body: dict[str, Any], total: int,
     return _implicit(namespace, pieces, total, minimum), markers
 
 
-def gemini_plan(model: str, body: dict[str, Any], total: int
-                ) -> tuple[CachePlan | None, dict[str, Any]]:
+def gemini_plan(
+    model: str, body: dict[str, Any], total: int
+) -> tuple[CachePlan | None, dict[str, Any]]:
     """The implicit plan of a GenerateContentRequest and its marker, ``cachedContent``
-    (an explicit cache the emulator records but does not hold: the request's own
-    prompt is what it caches implicitly)."""
+    (an explicit cache it names is answered from :mod:`.gemini_caches`; this plan is
+    what the request's own prompt caches implicitly)."""
     name = body.get("cachedContent")
     markers = {"cachedContent": name} if name is not None else {}
     minimum = gemini_minimum(model)

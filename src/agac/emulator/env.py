@@ -37,5 +37,6 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
 
 def exports(port: int, host: str = "127.0.0.1") -> str:
     """``export NAME=value`` lines for ``eval "$(agac emulator env --port N)"``."""
-    return "".join(f"export {name}={shlex.quote(value)}\n"
-                   for name, value in variables(port, host).items())
+    return "".join(
+        f"export {name}={shlex.quote(value)}\n" for name, value in variables(port, host).items()
+    )

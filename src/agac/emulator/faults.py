@@ -39,18 +39,70 @@ from typing import Any
 
 from .answers import ANSWER_FAULTS
 
-__all__ = ["OPS", "PROVIDERS", "REPLY_KEYS", "FaultBook", "Fired", "Rule", "RuleError", "Target", "parse_rule"]
+__all__ = [
+    "OPS",
+    "PROVIDERS",
+    "REPLY_KEYS",
+    "FaultBook",
+    "Fired",
+    "Rule",
+    "RuleError",
+    "Target",
+    "parse_rule",
+]
 
 PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
-OPS = frozenset({"chat", "file.upload", "file.download", "batch.create", "batch.get",
-                 "batch.list", "batch.results", "batch.cancel", "*",
-                 # Beyond issue 3's list: the other calls the emulator serves.
-                 "file.get", "file.list", "file.delete", "batch.delete", "model.get"})
-_KINDS = ("http", "drop_connection", "delay_ms", "rate_limit", "batch_end",
-          "batch_drop_records", "batch_status", "batch_stuck_cancelling", "answer", "reply")
+OPS = frozenset(
+    {
+        "chat",
+        "file.upload",
+        "file.download",
+        "batch.create",
+        "batch.get",
+        "batch.list",
+        "batch.results",
+        "batch.cancel",
+        "*",
+        # Beyond issue 3's list: the other calls the emulator serves.
+        "file.get",
+        "file.list",
+        "file.delete",
+        "batch.delete",
+        "model.get",
+        # Gemini's explicit context caches (.gemini_caches)
+        "cache.create",
+        "cache.get",
+        "cache.list",
+        "cache.delete",
+    }
+)
+_KINDS = (
+    "http",
+    "drop_connection",
+    "delay_ms",
+    "rate_limit",
+    "batch_end",
+    "batch_drop_records",
+    "batch_status",
+    "batch_stuck_cancelling",
+    "answer",
+    "reply",
+)
 #: Keys of a ``reply`` fault (see :mod:`agac.emulator.replies`).
-REPLY_KEYS = frozenset({"stop", "stop_details", "refusal", "content", "blocks", "block_reason",
-                        "block_reason_message", "safety_category", "usage", "body"})
+REPLY_KEYS = frozenset(
+    {
+        "stop",
+        "stop_details",
+        "refusal",
+        "content",
+        "blocks",
+        "block_reason",
+        "block_reason_message",
+        "safety_category",
+        "usage",
+        "body",
+    }
+)
 _BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})
 
 #: The window of a ``rate_limit`` rule, in emulator seconds: "a minute". Tests that run
@@ -87,9 +139,16 @@ class Rule:
     window: deque[float] = field(default_factory=deque)
 
     def to_json(self) -> dict[str, Any]:
-        return {"provider": self.provider, "op": self.op, "match": self.match, "nth": self.nth,
-                "times": self.times, "fault": self.fault, "matched": self.matched,
-                "fired": self.fired}
+        return {
+            "provider": self.provider,
+            "op": self.op,
+            "match": self.match,
+            "nth": self.nth,
+            "times": self.times,
+            "fault": self.fault,
+            "matched": self.matched,
+            "fired": self.fired,
+        }
 
 
 @dataclass
@@ -167,14 +226,19 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
         if not isinstance(status, int) or not 400 <= status <= 599:
             raise RuleError("http must be an error status between 400 and 599")
         headers = fault.get("headers")
-        if headers is not None and not (isinstance(headers, dict) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+        if headers is not None and not (
+            isinstance(headers, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+        ):
             raise RuleError("headers must be an object of strings")
     if "rate_limit" in fault:
-        rpm = (fault["rate_limit"] or {}).get("rpm") if isinstance(fault["rate_limit"], dict) \
+        rpm = (
+            (fault["rate_limit"] or {}).get("rpm")
+            if isinstance(fault["rate_limit"], dict)
             else None
+        )
         if not isinstance(rpm, int) or rpm < 1:
-            raise RuleError("rate_limit must be {\"rpm\": N} with N >= 1")
+            raise RuleError('rate_limit must be {"rpm": N} with N >= 1')
     if "answer" in fault and fault["answer"] not in ANSWER_FAULTS:
         raise RuleError(f"answer must be one of {sorted(ANSWER_FAULTS)}")
     if "answer" in fault and op not in ("chat", "batch.create", "*"):
@@ -190,16 +254,21 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
             raise RuleError(f"batch_end must be one of {sorted(_BATCH_ENDS)}")
         if fault["batch_end"] == "failed" and provider in ("anthropic", "*"):
             # Anthropic's only terminal status is `ended`: a batch cannot "fail" there.
-            raise RuleError("batch_end: failed does not apply to anthropic (whose only "
-                            "terminal status is ended); name another provider")
-    if ("batch_end" in fault or "batch_drop_records" in fault) and op not in (
-            "batch.create", "*"):
+            raise RuleError(
+                "batch_end: failed does not apply to anthropic (whose only "
+                "terminal status is ended); name another provider"
+            )
+    if ("batch_end" in fault or "batch_drop_records" in fault) and op not in ("batch.create", "*"):
         raise RuleError("batch_end and batch_drop_records apply on batch.create")
     if ("batch_status" in fault or "batch_stuck_cancelling" in fault) and op not in (
-            "batch.get", "batch.cancel", "*"):
+        "batch.get",
+        "batch.cancel",
+        "*",
+    ):
         raise RuleError("batch_status and batch_stuck_cancelling apply on batch.get")
     if fault.get("after_create") and (
-            op != "batch.create" or not ("http" in fault or "drop_connection" in fault)):
+        op != "batch.create" or not ("http" in fault or "drop_connection" in fault)
+    ):
         raise RuleError("after_create applies to http or drop_connection on batch.create")
     if "delay_ms" in fault and not isinstance(fault["delay_ms"], (int, float)):
         raise RuleError("delay_ms must be a number")
@@ -222,8 +291,9 @@ class FaultBook:
     def clear(self) -> None:
         self.rules.clear()
 
-    def fire(self, provider: str, op: str, target: Target, now: float,
-             item_level: bool = False) -> Fired:
+    def fire(
+        self, provider: str, op: str, target: Target, now: float, item_level: bool = False
+    ) -> Fired:
         """Collect the faults firing for one request (or one batch item, ``item_level``).
 
         A firing ``rate_limit`` rule turns into a 429 with ``retry_after`` once more than
@@ -287,5 +357,9 @@ class FaultBook:
             rule.window.append(now)
             return None
         wait = max(1, math.ceil(rule.window[0] + span - now))
-        return {"http": 429, "retry_after": wait, "code": "rate_limit_exceeded",
-                "rate_limit": {"rpm": rpm}}
+        return {
+            "http": 429,
+            "retry_after": wait,
+            "code": "rate_limit_exceeded",
+            "rate_limit": {"rpm": rpm},
+        }

@@ -1,4 +1,5 @@
-"""Gemini's (Developer API) wire protocol: generateContent, files and the Batch API.
+"""Gemini's (Developer API) wire protocol: generateContent, files, the Batch API and
+explicit context caches (:mod:`.gemini_caches`).
 
 Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_mldev``,
 ``_api_client.upload_file``). Structured output is read from
@@ -29,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from . import gemini_caches
 from .answers import Answer, answer, prompt_tokens
 from .caching import gemini_plan
 from .faults import Target
@@ -46,22 +48,36 @@ from .handling import (
     state_of,
 )
 from .media import take_attachments
-from .state import Batch, BatchItem, EmulatorState, ItemResult, StoredFile
+from .state import Batch, BatchItem, EmulatorState, ItemError, ItemResult, StoredFile, with_cache
 
 __all__ = ["routes", "status_name"]
 
 PROVIDER = "gemini"
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-           404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED",
-           500: "INTERNAL", 501: "NOT_IMPLEMENTED", 503: "UNAVAILABLE",
-           504: "DEADLINE_EXCEEDED"}
-_STATES = {"completed": "BATCH_STATE_SUCCEEDED", "failed": "BATCH_STATE_FAILED",
-           "expired": "BATCH_STATE_EXPIRED", "cancelled": "BATCH_STATE_CANCELLED"}
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_STATES = {
+    "completed": "BATCH_STATE_SUCCEEDED",
+    "failed": "BATCH_STATE_FAILED",
+    "expired": "BATCH_STATE_EXPIRED",
+    "cancelled": "BATCH_STATE_CANCELLED",
+}
 _T = "type.googleapis.com/google.rpc."
 
 
-def error(status: int, code: str | None, retry_after: float | None,
-          message: str | None) -> Response:
+def error(
+    status: int, code: str | None, retry_after: float | None, message: str | None
+) -> Response:
     """A ``google.rpc.Status`` error body in Google's JSON mapping.
 
     A 429 always carries a ``QuotaFailure``: per minute with a ``RetryInfo`` when
@@ -70,19 +86,34 @@ def error(status: int, code: str | None, retry_after: float | None,
     """
     details: list[dict[str, Any]] = []
     if code:
-        details.append({"@type": _T + "ErrorInfo", "reason": code,
-                        "domain": "generativelanguage.googleapis.com"})
+        details.append(
+            {
+                "@type": _T + "ErrorInfo",
+                "reason": code,
+                "domain": "generativelanguage.googleapis.com",
+            }
+        )
     if status == 429:
         per = "PerMinute" if retry_after is not None else "PerDay"
-        details.append({"@type": _T + "QuotaFailure", "violations": [{
-            "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
-            "quotaId": f"GenerateRequests{per}PerProjectPerModel", "quotaValue": "10"}]})
+        details.append(
+            {
+                "@type": _T + "QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                        "quotaId": f"GenerateRequests{per}PerProjectPerModel",
+                        "quotaValue": "10",
+                    }
+                ],
+            }
+        )
     if retry_after is not None:
         details.append({"@type": _T + "RetryInfo", "retryDelay": f"{int(retry_after)}s"})
     name = _STATUS.get(status, "UNKNOWN")
-    text = message or {429: "You exceeded your current quota.",
-                       503: "The model is overloaded. Please try again later."}.get(
-        status, f"Emulated error {status} ({name}).")
+    text = message or {
+        429: "You exceeded your current quota.",
+        503: "The model is overloaded. Please try again later.",
+    }.get(status, f"Emulated error {status} ({name}).")
     body = {"error": {"code": status, "message": text, "status": name, "details": details}}
     return JSONResponse(body, status_code=status)
 
@@ -123,21 +154,36 @@ def response(model: str, ans: Answer) -> dict[str, Any]:
         usage["cachedContentTokenCount"] = cached
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
-    out: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model,
-                           "responseId": uuid.uuid4().hex[:22]}
+    out: dict[str, Any] = {
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": uuid.uuid4().hex[:22],
+    }
     if "block_reason" in reply:
         feedback: dict[str, Any] = {"blockReason": reply["block_reason"]}
         if "block_reason_message" in reply:
             feedback["blockReasonMessage"] = reply["block_reason_message"]
-        feedback["safetyRatings"] = [{"category": reply.get("safety_category",
-                                                            "HARM_CATEGORY_DANGEROUS_CONTENT"),
-                                      "probability": "HIGH", "blocked": True}]
+        feedback["safetyRatings"] = [
+            {
+                "category": reply.get("safety_category", "HARM_CATEGORY_DANGEROUS_CONTENT"),
+                "probability": "HIGH",
+                "blocked": True,
+            }
+        ]
         return {**out, "promptFeedback": feedback}
     text = reply.get("content", ans.text)
     if ans.text is None and "stop" not in reply:
-        candidate: dict[str, Any] = {"finishReason": "SAFETY", "index": 0, "safetyRatings": [
-            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH",
-             "blocked": True}]}
+        candidate: dict[str, Any] = {
+            "finishReason": "SAFETY",
+            "index": 0,
+            "safetyRatings": [
+                {
+                    "category": "HARM_CATEGORY_DANGEROUS_CONTENT",
+                    "probability": "HIGH",
+                    "blocked": True,
+                }
+            ],
+        }
     else:
         parts = []
         for kind in reply.get("blocks") or ["text"]:
@@ -145,17 +191,21 @@ def response(model: str, ans: Answer) -> dict[str, Any]:
                 parts.append({"text": "Thinking about the question.", "thought": True})
             elif kind == "text" and text is not None:
                 parts.append({"text": text})
-        candidate = {"content": {"parts": parts, "role": "model"},
-                     "finishReason": reply.get("stop") or (
-                         "MAX_TOKENS" if ans.finish == "length" else "STOP"),
-                     "index": 0}
+        candidate = {
+            "content": {"parts": parts, "role": "model"},
+            "finishReason": reply.get("stop")
+            or ("MAX_TOKENS" if ans.finish == "length" else "STOP"),
+            "index": 0,
+        }
     if "safety_category" in reply:
-        candidate["safetyRatings"] = [{"category": reply["safety_category"],
-                                       "probability": "HIGH", "blocked": True}]
+        candidate["safetyRatings"] = [
+            {"category": reply["safety_category"], "probability": "HIGH", "blocked": True}
+        ]
     searches = int(extra.get("web_search_requests", 0))
     if searches:
         candidate["groundingMetadata"] = {
-            "webSearchQueries": [f"emulated query {i}" for i in range(searches)]}
+            "webSearchQueries": [f"emulated query {i}" for i in range(searches)]
+        }
     return {**out, "candidates": [candidate]}
 
 
@@ -174,17 +224,35 @@ async def _generate(request: Request, model: str) -> Response:
     body = await read_json(request, _counted(state, "chat"))
     fired = await gate(request, PROVIDER, "chat", error, Target(model=model))
     if not isinstance(body.get("contents"), list):
-        return error(400, None, None, "* GenerateContentRequest.contents: contents is not "
-                                      "specified")
+        return error(
+            400, None, None, "* GenerateContentRequest.contents: contents is not specified"
+        )
+    refused = gemini_caches.refusal(state, model, body)
+    if refused is not None:
+        return error(refused[0], None, None, refused[1])
     take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
-    canonical, prompt, schema, max_tokens = _decode(body)
-    ans = answer(provider=PROVIDER, model=model, body=canonical, prompt=prompt, schema=schema,
-                 max_tokens=max_tokens, seed=state.config.seed, fault=fired.answer, reply=fired.reply)
+    whole, cache = gemini_caches.expanded(state, body)
+    canonical, prompt, schema, max_tokens = _decode(whole)
+    ans = answer(
+        provider=PROVIDER,
+        model=model,
+        body=canonical,
+        prompt=prompt,
+        schema=schema,
+        max_tokens=max_tokens,
+        seed=state.config.seed,
+        fault=fired.answer,
+        reply=fired.reply,
+    )
     plan, markers = gemini_plan(model, body, ans.input_tokens)
     note_cache(request, markers)
-    ans = state.cached(ans, plan)
+    if cache is not None:  # an explicit cache: its tokens are what the call read
+        cache.live += 1
+        ans = with_cache(ans, cache.tokens, gemini_caches.own_tokens(body))
+    else:
+        ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
     return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
 
@@ -202,8 +270,9 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
                     row = json.loads(line)
                     rows.append((str(row["key"]), row["request"], None))
                 except (ValueError, KeyError, TypeError) as exc:
-                    raise Rejected(error(400, None, None,
-                                         f"Invalid input file line {number}: {exc}")) from exc
+                    raise Rejected(
+                        error(400, None, None, f"Invalid input file line {number}: {exc}")
+                    ) from exc
     else:
         entries = ((config.get("requests") or {}).get("requests")) or []
         for index, entry in enumerate(entries):
@@ -212,16 +281,43 @@ def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[Bat
             rows.append((str(key), entry.get("request") or {}, metadata))
     if not rows:
         raise Rejected(error(400, None, None, "* The batch has no requests."))
-    items = []
-    for key, request_body, metadata in rows:
-        take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
-        take_files(state, request_body, error)
-        canonical, prompt, schema, max_tokens = _decode(request_body)
-        plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
-        items.append(BatchItem(custom_id=key, model=model, canonical=canonical, prompt=prompt,
-                               schema=schema, max_tokens=max_tokens,
-                               extra={"metadata": metadata, "cache": markers}, cache=plan))
-    return items
+    return [
+        _item(state, model, key, request_body, metadata) for key, request_body, metadata in rows
+    ]
+
+
+def _item(
+    state: EmulatorState,
+    model: str,
+    key: str,
+    request_body: dict[str, Any],
+    metadata: dict[str, Any] | None,
+) -> BatchItem:
+    """One batch request, decoded; one naming a context cache is read with the cache's
+    contents (and refused as a live call would be when it cannot use it)."""
+    take_attachments(PROVIDER, request_body)  # the batch keeps descriptors, not bytes
+    take_files(state, request_body, error)
+    refused = gemini_caches.refusal(state, model, request_body)
+    whole, cache = gemini_caches.expanded(state, request_body)
+    canonical, prompt, schema, max_tokens = _decode(whole)
+    plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
+    extra: dict[str, Any] = {"metadata": metadata, "cache": markers}
+    if cache is not None:
+        cache.batch += 1
+        extra.update(cached_content=cache.id, own_tokens=gemini_caches.own_tokens(request_body))
+    item = BatchItem(
+        custom_id=key,
+        model=model,
+        canonical=canonical,
+        prompt=prompt,
+        schema=schema,
+        max_tokens=max_tokens,
+        extra=extra,
+        cache=plan,
+    )
+    if refused is not None:
+        item.error = ItemError(refused[0], None, refused[1])
+    return item
 
 
 async def _create_batch(request: Request, model: str) -> Response:
@@ -230,17 +326,29 @@ async def _create_batch(request: Request, model: str) -> Response:
     spec = body.get("batch") or {}
     display = spec.get("displayName")
     metadata = {"displayName": display} if display else {}
-    fired = await gate(request, PROVIDER, "batch.create", error,
-                       Target(model=model, metadata=metadata))
+    fired = await gate(
+        request, PROVIDER, "batch.create", error, Target(model=model, metadata=metadata)
+    )
     config = spec.get("inputConfig") or {}
     items = _items(state, model, config)
-    note_cache(request, [{"custom_id": i.custom_id, **i.extra["cache"]} for i in items
-                         if i.extra["cache"]])
+    note_cache(
+        request, [{"custom_id": i.custom_id, **i.extra["cache"]} for i in items if i.extra["cache"]]
+    )
     batch_id = uuid.uuid4().hex[:20]
-    batch = new_batch(state, fired, batch_id=batch_id, provider=PROVIDER, model=model,
-                      items=items, metadata=metadata,
-                      info={"name": f"batches/{batch_id}", "display_name": display,
-                            "file_input": "fileName" in config})
+    batch = new_batch(
+        state,
+        fired,
+        batch_id=batch_id,
+        provider=PROVIDER,
+        model=model,
+        items=items,
+        metadata=metadata,
+        info={
+            "name": f"batches/{batch_id}",
+            "display_name": display,
+            "file_input": "fileName" in config,
+        },
+    )
     return created(fired, JSONResponse(operation(state, batch, "queued", None, _base(request))))
 
 
@@ -251,8 +359,9 @@ def status_name(batch: Batch, phase: str) -> str:
     return "BATCH_STATE_PENDING" if phase == "queued" else "BATCH_STATE_RUNNING"
 
 
-def operation(state: EmulatorState, batch: Batch, phase: str, raw: str | None,
-              base: str) -> dict[str, Any]:
+def operation(
+    state: EmulatorState, batch: Batch, phase: str, raw: str | None, base: str
+) -> dict[str, Any]:
     """The batch as a long-running Operation (``raw`` overrides ``metadata.state``)."""
     total = len(batch.items)
     results = batch.results or []
@@ -260,12 +369,17 @@ def operation(state: EmulatorState, batch: Batch, phase: str, raw: str | None,
     bad = sum(r.kind == "errored" for r in results)
     meta: dict[str, Any] = {
         "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
-        "model": f"models/{batch.model}", "displayName": batch.info.get("display_name"),
+        "model": f"models/{batch.model}",
+        "displayName": batch.info.get("display_name"),
         "state": raw or status_name(batch, phase),
-        "createTime": _stamp(batch.created_at), "updateTime": _stamp(state.clock.now()),
-        "batchStats": {"requestCount": str(total), "successfulRequestCount": str(ok),
-                       "failedRequestCount": str(bad),
-                       "pendingRequestCount": str(0 if phase == "ended" else total)},
+        "createTime": _stamp(batch.created_at),
+        "updateTime": _stamp(state.clock.now()),
+        "batchStats": {
+            "requestCount": str(total),
+            "successfulRequestCount": str(ok),
+            "failedRequestCount": str(bad),
+            "pendingRequestCount": str(0 if phase == "ended" else total),
+        },
     }
     done = phase == "ended"
     if done:
@@ -277,8 +391,11 @@ def operation(state: EmulatorState, batch: Batch, phase: str, raw: str | None,
     if done and batch.final == "failed":
         op["error"] = {"code": 13, "message": "The batch failed (injected by the emulator)."}
     elif done and "output" in meta:
-        op["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta."
-                                   "GenerateContentBatchOutput", **meta["output"]}
+        op["response"] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta."
+            "GenerateContentBatchOutput",
+            **meta["output"],
+        }
     return op
 
 
@@ -289,8 +406,13 @@ def _result(result: ItemResult) -> dict[str, Any]:
     if e is not None and e.body is not None:
         return {"error": e.body.get("error", e.body) if isinstance(e.body, dict) else e.body}
     status = e.status if e else 500
-    return {"error": {"code": status, "message": e.message if e else "internal error",
-                      "status": _STATUS.get(status, "UNKNOWN")}}
+    return {
+        "error": {
+            "code": status,
+            "message": e.message if e else "internal error",
+            "status": _STATUS.get(status, "UNKNOWN"),
+        }
+    }
 
 
 def _output(state: EmulatorState, batch: Batch, base: str) -> dict[str, Any] | None:
@@ -309,8 +431,9 @@ def _output(state: EmulatorState, batch: Batch, base: str) -> dict[str, Any] | N
     if "responses_file" not in batch.info:
         lines = "".join(json.dumps({"key": r.item.custom_id, **_result(r)}) + "\n" for r in ran)
         file_id = uuid.uuid4().hex[:12]
-        state.add_file(PROVIDER, file_id, f"batch-{batch.id}-responses.jsonl", "generated",
-                       lines.encode())
+        state.add_file(
+            PROVIDER, file_id, f"batch-{batch.id}-responses.jsonl", "generated", lines.encode()
+        )
         batch.info["responses_file"] = f"files/{file_id}"
     return {"responsesFile": batch.info["responses_file"]}
 
@@ -359,9 +482,10 @@ async def batches_list(request: Request) -> Response:
     mine = [b for b in reversed(state.batches.values()) if b.provider == PROVIDER]
     start = int(request.query_params.get("pageToken") or 0)
     size = min(1000, max(1, int(request.query_params.get("pageSize") or 50)))
-    page = mine[start:start + size]
-    body: dict[str, Any] = {"operations": [
-        operation(state, b, state.phase(b), None, _base(request)) for b in page]}
+    page = mine[start : start + size]
+    body: dict[str, Any] = {
+        "operations": [operation(state, b, state.phase(b), None, _base(request)) for b in page]
+    }
     if start + size < len(mine):
         body["nextPageToken"] = str(start + size)
     return JSONResponse(body)
@@ -376,12 +500,17 @@ async def upload(request: Request) -> Response:
         await gate(request, PROVIDER, "file.upload", error)
         spec = (json.loads(await request.body() or b"{}").get("file")) or {}
         upload_id = uuid.uuid4().hex
-        sessions[upload_id] = {"chunks": [], "spec": spec, "mime": request.headers.get(
-            "x-goog-upload-header-content-type", "application/octet-stream")}
-        url = f"{_base(request)}/upload/v1beta/files?upload_id={upload_id}&upload_protocol=" \
-              "resumable"
-        return Response(b"", headers={"x-goog-upload-url": url,
-                                      "x-goog-upload-status": "active"})
+        sessions[upload_id] = {
+            "chunks": [],
+            "spec": spec,
+            "mime": request.headers.get(
+                "x-goog-upload-header-content-type", "application/octet-stream"
+            ),
+        }
+        url = (
+            f"{_base(request)}/upload/v1beta/files?upload_id={upload_id}&upload_protocol=resumable"
+        )
+        return Response(b"", headers={"x-goog-upload-url": url, "x-goog-upload-status": "active"})
     session = sessions.get(request.query_params.get("upload_id", ""))
     if session is None:
         return error(404, None, None, "Unknown upload session.")
@@ -390,20 +519,32 @@ async def upload(request: Request) -> Response:
         return Response(b"", headers={"x-goog-upload-status": "active"})
     del sessions[request.query_params["upload_id"]]
     file_id = uuid.uuid4().hex[:12]
-    stored = finish_upload(state, file_id, session["spec"].get("displayName") or file_id,
-                           session["mime"], b"".join(session["chunks"]))
-    return JSONResponse({"file": file_json(stored, _base(request))},
-                        headers={"x-goog-upload-status": "final"})
+    stored = finish_upload(
+        state,
+        file_id,
+        session["spec"].get("displayName") or file_id,
+        session["mime"],
+        b"".join(session["chunks"]),
+    )
+    return JSONResponse(
+        {"file": file_json(stored, _base(request))}, headers={"x-goog-upload-status": "final"}
+    )
 
 
 def file_json(stored: StoredFile, base: str) -> dict[str, Any]:
     """A ``File`` resource."""
-    body = {"name": f"files/{stored.id}", "displayName": stored.filename,
-            "mimeType": stored.mime_type, "sizeBytes": str(stored.size),
-            "createTime": _stamp(stored.created_at), "updateTime": _stamp(stored.created_at),
-            "expirationTime": _stamp(stored.created_at + 48 * 3600),
-            "uri": f"{base}/v1beta/files/{stored.id}", "state": "ACTIVE",
-            "source": "GENERATED" if stored.purpose == "generated" else "UPLOADED"}
+    body = {
+        "name": f"files/{stored.id}",
+        "displayName": stored.filename,
+        "mimeType": stored.mime_type,
+        "sizeBytes": str(stored.size),
+        "createTime": _stamp(stored.created_at),
+        "updateTime": _stamp(stored.created_at),
+        "expirationTime": _stamp(stored.created_at + 48 * 3600),
+        "uri": f"{base}/v1beta/files/{stored.id}",
+        "state": "ACTIVE",
+        "source": "GENERATED" if stored.purpose == "generated" else "UPLOADED",
+    }
     if stored.purpose == "generated":
         body["downloadUri"] = f"{base}/v1beta/files/{stored.id}:download?alt=media"
     return body
@@ -426,8 +567,13 @@ async def files_get(request: Request) -> Response:
 async def files_list(request: Request) -> Response:
     state = state_of(request)
     await gate(request, PROVIDER, "file.list", error)
-    return JSONResponse({"files": [file_json(f, _base(request)) for f in state.files.values()
-                                   if f.provider == PROVIDER]})
+    return JSONResponse(
+        {
+            "files": [
+                file_json(f, _base(request)) for f in state.files.values() if f.provider == PROVIDER
+            ]
+        }
+    )
 
 
 async def files_delete(request: Request) -> Response:
@@ -444,8 +590,7 @@ def _find(state: EmulatorState, batch_id: str) -> Batch | None:
 
 
 def _target(batch: Batch | None) -> Target:
-    return Target(model=batch.model if batch else None,
-                  metadata=batch.metadata if batch else None)
+    return Target(model=batch.model if batch else None, metadata=batch.metadata if batch else None)
 
 
 def _missing(batch_id: str) -> Response:
@@ -461,8 +606,9 @@ def _base(request: Request) -> str:
 
 
 def _counted(state: EmulatorState, op: str) -> Any:
-    def render(status: int, code: str | None, retry_after: float | None,
-               message: str | None) -> Response:
+    def render(
+        status: int, code: str | None, retry_after: float | None, message: str | None
+    ) -> Response:
         state.stats.count(PROVIDER, op)
         return error(status, code, retry_after, message)
 
@@ -473,6 +619,7 @@ def routes() -> list[Route]:
     """Gemini's routes under ``/v1beta`` and ``/upload/v1beta``."""
     return [
         Route("/v1beta/models/{target}", models_post, methods=["POST"]),
+        *gemini_caches.routes(error),
         Route("/v1beta/batches", batches_list, methods=["GET"]),
         Route("/v1beta/batches/{id}", batches_get, methods=["GET"]),
         Route("/v1beta/batches/{id}", batches_post, methods=["POST"]),

@@ -31,8 +31,9 @@ LIFETIME_SECONDS = 48 * 3600.0
 """How long Gemini keeps an uploaded file."""
 
 
-def finish_upload(state: EmulatorState, file_id: str, name: str, mime_type: str,
-                  data: bytes) -> StoredFile:
+def finish_upload(
+    state: EmulatorState, file_id: str, name: str, mime_type: str, data: bytes
+) -> StoredFile:
     """Store a finalized upload: an attachment as its descriptor (journaled as
     ``file.finalize``, bytes dropped), anything else (a batch's JSONL) as its bytes."""
     if sniff(data[:1024]) is None:
@@ -40,17 +41,31 @@ def finish_upload(state: EmulatorState, file_id: str, name: str, mime_type: str,
     seen = describe_raw(f"files/{file_id}", data, mime_type, len(data))
     stored = state.add_file(PROVIDER, file_id, name, "uploaded", b"", mime_type)
     stored.described = seen
-    note = {"name": f"files/{file_id}", "media_type": seen.media_type, "size": seen.size,
-            "sha256": seen.sha256, "pages": seen.pages}
-    state.journal.add(PROVIDER, "file.finalize", "POST", "/upload/v1beta/files", "", [],
-                      json.dumps(note).encode(), "")
+    note = {
+        "name": f"files/{file_id}",
+        "media_type": seen.media_type,
+        "size": seen.size,
+        "sha256": seen.sha256,
+        "pages": seen.pages,
+    }
+    state.journal.add(
+        PROVIDER,
+        "file.finalize",
+        "POST",
+        "/upload/v1beta/files",
+        "",
+        [],
+        json.dumps(note).encode(),
+        "",
+    )
     return stored
 
 
 def expired(state: EmulatorState, stored: StoredFile) -> bool:
     """Has Gemini dropped this upload (48 hours after it was made)?"""
-    return stored.purpose == "uploaded" and \
-        stored.created_at + LIFETIME_SECONDS <= state.clock.now()
+    return (
+        stored.purpose == "uploaded" and stored.created_at + LIFETIME_SECONDS <= state.clock.now()
+    )
 
 
 def take_files(state: EmulatorState, body: Any, error: ErrorRenderer) -> int:
@@ -61,17 +76,28 @@ def take_files(state: EmulatorState, body: Any, error: ErrorRenderer) -> int:
     for content in (body.get("contents") or ()) if isinstance(body, dict) else ():
         parts = content.get("parts") if isinstance(content, dict) else None
         for part in parts if isinstance(parts, list) else ():
-            ref = (part.get("fileData") or part.get("file_data")) if isinstance(part, dict) \
-                else None
+            ref = (
+                (part.get("fileData") or part.get("file_data")) if isinstance(part, dict) else None
+            )
             if not isinstance(ref, dict):
                 continue
             key = "fileUri" if "fileUri" in ref else "file_uri"
             stored = _named(state, ref.get(key))
             if stored is None:
-                raise Rejected(error(403, None, None, "You do not have permission to access "
-                                     f"the File {_id(ref.get(key))} or it may not exist."))
-            ref[key] = stored.described.descriptor() if stored.described is not None \
+                raise Rejected(
+                    error(
+                        403,
+                        None,
+                        None,
+                        "You do not have permission to access "
+                        f"the File {_id(ref.get(key))} or it may not exist.",
+                    )
+                )
+            ref[key] = (
+                stored.described.descriptor()
+                if stored.described is not None
                 else f"files/{stored.id}"
+            )
             found += 1
     return found
 

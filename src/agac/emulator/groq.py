@@ -16,11 +16,34 @@ from .openai import routes as openai_routes
 
 __all__ = ["GROQ", "routes"]
 
-GROQ = Flavor(provider="groq", prefix="/openai/v1", file_prefix="file_01",
-              batch_prefix="batch_01", retry_after_ms=False, service_tier="on_demand",
-              windows=frozenset({"24h", "48h", "72h", "96h", "120h", "144h", "168h",
-                                 "1d", "2d", "3d", "4d", "5d", "6d", "7d"}),
-              cursor_paging=True, usage_timings=True)
+GROQ = Flavor(
+    provider="groq",
+    prefix="/openai/v1",
+    file_prefix="file_01",
+    batch_prefix="batch_01",
+    retry_after_ms=False,
+    service_tier="on_demand",
+    windows=frozenset(
+        {
+            "24h",
+            "48h",
+            "72h",
+            "96h",
+            "120h",
+            "144h",
+            "168h",
+            "1d",
+            "2d",
+            "3d",
+            "4d",
+            "5d",
+            "6d",
+            "7d",
+        }
+    ),
+    cursor_paging=True,
+    usage_timings=True,
+)
 
 
 def routes() -> list[Route]:

@@ -25,9 +25,21 @@ if TYPE_CHECKING:
     from .state import EmulatorState
 
 __all__ = [
-    "SENT_PATH", "SENT_RAW_PATH", "DropConnection", "ErrorRenderer", "Rejected", "attachments",
-    "created", "gate", "live_latency",
-    "new_batch", "note_cache", "observe", "read_json", "retry_headers", "state_of",
+    "SENT_PATH",
+    "SENT_RAW_PATH",
+    "DropConnection",
+    "ErrorRenderer",
+    "Rejected",
+    "attachments",
+    "created",
+    "gate",
+    "live_latency",
+    "new_batch",
+    "note_cache",
+    "observe",
+    "read_json",
+    "retry_headers",
+    "state_of",
 ]
 
 #: Scope key holding the path as the client sent it, when the app serves it under another
@@ -70,8 +82,9 @@ async def read_json(request: Request, error: ErrorRenderer) -> Any:
         raise Rejected(error(400, None, None, f"request body is not valid JSON: {exc}")) from exc
 
 
-async def attachments(request: Request, provider: str, body: Any, error: ErrorRenderer,
-                      model: str = "") -> None:
+async def attachments(
+    request: Request, provider: str, body: Any, error: ErrorRenderer, model: str = ""
+) -> None:
     """Take the attachments out of a chat body (each replaced by its descriptor) and hold
     the request to the provider's limits: Rejected with its own error when over them."""
     seen = take_attachments(provider, body)
@@ -82,8 +95,15 @@ async def attachments(request: Request, provider: str, body: Any, error: ErrorRe
         raise Rejected(error(over[0], over[1], None, over[2]))
 
 
-async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
-               target: Target | None = None, *, count: bool = True) -> Fired:
+async def gate(
+    request: Request,
+    provider: str,
+    op: str,
+    error: ErrorRenderer,
+    target: Target | None = None,
+    *,
+    count: bool = True,
+) -> Fired:
     """Count the request and apply the faults that fire for it (see module docstring)."""
     state = state_of(request)
     if count:
@@ -96,9 +116,16 @@ async def gate(request: Request, provider: str, op: str, error: ErrorRenderer,
         host, port = scope.get("client") or ("", 0)
         raw_path = scope.get(SENT_RAW_PATH) or scope.get("raw_path") or b""
         scope[_ENTRY] = state.journal.add(
-            provider, op, scope["method"], scope.get(SENT_PATH, scope["path"]),
-            scope["query_string"].decode("latin-1"), scope["headers"], body, f"{host}:{port}",
-            raw_path=raw_path.decode("latin-1"))
+            provider,
+            op,
+            scope["method"],
+            scope.get(SENT_PATH, scope["path"]),
+            scope["query_string"].decode("latin-1"),
+            scope["headers"],
+            body,
+            f"{host}:{port}",
+            raw_path=raw_path.decode("latin-1"),
+        )
     fired = state.faults.fire(provider, op, target or Target(), state.clock.now())
     if fired.delay_ms:
         await asyncio.sleep(fired.delay_ms / 1000)
@@ -126,10 +153,16 @@ def _outcome(fired: Fired, error: ErrorRenderer) -> Exception | None:
     if fired.http is not None:
         fault = fired.http
         if "body" in fault:  # the provider's error body as it comes, sent as given
-            return Rejected(JSONResponse(fault["body"], status_code=int(fault["http"]),
-                                         headers=dict(fault.get("headers") or {})))
-        response = error(int(fault["http"]), fault.get("code"), fault.get("retry_after"),
-                         fault.get("message"))
+            return Rejected(
+                JSONResponse(
+                    fault["body"],
+                    status_code=int(fault["http"]),
+                    headers=dict(fault.get("headers") or {}),
+                )
+            )
+        response = error(
+            int(fault["http"]), fault.get("code"), fault.get("retry_after"), fault.get("message")
+        )
         response.headers.update(dict(fault.get("headers") or {}))
         return Rejected(response)
     return None
@@ -154,16 +187,25 @@ def retry_headers(retry_after: float | None, *, with_ms: bool) -> dict[str, str]
     """``retry-after`` (seconds) and, where the provider sends it, ``retry-after-ms``."""
     if retry_after is None:
         return {}
-    headers = {"retry-after": str(int(retry_after) if float(retry_after).is_integer()
-                                  else retry_after)}
+    headers = {
+        "retry-after": str(int(retry_after) if float(retry_after).is_integer() else retry_after)
+    }
     if with_ms:
         headers["retry-after-ms"] = str(int(float(retry_after) * 1000))
     return headers
 
 
-def new_batch(state: EmulatorState, fired: Fired, *, batch_id: str, provider: str, model: str,
-              items: list[BatchItem], metadata: dict[str, Any] | None = None,
-              info: dict[str, Any] | None = None) -> Batch:
+def new_batch(
+    state: EmulatorState,
+    fired: Fired,
+    *,
+    batch_id: str,
+    provider: str,
+    model: str,
+    items: list[BatchItem],
+    metadata: dict[str, Any] | None = None,
+    info: dict[str, Any] | None = None,
+) -> Batch:
     """Create and store a batch, applying the ``batch.create`` faults that fired for the
     call (``fired``) and, item by item, the rules that match a ``custom_id``."""
     now = state.clock.now()
@@ -172,14 +214,24 @@ def new_batch(state: EmulatorState, fired: Fired, *, batch_id: str, provider: st
         own = state.faults.fire(provider, "batch.create", target, now, item_level=True)
         if own.http is not None:
             status = int(own.http["http"])
-            item.error = ItemError(status, own.http.get("code"),
-                                   own.http.get("message") or f"injected error {status}",
-                                   own.http.get("body"))
+            item.error = ItemError(
+                status,
+                own.http.get("code"),
+                own.http.get("message") or f"injected error {status}",
+                own.http.get("body"),
+            )
         item.answer_fault = own.answer or fired.answer
         item.reply = own.reply or fired.reply
-    batch = Batch(id=batch_id, provider=provider, model=model, created_at=now,
-                  duration=state.config.batch_seconds, items=items,
-                  metadata=dict(metadata or {}), info=dict(info or {}))
+    batch = Batch(
+        id=batch_id,
+        provider=provider,
+        model=model,
+        created_at=now,
+        duration=state.config.batch_seconds,
+        items=items,
+        metadata=dict(metadata or {}),
+        info=dict(info or {}),
+    )
     if fired.batch_end is not None:
         batch.end = fired.batch_end
         batch.answer_limit = min(fired.answered, len(items))

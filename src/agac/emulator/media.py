@@ -25,11 +25,21 @@ from typing import Any
 
 from agac.media import image_size, pdf_pages, sniff
 
-__all__ = ["Seen", "describe_raw", "limit_error", "redact_body", "seen_in", "seen_text", "take_attachments"]
+__all__ = [
+    "Seen",
+    "describe_raw",
+    "limit_error",
+    "redact_body",
+    "seen_in",
+    "seen_text",
+    "take_attachments",
+]
 
 MB = 1024 * 1024
-_DESCRIPTOR = re.compile(r"\[attachment (?P<type>[\w/+.-]+) (?P<size>\d+) bytes "
-                         r"sha256:(?P<sha>[0-9a-f]{64})(?: pages:(?P<pages>\d+))?\]")
+_DESCRIPTOR = re.compile(
+    r"\[attachment (?P<type>[\w/+.-]+) (?P<size>\d+) bytes "
+    r"sha256:(?P<sha>[0-9a-f]{64})(?: pages:(?P<pages>\d+))?\]"
+)
 
 
 @dataclass(frozen=True)
@@ -71,10 +81,25 @@ def describe_raw(where: str, raw: bytes, declared: str | None, encoded: int = 0)
     media = sniff(raw[:1024]) or "application/octet-stream"
     pages = pdf_pages(raw) if media == "application/pdf" else None
     dims = image_size(media, raw) if media.startswith("image/") else None
-    kind = "pdf" if media == "application/pdf" else "image" if media.startswith("image/") \
+    kind = (
+        "pdf"
+        if media == "application/pdf"
+        else "image"
+        if media.startswith("image/")
         else "unknown"
-    return Seen(where, media, declared, len(raw), hashlib.sha256(raw).hexdigest(), encoded,
-                kind, pages, dims[0] if dims else None, dims[1] if dims else None)
+    )
+    return Seen(
+        where,
+        media,
+        declared,
+        len(raw),
+        hashlib.sha256(raw).hexdigest(),
+        encoded,
+        kind,
+        pages,
+        dims[0] if dims else None,
+        dims[1] if dims else None,
+    )
 
 
 def _data_url(url: Any) -> tuple[str | None, str] | None:
@@ -166,9 +191,15 @@ def _ollama(body: dict[str, Any], seen: list[Seen]) -> None:
 def seen_in(value: Any) -> list[dict[str, Any]]:
     """The attachments named by descriptors anywhere in ``value`` (a request as stored)."""
     text = value if isinstance(value, str) else json.dumps(value)
-    return [{"media_type": m["type"], "size": int(m["size"]), "sha256": m["sha"],
-             "pages": int(m["pages"]) if m["pages"] else None}
-            for m in _DESCRIPTOR.finditer(text)]
+    return [
+        {
+            "media_type": m["type"],
+            "size": int(m["size"]),
+            "sha256": m["sha"],
+            "pages": int(m["pages"]) if m["pages"] else None,
+        }
+        for m in _DESCRIPTOR.finditer(text)
+    ]
 
 
 def seen_text(value: Any) -> str:
@@ -176,9 +207,15 @@ def seen_text(value: Any) -> str:
     found = seen_in(value)
     if not found:
         return ""
-    return " Attachments seen: " + "; ".join(
-        f"{a['media_type']} {a['size']} bytes sha256:{a['sha256'][:16]}"
-        + (f" {a['pages']} pages" if a["pages"] else "") for a in found) + "."
+    return (
+        " Attachments seen: "
+        + "; ".join(
+            f"{a['media_type']} {a['size']} bytes sha256:{a['sha256'][:16]}"
+            + (f" {a['pages']} pages" if a["pages"] else "")
+            for a in found
+        )
+        + "."
+    )
 
 
 def attachment_tokens(value: Any) -> int:
@@ -200,8 +237,9 @@ def redact_body(provider: str, raw: bytes) -> bytes:
     return json.dumps(body).encode()
 
 
-def limit_error(provider: str, seen: list[Seen], body_bytes: int, model: str = ""
-                ) -> tuple[int, str | None, str] | None:
+def limit_error(
+    provider: str, seen: list[Seen], body_bytes: int, model: str = ""
+) -> tuple[int, str | None, str] | None:
     """(status, code, message) of the provider's own error when a request is over its
     limits or carries what it cannot read; None when it is within them."""
     if provider == "anthropic":
@@ -226,19 +264,34 @@ def _anthropic_limits(seen: list[Seen], body_bytes: int) -> tuple[int, str | Non
         return 413, "request_too_large", "Request exceeds the maximum allowed number of bytes."
     images = [s for s in seen if s.kind == "image"]
     if len(images) > 100:
-        return 400, None, ("messages: Too many images in the request: at most 100 images "
-                          "may be provided")
+        return (
+            400,
+            None,
+            ("messages: Too many images in the request: at most 100 images may be provided"),
+        )
     for s in seen:
         kind = "image" if s.kind == "image" else "document"
         if s.kind == "image" and s.encoded > 5 * MB:
-            return 400, None, (f"{s.where}.{kind}.source.base64: image exceeds 5 MB maximum: "
-                              f"{s.encoded} bytes > {5 * MB} bytes")
+            return (
+                400,
+                None,
+                (
+                    f"{s.where}.{kind}.source.base64: image exceeds 5 MB maximum: "
+                    f"{s.encoded} bytes > {5 * MB} bytes"
+                ),
+            )
         if s.kind == "pdf" and (s.pages or 0) > 100:
             return 400, None, f"{s.where}.pdf: A maximum of 100 PDF pages may be provided."
         if s.kind == "unknown" or (s.declared and s.declared != s.media_type):
-            return 400, None, (f"{s.where}.{kind}.source.base64.data: The {kind} was specified "
-                              f"using the {s.declared} media type, but does not appear to be "
-                              "a valid " + ("image" if s.kind == "image" else s.declared or "file"))
+            return (
+                400,
+                None,
+                (
+                    f"{s.where}.{kind}.source.base64.data: The {kind} was specified "
+                    f"using the {s.declared} media type, but does not appear to be "
+                    "a valid " + ("image" if s.kind == "image" else s.declared or "file")
+                ),
+            )
     return None
 
 
@@ -249,31 +302,47 @@ def _openai_limits(seen: list[Seen], body_bytes: int) -> tuple[int, str | None, 
         return 400, None, "Too many images: at most 500 image inputs may be provided."
     for s in seen:
         if s.kind == "image" and s.size > 20 * MB:
-            return 400, "image_too_large", (f"Invalid image in {s.where}: images must be "
-                                           "under 20 MB.")
+            return (
+                400,
+                "image_too_large",
+                (f"Invalid image in {s.where}: images must be under 20 MB."),
+            )
         if s.kind == "pdf" and s.size > 32 * MB:
             return 400, "file_too_large", f"Invalid file in {s.where}: files must be under 32 MB."
         if s.kind == "pdf" and (s.pages or 0) > 100:
             return 400, None, f"Invalid file in {s.where}: a PDF may have at most 100 pages."
         if s.kind == "unknown":
-            return 400, "invalid_image_format", ("You uploaded an unsupported image. Please "
-                                                "make sure your image has of one the following "
-                                                "formats: ['png', 'jpeg', 'gif', 'webp'].")
+            return (
+                400,
+                "invalid_image_format",
+                (
+                    "You uploaded an unsupported image. Please "
+                    "make sure your image has of one the following "
+                    "formats: ['png', 'jpeg', 'gif', 'webp']."
+                ),
+            )
     return None
 
 
-def _groq_limits(seen: list[Seen], body_bytes: int, model: str
-                 ) -> tuple[int, str | None, str] | None:
+def _groq_limits(
+    seen: list[Seen], body_bytes: int, model: str
+) -> tuple[int, str | None, str] | None:
     if not seen:
         return None
     if any(s.kind == "pdf" for s in seen):
-        return 400, None, ("'messages' : file content parts are not supported; only text and "
-                          "image_url parts")
+        return (
+            400,
+            None,
+            ("'messages' : file content parts are not supported; only text and image_url parts"),
+        )
     if "llama-4" not in model and "vision" not in model:
         return 400, "model_not_supported", f"model `{model}` does not support image input"
     if len(seen) > 5:
         return 400, None, "Too many images provided. This model supports up to 5 images"
     if sum(s.encoded for s in seen) > 4 * MB:
-        return 413, "request_too_large", ("Request Entity Too Large: base64 encoded images "
-                                         "are limited to 4MB per request")
+        return (
+            413,
+            "request_too_large",
+            ("Request Entity Too Large: base64 encoded images are limited to 4MB per request"),
+        )
     return None

@@ -26,21 +26,26 @@ __all__ = ["routes"]
 
 PROVIDER = "ollama"
 _DROP = ("model", "stream", "keep_alive")
-_MESSAGES = {404: "model not found, try pulling it first",
-             503: "server busy, please try again.  maximum pending requests exceeded"}
+_MESSAGES = {
+    404: "model not found, try pulling it first",
+    503: "server busy, please try again.  maximum pending requests exceeded",
+}
 
 
-def error(status: int, code: str | None, retry_after: float | None,
-          message: str | None) -> Response:
+def error(
+    status: int, code: str | None, retry_after: float | None, message: str | None
+) -> Response:
     """``{"error": "…"}`` with the status (Ollama sends no retry hints)."""
-    text = message or _MESSAGES.get(status, f"emulated error {status}"
-                                    + (f" ({code})" if code else ""))
+    text = message or _MESSAGES.get(
+        status, f"emulated error {status}" + (f" ({code})" if code else "")
+    )
     return JSONResponse({"error": text}, status_code=status)
 
 
 def _counted(request: Request) -> Any:
-    def render(status: int, code: str | None, retry_after: float | None,
-               message: str | None) -> Response:
+    def render(
+        status: int, code: str | None, retry_after: float | None, message: str | None
+    ) -> Response:
         state_of(request).stats.count(PROVIDER, "chat")
         return error(status, code, retry_after, message)
 
@@ -59,11 +64,16 @@ def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
         message["thinking"] = "Thinking about the question."
     done_reason = reply.get("stop", "length" if ans.finish == "length" else "stop")
     return {
-        "model": model, "created_at": _now(), "message": message,
-        "done": True, "done_reason": done_reason,
+        "model": model,
+        "created_at": _now(),
+        "message": message,
+        "done": True,
+        "done_reason": done_reason,
         "total_duration": 1_000_000 * (ans.input_tokens + ans.output_tokens),
-        "load_duration": 100_000, "prompt_eval_count": ans.input_tokens,
-        "prompt_eval_duration": 200_000 * ans.input_tokens, "eval_count": ans.output_tokens,
+        "load_duration": 100_000,
+        "prompt_eval_count": ans.input_tokens,
+        "prompt_eval_duration": 200_000 * ans.input_tokens,
+        "eval_count": ans.output_tokens,
         "eval_duration": 800_000 * ans.output_tokens,
     }
 
@@ -80,15 +90,28 @@ async def chat(request: Request) -> Response:
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     fmt = body.get("format")
-    schema = fmt if isinstance(fmt, dict) else (
-        {"type": "object", "properties": {"answer": {"type": "string"}}} if fmt == "json"
-        else None)
+    schema = (
+        fmt
+        if isinstance(fmt, dict)
+        else (
+            {"type": "object", "properties": {"answer": {"type": "string"}}}
+            if fmt == "json"
+            else None
+        )
+    )
     options = body.get("options") or {}
     canonical = {k: v for k, v in body.items() if k not in _DROP}
-    ans = answer(provider=PROVIDER, model=model, body=canonical,
-                 prompt=body.get("messages") or [], schema=schema,
-                 max_tokens=options.get("num_predict"), seed=state.config.seed,
-                 fault=fired.answer, reply=fired.reply)
+    ans = answer(
+        provider=PROVIDER,
+        model=model,
+        body=canonical,
+        prompt=body.get("messages") or [],
+        schema=schema,
+        max_tokens=options.get("num_predict"),
+        seed=state.config.seed,
+        fault=fired.answer,
+        reply=fired.reply,
+    )
     state.stats.bill(PROVIDER, model, canonical)
     text = ans.text if ans.text is not None else (ans.refusal or "")
     if body.get("stream", True) is False:
@@ -99,8 +122,12 @@ async def chat(request: Request) -> Response:
 async def _stream(model: str, ans: Answer, text: str) -> AsyncIterator[bytes]:
     """NDJSON chunks of a few characters each, then the ``done`` line with the counts."""
     for start in range(0, len(text), 16):
-        chunk = {"model": model, "created_at": _now(), "done": False,
-                 "message": {"role": "assistant", "content": text[start:start + 16]}}
+        chunk = {
+            "model": model,
+            "created_at": _now(),
+            "done": False,
+            "message": {"role": "assistant", "content": text[start : start + 16]},
+        }
         yield (json.dumps(chunk) + "\n").encode()
     yield (json.dumps(_final(model, ans, "")) + "\n").encode()
 

@@ -52,11 +52,21 @@ __all__ = ["OPENAI", "Flavor", "chat_request", "routes", "status_name"]
 
 #: Not part of what an answer depends on: transport settings and the cache routing key.
 _DROP = ("model", "stream", "stream_options", "metadata", "store", "user", "prompt_cache_key")
-_STATUS = {"queued": "validating", "running": "in_progress", "finalizing": "finalizing",
-           "cancelling": "cancelling"}
-_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
-          404: "invalid_request_error", 409: "conflict_error", 422: "invalid_request_error",
-          429: "requests"}
+_STATUS = {
+    "queued": "validating",
+    "running": "in_progress",
+    "finalizing": "finalizing",
+    "cancelling": "cancelling",
+}
+_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    409: "conflict_error",
+    422: "invalid_request_error",
+    429: "requests",
+}
 _CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded", 404: "not_found"}
 
 
@@ -77,24 +87,40 @@ class Flavor:
     """The fewest prompt tokens cached (implicitly, :mod:`.caching`); None: no caching."""
 
 
-OPENAI = Flavor(provider="openai", prefix="/v1", file_prefix="file-", batch_prefix="batch_",
-                retry_after_ms=True, service_tier="default", windows=frozenset({"24h"}),
-                cursor_paging=False, usage_timings=False)
+OPENAI = Flavor(
+    provider="openai",
+    prefix="/v1",
+    file_prefix="file-",
+    batch_prefix="batch_",
+    retry_after_ms=True,
+    service_tier="default",
+    windows=frozenset({"24h"}),
+    cursor_paging=False,
+    usage_timings=False,
+)
 
 
 def error_renderer(flavor: Flavor) -> Any:
     """The provider's error response: ``{"error": {message, type, param, code}}``."""
 
-    def render(status: int, code: str | None, retry_after: float | None,
-               message: str | None) -> Response:
+    def render(
+        status: int, code: str | None, retry_after: float | None, message: str | None
+    ) -> Response:
         kind = _TYPES.get(status, "server_error")
         code = code or _CODES.get(status)
         if code == "insufficient_quota":
             kind = "insufficient_quota"
-            message = message or ("You exceeded your current quota, please check your plan "
-                                  "and billing details.")
-        body = {"error": {"message": message or f"Emulated error {status} ({code or kind}).",
-                          "type": kind, "param": None, "code": code}}
+            message = message or (
+                "You exceeded your current quota, please check your plan and billing details."
+            )
+        body = {
+            "error": {
+                "message": message or f"Emulated error {status} ({code or kind}).",
+                "type": kind,
+                "param": None,
+                "code": code,
+            }
+        }
         headers = {"x-request-id": "req_" + uuid.uuid4().hex}
         if status == 429 and code != "insufficient_quota":
             headers.update(retry_headers(retry_after, with_ms=flavor.retry_after_ms))
@@ -128,8 +154,9 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
     reply = ans.reply or {}
     if "body" in reply:
         return dict(reply["body"])
-    finish = reply.get("stop") or {"stop": "stop", "length": "length",
-                                   "refusal": "stop"}[ans.finish]
+    finish = (
+        reply.get("stop") or {"stop": "stop", "length": "length", "refusal": "stop"}[ans.finish]
+    )
     extra = reply.get("usage") or {}
     cached = int(extra.get("cache_read_tokens", ans.cached_tokens))
     written = int(extra.get("cache_write_tokens", 0))
@@ -138,29 +165,44 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
     if written:
         details["cache_write_tokens"] = written
     usage: dict[str, Any] = {
-        "prompt_tokens": prompt, "completion_tokens": ans.output_tokens,
+        "prompt_tokens": prompt,
+        "completion_tokens": ans.output_tokens,
         "total_tokens": prompt + ans.output_tokens,
         # cached_tokens is a subset of prompt_tokens (included in it), as OpenAI reports.
         "prompt_tokens_details": details,
-        "completion_tokens_details": {"reasoning_tokens": int(extra.get("reasoning_tokens", 0)),
-                                      "audio_tokens": 0, "accepted_prediction_tokens": 0,
-                                      "rejected_prediction_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": int(extra.get("reasoning_tokens", 0)),
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
     if flavor.usage_timings:
         usage.update(queue_time=0.01, prompt_time=0.001, completion_time=0.02, total_time=0.031)
     refusal = reply.get("refusal", ans.refusal)
     content = reply.get("content", None if "refusal" in reply else ans.text)
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal,
-                               "annotations": []}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "refusal": refusal,
+        "annotations": [],
+    }
     if "tool_calls" in (reply.get("blocks") or []):
-        message["tool_calls"] = [{"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
-                                  "function": {"name": "lookup", "arguments": '{"q":"x"}'}}]
+        message["tool_calls"] = [
+            {
+                "id": "call_" + uuid.uuid4().hex[:24],
+                "type": "function",
+                "function": {"name": "lookup", "arguments": '{"q":"x"}'},
+            }
+        ]
     return {
-        "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion",
-        "created": int(now), "model": model, "system_fingerprint": "fp_emulator",
+        "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+        "object": "chat.completion",
+        "created": int(now),
+        "model": model,
+        "system_fingerprint": "fp_emulator",
         "service_tier": tier,
-        "choices": [{"index": 0, "logprobs": None, "finish_reason": finish,
-                     "message": message}],
+        "choices": [{"index": 0, "logprobs": None, "finish_reason": finish, "message": message}],
         "usage": usage,
     }
 
@@ -180,11 +222,20 @@ def routes(flavor: Flavor) -> list[Route]:
         await attachments(request, flavor.provider, body, error, model)
         await live_latency(request)
         canonical, schema, max_tokens = chat_request(body)
-        ans = answer(provider=flavor.provider, model=model, body=canonical,
-                     prompt=body["messages"], schema=schema, max_tokens=max_tokens,
-                     seed=state.config.seed, fault=fired.answer, reply=fired.reply)
-        plan, markers = openai_plan(flavor.provider, model, body, ans.input_tokens,
-                                    flavor.cache_minimum)
+        ans = answer(
+            provider=flavor.provider,
+            model=model,
+            body=canonical,
+            prompt=body["messages"],
+            schema=schema,
+            max_tokens=max_tokens,
+            seed=state.config.seed,
+            fault=fired.answer,
+            reply=fired.reply,
+        )
+        plan, markers = openai_plan(
+            flavor.provider, model, body, ans.input_tokens, flavor.cache_minimum
+        )
         note_cache(request, markers)
         ans = state.cached(ans, plan)
         state.stats.bill(flavor.provider, model, canonical)
@@ -202,10 +253,16 @@ def routes(flavor: Flavor) -> list[Route]:
             return error(400, None, None, "Expected a 'file' and purpose 'batch'.")
         filename, content = fields["file"]
         if len(content) > BATCH_FILE_MAX:
-            return error(400, None, None, f"File is too large: {len(content)} bytes; a batch "
-                         f"input file may be at most {BATCH_FILE_MAX} bytes (200 MB).")
-        stored = state.add_file(flavor.provider, _file_id(flavor), filename or "upload.jsonl",
-                                "batch", content)
+            return error(
+                400,
+                None,
+                None,
+                f"File is too large: {len(content)} bytes; a batch "
+                f"input file may be at most {BATCH_FILE_MAX} bytes (200 MB).",
+            )
+        stored = state.add_file(
+            flavor.provider, _file_id(flavor), filename or "upload.jsonl", "batch", content
+        )
         return JSONResponse(_file_json(stored))
 
     async def file_get(request: Request) -> Response:
@@ -216,9 +273,15 @@ def routes(flavor: Flavor) -> list[Route]:
         state = state_of(request)
         await gate(request, flavor.provider, "file.list", error)
         data = [_file_json(f) for f in state.files.values() if f.provider == flavor.provider]
-        return JSONResponse({"object": "list", "data": data, "has_more": False,
-                             "first_id": data[0]["id"] if data else None,
-                             "last_id": data[-1]["id"] if data else None})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "has_more": False,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+            }
+        )
 
     async def file_delete(request: Request) -> Response:
         stored = await _file(request, "file.delete")
@@ -234,40 +297,62 @@ def routes(flavor: Flavor) -> list[Route]:
         await gate(request, flavor.provider, op, error)
         stored = state.files.get(request.path_params["file_id"])
         if stored is None or stored.provider != flavor.provider:
-            raise Rejected(error(404, None, None, "No such File object: "
-                                 f"{request.path_params['file_id']}"))
+            raise Rejected(
+                error(404, None, None, f"No such File object: {request.path_params['file_id']}")
+            )
         return stored
 
     async def batch_create(request: Request) -> Response:
         state = state_of(request)
         body = await read_json(request, _counting(state, flavor, "batch.create", error))
         metadata = body.get("metadata") or {}
-        fired = await gate(request, flavor.provider, "batch.create", error,
-                           Target(metadata=metadata))
+        fired = await gate(
+            request, flavor.provider, "batch.create", error, Target(metadata=metadata)
+        )
         stored = state.files.get(str(body.get("input_file_id")))
         if stored is None or stored.provider != flavor.provider:
             return error(400, None, None, "Invalid 'input_file_id': file not found.")
         if body.get("endpoint") != "/v1/chat/completions":
             return error(400, None, None, "The emulator batches only /v1/chat/completions.")
         if body.get("completion_window") not in flavor.windows:
-            return error(400, None, None, "Invalid 'completion_window': "
-                         f"expected one of {sorted(flavor.windows)}.")
+            return error(
+                400,
+                None,
+                None,
+                f"Invalid 'completion_window': expected one of {sorted(flavor.windows)}.",
+            )
         items, invalid, marked = _parse_input(stored.content, flavor)
         note_cache(request, marked)
         model = items[0].model if items else ""
-        batch = new_batch(state, fired, batch_id=_batch_id(flavor), provider=flavor.provider,
-                          model=model, items=items, metadata=metadata,
-                          info={"input_file_id": stored.id, "endpoint": body["endpoint"],
-                                "completion_window": body["completion_window"]})
+        batch = new_batch(
+            state,
+            fired,
+            batch_id=_batch_id(flavor),
+            provider=flavor.provider,
+            model=model,
+            items=items,
+            metadata=metadata,
+            info={
+                "input_file_id": stored.id,
+                "endpoint": body["endpoint"],
+                "completion_window": body["completion_window"],
+            },
+        )
         batch.invalid = invalid
         return created(fired, JSONResponse(batch_json(state, flavor, batch, "queued", None)))
 
     async def batch_get(request: Request) -> Response:
         state = state_of(request)
         batch = _batch(state, request)
-        fired = await gate(request, flavor.provider, "batch.get", error,
-                           Target(model=batch.model if batch else None,
-                                  metadata=batch.metadata if batch else None))
+        fired = await gate(
+            request,
+            flavor.provider,
+            "batch.get",
+            error,
+            Target(
+                model=batch.model if batch else None, metadata=batch.metadata if batch else None
+            ),
+        )
         if batch is None:
             return _no_batch(request)
         phase, raw = observe(state, batch, fired)
@@ -276,15 +361,20 @@ def routes(flavor: Flavor) -> list[Route]:
     async def batch_cancel(request: Request) -> Response:
         state = state_of(request)
         batch = _batch(state, request)
-        fired = await gate(request, flavor.provider, "batch.cancel", error,
-                           Target(model=batch.model if batch else None,
-                                  metadata=batch.metadata if batch else None))
+        fired = await gate(
+            request,
+            flavor.provider,
+            "batch.cancel",
+            error,
+            Target(
+                model=batch.model if batch else None, metadata=batch.metadata if batch else None
+            ),
+        )
         if batch is None:
             return _no_batch(request)
         phase, raw = observe(state, batch, fired)
         if phase == "ended":
-            return error(409, None, None,
-                         f"Cannot cancel a batch with status '{batch.final}'.")
+            return error(409, None, None, f"Cannot cancel a batch with status '{batch.final}'.")
         batch.cancel(state.clock.now())
         return JSONResponse(batch_json(state, flavor, batch, state.phase(batch), raw))
 
@@ -295,13 +385,17 @@ def routes(flavor: Flavor) -> list[Route]:
         after = request.query_params.get("cursor" if flavor.cursor_paging else "after")
         if after:
             ids = [b.id for b in mine]
-            mine = mine[ids.index(after) + 1:] if after in ids else []
+            mine = mine[ids.index(after) + 1 :] if after in ids else []
         limit = min(100, max(1, int(request.query_params.get("limit", "20"))))
         page, more = mine[:limit], len(mine) > limit
         data = [batch_json(state, flavor, b, state.phase(b), None) for b in page]
-        body: dict[str, Any] = {"object": "list", "data": data, "has_more": more,
-                                "first_id": data[0]["id"] if data else None,
-                                "last_id": data[-1]["id"] if data else None}
+        body: dict[str, Any] = {
+            "object": "list",
+            "data": data,
+            "has_more": more,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+        }
         if flavor.cursor_paging:
             body["paging"] = {"next_cursor": data[-1]["id"] if more and data else None}
         return JSONResponse(body)
@@ -310,10 +404,17 @@ def routes(flavor: Flavor) -> list[Route]:
         return error(404, None, None, f"No batch found with id '{request.path_params['id']}'.")
 
     def _file_json(stored: Any) -> dict[str, Any]:
-        return {"id": stored.id, "object": "file", "bytes": len(stored.content),
-                "created_at": int(stored.created_at), "filename": stored.filename,
-                "purpose": stored.purpose, "status": "processed", "status_details": None,
-                "expires_at": None}
+        return {
+            "id": stored.id,
+            "object": "file",
+            "bytes": len(stored.content),
+            "created_at": int(stored.created_at),
+            "filename": stored.filename,
+            "purpose": stored.purpose,
+            "status": "processed",
+            "status_details": None,
+            "expires_at": None,
+        }
 
     return [
         Route(f"{p}/chat/completions", chat, methods=["POST"]),
@@ -332,24 +433,31 @@ def routes(flavor: Flavor) -> list[Route]:
 async def _sse(reply: dict[str, Any], include_usage: bool) -> AsyncIterator[bytes]:
     """A completion as ``chat.completion.chunk`` server-sent events, then ``[DONE]``."""
     choice = reply["choices"][0]
-    head = {k: reply[k] for k in ("id", "created", "model", "system_fingerprint",
-                                  "service_tier")}
+    head = {k: reply[k] for k in ("id", "created", "model", "system_fingerprint", "service_tier")}
     text = choice["message"]["content"] or ""
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-    deltas += [{"content": text[i:i + 16]} for i in range(0, len(text), 16)]
+    deltas += [{"content": text[i : i + 16]} for i in range(0, len(text), 16)]
     if choice["message"]["refusal"]:
         deltas.append({"refusal": choice["message"]["refusal"]})
     for index, delta in enumerate(deltas):
         last = index == len(deltas) - 1
-        chunk = {**head, "object": "chat.completion.chunk", "choices": [{
-            "index": 0, "delta": delta, "logprobs": None,
-            "finish_reason": choice["finish_reason"] if last else None}]}
+        chunk = {
+            **head,
+            "object": "chat.completion.chunk",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": delta,
+                    "logprobs": None,
+                    "finish_reason": choice["finish_reason"] if last else None,
+                }
+            ],
+        }
         if include_usage:
             chunk["usage"] = None
         yield f"data: {json.dumps(chunk)}\n\n".encode()
     if include_usage:
-        usage = {**head, "object": "chat.completion.chunk", "choices": [],
-                 "usage": reply["usage"]}
+        usage = {**head, "object": "chat.completion.chunk", "choices": [], "usage": reply["usage"]}
         yield f"data: {json.dumps(usage)}\n\n".encode()
     yield b"data: [DONE]\n\n"
 
@@ -358,8 +466,9 @@ def _counting(state: EmulatorState, flavor: Flavor, op: str, error: Any) -> Any:
     """An error renderer that first counts the request (a body that does not parse still
     reaches the counters, as every received request must)."""
 
-    def render(status: int, code: str | None, retry_after: float | None,
-               message: str | None) -> Response:
+    def render(
+        status: int, code: str | None, retry_after: float | None, message: str | None
+    ) -> Response:
         state.stats.count(flavor.provider, op)
         response: Response = error(status, code, retry_after, message)
         return response
@@ -394,8 +503,9 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return fields
 
 
-def _parse_input(content: bytes, flavor: Flavor
-                 ) -> tuple[list[BatchItem], list[dict[str, Any]], list[dict[str, Any]]]:
+def _parse_input(
+    content: bytes, flavor: Flavor
+) -> tuple[list[BatchItem], list[dict[str, Any]], list[dict[str, Any]]]:
     """Decode a batch input file; return its items, OpenAI-style validation errors and the
     cache markers of the lines that carried any."""
     provider = flavor.provider
@@ -412,32 +522,61 @@ def _parse_input(content: bytes, flavor: Flavor
             if row.get("url") != "/v1/chat/completions" or not isinstance(body, dict):
                 raise ValueError("url must be /v1/chat/completions and body an object")
         except (ValueError, KeyError, TypeError) as exc:
-            invalid.append({"code": "invalid_request", "line": number, "param": None,
-                            "message": f"Line {number}: {exc}"})
+            invalid.append(
+                {
+                    "code": "invalid_request",
+                    "line": number,
+                    "param": None,
+                    "message": f"Line {number}: {exc}",
+                }
+            )
             continue
         if custom_id in seen:
-            invalid.append({"code": "duplicate_custom_id", "line": number, "param": "custom_id",
-                            "message": f"The custom_id '{custom_id}' is not unique."})
+            invalid.append(
+                {
+                    "code": "duplicate_custom_id",
+                    "line": number,
+                    "param": "custom_id",
+                    "message": f"The custom_id '{custom_id}' is not unique.",
+                }
+            )
             continue
         seen.add(custom_id)
         take_attachments(provider, body)  # the batch keeps descriptors, not the bytes
         canonical, schema, max_tokens = chat_request(body)
         model = str(body.get("model", ""))
         prompt = body.get("messages", [])
-        plan, markers = openai_plan(provider, model, body, prompt_tokens(prompt, canonical),
-                                    flavor.cache_minimum)
+        plan, markers = openai_plan(
+            provider, model, body, prompt_tokens(prompt, canonical), flavor.cache_minimum
+        )
         if markers:
             marked.append({"custom_id": custom_id, **markers})
-        items.append(BatchItem(custom_id=custom_id, model=model, canonical=canonical,
-                               prompt=prompt, schema=schema, max_tokens=max_tokens, cache=plan))
+        items.append(
+            BatchItem(
+                custom_id=custom_id,
+                model=model,
+                canonical=canonical,
+                prompt=prompt,
+                schema=schema,
+                max_tokens=max_tokens,
+                cache=plan,
+            )
+        )
     if not items and not invalid:
-        invalid.append({"code": "empty_file", "line": None, "param": None,
-                        "message": "The input file has no requests."})
+        invalid.append(
+            {
+                "code": "empty_file",
+                "line": None,
+                "param": None,
+                "message": "The input file has no requests.",
+            }
+        )
     return items, invalid, marked
 
 
-def batch_json(state: EmulatorState, flavor: Flavor, batch: Batch, phase: str,
-               raw_status: str | None) -> dict[str, Any]:
+def batch_json(
+    state: EmulatorState, flavor: Flavor, batch: Batch, phase: str, raw_status: str | None
+) -> dict[str, Any]:
     """The batch object as the SDK reads it (``raw_status`` overrides ``status``)."""
     start, d = int(batch.created_at), batch.duration
     status = status_name(batch, phase)
@@ -455,17 +594,22 @@ def batch_json(state: EmulatorState, flavor: Flavor, batch: Batch, phase: str,
     # OpenAI reports a finished batch's total usage; Groq's batch object has none.
     usage = _usage(batch.results or []) if ended and flavor.provider == "openai" else None
     return {
-        "id": batch.id, "object": "batch", "endpoint": batch.info["endpoint"],
-        "model": batch.model, "input_file_id": batch.info["input_file_id"],
+        "id": batch.id,
+        "object": "batch",
+        "endpoint": batch.info["endpoint"],
+        "model": batch.model,
+        "input_file_id": batch.info["input_file_id"],
         "completion_window": batch.info["completion_window"],
         "status": raw_status or status,
         "output_file_id": batch.info.get("output_file_id"),
         "error_file_id": batch.info.get("error_file_id"),
         "errors": _errors(batch) if ended and batch.final == "failed" else None,
-        "created_at": start, "expires_at": start + 86400,
+        "created_at": start,
+        "expires_at": start + 86400,
         "in_progress_at": start + int(d / 4) if phase != "queued" else None,
-        "finalizing_at": start + int(3 * d / 4) if phase in ("finalizing",) or (
-            ended and batch.final == "completed") else None,
+        "finalizing_at": start + int(3 * d / 4)
+        if phase in ("finalizing",) or (ended and batch.final == "completed")
+        else None,
         "completed_at": stamp if ended and batch.final == "completed" else None,
         "failed_at": stamp if ended and batch.final == "failed" else None,
         "expired_at": stamp if ended and batch.final == "expired" else None,
@@ -483,8 +627,14 @@ def status_name(batch: Batch, phase: str) -> str:
 
 
 def _errors(batch: Batch) -> dict[str, Any]:
-    data = batch.invalid or [{"code": "batch_failed", "line": None, "param": None,
-                              "message": "The batch failed (injected by the emulator)."}]
+    data = batch.invalid or [
+        {
+            "code": "batch_failed",
+            "line": None,
+            "param": None,
+            "message": "The batch failed (injected by the emulator).",
+        }
+    ]
     return {"object": "list", "data": data}
 
 
@@ -492,9 +642,13 @@ def _usage(results: list[ItemResult]) -> dict[str, Any]:
     answers = [r.answer for r in results if r.answer is not None]
     inp = sum(a.input_tokens for a in answers)
     out = sum(a.output_tokens for a in answers)
-    return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out,
-            "input_tokens_details": {"cached_tokens": sum(a.cached_tokens for a in answers)},
-            "output_tokens_details": {"reasoning_tokens": 0}}
+    return {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "total_tokens": inp + out,
+        "input_tokens_details": {"cached_tokens": sum(a.cached_tokens for a in answers)},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def _write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
@@ -504,31 +658,62 @@ def _write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
     batch.info["results_written"] = True
     out, err = [], []
     for result in batch.results or []:
-        line: dict[str, Any] = {"id": "batch_req_" + uuid.uuid4().hex[:24],
-                                "custom_id": result.item.custom_id, "error": None}
+        line: dict[str, Any] = {
+            "id": "batch_req_" + uuid.uuid4().hex[:24],
+            "custom_id": result.item.custom_id,
+            "error": None,
+        }
         if result.kind == "answered" and result.answer is not None:
-            body = completion(flavor, result.item.model, result.answer, state.clock.now(),
-                              "batch" if flavor.provider == "openai" else flavor.service_tier)
-            line["response"] = {"status_code": 200, "request_id": "req_" + uuid.uuid4().hex,
-                                "body": body}
+            body = completion(
+                flavor,
+                result.item.model,
+                result.answer,
+                state.clock.now(),
+                "batch" if flavor.provider == "openai" else flavor.service_tier,
+            )
+            line["response"] = {
+                "status_code": 200,
+                "request_id": "req_" + uuid.uuid4().hex,
+                "body": body,
+            }
             out.append(line)
         elif result.kind == "errored" and result.error is not None:
             e = result.error
-            body = e.body if e.body is not None else {"error": {
-                "message": e.message, "type": _TYPES.get(e.status, "server_error"),
-                "param": None, "code": e.code}}
-            line["response"] = {"status_code": e.status, "request_id": "req_" + uuid.uuid4().hex,
-                                "body": body}
+            body = (
+                e.body
+                if e.body is not None
+                else {
+                    "error": {
+                        "message": e.message,
+                        "type": _TYPES.get(e.status, "server_error"),
+                        "param": None,
+                        "code": e.code,
+                    }
+                }
+            )
+            line["response"] = {
+                "status_code": e.status,
+                "request_id": "req_" + uuid.uuid4().hex,
+                "body": body,
+            }
             err.append(line)
         elif batch.final in ("expired", "cancelled"):
             code = "batch_expired" if batch.final == "expired" else "batch_cancelled"
             line["response"] = None
-            line["error"] = {"code": code, "message": f"This request was not run: the batch "
-                             f"was {batch.final} before it was processed."}
+            line["error"] = {
+                "code": code,
+                "message": f"This request was not run: the batch "
+                f"was {batch.final} before it was processed.",
+            }
             err.append(line)
     for key, lines in (("output_file_id", out), ("error_file_id", err)):
         if lines:
             content = "".join(json.dumps(x) + "\n" for x in lines).encode()
-            stored = state.add_file(flavor.provider, _file_id(flavor), f"{batch.id}_{key}.jsonl",
-                                    "batch_output", content)
+            stored = state.add_file(
+                flavor.provider,
+                _file_id(flavor),
+                f"{batch.id}_{key}.jsonl",
+                "batch_output",
+                content,
+            )
             batch.info[key] = stored.id

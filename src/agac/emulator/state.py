@@ -28,8 +28,10 @@ from .faults import FaultBook
 from .media import Seen
 
 __all__ = [
+    "CACHE_NOT_FOUND",
     "Batch",
     "BatchItem",
+    "CachedContent",
     "Clock",
     "Config",
     "EmulatorState",
@@ -38,7 +40,18 @@ __all__ = [
     "Journal",
     "Stats",
     "StoredFile",
+    "with_cache",
 ]
+
+
+CACHE_NOT_FOUND = "CachedContent not found (or permission denied)"
+"""What Gemini says (403 ``PERMISSION_DENIED``) of a cache it does not have."""
+
+
+def with_cache(found: Answer, tokens: int, own: int) -> Answer:
+    """An answer to a request that named a cache of ``tokens`` and sent ``own`` tokens of
+    its own: the cache's are its cached tokens, a part of its prompt (as Gemini counts)."""
+    return replace(found, input_tokens=tokens + own, cached_tokens=tokens)
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,43 @@ class StoredFile:
     @property
     def size(self) -> int:
         return self.described.size if self.described is not None else len(self.content)
+
+
+@dataclass
+class CachedContent:
+    """An explicit context cache (Gemini ``cachedContents/<id>``): what it holds (a system
+    instruction and contents, as sent), the ``tokens`` that is, when it expires (emulator
+    time), and how it was used — ``live`` and ``batch`` count the requests that named it.
+    A deleted cache is kept, ``deleted_at`` set, so a test can count what was created."""
+
+    id: str
+    model: str
+    display_name: str | None
+    system: Any
+    contents: list[Any]
+    tokens: int
+    created_at: float
+    expires_at: float
+    deleted_at: float | None = None
+    live: int = 0
+    batch: int = 0
+
+    def alive(self, now: float) -> bool:
+        return self.deleted_at is None and now < self.expires_at
+
+    def to_json(self) -> dict[str, Any]:
+        """The cache in ``GET /_emulator/caches``."""
+        return {
+            "name": f"cachedContents/{self.id}",
+            "model": self.model,
+            "display_name": self.display_name,
+            "tokens": self.tokens,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "deleted_at": self.deleted_at,
+            "live": self.live,
+            "batch": self.batch,
+        }
 
 
 @dataclass(frozen=True)
@@ -220,13 +270,31 @@ class Journal:
     def __init__(self, size: int = 1000) -> None:
         self.entries: deque[dict[str, Any]] = deque(maxlen=size)
 
-    def add(self, provider: str, op: str, method: str, path: str, query: str,
-            headers: list[tuple[bytes, bytes]], body: bytes | None, client: str, *,
-            raw_path: str = "") -> dict[str, Any]:
+    def add(
+        self,
+        provider: str,
+        op: str,
+        method: str,
+        path: str,
+        query: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes | None,
+        client: str,
+        *,
+        raw_path: str = "",
+    ) -> dict[str, Any]:
         """Keep one request; the entry is returned for its handler to annotate."""
-        entry = {"provider": provider, "op": op, "method": method, "path": path,
-                 "raw_path": raw_path or path, "query": query, "headers": headers, "body": body,
-                 "client": client}
+        entry = {
+            "provider": provider,
+            "op": op,
+            "method": method,
+            "path": path,
+            "raw_path": raw_path or path,
+            "query": query,
+            "headers": headers,
+            "body": body,
+            "client": client,
+        }
         self.entries.append(entry)
         return entry
 
@@ -265,6 +333,10 @@ class EmulatorState:
         self.cache = PromptCache()
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, Batch] = {}
+        #: explicit context caches (Gemini), deleted ones kept: id -> cache.
+        self.caches: dict[str, CachedContent] = {}
+        #: requests that named a cache the emulator does not have (or no longer has).
+        self.cache_refusals = 0
         #: open resumable uploads (Gemini): upload id -> {"chunks", "spec", "mime"}.
         self.uploads: dict[str, dict[str, Any]] = {}
         #: provider -> function(batch, phase) giving the provider's own status word.
@@ -283,16 +355,26 @@ class EmulatorState:
         self.cache.clear()
         self.files.clear()
         self.batches.clear()
+        self.caches.clear()
+        self.cache_refusals = 0
         self.uploads.clear()
         self.models.clear()
 
     def new_id(self, prefix: str, length: int = 24) -> str:
         return prefix + uuid.uuid4().hex[:length]
 
-    def add_file(self, provider: str, file_id: str, filename: str, purpose: str,
-                 content: bytes, mime_type: str = "application/jsonl") -> StoredFile:
-        stored = StoredFile(file_id, provider, filename, purpose, content,
-                            self.clock.now(), mime_type)
+    def add_file(
+        self,
+        provider: str,
+        file_id: str,
+        filename: str,
+        purpose: str,
+        content: bytes,
+        mime_type: str = "application/jsonl",
+    ) -> StoredFile:
+        stored = StoredFile(
+            file_id, provider, filename, purpose, content, self.clock.now(), mime_type
+        )
         self.files[file_id] = stored
         return stored
 
@@ -345,6 +427,8 @@ class EmulatorState:
                 results.append(ItemResult(item, "unanswered"))
                 continue
             done += 1
+            if item.error is None:
+                item.error = self.cache_gone(item)
             if item.error is not None:
                 results.append(ItemResult(item, "errored", error=item.error))
                 continue
@@ -356,18 +440,39 @@ class EmulatorState:
         batch.ended_at = self.clock.now()
 
     def answer_item(self, batch: Batch, item: BatchItem) -> Answer:
-        found = answer(provider=batch.provider, model=item.model, body=item.canonical,
-                       prompt=item.prompt, schema=item.schema, max_tokens=item.max_tokens,
-                       seed=self.config.seed, fault=item.answer_fault, reply=item.reply)
+        found = answer(
+            provider=batch.provider,
+            model=item.model,
+            body=item.canonical,
+            prompt=item.prompt,
+            schema=item.schema,
+            max_tokens=item.max_tokens,
+            seed=self.config.seed,
+            fault=item.answer_fault,
+            reply=item.reply,
+        )
+        cache = self.caches.get(str(item.extra.get("cached_content") or ""))
+        if cache is not None:  # an explicit cache: its tokens are what the item read
+            return with_cache(found, cache.tokens, int(item.extra.get("own_tokens", 0)))
         return self.cached(found, item.cache)
+
+    def cache_gone(self, item: BatchItem) -> ItemError | None:
+        """A batch item naming a cache that is gone when the batch runs it: Gemini's 403."""
+        name = item.extra.get("cached_content")
+        cache = self.caches.get(str(name)) if name else None
+        if not name or (cache is not None and cache.alive(self.clock.now())):
+            return None
+        self.cache_refusals += 1
+        return ItemError(403, None, CACHE_NOT_FOUND)
 
     def cached(self, found: Answer, plan: CachePlan | None) -> Answer:
         """``found`` with what its request read from and wrote to the prompt cache now."""
         use = self.cache.use(plan, self.clock.now())
         if not (use.read or use.written):
             return found
-        return replace(found, cached_tokens=use.read, cache_write_5m=use.write_5m,
-                       cache_write_1h=use.write_1h)
+        return replace(
+            found, cached_tokens=use.read, cache_write_5m=use.write_5m, cache_write_1h=use.write_1h
+        )
 
     def stats_document(self) -> dict[str, Any]:
         """The ``GET /_emulator/stats`` body (issue 3's format)."""
@@ -375,13 +480,15 @@ class EmulatorState:
         for batch in self.batches.values():
             phase = self.phase(batch)
             render = self.status_names.get(batch.provider)
-            batches.append({
-                "id": batch.info.get("name", batch.id),
-                "provider": batch.provider,
-                "requests": len(batch.items),
-                "status": render(batch, phase) if render else (batch.final or phase),
-                "dropped": list(batch.dropped),
-            })
+            batches.append(
+                {
+                    "id": batch.info.get("name", batch.id),
+                    "provider": batch.provider,
+                    "requests": len(batch.items),
+                    "status": render(batch, phase) if render else (batch.final or phase),
+                    "dropped": list(batch.dropped),
+                }
+            )
         return {
             "requests": {p: dict(ops) for p, ops in self.stats.requests.items()},
             "batches": batches,

@@ -41,11 +41,18 @@ class RunningEmulator:
     server's own event loop, via HTTP).
     """
 
-    def __init__(self, *, latency_ms: int = 0, batch_seconds: float = 60.0, seed: int = 0,
-                 host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        *,
+        latency_ms: int = 0,
+        batch_seconds: float = 60.0,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+    ) -> None:
         self.host = host
-        self.state = EmulatorState(Config(latency_ms=latency_ms, batch_seconds=batch_seconds,
-                                          seed=seed))
+        self.state = EmulatorState(
+            Config(latency_ms=latency_ms, batch_seconds=batch_seconds, seed=seed)
+        )
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -63,11 +70,16 @@ class RunningEmulator:
         sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
         self._socket = sock
-        config = uvicorn.Config(create_app(state=self.state), log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            create_app(state=self.state), log_level="warning", access_log=False, lifespan="off"
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name=f"agac-emulator-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            name=f"agac-emulator-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:
@@ -89,8 +101,12 @@ class RunningEmulator:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     def env(self) -> dict[str, str]:
@@ -123,6 +139,11 @@ class RunningEmulator:
         first (see :mod:`.app`)."""
         return list(self._call("GET", "/_emulator/requests")["requests"])
 
+    def context_caches(self) -> dict[str, Any]:
+        """``GET /_emulator/context_caches``: every Gemini context cache created since the last
+        reset, with the requests that named it (see :mod:`.app`)."""
+        return dict(self._call("GET", "/_emulator/context_caches"))
+
     def cache(self) -> dict[str, Any]:
         """``GET /_emulator/cache``: how many prompt prefixes are cached."""
         return self._call("GET", "/_emulator/cache")
@@ -146,8 +167,9 @@ class RunningEmulator:
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"content-type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"content-type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return json.loads(response.read() or b"{}")

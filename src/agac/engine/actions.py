@@ -111,10 +111,16 @@ class SchemaValidator:
         # and resolve nothing later (the registry retrieves nothing).
         bad = unresolved_refs(schema)
         if bad:
-            raise ConfigError(problems=[Problem(
-                "schema_ref_refused", f"the schema of action {action!r} has $ref {bad[0]!r}, "
-                "which does not resolve within the schema; agac never fetches a schema",
-                hint="run agac validate, then agac run --new")])
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "schema_ref_refused",
+                        f"the schema of action {action!r} has $ref {bad[0]!r}, "
+                        "which does not resolve within the schema; agac never fetches a schema",
+                        hint="run agac validate, then agac run --new",
+                    )
+                ]
+            )
         self.schema = schema
         self._validator = Draft202012Validator(schema, registry=offline_registry())
         self._valid: set[str] = set()
@@ -148,11 +154,16 @@ def shared_limiter(model: str, rpm: float | None, tpm: float | None) -> RateLimi
     return limiter
 
 
-def build_runtime(action: Action, provider: Provider | None, root: Path, *,
-                  slots: AbstractAsyncContextManager[None] | None = None,
-                  limiter: RateWindow | None = None,
-                  admitted: Mapping[str, tuple[str, int]] | None = None,
-                  workflow: str = "") -> ActionRuntime:
+def build_runtime(
+    action: Action,
+    provider: Provider | None,
+    root: Path,
+    *,
+    slots: AbstractAsyncContextManager[None] | None = None,
+    limiter: RateWindow | None = None,
+    admitted: Mapping[str, tuple[str, int]] | None = None,
+    workflow: str = "",
+) -> ActionRuntime:
     """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
     slots and rate window (a worker shares both with other shards and other workers);
     ``admitted``: the files the run's snapshot attaches (path -> (sha256, size));
@@ -162,8 +173,11 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
         action=action,
         view=compile_view(action.context.observe, action.context.drop),
         slots=slots if slots is not None else Slots(max(1, action.max_concurrency)),
-        limiter=limiter if limiter is not None else shared_limiter(
-            action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None),
+        limiter=limiter
+        if limiter is not None
+        else shared_limiter(
+            action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None
+        ),
         provider=provider,
         batch=batch_api(provider) if action.kind == "llm" else None,
         admitted=admitted or {},
@@ -185,8 +199,13 @@ def build_runtime(action: Action, provider: Provider | None, root: Path, *,
         rt.prefix, rt.cache_head, rt.cache_texts = found.prefix, found.head, found.texts
         rt.cache, rt.cache_fallback = found.hint, found.fallback
     if action.kind == "llm":
-        rt.canonical = CanonicalForm(action.provider or "", action.model_name or "",
-                                     action.max_tokens or 1024, action.temperature, action.schema)
+        rt.canonical = CanonicalForm(
+            action.provider or "",
+            action.model_name or "",
+            action.max_tokens or 1024,
+            action.temperature,
+            action.schema,
+        )
     if action.kind == "tool" and action.function:
         try:
             rt.function = resolve_function(action.function, root)
@@ -223,6 +242,8 @@ def local_batch_notes(actions: list[dict[str, Any]]) -> list[str]:
         except (ConfigError, ImportError, AttributeError):
             continue  # validation judged it; nothing to add here
         if local:
-            notes.append(f"{a['name']}: {provider} has no batch API; its run_mode: batch runs "
-                         "here as live calls (no provider batch, no pause, the live price)")
+            notes.append(
+                f"{a['name']}: {provider} has no batch API; its run_mode: batch runs "
+                "here as live calls (no provider batch, no pause, the live price)"
+            )
     return notes

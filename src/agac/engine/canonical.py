@@ -25,21 +25,34 @@ class CanonicalForm:
     encoded once: only the messages and the seed are encoded per request. A request that
     differs in a shared part (an approved revision), or with attachments, is encoded whole."""
 
-    def __init__(self, provider: str, model: str, max_tokens: int, temperature: float | None,
-                 schema: Any) -> None:
+    def __init__(
+        self, provider: str, model: str, max_tokens: int, temperature: float | None, schema: Any
+    ) -> None:
         self.shared = (provider, model, max_tokens, temperature)
         self.schema = schema
         self.head = '{"max_tokens":' + canonical(max_tokens) + ',"messages":['
-        self.middle = ('],"model":' + canonical(model) + ',"provider":' + canonical(provider)
-                       + ',"schema":' + canonical(schema) + ',"seed":')
+        self.middle = (
+            '],"model":'
+            + canonical(model)
+            + ',"provider":'
+            + canonical(provider)
+            + ',"schema":'
+            + canonical(schema)
+            + ',"seed":'
+        )
         self.tail = ',"temperature":' + canonical(temperature) + "}"
 
     def of(self, request: Request) -> str:
-        if (request.provider, request.model, request.max_tokens, request.temperature) \
-                != self.shared or request.schema is not self.schema \
-                or any(m.attachments for m in request.messages):
+        if (
+            (request.provider, request.model, request.max_tokens, request.temperature)
+            != self.shared
+            or request.schema is not self.schema
+            or any(m.attachments for m in request.messages)
+        ):
             return request.canonical()
-        messages = ",".join('{"content":' + _string(m.content) + ',"role":' + _string(m.role) + "}"
-                            for m in request.messages)
+        messages = ",".join(
+            '{"content":' + _string(m.content) + ',"role":' + _string(m.role) + "}"
+            for m in request.messages
+        )
         seed = "null" if request.seed is None else canonical(request.seed)
         return self.head + messages + self.middle + seed + self.tail

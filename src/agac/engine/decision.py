@@ -56,8 +56,23 @@ if TYPE_CHECKING:
     from agac.engine.values import Settled
     from agac.store.values import BatchItem, Origin, OutcomeStatus
 
-__all__ = ["CALL", "EFFECT", "GATE", "NOT_YET", "Adopt", "Decision", "Need", "NotYet",
-           "Pending", "Settle", "Stage", "UnitFacts", "decide", "own_item", "read_answer"]
+__all__ = [
+    "CALL",
+    "EFFECT",
+    "GATE",
+    "NOT_YET",
+    "Adopt",
+    "Decision",
+    "Need",
+    "NotYet",
+    "Pending",
+    "Settle",
+    "Stage",
+    "UnitFacts",
+    "decide",
+    "own_item",
+    "read_answer",
+]
 
 
 class NotYet(enum.Enum):
@@ -161,16 +176,32 @@ class UnitFacts:
         "upstream",
     )
 
-    def __init__(self, run_id: str, *, kind: str = "llm", reads_records: bool = True,
-                 record_reason: str | None = None, record_error: str | None = None,
-                 upstream: Sequence[tuple[str, Settled | None]] = (), stopping: bool = False,
-                 guard: bool | None | NotYet = None, guard_text: str | None = None,
-                 action_failed: str | None = None, gated: bool = False, effect: bool = False,
-                 cache: bool = True, fresh: bool = False, batch: bool = False,
-                 items: Sequence[BatchItem] = (), carried: CarriedFailure | None = None,
-                 fingerprint: str | NotYet = NOT_YET, stored: str | None | NotYet = NOT_YET,
-                 deadline_passed: bool = False, budget_exhausted: bool = False,
-                 live: bool = False) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        kind: str = "llm",
+        reads_records: bool = True,
+        record_reason: str | None = None,
+        record_error: str | None = None,
+        upstream: Sequence[tuple[str, Settled | None]] = (),
+        stopping: bool = False,
+        guard: bool | None | NotYet = None,
+        guard_text: str | None = None,
+        action_failed: str | None = None,
+        gated: bool = False,
+        effect: bool = False,
+        cache: bool = True,
+        fresh: bool = False,
+        batch: bool = False,
+        items: Sequence[BatchItem] = (),
+        carried: CarriedFailure | None = None,
+        fingerprint: str | NotYet = NOT_YET,
+        stored: str | None | NotYet = NOT_YET,
+        deadline_passed: bool = False,
+        budget_exhausted: bool = False,
+        live: bool = False,
+    ) -> None:
         self.run_id = run_id
         self.kind = kind
         self.reads_records = reads_records
@@ -346,7 +377,9 @@ def _batch(f: UnitFacts, fp: str) -> Decision:
     items = _matching(f.items, fp)
     if any(staged_by(i.batch_key, f.run_id) for i in items):
         return _WAITING
-    out = [i.batch_key for i in items if i.batch_state in OPEN_BATCH_STATES and i.status == "pending"]
+    out = [
+        i.batch_key for i in items if i.batch_state in OPEN_BATCH_STATES and i.status == "pending"
+    ]
     if out:
         return Adopt(tuple(out))
     read_here = [i for i in items if i.collected_by == f.run_id]
@@ -356,6 +389,7 @@ def _batch(f: UnitFacts, fp: str) -> Decision:
     if f.deadline_passed:
         return Settle("skipped", "deadline", "never sent: the run's deadline passed")
     if f.budget_exhausted:
-        return Settle("skipped", "budget_exhausted",
-                      "never sent: the budget has no room for its worst case")
+        return Settle(
+            "skipped", "budget_exhausted", "never sent: the budget has no room for its worst case"
+        )
     return Stage(len(read_here) + 1)

@@ -52,9 +52,10 @@ class StopSignal:
         return self.is_set
 
 
-def install_interrupts(on_first: Callable[[], None],
-                       signals: tuple[signal.Signals, ...] = (signal.SIGINT,),
-                       ) -> Callable[[], None]:
+def install_interrupts(
+    on_first: Callable[[], None],
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT,),
+) -> Callable[[], None]:
     """Handle ``signals`` in the running loop (call it from the main task); returns the
     function that removes the handlers."""
     loop = asyncio.get_running_loop()

@@ -28,57 +28,121 @@ if TYPE_CHECKING:
     from agac.store.rows import AnswerRow, StagedItem, ToolResultRow, UsageRow
     from agac.store.values import BatchItem, Origin, OutcomeStatus
 
-__all__ = ["Act", "Approvals", "BatchUnits", "CarriedFailure", "Effects", "Lookups", "Marks",
-           "Outcomes", "Prefetched", "ShardMemory", "UnitContext"]
+__all__ = [
+    "Act",
+    "Approvals",
+    "BatchUnits",
+    "CarriedFailure",
+    "Effects",
+    "Lookups",
+    "Marks",
+    "Outcomes",
+    "Prefetched",
+    "ShardMemory",
+    "UnitContext",
+]
 
 
 class Outcomes(Protocol):
     """Where a unit's results go (see :class:`agac.engine.outcomes.writer.OutcomeWriter`)."""
 
     async def settle(
-        self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: JSON = None, origin: Origin = "call",
-        fingerprint: str | None = None, attempts: int = 0,
-        answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
-        tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
-        output_json: str | None = None, on_durable: Callable[[], None] | None = None,
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        status: OutcomeStatus,
+        reason: str | None = None,
+        detail: str | None = None,
+        *,
+        output: JSON = None,
+        origin: Origin = "call",
+        fingerprint: str | None = None,
+        attempts: int = 0,
+        answers: Sequence[AnswerRow] = (),
+        usage: Sequence[UsageRow] = (),
+        tool_results: Sequence[ToolResultRow] = (),
+        traceback_text: str | None = None,
+        output_json: str | None = None,
+        on_durable: Callable[[], None] | None = None,
     ) -> Settled: ...
 
-    async def event(self, kind: str, action: str | None = None, key: str | None = None,
-                    **data: JSON) -> None: ...
+    async def event(
+        self, kind: str, action: str | None = None, key: str | None = None, **data: JSON
+    ) -> None: ...
 
-    def usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
-                  response: Response | None, error: BaseException | None, started: float,
-                  fp: str) -> UsageRow: ...
+    def usage_row(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        request: Request,
+        response: Response | None,
+        error: BaseException | None,
+        started: float,
+        fp: str,
+    ) -> UsageRow: ...
 
-    def leg_rows(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int, fp: str,
-                 response: Response, tier: str = "live") -> list[UsageRow]:
+    def leg_rows(
+        self,
+        rt: ActionRuntime,
+        run_id: str,
+        unit_key: str,
+        attempt: int,
+        fp: str,
+        response: Response,
+        tier: str = "live",
+    ) -> list[UsageRow]:
         """The ledger rows of the earlier legs of a continued (paused) turn."""
 
-    async def record_call(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
-                          request: Request, response: Response | None, error: BaseException,
-                          started: float, fp: str) -> None: ...
+    async def record_call(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        request: Request,
+        response: Response | None,
+        error: BaseException,
+        started: float,
+        fp: str,
+    ) -> None: ...
 
-    def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
-                       error: str | None, input_hash: str) -> UsageRow: ...
+    def tool_usage_row(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        started: float,
+        error: str | None,
+        input_hash: str,
+    ) -> UsageRow: ...
 
-    async def record_tool(self, rt: ActionRuntime, rec: UnitRecord, attempt: int,
-                          started: float, error: str, input_hash: str) -> None: ...
+    async def record_tool(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        started: float,
+        error: str,
+        input_hash: str,
+    ) -> None: ...
 
     def stage(self, items: Sequence[StagedItem]) -> None: ...
 
     def redact(self, text: str) -> str:
         """``text`` (a tool's exception or traceback) with secrets taken out."""
 
-    def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Iterable[str]) -> None: ...
+    def fanned_out(
+        self, fan: str, parent: UnitRecord, items: int, actions: Iterable[str]
+    ) -> None: ...
 
 
 class Marks(Protocol):
     """Dispatch marks (S1, engine/outcomes/marks.py): a unit's call is listed in the
     store before it is sent."""
 
-    def expect(self, action: str, max_concurrency: int, key: str, seq: int, fp: str,
-               request: Request) -> None:
+    def expect(
+        self, action: str, max_concurrency: int, key: str, seq: int, fp: str, request: Request
+    ) -> None:
         """Before waiting for a slot: the unit may be sent soon."""
 
     async def send(self, action: str, key: str, request: Request) -> None:
@@ -106,9 +170,13 @@ class BatchUnits(Protocol):
     def forget(self, keys: list[str]) -> None:
         """Drop what :meth:`prefetch` read for these records (their shard is done)."""
 
-    async def settle_ahead(self, rt: ActionRuntime, records: Sequence[UnitRecord],
-                           existing: dict[tuple[str, str], Settled],
-                           memory: ShardMemory) -> set[str]:
+    async def settle_ahead(
+        self,
+        rt: ActionRuntime,
+        records: Sequence[UnitRecord],
+        existing: dict[tuple[str, str], Settled],
+        memory: ShardMemory,
+    ) -> set[str]:
         """A first step's batch units decided for a whole shard at once: the keys of the
         records whose walk stops there."""
 
@@ -121,8 +189,9 @@ class BatchUnits(Protocol):
     def adopt(self, batches: Iterable[str]) -> None:
         """B0: units still wait on these batches out."""
 
-    def stage(self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str,
-              attempt: int) -> None:
+    def stage(
+        self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str, attempt: int
+    ) -> None:
         """Stage the unit for the action's next batch."""
 
 
@@ -136,14 +205,22 @@ class Act:
 
 
 class Approvals(Protocol):
-    async def gate(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
-                   view: JSONObject) -> Settled | Act | None:
+    async def gate(
+        self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: JSONObject
+    ) -> Settled | Act | None:
         """Settled: the unit's outcome; Act: go on with these arguments; None: it waits."""
 
 
 class Effects(Protocol):
-    async def run(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, inputs_json: str,
-                  input_hash: str, key: str) -> Settled | None: ...
+    async def run(
+        self,
+        ctx: UnitContext,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        inputs_json: str,
+        input_hash: str,
+        key: str,
+    ) -> Settled | None: ...
 
 
 class Prefetched(NamedTuple):

@@ -66,16 +66,28 @@ def context_text(action: Action, root: Path) -> str | None:
     if action.context_text is not None or action.context_prefix is None:
         return action.context_text
     try:
-        return render_context_prefix(action.context_prefix, root, action.max_prompt_chars,
-                                     f"{action.name}.context_prefix")
+        return render_context_prefix(
+            action.context_prefix, root, action.max_prompt_chars, f"{action.name}.context_prefix"
+        )
     except ContextFileError as exc:
-        raise ConfigError(problems=[Problem(exc.code, f"context_prefix of action "
-                                            f"{action.name!r}: {exc.message}", hint=exc.hint)]
-                          ) from exc
+        raise ConfigError(
+            problems=[
+                Problem(
+                    exc.code,
+                    f"context_prefix of action {action.name!r}: {exc.message}",
+                    hint=exc.hint,
+                )
+            ]
+        ) from exc
     except RenderError as exc:
-        raise ConfigError(problems=[Problem("invalid_template", f"context_prefix of action "
-                                            f"{action.name!r} does not render: {exc.message}")]
-                          ) from exc
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "invalid_template",
+                    f"context_prefix of action {action.name!r} does not render: {exc.message}",
+                )
+            ]
+        ) from exc
 
 
 def prompt_prefix(action: Action, workflow: str, root: Path) -> PromptPrefix:
@@ -87,18 +99,23 @@ def prompt_prefix(action: Action, workflow: str, root: Path) -> PromptPrefix:
     if action.cache_mode == "off":
         return PromptPrefix(prefix, head, texts=(system, prefix + head))
     minimum = provider_cache_minimum(action.provider or "", action.model_name or "")
-    key = hashlib.sha256("\x1f".join((workflow, action.name, system or "", prefix + head))
-                         .encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\x1f".join((workflow, action.name, system or "", prefix + head)).encode()
+    ).hexdigest()[:32]
 
     def hint(static: str) -> CacheHint | None:
         tokens = estimate_tokens(len(system or "") + len(static))
         wanted = system is not None or bool(static)
         if minimum is None or not wanted or (action.cache_mode == "auto" and tokens < minimum):
             return None
-        return CacheHint(mode=cast(CacheMode, action.cache_mode),
-                         ttl=cast(Literal["5m", "1h"], action.cache_ttl),
-                         system=system is not None, static_chars=len(static),
-                         prefix_tokens=tokens, key=key)
+        return CacheHint(
+            mode=cast(CacheMode, action.cache_mode),
+            ttl=cast(Literal["5m", "1h"], action.cache_ttl),
+            system=system is not None,
+            static_chars=len(static),
+            prefix_tokens=tokens,
+            key=key,
+        )
 
     return PromptPrefix(prefix, head, hint(prefix + head), hint(prefix), (system, prefix + head))
 
@@ -115,9 +132,11 @@ def _static_system(source: str | None) -> str | None:
         return None
 
 
-def with_context_texts(workflow: Workflow, root: Path,
-                       kept: Mapping[str, tuple[str | None, str | None]] | None = None,
-                       ) -> Workflow:
+def with_context_texts(
+    workflow: Workflow,
+    root: Path,
+    kept: Mapping[str, tuple[str | None, str | None]] | None = None,
+) -> Workflow:
     """``workflow`` with every ``context_prefix`` rendered into its action's
     ``context_text``, as a run is admitted with it (kept in its config snapshot: the run
     sends that text to the end, whatever the files become). ``kept``: action -> (template,
@@ -135,24 +154,32 @@ def with_context_texts(workflow: Workflow, root: Path,
     return replace(workflow, actions=tuple(actions))
 
 
-def context_texts(config: Mapping[str, Any] | Workflow,
-                  ) -> dict[str, tuple[str | None, str | None]]:
+def context_texts(
+    config: Mapping[str, Any] | Workflow,
+) -> dict[str, tuple[str | None, str | None]]:
     """action -> (``context_prefix`` template, its text as admitted) of a run's config
     snapshot, or of a workflow."""
     if not isinstance(config, Mapping):
         return {a.name: (a.context_prefix, a.context_text) for a in config.actions}
-    return {a["name"]: (a.get("context_prefix"), a.get("context_text"))
-            for a in config.get("actions", ())}
+    return {
+        a["name"]: (a.get("context_prefix"), a.get("context_text"))
+        for a in config.get("actions", ())
+    }
 
 
-def cache_report(action: Action, prefix: str, head: str, system: str | None, text: str,
-                 hint: CacheHint | None) -> dict[str, Any]:
+def cache_report(
+    action: Action, prefix: str, head: str, system: str | None, text: str, hint: CacheHint | None
+) -> dict[str, Any]:
     """What ``agac render`` says of a request's prompt caching: its static prefix (the
     system prompt when static, then ``static_chars`` of the first user message ``text``),
     the estimate of its tokens against the provider's minimum, and the hint it carries."""
     static = len(prefix) + (len(head) if text.startswith(head, len(prefix)) else 0)
-    return {"mode": action.cache_mode, "ttl": action.cache_ttl, "system": system is not None,
-            "static_chars": static,
-            "prefix_tokens": estimate_tokens(len(system or "") + static),
-            "minimum": provider_cache_minimum(action.provider or "", action.model_name or ""),
-            "hint": hint is not None}
+    return {
+        "mode": action.cache_mode,
+        "ttl": action.cache_ttl,
+        "system": system is not None,
+        "static_chars": static,
+        "prefix_tokens": estimate_tokens(len(system or "") + static),
+        "minimum": provider_cache_minimum(action.provider or "", action.model_name or ""),
+        "hint": hint is not None,
+    }

@@ -24,8 +24,19 @@ if TYPE_CHECKING:
     from agac.engine.context import ToolContext
     from agac.jsontext import JSON, JSONObject
 
-__all__ = ["Fail", "accept_response", "attachments_of", "build_request", "effect_id", "effect_key", "invoke_tool",
-           "reprompt", "response_dict", "tool_input_hash", "tool_output"]
+__all__ = [
+    "Fail",
+    "accept_response",
+    "attachments_of",
+    "build_request",
+    "effect_id",
+    "effect_key",
+    "invoke_tool",
+    "reprompt",
+    "response_dict",
+    "tool_input_hash",
+    "tool_output",
+]
 
 
 class Fail(Exception):
@@ -64,8 +75,14 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
     if cache is not None and not text.startswith(rt.cache_head, len(rt.prefix)):
         cache = rt.cache_fallback  # whitespace control ate into the literal head
     if rt.attachments:
-        messages.append(Message("user", text, attachments_of(rt, view),
-                                "after" if action.attachments_position == "after" else "before"))
+        messages.append(
+            Message(
+                "user",
+                text,
+                attachments_of(rt, view),
+                "after" if action.attachments_position == "after" else "before",
+            )
+        )
     else:
         messages.append(Message("user", text))
     return Request(
@@ -93,15 +110,21 @@ def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment,
     for a in found:
         was = rt.admitted.get(a.path)
         if was is not None and was[0] != a.sha256:
-            raise AttachmentError(reason="attachment_changed", message=f"{a.name} changed "
-                                  f"since the run was admitted (it was sha256:{was[0][:12]}, "
-                                  f"{was[1]:,} bytes; it is {a.describe()})",
-                                  hint="run again with --new to send the file as it is now")
+            raise AttachmentError(
+                reason="attachment_changed",
+                message=f"{a.name} changed "
+                f"since the run was admitted (it was sha256:{was[0][:12]}, "
+                f"{was[1]:,} bytes; it is {a.describe()})",
+                hint="run again with --new to send the file as it is now",
+            )
     provider, model = action.provider or "", action.model_name or ""
     if rt.limits is None:
-        raise AttachmentError(reason="attachment_not_supported", message=f"provider {provider} takes no "
-                              f"attachments (model {model}): {found[0].describe()}",
-                              hint="use a provider that reads images and PDFs")
+        raise AttachmentError(
+            reason="attachment_not_supported",
+            message=f"provider {provider} takes no "
+            f"attachments (model {model}): {found[0].describe()}",
+            hint="use a provider that reads images and PDFs",
+        )
     rt.limits.check(provider, model, found)
     return found
 
@@ -117,19 +140,32 @@ def accept_response(rt: ActionRuntime, response: Response) -> JSON:
     if stop == "refusal":
         said = response.refusal or response.text[:200] or "the model declined to answer"
         more = response.stop_detail if response.stop_detail not in (None, "", said) else None
-        raise Fail("refusal", f"the model refused: {said}" + (f" ({more})" if more else ""),
-                   retry=False)
+        raise Fail(
+            "refusal", f"the model refused: {said}" + (f" ({more})" if more else ""), retry=False
+        )
     if stop == "content_filter":
         where = ", ".join(x for x in (response.raw_stop, response.stop_detail) if x)
-        raise Fail("content_filter", "the provider's content filter stopped the answer"
-                   + (f" ({where})" if where else ""), retry=False)
+        raise Fail(
+            "content_filter",
+            "the provider's content filter stopped the answer" + (f" ({where})" if where else ""),
+            retry=False,
+        )
     if stop not in ("end", "max_tokens"):  # unexpected, or a pause nobody continued
-        raise Fail("unexpected_stop", response.stop_detail or f"the provider stopped with "
-                   f"{response.raw_stop or stop!r}, which is not a complete answer", retry=False)
+        raise Fail(
+            "unexpected_stop",
+            response.stop_detail
+            or f"the provider stopped with "
+            f"{response.raw_stop or stop!r}, which is not a complete answer",
+            retry=False,
+        )
     if stop == "max_tokens":
-        raise Fail("truncated", f"the answer hit max_tokens ({rt.action.max_tokens})", retry=True,
-                    feedback="Your previous answer was cut off at the token limit. Answer again, "
-                             "shorter, complete and within the limit.")
+        raise Fail(
+            "truncated",
+            f"the answer hit max_tokens ({rt.action.max_tokens})",
+            retry=True,
+            feedback="Your previous answer was cut off at the token limit. Answer again, "
+            "shorter, complete and within the limit.",
+        )
     if rt.validator is None:
         return {"text": response.text}
     value = response.parsed
@@ -137,23 +173,35 @@ def accept_response(rt: ActionRuntime, response: Response) -> JSON:
         try:
             value = json.loads(_strip_fences(response.text))
         except ValueError as exc:
-            raise Fail("schema_invalid", f"the answer is not JSON: {exc}", retry=True,
-                        feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
-                                 "with only a JSON value that matches the schema.") from exc
+            raise Fail(
+                "schema_invalid",
+                f"the answer is not JSON: {exc}",
+                retry=True,
+                feedback=f"Your previous answer was not valid JSON ({exc}). Answer again "
+                "with only a JSON value that matches the schema.",
+            ) from exc
     found = flaw(value)  # json.loads reads NaN and Infinity, which are not JSON
     if found is not None:
-        raise Fail("schema_invalid", f"the answer holds {found}, which JSON cannot hold",
-                   retry=True, feedback=f"Your previous answer held {found}, which is not "
-                   "JSON. Answer again with only strict JSON that matches the schema.")
+        raise Fail(
+            "schema_invalid",
+            f"the answer holds {found}, which JSON cannot hold",
+            retry=True,
+            feedback=f"Your previous answer held {found}, which is not "
+            "JSON. Answer again with only strict JSON that matches the schema.",
+        )
     if rt.validator.is_valid(value):
         return value
     errors = sorted(rt.validator.iter_errors(value), key=lambda e: list(e.path))
     if errors:
         where = "/".join(str(p) for p in errors[0].path) or "(root)"
         msg = f"{where}: {errors[0].message}"
-        raise Fail("schema_invalid", f"the answer does not match the schema: {msg}", retry=True,
-                    feedback=f"Your previous answer did not match the JSON schema: {msg}. Answer "
-                             "again with only JSON that matches the schema.")
+        raise Fail(
+            "schema_invalid",
+            f"the answer does not match the schema: {msg}",
+            retry=True,
+            feedback=f"Your previous answer did not match the JSON schema: {msg}. Answer "
+            "again with only JSON that matches the schema.",
+        )
     return value
 
 
@@ -173,17 +221,27 @@ def reprompt(request: Request, response: Response, fail: Fail) -> Request:
         Message("user", fail.feedback or fail.detail),
     )
     return Request(
-        provider=request.provider, model=request.model, messages=messages,
-        max_tokens=request.max_tokens, temperature=request.temperature, schema=request.schema,
-        timeout=request.timeout, seed=request.seed, cache=request.cache,
+        provider=request.provider,
+        model=request.model,
+        messages=messages,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        schema=request.schema,
+        timeout=request.timeout,
+        seed=request.seed,
+        cache=request.cache,
     )
 
 
 def response_dict(r: Response) -> dict[str, Any]:
     return {
-        "text": r.text, "model": r.model, "stop_reason": r.stop_reason,
-        "usage": r.usage.to_dict(), "service_tier": r.service_tier,
-        "latency_ms": round(r.latency_ms, 3), "refusal": r.refusal,
+        "text": r.text,
+        "model": r.model,
+        "stop_reason": r.stop_reason,
+        "usage": r.usage.to_dict(),
+        "service_tier": r.service_tier,
+        "latency_ms": round(r.latency_ms, 3),
+        "refusal": r.refusal,
     }
 
 
@@ -230,15 +288,21 @@ def tool_output(rt: ActionRuntime, value: Any) -> Any:
     except (TypeError, ValueError) as exc:
         found = flaw(value) if isinstance(exc, ValueError) else None
         if found is not None:
-            raise Fail("tool_error", f"the tool returned {found}, which JSON cannot hold; return "
-                       f"{found.fix} there", retry=False) from exc
-        raise Fail("tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False) from exc
+            raise Fail(
+                "tool_error",
+                f"the tool returned {found}, which JSON cannot hold; return {found.fix} there",
+                retry=False,
+            ) from exc
+        raise Fail(
+            "tool_error", f"the tool returned a value that is not JSON: {exc}", retry=False
+        ) from exc
     value = json.loads(text)
     if rt.validator is not None:
         errors = list(rt.validator.iter_errors(value))
         if errors:
-            raise Fail("schema_invalid", f"the tool's value does not match the schema: {errors[0].message}",
-                        retry=False)
+            raise Fail(
+                "schema_invalid",
+                f"the tool's value does not match the schema: {errors[0].message}",
+                retry=False,
+            )
     return value
-
-

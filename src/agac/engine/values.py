@@ -88,8 +88,17 @@ class RecordUnit(NamedTuple):
     def from_row(cls, row: Row) -> RecordUnit:
         key = row.key
         if needs_escaping(key):
-            return cls(escape(key), row.seq, row.file, row.n, row.line, row.reason, row.error,
-                       row.payload, key)
+            return cls(
+                escape(key),
+                row.seq,
+                row.file,
+                row.n,
+                row.line,
+                row.reason,
+                row.error,
+                row.payload,
+                key,
+            )
         return cls(key, row.seq, row.file, row.n, row.line, row.reason, row.error, row.payload)
 
     @classmethod
@@ -130,9 +139,13 @@ class RunControl:
     other units fail without a call, and the run marks the action failed). Set by the run
     loop, its heartbeat and a unit's call; read by every unit before it sends."""
 
-    def __init__(self, clock: Clock, deadline_at: float | None,
-                 live_at: Mapping[str, float] | None = None,
-                 live: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        deadline_at: float | None,
+        live_at: Mapping[str, float] | None = None,
+        live: Iterable[str] = (),
+    ) -> None:
         self.clock = clock
         self.deadline_at = deadline_at
         self.live_at = dict(live_at or {})
@@ -191,8 +204,15 @@ class RunControl:
         return min(waiting) if waiting else None
 
 
-PassKind = Literal["complete", "paused", "awaiting_approval", "interrupted", "timed_out",
-                   "cancelled", "failed_with_batches_out"]
+PassKind = Literal[
+    "complete",
+    "paused",
+    "awaiting_approval",
+    "interrupted",
+    "timed_out",
+    "cancelled",
+    "failed_with_batches_out",
+]
 
 
 @dataclass(frozen=True, slots=True)

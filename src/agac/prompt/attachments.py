@@ -30,8 +30,14 @@ from jinja2 import Template
 from agac.media import Attachment, AttachmentError, describe_bytes, describe_file
 from agac.prompt.render import RenderError, compile_guard, compile_template, render
 
-__all__ = ["AttachmentTemplate", "compile_attachments", "render_references", "resolve",
-           "resolve_all", "spill_dir"]
+__all__ = [
+    "AttachmentTemplate",
+    "compile_attachments",
+    "render_references",
+    "resolve",
+    "resolve_all",
+    "spill_dir",
+]
 
 _EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>.*)\}\}\s*$", re.DOTALL)
 _DATA_URL = re.compile(r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*),(?P<data>.*)$", re.DOTALL)
@@ -54,10 +60,14 @@ class AttachmentTemplate:
                 from jinja2 import UndefinedError
 
                 if isinstance(exc, UndefinedError):
-                    raise RenderError(f"attachments entry {self.source!r} reads an undefined "
-                                      f"value: {exc.message}", variable=exc.message) from exc
-                raise RenderError(f"attachments entry {self.source!r} failed: "
-                                  f"{type(exc).__name__}: {exc}") from exc
+                    raise RenderError(
+                        f"attachments entry {self.source!r} reads an undefined "
+                        f"value: {exc.message}",
+                        variable=exc.message,
+                    ) from exc
+                raise RenderError(
+                    f"attachments entry {self.source!r} failed: {type(exc).__name__}: {exc}"
+                ) from exc
         else:
             assert self.template is not None
             value = render(self.template, view).strip()
@@ -78,13 +88,17 @@ def _as_references(source: str, value: Any) -> list[str]:
         out: list[str] = []
         for item in value:
             if not isinstance(item, str):
-                raise RenderError(f"attachments entry {source!r} gave {item!r}, which is not a "
-                                  "path or a data: URL")
+                raise RenderError(
+                    f"attachments entry {source!r} gave {item!r}, which is not a "
+                    "path or a data: URL"
+                )
             if item.strip():
                 out.append(item.strip())
         return out
-    raise RenderError(f"attachments entry {source!r} gave {value!r}: a path, a data: URL or "
-                      "a list of them was expected")
+    raise RenderError(
+        f"attachments entry {source!r} gave {value!r}: a path, a data: URL or "
+        "a list of them was expected"
+    )
 
 
 def compile_attachments(sources: tuple[str, ...], action: str) -> tuple[AttachmentTemplate, ...]:
@@ -95,8 +109,11 @@ def compile_attachments(sources: tuple[str, ...], action: str) -> tuple[Attachme
         if m is not None and "{{" not in m["expr"] and "}}" not in m["expr"]:
             out.append(AttachmentTemplate(text, expression=compile_guard(m["expr"].strip())))
         else:
-            out.append(AttachmentTemplate(text, template=compile_template(
-                text, f"{action}.attachments[{i}]")))
+            out.append(
+                AttachmentTemplate(
+                    text, template=compile_template(text, f"{action}.attachments[{i}]")
+                )
+            )
     return tuple(out)
 
 
@@ -122,9 +139,12 @@ def resolve(ref: str, root: Path) -> Attachment:
     if ref.startswith("data:"):
         return _data_url(ref, root)
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", ref):
-        raise AttachmentError(reason="unsupported_attachment", message=f"{_short(ref)} is a URL; agac "
-                              "attaches files and data: URLs, it does not download",
-                              hint="download the file into the project and name its path")
+        raise AttachmentError(
+            reason="unsupported_attachment",
+            message=f"{_short(ref)} is a URL; agac "
+            "attaches files and data: URLs, it does not download",
+            hint="download the file into the project and name its path",
+        )
     path = _project_path(ref, root)
     try:
         st = os.stat(path)
@@ -152,22 +172,30 @@ def _project_path(ref: str, root: Path) -> str:
     base = os.path.normpath(str(root))
     path = os.path.normpath(os.path.join(base, ref))
     if path != base and not path.startswith(base + os.sep):
-        raise AttachmentError(reason="attachment_outside_project", message=f"{ref} leads out of the project "
-                              f"({root})", hint="write the absolute path to attach a file from "
-                              "elsewhere")
+        raise AttachmentError(
+            reason="attachment_outside_project",
+            message=f"{ref} leads out of the project ({root})",
+            hint="write the absolute path to attach a file from elsewhere",
+        )
     return path
 
 
 def _data_url(ref: str, root: Path) -> Attachment:
     m = _DATA_URL.match(ref)
     if m is None or ";base64" not in m["params"]:
-        raise AttachmentError(reason="invalid_data_url", message=f"{_short(ref)} is not a base64 data: URL",
-                              hint="data:<media type>;base64,<data>")
+        raise AttachmentError(
+            reason="invalid_data_url",
+            message=f"{_short(ref)} is not a base64 data: URL",
+            hint="data:<media type>;base64,<data>",
+        )
     try:
         data = base64.b64decode(m["data"].strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise AttachmentError(reason="invalid_data_url", message=f"{_short(ref)}: the data is not base64 "
-                              f"({exc})", hint="data:<media type>;base64,<data>") from exc
+        raise AttachmentError(
+            reason="invalid_data_url",
+            message=f"{_short(ref)}: the data is not base64 ({exc})",
+            hint="data:<media type>;base64,<data>",
+        ) from exc
     digest = hashlib.sha256(data).hexdigest()
     folder = spill_dir(root) / digest[:2]
     path = folder / digest

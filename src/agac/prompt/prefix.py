@@ -24,8 +24,15 @@ from jinja2 import nodes
 
 from agac.prompt.render import ENV, PromptTooLarge, RenderError, capped, compile_template
 
-__all__ = ["PREFIX_SEPARATOR", "ContextFileError", "late_literal", "project_reader",
-           "render_context_prefix", "static_head", "text_tokens"]
+__all__ = [
+    "PREFIX_SEPARATOR",
+    "ContextFileError",
+    "late_literal",
+    "project_reader",
+    "render_context_prefix",
+    "static_head",
+    "text_tokens",
+]
 
 PREFIX_SEPARATOR = "\n\n"
 """What joins the rendered ``context_prefix`` and the rendered prompt in the user message."""
@@ -59,37 +66,51 @@ def project_reader(root: Path, limit: int) -> Callable[[str], str]:
 
 def _read(base: Path, ref: object, limit: int) -> str:
     if not isinstance(ref, str) or not ref.strip():
-        raise ContextFileError("context_file_refused", f"read() takes a path relative to the "
-                               f"project root, got {ref!r}", hint='read("docs/policy.md")')
+        raise ContextFileError(
+            "context_file_refused",
+            f"read() takes a path relative to the project root, got {ref!r}",
+            hint='read("docs/policy.md")',
+        )
     if os.path.isabs(ref) or ref.startswith("~"):
-        raise ContextFileError("context_file_refused", f"read({ref!r}) names an absolute path; "
-                               "a context_prefix reads files of the project only",
-                               hint="write the path relative to the project root")
+        raise ContextFileError(
+            "context_file_refused",
+            f"read({ref!r}) names an absolute path; "
+            "a context_prefix reads files of the project only",
+            hint="write the path relative to the project root",
+        )
     target = (base / ref).resolve()
     if not target.is_relative_to(base):
-        raise ContextFileError("context_file_refused", f"read({ref!r}) leaves the project (a "
-                               "'..' or a symbolic link out of it)",
-                               hint="copy the file into the project and read it there")
+        raise ContextFileError(
+            "context_file_refused",
+            f"read({ref!r}) leaves the project (a '..' or a symbolic link out of it)",
+            hint="copy the file into the project and read it there",
+        )
     if not target.exists():
-        raise ContextFileError("context_file_not_found", f"read({ref!r}): no such file in the "
-                               "project", hint=_nearby(base, ref))
+        raise ContextFileError(
+            "context_file_not_found",
+            f"read({ref!r}): no such file in the project",
+            hint=_nearby(base, ref),
+        )
     if not target.is_file():
         raise ContextFileError("context_file_refused", f"read({ref!r}) names a folder, not a file")
     if target.stat().st_size > 4 * limit:  # UTF-8 takes at most 4 bytes a character
-        raise PromptTooLarge(f"read({ref!r}) is larger than the action's max_prompt_chars "
-                             f"({limit:,})")
+        raise PromptTooLarge(
+            f"read({ref!r}) is larger than the action's max_prompt_chars ({limit:,})"
+        )
     try:
         return target.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ContextFileError("context_file_refused", f"read({ref!r}) is not UTF-8 text: "
-                               f"{exc.reason}") from exc
+        raise ContextFileError(
+            "context_file_refused", f"read({ref!r}) is not UTF-8 text: {exc.reason}"
+        ) from exc
     except OSError as exc:
-        raise ContextFileError("context_file_refused", f"read({ref!r}) failed: "
-                               f"{exc.strerror or exc}") from exc
+        raise ContextFileError(
+            "context_file_refused", f"read({ref!r}) failed: {exc.strerror or exc}"
+        ) from exc
 
 
 def _nearby(base: Path, ref: str) -> str | None:
-    """"did you mean" among the files in the folder ``ref`` names."""
+    """ "did you mean" among the files in the folder ``ref`` names."""
     folder = (base / ref).parent
     try:
         names = [p.name for p in folder.iterdir() if p.is_file()]
@@ -99,8 +120,12 @@ def _nearby(base: Path, ref: str) -> str | None:
     return f"did you mean {str(Path(ref).parent / close[0])!r}?" if close else None
 
 
-def render_context_prefix(source: str, root: Path, limit: int, name: str = "context_prefix",
-                          ) -> str:
+def render_context_prefix(
+    source: str,
+    root: Path,
+    limit: int,
+    name: str = "context_prefix",
+) -> str:
     """The ``context_prefix`` template rendered: it sees ``read`` and nothing else.
     ContextFileError for a file it cannot read, RenderError for any other failure,
     PromptTooLarge when longer than ``limit`` characters."""

@@ -84,11 +84,18 @@ class _Environment(SandboxedEnvironment):
                     if size > _CAP.get():
                         raise PromptTooLarge(
                             f"the template builds a value of {size:,} items, over the "
-                            f"action's max_prompt_chars ({_CAP.get():,})")
-        elif operator == "**" and isinstance(left, int) and isinstance(right, int) \
-                and abs(left) > 1 and right > _MAX_EXPONENT:
-            raise PromptTooLarge(f"the template raises a number to the power {right:,} "
-                                 f"(at most {_MAX_EXPONENT:,})")
+                            f"action's max_prompt_chars ({_CAP.get():,})"
+                        )
+        elif (
+            operator == "**"
+            and isinstance(left, int)
+            and isinstance(right, int)
+            and abs(left) > 1
+            and right > _MAX_EXPONENT
+        ):
+            raise PromptTooLarge(
+                f"the template raises a number to the power {right:,} (at most {_MAX_EXPONENT:,})"
+            )
         return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -175,11 +182,14 @@ def render(template: Template | str, view: dict[str, Any]) -> str:
     except RenderError:
         raise
     except MemoryError:
-        raise PromptTooLarge(f"template {template.name!r} ran out of memory while rendering "
-                             "(a value too large to build; max_prompt_chars caps a prompt)"
-                             ) from None
+        raise PromptTooLarge(
+            f"template {template.name!r} ran out of memory while rendering "
+            "(a value too large to build; max_prompt_chars caps a prompt)"
+        ) from None
     except Exception as exc:
-        raise RenderError(f"template {template.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise RenderError(
+            f"template {template.name!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _joined(chunks: Any, cap: int) -> str:
@@ -191,8 +201,10 @@ def _joined(chunks: Any, cap: int) -> str:
     for chunk in chunks:
         size += len(chunk)
         if size > cap:
-            raise PromptTooLarge(f"the template renders more than {cap:,} characters, over "
-                                 f"the action's max_prompt_chars ({cap:,})")
+            raise PromptTooLarge(
+                f"the template renders more than {cap:,} characters, over "
+                f"the action's max_prompt_chars ({cap:,})"
+            )
         parts.append(chunk)
     return "".join(parts)
 
@@ -223,6 +235,8 @@ def capped(template: Template | str, view: dict[str, Any], cap: int) -> str:
     finally:
         _CAP.reset(token)
     if len(text) > cap:
-        raise PromptTooLarge(f"the rendered text is {len(text):,} characters, over the "
-                             f"action's max_prompt_chars ({cap:,})")
+        raise PromptTooLarge(
+            f"the rendered text is {len(text):,} characters, over the "
+            f"action's max_prompt_chars ({cap:,})"
+        )
     return text

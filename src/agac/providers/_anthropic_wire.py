@@ -14,8 +14,14 @@ from agac.providers._errors import classify
 from agac.providers.base import BatchState, BatchStatus, Response, Usage, server_tool_counts
 from agac.providers.stops import read_stop
 
-__all__ = ["BATCH_STATES", "ERROR_TYPE_STATUS", "batch_status", "item_error", "message_response",
-           "tool_schema"]
+__all__ = [
+    "BATCH_STATES",
+    "ERROR_TYPE_STATUS",
+    "batch_status",
+    "item_error",
+    "message_response",
+    "tool_schema",
+]
 
 BATCH_STATES: dict[str, BatchState] = {
     "in_progress": "running",
@@ -42,7 +48,11 @@ _WRAP_KEY = "agac_value"
 
 
 def message_response(
-    message: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True,
+    message: Any,
+    *,
+    latency_ms: float,
+    service_tier: str | None = None,
+    parse: bool = True,
     request_id: str | None = None,
 ) -> Response:
     """Normalize a Message per docs/providers.md, on every path (SDK, lean transport, batch).
@@ -63,8 +73,12 @@ def message_response(
             texts.append(pick(block, "text") or "")
         elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
             tool_input = _unwrap_tool_input(pick(block, "input"))
-    stop = read_stop("anthropic", pick(message, "stop_reason"), tool_answer=tool_input is not None,
-                     detail=_stop_details(pick(message, "stop_details")))
+    stop = read_stop(
+        "anthropic",
+        pick(message, "stop_reason"),
+        tool_answer=tool_input is not None,
+        detail=_stop_details(pick(message, "stop_details")),
+    )
     if tool_input is not None:
         text = json.dumps(tool_input, ensure_ascii=False)
         parsed = tool_input
@@ -84,7 +98,9 @@ def message_response(
             cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
             reasoning_tokens=as_int(pick(usage, "output_tokens_details", "thinking_tokens")),
             server_tools=_server_tools(pick(usage, "server_tool_use")),
-            cache_write_1h_tokens=as_int(pick(usage, "cache_creation", "ephemeral_1h_input_tokens")),
+            cache_write_1h_tokens=as_int(
+                pick(usage, "cache_creation", "ephemeral_1h_input_tokens")
+            ),
         ),
         parsed=parsed,
         service_tier=service_tier or pick(usage, "service_tier"),
@@ -104,8 +120,13 @@ def _server_tools(used: Any) -> tuple[tuple[str, int], ...]:
     if used is None:
         return ()
     fields = used if isinstance(used, dict) else (getattr(used, "model_dump", dict)() or {})
-    return server_tool_counts({name.removesuffix("_requests"): n for name, n in fields.items()
-                               if name.endswith("_requests") and isinstance(n, int)})
+    return server_tool_counts(
+        {
+            name.removesuffix("_requests"): n
+            for name, n in fields.items()
+            if name.endswith("_requests") and isinstance(n, int)
+        }
+    )
 
 
 def _stop_details(details: Any) -> str | None:
@@ -154,8 +175,14 @@ def item_error(provider: str, error: Any) -> ProviderError:
     message = pick(error, "error", "message") or pick(error, "message")
     code = pick(error, "error", "details", "error_code") or kind or None
     status = ERROR_TYPE_STATUS.get(kind, 500 if not kind else 400)
-    return classify(provider, status, message=message, code=code, kind=kind or None,
-                    request_id=pick(error, "request_id"))
+    return classify(
+        provider,
+        status,
+        message=message,
+        code=code,
+        kind=kind or None,
+        request_id=pick(error, "request_id"),
+    )
 
 
 def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -50,7 +50,9 @@ MB = 1024 * 1024
 OPENAI_LIMITS = AttachmentLimits(
     kinds=frozenset({"image", "pdf"}),
     max_file_bytes={"image": 20 * MB, "pdf": 32 * MB},
-    max_files=500, max_pdf_pages=100, max_request_bytes=50 * MB,
+    max_files=500,
+    max_pdf_pages=100,
+    max_request_bytes=50 * MB,
 )
 """OpenAI Chat Completions: images up to 20 MB each, 500 a request, 50 MB a request;
 PDFs (``file`` parts) up to 32 MB and 100 pages."""
@@ -63,7 +65,10 @@ def _groq_vision(model: str) -> bool:
 
 
 GROQ_LIMITS = AttachmentLimits(
-    kinds=frozenset({"image"}), max_files=5, max_request_bytes=4 * MB, models=_groq_vision,
+    kinds=frozenset({"image"}),
+    max_files=5,
+    max_request_bytes=4 * MB,
+    models=_groq_vision,
 )
 """Groq: images only, on its vision models; 5 a request, base64 requests up to 4 MB."""
 
@@ -71,14 +76,18 @@ ANTHROPIC_LIMITS = AttachmentLimits(
     kinds=frozenset({"image", "pdf"}),
     # Anthropic checks an image's base64 (5 MB), not its bytes: 5 MB × 3/4 of file.
     max_file_bytes={"image": 5 * MB * 3 // 4, "pdf": 32 * MB},
-    max_files=100, max_pdf_pages=100, max_request_bytes=32 * MB,
+    max_files=100,
+    max_pdf_pages=100,
+    max_request_bytes=32 * MB,
 )
 """Anthropic Messages: images 5 MB each as base64 (3.75 MB of file), 100 a request;
 PDFs 100 pages; a request up to 32 MB."""
 
 GEMINI_LIMITS = AttachmentLimits(
-    kinds=frozenset({"image", "pdf"}), max_file_bytes={"image": 2048 * MB, "pdf": 2048 * MB},
-    max_files=3600, max_pdf_pages=1000,
+    kinds=frozenset({"image", "pdf"}),
+    max_file_bytes={"image": 2048 * MB, "pdf": 2048 * MB},
+    max_files=3600,
+    max_pdf_pages=1000,
 )
 """Gemini: files up to 2 GB each (the Files API's limit), PDFs up to 1,000 pages. A
 request goes inline under 20 MB; over it, its largest files go through the Files API
@@ -117,7 +126,7 @@ class Blobs:
         out: list[bytes | Attachment] = []
         at = 0
         for m in self._PATTERN.finditer(encoded):
-            out.append(encoded[at:m.start()])
+            out.append(encoded[at : m.start()])
             out.append(self.items[int(m[1])])
             at = m.end()
         out.append(encoded[at:])
@@ -131,33 +140,45 @@ def _ordered(text: str, position: str, parts: list[Any], text_part: Any) -> list
     return [text_part, *parts] if position == "after" else [*parts, text_part]
 
 
-def openai_parts(text: str, attachments: tuple[Attachment, ...], position: str,
-                 data: Data) -> list[dict[str, Any]]:
+def openai_parts(
+    text: str, attachments: tuple[Attachment, ...], position: str, data: Data
+) -> list[dict[str, Any]]:
     """Chat Completions content parts (OpenAI and Groq)."""
     parts: list[dict[str, Any]] = []
     for a in attachments:
         url = f"data:{a.media_type};base64,{data(a)}"
         if a.kind == "pdf":
-            parts.append({"type": "file", "file": {"filename": a.name or "document.pdf",
-                                                   "file_data": url}})
+            parts.append(
+                {"type": "file", "file": {"filename": a.name or "document.pdf", "file_data": url}}
+            )
         else:
             parts.append({"type": "image_url", "image_url": {"url": url}})
     return _ordered(text, position, parts, {"type": "text", "text": text})
 
 
-def anthropic_blocks(text: str, attachments: tuple[Attachment, ...], position: str,
-                     data: Data) -> list[dict[str, Any]]:
+def anthropic_blocks(
+    text: str, attachments: tuple[Attachment, ...], position: str, data: Data
+) -> list[dict[str, Any]]:
     """Messages content blocks: ``image`` and ``document`` with base64 sources."""
     blocks: list[dict[str, Any]] = [
-        {"type": "document" if a.kind == "pdf" else "image",
-         "source": {"type": "base64", "media_type": a.media_type, "data": data(a)}}
-        for a in attachments]
+        {
+            "type": "document" if a.kind == "pdf" else "image",
+            "source": {"type": "base64", "media_type": a.media_type, "data": data(a)},
+        }
+        for a in attachments
+    ]
     return _ordered(text, position, blocks, {"type": "text", "text": text})
 
 
-def gemini_parts(text: str, attachments: tuple[Attachment, ...], position: str,
-                 data: Callable[[Attachment], Any], *, rest: bool,
-                 uris: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def gemini_parts(
+    text: str,
+    attachments: tuple[Attachment, ...],
+    position: str,
+    data: Callable[[Attachment], Any],
+    *,
+    rest: bool,
+    uris: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """Content parts: ``inline_data`` (the SDK's snake_case, ``data`` raw bytes) or, with
     ``rest``, the REST form ``inlineData``/``mimeType`` with base64 ``data``. A file
     uploaded through the Files API (its SHA-256 in ``uris``) is a ``file_data`` part
@@ -167,8 +188,9 @@ def gemini_parts(text: str, attachments: tuple[Attachment, ...], position: str,
     return _ordered(text, position, parts, {"text": text})
 
 
-def _gemini_part(a: Attachment, data: Callable[[Attachment], Any], rest: bool,
-                 uri: str | None) -> dict[str, Any]:
+def _gemini_part(
+    a: Attachment, data: Callable[[Attachment], Any], rest: bool, uri: str | None
+) -> dict[str, Any]:
     if uri is not None:
         if rest:
             return {"fileData": {"mimeType": a.media_type, "fileUri": uri}}

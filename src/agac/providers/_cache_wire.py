@@ -92,8 +92,9 @@ def anthropic_system(system: str, hint: CacheHint | None) -> str | list[dict[str
     return [{"type": "text", "text": system, "cache_control": anthropic_marker(hint)}]
 
 
-def anthropic_content(message: Message, hint: CacheHint | None,
-                      blocks: Blocks) -> str | list[dict[str, Any]]:
+def anthropic_content(
+    message: Message, hint: CacheHint | None, blocks: Blocks
+) -> str | list[dict[str, Any]]:
     """A message's ``content``; ``blocks(text, attachments, position)`` builds its
     content blocks. The first user message of a hinted request starts with its static
     head as a marked text block: [static] [attachments] [rest] for attachments placed
@@ -121,6 +122,6 @@ def gemini_cache_name(hint: CacheHint | None) -> str | None:
 
 def gemini_rest(message: Message, hint: CacheHint) -> Message:
     """The first user message less the static head an explicit cache holds."""
-    return Message(message.role, hint.split(message.content)[1], message.attachments,
-                   message.position)
-
+    return Message(
+        message.role, hint.split(message.content)[1], message.attachments, message.position
+    )

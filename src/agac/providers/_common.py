@@ -242,8 +242,9 @@ Line = dict[str, Any] | bytes | list[bytes | Attachment]
 bytes with an :class:`~agac.media.Attachment` wherever a file's base64 goes."""
 
 
-def spool_jsonl(lines: Iterable[Line], *, max_count: int, max_bytes: int,
-                provider: str) -> SpooledBatch:
+def spool_jsonl(
+    lines: Iterable[Line], *, max_count: int, max_bytes: int, provider: str
+) -> SpooledBatch:
     """Write batch lines to a temporary ``.jsonl`` file, one at a time.
 
     Lines are dicts, bytes already serialized (without the newline), or pieces: bytes
@@ -261,8 +262,9 @@ def spool_jsonl(lines: Iterable[Line], *, max_count: int, max_bytes: int,
     return spool.done()
 
 
-async def spool_jsonl_async(lines: AsyncIterator[Line], *, max_count: int, max_bytes: int,
-                            provider: str) -> SpooledBatch:
+async def spool_jsonl_async(
+    lines: AsyncIterator[Line], *, max_count: int, max_bytes: int, provider: str
+) -> SpooledBatch:
     """:func:`spool_jsonl` for lines made by a coroutine (one that uploads files on the
     way: Gemini's Files API)."""
     with _Spool(max_count, max_bytes, provider) as spool:
@@ -351,6 +353,8 @@ def url_segment(name: str) -> str:
 
 def _segment(segment: str, name: str, safe: str = "@+-._~") -> str:
     if segment in ("", ".", ".."):
-        raise FatalError(f"model name {name!r} is not a model name: it holds an empty, '.' or "
-                         "'..' segment, which would send the request to another URL")
+        raise FatalError(
+            f"model name {name!r} is not a model name: it holds an empty, '.' or "
+            "'..' segment, which would send the request to another URL"
+        )
     return quote(segment, safe=safe)

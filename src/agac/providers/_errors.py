@@ -146,8 +146,9 @@ def classify(
     said = f" (request id {request_id})" if request_id else ""
     if quota:
         return FatalError(
-            text + " (quota or spend cap reached: raise the limit or wait for it to reset)"
-            + said, **kwargs)
+            text + " (quota or spend cap reached: raise the limit or wait for it to reset)" + said,
+            **kwargs,
+        )
     if status in (429, 529):
         if retry_after is not None:
             return WaitError(text + said, retry_after=retry_after, **kwargs)
@@ -158,9 +159,15 @@ def classify(
     return FatalError((f"{text} ({hint})" if hint else text) + said, **kwargs)
 
 
-def describe(provider: str, status: int | None, *, kind: str | None = None,
-             code: str | None = None, message: str | None = None,
-             param: str | None = None) -> str:
+def describe(
+    provider: str,
+    status: int | None,
+    *,
+    kind: str | None = None,
+    code: str | None = None,
+    message: str | None = None,
+    param: str | None = None,
+) -> str:
     """``<provider>: HTTP <status> <type> [<code>]: <message> (param: <param>)``, each part
     only when the provider sent it; a code that only repeats the status or the type is
     left out (OpenAI's ``code`` may be the status number, or null)."""
@@ -185,8 +192,11 @@ def transport_errors() -> tuple[type[BaseException], ...]:
     included. Imported on first error only.
     """
     found: list[type[BaseException]] = [TimeoutError, ConnectionError]
-    for module_name, error in (("httpx", "TransportError"), ("httpx2", "TransportError"),
-                               ("aiohttp", "ClientError")):
+    for module_name, error in (
+        ("httpx", "TransportError"),
+        ("httpx2", "TransportError"),
+        ("aiohttp", "ClientError"),
+    ):
         try:
             module = __import__(module_name)
         except ImportError:

@@ -97,8 +97,9 @@ def to_upload(request: Request, budget: int = INLINE_REQUEST_BYTES) -> tuple[Att
     return _chosen(parts, sum(len(m.content.encode()) for m in request.messages), budget)[0]
 
 
-def _chosen(parts: tuple[Attachment, ...], text_bytes: int, budget: int
-            ) -> tuple[tuple[Attachment, ...], int]:
+def _chosen(
+    parts: tuple[Attachment, ...], text_bytes: int, budget: int
+) -> tuple[tuple[Attachment, ...], int]:
     """(the files that go up, the base64 bytes left inline) under :func:`to_upload`'s rule."""
     inline = sum(base64_size(a.size) for a in parts)
     if inline + text_bytes <= budget:
@@ -152,8 +153,9 @@ class GeminiFiles:
         self._held: dict[str, _Held] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def uris(self, request: Request, upload: Upload, *, batch: bool = False
-                   ) -> dict[str, str]:
+    async def uris(
+        self, request: Request, upload: Upload, *, batch: bool = False
+    ) -> dict[str, str]:
         """SHA-256 → URI of the files of ``request`` that go as ``file_data`` (empty when
         the request fits inline). A file to upload is checked against its hash before
         its upload starts, and again as it is read (an upload held is of the hashed
@@ -166,8 +168,10 @@ class GeminiFiles:
         for a in chosen:
             if a.size > FILE_MAX_BYTES:
                 raise AttachmentError(
-                    reason="attachment_too_large", message=f"{a.describe()} is over Gemini's "
-                    "limit of 2 GB per file", hint="make the file smaller or split it")
+                    reason="attachment_too_large",
+                    message=f"{a.describe()} is over Gemini's limit of 2 GB per file",
+                    hint="make the file smaller or split it",
+                )
         margin = BATCH_MARGIN_SECONDS if batch else LIVE_MARGIN_SECONDS
         return {a.sha256: await self._uri(a, upload, margin, batch) for a in chosen}
 
@@ -188,8 +192,9 @@ class GeminiFiles:
         """Delete the files uploaded for live calls only (a batch may still read the
         others: they expire at Gemini 48 h after their upload), at most 8 at a time; a
         delete that fails is left to expiry too."""
-        live = [h.file.name for h in self._held.values()
-                if not h.batch and h.expires > self._clock()]
+        live = [
+            h.file.name for h in self._held.values() if not h.batch and h.expires > self._clock()
+        ]
         self._held.clear()
         if delete is None or not live:
             return
@@ -228,11 +233,15 @@ async def sdk_upload(aio: Any, att: Attachment) -> Uploaded:
     """Upload ``att`` with ``client.aio.files.upload``, from a reader that checks its
     bytes on the way (the caller translates the SDK's errors)."""
     with VerifiedReader(att) as reader:
-        file = await aio.files.upload(file=reader, config={
-            "mime_type": att.media_type, "display_name": att.name or att.sha256[:16]})
-    return Uploaded(str(file.name), str(file.uri),
-                    _lifetime(getattr(file, "create_time", None),
-                              getattr(file, "expiration_time", None)))
+        file = await aio.files.upload(
+            file=reader,
+            config={"mime_type": att.media_type, "display_name": att.name or att.sha256[:16]},
+        )
+    return Uploaded(
+        str(file.name),
+        str(file.uri),
+        _lifetime(getattr(file, "create_time", None), getattr(file, "expiration_time", None)),
+    )
 
 
 DELETE_TIMEOUT = 30.0
@@ -240,25 +249,35 @@ DELETE_TIMEOUT = 30.0
 
 
 async def sdk_delete(aio: Any, name: str) -> None:
-    await aio.files.delete(name=name, config={"http_options": {
-        "timeout": int(DELETE_TIMEOUT * 1000)}})
+    await aio.files.delete(
+        name=name, config={"http_options": {"timeout": int(DELETE_TIMEOUT * 1000)}}
+    )
 
 
 # -- the lean transport ---------------------------------------------------------------------
 
 
-async def lean_upload(http: HttpSession, root: str, version: str, errors: ErrorMapper,
-                      att: Attachment) -> Uploaded:
+async def lean_upload(
+    http: HttpSession, root: str, version: str, errors: ErrorMapper, att: Attachment
+) -> Uploaded:
     """Upload ``att`` through the resumable protocol on agac's own HTTP client: start,
     then :data:`CHUNK_BYTES` at a time read from a checked reader, the last chunk
     finalizing. A file found changed stops before its final chunk: no file is made."""
-    start = {"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
-             "X-Goog-Upload-Header-Content-Length": str(att.size),
-             "X-Goog-Upload-Header-Content-Type": att.media_type}
+    start = {
+        "X-Goog-Upload-Protocol": "resumable",
+        "X-Goog-Upload-Command": "start",
+        "X-Goog-Upload-Header-Content-Length": str(att.size),
+        "X-Goog-Upload-Header-Content-Type": att.media_type,
+    }
     with VerifiedReader(att) as reader:
         spec = {"file": {"displayName": att.name or att.sha256[:16], "mimeType": att.media_type}}
-        _, headers = await http.exchange("POST", f"{root}/upload/{version}/files",
-                                         dumps(spec).encode(), errors=errors, headers=start)
+        _, headers = await http.exchange(
+            "POST",
+            f"{root}/upload/{version}/files",
+            dumps(spec).encode(),
+            errors=errors,
+            headers=start,
+        )
         url = headers.get("x-goog-upload-url")
         if not url:
             raise RetryableError("gemini: the upload was not started (no x-goog-upload-url)")
@@ -269,22 +288,31 @@ async def lean_upload(http: HttpSession, root: str, version: str, errors: ErrorM
             chunk = reader.read(CHUNK_BYTES) or b""
             last = offset + len(chunk) >= att.size
             body, headers = await http.exchange(
-                "POST", url, chunk, errors=errors,
-                headers={"X-Goog-Upload-Command": "upload, finalize" if last else "upload",
-                         "X-Goog-Upload-Offset": str(offset),
-                         "Content-Type": "application/octet-stream"})
+                "POST",
+                url,
+                chunk,
+                errors=errors,
+                headers={
+                    "X-Goog-Upload-Command": "upload, finalize" if last else "upload",
+                    "X-Goog-Upload-Offset": str(offset),
+                    "Content-Type": "application/octet-stream",
+                },
+            )
             offset += len(chunk)
     if headers.get("x-goog-upload-status") != "final":
         raise RetryableError("gemini: the upload was not finalized")
     file = (json.loads(body or b"{}") or {}).get("file") or {}
-    return Uploaded(str(file.get("name")), str(file.get("uri")),
-                    _lifetime(file.get("createTime"), file.get("expirationTime")))
+    return Uploaded(
+        str(file.get("name")),
+        str(file.get("uri")),
+        _lifetime(file.get("createTime"), file.get("expirationTime")),
+    )
 
 
-async def lean_delete(http: HttpSession, root: str, version: str, errors: ErrorMapper,
-                      name: str) -> None:
-    await http.exchange("DELETE", f"{root}/{version}/{name}", errors=errors,
-                        timeout=DELETE_TIMEOUT)
+async def lean_delete(
+    http: HttpSession, root: str, version: str, errors: ErrorMapper, name: str
+) -> None:
+    await http.exchange("DELETE", f"{root}/{version}/{name}", errors=errors, timeout=DELETE_TIMEOUT)
 
 
 def _same_host(url: str, root: str) -> str:

@@ -16,8 +16,15 @@ from agac.providers._errors import classify, request_id_of, retry_after_seconds
 from agac.providers.base import BatchState, BatchStatus, Response, Usage
 from agac.providers.stops import read_stop
 
-__all__ = ["BATCH_STATES", "RPC_STATUS", "api_error", "batch_status", "content_response",
-           "item_error", "status_error"]
+__all__ = [
+    "BATCH_STATES",
+    "RPC_STATUS",
+    "api_error",
+    "batch_status",
+    "content_response",
+    "item_error",
+    "status_error",
+]
 
 # Both spellings: the SDK renames BATCH_STATE_* to JOB_STATE_*, but only the ones it knows.
 BATCH_STATES: dict[str, BatchState] = {}
@@ -48,6 +55,7 @@ _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 
+
 def content_response(
     answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
 ) -> Response:
@@ -72,8 +80,9 @@ def content_response(
         detail = pick(feedback, "block_reason_message") or _safety(pick(feedback, "safety_ratings"))
     else:
         detail = pick(candidate, "finish_message") or _safety(pick(candidate, "safety_ratings"))
-    stop = read_stop("gemini", enum_str(pick(candidate, "finish_reason")), blocked=blocked,
-                     detail=detail)
+    stop = read_stop(
+        "gemini", enum_str(pick(candidate, "finish_reason")), blocked=blocked, detail=detail
+    )
     usage = pick(answer, "usage_metadata")
     prompt = as_int(pick(usage, "prompt_token_count"))
     cached = as_int(pick(usage, "cached_content_token_count"))
@@ -85,7 +94,9 @@ def content_response(
         model=str(pick(answer, "model_version") or ""),
         stop_reason=stop.reason,
         usage=Usage(
-            input_tokens=max(0, prompt - cached), output_tokens=output, cached_tokens=cached,
+            input_tokens=max(0, prompt - cached),
+            output_tokens=output,
+            cached_tokens=cached,
             reasoning_tokens=thoughts,
             server_tools=(("web_search", searches),) if searches else (),
         ),
@@ -138,8 +149,9 @@ def api_error(provider: str, exc: Any) -> ProviderError:
     return status_error(provider, int(exc.code) if exc.code else None, body, headers)
 
 
-def status_error(provider: str, status: int | None, body: dict[str, Any],
-                 headers: Mapping[str, str] | None) -> ProviderError:
+def status_error(
+    provider: str, status: int | None, body: dict[str, Any], headers: Mapping[str, str] | None
+) -> ProviderError:
     """Classify a Gemini error answer, reading ``RetryInfo`` and ``QuotaFailure``.
 
     A 429 with ``RetryInfo`` waits ``retryDelay``; one with ``QuotaFailure`` and no
@@ -176,8 +188,13 @@ def item_error(provider: str, error: Any) -> ProviderError:
     code = as_int(pick(error, "code"))
     status = code if code >= 100 else RPC_STATUS.get(code, 500)
     kind = pick(error, "status")
-    return classify(provider, status, message=pick(error, "message"), code=kind,
-                    kind=str(kind) if kind else None)
+    return classify(
+        provider,
+        status,
+        message=pick(error, "message"),
+        code=kind,
+        kind=str(kind) if kind else None,
+    )
 
 
 def _duration(value: Any) -> float | None:

@@ -99,13 +99,23 @@ class HttpSession:
     default seconds per call, ``None`` for none.
     """
 
-    def __init__(self, provider: str, headers: Mapping[str, str], *, connections: int = 0,
-                 timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        provider: str,
+        headers: Mapping[str, str],
+        *,
+        connections: int = 0,
+        timeout: float | None = None,
+    ) -> None:
         self.provider = provider
         self._aiohttp = import_aiohttp(provider)
         self._url_type = importlib.import_module("yarl").URL  # aiohttp's own URL type
-        self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json",
-                         "Content-Type": "application/json", **headers}
+        self._headers = {
+            "User-Agent": USER_AGENT,
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            **headers,
+        }
         self.connections = connections if connections > 0 else DEFAULT_CONNECTIONS
         self.timeout = timeout
         self._session: Any = None
@@ -117,14 +127,18 @@ class HttpSession:
 
     def _open(self) -> Any:
         aiohttp = self._aiohttp
-        connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0,
-                                         keepalive_timeout=KEEPALIVE_SECONDS,
-                                         ttl_dns_cache=300)
+        connector = aiohttp.TCPConnector(
+            limit=self.connections,
+            limit_per_host=0,
+            keepalive_timeout=KEEPALIVE_SECONDS,
+            ttl_dns_cache=300,
+        )
         # trust_env would look up proxies and .netrc in a worker thread on every call
         # (two thread hops per request); the proxy is read from the environment once
         # per URL instead (:func:`env_proxy`), and auth is in the headers.
-        self._session = aiohttp.ClientSession(connector=connector, headers=self._headers,
-                                              auto_decompress=True, trust_env=False)
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers=self._headers, auto_decompress=True, trust_env=False
+        )
         self._loop = asyncio.get_running_loop()
         return self._session
 
@@ -134,55 +148,90 @@ class HttpSession:
             found = self._timeouts[seconds] = self._aiohttp.ClientTimeout(total=seconds)
         return found
 
-    async def post(self, url: str, body: Any, *, errors: ErrorMapper,
-                   timeout: float | None = None, headers: Mapping[str, str] | None = None) -> Any:
+    async def post(
+        self,
+        url: str,
+        body: Any,
+        *,
+        errors: ErrorMapper,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         """POST ``body`` as JSON to ``url`` and return the parsed JSON answer.
 
         A non-2xx answer raises ``errors(status, headers, parsed body, text)`` from an
         :class:`HttpStatusError`; a lost connection or a timeout raises a RetryableError.
         ``timeout`` (seconds) overrides the session's default for this call.
         """
-        answer, _ = await self._send("POST", url, dumps(body).encode(), errors=errors,
-                                     timeout=timeout, headers=headers)
+        answer, _ = await self._send(
+            "POST", url, dumps(body).encode(), errors=errors, timeout=timeout, headers=headers
+        )
         return answer
 
-    async def post_with_headers(self, url: str, body: Any, *, errors: ErrorMapper,
-                                timeout: float | None = None,
-                                headers: Mapping[str, str] | None = None
-                                ) -> tuple[Any, Mapping[str, str]]:
+    async def post_with_headers(
+        self,
+        url: str,
+        body: Any,
+        *,
+        errors: ErrorMapper,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[Any, Mapping[str, str]]:
         """:meth:`post`, and the answer's headers (where the provider's request id is)."""
-        return await self._send("POST", url, dumps(body).encode(), errors=errors,
-                                timeout=timeout, headers=headers)
+        return await self._send(
+            "POST", url, dumps(body).encode(), errors=errors, timeout=timeout, headers=headers
+        )
 
     async def get(self, url: str, *, errors: ErrorMapper, timeout: float | None = None) -> Any:
         """GET ``url`` and return the parsed JSON answer (errors as :meth:`post`)."""
-        answer, _ = await self._send("GET", url, None, errors=errors, timeout=timeout,
-                                     headers=None)
+        answer, _ = await self._send("GET", url, None, errors=errors, timeout=timeout, headers=None)
         return answer
 
-    async def exchange(self, method: str, url: str, data: bytes | None = None, *,
-                       errors: ErrorMapper, timeout: float | None = None,
-                       headers: Mapping[str, str] | None = None
-                       ) -> tuple[bytes, Mapping[str, str]]:
+    async def exchange(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None = None,
+        *,
+        errors: ErrorMapper,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[bytes, Mapping[str, str]]:
         """Send ``data`` as it is (no JSON) and return the answer's raw body and headers:
         for protocols that speak in headers, a resumable upload's steps (errors as
         :meth:`post`)."""
-        return await self._exchange(method, url, data, errors=errors, timeout=timeout,
-                                    headers=headers)
+        return await self._exchange(
+            method, url, data, errors=errors, timeout=timeout, headers=headers
+        )
 
-    async def _send(self, method: str, url: str, data: bytes | None, *, errors: ErrorMapper,
-                    timeout: float | None, headers: Mapping[str, str] | None
-                    ) -> tuple[Any, Mapping[str, str]]:
-        raw, answered = await self._exchange(method, url, data, errors=errors, timeout=timeout,
-                                             headers=headers)
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        *,
+        errors: ErrorMapper,
+        timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> tuple[Any, Mapping[str, str]]:
+        raw, answered = await self._exchange(
+            method, url, data, errors=errors, timeout=timeout, headers=headers
+        )
         try:
             return json.loads(raw), answered
         except ValueError as exc:
             raise RetryableError(f"{self.provider}: the answer is not JSON: {raw[:200]!r}") from exc
 
-    async def _exchange(self, method: str, url: str, data: bytes | None, *,
-                        errors: ErrorMapper, timeout: float | None,
-                        headers: Mapping[str, str] | None) -> tuple[bytes, Mapping[str, str]]:
+    async def _exchange(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        *,
+        errors: ErrorMapper,
+        timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> tuple[bytes, Mapping[str, str]]:
         session = self._session
         if session is None or session.closed or self._loop is not asyncio.get_running_loop():
             session = self._open()
@@ -193,8 +242,14 @@ class HttpSession:
         if data is not None and len(data) > LARGE_BODY:
             body = io.BytesIO(data)  # written in chunks, not in one blocking send
         try:
-            async with session.request(method, target, data=body, headers=headers, proxy=proxy,
-                                       timeout=self._client_timeout(seconds)) as response:
+            async with session.request(
+                method,
+                target,
+                data=body,
+                headers=headers,
+                proxy=proxy,
+                timeout=self._client_timeout(seconds),
+            ) as response:
                 raw = await response.read()
                 status = response.status
                 answered = response.headers

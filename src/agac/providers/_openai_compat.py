@@ -96,8 +96,14 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def chat_response(
-    body: Any, *, provider: str, latency_ms: float, service_tier: str | None = None,
-    parse: bool = True, request_id: str | None = None, wire: bool = False,
+    body: Any,
+    *,
+    provider: str,
+    latency_ms: float,
+    service_tier: str | None = None,
+    parse: bool = True,
+    request_id: str | None = None,
+    wire: bool = False,
 ) -> Response:
     """Normalize a chat completion (SDK object or wire dict) per docs/providers.md, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
@@ -193,8 +199,12 @@ class OpenAICompatProvider:
         # calls always use and which is imported only when first needed.
         self._http: HttpSession | None = None
         if settings.transport == "lean":
-            self._http = HttpSession(self.name, self._auth_headers(),
-                                     connections=settings.connections, timeout=self._timeout)
+            self._http = HttpSession(
+                self.name,
+                self._auth_headers(),
+                connections=settings.connections,
+                timeout=self._timeout,
+            )
             root = (self._base_url or self.default_base_url).rstrip("/")
             self._chat_url = root + self.chat_path
         if settings.transport == "sdk" or settings.batch:
@@ -230,8 +240,9 @@ class OpenAICompatProvider:
 
     # -- errors --------------------------------------------------------------
 
-    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
-                      text: str) -> ProviderError:
+    def _status_error(
+        self, status: int, headers: Mapping[str, str], body: Any, text: str
+    ) -> ProviderError:
         """The taxonomy error for a non-2xx answer, on either transport.
 
         ``body`` is the error body (the openai SDK unwraps ``{"error": …}``, the groq SDK
@@ -270,14 +281,20 @@ class OpenAICompatProvider:
 
     # -- online --------------------------------------------------------------
 
-    def _chat_params(self, request: Request, *, native: bool,
-                     data: Data = live_base64) -> dict[str, Any]:
+    def _chat_params(
+        self, request: Request, *, native: bool, data: Data = live_base64
+    ) -> dict[str, Any]:
         """The Chat Completions body for a request, live or in a batch line; ``data``
         gives each attachment's base64 (read now, or a batch line's placeholder)."""
-        messages = [{"role": m.role, "content": m.content} if not m.attachments else
-                    {"role": m.role, "content": openai_parts(m.content, m.attachments,
-                                                             m.position, data)}
-                    for m in request.messages]
+        messages = [
+            {"role": m.role, "content": m.content}
+            if not m.attachments
+            else {
+                "role": m.role,
+                "content": openai_parts(m.content, m.attachments, m.position, data),
+            }
+            for m in request.messages
+        ]
         params: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -327,20 +344,32 @@ class OpenAICompatProvider:
         if self._http is not None:
             with stopwatch() as took:
                 body, headers = await self._http.post_with_headers(
-                    self._chat_url, params, errors=self._status_error, timeout=request.timeout)
-            return chat_response(body, provider=self.name, latency_ms=took[0], parse=parse,
-                                 request_id=request_id_of(headers))
+                    self._chat_url, params, errors=self._status_error, timeout=request.timeout
+                )
+            return chat_response(
+                body,
+                provider=self.name,
+                latency_ms=took[0],
+                parse=parse,
+                request_id=request_id_of(headers),
+            )
         timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
             # The raw response for its headers: the request id (groq's models lack
             # openai's ``_request_id``).
             raw = await self._client.chat.completions.with_raw_response.create(
-                **params, timeout=timeout)
+                **params, timeout=timeout
+            )
             completion = raw.parse()  # openai: a legacy response, parsed at once
             if inspect.isawaitable(completion):  # groq: an async response
                 completion = await completion
-        return chat_response(completion, provider=self.name, latency_ms=took[0], parse=parse,
-                             request_id=request_id_of(raw.headers))
+        return chat_response(
+            completion,
+            provider=self.name,
+            latency_ms=took[0],
+            parse=parse,
+            request_id=request_id_of(raw.headers),
+        )
 
     # -- batch ---------------------------------------------------------------
 
@@ -349,8 +378,9 @@ class OpenAICompatProvider:
             "custom_id": require_custom_id(request),
             "method": "POST",
             "url": self.batch_endpoint,
-            "body": self._chat_params(request, native=self._native_schema(request.model),
-                                      data=data),
+            "body": self._chat_params(
+                request, native=self._native_schema(request.model), data=data
+            ),
         }
 
     def _attachment_line(self, request: Request) -> list[bytes | Attachment]:
@@ -358,13 +388,19 @@ class OpenAICompatProvider:
         blobs = Blobs()
         return blobs.pieces(dump_line(self._batch_line(request, blobs.token)))
 
-    def _batch_lines(self, requests: Iterable[Request]) -> Iterator[bytes | list[bytes | Attachment]]:
+    def _batch_lines(
+        self, requests: Iterable[Request]
+    ) -> Iterator[bytes | list[bytes | Attachment]]:
         """The batch's JSONL lines, byte for byte ``dump_line(self._batch_line(r))``, with
         the part of the body after the messages (limits, schema) encoded once for each
         run of requests that share it — in a batch of one action, usually all of them.
         Requests sent in JSON mode (their messages change with the schema) take the
         general path."""
-        head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
+        head = (
+            b',"method":"POST","url":'
+            + _encode(self.batch_endpoint).encode()
+            + b',"body":{"model":'
+        )
         shared, tail = "", b""
         for r in requests:
             if any(m.attachments for m in r.messages):
@@ -373,19 +409,36 @@ class OpenAICompatProvider:
             if r.schema is not None and not self._native_schema(r.model):
                 yield dump_line(self._batch_line(r))
                 continue
-            same = _encode([r.model, r.max_tokens, r.temperature, r.seed, r.schema,
-                            r.cache.key if r.cache is not None else None])
+            same = _encode(
+                [
+                    r.model,
+                    r.max_tokens,
+                    r.temperature,
+                    r.seed,
+                    r.schema,
+                    r.cache.key if r.cache is not None else None,
+                ]
+            )
             if same != shared:
                 rest = self._chat_params(r, native=True)
                 del rest["model"], rest["messages"]
                 shared, tail = same, b"," + _encode(rest).encode()[1:] + b"}"
             messages = [{"role": m.role, "content": m.content} for m in r.messages]
-            yield b"".join((b'{"custom_id":', _encode(require_custom_id(r)).encode(), head,
-                            _encode(r.model).encode(), b',"messages":',
-                            _encode(messages).encode(), tail))
+            yield b"".join(
+                (
+                    b'{"custom_id":',
+                    _encode(require_custom_id(r)).encode(),
+                    head,
+                    _encode(r.model).encode(),
+                    b',"messages":',
+                    _encode(messages).encode(),
+                    tail,
+                )
+            )
 
-    def _stored_lines(self, items: Iterable[tuple[str, str]], cache: CacheHint | None = None
-                      ) -> Iterator[bytes | list[bytes | Attachment]]:
+    def _stored_lines(
+        self, items: Iterable[tuple[str, str]], cache: CacheHint | None = None
+    ) -> Iterator[bytes | list[bytes | Attachment]]:
         """Batch lines straight from stored canonical requests (``Request.canonical()``,
         keys sorted): the messages array is copied as stored, and what surrounds it
         (model, limits, schema) is decoded and encoded once for each distinct text. The
@@ -393,7 +446,11 @@ class OpenAICompatProvider:
         order); a request sent in JSON mode, one with attachments, or text not in the
         canonical form, goes through a decoded :class:`Request`. Every request carries
         ``cache``, the batch's cache hint."""
-        head = b',"method":"POST","url":' + _encode(self.batch_endpoint).encode() + b',"body":{"model":'
+        head = (
+            b',"method":"POST","url":'
+            + _encode(self.batch_endpoint).encode()
+            + b',"body":{"model":'
+        )
         bodies: dict[str, tuple[bytes, bytes] | None] = {}
         for custom_id, text in items:
             if _ATTACHMENTS in text:
@@ -401,7 +458,7 @@ class OpenAICompatProvider:
                 continue
             start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
             end = text.find('],"model":"', start) if start >= 0 else -1
-            rest = text[:start] + text[end + 1:] if end >= 0 else ""
+            rest = text[:start] + text[end + 1 :] if end >= 0 else ""
             body = bodies.get(rest) if rest else None
             if rest and rest not in bodies:
                 r = stored_request(text, custom_id, cache)
@@ -414,16 +471,26 @@ class OpenAICompatProvider:
             if body is None:
                 yield from self._batch_lines([stored_request(text, custom_id, cache)])
                 continue
-            yield b"".join((b'{"custom_id":', _encode(custom_id).encode(), head, body[0],
-                            b',"messages":', text[start + len(_MESSAGES) - 1:end + 1].encode(),
-                            body[1]))
+            yield b"".join(
+                (
+                    b'{"custom_id":',
+                    _encode(custom_id).encode(),
+                    head,
+                    body[0],
+                    b',"messages":',
+                    text[start + len(_MESSAGES) - 1 : end + 1].encode(),
+                    body[1],
+                )
+            )
 
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
         """Upload the requests as a JSONL file and create a batch tagged with ``key``;
         requests as stored (:class:`StoredRequests`) are written from their stored text."""
-        lines = (self._stored_lines(requests.pairs, requests.cache)
-                 if isinstance(requests, StoredRequests)
-                 else self._batch_lines(requests))
+        lines = (
+            self._stored_lines(requests.pairs, requests.cache)
+            if isinstance(requests, StoredRequests)
+            else self._batch_lines(requests)
+        )
         spooled = spool_jsonl(
             lines,
             max_count=self.batch_max_requests,
@@ -479,10 +546,12 @@ class OpenAICompatProvider:
         if not usage:
             return BilledWork(status, status.completed)
         cached = as_int(pick(usage, "input_tokens_details", "cached_tokens"))
-        total = Usage(max(0, as_int(pick(usage, "input_tokens")) - cached),
-                      as_int(pick(usage, "output_tokens")), cached,
-                      reasoning_tokens=as_int(pick(usage, "output_tokens_details",
-                                                   "reasoning_tokens")))
+        total = Usage(
+            max(0, as_int(pick(usage, "input_tokens")) - cached),
+            as_int(pick(usage, "output_tokens")),
+            cached,
+            reasoning_tokens=as_int(pick(usage, "output_tokens_details", "reasoning_tokens")),
+        )
         return BilledWork(status, status.completed, total)
 
     async def _file_lines(self, file_id: str) -> AsyncIterator[list[bytes]]:
@@ -512,14 +581,26 @@ class OpenAICompatProvider:
         status = as_int(pick(response, "status_code")) if response else 0
         request_id = pick(response, "request_id") if response else None
         if response and status == 200 and not error:
-            answer = chat_response(response.get("body"), provider=self.name, wire=True,
-                                   latency_ms=latency_ms, service_tier="batch",
-                                   request_id=request_id)
+            answer = chat_response(
+                response.get("body"),
+                provider=self.name,
+                wire=True,
+                latency_ms=latency_ms,
+                service_tier="batch",
+                request_id=request_id,
+            )
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
             code, kind, message, param = error_fields(pick(response, "body"))
-            err = classify(self.name, status, message=message, code=code, kind=kind,
-                           param=param, request_id=request_id)
+            err = classify(
+                self.name,
+                status,
+                message=message,
+                code=code,
+                kind=kind,
+                param=param,
+                request_id=request_id,
+            )
             return Result(custom_id, "errored", error=err)
         code = str(pick(error, "code") or "") or None
         message = pick(error, "message")

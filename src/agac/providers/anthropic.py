@@ -110,8 +110,13 @@ class AnthropicProvider:
     options = (
         TIMEOUT,
         structured_output("tool", "a forced tool call whose input is the answer"),
-        Option("find_batch_skew", "number", "seconds added on each side of the time window in "
-               "which B2 recovery looks for a submission whose answer was lost", default=120),
+        Option(
+            "find_batch_skew",
+            "number",
+            "seconds added on each side of the time window in "
+            "which B2 recovery looks for a submission whose answer was lost",
+            default=120,
+        ),
     )
     # Per-batch limits: the engine splits a shard above them (docs/providers.md).
     batch_max_requests = BATCH_MAX_REQUESTS
@@ -143,8 +148,12 @@ class AnthropicProvider:
         self._lifecycle_lookups: set[asyncio.Task[None]] = set()
         self._http: HttpSession | None = None
         if settings.transport == "lean":
-            self._http = HttpSession(self.name, _lean_headers(self._api_key),
-                                     connections=settings.connections, timeout=self._timeout)
+            self._http = HttpSession(
+                self.name,
+                _lean_headers(self._api_key),
+                connections=settings.connections,
+                timeout=self._timeout,
+            )
             self._messages_url = (self._base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
         if settings.transport == "sdk" or settings.batch:
             self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
@@ -172,8 +181,9 @@ class AnthropicProvider:
 
     # -- errors --------------------------------------------------------------
 
-    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
-                      text: str, code: str | None = None) -> ProviderError:
+    def _status_error(
+        self, status: int, headers: Mapping[str, str], body: Any, text: str, code: str | None = None
+    ) -> ProviderError:
         """The taxonomy error for a non-2xx answer, on either transport.
 
         The body is ``{"type": "error", "error": {"type", "message", …}, "request_id"}``;
@@ -205,8 +215,13 @@ class AnthropicProvider:
             yield
         except sdk.APIStatusError as exc:
             # (``error_code`` exists on newer SDKs only.)
-            raise self._status_error(exc.status_code, exc.response.headers, exc.body,
-                                     exc.message, getattr(exc, "error_code", None)) from exc
+            raise self._status_error(
+                exc.status_code,
+                exc.response.headers,
+                exc.body,
+                exc.message,
+                getattr(exc, "error_code", None),
+            ) from exc
         except sdk.APIConnectionError as exc:
             raise connection_error(self.name, exc) from exc
         except transport_errors() as exc:
@@ -226,8 +241,13 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": anthropic_content(
-                m, hint if i == first else None, _blocks)} for i, m in enumerate(chat)],
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": anthropic_content(m, hint if i == first else None, _blocks),
+                }
+                for i, m in enumerate(chat)
+            ],
         }
         if request.system:
             params["system"] = anthropic_system(request.system, hint)
@@ -273,8 +293,9 @@ class AnthropicProvider:
         params = self._params(request, tool=self._use_tool(request.model))
         return await self._continue(request, params, paused, paused=paused)
 
-    async def _continue(self, request: Request, params: dict[str, Any], answer: Response, *,
-                        paused: Response | None) -> Response:
+    async def _continue(
+        self, request: Request, params: dict[str, Any], answer: Response, *, paused: Response | None
+    ) -> Response:
         """Continue a turn the provider paused (``pause_turn``) as Anthropic documents it:
         the paused content goes back as the assistant turn (growing with each pause), at
         most :data:`PAUSE_LEGS` calls in all; each earlier live call is a :class:`Leg`
@@ -286,16 +307,30 @@ class AnthropicProvider:
         calls = 1
         while answer.stop_reason == "paused":
             if calls >= PAUSE_LEGS:
-                said = (f"anthropic paused the turn (pause_turn) {calls} times; agac continues "
-                        f"a paused turn at most {PAUSE_LEGS - 1} times")
+                said = (
+                    f"anthropic paused the turn (pause_turn) {calls} times; agac continues "
+                    f"a paused turn at most {PAUSE_LEGS - 1} times"
+                )
                 return replace(answer, legs=legs, stop_detail=said)
             if answer is not paused:
-                legs += (Leg(answer.usage, answer.latency_ms, answer.request_id,
-                             answer.raw_stop, answer.service_tier),)
+                legs += (
+                    Leg(
+                        answer.usage,
+                        answer.latency_ms,
+                        answer.request_id,
+                        answer.raw_stop,
+                        answer.service_tier,
+                    ),
+                )
             before += answer.text
             assistant += list(answer.paused or [])
-            answer = await self._send(request, {**params, "messages": [
-                *params["messages"], {"role": "assistant", "content": assistant}]})
+            answer = await self._send(
+                request,
+                {
+                    **params,
+                    "messages": [*params["messages"], {"role": "assistant", "content": assistant}],
+                },
+            )
             calls += 1
         if not assistant:
             return answer
@@ -311,21 +346,28 @@ class AnthropicProvider:
         if self._http is not None:
             with stopwatch() as took:
                 body, headers = await self._http.post_with_headers(
-                    self._messages_url, params, errors=self._status_error, timeout=request.timeout)
+                    self._messages_url, params, errors=self._status_error, timeout=request.timeout
+                )
             self._ask_lifecycle(request.model)
-            return message_response(body, latency_ms=took[0], parse=parse,
-                                    request_id=request_id_of(headers))
+            return message_response(
+                body, latency_ms=took[0], parse=parse, request_id=request_id_of(headers)
+            )
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
         params = dict(params)
         extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:
-            message = await self._client.messages.create(**params, extra_body=extra,
-                                                         timeout=timeout)
+            message = await self._client.messages.create(
+                **params, extra_body=extra, timeout=timeout
+            )
         self._ask_lifecycle(request.model)
-        return message_response(message, latency_ms=took[0], parse=parse,
-                                request_id=getattr(message, "_request_id", None))
+        return message_response(
+            message,
+            latency_ms=took[0],
+            parse=parse,
+            request_id=getattr(message, "_request_id", None),
+        )
 
     def _ask_lifecycle(self, model: str) -> None:
         """Look the model's lifecycle up once, beside the calls: a slow or unreachable Models
@@ -353,8 +395,9 @@ class AnthropicProvider:
         if lifecycle not in ("deprecated", "retired"):
             return
         when = f"retires {retires:%Y-%m-%d}" if isinstance(retires, datetime) else "no date set"
-        logger.warning("anthropic model %s is %s (%s): move to a newer model",
-                       model, lifecycle, when)
+        logger.warning(
+            "anthropic model %s is %s (%s): move to a newer model", model, lifecycle, when
+        )
 
     async def _model_lifecycle(self, model: str) -> tuple[Any, datetime | None]:
         """(``lifecycle``, ``retires_at``) of ``model`` from ``GET /v1/models/{id}``."""
@@ -501,8 +544,7 @@ class AnthropicProvider:
             await self._sdk_client.close()
 
 
-def _blocks(text: str, attachments: tuple[Attachment, ...], position: str
-            ) -> list[dict[str, Any]]:
+def _blocks(text: str, attachments: tuple[Attachment, ...], position: str) -> list[dict[str, Any]]:
     """A message's content blocks, its attachments read now (live and batch alike: a
     Message Batch goes inline)."""
     return anthropic_blocks(text, attachments, position, live_base64)

@@ -152,16 +152,24 @@ class Message:
         ``{"content", "role"}``, as before attachments existed (its fingerprint stays)."""
         if not self.attachments:
             return {"role": self.role, "content": self.content}
-        return {"role": self.role, "content": self.content, "position": self.position,
-                "attachments": [a.to_dict() for a in self.attachments]}
+        return {
+            "role": self.role,
+            "content": self.content,
+            "position": self.position,
+            "attachments": [a.to_dict() for a in self.attachments],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
         atts = d.get("attachments")
         if not atts:
             return cls(d["role"], d["content"])
-        return cls(d["role"], d["content"], tuple(Attachment.from_dict(a) for a in atts),
-                   d.get("position", "before"))
+        return cls(
+            d["role"],
+            d["content"],
+            tuple(Attachment.from_dict(a) for a in atts),
+            d.get("position", "before"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,13 +263,15 @@ class Usage:
         tools = dict(self.server_tools)
         for name, n in other.server_tools:
             tools[name] = tools.get(name, 0) + n
-        return Usage(self.input_tokens + other.input_tokens,
-                     self.output_tokens + other.output_tokens,
-                     self.cached_tokens + other.cached_tokens,
-                     self.cache_write_tokens + other.cache_write_tokens,
-                     self.reasoning_tokens + other.reasoning_tokens,
-                     server_tool_counts(tools),
-                     self.cache_write_1h_tokens + other.cache_write_1h_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            server_tool_counts(tools),
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -284,16 +294,22 @@ def server_tool_counts(counts: Any) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((str(k), int(v)) for k, v in items if int(v or 0) > 0))
 
 
-def stored_request(text: str, custom_id: str | None = None,
-                   cache: CacheHint | None = None) -> Request:
+def stored_request(
+    text: str, custom_id: str | None = None, cache: CacheHint | None = None
+) -> Request:
     """A stored canonical request (``Request.canonical()``) back as a Request, with the
     cache hint of its action (the canonical form holds none)."""
     d = loads(text)
     return Request(
-        provider=d["provider"], model=d["model"],
+        provider=d["provider"],
+        model=d["model"],
         messages=tuple(Message.from_dict(m) for m in d["messages"]),
-        max_tokens=d["max_tokens"], temperature=d.get("temperature"), schema=d.get("schema"),
-        seed=d.get("seed"), custom_id=custom_id, cache=cache,
+        max_tokens=d["max_tokens"],
+        temperature=d.get("temperature"),
+        schema=d.get("schema"),
+        seed=d.get("seed"),
+        custom_id=custom_id,
+        cache=cache,
     )
 
 
@@ -399,9 +415,12 @@ def ended_or_raise(handle: BatchHandle, status: BatchStatus) -> None:
     failed, expired or cancelled — or not ended at all — raises
     :class:`~agac.errors.BatchNotEnded` before anything is read."""
     if status.state != "ended":
-        raise BatchNotEnded(f"batch {handle.id} is {status.raw_status or status.state} at the "
-                            "provider: there are no results to read",
-                            state=status.state, raw_status=status.raw_status)
+        raise BatchNotEnded(
+            f"batch {handle.id} is {status.raw_status or status.state} at the "
+            "provider: there are no results to read",
+            state=status.state,
+            raw_status=status.raw_status,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,9 +579,13 @@ class SupportsBatchCandidates(Protocol):
     Anthropic) and lists the candidates a lost submission may be instead: batches created
     in a time window with a given request count (B2 recovery adopts exactly one)."""
 
-    async def batch_candidates(self, *, created_after: float | None,
-                               created_before: float | None = None,
-                               request_count: int | None = None) -> list[BatchHandle]: ...
+    async def batch_candidates(
+        self,
+        *,
+        created_after: float | None,
+        created_before: float | None = None,
+        request_count: int | None = None,
+    ) -> list[BatchHandle]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,7 +618,9 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         max_requests=int(getattr(kind, "batch_max_requests", 50_000)),
         max_bytes=int(getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
         candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
-        attachment_max_bytes=int(getattr(kind, "batch_attachment_max_bytes", 0)
-                                 or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
+        attachment_max_bytes=int(
+            getattr(kind, "batch_attachment_max_bytes", 0)
+            or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)
+        ),
         attachment_line_bytes=getattr(kind, "batch_attachment_line_bytes", None),
     )

@@ -16,22 +16,33 @@ if TYPE_CHECKING:
 __all__ = ["open_providers", "provider_settings"]
 
 
-def provider_settings(name: str, config: ProjectConfig | None, *,
-                      connections: int = 0, batch: bool = False) -> ProviderSettings:
+def provider_settings(
+    name: str, config: ProjectConfig | None, *, connections: int = 0, batch: bool = False
+) -> ProviderSettings:
     pc = (config.providers.get(name) if config else None) if config else None
     api_key = os.environ.get(pc.api_key_env) if pc and pc.api_key_env else None
     options = dict(pc.options) if pc else {}
     if pc and pc.batch_submissions_per_minute is not None:
         options["batch_submissions_per_minute"] = pc.batch_submissions_per_minute
     transport: Transport = "sdk" if pc and pc.transport == "sdk" else "lean"
-    return ProviderSettings(name=name, base_url=pc.base_url if pc else None, api_key=api_key,
-                            options=options, transport=transport, connections=connections,
-                            batch=batch)
+    return ProviderSettings(
+        name=name,
+        base_url=pc.base_url if pc else None,
+        api_key=api_key,
+        options=options,
+        transport=transport,
+        connections=connections,
+        batch=batch,
+    )
 
 
-def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
-                   connections: Mapping[str, int] | None = None,
-                   batch: Collection[str] = ()) -> dict[str, Provider]:
+def open_providers(
+    names: Iterable[str],
+    config: ProjectConfig | None,
+    *,
+    connections: Mapping[str, int] | None = None,
+    batch: Collection[str] = (),
+) -> dict[str, Provider]:
     """One instance per provider name. Raises ConfigError (``provider_not_installed``,
     ``missing_credentials``) for all of them at once, before anything is sent.
 
@@ -44,18 +55,27 @@ def open_providers(names: Iterable[str], config: ProjectConfig | None, *,
     for name in sorted(set(names)):
         cls = provider_class(name)
         if not sdk_installed(cls):
-            problems.append(Problem("provider_not_installed",
-                                    f"provider {name!r} needs its SDK ({cls.sdk_module})",
-                                    hint=f"pip install 'agac[{cls.extra}]'"))
+            problems.append(
+                Problem(
+                    "provider_not_installed",
+                    f"provider {name!r} needs its SDK ({cls.sdk_module})",
+                    hint=f"pip install 'agac[{cls.extra}]'",
+                )
+            )
             continue
-        settings = provider_settings(name, config, connections=(connections or {}).get(name, 0),
-                                     batch=name in batch)
+        settings = provider_settings(
+            name, config, connections=(connections or {}).get(name, 0), batch=name in batch
+        )
         missing = credentials_missing(cls, settings.api_key)
         if missing:
-            problems.append(Problem("missing_credentials",
-                                    f"provider {name!r} has no API key",
-                                    hint=f"set {' or '.join(missing)}, or run against the emulator: "
-                                         'eval "$(agac emulator env)"'))
+            problems.append(
+                Problem(
+                    "missing_credentials",
+                    f"provider {name!r} has no API key",
+                    hint=f"set {' or '.join(missing)}, or run against the emulator: "
+                    'eval "$(agac emulator env)"',
+                )
+            )
             continue
         try:
             out[name] = cls(settings)

@@ -31,6 +31,7 @@ import math
 import os
 import re
 import tempfile
+import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -89,6 +90,7 @@ from agac.providers.base import (
     Usage,
     ended_or_raise,
 )
+from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
 
 __all__ = ["GeminiProvider"]
@@ -105,8 +107,10 @@ _SCHEMA_REJECTED = re.compile(
 )
 # Values its enums lack: a state (B9: still running) or a finish/block reason or safety
 # word (read as a stop agac does not know, with the raw value kept).
-_UNKNOWN_STATE = (r".* is not a valid (JobState|FinishReason|BlockedReason|HarmCategory|"
-                  r"HarmProbability)")
+_UNKNOWN_STATE = (
+    r".* is not a valid (JobState|FinishReason|BlockedReason|HarmCategory|"
+    r"HarmProbability)"
+)
 
 
 class GeminiProvider:
@@ -123,11 +127,21 @@ class GeminiProvider:
     options = (
         TIMEOUT,
         structured_output("json_mode", "JSON mode with the schema in the prompt"),
-        Option("batch_input", "choice", "how a batch's requests travel: `inline` in the create "
-               "call, a `file` upload, or `auto` (inline under `inline_max_bytes`)",
-               default="auto", choices=("auto", "inline", "file")),
-        Option("inline_max_bytes", "integer", "the largest batch sent inline with "
-               "`batch_input: auto`", default=INLINE_MAX_BYTES, minimum=1),
+        Option(
+            "batch_input",
+            "choice",
+            "how a batch's requests travel: `inline` in the create "
+            "call, a `file` upload, or `auto` (inline under `inline_max_bytes`)",
+            default="auto",
+            choices=("auto", "inline", "file"),
+        ),
+        Option(
+            "inline_max_bytes",
+            "integer",
+            "the largest batch sent inline with `batch_input: auto`",
+            default=INLINE_MAX_BYTES,
+            minimum=1,
+        ),
         FIND_BATCH_SCAN,
     )
     # Per-batch limits: the engine splits a shard above them (docs/providers.md).
@@ -154,8 +168,12 @@ class GeminiProvider:
         self._sdk_client: Any = None
         self._http: HttpSession | None = None
         if settings.transport == "lean":
-            self._http = HttpSession(self.name, {"x-goog-api-key": self._api_key},
-                                     connections=settings.connections, timeout=self._timeout)
+            self._http = HttpSession(
+                self.name,
+                {"x-goog-api-key": self._api_key},
+                connections=settings.connections,
+                timeout=self._timeout,
+            )
             root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
             self._models_url = f"{root}/{api_version()}/"
             self._root = root
@@ -183,9 +201,11 @@ class GeminiProvider:
             self._errors  # noqa: B018 - imports the SDK
             # One attempt: the engine owns retries (docs/providers.md); retry_options also stops
             # any retry of the SDK's own.
-            http_options: dict[str, Any] = {"timeout": int(self._timeout * 1000),
-                                            "retry_options": {"attempts": 1},
-                                            "async_client_args": {"transport": _httpx_transport()}}
+            http_options: dict[str, Any] = {
+                "timeout": int(self._timeout * 1000),
+                "retry_options": {"attempts": 1},
+                "async_client_args": {"transport": _httpx_transport()},
+            }
             if self._base_url:
                 http_options["base_url"] = self._base_url
             self._sdk_client = self._genai_module.Client(
@@ -207,8 +227,9 @@ class GeminiProvider:
         except transport_errors() as exc:
             raise connection_error(self.name, exc) from exc
 
-    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
-                      text: str) -> ProviderError:
+    def _status_error(
+        self, status: int, headers: Mapping[str, str], body: Any, text: str
+    ) -> ProviderError:
         """A non-2xx answer on the lean transport, read as the SDK's APIError reads it
         (a body that is not JSON becomes its message)."""
         if not isinstance(body, dict):
@@ -263,9 +284,13 @@ class GeminiProvider:
             seconds = request.timeout if request.timeout is not None else self._timeout
             url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
             with stopwatch() as took:
-                body = await self._http.post(url, _wire_request(request, config, uris=uris),
-                                             errors=self._status_error, timeout=seconds,
-                                             headers=self._server_timeout(seconds))
+                body = await self._http.post(
+                    url,
+                    _wire_request(request, config, uris=uris),
+                    errors=self._status_error,
+                    timeout=seconds,
+                    headers=self._server_timeout(seconds),
+                )
             return content_response(body, latency_ms=took[0], parse=parse)
         if request.timeout is not None:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
@@ -307,6 +332,41 @@ class GeminiProvider:
         if found is None:
             found = self._server_timeouts[seconds] = {"X-Server-Timeout": str(math.ceil(seconds))}
         return found
+
+    # -- explicit context caches ---------------------------------------------
+
+    async def create_context_cache(
+        self, model: str, system: str | None, prefix: str, ttl_seconds: float, display_name: str
+    ) -> ContextCache:
+        """``cachedContents.create`` with the system instruction and the prefix as the first
+        user turn, living ``ttl_seconds`` (whole seconds, at least one)."""
+        config: dict[str, Any] = {
+            "ttl": f"{max(1, math.ceil(ttl_seconds))}s",
+            "display_name": display_name,
+        }
+        if prefix:
+            config["contents"] = [{"role": "user", "parts": [{"text": prefix}]}]
+        if system:
+            config["system_instruction"] = system
+        with self._translate_errors():
+            cache = await self._aio.caches.create(model=model_path(model), config=config)
+        expires = pick(cache, "expire_time")
+        return ContextCache(
+            str(cache.name),
+            int(pick(cache, "usage_metadata", "total_token_count") or 0),
+            expires.timestamp() if isinstance(expires, datetime) else time.time() + ttl_seconds,
+        )
+
+    async def delete_context_cache(self, name: str) -> None:
+        """``cachedContents.delete``; a cache already gone is not an error. Gemini answers
+        one it no longer has 404, or 403 ``CachedContent not found (or permission
+        denied)``."""
+        with self._translate_errors():
+            try:
+                await self._aio.caches.delete(name=name)
+            except self._errors.APIError as exc:
+                if not _cache_gone(exc):
+                    raise
 
     # -- batch ---------------------------------------------------------------
 
@@ -491,9 +551,13 @@ def model_path(model: str) -> str:
     return f"models/{model}"
 
 
-def _contents(request: Request, data: Callable[[Attachment], Any] | None = None,
-              uris: Mapping[str, str] | None = None, *, cached: bool = False
-              ) -> list[dict[str, Any]]:
+def _contents(
+    request: Request,
+    data: Callable[[Attachment], Any] | None = None,
+    uris: Mapping[str, str] | None = None,
+    *,
+    cached: bool = False,
+) -> list[dict[str, Any]]:
     """Chat turns in Gemini's form: roles ``user`` and ``model``. Attachments are
     ``inline_data`` parts with the raw bytes (the SDK's form) or, given ``data`` (each
     file's base64), the REST form ``inlineData``; those uploaded (their SHA-256 in
@@ -505,12 +569,21 @@ def _contents(request: Request, data: Callable[[Attachment], Any] | None = None,
         if first >= 0:
             rest = gemini_rest(chat[first], request.cache)
             kept = [rest] if rest.content or rest.attachments else []
-            chat = [*chat[:first], *kept, *chat[first + 1:]]
+            chat = [*chat[:first], *kept, *chat[first + 1 :]]
     return [
-        {"role": "model" if m.role == "assistant" else "user",
-         "parts": [{"text": m.content}] if not m.attachments else gemini_parts(
-             m.content, m.attachments, m.position, data or read_verified, rest=data is not None,
-             uris=uris)}
+        {
+            "role": "model" if m.role == "assistant" else "user",
+            "parts": [{"text": m.content}]
+            if not m.attachments
+            else gemini_parts(
+                m.content,
+                m.attachments,
+                m.position,
+                data or read_verified,
+                rest=data is not None,
+                uris=uris,
+            ),
+        }
         for m in chat
     ]
 
@@ -528,32 +601,44 @@ def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
     return hint
 
 
-def _attachment_line(custom_id: str, request: Request, config: dict[str, Any],
-                     uris: Mapping[str, str] | None = None) -> list[bytes | Attachment]:
+def _attachment_line(
+    custom_id: str, request: Request, config: dict[str, Any], uris: Mapping[str, str] | None = None
+) -> list[bytes | Attachment]:
     """A batch file line whose attachments' base64 is streamed in from their files (those
     in ``uris``, uploaded, are named by their URI)."""
     blobs = Blobs()
-    return blobs.pieces(dump_line({"key": custom_id, "request": _wire_request(
-        request, config, blobs.token, uris=uris)}))
+    return blobs.pieces(
+        dump_line(
+            {"key": custom_id, "request": _wire_request(request, config, blobs.token, uris=uris)}
+        )
+    )
 
 
-def _wire_request(request: Request, config: dict[str, Any],
-                  data: Callable[[Attachment], str] = live_base64, *,
-                  uris: Mapping[str, str] | None = None) -> dict[str, Any]:
+def _wire_request(
+    request: Request,
+    config: dict[str, Any],
+    data: Callable[[Attachment], str] = live_base64,
+    *,
+    uris: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
     and a batch file's line (``data``: a placeholder per attachment there; ``uris``:
     the files uploaded through the Files API)."""
     apart = ("system_instruction", "cached_content")
     generation = {_camel(k): v for k, v in config.items() if k not in apart}
     cached = "cached_content" in config
-    wire: dict[str, Any] = {"contents": _contents(request, data, uris, cached=cached),
-                            "generationConfig": generation}
+    wire: dict[str, Any] = {
+        "contents": _contents(request, data, uris, cached=cached),
+        "generationConfig": generation,
+    }
     if cached:
         wire["cachedContent"] = config["cached_content"]
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
-        wire["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}],
-                                     "role": "user"}
+        wire["systemInstruction"] = {
+            "parts": [{"text": config["system_instruction"]}],
+            "role": "user",
+        }
     return wire
 
 
@@ -566,6 +651,11 @@ def _span_ms(start: Any, end: Any) -> float:
     if isinstance(start, datetime) and isinstance(end, datetime):
         return max(0.0, (end - start).total_seconds() * 1000.0)
     return 0.0
+
+
+def _cache_gone(exc: Any) -> bool:
+    """Does this APIError say the cache named is not there (any more)?"""
+    return exc.code == 404 or (exc.code == 403 and "not found" in str(exc.message or "").lower())
 
 
 def _schema_rejected(err: ProviderError) -> bool:

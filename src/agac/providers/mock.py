@@ -37,7 +37,9 @@ from agac.providers.options import Option
 
 __all__ = ["MockProvider", "mock_value"]
 
-_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(separators=...) builds one per call
+_TEXT = json.JSONEncoder(
+    separators=(",", ":")
+).encode  # json.dumps(separators=...) builds one per call
 
 
 def _digest(*parts: str) -> int:
@@ -45,8 +47,9 @@ def _digest(*parts: str) -> int:
     return int.from_bytes(h.digest(), "big")
 
 
-def mock_value(schema: dict[str, Any] | None, seed: int, depth: int = 0,
-               root: dict[str, Any] | None = None) -> Any:
+def mock_value(
+    schema: dict[str, Any] | None, seed: int, depth: int = 0, root: dict[str, Any] | None = None
+) -> Any:
     """A deterministic value that conforms to the common JSON Schema keywords; a ``$ref``
     is followed when it is a pointer into the schema (``#/$defs/label``), the only kind
     an action's schema holds after validation."""
@@ -86,8 +89,9 @@ def _pointed(schema: Any, root: Any) -> Any:
     return node
 
 
-def _typed_value(schema: dict[str, Any], kind: str, seed: int, depth: int,
-                 root: dict[str, Any] | None) -> Any:
+def _typed_value(
+    schema: dict[str, Any], kind: str, seed: int, depth: int, root: dict[str, Any] | None
+) -> Any:
     if kind == "object":
         props = schema.get("properties") or {}
         return {
@@ -142,10 +146,19 @@ class MockProvider:
     attachment_limits = AttachmentLimits()
     #: ``providers: mock:`` in agac.yml (the environment variables win).
     options = (
-        Option("latency_ms", "number", "milliseconds each call waits before it answers "
-               "(`AGAC_MOCK_LATENCY_MS` wins)", default=0),
-        Option("fail_rate", "number", "the share of calls that fail with a retryable 500, "
-               "0–1 (`AGAC_MOCK_FAIL_RATE` wins)", default=0, maximum=1.0),
+        Option(
+            "latency_ms",
+            "number",
+            "milliseconds each call waits before it answers (`AGAC_MOCK_LATENCY_MS` wins)",
+            default=0,
+        ),
+        Option(
+            "fail_rate",
+            "number",
+            "the share of calls that fail with a retryable 500, 0–1 (`AGAC_MOCK_FAIL_RATE` wins)",
+            default=0,
+            maximum=1.0,
+        ),
     )
 
     def __init__(self, settings: ProviderSettings | None = None) -> None:
@@ -165,12 +178,18 @@ class MockProvider:
             self._attempts[fp] += 1
             roll = _digest(fp, str(self._attempts[fp])) % 10_000 / 10_000
             if roll < self.fail_rate:
-                raise RetryableError("mock provider: injected failure (AGAC_MOCK_FAIL_RATE)", status=500)
+                raise RetryableError(
+                    "mock provider: injected failure (AGAC_MOCK_FAIL_RATE)", status=500
+                )
         return self._answer(request)
 
     def _answer(self, request: Request) -> Response:
-        seed = _digest(request.model, *(m.content for m in request.messages), str(request.seed),
-                       *(a.sha256 for a in request.attachments))
+        seed = _digest(
+            request.model,
+            *(m.content for m in request.messages),
+            str(request.seed),
+            *(a.sha256 for a in request.attachments),
+        )
         parsed = None
         if request.schema is not None:
             parsed = mock_value(request.schema, seed)

@@ -88,8 +88,9 @@ class OllamaProvider:
             key = os.environ.get("OLLAMA_API_KEY")
             headers = {"Authorization": f"Bearer {key}"} if key else {}
             timeout = float(self._timeout) if self._timeout else None
-            self._http = HttpSession(self.name, headers, connections=settings.connections,
-                                     timeout=timeout)
+            self._http = HttpSession(
+                self.name, headers, connections=settings.connections, timeout=timeout
+            )
             self._chat_url = parse_host(self._host) + "/api/chat"
         if settings.transport == "sdk" or settings.batch:
             self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
@@ -108,8 +109,9 @@ class OllamaProvider:
             self._sdk_client = self._sdk.AsyncClient(host=self._host)
         return self._sdk_client
 
-    def _status_error(self, status: int, headers: Mapping[str, str], body: Any,
-                      text: str) -> ProviderError:
+    def _status_error(
+        self, status: int, headers: Mapping[str, str], body: Any, text: str
+    ) -> ProviderError:
         """A non-2xx answer, read as the SDK's ResponseError reads it: the body's
         ``error`` field, else its text. The SDK keeps no headers, so no retry hint."""
         message = body.get("error", text) if isinstance(body, dict) else text
@@ -139,8 +141,12 @@ class OllamaProvider:
             options["temperature"] = request.temperature
         if request.seed is not None:
             options["seed"] = request.seed
-        params: dict[str, Any] = {"model": request.model, "messages": messages, "options": options,
-                                  "stream": False}
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "options": options,
+            "stream": False,
+        }
         if request.schema is not None:
             if native:
                 params["format"] = request.schema
@@ -165,8 +171,9 @@ class OllamaProvider:
         parse = request.schema is not None
         if self._http is not None:
             with stopwatch() as took:
-                body = await self._http.post(self._chat_url, params, errors=self._status_error,
-                                             timeout=request.timeout)
+                body = await self._http.post(
+                    self._chat_url, params, errors=self._status_error, timeout=request.timeout
+                )
             return chat_response(body, latency_ms=took[0], parse=parse)
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:

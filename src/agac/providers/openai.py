@@ -50,8 +50,10 @@ class OpenAIProvider(OpenAICompatProvider):
     def _auth_headers(self) -> dict[str, str]:
         # As the SDK: the organization and project come from its own variables.
         headers = super()._auth_headers()
-        for header, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"),
-                                 ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+        for header, variable in (
+            ("OpenAI-Organization", "OPENAI_ORG_ID"),
+            ("OpenAI-Project", "OPENAI_PROJECT_ID"),
+        ):
             value = os.environ.get(variable)
             if value:
                 headers[header] = value

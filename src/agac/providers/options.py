@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 from agac.errors import ConfigError, Problem
 
-__all__ = ["FIND_BATCH_SCAN", "TIMEOUT", "Option", "OptionKind", "options_table", "structured_output"]
+__all__ = [
+    "FIND_BATCH_SCAN",
+    "TIMEOUT",
+    "Option",
+    "OptionKind",
+    "options_table",
+    "structured_output",
+]
 
 OptionKind = Literal["number", "integer", "seconds", "choice"]
 
@@ -67,13 +74,21 @@ class Option:
             value = float(text) if self.kind == "number" else float(int(text))
         except ValueError:
             value = math.nan
-        ok = math.isfinite(value) and (value > self.minimum if self.exclusive_minimum
-                                       else value >= self.minimum)
+        ok = math.isfinite(value) and (
+            value > self.minimum if self.exclusive_minimum else value >= self.minimum
+        )
         if ok and (self.maximum is None or value <= self.maximum):
             return value
-        raise ConfigError(problems=[Problem(
-            "invalid_provider_option", f"{variable} must be {self.describe()}, got {text!r}",
-            "environment", hint=f"{self.meaning}; unset it or give such a value")])
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "invalid_provider_option",
+                    f"{variable} must be {self.describe()}, got {text!r}",
+                    "environment",
+                    hint=f"{self.meaning}; unset it or give such a value",
+                )
+            ]
+        )
 
 
 def options_table(rows: Iterable[tuple[str, Option]]) -> list[tuple[str, str, str, str]]:
@@ -83,17 +98,34 @@ def options_table(rows: Iterable[tuple[str, Option]]) -> list[tuple[str, str, st
 
 # -- options several adapters share ------------------------------------------------------
 
-TIMEOUT = Option("timeout", "seconds", "timeout of each of the adapter's batch and file calls "
-                 "(create, poll, list, cancel, upload, download); a live call is timed by its "
-                 "action's `timeout`", default="600s")
-FIND_BATCH_SCAN = Option("find_batch_scan", "integer", "how many of the provider's most recent "
-                         "batches B2 recovery looks through for a submission whose answer was "
-                         "lost", default=2000, minimum=1)
+TIMEOUT = Option(
+    "timeout",
+    "seconds",
+    "timeout of each of the adapter's batch and file calls "
+    "(create, poll, list, cancel, upload, download); a live call is timed by its "
+    "action's `timeout`",
+    default="600s",
+)
+FIND_BATCH_SCAN = Option(
+    "find_batch_scan",
+    "integer",
+    "how many of the provider's most recent "
+    "batches B2 recovery looks through for a submission whose answer was "
+    "lost",
+    default=2000,
+    minimum=1,
+)
 
 
 def structured_output(fallback: str, meaning: str) -> Option:
     """``structured_output``: ``auto`` (the provider's native schema form, falling back to
     ``fallback`` for a model that rejects it) or ``fallback`` from the start."""
-    return Option("structured_output", "choice", f"`auto`: the native structured-output form, "
-                  f"falling back for a model that rejects it; `{fallback}`: {meaning} from the "
-                  "start", default="auto", choices=("auto", fallback))
+    return Option(
+        "structured_output",
+        "choice",
+        f"`auto`: the native structured-output form, "
+        f"falling back for a model that rejects it; `{fallback}`: {meaning} from the "
+        "start",
+        default="auto",
+        choices=("auto", fallback),
+    )

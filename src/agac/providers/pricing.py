@@ -16,6 +16,11 @@ threshold, as Anthropic and Gemini price) are kept.
 agac's usage counts input *excluding* cached reads and cache writes (docs/providers.md); the
 threshold of a tier is judged on the whole input, as genai-prices does.
 
+Explicit context caches (Gemini ``cachedContents``) are billed for their storage too: USD
+per million tokens per hour the cache is kept. genai-prices has no such field, so agac
+keeps Gemini's published storage prices (:data:`CACHE_STORAGE`); a project's
+``cache_storage`` in ``prices:`` wins.
+
 Importing genai-prices costs about a third of a second (its data, pydantic), more than
 ``agac validate`` may spend starting. So the prices of a model are extracted once and
 kept in a small JSON file per genai-prices data version under the user's cache
@@ -44,6 +49,13 @@ FREE_PROVIDERS = frozenset({"mock", "ollama"})
 """Offline and local models: they cost nothing."""
 _LIBRARY_PROVIDER = {"gemini": "google"}
 """agac provider name -> genai-prices provider id, where they differ."""
+CACHE_STORAGE: tuple[tuple[str, float], ...] = (
+    ("gemini/gemini-2.5-flash", 1.00),  # Flash and Flash-Lite
+    ("gemini/gemini-2.5-pro", 4.50),
+    ("gemini/gemini-2.0-flash", 1.00),
+)
+"""USD per 1M tokens per hour of an explicit context cache, by model name prefix
+(Gemini's published prices); a project's ``prices.<model>.cache_storage`` wins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +79,13 @@ class Rates:
         hour = 2 * self.input if self.cache_write_1h is None else self.cache_write_1h
         # Reasoning tokens are a part of output_tokens: billed once, as output; 1-hour
         # writes are a part of cache_write_tokens: what they cost above a write is added.
-        tokens = (usage.input_tokens * self.input + usage.cached_tokens * cached
-                  + usage.cache_write_tokens * write + usage.output_tokens * self.output
-                  + usage.cache_write_1h_tokens * (hour - write)) / 1_000_000
+        tokens = (
+            usage.input_tokens * self.input
+            + usage.cached_tokens * cached
+            + usage.cache_write_tokens * write
+            + usage.output_tokens * self.output
+            + usage.cache_write_1h_tokens * (hour - write)
+        ) / 1_000_000
         if not usage.server_tools:
             return tokens
         per_use = dict(self.tools)
@@ -89,6 +105,8 @@ class Price:
     """A project's discount of the batch tier (0-1); wins over a derived half."""
     cache_write_1h: float | None = None
     """1-hour cache writes (Anthropic ``cache_ttl: 1h``); None: twice the input rate."""
+    cache_storage: float | None = None
+    """A project's USD per 1M tokens per hour of an explicit context cache."""
     batch: Rates | None = None
     tiers: tuple[tuple[int, Rates, Rates | None], ...] = ()
     """(input tokens above which, live rates, batch rates), lowest threshold first."""
@@ -99,8 +117,14 @@ class Price:
 
     @property
     def live(self) -> Rates:
-        return Rates(self.input, self.output, self.cached_input, self.cache_write, self.tools,
-                     self.cache_write_1h)
+        return Rates(
+            self.input,
+            self.output,
+            self.cached_input,
+            self.cache_write,
+            self.tools,
+            self.cache_write_1h,
+        )
 
     @property
     def batch_derived(self) -> bool:
@@ -111,8 +135,9 @@ class Price:
 FREE = Price(0.0, 0.0, 0.0, 0.0, batch=Rates(0.0, 0.0, 0.0, 0.0), source="free")
 
 
-def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "",
-             calls: int = 1) -> float:
+def cost_usd(
+    price: Price, usage: Usage, tier: str = "live", provider: str = "", calls: int = 1
+) -> float:
     """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived).
 
     ``usage`` may be the sum of ``calls`` calls: a long-context tier is chosen per call,
@@ -120,8 +145,9 @@ def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "",
     (give sums of calls that fall in the same tier: :meth:`Store.usage_totals` bands)."""
     live, batch = price.live, price.batch
     if price.tiers:
-        total_in = (usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens) \
-            / max(calls, 1)
+        total_in = (usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens) / max(
+            calls, 1
+        )
         for above, tier_live, tier_batch in price.tiers:
             if total_in > above:
                 live, batch = tier_live, tier_batch
@@ -137,9 +163,12 @@ def cost_usd(price: Price, usage: Usage, tier: str = "live", provider: str = "",
 class PriceTable:
     """A project's ``prices:`` over the price library; mock and local models are free."""
 
-    def __init__(self, overrides: Mapping[str, Any] | None = None,
-                 library: PriceLibrary | None = None) -> None:
-        self._overrides = {model: _coerce(model, value) for model, value in (overrides or {}).items()}
+    def __init__(
+        self, overrides: Mapping[str, Any] | None = None, library: PriceLibrary | None = None
+    ) -> None:
+        self._overrides = {
+            model: _coerce(model, value) for model, value in (overrides or {}).items()
+        }
         self._library = library
         self._memo: dict[str, Price | None] = {}
 
@@ -174,6 +203,22 @@ class PriceTable:
         found = {above for m in models if (p := self.get(m)) is not None for above, _, _ in p.tiers}
         return tuple(sorted(found))
 
+    def storage(self, model: str) -> float | None:
+        """USD per 1M tokens per hour an explicit context cache of ``model`` is kept: the
+        project's ``cache_storage``, else :data:`CACHE_STORAGE`; 0 for free models, None
+        when unknown (the storage is then counted $0 and marked unpriced)."""
+        price = self._overrides.get(model)
+        if price is not None and price.cache_storage is not None:
+            return price.cache_storage
+        if model.partition("/")[0] in FREE_PROVIDERS:
+            return 0.0
+        return next((usd for prefix, usd in CACHE_STORAGE if model.startswith(prefix)), None)
+
+    def storage_cost(self, model: str, tokens: int, seconds: float) -> float:
+        """USD of keeping ``tokens`` in an explicit cache of ``model`` for ``seconds``."""
+        usd = self.storage(model) or 0.0
+        return tokens * max(0.0, seconds) / 3600.0 * usd / 1_000_000
+
     def unpriced_tools(self, model: str, tools: list[str] | tuple[str, ...]) -> list[str]:
         """The server tools of ``tools`` the model's price does not know (their uses cost 0
         in the ledger: marked ``unpriced`` by ``agac cost``). None for free models."""
@@ -199,19 +244,39 @@ def _coerce(model: str, value: Any) -> Price:
     price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    keys = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "batch_discount")
+    keys = (
+        "input",
+        "output",
+        "cached_input",
+        "cache_write",
+        "cache_write_1h",
+        "batch_discount",
+        "cache_storage",
+    )
     data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
     for key in keys:
         number = data.get(key)
         if number is not None and not _finite(number):
-            raise ConfigError(problems=[Problem(
-                "invalid_value", f"prices.{model}.{key} must be a finite number, got {number!r}",
-                file="agac.yml", path=f"prices.{model}.{key}")])
-    return Price(input=float(data.get("input") or 0.0), output=float(data.get("output") or 0.0),
-                 cached_input=_opt(data.get("cached_input")),
-                 cache_write=_opt(data.get("cache_write")),
-                 cache_write_1h=_opt(data.get("cache_write_1h")),
-                 batch_discount=_opt(data.get("batch_discount")), source="agac.yml")
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "invalid_value",
+                        f"prices.{model}.{key} must be a finite number, got {number!r}",
+                        file="agac.yml",
+                        path=f"prices.{model}.{key}",
+                    )
+                ]
+            )
+    return Price(
+        input=float(data.get("input") or 0.0),
+        output=float(data.get("output") or 0.0),
+        cached_input=_opt(data.get("cached_input")),
+        cache_write=_opt(data.get("cache_write")),
+        cache_write_1h=_opt(data.get("cache_write_1h")),
+        batch_discount=_opt(data.get("batch_discount")),
+        cache_storage=_opt(data.get("cache_storage")),
+        source="agac.yml",
+    )
 
 
 def _opt(v: Any) -> float | None:
@@ -329,12 +394,18 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     zero = genai_prices.Usage(input_tokens=0, output_tokens=0)
     try:
         live = genai_prices.calc_price(zero, model, provider_id=pid).model_price
-        batch = genai_prices.calc_price(zero, model, provider_id=pid,
-                                        price_context={"processing": "batch"}).model_price
+        batch = genai_prices.calc_price(
+            zero, model, provider_id=pid, price_context={"processing": "batch"}
+        ).model_price
     except (LookupError, ValueError):
         return None
-    keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok",
-            "cache_write_1h_mtok")
+    keys = (
+        "input_mtok",
+        "output_mtok",
+        "cache_read_mtok",
+        "cache_write_mtok",
+        "cache_write_1h_mtok",
+    )
     live_rates = {k: getattr(live, k, None) for k in keys}
     if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
         return None  # priced by something other than tokens (images, audio, requests)
@@ -345,8 +416,11 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     return {"live": live_json, "batch": batch_json if batch_json != live_json else None}
 
 
-_TOOL_PRICES = {"web_search": "web_searches_kcount", "code_execution": "code_executions_kcount",
-                "file_search": "storage_searches_kcount"}
+_TOOL_PRICES = {
+    "web_search": "web_searches_kcount",
+    "code_execution": "code_executions_kcount",
+    "file_search": "storage_searches_kcount",
+}
 """agac's server-tool names -> genai-prices' price per thousand uses."""
 
 
@@ -372,8 +446,15 @@ def _rate_json(value: Any) -> Any:
 
 def _price_from_json(entry: dict[str, Any]) -> Price:
     live, batch = entry["live"], entry.get("batch")
-    thresholds = sorted({above for rates in (live, batch or {}) for v in rates.values()
-                         if isinstance(v, list) for above, _ in v[1]})
+    thresholds = sorted(
+        {
+            above
+            for rates in (live, batch or {})
+            for v in rates.values()
+            if isinstance(v, list)
+            for above, _ in v[1]
+        }
+    )
 
     def rates(raw: dict[str, Any], above: int | None) -> Rates:
         def at(key: str) -> float | None:
@@ -385,15 +466,29 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
                 if above is not None and above >= start:
                     price = float(p)
             return price
+
         tools = tuple(sorted((str(k), float(v)) for k, v in (raw.get("tools") or {}).items()))
-        return Rates(at("input_mtok") or 0.0, at("output_mtok") or 0.0,
-                     at("cache_read_mtok"), at("cache_write_mtok"), tools,
-                     at("cache_write_1h_mtok"))
+        return Rates(
+            at("input_mtok") or 0.0,
+            at("output_mtok") or 0.0,
+            at("cache_read_mtok"),
+            at("cache_write_mtok"),
+            tools,
+            at("cache_write_1h_mtok"),
+        )
 
     base = rates(live, None)
-    return Price(base.input, base.output, base.cached_input, base.cache_write, tools=base.tools,
-                 cache_write_1h=base.cache_write_1h,
-                 batch=rates(batch, None) if batch else None,
-                 tiers=tuple((above, rates(live, above), rates(batch, above) if batch else None)
-                             for above in thresholds),
-                 source="genai-prices")
+    return Price(
+        base.input,
+        base.output,
+        base.cached_input,
+        base.cache_write,
+        tools=base.tools,
+        cache_write_1h=base.cache_write_1h,
+        batch=rates(batch, None) if batch else None,
+        tiers=tuple(
+            (above, rates(live, above), rates(batch, above) if batch else None)
+            for above in thresholds
+        ),
+        source="genai-prices",
+    )

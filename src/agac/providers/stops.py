@@ -99,9 +99,15 @@ class Stop:
     detail: str | None = None
 
 
-def read_stop(provider: str, raw: str | None, *, tool_answer: bool = False,
-              refusal: str | None = None, blocked: str | None = None,
-              detail: str | None = None) -> Stop:
+def read_stop(
+    provider: str,
+    raw: str | None,
+    *,
+    tool_answer: bool = False,
+    refusal: str | None = None,
+    blocked: str | None = None,
+    detail: str | None = None,
+) -> Stop:
     """The stop of one response of ``provider`` whose stop/finish reason is ``raw``.
 
     ``tool_answer``: the answer came as the tool call agac asked for (only then is a tool
@@ -121,13 +127,18 @@ def read_stop(provider: str, raw: str | None, *, tool_answer: bool = False,
         return Stop("content_filter", blocked, f"{what}: {detail}" if detail else what)
     rule = STOP_TABLES.get(provider, {}).get(raw)
     if rule is None:
-        said = f"{provider} stopped with {raw!r}, a stop reason agac does not know" if raw \
+        said = (
+            f"{provider} stopped with {raw!r}, a stop reason agac does not know"
+            if raw
             else f"{provider} sent no stop reason"
+        )
         return Stop("unexpected", raw, f"{said}: {detail}" if detail else said)
     if rule == "tool":
         if tool_answer:
             return Stop("end", raw, detail)
-        said = f"{provider} stopped with {raw!r}: the model called a tool the action did not ask for"
+        said = (
+            f"{provider} stopped with {raw!r}: the model called a tool the action did not ask for"
+        )
         return Stop("unexpected", raw, f"{said}: {detail}" if detail else said)
     if rule == "unexpected":
         said = f"{provider} stopped with {raw!r} before the answer was complete"

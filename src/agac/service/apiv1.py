@@ -38,8 +38,10 @@ class _TooLarge(Exception):
 
 
 def _too_large() -> JSONResponse:
-    return JSONResponse({"error": {"code": "too_large", "message": f"the body is larger than "
-                                   f"{MAX_BODY:,} bytes"}}, status_code=413)
+    return JSONResponse(
+        {"error": {"code": "too_large", "message": f"the body is larger than {MAX_BODY:,} bytes"}},
+        status_code=413,
+    )
 
 
 async def _read_body(request: Request) -> bytes:
@@ -72,8 +74,14 @@ async def runs(request: Request) -> Response:
     except ValueError:
         return _refused(UsageError("page must be a whole number, 1 or more"))
     try:
-        listing = await blocking(team.runs_page, ctx.store, principal, page=number,
-                                 workflow=q.get("workflow") or None, state=q.get("state") or None)
+        listing = await blocking(
+            team.runs_page,
+            ctx.store,
+            principal,
+            page=number,
+            workflow=q.get("workflow") or None,
+            state=q.get("state") or None,
+        )
     except AgacError as exc:
         return _refused(exc)
     return JSONResponse(listing)
@@ -82,16 +90,24 @@ async def runs(request: Request) -> Response:
 async def run(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
     try:
-        return JSONResponse(await blocking(team.run_summary, ctx.store, ctx.project, principal,
-                                           request.path_params["run_id"]))
+        return JSONResponse(
+            await blocking(
+                team.run_summary, ctx.store, ctx.project, principal, request.path_params["run_id"]
+            )
+        )
     except AgacError as exc:
         return _refused(exc)
 
 
 async def approvals(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
-    rows = await blocking(team.approvals_for, ctx.store, ctx.project, principal,
-                          every=request.query_params.get("all") == "1")
+    rows = await blocking(
+        team.approvals_for,
+        ctx.store,
+        ctx.project,
+        principal,
+        every=request.query_params.get("all") == "1",
+    )
     return JSONResponse({"approvals": rows})
 
 
@@ -107,9 +123,16 @@ async def decide(request: Request) -> Response:
     except UsageError as exc:
         return _refused(exc)
     try:
-        doc = await blocking(team.decide, ctx.store, ctx.project, principal,
-                             request.path_params["proposal_id"], verb,
-                             reason=body.get("reason"), changes=body.get("set"))
+        doc = await blocking(
+            team.decide,
+            ctx.store,
+            ctx.project,
+            principal,
+            request.path_params["proposal_id"],
+            verb,
+            reason=body.get("reason"),
+            changes=body.get("set"),
+        )
     except AgacError as exc:
         return _refused(exc)
     return JSONResponse(doc, status_code=201 if verb == "revise" else 200)

@@ -57,10 +57,23 @@ async def _not_found(request: Request, exc: Exception) -> Response:
         code = "not_found" if status == 404 else "invalid" if status < 500 else "error"
         return JSONResponse({"error": {"code": code, "message": str(message)}}, status_code=status)
     principal = request.scope.get(PRINCIPAL)
-    html = render("error.html", principal=principal, csrf="", nav="", code=str(status),
-                  message=str(message)) if principal is not None else f"{status} {message}\n"
-    return HTMLResponse(html, status_code=status) if principal is not None else \
-        Response(html, status_code=status, media_type="text/plain")
+    html = (
+        render(
+            "error.html",
+            principal=principal,
+            csrf="",
+            nav="",
+            code=str(status),
+            message=str(message),
+        )
+        if principal is not None
+        else f"{status} {message}\n"
+    )
+    return (
+        HTMLResponse(html, status_code=status)
+        if principal is not None
+        else Response(html, status_code=status, media_type="text/plain")
+    )
 
 
 def create_app(ctx: ServiceContext) -> ASGIApp:
@@ -68,4 +81,3 @@ def create_app(ctx: ServiceContext) -> ASGIApp:
     app.state.agac = ctx
     guarded: ASGIApp = Guard(app, ctx)
     return guarded
-

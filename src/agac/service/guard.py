@@ -39,8 +39,10 @@ from agac.service.context import ServiceContext
 
 __all__ = ["CSP", "PRINCIPAL", "SESSION_ID", "Guard", "cookie_value", "request_origin"]
 
-CSP = ("default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; "
-       "object-src 'none'")
+CSP = (
+    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; "
+    "object-src 'none'"
+)
 PRINCIPAL = "agac.principal"
 SESSION_ID = "agac.session"
 MAX_FORM = 256 * 1024
@@ -91,21 +93,29 @@ class Guard:
         scheme, _, token = headers.get("authorization", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
-            principal = await run_in_threadpool(token_principal, self.ctx.store, token.strip(),
-                                                clock=self.ctx.clock)
+            principal = await run_in_threadpool(
+                token_principal, self.ctx.store, token.strip(), clock=self.ctx.clock
+            )
         if principal is None:
-            await _json(send, 401, "unauthenticated", "send Authorization: Bearer TOKEN with a "
-                        "valid token (agac tokens create NAME)", {"www-authenticate": "Bearer"})
+            await _json(
+                send,
+                401,
+                "unauthenticated",
+                "send Authorization: Bearer TOKEN with a valid token (agac tokens create NAME)",
+                {"www-authenticate": "Bearer"},
+            )
             return
         scope[PRINCIPAL] = principal
         await self.app(scope, receive, send)
 
-    async def _page(self, scope: Scope, receive: Receive, send: Send, headers: Headers,
-                    path: str) -> None:
+    async def _page(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers, path: str
+    ) -> None:
         changing = scope["method"] not in SAFE_METHODS
         if changing and headers.get("origin", "").lower() != request_origin(scope):
-            await _plain(send, 403, "refused: this form did not come from this service's own "
-                         "pages (Origin)")
+            await _plain(
+                send, 403, "refused: this form did not come from this service's own pages (Origin)"
+            )
             return
         if path in OPEN_PATHS:
             await self.app(scope, receive, send)
@@ -113,11 +123,13 @@ class Guard:
         session_id = cookie_value(headers, self.ctx.exposure.cookie)
         principal = None
         if session_id:
-            principal = await run_in_threadpool(session_principal, self.ctx.store, session_id,
-                                                clock=self.ctx.clock)
+            principal = await run_in_threadpool(
+                session_principal, self.ctx.store, session_id, clock=self.ctx.clock
+            )
         if principal is None:
-            target = path + (f"?{scope['query_string'].decode('latin-1')}"
-                             if scope.get("query_string") else "")
+            target = path + (
+                f"?{scope['query_string'].decode('latin-1')}" if scope.get("query_string") else ""
+            )
             location = "/login?" + urllib.parse.urlencode({"next": target})
             await _redirect(send, location if not changing else "/login")
             return
@@ -130,8 +142,12 @@ class Guard:
                 return
             sent = csrf_field(headers, body)
             if not hmac.compare_digest(sent, csrf_token(session_id)):
-                await _plain(send, 403, "refused: the form's CSRF token is missing or wrong; "
-                             "reload the page and try again")
+                await _plain(
+                    send,
+                    403,
+                    "refused: the form's CSRF token is missing or wrong; "
+                    "reload the page and try again",
+                )
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
@@ -142,14 +158,19 @@ class Guard:
 
         async def wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
-                raw = [(k, v) for k, v in message.get("headers", [])
-                       if k.lower() not in (b"content-security-policy", b"cache-control")
-                       or (static and k.lower() == b"cache-control")]
-                raw += [(b"content-security-policy", CSP.encode()),
-                        (b"x-content-type-options", b"nosniff"),
-                        (b"x-frame-options", b"DENY"),
-                        (b"referrer-policy", b"same-origin"),
-                        (b"cross-origin-opener-policy", b"same-origin")]
+                raw = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if k.lower() not in (b"content-security-policy", b"cache-control")
+                    or (static and k.lower() == b"cache-control")
+                ]
+                raw += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"cross-origin-opener-policy", b"same-origin"),
+                ]
                 if not static:
                     raw.append((b"cache-control", b"no-store"))
                 if secure:
@@ -198,10 +219,13 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-async def _start(send: Send, status: int, content_type: str, body: bytes,
-                 extra: dict[str, str] | None = None) -> None:
-    headers = [(b"content-type", content_type.encode()),
-               (b"content-length", str(len(body)).encode())]
+async def _start(
+    send: Send, status: int, content_type: str, body: bytes, extra: dict[str, str] | None = None
+) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
     headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -211,15 +235,15 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await _start(send, status, "text/plain; charset=utf-8", (text + "\n").encode())
 
 
-async def _json(send: Send, status: int, code: str, message: str,
-                extra: dict[str, str] | None = None) -> None:
+async def _json(
+    send: Send, status: int, code: str, message: str, extra: dict[str, str] | None = None
+) -> None:
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
     await _start(send, status, "application/json", body, extra)
 
 
 async def _redirect(send: Send, location: str) -> None:
-    await _start(send, 303, "text/plain; charset=utf-8", b"sign in first\n",
-                 {"location": location})
+    await _start(send, 303, "text/plain; charset=utf-8", b"sign in first\n", {"location": location})
 
 
 def principal_of(scope: Any) -> Any:

@@ -49,8 +49,9 @@ def sse(event: str, data: str, event_id: int | None = None) -> str:
 
 
 def _stream(chunks: AsyncIterator[str]) -> StreamingResponse:
-    return StreamingResponse(chunks, media_type="text/event-stream",
-                             headers={"x-accel-buffering": "no"})
+    return StreamingResponse(
+        chunks, media_type="text/event-stream", headers={"x-accel-buffering": "no"}
+    )
 
 
 def _int(value: str | None) -> int:
@@ -92,7 +93,9 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
             yield sse("end", "signed out")
             return
         try:
-            row, events = await blocking(team.events_after, ctx.store, principal, run_id, last, 2000)
+            row, events = await blocking(
+                team.events_after, ctx.store, principal, run_id, last, 2000
+            )
         except AgacError:
             yield sse("end", "gone")
             return
@@ -105,14 +108,20 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
         if (moved and now - refreshed >= REFRESH_EVERY) or quiet or (final and moved):
             detail = await blocking(team.run_detail, ctx.store, ctx.project, principal, run_id)
             refreshed, state = now, row.state
-            floor = {str(n): dict(a) for n, a in
-                     (detail["summary"].get("actions") or {}).items() if isinstance(a, dict)}
-            html = "\n".join(render_block("run.html", b, detail=detail, run=detail["summary"])
-                             for b in RUN_FRAGMENTS)
+            floor = {
+                str(n): dict(a)
+                for n, a in (detail["summary"].get("actions") or {}).items()
+                if isinstance(a, dict)
+            }
+            html = "\n".join(
+                render_block("run.html", b, detail=detail, run=detail["summary"])
+                for b in RUN_FRAGMENTS
+            )
             yield sse("swap", html)
         else:
-            progress = [e for e in events if e["kind"] == "progress"
-                        and e["data"].get("scope") == "run"]
+            progress = [
+                e for e in events if e["kind"] == "progress" and e["data"].get("scope") == "run"
+            ]
             if progress:
                 bars = _bars_from(progress[-1]["data"], floor)
                 floor = bars
@@ -123,19 +132,25 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
         await asyncio.sleep(ctx.poll_seconds)
 
 
-def _bars_from(data: dict[str, Any], floor: dict[str, dict[str, Any]] | None = None
-               ) -> dict[str, dict[str, Any]]:
+def _bars_from(
+    data: dict[str, Any], floor: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Bars from a progress event's counts, none below ``floor`` (the counts last shown)."""
     out = {}
     for name, a in (data.get("actions") or {}).items():
         low = (floor or {}).get(str(name), {})
-        n = {k: max(int(a.get(k, 0)), int(low.get(k, 0) or 0))
-             for k in ("answered", "failed", "skipped")}
+        n = {
+            k: max(int(a.get(k, 0)), int(low.get(k, 0) or 0))
+            for k in ("answered", "failed", "skipped")
+        }
         done = sum(n.values())
         records = max(int(a.get("records", 0)), done)
-        out[str(name)] = {"records": records, **n, "pending": records - done,
-                          "cost_usd": max(float(a.get("cost_usd") or 0.0),
-                                          float(low.get("cost_usd") or 0.0))}
+        out[str(name)] = {
+            "records": records,
+            **n,
+            "pending": records - done,
+            "cost_usd": max(float(a.get("cost_usd") or 0.0), float(low.get("cost_usd") or 0.0)),
+        }
     return out
 
 
@@ -153,8 +168,14 @@ async def _runs_stream(request: Request) -> AsyncIterator[str]:
     q = request.query_params
     last = _int(q.get("after"))
     principal = caller(request)
-    listing = await blocking(team.runs_page, ctx.store, principal, page=_int(q.get("page")) or 1,
-                             workflow=q.get("workflow") or None, state=q.get("state") or None)
+    listing = await blocking(
+        team.runs_page,
+        ctx.store,
+        principal,
+        page=_int(q.get("page")) or 1,
+        workflow=q.get("workflow") or None,
+        state=q.get("state") or None,
+    )
     ids = [r["id"] for r in listing["runs"]]
     yield "retry: 2000\n\n"
     while True:
@@ -183,8 +204,11 @@ async def api_events(request: Request) -> Response:
         row = await blocking(team.visible_run, ctx.store, principal, request.path_params["run_id"])
     except AgacError as exc:
         status, code = error_status(exc)
-        return Response(json.dumps({"error": {"code": code, "message": exc.message}}),
-                        status_code=status, media_type="application/json")
+        return Response(
+            json.dumps({"error": {"code": code, "message": exc.message}}),
+            status_code=status,
+            media_type="application/json",
+        )
     after = _int(request.headers.get("last-event-id") or request.query_params.get("after"))
     token = request.headers.get("authorization", "").partition(" ")[2].strip()
     return _stream(_api_stream(request, row.id, after, token))
@@ -199,7 +223,9 @@ async def _api_stream(request: Request, run_id: str, after: int, token: str) -> 
         if principal is None:
             return
         try:
-            row, events = await blocking(team.events_after, ctx.store, principal, run_id, last, 1000)
+            row, events = await blocking(
+                team.events_after, ctx.store, principal, run_id, last, 1000
+            )
         except AgacError:
             return
         for e in events:

@@ -18,8 +18,19 @@ from agac.service.common import blocking, caller, context, error_status, session
 from agac.service.guard import cookie_value
 from agac.service.views import render
 
-__all__ = ["approvals", "cost", "decide", "home", "login_form", "login_submit", "logout",
-           "record", "run", "runs", "workers"]
+__all__ = [
+    "approvals",
+    "cost",
+    "decide",
+    "home",
+    "login_form",
+    "login_submit",
+    "logout",
+    "record",
+    "run",
+    "runs",
+    "workers",
+]
 
 SESSION_MAX_AGE = int(identity.SESSION_ABSOLUTE)
 DECISIONS = {"approve": "approved", "reject": "rejected", "revise": "revised"}
@@ -27,8 +38,9 @@ DECISIONS = {"approve": "approved", "reject": "rejected", "revise": "revised"}
 
 def page(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
     principal = caller(request)
-    html = render(name, principal=principal, csrf=identity.csrf_token(session_id(request)),
-                  **values)
+    html = render(
+        name, principal=principal, csrf=identity.csrf_token(session_id(request)), **values
+    )
     return HTMLResponse(html, status_code=status)
 
 
@@ -42,15 +54,27 @@ def _local(target: str | None) -> str:
 # -- signing in and out --------------------------------------------------------------------------
 
 
-async def login_form(request: Request, error: str | None = None, status: int = 200,
-                     next_path: str | None = None) -> Response:
+async def login_form(
+    request: Request, error: str | None = None, status: int = 200, next_path: str | None = None
+) -> Response:
     ctx = context(request)
     token = cookie_value(request.headers, ctx.exposure.login_cookie) or secrets.token_urlsafe(32)
-    html = render("login.html", principal=None, csrf=token, error=error,
-                  next=_local(next_path or request.query_params.get("next")))
+    html = render(
+        "login.html",
+        principal=None,
+        csrf=token,
+        error=error,
+        next=_local(next_path or request.query_params.get("next")),
+    )
     response = HTMLResponse(html, status_code=status)
-    response.set_cookie(ctx.exposure.login_cookie, token, httponly=True, samesite="strict",
-                        secure=ctx.exposure.secure, path="/")
+    response.set_cookie(
+        ctx.exposure.login_cookie,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=ctx.exposure.secure,
+        path="/",
+    )
     return response
 
 
@@ -62,8 +86,9 @@ async def login_submit(request: Request) -> Response:
     sent = str(form.get("csrf_token") or "")
     next_path = str(form.get("next") or "")
     if not expected or not hmac.compare_digest(sent, expected):
-        return await login_form(request, "The sign-in form expired; please try again.", 403,
-                                next_path)
+        return await login_form(
+            request, "The sign-in form expired; please try again.", 403, next_path
+        )
     name = str(form.get("username") or "").strip()
     password = str(form.get("password") or "")
     address = request.client.host if request.client else "?"
@@ -71,19 +96,33 @@ async def login_submit(request: Request) -> Response:
     wait = ctx.throttle.delay(keys)
     if wait:
         await ctx.sleep(wait)
-    signed = await blocking(identity.sign_in, ctx.store, name, password, clock=ctx.clock,
-                            passwords=ctx.passwords)
+    signed = await blocking(
+        identity.sign_in, ctx.store, name, password, clock=ctx.clock, passwords=ctx.passwords
+    )
     if signed is None:
         ctx.throttle.failed(keys)
-        return await login_form(request, "Wrong name or password, or the user is disabled.", 401,
-                                next_path)
+        return await login_form(
+            request, "Wrong name or password, or the user is disabled.", 401, next_path
+        )
     ctx.throttle.succeeded(keys[0])
     new_session, _ = signed
     response = RedirectResponse(_local(next_path), status_code=303)
-    response.set_cookie(ctx.exposure.cookie, new_session, max_age=SESSION_MAX_AGE, httponly=True,
-                        samesite="strict", secure=ctx.exposure.secure, path="/")
-    response.delete_cookie(ctx.exposure.login_cookie, path="/", secure=ctx.exposure.secure,
-                           httponly=True, samesite="strict")
+    response.set_cookie(
+        ctx.exposure.cookie,
+        new_session,
+        max_age=SESSION_MAX_AGE,
+        httponly=True,
+        samesite="strict",
+        secure=ctx.exposure.secure,
+        path="/",
+    )
+    response.delete_cookie(
+        ctx.exposure.login_cookie,
+        path="/",
+        secure=ctx.exposure.secure,
+        httponly=True,
+        samesite="strict",
+    )
     return response
 
 
@@ -91,8 +130,9 @@ async def logout(request: Request) -> Response:
     ctx = context(request)
     await blocking(identity.sign_out, ctx.store, session_id(request), clock=ctx.clock)
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(ctx.exposure.cookie, path="/", secure=ctx.exposure.secure,
-                           httponly=True, samesite="strict")
+    response.delete_cookie(
+        ctx.exposure.cookie, path="/", secure=ctx.exposure.secure, httponly=True, samesite="strict"
+    )
     return response
 
 
@@ -111,45 +151,88 @@ async def runs(request: Request) -> Response:
     except ValueError:
         number = 1
     try:
-        listing = await blocking(team.runs_page, ctx.store, principal, page=number,
-                                 workflow=q.get("workflow") or None, state=q.get("state") or None)
+        listing = await blocking(
+            team.runs_page,
+            ctx.store,
+            principal,
+            page=number,
+            workflow=q.get("workflow") or None,
+            state=q.get("state") or None,
+        )
     except UsageError as exc:
         return _error(request, exc)
     names = await blocking(ctx.store.workflow_names, principal.tenants)
     after = await blocking(ctx.store.last_event_id)
-    query = {k: v for k, v in (("page", listing["page"]), ("workflow", listing["workflow"]),
-                               ("state", listing["state"]), ("after", after)) if v}
-    return page(request, "runs.html", nav="runs", listing=listing, workflows=names,
-                states=team.RUN_STATES, live_url="/runs/live?" + urllib.parse.urlencode(query),
-                query=_pager_query(listing))
+    query = {
+        k: v
+        for k, v in (
+            ("page", listing["page"]),
+            ("workflow", listing["workflow"]),
+            ("state", listing["state"]),
+            ("after", after),
+        )
+        if v
+    }
+    return page(
+        request,
+        "runs.html",
+        nav="runs",
+        listing=listing,
+        workflows=names,
+        states=team.RUN_STATES,
+        live_url="/runs/live?" + urllib.parse.urlencode(query),
+        query=_pager_query(listing),
+    )
 
 
 def _pager_query(listing: dict[str, Any]) -> dict[str, str]:
     out = {}
     for n in (listing["page"] - 1, listing["page"] + 1):
         if 1 <= n <= listing["pages"]:
-            params = {k: v for k, v in (("workflow", listing["workflow"]),
-                                        ("state", listing["state"]), ("page", n)) if v}
-            out["prev" if n < listing["page"] else "next"] = "/runs?" + urllib.parse.urlencode(params)
+            params = {
+                k: v
+                for k, v in (
+                    ("workflow", listing["workflow"]),
+                    ("state", listing["state"]),
+                    ("page", n),
+                )
+                if v
+            }
+            out["prev" if n < listing["page"] else "next"] = "/runs?" + urllib.parse.urlencode(
+                params
+            )
     return out
 
 
 async def run(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
     try:
-        detail = await blocking(team.run_detail, ctx.store, ctx.project, principal,
-                                request.path_params["run_id"])
+        detail = await blocking(
+            team.run_detail, ctx.store, ctx.project, principal, request.path_params["run_id"]
+        )
     except AgacError as exc:
         return _error(request, exc)
-    return page(request, "run.html", nav="runs", detail=detail, run=detail["summary"],
-                live_url=f"/runs/{detail['summary']['run_id']}/live?after={detail['last_event']}")
+    return page(
+        request,
+        "run.html",
+        nav="runs",
+        detail=detail,
+        run=detail["summary"],
+        live_url=f"/runs/{detail['summary']['run_id']}/live?after={detail['last_event']}",
+    )
 
 
 async def record(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
     try:
-        doc = await blocking(team.record_view, ctx.store, ctx.project, principal,
-                             request.path_params["run_id"], request.path_params["key"])
+        doc = await blocking(
+            team.record_view,
+            ctx.store,
+            ctx.project,
+            principal,
+            request.path_params["run_id"],
+            request.path_params["key"],
+        )
     except AgacError as exc:
         return _error(request, exc)
     return page(request, "record.html", nav="runs", doc=doc)
@@ -164,8 +247,16 @@ async def approvals(request: Request, error: AgacError | None = None) -> Respons
     rows = await blocking(team.approvals_for, ctx.store, ctx.project, principal, every=every)
     status = error_status(error)[0] if error is not None else 200
     done = request.query_params.get("done") if error is None else None
-    return page(request, "approvals.html", status=status, nav="approvals", proposals=rows,
-                every=every, error=error.message if error is not None else None, done=done)
+    return page(
+        request,
+        "approvals.html",
+        status=status,
+        nav="approvals",
+        proposals=rows,
+        every=every,
+        error=error.message if error is not None else None,
+        done=done,
+    )
 
 
 async def decide(request: Request) -> Response:
@@ -183,13 +274,22 @@ async def decide(request: Request) -> Response:
 
             lines = [ln.strip() for ln in str(form.get("changes") or "").splitlines() if ln.strip()]
             changes = parse_changes(lines)
-        doc = await blocking(team.decide, ctx.store, ctx.project, principal,
-                             request.path_params["proposal_id"], verb,
-                             reason=str(form.get("reason") or ""), changes=changes)
+        doc = await blocking(
+            team.decide,
+            ctx.store,
+            ctx.project,
+            principal,
+            request.path_params["proposal_id"],
+            verb,
+            reason=str(form.get("reason") or ""),
+            changes=changes,
+        )
     except AgacError as exc:
         return await approvals(request, exc)
-    return RedirectResponse("/approvals?" + urllib.parse.urlencode(
-        {"done": f"{DECISIONS[verb]} {doc['id']}"}), status_code=303)
+    return RedirectResponse(
+        "/approvals?" + urllib.parse.urlencode({"done": f"{DECISIONS[verb]} {doc['id']}"}),
+        status_code=303,
+    )
 
 
 # -- cost and workers ---------------------------------------------------------------------------------
@@ -208,8 +308,14 @@ async def cost(request: Request) -> Response:
 async def workers(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
     rows = await blocking(team.workers_for, ctx.store, principal)
-    return page(request, "workers.html", nav="workers", workers=rows,
-                sql=ctx.store.dialect == "postgresql", now=ctx.clock())
+    return page(
+        request,
+        "workers.html",
+        nav="workers",
+        workers=rows,
+        sql=ctx.store.dialect == "postgresql",
+        now=ctx.clock(),
+    )
 
 
 def _error(request: Request, exc: AgacError) -> HTMLResponse:

@@ -52,17 +52,23 @@ def exposure_for(options: ServeOptions) -> Exposure:
         raise UsageError("TLS needs both --tls-cert FILE and --tls-key FILE")
     remote = not _loopback(options.host)
     if remote and not options.allow_remote:
-        raise UsageError(f"--host {options.host} would let other machines reach the service; "
-                         "say so with --allow-remote, and serve over TLS (--tls-cert, --tls-key) "
-                         "or behind a TLS proxy (--behind-proxy ADDR)")
+        raise UsageError(
+            f"--host {options.host} would let other machines reach the service; "
+            "say so with --allow-remote, and serve over TLS (--tls-cert, --tls-key) "
+            "or behind a TLS proxy (--behind-proxy ADDR)"
+        )
     if options.allow_remote:
         if not options.tls_cert and not options.behind_proxy:
-            raise UsageError("--allow-remote needs TLS: --tls-cert FILE --tls-key FILE, or "
-                             "--behind-proxy ADDR (the address of the TLS proxy in front)")
+            raise UsageError(
+                "--allow-remote needs TLS: --tls-cert FILE --tls-key FILE, or "
+                "--behind-proxy ADDR (the address of the TLS proxy in front)"
+            )
         if not options.public_hosts:
-            raise UsageError("--allow-remote needs --public-host NAME: the host name people "
-                             "type (requests naming another host are refused, against DNS "
-                             "rebinding)")
+            raise UsageError(
+                "--allow-remote needs --public-host NAME: the host name people "
+                "type (requests naming another host are refused, against DNS "
+                "rebinding)"
+            )
     hosts = set(loopback_hosts(options.port))
     for name in options.public_hosts:
         name = name.lower().strip()
@@ -72,8 +78,9 @@ def exposure_for(options: ServeOptions) -> Exposure:
     return Exposure(hosts=frozenset(hosts), secure=options.allow_remote)
 
 
-def serve(project: Project, options: ServeOptions, *,
-          announce: Callable[[str], Any] = print) -> None:
+def serve(
+    project: Project, options: ServeOptions, *, announce: Callable[[str], Any] = print
+) -> None:
     """Run the service until interrupted."""
     import uvicorn
 
@@ -83,29 +90,43 @@ def serve(project: Project, options: ServeOptions, *,
     from agac.store.repository import Store
 
     if not project.config.login:
-        raise UsageError("agac serve needs `identity: login` in agac.yml: the service is where "
-                         "people sign in, and decisions then come only from signed-in users "
-                         "(add users with `agac users add NAME --tenant T --password-stdin`)")
+        raise UsageError(
+            "agac serve needs `identity: login` in agac.yml: the service is where "
+            "people sign in, and decisions then come only from signed-in users "
+            "(add users with `agac users add NAME --tenant T --password-stdin`)"
+        )
     url = store_url(project)
     if url == "memory" or not url.startswith(("sqlite", "postgres")):
-        raise UsageError(f"agac serve needs an SQL store (SQLite or PostgreSQL), not {url!r}: it "
-                         "reads what runs in other processes write")
+        raise UsageError(
+            f"agac serve needs an SQL store (SQLite or PostgreSQL), not {url!r}: it "
+            "reads what runs in other processes write"
+        )
     exposure = exposure_for(options)
     store = Store(url)
     try:
         app = create_app(ServiceContext(project=project, store=store, exposure=exposure))
         scheme = "https" if options.tls_cert else "http"
         users = sum(1 for u in store.list_users() if u.active)
-        announce(f"agac serve: {scheme}://{options.host}:{options.port}/ "
-                 f"({users} active user{'s' if users != 1 else ''}; Ctrl-C stops)")
+        announce(
+            f"agac serve: {scheme}://{options.host}:{options.port}/ "
+            f"({users} active user{'s' if users != 1 else ''}; Ctrl-C stops)"
+        )
         kwargs: dict[str, Any] = {}
         if options.behind_proxy:
             kwargs.update(proxy_headers=True, forwarded_allow_ips=list(options.behind_proxy))
         else:
             kwargs.update(proxy_headers=False)
-        uvicorn.run(app, host=options.host, port=options.port, log_level="warning",
-                    access_log=False, ssl_certfile=options.tls_cert, ssl_keyfile=options.tls_key,
-                    lifespan="off", **kwargs)
+        uvicorn.run(
+            app,
+            host=options.host,
+            port=options.port,
+            log_level="warning",
+            access_log=False,
+            ssl_certfile=options.tls_cert,
+            ssl_keyfile=options.tls_key,
+            lifespan="off",
+            **kwargs,
+        )
     finally:
         store.close()
 

@@ -17,8 +17,15 @@ __all__ = ["LoginThrottle"]
 
 
 class LoginThrottle:
-    def __init__(self, *, free: int = 5, window: float = 900.0, cap: float = 30.0,
-                 clock: Callable[[], float] = time.time, max_keys: int = 100_000) -> None:
+    def __init__(
+        self,
+        *,
+        free: int = 5,
+        window: float = 900.0,
+        cap: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        max_keys: int = 100_000,
+    ) -> None:
         self.free = free
         self.window = window
         self.cap = cap
@@ -36,7 +43,7 @@ class LoginThrottle:
             if now - last < self.window:
                 worst = max(worst, count)
         over = worst - self.free
-        return 0.0 if over < 0 else min(2.0 ** over, self.cap)
+        return 0.0 if over < 0 else min(2.0**over, self.cap)
 
     def failed(self, keys: Iterable[str]) -> None:
         now = self.clock()
@@ -54,5 +61,5 @@ class LoginThrottle:
             if now - last >= self.window:
                 del self._failures[key]
         if len(self._failures) >= self.max_keys:  # a flood inside one window: keep the newest
-            newest = sorted(self._failures.items(), key=lambda kv: kv[1][1])[self.max_keys // 2:]
+            newest = sorted(self._failures.items(), key=lambda kv: kv[1][1])[self.max_keys // 2 :]
             self._failures = dict(newest)

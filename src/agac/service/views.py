@@ -27,8 +27,12 @@ SERIES_COLOURS = 8
 def environment() -> Environment:
     global _ENV
     if _ENV is None:
-        env = Environment(loader=FileSystemLoader(_TEMPLATES), autoescape=True,
-                          trim_blocks=True, lstrip_blocks=True)
+        env = Environment(
+            loader=FileSystemLoader(_TEMPLATES),
+            autoescape=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
         env.filters.update(when=when, money=money, pretty=pretty, ago=ago, count=count)
         env.globals.update(bars=bars, cost_chart=cost_chart)
         _ENV = env
@@ -113,18 +117,49 @@ def cost_chart(data: dict[str, Any], *, width: int = 760, height: int = 260) -> 
                 continue
             h = plot_h * c / peak
             y -= h
-            rects.append({"x": round(left + i * step + 1, 2), "y": round(y, 2),
-                          "w": round(max(step - 2, 1), 2), "h": round(max(h, 0.5), 2),
-                          "cls": f"s{n % SERIES_COLOURS}",
-                          "title": f"{time.strftime('%Y-%m-%d', time.gmtime(day))} "
-                                   f"{s['workflow']} {s['model']}: {money(c)}"})
-    ticks = [{"y": round(top + plot_h - plot_h * f, 2), "label": money(peak * f)}
-             for f in (0.0, 0.5, 1.0)]
-    labels = [{"x": round(left + i * step + step / 2, 2),
-               "label": time.strftime("%m-%d", time.gmtime(day))}
-              for i, day in enumerate(days) if i % max(len(days) // 6, 1) == 0]
-    legend = [{"cls": f"s{n % SERIES_COLOURS}", "workflow": s["workflow"], "model": s["model"],
-               "total": s["total"], "calls": s["calls"]} for n, s in enumerate(series)]
-    return {"width": width, "height": height, "left": left, "top": top, "plot_w": plot_w,
-            "plot_h": plot_h, "rects": rects, "ticks": ticks, "labels": labels,
-            "legend": legend, "axis_y": top + plot_h}
+            rects.append(
+                {
+                    "x": round(left + i * step + 1, 2),
+                    "y": round(y, 2),
+                    "w": round(max(step - 2, 1), 2),
+                    "h": round(max(h, 0.5), 2),
+                    "cls": f"s{n % SERIES_COLOURS}",
+                    "title": f"{time.strftime('%Y-%m-%d', time.gmtime(day))} "
+                    f"{s['workflow']} {s['model']}: {money(c)}",
+                }
+            )
+    ticks = [
+        {"y": round(top + plot_h - plot_h * f, 2), "label": money(peak * f)}
+        for f in (0.0, 0.5, 1.0)
+    ]
+    labels = [
+        {
+            "x": round(left + i * step + step / 2, 2),
+            "label": time.strftime("%m-%d", time.gmtime(day)),
+        }
+        for i, day in enumerate(days)
+        if i % max(len(days) // 6, 1) == 0
+    ]
+    legend = [
+        {
+            "cls": f"s{n % SERIES_COLOURS}",
+            "workflow": s["workflow"],
+            "model": s["model"],
+            "total": s["total"],
+            "calls": s["calls"],
+        }
+        for n, s in enumerate(series)
+    ]
+    return {
+        "width": width,
+        "height": height,
+        "left": left,
+        "top": top,
+        "plot_w": plot_w,
+        "plot_h": plot_h,
+        "rects": rects,
+        "ticks": ticks,
+        "labels": labels,
+        "legend": legend,
+        "axis_y": top + plot_h,
+    }

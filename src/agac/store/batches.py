@@ -23,8 +23,15 @@ from agac.store.values import OPEN_BATCH_STATES, BatchItem, BatchRecord, BatchSt
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-__all__ = ["BATCH_NOT_CANCELLED", "OPEN_BATCH_STATES", "BatchRepository", "staged_by", "staged_key",
-           "staged_prefix", "write_item_results"]
+__all__ = [
+    "BATCH_NOT_CANCELLED",
+    "OPEN_BATCH_STATES",
+    "BatchRepository",
+    "staged_by",
+    "staged_key",
+    "staged_prefix",
+    "write_item_results",
+]
 
 BATCH_NOT_CANCELLED: BatchState = "not_cancelled"
 """A batch agac gave up (``--fresh``, ``agac cancel``, no longer needed) whose cancel the
@@ -63,12 +70,17 @@ def write_item_results(conn: Connection, mark: str, results: Sequence[ItemResult
     bi = t.batch_items
     for key, ids in answered.items():
         for i in range(0, len(ids), 500):
-            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.custom_id.in_(ids[i:i + 500]))
-                         .values(status="succeeded", reason=None, detail=None))
+            conn.execute(
+                bi.update()
+                .where(bi.c.batch_key == key, bi.c.custom_id.in_(ids[i : i + 500]))
+                .values(status="succeeded", reason=None, detail=None)
+            )
     if others:
-        conn.exec_driver_sql(f"UPDATE batch_items SET status = {mark}, reason = {mark}, "
-                             f"detail = {mark} WHERE batch_key = {mark} AND custom_id = {mark}",
-                             others)
+        conn.exec_driver_sql(
+            f"UPDATE batch_items SET status = {mark}, reason = {mark}, "
+            f"detail = {mark} WHERE batch_key = {mark} AND custom_id = {mark}",
+            others,
+        )
 
 
 class BatchRepository(StoreCore):
@@ -88,8 +100,10 @@ class BatchRepository(StoreCore):
         while True:
             with self._read() as conn:
                 rows = conn.execute(
-                    sa.select(bi).where(bi.c.batch_key == key, bi.c.custom_id > last)
-                    .order_by(bi.c.custom_id).limit(_CHUNK)
+                    sa.select(bi)
+                    .where(bi.c.batch_key == key, bi.c.custom_id > last)
+                    .order_by(bi.c.custom_id)
+                    .limit(_CHUNK)
                 ).all()
             if not rows:
                 return
@@ -109,7 +123,8 @@ class BatchRepository(StoreCore):
                 rows = conn.execute(
                     sa.select(bi.c.custom_id, sa.func.length(bi.c.request))
                     .where(bi.c.batch_key == key, bi.c.custom_id > last)
-                    .order_by(bi.c.custom_id).limit(_CHUNK * 10)
+                    .order_by(bi.c.custom_id)
+                    .limit(_CHUNK * 10)
                 ).all()
             if not rows:
                 return
@@ -125,13 +140,21 @@ class BatchRepository(StoreCore):
         bi = t.batch_items
         with self._write("record the batch intent") as conn:
             for intent, custom_ids in parts:
-                conn.execute(t.batches.insert().values(
-                    **intent._asdict(), state="submitting", meta="{}",
-                    updated_at=intent.created_at))
+                conn.execute(
+                    t.batches.insert().values(
+                        **intent._asdict(),
+                        state="submitting",
+                        meta="{}",
+                        updated_at=intent.created_at,
+                    )
+                )
                 conn.execute(
                     bi.update()
-                    .where(bi.c.batch_key == staged, bi.c.custom_id >= custom_ids[0],
-                           bi.c.custom_id <= custom_ids[-1])
+                    .where(
+                        bi.c.batch_key == staged,
+                        bi.c.custom_id >= custom_ids[0],
+                        bi.c.custom_id <= custom_ids[-1],
+                    )
                     .values(batch_key=intent.key)
                 )
 
@@ -140,8 +163,11 @@ class BatchRepository(StoreCore):
         bi = t.batch_items
         with self._write("drop staged batch items") as conn:
             for i in range(0, len(custom_ids), 500):
-                conn.execute(bi.delete().where(bi.c.batch_key == staged,
-                                               bi.c.custom_id.in_(list(custom_ids[i:i + 500]))))
+                conn.execute(
+                    bi.delete().where(
+                        bi.c.batch_key == staged, bi.c.custom_id.in_(list(custom_ids[i : i + 500]))
+                    )
+                )
 
     def iter_batch_items(self, key: str) -> Iterator[BatchItem]:
         yield from self._iter_items(key)
@@ -158,17 +184,29 @@ class BatchRepository(StoreCore):
         b = t.batches
         with self._read() as conn:
             row = conn.execute(
-                sa.select(b).where(sa.or_(b.c.key == key_or_id, b.c.provider_batch_id == key_or_id),
-                                   tenant_condition(tenants, b.c.tenant))
+                sa.select(b).where(
+                    sa.or_(b.c.key == key_or_id, b.c.provider_batch_id == key_or_id),
+                    tenant_condition(tenants, b.c.tenant),
+                )
             ).first()
         return BatchRecord.from_row(row) if row is not None else None
 
-    def list_batches(self, workflow: str | None = None, *, tenants: Tenants,
-                     open_only: bool = False, action: str | None = None) -> list[BatchRecord]:
+    def list_batches(
+        self,
+        workflow: str | None = None,
+        *,
+        tenants: Tenants,
+        open_only: bool = False,
+        action: str | None = None,
+    ) -> list[BatchRecord]:
         """Batches of ``tenants`` (None: every tenant's), newest first: of ``workflow`` and
         ``action`` when given, only open ones with ``open_only``."""
         b = t.batches
-        q = sa.select(b).where(tenant_condition(tenants, b.c.tenant)).order_by(b.c.created_at.desc())
+        q = (
+            sa.select(b)
+            .where(tenant_condition(tenants, b.c.tenant))
+            .order_by(b.c.created_at.desc())
+        )
         if workflow:
             q = q.where(b.c.workflow == workflow)
         if action:
@@ -183,12 +221,24 @@ class BatchRepository(StoreCore):
         if not ids:
             return set()
         with self._read() as conn:
-            return {r[0] for r in conn.execute(
-                sa.select(b.c.provider_batch_id).where(b.c.provider == provider,
-                                                       b.c.provider_batch_id.in_(list(ids))))}
+            return {
+                r[0]
+                for r in conn.execute(
+                    sa.select(b.c.provider_batch_id).where(
+                        b.c.provider == provider, b.c.provider_batch_id.in_(list(ids))
+                    )
+                )
+            }
 
-    def unit_items(self, workflow: str, action: str, unit_keys: Sequence[str], *, tenant: str,
-                   items: bool = False) -> list[BatchItem]:
+    def unit_items(
+        self,
+        workflow: str,
+        action: str,
+        unit_keys: Sequence[str],
+        *,
+        tenant: str,
+        items: bool = False,
+    ) -> list[BatchItem]:
         """Every batch item of these units of the tenant's workflow (any batch, staged
         included), with its batch; with ``items``, also those of the fan-out items under
         them (``key/…``)."""
@@ -197,29 +247,54 @@ class BatchRepository(StoreCore):
         step = 100 if items else 500
         with self._read("read batch items") as conn:
             for i in range(0, len(unit_keys), step):
-                part = list(unit_keys[i:i + step])
+                part = list(unit_keys[i : i + step])
                 cond: sa.ColumnElement[bool] = bi.c.unit_key.in_(part)
                 if items:
-                    cond = sa.or_(cond, *(bi.c.unit_key.startswith(k + "/", autoescape=True)
-                                          for k in part))
-                out.extend(map(BatchItem.from_row, conn.execute(
-                    sa.select(bi, b.c.state.label("batch_state"), b.c.run_id.label("batch_run"),
-                              b.c.collected_by, b.c.provider_batch_id)
-                    .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
-                    .where(bi.c.tenant == tenant, bi.c.workflow == workflow,
-                           bi.c.action == action, cond)
-                ).all()))
+                    cond = sa.or_(
+                        cond, *(bi.c.unit_key.startswith(k + "/", autoescape=True) for k in part)
+                    )
+                out.extend(
+                    map(
+                        BatchItem.from_row,
+                        conn.execute(
+                            sa.select(
+                                bi,
+                                b.c.state.label("batch_state"),
+                                b.c.run_id.label("batch_run"),
+                                b.c.collected_by,
+                                b.c.provider_batch_id,
+                            )
+                            .select_from(bi.outerjoin(b, b.c.key == bi.c.batch_key))
+                            .where(
+                                bi.c.tenant == tenant,
+                                bi.c.workflow == workflow,
+                                bi.c.action == action,
+                                cond,
+                            )
+                        ).all(),
+                    )
+                )
         return out
 
-    def set_item_results(self, key: str, results: Sequence[tuple[str, str, str | None, str | None]]) -> None:
+    def set_item_results(
+        self, key: str, results: Sequence[tuple[str, str, str | None, str | None]]
+    ) -> None:
         """(custom_id, status, reason, detail) for items of batch ``key``."""
         if not results:
             return
         with self._write("record batch results") as conn:
             write_item_results(conn, self.hooks.param, [ItemResult(key, *r) for r in results])
 
-    def settle_read_items(self, *, run_id: str, batch_key: str, snapshot_id: str, status: str,
-                          origin: str, lease: tuple[str, int, float] | None = None) -> int:
+    def settle_read_items(
+        self,
+        *,
+        run_id: str,
+        batch_key: str,
+        snapshot_id: str,
+        status: str,
+        origin: str,
+        lease: tuple[str, int, float] | None = None,
+    ) -> int:
         """Answer, in one statement, the units whose item in batch ``batch_key`` (sent by
         run ``run_id``) was read with an answer, as the engine's decision answers a unit
         read from its own item (``status``/``origin`` are that decision's: ``answered``,
@@ -231,27 +306,74 @@ class BatchRepository(StoreCore):
         mine, b2 = t.batch_items.alias("mine"), t.batches.alias("b2")
         # Most units have this one item only: then it is the run's only one. Otherwise
         # count the unit's items in this run's batches.
-        same_unit = (mine.c.tenant == bi.c.tenant, mine.c.workflow == bi.c.workflow,
-                     mine.c.action == bi.c.action, mine.c.unit_key == bi.c.unit_key)
+        same_unit = (
+            mine.c.tenant == bi.c.tenant,
+            mine.c.workflow == bi.c.workflow,
+            mine.c.action == bi.c.action,
+            mine.c.unit_key == bi.c.unit_key,
+        )
         others = sa.exists().where(*same_unit, mine.c.batch_key != bi.c.batch_key)
-        attempts = sa.case((~others, sa.literal(1)), else_=(
-            sa.select(sa.func.count()).select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
-            .where(*same_unit, b2.c.run_id == run_id)
-            .scalar_subquery()))
-        settled = sa.exists().where(o.c.run_id == run_id, o.c.action == bi.c.action,
-                                    o.c.unit_key == bi.c.unit_key)
-        sel = (sa.select(sa.literal(run_id), bi.c.action, bi.c.unit_key, r.c.seq,
-                         sa.literal(status), sa.null(), sa.null(), sa.literal(origin),
-                         bi.c.fingerprint, a.c.output, attempts, sa.literal(self.clock.time()))
-               .select_from(bi.join(b, b.c.key == bi.c.batch_key)
-                            .join(a, sa.and_(a.c.tenant == bi.c.tenant,
-                                             a.c.fingerprint == bi.c.fingerprint))
-                            .join(r, sa.and_(r.c.snapshot_id == snapshot_id,
-                                             r.c.key == bi.c.unit_key, r.c.reason.is_(None))))
-               .where(bi.c.batch_key == batch_key, bi.c.status == "succeeded",
-                      b.c.run_id == run_id, b.c.collected_by == run_id, ~settled))
-        cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
-                "fingerprint", "output", "attempts", "updated_at"]
+        attempts = sa.case(
+            (~others, sa.literal(1)),
+            else_=(
+                sa.select(sa.func.count())
+                .select_from(mine.join(b2, b2.c.key == mine.c.batch_key))
+                .where(*same_unit, b2.c.run_id == run_id)
+                .scalar_subquery()
+            ),
+        )
+        settled = sa.exists().where(
+            o.c.run_id == run_id, o.c.action == bi.c.action, o.c.unit_key == bi.c.unit_key
+        )
+        sel = (
+            sa.select(
+                sa.literal(run_id),
+                bi.c.action,
+                bi.c.unit_key,
+                r.c.seq,
+                sa.literal(status),
+                sa.null(),
+                sa.null(),
+                sa.literal(origin),
+                bi.c.fingerprint,
+                a.c.output,
+                attempts,
+                sa.literal(self.clock.time()),
+            )
+            .select_from(
+                bi.join(b, b.c.key == bi.c.batch_key)
+                .join(a, sa.and_(a.c.tenant == bi.c.tenant, a.c.fingerprint == bi.c.fingerprint))
+                .join(
+                    r,
+                    sa.and_(
+                        r.c.snapshot_id == snapshot_id,
+                        r.c.key == bi.c.unit_key,
+                        r.c.reason.is_(None),
+                    ),
+                )
+            )
+            .where(
+                bi.c.batch_key == batch_key,
+                bi.c.status == "succeeded",
+                b.c.run_id == run_id,
+                b.c.collected_by == run_id,
+                ~settled,
+            )
+        )
+        cols = [
+            "run_id",
+            "action",
+            "unit_key",
+            "seq",
+            "status",
+            "reason",
+            "detail",
+            "origin",
+            "fingerprint",
+            "output",
+            "attempts",
+            "updated_at",
+        ]
         with self._write("answer the units of a batch read") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
@@ -260,13 +382,25 @@ class BatchRepository(StoreCore):
     def fail_open_items(self, key: str, status: str, reason: str, detail: str) -> None:
         bi = t.batch_items
         with self._write("fail batch items") as conn:
-            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
-                         .values(status=status, reason=reason, detail=detail))
+            conn.execute(
+                bi.update()
+                .where(bi.c.batch_key == key, bi.c.status == "pending")
+                .values(status=status, reason=reason, detail=detail)
+            )
 
-    def end_batch_unread(self, key: str, *, reason: str, detail: str, tenant: str,
-                         usage: Sequence[UsageRow] = (), events: Sequence[EventRow] = (),
-                         outcomes: Sequence[tuple[str, str, str, str, str]] = (),
-                         lease: tuple[str, int, float] | None = None, **batch: Any) -> None:
+    def end_batch_unread(
+        self,
+        key: str,
+        *,
+        reason: str,
+        detail: str,
+        tenant: str,
+        usage: Sequence[UsageRow] = (),
+        events: Sequence[EventRow] = (),
+        outcomes: Sequence[tuple[str, str, str, str, str]] = (),
+        lease: tuple[str, int, float] | None = None,
+        **batch: Any,
+    ) -> None:
         """A batch agac will not read (B7, or given up), in one transaction: the ``usage``
         the provider billed for its answers (origin ``unread``), its waiting items failed
         ``reason`` with ``detail``, its ``events``, the ``outcomes`` of units that ended
@@ -280,42 +414,76 @@ class BatchRepository(StoreCore):
             if lease is not None:
                 self._fence(conn, *lease)
             self._bulk(conn, t.usage, usage, tenant=tenant)
-            conn.execute(bi.update().where(bi.c.batch_key == key, bi.c.status == "pending")
-                         .values(status="failed", reason=reason, detail=detail))
+            conn.execute(
+                bi.update()
+                .where(bi.c.batch_key == key, bi.c.status == "pending")
+                .values(status="failed", reason=reason, detail=detail)
+            )
             if outcomes:
                 conn.execute(
-                    o.update().where(o.c.run_id == sa.bindparam("b_run"),
-                                     o.c.action == sa.bindparam("b_action"),
-                                     o.c.unit_key == sa.bindparam("b_key"),
-                                     o.c.status == "skipped", o.c.reason == "batch_outstanding")
-                    .values(status=sa.bindparam("b_status"), reason=sa.bindparam("b_reason"),
-                            detail=detail, updated_at=now),
-                    [{"b_run": run, "b_action": action, "b_key": unit, "b_status": status,
-                      "b_reason": why} for run, action, unit, status, why in outcomes])
+                    o.update()
+                    .where(
+                        o.c.run_id == sa.bindparam("b_run"),
+                        o.c.action == sa.bindparam("b_action"),
+                        o.c.unit_key == sa.bindparam("b_key"),
+                        o.c.status == "skipped",
+                        o.c.reason == "batch_outstanding",
+                    )
+                    .values(
+                        status=sa.bindparam("b_status"),
+                        reason=sa.bindparam("b_reason"),
+                        detail=detail,
+                        updated_at=now,
+                    ),
+                    [
+                        {
+                            "b_run": run,
+                            "b_action": action,
+                            "b_key": unit,
+                            "b_status": status,
+                            "b_reason": why,
+                        }
+                        for run, action, unit, status, why in outcomes
+                    ],
+                )
             self._bulk(conn, t.events, events)
             if batch:
                 batch["updated_at"] = self.clock.time()
                 conn.execute(t.batches.update().where(t.batches.c.key == key).values(**batch))
 
-    def switch_live(self, run_id: str, action: str, *, state: str, why: str,
-                    batches: Sequence[tuple[str, dict[str, Any]]], events: Sequence[EventRow],
-                    lease: tuple[str, int, float] | None = None) -> None:
+    def switch_live(
+        self,
+        run_id: str,
+        action: str,
+        *,
+        state: str,
+        why: str,
+        batches: Sequence[tuple[str, dict[str, Any]]],
+        events: Sequence[EventRow],
+        lease: tuple[str, int, float] | None = None,
+    ) -> None:
         """B13, in one transaction: the action's ``state`` in the run (its units go live),
         each batch's new ``meta`` (the intent to cancel it) and the ``events`` — recorded
         before any batch is cancelled, so a crash leaves the switch whole or not at all."""
         now = self.clock.time()
         ra = t.run_actions
-        stmt = self.hooks.insert(ra).values(run_id=run_id, action=action, state=state,
-                                            error=why, updated_at=now)
-        stmt = stmt.on_conflict_do_update(index_elements=["run_id", "action"],
-                                          set_={"state": state, "error": why, "updated_at": now})
+        stmt = self.hooks.insert(ra).values(
+            run_id=run_id, action=action, state=state, error=why, updated_at=now
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["run_id", "action"],
+            set_={"state": state, "error": why, "updated_at": now},
+        )
         with self._write("record the switch to live calls") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(stmt)
             for key, meta in batches:
-                conn.execute(t.batches.update().where(t.batches.c.key == key)
-                             .values(meta=dumps(meta), updated_at=now))
+                conn.execute(
+                    t.batches.update()
+                    .where(t.batches.c.key == key)
+                    .values(meta=dumps(meta), updated_at=now)
+                )
             self._bulk(conn, t.events, events)
 
     def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
@@ -333,15 +501,17 @@ class BatchRepository(StoreCore):
                 out.setdefault(row.action, {"sent": 0, "out": 0})["sent"] = row.n
             for row in conn.execute(
                 sa.select(b.c.action, sa.func.count().label("n"))
-                .where(b.c.tenant == tenant, b.c.workflow == workflow,
-                       b.c.state.in_(OPEN_BATCH_STATES))
+                .where(
+                    b.c.tenant == tenant, b.c.workflow == workflow, b.c.state.in_(OPEN_BATCH_STATES)
+                )
                 .group_by(b.c.action)
             ):
                 out.setdefault(row.action, {"sent": 0, "out": 0})["out"] = row.n
         return out
 
-    def group_counts(self, workflow: str, action: str, staged_prefix: str, *,
-                     tenant: str) -> dict[str, dict[str, int]]:
+    def group_counts(
+        self, workflow: str, action: str, staged_prefix: str, *, tenant: str
+    ) -> dict[str, dict[str, int]]:
         """Per input file: items staged by this run, and the tenant's items in batches
         still open."""
         bi, b = t.batch_items, t.batches
@@ -349,16 +519,25 @@ class BatchRepository(StoreCore):
         with self._read() as conn:
             for row in conn.execute(
                 sa.select(bi.c.file, sa.func.count().label("n"))
-                .where(bi.c.tenant == tenant, bi.c.workflow == workflow, bi.c.action == action,
-                       bi.c.batch_key.startswith(staged_prefix))
+                .where(
+                    bi.c.tenant == tenant,
+                    bi.c.workflow == workflow,
+                    bi.c.action == action,
+                    bi.c.batch_key.startswith(staged_prefix),
+                )
                 .group_by(bi.c.file)
             ):
                 out.setdefault(row.file, {"staged": 0, "open": 0})["staged"] = row.n
             for row in conn.execute(
                 sa.select(bi.c.file, sa.func.count().label("n"))
                 .select_from(bi.join(b, b.c.key == bi.c.batch_key))
-                .where(bi.c.tenant == tenant, bi.c.workflow == workflow, bi.c.action == action,
-                       b.c.state.in_(OPEN_BATCH_STATES), bi.c.status == "pending")
+                .where(
+                    bi.c.tenant == tenant,
+                    bi.c.workflow == workflow,
+                    bi.c.action == action,
+                    b.c.state.in_(OPEN_BATCH_STATES),
+                    bi.c.status == "pending",
+                )
                 .group_by(bi.c.file)
             ):
                 out.setdefault(row.file, {"staged": 0, "open": 0})["open"] = row.n

@@ -109,25 +109,47 @@ class ClaimRepository(StoreCore):
     def ensure_shards(self, run_id: str, rows: Sequence[dict[str, Any]]) -> int:
         """Create a run's shard rows (idempotent); returns how many the run has."""
         now = self.clock.time()
-        full = [{"run_id": run_id, "state": "todo", "ready_at": 0.0, "owner": None, "claims": 0,
-                 "updated_at": now, "action": None, **r} for r in rows]
+        full = [
+            {
+                "run_id": run_id,
+                "state": "todo",
+                "ready_at": 0.0,
+                "owner": None,
+                "claims": 0,
+                "updated_at": now,
+                "action": None,
+                **r,
+            }
+            for r in rows
+        ]
         if not full:
             return 0
         with self._write("create the run's shards") as conn:
             conn.execute(self.hooks.insert(t.shards).on_conflict_do_nothing(), full)
-            return int(conn.execute(sa.select(sa.func.count()).select_from(t.shards)
-                                    .where(t.shards.c.run_id == run_id)).scalar() or 0)
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(t.shards)
+                    .where(t.shards.c.run_id == run_id)
+                ).scalar()
+                or 0
+            )
 
     def runs_without_shards(self) -> list[RunRecord]:
         """Non-final runs nobody has cut into shards yet (admitted by ``agac run``)."""
         s = t.shards
         with self._read() as conn:
-            return [RunRecord.from_row(r) for r in conn.execute(
-                sa.select(t.runs).where(
-                    t.runs.c.state.not_in(FINAL_STATES),
-                    ~sa.exists().where(s.c.run_id == t.runs.c.id))
-                .order_by(t.runs.c.created_at)
-            ).all()]
+            return [
+                RunRecord.from_row(r)
+                for r in conn.execute(
+                    sa.select(t.runs)
+                    .where(
+                        t.runs.c.state.not_in(FINAL_STATES),
+                        ~sa.exists().where(s.c.run_id == t.runs.c.id),
+                    )
+                    .order_by(t.runs.c.created_at)
+                ).all()
+            ]
 
     def claim_shard(self, *, worker: str, host: str, pid: int, ttl: float) -> Claim | None:
         """Claim the next ready shard of any open run, or None when there is none
@@ -147,9 +169,19 @@ class ClaimRepository(StoreCore):
             if row is None:
                 return None
             name = shard_lease(row.run_id, row.shard)
-            took = conn.execute(_TAKE, {"name": name, "host": host, "pid": pid, "now": now,
-                                        "expires": now + ttl, "worker": worker,
-                                        "run_id": row.run_id, "shard": row.shard}).first()
+            took = conn.execute(
+                _TAKE,
+                {
+                    "name": name,
+                    "host": host,
+                    "pid": pid,
+                    "now": now,
+                    "expires": now + ttl,
+                    "worker": worker,
+                    "run_id": row.run_id,
+                    "shard": row.shard,
+                },
+            ).first()
             if took is None or took.token is None:
                 return None
         claim = Claim(row, int(took.token), ttl, time.perf_counter() - started)
@@ -161,21 +193,31 @@ class ClaimRepository(StoreCore):
         (and nothing changed) when the lease was taken over meanwhile."""
         s, le = t.shards, t.leases
         with self._write("release a shard") as conn:
-            res = conn.execute(le.update().where(le.c.name == claim.lease_name,
-                                                 le.c.token == claim.token).values(expires_at=0.0))
+            res = conn.execute(
+                le.update()
+                .where(le.c.name == claim.lease_name, le.c.token == claim.token)
+                .values(expires_at=0.0)
+            )
             if res.rowcount != 1:
                 return False
             # A shard woken while it was held (ready_at < 0) stays ready: what woke it
             # may have happened after this holder looked.
-            conn.execute(s.update().where(s.c.run_id == claim.run_id, s.c.shard == claim.shard)
-                         .values(state=state, updated_at=self.clock.time(),
-                                 ready_at=sa.case((s.c.ready_at < 0, 0.0), else_=ready_at)))
+            conn.execute(
+                s.update()
+                .where(s.c.run_id == claim.run_id, s.c.shard == claim.shard)
+                .values(
+                    state=state,
+                    updated_at=self.clock.time(),
+                    ready_at=sa.case((s.c.ready_at < 0, 0.0), else_=ready_at),
+                )
+            )
             if state == "todo" and ready_at <= self.clock.time():
                 self.hooks.notify(conn)
         return True
 
-    def wake_shards(self, run_id: str, *, kind: str, file: str | None = None,
-                    action: str | None = None) -> int:
+    def wake_shards(
+        self, run_id: str, *, kind: str, file: str | None = None, action: str | None = None
+    ) -> int:
         """Make a run's waiting shards ready now (a batch was read, items were staged).
         ``ready_at = -1`` marks them woken, so a holder handing one back keeps it ready."""
         s = t.shards
@@ -193,19 +235,32 @@ class ClaimRepository(StoreCore):
     def shards_left(self, run_id: str, kind: str = "online") -> int:
         s = t.shards
         with self._read() as conn:
-            return int(conn.execute(sa.select(sa.func.count()).select_from(s).where(
-                s.c.run_id == run_id, s.c.kind == kind, s.c.state != "done")).scalar() or 0)
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(s)
+                    .where(s.c.run_id == run_id, s.c.kind == kind, s.c.state != "done")
+                ).scalar()
+                or 0
+            )
 
     def has_shards(self, run_id: str) -> bool:
         with self._read() as conn:
-            return conn.execute(sa.select(t.shards.c.shard).where(
-                t.shards.c.run_id == run_id).limit(1)).first() is not None
+            return (
+                conn.execute(
+                    sa.select(t.shards.c.shard).where(t.shards.c.run_id == run_id).limit(1)
+                ).first()
+                is not None
+            )
 
     def close_shards(self, run_id: str) -> None:
         """A final run's shards are all done."""
         with self._write("close the run's shards") as conn:
-            conn.execute(t.shards.update().where(t.shards.c.run_id == run_id)
-                         .values(state="done", updated_at=self.clock.time()))
+            conn.execute(
+                t.shards.update()
+                .where(t.shards.c.run_id == run_id)
+                .values(state="done", updated_at=self.clock.time())
+            )
 
     def fence_shards(self, run_id: str) -> list[Row]:
         """Called by the holder of the run lease ``run:<run>``: with the run row locked FOR
@@ -216,13 +271,16 @@ class ClaimRepository(StoreCore):
         prefix = f"shard:{run_id}:"
         with self._write("check the run's shard leases") as conn:
             conn.execute(self.hooks.for_update(sa.select(t.runs.c.id).where(t.runs.c.id == run_id)))
-            conn.execute(le.update().where(le.c.name.startswith(prefix, autoescape=True),
-                                           le.c.expires_at <= now)
-                         .values(token=le.c.token + 1, expires_at=0.0))
+            conn.execute(
+                le.update()
+                .where(le.c.name.startswith(prefix, autoescape=True), le.c.expires_at <= now)
+                .values(token=le.c.token + 1, expires_at=0.0)
+            )
             live = conn.execute(
                 sa.select(s.c.shard, s.c.owner, le.c.host, le.c.pid, le.c.expires_at)
                 .join(le, le.c.name == sa.literal(prefix) + s.c.shard)
-                .where(s.c.run_id == run_id, le.c.expires_at > now)).all()
+                .where(s.c.run_id == run_id, le.c.expires_at > now)
+            ).all()
         return list(live)
 
     def shard_owners(self, run_id: str) -> list[Row]:
@@ -230,33 +288,55 @@ class ClaimRepository(StoreCore):
         s, le = t.shards, t.leases
         name = sa.literal("shard:") + s.c.run_id + sa.literal(":") + s.c.shard
         with self._read() as conn:
-            return list(conn.execute(
-                sa.select(s, le.c.host, le.c.pid, le.c.expires_at, le.c.token)
-                .outerjoin(le, le.c.name == name)
-                .where(s.c.run_id == run_id).order_by(s.c.kind, s.c.lo, s.c.shard)).all())
+            return list(
+                conn.execute(
+                    sa.select(s, le.c.host, le.c.pid, le.c.expires_at, le.c.token)
+                    .outerjoin(le, le.c.name == name)
+                    .where(s.c.run_id == run_id)
+                    .order_by(s.c.kind, s.c.lo, s.c.shard)
+                ).all()
+            )
 
     # -- workers ----------------------------------------------------------------------
 
-    def register_worker(self, worker: str, *, host: str, pid: int, concurrency: int, ttl: float) -> None:
+    def register_worker(
+        self, worker: str, *, host: str, pid: int, concurrency: int, ttl: float
+    ) -> None:
         now = self.clock.time()
         with self._write("register the worker") as conn:
-            conn.execute(t.workers.insert().values(
-                id=worker, host=host, pid=pid, concurrency=concurrency, state="running",
-                started_at=now, heartbeat_at=now, expires_at=now + ttl))
+            conn.execute(
+                t.workers.insert().values(
+                    id=worker,
+                    host=host,
+                    pid=pid,
+                    concurrency=concurrency,
+                    state="running",
+                    started_at=now,
+                    heartbeat_at=now,
+                    expires_at=now + ttl,
+                )
+            )
 
     def worker_heartbeat(self, worker: str, *, ttl: float, state: str = "running") -> None:
         now = self.clock.time()
         with self._write("record the worker's heartbeat") as conn:
-            conn.execute(t.workers.update().where(t.workers.c.id == worker)
-                         .values(heartbeat_at=now, expires_at=now + ttl, state=state))
+            conn.execute(
+                t.workers.update()
+                .where(t.workers.c.id == worker)
+                .values(heartbeat_at=now, expires_at=now + ttl, state=state)
+            )
 
     def end_worker(self, worker: str) -> None:
         with self._write("record the worker's end") as conn:
-            conn.execute(t.workers.update().where(t.workers.c.id == worker)
-                         .values(state="stopped", expires_at=0.0, heartbeat_at=self.clock.time()))
+            conn.execute(
+                t.workers.update()
+                .where(t.workers.c.id == worker)
+                .values(state="stopped", expires_at=0.0, heartbeat_at=self.clock.time())
+            )
 
-    def list_workers(self, *, live_only: bool = True,
-                     tenants: Tenants = None) -> list[tuple[Row, list[Row]]]:
+    def list_workers(
+        self, *, live_only: bool = True, tenants: Tenants = None
+    ) -> list[tuple[Row, list[Row]]]:
         """Workers (live ones by default), each with the shards it holds now — only those
         of runs of ``tenants`` when given (a worker serves every tenant; a person sees
         their own tenants' holdings, T2)."""
@@ -270,54 +350,82 @@ class ClaimRepository(StoreCore):
             rows = conn.execute(q).all()
             held = conn.execute(
                 sa.select(s.c.owner, s.c.run_id, s.c.shard, s.c.kind, le.c.expires_at, r.c.tenant)
-                .join(le, le.c.name == name).join(r, r.c.id == s.c.run_id)
-                .where(le.c.expires_at > now, s.c.owner.in_([x.id for x in rows]),
-                       tenant_condition(tenants))).all()
+                .join(le, le.c.name == name)
+                .join(r, r.c.id == s.c.run_id)
+                .where(
+                    le.c.expires_at > now,
+                    s.c.owner.in_([x.id for x in rows]),
+                    tenant_condition(tenants),
+                )
+            ).all()
         return [(x, [h for h in held if h.owner == x.id]) for x in rows]
 
     # -- global rate windows -----------------------------------------------------------
 
-    def rate_take(self, key: str, *, window: float, rpm: float | None, tpm: float | None,
-                  tokens: int) -> float:
+    def rate_take(
+        self, key: str, *, window: float, rpm: float | None, tpm: float | None, tokens: int
+    ) -> float:
         """Take one request (and ``tokens``) from the sliding window ``key``, shared by every
         process on this store. Returns 0.0 when taken, else the seconds until there may be
         room (nothing is taken)."""
         ev = t.rate_events
         with self._write("take from a rate window") as conn:
-            conn.execute(self.hooks.insert(t.rate_limits).values(key=key, updated_at=0.0)
-                         .on_conflict_do_nothing())
-            conn.execute(self.hooks.for_update(
-                sa.select(t.rate_limits.c.key).where(t.rate_limits.c.key == key)))
+            conn.execute(
+                self.hooks.insert(t.rate_limits)
+                .values(key=key, updated_at=0.0)
+                .on_conflict_do_nothing()
+            )
+            conn.execute(
+                self.hooks.for_update(
+                    sa.select(t.rate_limits.c.key).where(t.rate_limits.c.key == key)
+                )
+            )
             now = self.hooks.now(conn, self.clock)
             conn.execute(ev.delete().where(ev.c.key == key, ev.c.at <= now - window))
-            used = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(ev.c.requests), 0),
-                                          sa.func.coalesce(sa.func.sum(ev.c.tokens), 0))
-                                .where(ev.c.key == key)).one()
+            used = conn.execute(
+                sa.select(
+                    sa.func.coalesce(sa.func.sum(ev.c.requests), 0),
+                    sa.func.coalesce(sa.func.sum(ev.c.tokens), 0),
+                ).where(ev.c.key == key)
+            ).one()
             wait = 0.0
             if rpm and used[0] + 1 > rpm:
                 # the oldest request that must leave the window before one more fits
-                nth = conn.execute(sa.select(ev.c.at).where(ev.c.key == key, ev.c.requests > 0)
-                                   .order_by(ev.c.at).offset(max(0, int(used[0] + 1 - rpm) - 1))
-                                   .limit(1)).scalar()
+                nth = conn.execute(
+                    sa.select(ev.c.at)
+                    .where(ev.c.key == key, ev.c.requests > 0)
+                    .order_by(ev.c.at)
+                    .offset(max(0, int(used[0] + 1 - rpm) - 1))
+                    .limit(1)
+                ).scalar()
                 wait = max(wait, (float(nth) if nth is not None else now) + window - now)
             if tpm and used[1] > 0 and used[1] + tokens > tpm:
-                oldest = conn.execute(sa.select(sa.func.min(ev.c.at)).where(ev.c.key == key)).scalar()
+                oldest = conn.execute(
+                    sa.select(sa.func.min(ev.c.at)).where(ev.c.key == key)
+                ).scalar()
                 wait = max(wait, (float(oldest) if oldest is not None else now) + window - now)
             if wait > 0:
                 return max(wait, 0.001)
             conn.execute(ev.insert().values(key=key, at=now, requests=1, tokens=tokens))
-            conn.execute(t.rate_limits.update().where(t.rate_limits.c.key == key).values(updated_at=now))
+            conn.execute(
+                t.rate_limits.update().where(t.rate_limits.c.key == key).values(updated_at=now)
+            )
             return 0.0
 
     def rate_adjust(self, key: str, tokens: int) -> None:
         """Correct a window's tokens with a call's real usage."""
         with self._write("correct a rate window") as conn:
-            conn.execute(t.rate_events.insert().values(key=key, at=self.hooks.now(conn, self.clock), requests=0,
-                                                       tokens=tokens))
+            conn.execute(
+                t.rate_events.insert().values(
+                    key=key, at=self.hooks.now(conn, self.clock), requests=0, tokens=tokens
+                )
+            )
 
     # -- shared budgets (R5 in worker mode) ------------------------------------------------
 
-    def run_spending(self, run_id: str, *, after_id: int, upto_id: int) -> tuple[float, int, float, int, int, float]:
+    def run_spending(
+        self, run_id: str, *, after_id: int, upto_id: int
+    ) -> tuple[float, int, float, int, int, float]:
         """A run's usage rows with ``id > after_id``: USD and tokens of those with ``id <=
         upto_id``, USD and tokens of the rest, the largest id seen, and the database's
         clock. Reading only rows after a settled id keeps the read small in a long run."""
@@ -342,8 +450,14 @@ class ClaimRepository(StoreCore):
         ``budget_exhausted`` event): the run's budget is exhausted for every shard."""
         e = t.events
         with self._read("read the run's events") as conn:
-            return conn.execute(sa.select(e.c.id).where(e.c.run_id == run_id, e.c.kind == "budget_exhausted")
-                                .limit(1)).first() is not None
+            return (
+                conn.execute(
+                    sa.select(e.c.id)
+                    .where(e.c.run_id == run_id, e.c.kind == "budget_exhausted")
+                    .limit(1)
+                ).first()
+                is not None
+            )
 
     # -- the work channel ------------------------------------------------------------------
 

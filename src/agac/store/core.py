@@ -134,8 +134,10 @@ class StoreCore:
         if self._file is None:
             return ()
         db = Path(self._file)
-        return (db, *(db.with_name(db.name + end)
-                      for end in ("-wal", "-shm", "-journal", ".migrate-lock")))
+        return (
+            db,
+            *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal", ".migrate-lock")),
+        )
 
     def _remember_file(self) -> None:
         """Note which file the store's path names now: device and inode (None until it
@@ -159,8 +161,9 @@ class StoreCore:
         except FileNotFoundError:
             now = "no longer exists"
         except OSError as exc:
-            raise StoreError(f"cannot {what}: cannot check the store file {self._file}: "
-                             f"{exc.strerror or exc}") from exc
+            raise StoreError(
+                f"cannot {what}: cannot check the store file {self._file}: {exc.strerror or exc}"
+            ) from exc
         else:
             if (st.st_dev, st.st_ino) == self._identity:
                 return
@@ -169,7 +172,8 @@ class StoreCore:
             f"cannot {what}: the store file {self._file} {now} — it was deleted or replaced "
             "while this process had it open, so nothing more is written",
             hint="restore the store file from a backup if you have one; otherwise the state "
-                 "written by this process is gone, and the next `agac run` starts afresh")
+            "written by this process is gone, and the next `agac run` starts afresh",
+        )
 
     # -- the fence (S3) -----------------------------------------------------------------------
 
@@ -187,8 +191,15 @@ class StoreCore:
 
     # -- bulk inserts -------------------------------------------------------------------------
 
-    def _bulk(self, conn: Connection, table: sa.Table, rows: Sequence[Any], suffix: str = "",
-              *, tenant: str | None = None) -> None:
+    def _bulk(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        rows: Sequence[Any],
+        suffix: str = "",
+        *,
+        tenant: str | None = None,
+    ) -> None:
         """INSERT straight to the driver: the hot path of every checkpoint.
 
         Rows are typed rows (agac/store/rows.py: named tuples whose fields are columns of
@@ -228,18 +239,22 @@ class StoreCore:
             if size == 1:
                 conn.exec_driver_sql(sql, values[at:])
                 return
-            chunks = [tuple(itertools.chain.from_iterable(values[i : i + size]))
-                      for i in range(at, at + n * size, size)]
+            chunks = [
+                tuple(itertools.chain.from_iterable(values[i : i + size]))
+                for i in range(at, at + n * size, size)
+            ]
             conn.exec_driver_sql(sql, chunks)
             at += n * size
 
     def _columns(self, table: sa.Table) -> tuple[str, ...]:
         """The columns a row of ``table`` gives (an autoincrement ``id`` is the database's)."""
-        return tuple(c.name for c in table.columns
-                     if not (c.primary_key and c.autoincrement is True))
+        return tuple(
+            c.name for c in table.columns if not (c.primary_key and c.autoincrement is True)
+        )
 
-    def _bulk_sql(self, table: sa.Table, suffix: str, size: int,
-                  cols: tuple[str, ...] | None) -> str:
+    def _bulk_sql(
+        self, table: sa.Table, suffix: str, size: int, cols: tuple[str, ...] | None
+    ) -> str:
         """``INSERT`` of ``size`` rows into ``cols`` (None: every column a row gives), built
         once per shape."""
         key = (table.name, suffix, size, cols)
@@ -253,7 +268,8 @@ class StoreCore:
             row = f"({', '.join([mark] * len(names))})"
             sql = self._bulk_cache[key] = (
                 f"INSERT INTO {table.name} ({', '.join(names)}) VALUES "
-                f"{', '.join([row] * size)} {suffix}")
+                f"{', '.join([row] * size)} {suffix}"
+            )
         return sql
 
 

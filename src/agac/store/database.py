@@ -29,8 +29,18 @@ from agac.errors import ConfigError, Problem, StoreError
 if TYPE_CHECKING:
     from agac.clock import Clock
 
-__all__ = ["HEAD_REVISION", "WORK_CHANNEL", "DialectHooks", "DriverFailure", "create_store_engine",
-           "describe_driver_error", "dialect_hooks", "display_url", "normalize_url", "upgrade"]
+__all__ = [
+    "HEAD_REVISION",
+    "WORK_CHANNEL",
+    "DialectHooks",
+    "DriverFailure",
+    "create_store_engine",
+    "describe_driver_error",
+    "dialect_hooks",
+    "display_url",
+    "normalize_url",
+    "upgrade",
+]
 
 HEAD_REVISION = "0014"
 IDLE_IN_TRANSACTION_MS = 10_000
@@ -86,8 +96,9 @@ class DialectHooks:
 
     def now(self, conn: Connection, clock: Clock) -> float:
         if self.postgres:
-            return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())"))
-                         .scalar_one())
+            return float(
+                conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one()
+            )
         return clock.time()
 
     def floor(self, value: Any) -> Any:
@@ -204,9 +215,15 @@ def _engine_for(url: str, wal_autocheckpoint: int) -> Engine:
         # locks (the lease fence among them) for longer than a lease: the server ends such
         # a session, so another process can take the lease over; the frozen one finds its
         # write refused when it resumes (S3).
-        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10,
-                                connect_args={"options": f"-c idle_in_transaction_session_timeout="
-                                                         f"{IDLE_IN_TRANSACTION_MS}"})
+        return sa.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=5,
+            max_overflow=10,
+            connect_args={
+                "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+            },
+        )
     raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
 
 
@@ -225,8 +242,9 @@ def _sqlite_engine(url: str, wal_autocheckpoint: int) -> Engine:
         # LIFO: the connection used last is handed out again, so a run's store thread
         # keeps one connection whose page cache stays warm. With FIFO, connections
         # take turns and each finds its cache invalidated by the others' writes.
-        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
-                                  pool_use_lifo=True)
+        engine = sa.create_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}, pool_use_lifo=True
+        )
     else:
         engine = sa.create_engine(
             "sqlite://",
@@ -258,7 +276,8 @@ def _make_folder(folder: Path) -> None:
         raise StoreError(
             f"cannot create the store's folder {folder}: {exc.strerror or exc}",
             hint="set AGAC_STORE (or store: in agac.yml) to a path you can write, e.g. "
-                 "sqlite:///.agac/agac.db under the project") from exc
+            "sqlite:///.agac/agac.db under the project",
+        ) from exc
 
 
 def _journal_wal(cur: Any) -> None:
@@ -299,7 +318,9 @@ def upgrade(engine: Engine, *, force: bool = False) -> str:
                 return HEAD_REVISION  # a brand-new SQLite store
             return _run_alembic(engine)
     except DriverFailure as exc:
-        raise StoreError(f"cannot create or migrate the store: {exc.message}", hint=exc.hint) from exc
+        raise StoreError(
+            f"cannot create or migrate the store: {exc.message}", hint=exc.hint
+        ) from exc
     except sa.exc.SQLAlchemyError as exc:
         message, hint = describe_driver_error(exc, str(engine.url))
         raise StoreError(f"cannot create or migrate the store: {message}", hint=hint) from exc
@@ -318,10 +339,11 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
     try:
         handle = open(f"{path}.migrate-lock", "a+")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise StoreError(f"cannot open {path}.migrate-lock next to the store: "
-                         f"{exc.strerror or exc}",
-                         hint=f"make the folder of {path} writable, or set AGAC_STORE (or "
-                              "store: in agac.yml) to another store") from exc
+        raise StoreError(
+            f"cannot open {path}.migrate-lock next to the store: {exc.strerror or exc}",
+            hint=f"make the folder of {path} writable, or set AGAC_STORE (or "
+            "store: in agac.yml) to another store",
+        ) from exc
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -330,8 +352,10 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-_ALEMBIC_VERSION = ("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
-                    "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))")
+_ALEMBIC_VERSION = (
+    "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+    "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+)
 
 
 def _create_declared(engine: Engine) -> bool:
@@ -347,8 +371,10 @@ def _create_declared(engine: Engine) -> bool:
     statements = []
     for table in metadata.sorted_tables:
         statements.append(str(CreateTable(table).compile(dialect=engine.dialect)))
-        statements += [str(CreateIndex(ix).compile(dialect=engine.dialect))
-                       for ix in sorted(table.indexes, key=lambda ix: str(ix.name))]
+        statements += [
+            str(CreateIndex(ix).compile(dialect=engine.dialect))
+            for ix in sorted(table.indexes, key=lambda ix: str(ix.name))
+        ]
     try:
         return _create_in_one_transaction(engine, statements)
     except sqlite3.Error as exc:
@@ -373,7 +399,9 @@ def _create_in_one_transaction(engine: Engine, statements: list[str]) -> bool:
                 for sql in statements:
                     cur.execute(sql)
                 cur.execute(_ALEMBIC_VERSION)
-                cur.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD_REVISION,))
+                cur.execute(
+                    "INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD_REVISION,)
+                )
                 cur.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -398,4 +426,3 @@ def _run_alembic(engine: Engine) -> str:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
     return HEAD_REVISION
-

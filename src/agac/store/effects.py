@@ -37,34 +37,56 @@ class EffectRepository(StoreCore):
         e = t.effects
         starts = [e.c.key.startswith(f"{tenant}:{ref}", autoescape=True) for tenant in tenants]
         with self._read() as conn:
-            return list(conn.execute(sa.select(e).where(
-                tenant_condition(tenants, e.c.tenant),
-                sa.or_(e.c.key.startswith(ref, autoescape=True), *starts)).limit(2)).all())
+            return list(
+                conn.execute(
+                    sa.select(e)
+                    .where(
+                        tenant_condition(tenants, e.c.tenant),
+                        sa.or_(e.c.key.startswith(ref, autoescape=True), *starts),
+                    )
+                    .limit(2)
+                ).all()
+            )
 
-    def start_effect(self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None) -> None:
+    def start_effect(
+        self, row: dict[str, Any], *, lease: tuple[str, int, float] | None = None
+    ) -> None:
         """S1: the intent (``started``) is durable before the call; replaces an earlier
         row of the same key that did not succeed. With ``lease`` (the run's or the shard's),
         the write is refused (LeaseLost) once another process holds it (S3), so a process
         that lost its run can never start an effect the new owner starts too."""
         now = self.clock.time()
-        row = {**row, "state": "started", "receipt": None, "error": None, "resolution": None,
-               "created_at": now, "updated_at": now}
+        row = {
+            **row,
+            "state": "started",
+            "receipt": None,
+            "error": None,
+            "resolution": None,
+            "created_at": now,
+            "updated_at": now,
+        }
         with self._write("record the effect intent") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(t.effects.delete().where(t.effects.c.key == row["key"]))
             conn.execute(t.effects.insert().values(**row))
 
-    def update_effect(self, key: str, *, lease: tuple[str, int, float] | None = None,
-                      **fields: Any) -> None:
+    def update_effect(
+        self, key: str, *, lease: tuple[str, int, float] | None = None, **fields: Any
+    ) -> None:
         fields["updated_at"] = self.clock.time()
         with self._write("update the effect") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             conn.execute(t.effects.update().where(t.effects.c.key == key).values(**fields))
 
-    def list_effects(self, workflow: str | None = None, *, tenants: Tenants,
-                     states: tuple[str, ...] | None = None) -> list[Row]:
+    def list_effects(
+        self,
+        workflow: str | None = None,
+        *,
+        tenants: Tenants,
+        states: tuple[str, ...] | None = None,
+    ) -> list[Row]:
         """Effects of ``tenants`` (None: every tenant's), oldest first."""
         e = t.effects
         q = sa.select(e).where(tenant_condition(tenants, e.c.tenant)).order_by(e.c.created_at)

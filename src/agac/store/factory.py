@@ -16,8 +16,15 @@ from agac.store.repository import Store
 __all__ = ["is_point", "open_store"]
 
 
-def open_store(url: str, options: Mapping[str, Any] | None = None, *, writes: bool = True,
-               wait: bool = False, migrate: bool = True, clock: Clock = SYSTEM) -> Store:
+def open_store(
+    url: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    writes: bool = True,
+    wait: bool = False,
+    migrate: bool = True,
+    clock: Clock = SYSTEM,
+) -> Store:
     """The store at ``url``. On a storage point, ``writes`` owns the point for this process
     (exit 75 naming a live owner; ``wait`` waits for it) and reading restores a private
     copy; on SQL stores both are the same connection."""

@@ -25,13 +25,21 @@ from agac.store.rows import MarkRow, PricedRow, UsageRow
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
 
-__all__ = ["MARK_UPSERT", "UNKNOWN_ORIGIN", "MarkRepository", "decode_units", "price_unknown",
-           "write_marks"]
+__all__ = [
+    "MARK_UPSERT",
+    "UNKNOWN_ORIGIN",
+    "MarkRepository",
+    "decode_units",
+    "price_unknown",
+    "write_marks",
+]
 
 UNKNOWN_ORIGIN = "unknown"
 """``usage.origin`` (and, until priced, ``usage.status``) of a call whose outcome is unknown."""
-MARK_UPSERT = ("ON CONFLICT (run_id, action, shard) DO UPDATE SET units = excluded.units, "
-               "updated_at = excluded.updated_at")
+MARK_UPSERT = (
+    "ON CONFLICT (run_id, action, shard) DO UPDATE SET units = excluded.units, "
+    "updated_at = excluded.updated_at"
+)
 
 
 def decode_units(text: str) -> list[tuple[str, str, int, int, float]]:
@@ -49,12 +57,23 @@ def price_unknown(conn: Connection, priced: Sequence[PricedRow], tenant: str) ->
     ``tenant`` only (T2)."""
     u = t.usage
     for p in priced:
-        conn.execute(u.update().where(
-            u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN,
-            u.c.fingerprint == p.fingerprint, u.c.tenant == tenant,
-        ).values(input_tokens=p.input_tokens, cached_tokens=p.cached_tokens,
-                 cache_write_tokens=p.cache_write_tokens, output_tokens=p.output_tokens,
-                 cost_usd=p.cost_usd, status="priced"))
+        conn.execute(
+            u.update()
+            .where(
+                u.c.origin == UNKNOWN_ORIGIN,
+                u.c.status == UNKNOWN_ORIGIN,
+                u.c.fingerprint == p.fingerprint,
+                u.c.tenant == tenant,
+            )
+            .values(
+                input_tokens=p.input_tokens,
+                cached_tokens=p.cached_tokens,
+                cache_write_tokens=p.cache_write_tokens,
+                output_tokens=p.output_tokens,
+                cost_usd=p.cost_usd,
+                status="priced",
+            )
+        )
 
 
 class MarkRepository(StoreCore):
@@ -76,9 +95,13 @@ class MarkRepository(StoreCore):
         with self._read() as conn:
             for action, unit_keys in by_action.items():
                 for i in range(0, len(unit_keys), 500):
-                    rows = conn.execute(sa.select(o.c.unit_key).where(
-                        o.c.run_id == run_id, o.c.action == action,
-                        o.c.unit_key.in_(unit_keys[i:i + 500]))).all()
+                    rows = conn.execute(
+                        sa.select(o.c.unit_key).where(
+                            o.c.run_id == run_id,
+                            o.c.action == action,
+                            o.c.unit_key.in_(unit_keys[i : i + 500]),
+                        )
+                    ).all()
                     found.update((action, r.unit_key) for r in rows)
         return found
 
@@ -90,16 +113,28 @@ class MarkRepository(StoreCore):
         fps = list(dict.fromkeys(fingerprints))
         with self._read() as conn:
             for i in range(0, len(fps), 500):
-                rows = conn.execute(sa.select(u).where(
-                    u.c.fingerprint.in_(fps[i:i + 500]), u.c.tenant == tenant,
-                    u.c.kind == "llm", u.c.status == "ok",
-                    u.c.origin.is_(None)).order_by(u.c.id)).all()
+                rows = conn.execute(
+                    sa.select(u)
+                    .where(
+                        u.c.fingerprint.in_(fps[i : i + 500]),
+                        u.c.tenant == tenant,
+                        u.c.kind == "llm",
+                        u.c.status == "ok",
+                        u.c.origin.is_(None),
+                    )
+                    .order_by(u.c.id)
+                ).all()
                 out.update((r.fingerprint, r) for r in rows)
         return out
 
-    def account_lost_calls(self, run_id: str, usage: Sequence[UsageRow], tenant: str,
-                           shards: Sequence[str] | None,
-                           lease: tuple[str, int, float] | None) -> None:
+    def account_lost_calls(
+        self,
+        run_id: str,
+        usage: Sequence[UsageRow],
+        tenant: str,
+        shards: Sequence[str] | None,
+        lease: tuple[str, int, float] | None,
+    ) -> None:
         """Write the ``unknown`` usage rows and clear the marks they came from, at once."""
         m = t.dispatch_marks
         with self._write("count calls whose outcome is unknown") as conn:
@@ -111,8 +146,12 @@ class MarkRepository(StoreCore):
                 q = q.where(m.c.shard.in_(list(shards)))
             conn.execute(q)
 
-    def clear_marks(self, run_id: str, shards: Sequence[str] | None = None,
-                    lease: tuple[str, int, float] | None = None) -> None:
+    def clear_marks(
+        self,
+        run_id: str,
+        shards: Sequence[str] | None = None,
+        lease: tuple[str, int, float] | None = None,
+    ) -> None:
         """Forget the marks of a run (of ``shards``): every call they list has settled."""
         m = t.dispatch_marks
         with self._write("clear dispatch marks") as conn:
@@ -129,8 +168,15 @@ class MarkRepository(StoreCore):
         u, r = t.usage, t.runs
         with self._read() as conn:
             rows = conn.execute(
-                sa.select(u.c.fingerprint).distinct().select_from(u.join(r, r.c.id == u.c.run_id))
-                .where(u.c.origin == UNKNOWN_ORIGIN, u.c.status == UNKNOWN_ORIGIN, r.c.workflow == workflow,
-                       r.c.tenant == tenant,
-                       u.c.fingerprint.is_not(None))).all()
+                sa.select(u.c.fingerprint)
+                .distinct()
+                .select_from(u.join(r, r.c.id == u.c.run_id))
+                .where(
+                    u.c.origin == UNKNOWN_ORIGIN,
+                    u.c.status == UNKNOWN_ORIGIN,
+                    r.c.workflow == workflow,
+                    r.c.tenant == tenant,
+                    u.c.fingerprint.is_not(None),
+                )
+            ).all()
         return {row.fingerprint for row in rows}

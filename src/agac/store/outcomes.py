@@ -14,7 +14,7 @@ from agac.store import tables as t
 from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
 from agac.store.marks import price_unknown, write_marks
-from agac.store.rows import Checkpoint
+from agac.store.rows import Checkpoint, UsageTotal
 from agac.store.values import OutcomeRecord
 
 if TYPE_CHECKING:
@@ -28,14 +28,22 @@ _CHUNK = 2000
 class OutcomeRepository(StoreCore):
     def outcomes_between(self, run_id: str, lo: int, hi: int) -> list[OutcomeRecord]:
         with self._read() as conn:
-            return list(map(OutcomeRecord.from_row, conn.execute(
-                sa.select(t.outcomes).where(
-                    t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi
+            return list(
+                map(
+                    OutcomeRecord.from_row,
+                    conn.execute(
+                        sa.select(t.outcomes).where(
+                            t.outcomes.c.run_id == run_id,
+                            t.outcomes.c.seq >= lo,
+                            t.outcomes.c.seq < hi,
+                        )
+                    ).all(),
                 )
-            ).all()))
+            )
 
-    def results_between(self, run_id: str, snapshot_id: str, lo: int, hi: int, *,
-                        payloads: bool = False) -> tuple[list[Row], list[Row]]:
+    def results_between(
+        self, run_id: str, snapshot_id: str, lo: int, hi: int, *, payloads: bool = False
+    ) -> tuple[list[Row], list[Row]]:
         """What a run's results table needs of records ``lo <= seq < hi``: (their seq, key
         and, with ``payloads``, payload; the outcomes' seq, action, unit key, status,
         reason and output), each in seq order; one read."""
@@ -43,20 +51,29 @@ class OutcomeRepository(StoreCore):
         columns = [r.c.seq, r.c.key, r.c.payload, r.c.reason] if payloads else [r.c.seq, r.c.key]
         with self._read() as conn:
             records = conn.execute(
-                sa.select(*columns).where(r.c.snapshot_id == snapshot_id, r.c.seq >= lo,
-                                          r.c.seq < hi).order_by(r.c.seq)).all()
+                sa.select(*columns)
+                .where(r.c.snapshot_id == snapshot_id, r.c.seq >= lo, r.c.seq < hi)
+                .order_by(r.c.seq)
+            ).all()
             outcomes = conn.execute(
-                sa.select(o.c.seq, o.c.action, o.c.unit_key, o.c.status, o.c.reason, o.c.output)
-                .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)).all()
+                sa.select(
+                    o.c.seq, o.c.action, o.c.unit_key, o.c.status, o.c.reason, o.c.output
+                ).where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)
+            ).all()
         return list(records), list(outcomes)
 
     def unit_outcomes(self, run_id: str, unit_key: str) -> list[OutcomeRecord]:
         with self._read() as conn:
-            return list(map(OutcomeRecord.from_row, conn.execute(
-                sa.select(t.outcomes).where(
-                    t.outcomes.c.run_id == run_id, t.outcomes.c.unit_key == unit_key
+            return list(
+                map(
+                    OutcomeRecord.from_row,
+                    conn.execute(
+                        sa.select(t.outcomes).where(
+                            t.outcomes.c.run_id == run_id, t.outcomes.c.unit_key == unit_key
+                        )
+                    ).all(),
                 )
-            ).all()))
+            )
 
     def iter_action_outcomes(self, run_id: str, action: str) -> Iterator[OutcomeRecord]:
         """Outcomes of one action in record order, streamed."""
@@ -86,10 +103,13 @@ class OutcomeRepository(StoreCore):
         if with_outstanding:
             cond = sa.or_(cond, sa.and_(o.c.status == "skipped", o.c.reason == "batch_outstanding"))
         with self._read() as conn:
-            return list(conn.execute(
-                sa.select(o.c.action, o.c.unit_key, o.c.reason, o.c.seq)
-                .where(o.c.run_id == run_id, cond)
-            ).all())
+            return list(
+                conn.execute(
+                    sa.select(o.c.action, o.c.unit_key, o.c.reason, o.c.seq).where(
+                        o.c.run_id == run_id, cond
+                    )
+                ).all()
+            )
 
     def waiting_outcomes(self, workflow: str, *, tenant: str, since: float) -> list[Row]:
         """(run_id, action, unit_key) of the units skipped ``batch_outstanding`` in the
@@ -97,12 +117,19 @@ class OutcomeRepository(StoreCore):
         that may have left them waiting on a batch created then."""
         o, r = t.outcomes, t.runs
         with self._read("read units waiting on batches") as conn:
-            return list(conn.execute(
-                sa.select(o.c.run_id, o.c.action, o.c.unit_key)
-                .select_from(o.join(r, r.c.id == o.c.run_id))
-                .where(r.c.tenant == tenant, r.c.workflow == workflow, r.c.ended_at >= since,
-                       o.c.status == "skipped", o.c.reason == "batch_outstanding")
-            ).all())
+            return list(
+                conn.execute(
+                    sa.select(o.c.run_id, o.c.action, o.c.unit_key)
+                    .select_from(o.join(r, r.c.id == o.c.run_id))
+                    .where(
+                        r.c.tenant == tenant,
+                        r.c.workflow == workflow,
+                        r.c.ended_at >= since,
+                        o.c.status == "skipped",
+                        o.c.reason == "batch_outstanding",
+                    )
+                ).all()
+            )
 
     def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
         """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
@@ -132,20 +159,36 @@ class OutcomeRepository(StoreCore):
         """The fan-outs of ``src`` are ``dst``'s too: the item units carried over with them
         are counted against them (a unit that fans out again overwrites its row)."""
         f = t.fanouts
-        sel = sa.select(sa.literal(dst), f.c.action, f.c.parent_key, f.c.seq, f.c["items"],
-                        f.c.created_at).where(f.c.run_id == src)
-        conn.execute(f.insert().from_select(
-            ["run_id", "action", "parent_key", "seq", "items", "created_at"], sel))
+        sel = sa.select(
+            sa.literal(dst), f.c.action, f.c.parent_key, f.c.seq, f.c["items"], f.c.created_at
+        ).where(f.c.run_id == src)
+        conn.execute(
+            f.insert().from_select(
+                ["run_id", "action", "parent_key", "seq", "items", "created_at"], sel
+            )
+        )
 
     def carry_run_outcomes(self, src: str, dst: str, skip_actions: Sequence[str]) -> int:
         """Copy every outcome of run ``src`` into ``dst`` in one statement (R1 fast path):
         answered units become ``reused``, failures and skips ``carried``."""
         o = t.outcomes
         now = self.clock.time()
-        origin = sa.case((o.c.status == "answered", sa.literal("reused")), else_=sa.literal("carried"))
+        origin = sa.case(
+            (o.c.status == "answered", sa.literal("reused")), else_=sa.literal("carried")
+        )
         sel = sa.select(
-            sa.literal(dst), o.c.action, o.c.unit_key, o.c.seq, o.c.status, o.c.reason, o.c.detail,
-            origin, o.c.fingerprint, o.c.output, sa.literal(0), sa.literal(now),
+            sa.literal(dst),
+            o.c.action,
+            o.c.unit_key,
+            o.c.seq,
+            o.c.status,
+            o.c.reason,
+            o.c.detail,
+            origin,
+            o.c.fingerprint,
+            o.c.output,
+            sa.literal(0),
+            sa.literal(now),
         ).where(o.c.run_id == src)
         if skip_actions:
             sel = sel.where(o.c.action.not_in(list(skip_actions)))
@@ -155,8 +198,20 @@ class OutcomeRepository(StoreCore):
         uncarried = self.failures_not_carried(src)
         if uncarried:
             sel = sel.where(sa.not_(sa.and_(o.c.status == "failed", o.c.reason.in_(uncarried))))
-        cols = ["run_id", "action", "unit_key", "seq", "status", "reason", "detail", "origin",
-                "fingerprint", "output", "attempts", "updated_at"]
+        cols = [
+            "run_id",
+            "action",
+            "unit_key",
+            "seq",
+            "status",
+            "reason",
+            "detail",
+            "origin",
+            "fingerprint",
+            "output",
+            "attempts",
+            "updated_at",
+        ]
         with self._write("carry outcomes over") as conn:
             n = conn.execute(o.insert().from_select(cols, sel)).rowcount
             self._copy_fanouts(conn, src, dst)
@@ -174,26 +229,39 @@ class OutcomeRepository(StoreCore):
     def count_action_outcomes_between(self, run_id: str, action: str, lo: int, hi: int) -> int:
         o = t.outcomes
         with self._read() as conn:
-            return int(conn.execute(
-                sa.select(sa.func.count()).select_from(o).where(
-                    o.c.run_id == run_id, o.c.action == action, o.c.seq >= lo, o.c.seq < hi)
-            ).scalar() or 0)
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(o)
+                    .where(o.c.run_id == run_id, o.c.action == action, o.c.seq >= lo, o.c.seq < hi)
+                ).scalar()
+                or 0
+            )
 
     def count_outcomes_between(self, run_id: str, lo: int, hi: int) -> int:
         with self._read() as conn:
-            return int(conn.execute(
-                sa.select(sa.func.count()).select_from(t.outcomes).where(
-                    t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi)
-            ).scalar() or 0)
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(t.outcomes)
+                    .where(
+                        t.outcomes.c.run_id == run_id, t.outcomes.c.seq >= lo, t.outcomes.c.seq < hi
+                    )
+                ).scalar()
+                or 0
+            )
 
     def status_counts_between(self, run_id: str, lo: int, hi: int) -> list[Row]:
         """(action, status, n) groups of the outcomes of records ``lo <= seq < hi``."""
         o = t.outcomes
         with self._read() as conn:
-            return list(conn.execute(
-                sa.select(o.c.action, o.c.status, sa.func.count().label("n"))
-                .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)
-                .group_by(o.c.action, o.c.status)).all())
+            return list(
+                conn.execute(
+                    sa.select(o.c.action, o.c.status, sa.func.count().label("n"))
+                    .where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)
+                    .group_by(o.c.action, o.c.status)
+                ).all()
+            )
 
     def get_answers(self, fingerprints: Sequence[str], *, tenant: str) -> dict[str, str]:
         """fingerprint -> stored output JSON text, for those the tenant has (S5 within a
@@ -211,7 +279,8 @@ class OutcomeRepository(StoreCore):
                 part += part[-1:] * (size - len(part))
                 rows = conn.exec_driver_sql(
                     f"SELECT fingerprint, output FROM answers WHERE tenant = {mark} AND "
-                    f"fingerprint IN ({', '.join([mark] * size)})", (tenant, *part)
+                    f"fingerprint IN ({', '.join([mark] * size)})",
+                    (tenant, *part),
                 ).all()
                 found.update({fp: out for fp, out in rows})
         return found
@@ -231,19 +300,27 @@ class OutcomeRepository(StoreCore):
             for i in range(0, len(hashes), 500):
                 rows = conn.execute(
                     sa.select(tr.c.input_hash, tr.c.output).where(
-                        tr.c.tenant == tenant, tr.c.input_hash.in_(list(hashes[i : i + 500])))
+                        tr.c.tenant == tenant, tr.c.input_hash.in_(list(hashes[i : i + 500]))
+                    )
                 ).all()
                 found.update({r.input_hash: r.output for r in rows})
         return found
 
-    def fanout_totals(self, run_id: str, lo: int | None = None, hi: int | None = None
-                      ) -> dict[str, tuple[int, int]]:
+    def fanout_totals(
+        self, run_id: str, lo: int | None = None, hi: int | None = None
+    ) -> dict[str, tuple[int, int]]:
         """fan-out action -> (parents fanned out, items they made), optionally for the
         records with ``lo <= seq < hi``."""
         f = t.fanouts
-        q = (sa.select(f.c.action, sa.func.count().label("parents"),
-                       sa.func.sum(f.c["items"]).label("n_items"))
-             .where(f.c.run_id == run_id).group_by(f.c.action))
+        q = (
+            sa.select(
+                f.c.action,
+                sa.func.count().label("parents"),
+                sa.func.sum(f.c["items"]).label("n_items"),
+            )
+            .where(f.c.run_id == run_id)
+            .group_by(f.c.action)
+        )
         if lo is not None and hi is not None:
             q = q.where(f.c.seq >= lo, f.c.seq < hi)
         with self._read() as conn:
@@ -253,24 +330,38 @@ class OutcomeRepository(StoreCore):
         """(fan-out action, parent key) -> item count, for records ``lo <= seq < hi``."""
         f = t.fanouts
         with self._read() as conn:
-            rows = conn.execute(sa.select(f.c.action, f.c.parent_key, f.c["items"].label("n")).where(
-                f.c.run_id == run_id, f.c.seq >= lo, f.c.seq < hi)).all()
+            rows = conn.execute(
+                sa.select(f.c.action, f.c.parent_key, f.c["items"].label("n")).where(
+                    f.c.run_id == run_id, f.c.seq >= lo, f.c.seq < hi
+                )
+            ).all()
         return {(r.action, r.parent_key): int(r.n) for r in rows}
 
     def _rows_under(self, table: sa.Table, run_id: str, key: str, order: Any) -> list[Row]:
         """Rows of ``table`` for the unit ``key`` and every item under it (``key/…``)."""
         with self._read() as conn:
-            return list(conn.execute(
-                sa.select(table).where(table.c.run_id == run_id, sa.or_(
-                    table.c.unit_key == key,
-                    table.c.unit_key.startswith(key + "/", autoescape=True)))
-                .order_by(order)
-            ).all())
+            return list(
+                conn.execute(
+                    sa.select(table)
+                    .where(
+                        table.c.run_id == run_id,
+                        sa.or_(
+                            table.c.unit_key == key,
+                            table.c.unit_key.startswith(key + "/", autoescape=True),
+                        ),
+                    )
+                    .order_by(order)
+                ).all()
+            )
 
     def unit_outcomes_under(self, run_id: str, key: str) -> list[OutcomeRecord]:
         """Outcomes of the unit ``key`` and of every item under it (``key/…``)."""
-        return list(map(OutcomeRecord.from_row,
-                        self._rows_under(t.outcomes, run_id, key, t.outcomes.c.unit_key)))
+        return list(
+            map(
+                OutcomeRecord.from_row,
+                self._rows_under(t.outcomes, run_id, key, t.outcomes.c.unit_key),
+            )
+        )
 
     def usage_under(self, run_id: str, key: str) -> list[Row]:
         return self._rows_under(t.usage, run_id, key, t.usage.c.id)
@@ -278,18 +369,34 @@ class OutcomeRepository(StoreCore):
     def events_under(self, run_id: str, key: str) -> list[Row]:
         return self._rows_under(t.events, run_id, key, t.events.c.id)
 
-    def find_outcomes(self, run_id: str, *, status: str | None = None, action: str | None = None,
-                      limit: int = 10_000) -> list[Row]:
+    def find_outcomes(
+        self,
+        run_id: str,
+        *,
+        status: str | None = None,
+        action: str | None = None,
+        limit: int = 10_000,
+    ) -> list[Row]:
         """Outcomes of a run filtered by status and action, in record order."""
         o = t.outcomes
-        q = sa.select(o.c.action, o.c.unit_key, o.c.seq, o.c.status, o.c.reason, o.c.detail,
-                      o.c.origin, o.c.attempts).where(o.c.run_id == run_id)
+        q = sa.select(
+            o.c.action,
+            o.c.unit_key,
+            o.c.seq,
+            o.c.status,
+            o.c.reason,
+            o.c.detail,
+            o.c.origin,
+            o.c.attempts,
+        ).where(o.c.run_id == run_id)
         if status is not None:
             q = q.where(o.c.status == status)
         if action is not None:
             q = q.where(o.c.action == action)
         with self._read() as conn:
-            return list(conn.execute(q.order_by(o.c.seq, o.c.unit_key, o.c.action).limit(limit)).all())
+            return list(
+                conn.execute(q.order_by(o.c.seq, o.c.unit_key, o.c.action).limit(limit)).all()
+            )
 
     def checkpoint(self, group: Checkpoint, *, lease: tuple[str, int, float] | None = None) -> None:
         """Write one group of progress atomically, after checking the fencing token.
@@ -305,17 +412,23 @@ class OutcomeRepository(StoreCore):
             if group.marks:
                 write_marks(self, conn, group.marks)
             self._bulk(conn, t.answers, group.answers, "ON CONFLICT DO NOTHING", tenant=tenant)
-            self._bulk(conn, t.tool_results, group.tool_results, "ON CONFLICT DO NOTHING",
-                       tenant=tenant)
+            self._bulk(
+                conn, t.tool_results, group.tool_results, "ON CONFLICT DO NOTHING", tenant=tenant
+            )
             self._bulk(conn, t.usage, group.usage, tenant=tenant)
             if group.priced:
                 price_unknown(conn, group.priced, tenant)
             self._bulk(conn, t.outcomes, group.outcomes)
             self._bulk(conn, t.events, group.events)
-            self._bulk(conn, t.batch_items, group.batch_items, "ON CONFLICT DO NOTHING",
-                       tenant=tenant)
-            self._bulk(conn, t.fanouts, group.fanouts,
-                       "ON CONFLICT (run_id, action, parent_key) DO UPDATE SET items = excluded.items")
+            self._bulk(
+                conn, t.batch_items, group.batch_items, "ON CONFLICT DO NOTHING", tenant=tenant
+            )
+            self._bulk(
+                conn,
+                t.fanouts,
+                group.fanouts,
+                "ON CONFLICT (run_id, action, parent_key) DO UPDATE SET items = excluded.items",
+            )
             if group.item_results:
                 write_item_results(conn, self.hooks.param, group.item_results)
 
@@ -327,6 +440,19 @@ class OutcomeRepository(StoreCore):
                     .where(t.events.c.run_id == run_id, t.events.c.id > after)
                     .order_by(t.events.c.id)
                     .limit(limit)
+                ).all()
+            )
+
+    def run_events_of(self, run_id: str, kinds: Sequence[str]) -> list[Row]:
+        """A run's events of these kinds, oldest first (few: run-level bookkeeping such as
+        the context caches it created)."""
+        e = t.events
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(e)
+                    .where(e.c.run_id == run_id, e.c.kind.in_(list(kinds)))
+                    .order_by(e.c.id)
                 ).all()
             )
 
@@ -346,9 +472,14 @@ class OutcomeRepository(StoreCore):
         with self._read() as conn:
             return conn.execute(
                 sa.select(o.c.unit_key, o.c.detail)
-                .where(o.c.run_id == run_id, o.c.action == action, o.c.status == "failed",
-                       o.c.reason == reason)
-                .order_by(o.c.seq, o.c.unit_key).limit(1)
+                .where(
+                    o.c.run_id == run_id,
+                    o.c.action == action,
+                    o.c.status == "failed",
+                    o.c.reason == reason,
+                )
+                .order_by(o.c.seq, o.c.unit_key)
+                .limit(1)
             ).first()
 
     def outcome_counts(self, run_id: str) -> list[Row]:
@@ -357,14 +488,15 @@ class OutcomeRepository(StoreCore):
         with self._read() as conn:
             return list(
                 conn.execute(
-                    sa.select(o.c.action, o.c.status, o.c.reason, o.c.origin,
-                              sa.func.count().label("n"))
+                    sa.select(
+                        o.c.action, o.c.status, o.c.reason, o.c.origin, sa.func.count().label("n")
+                    )
                     .where(o.c.run_id == run_id)
                     .group_by(o.c.action, o.c.status, o.c.reason, o.c.origin)
                 ).all()
             )
 
-    def usage_totals(self, run_ids: Sequence[str], bands: Sequence[int] = ()) -> list[Row]:
+    def usage_totals(self, run_ids: Sequence[str], bands: Sequence[int] = ()) -> list[UsageTotal]:
         """(action, kind, provider, model, tier, origin) groups: calls, tokens, cost; for
         ``unknown`` calls (S1) also how many a later answer priced, and how many rows are
         ``estimated`` (answers billed in a batch agac did not read, whose usage the
@@ -373,20 +505,22 @@ class OutcomeRepository(StoreCore):
         — so a price's long-context tier applies to whole bands, never to a sum."""
         u = t.usage
         tokens_in = u.c.input_tokens + u.c.cached_tokens + u.c.cache_write_tokens
-        band = sum((sa.case((tokens_in > above, 1), else_=0) for above in bands),
-                   sa.literal(0)).label("band")
+        band = sum(
+            (sa.case((tokens_in > above, 1), else_=0) for above in bands), sa.literal(0)
+        ).label("band")
         keys: list[Any] = [u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin]
         if bands:
             keys.append(band)
         with self._read() as conn:
-            return list(
+            rows = list(
                 conn.execute(
                     sa.select(
                         *keys,
                         sa.func.count().label("calls"),
                         sa.func.sum(sa.case((u.c.status == "priced", 1), else_=0)).label("priced"),
-                        sa.func.sum(sa.case((u.c.status == "estimated", 1), else_=0)
-                                    ).label("estimated"),
+                        sa.func.sum(sa.case((u.c.status == "estimated", 1), else_=0)).label(
+                            "estimated"
+                        ),
                         sa.func.sum(u.c.input_tokens).label("input_tokens"),
                         sa.func.sum(u.c.cached_tokens).label("cached_tokens"),
                         sa.func.sum(u.c.cache_write_tokens).label("cache_write_tokens"),
@@ -396,10 +530,37 @@ class OutcomeRepository(StoreCore):
                     )
                     .where(u.c.run_id.in_(list(run_ids)))
                     .group_by(*[k.element if k is band else k for k in keys])
-                    .order_by(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier,
-                              u.c.origin.is_not(None))
+                    .order_by(
+                        u.c.action,
+                        u.c.kind,
+                        u.c.provider,
+                        u.c.model,
+                        u.c.tier,
+                        u.c.origin.is_not(None),
+                    )
                 ).all()
             )
+        return [
+            UsageTotal(
+                r.action,
+                r.kind,
+                r.provider,
+                r.model,
+                r.tier,
+                r.origin,
+                int(r.calls),
+                int(r.priced or 0),
+                int(r.estimated or 0),
+                int(r.input_tokens or 0),
+                int(r.cached_tokens or 0),
+                int(r.cache_write_tokens or 0),
+                int(r.output_tokens or 0),
+                int(r.reasoning_tokens or 0),
+                float(r.cost_usd or 0.0),
+                int(r.band) if bands else 0,
+            )
+            for r in rows
+        ]
 
     def usage_tool_uses(self, run_ids: Sequence[str]) -> list[Row]:
         """The rows of these runs that used a provider's server tools: the
@@ -407,11 +568,19 @@ class OutcomeRepository(StoreCore):
         ``server_tools`` JSON (few rows: most calls use none)."""
         u = t.usage
         with self._read() as conn:
-            return list(conn.execute(
-                sa.select(u.c.action, u.c.kind, u.c.provider, u.c.model, u.c.tier, u.c.origin,
-                          u.c.server_tools)
-                .where(u.c.run_id.in_(list(run_ids)), u.c.server_tools.is_not(None))
-            ).all())
+            return list(
+                conn.execute(
+                    sa.select(
+                        u.c.action,
+                        u.c.kind,
+                        u.c.provider,
+                        u.c.model,
+                        u.c.tier,
+                        u.c.origin,
+                        u.c.server_tools,
+                    ).where(u.c.run_id.in_(list(run_ids)), u.c.server_tools.is_not(None))
+                ).all()
+            )
 
     def unit_usage(self, run_id: str, unit_key: str) -> list[Row]:
         with self._read() as conn:

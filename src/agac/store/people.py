@@ -30,16 +30,32 @@ __all__ = ["PeopleRepository"]
 class PeopleRepository(StoreCore):
     # -- users ------------------------------------------------------------------------------
 
-    def add_user(self, name: str, password_hash: str, tenants: Sequence[str],
-                 groups: Sequence[str], *, admin: bool, at: float) -> bool:
+    def add_user(
+        self,
+        name: str,
+        password_hash: str,
+        tenants: Sequence[str],
+        groups: Sequence[str],
+        *,
+        admin: bool,
+        at: float,
+    ) -> bool:
         """A new active user; False when the name is taken."""
         u = t.users
         with self._write("add the user") as conn:
             if conn.execute(sa.select(u.c.name).where(u.c.name == name)).first() is not None:
                 return False
-            conn.execute(u.insert().values(
-                name=name, password_hash=password_hash, tenants=dumps(sorted(set(tenants))),
-                admin=admin, active=True, created_at=at, updated_at=at))
+            conn.execute(
+                u.insert().values(
+                    name=name,
+                    password_hash=password_hash,
+                    tenants=dumps(sorted(set(tenants))),
+                    admin=admin,
+                    active=True,
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
             self._set_groups(conn, name, groups)
             return True
 
@@ -58,9 +74,11 @@ class PeopleRepository(StoreCore):
         if not names:
             return out
         with self._read() as conn:
-            rows = conn.execute(sa.select(g.c.user_name, g.c.group_name)
-                                .where(g.c.user_name.in_(list(names)))
-                                .order_by(g.c.group_name)).all()
+            rows = conn.execute(
+                sa.select(g.c.user_name, g.c.group_name)
+                .where(g.c.user_name.in_(list(names)))
+                .order_by(g.c.group_name)
+            ).all()
         for r in rows:
             out[r.user_name].append(r.group_name)
         return out
@@ -71,12 +89,23 @@ class PeopleRepository(StoreCore):
         if not groups:
             return set()
         with self._read() as conn:
-            return {r[0] for r in conn.execute(
-                sa.select(g.c.user_name).where(g.c.group_name.in_(list(groups)))).all()}
+            return {
+                r[0]
+                for r in conn.execute(
+                    sa.select(g.c.user_name).where(g.c.group_name.in_(list(groups)))
+                ).all()
+            }
 
-    def change_user(self, name: str, *, at: float, end_sessions: bool = False,
-                    groups: Sequence[str] | None = None, tenants: Sequence[str] | None = None,
-                    **fields: Any) -> bool:
+    def change_user(
+        self,
+        name: str,
+        *,
+        at: float,
+        end_sessions: bool = False,
+        groups: Sequence[str] | None = None,
+        tenants: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> bool:
         """Change a user's row (``password_hash``, ``active``, ``admin``), and replace its
         ``groups`` or ``tenants`` when given; ``end_sessions`` ends every open session of the
         user in the same transaction. False when there is no such user."""
@@ -102,19 +131,35 @@ class PeopleRepository(StoreCore):
 
     # -- API tokens --------------------------------------------------------------------------
 
-    def add_token(self, token_id: str, user: str, secret_hash: str, *, at: float,
-                  expires_at: float) -> None:
+    def add_token(
+        self, token_id: str, user: str, secret_hash: str, *, at: float, expires_at: float
+    ) -> None:
         with self._write("store the token") as conn:
-            conn.execute(t.tokens.insert().values(
-                id=token_id, user_name=user, secret_hash=secret_hash, created_at=at,
-                expires_at=expires_at, revoked_at=None, last_used_at=None))
+            conn.execute(
+                t.tokens.insert().values(
+                    id=token_id,
+                    user_name=user,
+                    secret_hash=secret_hash,
+                    created_at=at,
+                    expires_at=expires_at,
+                    revoked_at=None,
+                    last_used_at=None,
+                )
+            )
 
     def token_and_user(self, token_id: str) -> Row | None:
         """The token (its columns) joined with its user's (``u_*``), by lookup id."""
         k, u = t.tokens, t.users
-        q = (sa.select(k, u.c.tenants.label("u_tenants"), u.c.admin.label("u_admin"),
-                       u.c.active.label("u_active"))
-             .select_from(k.join(u, u.c.name == k.c.user_name)).where(k.c.id == token_id))
+        q = (
+            sa.select(
+                k,
+                u.c.tenants.label("u_tenants"),
+                u.c.admin.label("u_admin"),
+                u.c.active.label("u_active"),
+            )
+            .select_from(k.join(u, u.c.name == k.c.user_name))
+            .where(k.c.id == token_id)
+        )
         with self._read() as conn:
             return conn.execute(q).first()
 
@@ -128,50 +173,73 @@ class PeopleRepository(StoreCore):
     def find_tokens(self, ref: str) -> list[Row]:
         """Tokens whose id is ``ref`` or starts with it (at most two)."""
         with self._read() as conn:
-            return list(conn.execute(sa.select(t.tokens).where(t.tokens.c.id.startswith(ref))
-                                     .limit(2)).all())
+            return list(
+                conn.execute(
+                    sa.select(t.tokens).where(t.tokens.c.id.startswith(ref)).limit(2)
+                ).all()
+            )
 
     def revoke_token(self, token_id: str, at: float) -> bool:
         k = t.tokens
         with self._write("revoke the token") as conn:
-            return bool(conn.execute(k.update().where(k.c.id == token_id, k.c.revoked_at.is_(None))
-                                     .values(revoked_at=at)).rowcount == 1)
+            return bool(
+                conn.execute(
+                    k.update()
+                    .where(k.c.id == token_id, k.c.revoked_at.is_(None))
+                    .values(revoked_at=at)
+                ).rowcount
+                == 1
+            )
 
     def touch_token(self, token_id: str, at: float) -> None:
         with self._write("note the token's use") as conn:
-            conn.execute(t.tokens.update().where(t.tokens.c.id == token_id)
-                         .values(last_used_at=at))
+            conn.execute(t.tokens.update().where(t.tokens.c.id == token_id).values(last_used_at=at))
 
     # -- web sessions ---------------------------------------------------------------------------
 
     def add_session(self, id_hash: str, user: str, at: float) -> None:
         with self._write("start the session") as conn:
-            conn.execute(t.sessions.insert().values(
-                id_hash=id_hash, user_name=user, created_at=at, last_seen_at=at, ended_at=None))
+            conn.execute(
+                t.sessions.insert().values(
+                    id_hash=id_hash, user_name=user, created_at=at, last_seen_at=at, ended_at=None
+                )
+            )
 
     def session_and_user(self, id_hash: str) -> Row | None:
         """The session (its columns) joined with its user's (``u_*``)."""
         s, u = t.sessions, t.users
-        q = (sa.select(s, u.c.tenants.label("u_tenants"), u.c.admin.label("u_admin"),
-                       u.c.active.label("u_active"))
-             .select_from(s.join(u, u.c.name == s.c.user_name)).where(s.c.id_hash == id_hash))
+        q = (
+            sa.select(
+                s,
+                u.c.tenants.label("u_tenants"),
+                u.c.admin.label("u_admin"),
+                u.c.active.label("u_active"),
+            )
+            .select_from(s.join(u, u.c.name == s.c.user_name))
+            .where(s.c.id_hash == id_hash)
+        )
         with self._read() as conn:
             return conn.execute(q).first()
 
     def touch_session(self, id_hash: str, at: float) -> None:
         with self._write("note the session's use") as conn:
-            conn.execute(t.sessions.update().where(t.sessions.c.id_hash == id_hash,
-                                                   t.sessions.c.ended_at.is_(None))
-                         .values(last_seen_at=at))
+            conn.execute(
+                t.sessions.update()
+                .where(t.sessions.c.id_hash == id_hash, t.sessions.c.ended_at.is_(None))
+                .values(last_seen_at=at)
+            )
 
     def end_session(self, id_hash: str, at: float) -> None:
         with self._write("end the session") as conn:
-            conn.execute(t.sessions.update().where(t.sessions.c.id_hash == id_hash,
-                                                   t.sessions.c.ended_at.is_(None))
-                         .values(ended_at=at))
+            conn.execute(
+                t.sessions.update()
+                .where(t.sessions.c.id_hash == id_hash, t.sessions.c.ended_at.is_(None))
+                .values(ended_at=at)
+            )
 
     @staticmethod
     def _end_sessions(conn: Connection, user: str, at: float) -> None:
         s = t.sessions
-        conn.execute(s.update().where(s.c.user_name == user, s.c.ended_at.is_(None))
-                     .values(ended_at=at))
+        conn.execute(
+            s.update().where(s.c.user_name == user, s.c.ended_at.is_(None)).values(ended_at=at)
+        )

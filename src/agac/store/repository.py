@@ -32,8 +32,17 @@ from agac.store.values import FINAL_STATES
 __all__ = ["FINAL_STATES", "Store"]
 
 
-class Store(RunRepository, SnapshotRepository, OutcomeRepository, BatchRepository,
-            EffectRepository, ApprovalRepository, ClaimRepository, MarkRepository,
-            PeopleRepository, DashboardRepository):
+class Store(
+    RunRepository,
+    SnapshotRepository,
+    OutcomeRepository,
+    BatchRepository,
+    EffectRepository,
+    ApprovalRepository,
+    ClaimRepository,
+    MarkRepository,
+    PeopleRepository,
+    DashboardRepository,
+):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``):
     ``Store(url, migrate=True, clock=SYSTEM)``."""

@@ -20,9 +20,22 @@ from typing import NamedTuple
 
 from agac.tenants import DEFAULT_TENANT
 
-__all__ = ["AnswerRow", "BatchIntent", "Checkpoint", "EventRow", "FanoutRow", "ItemResult",
-           "MarkRow", "OutcomeRow", "PricedRow", "RecordRow", "StagedItem", "ToolResultRow",
-           "UsageRow"]
+__all__ = [
+    "AnswerRow",
+    "BatchIntent",
+    "Checkpoint",
+    "EventRow",
+    "FanoutRow",
+    "ItemResult",
+    "MarkRow",
+    "OutcomeRow",
+    "PricedRow",
+    "RecordRow",
+    "StagedItem",
+    "ToolResultRow",
+    "UsageRow",
+    "UsageTotal",
+]
 
 
 class RecordRow(NamedTuple):
@@ -214,3 +227,27 @@ class Checkpoint:
     item_results: Sequence[ItemResult] = ()
     marks: Sequence[MarkRow] = ()
     priced: Sequence[PricedRow] = ()
+
+
+class UsageTotal(NamedTuple):
+    """The cost ledger summed over one (action, kind, provider, model, tier, origin) group
+    — and long-context ``band`` when asked (:meth:`Store.usage_totals`): its calls, how many
+    of its ``unknown`` calls a later answer priced (S1), how many rows are ``estimated``
+    (billed in a batch agac did not read), its tokens and its cost."""
+
+    action: str
+    kind: str
+    provider: str | None
+    model: str | None
+    tier: str
+    origin: str | None
+    calls: int
+    priced: int
+    estimated: int
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cost_usd: float
+    band: int = 0

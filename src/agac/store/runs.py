@@ -127,40 +127,76 @@ class RunRepository(StoreCore):
 
     # -- runs -----------------------------------------------------------------------
 
-    def create_run(self, *, id: str, workflow: str, workflow_path: str, retry_of: str | None,
-                   config: dict[str, Any], config_hash: str, snapshot_id: str, fresh: bool,
-                   settings: RunSettings, tenant: str) -> RunRecord:
+    def create_run(
+        self,
+        *,
+        id: str,
+        workflow: str,
+        workflow_path: str,
+        retry_of: str | None,
+        config: dict[str, Any],
+        config_hash: str,
+        snapshot_id: str,
+        fresh: bool,
+        settings: RunSettings,
+        tenant: str,
+    ) -> RunRecord:
         """Admit a run (state ``queued``) and return it as stored; RunAlreadyOpen when the
         tenant has an open run of the workflow (another process admitted it first)."""
         now = self.clock.time()
         fields: dict[str, Any] = {
-            "id": id, "workflow": workflow, "workflow_path": workflow_path, "state": "queued",
-            "retry_of": retry_of, "config": dumps(config), "config_hash": config_hash,
-            "snapshot_id": snapshot_id, "fresh": fresh, "options": settings.to_json(),
-            "error": None, "created_at": now, "updated_at": now, "ended_at": None,
-            "tenant": tenant}
+            "id": id,
+            "workflow": workflow,
+            "workflow_path": workflow_path,
+            "state": "queued",
+            "retry_of": retry_of,
+            "config": dumps(config),
+            "config_hash": config_hash,
+            "snapshot_id": snapshot_id,
+            "fresh": fresh,
+            "options": settings.to_json(),
+            "error": None,
+            "created_at": now,
+            "updated_at": now,
+            "ended_at": None,
+            "tenant": tenant,
+        }
         r = t.runs
         with self._write("admit the run") as conn:
             # The unique partial index decides a race; asking first keeps the common case
             # (a run already open) out of the driver's error path.
-            if conn.execute(sa.select(r.c.id).where(
-                    r.c.tenant == tenant, r.c.workflow == workflow,
-                    r.c.state.not_in(FINAL_STATES))).first() is None:
+            if (
+                conn.execute(
+                    sa.select(r.c.id).where(
+                        r.c.tenant == tenant,
+                        r.c.workflow == workflow,
+                        r.c.state.not_in(FINAL_STATES),
+                    )
+                ).first()
+                is None
+            ):
                 inserted = conn.execute(
-                    self.hooks.insert(r).values(**fields)
+                    self.hooks.insert(r)
+                    .values(**fields)
                     # only the open-run rule is "already open"; a duplicate id is an error
-                    .on_conflict_do_nothing(index_elements=[r.c.tenant, r.c.workflow],
-                                            index_where=r.c.state.not_in(FINAL_STATES))
-                    .returning(r.c.id)).first()
+                    .on_conflict_do_nothing(
+                        index_elements=[r.c.tenant, r.c.workflow],
+                        index_where=r.c.state.not_in(FINAL_STATES),
+                    )
+                    .returning(r.c.id)
+                ).first()
             else:
                 inserted = None
         if inserted is None:
-            raise RunAlreadyOpen(f"a run of {workflow} is already open in tenant {tenant!r}; "
-                                 f"`agac run {workflow}` continues it")
+            raise RunAlreadyOpen(
+                f"a run of {workflow} is already open in tenant {tenant!r}; "
+                f"`agac run {workflow}` continues it"
+            )
         return RunRecord.from_row(_Fields(fields))
 
-    def update_run(self, run_id: str, *, state: str | None = None,
-                   settings: RunSettings | None = None) -> None:
+    def update_run(
+        self, run_id: str, *, state: str | None = None, settings: RunSettings | None = None
+    ) -> None:
         """Move a run that is not final to ``state`` and/or store new settings."""
         fields: dict[str, Any] = {"updated_at": self.clock.time()}
         if state is not None:
@@ -177,11 +213,17 @@ class RunRepository(StoreCore):
         s, r = t.shards, t.runs
         mine = (r.c.tenant == tenant, r.c.workflow == workflow)
         with self._write("update the run") as conn:
-            conn.execute(r.update().where(*mine, r.c.state == "waiting")
-                         .values(state="running", updated_at=self.clock.time()))
+            conn.execute(
+                r.update()
+                .where(*mine, r.c.state == "waiting")
+                .values(state="running", updated_at=self.clock.time())
+            )
             open_runs = sa.select(r.c.id).where(*mine, r.c.state.not_in(FINAL_STATES))
-            woken = conn.execute(s.update().where(s.c.run_id.in_(open_runs), s.c.state == "todo")
-                                 .values(ready_at=-1.0)).rowcount
+            woken = conn.execute(
+                s.update()
+                .where(s.c.run_id.in_(open_runs), s.c.state == "todo")
+                .values(ready_at=-1.0)
+            ).rowcount
             if woken:
                 self.hooks.notify(conn)
 
@@ -210,14 +252,20 @@ class RunRepository(StoreCore):
         with self._write("discard the run") as conn:
             # First statement: it takes the write lock (SQLite) or the lease's row lock
             # (PostgreSQL), so nobody takes the lease until this transaction ends.
-            held = conn.execute(t.leases.update()
-                                .where(t.leases.c.name == lease, t.leases.c.token == lease_token)
-                                .values(token=lease_token)).rowcount
+            held = conn.execute(
+                t.leases.update()
+                .where(t.leases.c.name == lease, t.leases.c.token == lease_token)
+                .values(token=lease_token)
+            ).rowcount
             if held != 1:
                 return False
             for table in (t.usage, t.batches, t.effects, t.approvals):
-                if conn.execute(sa.select(sa.literal(1)).where(table.c.run_id == run_id)
-                                .limit(1)).first() is not None:
+                if (
+                    conn.execute(
+                        sa.select(sa.literal(1)).where(table.c.run_id == run_id).limit(1)
+                    ).first()
+                    is not None
+                ):
                     return False
             for table in (t.outcomes, t.events, t.run_actions, t.fanouts):
                 conn.execute(table.delete().where(table.c.run_id == run_id))
@@ -242,12 +290,17 @@ class RunRepository(StoreCore):
     def open_run(self, workflow: str, *, tenant: str) -> RunRecord | None:
         """The tenant's run of the workflow that is not final (there is at most one)."""
         with self._read() as conn:
-            return _record(conn.execute(
-                sa.select(t.runs)
-                .where(t.runs.c.tenant == tenant, t.runs.c.workflow == workflow,
-                       t.runs.c.state.not_in(FINAL_STATES))
-                .order_by(t.runs.c.created_at.desc())
-            ).first())
+            return _record(
+                conn.execute(
+                    sa.select(t.runs)
+                    .where(
+                        t.runs.c.tenant == tenant,
+                        t.runs.c.workflow == workflow,
+                        t.runs.c.state.not_in(FINAL_STATES),
+                    )
+                    .order_by(t.runs.c.created_at.desc())
+                ).first()
+            )
 
     def latest_run(self, workflow: str, *, tenant: str, final: bool = False) -> RunRecord | None:
         """The tenant's newest run of the workflow (final only, with ``final``)."""
@@ -257,11 +310,16 @@ class RunRepository(StoreCore):
         with self._read() as conn:
             return _record(conn.execute(q.order_by(t.runs.c.created_at.desc()).limit(1)).first())
 
-    def list_runs(self, workflow: str | None = None, limit: int = 50, *,
-                  tenants: Tenants = None) -> list[RunRecord]:
+    def list_runs(
+        self, workflow: str | None = None, limit: int = 50, *, tenants: Tenants = None
+    ) -> list[RunRecord]:
         """Runs, newest first: of ``workflow`` and of ``tenants`` when given."""
-        q = (sa.select(t.runs).where(tenant_condition(tenants))
-             .order_by(t.runs.c.created_at.desc()).limit(limit))
+        q = (
+            sa.select(t.runs)
+            .where(tenant_condition(tenants))
+            .order_by(t.runs.c.created_at.desc())
+            .limit(limit)
+        )
         if workflow:
             q = q.where(t.runs.c.workflow == workflow)
         with self._read() as conn:
@@ -270,9 +328,14 @@ class RunRepository(StoreCore):
     def list_open_runs(self) -> list[RunRecord]:
         """Every run that is not final, oldest first (workers sweep them)."""
         with self._read() as conn:
-            return [RunRecord.from_row(r) for r in conn.execute(
-                sa.select(t.runs).where(t.runs.c.state.not_in(FINAL_STATES))
-                .order_by(t.runs.c.created_at)).all()]
+            return [
+                RunRecord.from_row(r)
+                for r in conn.execute(
+                    sa.select(t.runs)
+                    .where(t.runs.c.state.not_in(FINAL_STATES))
+                    .order_by(t.runs.c.created_at)
+                ).all()
+            ]
 
     def prune_runs(self, run_ids: Sequence[str]) -> dict[str, int]:
         """``agac gc``: delete the outcomes, events and action states of these runs and mark
@@ -283,29 +346,42 @@ class RunRepository(StoreCore):
             return counts
         with self._write("prune old runs") as conn:
             for i in range(0, len(run_ids), 500):
-                part = list(run_ids[i:i + 500])
+                part = list(run_ids[i : i + 500])
                 counts["outcomes"] += conn.execute(
-                    t.outcomes.delete().where(t.outcomes.c.run_id.in_(part))).rowcount
+                    t.outcomes.delete().where(t.outcomes.c.run_id.in_(part))
+                ).rowcount
                 counts["events"] += conn.execute(
-                    t.events.delete().where(t.events.c.run_id.in_(part))).rowcount
+                    t.events.delete().where(t.events.c.run_id.in_(part))
+                ).rowcount
                 conn.execute(t.fanouts.delete().where(t.fanouts.c.run_id.in_(part)))
                 conn.execute(t.run_actions.delete().where(t.run_actions.c.run_id.in_(part)))
-                for row in conn.execute(sa.select(t.runs.c.id, t.runs.c.options)
-                                        .where(t.runs.c.id.in_(part))).all():
+                for row in conn.execute(
+                    sa.select(t.runs.c.id, t.runs.c.options).where(t.runs.c.id.in_(part))
+                ).all():
                     settings = RunSettings.from_json(row.options).pruned_at(self.clock.time())
-                    conn.execute(t.runs.update().where(t.runs.c.id == row.id)
-                                 .values(options=settings.to_json()))
+                    conn.execute(
+                        t.runs.update()
+                        .where(t.runs.c.id == row.id)
+                        .values(options=settings.to_json())
+                    )
                     counts["runs"] += 1
-            kept = {r.snapshot_id for r in conn.execute(
-                sa.select(t.runs.c.snapshot_id, t.runs.c.options)).all()
-                if RunSettings.from_json(r.options).pruned is None}
-            orphans = [r[0] for r in conn.execute(sa.select(t.snapshots.c.id)).all()
-                       if r[0] not in kept]
+            kept = {
+                r.snapshot_id
+                for r in conn.execute(sa.select(t.runs.c.snapshot_id, t.runs.c.options)).all()
+                if RunSettings.from_json(r.options).pruned is None
+            }
+            orphans = [
+                r[0] for r in conn.execute(sa.select(t.snapshots.c.id)).all() if r[0] not in kept
+            ]
             for snap in orphans:
                 counts["records"] += conn.execute(
-                    t.records.delete().where(t.records.c.snapshot_id == snap)).rowcount
-                conn.execute(t.snapshot_attachments.delete()
-                             .where(t.snapshot_attachments.c.snapshot_id == snap))
+                    t.records.delete().where(t.records.c.snapshot_id == snap)
+                ).rowcount
+                conn.execute(
+                    t.snapshot_attachments.delete().where(
+                        t.snapshot_attachments.c.snapshot_id == snap
+                    )
+                )
                 conn.execute(t.snapshots.delete().where(t.snapshots.c.id == snap))
         return counts
 
@@ -323,13 +399,15 @@ class RunRepository(StoreCore):
     def action_states(self, run_id: str) -> dict[str, tuple[str, str | None]]:
         with self._read() as conn:
             rows = conn.execute(
-                sa.select(t.run_actions.c.action, t.run_actions.c.state, t.run_actions.c.error)
-                .where(t.run_actions.c.run_id == run_id)
+                sa.select(
+                    t.run_actions.c.action, t.run_actions.c.state, t.run_actions.c.error
+                ).where(t.run_actions.c.run_id == run_id)
             ).all()
         return {r.action: (r.state, r.error) for r in rows}
 
-    def runs_of_unit(self, unit_key: str, workflow: str | None, *,
-                     tenants: Tenants = None) -> list[RunRecord]:
+    def runs_of_unit(
+        self, unit_key: str, workflow: str | None, *, tenants: Tenants = None
+    ) -> list[RunRecord]:
         """Runs with an outcome for ``unit_key`` (of ``workflow``, of ``tenants``), newest first."""
         q = (
             sa.select(t.runs)

@@ -30,7 +30,9 @@ class SnapshotRepository(StoreCore):
         return bool(row and row.complete)
 
     def write_snapshot(
-        self, snapshot_id: str, files: list[dict[str, Any]],
+        self,
+        snapshot_id: str,
+        files: list[dict[str, Any]],
         rows: Iterable[RecordRow | dict[str, Any]],
         attachments: Iterable[tuple[str, str, int, str]] = (),
     ) -> int:
@@ -48,10 +50,16 @@ class SnapshotRepository(StoreCore):
         s = t.snapshots
         with self._write("snapshot the input") as conn:
             inserted = conn.execute(
-                self.hooks.insert(s).values(
-                    id=snapshot_id, files=dumps(files), record_count=0,
-                    complete=False, created_at=self.clock.time(),
-                ).on_conflict_do_nothing(index_elements=["id"]).returning(s.c.id)
+                self.hooks.insert(s)
+                .values(
+                    id=snapshot_id,
+                    files=dumps(files),
+                    record_count=0,
+                    complete=False,
+                    created_at=self.clock.time(),
+                )
+                .on_conflict_do_nothing(index_elements=["id"])
+                .returning(s.c.id)
             ).first()
             if inserted is None:
                 stored = conn.execute(sa.select(s).where(s.c.id == snapshot_id)).first()
@@ -61,10 +69,12 @@ class SnapshotRepository(StoreCore):
             conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
             sa_ = t.snapshot_attachments
             conn.execute(sa_.delete().where(sa_.c.snapshot_id == snapshot_id))
-            files_rows = [{"snapshot_id": snapshot_id, "path": p, "sha256": h, "size": n,
-                           "media_type": m} for p, h, n, m in attachments]
+            files_rows = [
+                {"snapshot_id": snapshot_id, "path": p, "sha256": h, "size": n, "media_type": m}
+                for p, h, n, m in attachments
+            ]
             for i in range(0, len(files_rows), _CHUNK):
-                self._bulk(conn, sa_, files_rows[i:i + _CHUNK])
+                self._bulk(conn, sa_, files_rows[i : i + _CHUNK])
             chunk: list[RecordRow | dict[str, Any]] = []
             for row in rows:
                 if isinstance(row, dict):
@@ -89,13 +99,18 @@ class SnapshotRepository(StoreCore):
         """path -> (sha256, size) of every file the snapshot's records attach."""
         sa_ = t.snapshot_attachments
         with self._read() as conn:
-            rows = conn.execute(sa.select(sa_.c.path, sa_.c.sha256, sa_.c.size)
-                                .where(sa_.c.snapshot_id == snapshot_id)).all()
+            rows = conn.execute(
+                sa.select(sa_.c.path, sa_.c.sha256, sa_.c.size).where(
+                    sa_.c.snapshot_id == snapshot_id
+                )
+            ).all()
         return {r.path: (r.sha256, int(r.size)) for r in rows}
 
     def snapshot_info(self, snapshot_id: str) -> Row | None:
         with self._read() as conn:
-            return conn.execute(sa.select(t.snapshots).where(t.snapshots.c.id == snapshot_id)).first()
+            return conn.execute(
+                sa.select(t.snapshots).where(t.snapshots.c.id == snapshot_id)
+            ).first()
 
     def iter_records(
         self, snapshot_id: str, start: int = 0, stop: int | None = None
@@ -109,8 +124,11 @@ class SnapshotRepository(StoreCore):
             with self._read() as conn:
                 rows = conn.execute(
                     sa.select(t.records)
-                    .where(t.records.c.snapshot_id == snapshot_id, t.records.c.seq >= lo,
-                           t.records.c.seq < hi)
+                    .where(
+                        t.records.c.snapshot_id == snapshot_id,
+                        t.records.c.seq >= lo,
+                        t.records.c.seq < hi,
+                    )
                     .order_by(t.records.c.seq)
                 ).all()
             if not rows and (stop is None or hi >= stop):
@@ -121,16 +139,26 @@ class SnapshotRepository(StoreCore):
     def find_record(self, snapshot_id: str, key: str) -> Row | None:
         with self._read() as conn:
             return conn.execute(
-                sa.select(t.records).where(
-                    t.records.c.snapshot_id == snapshot_id, t.records.c.key == key
-                ).order_by(t.records.c.seq)
+                sa.select(t.records)
+                .where(t.records.c.snapshot_id == snapshot_id, t.records.c.key == key)
+                .order_by(t.records.c.seq)
             ).first()
 
     def keys_need_escaping(self, snapshot_id: str) -> bool:
         """Whether a record key of the snapshot holds ``/`` or ``%`` (agac/keys.py)."""
         r = t.records
         with self._read() as conn:
-            return conn.execute(
-                sa.select(r.c.seq).where(r.c.snapshot_id == snapshot_id, sa.or_(
-                    r.c.key.contains("/", autoescape=True), r.c.key.contains("%", autoescape=True)))
-                .limit(1)).first() is not None
+            return (
+                conn.execute(
+                    sa.select(r.c.seq)
+                    .where(
+                        r.c.snapshot_id == snapshot_id,
+                        sa.or_(
+                            r.c.key.contains("/", autoescape=True),
+                            r.c.key.contains("%", autoescape=True),
+                        ),
+                    )
+                    .limit(1)
+                ).first()
+                is not None
+            )

@@ -45,8 +45,9 @@ runs = sa.Table(
 )
 sa.Index("ix_runs_tenant_workflow", runs.c.tenant, runs.c.workflow, runs.c.created_at)
 OPEN_RUN = runs.c.state.not_in(FINAL_STATES)
-ux_runs_open = sa.Index("ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True,
-                       sqlite_where=OPEN_RUN)
+ux_runs_open = sa.Index(
+    "ux_runs_open", runs.c.tenant, runs.c.workflow, unique=True, sqlite_where=OPEN_RUN
+)
 """At most one run that is not final per (tenant, workflow) (docs/guarantees.md, Runs), held by the store.
 Its PostgreSQL ``WHERE`` is added when a PostgreSQL engine is made
 (:func:`agac.store.database.postgres_table_options`): naming a PostgreSQL option here
@@ -229,8 +230,9 @@ batches = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
     _tenant(),
 )
-sa.Index("ix_batches_workflow", batches.c.tenant, batches.c.workflow, batches.c.action,
-         batches.c.state)
+sa.Index(
+    "ix_batches_workflow", batches.c.tenant, batches.c.workflow, batches.c.action, batches.c.state
+)
 
 batch_items = sa.Table(
     "batch_items",
@@ -249,8 +251,13 @@ batch_items = sa.Table(
     sa.Column("detail", sa.Text, nullable=True),
     _tenant(),
 )
-sa.Index("ix_batch_items_unit", batch_items.c.tenant, batch_items.c.workflow,
-         batch_items.c.action, batch_items.c.unit_key)
+sa.Index(
+    "ix_batch_items_unit",
+    batch_items.c.tenant,
+    batch_items.c.workflow,
+    batch_items.c.action,
+    batch_items.c.unit_key,
+)
 
 # -- effects (migration 0003) -------------------------------------------------------------
 
@@ -307,8 +314,13 @@ approvals = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
     _tenant(),
 )
-sa.Index("ix_approvals_unit", approvals.c.tenant, approvals.c.workflow, approvals.c.action,
-         approvals.c.unit_key)
+sa.Index(
+    "ix_approvals_unit",
+    approvals.c.tenant,
+    approvals.c.workflow,
+    approvals.c.action,
+    approvals.c.unit_key,
+)
 sa.Index("ix_approvals_state", approvals.c.tenant, approvals.c.workflow, approvals.c.state)
 sa.Index("ix_approvals_run", approvals.c.run_id, approvals.c.state)
 

@@ -34,10 +34,27 @@ __all__ = [
     "Spent",
 ]
 
-RunState = Literal["queued", "running", "waiting", "awaiting_approval", "cancelling",
-                   "succeeded", "partial", "failed", "timed_out", "exhausted", "cancelled"]
-FINAL_STATES: tuple[RunState, ...] = ("succeeded", "partial", "failed", "timed_out",
-                                      "exhausted", "cancelled")
+RunState = Literal[
+    "queued",
+    "running",
+    "waiting",
+    "awaiting_approval",
+    "cancelling",
+    "succeeded",
+    "partial",
+    "failed",
+    "timed_out",
+    "exhausted",
+    "cancelled",
+]
+FINAL_STATES: tuple[RunState, ...] = (
+    "succeeded",
+    "partial",
+    "failed",
+    "timed_out",
+    "exhausted",
+    "cancelled",
+)
 """A run in one of these states never changes again (docs/guarantees.md, Runs)."""
 
 OutcomeStatus = Literal["answered", "failed", "skipped"]
@@ -50,11 +67,30 @@ batch), or carried it from the run it continues or retries (R1, R2)."""
 # Reason codes of failed and skipped units have one registry, agac/reasons.py (with
 # what each means for the run: ``halts``, ``carries_over``, ``ends_run``).
 
-BatchState = Literal["submitting", "unknown", "submitted", "running", "cancelling", "ended",
-                     "collected", "refused", "expired", "cancelled", "abandoned", "not_cancelled",
-                     "not_submitted", "failed"]
-OPEN_BATCH_STATES: tuple[BatchState, ...] = ("submitting", "unknown", "submitted", "running",
-                                             "cancelling", "ended")
+BatchState = Literal[
+    "submitting",
+    "unknown",
+    "submitted",
+    "running",
+    "cancelling",
+    "ended",
+    "collected",
+    "refused",
+    "expired",
+    "cancelled",
+    "abandoned",
+    "not_cancelled",
+    "not_submitted",
+    "failed",
+]
+OPEN_BATCH_STATES: tuple[BatchState, ...] = (
+    "submitting",
+    "unknown",
+    "submitted",
+    "running",
+    "cancelling",
+    "ended",
+)
 """A batch in these states still owes its items an answer (``ended`` = not yet read)."""
 
 ItemStatus = Literal["pending", "succeeded", "retry", "not_submitted", "failed"]
@@ -106,13 +142,17 @@ class RunSettings:
         d = loads(text) or {}
         budget = d.get("budget")
         spent = d.get("spent_before") or {}
-        return cls(limit=d.get("limit"), prior=d.get("prior"),
-                   overrides=dict(d.get("overrides") or {}),
-                   budget=Budget(budget.get("usd"), budget.get("tokens")) if budget else None,
-                   deadline_at=d.get("deadline_at"),
-                   spent_before=Spent(float(spent.get("usd", 0.0)), int(spent.get("tokens", 0))),
-                   pruned=d.get("pruned"), unit_keys=d.get("unit_keys"),
-                   live_at={str(k): float(v) for k, v in (d.get("live_at") or {}).items()})
+        return cls(
+            limit=d.get("limit"),
+            prior=d.get("prior"),
+            overrides=dict(d.get("overrides") or {}),
+            budget=Budget(budget.get("usd"), budget.get("tokens")) if budget else None,
+            deadline_at=d.get("deadline_at"),
+            spent_before=Spent(float(spent.get("usd", 0.0)), int(spent.get("tokens", 0))),
+            pruned=d.get("pruned"),
+            unit_keys=d.get("unit_keys"),
+            live_at={str(k): float(v) for k, v in (d.get("live_at") or {}).items()},
+        )
 
     def to_json(self) -> str:
         d: dict[str, Any] = {"limit": self.limit, "prior": self.prior, "overrides": self.overrides}
@@ -159,13 +199,23 @@ class RunRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> RunRecord:
-        return cls(id=row.id, workflow=row.workflow, workflow_path=row.workflow_path,
-                   state=row.state, retry_of=row.retry_of, config=loads(row.config),
-                   config_hash=row.config_hash, snapshot_id=row.snapshot_id,
-                   fresh=bool(row.fresh), settings=RunSettings.from_json(row.options),
-                   error=row.error, created_at=row.created_at, updated_at=row.updated_at,
-                   ended_at=row.ended_at,
-                   tenant=row.tenant)
+        return cls(
+            id=row.id,
+            workflow=row.workflow,
+            workflow_path=row.workflow_path,
+            state=row.state,
+            retry_of=row.retry_of,
+            config=loads(row.config),
+            config_hash=row.config_hash,
+            snapshot_id=row.snapshot_id,
+            fresh=bool(row.fresh),
+            settings=RunSettings.from_json(row.options),
+            error=row.error,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            ended_at=row.ended_at,
+            tenant=row.tenant,
+        )
 
     @property
     def final(self) -> bool:
@@ -210,13 +260,28 @@ class BatchRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> BatchRecord:
-        return cls(key=row.key, workflow=row.workflow, action=row.action, file=row.file,
-                   part=row.part, provider=row.provider, provider_batch_id=row.provider_batch_id,
-                   state=row.state, raw_status=row.raw_status, run_id=row.run_id,
-                   collected_by=row.collected_by, request_count=row.request_count,
-                   meta=loads(row.meta) or {}, error=row.error, created_at=row.created_at,
-                   submitted_at=row.submitted_at, ended_at=row.ended_at,
-                   deadline_at=row.deadline_at, updated_at=row.updated_at, tenant=row.tenant)
+        return cls(
+            key=row.key,
+            workflow=row.workflow,
+            action=row.action,
+            file=row.file,
+            part=row.part,
+            provider=row.provider,
+            provider_batch_id=row.provider_batch_id,
+            state=row.state,
+            raw_status=row.raw_status,
+            run_id=row.run_id,
+            collected_by=row.collected_by,
+            request_count=row.request_count,
+            meta=loads(row.meta) or {},
+            error=row.error,
+            created_at=row.created_at,
+            submitted_at=row.submitted_at,
+            ended_at=row.ended_at,
+            deadline_at=row.deadline_at,
+            updated_at=row.updated_at,
+            tenant=row.tenant,
+        )
 
     @property
     def open(self) -> bool:

@@ -17,7 +17,8 @@ from agac import api
 from agac.errors import ConfigError, LeaseHeld, UsageError
 
 GOOD: dict[str, Any] = {
-    "name": "adm", "input": {"path": "data.jsonl"},
+    "name": "adm",
+    "input": {"path": "data.jsonl"},
     "actions": [{"name": "ask", "model": "mock/m", "prompt": "Say {{ source.text }}"}],
 }
 
@@ -52,7 +53,8 @@ def test_missing_credentials_admit_nothing(proj: Path, monkeypatch: pytest.Monke
 
 
 def test_a_failure_while_the_engine_starts_undoes_the_admission(
-        proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agac.engine.lifecycle import runs
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -99,8 +101,9 @@ def test_s3_a_held_lease_admits_nothing_and_ends_nothing(proj: Path, other_owner
     store = api.open_store(project)
     try:
         open_run, _, _ = open_or_admit(project, store, workflow, RunOptions())  # admitted, not run
-        store.acquire_lease(f"run:{open_run.id}", host=socket.gethostname(), pid=other_owner.pid,
-                            ttl=60)
+        store.acquire_lease(
+            f"run:{open_run.id}", host=socket.gethostname(), pid=other_owner.pid, ttl=60
+        )
     finally:
         store.close()
     for new in (False, True):
@@ -127,8 +130,12 @@ def test_different_records_while_a_run_is_open_are_refused_naming_new(proj: Path
     store = api.open_store(project)
     try:
         with given_records(first, project) as source:
-            open_run, _, _ = open_or_admit(project, store, api.load_workflow(wf, project, records=True),
-                                           RunOptions(source=source))
+            open_run, _, _ = open_or_admit(
+                project,
+                store,
+                api.load_workflow(wf, project, records=True),
+                RunOptions(source=source),
+            )
     finally:
         store.close()
     with pytest.raises(UsageError, match=r"new=True"):

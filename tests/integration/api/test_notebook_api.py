@@ -24,22 +24,43 @@ WORKFLOW: dict[str, Any] = {
     "input": {"id_field": "id"},
     "defaults": {"model": "mock/nb", "max_concurrency": 4},
     "actions": [
-        {"name": "classify", "prompt": "Classify: {{ source.text }}",
-         "schema": {"type": "object", "required": ["label", "score", "meta"], "properties": {
-             "label": {"enum": ["pos", "neg"]}, "score": {"type": "integer"},
-             "meta": {"type": "object", "required": ["lang"], "properties": {
-                 "lang": {"type": "string"}}}}}},
-        {"name": "reply", "dependencies": ["classify"], "when": "classify.label == 'neg'",
-         "prompt": "Reply to: {{ source.text }}"},
+        {
+            "name": "classify",
+            "prompt": "Classify: {{ source.text }}",
+            "schema": {
+                "type": "object",
+                "required": ["label", "score", "meta"],
+                "properties": {
+                    "label": {"enum": ["pos", "neg"]},
+                    "score": {"type": "integer"},
+                    "meta": {
+                        "type": "object",
+                        "required": ["lang"],
+                        "properties": {"lang": {"type": "string"}},
+                    },
+                },
+            },
+        },
+        {
+            "name": "reply",
+            "dependencies": ["classify"],
+            "when": "classify.label == 'neg'",
+            "prompt": "Reply to: {{ source.text }}",
+        },
     ],
 }
 WHEN = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
 
 
 def frame() -> pd.DataFrame:
-    return pd.DataFrame({"id": ["a", "b", "c"], "text": ["great", "awful", "fine"],
-                         "stars": [5.0, float("nan"), 3.0],
-                         "at": [pd.Timestamp(WHEN), pd.NaT, pd.Timestamp(WHEN)]})
+    return pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "text": ["great", "awful", "fine"],
+            "stars": [5.0, float("nan"), 3.0],
+            "at": [pd.Timestamp(WHEN), pd.NaT, pd.Timestamp(WHEN)],
+        }
+    )
 
 
 @pytest.fixture
@@ -79,7 +100,8 @@ async def test_run_inside_a_running_event_loop_from_pandas(nb: Path) -> None:
     # The same values the per-action export gives.
     narrow = {r["key"]: r["output"] for r in api.export_rows("reviews", "classify", nb)}
     assert df.set_index("key")["classify.label"].to_dict() == {
-        k: v["label"] for k, v in narrow.items()}
+        k: v["label"] for k, v in narrow.items()
+    }
 
 
 async def test_arun_from_polars_and_keys_records_n_without_id_field(nb: Path) -> None:
@@ -93,15 +115,19 @@ async def test_arun_from_polars_and_keys_records_n_without_id_field(nb: Path) ->
 
 async def test_run_inside_a_running_event_loop_from_polars_and_from_arrow(nb: Path) -> None:
     asyncio.get_running_loop()  # as a notebook's cell: agac.run, not arun
-    polars_run = agac.run({**WORKFLOW, "name": "in_loop_pl"}, nb,
-                          records=pl.from_pandas(frame()), progress=False)
+    polars_run = agac.run(
+        {**WORKFLOW, "name": "in_loop_pl"}, nb, records=pl.from_pandas(frame()), progress=False
+    )
     polars_df = agac.results(polars_run, include_source=True, project=nb).to_polars()
     assert isinstance(polars_df, pl.DataFrame)
     _check(polars_run, polars_df.to_pandas(), ["a", "b", "c"])
     assert polars_df["source.text"].to_list() == ["great", "awful", "fine"]
-    arrow_run = agac.run({**WORKFLOW, "name": "in_loop_pa"}, nb,
-                         records=pa.Table.from_pandas(frame(), preserve_index=False),
-                         progress=False)
+    arrow_run = agac.run(
+        {**WORKFLOW, "name": "in_loop_pa"},
+        nb,
+        records=pa.Table.from_pandas(frame(), preserve_index=False),
+        progress=False,
+    )
     table = agac.results(arrow_run, project=nb).to_arrow()
     assert isinstance(table, pa.Table) and table.num_rows == 3
     _check(arrow_run, table.to_pandas(), ["a", "b", "c"])
@@ -125,8 +151,7 @@ def test_run_from_arrow_and_dicts_without_a_loop(nb: Path) -> None:
 
 def test_a_bytes_column_is_refused_and_admits_nothing(nb: Path) -> None:
     with pytest.raises(ConfigError) as caught:
-        agac.run(WORKFLOW, nb, records=pd.DataFrame({"id": ["a"], "text": [b"x"]}),
-                 progress=False)
+        agac.run(WORKFLOW, nb, records=pd.DataFrame({"id": ["a"], "text": [b"x"]}), progress=False)
     assert caught.value.problems[0].code == "invalid_input"
     assert api.list_runs(project=nb) == []
 
@@ -145,18 +170,29 @@ def test_validate_plan_and_render_take_a_dict_and_records(nb: Path) -> None:
 
 def test_results_name_a_run_by_result_id_dict_or_name(nb: Path) -> None:
     result = agac.run(WORKFLOW, nb, records=frame(), progress=False)
-    tables = [agac.results(ref, "classify", project=nb).to_arrow()
-              for ref in (result, result.run_id, WORKFLOW, "reviews")]
+    tables = [
+        agac.results(ref, "classify", project=nb).to_arrow()
+        for ref in (result, result.run_id, WORKFLOW, "reviews")
+    ]
     assert all(t.equals(tables[0]) for t in tables)
-    assert tables[0].column_names == ["key", "classify.label", "classify.score",
-                                      "classify.meta.lang", "classify#status", "classify#reason"]
+    assert tables[0].column_names == [
+        "key",
+        "classify.label",
+        "classify.score",
+        "classify.meta.lang",
+        "classify#status",
+        "classify#reason",
+    ]
 
 
 def test_t2_a_notebook_run_keeps_the_tenant_it_is_given(nb: Path) -> None:
-    assert agac.run(WORKFLOW, nb, records=frame(), tenant="default", progress=False).tenant == \
-        "default"
-    other = agac.run({**WORKFLOW, "name": "other"}, nb, records=frame(), tenant="acme",
-                     progress=False)
+    assert (
+        agac.run(WORKFLOW, nb, records=frame(), tenant="default", progress=False).tenant
+        == "default"
+    )
+    other = agac.run(
+        {**WORKFLOW, "name": "other"}, nb, records=frame(), tenant="acme", progress=False
+    )
     assert other.tenant == "acme"
     assert [r["workflow"] for r in api.list_runs(project=nb)] == ["reviews"]
     assert [r["workflow"] for r in api.list_runs(project=nb, tenant="acme")] == ["other"]
@@ -164,13 +200,14 @@ def test_t2_a_notebook_run_keeps_the_tenant_it_is_given(nb: Path) -> None:
         agac.run(WORKFLOW, nb, records=frame(), tenant="no tenant", progress=False)
 
 
-def test_a_missing_data_library_names_the_extra(nb: Path, monkeypatch: pytest.MonkeyPatch,
-                                                ) -> None:
+def test_a_missing_data_library_names_the_extra(
+    nb: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import sys
 
     result = agac.run(WORKFLOW, nb, records=frame().to_dict("records"), progress=False)
-    for module, call in (("pandas", "to_pandas"), ("polars", "to_polars"),
-                         ("pyarrow", "to_arrow")):
+    for module, call in (("pandas", "to_pandas"), ("polars", "to_polars"), ("pyarrow", "to_arrow")):
         monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
         with pytest.raises(UsageError, match=r"pip install 'agac\[data\]'"):
             getattr(agac.results(result, project=nb), call)()
@@ -181,12 +218,14 @@ def test_a_missing_data_library_names_the_extra(nb: Path, monkeypatch: pytest.Mo
 
 
 async def test_cancelling_arun_stops_the_run_gently_and_the_next_call_continues_it(
-        nb: Path) -> None:
+    nb: Path,
+) -> None:
     nb.mkdir()
     (nb / "agac.yml").write_text("providers: {mock: {latency_ms: 150}}\n")
     slow = {**WORKFLOW, "defaults": {"model": "mock/nb", "max_concurrency": 2}}
-    many = pd.DataFrame({"id": [f"k{i}" for i in range(40)],
-                         "text": [f"text {i}" for i in range(40)]})  # 40 distinct requests
+    many = pd.DataFrame(
+        {"id": [f"k{i}" for i in range(40)], "text": [f"text {i}" for i in range(40)]}
+    )  # 40 distinct requests
     task = asyncio.create_task(agac.arun(slow, nb, records=many, progress=False))
     await asyncio.sleep(1.5)
     task.cancel()
@@ -199,8 +238,9 @@ async def test_cancelling_arun_stops_the_run_gently_and_the_next_call_continues_
     assert done.actions["classify"]["answered"] == 40
 
 
-def test_retry_of_a_run_over_records_needs_no_records(nb: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retry_of_a_run_over_records_needs_no_records(
+    nb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     flaky = {**WORKFLOW, "defaults": {"model": "mock/nb", "retry": {"max_attempts": 1}}}
     monkeypatch.setenv("AGAC_MOCK_FAIL_RATE", "1")
     failed = agac.run(flaky, nb, records=frame(), progress=False)

@@ -22,8 +22,10 @@ PIECE = re.compile(r"```python\n(?P<code>.*?)```|<!-- docs test: (?P<marker>[^>]
 
 def _pieces() -> list[tuple[str, str]]:
     text = DOC.read_text(encoding="utf-8")
-    return [("code", m["code"]) if m["code"] is not None else ("wait", m["marker"])
-            for m in PIECE.finditer(text)]
+    return [
+        ("code", m["code"]) if m["code"] is not None else ("wait", m["marker"])
+        for m in PIECE.finditer(text)
+    ]
 
 
 @pytest.fixture
@@ -35,8 +37,9 @@ def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runnin
         yield server
 
 
-async def test_the_python_walk_through_runs_as_written(emulator: RunningEmulator,
-                                                       tmp_path: Path) -> None:
+async def test_the_python_walk_through_runs_as_written(
+    emulator: RunningEmulator, tmp_path: Path
+) -> None:
     asyncio.get_running_loop()  # cells run inside the kernel's event loop
     pieces = _pieces()
     assert sum(1 for kind, _ in pieces if kind == "code") >= 7

@@ -30,8 +30,14 @@ RETRY = "{max_attempts: 2, backoff: {initial: 10ms, max: 20ms}}"
 WORKFLOW = "bw"
 
 
-def workflow(model: str, *, retry: str = RETRY, second: str | None = None,
-             defaults: str = "", summarize: bool = True) -> str:
+def workflow(
+    model: str,
+    *,
+    retry: str = RETRY,
+    second: str | None = None,
+    defaults: str = "",
+    summarize: bool = True,
+) -> str:
     """``classify`` (batch) → ``summarize`` (online), and optionally a third action
     ``tag`` (``second`` is its run_mode) reading both."""
     lines = [
@@ -46,8 +52,10 @@ def workflow(model: str, *, retry: str = RETRY, second: str | None = None,
         "actions:",
         "  - name: classify",
         '    prompt: "Classify: {{ source.text }}"',
-        ("    schema: {type: object, properties: {label: {type: string, enum: [a, b, c]}},"
-         " required: [label], additionalProperties: false}"),
+        (
+            "    schema: {type: object, properties: {label: {type: string, enum: [a, b, c]}},"
+            " required: [label], additionalProperties: false}"
+        ),
     ]
     if summarize:
         lines += [
@@ -67,20 +75,31 @@ def workflow(model: str, *, retry: str = RETRY, second: str | None = None,
 
 
 def records(prefix: str, n: int) -> list[dict[str, Any]]:
-    return [{"id": f"{prefix}{i}", "text": f"item {prefix}{i} says {'yes' if i % 2 else 'no'}"}
-            for i in range(n)]
+    return [
+        {"id": f"{prefix}{i}", "text": f"item {prefix}{i} says {'yes' if i % 2 else 'no'}"}
+        for i in range(n)
+    ]
 
 
-def make(root: Path, provider: str, files: Mapping[str, int] | None = None, *,
-         agac_yml: str = "", **options: Any) -> dict[str, list[str]]:
+def make(
+    root: Path,
+    provider: str,
+    files: Mapping[str, int] | None = None,
+    *,
+    agac_yml: str = "",
+    **options: Any,
+) -> dict[str, list[str]]:
     """Write the project; ``files`` maps a file stem to its record count (keys are
     ``<stem><i>``). Returns the record keys per file name."""
     files = files if files is not None else {"a": 3, "b": 2}
     data = {f"data/{stem}.jsonl": records(stem, n) for stem, n in files.items()}
-    write_project(root, workflow(MODELS.get(provider, provider), **options), data=data,
-                  agac_yml=agac_yml)
-    return {f"{stem}.jsonl": [r["id"] for r in rows]
-            for stem, rows in ((s, records(s, n)) for s, n in files.items())}
+    write_project(
+        root, workflow(MODELS.get(provider, provider), **options), data=data, agac_yml=agac_yml
+    )
+    return {
+        f"{stem}.jsonl": [r["id"] for r in rows]
+        for stem, rows in ((s, records(s, n)) for s, n in files.items())
+    }
 
 
 def run(root: Path, **options: Any) -> Any:
@@ -96,7 +115,9 @@ def counts(result_or_summary: Any, action: str = "classify") -> dict[str, Any]:
     return dict(summary["actions"][action])
 
 
-def rows(root: Path, action: str = "classify", run_ref: str | None = None) -> dict[str, dict[str, Any]]:
+def rows(
+    root: Path, action: str = "classify", run_ref: str | None = None
+) -> dict[str, dict[str, Any]]:
     """The action's outcome per record key in the run (default: the latest)."""
     return {r["key"]: r for r in api.export_rows(WORKFLOW, action, root, run_ref=run_ref)}
 
@@ -122,7 +143,9 @@ def store(root: Path) -> Iterator[Store]:
 def batches(root: Path) -> list[Any]:
     """Every batch row of the workflow, oldest first."""
     with store(root) as s:
-        return sorted(s.list_batches(WORKFLOW, tenants=None), key=lambda b: (b.created_at, b.file, b.part))
+        return sorted(
+            s.list_batches(WORKFLOW, tenants=None), key=lambda b: (b.created_at, b.file, b.part)
+        )
 
 
 def events(root: Path, run_ref: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:

@@ -25,8 +25,9 @@ def emulator_server() -> Iterator[RunningEmulator]:
 
 
 @pytest.fixture
-def emulator(emulator_server: RunningEmulator, monkeypatch: pytest.MonkeyPatch
-             ) -> Iterator[RunningEmulator]:
+def emulator(
+    emulator_server: RunningEmulator, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[RunningEmulator]:
     """The session's emulator, reset, with every SDK pointed at it for this test."""
     emulator_server.reset()
     for name, value in emulator_server.env().items():
@@ -42,5 +43,3 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     monkeypatch.chdir(root)
     return root
-
-

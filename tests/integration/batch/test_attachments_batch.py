@@ -44,9 +44,11 @@ def _make(root: Path, provider: str, files: dict[str, bytes]) -> None:
     (root / "files").mkdir(exist_ok=True)
     for name, data in files.items():
         (root / "files" / name).write_bytes(data)
-    write_project(root, _workflow(MODELS[provider]),
-                  data={"data/a.jsonl": [{"id": Path(n).stem, "file": f"files/{n}"}
-                                         for n in files]})
+    write_project(
+        root,
+        _workflow(MODELS[provider]),
+        data={"data/a.jsonl": [{"id": Path(n).stem, "file": f"files/{n}"} for n in files]},
+    )
 
 
 def _said(root: Path, name: str) -> str:
@@ -63,7 +65,8 @@ def _collect(root: Path, emulator: RunningEmulator) -> Any:
 
 @pytest.mark.parametrize("provider", list(MODELS))
 def test_i22_5_a_batch_of_files_is_sent_collected_and_each_answer_names_its_file(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     files = {f"p{i}.png": png_bytes(8 + i, 8, seed=i) for i in range(3)}
     if provider != "groq":
         files["doc.pdf"] = pdf_bytes(2)
@@ -76,7 +79,8 @@ def test_i22_5_a_batch_of_files_is_sent_collected_and_each_answer_names_its_file
 
 
 def test_i22_5_batch_files_split_by_bytes_with_the_base64_counted(
-        emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agac.providers.openai import OpenAIProvider
 
     # 12 images of ~50 KB: ~68 KB of base64 a line; a 300 KB file (270 KB with margin)
@@ -90,7 +94,8 @@ def test_i22_5_batch_files_split_by_bytes_with_the_base64_counted(
 
 
 def test_i22_5_a_file_changed_before_its_batch_line_is_never_sent(
-        emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agac.engine.batch import submission
 
     files = {"keep.png": png_bytes(seed=1), "edit.png": png_bytes(seed=2)}
@@ -110,7 +115,8 @@ def test_i22_5_a_file_changed_before_its_batch_line_is_never_sent(
 
 
 def test_i22_5_a_file_changed_while_its_line_is_written_sends_nothing(
-        emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agac.providers import _common
 
     files = {"keep.png": png_bytes(seed=1), "edit.png": png_bytes(seed=2)}

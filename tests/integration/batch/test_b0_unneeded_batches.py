@@ -26,8 +26,12 @@ def test_b0_batches_no_longer_needed_are_cancelled_and_needed_ones_adopted(
     with RunningEmulator(batch_seconds=60) as emu:
         for k, v in emu.env().items():
             monkeypatch.setenv(k, v)
-        write_project(tmp_path, WF.replace("PROMPT", "Classify:"), workflow_file="b0.yml",
-                      data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t{i}"} for i in range(4)]})
+        write_project(
+            tmp_path,
+            WF.replace("PROMPT", "Classify:"),
+            workflow_file="b0.yml",
+            data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t{i}"} for i in range(4)]},
+        )
         first = api.run("b0", tmp_path)
         assert first.exit_code == 75 and first.summary["actions"]["classify"]["batches_out"] == 1
         # The prompt changes: the batch out asks for requests nobody needs any more.
@@ -38,8 +42,11 @@ def test_b0_batches_no_longer_needed_are_cancelled_and_needed_ones_adopted(
         assert old["state"] == "cancelled"
         # Its records waited on the batch, which the next run gave up (B0): they say so.
         assert old["actions"]["classify"]["reasons"] == {"batch_abandoned": 4}
-        [given_up] = [e for e in api.events(first.summary["run_id"], tmp_path)
-                      if e["kind"] == "batch_cancelled_unneeded"]
+        [given_up] = [
+            e
+            for e in api.events(first.summary["run_id"], tmp_path)
+            if e["kind"] == "batch_cancelled_unneeded"
+        ]
         assert (given_up["data"]["reason"], given_up["data"]["units"]) == ("batch_abandoned", 4)
         stats = emu.stats()
         assert stats["requests"]["openai"]["batch.create"] == 2

@@ -23,30 +23,42 @@ ONE_ATTEMPT = "{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
 KEYS = [f"{stem}{i}" for stem, n in (("a", 3), ("b", 2)) for i in range(n)]
 
 
-def hybrid_project(root: Path, provider: str, *, deadline: str = "60s",
-                   live_after: str = "30s", poll_interval: str = "5m") -> None:
+def hybrid_project(
+    root: Path,
+    provider: str,
+    *,
+    deadline: str = "60s",
+    live_after: str = "30s",
+    poll_interval: str = "5m",
+) -> None:
     """``classify`` (batch, hybrid) -> ``summarize`` (online), two input files."""
-    text = "\n".join([
-        f"name: {WORKFLOW}",
-        "input: {path: data/, id_field: id}",
-        f"deadline: {deadline}",
-        "actions:",
-        "  - name: classify",
-        f"    model: {MODELS[provider]}",
-        "    run_mode: batch",
-        f"    poll_interval: {poll_interval}",
-        f"    hybrid: {{live_after: {live_after}}}",
-        "    max_tokens: 64",
-        f"    retry: {ONE_ATTEMPT}",
-        '    prompt: "Classify: {{ source.text }}"',
-        "  - name: summarize",
-        "    dependencies: [classify]",
-        f"    model: {MODELS[provider]}",
-        "    max_tokens: 64",
-        '    prompt: "Summarize {{ source.text }}: {{ classify.text }}"',
-    ]) + "\n"
-    write_project(root, text, data={"data/a.jsonl": records("a", 3),
-                                    "data/b.jsonl": records("b", 2)})
+    text = (
+        "\n".join(
+            [
+                f"name: {WORKFLOW}",
+                "input: {path: data/, id_field: id}",
+                f"deadline: {deadline}",
+                "actions:",
+                "  - name: classify",
+                f"    model: {MODELS[provider]}",
+                "    run_mode: batch",
+                f"    poll_interval: {poll_interval}",
+                f"    hybrid: {{live_after: {live_after}}}",
+                "    max_tokens: 64",
+                f"    retry: {ONE_ATTEMPT}",
+                '    prompt: "Classify: {{ source.text }}"',
+                "  - name: summarize",
+                "    dependencies: [classify]",
+                f"    model: {MODELS[provider]}",
+                "    max_tokens: 64",
+                '    prompt: "Summarize {{ source.text }}: {{ classify.text }}"',
+            ]
+        )
+        + "\n"
+    )
+    write_project(
+        root, text, data={"data/a.jsonl": records("a", 3), "data/b.jsonl": records("b", 2)}
+    )
 
 
 def live_classify_calls(emulator: RunningEmulator) -> dict[str, int]:
@@ -73,8 +85,9 @@ def clocked(project: Path) -> Iterator[tuple[ManualClock, Store]]:
 
 
 @params(ALL)
-def test_b13_hybrid_meets_deadline(provider: str, emulator: RunningEmulator, project: Path,
-                                   clocked: tuple[ManualClock, Store]) -> None:
+def test_b13_hybrid_meets_deadline(
+    provider: str, emulator: RunningEmulator, project: Path, clocked: tuple[ManualClock, Store]
+) -> None:
     clock, st = clocked
     hybrid_project(project, provider)
     first = run(project, store=st)
@@ -96,8 +109,9 @@ def test_b13_hybrid_meets_deadline(provider: str, emulator: RunningEmulator, pro
     assert clock.time() < ended.summary["deadline_at"]  # ended before its deadline
     # the instant fixed at admission is the one every later invocation used (R4)
     assert event["data"]["live_at"] == planned["live_at"]
-    assert ended.summary["hybrid"] == {"classify": {"live_at": planned["live_at"],
-                                                    "switched": True}}
+    assert ended.summary["hybrid"] == {
+        "classify": {"live_at": planned["live_at"], "switched": True}
+    }
     assert {k: r["status"] for k, r in rows(project).items()} == dict.fromkeys(KEYS, "answered")
     assert rows(project, "summarize").keys() == set(KEYS)
     assert live_classify_calls(emulator) == dict.fromkeys(KEYS, 1)
@@ -106,8 +120,9 @@ def test_b13_hybrid_meets_deadline(provider: str, emulator: RunningEmulator, pro
 
 
 @params(("anthropic",))
-def test_b13_overlap_counted(provider: str, emulator: RunningEmulator, project: Path,
-                             clocked: tuple[ManualClock, Store]) -> None:
+def test_b13_overlap_counted(
+    provider: str, emulator: RunningEmulator, project: Path, clocked: tuple[ManualClock, Store]
+) -> None:
     clock, st = clocked
     hybrid_project(project, provider)
     assert run(project, store=st).exit_code == 75
@@ -149,8 +164,9 @@ def cancels_end(emulator: RunningEmulator) -> Iterator[None]:
 
 
 @params(("openai",))
-def test_b13_wait_goes_live_at_live_after_by_itself(provider: str, emulator: RunningEmulator,
-                                                    project: Path, cancels_end: None) -> None:
+def test_b13_wait_goes_live_at_live_after_by_itself(
+    provider: str, emulator: RunningEmulator, project: Path, cancels_end: None
+) -> None:
     """The numbers are examples: deadline 60 s, live after 5 s, polls every second."""
     hybrid_project(project, provider, deadline="60s", live_after="5s", poll_interval="1s")
 
@@ -168,7 +184,8 @@ def test_b13_wait_goes_live_at_live_after_by_itself(provider: str, emulator: Run
 
 @params(("openai",))
 def test_b13_deadline_while_only_cancelled_batches_are_out_ends_with_the_outcomes(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     """The cancels never take effect within the test: at the deadline (10 s here) the
     run ends with every record answered live, and leaves the two batches out (B0)."""
     hybrid_project(project, provider, deadline="10s", live_after="4s", poll_interval="1h")

@@ -24,15 +24,22 @@ actions:
 
 
 def test_a1_batched_units_wait_for_approval_then_go_out_in_one_batch(
-        emulator: RunningEmulator, project: Path) -> None:
-    write_project(project, WF, workflow_file="bap.yml",
-                  data={"data/a.jsonl": [{"id": f"k{i}", "text": f"item {i}"} for i in range(3)]})
+    emulator: RunningEmulator, project: Path
+) -> None:
+    write_project(
+        project,
+        WF,
+        workflow_file="bap.yml",
+        data={"data/a.jsonl": [{"id": f"k{i}", "text": f"item {i}"} for i in range(3)]},
+    )
     first = api.run("bap", project)
     assert first.exit_code == 75 and first.summary["state"] == "awaiting_approval"
     assert first.summary["actions"]["classify"]["batches_out"] == 0
     proposals = api.approvals_list("bap", project)
     assert len(proposals) == 3 and emulator.stats()["requests"] == {}
-    revised = api.revise(proposals[0]["id"], ["prompt=Classify carefully: item 0"], project, who="ann")
+    revised = api.revise(
+        proposals[0]["id"], ["prompt=Classify carefully: item 0"], project, who="ann"
+    )
     for pid in [revised["id"]] + [p["id"] for p in proposals[1:]]:
         api.approve(pid, project, who="ann")
     second = api.run("bap", project)
@@ -41,8 +48,10 @@ def test_a1_batched_units_wait_for_approval_then_go_out_in_one_batch(
     store = Store(store_url(find_project(project)))
     try:
         (batch,) = store.list_batches("bap", tenants=None)
-        prompts = sorted(json.loads(i.request)["messages"][-1]["content"]
-                         for i in store.iter_batch_items(batch.key))
+        prompts = sorted(
+            json.loads(i.request)["messages"][-1]["content"]
+            for i in store.iter_batch_items(batch.key)
+        )
     finally:
         store.close()
     assert prompts == ["Classify carefully: item 0", "Classify: item 1", "Classify: item 2"]

@@ -18,9 +18,10 @@ from agac.emulator.testing import RunningEmulator
 PRICED = "prices: {openai/gpt-4o-mini: {input: 1000, output: 1000}}\n"
 
 
-def test_r5_batch_part_over_the_budget_is_not_sent(emulator: RunningEmulator, project: Path) -> None:
-    make(project, "openai", {"a": 2, "b": 3}, agac_yml=PRICED, summarize=False,
-         defaults="")
+def test_r5_batch_part_over_the_budget_is_not_sent(
+    emulator: RunningEmulator, project: Path
+) -> None:
+    make(project, "openai", {"a": 2, "b": 3}, agac_yml=PRICED, summarize=False, defaults="")
     wf = project / "workflows" / "wf.yml"
     wf.write_text(wf.read_text().replace("actions:", "budget: {usd: 0.1}\nactions:", 1))
     assert api.plan("bw", project)["within_budget"] is False

@@ -12,7 +12,9 @@ from agac import api
 from agac.emulator.testing import RunningEmulator
 
 
-def test_cancel_cancels_batches_out_at_the_provider(emulator: RunningEmulator, project: Path) -> None:
+def test_cancel_cancels_batches_out_at_the_provider(
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "openai", {"a": 2, "b": 1})
     first = run(project)
     assert first.exit_code == 75

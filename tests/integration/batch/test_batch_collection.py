@@ -27,8 +27,12 @@ from agac.emulator.testing import RunningEmulator
 
 ONE_ATTEMPT = "{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
 #: The request that reads a batch's results.
-READ_OP = {"openai": "file.download", "groq": "file.download", "gemini": "file.download",
-           "anthropic": "batch.results"}
+READ_OP = {
+    "openai": "file.download",
+    "groq": "file.download",
+    "gemini": "file.download",
+    "anthropic": "batch.results",
+}
 
 
 def _create_fault(provider: str, fault: dict[str, Any], nth: int = 1) -> dict[str, Any]:
@@ -42,10 +46,14 @@ GET_5XX = ("batch.get", {"http": 503})
 READ_DROPPED = ("results", {"drop_connection": True})
 
 
-@pytest.mark.parametrize(("provider", "op", "fault"), [("openai", *GET_5XX), ("anthropic", *READ_DROPPED)],
-                         ids=["openai-get-5xx", "anthropic-read-dropped"])
+@pytest.mark.parametrize(
+    ("provider", "op", "fault"),
+    [("openai", *GET_5XX), ("anthropic", *READ_DROPPED)],
+    ids=["openai-get-5xx", "anthropic-read-dropped"],
+)
 def test_b5_a_batch_that_cannot_be_read_is_left_named_and_collected_by_the_next_run(
-        provider: str, op: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
+    provider: str, op: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 3, "b": 2})
     assert run(project).exit_code == 75
     emulator.advance(120)
@@ -69,13 +77,20 @@ def test_b5_a_batch_that_cannot_be_read_is_left_named_and_collected_by_the_next_
     assert counts(third)["answered"] == 5
     stats = emulator.stats()
     assert stats["duplicate_answers"] == 0 and creates(stats, provider) == 2
-    assert sorted(e["data"]["file"] for e in events(project, kind="collected")) == ["a.jsonl", "b.jsonl"]
+    assert sorted(e["data"]["file"] for e in events(project, kind="collected")) == [
+        "a.jsonl",
+        "b.jsonl",
+    ]
 
 
-@pytest.mark.parametrize(("provider", "op", "fault"), [("openai", *READ_DROPPED), ("anthropic", *GET_5XX)],
-                         ids=["openai-read-dropped", "anthropic-get-5xx"])
+@pytest.mark.parametrize(
+    ("provider", "op", "fault"),
+    [("openai", *READ_DROPPED), ("anthropic", *GET_5XX)],
+    ids=["openai-read-dropped", "anthropic-get-5xx"],
+)
 def test_b5_while_the_provider_cannot_be_reached_the_run_pauses_naming_the_files(
-        provider: str, op: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
+    provider: str, op: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 3, "b": 2})
     assert run(project).exit_code == 75
     emulator.advance(120)
@@ -96,7 +111,10 @@ def test_b5_while_the_provider_cannot_be_reached_the_run_pauses_naming_the_files
     assert counts(third)["answered"] == 5
     stats = emulator.stats()
     assert stats["duplicate_answers"] == 0 and creates(stats, provider) == 2
-    assert sorted(e["data"]["file"] for e in events(project, kind="collected")) == ["a.jsonl", "b.jsonl"]
+    assert sorted(e["data"]["file"] for e in events(project, kind="collected")) == [
+        "a.jsonl",
+        "b.jsonl",
+    ]
 
 
 # -- B6 ---------------------------------------------------------------------------------------
@@ -104,7 +122,8 @@ def test_b5_while_the_provider_cannot_be_reached_the_run_pauses_naming_the_files
 
 @params(MAIN)
 def test_b6_records_left_out_go_into_a_retry_batch_while_attempts_remain(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 4})
     emulator.add_fault(_create_fault(provider, {"batch_drop_records": 2}))
     assert run(project).exit_code == 75
@@ -119,8 +138,11 @@ def test_b6_records_left_out_go_into_a_retry_batch_while_attempts_remain(
     with store(project) as s:
         again = sorted(i.unit_key for i in s.iter_batch_items(retry_batch.key))
         assert {i.attempt for i in s.iter_batch_items(retry_batch.key)} == {2}
-        left_out = sorted(i.unit_key for i in s.iter_batch_items(first_batch.key)
-                          if i.custom_id in stats["batches"][0]["dropped"])
+        left_out = sorted(
+            i.unit_key
+            for i in s.iter_batch_items(first_batch.key)
+            if i.custom_id in stats["batches"][0]["dropped"]
+        )
     assert again == left_out
     emulator.advance(120)
     third = run(project)
@@ -131,7 +153,8 @@ def test_b6_records_left_out_go_into_a_retry_batch_while_attempts_remain(
 
 @params(MAIN)
 def test_b6_records_left_out_with_no_attempt_left_fail_batch_not_returned(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 4}, retry=ONE_ATTEMPT)
     emulator.add_fault(_create_fault(provider, {"batch_drop_records": 2}))
     first = run(project)
@@ -145,7 +168,8 @@ def test_b6_records_left_out_with_no_attempt_left_fail_batch_not_returned(
     assert len(failed) == 2
     assert {classify[k]["reason"] for k in failed} == {"batch_not_returned"}
     assert {(summarize[k]["status"], summarize[k]["reason"]) for k in failed} == {
-        ("skipped", "upstream_failed")}
+        ("skipped", "upstream_failed")
+    }
     assert counts(second, "summarize")["answered"] == 2
 
     again = retry(project)
@@ -162,7 +186,8 @@ def test_b6_records_left_out_with_no_attempt_left_fail_batch_not_returned(
 
 @pytest.mark.parametrize("end", ["expired", "cancelled"])
 def test_b6_anthropic_expired_and_canceled_items_fail_with_their_reason(
-        end: str, emulator: RunningEmulator, project: Path) -> None:
+    end: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "anthropic", {"a": 3}, retry=ONE_ATTEMPT)
     emulator.add_fault(_create_fault("anthropic", {"batch_end": end, "answered": 1}))
     assert run(project).exit_code == 75
@@ -177,13 +202,18 @@ def test_b6_anthropic_expired_and_canceled_items_fail_with_their_reason(
 
 # -- B7 ---------------------------------------------------------------------------------------
 
-B7_CASES = [("openai", "expired"), ("openai", "cancelled"), ("groq", "failed"),
-            ("gemini", "expired")]
+B7_CASES = [
+    ("openai", "expired"),
+    ("openai", "cancelled"),
+    ("groq", "failed"),
+    ("gemini", "expired"),
+]
 
 
 @pytest.mark.parametrize(("provider", "end"), B7_CASES, ids=[f"{p}-{e}" for p, e in B7_CASES])
 def test_b7_a_batch_ended_without_results_is_not_read_and_fails_that_files_records(
-        provider: str, end: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, end: str, emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 2, "b": 2})
     emulator.add_fault(_create_fault(provider, {"batch_end": end, "answered": 1}, nth=2))
     assert run(project).exit_code == 75
@@ -197,7 +227,10 @@ def test_b7_a_batch_ended_without_results_is_not_read_and_fails_that_files_recor
     for key in keys["b.jsonl"]:
         assert (classify[key]["status"], classify[key]["reason"]) == ("failed", f"batch_{end}")
         assert "b.jsonl" in classify[key]["detail"] and bad in classify[key]["detail"]
-        assert (summarize[key]["status"], summarize[key]["reason"]) == ("skipped", "upstream_failed")
+        assert (summarize[key]["status"], summarize[key]["reason"]) == (
+            "skipped",
+            "upstream_failed",
+        )
     assert all(classify[k]["status"] == "answered" for k in keys["a.jsonl"])
     if provider != "gemini":  # Gemini's inline results come with the batch itself
         assert ops(emulator.stats(), provider).get(READ_OP[provider], 0) == 1  # a's only
@@ -222,10 +255,12 @@ def test_b7_a_batch_ended_without_results_is_not_read_and_fails_that_files_recor
 
 @params(("openai",))
 def test_b7_when_every_files_batch_ends_unread_the_action_fails_and_the_next_run_sends_every_file(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 2, "b": 2})
-    emulator.add_fault({"provider": provider, "op": "batch.create", "times": 2,
-                        "fault": {"batch_end": "expired"}})
+    emulator.add_fault(
+        {"provider": provider, "op": "batch.create", "times": 2, "fault": {"batch_end": "expired"}}
+    )
     assert run(project).exit_code == 75
     emulator.advance(120)
 
@@ -243,21 +278,32 @@ def test_b7_when_every_files_batch_ends_unread_the_action_fails_and_the_next_run
 
 
 #: What the provider says, asked right before reading, about a batch the poll saw ended.
-TURNED = {"openai": ("expired", "batch_expired"), "groq": ("failed", "batch_failed"),
-          "gemini": ("BATCH_STATE_CANCELLED", "batch_cancelled")}
+TURNED = {
+    "openai": ("expired", "batch_expired"),
+    "groq": ("failed", "batch_failed"),
+    "gemini": ("BATCH_STATE_CANCELLED", "batch_cancelled"),
+}
 
 
 @pytest.mark.parametrize("provider", list(TURNED))
 def test_b7_a_batch_reported_bad_right_before_reading_is_not_read_and_fails_that_files_records(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 2, "b": 2})
     assert run(project).exit_code == 75
     emulator.advance(120)
     raw, reason = TURNED[provider]
     # Each batch is polled (its 1st get) and then fetched again right before reading
     # (its 2nd): the first batch polled turns bad between the two.
-    emulator.add_fault({"provider": provider, "op": "batch.get", "nth": 2, "times": 1,
-                        "fault": {"batch_status": raw}})
+    emulator.add_fault(
+        {
+            "provider": provider,
+            "op": "batch.get",
+            "nth": 2,
+            "times": 1,
+            "fault": {"batch_status": raw},
+        }
+    )
     reads = ops(emulator.stats(), provider).get(READ_OP[provider], 0)
 
     second = run(project)
@@ -270,7 +316,9 @@ def test_b7_a_batch_reported_bad_right_before_reading_is_not_read_and_fails_that
     (bad_id,) = [b.provider_batch_id for b in batches(project) if b.file == bad_file]
     for key in keys[bad_file]:
         assert (classify[key]["status"], classify[key]["reason"]) == ("failed", reason)
-        assert bad_id in classify[key]["detail"] and "right before reading" in classify[key]["detail"]
+        assert (
+            bad_id in classify[key]["detail"] and "right before reading" in classify[key]["detail"]
+        )
     assert all(classify[k]["status"] == "answered" for k in keys[good_file])
     assert second.exit_code == 1 and second.summary["state"] == "partial"
     if provider != "gemini":  # Gemini's inline results come with the batch itself
@@ -283,12 +331,20 @@ def test_b7_a_batch_reported_bad_right_before_reading_is_not_read_and_fails_that
 
 
 def test_b7_an_anthropic_batch_not_ended_right_before_reading_is_read_by_a_later_run(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, "anthropic", {"a": 2})
     assert run(project).exit_code == 75
     emulator.advance(120)
-    emulator.add_fault({"provider": "anthropic", "op": "batch.get", "nth": 2, "times": 1,
-                        "fault": {"batch_status": "canceling"}})
+    emulator.add_fault(
+        {
+            "provider": "anthropic",
+            "op": "batch.get",
+            "nth": 2,
+            "times": 1,
+            "fault": {"batch_status": "canceling"},
+        }
+    )
 
     second = run(project)
 
@@ -328,12 +384,14 @@ def _cancel_at_provider(provider: str, batch_id: str) -> None:
 
 @params(MAIN)
 def test_b8_a_batch_still_cancelling_has_not_ended(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 2, "b": 2}, retry=ONE_ATTEMPT)
     assert run(project).exit_code == 75
     ids = {b.file: b.provider_batch_id for b in batches(project)}
-    emulator.add_fault({"provider": provider, "op": "batch.cancel",
-                        "fault": {"batch_stuck_cancelling": True}})
+    emulator.add_fault(
+        {"provider": provider, "op": "batch.cancel", "fault": {"batch_stuck_cancelling": True}}
+    )
     emulator.advance(30)  # both batches are half way through
     _cancel_at_provider(provider, ids["b.jsonl"])
     emulator.advance_batch(ids["a.jsonl"])
@@ -350,7 +408,9 @@ def test_b8_a_batch_still_cancelling_has_not_ended(
     emulator.advance(30)
     third = run(project)
     assert third.summary["state"] == "partial"
-    b_rows = sorted((rows(project)[k]["status"], rows(project)[k]["reason"]) for k in keys["b.jsonl"])
+    b_rows = sorted(
+        (rows(project)[k]["status"], rows(project)[k]["reason"]) for k in keys["b.jsonl"]
+    )
     if provider == "anthropic":
         # Canceled while running: a result per request, read like any other.
         assert b_rows == [("answered", None), ("failed", "batch_cancelled")]
@@ -365,12 +425,14 @@ def test_b8_a_batch_still_cancelling_has_not_ended(
 
 @params(MAIN)
 def test_b9_a_status_no_mapping_knows_is_still_running_named_and_asked_again(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider)
     assert run(project).exit_code == 75
     emulator.advance(120)
-    emulator.add_fault({"provider": provider, "op": "batch.get",
-                        "fault": {"batch_status": "rebalancing"}})
+    emulator.add_fault(
+        {"provider": provider, "op": "batch.get", "fault": {"batch_status": "rebalancing"}}
+    )
     ids = [b.provider_batch_id for b in batches(project)]
 
     second = run(project)

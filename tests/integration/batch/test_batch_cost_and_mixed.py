@@ -15,8 +15,7 @@ from agac.emulator.testing import RunningEmulator
 ONE_ATTEMPT = "{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
 
 
-def test_batch_usage_is_priced_at_the_batch_tier(
-        emulator: RunningEmulator, tmp_path: Path) -> None:
+def test_batch_usage_is_priced_at_the_batch_tier(emulator: RunningEmulator, tmp_path: Path) -> None:
     batch_root, live_root = tmp_path / "batch", tmp_path / "live"
     make(batch_root, "openai", summarize=False)
     make(live_root, "openai", summarize=False)
@@ -43,10 +42,14 @@ def _cost(root: Path) -> float:
     """The unrounded cost of the classify calls in the root's latest run."""
     with store(root) as s:
         (run_row,) = s.list_runs(limit=1)
-        return sum(float(r.cost_usd) for r in s.usage_totals([run_row.id]) if r.action == "classify")
+        return sum(
+            float(r.cost_usd) for r in s.usage_totals([run_row.id]) if r.action == "classify"
+        )
 
 
-def _run_until_final(root: Path, emulator: RunningEmulator, result: object, limit: int = 6) -> object:
+def _run_until_final(
+    root: Path, emulator: RunningEmulator, result: object, limit: int = 6
+) -> object:
     for _ in range(limit):
         if result.exit_code != 75:  # type: ignore[attr-defined]
             return result
@@ -56,12 +59,15 @@ def _run_until_final(root: Path, emulator: RunningEmulator, result: object, limi
 
 
 def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_expired_batch(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, "openai", {"a": 2, "b": 2, "c": 2}, second="batch", retry=ONE_ATTEMPT)
     create = {"provider": "openai", "op": "batch.create", "times": 1}
-    emulator.add_fault({**create, "nth": 1, "fault": {"http": 400}},                # a refused
-                       {**create, "nth": 2, "fault": {"batch_drop_records": 1}},    # b drops 1
-                       {**create, "nth": 3, "fault": {"batch_end": "expired", "answered": 1}})  # c
+    emulator.add_fault(
+        {**create, "nth": 1, "fault": {"http": 400}},  # a refused
+        {**create, "nth": 2, "fault": {"batch_drop_records": 1}},  # b drops 1
+        {**create, "nth": 3, "fault": {"batch_end": "expired", "answered": 1}},
+    )  # c
 
     # A refused file fails the action as a whole and the run (B2); b's and c's batches
     # stay out and their records are skipped batch_outstanding.
@@ -69,7 +75,9 @@ def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_exp
     assert first.exit_code == 1 and first.summary["state"] == "failed"
     classify = rows(project)
     assert {classify[k]["reason"] for k in keys["a.jsonl"]} == {"batch_refused"}
-    assert {classify[k]["reason"] for k in keys["b.jsonl"] + keys["c.jsonl"]} == {"batch_outstanding"}
+    assert {classify[k]["reason"] for k in keys["b.jsonl"] + keys["c.jsonl"]} == {
+        "batch_outstanding"
+    }
 
     # The next run sends a again, adopts b and c, and finishes with b's dropped record
     # (no attempt left) and c's expired batch as failures.
@@ -85,7 +93,10 @@ def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_exp
         if classify[key]["status"] == "answered":
             assert summarize[key]["status"] == "answered" and tag[key]["status"] == "answered"
         else:
-            assert (summarize[key]["reason"], tag[key]["reason"]) == ("upstream_failed", "upstream_failed")
+            assert (summarize[key]["reason"], tag[key]["reason"]) == (
+                "upstream_failed",
+                "upstream_failed",
+            )
 
     # agac retry sends the three failed records and their dependants, to completion.
     again = retry(project)
@@ -118,10 +129,17 @@ def _unread(report: dict[str, object]) -> list[dict[str, object]]:
 
 
 def test_b7_the_ledger_counts_what_an_expired_batch_answered_and_the_provider_billed(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "openai", {"a": 4}, summarize=False, retry=ONE_ATTEMPT)
-    emulator.add_fault({"provider": "openai", "op": "batch.create", "times": 1,
-                        "fault": {"batch_end": "expired", "answered": 2}})
+    emulator.add_fault(
+        {
+            "provider": "openai",
+            "op": "batch.create",
+            "times": 1,
+            "fault": {"batch_end": "expired", "answered": 2},
+        }
+    )
     assert run(project).exit_code == 75
     emulator.advance(120)
 
@@ -144,7 +162,8 @@ def test_b7_the_ledger_counts_what_an_expired_batch_answered_and_the_provider_bi
 
 @pytest.mark.parametrize(("provider", "estimated"), [("openai", 0), ("groq", 4)])
 def test_fresh_over_ended_batches_ledgers_what_they_billed_in_the_run_that_sent_them(
-        provider: str, estimated: int, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, estimated: int, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 2, "b": 2}, summarize=False)
     first = run(project)
     assert first.exit_code == 75

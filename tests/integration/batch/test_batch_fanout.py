@@ -39,20 +39,30 @@ actions:
 
 
 def _make(root: Path, provider: str, attempts: int) -> None:
-    data = {"data/a.jsonl": [{"id": "r0", "parts": ["x0", "x1", "x2"]},
-                             {"id": "r1", "parts": ["y0", "y1", "y2"]}],
-            "data/b.jsonl": [{"id": "s0", "parts": ["z0", "z1"]}]}
+    data = {
+        "data/a.jsonl": [
+            {"id": "r0", "parts": ["x0", "x1", "x2"]},
+            {"id": "r1", "parts": ["y0", "y1", "y2"]},
+        ],
+        "data/b.jsonl": [{"id": "s0", "parts": ["z0", "z1"]}],
+    }
     write_project(root, _workflow(MODELS[provider], attempts), data=data, files={"tools.py": TOOLS})
 
 
 def _drop(provider: str, n: int) -> dict[str, object]:
-    return {"provider": provider, "op": "batch.create", "nth": 1, "times": 1,
-            "fault": {"batch_drop_records": n}}
+    return {
+        "provider": provider,
+        "op": "batch.create",
+        "nth": 1,
+        "times": 1,
+        "fault": {"batch_drop_records": n},
+    }
 
 
 @params(MAIN)
-def test_b6_fan_out_items_left_out_go_into_a_retry_batch(provider: str, emulator: RunningEmulator,
-                                                         project: Path) -> None:
+def test_b6_fan_out_items_left_out_go_into_a_retry_batch(
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     _make(project, provider, attempts=2)
     emulator.add_fault(_drop(provider, 2))
     first = run(project)
@@ -75,7 +85,8 @@ def test_b6_fan_out_items_left_out_go_into_a_retry_batch(provider: str, emulator
 
 @params(MAIN)
 def test_b6_fan_out_items_left_out_with_no_attempt_left_are_rejected(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     _make(project, provider, attempts=1)
     emulator.add_fault(_drop(provider, 2))
     assert run(project).exit_code == 75
@@ -87,16 +98,21 @@ def test_b6_fan_out_items_left_out_with_no_attempt_left_are_rejected(
     assert classify["reasons"] == {"batch_not_returned": 2}
     items = rows(project)
     failed = sorted(k for k, r in items.items() if r["status"] == "failed")
-    rejected = sorted(r["key"] for row in rows(project, "collect").values()
-                      for r in row["output"]["rejected"])
+    rejected = sorted(
+        r["key"] for row in rows(project, "collect").values() for r in row["output"]["rejected"]
+    )
     assert rejected == failed and all("/" in k for k in failed)
-    assert {r["reason"] for row in rows(project, "collect").values()
-            for r in row["output"]["rejected"]} == {"batch_not_returned"}
+    assert {
+        r["reason"] for row in rows(project, "collect").values() for r in row["output"]["rejected"]
+    } == {"batch_not_returned"}
 
 
-def test_versions_are_distinct_requests_for_the_emulator(emulator: RunningEmulator,
-                                                         project: Path) -> None:
-    write_project(project, f"""
+def test_versions_are_distinct_requests_for_the_emulator(
+    emulator: RunningEmulator, project: Path
+) -> None:
+    write_project(
+        project,
+        f"""
 name: {WORKFLOW}
 input: {{path: data/, id_field: id}}
 actions:
@@ -107,7 +123,9 @@ actions:
     prompt: "Is {{{{ source.text }}}} spam?"
     schema: {{type: object, properties: {{spam: {{type: boolean}}}}, required: [spam], additionalProperties: false}}
   - {{name: tally, kind: join, dependencies: [vote]}}
-""", data={"data/a.jsonl": [{"id": "m1", "text": "buy now"}, {"id": "m2", "text": "hello"}]})
+""",
+        data={"data/a.jsonl": [{"id": "m1", "text": "buy now"}, {"id": "m2", "text": "hello"}]},
+    )
     result = run(project)
     assert result.exit_code == 0, result.notes
     assert counts(result, "vote")["calls"] == 6
@@ -117,8 +135,11 @@ actions:
 
 
 def test_fan_out_over_a_batch_answer_waits_for_it_then_batches_the_items(
-        emulator: RunningEmulator, project: Path) -> None:
-    write_project(project, f"""
+    emulator: RunningEmulator, project: Path
+) -> None:
+    write_project(
+        project,
+        f"""
 name: {WORKFLOW}
 input: {{path: data/, id_field: id}}
 defaults: {{model: {MODELS["openai"]}, max_tokens: 64, run_mode: batch}}
@@ -131,7 +152,9 @@ actions:
     fan_out: {{over: extract.parts, as: part}}
     prompt: "Classify: {{{{ part }}}}"
   - {{name: collect, kind: join, dependencies: [classify]}}
-""", data={"data/a.jsonl": [{"id": f"r{i}", "text": f"thing {i}"} for i in range(3)]})
+""",
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"thing {i}"} for i in range(3)]},
+    )
     first = run(project)
     assert first.exit_code == 75
     assert [b["requests"] for b in emulator.stats()["batches"]] == [3]  # extract only (B4)
@@ -143,5 +166,8 @@ actions:
     done = run(project)
     assert done.exit_code == 0, done.notes
     assert counts(done)["records"] == counts(done)["answered"] == 6
-    assert [f["key"] for f in rows(project, "collect")["r2"]["output"]["fulfilled"]] == ["r2/0", "r2/1"]
+    assert [f["key"] for f in rows(project, "collect")["r2"]["output"]["fulfilled"]] == [
+        "r2/0",
+        "r2/1",
+    ]
     assert emulator.stats()["duplicate_answers"] == 0

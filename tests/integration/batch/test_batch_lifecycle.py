@@ -30,7 +30,8 @@ from agac.errors import ConfigError
 
 @params(ALL)
 def test_lifecycle_submit_pause_collect_then_nothing_to_pay(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider)
 
     first = run(project)
@@ -52,7 +53,9 @@ def test_lifecycle_submit_pause_collect_then_nothing_to_pay(
     assert counts(second, "summarize")["answered"] == 5
     outputs = rows(project)
     assert set(outputs) == set(keys["a.jsonl"] + keys["b.jsonl"])
-    assert all(r["status"] == "answered" and r["output"]["label"] in "abc" for r in outputs.values())
+    assert all(
+        r["status"] == "answered" and r["output"]["label"] in "abc" for r in outputs.values()
+    )
 
     emulator.reset_stats()
     third = run(project)
@@ -62,7 +65,9 @@ def test_lifecycle_submit_pause_collect_then_nothing_to_pay(
     assert emulator.stats()["duplicate_answers"] == 0
 
 
-def test_ollama_batch_runs_locally_without_a_pause(emulator: RunningEmulator, project: Path) -> None:
+def test_ollama_batch_runs_locally_without_a_pause(
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "ollama/llama3.2")
 
     result = run(project)
@@ -74,7 +79,8 @@ def test_ollama_batch_runs_locally_without_a_pause(emulator: RunningEmulator, pr
 
 
 def test_ollama_batch_says_in_the_run_notes_that_it_runs_locally(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "ollama/llama3.2")
 
     result = run(project)
@@ -85,7 +91,8 @@ def test_ollama_batch_says_in_the_run_notes_that_it_runs_locally(
 
 
 def test_a_batch_action_on_a_provider_without_a_batch_api_is_refused_before_anything_runs(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "mock/m")
 
     with pytest.raises(ConfigError) as raised:
@@ -99,7 +106,8 @@ def test_a_batch_action_on_a_provider_without_a_batch_api_is_refused_before_anyt
 
 @params(MAIN)
 def test_b0_a_run_ended_by_new_leaves_its_batches_out_for_the_next_run_to_adopt(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider)
     first = run(project)
     assert first.exit_code == 75
@@ -133,7 +141,8 @@ def test_b0_a_run_ended_by_new_leaves_its_batches_out_for_the_next_run_to_adopt(
 
 @params(MAIN)
 def test_b0_the_next_run_cancels_at_the_provider_the_batches_it_no_longer_needs(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider)
     assert run(project).exit_code == 75
     old_ids = {b.provider_batch_id for b in batches(project)}
@@ -147,13 +156,15 @@ def test_b0_the_next_run_cancels_at_the_provider_the_batches_it_no_longer_needs(
     assert creates(stats, provider) == 4
     assert ops(stats, provider).get("batch.cancel", 0) == 2
     by_id = {b["id"]: b for b in stats["batches"]}
-    assert all(by_id[i]["status"] in ("cancelling", "cancelled", "canceling", "ended")
-               for i in old_ids)
+    assert all(
+        by_id[i]["status"] in ("cancelling", "cancelled", "canceling", "ended") for i in old_ids
+    )
 
 
 @params(MAIN)
 def test_b1_each_input_file_is_sent_as_its_own_batch_per_action(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 3, "b": 2, "c": 1}, second="batch")
 
     assert run(project).exit_code == 75
@@ -165,8 +176,14 @@ def test_b1_each_input_file_is_sent_as_its_own_batch_per_action(
     assert run(project).exit_code == 0
 
     sent = sorted((b.action, b.file, b.request_count) for b in batches(project))
-    assert sent == [("classify", "a.jsonl", 3), ("classify", "b.jsonl", 2), ("classify", "c.jsonl", 1),
-                    ("tag", "a.jsonl", 3), ("tag", "b.jsonl", 2), ("tag", "c.jsonl", 1)]
+    assert sent == [
+        ("classify", "a.jsonl", 3),
+        ("classify", "b.jsonl", 2),
+        ("classify", "c.jsonl", 1),
+        ("tag", "a.jsonl", 3),
+        ("tag", "b.jsonl", 2),
+        ("tag", "c.jsonl", 1),
+    ]
     stats = emulator.stats()
     assert sorted(b["requests"] for b in stats["batches"]) == [1, 1, 2, 2, 3, 3]
     assert creates(stats, provider) == 6 and stats["duplicate_answers"] == 0
@@ -174,7 +191,8 @@ def test_b1_each_input_file_is_sent_as_its_own_batch_per_action(
 
 @params(MAIN)
 def test_b1_a_file_is_split_further_only_by_the_providers_limits(
-        provider: str, emulator: RunningEmulator, project: Path, monkeypatch: Any) -> None:
+    provider: str, emulator: RunningEmulator, project: Path, monkeypatch: Any
+) -> None:
     from agac.providers.registry import provider_class
 
     monkeypatch.setattr(provider_class(provider), "batch_max_requests", 2)

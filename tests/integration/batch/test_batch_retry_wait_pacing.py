@@ -44,7 +44,8 @@ def _create_fault(provider: str, fault: dict[str, Any], nth: int = 1) -> dict[st
 
 @params(MAIN)
 def test_b10_retry_submits_a_batch_of_only_the_failed_records_and_the_next_run_collects_it(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 3, "b": 2}, retry=ONE_ATTEMPT)
     emulator.add_fault(_create_fault(provider, {"batch_drop_records": 1}))
     first = run(project)
@@ -79,7 +80,8 @@ def _failed_run_with_batches_out(provider: str, emulator: RunningEmulator, proje
 
 @params(MAIN)
 def test_b10_retry_is_refused_while_a_batch_of_the_workflow_is_out(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     _failed_run_with_batches_out(provider, emulator, project)
 
     with pytest.raises(RefusedError, match="abandon-in-flight"):
@@ -88,7 +90,8 @@ def test_b10_retry_is_refused_while_a_batch_of_the_workflow_is_out(
 
 @params(MAIN)
 def test_b10_abandon_in_flight_fails_the_waiting_records_batch_abandoned_first(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     _failed_run_with_batches_out(provider, emulator, project)
 
     again = retry(project, abandon_in_flight=True)
@@ -108,7 +111,8 @@ def test_b10_abandon_in_flight_fails_the_waiting_records_batch_abandoned_first(
 
 @params(MAIN)
 def test_b10_batch_abandoned_shows_in_status_records_show_and_the_events(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     _failed_run_with_batches_out(provider, emulator, project)
     original = api.status(WORKFLOW, project)
     assert counts(original)["reasons"] == {"batch_refused": 2, "batch_outstanding": 2}
@@ -153,7 +157,8 @@ def moving_clock(emulator: RunningEmulator) -> Iterator[None]:
 
 @params(MAIN)
 def test_b11_wait_polls_every_poll_interval_until_the_run_is_final(
-        provider: str, emulator: RunningEmulator, project: Path, moving_clock: None) -> None:
+    provider: str, emulator: RunningEmulator, project: Path, moving_clock: None
+) -> None:
     make(project, provider, retry=ONE_ATTEMPT, defaults="poll_interval: 1s")
 
     result = run(project, wait=True)
@@ -168,7 +173,8 @@ def test_b11_wait_polls_every_poll_interval_until_the_run_is_final(
 
 @params(MAIN)
 def test_b11_at_batch_deadline_the_batch_is_cancelled_and_its_records_fail(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, retry=ONE_ATTEMPT, defaults="batch_deadline: 700ms")
     clock = ManualClock()
     st = Store(f"sqlite:///{project}/.agac/agac.db", clock=clock)
@@ -193,7 +199,8 @@ def test_b11_at_batch_deadline_the_batch_is_cancelled_and_its_records_fail(
 
 @pytest.mark.parametrize("provider", ["openai"])
 def test_b12_submissions_are_paced_per_provider_and_polling_never_is(
-        provider: str, emulator: RunningEmulator, project: Path, monkeypatch: Any) -> None:
+    provider: str, emulator: RunningEmulator, project: Path, monkeypatch: Any
+) -> None:
     from agac.engine.limits.rates import RateLimiter
     from agac.providers.registry import provider_class
 
@@ -203,14 +210,19 @@ def test_b12_submissions_are_paced_per_provider_and_polling_never_is(
     for name in ("submit_batch", "poll_batch"):
         original = getattr(cls, name)
 
-        def timed(self: Any, *args: Any, _name: str = name, _original: Any = original,
-                  **kwargs: Any) -> Any:
+        def timed(
+            self: Any, *args: Any, _name: str = name, _original: Any = original, **kwargs: Any
+        ) -> Any:
             calls.append((_name, time.monotonic()))
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(cls, name, timed)
-    make(project, provider, {"a": 1, "b": 1, "c": 1},
-         agac_yml=f"providers:\n  {provider}: {{batch_submissions_per_minute: 1}}\n")
+    make(
+        project,
+        provider,
+        {"a": 1, "b": 1, "c": 1},
+        agac_yml=f"providers:\n  {provider}: {{batch_submissions_per_minute: 1}}\n",
+    )
 
     assert run(project).exit_code == 75
 

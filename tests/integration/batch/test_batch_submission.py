@@ -43,7 +43,8 @@ REFUSALS = [
 
 @pytest.mark.parametrize(("provider", "fault"), REFUSALS, ids=["openai-quota", "anthropic-400"])
 def test_b2_refused_every_file_is_tried_then_the_action_fails_naming_the_refused_file(
-        provider: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
+    provider: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 2, "b": 2, "c": 2})
     emulator.add_fault(_create_fault(provider, fault))
 
@@ -58,7 +59,10 @@ def test_b2_refused_every_file_is_tried_then_the_action_fails_naming_the_refused
         assert classify[key]["reason"] == "batch_refused"
         assert "b.jsonl" in classify[key]["detail"]
     for key in keys["a.jsonl"] + keys["c.jsonl"]:
-        assert (classify[key]["status"], classify[key]["reason"]) == ("skipped", "batch_outstanding")
+        assert (classify[key]["status"], classify[key]["reason"]) == (
+            "skipped",
+            "batch_outstanding",
+        )
     with store(project) as s:
         state, detail = s.action_states(first.summary["run_id"])["classify"]
     assert state == "failed" and "b.jsonl" in detail and "a.jsonl" not in detail
@@ -85,7 +89,8 @@ def test_b2_refused_every_file_is_tried_then_the_action_fails_naming_the_refused
 
 @params(MAIN)
 def test_b2_wait_a_429_that_says_when_is_waited_out_spending_no_attempt(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, retry="{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}")
     emulator.add_fault(_create_fault(provider, {"http": 429, "retry_after": 1}, nth=1))
 
@@ -114,10 +119,14 @@ LOST = [{"http": 503}, {"drop_connection": True}]
 LOST_CASES = [("openai", LOST[1]), ("anthropic", LOST[0]), ("gemini", LOST[1]), ("groq", LOST[0])]
 
 
-@pytest.mark.parametrize(("provider", "fault"), LOST_CASES,
-                         ids=["openai-dropped", "anthropic-5xx", "gemini-dropped", "groq-5xx"])
+@pytest.mark.parametrize(
+    ("provider", "fault"),
+    LOST_CASES,
+    ids=["openai-dropped", "anthropic-5xx", "gemini-dropped", "groq-5xx"],
+)
 def test_b2_unknown_an_accepted_batch_whose_answer_was_lost_is_found_never_sent_twice(
-        provider: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path) -> None:
+    provider: str, fault: dict[str, Any], emulator: RunningEmulator, project: Path
+) -> None:
     # Files of different sizes: Anthropic's candidate matching (same request count in
     # the intent's time window) finds exactly one.
     make(project, provider, {"a": 3, "b": 2})
@@ -142,7 +151,8 @@ def test_b2_unknown_an_accepted_batch_whose_answer_was_lost_is_found_never_sent_
 
 @params(("openai", "gemini"))
 def test_b2_unknown_a_submission_the_provider_never_got_is_sent_again_once(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 3, "b": 2})
     emulator.add_fault(_create_fault(provider, {"http": 503}))
 
@@ -159,7 +169,8 @@ def test_b2_unknown_a_submission_the_provider_never_got_is_sent_again_once(
 
 
 def test_b2_unknown_anthropic_without_a_certain_answer_pauses_naming_batch_resolve(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "anthropic", {"a": 3, "b": 2})
     emulator.add_fault(_create_fault("anthropic", {"http": 503}))
 
@@ -176,7 +187,8 @@ def test_b2_unknown_anthropic_without_a_certain_answer_pauses_naming_batch_resol
 
 
 def test_b2_unknown_anthropic_never_adopts_a_batch_another_file_holds(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     # Same sizes: a's batch is the only candidate in the window with b's request count.
     make(project, "anthropic", {"a": 2, "b": 2})
     emulator.add_fault(_create_fault("anthropic", {"http": 503}))
@@ -194,14 +206,20 @@ def test_b2_unknown_anthropic_never_adopts_a_batch_another_file_holds(
 
 @params(MAIN)
 def test_b3_running_again_sends_only_records_without_an_answer(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 2, "b": 2})
     assert run(project).exit_code == 75
     emulator.advance(120)
     assert run(project).exit_code == 0
-    write_jsonl(project / "data" / "a.jsonl", [
-        {"id": "a0", "text": "item a0 says no"}, {"id": "a1", "text": "item a1 says yes"},
-        {"id": "a9", "text": "a new record"}])
+    write_jsonl(
+        project / "data" / "a.jsonl",
+        [
+            {"id": "a0", "text": "item a0 says no"},
+            {"id": "a1", "text": "item a1 says yes"},
+            {"id": "a9", "text": "a new record"},
+        ],
+    )
 
     third = run(project)
 
@@ -212,12 +230,17 @@ def test_b3_running_again_sends_only_records_without_an_answer(
     emulator.advance(120)
     fourth = run(project)
     assert fourth.exit_code == 0
-    assert (counts(fourth)["answered"], counts(fourth)["reused"], counts(fourth)["calls"]) == (5, 4, 1)
+    assert (counts(fourth)["answered"], counts(fourth)["reused"], counts(fourth)["calls"]) == (
+        5,
+        4,
+        1,
+    )
 
 
 @params(MAIN)
 def test_b3_a_batch_still_out_is_collected_never_sent_again(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider)
     assert run(project).exit_code == 75
     again = run(project)
@@ -232,8 +255,11 @@ def test_b3_a_batch_still_out_is_collected_never_sent_again(
 
 @params(("openai",))
 def test_b3_a_carried_over_failure_is_not_sent_again(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
-    make(project, provider, {"a": 3}, retry="{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}")
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
+    make(
+        project, provider, {"a": 3}, retry="{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
+    )
     emulator.add_fault(_create_fault(provider, {"batch_drop_records": 1}, nth=1))
     assert run(project).exit_code == 75
     emulator.advance(120)
@@ -254,11 +280,11 @@ def test_b3_a_carried_over_failure_is_not_sent_again(
 
 @params(MAIN)
 def test_b4_batches_wait_uncollected_while_a_file_of_the_action_cannot_be_sent(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 2, "b": 2, "c": 2})
     refuse = {"provider": provider, "op": "batch.create", "match": {}, "fault": {"http": 400}}
-    emulator.add_fault(_create_fault(provider, {"http": 400}),
-                       {**refuse, "nth": 4, "times": 1})
+    emulator.add_fault(_create_fault(provider, {"http": 400}), {**refuse, "nth": 4, "times": 1})
     assert run(project).exit_code == 1  # b refused, a and c out
     emulator.advance(120)  # a's and c's batches have ended at the provider
 
@@ -268,7 +294,9 @@ def test_b4_batches_wait_uncollected_while_a_file_of_the_action_cannot_be_sent(
     read = ops(emulator.stats(), provider)
     assert read.get("file.download", 0) == 0 and read.get("batch.results", 0) == 0
     assert {b.file: b.collected_by for b in batches(project) if b.file != "b.jsonl"} == {
-        "a.jsonl": None, "c.jsonl": None}
+        "a.jsonl": None,
+        "c.jsonl": None,
+    }
     third = run(project)  # b is sent: every file is out, a and c are read now
     assert third.exit_code == 75
     assert counts(third)["answered"] == 4
@@ -278,7 +306,8 @@ def test_b4_batches_wait_uncollected_while_a_file_of_the_action_cannot_be_sent(
 
 @params(MAIN)
 def test_b4_a_waiting_run_names_each_batch_and_file_it_waits_on(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     make(project, provider, {"a": 2, "b": 2}, summarize=False, second="batch")
 
     first = run(project)
@@ -290,7 +319,8 @@ def test_b4_a_waiting_run_names_each_batch_and_file_it_waits_on(
     assert out == [("classify", "a.jsonl", ids["a.jsonl"]), ("classify", "b.jsonl", ids["b.jsonl"])]
     held = {w["file"]: w for w in waiting if not w["batch_id"]}
     assert {f: (w["action"], w["state"], w["waits_on"]) for f, w in held.items()} == {
-        f: ("tag", "waiting", [ids[f]]) for f in ("a.jsonl", "b.jsonl")}
+        f: ("tag", "waiting", [ids[f]]) for f in ("a.jsonl", "b.jsonl")
+    }
     [note] = [n for n in first.notes if n.startswith("tag: waiting until every input file")]
     for f in ("a.jsonl", "b.jsonl"):
         assert f"{f} waits on classify's batch {ids[f]}" in note
@@ -300,7 +330,9 @@ def test_b4_a_waiting_run_names_each_batch_and_file_it_waits_on(
     second = run(project)  # classify read; tag's batches sent
     assert second.exit_code == 75
     assert {(w["action"], w["file"]) for w in second.summary["waiting_on"]} == {
-        ("tag", "a.jsonl"), ("tag", "b.jsonl")}
+        ("tag", "a.jsonl"),
+        ("tag", "b.jsonl"),
+    }
     emulator.advance(120)
     done = run(project)
     assert done.exit_code == 0 and "waiting_on" not in done.summary
@@ -308,7 +340,8 @@ def test_b4_a_waiting_run_names_each_batch_and_file_it_waits_on(
 
 @params(MAIN)
 def test_b2_a_run_held_back_by_a_refused_file_names_the_batches_still_out(
-        provider: str, emulator: RunningEmulator, project: Path) -> None:
+    provider: str, emulator: RunningEmulator, project: Path
+) -> None:
     keys = make(project, provider, {"a": 2, "b": 2})
     emulator.add_fault(_create_fault(provider, {"http": 400}, nth=2))
 
@@ -317,8 +350,11 @@ def test_b2_a_run_held_back_by_a_refused_file_names_the_batches_still_out(
     assert refused.exit_code == 1 and refused.summary["state"] == "failed"
     (out,) = [b for b in batches(project) if b.state in ("submitted", "running")]
     assert [(w["action"], w["file"], w["batch_id"]) for w in refused.summary["waiting_on"]] == [
-        ("classify", out.file, out.provider_batch_id)]
+        ("classify", out.file, out.provider_batch_id)
+    ]
     classify = rows(project)
     for key in keys[out.file]:
         assert classify[key]["reason"] == "batch_outstanding"
-        assert out.provider_batch_id in classify[key]["detail"] and out.file in classify[key]["detail"]
+        assert (
+            out.provider_batch_id in classify[key]["detail"] and out.file in classify[key]["detail"]
+        )

@@ -40,13 +40,24 @@ def big() -> dict[str, bytes]:
 def _make(root: Path, mode: str, big: dict[str, bytes]) -> dict[str, str]:
     """Four records: two attach the same 25 MB PNG (under two names), one a 25 MB PDF,
     one a small PNG. Returns id -> its file name."""
-    files = {"scan_a": ("scan_a.png", big["png"]), "scan_b": ("scan_b.png", big["png"]),
-             "contract": ("contract.pdf", big["pdf"]), "thumb": ("thumb.png", png_bytes(seed=2))}
+    files = {
+        "scan_a": ("scan_a.png", big["png"]),
+        "scan_b": ("scan_b.png", big["png"]),
+        "contract": ("contract.pdf", big["pdf"]),
+        "thumb": ("thumb.png", png_bytes(seed=2)),
+    }
     (root / "files").mkdir()
     for name, data in files.values():
         (root / "files" / name).write_bytes(data)
-    write_project(root, _workflow(mode), data={"data/a.jsonl": [
-        {"id": key, "file": f"files/{name}"} for key, (name, _) in files.items()]})
+    write_project(
+        root,
+        _workflow(mode),
+        data={
+            "data/a.jsonl": [
+                {"id": key, "file": f"files/{name}"} for key, (name, _) in files.items()
+            ]
+        },
+    )
     return {key: name for key, (name, _) in files.items()}
 
 
@@ -69,7 +80,8 @@ def _check_answers(root: Path, names: dict[str, str]) -> None:
 
 
 def test_i22_gemini_files_api_an_online_run_uploads_each_big_file_once(
-        emulator: RunningEmulator, project: Path, big: dict[str, bytes]) -> None:
+    emulator: RunningEmulator, project: Path, big: dict[str, bytes]
+) -> None:
     names = _make(project, "online", big)
     done = run(project)
     assert done.exit_code == 0, done.summary
@@ -81,7 +93,8 @@ def test_i22_gemini_files_api_an_online_run_uploads_each_big_file_once(
 
 
 def test_i22_gemini_files_api_a_batch_run_names_uploaded_files_in_its_lines(
-        emulator: RunningEmulator, project: Path, big: dict[str, bytes]) -> None:
+    emulator: RunningEmulator, project: Path, big: dict[str, bytes]
+) -> None:
     names = _make(project, "batch", big)
     first = run(project)
     assert first.exit_code == 75, first.summary
@@ -92,13 +105,14 @@ def test_i22_gemini_files_api_a_batch_run_names_uploaded_files_in_its_lines(
     done = run(project)
     assert done.exit_code == 0, done.summary
     _check_answers(project, names)
-    assert not emulator.stats()["requests"]["gemini"].get("file.delete"), \
+    assert not emulator.stats()["requests"]["gemini"].get("file.delete"), (
         "a batch's uploads are left to expire (48 h)"
+    )
 
 
 def test_i22_gemini_files_api_a_batch_part_counts_uploaded_files_as_their_parts(
-        emulator: RunningEmulator, project: Path, big: dict[str, bytes],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: RunningEmulator, project: Path, big: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A 60 MB batch limit (54 MB with margin): counted as base64, each 25 MB file's line
     would fill a part of its own (three batches); as the line carries it — a file_data
     part naming the upload — the four records go as one batch."""

@@ -28,15 +28,19 @@ PER_CALL = (READS * (1.0 - 0.1) - WRITES * (1.25 - 1.0)) / 1e6  # Anthropic, liv
 
 
 def _usage(provider: str, op: str, **match: Any) -> dict[str, Any]:
-    rule: dict[str, Any] = {"provider": provider, "op": op, "fault": {"reply": {"usage": {
-        "cache_read_tokens": READS, "cache_write_tokens": WRITES}}}}
+    rule: dict[str, Any] = {
+        "provider": provider,
+        "op": op,
+        "fault": {"reply": {"usage": {"cache_read_tokens": READS, "cache_write_tokens": WRITES}}},
+    }
     if match:
         rule["match"] = match
     return rule
 
 
 def test_i24_cost_shows_cache_saving_of_online_calls(
-        emulator: RunningEmulator, project: Path, capsys: Any) -> None:
+    emulator: RunningEmulator, project: Path, capsys: Any
+) -> None:
     make(project, "anthropic", {"a": 2}, summarize=False, agac_yml=PRICES)
     emulator.add_fault(_usage("anthropic", "chat"))
     result = run(project, run_mode="online")
@@ -52,7 +56,8 @@ def test_i24_cost_shows_cache_saving_of_online_calls(
 
 
 def test_i24_cost_shows_cache_saving_of_batch_calls_at_the_batch_price(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "anthropic", {"a": 2}, summarize=False, agac_yml=PRICES)
     for custom_id in ("r0a1", "r1a1"):
         emulator.add_fault(_usage("anthropic", "batch.create", custom_id=custom_id))
@@ -67,12 +72,18 @@ def test_i24_cost_shows_cache_saving_of_batch_calls_at_the_batch_price(
 
 
 def test_i24_cost_shows_cache_saving_of_openai_cached_prompt_tokens(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     """OpenAI reports cached tokens in ``prompt_tokens_details.cached_tokens`` and bills no
     write: the saving is the reads at input − cached_input."""
     make(project, "openai", {"a": 3}, summarize=False, agac_yml=PRICES)
-    emulator.add_fault({"provider": "openai", "op": "chat", "fault": {"reply": {"usage": {
-        "cache_read_tokens": READS}}}})
+    emulator.add_fault(
+        {
+            "provider": "openai",
+            "op": "chat",
+            "fault": {"reply": {"usage": {"cache_read_tokens": READS}}},
+        }
+    )
     result = run(project, run_mode="online")
     assert result.exit_code == 0
     doc = api.cost(result.summary["run_id"], project)
@@ -80,7 +91,8 @@ def test_i24_cost_shows_cache_saving_of_openai_cached_prompt_tokens(
 
 
 def test_i24_cost_shows_cache_saving_zero_without_cache_use(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "openai", {"a": 2}, summarize=False, agac_yml=PRICES)
     result = run(project, run_mode="online")
     doc = api.cost(result.summary["run_id"], project)
@@ -89,11 +101,11 @@ def test_i24_cost_shows_cache_saving_zero_without_cache_use(
 
 
 def test_i24_cost_shows_cache_saving_with_one_hour_writes_at_twice_the_input(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     """An Anthropic action with ``cache_ttl: 1h``: Anthropic bills each written token at 2×
     input (the price table's cache_write is the 5-minute rate, 1.25×)."""
-    make(project, "anthropic", {"a": 2}, summarize=False, agac_yml=PRICES,
-         defaults="cache_ttl: 1h")
+    make(project, "anthropic", {"a": 2}, summarize=False, agac_yml=PRICES, defaults="cache_ttl: 1h")
     emulator.add_fault(_usage("anthropic", "chat"))
     result = run(project, run_mode="online")
     assert result.exit_code == 0
@@ -107,17 +119,31 @@ HEAD = "Classify this review: "
 
 
 def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     """No fault: the action's static prefix (a long system prompt and the prompt's head)
     is marked for Anthropic's cache (``cache: auto``), the emulator writes it on the
     first call and reads it on the others, and ``agac cost`` prices the difference."""
-    workflow = "\n".join([
-        "name: triage", "input: {path: data/in.jsonl, id_field: id}",
-        "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64}",
-        "actions:", "  - name: classify", f'    system: "{SYSTEM}"',
-        f'    prompt: "{HEAD}{{{{ source.text }}}}"']) + "\n"
-    write_project(project, workflow, agac_yml=PRICES,
-                  data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]})
+    workflow = (
+        "\n".join(
+            [
+                "name: triage",
+                "input: {path: data/in.jsonl, id_field: id}",
+                "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64}",
+                "actions:",
+                "  - name: classify",
+                f'    system: "{SYSTEM}"',
+                f'    prompt: "{HEAD}{{{{ source.text }}}}"',
+            ]
+        )
+        + "\n"
+    )
+    write_project(
+        project,
+        workflow,
+        agac_yml=PRICES,
+        data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]},
+    )
     result = api.run("triage", project, progress=False)
     assert result.exit_code == 0
     doc = api.cost(result.summary["run_id"], project)
@@ -129,30 +155,46 @@ def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
 
 
 def test_i24_cost_one_hour_cache_writes_are_billed_at_the_one_hour_rate_in_the_ledger(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     """``cache_ttl: 1h``: the emulator, like Anthropic, reports the written tokens as
     ``cache_creation.ephemeral_1h_input_tokens``; the ledger bills them at the 1-hour rate
     (here 2× input: the prices name no ``cache_write_1h``), not the 5-minute one."""
-    workflow = "\n".join([
-        "name: triage", "input: {path: data/in.jsonl, id_field: id}",
-        "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64,",
-        "           cache_ttl: 1h}",
-        "actions:", "  - name: classify", f'    system: "{SYSTEM}"',
-        f'    prompt: "{HEAD}{{{{ source.text }}}}"']) + "\n"
-    write_project(project, workflow, agac_yml=PRICES,
-                  data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]})
+    workflow = (
+        "\n".join(
+            [
+                "name: triage",
+                "input: {path: data/in.jsonl, id_field: id}",
+                "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64,",
+                "           cache_ttl: 1h}",
+                "actions:",
+                "  - name: classify",
+                f'    system: "{SYSTEM}"',
+                f'    prompt: "{HEAD}{{{{ source.text }}}}"',
+            ]
+        )
+        + "\n"
+    )
+    write_project(
+        project,
+        workflow,
+        agac_yml=PRICES,
+        data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]},
+    )
     result = api.run("triage", project, progress=False)
     assert result.exit_code == 0
     (row,) = api.cost(result.summary["run_id"], project)["rows"]
     prefix = math.ceil((len(SYSTEM) + len(HEAD)) / 4)
     assert (row["cached_tokens"], row["cache_write_tokens"]) == (3 * prefix, prefix)
-    billed = (row["input_tokens"] * 1.0 + 3 * prefix * 0.1 + prefix * 2.0
-              + row["output_tokens"] * 5.0) / 1e6
+    billed = (
+        row["input_tokens"] * 1.0 + 3 * prefix * 0.1 + prefix * 2.0 + row["output_tokens"] * 5.0
+    ) / 1e6
     assert row["cost_usd"] == pytest.approx(billed, abs=1e-6)
 
 
 def test_ledger_savings_price_each_call_at_its_own_context_tier(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     """Claude Sonnet 4.5 prices calls over 200,000 input tokens at a higher tier. Two batch
     calls of 150,000 cached tokens each are both under it: what batch and caching saved is
     priced per call at the base tier, never at the tier their sum would reach."""
@@ -163,9 +205,14 @@ def test_ledger_savings_price_each_call_at_its_own_context_tier(
 
     make(project, "anthropic/claude-sonnet-4-5", {"a": 2}, summarize=False)  # genai-prices
     for custom_id in ("r0a1", "r1a1"):
-        emulator.add_fault({"provider": "anthropic", "op": "batch.create",
-                            "match": {"custom_id": custom_id},
-                            "fault": {"reply": {"usage": {"cache_read_tokens": 150_000}}}})
+        emulator.add_fault(
+            {
+                "provider": "anthropic",
+                "op": "batch.create",
+                "match": {"custom_id": custom_id},
+                "fault": {"reply": {"usage": {"cache_read_tokens": 150_000}}},
+            }
+        )
     assert run(project).exit_code == 75
     emulator.advance(120)
     done = run(project)
@@ -175,13 +222,21 @@ def test_ledger_savings_price_each_call_at_its_own_context_tier(
     assert row["cached_tokens"] == 300_000 and row["model"] == "claude-sonnet-4-5"
     prices, model = PriceTable(), "anthropic/claude-sonnet-4-5"
     with sqlite3.connect(project / ".agac" / "agac.db") as db:
-        calls = [Usage(i, o, c, w) for i, o, c, w in db.execute(
-            "SELECT input_tokens, output_tokens, cached_tokens, cache_write_tokens FROM usage")]
+        calls = [
+            Usage(i, o, c, w)
+            for i, o, c, w in db.execute(
+                "SELECT input_tokens, output_tokens, cached_tokens, cache_write_tokens FROM usage"
+            )
+        ]
     assert len(calls) == 2
     batch_saved = sum(prices.cost(model, u, "live") - prices.cost(model, u, "batch") for u in calls)
-    cache_saved = sum(prices.cost(model, Usage(u.input_tokens + u.cached_tokens, u.output_tokens),
-                                  "batch") - prices.cost(model, u, "batch") for u in calls)
+    cache_saved = sum(
+        prices.cost(model, Usage(u.input_tokens + u.cached_tokens, u.output_tokens), "batch")
+        - prices.cost(model, u, "batch")
+        for u in calls
+    )
     assert doc["batch_saved_usd"] == pytest.approx(batch_saved, abs=1e-6)
     assert doc["cache_saved_usd"] == pytest.approx(cache_saved, abs=1e-6)
-    assert doc["cost_usd"] == pytest.approx(sum(prices.cost(model, u, "batch") for u in calls),
-                                            abs=1e-6)
+    assert doc["cost_usd"] == pytest.approx(
+        sum(prices.cost(model, u, "batch") for u in calls), abs=1e-6
+    )

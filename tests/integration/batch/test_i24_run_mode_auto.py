@@ -19,19 +19,30 @@ from agac.testing import ManualClock, write_project
 WF = "auto"
 
 
-def _project(root: Path, records: int, *, model: str = "openai/gpt-4o-mini",
-             extra: str = "", action: str = "") -> None:
-    workflow = (f"name: {WF}\ninput: {{path: data/in.jsonl, id_field: id}}\n{extra}"
-                f"defaults: {{model: {model}, run_mode: auto, max_tokens: 64}}\n"
-                "actions:\n  - name: classify\n    prompt: \"Classify: {{ source.text }}\"\n"
-                f"{action}")
+def _project(
+    root: Path,
+    records: int,
+    *,
+    model: str = "openai/gpt-4o-mini",
+    extra: str = "",
+    action: str = "",
+) -> None:
+    workflow = (
+        f"name: {WF}\ninput: {{path: data/in.jsonl, id_field: id}}\n{extra}"
+        f"defaults: {{model: {model}, run_mode: auto, max_tokens: 64}}\n"
+        'actions:\n  - name: classify\n    prompt: "Classify: {{ source.text }}"\n'
+        f"{action}"
+    )
     rows = ({"id": f"r{i}", "text": f"item {i}"} for i in range(records))
     write_project(root, workflow, data={"data/in.jsonl": rows})
 
 
 def _chosen(root: Path, run_id: str) -> list[dict[str, Any]]:
-    return [e["data"] | {"action": e["action"]} for e in api.events(run_id, root)
-            if e["kind"] == "run_mode_chosen"]
+    return [
+        e["data"] | {"action": e["action"]}
+        for e in api.events(run_id, root)
+        if e["kind"] == "run_mode_chosen"
+    ]
 
 
 def _mode_of_run(root: Path, run_id: str) -> str:
@@ -41,8 +52,7 @@ def _mode_of_run(root: Path, run_id: str) -> str:
         return str(run.config["actions"][0]["run_mode"])
 
 
-def test_i24_run_mode_auto_499_records_run_online(emulator: RunningEmulator,
-                                                  project: Path) -> None:
+def test_i24_run_mode_auto_499_records_run_online(emulator: RunningEmulator, project: Path) -> None:
     _project(project, 499)
     result = api.run(WF, project, progress=False)
     assert result.exit_code == 0, result.summary["actions"]["classify"]["reasons"]
@@ -56,8 +66,9 @@ def test_i24_run_mode_auto_499_records_run_online(emulator: RunningEmulator,
     assert result.summary["auto_modes"]["classify"]["mode"] == "online"
 
 
-def test_i24_run_mode_auto_500_records_run_in_batch(emulator: RunningEmulator,
-                                                    project: Path, capsys: Any) -> None:
+def test_i24_run_mode_auto_500_records_run_in_batch(
+    emulator: RunningEmulator, project: Path, capsys: Any
+) -> None:
     _project(project, 500)
     first = api.run(WF, project, progress=False)
     assert first.exit_code == 75  # waiting on the batch
@@ -77,15 +88,17 @@ def test_i24_run_mode_auto_500_records_run_in_batch(emulator: RunningEmulator,
     assert {r["tier"] for r in api.cost(run_id, project)["rows"]} == {"batch"}
 
 
-def test_i24_run_mode_auto_a_lower_threshold_is_kept(emulator: RunningEmulator,
-                                                     project: Path) -> None:
+def test_i24_run_mode_auto_a_lower_threshold_is_kept(
+    emulator: RunningEmulator, project: Path
+) -> None:
     _project(project, 3, action="    auto_batch_min_records: 3\n")
     first = api.run(WF, project, progress=False)
     assert first.exit_code == 75 and creates(emulator.stats(), "openai") == 1
 
 
-def test_i24_run_mode_auto_tight_deadline_runs_online(emulator: RunningEmulator,
-                                                      project: Path) -> None:
+def test_i24_run_mode_auto_tight_deadline_runs_online(
+    emulator: RunningEmulator, project: Path
+) -> None:
     _project(project, 500, extra="deadline: 2h\n")
     result = api.run(WF, project, progress=False)
     assert result.exit_code == 0, result.summary["actions"]["classify"]["reasons"]
@@ -105,7 +118,8 @@ def test_i24_run_mode_auto_provider_without_batch_api_runs_online(project: Path)
 
 
 def test_i24_run_mode_auto_choice_is_kept_across_a_continuation(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     """Admitted 26 h before its deadline the action goes to batch; two hours later the
     same choice made anew would be online, but the continuation keeps batch."""
     _project(project, 500, extra="deadline: 26h\n")

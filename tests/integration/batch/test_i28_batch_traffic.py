@@ -16,8 +16,12 @@ PAUSED = {"stop": "pause_turn", "blocks": ["preamble", "server_tool_use"]}
 
 
 def _item_fault(provider: str, custom_id: str, fault: dict[str, Any]) -> dict[str, Any]:
-    return {"provider": provider, "op": "batch.create", "match": {"custom_id": custom_id},
-            "fault": fault}
+    return {
+        "provider": provider,
+        "op": "batch.create",
+        "match": {"custom_id": custom_id},
+        "fault": fault,
+    }
 
 
 def _collect(emulator: RunningEmulator, project: Path) -> Any:
@@ -27,10 +31,12 @@ def _collect(emulator: RunningEmulator, project: Path) -> Any:
 
 
 def test_i28_2_a_turn_paused_in_a_batch_is_continued_live_never_the_partial_text(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "anthropic", {"a": 2}, summarize=False)
-    emulator.add_fault({"provider": "anthropic", "op": "batch.create", "times": 1,
-                        "fault": {"reply": PAUSED}})
+    emulator.add_fault(
+        {"provider": "anthropic", "op": "batch.create", "times": 1, "fault": {"reply": PAUSED}}
+    )
 
     result = _collect(emulator, project)
 
@@ -44,11 +50,13 @@ def test_i28_2_a_turn_paused_in_a_batch_is_continued_live_never_the_partial_text
 
 
 def test_i28_2_a_paused_batch_turn_that_cannot_be_continued_fails(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "anthropic", {"a": 1}, summarize=False)
-    emulator.add_fault({"provider": "anthropic", "op": "batch.create", "times": 1,
-                        "fault": {"reply": PAUSED}},
-                       {"provider": "anthropic", "op": "chat", "fault": {"http": 400}})
+    emulator.add_fault(
+        {"provider": "anthropic", "op": "batch.create", "times": 1, "fault": {"reply": PAUSED}},
+        {"provider": "anthropic", "op": "chat", "fault": {"http": 400}},
+    )
 
     result = _collect(emulator, project)
 
@@ -58,7 +66,8 @@ def test_i28_2_a_paused_batch_turn_that_cannot_be_continued_fails(
 
 
 def test_i28_4_a_batch_answer_keeps_the_provider_request_id(
-        emulator: RunningEmulator, project: Path) -> None:
+    emulator: RunningEmulator, project: Path
+) -> None:
     make(project, "openai", {"a": 2}, summarize=False)
 
     _collect(emulator, project)
@@ -72,42 +81,91 @@ def test_i28_4_a_batch_answer_keeps_the_provider_request_id(
 #: outcome agac must record (reason, parts of the detail).
 TABLE: dict[str, list[tuple[dict[str, Any], str, tuple[str, ...]]]] = {
     "anthropic": [
-        ({"reply": {"stop": "tool_use", "blocks": ["text", "tool_use"]}}, "unexpected_stop",
-         ("'tool_use'", "did not ask for")),
+        (
+            {"reply": {"stop": "tool_use", "blocks": ["text", "tool_use"]}},
+            "unexpected_stop",
+            ("'tool_use'", "did not ask for"),
+        ),
         ({"reply": {"stop": "compaction_2027"}}, "unexpected_stop", ("'compaction_2027'",)),
-        ({"reply": {"stop": "refusal", "content": None, "stop_details": {
-            "type": "refusal", "category": "cyber", "explanation": "No exploits."}}},
-         "refusal", ("category cyber: No exploits.",)),
-        ({"http": 400, "body": {"type": "error", "error": {
-            "type": "invalid_request_error", "message": "max_tokens: too large"},
-            "request_id": "req_b1"}}, "provider_error",
-         ("invalid_request_error: max_tokens: too large", "(request id req_b1)")),
+        (
+            {
+                "reply": {
+                    "stop": "refusal",
+                    "content": None,
+                    "stop_details": {
+                        "type": "refusal",
+                        "category": "cyber",
+                        "explanation": "No exploits.",
+                    },
+                }
+            },
+            "refusal",
+            ("category cyber: No exploits.",),
+        ),
+        (
+            {
+                "http": 400,
+                "body": {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "max_tokens: too large"},
+                    "request_id": "req_b1",
+                },
+            },
+            "provider_error",
+            ("invalid_request_error: max_tokens: too large", "(request id req_b1)"),
+        ),
     ],
     "openai": [
-        ({"reply": {"stop": "tool_calls", "content": None, "blocks": ["tool_calls"]}},
-         "unexpected_stop", ("'tool_calls'", "did not ask for")),
+        (
+            {"reply": {"stop": "tool_calls", "content": None, "blocks": ["tool_calls"]}},
+            "unexpected_stop",
+            ("'tool_calls'", "did not ask for"),
+        ),
         ({"reply": {"stop": "end_of_stream"}}, "unexpected_stop", ("'end_of_stream'",)),
-        ({"reply": {"refusal": "I can't help with that."}}, "refusal",
-         ("I can't help with that.",)),
-        ({"http": 400, "body": {"error": {"message": "Invalid 'max_completion_tokens'.",
-                                          "type": "invalid_request_error",
-                                          "param": "max_completion_tokens", "code": None}}},
-         "provider_error", ("invalid_request_error: Invalid 'max_completion_tokens'.",
-                            "(param: max_completion_tokens)", "(request id req_")),
+        (
+            {"reply": {"refusal": "I can't help with that."}},
+            "refusal",
+            ("I can't help with that.",),
+        ),
+        (
+            {
+                "http": 400,
+                "body": {
+                    "error": {
+                        "message": "Invalid 'max_completion_tokens'.",
+                        "type": "invalid_request_error",
+                        "param": "max_completion_tokens",
+                        "code": None,
+                    }
+                },
+            },
+            "provider_error",
+            (
+                "invalid_request_error: Invalid 'max_completion_tokens'.",
+                "(param: max_completion_tokens)",
+                "(request id req_",
+            ),
+        ),
     ],
 }
-USAGE = {"cache_read_tokens": 40, "cache_write_tokens": 8, "reasoning_tokens": 6,
-         "web_search_requests": 3}
+USAGE = {
+    "cache_read_tokens": 40,
+    "cache_write_tokens": 8,
+    "reasoning_tokens": 6,
+    "web_search_requests": 3,
+}
 
 
 @pytest.mark.parametrize("provider", tuple(TABLE))
 def test_i28_the_issue_table_reads_right_in_a_batch(
-        provider: str, emulator: RunningEmulator, project: Path, capsys: Any) -> None:
+    provider: str, emulator: RunningEmulator, project: Path, capsys: Any
+) -> None:
     from agac.cli.render import print_cost
 
     cases = TABLE[provider]
-    keys = make(project, provider, {"a": len(cases) + 1}, summarize=False,
-                retry="{max_attempts: 1}")["a.jsonl"]
+    keys = make(
+        project, provider, {"a": len(cases) + 1}, summarize=False, retry="{max_attempts: 1}"
+    )["a.jsonl"]
     # Batch custom_ids are r<seq>a<attempt>, in record order.
     for i, (bent, _, _) in enumerate(cases):
         emulator.add_fault(_item_fault(provider, f"r{i}a1", bent))

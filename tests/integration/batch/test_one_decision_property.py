@@ -37,14 +37,16 @@ RUN, EARLIER, WF, ACTION, FILE = "run1", "run0", "wf", "classify", "in.jsonl"
 # Only the last attempt may be anything but ``retry``: an answered or failed item ends it.
 LAST = st.sampled_from(["succeeded", "failed", "retry", "pending"])
 HISTORY = st.tuples(st.integers(0, 2), LAST).map(lambda t: ["retry"] * t[0] + [t[1]])
-UNIT = st.fixed_dictionaries({
-    "mine": st.one_of(st.just([]), HISTORY),
-    "earlier": st.one_of(st.just([]), HISTORY),
-    "same_request": st.booleans(),  # the earlier run asked the same request
-    "invalid": st.booleans(),
-    "settled": st.booleans(),  # this run already has its outcome
-    "answer_kept": st.booleans(),  # an answer stored for a succeeded item (gc may prune it)
-})
+UNIT = st.fixed_dictionaries(
+    {
+        "mine": st.one_of(st.just([]), HISTORY),
+        "earlier": st.one_of(st.just([]), HISTORY),
+        "same_request": st.booleans(),  # the earlier run asked the same request
+        "invalid": st.booleans(),
+        "settled": st.booleans(),  # this run already has its outcome
+        "answer_kept": st.booleans(),  # an answer stored for a succeeded item (gc may prune it)
+    }
+)
 
 
 @contextlib.contextmanager
@@ -70,14 +72,33 @@ def _store(url: str, units: list[dict[str, Any]]) -> Store:
     """A store holding the scenario: records, both runs, their batches (read, except a
     pending last attempt's), items, answers and outcomes."""
     store = Store(url, clock=ManualClock())
-    rows = [{"seq": i, "key": f"k{i}", "file": FILE, "n": i + 1, "line": i + 1,
-             "payload": '{"x": 1}', "reason": "invalid_input" if u["invalid"] else None,
-             "error": "bad line" if u["invalid"] else None} for i, u in enumerate(units)]
+    rows = [
+        {
+            "seq": i,
+            "key": f"k{i}",
+            "file": FILE,
+            "n": i + 1,
+            "line": i + 1,
+            "payload": '{"x": 1}',
+            "reason": "invalid_input" if u["invalid"] else None,
+            "error": "bad line" if u["invalid"] else None,
+        }
+        for i, u in enumerate(units)
+    ]
     store.write_snapshot("snap", [{"file": FILE, "start": 0, "count": len(units)}], rows)
     for run in (EARLIER, RUN):
-        store.create_run(id=run, workflow=WF, workflow_path="wf.yml", retry_of=None, config={},
-                         config_hash="h", snapshot_id="snap", fresh=False, settings=RunSettings(),
-                         tenant="default")
+        store.create_run(
+            id=run,
+            workflow=WF,
+            workflow_path="wf.yml",
+            retry_of=None,
+            config={},
+            config_hash="h",
+            snapshot_id="snap",
+            fresh=False,
+            settings=RunSettings(),
+            tenant="default",
+        )
         if run == EARLIER:
             store.end_run(EARLIER, "succeeded")
     answers: list[AnswerRow] = []
@@ -91,8 +112,22 @@ def _store(url: str, units: list[dict[str, Any]]) -> Store:
                 if status == "succeeded" and u["answer_kept"]:
                     answers.append(AnswerRow(fp, "openai", "m", "{}", "{}", f'{{"n": {i}}}', 1.0))
         if u["settled"]:
-            outcomes.append(OutcomeRow(RUN, ACTION, f"k{i}", i, "skipped", "guard", "set before",
-                                       "call", None, None, 0, 1.0))
+            outcomes.append(
+                OutcomeRow(
+                    RUN,
+                    ACTION,
+                    f"k{i}",
+                    i,
+                    "skipped",
+                    "guard",
+                    "set before",
+                    "call",
+                    None,
+                    None,
+                    0,
+                    1.0,
+                )
+            )
     store.checkpoint(Checkpoint(answers=answers, outcomes=outcomes))
     return store
 
@@ -102,16 +137,28 @@ def _item(store: Store, run: str, attempt: int, i: int, fp: str, status: str) ->
     key = f"agac_{run}_{attempt}_{i}"
     staged = staged_key(run, ACTION, FILE)
     custom = f"r{i}a{attempt}"
-    store.stage_items([StagedItem(staged, custom, WF, ACTION, f"k{i}", FILE, fp, attempt, "{}")],
-                      tenant="default")
-    store.create_intents(staged, [(BatchIntent(key, WF, ACTION, FILE, 0, "openai", run, 1, 1.0,
-                                               "default"), [custom])])
+    store.stage_items(
+        [StagedItem(staged, custom, WF, ACTION, f"k{i}", FILE, fp, attempt, "{}")], tenant="default"
+    )
+    store.create_intents(
+        staged,
+        [(BatchIntent(key, WF, ACTION, FILE, 0, "openai", run, 1, 1.0, "default"), [custom])],
+    )
     if status == "pending":
         store.update_batch(key, state="submitted", provider_batch_id=f"b_{key}")
         return
     store.update_batch(key, state="collected", provider_batch_id=f"b_{key}", collected_by=run)
-    store.set_item_results(key, [(custom, status, None if status == "succeeded" else "truncated",
-                                  None if status == "succeeded" else "cut off")])
+    store.set_item_results(
+        key,
+        [
+            (
+                custom,
+                status,
+                None if status == "succeeded" else "truncated",
+                None if status == "succeeded" else "cut off",
+            )
+        ],
+    )
 
 
 def _outcomes(store: Store) -> set[tuple[Any, ...]]:
@@ -124,8 +171,13 @@ def _by_sql(store: Store) -> None:
     answered = Settle("answered")  # the decision's status and origin, as polling passes them
     for b in store.list_batches(WF, tenants=("default",)):
         if b.run_id == RUN and b.collected_by == RUN:
-            store.settle_read_items(run_id=RUN, batch_key=b.key, snapshot_id="snap",
-                                    status=answered.status, origin=answered.origin)
+            store.settle_read_items(
+                run_id=RUN,
+                batch_key=b.key,
+                snapshot_id="snap",
+                status=answered.status,
+                origin=answered.origin,
+            )
 
 
 def _by_engine(store: Store, n: int) -> None:
@@ -144,8 +196,13 @@ def _by_engine(store: Store, n: int) -> None:
             for r in records:
                 if r.key in settled:
                     continue  # the walk never decides a unit this run settled
-                facts = UnitFacts(RUN, record_reason=r.reason, record_error=r.error, batch=True,
-                                  items=[i for i in items if i.unit_key == r.key])
+                facts = UnitFacts(
+                    RUN,
+                    record_reason=r.reason,
+                    record_error=r.error,
+                    batch=True,
+                    items=[i for i in items if i.unit_key == r.key],
+                )
                 d = decide(facts)
                 if d == Need("own_answer"):  # the answer of this run's own item
                     own = own_item(facts.items, RUN)
@@ -162,11 +219,15 @@ def _by_engine(store: Store, n: int) -> None:
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_the_sql_settle_and_the_engine_write_the_same_rows_for_the_same_decisions(
-        kind: str, request: pytest.FixtureRequest) -> None:
+    kind: str, request: pytest.FixtureRequest
+) -> None:
     examples = 60 if kind == "sqlite" else 15  # a PostgreSQL database per side and example
 
-    @settings(max_examples=examples, deadline=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(st.lists(UNIT, min_size=1, max_size=6))
     def check(units: list[dict[str, Any]]) -> None:
         with _fresh(kind, request) as a, _fresh(kind, request) as b:
@@ -184,9 +245,14 @@ def _same_rows(a: str, b: str, units: list[dict[str, Any]]) -> None:
         assert _outcomes(sql) == _outcomes(engine)
         written = _outcomes(sql) - before
         # Each unit answered is one whose last item in this run was read with an answer.
-        expected = {f"k{i}" for i, u in enumerate(units)
-                    if u["mine"][-1:] == ["succeeded"] and u["answer_kept"]
-                    and not u["invalid"] and not u["settled"]}
+        expected = {
+            f"k{i}"
+            for i, u in enumerate(units)
+            if u["mine"][-1:] == ["succeeded"]
+            and u["answer_kept"]
+            and not u["invalid"]
+            and not u["settled"]
+        }
         assert {row[2] for row in written} == expected
     finally:
         sql.close()
@@ -197,8 +263,24 @@ def test_the_decision_answers_a_unit_read_from_its_own_item_without_rendering() 
     """The own-item rule needs no fingerprint: the unit is decided before it renders."""
     from agac.store.values import BatchItem
 
-    item = BatchItem("agac_x", "r0a1", WF, ACTION, "k0", FILE, "fp0", 1, "{}", "succeeded",
-                     None, None, "default", "collected", RUN, RUN)
+    item = BatchItem(
+        "agac_x",
+        "r0a1",
+        WF,
+        ACTION,
+        "k0",
+        FILE,
+        "fp0",
+        1,
+        "{}",
+        "succeeded",
+        None,
+        None,
+        "default",
+        "collected",
+        RUN,
+        RUN,
+    )
     facts = UnitFacts(RUN, batch=True, items=[item])
     assert facts.fingerprint is NOT_YET
     assert decide(facts) == Need("own_answer")

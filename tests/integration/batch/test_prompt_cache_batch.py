@@ -20,23 +20,30 @@ MODELS = {"anthropic": "anthropic/claude-sonnet-4-5", "openai": "openai/gpt-4o-m
 
 
 def _workflow(model: str) -> str:
-    return "\n".join([
-        "name: cached",
-        "input: {path: data/, id_field: id}",
-        f"defaults: {{model: {model}, run_mode: batch, max_tokens: 64}}",
-        "actions:",
-        "  - name: classify",
-        f'    system: "{SYSTEM}"',
-        '    prompt: "Classify: {{ source.text }}"',
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "name: cached",
+                "input: {path: data/, id_field: id}",
+                f"defaults: {{model: {model}, run_mode: batch, max_tokens: 64}}",
+                "actions:",
+                "  - name: classify",
+                f'    system: "{SYSTEM}"',
+                '    prompt: "Classify: {{ source.text }}"',
+            ]
+        )
+        + "\n"
+    )
 
 
 @pytest.mark.parametrize("provider", list(MODELS))
 def test_batch_cache_reads_and_writes_land_in_the_ledger(
     provider: str, emulator: RunningEmulator, project: Path
 ) -> None:
-    data = [{"id": f"r{i}", "text": f"review {i} is {'fine' if i % 2 else 'bad'}"}
-            for i in range(RECORDS)]
+    data = [
+        {"id": f"r{i}", "text": f"review {i} is {'fine' if i % 2 else 'bad'}"}
+        for i in range(RECORDS)
+    ]
     write_project(project, _workflow(MODELS[provider]), data={"data/a.jsonl": data})
 
     assert api.run("cached", project).exit_code == 75  # submitted; the batch runs
@@ -50,8 +57,9 @@ def test_batch_cache_reads_and_writes_land_in_the_ledger(
     cached = sum(r["cached_tokens"] for r in rows)
     written = sum(r["cache_write_tokens"] for r in rows)
     if provider == "anthropic":
-        assert all(m["cache_control"][0] == {"at": "system.0", "ttl": "5m"}
-                   for m in create["cache"])
+        assert all(
+            m["cache_control"][0] == {"at": "system.0", "ttl": "5m"} for m in create["cache"]
+        )
         prefix = math.ceil((len(SYSTEM) + len("Classify: ")) / 4)
         assert (cached, written) == ((RECORDS - 1) * prefix, prefix)
     else:

@@ -21,7 +21,8 @@ def _run(root: Path, tenant: str, **options: object) -> dict:
 
 
 def test_t2_b0_each_tenant_sends_adopts_and_cancels_only_its_own_batches(
-        project: Path, emulator: RunningEmulator) -> None:
+    project: Path, emulator: RunningEmulator
+) -> None:
     make(project, "openai", {"a": 3})
     acme = _run(project, "acme")
     assert acme["state"] == "waiting" and acme["actions"]["classify"]["batches_out"] == 1
@@ -62,7 +63,8 @@ def test_t2_b0_each_tenant_sends_adopts_and_cancels_only_its_own_batches(
 
 
 def test_t2_cancelling_a_run_cancels_only_its_tenants_batches(
-        project: Path, emulator: RunningEmulator) -> None:
+    project: Path, emulator: RunningEmulator
+) -> None:
     make(project, "openai", {"a": 2})
     acme = _run(project, "acme")
     _run(project, "beta")

@@ -41,16 +41,19 @@ def oai(emu: RunningEmulator) -> Iterator[openai.OpenAI]:
 
 @pytest.fixture
 def claude(emu: RunningEmulator) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=emu.env()["ANTHROPIC_BASE_URL"], api_key="x",
-                                 max_retries=0)
+    client = anthropic.Anthropic(
+        base_url=emu.env()["ANTHROPIC_BASE_URL"], api_key="x", max_retries=0
+    )
     yield client
     client.close()
 
 
 @pytest.fixture
 def gem(emu: RunningEmulator) -> Iterator[genai.Client]:
-    client = genai.Client(api_key="x", http_options=genai_types.HttpOptions(
-        base_url=emu.env()["GOOGLE_GEMINI_BASE_URL"]))
+    client = genai.Client(
+        api_key="x",
+        http_options=genai_types.HttpOptions(base_url=emu.env()["GOOGLE_GEMINI_BASE_URL"]),
+    )
     yield client
     client.close()
 

@@ -16,16 +16,22 @@ from google.genai import errors as genai_errors
 
 from agac.emulator.testing import RunningEmulator
 
-SCHEMA = {"type": "object", "properties": {"label": {"enum": ["a", "b"]}},
-          "required": ["label"]}
+SCHEMA = {"type": "object", "properties": {"label": {"enum": ["a", "b"]}}, "required": ["label"]}
 
 
 def claude_requests(n: int) -> list[dict[str, Any]]:
-    return [{"custom_id": f"rec-{i}", "params": {
-        "model": "claude-emulated", "max_tokens": 200,
-        "messages": [{"role": "user", "content": f"Label {i}"}],
-        "output_config": {"format": {"type": "json_schema", "schema": SCHEMA}}}}
-        for i in range(n)]
+    return [
+        {
+            "custom_id": f"rec-{i}",
+            "params": {
+                "model": "claude-emulated",
+                "max_tokens": 200,
+                "messages": [{"role": "user", "content": f"Label {i}"}],
+                "output_config": {"format": {"type": "json_schema", "schema": SCHEMA}},
+            },
+        }
+        for i in range(n)
+    ]
 
 
 def test_anthropic_batch_full_cycle(emu: RunningEmulator, claude: anthropic.Anthropic) -> None:
@@ -53,7 +59,8 @@ def test_anthropic_batch_full_cycle(emu: RunningEmulator, claude: anthropic.Anth
 
 
 def test_anthropic_cancel_while_running_ends_with_a_result_per_request(
-        emu: RunningEmulator, claude: anthropic.Anthropic) -> None:
+    emu: RunningEmulator, claude: anthropic.Anthropic
+) -> None:
     batch = claude.messages.batches.create(requests=claude_requests(4))  # type: ignore[arg-type]
     emu.advance(BATCH_SECONDS / 2)
     canceling = claude.messages.batches.cancel(batch.id)
@@ -75,16 +82,26 @@ def test_anthropic_rejects_bad_custom_id(claude: anthropic.Anthropic) -> None:
 
 
 def gemini_inline(n: int) -> list[dict[str, Any]]:
-    return [{"contents": [{"role": "user", "parts": [{"text": f"Label {i}"}]}],
-             "metadata": {"key": f"k{i}"},
-             "config": {"response_mime_type": "application/json",
-                        "response_json_schema": SCHEMA, "system_instruction": "Be brief."}}
-            for i in range(n)]
+    return [
+        {
+            "contents": [{"role": "user", "parts": [{"text": f"Label {i}"}]}],
+            "metadata": {"key": f"k{i}"},
+            "config": {
+                "response_mime_type": "application/json",
+                "response_json_schema": SCHEMA,
+                "system_instruction": "Be brief.",
+            },
+        }
+        for i in range(n)
+    ]
 
 
 def test_gemini_inline_batch_full_cycle(emu: RunningEmulator, gem: genai.Client) -> None:
-    job = gem.batches.create(model="gemini-2.5-flash", src=gemini_inline(5),  # type: ignore[arg-type]
-                             config={"display_name": "shard-reviews"})
+    job = gem.batches.create(
+        model="gemini-2.5-flash",
+        src=gemini_inline(5),  # type: ignore[arg-type]
+        config={"display_name": "shard-reviews"},
+    )
     assert job.name and job.name.startswith("batches/")
     assert job.state == "JOB_STATE_PENDING" and job.display_name == "shard-reviews"
     emu.advance(BATCH_SECONDS / 2)
@@ -108,13 +125,26 @@ def test_gemini_inline_batch_full_cycle(emu: RunningEmulator, gem: genai.Client)
 
 
 def test_gemini_file_batch_full_cycle(emu: RunningEmulator, gem: genai.Client) -> None:
-    lines = "".join(json.dumps({"key": f"f{i}", "request": {
-        "contents": [{"role": "user", "parts": [{"text": f"Label {i}"}]}],
-        "generationConfig": {"responseMimeType": "application/json",
-                             "responseJsonSchema": SCHEMA}}}) + "\n" for i in range(4))
-    uploaded = gem.files.upload(file=io.BytesIO(lines.encode()),
-                                config={"mime_type": "application/jsonl",
-                                        "display_name": "batch-input"})
+    lines = "".join(
+        json.dumps(
+            {
+                "key": f"f{i}",
+                "request": {
+                    "contents": [{"role": "user", "parts": [{"text": f"Label {i}"}]}],
+                    "generationConfig": {
+                        "responseMimeType": "application/json",
+                        "responseJsonSchema": SCHEMA,
+                    },
+                },
+            }
+        )
+        + "\n"
+        for i in range(4)
+    )
+    uploaded = gem.files.upload(
+        file=io.BytesIO(lines.encode()),
+        config={"mime_type": "application/jsonl", "display_name": "batch-input"},
+    )
     assert uploaded.name and uploaded.name.startswith("files/")
     assert uploaded.size_bytes == len(lines.encode())
     job = gem.batches.create(model="gemini-2.5-flash", src=uploaded.name)

@@ -23,8 +23,7 @@ from google.genai import errors as genai_errors
 from agac.emulator.testing import RunningEmulator
 
 USER = [{"role": "user", "content": "hello"}]
-SCHEMA = {"type": "object", "properties": {"label": {"enum": ["a", "b"]}},
-          "required": ["label"]}
+SCHEMA = {"type": "object", "properties": {"label": {"enum": ["a", "b"]}}, "required": ["label"]}
 
 
 def chat(client: openai.OpenAI | groq.Groq, model: str = "gpt-4o-mini", **extra: Any) -> Any:
@@ -36,14 +35,28 @@ def rule(provider: str, op: str, fault: dict[str, Any], **more: Any) -> dict[str
 
 
 def openai_batch(client: openai.OpenAI, n: int, **metadata: str) -> Any:
-    lines = "".join(json.dumps({"custom_id": f"r{i}", "method": "POST",
-                                "url": "/v1/chat/completions", "body": {
-                                    "model": "gpt-4o-mini", "messages": [
-                                        {"role": "user", "content": f"q{i}"}]}}) + "\n"
-                    for i in range(n))
+    lines = "".join(
+        json.dumps(
+            {
+                "custom_id": f"r{i}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {
+                    "model": "gpt-4o-mini",
+                    "messages": [{"role": "user", "content": f"q{i}"}],
+                },
+            }
+        )
+        + "\n"
+        for i in range(n)
+    )
     upload = client.files.create(file=("in.jsonl", io.BytesIO(lines.encode())), purpose="batch")
-    return client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                 completion_window="24h", metadata=metadata or None)
+    return client.batches.create(
+        input_file_id=upload.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata=metadata or None,
+    )
 
 
 def file_lines(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
@@ -53,6 +66,7 @@ def file_lines(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any
 
 
 # -- HTTP errors in each provider's format ---------------------------------------------
+
 
 def test_openai_429_with_retry_after_headers(emu: RunningEmulator, oai: openai.OpenAI) -> None:
     emu.add_fault(rule("openai", "chat", {"http": 429, "retry_after": 7}))
@@ -73,8 +87,10 @@ def test_openai_insufficient_quota(emu: RunningEmulator, oai: openai.OpenAI) -> 
 
 
 def test_openai_5xx_and_400(emu: RunningEmulator, oai: openai.OpenAI) -> None:
-    emu.add_fault(rule("openai", "chat", {"http": 503}, times=1),
-                  rule("openai", "chat", {"http": 400, "code": "invalid_value"}, times=1))
+    emu.add_fault(
+        rule("openai", "chat", {"http": 503}, times=1),
+        rule("openai", "chat", {"http": 400, "code": "invalid_value"}, times=1),
+    )
     with pytest.raises(openai.InternalServerError):
         chat(oai)
     with pytest.raises(openai.BadRequestError) as caught:
@@ -101,8 +117,9 @@ def test_anthropic_529_overloaded(emu: RunningEmulator, claude: anthropic.Anthro
     assert caught.value.response.headers["retry-after"] == "2"
 
 
-def test_anthropic_spend_cap_429_has_no_retry_after(emu: RunningEmulator,
-                                                    claude: anthropic.Anthropic) -> None:
+def test_anthropic_spend_cap_429_has_no_retry_after(
+    emu: RunningEmulator, claude: anthropic.Anthropic
+) -> None:
     emu.add_fault(rule("anthropic", "chat", {"http": 429}))
     with pytest.raises(anthropic.RateLimitError) as caught:
         claude.messages.create(model="claude-emulated", max_tokens=10, messages=USER)  # type: ignore[arg-type]
@@ -110,10 +127,13 @@ def test_anthropic_spend_cap_429_has_no_retry_after(emu: RunningEmulator,
     assert caught.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
 
 
-def test_gemini_429_retry_info_versus_quota_failure(emu: RunningEmulator,
-                                                    gem: genai.Client) -> None:
-    emu.add_fault(rule("gemini", "chat", {"http": 429, "retry_after": 30}, times=1),
-                  rule("gemini", "chat", {"http": 429}, times=1))
+def test_gemini_429_retry_info_versus_quota_failure(
+    emu: RunningEmulator, gem: genai.Client
+) -> None:
+    emu.add_fault(
+        rule("gemini", "chat", {"http": 429, "retry_after": 30}, times=1),
+        rule("gemini", "chat", {"http": 429}, times=1),
+    )
     with pytest.raises(genai_errors.ClientError) as waitable:
         gem.models.generate_content(model="gemini-2.5-flash", contents="hi")
     assert waitable.value.code == 429 and waitable.value.status == "RESOURCE_EXHAUSTED"
@@ -142,8 +162,10 @@ def test_ollama_503_busy(emu: RunningEmulator, oll: ollama.Client) -> None:
 
 # -- connection, delay, rate limit ------------------------------------------------------
 
-def test_drop_connection(emu: RunningEmulator, oai: openai.OpenAI,
-                         claude: anthropic.Anthropic) -> None:
+
+def test_drop_connection(
+    emu: RunningEmulator, oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
     emu.add_fault(rule("*", "chat", {"drop_connection": True}, times=2))
     with pytest.raises(openai.APIConnectionError):
         chat(oai)
@@ -174,8 +196,10 @@ def test_rate_limit_rpm_uses_emulator_time(emu: RunningEmulator, oai: openai.Ope
 
 
 def test_nth_times_and_match(emu: RunningEmulator, oai: openai.OpenAI) -> None:
-    emu.add_fault(rule("openai", "chat", {"http": 500}, nth=2),
-                  rule("openai", "chat", {"http": 502}, match={"model": "other"}, times=2))
+    emu.add_fault(
+        rule("openai", "chat", {"http": 500}, nth=2),
+        rule("openai", "chat", {"http": 502}, match={"model": "other"}, times=2),
+    )
     chat(oai)
     with pytest.raises(openai.InternalServerError):
         chat(oai)  # the 2nd match of the nth rule
@@ -200,6 +224,7 @@ def test_invalid_rules_are_rejected(emu: RunningEmulator) -> None:
 
 # -- answers ----------------------------------------------------------------------------
 
+
 def _schema_format() -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "l", "schema": SCHEMA}}
 
@@ -221,14 +246,15 @@ def test_answer_faults_on_openai_chat(emu: RunningEmulator, oai: openai.OpenAI) 
     jsonschema.validate(json.loads(good.choices[0].message.content), SCHEMA)
 
 
-def test_answer_faults_on_anthropic_gemini_ollama(emu: RunningEmulator,
-                                                  claude: anthropic.Anthropic,
-                                                  gem: genai.Client,
-                                                  oll: ollama.Client) -> None:
-    emu.add_fault(rule("anthropic", "chat", {"answer": "refusal"}),
-                  rule("gemini", "chat", {"answer": "refusal"}, times=1),
-                  rule("gemini", "chat", {"answer": "truncated"}, times=1),
-                  rule("ollama", "chat", {"answer": "invalid_json"}))
+def test_answer_faults_on_anthropic_gemini_ollama(
+    emu: RunningEmulator, claude: anthropic.Anthropic, gem: genai.Client, oll: ollama.Client
+) -> None:
+    emu.add_fault(
+        rule("anthropic", "chat", {"answer": "refusal"}),
+        rule("gemini", "chat", {"answer": "refusal"}, times=1),
+        rule("gemini", "chat", {"answer": "truncated"}, times=1),
+        rule("ollama", "chat", {"answer": "invalid_json"}),
+    )
     refused = claude.messages.create(model="claude-emulated", max_tokens=50, messages=USER)  # type: ignore[arg-type]
     assert refused.stop_reason == "refusal"
     blocked = gem.models.generate_content(model="gemini-2.5-flash", contents="hi")
@@ -242,9 +268,16 @@ def test_answer_faults_on_anthropic_gemini_ollama(emu: RunningEmulator,
 
 # -- batch faults -----------------------------------------------------------------------
 
+
 def test_batch_create_refused_and_metadata_match(emu: RunningEmulator, oai: openai.OpenAI) -> None:
-    emu.add_fault(rule("openai", "batch.create", {"http": 429, "code": "insufficient_quota"},
-                       match={"metadata": {"shard": "b"}}))
+    emu.add_fault(
+        rule(
+            "openai",
+            "batch.create",
+            {"http": 429, "code": "insufficient_quota"},
+            match={"metadata": {"shard": "b"}},
+        )
+    )
     openai_batch(oai, 1, shard="a")
     with pytest.raises(openai.RateLimitError) as caught:
         openai_batch(oai, 1, shard="b")
@@ -271,8 +304,13 @@ def test_openai_batch_end(emu: RunningEmulator, oai: openai.OpenAI, end: str) ->
 @pytest.mark.parametrize("end", ["expired", "cancelled"])
 def test_anthropic_batch_end(emu: RunningEmulator, claude: anthropic.Anthropic, end: str) -> None:
     emu.add_fault(rule("anthropic", "batch.create", {"batch_end": end, "answered": 1}))
-    requests = [{"custom_id": f"c{i}", "params": {"model": "claude-emulated", "max_tokens": 20,
-                                                  "messages": USER}} for i in range(3)]
+    requests = [
+        {
+            "custom_id": f"c{i}",
+            "params": {"model": "claude-emulated", "max_tokens": 20, "messages": USER},
+        }
+        for i in range(3)
+    ]
     batch = claude.messages.batches.create(requests=requests)  # type: ignore[arg-type]
     emu.advance(BATCH_SECONDS)
     assert claude.messages.batches.retrieve(batch.id).processing_status == "ended"
@@ -282,8 +320,10 @@ def test_anthropic_batch_end(emu: RunningEmulator, claude: anthropic.Anthropic, 
 
 
 def test_gemini_batch_end_expired_and_failed(emu: RunningEmulator, gem: genai.Client) -> None:
-    emu.add_fault(rule("gemini", "batch.create", {"batch_end": "expired"}, times=1),
-                  rule("gemini", "batch.create", {"batch_end": "failed"}, times=1))
+    emu.add_fault(
+        rule("gemini", "batch.create", {"batch_end": "expired"}, times=1),
+        rule("gemini", "batch.create", {"batch_end": "failed"}, times=1),
+    )
     src = [{"contents": [{"role": "user", "parts": [{"text": "x"}]}]}]
     expired = gem.batches.create(model="gemini-2.5-flash", src=src)  # type: ignore[arg-type]
     failed = gem.batches.create(model="gemini-2.5-flash", src=src)  # type: ignore[arg-type]
@@ -304,28 +344,40 @@ def test_batch_drop_records_listed_in_stats(emu: RunningEmulator, oai: openai.Op
     assert returned | set(entry["dropped"]) == {f"r{i}" for i in range(6)}
 
 
-def test_batch_status_raw_string(emu: RunningEmulator, oai: openai.OpenAI,
-                                 gem: genai.Client) -> None:
-    emu.add_fault(rule("openai", "batch.get", {"batch_status": "paused_for_review"}, times=1),
-                  rule("gemini", "batch.get", {"batch_status": "BATCH_STATE_MYSTERY"}, times=1))
+def test_batch_status_raw_string(
+    emu: RunningEmulator, oai: openai.OpenAI, gem: genai.Client
+) -> None:
+    emu.add_fault(
+        rule("openai", "batch.get", {"batch_status": "paused_for_review"}, times=1),
+        rule("gemini", "batch.get", {"batch_status": "BATCH_STATE_MYSTERY"}, times=1),
+    )
     batch = openai_batch(oai, 1)
     assert oai.batches.retrieve(batch.id).status == "paused_for_review"
     assert oai.batches.retrieve(batch.id).status == "validating"
-    job = gem.batches.create(model="gemini-2.5-flash", src=[  # type: ignore[arg-type]
-        {"contents": [{"role": "user", "parts": [{"text": "x"}]}]}])
+    job = gem.batches.create(
+        model="gemini-2.5-flash",
+        src=[  # type: ignore[arg-type]
+            {"contents": [{"role": "user", "parts": [{"text": "x"}]}]}
+        ],
+    )
     with pytest.warns(UserWarning, match="BATCH_STATE_MYSTERY"):
         assert gem.batches.get(name=job.name or "").state == "BATCH_STATE_MYSTERY"
 
 
-def test_batch_stuck_cancelling_until_faults_cleared(emu: RunningEmulator,
-                                                     oai: openai.OpenAI,
-                                                     claude: anthropic.Anthropic) -> None:
+def test_batch_stuck_cancelling_until_faults_cleared(
+    emu: RunningEmulator, oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
     emu.add_fault(rule("*", "batch.get", {"batch_stuck_cancelling": True}))
     batch = openai_batch(oai, 2)
     oai.batches.cancel(batch.id)
-    claude_batch = claude.messages.batches.create(requests=[  # type: ignore[arg-type]
-        {"custom_id": "c", "params": {"model": "claude-emulated", "max_tokens": 5,
-                                      "messages": USER}}])
+    claude_batch = claude.messages.batches.create(
+        requests=[  # type: ignore[arg-type]
+            {
+                "custom_id": "c",
+                "params": {"model": "claude-emulated", "max_tokens": 5, "messages": USER},
+            }
+        ]
+    )
     claude.messages.batches.cancel(claude_batch.id)
     emu.advance(BATCH_SECONDS * 10)
     assert oai.batches.retrieve(batch.id).status == "cancelling"
@@ -335,8 +387,9 @@ def test_batch_stuck_cancelling_until_faults_cleared(emu: RunningEmulator,
     assert claude.messages.batches.retrieve(claude_batch.id).processing_status == "ended"
 
 
-def test_answer_fault_on_batch_create_hits_every_item(emu: RunningEmulator,
-                                                      oai: openai.OpenAI) -> None:
+def test_answer_fault_on_batch_create_hits_every_item(
+    emu: RunningEmulator, oai: openai.OpenAI
+) -> None:
     emu.add_fault(rule("openai", "batch.create", {"answer": "truncated"}))
     batch = openai_batch(oai, 3)
     emu.advance(BATCH_SECONDS)
@@ -344,22 +397,30 @@ def test_answer_fault_on_batch_create_hits_every_item(emu: RunningEmulator,
     assert [x["response"]["body"]["choices"][0]["finish_reason"] for x in lines] == ["length"] * 3
 
 
-def test_errors_while_polling_and_reading(emu: RunningEmulator, oai: openai.OpenAI,
-                                          claude: anthropic.Anthropic) -> None:
+def test_errors_while_polling_and_reading(
+    emu: RunningEmulator, oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
     batch = openai_batch(oai, 1)
     emu.advance(BATCH_SECONDS)
-    emu.add_fault(rule("openai", "batch.get", {"http": 503}, times=1),
-                  rule("openai", "file.download", {"http": 500}, times=1),
-                  rule("anthropic", "batch.results", {"drop_connection": True}, times=1))
+    emu.add_fault(
+        rule("openai", "batch.get", {"http": 503}, times=1),
+        rule("openai", "file.download", {"http": 500}, times=1),
+        rule("anthropic", "batch.results", {"drop_connection": True}, times=1),
+    )
     with pytest.raises(openai.InternalServerError):
         oai.batches.retrieve(batch.id)
     done = oai.batches.retrieve(batch.id)
     with pytest.raises(openai.InternalServerError):
         oai.files.content(done.output_file_id or "")
     assert file_lines(oai, done.output_file_id)
-    claude_batch = claude.messages.batches.create(requests=[  # type: ignore[arg-type]
-        {"custom_id": "c", "params": {"model": "claude-emulated", "max_tokens": 5,
-                                      "messages": USER}}])
+    claude_batch = claude.messages.batches.create(
+        requests=[  # type: ignore[arg-type]
+            {
+                "custom_id": "c",
+                "params": {"model": "claude-emulated", "max_tokens": 5, "messages": USER},
+            }
+        ]
+    )
     emu.advance(BATCH_SECONDS)
     with pytest.raises(anthropic.APIConnectionError):
         list(claude.messages.batches.results(claude_batch.id))
@@ -368,9 +429,15 @@ def test_errors_while_polling_and_reading(emu: RunningEmulator, oai: openai.Open
 
 def test_item_error_on_anthropic_batch(emu: RunningEmulator, claude: anthropic.Anthropic) -> None:
     emu.add_fault(rule("anthropic", "batch.create", {"http": 500}, match={"custom_id": "bad"}))
-    batch = claude.messages.batches.create(requests=[  # type: ignore[arg-type]
-        {"custom_id": cid, "params": {"model": "claude-emulated", "max_tokens": 5,
-                                      "messages": USER}} for cid in ("good", "bad")])
+    batch = claude.messages.batches.create(
+        requests=[  # type: ignore[arg-type]
+            {
+                "custom_id": cid,
+                "params": {"model": "claude-emulated", "max_tokens": 5, "messages": USER},
+            }
+            for cid in ("good", "bad")
+        ]
+    )
     emu.advance(BATCH_SECONDS)
     ended = claude.messages.batches.retrieve(batch.id)
     assert ended.request_counts.errored == 1 and ended.request_counts.succeeded == 1

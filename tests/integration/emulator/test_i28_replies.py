@@ -25,13 +25,29 @@ def test_i28_7_a_reply_rule_is_checked() -> None:
 
 
 def test_i28_7_anthropic_blocks_stop_details_usage_and_request_id(
-        emu: RunningEmulator, claude: anthropic.Anthropic) -> None:
-    emu.add_fault(rule("anthropic", "chat", {"reply": {
-        "stop": "refusal", "blocks": ["thinking", "preamble", "server_tool_use", "text"],
-        "stop_details": {"type": "refusal", "category": "cyber", "explanation": "no"},
-        "usage": {"cache_write_tokens": 9, "reasoning_tokens": 4, "web_search_requests": 2}}}))
-    raw = claude.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=64,
-                                                messages=USER)  # type: ignore[arg-type]
+    emu: RunningEmulator, claude: anthropic.Anthropic
+) -> None:
+    emu.add_fault(
+        rule(
+            "anthropic",
+            "chat",
+            {
+                "reply": {
+                    "stop": "refusal",
+                    "blocks": ["thinking", "preamble", "server_tool_use", "text"],
+                    "stop_details": {"type": "refusal", "category": "cyber", "explanation": "no"},
+                    "usage": {
+                        "cache_write_tokens": 9,
+                        "reasoning_tokens": 4,
+                        "web_search_requests": 2,
+                    },
+                }
+            },
+        )
+    )
+    raw = claude.messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=64, messages=USER
+    )  # type: ignore[arg-type]
     message = raw.parse()
     assert raw.headers["request-id"].startswith("req_")
     assert [b.type for b in message.content] == ["thinking", "text", "server_tool_use", "text"]
@@ -45,10 +61,22 @@ def test_i28_7_anthropic_blocks_stop_details_usage_and_request_id(
 
 
 def test_i28_7_openai_finish_reason_refusal_and_reasoning(
-        emu: RunningEmulator, oai: openai.OpenAI) -> None:
-    emu.add_fault(rule("openai", "chat", {"reply": {
-        "stop": "tool_calls", "content": None, "blocks": ["tool_calls"],
-        "usage": {"reasoning_tokens": 12, "cache_write_tokens": 3}}}))
+    emu: RunningEmulator, oai: openai.OpenAI
+) -> None:
+    emu.add_fault(
+        rule(
+            "openai",
+            "chat",
+            {
+                "reply": {
+                    "stop": "tool_calls",
+                    "content": None,
+                    "blocks": ["tool_calls"],
+                    "usage": {"reasoning_tokens": 12, "cache_write_tokens": 3},
+                }
+            },
+        )
+    )
     completion = chat(oai)
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
@@ -61,8 +89,11 @@ def test_i28_7_openai_finish_reason_refusal_and_reasoning(
 
 def test_i28_7_an_error_body_as_given(emu: RunningEmulator, oai: openai.OpenAI) -> None:
     body = {"error": {"message": "slow", "type": "requests", "param": "model", "code": 429}}
-    emu.add_fault(rule("openai", "chat", {"http": 429, "body": body,
-                                          "headers": {"x-request-id": "req_given"}}))
+    emu.add_fault(
+        rule(
+            "openai", "chat", {"http": 429, "body": body, "headers": {"x-request-id": "req_given"}}
+        )
+    )
     with pytest.raises(openai.RateLimitError) as caught:
         chat(oai)
     assert caught.value.body == body["error"]
@@ -70,12 +101,32 @@ def test_i28_7_an_error_body_as_given(emu: RunningEmulator, oai: openai.OpenAI) 
 
 
 def test_i28_7_reply_and_error_bodies_in_openai_batch_lines(
-        emu: RunningEmulator, oai: openai.OpenAI) -> None:
-    emu.add_fault(rule("openai", "batch.create", {"reply": {"stop": "content_filter"}},
-                       match={"custom_id": "r0"}),
-                  rule("openai", "batch.create", {"http": 400, "body": {"error": {
-                      "message": "bad", "type": "invalid_request_error", "param": None,
-                      "code": None}}}, match={"custom_id": "r1"}))
+    emu: RunningEmulator, oai: openai.OpenAI
+) -> None:
+    emu.add_fault(
+        rule(
+            "openai",
+            "batch.create",
+            {"reply": {"stop": "content_filter"}},
+            match={"custom_id": "r0"},
+        ),
+        rule(
+            "openai",
+            "batch.create",
+            {
+                "http": 400,
+                "body": {
+                    "error": {
+                        "message": "bad",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            },
+            match={"custom_id": "r1"},
+        ),
+    )
     batch = openai_batch(oai, 3)
     emu.advance(BATCH_SECONDS + 1)
     done = oai.batches.retrieve(batch.id)

@@ -27,17 +27,24 @@ SCHEMA = {
     "required": ["sentiment", "score", "tags", "count", "ok"],
     "additionalProperties": False,
 }
-MESSAGES = [{"role": "system", "content": "You label reviews."},
-            {"role": "user", "content": "Classify: the kettle broke after two days."}]
+MESSAGES = [
+    {"role": "system", "content": "You label reviews."},
+    {"role": "user", "content": "Classify: the kettle broke after two days."},
+]
 
 
 def _openai_schema_call(client: openai.OpenAI | groq.Groq, seed: int | None = None) -> object:
     extra = {} if seed is None else {"seed": seed}
     return client.chat.completions.create(
-        model="gpt-4o-mini", messages=MESSAGES, max_completion_tokens=200,  # type: ignore[arg-type]
-        response_format={"type": "json_schema",  # type: ignore[arg-type]
-                         "json_schema": {"name": "label", "schema": SCHEMA, "strict": True}},
-        **extra)
+        model="gpt-4o-mini",
+        messages=MESSAGES,
+        max_completion_tokens=200,  # type: ignore[arg-type]
+        response_format={
+            "type": "json_schema",  # type: ignore[arg-type]
+            "json_schema": {"name": "label", "schema": SCHEMA, "strict": True},
+        },
+        **extra,
+    )
 
 
 def test_openai_live_schema_answer_conforms_and_is_deterministic(oai: openai.OpenAI) -> None:
@@ -57,19 +64,24 @@ def test_openai_live_schema_answer_conforms_and_is_deterministic(oai: openai.Ope
 
 
 def test_openai_max_tokens_truncates_with_length(oai: openai.OpenAI) -> None:
-    reply = oai.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES,  # type: ignore[arg-type]
-                                        max_completion_tokens=3)
+    reply = oai.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=MESSAGES,  # type: ignore[arg-type]
+        max_completion_tokens=3,
+    )
     assert reply.choices[0].finish_reason == "length"
     assert len(reply.choices[0].message.content or "") <= 12
 
 
 def test_openai_long_prompt_reports_cached_tokens(oai: openai.OpenAI) -> None:
     long = "word " * 2000
-    first = oai.chat.completions.create(model="gpt-4o-mini",
-                                        messages=[{"role": "user", "content": long}])
+    first = oai.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": long}]
+    )
     assert first.usage.prompt_tokens_details.cached_tokens == 0  # type: ignore[union-attr]
-    reply = oai.chat.completions.create(model="gpt-4o-mini",
-                                        messages=[{"role": "user", "content": long}])
+    reply = oai.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": long}]
+    )
     details = reply.usage.prompt_tokens_details  # type: ignore[union-attr]
     assert details is not None and details.cached_tokens
     assert details.cached_tokens % 128 == 0
@@ -84,48 +96,62 @@ def test_groq_live_schema_answer(gq: groq.Groq) -> None:
 
 def test_anthropic_live_structured_output(claude: anthropic.Anthropic) -> None:
     reply = claude.messages.create(
-        model="claude-emulated", max_tokens=300, system="You label reviews.",
+        model="claude-emulated",
+        max_tokens=300,
+        system="You label reviews.",
         messages=[{"role": "user", "content": MESSAGES[1]["content"]}],
-        output_config={"format": {"type": "json_schema", "schema": SCHEMA}})
+        output_config={"format": {"type": "json_schema", "schema": SCHEMA}},
+    )
     assert reply.stop_reason == "end_turn"
     text = "".join(block.text for block in reply.content if block.type == "text")
     jsonschema.validate(json.loads(text), SCHEMA)
     assert reply.usage.cache_read_input_tokens == 0
     assert reply.usage.input_tokens == math.ceil(
-        (len("You label reviews.") + len(MESSAGES[1]["content"])) / 4)
+        (len("You label reviews.") + len(MESSAGES[1]["content"])) / 4
+    )
 
 
 def test_anthropic_max_tokens_stop_reason(claude: anthropic.Anthropic) -> None:
-    reply = claude.messages.create(model="claude-emulated", max_tokens=2,
-                                   messages=[{"role": "user", "content": "Say a lot."}])
+    reply = claude.messages.create(
+        model="claude-emulated", max_tokens=2, messages=[{"role": "user", "content": "Say a lot."}]
+    )
     assert reply.stop_reason == "max_tokens"
 
 
 def test_gemini_live_response_json_schema(gem: genai.Client) -> None:
     reply = gem.models.generate_content(
-        model="gemini-2.5-flash", contents=MESSAGES[1]["content"],
-        config={"system_instruction": "You label reviews.",
-                "response_mime_type": "application/json", "response_json_schema": SCHEMA})
+        model="gemini-2.5-flash",
+        contents=MESSAGES[1]["content"],
+        config={
+            "system_instruction": "You label reviews.",
+            "response_mime_type": "application/json",
+            "response_json_schema": SCHEMA,
+        },
+    )
     jsonschema.validate(json.loads(reply.text or ""), SCHEMA)
     assert reply.candidates and reply.candidates[0].finish_reason == "STOP"
     assert reply.usage_metadata and reply.usage_metadata.prompt_token_count
 
 
 def test_gemini_live_openapi_response_schema(gem: genai.Client) -> None:
-    schema = {"type": "OBJECT", "properties": {"label": {"type": "STRING",
-                                                         "enum": ["a", "b"]},
-                                               "n": {"type": "INTEGER"}},
-              "required": ["label", "n"]}
+    schema = {
+        "type": "OBJECT",
+        "properties": {"label": {"type": "STRING", "enum": ["a", "b"]}, "n": {"type": "INTEGER"}},
+        "required": ["label", "n"],
+    }
     reply = gem.models.generate_content(
-        model="gemini-2.5-flash", contents="Pick one.",
-        config={"response_mime_type": "application/json", "response_schema": schema})
+        model="gemini-2.5-flash",
+        contents="Pick one.",
+        config={"response_mime_type": "application/json", "response_schema": schema},
+    )
     value = json.loads(reply.text or "")
     assert value["label"] in ("a", "b") and isinstance(value["n"], int)
 
 
 def test_gemini_max_output_tokens(gem: genai.Client) -> None:
-    reply = gem.models.generate_content(model="gemini-2.5-flash", contents="Talk.",
-                                        config={"max_output_tokens": 2})
+    reply = gem.models.generate_content(
+        model="gemini-2.5-flash", contents="Talk.", config={"max_output_tokens": 2}
+    )
     assert reply.candidates and reply.candidates[0].finish_reason == "MAX_TOKENS"
 
 
@@ -149,8 +175,7 @@ def test_latency_delays_live_answers(emulator_server: RunningEmulator) -> None:
     import time
 
     with RunningEmulator(latency_ms=150) as slow:
-        client = openai.OpenAI(base_url=slow.env()["OPENAI_BASE_URL"], api_key="x",
-                               max_retries=0)
+        client = openai.OpenAI(base_url=slow.env()["OPENAI_BASE_URL"], api_key="x", max_retries=0)
         started = time.perf_counter()
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         assert time.perf_counter() - started >= 0.15
@@ -159,8 +184,12 @@ def test_latency_delays_live_answers(emulator_server: RunningEmulator) -> None:
 
 def test_openai_streaming_matches_non_streaming(oai: openai.OpenAI) -> None:
     plain = oai.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # type: ignore[arg-type]
-    stream = oai.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES,  # type: ignore[arg-type]
-                                         stream=True, stream_options={"include_usage": True})
+    stream = oai.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=MESSAGES,  # type: ignore[arg-type]
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == plain.choices[0].message.content

@@ -15,27 +15,47 @@ from emulator_support import BATCH_SECONDS
 
 from agac.emulator.testing import RunningEmulator
 
-SCHEMA = {"type": "object", "properties": {"label": {"enum": ["a", "b", "c"]}},
-          "required": ["label"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"enum": ["a", "b", "c"]}},
+    "required": ["label"],
+}
 
 
 def jsonl(n: int, *, prefix: str = "r", model: str = "gpt-4o-mini") -> bytes:
     lines = []
     for i in range(n):
-        body: dict[str, Any] = {"model": model, "max_completion_tokens": 100, "messages": [
-            {"role": "user", "content": f"Label item {i}."}]}
+        body: dict[str, Any] = {
+            "model": model,
+            "max_completion_tokens": 100,
+            "messages": [{"role": "user", "content": f"Label item {i}."}],
+        }
         if i % 2 == 0:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "l", "schema": SCHEMA}}
-        lines.append(json.dumps({"custom_id": f"{prefix}{i}", "method": "POST",
-                                 "url": "/v1/chat/completions", "body": body}))
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "l", "schema": SCHEMA},
+            }
+        lines.append(
+            json.dumps(
+                {
+                    "custom_id": f"{prefix}{i}",
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": body,
+                }
+            )
+        )
     return ("\n".join(lines) + "\n").encode()
 
 
 def submit(client: openai.OpenAI | groq.Groq, n: int, **metadata: str) -> Any:
     upload = client.files.create(file=("in.jsonl", io.BytesIO(jsonl(n))), purpose="batch")
-    return client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                 completion_window="24h", metadata=metadata or None)
+    return client.batches.create(
+        input_file_id=upload.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata=metadata or None,
+    )
 
 
 def read_lines(client: openai.OpenAI | groq.Groq, file_id: str | None) -> list[dict[str, Any]]:
@@ -72,15 +92,16 @@ def test_openai_batch_full_cycle(emu: RunningEmulator, oai: openai.OpenAI) -> No
     assert emu.stats()["answered"] == 20
 
 
-def test_openai_batch_answers_equal_live_answers(emu: RunningEmulator,
-                                                 oai: openai.OpenAI) -> None:
+def test_openai_batch_answers_equal_live_answers(emu: RunningEmulator, oai: openai.OpenAI) -> None:
     batch = submit(oai, 2)
     emu.advance_batch(batch.id)
     lines = read_lines(oai, oai.batches.retrieve(batch.id).output_file_id)
     by_id = {line["custom_id"]: line["response"]["body"] for line in lines}
     live = oai.chat.completions.create(
-        model="gpt-4o-mini", max_completion_tokens=100,
-        messages=[{"role": "user", "content": "Label item 1."}])
+        model="gpt-4o-mini",
+        max_completion_tokens=100,
+        messages=[{"role": "user", "content": "Label item 1."}],
+    )
     assert by_id["r1"]["choices"][0]["message"]["content"] == live.choices[0].message.content
     assert emu.stats()["duplicate_answers"] == 1
 
@@ -94,8 +115,9 @@ def test_openai_batch_list_paginates_with_after(emu: RunningEmulator, oai: opena
     assert [b.id for b in oai.batches.list(limit=2)] == made[::-1]  # auto-paging
 
 
-def test_openai_batch_cancel_keeps_partial_results(emu: RunningEmulator,
-                                                   oai: openai.OpenAI) -> None:
+def test_openai_batch_cancel_keeps_partial_results(
+    emu: RunningEmulator, oai: openai.OpenAI
+) -> None:
     batch = submit(oai, 10)
     emu.advance(BATCH_SECONDS / 2)  # half way through the running half
     cancelling = oai.batches.cancel(batch.id)
@@ -111,10 +133,20 @@ def test_openai_batch_cancel_keeps_partial_results(emu: RunningEmulator,
         oai.batches.cancel(batch.id)
 
 
-def test_openai_all_failed_batch_is_still_completed(emu: RunningEmulator,
-                                                    oai: openai.OpenAI) -> None:
-    emu.add_fault(*({"provider": "openai", "op": "batch.create", "match": {"custom_id": f"r{i}"},
-                     "fault": {"http": 400, "code": "invalid_value"}} for i in range(3)))
+def test_openai_all_failed_batch_is_still_completed(
+    emu: RunningEmulator, oai: openai.OpenAI
+) -> None:
+    emu.add_fault(
+        *(
+            {
+                "provider": "openai",
+                "op": "batch.create",
+                "match": {"custom_id": f"r{i}"},
+                "fault": {"http": 400, "code": "invalid_value"},
+            }
+            for i in range(3)
+        )
+    )
     batch = submit(oai, 3)
     emu.advance_batch(batch.id)
     done = oai.batches.retrieve(batch.id)
@@ -126,13 +158,17 @@ def test_openai_all_failed_batch_is_still_completed(emu: RunningEmulator,
     assert emu.stats()["answered"] == 0
 
 
-def test_openai_invalid_input_fails_with_line_errors(emu: RunningEmulator,
-                                                     oai: openai.OpenAI) -> None:
-    content = jsonl(2) + b'{"custom_id": "r0", "method": "POST", "url": "/v1/chat/completions"' \
+def test_openai_invalid_input_fails_with_line_errors(
+    emu: RunningEmulator, oai: openai.OpenAI
+) -> None:
+    content = (
+        jsonl(2) + b'{"custom_id": "r0", "method": "POST", "url": "/v1/chat/completions"'
         b', "body": {}}\nnot json\n'
+    )
     upload = oai.files.create(file=("in.jsonl", io.BytesIO(content)), purpose="batch")
-    batch = oai.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                               completion_window="24h")
+    batch = oai.batches.create(
+        input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
     emu.advance(BATCH_SECONDS / 4)
     failed = oai.batches.retrieve(batch.id)
     assert failed.status == "failed" and failed.errors and failed.errors.data
@@ -142,17 +178,23 @@ def test_openai_invalid_input_fails_with_line_errors(emu: RunningEmulator,
 
 def test_openai_create_refuses_unknown_file(oai: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError):
-        oai.batches.create(input_file_id="file-nope", endpoint="/v1/chat/completions",
-                           completion_window="24h")
+        oai.batches.create(
+            input_file_id="file-nope", endpoint="/v1/chat/completions", completion_window="24h"
+        )
 
 
 def test_groq_batch_full_cycle_and_cursor_paging(emu: RunningEmulator, gq: groq.Groq) -> None:
-    upload = gq.files.create(file=("in.jsonl", io.BytesIO(jsonl(4, model="llama-3.1-8b"))),
-                             purpose="batch")
+    upload = gq.files.create(
+        file=("in.jsonl", io.BytesIO(jsonl(4, model="llama-3.1-8b"))), purpose="batch"
+    )
     assert upload.id.startswith("file_01")
     assert gq.files.info(upload.id).bytes == len(jsonl(4, model="llama-3.1-8b"))
-    batch = gq.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                              completion_window="7d", metadata={"shard": "a"})
+    batch = gq.batches.create(
+        input_file_id=upload.id,
+        endpoint="/v1/chat/completions",
+        completion_window="7d",
+        metadata={"shard": "a"},
+    )
     assert batch.status == "validating" and batch.id.startswith("batch_01")
     emu.advance(BATCH_SECONDS)
     done = gq.batches.retrieve(batch.id)
@@ -160,8 +202,9 @@ def test_groq_batch_full_cycle_and_cursor_paging(emu: RunningEmulator, gq: groq.
     response = gq.files.content(done.output_file_id or "")
     lines = [json.loads(x) for x in response.text().splitlines() if x]
     assert sorted(x["custom_id"] for x in lines) == ["r0", "r1", "r2", "r3"]
-    second = gq.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                               completion_window="24h")
+    second = gq.batches.create(
+        input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
     first_page = gq.batches.list(extra_query={"limit": 1})
     assert [b.id for b in first_page.data] == [second.id]
     cursor = first_page.paging["next_cursor"]  # type: ignore[attr-defined]

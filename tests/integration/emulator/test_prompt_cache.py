@@ -18,12 +18,26 @@ LONG = "Label the sentiment of the review that follows these instructions. " * 7
 TOKENS = math.ceil(len(LONG) / 4)
 
 
-def _claude(client: anthropic.Anthropic, ttl: str | None = None, text: str = LONG,
-            model: str = "claude-sonnet-4-5") -> Any:
+def _claude(
+    client: anthropic.Anthropic,
+    ttl: str | None = None,
+    text: str = LONG,
+    model: str = "claude-sonnet-4-5",
+) -> Any:
     control: dict[str, str] = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
-    return client.messages.create(model=model, max_tokens=20, messages=[{
-        "role": "user", "content": [{"type": "text", "text": text, "cache_control": control},
-                                    {"type": "text", "text": "Review: fine."}]}]).usage
+    return client.messages.create(
+        model=model,
+        max_tokens=20,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": text, "cache_control": control},
+                    {"type": "text", "text": "Review: fine."},
+                ],
+            }
+        ],
+    ).usage
 
 
 def test_anthropic_writes_then_reads_a_marked_prefix(claude: anthropic.Anthropic) -> None:
@@ -36,19 +50,21 @@ def test_anthropic_writes_then_reads_a_marked_prefix(claude: anthropic.Anthropic
 
 
 def test_anthropic_caches_nothing_under_the_minimum_or_unmarked(
-    claude: anthropic.Anthropic
+    claude: anthropic.Anthropic,
 ) -> None:
     for _ in range(2):  # Haiku 4.5 caches from 4,096 tokens: this prefix is too short
         usage = _claude(claude, model="claude-haiku-4-5")
         assert (usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (0, 0)
     for _ in range(2):
-        usage = claude.messages.create(model="claude-sonnet-4-5", max_tokens=20, messages=[
-            {"role": "user", "content": LONG}]).usage
+        usage = claude.messages.create(
+            model="claude-sonnet-4-5", max_tokens=20, messages=[{"role": "user", "content": LONG}]
+        ).usage
         assert (usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (0, 0)
 
 
-def test_anthropic_entries_live_five_minutes_or_an_hour(claude: anthropic.Anthropic,
-                                                        emu: RunningEmulator) -> None:
+def test_anthropic_entries_live_five_minutes_or_an_hour(
+    claude: anthropic.Anthropic, emu: RunningEmulator
+) -> None:
     _claude(claude)
     _claude(claude, ttl="1h", text=LONG + "Hour.")
     emu.advance(301)
@@ -61,12 +77,14 @@ def test_anthropic_entries_live_five_minutes_or_an_hour(claude: anthropic.Anthro
     assert _claude(claude).cache_read_input_tokens == 0
 
 
-def test_openai_reads_in_128_token_steps_per_prompt_cache_key(oai: openai.OpenAI,
-                                                              emu: RunningEmulator) -> None:
+def test_openai_reads_in_128_token_steps_per_prompt_cache_key(
+    oai: openai.OpenAI, emu: RunningEmulator
+) -> None:
     def cached(key: str | None, tail: str) -> int:
         extra = {"prompt_cache_key": key} if key else {}
-        reply = oai.chat.completions.create(model="gpt-4o-mini", messages=[
-            {"role": "user", "content": LONG + tail}], **extra)  # type: ignore[arg-type]
+        reply = oai.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": LONG + tail}], **extra
+        )  # type: ignore[arg-type]
         assert reply.usage is not None and reply.usage.prompt_tokens_details is not None
         return int(reply.usage.prompt_tokens_details.cached_tokens or 0)
 
@@ -77,9 +95,11 @@ def test_openai_reads_in_128_token_steps_per_prompt_cache_key(oai: openai.OpenAI
     assert cached(None, "two") == 0
     assert cached(None, "three") == shared
     journal = [r for r in emu.requests() if r["op"] == "chat"]
-    assert [r.get("cache") for r in journal[:3]] == [{"prompt_cache_key": "k"},
-                                                   {"prompt_cache_key": "k"},
-                                                   {"prompt_cache_key": "other"}]
+    assert [r.get("cache") for r in journal[:3]] == [
+        {"prompt_cache_key": "k"},
+        {"prompt_cache_key": "k"},
+        {"prompt_cache_key": "other"},
+    ]
     assert "cache" not in journal[3]
 
 
@@ -97,11 +117,19 @@ def test_gemini_reads_a_repeated_prefix(gem: genai.Client, emu: RunningEmulator)
 
 def _marked_body(system: str, head: str, *, system_ttl: str = "5m") -> dict[str, Any]:
     mark = {"type": "ephemeral", **({"ttl": "1h"} if system_ttl == "1h" else {})}
-    return {"model": "claude-sonnet-4-5", "system": [
-        {"type": "text", "text": system, "cache_control": mark}],
-        "messages": [{"role": "user", "content": [
-            {"type": "text", "text": head, "cache_control": {"type": "ephemeral"}},
-            {"type": "text", "text": "Review: fine."}]}]}
+    return {
+        "model": "claude-sonnet-4-5",
+        "system": [{"type": "text", "text": system, "cache_control": mark}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": head, "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": "Review: fine."},
+                ],
+            }
+        ],
+    }
 
 
 def test_two_breakpoints_read_the_longest_live_prefix_and_write_the_rest() -> None:

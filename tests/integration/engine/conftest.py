@@ -51,4 +51,3 @@ def make() -> Callable[..., Path]:
         return write_project(root, workflow, **kwargs)
 
     return _make
-

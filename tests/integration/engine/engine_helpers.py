@@ -22,9 +22,10 @@ actions:
 
 
 def rows(n: int, start: int = 0, *, same_text: bool = False) -> list[dict[str, Any]]:
-    return [{"id": f"r{i:05d}", "text": "same" if same_text else f"text number {i}"}
-            for i in range(start, start + n)]
-
+    return [
+        {"id": f"r{i:05d}", "text": "same" if same_text else f"text number {i}"}
+        for i in range(start, start + n)
+    ]
 
 
 def run(root: Path, wf: str = "wf", **options: Any) -> Any:

@@ -59,11 +59,22 @@ def after(inputs, ctx):
 GROUPS = "groups:\n  leads: [ann, bob]\n"
 
 
-def make_ap(root: Path, approval: str = "{approvers: [leads], expires_in: 1h}", *, n: int = 3,
-            deadline: str = "", agac_yml: str = GROUPS) -> None:
-    write_project(root, AP.replace("APPROVAL", approval).replace("DEADLINE", deadline),
-                  data={"data/a.jsonl": rows(n)}, agac_yml=agac_yml,
-                  files={"tools/__init__.py": "", "tools/mail.py": TOOLS}, workflow_file="ap.yml")
+def make_ap(
+    root: Path,
+    approval: str = "{approvers: [leads], expires_in: 1h}",
+    *,
+    n: int = 3,
+    deadline: str = "",
+    agac_yml: str = GROUPS,
+) -> None:
+    write_project(
+        root,
+        AP.replace("APPROVAL", approval).replace("DEADLINE", deadline),
+        data={"data/a.jsonl": rows(n)},
+        agac_yml=agac_yml,
+        files={"tools/__init__.py": "", "tools/mail.py": TOOLS},
+        workflow_file="ap.yml",
+    )
 
 
 def calls(root: Path) -> list[dict[str, Any]]:
@@ -99,10 +110,21 @@ def test_a1_each_unit_pauses_with_a_proposal_bound_to_its_arguments(project: Pat
     listed = api.approvals_list("ap", project)
     assert len(listed) == 3
     for p in listed:
-        assert {"id", "workflow", "action", "record", "arguments", "approvers", "expires_at",
-                "state"} <= set(p)
+        assert {
+            "id",
+            "workflow",
+            "action",
+            "record",
+            "arguments",
+            "approvers",
+            "expires_at",
+            "state",
+        } <= set(p)
         assert p["state"] == "pending" and p["approvers"] == ["leads"] and p["action"] == "send"
-        assert p["arguments"]["source"] == {"id": p["record"], "text": f"text number {int(p['record'][1:])}"}
+        assert p["arguments"]["source"] == {
+            "id": p["record"],
+            "text": f"text number {int(p['record'][1:])}",
+        }
         assert set(p["arguments"]) == {"source", "draft"}
         assert time.time() + 3500 < p["expires_at"] <= time.time() + 3600
     kinds = [e["kind"] for e in api.events(s["run_id"], project)]
@@ -172,9 +194,11 @@ def test_a2_replayed_approval_refused(project: Path) -> None:
     run(project, "ap")
     p = next(iter(pending(project).values()))
     api.approve(p["id"], project, who="ann")
-    for decide in (lambda: api.approve(p["id"], project, who="bob"),
-                   lambda: api.reject(p["id"], "no", project, who="bob"),
-                   lambda: api.revise(p["id"], ["source.text=x"], project, who="bob")):
+    for decide in (
+        lambda: api.approve(p["id"], project, who="bob"),
+        lambda: api.reject(p["id"], "no", project, who="bob"),
+        lambda: api.revise(p["id"], ["source.text=x"], project, who="bob"),
+    ):
         with pytest.raises(RefusedError) as info:
             decide()
         assert info.value.exit_code == 2 and "replayed" in str(info.value)
@@ -204,7 +228,10 @@ def test_a2_revised_proposal_needs_a_new_approval(project: Path) -> None:
     last = calls(project)[-1]
     assert last["record"] == "r00000" and last["inputs"]["source"]["text"] == "a kinder text"
     history = api.approvals_show(new["id"], project)["history"]
-    assert [(h["id"], h["state"]) for h in history] == [(old["id"], "superseded"), (new["id"], "approved")]
+    assert [(h["id"], h["state"]) for h in history] == [
+        (old["id"], "superseded"),
+        (new["id"], "approved"),
+    ]
 
 
 def test_a2_revise_refuses_unknown_fields(project: Path) -> None:
@@ -274,7 +301,9 @@ def test_a2_expired_approval_refused(project: Path, clocked: tuple[ManualClock, 
     assert calls(project) == []
     retried = api.retry("ap", project, store=st)  # R2: an expired unit is proposed again
     assert retried.exit_code == 75 and len(pending(project)) == 3
-    assert {p["id"] for p in pending(project).values()}.isdisjoint(x["id"] for x in proposals.values())
+    assert {p["id"] for p in pending(project).values()}.isdisjoint(
+        x["id"] for x in proposals.values()
+    )
 
 
 def test_a2_a_rejection_is_carried_by_a_new_run(project: Path) -> None:
@@ -294,7 +323,8 @@ def test_a2_a_rejection_is_carried_by_a_new_run(project: Path) -> None:
 
 
 def test_a2_on_expire_time_out_run_ends_the_run_timed_out(
-        project: Path, clocked: tuple[ManualClock, Store]) -> None:
+    project: Path, clocked: tuple[ManualClock, Store]
+) -> None:
     clock, st = clocked
     make_ap(project, "{approvers: [leads], expires_in: 1s, on_expire: time_out_run}")
     assert run(project, "ap", store=st).exit_code == 75
@@ -314,9 +344,14 @@ def test_a2_altered_approval_refused(project: Path) -> None:
     st = store()
     try:
         with st.engine.begin() as conn:
-            forged = dict(proposals["r00000"]["arguments"], source={"id": "r00000", "text": "pay me"})
-            conn.execute(t.approvals.update().where(t.approvals.c.id == victim)
-                         .values(arguments=json.dumps(forged, sort_keys=True, separators=(",", ":"))))
+            forged = dict(
+                proposals["r00000"]["arguments"], source={"id": "r00000", "text": "pay me"}
+            )
+            conn.execute(
+                t.approvals.update()
+                .where(t.approvals.c.id == victim)
+                .values(arguments=json.dumps(forged, sort_keys=True, separators=(",", ":")))
+            )
     finally:
         st.close()
     with pytest.raises(RefusedError) as info:
@@ -328,8 +363,11 @@ def test_a2_altered_approval_refused(project: Path) -> None:
     st = store()
     try:
         with st.engine.begin() as conn:
-            conn.execute(t.approvals.update().where(t.approvals.c.id == forged_ok)
-                         .values(state="approved", decided_by="ann", decided_at=time.time()))
+            conn.execute(
+                t.approvals.update()
+                .where(t.approvals.c.id == forged_ok)
+                .values(state="approved", decided_by="ann", decided_at=time.time())
+            )
     finally:
         st.close()
     api.approve(proposals["r00002"]["id"], project, who="ann")
@@ -358,7 +396,8 @@ def test_a2_stale_approval_refused_after_cancel(project: Path) -> None:
 
 
 def test_a2_deadline_skips_units_awaiting_approval(
-        project: Path, clocked: tuple[ManualClock, Store]) -> None:
+    project: Path, clocked: tuple[ManualClock, Store]
+) -> None:
     clock, st = clocked
     make_ap(project, deadline="deadline: 2s")
     assert run(project, "ap", store=st).exit_code == 75
@@ -376,9 +415,11 @@ def test_a2_not_an_approver_refused(project: Path) -> None:
     make_ap(project)
     run(project, "ap")
     p = pending(project)["r00000"]
-    for decide in (lambda: api.approve(p["id"], project, who="mallory"),
-                   lambda: api.reject(p["id"], "no", project, who="mallory"),
-                   lambda: api.revise(p["id"], ["source.text=x"], project, who="mallory")):
+    for decide in (
+        lambda: api.approve(p["id"], project, who="mallory"),
+        lambda: api.reject(p["id"], "no", project, who="mallory"),
+        lambda: api.revise(p["id"], ["source.text=x"], project, who="mallory"),
+    ):
         with pytest.raises(RefusedError) as info:
             decide()
         assert "mallory is not an approver" in str(info.value) and "leads" in str(info.value)
@@ -403,8 +444,12 @@ def test_a2_concurrent_decisions_one_wins(project: Path) -> None:
         barrier = threading.Barrier(2)
         outcomes: list[str] = []
 
-        def decide(kind: str, pid: str = p["id"], barrier: threading.Barrier = barrier,
-                   outcomes: list[str] = outcomes) -> None:
+        def decide(
+            kind: str,
+            pid: str = p["id"],
+            barrier: threading.Barrier = barrier,
+            outcomes: list[str] = outcomes,
+        ) -> None:
             barrier.wait()
             try:
                 if kind == "approve":
@@ -462,14 +507,23 @@ PRICED = "prices: {mock/m1: {input: 1000, output: 1000}}\n"
 
 
 def test_a3_approved_llm_units_draw_on_the_same_budget(project: Path) -> None:
-    write_project(project, ASK.replace("BUDGET", "0.15"), data={"data/a.jsonl": rows(10)},
-                  agac_yml=PRICED, workflow_file="ask.yml")
+    write_project(
+        project,
+        ASK.replace("BUDGET", "0.15"),
+        data={"data/a.jsonl": rows(10)},
+        agac_yml=PRICED,
+        workflow_file="ask.yml",
+    )
     first = api.run("ask", project, allow_over_estimate=True)
     assert first.exit_code == 75 and first.summary["cost_usd"] == 0
     proposals = api.approvals_list("ask", project)
-    assert proposals[0]["arguments"] == {"model": "mock/m1", "system": "You answer briefly.",
-                                         "prompt": "Say text number 0", "max_tokens": 16,
-                                         "temperature": None}
+    assert proposals[0]["arguments"] == {
+        "model": "mock/m1",
+        "system": "You answer briefly.",
+        "prompt": "Say text number 0",
+        "max_tokens": 16,
+        "temperature": None,
+    }
     for p in proposals:
         api.approve(p["id"], project, who="ann")
     s = api.run("ask", project).summary
@@ -481,23 +535,34 @@ def test_a3_approved_llm_units_draw_on_the_same_budget(project: Path) -> None:
 
 
 def test_a2_revised_llm_request_is_what_is_sent(project: Path) -> None:
-    write_project(project, ASK.replace("BUDGET", "100"), data={"data/a.jsonl": rows(2)},
-                  agac_yml=PRICED, workflow_file="ask.yml")
+    write_project(
+        project,
+        ASK.replace("BUDGET", "100"),
+        data={"data/a.jsonl": rows(2)},
+        agac_yml=PRICED,
+        workflow_file="ask.yml",
+    )
     api.run("ask", project)
     first, second = api.approvals_list("ask", project)
     with pytest.raises(UsageError):
         api.revise(first["id"], ["model=openai/gpt-4o"], project, who="ann")
-    revised = api.revise(first["id"], {"prompt": "Say hello politely", "max_tokens": 8}, project,
-                         who="ann")
+    revised = api.revise(
+        first["id"], {"prompt": "Say hello politely", "max_tokens": 8}, project, who="ann"
+    )
     api.approve(revised["id"], project, who="ann")
     api.approve(second["id"], project, who="ann")
     s = api.run("ask", project).summary
     assert s["state"] == "succeeded" and s["actions"]["ask"]["calls"] == 2
     st = store()
     try:
-        (outcome,) = [o for o in st.unit_outcomes(s["run_id"], first["record"]) if o.action == "ask"]
+        (outcome,) = [
+            o for o in st.unit_outcomes(s["run_id"], first["record"]) if o.action == "ask"
+        ]
         request = json.loads(st.get_answer(outcome.fingerprint, tenant="default").request)
     finally:
         st.close()
     assert request["max_tokens"] == 8
-    assert [m["content"] for m in request["messages"]] == ["You answer briefly.", "Say hello politely"]
+    assert [m["content"] for m in request["messages"]] == [
+        "You answer briefly.",
+        "Say hello politely",
+    ]

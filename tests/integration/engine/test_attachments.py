@@ -34,8 +34,10 @@ def _project(root: Path, rows: list[dict[str, Any]], workflow: str = WF) -> Path
 
 
 def _outcomes(root: Path, action: str = "read") -> dict[str, tuple[str, str | None, str | None]]:
-    return {r["key"]: (r["status"], r["reason"], r["detail"])
-            for r in api.export_rows("wf", action, root)}
+    return {
+        r["key"]: (r["status"], r["reason"], r["detail"])
+        for r in api.export_rows("wf", action, root)
+    }
 
 
 @pytest.fixture
@@ -48,9 +50,14 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_i22_1_every_supported_kind_is_judged_by_its_bytes(root: Path) -> None:
-    files = {"a.png": png_bytes(), "b.jpg": jpeg_bytes(), "c.gif": gif_bytes(),
-             "d.webp": webp_bytes(), "e.pdf": pdf_bytes(2),
-             "lying.pdf": png_bytes(3, 3)}  # a PNG with a PDF's extension: sent as a PNG
+    files = {
+        "a.png": png_bytes(),
+        "b.jpg": jpeg_bytes(),
+        "c.gif": gif_bytes(),
+        "d.webp": webp_bytes(),
+        "e.pdf": pdf_bytes(2),
+        "lying.pdf": png_bytes(3, 3),
+    }  # a PNG with a PDF's extension: sent as a PNG
     for name, data in files.items():
         (root / "files" / name).write_bytes(data)
     _project(root, [{"id": n, "file": f"files/{n}"} for n in files])
@@ -93,7 +100,8 @@ def test_i22_1_bad_input_each_fails_its_own_unit_with_a_reason(root: Path, tmp_p
     result = api.run("wf", root)
     got = _outcomes(root)
     want = {
-        "good": ("answered", None), "absolute": ("answered", None),
+        "good": ("answered", None),
+        "absolute": ("answered", None),
         "missing": ("failed", "attachment_not_found"),
         "empty": ("failed", "unsupported_attachment"),
         "text": ("failed", "unsupported_attachment"),
@@ -126,9 +134,10 @@ def test_i22_1_a_data_url_is_attached_and_kept_by_hash_not_in_the_store(root: Pa
 def test_i22_1_a_template_may_give_a_list_and_position_after(root: Path) -> None:
     for i in range(3):
         (root / "files" / f"p{i}.png").write_bytes(png_bytes(seed=i))
-    wf = WF.replace('attachments: ["{{ source.file }}"]',
-                    'attachments: ["{{ source.pages }}", "files/p0.png"]\n'
-                    '    attachments_position: after')
+    wf = WF.replace(
+        'attachments: ["{{ source.file }}"]',
+        'attachments: ["{{ source.pages }}", "files/p0.png"]\n    attachments_position: after',
+    )
     _project(root, [{"id": "r", "pages": ["files/p1.png", "files/p2.png"]}], wf)
     api.run("wf", root)
     session = api.record_session("r", root)
@@ -199,6 +208,7 @@ def test_i22_2_the_store_holds_hashes_never_bytes(root: Path) -> None:
     assert probe not in stored
     assert base64.b64encode(data[3000:3060]) not in stored
     import hashlib
+
     assert hashlib.sha256(data).hexdigest().encode() in stored
 
 
@@ -216,6 +226,7 @@ def test_i22_2_the_snapshot_records_each_attachments_hash_and_size(root: Path) -
     finally:
         store.close()
     import hashlib
+
     assert got == {str(root / "files" / "a.png"): (hashlib.sha256(data).hexdigest(), len(data))}
 
 
@@ -244,12 +255,14 @@ def changing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_i22_2_a_file_changed_or_gone_before_sending_fails_only_its_unit(
-        root: Path, changing: None) -> None:
+    root: Path, changing: None
+) -> None:
     for name in ("ok", "change-me", "remove-me"):
         (root / "files" / f"{name}.png").write_bytes(png_bytes(seed=len(name)))
     wf = WF.replace("mock/m1", "changing/m1")
-    _project(root, [{"id": n, "file": f"files/{n}.png"} for n in ("ok", "change-me", "remove-me")],
-             wf)
+    _project(
+        root, [{"id": n, "file": f"files/{n}.png"} for n in ("ok", "change-me", "remove-me")], wf
+    )
     result = api.run("wf", root)
     got = _outcomes(root)
     assert got["ok"][:2] == ("answered", None)

@@ -61,7 +61,8 @@ def test_r5_exhausted_run_stops_sending_and_skips_units_never_sent(project, make
         assert set(a["reasons"]) <= {"budget_exhausted"}
     # units never sent were never called: every call is an answered unit
     assert sum(a["calls"] for a in s["actions"].values()) == sum(
-        a["answered"] for a in s["actions"].values())
+        a["answered"] for a in s["actions"].values()
+    )
 
 
 def test_r5_tokens_cap(project, make) -> None:

@@ -42,7 +42,9 @@ def _accounted(summary: dict) -> None:
         assert a["answered"] + a["failed"] + a["skipped"] == a["records"] and a["pending"] == 0
 
 
-def test_r4_deadline_passed_while_nothing_ran_ends_timed_out_at_the_next_start(project, make) -> None:
+def test_r4_deadline_passed_while_nothing_ran_ends_timed_out_at_the_next_start(
+    project, make
+) -> None:
     make(project, DEADLINE)
     admitted = _admit(project)
     assert admitted.settings.deadline_at > time.time() + 47 * 3600
@@ -56,8 +58,9 @@ def test_r4_deadline_passed_while_nothing_ran_ends_timed_out_at_the_next_start(p
 
 
 def test_r4_deadline_passing_mid_run_stops_sending(project, make, monkeypatch) -> None:
-    wf = BASIC.replace("actions:", "deadline: 1s\nactions:", 1).replace("max_concurrency: 8",
-                                                                         "max_concurrency: 2")
+    wf = BASIC.replace("actions:", "deadline: 1s\nactions:", 1).replace(
+        "max_concurrency: 8", "max_concurrency: 2"
+    )
     make(project, wf, data={"data/a.jsonl": rows(60)})
     monkeypatch.setenv("AGAC_MOCK_LATENCY_MS", "60")
     s = run(project).summary
@@ -66,7 +69,8 @@ def test_r4_deadline_passing_mid_run_stops_sending(project, make, monkeypatch) -
     assert 0 < c["answered"] < 60 and c["reasons"].get("deadline", 0) > 0
     _accounted(s)
     assert sum(a["calls"] for a in s["actions"].values()) == sum(
-        a["answered"] for a in s["actions"].values())
+        a["answered"] for a in s["actions"].values()
+    )
 
 
 def test_r4_retry_keeps_the_original_deadline(project, make, monkeypatch) -> None:
@@ -84,7 +88,9 @@ def test_r4_precedence_timed_out_before_exhausted(project, make) -> None:
     from agac.engine.lifecycle.ending import decide_state
 
     summary = {"actions": {"a": {"failed": 1, "answered": 1}}}
-    assert decide_state(summary, {}, True, frozenset({"budget_exhausted", "deadline"})) == "timed_out"
+    assert (
+        decide_state(summary, {}, True, frozenset({"budget_exhausted", "deadline"})) == "timed_out"
+    )
     assert decide_state(summary, {}, True, frozenset({"budget_exhausted"})) == "exhausted"
     assert decide_state(summary, {"a": ("failed", "x")}, True, frozenset()) == "failed"
 

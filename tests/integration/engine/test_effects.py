@@ -44,9 +44,13 @@ def undo(inputs, ctx):
 def make_fx(root: Path, *, idempotent: bool = False, data: list | None = None) -> None:
     from agac.testing import write_project
 
-    write_project(root, FX.replace("IDEMPOTENT", "true" if idempotent else "false"),
-                  data={"data/a.jsonl": data if data is not None else rows(10)},
-                  files={"tools/__init__.py": "", "tools/fx.py": TOOLS}, workflow_file="fx.yml")
+    write_project(
+        root,
+        FX.replace("IDEMPOTENT", "true" if idempotent else "false"),
+        data={"data/a.jsonl": data if data is not None else rows(10)},
+        files={"tools/__init__.py": "", "tools/fx.py": TOOLS},
+        workflow_file="fx.yml",
+    )
 
 
 def calls(root: Path) -> list[dict]:
@@ -115,8 +119,11 @@ def _drop_outcome(project: Path, record: str) -> None:
     store = Store(os.environ["AGAC_STORE"])
     try:
         with store.engine.begin() as conn:
-            conn.execute(t.outcomes.delete().where(t.outcomes.c.unit_key == record,
-                                                   t.outcomes.c.action == "send"))
+            conn.execute(
+                t.outcomes.delete().where(
+                    t.outcomes.c.unit_key == record, t.outcomes.c.action == "send"
+                )
+            )
             conn.execute(t.runs.update().values(state="running", ended_at=None))
     finally:
         store.close()
@@ -184,8 +191,10 @@ def test_e2_compensation_runs_only_on_request(project: Path) -> None:
     effect = api.effects_list("fx", project)[0]
     row = api.effects_compensate(effect["id"], project)
     assert row["state"] == "compensated"
-    assert row["resolution"]["compensation"] == {"recalled": effect["receipt"]["sent"],
-                                                 "key": effect["key"]}
+    assert row["resolution"]["compensation"] == {
+        "recalled": effect["receipt"]["sent"],
+        "key": effect["key"],
+    }
     with pytest.raises(RefusedError):
         api.effects_compensate(effect["id"], project)  # once
     assert run(project, "fx", fresh=True).summary["state"] == "succeeded"
@@ -212,7 +221,9 @@ def undo(inputs, ctx):
 """
 
 
-def test_s3_a_process_that_lost_its_run_starts_no_effect_and_records_no_receipt(project: Path) -> None:
+def test_s3_a_process_that_lost_its_run_starts_no_effect_and_records_no_receipt(
+    project: Path,
+) -> None:
     """S3 with E1: effect intents and receipts are fenced by the run's lease like every
     other write. The first effect runs, then the run is taken over: its receipt is refused
     (it stays ``started``, for the new owner to treat as unknown, E2) and no further effect
@@ -221,9 +232,15 @@ def test_s3_a_process_that_lost_its_run_starts_no_effect_and_records_no_receipt(
     from agac.testing import write_project
 
     fx = FX.replace("IDEMPOTENT", "false").replace(
-        "    effect: {idempotent: false", "    max_concurrency: 1\n    effect: {idempotent: false")
-    write_project(project, fx, data={"data/a.jsonl": rows(3)},
-                  files={"tools/__init__.py": "", "tools/fx.py": STEALING_TOOLS}, workflow_file="fx.yml")
+        "    effect: {idempotent: false", "    max_concurrency: 1\n    effect: {idempotent: false"
+    )
+    write_project(
+        project,
+        fx,
+        data={"data/a.jsonl": rows(3)},
+        files={"tools/__init__.py": "", "tools/fx.py": STEALING_TOOLS},
+        workflow_file="fx.yml",
+    )
     with pytest.raises(LeaseLost):
         api.run("fx", project)
     assert [c["record"] for c in calls(project)] == ["r00000"]
@@ -237,8 +254,11 @@ def test_effect_sys_exit_fails_unit_effect_failed(project: Path) -> None:
     data[1]["text"] = "boom"
     make_fx(project, data=data)
     tools = project / "tools" / "fx.py"
-    tools.write_text(tools.read_text().replace('raise ValueError("the mail server said no")',
-                                               "import sys; sys.exit(3)"))
+    tools.write_text(
+        tools.read_text().replace(
+            'raise ValueError("the mail server said no")', "import sys; sys.exit(3)"
+        )
+    )
     s = run(project, "fx").summary
     assert s["state"] == "partial"
     assert s["actions"]["send"]["reasons"] == {"effect_failed": 1}
@@ -249,10 +269,13 @@ def test_effect_sys_exit_fails_unit_effect_failed(project: Path) -> None:
 def test_compensation_sys_exit_is_refused_not_fatal(project: Path) -> None:
     make_fx(project)
     tools = project / "tools" / "fx.py"
-    tools.write_text(tools.read_text().replace(
-        '    return {"recalled"',
-        '    if __import__("os").path.exists("exit.flag"):\n        raise SystemExit(4)\n'
-        '    return {"recalled"'))
+    tools.write_text(
+        tools.read_text().replace(
+            '    return {"recalled"',
+            '    if __import__("os").path.exists("exit.flag"):\n        raise SystemExit(4)\n'
+            '    return {"recalled"',
+        )
+    )
     run(project, "fx")
     effect = api.effects_list("fx", project)[0]
     (project / "exit.flag").write_text("")

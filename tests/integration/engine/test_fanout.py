@@ -80,15 +80,30 @@ actions:
 """
 
 
-def _project(root: Path, *, fn: str = "slow_echo", join: str = "order", extra: str = "",
-             policy: str = "", data: list[dict[str, Any]] | None = None) -> None:
-    rows = data if data is not None else [
-        {"id": "a", "parts": [f"p{i}" for i in range(12)]},
-        {"id": "b", "parts": ["x", "bad1", "y", "bad2"]},
-        {"id": "c", "parts": []},
-    ]
-    write_project(root, MAP.format(fn=fn, join=join, extra=extra, policy=policy),
-                  data={"data/a.jsonl": rows}, files={"tools.py": TOOLS})
+def _project(
+    root: Path,
+    *,
+    fn: str = "slow_echo",
+    join: str = "order",
+    extra: str = "",
+    policy: str = "",
+    data: list[dict[str, Any]] | None = None,
+) -> None:
+    rows = (
+        data
+        if data is not None
+        else [
+            {"id": "a", "parts": [f"p{i}" for i in range(12)]},
+            {"id": "b", "parts": ["x", "bad1", "y", "bad2"]},
+            {"id": "c", "parts": []},
+        ]
+    )
+    write_project(
+        root,
+        MAP.format(fn=fn, join=join, extra=extra, policy=policy),
+        data={"data/a.jsonl": rows},
+        files={"tools.py": TOOLS},
+    )
 
 
 def _export(root: Path, action: str) -> dict[str, dict[str, Any]]:
@@ -122,7 +137,9 @@ def test_zero_items_join_runs_with_empty_lists(project: Path) -> None:
     assert _export(project, "joined")["c"]["output"] == {"keys": [], "rejected": []}
 
 
-def test_retain_successes_failed_item_is_rejected_counted_exported_and_in_session(project: Path) -> None:
+def test_retain_successes_failed_item_is_rejected_counted_exported_and_in_session(
+    project: Path,
+) -> None:
     _project(project, fn="picky")
     summary = run(project).summary
     assert summary["state"] == "partial"
@@ -145,14 +162,19 @@ def test_retain_successes_failed_item_is_rejected_counted_exported_and_in_sessio
     bad = session["items"][1]
     assert bad["status"] == "failed" and bad["actions"][0]["reason"] == "tool_error"
     assert "ValueError: cannot handle bad1" in bad["actions"][0]["attempts"][0]["error"]
-    assert any(e["unit_key"] == "b/1" and e["data"]["reason"] == "tool_error"
-               for e in session["errors"])
+    assert any(
+        e["unit_key"] == "b/1" and e["data"]["reason"] == "tool_error" for e in session["errors"]
+    )
     item = api.record_session("b/3", project)
     assert item["key"] == "b/3" and item["record"]["key"] == "b"
 
 
-def test_atomic_llm_join_is_skipped_join_atomic_and_tool_join_gets_no_fulfilled(project: Path) -> None:
-    write_project(project, """
+def test_atomic_llm_join_is_skipped_join_atomic_and_tool_join_gets_no_fulfilled(
+    project: Path,
+) -> None:
+    write_project(
+        project,
+        """
 name: wf
 input: {path: data/, id_field: id}
 defaults: {retry: {max_attempts: 1}}
@@ -183,11 +205,17 @@ actions:
     dependencies: [judge]
     model: mock/m
     prompt: "{{ judge.text }}"
-""", data={"data/a.jsonl": [{"id": "ok", "parts": ["x", "y"]}, {"id": "b", "parts": ["x", "bad"]}]},
-        files={"tools.py": TOOLS})
+""",
+        data={
+            "data/a.jsonl": [{"id": "ok", "parts": ["x", "y"]}, {"id": "b", "parts": ["x", "bad"]}]
+        },
+        files={"tools.py": TOOLS},
+    )
     summary = run(project).summary
     judge = summary["actions"]["judge"]
-    assert judge["answered"] == 1 and judge["skipped"] == 1 and judge["reasons"] == {"join_atomic": 1}
+    assert (
+        judge["answered"] == 1 and judge["skipped"] == 1 and judge["reasons"] == {"join_atomic": 1}
+    )
     assert judge["calls"] == 1  # the llm join of the failed parent is never called
     assert summary["actions"]["after"]["reasons"] == {"join_atomic": 1}
     assert _export(project, "collect")["b"]["reason"] == "join_atomic"
@@ -206,7 +234,9 @@ def test_atomic_tool_join_that_raises_fails_its_parent_tool_error(project: Path)
 
 
 def test_nested_fan_out_keys_order_and_inner_failure(project: Path) -> None:
-    write_project(project, """
+    write_project(
+        project,
+        """
 name: wf
 input: {path: data/, id_field: id}
 defaults: {retry: {max_attempts: 1}}
@@ -228,7 +258,10 @@ actions:
   - name: outer_join
     kind: join
     dependencies: [inner_join]
-""", data={"data/a.jsonl": [{"id": "r", "parts": ["a", "bad", "c"]}]}, files={"tools.py": TOOLS})
+""",
+        data={"data/a.jsonl": [{"id": "r", "parts": ["a", "bad", "c"]}]},
+        files={"tools.py": TOOLS},
+    )
     summary = run(project).summary
     acts = summary["actions"]
     assert acts["outer"]["records"] == 3 and acts["inner"]["records"] == 9
@@ -261,17 +294,26 @@ def test_max_concurrency_bounds_items_in_flight_and_sequential_gate(project: Pat
     assert run(project).summary["state"] == "succeeded"
     state = json.loads((project / "spans.json").read_text())
     assert 1 < state["max"] <= 3
-    _project(project, fn="tracked", extra="    gate: sequential\n    cache: false",
-             data=[{"id": "s", "parts": list(range(10))}])
+    _project(
+        project,
+        fn="tracked",
+        extra="    gate: sequential\n    cache: false",
+        data=[{"id": "s", "parts": list(range(10))}],
+    )
     assert run(project, new=True).summary["state"] == "succeeded"
-    spans = [s for s in json.loads((project / "spans.json").read_text())["spans"]
-             if s[0].startswith("s/")]
+    spans = [
+        s
+        for s in json.loads((project / "spans.json").read_text())["spans"]
+        if s[0].startswith("s/")
+    ]
     assert [s[0] for s in spans] == [f"s/{i}" for i in range(10)]
     assert all(spans[i][2] <= spans[i + 1][1] for i in range(len(spans) - 1))  # no overlap
 
 
 def test_versions_enter_the_fingerprint_and_are_sent_as_seed(project: Path) -> None:
-    write_project(project, """
+    write_project(
+        project,
+        """
 name: wf
 input: {path: data/, id_field: id}
 actions:
@@ -281,7 +323,9 @@ actions:
     prompt: "Is {{ source.text }} spam?"
     schema: {type: object, properties: {spam: {type: boolean}}, required: [spam]}
   - {name: tally, kind: join, dependencies: [vote]}
-""", data={"data/a.jsonl": [{"id": "m1", "text": "buy now"}]})
+""",
+        data={"data/a.jsonl": [{"id": "m1", "text": "buy now"}]},
+    )
     summary = run(project).summary
     assert summary["actions"]["vote"]["calls"] == 3 and summary["actions"]["vote"]["records"] == 3
     session = api.record_session("m1", project)
@@ -311,7 +355,9 @@ def test_r2_retry_of_one_item_reasks_it_and_its_parents_join(project: Path) -> N
 
 
 def test_plan_and_render_count_and_show_items(project: Path) -> None:
-    write_project(project, """
+    write_project(
+        project,
+        """
 name: wf
 input: {path: data/, id_field: id}
 actions:
@@ -324,8 +370,14 @@ actions:
     fan_out: {over: source.lines, as: line}
     prompt: "Read {{ line }}"
   - {name: tally, kind: join, dependencies: [vote]}
-""", data={"data/a.jsonl": [{"id": "m1", "text": "buy", "lines": ["a", "b"]},
-                            {"id": "m2", "text": "hi", "lines": []}]})
+""",
+        data={
+            "data/a.jsonl": [
+                {"id": "m1", "text": "buy", "lines": ["a", "b"]},
+                {"id": "m2", "text": "hi", "lines": []},
+            ]
+        },
+    )
     plan = api.plan("wf", project)
     assert plan["actions"]["vote"]["units"] == 6 and plan["actions"]["vote"]["requests"] == 6
     assert plan["actions"]["per_line"]["requests"] == 2 and plan["actions"]["tally"]["units"] == 2
@@ -333,8 +385,9 @@ actions:
     votes = [r for r in shown if r["action"] == "vote"]
     assert [r["item"] for r in votes] == ["m1/0", "m1/1", "m1/2"]
     assert [r["request"]["seed"] for r in votes] == [0, 1, 2]
-    assert [r["request"]["messages"][-1]["content"] for r in shown if r["action"] == "per_line"] == [
-        "Read a", "Read b"]
+    assert [
+        r["request"]["messages"][-1]["content"] for r in shown if r["action"] == "per_line"
+    ] == ["Read a", "Read b"]
 
 
 def _accounted(summary: dict[str, Any]) -> None:
@@ -343,8 +396,12 @@ def _accounted(summary: dict[str, Any]) -> None:
         assert a["pending"] == 0, (name, a)
 
 
-def test_r4_deadline_mid_fan_out_accounts_for_every_item_and_parent(project: Path, monkeypatch) -> None:
-    write_project(project, """
+def test_r4_deadline_mid_fan_out_accounts_for_every_item_and_parent(
+    project: Path, monkeypatch
+) -> None:
+    write_project(
+        project,
+        """
 name: wf
 input: {path: data/, id_field: id}
 deadline: 1s
@@ -358,7 +415,9 @@ actions:
     fan_out: {over: extract.parts, as: part}
     prompt: "Read {{ part }}"
   - {name: collect, kind: join, dependencies: [each]}
-""", data={"data/a.jsonl": [{"id": f"r{i}", "text": f"text {i}"} for i in range(12)]})
+""",
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"text {i}"} for i in range(12)]},
+    )
     monkeypatch.setenv("AGAC_MOCK_LATENCY_MS", "80")
     s = run(project).summary
     assert s["state"] == "timed_out"
@@ -386,8 +445,10 @@ def test_r1_new_run_reuses_and_carries_item_outcomes(project: Path) -> None:
     each = second["actions"]["each"]
     assert each["records"] == 16 and each["tool_calls"] == 0
     assert each["failed"] == 2 and each["reused"] == 14
-    assert _export(project, "joined")["b"]["output"]["rejected"] == [["b/1", "tool_error"],
-                                                                     ["b/3", "tool_error"]]
+    assert _export(project, "joined")["b"]["output"]["rejected"] == [
+        ["b/1", "tool_error"],
+        ["b/3", "tool_error"],
+    ]
 
 
 def test_gc_prunes_a_runs_fan_outs_with_its_outcomes(project: Path) -> None:
@@ -411,7 +472,9 @@ def test_gc_prunes_a_runs_fan_outs_with_its_outcomes(project: Path) -> None:
 
 
 def test_a1_approval_inside_a_fan_out_is_asked_per_item(project: Path) -> None:
-    write_project(project, """
+    write_project(
+        project,
+        """
 name: wf
 input: {path: data/, id_field: id}
 actions:
@@ -423,8 +486,11 @@ actions:
     fan_out: {over: split.parts, as: part}
     approval: {approvers: [leads]}
   - {name: collect, kind: join, dependencies: [each]}
-""", data={"data/a.jsonl": [{"id": "r", "parts": ["x", "y", "z"]}]}, files={"tools.py": TOOLS},
-        agac_yml="groups:\n  leads: [ann]\n")
+""",
+        data={"data/a.jsonl": [{"id": "r", "parts": ["x", "y", "z"]}]},
+        files={"tools.py": TOOLS},
+        agac_yml="groups:\n  leads: [ann]\n",
+    )
     first = run(project)
     assert first.exit_code == 75
     assert first.summary["actions"]["each"]["records"] == 3
@@ -436,15 +502,24 @@ actions:
     done = run(project).summary
     assert done["state"] == "succeeded"
     assert [f["key"] for f in _export(project, "collect")["r"]["output"]["fulfilled"]] == [
-        "r/0", "r/1", "r/2"]
+        "r/0",
+        "r/1",
+        "r/2",
+    ]
 
 
 def test_guard_skipped_items_are_neither_fulfilled_nor_rejected(project: Path) -> None:
-    _project(project, extra='    when: "part != \'y\'"', policy="    failure_policy: atomic",
-             data=[{"id": "r", "parts": ["x", "y", "z"]}])
+    _project(
+        project,
+        extra="    when: \"part != 'y'\"",
+        policy="    failure_policy: atomic",
+        data=[{"id": "r", "parts": ["x", "y", "z"]}],
+    )
     summary = run(project).summary
     assert summary["state"] == "succeeded"
     assert summary["actions"]["each"]["reasons"] == {"guard": 1}
     collect = _export(project, "collect")["r"]["output"]
     assert [f["key"] for f in collect["fulfilled"]] == ["r/0", "r/2"]
-    assert collect["rejected"] == [] and collect["skipped"] == [{"key": "r/1", "index": 1, "reason": "guard"}]
+    assert collect["rejected"] == [] and collect["skipped"] == [
+        {"key": "r/1", "index": 1, "reason": "guard"}
+    ]

@@ -24,9 +24,18 @@ from agac.store.values import RunSettings
 @pytest.fixture
 def store(store_url: str) -> Iterator[Store]:
     s = Store(store_url)
-    s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None, config={},
-                 config_hash="h", snapshot_id="s", fresh=False, settings=RunSettings(),
-                 tenant="default")
+    s.create_run(
+        id="r1",
+        workflow="wf",
+        workflow_path="wf.yml",
+        retry_of=None,
+        config={},
+        config_hash="h",
+        snapshot_id="s",
+        fresh=False,
+        settings=RunSettings(),
+        tenant="default",
+    )
     yield s
     s.close()
 
@@ -37,8 +46,13 @@ def _events(n: int, note: str) -> list[EventRow]:
 
 def _stored(store: Store, note: str) -> int:
     with store.engine.connect() as conn:
-        return int(conn.execute(sa.select(sa.func.count()).select_from(t.events)
-                                .where(t.events.c.data == f'{{"note": "{note}"}}')).scalar_one())
+        return int(
+            conn.execute(
+                sa.select(sa.func.count())
+                .select_from(t.events)
+                .where(t.events.c.data == f'{{"note": "{note}"}}')
+            ).scalar_one()
+        )
 
 
 def _writers(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -55,7 +69,8 @@ def _writers(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_s1_small_groups_on_a_sqlite_file_are_written_from_the_loop_thread(
-        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen = _writers(store, monkeypatch)
     inline = store.dialect == "sqlite"
     assert store.commits_inline is inline
@@ -79,7 +94,8 @@ def test_s1_small_groups_on_a_sqlite_file_are_written_from_the_loop_thread(
 
 
 def test_s1_a_group_queued_while_a_store_call_is_out_waits_behind_it_in_the_store_thread(
-        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen = _writers(store, monkeypatch)
     release = threading.Event()
     order: list[str] = []

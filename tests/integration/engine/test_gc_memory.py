@@ -38,9 +38,13 @@ def test_memory_store_refuses_to_read_an_earlier_run(tmp_path: Path, make, monke
     monkeypatch.chdir(root)
     result = run(root)
     assert result.summary["state"] == "succeeded"  # a run works; nothing is kept after it
-    for read in (lambda: api.status("wf", root), lambda: api.list_runs(None, root),
-                 lambda: api.events(None, root), lambda: api.cost(None, root),
-                 lambda: api.effects_list(None, root)):
+    for read in (
+        lambda: api.status("wf", root),
+        lambda: api.list_runs(None, root),
+        lambda: api.events(None, root),
+        lambda: api.cost(None, root),
+        lambda: api.effects_list(None, root),
+    ):
         with pytest.raises(UsageError) as info:
             read()
         assert "store is memory" in str(info.value)

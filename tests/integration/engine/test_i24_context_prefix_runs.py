@@ -57,14 +57,14 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[Request]:
         return await answer(self, request)
 
     monkeypatch.setattr(MockProvider, "complete", complete)
-    monkeypatch.setattr(MockProvider, "cache_minimum", staticmethod(lambda model: 1024),
-                        raising=False)
+    monkeypatch.setattr(
+        MockProvider, "cache_minimum", staticmethod(lambda model: 1024), raising=False
+    )
     return seen
 
 
 def _make(root: Path, workflow: str = WF, policy: str = POLICY, n: int = 3) -> None:
-    write_project(root, workflow, data={"data/a.jsonl": rows(n)},
-                  files={"docs/policy.md": policy})
+    write_project(root, workflow, data={"data/a.jsonl": rows(n)}, files={"docs/policy.md": policy})
 
 
 def _user(request: Request) -> str:
@@ -105,8 +105,11 @@ def test_i24_cache_auto_sends_no_hint_under_the_minimum(project: Path, sent) -> 
 
 
 def test_i24_cache_on_marks_a_short_prefix_and_off_marks_none(project: Path, sent) -> None:
-    _make(project, WF.replace("  - name: judge\n", "  - name: judge\n    cache: on\n"
-                              "    cache_ttl: 1h\n"), policy="Short policy.")
+    _make(
+        project,
+        WF.replace("  - name: judge\n", "  - name: judge\n    cache: on\n    cache_ttl: 1h\n"),
+        policy="Short policy.",
+    )
     run(project)
     hint = sent[0].cache
     assert hint is not None and (hint.mode, hint.ttl) == ("on", "1h")
@@ -179,6 +182,10 @@ def test_i24_render_shows_the_static_prefix_and_the_hint(project: Path, sent) ->
     [entry] = api.render("wf", "r00000", project=project)
     cache = entry["cache"]
     assert cache["static_chars"] == len(POLICY + "\n\n" + HEAD)
-    assert (cache["hint"], cache["minimum"], cache["mode"], cache["system"]) == \
-        (True, 1024, "auto", True)
+    assert (cache["hint"], cache["minimum"], cache["mode"], cache["system"]) == (
+        True,
+        1024,
+        "auto",
+        True,
+    )
     assert entry["request"]["messages"][1]["content"].startswith(POLICY)

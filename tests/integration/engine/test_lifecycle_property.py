@@ -24,8 +24,20 @@ from agac.errors import AgacError
 from agac.store.repository import FINAL_STATES, Store
 from agac.testing import write_project
 
-OPS = st.sampled_from(["run", "interrupted", "admit", "new", "retry", "cancel", "flaky", "steady",
-                       "approve", "reject"])
+OPS = st.sampled_from(
+    [
+        "run",
+        "interrupted",
+        "admit",
+        "new",
+        "retry",
+        "cancel",
+        "flaky",
+        "steady",
+        "approve",
+        "reject",
+    ]
+)
 
 PUBLISH = """
   - name: publish
@@ -103,23 +115,37 @@ def _check(root: Path, finals: dict[str, str]) -> None:
             assert s["run_id"] not in finals  # a final state never changes
     # A2, A3: a tool behind an approval acts only on approvals, at most once per approval
     log = root / "calls.log"
-    acted = [json.loads(line)["record"] for line in log.read_text().splitlines()] if log.exists() else []
-    approved = [p["record"] for p in api.approvals_list("wf", root, every=True)
-                if p["state"] == "approved" and p["used_by"]]
+    acted = (
+        [json.loads(line)["record"] for line in log.read_text().splitlines()]
+        if log.exists()
+        else []
+    )
+    approved = [
+        p["record"]
+        for p in api.approvals_list("wf", root, every=True)
+        if p["state"] == "approved" and p["used_by"]
+    ]
     for record in set(acted):
         assert acted.count(record) <= approved.count(record), record
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(OPS, min_size=1, max_size=7))
 def test_accounting_adds_up_and_final_states_never_change(ops: list[str]) -> None:
     saved = {k: os.environ.get(k) for k in ("AGAC_STORE", "AGAC_MOCK_FAIL_RATE")}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_project(root, BASIC.replace("max_attempts: 3", "max_attempts: 1") + PUBLISH,
-                      data={"data/a.jsonl": rows(12)},
-                      files={"tools/__init__.py": "",
-                             "tools/pub.py": TOOLS.replace("CALLS", repr(str(root / "calls.log")))})
+        write_project(
+            root,
+            BASIC.replace("max_attempts: 3", "max_attempts: 1") + PUBLISH,
+            data={"data/a.jsonl": rows(12)},
+            files={
+                "tools/__init__.py": "",
+                "tools/pub.py": TOOLS.replace("CALLS", repr(str(root / "calls.log"))),
+            },
+        )
         os.environ["AGAC_STORE"] = f"sqlite:///{root}/agac.db"
         os.environ["AGAC_MOCK_FAIL_RATE"] = "0"
         finals: dict[str, str] = {}

@@ -14,12 +14,17 @@ from agac import api
 def _project(tmp_path: Path, prompt: str, extra: str = "") -> Path:
     (tmp_path / "agac.yml").write_text("", encoding="utf-8")
     (tmp_path / "data.jsonl").write_text(
-        "\n".join(json.dumps({"id": f"r{i}", "n": n}) for i, n in enumerate([3, 100_000_000, 10**10, 5]))
-        + "\n", encoding="utf-8")
+        "\n".join(
+            json.dumps({"id": f"r{i}", "n": n}) for i, n in enumerate([3, 100_000_000, 10**10, 5])
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     (tmp_path / "wf.yml").write_text(
         "name: wf\ninput: {path: data.jsonl, id_field: id}\nactions:\n"
         f"  - name: a\n    model: mock/m\n    prompt: {json.dumps(prompt)}\n{extra}",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return tmp_path
 
 
@@ -30,7 +35,9 @@ def _outcomes(root: Path) -> dict[str, tuple[str, str | None, str | None]]:
     return {r["key"]: (r["status"], r["reason"], r.get("detail")) for r in rows}
 
 
-def test_i29_15_a_prompt_over_the_cap_fails_prompt_too_large_and_the_rest_run(tmp_path: Path) -> None:
+def test_i29_15_a_prompt_over_the_cap_fails_prompt_too_large_and_the_rest_run(
+    tmp_path: Path,
+) -> None:
     root = _project(tmp_path, '{{ "a" * source.n }}', "    max_prompt_chars: 1000\n")
     result = api.run("wf", root)
     assert result.state == "partial"

@@ -11,10 +11,19 @@ from agac.store.repository import Store
 def test_from_rows_equals_from_row_including_escaped_keys(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'agac.db'}")
     keys = ["a", "b/c", "50%", "d", "e/%f"]
-    rows = [{"seq": i, "key": k, "file": "in.jsonl", "n": i + 1, "line": i + 1,
-             "payload": None if i == 3 else f'{{"id": "{k}"}}',
-             "reason": "invalid_input" if i == 3 else None,
-             "error": "in.jsonl:4: not valid JSON" if i == 3 else None} for i, k in enumerate(keys)]
+    rows = [
+        {
+            "seq": i,
+            "key": k,
+            "file": "in.jsonl",
+            "n": i + 1,
+            "line": i + 1,
+            "payload": None if i == 3 else f'{{"id": "{k}"}}',
+            "reason": "invalid_input" if i == 3 else None,
+            "error": "in.jsonl:4: not valid JSON" if i == 3 else None,
+        }
+        for i, k in enumerate(keys)
+    ]
     store.write_snapshot("snap", [{"file": "in.jsonl", "start": 0, "count": 5}], rows)
     read = list(store.iter_records("snap"))
     units = RecordUnit.from_rows(read)

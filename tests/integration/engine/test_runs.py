@@ -42,7 +42,9 @@ def test_r1_carried_failures_are_not_asked_again(project: Path, make, monkeypatc
     assert second.summary["actions"]["summarize"]["reasons"] == {"upstream_failed": 20}
 
 
-def test_r1_carried_failure_with_a_changed_request_is_asked_again(project: Path, make, monkeypatch) -> None:
+def test_r1_carried_failure_with_a_changed_request_is_asked_again(
+    project: Path, make, monkeypatch
+) -> None:
     make(project)
     monkeypatch.setenv("AGAC_MOCK_FAIL_RATE", "1")
     run(project)
@@ -75,7 +77,9 @@ def test_r1_open_run_is_continued_and_changed_inputs_name_new(project: Path, mak
         assert result.summary["actions"]["classify"]["records"] == 21
         ended = store.get_run(open_run.id)
         assert ended.state == "cancelled"
-        assert api.status(open_run.id, project)["actions"]["classify"]["reasons"] == {"cancelled": 20}
+        assert api.status(open_run.id, project)["actions"]["classify"]["reasons"] == {
+            "cancelled": 20
+        }
         assert api.status(open_run.id, project)["actions"]["classify"]["pending"] == 0
     finally:
         store.close()
@@ -89,7 +93,9 @@ def test_r1_fresh_reuses_nothing(project: Path, make) -> None:
     assert summary["actions"]["classify"]["reused"] == 0
 
 
-def test_r2_retry_reasks_only_failed_units_and_their_downstream(project: Path, make, monkeypatch) -> None:
+def test_r2_retry_reasks_only_failed_units_and_their_downstream(
+    project: Path, make, monkeypatch
+) -> None:
     make(project)
     monkeypatch.setenv("AGAC_MOCK_FAIL_RATE", "0.5")
     first = run(project).summary

@@ -61,7 +61,8 @@ class _Held:
 
 
 def test_s1_slot_held_until_answer_durable_with_slow_commits(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_project(project, WORKFLOW, data={"data/a.jsonl": rows(60)})
     monkeypatch.setenv("AGAC_MOCK_LATENCY_MS", "5")
     # Commits in the store thread, 20 ms each: the loop keeps sending meanwhile, so a

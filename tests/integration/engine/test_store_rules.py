@@ -52,12 +52,19 @@ def test_s4_every_unit_accounted_with_a_reason(project: Path, make, stores) -> N
         function: tools:check
     """
     data = rows(30) + ['{"id": "broken", "text": ', {"id": "r00001", "text": "dup"}]
-    make(project, wf, data={"data/a.jsonl": data}, files={"tools.py": """
+    make(
+        project,
+        wf,
+        data={"data/a.jsonl": data},
+        files={
+            "tools.py": """
         def check(inputs, ctx):
             if inputs["source"]["text"].endswith("7"):
                 raise ValueError("no sevens")
             return {"ok": True}
-    """})
+    """
+        },
+    )
     summary = run(project).summary
     assert summary["state"] == "partial"
     for name, a in summary["actions"].items():
@@ -129,8 +136,12 @@ def test_s3_live_owner_elsewhere_is_reported(store_url: str, stores) -> None:
 
 
 def test_s3_dead_process_on_this_host_is_taken_over_at_once(store_url: str, stores) -> None:
-    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead_pid = int(proc.stdout)
     store = stores(store_url)
     store.acquire_lease("run:z", host=socket.gethostname(), pid=dead_pid, ttl=3600)
@@ -233,8 +244,17 @@ def test_s3_effect_and_proposal_writes_of_a_stale_owner_are_refused(store_url: s
     time.sleep(0.1)
     second = store.acquire_lease("run:fx", host="h2", pid=2, ttl=30)
     stale, live = ("run:fx", first, 30.0), ("run:fx", second, 30.0)
-    effect = {"key": "k1", "workflow": "fx", "action": "send", "unit_key": "r1", "function": "t:f",
-              "idempotent": False, "compensate": None, "run_id": "run1", "arguments": "{}"}
+    effect = {
+        "key": "k1",
+        "workflow": "fx",
+        "action": "send",
+        "unit_key": "r1",
+        "function": "t:f",
+        "idempotent": False,
+        "compensate": None,
+        "run_id": "run1",
+        "arguments": "{}",
+    }
     with pytest.raises(LeaseLost):
         store.start_effect(effect, lease=stale)
     assert store.get_effect("k1") is None
@@ -243,11 +263,27 @@ def test_s3_effect_and_proposal_writes_of_a_stale_owner_are_refused(store_url: s
         store.update_effect("k1", state="succeeded", receipt="{}", lease=stale)
     assert store.get_effect("k1").state == "started"
     now = time.time()
-    proposal = {"id": "p1", "tenant": "default", "workflow": "fx", "action": "send", "unit_key": "r1", "seq": 0,
-                "run_id": "run1", "subject": "s" * 64, "parent": None, "arguments": "{}",
-                "policy_version": "1", "approvers": "[]", "proposed_by": None,
-                "expires_at": now + 60, "state": "pending", "content_hash": "c" * 64,
-                "signature": "g" * 64, "created_at": now, "updated_at": now}
+    proposal = {
+        "id": "p1",
+        "tenant": "default",
+        "workflow": "fx",
+        "action": "send",
+        "unit_key": "r1",
+        "seq": 0,
+        "run_id": "run1",
+        "subject": "s" * 64,
+        "parent": None,
+        "arguments": "{}",
+        "policy_version": "1",
+        "approvers": "[]",
+        "proposed_by": None,
+        "expires_at": now + 60,
+        "state": "pending",
+        "content_hash": "c" * 64,
+        "signature": "g" * 64,
+        "created_at": now,
+        "updated_at": now,
+    }
     with pytest.raises(LeaseLost):
         store.insert_proposal(proposal, lease=stale)
     assert store.get_proposal("p1") is None

@@ -89,7 +89,8 @@ def _at_once(root: Path, *tenants: str) -> dict[str, Any]:
 
 
 def test_t2_two_tenants_run_the_same_workflow_at_once_and_never_touch_each_other(
-        project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _make(project)
     monkeypatch.setenv("AGAC_SECRET", "tenants-secret")
     first = _at_once(project, "acme", "beta")
@@ -124,8 +125,9 @@ def test_t2_two_tenants_run_the_same_workflow_at_once_and_never_touch_each_other
     # Effects (E1): the same record and arguments are one effect per tenant, keyed by it.
     calls = _calls(project)
     assert len(calls) == 2 * N
-    assert {c["key"].partition(":")[2] for c in calls if c["tenant"] == "acme"} == \
-        {c["key"].partition(":")[2] for c in calls if c["tenant"] == "beta"}
+    assert {c["key"].partition(":")[2] for c in calls if c["tenant"] == "acme"} == {
+        c["key"].partition(":")[2] for c in calls if c["tenant"] == "beta"
+    }
     effects = {x: api.effects_list("wf", project, tenant=x) for x in ("acme", "beta")}
     assert {e["tenant"] for e in effects["acme"]} == {"acme"} and len(effects["acme"]) == N
     assert {e["key"] for e in effects["acme"]}.isdisjoint({e["key"] for e in effects["beta"]})
@@ -137,9 +139,13 @@ def test_t2_two_tenants_run_the_same_workflow_at_once_and_never_touch_each_other
     store = Store(store_url)
     try:
         with store.engine.connect() as conn:
-            per = dict(conn.execute(
-                t.usage.select().with_only_columns(t.usage.c.tenant, t.usage.c.run_id)
-                .distinct()).all())
+            per = dict(
+                conn.execute(
+                    t.usage.select()
+                    .with_only_columns(t.usage.c.tenant, t.usage.c.run_id)
+                    .distinct()
+                ).all()
+            )
             answers = conn.execute(t.answers.select().with_only_columns(t.answers.c.tenant)).all()
     finally:
         store.close()
@@ -185,7 +191,9 @@ LOOKUPS = {
     "cost": lambda p, ref, **k: api.cost(ref["run"], p, **k),
     "records list": lambda p, ref, **k: api.list_records("wf", p, run_ref=ref["run"], **k),
     "records show": lambda p, ref, **k: api.record_session("r00000", p, run_ref=ref["run"], **k),
-    "export": lambda p, ref, **k: list(api.export_rows("wf", "classify", p, run_ref=ref["run"], **k)),
+    "export": lambda p, ref, **k: list(
+        api.export_rows("wf", "classify", p, run_ref=ref["run"], **k)
+    ),
     "cancel": lambda p, ref, **k: api.cancel(ref["run"], p, **k),
     "approvals show": lambda p, ref, **k: api.approvals_show(ref["proposal"], p, **k),
     "approve": lambda p, ref, **k: api.approve(ref["proposal"], p, who="ann", **k),
@@ -203,7 +211,8 @@ def _message(call: Any) -> str:
 
 
 def test_t2_every_object_of_another_tenant_is_not_found_through_the_library(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGAC_SECRET", "tenants-secret")
     refs = _object_refs(project)
     missing = {"run": "feedc0ffee00", "proposal": "feedc0ffee00", "effect": "feedc0ffee00"}
@@ -220,7 +229,9 @@ def test_t2_every_object_of_another_tenant_is_not_found_through_the_library(
         # A person of acme (among others) finds it; the lookup itself is fine.
     assert api.status(refs["run"], project, principal=Person("beta", "acme"))["tenant"] == "acme"
     assert api.status(refs["run"], project, tenant="acme")["state"] == "succeeded"
-    assert api.approvals_show(refs["proposal"], project, principal=Person("acme"))["tenant"] == "acme"
+    assert (
+        api.approvals_show(refs["proposal"], project, principal=Person("acme"))["tenant"] == "acme"
+    )
     with pytest.raises(NotFound):  # naming a tenant the person is not in leaves nothing
         api.status(refs["run"], project, principal=Person("acme"), tenant="beta")
     with pytest.raises(NotFound):  # and nothing is admitted there

@@ -55,18 +55,24 @@ def _rows(action: str, root: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_i29_13_lone_surrogate_in_one_jsonl_record_fails_that_record(project: Path) -> None:
-    write_project(project, WORKFLOW, data={"data/a.jsonl": LINES},
-                  files={"tools/__init__.py": "", "tools/t.py": TOOL})
+    write_project(
+        project,
+        WORKFLOW,
+        data={"data/a.jsonl": LINES},
+        files={"tools/__init__.py": "", "tools/t.py": TOOL},
+    )
 
     summary = api.run("wf", project).summary.to_dict()
 
     assert summary["state"] == "partial", summary
     ask = _rows("ask", project)
     assert {k for k, r in ask.items() if r["status"] == "answered"} == {"1", "3", "4", "6"}
-    for key, line, said in (("a.jsonl:2", 2, "a lone surrogate (\\ud800) at text"),
-                            ("a.jsonl:5", 5, "a lone surrogate (\\udc80) at id"),
-                            ("a.jsonl:7", 7, "NaN is not JSON"),
-                            ("a.jsonl:8", 8, "1e999 is too large for a float")):
+    for key, line, said in (
+        ("a.jsonl:2", 2, "a lone surrogate (\\ud800) at text"),
+        ("a.jsonl:5", 5, "a lone surrogate (\\udc80) at id"),
+        ("a.jsonl:7", 7, "NaN is not JSON"),
+        ("a.jsonl:8", 8, "1e999 is too large for a float"),
+    ):
         assert (ask[key]["status"], ask[key]["reason"]) == ("failed", "invalid_input"), ask[key]
         assert ask[key]["detail"].startswith(f"a.jsonl:{line}: "), ask[key]
         assert said in ask[key]["detail"], ask[key]
@@ -74,8 +80,12 @@ def test_i29_13_lone_surrogate_in_one_jsonl_record_fails_that_record(project: Pa
 
 
 def test_i29_13_lone_surrogate_from_a_tool_fails_the_unit_and_the_run_ends(project: Path) -> None:
-    write_project(project, WORKFLOW, data={"data/a.jsonl": LINES},
-                  files={"tools/__init__.py": "", "tools/t.py": TOOL})
+    write_project(
+        project,
+        WORKFLOW,
+        data={"data/a.jsonl": LINES},
+        files={"tools/__init__.py": "", "tools/t.py": TOOL},
+    )
 
     first = api.run("wf", project).summary.to_dict()
     again = api.run("wf", project).summary.to_dict()
@@ -92,8 +102,12 @@ def test_i29_13_lone_surrogate_from_a_tool_fails_the_unit_and_the_run_ends(proje
 
 
 def test_i29_13_lone_surrogate_in_records_given_in_memory_fails_that_record(project: Path) -> None:
-    write_project(project, WORKFLOW, data={"data/a.jsonl": LINES[:1]},
-                  files={"tools/__init__.py": "", "tools/t.py": TOOL})
+    write_project(
+        project,
+        WORKFLOW,
+        data={"data/a.jsonl": LINES[:1]},
+        files={"tools/__init__.py": "", "tools/t.py": TOOL},
+    )
 
     result = api.run("wf", project, records=[{"id": 1, "text": "ok"}, {"id": 2, "text": "b\ud800"}])
 

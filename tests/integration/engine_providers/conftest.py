@@ -38,7 +38,9 @@ def emulator(emulator_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 @pytest.fixture(params=TRANSPORTS)
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
+def project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Path:
     """An empty project folder (the cwd) on its own SQLite store; the projects
     ``make_project`` writes in it send online calls over this test's transport."""
     monkeypatch.setattr(e2e_support, "TRANSPORT", request.param)

@@ -37,8 +37,9 @@ TRANSPORT = "lean"
 RETRY = "{max_attempts: 3, backoff: {initial: 10ms, max: 50ms}}"
 
 
-def workflow(model: str, *, retry: str = RETRY, concurrency: int = 4, extra: str = "",
-             summarize: bool = True) -> str:
+def workflow(
+    model: str, *, retry: str = RETRY, concurrency: int = 4, extra: str = "", summarize: bool = True
+) -> str:
     """A schema'd classify and (optionally) a free-text summarize that reads its output.
 
     ``extra`` is more YAML for ``defaults:`` (one ``key: value`` per line).
@@ -69,15 +70,19 @@ def workflow(model: str, *, retry: str = RETRY, concurrency: int = 4, extra: str
         lines += [
             "  - name: summarize",
             "    dependencies: [classify]",
-            ('    prompt: "In one line, summarize this {{ classify.sentiment }} review: '
-             '{{ source.text }}"'),
+            (
+                '    prompt: "In one line, summarize this {{ classify.sentiment }} review: '
+                '{{ source.text }}"'
+            ),
         ]
     return "\n".join(lines) + "\n"
 
 
 def reviews(n: int) -> list[dict[str, Any]]:
-    return [{"id": f"r{i:03d}", "text": f"Review {i}: the blender is {'great' if i % 2 else 'loud'}."}
-            for i in range(n)]
+    return [
+        {"id": f"r{i:03d}", "text": f"Review {i}: the blender is {'great' if i % 2 else 'loud'}."}
+        for i in range(n)
+    ]
 
 
 def project_yml(transport: str | None = None) -> str:
@@ -87,8 +92,12 @@ def project_yml(transport: str | None = None) -> str:
 
 
 def make_project(root: Path, model: str, records: int = 4, **options: Any) -> Path:
-    return write_project(root, workflow(model, **options), agac_yml=project_yml(),
-                         data={"data/reviews.jsonl": reviews(records)})
+    return write_project(
+        root,
+        workflow(model, **options),
+        agac_yml=project_yml(),
+        data={"data/reviews.jsonl": reviews(records)},
+    )
 
 
 def run(root: Path, **options: Any) -> Any:

@@ -44,7 +44,8 @@ def _session_attempts(project: Path, key: str, action: str) -> list[dict[str, An
 
 @pytest.mark.parametrize("name", tuple(MODELS))
 def test_schema_violation_is_reasked_with_the_error_fed_back(
-        name: str, emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_project(project, f"{name}/{MODELS[name]}", records=1, summarize=False)
     emulator.add_fault(fault(name, {"answer": "schema_violation"}, times=1))
     sent = sent_requests(monkeypatch, name)
@@ -56,7 +57,7 @@ def test_schema_violation_is_reasked_with_the_error_fed_back(
     assert (counts["answered"], counts["calls"]) == (1, 2)
     first, second = sent
     assert second.messages[: len(first.messages)] == first.messages
-    bad_answer, feedback = second.messages[len(first.messages):]
+    bad_answer, feedback = second.messages[len(first.messages) :]
     assert bad_answer.role == "assistant" and "schema_violation" in bad_answer.content
     assert feedback.role == "user" and "did not match the JSON schema" in feedback.content
     attempts = _session_attempts(project, "r000", "classify")
@@ -70,8 +71,13 @@ def test_schema_violation_is_reasked_with_the_error_fed_back(
 
 
 def test_schema_violation_reask_backs_off(emulator: Any, project: Path) -> None:
-    make_project(project, OPENAI, records=1, summarize=False,
-                 retry="{max_attempts: 2, backoff: {initial: 300ms, max: 300ms}}")
+    make_project(
+        project,
+        OPENAI,
+        records=1,
+        summarize=False,
+        retry="{max_attempts: 2, backoff: {initial: 300ms, max: 300ms}}",
+    )
     emulator.add_fault(fault("openai", {"answer": "schema_violation"}, times=1))
 
     run(project)
@@ -82,7 +88,8 @@ def test_schema_violation_reask_backs_off(emulator: Any, project: Path) -> None:
 
 
 def test_schema_violation_every_time_fails_schema_invalid_after_max_attempts(
-        emulator: Any, project: Path) -> None:
+    emulator: Any, project: Path
+) -> None:
     make_project(project, OPENAI, records=2)
     emulator.add_fault(fault("openai", {"answer": "schema_violation"}))
 
@@ -111,8 +118,11 @@ def test_truncated_answer_fails_truncated_after_max_attempts(emulator: Any, proj
     (row,) = api.export_rows("triage", "classify", project)
     assert (row["status"], row["reason"]) == ("failed", "truncated")
     attempts = _session_attempts(project, "r000", "classify")
-    assert [(a["attempt"], a["error"].split(":")[0]) for a in attempts] == \
-        [(1, "truncated"), (2, "truncated"), (3, "truncated")]
+    assert [(a["attempt"], a["error"].split(":")[0]) for a in attempts] == [
+        (1, "truncated"),
+        (2, "truncated"),
+        (3, "truncated"),
+    ]
     # Truncated answers are paid for: every attempt is in the ledger with its tokens.
     assert all(a["output_tokens"] > 0 and a["cost_usd"] > 0 for a in attempts)
     assert chat_requests(emulator.stats(), "openai") == 3
@@ -121,8 +131,12 @@ def test_truncated_answer_fails_truncated_after_max_attempts(emulator: Any, proj
 #: How each provider signals that the model declined, as the engine reports it. Gemini
 #: blocks with finishReason SAFETY (a content filter); Ollama has no refusal signal at all
 #: (the model just says no in text), so it is not in this list.
-REFUSAL_REASON = {"openai": "refusal", "anthropic": "refusal", "groq": "refusal",
-                  "gemini": "content_filter"}
+REFUSAL_REASON = {
+    "openai": "refusal",
+    "anthropic": "refusal",
+    "groq": "refusal",
+    "gemini": "content_filter",
+}
 
 
 @pytest.mark.parametrize("name", tuple(REFUSAL_REASON))
@@ -142,7 +156,8 @@ def test_refusal_fails_at_once_without_retry(name: str, emulator: Any, project: 
 
 
 def test_invalid_json_is_reasked_with_the_parse_error_fed_back(
-        emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_project(project, OPENAI, records=1, summarize=False)
     emulator.add_fault(fault("openai", {"answer": "invalid_json"}, times=1))
     sent = sent_requests(monkeypatch, "openai")
@@ -164,9 +179,11 @@ WAIT_HINTS = {"openai": 0.3, "anthropic": 0.3, "gemini": 1, "groq": 0.3}
 
 @pytest.mark.parametrize("name", tuple(WAIT_HINTS))
 def test_429_with_retry_after_waits_without_spending_an_attempt(
-        name: str, emulator: Any, project: Path) -> None:
-    make_project(project, f"{name}/{MODELS[name]}", records=1, summarize=False,
-                 retry="{max_attempts: 1}")
+    name: str, emulator: Any, project: Path
+) -> None:
+    make_project(
+        project, f"{name}/{MODELS[name]}", records=1, summarize=False, retry="{max_attempts: 1}"
+    )
     hint = WAIT_HINTS[name]
     emulator.add_fault(fault(name, {"http": 429, "retry_after": hint}, times=1))
 
@@ -175,8 +192,9 @@ def test_429_with_retry_after_waits_without_spending_an_attempt(
     assert summary["state"] == "succeeded"
     assert summary["actions"]["classify"]["answered"] == 1
     waits = [e for e in api.events(None, project) if e["kind"] == "waiting"]
-    assert [(w["data"]["reason"], w["data"]["seconds"]) for w in waits] == \
-        [("provider_limit", pytest.approx(hint, abs=0.05))]
+    assert [(w["data"]["reason"], w["data"]["seconds"]) for w in waits] == [
+        ("provider_limit", pytest.approx(hint, abs=0.05))
+    ]
     attempts = _session_attempts(project, "r000", "classify")
     assert [(a["status"], a["attempt"]) for a in attempts] == [("error", 1), ("ok", 1)]
     assert attempts[1]["created_at"] - attempts[0]["created_at"] >= hint * 0.9
@@ -194,7 +212,8 @@ QUOTA = {
 
 @pytest.mark.parametrize("name", tuple(QUOTA))
 def test_quota_429_is_fatal_provider_error_after_one_request(
-        name: str, emulator: Any, project: Path) -> None:
+    name: str, emulator: Any, project: Path
+) -> None:
     make_project(project, f"{name}/{MODELS[name]}", records=1)
     emulator.add_fault(fault(name, QUOTA[name]))
 
@@ -219,7 +238,11 @@ def test_5xx_is_retried_with_backoff_and_succeeds(name: str, emulator: Any, proj
     assert summary["state"] == "succeeded"
     assert summary["actions"]["classify"]["calls"] == 3
     attempts = _session_attempts(project, "r000", "classify")
-    assert [(a["attempt"], a["status"]) for a in attempts] == [(1, "error"), (2, "error"), (3, "ok")]
+    assert [(a["attempt"], a["status"]) for a in attempts] == [
+        (1, "error"),
+        (2, "error"),
+        (3, "ok"),
+    ]
     # Backoff with full jitter: at least half the initial 10 ms between attempts.
     gaps = [b["created_at"] - a["created_at"] for a, b in pairwise(attempts)]
     assert all(gap >= 0.005 for gap in gaps), gaps
@@ -240,7 +263,9 @@ def test_dropped_connection_is_retryable(name: str, emulator: Any, project: Path
     assert emulator.stats()["duplicate_answers"] == 0
 
 
-def test_5xx_every_time_fails_provider_error_after_max_attempts(emulator: Any, project: Path) -> None:
+def test_5xx_every_time_fails_provider_error_after_max_attempts(
+    emulator: Any, project: Path
+) -> None:
     make_project(project, OPENAI, records=1, summarize=False)
     emulator.add_fault(fault("openai", {"http": 500}))
 
@@ -262,7 +287,8 @@ CREDENTIALS = {
 
 @pytest.mark.parametrize("name", tuple(CREDENTIALS))
 def test_missing_credentials_stops_the_run_before_any_request(
-        name: str, emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_project(project, f"{name}/{MODELS[name]}", records=2)
     for variable in CREDENTIALS[name]:
         monkeypatch.delenv(variable)
@@ -304,9 +330,11 @@ def _rate_limited(emulator: Any) -> int:
 
 
 def test_rate_limit_keeps_the_provider_from_answering_429(
-        emulator: Any, project: Path, short_minute: None) -> None:
-    make_project(project, OPENAI, records=2 * RPM + 1, summarize=False,
-                 extra=f"rate_limit: {{rpm: {RPM}}}")
+    emulator: Any, project: Path, short_minute: None
+) -> None:
+    make_project(
+        project, OPENAI, records=2 * RPM + 1, summarize=False, extra=f"rate_limit: {{rpm: {RPM}}}"
+    )
     emulator.add_fault(fault("openai", {"rate_limit": {"rpm": RPM}}))
 
     summary = run(project).summary
@@ -318,7 +346,8 @@ def test_rate_limit_keeps_the_provider_from_answering_429(
 
 
 def test_rate_limit_without_a_workflow_limit_meets_429s(
-        emulator: Any, project: Path, short_minute: None) -> None:
+    emulator: Any, project: Path, short_minute: None
+) -> None:
     """The control: the same load with no ``rate_limit`` in the workflow does hit the
     provider's limit (and the engine waits the 429s out)."""
     make_project(project, OPENAI, records=2 * RPM + 1, summarize=False)
@@ -331,7 +360,8 @@ def test_rate_limit_without_a_workflow_limit_meets_429s(
 
 
 def test_rate_limit_in_defaults_holds_across_actions_on_one_model(
-        emulator: Any, project: Path, short_minute: None) -> None:
+    emulator: Any, project: Path, short_minute: None
+) -> None:
     """A provider limits requests per model, whatever action sends them: two actions on
     one model under ``defaults: rate_limit: {rpm: N}`` must still stay within N."""
     make_project(project, OPENAI, records=RPM + 1, extra=f"rate_limit: {{rpm: {RPM}}}")

@@ -62,8 +62,9 @@ def test_usage_and_cost_are_ledgered(name: str, emulator: Any, project: Path) ->
     assert PriceTable().get(model) is not None
     assert (PriceTable().get(model).source == "genai-prices") == priced  # type: ignore[union-attr]
     ledger = api.cost("triage", project)
-    assert {(r["action"], r["provider"], r["model"], r["tier"], r["calls"]) for r in ledger["rows"]} \
-        == {("classify", name, MODELS[name], "live", 2), ("summarize", name, MODELS[name], "live", 2)}
+    assert {
+        (r["action"], r["provider"], r["model"], r["tier"], r["calls"]) for r in ledger["rows"]
+    } == {("classify", name, MODELS[name], "live", 2), ("summarize", name, MODELS[name], "live", 2)}
     for row in ledger["rows"]:
         assert row["input_tokens"] > 0 and row["output_tokens"] > 0
         assert (row["cost_usd"] > 0) == priced
@@ -97,17 +98,22 @@ def test_S5_second_run_reuses_every_answer(name: str, emulator: Any, project: Pa
 
 
 def _lifecycle_lines(caplog: pytest.LogCaptureFixture, model: str) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if model in r.getMessage() and r.levelno >= logging.WARNING]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if model in r.getMessage() and r.levelno >= logging.WARNING
+    ]
 
 
 def test_deprecated_model_is_one_log_line_not_a_warning(
-        emulator: Any, project: Path, caplog: pytest.LogCaptureFixture) -> None:
+    emulator: Any, project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Feature on: the provider's Models API (here the emulator, given a table) says the
     model is deprecated; the adapter says it once in agac's log, never as a Python
     warning on every call, and asks the Models API once per model."""
-    emulator.set_models({"claude-sonnet-4-5": {
-        "lifecycle": "deprecated", "retires_at": "2026-10-01T00:00:00Z"}})
+    emulator.set_models(
+        {"claude-sonnet-4-5": {"lifecycle": "deprecated", "retires_at": "2026-10-01T00:00:00Z"}}
+    )
     make_project(project, "anthropic/claude-sonnet-4-5", records=3)
 
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
@@ -117,19 +123,29 @@ def test_deprecated_model_is_one_log_line_not_a_warning(
     assert summary["state"] == "succeeded"
     assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
     said = _lifecycle_lines(caplog, "claude-sonnet-4-5")
-    assert said == [("anthropic model claude-sonnet-4-5 is deprecated (retires 2026-10-01): "
-                     "move to a newer model")]
+    assert said == [
+        (
+            "anthropic model claude-sonnet-4-5 is deprecated (retires 2026-10-01): "
+            "move to a newer model"
+        )
+    ]
     assert emulator.stats()["requests"]["anthropic"]["model.get"] == 1
 
 
 @pytest.mark.parametrize("answer", ["active", "http_404", "http_500"])
 def test_deprecation_notice_off_when_the_models_api_does_not_say(
-        answer: str, emulator: Any, project: Path, caplog: pytest.LogCaptureFixture) -> None:
+    answer: str, emulator: Any, project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Feature off: an active model, or a Models API that refuses or fails, gives no line,
     no warning and no failed unit (not knowing a lifecycle never fails a call)."""
     if answer != "active":
-        emulator.add_fault({"provider": "anthropic", "op": "model.get",
-                            "fault": {"http": int(answer.removeprefix("http_"))}})
+        emulator.add_fault(
+            {
+                "provider": "anthropic",
+                "op": "model.get",
+                "fault": {"http": int(answer.removeprefix("http_"))},
+            }
+        )
     make_project(project, "anthropic/claude-sonnet-4-5", records=3)
 
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
@@ -143,7 +159,8 @@ def test_deprecation_notice_off_when_the_models_api_does_not_say(
 
 
 def test_p1_transport_and_connections_follow_the_project(
-        emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The adapter gets the transport agac.yml names, and a connection limit that is the
     summed max_concurrency of the actions calling it (two actions of 3 here)."""
     make_project(project, f"openai/{MODELS['openai']}", records=2, concurrency=3)

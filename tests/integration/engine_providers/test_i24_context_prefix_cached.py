@@ -21,22 +21,31 @@ RECORDS = 4
 
 
 def _workflow(model: str, cache: str) -> str:
-    return "\n".join([
-        "name: triage",
-        "input: {path: data/, id_field: id}",
-        f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s}}",
-        "actions:",
-        "  - name: classify",
-        f"    cache: {cache}",
-        "    context_prefix: \"{{ read('docs/policy.md') }}\"",
-        f'    prompt: "{HEAD}{{{{ source.text }}}}"',
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "name: triage",
+                "input: {path: data/, id_field: id}",
+                f"defaults: {{model: {model}, max_concurrency: 1, max_tokens: 64, timeout: 10s}}",
+                "actions:",
+                "  - name: classify",
+                f"    cache: {cache}",
+                "    context_prefix: \"{{ read('docs/policy.md') }}\"",
+                f'    prompt: "{HEAD}{{{{ source.text }}}}"',
+            ]
+        )
+        + "\n"
+    )
 
 
 def _make(project: Path, provider: str, cache: str) -> None:
-    write_project(project, _workflow(f"{provider}/{MODELS[provider]}", cache),
-                  agac_yml=project_yml(), data={"data/reviews.jsonl": reviews(RECORDS)},
-                  files={"docs/policy.md": POLICY})
+    write_project(
+        project,
+        _workflow(f"{provider}/{MODELS[provider]}", cache),
+        agac_yml=project_yml(),
+        data={"data/reviews.jsonl": reviews(RECORDS)},
+        files={"docs/policy.md": POLICY},
+    )
 
 
 def _ledger(project: Path) -> tuple[int, int]:
@@ -44,8 +53,7 @@ def _ledger(project: Path) -> tuple[int, int]:
     return sum(r["cached_tokens"] for r in rows), sum(r["cache_write_tokens"] for r in rows)
 
 
-def test_i24_context_prefix_is_marked_and_cached_on_anthropic(emulator: Any,
-                                                             project: Path) -> None:
+def test_i24_context_prefix_is_marked_and_cached_on_anthropic(emulator: Any, project: Path) -> None:
     _make(project, "anthropic", "auto")
     assert api.run("triage", project).summary["state"] == "succeeded"
     chats = [r for r in emulator.requests() if r["op"] == "chat"]

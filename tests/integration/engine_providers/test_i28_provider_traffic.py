@@ -17,8 +17,11 @@ from e2e_support import MODELS, chat_requests, fault, make_project, run
 from agac import api
 
 ANTHROPIC = f"anthropic/{MODELS['anthropic']}"
-PAUSED = {"stop": "pause_turn", "blocks": ["preamble", "server_tool_use"],
-          "usage": {"web_search_requests": 1}}
+PAUSED = {
+    "stop": "pause_turn",
+    "blocks": ["preamble", "server_tool_use"],
+    "usage": {"web_search_requests": 1},
+}
 
 
 def _classify(project: Path, key: str = "r000") -> dict[str, Any]:
@@ -28,7 +31,8 @@ def _classify(project: Path, key: str = "r000") -> dict[str, Any]:
 
 
 def test_i28_2_pause_turn_is_continued_and_each_leg_is_in_the_ledger(
-        emulator: Any, project: Path) -> None:
+    emulator: Any, project: Path
+) -> None:
     make_project(project, ANTHROPIC, records=1, summarize=False)
     emulator.add_fault(fault("anthropic", {"reply": PAUSED}, times=1))
 
@@ -51,7 +55,8 @@ def test_i28_2_pause_turn_is_continued_and_each_leg_is_in_the_ledger(
 
 
 def test_i28_2_a_turn_paused_past_the_bound_fails_unexpected_stop(
-        emulator: Any, project: Path) -> None:
+    emulator: Any, project: Path
+) -> None:
     make_project(project, ANTHROPIC, records=1, summarize=False)
     emulator.add_fault(fault("anthropic", {"reply": PAUSED}))
 
@@ -67,12 +72,18 @@ def test_i28_2_a_turn_paused_past_the_bound_fails_unexpected_stop(
 
 # -- item 3: every usage field counted and shown ---------------------------------------------
 
-USAGE = {"cache_read_tokens": 30, "cache_write_tokens": 20, "reasoning_tokens": 5,
-         "web_search_requests": 2, "web_fetch_requests": 1}
+USAGE = {
+    "cache_read_tokens": 30,
+    "cache_write_tokens": 20,
+    "reasoning_tokens": 5,
+    "web_search_requests": 2,
+    "web_fetch_requests": 1,
+}
 
 
 def test_i28_3_cache_reasoning_and_server_tools_are_recorded_priced_and_shown(
-        emulator: Any, project: Path, capsys: Any) -> None:
+    emulator: Any, project: Path, capsys: Any
+) -> None:
     from agac.cli.render import print_cost, print_session
     from agac.providers.pricing import PriceTable
 
@@ -82,16 +93,23 @@ def test_i28_3_cache_reasoning_and_server_tools_are_recorded_priced_and_shown(
     assert run(project).summary["state"] == "succeeded"
 
     (attempt,) = _classify(project)["attempts"]
-    assert (attempt["cached_tokens"], attempt["cache_write_tokens"],
-            attempt["reasoning_tokens"]) == (30, 20, 5)
+    assert (
+        attempt["cached_tokens"],
+        attempt["cache_write_tokens"],
+        attempt["reasoning_tokens"],
+    ) == (30, 20, 5)
     assert attempt["server_tools"] == {"web_fetch": 1, "web_search": 2}
     # Priced from genai-prices: tokens, cache reads and writes, and $10 per 1,000 searches;
     # web_fetch has no price there: counted $0 and marked.
     prices = PriceTable()
     price = prices.get(ANTHROPIC)
     assert price is not None and dict(price.tools)["web_search"] == pytest.approx(0.01)
-    tokens = (attempt["input_tokens"] * price.input + 30 * (price.cached_input or 0)
-              + 20 * (price.cache_write or 0) + attempt["output_tokens"] * price.output) / 1e6
+    tokens = (
+        attempt["input_tokens"] * price.input
+        + 30 * (price.cached_input or 0)
+        + 20 * (price.cache_write or 0)
+        + attempt["output_tokens"] * price.output
+    ) / 1e6
     assert attempt["cost_usd"] == pytest.approx(tokens + 0.02, abs=1e-6)
     doc = api.cost("triage", project)
     (row,) = doc["rows"]
@@ -136,13 +154,21 @@ REQUEST_ID_HEADER = {"anthropic": "request-id", "openai": "x-request-id", "groq"
 
 @pytest.mark.parametrize("name", tuple(REQUEST_ID_HEADER))
 def test_i28_4_every_attempt_keeps_the_request_id_and_a_failure_prints_it(
-        name: str, emulator: Any, project: Path, capsys: Any) -> None:
+    name: str, emulator: Any, project: Path, capsys: Any
+) -> None:
     from agac.cli.render import print_session
 
-    make_project(project, f"{name}/{MODELS[name]}", records=2, summarize=False,
-                 retry="{max_attempts: 1}")
-    emulator.add_fault(fault(name, {"http": 400, "message": "messages: bad shape"},
-                             match={"model": MODELS[name]}, times=1))
+    make_project(
+        project, f"{name}/{MODELS[name]}", records=2, summarize=False, retry="{max_attempts: 1}"
+    )
+    emulator.add_fault(
+        fault(
+            name,
+            {"http": 400, "message": "messages: bad shape"},
+            match={"model": MODELS[name]},
+            times=1,
+        )
+    )
 
     run(project)
 
@@ -165,23 +191,44 @@ def test_i28_4_every_attempt_keeps_the_request_id_and_a_failure_prints_it(
 # -- item 6: refusal and block details on the failed unit --------------------------------------
 
 DETAILS = {
-    "anthropic": ({"stop": "refusal", "content": None,
-                   "stop_details": {"type": "refusal", "category": "cyber",
-                                    "explanation": "The request asks for working malware."}},
-                  "refusal", ["category cyber", "The request asks for working malware."]),
-    "openai": ({"refusal": "I can't help with building that."}, "refusal",
-               ["I can't help with building that."]),
-    "gemini": ({"block_reason": "PROHIBITED_CONTENT",
-                "block_reason_message": "The prompt was blocked for prohibited content."},
-               "content_filter", ["PROHIBITED_CONTENT", "the prompt was blocked",
-                                  "The prompt was blocked for prohibited content."]),
+    "anthropic": (
+        {
+            "stop": "refusal",
+            "content": None,
+            "stop_details": {
+                "type": "refusal",
+                "category": "cyber",
+                "explanation": "The request asks for working malware.",
+            },
+        },
+        "refusal",
+        ["category cyber", "The request asks for working malware."],
+    ),
+    "openai": (
+        {"refusal": "I can't help with building that."},
+        "refusal",
+        ["I can't help with building that."],
+    ),
+    "gemini": (
+        {
+            "block_reason": "PROHIBITED_CONTENT",
+            "block_reason_message": "The prompt was blocked for prohibited content.",
+        },
+        "content_filter",
+        [
+            "PROHIBITED_CONTENT",
+            "the prompt was blocked",
+            "The prompt was blocked for prohibited content.",
+        ],
+    ),
     "groq": ({"stop": "content_filter", "content": None}, "content_filter", ["content_filter"]),
 }
 
 
 @pytest.mark.parametrize("name", tuple(DETAILS))
 def test_i28_6_refusal_and_block_details_are_kept_and_shown(
-        name: str, emulator: Any, project: Path, capsys: Any) -> None:
+    name: str, emulator: Any, project: Path, capsys: Any
+) -> None:
     from agac.cli.render import print_session
 
     reply, reason, said = DETAILS[name]
@@ -202,8 +249,18 @@ def test_i28_6_refusal_and_block_details_are_kept_and_shown(
 
 def test_i28_6_a_gemini_safety_stop_names_its_category(emulator: Any, project: Path) -> None:
     make_project(project, f"gemini/{MODELS['gemini']}", records=1, summarize=False)
-    emulator.add_fault(fault("gemini", {"reply": {
-        "stop": "SAFETY", "content": None, "safety_category": "HARM_CATEGORY_HARASSMENT"}}))
+    emulator.add_fault(
+        fault(
+            "gemini",
+            {
+                "reply": {
+                    "stop": "SAFETY",
+                    "content": None,
+                    "safety_category": "HARM_CATEGORY_HARASSMENT",
+                }
+            },
+        )
+    )
 
     run(project)
 
@@ -226,10 +283,12 @@ UNFINISHED = [
 ]
 
 
-@pytest.mark.parametrize(("name", "reply", "raw"), UNFINISHED,
-                         ids=[f"{n}-{r}" for n, _, r in UNFINISHED])
+@pytest.mark.parametrize(
+    ("name", "reply", "raw"), UNFINISHED, ids=[f"{n}-{r}" for n, _, r in UNFINISHED]
+)
 def test_i28_1_a_stop_outside_the_list_fails_the_unit_never_answers(
-        name: str, reply: dict[str, Any], raw: str, emulator: Any, project: Path) -> None:
+    name: str, reply: dict[str, Any], raw: str, emulator: Any, project: Path
+) -> None:
     make_project(project, f"{name}/{MODELS[name]}", records=1)
     emulator.add_fault(fault(name, {"reply": reply}))
 

@@ -20,15 +20,19 @@ def moto_server() -> Iterator[tuple[str, int]]:
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    boto3.client("s3", endpoint_url=f"http://{host}:{port}", **_boto_keys()).create_bucket(Bucket=BUCKET)
+    boto3.client("s3", endpoint_url=f"http://{host}:{port}", **_boto_keys()).create_bucket(
+        Bucket=BUCKET
+    )
     yield host, port
     server.stop()
 
 
 def _boto_keys() -> dict[str, str]:
-    return {"aws_access_key_id": AWS_ENV["AWS_ACCESS_KEY_ID"],
-            "aws_secret_access_key": AWS_ENV["AWS_SECRET_ACCESS_KEY"],
-            "region_name": AWS_ENV["AWS_REGION"]}
+    return {
+        "aws_access_key_id": AWS_ENV["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+        "region_name": AWS_ENV["AWS_REGION"],
+    }
 
 
 def _s3_point(moto: tuple[str, int], name: str) -> Iterator[Point]:
@@ -43,8 +47,9 @@ def _s3_point(moto: tuple[str, int], name: str) -> Iterator[Point]:
 
 
 @pytest.fixture(params=["s3", "dir"])
-def point(request: pytest.FixtureRequest, tmp_path: Path,
-          monkeypatch: pytest.MonkeyPatch) -> Iterator[Point]:
+def point(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Point]:
     """A storage point on S3 (moto, behind a proxy) and on a directory; the test process's
     own environment reaches it, with its cache under the test's folder."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-here"))
@@ -60,8 +65,9 @@ def point(request: pytest.FixtureRequest, tmp_path: Path,
 
 
 @pytest.fixture
-def s3_point(moto_server: tuple[str, int], tmp_path: Path,
-             monkeypatch: pytest.MonkeyPatch) -> Iterator[Point]:
+def s3_point(
+    moto_server: tuple[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Point]:
     """An S3 point only (for what a directory cannot show, such as request counts)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-here"))
     for made in _s3_point(moto_server, "s3"):

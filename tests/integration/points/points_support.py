@@ -23,11 +23,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_REGION": "us-east-1",
+    "AWS_ALLOW_HTTP": "true",
+}
 BUCKET = "agac-points"
-_DROPPED = ("AGAC_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "GROQ_", "OLLAMA_", "AWS_",
-            "XDG_CACHE_HOME")
+_DROPPED = (
+    "AGAC_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "GEMINI_",
+    "GOOGLE_",
+    "GROQ_",
+    "OLLAMA_",
+    "AWS_",
+    "XDG_CACHE_HOME",
+)
 
 
 @dataclass
@@ -62,13 +75,19 @@ class FaultProxy:
                     return
                 conn = http.client.HTTPConnection(*proxy.upstream, timeout=60)
                 try:
-                    conn.request(self.command, self.path, body=body,
-                                 headers={k: v for k, v in self.headers.items()})
+                    conn.request(
+                        self.command,
+                        self.path,
+                        body=body,
+                        headers={k: v for k, v in self.headers.items()},
+                    )
                     resp = conn.getresponse()
                     data = resp.read()
-                    headers = {k: v for k, v in resp.getheaders()
-                               if k.lower() not in ("transfer-encoding", "content-length",
-                                                    "connection")}
+                    headers = {
+                        k: v
+                        for k, v in resp.getheaders()
+                        if k.lower() not in ("transfer-encoding", "content-length", "connection")
+                    }
                     self._answer(resp.status, data, headers)
                 finally:
                     conn.close()
@@ -111,18 +130,33 @@ class Point:
     """One storage point of a test: its URL, the environment a process needs to reach it,
     and ways to look at and damage its objects."""
 
-    def __init__(self, kind: str, url: str, env: dict[str, str], *, root: Path | None = None,
-                 proxy: FaultProxy | None = None, s3: Any = None, prefix: str = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        url: str,
+        env: dict[str, str],
+        *,
+        root: Path | None = None,
+        proxy: FaultProxy | None = None,
+        s3: Any = None,
+        prefix: str = "",
+    ) -> None:
         self.kind, self.url, self.env, self.root = kind, url, env, root
         self.proxy, self.s3, self.prefix = proxy, s3, prefix
 
     def object_keys(self) -> list[str]:
         if self.root is not None:
-            return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*")
-                          if p.is_file() and not p.name.startswith(".")
-                          and not p.name.endswith(".lock"))
-        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=self.prefix + "/")
-        return sorted(o["Key"][len(self.prefix) + 1:] for page in pages for o in page.get("Contents", []))
+            return sorted(
+                p.relative_to(self.root).as_posix()
+                for p in self.root.rglob("*")
+                if p.is_file() and not p.name.startswith(".") and not p.name.endswith(".lock")
+            )
+        pages = self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=BUCKET, Prefix=self.prefix + "/"
+        )
+        return sorted(
+            o["Key"][len(self.prefix) + 1 :] for page in pages for o in page.get("Contents", [])
+        )
 
     def read(self, key: str) -> bytes:
         if self.root is not None:
@@ -193,7 +227,9 @@ class Done:
         return f"exit {self.code}\n--stdout--\n{self.out[-3000:]}\n--stderr--\n{self.err[-3000:]}"
 
 
-def machine_env(point: Point, cache: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def machine_env(
+    point: Point, cache: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment of ``agac`` on a machine whose cache is ``cache``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
     env.pop("FORCE_COLOR", None)
@@ -204,20 +240,38 @@ def machine_env(point: Point, cache: Path, extra: Mapping[str, str] | None = Non
     return env
 
 
-def agac(root: Path, *args: str, point: Point, cache: Path, env: Mapping[str, str] | None = None,
-         timeout: float = 180) -> Done:
+def agac(
+    root: Path,
+    *args: str,
+    point: Point,
+    cache: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 180,
+) -> Done:
     """``agac ARGS`` in project ``root`` on the machine with cache folder ``cache``."""
-    proc = subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
-                          env=machine_env(point, cache, env), capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env=machine_env(point, cache, env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     return Done(proc.returncode, proc.stdout, proc.stderr)
 
 
-def spawn(root: Path, *args: str, point: Point, cache: Path,
-          env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
-                            env=machine_env(point, cache, env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def spawn(
+    root: Path, *args: str, point: Point, cache: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env=machine_env(point, cache, env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def fresh_copy(src: Path, dst: Path) -> Path:

@@ -47,8 +47,13 @@ def s3(moto_server: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> Iterato
     endpoint = f"http://{moto_server[0]}:{moto_server[1]}"
     for key, value in {**AWS_ENV, "AWS_ENDPOINT_URL": endpoint}.items():
         monkeypatch.setenv(key, value)
-    yield boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                       aws_secret_access_key="testing", region_name="us-east-1")
+    yield boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
 
 
 def keys_under(s3: Any, prefix: str) -> list[str]:
@@ -57,16 +62,20 @@ def keys_under(s3: Any, prefix: str) -> list[str]:
 
 
 def test_i23_4_a_multipart_upload_that_fails_leaves_no_object_under_its_name(
-        moto_server: tuple[str, int], s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    moto_server: tuple[str, int], s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name = f"exports-{uuid.uuid4().hex[:8]}"
     s3.put_object(Bucket=BUCKET, Key=f"{name}/kept.parquet", Body=b"the earlier export")
     proxy = FailingAfter(moto_server).start()
     monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
     try:
         for target in ("new.parquet", "kept.parquet"):
-            with pytest.raises(ExportFailed) as caught, _uploading(
-                    f"s3://{BUCKET}/{name}/{target}", {"max_retries": 0}, "x",
-                    part_bytes=5 * MB) as sink:
+            with (
+                pytest.raises(ExportFailed) as caught,
+                _uploading(
+                    f"s3://{BUCKET}/{name}/{target}", {"max_retries": 0}, "x", part_bytes=5 * MB
+                ) as sink,
+            ):
                 for _ in range(4):
                     sink.write(os.urandom(3 * MB))
             assert f"s3://{BUCKET}/{name}/{target}" in str(caught.value)
@@ -82,8 +91,10 @@ def test_i23_4_a_multipart_upload_that_fails_leaves_no_object_under_its_name(
 def test_i23_4_an_upload_in_parts_is_the_whole_file(s3: Any) -> None:
     name = f"exports-{uuid.uuid4().hex[:8]}"
     table = pa.table({"text": [os.urandom(200).hex() for _ in range(40_000)]})  # ~16 MB
-    with _uploading(f"s3://{BUCKET}/{name}/big.parquet", {}, "x", part_bytes=5 * MB) as sink, \
-            pq.ParquetWriter(sink, table.schema, compression="none") as writer:
+    with (
+        _uploading(f"s3://{BUCKET}/{name}/big.parquet", {}, "x", part_bytes=5 * MB) as sink,
+        pq.ParquetWriter(sink, table.schema, compression="none") as writer,
+    ):
         writer.write_table(table, row_group_size=10_000)
     body = s3.get_object(Bucket=BUCKET, Key=f"{name}/big.parquet")["Body"].read()
     assert len(body) > 10 * MB
@@ -107,11 +118,20 @@ actions:
 """
 
 
-def _agac(root: Path, *args: str, env: dict[str, str] | None = None,
-          ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True,
-                          timeout=120, check=False)
+def _agac(
+    root: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -120,8 +140,9 @@ def finished(tmp_path: Path, s3: Any) -> Path:
     root.mkdir()
     (root / "agac.yml").write_text("object_options: {max_retries: 0}\n")
     (root / "wf.yml").write_text(WORKFLOW)
-    (root / "data.jsonl").write_text("".join(
-        json.dumps({"id": f"r{i}", "text": f"text {i}"}) + "\n" for i in range(25)))
+    (root / "data.jsonl").write_text(
+        "".join(json.dumps({"id": f"r{i}", "text": f"text {i}"}) + "\n" for i in range(25))
+    )
     done = _agac(root, "run", "wf.yml", "--json")
     assert done.returncode == 0, done.stderr
     return root
@@ -133,34 +154,64 @@ def _parquet(s3: Any, key: str) -> pa.Table:
 
 def test_i23_4_export_to_s3_parquet_per_action_and_all_actions(finished: Path, s3: Any) -> None:
     name = f"exports-{uuid.uuid4().hex[:8]}"
-    one = _agac(finished, "export", "out", "--action", "classify", "--format", "parquet",
-                "--out", f"s3://{BUCKET}/{name}/classify.parquet", "--json")
+    one = _agac(
+        finished,
+        "export",
+        "out",
+        "--action",
+        "classify",
+        "--format",
+        "parquet",
+        "--out",
+        f"s3://{BUCKET}/{name}/classify.parquet",
+        "--json",
+    )
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["rows"] == 25
     table = _parquet(s3, f"{name}/classify.parquet")
     assert table.num_rows == 25 and "classify.label" in table.column_names
     assert "reply.text" not in table.column_names
-    wide = _agac(finished, "export", "out", "--all-actions", "--include-source", "--format",
-                 "parquet", "--out", f"s3://{BUCKET}/{name}/wide.parquet")
+    wide = _agac(
+        finished,
+        "export",
+        "out",
+        "--all-actions",
+        "--include-source",
+        "--format",
+        "parquet",
+        "--out",
+        f"s3://{BUCKET}/{name}/wide.parquet",
+    )
     assert wide.returncode == 0, wide.stderr
     table = _parquet(s3, f"{name}/wide.parquet")
     assert {"key", "classify.label", "reply.text", "source.text"} <= set(table.column_names)
-    rows = _agac(finished, "export", "out", "--action", "reply", "--out",
-                 f"s3://{BUCKET}/{name}/reply.jsonl")
+    rows = _agac(
+        finished, "export", "out", "--action", "reply", "--out", f"s3://{BUCKET}/{name}/reply.jsonl"
+    )
     assert rows.returncode == 0, rows.stderr
     body = s3.get_object(Bucket=BUCKET, Key=f"{name}/reply.jsonl")["Body"].read().decode()
     assert len(body.splitlines()) == 25 and json.loads(body.splitlines()[0])["key"] == "r0"
 
 
 def test_i23_4_a_refused_export_exits_1_naming_the_object_and_writes_nothing(
-        finished: Path, s3: Any, moto_server: tuple[str, int]) -> None:
+    finished: Path, s3: Any, moto_server: tuple[str, int]
+) -> None:
     name = f"exports-{uuid.uuid4().hex[:8]}"
     proxy = FaultProxy(moto_server).start()
     proxy.fail_writes = True
     try:
-        done = _agac(finished, "export", "out", "--all-actions", "--format", "parquet", "--out",
-                     f"s3://{BUCKET}/{name}/wide.parquet", "--json",
-                     env={"AWS_ENDPOINT_URL": proxy.url})
+        done = _agac(
+            finished,
+            "export",
+            "out",
+            "--all-actions",
+            "--format",
+            "parquet",
+            "--out",
+            f"s3://{BUCKET}/{name}/wide.parquet",
+            "--json",
+            env={"AWS_ENDPOINT_URL": proxy.url},
+        )
     finally:
         proxy.stop()
     assert done.returncode == 1, done.stderr

@@ -49,8 +49,13 @@ def s3(moto_server: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> Iterato
     endpoint = f"http://{moto_server[0]}:{moto_server[1]}"
     for key, value in {**AWS_ENV, "AWS_ENDPOINT_URL": endpoint}.items():
         monkeypatch.setenv(key, value)
-    yield boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                       aws_secret_access_key="testing", region_name="us-east-1")
+    yield boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
 
 
 @pytest.fixture
@@ -58,8 +63,11 @@ def prefix(s3: Any) -> str:
     """A fresh prefix holding three parquet objects (out of key order when uploaded), a
     ``_SUCCESS`` marker and a notes file agac does not read."""
     name = f"lake-{uuid.uuid4().hex[:8]}"
-    for part, rows in (("part-2.parquet", ROWS[20:]), ("part-0.parquet", ROWS[:10]),
-                       ("part-1.parquet", ROWS[10:20])):
+    for part, rows in (
+        ("part-2.parquet", ROWS[20:]),
+        ("part-0.parquet", ROWS[:10]),
+        ("part-1.parquet", ROWS[10:20]),
+    ):
         s3.put_object(Bucket=BUCKET, Key=f"{name}/date=1/{part}", Body=parquet_bytes(rows))
     s3.put_object(Bucket=BUCKET, Key=f"{name}/date=1/_SUCCESS", Body=b"")
     s3.put_object(Bucket=BUCKET, Key=f"{name}/date=1/notes.txt", Body=b"hello")
@@ -71,7 +79,8 @@ def project(root: Path, path: str, prompt: str = "Say {{ source.text }}") -> Pat
     (root / "agac.yml").write_text("")
     (root / "wf.yml").write_text(
         f"name: lake\ninput: {{path: '{path}', id_field: id}}\nactions:\n"
-        f"  - name: ask\n    model: mock/m\n    prompt: \"{prompt}\"\n")
+        f'  - name: ask\n    model: mock/m\n    prompt: "{prompt}"\n'
+    )
     return root
 
 
@@ -80,7 +89,8 @@ def keys(root: Path) -> list[str]:
 
 
 def test_i23_3_an_s3_prefix_is_read_in_key_order_with_each_objects_etag(
-        prefix: str, tmp_path: Path, s3: Any) -> None:
+    prefix: str, tmp_path: Path, s3: Any
+) -> None:
     root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/")
     result = agac.run("wf.yml", root, progress=False)
     assert result.exit_code == 0, result.summary
@@ -111,17 +121,20 @@ def test_i23_3_an_s3_glob_and_compressed_jsonl(s3: Any, tmp_path: Path) -> None:
 
 
 def test_i23_3_an_object_changed_after_listing_fails_its_rows_input_changed(
-        prefix: str, tmp_path: Path, s3: Any) -> None:
+    prefix: str, tmp_path: Path, s3: Any
+) -> None:
     """moto refuses the read (If-Match, 412): the changed object's rows fail
     ``input_changed`` naming it; the others are read from the versions listed."""
     root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/")
     proj = find_project(root)
     workflow = load_workflow("wf.yml", proj)
     bucket, entries = list_objects(f"s3://{BUCKET}/{prefix}/", {}, None)
-    source = ObjectSource(bucket, tuple(entries), workflow.input.path, None,
-                          frozenset({"text"}))
-    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/date=1/part-1.parquet",
-                  Body=parquet_bytes([{"id": "new", "text": "changed"}]))
+    source = ObjectSource(bucket, tuple(entries), workflow.input.path, None, frozenset({"text"}))
+    s3.put_object(
+        Bucket=BUCKET,
+        Key=f"{prefix}/date=1/part-1.parquet",
+        Body=parquet_bytes([{"id": "new", "text": "changed"}]),
+    )
     store = open_store("memory")
     snap = snapshot_input(workflow, proj, store, source=source, tenant="default")
     rows = list(store.iter_records(snap.id))
@@ -132,14 +145,16 @@ def test_i23_3_an_object_changed_after_listing_fails_its_rows_input_changed(
 
 
 def test_i23_3_an_object_changed_while_it_is_read_fails_the_rows_not_yet_read(
-        prefix: str, s3: Any) -> None:
+    prefix: str, s3: Any
+) -> None:
     """The footer was read: every row it counts that was not read yet fails by name."""
     from agac.data.objects import ObjectFile
     from agac.data.readers import read_input
 
     rows = [{"id": f"b{i}", "text": os.urandom(500).hex()} for i in range(6000)]
-    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/big.parquet",
-                  Body=parquet_bytes(rows, row_group_size=2000))  # about 2 MB a row group
+    s3.put_object(
+        Bucket=BUCKET, Key=f"{prefix}/big.parquet", Body=parquet_bytes(rows, row_group_size=2000)
+    )  # about 2 MB a row group
     bucket, entries = list_objects(f"s3://{BUCKET}/{prefix}/big.parquet", {}, None)
     reader = read_input(ObjectFile(bucket, entries[0]), "id")
     first = [next(reader) for _ in range(2000)]
@@ -150,19 +165,32 @@ def test_i23_3_an_object_changed_while_it_is_read_fails_the_rows_not_yet_read(
     assert rest[0].key == "big.parquet:2001" and "big.parquet row 2001" in str(rest[0].error)
 
 
-def _cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], cwd=root, env=full,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        cwd=root,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_i23_3_an_open_run_over_changed_objects_is_input_changed_and_new_takes_them(
-        prefix: str, tmp_path: Path, s3: Any) -> None:
+    prefix: str, tmp_path: Path, s3: Any
+) -> None:
     root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/")
     crashed = _cli(root, "run", "lake", "--json", env={"AGAC_CRASH_AT": "after_admit"})
     assert crashed.returncode != 0  # admitted, then the process died: the run is open
-    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/date=1/part-0.parquet",
-                  Body=parquet_bytes([{"id": "fresh", "text": "now"}]))
+    s3.put_object(
+        Bucket=BUCKET,
+        Key=f"{prefix}/date=1/part-0.parquet",
+        Body=parquet_bytes([{"id": "fresh", "text": "now"}]),
+    )
     refused = _cli(root, "run", "lake", "--json")
     assert refused.returncode == 2, refused.stderr
     error = json.loads(refused.stdout)["error"]
@@ -196,8 +224,9 @@ def local_buckets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("scheme", ["gs", "az"])
-def test_i23_3_gs_and_az_prefixes_on_the_same_code_path(local_buckets: Path, tmp_path: Path,
-                                                        scheme: str) -> None:
+def test_i23_3_gs_and_az_prefixes_on_the_same_code_path(
+    local_buckets: Path, tmp_path: Path, scheme: str
+) -> None:
     folder = local_buckets / scheme / "lake" / "events"
     folder.mkdir(parents=True)
     (folder / "b.parquet").write_bytes(parquet_bytes(ROWS[15:]))
@@ -223,8 +252,9 @@ def _error(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[st
 
 
 @pytest.mark.parametrize("command", ["validate", "run"])
-def test_i23_5_an_empty_prefix_names_it_and_what_is_there(prefix: str, tmp_path: Path,
-                                                         command: str) -> None:
+def test_i23_5_an_empty_prefix_names_it_and_what_is_there(
+    prefix: str, tmp_path: Path, command: str
+) -> None:
     root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/date=2/")
     error = _error(root, command, "wf.yml")
     assert error["code"] == "input_not_found"
@@ -274,8 +304,9 @@ def test_i23_5_credentials_refused(prefix: str, tmp_path: Path, moto_server: Any
     assert f"s3://{BUCKET}/{prefix}/" in error["message"] and "AWS_ACCESS_KEY_ID" in error["hint"]
 
 
-def test_i23_5_a_damaged_parquet_object_admits_nothing(prefix: str, s3: Any,
-                                                       tmp_path: Path) -> None:
+def test_i23_5_a_damaged_parquet_object_admits_nothing(
+    prefix: str, s3: Any, tmp_path: Path
+) -> None:
     s3.put_object(Bucket=BUCKET, Key=f"{prefix}/date=1/part-1.parquet", Body=b"not parquet")
     root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/")
     error = _error(root, "run", "wf.yml")

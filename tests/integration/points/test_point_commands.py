@@ -24,13 +24,19 @@ SECRET = {"AGAC_SECRET": "0123456789abcdef0123456789abcdef", "AGAC_USER": "ops"}
 
 
 def _project(root: Path, point: Point, workflow: str = WF) -> Path:
-    write_project(root, workflow, workflow_file="wf.yml", agac_yml=f"store: {point.url}\n",
-                  data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(3)]})
+    write_project(
+        root,
+        workflow,
+        workflow_file="wf.yml",
+        agac_yml=f"store: {point.url}\n",
+        data={"data/a.jsonl": [{"id": f"r{i}", "text": f"t {i}"} for i in range(3)]},
+    )
     return root
 
 
-def test_store_info_shows_where_the_state_lives_its_size_snapshot_age_and_log(point: Point,
-                                                                              tmp_path: Path) -> None:
+def test_store_info_shows_where_the_state_lives_its_size_snapshot_age_and_log(
+    point: Point, tmp_path: Path
+) -> None:
     root = _project(tmp_path / "p", point, WF.replace("    approval: {approvers: [ops]}\n", ""))
     empty = agac(root, "store", "info", "--json", point=point, cache=tmp_path / "m1")
     assert empty.code == 0, empty
@@ -60,18 +66,26 @@ def test_approvals_on_a_point_need_agac_secret(dir_point: Point, tmp_path: Path)
     refused = agac(root, "run", "gated", point=dir_point, cache=tmp_path / "m1")
     assert refused.code == 2, refused
     assert "secret_not_durable" in refused.err
-    approve = agac(root, "approve", "whatever", point=dir_point, cache=tmp_path / "m1",
-                   env={"AGAC_USER": "ops"})
+    approve = agac(
+        root,
+        "approve",
+        "whatever",
+        point=dir_point,
+        cache=tmp_path / "m1",
+        env={"AGAC_USER": "ops"},
+    )
     assert approve.code == 2 and "secret_not_durable" in approve.err
 
 
-def test_a_decision_takes_the_points_lease_or_exits_75_naming_the_owner(point: Point,
-                                                                       tmp_path: Path) -> None:
+def test_a_decision_takes_the_points_lease_or_exits_75_naming_the_owner(
+    point: Point, tmp_path: Path
+) -> None:
     root = _project(tmp_path / "p", point)
     waiting = agac(root, "run", "gated", "--json", point=point, cache=tmp_path / "m1", env=SECRET)
     assert waiting.code == 75, waiting
-    proposals = agac(root, "approvals", "list", "--json", point=point, cache=tmp_path / "m2",
-                     env=SECRET)
+    proposals = agac(
+        root, "approvals", "list", "--json", point=point, cache=tmp_path / "m2", env=SECRET
+    )
     assert proposals.code == 0, proposals
     ids = [p["id"] for p in proposals.json()]
     assert len(ids) == 3
@@ -102,9 +116,13 @@ def test_workers_and_submit_are_refused_on_a_point(dir_point: Point, tmp_path: P
 def test_serve_is_refused_on_a_point(dir_point: Point, tmp_path: Path) -> None:
     """The service reads what runs in other processes write: only an SQL store allows that."""
     root = tmp_path / "p"
-    write_project(root, WF, workflow_file="wf.yml",
-                  agac_yml=f"store: {dir_point.url}\nidentity: login\n",
-                  data={"data/a.jsonl": [{"id": "r0", "text": "t 0"}]})
+    write_project(
+        root,
+        WF,
+        workflow_file="wf.yml",
+        agac_yml=f"store: {dir_point.url}\nidentity: login\n",
+        data={"data/a.jsonl": [{"id": "r0", "text": "t 0"}]},
+    )
     serve = agac(root, "serve", "--port", "1", point=dir_point, cache=tmp_path / "m1")
     assert serve.code == 2 and "needs an SQL store" in serve.err, serve
     assert "head" not in dir_point.object_keys()  # refused before touching the point

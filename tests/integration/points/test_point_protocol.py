@@ -25,12 +25,20 @@ from agac.store.rows import Checkpoint
 
 
 def _open(point: Point, machine: Path, **kw: Any) -> PointStore:
-    return PointStore(point.url, kw.pop("options", None), environ={"XDG_CACHE_HOME": str(machine)}, **kw)
+    return PointStore(
+        point.url, kw.pop("options", None), environ={"XDG_CACHE_HOME": str(machine)}, **kw
+    )
 
 
 def _event(i: int) -> dict[str, Any]:
-    return {"run_id": "r1", "kind": "note", "action": None, "unit_key": f"k{i}",
-            "data": dumps({"i": i}), "created_at": time.time()}
+    return {
+        "run_id": "r1",
+        "kind": "note",
+        "action": None,
+        "unit_key": f"k{i}",
+        "data": dumps({"i": i}),
+        "created_at": time.time(),
+    }
 
 
 def _commit(store: PointStore, i: int, *, durable: bool = True) -> None:
@@ -45,7 +53,9 @@ def _events(store: PointStore) -> list[str]:
     return [e.unit_key for e in store.iter_events("r1", 0, limit=10_000)]
 
 
-def test_o1_working_copy_in_cache_wal_shipped_as_segments_named_by_head(point: Point, tmp_path: Path) -> None:
+def test_o1_working_copy_in_cache_wal_shipped_as_segments_named_by_head(
+    point: Point, tmp_path: Path
+) -> None:
     store = _open(point, tmp_path / "m1")
     try:
         assert store.replica is not None
@@ -113,7 +123,9 @@ def test_o2_concurrent_creators_of_a_new_point_one_owns(point: Point, tmp_path: 
     owners[0].close()
 
 
-def test_o2_412_on_head_means_lease_lost_and_nothing_more_is_written(point: Point, tmp_path: Path) -> None:
+def test_o2_412_on_head_means_lease_lost_and_nothing_more_is_written(
+    point: Point, tmp_path: Path
+) -> None:
     store = _open(point, tmp_path / "m1")
     try:
         _commit(store, 0)
@@ -165,7 +177,9 @@ def test_o2_lease_expiry_is_judged_by_the_servers_clock(point: Point, tmp_path: 
         second.close()
 
 
-def test_o3_a_local_copy_behind_head_is_discarded_and_restored(point: Point, tmp_path: Path) -> None:
+def test_o3_a_local_copy_behind_head_is_discarded_and_restored(
+    point: Point, tmp_path: Path
+) -> None:
     a = _open(point, tmp_path / "a")
     _commit(a, 0)
     a.close()
@@ -209,7 +223,8 @@ def test_o3_torn_segment_ends_the_log_there(point: Point, tmp_path: Path) -> Non
 
 
 def test_o4_compaction_past_a_size_deletes_old_objects_after_head_names_the_snapshot(
-        point: Point, tmp_path: Path) -> None:
+    point: Point, tmp_path: Path
+) -> None:
     store = _open(point, tmp_path / "m1", options={"snapshot_after_mb": 0.02})
     assert store.replica is not None
     calls: list[tuple[str, str]] = []
@@ -240,13 +255,17 @@ def test_o4_compaction_past_a_size_deletes_old_objects_after_head_names_the_snap
         new_snapshot = point.head()["snapshot"]["key"]
         assert new_snapshot != first_snapshot
         named_at = calls.index(("head", new_snapshot))
-        assert calls.index(("put", new_snapshot)) < named_at < calls.index(("delete", first_snapshot))
+        assert (
+            calls.index(("put", new_snapshot)) < named_at < calls.index(("delete", first_snapshot))
+        )
         assert first_snapshot not in point.object_keys()
     finally:
         store.close()
 
 
-def test_o5_checkpoints_are_coalesced_to_about_ten_a_second(s3_point: Point, tmp_path: Path) -> None:
+def test_o5_checkpoints_are_coalesced_to_about_ten_a_second(
+    s3_point: Point, tmp_path: Path
+) -> None:
     store = _open(s3_point, tmp_path / "m1")
     try:
         assert s3_point.proxy is not None
@@ -291,7 +310,6 @@ def test_o5_a_failed_write_fails_closed(point: Point, tmp_path: Path) -> None:
         assert _events(again) == ["k0"]  # the last good checkpoint
     finally:
         again.close()
-
 
 
 def test_o3_a_reading_command_owns_nothing_and_cannot_write(point: Point, tmp_path: Path) -> None:

@@ -56,11 +56,24 @@ def emulator(emulator_server: Any) -> Iterator[Any]:
     emulator_server.reset()
 
 
-def _project(root: Path, point: Point, workflow: str, n: int, *, options: str = "",
-             files: dict[str, str] | None = None) -> Path:
+def _project(
+    root: Path,
+    point: Point,
+    workflow: str,
+    n: int,
+    *,
+    options: str = "",
+    files: dict[str, str] | None = None,
+) -> Path:
     yml = f"store: {point.url}\n" + (f"store_options: {{{options}}}\n" if options else "")
-    write_project(root, workflow, workflow_file="wf.yml", agac_yml=yml, files=files,
-                  data={"data/a.jsonl": [{"id": f"r{i:04d}", "text": f"t {i}"} for i in range(n)]})
+    write_project(
+        root,
+        workflow,
+        workflow_file="wf.yml",
+        agac_yml=yml,
+        files=files,
+        data={"data/a.jsonl": [{"id": f"r{i:04d}", "text": f"t {i}"} for i in range(n)]},
+    )
     return root
 
 
@@ -69,11 +82,19 @@ def _chat_requests(emulator: Any) -> int:
 
 
 def test_o3_nightly_job_submits_exits_75_and_a_fresh_machine_collects(
-        point: Point, emulator: Any, tmp_path: Path) -> None:
+    point: Point, emulator: Any, tmp_path: Path
+) -> None:
     pristine = _project(tmp_path / "repo", point, BATCH_WF, 20)
     first = fresh_copy(pristine, tmp_path / "night1" / "proj")
-    submitted = agac(first, "run", "nightly", "--json", point=point, cache=tmp_path / "night1" / "cache",
-                     env=emulator.env())
+    submitted = agac(
+        first,
+        "run",
+        "nightly",
+        "--json",
+        point=point,
+        cache=tmp_path / "night1" / "cache",
+        env=emulator.env(),
+    )
     assert submitted.code == 75, submitted
     assert submitted.json()["actions"]["classify"]["batches_out"] == 1
     assert not (first / ".agac" / "agac.db").exists()  # nothing lives only on this disk
@@ -81,8 +102,15 @@ def test_o3_nightly_job_submits_exits_75_and_a_fresh_machine_collects(
     emulator.advance(61)
 
     second = fresh_copy(pristine, tmp_path / "night2" / "proj")
-    collected = agac(second, "run", "nightly", "--json", point=point,
-                     cache=tmp_path / "night2" / "cache", env=emulator.env())
+    collected = agac(
+        second,
+        "run",
+        "nightly",
+        "--json",
+        point=point,
+        cache=tmp_path / "night2" / "cache",
+        env=emulator.env(),
+    )
     assert collected.code == 0, collected
     summary = collected.json()
     assert summary["run_id"] == submitted.json()["run_id"]
@@ -99,16 +127,25 @@ def _local_answered(cache: Path, url: str) -> int:
     db = point_folder(url, {"XDG_CACHE_HOME": str(cache)}) / "agac.db"
     conn = sqlite3.connect(db)
     try:
-        return int(conn.execute("SELECT count(*) FROM outcomes WHERE status = 'answered'").fetchone()[0])
+        return int(
+            conn.execute("SELECT count(*) FROM outcomes WHERE status = 'answered'").fetchone()[0]
+        )
     finally:
         conn.close()
 
 
 def test_o5_sigkill_mid_online_run_restores_on_an_empty_disk_within_the_crash_bound(
-        point: Point, emulator: Any, tmp_path: Path) -> None:
+    point: Point, emulator: Any, tmp_path: Path
+) -> None:
     root = _project(tmp_path / "proj", point, ONLINE_WF, 300)
-    crashed = agac(root, "run", "online", point=point, cache=tmp_path / "m1",
-                   env={**emulator.env(), "AGAC_CRASH_AT": "after_checkpoint:25"})
+    crashed = agac(
+        root,
+        "run",
+        "online",
+        point=point,
+        cache=tmp_path / "m1",
+        env={**emulator.env(), "AGAC_CRASH_AT": "after_checkpoint:25"},
+    )
     assert crashed.code == -signal.SIGKILL, crashed
     sent_before = _chat_requests(emulator)
     settled_locally = _local_answered(tmp_path / "m1", point.url)
@@ -118,16 +155,20 @@ def test_o5_sigkill_mid_online_run_restores_on_an_empty_disk_within_the_crash_bo
     assert 0 < stored_answered <= settled_locally < 600
     shutil.rmtree(tmp_path / "m1")  # the disk is gone
 
-    resumed = agac(root, "run", "online", "--json", point=point, cache=tmp_path / "m3",
-                   env=emulator.env())
+    resumed = agac(
+        root, "run", "online", "--json", point=point, cache=tmp_path / "m3", env=emulator.env()
+    )
     assert resumed.code == 0, resumed
     summary = resumed.json()
     assert summary["state"] == "succeeded"
     assert all(a["answered"] == 300 and a["pending"] == 0 for a in summary["actions"].values())
     repaid = _chat_requests(emulator) - 600
     # O5: in flight at the kill, plus what had settled since the last stored checkpoint
-    assert 0 <= repaid <= IN_FLIGHT + (settled_locally - stored_answered), (repaid, settled_locally,
-                                                                              stored_answered)
+    assert 0 <= repaid <= IN_FLIGHT + (settled_locally - stored_answered), (
+        repaid,
+        settled_locally,
+        stored_answered,
+    )
     assert sent_before <= _chat_requests(emulator)
     calls = sum(a["calls"] for a in summary["actions"].values())
     # S1/O5: the dispatch marks were stored on the point before their calls were sent, so
@@ -137,14 +178,23 @@ def test_o5_sigkill_mid_online_run_restores_on_an_empty_disk_within_the_crash_bo
 
 
 def test_o2_two_machines_start_the_same_run_one_owns_the_other_exits_75(
-        point: Point, emulator: Any, tmp_path: Path) -> None:
+    point: Point, emulator: Any, tmp_path: Path
+) -> None:
     root = _project(tmp_path / "proj", point, ONLINE_WF, 300)
-    owner = spawn(root, "run", "online", "--json", point=point, cache=tmp_path / "m1",
-                  env=emulator.env())
+    owner = spawn(
+        root, "run", "online", "--json", point=point, cache=tmp_path / "m1", env=emulator.env()
+    )
     try:
         wait_for(lambda: _owner_pid(point) == owner.pid, timeout=60)
-        other = agac(fresh_copy(root, tmp_path / "proj2"), "run", "online", "--json", point=point,
-                     cache=tmp_path / "m2", env=emulator.env())
+        other = agac(
+            fresh_copy(root, tmp_path / "proj2"),
+            "run",
+            "online",
+            "--json",
+            point=point,
+            cache=tmp_path / "m2",
+            env=emulator.env(),
+        )
         assert other.code == 75, other
         assert f"pid {owner.pid}" in other.err
         out, err = owner.communicate(timeout=120)
@@ -199,10 +249,17 @@ def _effect_lines(log: Path) -> list[tuple[int, str, float]]:
 
 
 def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
-        point: Point, emulator: Any, tmp_path: Path) -> None:
+    point: Point, emulator: Any, tmp_path: Path
+) -> None:
     ttl = 3
-    root = _project(tmp_path / "proj", point, EFFECT_WF, 160, options=f"lease_ttl: {ttl}",
-                    files={"tools.py": TOOLS})
+    root = _project(
+        tmp_path / "proj",
+        point,
+        EFFECT_WF,
+        160,
+        options=f"lease_ttl: {ttl}",
+        files={"tools.py": TOOLS},
+    )
     log = tmp_path / "effects.log"
     env = {**emulator.env(), "EFFECT_LOG": str(log)}
     first = spawn(root, "run", "effects", point=point, cache=tmp_path / "m1", env=env)
@@ -211,11 +268,23 @@ def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
         wait_for(lambda: len(_effect_lines(log)) >= 6, timeout=90)
         first.send_signal(signal.SIGSTOP)
         time.sleep(ttl + 2.5)  # past its lease by the server's clock
-        second = spawn(fresh_copy(root, tmp_path / "proj2"), "run", "effects", "--json", point=point,
-                       cache=tmp_path / "m2", env=env)
+        second = spawn(
+            fresh_copy(root, tmp_path / "proj2"),
+            "run",
+            "effects",
+            "--json",
+            point=point,
+            cache=tmp_path / "m2",
+            env=env,
+        )
         started = second
-        wait_for(lambda: started.poll() is not None
-                 or any(pid == started.pid for pid, _, _ in _effect_lines(log)), timeout=90)
+        wait_for(
+            lambda: (
+                started.poll() is not None
+                or any(pid == started.pid for pid, _, _ in _effect_lines(log))
+            ),
+            timeout=90,
+        )
         assert second.poll() is None or second.returncode == 0, second.communicate()[1]
         resumed_at = time.time()
         first.send_signal(signal.SIGCONT)
@@ -238,11 +307,13 @@ def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
 
 
 def test_o5_failed_put_mid_run_fails_closed_and_the_next_run_continues(
-        point: Point, emulator: Any, tmp_path: Path) -> None:
+    point: Point, emulator: Any, tmp_path: Path
+) -> None:
     options = "max_retries: 1, retry_timeout: 2" if point.kind == "s3" else ""
     root = _project(tmp_path / "proj", point, ONLINE_WF, 250, options=options)
-    run = spawn(root, "run", "online", "--json", point=point, cache=tmp_path / "m1",
-                env=emulator.env())
+    run = spawn(
+        root, "run", "online", "--json", point=point, cache=tmp_path / "m1", env=emulator.env()
+    )
     try:
         wait_for(lambda: _segments(point) >= 3, timeout=60)
         point.fail_writes_now()
@@ -253,8 +324,9 @@ def test_o5_failed_put_mid_run_fails_closed_and_the_next_run_continues(
         point.heal()
         if run.poll() is None:
             run.kill()
-    again = agac(root, "run", "online", "--json", point=point, cache=tmp_path / "m1",
-                 env=emulator.env())
+    again = agac(
+        root, "run", "online", "--json", point=point, cache=tmp_path / "m1", env=emulator.env()
+    )
     assert again.code == 0, again
     summary = again.json()
     assert summary["state"] == "succeeded"

@@ -30,7 +30,8 @@ async def from_yml(tmp_path: Path, emulator: Any, transport: str) -> AsyncIterat
     def build(name: str, body: str = "", *, batch: bool = False) -> Any:
         (tmp_path / "agac.yml").write_text(
             f"providers:\n  {name}: {{transport: {transport}{', ' + body if body else ''}}}\n",
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         config = find_project(tmp_path).config
         adapter = open_providers([name], config, batch={name} if batch else ())[name]
         opened.append(adapter)
@@ -45,10 +46,13 @@ def _model_bodies(emulator: Any) -> list[dict[str, Any]]:
     return [e["body"] for e in emulator.requests() if is_model_call(e["method"], e["path"])]
 
 
-@pytest.mark.parametrize(("name", "native", "fallback"), [
-    ("openai", "json_schema", "json_object"),
-    ("groq", "json_schema", "json_object"),
-])
+@pytest.mark.parametrize(
+    ("name", "native", "fallback"),
+    [
+        ("openai", "json_schema", "json_object"),
+        ("groq", "json_schema", "json_object"),
+    ],
+)
 async def test_structured_output_json_mode_openai_style(
     name: str, native: str, fallback: str, emulator: Any, from_yml: Build
 ) -> None:
@@ -86,12 +90,15 @@ def _uploads(emulator: Any) -> int:
     return int(emulator.stats()["requests"].get("gemini", {}).get("file.upload", 0))
 
 
-@pytest.mark.parametrize(("body", "uploaded"), [
-    ("", 0),                             # auto, small: inline
-    ("batch_input: file", 1),
-    ("inline_max_bytes: 100", 1),        # auto above the (tiny) inline limit: a file
-    ("batch_input: inline", 0),
-])
+@pytest.mark.parametrize(
+    ("body", "uploaded"),
+    [
+        ("", 0),  # auto, small: inline
+        ("batch_input: file", 1),
+        ("inline_max_bytes: 100", 1),  # auto above the (tiny) inline limit: a file
+        ("batch_input: inline", 0),
+    ],
+)
 async def test_gemini_batch_input_and_inline_max_bytes(
     body: str, uploaded: int, emulator: Any, from_yml: Build
 ) -> None:
@@ -119,12 +126,17 @@ async def test_find_batch_skew_widens_the_anthropic_window(emulator: Any, from_y
     wide = from_yml("anthropic", batch=True)
     handle = await wide.submit_batch([make_request("anthropic", custom_id="a0")], "key-skew")
     later = submitted + 30  # an intent written 30 s after the batch was created (clock skew)
-    found = await wide.find_batch("key-skew", created_after=later, created_before=later + 1,
-                                  request_count=1)
+    found = await wide.find_batch(
+        "key-skew", created_after=later, created_before=later + 1, request_count=1
+    )
     assert found is not None and found.id == handle.id  # within the default 120 s
     tight = from_yml("anthropic", "find_batch_skew: 5", batch=True)
-    assert await tight.find_batch("key-skew", created_after=later, created_before=later + 1,
-                                  request_count=1) is None
+    assert (
+        await tight.find_batch(
+            "key-skew", created_after=later, created_before=later + 1, request_count=1
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize("name", ["openai", "groq", "anthropic", "gemini"])

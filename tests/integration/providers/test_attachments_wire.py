@@ -30,11 +30,22 @@ def _file(tmp_path: Path, name: str, data: bytes) -> Any:
     return describe_file(str(path))
 
 
-def _request(provider: str, attachments: tuple[Any, ...], *, position: str = "before",
-             custom_id: str | None = None, text: str = "What is in this file?") -> Request:
-    return Request(provider=provider, model=VISION[provider], custom_id=custom_id,
-                   messages=(Message("user", text, attachments, position),),  # type: ignore[arg-type]
-                   max_tokens=256, timeout=10.0)
+def _request(
+    provider: str,
+    attachments: tuple[Any, ...],
+    *,
+    position: str = "before",
+    custom_id: str | None = None,
+    text: str = "What is in this file?",
+) -> Request:
+    return Request(
+        provider=provider,
+        model=VISION[provider],
+        custom_id=custom_id,
+        messages=(Message("user", text, attachments, position),),  # type: ignore[arg-type]
+        max_tokens=256,
+        timeout=10.0,
+    )
 
 
 def _said(att: Any) -> str:
@@ -59,7 +70,8 @@ def _parts(provider: str, body: dict[str, Any]) -> list[Any]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "groq", "ollama"])
 async def test_i22_3_an_image_goes_in_the_providers_native_part(
-        provider: str, make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    provider: str, make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     image = _file(tmp_path, "photo.png", png_bytes(20, 10, seed=4))
     adapter = make_provider(provider)
     answer = await adapter.complete(_request(provider, (image,)))
@@ -73,7 +85,8 @@ async def test_i22_3_an_image_goes_in_the_providers_native_part(
     first = parts[0]
     if provider in ("openai", "groq"):
         assert first["type"] == "image_url" and first["image_url"]["url"].startswith(
-            "data:image/png;base64,")
+            "data:image/png;base64,"
+        )
         assert parts[1] == {"type": "text", "text": "What is in this file?"}
     elif provider == "anthropic":
         assert first["type"] == "image" and first["source"]["type"] == "base64"
@@ -88,7 +101,8 @@ async def test_i22_3_an_image_goes_in_the_providers_native_part(
 
 @pytest.mark.parametrize("provider", TAKES_PDF)
 async def test_i22_3_a_pdf_goes_as_a_document_part_after_the_text(
-        provider: str, make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    provider: str, make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     doc = _file(tmp_path, "invoice.pdf", pdf_bytes(3, "invoice 7"))
     adapter = make_provider(provider)
     answer = await adapter.complete(_request(provider, (doc,), position="after"))
@@ -110,7 +124,8 @@ async def test_i22_3_a_pdf_goes_as_a_document_part_after_the_text(
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "groq", "ollama"])
 async def test_i22_3_a_file_changed_after_the_request_was_made_is_never_sent(
-        provider: str, make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    provider: str, make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     image = _file(tmp_path, "a.png", png_bytes(seed=1))
     (tmp_path / "a.png").write_bytes(png_bytes(seed=2))
     adapter = make_provider(provider)
@@ -125,7 +140,8 @@ async def test_i22_3_a_file_changed_after_the_request_was_made_is_never_sent(
 
 
 async def test_i22_4_anthropic_refuses_an_image_over_5_mb_of_base64_with_its_own_error(
-        make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     big = _file(tmp_path, "big.png", png_of_size(4_200_000))  # 5.6 MB as base64
     adapter = make_provider("anthropic")
     with pytest.raises(FatalError) as caught:
@@ -140,12 +156,23 @@ def test_i22_4_gemini_refuses_a_request_over_20_mb(emulator: Any) -> None:
     import urllib.request
 
     data = base64.b64encode(png_of_size(16_000_000)).decode()  # 21 MB as base64
-    body = {"contents": [{"role": "user", "parts": [
-        {"inlineData": {"mimeType": "image/png", "data": data}}, {"text": "What is it?"}]}]}
+    body = {
+        "contents": [
+            {
+                "role": "user",
+                "parts": [
+                    {"inlineData": {"mimeType": "image/png", "data": data}},
+                    {"text": "What is it?"},
+                ],
+            }
+        ]
+    }
     sent = urllib.request.Request(
         f"{emulator.url}/v1beta/models/{VISION['gemini']}:generateContent",
-        data=json.dumps(body).encode(), method="POST",
-        headers={"content-type": "application/json", "x-goog-api-key": "test"})
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "x-goog-api-key": "test"},
+    )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(sent, timeout=30)
     assert caught.value.code == 400
@@ -156,15 +183,20 @@ def test_i22_4_gemini_refuses_a_request_over_20_mb(emulator: Any) -> None:
 
 
 async def test_i22_4_groq_refuses_a_pdf_and_a_model_without_vision(
-        make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     doc = _file(tmp_path, "a.pdf", pdf_bytes())
     image = _file(tmp_path, "a.png", png_bytes())
     adapter = make_provider("groq")
     with pytest.raises(FatalError) as caught:
         await adapter.complete(_request("groq", (doc,)))
     assert "not supported" in str(caught.value)
-    plain = Request(provider="groq", model="llama-3.3-70b-versatile", max_tokens=64,
-                    messages=(Message("user", "x", (image,)),))
+    plain = Request(
+        provider="groq",
+        model="llama-3.3-70b-versatile",
+        max_tokens=64,
+        messages=(Message("user", "x", (image,)),),
+    )
     with pytest.raises(FatalError) as no_vision:
         await adapter.complete(plain)
     assert "does not support image input" in str(no_vision.value)
@@ -175,7 +207,8 @@ BATCH = {"openai": {}, "anthropic": {}, "gemini": {"batch_input": "file"}, "groq
 
 @pytest.mark.parametrize("provider", list(BATCH))
 async def test_i22_3_batch_lines_carry_each_records_files(
-        provider: str, make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    provider: str, make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     files = [_file(tmp_path, f"p{i}.png", png_bytes(8 + i, 8, seed=i)) for i in range(3)]
     requests = [_request(provider, (f,), custom_id=f"r{i}") for i, f in enumerate(files)]
     if provider in TAKES_PDF:
@@ -204,12 +237,12 @@ async def test_i22_3_a_batch_line_is_the_live_body(tmp_path: Path, emulator: Any
     from agac.providers.registry import provider_class
 
     image = _file(tmp_path, "a.png", png_bytes(seed=3))
-    adapter = provider_class("openai")(ProviderSettings(name="openai", transport="sdk",
-                                                        batch=True))
+    adapter = provider_class("openai")(ProviderSettings(name="openai", transport="sdk", batch=True))
     try:
         request = _request("openai", (image,), custom_id="x")
-        spooled = spool_jsonl(adapter._batch_lines([request]), max_count=10,
-                              max_bytes=10 ** 9, provider="openai")
+        spooled = spool_jsonl(
+            adapter._batch_lines([request]), max_count=10, max_bytes=10**9, provider="openai"
+        )
         try:
             line = json.loads(spooled.path.read_text())
         finally:
@@ -223,7 +256,8 @@ async def test_i22_3_a_batch_line_is_the_live_body(tmp_path: Path, emulator: Any
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_i22_4_fault_injection_works_on_requests_with_files(
-        provider: str, make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    provider: str, make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     from agac.errors import RetryableError
 
     image = _file(tmp_path, "a.png", png_bytes(seed=5))

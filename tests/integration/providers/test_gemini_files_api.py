@@ -32,11 +32,17 @@ def big_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
-def _request(*attachments: Attachment, text: str = "What is in this file?",
-             custom_id: str | None = None) -> Request:
-    return Request(provider="gemini", model=MODELS["gemini"], custom_id=custom_id,
-                   messages=(Message("user", text, attachments),), max_tokens=256,
-                   timeout=30.0)
+def _request(
+    *attachments: Attachment, text: str = "What is in this file?", custom_id: str | None = None
+) -> Request:
+    return Request(
+        provider="gemini",
+        model=MODELS["gemini"],
+        custom_id=custom_id,
+        messages=(Message("user", text, attachments),),
+        max_tokens=256,
+        timeout=30.0,
+    )
 
 
 def _said(att: Attachment) -> str:
@@ -54,30 +60,39 @@ def _uploads(emulator: Any) -> int:
 
 def _held(emulator: Any) -> list[dict[str, Any]]:
     """The files the emulator holds (``GET /v1beta/files``)."""
-    asked = urllib.request.Request(emulator.url + "/v1beta/files",
-                                   headers={"x-goog-api-key": "test"})
+    asked = urllib.request.Request(
+        emulator.url + "/v1beta/files", headers={"x-goog-api-key": "test"}
+    )
     with urllib.request.urlopen(asked, timeout=10) as answer:
         return list(json.loads(answer.read()).get("files") or [])
 
 
 def _delete(emulator: Any, name: str) -> None:
     """Delete a file behind agac's back (``DELETE /v1beta/files/{id}``)."""
-    gone = urllib.request.Request(f"{emulator.url}/v1beta/{name}", method="DELETE",
-                                  headers={"x-goog-api-key": "test"})
+    gone = urllib.request.Request(
+        f"{emulator.url}/v1beta/{name}", method="DELETE", headers={"x-goog-api-key": "test"}
+    )
     urllib.request.urlopen(gone, timeout=10).close()
 
 
 @pytest.mark.parametrize("kind", ["png", "pdf"])
 async def test_i22_gemini_files_api_a_request_over_the_inline_limit_uploads_its_file(
-        kind: str, big_files: dict[str, Path], make_provider: Any, emulator: Any) -> None:
+    kind: str, big_files: dict[str, Path], make_provider: Any, emulator: Any
+) -> None:
     att = describe_file(str(big_files[kind]))
     adapter = make_provider("gemini")
     answer = await adapter.complete(_request(att))
     assert _said(att) in answer.text, "the answer names the uploaded file's bytes"
     finalized = [r["body"] for r in _ops(emulator, "file.finalize")]
-    assert finalized == [{"name": finalized[0]["name"], "media_type": att.media_type,
-                          "size": att.size, "sha256": att.sha256,
-                          "pages": att.pages}], "one upload, journaled by its hash"
+    assert finalized == [
+        {
+            "name": finalized[0]["name"],
+            "media_type": att.media_type,
+            "size": att.size,
+            "sha256": att.sha256,
+            "pages": att.pages,
+        }
+    ], "one upload, journaled by its hash"
     chat = _ops(emulator, "chat")[-1]
     parts = chat["body"]["contents"][0]["parts"]
     ref = parts[0].get("fileData") or parts[0].get("file_data")
@@ -88,7 +103,8 @@ async def test_i22_gemini_files_api_a_request_over_the_inline_limit_uploads_its_
 
 
 async def test_i22_gemini_files_api_the_same_bytes_are_uploaded_once_for_two_records(
-        big_files: dict[str, Path], make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    big_files: dict[str, Path], make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     copy = tmp_path / "copy.png"
     copy.write_bytes(big_files["png"].read_bytes())
     first, second = describe_file(str(big_files["png"])), describe_file(str(copy))
@@ -101,7 +117,8 @@ async def test_i22_gemini_files_api_the_same_bytes_are_uploaded_once_for_two_rec
 
 
 async def test_i22_gemini_files_api_a_request_under_the_limit_stays_inline(
-        make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "small.png"
     path.write_bytes(png_of_size(2_000_000, seed=3))
     att = describe_file(str(path))
@@ -114,7 +131,8 @@ async def test_i22_gemini_files_api_a_request_under_the_limit_stays_inline(
 
 
 async def test_i22_gemini_files_api_only_the_largest_files_go_up(
-        big_files: dict[str, Path], make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    big_files: dict[str, Path], make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "thumb.png"
     path.write_bytes(png_bytes(16, 16, seed=9))
     small, big = describe_file(str(path)), describe_file(str(big_files["pdf"]))
@@ -128,7 +146,8 @@ async def test_i22_gemini_files_api_only_the_largest_files_go_up(
 
 
 async def test_i22_gemini_files_api_a_file_changed_after_admission_fails_and_nothing_is_uploaded(
-        make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "scan.png"
     path.write_bytes(png_of_size(BIG, seed=1))
     att = describe_file(str(path))
@@ -142,7 +161,8 @@ async def test_i22_gemini_files_api_a_file_changed_after_admission_fails_and_not
 
 
 async def test_i22_gemini_files_api_live_uploads_are_deleted_when_the_adapter_closes(
-        big_files: dict[str, Path], make_provider: Any, emulator: Any) -> None:
+    big_files: dict[str, Path], make_provider: Any, emulator: Any
+) -> None:
     att = describe_file(str(big_files["png"]))
     adapter = make_provider("gemini")
     await adapter.complete(_request(att))
@@ -154,7 +174,8 @@ async def test_i22_gemini_files_api_live_uploads_are_deleted_when_the_adapter_cl
 
 @pytest.mark.parametrize("how", ["deleted", "expired"])
 async def test_i22_gemini_files_api_an_unknown_file_uri_gets_geminis_error(
-        how: str, big_files: dict[str, Path], make_provider: Any, emulator: Any) -> None:
+    how: str, big_files: dict[str, Path], make_provider: Any, emulator: Any
+) -> None:
     att = describe_file(str(big_files["png"]))
     adapter = make_provider("gemini")
     await adapter.complete(_request(att))
@@ -170,16 +191,19 @@ async def test_i22_gemini_files_api_an_unknown_file_uri_gets_geminis_error(
 
 
 async def test_i22_gemini_files_api_batch_lines_name_uploaded_files(
-        big_files: dict[str, Path], make_provider: Any, emulator: Any, tmp_path: Path) -> None:
+    big_files: dict[str, Path], make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
     """Two records with the same 25 MB file and one with a small file: one upload, the
     small file inline, every record answered naming its own file."""
     big = describe_file(str(big_files["png"]))
     path = tmp_path / "small.png"
     path.write_bytes(png_bytes(12, 12, seed=5))
     small = describe_file(str(path))
-    requests = [_request(big, text="One.", custom_id="r0"),
-                _request(big, text="Two.", custom_id="r1"),
-                _request(small, custom_id="r2")]
+    requests = [
+        _request(big, text="One.", custom_id="r0"),
+        _request(big, text="Two.", custom_id="r1"),
+        _request(small, custom_id="r2"),
+    ]
     adapter = make_provider("gemini")
     handle = await adapter.submit_batch(requests, key="agac_i22_gemini_files")
     assert _uploads(emulator) == 1, "the same bytes go up once for two records"

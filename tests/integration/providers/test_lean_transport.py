@@ -31,8 +31,9 @@ async def test_p1_connections_are_pooled_and_bounded(name: str, emulator: Any) -
     emulator.add_fault({"provider": name, "op": "chat", "fault": {"delay_ms": 150}, "times": 9})
     adapter = provider_class(name)(ProviderSettings(name=name, connections=3))
     try:
-        answers = await asyncio.gather(*(adapter.complete(make_request(name, f"r{i}"))
-                                         for i in range(9)))
+        answers = await asyncio.gather(
+            *(adapter.complete(make_request(name, f"r{i}")) for i in range(9))
+        )
         first = set(_clients(emulator))
         for i in range(3):
             await adapter.complete(make_request(name, f"again {i}"))
@@ -78,8 +79,13 @@ def test_p1_online_calls_do_not_import_the_sdk(emulator: Any) -> None:
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in\n"
         "      ('openai', 'anthropic', 'google', 'groq', 'ollama', 'httpx', 'httpx2'))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**emulator.env(), "PATH": "/usr/bin:/bin"}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**emulator.env(), "PATH": "/usr/bin:/bin"},
+    ).stdout
     assert json.loads(out) == []
 
 
@@ -94,12 +100,15 @@ def test_p1_a_run_with_batches_loads_the_sdk_up_front() -> None:
         "provider_class('openai')(ProviderSettings(name='openai', api_key='x', batch=True))\n"
         "print(json.dumps('openai' in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert json.loads(out) is True
 
 
-async def test_p1_proxy_from_the_environment(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_p1_proxy_from_the_environment(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """HTTP_PROXY is honoured as the SDKs' clients honour it: the emulator stands in
     for the proxy of a host that does not resolve; NO_PROXY still bypasses it."""
     monkeypatch.setenv("HTTP_PROXY", emulator.url)

@@ -49,8 +49,9 @@ async def adapters(llmock: Any, transport: Transport) -> Any:
     built: list[Any] = []
 
     def make(name: str) -> Any:
-        settings = ProviderSettings(name=name, base_url=_base_url(llmock, name),
-                                    api_key="llmock-key", transport=transport)
+        settings = ProviderSettings(
+            name=name, base_url=_base_url(llmock, name), api_key="llmock-key", transport=transport
+        )
         adapter = provider_class(name)(settings)
         built.append(adapter)
         return adapter
@@ -110,9 +111,14 @@ FAULTS: list[Any] = [
 
 @pytest.mark.parametrize("name", PROVIDERS)
 @pytest.mark.parametrize(("fault", "expected", "retry_after"), FAULTS)
-async def test_error_maps_to_the_taxonomy(name: str, fault: dict[str, Any],
-                                          expected: type[ProviderError], retry_after: Any,
-                                          adapters: Any, llmock: Any) -> None:
+async def test_error_maps_to_the_taxonomy(
+    name: str,
+    fault: dict[str, Any],
+    expected: type[ProviderError],
+    retry_after: Any,
+    adapters: Any,
+    llmock: Any,
+) -> None:
     if fault.get("code") == "insufficient_quota" and name == "anthropic":
         fault = {**fault, "code": "billing_error"}  # Anthropic's word for it
     llmock.fail(fault["status"], retry_after=fault.get("retry_after"), code=fault.get("code"))
@@ -147,8 +153,9 @@ async def test_both_transports_send_the_same_body(name: str, llmock: Any) -> Non
     request = make_request(name, max_tokens=55)
     bodies = []
     for transport in TRANSPORTS:
-        settings = ProviderSettings(name=name, base_url=_base_url(llmock, name),
-                                    api_key="llmock-key", transport=transport)
+        settings = ProviderSettings(
+            name=name, base_url=_base_url(llmock, name), api_key="llmock-key", transport=transport
+        )
         adapter = provider_class(name)(settings)
         try:
             await adapter.complete(request)

@@ -26,13 +26,17 @@ SPECIAL = {
 
 
 def _calls(emulator: Any) -> list[dict[str, Any]]:
-    return [e for e in emulator.requests()
-            if e["op"] == "chat" and is_model_call(e["method"], e["path"])]
+    return [
+        e
+        for e in emulator.requests()
+        if e["op"] == "chat" and is_model_call(e["method"], e["path"])
+    ]
 
 
 @pytest.mark.parametrize("name", SDK_PROVIDERS)
 async def test_i29_9_an_allowed_url_special_name_is_encoded_on_the_wire(
-        name: str, make_provider: Any, emulator: Any) -> None:
+    name: str, make_provider: Any, emulator: Any
+) -> None:
     adapter = make_provider(name)
     model = SPECIAL[name]
     answer = await adapter.complete(dataclasses.replace(make_request(name), model=model))
@@ -46,15 +50,19 @@ async def test_i29_9_an_allowed_url_special_name_is_encoded_on_the_wire(
         assert entry["body"]["model"] == model
 
 
-async def test_i29_9_a_gemini_batch_names_its_model_encoded(make_provider: Any,
-                                                            emulator: Any) -> None:
+async def test_i29_9_a_gemini_batch_names_its_model_encoded(
+    make_provider: Any, emulator: Any
+) -> None:
     adapter = make_provider("gemini")
-    requests = [dataclasses.replace(make_request("gemini", custom_id=f"r{i}"),
-                                    model=SPECIAL["gemini"]) for i in range(2)]
+    requests = [
+        dataclasses.replace(make_request("gemini", custom_id=f"r{i}"), model=SPECIAL["gemini"])
+        for i in range(2)
+    ]
     handle = await adapter.submit_batch(requests, "i29-9-key")
     created = [e for e in emulator.requests() if e["raw_path"].endswith(":batchGenerateContent")]
     assert [e["raw_path"].rsplit("/", 1)[-1] for e in created] == [
-        "tuned%3Av1:batchGenerateContent"], created
+        "tuned%3Av1:batchGenerateContent"
+    ], created
     emulator.advance(3600)
     status = await poll_until(adapter, handle, ("ended",))
     assert status.state == "ended"
@@ -64,7 +72,8 @@ async def test_i29_9_a_gemini_batch_names_its_model_encoded(make_provider: Any,
 
 @pytest.mark.parametrize("model", ["../../_emulator/reset", "models/./x", "a//b", "x/.."])
 async def test_i29_9_a_dot_segment_never_leaves_the_adapter(
-        model: str, make_provider: Any, emulator: Any) -> None:
+    model: str, make_provider: Any, emulator: Any
+) -> None:
     """Validation refuses these names; a request built another way (a plugin, the
     Python API) is refused by the adapter before anything is sent, since HTTP clients
     would resolve the dot segments into another path of the provider's host."""

@@ -24,13 +24,25 @@ MARKED = math.ceil((len(SYSTEM) + len(STATIC)) / 4)
 """The tokens of the prefix up to the user message's breakpoint (system included)."""
 
 
-def _request(provider: str, rest: str = "Review: the blender works well.", *,
-             hint: CacheHint | None = None, custom_id: str | None = None,
-             system: str | None = SYSTEM, model: str | None = None) -> Request:
-    messages = ((Message("system", system),) if system else ()) + (
-        Message("user", STATIC + rest),)
-    return Request(provider=provider, model=model or MODELS[provider], messages=messages,
-                   max_tokens=64, custom_id=custom_id, timeout=10.0, cache=hint)
+def _request(
+    provider: str,
+    rest: str = "Review: the blender works well.",
+    *,
+    hint: CacheHint | None = None,
+    custom_id: str | None = None,
+    system: str | None = SYSTEM,
+    model: str | None = None,
+) -> Request:
+    messages = ((Message("system", system),) if system else ()) + (Message("user", STATIC + rest),)
+    return Request(
+        provider=provider,
+        model=model or MODELS[provider],
+        messages=messages,
+        max_tokens=64,
+        custom_id=custom_id,
+        timeout=10.0,
+        cache=hint,
+    )
 
 
 def _hint(**kw: Any) -> CacheHint:
@@ -38,8 +50,11 @@ def _hint(**kw: Any) -> CacheHint:
 
 
 def _chats(emulator: Any) -> list[dict[str, Any]]:
-    return [r for r in emulator.requests()
-            if r["op"] == "chat" and is_model_call(r["method"], r["path"])]
+    return [
+        r
+        for r in emulator.requests()
+        if r["op"] == "chat" and is_model_call(r["method"], r["path"])
+    ]
 
 
 def _entry(emulator: Any, op: str) -> dict[str, Any]:
@@ -63,13 +78,19 @@ async def test_anthropic_marks_system_and_static_head_and_reads_back_writes_then
     provider = make_provider("anthropic")
     first = await provider.complete(_request("anthropic", hint=_hint()))
     body = _chats(emulator)[-1]["body"]
-    assert body["system"] == [{"type": "text", "text": SYSTEM,
-                               "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [
+        {"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["messages"][0]["content"] == [
         {"type": "text", "text": STATIC, "cache_control": {"type": "ephemeral"}},
-        {"type": "text", "text": "Review: the blender works well."}]
-    assert _chats(emulator)[-1]["cache"] == {"cache_control": [
-        {"at": "system.0", "ttl": "5m"}, {"at": "messages.0.content.0", "ttl": "5m"}]}
+        {"type": "text", "text": "Review: the blender works well."},
+    ]
+    assert _chats(emulator)[-1]["cache"] == {
+        "cache_control": [
+            {"at": "system.0", "ttl": "5m"},
+            {"at": "messages.0.content.0", "ttl": "5m"},
+        ]
+    }
     # The system breakpoint alone is under the model's minimum: only the second writes.
     assert (first.usage.cache_write_tokens, first.usage.cached_tokens) == (MARKED, 0)
     second = await provider.complete(_request("anthropic", "Review: too loud.", hint=_hint()))
@@ -78,8 +99,7 @@ async def test_anthropic_marks_system_and_static_head_and_reads_back_writes_then
     assert second.usage.input_tokens == total - MARKED
 
 
-async def test_anthropic_one_hour_ttl_and_no_static_head(make_provider: Any,
-                                                         emulator: Any) -> None:
+async def test_anthropic_one_hour_ttl_and_no_static_head(make_provider: Any, emulator: Any) -> None:
     provider = make_provider("anthropic")
     await provider.complete(_request("anthropic", hint=_hint(ttl="1h", static_chars=0)))
     body = _chats(emulator)[-1]["body"]
@@ -102,13 +122,19 @@ async def test_anthropic_attachments_go_after_the_static_head(
     path = tmp_path / "photo.png"
     path.write_bytes(png_bytes())
     att = describe_file(str(path))
-    request = Request(provider="anthropic", model=MODELS["anthropic"], max_tokens=64,
-                      timeout=10.0, cache=_hint(system=False),
-                      messages=(Message("user", STATIC + "What is this?", (att,),
-                                        position),))  # type: ignore[arg-type]
+    request = Request(
+        provider="anthropic",
+        model=MODELS["anthropic"],
+        max_tokens=64,
+        timeout=10.0,
+        cache=_hint(system=False),
+        messages=(Message("user", STATIC + "What is this?", (att,), position),),
+    )  # type: ignore[arg-type]
     await make_provider("anthropic").complete(request)
-    kinds = [(b["type"], "cache_control" in b)
-             for b in _chats(emulator)[-1]["body"]["messages"][0]["content"]]
+    kinds = [
+        (b["type"], "cache_control" in b)
+        for b in _chats(emulator)[-1]["body"]["messages"][0]["content"]
+    ]
     if position == "before":
         assert kinds == [("text", True), ("image", False), ("text", False)]
     else:
@@ -132,8 +158,10 @@ async def test_openai_sends_prompt_cache_key_and_reads_the_shared_prefix(
     second = await provider.complete(_request("openai", "Review: too loud.", hint=_hint()))
     cached = second.usage.cached_tokens
     assert cached >= 1024 and cached % 128 == 0 and cached <= MARKED
-    assert second.usage.input_tokens == math.ceil(
-        (len(SYSTEM) + len(STATIC) + len("Review: too loud.")) / 4) - cached
+    assert (
+        second.usage.input_tokens
+        == math.ceil((len(SYSTEM) + len(STATIC) + len("Review: too loud.")) / 4) - cached
+    )
     # Another key is another cache: the same prefix is not read under it.
     other = await provider.complete(_request("openai", "Review: ok.", hint=_hint(key="k2")))
     assert other.usage.cached_tokens == 0
@@ -160,17 +188,28 @@ async def test_gemini_implicit_cache_sends_nothing_and_reads_a_repeated_prefix(
     assert second.usage.cached_tokens >= 1024 and second.usage.cached_tokens <= MARKED
 
 
+async def _gemini_cache(provider: Any) -> str:
+    """The id of a context cache of the static prefix, made at the emulator (which, as
+    Gemini, refuses a request naming a cache it does not hold)."""
+    made = await provider.create_context_cache(MODELS["gemini"], SYSTEM, STATIC, 600, "t")
+    return str(made.name).removeprefix("cachedContents/")
+
+
 async def test_gemini_explicit_cache_names_it_and_sends_only_the_rest(
     make_provider: Any, emulator: Any
 ) -> None:
-    await make_provider("gemini").complete(_request("gemini", hint=_hint(name="abc123")))
+    provider = make_provider("gemini")
+    name = await _gemini_cache(provider)
+    answer = await provider.complete(_request("gemini", hint=_hint(name=name)))
     entry = _chats(emulator)[-1]
     body = entry["body"]
-    assert body["cachedContent"] == "cachedContents/abc123"
-    assert entry["cache"] == {"cachedContent": "cachedContents/abc123"}
+    assert body["cachedContent"] == f"cachedContents/{name}"
+    assert entry["cache"] == {"cachedContent": f"cachedContents/{name}"}
+    assert answer.usage.cached_tokens == MARKED  # what the cache holds
     assert "systemInstruction" not in body
-    assert body["contents"] == [{"role": "user",
-                                 "parts": [{"text": "Review: the blender works well."}]}]
+    assert body["contents"] == [
+        {"role": "user", "parts": [{"text": "Review: the blender works well."}]}
+    ]
 
 
 async def test_gemini_in_json_mode_goes_whole_without_the_explicit_cache(
@@ -187,8 +226,9 @@ async def test_gemini_in_json_mode_goes_whole_without_the_explicit_cache(
 async def test_gemini_with_a_system_prompt_the_cache_lacks_goes_whole(
     make_provider: Any, emulator: Any
 ) -> None:
-    await make_provider("gemini").complete(_request("gemini", hint=_hint(name="abc123",
-                                                                        system=False)))
+    await make_provider("gemini").complete(
+        _request("gemini", hint=_hint(name="abc123", system=False))
+    )
     body = _chats(emulator)[-1]["body"]
     assert "cachedContent" not in body
     assert body["systemInstruction"]["parts"][0]["text"] == SYSTEM
@@ -246,8 +286,9 @@ async def _batch_usage(provider: Any, emulator: Any, requests: Any) -> dict[str,
 
 
 def _batch(name: str, hint: CacheHint | None, count: int = 3) -> list[Request]:
-    return [_request(name, f"Review {i}: fine.", hint=hint, custom_id=f"r{i}")
-            for i in range(count)]
+    return [
+        _request(name, f"Review {i}: fine.", hint=hint, custom_id=f"r{i}") for i in range(count)
+    ]
 
 
 @pytest.mark.parametrize("variant", list(BATCHES))
@@ -257,23 +298,27 @@ async def test_batch_lines_carry_the_markers_and_results_the_cache_usage(
 ) -> None:
     name, options = BATCHES[variant]
     provider = make_provider(name, **options)
-    hint = _hint(name="abc123") if name == "gemini" else _hint()
+    hint = _hint(name=await _gemini_cache(provider)) if name == "gemini" else _hint()
     requests: Any = _batch(name, hint)
     if stored:  # as the engine submits them: the stored text and the action's hint
         requests = StoredRequests([(r.custom_id, r.canonical()) for r in requests], hint)
     usage = await _batch_usage(provider, emulator, requests)
     marks = {m["custom_id"]: m for m in _entry(emulator, "batch.create").get("cache", [])}
     if name == "openai":
-        assert marks == {f"r{i}": {"custom_id": f"r{i}", "prompt_cache_key": "agac-k1"}
-                         for i in range(3)}
+        assert marks == {
+            f"r{i}": {"custom_id": f"r{i}", "prompt_cache_key": "agac-k1"} for i in range(3)
+        }
     elif name == "anthropic":
         assert set(marks) == {"r0", "r1", "r2"}
-        assert marks["r1"]["cache_control"] == [{"at": "system.0", "ttl": "5m"},
-                                                {"at": "messages.0.content.0", "ttl": "5m"}]
+        assert marks["r1"]["cache_control"] == [
+            {"at": "system.0", "ttl": "5m"},
+            {"at": "messages.0.content.0", "ttl": "5m"},
+        ]
         assert usage["r0"].cache_write_tokens == MARKED
         assert [usage[f"r{i}"].cached_tokens for i in (1, 2)] == [MARKED, MARKED]
     elif name == "gemini":
-        assert {m["cachedContent"] for m in marks.values()} == {"cachedContents/abc123"}
+        assert {m["cachedContent"] for m in marks.values()} == {f"cachedContents/{hint.name}"}
+        assert all(u.cached_tokens == MARKED for u in usage.values())
     else:
         assert marks == {}
     if name in ("openai", "groq"):  # implicit: the first writes, the later ones read
@@ -282,8 +327,9 @@ async def test_batch_lines_carry_the_markers_and_results_the_cache_usage(
 
 
 @pytest.mark.parametrize("variant", list(BATCHES))
-async def test_batch_without_a_hint_carries_no_marker(variant: str, make_provider: Any,
-                                                      emulator: Any) -> None:
+async def test_batch_without_a_hint_carries_no_marker(
+    variant: str, make_provider: Any, emulator: Any
+) -> None:
     name, options = BATCHES[variant]
     provider = make_provider(name, **options)
     pairs = [(r.custom_id, r.canonical()) for r in _batch(name, None)]
@@ -294,8 +340,9 @@ async def test_batch_without_a_hint_carries_no_marker(variant: str, make_provide
         assert all(u.cached_tokens == 0 for u in usage.values())
 
 
-async def test_gemini_implicit_cache_reads_in_batch_results(make_provider: Any,
-                                                            emulator: Any) -> None:
+async def test_gemini_implicit_cache_reads_in_batch_results(
+    make_provider: Any, emulator: Any
+) -> None:
     provider = make_provider("gemini", batch_input="inline")
     usage = await _batch_usage(provider, emulator, _batch("gemini", _hint()))
     assert usage["r0"].cached_tokens == 0

@@ -25,12 +25,29 @@ LOOSE: dict[str, Any] = {"type": "object", "properties": {"x": {"const": True}}}
 LOOSE_INT: dict[str, Any] = {"type": "object", "properties": {"x": {"const": 1}}}
 
 
-def request(i: int, *, model: str = "gpt-4o-mini", schema: Any = SCHEMA, temperature: Any = None,
-            seed: int | None = None, max_tokens: int = 64, system: bool = True) -> Request:
-    messages = ((Message("system", "You label \"things\" — carefully."),) if system else ()) + (
-        Message("user", f"Record {i}: naïve café\n\ttab, 雪 and \\ backslash"),)
-    return Request(provider="openai", model=model, messages=messages, max_tokens=max_tokens,
-                   temperature=temperature, schema=schema, seed=seed, custom_id=f"r{i}a1")
+def request(
+    i: int,
+    *,
+    model: str = "gpt-4o-mini",
+    schema: Any = SCHEMA,
+    temperature: Any = None,
+    seed: int | None = None,
+    max_tokens: int = 64,
+    system: bool = True,
+) -> Request:
+    messages = ((Message("system", 'You label "things" — carefully.'),) if system else ()) + (
+        Message("user", f"Record {i}: naïve café\n\ttab, 雪 and \\ backslash"),
+    )
+    return Request(
+        provider="openai",
+        model=model,
+        messages=messages,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        schema=schema,
+        seed=seed,
+        custom_id=f"r{i}a1",
+    )
 
 
 REQUESTS = [
@@ -48,21 +65,28 @@ REQUESTS = [
     request(13, schema=None, temperature=0.5),
 ]
 #: Message text that looks like the canonical form's own punctuation.
-TRICKY = Request(provider="openai", model="gpt-4o-mini", max_tokens=64, schema=SCHEMA,
-                 messages=(Message("user", 'say ],"model":"x" and "messages":[ too'),),
-                 custom_id="tricky")
+TRICKY = Request(
+    provider="openai",
+    model="gpt-4o-mini",
+    max_tokens=64,
+    schema=SCHEMA,
+    messages=(Message("user", 'say ],"model":"x" and "messages":[ too'),),
+    custom_id="tricky",
+)
 
 
 @pytest.mark.parametrize("cls", [OpenAIProvider, GroqProvider])
 def test_batch_lines_are_the_general_paths_lines(cls: Any) -> None:
     provider = cls(ProviderSettings(name=cls.name, api_key="x", base_url="http://127.0.0.1:9"))
-    assert list(provider._batch_lines(REQUESTS)) == [dump_line(provider._batch_line(r))
-                                                     for r in REQUESTS]
+    assert list(provider._batch_lines(REQUESTS)) == [
+        dump_line(provider._batch_line(r)) for r in REQUESTS
+    ]
 
 
 def test_batch_lines_in_json_mode_take_the_general_path() -> None:
-    provider = OpenAIProvider(ProviderSettings(name="openai", api_key="x",
-                                               base_url="http://127.0.0.1:9"))
+    provider = OpenAIProvider(
+        ProviderSettings(name="openai", api_key="x", base_url="http://127.0.0.1:9")
+    )
     provider._no_schema.add("gpt-4o-mini")  # a model that refused json_schema before
     lines = list(provider._batch_lines(REQUESTS))
     assert lines == [dump_line(provider._batch_line(r)) for r in REQUESTS]
@@ -85,8 +109,10 @@ def test_lines_from_stored_requests_are_the_same_json(cls: Any, json_mode: bool)
 
 
 def test_text_not_in_the_canonical_form_is_decoded() -> None:
-    provider = OpenAIProvider(ProviderSettings(name="openai", api_key="x",
-                                               base_url="http://127.0.0.1:9"))
+    provider = OpenAIProvider(
+        ProviderSettings(name="openai", api_key="x", base_url="http://127.0.0.1:9")
+    )
     loose = json.dumps(REQUESTS[0].to_dict(), indent=1)  # not the canonical form: decoded
     assert [json.loads(x) for x in provider._stored_lines([("r0a1", loose)])] == [
-        json.loads(dump_line(provider._batch_line(stored_request(loose, "r0a1"))))]
+        json.loads(dump_line(provider._batch_line(stored_request(loose, "r0a1"))))
+    ]

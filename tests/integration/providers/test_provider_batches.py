@@ -220,10 +220,18 @@ async def test_b7_expired_openai_style_batch_is_not_read_and_bills_what_it_answe
 
 
 #: The status a provider reports for a batch that turned bad, as its API spells it.
-TURNED = {"openai": "expired", "groq": "failed", "gemini": "BATCH_STATE_CANCELLED",
-          "anthropic": "canceling"}
-TURNED_STATE = {"openai": "expired", "groq": "failed", "gemini": "cancelled",
-                "anthropic": "cancelling"}
+TURNED = {
+    "openai": "expired",
+    "groq": "failed",
+    "gemini": "BATCH_STATE_CANCELLED",
+    "anthropic": "canceling",
+}
+TURNED_STATE = {
+    "openai": "expired",
+    "groq": "failed",
+    "gemini": "cancelled",
+    "anthropic": "cancelling",
+}
 
 
 async def test_b7_results_are_read_only_from_a_batch_ended_when_fetched_right_before_reading(
@@ -233,17 +241,24 @@ async def test_b7_results_are_read_only_from_a_batch_ended_when_fetched_right_be
     handle = await provider.submit_batch(_requests(name), "key-turned")
     emulator.advance(BATCH_SECONDS + 1)
     await poll_until(provider, handle, ("ended",))  # the poll saw it ended
-    emulator.add_fault({"provider": name, "op": "batch.get", "times": 1,
-                        "fault": {"batch_status": TURNED[name]}})
-    reads = {op: n for op, n in ops(emulator.stats(), name).items()
-             if op in ("file.download", "batch.results")}
+    emulator.add_fault(
+        {"provider": name, "op": "batch.get", "times": 1, "fault": {"batch_status": TURNED[name]}}
+    )
+    reads = {
+        op: n
+        for op, n in ops(emulator.stats(), name).items()
+        if op in ("file.download", "batch.results")
+    }
 
     with pytest.raises(BatchNotEnded) as raised:
         await _results(provider, handle)
 
     assert raised.value.state == TURNED_STATE[name] and handle.id in str(raised.value)
-    assert {op: n for op, n in ops(emulator.stats(), name).items()
-            if op in ("file.download", "batch.results")} == reads  # nothing was read
+    assert {
+        op: n
+        for op, n in ops(emulator.stats(), name).items()
+        if op in ("file.download", "batch.results")
+    } == reads  # nothing was read
     assert len(await _results(provider, handle)) == 4  # once it is ended again, it is read
 
 

@@ -39,8 +39,13 @@ PATHS = {
 #: Keys an SDK adds to the body that change nothing (the ollama SDK's empty tool list).
 SDK_ONLY_KEYS: dict[str, tuple[str, ...]] = {"ollama": ("tools",)}
 #: Options that select each provider's fallback form of structured output.
-FALLBACK = {"openai": "json_mode", "groq": "json_mode", "gemini": "json_mode",
-            "ollama": "json_mode", "anthropic": "tool"}
+FALLBACK = {
+    "openai": "json_mode",
+    "groq": "json_mode",
+    "gemini": "json_mode",
+    "ollama": "json_mode",
+    "anthropic": "tool",
+}
 
 
 @pytest.fixture
@@ -52,8 +57,9 @@ def credentials_env(monkeypatch: pytest.MonkeyPatch, emulator: Any) -> None:
     monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Custom: one")
 
 
-async def _received(emulator: Any, name: str, request: Request,
-                    **options: Any) -> dict[str, dict[str, Any]]:
+async def _received(
+    emulator: Any, name: str, request: Request, **options: Any
+) -> dict[str, dict[str, Any]]:
     """What the emulator received for ``request`` sent over each transport."""
     out: dict[str, dict[str, Any]] = {}
     for transport in ("lean", "sdk"):
@@ -72,7 +78,11 @@ async def _received(emulator: Any, name: str, request: Request,
 
 def _assert_same(name: str, sent: dict[str, dict[str, Any]]) -> None:
     lean, sdk = sent["lean"], sent["sdk"]
-    assert (lean["method"], lean["path"], lean["query"]) == (sdk["method"], sdk["path"], sdk["query"])
+    assert (lean["method"], lean["path"], lean["query"]) == (
+        sdk["method"],
+        sdk["path"],
+        sdk["query"],
+    )
     sdk_body = {k: v for k, v in sdk["body"].items() if k not in SDK_ONLY_KEYS.get(name, ())}
     assert lean["body"] == sdk_body
     for header in (*HEADERS[name], "content-type"):

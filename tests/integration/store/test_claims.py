@@ -23,11 +23,25 @@ def clock() -> ManualClock:
 @pytest.fixture
 def store(fresh_pg_database: str, clock: ManualClock) -> Iterator[Store]:
     s = Store(fresh_pg_database, clock=clock)
-    s.create_run(id="r1", workflow="wf", workflow_path="wf.yml", retry_of=None, config={},
-                 config_hash="h", snapshot_id="s", fresh=False, settings=RunSettings(),
-                 tenant="default")
-    s.ensure_shards("r1", [{"shard": f"o:{i:010d}", "kind": "online", "file": "a.jsonl",
-                            "lo": i, "hi": i + 1000} for i in range(0, 20_000, 1000)])
+    s.create_run(
+        id="r1",
+        workflow="wf",
+        workflow_path="wf.yml",
+        retry_of=None,
+        config={},
+        config_hash="h",
+        snapshot_id="s",
+        fresh=False,
+        settings=RunSettings(),
+        tenant="default",
+    )
+    s.ensure_shards(
+        "r1",
+        [
+            {"shard": f"o:{i:010d}", "kind": "online", "file": "a.jsonl", "lo": i, "hi": i + 1000}
+            for i in range(0, 20_000, 1000)
+        ],
+    )
     yield s
     s.close()
 
@@ -53,7 +67,8 @@ def test_s3_concurrent_claims_never_hand_one_shard_to_two_workers(store: Store) 
 
 
 def test_s3_expired_shard_lease_is_taken_over_and_the_old_owner_is_fenced(
-        store: Store, clock: ManualClock) -> None:
+    store: Store, clock: ManualClock
+) -> None:
     first = store.claim_shard(worker="w1", host="h", pid=1, ttl=0.2)
     assert first is not None and first.token == 1
     clock.advance(0.3)

@@ -22,8 +22,9 @@ def test_migrations_produce_exactly_the_declared_tables(store_url: str) -> None:
         # store would otherwise be created from the declared tables directly.
         assert upgrade(engine, force=True) == HEAD_REVISION
         with engine.connect() as conn:
-            diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}),
-                                    metadata)
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"compare_type": True}), metadata
+            )
         assert diff == []
         tables = set(sa.inspect(engine).get_table_names())
         assert tables == set(metadata.tables) | {"alembic_version"}
@@ -62,11 +63,15 @@ def _schema(engine: sa.engine.Engine) -> dict[str, object]:
     out: dict[str, object] = {}
     for name in sorted(insp.get_table_names()):
         out[name] = {
-            "columns": [(c["name"], str(c["type"]), c["nullable"], c.get("default"))
-                        for c in insp.get_columns(name)],
+            "columns": [
+                (c["name"], str(c["type"]), c["nullable"], c.get("default"))
+                for c in insp.get_columns(name)
+            ],
             "pk": insp.get_pk_constraint(name)["constrained_columns"],
-            "indexes": sorted((i["name"], tuple(i["column_names"]), bool(i["unique"]))
-                              for i in insp.get_indexes(name)),
+            "indexes": sorted(
+                (i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                for i in insp.get_indexes(name)
+            ),
             "unique": sorted(tuple(u["column_names"]) for u in insp.get_unique_constraints(name)),
         }
     return out
@@ -83,8 +88,9 @@ def test_new_sqlite_store_from_declared_tables_equals_the_migrated_one(tmp_path:
         assert current_revision(declared) == HEAD_REVISION
         assert _schema(declared) == _schema(migrated)
         with declared.connect() as conn:
-            diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}),
-                                    metadata)
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"compare_type": True}), metadata
+            )
         assert diff == []
         assert upgrade(declared) == HEAD_REVISION  # then an ordinary store: nothing to do
     finally:

@@ -28,8 +28,12 @@ def test_s2_no_query_bypasses_the_guard() -> None:
     found = []
     for path in _repository_modules():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr in ("connect", "begin") \
-                    and isinstance(node.value, ast.Attribute) and node.value.attr == "engine":
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("connect", "begin")
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "engine"
+            ):
                 found.append(f"{path.name}:{node.lineno}")
     assert found == [], f"queries outside the guard: {found}"
 
@@ -39,7 +43,8 @@ def test_dialect_names_appear_only_in_database_hooks() -> None:
     for path in _repository_modules():
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Attribute) and node.attr == "dialect") or (
-                    isinstance(node, ast.Constant) and node.value in ("postgresql", "sqlite")):
+                isinstance(node, ast.Constant) and node.value in ("postgresql", "sqlite")
+            ):
                 found.append(f"{path.name}:{node.lineno}")
     assert found == [], f"dialect branches outside database.py: {found}"
 
@@ -48,27 +53,46 @@ T = {"tenant": "t1"}
 EVERY = {"tenants": None}
 MINE = {"tenants": ("t1",)}
 READS = [
-    ("get_run", ("r1",), MINE), ("open_run", ("wf",), T), ("list_runs", (), MINE),
-    ("latest_run", ("wf",), T), ("action_states", ("r1",), {}), ("snapshot_info", ("s",), {}),
-    ("outcomes_between", ("r1", 0, 9), {}), ("count_outcomes_between", ("r1", 0, 9), {}),
-    ("outcome_counts", ("r1",), {}), ("usage_totals", (["r1"],), {}),
-    ("iter_events", ("r1",), {}), ("get_answers", (["fp"],), T), ("get_answer", ("fp",), T),
-    ("get_tool_results", (["h"],), T), ("fanout_totals", ("r1",), {}),
-    ("get_batch", ("b",), MINE), ("list_batches", (), EVERY),
-    ("unit_items", ("wf", "a", ["k"]), T), ("batch_counts", ("r1", "wf"), T),
-    ("group_counts", ("wf", "a", "staged:r1:a:"), T), ("get_effect", ("e",), {}),
-    ("find_effect", ("e",), MINE), ("list_effects", (), MINE), ("get_proposal", ("p",), {}),
-    ("find_proposals", ("p",), MINE), ("unit_proposals", ("wf", "a", "k"), T),
-    ("list_proposals", (), EVERY), ("count_proposals", ("r1", ("pending",)), {}),
-    ("runs_of_unit", ("k", None), MINE), ("has_shards", ("r1",), {}),
-    ("shard_owners", ("r1",), {}), ("get_lease", ("run:r1",), {}),
+    ("get_run", ("r1",), MINE),
+    ("open_run", ("wf",), T),
+    ("list_runs", (), MINE),
+    ("latest_run", ("wf",), T),
+    ("action_states", ("r1",), {}),
+    ("snapshot_info", ("s",), {}),
+    ("outcomes_between", ("r1", 0, 9), {}),
+    ("count_outcomes_between", ("r1", 0, 9), {}),
+    ("outcome_counts", ("r1",), {}),
+    ("usage_totals", (["r1"],), {}),
+    ("iter_events", ("r1",), {}),
+    ("get_answers", (["fp"],), T),
+    ("get_answer", ("fp",), T),
+    ("get_tool_results", (["h"],), T),
+    ("fanout_totals", ("r1",), {}),
+    ("get_batch", ("b",), MINE),
+    ("list_batches", (), EVERY),
+    ("unit_items", ("wf", "a", ["k"]), T),
+    ("batch_counts", ("r1", "wf"), T),
+    ("group_counts", ("wf", "a", "staged:r1:a:"), T),
+    ("get_effect", ("e",), {}),
+    ("find_effect", ("e",), MINE),
+    ("list_effects", (), MINE),
+    ("get_proposal", ("p",), {}),
+    ("find_proposals", ("p",), MINE),
+    ("unit_proposals", ("wf", "a", "k"), T),
+    ("list_proposals", (), EVERY),
+    ("count_proposals", ("r1", ("pending",)), {}),
+    ("runs_of_unit", ("k", None), MINE),
+    ("has_shards", ("r1",), {}),
+    ("shard_owners", ("r1",), {}),
+    ("get_lease", ("run:r1",), {}),
     ("list_workers", (), MINE),
 ]
 
 
 @pytest.mark.parametrize(("method", "args", "kwargs"), READS, ids=[m for m, _, _ in READS])
-def test_s2_a_driver_error_on_a_read_is_a_store_error(store_url: str, method: str,
-                                                       args: tuple, kwargs: dict) -> None:
+def test_s2_a_driver_error_on_a_read_is_a_store_error(
+    store_url: str, method: str, args: tuple, kwargs: dict
+) -> None:
     store = Store(store_url)
     try:
         with store.engine.begin() as conn:  # break the store under the repository

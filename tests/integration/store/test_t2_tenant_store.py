@@ -27,9 +27,18 @@ from agac.store.values import RunSettings
 
 
 def _admit(store: Store, run_id: str, tenant: str, workflow: str = "wf") -> None:
-    store.create_run(id=run_id, workflow=workflow, workflow_path=f"{workflow}.yml",
-                     retry_of=None, config={"actions": []}, config_hash="h", snapshot_id="s",
-                     fresh=False, settings=RunSettings(), tenant=tenant)
+    store.create_run(
+        id=run_id,
+        workflow=workflow,
+        workflow_path=f"{workflow}.yml",
+        retry_of=None,
+        config={"actions": []},
+        config_hash="h",
+        snapshot_id="s",
+        fresh=False,
+        settings=RunSettings(),
+        tenant=tenant,
+    )
 
 
 def test_t2_one_open_run_per_tenant_and_workflow_is_held_by_the_store(store_url: str) -> None:
@@ -86,18 +95,33 @@ def test_t2_two_processes_admitting_at_once_leave_one_open_run(store_url: str) -
 def test_t2_answers_and_tool_results_are_reused_within_their_tenant_only(store_url: str) -> None:
     store = Store(store_url)
     try:
-        answer = {"fingerprint": "f" * 64, "provider": "mock", "model": "m", "request": "{}",
-                  "response": "{}", "output": '{"text":"acme\'s"}', "created_at": 1.0}
+        answer = {
+            "fingerprint": "f" * 64,
+            "provider": "mock",
+            "model": "m",
+            "request": "{}",
+            "response": "{}",
+            "output": '{"text":"acme\'s"}',
+            "created_at": 1.0,
+        }
         tool = {"input_hash": "h" * 64, "function": "t:f", "output": '"acme"', "created_at": 1.0}
-        store.checkpoint(Checkpoint(tenant="acme", answers=[AnswerRow(**answer)],
-                                    tool_results=[ToolResultRow(**tool)]))
+        store.checkpoint(
+            Checkpoint(
+                tenant="acme", answers=[AnswerRow(**answer)], tool_results=[ToolResultRow(**tool)]
+            )
+        )
         assert store.get_answers(["f" * 64], tenant="acme") == {"f" * 64: '{"text":"acme\'s"}'}
         assert store.get_answers(["f" * 64], tenant="beta") == {}
         assert store.get_answer("f" * 64, tenant="beta") is None
         assert store.get_tool_results(["h" * 64], tenant="beta") == {}
         # The same fingerprint in another tenant is a row of its own (primary key (tenant, fp)).
-        store.checkpoint(Checkpoint(tenant="beta", answers=[AnswerRow(**{**answer, "output": '"beta"'})],
-                                    tool_results=[ToolResultRow(**{**tool, "output": '"beta"'})]))
+        store.checkpoint(
+            Checkpoint(
+                tenant="beta",
+                answers=[AnswerRow(**{**answer, "output": '"beta"'})],
+                tool_results=[ToolResultRow(**{**tool, "output": '"beta"'})],
+            )
+        )
         assert store.get_answers(["f" * 64], tenant="beta") == {"f" * 64: '"beta"'}
         assert store.get_answers(["f" * 64], tenant="acme") == {"f" * 64: '{"text":"acme\'s"}'}
         assert store.get_tool_results(["h" * 64], tenant="acme") == {"h" * 64: '"acme"'}
@@ -115,10 +139,24 @@ def test_t2_rows_written_without_their_tenant_are_refused(store_url: str) -> Non
     store = Store(store_url)
     try:
         with pytest.raises(StoreError):
-            store.checkpoint(Checkpoint(usage=[{  # a row given as columns, without its tenant
-                "run_id": "r", "action": "a", "unit_key": "k", "attempt": 1, "kind": "llm",
-                "provider": "mock", "model": "m", "tier": "live", "status": "ok",
-                "created_at": 1.0}]))
+            store.checkpoint(
+                Checkpoint(
+                    usage=[
+                        {  # a row given as columns, without its tenant
+                            "run_id": "r",
+                            "action": "a",
+                            "unit_key": "k",
+                            "attempt": 1,
+                            "kind": "llm",
+                            "provider": "mock",
+                            "model": "m",
+                            "tier": "live",
+                            "status": "ok",
+                            "created_at": 1.0,
+                        }
+                    ]
+                )
+            )
     finally:
         store.close()
 
@@ -141,52 +179,165 @@ def _old_store(engine: sa.engine.Engine) -> dict[str, str]:
     """A store at revision 0006 (before tenants) holding one of everything."""
     _upgrade_to(engine, "0006")
     now = time.time()
-    run = {"workflow": "wf", "workflow_path": "wf.yml", "retry_of": None, "config": "{}",
-           "config_hash": "h", "snapshot_id": "s", "fresh": False, "options": "{}",
-           "error": None, "created_at": now, "updated_at": now, "ended_at": None}
-    proposal = {"id": "p1", "workflow": "wf", "action": "send", "unit_key": "r1", "seq": 0,
-                "run_id": "open2", "subject": "s" * 64, "parent": None, "arguments": "{}",
-                "policy_version": "1", "approvers": '["ann"]', "proposed_by": None,
-                "expires_at": round(now + 3600, 3), "state": "pending", "decided_by": None,
-                "decided_at": None, "reason": None, "decision_signature": None,
-                "used_by": None, "used_at": None, "created_at": round(now, 3),
-                "updated_at": now}
+    run = {
+        "workflow": "wf",
+        "workflow_path": "wf.yml",
+        "retry_of": None,
+        "config": "{}",
+        "config_hash": "h",
+        "snapshot_id": "s",
+        "fresh": False,
+        "options": "{}",
+        "error": None,
+        "created_at": now,
+        "updated_at": now,
+        "ended_at": None,
+    }
+    proposal = {
+        "id": "p1",
+        "workflow": "wf",
+        "action": "send",
+        "unit_key": "r1",
+        "seq": 0,
+        "run_id": "open2",
+        "subject": "s" * 64,
+        "parent": None,
+        "arguments": "{}",
+        "policy_version": "1",
+        "approvers": '["ann"]',
+        "proposed_by": None,
+        "expires_at": round(now + 3600, 3),
+        "state": "pending",
+        "decided_by": None,
+        "decided_at": None,
+        "reason": None,
+        "decision_signature": None,
+        "used_by": None,
+        "used_at": None,
+        "created_at": round(now, 3),
+        "updated_at": now,
+    }
     proposal["content_hash"] = content_hash(proposal)  # as agac signed it before tenants
     proposal["signature"] = sign(SECRET, "proposal:" + proposal["content_hash"])
-    effect = {"workflow": "wf", "action": "send", "unit_key": "r1", "function": "t:f",
-              "idempotent": True, "compensate": None, "run_id": "open2", "arguments": "{}",
-              "receipt": None, "error": None, "resolution": None, "created_at": now,
-              "updated_at": now}
+    effect = {
+        "workflow": "wf",
+        "action": "send",
+        "unit_key": "r1",
+        "function": "t:f",
+        "idempotent": True,
+        "compensate": None,
+        "run_id": "open2",
+        "arguments": "{}",
+        "receipt": None,
+        "error": None,
+        "resolution": None,
+        "created_at": now,
+        "updated_at": now,
+    }
     meta = sa.MetaData()
     meta.reflect(engine)
     with engine.begin() as conn:
-        conn.execute(meta.tables["runs"].insert(), [
-            {**run, "id": "done1", "state": "succeeded", "ended_at": now},
-            {**run, "id": "open1", "state": "waiting", "created_at": now - 10},
-            {**run, "id": "open2", "state": "running"}])
-        conn.execute(meta.tables["answers"].insert().values(
-            fingerprint="f" * 64, provider="mock", model="m", request="{}", response="{}",
-            output='{"text":"kept"}', created_at=now))
-        conn.execute(meta.tables["tool_results"].insert().values(
-            input_hash="h" * 64, function="t:f", output='"kept"', created_at=now))
-        conn.execute(meta.tables["effects"].insert(), [
-            {**effect, "key": "d" * 64, "state": "succeeded", "receipt": '{"ok":1}'},
-            {**effect, "key": "e" * 64, "state": "started"}])
+        conn.execute(
+            meta.tables["runs"].insert(),
+            [
+                {**run, "id": "done1", "state": "succeeded", "ended_at": now},
+                {**run, "id": "open1", "state": "waiting", "created_at": now - 10},
+                {**run, "id": "open2", "state": "running"},
+            ],
+        )
+        conn.execute(
+            meta.tables["answers"]
+            .insert()
+            .values(
+                fingerprint="f" * 64,
+                provider="mock",
+                model="m",
+                request="{}",
+                response="{}",
+                output='{"text":"kept"}',
+                created_at=now,
+            )
+        )
+        conn.execute(
+            meta.tables["tool_results"]
+            .insert()
+            .values(input_hash="h" * 64, function="t:f", output='"kept"', created_at=now)
+        )
+        conn.execute(
+            meta.tables["effects"].insert(),
+            [
+                {**effect, "key": "d" * 64, "state": "succeeded", "receipt": '{"ok":1}'},
+                {**effect, "key": "e" * 64, "state": "started"},
+            ],
+        )
         conn.execute(meta.tables["approvals"].insert().values(**proposal))
-        conn.execute(meta.tables["batches"].insert().values(
-            key="agac_old", workflow="wf", action="a", file="f", part=0, provider="openai",
-            provider_batch_id="batch_1", state="running", raw_status=None, run_id="open2",
-            collected_by=None, request_count=1, meta="{}", error=None, created_at=now,
-            submitted_at=now, ended_at=None, deadline_at=None, updated_at=now))
-        conn.execute(meta.tables["batch_items"].insert().values(
-            batch_key="agac_old", custom_id="c1", workflow="wf", action="a", unit_key="r1",
-            file="f", fingerprint="f" * 64, attempt=1, request="{}", status="pending",
-            reason=None, detail=None))
-        conn.execute(meta.tables["usage"].insert().values(
-            run_id="done1", action="a", unit_key="r1", attempt=1, kind="llm", provider="mock",
-            model="m", tier="live", input_tokens=1, cached_tokens=0, cache_write_tokens=0,
-            output_tokens=1, cost_usd=0.5, latency_ms=1.0, status="ok", error=None,
-            fingerprint="f" * 64, created_at=now))
+        conn.execute(
+            meta.tables["batches"]
+            .insert()
+            .values(
+                key="agac_old",
+                workflow="wf",
+                action="a",
+                file="f",
+                part=0,
+                provider="openai",
+                provider_batch_id="batch_1",
+                state="running",
+                raw_status=None,
+                run_id="open2",
+                collected_by=None,
+                request_count=1,
+                meta="{}",
+                error=None,
+                created_at=now,
+                submitted_at=now,
+                ended_at=None,
+                deadline_at=None,
+                updated_at=now,
+            )
+        )
+        conn.execute(
+            meta.tables["batch_items"]
+            .insert()
+            .values(
+                batch_key="agac_old",
+                custom_id="c1",
+                workflow="wf",
+                action="a",
+                unit_key="r1",
+                file="f",
+                fingerprint="f" * 64,
+                attempt=1,
+                request="{}",
+                status="pending",
+                reason=None,
+                detail=None,
+            )
+        )
+        conn.execute(
+            meta.tables["usage"]
+            .insert()
+            .values(
+                run_id="done1",
+                action="a",
+                unit_key="r1",
+                attempt=1,
+                kind="llm",
+                provider="mock",
+                model="m",
+                tier="live",
+                input_tokens=1,
+                cached_tokens=0,
+                cache_write_tokens=0,
+                output_tokens=1,
+                cost_usd=0.5,
+                latency_ms=1.0,
+                status="ok",
+                error=None,
+                fingerprint="f" * 64,
+                created_at=now,
+            )
+        )
     return {"effect_done": "d" * 64, "effect_in_flight": "e" * 64}
 
 
@@ -196,8 +347,16 @@ def test_t2_a_store_made_before_tenants_is_migrated_into_tenant_default(store_ur
         keys = _old_store(engine)
         assert upgrade(engine) == HEAD_REVISION == current_revision(engine)
         with engine.connect() as conn:
-            for table in ("runs", "usage", "batches", "batch_items", "effects", "approvals",
-                          "answers", "tool_results"):
+            for table in (
+                "runs",
+                "usage",
+                "batches",
+                "batch_items",
+                "effects",
+                "approvals",
+                "answers",
+                "tool_results",
+            ):
                 tenants = {r[0] for r in conn.execute(sa.text(f"SELECT tenant FROM {table}"))}
                 assert tenants == {"default"}, table
     finally:
@@ -229,10 +388,13 @@ def test_t2_a_store_made_before_tenants_is_migrated_into_tenant_default(store_ur
             conn.execute(t.approvals.update().values(tenant="acme"))
         assert "content" in tampered(SECRET, store.get_proposal("p1"))
         # Batches and their items are tenant default's.
-        assert [b.key for b in store.list_batches("wf", tenants=("default",), open_only=True)] \
-            == ["agac_old"]
+        assert [b.key for b in store.list_batches("wf", tenants=("default",), open_only=True)] == [
+            "agac_old"
+        ]
         assert store.list_batches("wf", tenants=("acme",)) == []
-        assert [i.custom_id for i in store.unit_items("wf", "a", ["r1"], tenant="default")] == ["c1"]
+        assert [i.custom_id for i in store.unit_items("wf", "a", ["r1"], tenant="default")] == [
+            "c1"
+        ]
         assert store.unit_items("wf", "a", ["r1"], tenant="acme") == []
     finally:
         store.close()
@@ -247,18 +409,54 @@ def test_t2_the_services_reads_keep_to_the_callers_tenants(store_url: str) -> No
         for run_id, tenant in (("a1", "acme"), ("b1", "beta")):
             _admit(store, run_id, tenant)
             with store.engine.begin() as conn:
-                conn.execute(t.batches.insert().values(
-                    key=f"agac_{run_id}", workflow="wf", action="a", file="f", part=0,
-                    provider="openai", provider_batch_id=f"batch_{run_id}", state="running",
-                    raw_status=None, run_id=run_id, collected_by=None, request_count=1,
-                    meta="{}", error=None, created_at=now, submitted_at=now, ended_at=None,
-                    deadline_at=None, updated_at=now, tenant=tenant))
-                conn.execute(t.usage.insert().values(
-                    run_id=run_id, action="a", unit_key="r1", attempt=1, kind="llm",
-                    provider="mock", model="m", tier="live", input_tokens=1, cached_tokens=0,
-                    cache_write_tokens=0, output_tokens=1, cost_usd=0.5 if tenant == "acme" else 7.0,
-                    latency_ms=1.0, status="ok", error=None, fingerprint=None, created_at=now,
-                    origin=None, tenant=tenant))
+                conn.execute(
+                    t.batches.insert().values(
+                        key=f"agac_{run_id}",
+                        workflow="wf",
+                        action="a",
+                        file="f",
+                        part=0,
+                        provider="openai",
+                        provider_batch_id=f"batch_{run_id}",
+                        state="running",
+                        raw_status=None,
+                        run_id=run_id,
+                        collected_by=None,
+                        request_count=1,
+                        meta="{}",
+                        error=None,
+                        created_at=now,
+                        submitted_at=now,
+                        ended_at=None,
+                        deadline_at=None,
+                        updated_at=now,
+                        tenant=tenant,
+                    )
+                )
+                conn.execute(
+                    t.usage.insert().values(
+                        run_id=run_id,
+                        action="a",
+                        unit_key="r1",
+                        attempt=1,
+                        kind="llm",
+                        provider="mock",
+                        model="m",
+                        tier="live",
+                        input_tokens=1,
+                        cached_tokens=0,
+                        cache_write_tokens=0,
+                        output_tokens=1,
+                        cost_usd=0.5 if tenant == "acme" else 7.0,
+                        latency_ms=1.0,
+                        status="ok",
+                        error=None,
+                        fingerprint=None,
+                        created_at=now,
+                        origin=None,
+                        tenant=tenant,
+                    )
+                )
         rows, total = store.runs_page(("acme",))
         assert [r.id for r in rows] == ["a1"] and total == 1
         assert store.runs_page(("acme", "beta"))[1] == 2

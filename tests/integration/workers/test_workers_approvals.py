@@ -33,12 +33,22 @@ def send(inputs, ctx):
 """
 
 
-def test_a1_worker_waits_for_approval_and_a_decision_wakes_it(tmp_path: Path, fresh_pg_database: str) -> None:
-    write_project(tmp_path, WF, workflow_file="workflows/replies.yml",
-                  agac_yml="groups:\n  support-leads: [ann]\n",
-                  data={"data/a.jsonl": [{"id": "c1", "text": "late parcel"},
-                                         {"id": "c2", "text": "wrong size"}]},
-                  files={"tools/__init__.py": "", "tools/mail.py": TOOLS})
+def test_a1_worker_waits_for_approval_and_a_decision_wakes_it(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
+    write_project(
+        tmp_path,
+        WF,
+        workflow_file="workflows/replies.yml",
+        agac_yml="groups:\n  support-leads: [ann]\n",
+        data={
+            "data/a.jsonl": [
+                {"id": "c1", "text": "late parcel"},
+                {"id": "c2", "text": "wrong size"},
+            ]
+        },
+        files={"tools/__init__.py": "", "tools/mail.py": TOOLS},
+    )
     env = {"AGAC_STORE": fresh_pg_database}
     run_id = json.loads(agac(tmp_path, env, "submit", "replies", "--json").stdout)["run_id"]
     # a long poll: only the decision's NOTIFY can wake the worker in time

@@ -33,8 +33,12 @@ actions:
 
 
 def _project(root: Path, files: int = 4, per_file: int = 60) -> None:
-    data = {f"data/f{i:02d}.jsonl": [{"id": f"f{i}r{j}", "text": f"t {i} {j}", "n": j}
-                                     for j in range(per_file)] for i in range(files)}
+    data = {
+        f"data/f{i:02d}.jsonl": [
+            {"id": f"f{i}r{j}", "text": f"t {i} {j}", "n": j} for j in range(per_file)
+        ]
+        for i in range(files)
+    }
     write_project(root, WF, workflow_file="scale.yml", data=data, files={"tools.py": TOOL})
 
 
@@ -49,7 +53,9 @@ def test_worker_refuses_a_sqlite_store(tmp_path: Path) -> None:
     assert submitted.returncode == 2 and "PostgreSQL" in submitted.stderr
 
 
-def test_submit_admits_without_executing_and_workers_finish_it(tmp_path: Path, fresh_pg_database: str) -> None:
+def test_submit_admits_without_executing_and_workers_finish_it(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     _project(tmp_path, files=4, per_file=1100)
     env = {"AGAC_STORE": fresh_pg_database, "AGAC_MOCK_LATENCY_MS": "5"}
     sub = agac(tmp_path, env, "submit", "scale", "--json")
@@ -62,8 +68,10 @@ def test_submit_admits_without_executing_and_workers_finish_it(tmp_path: Path, f
     again = json.loads(agac(tmp_path, env, "submit", "scale", "--json").stdout)
     assert again["run_id"] == doc["run_id"] and again["shards"] == 8
 
-    procs = [start_worker(tmp_path, env, "--concurrency", "4", "--exit-when-done", "--poll", "0.5")
-             for _ in range(3)]
+    procs = [
+        start_worker(tmp_path, env, "--concurrency", "4", "--exit-when-done", "--poll", "0.5")
+        for _ in range(3)
+    ]
     reports = [finish(p, timeout=300) for p in procs]
     summary = status(tmp_path, env, doc["run_id"])
     assert summary["state"] == "succeeded"
@@ -76,6 +84,9 @@ def test_submit_admits_without_executing_and_workers_finish_it(tmp_path: Path, f
     assert len(owners) >= 2, owners
     assert sum(r["shards"] for r in reports) >= 8
     assert sum(len(r["finalized"]) for r in reports) == 1  # exactly one worker ended it
-    ended = query(fresh_pg_database, "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'",
-                  doc["run_id"])
+    ended = query(
+        fresh_pg_database,
+        "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'",
+        doc["run_id"],
+    )
     assert ended[0][0] == 1

@@ -26,22 +26,48 @@ actions:
 WINDOW = 4.0
 
 
-def test_b12_batch_submissions_per_minute_hold_across_workers(tmp_path: Path, fresh_pg_database: str) -> None:
-    data = {f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"t {i} {j}"} for j in range(3)]
-            for i in range(6)}
-    write_project(tmp_path, WF, workflow_file="paced.yml", data=data,
-                  agac_yml="providers:\n  openai: {batch_submissions_per_minute: 2}\n")
+def test_b12_batch_submissions_per_minute_hold_across_workers(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
+    data = {
+        f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"t {i} {j}"} for j in range(3)]
+        for i in range(6)
+    }
+    write_project(
+        tmp_path,
+        WF,
+        workflow_file="paced.yml",
+        data=data,
+        agac_yml="providers:\n  openai: {batch_submissions_per_minute: 2}\n",
+    )
     with RunningEmulator(batch_seconds=3600) as emu:
-        env = {**emu.env(), "AGAC_STORE": fresh_pg_database, "AGAC_RATE_WINDOW_SECONDS": str(WINDOW)}
+        env = {
+            **emu.env(),
+            "AGAC_STORE": fresh_pg_database,
+            "AGAC_RATE_WINDOW_SECONDS": str(WINDOW),
+        }
         run_id = json.loads(agac(tmp_path, env, "submit", "paced", "--json").stdout)["run_id"]
         workers = [start_worker(tmp_path, env, "--poll", "0.3") for _ in range(3)]
         try:
-            wait_for(lambda: query(fresh_pg_database, "SELECT count(*) FROM batches "
-                                   "WHERE submitted_at IS NOT NULL")[0][0] == 6, 90, "six submissions")
+            wait_for(
+                lambda: (
+                    query(
+                        fresh_pg_database,
+                        "SELECT count(*) FROM batches WHERE submitted_at IS NOT NULL",
+                    )[0][0]
+                    == 6
+                ),
+                90,
+                "six submissions",
+            )
         except AssertionError:
-            print(query(fresh_pg_database, "SELECT shard, state, ready_at, owner, claims FROM shards"))
+            print(
+                query(fresh_pg_database, "SELECT shard, state, ready_at, owner, claims FROM shards")
+            )
             print(query(fresh_pg_database, "SELECT key, file, state, submitted_at FROM batches"))
-            print(query(fresh_pg_database, "SELECT kind, data FROM events ORDER BY id DESC LIMIT 15"))
+            print(
+                query(fresh_pg_database, "SELECT kind, data FROM events ORDER BY id DESC LIMIT 15")
+            )
             raise
         finally:
             reports = [terminate(w) for w in workers]
@@ -49,8 +75,12 @@ def test_b12_batch_submissions_per_minute_hold_across_workers(tmp_path: Path, fr
                 print(log_of(w)[-1500:])  # shown when the test fails
         stats = emu.stats()
     assert stats["requests"]["openai"]["batch.create"] == 6  # one per file, none twice
-    times = sorted(float(r[0]) for r in query(
-        fresh_pg_database, "SELECT submitted_at FROM batches WHERE run_id = %s", run_id))
+    times = sorted(
+        float(r[0])
+        for r in query(
+            fresh_pg_database, "SELECT submitted_at FROM batches WHERE run_id = %s", run_id
+        )
+    )
     # never more than 2 submissions within one window, whichever worker sent them
     for i in range(len(times) - 2):
         assert times[i + 2] - times[i] >= WINDOW, times

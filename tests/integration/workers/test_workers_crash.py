@@ -40,17 +40,30 @@ CONCURRENCY = 4
 
 
 @pytest.mark.parametrize("point", ["after_submit:2", "after_checkpoint:15"])
-def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(tmp_path: Path, fresh_pg_database: str,
-                                                              point: str) -> None:
-    data = {f"data/f{i:02d}.jsonl": [{"id": f"f{i}r{j}", "text": f"review {i}-{j}"}
-                                     for j in range(PER_FILE)] for i in range(FILES)}
+def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(
+    tmp_path: Path, fresh_pg_database: str, point: str
+) -> None:
+    data = {
+        f"data/f{i:02d}.jsonl": [
+            {"id": f"f{i}r{j}", "text": f"review {i}-{j}"} for j in range(PER_FILE)
+        ]
+        for i in range(FILES)
+    }
     write_project(tmp_path, WF, workflow_file="fleet.yml", data=data)
     with RunningEmulator(latency_ms=20, batch_seconds=2) as emu:
         env = {**emu.env(), "AGAC_STORE": fresh_pg_database}
         sub = agac(tmp_path, env, "submit", "fleet", "--json")
         assert sub.returncode == 0, sub.stderr
         run_id = json.loads(sub.stdout)["run_id"]
-        args = ("--concurrency", str(CONCURRENCY), "--lease-ttl", "3", "--poll", "0.5", "--exit-when-done")
+        args = (
+            "--concurrency",
+            str(CONCURRENCY),
+            "--lease-ttl",
+            "3",
+            "--poll",
+            "0.5",
+            "--exit-when-done",
+        )
         doomed = start_worker(tmp_path, {**env, "AGAC_CRASH_AT": point}, *args)
         others = [start_worker(tmp_path, env, *args) for _ in range(2)]
         doomed.communicate(timeout=120)
@@ -71,24 +84,36 @@ def test_s3_sigkilled_worker_is_taken_over_nothing_sent_twice(tmp_path: Path, fr
         # only the calls the killed worker had in flight were asked again (README.md, Contributing)
         assert stats["duplicate_answers"] <= CONCURRENCY
         # the survivors took the dead worker's shards over
-        taken = query(fresh_pg_database, "SELECT count(*) FROM shards WHERE run_id = %s AND claims > 1",
-                      run_id)[0][0]
+        taken = query(
+            fresh_pg_database,
+            "SELECT count(*) FROM shards WHERE run_id = %s AND claims > 1",
+            run_id,
+        )[0][0]
         assert taken >= 1
         if point.startswith("after_submit"):
-            adopted = query(fresh_pg_database,
-                            "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'batch_adopted'", run_id)
+            adopted = query(
+                fresh_pg_database,
+                "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'batch_adopted'",
+                run_id,
+            )
             # At least once. Under heavy load a survivor's 3 s lease can lapse while it
             # adopts, and the next holder adopts the same provider batch again (one more
             # event, no new batch: batch.create is counted above). See "Scale-out workers".
             assert adopted[0][0] >= 1
         # batches are owned like shards: polling was spread over the surviving workers
-        pollers = query(fresh_pg_database,
-                        "SELECT DISTINCT data::json->>'worker' FROM events WHERE run_id = %s "
-                        "AND kind = 'shard_claimed' AND data::json->>'shard' LIKE 'b:%%'", run_id)
+        pollers = query(
+            fresh_pg_database,
+            "SELECT DISTINCT data::json->>'worker' FROM events WHERE run_id = %s "
+            "AND kind = 'shard_claimed' AND data::json->>'shard' LIKE 'b:%%'",
+            run_id,
+        )
         assert len({r[0] for r in pollers} & {r["worker_id"] for r in reports}) == 2
         assert sum(len(r["finalized"]) for r in reports) == 1
-        ended = query(fresh_pg_database,
-                      "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'", run_id)
+        ended = query(
+            fresh_pg_database,
+            "SELECT count(*) FROM events WHERE run_id = %s AND kind = 'run_ended'",
+            run_id,
+        )
         assert ended[0][0] == 1  # exactly one final state, written once
 
 
@@ -102,14 +127,19 @@ actions:
 """
 
 
-def test_s1_dispatch_mark_counts_calls_a_sigkilled_worker_lost(tmp_path: Path,
-                                                               fresh_pg_database: str) -> None:
+def test_s1_dispatch_mark_counts_calls_a_sigkilled_worker_lost(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     """Worker mode: the worker that claims a killed worker's shard counts the calls that
     were in flight there (S1, §8): emulator ≤ ledger ≤ emulator + the marks' width."""
     import time
 
-    write_project(tmp_path, ONLINE, workflow_file="lost.yml",
-                  data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"t{j}"} for j in range(400)]})
+    write_project(
+        tmp_path,
+        ONLINE,
+        workflow_file="lost.yml",
+        data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"t{j}"} for j in range(400)]},
+    )
     with RunningEmulator(latency_ms=200) as emu:
         env = {**emu.env(), "AGAC_STORE": fresh_pg_database}
         run_id = json.loads(agac(tmp_path, env, "submit", "lost", "--json").stdout)["run_id"]

@@ -25,15 +25,21 @@ actions:
 """
 
 
-def test_workers_advance_a_fan_out_run_asking_each_item_once(tmp_path: Path, fresh_pg_database: str) -> None:
-    data = {f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"t {i} {j}"} for j in range(40)]
-            for i in range(3)}
+def test_workers_advance_a_fan_out_run_asking_each_item_once(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
+    data = {
+        f"data/f{i}.jsonl": [{"id": f"f{i}r{j}", "text": f"t {i} {j}"} for j in range(40)]
+        for i in range(3)
+    }
     write_project(tmp_path, WF, workflow_file="fanned.yml", data=data)
     env = {"AGAC_STORE": fresh_pg_database, "AGAC_MOCK_LATENCY_MS": "2"}
     sub = agac(tmp_path, env, "submit", "fanned", "--json")
     assert sub.returncode == 0, sub.stderr
-    procs = [start_worker(tmp_path, env, "--concurrency", "4", "--exit-when-done", "--poll", "0.5")
-             for _ in range(2)]
+    procs = [
+        start_worker(tmp_path, env, "--concurrency", "4", "--exit-when-done", "--poll", "0.5")
+        for _ in range(2)
+    ]
     for p in procs:
         finish(p, timeout=300)
     summary = status(tmp_path, env, "fanned")

@@ -36,8 +36,13 @@ actions:
 
 
 def _project(root: Path, records: int) -> None:
-    write_project(root, WF, workflow_file="leased.yml", files={"tools.py": TOOL},
-                  data={"data/a.jsonl": [{"id": f"r{j:05d}", "n": j} for j in range(records)]})
+    write_project(
+        root,
+        WF,
+        workflow_file="leased.yml",
+        files={"tools.py": TOOL},
+        data={"data/a.jsonl": [{"id": f"r{j:05d}", "n": j} for j in range(records)]},
+    )
 
 
 def _outcomes(url: str, run_id: str) -> int:
@@ -45,25 +50,46 @@ def _outcomes(url: str, run_id: str) -> int:
 
 
 def _holder(url: str, run_id: str) -> tuple[str, int] | None:
-    rows = query(url, "SELECT host, pid FROM leases WHERE name LIKE %s AND expires_at > extract(epoch from now())",
-                 f"shard:{run_id}:%")
+    rows = query(
+        url,
+        "SELECT host, pid FROM leases WHERE name LIKE %s AND expires_at > extract(epoch from now())",
+        f"shard:{run_id}:%",
+    )
     return (rows[0][0], int(rows[0][1])) if rows else None
 
 
-def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(tmp_path: Path, fresh_pg_database: str) -> None:
+def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     _project(tmp_path, records=600)
     env = {"AGAC_STORE": fresh_pg_database}
     run_id = json.loads(agac(tmp_path, env, "submit", "leased", "--json").stdout)["run_id"]
-    paused = start_worker(tmp_path, env, "--concurrency", "4", "--lease-ttl", "2", "--poll", "0.5",
-                          "--exit-when-done")
+    paused = start_worker(
+        tmp_path, env, "--concurrency", "4", "--lease-ttl", "2", "--poll", "0.5", "--exit-when-done"
+    )
     wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 40, 60, "the first worker's progress")
     os.kill(paused.pid, signal.SIGSTOP)  # a pause longer than the lease (a GC stall, a VM freeze)
     try:
         time.sleep(2.5)
-        taker = start_worker(tmp_path, env, "--concurrency", "4", "--lease-ttl", "30", "--poll", "0.5",
-                             "--exit-when-done")
-        wait_for(lambda: _holder(fresh_pg_database, run_id) == (os.uname().nodename, taker.pid)
-                 or _outcomes(fresh_pg_database, run_id) >= 600, 30, "the takeover")
+        taker = start_worker(
+            tmp_path,
+            env,
+            "--concurrency",
+            "4",
+            "--lease-ttl",
+            "30",
+            "--poll",
+            "0.5",
+            "--exit-when-done",
+        )
+        wait_for(
+            lambda: (
+                _holder(fresh_pg_database, run_id) == (os.uname().nodename, taker.pid)
+                or _outcomes(fresh_pg_database, run_id) >= 600
+            ),
+            30,
+            "the takeover",
+        )
     finally:
         os.kill(paused.pid, signal.SIGCONT)
     first = finish(paused, timeout=120)
@@ -71,8 +97,11 @@ def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(tmp_path: Pa
     assert first["lease_lost"] == [f"{run_id}:o:0000000000"], log_of(paused)
     assert "its write was refused" in log_of(paused)
     assert second["lease_lost"] == []
-    lost = query(fresh_pg_database, "SELECT data FROM events WHERE run_id = %s AND kind = 'shard_lease_lost'",
-                 run_id)
+    lost = query(
+        fresh_pg_database,
+        "SELECT data FROM events WHERE run_id = %s AND kind = 'shard_lease_lost'",
+        run_id,
+    )
     assert len(lost) == 1 and json.loads(lost[0][0])["worker"] == first["worker_id"]
     summary = status(tmp_path, env, run_id)
     assert summary["state"] == "succeeded"
@@ -82,16 +111,26 @@ def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(tmp_path: Pa
     assert a["tool_calls"] == 600
 
 
-def test_s3_agac_run_and_workers_hand_a_run_to_each_other(tmp_path: Path, fresh_pg_database: str) -> None:
+def test_s3_agac_run_and_workers_hand_a_run_to_each_other(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     _project(tmp_path, records=1500)
     env = {"AGAC_STORE": fresh_pg_database}
     assert agac(tmp_path, env, "store", "upgrade").returncode == 0
     # agac run starts it here and is interrupted (Ctrl-C settles what is in flight) ...
-    proc = subprocess.Popen([sys.executable, "-m", "agac.cli.main", "run", "leased"], cwd=tmp_path,
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    wait_for(lambda: bool(query(fresh_pg_database, "SELECT count(*) FROM outcomes")[0][0] >= 30), 60,
-             "agac run's progress")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agac.cli.main", "run", "leased"],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(
+        lambda: bool(query(fresh_pg_database, "SELECT count(*) FROM outcomes")[0][0] >= 30),
+        60,
+        "agac run's progress",
+    )
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == 130
@@ -128,8 +167,9 @@ def test_agac_cancel_of_a_run_workers_are_advancing(tmp_path: Path, fresh_pg_dat
     _project(tmp_path, records=3000)
     env = {"AGAC_STORE": fresh_pg_database}
     run_id = json.loads(agac(tmp_path, env, "submit", "leased", "--json").stdout)["run_id"]
-    w = start_worker(tmp_path, env, "--concurrency", "4", "--lease-ttl", "3", "--poll", "0.5",
-                     "--exit-when-done")
+    w = start_worker(
+        tmp_path, env, "--concurrency", "4", "--lease-ttl", "3", "--poll", "0.5", "--exit-when-done"
+    )
     wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 20, 60, "the worker's progress")
     # the worker sees `cancelling` at its next heartbeat, settles what is in flight, hands
     # its shards back and ends the run under the run lease

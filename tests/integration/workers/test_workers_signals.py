@@ -23,14 +23,22 @@ actions:
   - name: ask
     prompt: "Say {{ source.text }}"
 """
-CRASH_SAID = ("Traceback", "Task was destroyed", "was never retrieved", "Exception ignored",
-              "RuntimeWarning")
+CRASH_SAID = (
+    "Traceback",
+    "Task was destroyed",
+    "was never retrieved",
+    "Exception ignored",
+    "RuntimeWarning",
+)
 
 
 def _project(root: Path, records: int) -> None:
-    write_project(root, WF, workflow_file="fleet.yml",
-                  data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"t{j}"}
-                                         for j in range(records)]})
+    write_project(
+        root,
+        WF,
+        workflow_file="fleet.yml",
+        data={"data/a.jsonl": [{"id": f"r{j:04d}", "text": f"t{j}"} for j in range(records)]},
+    )
 
 
 def _chat(emu: RunningEmulator) -> int:
@@ -47,7 +55,9 @@ def _signal(proc: object, times: int, gap: float = 0.5, timeout: float = 60) -> 
     return time.monotonic() - sent, out
 
 
-def test_idle_worker_stops_within_a_second_of_sigterm(tmp_path: Path, fresh_pg_database: str) -> None:
+def test_idle_worker_stops_within_a_second_of_sigterm(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     """An idle worker waits for a NOTIFY up to --poll seconds; SIGTERM is not made to wait
     for that."""
     _project(tmp_path, records=1)
@@ -64,7 +74,9 @@ def test_idle_worker_stops_within_a_second_of_sigterm(tmp_path: Path, fresh_pg_d
     assert took < 30, took  # not the 120 s poll (the margin: a loaded machine's process exit)
 
 
-def test_worker_first_sigterm_settles_calls_in_flight(tmp_path: Path, fresh_pg_database: str) -> None:
+def test_worker_first_sigterm_settles_calls_in_flight(
+    tmp_path: Path, fresh_pg_database: str
+) -> None:
     _project(tmp_path, records=300)
     with RunningEmulator(latency_ms=1500) as emu:
         env = {"AGAC_STORE": fresh_pg_database, **emu.env()}
@@ -81,11 +93,21 @@ def test_worker_first_sigterm_settles_calls_in_flight(tmp_path: Path, fresh_pg_d
             assert said not in log_of(worker), log_of(worker)
         assert took < 30, took
         sent = _chat(emu)
-        ledger = query(fresh_pg_database, "SELECT count(*) FROM usage WHERE run_id = %s AND kind = 'llm'",
-                       run_id)[0][0]
+        ledger = query(
+            fresh_pg_database,
+            "SELECT count(*) FROM usage WHERE run_id = %s AND kind = 'llm'",
+            run_id,
+        )[0][0]
         assert ledger == sent  # every call sent settled before the exit
-        assert query(fresh_pg_database, "SELECT count(*) FROM leases WHERE name LIKE %s "
-                     "AND expires_at > extract(epoch from now())", f"shard:{run_id}:%")[0][0] == 0
+        assert (
+            query(
+                fresh_pg_database,
+                "SELECT count(*) FROM leases WHERE name LIKE %s "
+                "AND expires_at > extract(epoch from now())",
+                f"shard:{run_id}:%",
+            )[0][0]
+            == 0
+        )
 
 
 def test_worker_second_sigterm_stops_at_once(tmp_path: Path, fresh_pg_database: str) -> None:

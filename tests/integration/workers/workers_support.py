@@ -15,20 +15,36 @@ from typing import Any
 import psycopg
 
 
-def agac(root: Path, env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agac.cli.main", *args], check=False, cwd=root,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+def agac(
+    root: Path, env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", *args],
+        check=False,
+        cwd=root,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-def start_worker(root: Path, env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[str]:
+def start_worker(
+    root: Path, env: dict[str, str], *args: str, log: Path | None = None
+) -> subprocess.Popen[str]:
     """``agac worker --json …`` in the background; stderr goes to ``log`` (a file) so a
     chatty worker never blocks on a full pipe."""
     if log is None:
         log = root / f"worker-{time.monotonic_ns()}.log"
     err = open(log, "w", encoding="utf-8")  # noqa: SIM115 - the child writes it
-    proc = subprocess.Popen([sys.executable, "-m", "agac.cli.main", "worker", "--json", *args],
-                            cwd=root, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                            stderr=err, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agac.cli.main", "worker", "--json", *args],
+        cwd=root,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+    )
     proc.log = log  # type: ignore[attr-defined]
     err.close()
     STARTED.append(proc)

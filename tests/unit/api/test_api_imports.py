@@ -17,6 +17,7 @@ def test_importing_agac_and_its_api_imports_no_data_library() -> None:
         "    getattr(agac, name)\n"
         f"print(sorted(m for m in {DATA_LIBRARIES!r} if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "[]", out.stderr

@@ -10,8 +10,11 @@ import yaml
 from agac.api.inline import GENERATED, project_for, workflow_file
 from agac.errors import ConfigError, UsageError
 
-WF = {"name": "triage", "input": {"path": "d.jsonl"},
-      "actions": [{"name": "a", "model": "mock/m", "prompt": "Say {{ source.text }}"}]}
+WF = {
+    "name": "triage",
+    "input": {"path": "d.jsonl"},
+    "actions": [{"name": "a", "model": "mock/m", "prompt": "Say {{ source.text }}"}],
+}
 
 
 def test_a_missing_project_folder_is_created_with_an_agac_yml(tmp_path: Path) -> None:

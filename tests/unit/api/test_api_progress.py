@@ -21,7 +21,8 @@ def _progress() -> Progress:
 
 def test_the_compact_line() -> None:
     assert progress_line(_progress()) == (
-        "classify 3/4 (1 failed) · reply 1/4 (1 skipped, 1 batch out) · $0.0045")
+        "classify 3/4 (1 failed) · reply 1/4 (1 skipped, 1 batch out) · $0.0045"
+    )
 
 
 def test_line_mode_when_the_output_is_not_a_terminal() -> None:

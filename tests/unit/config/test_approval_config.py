@@ -16,12 +16,18 @@ def test_a1_approval_defaults(wf) -> None:
     assert checked.problems == []
     spec = checked.workflow.actions[0].approval
     assert spec.approvers == ("ann",) and spec.expires_in == 24 * 3600
-    assert spec.policy_version == "1" and spec.on_reject == "fail_unit" and spec.on_expire == "fail_unit"
+    assert (
+        spec.policy_version == "1"
+        and spec.on_reject == "fail_unit"
+        and spec.on_expire == "fail_unit"
+    )
 
 
 def test_a1_approval_values(wf) -> None:
-    checked = wf.check(BASE + ACTION + "{approvers: ann, expires_in: 90m, policy_version: 2.1, "
-                       "on_reject: fail_run, on_expire: time_out_run}\n")
+    checked = wf.check(
+        BASE + ACTION + "{approvers: ann, expires_in: 90m, policy_version: 2.1, "
+        "on_reject: fail_run, on_expire: time_out_run}\n"
+    )
     assert checked.problems == []
     spec = checked.workflow.actions[0].approval
     assert spec.approvers == ("ann",) and spec.expires_in == 5400
@@ -29,16 +35,19 @@ def test_a1_approval_values(wf) -> None:
     assert spec.on_expire == "time_out_run"
 
 
-@pytest.mark.parametrize("body, code", [
-    ("{expires_in: 1h}", "missing_key"),
-    ("{approvers: []}", "invalid_value"),
-    ("{approvers: [ann], expires_in: soon}", "invalid_expires_in"),
-    ("{approvers: [ann], expires_in: 0}", "invalid_expires_in"),
-    ("{approvers: [ann], on_reject: fail_everything}", "invalid_value"),
-    ("{approvers: [ann], on_expire: fail_run}", "invalid_value"),
-    ("{approvers: [ann], expire: 1h}", "unknown_key"),
-    ("yes", "invalid_value"),
-])
+@pytest.mark.parametrize(
+    "body, code",
+    [
+        ("{expires_in: 1h}", "missing_key"),
+        ("{approvers: []}", "invalid_value"),
+        ("{approvers: [ann], expires_in: soon}", "invalid_expires_in"),
+        ("{approvers: [ann], expires_in: 0}", "invalid_expires_in"),
+        ("{approvers: [ann], on_reject: fail_everything}", "invalid_value"),
+        ("{approvers: [ann], on_expire: fail_run}", "invalid_value"),
+        ("{approvers: [ann], expire: 1h}", "unknown_key"),
+        ("yes", "invalid_value"),
+    ],
+)
 def test_a1_bad_approval_values_are_located(wf, body: str, code: str) -> None:
     checked = wf.check(BASE + ACTION + body + "\n")
     assert checked.one(code).line == 6
@@ -68,8 +77,10 @@ def test_a1_without_groups_approvers_are_users(wf) -> None:
 
 
 def test_a1_approval_is_per_action_not_a_default(wf) -> None:
-    checked = wf.check("input: {path: data.jsonl}\ndefaults:\n  approval: {approvers: [ann]}\n"
-                       "actions:\n  - {name: a, model: mock/m, prompt: x}\n")
+    checked = wf.check(
+        "input: {path: data.jsonl}\ndefaults:\n  approval: {approvers: [ann]}\n"
+        "actions:\n  - {name: a, model: mock/m, prompt: x}\n"
+    )
     assert checked.one("unknown_key").line == 3
 
 

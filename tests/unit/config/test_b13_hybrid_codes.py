@@ -25,15 +25,17 @@ def test_b13_hybrid_is_read_in_seconds_into_the_action(wf, monkeypatch) -> None:
 
 
 def test_b13_hybrid_without_a_deadline_is_located(wf) -> None:
-    checked = wf.check("input: {path: data.jsonl}\nactions:\n" + BATCH
-                       + "    hybrid: {live_after: 20h}\n")
+    checked = wf.check(
+        "input: {path: data.jsonl}\nactions:\n" + BATCH + "    hybrid: {live_after: 20h}\n"
+    )
     assert checked.one("hybrid_needs_deadline").line == checked.line_of("hybrid:")
     assert checked.workflow is None
 
 
 def test_b13_hybrid_on_an_online_action_is_located(wf) -> None:
-    checked = wf.check(DEADLINE + BATCH.replace("batch", "online")
-                       + "    hybrid: {live_after: 20h}\n")
+    checked = wf.check(
+        DEADLINE + BATCH.replace("batch", "online") + "    hybrid: {live_after: 20h}\n"
+    )
     assert checked.one("invalid_hybrid").line == checked.line_of("hybrid:")
 
 
@@ -49,14 +51,19 @@ def test_b13_live_after_must_be_a_positive_duration(wf) -> None:
 
 
 def test_b13_hybrid_is_not_a_default(wf) -> None:
-    checked = wf.check("input: {path: data.jsonl}\ndeadline: 24h\ndefaults:\n"
-                       "  hybrid: {live_after: 1h}\nactions:\n" + BATCH)
+    checked = wf.check(
+        "input: {path: data.jsonl}\ndeadline: 24h\ndefaults:\n"
+        "  hybrid: {live_after: 1h}\nactions:\n" + BATCH
+    )
     assert checked.one("unknown_key").line == checked.line_of("hybrid:")
 
 
 def test_b13_hybrid_on_an_auto_action_is_accepted(wf, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    checked = wf.check(DEADLINE + BATCH.replace("run_mode: batch", "run_mode: auto")
-                       + "    hybrid: {live_after: 20h}\n")
+    checked = wf.check(
+        DEADLINE
+        + BATCH.replace("run_mode: batch", "run_mode: auto")
+        + "    hybrid: {live_after: 20h}\n"
+    )
     assert [p.code for p in checked.problems if p.severity == "error"] == []
     assert checked.workflow is not None and checked.workflow.actions[0].live_after == 72000

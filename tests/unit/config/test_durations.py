@@ -9,8 +9,17 @@ from agac.config.durations import parse_duration
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(90, 90.0), ("90", 90.0), ("250ms", 0.25), ("30s", 30.0), ("5m", 300.0),
-     ("25h", 90000.0), ("2d", 172800.0), (0, 0.0), (" 7s ", 7.0)],
+    [
+        (90, 90.0),
+        ("90", 90.0),
+        ("250ms", 0.25),
+        ("30s", 30.0),
+        ("5m", 300.0),
+        ("25h", 90000.0),
+        ("2d", 172800.0),
+        (0, 0.0),
+        (" 7s ", 7.0),
+    ],
 )
 def test_parse_duration_accepts_seconds_and_units(value: object, seconds: float) -> None:
     assert parse_duration(value) == seconds

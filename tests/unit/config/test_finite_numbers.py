@@ -22,9 +22,11 @@ actions:
 
 @pytest.mark.parametrize("number", [".inf", "-.inf", ".nan", ".NaN", "1" + "0" * 400])
 def test_i29_18_a_price_that_is_not_finite_is_refused_with_its_line(
-        tmp_path: Path, number: str) -> None:
+    tmp_path: Path, number: str
+) -> None:
     (tmp_path / "agac.yml").write_text(
-        f"prices:\n  openai/gpt-x:\n    input: 1\n    output: {number}\n", encoding="utf-8")
+        f"prices:\n  openai/gpt-x:\n    input: 1\n    output: {number}\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError) as info:
         find_project(tmp_path)
     (problem,) = info.value.problems
@@ -37,19 +39,25 @@ def test_i29_18_other_numbers_of_agac_yml_are_finite(tmp_path: Path) -> None:
         "providers:\n"
         "  openai: {batch_submissions_per_minute: .inf}\n"
         "  mock: {latency_ms: .inf}\n"
-        "store_options: {lease_ttl: .nan}\n", encoding="utf-8")
+        "store_options: {lease_ttl: .nan}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigError) as info:
         find_project(tmp_path)
     found = {(p.code, p.line) for p in info.value.problems}
     assert found == {("invalid_value", 2), ("invalid_provider_option", 3), ("invalid_store", 4)}
 
 
-@pytest.mark.parametrize(("body", "needle", "path"), [
-    ("budget: {usd: .inf}\n", "budget:", "budget.usd"),
-    ("deadline: 99999999999999999999999999999999999999d\n", "deadline:", "deadline"),
-])
+@pytest.mark.parametrize(
+    ("body", "needle", "path"),
+    [
+        ("budget: {usd: .inf}\n", "budget:", "budget.usd"),
+        ("deadline: 99999999999999999999999999999999999999d\n", "deadline:", "deadline"),
+    ],
+)
 def test_i29_18_a_workflow_budget_or_deadline_that_is_not_finite_is_refused(
-        wf, body: str, needle: str, path: str) -> None:
+    wf, body: str, needle: str, path: str
+) -> None:
     checked = wf.check(body + BASE + "  - name: a\n    model: mock/m\n    prompt: x\n")
     assert checked.workflow is None
     (problem,) = [p for p in checked.problems if p.severity == "error"]
@@ -57,17 +65,21 @@ def test_i29_18_a_workflow_budget_or_deadline_that_is_not_finite_is_refused(
     assert path in problem.message or path == "deadline", problem
 
 
-@pytest.mark.parametrize(("key", "text"), [
-    ("temperature", "temperature: .nan"),
-    ("rate_limit", "rate_limit: {rpm: .inf}"),
-    ("retry", "retry: {backoff: {multiplier: .inf}}"),
-    ("timeout", "timeout: 99999999999999999999999999999999999h"),
-])
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("temperature", "temperature: .nan"),
+        ("rate_limit", "rate_limit: {rpm: .inf}"),
+        ("retry", "retry: {backoff: {multiplier: .inf}}"),
+        ("timeout", "timeout: 99999999999999999999999999999999999h"),
+    ],
+)
 def test_i29_18_numbers_of_an_action_are_finite(wf, key: str, text: str) -> None:
     checked = wf.check(BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    {text}\n")
     errors = [p for p in checked.problems if p.severity == "error"]
-    assert errors and all(p.line == checked.line_of(text.split(":")[0] + ":") for p in errors), \
-        [p.render() for p in checked.problems]
+    assert errors and all(p.line == checked.line_of(text.split(":")[0] + ":") for p in errors), [
+        p.render() for p in checked.problems
+    ]
 
 
 @pytest.mark.parametrize("usd", [float("inf"), float("nan")])

@@ -30,8 +30,13 @@ actions:
 
 
 def table() -> pa.Table:
-    return pa.table({"review_id": ["a", "b"], "text": ["good", "bad"],
-                     "meta": pa.array([{"lang": "en"}, {"lang": "fr"}])})
+    return pa.table(
+        {
+            "review_id": ["a", "b"],
+            "text": ["good", "bad"],
+            "meta": pa.array([{"lang": "en"}, {"lang": "fr"}]),
+        }
+    )
 
 
 def project(root: Path, prompt: str = "{{ source.text }}", id_field: str = "review_id") -> Path:
@@ -73,10 +78,16 @@ def test_i23_5_id_field_not_a_column(tmp_path: Path) -> None:
 
 def test_i23_5_a_column_read_without_a_json_form(tmp_path: Path) -> None:
     root = project(tmp_path, "{{ source.span }}")
-    odd = pa.table({"review_id": ["c"], "span": pa.array([pa.MonthDayNano([1, 2, 3])],
-                                                         pa.month_day_nano_interval())})
-    with pa.OSFile(str(root / "data" / "b.arrow"), "wb") as sink, \
-            pa.ipc.new_file(sink, odd.schema) as writer:
+    odd = pa.table(
+        {
+            "review_id": ["c"],
+            "span": pa.array([pa.MonthDayNano([1, 2, 3])], pa.month_day_nano_interval()),
+        }
+    )
+    with (
+        pa.OSFile(str(root / "data" / "b.arrow"), "wb") as sink,
+        pa.ipc.new_file(sink, odd.schema) as writer,
+    ):
         writer.write_table(odd)
     problem = errors(root)["unsupported_column"]
     assert "'span'" in problem.message and "b.arrow" in problem.message
@@ -94,7 +105,7 @@ def test_i23_5_the_schema_is_read_not_the_rows(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     meta = pq.ParquetFile(path).metadata.row_group(0).column(1)
     start = meta.data_page_offset
-    data[start:start + meta.total_compressed_size] = os.urandom(meta.total_compressed_size)
+    data[start : start + meta.total_compressed_size] = os.urandom(meta.total_compressed_size)
     path.write_bytes(bytes(data))
     assert errors(root) == {}
     with pytest.raises(ConfigError) as caught:
@@ -108,16 +119,26 @@ def test_i23_5_a_damaged_footer_is_one_error_naming_the_file_in_json(tmp_path: P
     root = project(tmp_path)
     path = root / "data" / "a.parquet"
     path.write_bytes(path.read_bytes()[:-20])
-    done = subprocess.run([sys.executable, "-m", "agac.cli.main", "validate", "wf.yml",
-                           "--json"], cwd=root, capture_output=True, text=True, check=False,
-                          env=os.environ.copy())
+    done = subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", "validate", "wf.yml", "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=os.environ.copy(),
+    )
     assert done.returncode == 2, done.stderr
     found = json.loads(done.stdout)["errors"]
     assert [p["code"] for p in found] == ["input_unreadable"]
     assert "data/a.parquet" in found[0]["message"] and "footer" in found[0]["hint"]
-    run = subprocess.run([sys.executable, "-m", "agac.cli.main", "run", "wf.yml", "--json"],
-                         cwd=root, capture_output=True, text=True, check=False,
-                         env=os.environ.copy())
+    run = subprocess.run(
+        [sys.executable, "-m", "agac.cli.main", "run", "wf.yml", "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=os.environ.copy(),
+    )
     assert run.returncode == 2
     assert "input_unreadable" in run.stdout
     assert api.list_runs(project=root) == []

@@ -22,21 +22,26 @@ LONG = "Our refund policy says many things. " * 150  # ~1,350 tokens
 @pytest.fixture
 def caches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mock caches prefixes of 1,024 tokens or more."""
-    monkeypatch.setattr(MockProvider, "cache_minimum", staticmethod(lambda model: 1024),
-                        raising=False)
+    monkeypatch.setattr(
+        MockProvider, "cache_minimum", staticmethod(lambda model: 1024), raising=False
+    )
 
 
 def _action(extra: str, prompt: str = "x {{ source.text }}") -> str:
-    return BASE + f"""
+    return (
+        BASE
+        + f"""
   - name: a
     model: mock/m
     prompt: "{prompt}"
 {extra}"""
+    )
 
 
 def test_i24_cache_keys_are_read(wf) -> None:
-    checked = wf.check(_action("    cache: on\n    cache_ttl: 1h\n"
-                               "    context_prefix: 'Fixed text.'\n"))
+    checked = wf.check(
+        _action("    cache: on\n    cache_ttl: 1h\n    context_prefix: 'Fixed text.'\n")
+    )
     assert checked.problems == [], [p.render() for p in checked.problems]
     a = checked.workflow.action("a")
     assert (a.cache_mode, a.cache_ttl, a.context_prefix) == ("on", "1h", "Fixed text.")
@@ -45,8 +50,10 @@ def test_i24_cache_keys_are_read(wf) -> None:
     assert (default.cache_mode, default.cache_ttl, default.context_prefix) == ("auto", "5m", None)
 
 
-@pytest.mark.parametrize("spelling,mode", [("off", "off"), ("on", "on"), ("false", "off"),
-                                           ("'off'", "off"), ("AUTO", "auto")])
+@pytest.mark.parametrize(
+    "spelling,mode",
+    [("off", "off"), ("on", "on"), ("false", "off"), ("'off'", "off"), ("AUTO", "auto")],
+)
 def test_i24_cache_modes_as_yaml_writes_them(wf, spelling: str, mode: str) -> None:
     checked = wf.check(_action(f"    cache: {spelling}\n"))
     assert checked.workflow is not None and checked.workflow.action("a").cache_mode == mode
@@ -76,14 +83,17 @@ actions:
     a, t = checked.workflow.action("a"), checked.workflow.action("t")
     assert (a.cache_mode, a.cache_ttl, a.context_prefix) == ("off", "1h", "Shared.")
     assert t.cache is True and t.context_prefix is None  # a mode is for llm actions only
-    bad = wf.check(BASE.replace("actions:", "defaults: {cache_ttl: 2h}\nactions:")
-                   + "  - name: a\n    model: mock/m\n    prompt: x\n")
+    bad = wf.check(
+        BASE.replace("actions:", "defaults: {cache_ttl: 2h}\nactions:")
+        + "  - name: a\n    model: mock/m\n    prompt: x\n"
+    )
     assert bad.one("invalid_cache_ttl").line == bad.line_of("defaults")
 
 
 def test_i24_cache_ttl_on_a_tool_is_not_an_llm_action(wf, tools: None) -> None:
-    checked = wf.check(BASE + "  - name: t\n    kind: tool\n    function: tools:echo\n"
-                       "    cache_ttl: 1h\n")
+    checked = wf.check(
+        BASE + "  - name: t\n    kind: tool\n    function: tools:echo\n    cache_ttl: 1h\n"
+    )
     assert checked.one("not_an_llm_action").line == checked.line_of("cache_ttl")
 
 
@@ -103,8 +113,9 @@ def test_i24_context_prefix_missing_file_has_a_did_you_mean(wf) -> None:
     assert problem.hint == "did you mean 'docs/policy.md'?"
 
 
-@pytest.mark.parametrize("ref", ["/etc/passwd", "../outside.md", "docs/../../outside.md",
-                                 "link.md", "docs"])
+@pytest.mark.parametrize(
+    "ref", ["/etc/passwd", "../outside.md", "docs/../../outside.md", "link.md", "docs"]
+)
 def test_i24_context_prefix_refused_paths(wf, ref: str) -> None:
     (wf.root / "docs").mkdir()
     outside = wf.root.parent / "outside.md"
@@ -138,7 +149,8 @@ def test_i24_cache_unfriendly_prompt_warns_at_the_prompt(wf, caches: None) -> No
 
 
 def test_i24_cache_unfriendly_prompt_quiet_when_friendly_off_or_uncached(
-        wf, caches: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    wf, caches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     friendly = wf.check(_action("", prompt=LONG + "{{ source.text }}"))
     assert "cache_unfriendly_prompt" not in friendly.codes()
     short = wf.check(_action("", prompt="{{ source.text }} and a short tail"))
@@ -154,7 +166,11 @@ def test_i24_cache_keys_keep_the_config_hash(wf) -> None:
     """The hint changes no answer (decision 0084): the config hash of a workflow that writes
     the defaults, or sets a mode, is the one it had without them."""
     plain = wf.check(_action("")).workflow
-    for extra in ("    cache: auto\n    cache_ttl: 5m\n", "    cache: off\n", "    cache_ttl: 1h\n"):
+    for extra in (
+        "    cache: auto\n    cache_ttl: 5m\n",
+        "    cache: off\n",
+        "    cache_ttl: 1h\n",
+    ):
         assert wf.check(_action(extra)).workflow.config_hash == plain.config_hash
     prefixed = wf.check(_action("    context_prefix: 'Fixed.'\n")).workflow
     assert prefixed.config_hash != plain.config_hash  # the template is part of what runs
@@ -163,15 +179,21 @@ def test_i24_cache_keys_keep_the_config_hash(wf) -> None:
 def test_i24_snapshot_keeps_the_keys(wf) -> None:
     from agac.config.model import Workflow
 
-    workflow = wf.check(_action("    cache: on\n    cache_ttl: 1h\n"
-                                "    context_prefix: 'Fixed.'\n")).workflow
+    workflow = wf.check(
+        _action("    cache: on\n    cache_ttl: 1h\n    context_prefix: 'Fixed.'\n")
+    ).workflow
     again = Workflow.from_snapshot(workflow.snapshot())
     assert again.action("a") == workflow.action("a")
-    assert "cache_mode" not in Workflow.from_snapshot(
-        wf.check(_action("")).workflow.snapshot()).snapshot()["actions"][0]
+    assert (
+        "cache_mode"
+        not in Workflow.from_snapshot(wf.check(_action("")).workflow.snapshot()).snapshot()[
+            "actions"
+        ][0]
+    )
 
 
 @pytest.fixture
 def tools(wf) -> None:
-    Path(wf.root / "tools.py").write_text("def echo(inputs, ctx):\n    return inputs\n",
-                                          encoding="utf-8")
+    Path(wf.root / "tools.py").write_text(
+        "def echo(inputs, ctx):\n    return inputs\n", encoding="utf-8"
+    )

@@ -23,7 +23,11 @@ actions:
     assert checked.workflow is not None
     a, b, c = checked.workflow.actions
     assert (a.run_mode, a.poll_interval, a.batch_deadline, a.auto_batch_min_records) == (
-        "auto", 60.0, 90000.0, 500)
+        "auto",
+        60.0,
+        90000.0,
+        500,
+    )
     assert (b.auto_batch_min_records, b.batch_deadline) == (20, 30 * 3600.0)
     assert (c.run_mode, c.poll_interval, c.auto_batch_min_records) == ("online", None, None)
 
@@ -65,10 +69,16 @@ actions:
 
 
 def _auto(**fields: object) -> Action:
-    values: dict[str, object] = {"name": "a", "model": "openai/gpt-4o-mini", "provider": "openai",
-                                 "model_name": "gpt-4o-mini", "run_mode": "auto",
-                                 "auto_batch_min_records": 500, "poll_interval": 300.0,
-                                 "batch_deadline": 25 * 3600.0}
+    values: dict[str, object] = {
+        "name": "a",
+        "model": "openai/gpt-4o-mini",
+        "provider": "openai",
+        "model_name": "gpt-4o-mini",
+        "run_mode": "auto",
+        "auto_batch_min_records": 500,
+        "poll_interval": 300.0,
+        "batch_deadline": 25 * 3600.0,
+    }
     values.update(fields)
     return Action(**values)  # type: ignore[arg-type]
 
@@ -107,7 +117,10 @@ actions:
     assert [(c.action, c.mode) for c in choices] == [("a", "online"), ("b", "batch")]
     a, b, c = resolved.actions
     assert (a.run_mode, a.poll_interval, a.auto_choice) == (
-        "online", None, "below_threshold: 3 units, fewer than auto_batch_min_records 10")
+        "online",
+        None,
+        "below_threshold: 3 units, fewer than auto_batch_min_records 10",
+    )
     assert (b.run_mode, b.poll_interval) == ("batch", 300.0)
     assert c.auto_choice is None
     # the choice survives the run's config snapshot
@@ -125,8 +138,10 @@ actions:
 """
     checked = wf.check(text, check_credentials=False)
     assert checked.workflow is not None
-    original = [{"name": "a", "run_mode": "batch", "auto_choice": "at_threshold: 900 units"},
-                {"name": "b", "run_mode": "online"}]
+    original = [
+        {"name": "a", "run_mode": "batch", "auto_choice": "at_threshold: 900 units"},
+        {"name": "b", "run_mode": "online"},
+    ]
     kept = keep_choices(checked.workflow, original)
     a, b = kept.actions
     assert (a.run_mode, a.poll_interval) == ("batch", 300.0)

@@ -46,15 +46,31 @@ def test_snapshot_round_trip(wf) -> None:
     rebuilt = Workflow.from_snapshot(snapshot)
     assert rebuilt == workflow
     assert rebuilt.config_hash == workflow.config_hash
-    assert Workflow(**{k: getattr(rebuilt, k) for k in (
-        "name", "path", "source_hash", "input", "actions", "partial_ok", "description")}
-    ).config_hash == workflow.config_hash
+    assert (
+        Workflow(
+            **{
+                k: getattr(rebuilt, k)
+                for k in (
+                    "name",
+                    "path",
+                    "source_hash",
+                    "input",
+                    "actions",
+                    "partial_ok",
+                    "description",
+                )
+            }
+        ).config_hash
+        == workflow.config_hash
+    )
 
 
 def test_config_hash_ignores_layout_and_comments(wf) -> None:
     first = wf.check(WF).workflow
-    second = wf.check("# a comment\n" + WF.replace("description: first", "description: other")
-                      + "\n\n", "other.yml").workflow
+    second = wf.check(
+        "# a comment\n" + WF.replace("description: first", "description: other") + "\n\n",
+        "other.yml",
+    ).workflow
     assert first is not None and second is not None
     assert first.source_hash != second.source_hash
     assert first.config_hash == second.config_hash

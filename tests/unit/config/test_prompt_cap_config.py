@@ -13,18 +13,27 @@ def test_i29_15_the_cap_has_a_default_and_defaults_set_it(wf) -> None:
     assert checked.workflow is not None
     assert checked.workflow.action("a").max_prompt_chars == DEFAULT_MAX_PROMPT_CHARS == 8_000_000
     wf.write("def f(inputs, ctx):\n    return {}\n", name="tools.py")
-    checked = wf.check(BASE + "defaults: {max_prompt_chars: 1000}\nactions:\n"
-                       "  - {name: a, model: mock/x, prompt: p}\n"
-                       "  - {name: b, model: mock/x, prompt: p, max_prompt_chars: 50}\n"
-                       "  - {name: t, kind: tool, function: 'tools:f'}\n")
+    checked = wf.check(
+        BASE + "defaults: {max_prompt_chars: 1000}\nactions:\n"
+        "  - {name: a, model: mock/x, prompt: p}\n"
+        "  - {name: b, model: mock/x, prompt: p, max_prompt_chars: 50}\n"
+        "  - {name: t, kind: tool, function: 'tools:f'}\n"
+    )
     assert checked.workflow is not None, checked.problems
-    assert [a.max_prompt_chars for a in checked.workflow.actions] == [1000, 50, DEFAULT_MAX_PROMPT_CHARS]
+    assert [a.max_prompt_chars for a in checked.workflow.actions] == [
+        1000,
+        50,
+        DEFAULT_MAX_PROMPT_CHARS,
+    ]
 
 
 def test_i29_15_a_bad_cap_is_located(wf) -> None:
-    checked = wf.check(BASE + "actions:\n  - name: a\n    model: mock/x\n    prompt: p\n"
-                       "    max_prompt_chars: 0\n")
+    checked = wf.check(
+        BASE + "actions:\n  - name: a\n    model: mock/x\n    prompt: p\n    max_prompt_chars: 0\n"
+    )
     assert checked.one("invalid_value").line == checked.line_of("max_prompt_chars")
-    checked = wf.check(BASE + "actions:\n  - name: t\n    kind: tool\n    function: 'tools:f'\n"
-                       "    max_prompt_chars: 10\n")
+    checked = wf.check(
+        BASE + "actions:\n  - name: t\n    kind: tool\n    function: 'tools:f'\n"
+        "    max_prompt_chars: 10\n"
+    )
     assert checked.one("not_an_llm_action").line == checked.line_of("max_prompt_chars")

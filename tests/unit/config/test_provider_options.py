@@ -45,32 +45,37 @@ def _problems(tmp_path: Path, body: str) -> list[Any]:
     return info.value.problems
 
 
-@pytest.mark.parametrize(("provider", "option"), _declared(),
-                         ids=[f"{p}.{o.name}" for p, o in _declared()])
+@pytest.mark.parametrize(
+    ("provider", "option"), _declared(), ids=[f"{p}.{o.name}" for p, o in _declared()]
+)
 def test_every_declared_option_is_accepted_and_converted(
     tmp_path: Path, provider: str, option: Option
 ) -> None:
-    given, expected = (option.choices[-1], option.choices[-1]) if option.kind == "choice" \
-        else GOOD[option.kind]
+    given, expected = (
+        (option.choices[-1], option.choices[-1]) if option.kind == "choice" else GOOD[option.kind]
+    )
     config = _load(tmp_path, f"providers:\n  {provider}:\n    {option.name}: {given!r}\n")
     assert config.providers[provider].options == {option.name: expected}
 
 
-@pytest.mark.parametrize(("provider", "key", "value"), [
-    ("openai", "timeout", "-3s"),
-    ("openai", "timeout", "soon"),
-    ("anthropic", "timeout", 0),
-    ("gemini", "inline_max_bytes", 0),
-    ("gemini", "inline_max_bytes", 1.5),
-    ("gemini", "batch_input", "files"),
-    ("openai", "structured_output", "tool"),
-    ("anthropic", "structured_output", "json_mode"),
-    ("groq", "find_batch_scan", "many"),
-    ("anthropic", "find_batch_skew", -1),
-    ("anthropic", "find_batch_skew", ".inf"),
-    ("mock", "fail_rate", 2),
-    ("mock", "latency_ms", True),
-])
+@pytest.mark.parametrize(
+    ("provider", "key", "value"),
+    [
+        ("openai", "timeout", "-3s"),
+        ("openai", "timeout", "soon"),
+        ("anthropic", "timeout", 0),
+        ("gemini", "inline_max_bytes", 0),
+        ("gemini", "inline_max_bytes", 1.5),
+        ("gemini", "batch_input", "files"),
+        ("openai", "structured_output", "tool"),
+        ("anthropic", "structured_output", "json_mode"),
+        ("groq", "find_batch_scan", "many"),
+        ("anthropic", "find_batch_skew", -1),
+        ("anthropic", "find_batch_skew", ".inf"),
+        ("mock", "fail_rate", 2),
+        ("mock", "latency_ms", True),
+    ],
+)
 def test_a_bad_value_is_invalid_provider_option_naming_the_key(
     tmp_path: Path, provider: str, key: str, value: Any
 ) -> None:
@@ -87,8 +92,9 @@ def test_a_near_miss_choice_gets_a_did_you_mean(tmp_path: Path) -> None:
 
 
 def test_an_unknown_option_is_still_unknown_key_with_a_hint(tmp_path: Path) -> None:
-    problems = _problems(tmp_path, "providers:\n  openai:\n    timeot: 30\n"
-                                   "  gemini:\n    inline_max_byte: 10\n")
+    problems = _problems(
+        tmp_path, "providers:\n  openai:\n    timeot: 30\n  gemini:\n    inline_max_byte: 10\n"
+    )
     assert {(p.code, p.line, p.hint) for p in problems} == {
         ("unknown_key", 3, "did you mean 'timeout'?"),
         ("unknown_key", 5, "did you mean 'inline_max_bytes'?"),
@@ -100,7 +106,7 @@ def test_an_option_of_another_provider_is_unknown_here(tmp_path: Path) -> None:
     assert problem.code == "unknown_key"
 
 
-PLUGIN = '''
+PLUGIN = """
 from agac.providers.options import Option
 
 class AcmeProvider:
@@ -111,7 +117,7 @@ class AcmeProvider:
     supports_batch = False
     options = (Option("region", "choice", "where Acme runs", choices=("eu", "us")),
                Option("warmth", "number", "how warm", maximum=2.0))
-'''
+"""
 
 
 @pytest.fixture
@@ -144,8 +150,9 @@ def _documented() -> dict[str, set[str]]:
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 3 and re.fullmatch(r"`\w+`", cells[0]):
-            rows[cells[0].strip("`")] = set(re.findall(r"\b(" + "|".join(BUILTIN) + r")\b",
-                                                       cells[1]))
+            rows[cells[0].strip("`")] = set(
+                re.findall(r"\b(" + "|".join(BUILTIN) + r")\b", cells[1])
+            )
     return rows
 
 

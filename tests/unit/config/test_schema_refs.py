@@ -57,10 +57,14 @@ def schema_host() -> Iterator[str]:
 
 
 def _action(schema: dict[str, Any]) -> str:
-    return BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    schema: {json.dumps(schema)}\n"
+    return (
+        BASE + f"  - name: a\n    model: mock/m\n    prompt: x\n    schema: {json.dumps(schema)}\n"
+    )
 
 
-def test_x2_a_ref_to_a_host_is_refused_at_validation_and_never_fetched(wf, schema_host: str) -> None:
+def test_x2_a_ref_to_a_host_is_refused_at_validation_and_never_fetched(
+    wf, schema_host: str
+) -> None:
     checked = wf.check(_action({"type": "object", "properties": {"label": {"$ref": schema_host}}}))
     problem = checked.one("schema_ref_refused")
     assert (problem.file, problem.line) == ("wf.yml", checked.line_of("schema:"))
@@ -76,10 +80,17 @@ def test_x2_a_ref_to_a_file_is_refused(wf) -> None:
 
 
 def test_x2_refs_within_the_schema_validate(wf) -> None:
-    schema = {"type": "object", "$defs": {"label": {"enum": ["pos", "neg"]}},
-              "properties": {"a": {"$ref": "#/$defs/label"}, "b": {"$ref": "#lab"},
-                             "c": {"$id": "urn:x:c", "type": "string"}, "d": {"$ref": "urn:x:c"}},
-              "required": ["a"]}
+    schema = {
+        "type": "object",
+        "$defs": {"label": {"enum": ["pos", "neg"]}},
+        "properties": {
+            "a": {"$ref": "#/$defs/label"},
+            "b": {"$ref": "#lab"},
+            "c": {"$id": "urn:x:c", "type": "string"},
+            "d": {"$ref": "urn:x:c"},
+        },
+        "required": ["a"],
+    }
     schema["$defs"]["anchored"] = {"$anchor": "lab", "type": "string"}
     checked = wf.check(_action(schema))
     assert [p.code for p in checked.problems] == []
@@ -101,24 +112,33 @@ def test_x2_a_validator_never_fetches_even_when_handed_a_remote_ref(schema_host:
 
 
 def _wf(schema: dict[str, Any]) -> str:
-    return ("input: {path: data.jsonl}\nactions:\n  - name: a\n    model: mock/any\n"
-            "    prompt: x\n    schema: " + json.dumps(schema) + "\n")
+    return (
+        "input: {path: data.jsonl}\nactions:\n  - name: a\n    model: mock/any\n"
+        "    prompt: x\n    schema: " + json.dumps(schema) + "\n"
+    )
 
 
 def _refs(value: Any) -> list[str]:
     if isinstance(value, dict):
         return [v for k, v in value.items() if k == "$ref"] + [
-            r for v in value.values() for r in _refs(v)]
+            r for v in value.values() for r in _refs(v)
+        ]
     if isinstance(value, list):
         return [r for v in value for r in _refs(v)]
     return []
 
 
-@pytest.mark.parametrize("ref", [
-    "http://127.0.0.1:9/s.json", "https://example.com/s.json#/$defs/x",
-    "file:///etc/passwd", "ftp://example.com/s.json", "../outside.json",
-    "urn:example:schema",
-])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "http://127.0.0.1:9/s.json",
+        "https://example.com/s.json#/$defs/x",
+        "file:///etc/passwd",
+        "ftp://example.com/s.json",
+        "../outside.json",
+        "urn:example:schema",
+    ],
+)
 def test_i29_10_a_ref_outside_the_schema_and_the_project_is_refused(wf, ref: str) -> None:
     checked = wf.check(_wf({"type": "object", "properties": {"x": {"$ref": ref}}}))
     problem = checked.one("schema_ref_refused")
@@ -135,14 +155,18 @@ def test_x2_a_symlink_out_of_the_project_is_refused(wf, tmp_path: Path) -> None:
     assert "not under the project" in checked.one("schema_ref_refused").message
 
 
-@pytest.mark.parametrize(("files", "ref", "code", "says"), [
-    ({}, "missing.json", "schema_ref_refused", "cannot be read"),
-    ({"s.json": "{not json"}, "s.json", "schema_ref_refused", "not JSON"),
-    ({"s.json": '{"$defs": {}}'}, "s.json#/$defs/nothing", "invalid_schema", "names nothing"),
-    ({}, "#/$defs/nothing", "invalid_schema", "names nothing"),
-])
-def test_x2_a_ref_that_names_nothing_is_located(wf, files: dict[str, str], ref: str, code: str,
-                                                says: str) -> None:
+@pytest.mark.parametrize(
+    ("files", "ref", "code", "says"),
+    [
+        ({}, "missing.json", "schema_ref_refused", "cannot be read"),
+        ({"s.json": "{not json"}, "s.json", "schema_ref_refused", "not JSON"),
+        ({"s.json": '{"$defs": {}}'}, "s.json#/$defs/nothing", "invalid_schema", "names nothing"),
+        ({}, "#/$defs/nothing", "invalid_schema", "names nothing"),
+    ],
+)
+def test_x2_a_ref_that_names_nothing_is_located(
+    wf, files: dict[str, str], ref: str, code: str, says: str
+) -> None:
     for name, text in files.items():
         (wf.root / name).write_text(text)
     checked = wf.check(_wf({"type": "object", "properties": {"x": {"$ref": ref}}}))
@@ -157,10 +181,15 @@ def test_x2_a_fifo_is_not_read(wf) -> None:
 
 
 def test_x2_refs_within_the_schema_are_kept_as_written(wf) -> None:
-    schema = {"$defs": {"s": {"enum": ["a"]}}, "type": "object",
-              "properties": {"x": {"$ref": "#/$defs/s"},
-                             "$ref": {"type": "string"},  # a property named $ref
-                             "y": {"const": {"$ref": "http://not.a.ref/"}}}}
+    schema = {
+        "$defs": {"s": {"enum": ["a"]}},
+        "type": "object",
+        "properties": {
+            "x": {"$ref": "#/$defs/s"},
+            "$ref": {"type": "string"},  # a property named $ref
+            "y": {"const": {"$ref": "http://not.a.ref/"}},
+        },
+    }
     checked = wf.check(_wf(schema))
     assert checked.workflow is not None, checked.problems
     assert checked.workflow.action("a").schema == schema
@@ -168,15 +197,30 @@ def test_x2_refs_within_the_schema_are_kept_as_written(wf) -> None:
 
 def test_x2_project_files_are_bundled_into_one_document(wf) -> None:
     (wf.root / "schemas").mkdir()
-    (wf.root / "schemas" / "common.json").write_text(json.dumps({
-        "$defs": {"label": {"type": "string", "enum": ["pos", "neg"]},
-                  "pair": {"type": "array", "items": {"$ref": "#/$defs/label"}},
-                  "score": {"$ref": "score.json"}}}))
+    (wf.root / "schemas" / "common.json").write_text(
+        json.dumps(
+            {
+                "$defs": {
+                    "label": {"type": "string", "enum": ["pos", "neg"]},
+                    "pair": {"type": "array", "items": {"$ref": "#/$defs/label"}},
+                    "score": {"$ref": "score.json"},
+                }
+            }
+        )
+    )
     (wf.root / "schemas" / "score.json").write_text('{"type": "integer", "minimum": 0}')
-    checked = wf.check(_wf({"type": "object", "properties": {
-        "label": {"$ref": "schemas/common.json#/$defs/label"},
-        "pair": {"$ref": "schemas/common.json#/$defs/pair"},
-        "score": {"$ref": "schemas/common.json#/$defs/score"}}}))
+    checked = wf.check(
+        _wf(
+            {
+                "type": "object",
+                "properties": {
+                    "label": {"$ref": "schemas/common.json#/$defs/label"},
+                    "pair": {"$ref": "schemas/common.json#/$defs/pair"},
+                    "score": {"$ref": "schemas/common.json#/$defs/score"},
+                },
+            }
+        )
+    )
     assert checked.workflow is not None, checked.problems
     schema = checked.workflow.action("a").schema
     assert all(ref.startswith("#/$defs/") for ref in _refs(schema)), _refs(schema)
@@ -189,9 +233,16 @@ def test_x2_project_files_are_bundled_into_one_document(wf) -> None:
 
 def test_x2_a_bundle_may_not_use_ids(wf) -> None:
     (wf.root / "s.json").write_text('{"type": "string"}')
-    checked = wf.check(_wf({"$id": "https://example.com/root.json",
-                            "properties": {"x": {"$ref": "s.json"}}}))
+    checked = wf.check(
+        _wf({"$id": "https://example.com/root.json", "properties": {"x": {"$ref": "s.json"}}})
+    )
     assert checked.one("schema_ref_refused")
-    checked = wf.check(_wf({"$defs": {"a": {"$anchor": "here", "type": "string"}},
-                            "properties": {"x": {"$ref": "s.json"}}}))
+    checked = wf.check(
+        _wf(
+            {
+                "$defs": {"a": {"$anchor": "here", "type": "string"}},
+                "properties": {"x": {"$ref": "s.json"}},
+            }
+        )
+    )
     assert "$id, anchors" in checked.one("schema_ref_refused").message

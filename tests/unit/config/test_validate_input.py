@@ -26,15 +26,29 @@ actions:
 """
 
 
-def _validate(root: Path, *, path: str = "data/", id_field: str = "", sample: int = 100,
-              prompt: str = "Classify {{ source.text }}", data: dict | None = None,
-              files: dict | None = None, workflow: str | None = None) -> list[Problem]:
-    text = workflow or WF.format(path=path, prompt=prompt,
-                                 id_field=f", id_field: {id_field}" if id_field else "")
-    write_project(root, text, workflow_file="wf.yml",
-                  data=data if data is not None else {"data/a.jsonl": [
-                      {"id": "r1", "text": "hello", "meta": {"lang": "en"}}]},
-                  files=files)
+def _validate(
+    root: Path,
+    *,
+    path: str = "data/",
+    id_field: str = "",
+    sample: int = 100,
+    prompt: str = "Classify {{ source.text }}",
+    data: dict | None = None,
+    files: dict | None = None,
+    workflow: str | None = None,
+) -> list[Problem]:
+    text = workflow or WF.format(
+        path=path, prompt=prompt, id_field=f", id_field: {id_field}" if id_field else ""
+    )
+    write_project(
+        root,
+        text,
+        workflow_file="wf.yml",
+        data=data
+        if data is not None
+        else {"data/a.jsonl": [{"id": "r1", "text": "hello", "meta": {"lang": "en"}}]},
+        files=files,
+    )
     _, problems = api.validate("wf.yml", root, sample=sample)
     return problems
 
@@ -60,8 +74,10 @@ def test_validate_reports_missing_source_field(tmp_path: Path) -> None:
     problems = _validate(tmp_path, prompt="Classify {{ source.txt }}")
     (p,) = [p for p in problems if p.code == "missing_source_field"]
     assert (p.file, p.line, p.severity) == ("wf.yml", 7, "error")
-    assert p.message == ("prompt of action 'classify' reads source.txt, which none of the first "
-                         "1 records has (their fields: id, text, meta)")
+    assert p.message == (
+        "prompt of action 'classify' reads source.txt, which none of the first "
+        "1 records has (their fields: id, text, meta)"
+    )
     assert p.hint == "did you mean 'text'?"
 
 
@@ -71,12 +87,15 @@ def test_validate_reports_missing_nested_source_field(tmp_path: Path) -> None:
     assert "(their fields under source.meta: lang)" in p.message
 
 
-@pytest.mark.parametrize("prompt", [
-    "{{ source.txt | default('') }}",
-    "{% if source.txt is defined %}{{ source.txt.upper() }}{% endif %}",
-    "{% if 'txt' in source %}{{ source.txt }}{% endif %}",
-    "{{ source.meta.lang }} {{ source.text }}",
-])
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "{{ source.txt | default('') }}",
+        "{% if source.txt is defined %}{{ source.txt.upper() }}{% endif %}",
+        "{% if 'txt' in source %}{{ source.txt }}{% endif %}",
+        "{{ source.meta.lang }} {{ source.text }}",
+    ],
+)
 def test_validate_accepts_guarded_or_present_fields(tmp_path: Path, prompt: str) -> None:
     assert _codes(_validate(tmp_path, prompt=prompt)) == []
 
@@ -103,7 +122,10 @@ def test_validate_reports_missing_id_field(tmp_path: Path) -> None:
     problems = _validate(tmp_path, id_field="review_id")
     (p,) = [p for p in problems if p.code == "missing_id_field"]
     assert p.severity == "error" and p.line == 3
-    assert p.message == "id_field 'review_id' is in none of the first 1 records (their fields: id, text, meta)"
+    assert (
+        p.message
+        == "id_field 'review_id' is in none of the first 1 records (their fields: id, text, meta)"
+    )
 
 
 def test_validate_warns_when_some_records_lack_the_id_field(tmp_path: Path) -> None:
@@ -118,7 +140,8 @@ def test_validate_sample_option_reads_more_records(tmp_path: Path) -> None:
     rows = [{"text": f"t{i}"} for i in range(150)] + [{"text": "x", "late": 1}]
     data = {"data/a.jsonl": rows}
     assert _codes(_validate(tmp_path, prompt="{{ source.late }}", data=data)) == [
-        "missing_source_field"]
+        "missing_source_field"
+    ]
     assert _codes(_validate(tmp_path, prompt="{{ source.late }}", data=data, sample=200)) == []
     assert _codes(_validate(tmp_path, prompt="{{ source.late }}", data=data, sample=0)) == []
 
@@ -188,18 +211,27 @@ actions:
     prompt: "{{ source.text }}"
 """
     problems = _validate(tmp_path, workflow=workflow)
-    assert sorted(_codes(problems)) == ["dependency_cycle", "missing_source_field",
-                                        "undefined_variable", "unknown_key"]
+    assert sorted(_codes(problems)) == [
+        "dependency_cycle",
+        "missing_source_field",
+        "undefined_variable",
+        "unknown_key",
+    ]
 
 
-def test_validate_json_lists_input_problems(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_validate_json_lists_input_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from agac.cli.main import cli
 
-    write_project(tmp_path, WF.format(path="data/", id_field="", prompt="{{ source.txt }}"),
-                  workflow_file="wf.yml", data={"data/a.jsonl": [{"text": "a"}]})
+    write_project(
+        tmp_path,
+        WF.format(path="data/", id_field="", prompt="{{ source.txt }}"),
+        workflow_file="wf.yml",
+        data={"data/a.jsonl": [{"text": "a"}]},
+    )
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["validate", "wf.yml", "--json"])
     assert result.exit_code == 2

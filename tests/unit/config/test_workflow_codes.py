@@ -18,11 +18,14 @@ actions:
 
 
 def test_valid_workflow_has_no_problems(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: classify
     model: mock/m
     prompt: "Classify {{ source.text }}"
-""")
+"""
+    )
     assert checked.problems == []
     assert checked.workflow is not None and checked.workflow.name == "wf"
 
@@ -40,12 +43,15 @@ def test_duplicate_yaml_key(wf) -> None:
 
 
 def test_unknown_key_with_hint(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: x
     max_token: 5
-""")
+"""
+    )
     p = checked.one("unknown_key")
     assert (p.file, p.line) == ("wf.yml", checked.line_of("max_token"))
     assert p.hint == "did you mean 'max_tokens'?"
@@ -69,18 +75,23 @@ actions:
 
 
 def test_missing_keys(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
   - name: t
     kind: tool
-""")
+"""
+    )
     missing = [p for p in checked.problems if p.code == "missing_key"]
     assert {p.line for p in missing} == {checked.line_of("name: a"), checked.line_of("name: t")}
 
 
 def test_invalid_values(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: x
@@ -89,13 +100,15 @@ def test_invalid_values(wf) -> None:
     max_concurrency: -1
     cache: maybe
     rate_limit: {rpm: 0}
-""")
+"""
+    )
     lines = {p.line for p in checked.problems if p.code == "invalid_value"}
     for key in ("max_tokens", "temperature", "max_concurrency", "rpm"):
         assert checked.line_of(key) in lines, key
     # an llm action's cache is its prompt caching mode (off, auto, on)
-    assert checked.line_of("cache") in {p.line for p in checked.problems
-                                        if p.code == "invalid_cache"}
+    assert checked.line_of("cache") in {
+        p.line for p in checked.problems if p.code == "invalid_cache"
+    }
 
 
 def test_unsupported_run_mode(wf) -> None:
@@ -110,25 +123,31 @@ def test_run_mode_is_case_insensitive(wf) -> None:
 
 
 def test_tuning_without_batch(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: x
     run_mode: online
     poll_interval: 5m
-""")
+"""
+    )
     assert checked.one("tuning_without_batch").line == checked.line_of("poll_interval")
 
 
 def test_not_an_llm_action(wf, in_tmp_project: Path) -> None:
     (in_tmp_project / "tools.py").write_text("def f(inputs, ctx):\n    return 1\n")
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: t
     kind: tool
     function: tools:f
     run_mode: online
     batch_deadline: 2h
-""")
+"""
+    )
     lines = {p.line for p in checked.problems if p.code == "not_an_llm_action"}
     assert lines == {checked.line_of("run_mode"), checked.line_of("batch_deadline")}
 
@@ -150,39 +169,50 @@ actions:
 
 
 def test_invalid_duration(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: x
     timeout: 1.5h
     retry: {max_attempts: 2, backoff: {initial: fast}}
-""")
+"""
+    )
     lines = {p.line for p in checked.problems if p.code == "invalid_duration"}
     assert lines == {checked.line_of("timeout"), checked.line_of("retry")}
 
 
 def test_graph_errors(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - {name: a, model: mock/m, prompt: x, dependencies: [clasify]}
   - {name: a, model: mock/m, prompt: x}
-""")
+"""
+    )
     p = checked.one("unknown_dependency")
     assert p.line == 4 and p.path == "actions[0].dependencies[0]"
     assert checked.one("duplicate_action").line == 5
 
 
 def test_dependency_cycle(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - {name: a, model: mock/m, prompt: x, dependencies: [b]}
   - {name: b, model: mock/m, prompt: x, dependencies: [a]}
   - {name: c, model: mock/m, prompt: x, dependencies: [c]}
-""")
+"""
+    )
     cycles = sorted((p.line, p.message) for p in checked.problems if p.code == "dependency_cycle")
     assert cycles == [(4, "dependency cycle: a -> b -> a"), (6, "dependency cycle: c -> c")]
 
 
 def test_undefined_variable(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: classify
     model: mock/m
     prompt: "{{ source.text }}"
@@ -194,17 +224,19 @@ def test_undefined_variable(wf) -> None:
     model: mock/m
     system: "{{ other.text }}"
     prompt: "{{ classify.text }} {{ sourc.x }}"
-""")
+"""
+    )
     problems = [p for p in checked.problems if p.code == "undefined_variable"]
-    assert {p.line for p in problems} == {checked.line_of("system:"),
-                                         checked.line_of("sourc.x")}
+    assert {p.line for p in problems} == {checked.line_of("system:"), checked.line_of("sourc.x")}
     by_line = {p.line: p for p in problems}
     assert by_line[checked.line_of("system:")].hint == "add 'other' to its dependencies"
     assert by_line[checked.line_of("sourc.x")].hint == "did you mean 'source'?"
 
 
 def test_undefined_variable_with_observe_and_drop(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: classify
     model: mock/m
     prompt: "{{ source.text }}"
@@ -214,52 +246,65 @@ def test_undefined_variable_with_observe_and_drop(wf) -> None:
     context: {observe: [source.text, classify.*], drop: [source.text.secret]}
     prompt: "{{ source.text }} {{ classify.label }} {{ source.email }}"
     when: "source.text.secret == 1"
-""")
+"""
+    )
     problems = [p for p in checked.problems if p.code == "undefined_variable"]
     assert [(p.line, p.hint) for p in sorted(problems, key=lambda p: p.line)] == [
-        (checked.line_of("prompt: \"{{ source.text }} {{"), "add it to context.observe"),
+        (checked.line_of('prompt: "{{ source.text }} {{'), "add it to context.observe"),
         (checked.line_of("when:"), "remove it from context.drop"),
     ]
 
 
 def test_undefined_variable_in_observe(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     context: {observe: [nothing.x]}
     prompt: hi
-""")
+"""
+    )
     assert checked.one("undefined_variable").line == checked.line_of("observe")
 
 
 def test_invalid_template_line_inside_block(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: |
       Line one {{ source.text }}
       Line two {% if %}
     when: "source.x =="
-""")
+"""
+    )
     found = sorted(p.line for p in checked.problems if p.code == "invalid_template")
     assert found == [checked.line_of("Line two"), checked.line_of("when:")]
 
 
 def test_invalid_schema(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: x
     schema: {type: objekt}
-""")
+"""
+    )
     assert checked.one("invalid_schema").line == checked.line_of("schema")
 
 
 def test_unknown_provider_and_invalid_model(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - {name: a, model: mokc/m, prompt: x}
   - {name: b, model: gpt-4o, prompt: x}
-""")
+"""
+    )
     p = checked.one("unknown_provider")
     assert p.line == 4 and p.hint == "did you mean 'mock'?"
     assert checked.one("invalid_model").line == 5
@@ -285,8 +330,9 @@ def fake_providers(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = registry.provider_class
     fakes = {"fancy": _NoSdk, "keyed": _Keyed}
-    monkeypatch.setattr(registry, "provider_class",
-                        lambda name: fakes[name] if name in fakes else real(name))
+    monkeypatch.setattr(
+        registry, "provider_class", lambda name: fakes[name] if name in fakes else real(name)
+    )
 
 
 def test_provider_not_installed(wf, fake_providers: None) -> None:
@@ -295,8 +341,7 @@ def test_provider_not_installed(wf, fake_providers: None) -> None:
     assert p.line == 3 and p.hint == "pip install 'agac[fancy]'"
 
 
-def test_missing_credentials(wf, fake_providers: None,
-                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_credentials(wf, fake_providers: None, monkeypatch: pytest.MonkeyPatch) -> None:
     text = BASE + "  - {name: a, model: keyed/m, prompt: x}\n"
     p = wf.check(text).one("missing_credentials")
     assert p.line == 3 and "KEYED_API_KEY" in (p.hint or "")
@@ -326,18 +371,22 @@ def plugin_providers(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = registry.provider_class
     fakes = {"batched": _Batched, "plain": _Plain}
-    monkeypatch.setattr(registry, "provider_class",
-                        lambda name: fakes[name] if name in fakes else real(name))
+    monkeypatch.setattr(
+        registry, "provider_class", lambda name: fakes[name] if name in fakes else real(name)
+    )
 
 
 def test_batch_unsupported_names_the_action_and_the_provider(wf, plugin_providers: None) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - {name: a, model: mock/m, prompt: x, run_mode: batch}
   - {name: b, model: plain/m, prompt: x, run_mode: batch}
   - {name: c, model: batched/m, prompt: x, run_mode: batch}
   - {name: d, model: ollama/m, prompt: x, run_mode: batch}
   - {name: e, model: mock/m, prompt: x}
-""")
+"""
+    )
     found = [p for p in checked.problems if p.code == "batch_unsupported"]
     assert [(p.line, p.severity) for p in found] == [(4, "error"), (5, "error")]
     assert "action 'a'" in found[0].message and "provider 'mock'" in found[0].message
@@ -364,19 +413,29 @@ actions:
 
 
 def test_batch_support_is_read_from_the_class_without_loading_an_sdk(in_tmp_project: Path) -> None:
-    (in_tmp_project / "wf.yml").write_text(BASE.lstrip() + """\
+    (in_tmp_project / "wf.yml").write_text(
+        BASE.lstrip()
+        + """\
   - {name: a, model: openai/gpt-4o-mini, prompt: x, run_mode: batch}
   - {name: b, model: mock/m, prompt: x, run_mode: batch}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     script = (
         "import sys\n"
         "from agac.config import find_project, validate_workflow\n"
         "_, problems = validate_workflow('wf.yml', find_project(), check_credentials=False)\n"
         "print(sorted(p.code for p in problems))\n"
         "print(sorted(m for m in ('openai', 'anthropic', 'google.genai', 'groq', 'ollama')"
-        " if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=in_tmp_project, check=True,
-                         capture_output=True, text=True).stdout.splitlines()
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=in_tmp_project,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     assert out == ["['batch_unsupported']", "[]"]
 
 
@@ -384,12 +443,15 @@ def test_invalid_function(wf, in_tmp_project: Path) -> None:
     (in_tmp_project / "tools").mkdir()
     (in_tmp_project / "tools" / "__init__.py").write_text("")
     (in_tmp_project / "tools" / "mail.py").write_text("def send(inputs, ctx):\n    return 1\n")
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - {name: ok, kind: tool, function: "tools.mail:send"}
   - {name: gone, kind: tool, function: "tools.mail:nope"}
   - {name: bad, kind: tool, function: "not a spec"}
   - {name: missing, kind: tool, function: "nowhere_xyz:f"}
-""")
+"""
+    )
     found = sorted(p.line for p in checked.problems if p.code == "invalid_function")
     assert found == [5, 6, 7]
 
@@ -408,8 +470,11 @@ def test_r4_deadline_is_a_positive_duration(wf) -> None:
 
 
 def test_r5_budget_is_validated(wf) -> None:
-    checked = wf.check("budget: {usd: -1, tokens: 0, euros: 3}\n" + BASE
-                       + "  - {name: a, model: mock/m, prompt: x}\n")
+    checked = wf.check(
+        "budget: {usd: -1, tokens: 0, euros: 3}\n"
+        + BASE
+        + "  - {name: a, model: mock/m, prompt: x}\n"
+    )
     codes = sorted(p.code for p in checked.problems if p.severity == "error")
     assert codes == ["invalid_value", "invalid_value", "unknown_key"]
 
@@ -469,8 +534,9 @@ def test_not_an_llm_action_for_run_mode_batch(wf, in_tmp_project: Path) -> None:
     assert checked.one("not_an_llm_action").line == 3
 
 
-def test_not_durable_from_the_environment_and_the_run(wf, in_tmp_project: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_durable_from_the_environment_and_the_run(
+    wf, in_tmp_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = BASE + "  - {name: a, model: mock/m, prompt: x}\n"
     monkeypatch.setenv("AGAC_STORE", "memory")
     checked = wf.check(text, run_mode="batch")
@@ -479,7 +545,9 @@ def test_not_durable_from_the_environment_and_the_run(wf, in_tmp_project: Path,
 
 
 def test_guard_reads_missing_field_is_a_warning(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: classify
     model: mock/m
     prompt: x
@@ -492,7 +560,8 @@ def test_guard_reads_missing_field_is_a_warning(wf) -> None:
     model: mock/m
     prompt: x
     when: "classify.sentimnet == 'neg' or summary.text or summary.title"
-""")
+"""
+    )
     warnings = [p for p in checked.problems if p.code == "guard_reads_missing_field"]
     assert len(warnings) == 2 and {p.severity for p in warnings} == {"warning"}
     assert {p.line for p in warnings} == {checked.line_of("when:")}
@@ -500,8 +569,10 @@ def test_guard_reads_missing_field_is_a_warning(wf) -> None:
 
 
 def test_unpriced_model_warning_uses_lookup(wf) -> None:
-    text = BASE + "  - {name: a, model: mock/m, prompt: x}\n  - {name: b, model: openai/zz," \
+    text = (
+        BASE + "  - {name: a, model: mock/m, prompt: x}\n  - {name: b, model: openai/zz,"
         " prompt: x}\n"
+    )
     checked = wf.check(text, price_lookup=lambda model: False, check_credentials=False)
     p = checked.one("unpriced_model")
     assert p.severity == "warning" and p.line == 4
@@ -509,16 +580,23 @@ def test_unpriced_model_warning_uses_lookup(wf) -> None:
 
 
 def test_all_errors_reported_at_once_and_json(wf) -> None:
-    checked = wf.check(BASE + """
+    checked = wf.check(
+        BASE
+        + """
   - name: a
     model: mock/m
     prompt: "{{ nope }}"
     max_tokenz: 3
     run_mode: sometimes
     dependencies: [ghost]
-""")
-    assert set(checked.codes()) == {"undefined_variable", "unknown_key", "unsupported_run_mode",
-                                    "unknown_dependency"}
+"""
+    )
+    assert set(checked.codes()) == {
+        "undefined_variable",
+        "unknown_key",
+        "unsupported_run_mode",
+        "unknown_dependency",
+    }
     assert all(p.file == "wf.yml" and p.line > 0 for p in checked.problems)
     out = workflow_problems_json(checked.problems)
     assert out["ok"] is False and len(out["errors"]) == len(checked.problems)
@@ -534,8 +612,9 @@ def test_load_workflow_raises_with_every_problem(wf, in_tmp_project: Path) -> No
 
 
 def test_workflow_found_by_name(wf, in_tmp_project: Path) -> None:
-    wf.write("name: triage\n" + BASE + "  - {name: a, model: mock/m, prompt: x}\n",
-             "workflows/one.yml")
+    wf.write(
+        "name: triage\n" + BASE + "  - {name: a, model: mock/m, prompt: x}\n", "workflows/one.yml"
+    )
     wf.write(BASE + "  - {name: a, model: mock/m, prompt: x}\n", "workflows/two.yml")
     project = find_project(in_tmp_project)
     assert load_workflow("triage", project).path.name == "one.yml"

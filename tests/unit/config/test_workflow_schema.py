@@ -28,8 +28,9 @@ def _props(node: dict[str, Any]) -> set[str]:
 
 
 def _errors(doc: Any) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in VALIDATOR.iter_errors(doc)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATOR.iter_errors(doc)
+    ]
 
 
 def test_the_schema_is_a_valid_draft7_schema() -> None:
@@ -38,8 +39,9 @@ def test_the_schema_is_a_valid_draft7_schema() -> None:
 
 
 def test_every_mapping_lists_exactly_the_keys_the_loader_accepts() -> None:
-    backoff = next(b for b in DEFS["retry"]["properties"]["backoff"]["oneOf"]
-                   if b.get("type") == "object")
+    backoff = next(
+        b for b in DEFS["retry"]["properties"]["backoff"]["oneOf"] if b.get("type") == "object"
+    )
     pairs = {
         "workflow": (_props(SCHEMA), keys.TOP_KEYS),
         "input": (_props(DEFS["input"]), keys.INPUT_KEYS),
@@ -57,9 +59,20 @@ def test_every_mapping_lists_exactly_the_keys_the_loader_accepts() -> None:
     for where, (in_schema, accepted) in pairs.items():
         assert in_schema == set(accepted), (where, in_schema ^ set(accepted))
     # Every mapping is closed, so an editor flags a key the loader would call unknown_key.
-    for node in (SCHEMA, DEFS["input"], SCHEMA["properties"]["budget"], DEFS["defaults"],
-                 DEFS["action"], DEFS["context"], DEFS["retry"], backoff, DEFS["rate_limit"],
-                 DEFS["effect"], DEFS["fan_out"], DEFS["approval"]):
+    for node in (
+        SCHEMA,
+        DEFS["input"],
+        SCHEMA["properties"]["budget"],
+        DEFS["defaults"],
+        DEFS["action"],
+        DEFS["context"],
+        DEFS["retry"],
+        backoff,
+        DEFS["rate_limit"],
+        DEFS["effect"],
+        DEFS["fan_out"],
+        DEFS["approval"],
+    ):
         assert node["additionalProperties"] is False
 
 
@@ -86,27 +99,47 @@ def test_the_loader_and_the_schema_both_refuse_an_unknown_key(wf) -> None:
     assert any("promt" in e for e in _errors(yaml.safe_load(text)))
 
 
-@pytest.mark.parametrize("doc", [
-    {"actions": [{"name": "a", "run_mode": "bulk"}]},
-    {"actions": [{"name": "a", "timeout": "1.5h"}]},
-    {"actions": [{"name": "a", "timeout": 0}]},
-    {"actions": [{"name": "a", "kind": "tool"}]},  # a tool needs function
-    {"actions": [{"name": "a", "fan_out": {"over": "x.items", "versions": 2}}]},
-    {"actions": [{"name": "not an identifier"}]},
-    {"actions": []},
-    {"budget": {}, "actions": [{"name": "a"}]},
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"actions": [{"name": "a", "run_mode": "bulk"}]},
+        {"actions": [{"name": "a", "timeout": "1.5h"}]},
+        {"actions": [{"name": "a", "timeout": 0}]},
+        {"actions": [{"name": "a", "kind": "tool"}]},  # a tool needs function
+        {"actions": [{"name": "a", "fan_out": {"over": "x.items", "versions": 2}}]},
+        {"actions": [{"name": "not an identifier"}]},
+        {"actions": []},
+        {"budget": {}, "actions": [{"name": "a"}]},
+    ],
+)
 def test_the_schema_flags_what_validation_refuses(doc: dict[str, Any]) -> None:
     assert _errors(doc)
 
 
-@pytest.mark.parametrize("doc", [
-    {"actions": [{"name": "a", "run_mode": "BATCH", "poll_interval": "5m", "timeout": 30}]},
-    {"actions": [{"name": "a", "retry": {"backoff": "2s"}}, {"name": "b", "retry": {
-        "max_attempts": 5, "backoff": {"initial": "1s", "max": "1m", "multiplier": 2}}}]},
-    {"actions": [{"name": "a", "fan_out": {"over": "x.items", "as": "it"}},
-                 {"name": "j", "kind": "join", "join": "a", "dependencies": "a"}]},
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"actions": [{"name": "a", "run_mode": "BATCH", "poll_interval": "5m", "timeout": 30}]},
+        {
+            "actions": [
+                {"name": "a", "retry": {"backoff": "2s"}},
+                {
+                    "name": "b",
+                    "retry": {
+                        "max_attempts": 5,
+                        "backoff": {"initial": "1s", "max": "1m", "multiplier": 2},
+                    },
+                },
+            ]
+        },
+        {
+            "actions": [
+                {"name": "a", "fan_out": {"over": "x.items", "as": "it"}},
+                {"name": "j", "kind": "join", "join": "a", "dependencies": "a"},
+            ]
+        },
+    ],
+)
 def test_the_schema_accepts_valid_spellings(doc: dict[str, Any]) -> None:
     assert _errors(doc) == []
 

@@ -118,12 +118,28 @@ def test_t2_exports_name_the_runs_tenant() -> None:
 def _wide():
     from agac.data.results import ActionOutput, ResultTable, Unit
 
-    table = ResultTable([ActionOutput("classify", {"type": "object", "properties": {
-        "sentiment": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
-        "ok": {"type": "boolean"}}}), ActionOutput("route", None)])
-    units = {"classify": [Unit("r1", "answered", None, {"sentiment": "pos", "tags": ["a", "b"],
-                                                          "ok": True})],
-             "route": [Unit("r1", "answered", None, {"queue": "q1"})]}
+    table = ResultTable(
+        [
+            ActionOutput(
+                "classify",
+                {
+                    "type": "object",
+                    "properties": {
+                        "sentiment": {"type": "string"},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                        "ok": {"type": "boolean"},
+                    },
+                },
+            ),
+            ActionOutput("route", None),
+        ]
+    )
+    units = {
+        "classify": [
+            Unit("r1", "answered", None, {"sentiment": "pos", "tags": ["a", "b"], "ok": True})
+        ],
+        "route": [Unit("r1", "answered", None, {"queue": "q1"})],
+    }
     return table, units
 
 
@@ -133,9 +149,17 @@ def test_write_wide_jsonl_keys_rows_by_column_name() -> None:
     rows = [table.row("r1", units, json_text=False), table.row("r2", {}, json_text=False)]
     assert write_wide_jsonl(table.names, rows, out) == 2
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
-    assert first == {"key": "r1", "classify.sentiment": "pos", "classify.tags": ["a", "b"],
-                     "classify.ok": True, "classify#status": "answered", "classify#reason": None,
-                     "route": {"queue": "q1"}, "route#status": "answered", "route#reason": None}
+    assert first == {
+        "key": "r1",
+        "classify.sentiment": "pos",
+        "classify.tags": ["a", "b"],
+        "classify.ok": True,
+        "classify#status": "answered",
+        "classify#reason": None,
+        "route": {"queue": "q1"},
+        "route#status": "answered",
+        "route#reason": None,
+    }
     assert second["classify#status"] == "pending"
 
 
@@ -177,12 +201,26 @@ def test_a_failed_binary_export_leaves_nothing(tmp_path: Path) -> None:
 # -- CSV formula injection (issue 29 item 14, X4) ---------------------------------------
 
 
-@pytest.mark.parametrize(("cell", "written"), [
-    ("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
-    ("\tx", "'\tx"), ("\rx", "'\rx"), ("-", "'-"), ("=", "'="),
-    ("-5", "-5"), ("+1.5e3", "+1.5e3"), ("-.5", "-.5"),  # plain numbers run nothing
-    ("plain", "plain"), ("", ""), (" =x", " =x"), ("'=x", "'=x"),
-])
+@pytest.mark.parametrize(
+    ("cell", "written"),
+    [
+        ("=1+1", "'=1+1"),
+        ("+cmd", "'+cmd"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("-", "'-"),
+        ("=", "'="),
+        ("-5", "-5"),
+        ("+1.5e3", "+1.5e3"),
+        ("-.5", "-.5"),  # plain numbers run nothing
+        ("plain", "plain"),
+        ("", ""),
+        (" =x", " =x"),
+        ("'=x", "'=x"),
+    ],
+)
 def test_x4_neutralize_formula(cell: str, written: str) -> None:
     from agac.data.export import neutralize_formula
 
@@ -194,11 +232,23 @@ def _read_csv(text: str) -> list[list[str]]:
 
 
 def test_i29_14_per_action_csv_neutralizes_key_detail_and_output() -> None:
-    rows = [{"key": "=k", "status": "failed", "reason": "tool_error", "output": None,
-             "detail": "-x failed"},
-            {"key": "@k", "status": "answered", "reason": None, "output": "=model said",
-             "tenant": "+t"},
-            {"key": "-5", "status": "answered", "reason": None, "output": -5}]
+    rows = [
+        {
+            "key": "=k",
+            "status": "failed",
+            "reason": "tool_error",
+            "output": None,
+            "detail": "-x failed",
+        },
+        {
+            "key": "@k",
+            "status": "answered",
+            "reason": None,
+            "output": "=model said",
+            "tenant": "+t",
+        },
+        {"key": "-5", "status": "answered", "reason": None, "output": -5},
+    ]
     out = io.StringIO()
 
     write_csv(rows, out)
@@ -213,8 +263,11 @@ def test_i29_14_per_action_csv_neutralizes_key_detail_and_output() -> None:
 def test_i29_14_wide_csv_neutralizes_text_cells_not_numbers() -> None:
     out = io.StringIO()
 
-    write_wide_csv(["key", "source.note", "a.n", "a.tags"],
-                   [["=k", "\rnote", -5.5, ["=x"]], ["k", "@me", 3, None]], out)
+    write_wide_csv(
+        ["key", "source.note", "a.n", "a.tags"],
+        [["=k", "\rnote", -5.5, ["=x"]], ["k", "@me", 3, None]],
+        out,
+    )
 
     header, first, second = _read_csv(out.getvalue())
     assert header == ["key", "source.note", "a.n", "a.tags"]
@@ -225,8 +278,11 @@ def test_i29_14_wide_csv_neutralizes_text_cells_not_numbers() -> None:
 def test_i29_14_escape_formulas_false_writes_cells_verbatim() -> None:
     per_action, wide = io.StringIO(), io.StringIO()
 
-    write_csv([{"key": "=k", "status": "answered", "reason": None, "output": None}], per_action,
-              escape_formulas=False)
+    write_csv(
+        [{"key": "=k", "status": "answered", "reason": None, "output": None}],
+        per_action,
+        escape_formulas=False,
+    )
     write_wide_csv(["key", "note"], [["=k", "@me"]], wide, escape_formulas=False)
 
     assert _read_csv(per_action.getvalue())[1][0] == "=k"

@@ -26,9 +26,15 @@ EXPECTED = [
 
 
 def _pandas() -> pd.DataFrame:
-    return pd.DataFrame({"id": [1, 2], "text": ["good", None], "score": [0.5, float("nan")],
-                         "at": [pd.Timestamp(WHEN), pd.NaT],
-                         "day": [dt.date(2026, 3, 1), dt.date(2026, 3, 2)]})
+    return pd.DataFrame(
+        {
+            "id": [1, 2],
+            "text": ["good", None],
+            "score": [0.5, float("nan")],
+            "at": [pd.Timestamp(WHEN), pd.NaT],
+            "day": [dt.date(2026, 3, 1), dt.date(2026, 3, 2)],
+        }
+    )
 
 
 def test_pandas_nan_and_nat_are_null_and_timestamps_iso() -> None:
@@ -36,32 +42,58 @@ def test_pandas_nan_and_nat_are_null_and_timestamps_iso() -> None:
 
 
 def test_polars_and_arrow_give_the_same_records() -> None:
-    frame = pl.DataFrame({"id": [1, 2], "text": ["good", None], "score": [0.5, float("nan")],
-                          "at": [WHEN, None], "day": [dt.date(2026, 3, 1), dt.date(2026, 3, 2)]})
+    frame = pl.DataFrame(
+        {
+            "id": [1, 2],
+            "text": ["good", None],
+            "score": [0.5, float("nan")],
+            "at": [WHEN, None],
+            "day": [dt.date(2026, 3, 1), dt.date(2026, 3, 2)],
+        }
+    )
     assert list(json_records(frame)) == EXPECTED
     assert list(json_records(frame.lazy())) == EXPECTED
     table = frame.to_arrow()
     assert list(json_records(table)) == EXPECTED
     assert list(json_records(table.to_batches()[0])) == EXPECTED
-    assert list(json_records(pa.RecordBatchReader.from_batches(table.schema,
-                                                               table.to_batches()))) == EXPECTED
+    assert (
+        list(json_records(pa.RecordBatchReader.from_batches(table.schema, table.to_batches())))
+        == EXPECTED
+    )
 
 
 def test_dicts_follow_the_same_rules() -> None:
-    rows = [{"id": 1, "text": "good", "score": 0.5, "at": WHEN, "day": dt.date(2026, 3, 1)},
-            {"id": 2, "text": None, "score": math.nan, "at": None, "day": dt.date(2026, 3, 2)}]
+    rows = [
+        {"id": 1, "text": "good", "score": 0.5, "at": WHEN, "day": dt.date(2026, 3, 1)},
+        {"id": 2, "text": None, "score": math.nan, "at": None, "day": dt.date(2026, 3, 2)},
+    ]
     assert list(json_records(iter(rows))) == EXPECTED
-    assert list(json_records([{"d": Decimal("1.5"), "t": (1, 2), "w": dt.timedelta(minutes=1),
-                               "inf": math.inf, "nested": {"x": [math.nan]}}])) == [
-        {"d": 1.5, "t": [1, 2], "w": 60.0, "inf": None, "nested": {"x": [None]}}]
+    assert list(
+        json_records(
+            [
+                {
+                    "d": Decimal("1.5"),
+                    "t": (1, 2),
+                    "w": dt.timedelta(minutes=1),
+                    "inf": math.inf,
+                    "nested": {"x": [math.nan]},
+                }
+            ]
+        )
+    ) == [{"d": 1.5, "t": [1, 2], "w": 60.0, "inf": None, "nested": {"x": [None]}}]
 
 
 def test_nested_arrow_values_and_numpy_scalars() -> None:
     frame = pd.DataFrame({"tags": [["a", "b"], []], "meta": [{"k": 1}, {"k": 2}]})
-    assert list(json_records(frame)) == [{"tags": ["a", "b"], "meta": {"k": 1}},
-                                         {"tags": [], "meta": {"k": 2}}]
+    assert list(json_records(frame)) == [
+        {"tags": ["a", "b"], "meta": {"k": 1}},
+        {"tags": [], "meta": {"k": 2}},
+    ]
     # to_dict gives numpy scalars: read as plain values.
-    assert list(json_records(pd.DataFrame({"n": [1, 2]}).to_dict("records"))) == [{"n": 1}, {"n": 2}]
+    assert list(json_records(pd.DataFrame({"n": [1, 2]}).to_dict("records"))) == [
+        {"n": 1},
+        {"n": 2},
+    ]
 
 
 def test_a_pandas_object_column_of_mixed_types_is_read_row_by_row() -> None:
@@ -69,12 +101,15 @@ def test_a_pandas_object_column_of_mixed_types_is_read_row_by_row() -> None:
     assert list(json_records(frame)) == [{"v": 1}, {"v": "two"}, {"v": None}, {"v": None}]
 
 
-@pytest.mark.parametrize("records", [
-    pd.DataFrame({"blob": [b"\x00\x01"]}),
-    pl.DataFrame({"blob": [b"\x00\x01"]}),
-    pa.table({"blob": pa.array([b"x"], pa.binary())}),
-    pa.table({"nested": pa.array([[b"x"]], pa.list_(pa.large_binary()))}),
-])
+@pytest.mark.parametrize(
+    "records",
+    [
+        pd.DataFrame({"blob": [b"\x00\x01"]}),
+        pl.DataFrame({"blob": [b"\x00\x01"]}),
+        pa.table({"blob": pa.array([b"x"], pa.binary())}),
+        pa.table({"nested": pa.array([[b"x"]], pa.list_(pa.large_binary()))}),
+    ],
+)
 def test_a_bytes_column_is_refused_naming_it(records) -> None:
     with pytest.raises(ConfigError) as caught:
         list(json_records(records))
@@ -89,7 +124,11 @@ def test_bytes_in_a_dict_are_refused_naming_record_and_field() -> None:
         list(json_records([{"a": 1}, {"a": 2, "raw": b"x"}]))
     problem = caught.value.problems[0]
     assert (problem.code, problem.file, problem.line, problem.path) == (
-        "invalid_input", "records", 2, "raw")
+        "invalid_input",
+        "records",
+        2,
+        "raw",
+    )
     assert "records:2" in problem.message
 
 

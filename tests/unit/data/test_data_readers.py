@@ -142,9 +142,11 @@ def test_csv_quote_never_closed_is_reported_not_swallowed(tmp_path: Path) -> Non
     records = read(path, "id")
     assert [r.key for r in records] == ["1", "a.csv:2"]
     assert records[1].reason == "invalid_input"
-    assert records[1].error == ("a.csv:3: a quoted field opens on this line and is never "
-                                "closed: everything to the end of the file (line 5) was read "
-                                'as this one row; close the quote (or double it: "")')
+    assert records[1].error == (
+        "a.csv:3: a quoted field opens on this line and is never "
+        "closed: everything to the end of the file (line 5) was read "
+        'as this one row; close the quote (or double it: "")'
+    )
 
 
 def test_csv_quote_never_closed_on_the_last_line(tmp_path: Path) -> None:
@@ -154,8 +156,10 @@ def test_csv_quote_never_closed_on_the_last_line(tmp_path: Path) -> None:
 
 def test_csv_quoted_line_breaks_that_close_are_kept(tmp_path: Path) -> None:
     path = write(tmp_path / "a.csv", 'id,text\n1,"two\nlines"\n2,"a ""quoted"" word"\n')
-    assert [r.payload for r in read(path)] == [{"id": "1", "text": "two\nlines"},
-                                               {"id": "2", "text": 'a "quoted" word'}]
+    assert [r.payload for r in read(path)] == [
+        {"id": "1", "text": "two\nlines"},
+        {"id": "2", "text": 'a "quoted" word'},
+    ]
 
 
 def test_csv_blank_lines_and_bom(tmp_path: Path) -> None:
@@ -302,17 +306,24 @@ def test_file_fingerprint_is_sha256_and_changes_with_content(tmp_path: Path) -> 
 # --- values no store can hold (issue 29 item 13) -------------------------------------
 
 
-@pytest.mark.parametrize(("line", "said"), [
-    ('{"id": 1, "t": "x\\ud800"}', "a.jsonl:1: the record holds a lone surrogate (\\ud800) at t"),
-    ('{"id": 1, "t": ["ok", {"u": "\\uDFFF"}]}', "a lone surrogate (\\udfff) at t[1].u"),
-    ('{"id": "\\ud800"}', "a lone surrogate (\\ud800) at id"),
-    ('{"id": 1, "t": NaN}', "a.jsonl:1: NaN is not JSON; write null"),
-    ('{"id": 1, "t": -Infinity}', "-Infinity is not JSON"),
-    ('{"id": 1, "t": 1e999}', "a.jsonl:1: 1e999 is too large for a float; write it as text"),
-    ('{"id": 1, "t": -1.5E+400}', "-1.5E+400 is too large for a float"),
-])
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            '{"id": 1, "t": "x\\ud800"}',
+            "a.jsonl:1: the record holds a lone surrogate (\\ud800) at t",
+        ),
+        ('{"id": 1, "t": ["ok", {"u": "\\uDFFF"}]}', "a lone surrogate (\\udfff) at t[1].u"),
+        ('{"id": "\\ud800"}', "a lone surrogate (\\ud800) at id"),
+        ('{"id": 1, "t": NaN}', "a.jsonl:1: NaN is not JSON; write null"),
+        ('{"id": 1, "t": -Infinity}', "-Infinity is not JSON"),
+        ('{"id": 1, "t": 1e999}', "a.jsonl:1: 1e999 is too large for a float; write it as text"),
+        ('{"id": 1, "t": -1.5E+400}', "-1.5E+400 is too large for a float"),
+    ],
+)
 def test_i29_13_jsonl_record_no_store_can_hold_is_invalid_with_file_line(
-        tmp_path: Path, line: str, said: str) -> None:
+    tmp_path: Path, line: str, said: str
+) -> None:
     path = jsonl(tmp_path / "a.jsonl", line, {"id": 2})
 
     bad, good = read(path, "id")
@@ -323,8 +334,15 @@ def test_i29_13_jsonl_record_no_store_can_hold_is_invalid_with_file_line(
     assert good.ok and good.payload == {"id": 2}
 
 
-@pytest.mark.parametrize("line", ['{"t": "pair \\ud83d\\ude00"}', '{"t": "\\\\ud800 is text"}',
-                                  '{"t": 1e300, "u": 1e-999, "v": 1' + '0' * 400 + '}', '{"t": "é\\u00e9"}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"t": "pair \\ud83d\\ude00"}',
+        '{"t": "\\\\ud800 is text"}',
+        '{"t": 1e300, "u": 1e-999, "v": 1' + "0" * 400 + "}",
+        '{"t": "é\\u00e9"}',
+    ],
+)
 def test_i29_13_jsonl_strict_values_that_look_suspect_are_read(tmp_path: Path, line: str) -> None:
     (record,) = read(jsonl(tmp_path / "a.jsonl", line))
     assert record.ok, record.error
@@ -333,12 +351,16 @@ def test_i29_13_jsonl_strict_values_that_look_suspect_are_read(tmp_path: Path, l
 def test_i29_13_json_array_element_no_store_can_hold_is_invalid(tmp_path: Path) -> None:
     """ijson's C backend reads an escaped lone surrogate as ``?`` (storable); a number too
     large for a float fails its element alone."""
-    path = write(tmp_path / "a.json", '[{"id": 1, "t": "\\ud800"}, {"id": 2, "t": 1e999}, {"id": 3}]')
+    path = write(
+        tmp_path / "a.json", '[{"id": 1, "t": "\\ud800"}, {"id": 2, "t": 1e999}, {"id": 3}]'
+    )
 
     first, second, third = read(path, "id")
 
     assert first.reason == "invalid_input" or json.dumps(first.payload, ensure_ascii=False).encode()
     assert second.reason == "invalid_input" and second.error is not None
-    assert "a.json element 2: the record holds Infinity (a number too large for a float) at t" \
+    assert (
+        "a.json element 2: the record holds Infinity (a number too large for a float) at t"
         in second.error
+    )
     assert third.ok

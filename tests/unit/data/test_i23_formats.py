@@ -49,13 +49,22 @@ def write_hf_dataset(folder: Path, shards: list[pa.Table]) -> Path:
     folder.mkdir(parents=True)
     names = [f"data-{i:05d}-of-{len(shards):05d}.arrow" for i in range(len(shards))]
     for name, shard in zip(names, shards, strict=True):
-        with pa.OSFile(str(folder / name), "wb") as sink, \
-                pa.ipc.new_stream(sink, shard.schema) as writer:
+        with (
+            pa.OSFile(str(folder / name), "wb") as sink,
+            pa.ipc.new_stream(sink, shard.schema) as writer,
+        ):
             writer.write_table(shard)
     (folder / "dataset_info.json").write_text(json.dumps({"features": {}}))
-    (folder / "state.json").write_text(json.dumps({
-        "_data_files": [{"filename": n} for n in names], "_fingerprint": "f00",
-        "_format_type": None, "_split": None}))
+    (folder / "state.json").write_text(
+        json.dumps(
+            {
+                "_data_files": [{"filename": n} for n in names],
+                "_fingerprint": "f00",
+                "_format_type": None,
+                "_split": None,
+            }
+        )
+    )
     return folder
 
 
@@ -113,8 +122,11 @@ def test_i23_1_parquet_is_read_by_row_groups_never_whole(tmp_path: Path) -> None
 
 
 def test_i23_1_arrow_ipc_file_stream_and_feather(tmp_path: Path) -> None:
-    file_path, stream_path, feather_path = (tmp_path / "a.arrow", tmp_path / "s.arrow",
-                                            tmp_path / "f.feather")
+    file_path, stream_path, feather_path = (
+        tmp_path / "a.arrow",
+        tmp_path / "s.arrow",
+        tmp_path / "f.feather",
+    )
     with pa.OSFile(str(file_path), "wb") as sink, pa.ipc.new_file(sink, table().schema) as w:
         w.write_table(table(), max_chunksize=2)
     with pa.OSFile(str(stream_path), "wb") as sink, pa.ipc.new_stream(sink, table().schema) as w:
@@ -145,16 +157,24 @@ def test_i23_1_a_dataset_dict_folder_names_its_splits(tmp_path: Path) -> None:
     assert "dd/train" in (problem.hint or "")
 
 
-@pytest.mark.parametrize("suffix, compress", [
-    (".gz", gzip.compress), (".zst", zstandard.ZstdCompressor().compress),
-    (".bz2", bz2.compress), (".xz", lzma.compress)])
+@pytest.mark.parametrize(
+    "suffix, compress",
+    [
+        (".gz", gzip.compress),
+        (".zst", zstandard.ZstdCompressor().compress),
+        (".bz2", bz2.compress),
+        (".xz", lzma.compress),
+    ],
+)
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "json"])
-def test_i23_1_compressed_row_formats(tmp_path: Path, kind: str, suffix: str,
-                                      compress: Any) -> None:
-    text = {"jsonl": "".join(json.dumps(r) + "\n" for r in ROWS),
-            "json": json.dumps(ROWS),
-            "csv": "id,text,stars\n" + "".join(f"{r['id']},{r['text']},{r['stars']}\n"
-                                               for r in ROWS)}[kind]
+def test_i23_1_compressed_row_formats(
+    tmp_path: Path, kind: str, suffix: str, compress: Any
+) -> None:
+    text = {
+        "jsonl": "".join(json.dumps(r) + "\n" for r in ROWS),
+        "json": json.dumps(ROWS),
+        "csv": "id,text,stars\n" + "".join(f"{r['id']},{r['text']},{r['stars']}\n" for r in ROWS),
+    }[kind]
     path = tmp_path / f"rows.{kind}{suffix}"
     path.write_bytes(compress(text.encode()))
     got = records(path, "id")
@@ -194,42 +214,64 @@ def test_i23_1_input_format_reads_files_without_the_extension(tmp_path: Path) ->
 
 
 def test_i23_1_nested_timestamp_decimal_binary_columns_have_documented_json_forms(
-        tmp_path: Path) -> None:
-    schema = pa.schema([
-        ("id", pa.int64()),
-        ("at", pa.timestamp("us")),
-        ("at_utc", pa.timestamp("ms", tz="UTC")),
-        ("day", pa.date32()),
-        ("price", pa.decimal128(10, 2)),
-        ("blob", pa.binary()),
-        ("took", pa.duration("ms")),
-        ("score", pa.float64()),
-        ("author", pa.struct([("name", pa.string()), ("tags", pa.list_(pa.string()))])),
-        ("attrs", pa.map_(pa.string(), pa.int64())),
-        ("label", pa.dictionary(pa.int8(), pa.string())),
-    ])
-    rows = [{"id": 1, "at": dt.datetime(2026, 12, 1, 10, 0, 0, 123456),
-             "at_utc": dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC),
-             "day": dt.date(2026, 12, 1), "price": decimal.Decimal("12.50"), "blob": b"\x00hi",
-             "took": dt.timedelta(seconds=1.5), "score": float("nan"),
-             "author": {"name": "Ann", "tags": ["a", "b"]}, "attrs": [("x", 1)], "label": "pos"},
-            dict.fromkeys(schema.names)]
+    tmp_path: Path,
+) -> None:
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("at", pa.timestamp("us")),
+            ("at_utc", pa.timestamp("ms", tz="UTC")),
+            ("day", pa.date32()),
+            ("price", pa.decimal128(10, 2)),
+            ("blob", pa.binary()),
+            ("took", pa.duration("ms")),
+            ("score", pa.float64()),
+            ("author", pa.struct([("name", pa.string()), ("tags", pa.list_(pa.string()))])),
+            ("attrs", pa.map_(pa.string(), pa.int64())),
+            ("label", pa.dictionary(pa.int8(), pa.string())),
+        ]
+    )
+    rows = [
+        {
+            "id": 1,
+            "at": dt.datetime(2026, 12, 1, 10, 0, 0, 123456),
+            "at_utc": dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC),
+            "day": dt.date(2026, 12, 1),
+            "price": decimal.Decimal("12.50"),
+            "blob": b"\x00hi",
+            "took": dt.timedelta(seconds=1.5),
+            "score": float("nan"),
+            "author": {"name": "Ann", "tags": ["a", "b"]},
+            "attrs": [("x", 1)],
+            "label": "pos",
+        },
+        dict.fromkeys(schema.names),
+    ]
     rows[1]["id"] = 2
     path = tmp_path / "typed.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
     first, second = payloads(path)
     assert first == {
-        "id": 1, "at": "2026-12-01T10:00:00.123456", "at_utc": "2026-12-01T10:00:00.000+00:00",
-        "day": "2026-12-01", "price": "12.50",
-        "blob": base64.b64encode(b"\x00hi").decode(), "took": 1.5, "score": None,
-        "author": {"name": "Ann", "tags": ["a", "b"]}, "attrs": {"x": 1}, "label": "pos"}
+        "id": 1,
+        "at": "2026-12-01T10:00:00.123456",
+        "at_utc": "2026-12-01T10:00:00.000+00:00",
+        "day": "2026-12-01",
+        "price": "12.50",
+        "blob": base64.b64encode(b"\x00hi").decode(),
+        "took": 1.5,
+        "score": None,
+        "author": {"name": "Ann", "tags": ["a", "b"]},
+        "attrs": {"x": 1},
+        "label": "pos",
+    }
     assert second == {**dict.fromkeys(schema.names), "id": 2}
 
 
 def test_i23_1_a_column_without_a_json_form_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "odd.arrow"
-    t = pa.table({"id": [1], "span": pa.array([pa.MonthDayNano([1, 2, 3])],
-                                               pa.month_day_nano_interval())})
+    t = pa.table(
+        {"id": [1], "span": pa.array([pa.MonthDayNano([1, 2, 3])], pa.month_day_nano_interval())}
+    )
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, t.schema) as w:
         w.write_table(t)
     with pytest.raises(ConfigError) as caught:
@@ -238,8 +280,9 @@ def test_i23_1_a_column_without_a_json_form_is_refused_naming_it(tmp_path: Path)
     assert problem.code == "unsupported_column"
     assert "'span'" in problem.message and "odd.arrow" in problem.message
     # Left out of what is read, the file reads.
-    only_id = list(read_input(LocalFile(path, InputFormat("arrow")), None,
-                              columns=frozenset({"id"})))
+    only_id = list(
+        read_input(LocalFile(path, InputFormat("arrow")), None, columns=frozenset({"id"}))
+    )
     assert [r.payload for r in only_id] == [{"id": 1}]
 
 

@@ -24,8 +24,9 @@ WIDE = 50
 
 
 def wf(*actions: Action) -> Workflow:
-    return Workflow(name="w", path=Path("w.yml"), source_hash="", input=InputSpec("x.parquet"),
-                    actions=actions)
+    return Workflow(
+        name="w", path=Path("w.yml"), source_hash="", input=InputSpec("x.parquet"), actions=actions
+    )
 
 
 def llm(prompt: str, **kw: Any) -> Action:
@@ -34,24 +35,35 @@ def llm(prompt: str, **kw: Any) -> Action:
 
 def test_i23_2_the_columns_templates_guards_and_fan_outs_read() -> None:
     workflow = wf(
-        llm("Say {{ source.text }} {{ source.meta.lang | upper }}", system="{{ source.sys }}",
-            when="source.stars > 2"),
+        llm(
+            "Say {{ source.text }} {{ source.meta.lang | upper }}",
+            system="{{ source.sys }}",
+            when="source.stars > 2",
+        ),
         llm("{{ item }}", name="b", fan_out=FanOutSpec(over="source.tags")),
-        Action(name="t", kind="tool", function="m:f",
-               context=ContextSpec(observe=("source.email", "a.text"))),
+        Action(
+            name="t",
+            kind="tool",
+            function="m:f",
+            context=ContextSpec(observe=("source.email", "a.text")),
+        ),
         llm("Read it", name="c", attachments=("{{ source.file }}",)),
     )
     assert source_columns(workflow) == {"text", "meta", "sys", "stars", "tags", "email", "file"}
 
 
-@pytest.mark.parametrize("action", [
-    llm("{{ source }}"),
-    llm("{{ source[name] }}"),
-    llm("{% for k, v in source.items() %}{{ k }}{% endfor %}"),
-    llm("{{ source.text }}", context=ContextSpec(observe=("source.*",))),
-    llm("{{ source.text }}", context=ContextSpec(observe=("source",))),
-    Action(name="t", kind="tool", function="m:f"),
-], ids=["whole", "dynamic", "items", "observe-star", "observe-source", "tool"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        llm("{{ source }}"),
+        llm("{{ source[name] }}"),
+        llm("{% for k, v in source.items() %}{{ k }}{% endfor %}"),
+        llm("{{ source.text }}", context=ContextSpec(observe=("source.*",))),
+        llm("{{ source.text }}", context=ContextSpec(observe=("source",))),
+        Action(name="t", kind="tool", function="m:f"),
+    ],
+    ids=["whole", "dynamic", "items", "observe-star", "observe-source", "tool"],
+)
 def test_i23_2_reading_the_whole_record_reads_every_column(action: Action) -> None:
     assert source_columns(wf(action)) is None
 
@@ -60,11 +72,28 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
     """A new string field on Action must be judged here: does it hold a template that
     may read ``source``? (Else projection would drop the columns it reads.)"""
     strings = {f.name for f in dataclasses.fields(Action) if "str" in str(f.type)}
-    not_templates = {"name", "kind", "model", "provider", "model_name", "run_mode", "function",
-                     "gate", "join", "failure_policy", "schema", "dependencies", "ancestors",
-                     "attachments_position", "auto_choice", "cache_mode", "cache_ttl", "context_text",
-                     # a template, but one that sees no record (validation refuses it)
-                     "context_prefix"}
+    not_templates = {
+        "name",
+        "kind",
+        "model",
+        "provider",
+        "model_name",
+        "run_mode",
+        "function",
+        "gate",
+        "join",
+        "failure_policy",
+        "schema",
+        "dependencies",
+        "ancestors",
+        "attachments_position",
+        "auto_choice",
+        "cache_mode",
+        "cache_ttl",
+        "context_text",
+        # a template, but one that sees no record (validation refuses it)
+        "context_prefix",
+    }
     assert strings - not_templates == {k for k, _ in TEMPLATE_FIELDS} | {"attachments"}
 
 
@@ -100,8 +129,9 @@ def columns_read(path: Path, columns: frozenset[str] | None, id_field: str | Non
             opened.append(_Reads(self.path))
             return opened[-1]
 
-    count = sum(1 for _ in read_input(Spied(path, InputFormat("parquet")), id_field,
-                                      columns=columns))
+    count = sum(
+        1 for _ in read_input(Spied(path, InputFormat("parquet")), id_field, columns=columns)
+    )
     assert count == 3000
     meta = pq.ParquetFile(path).metadata
     touched: set[str] = set()
@@ -120,8 +150,9 @@ def columns_read(path: Path, columns: frozenset[str] | None, id_field: str | Non
 def wide(tmp_path: Path) -> Path:
     path = tmp_path / "wide.parquet"
     data = {"id": [f"r{i}" for i in range(3000)]}
-    data.update({f"c{j:02d}": [f"value {i} of column {j}" for i in range(3000)]
-                 for j in range(WIDE - 1)})
+    data.update(
+        {f"c{j:02d}": [f"value {i} of column {j}" for i in range(3000)] for j in range(WIDE - 1)}
+    )
     pq.write_table(pa.table(data), path, row_group_size=1000, compression="none")
     return path
 
@@ -132,8 +163,11 @@ def test_i23_2_a_wide_parquet_is_read_for_the_two_columns_a_prompt_reads(wide: P
     assert columns == {"c03", "c41"}
     assert columns_read(wide, columns, "id") == {"id", "c03", "c41"}
     first = next(read_input(LocalFile(wide, InputFormat("parquet")), "id", columns=columns))
-    assert first.payload == {"id": "r0", "c03": "value 0 of column 3",
-                             "c41": "value 0 of column 41"}
+    assert first.payload == {
+        "id": "r0",
+        "c03": "value 0 of column 3",
+        "c41": "value 0 of column 41",
+    }
 
 
 def test_i23_2_without_projection_every_column_is_read(wide: Path) -> None:

@@ -12,9 +12,23 @@ FP = "f" * 64
 
 def _item(status: str, batch_state: str | None, collected_by: str | None = None) -> BatchItem:
     key = "staged:r1:classify:a.jsonl" if batch_state is None else "agac_1"
-    return BatchItem(key, "r0a1", "wf", "classify", "k", "a.jsonl", FP, 1, "{}", status,
-                     None, None, batch_state=batch_state,
-                     batch_run=RUN if batch_state else None, collected_by=collected_by)
+    return BatchItem(
+        key,
+        "r0a1",
+        "wf",
+        "classify",
+        "k",
+        "a.jsonl",
+        FP,
+        1,
+        "{}",
+        status,
+        None,
+        None,
+        batch_state=batch_state,
+        batch_run=RUN if batch_state else None,
+        collected_by=collected_by,
+    )
 
 
 def _facts(*items: BatchItem, live: bool) -> UnitFacts:

@@ -45,8 +45,11 @@ def test_unlimited_limiter_never_waits() -> None:
     assert asyncio.run(limiter.acquire(10**9)) == 0.0
 
 
-@given(st.integers(min_value=1, max_value=30), st.floats(min_value=0.001, max_value=5),
-       st.floats(min_value=1, max_value=120))
+@given(
+    st.integers(min_value=1, max_value=30),
+    st.floats(min_value=0.001, max_value=5),
+    st.floats(min_value=1, max_value=120),
+)
 def test_backoff_is_bounded_and_jittered(attempt: int, initial: float, maximum: float) -> None:
     d = backoff_delay(attempt, initial=initial, maximum=maximum, multiplier=2.0, jitter=True)
     top = min(maximum, initial * 2 ** (attempt - 1))
@@ -116,10 +119,12 @@ def test_p1_connections_by_provider_sums_max_concurrency() -> None:
 
     from agac.engine.limits.rates import connections_by_provider
 
-    actions = [SimpleNamespace(kind="llm", provider="openai", max_concurrency=4),
-               SimpleNamespace(kind="llm", provider="openai", max_concurrency=3),
-               SimpleNamespace(kind="llm", provider="anthropic", max_concurrency=64),
-               SimpleNamespace(kind="tool", provider=None, max_concurrency=8)]
+    actions = [
+        SimpleNamespace(kind="llm", provider="openai", max_concurrency=4),
+        SimpleNamespace(kind="llm", provider="openai", max_concurrency=3),
+        SimpleNamespace(kind="llm", provider="anthropic", max_concurrency=64),
+        SimpleNamespace(kind="tool", provider=None, max_concurrency=8),
+    ]
     assert connections_by_provider(actions) == {"openai": 7, "anthropic": 64}
 
 
@@ -128,7 +133,9 @@ def test_batch_providers_names_the_providers_of_batch_actions() -> None:
 
     from agac.engine.limits.rates import batch_providers
 
-    actions = [SimpleNamespace(kind="llm", provider="openai", run_mode="online"),
-               SimpleNamespace(kind="llm", provider="anthropic", run_mode="batch"),
-               SimpleNamespace(kind="tool", provider=None, run_mode=None)]
+    actions = [
+        SimpleNamespace(kind="llm", provider="openai", run_mode="online"),
+        SimpleNamespace(kind="llm", provider="anthropic", run_mode="batch"),
+        SimpleNamespace(kind="tool", provider=None, run_mode=None),
+    ]
     assert batch_providers(actions) == {"anthropic"}

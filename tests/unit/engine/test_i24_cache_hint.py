@@ -20,44 +20,68 @@ PREFIX = "P" * 5000
 
 @pytest.fixture(autouse=True)
 def caches(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(MockProvider, "cache_minimum", staticmethod(lambda model: 1024),
-                        raising=False)
+    monkeypatch.setattr(
+        MockProvider, "cache_minimum", staticmethod(lambda model: 1024), raising=False
+    )
 
 
 def _action(**kw: object) -> Action:
-    values: dict[str, object] = {"name": "a", "model": "mock/m", "provider": "mock",
-                                 "model_name": "m", "system": SYSTEM,
-                                 "prompt": "Head.\n{{ source.text }}"}
+    values: dict[str, object] = {
+        "name": "a",
+        "model": "mock/m",
+        "provider": "mock",
+        "model_name": "m",
+        "system": SYSTEM,
+        "prompt": "Head.\n{{ source.text }}",
+    }
     values.update(kw)
     return Action(**values)  # type: ignore[arg-type]
 
 
 def test_i24_hint_once_per_run_with_its_key(tmp_path: Path) -> None:
-    rt = build_runtime(_action(context_text=PREFIX, context_prefix="x"), None, tmp_path,
-                       workflow="wf")
+    rt = build_runtime(
+        _action(context_text=PREFIX, context_prefix="x"), None, tmp_path, workflow="wf"
+    )
     hint = rt.cache
     assert hint is not None and hint.static_chars == len(PREFIX + "\n\n" + "Head.\n")
-    assert hint.key == hashlib.sha256("\x1f".join(
-        ("wf", "a", SYSTEM, PREFIX + "\n\nHead.\n")).encode()).hexdigest()[:32]
+    assert (
+        hint.key
+        == hashlib.sha256(
+            "\x1f".join(("wf", "a", SYSTEM, PREFIX + "\n\nHead.\n")).encode()
+        ).hexdigest()[:32]
+    )
     assert rt.cache_texts == (SYSTEM, PREFIX + "\n\nHead.\n")
     one, two = (build_request(rt, {"source": {"text": t}}) for t in ("one", "two"))
     assert one.cache is two.cache is hint  # shared, not built per request
-    assert one.fingerprint() == build_request(
-        build_runtime(_action(context_text=PREFIX, context_prefix="x", cache_mode="off",
-                              cache_ttl="1h"), None, tmp_path, workflow="wf"),
-        {"source": {"text": "one"}}).fingerprint()
+    assert (
+        one.fingerprint()
+        == build_request(
+            build_runtime(
+                _action(context_text=PREFIX, context_prefix="x", cache_mode="off", cache_ttl="1h"),
+                None,
+                tmp_path,
+                workflow="wf",
+            ),
+            {"source": {"text": "one"}},
+        ).fingerprint()
+    )
 
 
 def test_i24_a_system_reading_the_record_is_not_static(tmp_path: Path) -> None:
-    rt = build_runtime(_action(system="About {{ source.text }}", context_text=PREFIX,
-                               context_prefix="x"), None, tmp_path, workflow="wf")
+    rt = build_runtime(
+        _action(system="About {{ source.text }}", context_text=PREFIX, context_prefix="x"),
+        None,
+        tmp_path,
+        workflow="wf",
+    )
     assert rt.cache is not None and rt.cache.system is False
     assert rt.cache_texts[0] is None
 
 
 def test_i24_a_rendering_without_the_head_gets_the_prefix_only_hint(tmp_path: Path) -> None:
-    rt = build_runtime(_action(context_text=PREFIX, context_prefix="x"), None, tmp_path,
-                       workflow="wf")
+    rt = build_runtime(
+        _action(context_text=PREFIX, context_prefix="x"), None, tmp_path, workflow="wf"
+    )
     rt.cache_head = "Not what renders"
     request = build_request(rt, {"source": {"text": "one"}})
     assert request.cache is rt.cache_fallback
@@ -69,22 +93,29 @@ def test_i24_no_prefix_keeps_the_prompt_alone(tmp_path: Path) -> None:
     request = build_request(rt, {"source": {"text": "one"}})
     assert request.chat[0].content == "Head.\none"
     assert request.cache is not None and request.cache.static_chars == len("Head.\n")
-    off = build_request(build_runtime(_action(cache_mode="off"), None, tmp_path),
-                        {"source": {"text": "one"}})
+    off = build_request(
+        build_runtime(_action(cache_mode="off"), None, tmp_path), {"source": {"text": "one"}}
+    )
     assert off.cache is None and off.canonical() == request.canonical()
 
 
-def test_i24_a_provider_without_a_minimum_gets_no_hint(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_i24_a_provider_without_a_minimum_gets_no_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delattr(MockProvider, "cache_minimum")
-    rt = build_runtime(_action(cache_mode="on", context_text=PREFIX, context_prefix="x"),
-                       None, tmp_path)
+    rt = build_runtime(
+        _action(cache_mode="on", context_text=PREFIX, context_prefix="x"), None, tmp_path
+    )
     assert rt.cache is None and rt.cache_fallback is None
 
 
 def test_i24_an_empty_context_prefix_adds_nothing(tmp_path: Path) -> None:
-    rt = build_runtime(_action(context_text="", context_prefix="{{ read('empty.md') }}"),
-                       None, tmp_path, workflow="wf")
+    rt = build_runtime(
+        _action(context_text="", context_prefix="{{ read('empty.md') }}"),
+        None,
+        tmp_path,
+        workflow="wf",
+    )
     plain = build_runtime(_action(), None, tmp_path, workflow="wf")
     view = {"source": {"text": "one"}}
     assert build_request(rt, view).canonical() == build_request(plain, view).canonical()

@@ -30,8 +30,7 @@ class Gateway:
         for rows, fut in self.groups:
             if not fut.done():
                 for row in rows:
-                    self.durable[(row.action, row.shard)] = {
-                        u[0] for u in json.loads(row.units)}
+                    self.durable[(row.action, row.shard)] = {u[0] for u in json.loads(row.units)}
                 fut.set_result(None)
 
     def listed(self) -> set[str]:
@@ -39,8 +38,9 @@ class Gateway:
 
 
 def _request(key: str) -> Request:
-    return Request(provider="mock", model="m", messages=[Message("user", f"hi {key}")],
-                   max_tokens=16)
+    return Request(
+        provider="mock", model="m", messages=[Message("user", f"hi {key}")], max_tokens=16
+    )
 
 
 async def test_s1_a_unit_is_sent_only_once_a_durable_mark_lists_it() -> None:
@@ -71,7 +71,7 @@ async def test_s1_marks_cover_the_next_units_and_are_written_once_per_window() -
             gw.make_durable()
             await send
         assert k in gw.listed()  # never sent unlisted
-        width = len(gw.listed() - set(keys[:keys.index(k)]))
+        width = len(gw.listed() - set(keys[: keys.index(k)]))
         assert width <= 1 + 2 * mc  # itself and at most 2 x mc ahead (released ones aside)
         marks.release("a", k)
         gw.make_durable()

@@ -20,7 +20,9 @@ from agac.engine.approvals.proposals import (
 
 def test_a2_secret_is_generated_once_with_mode_0600(tmp_path: Path) -> None:
     found: list[bytes] = []
-    threads = [threading.Thread(target=lambda: found.append(load_secret(tmp_path))) for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: found.append(load_secret(tmp_path))) for _ in range(8)
+    ]
     for th in threads:
         th.start()
     for th in threads:
@@ -38,14 +40,29 @@ def test_a2_agac_secret_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _row(secret: bytes, **changes: object) -> SimpleNamespace:
-    row = {"id": "p1", "workflow": "wf", "action": "send", "unit_key": "r1", "subject": "s",
-           "parent": None, "arguments": '{"a":1}', "policy_version": "1", "approvers": '["ann"]',
-           "proposed_by": None, "expires_at": 100.5, "created_at": 10.25, "state": "approved",
-           "decided_by": "ann", "decided_at": 20.125, "reason": None}
+    row = {
+        "id": "p1",
+        "workflow": "wf",
+        "action": "send",
+        "unit_key": "r1",
+        "subject": "s",
+        "parent": None,
+        "arguments": '{"a":1}',
+        "policy_version": "1",
+        "approvers": '["ann"]',
+        "proposed_by": None,
+        "expires_at": 100.5,
+        "created_at": 10.25,
+        "state": "approved",
+        "decided_by": "ann",
+        "decided_at": 20.125,
+        "reason": None,
+    }
     row["content_hash"] = content_hash(row)
     row["signature"] = sign(secret, "proposal:" + row["content_hash"])
-    row["decision_signature"] = decision_signature(secret, row["content_hash"], "approved", "ann",
-                                                   20.125, None)
+    row["decision_signature"] = decision_signature(
+        secret, row["content_hash"], "approved", "ann", 20.125, None
+    )
     row.update(changes)
     return SimpleNamespace(**row)
 

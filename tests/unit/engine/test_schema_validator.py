@@ -23,10 +23,15 @@ SCHEMA = {
 }
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, width=16)
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, width=16)
     | st.sampled_from(["a", "b", "c", ""]),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["label", "score", "tags", "x"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["label", "score", "tags", "x"]), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 

@@ -14,16 +14,23 @@ from agac.providers.base import Response
 
 
 def _runtime(schema: Any = None) -> Any:
-    return SimpleNamespace(validator=SchemaValidator(schema) if schema is not None else None,
-                           action=SimpleNamespace(max_tokens=100))
+    return SimpleNamespace(
+        validator=SchemaValidator(schema) if schema is not None else None,
+        action=SimpleNamespace(max_tokens=100),
+    )
 
 
-@pytest.mark.parametrize(("value", "said"), [
-    ({"score": float("nan")}, "NaN at score"),
-    ({"x": [float("inf")]}, "Infinity at x[0]"),
-    (-float("inf"), "returned -Infinity,"),
-])
-def test_i29_12_tool_non_finite_number_is_tool_error_naming_the_field(value: Any, said: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ({"score": float("nan")}, "NaN at score"),
+        ({"x": [float("inf")]}, "Infinity at x[0]"),
+        (-float("inf"), "returned -Infinity,"),
+    ],
+)
+def test_i29_12_tool_non_finite_number_is_tool_error_naming_the_field(
+    value: Any, said: str
+) -> None:
     with pytest.raises(Fail) as caught:
         tool_output(_runtime(), value)
 
@@ -42,7 +49,10 @@ def test_i29_13_tool_lone_surrogate_is_tool_error_naming_the_field() -> None:
 
 
 def test_i29_12_tool_strict_value_passes_through() -> None:
-    assert tool_output(_runtime(), {"s": "é \U0001f600", "n": 1.5}) == {"s": "é \U0001f600", "n": 1.5}
+    assert tool_output(_runtime(), {"s": "é \U0001f600", "n": 1.5}) == {
+        "s": "é \U0001f600",
+        "n": 1.5,
+    }
 
 
 def test_i29_12_model_answer_with_nan_is_reasked() -> None:

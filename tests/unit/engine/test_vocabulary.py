@@ -21,18 +21,30 @@ def _settle_calls() -> list[tuple[str, ast.Call]]:
     out = []
     for path in ENGINE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "settle" and len(node.args) >= 3 \
-                    and ast.unparse(node.func.value).endswith("out"):  # the outcome writer
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "settle"
+                and len(node.args) >= 3
+                and ast.unparse(node.func.value).endswith("out")
+            ):  # the outcome writer
                 out.append((f"{path.relative_to(ENGINE)}:{node.lineno}", node))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id == "Settle" and node.args:  # a decision's outcome
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "Settle"
+                and node.args
+            ):  # a decision's outcome
                 args = [ast.Constant(None), ast.Constant(None), *node.args[:2]]
                 keywords = list(node.keywords)
                 if len(node.args) > 3:
                     keywords.append(ast.keyword("origin", node.args[3]))
-                out.append((f"{path.relative_to(ENGINE)}:{node.lineno}",
-                            ast.Call(node.func, args, keywords)))
+                out.append(
+                    (
+                        f"{path.relative_to(ENGINE)}:{node.lineno}",
+                        ast.Call(node.func, args, keywords),
+                    )
+                )
     return out
 
 
@@ -45,10 +57,18 @@ def test_settled_statuses_reasons_and_origins_are_the_vocabulary() -> None:
         status = call.args[2]
         if isinstance(status, ast.Constant) and status.value not in statuses:
             wrong.append(f"{where}: status {status.value!r}")
-        if len(call.args) > 3 and isinstance(call.args[3], ast.Constant) \
-                and call.args[3].value is not None and call.args[3].value not in reasons:
+        if (
+            len(call.args) > 3
+            and isinstance(call.args[3], ast.Constant)
+            and call.args[3].value is not None
+            and call.args[3].value not in reasons
+        ):
             wrong.append(f"{where}: reason {call.args[3].value!r}")
         for kw in call.keywords:
-            if kw.arg == "origin" and isinstance(kw.value, ast.Constant) and kw.value.value not in origins:
+            if (
+                kw.arg == "origin"
+                and isinstance(kw.value, ast.Constant)
+                and kw.value.value not in origins
+            ):
                 wrong.append(f"{where}: origin {kw.value.value!r}")
     assert wrong == []

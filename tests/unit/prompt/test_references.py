@@ -12,8 +12,10 @@ def test_attribute_and_item_chains() -> None:
 
 
 def test_locals_and_globals_are_not_roots() -> None:
-    text = ("{% set y = a.b %}{{ y }}{% for c in items.list %}{{ c.v }}{{ loop.index }}"
-            "{% endfor %}{{ range(3) | list }}")
+    text = (
+        "{% set y = a.b %}{{ y }}{% for c in items.list %}{{ c.v }}{{ loop.index }}"
+        "{% endfor %}{{ range(3) | list }}"
+    )
     assert template_references(text) == {("a", "b"), ("items", "list")}
 
 
@@ -26,7 +28,9 @@ def test_dynamic_key_stops_the_chain() -> None:
 
 
 def test_filters_and_tests() -> None:
-    refs = template_references("{{ source.t | default(other.v) }}{% if c.x is defined %}{% endif %}")
+    refs = template_references(
+        "{{ source.t | default(other.v) }}{% if c.x is defined %}{% endif %}"
+    )
     assert refs == {("source", "t"), ("other", "v"), ("c", "x")}
 
 

@@ -76,14 +76,17 @@ def test_rendering_is_fast() -> None:
     assert time.perf_counter() - start < 2.0  # generous: ~50 µs budget per render
 
 
-@pytest.mark.parametrize("source", [
-    "You label product reviews.",
-    "line one\r\nline two\rthree\n",
-    "keep the trailing newline\n\n",
-    "braces alone: { } }} %} #} {x} ${y}",
-    "unicode é ✓ 中文",
-    "",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "You label product reviews.",
+        "line one\r\nline two\rthree\n",
+        "keep the trailing newline\n\n",
+        "braces alone: { } }} %} #} {x} ${y}",
+        "unicode é ✓ 中文",
+        "",
+    ],
+)
 def test_a_template_without_markers_renders_as_jinja_does_for_any_view(source: str) -> None:
     expected = ENV.from_string(source).render()
     template = compile_template(source)

@@ -20,13 +20,16 @@ from agac.prompt.render import (
 )
 
 
-@pytest.mark.parametrize("source", [
-    '{{ "a" * 10**10 }}',
-    '{{ 10**10 * "a" }}',
-    '{{ ["x"] * 10**12 }}',
-    '{{ 10 ** (10 ** 10) }}',
-    '{% for i in range(100000) %}{{ "y" * 1000 }}{% endfor %}',
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        '{{ "a" * 10**10 }}',
+        '{{ 10**10 * "a" }}',
+        '{{ ["x"] * 10**12 }}',
+        "{{ 10 ** (10 ** 10) }}",
+        '{% for i in range(100000) %}{{ "y" * 1000 }}{% endfor %}',
+    ],
+)
 def test_i29_15_a_template_past_the_cap_fails_named(source: str) -> None:
     template = compile_template(source, "a.prompt")  # neither folded nor built here
     with pytest.raises(PromptTooLarge) as caught:
@@ -39,8 +42,11 @@ def test_i29_15_a_loop_is_stopped_once_past_the_cap() -> None:
     """A loop writing a long field many times is refused at the cap, not after it built
     the whole text (here 100,000 × 100 kB = 10 GB)."""
     with pytest.raises(PromptTooLarge, match="more than 1,000,000 characters"):
-        capped("{% for i in range(100000) %}{{ source.text }}{% endfor %}",
-               {"source": {"text": "z" * 100_000}}, 1_000_000)
+        capped(
+            "{% for i in range(100000) %}{{ source.text }}{% endfor %}",
+            {"source": {"text": "z" * 100_000}},
+            1_000_000,
+        )
 
 
 def test_i29_15_without_a_cap_the_default_bounds_values() -> None:

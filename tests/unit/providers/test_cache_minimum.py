@@ -39,10 +39,8 @@ def test_providers_agac_cannot_ask_to_cache_have_none(provider: str) -> None:
     assert cache_minimum(provider_class(provider), "any-model") is None
 
 
-@pytest.mark.parametrize(("provider", "model", "tokens"),
-                         [c for c in CASES if c[0] != "openai"])
-def test_the_emulator_caches_from_the_same_minimum(provider: str, model: str,
-                                                   tokens: int) -> None:
+@pytest.mark.parametrize(("provider", "model", "tokens"), [c for c in CASES if c[0] != "openai"])
+def test_the_emulator_caches_from_the_same_minimum(provider: str, model: str, tokens: int) -> None:
     emulated = caching.anthropic_minimum if provider == "anthropic" else caching.gemini_minimum
     assert emulated(model) == tokens
     assert caching.OPENAI_MINIMUM == cache_minimum(provider_class("openai"), "gpt-4o")

@@ -29,13 +29,19 @@ MB = 1024 * 1024
 
 
 def _att(name: str, size: int, sha: str | None = None) -> Attachment:
-    return Attachment("image/png", sha or hashlib.sha256(name.encode()).hexdigest(), size,
-                      f"/nowhere/{name}", name)
+    return Attachment(
+        "image/png",
+        sha or hashlib.sha256(name.encode()).hexdigest(),
+        size,
+        f"/nowhere/{name}",
+        name,
+    )
 
 
 def _request(*atts: Attachment) -> Request:
-    return Request(provider="gemini", model="m", messages=(Message("user", "x", atts),),
-                   max_tokens=8)
+    return Request(
+        provider="gemini", model="m", messages=(Message("user", "x", atts),), max_tokens=8
+    )
 
 
 def test_i22_gemini_files_api_a_request_that_fits_inline_uploads_nothing() -> None:
@@ -50,8 +56,12 @@ def test_i22_gemini_files_api_the_largest_files_go_up_until_the_rest_fits() -> N
     assert to_upload(_request(a, b, d)) == (d, a)
     twice = _att("t", 8 * MB)
     assert to_upload(_request(twice, twice)) == (twice,), "one upload for the same file twice"
-    wordy = Request(provider="gemini", model="m", max_tokens=8, messages=(
-        Message("user", "x" * (10 * MB), (_att("w", 8 * MB),)),))
+    wordy = Request(
+        provider="gemini",
+        model="m",
+        max_tokens=8,
+        messages=(Message("user", "x" * (10 * MB), (_att("w", 8 * MB),)),),
+    )
     assert len(to_upload(wordy)) == 1, "the text counts: 10 MB of it and 11 MB of base64"
 
 
@@ -86,7 +96,8 @@ def _big(tmp_path: Path, name: str, seed: int) -> Attachment:
 
 
 async def test_i22_gemini_files_api_an_upload_is_reused_until_it_nears_expiry(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     now = [1_000_000.0]
     files = GeminiFiles(clock=lambda: now[0])
     seen = _Uploads()
@@ -104,8 +115,7 @@ async def test_i22_gemini_files_api_an_upload_is_reused_until_it_nears_expiry(
     assert len(seen.asked) == 3 and renewed != first, "expired at Gemini: uploaded again"
 
 
-async def test_i22_gemini_files_api_closing_deletes_the_live_uploads_only(
-        tmp_path: Path) -> None:
+async def test_i22_gemini_files_api_closing_deletes_the_live_uploads_only(tmp_path: Path) -> None:
     files = GeminiFiles()
     seen = _Uploads()
     live, batch = _big(tmp_path, "a.png", 1), _big(tmp_path, "b.png", 2)
@@ -138,7 +148,8 @@ async def test_i22_gemini_files_api_a_changed_file_is_never_uploaded(tmp_path: P
 
 
 def test_i22_gemini_files_api_the_checked_reader_never_returns_the_end_of_other_bytes(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "a.png"
     path.write_bytes(png_bytes(64, 64, seed=1, noise=True))
     att = describe_file(str(path))
@@ -152,7 +163,7 @@ def test_i22_gemini_files_api_the_checked_reader_never_returns_the_end_of_other_
     path.write_bytes(bytes(data))
     with VerifiedReader(att) as reader:
         head = reader.read(att.size // 2)
-        assert head == bytes(data[:att.size // 2])
+        assert head == bytes(data[: att.size // 2])
         with pytest.raises(AttachmentError) as caught:
             reader.read(att.size)
         assert caught.value.reason == "attachment_changed"

@@ -11,8 +11,13 @@ import pytest
 
 from agac.providers.stops import STOP_TABLES, read_stop
 
-ANSWERS = {"anthropic": {"end_turn", "stop_sequence"}, "openai": {"stop"}, "groq": {"stop"},
-           "gemini": {"STOP"}, "ollama": {"stop"}}
+ANSWERS = {
+    "anthropic": {"end_turn", "stop_sequence"},
+    "openai": {"stop"},
+    "groq": {"stop"},
+    "gemini": {"STOP"},
+    "ollama": {"stop"},
+}
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
 
@@ -33,9 +38,13 @@ def test_i28_1_an_unknown_stop_is_unexpected_with_its_raw_value(provider: str) -
 
 
 def test_i28_1_a_tool_call_nobody_asked_for_is_unexpected() -> None:
-    for provider, raw in (("anthropic", "tool_use"), ("openai", "tool_calls"),
-                          ("groq", "tool_calls"), ("openai", "function_call"),
-                          ("gemini", "UNEXPECTED_TOOL_CALL")):
+    for provider, raw in (
+        ("anthropic", "tool_use"),
+        ("openai", "tool_calls"),
+        ("groq", "tool_calls"),
+        ("openai", "function_call"),
+        ("gemini", "UNEXPECTED_TOOL_CALL"),
+    ):
         stop = read_stop(provider, raw)
         assert stop.reason == "unexpected", (provider, raw)
         assert raw in (stop.detail or "") and "did not ask for" in (stop.detail or "")
@@ -69,12 +78,16 @@ def test_i28_1_no_adapter_keeps_a_stop_table_of_its_own() -> None:
         if path.name == "stops.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign)
-                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                 if isinstance(t, ast.Name)}
+        names = {
+            t.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign | ast.AnnAssign)
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name)
+        }
         assert "STOP_REASONS" not in names, path.name
         text = path.read_text(encoding="utf-8")
-        for field in ("stop_reason\"", "finish_reason\"", "done_reason\""):
+        for field in ('stop_reason"', 'finish_reason"', 'done_reason"'):
             if field in text:
                 assert "read_stop(" in text, f"{path.name} reads {field} without read_stop"
 
@@ -82,12 +95,17 @@ def test_i28_1_no_adapter_keeps_a_stop_table_of_its_own() -> None:
 def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
     docs = (SRC.parents[2] / "docs" / "providers.md").read_text(encoding="utf-8")
     section = docs.split('<a id="stop-reasons"></a>', 1)[1].split("\n### ", 2)[1]
-    titles = {"anthropic": "**Anthropic**", "openai": "**OpenAI**", "gemini": "**Gemini**",
-              "ollama": "**Ollama**", "groq": "**Groq**"}
+    titles = {
+        "anthropic": "**Anthropic**",
+        "openai": "**OpenAI**",
+        "gemini": "**Gemini**",
+        "ollama": "**Ollama**",
+        "groq": "**Groq**",
+    }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
         if provider == "groq":
-            own = section[section.index(titles["openai"]):]
+            own = section[section.index(titles["openai"]) :]
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)

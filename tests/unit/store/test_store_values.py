@@ -8,9 +8,14 @@ from agac.store.values import Budget, RunSettings, Spent
 
 
 def test_run_settings_round_trip() -> None:
-    settings = RunSettings(limit=5, prior="r0", overrides={"run_mode": "batch"},
-                           budget=Budget(2.5, None), deadline_at=123.0,
-                           spent_before=Spent(0.5, 10))
+    settings = RunSettings(
+        limit=5,
+        prior="r0",
+        overrides={"run_mode": "batch"},
+        budget=Budget(2.5, None),
+        deadline_at=123.0,
+        spent_before=Spent(0.5, 10),
+    )
     assert RunSettings.from_json(settings.to_json()) == settings
     assert json.loads(settings.to_json())["budget"] == {"usd": 2.5, "tokens": None}
 

@@ -55,13 +55,23 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["LOGIN_REFUSAL", "Decider", "approve", "decider", "list_proposals", "parse_changes",
-           "reject", "revise", "show_proposal"]
+__all__ = [
+    "LOGIN_REFUSAL",
+    "Decider",
+    "approve",
+    "decider",
+    "list_proposals",
+    "parse_changes",
+    "reject",
+    "revise",
+    "show_proposal",
+]
 
 LOGIN_REFUSAL = (
     "this project has identity: login: decisions come only from users signed in to "
     "`agac serve`, so --as and AGAC_USER are refused; set AGAC_SERVER (the service's URL) and "
-    "AGAC_TOKEN (from `agac tokens create NAME`) and agac sends the decision there")
+    "AGAC_TOKEN (from `agac tokens create NAME`) and agac sends the decision there"
+)
 
 
 @dataclass(frozen=True)
@@ -85,13 +95,16 @@ def decider(who: str | Decider | None, project: Project) -> Decider:
         return who
     name = (who or os.environ.get("AGAC_USER") or "").strip()
     if not name:
-        raise UsageError("say who decides: pass --as NAME or set AGAC_USER (identity is "
-                         "self-asserted on the command line)")
+        raise UsageError(
+            "say who decides: pass --as NAME or set AGAC_USER (identity is "
+            "self-asserted on the command line)"
+        )
     return Decider(name)
 
 
-def list_proposals(store: Store, workflow: str | None, *, tenants: Collection[str],
-                   every: bool = False) -> list[dict[str, Any]]:
+def list_proposals(
+    store: Store, workflow: str | None, *, tenants: Collection[str], every: bool = False
+) -> list[dict[str, Any]]:
     """Proposals of ``tenants`` waiting for a decision (``every``: in any state), oldest first."""
     rows = store.list_proposals(workflow, tenants=tenants, states=None if every else ("pending",))
     runs: dict[str, str | None] = {}
@@ -104,8 +117,9 @@ def list_proposals(store: Store, workflow: str | None, *, tenants: Collection[st
     return out
 
 
-def show_proposal(project: Project, store: Store, ref: str, *,
-                  tenants: Collection[str]) -> dict[str, Any]:
+def show_proposal(
+    project: Project, store: Store, ref: str, *, tenants: Collection[str]
+) -> dict[str, Any]:
     """One proposal of ``tenants``, whether its signatures check out, and its revision chain."""
     row = _one(store, ref, tenants)
     run = store.get_run(row.run_id)
@@ -115,21 +129,38 @@ def show_proposal(project: Project, store: Store, ref: str, *,
     if why is not None:
         doc["altered"] = why
     unit = store.unit_proposals(row.workflow, row.action, row.unit_key, tenant=row.tenant)
-    doc["history"] = [{"id": r.id, "state": r.state, "revises": r.parent,
-                       "proposed_by": r.proposed_by, "decided_by": r.decided_by,
-                       "created_at": r.created_at} for r in unit if r.subject == row.subject]
+    doc["history"] = [
+        {
+            "id": r.id,
+            "state": r.state,
+            "revises": r.parent,
+            "proposed_by": r.proposed_by,
+            "decided_by": r.decided_by,
+            "created_at": r.created_at,
+        }
+        for r in unit
+        if r.subject == row.subject
+    ]
     return doc
 
 
-def approve(project: Project, store: Store, ref: str, who: str | Decider | None, *,
-            tenants: Collection[str]) -> dict[str, Any]:
+def approve(
+    project: Project, store: Store, ref: str, who: str | Decider | None, *, tenants: Collection[str]
+) -> dict[str, Any]:
     """A2: approve a pending proposal (of ``tenants``); the run acts on it when it next runs."""
     name = decider(who, project).name
     return _decide(project, store, _one(store, ref, tenants), name, "approved", None)
 
 
-def reject(project: Project, store: Store, ref: str, who: str | Decider | None, reason: str, *,
-           tenants: Collection[str]) -> dict[str, Any]:
+def reject(
+    project: Project,
+    store: Store,
+    ref: str,
+    who: str | Decider | None,
+    reason: str,
+    *,
+    tenants: Collection[str],
+) -> dict[str, Any]:
     """A2: reject a pending proposal (of ``tenants``): its unit fails ``approval_rejected``
     (or the run ends failed with ``on_reject: fail_run``)."""
     name = decider(who, project).name
@@ -138,8 +169,15 @@ def reject(project: Project, store: Store, ref: str, who: str | Decider | None, 
     return _decide(project, store, _one(store, ref, tenants), name, "rejected", reason.strip())
 
 
-def revise(project: Project, store: Store, ref: str, who: str | Decider | None,
-           changes: dict[str, Any], *, tenants: Collection[str]) -> dict[str, Any]:
+def revise(
+    project: Project,
+    store: Store,
+    ref: str,
+    who: str | Decider | None,
+    changes: dict[str, Any],
+    *,
+    tenants: Collection[str],
+) -> dict[str, Any]:
     """A2: a new proposal with ``changes`` (dotted field -> value) applied to the arguments;
     it needs its own approval, and the old one becomes stale (``superseded``)."""
     name = decider(who, project).name
@@ -154,24 +192,48 @@ def revise(project: Project, store: Store, ref: str, who: str | Decider | None,
         raise UsageError(f"the changes leave proposal {row.id} as it is; nothing was revised")
     now = round(store.clock.time(), 3)
     new: dict[str, Any] = {
-        "id": new_proposal_id(), "tenant": row.tenant, "workflow": row.workflow,
-        "action": row.action, "unit_key": row.unit_key, "seq": row.seq, "run_id": row.run_id, "subject": row.subject,
-        "parent": row.id, "arguments": canonical_json(revised),
-        "policy_version": row.policy_version, "approvers": row.approvers, "proposed_by": name,
-        "expires_at": round(now + (row.expires_at - row.created_at), 3), "state": "pending",
-        "decided_by": None, "decided_at": None, "reason": None, "decision_signature": None,
-        "used_by": None, "used_at": None, "created_at": now, "updated_at": now,
+        "id": new_proposal_id(),
+        "tenant": row.tenant,
+        "workflow": row.workflow,
+        "action": row.action,
+        "unit_key": row.unit_key,
+        "seq": row.seq,
+        "run_id": row.run_id,
+        "subject": row.subject,
+        "parent": row.id,
+        "arguments": canonical_json(revised),
+        "policy_version": row.policy_version,
+        "approvers": row.approvers,
+        "proposed_by": name,
+        "expires_at": round(now + (row.expires_at - row.created_at), 3),
+        "state": "pending",
+        "decided_by": None,
+        "decided_at": None,
+        "reason": None,
+        "decision_signature": None,
+        "used_by": None,
+        "used_at": None,
+        "created_at": now,
+        "updated_at": now,
     }
     new["content_hash"] = content_hash(new)
     new["signature"] = sign(secret, "proposal:" + new["content_hash"])
     if not store.revise_proposal(row.id, row.content_hash, new):
         _check_decidable(project, store, _one(store, row.id, tenants), name, secret)
-        raise DecisionRefused(f"proposal {row.id} changed while it was being revised; look "
-                              f"again with `agac approvals show {row.id}`", "approval_changed")
+        raise DecisionRefused(
+            f"proposal {row.id} changed while it was being revised; look "
+            f"again with `agac approvals show {row.id}`",
+            "approval_changed",
+        )
     maybe_crash("approval_decided")  # the revision is durable
-    store.checkpoint(_event(row, "approval_revised", {
-        "proposal": row.id, "revision": new["id"], "by": name, "changes": sorted(changes)},
-        store.clock.time()))
+    store.checkpoint(
+        _event(
+            row,
+            "approval_revised",
+            {"proposal": row.id, "revision": new["id"], "by": name, "changes": sorted(changes)},
+            store.clock.time(),
+        )
+    )
     return proposal_dict(_stored(store, new["id"]))
 
 
@@ -220,19 +282,29 @@ def _check_decidable(project: Project, store: Store, row: Row, who: str, secret:
     """Raise the refusal that applies to ``who`` deciding on ``row`` now, if any."""
     why = tampered(secret, row)
     if why is not None:
-        raise DecisionRefused(f"proposal {row.id} is altered: {why}; agac will not act on it "
-                              "(the next run makes a new proposal)", "approval_altered")
+        raise DecisionRefused(
+            f"proposal {row.id} is altered: {why}; agac will not act on it "
+            "(the next run makes a new proposal)",
+            "approval_altered",
+        )
     if row.state in STALE_APPROVAL_STATES:
-        raise DecisionRefused(f"proposal {row.id} is stale: {_stale_reason(store, row)}",
-                              "approval_stale")
+        raise DecisionRefused(
+            f"proposal {row.id} is stale: {_stale_reason(store, row)}", "approval_stale"
+        )
     if row.state in ("approved", "rejected"):
-        raise DecisionRefused(f"proposal {row.id} is already decided (replayed): {row.state} by "
-                              f"{row.decided_by} at {_when(row.decided_at)}", "approval_replayed")
+        raise DecisionRefused(
+            f"proposal {row.id} is already decided (replayed): {row.state} by "
+            f"{row.decided_by} at {_when(row.decided_at)}",
+            "approval_replayed",
+        )
     if row.state == "expired" or store.clock.time() >= row.expires_at:
         store.change_proposal(row.id, ["pending"], state="expired")
-        raise DecisionRefused(f"proposal {row.id} expired at {_when(row.expires_at)}; the next "
-                              f"`agac run {row.workflow}` fails its unit approval_expired "
-                              "(`agac retry` then proposes again)", "approval_expired")
+        raise DecisionRefused(
+            f"proposal {row.id} expired at {_when(row.expires_at)}; the next "
+            f"`agac run {row.workflow}` fails its unit approval_expired "
+            "(`agac retry` then proposes again)",
+            "approval_expired",
+        )
     refusal = approver_refusal(project, store, who, json.loads(row.approvers), row.tenant)
     if refusal is not None:  # as the approvers and groups are now (A3, T3)
         raise NotAnApprover(f"{refusal}: may not decide on proposal {row.id}")
@@ -240,9 +312,11 @@ def _check_decidable(project: Project, store: Store, row: Row, who: str, secret:
 
 def _stale_reason(store: Store, row: Row) -> str:
     if row.state == "superseded":
-        newer = [r for r in store.unit_proposals(row.workflow, row.action, row.unit_key,
-                                                 tenant=row.tenant)
-                 if r.parent == row.id]
+        newer = [
+            r
+            for r in store.unit_proposals(row.workflow, row.action, row.unit_key, tenant=row.tenant)
+            if r.parent == row.id
+        ]
         if newer:
             return f"revision {newer[-1].id} replaced it; decide on that one"
         return "a newer proposal for the same unit replaced it"
@@ -253,22 +327,39 @@ def _stale_reason(store: Store, row: Row) -> str:
     return f"it is {row.state}"
 
 
-def _decide(project: Project, store: Store, row: Row, who: str, state: str,
-            reason: str | None) -> dict[str, Any]:
+def _decide(
+    project: Project, store: Store, row: Row, who: str, state: str, reason: str | None
+) -> dict[str, Any]:
     secret = load_secret(project.root)
     _check_decidable(project, store, row, who, secret)
     at = round(store.clock.time(), 3)
     signature = decision_signature(secret, row.content_hash, state, who, at, reason)
-    won = store.change_proposal(row.id, ["pending"], content_hash=row.content_hash, state=state,
-                                decided_by=who, decided_at=at, reason=reason,
-                                decision_signature=signature)
+    won = store.change_proposal(
+        row.id,
+        ["pending"],
+        content_hash=row.content_hash,
+        state=state,
+        decided_by=who,
+        decided_at=at,
+        reason=reason,
+        decision_signature=signature,
+    )
     if not won:
         _check_decidable(project, store, _one(store, row.id, (row.tenant,)), who, secret)
-        raise DecisionRefused(f"proposal {row.id} changed while it was being decided; look "
-                              f"again with `agac approvals show {row.id}`", "approval_changed")
+        raise DecisionRefused(
+            f"proposal {row.id} changed while it was being decided; look "
+            f"again with `agac approvals show {row.id}`",
+            "approval_changed",
+        )
     maybe_crash("approval_decided")  # the decision is durable; the run has not seen it
-    store.checkpoint(_event(row, "approval_decided", {
-        "proposal": row.id, "state": state, "by": who, "reason": reason}, store.clock.time()))
+    store.checkpoint(
+        _event(
+            row,
+            "approval_decided",
+            {"proposal": row.id, "state": state, "by": who, "reason": reason},
+            store.clock.time(),
+        )
+    )
     # a run waiting on batches walks its units again
     store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
     return proposal_dict(_stored(store, row.id))
@@ -292,8 +383,10 @@ def _apply(arguments: dict[str, Any], changes: dict[str, Any], *, llm: bool) -> 
     for field, value in changes.items():
         if llm:
             if field not in LLM_REVISABLE:
-                raise UsageError(f"--set {field}: an llm proposal can change "
-                                 f"{', '.join(LLM_REVISABLE)} (not the model or the schema)")
+                raise UsageError(
+                    f"--set {field}: an llm proposal can change "
+                    f"{', '.join(LLM_REVISABLE)} (not the model or the schema)"
+                )
             if field == "max_tokens" and not (isinstance(value, int) and value >= 1):
                 raise UsageError(f"--set max_tokens must be an integer >= 1, got {value!r}")
             if field == "temperature" and value is not None and not isinstance(value, (int, float)):
@@ -318,6 +411,8 @@ def _apply(arguments: dict[str, Any], changes: dict[str, Any], *, llm: bool) -> 
                     target = target[int(part)]
             else:
                 known = ", ".join(sorted(out)) if isinstance(out, dict) else ""
-                raise UsageError(f"--set {field}: the proposal's arguments have no "
-                                 f"{'.'.join(parts[:i + 1])!r} (fields: {known})")
+                raise UsageError(
+                    f"--set {field}: the proposal's arguments have no "
+                    f"{'.'.join(parts[: i + 1])!r} (fields: {known})"
+                )
     return out

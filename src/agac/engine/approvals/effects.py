@@ -62,8 +62,17 @@ class Effects:
     """The effects of one run's tool actions marked ``effect:`` (implements
     :class:`agac.engine.ports.Effects`)."""
 
-    def __init__(self, *, run_id: str, workflow: str, tenant: str, store: Store,
-                 gateway: StoreGateway, out: OutcomeWriter, control: RunControl) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        workflow: str,
+        tenant: str,
+        store: Store,
+        gateway: StoreGateway,
+        out: OutcomeWriter,
+        control: RunControl,
+    ) -> None:
         self.run_id = run_id
         self.workflow = workflow
         self.tenant = tenant
@@ -74,48 +83,74 @@ class Effects:
         self.waiting: list[str] = []
         """Units whose non-idempotent effect is unknown: they wait on a person (E2)."""
 
-    async def run(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, inputs_json: str,
-                  input_hash: str, key: str) -> Settled | None:
+    async def run(
+        self,
+        ctx: UnitContext,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        inputs_json: str,
+        input_hash: str,
+        key: str,
+    ) -> Settled | None:
         """The unit's outcome, or None when it waits on a person (its effect is unknown)."""
         effect = rt.action.effect
         assert effect is not None
         row = await self.gateway.call(self.store.get_effect, key)
         if row is not None and row.state in DONE_STATES:
             receipt = json.loads(row.receipt) if row.receipt is not None else None
-            return await self.out.settle(rt, rec, "answered", output=receipt, origin="reused",
-                                         fingerprint=input_hash)
-        if row is not None and row.state in ("started", "unknown") and (
-                not effect.idempotent or _called_before_tenants(row)):
+            return await self.out.settle(
+                rt, rec, "answered", output=receipt, origin="reused", fingerprint=input_hash
+            )
+        if (
+            row is not None
+            and row.state in ("started", "unknown")
+            and (not effect.idempotent or _called_before_tenants(row))
+        ):
             if row.state == "started":
-                await self.gateway.call(self.store.update_effect, key, state="unknown",
-                                        lease=self.gateway.fence)
-                await self.out.event("effect_unknown", rt.name, rec.key, effect=key,
-                                     function=row.function)
+                await self.gateway.call(
+                    self.store.update_effect, key, state="unknown", lease=self.gateway.fence
+                )
+                await self.out.event(
+                    "effect_unknown", rt.name, rec.key, effect=key, function=row.function
+                )
             ref = effect_id(key)[:12]
             self.waiting.append(
                 f"{rt.name}: the effect {ref} of {rec.key} may or may not have happened; "
-                f"settle it with `agac effects resolve {ref} --done|--not-done`")
+                f"settle it with `agac effects resolve {ref} --done|--not-done`"
+            )
             return None
         async with rt.slots:
             if self.control.stopping:
                 return None
             return await self._call(rt, rec, inputs_json, input_hash, key)
 
-    async def _call(self, rt: ActionRuntime, rec: UnitRecord, inputs_json: str, input_hash: str,
-                    key: str) -> Settled:
+    async def _call(
+        self, rt: ActionRuntime, rec: UnitRecord, inputs_json: str, input_hash: str, key: str
+    ) -> Settled:
         """Intent (S1), the call, then its receipt or its failure — never retried."""
         action = rt.action
         assert action.effect is not None
-        await self.gateway.call(self.store.start_effect, {
-            "key": key, "tenant": self.tenant, "workflow": self.workflow, "action": action.name,
-            "unit_key": rec.key,
-            "function": action.function or "", "idempotent": action.effect.idempotent,
-            "compensate": action.effect.compensate, "run_id": self.run_id,
-            "arguments": inputs_json}, lease=self.gateway.fence)
+        await self.gateway.call(
+            self.store.start_effect,
+            {
+                "key": key,
+                "tenant": self.tenant,
+                "workflow": self.workflow,
+                "action": action.name,
+                "unit_key": rec.key,
+                "function": action.function or "",
+                "idempotent": action.effect.idempotent,
+                "compensate": action.effect.compensate,
+                "run_id": self.run_id,
+                "arguments": inputs_json,
+            },
+            lease=self.gateway.fence,
+        )
         await self.gateway.durable()
         maybe_crash("effect_started")  # the intent is durable, the function not called yet
-        tool_ctx = ToolContext(self.run_id, self.workflow, action.name, rec.key, None, 1, key,
-                               tenant=self.tenant)
+        tool_ctx = ToolContext(
+            self.run_id, self.workflow, action.name, rec.key, None, 1, key, tenant=self.tenant
+        )
         await self.gateway.owned()  # still the run's owner, right before the effect (S3)
         clock = self.control.clock
         started = clock.monotonic()
@@ -128,16 +163,43 @@ class Effects:
                 raise
             detail = self.out.redact(exc.detail if isinstance(exc, Fail) else describe(exc))
             tb = self.out.redact(storable_text(traceback.format_exc()))
-            await self.gateway.call(self.store.update_effect, key, state="failed", error=detail,
-                                    lease=self.gateway.fence)
+            await self.gateway.call(
+                self.store.update_effect,
+                key,
+                state="failed",
+                error=detail,
+                lease=self.gateway.fence,
+            )
             await self.out.record_tool(rt, rec, 1, started, tb, input_hash)
-            return await self.out.settle(rt, rec, "failed", "effect_failed", detail, origin="call",
-                                         fingerprint=input_hash, attempts=1, traceback_text=tb)
-        await self.gateway.call(self.store.update_effect, key, state="succeeded",
-                                receipt=dumps(output), lease=self.gateway.fence)
+            return await self.out.settle(
+                rt,
+                rec,
+                "failed",
+                "effect_failed",
+                detail,
+                origin="call",
+                fingerprint=input_hash,
+                attempts=1,
+                traceback_text=tb,
+            )
+        await self.gateway.call(
+            self.store.update_effect,
+            key,
+            state="succeeded",
+            receipt=dumps(output),
+            lease=self.gateway.fence,
+        )
         usage = [self.out.tool_usage_row(rt, rec, 1, started, None, input_hash)]
-        return await self.out.settle(rt, rec, "answered", output=output, origin="call",
-                                     fingerprint=input_hash, attempts=1, usage=usage)
+        return await self.out.settle(
+            rt,
+            rec,
+            "answered",
+            output=output,
+            origin="call",
+            fingerprint=input_hash,
+            attempts=1,
+            usage=usage,
+        )
 
 
 # -- for people: agac effects list / resolve / compensate ------------------------------------
@@ -150,14 +212,25 @@ def _called_before_tenants(row: Row) -> bool:
 
 
 def effect_dict(row: Row) -> dict[str, Any]:
-    return {"id": effect_id(row.key), "key": row.key, "tenant": row.tenant,
-            "workflow": row.workflow, "action": row.action, "record": row.unit_key,
-            "function": row.function, "idempotent": bool(row.idempotent), "state": row.state,
-            "run_id": row.run_id, "arguments": json.loads(row.arguments),
-            "receipt": json.loads(row.receipt) if row.receipt is not None else None,
-            "error": row.error, "compensate": row.compensate,
-            "resolution": json.loads(row.resolution) if row.resolution else None,
-            "created_at": row.created_at, "updated_at": row.updated_at}
+    return {
+        "id": effect_id(row.key),
+        "key": row.key,
+        "tenant": row.tenant,
+        "workflow": row.workflow,
+        "action": row.action,
+        "record": row.unit_key,
+        "function": row.function,
+        "idempotent": bool(row.idempotent),
+        "state": row.state,
+        "run_id": row.run_id,
+        "arguments": json.loads(row.arguments),
+        "receipt": json.loads(row.receipt) if row.receipt is not None else None,
+        "error": row.error,
+        "compensate": row.compensate,
+        "resolution": json.loads(row.resolution) if row.resolution else None,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
 
 
 def _stored(store: Store, key: str) -> Row:
@@ -178,24 +251,30 @@ def _one(store: Store, ref: str, tenants: Collection[str]) -> Row:
     return rows[0]
 
 
-def resolve_effect(store: Store, ref: str, done: bool, *, tenants: Collection[str]) -> dict[str, Any]:
+def resolve_effect(
+    store: Store, ref: str, done: bool, *, tenants: Collection[str]
+) -> dict[str, Any]:
     """E2: a person says whether an effect in ``unknown`` happened. ``--done``: it is never
     called again (its unit is answered without a receipt); ``--not-done``: the next run
     calls it again."""
     row = _one(store, ref, tenants)
     if row.state not in UNSETTLED_EFFECT_STATES:
-        raise RefusedError(f"effect {effect_id(row.key)[:12]} is {row.state}, not unknown; only "
-                           "an unknown effect is resolved")
+        raise RefusedError(
+            f"effect {effect_id(row.key)[:12]} is {row.state}, not unknown; only "
+            "an unknown effect is resolved"
+        )
     state = "done" if done else "not_done"
-    store.update_effect(row.key, state=state,
-                        resolution=dumps({"state": state, "at": store.clock.time()}))
+    store.update_effect(
+        row.key, state=state, resolution=dumps({"state": state, "at": store.clock.time()})
+    )
     # its unit can move now: walk the records again
     store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
     return effect_dict(_stored(store, row.key))
 
 
-def compensate_effect(project: Project, store: Store, ref: str, *,
-                      tenants: Collection[str]) -> dict[str, Any]:
+def compensate_effect(
+    project: Project, store: Store, ref: str, *, tenants: Collection[str]
+) -> dict[str, Any]:
     """Run the effect's declared compensation once, on request, as
     ``fn({"arguments", "receipt"}, ctx)``. agac records what it returned and never claims
     the effect was undone."""
@@ -203,26 +282,38 @@ def compensate_effect(project: Project, store: Store, ref: str, *,
 
     row = _one(store, ref, tenants)
     if not row.compensate:
-        raise RefusedError(f"action {row.action} declares no compensation (effect: {{compensate: "
-                           "module:function}}); nothing was run")
+        raise RefusedError(
+            f"action {row.action} declares no compensation (effect: {{compensate: "
+            "module:function}}); nothing was run"
+        )
     if row.state not in ("succeeded", "done"):
-        raise RefusedError(f"effect {effect_id(row.key)[:12]} is {row.state}; only an effect that "
-                           "happened (succeeded, or resolved --done) is compensated")
+        raise RefusedError(
+            f"effect {effect_id(row.key)[:12]} is {row.state}; only an effect that "
+            "happened (succeeded, or resolved --done) is compensated"
+        )
     fn = resolve_function(row.compensate, project.root)
-    ctx = ToolContext(row.run_id, row.workflow, row.action, row.unit_key, None, 1, row.key,
-                      tenant=row.tenant)
-    inputs = {"arguments": json.loads(row.arguments),
-              "receipt": json.loads(row.receipt) if row.receipt is not None else None}
+    ctx = ToolContext(
+        row.run_id, row.workflow, row.action, row.unit_key, None, 1, row.key, tenant=row.tenant
+    )
+    inputs = {
+        "arguments": json.loads(row.arguments),
+        "receipt": json.loads(row.receipt) if row.receipt is not None else None,
+    }
     try:
         result = asyncio.run(invoke_tool(fn, inputs, ctx))
     except BaseException as exc:  # user code: never ends agac (KeyboardInterrupt does)
         if not fails_only_its_unit(exc):
             raise
         said = Redactor.from_environment(credential_env_names())(describe(exc))
-        store.update_effect(row.key, resolution=dumps({"compensation_failed": said,
-                                                       "at": store.clock.time()}))
-        raise RefusedError(f"the compensation {row.compensate} raised {said}; "
-                           "the effect is unchanged") from exc
-    store.update_effect(row.key, state="compensated",
-                        resolution=dumps({"compensation": result, "at": store.clock.time()}))
+        store.update_effect(
+            row.key, resolution=dumps({"compensation_failed": said, "at": store.clock.time()})
+        )
+        raise RefusedError(
+            f"the compensation {row.compensate} raised {said}; the effect is unchanged"
+        ) from exc
+    store.update_effect(
+        row.key,
+        state="compensated",
+        resolution=dumps({"compensation": result, "at": store.clock.time()}),
+    )
     return effect_dict(_stored(store, row.key))

@@ -76,9 +76,18 @@ _USABLE_EFFECT_STATES = ("succeeded", "done", "compensated", "started", "unknown
 class ApprovalGate:
     """The approval side of one run (implements :class:`agac.engine.ports.Approvals`)."""
 
-    def __init__(self, project: Project, *, run_id: str, workflow: str, tenant: str,
-                 store: Store, gateway: StoreGateway, out: OutcomeWriter,
-                 control: RunControl) -> None:
+    def __init__(
+        self,
+        project: Project,
+        *,
+        run_id: str,
+        workflow: str,
+        tenant: str,
+        store: Store,
+        gateway: StoreGateway,
+        out: OutcomeWriter,
+        control: RunControl,
+    ) -> None:
         self.project = project
         self.run_id = run_id
         self.workflow = workflow
@@ -104,16 +113,22 @@ class ApprovalGate:
         per_action: dict[str, int] = {}
         for action, _ in self.waiting:
             per_action[action] = per_action.get(action, 0) + 1
-        wf = self.workflow if self.tenant == DEFAULT_TENANT else \
-            f"{self.workflow} --tenant {self.tenant}"
-        return [f"{action}: {n} unit{'s' if n != 1 else ''} awaiting approval; "
-                f"`agac approvals list {wf}` shows them, `agac approve ID --as NAME` decides"
-                for action, n in sorted(per_action.items())]
+        wf = (
+            self.workflow
+            if self.tenant == DEFAULT_TENANT
+            else f"{self.workflow} --tenant {self.tenant}"
+        )
+        return [
+            f"{action}: {n} unit{'s' if n != 1 else ''} awaiting approval; "
+            f"`agac approvals list {wf}` shows them, `agac approve ID --as NAME` decides"
+            for action, n in sorted(per_action.items())
+        ]
 
     # -- one unit -------------------------------------------------------------------------------
 
-    async def gate(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
-                   view: dict[str, Any]) -> Settled | Act | None:
+    async def gate(
+        self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: dict[str, Any]
+    ) -> Settled | Act | None:
         """Settled: the unit's outcome without acting; Act: act with the approved
         arguments (or as rendered, when it would not act anyway); None: it waits."""
         action = rt.action
@@ -122,20 +137,34 @@ class ApprovalGate:
         subject = subject_of(self.workflow, action, rec.key, arguments)
         carried = ctx.memory.carried_failure(rt.name, rec.key, subject)
         if carried is not None:
-            return await self.out.settle(rt, rec, "failed", carried.reason, carried.detail,
-                                         origin="carried", fingerprint=subject)
-        rows = await self.gateway.call(self.store.unit_proposals, self.workflow, rt.name, rec.key,
-                                       tenant=self.tenant)
+            return await self.out.settle(
+                rt,
+                rec,
+                "failed",
+                carried.reason,
+                carried.detail,
+                origin="carried",
+                fingerprint=subject,
+            )
+        rows = await self.gateway.call(
+            self.store.unit_proposals, self.workflow, rt.name, rec.key, tenant=self.tenant
+        )
         latest = await self._trusted(rt, rec, _latest(rows, subject))
         if latest is not None and latest.state == "pending":
             if self.clock.time() < latest.expires_at:
                 if latest.run_id != self.run_id:
-                    await self.gateway.call(self.store.adopt_proposal, latest.id, self.run_id,
-                                            lease=self.gateway.fence)
+                    await self.gateway.call(
+                        self.store.adopt_proposal, latest.id, self.run_id, lease=self.gateway.fence
+                    )
                 self.waiting[(rt.name, rec.key)] = latest.id
                 return None
-            await self.gateway.call(self.store.change_proposal, latest.id, ["pending"],
-                                    state="expired", lease=self.gateway.fence)
+            await self.gateway.call(
+                self.store.change_proposal,
+                latest.id,
+                ["pending"],
+                state="expired",
+                lease=self.gateway.fence,
+            )
             latest = await self.gateway.call(self.store.get_proposal, latest.id)
         if latest is not None and latest.used_by in (None, self.run_id):
             if latest.state in ("rejected", "expired"):
@@ -145,8 +174,9 @@ class ApprovalGate:
         if await self._would_not_act(ctx, rt, rec, request, arguments):
             return Act(view)
         if self.control.deadline_passed():
-            return await self.out.settle(rt, rec, "skipped", "deadline",
-                                         "never proposed: the run's deadline passed")
+            return await self.out.settle(
+                rt, rec, "skipped", "deadline", "never proposed: the run's deadline passed"
+            )
         if self.control.stopping:
             return None
         await self._propose(rt, rec, subject, arguments)
@@ -160,8 +190,13 @@ class ApprovalGate:
         why = tampered(self.secret, row)
         if why is None:
             return row
-        await self.gateway.call(self.store.change_proposal, row.id, [row.state], state="altered",
-                                lease=self.gateway.fence)
+        await self.gateway.call(
+            self.store.change_proposal,
+            row.id,
+            [row.state],
+            state="altered",
+            lease=self.gateway.fence,
+        )
         await self.out.event("approval_altered", rt.name, rec.key, proposal=row.id, why=why)
         return None
 
@@ -171,25 +206,36 @@ class ApprovalGate:
         unit is about to act."""
         spec = rt.action.approval
         assert spec is not None
-        refusal = await self.gateway.call(approver_refusal, self.project, self.store,
-                                          row.decided_by, spec.approvers, self.tenant)
+        refusal = await self.gateway.call(
+            approver_refusal, self.project, self.store, row.decided_by, spec.approvers, self.tenant
+        )
         if loads(row.approvers) == list(spec.approvers) and refusal is None:
             return True
-        why = (f"{row.decided_by} is no longer an approver of {rt.name} "
-               f"({', '.join(spec.approvers)})" + (f": {refusal}" if refusal else ""))
-        await self.gateway.call(self.store.change_proposal, row.id, ["approved"], state="revoked",
-                                reason=why, lease=self.gateway.fence)
+        why = (
+            f"{row.decided_by} is no longer an approver of {rt.name} "
+            f"({', '.join(spec.approvers)})" + (f": {refusal}" if refusal else "")
+        )
+        await self.gateway.call(
+            self.store.change_proposal,
+            row.id,
+            ["approved"],
+            state="revoked",
+            reason=why,
+            lease=self.gateway.fence,
+        )
         await self.out.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)
         return False
 
     async def _act(self, rt: ActionRuntime, rec: UnitRecord, row: Row) -> Act | None:
-        if not await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
-                                       lease=self.gateway.fence):
+        if not await self.gateway.call(
+            self.store.use_proposal, row.id, self.run_id, lease=self.gateway.fence
+        ):
             return None  # pragma: no cover - one open run per workflow: nobody else uses it
         await self.gateway.durable()  # the use is stored before the unit acts (S1)
         maybe_crash("approval_acting")  # the run acts on the approval; no outcome yet
-        await self.out.event("approval_applied", rt.name, rec.key, proposal=row.id,
-                             by=row.decided_by)
+        await self.out.event(
+            "approval_applied", rt.name, rec.key, proposal=row.id, by=row.decided_by
+        )
         arguments = loads(row.arguments)
         if rt.action.kind == "tool":
             return Act(arguments)
@@ -198,13 +244,15 @@ class ApprovalGate:
     async def _refused(self, rt: ActionRuntime, rec: UnitRecord, row: Row, subject: str) -> Settled:
         spec = rt.action.approval
         assert spec is not None
-        await self.gateway.call(self.store.use_proposal, row.id, self.run_id,
-                                lease=self.gateway.fence)
+        await self.gateway.call(
+            self.store.use_proposal, row.id, self.run_id, lease=self.gateway.fence
+        )
         if row.state == "rejected":
             reason, policy = "approval_rejected", spec.on_reject
             detail = f"proposal {row.id} was rejected by {row.decided_by}: {row.reason}"
             halt: tuple[RunState, str] | None = (
-                ("failed", "on_reject: fail_run") if policy == "fail_run" else None)
+                ("failed", "on_reject: fail_run") if policy == "fail_run" else None
+            )
         else:
             at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.expires_at))
             reason, policy = "approval_expired", spec.on_expire
@@ -216,8 +264,14 @@ class ApprovalGate:
             self.control.stop()  # send nothing more; what is in flight settles
         return settled
 
-    async def _would_not_act(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
-                             request: Any, arguments: dict[str, Any]) -> bool:
+    async def _would_not_act(
+        self,
+        ctx: UnitContext,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        request: Any,
+        arguments: dict[str, Any],
+    ) -> bool:
         """Whether the unit, as rendered, would settle without acting: its answer is stored
         (S5), a failure is carried (R1 c), its tool result is cached, or its effect's own
         rules decide (E1/E2). Mirrors the keys of engine/walk/units.py."""
@@ -226,8 +280,10 @@ class ApprovalGate:
             fp = fingerprint_of(request.canonical())
             if ctx.memory.carried_failure(rt.name, rec.key, fp) is not None:
                 return True
-            if ctx.batch is not None and own_item(ctx.batch.items_of(rt, rec.key),
-                                                  self.run_id) is not None:
+            if (
+                ctx.batch is not None
+                and own_item(ctx.batch.items_of(rt, rec.key), self.run_id) is not None
+            ):
                 return True  # staged or sent by this run from an approved proposal
             return not ctx.fresh and await ctx.lookups.lookup_answer(fp) is not None
         input_hash = tool_input_hash(action.function, canonical_json(arguments))
@@ -239,27 +295,49 @@ class ApprovalGate:
             return await ctx.lookups.lookup_tool_result(input_hash) is not None
         return False
 
-    async def _propose(self, rt: ActionRuntime, rec: UnitRecord, subject: str,
-                       arguments: dict[str, Any]) -> None:
+    async def _propose(
+        self, rt: ActionRuntime, rec: UnitRecord, subject: str, arguments: dict[str, Any]
+    ) -> None:
         spec = rt.action.approval
         assert spec is not None
         now = round(self.clock.time(), 3)
         row: dict[str, Any] = {
-            "id": new_proposal_id(), "tenant": self.tenant, "workflow": self.workflow,
+            "id": new_proposal_id(),
+            "tenant": self.tenant,
+            "workflow": self.workflow,
             "action": rt.name,
-            "unit_key": rec.key, "seq": rec.seq, "run_id": self.run_id, "subject": subject,
-            "parent": None, "arguments": canonical_json(arguments),
-            "policy_version": spec.policy_version, "approvers": canonical_json(list(spec.approvers)),
-            "proposed_by": None, "expires_at": round(now + spec.expires_in, 3), "state": "pending",
-            "decided_by": None, "decided_at": None, "reason": None, "decision_signature": None,
-            "used_by": None, "used_at": None, "created_at": now, "updated_at": now,
+            "unit_key": rec.key,
+            "seq": rec.seq,
+            "run_id": self.run_id,
+            "subject": subject,
+            "parent": None,
+            "arguments": canonical_json(arguments),
+            "policy_version": spec.policy_version,
+            "approvers": canonical_json(list(spec.approvers)),
+            "proposed_by": None,
+            "expires_at": round(now + spec.expires_in, 3),
+            "state": "pending",
+            "decided_by": None,
+            "decided_at": None,
+            "reason": None,
+            "decision_signature": None,
+            "used_by": None,
+            "used_at": None,
+            "created_at": now,
+            "updated_at": now,
         }
         row["content_hash"] = content_hash(row)
         row["signature"] = sign(self.secret, "proposal:" + row["content_hash"])
         await self.gateway.call(self.store.insert_proposal, row, lease=self.gateway.fence)
-        await self.out.event("approval_requested", rt.name, rec.key, proposal=row["id"],
-                       approvers=list(spec.approvers), expires_at=row["expires_at"],
-                       policy_version=spec.policy_version)
+        await self.out.event(
+            "approval_requested",
+            rt.name,
+            rec.key,
+            proposal=row["id"],
+            approvers=list(spec.approvers),
+            expires_at=row["expires_at"],
+            policy_version=spec.policy_version,
+        )
         maybe_crash("approval_proposed")  # the proposal is durable; the unit waits
         self.waiting[(rt.name, rec.key)] = row["id"]
 

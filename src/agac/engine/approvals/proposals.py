@@ -42,9 +42,23 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.store.repository import Store
 
-__all__ = ["LLM_REVISABLE", "approver_refusal", "arguments_hash", "content_hash", "decision_signature",
-           "expand_approvers", "load_secret", "new_proposal_id", "proposal_dict",
-           "request_from", "sign", "subject_of", "tampered", "time_text", "unit_arguments"]
+__all__ = [
+    "LLM_REVISABLE",
+    "approver_refusal",
+    "arguments_hash",
+    "content_hash",
+    "decision_signature",
+    "expand_approvers",
+    "load_secret",
+    "new_proposal_id",
+    "proposal_dict",
+    "request_from",
+    "sign",
+    "subject_of",
+    "tampered",
+    "time_text",
+    "unit_arguments",
+]
 
 LLM_REVISABLE = ("system", "prompt", "max_tokens", "temperature")
 """Fields of an llm proposal that ``--set`` may change."""
@@ -92,8 +106,13 @@ def unit_arguments(action: Action, view: dict[str, Any], request: Request | None
     assert request is not None
     system = next((m.content for m in request.messages if m.role == "system"), None)
     prompt = next(m.content for m in request.messages if m.role == "user")
-    return {"model": action.model, "system": system, "prompt": prompt,
-            "max_tokens": request.max_tokens, "temperature": request.temperature}
+    return {
+        "model": action.model,
+        "system": system,
+        "prompt": prompt,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+    }
 
 
 def request_from(action: Action, arguments: dict[str, Any]) -> Request:
@@ -103,10 +122,15 @@ def request_from(action: Action, arguments: dict[str, Any]) -> Request:
     if arguments.get("system") is not None:
         messages.append(Message("system", str(arguments["system"])))
     messages.append(Message("user", str(arguments["prompt"])))
-    return Request(provider=action.provider or "", model=action.model_name or "",
-                   messages=tuple(messages), max_tokens=int(arguments["max_tokens"]),
-                   temperature=arguments.get("temperature"), schema=action.schema,
-                   timeout=action.timeout)
+    return Request(
+        provider=action.provider or "",
+        model=action.model_name or "",
+        messages=tuple(messages),
+        max_tokens=int(arguments["max_tokens"]),
+        temperature=arguments.get("temperature"),
+        schema=action.schema,
+        timeout=action.timeout,
+    )
 
 
 def arguments_hash(arguments: dict[str, Any]) -> str:
@@ -118,8 +142,16 @@ def subject_of(workflow: str, action: Action, unit_key: str, arguments: dict[str
     the policy version and the approvers. The same subject in a later run means the same
     question, so a proposal still open is reused instead of asked again."""
     assert action.approval is not None
-    material = canonical_json([workflow, action.name, unit_key, arguments_hash(arguments),
-                               action.approval.policy_version, list(action.approval.approvers)])
+    material = canonical_json(
+        [
+            workflow,
+            action.name,
+            unit_key,
+            arguments_hash(arguments),
+            action.approval.policy_version,
+            list(action.approval.approvers),
+        ]
+    )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
@@ -129,13 +161,20 @@ def content_hash(row: Row | Mapping[str, Any]) -> str:
     tenants still verify, and a proposal moved to another tenant in the store does not."""
     get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k))
     content = {
-        "id": get("id"), "workflow": get("workflow"), "action": get("action"),
-        "unit_key": get("unit_key"), "subject": get("subject"), "parent": get("parent"),
-        "arguments": get("arguments"), "policy_version": get("policy_version"),
-        "approvers": get("approvers"), "proposed_by": get("proposed_by"),
-        "expires_at": time_text(get("expires_at")), "created_at": time_text(get("created_at")),
+        "id": get("id"),
+        "workflow": get("workflow"),
+        "action": get("action"),
+        "unit_key": get("unit_key"),
+        "subject": get("subject"),
+        "parent": get("parent"),
+        "arguments": get("arguments"),
+        "policy_version": get("policy_version"),
+        "approvers": get("approvers"),
+        "proposed_by": get("proposed_by"),
+        "expires_at": time_text(get("expires_at")),
+        "created_at": time_text(get("created_at")),
     }
-    tenant = (row.get("tenant") if isinstance(row, dict) else getattr(row, "tenant", None))
+    tenant = row.get("tenant") if isinstance(row, dict) else getattr(row, "tenant", None)
     if tenant not in (None, DEFAULT_TENANT):
         content["tenant"] = tenant
     material = canonical_json(content)
@@ -146,8 +185,9 @@ def sign(secret: bytes, text: str) -> str:
     return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def decision_signature(secret: bytes, chash: str, state: str, by: str | None, at: float | None,
-                       reason: str | None) -> str:
+def decision_signature(
+    secret: bytes, chash: str, state: str, by: str | None, at: float | None, reason: str | None
+) -> str:
     return sign(secret, canonical_json(["decision", chash, state, by, time_text(at), reason]))
 
 
@@ -160,8 +200,9 @@ def tampered(secret: bytes, row: Row) -> str | None:
     if not hmac.compare_digest(sign(secret, "proposal:" + chash), row.signature):
         return "its signature does not match (it was not made by agac with this project's secret)"
     if row.state in ("approved", "rejected"):
-        expected = decision_signature(secret, chash, row.state, row.decided_by, row.decided_at,
-                                      row.reason)
+        expected = decision_signature(
+            secret, chash, row.state, row.decided_by, row.decided_at, row.reason
+        )
         if not hmac.compare_digest(expected, row.decision_signature or ""):
             return f"its decision ({row.state}) does not match the decision's signature"
     return None
@@ -176,8 +217,9 @@ def expand_approvers(names: list[str] | tuple[str, ...], project: Project) -> se
     return users
 
 
-def approver_refusal(project: Project, store: Store, who: str, approvers: list[str] | tuple[str, ...],
-                     tenant: str) -> str | None:
+def approver_refusal(
+    project: Project, store: Store, who: str, approvers: list[str] | tuple[str, ...], tenant: str
+) -> str | None:
     """Why ``who`` may not decide on a proposal of a run in ``tenant`` with these
     ``approvers`` — or act on such a decision — as things are now; None when it may (A3, T3).
 
@@ -196,20 +238,35 @@ def approver_refusal(project: Project, store: Store, who: str, approvers: list[s
             return f"{who} is not in tenant {tenant}"
         if who in approvers or set(store.groups_of([who])[who]) & set(approvers):
             return None
-        return (f"{who} is not an approver (approvers: {names}; a user's groups are set with "
-                "`agac users set NAME --group G`)")
+        return (
+            f"{who} is not an approver (approvers: {names}; a user's groups are set with "
+            "`agac users set NAME --group G`)"
+        )
     if who in expand_approvers(approvers, project):
         return None
     return f"{who} is not an approver (approvers: {names}; groups are defined in agac.yml)"
 
 
 def proposal_dict(row: Row, run_state: str | None = None) -> dict[str, Any]:
-    return {"id": row.id, "tenant": row.tenant, "workflow": row.workflow, "action": row.action,
-            "record": row.unit_key,
-            "arguments": json.loads(row.arguments), "approvers": json.loads(row.approvers),
-            "policy_version": row.policy_version, "expires_at": row.expires_at,
-            "state": row.state, "run_id": row.run_id, "run_state": run_state,
-            "revises": row.parent, "proposed_by": row.proposed_by,
-            "decided_by": row.decided_by, "decided_at": row.decided_at, "reason": row.reason,
-            "used_by": row.used_by, "content_hash": row.content_hash,
-            "created_at": row.created_at}
+    return {
+        "id": row.id,
+        "tenant": row.tenant,
+        "workflow": row.workflow,
+        "action": row.action,
+        "record": row.unit_key,
+        "arguments": json.loads(row.arguments),
+        "approvers": json.loads(row.approvers),
+        "policy_version": row.policy_version,
+        "expires_at": row.expires_at,
+        "state": row.state,
+        "run_id": row.run_id,
+        "run_state": run_state,
+        "revises": row.parent,
+        "proposed_by": row.proposed_by,
+        "decided_by": row.decided_by,
+        "decided_at": row.decided_at,
+        "reason": row.reason,
+        "used_by": row.used_by,
+        "content_hash": row.content_hash,
+        "created_at": row.created_at,
+    }

@@ -40,8 +40,9 @@ UNREAD_ORIGIN = "unread"
 """The ledger origin of answers billed in a batch agac does not read."""
 
 
-def unread_rows(b: BatchRecord, items: Sequence[BatchItem], work: BilledWork,
-                prices: PriceTable, now: float) -> list[UsageRow]:
+def unread_rows(
+    b: BatchRecord, items: Sequence[BatchItem], work: BilledWork, prices: PriceTable, now: float
+) -> list[UsageRow]:
     """The ledger rows of what ``work`` says the provider billed in batch ``b``, at most
     one per item of ``items`` still ``pending``."""
     pending = [i for i in items if i.status == "pending"]
@@ -49,8 +50,10 @@ def unread_rows(b: BatchRecord, items: Sequence[BatchItem], work: BilledWork,
     if n <= 0:
         return []
     if work.usage is not None:
-        return [_row(b, pending[i], share, prices, now, "ok")
-                for i, share in enumerate(_shares(work.usage, work.answered, n))]
+        return [
+            _row(b, pending[i], share, prices, now, "ok")
+            for i, share in enumerate(_shares(work.usage, work.answered, n))
+        ]
     worst = sorted(pending, key=_tokens, reverse=True)[:n]
     return [_row(b, item, _worst(item), prices, now, "estimated") for item in worst]
 
@@ -58,12 +61,20 @@ def unread_rows(b: BatchRecord, items: Sequence[BatchItem], work: BilledWork,
 def _shares(total: Usage, answered: int, n: int) -> list[Usage]:
     """``n`` of ``answered`` requests' even shares of ``total`` (the first ones take the
     remainders, so that ``n == answered`` sums to ``total`` exactly)."""
+
     def share(x: int, i: int) -> int:
         return x // answered + (1 if i < x % answered else 0)
 
-    return [Usage(share(total.input_tokens, i), share(total.output_tokens, i),
-                  share(total.cached_tokens, i), share(total.cache_write_tokens, i),
-                  share(total.reasoning_tokens, i)) for i in range(n)]
+    return [
+        Usage(
+            share(total.input_tokens, i),
+            share(total.output_tokens, i),
+            share(total.cached_tokens, i),
+            share(total.cache_write_tokens, i),
+            share(total.reasoning_tokens, i),
+        )
+        for i in range(n)
+    ]
 
 
 def _tokens(item: BatchItem) -> int:
@@ -78,15 +89,36 @@ def _worst(item: BatchItem) -> Usage:
     return Usage(input_tokens, output_tokens)
 
 
-def _row(b: BatchRecord, item: BatchItem, usage: Usage, prices: PriceTable, now: float,
-         status: str) -> UsageRow:
+def _row(
+    b: BatchRecord, item: BatchItem, usage: Usage, prices: PriceTable, now: float, status: str
+) -> UsageRow:
     """One answered request of ``b``: its model and attempt from ``item``, but no unit."""
     request = loads(item.request)
-    how = ("the batch's reported usage, shared between its answers" if status == "ok"
-           else "estimated at the worst case of its requests")
+    how = (
+        "the batch's reported usage, shared between its answers"
+        if status == "ok"
+        else "estimated at the worst case of its requests"
+    )
     return UsageRow(
-        b.run_id, b.action, "", item.attempt, "llm", b.provider, request["model"], "batch",
-        usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens,
-        prices.cost(f"{b.provider}/{request['model']}", usage, "batch"), 0.0, status,
+        b.run_id,
+        b.action,
+        "",
+        item.attempt,
+        "llm",
+        b.provider,
+        request["model"],
+        "batch",
+        usage.input_tokens,
+        usage.cached_tokens,
+        usage.cache_write_tokens,
+        usage.output_tokens,
+        prices.cost(f"{b.provider}/{request['model']}", usage, "batch"),
+        0.0,
+        status,
         f"answered in batch {b.provider_batch_id} ({b.file}), which agac did not read; "
-        f"usage: {how}", None, now, UNREAD_ORIGIN, usage.reasoning_tokens)
+        f"usage: {how}",
+        None,
+        now,
+        UNREAD_ORIGIN,
+        usage.reasoning_tokens,
+    )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from agac.providers.base import BatchHandle
 
 if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
     from agac.engine.interrupts import StopSignal
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.outcomes.gateway import StoreGateway
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import BatchRecord, RunRecord
 
-__all__ = ["BatchContext", "Pacer", "StepReport"]
+__all__ = ["BatchContext", "CacheKeeper", "Pacer", "StepReport"]
 
 
 T = TypeVar("T")
@@ -46,6 +47,14 @@ class Pacer(Protocol):
     shared by every worker through the store."""
 
     async def acquire(self, tokens: int, stop: StopSignal | None = None) -> float | None: ...
+
+
+class CacheKeeper(Protocol):
+    """The run's explicit context caches (engine/lifecycle/contextcaches.py): made ready
+    for a batch action right before its batch is written, so every line names one that
+    lives until the batch ends."""
+
+    async def ready(self, rt: ActionRuntime) -> bool: ...
 
 
 @dataclass
@@ -76,6 +85,8 @@ class BatchContext:
     only_file: str | None = None
     """A worker's batch shard (action, file): submit, recover, poll and read only this
     file's batches; B4 still looks at every file of the action."""
+    caches: CacheKeeper | None = None
+    """The run's explicit context caches (None: a batch step built without them)."""
     refused_actions: set[str] = field(default_factory=set)
     """Batch actions whose submission the provider refused (B2): they fail as a whole."""
 

@@ -39,8 +39,15 @@ __all__ = ["BatchCoordinator", "StepReport"]
 class BatchCoordinator:
     """Submits, adopts, polls and reads the batches of one run's batch actions."""
 
-    def __init__(self, ctx: BatchContext, batch_rts: list[ActionRuntime], submitter: Submitter,
-                 poller: Poller, units: BatchUnits, hybrid: Hybrid) -> None:
+    def __init__(
+        self,
+        ctx: BatchContext,
+        batch_rts: list[ActionRuntime],
+        submitter: Submitter,
+        poller: Poller,
+        units: BatchUnits,
+        hybrid: Hybrid,
+    ) -> None:
         self.ctx = ctx
         self.batch_rts = batch_rts
         self.submitter = submitter
@@ -92,21 +99,34 @@ class BatchCoordinator:
         ctx = self.ctx
         files = self.submitter.unsent.get(rt.name, [])
         upstream: dict[str, list[str]] = {}
-        for b in await ctx.call(ctx.store.list_batches, ctx.workflow, tenants=ctx.tenants,
-                                open_only=True):
+        for b in await ctx.call(
+            ctx.store.list_batches, ctx.workflow, tenants=ctx.tenants, open_only=True
+        ):
             if b.action in rt.action.ancestors and b.file in files:
                 upstream.setdefault(b.file, []).append(
-                    f"{b.action}'s batch {b.provider_batch_id or b.key}")
+                    f"{b.action}'s batch {b.provider_batch_id or b.key}"
+                )
         named = "; ".join(
-            f"{f} waits on {', '.join(sorted(upstream[f]))}" if f in upstream
-            else f"{f}: its records have not all reached {rt.name}" for f in files)
-        return (f"{rt.name}: waiting until every input file can be sent (B4)"
-                + (f": {named}" if named else ""))
+            f"{f} waits on {', '.join(sorted(upstream[f]))}"
+            if f in upstream
+            else f"{f}: its records have not all reached {rt.name}"
+            for f in files
+        )
+        return f"{rt.name}: waiting until every input file can be sent (B4)" + (
+            f": {named}" if named else ""
+        )
 
-    def open_reservations(self, known: dict[str, Reservation] | None = None
-                          ) -> dict[str, Reservation]:
+    def open_reservations(
+        self, known: dict[str, Reservation] | None = None
+    ) -> dict[str, Reservation]:
         """Worst cases of the batches this run has out (R5); in the store thread."""
         assert self.ctx.budget is not None
-        return open_reservations(self.ctx.store, self.ctx.budget, self.ctx.run_id,
-                                 self.ctx.workflow, [rt.action for rt in self.batch_rts], known,
-                                 tenant=self.ctx.tenant)
+        return open_reservations(
+            self.ctx.store,
+            self.ctx.budget,
+            self.ctx.run_id,
+            self.ctx.workflow,
+            [rt.action for rt in self.batch_rts],
+            known,
+            tenant=self.ctx.tenant,
+        )

@@ -69,13 +69,18 @@ class Hybrid:
         at = ctx.control.live_at.get(rt.name)
         why = f"switched live at live_after (B13): {len(live)} records sent live"
         files: list[JSON] = [*sorted({b.file for b in out})]
-        body: dict[str, JSON] = {"batches": ids, "files": files, "live": len(live),
-                                 "live_at": at}
-        event = ctx.out.event_row("hybrid_switched", rt.name, None, body,
-                                  ctx.control.clock.time())
-        await ctx.call(ctx.store.switch_live, ctx.run_id, rt.name, state=LIVE_STATE, why=why,
-                       batches=[(b.key, {**b.meta, "hybrid": CANCEL_INTENT}) for b in out],
-                       events=[event], lease=ctx.gateway.fence)
+        body: dict[str, JSON] = {"batches": ids, "files": files, "live": len(live), "live_at": at}
+        event = ctx.out.event_row("hybrid_switched", rt.name, None, body, ctx.control.clock.time())
+        await ctx.call(
+            ctx.store.switch_live,
+            ctx.run_id,
+            rt.name,
+            state=LIVE_STATE,
+            why=why,
+            batches=[(b.key, {**b.meta, "hybrid": CANCEL_INTENT}) for b in out],
+            events=[event],
+            lease=ctx.gateway.fence,
+        )
         ctx.control.go_live(rt.name)
         maybe_crash("hybrid_switched")
         report.progressed = True
@@ -86,8 +91,11 @@ class Hybrid:
         the cancel, or it ended) is only marked."""
         ctx = self.ctx
         for b in await self._open(rt):
-            if b.state in ("submitting", "unknown") or not b.provider_batch_id \
-                    or b.meta.get("hybrid") == CANCEL_DONE:
+            if (
+                b.state in ("submitting", "unknown")
+                or not b.provider_batch_id
+                or b.meta.get("hybrid") == CANCEL_DONE
+            ):
                 continue
             if ctx.control.stopping:
                 return
@@ -101,10 +109,14 @@ class Hybrid:
                     await rt.batch_api.api.cancel_batch(handle)
                     maybe_crash("hybrid_cancelled")
             except ProviderError as exc:
-                report.waiting.append(f"{rt.name}: could not cancel batch {handle.id} for "
-                                      f"{b.file} to go live: {exc}; the next poll asks again (B13)")
+                report.waiting.append(
+                    f"{rt.name}: could not cancel batch {handle.id} for "
+                    f"{b.file} to go live: {exc}; the next poll asks again (B13)"
+                )
                 continue
-            await ctx.call(ctx.store.update_batch, b.key, meta=dumps({**meta, "hybrid": CANCEL_DONE}))
+            await ctx.call(
+                ctx.store.update_batch, b.key, meta=dumps({**meta, "hybrid": CANCEL_DONE})
+            )
 
     async def holds_run(self) -> bool:
         """Whether batches of a live action are still open: the run stays open for them
@@ -113,21 +125,34 @@ class Hybrid:
         ctx = self.ctx
         if not ctx.control.live_at:
             return False
-        return any(ctx.control.is_live(b.action)
-                   for b in await ctx.call(ctx.store.list_batches, ctx.workflow,
-                                           tenants=ctx.tenants, open_only=True))
+        return any(
+            ctx.control.is_live(b.action)
+            for b in await ctx.call(
+                ctx.store.list_batches, ctx.workflow, tenants=ctx.tenants, open_only=True
+            )
+        )
 
     async def _open(self, rt: ActionRuntime) -> list[BatchRecord]:
         ctx = self.ctx
-        return [b for b in await ctx.call(ctx.store.list_batches, ctx.workflow,
-                                          tenants=ctx.tenants, open_only=True, action=rt.name)
-                if ctx.only_file in (None, b.file)]
+        return [
+            b
+            for b in await ctx.call(
+                ctx.store.list_batches,
+                ctx.workflow,
+                tenants=ctx.tenants,
+                open_only=True,
+                action=rt.name,
+            )
+            if ctx.only_file in (None, b.file)
+        ]
 
     def _waiting_units(self, rt: ActionRuntime, out: list[BatchRecord]) -> set[str]:
         """The units of ``rt`` still waiting on a batch or staged for one (they go live);
         in the store thread."""
         store, ctx = self.ctx.store, self.ctx
-        keys = [b.key for b in out] + [staged_key(ctx.run_id, rt.name, f["file"])
-                                       for f in ctx.files]
-        return {i.unit_key for key in keys for i in store.iter_batch_items(key)
-                if i.status == "pending"}
+        keys = [b.key for b in out] + [
+            staged_key(ctx.run_id, rt.name, f["file"]) for f in ctx.files
+        ]
+        return {
+            i.unit_key for key in keys for i in store.iter_batch_items(key) if i.status == "pending"
+        }

@@ -45,11 +45,13 @@ _GROUP_MAX = 8000
 _RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
 
 
-
-async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
-                       handle: BatchHandle) -> dict[str, int]:
+async def ingest_batch(
+    ctx: BatchContext, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle
+) -> dict[str, int]:
     """Read batch ``b`` once; returns counts by item status."""
-    items = {i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))}
+    items = {
+        i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))
+    }
     # B13: a batch cancelled to go live may answer units answered live meanwhile
     answered = await ctx.call(_settled_units, ctx, rt.name) if b.meta.get("hybrid") else set()
     reading = _Reading(ctx, rt, b, answered)
@@ -69,8 +71,13 @@ async def ingest_batch(ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
         if item.status == "pending":
             reading.not_returned(item)
     await reading.flush()
-    await ctx.call(ctx.store.update_batch, b.key, state="collected", collected_by=ctx.run_id,
-                   ended_at=ctx.control.clock.time())
+    await ctx.call(
+        ctx.store.update_batch,
+        b.key,
+        state="collected",
+        collected_by=ctx.run_id,
+        ended_at=ctx.control.clock.time(),
+    )
     return reading.counts
 
 
@@ -83,8 +90,9 @@ class _Reading:
     """The rows of one batch being read, written a group at a time. ``overlap``: units
     answered live already (B13), whose answers here are billed but not used."""
 
-    def __init__(self, ctx: BatchContext, rt: ActionRuntime, b: BatchRecord,
-                 overlap: set[str]) -> None:
+    def __init__(
+        self, ctx: BatchContext, rt: ActionRuntime, b: BatchRecord, overlap: set[str]
+    ) -> None:
         self.ctx = ctx
         self.rt = rt
         self.b = b
@@ -102,8 +110,9 @@ class _Reading:
         an item is never ledgered twice nor marked read without its answer (a crash
         mid-ingest reads again only the items still pending)."""
         if self.answers or self.usage or self.results:
-            await self.ctx.gateway.commit(answers=self.answers, usage=self.usage,
-                                          item_results=self.results)
+            await self.ctx.gateway.commit(
+                answers=self.answers, usage=self.usage, item_results=self.results
+            )
         self.answers, self.usage, self.results = [], [], []
 
     async def read(self, item: BatchItem, result: Result) -> None:
@@ -111,32 +120,55 @@ class _Reading:
             await self._answered(item, result)
         elif result.type == "errored":
             err = result.error
-            fatal = isinstance(err, (FatalError, UnsupportedError)) or not isinstance(err, ProviderError)
+            fatal = isinstance(err, (FatalError, UnsupportedError)) or not isinstance(
+                err, ProviderError
+            )
             reason = "provider_error" if fatal else "provider_error_retryable"
             self.results.append(self._give_up(item, reason, f"errored in the batch: {err}"))
         elif result.type == "canceled":
             self.counts["failed"] += 1
-            self.results.append(ItemResult(self.b.key, item.custom_id, "failed", "batch_cancelled",
-                                           "the batch was cancelled"))
+            self.results.append(
+                ItemResult(
+                    self.b.key,
+                    item.custom_id,
+                    "failed",
+                    "batch_cancelled",
+                    "the batch was cancelled",
+                )
+            )
         else:
             self.counts["failed"] += 1
-            self.results.append(ItemResult(self.b.key, item.custom_id, "failed", "batch_expired",
-                                           "the batch expired"))
+            self.results.append(
+                ItemResult(
+                    self.b.key, item.custom_id, "failed", "batch_expired", "the batch expired"
+                )
+            )
 
     async def _answered(self, item: BatchItem, result: Result) -> None:
         response = result.response
         assert response is not None
         rt = self.rt
-        self.usage.append(self.ctx.out.batch_usage_row(rt, self.b.run_id, item.unit_key,
-                                                       item.attempt, item.fingerprint,
-                                                       response.usage, self.latency_ms,
-                                                       response.request_id))
+        self.usage.append(
+            self.ctx.out.batch_usage_row(
+                rt,
+                self.b.run_id,
+                item.unit_key,
+                item.attempt,
+                item.fingerprint,
+                response.usage,
+                self.latency_ms,
+                response.request_id,
+            )
+        )
         if item.unit_key in self.overlap:
-            self.usage[-1] = self.usage[-1]._replace(origin=OVERLAP_ORIGIN, error=(
-                "answered live first (B13): this batch answer is billed, stored, not used"))
+            self.usage[-1] = self.usage[-1]._replace(
+                origin=OVERLAP_ORIGIN,
+                error=("answered live first (B13): this batch answer is billed, stored, not used"),
+            )
         if response.stop_reason == "paused":
             self.usage[-1] = self.usage[-1]._replace(
-                error=f"{response.raw_stop or 'paused'}: paused in the batch, continued live")
+                error=f"{response.raw_stop or 'paused'}: paused in the batch, continued live"
+            )
             continued = await self._continue_live(item, response)
             if continued is None:
                 return
@@ -146,9 +178,17 @@ class _Reading:
         except Fail as fail:
             self.results.append(self._give_up(item, fail.reason, fail.detail))
             return
-        self.answers.append(AnswerRow(
-            item.fingerprint, rt.action.provider or "", rt.action.model_name or "", item.request,
-            dumps(response_dict(response)), dumps(output), self.ctx.control.clock.time()))
+        self.answers.append(
+            AnswerRow(
+                item.fingerprint,
+                rt.action.provider or "",
+                rt.action.model_name or "",
+                item.request,
+                dumps(response_dict(response)),
+                dumps(output),
+                self.ctx.control.clock.time(),
+            )
+        )
         self.results.append(ItemResult(self.b.key, item.custom_id, "succeeded"))
         self.counts["succeeded"] += 1
 
@@ -160,9 +200,17 @@ class _Reading:
         rt = self.rt
         provider = rt.provider
         if not isinstance(provider, SupportsContinue):
-            self.results.append(self._give_up(item, "unexpected_stop", paused.stop_detail or (
-                f"the provider paused the turn ({paused.raw_stop}) in the batch and cannot "
-                "continue it")))
+            self.results.append(
+                self._give_up(
+                    item,
+                    "unexpected_stop",
+                    paused.stop_detail
+                    or (
+                        f"the provider paused the turn ({paused.raw_stop}) in the batch and cannot "
+                        "continue it"
+                    ),
+                )
+            )
             return None
         request = replace(stored_request(item.request, cache=rt.cache), timeout=rt.action.timeout)
         clock = self.ctx.control.clock
@@ -170,16 +218,33 @@ class _Reading:
         try:
             answer = await provider.continue_turn(request, paused)
         except ProviderError as exc:
-            self.results.append(self._give_up(item, "unexpected_stop", (
-                f"the provider paused the turn ({paused.raw_stop}) in the batch; continuing "
-                f"it live failed: {exc}")))
+            self.results.append(
+                self._give_up(
+                    item,
+                    "unexpected_stop",
+                    (
+                        f"the provider paused the turn ({paused.raw_stop}) in the batch; continuing "
+                        f"it live failed: {exc}"
+                    ),
+                )
+            )
             return None
         latency = (clock.monotonic() - started) * 1000 - sum(x.latency_ms for x in answer.legs)
         out = self.ctx.out
-        self.usage.extend(out.leg_rows(rt, self.b.run_id, item.unit_key, item.attempt,
-                                       item.fingerprint, answer))
-        self.usage.append(out.continued_row(rt, self.b.run_id, item.unit_key, item.attempt,
-                                            item.fingerprint, answer, max(0.0, latency)))
+        self.usage.extend(
+            out.leg_rows(rt, self.b.run_id, item.unit_key, item.attempt, item.fingerprint, answer)
+        )
+        self.usage.append(
+            out.continued_row(
+                rt,
+                self.b.run_id,
+                item.unit_key,
+                item.attempt,
+                item.fingerprint,
+                answer,
+                max(0.0, latency),
+            )
+        )
         return answer
 
     def _give_up(self, item: BatchItem, reason: str, detail: str) -> ItemResult:
@@ -193,10 +258,22 @@ class _Reading:
     def not_returned(self, item: BatchItem) -> None:
         self.counts["not_returned"] += 1
         if item.attempt < self.max_attempts:
-            self.results.append(ItemResult(
-                self.b.key, item.custom_id, "retry", "batch_not_returned",
-                "missing from the batch results; sent again in a retry batch"))
+            self.results.append(
+                ItemResult(
+                    self.b.key,
+                    item.custom_id,
+                    "retry",
+                    "batch_not_returned",
+                    "missing from the batch results; sent again in a retry batch",
+                )
+            )
         else:
-            self.results.append(ItemResult(
-                self.b.key, item.custom_id, "failed", "batch_not_returned",
-                f"missing from the batch results after {item.attempt} attempts"))
+            self.results.append(
+                ItemResult(
+                    self.b.key,
+                    item.custom_id,
+                    "failed",
+                    "batch_not_returned",
+                    f"missing from the batch results after {item.attempt} attempts",
+                )
+            )

@@ -31,15 +31,23 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["UNSETTLED_STATES", "abandon_batches", "cancel_batch", "cancel_open_batches",
-           "poll_batch", "read_results", "resolve_intent"]
+__all__ = [
+    "UNSETTLED_STATES",
+    "abandon_batches",
+    "cancel_batch",
+    "cancel_open_batches",
+    "poll_batch",
+    "read_results",
+    "resolve_intent",
+]
 
 UNSETTLED_STATES = ("submitting", "unknown")
 """Intents whose submission is not known to have happened (B2)."""
 
 
-def _with_provider(project: Project, row: BatchRecord,
-                   call: Callable[[Provider, BatchHandle], Awaitable[T]]) -> T:
+def _with_provider(
+    project: Project, row: BatchRecord, call: Callable[[Provider, BatchHandle], Awaitable[T]]
+) -> T:
     """Run ``call(adapter, handle)`` for the batch's provider, closing the adapter after."""
     handle = handle_of(row)
 
@@ -57,24 +65,31 @@ def poll_batch(project: Project, row: BatchRecord) -> BatchStatus:
     """The provider's status of a batch now; the store is not changed (the next run
     records what it says)."""
     if not row.provider_batch_id:
-        raise RefusedError(f"batch {row.key} has no provider batch id to ask about; "
-                           f"its state is {row.state}")
+        raise RefusedError(
+            f"batch {row.key} has no provider batch id to ask about; its state is {row.state}"
+        )
     return _with_provider(project, row, lambda p, h: p.poll_batch(h))
 
 
-def read_results(project: Project, row: BatchRecord, sink: Callable[[Result], object]) -> dict[str, int]:
+def read_results(
+    project: Project, row: BatchRecord, sink: Callable[[Result], object]
+) -> dict[str, int]:
     """Hand every raw result of an ended batch to ``sink``, in the provider's order; the
     count of each result type. Only a batch the provider reports ended can be read."""
     if not row.provider_batch_id:
-        raise RefusedError(f"batch {row.key} was never accepted by the provider (state "
-                           f"{row.state}); there are no results to read")
+        raise RefusedError(
+            f"batch {row.key} was never accepted by the provider (state "
+            f"{row.state}); there are no results to read"
+        )
     types: dict[str, int] = {}
 
     async def read(provider: Provider, handle: BatchHandle) -> None:
         status = await provider.poll_batch(handle)
         if status.state != "ended":
-            raise RefusedError(f"batch {handle.id} is {status.raw_status} at the provider; its "
-                               "results can be read once it has ended")
+            raise RefusedError(
+                f"batch {handle.id} is {status.raw_status} at the provider; its "
+                "results can be read once it has ended"
+            )
         try:
             async for result in provider.batch_results(handle):
                 types[result.type] = types.get(result.type, 0) + 1
@@ -91,18 +106,23 @@ def cancel_batch(project: Project, store: Store, row: BatchRecord) -> None:
     claimed: the next run polls it and reads what the provider says (B7, B8 — an
     Anthropic batch canceled mid-run still ends with a result per request)."""
     if row.state not in OPEN_BATCH_STATES:
-        raise RefusedError(f"batch {row.provider_batch_id or row.key} is already "
-                           f"{row.state}; there is nothing to cancel")
+        raise RefusedError(
+            f"batch {row.provider_batch_id or row.key} is already "
+            f"{row.state}; there is nothing to cancel"
+        )
     if not row.provider_batch_id:
-        raise RefusedError(f"batch {row.key} has no provider batch id (state {row.state}); "
-                           f"settle it first: agac batch resolve {row.key} --batch-id ID "
-                           "| --not-submitted")
+        raise RefusedError(
+            f"batch {row.key} has no provider batch id (state {row.state}); "
+            f"settle it first: agac batch resolve {row.key} --batch-id ID "
+            "| --not-submitted"
+        )
     _with_provider(project, row, lambda p, h: p.cancel_batch(h))
     store.update_batch(row.key, state="cancelling")
 
 
-def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitted: bool,
-                   tenants: Collection[str]) -> None:
+def resolve_intent(
+    store: Store, key: str, *, batch_id: str | None, not_submitted: bool, tenants: Collection[str]
+) -> None:
     """Settle an intent whose submission is unknown (B2), on a person's word.
 
     ``batch_id``: the provider has it under this id; the intent becomes ``submitted`` and
@@ -116,26 +136,34 @@ def resolve_intent(store: Store, key: str, *, batch_id: str | None, not_submitte
     if row is None or row.key != key:
         raise NotFound(f"no batch intent with key {key!r}; `agac batch list` shows them")
     if row.state not in UNSETTLED_STATES:
-        raise RefusedError(f"batch {key} is {row.state}, not unknown: only an intent whose "
-                           "submission is unknown can be resolved")
+        raise RefusedError(
+            f"batch {key} is {row.state}, not unknown: only an intent whose "
+            "submission is unknown can be resolved"
+        )
     now = store.clock.time()
     if batch_id is not None:
         other = store.get_batch(batch_id)  # any tenant's: a provider's id names one batch
         if other is not None and other.key != key:
             raise RefusedError(f"provider batch {batch_id} already belongs to {other.key}")
-        store.update_batch(key, provider_batch_id=batch_id, state="submitted",
-                           submitted_at=now, error=None)
+        store.update_batch(
+            key, provider_batch_id=batch_id, state="submitted", submitted_at=now, error=None
+        )
     else:
-        store.fail_open_items(key, "not_submitted", "not_submitted",
-                              "settled by `agac batch resolve --not-submitted`")
-        store.update_batch(key, state="not_submitted", ended_at=now,
-                           error="not submitted (settled by agac batch resolve)")
+        store.fail_open_items(
+            key, "not_submitted", "not_submitted", "settled by `agac batch resolve --not-submitted`"
+        )
+        store.update_batch(
+            key,
+            state="not_submitted",
+            ended_at=now,
+            error="not submitted (settled by agac batch resolve)",
+        )
     store.mark_run_needs_pass(row.workflow, tenant=row.tenant)
 
 
-def cancel_open_batches(project: Project, store: Store, workflow: str, why: str, *,
-                        tenant: str, reason: str, state: str
-                        ) -> tuple[list[str], set[tuple[str, str]]]:
+def cancel_open_batches(
+    project: Project, store: Store, workflow: str, why: str, *, tenant: str, reason: str, state: str
+) -> tuple[list[str], set[tuple[str, str]]]:
     """Cancel every batch of the tenant's ``workflow`` that is out, at the provider where it
     can be (best effort: nothing is read from it either way; one that ended already needs
     no cancel) and fail its waiting items ``reason``. What the provider billed in each is
@@ -154,36 +182,61 @@ def cancel_open_batches(project: Project, store: Store, workflow: str, why: str,
         now = store.clock.time()
         usage = unread_rows(b, items, billed[b.key], prices, now) if b.key in billed else []
         rewrite = abandoned_outcomes(store, b, items) if reason == "batch_abandoned" else []
-        data = {"batch": b.key, "batch_id": b.provider_batch_id, "file": b.file,
-                "reason": reason, "why": why, "units": sum(r[3] == "failed" for r in rewrite),
-                "billed_unread": len(usage),
-                "billed_usd": round(sum(u.cost_usd for u in usage), 6)}
+        data = {
+            "batch": b.key,
+            "batch_id": b.provider_batch_id,
+            "file": b.file,
+            "reason": reason,
+            "why": why,
+            "units": sum(r[3] == "failed" for r in rewrite),
+            "billed_unread": len(usage),
+            "billed_usd": round(sum(u.cost_usd for u in usage), 6),
+        }
         name = b.provider_batch_id or b.key
         detail = f"{why} (batch {name} for {b.file})"
         runs = sorted({b.run_id} | {r[0] for r in rewrite})
         if b.key in refused:
             error = refused[b.key]
             store.end_batch_unread(
-                b.key, reason=reason, detail=detail, tenant=b.tenant, usage=usage, outcomes=rewrite,
+                b.key,
+                reason=reason,
+                detail=detail,
+                tenant=b.tenant,
+                usage=usage,
+                outcomes=rewrite,
                 state=BATCH_NOT_CANCELLED,
                 error=f"{why}; the provider did not cancel it ({error}): it may still run and "
-                      f"be billed — cancel {name} in the provider's console",
-                events=[_event(b, run, "batch_not_cancelled", {**data, "error": error}, now)
-                        for run in runs])
-            notes.append(f"could not cancel batch {name} for {b.file} ({b.action}) at the "
-                         f"provider: {error}; it may still run and be billed — cancel it in "
-                         f"the provider's console (`agac batch list` shows it "
-                         f"{BATCH_NOT_CANCELLED})")
+                f"be billed — cancel {name} in the provider's console",
+                events=[
+                    _event(b, run, "batch_not_cancelled", {**data, "error": error}, now)
+                    for run in runs
+                ],
+            )
+            notes.append(
+                f"could not cancel batch {name} for {b.file} ({b.action}) at the "
+                f"provider: {error}; it may still run and be billed — cancel it in "
+                f"the provider's console (`agac batch list` shows it "
+                f"{BATCH_NOT_CANCELLED})"
+            )
             continue
-        store.end_batch_unread(b.key, reason=reason, detail=detail, tenant=b.tenant, usage=usage,
-                               outcomes=rewrite, state=state, error=why,
-                               events=[_event(b, run, f"batch_{state}", data, now) for run in runs])
+        store.end_batch_unread(
+            b.key,
+            reason=reason,
+            detail=detail,
+            tenant=b.tenant,
+            usage=usage,
+            outcomes=rewrite,
+            state=state,
+            error=why,
+            events=[_event(b, run, f"batch_{state}", data, now) for run in runs],
+        )
         notes.append(f"cancelled batch {name} for {b.file} ({b.action})" + _billed_note(usage))
     return notes, units
 
 
-async def _cancel_all(project: Project, batches: list[BatchRecord]
-                      ) -> tuple[dict[str, BilledWork], dict[str, str]]:
+async def _cancel_all(
+    project: Project, batches: list[BatchRecord]
+) -> tuple[dict[str, BilledWork], dict[str, str]]:
     """Ask the provider what each batch billed, and cancel those still running. (What
     each billed; why the provider would not cancel one.)"""
     providers = open_providers({b.provider for b in batches}, project.config)
@@ -222,12 +275,15 @@ def _billed_note(usage: list[UsageRow]) -> str:
         return ""
     estimated = sum(u.status == "estimated" for u in usage)
     how = f", {estimated} of them estimated" if estimated else ""
-    return (f"; the provider billed {len(usage)} answers in it (${sum(u.cost_usd for u in usage):.6f}"
-            f"{how}), counted as unread in the run that sent it (`agac cost {usage[0].run_id}`)")
+    return (
+        f"; the provider billed {len(usage)} answers in it (${sum(u.cost_usd for u in usage):.6f}"
+        f"{how}), counted as unread in the run that sent it (`agac cost {usage[0].run_id}`)"
+    )
 
 
-def abandoned_outcomes(store: Store, b: BatchRecord, items: list[BatchItem]
-                       ) -> list[tuple[str, str, str, str, str]]:
+def abandoned_outcomes(
+    store: Store, b: BatchRecord, items: list[BatchItem]
+) -> list[tuple[str, str, str, str, str]]:
     """What becomes of the units that ended runs left waiting (``batch_outstanding``) on
     batch ``b`` once it is given up: those of its waiting ``items`` fail
     ``batch_abandoned``; the units downstream of them, of the same records, are skipped
@@ -242,8 +298,11 @@ def abandoned_outcomes(store: Store, b: BatchRecord, items: list[BatchItem]
     for row in store.waiting_outcomes(b.workflow, tenant=b.tenant, since=b.created_at):
         if row.run_id not in downstream:
             run = store.get_run(row.run_id)
-            downstream[row.run_id] = {a["name"] for a in (run.config["actions"] if run else [])
-                                      if b.action in a.get("ancestors", ())}
+            downstream[row.run_id] = {
+                a["name"]
+                for a in (run.config["actions"] if run else [])
+                if b.action in a.get("ancestors", ())
+            }
         if row.action == b.action and row.unit_key in keys:
             out.append((row.run_id, row.action, row.unit_key, "failed", "batch_abandoned"))
         elif row.action in downstream[row.run_id] and row.unit_key.split("/", 1)[0] in records:
@@ -251,10 +310,12 @@ def abandoned_outcomes(store: Store, b: BatchRecord, items: list[BatchItem]
     return out
 
 
-def abandon_batches(project: Project, store: Store, workflow: str, why: str, *,
-                    tenant: str) -> list[str]:
+def abandon_batches(
+    project: Project, store: Store, workflow: str, why: str, *, tenant: str
+) -> list[str]:
     """Give up on every batch of the tenant's ``workflow`` that is out: cancel it at the
     provider where it can be (best effort) and fail its waiting records ``batch_abandoned``."""
-    notes, _ = cancel_open_batches(project, store, workflow, why, tenant=tenant,
-                                   reason="batch_abandoned", state="abandoned")
+    notes, _ = cancel_open_batches(
+        project, store, workflow, why, tenant=tenant, reason="batch_abandoned", state="abandoned"
+    )
     return [n.replace("cancelled batch", "abandoned batch", 1) for n in notes]

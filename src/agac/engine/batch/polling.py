@@ -50,8 +50,13 @@ class Poller:
         adopted."""
         if not walked:
             return
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
-                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
+        for b in await self.ctx.call(
+            self.ctx.store.list_batches,
+            self.ctx.workflow,
+            tenants=self.ctx.tenants,
+            open_only=True,
+            action=rt.name,
+        ):
             if b.run_id == self.ctx.run_id or b.key in adopted:
                 continue
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
@@ -66,19 +71,37 @@ class Poller:
                     not_cancelled = str(exc)  # nothing of it is read either way; said below
             await self._given_up(rt, b, work, not_cancelled)
 
-    async def _given_up(self, rt: ActionRuntime, b: BatchRecord, work: BilledWork,
-                        not_cancelled: str | None) -> None:
+    async def _given_up(
+        self, rt: ActionRuntime, b: BatchRecord, work: BilledWork, not_cancelled: str | None
+    ) -> None:
         """An unneeded batch is abandoned; one whose cancel the provider refused is
         ``not_cancelled`` (it may still run and be billed), with an event saying so."""
         why = f"batch {b.provider_batch_id} for {b.file}: no longer needed by the workflow (B0)"
         if not_cancelled is None:
-            await self._give_up(rt, b, work, "batch_cancelled_unneeded", reason="batch_abandoned",
-                                detail=why, data={}, state="abandoned", error="no longer needed (B0)")
+            await self._give_up(
+                rt,
+                b,
+                work,
+                "batch_cancelled_unneeded",
+                reason="batch_abandoned",
+                detail=why,
+                data={},
+                state="abandoned",
+                error="no longer needed (B0)",
+            )
             return
-        await self._give_up(rt, b, work, "batch_not_cancelled", reason="batch_abandoned",
-                            detail=why, data={"error": not_cancelled}, state=BATCH_NOT_CANCELLED,
-                            error=f"no longer needed (B0); the provider did not cancel it "
-                                  f"({not_cancelled}): it may still run and be billed")
+        await self._give_up(
+            rt,
+            b,
+            work,
+            "batch_not_cancelled",
+            reason="batch_abandoned",
+            detail=why,
+            data={"error": not_cancelled},
+            state=BATCH_NOT_CANCELLED,
+            error=f"no longer needed (B0); the provider did not cancel it "
+            f"({not_cancelled}): it may still run and be billed",
+        )
 
     async def poll_and_collect(self, rt: ActionRuntime, report: StepReport) -> None:
         seen: list[str] = []
@@ -86,11 +109,19 @@ class Poller:
             await self._poll_each(rt, report, seen)
         finally:
             self.ctx.progress.batches[rt.name] = (
-                f"{len(seen)} batch{'es' if len(seen) != 1 else ''} out: {', '.join(seen)}" if seen else "")
+                f"{len(seen)} batch{'es' if len(seen) != 1 else ''} out: {', '.join(seen)}"
+                if seen
+                else ""
+            )
 
     async def _poll_each(self, rt: ActionRuntime, report: StepReport, seen: list[str]) -> None:
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
-                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
+        for b in await self.ctx.call(
+            self.ctx.store.list_batches,
+            self.ctx.workflow,
+            tenants=self.ctx.tenants,
+            open_only=True,
+            action=rt.name,
+        ):
             if self.ctx.control.stopping:
                 return
             if b.state in ("submitting", "unknown") or self.ctx.only_file not in (None, b.file):
@@ -103,76 +134,122 @@ class Poller:
             try:
                 status = await rt.batch_api.api.poll_batch(handle)
             except ProviderError as exc:
-                self._unreach(b, report, f"{rt.name}: cannot reach the provider for {b.file} "
-                                         f"({handle.id}): {exc} (B5)")
+                self._unreach(
+                    b,
+                    report,
+                    f"{rt.name}: cannot reach the provider for {b.file} ({handle.id}): {exc} (B5)",
+                )
                 continue
-            await self.ctx.call(self.ctx.store.update_batch, b.key, raw_status=status.raw_status,
-                             state="running" if status.state in ("running",) else b.state)
-            await self.ctx.event("awaiting", rt.name, batch_id=handle.id, file=b.file,
-                              status=status.raw_status, poll_interval=rt.action.poll_interval)
-            seen.append(f"{b.file} {status.raw_status} {status.completed}/{status.request_count or b.request_count}")
+            await self.ctx.call(
+                self.ctx.store.update_batch,
+                b.key,
+                raw_status=status.raw_status,
+                state="running" if status.state in ("running",) else b.state,
+            )
+            await self.ctx.event(
+                "awaiting",
+                rt.name,
+                batch_id=handle.id,
+                file=b.file,
+                status=status.raw_status,
+                poll_interval=rt.action.poll_interval,
+            )
+            seen.append(
+                f"{b.file} {status.raw_status} {status.completed}/{status.request_count or b.request_count}"
+            )
             if status.state == "ended":
                 if await self._collect(rt, b, handle, report):
                     report.progressed = True
             elif status.state in _B7_REASON:
-                await self._end_unread(rt, b, handle, status.state,
-                                       f"the provider reports {status.raw_status}")
+                await self._end_unread(
+                    rt, b, handle, status.state, f"the provider reports {status.raw_status}"
+                )
                 report.progressed = True
-            elif b.deadline_at and self.ctx.control.clock.time() > b.deadline_at and status.state == "running":
+            elif (
+                b.deadline_at
+                and self.ctx.control.clock.time() > b.deadline_at
+                and status.state == "running"
+            ):
                 await self._deadline(rt, b, handle, status)
                 report.progressed = True
             else:
-                what = ("still cancelling (B8)" if status.state == "cancelling" else
-                        f"in a status agac does not know: {status.raw_status!r} (B9)"
-                        if not status.known else f"{status.raw_status}")
+                what = (
+                    "still cancelling (B8)"
+                    if status.state == "cancelling"
+                    else f"in a status agac does not know: {status.raw_status!r} (B9)"
+                    if not status.known
+                    else f"{status.raw_status}"
+                )
                 report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is {what}")
 
     async def fail_if_every_file_unread(self, rt: ActionRuntime) -> None:
         """B7: when the batch of *every* file ended failed, expired or cancelled, the action
         fails as a whole, so the next run sends every file again (R1 d)."""
-        batches = await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
-                                      tenants=self.ctx.tenants, action=rt.name)
+        batches = await self.ctx.call(
+            self.ctx.store.list_batches, self.ctx.workflow, tenants=self.ctx.tenants, action=rt.name
+        )
         mine = [b for b in batches if b.collected_by == self.ctx.run_id]
         if not mine or any(b.state in OPEN_BATCH_STATES for b in batches):
             return
         files = {b.file for b in mine}
         unread = {b.file for b in mine if b.state in _B7_REASON}
         if unread == files and all(b.state in _B7_REASON for b in mine):
-            await self.ctx.call(self.ctx.store.set_action_state, self.ctx.run_id, rt.name, "failed",
-                             f"every file's batch ended without results: {', '.join(sorted(files))}")
+            await self.ctx.call(
+                self.ctx.store.set_action_state,
+                self.ctx.run_id,
+                rt.name,
+                "failed",
+                f"every file's batch ended without results: {', '.join(sorted(files))}",
+            )
 
     def _unreach(self, b: BatchRecord, report: StepReport, line: str) -> None:
         self._unreachable[b.key] = line
         report.waiting.append(line)
 
-    async def _end_unread(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, state: str,
-                          why: str) -> None:
+    async def _end_unread(
+        self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, state: str, why: str
+    ) -> None:
         """B7: read nothing from it, fail its records; ledger what the provider billed in
         it (engine/batch/billing.py)."""
         reason = _B7_REASON[state]
         work = await self._billed_work(rt, handle)
-        await self._give_up(rt, b, work, "batch_ended_unread", reason=reason,
-                            detail=f"batch {b.provider_batch_id} for {b.file}: {why}",
-                            data={"state": state, "reason": reason},
-                            state=state, collected_by=self.ctx.run_id)
+        await self._give_up(
+            rt,
+            b,
+            work,
+            "batch_ended_unread",
+            reason=reason,
+            detail=f"batch {b.provider_batch_id} for {b.file}: {why}",
+            data={"state": state, "reason": reason},
+            state=state,
+            collected_by=self.ctx.run_id,
+        )
 
-    async def _deadline(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle,
-                        status: BatchStatus) -> None:
+    async def _deadline(
+        self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, status: BatchStatus
+    ) -> None:
         """B11: at batch_deadline, cancel at the provider and fail the records; what it
         answered so far is ledgered as estimated (it is not read)."""
         try:
             await rt.batch_api.api.cancel_batch(handle)
         except ProviderError:
             pass  # it is failed here either way; the provider's copy is no longer read
-        await self._give_up(rt, b, BilledWork(status, status.completed),
-                            "batch_deadline", reason="batch_deadline",
-                            detail=f"batch {handle.id} for {b.file} passed its batch_deadline",
-                            data={},
-                            state="cancelled", collected_by=self.ctx.run_id,
-                            error="batch_deadline")
+        await self._give_up(
+            rt,
+            b,
+            BilledWork(status, status.completed),
+            "batch_deadline",
+            reason="batch_deadline",
+            detail=f"batch {handle.id} for {b.file} passed its batch_deadline",
+            data={},
+            state="cancelled",
+            collected_by=self.ctx.run_id,
+            error="batch_deadline",
+        )
 
-    async def _billed_work(self, rt: ActionRuntime, handle: BatchHandle,
-                           status: BatchStatus | None = None) -> BilledWork:
+    async def _billed_work(
+        self, rt: ActionRuntime, handle: BatchHandle, status: BatchStatus | None = None
+    ) -> BilledWork:
         """What the provider bills in a batch agac will not read; when it cannot say, the
         count of the last status asked (estimated), or nothing."""
         try:
@@ -182,8 +259,18 @@ class Poller:
                 return BilledWork(BatchStatus("running", ""))
             return BilledWork(status, status.completed)
 
-    async def _give_up(self, rt: ActionRuntime, b: BatchRecord, work: BilledWork, kind: str, *,
-                       reason: str, detail: str, data: dict[str, Any], **batch: Any) -> None:
+    async def _give_up(
+        self,
+        rt: ActionRuntime,
+        b: BatchRecord,
+        work: BilledWork,
+        kind: str,
+        *,
+        reason: str,
+        detail: str,
+        data: dict[str, Any],
+        **batch: Any,
+    ) -> None:
         """Fail the batch's waiting records ``reason``, ledger what ``work`` says the
         provider billed and write event ``kind``, in one transaction."""
         ctx = self.ctx
@@ -191,37 +278,72 @@ class Poller:
         items = await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))
         usage = unread_rows(b, items, work, ctx.out.prices, now)
         # B0: units that ended runs left waiting on it are told it was given up.
-        rewrite = (await ctx.call(abandoned_outcomes, ctx.store, b, items)
-                   if reason == "batch_abandoned" else [])
+        rewrite = (
+            await ctx.call(abandoned_outcomes, ctx.store, b, items)
+            if reason == "batch_abandoned"
+            else []
+        )
         billed = round(sum(u.cost_usd for u in usage), 6)
-        body = {"batch_id": b.provider_batch_id, "file": b.file, **data, "reason": reason,
-                "units": sum(r[3] == "failed" for r in rewrite), "billed_unread": len(usage),
-                "billed_usd": billed, "estimated": any(u.status == "estimated" for u in usage)}
+        body = {
+            "batch_id": b.provider_batch_id,
+            "file": b.file,
+            **data,
+            "reason": reason,
+            "units": sum(r[3] == "failed" for r in rewrite),
+            "billed_unread": len(usage),
+            "billed_usd": billed,
+            "estimated": any(u.status == "estimated" for u in usage),
+        }
         events = [ctx.out.event_row(kind, rt.name, None, body, now)]
-        events += [events[0]._replace(run_id=run) for run in sorted({r[0] for r in rewrite})
-                   if run != ctx.run_id]
-        await ctx.call(ctx.store.end_batch_unread, b.key, reason=reason, detail=detail,
-                       tenant=b.tenant, usage=usage, events=events, outcomes=rewrite,
-                       lease=ctx.gateway.fence, ended_at=now, **batch)
+        events += [
+            events[0]._replace(run_id=run)
+            for run in sorted({r[0] for r in rewrite})
+            if run != ctx.run_id
+        ]
+        await ctx.call(
+            ctx.store.end_batch_unread,
+            b.key,
+            reason=reason,
+            detail=detail,
+            tenant=b.tenant,
+            usage=usage,
+            events=events,
+            outcomes=rewrite,
+            lease=ctx.gateway.fence,
+            ended_at=now,
+            **batch,
+        )
         if billed:
             ctx.progress.spent(rt.name, billed)
 
-    async def _collect(self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, report: StepReport) -> bool:
+    async def _collect(
+        self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, report: StepReport
+    ) -> bool:
         try:
             counts = await ingest_batch(self.ctx, rt, b, handle)
         except BatchNotEnded as exc:
             # B7: asked right before reading, the batch is no longer one to read.
             if exc.state in _B7_REASON:
-                await self._end_unread(rt, b, handle, exc.state, "asked right before reading, "
-                                       f"the provider reports {exc.raw_status}")
+                await self._end_unread(
+                    rt,
+                    b,
+                    handle,
+                    exc.state,
+                    f"asked right before reading, the provider reports {exc.raw_status}",
+                )
                 return True
-            report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is "
-                                  f"{exc.raw_status or exc.state} when asked right before "
-                                  "reading; nothing was read, the next poll asks again")
+            report.waiting.append(
+                f"{rt.name}: batch {handle.id} for {b.file} is "
+                f"{exc.raw_status or exc.state} when asked right before "
+                "reading; nothing was read, the next poll asks again"
+            )
             return False
         except ProviderError as exc:
-            self._unreach(b, report, f"{rt.name}: cannot read the results of {handle.id} for "
-                                     f"{b.file}: {exc} (B5)")
+            self._unreach(
+                b,
+                report,
+                f"{rt.name}: cannot read the results of {handle.id} for {b.file}: {exc} (B5)",
+            )
             return False
         await self._answer_read_units(rt, b)
         await self.ctx.event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
@@ -235,9 +357,12 @@ class Poller:
         if action.dependencies or action.approval is not None or self.ctx.plan.per_item(rt.name):
             return
         answered = read_answer(b.key, 1, "")  # the decision for each of them (in SQL)
-        await self.ctx.call(self.ctx.store.settle_read_items, run_id=self.ctx.run_id,
-                            batch_key=b.key, snapshot_id=self.ctx.run.snapshot_id,
-                            status=answered.status, origin=answered.origin,
-                            lease=self.ctx.gateway.fence)
-
-
+        await self.ctx.call(
+            self.ctx.store.settle_read_items,
+            run_id=self.ctx.run_id,
+            batch_key=b.key,
+            snapshot_id=self.ctx.run.snapshot_id,
+            status=answered.status,
+            origin=answered.origin,
+            lease=self.ctx.gateway.fence,
+        )

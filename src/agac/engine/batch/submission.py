@@ -45,9 +45,16 @@ Parts = list[tuple[BatchIntent, list[str]]]
 """Each intent of a file with the custom_ids it takes."""
 
 
-def open_reservations(store: Store, budget: BudgetGuard, run_id: str, workflow: str,
-                      actions: list[Action], known: Mapping[str, Reservation] | None = None,
-                      *, tenant: str) -> dict[str, Reservation]:
+def open_reservations(
+    store: Store,
+    budget: BudgetGuard,
+    run_id: str,
+    workflow: str,
+    actions: list[Action],
+    known: Mapping[str, Reservation] | None = None,
+    *,
+    tenant: str,
+) -> dict[str, Reservation]:
     """Worst cases of the batches run ``run_id`` has out for ``actions`` (R5), for the
     budget guard; those of ``known`` batches are taken from it instead of their items.
     In the store thread."""
@@ -83,21 +90,28 @@ class Submitter:
     async def submit_ready_files(self, rt: ActionRuntime, report: StepReport) -> bool:
         """Submit each file whose units are all accounted for; True when every file is out
         or has nothing left to send (B4)."""
-        counts = await self.ctx.call(self.ctx.store.group_counts, self.ctx.workflow, rt.name,
-                                     staged_prefix(self.ctx.run_id, rt.name),
-                                     tenant=self.ctx.tenant)
+        counts = await self.ctx.call(
+            self.ctx.store.group_counts,
+            self.ctx.workflow,
+            rt.name,
+            staged_prefix(self.ctx.run_id, rt.name),
+            tenant=self.ctx.tenant,
+        )
         all_sent = True
         refused: list[str] = []
         unsent = self.unsent[rt.name] = []
         for f in self.ctx.files:
             name, lo, n = f["file"], int(f["start"]), int(f["count"])
-            settled = await self.ctx.call(self.ctx.store.count_action_outcomes_between, self.ctx.run_id,
-                                       rt.name, lo, lo + n)
+            settled = await self.ctx.call(
+                self.ctx.store.count_action_outcomes_between, self.ctx.run_id, rt.name, lo, lo + n
+            )
             c = counts.get(name, {"staged": 0, "open": 0})
             plan = self.ctx.plan
             if plan.regions is not None and plan.per_item(rt.name):
                 # Inside a fan-out a file holds one unit per item (docs/workflow-reference.md, Fan-out and join).
-                totals = await self.ctx.call(self.ctx.store.fanout_totals, self.ctx.run_id, lo, lo + n)
+                totals = await self.ctx.call(
+                    self.ctx.store.fanout_totals, self.ctx.run_id, lo, lo + n
+                )
                 n = expected_units(plan.regions, rt.name, n, totals)
             if settled + c["staged"] + c["open"] < n:
                 all_sent = False  # some records have not reached this action yet
@@ -116,8 +130,13 @@ class Submitter:
                     refused.append(name)
                     report.progressed = True
         if refused:
-            await self.ctx.call(self.ctx.store.set_action_state, self.ctx.run_id, rt.name, "failed",
-                                self._refusal(rt.name, refused))
+            await self.ctx.call(
+                self.ctx.store.set_action_state,
+                self.ctx.run_id,
+                rt.name,
+                "failed",
+                self._refusal(rt.name, refused),
+            )
             self.ctx.refused_actions.add(rt.name)
         return all_sent
 
@@ -147,14 +166,24 @@ class Submitter:
     async def _not_sent(self, key: str) -> None:
         """The run stopped before this intent was sent: the provider certainly does not
         have it, so its items go back to being sent by the next run (no B2 recovery)."""
-        await self.ctx.call(self.ctx.store.fail_open_items, key, "not_submitted", "not_submitted",
-                            "the run stopped before it was sent")
-        await self.ctx.call(self.ctx.store.update_batch, key, state="not_submitted",
-                            ended_at=self.ctx.control.clock.time(),
-                            error="not submitted: the run stopped")
+        await self.ctx.call(
+            self.ctx.store.fail_open_items,
+            key,
+            "not_submitted",
+            "not_submitted",
+            "the run stopped before it was sent",
+        )
+        await self.ctx.call(
+            self.ctx.store.update_batch,
+            key,
+            state="not_submitted",
+            ended_at=self.ctx.control.clock.time(),
+            error="not submitted: the run stopped",
+        )
 
-    async def _reserve_parts(self, rt: ActionRuntime, staged: str, parts: Parts,
-                             report: StepReport) -> tuple[Parts, dict[str, Reservation]]:
+    async def _reserve_parts(
+        self, rt: ActionRuntime, staged: str, parts: Parts, report: StepReport
+    ) -> tuple[Parts, dict[str, Reservation]]:
         """R5: reserve each part's worst case at the batch tier before it is submitted. A
         part that does not fit is not sent: its staged items are dropped and, the budget
         being exhausted, the next online pass skips their units ``budget_exhausted``."""
@@ -169,8 +198,13 @@ class Submitter:
                 held[intent.key] = r
             else:
                 await self.ctx.call(self.ctx.store.drop_staged_items, staged, ids)
-                await self.ctx.event("budget_exhausted", rt.name, file=intent.file, requests=len(ids),
-                                  reserve_usd=round(r.usd, 6))
+                await self.ctx.event(
+                    "budget_exhausted",
+                    rt.name,
+                    file=intent.file,
+                    requests=len(ids),
+                    reserve_usd=round(r.usd, 6),
+                )
                 report.progressed = True
         return kept, held
 
@@ -186,8 +220,9 @@ class Submitter:
                 tokens += r.tokens
         return Reservation(usd, tokens)
 
-    async def _drop_changed(self, rt: ActionRuntime, staged: str, file: str,
-                            report: StepReport) -> bool:
+    async def _drop_changed(
+        self, rt: ActionRuntime, staged: str, file: str, report: StepReport
+    ) -> bool:
         """Before a file with attachments is sent, each staged request's files are read
         again and checked against its hashes (in a worker thread). The items whose files
         changed or vanished are dropped unsent: their units render again, and fail
@@ -201,8 +236,9 @@ class Submitter:
             return False
         await self.ctx.call(self.ctx.store.drop_staged_items, staged, sorted(bad))
         for custom_id, why in sorted(bad.items()):
-            await self.ctx.event("attachment_unsent", rt.name, file=file, custom_id=custom_id,
-                                 error=why)
+            await self.ctx.event(
+                "attachment_unsent", rt.name, file=file, custom_id=custom_id, error=why
+            )
         report.progressed = True
         return True
 
@@ -227,10 +263,24 @@ class Submitter:
             parts[-1].append(custom_id)
             size += n
         now = self.ctx.control.clock.time()
-        return [(BatchIntent(f"agac_{secrets.token_hex(12)}", self.ctx.workflow, rt.name, file, i,
-                             rt.action.provider or "", self.ctx.run_id, len(ids), now,
-                             self.ctx.tenant), ids)
-                for i, ids in enumerate(p for p in parts if p)]
+        return [
+            (
+                BatchIntent(
+                    f"agac_{secrets.token_hex(12)}",
+                    self.ctx.workflow,
+                    rt.name,
+                    file,
+                    i,
+                    rt.action.provider or "",
+                    self.ctx.run_id,
+                    len(ids),
+                    now,
+                    self.ctx.tenant,
+                ),
+                ids,
+            )
+            for i, ids in enumerate(p for p in parts if p)
+        ]
 
     async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Send one intent; returns submitted | refused | unknown | stopped."""
@@ -246,8 +296,9 @@ class Submitter:
             try:
                 handle = await self._send(rt, key)
             except WaitError as exc:
-                await self.ctx.event("waiting", rt.name, reason="provider_limit", batch=key,
-                                  seconds=exc.retry_after)
+                await self.ctx.event(
+                    "waiting", rt.name, reason="provider_limit", batch=key, seconds=exc.retry_after
+                )
                 if await self.ctx.control.sleep(exc.retry_after or 1.0):
                     await self._not_sent(key)  # Ctrl-C while the provider asked us to wait
                     return "stopped"
@@ -256,13 +307,18 @@ class Submitter:
                 # A file changed while its line was written: nothing was sent. The next
                 # pass checks the files again and drops that request before sending.
                 await self._not_sent(key)
-                await self.ctx.event("attachment_unsent", rt.name, batch=key, file=batch.file,
-                                     error=str(exc))
+                await self.ctx.event(
+                    "attachment_unsent", rt.name, batch=key, file=batch.file, error=str(exc)
+                )
                 report.progressed = True
                 return "unsent"
             except RetryableError as exc:
-                await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=str(exc))
-                await self.ctx.event("batch_unknown", rt.name, batch=key, file=batch.file, error=str(exc))
+                await self.ctx.call(
+                    self.ctx.store.update_batch, key, state="unknown", error=str(exc)
+                )
+                await self.ctx.event(
+                    "batch_unknown", rt.name, batch=key, file=batch.file, error=str(exc)
+                )
                 return await self._recover(rt, key, report)
             except ProviderError as exc:
                 await self._refuse(rt, key, batch.file, str(exc))
@@ -279,41 +335,80 @@ class Submitter:
 
     async def _send(self, rt: ActionRuntime, key: str) -> BatchHandle:
         """Submit the intent's items as stored; an adapter that writes its lines from the
-        stored canonical requests skips decoding them (:class:`StoredRequests`)."""
+        stored canonical requests skips decoding them (:class:`StoredRequests`). The
+        action's explicit context cache, when it has one, is made ready first: every line
+        names it."""
+        if self.ctx.caches is not None:
+            await self.ctx.caches.ready(rt)
         items = self.ctx.store.iter_batch_items(key)
         return await rt.batch_api.api.submit_batch(
-            StoredRequests(((i.custom_id, i.request) for i in items), rt.cache), key)
+            StoredRequests(((i.custom_id, i.request) for i in items), rt.cache), key
+        )
 
-    async def _submitted(self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int) -> None:
+    async def _submitted(
+        self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int
+    ) -> None:
         now = self.ctx.control.clock.time()
-        await self.ctx.call(self.ctx.store.update_batch, key, state="submitted", provider_batch_id=handle.id,
-                         meta=dumps(handle.meta), submitted_at=now, error=None,
-                         deadline_at=now + (rt.action.batch_deadline or 25 * 3600.0))
-        await self.ctx.event("submitted", rt.name, batch=key, batch_id=handle.id, file=file, requests=n)
-        await self.ctx.event("awaiting", rt.name, batch_id=handle.id, file=file,
-                          poll_interval=rt.action.poll_interval)
+        await self.ctx.call(
+            self.ctx.store.update_batch,
+            key,
+            state="submitted",
+            provider_batch_id=handle.id,
+            meta=dumps(handle.meta),
+            submitted_at=now,
+            error=None,
+            deadline_at=now + (rt.action.batch_deadline or 25 * 3600.0),
+        )
+        await self.ctx.event(
+            "submitted", rt.name, batch=key, batch_id=handle.id, file=file, requests=n
+        )
+        await self.ctx.event(
+            "awaiting",
+            rt.name,
+            batch_id=handle.id,
+            file=file,
+            poll_interval=rt.action.poll_interval,
+        )
 
     def _refusal(self, action: str, files: list[str]) -> str:
         """What a person reads (the run's error, its summary): which files the provider
         refused and why, and the command that works after fixing it (B2)."""
         said = "; ".join(f"{f}: {self._refused.get((action, f), 'refused')}" for f in files)
-        return (f"the provider refused the batch of {action} for {said} — fix what it "
-                f"names, then `agac run {self.ctx.workflow}`: a new run sends "
-                f"{'that file' if len(files) == 1 else 'those files'} again and adopts the "
-                "batches still out for the others (B0)")
+        return (
+            f"the provider refused the batch of {action} for {said} — fix what it "
+            f"names, then `agac run {self.ctx.workflow}`: a new run sends "
+            f"{'that file' if len(files) == 1 else 'those files'} again and adopts the "
+            "batches still out for the others (B0)"
+        )
 
     async def _refuse(self, rt: ActionRuntime, key: str, file: str, why: str) -> None:
         self._refused[(rt.name, file)] = why
-        await self.ctx.call(self.ctx.store.update_batch, key, state="refused", error=why, collected_by=self.ctx.run_id)
-        await self.ctx.call(self.ctx.store.fail_open_items, key, "failed", "batch_refused",
-                         f"the provider refused the batch for {file}: {why}")
+        await self.ctx.call(
+            self.ctx.store.update_batch,
+            key,
+            state="refused",
+            error=why,
+            collected_by=self.ctx.run_id,
+        )
+        await self.ctx.call(
+            self.ctx.store.fail_open_items,
+            key,
+            "failed",
+            "batch_refused",
+            f"the provider refused the batch for {file}: {why}",
+        )
         await self.ctx.event("batch_refused", rt.name, batch=key, file=file, error=why)
 
     # -- B2 recovery ----------------------------------------------------------------------
 
     async def recover_intents(self, rt: ActionRuntime, report: StepReport) -> None:
-        for b in await self.ctx.call(self.ctx.store.list_batches, self.ctx.workflow,
-                                     tenants=self.ctx.tenants, open_only=True, action=rt.name):
+        for b in await self.ctx.call(
+            self.ctx.store.list_batches,
+            self.ctx.workflow,
+            tenants=self.ctx.tenants,
+            open_only=True,
+            action=rt.name,
+        ):
             if b.state in ("submitting", "unknown") and self.ctx.only_file in (None, b.file):
                 await self._recover(rt, b.key, report)
 
@@ -327,10 +422,13 @@ class Submitter:
                 # with the same request count, minus those already known here. Exactly one
                 # is adopted; its custom_ids are verified when it is read.
                 found = await batch.candidates.batch_candidates(
-                    created_after=b.created_at - 5, created_before=self.ctx.control.clock.time() + 5,
-                    request_count=b.request_count)
-                known = await self.ctx.call(self.ctx.store.known_provider_ids, rt.action.provider,
-                                         [h.id for h in found])
+                    created_after=b.created_at - 5,
+                    created_before=self.ctx.control.clock.time() + 5,
+                    request_count=b.request_count,
+                )
+                known = await self.ctx.call(
+                    self.ctx.store.known_provider_ids, rt.action.provider, [h.id for h in found]
+                )
                 fresh = [h for h in found if h.id not in known]
                 handle = fresh[0] if len(fresh) == 1 else None
                 certain_absent = False
@@ -338,22 +436,28 @@ class Submitter:
                 handle = await batch.api.find_batch(key)
                 certain_absent = handle is None
         except ProviderError as exc:
-            await self.ctx.call(self.ctx.store.update_batch, key, state="unknown", error=f"recovery: {exc}")
+            await self.ctx.call(
+                self.ctx.store.update_batch, key, state="unknown", error=f"recovery: {exc}"
+            )
             report.waiting.append(
                 f"{rt.name}: cannot ask the provider about the submission of {b.file} ({key}): "
                 f"{exc}; run again later, or settle it with `agac batch resolve {key} "
-                "--batch-id ID | --not-submitted`")
+                "--batch-id ID | --not-submitted`"
+            )
             return "unknown"
         if handle is not None:
             await self._submitted(rt, key, handle, b.file, b.request_count)
-            await self.ctx.event("batch_adopted", rt.name, batch=key, batch_id=handle.id, file=b.file)
+            await self.ctx.event(
+                "batch_adopted", rt.name, batch=key, batch_id=handle.id, file=b.file
+            )
             return "submitted"
         if certain_absent:
             return await self._submit(rt, key, report)
         await self.ctx.call(self.ctx.store.update_batch, key, state="unknown")
         report.waiting.append(
             f"{rt.name}: the submission of {b.file} ({key}) is unknown; settle it with "
-            f"`agac batch resolve {key} --batch-id ID | --not-submitted`")
+            f"`agac batch resolve {key} --batch-id ID | --not-submitted`"
+        )
         return "unknown"
 
 
@@ -362,8 +466,11 @@ def _staged_attachments(store: Store, staged: str) -> list[tuple[str, list[Attac
     out = []
     for item in store.staged_items(staged):
         if _ATTACHMENTS in item.request:
-            atts = [a for m in loads(item.request)["messages"]
-                    for a in (Message.from_dict(m).attachments)]
+            atts = [
+                a
+                for m in loads(item.request)["messages"]
+                for a in (Message.from_dict(m).attachments)
+            ]
             out.append((item.custom_id, atts))
     return out
 
@@ -381,9 +488,10 @@ def _unsendable(attached: list[tuple[str, list[Attachment]]]) -> dict[str, str]:
     return bad
 
 
-def _line_sizes(items: Iterable[BatchItem],
-                line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None
-                ) -> Iterator[tuple[str, int]]:
+def _line_sizes(
+    items: Iterable[BatchItem],
+    line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None,
+) -> Iterator[tuple[str, int]]:
     """(custom_id, bytes of its batch line) with each attachment as its base64, or as
     ``line_bytes`` (the provider's) counts what a request's attachments add to its line."""
     for item in items:

@@ -35,9 +35,20 @@ __all__ = ["BatchUnits"]
 class BatchUnits:
     """The batch side of one run's units (implements :class:`agac.engine.ports.BatchUnits`)."""
 
-    def __init__(self, *, run_id: str, workflow: str, tenant: str, batch_rts: list[ActionRuntime],
-                 plan: StepPlan, store: Store, gateway: StoreGateway, out: OutcomeWriter,
-                 control: RunControl, budget: BudgetGuard | None) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        workflow: str,
+        tenant: str,
+        batch_rts: list[ActionRuntime],
+        plan: StepPlan,
+        store: Store,
+        gateway: StoreGateway,
+        out: OutcomeWriter,
+        control: RunControl,
+        budget: BudgetGuard | None,
+    ) -> None:
         self.run_id = run_id
         self.workflow = workflow
         self.tenant = tenant
@@ -60,15 +71,26 @@ class BatchUnits:
 
     async def prefetch(self, keys: list[str]) -> None:
         for rt in self.batch_rts:
-            rows = await self.gateway.call(self.store.unit_items, self.workflow, rt.name, keys,
-                                           tenant=self.tenant, items=self.plan.per_item(rt.name))
+            rows = await self.gateway.call(
+                self.store.unit_items,
+                self.workflow,
+                rt.name,
+                keys,
+                tenant=self.tenant,
+                items=self.plan.per_item(rt.name),
+            )
             for row in rows:
                 self.items.setdefault((rt.name, row.unit_key), []).append(row)
-        fps = [i.fingerprint for items in self.items.values() for i in items
-               if i.status == "succeeded" and i.collected_by == self.run_id]
+        fps = [
+            i.fingerprint
+            for items in self.items.values()
+            for i in items
+            if i.status == "succeeded" and i.collected_by == self.run_id
+        ]
         if fps:
-            self.answers.update(await self.gateway.call(self.store.get_answers, fps,
-                                                        tenant=self.tenant))
+            self.answers.update(
+                await self.gateway.call(self.store.get_answers, fps, tenant=self.tenant)
+            )
 
     def forget(self, keys: list[str]) -> None:
         for rt in self.batch_rts:
@@ -79,8 +101,13 @@ class BatchUnits:
             for unit in [unit for unit in self.items if unit[1].startswith(under)]:
                 del self.items[unit]
 
-    async def settle_ahead(self, rt: ActionRuntime, records: Sequence[UnitRecord],
-                           existing: dict[tuple[str, str], Settled], memory: ShardMemory) -> set[str]:
+    async def settle_ahead(
+        self,
+        rt: ActionRuntime,
+        records: Sequence[UnitRecord],
+        existing: dict[tuple[str, str], Settled],
+        memory: ShardMemory,
+    ) -> set[str]:
         """A shard's units of ``rt`` when it is the first step of every record and reads
         the record alone (no guard, no approval), decided at once with what the walk
         prepared (their requests rendered ahead, their items): those the decision leaves
@@ -88,8 +115,13 @@ class BatchUnits:
         adopts are adopted — with no walk per record. The keys of the records whose walk
         stops there; every other decision (an outcome to write) is left to the walk."""
         action = rt.action
-        if rt not in self.batch_rts or action.dependencies or rt.guard is not None \
-                or action.approval is not None or self.plan.per_item(rt.name):
+        if (
+            rt not in self.batch_rts
+            or action.dependencies
+            or rt.guard is not None
+            or action.approval is not None
+            or self.plan.per_item(rt.name)
+        ):
             return set()
         control, budget = self.control, self.budget
         stopping, failed = control.stopping, control.action_failed(rt.name)
@@ -104,13 +136,20 @@ class BatchUnits:
                 continue
             ahead = memory.prefetched.get((rt.name, key))
             facts = UnitFacts(
-                self.run_id, record_reason=rec.reason, record_error=rec.error,
-                stopping=stopping, action_failed=failed, batch=True,
+                self.run_id,
+                record_reason=rec.reason,
+                record_error=rec.error,
+                stopping=stopping,
+                action_failed=failed,
+                batch=True,
                 items=self.items.get((rt.name, key), ()),
                 carried=memory.carried.get((rt.name, key)) if memory.carried else None,
                 fingerprint=ahead.fingerprint if ahead is not None else NOT_YET,
                 stored=ahead.stored if ahead is not None else NOT_YET,
-                deadline_passed=deadline, budget_exhausted=exhausted, live=live)
+                deadline_passed=deadline,
+                budget_exhausted=exhausted,
+                live=live,
+            )
             d = decide(facts)
             if isinstance(d, Pending) and d.why == "batch":
                 waiting.add(key)
@@ -125,10 +164,20 @@ class BatchUnits:
             self.out.stage(rows)
         return waiting
 
-    def _staged(self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str,
-                attempt: int) -> StagedItem:
-        return StagedItem(staged_key(self.run_id, rt.name, rec.file), f"{rec.custom}a{attempt}",
-                          self.workflow, rt.name, rec.key, rec.file, fp, attempt, request_json)
+    def _staged(
+        self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str, attempt: int
+    ) -> StagedItem:
+        return StagedItem(
+            staged_key(self.run_id, rt.name, rec.file),
+            f"{rec.custom}a{attempt}",
+            self.workflow,
+            rt.name,
+            rec.key,
+            rec.file,
+            fp,
+            attempt,
+            request_json,
+        )
 
     # -- one unit -----------------------------------------------------------------------------
 
@@ -147,7 +196,8 @@ class BatchUnits:
         """B0: units of this run still wait on these batches out (they are not cancelled)."""
         self.adopted.update(batches)
 
-    def stage(self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str,
-              attempt: int) -> None:
+    def stage(
+        self, rt: ActionRuntime, rec: UnitRecord, request_json: str, fp: str, attempt: int
+    ) -> None:
         """Stage the unit for the action's next batch (``staged:<run>:<action>:<file>``)."""
         self.out.stage([self._staged(rt, rec, request_json, fp, attempt)])

@@ -1,7 +1,7 @@
 """The one place a run's parts are built, each with everything it needs passed to its
 constructor: the runtimes of its actions, its control flags, the outcome writer, the
-budget guard, the batch side, the approval gate, the effects, the unit context and the
-record walk. ``agac run`` (engine/lifecycle/runs.py) and a worker's shard
+budget guard, its explicit context caches, the batch side, the approval gate, the
+effects, the unit context and the record walk. ``agac run`` (engine/lifecycle/runs.py) and a worker's shard
 (engine/workers/shards.py) both call :func:`assemble_run`; what a worker changes — the
 range of records, shared slots and rate windows, a batch shard's file and fenced store
 calls, a budget shared with other workers — comes in as a :class:`ShardSetup`.
@@ -22,6 +22,7 @@ from agac.engine.batch.hybrid import LIVE_STATE, Hybrid
 from agac.engine.batch.polling import Poller
 from agac.engine.batch.submission import Submitter, open_reservations
 from agac.engine.batch.units import BatchUnits
+from agac.engine.lifecycle.contextcaches import ContextCaches
 from agac.engine.limits.budget import BudgetGuard
 from agac.engine.limits.rates import RateLimiter
 from agac.engine.outcomes.marks import DispatchMarks, ShardIndex
@@ -90,6 +91,7 @@ class RunParts:
     plan: StepPlan
     walk: RecordWalk
     effects: Effects
+    caches: ContextCaches
     budget: BudgetGuard | None = None
     batch: BatchCoordinator | None = None
     approvals: ApprovalGate | None = None
@@ -106,27 +108,59 @@ def prior_run(store: Store, run: RunRecord) -> PriorRun:
     return PriorRun(prior, frozenset(a for a, (state, _) in states.items() if state == "failed"))
 
 
-def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workflow, *,
-                 gateway: StoreGateway, providers: Mapping[str, Provider], progress: Progress,
-                 prior: PriorRun, files: list[dict[str, Any]],
-                 setup: ShardSetup | None = None) -> RunParts:
+def assemble_run(
+    project: Project,
+    store: Store,
+    run: RunRecord,
+    workflow: Workflow,
+    *,
+    gateway: StoreGateway,
+    providers: Mapping[str, Provider],
+    progress: Progress,
+    prior: PriorRun,
+    files: list[dict[str, Any]],
+    setup: ShardSetup | None = None,
+) -> RunParts:
     """Build every part of ``run`` once. In the store thread for a worker (it reads the
     store: the budget's ledger, the batches out)."""
     slots = setup.slots if setup is not None else {}
     limiters = setup.limiters if setup is not None else {}
-    admitted = store.snapshot_attachments(run.snapshot_id) \
-        if any(a.attachments for a in workflow.actions) else {}
-    runtimes = [build_runtime(a, providers.get(a.provider or "") if a.kind == "llm" else None,
-                              project.root, slots=slots.get(a.name), limiter=limiters.get(a.name),
-                              admitted=admitted, workflow=run.workflow)
-                for a in workflow.actions]
+    admitted = (
+        store.snapshot_attachments(run.snapshot_id)
+        if any(a.attachments for a in workflow.actions)
+        else {}
+    )
+    runtimes = [
+        build_runtime(
+            a,
+            providers.get(a.provider or "") if a.kind == "llm" else None,
+            project.root,
+            slots=slots.get(a.name),
+            limiter=limiters.get(a.name),
+            admitted=admitted,
+            workflow=run.workflow,
+        )
+        for a in workflow.actions
+    ]
     plan = StepPlan(runtimes, has_fan_out(workflow))
-    control = RunControl(store.clock, run.settings.deadline_at, run.settings.live_at,
-                         live=[a for a, (state, _) in store.action_states(run.id).items()
-                               if state == LIVE_STATE] if run.settings.live_at else ())
-    out = OutcomeWriter(run.id, gateway, run_prices(project), progress, store.clock,
-                        # §8: calls of unknown outcome an answer to the same request prices
-                        unpriced=store.unpriced_unknown(run.workflow, tenant=run.tenant))
+    control = RunControl(
+        store.clock,
+        run.settings.deadline_at,
+        run.settings.live_at,
+        live=[a for a, (state, _) in store.action_states(run.id).items() if state == LIVE_STATE]
+        if run.settings.live_at
+        else (),
+    )
+    caches = ContextCaches(run.id, store, gateway, control)
+    out = OutcomeWriter(
+        run.id,
+        gateway,
+        run_prices(project),
+        progress,
+        store.clock,
+        # §8: calls of unknown outcome an answer to the same request prices
+        unpriced=store.unpriced_unknown(run.workflow, tenant=run.tenant),
+    )
     # Exhausted in one shard is exhausted in all, as in one process: a batch part refused
     # elsewhere must not be staged again here, and again, for ever.
     refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)
@@ -135,40 +169,128 @@ def assemble_run(project: Project, store: Store, run: RunRecord, workflow: Workf
     step_rts = batch_rts  # a batch shard steps (and reserves for) its own action only
     if setup is not None and setup.batch_action is not None:
         step_rts = [rt for rt in batch_rts if rt.name == setup.batch_action]
-    units = BatchUnits(run_id=run.id, workflow=run.workflow, tenant=run.tenant,
-                       batch_rts=batch_rts, plan=plan,
-                       store=store, gateway=gateway, out=out, control=control,
-                       budget=budget) if batch_rts else None
-    batch = _batch_step(project, store, run, gateway, out, control, plan, files, progress, budget,
-                        step_rts, units, setup) if units is not None else None
+    units = (
+        BatchUnits(
+            run_id=run.id,
+            workflow=run.workflow,
+            tenant=run.tenant,
+            batch_rts=batch_rts,
+            plan=plan,
+            store=store,
+            gateway=gateway,
+            out=out,
+            control=control,
+            budget=budget,
+        )
+        if batch_rts
+        else None
+    )
+    batch = (
+        _batch_step(
+            project,
+            store,
+            run,
+            gateway,
+            out,
+            control,
+            plan,
+            files,
+            progress,
+            budget,
+            step_rts,
+            units,
+            setup,
+            caches,
+        )
+        if units is not None
+        else None
+    )
     if budget is not None:
-        held = open_reservations(store, budget, run.id, run.workflow,
-                                 [rt.action for rt in step_rts], tenant=run.tenant)
+        held = open_reservations(
+            store, budget, run.id, run.workflow, [rt.action for rt in step_rts], tenant=run.tenant
+        )
         budget.sync(store, run, held)
-    approvals = ApprovalGate(project, run_id=run.id, workflow=run.workflow, tenant=run.tenant,
-                             store=store, gateway=gateway, out=out, control=control) if any(
-        a.approval is not None for a in workflow.actions) else None
-    effects = Effects(run_id=run.id, workflow=run.workflow, tenant=run.tenant, store=store,
-                      gateway=gateway, out=out, control=control)
+    approvals = (
+        ApprovalGate(
+            project,
+            run_id=run.id,
+            workflow=run.workflow,
+            tenant=run.tenant,
+            store=store,
+            gateway=gateway,
+            out=out,
+            control=control,
+        )
+        if any(a.approval is not None for a in workflow.actions)
+        else None
+    )
+    effects = Effects(
+        run_id=run.id,
+        workflow=run.workflow,
+        tenant=run.tenant,
+        store=store,
+        gateway=gateway,
+        out=out,
+        control=control,
+    )
     memory = ShardMemory()
     ranges = setup.ranges if setup is not None else shard_ranges(files)
     # S1: what may have been sent is listed in the store before it is sent
-    marks = DispatchMarks(run.id, gateway, out.prices, ShardIndex(shard_ranges(files)),
-                          clock=store.clock)
-    ctx = UnitContext(run_id=run.id, workflow=run.workflow, tenant=run.tenant, fresh=run.fresh,
-                      control=control,
-                      out=out, lookups=gateway, memory=memory, effects=effects, budget=budget,
-                      batch=units, approvals=approvals, marks=marks)
-    walk = RecordWalk(run_id=run.id, snapshot_id=run.snapshot_id, ranges=ranges,
-                      store=store, gateway=gateway, out=out, plan=plan, walker=Walker(plan, ctx),
-                      memory=memory, control=control, fresh=run.fresh, prior=prior, batch=units)
-    return RunParts(run=run, workflow=workflow, store=store, gateway=gateway, control=control,
-                    progress=progress, out=out, runtimes=runtimes, plan=plan, walk=walk,
-                    effects=effects, budget=budget, batch=batch, approvals=approvals)
+    marks = DispatchMarks(
+        run.id, gateway, out.prices, ShardIndex(shard_ranges(files)), clock=store.clock
+    )
+    ctx = UnitContext(
+        run_id=run.id,
+        workflow=run.workflow,
+        tenant=run.tenant,
+        fresh=run.fresh,
+        control=control,
+        out=out,
+        lookups=gateway,
+        memory=memory,
+        effects=effects,
+        budget=budget,
+        batch=units,
+        approvals=approvals,
+        marks=marks,
+    )
+    walk = RecordWalk(
+        run_id=run.id,
+        snapshot_id=run.snapshot_id,
+        ranges=ranges,
+        store=store,
+        gateway=gateway,
+        out=out,
+        plan=plan,
+        walker=Walker(plan, ctx),
+        memory=memory,
+        control=control,
+        fresh=run.fresh,
+        prior=prior,
+        batch=units,
+    )
+    return RunParts(
+        run=run,
+        workflow=workflow,
+        store=store,
+        gateway=gateway,
+        control=control,
+        progress=progress,
+        out=out,
+        runtimes=runtimes,
+        plan=plan,
+        walk=walk,
+        effects=effects,
+        caches=caches,
+        budget=budget,
+        batch=batch,
+        approvals=approvals,
+    )
 
 
-def _budget(run: RunRecord, prices: PriceTable, setup: ShardSetup | None,
-            exhausted: bool) -> BudgetGuard | None:
+def _budget(
+    run: RunRecord, prices: PriceTable, setup: ShardSetup | None, exhausted: bool
+) -> BudgetGuard | None:
     """The run's budget guard (R5), or None: a run without a budget does no budget work."""
     cap = run.settings.budget
     if cap is None:
@@ -185,17 +307,43 @@ def _budget(run: RunRecord, prices: PriceTable, setup: ShardSetup | None,
     return guards[0]
 
 
-def _batch_step(project: Project, store: Store, run: RunRecord, gateway: StoreGateway,
-                out: OutcomeWriter, control: RunControl, plan: StepPlan,
-                files: list[dict[str, Any]], progress: Progress, budget: BudgetGuard | None,
-                step_rts: list[ActionRuntime], units: BatchUnits,
-                setup: ShardSetup | None) -> BatchCoordinator:
-    pacer = setup.pacer if setup is not None and setup.pacer is not None else \
-        _local_pacers(project, control)
+def _batch_step(
+    project: Project,
+    store: Store,
+    run: RunRecord,
+    gateway: StoreGateway,
+    out: OutcomeWriter,
+    control: RunControl,
+    plan: StepPlan,
+    files: list[dict[str, Any]],
+    progress: Progress,
+    budget: BudgetGuard | None,
+    step_rts: list[ActionRuntime],
+    units: BatchUnits,
+    setup: ShardSetup | None,
+    caches: ContextCaches,
+) -> BatchCoordinator:
+    pacer = (
+        setup.pacer
+        if setup is not None and setup.pacer is not None
+        else _local_pacers(project, control)
+    )
     call = setup.call if setup is not None and setup.call is not None else gateway.call
-    ctx = BatchContext(run=run, store=store, gateway=gateway, out=out, control=control, plan=plan,
-                       files=files, progress=progress, budget=budget, pacer=pacer, call=call,
-                       only_file=setup.batch_file if setup is not None else None)
+    ctx = BatchContext(
+        run=run,
+        store=store,
+        gateway=gateway,
+        out=out,
+        control=control,
+        plan=plan,
+        files=files,
+        progress=progress,
+        budget=budget,
+        pacer=pacer,
+        call=call,
+        only_file=setup.batch_file if setup is not None else None,
+        caches=caches,
+    )
     return BatchCoordinator(ctx, step_rts, Submitter(ctx), Poller(ctx), units, Hybrid(ctx))
 
 

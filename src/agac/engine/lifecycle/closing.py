@@ -29,16 +29,30 @@ if TYPE_CHECKING:
 __all__ = ["close_run", "collect_garbage", "run_event"]
 
 
-def run_event(run_id: str, kind: str, data: dict[str, Any], now: float, *,
-              action: str | None = None, unit_key: str | None = None) -> Checkpoint:
+def run_event(
+    run_id: str,
+    kind: str,
+    data: dict[str, Any],
+    now: float,
+    *,
+    action: str | None = None,
+    unit_key: str | None = None,
+) -> Checkpoint:
     """A checkpoint of one run-level event (``run_admitted``, ``run_ended``, …; of one
     action or unit when given)."""
     return Checkpoint(events=(EventRow(run_id, kind, action, unit_key, dumps(data), now),))
 
 
-def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str = "cancelled",
-              failed_in_batches: set[tuple[str, str]] | None = None,
-              keep_proposals: bool = False) -> None:
+def close_run(
+    store: Store,
+    run: RunRecord,
+    state: str,
+    why: str,
+    *,
+    reason: str = "cancelled",
+    failed_in_batches: set[tuple[str, str]] | None = None,
+    keep_proposals: bool = False,
+) -> None:
     """End a non-final run now: every unit without an outcome is skipped ``reason`` —
     ``batch_outstanding`` when it waits on a batch that is still out (the next run adopts
     it, B0), as do the units downstream of it. Units in ``failed_in_batches`` (their
@@ -55,17 +69,25 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
     ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
     cancelled_units = failed_in_batches or set()
     # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
-    unknown = {(e.action, e.unit_key) for e in store.list_effects(
-        run.workflow, tenants=(run.tenant,), states=UNSETTLED_EFFECT_STATES)}
+    unknown = {
+        (e.action, e.unit_key)
+        for e in store.list_effects(
+            run.workflow, tenants=(run.tenant,), states=UNSETTLED_EFFECT_STATES
+        )
+    }
     now = store.clock.time()
-    regions = regions_of(config["actions"]) if any(
-        a.get("fan_out") or a.get("join") for a in config["actions"]) else None
+    regions = (
+        regions_of(config["actions"])
+        if any(a.get("fan_out") or a.get("join") for a in config["actions"])
+        else None
+    )
     for lo, hi in shard_ranges(loads(info.files) if info else []):
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
         records = list(store.iter_records(run.snapshot_id, lo, hi))
         expansions = store.fanouts_between(run.id, lo, hi) if regions is not None else {}
-        out = _units_in_open_batches(store, run, names, [escape(r.key) for r in records],
-                                     items=regions is not None)
+        out = _units_in_open_batches(
+            store, run, names, [escape(r.key) for r in records], items=regions is not None
+        )
         rows = []
         for r in records:
             units = _units(regions, names, r.key, expansions)
@@ -83,34 +105,45 @@ def close_run(store: Store, run: RunRecord, state: str, why: str, *, reason: str
                     why_unit, detail = "batch_outstanding", f"{why}; {out[a, key]}"
                 elif status == "skipped" and (a in waiting or bool(ancestors[a] & waiting)):
                     why_unit = "batch_outstanding"
-                rows.append(OutcomeRow(run.id, a, key, r.seq, status, why_unit, detail, "call",
-                                       None, None, 0, now))
+                rows.append(
+                    OutcomeRow(
+                        run.id, a, key, r.seq, status, why_unit, detail, "call", None, None, 0, now
+                    )
+                )
         if rows:
             store.checkpoint(Checkpoint(outcomes=rows))
     if not keep_proposals:
         store.withdraw_proposals(run.id, f"its run ended {state}: {why}")
     store.end_run(run.id, state, why)
-    store.checkpoint(run_event(run.id, "run_ended", {"state": state, "why": why},
-                               store.clock.time()))
+    store.checkpoint(
+        run_event(run.id, "run_ended", {"state": state, "why": why}, store.clock.time())
+    )
 
 
-def _units(regions: Regions | None, names: list[str], record_key: str,
-           expansions: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
+def _units(
+    regions: Regions | None,
+    names: list[str],
+    record_key: str,
+    expansions: dict[tuple[str, str], int],
+) -> list[tuple[str, str]]:
     """(action, unit key) of every unit of one record: its items inside a fan-out."""
     if regions is None:
         return [(a, escape(record_key)) for a in names]
     return [(a, k) for a in names for k in unit_keys(regions, a, record_key, expansions)]
 
 
-def _units_in_open_batches(store: Store, run: RunRecord, actions: list[str], keys: list[str],
-                           *, items: bool = False) -> dict[tuple[str, str], str]:
+def _units_in_open_batches(
+    store: Store, run: RunRecord, actions: list[str], keys: list[str], *, items: bool = False
+) -> dict[tuple[str, str], str]:
     """(action, unit key) of the units waiting in a batch still out -> which batch."""
     out: dict[tuple[str, str], str] = {}
     for a in actions:
         for item in store.unit_items(run.workflow, a, keys, tenant=run.tenant, items=items):
             if item.batch_state in OPEN_BATCH_STATES and item.status == "pending":
-                out[a, item.unit_key] = (f"waiting on batch {item.provider_batch_id or item.batch_key}"
-                                         f" for {item.file}, still out: the next run adopts it (B0)")
+                out[a, item.unit_key] = (
+                    f"waiting on batch {item.provider_batch_id or item.batch_key}"
+                    f" for {item.file}, still out: the next run adopts it (B0)"
+                )
     return out
 
 
@@ -128,5 +161,8 @@ def collect_garbage(store: Store, keep_runs: int) -> dict[str, Any]:
         if seen[mine] > keep_runs:
             pruned.append(run.id)
     counts = store.prune_runs(pruned)
-    return {"pruned_runs": pruned, "keep_runs": keep_runs, **{f"deleted_{k}": v for k, v in counts.items()
-                                                               if k != "runs"}}
+    return {
+        "pruned_runs": pruned,
+        "keep_runs": keep_runs,
+        **{f"deleted_{k}": v for k, v in counts.items() if k != "runs"},
+    }

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.batch.manual import cancel_open_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_lease, take_run_lease
 from agac.engine.lifecycle.options import RunResult
 from agac.engine.views.summary import RunSummary, build_summary
@@ -28,9 +29,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["cancel_run", "decide_state", "finalize", "finish_cancel",
-           "reread", "time_out"]
-
+__all__ = ["cancel_run", "decide_state", "finalize", "finish_cancel", "reread", "time_out"]
 
 
 def reread(store: Store, run_id: str) -> RunRecord:
@@ -40,8 +39,12 @@ def reread(store: Store, run_id: str) -> RunRecord:
     return run
 
 
-def decide_state(summary: Mapping[str, Any], action_states: dict[str, tuple[str, Any]],
-                 partial_ok: bool, halts: frozenset[str] = frozenset()) -> str:
+def decide_state(
+    summary: Mapping[str, Any],
+    action_states: dict[str, tuple[str, Any]],
+    partial_ok: bool,
+    halts: frozenset[str] = frozenset(),
+) -> str:
     for reason, state in RUN_ENDING:  # the registry's ``ends_run``, in precedence order
         if reason in halts:
             return state
@@ -67,14 +70,21 @@ def finalize(store: Store, run_id: str) -> tuple[str, RunSummary]:
         return run.state, summary
     maybe_crash("before_finalize")  # every outcome durable, the final state not yet written
     # Only this run's own stops count: skips carried over from the run it retries do not.
-    halts = frozenset(r.reason for r in store.outcome_counts(run_id)
-                      if r.status == "skipped" and r.origin != "carried" and r.reason)
-    state = decide_state(summary, store.action_states(run_id),
-                         bool(run.config.get("partial_ok", True)), halts)
+    halts = frozenset(
+        r.reason
+        for r in store.outcome_counts(run_id)
+        if r.status == "skipped" and r.origin != "carried" and r.reason
+    )
+    state = decide_state(
+        summary, store.action_states(run_id), bool(run.config.get("partial_ok", True)), halts
+    )
     store.end_run(run_id, state)
     store.clear_marks(run_id)  # every unit has its outcome: nothing under a mark is lost
-    store.checkpoint(run_event(run_id, "run_ended", {
-        "state": state, "cost_usd": summary.cost_usd}, store.clock.time()))
+    store.checkpoint(
+        run_event(
+            run_id, "run_ended", {"state": state, "cost_usd": summary.cost_usd}, store.clock.time()
+        )
+    )
     return state, summary
 
 
@@ -86,23 +96,32 @@ def time_out(store: Store, run: RunRecord) -> None:
     close_run(store, run, "timed_out", f"its deadline passed at {at}", reason="deadline")
 
 
-def finish_cancel(project: Project, store: Store, run: RunRecord,
-                  why: str = "cancelled by agac cancel") -> list[str]:
+def finish_cancel(
+    project: Project, store: Store, run: RunRecord, why: str = "cancelled by agac cancel"
+) -> list[str]:
     """End a run ``cancelled`` (the caller owns its lease): its batches out are cancelled at
     the provider and their records fail ``batch_cancelled``; units never sent are skipped
-    ``cancelled``."""
-    notes, units = cancel_open_batches(project, store, run.workflow, why, tenant=run.tenant,
-                                       reason="batch_cancelled", state="cancelled")
+    ``cancelled``; its explicit context caches are deleted."""
+    notes, units = cancel_open_batches(
+        project,
+        store,
+        run.workflow,
+        why,
+        tenant=run.tenant,
+        reason="batch_cancelled",
+        state="cancelled",
+    )
     close_run(store, run, "cancelled", why, reason="cancelled", failed_in_batches=units)
-    return notes
+    return notes + release_context_caches(project, store, run.id)
 
 
 def cancel_run(project: Project, store: Store, run: RunRecord) -> RunResult:
     """``agac cancel``: end a non-final run ``cancelled``. A run owned by a live process is
     marked ``cancelling``; its owner stops sending at its next heartbeat and ends it."""
     if run.state in FINAL_STATES:
-        raise RefusedError(f"run {run.id} of {run.workflow} already ended {run.state}; "
-                           "a final state never changes")
+        raise RefusedError(
+            f"run {run.id} of {run.workflow} already ended {run.state}; a final state never changes"
+        )
     store.update_run(run.id, state="cancelling")
     clock = store.clock
     try:
@@ -113,10 +132,13 @@ def cancel_run(project: Project, store: Store, run: RunRecord) -> RunResult:
             clock.wait(0.25)
             row = store.get_run(run.id)
             if row is not None and row.state in FINAL_STATES:
-                return RunResult(build_summary(store, row),
-                                 notes=[f"run {run.id} was cancelled by its owner"])
-        raise Paused(f"run {run.id} is cancelling, but its owner has not ended it yet ({exc.message}); "
-                     f"`agac cancel {run.id}` again later") from exc
+                return RunResult(
+                    build_summary(store, row), notes=[f"run {run.id} was cancelled by its owner"]
+                )
+        raise Paused(
+            f"run {run.id} is cancelling, but its owner has not ended it yet ({exc.message}); "
+            f"`agac cancel {run.id}` again later"
+        ) from exc
     try:
         notes = finish_cancel(project, store, reread(store, run.id))
     finally:

@@ -48,13 +48,16 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
 
     while True:
         try:
-            token = store.acquire_lease(run_lease(run_id), host=host, pid=pid, ttl=LEASE_TTL,
-                                        may_take=may_take)
+            token = store.acquire_lease(
+                run_lease(run_id), host=host, pid=pid, ttl=LEASE_TTL, may_take=may_take
+            )
             _no_shard_owners(store, run_id, token)
             return Lease(run_lease(run_id), token, LEASE_TTL)
         except LeaseHeld as exc:
             if not wait:
-                raise LeaseHeld(f"run {run_id} is {exc.message}; run again later, or use --wait") from exc
+                raise LeaseHeld(
+                    f"run {run_id} is {exc.message}; run again later, or use --wait"
+                ) from exc
             store.clock.wait(1.0)
 
 
@@ -68,9 +71,12 @@ def _no_shard_owners(store: Store, run_id: str, token: int) -> None:
     if live:
         store.release_lease(run_lease(run_id), token)
         first = live[0]
-        raise LeaseHeld(f"held by worker {first.owner} (pid {first.pid} on {first.host}) and "
-                        f"{len(live) - 1} more shard leases" if len(live) > 1 else
-                        f"held by worker {first.owner} (pid {first.pid} on {first.host})")
+        raise LeaseHeld(
+            f"held by worker {first.owner} (pid {first.pid} on {first.host}) and "
+            f"{len(live) - 1} more shard leases"
+            if len(live) > 1
+            else f"held by worker {first.owner} (pid {first.pid} on {first.host})"
+        )
 
 
 def release_lease(store: Store, lease: Lease) -> None:
@@ -81,8 +87,9 @@ def release_lease(store: Store, lease: Lease) -> None:
         pass
 
 
-async def heartbeat(gateway: StoreGateway, store: Store, run_id: str, control: RunControl,
-                    every: float) -> None:
+async def heartbeat(
+    gateway: StoreGateway, store: Store, run_id: str, control: RunControl, every: float
+) -> None:
     """Renew the gateway's lease every ``every`` seconds until cancelled. A lease taken over
     stops the run (LeaseLost); ``agac cancel`` (the run marked ``cancelling``) stops
     sending, and the run ends cancelled."""

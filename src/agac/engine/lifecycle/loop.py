@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 __all__ = ["drive", "install_interrupt", "next_pause"]
 
 
-async def drive(parts: RunParts, *, wait: bool, was_waiting: bool,
-                heartbeat_seconds: float) -> PassResult | Halt:
+async def drive(
+    parts: RunParts, *, wait: bool, was_waiting: bool, heartbeat_seconds: float
+) -> PassResult | Halt:
     """Walk and step until the run completes, pauses, or is stopped; the lease is renewed
     every ``heartbeat_seconds`` meanwhile."""
-    beat = asyncio.get_running_loop().create_task(heartbeat(
-        parts.gateway, parts.store, parts.run.id, parts.control, heartbeat_seconds))
+    beat = asyncio.get_running_loop().create_task(
+        heartbeat(parts.gateway, parts.store, parts.run.id, parts.control, heartbeat_seconds)
+    )
     try:
         return await _passes(parts, wait=wait, was_waiting=was_waiting)
     finally:
@@ -55,8 +57,12 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
     while True:
         if not step_first:
             walked = await _walk(parts, waiting)
-            held = isinstance(walked, PassResult) and walked.kind == "complete" \
-                and batch is not None and await batch.hybrid.holds_run()
+            held = (
+                isinstance(walked, PassResult)
+                and walked.kind == "complete"
+                and batch is not None
+                and await batch.hybrid.holds_run()
+            )
             if walked is not None and not held:
                 return walked
         elif control.cancel_requested:
@@ -83,9 +89,12 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
             await parts.out.event("waiting", reason="batch", detail=line)
         approvals = await _approvals_waiting(parts)
         waiting = report.waiting + approvals
-        if approvals and not await parts.gateway.call(parts.store.list_batches,
-                                                      parts.run.workflow, open_only=True,
-                                                      tenants=(parts.run.tenant,)):
+        if approvals and not await parts.gateway.call(
+            parts.store.list_batches,
+            parts.run.workflow,
+            open_only=True,
+            tenants=(parts.run.tenant,),
+        ):
             return PassResult("awaiting_approval", tuple(waiting))  # B11: only people can move it
         if not wait:
             return PassResult("paused", tuple(waiting))
@@ -147,7 +156,10 @@ def install_interrupt(control: RunControl) -> Callable[[], None]:
 
     def first() -> None:
         control.stop()
-        print("\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
-              file=sys.stderr, flush=True)
+        print(
+            "\nstopping: settling calls in flight (Ctrl-C again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return install_interrupts(first, (signal.SIGINT, signal.SIGTERM))

@@ -33,8 +33,15 @@ if TYPE_CHECKING:
 
 __all__ = ["ModeChoice", "auto_units", "choose_mode", "chosen", "keep_choices", "resolve_auto"]
 
-Why = Literal["at_threshold", "below_threshold", "no_batch_api", "deadline", "not_durable",
-              "sequential_fan_out", "as_original"]
+Why = Literal[
+    "at_threshold",
+    "below_threshold",
+    "no_batch_api",
+    "deadline",
+    "not_durable",
+    "sequential_fan_out",
+    "as_original",
+]
 
 
 @dataclass(frozen=True)
@@ -51,8 +58,14 @@ class ModeChoice:
         return {"mode": self.mode, "why": self.why, "detail": self.detail, "units": self.units}
 
 
-def choose_mode(action: Action, units: int, *, remaining: float | None, durable: bool = True,
-                sequential: bool = False) -> ModeChoice:
+def choose_mode(
+    action: Action,
+    units: int,
+    *,
+    remaining: float | None,
+    durable: bool = True,
+    sequential: bool = False,
+) -> ModeChoice:
     """The mode an ``auto`` action runs in with ``units`` units, when the run's deadline is
     ``remaining`` seconds away (None: no deadline)."""
     threshold = action.auto_batch_min_records or 1
@@ -62,8 +75,9 @@ def choose_mode(action: Action, units: int, *, remaining: float | None, durable:
         return ModeChoice(action.name, "online", why, detail, units)
 
     if units < threshold:
-        return online("below_threshold", f"{units:,} units, fewer than auto_batch_min_records "
-                      f"{threshold:,}")
+        return online(
+            "below_threshold", f"{units:,} units, fewer than auto_batch_min_records {threshold:,}"
+        )
     if not _has_batch_api(action.provider):
         return online("no_batch_api", f"provider {action.provider!r} has no batch API")
     if not durable:
@@ -71,14 +85,23 @@ def choose_mode(action: Action, units: int, *, remaining: float | None, durable:
     if sequential:
         return online("sequential_fan_out", "its fan-out is gated sequential")
     if remaining is not None and remaining < window:
-        return online("deadline", f"the run's deadline is {_hours(remaining)} away, less than "
-                      f"batch_deadline {_hours(window)}")
-    return ModeChoice(action.name, "batch", "at_threshold", f"{units:,} units, at least "
-                      f"auto_batch_min_records {threshold:,}", units)
+        return online(
+            "deadline",
+            f"the run's deadline is {_hours(remaining)} away, less than "
+            f"batch_deadline {_hours(window)}",
+        )
+    return ModeChoice(
+        action.name,
+        "batch",
+        "at_threshold",
+        f"{units:,} units, at least auto_batch_min_records {threshold:,}",
+        units,
+    )
 
 
-def resolve_auto(workflow: Workflow, records: int, *, remaining: float | None,
-                 durable: bool = True) -> tuple[Workflow, list[ModeChoice]]:
+def resolve_auto(
+    workflow: Workflow, records: int, *, remaining: float | None, durable: bool = True
+) -> tuple[Workflow, list[ModeChoice]]:
     """``workflow`` with every ``auto`` action's mode chosen (its ``config_hash`` kept),
     and the choices made; the workflow itself when it has no ``auto`` action."""
     autos = [a for a in workflow.actions if a.kind == "llm" and a.run_mode == "auto"]
@@ -86,19 +109,28 @@ def resolve_auto(workflow: Workflow, records: int, *, remaining: float | None,
         return workflow, []
     units = auto_units(workflow, records)
     sequential = _sequential_members(workflow)
-    choices = {a.name: choose_mode(a, units[a.name], remaining=remaining, durable=durable,
-                                   sequential=a.name in sequential) for a in autos}
-    actions = tuple(chosen(a, choices[a.name]) if a.name in choices else a
-                    for a in workflow.actions)
+    choices = {
+        a.name: choose_mode(
+            a, units[a.name], remaining=remaining, durable=durable, sequential=a.name in sequential
+        )
+        for a in autos
+    }
+    actions = tuple(
+        chosen(a, choices[a.name]) if a.name in choices else a for a in workflow.actions
+    )
     return replace(workflow, actions=actions), list(choices.values())
 
 
 def chosen(action: Action, choice: ModeChoice) -> Action:
     """The action as it runs: the chosen mode, its batch tuning only when batch."""
     batch = choice.mode == "batch"
-    return replace(action, run_mode=choice.mode, auto_choice=f"{choice.why}: {choice.detail}",
-                   poll_interval=action.poll_interval if batch else None,
-                   batch_deadline=action.batch_deadline if batch else None)
+    return replace(
+        action,
+        run_mode=choice.mode,
+        auto_choice=f"{choice.why}: {choice.detail}",
+        poll_interval=action.poll_interval if batch else None,
+        batch_deadline=action.batch_deadline if batch else None,
+    )
 
 
 def keep_choices(workflow: Workflow, original: list[dict[str, Any]]) -> Workflow:
@@ -109,8 +141,16 @@ def keep_choices(workflow: Workflow, original: list[dict[str, Any]]) -> Workflow
     for a in workflow.actions:
         old = before.get(a.name)
         if a.run_mode == "auto" and old is not None and old.get("run_mode") in ("online", "batch"):
-            a = chosen(a, ModeChoice(a.name, old["run_mode"], "as_original",
-                                     f"as the run it retries chose ({old['auto_choice']})", 0))
+            a = chosen(
+                a,
+                ModeChoice(
+                    a.name,
+                    old["run_mode"],
+                    "as_original",
+                    f"as the run it retries chose ({old['auto_choice']})",
+                    0,
+                ),
+            )
         actions.append(a)
     return replace(workflow, actions=tuple(actions))
 

@@ -90,15 +90,24 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary with ``tenant``, ``exit_code``, ``interrupted`` and ``notes`` (JSON)."""
-        return {**self.summary.to_dict(), "tenant": self.tenant, "exit_code": self.exit_code,
-                "interrupted": self.interrupted, "notes": list(self.notes)}
+        return {
+            **self.summary.to_dict(),
+            "tenant": self.tenant,
+            "exit_code": self.exit_code,
+            "interrupted": self.interrupted,
+            "notes": list(self.notes),
+        }
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{name}: {a.answered}/{a.records} answered"
-                           + (f", {a.failed} failed" if a.failed else "")
-                           for name, a in self.actions.items())
-        return (f"<RunResult {self.run_id} {self.workflow} {self.state} ${self.cost_usd:.4f}"
-                f" ({counts})>")
+        counts = ", ".join(
+            f"{name}: {a.answered}/{a.records} answered"
+            + (f", {a.failed} failed" if a.failed else "")
+            for name, a in self.actions.items()
+        )
+        return (
+            f"<RunResult {self.run_id} {self.workflow} {self.state} ${self.cost_usd:.4f}"
+            f" ({counts})>"
+        )
 
     @property
     def exit_code(self) -> int:

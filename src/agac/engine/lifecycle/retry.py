@@ -27,9 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["rejoin_targets", "retry_targets", "start_retry"]
 
 
-def retry_targets(store: Store, original: RunRecord, action: str | None, record: str | None,
-                  include_outstanding: bool = False,
-                  ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+def retry_targets(
+    store: Store,
+    original: RunRecord,
+    action: str | None,
+    record: str | None,
+    include_outstanding: bool = False,
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(failed units to re-ask, downstream units skipped because of them). With
     ``include_outstanding`` the units left waiting on abandoned batches are re-asked too."""
     config = original.config
@@ -39,21 +43,26 @@ def retry_targets(store: Store, original: RunRecord, action: str | None, record:
             descendants[anc].add(a["name"])
     rows = store.failed_units(original.id, with_outstanding=include_outstanding)
     # ``record``: a record key as in the input, or a unit key as agac shows it (agac/keys.py)
-    unit = None if record is None else unit_key_of(
-        record, lambda k: store.find_record(original.snapshot_id, k) is not None)
+    unit = (
+        None
+        if record is None
+        else unit_key_of(record, lambda k: store.find_record(original.snapshot_id, k) is not None)
+    )
     targets = {
         (row.action, row.unit_key)
         for row in rows
-        if (action is None or row.action == action) and (
-            unit is None or row.unit_key == unit or row.unit_key.startswith(unit + "/"))
+        if (action is None or row.action == action)
+        and (unit is None or row.unit_key == unit or row.unit_key.startswith(unit + "/"))
     }
     keys = {k for _, k in targets}
     downstream: set[tuple[str, str]] = set()
     if keys:
         for key in keys:
             for o in store.unit_outcomes(original.id, key):
-                if o.status == "skipped" and o.reason in ("upstream_failed", "batch_outstanding") and any(
-                    o.action in descendants[a] for a, k in targets if k == key
+                if (
+                    o.status == "skipped"
+                    and o.reason in ("upstream_failed", "batch_outstanding")
+                    and any(o.action in descendants[a] for a, k in targets if k == key)
                 ):
                     downstream.add((o.action, key))
         seqs = {(row.action, row.unit_key): row.seq for row in rows}
@@ -61,9 +70,16 @@ def retry_targets(store: Store, original: RunRecord, action: str | None, record:
     return targets, downstream
 
 
-def start_retry(project: Project, store: Store, workflow: Workflow, options: RunOptions,
-                action: str | None, record: str | None, dry_run: bool,
-                abandon_in_flight: bool = False) -> RunResult | dict[str, Any]:
+def start_retry(
+    project: Project,
+    store: Store,
+    workflow: Workflow,
+    options: RunOptions,
+    action: str | None,
+    record: str | None,
+    dry_run: bool,
+    abandon_in_flight: bool = False,
+) -> RunResult | dict[str, Any]:
     """``agac retry`` (R2): a new run with ``retry_of`` over the same input snapshot."""
     if not dry_run:
         no_running_loop()
@@ -79,7 +95,8 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
         names = ", ".join(f"{b.provider_batch_id or b.key} ({b.file})" for b in out)
         raise RefusedError(
             f"batches of {workflow.name} are still out: {names}; `agac run {workflow.name}` "
-            "collects them, or use --abandon-in-flight if the provider no longer has them (B10)")
+            "collects them, or use --abandon-in-flight if the provider no longer has them (B10)"
+        )
     original = store.latest_run(workflow.name, tenant=tenant, final=True)
     if original is None:
         raise RefusedError(f"{workflow.name} has no finished run to retry; run it with `agac run`")
@@ -87,17 +104,30 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
         raise UsageError(f"{workflow.name} has no action {action!r}")
     notes: list[str] = []
     if out and abandon_in_flight and not dry_run:
-        notes = abandon_batches(project, store, workflow.name,
-                                "abandoned by agac retry --abandon-in-flight", tenant=tenant)
-    targets, downstream = retry_targets(store, original, action, record,
-                                        include_outstanding=abandon_in_flight)
+        notes = abandon_batches(
+            project,
+            store,
+            workflow.name,
+            "abandoned by agac retry --abandon-in-flight",
+            tenant=tenant,
+        )
+    targets, downstream = retry_targets(
+        store, original, action, record, include_outstanding=abandon_in_flight
+    )
     if dry_run:
-        return {"retry_of": original.id, "workflow": workflow.name,
-                "units": sorted([{"action": a, "key": k} for a, k in targets], key=lambda d: (d["action"], d["key"])),
-                "downstream": len(downstream)}
+        return {
+            "retry_of": original.id,
+            "workflow": workflow.name,
+            "units": sorted(
+                [{"action": a, "key": k} for a, k in targets], key=lambda d: (d["action"], d["key"])
+            ),
+            "downstream": len(downstream),
+        }
     if not targets:
-        raise RefusedError(f"run {original.id} of {workflow.name} has no failed units to retry"
-                           + (" matching the filter" if action or record else ""))
+        raise RefusedError(
+            f"run {original.id} of {workflow.name} has no failed units to retry"
+            + (" matching the filter" if action or record else "")
+        )
     info = store.snapshot_info(original.snapshot_id)
     assert info is not None
     snapshot = InputSnapshot(original.snapshot_id, loads(info.files), info.record_count)
@@ -107,9 +137,13 @@ def start_retry(project: Project, store: Store, workflow: Workflow, options: Run
     return execute_run(project, store, run, options, notes, admitted=True)
 
 
-def rejoin_targets(store: Store, run_id: str, actions: list[dict[str, Any]],
-                   targets: set[tuple[str, str]], seqs: dict[tuple[str, str], int],
-                   ) -> set[tuple[str, str]]:
+def rejoin_targets(
+    store: Store,
+    run_id: str,
+    actions: list[dict[str, Any]],
+    targets: set[tuple[str, str]],
+    seqs: dict[tuple[str, str], int],
+) -> set[tuple[str, str]]:
     """R2 for items: when an item is asked again, the join of its parent (and, nested, of
     every enclosing parent) is asked again, with every action downstream of that join at
     its level — they consumed the item's old outcome."""
@@ -135,7 +169,10 @@ def rejoin_targets(store: Store, run_id: str, actions: list[dict[str, Any]],
                 if of != fan:
                     continue
                 out.add((join, parent))
-                out.update((x, parent) for x in descendants[join]
-                           if regions.scope.get(x, ()) == scope[:depth])
+                out.update(
+                    (x, parent)
+                    for x in descendants[join]
+                    if regions.scope.get(x, ()) == scope[:depth]
+                )
             k = parent
     return out

@@ -26,6 +26,7 @@ from agac.engine.gcpolicy import run_gc_policy
 from agac.engine.lifecycle.admission import open_or_admit
 from agac.engine.lifecycle.assembly import assemble_run, prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.ending import finalize, finish_cancel, reread, time_out
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, release_lease, take_run_lease
 from agac.engine.lifecycle.loop import drive, install_interrupt
@@ -53,8 +54,14 @@ ProviderFactory = Callable[..., "Mapping[str, Provider]"]
 a transport or a test's provider plugs in."""
 
 
-def start_run(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
-              as_admitted: AsAdmitted | None = None) -> RunResult:
+def start_run(
+    project: Project,
+    store: Store,
+    workflow: Workflow,
+    options: RunOptions,
+    *,
+    as_admitted: AsAdmitted | None = None,
+) -> RunResult:
     """``agac run``: continue the open run (R1) or admit a new one, then execute it.
 
     ``options.overrides`` are the per-run settings (``--run-mode``, ``--poll-interval``,
@@ -67,8 +74,9 @@ def start_run(project: Project, store: Store, workflow: Workflow, options: RunOp
     the admission, so no open run is left behind."""
     no_running_loop()
     for _ in range(_WITHDRAWN_TRIES - 1):
-        run, notes, admitted = open_or_admit(project, store, workflow, options,
-                                             as_admitted=as_admitted)
+        run, notes, admitted = open_or_admit(
+            project, store, workflow, options, as_admitted=as_admitted
+        )
         try:
             return execute_run(project, store, run, options, notes, admitted=admitted)
         except RunWithdrawn:
@@ -92,9 +100,11 @@ def no_running_loop() -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         return
-    raise UsageError("a run cannot start inside a running event loop (as in Jupyter) on this "
-                     "thread; use `await agac.arun(...)`, or agac.run(...), which runs the "
-                     "engine in its own thread")
+    raise UsageError(
+        "a run cannot start inside a running event loop (as in Jupyter) on this "
+        "thread; use `await agac.arun(...)`, or agac.run(...), which runs the "
+        "engine in its own thread"
+    )
 
 
 @dataclass
@@ -106,9 +116,16 @@ class _Launch:
     lease: Lease | None = None
 
 
-def execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
-                notes: list[str] | None = None, *,
-                providers: ProviderFactory | None = None, admitted: bool = False) -> RunResult:
+def execute_run(
+    project: Project,
+    store: Store,
+    run: RunRecord,
+    options: RunOptions,
+    notes: list[str] | None = None,
+    *,
+    providers: ProviderFactory | None = None,
+    admitted: bool = False,
+) -> RunResult:
     """Own ``run`` and execute it until it ends or pauses; the summary and notes. An
     error that stops it names the run (``run_id``), so the CLI can show the run's summary
     with it. ``admitted``: this call admitted it, so a failure before its execution
@@ -118,23 +135,33 @@ def execute_run(project: Project, store: Store, run: RunRecord, options: RunOpti
     else took over)."""
     launch = _Launch()
     try:
-        return _execute_run(project, store, run, options, notes, providers or open_providers,
-                            launch)
+        return _execute_run(
+            project, store, run, options, notes, providers or open_providers, launch
+        )
     except BaseException as exc:
         discarded = False
         if admitted and not launch.started and launch.lease is not None:
             with contextlib.suppress(Exception):  # the original error is the one to report
                 discarded = store.discard_run(run.id, launch.lease.token)
         # A withdrawn run, or one whose store file is gone (S7), has no summary to show.
-        if isinstance(exc, AgacError) and not discarded \
-                and not isinstance(exc, (RunWithdrawn, StoreGone)):
+        if (
+            isinstance(exc, AgacError)
+            and not discarded
+            and not isinstance(exc, (RunWithdrawn, StoreGone))
+        ):
             exc.run_id = exc.run_id or run.id
         raise
 
 
-def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOptions,
-                 notes: list[str] | None, providers: ProviderFactory, launch: _Launch,
-                 ) -> RunResult:
+def _execute_run(
+    project: Project,
+    store: Store,
+    run: RunRecord,
+    options: RunOptions,
+    notes: list[str] | None,
+    providers: ProviderFactory,
+    launch: _Launch,
+) -> RunResult:
     lease = launch.lease = take_run_lease(store, run.id, wait=options.wait)
     interrupted = False
     counted: RunSummary | None = None  # the summary's counts, when finalize made them
@@ -142,8 +169,10 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
     try:
         current = store.get_run(run.id)
         if current is None:
-            raise RunWithdrawn(f"run {run.id} of {run.workflow} was withdrawn by the process "
-                               "that admitted it (it failed before the run started); run again")
+            raise RunWithdrawn(
+                f"run {run.id} of {run.workflow} was withdrawn by the process "
+                "that admitted it (it failed before the run started); run again"
+            )
         if current.final:  # another process ended it while this one took the lease
             notes.append(f"run {run.id} was ended {current.state} by another process")
             return RunResult(build_summary(store, current), False, notes)
@@ -151,8 +180,10 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
         notes += local_batch_notes(run.config["actions"])
         lost = account_lost_calls(store, run, lease=lease.as_tuple())
         if lost:
-            notes.append(f"counted {lost} calls of an earlier invocation whose outcome is "
-                         "unknown at their worst case (`agac cost` shows them)")
+            notes.append(
+                f"counted {lost} calls of an earlier invocation whose outcome is "
+                "unknown at their worst case (`agac cost` shows them)"
+            )
         if run.state == "cancelling":
             launch.started = True
             notes += finish_cancel(project, store, run)  # its canceller stopped half-way
@@ -163,27 +194,33 @@ def _execute_run(project: Project, store: Store, run: RunRecord, options: RunOpt
             store.update_run(run.id, state="running")
             with run_gc_policy():
                 try:
-                    result = asyncio.run(_execute(project, store, run, lease, options, providers,
-                                                  launch))
+                    result = asyncio.run(
+                        _execute(project, store, run, lease, options, providers, launch)
+                    )
                 except asyncio.CancelledError:  # a second Ctrl-C: stopped at once
                     result = PassResult("interrupted")
             if isinstance(result, Halt):  # a decision ended the run (fail_run, time_out_run)
                 notes.append(result.why)
-                close_run(store, reread(store, run.id), result.state, result.why,
-                          reason="run_ended")
+                close_run(
+                    store, reread(store, run.id), result.state, result.why, reason="run_ended"
+                )
             else:
                 notes += result.waiting
                 interrupted = result.kind == "interrupted"
                 counted, more = _end_or_pause(project, store, run.id, result)
                 notes += more
+        if reread(store, run.id).final:  # whatever ended it: its caches go with it
+            notes += release_context_caches(project, store, run.id)
     finally:
         release_lease(store, lease)
-    return RunResult(build_summary(store, reread(store, run.id), counted=counted), interrupted,
-                     notes)
+    return RunResult(
+        build_summary(store, reread(store, run.id), counted=counted), interrupted, notes
+    )
 
 
-def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResult
-                  ) -> tuple[RunSummary | None, list[str]]:
+def _end_or_pause(
+    project: Project, store: Store, run_id: str, result: PassResult
+) -> tuple[RunSummary | None, list[str]]:
     """Write what the run loop's result means for the run: its final state, or the state
     it waits in. (The summary's counts when finalize made them, and notes.)"""
     kind = result.kind
@@ -194,10 +231,16 @@ def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResul
     elif kind == "awaiting_approval":
         store.update_run(run_id, state="awaiting_approval")  # A1: only people can move it
     elif kind == "failed_with_batches_out":
-        refusals = [why for state, why in store.action_states(run_id).values()
-                    if state == "failed" and why]
-        close_run(store, reread(store, run_id), "failed", "; ".join(refusals) or
-                  "an action failed as a whole; batches accepted for other files stay out (B0)")
+        refusals = [
+            why for state, why in store.action_states(run_id).values() if state == "failed" and why
+        ]
+        close_run(
+            store,
+            reread(store, run_id),
+            "failed",
+            "; ".join(refusals)
+            or "an action failed as a whole; batches accepted for other files stay out (B0)",
+        )
     elif kind == "timed_out":
         time_out(store, reread(store, run_id))
     elif kind == "cancelled":
@@ -205,33 +248,69 @@ def _end_or_pause(project: Project, store: Store, run_id: str, result: PassResul
     return None, []
 
 
-async def _execute(project: Project, store: Store, run: RunRecord, lease: Lease,
-                   options: RunOptions, providers: ProviderFactory, launch: _Launch,
-                   ) -> PassResult | Halt:
+async def _execute(
+    project: Project,
+    store: Store,
+    run: RunRecord,
+    lease: Lease,
+    options: RunOptions,
+    providers: ProviderFactory,
+    launch: _Launch,
+) -> PassResult | Halt:
     """Assemble the run and drive it until it completes, pauses or is stopped."""
     workflow = Workflow.from_snapshot(run.config)
-    opened = providers({a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
-                       project.config, connections=connections_by_provider(workflow.actions),
-                       batch=batch_providers(workflow.actions))
+    opened = providers(
+        {a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
+        project.config,
+        connections=connections_by_provider(workflow.actions),
+        batch=batch_providers(workflow.actions),
+    )
     files = snapshot_files(store, run)
-    progress = Progress([a.name for a in workflow.actions], sum(int(f["count"]) for f in files),
-                        [options.on_progress] if options.on_progress else [])
+    progress = Progress(
+        [a.name for a in workflow.actions],
+        sum(int(f["count"]) for f in files),
+        [options.on_progress] if options.on_progress else [],
+    )
     for spent in store.usage_totals([run.id]):  # what earlier invocations of the run spent
         progress.add_cost(spent.action, float(spent.cost_usd or 0.0))
     # Other processes (agac serve) follow the run through its progress events (T6).
-    gateway = StoreGateway(store, lease, tenant=run.tenant,
-                           progress=lambda: progress.event_row(run.id, store.clock.time()))
+    gateway = StoreGateway(
+        store,
+        lease,
+        tenant=run.tenant,
+        progress=lambda: progress.event_row(run.id, store.clock.time()),
+    )
     gateway.start()
-    parts = assemble_run(project, store, run, workflow, gateway=gateway, providers=opened,
-                         progress=progress, prior=prior_run(store, run), files=files)
+    parts = assemble_run(
+        project,
+        store,
+        run,
+        workflow,
+        gateway=gateway,
+        providers=opened,
+        progress=progress,
+        prior=prior_run(store, run),
+        files=files,
+    )
     if options.on_start:
         options.on_start(progress, parts.control)
     restore = install_interrupt(parts.control) if options.handle_signals else None
     try:
         launch.started = True
         await parts.out.event("run_started", pid=os.getpid(), host=socket.gethostname())
-        result = await drive(parts, wait=options.wait, was_waiting=run.state == "waiting",
-                             heartbeat_seconds=HEARTBEAT_SECONDS)
+        await parts.caches.prepare(parts.runtimes)  # before the first request is built
+        fresh = asyncio.get_running_loop().create_task(parts.caches.keep_fresh())
+        try:
+            result = await drive(
+                parts,
+                wait=options.wait,
+                was_waiting=run.state == "waiting",
+                heartbeat_seconds=HEARTBEAT_SECONDS,
+            )
+        finally:
+            fresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fresh
         for name, why in parts.control.failed_actions.items():
             await gateway.call(store.set_action_state, run.id, name, "failed", why)
         if isinstance(result, PassResult) and result.kind == "interrupted":

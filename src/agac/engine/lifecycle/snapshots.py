@@ -49,40 +49,59 @@ if TYPE_CHECKING:
     from agac.media import Attachment
     from agac.store.repository import Store
 
-__all__ = ["InputSnapshot", "admitted_attachments", "attachment_actions", "current_snapshot_id",
-           "input_changes", "input_source", "snapshot_input"]
+__all__ = [
+    "InputSnapshot",
+    "admitted_attachments",
+    "attachment_actions",
+    "current_snapshot_id",
+    "input_changes",
+    "input_source",
+    "snapshot_input",
+]
 
 
 class InputSnapshot:
     """A stored input snapshot; ``empty_files`` names the input files that gave it no
     record (reported at admission, never silently nothing)."""
 
-    def __init__(self, snapshot_id: str, files: list[dict[str, Any]], count: int,
-                 empty_files: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        snapshot_id: str,
+        files: list[dict[str, Any]],
+        count: int,
+        empty_files: tuple[str, ...] = (),
+    ) -> None:
         self.id = snapshot_id
         self.files = files
         self.count = count
         self.empty_files = empty_files
 
 
-def input_source(workflow: Workflow, project: Project, given: RecordSource | None = None,
-                 ) -> RecordSource:
+def input_source(
+    workflow: Workflow,
+    project: Project,
+    given: RecordSource | None = None,
+) -> RecordSource:
     """The records a run of ``workflow`` reads: ``given``, else the files of ``input.path``.
     A workflow whose records are given in memory has no files: UsageError without them."""
     if given is not None:
         return given
     if workflow.input.records:
-        raise UsageError(f"{workflow.name} reads records given in memory, and none were given; "
-                         f"call agac.run({workflow.name!r}, records=...) with them, or set "
-                         "input.path in the workflow file")
+        raise UsageError(
+            f"{workflow.name} reads records given in memory, and none were given; "
+            f"call agac.run({workflow.name!r}, records=...) with them, or set "
+            "input.path in the workflow file"
+        )
     spec = workflow.input
     if is_cloud_url(spec.path):
         options = project.config.object_options if project.config else {}
         bucket, entries = list_objects(spec.path, options, spec.format)
-        return ObjectSource(bucket, tuple(entries), spec.path, spec.format,
-                            source_columns(workflow))
-    paths = resolve_input_files(spec.path, project.root, file=project.display(workflow.path),
-                                format=spec.format)
+        return ObjectSource(
+            bucket, tuple(entries), spec.path, spec.format, source_columns(workflow)
+        )
+    paths = resolve_input_files(
+        spec.path, project.root, file=project.display(workflow.path), format=spec.format
+    )
     return FileSource(paths, spec.path, spec.format, source_columns(workflow))
 
 
@@ -90,10 +109,16 @@ def input_source(workflow: Workflow, project: Project, given: RecordSource | Non
 LEGACY_ID_LENGTH = 64
 
 
-def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None = None,
-                        source: RecordSource | None = None, *, tenant: str,
-                        like: str | None = None,
-                        hashes: Mapping[str, str] | None = None) -> str:
+def current_snapshot_id(
+    workflow: Workflow,
+    project: Project,
+    limit: int | None = None,
+    source: RecordSource | None = None,
+    *,
+    tenant: str,
+    like: str | None = None,
+    hashes: Mapping[str, str] | None = None,
+) -> str:
     """The id of the snapshot of the workflow's input as it is now: the id field, the
     limit, the source's identity and — when its records attach files — each file's hash
     (``hashes``: path -> SHA-256; read from the files when not given), so that a new run
@@ -104,8 +129,9 @@ def current_snapshot_id(workflow: Workflow, project: Project, limit: int | None 
     then does not stop the run — the unit that attaches it fails ``attachment_changed``."""
     source = input_source(workflow, project, source)
     if hashes is None:
-        hashes = {p: a.sha256 for p, a in
-                  admitted_attachments(workflow, project, source, limit).items()}
+        hashes = {
+            p: a.sha256 for p, a in admitted_attachments(workflow, project, source, limit).items()
+        }
     h = hashlib.sha256()
     if tenant != DEFAULT_TENANT:
         h.update(f"tenant={tenant}\x1f".encode())
@@ -136,8 +162,9 @@ def attachment_actions(workflow: Workflow) -> list[Action]:
     return out
 
 
-def admitted_attachments(workflow: Workflow, project: Project, source: RecordSource,
-                         limit: int | None) -> dict[str, Attachment]:
+def admitted_attachments(
+    workflow: Workflow, project: Project, source: RecordSource, limit: int | None
+) -> dict[str, Attachment]:
     """path -> the attachment it is now, for every file the records attach through an
     action of :func:`attachment_actions`. A file that cannot be read is left out: its
     unit fails with the reason when it renders."""
@@ -166,31 +193,55 @@ def admitted_attachments(workflow: Workflow, project: Project, source: RecordSou
     return found
 
 
-def snapshot_input(workflow: Workflow, project: Project, store: Store, limit: int | None = None,
-                   source: RecordSource | None = None, *, tenant: str) -> InputSnapshot:
+def snapshot_input(
+    workflow: Workflow,
+    project: Project,
+    store: Store,
+    limit: int | None = None,
+    source: RecordSource | None = None,
+    *,
+    tenant: str,
+) -> InputSnapshot:
     """The stored snapshot of the workflow's current input in ``tenant`` (written now if new)."""
     source = input_source(workflow, project, source)
     attachments = admitted_attachments(workflow, project, source, limit)
-    snapshot_id = current_snapshot_id(workflow, project, limit, source, tenant=tenant,
-                                      hashes={p: a.sha256 for p, a in attachments.items()})
+    snapshot_id = current_snapshot_id(
+        workflow,
+        project,
+        limit,
+        source,
+        tenant=tenant,
+        hashes={p: a.sha256 for p, a in attachments.items()},
+    )
     if store.snapshot_complete(snapshot_id):
         info = store.snapshot_info(snapshot_id)
         assert info is not None
         stored = loads(info.files)
-        return InputSnapshot(snapshot_id, stored, info.record_count,
-                             _empty(source, stored, info.record_count, limit, project))
+        return InputSnapshot(
+            snapshot_id,
+            stored,
+            info.record_count,
+            _empty(source, stored, info.record_count, limit, project),
+        )
     if isinstance(source, FileSource | ObjectSource):
         source.check(workflow.input.id_field)  # a damaged footer refuses the run before a row
     files: list[dict[str, Any]] = []
-    count = store.write_snapshot(snapshot_id, files,
-                                 _rows(source, workflow, limit, files, snapshot_id),
-                                 [(a.path, a.sha256, a.size, a.media_type)
-                                  for a in attachments.values()])
+    count = store.write_snapshot(
+        snapshot_id,
+        files,
+        _rows(source, workflow, limit, files, snapshot_id),
+        [(a.path, a.sha256, a.size, a.media_type) for a in attachments.values()],
+    )
     return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
 
 
-def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit: int | None,
-           project: Project) -> tuple[str, ...]:
+def _empty(
+    source: RecordSource,
+    files: list[dict[str, Any]],
+    count: int,
+    limit: int | None,
+    project: Project,
+) -> tuple[str, ...]:
     """The input files that gave no record (not merely cut off by ``limit``); records
     given in memory that were none at all."""
     if limit is not None and count >= limit:
@@ -204,7 +255,10 @@ def _empty(source: RecordSource, files: list[dict[str, Any]], count: int, limit:
 
 
 def _rows(
-    source: RecordSource, workflow: Workflow, limit: int | None, files: list[dict[str, Any]],
+    source: RecordSource,
+    workflow: Workflow,
+    limit: int | None,
+    files: list[dict[str, Any]],
     snapshot_id: str,
 ) -> Iterator[RecordRow]:
     """Snapshot rows, streaming; fills ``files`` with each file's start seq and count (and,
@@ -218,9 +272,17 @@ def _rows(
             current = {"file": rec.file, "start": seq, "count": 0, **facts.get(rec.file, {})}
             files.append(current)
         current["count"] += 1
-        yield RecordRow(snapshot_id, seq, rec.key, rec.file, rec.n, rec.line,
-                        None if rec.payload is None else dumps(rec.payload), rec.reason,
-                        rec.error)
+        yield RecordRow(
+            snapshot_id,
+            seq,
+            rec.key,
+            rec.file,
+            rec.n,
+            rec.line,
+            None if rec.payload is None else dumps(rec.payload),
+            rec.reason,
+            rec.error,
+        )
 
 
 def input_changes(store: Store, snapshot_id: str, source: RecordSource) -> list[str]:

@@ -37,7 +37,14 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["BudgetGuard", "Reservation", "RunLedger", "request_estimate", "spent_before", "spent_by"]
+__all__ = [
+    "BudgetGuard",
+    "Reservation",
+    "RunLedger",
+    "request_estimate",
+    "spent_before",
+    "spent_by",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +69,9 @@ def attachment_tokens(provider: str, messages: Any) -> int:
     for m in messages:
         atts = m.attachments if hasattr(m, "attachments") else m.get("attachments")
         for a in atts or ():
-            total += estimate_tokens(provider, a if isinstance(a, Attachment)
-                                     else Attachment.from_dict(a))
+            total += estimate_tokens(
+                provider, a if isinstance(a, Attachment) else Attachment.from_dict(a)
+            )
     return total
 
 
@@ -90,7 +98,9 @@ class BudgetGuard:
 
     # -- pricing ----------------------------------------------------------------------------
 
-    def worst_case(self, model: str, input_tokens: int, output_tokens: int, tier: str) -> Reservation:
+    def worst_case(
+        self, model: str, input_tokens: int, output_tokens: int, tier: str
+    ) -> Reservation:
         from agac.providers.base import Usage
 
         usd = self.prices.cost(model, Usage(input_tokens, output_tokens), tier)
@@ -113,8 +123,10 @@ class BudgetGuard:
     def fits(self, r: Reservation) -> bool:
         if self.usd is not None and self.spent_usd + self.reserved_usd + r.usd > self.usd + 1e-12:
             return False
-        return not (self.tokens is not None
-                    and self.spent_tokens + self.reserved_tokens + r.tokens > self.tokens)
+        return not (
+            self.tokens is not None
+            and self.spent_tokens + self.reserved_tokens + r.tokens > self.tokens
+        )
 
     def reserve(self, r: Reservation) -> bool:
         """Hold ``r`` if it fits under the cap; once one does not, the guard is exhausted
@@ -171,7 +183,12 @@ class BudgetGuard:
         if usage is None:
             self.settle(r, 0.0, 0)
             return
-        tokens = usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens + usage.output_tokens
+        tokens = (
+            usage.input_tokens
+            + usage.cached_tokens
+            + usage.cache_write_tokens
+            + usage.output_tokens
+        )
         self.settle(r, self.prices.cost(model, usage, "live"), tokens)
 
     def hold(self, key: str, r: Reservation) -> None:
@@ -181,9 +198,12 @@ class BudgetGuard:
     def replace_held(self, held: dict[str, Reservation]) -> None:
         """The run's batches out as the store has them now (worker mode: another worker
         may have submitted or read one since this guard was synced)."""
-        self.reserved_usd += sum(r.usd for r in held.values()) - sum(r.usd for r in self.held.values())
-        self.reserved_tokens += (sum(r.tokens for r in held.values())
-                                 - sum(r.tokens for r in self.held.values()))
+        self.reserved_usd += sum(r.usd for r in held.values()) - sum(
+            r.usd for r in self.held.values()
+        )
+        self.reserved_tokens += sum(r.tokens for r in held.values()) - sum(
+            r.tokens for r in self.held.values()
+        )
         self.held = dict(held)
 
     # -- from the store -----------------------------------------------------------------------
@@ -199,13 +219,23 @@ class BudgetGuard:
 
     def cap_text(self) -> str:
         """The cap in words: ``$5`` and/or ``1000 tokens``."""
-        return " and ".join(x for x in (f"${self.usd:g}" if self.usd is not None else "",
-                                        f"{self.tokens} tokens" if self.tokens is not None else "")
-                            if x)
+        return " and ".join(
+            x
+            for x in (
+                f"${self.usd:g}" if self.usd is not None else "",
+                f"{self.tokens} tokens" if self.tokens is not None else "",
+            )
+            if x
+        )
 
     def state(self) -> dict[str, Any]:
-        return {"usd": self.usd, "tokens": self.tokens, "spent_usd": round(self.spent_usd, 6),
-                "spent_tokens": self.spent_tokens, "exhausted": self.exhausted}
+        return {
+            "usd": self.usd,
+            "tokens": self.tokens,
+            "spent_usd": round(self.spent_usd, 6),
+            "spent_tokens": self.spent_tokens,
+            "exhausted": self.exhausted,
+        }
 
 
 def spent_before(run: RunRecord) -> tuple[float, int]:
@@ -220,8 +250,12 @@ def spent_by(store: Store, run: RunRecord) -> tuple[float, int]:
     usd, tokens = spent_before(run)
     for row in store.usage_totals([run.id]):
         usd += float(row.cost_usd or 0.0)
-        tokens += int((row.input_tokens or 0) + (row.cached_tokens or 0)
-                      + (row.cache_write_tokens or 0) + (row.output_tokens or 0))
+        tokens += int(
+            (row.input_tokens or 0)
+            + (row.cached_tokens or 0)
+            + (row.cache_write_tokens or 0)
+            + (row.output_tokens or 0)
+        )
     return usd, tokens
 
 
@@ -251,7 +285,8 @@ class RunLedger:
         while self.marks and self.marks[0][0] <= self.now - self.settle:
             cut = max(cut, self.marks.popleft()[1])
         usd_in, tokens_in, usd, tokens, top, now = self.store.run_spending(
-            self.run_id, after_id=self.base_id, upto_id=cut)
+            self.run_id, after_id=self.base_id, upto_id=cut
+        )
         self.base_usd += usd_in
         self.base_tokens += tokens_in
         self.base_id = cut

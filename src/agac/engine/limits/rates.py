@@ -21,8 +21,15 @@ from agac.engine.interrupts import StopSignal
 if TYPE_CHECKING:
     from agac.config.model import Action
 
-__all__ = ["RateLimiter", "RateWindow", "Slots", "backoff_delay", "batch_providers", "connections_by_provider",
-           "estimate_tokens"]
+__all__ = [
+    "RateLimiter",
+    "RateWindow",
+    "Slots",
+    "backoff_delay",
+    "batch_providers",
+    "connections_by_provider",
+    "estimate_tokens",
+]
 
 
 def estimate_tokens(chars: int) -> int:

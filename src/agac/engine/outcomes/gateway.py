@@ -82,8 +82,19 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
 class _Group:
     """The rows queued for the next group commit, kind by kind, and how many."""
 
-    __slots__ = ("answers", "batch_items", "events", "fanouts", "item_results", "marks",
-                 "outcomes", "priced", "rows", "tool_results", "usage")
+    __slots__ = (
+        "answers",
+        "batch_items",
+        "events",
+        "fanouts",
+        "item_results",
+        "marks",
+        "outcomes",
+        "priced",
+        "rows",
+        "tool_results",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self.outcomes: list[OutcomeRow] = []
@@ -110,10 +121,19 @@ class _Group:
             outcomes = list({(o.action, o.unit_key): o for o in outcomes}.values())
         if len(marks) > 1:
             marks = list({(m.action, m.shard): m for m in marks}.values())
-        return Checkpoint(tenant=tenant, outcomes=outcomes, answers=answers, tool_results=tools,
-                          usage=self.usage, events=self.events, batch_items=self.batch_items,
-                          fanouts=self.fanouts, item_results=self.item_results, marks=marks,
-                          priced=self.priced)
+        return Checkpoint(
+            tenant=tenant,
+            outcomes=outcomes,
+            answers=answers,
+            tool_results=tools,
+            usage=self.usage,
+            events=self.events,
+            batch_items=self.batch_items,
+            fanouts=self.fanouts,
+            item_results=self.item_results,
+            marks=marks,
+            priced=self.priced,
+        )
 
 
 class Lease:
@@ -130,9 +150,15 @@ class Lease:
 
 class StoreGateway:
     def __init__(
-        self, store: Store, lease: Lease | None, *, tenant: str,
-        gather_seconds: float = 0.002, gather_rounds: int = 16,
-        progress: Callable[[], EventRow] | None = None, progress_every: float = 1.0,
+        self,
+        store: Store,
+        lease: Lease | None,
+        *,
+        tenant: str,
+        gather_seconds: float = 0.002,
+        gather_rounds: int = 16,
+        progress: Callable[[], EventRow] | None = None,
+        progress_every: float = 1.0,
         inline_rows: int = 1000,
     ) -> None:
         self.store = store
@@ -208,26 +234,51 @@ class StoreGateway:
     # -- writes -------------------------------------------------------------------------
 
     async def commit(
-        self, *, outcomes: Sequence[OutcomeRow] = (), answers: Sequence[AnswerRow] = (),
-        tool_results: Sequence[ToolResultRow] = (), usage: Sequence[UsageRow] = (),
-        events: Sequence[EventRow] = (), batch_items: Sequence[StagedItem] = (),
-        fanouts: Sequence[FanoutRow] = (), item_results: Sequence[ItemResult] = (),
-        marks: Sequence[MarkRow] = (), priced: Sequence[PricedRow] = (),
+        self,
+        *,
+        outcomes: Sequence[OutcomeRow] = (),
+        answers: Sequence[AnswerRow] = (),
+        tool_results: Sequence[ToolResultRow] = (),
+        usage: Sequence[UsageRow] = (),
+        events: Sequence[EventRow] = (),
+        batch_items: Sequence[StagedItem] = (),
+        fanouts: Sequence[FanoutRow] = (),
+        item_results: Sequence[ItemResult] = (),
+        marks: Sequence[MarkRow] = (),
+        priced: Sequence[PricedRow] = (),
         on_durable: Callable[[], None] | None = None,
     ) -> None:
         """Queue rows for the next group commit and wait until they are durable; see
         :meth:`commit_nowait` for ``on_durable``."""
         await self.commit_nowait(
-            outcomes=outcomes, answers=answers, tool_results=tool_results, usage=usage,
-            events=events, batch_items=batch_items, fanouts=fanouts, item_results=item_results,
-            marks=marks, priced=priced, retrieved=False, on_durable=on_durable)
+            outcomes=outcomes,
+            answers=answers,
+            tool_results=tool_results,
+            usage=usage,
+            events=events,
+            batch_items=batch_items,
+            fanouts=fanouts,
+            item_results=item_results,
+            marks=marks,
+            priced=priced,
+            retrieved=False,
+            on_durable=on_durable,
+        )
 
     def commit_nowait(
-        self, *, outcomes: Sequence[OutcomeRow] = (), answers: Sequence[AnswerRow] = (),
-        tool_results: Sequence[ToolResultRow] = (), usage: Sequence[UsageRow] = (),
-        events: Sequence[EventRow] = (), batch_items: Sequence[StagedItem] = (),
-        fanouts: Sequence[FanoutRow] = (), item_results: Sequence[ItemResult] = (),
-        marks: Sequence[MarkRow] = (), priced: Sequence[PricedRow] = (), retrieved: bool = True,
+        self,
+        *,
+        outcomes: Sequence[OutcomeRow] = (),
+        answers: Sequence[AnswerRow] = (),
+        tool_results: Sequence[ToolResultRow] = (),
+        usage: Sequence[UsageRow] = (),
+        events: Sequence[EventRow] = (),
+        batch_items: Sequence[StagedItem] = (),
+        fanouts: Sequence[FanoutRow] = (),
+        item_results: Sequence[ItemResult] = (),
+        marks: Sequence[MarkRow] = (),
+        priced: Sequence[PricedRow] = (),
+        retrieved: bool = True,
         on_durable: Callable[[], None] | None = None,
     ) -> asyncio.Future[None]:
         """Queue rows without waiting: the future of their group commit. A failure still
@@ -264,8 +315,14 @@ class StoreGateway:
             g.item_results.extend(item_results)
             g.marks.extend(marks)
             g.priced.extend(priced)
-            g.rows += (len(tool_results) + len(batch_items) + len(fanouts) + len(item_results)
-                       + len(marks) + len(priced))
+            g.rows += (
+                len(tool_results)
+                + len(batch_items)
+                + len(fanouts)
+                + len(item_results)
+                + len(marks)
+                + len(priced)
+            )
         self._waiters.append(fut)
         if on_durable is not None:
             self._on_durable.append(on_durable)
@@ -318,7 +375,9 @@ class StoreGateway:
     async def lookup_tool_result(self, input_hash: str) -> str | None:
         return await self._lookup(self._tool_lookups, input_hash)
 
-    async def _lookup(self, table: dict[str, list[asyncio.Future[str | None]]], key: str) -> str | None:
+    async def _lookup(
+        self, table: dict[str, list[asyncio.Future[str | None]]], key: str
+    ) -> str | None:
         self._raise_if_broken()
         fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         table.setdefault(key, []).append(fut)
@@ -386,8 +445,9 @@ class StoreGateway:
                 if not done.done():
                     done.set_result(None)
 
-    def _do_io(self, lookups: list[str], tools: list[str], group: Checkpoint | None
-               ) -> tuple[dict[str, str], dict[str, str]]:
+    def _do_io(
+        self, lookups: list[str], tools: list[str], group: Checkpoint | None
+    ) -> tuple[dict[str, str], dict[str, str]]:
         found = self.store.get_answers(lookups, tenant=self.tenant) if lookups else {}
         tool_found = self.store.get_tool_results(tools, tenant=self.tenant) if tools else {}
         if group is not None:
@@ -397,9 +457,13 @@ class StoreGateway:
             maybe_crash("after_checkpoint")
         return found, tool_found
 
-    def _fail_all(self, lookups: dict[str, list[asyncio.Future[str | None]]],
-                  tools: dict[str, list[asyncio.Future[str | None]]],
-                  writes: list[asyncio.Future[None]], exc: BaseException) -> None:
+    def _fail_all(
+        self,
+        lookups: dict[str, list[asyncio.Future[str | None]]],
+        tools: dict[str, list[asyncio.Future[str | None]]],
+        writes: list[asyncio.Future[None]],
+        exc: BaseException,
+    ) -> None:
         for futs in list(lookups.values()) + list(tools.values()):
             for f in futs:
                 if not f.done():

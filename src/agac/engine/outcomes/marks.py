@@ -89,8 +89,17 @@ class _Unit:
 class _Action:
     """One action's units: waiting for a slot (FIFO), holding one, and covered."""
 
-    __slots__ = ("ahead", "covered", "covered_ahead", "live", "model", "pending", "provider",
-                 "width", "written")
+    __slots__ = (
+        "ahead",
+        "covered",
+        "covered_ahead",
+        "live",
+        "model",
+        "pending",
+        "provider",
+        "width",
+        "written",
+    )
 
     def __init__(self, width: int, provider: str, model: str) -> None:
         self.width = width
@@ -112,8 +121,14 @@ class DispatchMarks:
     """The executor's marks: ``expect`` before waiting for a slot, ``send`` holding the
     slot just before the call, ``release`` after the slot is given back."""
 
-    def __init__(self, run_id: str, gateway: StoreGateway, prices: PriceTable,
-                 shard_of: ShardIndex, clock: Clock = SYSTEM) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        gateway: StoreGateway,
+        prices: PriceTable,
+        shard_of: ShardIndex,
+        clock: Clock = SYSTEM,
+    ) -> None:
         self.run_id = run_id
         self.clock = clock
         self.gateway = gateway
@@ -126,12 +141,14 @@ class DispatchMarks:
         """Sends that waited for a mark to become durable."""
         self._actions: dict[str, _Action] = {}
 
-    def expect(self, action: str, max_concurrency: int, key: str, seq: int, fp: str,
-               request: Request) -> None:
+    def expect(
+        self, action: str, max_concurrency: int, key: str, seq: int, fp: str, request: Request
+    ) -> None:
         act = self._actions.get(action)
         if act is None:
-            act = self._actions[action] = _Action(2 * max(1, max_concurrency),
-                                                  request.provider, request.model)
+            act = self._actions[action] = _Action(
+                2 * max(1, max_concurrency), request.provider, request.model
+            )
         shard = self._last_shard
         if not (shard[0] <= seq < shard[1]):
             shard = self._last_shard = self.shard_of.range_of(seq)
@@ -202,8 +219,11 @@ class DispatchMarks:
             if before is not None and keys <= before[0]:
                 self._cover(act, keys, before[1])  # the row queued last lists them all
                 continue
-            rows.append(MarkRow(self.run_id, action, shard,
-                                "[" + ",".join([u.listed for u in units]) + "]", now))
+            rows.append(
+                MarkRow(
+                    self.run_id, action, shard, "[" + ",".join([u.listed for u in units]) + "]", now
+                )
+            )
             rewritten.append((shard, keys))
         if not rows:
             return
@@ -277,16 +297,26 @@ class DispatchMarks:
         """A unit's entry in a mark row: key, fingerprint, its worst case in tokens and
         dollars."""
         tokens_in = estimate_tokens(sum(len(m.content) for m in req.messages))
-        usd = self.prices.cost(f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens),
-                               "live") if act.provider not in FREE_PROVIDERS else 0.0
+        usd = (
+            self.prices.cost(
+                f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens), "live"
+            )
+            if act.provider not in FREE_PROVIDERS
+            else 0.0
+        )
         return dumps([key, fp, tokens_in, req.max_tokens, round(usd, 8)])
 
 
 # -- whoever next opens the run -------------------------------------------------------------
 
 
-def account_lost_calls(store: Store, run: RunRecord, *, shards: Sequence[str] | None = None,
-                       lease: tuple[str, int, float] | None = None) -> int:
+def account_lost_calls(
+    store: Store,
+    run: RunRecord,
+    *,
+    shards: Sequence[str] | None = None,
+    lease: tuple[str, int, float] | None = None,
+) -> int:
     """S1/§8: a usage row ``origin = 'unknown'`` for every unit under a dispatch mark of
     ``run`` (of ``shards`` only, when given) that has no outcome, at its worst case — or
     at the real usage of an earlier answer to the same request; then the marks go.
@@ -310,15 +340,32 @@ def account_lost_calls(store: Store, run: RunRecord, *, shards: Sequence[str] | 
             # A worst case stored when a price was not a finite number (an older agac took
             # `.inf`): counted at $0 with its tokens, so the run can still be closed.
             cost, why = 0.0, why + f"; its worst-case cost was not a number ({cost}), so $0"
-        rows.append(UsageRow(
-            run.id, action, key, 0, "llm", provider, model, "live",
-            int(twin.input_tokens) if twin else tokens_in,
-            int(twin.cached_tokens) if twin else 0,
-            int(twin.cache_write_tokens) if twin else 0,
-            int(twin.output_tokens) if twin else tokens_out,
-            cost, 0.0, "priced" if twin else UNKNOWN_ORIGIN, why, fp, now, UNKNOWN_ORIGIN))
-    store.account_lost_calls(run.id, rows, run.tenant,
-                             [m.shard for m in marks] if shards else None, lease)
+        rows.append(
+            UsageRow(
+                run.id,
+                action,
+                key,
+                0,
+                "llm",
+                provider,
+                model,
+                "live",
+                int(twin.input_tokens) if twin else tokens_in,
+                int(twin.cached_tokens) if twin else 0,
+                int(twin.cache_write_tokens) if twin else 0,
+                int(twin.output_tokens) if twin else tokens_out,
+                cost,
+                0.0,
+                "priced" if twin else UNKNOWN_ORIGIN,
+                why,
+                fp,
+                now,
+                UNKNOWN_ORIGIN,
+            )
+        )
+    store.account_lost_calls(
+        run.id, rows, run.tenant, [m.shard for m in marks] if shards else None, lease
+    )
     return len(rows)
 
 

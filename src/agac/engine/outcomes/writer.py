@@ -39,8 +39,9 @@ __all__ = ["OutcomeWriter", "Progress"]
 class Progress:
     """Live counters per action, for progress bars; the store stays the truth."""
 
-    def __init__(self, actions: list[str], total: int,
-                 listeners: Iterable[Callable[[Progress], None]] = ()) -> None:
+    def __init__(
+        self, actions: list[str], total: int, listeners: Iterable[Callable[[Progress], None]] = ()
+    ) -> None:
         self.total = total
         self.actions = {a: {"answered": 0, "failed": 0, "skipped": 0, "cost": 0.0} for a in actions}
         self.batches: dict[str, str] = {}
@@ -83,20 +84,39 @@ class Progress:
 
     def event_row(self, run_id: str, at: float) -> EventRow:
         """A ``progress`` event (T6): units and cost per action, as this run counts them."""
-        actions = {a: {"records": max(self.totals[a], self.done(a)), "answered": r["answered"],
-                       "failed": r["failed"], "skipped": r["skipped"],
-                       "cost_usd": round(r["cost"], 6)}
-                   for a, r in self.actions.items()}
+        actions = {
+            a: {
+                "records": max(self.totals[a], self.done(a)),
+                "answered": r["answered"],
+                "failed": r["failed"],
+                "skipped": r["skipped"],
+                "cost_usd": round(r["cost"], 6),
+            }
+            for a, r in self.actions.items()
+        }
         cost = round(sum(r["cost"] for r in self.actions.values()), 6)
-        return EventRow(run_id, "progress", None, None,
-                        dumps({"scope": "run", "actions": actions, "cost_usd": cost}), at)
+        return EventRow(
+            run_id,
+            "progress",
+            None,
+            None,
+            dumps({"scope": "run", "actions": actions, "cost_usd": cost}),
+            at,
+        )
 
 
 class OutcomeWriter:
     """The rows of one run (or one worker's shard of it), through one store gateway."""
 
-    def __init__(self, run_id: str, gateway: StoreGateway, prices: PriceTable, progress: Progress,
-                 clock: Clock, unpriced: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        gateway: StoreGateway,
+        prices: PriceTable,
+        progress: Progress,
+        clock: Clock,
+        unpriced: Iterable[str] = (),
+    ) -> None:
         self.run_id = run_id
         self.gateway = gateway
         self.prices = prices
@@ -110,12 +130,23 @@ class OutcomeWriter:
     # -- outcomes ---------------------------------------------------------------------------
 
     async def settle(
-        self, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None = None,
-        detail: str | None = None, *, output: JSON = None, origin: Origin = "call",
-        fingerprint: str | None = None, attempts: int = 0,
-        answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
-        tool_results: Sequence[ToolResultRow] = (), traceback_text: str | None = None,
-        output_json: str | None = None, on_durable: Callable[[], None] | None = None,
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        status: OutcomeStatus,
+        reason: str | None = None,
+        detail: str | None = None,
+        *,
+        output: JSON = None,
+        origin: Origin = "call",
+        fingerprint: str | None = None,
+        attempts: int = 0,
+        answers: Sequence[AnswerRow] = (),
+        usage: Sequence[UsageRow] = (),
+        tool_results: Sequence[ToolResultRow] = (),
+        traceback_text: str | None = None,
+        output_json: str | None = None,
+        on_durable: Callable[[], None] | None = None,
     ) -> Settled:
         """Commit a unit's outcome (with its answer, usage and events); ``on_durable`` is
         called by the store's writer once the outcome is committed, before the unit is
@@ -130,8 +161,20 @@ class OutcomeWriter:
         now = self.clock.time()
         if output_json is None and output is not None:
             output_json = dumps(output)
-        outcome = OutcomeRow(self.run_id, rt.name, rec.key, rec.seq, status, reason, detail,
-                             origin, fingerprint, output_json, attempts, now)
+        outcome = OutcomeRow(
+            self.run_id,
+            rt.name,
+            rec.key,
+            rec.seq,
+            status,
+            reason,
+            detail,
+            origin,
+            fingerprint,
+            output_json,
+            attempts,
+            now,
+        )
         events: tuple[EventRow, ...] = ()
         if status == "failed":
             data: JSONObject = {"reason": reason, "detail": detail}
@@ -140,9 +183,15 @@ class OutcomeWriter:
             events = (self.event_row("unit_failed", rt.name, rec.key, data, now),)
         priced = self._prices_unknown(usage) if usage and self._unpriced else ()
         if usage or answers or tool_results:
-            await self.gateway.commit(outcomes=(outcome,), events=events, answers=answers,
-                                      tool_results=tool_results, usage=usage, priced=priced,
-                                      on_durable=on_durable)
+            await self.gateway.commit(
+                outcomes=(outcome,),
+                events=events,
+                answers=answers,
+                tool_results=tool_results,
+                usage=usage,
+                priced=priced,
+                on_durable=on_durable,
+            )
         else:
             self.gateway.commit_nowait(outcomes=(outcome,), events=events, on_durable=on_durable)
         cost = sum(u.cost_usd for u in usage) if usage else 0.0
@@ -158,8 +207,16 @@ class OutcomeWriter:
             if u.kind == "llm" and u.status == "ok" and fp in self._unpriced:
                 assert fp is not None
                 self._unpriced.discard(fp)
-                out.append(PricedRow(fp, u.input_tokens, u.cached_tokens, u.cache_write_tokens,
-                                     u.output_tokens, u.cost_usd))
+                out.append(
+                    PricedRow(
+                        fp,
+                        u.input_tokens,
+                        u.cached_tokens,
+                        u.cache_write_tokens,
+                        u.output_tokens,
+                        u.cost_usd,
+                    )
+                )
         return out
 
     def redact(self, text: str) -> str:
@@ -175,33 +232,81 @@ class OutcomeWriter:
 
     # -- events -----------------------------------------------------------------------------
 
-    def event_row(self, kind: str, action: str | None, key: str | None, data: JSONObject,
-                  now: float | None = None) -> EventRow:
-        return EventRow(self.run_id, kind, action, key, dumps(data),
-                        self.clock.time() if now is None else now)
+    def event_row(
+        self,
+        kind: str,
+        action: str | None,
+        key: str | None,
+        data: JSONObject,
+        now: float | None = None,
+    ) -> EventRow:
+        return EventRow(
+            self.run_id, kind, action, key, dumps(data), self.clock.time() if now is None else now
+        )
 
-    async def event(self, kind: str, action: str | None = None, key: str | None = None,
-                    **data: JSON) -> None:
+    async def event(
+        self, kind: str, action: str | None = None, key: str | None = None, **data: JSON
+    ) -> None:
         """Queue an event; it is durable with the next group commit."""
         self.gateway.commit_nowait(events=[self.event_row(kind, action, key, data)])
 
     # -- the ledger ---------------------------------------------------------------------------
 
-    def _llm_row(self, run_id: str, action: str, unit_key: str, attempt: int, provider: str,
-                 model: str, tier: str, usage: Usage | None, cost: float, latency_ms: float,
-                 status: str, error: str | None, fp: str | None,
-                 request_id: str | None) -> UsageRow:
+    def _llm_row(
+        self,
+        run_id: str,
+        action: str,
+        unit_key: str,
+        attempt: int,
+        provider: str,
+        model: str,
+        tier: str,
+        usage: Usage | None,
+        cost: float,
+        latency_ms: float,
+        status: str,
+        error: str | None,
+        fp: str | None,
+        request_id: str | None,
+    ) -> UsageRow:
         """One model call in the ledger with every usage field it reported."""
         u = usage if usage is not None else _NO_USAGE
         tools = dumps(dict(u.server_tools)) if u.server_tools else None
-        return UsageRow(run_id, action, unit_key, attempt, "llm", provider, model, tier,
-                        u.input_tokens, u.cached_tokens, u.cache_write_tokens, u.output_tokens,
-                        cost, latency_ms, status, error, fp, self.clock.time(), None,
-                        u.reasoning_tokens, tools, request_id)
+        return UsageRow(
+            run_id,
+            action,
+            unit_key,
+            attempt,
+            "llm",
+            provider,
+            model,
+            tier,
+            u.input_tokens,
+            u.cached_tokens,
+            u.cache_write_tokens,
+            u.output_tokens,
+            cost,
+            latency_ms,
+            status,
+            error,
+            fp,
+            self.clock.time(),
+            None,
+            u.reasoning_tokens,
+            tools,
+            request_id,
+        )
 
     def usage_row(
-        self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
-        response: Response | None, error: BaseException | None, started: float, fp: str,
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        request: Request,
+        response: Response | None,
+        error: BaseException | None,
+        started: float,
+        fp: str,
     ) -> UsageRow:
         """One live call in the cost ledger (docs/cli.md, agac cost): succeeded, failed or retried, with
         the provider's request id (of the answer, or of the error)."""
@@ -215,67 +320,181 @@ class OutcomeWriter:
         if response is not None and response.legs:  # the earlier legs have rows of their own
             latency = max(0.0, latency - sum(leg.latency_ms for leg in response.legs))
         request_id = response.request_id if response is not None else _request_id_of(error)
-        return self._llm_row(self.run_id, action.name, rec.key, attempt, request.provider,
-                             request.model, "live", usage, cost, latency,
-                             "ok" if error is None else "error", error_text, fp, request_id)
+        return self._llm_row(
+            self.run_id,
+            action.name,
+            rec.key,
+            attempt,
+            request.provider,
+            request.model,
+            "live",
+            usage,
+            cost,
+            latency,
+            "ok" if error is None else "error",
+            error_text,
+            fp,
+            request_id,
+        )
 
-    def leg_rows(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int, fp: str,
-                 response: Response, tier: str = "live") -> list[UsageRow]:
+    def leg_rows(
+        self,
+        rt: ActionRuntime,
+        run_id: str,
+        unit_key: str,
+        attempt: int,
+        fp: str,
+        response: Response,
+        tier: str = "live",
+    ) -> list[UsageRow]:
         """The earlier calls of a turn the provider paused and the adapter continued: one
         ledger row each (they were sent and billed), before the row of the last call."""
         action = rt.action
-        return [self._llm_row(run_id, action.name, unit_key, attempt, action.provider or "",
-                              action.model_name or "", tier, leg.usage,
-                              self.prices.cost(action.model or "", leg.usage, tier),
-                              leg.latency_ms, "ok",
-                              f"{leg.raw_stop or 'paused'}: leg {n}, continued in the next call",
-                              fp, leg.request_id)
-                for n, leg in enumerate(response.legs, start=1)]
+        return [
+            self._llm_row(
+                run_id,
+                action.name,
+                unit_key,
+                attempt,
+                action.provider or "",
+                action.model_name or "",
+                tier,
+                leg.usage,
+                self.prices.cost(action.model or "", leg.usage, tier),
+                leg.latency_ms,
+                "ok",
+                f"{leg.raw_stop or 'paused'}: leg {n}, continued in the next call",
+                fp,
+                leg.request_id,
+            )
+            for n, leg in enumerate(response.legs, start=1)
+        ]
 
     async def record_call(
-        self, rt: ActionRuntime, rec: UnitRecord, attempt: int, request: Request,
-        response: Response | None, error: BaseException, started: float, fp: str,
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        request: Request,
+        response: Response | None,
+        error: BaseException,
+        started: float,
+        fp: str,
     ) -> None:
         """Ledger a call that did not produce the unit's answer (it may still have cost money)."""
         row = self.usage_row(rt, rec, attempt, request, response, error, started, fp)
-        legs = self.leg_rows(rt, self.run_id, rec.key, attempt, fp, response) \
-            if response is not None and response.legs else []
+        legs = (
+            self.leg_rows(rt, self.run_id, rec.key, attempt, fp, response)
+            if response is not None and response.legs
+            else []
+        )
         if response is not None:
             # Keep what the model said: the session shows why the attempt was rejected.
             row = row._replace(error=f"{row.error} | answer: {response.text[:500]}")
         self.progress.spent(rt.name, row.cost_usd + sum(r.cost_usd for r in legs))
         await self.gateway.commit(usage=(*legs, row))
 
-    def tool_usage_row(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
-                       error: str | None, input_hash: str) -> UsageRow:
-        return UsageRow(self.run_id, rt.name, rec.key, attempt, "tool", "tool",
-                        rt.action.function or "", "live", 0, 0, 0, 0, 0.0,
-                        (self.clock.monotonic() - started) * 1000,
-                        "ok" if error is None else "error", error, input_hash, self.clock.time())
+    def tool_usage_row(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        started: float,
+        error: str | None,
+        input_hash: str,
+    ) -> UsageRow:
+        return UsageRow(
+            self.run_id,
+            rt.name,
+            rec.key,
+            attempt,
+            "tool",
+            "tool",
+            rt.action.function or "",
+            "live",
+            0,
+            0,
+            0,
+            0,
+            0.0,
+            (self.clock.monotonic() - started) * 1000,
+            "ok" if error is None else "error",
+            error,
+            input_hash,
+            self.clock.time(),
+        )
 
-    async def record_tool(self, rt: ActionRuntime, rec: UnitRecord, attempt: int, started: float,
-                          error: str, input_hash: str) -> None:
-        await self.gateway.commit(usage=(self.tool_usage_row(rt, rec, attempt, started, error,
-                                                             input_hash),))
+    async def record_tool(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        started: float,
+        error: str,
+        input_hash: str,
+    ) -> None:
+        await self.gateway.commit(
+            usage=(self.tool_usage_row(rt, rec, attempt, started, error, input_hash),)
+        )
 
-    def batch_usage_row(self, rt: ActionRuntime, submitted_by: str, unit_key: str, attempt: int,
-                        fingerprint: str, usage: Usage, latency_ms: float,
-                        request_id: str | None = None) -> UsageRow:
+    def batch_usage_row(
+        self,
+        rt: ActionRuntime,
+        submitted_by: str,
+        unit_key: str,
+        attempt: int,
+        fingerprint: str,
+        usage: Usage,
+        latency_ms: float,
+        request_id: str | None = None,
+    ) -> UsageRow:
         """One batch item's answer in the ledger, at the batch tier, attributed to the run
         that submitted the batch."""
-        return self._llm_row(submitted_by, rt.name, unit_key, attempt, rt.action.provider or "",
-                             rt.action.model_name or "", "batch", usage,
-                             self.prices.cost(rt.action.model or "", usage, "batch"), latency_ms,
-                             "ok", None, fingerprint, request_id)
+        return self._llm_row(
+            submitted_by,
+            rt.name,
+            unit_key,
+            attempt,
+            rt.action.provider or "",
+            rt.action.model_name or "",
+            "batch",
+            usage,
+            self.prices.cost(rt.action.model or "", usage, "batch"),
+            latency_ms,
+            "ok",
+            None,
+            fingerprint,
+            request_id,
+        )
 
-    def continued_row(self, rt: ActionRuntime, run_id: str, unit_key: str, attempt: int,
-                      fingerprint: str, response: Response, latency_ms: float) -> UsageRow:
+    def continued_row(
+        self,
+        rt: ActionRuntime,
+        run_id: str,
+        unit_key: str,
+        attempt: int,
+        fingerprint: str,
+        response: Response,
+        latency_ms: float,
+    ) -> UsageRow:
         """The last live call of a batch answer's paused turn, continued live."""
         action = rt.action
-        return self._llm_row(run_id, action.name, unit_key, attempt, action.provider or "",
-                             action.model_name or "", "live", response.usage,
-                             self.prices.cost(action.model or "", response.usage, "live"),
-                             latency_ms, "ok", None, fingerprint, response.request_id)
+        return self._llm_row(
+            run_id,
+            action.name,
+            unit_key,
+            attempt,
+            action.provider or "",
+            action.model_name or "",
+            "live",
+            response.usage,
+            self.prices.cost(action.model or "", response.usage, "live"),
+            latency_ms,
+            "ok",
+            None,
+            fingerprint,
+            response.request_id,
+        )
 
     # -- batch items and fan-outs ---------------------------------------------------------------
 
@@ -286,8 +505,9 @@ class OutcomeWriter:
     def fanned_out(self, fan: str, parent: UnitRecord, items: int, actions: Iterable[str]) -> None:
         """A parent fanned out into ``items`` items: its count is stored before any of its
         items' outcomes (the same group commits, in order)."""
-        self.gateway.commit_nowait(fanouts=(FanoutRow(self.run_id, fan, parent.key, parent.seq,
-                                                      items, self.clock.time()),))
+        self.gateway.commit_nowait(
+            fanouts=(FanoutRow(self.run_id, fan, parent.key, parent.seq, items, self.clock.time()),)
+        )
         self.progress.fanned_out(fan, parent.key, actions, items)
 
 

@@ -46,8 +46,9 @@ def one_hour_writes(rt: ActionRuntime) -> bool:
     return rt.action.provider == "anthropic" and rt.action.cache_ttl == "1h"
 
 
-def cached_usage(input_tokens: int, output_tokens: int, prefix: int, first: bool, *,
-                 one_hour: bool = False) -> Usage:
+def cached_usage(
+    input_tokens: int, output_tokens: int, prefix: int, first: bool, *, one_hour: bool = False
+) -> Usage:
     """One request's usage with its ``prefix`` tokens written to the cache (the first
     request) or read from it (every later one). A one-hour write is priced at the price
     table's 1-hour write rate (``cache_write_1h``), not its 5-minute ``cache_write``."""

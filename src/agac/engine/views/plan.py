@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from agac.config.project import Project
     from agac.data.sources import RecordSource
     from agac.engine.actions import ActionRuntime
+    from agac.jsontext import JSONObject
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
 
@@ -46,8 +47,11 @@ _CHUNK = 500
 _UNKNOWN = object()
 
 
-def plan_records(project: Project, workflow: Workflow, source: RecordSource | None = None,
-                 ) -> Iterator[tuple[str, Any]]:
+def plan_records(
+    project: Project,
+    workflow: Workflow,
+    source: RecordSource | None = None,
+) -> Iterator[tuple[str, JSONObject | None]]:
     """(key, payload or None when invalid) of the workflow's current input (or ``source``),
     streamed."""
     from agac.engine.lifecycle.snapshots import input_source
@@ -56,9 +60,16 @@ def plan_records(project: Project, workflow: Workflow, source: RecordSource | No
         yield rec.key, rec.payload if rec.reason is None else None
 
 
-def estimate_run(project: Project, store: Store | None, workflow: Workflow, prices: PriceTable,
-                 records: Iterable[tuple[str, Any]], *, tenant: str,
-                 fresh: bool = False) -> dict[str, Any]:
+def estimate_run(
+    project: Project,
+    store: Store | None,
+    workflow: Workflow,
+    prices: PriceTable,
+    records: Iterable[tuple[str, JSONObject | None]],
+    *,
+    tenant: str,
+    fresh: bool = False,
+) -> dict[str, Any]:
     """The plan of a run over ``records`` in ``tenant``: per action units, requests,
     answers the tenant could reuse (T2), estimated tokens and cost online and batch;
     totals, and the cost as configured."""
@@ -66,17 +77,30 @@ def estimate_run(project: Project, store: Store | None, workflow: Workflow, pric
     def answers(fps: list[str]) -> dict[str, str]:
         return store.get_answers(fps, tenant=tenant) if store is not None and fps else {}
 
-    runtimes = {a.name: build_runtime(a, None, project.root, workflow=workflow.name)
-                for a in workflow.actions}
-    actions = {a.name: {"kind": a.kind, "model": a.model, "run_mode": a.run_mode, "units": 0,
-                        "requests": 0, "reusable": 0, "input_tokens": 0, "output_tokens": 0,
-                        "cost_usd": dict.fromkeys(_COSTS, 0.0)} for a in workflow.actions}
+    runtimes = {
+        a.name: build_runtime(a, None, project.root, workflow=workflow.name)
+        for a in workflow.actions
+    }
+    actions = {
+        a.name: {
+            "kind": a.kind,
+            "model": a.model,
+            "run_mode": a.run_mode,
+            "units": 0,
+            "requests": 0,
+            "reusable": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": dict.fromkeys(_COSTS, 0.0),
+        }
+        for a in workflow.actions
+    }
     for a in workflow.actions:
         if a.kind == "llm":
             actions[a.name]["cache_prefix_tokens"] = static_prefix_tokens(runtimes[a.name])
             actions[a.name]["cache_ttl"] = "1h" if one_hour_writes(runtimes[a.name]) else "5m"
     count = 0
-    chunk: list[tuple[str, Any]] = []
+    chunk: list[tuple[str, JSONObject | None]] = []
     for item in records:
         chunk.append(item)
         count += 1
@@ -93,12 +117,14 @@ _COSTS = ("online", "batch", "online_cached", "batch_cached")
 """The estimates of each llm action: online and batch, each without and with caching."""
 
 
-def _modes(project: Project, workflow: Workflow, actions: dict[str, dict[str, Any]],
-           records: int) -> None:
+def _modes(
+    project: Project, workflow: Workflow, actions: dict[str, dict[str, Any]], records: int
+) -> None:
     """Each llm action's ``mode``: its run_mode, or what ``auto`` would choose for a run
     admitted now over ``records`` (its deadline starting now), with ``mode_why``."""
-    _, choices = resolve_auto(workflow, records, remaining=workflow.deadline,
-                              durable=store_url(project) != "memory")
+    _, choices = resolve_auto(
+        workflow, records, remaining=workflow.deadline, durable=store_url(project) != "memory"
+    )
     chosen = {c.action: c for c in choices}
     for a in workflow.actions:
         if a.kind != "llm":
@@ -109,10 +135,15 @@ def _modes(project: Project, workflow: Workflow, actions: dict[str, dict[str, An
             entry["mode_why"] = f"{chosen[a.name].why}: {chosen[a.name].detail}"
 
 
-def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict[str, Any],
-                actions: dict[str, dict[str, Any]],
-                answers: Callable[[list[str]], dict[str, str]], prices: PriceTable,
-                fresh: bool) -> None:
+def _plan_chunk(
+    chunk: list[tuple[str, JSONObject | None]],
+    workflow: Workflow,
+    runtimes: dict[str, ActionRuntime],
+    actions: dict[str, dict[str, Any]],
+    answers: Callable[[list[str]], dict[str, str]],
+    prices: PriceTable,
+    fresh: bool,
+) -> None:
     outputs: list[dict[str, Any]] = [{} for _ in chunk]
     regions = _regions(workflow)
     for action in workflow.actions:
@@ -126,8 +157,11 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                 _plan_items(entry, action, workflow, scope, payload, known, prices)
                 continue
             entry["units"] += 1
-            if payload is None or any(known.get(a) is None for a in action.ancestors
-                                      if not (regions and regions.per_item(a))):
+            if payload is None or any(
+                known.get(a) is None
+                for a in action.ancestors
+                if not (regions and regions.per_item(a))
+            ):
                 known[action.name] = None  # invalid record or a dependency skipped: no request
                 continue
             if regions is not None and action.join is not None:
@@ -136,7 +170,9 @@ def _plan_chunk(chunk: list[tuple[str, Any]], workflow: Workflow, runtimes: dict
                     _count(entry, action, prices, _rough_chars(action, payload, [], workflow))
                 continue
             unknown = [a for a in action.ancestors if known[a] is _UNKNOWN]
-            view = None if unknown else rt.view.build(payload, {a: known[a] for a in action.ancestors})
+            view = (
+                None if unknown else rt.view.build(payload, {a: known[a] for a in action.ancestors})
+            )
             if view is not None and rt.guard is not None and not _guard(rt, view):
                 known[action.name] = None
                 continue
@@ -177,8 +213,15 @@ def _regions(workflow: Workflow) -> Regions | None:
     return regions_of(workflow.actions)
 
 
-def _plan_items(entry: dict[str, Any], action: Action, workflow: Workflow, scope: tuple[str, ...],
-                payload: Any, known: dict[str, Any], prices: PriceTable) -> None:
+def _plan_items(
+    entry: dict[str, Any],
+    action: Action,
+    workflow: Workflow,
+    scope: tuple[str, ...],
+    payload: Any,
+    known: dict[str, Any],
+    prices: PriceTable,
+) -> None:
     """An action inside a fan-out: one unit and (llm) one request per item. The item count
     is known for ``versions``, for a list in the record or in a stored upstream answer;
     otherwise the list's ``maxItems`` bounds it, and without one the plan counts one item
@@ -202,7 +245,9 @@ def _plan_items(entry: dict[str, Any], action: Action, workflow: Workflow, scope
     known[action.name] = _UNKNOWN
 
 
-def _item_count(spec: FanOutSpec, workflow: Workflow, payload: Any, known: dict[str, Any]) -> int | None:
+def _item_count(
+    spec: FanOutSpec, workflow: Workflow, payload: Any, known: dict[str, Any]
+) -> int | None:
     if spec.versions is not None:
         return int(spec.versions)
     root, *path = (spec.over or "").split(".")
@@ -250,8 +295,9 @@ def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int
     entry["input_tokens"] += i
     entry["output_tokens"] += o
     usage = Usage(i, o)
-    cached = cached_usage(i, o, entry.get("cache_prefix_tokens", 0), first,
-                          one_hour=entry.get("cache_ttl") == "1h")
+    cached = cached_usage(
+        i, o, entry.get("cache_prefix_tokens", 0), first, one_hour=entry.get("cache_ttl") == "1h"
+    )
     model, cost = action.model or "", entry["cost_usd"]
     cost["online"] += prices.cost(model, usage, "live")
     cost["batch"] += prices.cost(model, usage, "batch")
@@ -261,21 +307,26 @@ def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int
 
 def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) -> dict[str, Any]:
     totals = {k: sum(a["cost_usd"][k] for a in actions.values()) for k in _COSTS}
-    configured = sum(a["cost_usd"]["batch" if a.get("mode") == "batch" else "online"]
-                     for a in actions.values())
+    configured = sum(
+        a["cost_usd"]["batch" if a.get("mode") == "batch" else "online"] for a in actions.values()
+    )
     for a in actions.values():
         a["cost_usd"] = {k: round(v, 6) for k, v in a["cost_usd"].items()}
     estimated = [n for n, a in actions.items() if a.get("attachment_tokens")]
     budget = workflow.budget
     tokens = sum(a["input_tokens"] + a["output_tokens"] for a in actions.values())
     plan: dict[str, Any] = {
-        "workflow": workflow.name, "records": count, "actions": actions,
+        "workflow": workflow.name,
+        "records": count,
+        "actions": actions,
         "requests": sum(a["requests"] for a in actions.values()),
         "reusable": sum(a["reusable"] for a in actions.values()),
         "input_tokens": sum(a["input_tokens"] for a in actions.values()),
         "output_tokens": sum(a["output_tokens"] for a in actions.values()),
-        "cost_usd": {**{k: round(v, 6) for k, v in totals.items()},
-                     "as_configured": round(configured, 6)},
+        "cost_usd": {
+            **{k: round(v, 6) for k, v in totals.items()},
+            "as_configured": round(configured, 6),
+        },
         "budget": None if budget is None else {"usd": budget.usd, "tokens": budget.tokens},
         "within_budget": True,
     }
@@ -285,7 +336,8 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
             f"{sum(actions[n]['attachment_tokens'] for n in estimated):,} for attached images "
             "and PDF pages, estimated by each provider's published rules (OpenAI tiles, "
             "Anthropic width × height / 750, Gemini 258 an image or page); the ledger "
-            "records what the provider reports")
+            "records what the provider reports"
+        )
     if budget is not None:
         over_usd = budget.usd is not None and configured > budget.usd
         over_tokens = budget.tokens is not None and tokens > budget.tokens

@@ -36,8 +36,9 @@ def action_outputs(config: dict[str, Any]) -> list[ActionOutput]:
     """Each action of a run's config snapshot with the schema of its output and whether it
     runs once per fan-out item."""
     actions = config["actions"]
-    regions = regions_of(actions) if any(a.get("fan_out") or a.get("join") for a in actions) \
-        else None
+    regions = (
+        regions_of(actions) if any(a.get("fan_out") or a.get("join") for a in actions) else None
+    )
     out = []
     for a in actions:
         schema = a.get("schema")
@@ -50,13 +51,16 @@ def action_outputs(config: dict[str, Any]) -> list[ActionOutput]:
     return out
 
 
-def result_table(store: Store, run: RunRecord, action: str | None = None, *,
-                 include_source: bool = False) -> ResultTable:
+def result_table(
+    store: Store, run: RunRecord, action: str | None = None, *, include_source: bool = False
+) -> ResultTable:
     """The table of ``run`` (every action, or only ``action``), with its source fields
     when ``include_source`` (typed by one pass over the snapshot's records)."""
     if run.settings.pruned is not None:
-        raise UsageError(f"run {run.id} was pruned by `agac gc`: its outcomes are gone (its "
-                         f"cost stays in `agac cost {run.id}`)")
+        raise UsageError(
+            f"run {run.id} was pruned by `agac gc`: its outcomes are gone (its "
+            f"cost stays in `agac cost {run.id}`)"
+        )
     outputs = action_outputs(run.config)
     if action is not None:
         names = [o.name for o in outputs]
@@ -75,8 +79,14 @@ def source_type(store: Store, snapshot_id: str) -> ColumnType:
     return sketch.column_type()
 
 
-def result_row_groups(store: Store, run: RunRecord, table: ResultTable, *, json_text: bool = True,
-                      rows_per_group: int = ROW_GROUP) -> Iterator[list[list[Any]]]:
+def result_row_groups(
+    store: Store,
+    run: RunRecord,
+    table: ResultTable,
+    *,
+    json_text: bool = True,
+    rows_per_group: int = ROW_GROUP,
+) -> Iterator[list[list[Any]]]:
     """The table's rows in record order, ``rows_per_group`` at a time."""
     info = store.snapshot_info(run.snapshot_id)
     total = info.record_count if info is not None else 0
@@ -84,14 +94,19 @@ def result_row_groups(store: Store, run: RunRecord, table: ResultTable, *, json_
     source = any(c.role == "source" for c in table.columns)
     group: list[list[Any]] = []
     for lo in range(0, total, _READ):
-        records, outcomes = store.results_between(run.id, run.snapshot_id, lo,
-                                                  min(lo + _READ, total), payloads=source)
+        records, outcomes = store.results_between(
+            run.id, run.snapshot_id, lo, min(lo + _READ, total), payloads=source
+        )
         units = _units_by_seq(outcomes, wanted)
         for record in records:
-            payload = loads(record.payload) if source and record.payload is not None \
-                and record.reason is None else None
-            group.append(table.row(record.key, units.get(record.seq, _NONE), payload,
-                                   json_text=json_text))
+            payload = (
+                loads(record.payload)
+                if source and record.payload is not None and record.reason is None
+                else None
+            )
+            group.append(
+                table.row(record.key, units.get(record.seq, _NONE), payload, json_text=json_text)
+            )
             if len(group) >= rows_per_group:
                 yield group
                 group = []

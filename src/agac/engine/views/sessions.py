@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["render_requests", "session_document"]
 
 
-def _find_input_record(project: Project, workflow: Workflow, key: str,
-                       source: RecordSource | None) -> InputRecord:
+def _find_input_record(
+    project: Project, workflow: Workflow, key: str, source: RecordSource | None
+) -> InputRecord:
     found = input_source(workflow, project, source)
     for rec in found.records(workflow.input.id_field):
         if rec.key == key:
@@ -39,9 +40,16 @@ def _find_input_record(project: Project, workflow: Workflow, key: str,
     raise UsageError(f"no record with key {key!r} in {found.label}")
 
 
-def render_requests(project: Project, store: Store, workflow: Workflow, key: str,
-                    only: str | None, source: RecordSource | None = None, *,
-                    tenant: str) -> list[dict[str, Any]]:
+def render_requests(
+    project: Project,
+    store: Store,
+    workflow: Workflow,
+    key: str,
+    only: str | None,
+    source: RecordSource | None = None,
+    *,
+    tenant: str,
+) -> list[dict[str, Any]]:
     """Each llm action's request for record ``key`` (of the input, or of ``source``).
     Upstream outputs come from the tenant's latest run of the workflow; an action whose
     inputs are not known yet says so."""
@@ -57,8 +65,11 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
     if only is not None and only not in workflow.action_names:
         raise UsageError(f"{workflow.name} has no action {only!r}")
     out = []
-    regions = regions_of(workflow.actions) if any(
-        a.fan_out is not None or a.join is not None for a in workflow.actions) else None
+    regions = (
+        regions_of(workflow.actions)
+        if any(a.fan_out is not None or a.join is not None for a in workflow.actions)
+        else None
+    )
     for action in workflow.actions:
         if only is not None and action.name != only:
             continue
@@ -74,7 +85,8 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
             out.append(entry)
             continue
         view = compile_view(action.context.observe, action.context.drop).build(
-            rec.payload, {a: outputs[a] for a in seen})
+            rec.payload, {a: outputs[a] for a in seen}
+        )
         if action.when:
             try:
                 entry["guard"] = bool(compile_guard(action.when)(view))
@@ -85,8 +97,12 @@ def render_requests(project: Project, store: Store, workflow: Workflow, key: str
     return out
 
 
-def _what_it_sends(project: Project, workflow: str, action: Action, view: dict[str, Any],
-                   ) -> dict[str, Any]:
+def _what_it_sends(
+    project: Project,
+    workflow: str,
+    action: Action,
+    view: dict[str, Any],
+) -> dict[str, Any]:
     """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
     if action.kind == "llm":
         try:
@@ -94,25 +110,37 @@ def _what_it_sends(project: Project, workflow: str, action: Action, view: dict[s
             req = build_request(rt, view)
         except AttachmentError as exc:  # what the unit would fail with, said before it runs
             return {"note": f"would fail {exc.reason}: {exc}", "reason": exc.reason}
-        cache = cache_report(action, rt.prefix, rt.cache_head, rt.cache_texts[0],
-                             req.chat[0].content, req.cache)
+        cache = cache_report(
+            action, rt.prefix, rt.cache_head, rt.cache_texts[0], req.chat[0].content, req.cache
+        )
         return {"request": req.to_dict(), "fingerprint": req.fingerprint(), "cache": cache}
     return {"inputs": view, "function": action.function}
 
 
-def _render_items(project: Project, store: Store, workflow: Workflow, regions: Regions,
-                  action: Action, rec: InputRecord, last: RunRecord | None,
-                  outputs: dict[str, Any]) -> list[dict[str, Any]]:
+def _render_items(
+    project: Project,
+    store: Store,
+    workflow: Workflow,
+    regions: Regions,
+    action: Action,
+    rec: InputRecord,
+    last: RunRecord | None,
+    outputs: dict[str, Any],
+) -> list[dict[str, Any]]:
     """The requests of an action inside a fan-out, one per item whose list is known (from
     the record or the latest run); a join's request depends on its items' answers."""
     entry: dict[str, Any] = {"action": action.name, "kind": action.kind}
     scope = regions.scope.get(action.name, ())
     if action.join is not None and not scope:
-        entry["note"] = (f"a join: its request is built from the answers of the items of "
-                         f"{action.join}; `agac records show {rec.key}` shows what it received")
+        entry["note"] = (
+            f"a join: its request is built from the answers of the items of "
+            f"{action.join}; `agac records show {rec.key}` shows what it received"
+        )
         return [entry]
     if len(scope) > 1:
-        entry["note"] = "runs per item of a nested fan-out: run the workflow and see `agac records show`"
+        entry["note"] = (
+            "runs per item of a nested fan-out: run the workflow and see `agac records show`"
+        )
         return [entry]
     fan = workflow.action(scope[0])
     spec = fan.fan_out
@@ -126,7 +154,9 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: R
         for part in path:
             value = value.get(part) if isinstance(value, dict) else None
         if not isinstance(value, list):
-            entry["note"] = f"runs once per item of {spec.over}, which is not known yet: run the workflow first"
+            entry["note"] = (
+                f"runs once per item of {spec.over}, which is not known yet: run the workflow first"
+            )
             return [entry]
         values, name = value, spec.as_name
     out = []
@@ -145,15 +175,23 @@ def _render_items(project: Project, store: Store, workflow: Workflow, regions: R
             out.append(e)
             continue
         view = compile_view(action.context.observe, action.context.drop).build(
-            rec.payload, {a: item_outputs[a] for a in action.ancestors})
+            rec.payload, {a: item_outputs[a] for a in action.ancestors}
+        )
         view[name] = item
         e.update(_what_it_sends(project, workflow.name, action, view))
         out.append(e)
     return out
 
 
-def session_document(project: Project, store: Store, key: str, workflow: str | None,
-                     run_ref: str | None, *, tenants: Collection[str]) -> dict[str, Any]:
+def session_document(
+    project: Project,
+    store: Store,
+    key: str,
+    workflow: str | None,
+    run_ref: str | None,
+    *,
+    tenants: Collection[str],
+) -> dict[str, Any]:
     """The session of a record (or of one fan-out item) in a run of ``tenants``: its
     history across actions (request, response, attempts), tokens and cost, status and
     error log; under ``items``, the same document for each item it fanned out into, in
@@ -164,11 +202,14 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
             raise NotFound(f"no run {run_ref!r}")
     else:
         # KEY is a record key as in the input, or a unit key as agac shows it (agac/keys.py)
-        runs = (store.runs_of_unit(escape(key), workflow, tenants=tenants)
-                or store.runs_of_unit(key, workflow, tenants=tenants))
+        runs = store.runs_of_unit(escape(key), workflow, tenants=tenants) or store.runs_of_unit(
+            key, workflow, tenants=tenants
+        )
         if not runs:
-            raise NotFound(f"no run has a unit with key {key!r}"
-                           + (f" in workflow {workflow}" if workflow else ""))
+            raise NotFound(
+                f"no run has a unit with key {key!r}"
+                + (f" in workflow {workflow}" if workflow else "")
+            )
         run = runs[0]
     unit = unit_key_of(key, lambda k: store.find_record(run.snapshot_id, k) is not None)
     record_key = record_of(unit)
@@ -180,36 +221,55 @@ def session_document(project: Project, store: Store, key: str, workflow: str | N
     if unit != top:
         doc = _find_node(doc, unit) or tree.node(unit, tree.chain_of(unit))
     doc.update({"workflow": run.workflow, "run_id": run.id, "tenant": run.tenant})
-    doc["record"] = {"key": record_key, "file": rec.file, "n": rec.n, "line": rec.line,
-                     "payload": loads(rec.payload), "reason": rec.reason,
-                     "error": rec.error} if rec else None
+    doc["record"] = (
+        {
+            "key": record_key,
+            "file": rec.file,
+            "n": rec.n,
+            "line": rec.line,
+            "payload": loads(rec.payload),
+            "reason": rec.reason,
+            "error": rec.error,
+        }
+        if rec
+        else None
+    )
     return doc
 
 
 class _SessionTree:
     """Builds the session documents of one record and its items from the store."""
 
-    def __init__(self, store: Store, run: RunRecord, config: dict[str, Any], record_key: str,
-                 rec: Row | None) -> None:
+    def __init__(
+        self, store: Store, run: RunRecord, config: dict[str, Any], record_key: str, rec: Row | None
+    ) -> None:
         self.store = store
         self.tenant: str = run.tenant
         self.actions = config["actions"]
         fans = any(a.get("fan_out") or a.get("join") for a in self.actions)
         self.regions = regions_of(self.actions) if fans else None
         self.outcomes: dict[str, dict[str, OutcomeRecord]] = {}
-        for o in (store.unit_outcomes_under(run.id, record_key) if fans
-                  else store.unit_outcomes(run.id, record_key)):
+        for o in (
+            store.unit_outcomes_under(run.id, record_key)
+            if fans
+            else store.unit_outcomes(run.id, record_key)
+        ):
             self.outcomes.setdefault(o.unit_key, {})[o.action] = o
         self.usage: dict[str, list[Row]] = {}
-        for u in (store.usage_under(run.id, record_key) if fans
-                  else store.unit_usage(run.id, record_key)):
+        for u in (
+            store.usage_under(run.id, record_key) if fans else store.unit_usage(run.id, record_key)
+        ):
             self.usage.setdefault(u.unit_key, []).append(u)
         self.events: dict[str, list[Row]] = {}
-        for e in (store.events_under(run.id, record_key) if fans
-                  else store.unit_events(run.id, record_key)):
+        for e in (
+            store.events_under(run.id, record_key)
+            if fans
+            else store.unit_events(run.id, record_key)
+        ):
             self.events.setdefault(e.unit_key, []).append(e)
-        self.expansions = store.fanouts_between(run.id, rec.seq, rec.seq + 1) \
-            if fans and rec is not None else {}
+        self.expansions = (
+            store.fanouts_between(run.id, rec.seq, rec.seq + 1) if fans and rec is not None else {}
+        )
 
     def chain_of(self, key: str) -> tuple[str, ...]:
         actions = self.outcomes.get(key, {})
@@ -245,28 +305,55 @@ class _SessionTree:
             for k in tokens:
                 tokens[k] += item["tokens"][k]
         statuses = [x["status"] for x in entries]
-        status = ("failed" if "failed" in statuses else "pending" if "pending" in statuses
-                  else "answered" if "answered" in statuses else "skipped")
-        errors = [{"kind": e.kind, "action": e.action, "unit_key": e.unit_key, "data": loads(e.data),
-                   "created_at": e.created_at} for e in self.events.get(key, [])
-                  if e.kind == "unit_failed"]
+        status = (
+            "failed"
+            if "failed" in statuses
+            else "pending"
+            if "pending" in statuses
+            else "answered"
+            if "answered" in statuses
+            else "skipped"
+        )
+        errors = [
+            {
+                "kind": e.kind,
+                "action": e.action,
+                "unit_key": e.unit_key,
+                "data": loads(e.data),
+                "created_at": e.created_at,
+            }
+            for e in self.events.get(key, [])
+            if e.kind == "unit_failed"
+        ]
         for item in items:
             errors.extend(item["errors"])
-        doc: dict[str, Any] = {"key": key, "status": status, "actions": entries, "tokens": tokens,
-                               "cost_usd": round(cost, 6), "errors": errors}
+        doc: dict[str, Any] = {
+            "key": key,
+            "status": status,
+            "actions": entries,
+            "tokens": tokens,
+            "cost_usd": round(cost, 6),
+            "errors": errors,
+        }
         if items:
             doc["items"] = items
             doc["failed_items"] = [k for i in items for k in _failed_keys(i)]
         return doc
 
-    def _entry(self, a: dict[str, Any], o: OutcomeRecord | None, usage: list[Row]) -> dict[str, Any]:
+    def _entry(
+        self, a: dict[str, Any], o: OutcomeRecord | None, usage: list[Row]
+    ) -> dict[str, Any]:
         attempts = [_attempt(u) for u in usage]
         entry: dict[str, Any] = {
-            "action": a["name"], "kind": a["kind"],
+            "action": a["name"],
+            "kind": a["kind"],
             "status": o.status if o else "pending",
-            "reason": o.reason if o else None, "detail": o.detail if o else None,
-            "origin": o.origin if o else None, "output": loads(o.output) if o else None,
-            "attempts": attempts, "cost_usd": round(sum(x["cost_usd"] for x in attempts), 6),
+            "reason": o.reason if o else None,
+            "detail": o.detail if o else None,
+            "origin": o.origin if o else None,
+            "output": loads(o.output) if o else None,
+            "attempts": attempts,
+            "cost_usd": round(sum(x["cost_usd"] for x in attempts), 6),
         }
         if a.get("join"):
             entry["join"] = a["join"]  # the fan-out whose items it received
@@ -294,12 +381,22 @@ def _find_node(doc: dict[str, Any], key: str) -> dict[str, Any] | None:
 
 
 def _attempt(u: Row) -> dict[str, Any]:
-    return {"attempt": u.attempt, "kind": u.kind, "status": u.status, "error": u.error,
-            "provider": u.provider, "model": u.model, "tier": u.tier,
-            "input_tokens": u.input_tokens, "cached_tokens": u.cached_tokens,
-            "cache_write_tokens": u.cache_write_tokens, "output_tokens": u.output_tokens,
-            "reasoning_tokens": int(u.reasoning_tokens or 0),
-            "server_tools": loads(u.server_tools) if u.server_tools else {},
-            "request_id": u.request_id,
-            "cost_usd": round(float(u.cost_usd), 6), "latency_ms": round(float(u.latency_ms), 2),
-            "created_at": u.created_at}
+    return {
+        "attempt": u.attempt,
+        "kind": u.kind,
+        "status": u.status,
+        "error": u.error,
+        "provider": u.provider,
+        "model": u.model,
+        "tier": u.tier,
+        "input_tokens": u.input_tokens,
+        "cached_tokens": u.cached_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
+        "output_tokens": u.output_tokens,
+        "reasoning_tokens": int(u.reasoning_tokens or 0),
+        "server_tools": loads(u.server_tools) if u.server_tools else {},
+        "request_id": u.request_id,
+        "cost_usd": round(float(u.cost_usd), 6),
+        "latency_ms": round(float(u.latency_ms), 2),
+        "created_at": u.created_at,
+    }

@@ -23,6 +23,7 @@ from agac.tenants import DEFAULT_TENANT
 if TYPE_CHECKING:
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
+    from agac.store.rows import UsageTotal
     from agac.store.values import RunRecord
 
 __all__ = ["ActionSummary", "RunSummary", "build_summary", "cost_breakdown", "next_command"]
@@ -64,8 +65,10 @@ class ActionSummary(_AsMapping):
     reasons: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: (dict(self.reasons) if f.name == "reasons" else getattr(self, f.name))
-                for f in fields(self)}
+        return {
+            f.name: (dict(self.reasons) if f.name == "reasons" else getattr(self, f.name))
+            for f in fields(self)
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,9 +102,14 @@ class RunSummary(_AsMapping):
     def to_dict(self) -> dict[str, Any]:
         """The summary's JSON, keys in this order; optional parts only when present."""
         out: dict[str, Any] = {
-            "run_id": self.run_id, "workflow": self.workflow, "tenant": self.tenant,
-            "state": self.state, "retry_of": self.retry_of, "cost_usd": self.cost_usd,
-            "next": self.next, "actions": {n: a.to_dict() for n, a in self.actions.items()},
+            "run_id": self.run_id,
+            "workflow": self.workflow,
+            "tenant": self.tenant,
+            "state": self.state,
+            "retry_of": self.retry_of,
+            "cost_usd": self.cost_usd,
+            "next": self.next,
+            "actions": {n: a.to_dict() for n, a in self.actions.items()},
         }
         if self.waiting_on:
             out["waiting_on"] = list(self.waiting_on)
@@ -124,8 +132,7 @@ class RunSummary(_AsMapping):
         return out
 
 
-def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = None
-                  ) -> RunSummary:
+def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = None) -> RunSummary:
     """``counted``: a summary of the same run built since its last unit settled (as
     ``finalize`` builds one before it ends the run); its per-action counts and cost are
     taken as they are instead of being counted again, everything else is read anew."""
@@ -138,9 +145,18 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
     counts = _unit_counts(store, run.id, config["actions"], records)
     for a in config["actions"]:
         actions[a["name"]] = {
-            "records": counts.get(a["name"], records), "answered": 0, "failed": 0, "skipped": 0, "pending": 0,
-            "calls": 0, "unknown_calls": 0, "reused": 0, "tool_calls": 0, "batches_out": 0,
-            "cost_usd": 0.0, "reasons": {},
+            "records": counts.get(a["name"], records),
+            "answered": 0,
+            "failed": 0,
+            "skipped": 0,
+            "pending": 0,
+            "calls": 0,
+            "unknown_calls": 0,
+            "reused": 0,
+            "tool_calls": 0,
+            "batches_out": 0,
+            "cost_usd": 0.0,
+            "reasons": {},
         }
     for row in store.outcome_counts(run.id):
         entry = actions.get(row.action)
@@ -152,18 +168,18 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
         if row.reason and row.status in ("failed", "skipped"):
             entry["reasons"][row.reason] = entry["reasons"].get(row.reason, 0) + row.n
     cost = 0.0
-    for row in store.usage_totals([run.id]):
-        entry = actions.get(row.action)
+    for total in store.usage_totals([run.id]):
+        entry = actions.get(total.action)
         if entry is None:
             continue
-        if row.kind == "tool":
-            entry["tool_calls"] += row.calls
-        elif row.tier != "batch":  # batch items are counted as sent, below
-            entry["calls"] += row.calls
-            if row.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
-                entry["unknown_calls"] += row.calls
-        entry["cost_usd"] += float(row.cost_usd or 0.0)
-        cost += float(row.cost_usd or 0.0)
+        if total.kind == "tool":
+            entry["tool_calls"] += total.calls
+        elif total.tier != "batch":  # batch items are counted as sent, below
+            entry["calls"] += total.calls
+            if total.origin == "unknown":  # S1: of ``calls``, those whose outcome is unknown
+                entry["unknown_calls"] += total.calls
+        entry["cost_usd"] += total.cost_usd
+        cost += total.cost_usd
     for name, counts in store.batch_counts(run.id, run.workflow, tenant=run.tenant).items():
         if name in actions:
             actions[name]["calls"] += counts["sent"]
@@ -177,22 +193,38 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
     return _summary(store, run, config, frozen, cost)
 
 
-def _summary(store: Store, run: RunRecord, config: dict[str, Any],
-             actions: dict[str, ActionSummary], cost: float) -> RunSummary:
+def _summary(
+    store: Store,
+    run: RunRecord,
+    config: dict[str, Any],
+    actions: dict[str, ActionSummary],
+    cost: float,
+) -> RunSummary:
     # B4, B0: each batch still out, and each file a batch action cannot send yet
     waiting = tuple(waiting_on(store, run, config))
-    unknown = tuple(effect_id(e.key) for e in store.list_effects(
-        run.workflow, tenants=(run.tenant,), states=("unknown",)))  # E2: a person settles them
+    unknown = tuple(
+        effect_id(e.key)
+        for e in store.list_effects(run.workflow, tenants=(run.tenant,), states=("unknown",))
+    )  # E2: a person settles them
     awaiting_approval = None
     if run.state not in FINAL_STATES:
         awaiting = store.count_proposals(run.id, ("pending",))
         if awaiting:  # A1: units waiting on a person's decision (counted in ``pending``)
             awaiting_approval = {
-                "units": sum(awaiting.values()), "actions": awaiting,
-                "proposals": [{"id": p.id, "action": p.action, "record": p.unit_key,
-                               "expires_at": p.expires_at}
-                              for p in store.list_proposals(run_id=run.id, tenants=(run.tenant,),
-                                                            states=("pending",), limit=20)]}
+                "units": sum(awaiting.values()),
+                "actions": awaiting,
+                "proposals": [
+                    {
+                        "id": p.id,
+                        "action": p.action,
+                        "record": p.unit_key,
+                        "expires_at": p.expires_at,
+                    }
+                    for p in store.list_proposals(
+                        run_id=run.id, tenants=(run.tenant,), states=("pending",), limit=20
+                    )
+                ],
+            }
     settings = run.settings
     budget = None
     if settings.budget is not None:
@@ -202,25 +234,42 @@ def _summary(store: Store, run: RunRecord, config: dict[str, Any],
         budget = {**settings.budget.to_dict(), "spent_usd": round(usd, 6), "spent_tokens": tokens}
     states = store.action_states(run.id)
     error = run.error or "; ".join(
-        why for state, why in states.values() if state == "failed" and why)
-    hybrid = {a: {"live_at": at, "switched": states.get(a, ("", None))[0] == LIVE_STATE}
-              for a, at in settings.live_at.items()}
+        why for state, why in states.values() if state == "failed" and why
+    )
+    hybrid = {
+        a: {"live_at": at, "switched": states.get(a, ("", None))[0] == LIVE_STATE}
+        for a, at in settings.live_at.items()
+    }
     summary = RunSummary(
-        run_id=run.id, workflow=run.workflow, tenant=run.tenant, state=run.state,
-        retry_of=run.retry_of, cost_usd=round(cost, 6), next=None, actions=actions,
-        waiting_on=waiting, effects_unknown=unknown, awaiting_approval=awaiting_approval,
-        deadline_at=settings.deadline_at, auto_modes=auto_modes(config),
-        hybrid=hybrid or None, budget=budget,
+        run_id=run.id,
+        workflow=run.workflow,
+        tenant=run.tenant,
+        state=run.state,
+        retry_of=run.retry_of,
+        cost_usd=round(cost, 6),
+        next=None,
+        actions=actions,
+        waiting_on=waiting,
+        effects_unknown=unknown,
+        awaiting_approval=awaiting_approval,
+        deadline_at=settings.deadline_at,
+        auto_modes=auto_modes(config),
+        hybrid=hybrid or None,
+        budget=budget,
         advice=tuple(_advice(store, run, actions)),
-        error=run_error(run.state, error) if error else None)
+        error=run_error(run.state, error) if error else None,
+    )
     return replace(summary, next=next_command(summary, config))
 
 
 def auto_modes(config: dict[str, Any]) -> dict[str, dict[str, str]]:
     """What ``run_mode: auto`` chose at admission for each of the run's actions it chose
     for (``mode``, and ``why``: the reason code and its words)."""
-    return {a["name"]: {"mode": a["run_mode"], "why": a["auto_choice"]}
-            for a in config["actions"] if a.get("auto_choice")}
+    return {
+        a["name"]: {"mode": a["run_mode"], "why": a["auto_choice"]}
+        for a in config["actions"]
+        if a.get("auto_choice")
+    }
 
 
 def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -232,14 +281,27 @@ def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dic
     ``waits_on``: those batches' ids). A final run's batches still out are adopted by the
     next run (B0)."""
     order = {a["name"]: i for i, a in enumerate(config["actions"])}
-    out = sorted((b for b in store.list_batches(run.workflow, tenants=(run.tenant,),
-                                                open_only=True) if b.action in order),
-                 key=lambda b: (order[b.action], b.file, b.part))
+    out = sorted(
+        (
+            b
+            for b in store.list_batches(run.workflow, tenants=(run.tenant,), open_only=True)
+            if b.action in order
+        ),
+        key=lambda b: (order[b.action], b.file, b.part),
+    )
     rows: list[dict[str, Any]] = []
     ids: dict[tuple[str, str], list[str]] = {}
     for b in out:
-        rows.append({"action": b.action, "file": b.file, "batch_id": b.provider_batch_id,
-                     "key": b.key, "state": b.state, "status": b.raw_status})
+        rows.append(
+            {
+                "action": b.action,
+                "file": b.file,
+                "batch_id": b.provider_batch_id,
+                "key": b.key,
+                "state": b.state,
+                "status": b.raw_status,
+            }
+        )
         ids.setdefault((b.action, b.file), []).append(b.provider_batch_id or b.key)
     if run.state in FINAL_STATES or not ids:
         return rows
@@ -251,8 +313,17 @@ def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dic
         for file in files:
             upstream = [i for anc in a.get("ancestors", ()) for i in ids.get((anc, file), [])]
             if upstream and (a["name"], file) not in ids:
-                rows.append({"action": a["name"], "file": file, "batch_id": None, "key": None,
-                             "state": "waiting", "status": None, "waits_on": upstream})
+                rows.append(
+                    {
+                        "action": a["name"],
+                        "file": file,
+                        "batch_id": None,
+                        "key": None,
+                        "state": "waiting",
+                        "status": None,
+                        "waits_on": upstream,
+                    }
+                )
     return rows
 
 
@@ -266,13 +337,16 @@ NOT_FIXED_BY_RETRY = frozenset(
 batch: `agac retry` is refused while the other files' batches are out): the summary says
 the fix, and ``next`` is the `agac run` that works after it."""
 
-_SHOWS = {"render_error": " — `agac render {wf} --record {record} --action {action}` shows "
-                          "the template's request for the first one",
-          "tool_error": " — `agac records show {key} --workflow {wf}` shows the traceback"}
+_SHOWS = {
+    "render_error": " — `agac render {wf} --record {record} --action {action}` shows "
+    "the template's request for the first one",
+    "tool_error": " — `agac records show {key} --workflow {wf}` shows the traceback",
+}
 
 
-def _advice(store: Store, run: RunRecord, actions: Mapping[str, ActionSummary]
-            ) -> list[dict[str, Any]]:
+def _advice(
+    store: Store, run: RunRecord, actions: Mapping[str, ActionSummary]
+) -> list[dict[str, Any]]:
     """For an action whose failures are mostly of one reason — most of its units, or a
     reason a retry cannot fix — that reason's first message and its fix."""
     out = []
@@ -286,13 +360,23 @@ def _advice(store: Store, run: RunRecord, actions: Mapping[str, ActionSummary]
         first = store.first_failure(run.id, name, reason)
         key = first.unit_key if first is not None else ""
         code = reason_code(reason)
-        fix = (code.fix if code is not None else "see `agac records show KEY`").replace(
-            "WF", run.workflow).replace("KEY", key)
-        fix += _SHOWS.get(reason, "").format(wf=run.workflow, record=record_of(key), key=key,
-                                            action=name)
-        out.append({"action": name, "reason": reason, "units": n,
-                    "first": {"key": key, "detail": first.detail if first is not None else None},
-                    "fix": fix})
+        fix = (
+            (code.fix if code is not None else "see `agac records show KEY`")
+            .replace("WF", run.workflow)
+            .replace("KEY", key)
+        )
+        fix += _SHOWS.get(reason, "").format(
+            wf=run.workflow, record=record_of(key), key=key, action=name
+        )
+        out.append(
+            {
+                "action": name,
+                "reason": reason,
+                "units": n,
+                "first": {"key": key, "detail": first.detail if first is not None else None},
+                "fix": fix,
+            }
+        )
     return out
 
 
@@ -306,8 +390,9 @@ def run_error(state: str, message: str) -> dict[str, Any]:
     return {"code": _END_CODES.get(state, "run_ended"), "message": message, "hint": None}
 
 
-def _unit_counts(store: Store, run_id: str, actions: list[dict[str, Any]], records: int
-                 ) -> dict[str, int]:
+def _unit_counts(
+    store: Store, run_id: str, actions: list[dict[str, Any]], records: int
+) -> dict[str, int]:
     """Units per action (docs/cli.md, agac status): one per record, but one per item inside a fan-out
     (counted from the stored fan-outs); empty for a workflow without fan-outs."""
     if not any(a.get("fan_out") or a.get("join") for a in actions):
@@ -346,14 +431,15 @@ def next_command(summary: Mapping[str, Any], config: dict[str, Any]) -> str | No
 
 def _only_unfixed_by_retry(summary: Mapping[str, Any]) -> bool:
     """Every failure is of a reason a retry cannot fix (a new run after the fix can)."""
-    reasons = {r for a in summary["actions"].values() for r in a["reasons"]
-               if r not in SKIP_REASONS}
+    reasons = {
+        r for a in summary["actions"].values() for r in a["reasons"] if r not in SKIP_REASONS
+    }
     return bool(reasons) and reasons <= NOT_FIXED_BY_RETRY
 
 
-def _tool_uses(store: Store, run_id: str) -> dict[tuple[Any, ...], dict[str, int]]:
+def _tool_uses(store: Store, run_id: str) -> dict[tuple[str | None, ...], dict[str, int]]:
     """Server-tool uses summed per ledger group (as :meth:`usage_totals` groups)."""
-    out: dict[tuple[Any, ...], dict[str, int]] = {}
+    out: dict[tuple[str | None, ...], dict[str, int]] = {}
     for r in store.usage_tool_uses([run_id]):
         counts = out.setdefault((r.action, r.kind, r.provider, r.model, r.tier, r.origin), {})
         for name, n in (loads(r.server_tools) or {}).items():
@@ -365,6 +451,48 @@ _NOT_USED = (UNREAD_ORIGIN, OVERLAP_ORIGIN)
 """Ledger origins of answers billed but never used: they save nothing (B7, B13)."""
 
 
+@dataclass
+class _LedgerGroup:
+    """One line of ``agac cost``: the ledger's totals of one (action, kind, provider,
+    model, tier, origin) group, summed over its long-context bands."""
+
+    first: UsageTotal
+    """The group's first totals row (its names)."""
+    calls: int = 0
+    cost: float = 0.0
+    saved: float = 0.0
+    cached: float = 0.0
+    priced: int = 0
+    estimated: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])
+    """input, cached, cache write, output, reasoning"""
+
+    def add(self, r: UsageTotal) -> Usage:
+        """Count one totals row (one band of the group) in; its usage."""
+        usage = Usage(
+            int(r.input_tokens or 0),
+            int(r.output_tokens or 0),
+            int(r.cached_tokens or 0),
+            int(r.cache_write_tokens or 0),
+            int(r.reasoning_tokens or 0),
+        )
+        self.calls += r.calls
+        self.cost += float(r.cost_usd or 0.0)
+        self.priced += int(r.priced or 0)
+        self.estimated += int(r.estimated or 0)
+        for i, n in enumerate(
+            (
+                usage.input_tokens,
+                usage.cached_tokens,
+                usage.cache_write_tokens,
+                usage.output_tokens,
+                usage.reasoning_tokens,
+            )
+        ):
+            self.tokens[i] += n
+        return usage
+
+
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
     saved against the live price of the same tokens, and what prompt caching saved
@@ -372,73 +500,106 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
     in a batch agac did not read, with how many of them are ``estimated``
     (engine/batch/billing.py); ``hybrid_overlap``: answers of a batch cancelled to go
-    live for units already answered live (B13); neither saving counts either."""
+    live for units already answered live (B13); neither saving counts either. Origin
+    ``cache_storage`` (kind ``cache``): keeping the run's explicit context caches, one row
+    per cache (engine/lifecycle/contextcaches.py)."""
     hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
     totals = store.usage_totals([run.id])
     bands = prices.thresholds({f"{r.provider}/{r.model}" for r in totals if r.kind == "llm"})
     if bands:  # a long-context tier applies per call: total each tier's calls apart
         totals = store.usage_totals([run.id], bands=bands)
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    groups: dict[tuple[str | None, ...], _LedgerGroup] = {}
     for r in totals:
-        group = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
-        g = groups.setdefault(group, {"r": r, "calls": 0, "cost": 0.0, "saved": 0.0,
-                                      "cached": 0.0, "priced": 0, "estimated": 0,
-                                      "tokens": [0, 0, 0, 0, 0]})
-        usage = Usage(int(r.input_tokens or 0), int(r.output_tokens or 0),
-                      int(r.cached_tokens or 0), int(r.cache_write_tokens or 0),
-                      int(r.reasoning_tokens or 0))
-        model, c = f"{r.provider}/{r.model}", float(r.cost_usd or 0.0)
-        g["calls"] += r.calls
-        g["cost"] += c
-        g["priced"] += int(r.priced or 0)
-        g["estimated"] += int(r.estimated or 0)
-        for i, n in enumerate((usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens,
-                               usage.output_tokens, usage.reasoning_tokens)):
-            g["tokens"][i] += n
+        group: tuple[str | None, ...] = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
+        g = groups.setdefault(group, _LedgerGroup(r))
+        usage = g.add(r)
         if r.kind != "llm" or r.origin in _NOT_USED:  # paid for, never used: no saving
             continue
+        model = f"{r.provider}/{r.model}"
         if r.tier == "batch":
-            g["saved"] += prices.cost(model, usage, "live", calls=r.calls) \
-                - prices.cost(model, usage, "batch", calls=r.calls)
-        g["cached"] += cache_saving(prices, model, usage, r.tier, calls=r.calls,
-                                    one_hour=r.provider == "anthropic" and r.action in hour)
+            g.saved += prices.cost(model, usage, "live", calls=r.calls) - prices.cost(
+                model, usage, "batch", calls=r.calls
+            )
+        g.cached += cache_saving(
+            prices,
+            model,
+            usage,
+            r.tier,
+            calls=r.calls,
+            one_hour=r.provider == "anthropic" and r.action in hour,
+        )
     rows = []
     total = saved = by_cache = 0.0
     for group, g in groups.items():
-        r, used = g["r"], tools.get(group, {})
+        r, used = g.first, tools.get(group, {})
         model = f"{r.provider}/{r.model}"
         if used and r.kind == "llm" and r.tier == "batch" and r.origin not in _NOT_USED:
             uses = Usage(server_tools=server_tool_counts(used))
-            g["saved"] += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
-        total += g["cost"]
-        saved += max(g["saved"], 0.0)
-        by_cache += g["cached"]
-        tin, tcached, twrite, tout, treason = g["tokens"]
-        row = {"action": r.action, "kind": r.kind, "provider": r.provider, "model": r.model,
-               "tier": r.tier, "origin": r.origin or "call", "calls": g["calls"],
-               "input_tokens": tin, "cached_tokens": tcached, "cache_write_tokens": twrite,
-               "output_tokens": tout, "reasoning_tokens": treason,
-               "server_tools": dict(server_tool_counts(used)), "cost_usd": round(g["cost"], 6)}
+            g.saved += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
+        total += g.cost
+        saved += max(g.saved, 0.0)
+        by_cache += g.cached
+        tin, tcached, twrite, tout, treason = g.tokens
+        row = {
+            "action": r.action,
+            "kind": r.kind,
+            "provider": r.provider,
+            "model": r.model,
+            "tier": r.tier,
+            "origin": r.origin or "call",
+            "calls": g.calls,
+            "input_tokens": tin,
+            "cached_tokens": tcached,
+            "cache_write_tokens": twrite,
+            "output_tokens": tout,
+            "reasoning_tokens": treason,
+            "server_tools": dict(server_tool_counts(used)),
+            "cost_usd": round(g.cost, 6),
+        }
         if tcached or twrite:
-            row["cache_saved_usd"] = round(g["cached"], 6)
+            row["cache_saved_usd"] = round(g.cached, 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
-            row["priced_by_a_later_answer"] = g["priced"]
+            row["priced_by_a_later_answer"] = g.priced
         if r.origin == UNREAD_ORIGIN:  # billed in a batch agac did not read (B7, given up)
-            row["estimated"] = g["estimated"]
-        if r.kind == "llm":  # never a silent $0; a batch price for want of one
-            row["price"] = prices.status(model, r.tier)
-            unpriced = prices.unpriced_tools(model, list(used))
-            if unpriced:
-                row["unpriced_tools"] = unpriced
-        rows.append(row)
-    return {"run_id": run.id, "workflow": run.workflow, "tenant": run.tenant,
-            "cost_usd": round(total, 6), "batch_saved_usd": round(saved, 6),
-            "cache_saved_usd": round(by_cache, 6), "rows": rows}
+            row["estimated"] = g.estimated
+        rows.append(_priced(row, prices, model, list(used)))
+    return {
+        "run_id": run.id,
+        "workflow": run.workflow,
+        "tenant": run.tenant,
+        "cost_usd": round(total, 6),
+        "batch_saved_usd": round(saved, 6),
+        "cache_saved_usd": round(by_cache, 6),
+        "rows": rows,
+    }
 
 
-def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
-                 one_hour: bool = False, calls: int = 1) -> float:
+def _priced(
+    row: dict[str, Any], prices: PriceTable, model: str, tools: list[str]
+) -> dict[str, Any]:
+    """A cost row with what its price says: never a silent $0 — a model call's price
+    status (``unpriced``, a ``derived`` batch price) and its unpriced server tools; an
+    explicit cache's storage without a known price, ``unpriced``."""
+    if row["kind"] == "cache" and prices.storage(model) is None:
+        row["price"] = "unpriced"
+    if row["kind"] == "llm":
+        row["price"] = prices.status(model, row["tier"])
+        unpriced = prices.unpriced_tools(model, tools)
+        if unpriced:
+            row["unpriced_tools"] = unpriced
+    return row
+
+
+def cache_saving(
+    prices: PriceTable,
+    model: str,
+    usage: Usage,
+    tier: str,
+    *,
+    one_hour: bool = False,
+    calls: int = 1,
+) -> float:
     """What prompt caching saved on ``usage`` at ``tier``: its cost with the cached reads
     and cache writes counted as ordinary input, less its cost with them — Σ cached tokens
     × (input − cached_input) − cache writes × (cache_write − input), at the tier's rates
@@ -448,8 +609,14 @@ def cache_saving(prices: PriceTable, model: str, usage: Usage, tier: str, *,
     prices its writes at the price table's 1-hour write rate (2× input at Anthropic)."""
     if not usage.cached_tokens and not usage.cache_write_tokens:
         return 0.0
-    uncached = Usage(usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
-                     usage.output_tokens, 0, 0, usage.reasoning_tokens, usage.server_tools)
+    uncached = Usage(
+        usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens,
+        usage.output_tokens,
+        0,
+        0,
+        usage.reasoning_tokens,
+        usage.server_tools,
+    )
     billed = usage
     if one_hour:
         billed = replace(usage, cache_write_1h_tokens=usage.cache_write_tokens)

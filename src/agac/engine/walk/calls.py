@@ -41,8 +41,14 @@ if TYPE_CHECKING:
 __all__ = ["backoff", "call_with_retries"]
 
 
-async def call_with_retries(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord,
-                            request: Request, fp: str, request_json: str) -> Settled:
+async def call_with_retries(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    request: Request,
+    fp: str,
+    request_json: str,
+) -> Settled:
     """Call until answered or out of attempts; commit the outcome while holding the slot.
     Raises Stopped when the run stops before an attempt (the unit stays pending).
 
@@ -63,8 +69,7 @@ async def call_with_retries(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord
             slot.held = True
             if ctx.control.stopping:
                 raise Stopped()  # never sent, or not sent again: pending for the next run
-            done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt,
-                                  slot)
+            done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt, slot)
         finally:
             slot.give_back()  # given back already when the answer's commit did it
         if not isinstance(done, _Again):
@@ -89,8 +94,9 @@ class _Slot:
 
     __slots__ = ("action", "held", "key", "marks", "pool")
 
-    def __init__(self, pool: Slots | WorkerSlots, marks: Marks | None, action: str,
-                 key: str) -> None:
+    def __init__(
+        self, pool: Slots | WorkerSlots, marks: Marks | None, action: str, key: str
+    ) -> None:
         self.pool, self.marks, self.action, self.key = pool, marks, action, key
         self.held = False
 
@@ -111,9 +117,17 @@ class _Again(NamedTuple):
     spent: bool
 
 
-async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request,
-                   request_json: str, current: Request, fp: str, attempt: int, slot: _Slot
-                   ) -> Settled | _Again:
+async def _attempt(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    request: Request,
+    request_json: str,
+    current: Request,
+    fp: str,
+    attempt: int,
+    slot: _Slot,
+) -> Settled | _Again:
     """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
     the request to send then, whether this attempt counts)."""
     spec = rt.action.retry
@@ -127,8 +141,17 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
         response = await _complete(ctx, rt, current, held)
     except AttachmentError as exc:
         # Read again at send time, a file had changed or gone: nothing was sent.
-        return await _final(ctx, rt, rec, "failed", exc.reason or "attachment_changed",
-                            str(exc), None, fp, attempt - 1)
+        return await _final(
+            ctx,
+            rt,
+            rec,
+            "failed",
+            exc.reason or "attachment_changed",
+            str(exc),
+            None,
+            fp,
+            attempt - 1,
+        )
     except WaitError as exc:
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
         delay = exc.retry_after or 1.0
@@ -145,34 +168,52 @@ async def _attempt(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request
     except Fail as fail:
         await ctx.out.record_call(rt, rec, attempt, current, response, fail, started, fp)
         if not fail.retry or attempt >= spec.max_attempts:
-            return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None, fp,
-                                attempt)
+            return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
         # Ask again with the error fed back, after the same backoff as any retryable
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
-    return await _answered(ctx, rt, rec, request, request_json, response, output, current,
-                           attempt, started, fp, slot)
+    return await _answered(
+        ctx, rt, rec, request, request_json, response, output, current, attempt, started, fp, slot
+    )
 
 
-async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, current: Request,
-                    fp: str, attempt: int) -> Reservation | Settled | None:
+async def _may_send(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, current: Request, fp: str, attempt: int
+) -> Reservation | Settled | None:
     """Before an attempt, in its slot: the deadline (R4), the budget's reservation (R5)
     and the rate window. The reservation to settle after the call (None without a
     budget), or the unit's outcome when it must not be sent. Raises Stopped when the run
     stops while waiting for room in the rate window (nothing was sent)."""
     sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
     if ctx.control.deadline_passed():
-        return await _final(ctx, rt, rec, "skipped", "deadline",
-                            f"{sent}: the run's deadline passed", None, fp, attempt - 1)
+        return await _final(
+            ctx,
+            rt,
+            rec,
+            "skipped",
+            "deadline",
+            f"{sent}: the run's deadline passed",
+            None,
+            fp,
+            attempt - 1,
+        )
     held = None
     budget = ctx.budget
     if budget is not None:
         await budget.refresh()  # worker mode: what other workers spent counts
         held = budget.for_request(rt.action, current)
         if not budget.reserve(held):
-            return await _final(ctx, rt, rec, "skipped", "budget_exhausted",
-                                f"{sent}: the budget ({budget.cap_text()}) has no room for its "
-                                "worst case", None, fp, attempt - 1)
+            return await _final(
+                ctx,
+                rt,
+                rec,
+                "skipped",
+                "budget_exhausted",
+                f"{sent}: the budget ({budget.cap_text()}) has no room for its worst case",
+                None,
+                fp,
+                attempt - 1,
+            )
     if rt.limiter.active:
         est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
         waited = await rt.limiter.acquire(est, stop=ctx.control.stop_signal)
@@ -181,13 +222,15 @@ async def _may_send(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, curren
                 budget.settle(held, 0.0, 0)
             raise Stopped()
         if waited > 1:
-            await ctx.out.event("waiting", rt.name, rec.key, reason="rate_budget",
-                                seconds=round(waited, 3))
+            await ctx.out.event(
+                "waiting", rt.name, rec.key, reason="rate_budget", seconds=round(waited, 3)
+            )
     return held
 
 
-def _failed(ctx: UnitContext, rt: ActionRuntime, exc: ProviderError, attempt: int,
-            max_attempts: int) -> tuple[str, str] | None:
+def _failed(
+    ctx: UnitContext, rt: ActionRuntime, exc: ProviderError, attempt: int, max_attempts: int
+) -> tuple[str, str] | None:
     """(reason, detail) when a provider error ends the unit; None to try again. An
     ``unsupported`` error fails the action as a whole (its other units are not sent)."""
     if isinstance(exc, UnsupportedError):
@@ -200,8 +243,9 @@ def _failed(ctx: UnitContext, rt: ActionRuntime, exc: ProviderError, attempt: in
     return None
 
 
-async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
-                    held: Reservation | None) -> Response:
+async def _complete(
+    ctx: UnitContext, rt: ActionRuntime, request: Request, held: Reservation | None
+) -> Response:
     """One call; with a budget, its reservation is settled to the call's actual usage
     (a call that raised has no usage: it is settled at 0, as the ledger records it)."""
     budget, provider = ctx.budget, rt.provider
@@ -218,38 +262,90 @@ async def _complete(ctx: UnitContext, rt: ActionRuntime, request: Request,
 
 
 async def _answered(
-    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request, request_json: str,
-    response: Response, output: JSON, current: Request, attempt: int, started: float, fp: str,
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    request: Request,
+    request_json: str,
+    response: Response,
+    output: JSON,
+    current: Request,
+    attempt: int,
+    started: float,
+    fp: str,
     slot: _Slot,
 ) -> Settled:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
     is how we got it, not what was asked), with its usage row; the slot goes back at that
     commit."""
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
-    legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs \
-        else []
+    legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs else []
     output_json = dumps(output)
-    answer = AnswerRow(fp, request.provider, request.model, request_json,
-                       dumps(response_dict(response)), output_json, ctx.control.clock.time())
-    return await _final(ctx, rt, rec, "answered", None, None, output, fp, attempt,
-                        answers=(answer,), usage=(*legs, usage_row), output_json=output_json,
-                        on_durable=slot.give_back)
+    answer = AnswerRow(
+        fp,
+        request.provider,
+        request.model,
+        request_json,
+        dumps(response_dict(response)),
+        output_json,
+        ctx.control.clock.time(),
+    )
+    return await _final(
+        ctx,
+        rt,
+        rec,
+        "answered",
+        None,
+        None,
+        output,
+        fp,
+        attempt,
+        answers=(answer,),
+        usage=(*legs, usage_row),
+        output_json=output_json,
+        on_durable=slot.give_back,
+    )
 
 
 async def _final(
-    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus,
-    reason: str | None, detail: str | None, output: JSON, fp: str, attempts: int, *,
-    answers: Sequence[AnswerRow] = (), usage: Sequence[UsageRow] = (),
-    output_json: str | None = None, on_durable: Callable[[], None] | None = None,
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    status: OutcomeStatus,
+    reason: str | None,
+    detail: str | None,
+    output: JSON,
+    fp: str,
+    attempts: int,
+    *,
+    answers: Sequence[AnswerRow] = (),
+    usage: Sequence[UsageRow] = (),
+    output_json: str | None = None,
+    on_durable: Callable[[], None] | None = None,
 ) -> Settled:
-    return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",
-                                fingerprint=fp, attempts=attempts, answers=answers, usage=usage,
-                                output_json=output_json, on_durable=on_durable)
+    return await ctx.out.settle(
+        rt,
+        rec,
+        status,
+        reason,
+        detail,
+        output=output,
+        origin="call",
+        fingerprint=fp,
+        attempts=attempts,
+        answers=answers,
+        usage=usage,
+        output_json=output_json,
+        on_durable=on_durable,
+    )
 
 
 def backoff(spec: RetrySpec, attempt: int) -> float:
     """The wait after failed attempt ``attempt`` under the action's retry spec."""
     return backoff_delay(
-        attempt, initial=spec.backoff_initial, maximum=spec.backoff_max,
-        multiplier=spec.backoff_multiplier, jitter=spec.jitter,
+        attempt,
+        initial=spec.backoff_initial,
+        maximum=spec.backoff_max,
+        multiplier=spec.backoff_multiplier,
+        jitter=spec.jitter,
     )

@@ -63,10 +63,23 @@ class PriorRun:
 class RecordWalk:
     """Walks a run's shards (or the ranges a worker claimed) through a :class:`Walker`."""
 
-    def __init__(self, *, run_id: str, snapshot_id: str, ranges: list[tuple[int, int]],
-                 store: Store, gateway: StoreGateway, out: OutcomeWriter, plan: StepPlan,
-                 walker: Walker, memory: ShardMemory, control: RunControl, fresh: bool,
-                 prior: PriorRun, batch: BatchUnits | None) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        snapshot_id: str,
+        ranges: list[tuple[int, int]],
+        store: Store,
+        gateway: StoreGateway,
+        out: OutcomeWriter,
+        plan: StepPlan,
+        walker: Walker,
+        memory: ShardMemory,
+        control: RunControl,
+        fresh: bool,
+        prior: PriorRun,
+        batch: BatchUnits | None,
+    ) -> None:
         self.run_id = run_id
         self.snapshot_id = snapshot_id
         self.ranges = ranges
@@ -103,7 +116,9 @@ class RecordWalk:
                 first_started.set()
 
         try:
-            results = await asyncio.gather(*(one(i, lo, hi) for i, (lo, hi) in enumerate(self.ranges)))
+            results = await asyncio.gather(
+                *(one(i, lo, hi) for i, (lo, hi) in enumerate(self.ranges))
+            )
             self.walked = self.walked or not self.control.stopping
         finally:
             await self.gateway.flush()
@@ -114,8 +129,9 @@ class RecordWalk:
         have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
         if have == (hi - lo) * len(self.plan.order) and self.plan.regions is None:
             # every unit of this shard already has its outcome: count them, send nothing
-            for row in await self.gateway.call(self.store.status_counts_between, self.run_id,
-                                               lo, hi):
+            for row in await self.gateway.call(
+                self.store.status_counts_between, self.run_id, lo, hi
+            ):
                 self.out.progress.add(row.action, row.status, int(row.n))
             return True
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
@@ -132,7 +148,9 @@ class RecordWalk:
         if self.batch is not None and first is not None and not isinstance(first, Region):
             waiting = await self.batch.settle_ahead(first, records, existing, self.memory)
         tasks = await self._start_records(
-            [(r, p) for r, p in zip(records, payloads, strict=True) if r.key not in waiting], existing)
+            [(r, p) for r, p in zip(records, payloads, strict=True) if r.key not in waiting],
+            existing,
+        )
         if started is not None:
             started.set()
         done = await asyncio.gather(*tasks)
@@ -145,8 +163,11 @@ class RecordWalk:
             self.batch.forget(keys)
         return all(done) and not waiting
 
-    async def _start_records(self, records: list[tuple[RecordUnit, JSONObject | None]],
-                             existing: dict[tuple[str, str], Settled]) -> list[asyncio.Task[bool]]:
+    async def _start_records(
+        self,
+        records: list[tuple[RecordUnit, JSONObject | None]],
+        existing: dict[tuple[str, str], Settled],
+    ) -> list[asyncio.Task[bool]]:
         """One task per record, started 64 at a time: each runs until it waits for a slot,
         and a shard's 1,000 first steps in one go would hold answers that came back
         meanwhile (and the slots they free) for tens of milliseconds."""
@@ -166,12 +187,20 @@ class RecordWalk:
 
     def _roots(self) -> list[ActionRuntime]:
         """Llm actions that read only the record, outside any fan-out."""
-        return [rt for rt in self.plan.by_name.values()
-                if rt.action.kind == "llm" and not rt.action.dependencies
-                and not self.plan.per_item(rt.name)]
+        return [
+            rt
+            for rt in self.plan.by_name.values()
+            if rt.action.kind == "llm"
+            and not rt.action.dependencies
+            and not self.plan.per_item(rt.name)
+        ]
 
-    async def _prefetch_roots(self, records: list[RecordUnit], payloads: list[JSONObject | None],
-                              existing: dict[tuple[str, str], Settled]) -> None:
+    async def _prefetch_roots(
+        self,
+        records: list[RecordUnit],
+        payloads: list[JSONObject | None],
+        existing: dict[tuple[str, str], Settled],
+    ) -> None:
         """Render the requests of actions that read only the record (no dependencies) for a
         whole shard and look their answers up in one query instead of one per unit."""
         if self.fresh:
@@ -181,28 +210,40 @@ class RecordWalk:
             for rec, payload in zip(records, payloads, strict=True):
                 if rec.reason or (rt.name, rec.key) in existing or rec.payload is None:
                     continue
-                if self.batch is not None and own_item(self.batch.items_of(rt, rec.key),
-                                                       self.run_id) is not None:
+                if (
+                    self.batch is not None
+                    and own_item(self.batch.items_of(rt, rec.key), self.run_id) is not None
+                ):
                     continue  # waits on (or is settled from) this run's own batch item
                 try:
                     request = build_request(rt, rt.view.build(payload, {}))
                 except Exception:  # noqa: BLE001, S112 - the unit renders again and reports it
                     continue
-                request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
-                pending.append((rt.name, rec.key, request, request_json, fingerprint_of(request_json)))
+                request_json = (
+                    rt.canonical.of(request) if rt.canonical is not None else request.canonical()
+                )
+                pending.append(
+                    (rt.name, rec.key, request, request_json, fingerprint_of(request_json))
+                )
                 if len(pending) % 16 == 0:
                     # Rendering a shard takes a while: let answers that came back meanwhile
                     # be committed and their slots passed on instead of waiting for it.
                     await asyncio.sleep(0)
         if not pending:
             return
-        found = await self.gateway.call(self.store.get_answers, [p[4] for p in pending],
-                                        tenant=self.gateway.tenant)
+        found = await self.gateway.call(
+            self.store.get_answers, [p[4] for p in pending], tenant=self.gateway.tenant
+        )
         for name, key, request, request_json, fp in pending:
-            self.memory.prefetched[(name, key)] = Prefetched(request, request_json, fp, found.get(fp))
+            self.memory.prefetched[(name, key)] = Prefetched(
+                request, request_json, fp, found.get(fp)
+            )
 
-    def _load_shard(self, lo: int, hi: int) -> tuple[list[RecordUnit], dict[tuple[str, str], Settled],
-                                                    dict[tuple[str, str], CarriedFailure]]:
+    def _load_shard(
+        self, lo: int, hi: int
+    ) -> tuple[
+        list[RecordUnit], dict[tuple[str, str], Settled], dict[tuple[str, str], CarriedFailure]
+    ]:
         """(records, this run's outcomes, failures of the prior run to carry) — in the
         store thread."""
         records = RecordUnit.from_rows(list(self.store.iter_records(self.snapshot_id, lo, hi)))
@@ -215,8 +256,13 @@ class RecordWalk:
             uncarried = self.store.failures_not_carried(self.prior.run_id)
             older = self._older_keys(self.prior.run_id, records)
             for o in self.store.outcomes_between(self.prior.run_id, lo, hi):
-                if o.status == "failed" and o.fingerprint and o.reason \
-                        and o.action not in self.prior.failed_actions and o.reason not in uncarried:
+                if (
+                    o.status == "failed"
+                    and o.fingerprint
+                    and o.reason
+                    and o.action not in self.prior.failed_actions
+                    and o.reason not in uncarried
+                ):
                     key = older.get((o.seq, o.unit_key), o.unit_key) if older else o.unit_key
                     prior[(o.action, key)] = CarriedFailure(o.reason, o.detail, o.fingerprint)
         return records, existing, prior
@@ -237,5 +283,5 @@ class RecordWalk:
             out[(r.seq, raw)] = r.key
             for o in self.store.unit_outcomes_under(prior_id, raw):
                 if o.seq == r.seq and o.unit_key.startswith(raw + "/"):
-                    out[(r.seq, o.unit_key)] = r.key + o.unit_key[len(raw):]
+                    out[(r.seq, o.unit_key)] = r.key + o.unit_key[len(raw) :]
         return out

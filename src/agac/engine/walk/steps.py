@@ -45,9 +45,16 @@ def regions_of(actions: Any) -> Regions:
     nodes = []
     for a in actions:
         get = a.get if isinstance(a, dict) else (lambda k, a=a: getattr(a, k, None))
-        nodes.append(Node(str(get("name")), tuple(get("dependencies") or ()), tuple(get("ancestors") or ()),
-                          fan_out=get("fan_out") is not None, join=get("join"),
-                          is_join=get("join") is not None))
+        nodes.append(
+            Node(
+                str(get("name")),
+                tuple(get("dependencies") or ()),
+                tuple(get("ancestors") or ()),
+                fan_out=get("fan_out") is not None,
+                join=get("join"),
+                is_join=get("join") is not None,
+            )
+        )
     return resolve_regions(nodes)
 
 
@@ -102,18 +109,22 @@ class StepPlan:
         for u in done:
             if u.startswith("@"):
                 fan = self.by_name[u[1:]]
-                region = Region(fan, self._level(scope + (fan.name,)),
-                                frozenset(regions.members[fan.name]),
-                                Slots(max(1, fan.action.max_concurrency)),
-                                tuple(a for a in self.order if fan.name in regions.scope[a]))
+                region = Region(
+                    fan,
+                    self._level(scope + (fan.name,)),
+                    frozenset(regions.members[fan.name]),
+                    Slots(max(1, fan.action.max_concurrency)),
+                    tuple(a for a in self.order if fan.name in regions.scope[a]),
+                )
                 steps.append(region)
             else:
                 steps.append(self.by_name[u])
         return steps
 
 
-def expected_units(regions: Regions, action: str, records: int,
-                   totals: dict[str, tuple[int, int]]) -> int:
+def expected_units(
+    regions: Regions, action: str, records: int, totals: dict[str, tuple[int, int]]
+) -> int:
     """How many units ``action`` has (docs/cli.md, agac status): records at record level; inside a
     fan-out, one per item of every parent that fanned out plus one per parent that did
     not (yet, or could not)."""
@@ -124,8 +135,9 @@ def expected_units(regions: Regions, action: str, records: int,
     return max(count, 0)
 
 
-def unit_keys(regions: Regions, action: str, record_key: str,
-              expansions: dict[tuple[str, str], int]) -> list[str]:
+def unit_keys(
+    regions: Regions, action: str, record_key: str, expansions: dict[tuple[str, str], int]
+) -> list[str]:
     """The unit keys of ``action`` for one record (its key as in the input), given the
     stored fan-outs."""
     keys = [escape(record_key)]

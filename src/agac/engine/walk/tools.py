@@ -30,8 +30,15 @@ if TYPE_CHECKING:
 __all__ = ["call_tool"]
 
 
-async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: JSONObject,
-                    inputs_json: str, input_hash: str, idem: str) -> Settled | None:
+async def call_tool(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    view: JSONObject,
+    inputs_json: str,
+    input_hash: str,
+    idem: str,
+) -> Settled | None:
     """Call the tool until it returns or its attempts are spent, in the action's slot
     (once the unit's decision says so: no cached result, before the deadline)."""
     action = rt.action
@@ -43,17 +50,27 @@ async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: 
             if ctx.control.stopping:
                 return None  # never called, or not called again: pending for the next run
             # At a join the view holds the items (engine/walk/walker.py); the names are reserved.
-            tool_ctx = ToolContext(ctx.run_id, ctx.workflow, action.name, rec.record_key,
-                                   rec.item_key, attempt, idem, _items(view, "fulfilled"),
-                                   _items(view, "rejected"), tenant=ctx.tenant)
+            tool_ctx = ToolContext(
+                ctx.run_id,
+                ctx.workflow,
+                action.name,
+                rec.record_key,
+                rec.item_key,
+                attempt,
+                idem,
+                _items(view, "fulfilled"),
+                _items(view, "rejected"),
+                tenant=ctx.tenant,
+            )
             started = clock.monotonic()
             try:
                 value = await invoke_tool(rt.function, json.loads(inputs_json), tool_ctx)
                 output = tool_output(rt, value)
             except Fail as fail:
                 await ctx.out.record_tool(rt, rec, attempt, started, fail.detail, input_hash)
-                return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None,
-                                    input_hash, attempt)
+                return await _final(
+                    ctx, rt, rec, "failed", fail.reason, fail.detail, None, input_hash, attempt
+                )
             except BaseException as exc:  # user code: it fails its unit, never agac
                 if not fails_only_its_unit(exc):
                     raise
@@ -61,15 +78,39 @@ async def call_tool(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, view: 
                 detail = ctx.out.redact(describe(exc))
                 await ctx.out.record_tool(rt, rec, attempt, started, tb, input_hash)
                 if not is_retryable(exc) or attempt >= action.retry.max_attempts:
-                    return await _final(ctx, rt, rec, "failed", "tool_error", detail, None,
-                                        input_hash, attempt, traceback_text=tb)
+                    return await _final(
+                        ctx,
+                        rt,
+                        rec,
+                        "failed",
+                        "tool_error",
+                        detail,
+                        None,
+                        input_hash,
+                        attempt,
+                        traceback_text=tb,
+                    )
                 delay = _retry_delay(exc, action.retry, attempt)
             else:
                 usage = [ctx.out.tool_usage_row(rt, rec, attempt, started, None, input_hash)]
-                cached = [ToolResultRow(input_hash, action.function or "", dumps(output),
-                                        clock.time())] if action.cache else []
-                return await _final(ctx, rt, rec, "answered", None, None, output, input_hash,
-                                    attempt, usage=usage, tool_results=cached)
+                cached = (
+                    [ToolResultRow(input_hash, action.function or "", dumps(output), clock.time())]
+                    if action.cache
+                    else []
+                )
+                return await _final(
+                    ctx,
+                    rt,
+                    rec,
+                    "answered",
+                    None,
+                    None,
+                    output,
+                    input_hash,
+                    attempt,
+                    usage=usage,
+                    tool_results=cached,
+                )
         if await ctx.control.sleep(delay):
             return None
 
@@ -87,11 +128,31 @@ def _retry_delay(exc: BaseException, spec: RetrySpec, attempt: int) -> float:
 
 
 async def _final(
-    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, status: OutcomeStatus, reason: str | None,
-    detail: str | None, output: JSON, input_hash: str, attempts: int, *,
-    usage: Sequence[UsageRow] = (), tool_results: Sequence[ToolResultRow] = (),
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    status: OutcomeStatus,
+    reason: str | None,
+    detail: str | None,
+    output: JSON,
+    input_hash: str,
+    attempts: int,
+    *,
+    usage: Sequence[UsageRow] = (),
+    tool_results: Sequence[ToolResultRow] = (),
     traceback_text: str | None = None,
 ) -> Settled:
-    return await ctx.out.settle(rt, rec, status, reason, detail, output=output, origin="call",
-                                fingerprint=input_hash, attempts=attempts, usage=usage,
-                                tool_results=tool_results, traceback_text=traceback_text)
+    return await ctx.out.settle(
+        rt,
+        rec,
+        status,
+        reason,
+        detail,
+        output=output,
+        origin="call",
+        fingerprint=input_hash,
+        attempts=attempts,
+        usage=usage,
+        tool_results=tool_results,
+        traceback_text=traceback_text,
+    )

@@ -50,8 +50,12 @@ __all__ = ["run_unit", "settle"]
 
 
 async def run_unit(
-    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: JSONObject | None,
-    results: dict[str, Settled], extra: JSONObject | None = None,
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    payload: JSONObject | None,
+    results: dict[str, Settled],
+    extra: JSONObject | None = None,
 ) -> Settled | None:
     """The unit's outcome, or None when it stays pending (it waits on a batch, a person,
     an effect, or the run is stopping). ``extra`` are roots the unit sees besides
@@ -64,20 +68,48 @@ async def run_unit(
 async def settle(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, d: Settle) -> Settled:
     """Write the outcome a decision gave the unit."""
     output = json.loads(d.output_json) if d.output_json is not None else None
-    return await ctx.out.settle(rt, rec, d.status, d.reason, d.detail, output=output,
-                                origin=d.origin, fingerprint=d.fingerprint, attempts=d.attempts,
-                                output_json=d.output_json)
+    return await ctx.out.settle(
+        rt,
+        rec,
+        d.status,
+        d.reason,
+        d.detail,
+        output=output,
+        origin=d.origin,
+        fingerprint=d.fingerprint,
+        attempts=d.attempts,
+        output_json=d.output_json,
+    )
 
 
 class _Unit:
     """One unit being decided: its facts, and what gathering them produced (the view, the
     request and its canonical JSON, a tool's inputs)."""
 
-    __slots__ = ("batch", "ctx", "extra", "facts", "given", "payload", "rec", "request",
-                 "request_json", "results", "rt", "view")
+    __slots__ = (
+        "batch",
+        "ctx",
+        "extra",
+        "facts",
+        "given",
+        "payload",
+        "rec",
+        "request",
+        "request_json",
+        "results",
+        "rt",
+        "view",
+    )
 
-    def __init__(self, ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, payload: JSONObject | None,
-                 results: dict[str, Settled], extra: JSONObject | None) -> None:
+    def __init__(
+        self,
+        ctx: UnitContext,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        extra: JSONObject | None,
+    ) -> None:
         self.ctx, self.rt, self.rec = ctx, rt, rec
         self.payload, self.results, self.extra = payload, results, extra
         action = rt.action
@@ -85,16 +117,25 @@ class _Unit:
         self.batch: BatchUnits | None = batch
         control = ctx.control
         f = self.facts = UnitFacts(
-            ctx.run_id, kind=action.kind, reads_records=not action.dependencies,
-            record_reason=rec.reason, record_error=rec.error,
+            ctx.run_id,
+            kind=action.kind,
+            reads_records=not action.dependencies,
+            record_reason=rec.reason,
+            record_error=rec.error,
             upstream=[(d, results.get(d)) for d in action.dependencies],
-            stopping=control.stopping, guard=NOT_YET if rt.guard is not None else None,
-            guard_text=action.when, action_failed=control.action_failed(rt.name),
+            stopping=control.stopping,
+            guard=NOT_YET if rt.guard is not None else None,
+            guard_text=action.when,
+            action_failed=control.action_failed(rt.name),
             gated=action.approval is not None and ctx.approvals is not None,
-            effect=action.effect is not None, cache=action.cache, fresh=ctx.fresh,
-            batch=batch is not None, items=batch.items_of(rt, rec.key) if batch else (),
+            effect=action.effect is not None,
+            cache=action.cache,
+            fresh=ctx.fresh,
+            batch=batch is not None,
+            items=batch.items_of(rt, rec.key) if batch else (),
             carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None,
-            live=batch is not None and control.is_live(rt.name))
+            live=batch is not None and control.is_live(rt.name),
+        )
         if batch is not None or action.kind == "tool":
             f.deadline_passed = control.deadline_passed()
             f.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
@@ -123,8 +164,11 @@ class _Unit:
     def _view(self) -> JSONObject:
         if self.view is None:
             action, results = self.rt.action, self.results
-            outputs = {a: r.output for a in action.ancestors
-                       if (r := results.get(a)) is not None and r.status == "answered"}
+            outputs = {
+                a: r.output
+                for a in action.ancestors
+                if (r := results.get(a)) is not None and r.status == "answered"
+            }
             view = self.rt.view.build(self.payload, outputs)
             if self.extra:
                 view.update(self.extra)
@@ -167,7 +211,9 @@ class _Unit:
             return
         request = self.given if self.given is not None else build_request(rt, self._view())
         self.request = request
-        self.request_json = rt.canonical.of(request) if rt.canonical is not None else request.canonical()
+        self.request_json = (
+            rt.canonical.of(request) if rt.canonical is not None else request.canonical()
+        )
         f.fingerprint = fingerprint_of(self.request_json)
 
     # -- acting on the decision ----------------------------------------------------------------
@@ -239,17 +285,30 @@ def _guard(rt: ActionRuntime, view: JSONObject) -> bool:
         raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
-async def _single_flight(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request,
-                         request_json: str, fp: str) -> Settled | None:
+async def _single_flight(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    request: Request,
+    request_json: str,
+    fp: str,
+) -> Settled | None:
     """S5: an identical request in flight in this run is asked once; the others share its
     result (answered units as ``reused``)."""
     inflight = ctx.memory.inflight
     shared = inflight.get(fp)
     if shared is not None:
         got = await asyncio.shield(shared)
-        return await ctx.out.settle(rt, rec, got.status, got.reason, got.detail, output=got.output,
-                                    origin="reused" if got.status == "answered" else "call",
-                                    fingerprint=fp)
+        return await ctx.out.settle(
+            rt,
+            rec,
+            got.status,
+            got.reason,
+            got.detail,
+            output=got.output,
+            origin="reused" if got.status == "answered" else "call",
+            fingerprint=fp,
+        )
     fut: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
     inflight[fp] = fut
     try:

@@ -63,10 +63,19 @@ class ItemRecord:
 
 def _items(parent: UnitRecord, n: int) -> list[ItemRecord]:
     key = parent.key
-    return [ItemRecord(key=item_key(key, i), seq=parent.seq, file=parent.file, n=parent.n,
-                       line=parent.line, record_key=parent.record_key, item_key=item_key(key, i),
-                       custom=f"{parent.custom}_{i}")
-            for i in range(n)]
+    return [
+        ItemRecord(
+            key=item_key(key, i),
+            seq=parent.seq,
+            file=parent.file,
+            n=parent.n,
+            line=parent.line,
+            record_key=parent.record_key,
+            item_key=item_key(key, i),
+            custom=f"{parent.custom}_{i}",
+        )
+        for i in range(n)
+    ]
 
 
 class Walker:
@@ -76,13 +85,22 @@ class Walker:
         self.plan = plan
         self.ctx = ctx
 
-    async def walk_record(self, rec: UnitRecord, payload: JSONObject | None, existing: Existing) -> bool:
+    async def walk_record(
+        self, rec: UnitRecord, payload: JSONObject | None, existing: Existing
+    ) -> bool:
         """True when every unit of the record has its outcome; False when one is pending
         (a batch, a person, an effect, the run stopping)."""
         return await self._walk(self.plan.steps, rec, payload, {}, existing, {})
 
-    async def _walk(self, steps: list[Step], rec: UnitRecord, payload: JSONObject | None,
-                    results: dict[str, Settled], existing: Existing, extra: JSONObject) -> bool:
+    async def _walk(
+        self,
+        steps: list[Step],
+        rec: UnitRecord,
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        existing: Existing,
+        extra: JSONObject,
+    ) -> bool:
         collected: dict[str, Items | None] = {}
         for step in steps:
             if isinstance(step, Region):
@@ -96,8 +114,9 @@ class Walker:
             if got is None:
                 try:
                     if rt.action.join is not None:
-                        got = await self._join(rt, rec, payload, results, extra,
-                                               collected.get(rt.action.join))
+                        got = await self._join(
+                            rt, rec, payload, results, extra, collected.get(rt.action.join)
+                        )
                     else:
                         got = await run_unit(self.ctx, rt, rec, payload, results, extra)
                 except Stopped:
@@ -107,9 +126,15 @@ class Walker:
             results[rt.name] = got
         return True
 
-    async def _region(self, region: Region, rec: UnitRecord, payload: JSONObject | None,
-                      results: dict[str, Settled], existing: Existing,
-                      extra: JSONObject) -> Items | bool:
+    async def _region(
+        self,
+        region: Region,
+        rec: UnitRecord,
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        existing: Existing,
+        extra: JSONObject,
+    ) -> Items | bool:
         """Run a region for one parent. The items' results in request order; True when the
         parent could not fan out (its region units settled under the parent's key); False
         when something is still pending."""
@@ -117,7 +142,8 @@ class Walker:
         spec = fan.fan_out
         assert spec is not None
         ready = rec.reason is None and all(
-            (r := results.get(d)) is not None and r.status == "answered" for d in fan.dependencies)
+            (r := results.get(d)) is not None and r.status == "answered" for d in fan.dependencies
+        )
         values: list[JSON] | None = None
         if ready:
             if spec.versions is not None:
@@ -125,34 +151,46 @@ class Walker:
             else:
                 values, problem = _list_at(payload, results, spec.over or "")
                 if values is None:
-                    return await self._cannot_fan_out(region, rec, payload, results, existing,
-                                                      extra, problem)
+                    return await self._cannot_fan_out(
+                        region, rec, payload, results, existing, extra, problem
+                    )
         if values is None:
             # The parent's own dependencies decide: every unit of the region settles under
             # the parent's key (skipped upstream_failed, or with the upstream's skip reason).
-            return await self._walk_members(region, region.steps, rec, payload, results,
-                                            existing, extra)
+            return await self._walk_members(
+                region, region.steps, rec, payload, results, existing, extra
+            )
         self.ctx.out.fanned_out(fan.name, rec, len(values), region.item_actions)
         name = "version" if spec.versions is not None else spec.as_name
         items = _items(rec, len(values))
-        outs = await self._walk_items(region, items, [{**extra, name: v} for v in values],
-                                      payload, results, existing)
+        outs = await self._walk_items(
+            region, items, [{**extra, name: v} for v in values], payload, results, existing
+        )
         if outs is None:
             return False
-        return [(items[i].key, {k: v for k, v in inner.items() if k in region.members})
-                for i, inner in enumerate(outs)]
+        return [
+            (items[i].key, {k: v for k, v in inner.items() if k in region.members})
+            for i, inner in enumerate(outs)
+        ]
 
-    async def _walk_items(self, region: Region, items: list[ItemRecord],
-                          scopes: list[JSONObject], payload: JSONObject | None, results: dict[str, Settled],
-                          existing: Existing) -> list[dict[str, Settled]] | None:
+    async def _walk_items(
+        self,
+        region: Region,
+        items: list[ItemRecord],
+        scopes: list[JSONObject],
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        existing: Existing,
+    ) -> list[dict[str, Settled]] | None:
         """Each item walks the region's steps under the region's item slots, in parallel or
         one after another (``gate: sequential``); None when one is pending."""
 
         async def one(i: int) -> tuple[bool, dict[str, Settled]]:
             inner = dict(results)
             if all((a, items[i].key) in existing for a in region.members):
-                return await self._walk(region.steps, items[i], payload, inner, existing,
-                                        scopes[i]), inner
+                return await self._walk(
+                    region.steps, items[i], payload, inner, existing, scopes[i]
+                ), inner
             assert region.slots is not None
             async with region.slots:
                 if self.ctx.control.stopping:
@@ -173,9 +211,16 @@ class Walker:
             return None
         return [inner for _, inner in outs]
 
-    async def _walk_members(self, region: Region, steps: list[Step], rec: UnitRecord,
-                            payload: JSONObject | None, results: dict[str, Settled], existing: Existing,
-                            extra: JSONObject) -> bool:
+    async def _walk_members(
+        self,
+        region: Region,
+        steps: list[Step],
+        rec: UnitRecord,
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        existing: Existing,
+        extra: JSONObject,
+    ) -> bool:
         """The region's units of a parent that did not fan out, under the parent's key."""
         inner = dict(results)
         done = await self._walk(steps, rec, payload, inner, existing, extra)
@@ -183,9 +228,16 @@ class Walker:
             results.update({k: v for k, v in inner.items() if k in region.members})
         return done
 
-    async def _cannot_fan_out(self, region: Region, rec: UnitRecord, payload: JSONObject | None,
-                              results: dict[str, Settled], existing: Existing,
-                              extra: JSONObject, problem: str) -> bool:
+    async def _cannot_fan_out(
+        self,
+        region: Region,
+        rec: UnitRecord,
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        existing: Existing,
+        extra: JSONObject,
+        problem: str,
+    ) -> bool:
         """The list field is missing or not a list: the fan-out unit of the parent fails
         ``fan_out_invalid``; the rest of the region is skipped ``upstream_failed``."""
         fan = region.fan
@@ -198,9 +250,15 @@ class Walker:
             results.update({k: v for k, v in inner.items() if k in region.members})
         return done
 
-    async def _join(self, rt: ActionRuntime, rec: UnitRecord, payload: JSONObject | None,
-                    results: dict[str, Settled], extra: JSONObject,
-                    items: Items | None) -> Settled | None:
+    async def _join(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        payload: JSONObject | None,
+        results: dict[str, Settled],
+        extra: JSONObject,
+        items: Items | None,
+    ) -> Settled | None:
         action, out = rt.action, self.ctx.out
         if items is None:
             # The parent never fanned out: its region units are in ``results`` under the
@@ -208,9 +266,16 @@ class Walker:
             return await run_unit(self.ctx, rt, rec, payload, results, extra)
         # The unit's decision on its record and dependencies (an input of the join is
         # missing from ``results``: judged item by item below).
-        upstream = decide(UnitFacts(self.ctx.run_id, kind="join", reads_records=False,
-                                    record_reason=rec.reason, record_error=rec.error,
-                                    upstream=[(d, results.get(d)) for d in action.dependencies]))
+        upstream = decide(
+            UnitFacts(
+                self.ctx.run_id,
+                kind="join",
+                reads_records=False,
+                record_reason=rec.reason,
+                record_error=rec.error,
+                upstream=[(d, results.get(d)) for d in action.dependencies],
+            )
+        )
         if isinstance(upstream, Settle):
             return await settle(self.ctx, rt, rec, upstream)
         assert self.plan.regions is not None
@@ -221,22 +286,35 @@ class Walker:
         if rejected and action.failure_policy == "atomic":
             if action.kind != "tool":
                 keys = ", ".join(str(r["key"]) for r in rejected if isinstance(r, dict))
-                return await out.settle(rt, rec, "skipped", "join_atomic",
-                                        f"{len(rejected)} of {len(items)} items failed ({keys}); "
-                                        "failure_policy atomic")
+                return await out.settle(
+                    rt,
+                    rec,
+                    "skipped",
+                    "join_atomic",
+                    f"{len(rejected)} of {len(items)} items failed ({keys}); failure_policy atomic",
+                )
             fulfilled = []
         if action.kind == "join":
             if self.ctx.control.stopping:
                 return None
-            return await out.settle(rt, rec, "answered", output={
-                "fulfilled": fulfilled, "rejected": rejected, "skipped": skipped})
-        scope: JSONObject = {**extra, "fulfilled": fulfilled, "rejected": rejected,
-                             "skipped": skipped}
+            return await out.settle(
+                rt,
+                rec,
+                "answered",
+                output={"fulfilled": fulfilled, "rejected": rejected, "skipped": skipped},
+            )
+        scope: JSONObject = {
+            **extra,
+            "fulfilled": fulfilled,
+            "rejected": rejected,
+            "skipped": skipped,
+        }
         return await run_unit(self.ctx, rt, rec, payload, results, scope)
 
 
-def judge(items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
-          ) -> tuple[list[JSON], list[JSON], list[JSON], tuple[str, str] | None]:
+def judge(
+    items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
+) -> tuple[list[JSON], list[JSON], list[JSON], tuple[str, str] | None]:
     """Split settled items, in request order, into fulfilled (key, output), rejected (key,
     reason, action) and skipped by a guard; or a reason to skip the parent when an item
     was never asked because the run stopped."""
@@ -246,14 +324,18 @@ def judge(items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
     for index, (key, res) in enumerate(items):
         states = [res[a] for a in inputs if a in res]
         if states and all(s.status == "answered" for s in states):
-            output = states[0].output if len(inputs) == 1 else {
-                a: res[a].output for a in inputs if a in res}
+            output = (
+                states[0].output
+                if len(inputs) == 1
+                else {a: res[a].output for a in inputs if a in res}
+            )
             fulfilled.append({"key": key, "index": index, "output": output})
             continue
         failure = next(((a, s) for a, s in res.items() if s.status == "failed"), None)
         if failure is not None:
-            rejected.append({"key": key, "index": index, "action": failure[0],
-                             "reason": failure[1].reason})
+            rejected.append(
+                {"key": key, "index": index, "action": failure[0], "reason": failure[1].reason}
+            )
             continue
         reason = next((s.reason for s in states if s.status == "skipped"), None) or "guard"
         if reason in HALTING:  # the run stopped: the parent is skipped, not joined
@@ -262,13 +344,22 @@ def judge(items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
             skipped.append({"key": key, "index": index, "reason": reason})
         else:
             # A skip that stands for a failure inside the item (an inner atomic join).
-            rejected.append({"key": key, "index": index, "action": next(
-                (a for a in inputs if a in res and res[a].status == "skipped"), None),
-                "reason": reason})
+            rejected.append(
+                {
+                    "key": key,
+                    "index": index,
+                    "action": next(
+                        (a for a in inputs if a in res and res[a].status == "skipped"), None
+                    ),
+                    "reason": reason,
+                }
+            )
     return fulfilled, rejected, skipped, None
 
 
-def _list_at(payload: JSONObject | None, results: dict[str, Settled], over: str) -> tuple[list[JSON] | None, str]:
+def _list_at(
+    payload: JSONObject | None, results: dict[str, Settled], over: str
+) -> tuple[list[JSON] | None, str]:
     root, *path = over.split(".")
     if root == "source":
         value: JSON = payload

@@ -27,20 +27,40 @@ def shard_rows(files: list[dict[str, Any]], config: dict[str, Any]) -> list[dict
     by_start = {int(f["start"]): f for f in files}
     for lo, hi in shard_ranges(files):
         start = max(s for s in by_start if s <= lo)
-        rows.append({"shard": f"o:{lo:010d}", "kind": "online", "file": by_start[start]["file"],
-                     "lo": lo, "hi": hi})
+        rows.append(
+            {
+                "shard": f"o:{lo:010d}",
+                "kind": "online",
+                "file": by_start[start]["file"],
+                "lo": lo,
+                "hi": hi,
+            }
+        )
     for action in config.get("actions", []):
         if action.get("kind", "llm") == "llm" and action.get("run_mode") == "batch":
             for f in files:
                 start, count = int(f["start"]), int(f["count"])
-                rows.append({"shard": f"b:{action['name']}:{f['file']}", "kind": "batch",
-                             "action": action["name"], "file": f["file"], "lo": start,
-                             "hi": start + count})
+                rows.append(
+                    {
+                        "shard": f"b:{action['name']}:{f['file']}",
+                        "kind": "batch",
+                        "action": action["name"],
+                        "file": f["file"],
+                        "lo": start,
+                        "hi": start + count,
+                    }
+                )
     return rows
 
 
-def submit_run(project: Project, store: Store, workflow: Workflow, options: RunOptions, *,
-               as_admitted: AsAdmitted | None = None) -> dict[str, Any]:
+def submit_run(
+    project: Project,
+    store: Store,
+    workflow: Workflow,
+    options: RunOptions,
+    *,
+    as_admitted: AsAdmitted | None = None,
+) -> dict[str, Any]:
     """``agac submit``: the same admission as ``agac run`` (R1 continuation, ``--new``,
     the budget estimate, the input snapshot), then shards for workers and a NOTIFY; nothing
     is executed here."""
@@ -49,26 +69,49 @@ def submit_run(project: Project, store: Store, workflow: Workflow, options: RunO
     assert info is not None
     created = store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))
     store.notify_work()
-    return {"run_id": run.id, "workflow": run.workflow, "state": run.state,
-            "tenant": run.tenant, "records": int(info.record_count), "shards": created,
-            "notes": notes}
+    return {
+        "run_id": run.id,
+        "workflow": run.workflow,
+        "state": run.state,
+        "tenant": run.tenant,
+        "records": int(info.record_count),
+        "shards": created,
+        "notes": notes,
+    }
 
 
-def list_workers(store: Store, *, include_stopped: bool = False,
-                 tenants: Collection[str] | None = None) -> list[dict[str, Any]]:
+def list_workers(
+    store: Store, *, include_stopped: bool = False, tenants: Collection[str] | None = None
+) -> list[dict[str, Any]]:
     """Live workers (or every worker seen), what each holds and its last heartbeat. A
     worker serves every tenant; with ``tenants`` (a person's), only the holdings of those
     tenants' runs are shown (T2)."""
     out = []
     now = store.clock.time()
     for w, held in store.list_workers(live_only=not include_stopped, tenants=tenants):
-        out.append({"worker_id": w.id, "host": w.host, "pid": w.pid, "state": w.state,
-                    "concurrency": w.concurrency, "started_at": w.started_at,
-                    "heartbeat_at": w.heartbeat_at, "heartbeat_age_s": round(now - w.heartbeat_at, 3),
-                    "live": w.expires_at > now,
-                    "holds": [{"run_id": h.run_id, "tenant": h.tenant, "shard": h.shard,
-                               "kind": h.kind, "lease_expires_at": h.expires_at}
-                              for h in held]})
+        out.append(
+            {
+                "worker_id": w.id,
+                "host": w.host,
+                "pid": w.pid,
+                "state": w.state,
+                "concurrency": w.concurrency,
+                "started_at": w.started_at,
+                "heartbeat_at": w.heartbeat_at,
+                "heartbeat_age_s": round(now - w.heartbeat_at, 3),
+                "live": w.expires_at > now,
+                "holds": [
+                    {
+                        "run_id": h.run_id,
+                        "tenant": h.tenant,
+                        "shard": h.shard,
+                        "kind": h.kind,
+                        "lease_expires_at": h.expires_at,
+                    }
+                    for h in held
+                ],
+            }
+        )
     return out
 
 
@@ -78,9 +121,19 @@ def shard_view(store: Store, run_id: str) -> list[dict[str, Any]]:
     out = []
     for s in store.shard_owners(run_id):
         live = s.expires_at is not None and s.expires_at > now
-        out.append({"shard": s.shard, "kind": s.kind, "action": s.action, "file": s.file,
-                    "records": [s.lo, s.hi], "state": "held" if live else s.state,
-                    "owner": s.owner if live else None, "last_owner": s.owner,
-                    "owner_host": s.host if live else None, "owner_pid": s.pid if live else None,
-                    "claims": s.claims})
+        out.append(
+            {
+                "shard": s.shard,
+                "kind": s.kind,
+                "action": s.action,
+                "file": s.file,
+                "records": [s.lo, s.hi],
+                "state": "held" if live else s.state,
+                "owner": s.owner if live else None,
+                "last_owner": s.owner,
+                "owner_host": s.host if live else None,
+                "owner_pid": s.pid if live else None,
+                "claims": s.claims,
+            }
+        )
     return out

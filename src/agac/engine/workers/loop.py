@@ -46,6 +46,7 @@ from agac.config.model import Workflow
 from agac.engine.interrupts import install_interrupts
 from agac.engine.lifecycle.assembly import prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run, run_event
+from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.ending import finalize, finish_cancel, time_out
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
 from agac.engine.limits.rates import Slots, batch_providers, connections_by_provider
@@ -69,6 +70,8 @@ SHARDS_PER_WORKER = 2
 """Shards a worker holds at once: one keeps the calls busy while the other starts or ends."""
 IDLE_SLICE = 0.5
 """Seconds an idle worker blocks in one wait for a NOTIFY (a signal is seen after it)."""
+
+
 @dataclass
 class WorkerOptions:
     concurrency: int = 4
@@ -98,16 +101,24 @@ class WorkerReport:
         ms = sorted(s * 1000 for s in self.claim_seconds)
         db = sorted(s * 1000 for s in self.claim_db_seconds)
         return {
-            "worker_id": self.worker_id, "shards": self.shards, "lease_lost": self.lease_lost,
-            "finalized": self.finalized, "stopped_by_signal": self.stopped_by_signal,
+            "worker_id": self.worker_id,
+            "shards": self.shards,
+            "lease_lost": self.lease_lost,
+            "finalized": self.finalized,
+            "stopped_by_signal": self.stopped_by_signal,
             "stopped_at_once": self.stopped_at_once,
-            "claim_ms": {"count": len(ms), "mean": round(sum(ms) / len(ms), 3) if ms else None,
-                         "p50": round(ms[len(ms) // 2], 3) if ms else None,
-                         "max": round(ms[-1], 3) if ms else None},
-            "claim_db_ms": {"count": len(db), "mean": round(sum(db) / len(db), 3) if db else None,
-                            "max": round(db[-1], 3) if db else None},
+            "claim_ms": {
+                "count": len(ms),
+                "mean": round(sum(ms) / len(ms), 3) if ms else None,
+                "p50": round(ms[len(ms) // 2], 3) if ms else None,
+                "max": round(ms[-1], 3) if ms else None,
+            },
+            "claim_db_ms": {
+                "count": len(db),
+                "mean": round(sum(db) / len(db), 3) if db else None,
+                "max": round(db[-1], 3) if db else None,
+            },
         }
-
 
 
 class Worker:
@@ -117,7 +128,8 @@ class Worker:
                 "agac worker needs a PostgreSQL store: workers coordinate through its row "
                 "locks, leases and LISTEN/NOTIFY, which a SQLite file cannot share across "
                 "machines; set AGAC_STORE=postgresql://user@host:5432/db (or `store:` in "
-                "agac.yml), or run the workflow on this machine with `agac run`")
+                "agac.yml), or run the workflow on this machine with `agac run`"
+            )
         self.project = project
         self.store = store
         self.options = options
@@ -158,17 +170,27 @@ class Worker:
         opts = self.options
         self._calls = Slots(max(1, opts.concurrency))
         self._wake = asyncio.Event()
-        await asyncio.to_thread(self.store.register_worker, self.id, host=self.host, pid=self.pid,
-                                concurrency=opts.concurrency, ttl=opts.lease_ttl)
+        await asyncio.to_thread(
+            self.store.register_worker,
+            self.id,
+            host=self.host,
+            pid=self.pid,
+            concurrency=opts.concurrency,
+            ttl=opts.lease_ttl,
+        )
         listener = await asyncio.to_thread(self.store.work_listener)
         loop = asyncio.get_running_loop()
         restore: Callable[[], None] | None = None
         if opts.handle_signals:
+
             def on_term() -> None:
                 self.report.stopped_by_signal = True
-                self._log("stopping: finishing the calls in flight, handing shards back "
-                          "(again to stop at once)")
+                self._log(
+                    "stopping: finishing the calls in flight, handing shards back "
+                    "(again to stop at once)"
+                )
                 self.stop()
+
             restore = install_interrupts(on_term, (signal.SIGTERM, signal.SIGINT))
         beat = loop.create_task(self._heartbeat())
         tasks: set[asyncio.Task[None]] = set()
@@ -221,8 +243,12 @@ class Worker:
         await asyncio.to_thread(self._shard_new_runs)
         while len(tasks) < SHARDS_PER_WORKER and not self.stopping:
             claim = await asyncio.to_thread(
-                self.store.claim_shard, worker=self.id, host=self.host, pid=self.pid,
-                ttl=opts.lease_ttl)
+                self.store.claim_shard,
+                worker=self.id,
+                host=self.host,
+                pid=self.pid,
+                ttl=opts.lease_ttl,
+            )
             if claim is None:
                 break
             self.report.claim_seconds.append(claim.seconds)
@@ -231,8 +257,9 @@ class Worker:
             tasks.add(loop.create_task(self._work(claim)))
         if tasks:
             waker = loop.create_task(self._wake.wait())
-            done, _ = await asyncio.wait(tasks | {waker}, timeout=opts.poll,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                tasks | {waker}, timeout=opts.poll, return_when=asyncio.FIRST_COMPLETED
+            )
             waker.cancel()
             self._wake.clear()
             for task in done & tasks:
@@ -258,8 +285,12 @@ class Worker:
     async def _heartbeat(self) -> None:
         while True:
             await self.store.clock.sleep(self.options.lease_ttl / 3)
-            await asyncio.to_thread(self.store.worker_heartbeat, self.id, ttl=self.options.lease_ttl,
-                                    state="stopping" if self.stopping else "running")
+            await asyncio.to_thread(
+                self.store.worker_heartbeat,
+                self.id,
+                ttl=self.options.lease_ttl,
+                state="stopping" if self.stopping else "running",
+            )
 
     def _any_open_run(self) -> bool:
         return bool(self.store.list_open_runs())
@@ -287,12 +318,17 @@ class Worker:
         try:
             ctx = await self._context(claim.run_id)
             if claim.kind == "online":
-                outcome = await advance_online(self.project, self.store, ctx, claim,
-                                               worker=self.id, started=self._started,
-                                               ended=self._active.discard)
+                outcome = await advance_online(
+                    self.project,
+                    self.store,
+                    ctx,
+                    claim,
+                    worker=self.id,
+                    started=self._started,
+                    ended=self._active.discard,
+                )
             else:
-                outcome = await advance_batch(self.project, self.store, ctx, claim,
-                                              worker=self.id)
+                outcome = await advance_batch(self.project, self.store, ctx, claim, worker=self.id)
             await asyncio.to_thread(self._settle_shard, claim, outcome)
         except StoreError as exc:
             self._log(f"shard {claim.shard} of run {claim.run_id} stopped: {exc.message}")
@@ -301,8 +337,9 @@ class Worker:
             # e.g. a provider this worker has no key for: another worker may have it; this
             # one looks again later instead of taking the shard back at once.
             self._log(f"cannot work on shard {claim.shard} of run {claim.run_id}: {exc.message}")
-            await asyncio.to_thread(self._hand_back, claim,
-                                    self.store.clock.time() + self.options.poll * 6)
+            await asyncio.to_thread(
+                self._hand_back, claim, self.store.clock.time() + self.options.poll * 6
+            )
             return
         await self._maybe_finalize(claim.run_id)
 
@@ -335,12 +372,20 @@ class Worker:
 
     def _lost(self, claim: Claim) -> None:
         self.report.lease_lost.append(f"{claim.run_id}:{claim.shard}")
-        self._log(f"lost the lease of shard {claim.shard} of run {claim.run_id} (taken over by "
-                  "another worker); its write was refused and the shard stopped here")
+        self._log(
+            f"lost the lease of shard {claim.shard} of run {claim.run_id} (taken over by "
+            "another worker); its write was refused and the shard stopped here"
+        )
         with contextlib.suppress(StoreError):
-            self.store.checkpoint(run_event(claim.run_id, "shard_lease_lost", {
-                "worker": self.id, "shard": claim.shard, "token": claim.token},
-                self.store.clock.time(), action=claim.action))
+            self.store.checkpoint(
+                run_event(
+                    claim.run_id,
+                    "shard_lease_lost",
+                    {"worker": self.id, "shard": claim.shard, "token": claim.token},
+                    self.store.clock.time(),
+                    action=claim.action,
+                )
+            )
 
     async def _context(self, run_id: str) -> RunContext:
         run = await asyncio.to_thread(self.store.get_run, run_id)
@@ -351,14 +396,19 @@ class Worker:
             return ctx
         workflow = Workflow.from_snapshot(run.config)
         llm = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
-        providers = open_providers(llm, self.project.config,
-                                   connections=connections_by_provider(workflow.actions),
-                                   batch=batch_providers(workflow.actions))
+        providers = open_providers(
+            llm,
+            self.project.config,
+            connections=connections_by_provider(workflow.actions),
+            batch=batch_providers(workflow.actions),
+        )
         files = await asyncio.to_thread(snapshot_files, self.store, run)
         prior = await asyncio.to_thread(prior_run, self.store, run)
         assert self._calls is not None
-        slots = {a.name: WorkerSlots(Slots(max(1, a.max_concurrency)), self._calls)
-                 for a in workflow.actions}
+        slots = {
+            a.name: WorkerSlots(Slots(max(1, a.max_concurrency)), self._calls)
+            for a in workflow.actions
+        }
         limiters = {}
         for a in workflow.actions:
             rl = a.rate_limit
@@ -413,6 +463,7 @@ class Worker:
             if run is not None and run.state not in FINAL_STATES:
                 close_run(self.store, run, state, why, reason="run_ended")
                 self.store.close_shards(run_id)
+                release_context_caches(self.project, self.store, run_id)
         finally:
             release_lease(self.store, lease)
 
@@ -437,6 +488,7 @@ class Worker:
             if run is None or run.state not in FINAL_STATES:
                 return None
             self.store.close_shards(run_id)
+            release_context_caches(self.project, self.store, run_id)
             return str(run.state)
         finally:
             release_lease(self.store, lease)

@@ -47,8 +47,14 @@ class StoreRateLimiter:
         while True:
             if stop is not None and stop.is_set:
                 return None
-            wait = await asyncio.to_thread(self.store.rate_take, self.key, window=rate_window(),
-                                           rpm=self.rpm, tpm=self.tpm, tokens=tokens)
+            wait = await asyncio.to_thread(
+                self.store.rate_take,
+                self.key,
+                window=rate_window(),
+                rpm=self.rpm,
+                tpm=self.tpm,
+                tokens=tokens,
+            )
             if wait <= 0:
                 return waited
             wait = min(wait, 2.0)  # others may have taken less than they asked: look again
@@ -74,9 +80,13 @@ class SharedSpending:
 
     BATCHES_EVERY = 1.0
 
-    def __init__(self, ledger: RunLedger, store: Store, run_id: str,
-                 batches: Callable[[BudgetGuard, dict[str, Reservation]],
-                                   dict[str, Reservation]] | None) -> None:
+    def __init__(
+        self,
+        ledger: RunLedger,
+        store: Store,
+        run_id: str,
+        batches: Callable[[BudgetGuard, dict[str, Reservation]], dict[str, Reservation]] | None,
+    ) -> None:
         self.ledger = ledger
         self.store = store
         self.run_id = run_id

@@ -72,15 +72,17 @@ class ShardOutcome:
     log: list[str] = field(default_factory=list)
 
 
-def _assemble(project: Project, store: Store, ctx: RunContext, claim: Claim,
-              gateway: StoreGateway) -> RunParts:
+def _assemble(
+    project: Project, store: Store, ctx: RunContext, claim: Claim, gateway: StoreGateway
+) -> RunParts:
     """The shard's parts (in a thread: the assembly reads the store)."""
     run = ctx.run
     renew = _fenced(store, gateway, claim)
     if claim.kind == "online":
         # S1/§8: calls a previous holder of this shard may have sent and never settled
-        account_lost_calls(store, run, shards=[claim.shard],
-                           lease=(claim.lease_name, claim.token, claim.ttl))
+        account_lost_calls(
+            store, run, shards=[claim.shard], lease=(claim.lease_name, claim.token, claim.ttl)
+        )
 
     def pacer(provider: str) -> Pacer | None:
         config = (dict(project.config.providers) if project.config else {}).get(provider)
@@ -94,26 +96,47 @@ def _assemble(project: Project, store: Store, ctx: RunContext, claim: Claim,
         # Other workers spend from the same budget: read the run's ledger (and the
         # batches out) before each reservation (R5; see
         # docs/decisions/0051-worker-budgets-through-the-ledger.md).
-        batch = [a for a in ctx.workflow.actions
-                 if a.kind == "llm" and a.run_mode == "batch" and batch_api(
-                     ctx.providers.get(a.provider or "")) is not None]
+        batch = [
+            a
+            for a in ctx.workflow.actions
+            if a.kind == "llm"
+            and a.run_mode == "batch"
+            and batch_api(ctx.providers.get(a.provider or "")) is not None
+        ]
 
-        def reservations(guard: BudgetGuard, known: dict[str, Reservation]) -> dict[str, Reservation]:
-            return open_reservations(store, guard, run.id, run.workflow, batch, known,
-                                     tenant=run.tenant)
+        def reservations(
+            guard: BudgetGuard, known: dict[str, Reservation]
+        ) -> dict[str, Reservation]:
+            return open_reservations(
+                store, guard, run.id, run.workflow, batch, known, tenant=run.tenant
+            )
 
-        ledger = SharedSpending(RunLedger(store, run), store, run.id,
-                                reservations if batch else None).read
+        ledger = SharedSpending(
+            RunLedger(store, run), store, run.id, reservations if batch else None
+        ).read
     setup = ShardSetup(
         ranges=[(claim.lo, claim.hi)] if claim.kind == "online" else [],
-        slots=ctx.slots, limiters=ctx.limiters,
+        slots=ctx.slots,
+        limiters=ctx.limiters,
         batch_action=claim.action if claim.kind == "batch" else None,
         batch_file=claim.file if claim.kind == "batch" else None,
-        call=renew if claim.kind == "batch" else None, pacer=pacer, ledger=ledger)
+        call=renew if claim.kind == "batch" else None,
+        pacer=pacer,
+        ledger=ledger,
+    )
     progress = Progress([a.name for a in ctx.workflow.actions], 0)
-    return assemble_run(project, store, run, ctx.workflow, gateway=gateway,
-                        providers=ctx.providers, progress=progress, prior=ctx.prior,
-                        files=ctx.files, setup=setup)
+    return assemble_run(
+        project,
+        store,
+        run,
+        ctx.workflow,
+        gateway=gateway,
+        providers=ctx.providers,
+        progress=progress,
+        prior=ctx.prior,
+        files=ctx.files,
+        setup=setup,
+    )
 
 
 def _fenced(store: Store, gateway: StoreGateway, claim: Claim) -> Callable[..., Any]:
@@ -125,21 +148,34 @@ def _fenced(store: Store, gateway: StoreGateway, claim: Claim) -> Callable[..., 
     return call
 
 
-async def advance_online(project: Project, store: Store, ctx: RunContext, claim: Claim, *,
-                         worker: str, started: Callable[[RunControl], None],
-                         ended: Callable[[RunControl], None]) -> ShardOutcome:
+async def advance_online(
+    project: Project,
+    store: Store,
+    ctx: RunContext,
+    claim: Claim,
+    *,
+    worker: str,
+    started: Callable[[RunControl], None],
+    ended: Callable[[RunControl], None],
+) -> ShardOutcome:
     """Walk one online shard. ``started``/``ended`` let the worker stop it (SIGTERM)."""
-    gateway = StoreGateway(store, Lease(claim.lease_name, claim.token, claim.ttl),
-                           tenant=ctx.run.tenant)
+    gateway = StoreGateway(
+        store, Lease(claim.lease_name, claim.token, claim.ttl), tenant=ctx.run.tenant
+    )
     gateway.start()
     parts = await asyncio.to_thread(_assemble, project, store, ctx, claim, gateway)
     started(parts.control)
     complete, log = False, []
     try:
-        await parts.out.event("shard_claimed", worker=worker, shard=claim.shard,
-                              pid=_pid(), host=_host())
-        beat = asyncio.get_running_loop().create_task(heartbeat(
-            gateway, store, ctx.run.id, parts.control, claim.ttl / 3))
+        await parts.out.event(
+            "shard_claimed", worker=worker, shard=claim.shard, pid=_pid(), host=_host()
+        )
+        # a cache another shard of the run recorded is reused (one per run, but two shards
+        # starting at once may each create one)
+        await parts.caches.prepare(parts.runtimes)
+        beat = asyncio.get_running_loop().create_task(
+            heartbeat(gateway, store, ctx.run.id, parts.control, claim.ttl / 3)
+        )
         try:
             complete = await parts.walk.walk()
         finally:
@@ -167,23 +203,30 @@ async def advance_online(project: Project, store: Store, ctx: RunContext, claim:
     if parts.control.stopping:
         return ShardOutcome("back", log=log)
     # Units wait on batches, a person or an effect: look again when woken.
-    return ShardOutcome("back", ready_at=store.clock.time() + IDLE, log=log,
-                        wake="batch" if parts.batch is not None else None)
+    return ShardOutcome(
+        "back",
+        ready_at=store.clock.time() + IDLE,
+        log=log,
+        wake="batch" if parts.batch is not None else None,
+    )
 
 
-async def advance_batch(project: Project, store: Store, ctx: RunContext, claim: Claim, *,
-                        worker: str) -> ShardOutcome:
+async def advance_batch(
+    project: Project, store: Store, ctx: RunContext, claim: Claim, *, worker: str
+) -> ShardOutcome:
     """One batch step for the shard's (action, file)."""
-    gateway = StoreGateway(store, Lease(claim.lease_name, claim.token, claim.ttl),
-                           tenant=ctx.run.tenant)
+    gateway = StoreGateway(
+        store, Lease(claim.lease_name, claim.token, claim.ttl), tenant=ctx.run.tenant
+    )
     gateway.start()
     try:
         parts = await asyncio.to_thread(_assemble, project, store, ctx, claim, gateway)
         batch = parts.batch
         if batch is None or not batch.batch_rts:
             return ShardOutcome("done")
-        await parts.out.event("shard_claimed", worker=worker, shard=claim.shard, pid=_pid(),
-                              host=_host())
+        await parts.out.event(
+            "shard_claimed", worker=worker, shard=claim.shard, pid=_pid(), host=_host()
+        )
         beat = asyncio.get_running_loop().create_task(_renew(store, gateway, claim))
         try:
             report = await batch.step(walked=False)
@@ -193,13 +236,19 @@ async def advance_batch(project: Project, store: Store, ctx: RunContext, claim: 
                 await beat
         await gateway.flush()
         rt = batch.batch_rts[0]
-        still_out = [b for b in await gateway.call(store.list_batches, ctx.workflow.name,
-                                                   tenants=(ctx.run.tenant,), open_only=True,
-                                                   action=rt.name)
-                     if b.file == claim.file]
+        still_out = [
+            b
+            for b in await gateway.call(
+                store.list_batches,
+                ctx.workflow.name,
+                tenants=(ctx.run.tenant,),
+                open_only=True,
+                action=rt.name,
+            )
+            if b.file == claim.file
+        ]
         ready_at = store.clock.time() + (report.poll_interval if still_out else IDLE)
-        return ShardOutcome("back", ready_at=ready_at,
-                            wake="online" if report.progressed else None)
+        return ShardOutcome("back", ready_at=ready_at, wake="online" if report.progressed else None)
     except StoreError as exc:
         if isinstance(exc, LeaseLost) or isinstance(gateway.broken, LeaseLost):
             return ShardOutcome("lost")

@@ -69,8 +69,9 @@ class Head:
     def state_id(self) -> str:
         """What the durable copy is (snapshot and log), independent of who owns it: a
         local copy made from this state is reused only while ``head`` says the same."""
-        text = json.dumps([self.snapshot.key if self.snapshot else None,
-                           [[g.id, g.segments] for g in self.log]])
+        text = json.dumps(
+            [self.snapshot.key if self.snapshot else None, [[g.id, g.segments] for g in self.log]]
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     @property
@@ -96,12 +97,18 @@ class Head:
     def encode(self) -> bytes:
         doc = {
             "format": FORMAT,
-            "owner": None if self.owner is None else
-            {"id": self.owner.id, "host": self.owner.host, "pid": self.owner.pid},
+            "owner": None
+            if self.owner is None
+            else {"id": self.owner.id, "host": self.owner.host, "pid": self.owner.pid},
             "ttl": self.ttl,
-            "snapshot": None if self.snapshot is None else {
-                "key": self.snapshot.key, "size": self.snapshot.size,
-                "sha256": self.snapshot.sha256, "taken_at": self.snapshot.taken_at},
+            "snapshot": None
+            if self.snapshot is None
+            else {
+                "key": self.snapshot.key,
+                "size": self.snapshot.size,
+                "sha256": self.snapshot.sha256,
+                "taken_at": self.snapshot.taken_at,
+            },
             "log": [{"id": g.id, "segments": g.segments, "bytes": g.bytes} for g in self.log],
             "serial": self.serial,
         }
@@ -112,23 +119,35 @@ class Head:
         try:
             doc = json.loads(data)
             if doc.get("format") != FORMAT:
-                raise StoreError(f"the storage point {where} has head format "
-                                 f"{doc.get('format')!r}; this agac reads format {FORMAT}: "
-                                 "upgrade agac")
+                raise StoreError(
+                    f"the storage point {where} has head format "
+                    f"{doc.get('format')!r}; this agac reads format {FORMAT}: "
+                    "upgrade agac"
+                )
             owner = doc.get("owner")
             snap = doc.get("snapshot")
             return cls(
-                owner=None if owner is None else Owner(str(owner["id"]), str(owner["host"]),
-                                                       int(owner["pid"])),
+                owner=None
+                if owner is None
+                else Owner(str(owner["id"]), str(owner["host"]), int(owner["pid"])),
                 ttl=float(doc["ttl"]),
-                snapshot=None if snap is None else SnapshotRef(
-                    str(snap["key"]), int(snap["size"]), str(snap["sha256"]),
-                    float(snap["taken_at"])),
-                log=tuple(Generation(str(g["id"]), int(g["segments"]), int(g["bytes"]))
-                          for g in doc.get("log", ())),
+                snapshot=None
+                if snap is None
+                else SnapshotRef(
+                    str(snap["key"]),
+                    int(snap["size"]),
+                    str(snap["sha256"]),
+                    float(snap["taken_at"]),
+                ),
+                log=tuple(
+                    Generation(str(g["id"]), int(g["segments"]), int(g["bytes"]))
+                    for g in doc.get("log", ())
+                ),
                 serial=int(doc.get("serial", 0)),
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"the head of the storage point {where} is not readable "
-                             f"({type(exc).__name__}: {exc}); it was not written by agac, or "
-                             "was altered") from exc
+            raise StoreError(
+                f"the head of the storage point {where} is not readable "
+                f"({type(exc).__name__}: {exc}); it was not written by agac, or "
+                "was altered"
+            ) from exc

@@ -39,6 +39,7 @@ __all__ = [
     "open_objects",
 ]
 
+
 class ObjectExists(Exception):  # an answer of the protocol, not a failure
     """A create-if-absent found the object already there."""
 
@@ -115,16 +116,24 @@ class CloudObjects:
         except ox.PreconditionError as exc:
             raise ObjectChanged(key) from exc
         except ox.UnknownConfigurationKeyError as exc:
-            raise ConfigError(problems=[Problem(
-                "invalid_store", f"the storage point {self.where}: {_first_line(exc)}",
-                file="agac.yml", path="store_options",
-                hint="store_options takes obstore's configuration keys (endpoint, region, "
-                     "allow_http, max_retries, …)")]) from exc
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "invalid_store",
+                        f"the storage point {self.where}: {_first_line(exc)}",
+                        file="agac.yml",
+                        path="store_options",
+                        hint="store_options takes obstore's configuration keys (endpoint, region, "
+                        "allow_http, max_retries, …)",
+                    )
+                ]
+            ) from exc
         except (ox.BaseError, OSError, ValueError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
-            raise StoreError(f"cannot {what} {key or ''} at the storage point {self.where}: "
-                             f"{_first_line(exc)}") from exc
+            raise StoreError(
+                f"cannot {what} {key or ''} at the storage point {self.where}: {_first_line(exc)}"
+            ) from exc
 
     def get(self, key: str) -> Stored | None:
         try:
@@ -153,7 +162,7 @@ class CloudObjects:
 
     def delete(self, keys: Sequence[str]) -> None:
         for start in range(0, len(keys), 1000):
-            chunk = list(keys[start:start + 1000])
+            chunk = list(keys[start : start + 1000])
             try:
                 with self._errors("delete", chunk[0]):
                     self._ob.delete(self._store, chunk)
@@ -162,8 +171,9 @@ class CloudObjects:
 
     def list(self, prefix: str) -> list[str]:
         with self._errors("list", prefix):
-            return [str(meta["path"]) for batch in self._ob.list(self._store, prefix)
-                    for meta in batch]
+            return [
+                str(meta["path"]) for batch in self._ob.list(self._store, prefix) for meta in batch
+            ]
 
     def server_now(self) -> float:
         key = f"clock/{secrets.token_hex(8)}"
@@ -210,7 +220,9 @@ class DirectoryObjects:
         except (ObjectExists, ObjectChanged, FileNotFoundError):
             raise
         except OSError as exc:
-            raise StoreError(f"cannot {what} {key} at the storage point {self.where}: {exc}") from exc
+            raise StoreError(
+                f"cannot {what} {key} at the storage point {self.where}: {exc}"
+            ) from exc
 
     def get(self, key: str) -> Stored | None:
         path = self._path(key)
@@ -229,7 +241,7 @@ class DirectoryObjects:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -289,8 +301,12 @@ class DirectoryObjects:
         out = []
         for path in start.rglob("*"):
             key = path.relative_to(self.root).as_posix()
-            if path.is_file() and key.startswith(prefix) and not path.name.startswith(".") \
-                    and not key.endswith(".lock"):
+            if (
+                path.is_file()
+                and key.startswith(prefix)
+                and not path.name.startswith(".")
+                and not key.endswith(".lock")
+            ):
                 out.append(key)
         return sorted(out)
 
@@ -321,11 +337,16 @@ def open_objects(url: str, options: Mapping[str, Any] | None = None) -> Objects:
     if scheme == "dir":
         path = url.partition("://")[2]
         if not path.startswith("/"):
-            raise ConfigError(problems=[Problem(
-                "invalid_store", f"the storage point {url} needs an absolute path",
-                hint="write dir:///absolute/path (three slashes)")])
+            raise ConfigError(
+                problems=[
+                    Problem(
+                        "invalid_store",
+                        f"the storage point {url} needs an absolute path",
+                        hint="write dir:///absolute/path (three slashes)",
+                    )
+                ]
+            )
         return DirectoryObjects(Path(path))
     if scheme in CLOUD_SCHEMES:
         return CloudObjects(url, options)
     raise ConfigError(problems=[Problem("invalid_store", f"unsupported store URL {url!r}")])
-

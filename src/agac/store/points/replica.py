@@ -164,14 +164,20 @@ class Replica:
                 return head
             current = Head.decode(stored.data, self.objects.where)
             owner = current.owner
-            if owner is not None and owner.id != self.owner.id and not self._may_take(current, stored.modified):
+            if (
+                owner is not None
+                and owner.id != self.owner.id
+                and not self._may_take(current, stored.modified)
+            ):
                 if wait:
                     time.sleep(1.0)
                     continue
                 until = time.strftime("%H:%M:%S UTC", time.gmtime(stored.modified + current.ttl))
-                raise LeaseHeld(f"the storage point {self.objects.where} is owned by "
-                                f"{owner.describe()} (its lease runs to {until} by the "
-                                "server's clock unless renewed); run again later, or with --wait")
+                raise LeaseHeld(
+                    f"the storage point {self.objects.where} is owned by "
+                    f"{owner.describe()} (its lease runs to {until} by the "
+                    "server's clock unless renewed); run again later, or with --wait"
+                )
             head = current.next(owner=self.owner, ttl=self.settings.lease_ttl)
             try:
                 self._etag = self.objects.replace(HEAD_KEY, head.encode(), stored.etag)
@@ -186,8 +192,11 @@ class Replica:
         assert owner is not None
         if owner.host == self.owner.host and not _pid_alive(owner.pid):
             return True  # S3: a dead process on this host is taken over at once
-        if owner.host == self.owner.host and owner.pid == self.owner.pid \
-                and owner.id not in _LIVE_OWNERS:
+        if (
+            owner.host == self.owner.host
+            and owner.pid == self.owner.pid
+            and owner.id not in _LIVE_OWNERS
+        ):
             return True  # this process's own hold, left by a store it closed
         # Last-Modified has whole seconds: one more second keeps the judgement safe.
         return self.objects.server_now() - modified >= head.ttl + 1.0
@@ -243,8 +252,9 @@ class Replica:
     def _open_connection(self) -> None:
         """The replica's own connection: it cuts the WAL and takes snapshots, and, kept open
         until the last ship, stops SQLite from checkpointing the WAL away on a close."""
-        conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False,
-                               timeout=30.0)
+        conn = sqlite3.connect(
+            self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA wal_autocheckpoint=0")
@@ -263,7 +273,9 @@ class Replica:
         ``strict`` (right before an effect) confirms one not confirmed for a third."""
         if self._failure is not None:
             raise self._failure
-        if not self.confirmed(self.settings.lease_ttl / 3 if strict else self.settings.lease_ttl / 2):
+        if not self.confirmed(
+            self.settings.lease_ttl / 3 if strict else self.settings.lease_ttl / 2
+        ):
             self.renew()
 
     def confirmed(self, within: float | None = None) -> bool:
@@ -358,9 +370,12 @@ class Replica:
                     generation, start = self._generation, self._offset
                     if header.salt != self._salt:
                         if self._salt is not None and not self._expect_reset:
-                            raise self._fail(StoreError(
-                                f"the working copy's WAL at {wal} was reset outside agac (another "
-                                "process opened it?); its last commits cannot be shipped"))
+                            raise self._fail(
+                                StoreError(
+                                    f"the working copy's WAL at {wal} was reset outside agac (another "
+                                    "process opened it?); its last commits cannot be shipped"
+                                )
+                            )
                         self._generations += 1
                         generation, start = f"{self.owner.id}-{self._generations}", 0
                     data = os.pread(fd, size - start, start) if size > start else b""
@@ -375,7 +390,7 @@ class Replica:
         if end == start:
             return None
         assert generation is not None
-        return _Cut(generation, start, data[:end - start], header.salt)
+        return _Cut(generation, start, data[: end - start], header.salt)
 
     def _store_segment(self, cut: _Cut) -> None:
         assert self.head is not None
@@ -385,8 +400,12 @@ class Replica:
         try:
             self.objects.create(key, encode_segment(cut.start, cut.data))
         except ObjectExists as exc:
-            raise self._fail(StoreError(f"segment {key} of the storage point {self.objects.where} "
-                                        "exists already: another process writes this generation")) from exc
+            raise self._fail(
+                StoreError(
+                    f"segment {key} of the storage point {self.objects.where} "
+                    "exists already: another process writes this generation"
+                )
+            ) from exc
         except StoreError as exc:
             raise self._fail(exc) from exc
         with self._head_lock:
@@ -421,10 +440,12 @@ class Replica:
         except StoreError:
             owner = None
         who = owner.describe() if owner is not None else "another process"
-        return LeaseTaken(f"the storage point {self.objects.where} was taken over by {who} "
-                          "while this process was paused or cut off (412 on head); this process "
-                          "stopped and started no effect; its commits since the last stored "
-                          "checkpoint are discarded, and the new owner continues the run")
+        return LeaseTaken(
+            f"the storage point {self.objects.where} was taken over by {who} "
+            "while this process was paused or cut off (412 on head); this process "
+            "stopped and started no effect; its commits since the last stored "
+            "checkpoint are discarded, and the new owner continues the run"
+        )
 
     def _fail(self, exc: StoreError) -> StoreError:
         if self._failure is None:
@@ -458,7 +479,9 @@ class Replica:
                 self._expect_reset, self._seen_size = True, -1
                 image = self._conn.serialize()
             except sqlite3.Error as exc:
-                raise self._fail(StoreError(f"cannot take a snapshot of the working copy: {exc}")) from exc
+                raise self._fail(
+                    StoreError(f"cannot take a snapshot of the working copy: {exc}")
+                ) from exc
             old = self.head
             key = f"snapshots/{int(time.time()):010d}-{self.owner.id}-{old.serial}.db"
             snapshot = SnapshotRef(key, len(image), hashlib.sha256(image).hexdigest(), time.time())
@@ -481,11 +504,17 @@ class Replica:
         keep = {self.head.snapshot.key} if self.head.snapshot else set()
         keep |= {segment_key(g.id, n) for g in self.head.log for n in range(1, g.segments + 1)}
         with contextlib.suppress(StoreError):
-            stale = [k for k in self.objects.list("snapshots/") + self.objects.list("log/")
-                     if k not in keep]
+            stale = [
+                k
+                for k in self.objects.list("snapshots/") + self.objects.list("log/")
+                if k not in keep
+            ]
             named = [segment_key(g.id, n) for g in old.log for n in range(1, g.segments + 1)]
-            gone = sorted(set(stale) | (set(named) - keep)
-                          | ({old.snapshot.key} - keep if old.snapshot else set()))
+            gone = sorted(
+                set(stale)
+                | (set(named) - keep)
+                | ({old.snapshot.key} - keep if old.snapshot else set())
+            )
             self.objects.delete(gone)
 
     # -- closing -----------------------------------------------------------------------------
@@ -502,7 +531,11 @@ class Replica:
             raise self._failure
         assert self.head is not None
         self.ship()
-        if compact or self.head.log_bytes > self.settings.snapshot_bytes // 4 or len(self.head.log) > 16:
+        if (
+            compact
+            or self.head.log_bytes > self.settings.snapshot_bytes // 4
+            or len(self.head.log) > 16
+        ):
             self.compact()
 
     def release(self, *, clean: bool = True) -> None:
@@ -514,8 +547,13 @@ class Replica:
                 self._conn.close()
             self._conn = None
         wal = Path(str(self.db_path) + "-wal")
-        clean = clean and self._ready and self._failure is None and not wal.exists() \
+        clean = (
+            clean
+            and self._ready
+            and self._failure is None
+            and not wal.exists()
             and self.head is not None
+        )
         if self._private:
             wipe(self.folder)
             with contextlib.suppress(OSError):
@@ -553,9 +591,12 @@ def describe_head(head: Head) -> dict[str, object]:
     return {
         "owner": None if head.owner is None else {"host": head.owner.host, "pid": head.owner.pid},
         "lease_ttl": head.ttl,
-        "snapshot": None if snap is None else {"key": snap.key, "bytes": snap.size,
-                                               "taken_at": snap.taken_at},
-        "log": {"generations": len(head.log), "segments": head.log_segments,
-                "bytes": head.log_bytes},
+        "snapshot": None
+        if snap is None
+        else {"key": snap.key, "bytes": snap.size, "taken_at": snap.taken_at},
+        "log": {
+            "generations": len(head.log),
+            "segments": head.log_segments,
+            "bytes": head.log_bytes,
+        },
     }
-

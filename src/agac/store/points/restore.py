@@ -53,12 +53,16 @@ def restore(objects: Objects, head: Head, folder: Path) -> Restored:
         return done  # a point created but never snapshotted holds nothing yet
     snap = objects.get(head.snapshot.key)
     if snap is None:
-        raise StoreError(f"the storage point {objects.where} names snapshot "
-                         f"{head.snapshot.key}, which is missing: the point was altered; "
-                         "restore it from a backup of the bucket")
+        raise StoreError(
+            f"the storage point {objects.where} names snapshot "
+            f"{head.snapshot.key}, which is missing: the point was altered; "
+            "restore it from a backup of the bucket"
+        )
     if hashlib.sha256(snap.data).hexdigest() != head.snapshot.sha256:
-        raise StoreError(f"snapshot {head.snapshot.key} of the storage point {objects.where} "
-                         "does not match its checksum: the point was altered")
+        raise StoreError(
+            f"snapshot {head.snapshot.key} of the storage point {objects.where} "
+            "does not match its checksum: the point was altered"
+        )
     tmp = folder / (DB_NAME + ".restoring")
     tmp.write_bytes(snap.data)
     os.replace(tmp, db)
@@ -101,4 +105,3 @@ def _apply(db: Path, wal: bytes) -> None:
         raise StoreError(f"cannot apply the log to {db}: {exc}") from exc
     if wal_path.exists() and wal_path.stat().st_size:
         raise StoreError(f"the log applied to {db} was not checkpointed")
-

@@ -38,8 +38,14 @@ from agac.store.points.restore import DB_NAME, Restored, restore
 from agac.store.repository import Store
 from agac.store.rows import Checkpoint
 
-__all__ = ["AGAC_OPTIONS", "PointStore", "cache_root", "describe_point", "point_folder",
-           "split_options"]
+__all__ = [
+    "AGAC_OPTIONS",
+    "PointStore",
+    "cache_root",
+    "describe_point",
+    "point_folder",
+    "split_options",
+]
 
 AGAC_OPTIONS = ("lease_ttl", "snapshot_after_mb", "checkpoints_per_second")
 """``store_options:`` keys agac reads itself; the others go to obstore."""
@@ -59,7 +65,9 @@ def point_folder(url: str, environ: Mapping[str, str] | None = None) -> Path:
     return cache_root(environ) / "points" / hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def split_options(url: str, options: Mapping[str, Any] | None) -> tuple[PointSettings, dict[str, Any]]:
+def split_options(
+    url: str, options: Mapping[str, Any] | None
+) -> tuple[PointSettings, dict[str, Any]]:
     """(agac's settings, obstore's options) from ``store_options:``."""
     rest = dict(options or {})
     values: dict[str, float] = {}
@@ -70,17 +78,32 @@ def split_options(url: str, options: Mapping[str, Any] | None) -> tuple[PointSet
                 if not (math.isfinite(values[key]) and values[key] > 0):
                     raise ValueError
             except (TypeError, ValueError) as exc:
-                raise ConfigError(problems=[Problem(
-                    "invalid_store", f"store_options.{key} must be a positive finite number",
-                    file="agac.yml", path=f"store_options.{key}")]) from exc
+                raise ConfigError(
+                    problems=[
+                        Problem(
+                            "invalid_store",
+                            f"store_options.{key} must be a positive finite number",
+                            file="agac.yml",
+                            path=f"store_options.{key}",
+                        )
+                    ]
+                ) from exc
     settings = PointSettings(
         lease_ttl=values.get("lease_ttl", PointSettings.lease_ttl),
-        snapshot_bytes=int(values.get("snapshot_after_mb", PointSettings.snapshot_bytes / 2**20) * 2**20),
-        interval=(1.0 / values["checkpoints_per_second"] if "checkpoints_per_second" in values
-                  else PointSettings.interval),
+        snapshot_bytes=int(
+            values.get("snapshot_after_mb", PointSettings.snapshot_bytes / 2**20) * 2**20
+        ),
+        interval=(
+            1.0 / values["checkpoints_per_second"]
+            if "checkpoints_per_second" in values
+            else PointSettings.interval
+        ),
     )
-    if url.startswith(("s3://", "gs://", "az://", "azure://", "abfs://", "abfss://")) \
-            and "max_retries" not in rest and "retry_timeout" not in rest:
+    if (
+        url.startswith(("s3://", "gs://", "az://", "azure://", "abfs://", "abfss://"))
+        and "max_retries" not in rest
+        and "retry_timeout" not in rest
+    ):
         # A write still failing after a third of a lease fails the run (S2) rather than
         # shipping after the lease could have passed to another process.
         rest["retry_timeout"] = settings.lease_ttl / 3
@@ -92,9 +115,17 @@ class PointStore(Store):
 
     WAL_AUTOCHECKPOINT = 0
 
-    def __init__(self, url: str, options: Mapping[str, Any] | None = None, *, writes: bool = True,
-                 wait: bool = False, migrate: bool = True,
-                 environ: Mapping[str, str] | None = None, clock: Clock = SYSTEM) -> None:
+    def __init__(
+        self,
+        url: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        writes: bool = True,
+        wait: bool = False,
+        migrate: bool = True,
+        environ: Mapping[str, str] | None = None,
+        clock: Clock = SYSTEM,
+    ) -> None:
         settings, client = split_options(url, options)
         self.objects: Objects = open_objects(url, client)
         self.replica: Replica | None = None
@@ -124,8 +155,9 @@ class PointStore(Store):
         if self.replica is None:
             # A private copy: a write would vanish with it, so none is allowed (a reading
             # command that wrote would be a bug, and it fails loudly here).
-            sa.event.listen(self.engine, "connect",
-                            lambda dbapi, _rec: dbapi.execute("PRAGMA query_only=1"))
+            sa.event.listen(
+                self.engine, "connect", lambda dbapi, _rec: dbapi.execute("PRAGMA query_only=1")
+            )
             self.engine.dispose()
         else:
             try:
@@ -164,8 +196,10 @@ class PointStore(Store):
 
     def _note_torn(self) -> None:
         if self.restored is not None and self.restored.torn:
-            self.notes += [f"{line} (O3): commits stored in it and after it are lost"
-                           for line in self.restored.torn]
+            self.notes += [
+                f"{line} (O3): commits stored in it and after it are lost"
+                for line in self.restored.torn
+            ]
 
     def _start_owning(self) -> None:
         replica = self.replica
@@ -247,8 +281,9 @@ class PointStore(Store):
         return self.replica.describe()
 
 
-def describe_point(url: str, options: Mapping[str, Any] | None = None,
-                   environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def describe_point(
+    url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """``agac store info`` for a storage point, read without owning it."""
     import time
 
@@ -256,8 +291,11 @@ def describe_point(url: str, options: Mapping[str, Any] | None = None,
     objects = open_objects(url, client)
     stored = objects.get(HEAD_KEY)
     folder = point_folder(url, environ)
-    doc: dict[str, Any] = {"store": url, "kind": "directory" if url.startswith("dir://") else "object storage",
-                           "working_copy": str(folder / DB_NAME)}
+    doc: dict[str, Any] = {
+        "store": url,
+        "kind": "directory" if url.startswith("dir://") else "object storage",
+        "working_copy": str(folder / DB_NAME),
+    }
     if stored is None:
         doc.update(exists=False)
         return doc
@@ -271,4 +309,3 @@ def describe_point(url: str, options: Mapping[str, Any] | None = None,
     doc["snapshot_age_seconds"] = None if snap is None else max(0.0, time.time() - snap.taken_at)
     doc["bytes"] = (snap.size if snap else 0) + head.log_bytes
     return doc
-

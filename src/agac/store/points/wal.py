@@ -20,8 +20,15 @@ import hashlib
 import struct
 from dataclasses import dataclass
 
-__all__ = ["SEGMENT_MAGIC", "TornSegment", "WalHeader", "commit_end", "decode_segment",
-           "encode_segment", "read_header"]
+__all__ = [
+    "SEGMENT_MAGIC",
+    "TornSegment",
+    "WalHeader",
+    "commit_end",
+    "decode_segment",
+    "encode_segment",
+    "read_header",
+]
 
 WAL_HEADER = 32
 FRAME_HEADER = 24
@@ -68,7 +75,7 @@ def commit_end(data: bytes, base: int, header: WalHeader) -> int:
     limit = base + len(data)
     while pos + size <= limit:
         at = pos - base
-        if data[at + 8:at + 16] != header.salt:
+        if data[at + 8 : at + 16] != header.salt:
             break
         if struct.unpack_from(">I", data, at + 4)[0]:
             end = pos + size
@@ -92,11 +99,12 @@ def decode_segment(body: bytes, start: int) -> bytes:
     if magic != SEGMENT_MAGIC:
         raise TornSegment("not a segment (its magic is wrong)")
     if len(body) != _SEGMENT_HEAD.size + length + 32:
-        raise TornSegment(f"{len(body)} bytes where its header says "
-                          f"{_SEGMENT_HEAD.size + length + 32}")
+        raise TornSegment(
+            f"{len(body)} bytes where its header says {_SEGMENT_HEAD.size + length + 32}"
+        )
     digest = hashlib.sha256(memoryview(body)[:-32]).digest()
     if digest != body[-32:]:
         raise TornSegment("its checksum does not match its bytes")
     if at != start:
         raise TornSegment(f"it starts at WAL offset {at}, the log expects {start}")
-    return body[_SEGMENT_HEAD.size:-32]
+    return body[_SEGMENT_HEAD.size : -32]

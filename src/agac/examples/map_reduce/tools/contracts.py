@@ -13,7 +13,7 @@ def split_clauses(inputs, ctx):
     clauses = []
     for i, mark in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        clauses.append({"number": int(mark.group(1)), "text": text[mark.end():end].strip()})
+        clauses.append({"number": int(mark.group(1)), "text": text[mark.end() : end].strip()})
     return {"clauses": clauses}
 
 
@@ -33,6 +33,7 @@ def summarize_risk(inputs, ctx):
         "high_risk": [f"clause {n}" for n, a in assessed if a["risk"] == "high"],
         "by_category": by_category,
         "assessed": len(assessed),
-        "not_assessed": [f"clause {clauses[r['index']]['number']} ({r['reason']})"
-                         for r in inputs["rejected"]],
+        "not_assessed": [
+            f"clause {clauses[r['index']]['number']} ({r['reason']})" for r in inputs["rejected"]
+        ],
     }

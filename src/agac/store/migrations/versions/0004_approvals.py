@@ -44,7 +44,9 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.create_index("ix_approvals_unit", "approvals", ["workflow", "action", "unit_key"], unique=False)
+    op.create_index(
+        "ix_approvals_unit", "approvals", ["workflow", "action", "unit_key"], unique=False
+    )
     op.create_index("ix_approvals_state", "approvals", ["workflow", "state"], unique=False)
     op.create_index("ix_approvals_run", "approvals", ["run_id", "state"], unique=False)
 

@@ -38,9 +38,14 @@ def upgrade() -> None:
     _end_duplicate_open_runs()
     op.drop_index("ix_runs_workflow_created", table_name="runs")
     op.create_index("ix_runs_tenant_workflow", "runs", ["tenant", "workflow", "created_at"])
-    op.create_index("ux_runs_open", "runs", ["tenant", "workflow"], unique=True,
-                    sqlite_where=sa.text(f"state NOT IN ({_FINAL_SQL})"),
-                    postgresql_where=sa.text(f"state NOT IN ({_FINAL_SQL})"))
+    op.create_index(
+        "ux_runs_open",
+        "runs",
+        ["tenant", "workflow"],
+        unique=True,
+        sqlite_where=sa.text(f"state NOT IN ({_FINAL_SQL})"),
+        postgresql_where=sa.text(f"state NOT IN ({_FINAL_SQL})"),
+    )
     for name, table, cols in (
         ("ix_batches_workflow", "batches", ["tenant", "workflow", "action", "state"]),
         ("ix_batch_items_unit", "batch_items", ["tenant", "workflow", "action", "unit_key"]),
@@ -51,15 +56,25 @@ def upgrade() -> None:
         op.drop_index(name, table_name=table)
         op.create_index(name, table, cols)
     _rekey_effects()
-    _rekey_reuse("answers", "fingerprint", [
-        sa.Column("provider", sa.String(length=64), nullable=False),
-        sa.Column("model", sa.String(length=200), nullable=False),
-        sa.Column("request", sa.Text(), nullable=False),
-        sa.Column("response", sa.Text(), nullable=False),
-        sa.Column("output", sa.Text(), nullable=False)])
-    _rekey_reuse("tool_results", "input_hash", [
-        sa.Column("function", sa.Text(), nullable=False),
-        sa.Column("output", sa.Text(), nullable=False)])
+    _rekey_reuse(
+        "answers",
+        "fingerprint",
+        [
+            sa.Column("provider", sa.String(length=64), nullable=False),
+            sa.Column("model", sa.String(length=200), nullable=False),
+            sa.Column("request", sa.Text(), nullable=False),
+            sa.Column("response", sa.Text(), nullable=False),
+            sa.Column("output", sa.Text(), nullable=False),
+        ],
+    )
+    _rekey_reuse(
+        "tool_results",
+        "input_hash",
+        [
+            sa.Column("function", sa.Text(), nullable=False),
+            sa.Column("output", sa.Text(), nullable=False),
+        ],
+    )
 
 
 def _rekey_reuse(table: str, key: str, columns: list[sa.Column[object]]) -> None:
@@ -71,13 +86,20 @@ def _rekey_reuse(table: str, key: str, columns: list[sa.Column[object]]) -> None
         op.create_primary_key(f"pk_{table}", table, ["tenant", key])
         return
     names = [key, *(c.name for c in columns), "created_at"]
-    op.create_table(f"{table}_new",
-                    sa.Column(key, sa.String(length=64), nullable=False), *columns,
-                    sa.Column("created_at", sa.Float(), nullable=False), _tenant(),
-                    sa.PrimaryKeyConstraint("tenant", key, name=f"pk_{table}"))
+    op.create_table(
+        f"{table}_new",
+        sa.Column(key, sa.String(length=64), nullable=False),
+        *columns,
+        sa.Column("created_at", sa.Float(), nullable=False),
+        _tenant(),
+        sa.PrimaryKeyConstraint("tenant", key, name=f"pk_{table}"),
+    )
     listed = ", ".join(names)
-    op.execute(sa.text(f"INSERT INTO {table}_new ({listed}, tenant) "
-                       f"SELECT {listed}, 'default' FROM {table}"))
+    op.execute(
+        sa.text(
+            f"INSERT INTO {table}_new ({listed}, tenant) SELECT {listed}, 'default' FROM {table}"
+        )
+    )
     op.drop_table(table)
     op.rename_table(f"{table}_new", table)
 
@@ -86,24 +108,34 @@ def _end_duplicate_open_runs() -> None:
     """Only one run per workflow was ever meant to be open (R1); should an older one be
     left open beside a newer one (two processes admitting at once), it ends ``cancelled``
     so the store can hold the rule from now on."""
-    op.execute(sa.text(
-        f"UPDATE runs SET state = 'cancelled', ended_at = updated_at, "
-        f"error = 'ended by the store upgrade to tenants: a newer run of the workflow was open' "
-        f"WHERE state NOT IN ({_FINAL_SQL}) AND EXISTS (SELECT 1 FROM runs AS newer "
-        f"WHERE newer.workflow = runs.workflow AND newer.state NOT IN ({_FINAL_SQL}) "
-        f"AND (newer.created_at > runs.created_at OR "
-        f"(newer.created_at = runs.created_at AND newer.id > runs.id)))"))
+    op.execute(
+        sa.text(
+            f"UPDATE runs SET state = 'cancelled', ended_at = updated_at, "
+            f"error = 'ended by the store upgrade to tenants: a newer run of the workflow was open' "
+            f"WHERE state NOT IN ({_FINAL_SQL}) AND EXISTS (SELECT 1 FROM runs AS newer "
+            f"WHERE newer.workflow = runs.workflow AND newer.state NOT IN ({_FINAL_SQL}) "
+            f"AND (newer.created_at > runs.created_at OR "
+            f"(newer.created_at = runs.created_at AND newer.id > runs.id)))"
+        )
+    )
 
 
 def _rekey_effects() -> None:
     """E1 keys start with the tenant; an effect in flight remembers the key it was called
     with (see the module doc)."""
     with op.batch_alter_table("effects") as batch:
-        batch.alter_column("key", existing_type=sa.String(length=64), type_=sa.String(length=160),
-                           existing_nullable=False)
-    op.execute(sa.text(
-        "UPDATE effects SET resolution = '{\"key_before_tenants\":\"' || key || '\"}' "
-        "WHERE state IN ('started', 'unknown')"))
+        batch.alter_column(
+            "key",
+            existing_type=sa.String(length=64),
+            type_=sa.String(length=160),
+            existing_nullable=False,
+        )
+    op.execute(
+        sa.text(
+            "UPDATE effects SET resolution = '{\"key_before_tenants\":\"' || key || '\"}' "
+            "WHERE state IN ('started', 'unknown')"
+        )
+    )
     op.execute(sa.text("UPDATE effects SET key = 'default:' || key"))
 
 

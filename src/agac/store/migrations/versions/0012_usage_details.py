@@ -20,8 +20,9 @@ depends_on = None
 
 def upgrade() -> None:
     # ADD COLUMN with a constant default or NULL: in place on both dialects.
-    op.add_column("usage", sa.Column("reasoning_tokens", sa.Integer(), server_default="0",
-                                     nullable=False))
+    op.add_column(
+        "usage", sa.Column("reasoning_tokens", sa.Integer(), server_default="0", nullable=False)
+    )
     op.add_column("usage", sa.Column("server_tools", sa.Text(), nullable=True))
     op.add_column("usage", sa.Column("request_id", sa.String(length=200), nullable=True))
 
