@@ -23,6 +23,7 @@ from agac.config.values import finite, read_mapping, read_number, read_str, read
 from agac.config.variables import POINT_SCHEMES, STORE_HINT, check_variables, store_problem
 from agac.errors import ConfigError, Problem, UsageError
 from agac.providers.options import Option
+from agac.providers.pricing import PRICE_KEYS
 from agac.providers.registry import available_providers, provider_options, provider_transports
 from agac.tenants import is_tenant, pick_tenant
 
@@ -61,15 +62,6 @@ _PROVIDER_KEYS = ("base_url", "api_key_env", "batch_submissions_per_minute")
 #: ``providers.<name>.transport``: how online calls travel (P1), for providers
 #: that offer a choice; ``lean`` is the default.
 DEFAULT_TRANSPORT = "lean"
-_PRICE_KEYS = (
-    "input",
-    "output",
-    "cached_input",
-    "cache_write",
-    "cache_write_1h",
-    "batch_discount",
-    "cache_storage",
-)
 
 
 @dataclass(frozen=True)
@@ -372,9 +364,9 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
         body = read_mapping(f, body, path)
         if body is None:
             continue
-        f.unknown_keys(body, _PRICE_KEYS, path, f"prices.{model}")
+        f.unknown_keys(body, PRICE_KEYS, path, f"prices.{model}")
         values: dict[str, float | None] = {}
-        for key in _PRICE_KEYS:
+        for key in PRICE_KEYS:
             if key in body:
                 high = 1.0 if key == "batch_discount" else None
                 values[key] = read_number(f, body[key], path + (key,), maximum=high)

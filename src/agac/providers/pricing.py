@@ -43,7 +43,15 @@ from typing import Any
 from agac.errors import ConfigError, Problem
 from agac.providers.base import Usage
 
-__all__ = ["Price", "PriceLibrary", "PriceTable", "Rates", "cost_usd", "default_library"]
+__all__ = [
+    "PRICE_KEYS",
+    "Price",
+    "PriceLibrary",
+    "PriceTable",
+    "Rates",
+    "cost_usd",
+    "default_library",
+]
 
 FREE_PROVIDERS = frozenset({"mock", "ollama"})
 """Offline and local models: they cost nothing."""
@@ -239,22 +247,26 @@ class PriceTable:
         return None
 
 
+PRICE_KEYS = (
+    "input",
+    "output",
+    "cached_input",
+    "cache_write",
+    "cache_write_1h",
+    "batch_discount",
+    "cache_storage",
+)
+"""The keys of a model's price in ``agac.yml``'s ``prices:`` (USD per 1M tokens; a
+discount from 0 to 1; storage per 1M tokens per hour)."""
+
+
 def _coerce(model: str, value: Any) -> Price:
     """A project's price of ``model``; ConfigError when a number in it is not finite (a
     price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
     if isinstance(value, Price):
         return value
-    keys = (
-        "input",
-        "output",
-        "cached_input",
-        "cache_write",
-        "cache_write_1h",
-        "batch_discount",
-        "cache_storage",
-    )
-    data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in keys}
-    for key in keys:
+    data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in PRICE_KEYS}
+    for key in PRICE_KEYS:
         number = data.get(key)
         if number is not None and not _finite(number):
             raise ConfigError(
