@@ -7,13 +7,11 @@ provider under the old fingerprint — no batch line, no Files API upload of oth
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from crash_support import agac
 
 from agac import api
 from agac.emulator.testing import RunningEmulator
@@ -30,18 +28,6 @@ actions:
     prompt: "Describe record {{ source.id }}"
     attachments: ["{{ source.file }}"]
 """
-
-
-def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agac.cli.main", *args],
-        check=False,
-        cwd=root,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def _files(model: str) -> dict[str, bytes]:
@@ -72,7 +58,7 @@ def test_s5_attachment_changed_between_staging_and_submit(tmp_path: Path, model:
     provider = model.split("/")[0]
     with RunningEmulator(batch_seconds=60) as emu:
         env = emu.env()
-        crashed = _agac(tmp_path, {**env, "AGAC_CRASH_AT": "before_submit:1"}, "run", "acrash")
+        crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": "before_submit:1"}, "run", "acrash")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
         assert not emu.stats()["requests"].get(provider, {}).get("batch.create")
         data = files["edit.png"]
@@ -80,10 +66,10 @@ def test_s5_attachment_changed_between_staging_and_submit(tmp_path: Path, model:
         (tmp_path / "files" / "edit.png").write_bytes(
             data[:middle] + bytes(a ^ 0xFF for a in data[middle : middle + 8]) + data[middle + 8 :]
         )
-        first = _agac(tmp_path, env, "run", "acrash", "--json")
+        first = agac(tmp_path, env, "run", "acrash", "--json")
         assert first.returncode == 75, first.stderr
         emu.advance(120)
-        done = _agac(tmp_path, env, "run", "acrash", "--json")
+        done = agac(tmp_path, env, "run", "acrash", "--json")
         assert done.returncode == 1, done.stderr  # partial: one unit failed
         summary = json.loads(done.stdout)
         assert summary["actions"]["describe"]["answered"] == 3, summary

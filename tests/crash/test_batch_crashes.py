@@ -5,13 +5,11 @@ exactly once, no batch was submitted twice and nothing was paid twice."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from crash_support import agac
 
 from agac.emulator.testing import RunningEmulator
 from agac.testing import write_project
@@ -25,18 +23,6 @@ actions:
     prompt: "Classify: {{ source.text }}"
     schema: {type: object, properties: {label: {enum: [a, b, c]}}, required: [label]}
 """
-
-
-def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "agac.cli.main", *args],
-        check=False,
-        cwd=root,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.mark.parametrize(
@@ -59,20 +45,20 @@ def test_s1_batch_submission_crash_never_submits_twice(
     write_project(tmp_path, WF.replace("MODEL", model), workflow_file="bcrash.yml", data=rows)
     with RunningEmulator(batch_seconds=60) as emu:
         env = emu.env()
-        crashed = _agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "bcrash")
+        crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "bcrash")
         assert crashed.returncode == -signal.SIGKILL
-        first = _agac(tmp_path, env, "run", "bcrash", "--json")
+        first = agac(tmp_path, env, "run", "bcrash", "--json")
         assert first.returncode == 75, first.stderr
         if model.startswith("anthropic/") and point.startswith("before_submit"):
             # Anthropic batches carry no key: with no candidate the outcome is not certain,
             # so the run names the intent and a person settles it (B2).
             assert "agac batch resolve" in first.stderr
             key = first.stderr.split("agac batch resolve ")[1].split()[0]
-            settled = _agac(tmp_path, env, "batch", "resolve", key, "--not-submitted")
+            settled = agac(tmp_path, env, "batch", "resolve", key, "--not-submitted")
             assert settled.returncode == 0, settled.stderr
-            assert _agac(tmp_path, env, "run", "bcrash").returncode == 75
+            assert agac(tmp_path, env, "run", "bcrash").returncode == 75
         emu.advance(120)
-        done = _agac(tmp_path, env, "run", "bcrash", "--json")
+        done = agac(tmp_path, env, "run", "bcrash", "--json")
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["actions"]["classify"]["answered"] == 6
@@ -89,15 +75,15 @@ def test_s1_crash_mid_ingest_reads_nothing_twice(tmp_path: Path) -> None:
     )
     with RunningEmulator(batch_seconds=60) as emu:
         env = emu.env()
-        assert _agac(tmp_path, env, "run", "bcrash").returncode == 75
+        assert agac(tmp_path, env, "run", "bcrash").returncode == 75
         emu.advance(120)
-        crashed = _agac(tmp_path, {**env, "AGAC_CRASH_AT": "mid_ingest:1"}, "run", "bcrash")
+        crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": "mid_ingest:1"}, "run", "bcrash")
         assert crashed.returncode == -signal.SIGKILL
-        done = _agac(tmp_path, env, "run", "bcrash", "--json")
+        done = agac(tmp_path, env, "run", "bcrash", "--json")
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["actions"]["classify"]["answered"] == 2500
-        cost = json.loads(_agac(tmp_path, env, "cost", "bcrash", "--json").stdout)
+        cost = json.loads(agac(tmp_path, env, "cost", "bcrash", "--json").stdout)
         calls = sum(r["calls"] for r in cost["rows"])
         assert calls == 2500  # one ledger row per answer: the first 1,000 were not re-ledgered
         assert emu.stats()["requests"]["openai"]["batch.create"] == 1

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crash_support import agac
 
 from agac.emulator.testing import RunningEmulator
 from agac.testing import write_project
@@ -66,20 +67,6 @@ actions:
 """
 
 
-def _agac(
-    root: Path, env: dict[str, str], *args: str, timeout: float = 180
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agac.cli.main", *args],
-        cwd=root,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def _spawn(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "agac.cli.main", *args],
@@ -107,7 +94,7 @@ def _kill_after(proc: subprocess.Popen[str], emu: RunningEmulator, calls: int) -
 
 
 def _ledger(root: Path, env: dict[str, str], workflow: str = "lost") -> dict[str, Any]:
-    done = _agac(root, env, "cost", workflow, "--json")
+    done = agac(root, env, "cost", workflow, "--json")
     assert done.returncode == 0, done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     return doc
@@ -142,7 +129,7 @@ def test_s1_dispatch_mark_counts_calls_lost_to_sigkill(
         _kill_after(_spawn(tmp_path, env, "run", "lost"), emu, 60)
         lost_at_kill = _chat(emu)
 
-        resumed = _agac(tmp_path, env, "run", "lost", "--json")
+        resumed = agac(tmp_path, env, "run", "lost", "--json")
         assert resumed.returncode == 0, resumed.stderr
         assert "whose outcome is unknown" in resumed.stderr
 
@@ -163,7 +150,7 @@ def test_s1_dispatch_mark_counts_fan_out_items_lost_to_sigkill(tmp_path: Path) -
         env = emu.env()
         _kill_after(_spawn(tmp_path, env, "run", "lost"), emu, 60)
 
-        resumed = _agac(tmp_path, env, "run", "lost", "--json")
+        resumed = agac(tmp_path, env, "run", "lost", "--json")
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["actions"]["ask"]["answered"] == 360
 
@@ -181,13 +168,13 @@ def test_s1_whoever_opens_the_run_next_counts_lost_calls(tmp_path: Path, opener:
     with RunningEmulator(latency_ms=200) as emu:
         env = emu.env()
         _kill_after(_spawn(tmp_path, env, "run", "lost"), emu, 40)
-        killed_run = json.loads(_agac(tmp_path, env, "runs", "list", "--json").stdout)[0]["run_id"]
+        killed_run = json.loads(agac(tmp_path, env, "runs", "list", "--json").stdout)[0]["run_id"]
         sent = _chat(emu)
 
         if opener == "cancel":
-            done = _agac(tmp_path, env, "cancel", "lost", "--json")
+            done = agac(tmp_path, env, "cancel", "lost", "--json")
         else:
-            done = _agac(tmp_path, env, "run", "lost", f"--{opener}", "--limit", "1", "--json")
+            done = agac(tmp_path, env, "run", "lost", f"--{opener}", "--limit", "1", "--json")
         assert done.returncode in (0, 1), done.stderr
 
         ledger = _ledger(tmp_path, env, killed_run)
@@ -202,20 +189,20 @@ def test_s2_calls_of_a_failed_checkpoint_are_counted(tmp_path: Path) -> None:
     db = tmp_path / ".agac" / "agac.db"
     with RunningEmulator(latency_ms=20) as emu:
         env = emu.env()
-        assert _agac(tmp_path, env, "store", "upgrade").returncode == 0
+        assert agac(tmp_path, env, "store", "upgrade").returncode == 0
         with sqlite3.connect(db) as conn:
             conn.execute(
                 "CREATE TRIGGER agac_test_fail BEFORE INSERT ON outcomes "
                 "WHEN NEW.unit_key = 'r0150' "
                 "BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END"
             )
-        failed = _agac(tmp_path, env, "run", "lost", "--json")
+        failed = agac(tmp_path, env, "run", "lost", "--json")
         assert failed.returncode == 1, failed.stderr
         assert "disk full (test)" in failed.stderr
         with sqlite3.connect(db) as conn:
             conn.execute("DROP TRIGGER agac_test_fail")
 
-        resumed = _agac(tmp_path, env, "run", "lost", "--json")
+        resumed = agac(tmp_path, env, "run", "lost", "--json")
         assert resumed.returncode == 0, resumed.stderr
 
         ledger = _ledger(tmp_path, env)
@@ -230,8 +217,8 @@ def test_s1_unknown_calls_on_their_own_line_in_agac_cost(tmp_path: Path) -> None
         env = emu.env()
         _kill_after(_spawn(tmp_path, env, "run", "lost"), emu, 40)
         # `agac cancel` counts them without asking again: they stay at their worst case
-        assert _agac(tmp_path, env, "cancel", "lost").returncode in (0, 1)
-        text = _agac(tmp_path, env, "cost", "lost")
+        assert agac(tmp_path, env, "cancel", "lost").returncode in (0, 1)
+        text = agac(tmp_path, env, "cost", "lost")
 
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()

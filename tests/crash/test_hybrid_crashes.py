@@ -7,13 +7,11 @@ cancelled at the provider once."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from crash_support import agac
 
 from agac.emulator.testing import RunningEmulator
 from agac.testing import write_project
@@ -34,18 +32,6 @@ actions:
     prompt: "Classify: {{ source.text }}"
 """
 KEYS = [f"f{i}r{j}" for i in range(2) for j in range(3)]
-
-
-def _agac(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agac.cli.main", *args],
-        check=False,
-        cwd=root,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def _live_calls(emu: RunningEmulator) -> dict[str, int]:
@@ -84,20 +70,20 @@ def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> No
         env = emu.env()
         # submits two batches, wakes up at live_after by itself (poll_interval is 1 h),
         # switches, and is killed (live_after leaves a loaded machine time to submit first)
-        crashed = _agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "hy", "--wait")
+        crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "hy", "--wait")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
 
-        again = _agac(tmp_path, env, "run", "hy", "--json")
+        again = agac(tmp_path, env, "run", "hy", "--json")
         assert again.returncode == 75, again.stderr  # live answers in; batches cancelling
         assert json.loads(again.stdout)["actions"]["classify"]["answered"] == 6
         _end_cancels(emu)
-        done = _agac(tmp_path, env, "run", "hy", "--json")
+        done = agac(tmp_path, env, "run", "hy", "--json")
 
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["state"] == "succeeded"
         assert summary["actions"]["classify"]["answered"] == 6
-        exported = _agac(tmp_path, env, "export", "hy", "--action", "classify").stdout
+        exported = agac(tmp_path, env, "export", "hy", "--action", "classify").stdout
         results = [json.loads(line) for line in exported.splitlines()]
         assert sorted(r["key"] for r in results) == KEYS  # one answer per record
         assert {r["status"] for r in results} == {"answered"}
@@ -105,5 +91,5 @@ def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> No
         provider = model.split("/")[0]
         requests = emu.stats()["requests"][provider]
         assert requests["batch.create"] == 2 and requests["batch.cancel"] == 2
-        events = json.loads(_agac(tmp_path, env, "events", "hy", "--json").stdout)
+        events = json.loads(agac(tmp_path, env, "events", "hy", "--json").stdout)
         assert [e["kind"] for e in events].count("hybrid_switched") == 1
