@@ -118,18 +118,17 @@ SYSTEM = "You label product reviews by their sentiment and give a score from 0 t
 HEAD = "Classify this review: "
 
 
-def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
-    emulator: RunningEmulator, project: Path
-) -> None:
-    """No fault: the action's static prefix (a long system prompt and the prompt's head)
-    is marked for Anthropic's cache (``cache: auto``), the emulator writes it on the
-    first call and reads it on the others, and ``agac cost`` prices the difference."""
+def _own_cache_run(project: Path, defaults: str = "") -> None:
+    """Four records of one action on Claude Sonnet 4.5 whose long system prompt and
+    literal prompt head are its static prefix; ``defaults`` is added to its defaults."""
     workflow = (
         "\n".join(
             [
                 "name: triage",
                 "input: {path: data/in.jsonl, id_field: id}",
-                "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64}",
+                "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64"
+                + defaults
+                + "}",
                 "actions:",
                 "  - name: classify",
                 f'    system: "{SYSTEM}"',
@@ -144,6 +143,15 @@ def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
         agac_yml=PRICES,
         data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]},
     )
+
+
+def test_i24_cost_shows_cache_saving_of_the_emulators_own_cache(
+    emulator: RunningEmulator, project: Path
+) -> None:
+    """No fault: the action's static prefix (a long system prompt and the prompt's head)
+    is marked for Anthropic's cache (``cache: auto``), the emulator writes it on the
+    first call and reads it on the others, and ``agac cost`` prices the difference."""
+    _own_cache_run(project)
     result = api.run("triage", project, progress=False)
     assert result.exit_code == 0
     doc = api.cost(result.summary["run_id"], project)
@@ -160,27 +168,7 @@ def test_i24_cost_one_hour_cache_writes_are_billed_at_the_one_hour_rate_in_the_l
     """``cache_ttl: 1h``: the emulator, like Anthropic, reports the written tokens as
     ``cache_creation.ephemeral_1h_input_tokens``; the ledger bills them at the 1-hour rate
     (here 2× input: the prices name no ``cache_write_1h``), not the 5-minute one."""
-    workflow = (
-        "\n".join(
-            [
-                "name: triage",
-                "input: {path: data/in.jsonl, id_field: id}",
-                "defaults: {model: anthropic/claude-sonnet-4-5, max_concurrency: 1, max_tokens: 64,",
-                "           cache_ttl: 1h}",
-                "actions:",
-                "  - name: classify",
-                f'    system: "{SYSTEM}"',
-                f'    prompt: "{HEAD}{{{{ source.text }}}}"',
-            ]
-        )
-        + "\n"
-    )
-    write_project(
-        project,
-        workflow,
-        agac_yml=PRICES,
-        data={"data/in.jsonl": [{"id": f"r{i}", "text": f"fine {i}"} for i in range(4)]},
-    )
+    _own_cache_run(project, ", cache_ttl: 1h")
     result = api.run("triage", project, progress=False)
     assert result.exit_code == 0
     (row,) = api.cost(result.summary["run_id"], project)["rows"]
