@@ -505,10 +505,9 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     per cache (engine/lifecycle/contextcaches.py)."""
     hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
     tools = _tool_uses(store, run.id)
-    totals = store.usage_totals([run.id])
-    bands = prices.thresholds({f"{r.provider}/{r.model}" for r in totals if r.kind == "llm"})
-    if bands:  # a long-context tier applies per call: total each tier's calls apart
-        totals = store.usage_totals([run.id], bands=bands)
+    # A long-context tier applies per call: the calls of each tier are totalled apart.
+    models = {a["model"] for a in run.config.get("actions", ()) if a.get("model")}
+    totals = store.usage_totals([run.id], bands=prices.thresholds(models))
     groups: dict[tuple[str | None, ...], _LedgerGroup] = {}
     for r in totals:
         group: tuple[str | None, ...] = (r.action, r.kind, r.provider, r.model, r.tier, r.origin)
