@@ -464,32 +464,23 @@ class _LedgerGroup:
     cached: float = 0.0
     priced: int = 0
     estimated: int = 0
-    tokens: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])
-    """input, cached, cache write, output, reasoning"""
+    usage: Usage = field(default_factory=Usage)
+    """Its tokens, all bands together."""
 
     def add(self, r: UsageTotal) -> Usage:
         """Count one totals row (one band of the group) in; its usage."""
         usage = Usage(
-            int(r.input_tokens or 0),
-            int(r.output_tokens or 0),
-            int(r.cached_tokens or 0),
-            int(r.cache_write_tokens or 0),
-            int(r.reasoning_tokens or 0),
+            r.input_tokens,
+            r.output_tokens,
+            r.cached_tokens,
+            r.cache_write_tokens,
+            r.reasoning_tokens,
         )
         self.calls += r.calls
-        self.cost += float(r.cost_usd or 0.0)
-        self.priced += int(r.priced or 0)
-        self.estimated += int(r.estimated or 0)
-        for i, n in enumerate(
-            (
-                usage.input_tokens,
-                usage.cached_tokens,
-                usage.cache_write_tokens,
-                usage.output_tokens,
-                usage.reasoning_tokens,
-            )
-        ):
-            self.tokens[i] += n
+        self.cost += r.cost_usd
+        self.priced += r.priced
+        self.estimated += r.estimated
+        self.usage = self.usage.plus(usage)
         return usage
 
 
@@ -539,7 +530,7 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         total += g.cost
         saved += max(g.saved, 0.0)
         by_cache += g.cached
-        tin, tcached, twrite, tout, treason = g.tokens
+        u = g.usage
         row = {
             "action": r.action,
             "kind": r.kind,
@@ -548,15 +539,15 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
             "tier": r.tier,
             "origin": r.origin or "call",
             "calls": g.calls,
-            "input_tokens": tin,
-            "cached_tokens": tcached,
-            "cache_write_tokens": twrite,
-            "output_tokens": tout,
-            "reasoning_tokens": treason,
+            "input_tokens": u.input_tokens,
+            "cached_tokens": u.cached_tokens,
+            "cache_write_tokens": u.cache_write_tokens,
+            "output_tokens": u.output_tokens,
+            "reasoning_tokens": u.reasoning_tokens,
             "server_tools": dict(server_tool_counts(used)),
             "cost_usd": round(g.cost, 6),
         }
-        if tcached or twrite:
+        if u.cached_tokens or u.cache_write_tokens:
             row["cache_saved_usd"] = round(g.cached, 6)
         if r.origin == "unknown":  # S1: sent or about to be when its process stopped
             row["priced_by_a_later_answer"] = g.priced
