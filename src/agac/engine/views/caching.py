@@ -42,7 +42,7 @@ def static_prefix_tokens(rt: ActionRuntime) -> int:
 
 
 def one_hour_writes(rt: ActionRuntime) -> bool:
-    """An Anthropic action whose cache lives an hour: its writes cost 2× input."""
+    """An Anthropic action whose cache lives an hour: its writes are priced at the 1-hour rate."""
     return rt.action.provider == "anthropic" and rt.action.cache_ttl == "1h"
 
 
