@@ -233,7 +233,7 @@ class StoreGateway:
 
     # -- writes -------------------------------------------------------------------------
 
-    async def commit(
+    def commit(
         self,
         *,
         outcomes: Sequence[OutcomeRow] = (),
@@ -247,10 +247,10 @@ class StoreGateway:
         marks: Sequence[MarkRow] = (),
         priced: Sequence[PricedRow] = (),
         on_durable: Callable[[], None] | None = None,
-    ) -> None:
-        """Queue rows for the next group commit and wait until they are durable; see
-        :meth:`commit_nowait` for ``on_durable``."""
-        await self.commit_nowait(
+    ) -> asyncio.Future[None]:
+        """Queue rows for the next group commit: await it to wait until they are durable;
+        see :meth:`commit_nowait` for ``on_durable``."""
+        return self.commit_nowait(
             outcomes=outcomes,
             answers=answers,
             tool_results=tool_results,

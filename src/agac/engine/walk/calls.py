@@ -27,6 +27,7 @@ from agac.media import AttachmentError
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
     from contextlib import AbstractAsyncContextManager
 
     from agac.config.model import RetrySpec
@@ -261,7 +262,7 @@ async def _complete(
     return response
 
 
-async def _answered(
+def _answered(
     ctx: UnitContext,
     rt: ActionRuntime,
     rec: UnitRecord,
@@ -274,7 +275,7 @@ async def _answered(
     started: float,
     fp: str,
     slot: _Slot,
-) -> Settled:
+) -> Coroutine[object, None, Settled]:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
     is how we got it, not what was asked), with its usage row; the slot goes back at that
     commit."""
@@ -290,7 +291,7 @@ async def _answered(
         output_json,
         ctx.control.clock.time(),
     )
-    return await _final(
+    return _final(
         ctx,
         rt,
         rec,
@@ -307,7 +308,7 @@ async def _answered(
     )
 
 
-async def _final(
+def _final(
     ctx: UnitContext,
     rt: ActionRuntime,
     rec: UnitRecord,
@@ -322,8 +323,10 @@ async def _final(
     usage: Sequence[UsageRow] = (),
     output_json: str | None = None,
     on_durable: Callable[[], None] | None = None,
-) -> Settled:
-    return await ctx.out.settle(
+) -> Coroutine[object, None, Settled]:
+    """The unit's outcome written (the writer's own coroutine: a unit's every suspension
+    resumes through each frame above it, so the call path adds none of its own)."""
+    return ctx.out.settle(
         rt,
         rec,
         status,

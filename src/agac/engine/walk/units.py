@@ -40,6 +40,8 @@ from agac.prompt.render import RenderError
 from agac.providers.base import canonical_json, fingerprint_of
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from agac.engine.actions import ActionRuntime
     from agac.engine.decision import Decision
     from agac.engine.ports import BatchUnits, UnitContext
@@ -49,26 +51,28 @@ if TYPE_CHECKING:
 __all__ = ["run_unit", "settle"]
 
 
-async def run_unit(
+def run_unit(
     ctx: UnitContext,
     rt: ActionRuntime,
     rec: UnitRecord,
     payload: JSONObject | None,
     results: dict[str, Settled],
     extra: JSONObject | None = None,
-) -> Settled | None:
+) -> Coroutine[object, None, Settled | None]:
     """The unit's outcome, or None when it stays pending (it waits on a batch, a person,
     an effect, or the run is stopping). ``extra`` are roots the unit sees besides
     ``source`` and its ancestors' outputs: a fan-out's item, a join's
     ``fulfilled``/``rejected``/``skipped`` (engine/walk/walker.py). A dependency missing
     from ``results`` is a join's per-item input, judged there."""
-    return await _Unit(ctx, rt, rec, payload, results, extra).run()
+    return _Unit(ctx, rt, rec, payload, results, extra).run()
 
 
-async def settle(ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, d: Settle) -> Settled:
+def settle(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, d: Settle
+) -> Coroutine[object, None, Settled]:
     """Write the outcome a decision gave the unit."""
     output = json.loads(d.output_json) if d.output_json is not None else None
-    return await ctx.out.settle(
+    return ctx.out.settle(
         rt,
         rec,
         d.status,

@@ -32,6 +32,8 @@ from agac.keys import item_key
 from agac.reasons import HALTING
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from agac.engine.actions import ActionRuntime
     from agac.engine.ports import UnitContext
     from agac.engine.values import UnitRecord
@@ -85,12 +87,13 @@ class Walker:
         self.plan = plan
         self.ctx = ctx
 
-    async def walk_record(
+    def walk_record(
         self, rec: UnitRecord, payload: JSONObject | None, existing: Existing
-    ) -> bool:
+    ) -> Coroutine[object, None, bool]:
         """True when every unit of the record has its outcome; False when one is pending
-        (a batch, a person, an effect, the run stopping)."""
-        return await self._walk(self.plan.steps, rec, payload, {}, existing, {})
+        (a batch, a person, an effect, the run stopping). The walk's own coroutine, not a
+        wrapper around it: every suspension of a unit resumes through each frame above it."""
+        return self._walk(self.plan.steps, rec, payload, {}, existing, {})
 
     async def _walk(
         self,
