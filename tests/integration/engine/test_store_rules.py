@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from engine_helpers import BASIC, rows, run
 
+from agac.clock import SYSTEM, Clock, ManualClock
 from agac.engine.lifecycle.leases import take_run_lease
 from agac.errors import LeaseHeld, LeaseLost, StoreError
 from agac.store.repository import Store
@@ -24,8 +25,8 @@ def stores():
     """Open stores through this and they are closed after the test."""
     opened: list[Store] = []
 
-    def _open(url: str) -> Store:
-        opened.append(Store(url))
+    def _open(url: str, clock: Clock = SYSTEM) -> Store:
+        opened.append(Store(url, clock=clock))
         return opened[-1]
 
     yield _open
@@ -116,9 +117,10 @@ def test_s5_edited_prompt_reasks_only_changed_requests(project: Path, make) -> N
 
 
 def test_s3_fencing_token_refuses_a_stale_writer(store_url: str, stores) -> None:
-    store = stores(store_url)
+    clock = ManualClock()
+    store = stores(store_url, clock)
     first = store.acquire_lease("run:x", host="h1", pid=1, ttl=0.05)
-    time.sleep(0.1)
+    clock.advance(0.1)  # the first lease expires
     second = store.acquire_lease("run:x", host="h2", pid=2, ttl=30)
     assert second == first + 1
     with pytest.raises(LeaseLost):
@@ -239,9 +241,10 @@ def test_secrets_never_reach_the_store(project: Path, make, monkeypatch, stores)
 def test_s3_effect_and_proposal_writes_of_a_stale_owner_are_refused(store_url: str, stores) -> None:
     """Writes made outside group commits (effect intents and receipts, proposals and their
     use) check the fencing token in their own transaction, like every checkpoint."""
-    store = stores(store_url)
+    clock = ManualClock()
+    store = stores(store_url, clock)
     first = store.acquire_lease("run:fx", host="h1", pid=1, ttl=0.05)
-    time.sleep(0.1)
+    clock.advance(0.1)  # the first lease expires
     second = store.acquire_lease("run:fx", host="h2", pid=2, ttl=30)
     stale, live = ("run:fx", first, 30.0), ("run:fx", second, 30.0)
     effect = {
