@@ -7,12 +7,13 @@ would otherwise swallow every later row —, bytes that are not UTF-8, a value n
 can hold: ``NaN``/``Infinity``, a number too large for a float, an escaped lone
 surrogate such as ``"\\ud800"``) is *not* raised and *not* dropped: it is yielded with
 ``reason="invalid_input"`` and an ``error`` naming file and line, because it is a unit
-in every action's count (S4). A JSON array
-that is cut off or corrupt yields the elements parsed before the damage, then one
-invalid record naming where reading stopped.
+in every action's count (S4). A JSON array element is checked the same way, from its own
+bytes, and the elements after a bad one are read; an array whose structure breaks (cut
+off, a string or bracket never closed, text after the closing ``]``) yields the elements
+before the damage, then one invalid record naming where reading stopped.
 
 Nothing here loads a whole file: JSONL is read line by line, CSV row by row and JSON
-arrays element by element with ``ijson``, each decompressed on the fly when its name ends
+arrays element by element (:mod:`agac.data.jsonarray`), each decompressed on the fly when its name ends
 ``.gz``, ``.zst``, ``.bz2`` or ``.xz``; parquet and Arrow files are read by record batches
 of the columns asked for (:mod:`agac.data.columnar`). Memory is bounded by the largest
 record (a record batch for columnar files).
@@ -36,14 +37,12 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-import ijson
-
 from agac.data.files import InputChanged, InputFile, LocalFile
 from agac.data.formats import decompressed, format_of
+from agac.data.jsonarray import Broken, Element, elements
 from agac.data.records import (
     DUPLICATE_KEY,
     INPUT_CHANGED,
@@ -212,25 +211,38 @@ def _stream(file: InputFile) -> Iterator[IO[bytes]]:
 
 def _jsonl_record(name: str, number: int, raw: bytes, id_field: str | None) -> InputRecord:
     try:
+        value = _value_of(raw, f"{name}:{number}")
+    except _Unreadable as exc:
+        return invalid_record(name, number, number, str(exc))
+    return record_of(name, number, number, value, id_field)
+
+
+class _Unreadable(ValueError):
+    """One record's text that is not a value agac can store; the message names where."""
+
+
+def _value_of(raw: bytes, where: str) -> Any:
+    """The JSON value of one record's bytes, read strictly: raises _Unreadable for text
+    that is not UTF-8 or not JSON, ``NaN``/``Infinity``, a number too large for a float,
+    nesting too deep, or an escaped lone surrogate (read from the raw text, before any
+    decoder could have changed it)."""
+    try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return invalid_record(
-            name, number, number, f"{name}:{number}: not UTF-8 text ({exc.reason})"
-        )
+        raise _Unreadable(f"{where}: not UTF-8 text ({exc.reason})") from None
     try:
         value = _STRICT.decode(text)
     except json.JSONDecodeError as exc:
-        message = f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-        return invalid_record(name, number, number, message)
+        raise _Unreadable(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     except _NotStorable as exc:
-        return invalid_record(name, number, number, f"{name}:{number}: {exc}")
+        raise _Unreadable(f"{where}: {exc}") from None
     except RecursionError:
-        return invalid_record(name, number, number, f"{name}:{number}: JSON nested too deeply")
+        raise _Unreadable(f"{where}: JSON nested too deeply") from None
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
         found = flaw(value)  # a pair is one character by now: only a lone one is found
         if found is not None:
-            return invalid_record(name, number, number, _flawed(f"{name}:{number}", found))
-    return record_of(name, number, number, value, id_field)
+            raise _Unreadable(_flawed(where, found))
+    return value
 
 
 class _NotStorable(ValueError):
@@ -274,59 +286,56 @@ def _read_json_array(
     id_field: str | None,
     name: str,
 ) -> Iterator[InputRecord]:
+    """Each element decoded from its own bytes (:mod:`agac.data.jsonarray`): a bad one is
+    an invalid record naming its element and line, and the next one is read."""
     count = 0
     with _stream(file) as handle:
-        # Not use_float=True: the C backend then rejects integers beyond 64 bits.
-        events = ijson.parse(handle)
         try:
-            first = next(events)
-            if first[1] != "start_array":
-                yield invalid_record(name, 1, 0, f"{name}: a .json input must be a JSON array")
-                return
-            for value in ijson.items(itertools.chain([first], events), "item"):
-                count += 1
-                value = _floats(value)
-                found = flaw(value)
-                if found is not None:
-                    yield invalid_record(name, count, 0, _flawed(f"{name} element {count}", found))
-                    continue
-                yield record_of(name, count, 0, value, id_field)
-            for _ in events:  # drain, so trailing garbage is reported
-                pass
+            for part in elements(handle):
+                if isinstance(part, Broken):
+                    yield invalid_record(name, part.n, 0, _broken(name, part))
+                    return
+                count = part.n
+                yield _element_record(name, part, id_field)
         except InputChanged as exc:
             yield changed_record(name, count + 1, exc)
         except OSError as exc:
             yield invalid_record(
                 name, count + 1, 0, f"{name} element {count + 1}: {_damage(file, exc)}"
             )
-        except (ijson.JSONError, ValueError) as exc:
-            n = count + 1
-            where = f"after element {count}" if count else "before the first element"
-            message = f"{name}: JSON array is cut off or corrupt {where} ({_ijson_reason(exc)})"
-            yield invalid_record(name, n, 0, message)
 
 
-def _floats(value: Any) -> Any:
-    """``value`` with ijson's Decimals turned into floats (as ``json.loads`` gives)."""
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, Decimal | dict | list):
-                value[key] = _floats(item)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, Decimal | dict | list):
-                value[index] = _floats(item)
-    return value
+def _element_record(name: str, part: Element, id_field: str | None) -> InputRecord:
+    where = f"{name} element {part.n} (line {part.line})"
+    if not part.raw:
+        message = f"{where}: no value between two commas (or a comma before ']'); remove one"
+        return invalid_record(name, part.n, 0, message)
+    try:
+        value = _value_of(part.raw, where)
+    except _Unreadable as exc:
+        return invalid_record(name, part.n, 0, str(exc))
+    return record_of(name, part.n, 0, value, id_field)
 
 
-def _ijson_reason(exc: Exception) -> str:
-    detail: Any = exc.args[0] if exc.args else str(exc)
-    if isinstance(detail, bytes):
-        detail = detail.decode("utf-8", "replace")
-    lines = str(detail).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+def _broken(name: str, part: Broken) -> str:
+    if part.why == "not_array":
+        return f"{name}: a .json input must be a JSON array"
+    if part.why == "trailing":
+        return (
+            f"{name}:{part.line}: text after the array's closing ']'; "
+            "a .json input is one JSON array (JSON Lines go in a .jsonl file)"
+        )
+    if part.why == "empty":
+        return (
+            f"{name}: JSON array is cut off or corrupt before the first element (the file is empty)"
+        )
+    count = part.n - 1
+    where = f"after element {count}" if count else "before the first element"
+    return (
+        f"{name}: JSON array is cut off or corrupt {where} (line {part.line}: the file ends "
+        "inside an element, or a string or bracket there is never closed); nothing after "
+        "this point was read"
+    )
 
 
 # --- CSV --------------------------------------------------------------------------

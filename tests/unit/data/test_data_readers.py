@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 
+from agac.data.jsonarray import Element, elements
 from agac.data.readers import InputRecord, file_fingerprint, iter_input, read_records
 
 
@@ -349,18 +352,111 @@ def test_i29_13_jsonl_strict_values_that_look_suspect_are_read(tmp_path: Path, l
 
 
 def test_i29_13_json_array_element_no_store_can_hold_is_invalid(tmp_path: Path) -> None:
-    """ijson's C backend reads an escaped lone surrogate as ``?`` (storable); a number too
-    large for a float fails its element alone."""
+    """An escaped lone surrogate and a number too large for a float each fail their
+    element alone."""
     path = write(
         tmp_path / "a.json", '[{"id": 1, "t": "\\ud800"}, {"id": 2, "t": 1e999}, {"id": 3}]'
     )
 
     first, second, third = read(path, "id")
 
-    assert first.reason == "invalid_input" or json.dumps(first.payload, ensure_ascii=False).encode()
+    assert first.reason == "invalid_input" and first.payload is None
     assert second.reason == "invalid_input" and second.error is not None
     assert (
-        "a.json element 2: the record holds Infinity (a number too large for a float) at t"
-        in second.error
+        second.error
+        == "a.json element 2 (line 1): 1e999 is too large for a float; write it as text"
     )
     assert third.ok
+
+
+# --- issue 35, item 7: a JSON array read element by element ----------------------------
+
+
+def test_i35_7_json_array_lone_surrogate_fails_its_element_not_rewritten(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "a.json",
+        '[\n {"id": 1, "t": "ok"},\n {"id": 2, "t": "x\\ud800y"},\n {"id": 3, "t": "\\ud83d\\ude00"}\n]',
+    )
+
+    first, second, third = read(path, "id")
+
+    assert first.ok and third.ok and third.payload == {"id": 3, "t": "\U0001f600"}
+    assert (second.reason, second.key, second.payload) == ("invalid_input", "a.json:2", None)
+    assert second.error == (
+        "a.json element 2 (line 3): the record holds a lone surrogate (\\ud800) at t, "
+        "which agac cannot store; write text without lone surrogates (pair it, or drop it) there"
+    )
+
+
+@pytest.mark.parametrize(
+    ("element", "said"),
+    [
+        ('{"a": tru}', "not valid JSON"),
+        ('{"a": 01}', "not valid JSON"),
+        ('{"a": "\\x"}', "not valid JSON (Invalid \\escape"),
+        ('{"a": "tab\there"}', "not valid JSON (Invalid control character"),
+        ('{"a": NaN}', "NaN is not JSON"),
+        ('{"a": 1}}', "not valid JSON (Extra data"),
+        ("", "no value between two commas"),
+        ("[1, 2]", "a record must be a JSON object, not an array"),
+    ],
+)
+def test_i35_7_json_array_bad_element_fails_alone_and_later_ones_run(
+    tmp_path: Path, element: str, said: str
+) -> None:
+    path = write(tmp_path / "a.json", f'[{{"id": 1}},\n  {element},\n{{"id": 3}}, {{"id": 4}}]')
+
+    records = read(path)
+
+    assert [r.n for r in records] == [1, 2, 3, 4]
+    assert [r.reason for r in records] == [None, "invalid_input", None, None]
+    assert [r.payload for r in records[2:]] == [{"id": 3}, {"id": 4}]
+    error = records[1].error or ""
+    assert error.startswith("a.json element 2") and said in error, error
+
+
+def test_i35_7_json_array_bytes_not_utf8_fail_their_element(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_bytes(b'[{"t": "a"}, {"t": "\xff\xfe"}, {"t": "c"}]')
+
+    records = read(path)
+
+    assert [r.reason for r in records] == [None, "invalid_input", None]
+    assert (records[1].error or "").startswith("a.json element 2 (line 1): not UTF-8 text")
+
+
+def test_i35_7_json_array_split_the_same_whatever_the_read_size(tmp_path: Path) -> None:
+    """Element boundaries inside strings, escapes and nesting survive every read size, so
+    a stream read block by block splits as one read whole."""
+    body = (
+        b'\xef\xbb\xbf [ {"s": "a,]}\\"[{", "n": [1, {"x": [2, 3]}]},\n'
+        b'"\xc3\xbc\\\\", 1.5e3 , [] , {"e": "\\ud800"} ,{"z":null}\n] \n'
+    )
+    whole = list(elements(io.BytesIO(body)))
+
+    for chunk in (1, 2, 3, 5, 7):
+        assert list(elements(io.BytesIO(body), chunk)) == whole
+    assert [e.raw for e in whole if isinstance(e, Element)] == [
+        b'{"s": "a,]}\\"[{", "n": [1, {"x": [2, 3]}]}',
+        b'"\xc3\xbc\\\\"',
+        b"1.5e3",
+        b"[]",
+        b'{"e": "\\ud800"}',
+        b'{"z":null}',
+    ]
+    assert [e.line for e in whole if isinstance(e, Element)] == [1, 2, 2, 2, 2, 2]
+
+
+def test_i35_7_json_array_compressed_bad_element_fails_alone(tmp_path: Path) -> None:
+    path = tmp_path / "a.json.gz"
+    path.write_bytes(gzip.compress(b'[{"a": 1}, {"a": "\\ud800"}, {"a": 3}]'))
+
+    assert [r.reason for r in read(path)] == [None, "invalid_input", None]
+
+
+def test_i35_7_json_array_text_after_the_array_is_one_counted_record(tmp_path: Path) -> None:
+    records = read(write(tmp_path / "a.json", '[{"a": 1}]\n{"a": 2}'))
+
+    assert [r.reason for r in records] == [None, "invalid_input"]
+    assert records[1].n == 2
+    assert (records[1].error or "").startswith("a.json:2: text after the array's closing ']'")
