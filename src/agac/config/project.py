@@ -23,7 +23,7 @@ from agac.config.values import finite, read_mapping, read_number, read_str, read
 from agac.config.variables import POINT_SCHEMES, STORE_HINT, check_variables, store_problem
 from agac.errors import ConfigError, Problem, UsageError
 from agac.providers.options import Option
-from agac.providers.pricing import PRICE_KEYS
+from agac.providers.pricing import MAX_PRICE, PRICE_KEYS
 from agac.providers.registry import available_providers, provider_options, provider_transports
 from agac.tenants import is_tenant, pick_tenant
 
@@ -368,7 +368,7 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
         values: dict[str, float | None] = {}
         for key in PRICE_KEYS:
             if key in body:
-                high = 1.0 if key == "batch_discount" else None
+                high = 1.0 if key == "batch_discount" else MAX_PRICE
                 values[key] = read_number(f, body[key], path + (key,), maximum=high)
         for key in ("input", "output"):
             if key not in body:

@@ -44,6 +44,7 @@ from agac.errors import ConfigError, Problem
 from agac.providers.base import Usage
 
 __all__ = [
+    "MAX_PRICE",
     "PRICE_KEYS",
     "Price",
     "PriceLibrary",
@@ -52,6 +53,11 @@ __all__ = [
     "cost_usd",
     "default_library",
 ]
+
+MAX_PRICE = 1_000_000.0
+"""The largest price agac takes (USD per million tokens, or per use): a thousand times the
+dearest model's, and small enough that any cost it makes stays a finite float (a price
+such as ``1e308`` overflows a cost to infinity, and ``0 × inf`` is NaN)."""
 
 FREE_PROVIDERS = frozenset({"mock", "ollama"})
 """Offline and local models: they cost nothing."""
@@ -261,19 +267,21 @@ discount from 0 to 1; storage per 1M tokens per hour)."""
 
 
 def _coerce(model: str, value: Any) -> Price:
-    """A project's price of ``model``; ConfigError when a number in it is not finite (a
-    price of ``.inf`` would make every cost, budget and ledger row of the model NaN)."""
+    """A project's price of ``model``; ConfigError when a number in it is not finite or
+    above :data:`MAX_PRICE` (a price of ``.inf`` or ``1e308`` would make a cost, a budget
+    check and a ledger row of the model infinite or NaN)."""
     if isinstance(value, Price):
         return value
     data = value if isinstance(value, Mapping) else {k: getattr(value, k, None) for k in PRICE_KEYS}
     for key in PRICE_KEYS:
         number = data.get(key)
-        if number is not None and not _finite(number):
+        if number is not None and not _bounded(number):
             raise ConfigError(
                 problems=[
                     Problem(
                         "invalid_value",
-                        f"prices.{model}.{key} must be a finite number, got {number!r}",
+                        f"prices.{model}.{key} must be a finite number from 0 to "
+                        f"{MAX_PRICE:,.0f}, got {number!r}",
                         file="agac.yml",
                         path=f"prices.{model}.{key}",
                     )
@@ -295,11 +303,12 @@ def _opt(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def _finite(number: Any) -> bool:
+def _bounded(number: Any) -> bool:
     try:
-        return math.isfinite(float(number))
+        value = float(number)
     except (TypeError, ValueError, OverflowError):
         return False
+    return math.isfinite(value) and 0.0 <= value <= MAX_PRICE
 
 
 # -- the price library ------------------------------------------------------------------------

@@ -5,6 +5,7 @@ integer past the float range) in ``agac.yml`` or a workflow are refused with a l
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from agac.config import find_project
 from agac.errors import ConfigError
 from agac.providers.base import Usage
-from agac.providers.pricing import PriceTable
+from agac.providers.pricing import MAX_PRICE, PriceTable
 
 BASE = """
 input: {path: data.jsonl}
@@ -94,3 +95,31 @@ def test_i29_18_a_price_table_refuses_a_price_that_is_not_finite() -> None:
     assert info.value.problems[0].path == "prices.openai/gpt-x.input"
     table = PriceTable({"openai/gpt-x": {"input": 1.0, "output": 2.0}})
     assert table.cost("openai/gpt-x", Usage(1_000_000, 0)) == 1.0
+
+
+# --- issue 35, item 13: a price that overflows ------------------------------------------
+
+
+@pytest.mark.parametrize("number", ["1.0e+308", "1.0e+7", "-1"])
+def test_i35_13_a_price_a_cost_cannot_hold_is_refused_with_its_line(
+    tmp_path: Path, number: str
+) -> None:
+    (tmp_path / "agac.yml").write_text(
+        f"prices:\n  openai/gpt-x:\n    input: {number}\n    output: 1\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as info:
+        find_project(tmp_path)
+    (problem,) = info.value.problems
+    assert (problem.code, problem.file, problem.line) == ("invalid_value", "agac.yml", 3)
+    assert "prices.openai/gpt-x.input" in problem.message and "1e+06" in problem.message
+
+
+def test_i35_13_a_price_table_refuses_an_overflowing_price_and_the_bound_keeps_costs_finite() -> (
+    None
+):
+    with pytest.raises(ConfigError) as info:
+        PriceTable({"openai/gpt-x": {"input": 1.0e308, "output": 1.0}})
+    assert info.value.problems[0].path == "prices.openai/gpt-x.input"
+    table = PriceTable({"openai/gpt-x": {"input": MAX_PRICE, "output": MAX_PRICE}})
+    cost = table.cost("openai/gpt-x", Usage(10**15, 10**15, cache_write_1h_tokens=10**15))
+    assert math.isfinite(cost) and math.isfinite(cost * 0)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from agac.engine.limits.budget import BudgetGuard, Reservation
+from agac.engine.limits.budget import BudgetGuard, Reservation, within_cap
 from agac.providers.pricing import PriceTable
 
 CALL = Reservation(usd=0.25, tokens=10)
@@ -71,3 +71,17 @@ async def test_r5_guard_without_ledger_reads_nothing() -> None:
     guard = BudgetGuard(1.0, None, PriceTable())
     await guard.refresh()
     assert guard.spent_usd == 0.0
+
+
+@pytest.mark.parametrize("usd", [float("nan"), float("inf")])
+def test_i35_13_a_cost_that_is_not_finite_is_over_every_budget(usd: float) -> None:
+    """A comparison with NaN is always false: a NaN cost must not pass as "under the cap"."""
+    guard = BudgetGuard(5.0, None, PriceTable())
+    assert not guard.reserve(Reservation(usd=usd, tokens=1))
+    assert guard.exhausted
+
+    spent = BudgetGuard(5.0, None, PriceTable(), spent_usd=usd)
+    assert not spent.reserve(Reservation(usd=0.0, tokens=0))
+
+    assert not within_cap(usd, 5.0) and not within_cap(usd, float("inf"))
+    assert within_cap(5.0, 5.0) and not within_cap(5.01, 5.0)

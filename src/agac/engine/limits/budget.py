@@ -44,7 +44,15 @@ __all__ = [
     "request_estimate",
     "spent_before",
     "spent_by",
+    "within_cap",
 ]
+
+
+def within_cap(usd: float, cap: float) -> bool:
+    """Whether a cost of ``usd`` stays under ``cap``, failing closed: a cost that is NaN or
+    infinite (which no valid price makes, but a comparison with NaN is always false) is
+    over every cap."""
+    return math.isfinite(usd) and usd <= cap + 1e-12
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +129,9 @@ class BudgetGuard:
     # -- reserve and settle ---------------------------------------------------------------------
 
     def fits(self, r: Reservation) -> bool:
-        if self.usd is not None and self.spent_usd + self.reserved_usd + r.usd > self.usd + 1e-12:
+        if self.usd is not None and not within_cap(
+            self.spent_usd + self.reserved_usd + r.usd, self.usd
+        ):
             return False
         return not (
             self.tokens is not None

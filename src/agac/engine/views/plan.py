@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agac.config.project import store_url
 from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.modes import resolve_auto
-from agac.engine.limits.budget import attachment_tokens, request_estimate
+from agac.engine.limits.budget import attachment_tokens, request_estimate, within_cap
 from agac.engine.requests import build_request
 from agac.engine.views.caching import cached_usage, one_hour_writes, static_prefix_tokens
 from agac.providers.base import Usage, fingerprint_of
@@ -339,7 +339,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
             "records what the provider reports"
         )
     if budget is not None:
-        over_usd = budget.usd is not None and configured > budget.usd
+        over_usd = budget.usd is not None and not within_cap(configured, budget.usd)
         over_tokens = budget.tokens is not None and tokens > budget.tokens
         plan["within_budget"] = not (over_usd or over_tokens)
     return plan
