@@ -422,6 +422,9 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     if "hybrid" in v:
         out["live_after"] = _hybrid(f, raw, out["run_mode"])
     out.update(_cache_fields(f, raw))
+    if "provider_options" in v:
+        found = read_mapping(f, v["provider_options"], at("provider_options"))
+        out["provider_options"] = {str(k): value for k, value in (found or {}).items()}
     return out
 
 

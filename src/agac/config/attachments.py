@@ -31,7 +31,6 @@ from agac.prompt.attachments import compile_attachments, render_references, reso
 from agac.prompt.references import template_references
 from agac.prompt.render import RenderError
 from agac.providers import registry
-from agac.providers.base import attachment_limits
 
 __all__ = ["check_attachments"]
 
@@ -165,6 +164,6 @@ def _model(raw: RawAction) -> tuple[str, str]:
 
 def _limits(provider: str) -> AttachmentLimits | None:
     try:
-        return attachment_limits(registry.provider_class(provider))
+        return registry.provider_spec(provider).attachments
     except (ConfigError, ImportError):
         return None

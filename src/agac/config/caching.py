@@ -23,7 +23,6 @@ from agac.prompt.prefix import ContextFileError, late_literal, render_context_pr
 from agac.prompt.references import template_references
 from agac.prompt.render import DEFAULT_MAX_PROMPT_CHARS, RenderError
 from agac.providers import registry
-from agac.providers.base import cache_minimum
 
 __all__ = ["check_caching", "provider_cache_minimum"]
 
@@ -108,6 +107,6 @@ def provider_cache_minimum(provider: str, model: str) -> int | None:
     """The fewest prefix tokens ``provider`` caches for ``model``; None when agac cannot ask
     it to cache (or the provider is unknown: validation reports that elsewhere)."""
     try:
-        return cache_minimum(registry.provider_class(provider), model)
+        return registry.provider_spec(provider).minimum_for(model)
     except (ConfigError, ImportError):
         return None

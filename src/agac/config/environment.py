@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable
 from agac.config.actions import CLI, RawAction
 from agac.config.functions import FunctionNotFound, resolve_function
 from agac.config.model import Action
-from agac.config.project import Project, is_point_url, store_url
+from agac.config.project import Project, is_point_url, option_value, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
 from agac.providers import registry
-from agac.providers.base import attachment_limits, batch_support
+from agac.providers.spec import ProviderSpec
 
 __all__ = ["check_environment"]
 
@@ -38,7 +38,7 @@ def check_environment(
     """Report what would stop this workflow on this machine, or cost unknown money.
 
     With a ``budget`` a model without a price is an error: the cap could not be kept."""
-    seen_providers: dict[str, object | None] = {}
+    seen_providers: dict[str, ProviderSpec | None] = {}
     seen_models: set[str] = set()
     memory = store_url(project) == "memory"
     point = is_point_url(store_url(project)) and not os.environ.get("AGAC_SECRET")
@@ -79,14 +79,37 @@ def check_environment(
             seen_providers[action.provider] = _check_provider(
                 f, project, raw, action.provider, check_credentials
             )
-        cls = seen_providers[action.provider]
-        if action.run_mode == "batch" and cls is not None and batch_support(cls) == "none":
+        spec = seen_providers[action.provider]
+        if action.run_mode == "batch" and spec is not None and spec.batch_support == "none":
             _batch_unsupported(f, raw, action.provider)
-        if action.attachments and cls is not None:
-            _attachments_unsupported(f, raw, action, cls)
+        if action.attachments and spec is not None:
+            _attachments_unsupported(f, raw, action, spec)
+        if action.provider_options and spec is not None:
+            _check_request_options(f, raw, action, spec)
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)
+
+
+def _check_request_options(
+    f: Findings, raw: RawAction, action: Action, spec: ProviderSpec
+) -> None:
+    """An action's ``provider_options:`` against its provider's ``request_options``: a key
+    it does not declare is ``unknown_key`` (with a "did you mean"), a value it does not
+    take ``invalid_provider_option`` naming the key."""
+    where = raw.origin("provider_options")
+    declared = {o.name: o for o in spec.request_options}
+    label = f"provider_options of action {raw.name!r} (provider {spec.name})"
+    f.unknown_keys(action.provider_options, declared, where, label)
+    for key, value in action.provider_options.items():
+        if key in declared:
+            option_value(
+                f,
+                declared[key],
+                value,
+                where + (key,),
+                f"provider_options.{key} of action {raw.name!r}",
+            )
 
 
 def _check_approvers(
@@ -114,12 +137,16 @@ def _check_approvers(
 
 def _check_provider(
     f: Findings, project: Project, raw: RawAction, provider: str, check_credentials: bool
-) -> object | None:
-    """Judge the provider of ``raw``'s model; its adapter class when it could be loaded."""
+) -> ProviderSpec | None:
+    """Judge the provider of ``raw``'s model; its spec when its adapter could be loaded."""
     where = raw.origin("model")
     try:
-        cls = registry.provider_class(provider)
-    except ConfigError:
+        spec = registry.provider_spec(provider)
+    except ConfigError as exc:
+        if provider in registry.available_providers():  # a plugin without a valid spec
+            for problem in exc.problems:
+                f.error(problem.code, problem.message, where, hint=problem.hint)
+            return None
         f.error(
             "unknown_provider",
             f"unknown provider {provider!r} in model of action {raw.name!r}",
@@ -129,7 +156,7 @@ def _check_provider(
         )
         return None
     except ImportError as exc:
-        if (getattr(exc, "name", None) or "").startswith("agac"):
+        if (exc.name or "").startswith("agac"):
             return None  # the adapter module itself is missing from this build: nothing to judge
         f.error(
             "provider_not_installed",
@@ -138,16 +165,16 @@ def _check_provider(
             hint=f"pip install 'agac[{provider}]'",
         )
         return None
-    if not registry.sdk_installed(cls):
+    if not registry.sdk_installed(spec):
         f.error(
             "provider_not_installed",
             f"the SDK of provider {provider!r} is not installed",
             where,
-            hint=f"pip install 'agac[{getattr(cls, 'extra', '') or provider}]'",
+            hint=f"pip install 'agac[{spec.extra or provider}]'",
         )
-        return cls
-    _check_credentials(f, project, raw, provider, cls, check_credentials)
-    return cls
+        return spec
+    _check_credentials(f, project, raw, provider, spec, check_credentials)
+    return spec
 
 
 def _batch_unsupported(f: Findings, raw: RawAction, provider: str) -> None:
@@ -164,11 +191,13 @@ def _batch_unsupported(f: Findings, raw: RawAction, provider: str) -> None:
     )
 
 
-def _attachments_unsupported(f: Findings, raw: RawAction, action: Action, cls: object) -> None:
+def _attachments_unsupported(
+    f: Findings, raw: RawAction, action: Action, spec: ProviderSpec
+) -> None:
     """An action with ``attachments:`` on a provider or model that takes no files at all is
     refused here, before anything is sent; a kind that only some files are (a PDF to a
     provider that reads images) is judged on the sample and, at run time, per unit."""
-    limits = attachment_limits(cls)
+    limits = spec.attachments
     model = action.model_name or ""
     why = None
     if limits is None or not limits.kinds:
@@ -190,12 +219,12 @@ def _check_credentials(
     project: Project,
     raw: RawAction,
     provider: str,
-    cls: object,
+    spec: ProviderSpec,
     check_credentials: bool,
 ) -> None:
     where = raw.origin("model")
     if check_credentials:
-        missing = _missing_credentials(project, provider, cls)
+        missing = _missing_credentials(project, provider, spec)
         if missing:
             f.error(
                 "missing_credentials",
@@ -206,11 +235,11 @@ def _check_credentials(
             )
 
 
-def _missing_credentials(project: Project, provider: str, cls: object) -> list[str]:
+def _missing_credentials(project: Project, provider: str, spec: ProviderSpec) -> list[str]:
     settings = project.config.providers.get(provider)
     if settings is not None and settings.api_key_env:
         return [] if os.environ.get(settings.api_key_env) else [settings.api_key_env]
-    return registry.credentials_missing(cls, None)
+    return registry.credentials_missing(spec, None)
 
 
 def _check_function(f: Findings, project: Project, raw: RawAction, spec: str) -> None:

@@ -81,6 +81,7 @@ ACTION_KEYS = frozenset(
         "cache_ttl",
         "context_prefix",
         "hybrid",
+        "provider_options",
     }
 )
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
@@ -118,6 +119,7 @@ LLM_ONLY_KEYS = frozenset(
         "context_prefix",
         "auto_batch_min_records",
         "hybrid",
+        "provider_options",
     }
 )
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""

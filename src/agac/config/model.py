@@ -196,6 +196,10 @@ class Action:
     context_text: str | None = None
     """That template as rendered at the run's admission (None until then): kept in the run's
     config snapshot, so a continued run sends the prefix it was admitted with."""
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    """``provider_options:``: options of the provider's spec (``request_options``) that
+    change the answer, checked and converted; sent with each request and part of its
+    fingerprint."""
 
     @property
     def is_llm(self) -> bool:
@@ -304,6 +308,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("approval", None)  # likewise for workflows without approvals
     else:
         data["approval"]["approvers"] = list(data["approval"]["approvers"])
+    if not data.get("provider_options"):
+        data.pop("provider_options", None)  # likewise for actions that set none
     for key, default in _CACHE_DEFAULTS:
         if data.get(key) == default:
             data.pop(key, None)  # likewise for actions that leave prompt caching as it is

@@ -287,7 +287,7 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
         options = {}
         for option in declared:
             if option.name in body:
-                value = _option_value(f, option, body[option.name], path + (option.name,))
+                value = option_value(f, option, body[option.name], path + (option.name,))
                 if value is not None:
                     options[option.name] = value
         rate = body.get("batch_submissions_per_minute")
@@ -305,9 +305,12 @@ def _providers(f: Findings, raw: Any) -> dict[str, ProviderConfig]:
     return result
 
 
-def _option_value(f: Findings, option: Option, value: Any, path: tuple[Any, ...]) -> Any:
+def option_value(
+    f: Findings, option: Option, value: Any, path: tuple[Any, ...], label: str | None = None
+) -> Any:
     """``value`` checked against what the adapter declares and converted for it (seconds
-    for a duration), or None after an ``invalid_provider_option`` Problem naming the key."""
+    for a duration), or None after an ``invalid_provider_option`` Problem naming the key
+    (``label``, else ``providers.<name>.<key>``)."""
     converted: Any = None
     if option.kind == "seconds":
         with contextlib.suppress(ValueError):
@@ -328,7 +331,8 @@ def _option_value(f: Findings, option: Option, value: Any, path: tuple[Any, ...]
         hint = did_you_mean(str(value), option.choices) if option.kind == "choice" else None
         f.error(
             "invalid_provider_option",
-            f"providers.{path[-2]}.{option.name} must be {option.describe()}, got {value!r}",
+            f"{label or f'providers.{path[-2]}.{option.name}'} must be "
+            f"{option.describe()}, got {value!r}",
             path,
             hint=hint or option.meaning,
         )

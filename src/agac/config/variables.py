@@ -64,7 +64,7 @@ IMPORT_TIMEOUT = Option(
 )
 
 VARIABLES: dict[str, Option] = {
-    **{MOCK_ENVIRONMENT[o.name]: o for o in MockProvider.options},
+    **{MOCK_ENVIRONMENT[o.name]: o for o in MockProvider.spec.options},
     "AGAC_RATE_WINDOW_SECONDS": RATE_WINDOW,
     "AGAC_IMPORT_TIMEOUT": IMPORT_TIMEOUT,
 }

@@ -21,7 +21,7 @@ from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import compile_guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, CacheHint, attachment_limits, batch_api, batch_support
+from agac.providers.base import BatchApi, CacheHint, batch_api
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -218,7 +218,7 @@ def build_runtime(
 
 def _limits(provider: str) -> AttachmentLimits | None:
     try:
-        return attachment_limits(registry.provider_class(provider))
+        return registry.provider_spec(provider).attachments
     except (ConfigError, ImportError):
         return None  # validation reported it
 
@@ -238,8 +238,8 @@ def local_batch_notes(actions: list[dict[str, Any]]) -> list[str]:
         if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch" or not provider:
             continue
         try:
-            local = batch_support(registry.provider_class(provider)) == "local"
-        except (ConfigError, ImportError, AttributeError):
+            local = registry.provider_spec(provider).batch_support == "local"
+        except (ConfigError, ImportError):
             continue  # validation judged it; nothing to add here
         if local:
             notes.append(

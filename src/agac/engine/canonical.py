@@ -47,6 +47,7 @@ class CanonicalForm:
             (request.provider, request.model, request.max_tokens, request.temperature)
             != self.shared
             or request.schema is not self.schema
+            or request.options
             or any(m.attachments for m in request.messages)
         ):
             return request.canonical()

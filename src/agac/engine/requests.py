@@ -95,6 +95,7 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         timeout=action.timeout,
         seed=_version(view),
         cache=cache,
+        options=tuple(sorted(action.provider_options.items())),
     )
 
 
@@ -230,6 +231,7 @@ def reprompt(request: Request, response: Response, fail: Fail) -> Request:
         timeout=request.timeout,
         seed=request.seed,
         cache=request.cache,
+        options=request.options,
     )
 
 

@@ -17,23 +17,20 @@ import inspect
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError
+from agac.media import AttachmentLimits
 from agac.providers._attachments import Blobs, Data, live_base64, openai_parts
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
     dump_line,
     fallback_system,
-    import_sdk,
     parse_json,
     pick,
     require_custom_id,
-    resolve_api_key,
-    resolve_base_url,
     spool_jsonl,
     stopwatch,
     strict_compatible,
@@ -44,10 +41,10 @@ from agac.providers._errors import (
     error_fields,
     request_id_of,
     retry_after_seconds,
-    transport_errors,
 )
-from agac.providers._http import TRANSPORTS, HttpSession
+from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
+    TRANSPORTS,
     Attachment,
     BatchHandle,
     BatchState,
@@ -63,7 +60,8 @@ from agac.providers.base import (
     ended_or_raise,
     stored_request,
 )
-from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, structured_output
+from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
+from agac.providers.spec import BatchSpec, CacheKind, FlexSpec, ProviderSpec
 from agac.providers.stops import read_stop
 
 __all__ = ["OpenAICompatProvider", "chat_response"]
@@ -92,7 +90,52 @@ _CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
 # A 400 whose message names these is a model that cannot take a json_schema.
 _SCHEMA_REJECTED = re.compile(r"response_format|json_schema|structured output", re.IGNORECASE)
 
-DEFAULT_TIMEOUT = 600.0
+#: ``providers: openai:`` / ``azure:`` / ``groq:`` in agac.yml.
+COMPAT_OPTIONS = (
+    TIMEOUT,
+    structured_output("json_mode", "JSON mode with the schema in the prompt"),
+    FIND_BATCH_SCAN,
+)
+
+#: An action's ``provider_options:`` on Chat Completions APIs.
+REASONING_EFFORT = Option(
+    "reasoning_effort",
+    "choice",
+    "how much a reasoning model thinks before it answers (sent as `reasoning_effort`; "
+    "part of the request's fingerprint)",
+    choices=("minimal", "low", "medium", "high"),
+)
+
+
+def compat_spec(
+    name: str,
+    *,
+    extra: str,
+    sdk_module: str,
+    credential_env: tuple[str, ...],
+    attachments: AttachmentLimits,
+    cache_kinds: tuple[CacheKind, ...],
+    cache_minimum: Callable[[str], int] | None = None,
+    flex: FlexSpec | None = None,
+    options: tuple[Option, ...] = COMPAT_OPTIONS,
+) -> ProviderSpec:
+    """The spec of a Chat Completions provider with an OpenAI-shaped Batch API (a JSONL
+    file upload, found again by ``metadata.agac_key``)."""
+    return ProviderSpec(
+        name=name,
+        extra=extra,
+        sdk_module=sdk_module,
+        credential_env=credential_env,
+        transports=TRANSPORTS,
+        batch=BatchSpec(input="file"),
+        flex=flex,
+        cache_kinds=cache_kinds,
+        cache_minimum=cache_minimum,
+        attachments=attachments,
+        vision=True,
+        options=options,
+        request_options=(REASONING_EFFORT,),
+    )
 
 
 def chat_response(
@@ -156,81 +199,40 @@ def _wire_get(obj: Any, *path: str) -> Any:
     return obj
 
 
-class OpenAICompatProvider:
-    """Base of the OpenAI and Groq adapters; see the module docstring."""
+class OpenAICompatProvider(ProviderBase):
+    """Base of the OpenAI, Azure and Groq adapters; see the module docstring. A subclass
+    declares its ``spec`` (:func:`compat_spec`)."""
 
-    name: ClassVar[str]
-    extra: ClassVar[str]
-    sdk_module: ClassVar[str | None]
-    credential_env: ClassVar[tuple[str, ...]]
-    supports_batch: ClassVar[bool] = True
-    #: Online transports (P1): agac's own HTTP client, or the official SDK.
-    transports = TRANSPORTS
-    #: ``providers: openai:`` / ``providers: groq:`` in agac.yml.
-    options = (
-        TIMEOUT,
-        structured_output("json_mode", "JSON mode with the schema in the prompt"),
-        FIND_BATCH_SCAN,
-    )
-    base_url_env: ClassVar[str]
     #: Where the lean transport sends live calls: the base URL (the SDK's default when
     #: none is configured) followed by the chat path.
     default_base_url: ClassVar[str]
     chat_path: ClassVar[str]
-    sdk_base_error: ClassVar[str]
     max_tokens_param: ClassVar[str] = "max_completion_tokens"
     batch_endpoint: ClassVar[str] = "/v1/chat/completions"
     completion_window: ClassVar[str] = "24h"
     #: Whether a cache hint's key goes as ``prompt_cache_key`` (OpenAI's routing key for
     #: prompt caching; an API without one leaves it out).
     prompt_cache_key: ClassVar[bool] = False
-    # Per-batch limits: the engine splits a shard above them (docs/providers.md).
-    batch_max_requests: ClassVar[int] = 50_000
-    batch_max_bytes: ClassVar[int] = 200 * 1024 * 1024
 
     def __init__(self, settings: ProviderSettings) -> None:
-        self.settings = settings
-        self._api_key = resolve_api_key(settings, self.credential_env)
-        self._base_url = resolve_base_url(settings, self.base_url_env)
-        self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        self._sdk_client: Any = None
-        self._sdk_module: Any = None
-        # Online calls: agac's own HTTP client (lean), or the SDK, which batch and file
-        # calls always use and which is imported only when first needed.
-        self._http: HttpSession | None = None
-        if settings.transport == "lean":
-            self._http = HttpSession(
-                self.name,
-                self._auth_headers(),
-                connections=settings.connections,
-                timeout=self._timeout,
-            )
-            root = (self._base_url or self.default_base_url).rstrip("/")
-            self._chat_url = root + self.chat_path
-        if settings.transport == "sdk" or settings.batch:
-            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
+        super().__init__(settings)
         # Models seen to reject json_schema: later calls go straight to JSON mode.
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+        batch = self.spec.batch
+        self._batch_limits = (
+            (batch.max_requests, batch.max_bytes) if batch else (50_000, 200 * 1024 * 1024)
+        )
 
-    @property
-    def _sdk(self) -> Any:
-        if self._sdk_module is None:
-            self._sdk_module = import_sdk(str(self.sdk_module), self.extra)
-        return self._sdk_module
+    def _open_lean(self) -> None:
+        root = (self._base_url or self.default_base_url).rstrip("/")
+        self._chat_url = root + self.chat_path
 
-    @property
-    def _client(self) -> Any:
-        """The SDK's async client, built on first use."""
-        if self._sdk_client is None:
-            self._sdk_client = self._make_client(self._api_key, self._base_url, self._timeout)
-        return self._sdk_client
-
-    def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
+    def _make_client(self) -> Any:
         raise NotImplementedError
 
-    def _auth_headers(self) -> dict[str, str]:
+    def _lean_headers(self) -> dict[str, str]:
         """The headers the SDK authenticates with (lean transport)."""
         return {"Authorization": f"Bearer {self._api_key}"}
 
@@ -262,22 +264,13 @@ class OpenAICompatProvider:
             request_id=request_id_of(headers, body),
         )
 
-    @contextmanager
-    def _translate_errors(self) -> Iterator[None]:
-        """The one place this adapter's SDK exceptions become agac's taxonomy."""
+    def _sdk_error(self, exc: Exception) -> ProviderError | None:
         sdk = self._sdk
-        try:
-            yield
-        except sdk.APIStatusError as exc:
-            raise self._status_error(
-                exc.status_code, exc.response.headers, exc.body, exc.message
-            ) from exc
-        except sdk.APIConnectionError as exc:  # includes APITimeoutError
-            raise connection_error(self.name, exc) from exc
-        except transport_errors() as exc:  # a stream cut while reading a file
-            raise connection_error(self.name, exc) from exc
-        except getattr(sdk, self.sdk_base_error) as exc:
-            raise FatalError(f"{self.name}: {exc}") from exc
+        if isinstance(exc, sdk.APIStatusError):
+            return self._status_error(exc.status_code, exc.response.headers, exc.body, exc.message)
+        if isinstance(exc, sdk.APIConnectionError):  # includes APITimeoutError
+            return connection_error(self.name, exc)
+        return None
 
     # -- online --------------------------------------------------------------
 
@@ -318,6 +311,8 @@ class OpenAICompatProvider:
                 system = {"role": "system", "content": fallback_system(request)}
                 params["messages"] = [system] + [m for m in messages if m["role"] != "system"]
                 params["response_format"] = {"type": "json_object"}
+        for option, value in request.options:
+            params[option] = value
         key = request.cache.key if request.cache is not None else None
         if key and self.prompt_cache_key:
             params["prompt_cache_key"] = key
@@ -417,6 +412,7 @@ class OpenAICompatProvider:
                     r.seed,
                     r.schema,
                     r.cache.key if r.cache is not None else None,
+                    r.options,
                 ]
             )
             if same != shared:
@@ -493,8 +489,8 @@ class OpenAICompatProvider:
         )
         spooled = spool_jsonl(
             lines,
-            max_count=self.batch_max_requests,
-            max_bytes=self.batch_max_bytes,
+            max_count=self._batch_limits[0],
+            max_bytes=self._batch_limits[1],
             provider=self.name,
         )
         try:
@@ -632,12 +628,6 @@ class OpenAICompatProvider:
                 if seen >= self._scan_limit:
                     break
         return None
-
-    async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
 
 
 def batch_status(batch: Any) -> BatchStatus:

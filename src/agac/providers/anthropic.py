@@ -21,8 +21,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -43,12 +42,9 @@ from agac.providers._cache_wire import (
 )
 from agac.providers._common import (
     SCHEMA_NAME,
-    import_sdk,
     parse_json,
     pick,
     require_custom_id,
-    resolve_api_key,
-    resolve_base_url,
     stopwatch,
     url_segment,
 )
@@ -58,10 +54,10 @@ from agac.providers._errors import (
     connection_error,
     request_id_of,
     retry_after_seconds,
-    transport_errors,
 )
-from agac.providers._http import TRANSPORTS, HttpSession
+from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
+    TRANSPORTS,
     Attachment,
     BatchHandle,
     BatchStatus,
@@ -74,10 +70,10 @@ from agac.providers.base import (
     ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
+from agac.providers.spec import BatchSpec, ProviderSpec
 
 __all__ = ["AnthropicProvider"]
 
-DEFAULT_TIMEOUT = 600.0
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: The ``anthropic-version`` header the SDK sends (anthropic 2.15); the lean transport
 #: sends the same, and tests/integration/providers/test_transport_equivalence.py holds
@@ -96,88 +92,72 @@ _DEPRECATED_MODEL = r"The model '.*' is deprecated"
 _SCHEMA_PARAMS = ("output_config", "output_format", "json_schema", "structured output")
 
 
-class AnthropicProvider:
+class AnthropicProvider(ProviderBase):
     """Anthropic Messages and Message Batches."""
 
-    name = "anthropic"
-    extra = "anthropic"
-    sdk_module = "anthropic"
-    credential_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-    supports_batch = True
-    #: Online transports (P1): agac's own HTTP client, or the official SDK.
-    transports = TRANSPORTS
-    #: ``providers: anthropic:`` in agac.yml.
-    options = (
-        TIMEOUT,
-        structured_output("tool", "a forced tool call whose input is the answer"),
-        Option(
-            "find_batch_skew",
-            "number",
-            "seconds added on each side of the time window in "
-            "which B2 recovery looks for a submission whose answer was lost",
-            default=120,
+    spec = ProviderSpec(
+        name="anthropic",
+        extra="anthropic",
+        sdk_module="anthropic",
+        credential_env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+        transports=TRANSPORTS,
+        # Requests go inline in the create call, held in memory: with attachments, parts
+        # of at most 64 MiB (their base64 included) keep that memory bounded. Batches
+        # carry no metadata: a lost submission is found by time window and count (B2).
+        batch=BatchSpec(
+            input="inline",
+            max_requests=BATCH_MAX_REQUESTS,
+            max_bytes=BATCH_MAX_BYTES,
+            attachment_max_bytes=64 * 1024 * 1024,
+            find="window",
+        ),
+        cache_kinds=("marker",),
+        # 4,096 for Opus 4.5 and Haiku 4.5, 2,048 for Haiku 3 and 3.5, 1,024 for the others.
+        cache_minimum=anthropic_minimum,
+        #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
+        attachments=ANTHROPIC_LIMITS,
+        server_tools=("web_search", "web_fetch", "code_execution"),
+        vision=True,
+        #: ``providers: anthropic:`` in agac.yml.
+        options=(
+            TIMEOUT,
+            structured_output("tool", "a forced tool call whose input is the answer"),
+            Option(
+                "find_batch_skew",
+                "number",
+                "seconds added on each side of the time window in "
+                "which B2 recovery looks for a submission whose answer was lost",
+                default=120,
+            ),
         ),
     )
-    # Per-batch limits: the engine splits a shard above them (docs/providers.md).
-    batch_max_requests = BATCH_MAX_REQUESTS
-    batch_max_bytes = BATCH_MAX_BYTES
-    #: A Message Batch goes in one call, held in memory: with attachments, parts of at
-    #: most 64 MiB (their base64 included) keep that memory bounded.
-    batch_attachment_max_bytes = 64 * 1024 * 1024
-    #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
-    attachment_limits = ANTHROPIC_LIMITS
-
-    @staticmethod
-    def cache_minimum(model: str) -> int:
-        """The fewest prompt tokens Anthropic caches for ``model`` (docs/providers.md,
-        Prompt caching): 4,096 for Opus 4.5 and Haiku 4.5, 2,048 for Haiku 3 and 3.5,
-        1,024 for the others."""
-        return anthropic_minimum(model)
+    base_url_env = "ANTHROPIC_BASE_URL"
 
     def __init__(self, settings: ProviderSettings) -> None:
-        self.settings = settings
-        self._api_key = resolve_api_key(settings, self.credential_env)
-        self._base_url = resolve_base_url(settings, "ANTHROPIC_BASE_URL")
-        self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        self._sdk_module: Any = None
-        self._sdk_client: Any = None
         # Said once per model in agac's log instead of a Python warning on every call; a
         # process-wide filter, as catch_warnings() is not safe across concurrent tasks.
         warnings.filterwarnings("ignore", message=_DEPRECATED_MODEL, category=DeprecationWarning)
         self._lifecycle_asked: set[str] = set()
         self._lifecycle_lookups: set[asyncio.Task[None]] = set()
-        self._http: HttpSession | None = None
-        if settings.transport == "lean":
-            self._http = HttpSession(
-                self.name,
-                _lean_headers(self._api_key),
-                connections=settings.connections,
-                timeout=self._timeout,
-            )
-            self._messages_url = (self._base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
-        if settings.transport == "sdk" or settings.batch:
-            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
+        super().__init__(settings)
         self._forced_tool: set[str] = set()
         self._force_tool = settings.options.get("structured_output") == "tool"
         self._skew = float(settings.options.get("find_batch_skew", 120.0))
 
-    @property
-    def _sdk(self) -> Any:
-        if self._sdk_module is None:
-            self._sdk_module = import_sdk("anthropic", self.extra)
-        return self._sdk_module
+    def _lean_headers(self) -> dict[str, str]:
+        return _lean_headers(self._api_key)
 
-    @property
-    def _client(self) -> Any:
-        """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
-        if self._sdk_client is None:
-            key = self._api_key
-            auth = {"auth_token": key} if _is_auth_token(self.settings, key) else {"api_key": key}
-            # max_retries=0: the engine owns retries (docs/providers.md).
-            self._sdk_client = self._sdk.AsyncAnthropic(
-                base_url=self._base_url, timeout=self._timeout, max_retries=0, **auth
-            )
-        return self._sdk_client
+    def _open_lean(self) -> None:
+        self._messages_url = (self._base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+
+    def _make_client(self) -> Any:
+        """The SDK's async client (batches, or ``transport: sdk``)."""
+        key = self._api_key
+        auth = {"auth_token": key} if _is_auth_token(self.settings, key) else {"api_key": key}
+        # max_retries=0: the engine owns retries (docs/providers.md).
+        return self._sdk.AsyncAnthropic(
+            base_url=self._base_url, timeout=self._timeout, max_retries=0, **auth
+        )
 
     # -- errors --------------------------------------------------------------
 
@@ -207,27 +187,17 @@ class AnthropicProvider:
             request_id=request_id_of(headers, body),
         )
 
-    @contextmanager
-    def _translate_errors(self) -> Iterator[None]:
-        """The one place anthropic SDK exceptions become agac's taxonomy."""
+    def _sdk_error(self, exc: Exception) -> ProviderError | None:
         sdk = self._sdk
-        try:
-            yield
-        except sdk.APIStatusError as exc:
-            # (``error_code`` exists on newer SDKs only.)
-            raise self._status_error(
-                exc.status_code,
-                exc.response.headers,
-                exc.body,
-                exc.message,
-                getattr(exc, "error_code", None),
-            ) from exc
-        except sdk.APIConnectionError as exc:
-            raise connection_error(self.name, exc) from exc
-        except transport_errors() as exc:
-            raise connection_error(self.name, exc) from exc
-        except sdk.AnthropicError as exc:
-            raise FatalError(f"{self.name}: {exc}") from exc
+        if isinstance(exc, sdk.APIStatusError):
+            # (``error_code`` is read off the body: older SDKs have no such attribute.)
+            return self._status_error(exc.status_code, exc.response.headers, exc.body, exc.message)
+        if isinstance(exc, sdk.APIConnectionError):
+            return connection_error(self.name, exc)
+        return None
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.AnthropicError,)
 
     # -- online --------------------------------------------------------------
 
@@ -538,10 +508,7 @@ class AnthropicProvider:
     async def aclose(self) -> None:
         if self._lifecycle_lookups:  # each bounded by its own timeout (<= 10 s)
             await asyncio.gather(*self._lifecycle_lookups, return_exceptions=True)
-        if self._http is not None:
-            await self._http.aclose()
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
+        await super().aclose()
 
 
 def _blocks(text: str, attachments: tuple[Attachment, ...], position: str) -> list[dict[str, Any]]:

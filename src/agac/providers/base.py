@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from agac.errors import BatchNotEnded
 from agac.jsontext import canonical, loads
 from agac.media import Attachment, AttachmentLimits
+from agac.providers.spec import ProviderSpec, Transport
 
 __all__ = [
     "TRANSPORTS",
@@ -28,13 +29,13 @@ __all__ = [
     "BatchApi",
     "BatchHandle",
     "BatchStatus",
-    "BatchSupport",
     "BilledWork",
     "CacheHint",
     "Leg",
     "Message",
     "Provider",
     "ProviderSettings",
+    "ProviderSpec",
     "Request",
     "Response",
     "Result",
@@ -45,10 +46,7 @@ __all__ = [
     "SupportsContinue",
     "Transport",
     "Usage",
-    "attachment_limits",
     "batch_api",
-    "batch_support",
-    "cache_minimum",
     "canonical_json",
     "ended_or_raise",
     "fingerprint_of",
@@ -65,9 +63,6 @@ a tool call the action did not ask for; ``paused`` is a turn the provider paused
 (Anthropic ``pause_turn``) that has not been continued."""
 
 
-Transport = Literal["lean", "sdk"]
-"""How an adapter sends online calls (P1): ``lean``, agac's own HTTP client
-(the default), or ``sdk``, the provider's official SDK."""
 TRANSPORTS: tuple[Transport, ...] = ("lean", "sdk")
 
 
@@ -195,6 +190,8 @@ class Request:
     seed: int | None = None
     custom_id: str | None = None
     cache: CacheHint | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    tier: Literal["flex"] | None = None
 
     @property
     def system(self) -> str | None:
@@ -223,7 +220,9 @@ class Request:
         return tuple(a for m in self.messages for a in m.attachments)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The canonical form's fields: a request without ``options`` has exactly the
+        fields it had before options existed (its fingerprint stays)."""
+        out = {
             "provider": self.provider,
             "model": self.model,
             "messages": [m.to_dict() for m in self.messages],
@@ -232,6 +231,9 @@ class Request:
             "schema": self.schema,
             "seed": self.seed,
         }
+        if self.options:
+            out["options"] = dict(self.options)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +312,7 @@ def stored_request(
         seed=d.get("seed"),
         custom_id=custom_id,
         cache=cache,
+        options=tuple(sorted((d.get("options") or {}).items())),
     )
 
 
@@ -468,62 +471,24 @@ class ProviderSettings:
     batch: bool = False
 
 
-BatchSupport = Literal["api", "local", "none"]
-"""How a provider runs ``run_mode: batch``: through its batch API, locally as live calls
-(Ollama, the one documented exception), or not at all (refused at validation,
-``batch_unsupported``)."""
-
-
-def attachment_limits(provider: Any) -> AttachmentLimits | None:
-    """What a provider class (or adapter) accepts as attachments — its class attribute
-    ``attachment_limits`` — or None when it takes none (a plugin that declares nothing)."""
-    limits = getattr(provider, "attachment_limits", None)
-    return limits if isinstance(limits, AttachmentLimits) else None
-
-
-def cache_minimum(provider: Any, model: str) -> int | None:
-    """The fewest prefix tokens a provider class (or adapter) caches for ``model`` — its
-    ``cache_minimum(model)`` — or None when agac cannot ask it to cache (no such method).
-    ``cache: auto`` marks a static prefix only when its estimate reaches this."""
-    fn = getattr(provider, "cache_minimum", None)
-    if not callable(fn):
-        return None
-    found = fn(model)
-    return int(found) if isinstance(found, int) else None
-
-
-def batch_support(provider: Any) -> BatchSupport:
-    """The batch capability a provider class (or adapter) declares: ``supports_batch``
-    for a batch API, ``local_batch`` for a local run of batch actions; neither is
-    ``none`` (the mock, a plugin that declares no batch API)."""
-    if getattr(provider, "supports_batch", False):
-        return "api"
-    return "local" if getattr(provider, "local_batch", False) else "none"
-
-
 @runtime_checkable
 class Provider(Protocol):
     """One provider behind the contract. Built-ins and plugins register under the
     entry point group ``agac.providers`` with the class as the value.
 
-    Class attributes: ``name``; ``extra`` (the pip extra that installs the SDK);
-    ``sdk_module`` (import name of the SDK, None for none); ``credential_env`` (the
-    environment variables that may carry the key, empty when none is needed);
-    ``supports_batch`` (the provider has a batch API: the batch methods below work) and,
-    optionally, ``local_batch`` (no batch API, but agac runs its ``run_mode: batch``
-    actions locally as live calls: Ollama). Validation reads both from the class, without
-    loading the SDK (:func:`batch_support`).
+    Its class attribute ``spec`` (:class:`~agac.providers.spec.ProviderSpec`) says what
+    it is and can do; validation and the engine read the spec, never the object, and
+    reading it loads no SDK. The batch methods below work when ``spec.batch`` is set.
 
     ``batch_results`` fetches the batch first and reads nothing unless it has ended
     (:func:`ended_or_raise`, B7). ``billed_work`` tells what the provider bills in a
     batch agac gives up or cannot read, without taking its answers.
     """
 
-    name: str
-    extra: str
-    sdk_module: str | None
-    credential_env: tuple[str, ...]
-    supports_batch: bool
+    spec: ProviderSpec
+
+    @property
+    def name(self) -> str: ...
 
     async def complete(self, request: Request) -> Response: ...
 
@@ -544,11 +509,8 @@ class Provider(Protocol):
 
 @runtime_checkable
 class SupportsBatch(Protocol):
-    """A provider whose batch API works (``supports_batch`` true): the batch half of the
-    contract. Its per-batch limits are class attributes ``batch_max_requests`` and
-    ``batch_max_bytes`` (50,000 requests and 200 MiB when a plugin leaves them out)."""
-
-    supports_batch: bool
+    """A provider whose batch API works (``spec.batch`` set): the batch half of the
+    contract. Its per-batch limits are in ``spec.batch``."""
 
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle: ...
 
@@ -608,19 +570,20 @@ class BatchApi:
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
-    """The provider's batch capability, or None when it has no batch API (the mock;
-    Ollama, which runs batch actions live)."""
-    if batch_support(provider) != "api" or not isinstance(provider, SupportsBatch):
+    """The provider's batch capability, or None when its spec declares no batch API (the
+    mock; Ollama, which runs batch actions live)."""
+    if provider is None or not isinstance(provider, SupportsBatch):
         return None
-    kind = type(provider)
+    batch = provider.spec.batch
+    if batch is None:
+        return None
     return BatchApi(
         api=provider,
-        max_requests=int(getattr(kind, "batch_max_requests", 50_000)),
-        max_bytes=int(getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)),
-        candidates=provider if isinstance(provider, SupportsBatchCandidates) else None,
-        attachment_max_bytes=int(
-            getattr(kind, "batch_attachment_max_bytes", 0)
-            or getattr(kind, "batch_max_bytes", 200 * 1024 * 1024)
-        ),
-        attachment_line_bytes=getattr(kind, "batch_attachment_line_bytes", None),
+        max_requests=batch.max_requests,
+        max_bytes=batch.max_bytes,
+        candidates=provider
+        if batch.find == "window" and isinstance(provider, SupportsBatchCandidates)
+        else None,
+        attachment_max_bytes=batch.attachment_max_bytes or batch.max_bytes,
+        attachment_line_bytes=batch.attachment_line_bytes,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from agac.providers.base import Provider, cache_minimum
+from agac.providers.base import Provider
 
 __all__ = ["ContextCache", "ContextCacheApi", "SupportsContextCache", "context_cache_api"]
 
@@ -60,4 +60,4 @@ def context_cache_api(provider: Provider | None, model: str) -> ContextCacheApi 
     (every provider but Gemini: their caches are implicit or marked in the request)."""
     if provider is None or not isinstance(provider, SupportsContextCache):
         return None
-    return ContextCacheApi(provider, cache_minimum(provider, model))
+    return ContextCacheApi(provider, provider.spec.minimum_for(model))

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 
 from agac.errors import ConfigError, Problem
 from agac.providers.base import Provider, ProviderSettings, Transport
-from agac.providers.registry import credentials_missing, provider_class, sdk_installed
+from agac.providers.registry import (
+    credentials_missing,
+    provider_class,
+    provider_spec,
+    sdk_installed,
+)
 
 if TYPE_CHECKING:
     from agac.config.project import ProjectConfig
@@ -54,19 +59,20 @@ def open_providers(
     out: dict[str, Provider] = {}
     for name in sorted(set(names)):
         cls = provider_class(name)
-        if not sdk_installed(cls):
+        spec = provider_spec(name)
+        if not sdk_installed(spec):
             problems.append(
                 Problem(
                     "provider_not_installed",
-                    f"provider {name!r} needs its SDK ({cls.sdk_module})",
-                    hint=f"pip install 'agac[{cls.extra}]'",
+                    f"provider {name!r} needs its SDK ({spec.sdk_module})",
+                    hint=f"pip install 'agac[{spec.extra}]'",
                 )
             )
             continue
         settings = provider_settings(
             name, config, connections=(connections or {}).get(name, 0), batch=name in batch
         )
-        missing = credentials_missing(cls, settings.api_key)
+        missing = credentials_missing(spec, settings.api_key)
         if missing:
             problems.append(
                 Problem(

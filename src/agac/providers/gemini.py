@@ -33,8 +33,7 @@ import re
 import tempfile
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,15 +49,9 @@ from agac.providers._common import (
     pick,
     read_lines,
     require_custom_id,
-    resolve_api_key,
-    resolve_base_url,
     spool_jsonl_async,
     stopwatch,
     url_path,
-)
-from agac.providers._errors import (
-    connection_error,
-    transport_errors,
 )
 from agac.providers._gemini_files import (
     GeminiFiles,
@@ -76,8 +69,9 @@ from agac.providers._gemini_wire import (
     item_error,
     status_error,
 )
-from agac.providers._http import TRANSPORTS, HttpSession
+from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
+    TRANSPORTS,
     Attachment,
     BatchHandle,
     BatchStatus,
@@ -92,10 +86,10 @@ from agac.providers.base import (
 )
 from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
+from agac.providers.spec import BatchSpec, ProviderSpec
 
 __all__ = ["GeminiProvider"]
 
-DEFAULT_TIMEOUT = 600.0
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_API_VERSION = "v1"  # google-genai 3.x's default for the Developer API
 INLINE_MAX_BYTES = 20 * 1024 * 1024 - 256 * 1024  # under 20 MB, with room for the envelope
@@ -113,119 +107,108 @@ _UNKNOWN_STATE = (
 )
 
 
-class GeminiProvider:
+class GeminiProvider(ProviderBase):
     """Gemini Developer API: generateContent and the Batch API."""
 
-    name = "gemini"
-    extra = "gemini"
-    sdk_module = "google.genai"
-    credential_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-    supports_batch = True
-    #: Online transports (P1): agac's own HTTP client, or the official SDK.
-    transports = TRANSPORTS
-    #: ``providers: gemini:`` in agac.yml.
-    options = (
-        TIMEOUT,
-        structured_output("json_mode", "JSON mode with the schema in the prompt"),
-        Option(
-            "batch_input",
-            "choice",
-            "how a batch's requests travel: `inline` in the create "
-            "call, a `file` upload, or `auto` (inline under `inline_max_bytes`)",
-            default="auto",
-            choices=("auto", "inline", "file"),
+    spec = ProviderSpec(
+        name="gemini",
+        extra="gemini",
+        sdk_module="google.genai",
+        credential_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        transports=TRANSPORTS,
+        # Requests inline under 20 MB, else an uploaded JSONL file; over the inline limit
+        # a line names its largest attachments by their Files API upload.
+        batch=BatchSpec(
+            input="inline_or_file",
+            max_requests=BATCH_MAX_REQUESTS,
+            max_bytes=FILE_MAX_BYTES,
+            attachment_line_bytes=line_bytes,
         ),
-        Option(
-            "inline_max_bytes",
-            "integer",
-            "the largest batch sent inline with `batch_input: auto`",
-            default=INLINE_MAX_BYTES,
-            minimum=1,
+        cache_kinds=("explicit", "implicit"),
+        # 1,024 for the Flash models, 4,096 for the Pro ones and any other.
+        cache_minimum=gemini_minimum,
+        #: Images and PDFs as ``inline_data`` parts, the request under 20 MB; over it, the
+        #: largest as ``file_data`` parts naming their Files API upload.
+        attachments=GEMINI_LIMITS,
+        server_tools=("web_search",),
+        vision=True,
+        #: ``providers: gemini:`` in agac.yml.
+        options=(
+            TIMEOUT,
+            structured_output("json_mode", "JSON mode with the schema in the prompt"),
+            Option(
+                "batch_input",
+                "choice",
+                "how a batch's requests travel: `inline` in the create "
+                "call, a `file` upload, or `auto` (inline under `inline_max_bytes`)",
+                default="auto",
+                choices=("auto", "inline", "file"),
+            ),
+            Option(
+                "inline_max_bytes",
+                "integer",
+                "the largest batch sent inline with `batch_input: auto`",
+                default=INLINE_MAX_BYTES,
+                minimum=1,
+            ),
+            FIND_BATCH_SCAN,
         ),
-        FIND_BATCH_SCAN,
     )
-    # Per-batch limits: the engine splits a shard above them (docs/providers.md).
-    batch_max_requests = BATCH_MAX_REQUESTS
-    batch_max_bytes = FILE_MAX_BYTES
-    #: Images and PDFs as ``inline_data`` parts, the request under 20 MB; over it, the
-    #: largest as ``file_data`` parts naming their Files API upload (what a line carries).
-    attachment_limits = GEMINI_LIMITS
-    batch_attachment_line_bytes = staticmethod(line_bytes)
-
-    @staticmethod
-    def cache_minimum(model: str) -> int:
-        """The fewest prompt tokens Gemini caches for ``model`` (docs/providers.md, Prompt
-        caching): 1,024 for the Flash models, 4,096 for the Pro ones and any other."""
-        return gemini_minimum(model)
+    base_url_env = "GOOGLE_GEMINI_BASE_URL"
 
     def __init__(self, settings: ProviderSettings) -> None:
-        self.settings = settings
-        self._api_key = resolve_api_key(settings, self.credential_env)
-        self._base_url = resolve_base_url(settings, "GOOGLE_GEMINI_BASE_URL")
-        self._timeout = float(settings.options.get("timeout", DEFAULT_TIMEOUT))
-        self._genai_module: Any = None
         self._errors_module: Any = None
-        self._sdk_client: Any = None
-        self._http: HttpSession | None = None
-        if settings.transport == "lean":
-            self._http = HttpSession(
-                self.name,
-                {"x-goog-api-key": self._api_key},
-                connections=settings.connections,
-                timeout=self._timeout,
-            )
-            root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
-            self._models_url = f"{root}/{api_version()}/"
-            self._root = root
-            self._server_timeouts: dict[float, dict[str, str]] = {}
-        if settings.transport == "sdk" or settings.batch:
-            self._aio  # noqa: B018 - the SDK is needed: load it now, not at the first call
+        self._files = GeminiFiles()
+        super().__init__(settings)
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._batch_input = str(settings.options.get("batch_input", "auto"))
         self._inline_max = int(settings.options.get("inline_max_bytes", INLINE_MAX_BYTES))
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
-        self._files = GeminiFiles()
+
+    def _lean_headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": self._api_key}
+
+    def _open_lean(self) -> None:
+        root = (self._base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._models_url = f"{root}/{api_version()}/"
+        self._root = root
+        self._server_timeouts: dict[float, dict[str, str]] = {}
 
     @property
     def _errors(self) -> Any:
         if self._errors_module is None:
-            self._genai_module = import_sdk("google.genai", self.extra)
-            self._errors_module = import_sdk("google.genai.errors", self.extra)
+            self._sdk  # noqa: B018 - imports the SDK
+            self._errors_module = import_sdk("google.genai.errors", self.spec.extra)
         return self._errors_module
+
+    def _make_client(self) -> Any:
+        self._errors  # noqa: B018 - imports the SDK
+        # One attempt: the engine owns retries (docs/providers.md); retry_options also stops
+        # any retry of the SDK's own.
+        http_options: dict[str, Any] = {
+            "timeout": int(self._timeout * 1000),
+            "retry_options": {"attempts": 1},
+            "async_client_args": {"transport": _httpx_transport()},
+        }
+        if self._base_url:
+            http_options["base_url"] = self._base_url
+        client = self._sdk.Client(api_key=self._api_key, vertexai=False, http_options=http_options)
+        # A process-wide filter, not catch_warnings(): that is not safe across tasks.
+        warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
+        return client
 
     @property
     def _aio(self) -> Any:
         """The SDK's async client, built on first use (batches, or ``transport: sdk``)."""
-        if self._sdk_client is None:
-            self._errors  # noqa: B018 - imports the SDK
-            # One attempt: the engine owns retries (docs/providers.md); retry_options also stops
-            # any retry of the SDK's own.
-            http_options: dict[str, Any] = {
-                "timeout": int(self._timeout * 1000),
-                "retry_options": {"attempts": 1},
-                "async_client_args": {"transport": _httpx_transport()},
-            }
-            if self._base_url:
-                http_options["base_url"] = self._base_url
-            self._sdk_client = self._genai_module.Client(
-                api_key=self._api_key, vertexai=False, http_options=http_options
-            )
-            # A process-wide filter, not catch_warnings(): that is not safe across tasks.
-            warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
-        return self._sdk_client.aio
+        return self._client.aio
 
     # -- errors --------------------------------------------------------------
 
-    @contextmanager
-    def _translate_errors(self) -> Iterator[None]:
-        """The one place google-genai exceptions become agac's taxonomy."""
-        try:
-            yield
-        except self._errors.APIError as exc:
-            raise api_error(self.name, exc) from exc
-        except transport_errors() as exc:
-            raise connection_error(self.name, exc) from exc
+    def _sdk_error(self, exc: Exception) -> ProviderError | None:
+        if isinstance(exc, self._errors.APIError):
+            return api_error(self.name, exc)
+        return None
 
     def _status_error(
         self, status: int, headers: Mapping[str, str], body: Any, text: str

@@ -18,7 +18,7 @@ from typing import Any
 
 from agac.providers._attachments import GROQ_LIMITS
 from agac.providers._common import pick
-from agac.providers._openai_compat import OpenAICompatProvider
+from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 
 __all__ = ["GroqProvider"]
 
@@ -26,23 +26,28 @@ __all__ = ["GroqProvider"]
 class GroqProvider(OpenAICompatProvider):
     """Groq Chat Completions and Batch API."""
 
-    name = "groq"
-    extra = "groq"
-    sdk_module = "groq"
-    credential_env = ("GROQ_API_KEY",)
-    supports_batch = True
+    #: Images only, on its vision models (``image_url`` parts); prompts cached by Groq
+    #: itself where it does.
+    spec = compat_spec(
+        "groq",
+        extra="groq",
+        sdk_module="groq",
+        credential_env=("GROQ_API_KEY",),
+        attachments=GROQ_LIMITS,
+        cache_kinds=("implicit",),
+    )
     base_url_env = "GROQ_BASE_URL"
     default_base_url = "https://api.groq.com"
     chat_path = "/openai/v1/chat/completions"
-    sdk_base_error = "GroqError"
-    #: Images only, on its vision models (``image_url`` parts).
-    attachment_limits = GROQ_LIMITS
 
-    def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
+    def _make_client(self) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).
         return self._sdk.AsyncGroq(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            api_key=self._api_key, base_url=self._base_url, timeout=self._timeout, max_retries=0
         )
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.GroqError,)
 
     async def _list_batches(self) -> AsyncIterator[Any]:
         cursor: str | None = None

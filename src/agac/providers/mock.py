@@ -34,6 +34,7 @@ from agac.providers.base import (
     Usage,
 )
 from agac.providers.options import Option
+from agac.providers.spec import ProviderSpec
 
 __all__ = ["MockProvider", "mock_value"]
 
@@ -136,34 +137,35 @@ def _setting(option: Option, options: dict[str, Any]) -> float:
 class MockProvider:
     """Deterministic offline provider (``model: mock/<any name>``); costs 0."""
 
-    name = "mock"
-    extra = ""
-    sdk_module: str | None = None
-    credential_env: tuple[str, ...] = ()
-    supports_batch = False
-    #: Every kind of attachment, without limits (the mock reads no bytes; its answers
-    #: depend on each attachment's hash).
-    attachment_limits = AttachmentLimits()
-    #: ``providers: mock:`` in agac.yml (the environment variables win).
-    options = (
-        Option(
-            "latency_ms",
-            "number",
-            "milliseconds each call waits before it answers (`AGAC_MOCK_LATENCY_MS` wins)",
-            default=0,
-        ),
-        Option(
-            "fail_rate",
-            "number",
-            "the share of calls that fail with a retryable 500, 0–1 (`AGAC_MOCK_FAIL_RATE` wins)",
-            default=0,
-            maximum=1.0,
+    spec = ProviderSpec(
+        name="mock",
+        #: Every kind of attachment, without limits (the mock reads no bytes; its answers
+        #: depend on each attachment's hash).
+        attachments=AttachmentLimits(),
+        vision=True,
+        #: ``providers: mock:`` in agac.yml (the environment variables win).
+        options=(
+            Option(
+                "latency_ms",
+                "number",
+                "milliseconds each call waits before it answers (`AGAC_MOCK_LATENCY_MS` wins)",
+                default=0,
+            ),
+            Option(
+                "fail_rate",
+                "number",
+                "the share of calls that fail with a retryable 500, 0–1 "
+                "(`AGAC_MOCK_FAIL_RATE` wins)",
+                default=0,
+                maximum=1.0,
+            ),
         ),
     )
+    name = "mock"
 
     def __init__(self, settings: ProviderSettings | None = None) -> None:
         options = (settings.options if settings else {}) or {}
-        latency, fail_rate = self.options
+        latency, fail_rate = self.spec.options
         self.latency_ms = _setting(latency, options)
         self.fail_rate = _setting(fail_rate, options)
         self._attempts: dict[str, int] = defaultdict(int)

@@ -8,8 +8,8 @@ agac.yml, else ``OLLAMA_HOST`` (read as the SDK reads it: :func:`parse_host`); n
 is needed (``OLLAMA_API_KEY`` is sent as a Bearer token when set, for Ollama Cloud,
 as the SDK does).
 
-Ollama has no batch API: ``supports_batch`` is False and the batch methods raise
-UnsupportedError; ``local_batch`` says the engine runs an Ollama batch action locally
+Ollama has no batch API: its spec declares none and the batch methods raise
+UnsupportedError; the spec's ``local_batch`` says the engine runs an Ollama batch action locally
 with bounded concurrency (the run's notes say so). The SDK has no retries and no per-call timeout, so on the SDK transport
 the request timeout is enforced around the call. Ollama reports no cached tokens.
 """
@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
@@ -29,15 +28,14 @@ from agac.providers._attachments import OLLAMA_LIMITS, live_base64
 from agac.providers._common import (
     as_int,
     fallback_system,
-    import_sdk,
     parse_json,
     pick,
-    resolve_base_url,
     stopwatch,
 )
-from agac.providers._errors import classify, connection_error, transport_errors
-from agac.providers._http import TRANSPORTS, HttpSession
+from agac.providers._errors import classify
+from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
+    TRANSPORTS,
     BatchHandle,
     BatchStatus,
     BilledWork,
@@ -49,6 +47,7 @@ from agac.providers.base import (
     Usage,
 )
 from agac.providers.options import structured_output
+from agac.providers.spec import ProviderSpec
 from agac.providers.stops import read_stop
 
 __all__ = ["OllamaProvider"]
@@ -57,57 +56,48 @@ DEFAULT_PORT = 11434
 _SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.IGNORECASE)
 
 
-class OllamaProvider:
+class OllamaProvider(ProviderBase):
     """Ollama's native chat API; no batch API."""
 
-    name = "ollama"
-    extra = "ollama"
-    sdk_module = "ollama"
-    credential_env: tuple[str, ...] = ()
-    supports_batch = False
-    #: ``run_mode: batch`` runs locally as live calls (the one documented exception).
-    local_batch = True
-    #: Images only (the message's ``images``), on a vision model.
-    attachment_limits = OLLAMA_LIMITS
-    #: Online transports (P1): agac's own HTTP client, or the official SDK.
-    transports = TRANSPORTS
-    #: ``providers: ollama:`` in agac.yml.
-    #: (No ``timeout``: Ollama has no batch or file calls, and a live call is timed by its
-    #: action's ``timeout``.)
-    options = (structured_output("json_mode", "JSON mode with the schema in the prompt"),)
+    spec = ProviderSpec(
+        name="ollama",
+        extra="ollama",
+        sdk_module="ollama",
+        transports=TRANSPORTS,
+        #: ``run_mode: batch`` runs locally as live calls (the one documented exception).
+        local_batch=True,
+        cache_kinds=("implicit",),
+        #: Images only (the message's ``images``), on a vision model.
+        attachments=OLLAMA_LIMITS,
+        vision=True,
+        #: ``providers: ollama:`` in agac.yml. (No ``timeout``: Ollama has no batch or
+        #: file calls, and a live call is timed by its action's ``timeout``.)
+        options=(structured_output("json_mode", "JSON mode with the schema in the prompt"),),
+    )
+    base_url_env = "OLLAMA_HOST"
 
     def __init__(self, settings: ProviderSettings) -> None:
-        self.settings = settings
-        self._host = resolve_base_url(settings, "OLLAMA_HOST")
-        self._timeout = settings.options.get("timeout")
-        self._sdk_module: Any = None
-        self._sdk_client: Any = None
-        self._http: HttpSession | None = None
-        if settings.transport == "lean":
-            # As the SDK: a Bearer token only when OLLAMA_API_KEY is set (Ollama Cloud).
-            key = os.environ.get("OLLAMA_API_KEY")
-            headers = {"Authorization": f"Bearer {key}"} if key else {}
-            timeout = float(self._timeout) if self._timeout else None
-            self._http = HttpSession(
-                self.name, headers, connections=settings.connections, timeout=timeout
-            )
-            self._chat_url = parse_host(self._host) + "/api/chat"
-        if settings.transport == "sdk" or settings.batch:
-            self._client  # noqa: B018 - the SDK is needed: load it now, not at the first call
+        super().__init__(settings)
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
 
     @property
-    def _sdk(self) -> Any:
-        if self._sdk_module is None:
-            self._sdk_module = import_sdk("ollama", self.extra)
-        return self._sdk_module
+    def _host(self) -> str | None:
+        return self._base_url
 
-    @property
-    def _client(self) -> Any:
-        if self._sdk_client is None:
-            self._sdk_client = self._sdk.AsyncClient(host=self._host)
-        return self._sdk_client
+    def _lean_headers(self) -> dict[str, str]:
+        # As the SDK: a Bearer token only when OLLAMA_API_KEY is set (Ollama Cloud).
+        key = os.environ.get("OLLAMA_API_KEY")
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _lean_timeout(self) -> float | None:
+        return None  # no batch or file calls: a live call is timed by its action
+
+    def _open_lean(self) -> None:
+        self._chat_url = parse_host(self._base_url) + "/api/chat"
+
+    def _make_client(self) -> Any:
+        return self._sdk.AsyncClient(host=self._base_url)
 
     def _status_error(
         self, status: int, headers: Mapping[str, str], body: Any, text: str
@@ -117,22 +107,15 @@ class OllamaProvider:
         message = body.get("error", text) if isinstance(body, dict) else text
         return classify(self.name, status if status > 0 else None, message=str(message))
 
-    @contextmanager
-    def _translate_errors(self) -> Iterator[None]:
-        """The one place ollama SDK exceptions become agac's taxonomy.
-
-        Ollama answers 503 when its queue is full; it sends no Retry-After.
-        """
-        sdk = self._sdk
-        try:
-            yield
-        except sdk.ResponseError as exc:
+    def _sdk_error(self, exc: Exception) -> ProviderError | None:
+        """Ollama answers 503 when its queue is full; it sends no Retry-After."""
+        if isinstance(exc, self._sdk.ResponseError):
             status = exc.status_code if exc.status_code > 0 else None
-            raise classify(self.name, status, message=str(exc.error)) from exc
-        except transport_errors() as exc:  # ConnectionError, TimeoutError, httpx errors
-            raise connection_error(self.name, exc) from exc
-        except sdk.RequestError as exc:
-            raise FatalError(f"{self.name}: {exc.error}") from exc
+            return classify(self.name, status, message=str(exc.error))
+        return None
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.RequestError,)
 
     def _params(self, request: Request, *, native: bool) -> dict[str, Any]:
         messages = [_message(m, sdk=self._http is None) for m in request.messages]
@@ -175,7 +158,7 @@ class OllamaProvider:
                     self._chat_url, params, errors=self._status_error, timeout=request.timeout
                 )
             return chat_response(body, latency_ms=took[0], parse=parse)
-        timeout = request.timeout if request.timeout is not None else self._timeout
+        timeout = request.timeout
         with self._translate_errors(), stopwatch() as took:
             async with asyncio.timeout(float(timeout) if timeout else None):
                 answer = await self._client.chat(**params)
@@ -207,12 +190,6 @@ class OllamaProvider:
 
     async def find_batch(self, key: str) -> BatchHandle | None:
         raise self._no_batch()
-
-    async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
 
 
 def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:

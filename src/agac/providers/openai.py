@@ -14,42 +14,47 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agac.providers._attachments import OPENAI_LIMITS
-from agac.providers._openai_compat import OpenAICompatProvider
+from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 
 __all__ = ["OpenAIProvider"]
+
+
+def openai_cache_minimum(model: str) -> int:
+    """OpenAI caches a prompt prefix of 1,024 tokens or more, on every model."""
+    return 1024
 
 
 class OpenAIProvider(OpenAICompatProvider):
     """OpenAI Chat Completions and Batch API."""
 
-    name = "openai"
-    extra = "openai"
-    sdk_module = "openai"
-    credential_env = ("OPENAI_API_KEY",)
-    supports_batch = True
+    #: Images and PDFs (``image_url`` and ``file`` parts); a cache hint's key goes as
+    #: ``prompt_cache_key`` (docs/providers.md, Prompt caching).
+    spec = compat_spec(
+        "openai",
+        extra="openai",
+        sdk_module="openai",
+        credential_env=("OPENAI_API_KEY",),
+        attachments=OPENAI_LIMITS,
+        cache_kinds=("routing_key", "implicit"),
+        cache_minimum=openai_cache_minimum,
+    )
     base_url_env = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"
     chat_path = "/chat/completions"
-    sdk_base_error = "OpenAIError"
-    #: Images and PDFs (``image_url`` and ``file`` parts) and their limits.
-    attachment_limits = OPENAI_LIMITS
-    #: A cache hint's key goes as ``prompt_cache_key`` (docs/providers.md, Prompt caching).
     prompt_cache_key = True
 
-    @staticmethod
-    def cache_minimum(model: str) -> int:
-        """OpenAI caches a prompt prefix of 1,024 tokens or more, on every model."""
-        return 1024
-
-    def _make_client(self, api_key: str, base_url: str | None, timeout: float) -> Any:
+    def _make_client(self) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).
         return self._sdk.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            api_key=self._api_key, base_url=self._base_url, timeout=self._timeout, max_retries=0
         )
 
-    def _auth_headers(self) -> dict[str, str]:
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.OpenAIError,)
+
+    def _lean_headers(self) -> dict[str, str]:
         # As the SDK: the organization and project come from its own variables.
-        headers = super()._auth_headers()
+        headers = super()._lean_headers()
         for header, variable in (
             ("OpenAI-Organization", "OPENAI_ORG_ID"),
             ("OpenAI-Project", "OPENAI_PROJECT_ID"),

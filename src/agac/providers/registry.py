@@ -8,16 +8,15 @@ is reported as ``provider_not_installed`` naming the extra.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 from functools import lru_cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from agac.errors import ConfigError, Problem
-from agac.providers.base import batch_support
 from agac.providers.options import Option
+from agac.providers.spec import ProviderSpec
 
 __all__ = [
     "available_providers",
@@ -26,6 +25,7 @@ __all__ = [
     "credentials_missing",
     "provider_class",
     "provider_options",
+    "provider_spec",
     "provider_transports",
     "sdk_installed",
 ]
@@ -41,10 +41,10 @@ _BUILTIN = {
 
 
 @lru_cache(maxsize=1)
-def _targets() -> dict[str, str]:
-    targets = dict(_BUILTIN)
+def _targets() -> dict[str, EntryPoint]:
+    targets = {name: EntryPoint(name, value, "agac.providers") for name, value in _BUILTIN.items()}
     for ep in entry_points(group="agac.providers"):
-        targets[ep.name] = ep.value
+        targets[ep.name] = ep
     return targets
 
 
@@ -53,28 +53,57 @@ def available_providers() -> list[str]:
 
 
 def provider_class(name: str) -> Any:
-    """The adapter class registered as ``name``; ConfigError ``unknown_provider`` if none."""
+    """The adapter class registered as ``name``; ConfigError ``unknown_provider`` if none,
+    ``invalid_provider`` when what is registered declares no spec of that name."""
     target = _targets().get(name)
     if target is None:
         known = ", ".join(available_providers())
         raise ConfigError(
             problems=[Problem("unknown_provider", f"unknown provider {name!r} (known: {known})")]
         )
-    module_name, _, attr = target.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, attr)
+    cls = target.load()
+    _spec_of(name, target.value, cls)
+    return cls
+
+
+def provider_spec(name: str) -> ProviderSpec:
+    """What provider ``name`` is and can do (its adapter class's ``spec``), read without
+    loading its SDK."""
+    target = _targets().get(name)
+    cls = provider_class(name)
+    return _spec_of(name, target.value if target else name, cls)
+
+
+def _spec_of(name: str, where: str, cls: Any) -> ProviderSpec:
+    """``cls.spec``, checked: a :class:`ProviderSpec` whose name is the registered one."""
+    try:
+        spec = cls.spec
+    except AttributeError:
+        spec = None
+    if not isinstance(spec, ProviderSpec) or spec.name != name:
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "invalid_provider",
+                    f"provider {name!r} ({where}) declares no spec named {name!r}",
+                    hint="give the adapter class a `spec = ProviderSpec(name=...)` "
+                    "(agac.providers.spec; docs/providers.md, Provider specs)",
+                )
+            ]
+        )
+    return spec
 
 
 def batch_providers() -> list[str]:
-    """The registered providers whose class declares a batch API (``supports_batch``); a
-    provider whose adapter cannot be loaded is left out."""
+    """The registered providers whose spec declares a batch API; a provider whose adapter
+    cannot be loaded is left out."""
     names = []
     for name in available_providers():
         try:
-            cls = provider_class(name)
-        except (ImportError, ConfigError, AttributeError):
+            spec = provider_spec(name)
+        except (ImportError, ConfigError):
             continue
-        if batch_support(cls) == "api":
+        if spec.batch is not None:
             names.append(name)
     return names
 
@@ -82,24 +111,22 @@ def batch_providers() -> list[str]:
 def provider_transports(name: str) -> tuple[str, ...]:
     """The online transports provider ``name`` offers (``("lean", "sdk")`` for the
     built-in SDK adapters; empty when there is no choice, as for ``mock``)."""
-    return tuple(getattr(provider_class(name), "transports", ()) or ())
+    return provider_spec(name).transports
 
 
 def provider_options(name: str) -> tuple[Option, ...]:
-    """The options provider ``name`` takes under ``providers: <name>:`` in agac.yml (its
-    class's ``options``; none for a plugin that declares none)."""
-    declared = getattr(provider_class(name), "options", ()) or ()
-    return tuple(o for o in declared if isinstance(o, Option))
+    """The options provider ``name`` takes under ``providers: <name>:`` in agac.yml."""
+    return provider_spec(name).options
 
 
-def sdk_installed(cls: Any) -> bool:
-    mod = getattr(cls, "sdk_module", None)
+def sdk_installed(spec: ProviderSpec) -> bool:
+    mod = spec.sdk_module
     return mod is None or importlib.util.find_spec(mod) is not None
 
 
-def credentials_missing(cls: Any, configured_key: str | None = None) -> list[str]:
+def credentials_missing(spec: ProviderSpec, configured_key: str | None = None) -> list[str]:
     """The environment variables that could carry the key, when none of them is set."""
-    names: tuple[str, ...] = tuple(getattr(cls, "credential_env", ()) or ())
+    names = spec.credential_env
     if not names or configured_key:
         return []
     if any(os.environ.get(n) for n in names):
@@ -113,8 +140,7 @@ def credential_env_names() -> list[str]:
     names: list[str] = []
     for name in available_providers():
         try:
-            cls = provider_class(name)
-        except (ImportError, ConfigError, AttributeError):
+            names += provider_spec(name).credential_env
+        except (ImportError, ConfigError):
             continue
-        names += [str(n) for n in getattr(cls, "credential_env", ()) or ()]
     return names

@@ -6,6 +6,7 @@ suites run the same engine)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,14 @@ def test_i22_5_batch_files_split_by_bytes_with_the_base64_counted(
 
     # 12 images of ~50 KB: ~68 KB of base64 a line; a 300 KB file (270 KB with margin)
     # holds three of them, so the one input file goes as four provider batches.
-    monkeypatch.setattr(OpenAIProvider, "batch_max_bytes", 300_000)
+    monkeypatch.setattr(
+        OpenAIProvider,
+        "spec",
+        dataclasses.replace(
+            OpenAIProvider.spec,
+            batch=dataclasses.replace(OpenAIProvider.spec.batch, max_bytes=300_000),
+        ),
+    )
     files = {f"i{i:02d}.png": png_of_size(50_000, seed=i) for i in range(12)}
     _make(project, "openai", files)
     done = _collect(project, emulator)

@@ -6,6 +6,7 @@ the ended batches and finishes; a run after that pays for nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +196,12 @@ def test_b1_a_file_is_split_further_only_by_the_providers_limits(
 ) -> None:
     from agac.providers.registry import provider_class
 
-    monkeypatch.setattr(provider_class(provider), "batch_max_requests", 2)
+    cls = provider_class(provider)
+    monkeypatch.setattr(
+        cls,
+        "spec",
+        dataclasses.replace(cls.spec, batch=dataclasses.replace(cls.spec.batch, max_requests=2)),
+    )
     make(project, provider, {"a": 3, "b": 2})
 
     assert run(project).exit_code == 75

@@ -5,6 +5,7 @@ API, every record's answer names its own file, and the store holds no bytes."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,14 @@ def test_i22_gemini_files_api_a_batch_part_counts_uploaded_files_as_their_parts(
     part naming the upload — the four records go as one batch."""
     from agac.providers.gemini import GeminiProvider
 
-    monkeypatch.setattr(GeminiProvider, "batch_max_bytes", 60_000_000)
+    monkeypatch.setattr(
+        GeminiProvider,
+        "spec",
+        dataclasses.replace(
+            GeminiProvider.spec,
+            batch=dataclasses.replace(GeminiProvider.spec.batch, max_bytes=60_000_000),
+        ),
+    )
     names = _make(project, "batch", big)
     first = run(project)
     assert first.exit_code == 75, first.summary

@@ -5,6 +5,7 @@ fingerprint that covers each file's bytes (reuse across runs, a changed file re-
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,6 +234,8 @@ def test_i22_2_the_snapshot_records_each_attachments_hash_and_size(root: Path) -
 class ChangingProvider(MockProvider):
     """The mock, except that it rewrites (or removes) the file of a record whose prompt
     says so right before it sends: the file changed between the request and its sending."""
+
+    spec = dataclasses.replace(MockProvider.spec, name="changing")
 
     async def complete(self, request: Any) -> Any:
         text = request.messages[-1].content

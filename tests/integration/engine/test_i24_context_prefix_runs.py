@@ -5,6 +5,7 @@ fingerprint, so turning caching on or off reuses stored answers."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,9 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[Request]:
 
     monkeypatch.setattr(MockProvider, "complete", complete)
     monkeypatch.setattr(
-        MockProvider, "cache_minimum", staticmethod(lambda model: 1024), raising=False
+        MockProvider,
+        "spec",
+        dataclasses.replace(MockProvider.spec, cache_minimum=lambda model: 1024),
     )
     return seen
 

@@ -16,6 +16,7 @@ from provider_support import MODELS, SCHEMA, SDK_PROVIDERS, make_request
 from agac.errors import UnsupportedError
 from agac.providers.base import Provider, ProviderSettings, Response
 from agac.providers.registry import provider_class
+from agac.providers.spec import ProviderSpec
 
 ALL_PROVIDERS = (*SDK_PROVIDERS, "mock")
 #: Providers that cache prompts without being asked (Anthropic caches only blocks marked
@@ -26,13 +27,13 @@ LONG_TEXT = "The blender is loud but it crushes ice in seconds. " * 120
 
 
 @pytest.mark.parametrize("name", ALL_PROVIDERS)
-def test_class_attributes_follow_the_contract(name: str) -> None:
-    cls = provider_class(name)
-    assert cls.name == name
-    assert isinstance(cls.extra, str)
-    assert cls.sdk_module is None or isinstance(cls.sdk_module, str)
-    assert isinstance(cls.credential_env, tuple)
-    assert cls.supports_batch is (name in ("openai", "anthropic", "gemini", "groq"))
+def test_each_adapter_declares_its_spec(name: str) -> None:
+    spec = provider_class(name).spec
+    assert isinstance(spec, ProviderSpec) and spec.name == name
+    assert isinstance(spec.extra, str)
+    assert spec.sdk_module is None or isinstance(spec.sdk_module, str)
+    assert isinstance(spec.credential_env, tuple)
+    assert (spec.batch is not None) is (name in ("openai", "anthropic", "gemini", "groq"))
 
 
 @pytest.mark.parametrize("name", ALL_PROVIDERS)
@@ -113,7 +114,7 @@ async def test_invalid_json_answer_parses_to_none(
 @pytest.mark.parametrize("name", ("ollama", "mock"))
 async def test_providers_without_batch_refuse_batches(name: str, make_provider: Any) -> None:
     provider = make_provider(name)
-    assert provider.supports_batch is False
+    assert provider.spec.batch is None
     with pytest.raises(UnsupportedError):
         await provider.submit_batch([make_request(name, custom_id="r1")], "key")
 
@@ -123,12 +124,12 @@ def test_missing_credentials_is_unsupported_and_names_the_variable(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cls = provider_class(name)
-    for var in cls.credential_env:
+    for var in cls.spec.credential_env:
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(UnsupportedError) as caught:
         cls(ProviderSettings(name=name))
     assert caught.value.code == "missing_credentials"
-    assert cls.credential_env[0] in str(caught.value)
+    assert cls.spec.credential_env[0] in str(caught.value)
 
 
 def test_models_cover_every_provider() -> None:
@@ -162,6 +163,7 @@ async def test_base_url_from_settings_wins_over_the_environment(
 
 @pytest.mark.parametrize("name", ("openai", "anthropic", "gemini", "groq"))
 def test_batch_providers_state_their_batch_limits(name: str) -> None:
-    cls = provider_class(name)
-    assert cls.batch_max_requests >= 50_000
-    assert cls.batch_max_bytes >= 200 * 1024 * 1024
+    batch = provider_class(name).spec.batch
+    assert batch is not None
+    assert batch.max_requests >= 50_000
+    assert batch.max_bytes >= 200 * 1024 * 1024

@@ -4,6 +4,7 @@ read, and the ``cache_unfriendly_prompt`` warning."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -23,7 +24,9 @@ LONG = "Our refund policy says many things. " * 150  # ~1,350 tokens
 def caches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mock caches prefixes of 1,024 tokens or more."""
     monkeypatch.setattr(
-        MockProvider, "cache_minimum", staticmethod(lambda model: 1024), raising=False
+        MockProvider,
+        "spec",
+        dataclasses.replace(MockProvider.spec, cache_minimum=lambda model: 1024),
     )
 
 
@@ -157,7 +160,9 @@ def test_i24_cache_unfriendly_prompt_quiet_when_friendly_off_or_uncached(
     assert "cache_unfriendly_prompt" not in short.codes()
     off = wf.check(_action("    cache: off\n", prompt="{{ source.text }}" + LONG))
     assert "cache_unfriendly_prompt" not in off.codes()
-    monkeypatch.delattr(MockProvider, "cache_minimum")
+    monkeypatch.setattr(
+        MockProvider, "spec", dataclasses.replace(MockProvider.spec, cache_minimum=None)
+    )
     uncached = wf.check(_action("", prompt="{{ source.text }}" + LONG))
     assert "cache_unfriendly_prompt" not in uncached.codes()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -108,15 +109,14 @@ def test_an_option_of_another_provider_is_unknown_here(tmp_path: Path) -> None:
 
 PLUGIN = """
 from agac.providers.options import Option
+from agac.providers.spec import ProviderSpec
 
 class AcmeProvider:
-    name = "acme"
-    extra = ""
-    sdk_module = None
-    credential_env = ()
-    supports_batch = False
-    options = (Option("region", "choice", "where Acme runs", choices=("eu", "us")),
-               Option("warmth", "number", "how warm", maximum=2.0))
+    spec = ProviderSpec(
+        name="acme",
+        options=(Option("region", "choice", "where Acme runs", choices=("eu", "us")),
+                 Option("warmth", "number", "how warm", maximum=2.0)),
+    )
 """
 
 
@@ -125,7 +125,8 @@ def acme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A third-party provider registered as ``acme`` (as its entry point would)."""
     (tmp_path / "acme_agac.py").write_text(PLUGIN, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    targets = {**registry._targets(), "acme": "acme_agac:AcmeProvider"}
+    acme = EntryPoint("acme", "acme_agac:AcmeProvider", "agac.providers")
+    targets = {**registry._targets(), "acme": acme}
     monkeypatch.setattr(registry, "_targets", lambda: targets)
     yield
     sys.modules.pop("acme_agac", None)

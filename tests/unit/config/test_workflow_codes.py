@@ -10,6 +10,7 @@ import pytest
 
 from agac.config import find_project, load_workflow, validate_workflow, workflow_problems_json
 from agac.errors import ConfigError
+from agac.providers.spec import BatchSpec, ProviderSpec
 
 BASE = """
 input: {path: data.jsonl}
@@ -311,17 +312,16 @@ def test_unknown_provider_and_invalid_model(wf) -> None:
 
 
 class _NoSdk:
-    extra = "fancy"
-    sdk_module = "agac_test_no_such_sdk"
-    credential_env = ("FANCY_API_KEY",)
-    supports_batch = False
+    spec = ProviderSpec(
+        "fancy",
+        extra="fancy",
+        sdk_module="agac_test_no_such_sdk",
+        credential_env=("FANCY_API_KEY",),
+    )
 
 
 class _Keyed:
-    extra = "keyed"
-    sdk_module = None
-    credential_env = ("KEYED_API_KEY",)
-    supports_batch = False
+    spec = ProviderSpec("keyed", extra="keyed", credential_env=("KEYED_API_KEY",))
 
 
 @pytest.fixture
@@ -351,18 +351,13 @@ def test_missing_credentials(wf, fake_providers: None, monkeypatch: pytest.Monke
 
 
 class _Batched:
-    extra = "batched"
-    sdk_module = None
-    credential_env: tuple[str, ...] = ()
-    supports_batch = True
+    spec = ProviderSpec("batched", extra="batched", batch=BatchSpec())
 
 
 class _Plain:
     """A plugin that declares no batch API (nor a local batch)."""
 
-    extra = "plain"
-    sdk_module = None
-    credential_env: tuple[str, ...] = ()
+    spec = ProviderSpec("plain", extra="plain")
 
 
 @pytest.fixture

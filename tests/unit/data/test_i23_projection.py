@@ -91,6 +91,7 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
         "cache_mode",
         "cache_ttl",
         "context_text",
+        "provider_options",  # plain values of the provider's spec, never rendered
         # a template, but one that sees no record (validation refuses it)
         "context_prefix",
     }

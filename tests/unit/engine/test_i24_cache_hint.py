@@ -4,6 +4,7 @@ fingerprint."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -21,7 +22,9 @@ PREFIX = "P" * 5000
 @pytest.fixture(autouse=True)
 def caches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        MockProvider, "cache_minimum", staticmethod(lambda model: 1024), raising=False
+        MockProvider,
+        "spec",
+        dataclasses.replace(MockProvider.spec, cache_minimum=lambda model: 1024),
     )
 
 
@@ -102,7 +105,9 @@ def test_i24_no_prefix_keeps_the_prompt_alone(tmp_path: Path) -> None:
 def test_i24_a_provider_without_a_minimum_gets_no_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delattr(MockProvider, "cache_minimum")
+    monkeypatch.setattr(
+        MockProvider, "spec", dataclasses.replace(MockProvider.spec, cache_minimum=None)
+    )
     rt = build_runtime(
         _action(cache_mode="on", context_text=PREFIX, context_prefix="x"), None, tmp_path
     )

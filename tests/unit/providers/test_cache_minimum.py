@@ -1,5 +1,5 @@
 """``cache_minimum(model)``: the fewest prefix tokens each provider caches (docs/providers.md,
-Prompt caching), read through ``agac.providers.base.cache_minimum``; the emulator's own
+Prompt caching), read through the provider spec (``spec.minimum_for``); the emulator's own
 table (it imports no agac code) says the same for every model named here."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agac.emulator import caching
-from agac.providers.base import cache_minimum
-from agac.providers.registry import provider_class
+from agac.providers.registry import provider_spec
 
 CASES = [
     ("anthropic", "claude-sonnet-4-5", 1024),
@@ -31,16 +30,16 @@ CASES = [
 
 @pytest.mark.parametrize(("provider", "model", "tokens"), CASES)
 def test_each_adapter_says_its_cache_minimum(provider: str, model: str, tokens: int) -> None:
-    assert cache_minimum(provider_class(provider), model) == tokens
+    assert provider_spec(provider).minimum_for(model) == tokens
 
 
 @pytest.mark.parametrize("provider", ["groq", "ollama", "mock"])
 def test_providers_agac_cannot_ask_to_cache_have_none(provider: str) -> None:
-    assert cache_minimum(provider_class(provider), "any-model") is None
+    assert provider_spec(provider).minimum_for("any-model") is None
 
 
 @pytest.mark.parametrize(("provider", "model", "tokens"), [c for c in CASES if c[0] != "openai"])
 def test_the_emulator_caches_from_the_same_minimum(provider: str, model: str, tokens: int) -> None:
     emulated = caching.anthropic_minimum if provider == "anthropic" else caching.gemini_minimum
     assert emulated(model) == tokens
-    assert caching.OPENAI_MINIMUM == cache_minimum(provider_class("openai"), "gpt-4o")
+    assert caching.OPENAI_MINIMUM == provider_spec("openai").minimum_for("gpt-4o")

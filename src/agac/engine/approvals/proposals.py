@@ -130,6 +130,7 @@ def request_from(action: Action, arguments: dict[str, Any]) -> Request:
         temperature=arguments.get("temperature"),
         schema=action.schema,
         timeout=action.timeout,
+        options=tuple(sorted(action.provider_options.items())),
     )
 
 

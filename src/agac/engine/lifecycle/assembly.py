@@ -353,7 +353,8 @@ def _local_pacers(project: Project, control: RunControl) -> Callable[[str], Pace
     options = dict(project.config.providers) if project.config else {}
 
     def pacer(provider: str) -> Pacer | None:
-        per_min = getattr(options.get(provider), "batch_submissions_per_minute", None)
+        config = options.get(provider)
+        per_min = config.batch_submissions_per_minute if config else None
         if not per_min:
             return None
         if provider not in pacers:

@@ -26,7 +26,6 @@ from agac.config.actions import BATCH_DEFAULTS
 from agac.engine.walk.steps import regions_of
 from agac.errors import ConfigError
 from agac.providers import registry
-from agac.providers.base import batch_support
 
 if TYPE_CHECKING:
     from agac.config.model import Action, Workflow
@@ -183,7 +182,7 @@ def _sequential_members(workflow: Workflow) -> set[str]:
 def _has_batch_api(provider: str | None) -> bool:
     """A provider batch API: Ollama's local batch (live calls) does not count."""
     try:
-        return batch_support(registry.provider_class(provider or "")) == "api"
+        return registry.provider_spec(provider or "").batch is not None
     except (ConfigError, ImportError):
         return False  # validation reported it
 

@@ -86,7 +86,7 @@ def _assemble(
 
     def pacer(provider: str) -> Pacer | None:
         config = (dict(project.config.providers) if project.config else {}).get(provider)
-        per_min = getattr(config, "batch_submissions_per_minute", None) if config else None
+        per_min = config.batch_submissions_per_minute if config else None
         if not per_min:
             return None
         return StoreRateLimiter(store, f"batch_submissions:{provider}", float(per_min), None)
