@@ -91,9 +91,7 @@ def check_environment(
             _check_price(f, project, raw, action, price_lookup, budget)
 
 
-def _check_request_options(
-    f: Findings, raw: RawAction, action: Action, spec: ProviderSpec
-) -> None:
+def _check_request_options(f: Findings, raw: RawAction, action: Action, spec: ProviderSpec) -> None:
     """An action's ``provider_options:`` against its provider's ``request_options``: a key
     it does not declare is ``unknown_key`` (with a "did you mean"), a value it does not
     take ``invalid_provider_option`` naming the key."""
