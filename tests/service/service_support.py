@@ -142,7 +142,9 @@ class Service:
 
 
 @contextmanager
-def running_service(root: Path, *, poll_seconds: float = 0.05) -> Iterator[Service]:
+def running_service(
+    root: Path, *, poll_seconds: float = 0.05, passwords: identity.Passwords = CHEAP
+) -> Iterator[Service]:
     """``agac serve``'s app for the project at ``root``, on a free loopback port."""
     project = find_project(root)
     store = Store(store_url(project))
@@ -159,7 +161,7 @@ def running_service(root: Path, *, poll_seconds: float = 0.05) -> Iterator[Servi
         exposure=Exposure(loopback_hosts(port)),
         clock=clock,
         sleep=sleep,
-        passwords=CHEAP,
+        passwords=passwords,
         throttle=LoginThrottle(clock=clock),
         poll_seconds=poll_seconds,
     )

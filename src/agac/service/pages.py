@@ -7,7 +7,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import urllib.parse
-from typing import Any
+from typing import Any, Literal
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from agac.api import identity, team
 from agac.errors import AgacError, UsageError
 from agac.service.common import blocking, caller, context, error_status, session_id
+from agac.service.context import ServiceContext
 from agac.service.guard import cookie_value
 from agac.service.views import render
 
@@ -92,19 +93,18 @@ async def login_submit(request: Request) -> Response:
     name = str(form.get("username") or "").strip()
     password = str(form.get("password") or "")
     address = request.client.host if request.client else "?"
-    keys = [f"name:{name.lower()}", f"addr:{address}"]
-    wait = ctx.throttle.delay(keys)
-    if wait:
-        await ctx.sleep(wait)
-    signed = await blocking(
-        identity.sign_in, ctx.store, name, password, clock=ctx.clock, passwords=ctx.passwords
-    )
+    signed = await _throttled_sign_in(ctx, name, password, address)
+    if signed == "busy":
+        return await login_form(
+            request,
+            "Too many sign-in attempts at once; wait a moment and try again.",
+            429,
+            next_path,
+        )
     if signed is None:
-        ctx.throttle.failed(keys)
         return await login_form(
             request, "Wrong name or password, or the user is disabled.", 401, next_path
         )
-    ctx.throttle.succeeded(keys[0])
     new_session, _ = signed
     response = RedirectResponse(_local(next_path), status_code=303)
     response.set_cookie(
@@ -124,6 +124,29 @@ async def login_submit(request: Request) -> Response:
         samesite="strict",
     )
     return response
+
+
+async def _throttled_sign_in(
+    ctx: ServiceContext, name: str, password: str, address: str
+) -> tuple[str, identity.Principal] | Literal["busy"] | None:
+    """Sign in through the throttle (T1): the attempt is counted before its check, waits
+    the name's delay first and, when wrong, the address's before it is answered; "busy"
+    when too many attempts on the name or from the address are in flight already."""
+    attempt = ctx.throttle.begin(name, address)
+    if attempt is None:
+        return "busy"
+    signed = None
+    try:
+        if attempt.before:
+            await ctx.sleep(attempt.before)
+        signed = await blocking(
+            identity.sign_in, ctx.store, name, password, clock=ctx.clock, passwords=ctx.passwords
+        )
+        if signed is None and attempt.after_failure:
+            await ctx.sleep(attempt.after_failure)
+    finally:
+        ctx.throttle.end(attempt, ok=signed is not None)
+    return signed
 
 
 async def logout(request: Request) -> Response:
