@@ -165,7 +165,8 @@ def _run(
         using(proj, store, wait=bool(options.get("wait"))) as (_, st),
     ):
         from_records = source is not None or _open_run_reads_records(st, ref, proj, acting)
-        loaded = load_workflow(ref, proj, records=from_records, **overrides)
+        kept = {} if new or options.get("fresh") else _open_run_prefixes(st, ref, proj, acting)
+        loaded = load_workflow(ref, proj, records=from_records, kept_prefixes=kept, **overrides)
         warnings = unpriced_warnings(loaded, proj)
         for line in warnings if on_warning is not None else ():
             on_warning(line)
@@ -184,7 +185,7 @@ def _run(
             loaded,
             overrides,
             acting,
-            lambda o: load_workflow(ref, proj, records=from_records, **o),
+            lambda o: load_workflow(ref, proj, records=from_records, kept_prefixes=kept, **o),
         )
         try:
             result = start_run(proj, st, loaded, run_options, as_admitted=as_admitted)
@@ -237,6 +238,22 @@ def _open_run_reads_records(store: Store, ref: str | Path, proj: Project, tenant
     call without records continues it with its own snapshot of them."""
     open_run = store.open_run(workflow_name(str(ref), proj), tenant=tenant)
     return open_run is not None and bool(open_run.config["input"].get("records"))
+
+
+def _open_run_prefixes(store: Store, ref: str | Path, proj: Project, tenant: str) -> dict[str, str]:
+    """action -> the ``context_prefix`` template of the tenant's open run of the workflow,
+    for each action that keeps its rendered text: continuing the run sends that text, so
+    its files need not be there any more (only a new run reads them)."""
+    from agac.engine.prefixes import context_texts
+
+    open_run = store.open_run(workflow_name(str(ref), proj), tenant=tenant)
+    if open_run is None:
+        return {}
+    return {
+        name: template
+        for name, (template, text) in context_texts(open_run.config).items()
+        if template is not None and text is not None
+    }
 
 
 def _each(hooks: list[Callable[[Any, Any], None]]) -> Callable[[Any, Any], None]:

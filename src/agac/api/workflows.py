@@ -3,6 +3,7 @@ requests a record would send. Nothing here sends a request or writes the store."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, given_records, project_for, workflow_file
@@ -25,6 +26,7 @@ def load_workflow(
     batch_deadline: float | str | None = None,
     budget_usd: float | None = None,
     records: bool = False,
+    kept_prefixes: Mapping[str, str] | None = None,
 ) -> Workflow:
     """The validated workflow ``ref`` (a path, a ``name:`` or a dict); ConfigError with every
     problem.
@@ -32,6 +34,8 @@ def load_workflow(
     ``run_mode``, ``poll_interval``, ``batch_deadline`` and ``budget_usd`` are this run's
     own settings (seconds or a duration string; USD), merged before validation (docs/workflow-reference.md).
     ``records``: records given in memory replace ``input.path`` (docs/python.md).
+    ``kept_prefixes``: action -> the ``context_prefix`` template whose text the open run
+    being continued keeps; it is not rendered again.
     """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable
@@ -47,6 +51,7 @@ def load_workflow(
         price_lookup=prices.known,
         budget_usd=budget_usd,
         records=records,
+        kept_prefixes=kept_prefixes,
     )
 
 

@@ -4,6 +4,8 @@ caching).
 - ``context_prefix`` is compiled, checked to read nothing but ``read(…)`` (it sees no
   record: ``undefined_variable`` otherwise) and rendered, as admission will: a file it
   cannot read is ``context_file_refused`` or ``context_file_not_found``, located at the key.
+  A template that the open run being continued was admitted with is not rendered again:
+  the run keeps the text it rendered then, whatever became of its files.
 - ``cache_unfriendly_prompt`` (a warning, at the prompt): the prompt reads a record field
   before a literal block long enough for the provider's prompt cache, which caches a
   prefix only — that block is sent again, uncached, with every record.
@@ -11,6 +13,7 @@ caching).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from jinja2 import TemplateSyntaxError
@@ -27,21 +30,31 @@ from agac.providers import registry
 __all__ = ["check_caching", "provider_cache_minimum"]
 
 
-def check_caching(f: Findings, project: Project, raw: RawAction, fields: dict[str, Any]) -> None:
-    """Report the action's context_prefix and cache problems (see the module docstring)."""
+def check_caching(
+    f: Findings,
+    project: Project,
+    raw: RawAction,
+    fields: dict[str, Any],
+    kept_prefixes: Mapping[str, str] | None = None,
+) -> None:
+    """Report the action's context_prefix and cache problems (see the module docstring).
+    ``kept_prefixes``: action -> the ``context_prefix`` template whose rendered text the
+    open run being continued keeps (not rendered again)."""
     if raw.kind != "llm":
         return
     source = fields.get("context_prefix")
     if isinstance(source, str):
-        _check_prefix(
-            f, project, raw, source, fields.get("max_prompt_chars") or DEFAULT_MAX_PROMPT_CHARS
-        )
+        kept = (kept_prefixes or {}).get(raw.name) == source
+        limit = fields.get("max_prompt_chars") or DEFAULT_MAX_PROMPT_CHARS
+        _check_prefix(f, project, raw, source, limit, render=not kept)
     prompt = raw.values.get("prompt")
     if fields.get("cache_mode", "auto") != "off" and isinstance(prompt, str):
         _check_layout(f, raw, prompt, fields.get("provider"), fields.get("model_name"))
 
 
-def _check_prefix(f: Findings, project: Project, raw: RawAction, source: str, limit: int) -> None:
+def _check_prefix(
+    f: Findings, project: Project, raw: RawAction, source: str, limit: int, *, render: bool
+) -> None:
     where = raw.origin("context_prefix")
     try:
         refs = template_references(source)
@@ -65,6 +78,8 @@ def _check_prefix(f: Findings, project: Project, raw: RawAction, source: str, li
             hint="move record fields to the prompt; read project "
             'files with {{ read("docs/policy.md") }}',
         )
+        return
+    if not render:
         return
     try:
         render_context_prefix(source, project.root, limit, f"{raw.name}.context_prefix")

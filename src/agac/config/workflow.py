@@ -15,7 +15,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,7 @@ def load_workflow(
     price_lookup: PriceLookup | None = None,
     budget_usd: float | None = None,
     records: bool = False,
+    kept_prefixes: Mapping[str, str] | None = None,
 ) -> Workflow:
     """The workflow ``ref`` names; ConfigError with every error Problem when not valid."""
     workflow, problems = validate_workflow(
@@ -95,6 +96,7 @@ def load_workflow(
         price_lookup=price_lookup,
         budget_usd=budget_usd,
         records=records,
+        kept_prefixes=kept_prefixes,
     )
     if workflow is None:
         raise ConfigError(problems=[p for p in problems if p.severity == "error"])
@@ -113,6 +115,7 @@ def validate_workflow(
     budget_usd: float | None = None,
     sample: int | None = None,
     records: bool = False,
+    kept_prefixes: Mapping[str, str] | None = None,
 ) -> tuple[Workflow | None, list[Problem]]:
     """(the workflow or None when any error, every error and warning sorted by line).
 
@@ -133,6 +136,9 @@ def validate_workflow(
     ``records``: the caller gives the records (``agac.run(records=…)``), which replace
     ``input.path``: ``input`` and its ``path`` are then optional, and there is no input
     file to sample.
+
+    ``kept_prefixes``: action -> the ``context_prefix`` template whose text the open run
+    being continued keeps; it is not rendered again (its files may be gone).
     """
     try:
         path = find_workflow(ref, project)
@@ -154,6 +160,7 @@ def validate_workflow(
         budget_usd=budget_usd,
         sample=sample,
         records=records,
+        kept_prefixes=kept_prefixes,
     )
     workflow = builder.build(hashlib.sha256(data).hexdigest(), price_lookup, check_credentials)
     problems = _unique(sorted(f.problems, key=lambda p: p.line))
@@ -307,8 +314,10 @@ class _Builder:
         budget_usd: float | None = None,
         sample: int | None = None,
         records: bool = False,
+        kept_prefixes: Mapping[str, str] | None = None,
     ) -> None:
         self.f, self.doc, self.path, self.project = f, doc, path, project
+        self.kept_prefixes = kept_prefixes
         self.run_mode, self.tuning = run_mode, tuning
         self.budget_usd = budget_usd
         self.sample = sample
@@ -690,7 +699,7 @@ class _Builder:
             order, ancestors = raws, reachable_dependencies(raws)
         self._check_templates(order, ancestors, fields, visible)
         for raw in order:
-            check_caching(f, self.project, raw, fields[raw.name])
+            check_caching(f, self.project, raw, fields[raw.name], self.kept_prefixes)
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         self._hybrid_deadline(raws, built, deadline)
         check_environment(
