@@ -29,16 +29,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
 
+from agac.confinement import NotRegularFile, open_regular
 from agac.errors import AttachmentError
 
 __all__ = [
     "CHUNK",
     "KINDS",
+    "MAX_FILE_BYTES",
     "MEDIA_TYPES",
     "Attachment",
     "AttachmentError",
     "AttachmentLimits",
+    "Destination",
     "Kind",
+    "PdfPages",
     "VerifiedReader",
     "as_data_url",
     "base64_size",
@@ -69,6 +73,10 @@ MEDIA_TYPES: dict[str, Kind] = {
 CHUNK = 3 * 64 * 1024
 """Bytes read at a time when a file is streamed as base64 (a multiple of 3, so every
 chunk but the last encodes without padding)."""
+
+MAX_FILE_BYTES = 2 * 1024 * 1024 * 1024
+"""The largest file agac attaches, whatever the provider: none takes more (Gemini's Files
+API, the largest, takes 2 GB). A file over it is refused by ``stat``, never read."""
 
 
 def sniff(head: bytes) -> str | None:
@@ -184,6 +192,14 @@ class AttachmentLimits:
             )
         return None
 
+    def file_limit(self, kind: Kind) -> int:
+        """The most bytes one file of ``kind`` may have: its per-file limit, what fits in
+        one request as base64, and never more than :data:`MAX_FILE_BYTES`."""
+        limit = min(MAX_FILE_BYTES, self.max_file_bytes.get(kind, MAX_FILE_BYTES))
+        if self.max_request_bytes is not None:
+            limit = min(limit, 3 * (self.max_request_bytes // 4))
+        return limit
+
     def check(self, provider: str, model: str, attachments: Iterable[Attachment]) -> None:
         """Raise AttachmentError when these attachments cannot go in one request."""
         atts = list(attachments)
@@ -249,94 +265,215 @@ def base64_size(size: int) -> int:
 # -- reading and describing files ---------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where a file is going, to judge its size by ``stat`` before a byte of it is read:
+    the provider and its limits (None: only :data:`MAX_FILE_BYTES`, agac's own bound)."""
+
+    provider: str = ""
+    limits: AttachmentLimits | None = None
+
+    def check_size(self, what: str, kind: Kind | None, size: int) -> None:
+        """AttachmentError (``attachment_too_large``) when a file of ``size`` bytes is over
+        what this destination takes of ``kind`` (None: not known yet, agac's bound)."""
+        limit = MAX_FILE_BYTES
+        if kind is not None and self.limits is not None and kind in self.limits.kinds:
+            limit = self.limits.file_limit(kind)
+        if size <= limit:
+            return
+        whose = (
+            f"the most {self.provider} takes in one {_KIND_WORDS[kind]} file"
+            if limit < MAX_FILE_BYTES and kind is not None
+            else "the most agac attaches in one file (no provider takes more)"
+        )
+        raise AttachmentError(
+            reason="attachment_too_large",
+            message=f"{what} is {size:,} bytes, over {whose}: {_mb(limit)}; it was not read",
+            hint="make the file smaller or split it",
+        )
+
+
 def describe_bytes(data: bytes, path: str, name: str, *, what: str) -> Attachment:
     """The attachment these bytes are; AttachmentError when agac cannot send them.
     ``what`` names the file in messages (its path as the user wrote it)."""
     if not data:
+        raise _empty(what)
+    scan = _Scan(_media_type(data[:1024], what))
+    scan.feed(data)
+    return scan.attachment(path, name, what)
+
+
+def describe_file(
+    path: str,
+    *,
+    what: str | None = None,
+    name: str | None = None,
+    destination: Destination | None = None,
+) -> Attachment:
+    """Describe the file at ``path`` (absolute), read a chunk at a time: hashed as it
+    streams, its header and pages found on the way (memory: a chunk and an image's head).
+
+    Judged before its bytes are read: it must be a regular file
+    (``attachment_not_regular_file``: a named pipe, a device) and, by ``stat``, within
+    what ``destination`` takes (``attachment_too_large``). AttachmentError with the
+    reason: ``attachment_not_found``, ``attachment_unreadable`` (a folder, no
+    permission), or what :func:`describe_bytes` finds."""
+    what = what or path
+    dest = destination or Destination()
+    fh, st = _open(path, what)
+    with fh:
+        size = st.st_size
+        if size == 0:
+            raise _empty(what)
+        dest.check_size(what, None, size)
+        head = _read_up_to(fh, min(size, 1024), what)
+        media_type = _media_type(head, what)
+        dest.check_size(what, MEDIA_TYPES[media_type], size)
+        scan = _Scan(media_type)
+        scan.feed(head)
+        while scan.size <= size and (chunk := _read_up_to(fh, READ_CHUNK, what)):
+            scan.feed(chunk)
+    if scan.size != size:
         raise AttachmentError(
-            reason="unsupported_attachment",
-            message=f"{what} is empty (0 bytes)",
-            hint="an attachment must be a PNG, JPEG, WebP, GIF or PDF file",
+            reason="attachment_changed",
+            message=f"{what} changed while it was read ({size:,} bytes by stat, "
+            f"{scan.size:,} read)",
+            hint="attach a file nothing is writing to",
         )
-    media_type = sniff(data[:1024])
+    return scan.attachment(path, name or os.path.basename(path), what)
+
+
+READ_CHUNK = 1024 * 1024
+"""Bytes read at a time when a file is described."""
+
+IMAGE_HEAD = 4 * 1024 * 1024
+"""Bytes of an image kept to read its size from (a JPEG's frame header comes after its
+metadata segments, each at most 64 KB)."""
+
+
+class _Scan:
+    """What :func:`describe_bytes` and :func:`describe_file` learn from a file's bytes, fed
+    to it in order: the hash, the size, an image's head, a PDF's pages."""
+
+    def __init__(self, media_type: str) -> None:
+        self.media_type = media_type
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.head = bytearray()
+        self.pages = PdfPages() if media_type == "application/pdf" else None
+
+    def feed(self, chunk: bytes) -> None:
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        if self.pages is not None:
+            self.pages.feed(chunk)
+        elif len(self.head) < IMAGE_HEAD:
+            self.head += chunk[: IMAGE_HEAD - len(self.head)]
+
+    def attachment(self, path: str, name: str, what: str) -> Attachment:
+        width = height = pages = None
+        if self.pages is not None:
+            pages = self.pages.result()
+            if pages is None:
+                raise AttachmentError(
+                    reason="attachment_corrupt",
+                    message=f"{what} starts like a PDF but cannot "
+                    "be read as one (no end-of-file marker or no pages)",
+                    hint="open it in a PDF reader; save it again",
+                )
+        else:
+            dims = image_size(self.media_type, bytes(self.head))
+            if dims is None:
+                raise AttachmentError(
+                    reason="attachment_corrupt",
+                    message=f"{what} starts like {self.media_type} but "
+                    "its size cannot be read (a truncated or damaged image)",
+                    hint="open it in an image viewer; save it again",
+                )
+            width, height = dims
+        return Attachment(
+            self.media_type,
+            self.digest.hexdigest(),
+            self.size,
+            path,
+            name,
+            width,
+            height,
+            pages,
+        )
+
+
+def _empty(what: str) -> AttachmentError:
+    return AttachmentError(
+        reason="unsupported_attachment",
+        message=f"{what} is empty (0 bytes)",
+        hint="an attachment must be a PNG, JPEG, WebP, GIF or PDF file",
+    )
+
+
+def _media_type(head: bytes, what: str) -> str:
+    media_type = sniff(head)
     if media_type is None:
         raise AttachmentError(
             reason="unsupported_attachment",
             message=f"{what} is not a PNG, JPEG, WebP, GIF "
-            f"or PDF (its first bytes are {data[:8]!r})",
+            f"or PDF (its first bytes are {head[:8]!r})",
             hint="agac judges a file by its content, not its extension",
         )
-    width = height = pages = None
-    if media_type == "application/pdf":
-        pages = pdf_pages(data)
-        if pages is None:
-            raise AttachmentError(
-                reason="attachment_corrupt",
-                message=f"{what} starts like a PDF but cannot "
-                "be read as one (no end-of-file marker or no pages)",
-                hint="open it in a PDF reader; save it again",
-            )
-    else:
-        dims = image_size(media_type, data)
-        if dims is None:
-            raise AttachmentError(
-                reason="attachment_corrupt",
-                message=f"{what} starts like {media_type} but "
-                "its size cannot be read (a truncated or damaged image)",
-                hint="open it in an image viewer; save it again",
-            )
-        width, height = dims
-    return Attachment(
-        media_type, hashlib.sha256(data).hexdigest(), len(data), path, name, width, height, pages
-    )
+    return media_type
 
 
-def describe_file(path: str, *, what: str | None = None) -> Attachment:
-    """Read and describe the file at ``path`` (absolute). AttachmentError with the reason:
-    ``attachment_not_found`` (nothing there), ``attachment_unreadable`` (a folder, no
-    permission, a symlink loop), or what :func:`describe_bytes` finds."""
-    what = what or path
-    data = _read(path, what)
-    return describe_bytes(data, path, os.path.basename(path), what=what)
-
-
-def _read(path: str, what: str) -> bytes:
+def _open(path: str, what: str) -> tuple[io.BufferedReader, os.stat_result]:
+    """The regular file at ``path`` opened, and its ``fstat``; AttachmentError with the
+    reason for anything else (nothing read yet)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError as exc:
+        return open_regular(path)
+    except NotRegularFile as exc:
+        if exc.kind == "folder":
+            raise AttachmentError(
+                reason="attachment_unreadable",
+                message=f"{what} is a folder, not a file",
+                hint="name one file per attachment (a list for several)",
+            ) from exc
         raise AttachmentError(
+            reason="attachment_not_regular_file",
+            message=f"{what} is a {exc.kind}, not a regular file; agac reads only "
+            "regular files (nothing was read from it)",
+            hint="attach a regular file: copy what the pipe or device gives into one",
+        ) from exc
+    except OSError as exc:
+        raise _unreadable(exc, what) from exc
+
+
+def _read_up_to(fh: BinaryIO, n: int, what: str) -> bytes:
+    try:
+        return fh.read(n)
+    except OSError as exc:
+        raise _unreadable(exc, what) from exc
+
+
+def _unreadable(exc: OSError, what: str) -> AttachmentError:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return AttachmentError(
             reason="attachment_not_found",
             message=f"{what}: no such file",
             hint="check the path (relative paths start at the project root)",
-        ) from exc
-    except IsADirectoryError as exc:
-        raise AttachmentError(
-            reason="attachment_unreadable",
-            message=f"{what} is a folder, not a file",
-            hint="name one file per attachment (a list for several)",
-        ) from exc
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise AttachmentError(
-                reason="attachment_unreadable", message=f"{what} is a symlink loop"
-            ) from exc
-        if exc.errno == errno.ENOTDIR:
-            raise AttachmentError(
-                reason="attachment_not_found", message=f"{what}: no such file"
-            ) from exc
-        raise AttachmentError(
-            reason="attachment_unreadable",
-            message=f"cannot read {what}: {exc.strerror or exc}",
-            hint="check its permissions",
-        ) from exc
+        )
+    if exc.errno == errno.ELOOP:
+        return AttachmentError(reason="attachment_unreadable", message=f"{what} is a symlink loop")
+    return AttachmentError(
+        reason="attachment_unreadable",
+        message=f"cannot read {what}: {exc.strerror or exc}",
+        hint="check its permissions",
+    )
 
 
-def read_verified(att: Attachment) -> bytes:
-    """The attachment's bytes, read again from its path and checked against its hash."""
+def _reopen(att: Attachment) -> io.BufferedReader:
+    """The attachment's file opened again to send it, its size checked by ``fstat``
+    before a byte is read (a file of another size changed: ``attachment_changed``)."""
     what = att.name or att.path
     try:
-        data = _read(att.path, what)
+        fh, st = _open(att.path, what)
     except AttachmentError as exc:
         if exc.reason == "attachment_not_found":
             raise AttachmentError(
@@ -346,6 +483,17 @@ def read_verified(att: Attachment) -> bytes:
                 hint="put the file back, or run again with --new",
             ) from exc
         raise
+    if st.st_size != att.size:
+        fh.close()
+        raise _changed(att)
+    return fh
+
+
+def read_verified(att: Attachment) -> bytes:
+    """The attachment's bytes, read again from its path and checked against its hash
+    (never more than its size: a file that grew changed)."""
+    with _reopen(att) as fh:
+        data = _read_up_to(fh, att.size + 1, att.name or att.path)
     if len(data) != att.size or hashlib.sha256(data).hexdigest() != att.sha256:
         raise _changed(att)
     return data
@@ -368,13 +516,8 @@ def write_base64(att: Attachment, out: BinaryIO) -> int:
     it was writing."""
     digest = hashlib.sha256()
     size = written = 0
-    try:
-        fh = open(att.path, "rb")  # noqa: SIM115 - closed below; errors mapped as _read does
-    except OSError:
-        read_verified(att)  # raises the mapped error
-        raise
-    with fh:
-        while chunk := fh.read(CHUNK):
+    with _reopen(att) as fh:
+        while size <= att.size and (chunk := fh.read(CHUNK)):
             digest.update(chunk)
             size += len(chunk)
             encoded = base64.b64encode(chunk)
@@ -396,14 +539,7 @@ class VerifiedReader(io.RawIOBase):
     def __init__(self, att: Attachment) -> None:
         super().__init__()
         self.att = att
-        try:
-            self._fh = open(att.path, "rb")  # noqa: SIM115 - closed by close()
-        except OSError:
-            read_verified(att)  # raises the mapped error
-            raise
-        if os.fstat(self._fh.fileno()).st_size != att.size:
-            self._fh.close()
-            raise _changed(att)
+        self._fh = _reopen(att)
         self._digest = hashlib.sha256()
         self._hashed = 0
 
@@ -523,13 +659,44 @@ def pdf_pages(data: bytes) -> int | None:
     """The PDF's page count (its page objects, or its page tree's ``/Count`` when the page
     objects are compressed), or None when it is not a readable PDF: no ``%%EOF`` near its
     end, or no page at all."""
-    if b"%%EOF" not in data[-2048:]:
-        return None
-    pages = len(_PAGE.findall(data))
-    if not pages:
-        counts = [int(a or b) for a, b in _COUNT.findall(data)]
-        pages = max(counts) if counts else 0
-    return pages or None
+    pages = PdfPages()
+    pages.feed(data)
+    return pages.result()
+
+
+class PdfPages:
+    """:func:`pdf_pages` a chunk at a time, in order, so a large PDF is never held whole.
+
+    A page object seen at the end of a chunk waits for the next one (``/Page`` might go on
+    as ``/Pages``); the last :data:`OVERLAP` bytes of each chunk are scanned again with the
+    next, so a marker split between two chunks is found, and none is counted twice."""
+
+    OVERLAP = 64 * 1024
+
+    def __init__(self) -> None:
+        self._carry = b""
+        self._tail = b""
+        self._pages = 0
+        self._count = 0
+
+    def feed(self, chunk: bytes) -> None:
+        buf = self._carry + chunk
+        counted = 0
+        for m in _PAGE.finditer(buf):
+            if m.end() >= len(buf):
+                break  # judged with the next chunk
+            self._pages += 1
+            counted = m.end()
+        for a, b in _COUNT.findall(buf):  # the largest wins: seen twice is harmless
+            self._count = max(self._count, int(a or b))
+        self._carry = buf[max(counted, len(buf) - self.OVERLAP) :]
+        self._tail = (self._tail + chunk)[-2048:]
+
+    def result(self) -> int | None:
+        if b"%%EOF" not in self._tail:
+            return None
+        pages = self._pages + len(_PAGE.findall(self._carry))
+        return (pages or self._count) or None
 
 
 # -- token estimates -----------------------------------------------------------------------

@@ -76,6 +76,7 @@ Reason = Literal[
     "attachment_not_found",
     "attachment_unreadable",
     "attachment_outside_project",
+    "attachment_not_regular_file",
     "unsupported_attachment",
     "attachment_corrupt",
     "invalid_data_url",
@@ -395,8 +396,19 @@ REASONS: dict[str, ReasonCode] = {
         _r(
             "attachment_outside_project",
             "failed",
-            "a relative attachment path leads out of the project (`../`)",
-            "write the absolute path to attach a file from elsewhere, then `agac run WF --new`",
+            "an attachment path leads out of the project once resolved (absolute, `../`, or "
+            "through a symbolic link) and into no folder the action's `attachment_folders` lists",
+            "move the file into the project, or list its folder in `attachment_folders`, then "
+            "`agac run WF --new`",
+            False,
+        ),
+        _r(
+            "attachment_not_regular_file",
+            "failed",
+            "an attachment path names a named pipe, a device or a socket, not a regular "
+            "file; nothing was read from it",
+            "attach a regular file (copy what the pipe or device gives into one), then "
+            "`agac run WF --new`",
             False,
         ),
         _r(
@@ -426,7 +438,8 @@ REASONS: dict[str, ReasonCode] = {
             "attachment_too_large",
             "failed",
             "an attached file (or all of them together) is over "
-            "the provider's limit: bytes per file, files per request, pages per PDF",
+            "the provider's limit: bytes per file (judged by its size on disk, before it is "
+            "read), files per request, pages per PDF",
             "make the "
             "file smaller or split it (docs/providers.md lists the limits), then "
             "`agac run WF --new`",

@@ -408,6 +408,8 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         out["rate_limit"] = _rate_limit(f, v["rate_limit"], at("rate_limit"))
     if "attachments" in v:
         out["attachments"] = _attachments(f, v["attachments"], at("attachments"))
+    if "attachment_folders" in v:
+        out["attachment_folders"] = _folders(f, v["attachment_folders"], at("attachment_folders"))
     if "attachments_position" in v:
         out["attachments_position"] = _choice(
             f,
@@ -522,6 +524,22 @@ def _attachments(f: Findings, value: Any, path: Path) -> tuple[str, ...] | None:
             return None
         out.append(item)
     return tuple(out)
+
+
+def _folders(f: Findings, value: Any, path: Path) -> tuple[str, ...] | None:
+    """``attachment_folders:``: a list of folders (absolute, ``~/…``, or relative to the
+    project root) that attachment paths may lead into besides the project."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        f.error(
+            "invalid_value",
+            f"attachment_folders must be a list of folders, got {value!r}",
+            path,
+            hint="attachment_folders: [/srv/scans]",
+        )
+        return None
+    return tuple(v.strip() for v in value)
 
 
 def _run_mode(f: Findings, raw: RawAction) -> str | None:

@@ -10,6 +10,9 @@ records' references are rendered and their files read, as a run will:
 - a kind the action's provider or model cannot take (a PDF to Groq) is an error
   (``attachment_not_supported``, naming provider, model and kind): every such record would
   fail, so the workflow is refused before anything is sent.
+
+Each folder an action's ``attachment_folders`` lists must be a folder that exists
+(:func:`check_attachment_folders`): a path from the data may lead into it.
 """
 
 from __future__ import annotations
@@ -24,15 +27,16 @@ from jinja2 import TemplateSyntaxError
 from agac.config.actions import RawAction, split_model
 from agac.config.project import Project
 from agac.config.source import Findings, did_you_mean
+from agac.confinement import Confinement, folder_path
 from agac.data.readers import InputRecord
 from agac.errors import AttachmentError, ConfigError, Problem
-from agac.media import AttachmentLimits
+from agac.media import AttachmentLimits, Destination
 from agac.prompt.attachments import compile_attachments, render_references, resolve
 from agac.prompt.references import template_references
 from agac.prompt.render import RenderError
 from agac.providers import registry
 
-__all__ = ["check_attachments"]
+__all__ = ["check_attachment_folders", "check_attachments"]
 
 _SHOWN = 5
 
@@ -51,6 +55,7 @@ def check_attachments(
         compiled = compile_attachments(templates, raw.name)
         provider, model = _model(raw)
         limits = _limits(provider)
+        reach = Confinement.of(project.root, _folders(raw))
         shown = 0
         refused: set[str] = set()
         for path, record in records:
@@ -61,7 +66,7 @@ def check_attachments(
             except RenderError:
                 continue  # reported as missing_source_field, or the unit's render_error
             for ref in refs:
-                problem = _judge(project, raw, ref, provider, model, limits, refused)
+                problem = _judge(project, raw, ref, reach, (provider, model, limits), refused)
                 if problem is None:
                     continue
                 if problem.severity == "error":
@@ -87,13 +92,13 @@ def _judge(
     project: Project,
     raw: RawAction,
     ref: str,
-    provider: str,
-    model: str,
-    limits: AttachmentLimits | None,
+    reach: Confinement,
+    to: tuple[str, str, AttachmentLimits | None],
     refused: set[str],
 ) -> Problem | None:
+    provider, model, limits = to
     try:
-        att = resolve(ref, project.root)
+        att = resolve(ref, reach, Destination(provider, limits))
     except AttachmentError as exc:
         hint = exc.hint
         if exc.reason == "attachment_not_found":
@@ -141,6 +146,28 @@ def _nearby(root: Path, ref: str) -> str | None:
         return None
     shown = str(Path(ref).parent / close.split("'")[1])
     return f"did you mean {shown!r}?"
+
+
+def check_attachment_folders(f: Findings, project: Project, raws: Sequence[RawAction]) -> None:
+    """An error at its line for each listed attachment folder that is not a folder."""
+    for raw in raws:
+        for folder in _folders(raw):
+            found = folder_path(project.root, folder)
+            if not found.is_dir():
+                f.error(
+                    "invalid_value",
+                    f"attachment_folders of action {raw.name!r} lists {folder!r}, which is "
+                    f"not a folder ({found} {'is a file' if found.exists() else 'does not exist'})",
+                    raw.origin("attachment_folders"),
+                    hint="list folders that exist: absolute, ~/…, or relative to the project root",
+                )
+
+
+def _folders(raw: RawAction) -> tuple[str, ...]:
+    value = raw.values.get("attachment_folders") if raw.kind == "llm" else None
+    if not isinstance(value, list):
+        return ()
+    return tuple(v.strip() for v in value if isinstance(v, str) and v.strip())
 
 
 def _source_only(raw: RawAction) -> tuple[str, ...]:

@@ -186,6 +186,9 @@ class Action:
     or a list of them)."""
     attachments_position: str = "before"
     """Where the attachments go: ``before`` or ``after`` the prompt text."""
+    attachment_folders: tuple[str, ...] = ()
+    """Folders outside the project that attachment paths may lead into, as written (each
+    resolved when a run reads them: ``agac.confinement``); () is the project alone."""
     cache_mode: str = "auto"
     """An llm action's ``cache:`` — ``off``, ``auto`` or ``on`` (docs/workflow-reference.md,
     Prompt caching). Not ``cache``: that is a tool's reuse of its outputs."""
@@ -299,6 +302,10 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("attachments_position", None)
     else:
         data["attachments"] = list(data["attachments"])
+    if data.get("attachment_folders"):
+        data["attachment_folders"] = list(data["attachment_folders"])
+    else:
+        data.pop("attachment_folders", None)  # likewise for actions reading the project only
     if data.get("live_after") is None:
         data.pop("live_after", None)  # likewise for actions without hybrid (B13)
     for key in ("auto_batch_min_records", "auto_choice"):
@@ -340,6 +347,8 @@ def _action_from(data: dict[str, Any]) -> Action:
     values["retry"] = RetrySpec(**values["retry"])
     if values.get("attachments") is not None:
         values["attachments"] = tuple(values["attachments"])
+    if values.get("attachment_folders") is not None:
+        values["attachment_folders"] = tuple(values["attachment_folders"])
     if values.get("rate_limit") is not None:
         values["rate_limit"] = RateLimit(**values["rate_limit"])
     if values.get("effect") is not None:

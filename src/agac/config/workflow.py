@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.config.actions import PER_RUN, RawAction, action_fields, merge_action, resolved_run_mode
+from agac.config.attachments import check_attachment_folders
 from agac.config.caching import check_caching
 from agac.config.durations import DURATION_FORMAT, parse_duration
 from agac.config.environment import check_environment
@@ -700,6 +701,7 @@ class _Builder:
         self._check_templates(order, ancestors, fields, visible)
         for raw in order:
             check_caching(f, self.project, raw, fields[raw.name], self.kept_prefixes)
+        check_attachment_folders(f, self.project, order)
         built = [self._action_of(r, fields[r.name], ancestors.get(r.name, ())) for r in order]
         self._hybrid_deadline(raws, built, deadline)
         check_environment(

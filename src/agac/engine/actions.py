@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.config.functions import FunctionNotFound, resolve_function
+from agac.confinement import Confinement
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
@@ -30,7 +31,14 @@ if TYPE_CHECKING:
     from agac.media import AttachmentLimits
     from agac.providers.base import Provider
 
-__all__ = ["ActionRuntime", "build_runtime", "is_batched", "local_batch_notes", "shared_limiter"]
+__all__ = [
+    "ActionRuntime",
+    "build_runtime",
+    "is_batched",
+    "local_batch_notes",
+    "provider_limits",
+    "shared_limiter",
+]
 
 
 @dataclass
@@ -54,8 +62,9 @@ class ActionRuntime:
     """How its requests become canonical JSON (llm actions)."""
     attachments: tuple[AttachmentTemplate, ...] = ()
     """Its compiled ``attachments:`` entries."""
-    root: Path | None = None
-    """The project root: where relative attachment paths start."""
+    reach: Confinement | None = None
+    """Where its attachment paths may lead: the project (where relative paths start) and
+    the action's ``attachment_folders``."""
     limits: AttachmentLimits | None = None
     """What its provider accepts as attachments (None: nothing)."""
     admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
@@ -192,8 +201,8 @@ def build_runtime(
         rt.validator = SchemaValidator(action.schema, action.name)
     if action.kind == "llm" and action.attachments:
         rt.attachments = compile_attachments(action.attachments, action.name)
-        rt.root = root
-        rt.limits = _limits(action.provider or "")
+        rt.reach = Confinement.of(root, action.attachment_folders)
+        rt.limits = provider_limits(action.provider or "")
     if action.kind == "llm" and action.prompt is not None:
         found = prompt_prefix(action, workflow, root)
         rt.prefix, rt.cache_head, rt.cache_texts = found.prefix, found.head, found.texts
@@ -216,7 +225,8 @@ def build_runtime(
     return rt
 
 
-def _limits(provider: str) -> AttachmentLimits | None:
+def provider_limits(provider: str) -> AttachmentLimits | None:
+    """What ``provider`` accepts as attachments (None: nothing, or no such provider)."""
     try:
         return registry.provider_spec(provider).attachments
     except (ConfigError, ImportError):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.jsontext import flaw
 from agac.keys import idempotency_key
-from agac.media import AttachmentError
+from agac.media import AttachmentError, Destination
 from agac.prompt.attachments import render_references, resolve_all
 from agac.prompt.render import capped
 from agac.providers.base import Attachment, Message, Request, Response
@@ -104,8 +104,11 @@ def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment,
     checked against what its provider and model accept. RenderError when a template
     fails; AttachmentError (its ``reason`` a reason code) when a file cannot be sent."""
     action = rt.action
-    assert rt.root is not None
-    found = resolve_all(render_references(rt.attachments, view), rt.root)
+    assert rt.reach is not None
+    provider, model = action.provider or "", action.model_name or ""
+    found = resolve_all(
+        render_references(rt.attachments, view), rt.reach, Destination(provider, rt.limits)
+    )
     if not found:
         return ()
     for a in found:
@@ -118,7 +121,6 @@ def attachments_of(rt: ActionRuntime, view: dict[str, Any]) -> tuple[Attachment,
                 f"{was[1]:,} bytes; it is {a.describe()})",
                 hint="run again with --new to send the file as it is now",
             )
-    provider, model = action.provider or "", action.model_name or ""
     if rt.limits is None:
         raise AttachmentError(
             reason="attachment_not_supported",

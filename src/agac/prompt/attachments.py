@@ -6,9 +6,12 @@ project root, or absolute), or a ``data:`` URL. A template that is a single expr
 (``{{ source.pages }}``) gives its value as it is — a string or a list of strings; any
 other template gives its text (a JSON list of strings counts as a list).
 
-Paths are judged before anything is read: a relative path must stay inside the project
-(``../`` out of it is ``attachment_outside_project``; write the absolute path to mean a
-file elsewhere). A ``data:`` URL must be base64; its bytes are kept once, by hash, under
+Paths are judged before anything is read (:mod:`agac.confinement`): a path, relative or
+absolute, is resolved with every symbolic link followed and must lead inside the project
+or inside a folder the action's ``attachment_folders`` lists (else
+``attachment_outside_project``); what it names must be a regular file
+(``attachment_not_regular_file``) within the provider's size limit by ``stat``
+(``attachment_too_large``). A ``data:`` URL must be base64; its bytes are kept once, by hash, under
 ``.agac/attachments/`` in the project, so that a request names them by path like any
 file and the store holds no bytes.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import json
 import os
@@ -27,7 +31,8 @@ from typing import Any
 
 from jinja2 import Template
 
-from agac.media import Attachment, AttachmentError, describe_bytes, describe_file
+from agac.confinement import Confinement, PathLoop, PathOutside
+from agac.media import Attachment, AttachmentError, Destination, describe_bytes, describe_file
 from agac.prompt.render import RenderError, compile_guard, compile_template, render
 
 __all__ = [
@@ -133,11 +138,13 @@ _SEEN: dict[tuple[str, int, int, int], Attachment] = {}
 _SEEN_MAX = 65_536
 
 
-def resolve(ref: str, root: Path) -> Attachment:
+def resolve(ref: str, reach: Confinement, destination: Destination | None = None) -> Attachment:
     """The attachment ``ref`` names (see the module docstring); AttachmentError naming the
-    reference when it cannot be sent."""
+    reference when it cannot be sent. ``reach``: where a path may lead (the project and
+    the action's ``attachment_folders``); ``destination``: whose size limit a file is
+    judged against, by ``stat``, before it is read."""
     if ref.startswith("data:"):
-        return _data_url(ref, root)
+        return _data_url(ref, reach.root)
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", ref):
         raise AttachmentError(
             reason="unsupported_attachment",
@@ -145,39 +152,48 @@ def resolve(ref: str, root: Path) -> Attachment:
             "attaches files and data: URLs, it does not download",
             hint="download the file into the project and name its path",
         )
-    path = _project_path(ref, root)
+    real = _locate(ref, reach)
+    path = os.path.normpath(os.path.join(reach.root, ref))
     try:
-        st = os.stat(path)
+        st = os.stat(real)
     except OSError:
-        return describe_file(path, what=ref)  # raises the mapped error
-    key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
-    found = _SEEN.get(key)
+        st = None  # describe_file raises the mapped error
+    key = (str(real), st.st_ino, st.st_size, st.st_mtime_ns) if st is not None else None
+    found = _SEEN.get(key) if key is not None else None
     if found is None:
-        found = describe_file(path, what=ref)
-        if len(_SEEN) >= _SEEN_MAX:
-            _SEEN.clear()
-        _SEEN[key] = found
-    return found
+        found = describe_file(str(real), what=ref, destination=destination)
+        if key is not None:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()
+            _SEEN[key] = found
+    # named as the reference spells it: where it is read again, and what people see
+    return dataclasses.replace(found, path=path, name=os.path.basename(path))
 
 
-def resolve_all(refs: list[str], root: Path) -> tuple[Attachment, ...]:
-    return tuple(resolve(r, root) for r in refs)
+def resolve_all(
+    refs: list[str], reach: Confinement, destination: Destination | None = None
+) -> tuple[Attachment, ...]:
+    return tuple(resolve(r, reach, destination) for r in refs)
 
 
-def _project_path(ref: str, root: Path) -> str:
-    """The absolute path of a reference: an absolute path as written, a relative one under
-    the project root — never out of it."""
-    if os.path.isabs(ref):
-        return os.path.normpath(ref)
-    base = os.path.normpath(str(root))
-    path = os.path.normpath(os.path.join(base, ref))
-    if path != base and not path.startswith(base + os.sep):
+def _locate(ref: str, reach: Confinement) -> Path:
+    """Where ``ref`` leads with every symbolic link followed; never outside ``reach``."""
+    try:
+        return reach.locate(ref)
+    except PathLoop as exc:
+        raise AttachmentError(
+            reason="attachment_unreadable", message=f"{ref} is a symlink loop"
+        ) from exc
+    except PathOutside as exc:
+        listed = ", ".join(str(f) for f in reach.folders)
         raise AttachmentError(
             reason="attachment_outside_project",
-            message=f"{ref} leads out of the project ({root})",
-            hint="write the absolute path to attach a file from elsewhere",
-        )
-    return path
+            message=f"{ref} leads out of the project ({reach.root})"
+            + (f" and the action's attachment_folders ({listed})" if listed else "")
+            + (f": it resolves to {exc.resolved}" if str(exc.resolved) != ref else ""),
+            hint="a path from the data is read only inside the project; to attach files "
+            "from another folder, list it in the action's attachment_folders",
+        ) from exc
 
 
 def _data_url(ref: str, root: Path) -> Attachment:

@@ -6,8 +6,9 @@ its text before the first expression or statement, found in the Jinja AST.
 
 ``context_prefix`` is a template rendered once per run that sees no record, only
 ``read(path)``: the text of a file of the project, the path relative to its root and
-confined to it (an absolute path, a ``..`` out of it or a symbolic link leaving it is
-``context_file_refused``; a file that is not there ``context_file_not_found``, with a
+confined to it by the rule every path from data follows (:mod:`agac.confinement`: an
+absolute path, a ``..`` out of it or a symbolic link leaving it is
+``context_file_refused``, and so is anything but a regular file; a file that is not there ``context_file_not_found``, with a
 "did you mean" among the files beside it).
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from jinja2 import nodes
 
+from agac.confinement import Confinement, NotRegularFile, PathLoop, PathOutside, open_regular
 from agac.prompt.render import ENV, PromptTooLarge, RenderError, capped, compile_template
 
 __all__ = [
@@ -56,15 +58,15 @@ def text_tokens(text: str) -> int:
 def project_reader(root: Path, limit: int) -> Callable[[str], str]:
     """The ``read(path)`` a ``context_prefix`` calls: files of the project under ``root``,
     at most ``limit`` characters (the action's ``max_prompt_chars``)."""
-    base = root.resolve()
+    reach = Confinement.of(root)
 
     def read(path: str) -> str:
-        return _read(base, path, limit)
+        return _read(reach, path, limit)
 
     return read
 
 
-def _read(base: Path, ref: object, limit: int) -> str:
+def _read(reach: Confinement, ref: object, limit: int) -> str:
     if not isinstance(ref, str) or not ref.strip():
         raise ContextFileError(
             "context_file_refused",
@@ -78,35 +80,48 @@ def _read(base: Path, ref: object, limit: int) -> str:
             "a context_prefix reads files of the project only",
             hint="write the path relative to the project root",
         )
-    target = (base / ref).resolve()
-    if not target.is_relative_to(base):
+    try:
+        target = reach.locate(ref)
+    except PathOutside as exc:
         raise ContextFileError(
             "context_file_refused",
             f"read({ref!r}) leaves the project (a '..' or a symbolic link out of it)",
             hint="copy the file into the project and read it there",
-        )
+        ) from exc
+    except PathLoop as exc:
+        raise ContextFileError("context_file_refused", f"read({ref!r}): {exc}") from exc
     if not target.exists():
         raise ContextFileError(
             "context_file_not_found",
             f"read({ref!r}): no such file in the project",
-            hint=_nearby(base, ref),
-        )
-    if not target.is_file():
-        raise ContextFileError("context_file_refused", f"read({ref!r}) names a folder, not a file")
-    if target.stat().st_size > 4 * limit:  # UTF-8 takes at most 4 bytes a character
-        raise PromptTooLarge(
-            f"read({ref!r}) is larger than the action's max_prompt_chars ({limit:,})"
+            hint=_nearby(reach.root, ref),
         )
     try:
-        return target.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
+        fh, st = open_regular(target)
+    except NotRegularFile as exc:
         raise ContextFileError(
-            "context_file_refused", f"read({ref!r}) is not UTF-8 text: {exc.reason}"
+            "context_file_refused", f"read({ref!r}) names a {exc.kind}, not a file"
         ) from exc
     except OSError as exc:
         raise ContextFileError(
             "context_file_refused", f"read({ref!r}) failed: {exc.strerror or exc}"
         ) from exc
+    with fh:
+        if st.st_size > 4 * limit:  # UTF-8 takes at most 4 bytes a character
+            raise PromptTooLarge(
+                f"read({ref!r}) is larger than the action's max_prompt_chars ({limit:,})"
+            )
+        try:
+            text = fh.read(st.st_size + 1).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ContextFileError(
+                "context_file_refused", f"read({ref!r}) is not UTF-8 text: {exc.reason}"
+            ) from exc
+        except OSError as exc:
+            raise ContextFileError(
+                "context_file_refused", f"read({ref!r}) failed: {exc.strerror or exc}"
+            ) from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads it
 
 
 def _nearby(base: Path, ref: str) -> str | None:

@@ -90,7 +90,8 @@ def test_i22_1_bad_input_each_fails_its_own_unit_with_a_reason(root: Path, tmp_p
         {"id": "folder", "file": "files/folder"},
         {"id": "loop", "file": "files/loop"},
         {"id": "escape", "file": "../outside.png"},
-        {"id": "absolute", "file": str(outside)},  # written by the user: allowed
+        {"id": "absolute", "file": str(outside)},  # outside the project: refused
+        {"id": "inside", "file": str(f / "good.png")},  # absolute, inside the project
         {"id": "notb64", "file": "data:image/png;base64,@@@not base64@@@"},
         {"id": "plain", "file": "data:image/png,rawtext"},
         {"id": "url", "file": "https://example.com/a.png"},
@@ -102,7 +103,8 @@ def test_i22_1_bad_input_each_fails_its_own_unit_with_a_reason(root: Path, tmp_p
     got = _outcomes(root)
     want = {
         "good": ("answered", None),
-        "absolute": ("answered", None),
+        "absolute": ("failed", "attachment_outside_project"),
+        "inside": ("answered", None),
         "missing": ("failed", "attachment_not_found"),
         "empty": ("failed", "unsupported_attachment"),
         "text": ("failed", "unsupported_attachment"),

@@ -87,6 +87,7 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
         "dependencies",
         "ancestors",
         "attachments_position",
+        "attachment_folders",  # folders, written in the workflow: never a template
         "auto_choice",
         "cache_mode",
         "cache_ttl",

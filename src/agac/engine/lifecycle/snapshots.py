@@ -31,11 +31,14 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import TemplateSyntaxError
 
 from agac.config.reads import source_columns
+from agac.confinement import Confinement
 from agac.data.inputs import resolve_input_files
 from agac.data.objects import list_objects
 from agac.data.sources import FileSource, ObjectSource, RecordSource
+from agac.engine.actions import provider_limits
 from agac.errors import AttachmentError, UsageError
 from agac.jsontext import dumps, loads
+from agac.media import Destination
 from agac.objectstores import is_cloud_url
 from agac.prompt.attachments import compile_attachments, render_references, resolve
 from agac.prompt.references import template_references
@@ -172,6 +175,8 @@ def admitted_attachments(
     if not actions:
         return {}
     compiled = [compile_attachments(a.attachments, a.name) for a in actions]
+    reaches = [Confinement.of(project.root, a.attachment_folders) for a in actions]
+    sent_to = [Destination(a.provider or "", provider_limits(a.provider or "")) for a in actions]
     found: dict[str, Attachment] = {}
     for seq, rec in enumerate(source.records(workflow.input.id_field)):
         if limit is not None and seq >= limit:
@@ -179,14 +184,14 @@ def admitted_attachments(
         if rec.payload is None or rec.reason is not None:
             continue
         view = {"source": rec.payload}
-        for templates in compiled:
+        for templates, reach, destination in zip(compiled, reaches, sent_to, strict=True):
             try:
                 refs = render_references(templates, view)
             except RenderError:
                 continue
             for ref in refs:
                 try:
-                    att = resolve(ref, project.root)
+                    att = resolve(ref, reach, destination)
                 except AttachmentError:
                     continue
                 found[att.path] = att
