@@ -690,7 +690,7 @@ class PdfPages:
         for a, b in _COUNT.findall(buf):  # the largest wins: seen twice is harmless
             self._count = max(self._count, int(a or b))
         self._carry = buf[max(counted, len(buf) - self.OVERLAP) :]
-        self._tail = (self._tail + chunk)[-2048:]
+        self._tail = (self._tail + chunk[-2048:])[-2048:]
 
     def result(self) -> int | None:
         if b"%%EOF" not in self._tail:

@@ -1,4 +1,4 @@
-"""Issue 22 item 5: records that attach files, in batch — every provider's batch API
+"""Issue 22 item 5 (and issue 35 items 1 and 2): records that attach files, in batch — every provider's batch API
 through its official SDK against the emulator; batch files split by bytes (the files'
 base64 counted) as well as by request count; a file that changed before its line was
 written is never sent under the old fingerprint. B0–B12 hold as for text (their own
@@ -7,6 +7,8 @@ suites run the same engine)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 from batch_support import creates, rows, run
 
 from agac.emulator.testing import RunningEmulator
-from agac.media import describe_file
+from agac.media import MAX_FILE_BYTES, describe_file
 from agac.samplefiles import pdf_bytes, png_bytes, png_of_size
 from agac.testing import write_project
 
@@ -144,3 +146,65 @@ def test_i22_5_a_file_changed_while_its_line_is_written_sends_nothing(
     assert got["keep"]["status"] == "answered"
     assert (got["edit"]["status"], got["edit"]["reason"]) == ("failed", "attachment_changed")
     assert creates(emulator.stats(), "openai") == 1, "the file with the changed line was not sent"
+
+
+def test_i35_1_and_2_in_batch_no_bad_path_reaches_a_batch_line(
+    emulator: RunningEmulator, project: Path, tmp_path: Path
+) -> None:
+    files = {"keep.png": png_bytes(seed=1), "also.png": png_bytes(seed=2)}
+    _make(project, "openai", files)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(png_bytes(seed=9))
+    (project / "files" / "out.png").symlink_to(secret)
+    os.mkfifo(project / "files" / "pipe.png")
+    huge = project / "files" / "huge.png"
+    huge.write_bytes(png_bytes())
+    os.truncate(huge, MAX_FILE_BYTES + 1)  # sparse; OpenAI takes 20 MB an image
+    extra = [
+        {"id": "out", "file": "files/out.png"},
+        {"id": "abs", "file": str(secret)},
+        {"id": "pipe", "file": "files/pipe.png"},
+        {"id": "huge", "file": "files/huge.png"},
+    ]
+    with (project / "data" / "a.jsonl").open("a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in extra)
+    done = _collect(project, emulator)
+    got = {k: (r["status"], r["reason"]) for k, r in rows(project).items()}
+    assert got == {
+        "keep": ("answered", None),
+        "also": ("answered", None),
+        "out": ("failed", "attachment_outside_project"),
+        "abs": ("failed", "attachment_outside_project"),
+        "pipe": ("failed", "attachment_not_regular_file"),
+        "huge": ("failed", "attachment_too_large"),
+    }
+    assert done.summary["actions"]["classify"]["answered"] == 2
+    assert creates(emulator.stats(), "openai") == 1
+
+
+def test_i35_2_a_file_that_became_a_pipe_before_its_line_is_written_sends_nothing(
+    emulator: RunningEmulator, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agac.providers import _common
+
+    files = {"keep.png": png_bytes(seed=1), "swap.png": png_bytes(seed=2)}
+    _make(project, "openai", files)
+    write = _common.write_base64
+    swapped: list[Any] = []
+
+    def a_pipe_on_the_way(att: Any, out: Any) -> int:
+        if att.name == "swap.png" and not swapped:
+            swapped.append(att)
+            target = project / "files" / "swap.png"
+            target.unlink()
+            os.mkfifo(target)  # no writer: a blocking open would hang the submission
+        return write(att, out)
+
+    monkeypatch.setattr(_common, "write_base64", a_pipe_on_the_way)
+    _collect(project, emulator)
+    got = rows(project)
+    assert swapped and got["keep"]["status"] == "answered"
+    assert (got["swap"]["status"], got["swap"]["reason"]) == (
+        "failed",
+        "attachment_not_regular_file",
+    )
