@@ -144,3 +144,32 @@ def test_fresh_shows_batch_abandoned_in_status_records_show_and_the_events(
     listed = events["events"] if isinstance(events, dict) else events
     abandoned = [e["data"] for e in listed if e["kind"] == "batch_abandoned"]
     assert sorted((d["file"], d["units"]) for d in abandoned) == [("a.jsonl", 3), ("b.jsonl", 3)]
+
+
+def test_i35_14_fresh_over_a_batch_whose_status_cannot_be_read_counts_its_worst_case(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    """The provider is unreachable for the old batches (neither their status nor a cancel
+    gets through): ``--fresh`` gives them up and counts every request at its worst case."""
+    write_project(tmp_path, WF, data=DATA)
+    env = emulator.env()
+    assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
+    first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
+    for op in ("batch.get", "batch.cancel"):
+        emulator.add_fault(
+            {"provider": "openai", "op": op, "fault": {"http": 403, "message": "unreachable"}}
+        )
+
+    fresh = agac("run", "wf", "--fresh", cwd=tmp_path, env=env)
+
+    assert fresh.code == 75, fresh
+    assert fresh.err.count("its status could not be read") == 2, fresh.err
+    assert "counted at its worst case: 3 answers" in fresh.err
+    cost = agac("cost", first_run, "--json", cwd=tmp_path, env=env).json()
+    [unread] = [r for r in cost["rows"] if r["origin"] == "unread"]
+    assert (unread["calls"], unread["estimated"]) == (6, 6) and cost["cost_usd"] > 0
+    events = agac("events", first_run, "--json", cwd=tmp_path, env=env).json()
+    listed = events["events"] if isinstance(events, dict) else events
+    given_up = [e for e in listed if e["kind"] == "batch_not_cancelled"]
+    assert [e["data"]["billed_unread"] for e in given_up] == [3, 3]
+    assert all("unreachable" in e["data"]["status_unreadable"] for e in given_up)

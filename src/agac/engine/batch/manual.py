@@ -16,6 +16,7 @@ from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
 from agac.errors import BatchNotEnded, NotFound, RefusedError, UsageError
 from agac.jsontext import dumps
+from agac.providers.base import BatchStatus, BilledWork
 from agac.providers.factory import open_providers
 from agac.providers.pricing import PriceTable
 from agac.store.batches import BATCH_NOT_CANCELLED
@@ -24,7 +25,7 @@ from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
     from agac.config.project import Project
-    from agac.providers.base import BatchHandle, BatchStatus, BilledWork, Provider, Result
+    from agac.providers.base import BatchHandle, Provider, Result
     from agac.store.repository import Store
     from agac.store.rows import UsageRow
     from agac.store.values import BatchItem, BatchRecord
@@ -192,6 +193,9 @@ def cancel_open_batches(
             "billed_unread": len(usage),
             "billed_usd": round(sum(u.cost_usd for u in usage), 6),
         }
+        unreadable = b.key in billed and not billed[b.key].status.known
+        if unreadable:
+            data["status_unreadable"] = billed[b.key].status.raw_status
         name = b.provider_batch_id or b.key
         detail = f"{why} (batch {name} for {b.file})"
         runs = sorted({b.run_id} | {r[0] for r in rewrite})
@@ -216,7 +220,7 @@ def cancel_open_batches(
                 f"could not cancel batch {name} for {b.file} ({b.action}) at the "
                 f"provider: {error}; it may still run and be billed — cancel it in "
                 f"the provider's console (`agac batch list` shows it "
-                f"{BATCH_NOT_CANCELLED})"
+                f"{BATCH_NOT_CANCELLED})" + _billed_note(usage, unreadable)
             )
             continue
         store.end_batch_unread(
@@ -230,7 +234,9 @@ def cancel_open_batches(
             error=why,
             events=[_event(b, run, f"batch_{state}", data, now) for run in runs],
         )
-        notes.append(f"cancelled batch {name} for {b.file} ({b.action})" + _billed_note(usage))
+        notes.append(
+            f"cancelled batch {name} for {b.file} ({b.action})" + _billed_note(usage, unreadable)
+        )
     return notes, units
 
 
@@ -250,9 +256,9 @@ async def _cancel_all(
             handle = handle_of(b)
             try:
                 billed[b.key] = work = await provider.billed_work(handle)
-            except Exception:  # noqa: BLE001 - then it is cancelled without knowing
-                work = None
-            if work is not None and work.status.state != "running":
+            except Exception as exc:  # noqa: BLE001 - then it is cancelled without knowing
+                billed[b.key] = work = unread_status(b, str(exc) or type(exc).__name__)
+            if work.status.known and work.status.state != "running":
                 continue  # it ended (or is being cancelled): nothing to cancel
             try:
                 await provider.cancel_batch(handle)
@@ -264,13 +270,26 @@ async def _cancel_all(
     return billed, refused
 
 
+def unread_status(b: BatchRecord, error: str) -> BilledWork:
+    """What batch ``b`` is counted to have billed when its status cannot be read (the
+    provider unreachable for it): every request answered, each at its worst case, as a
+    call of unknown outcome is (S1). The estimate stands: nothing reads the batch later."""
+    return BilledWork(BatchStatus("running", f"unreadable: {error}", known=False), b.request_count)
+
+
 def _event(b: BatchRecord, run_id: str, kind: str, data: dict[str, Any], now: float) -> EventRow:
     """An event about batch ``b`` in run ``run_id`` (the one that sent it, or one whose
     units waited on it)."""
     return EventRow(run_id, kind, b.action, None, dumps(data), now)
 
 
-def _billed_note(usage: list[UsageRow]) -> str:
+def _billed_note(usage: list[UsageRow], unreadable: bool = False) -> str:
+    if unreadable and usage:
+        return (
+            f"; its status could not be read, so what it may have billed is counted at its "
+            f"worst case: {len(usage)} answers (${sum(u.cost_usd for u in usage):.6f}, "
+            f"estimated), as unread in the run that sent it (`agac cost {usage[0].run_id}`)"
+        )
     if not usage:
         return ""
     estimated = sum(u.status == "estimated" for u in usage)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
 from agac.engine.batch.ingest import ingest_batch
-from agac.engine.batch.manual import abandoned_outcomes
+from agac.engine.batch.manual import abandoned_outcomes, unread_status
 from agac.engine.decision import read_answer
 from agac.errors import BatchNotEnded, ProviderError
 from agac.providers.base import BatchStatus, BilledWork
@@ -62,7 +62,7 @@ class Poller:
             if b.state in ("submitting", "unknown") or not b.provider_batch_id:
                 continue
             handle = handle_of(b)
-            work = await self._billed_work(rt, handle)
+            work = await self._billed_work(rt, b)
             not_cancelled = None
             if work.status.state == "running":  # ended ones cannot be cancelled any more
                 try:
@@ -212,7 +212,7 @@ class Poller:
         """B7: read nothing from it, fail its records; ledger what the provider billed in
         it (engine/batch/billing.py)."""
         reason = _B7_REASON[state]
-        work = await self._billed_work(rt, handle)
+        work = await self._billed_work(rt, b)
         await self._give_up(
             rt,
             b,
@@ -247,17 +247,13 @@ class Poller:
             error="batch_deadline",
         )
 
-    async def _billed_work(
-        self, rt: ActionRuntime, handle: BatchHandle, status: BatchStatus | None = None
-    ) -> BilledWork:
-        """What the provider bills in a batch agac will not read; when it cannot say, the
-        count of the last status asked (estimated), or nothing."""
+    async def _billed_work(self, rt: ActionRuntime, b: BatchRecord) -> BilledWork:
+        """What the provider bills in a batch agac will not read; when its status cannot
+        be read, every request at its worst case (:func:`unread_status`)."""
         try:
-            return await rt.batch_api.api.billed_work(handle)
-        except ProviderError:
-            if status is None:
-                return BilledWork(BatchStatus("running", ""))
-            return BilledWork(status, status.completed)
+            return await rt.batch_api.api.billed_work(handle_of(b))
+        except ProviderError as exc:
+            return unread_status(b, str(exc) or type(exc).__name__)
 
     async def _give_up(
         self,
