@@ -313,3 +313,15 @@ def test_i23_5_a_damaged_parquet_object_admits_nothing(
     assert error["code"] == "input_unreadable"
     assert f"s3://{BUCKET}/{prefix}/date=1/part-1.parquet" in error["message"]
     assert api.list_runs(project=root) == []
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_i35_15_an_object_input_error_names_the_workflow_file_and_line(
+    prefix: str, tmp_path: Path, command: str
+) -> None:
+    root = project(tmp_path / "p", f"s3://{BUCKET}/{prefix}/date=2/")
+    error = _error(root, command, "wf.yml")
+    assert error["code"] == "input_not_found"
+    assert (error["file"], error["line"]) == ("wf.yml", 2), error
+    done = _cli(root, command, "wf.yml")
+    assert f"wf.yml:2: error: input 's3://{BUCKET}/{prefix}/date=2/'" in done.stderr, done.stderr

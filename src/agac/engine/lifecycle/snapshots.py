@@ -26,17 +26,19 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError
 
 from agac.config.reads import source_columns
+from agac.config.source import load_located
 from agac.confinement import Confinement
 from agac.data.inputs import resolve_input_files
 from agac.data.objects import list_objects
 from agac.data.sources import FileSource, ObjectSource, RecordSource
 from agac.engine.actions import provider_limits
-from agac.errors import AttachmentError, UsageError
+from agac.errors import AttachmentError, ConfigError, UsageError
 from agac.jsontext import dumps, loads
 from agac.media import Destination
 from agac.objectstores import is_cloud_url
@@ -96,16 +98,33 @@ def input_source(
             "input.path in the workflow file"
         )
     spec = workflow.input
-    if is_cloud_url(spec.path):
-        options = project.config.object_options if project.config else {}
-        bucket, entries = list_objects(spec.path, options, spec.format)
-        return ObjectSource(
-            bucket, tuple(entries), spec.path, spec.format, source_columns(workflow)
-        )
-    paths = resolve_input_files(
-        spec.path, project.root, file=project.display(workflow.path), format=spec.format
-    )
+    try:
+        if is_cloud_url(spec.path):
+            options = project.config.object_options if project.config else {}
+            bucket, entries = list_objects(spec.path, options, spec.format)
+            return ObjectSource(
+                bucket, tuple(entries), spec.path, spec.format, source_columns(workflow)
+            )
+        paths = resolve_input_files(spec.path, project.root, format=spec.format)
+    except ConfigError as exc:
+        raise _at_input_path(exc, workflow, project) from exc
     return FileSource(paths, spec.path, spec.format, source_columns(workflow))
+
+
+def _at_input_path(exc: ConfigError, workflow: Workflow, project: Project) -> ConfigError:
+    """``exc`` with its problems that name no place put at ``input.path`` in the workflow
+    file, as validation puts them (the file is read again only on this error path)."""
+    file = project.display(workflow.path)
+    try:
+        line = load_located(workflow.path.read_text(encoding="utf-8"), file).line(("input", "path"))
+    except (OSError, UnicodeDecodeError, ConfigError):
+        line = 0
+    return ConfigError(
+        problems=[
+            replace(p, file=file, line=line) if not p.file or (p.file == file and not p.line) else p
+            for p in exc.problems
+        ]
+    )
 
 
 #: The length of a snapshot id written before ids were shortened (a SHA-256 in hex).
