@@ -183,3 +183,46 @@ def test_x1_a_regular_file_is_still_replaced_whole(quickstart: Quickstart, tmp_p
     assert len(out.read_text().splitlines()) == 24
     assert out.stat().st_ino != inode  # a new file moved into place, never written half-way
     assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]  # no temporary file left
+
+
+# --- issue 35, item 15: messages ------------------------------------------------------------
+
+
+def test_i35_15_export_format_follows_the_name_given_to_out(
+    quickstart: Quickstart, tmp_path: Path
+) -> None:
+    wide = tmp_path / "r.parquet"
+    done = agac(
+        "export",
+        "review_triage",
+        "--all-actions",
+        "--out",
+        str(wide),
+        "--json",
+        cwd=quickstart.root,
+    )
+    assert done.code == 0, done
+    assert done.json()["format"] == "parquet" and wide.read_bytes()[:4] == b"PAR1"
+    rows = tmp_path / "r.CSV"
+    done = agac(*EXPORT, "--out", str(rows), "--json", cwd=quickstart.root)
+    assert done.code == 0 and done.json()["format"] == "csv", done
+    assert rows.read_text().splitlines()[0] == "key,status,reason,detail,output,tenant"
+
+
+def test_i35_15_export_refuses_a_format_its_out_name_contradicts(
+    quickstart: Quickstart, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.parquet"
+    done = agac(*EXPORT, "--format", "jsonl", "--out", str(out), "--json", cwd=quickstart.root)
+    assert done.code == 2, done
+    error = done.json()["error"]
+    assert "--format jsonl contradicts --out" in error["message"] and "parquet" in error["message"]
+    assert not out.exists()
+
+
+def test_i35_15_export_to_dev_stdout_into_a_pipe_writes_the_pipe(quickstart: Quickstart) -> None:
+    done = agac(*EXPORT, "--out", "/dev/stdout", cwd=quickstart.root)  # stdout is a pipe here
+    assert done.code == 0, done
+    lines = done.out.splitlines()
+    assert len(lines) == 24 and all(json.loads(line)["key"] for line in lines)
+    assert "wrote 24 rows to /dev/stdout" in done.err

@@ -4,6 +4,7 @@ store, in status and export, and in what a person types."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from cli_support import agac
@@ -57,7 +58,21 @@ def test_record_keys_and_item_keys_cannot_collide(tmp_path: Path) -> None:
         "50%25/1",
     ]
     picks = [r["key"] for r in agac("export", "keys", "--action", "pick", cwd=root).json_lines()]
-    assert picks == ["a", "a%2F0", "http:%2F%2Fexample.com%2Fp?q=1", "50%25"]
+    assert picks == [r["id"] for r in ROWS]  # a record's row: its key as in the input
+
+
+def test_i35_15_a_record_key_reads_the_same_in_the_per_action_and_the_wide_csv(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path)
+    assert agac("run", "keys", cwd=root).code == 0
+    exports = {}
+    for args in (("--action", "pick"), ("--all-actions",)):
+        out = root / "out.csv"
+        assert agac("export", "keys", *args, "--out", str(out), cwd=root).code == 0
+        with out.open(encoding="utf-8", newline="") as handle:
+            exports[args[0]] = [row["key"] for row in csv.DictReader(handle)]
+    assert exports["--action"] == exports["--all-actions"] == [r["id"] for r in ROWS]
 
 
 def test_records_show_takes_a_record_key_or_an_item_key(tmp_path: Path) -> None:

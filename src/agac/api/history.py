@@ -14,6 +14,7 @@ from agac.api.projects import ProjectRef, reading, resolve_run, scope_of, workfl
 from agac.config.project import Project, store_source, store_url
 from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
+from agac.keys import ESCAPED_KEYS, unescape
 from agac.store.values import FINAL_STATES
 
 if TYPE_CHECKING:
@@ -166,15 +167,22 @@ def export_rows(
             raise UsageError(
                 f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})"
             )
+        escaped = run_row.settings.unit_keys == ESCAPED_KEYS
         for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
             yield {
-                "key": o.unit_key,
+                "key": _shown_key(o.unit_key, escaped),
                 "status": o.status,
                 "reason": o.reason,
                 "detail": o.detail,
                 "output": loads(o.output),
                 "tenant": run_row.tenant,
             }
+
+
+def _shown_key(unit_key: str, escaped: bool) -> str:
+    """A record's unit as its key reads in the input (and in the wide export); a fan-out
+    item as its unit key, ``<record key escaped>/<i>``, which no record key can be."""
+    return unescape(unit_key) if escaped and "/" not in unit_key else unit_key
 
 
 def _item_path(key: str) -> tuple[int, ...]:

@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Results", "export_action", "export_table", "protected_files", "results"]
 
-EXPORT_FORMATS = ("jsonl", "csv", "parquet")
-
-
 class Results:
     """The wide table of one run, read from the store each time it is asked for."""
 
@@ -151,7 +148,7 @@ def export_table(
     workflow_or_run: WorkflowRef | Any,
     out: str | Path | None,
     *,
-    format: str = "parquet",
+    format: str | None = None,
     action: str | None = None,
     include_source: bool = False,
     escape_formulas: bool = True,
@@ -161,12 +158,14 @@ def export_table(
     store: Store | None = None,
 ) -> int:
     """Write the wide table of a run (named as :func:`results` takes it) to ``out`` (stdout
-    for jsonl/csv when None) as ``parquet``, ``jsonl`` or ``csv``, streamed in row groups
+    for jsonl/csv when None) as ``parquet``, ``jsonl`` or ``csv`` (None: as the extension
+    of ``out`` says, else parquet; UsageError for a contradiction), streamed in row groups
     (``agac export --all-actions|--format parquet``); returns the number of rows.
     JSONL keeps JSON fields as JSON; CSV writes lists, objects and booleans as JSON text,
     and a text cell a spreadsheet would run as a formula with a leading ``'`` (X4) unless
     ``escape_formulas=False``."""
     from agac.data.export import (
+        export_format,
         open_binary_output,
         open_output,
         write_parquet,
@@ -175,8 +174,7 @@ def export_table(
     )
     from agac.engine.views.results import result_row_groups, result_table
 
-    if format not in EXPORT_FORMATS:
-        raise UsageError(f"format {format!r} is not one of {', '.join(EXPORT_FORMATS)}")
+    format = export_format(format, None if out is None else str(out), "parquet")
     with reading(project, store) as (proj, st):
         run = resolve_run(st, proj, _ref(workflow_or_run, proj), scope_of(proj, tenant, principal))
         table = result_table(st, run, action, include_source=include_source)
@@ -205,7 +203,7 @@ def export_action(
     action: str,
     out: str | Path | None,
     *,
-    format: str = "jsonl",
+    format: str | None = None,
     run_ref: str | None = None,
     escape_formulas: bool = True,
     project: ProjectRef = None,
@@ -214,12 +212,14 @@ def export_action(
     store: Store | None = None,
 ) -> int:
     """Write one row per record of ``action`` (key, status, reason, detail, output, tenant)
-    to ``out`` (stdout when None) as ``jsonl`` or ``csv`` (``agac export --action A``);
+    to ``out`` (stdout when None) as ``jsonl`` or ``csv`` (None: as the extension of
+    ``out`` says, else jsonl) (``agac export --action A``);
     returns the number of rows. ``out`` is never one of the run's own files (X1); CSV
     cells are neutralized against formulas (X4) unless ``escape_formulas=False``."""
     from agac.api.history import export_rows
-    from agac.data.export import open_output, write_csv, write_jsonl
+    from agac.data.export import export_format, open_output, write_csv, write_jsonl
 
+    format = export_format(format, None if out is None else str(out))
     if format not in ("jsonl", "csv"):
         raise UsageError(
             f"format {format!r} of one action's rows is jsonl or csv; parquet "

@@ -23,8 +23,9 @@ __all__ = ["export"]
     "--format",
     "fmt",
     type=click.Choice(["jsonl", "csv", "parquet"]),
-    default="jsonl",
-    show_default=True,
+    default=None,
+    help="Default: what the name given to --out says (.jsonl, .csv, .parquet), else jsonl; "
+    "a --format the name contradicts is refused.",
 )
 @click.option(
     "--out",
@@ -53,7 +54,7 @@ def export(
     action: str | None,
     all_actions: bool,
     include_source: bool,
-    fmt: str,
+    fmt: str | None,
     out: str | None,
     run_ref: str | None,
     escape_formulas: bool,
@@ -62,6 +63,7 @@ def export(
 ) -> int:
     """Export a run's results: one row per record of an action, or the wide table."""
     from agac import api
+    from agac.data.export import export_format
     from agac.errors import UsageError
 
     if (action is None) != all_actions:
@@ -75,6 +77,7 @@ def export(
             "themselves are stdout",
             hint="add --out PATH, or drop --json",
         )
+    fmt = export_format(fmt, out)
     if fmt == "parquet" or all_actions or include_source:
         n = api.export_table(
             run_ref or workflow,

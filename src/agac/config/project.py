@@ -414,8 +414,9 @@ def is_point_url(url: str) -> bool:
 def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str:
     """The store URL: ``AGAC_STORE`` wins over ``store:``; default ``.agac/agac.db``.
 
-    ``memory`` stays ``memory``. A relative SQLite path (``sqlite:///x.db`` or a bare
-    ``x.db``) resolves against the project root; other URLs are returned as written.
+    ``memory`` stays ``memory``. A SQLite path or a ``dir://`` point starting with ``~``
+    is in the home folder; a relative SQLite path (``sqlite:///x.db`` or a bare ``x.db``)
+    resolves against the project root; other URLs are returned as written.
     """
     env = os.environ if environ is None else environ
     raw = env.get("AGAC_STORE") or project.config.store
@@ -433,11 +434,35 @@ def store_url(project: Project, environ: Mapping[str, str] | None = None) -> str
         raw = f"sqlite:///{raw}"
     prefix, sep, rest = raw.partition(":///")
     if prefix.startswith("sqlite") and sep and rest and rest != ":memory:":
-        target = Path(rest)
+        target = _home(Path(rest), raw)
         if not target.is_absolute():
             target = project.root / target
         return f"{prefix}:///{target.as_posix()}"
+    scheme, _, place = raw.partition("://")
+    if scheme.lower() == "dir" and place.startswith("~"):
+        return f"dir://{_home(Path(place), raw).as_posix()}"
     return raw
+
+
+def _home(path: Path, raw: str) -> Path:
+    """``path`` with a leading ``~`` (or ``~user``) as the home folder, never a folder
+    named ``~``; ConfigError when there is no home folder to name."""
+    if not str(path).startswith("~"):
+        return path
+    try:
+        return path.expanduser()
+    except RuntimeError as exc:
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "invalid_store",
+                    f"the store {raw!r} starts with ~, and the home folder it names cannot "
+                    f"be found here ({exc})",
+                    "environment",
+                    hint="write the store's absolute path",
+                )
+            ]
+        ) from exc
 
 
 def store_source(project: Project, environ: Mapping[str, str] | None = None) -> str:

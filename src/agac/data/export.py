@@ -53,10 +53,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CSV_COLUMNS",
+    "EXPORT_FORMATS",
     "FORMULA_STARTS",
     "PART_BYTES",
     "ExportFailed",
     "Protected",
+    "export_format",
     "neutralize_formula",
     "open_binary_output",
     "open_output",
@@ -260,6 +262,32 @@ def write_parquet(
     return count
 
 
+EXPORT_FORMATS = ("jsonl", "csv", "parquet")
+_FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+
+
+def export_format(given: str | None, out: str | None, default: str = "jsonl") -> str:
+    """The format of an export: ``given`` (``--format``), else what the extension of
+    ``out`` says (``.jsonl``/``.ndjson``, ``.csv``, ``.parquet``; any case), else
+    ``default``. UsageError when ``given`` contradicts the extension: a parquet name over
+    JSONL bytes would mislead every reader of the file."""
+    if given is not None and given not in EXPORT_FORMATS:
+        raise UsageError(f"format {given!r} is not one of {', '.join(EXPORT_FORMATS)}")
+    named = _FORMAT_OF_SUFFIX.get(_suffix(out)) if out else None
+    if given is not None and named is not None and given != named:
+        raise UsageError(
+            f"--format {given} contradicts --out {out}, whose name says {named}",
+            hint=f"drop --format (the name says {named}), or name the file for {given}",
+        )
+    return given or named or default
+
+
+def _suffix(out: str) -> str:
+    name = out.rstrip("/").rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""
+
+
 @contextlib.contextmanager
 def open_output(
     path: str | None, protected: Iterable[Protected] = (), options: Mapping[str, Any] | None = None
@@ -394,7 +422,8 @@ def _uploading(
 
 def _target(path: Path, example: str, protected: Iterable[Protected]) -> tuple[Path, bool]:
     """The file ``path`` writes to (symlinks followed) and whether it is a special file
-    (a FIFO, a device: written in place); refused when it is a folder or protected."""
+    (a FIFO, a device, a pipe behind ``/dev/stdout``: written in place, through ``path``
+    itself); refused when it is a folder or protected."""
     target = Path(os.path.realpath(path))
     for guarded in protected:
         if _same_file(target, guarded.path):
@@ -404,14 +433,18 @@ def _target(path: Path, example: str, protected: Iterable[Protected]) -> tuple[P
                 hint="write the export to another file",
             )
     try:
-        mode: int | None = os.stat(target).st_mode
+        # Stat what opening ``path`` reaches: /dev/stdout into a pipe is a FIFO, though
+        # its resolved name (/proc/…/fd/pipe:[N]) names nothing.
+        mode: int | None = os.stat(path).st_mode
     except FileNotFoundError:
         mode = None
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(
             f"{path} is a folder, not a file", hint=f"name the file to write, e.g. {path / example}"
         )
-    return target, mode is not None and not stat.S_ISREG(mode)
+    if mode is not None and not stat.S_ISREG(mode):
+        return path, True  # opened by the name given: the kernel follows the link itself
+    return target, False
 
 
 def _same_file(target: Path, guarded: Path) -> bool:

@@ -126,3 +126,25 @@ def test_p1_bad_transport_is_located_with_the_choices(tmp_path: Path) -> None:
     assert bad.hint is not None and bad.hint.startswith("did you mean 'sdk'?")
     # The mock provider has no transport to choose: the key is unknown there.
     assert ("unknown_key", 5) in problems
+
+
+def test_i35_15_a_store_path_with_a_tilde_is_in_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    root = tmp_path / "project"
+    for written in ("~/stores/a.db", "sqlite:///~/stores/a.db"):
+        assert store_url(_project(root, written), {}) == f"sqlite:///{home}/stores/a.db"
+    assert store_url(_project(root, "dir://~/points"), {}) == f"dir://{home}/points"
+    assert store_url(_project(root, "x.db"), {"AGAC_STORE": "~/env.db"}) == (
+        f"sqlite:///{home}/env.db"
+    )
+
+
+def test_i35_15_a_store_path_naming_a_home_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        store_url(_project(tmp_path, "~no-such-user-i35/a.db"), {})
+    (problem,) = info.value.problems
+    assert problem.code == "invalid_store" and "~no-such-user-i35/a.db" in problem.message
+    assert not (tmp_path / "~no-such-user-i35").exists()
