@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Results", "export_action", "export_table", "protected_files", "results"]
 
+
 class Results:
     """The wide table of one run, read from the store each time it is asked for."""
 
