@@ -18,6 +18,7 @@ __all__ = [
     "BATCH_STATES",
     "ERROR_TYPE_STATUS",
     "batch_status",
+    "billed_usage",
     "item_error",
     "message_response",
     "tool_schema",
@@ -91,17 +92,7 @@ def message_response(
         text=text,
         model=str(pick(message, "model") or ""),
         stop_reason=stop.reason,
-        usage=Usage(
-            input_tokens=as_int(pick(usage, "input_tokens")),
-            output_tokens=as_int(pick(usage, "output_tokens")),
-            cached_tokens=as_int(pick(usage, "cache_read_input_tokens")),
-            cache_write_tokens=as_int(pick(usage, "cache_creation_input_tokens")),
-            reasoning_tokens=as_int(pick(usage, "output_tokens_details", "thinking_tokens")),
-            server_tools=_server_tools(pick(usage, "server_tool_use")),
-            cache_write_1h_tokens=as_int(
-                pick(usage, "cache_creation", "ephemeral_1h_input_tokens")
-            ),
-        ),
+        usage=billed_usage(usage),
         parsed=parsed,
         service_tier=service_tier or pick(usage, "service_tier"),
         latency_ms=latency_ms,
@@ -111,6 +102,37 @@ def message_response(
         stop_detail=stop.detail,
         paused=_wire_blocks(content) if stop.reason == "paused" else None,
         request_id=request_id,
+    )
+
+
+#: The token fields of a usage object (and of each of its ``iterations``), as
+#: (Usage field, wire path) pairs.
+_TOKEN_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("input_tokens", ("input_tokens",)),
+    ("output_tokens", ("output_tokens",)),
+    ("cached_tokens", ("cache_read_input_tokens",)),
+    ("cache_write_tokens", ("cache_creation_input_tokens",)),
+    ("cache_write_1h_tokens", ("cache_creation", "ephemeral_1h_input_tokens")),
+)
+
+
+def billed_usage(usage: Any) -> Usage:
+    """What a message's ``usage`` bills. With ``iterations`` (server-side compaction, tool
+    loops), the billed tokens are the sum over every iteration: a ``compaction`` entry's
+    tokens are not in the top-level fields, which count the last sampling only (the
+    recorded case: 229 in / 5 out / 0 cache writes at the top, 329 / 136 / 55,096 billed).
+    Each count is never less than the top level's."""
+    counts = {name: as_int(pick(usage, *path)) for name, path in _TOKEN_FIELDS}
+    iterations = pick(usage, "iterations") or []
+    if iterations:
+        summed = {
+            name: sum(as_int(pick(it, *path)) for it in iterations) for name, path in _TOKEN_FIELDS
+        }
+        counts = {name: max(counts[name], summed[name]) for name in counts}
+    return Usage(
+        reasoning_tokens=as_int(pick(usage, "output_tokens_details", "thinking_tokens")),
+        server_tools=_server_tools(pick(usage, "server_tool_use")),
+        **counts,
     )
 
 

@@ -21,6 +21,7 @@ without RetryInfo)
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import Mapping
 from functools import lru_cache
@@ -34,8 +35,10 @@ __all__ = [
     "connection_error",
     "describe",
     "error_fields",
+    "malformed_answer",
     "request_id_of",
     "retry_after_seconds",
+    "shape_errors",
     "transport_errors",
 ]
 
@@ -203,6 +206,26 @@ def transport_errors() -> tuple[type[BaseException], ...]:
             continue
         found.append(getattr(module, error))
     return tuple(found)
+
+
+def shape_errors() -> tuple[type[BaseException], ...]:
+    """What an SDK raises when an answer does not have the shape it parses: pydantic's
+    ``ValidationError`` (the ollama and google-genai SDKs validate answers), a JSON body
+    that does not parse. Imported on first error only."""
+    found: list[type[BaseException]] = [json.JSONDecodeError]
+    try:
+        import pydantic
+    except ImportError:  # pragma: no cover - every SDK depends on pydantic
+        return tuple(found)
+    found.append(pydantic.ValidationError)
+    return tuple(found)
+
+
+def malformed_answer(provider: str, exc: BaseException) -> RetryableError:
+    """An answer of an odd shape: retryable, like a body that is not JSON; the unit fails
+    (``provider_error``) once its attempts are spent, never the run."""
+    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return RetryableError(f"{provider}: the answer does not have the documented shape: {detail}")
 
 
 def connection_error(provider: str, exc: BaseException) -> RetryableError:

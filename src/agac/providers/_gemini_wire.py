@@ -62,7 +62,10 @@ def content_response(
     """Normalize a GenerateContentResponse (SDK object or wire dict) per docs/providers.md, on
     every path (SDK, lean transport, batch results).
 
-    ``promptTokenCount`` includes cached tokens: they are subtracted. Thinking
+    ``promptTokenCount`` includes cached tokens: they are subtracted;
+    ``toolUsePromptTokenCount`` (the prompts of grounding searches, billed as input) is
+    added. A ``functionCall`` part is a tool call the action did not ask for (agac
+    declares no functions), whatever the finish reason: ``STOP`` then is not an answer. Thinking
     tokens are billed as output and counted there (and as ``reasoning_tokens``); thought
     parts stay out of the answer. Grounding searches (``webSearchQueries``) are counted as
     the ``web_search`` server tool.
@@ -81,10 +84,18 @@ def content_response(
     else:
         detail = pick(candidate, "finish_message") or _safety(pick(candidate, "safety_ratings"))
     stop = read_stop(
-        "gemini", enum_str(pick(candidate, "finish_reason")), blocked=blocked, detail=detail
+        "gemini",
+        enum_str(pick(candidate, "finish_reason")),
+        blocked=blocked,
+        detail=detail,
+        tool_call=_function_call(parts),
     )
     usage = pick(answer, "usage_metadata")
-    prompt = as_int(pick(usage, "prompt_token_count"))
+    # The prompts of grounding and other built-in tools are billed as input, apart from
+    # promptTokenCount (totalTokenCount adds them): counted as input here.
+    prompt = as_int(pick(usage, "prompt_token_count")) + as_int(
+        pick(usage, "tool_use_prompt_token_count")
+    )
     cached = as_int(pick(usage, "cached_content_token_count"))
     thoughts = as_int(pick(usage, "thoughts_token_count"))
     output = as_int(pick(usage, "candidates_token_count")) + thoughts
@@ -107,6 +118,15 @@ def content_response(
         stop_detail=stop.detail,
         request_id=pick(answer, "response_id"),
     )
+
+
+def _function_call(parts: Any) -> str | None:
+    """The name of the first function the candidate calls, or None."""
+    for part in parts:
+        call = pick(part, "function_call")
+        if call is not None:
+            return str(pick(call, "name") or "")
+    return None
 
 
 def _safety(ratings: Any) -> str | None:

@@ -42,6 +42,7 @@ from agac.providers._errors import (
     request_id_of,
     retry_after_seconds,
 )
+from agac.providers._reasoning import reasoning_share, split_reasoning
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -154,30 +155,44 @@ def chat_response(
 
     ``prompt_tokens`` includes cached reads and cache writes; both are subtracted so
     that ``input_tokens`` counts only uncached input. ``message.refusal`` is a refusal
-    whatever ``finish_reason`` says. ``wire``: ``body`` is a batch result line's, read
+    whatever ``finish_reason`` says; a ``tool_calls`` entry is a tool call nobody asked
+    for whatever it says. Reasoning — ``message.reasoning`` (Groq, asked apart),
+    ``reasoning_content``, or a leading ``<think>`` block of the content — stays out of the
+    answer and counts as reasoning tokens (:mod:`agac.providers._reasoning`). ``wire``: ``body`` is a batch result line's, read
     with plain dict lookups (one per field of every line of a result file).
     """
     pick_ = _wire_get if wire else pick
     choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
     message = pick_(choice, "message")
-    text = pick_(message, "content") or ""
+    split = split_reasoning(
+        pick_(message, "content") or "",
+        pick_(message, "reasoning") or pick_(message, "reasoning_content"),
+    )
+    text = split.answer
     refusal = pick_(message, "refusal")
-    stop = read_stop(provider, pick_(choice, "finish_reason"), refusal=refusal)
+    stop = read_stop(
+        provider,
+        pick_(choice, "finish_reason"),
+        refusal=refusal,
+        tool_call=_tool_call(pick_(message, "tool_calls")),
+    )
     usage = pick_(body, "usage")
     prompt = as_int(pick_(usage, "prompt_tokens"))
     cached = as_int(pick_(usage, "prompt_tokens_details", "cached_tokens"))
     written = as_int(pick_(usage, "prompt_tokens_details", "cache_write_tokens"))
+    output = as_int(pick_(usage, "completion_tokens"))
+    reported = as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens"))
     return Response(
         text=text,
         model=str(pick_(body, "model") or ""),
         stop_reason=stop.reason,
         usage=Usage(
             input_tokens=max(0, prompt - cached - written),
-            output_tokens=as_int(pick_(usage, "completion_tokens")),
+            output_tokens=output,
             cached_tokens=cached,
             cache_write_tokens=written,
-            reasoning_tokens=as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens")),
+            reasoning_tokens=reasoning_share(split, output, reported),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier or pick_(body, "service_tier"),
@@ -187,6 +202,13 @@ def chat_response(
         stop_detail=stop.detail,
         request_id=request_id,
     )
+
+
+def _tool_call(calls: Any) -> str | None:
+    """The name of the first tool a message calls (``tool_calls``), or None."""
+    for call in calls or ():
+        return str(pick(call, "function", "name") or "")
+    return None
 
 
 def _wire_get(obj: Any, *path: str) -> Any:
@@ -313,10 +335,17 @@ class OpenAICompatProvider(ProviderBase):
                 params["response_format"] = {"type": "json_object"}
         for option, value in request.options:
             params[option] = value
+        params.update(self._reasoning_params(request.model))
         key = request.cache.key if request.cache is not None else None
         if key and self.prompt_cache_key:
             params["prompt_cache_key"] = key
         return params
+
+    def _reasoning_params(self, model: str) -> dict[str, Any]:
+        """What asks ``model`` for its reasoning apart from the answer; none here (a
+        subclass whose API can adds it). It changes how the reasoning travels, not the
+        answer, so it stays out of the fingerprint (:mod:`agac.providers._reasoning`)."""
+        return {}
 
     def _native_schema(self, model: str) -> bool:
         return not self._force_json_mode and model not in self._no_schema

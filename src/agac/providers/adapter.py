@@ -8,7 +8,8 @@ loads the SDK at once when it will be needed (``transport: sdk``, or a run that 
 batches) instead of at the first call. :meth:`ProviderBase._translate_errors` is the one
 place an SDK exception becomes agac's taxonomy: the adapter says what its SDK's
 exceptions mean (:meth:`ProviderBase._sdk_error`, :meth:`ProviderBase._sdk_root_errors`);
-connection failures and timeouts of the HTTP stacks below the SDKs are retryable, and
+connection failures and timeouts of the HTTP stacks below the SDKs are retryable, so is
+an answer the SDK cannot parse (a body of an odd shape fails its unit, never the run), and
 everything is re-raised ``from`` its cause.
 """
 
@@ -20,7 +21,12 @@ from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError
 from agac.providers._common import import_sdk, resolve_api_key, resolve_base_url
-from agac.providers._errors import connection_error, transport_errors
+from agac.providers._errors import (
+    connection_error,
+    malformed_answer,
+    shape_errors,
+    transport_errors,
+)
 from agac.providers._http import HttpSession
 from agac.providers.base import ProviderSettings
 from agac.providers.spec import ProviderSpec
@@ -128,6 +134,8 @@ class ProviderBase:
             err = self._sdk_error(exc)
             if err is None and isinstance(exc, transport_errors()):
                 err = connection_error(self.name, exc)  # e.g. a stream cut while reading
+            if err is None and isinstance(exc, shape_errors()):
+                err = malformed_answer(self.name, exc)  # an answer the SDK cannot parse
             if err is None and isinstance(exc, self._sdk_root_errors()):
                 err = FatalError(f"{self.name}: {exc}")
             if err is None:

@@ -6,7 +6,9 @@ logic is shared (:mod:`agac.providers._openai_compat`). Differences handled here
 listing batches pages with ``paging.next_cursor`` (the SDK's ``batches.list`` takes
 no paging arguments), and ``json_schema`` output exists only on some models — a
 model that rejects it falls back to JSON mode with the schema in the system prompt.
-Batch discount and prompt caching do not stack on Groq (a pricing matter). Groq caches
+Batch discount and prompt caching do not stack on Groq (a pricing matter). Reasoning
+models that write ``<think>`` into the content by default are asked for it apart
+(``reasoning_format: parsed``), live and in batch lines. Groq caches
 prompts by itself where it does and takes no ``prompt_cache_key``, so a cache hint sends
 nothing here (docs/providers.md, Prompt caching).
 """
@@ -19,6 +21,7 @@ from typing import Any
 from agac.providers._attachments import GROQ_LIMITS
 from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
+from agac.providers._reasoning import thinks_inline
 
 __all__ = ["GroqProvider"]
 
@@ -39,6 +42,12 @@ class GroqProvider(OpenAICompatProvider):
     base_url_env = "GROQ_BASE_URL"
     default_base_url = "https://api.groq.com"
     chat_path = "/openai/v1/chat/completions"
+
+    def _reasoning_params(self, model: str) -> dict[str, Any]:
+        """``reasoning_format: parsed`` for the models that would write ``<think>`` into the
+        answer (``deepseek-r1-*``, ``qwen3``, QwQ): Groq then sends it as
+        ``message.reasoning``."""
+        return {"reasoning_format": "parsed"} if thinks_inline(model) else {}
 
     def _make_client(self) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).

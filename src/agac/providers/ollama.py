@@ -22,7 +22,7 @@ import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.errors import FatalError, ProviderError, RetryableError, UnsupportedError
 from agac.media import read_verified
 from agac.providers._attachments import OLLAMA_LIMITS, live_base64
 from agac.providers._common import (
@@ -33,6 +33,7 @@ from agac.providers._common import (
     stopwatch,
 )
 from agac.providers._errors import classify
+from agac.providers._reasoning import reasoning_share, split_reasoning, thinks_inline
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -54,6 +55,7 @@ __all__ = ["OllamaProvider"]
 
 DEFAULT_PORT = 11434
 _SCHEMA_REJECTED = re.compile(r"\bformat\b|schema", re.IGNORECASE)
+_THINK_REJECTED = re.compile(r"\bthink(?:ing)?\b", re.IGNORECASE)
 
 
 class OllamaProvider(ProviderBase):
@@ -79,6 +81,8 @@ class OllamaProvider(ProviderBase):
     def __init__(self, settings: ProviderSettings) -> None:
         super().__init__(settings)
         self._no_schema: set[str] = set()
+        # Models seen to reject ``think``: their reasoning is split from the content.
+        self._no_think: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
 
     @property
@@ -130,6 +134,9 @@ class OllamaProvider(ProviderBase):
             "options": options,
             "stream": False,
         }
+        if thinks_inline(request.model) and request.model not in self._no_think:
+            # The reasoning in ``message.thinking``, not as ``<think>`` in the content.
+            params["think"] = True
         if request.schema is not None:
             if native:
                 params["format"] = request.schema
@@ -140,10 +147,16 @@ class OllamaProvider(ProviderBase):
         return params
 
     async def complete(self, request: Request) -> Response:
+        """One live chat. A model that rejects ``format`` (a 400 naming it) is asked again
+        in JSON mode, one that rejects ``think`` is asked again without it (its reasoning
+        then comes inline and is split off); both are remembered."""
         native = not self._force_json_mode and request.model not in self._no_schema
         try:
             return await self._chat(request, native=native)
         except FatalError as err:
+            if _think_rejected(err) and request.model not in self._no_think:
+                self._no_think.add(request.model)
+                return await self.complete(request)
             if request.schema is None or not native or not _schema_rejected(err):
                 raise
             self._no_schema.add(request.model)
@@ -194,10 +207,22 @@ class OllamaProvider(ProviderBase):
 
 def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
     """Normalize an Ollama ChatResponse per docs/providers.md on both transports (``length`` is
-    truncation; the stop is read by :func:`read_stop`). ``message.thinking`` stays out
-    of the answer."""
-    text = pick(answer, "message", "content") or ""
-    stop = read_stop("ollama", pick(answer, "done_reason"))
+    truncation; the stop is read by :func:`read_stop`). Reasoning — ``message.thinking``,
+    or a leading ``<think>`` block of the content — stays out of the answer and counts as
+    reasoning tokens; a ``tool_calls`` entry is a tool call nobody asked for. An answer
+    with no ``message`` (another endpoint's body, a proxy's) is not an answer: retryable,
+    like a body that is not JSON."""
+    message = pick(answer, "message")
+    if message is None:
+        raise RetryableError(
+            f"ollama: the answer has no message, not a chat answer: {str(answer)[:200]}"
+        )
+    split = split_reasoning(pick(message, "content") or "", pick(message, "thinking"))
+    text = split.answer
+    stop = read_stop(
+        "ollama", pick(answer, "done_reason"), tool_call=_tool_call(pick(message, "tool_calls"))
+    )
+    output = as_int(pick(answer, "eval_count"))
     return Response(
         text=text,
         model=str(pick(answer, "model") or ""),
@@ -206,7 +231,8 @@ def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Resp
         stop_detail=stop.detail,
         usage=Usage(
             input_tokens=as_int(pick(answer, "prompt_eval_count")),
-            output_tokens=as_int(pick(answer, "eval_count")),
+            output_tokens=output,
+            reasoning_tokens=reasoning_share(split, output, 0),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         latency_ms=latency_ms,
@@ -236,6 +262,18 @@ def parse_host(host: str | None) -> str:
 
 def _schema_rejected(err: ProviderError) -> bool:
     return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
+
+
+def _think_rejected(err: ProviderError) -> bool:
+    """A 400 naming thinking: the model does not support ``think``."""
+    return err.status == 400 and bool(_THINK_REJECTED.search(str(err)))
+
+
+def _tool_call(calls: Any) -> str | None:
+    """The name of the first tool a message calls (``tool_calls``), or None."""
+    for call in calls or ():
+        return str(pick(call, "function", "name") or "")
+    return None
 
 
 def _message(m: Message, *, sdk: bool) -> dict[str, Any]:

@@ -107,6 +107,7 @@ def read_stop(
     refusal: str | None = None,
     blocked: str | None = None,
     detail: str | None = None,
+    tool_call: str | None = None,
 ) -> Stop:
     """The stop of one response of ``provider`` whose stop/finish reason is ``raw``.
 
@@ -116,7 +117,10 @@ def read_stop(
     the prompt itself was blocked and no candidate came (Gemini
     ``promptFeedback.blockReason``): a content filter. ``detail``: what the provider
     said about the stop (Anthropic ``stop_details``, Gemini's safety category or block
-    message), kept for the person who reads the failure.
+    message), kept for the person who reads the failure. ``tool_call``: the name of a tool
+    the reply calls that the action did not ask for (a Gemini ``functionCall`` part, an
+    OpenAI ``tool_calls`` entry), whatever the stop value says — Gemini ends a function
+    call with ``STOP``: never an answer.
     """
     raw = raw or ""
     if refusal:
@@ -126,6 +130,12 @@ def read_stop(
         what = "the prompt was blocked"
         return Stop("content_filter", blocked, f"{what}: {detail}" if detail else what)
     rule = STOP_TABLES.get(provider, {}).get(raw)
+    if tool_call is not None and not tool_answer and rule in ("end", "tool"):
+        said = (
+            f"{provider} stopped with {raw!r} on a call of tool {tool_call!r}: "
+            "the model called a tool the action did not ask for"
+        )
+        return Stop("unexpected", raw, f"{said}: {detail}" if detail else said)
     if rule is None:
         said = (
             f"{provider} stopped with {raw!r}, a stop reason agac does not know"
