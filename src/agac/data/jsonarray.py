@@ -27,6 +27,17 @@ _SPACE = re.compile(rb"[ \t\r\n]*+")
 # A whole string, or (when its closing quote is not in the buffer yet) a lone quote, or
 # one structural byte. Multi-byte UTF-8 never holds an ASCII byte, so bytes are safe.
 _TOKEN = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"|"|[\[\]{},]', re.DOTALL)
+# The fast path: a whole element in one match — a string, a bare scalar, or brackets
+# nested at most three deep — followed by its delimiter (which the match does not take).
+# Anything else (deeper nesting, an element cut by the end of the buffer, a stray
+# bracket) does not match and is scanned token by token.
+_STRING = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_NESTED = rb"[\[{](?:[^\"\[\]{}]++|" + _STRING + rb")*+[\]}]"
+for _ in range(2):
+    _NESTED = rb"[\[{](?:[^\"\[\]{}]++|" + _STRING + rb"|" + _NESTED + rb")*+[\]}]"
+_WHOLE = re.compile(
+    rb"(?:" + _NESTED + rb"|" + _STRING + rb'|[^"\[\]{},\s]++)[ \t\r\n]*+(?=[,\]])', re.DOTALL
+)
 _QUOTE, _OPEN_ARRAY, _CLOSE_ARRAY = ord('"'), ord("["), ord("]")
 _OPEN_OBJECT, _CLOSE_OBJECT, _COMMA = ord("{"), ord("}"), ord(",")
 _BOM = b"\xef\xbb\xbf"
@@ -102,6 +113,10 @@ class _Buffer:
     def element_end(self) -> bool:
         """Move ``pos`` to the ``,`` or ``]`` that ends the element starting at ``pos``;
         False when the stream ends first."""
+        whole = _WHOLE.match(self.data, self.pos)
+        if whole is not None:
+            self.pos = whole.end()
+            return True
         depth = 0
         data, pos, search = self.data, self.pos, _TOKEN.search
         while True:

@@ -460,3 +460,27 @@ def test_i35_7_json_array_text_after_the_array_is_one_counted_record(tmp_path: P
     assert [r.reason for r in records] == [None, "invalid_input"]
     assert records[1].n == 2
     assert (records[1].error or "").startswith("a.json:2: text after the array's closing ']'")
+
+
+def test_i35_7_json_array_is_read_block_by_block(tmp_path: Path) -> None:
+    """The first element comes out after one block of a large array is read, and the buffer
+    never holds much more than one block and one element."""
+    body = json.dumps([{"id": i, "text": "x" * 50} for i in range(20_000)]).encode()
+    stream = io.BytesIO(body)
+
+    parts = elements(stream, chunk=4096)
+    first = next(parts)
+
+    assert isinstance(first, Element) and first.raw == b'{"id": 0, "text": "' + b"x" * 50 + b'"}'
+    assert stream.tell() <= 4096
+    assert sum(1 for _ in parts) == 19_999 and stream.tell() == len(body)
+
+
+def test_i35_7_json_array_deep_and_shallow_elements_split_alike() -> None:
+    """Elements nested deeper than the one-match path takes are split token by token, to the
+    same boundaries."""
+    deep = b'{"a": [{"b": [{"c": [{"d": "],}"}]}]}]}'
+    body = b"[" + deep + b', {"x": 1} ,' + deep + b"]"
+    for chunk in (1, 7, 1 << 20):
+        parts = list(elements(io.BytesIO(body), chunk))
+        assert [p.raw for p in parts if isinstance(p, Element)] == [deep, b'{"x": 1}', deep]
