@@ -60,13 +60,15 @@ def message_response(
 
     Anthropic's ``input_tokens`` already excludes cache reads and writes; writes are
     kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the
-    forced-tool form of structured output: its input is the answer. The answer is the
+    forced-tool form of structured output: its input is the answer; any other ``tool_use``
+    block is a tool call the action did not ask for, whatever the stop. The answer is the
     text blocks joined; thinking, server-tool and other blocks stay out of it. The stop
     is read by :func:`read_stop`; ``stop_details`` (a refusal's category and
     explanation) becomes its detail.
     """
     texts: list[str] = []
     tool_input: Any = None
+    called: str | None = None
     content = pick(message, "content") or []
     for block in content:
         kind = pick(block, "type")
@@ -74,11 +76,14 @@ def message_response(
             texts.append(pick(block, "text") or "")
         elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
             tool_input = _unwrap_tool_input(pick(block, "input"))
+        elif kind == "tool_use" and called is None:
+            called = str(pick(block, "name") or "")
     stop = read_stop(
         "anthropic",
         pick(message, "stop_reason"),
         tool_answer=tool_input is not None,
         detail=_stop_details(pick(message, "stop_details")),
+        tool_call=called,
     )
     if tool_input is not None:
         text = json.dumps(tool_input, ensure_ascii=False)
