@@ -3,7 +3,9 @@ this process with SIGKILL the n-th time it passes ``point``. Unset, it costs one
 lookup. Points: ``after_checkpoint`` (a group of outcomes is durable),
 ``before_checkpoint`` (outcomes computed, not yet written), ``before_submit`` (a batch
 intent is recorded, the provider not yet asked), ``after_submit`` (the provider accepted
-the batch, the store does not know yet), ``mid_ingest`` (part of a batch's results read),
+the batch, the store does not know yet), ``mid_ingest`` (part of a batch's results read), ``before_collected`` (every result of a
+batch is stored, the batch not yet marked collected), ``after_collected`` (the batch is
+marked collected, its units not yet answered in the run),
 ``effect_started`` (an effect's intent is durable, the function not called yet),
 ``effect_called`` (a tool's effect happened, its receipt is not recorded yet),
 ``after_admit`` (a run is admitted, nothing executed), ``before_finalize`` (every outcome

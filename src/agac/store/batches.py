@@ -216,6 +216,34 @@ class BatchRepository(StoreCore):
         with self._read() as conn:
             return [BatchRecord.from_row(r) for r in conn.execute(q).all()]
 
+    def close_settled_batches(
+        self, workflow: str, *, tenant: str, run_id: str, at: float
+    ) -> list[BatchRecord]:
+        """Mark ``collected`` the tenant's batches of ``workflow`` still taken as out whose
+        every item has been read (a crash between the last result stored and the batch
+        marked collected leaves one so); returns them as they were. A batch being
+        cancelled, or with no item, is left alone."""
+        b, bi = t.batches, t.batch_items
+        pending = sa.exists().where(bi.c.batch_key == b.c.key, bi.c.status == "pending")
+        any_item = sa.exists().where(bi.c.batch_key == b.c.key)
+        settled = sa.and_(
+            b.c.tenant == tenant,
+            b.c.workflow == workflow,
+            b.c.state.in_(("submitted", "running", "ended")),
+            b.c.provider_batch_id.is_not(None),
+            any_item,
+            sa.not_(pending),
+        )
+        with self._write("close settled batches") as conn:
+            rows = [BatchRecord.from_row(r) for r in conn.execute(sa.select(b).where(settled))]
+            if rows:
+                conn.execute(
+                    b.update()
+                    .where(b.c.key.in_([r.key for r in rows]), settled)
+                    .values(state="collected", collected_by=run_id, ended_at=at, updated_at=at)
+                )
+        return rows
+
     def known_provider_ids(self, provider: str, ids: Sequence[str]) -> set[str]:
         b = t.batches
         if not ids:

@@ -93,6 +93,23 @@ class BatchCoordinator:
             await self.poller.fail_if_every_file_unread(rt)
         return report
 
+    async def close_settled(self) -> None:
+        """Mark collected the batches of the workflow whose every item was read by a run
+        killed before it could say so: no run would read them again, and taken as out
+        they would hold the run's end and refuse ``agac retry``."""
+        ctx = self.ctx
+        closed = await ctx.call(
+            ctx.store.close_settled_batches,
+            ctx.workflow,
+            tenant=ctx.tenant,
+            run_id=ctx.run_id,
+            at=ctx.control.clock.time(),
+        )
+        for b in closed:
+            await ctx.event(
+                "collected", b.action, batch_id=b.provider_batch_id, file=b.file, settled=True
+            )
+
     async def _held(self, rt: ActionRuntime) -> str:
         """B4: the action collects nothing until every file is out; which files are not,
         and the batches upstream of them that they wait on."""

@@ -71,6 +71,7 @@ async def ingest_batch(
         if item.status == "pending":
             reading.not_returned(item)
     await reading.flush()
+    maybe_crash("before_collected")
     await ctx.call(
         ctx.store.update_batch,
         b.key,
@@ -78,6 +79,7 @@ async def ingest_batch(
         collected_by=ctx.run_id,
         ended_at=ctx.control.clock.time(),
     )
+    maybe_crash("after_collected")
     return reading.counts
 
 

@@ -54,6 +54,8 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
     step_first = was_waiting and batch is not None
     held = False
     """B13: every unit has its outcome, but batches cancelled to go live are still open."""
+    if batch is not None:
+        await batch.close_settled()
     while True:
         if not step_first:
             walked = await _walk(parts, waiting)
