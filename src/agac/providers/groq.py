@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agac.errors import FatalError, ProviderError
 from agac.providers._attachments import GROQ_LIMITS
 from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 from agac.providers._reasoning import thinks_inline
+from agac.providers.base import ProviderSettings, Request, Response
 
 __all__ = ["GroqProvider"]
 
@@ -43,11 +45,29 @@ class GroqProvider(OpenAICompatProvider):
     default_base_url = "https://api.groq.com"
     chat_path = "/openai/v1/chat/completions"
 
+    def __init__(self, settings: ProviderSettings) -> None:
+        super().__init__(settings)
+        # Models seen to reject ``reasoning_format``: their reasoning is split inline.
+        self._no_reasoning_format: set[str] = set()
+
     def _reasoning_params(self, model: str) -> dict[str, Any]:
         """``reasoning_format: parsed`` for the models that would write ``<think>`` into the
         answer (``deepseek-r1-*``, ``qwen3``, QwQ): Groq then sends it as
         ``message.reasoning``."""
-        return {"reasoning_format": "parsed"} if thinks_inline(model) else {}
+        if thinks_inline(model) and model not in self._no_reasoning_format:
+            return {"reasoning_format": "parsed"}
+        return {}
+
+    async def complete(self, request: Request) -> Response:
+        """As every Chat Completions adapter; a model that rejects ``reasoning_format`` (a
+        400 naming it) is asked again without it, and remembered."""
+        try:
+            return await super().complete(request)
+        except FatalError as err:
+            if not (_reasoning_rejected(err) and self._reasoning_params(request.model)):
+                raise
+            self._no_reasoning_format.add(request.model)
+            return await super().complete(request)
 
     def _make_client(self) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).
@@ -68,3 +88,7 @@ class GroqProvider(OpenAICompatProvider):
             cursor = pick(pick(page, "paging"), "next_cursor")
             if not cursor:
                 return
+
+
+def _reasoning_rejected(err: ProviderError) -> bool:
+    return err.status == 400 and "reasoning_format" in str(err)

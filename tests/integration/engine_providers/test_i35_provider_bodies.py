@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import e2e_support
 import pytest
 from e2e_support import chat_requests, fault, project_yml
 
@@ -91,6 +92,34 @@ def test_i35_3_groq_reasoning_is_asked_apart_and_never_the_answer(
     assert attempt["output_tokens"] == usage["completion_tokens"]
     # Groq reports no reasoning count for these models: the reasoning's share of the output.
     assert 0 < attempt["reasoning_tokens"] < usage["completion_tokens"]
+
+
+def test_i35_3_a_groq_model_that_rejects_reasoning_format_is_asked_again_without_it(
+    emulator: Any, project: Path
+) -> None:
+    _project(project, "groq/qwen/qwen3-32b")
+    emulator.add_fault(
+        fault(
+            "groq",
+            {
+                "http": 400,
+                "body": {
+                    "error": {
+                        "message": "reasoning_format is not supported with this model",
+                        "type": "invalid_request_error",
+                    }
+                },
+            },
+            times=1,
+        ),
+        fault("groq", {"reply": {"body": GROQ_INLINE}}),
+    )
+
+    assert api.run("recorded", project).summary["state"] == "succeeded"
+
+    assert [b.get("reasoning_format") for b in _bodies(emulator)] == ["parsed", None]
+    content = GROQ_INLINE["choices"][0]["message"]["content"]
+    assert _ask(project)["output"] == {"text": _answer_after_think(content)}
 
 
 def test_i35_3_a_model_that_does_not_think_inline_is_sent_as_before(
@@ -256,7 +285,9 @@ def test_i35_6_ollama_body_without_message_fails_the_unit_not_the_run(
 
     assert first.summary["actions"]["ask"]["reasons"] == {"provider_error": 1}
     (row,) = list(api.export_rows("recorded", "ask", project))
-    assert "no message" in row["detail"] or "documented shape" in row["detail"]
+    # Lean: read and refused by agac; SDK: the SDK's ValidationError, translated.
+    said = "has no message" if e2e_support.TRANSPORT == "lean" else "documented shape"
+    assert said in row["detail"], row["detail"]
     assert chat_requests(emulator.stats(), "ollama") == 2  # retried, then failed
     # The run is finishable: the next command works and the unit can be asked again.
     emulator.reset()
@@ -280,3 +311,24 @@ def test_i35_6_another_apis_body_fails_the_unit_with_a_reason_on_every_provider(
     assert reason in ("unexpected_stop", "provider_error")
     (row,) = api.export_rows("recorded", "ask", project)
     assert row["status"] == "failed" and row["detail"]
+
+
+def test_i35_6_a_body_the_gemini_sdk_cannot_parse_fails_the_unit_not_the_run(
+    emulator: Any, project: Path
+) -> None:
+    """google-genai validates answers (pydantic): a field of the wrong type raises in the SDK;
+    the adapter's error translation makes it retryable, and the unit fails with a reason."""
+    _project(project, "gemini/gemini-2.5-flash", attempts=2)
+    odd = {"candidates": "odd", "usageMetadata": {"promptTokenCount": "many"}}
+    emulator.add_fault(fault("gemini", {"reply": {"body": odd}}))
+
+    summary = api.run("recorded", project).summary
+
+    (row,) = list(api.export_rows("recorded", "ask", project))
+    assert row["status"] == "failed"
+    if e2e_support.TRANSPORT == "sdk":  # the SDK's parse error, translated
+        assert summary["actions"]["ask"]["reasons"] == {"provider_error": 1}
+        assert "documented shape" in row["detail"]
+        assert chat_requests(emulator.stats(), "gemini") == 2  # retryable: asked again
+    else:  # read leniently: no candidate, no stop reason
+        assert summary["actions"]["ask"]["reasons"] == {"unexpected_stop": 1}
