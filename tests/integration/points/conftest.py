@@ -1,6 +1,6 @@
-"""Fixtures of the storage-point tests: one moto S3 server on loopback for the session, and
-``point``, which runs a test against S3 (through a fault-injecting proxy) and against a
-directory."""
+"""Fixtures of the storage-point tests: one moto S3 server on loopback for the session,
+behind a proxy that writes one key at a time (every S3 test goes through it), and ``point``,
+which runs a test against S3 (through a fault-injecting proxy) and against a directory."""
 
 from __future__ import annotations
 
@@ -10,20 +10,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from points_support import AWS_ENV, BUCKET, FaultProxy, Point
+from points_support import AWS_ENV, BUCKET, FaultProxy, Point, SerializingProxy
 
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[tuple[str, int]]:
+    """Where every S3 request of the suite goes: a :class:`SerializingProxy` in front of
+    moto's server, so that moto's unlocked conditional writes cannot both win a race."""
     server_mod = pytest.importorskip("moto.server")
     boto3 = pytest.importorskip("boto3")
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    host, port = server.get_host_and_port()
+    proxy = SerializingProxy(server.get_host_and_port()).start()
+    host, port = proxy.address
     boto3.client("s3", endpoint_url=f"http://{host}:{port}", **_boto_keys()).create_bucket(
         Bucket=BUCKET
     )
     yield host, port
+    proxy.stop()
     server.stop()
 
 

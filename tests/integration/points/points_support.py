@@ -2,8 +2,11 @@
 or a directory; and ``agac`` run as a subprocess on "machines" (cache folders).
 
 moto enforces ``If-None-Match`` and ``If-Match`` on PUT, but does not lock between checking
-a condition and writing: tests of races prove the protocol's logic (every writer of
-``head`` goes through compare-and-swap, and a loser stops), not moto's atomicity.
+a condition and writing: two conditional creates of one key can both succeed when the
+machine is busy. Every S3 request of the suite therefore goes through
+:class:`SerializingProxy`, which writes one key at a time as S3 does; the race tests prove
+the protocol's logic (every writer of ``head`` goes through compare-and-swap, and a loser
+stops), never moto's atomicity.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,34 +77,11 @@ class FaultProxy:
                 if proxy.fail_writes and self.command in ("PUT", "POST", "DELETE"):
                     self._answer(503, b"<Error><Code>SlowDown</Code></Error>", {})
                     return
-                conn = http.client.HTTPConnection(*proxy.upstream, timeout=60)
-                try:
-                    conn.request(
-                        self.command,
-                        self.path,
-                        body=body,
-                        headers={k: v for k, v in self.headers.items()},
-                    )
-                    resp = conn.getresponse()
-                    data = resp.read()
-                    headers = {
-                        k: v
-                        for k, v in resp.getheaders()
-                        if k.lower() not in ("transfer-encoding", "content-length", "connection")
-                    }
-                    self._answer(resp.status, data, headers)
-                finally:
-                    conn.close()
+                self._answer(*relay(self, body, proxy.upstream))
 
             def _answer(self, status: int, data: bytes, headers: Mapping[str, str]) -> None:
                 proxy.log.append(Request(time.time(), self.command, self.path, status))
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
+                answer(self, status, data, headers)
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
@@ -124,6 +105,130 @@ class FaultProxy:
 
     def writes(self) -> list[Request]:
         return [r for r in self.log if r.method in ("PUT", "POST", "DELETE") and r.status < 300]
+
+
+def relay(
+    handler: BaseHTTPRequestHandler, body: bytes | None, upstream: tuple[str, int]
+) -> tuple[int, bytes, dict[str, str]]:
+    """Send the request ``handler`` is serving to ``upstream``; its status, body and the
+    headers worth passing back (a HEAD's Content-Length included: it is the object's size)."""
+    conn = http.client.HTTPConnection(*upstream, timeout=120)
+    try:
+        conn.request(handler.command, handler.path, body=body, headers=dict(handler.headers))
+        resp = conn.getresponse()
+        data = resp.read()
+    finally:
+        conn.close()
+    hop = (
+        "transfer-encoding",
+        "connection",
+        *(() if handler.command == "HEAD" else ("content-length",)),
+    )
+    return resp.status, data, {k: v for k, v in resp.getheaders() if k.lower() not in hop}
+
+
+def answer(
+    handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Mapping[str, str]
+) -> None:
+    """Write a response: the headers given, and the body but for a HEAD."""
+    handler.send_response(status)
+    for k, v in headers.items():
+        handler.send_header(k, v)
+    if not any(k.lower() == "content-length" for k in headers):
+        handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(data)
+
+
+class KeyLocks:
+    """One lock per object key, and how many requests wait on each (so a test can see a
+    request held back without timing it)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._held: set[str] = set()
+        self._waiting: Counter[str] = Counter()
+
+    @contextlib.contextmanager
+    def holding(self, key: str) -> Iterator[None]:
+        with self._cond:
+            self._waiting[key] += 1
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: key not in self._held)
+            self._waiting[key] -= 1
+            self._held.add(key)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._held.discard(key)
+                self._cond.notify_all()
+
+    def wait_for_waiters(self, key: str, count: int, timeout: float = 120.0) -> None:
+        """Return once ``count`` requests wait for ``key`` (the timeout only guards a hang)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._waiting[key] >= count, timeout):
+                raise AssertionError(f"{count} request(s) never waited for {key}")
+
+
+def write_key(method: str, path: str) -> str | None:
+    """The object a request replaces or deletes (its path), or None for a read or for one
+    part of a multipart upload (which changes no object until the upload completes)."""
+    if method not in ("PUT", "POST", "DELETE"):
+        return None
+    target, _, query = path.partition("?")
+    if "partNumber=" in query:
+        return None
+    return target
+
+
+@dataclass
+class SerializingProxy:
+    """An HTTP proxy in front of moto that forwards the writes of one key one at a time:
+    a conditional PUT's check and write are then one step, as on S3 itself, however busy
+    the machine is. Reads, and writes of different keys, pass side by side."""
+
+    upstream: tuple[str, int]
+    locks: KeyLocks = field(default_factory=KeyLocks)
+    _server: ThreadingHTTPServer | None = None
+
+    def start(self) -> SerializingProxy:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                key = write_key(self.command, self.path)
+                if key is None:
+                    answer(self, *relay(self, body, proxy.upstream))
+                    return
+                with proxy.locks.holding(key):
+                    status, data, headers = relay(self, body, proxy.upstream)
+                answer(self, status, data, headers)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def address(self) -> tuple[str, int]:
+        assert self._server is not None
+        return "127.0.0.1", int(self._server.server_address[1])
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
 
 
 class Point:
@@ -246,7 +351,7 @@ def agac(
     point: Point,
     cache: Path,
     env: Mapping[str, str] | None = None,
-    timeout: float = 180,
+    timeout: float = 240,
 ) -> Done:
     """``agac ARGS`` in project ``root`` on the machine with cache folder ``cache``."""
     proc = subprocess.run(
@@ -280,7 +385,7 @@ def fresh_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
-def wait_for(predicate: Any, timeout: float = 60.0, every: float = 0.1) -> None:
+def wait_for(predicate: Any, timeout: float = 240.0, every: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

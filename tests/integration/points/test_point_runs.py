@@ -185,7 +185,7 @@ def test_o2_two_machines_start_the_same_run_one_owns_the_other_exits_75(
         root, "run", "online", "--json", point=point, cache=tmp_path / "m1", env=emulator.env()
     )
     try:
-        wait_for(lambda: _owner_pid(point) == owner.pid, timeout=60)
+        wait_for(lambda: _owner_pid(point) == owner.pid, timeout=240)
         other = agac(
             fresh_copy(root, tmp_path / "proj2"),
             "run",
@@ -288,7 +288,7 @@ def test_o2_paused_owner_that_resumes_gets_412_and_starts_no_effect(
         assert second.poll() is None or second.returncode == 0, second.communicate()[1]
         resumed_at = time.time()
         first.send_signal(signal.SIGCONT)
-        _out, err = first.communicate(timeout=60)
+        _out, err = first.communicate(timeout=240)
         assert first.returncode == 75, err
         assert f"pid {second.pid}" in err
         out2, err2 = second.communicate(timeout=120)
@@ -315,7 +315,7 @@ def test_o5_failed_put_mid_run_fails_closed_and_the_next_run_continues(
         root, "run", "online", "--json", point=point, cache=tmp_path / "m1", env=emulator.env()
     )
     try:
-        wait_for(lambda: _segments(point) >= 3, timeout=60)
+        wait_for(lambda: _segments(point) >= 3, timeout=240)
         point.fail_writes_now()
         _out, err = run.communicate(timeout=90)
         assert run.returncode == 1, err  # S2: stopped, state unchanged, error shown
