@@ -65,7 +65,7 @@ def agac(
     *args: str,
     cwd: Path,
     env: Mapping[str, str] | None = None,
-    timeout: float = 60,
+    timeout: float = 240,  # a guard: only a hang reaches it, even on a loaded machine
     stdin: str | None = None,
 ) -> Result:
     """Run ``agac ARGS`` in ``cwd`` (with ``stdin`` as its input) and wait for it."""
@@ -103,7 +103,7 @@ def finish(proc: subprocess.Popen[str]) -> None:
         if proc.poll() is None:
             proc.kill()
         with contextlib.suppress(ValueError, OSError, subprocess.TimeoutExpired):
-            proc.communicate(timeout=30)
+            proc.communicate(timeout=240)
     finally:
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:

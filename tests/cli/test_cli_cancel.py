@@ -37,7 +37,7 @@ def test_cancel_a_run_owned_by_a_live_process(tmp_path: Path) -> None:
     try:
         run_id = _wait_until_running(tmp_path, time.monotonic() + 20)
         cancelled = agac("cancel", "slow", "--json", cwd=tmp_path, timeout=90)
-        _out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=240)
     finally:
         finish(proc)
     assert cancelled.code == 0, cancelled

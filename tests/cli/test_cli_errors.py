@@ -256,7 +256,7 @@ def test_unexpected_error_is_reported_not_raised(
 
 
 def test_emulator_refuses_a_port_in_use_before_announcing(tmp_path: Path, busy_port: int) -> None:
-    done = agac("emulator", "--port", str(busy_port), cwd=tmp_path, timeout=30)
+    done = agac("emulator", "--port", str(busy_port), cwd=tmp_path, timeout=240)
     assert done.code == 2
     assert "agac emulator on" not in done.err and "Traceback" not in done.err
     assert f"cannot serve on 127.0.0.1:{busy_port}" in done.err and "--port" in done.err
@@ -371,5 +371,5 @@ actions:
     proc.stdout.close()
     err = proc.stderr.read().decode()
     proc.stderr.close()
-    assert proc.wait(timeout=60) == 1
+    assert proc.wait(timeout=240) == 1
     assert err == "", err

@@ -129,7 +129,7 @@ def test_x1_export_writes_into_a_fifo(quickstart: Quickstart, tmp_path: Path) ->
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     done = agac(*EXPORT, "--out", str(fifo), cwd=quickstart.root)
-    reader.join(timeout=30)
+    reader.join(timeout=240)
     assert done.code == 0, done
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert len(received[0].decode().splitlines()) == 24
@@ -145,7 +145,7 @@ def test_x1_export_writes_into_a_fifo(quickstart: Quickstart, tmp_path: Path) ->
         str(fifo),
         cwd=quickstart.root,
     )
-    reader.join(timeout=30)
+    reader.join(timeout=240)
     assert done.code == 0, done
     assert stat.S_ISFIFO(fifo.stat().st_mode) and received[1][:4] == b"PAR1"
 

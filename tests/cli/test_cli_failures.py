@@ -284,7 +284,7 @@ def test_live_owner_exits_75_and_ctrl_c_exits_130(tmp_path: Path) -> None:
         assert f"run {run_id} is owned by pid {proc.pid}" in busy.err
         assert "--wait" in busy.err
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=240)
     finally:
         finish(proc)
     assert proc.returncode == 130, (out, err)

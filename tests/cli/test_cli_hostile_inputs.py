@@ -96,7 +96,7 @@ def test_i29_19_a_fifo_or_a_device_named_yml_is_never_read(tmp_path: Path) -> No
     (tmp_path / "deep").mkdir()
     os.symlink("/dev/zero", tmp_path / "deep" / "zero.yml")
     (tmp_path / "huge.yml").write_bytes(b"name: huge\n" + b"#" * (2 * 1024 * 1024))
-    checked = agac("validate", "keys", cwd=tmp_path, timeout=60)
+    checked = agac("validate", "keys", cwd=tmp_path, timeout=240)
     assert checked.code == 0, checked
-    missing = agac("validate", "nothing_by_this_name", cwd=tmp_path, timeout=60)
+    missing = agac("validate", "nothing_by_this_name", cwd=tmp_path, timeout=240)
     assert missing.code == 2 and "workflow_not_found" in missing.err + missing.out, missing

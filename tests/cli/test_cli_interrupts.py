@@ -134,7 +134,7 @@ def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS})
     env = emulator.env()
     proc = _spawn("run", "slow", cwd=tmp_path, env=env)
-    _wait_for(lambda: _chat_calls(emulator) >= 16, 60, "two waves of calls")
+    _wait_for(lambda: _chat_calls(emulator) >= 16, 240, "two waves of calls")
 
     took, out, err = _stop(proc)
 
@@ -162,7 +162,7 @@ def test_second_ctrl_c_stops_at_once(tmp_path: Path, slow_emulator: RunningEmula
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS})
     env = slow_emulator.env()
     proc = _spawn("run", "slow", cwd=tmp_path, env=env)
-    _wait_for(lambda: _chat_calls(slow_emulator) >= 8, 60, "the first wave of calls")
+    _wait_for(lambda: _chat_calls(slow_emulator) >= 8, 240, "the first wave of calls")
 
     took, out, err = _stop(proc, signals=2, gap=0.5)
 
@@ -215,7 +215,7 @@ def test_ctrl_c_cuts_a_retry_backoff_short(tmp_path: Path, emulator: RunningEmul
     )
     env = emulator.env()
     proc = _spawn("run", "slow", "--json", cwd=tmp_path, env=env)
-    _wait_for(lambda: _chat_calls(emulator) >= 4, 60, "the refused calls")
+    _wait_for(lambda: _chat_calls(emulator) >= 4, 240, "the refused calls")
     time.sleep(0.3)
 
     took, out, err = _stop(proc)

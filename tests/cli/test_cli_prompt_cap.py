@@ -55,7 +55,7 @@ def test_i29_15_a_huge_repetition_fails_the_unit_with_a_message(
     _project(tmp_path, '{{ \\"a\\" * 10**10 }}', [{"id": 1}])
     checked = agac("validate", "cap", cwd=tmp_path, env=emulator.env())
     assert checked.code == 0, checked
-    ran = agac("run", "cap", "--json", cwd=tmp_path, env=emulator.env(), timeout=60)
+    ran = agac("run", "cap", "--json", cwd=tmp_path, env=emulator.env(), timeout=240)
     assert ran.code == 1, ran
     summary = ran.json()
     assert summary["actions"]["ask"]["reasons"] == {"prompt_too_large": 1}

@@ -89,7 +89,7 @@ def _kill_after(proc: subprocess.Popen[str], emu: RunningEmulator, calls: int) -
         assert time.monotonic() < deadline, "the run made no progress"
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=240)
     assert proc.returncode == -signal.SIGKILL
 
 

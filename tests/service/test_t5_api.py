@@ -241,7 +241,7 @@ def test_t5_events_stream_ends_when_the_run_is_final_and_stops_for_a_revoked_tok
 
     def read() -> None:
         with (
-            httpx.Client(base_url=service.url, timeout=30) as c,
+            httpx.Client(base_url=service.url, timeout=240) as c,
             c.stream(
                 "GET",
                 f"/api/v1/runs/{run_id}/events",

@@ -227,7 +227,7 @@ async def test_cancelling_arun_stops_the_run_gently_and_the_next_call_continues_
         {"id": [f"k{i}" for i in range(40)], "text": [f"text {i}" for i in range(40)]}
     )  # 40 distinct requests
     task = asyncio.create_task(agac.arun(slow, nb, records=many, progress=False))
-    await asyncio.sleep(1.5)
+    await _answering(nb, task)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -236,6 +236,19 @@ async def test_cancelling_arun_stops_the_run_gently_and_the_next_call_continues_
     done = agac.run(slow, nb, progress=False)  # no records: the open run's own snapshot
     assert done.run_id == runs[0]["run_id"] and done.state == "succeeded"
     assert done.actions["classify"]["answered"] == 40
+
+
+async def _answering(nb: Path, task: asyncio.Task[Any]) -> None:
+    """Return once the run is admitted and has answered a record (however slow the machine:
+    the deadline only guards a hang)."""
+    deadline = asyncio.get_running_loop().time() + 240
+    while True:
+        await asyncio.sleep(0.05)
+        assert not task.done(), task
+        runs = api.list_runs(project=nb)
+        if runs and api.status(runs[0]["run_id"], nb)["actions"]["classify"]["answered"] > 0:
+            return
+        assert asyncio.get_running_loop().time() < deadline, "the run never answered"
 
 
 def test_retry_of_a_run_over_records_needs_no_records(

@@ -180,6 +180,6 @@ def test_cli_serves_without_a_subcommand() -> None:
                 time.sleep(0.05)
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=240)
         assert proc.stderr is not None
         proc.stderr.close()

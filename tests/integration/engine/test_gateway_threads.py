@@ -97,11 +97,12 @@ def test_s1_a_group_queued_while_a_store_call_is_out_waits_behind_it_in_the_stor
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = _writers(store, monkeypatch)
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
     order: list[str] = []
 
     def long_call() -> None:
-        release.wait(10)
+        started.set()
+        assert release.wait(120)  # the timeout only guards a hang
         order.append("call")
 
     async def go() -> int:
@@ -109,7 +110,7 @@ def test_s1_a_group_queued_while_a_store_call_is_out_waits_behind_it_in_the_stor
         gw.start()
         try:
             out = asyncio.ensure_future(gw.call(long_call))
-            await asyncio.sleep(0.05)  # the call is out in the store thread
+            assert await asyncio.to_thread(started.wait, 120)  # the call is out in the store thread
             committed = asyncio.ensure_future(gw.commit(events=_events(2, "behind")))
             await asyncio.sleep(0.05)
             assert not committed.done()  # the loop is free; the group waits behind the call

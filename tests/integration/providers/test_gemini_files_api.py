@@ -63,7 +63,7 @@ def _held(emulator: Any) -> list[dict[str, Any]]:
     asked = urllib.request.Request(
         emulator.url + "/v1beta/files", headers={"x-goog-api-key": "test"}
     )
-    with urllib.request.urlopen(asked, timeout=10) as answer:
+    with urllib.request.urlopen(asked, timeout=240) as answer:
         return list(json.loads(answer.read()).get("files") or [])
 
 
@@ -72,7 +72,7 @@ def _delete(emulator: Any, name: str) -> None:
     gone = urllib.request.Request(
         f"{emulator.url}/v1beta/{name}", method="DELETE", headers={"x-goog-api-key": "test"}
     )
-    urllib.request.urlopen(gone, timeout=10).close()
+    urllib.request.urlopen(gone, timeout=240).close()
 
 
 @pytest.mark.parametrize("kind", ["png", "pdf"])

@@ -95,12 +95,14 @@ def test_s3_run_lease_and_shard_leases_exclude_each_other(store: Store) -> None:
 
 
 def test_rate_window_is_shared_and_slides(store: Store) -> None:
+    # The window is the database's clock: 3 s, so that four takes fall in one window even
+    # on a loaded machine (the slide itself then costs one real wait).
     for _ in range(3):
-        assert store.rate_take("m|rpm=3", window=1.0, rpm=3, tpm=None, tokens=10) == 0.0
-    wait = store.rate_take("m|rpm=3", window=1.0, rpm=3, tpm=None, tokens=10)
-    assert 0.0 < wait <= 1.0
+        assert store.rate_take("m|rpm=3", window=3.0, rpm=3, tpm=None, tokens=10) == 0.0
+    wait = store.rate_take("m|rpm=3", window=3.0, rpm=3, tpm=None, tokens=10)
+    assert 0.0 < wait <= 3.0
     time.sleep(wait + 0.05)
-    assert store.rate_take("m|rpm=3", window=1.0, rpm=3, tpm=None, tokens=10) == 0.0
+    assert store.rate_take("m|rpm=3", window=3.0, rpm=3, tpm=None, tokens=10) == 0.0
     # tokens per minute: a take that would cross the cap waits
-    assert store.rate_take("m|tpm", window=1.0, rpm=None, tpm=100, tokens=80) == 0.0
-    assert store.rate_take("m|tpm", window=1.0, rpm=None, tpm=100, tokens=30) > 0.0
+    assert store.rate_take("m|tpm", window=3.0, rpm=None, tpm=100, tokens=80) == 0.0
+    assert store.rate_take("m|tpm", window=3.0, rpm=None, tpm=100, tokens=30) > 0.0

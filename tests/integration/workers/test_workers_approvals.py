@@ -58,12 +58,12 @@ def test_a1_worker_waits_for_approval_and_a_decision_wakes_it(
         done = agac(tmp_path, env, "approvals", "list", "replies", "--json")
         return list(json.loads(done.stdout)) if done.returncode == 0 else []
 
-    wait_for(lambda: len(proposed()) == 2, 60, "two proposals", every=0.5)
+    wait_for(lambda: len(proposed()) == 2, 240, "two proposals", every=0.5)
     assert not (tmp_path / "sent.log").exists()  # nothing acted before a decision
     assert status(tmp_path, env, run_id)["actions"]["send"]["pending"] == 2
     for p in proposed():
         ok = agac(tmp_path, env, "approve", str(p["id"]), "--as", "ann")
         assert ok.returncode == 0, ok.stderr
-    finish(w, timeout=60)
+    finish(w, timeout=240)
     assert status(tmp_path, env, run_id)["state"] == "succeeded"
     assert sorted((tmp_path / "sent.log").read_text().split()) == ["c1", "c2"]

@@ -150,7 +150,7 @@ def test_s1_dispatch_mark_counts_calls_a_sigkilled_worker_lost(
             assert time.monotonic() < deadline and doomed.poll() is None, log_of(doomed)[-2000:]
             time.sleep(0.01)
         doomed.send_signal(signal.SIGKILL)
-        doomed.communicate(timeout=30)
+        doomed.communicate(timeout=240)
         finish(start_worker(tmp_path, env, *args), timeout=240)
 
         assert status(tmp_path, env, run_id)["state"] == "succeeded"

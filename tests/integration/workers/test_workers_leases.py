@@ -64,13 +64,15 @@ def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(
     _project(tmp_path, records=600)
     env = {"AGAC_STORE": fresh_pg_database}
     run_id = json.loads(agac(tmp_path, env, "submit", "leased", "--json").stdout)["run_id"]
+    # A lease of 5 s: renewed every 1.7 s, it does not lapse while the worker runs on a
+    # loaded machine, only in the pause.
     paused = start_worker(
-        tmp_path, env, "--concurrency", "4", "--lease-ttl", "2", "--poll", "0.5", "--exit-when-done"
+        tmp_path, env, "--concurrency", "4", "--lease-ttl", "5", "--poll", "0.5", "--exit-when-done"
     )
-    wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 40, 60, "the first worker's progress")
+    wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 40, 120, "the first worker's progress")
     os.kill(paused.pid, signal.SIGSTOP)  # a pause longer than the lease (a GC stall, a VM freeze)
     try:
-        time.sleep(2.5)
+        time.sleep(5.5)
         taker = start_worker(
             tmp_path,
             env,
@@ -87,7 +89,7 @@ def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(
                 _holder(fresh_pg_database, run_id) == (os.uname().nodename, taker.pid)
                 or _outcomes(fresh_pg_database, run_id) >= 600
             ),
-            30,
+            120,
             "the takeover",
         )
     finally:
@@ -132,13 +134,13 @@ def test_s3_agac_run_and_workers_hand_a_run_to_each_other(
         "agac run's progress",
     )
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=240)
     assert proc.returncode == 130
     run_id = query(fresh_pg_database, "SELECT id FROM runs")[0][0]
 
     # ... a worker takes it over; while it holds a shard, agac run is refused naming it ...
     w = start_worker(tmp_path, env, "--concurrency", "2", "--lease-ttl", "30", "--poll", "0.5")
-    wait_for(lambda: _holder(fresh_pg_database, run_id) is not None, 30, "the worker's claim")
+    wait_for(lambda: _holder(fresh_pg_database, run_id) is not None, 240, "the worker's claim")
     listed = json.loads(agac(tmp_path, env, "workers", "--json").stdout)
     assert [x["pid"] for x in listed] == [w.pid]
     assert listed[0]["holds"] and listed[0]["holds"][0]["run_id"] == run_id
@@ -170,7 +172,7 @@ def test_agac_cancel_of_a_run_workers_are_advancing(tmp_path: Path, fresh_pg_dat
     w = start_worker(
         tmp_path, env, "--concurrency", "4", "--lease-ttl", "3", "--poll", "0.5", "--exit-when-done"
     )
-    wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 20, 60, "the worker's progress")
+    wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 20, 240, "the worker's progress")
     # the worker sees `cancelling` at its next heartbeat, settles what is in flight, hands
     # its shards back and ends the run under the run lease
     done = agac(tmp_path, env, "cancel", run_id, "--json")
@@ -181,4 +183,4 @@ def test_agac_cancel_of_a_run_workers_are_advancing(tmp_path: Path, fresh_pg_dat
     assert a["answered"] + a["skipped"] == 3000 and a["pending"] == 0
     assert a["answered"] == a["tool_calls"]  # every call made was settled, none lost
     assert a["reasons"].get("cancelled", 0) == a["skipped"]
-    finish(w, timeout=60)
+    finish(w, timeout=240)

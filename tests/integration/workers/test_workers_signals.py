@@ -64,7 +64,7 @@ def test_idle_worker_stops_within_a_second_of_sigterm(
     env = {"AGAC_STORE": fresh_pg_database}
     assert agac(tmp_path, env, "store", "upgrade").returncode == 0
     worker = start_worker(tmp_path, env, "--poll", "120")
-    wait_for(lambda: "started" in log_of(worker), 60, "the worker's start")
+    wait_for(lambda: "started" in log_of(worker), 240, "the worker's start")
     time.sleep(0.5)
 
     took, out = _signal(worker, 1)
@@ -82,7 +82,7 @@ def test_worker_first_sigterm_settles_calls_in_flight(
         env = {"AGAC_STORE": fresh_pg_database, **emu.env()}
         run_id = json.loads(agac(tmp_path, env, "submit", "fleet", "--json").stdout)["run_id"]
         worker = start_worker(tmp_path, env, "--concurrency", "8", "--poll", "0.5")
-        wait_for(lambda: _chat(emu) >= 16, 60, "two waves of calls")
+        wait_for(lambda: _chat(emu) >= 16, 240, "two waves of calls")
 
         took, out = _signal(worker, 1)
 
@@ -116,7 +116,7 @@ def test_worker_second_sigterm_stops_at_once(tmp_path: Path, fresh_pg_database: 
         env = {"AGAC_STORE": fresh_pg_database, **emu.env()}
         agac(tmp_path, env, "submit", "fleet", "--json")
         worker = start_worker(tmp_path, env, "--concurrency", "4", "--poll", "0.5")
-        wait_for(lambda: _chat(emu) >= 4, 60, "the calls in flight")
+        wait_for(lambda: _chat(emu) >= 4, 240, "the calls in flight")
 
         took, out = _signal(worker, 2)
 

@@ -61,21 +61,21 @@ def reap_all() -> None:
         proc = STARTED.pop()
         if proc.poll() is None:
             proc.kill()
-        proc.communicate(timeout=30)
+        proc.communicate(timeout=240)
 
 
 def log_of(proc: subprocess.Popen[str]) -> str:
     return Path(proc.log).read_text(encoding="utf-8")  # type: ignore[attr-defined]
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 120) -> dict[str, Any]:
+def finish(proc: subprocess.Popen[str], timeout: float = 240) -> dict[str, Any]:
     """Wait for a worker started with --exit-when-done (or stopped); its JSON report."""
     out, _ = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, log_of(proc)[-3000:]
     return dict(json.loads(out))
 
 
-def terminate(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
+def terminate(proc: subprocess.Popen[str], timeout: float = 240) -> dict[str, Any]:
     proc.send_signal(signal.SIGTERM)
     return finish(proc, timeout)
 
