@@ -57,6 +57,7 @@ Reason = Literal[
     "fan_out_invalid",
     "tool_error",
     "schema_invalid",
+    "check_failed",
     "truncated",
     "refusal",
     "content_filter",
@@ -253,6 +254,14 @@ REASONS: dict[str, ReasonCode] = {
             "after the last attempt the answer still did not match the action's `schema`",
             "loosen the schema or the prompt, or `agac retry WF`",
             True,
+        ),
+        _r(
+            "check_failed",
+            "failed",
+            "the answer failed one of the action's `checks:` (`on_fail: fail`, or "
+            "`repair` after its last repair); the detail names the check and why",
+            "fix the prompt or the check, then `agac run WF --new`",
+            False,
         ),
         _r(
             "truncated",

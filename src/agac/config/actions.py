@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agac.config.checks import read_checks
 from agac.config.keys import (
     APPROVAL_KEYS,
     ATTACHMENT_POSITIONS,
@@ -424,6 +425,8 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     if "hybrid" in v:
         out["live_after"] = _hybrid(f, raw, out["run_mode"])
     out.update(_cache_fields(f, raw))
+    if "checks" in v:
+        out["checks"] = read_checks(f, v["checks"], at("checks"))
     if "provider_options" in v:
         found = read_mapping(f, v["provider_options"], at("provider_options"))
         out["provider_options"] = {str(k): value for k, value in (found or {}).items()}

@@ -18,6 +18,8 @@ __all__ = [
     "BUDGET_KEYS",
     "CACHE_MODES",
     "CACHE_TTLS",
+    "CHECK_KEYS",
+    "CHECK_ON_FAIL",
     "DEFAULTABLE_KEYS",
     "EFFECT_KEYS",
     "FAILURE_POLICIES",
@@ -83,6 +85,7 @@ ACTION_KEYS = frozenset(
         "context_prefix",
         "hybrid",
         "provider_options",
+        "checks",
     }
 )
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
@@ -98,6 +101,8 @@ JOIN_NAMES = frozenset({"fulfilled", "rejected", "skipped"})
 APPROVAL_KEYS = frozenset({"approvers", "expires_in", "policy_version", "on_reject", "on_expire"})
 ON_REJECT = ("fail_unit", "fail_run")
 ON_EXPIRE = ("fail_unit", "time_out_run")
+CHECK_KEYS = frozenset({"name", "expr", "message", "on_fail", "max_repairs"})
+CHECK_ON_FAIL = ("repair", "flag", "fail")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 
 LLM_ONLY_KEYS = frozenset(
@@ -122,6 +127,7 @@ LLM_ONLY_KEYS = frozenset(
         "auto_batch_min_records",
         "hybrid",
         "provider_options",
+        "checks",
     }
 )
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""

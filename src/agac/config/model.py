@@ -24,6 +24,7 @@ __all__ = [
     "Action",
     "ApprovalSpec",
     "Budget",
+    "CheckSpec",
     "ContextSpec",
     "EffectSpec",
     "FanOutSpec",
@@ -117,6 +118,20 @@ class RetrySpec:
 
 
 @dataclass(frozen=True)
+class CheckSpec:
+    """One ``checks:`` entry of an llm action: a sandboxed expression over ``answer``,
+    ``source`` and the ancestors' outputs that must be true of every answer, and what a
+    false one does — ``repair`` (ask again with ``message``, up to ``max_repairs`` times,
+    then fail), ``flag`` (answered, marked) or ``fail`` (the unit fails ``check_failed``)."""
+
+    name: str
+    expr: str
+    message: str | None = None
+    on_fail: str = "fail"
+    max_repairs: int = 1
+
+
+@dataclass(frozen=True)
 class RateLimit:
     """Requests and tokens per minute for one action (None: not limited)."""
 
@@ -199,6 +214,8 @@ class Action:
     context_text: str | None = None
     """That template as rendered at the run's admission (None until then): kept in the run's
     config snapshot, so a continued run sends the prefix it was admitted with."""
+    checks: tuple[CheckSpec, ...] = ()
+    """``checks:``: what every answer of this llm action must satisfy (engine/checks.py)."""
     provider_options: dict[str, Any] = field(default_factory=dict)
     """``provider_options:``: options of the provider's spec (``request_options``) that
     change the answer, checked and converted; sent with each request and part of its
@@ -317,6 +334,10 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data["approval"]["approvers"] = list(data["approval"]["approvers"])
     if not data.get("provider_options"):
         data.pop("provider_options", None)  # likewise for actions that set none
+    if data.get("checks"):
+        data["checks"] = list(data["checks"])
+    else:
+        data.pop("checks", None)  # likewise for actions without checks
     for key, default in _CACHE_DEFAULTS:
         if data.get(key) == default:
             data.pop(key, None)  # likewise for actions that leave prompt caching as it is
@@ -355,6 +376,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["effect"] = EffectSpec(**values["effect"])
     if values.get("fan_out") is not None:
         values["fan_out"] = FanOutSpec(**values["fan_out"])
+    if values.get("checks"):
+        values["checks"] = tuple(CheckSpec(**c) for c in values["checks"])
     if values.get("approval") is not None:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])

@@ -5,7 +5,9 @@ name, narrowed by ``context.observe`` and ``context.drop``. A template that read
 anything else is ``undefined_variable``; a Jinja syntax error is ``invalid_template``
 at the line inside the file. A guard reading a field that the ancestor's schema cannot
 produce is the warning ``guard_reads_missing_field`` (at run time such a guard is
-simply false).
+simply false). A check (``checks:``) that reads a field its action's schema (or an
+ancestor's) cannot produce is the error ``check_reads_missing_field``: a check that can
+never pass is a mistake, not a guard.
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from typing import Any
 from jinja2 import TemplateSyntaxError
 
 from agac.config.actions import RawAction
-from agac.config.model import ContextSpec
+from agac.config.model import CheckSpec, ContextSpec
 from agac.config.source import Findings, Path, did_you_mean
 from agac.prompt.attachments import compile_attachments
 from agac.prompt.references import Reference, template_references
 from agac.prompt.render import compile_guard, compile_template
 
-__all__ = ["TEXT_SCHEMA", "check_guard_fields", "check_templates", "template_entries"]
+__all__ = [
+    "TEXT_SCHEMA",
+    "can_produce",
+    "check_check_expressions",
+    "check_guard_fields",
+    "check_templates",
+    "template_entries",
+]
 
 TEXT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -188,7 +197,7 @@ def check_guard_fields(
         kind, schema = outputs[str(ref[0])]
         if schema is None and kind != "llm":
             continue
-        if not _can_produce(schema or TEXT_SCHEMA, ref[1:]):
+        if not can_produce(schema or TEXT_SCHEMA, ref[1:]):
             f.warn(
                 "guard_reads_missing_field",
                 f"guard of action {raw.name!r} reads "
@@ -198,7 +207,8 @@ def check_guard_fields(
             )
 
 
-def _can_produce(schema: Any, path: Reference) -> bool:
+def can_produce(schema: Any, path: Reference) -> bool:
+    """Whether a value of ``schema`` can hold ``path`` (True when the schema cannot tell)."""
     for key in path:
         if not isinstance(schema, dict) or any(
             k in schema for k in ("$ref", "anyOf", "oneOf", "allOf", "if", "not")
@@ -225,3 +235,67 @@ def _can_produce(schema: Any, path: Reference) -> bool:
             return False
         schema = props[key]
     return True
+
+
+def check_check_expressions(
+    f: Findings,
+    action: str,
+    checks: Iterable[CheckSpec],
+    where: Path,
+    schema: dict[str, Any] | None,
+    visible: Iterable[str],
+    outputs: Mapping[str, tuple[str, dict[str, Any] | None]],
+) -> None:
+    """Compile each check's ``expr`` and check what it reads: ``answer`` against the
+    action's own ``schema`` (``{"text": …}`` without one), an ancestor's output against
+    its schema, anything else against what the action sees."""
+    roots = {"answer", "source", *visible}
+    for i, check in enumerate(checks):
+        at = where + (i, "expr")
+        try:
+            compile_guard(check.expr)
+            refs = template_references(check.expr, expression=True)
+        except TemplateSyntaxError as exc:
+            f.error(
+                "invalid_template",
+                f"check {check.name!r} of action {action!r} is not a valid Jinja expression: "
+                f"{exc.message}",
+                at,
+            )
+            continue
+        for ref in sorted(refs, key=str):
+            root = str(ref[0])
+            dotted = ".".join(str(p) for p in ref)
+            if root not in roots:
+                f.error(
+                    "undefined_variable",
+                    f"check {check.name!r} of action {action!r} reads {dotted!r}, which it "
+                    f"cannot see (it sees {', '.join(sorted(roots))})",
+                    at,
+                    hint=did_you_mean(root, roots),
+                )
+                continue
+            shape = _shape_of(root, schema, outputs)
+            if shape is not None and len(ref) > 1 and not can_produce(shape, ref[1:]):
+                f.error(
+                    "check_reads_missing_field",
+                    f"check {check.name!r} of action {action!r} reads {dotted!r}, which "
+                    f"the schema of {action if root == 'answer' else root!r} cannot produce",
+                    at,
+                    hint="fix the field's name, or add it to the schema",
+                )
+
+
+def _shape_of(
+    root: str,
+    schema: dict[str, Any] | None,
+    outputs: Mapping[str, tuple[str, dict[str, Any] | None]],
+) -> dict[str, Any] | None:
+    if root == "answer":
+        return schema or TEXT_SCHEMA
+    if root not in outputs:
+        return None
+    kind, theirs = outputs[root]
+    if theirs is None and kind != "llm":
+        return None
+    return theirs or TEXT_SCHEMA

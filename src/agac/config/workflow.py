@@ -46,7 +46,7 @@ from agac.config.keys import (
 from agac.config.model import Action, Budget, InputSpec, Workflow
 from agac.config.project import Project
 from agac.config.source import Findings, Located, did_you_mean, load_located
-from agac.config.templates import check_guard_fields, check_templates
+from agac.config.templates import check_check_expressions, check_guard_fields, check_templates
 from agac.config.values import (
     finite,
     read_bool,
@@ -734,6 +734,17 @@ class _Builder:
             refs = check_templates(self.f, raw, seen, fields[raw.name]["context"], names, extra)
             if "when" in refs:
                 check_guard_fields(self.f, raw, refs["when"], {a: outputs[a] for a in seen})
+            checks = fields[raw.name].get("checks")
+            if checks:
+                check_check_expressions(
+                    self.f,
+                    raw.name,
+                    checks,
+                    raw.origin("checks"),
+                    fields[raw.name].get("schema"),
+                    seen,
+                    {a: outputs[a] for a in seen},
+                )
 
     def _required(self, raw: RawAction) -> None:
         if raw.kind == "llm":

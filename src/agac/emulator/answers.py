@@ -8,6 +8,11 @@ text is a JSON value that conforms to it (see :func:`conforming_value`). Token c
 for each attached image or PDF page. An answer without a schema ends by naming the
 attachments it saw (:mod:`agac.emulator.media`).
 
+A prompt may script its answer: a request whose text holds ``[[emulator answers: TEXT]]``
+is answered ``TEXT`` exactly (schema or not), unless ``TEXT`` is already a message of the
+conversation — a model that answers badly once and, shown its answer and told what is
+wrong, answers properly. Tests use it to make chosen records fail a check on purpose.
+
 Answer faults (``truncated``, ``invalid_json``, ``schema_violation``, ``refusal``) bend
 the answer the way a real model misbehaves; provider modules render ``finish`` in their
 own vocabulary (``length`` / ``max_tokens`` / ``MAX_TOKENS``).
@@ -19,6 +24,8 @@ import hashlib
 import json
 import math
 import random
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +39,7 @@ __all__ = [
     "count_tokens",
     "fingerprint",
     "prompt_tokens",
+    "scripted_answer",
     "text_chars",
 ]
 
@@ -151,7 +159,10 @@ def answer(
         return Answer(
             None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0, REFUSAL_TEXT, reply
         )
-    if schema is not None:
+    scripted = scripted_answer(prompt)
+    if scripted is not None:
+        text = scripted
+    elif schema is not None:
         text = json.dumps(conforming_value(schema, rng, schema))
     else:
         n = rng.randint(8, 20)
@@ -173,6 +184,32 @@ def answer(
         text = text[: max_tokens * 4]
         finish = "length"
     return Answer(text, finish, input_tokens, count_tokens(len(text)), 0, None, reply)
+
+
+_SCRIPTED = re.compile(r"\[\[emulator answers: (.+?)\]\]", re.DOTALL)
+
+
+def scripted_answer(prompt: Any) -> str | None:
+    """The answer a prompt scripts (``[[emulator answers: TEXT]]``), or None: none is
+    scripted, or ``TEXT`` is already a message of the conversation (it was answered once)."""
+    texts = list(_strings(prompt))
+    for text in texts:
+        found = _SCRIPTED.search(text)
+        if found is not None:
+            wanted = found.group(1)
+            return None if any(t.strip() == wanted for t in texts) else wanted
+    return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
 def _violating_value(schema: dict[str, Any] | None) -> Any:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from agac.engine.checks import CheckedOutcome, outcome_of, repair_feedback
 from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
     from agac.config.model import RetrySpec
     from agac.engine.actions import ActionRuntime
+    from agac.engine.checks import Verdict
     from agac.engine.limits.budget import Reservation
     from agac.engine.ports import Marks, UnitContext
     from agac.engine.values import UnitRecord
@@ -39,7 +41,10 @@ if TYPE_CHECKING:
     from agac.store.rows import UsageRow
     from agac.store.values import OutcomeStatus
 
-__all__ = ["backoff", "call_with_retries"]
+__all__ = ["Checker", "backoff", "call_with_retries"]
+
+Checker = Callable[[JSON], "tuple[Verdict, ...]"]
+"""The verdicts of an action's checks on one answer, for the unit being called."""
 
 
 async def call_with_retries(
@@ -49,14 +54,17 @@ async def call_with_retries(
     request: Request,
     fp: str,
     request_json: str,
+    checker: Checker | None = None,
 ) -> Settled:
     """Call until answered or out of attempts; commit the outcome while holding the slot.
     Raises Stopped when the run stops before an attempt (the unit stays pending).
+    ``checker`` gives the verdicts of the action's checks on an accepted answer: a failed
+    ``repair`` check asks again with its message (engine/checks.py).
 
     S1: before it waits for a slot, the unit is expected by the dispatch marks; holding
     the slot, it is listed in a durable mark before the call goes out; once the slot is
     given back (the outcome committed, or nothing sent) it is released."""
-    attempt = 0
+    attempt = repairs = 0
     current = request
     marks = ctx.marks
     pool = _pool(rt.slots)
@@ -70,11 +78,15 @@ async def call_with_retries(
             slot.held = True
             if ctx.control.stopping:
                 raise Stopped()  # never sent, or not sent again: pending for the next run
-            done = await _attempt(ctx, rt, rec, request, request_json, current, fp, attempt, slot)
+            checks = _Checks(checker, repairs)
+            done = await _attempt(
+                ctx, rt, rec, request, request_json, current, fp, attempt, slot, checks
+            )
         finally:
             slot.give_back()  # given back already when the answer's commit did it
         if not isinstance(done, _Again):
             return done
+        repairs += done.repair
         current = done.request
         attempt -= 0 if done.spent else 1  # a provider's "wait" spends no attempt
         if await ctx.control.sleep(done.delay):
@@ -111,11 +123,21 @@ class _Slot:
 
 class _Again(NamedTuple):
     """An attempt that did not settle the unit: wait ``delay``, then send ``request``;
-    ``spent``: the attempt counts against ``max_attempts``."""
+    ``spent``: the attempt counts against ``max_attempts``; ``repair``: the answer failed
+    a ``repair`` check and ``request`` asks for its repair."""
 
     delay: float
     request: Request
     spent: bool
+    repair: bool = False
+
+
+class _Checks(NamedTuple):
+    """The action's checks as one attempt applies them: the verdicts of an answer, and the
+    repairs already asked for this unit."""
+
+    checker: Checker | None
+    repairs: int
 
 
 async def _attempt(
@@ -128,6 +150,7 @@ async def _attempt(
     fp: str,
     attempt: int,
     slot: _Slot,
+    checks: _Checks,
 ) -> Settled | _Again:
     """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
     the request to send then, whether this attempt counts)."""
@@ -173,8 +196,27 @@ async def _attempt(
         # Ask again with the error fed back, after the same backoff as any retryable
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
+    verdicts = checks.checker(output) if checks.checker is not None else ()
+    checked = outcome_of(verdicts, repairs=checks.repairs, can_repair=True)
+    if checked.status == "repair":
+        assert checked.failed is not None
+        repair = Fail(
+            "check_failed",
+            f"check {checked.failed.check.name!r} failed: {checked.failed.why}",
+            retry=True,
+            feedback=repair_feedback(checked.failed),
+        )
+        await ctx.out.record_call(rt, rec, attempt, current, response, repair, started, fp)
+        return _Again(0.0, reprompt(request, response, repair), True, repair=True)
     return await _answered(
-        ctx, rt, rec, request, request_json, response, output, current, attempt, started, fp, slot
+        ctx,
+        rt,
+        rec,
+        _Answer(request, request_json, response, output, current, checked),
+        attempt,
+        started,
+        fp,
+        slot,
     )
 
 
@@ -262,23 +304,40 @@ async def _complete(
     return response
 
 
+class _Answer(NamedTuple):
+    """An accepted answer: the unit's request, the request that got it (a reprompt or a
+    repair), the response, its output and what the action's checks made of it."""
+
+    request: Request
+    request_json: str
+    response: Response
+    output: JSON
+    current: Request
+    checked: CheckedOutcome
+
+
 def _answered(
     ctx: UnitContext,
     rt: ActionRuntime,
     rec: UnitRecord,
-    request: Request,
-    request_json: str,
-    response: Response,
-    output: JSON,
-    current: Request,
+    got: _Answer,
     attempt: int,
     started: float,
     fp: str,
     slot: _Slot,
 ) -> Coroutine[object, None, Settled]:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
-    is how we got it, not what was asked), with its usage row; the slot goes back at that
-    commit."""
+    or a repair is how we got it, not what was asked), with its usage row; the slot goes
+    back at that commit. An answer that failed a check is stored all the same (it was paid
+    for); the unit then fails ``check_failed``, or is answered with its flags as detail."""
+    request, request_json, response, output, current = (
+        got.request,
+        got.request_json,
+        got.response,
+        got.output,
+        got.current,
+    )
+    failed = got.checked.status == "failed"
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
     legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs else []
     output_json = dumps(output)
@@ -295,9 +354,9 @@ def _answered(
         ctx,
         rt,
         rec,
-        "answered",
-        None,
-        None,
+        "failed" if failed else "answered",
+        "check_failed" if failed else None,
+        got.checked.detail,
         output,
         fp,
         attempt,

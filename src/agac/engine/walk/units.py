@@ -18,6 +18,7 @@ import json
 from typing import TYPE_CHECKING
 
 from agac.engine.actions import is_batched
+from agac.engine.checks import judge, outcome_of
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import (
     NOT_YET,
@@ -32,9 +33,9 @@ from agac.engine.decision import (
 )
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash
-from agac.engine.walk.calls import call_with_retries
+from agac.engine.walk.calls import Checker, call_with_retries
 from agac.engine.walk.tools import call_tool
-from agac.jsontext import JSONObject
+from agac.jsontext import JSON, JSONObject
 from agac.media import AttachmentError
 from agac.prompt.render import RenderError
 from agac.providers.base import canonical_json, fingerprint_of
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from agac.engine.actions import ActionRuntime
+    from agac.engine.checks import Verdict
     from agac.engine.decision import Decision
     from agac.engine.ports import BatchUnits, UnitContext
     from agac.engine.values import Settled, UnitRecord
@@ -225,6 +227,8 @@ class _Unit:
     async def _apply(self, d: Decision) -> Settled | None:
         ctx, rt, rec = self.ctx, self.rt, self.rec
         if isinstance(d, Settle):
+            if rt.action.checks and d.status == "answered" and d.output_json is not None:
+                d = self._checked(d)
             return await settle(ctx, rt, rec, d)
         if isinstance(d, Pending):
             return None
@@ -249,10 +253,24 @@ class _Unit:
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
         assert self.request is not None
-        settled = await _single_flight(ctx, rt, rec, self.request, self.request_json, fp)
+        checker = self._checker if rt.action.checks else None
+        settled = await _single_flight(ctx, rt, rec, self.request, self.request_json, fp, checker)
         if self.facts.live:
             maybe_crash("hybrid_live")  # B13: a live answer is durable, the next not yet sent
         return settled
+
+    def _checker(self, answer: JSON) -> tuple[Verdict, ...]:
+        return judge(self.rt.action.checks, self._view(), answer)
+
+    def _checked(self, d: Settle) -> Settle:
+        """An answer this run did not ask (reused, or read from a batch) judged by the
+        action's checks: answered (its flags as detail) or failed ``check_failed``."""
+        assert d.output_json is not None
+        verdicts = self._checker(json.loads(d.output_json))
+        checked = outcome_of(verdicts, repairs=0, can_repair=False)
+        if checked.status == "answered":
+            return d._replace(detail=checked.detail)
+        return d._replace(status="failed", reason="check_failed", detail=checked.detail)
 
     async def _gate(self) -> Settled | None:
         """A1: the gate settles the unit, lets it wait, or lets it act with the approved
@@ -296,6 +314,7 @@ async def _single_flight(
     request: Request,
     request_json: str,
     fp: str,
+    checker: Checker | None,
 ) -> Settled | None:
     """S5: an identical request in flight in this run is asked once; the others share its
     result (answered units as ``reused``)."""
@@ -316,7 +335,7 @@ async def _single_flight(
     fut: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
     inflight[fp] = fut
     try:
-        called = await call_with_retries(ctx, rt, rec, request, fp, request_json)
+        called = await call_with_retries(ctx, rt, rec, request, fp, request_json, checker)
         fut.set_result(called)
     except BaseException as exc:
         fut.set_exception(exc)

@@ -1,0 +1,111 @@
+"""An llm action's ``checks:`` applied to one answer: each check's verdict, and what they make
+of the unit's outcome (docs/workflow-reference.md, Checks).
+
+A check's expression is compiled once (the sandboxed guard compiler of agac.prompt.render)
+and evaluated with the unit's view (``source``, the ancestors' outputs) plus ``answer``. An
+expression that reads a value the answer lacks, or raises, is a failed check whose reason
+says so: a check never passes by accident.
+
+The checks are judged in the order written; the first failed ``repair`` or ``fail`` check
+decides the unit, failed ``flag`` checks only mark it. A repair is asked by the online call
+path (engine/walk/calls.py) — an answer that is not asked in this run (reused, or read
+from a batch) and fails a ``repair`` check fails ``check_failed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from jinja2.exceptions import UndefinedError
+
+from agac.prompt.render import compile_guard
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agac.config.model import CheckSpec
+    from agac.jsontext import JSON, JSONObject
+
+__all__ = ["CheckedOutcome", "Verdict", "judge", "outcome_of", "repair_feedback"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check's verdict on one answer; ``why`` says what is wrong when it failed."""
+
+    check: CheckSpec
+    passed: bool
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckedOutcome:
+    """What the verdicts make of an answered unit: still ``answered`` (``detail`` marks the
+    failed ``flag`` checks), ``repair`` with the failed check, or ``failed``
+    ``check_failed``."""
+
+    status: Literal["answered", "repair", "failed"]
+    detail: str | None = None
+    failed: Verdict | None = None
+
+
+@lru_cache(maxsize=256)
+def _compiled(expr: str) -> Any:
+    return compile_guard(expr)
+
+
+def judge(checks: Sequence[CheckSpec], view: JSONObject, answer: JSON) -> tuple[Verdict, ...]:
+    """Every check's verdict on ``answer`` for the unit that sees ``view``."""
+    if not checks:
+        return ()
+    scope = dict(view)
+    scope["answer"] = answer
+    return tuple(_verdict(c, scope) for c in checks)
+
+
+def _verdict(check: CheckSpec, scope: dict[str, Any]) -> Verdict:
+    try:
+        value = _compiled(check.expr)(scope)
+    except UndefinedError as exc:
+        return Verdict(check, False, f"{check.expr} reads a value the answer lacks ({exc})")
+    except Exception as exc:  # noqa: BLE001 - an error in the user's expression fails the check
+        return Verdict(check, False, f"{check.expr} raised {type(exc).__name__}: {exc}")
+    if value:
+        return Verdict(check, True)
+    return Verdict(check, False, check.message or f"{check.expr} is false")
+
+
+def outcome_of(verdicts: Sequence[Verdict], *, repairs: int, can_repair: bool) -> CheckedOutcome:
+    """The unit's outcome after ``repairs`` repairs already asked; ``can_repair`` is False
+    where the answer is not asked in this run (reused, from a batch)."""
+    flagged: list[str] = []
+    for v in verdicts:
+        if v.passed:
+            continue
+        on_fail = v.check.on_fail
+        if on_fail == "flag":
+            flagged.append(f"check_failed:{v.check.name}: {v.why}")
+            continue
+        if on_fail == "repair" and can_repair and repairs < v.check.max_repairs:
+            return CheckedOutcome("repair", failed=v)
+        return CheckedOutcome("failed", _failed_detail(v, repairs, can_repair), v)
+    return CheckedOutcome("answered", "; ".join(flagged) or None)
+
+
+def _failed_detail(v: Verdict, repairs: int, can_repair: bool) -> str:
+    text = f"check {v.check.name!r} failed: {v.why}"
+    if v.check.on_fail != "repair":
+        return text
+    if not can_repair:
+        return f"{text} (an answer not asked in this run is not repaired)"
+    return f"{text} (after {repairs} repair{'s' if repairs != 1 else ''})"
+
+
+def repair_feedback(v: Verdict) -> str:
+    """What the model is told when its answer is sent back for repair."""
+    return (
+        f"Your answer failed the check {v.check.name!r}: {v.why}. "
+        "Answer again, in the same format, with that corrected."
+    )

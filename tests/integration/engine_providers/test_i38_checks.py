@@ -1,0 +1,147 @@
+"""Checks on an llm action (The quality loop: checks), end to end through the emulator.
+
+A record's text scripts a bad answer (``[[emulator answers: …]]``: the emulator answers it
+once, and properly once shown its answer and told what is wrong). Each ``on_fail`` path is
+run online; the ledger (the run's counted calls and the record's session) equals the calls
+the emulator saw.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from e2e_support import chat_requests, project_yml, run, sent_requests
+
+from agac import api
+from agac.testing import write_project
+
+BAD = json.dumps({"label": "bad", "total": -5})
+
+
+def _project(root: Path, check: str, records: int = 3, bad: tuple[int, ...] = (1,)) -> None:
+    text = f"""name: triage
+input: {{path: data/, id_field: id}}
+defaults:
+  model: openai/gpt-4o-mini
+  max_tokens: 256
+  timeout: 10s
+  retry: {{max_attempts: 3, backoff: {{initial: 10ms, max: 50ms}}}}
+actions:
+  - name: invoice
+    prompt: "Read this invoice: {{{{ source.text }}}}"
+    schema:
+      type: object
+      properties:
+        label: {{type: string}}
+        total: {{type: number}}
+      required: [label, total]
+      additionalProperties: false
+    checks:
+      - {check}
+"""
+    rows = [
+        {
+            "id": f"r{i}",
+            "text": f"invoice {i}" + (f" [[emulator answers: {BAD}]]" if i in bad else ""),
+        }
+        for i in range(records)
+    ]
+    write_project(root, text, agac_yml=project_yml(), data={"data/in.jsonl": rows})
+
+
+def _attempts(project: Path, key: str) -> list[dict[str, Any]]:
+    session = api.record_session(key, project)
+    (entry,) = [a for a in session["actions"] if a["action"] == "invoice"]
+    return list(entry["attempts"])
+
+
+def _rows(project: Path) -> dict[str, dict[str, Any]]:
+    return {r["key"]: r for r in api.export_rows("triage", "invoice", project)}
+
+
+POSITIVE = (
+    "{name: total_positive, expr: 'answer.total >= 0', "
+    "message: 'the total cannot be negative', on_fail: %s}"
+)
+
+
+def test_i38_check_repair_asks_again_with_the_message(
+    emulator: Any, project: Path, monkeypatch: Any
+) -> None:
+    _project(project, POSITIVE % "repair")
+    sent = sent_requests(monkeypatch, "openai")
+
+    summary = run(project).summary
+
+    counts = summary["actions"]["invoice"]
+    assert summary["state"] == "succeeded" and counts["answered"] == 3
+    assert counts["calls"] == 4 == chat_requests(emulator.stats(), "openai") == len(sent)
+    first, second = _attempts(project, "r1")
+    assert (first["status"], second["status"]) == ("error", "ok")
+    assert first["error"].startswith("check_failed")
+    (repair,) = [
+        r
+        for r in sent
+        if len(r.messages) > 1
+        and r.messages[-1].role == "user"
+        and "total_positive" in r.messages[-1].content
+    ]
+    assert repair.messages[-2].role == "assistant" and repair.messages[-2].content == BAD
+    assert "the total cannot be negative" in repair.messages[-1].content
+    row = _rows(project)["r1"]
+    assert row["status"] == "answered" and row["output"]["total"] >= 0
+
+
+def test_i38_check_repair_fails_check_failed_after_max_repairs(
+    emulator: Any, project: Path
+) -> None:
+    check = (
+        "{name: huge, expr: 'answer.total > 1000', message: 'the total must be over 1000',"
+        " on_fail: repair, max_repairs: 2}"
+    )
+    _project(project, check, records=1, bad=())
+
+    summary = run(project).summary
+
+    counts = summary["actions"]["invoice"]
+    assert counts["reasons"] == {"check_failed": 1}
+    assert counts["calls"] == 3 == chat_requests(emulator.stats(), "openai")
+    assert [a["attempt"] for a in _attempts(project, "r0")] == [1, 2, 3]
+    row = _rows(project)["r0"]
+    assert (row["status"], row["reason"]) == ("failed", "check_failed")
+    assert "'huge'" in row["detail"] and "after 2 repairs" in row["detail"]
+
+
+def test_i38_check_flag_answers_and_marks_the_unit(emulator: Any, project: Path) -> None:
+    _project(project, POSITIVE % "flag")
+
+    summary = run(project).summary
+
+    counts = summary["actions"]["invoice"]
+    assert summary["state"] == "succeeded" and counts["answered"] == 3
+    assert counts["calls"] == 3 == chat_requests(emulator.stats(), "openai")
+    rows = _rows(project)
+    assert rows["r1"]["status"] == "answered" and rows["r1"]["output"]["total"] == -5
+    assert rows["r1"]["detail"].startswith("check_failed:total_positive: ")
+    assert "the total cannot be negative" in rows["r1"]["detail"]
+    assert rows["r0"]["detail"] is None
+
+
+def test_i38_check_fail_fails_the_unit_naming_the_check(emulator: Any, project: Path) -> None:
+    _project(project, POSITIVE % "fail")
+
+    summary = run(project).summary
+
+    counts = summary["actions"]["invoice"]
+    assert (counts["answered"], counts["reasons"]) == (2, {"check_failed": 1})
+    assert counts["calls"] == 3 == chat_requests(emulator.stats(), "openai")
+    row = _rows(project)["r1"]
+    assert (row["status"], row["reason"]) == ("failed", "check_failed")
+    assert row["detail"] == "check 'total_positive' failed: the total cannot be negative"
+    # The bad answer was paid for: it is stored, and a new run judges it again unasked.
+    summary = run(project, new=True).summary
+    counts = summary["actions"]["invoice"]
+    assert counts["reasons"] == {"check_failed": 1} and counts["calls"] == 0
+    assert chat_requests(emulator.stats(), "openai") == 3
