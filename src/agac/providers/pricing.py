@@ -54,10 +54,10 @@ __all__ = [
     "default_library",
 ]
 
-MAX_PRICE = 1_000_000.0
-"""The largest price agac takes (USD per million tokens, or per use): a thousand times the
-dearest model's, and small enough that any cost it makes stays a finite float (a price
-such as ``1e308`` overflows a cost to infinity, and ``0 × inf`` is NaN)."""
+MAX_PRICE = 1_000_000_000.0
+"""The largest price agac takes (USD per million tokens, per million tokens and hour of
+cache storage, or per use): far above any real price, and small enough that any cost it
+makes stays a finite float (a price such as ``1e308`` overflows a cost to infinity, and ``0 × inf`` is NaN)."""
 
 FREE_PROVIDERS = frozenset({"mock", "ollama"})
 """Offline and local models: they cost nothing."""

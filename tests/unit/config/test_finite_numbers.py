@@ -100,7 +100,7 @@ def test_i29_18_a_price_table_refuses_a_price_that_is_not_finite() -> None:
 # --- issue 35, item 13: a price that overflows ------------------------------------------
 
 
-@pytest.mark.parametrize("number", ["1.0e+308", "1.0e+7", "-1"])
+@pytest.mark.parametrize("number", ["1.0e+308", "1.0e+10", "-1"])
 def test_i35_13_a_price_a_cost_cannot_hold_is_refused_with_its_line(
     tmp_path: Path, number: str
 ) -> None:
@@ -111,7 +111,7 @@ def test_i35_13_a_price_a_cost_cannot_hold_is_refused_with_its_line(
         find_project(tmp_path)
     (problem,) = info.value.problems
     assert (problem.code, problem.file, problem.line) == ("invalid_value", "agac.yml", 3)
-    assert "prices.openai/gpt-x.input" in problem.message and "1e+06" in problem.message
+    assert "prices.openai/gpt-x.input" in problem.message and "1e+09" in problem.message
 
 
 def test_i35_13_a_price_table_refuses_an_overflowing_price_and_the_bound_keeps_costs_finite() -> (
