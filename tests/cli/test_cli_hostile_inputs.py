@@ -67,9 +67,9 @@ actions:
     )
     started = time.monotonic()
     checked = agac(
-        "validate", "slow", "--json", cwd=tmp_path, timeout=120, env={"AGAC_IMPORT_TIMEOUT": "2"}
+        "validate", "slow", "--json", cwd=tmp_path, timeout=400, env={"AGAC_IMPORT_TIMEOUT": "2"}
     )
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 300  # not the import's 600 s (margin: a loaded machine)
     assert checked.code == 2, checked
     (error,) = checked.json()["errors"]
     assert error["code"] == "invalid_function"

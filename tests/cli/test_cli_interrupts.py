@@ -148,7 +148,7 @@ def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
     assert sent <= 32, sent
     # Every call that was sent settled into the ledger before the exit.
     assert _ledger_calls(tmp_path, env, "slow") == sent
-    resumed = agac("run", "slow", "--json", cwd=tmp_path, env=env, timeout=120)
+    resumed = agac("run", "slow", "--json", cwd=tmp_path, env=env, timeout=240)
     assert resumed.code == 0, resumed
     assert resumed.json()["actions"]["ask"]["answered"] == 200
     assert _chat_calls(emulator) == 200  # nothing was asked twice
@@ -189,7 +189,7 @@ def test_ctrl_c_stops_batch_wait_polling(tmp_path: Path, emulator: RunningEmulat
     proc = _spawn("run", "batched", "--wait", "--poll-interval", "120s", cwd=tmp_path, env=env)
     _wait_for(
         lambda: emulator.stats()["requests"].get("openai", {}).get("batch.get", 0) >= 1,
-        60,
+        240,
         "the first poll",
     )
     time.sleep(0.3)  # now in the pause between polls
@@ -201,7 +201,7 @@ def test_ctrl_c_stops_batch_wait_polling(tmp_path: Path, emulator: RunningEmulat
         assert said not in err, err
     assert took < PROMPT_EXIT, took  # not the 120 s poll interval
     emulator.advance(7200)
-    done = agac("run", "batched", "--json", cwd=tmp_path, env=env, timeout=120)
+    done = agac("run", "batched", "--json", cwd=tmp_path, env=env, timeout=240)
     assert done.code == 0, done
     assert done.json()["actions"]["ask"]["answered"] == 20
     assert emulator.stats()["requests"]["openai"]["batch.create"] == 1

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agac import api
+from agac.testing import ManualClock
 
 BASIC = """
 name: wf
@@ -30,3 +32,16 @@ def rows(n: int, start: int = 0, *, same_text: bool = False) -> list[dict[str, A
 
 def run(root: Path, wf: str = "wf", **options: Any) -> Any:
     return api.run(wf, root, **options)
+
+
+def past_deadline_after(clock: ManualClock, action: str) -> Callable[[Any], None]:
+    """An ``on_progress`` listener that moves ``clock`` two hours on once ``action`` has an
+    answer: a run's deadline (of an hour) then passes mid-run on any machine, however slow."""
+
+    def listen(progress: Any) -> None:
+        if progress.actions[action]["answered"] and not moved:
+            moved.append(True)
+            clock.advance(7200)
+
+    moved: list[bool] = []
+    return listen

@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from engine_helpers import BASIC, rows, run
+from engine_helpers import BASIC, past_deadline_after, rows, run
 
 from agac import api
 from agac.config.project import find_project
@@ -57,13 +57,14 @@ def test_r4_deadline_passed_while_nothing_ran_ends_timed_out_at_the_next_start(
     assert s["next"] == "agac run wf"
 
 
-def test_r4_deadline_passing_mid_run_stops_sending(project, make, monkeypatch) -> None:
-    wf = BASIC.replace("actions:", "deadline: 1s\nactions:", 1).replace(
+def test_r4_deadline_passing_mid_run_stops_sending(project, make, monkeypatch, clocked) -> None:
+    wf = BASIC.replace("actions:", "deadline: 1h\nactions:", 1).replace(
         "max_concurrency: 8", "max_concurrency: 2"
     )
     make(project, wf, data={"data/a.jsonl": rows(60)})
     monkeypatch.setenv("AGAC_MOCK_LATENCY_MS", "60")
-    s = run(project).summary
+    clock, store = clocked
+    s = run(project, store=store, on_progress=past_deadline_after(clock, "classify")).summary
     assert s["state"] == "timed_out"
     c = s["actions"]["classify"]
     assert 0 < c["answered"] < 60 and c["reasons"].get("deadline", 0) > 0

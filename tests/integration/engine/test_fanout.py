@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine_helpers import run
+from engine_helpers import past_deadline_after, run
 
 from agac import api
-from agac.testing import write_project
+from agac.store.repository import Store
+from agac.testing import ManualClock, write_project
 
 TOOLS = """
 import asyncio, json, os, random, time
@@ -48,6 +49,19 @@ async def tracked(inputs, ctx):
     await asyncio.sleep(0.01)
     STATE["now"] -= 1
     STATE["spans"].append([ctx.item_key, start, time.monotonic()])
+    with open("spans.json", "w") as f:
+        json.dump(STATE, f)
+    return {"ok": True}
+
+async def paired(inputs, ctx):
+    # ``tracked`` that, until two items have been in flight together, waits for a second
+    # one (120 s only guard a hang): one at a time is then never down to a slow machine.
+    STATE["now"] += 1
+    STATE["max"] = max(STATE["max"], STATE["now"])
+    deadline = time.monotonic() + 120
+    while STATE["max"] < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    STATE["now"] -= 1
     with open("spans.json", "w") as f:
         json.dump(STATE, f)
     return {"ok": True}
@@ -290,7 +304,7 @@ def test_fan_out_over_a_missing_list_fails_the_parent_fan_out_invalid(project: P
 
 def test_max_concurrency_bounds_items_in_flight_and_sequential_gate(project: Path) -> None:
     rows = [{"id": "a", "parts": list(range(10))}, {"id": "b", "parts": list(range(10))}]
-    _project(project, fn="tracked", extra="    max_concurrency: 3", data=rows)
+    _project(project, fn="paired", extra="    max_concurrency: 3", data=rows)
     assert run(project).summary["state"] == "succeeded"
     state = json.loads((project / "spans.json").read_text())
     assert 1 < state["max"] <= 3
@@ -397,14 +411,14 @@ def _accounted(summary: dict[str, Any]) -> None:
 
 
 def test_r4_deadline_mid_fan_out_accounts_for_every_item_and_parent(
-    project: Path, monkeypatch
+    project: Path, monkeypatch, clocked: tuple[ManualClock, Store]
 ) -> None:
     write_project(
         project,
         """
 name: wf
 input: {path: data/, id_field: id}
-deadline: 1s
+deadline: 1h
 defaults: {model: mock/m, max_concurrency: 2}
 actions:
   - name: extract
@@ -419,7 +433,8 @@ actions:
         data={"data/a.jsonl": [{"id": f"r{i}", "text": f"text {i}"} for i in range(12)]},
     )
     monkeypatch.setenv("AGAC_MOCK_LATENCY_MS", "80")
-    s = run(project).summary
+    clock, store = clocked
+    s = run(project, store=store, on_progress=past_deadline_after(clock, "each")).summary
     assert s["state"] == "timed_out"
     _accounted(s)
     each = s["actions"]["each"]
