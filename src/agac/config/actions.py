@@ -35,6 +35,7 @@ from agac.config.keys import (
     ON_REJECT,
     RATE_LIMIT_KEYS,
     RETRY_KEYS,
+    REUSE_SCOPES,
     RUN_MODES,
 )
 from agac.config.model import (
@@ -180,6 +181,8 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         out["when"] = read_str(f, v["when"], at("when"))
     if "cache" in v and raw.kind != "llm":
         out["cache"] = read_bool(f, v["cache"], at("cache"))
+    if "reuse" in v:
+        out["reuse"] = _reuse(f, raw)
     if "max_concurrency" in v:
         out["max_concurrency"] = read_int(f, v["max_concurrency"], at("max_concurrency"))
     if "schema" in v:
@@ -431,6 +434,29 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         found = read_mapping(f, v["provider_options"], at("provider_options"))
         out["provider_options"] = {str(k): value for k, value in (found or {}).items()}
     return out
+
+
+def _reuse(f: Findings, raw: RawAction) -> str:
+    """A tool's ``reuse:`` (``by_record`` or ``by_inputs``); an error on an llm action,
+    whose answers are reused by their request (which names no record)."""
+    value, path = raw.values["reuse"], raw.origin("reuse")
+    if raw.kind == "llm":
+        f.error(
+            "invalid_value",
+            f"'reuse' is for tool actions, but {raw.name!r} is an llm action",
+            path,
+            hint="an llm answer is reused by its request; remove 'reuse'",
+        )
+    elif value not in REUSE_SCOPES:
+        f.error(
+            "invalid_value",
+            f"reuse {value!r} of action {raw.name!r} is not one of {', '.join(REUSE_SCOPES)}",
+            path,
+            hint=did_you_mean(str(value), REUSE_SCOPES) or "reuse: by_record (the default)",
+        )
+    else:
+        return str(value)
+    return "by_record"
 
 
 def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:

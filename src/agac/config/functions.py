@@ -9,12 +9,18 @@ An import is bounded: a module whose top-level code has not finished within
 ``AGAC_IMPORT_TIMEOUT`` seconds (default 30) is ``FunctionNotFound`` saying so, and is not
 waited for again in this process (its import, still running in a daemon thread, holds
 that module's import lock), so ``agac validate`` and a run never hang on a tool's import.
+
+:func:`code_hash` is what a tool's stored results are tied to besides its inputs: the
+text of the file that defines the function (its helpers in that file included), so an
+edited tool is called again rather than answered from its old results (decision 0096).
 """
 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import importlib
+import inspect
 import os
 import sys
 import threading
@@ -25,7 +31,7 @@ from typing import Any
 from agac.config.variables import IMPORT_TIMEOUT
 from agac.usercode import describe, fails_only_its_unit, user_stdout
 
-__all__ = ["FunctionNotFound", "resolve_function"]
+__all__ = ["FunctionNotFound", "code_hash", "resolve_function"]
 
 _STUCK: set[str] = set()
 """Modules whose import did not finish in time: never waited for again."""
@@ -66,6 +72,44 @@ def resolve_function(spec: str, root: Path) -> Callable[..., Any]:
     if not callable(target):
         raise FunctionNotFound(f"{spec!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def code_hash(fn: Callable[..., Any]) -> str:
+    """The sha256 of the code a tool runs: the bytes of the source file that defines it
+    (through ``functools.wraps`` decorators), its own source text, and its qualified name.
+    A callable object is hashed by its class. A function with no source file (built in,
+    made by ``exec``) is hashed by its compiled code instead; only code outside that file
+    (another module it imports, a package) is not part of it."""
+    target: Any = inspect.unwrap(fn)
+    if not (inspect.isfunction(target) or inspect.ismethod(target) or inspect.isclass(target)):
+        target = type(target)
+    digest = hashlib.sha256(f"{target.__module__}:{target.__qualname__}".encode())
+    for part in (_source_file(target), _source_text(target)):
+        digest.update(b"\x1f" + part)
+    return digest.hexdigest()
+
+
+def _source_file(target: Any) -> bytes:
+    try:
+        file = inspect.getsourcefile(target)
+    except TypeError:  # built in
+        return b""
+    if file is None:
+        return b""
+    try:
+        return Path(file).read_bytes()
+    except OSError:
+        return b""
+
+
+def _source_text(target: Any) -> bytes:
+    try:
+        return inspect.getsource(target).encode("utf-8", "surrogatepass")
+    except (OSError, TypeError):
+        if not inspect.isfunction(target):
+            return b""
+        code = target.__code__
+        return code.co_code + repr(code.co_consts).encode()
 
 
 def _bounded_import(module_name: str) -> Any:

@@ -36,6 +36,7 @@ __all__ = [
     "ON_EXPIRE",
     "ON_REJECT",
     "RESERVED_NAMES",
+    "REUSE_SCOPES",
     "RUN_MODES",
     "TOOL_KEYS",
     "TOP_KEYS",
@@ -71,6 +72,7 @@ ACTION_KEYS = frozenset(
         "batch_deadline",
         "function",
         "cache",
+        "reuse",
         "effect",
         "auto_batch_min_records",
         "fan_out",
@@ -90,8 +92,22 @@ ACTION_KEYS = frozenset(
 )
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
 NOT_IN_DEFAULTS = frozenset(
-    {"name", "kind", "dependencies", "function", "fan_out", "join", "effect", "approval", "hybrid"}
+    {
+        "name",
+        "kind",
+        "dependencies",
+        "function",
+        "reuse",
+        "fan_out",
+        "join",
+        "effect",
+        "approval",
+        "hybrid",
+    }
 )
+REUSE_SCOPES = ("by_record", "by_inputs")
+"""A tool's ``reuse:``: its stored result serves the same record only (the default), or any
+record whose inputs are the same (a function that reads nothing of ``ctx``)."""
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
 FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
 GATES = ("parallel", "sequential")

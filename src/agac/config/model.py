@@ -188,6 +188,13 @@ class Action:
     (then ``online`` or ``batch``) at admission; None when the file chose it."""
     function: str | None = None
     cache: bool = True
+    reuse: str = "by_record"
+    """A tool's ``reuse:`` — whose stored results it may take: the same record's only
+    (``by_record``) or any record's with the same inputs (``by_inputs``)."""
+    code_hash: str | None = None
+    """In a run's config only: the hash of a tool's code as the run was admitted with it
+    (agac.config.functions.code_hash); a run carries a tool's outcomes from the previous
+    one only when it is unchanged."""
     effect: EffectSpec | None = None
     fan_out: FanOutSpec | None = None
     gate: str = "parallel"
@@ -312,6 +319,10 @@ def _action_dict(action: Action) -> dict[str, Any]:
     ):
         if data.get(key) == default:
             data.pop(key, None)
+    if data.get("code_hash") is None:
+        data.pop("code_hash", None)  # likewise for workflows as loaded (and llm actions)
+    if data.get("reuse") == "by_record":
+        data.pop("reuse", None)  # likewise for tools reused per record (and llm actions)
     if data.get("max_prompt_chars") == DEFAULT_MAX_PROMPT_CHARS:
         data.pop("max_prompt_chars", None)  # likewise for the default cap
     if not data.get("attachments"):
@@ -351,10 +362,11 @@ _CACHE_DEFAULTS = (
     ("context_text", None),
 )
 
-_OUTSIDE_HASH = ("line", "cache_mode", "cache_ttl", "context_text")
+_OUTSIDE_HASH = ("line", "cache_mode", "cache_ttl", "context_text", "code_hash")
 """Action fields the config hash leaves out: its line, and what changes the requests sent
 but never an answer (decision 0084) — the cache hint, and the rendered ``context_prefix``
-(the run keeps its own; the template itself is hashed)."""
+(the run keeps its own; the template itself is hashed) — and a tool's code hash, which
+decides what is carried, not whether the config changed."""
 
 
 def _action_from(data: dict[str, Any]) -> Action:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agac.config.functions import FunctionNotFound, resolve_function
+from agac.config.functions import FunctionNotFound, code_hash, resolve_function
 from agac.confinement import Confinement
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.canonical import CanonicalForm
@@ -27,17 +27,19 @@ from agac.providers.base import BatchApi, CacheHint, batch_api
 if TYPE_CHECKING:
     from jinja2 import Template
 
-    from agac.config.model import Action
+    from agac.config.model import Action, Workflow
     from agac.media import AttachmentLimits
     from agac.providers.base import Provider
 
 __all__ = [
     "ActionRuntime",
     "build_runtime",
+    "code_hashes",
     "is_batched",
     "local_batch_notes",
     "provider_limits",
     "shared_limiter",
+    "with_code_hashes",
 ]
 
 
@@ -58,6 +60,9 @@ class ActionRuntime:
     batch: BatchApi | None = None
     """Its provider's batch capability, when it has one (checked once, here)."""
     function: Callable[..., Any] | None = None
+    code: str = ""
+    """A tool's :func:`agac.config.functions.code_hash`: part of what its results are
+    stored under."""
     canonical: CanonicalForm | None = None
     """How its requests become canonical JSON (llm actions)."""
     attachments: tuple[AttachmentTemplate, ...] = ()
@@ -222,7 +227,36 @@ def build_runtime(
             raise ConfigError(
                 problems=[Problem("invalid_function", f"{action.name}: {exc}")]
             ) from exc
+        rt.code = code_hash(rt.function)
     return rt
+
+
+def with_code_hashes(workflow: Workflow, root: Path) -> Workflow:
+    """``workflow`` with each tool's ``code_hash`` as its function is now, as a run is
+    admitted with it (kept in its config snapshot). A function that cannot be imported
+    keeps None: the run reports it when it builds the action."""
+    actions = []
+    for action in workflow.actions:
+        if action.kind == "tool" and action.function:
+            try:
+                action = replace(
+                    action, code_hash=code_hash(resolve_function(action.function, root))
+                )
+            except FunctionNotFound:
+                action = replace(action, code_hash=None)
+        actions.append(action)
+    return replace(workflow, actions=tuple(actions))
+
+
+def code_hashes(config: Mapping[str, Any] | Workflow) -> dict[str, str | None]:
+    """tool action -> its code hash, in a run's config snapshot or a workflow."""
+    if not isinstance(config, Mapping):
+        return {a.name: a.code_hash for a in config.actions if a.kind == "tool"}
+    return {
+        a["name"]: a.get("code_hash")
+        for a in config.get("actions", ())
+        if a.get("kind", "llm") == "tool"
+    }
 
 
 def provider_limits(provider: str) -> AttachmentLimits | None:

@@ -36,6 +36,7 @@ __all__ = [
     "response_dict",
     "tool_input_hash",
     "tool_output",
+    "tool_reuse_key",
 ]
 
 
@@ -253,8 +254,21 @@ def response_dict(r: Response) -> dict[str, Any]:
 
 
 def tool_input_hash(function: str | None, inputs_json: str) -> str:
-    """What a tool's result is cached under: its function and canonical inputs."""
+    """A tool's arguments hash (its function and canonical inputs): an effect is stored and
+    keyed by it (E1), never by its code, so an edited effect is not called again for
+    arguments it already acted on. A tool's reusable results: :func:`tool_reuse_key`."""
     return hashlib.sha256(f"{function}\x1f{inputs_json}".encode()).hexdigest()
+
+
+def tool_reuse_key(rt: ActionRuntime, workflow: str, unit_key: str, inputs_json: str) -> str:
+    """What a tool's result is stored and looked up under: everything the call could read
+    — its function's name and code (:attr:`ActionRuntime.code`), its canonical inputs and,
+    unless the action says ``reuse: by_inputs``, the unit it ran for (workflow, action,
+    unit key: ``ctx`` names them). Decision 0096."""
+    action = rt.action
+    unit = "" if action.reuse == "by_inputs" else f"{workflow}\x1f{action.name}\x1f{unit_key}"
+    text = f"{action.function}\x1f{rt.code}\x1f{unit}\x1f{inputs_json}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def effect_key(tenant: str, workflow: str, action: str, unit_key: str, input_hash: str) -> str:

@@ -46,7 +46,7 @@ from agac.engine.approvals.proposals import (
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import own_item
 from agac.engine.ports import Act
-from agac.engine.requests import build_request, effect_key, tool_input_hash
+from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.values import Halt
 from agac.jsontext import loads
 from agac.providers.base import canonical_json, fingerprint_of
@@ -286,13 +286,15 @@ class ApprovalGate:
             ):
                 return True  # staged or sent by this run from an approved proposal
             return not ctx.fresh and await ctx.lookups.lookup_answer(fp) is not None
-        input_hash = tool_input_hash(action.function, canonical_json(arguments))
+        inputs_json = canonical_json(arguments)
+        input_hash = tool_input_hash(action.function, inputs_json)
         if action.effect is not None:
             key = effect_key(self.tenant, self.workflow, action.name, rec.key, input_hash)
             effect = await self.gateway.call(self.store.get_effect, key)
             return effect is not None and effect.state in _USABLE_EFFECT_STATES
         if action.cache and not ctx.fresh:
-            return await ctx.lookups.lookup_tool_result(input_hash) is not None
+            reuse_key = tool_reuse_key(rt, self.workflow, rec.key, inputs_json)
+            return await ctx.lookups.lookup_tool_result(reuse_key) is not None
         return False
 
     async def _propose(

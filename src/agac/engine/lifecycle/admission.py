@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agac.config.project import store_url
+from agac.engine.actions import code_hashes, with_code_hashes
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.lifecycle.closing import close_run, run_event
@@ -238,6 +239,7 @@ def admit_run(
     workflow = with_context_texts(
         workflow, project.root, context_texts(original.config) if original else None
     )
+    workflow = with_code_hashes(workflow, project.root)
     if snapshot is None:
         snapshot = snapshot_input(
             workflow, project, store, options.limit, options.source, tenant=options.tenant
@@ -406,8 +408,8 @@ def _carry_unchanged(
     the same. Copied in one statement instead of re-rendering every unit.
 
     Not carried, and so executed normally: actions that failed as a whole in that run
-    (R1 d, sent again), tool actions with ``cache: false``, and everything downstream of
-    either."""
+    (R1 d, sent again), tool actions with ``cache: false`` or whose code changed since
+    (decision 0096), and everything downstream of them."""
     prior_row = store.get_run(prior)
     if (
         prior_row is None
@@ -419,5 +421,7 @@ def _carry_unchanged(
         return 0  # (a context_prefix's files changed: its requests are new)
     redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
     redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
+    was = code_hashes(prior_row.config)
+    redo |= {a for a, code in code_hashes(workflow).items() if code is None or code != was.get(a)}
     redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}
     return store.carry_run_outcomes(prior, run_id, sorted(redo))

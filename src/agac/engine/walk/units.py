@@ -32,7 +32,7 @@ from agac.engine.decision import (
     own_item,
 )
 from agac.engine.ports import Act
-from agac.engine.requests import build_request, effect_key, tool_input_hash
+from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
 from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSON, JSONObject
@@ -93,6 +93,7 @@ class _Unit:
     request and its canonical JSON, a tool's inputs)."""
 
     __slots__ = (
+        "args_hash",
         "batch",
         "ctx",
         "extra",
@@ -150,6 +151,8 @@ class _Unit:
         """An approved proposal's request: sent as approved, not as rendered."""
         self.request: Request | None = None
         self.request_json = ""
+        self.args_hash = ""
+        """A tool's arguments hash: what its idempotency key is made of."""
 
     async def run(self) -> Settled | None:
         f = self.facts
@@ -209,7 +212,12 @@ class _Unit:
             except (TypeError, ValueError) as exc:  # pragma: no cover - views are JSON data
                 f.inputs_error = f"inputs are not JSON: {exc}"
                 return
-            f.fingerprint = tool_input_hash(rt.action.function, self.request_json)
+            self.args_hash = tool_input_hash(rt.action.function, self.request_json)
+            f.fingerprint = (
+                self.args_hash
+                if rt.action.effect is not None
+                else tool_reuse_key(rt, self.ctx.workflow, self.rec.key, self.request_json)
+            )
             return
         ahead = self.ctx.memory.take_prefetched(rt.name, self.rec.key)
         if ahead is not None and self.given is None:  # rendered ahead, its answer looked up
@@ -250,7 +258,7 @@ class _Unit:
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
             return await ctx.effects.run(ctx, rt, rec, self.request_json, fp, key)
         if rt.action.kind == "tool":
-            key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
+            key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, self.args_hash)
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
         assert self.request is not None
         checker = self._checker if rt.action.checks else None
