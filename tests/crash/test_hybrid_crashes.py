@@ -74,7 +74,8 @@ def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> No
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
 
         again = agac(tmp_path, env, "run", "hy", "--json")
-        assert again.returncode == 75, again.stderr  # live answers in; batches cancelling
+        # live answers in: the run ends though its batches are still cancelling
+        assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["actions"]["classify"]["answered"] == 6
         _end_cancels(emu)
         done = agac(tmp_path, env, "run", "hy", "--json")
@@ -91,5 +92,6 @@ def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> No
         provider = model.split("/")[0]
         requests = emu.stats()["requests"][provider]
         assert requests["batch.create"] == 2 and requests["batch.cancel"] == 2
-        events = json.loads(agac(tmp_path, env, "events", "hy", "--json").stdout)
+        switched_run = json.loads(again.stdout)["run_id"]  # the run that went live
+        events = json.loads(agac(tmp_path, env, "events", switched_run, "--json").stdout)
         assert [e["kind"] for e in events].count("hybrid_switched") == 1

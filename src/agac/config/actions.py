@@ -501,8 +501,11 @@ def _cache_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
 
 def _hybrid(f: Findings, raw: RawAction, mode: str | None) -> float | None:
     """``hybrid: {live_after: <duration>}`` (B13): how long after the run's admission the
-    action's records still in batches go live. Batch (or auto) actions only; the run's
-    ``deadline`` is checked against it once the whole file is read."""
+    action's records still in batches go live. Batch (or auto) actions only: written on
+    another it is an error, from ``defaults:`` it fills only those. The run's ``deadline``
+    is checked against it once the whole file is read."""
+    if "hybrid" not in raw.own and mode not in ("batch", "auto"):
+        return None
     where = raw.origin("hybrid")
     body = read_mapping(f, raw.values["hybrid"], where)
     if body is None:

@@ -102,7 +102,6 @@ NOT_IN_DEFAULTS = frozenset(
         "join",
         "effect",
         "approval",
-        "hybrid",
     }
 )
 REUSE_SCOPES = ("by_record", "by_inputs")

@@ -110,6 +110,24 @@ class BatchCoordinator:
                 "collected", b.action, batch_id=b.provider_batch_id, file=b.file, settled=True
             )
 
+    async def reconcile_given_up(self) -> None:
+        """B13: the batches an earlier run cancelled to go live, and ended without once
+        every unit had its answer, are read now when they have ended (their answers
+        billed but not used, ``hybrid_overlap``) or marked unread (B7, what they billed
+        ledgered ``unread``); one still cancelling is asked again by the next run
+        (decision 0097). The batches of an action this run switched live are cancelled
+        first, once, if a crash left any not cancelled."""
+        report = StepReport()
+        for rt in self.batch_rts:
+            if self.ctx.control.is_live(rt.name):  # a crash may have cut its cancels short
+                await self.hybrid.cancel_out(rt, report)
+                continue
+            for b in await self.hybrid.given_up(rt):
+                if self.ctx.control.stopping:
+                    return
+                await self.hybrid.cancel_once(rt, b, report)
+                await self.poller.read_given_up(rt, b, report)
+
     async def _held(self, rt: ActionRuntime) -> str:
         """B4: the action collects nothing until every file is out; which files are not,
         and the batches upstream of them that they wait on."""

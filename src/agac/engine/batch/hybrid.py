@@ -21,8 +21,9 @@ The switch, in steps that each survive a crash (S1):
 
 The live calls themselves are the ordinary online path (engine/walk/calls.py), under the
 action's ``max_concurrency`` and rate limits; the run does not wait for a batch being
-cancelled before going live, but it stays open until those batches have ended
-(engine/lifecycle/loop.py), so what the provider billed in them is counted.
+cancelled, neither before going live nor after: it ends once every unit has its outcome,
+and the next run of the workflow reads or marks what is left (:meth:`Hybrid.given_up`,
+decision 0097), so what the provider billed in them is counted.
 """
 
 from __future__ import annotations
@@ -89,48 +90,45 @@ class Hybrid:
         """Step 2: cancel, once, every open batch of the live action that has not been
         cancelled yet. A batch the provider no longer reports running (a crash came after
         the cancel, or it ended) is only marked."""
-        ctx = self.ctx
         for b in await self._open(rt):
-            if (
-                b.state in ("submitting", "unknown")
-                or not b.provider_batch_id
-                or b.meta.get("hybrid") == CANCEL_DONE
-            ):
-                continue
-            if ctx.control.stopping:
+            if self.ctx.control.stopping:
                 return
-            meta = {**b.meta, "hybrid": CANCEL_INTENT}
-            if b.meta.get("hybrid") != CANCEL_INTENT:  # out since the switch: its intent first
-                await ctx.call(ctx.store.update_batch, b.key, meta=dumps(meta))
-            handle = handle_of(b)
-            try:
-                status = await rt.batch_api.api.poll_batch(handle)
-                if status.state == "running":
-                    await rt.batch_api.api.cancel_batch(handle)
-                    maybe_crash("hybrid_cancelled")
-            except ProviderError as exc:
-                report.waiting.append(
-                    f"{rt.name}: could not cancel batch {handle.id} for "
-                    f"{b.file} to go live: {exc}; the next poll asks again (B13)"
-                )
-                continue
-            await ctx.call(
-                ctx.store.update_batch, b.key, meta=dumps({**meta, "hybrid": CANCEL_DONE})
-            )
+            await self.cancel_once(rt, b, report)
 
-    async def holds_run(self) -> bool:
-        """Whether batches of a live action are still open: the run stays open for them
-        (their results are read, or what they billed is counted) even when every unit
-        has its outcome."""
+    async def cancel_once(self, rt: ActionRuntime, b: BatchRecord, report: StepReport) -> None:
+        """Cancel ``b`` unless its cancel was sent already (or it is not at the provider)."""
         ctx = self.ctx
-        if not ctx.control.live_at:
-            return False
-        return any(
-            ctx.control.is_live(b.action)
-            for b in await ctx.call(
-                ctx.store.list_batches, ctx.workflow, tenants=ctx.tenants, open_only=True
+        if (
+            b.state in ("submitting", "unknown")
+            or not b.provider_batch_id
+            or b.meta.get("hybrid") == CANCEL_DONE
+        ):
+            return
+        meta = {**b.meta, "hybrid": CANCEL_INTENT}
+        if b.meta.get("hybrid") != CANCEL_INTENT:  # out since the switch: its intent first
+            await ctx.call(ctx.store.update_batch, b.key, meta=dumps(meta))
+        handle = handle_of(b)
+        try:
+            status = await rt.batch_api.api.poll_batch(handle)
+            if status.state == "running":
+                await rt.batch_api.api.cancel_batch(handle)
+                maybe_crash("hybrid_cancelled")
+        except ProviderError as exc:
+            report.waiting.append(
+                f"{rt.name}: could not cancel batch {handle.id} for "
+                f"{b.file} to go live: {exc}; the next poll asks again (B13)"
             )
-        )
+            return
+        await ctx.call(ctx.store.update_batch, b.key, meta=dumps({**meta, "hybrid": CANCEL_DONE}))
+
+    async def given_up(self, rt: ActionRuntime) -> list[BatchRecord]:
+        """The open batches of ``rt`` that an earlier run cancelled to go live and ended
+        without (this run does not switch ``rt`` itself, or has not yet)."""
+        if self.ctx.control.is_live(rt.name):
+            return []
+        return [
+            b for b in await self._open(rt) if b.meta.get("hybrid") in (CANCEL_INTENT, CANCEL_DONE)
+        ]
 
     async def _open(self, rt: ActionRuntime) -> list[BatchRecord]:
         ctx = self.ctx

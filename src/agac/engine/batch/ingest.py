@@ -46,14 +46,26 @@ _RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
 
 
 async def ingest_batch(
-    ctx: BatchContext, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle
+    ctx: BatchContext,
+    rt: ActionRuntime,
+    b: BatchRecord,
+    handle: BatchHandle,
+    *,
+    given_up: bool = False,
 ) -> dict[str, int]:
-    """Read batch ``b`` once; returns counts by item status."""
+    """Read batch ``b`` once; returns counts by item status. ``given_up``: an earlier run
+    cancelled it to go live and answered every record live: no answer in it is used."""
     items = {
         i.custom_id: i for i in await ctx.call(lambda: list(ctx.store.iter_batch_items(b.key)))
     }
     # B13: a batch cancelled to go live may answer units answered live meanwhile
-    answered = await ctx.call(_settled_units, ctx, rt.name) if b.meta.get("hybrid") else set()
+    answered = (
+        {i.unit_key for i in items.values()}
+        if given_up
+        else await ctx.call(_settled_units, ctx, rt.name)
+        if b.meta.get("hybrid")
+        else set()
+    )
     reading = _Reading(ctx, rt, b, answered)
     group = _GROUP
     async for result in rt.batch_api.api.batch_results(handle):

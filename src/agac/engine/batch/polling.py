@@ -345,6 +345,30 @@ class Poller:
         await self.ctx.event("collected", rt.name, batch_id=handle.id, file=b.file, **counts)
         return True
 
+    async def read_given_up(self, rt: ActionRuntime, b: BatchRecord, report: StepReport) -> None:
+        """B13: read, once it has ended, a batch an earlier run cancelled to go live; every
+        answer in it is billed but not used (the run that gave it up answered its records
+        live). Still cancelling: left for the next run."""
+        handle = handle_of(b)
+        try:
+            status = await rt.batch_api.api.poll_batch(handle)
+            if status.state == "ended":
+                counts = await ingest_batch(self.ctx, rt, b, handle, given_up=True)
+                await self.ctx.event(
+                    "collected", rt.name, batch_id=handle.id, file=b.file, given_up=True, **counts
+                )
+            elif status.state in _B7_REASON:
+                why = f"cancelled to go live, the provider reports {status.raw_status}"
+                await self._end_unread(rt, b, handle, status.state, why)
+        except BatchNotEnded as exc:
+            if exc.state in _B7_REASON:
+                why = f"cancelled to go live, the provider reports {exc.raw_status}"
+                await self._end_unread(rt, b, handle, exc.state, why)
+        except ProviderError as exc:
+            self._unreach(
+                b, report, f"{rt.name}: cannot reach the provider for {b.file} ({handle.id}): {exc}"
+            )
+
     async def _answer_read_units(self, rt: ActionRuntime, b: BatchRecord) -> None:
         """The units of an action that reads records directly, answered by what was just
         read, are written in one statement instead of walking every record again for

@@ -52,26 +52,20 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
     control, batch = parts.control, parts.batch
     waiting: list[str] = []
     step_first = was_waiting and batch is not None
-    held = False
-    """B13: every unit has its outcome, but batches cancelled to go live are still open."""
     if batch is not None:
         await batch.close_settled()
+        await batch.reconcile_given_up()
     while True:
         if not step_first:
             walked = await _walk(parts, waiting)
-            held = (
-                isinstance(walked, PassResult)
-                and walked.kind == "complete"
-                and batch is not None
-                and await batch.hybrid.holds_run()
-            )
-            if walked is not None and not held:
+            if walked is not None:
+                # B13: batches cancelled to go live hold nothing the run needs; the next
+                # run of the workflow reads them (decision 0097)
                 return walked
         elif control.cancel_requested:
             return PassResult("cancelled", tuple(waiting))
         elif control.deadline_passed():
-            # with every unit settled, the run is complete; the cancelled batches stay out
-            return PassResult("complete" if held else "timed_out", tuple(waiting))
+            return PassResult("timed_out", tuple(waiting))
         elif control.stopping:
             return PassResult("interrupted", tuple(waiting))
         assert batch is not None
@@ -80,9 +74,7 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         report = await batch.step(walked=parts.walk.walked)
         if control.stopping:
             return PassResult("interrupted", tuple(waiting))
-        if held and not await batch.hybrid.holds_run():
-            return PassResult("complete", tuple(waiting))  # B13: the cancelled batches ended
-        if report.progressed and not held:
+        if report.progressed:
             continue
         if batch.refused_actions:
             return PassResult("failed_with_batches_out", tuple(waiting))

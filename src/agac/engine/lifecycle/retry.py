@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.batch.hybrid import CANCEL_DONE
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.lifecycle.admission import admit_run
 from agac.engine.lifecycle.runs import execute_run, no_running_loop
@@ -90,7 +91,11 @@ def start_retry(
             f"run {open_run.id} of {workflow.name} is not finished; finish it with "
             f"`agac run {workflow.name}` before retrying"
         )
-    out = store.list_batches(workflow.name, tenants=(tenant,), open_only=True)
+    out = [  # B13: a batch cancelled to go live holds no record; the retry's run reads it
+        b
+        for b in store.list_batches(workflow.name, tenants=(tenant,), open_only=True)
+        if b.meta.get("hybrid") != CANCEL_DONE
+    ]
     if out and not abandon_in_flight:
         names = ", ".join(f"{b.provider_batch_id or b.key} ({b.file})" for b in out)
         raise RefusedError(
