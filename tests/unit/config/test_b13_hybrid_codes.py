@@ -50,12 +50,24 @@ def test_b13_live_after_must_be_a_positive_duration(wf) -> None:
     assert checked.one("invalid_hybrid").line == checked.line_of("live_after")
 
 
-def test_b13_hybrid_is_not_a_default(wf) -> None:
+def test_i35_8_hybrid_in_defaults_fills_the_batch_actions(wf, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     checked = wf.check(
         "input: {path: data.jsonl}\ndeadline: 24h\ndefaults:\n"
-        "  hybrid: {live_after: 1h}\nactions:\n" + BATCH
+        "  hybrid: {live_after: 1h}\nactions:\n"
+        + BATCH
+        + "  - name: online\n    model: openai/gpt-4o-mini\n    prompt: 'x {{ source.text }}'\n"
     )
-    assert checked.one("unknown_key").line == checked.line_of("hybrid:")
+    assert [p.code for p in checked.problems if p.severity == "error"] == []
+    assert checked.workflow is not None
+    assert [a.live_after for a in checked.workflow.actions] == [3600, None]
+
+
+def test_i35_8_hybrid_in_defaults_still_needs_a_deadline(wf) -> None:
+    checked = wf.check(
+        "input: {path: data.jsonl}\ndefaults:\n  hybrid: {live_after: 1h}\nactions:\n" + BATCH
+    )
+    assert "hybrid_needs_deadline" in [p.code for p in checked.problems]
 
 
 def test_b13_hybrid_on_an_auto_action_is_accepted(wf, monkeypatch) -> None:
