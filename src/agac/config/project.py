@@ -317,6 +317,8 @@ def option_value(
             converted = parse_duration(value, positive=True)
     elif option.kind == "choice":
         converted = value if isinstance(value, str) and value in option.choices else None
+    elif option.kind == "text":
+        converted = value.strip() if isinstance(value, str) and value.strip() else None
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         converted = None
     elif option.kind == "integer":

@@ -43,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import anthropic, gemini, gemini_caches, groq, ollama, openai
+from . import anthropic, azure, gemini, gemini_caches, groq, ollama, openai
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
@@ -263,6 +263,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *control,
             *openai.routes(openai.OPENAI),
             *groq.routes(),
+            *azure.routes(),
             *anthropic.routes(),
             *gemini.routes(),
             *ollama.routes(),
@@ -274,6 +275,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         {
             "openai": openai.status_name,
             "groq": openai.status_name,
+            "azure": openai.status_name,
             "anthropic": anthropic.status_name,
             "gemini": gemini.status_name,
         }

@@ -51,7 +51,7 @@ __all__ = [
     "parse_rule",
 ]
 
-PROVIDERS = frozenset({"openai", "anthropic", "gemini", "groq", "ollama", "*"})
+PROVIDERS = frozenset({"openai", "azure", "anthropic", "gemini", "groq", "ollama", "*"})
 OPS = frozenset(
     {
         "chat",
@@ -87,6 +87,7 @@ _KINDS = (
     "batch_stuck_cancelling",
     "answer",
     "reply",
+    "file_pending",
 )
 #: Keys of a ``reply`` fault (see :mod:`agac.emulator.replies`).
 REPLY_KEYS = frozenset(
@@ -101,6 +102,7 @@ REPLY_KEYS = frozenset(
         "safety_category",
         "usage",
         "body",
+        "filter",
     }
 )
 _BATCH_ENDS = frozenset({"failed", "expired", "cancelled"})
@@ -166,6 +168,8 @@ class Fired:
     batch_status: str | None = None
     stuck_cancelling: bool = False
     after_create: bool = False
+    file_pending: int = 0
+    """An uploaded file reads ``pending`` for this many ``file.get`` calls (Azure)."""
     #: set by :func:`~.handling.gate`: the outcome an ``after_create`` fault defers.
     lost: Exception | None = None
 
@@ -184,6 +188,7 @@ class Fired:
         self.drop_records += int(fault.get("batch_drop_records", 0))
         self.batch_status = fault.get("batch_status", self.batch_status)
         self.stuck_cancelling |= bool(fault.get("batch_stuck_cancelling"))
+        self.file_pending = int(fault.get("file_pending", self.file_pending))
 
 
 def _kind(fault: dict[str, Any]) -> str:
@@ -272,6 +277,10 @@ def _check_fault(fault: dict[str, Any], provider: str, op: str) -> None:
         raise RuleError("after_create applies to http or drop_connection on batch.create")
     if "delay_ms" in fault and not isinstance(fault["delay_ms"], (int, float)):
         raise RuleError("delay_ms must be a number")
+    if "file_pending" in fault and (
+        op not in ("file.upload", "*") or not isinstance(fault["file_pending"], int)
+    ):
+        raise RuleError("file_pending is a count of file.get calls, on file.upload")
 
 
 class FaultBook:

@@ -85,6 +85,17 @@ class Flavor:
     usage_timings: bool
     cache_minimum: int | None = OPENAI_MINIMUM
     """The fewest prompt tokens cached (implicitly, :mod:`.caching`); None: no caching."""
+    batch_urls: frozenset[str] = frozenset({"/v1/chat/completions"})
+    """The ``url`` of a batch line and the ``endpoint`` of a batch this API takes."""
+    deployments: bool = False
+    """Chat is served at ``/deployments/{deployment}/chat/completions`` (Azure's classic
+    surface), the deployment naming the model."""
+    azure: bool = False
+    """Azure's rules (:mod:`.azure`): an ``api-key`` (or Entra bearer) header is required,
+    ``api-version`` too where ``api_version`` says, a batch file names one deployment and
+    has no BOM, a file may stay ``pending`` after upload, answers carry content filter
+    results, and batches never expire."""
+    api_version: bool = False
 
 
 OPENAI = Flavor(
@@ -195,16 +206,75 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
                 "function": {"name": "lookup", "arguments": '{"q":"x"}'},
             }
         ]
-    return {
+    choice: dict[str, Any] = {
+        "index": 0,
+        "logprobs": None,
+        "finish_reason": finish,
+        "message": message,
+    }
+    out = {
         "id": "chatcmpl-" + uuid.uuid4().hex[:24],
         "object": "chat.completion",
         "created": int(now),
         "model": model,
         "system_fingerprint": "fp_emulator",
         "service_tier": tier,
-        "choices": [{"index": 0, "logprobs": None, "finish_reason": finish, "message": message}],
+        "choices": [choice],
         "usage": usage,
     }
+    if flavor.azure:
+        flagged = reply.get("filter") if finish == "content_filter" else None
+        choice["content_filter_results"] = _filter_results(flagged)
+        out["prompt_filter_results"] = [
+            {"prompt_index": 0, "content_filter_results": _filter_results(None)}
+        ]
+    return out
+
+
+_FILTER_CATEGORIES = ("hate", "self_harm", "sexual", "violence")
+
+
+def _filter_results(flagged: dict[str, Any] | None) -> dict[str, Any]:
+    """Azure's ``content_filter_results``: each category ``safe`` and not filtered, but
+    the one a ``reply.filter`` fault names (``{"category", "severity"}``)."""
+    results: dict[str, Any] = {
+        c: {"filtered": False, "severity": "safe"} for c in _FILTER_CATEGORIES
+    }
+    if flagged:
+        category = str(flagged.get("category", "violence"))
+        results[category] = {"filtered": True, "severity": str(flagged.get("severity", "high"))}
+    return results
+
+
+def flex_tier(flavor: Flavor, body: dict[str, Any]) -> str:
+    """The ``service_tier`` an answer reports: ``flex`` when the request asked for it."""
+    return "flex" if body.get("service_tier") == "flex" else flavor.service_tier
+
+
+def azure_guard(flavor: Flavor, error: Any) -> Any:
+    """Azure's front door on every route: an ``api-key`` header or an Entra bearer token
+    (401 otherwise), and on the classic surface the ``api-version`` query (404, as Azure
+    answers a path without one)."""
+
+    def wrap(handler: Any) -> Any:
+        async def guarded(request: Request) -> Response:
+            headers = request.headers
+            bearer = headers.get("authorization", "").startswith("Bearer ")
+            if not headers.get("api-key") and not bearer:
+                return error(
+                    401,
+                    "401",
+                    None,
+                    "Access denied due to invalid subscription key or wrong API endpoint.",
+                )
+            if flavor.api_version and not request.query_params.get("api-version"):
+                return error(404, "404", None, "Resource not found")
+            response: Response = await handler(request)
+            return response
+
+        return guarded
+
+    return wrap
 
 
 def routes(flavor: Flavor) -> list[Route]:
@@ -215,7 +285,7 @@ def routes(flavor: Flavor) -> list[Route]:
     async def chat(request: Request) -> Response:
         state = state_of(request)
         body = await read_json(request, _counting(state, flavor, "chat", error))
-        model = str(body.get("model", ""))
+        model = str(request.path_params.get("deployment") or body.get("model", ""))
         fired = await gate(request, flavor.provider, "chat", error, Target(model=model))
         if not model or not isinstance(body.get("messages"), list):
             return error(400, None, None, "'model' and 'messages' are required.")
@@ -239,7 +309,8 @@ def routes(flavor: Flavor) -> list[Route]:
         note_cache(request, markers)
         ans = state.cached(ans, plan)
         state.stats.bill(flavor.provider, model, canonical)
-        reply = completion(flavor, model, ans, state.clock.now(), flavor.service_tier)
+        tier = flex_tier(flavor, body)
+        reply = completion(flavor, model, ans, state.clock.now(), tier)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(_sse(reply, usage), media_type="text/event-stream")
@@ -247,7 +318,7 @@ def routes(flavor: Flavor) -> list[Route]:
 
     async def upload(request: Request) -> Response:
         state = state_of(request)
-        await gate(request, flavor.provider, "file.upload", error)
+        fired = await gate(request, flavor.provider, "file.upload", error)
         fields = _multipart(request.headers.get("content-type", ""), await request.body())
         if "file" not in fields or fields.get("purpose", (None, b""))[1] != b"batch":
             return error(400, None, None, "Expected a 'file' and purpose 'batch'.")
@@ -263,11 +334,14 @@ def routes(flavor: Flavor) -> list[Route]:
         stored = state.add_file(
             flavor.provider, _file_id(flavor), filename or "upload.jsonl", "batch", content
         )
+        stored.pending = fired.file_pending
         return JSONResponse(_file_json(stored))
 
     async def file_get(request: Request) -> Response:
         stored = await _file(request, "file.get")
-        return JSONResponse(_file_json(stored))
+        answer = _file_json(stored)
+        stored.pending = max(0, stored.pending - 1)
+        return JSONResponse(answer)
 
     async def file_list(request: Request) -> Response:
         state = state_of(request)
@@ -312,8 +386,15 @@ def routes(flavor: Flavor) -> list[Route]:
         stored = state.files.get(str(body.get("input_file_id")))
         if stored is None or stored.provider != flavor.provider:
             return error(400, None, None, "Invalid 'input_file_id': file not found.")
-        if body.get("endpoint") != "/v1/chat/completions":
-            return error(400, None, None, "The emulator batches only /v1/chat/completions.")
+        if stored.pending:
+            return error(
+                400,
+                "invalid_request",
+                None,
+                "The input file is not ready: only files with status 'processed' are accepted.",
+            )
+        if body.get("endpoint") not in flavor.batch_urls:
+            return error(400, None, None, f"The emulator batches only {sorted(flavor.batch_urls)}.")
         if body.get("completion_window") not in flavor.windows:
             return error(
                 400,
@@ -411,22 +492,28 @@ def routes(flavor: Flavor) -> list[Route]:
             "created_at": int(stored.created_at),
             "filename": stored.filename,
             "purpose": stored.purpose,
-            "status": "processed",
+            "status": "pending" if stored.pending else "processed",
             "status_details": None,
             "expires_at": None,
         }
 
+    chat_path = (
+        "/deployments/{deployment}/chat/completions"
+        if flavor.deployments
+        else ("/chat/completions")
+    )
+    guard = azure_guard(flavor, error) if flavor.azure else (lambda handler: handler)
     return [
-        Route(f"{p}/chat/completions", chat, methods=["POST"]),
-        Route(f"{p}/files", upload, methods=["POST"]),
-        Route(f"{p}/files", file_list, methods=["GET"]),
-        Route(f"{p}/files/{{file_id}}", file_get, methods=["GET"]),
-        Route(f"{p}/files/{{file_id}}", file_delete, methods=["DELETE"]),
-        Route(f"{p}/files/{{file_id}}/content", file_content, methods=["GET"]),
-        Route(f"{p}/batches", batch_create, methods=["POST"]),
-        Route(f"{p}/batches", batch_list, methods=["GET"]),
-        Route(f"{p}/batches/{{id}}", batch_get, methods=["GET"]),
-        Route(f"{p}/batches/{{id}}/cancel", batch_cancel, methods=["POST"]),
+        Route(f"{p}{chat_path}", guard(chat), methods=["POST"]),
+        Route(f"{p}/files", guard(upload), methods=["POST"]),
+        Route(f"{p}/files", guard(file_list), methods=["GET"]),
+        Route(f"{p}/files/{{file_id}}", guard(file_get), methods=["GET"]),
+        Route(f"{p}/files/{{file_id}}", guard(file_delete), methods=["DELETE"]),
+        Route(f"{p}/files/{{file_id}}/content", guard(file_content), methods=["GET"]),
+        Route(f"{p}/batches", guard(batch_create), methods=["POST"]),
+        Route(f"{p}/batches", guard(batch_list), methods=["GET"]),
+        Route(f"{p}/batches/{{id}}", guard(batch_get), methods=["GET"]),
+        Route(f"{p}/batches/{{id}}/cancel", guard(batch_cancel), methods=["POST"]),
     ]
 
 
@@ -513,14 +600,19 @@ def _parse_input(
     invalid: list[dict[str, Any]] = []
     marked: list[dict[str, Any]] = []
     seen: set[str] = set()
+    if flavor.azure and content.startswith(b"\xef\xbb\xbf"):
+        # Azure reads a file with a UTF-8 BOM as having no deployment at all.
+        message = "The batch input file has no valid deployment name."
+        return [], [{"code": "invalid_request", "line": 1, "param": None, "message": message}], []
+    deployments: set[str] = set()
     for number, line in enumerate(content.decode("utf-8", "replace").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
             custom_id, body = str(row["custom_id"]), row["body"]
-            if row.get("url") != "/v1/chat/completions" or not isinstance(body, dict):
-                raise ValueError("url must be /v1/chat/completions and body an object")
+            if row.get("url") not in flavor.batch_urls or not isinstance(body, dict):
+                raise ValueError(f"url must be one of {sorted(flavor.batch_urls)}, body an object")
         except (ValueError, KeyError, TypeError) as exc:
             invalid.append(
                 {
@@ -542,6 +634,17 @@ def _parse_input(
             )
             continue
         seen.add(custom_id)
+        deployments.add(str(body.get("model", "")))
+        if flavor.azure and len(deployments) > 1:
+            invalid.append(
+                {
+                    "code": "model_mismatch",
+                    "line": number,
+                    "param": "body.model",
+                    "message": "A batch file may target one deployment only.",
+                }
+            )
+            continue
         take_attachments(provider, body)  # the batch keeps descriptors, not the bytes
         canonical, schema, max_tokens = chat_request(body)
         model = str(body.get("model", ""))
@@ -605,7 +708,7 @@ def batch_json(
         "error_file_id": batch.info.get("error_file_id"),
         "errors": _errors(batch) if ended and batch.final == "failed" else None,
         "created_at": start,
-        "expires_at": start + 86400,
+        "expires_at": None if flavor.azure else start + 86400,  # Azure never expires
         "in_progress_at": start + int(d / 4) if phase != "queued" else None,
         "finalizing_at": start + int(3 * d / 4)
         if phase in ("finalizing",) or (ended and batch.final == "completed")

@@ -93,6 +93,8 @@ class StoredFile:
     described: Seen | None = None
     """An attachment uploaded as a file (Gemini's Files API): what its bytes were, which
     are not kept (``content`` is empty)."""
+    pending: int = 0
+    """``file.get`` calls that still read ``pending`` (Azure's file processing)."""
 
     @property
     def size(self) -> int:

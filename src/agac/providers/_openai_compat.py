@@ -18,6 +18,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError
@@ -115,6 +116,7 @@ def compat_spec(
     sdk_module: str,
     credential_env: tuple[str, ...],
     attachments: AttachmentLimits,
+    ambient_credentials: str | None = None,
     cache_kinds: tuple[CacheKind, ...],
     cache_minimum: Callable[[str], int] | None = None,
     flex: FlexSpec | None = None,
@@ -127,6 +129,7 @@ def compat_spec(
         extra=extra,
         sdk_module=sdk_module,
         credential_env=credential_env,
+        ambient_credentials=ambient_credentials,
         transports=TRANSPORTS,
         batch=BatchSpec(input="file"),
         flex=flex,
@@ -171,10 +174,17 @@ def chat_response(
     )
     text = split.answer
     refusal = pick_(message, "refusal")
+    finish = pick_(choice, "finish_reason")
+    detail = (
+        filter_detail(pick_(choice, "content_filter_results"), pick_(body, "prompt_filter_results"))
+        if finish == "content_filter"
+        else None
+    )
     stop = read_stop(
         provider,
-        pick_(choice, "finish_reason"),
+        finish,
         refusal=refusal,
+        detail=detail,
         tool_call=_tool_call(pick_(message, "tool_calls")),
     )
     usage = pick_(body, "usage")
@@ -211,6 +221,30 @@ def _tool_call(calls: Any) -> str | None:
     return None
 
 
+def filter_detail(choice_results: Any, prompt_results: Any) -> str | None:
+    """What Azure's content filter flagged: ``<category> (severity <level>)`` for each
+    filtered category of the answer, then of the prompt (``prompt_filter_results``); None
+    when nothing says filtered (another provider's content_filter stop)."""
+    flagged: list[str] = []
+    sources = [("answer", choice_results)]
+    for entry in prompt_results or ():
+        sources.append(("prompt", pick(entry, "content_filter_results")))
+    for where, results in sources:
+        items = results.items() if isinstance(results, dict) else _fields(results)
+        for category, verdict in items:
+            if pick(verdict, "filtered") is True:
+                severity = pick(verdict, "severity")
+                said = f" (severity {severity})" if severity else ""
+                flagged.append(f"{where} {category}{said}")
+    return "content filter: " + ", ".join(flagged) if flagged else None
+
+
+def _fields(obj: Any) -> list[tuple[str, Any]]:
+    """An SDK object's extra fields as pairs (Azure's filter results are not typed)."""
+    extra = pick(obj, "model_extra")
+    return list(extra.items()) if isinstance(extra, dict) else []
+
+
 def _wire_get(obj: Any, *path: str) -> Any:
     """:func:`pick` for a batch result line (JSON as parsed: dicts all the way down, keys
     as OpenAI writes them): plain ``dict.get``, no camelCase second try."""
@@ -242,6 +276,7 @@ class OpenAICompatProvider(ProviderBase):
         self._no_schema: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._scan_limit = int(settings.options.get("find_batch_scan", 2000))
+        self._batch_endpoint = self.batch_endpoint
         batch = self.spec.batch
         self._batch_limits = (
             (batch.max_requests, batch.max_bytes) if batch else (50_000, 200 * 1024 * 1024)
@@ -261,6 +296,14 @@ class OpenAICompatProvider(ProviderBase):
     def _list_batches(self) -> AsyncIterator[Any]:
         """Every batch the key can see, newest first."""
         raise NotImplementedError
+
+    def _chat_target(self, model: str) -> str:
+        """Where the lean transport posts a chat completion for ``model``."""
+        return self._chat_url
+
+    def _call_headers(self) -> dict[str, str] | None:
+        """Headers of one lean call beyond the session's (a fresh token), or None."""
+        return None
 
     # -- errors --------------------------------------------------------------
 
@@ -368,7 +411,11 @@ class OpenAICompatProvider(ProviderBase):
         if self._http is not None:
             with stopwatch() as took:
                 body, headers = await self._http.post_with_headers(
-                    self._chat_url, params, errors=self._status_error, timeout=request.timeout
+                    self._chat_target(request.model),
+                    params,
+                    errors=self._status_error,
+                    timeout=request.timeout,
+                    headers=self._call_headers(),
                 )
             return chat_response(
                 body,
@@ -401,7 +448,7 @@ class OpenAICompatProvider(ProviderBase):
         return {
             "custom_id": require_custom_id(request),
             "method": "POST",
-            "url": self.batch_endpoint,
+            "url": self._batch_endpoint,
             "body": self._chat_params(
                 request, native=self._native_schema(request.model), data=data
             ),
@@ -422,7 +469,7 @@ class OpenAICompatProvider(ProviderBase):
         general path."""
         head = (
             b',"method":"POST","url":'
-            + _encode(self.batch_endpoint).encode()
+            + _encode(self._batch_endpoint).encode()
             + b',"body":{"model":'
         )
         shared, tail = "", b""
@@ -473,7 +520,7 @@ class OpenAICompatProvider(ProviderBase):
         ``cache``, the batch's cache hint."""
         head = (
             b',"method":"POST","url":'
-            + _encode(self.batch_endpoint).encode()
+            + _encode(self._batch_endpoint).encode()
             + b',"body":{"model":'
         )
         bodies: dict[str, tuple[bytes, bytes] | None] = {}
@@ -524,20 +571,25 @@ class OpenAICompatProvider(ProviderBase):
         )
         try:
             with self._translate_errors():
-                with spooled.path.open("rb") as fh:
-                    uploaded = await self._client.files.create(
-                        file=(spooled.path.name, fh, "application/jsonl"), purpose="batch"
-                    )
+                file_id = await self._upload(spooled.path, key)
                 batch = await self._client.batches.create(
-                    input_file_id=uploaded.id,
-                    endpoint=self.batch_endpoint,
+                    input_file_id=file_id,
+                    endpoint=self._batch_endpoint,
                     completion_window=self.completion_window,
                     metadata={"agac_key": key},
                 )
         finally:
             spooled.discard()
-        meta = {"input_file_id": uploaded.id, "request_count": spooled.count}
+        meta = {"input_file_id": file_id, "request_count": spooled.count}
         return BatchHandle(self.name, str(batch.id), key, meta)
+
+    async def _upload(self, path: Path, key: str) -> str:
+        """Upload a batch's input file (``purpose=batch``); its file id."""
+        with path.open("rb") as fh:
+            uploaded = await self._client.files.create(
+                file=(path.name, fh, "application/jsonl"), purpose="batch"
+            )
+        return str(uploaded.id)
 
     async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
         with self._translate_errors():

@@ -27,7 +27,7 @@ __all__ = [
     "structured_output",
 ]
 
-OptionKind = Literal["number", "integer", "seconds", "choice"]
+OptionKind = Literal["number", "integer", "seconds", "choice", "text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,8 @@ class Option:
     ``number`` is any finite number in ``[minimum, maximum]`` (``(minimum, …]`` with
     ``exclusive_minimum``); ``integer`` an integer ``>= minimum``; ``seconds`` a positive
     duration (a number of seconds or ``<n>ms|s|m|h|d``), given to the adapter as seconds;
-    ``choice`` one of ``choices``. ``default`` is what the adapter uses when the key is
+    ``choice`` one of ``choices``; ``text`` a non-empty string (an endpoint, a version).
+    ``default`` is what the adapter uses when the key is
     not set (for the docs; the adapter owns it).
     """
 
@@ -54,6 +55,8 @@ class Option:
         """The values the option takes, in words."""
         if self.kind == "choice":
             return " or ".join(repr(c) for c in self.choices)
+        if self.kind == "text":
+            return "a non-empty string"
         if self.kind == "seconds":
             return "a positive duration (seconds, or <n>ms|s|m|h|d)"
         if self.kind == "integer":

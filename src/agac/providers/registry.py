@@ -33,6 +33,7 @@ __all__ = [
 _BUILTIN = {
     "mock": "agac.providers.mock:MockProvider",
     "openai": "agac.providers.openai:OpenAIProvider",
+    "azure": "agac.providers.azure:AzureProvider",
     "anthropic": "agac.providers.anthropic:AnthropicProvider",
     "gemini": "agac.providers.gemini:GeminiProvider",
     "groq": "agac.providers.groq:GroqProvider",
@@ -131,7 +132,17 @@ def credentials_missing(spec: ProviderSpec, configured_key: str | None = None) -
         return []
     if any(os.environ.get(n) for n in names):
         return []
+    ambient = spec.ambient_credentials
+    if ambient and _importable(ambient):
+        return []
     return list(names)
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
 
 
 def credential_env_names() -> list[str]:

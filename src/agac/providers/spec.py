@@ -81,7 +81,9 @@ class ProviderSpec:
 
     ``name`` is the ``provider/`` part of a model; ``extra`` the pip extra that installs
     its SDK (``sdk_module``, None for none); ``credential_env`` the environment variables
-    that may carry its key (empty: it needs none, or finds it another way).
+    that may carry its key (empty: it needs none); ``ambient_credentials`` a module that
+    finds credentials by itself when none of them is set (Azure: ``azure.identity``, for
+    Entra ID), so that its presence is enough.
     ``transports`` are its online transports (empty: no choice). ``batch`` is its batch
     API (None: none); ``local_batch`` says its ``run_mode: batch`` actions run here as live
     calls (Ollama). ``flex`` is its flex tier (None: none). ``cache_kinds`` and
@@ -98,6 +100,7 @@ class ProviderSpec:
     extra: str = ""
     sdk_module: str | None = None
     credential_env: tuple[str, ...] = ()
+    ambient_credentials: str | None = None
     transports: tuple[Transport, ...] = ()
     batch: BatchSpec | None = None
     local_batch: bool = False

@@ -51,6 +51,8 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
     # Groq documents stop, length, tool_calls and function_call; content_filter is kept
     # from OpenAI's list for gateways that speak OpenAI's vocabulary in front of Groq.
     "groq": _OPENAI,
+    # Azure OpenAI: OpenAI's finish reasons; its content filter says which category.
+    "azure": _OPENAI,
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

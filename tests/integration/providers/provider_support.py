@@ -14,11 +14,12 @@ MODELS: dict[str, str] = {
     "anthropic": "claude-sonnet-4-5",
     "gemini": "gemini-2.5-flash",
     "groq": "llama-3.3-70b-versatile",
+    "azure": "gpt-4o-mini-batch",
     "ollama": "llama3.2",
     "mock": "any",
 }
-SDK_PROVIDERS = ("openai", "anthropic", "gemini", "groq", "ollama")
-BATCH_PROVIDERS = ("openai", "anthropic", "gemini", "groq")
+SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "ollama")
+BATCH_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq")
 
 #: A schema in the strict-compatible form (every property required, no extras).
 SCHEMA: dict[str, Any] = {

@@ -21,6 +21,7 @@ SPECIAL = {
     "anthropic": "claude-sonnet-4-5@2025+1",
     "gemini": "tuned:v1",
     "groq": "meta-llama/llama-4:scout",
+    "azure": "gpt-4o:batch@2",
     "ollama": "hf.co/org/model:Q4_K_M",
 }
 
@@ -45,6 +46,11 @@ async def test_i29_9_an_allowed_url_special_name_is_encoded_on_the_wire(
     if name == "gemini":
         assert entry["raw_path"].endswith("/models/tuned%3Av1:generateContent"), entry
         assert entry["path"].endswith("/models/tuned:v1:generateContent"), entry
+    elif name == "azure":
+        # The deployment is a path segment (the SDK leaves ':' and '@' as they are, the
+        # lean transport encodes them: the same path either way) and the body's model.
+        assert entry["path"].endswith(f"/deployments/{model}/chat/completions"), entry
+        assert entry["body"]["model"] == model
     else:
         assert model not in entry["raw_path"], entry
         assert entry["body"]["model"] == model

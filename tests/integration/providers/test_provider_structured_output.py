@@ -15,6 +15,7 @@ from agac.errors import FatalError
 REJECTIONS = {
     "openai": "Invalid parameter: 'response_format' of type 'json_schema' is not supported.",
     "groq": "response_format json_schema is not supported with this model",
+    "azure": "Invalid parameter: 'response_format' of type 'json_schema' is not supported.",
     "anthropic": "output_config.format: structured output is not supported for this model",
     "gemini": "responseJsonSchema is not supported for this model",
     "ollama": "this model does not support format schemas",

@@ -661,6 +661,8 @@ def _documented() -> dict[str, set[str]]:
         "anthropic": literal(StopReason),
         "openai": literal(OpenAIChoice.model_fields["finish_reason"].annotation),
         "groq": literal(GroqChoice.model_fields["finish_reason"].annotation),
+        # Azure OpenAI: the openai SDK's own finish reasons.
+        "azure": literal(OpenAIChoice.model_fields["finish_reason"].annotation),
         "gemini": {m.value for m in genai_types.FinishReason},
         # The ollama SDK types done_reason as a plain string; its API documents these.
         "ollama": {"stop", "length", "load", "unload"},

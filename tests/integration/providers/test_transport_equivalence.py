@@ -24,6 +24,7 @@ from agac.providers.registry import provider_class
 HEADERS: dict[str, tuple[str, ...]] = {
     "openai": ("authorization", "openai-organization", "openai-project"),
     "groq": ("authorization",),
+    "azure": ("api-key", "authorization"),
     "anthropic": ("authorization", "x-api-key", "anthropic-version", "x-custom"),
     "gemini": ("x-goog-api-key", "x-server-timeout"),
     "ollama": ("authorization",),
@@ -32,6 +33,7 @@ HEADERS: dict[str, tuple[str, ...]] = {
 PATHS = {
     "openai": "/v1/chat/completions",
     "groq": "/openai/v1/chat/completions",
+    "azure": "/azure/openai/deployments/gpt-4o-mini-batch/chat/completions",
     "anthropic": "/v1/messages",
     "gemini": "/v1/models/gemini-2.5-flash:generateContent",
     "ollama": "/api/chat",
@@ -41,6 +43,7 @@ SDK_ONLY_KEYS: dict[str, tuple[str, ...]] = {"ollama": ("tools",)}
 #: Options that select each provider's fallback form of structured output.
 FALLBACK = {
     "openai": "json_mode",
+    "azure": "json_mode",
     "groq": "json_mode",
     "gemini": "json_mode",
     "ollama": "json_mode",

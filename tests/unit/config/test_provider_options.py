@@ -21,13 +21,14 @@ from agac.providers.options import Option
 from agac.providers.registry import available_providers, provider_options
 
 DOCS = Path(__file__).parents[3] / "docs" / "providers.md"
-BUILTIN = ("mock", "openai", "anthropic", "gemini", "groq", "ollama")
+BUILTIN = ("mock", "openai", "azure", "anthropic", "gemini", "groq", "ollama")
 
 #: A valid value of each kind, and what the adapter receives for it.
 GOOD: dict[str, tuple[Any, Any]] = {
     "number": (0.5, 0.5),
     "integer": (7, 7),
     "seconds": ("90s", 90.0),
+    "text": ("  https://acme.openai.azure.com ", "https://acme.openai.azure.com"),
 }
 
 

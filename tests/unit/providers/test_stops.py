@@ -15,6 +15,7 @@ ANSWERS = {
     "anthropic": {"end_turn", "stop_sequence"},
     "openai": {"stop"},
     "groq": {"stop"},
+    "azure": {"stop"},
     "gemini": {"STOP"},
     "ollama": {"stop"},
 }
@@ -101,11 +102,12 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "gemini": "**Gemini**",
         "ollama": "**Ollama**",
         "groq": "**Groq**",
+        "azure": "**Azure**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
-        if provider == "groq":
+        if provider in ("groq", "azure"):
             own = section[section.index(titles["openai"]) :]
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)

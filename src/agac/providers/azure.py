@@ -1,0 +1,258 @@
+"""Azure OpenAI (``pip install 'agac[azure]'``): model ``azure/<deployment>``.
+
+Chat Completions and the Batch API of OpenAI, behind Azure's door: the resource's
+endpoint (``AZURE_OPENAI_ENDPOINT`` or ``providers: azure: endpoint:``), an ``api-key``
+header (``AZURE_OPENAI_API_KEY``) or an Entra ID bearer token (``AZURE_OPENAI_AD_TOKEN``,
+else ``azure-identity``'s default credential), and one of two surfaces:
+
+- ``deployments`` (the default): ``/openai/deployments/{deployment}/chat/completions``,
+  every call with ``?api-version=`` (``OPENAI_API_VERSION`` or ``api_version:``), the SDK's
+  ``AsyncAzureOpenAI``; batch lines and the batch endpoint are ``/chat/completions``.
+- ``v1``: ``/openai/v1/…``, the deployment as ``model``, no version; the SDK's
+  ``AsyncOpenAI`` pointed there; batch lines are ``/v1/chat/completions``.
+
+Live calls go on the lean transport or the SDK, as for OpenAI. Azure's rules for batches
+(Global-Batch and Data-Zone deployments), each different from OpenAI's:
+
+- a line's ``body.model`` is the deployment, one deployment per file (one action's
+  requests are one model, so one deployment);
+- an uploaded file may still be ``pending``: agac waits until it is ``processed`` before
+  creating the batch (Azure refuses a pending file), and a resubmission of the same batch
+  key in this process reuses that file;
+- an enqueued-token quota refusal on create (``token_limit_exceeded``) is a wait (B2),
+  never a failure of the file;
+- a batch never expires at Azure: the action's ``batch_deadline`` is what ends it (agac
+  cancels it, then B7 for what is unanswered);
+- the file is written without a UTF-8 BOM (Azure reads a BOM as "no deployment").
+
+Azure's ``content_filter_results`` (per choice) and ``prompt_filter_results`` are read
+into a filtered answer's stop detail: the category and its severity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agac.errors import ConfigError, Problem, ProviderError, UnsupportedError, WaitError
+from agac.providers._attachments import OPENAI_LIMITS
+from agac.providers._common import EMULATOR_HINT, import_sdk, url_path
+from agac.providers._errors import error_fields
+from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider, compat_spec
+from agac.providers.base import ProviderSettings
+from agac.providers.openai import openai_cache_minimum
+from agac.providers.options import Option
+
+__all__ = ["AzureProvider"]
+
+ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"
+#: Seconds to wait before creating a batch again after an enqueued-token quota refusal
+#: that names no time of its own.
+QUOTA_WAIT = 300.0
+#: How long agac waits at most for an uploaded batch file to be processed, and its first
+#: and largest pause between two looks.
+FILE_WAIT = (600.0, 0.05, 10.0)
+QUOTA_CODES = frozenset({"token_limit_exceeded"})
+
+AZURE_OPTIONS = (
+    *COMPAT_OPTIONS,
+    Option(
+        "endpoint",
+        "text",
+        "the resource's endpoint, `https://<resource>.openai.azure.com` "
+        "(`AZURE_OPENAI_ENDPOINT` when not set)",
+    ),
+    Option(
+        "api_version",
+        "text",
+        "the API version of the deployments surface (`OPENAI_API_VERSION` when not set)",
+    ),
+    Option(
+        "surface",
+        "choice",
+        "`deployments`: /openai/deployments/{deployment}/… with an api-version; "
+        "`v1`: /openai/v1/… with the deployment as model",
+        default="deployments",
+        choices=("deployments", "v1"),
+    ),
+)
+
+
+class AzureProvider(OpenAICompatProvider):
+    """Azure OpenAI Chat Completions and Batch API; see the module docstring."""
+
+    spec = compat_spec(
+        "azure",
+        extra="azure",
+        sdk_module="openai",
+        credential_env=("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"),
+        ambient_credentials="azure.identity",
+        attachments=OPENAI_LIMITS,
+        cache_kinds=("implicit",),
+        cache_minimum=openai_cache_minimum,
+        options=AZURE_OPTIONS,
+    )
+    default_base_url = ""
+    chat_path = "/chat/completions"
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        options = settings.options
+        endpoint = str(options.get("endpoint") or os.environ.get("AZURE_OPENAI_ENDPOINT") or "")
+        endpoint = settings.base_url or endpoint
+        if not endpoint:
+            raise _missing("endpoint", "AZURE_OPENAI_ENDPOINT")
+        self._endpoint = endpoint.rstrip("/")
+        self._v1 = options.get("surface") == "v1"
+        version = str(options.get("api_version") or os.environ.get("OPENAI_API_VERSION") or "")
+        if not version and not self._v1:
+            raise _missing("api_version", "OPENAI_API_VERSION")
+        self._api_version = version
+        self._token = _entra_token_source(settings)
+        self._uploaded: dict[str, str] = {}
+        super().__init__(settings)
+        self._batch_endpoint = "/v1/chat/completions" if self._v1 else "/chat/completions"
+
+    def _resolve_key(self, settings: ProviderSettings) -> str:
+        key = settings.api_key or os.environ.get("AZURE_OPENAI_API_KEY") or ""
+        if not key and self._token is None:
+            raise UnsupportedError(
+                "no credentials for provider 'azure': set AZURE_OPENAI_API_KEY or "
+                "AZURE_OPENAI_AD_TOKEN, or install 'agac[azure]' for Entra ID "
+                f"(azure-identity), {EMULATOR_HINT}",
+                code="missing_credentials",
+            )
+        return key
+
+    # -- where calls go ------------------------------------------------------
+
+    def _lean_headers(self) -> dict[str, str]:
+        return {"api-key": self._api_key} if self._api_key else {}
+
+    def _call_headers(self) -> dict[str, str] | None:
+        if self._api_key or self._token is None:
+            return None
+        return {"Authorization": f"Bearer {self._token()}"}
+
+    def _open_lean(self) -> None:
+        self._chat_url = f"{self._endpoint}/openai/v1/chat/completions"
+
+    def _chat_target(self, model: str) -> str:
+        if self._v1:
+            return self._chat_url
+        return (
+            f"{self._endpoint}/openai/deployments/{url_path(model)}/chat/completions"
+            f"?api-version={self._api_version}"
+        )
+
+    def _make_client(self) -> Any:
+        # max_retries=0: the engine owns retries (docs/providers.md).
+        auth: dict[str, Any] = (
+            {"api_key": self._api_key}
+            if self._api_key
+            else {"azure_ad_token_provider": self._token}
+        )
+        if self._v1:
+            key = self._api_key
+            return self._sdk.AsyncOpenAI(
+                api_key=key or self._token,
+                base_url=f"{self._endpoint}/openai/v1/",
+                default_headers={"api-key": key} if key else None,
+                timeout=self._timeout,
+                max_retries=0,
+            )
+        return self._sdk.AsyncAzureOpenAI(
+            azure_endpoint=self._endpoint,
+            api_version=self._api_version,
+            timeout=self._timeout,
+            max_retries=0,
+            **auth,
+        )
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.OpenAIError,)
+
+    # -- Azure's rules -------------------------------------------------------
+
+    def _status_error(
+        self, status: int, headers: Mapping[str, str], body: Any, text: str
+    ) -> ProviderError:
+        """An enqueued-token quota refusal is a wait (B2), never a fatal quota error."""
+        code = error_fields(body)[0]
+        if code in QUOTA_CODES:
+            found = super()._status_error(429, headers, body, text)
+            return WaitError(
+                f"{found} (the deployment's enqueued-token quota is full: agac creates the "
+                "batch again when it has room)",
+                retry_after=found.retry_after or QUOTA_WAIT,
+                status=status,
+                code=code,
+            )
+        return super()._status_error(status, headers, body, text)
+
+    async def _upload(self, path: Path, key: str) -> str:
+        """Upload the file once per batch key, and wait until Azure has processed it."""
+        found = self._uploaded.get(key)
+        if found is None:
+            found = await super()._upload(path, key)
+            self._uploaded[key] = found
+        await self._processed(found)
+        return found
+
+    async def _processed(self, file_id: str) -> None:
+        most, pause, longest = FILE_WAIT
+        waited = 0.0
+        while True:
+            state = str((await self._client.files.retrieve(file_id)).status or "")
+            if state != "pending" and state != "uploaded" and state != "running":
+                if state == "error":
+                    raise UnsupportedError(
+                        f"azure: the batch input file {file_id} failed Azure's processing",
+                        code="batch_input_refused",
+                    )
+                return
+            if waited >= most:
+                raise WaitError(
+                    f"azure: the batch input file {file_id} is still {state} after {most:.0f} s",
+                    retry_after=60.0,
+                )
+            await asyncio.sleep(pause)
+            waited += pause
+            pause = min(longest, pause * 2)
+
+    async def _list_batches(self) -> AsyncIterator[Any]:
+        async for batch in self._client.batches.list(limit=100):
+            yield batch
+
+
+def _missing(option: str, variable: str) -> ConfigError:
+    return ConfigError(
+        problems=[
+            Problem(
+                "missing_credentials",
+                f"provider 'azure' needs its {option}",
+                hint=f"set {variable} or providers: azure: {option}: in agac.yml, " + EMULATOR_HINT,
+            )
+        ]
+    )
+
+
+def _entra_token_source(settings: ProviderSettings) -> Callable[[], str] | None:
+    """Where an Entra ID bearer token comes from when no API key is set: the fixed
+    ``AZURE_OPENAI_AD_TOKEN``, else azure-identity's default credential (the ``azure``
+    extra); None when there is a key or neither."""
+    if settings.api_key or os.environ.get("AZURE_OPENAI_API_KEY"):
+        return None
+    fixed = os.environ.get("AZURE_OPENAI_AD_TOKEN")
+    if fixed:
+        return lambda: fixed
+    try:
+        identity = import_sdk("azure.identity", "azure")
+    except ConfigError:
+        return None
+    provider: Callable[[], str] = identity.get_bearer_token_provider(
+        identity.DefaultAzureCredential(), ENTRA_SCOPE
+    )
+    return provider

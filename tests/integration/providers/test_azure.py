@@ -1,0 +1,242 @@
+"""Azure OpenAI (docs/providers.md, Azure OpenAI): each of Azure's rules, through the
+adapter on both online transports (the ``transport`` fixture) and both surfaces, against
+the emulator speaking Azure's routes, ``api-key`` header, ``api-version`` and batch rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+
+import openai
+import pytest
+from provider_support import MODELS, is_model_call, make_request, poll_until
+
+from agac.errors import ConfigError, UnsupportedError, WaitError
+from agac.providers.base import ProviderSettings
+from agac.providers.registry import provider_class
+
+DEPLOYMENT = MODELS["azure"]
+SURFACES = ("deployments", "v1")
+
+
+def _chats(emulator: Any) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in emulator.requests()
+        if e["op"] == "chat" and is_model_call(e["method"], e["path"])
+    ]
+
+
+def _ops(emulator: Any, op: str) -> list[dict[str, Any]]:
+    return [e for e in emulator.requests() if e["op"] == op]
+
+
+async def test_azure_classic_surface_sends_the_deployment_path_api_key_and_api_version(
+    make_provider: Any, emulator: Any
+) -> None:
+    answer = await make_provider("azure").complete(make_request("azure"))
+    assert answer.parsed is not None and answer.stop_reason == "end"
+    (entry,) = _chats(emulator)
+    assert entry["path"] == f"/azure/openai/deployments/{DEPLOYMENT}/chat/completions"
+    assert "api-version=2025-04-01-preview" in entry["query"]
+    assert entry["headers"]["api-key"] == "emulator-key"
+
+
+async def test_azure_v1_surface_names_the_deployment_as_model_without_a_version(
+    make_provider: Any, emulator: Any
+) -> None:
+    answer = await make_provider("azure", surface="v1").complete(make_request("azure"))
+    assert answer.parsed is not None
+    (entry,) = _chats(emulator)
+    assert entry["path"] == "/azure/openai/v1/chat/completions"
+    assert entry["body"]["model"] == DEPLOYMENT
+    assert "api-version" not in entry["query"]
+
+
+async def test_azure_endpoint_and_api_version_come_from_agac_yml(
+    make_provider: Any, emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoint = emulator.env()["AZURE_OPENAI_ENDPOINT"]
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT")
+    monkeypatch.delenv("OPENAI_API_VERSION")
+    adapter = make_provider("azure", endpoint=endpoint, api_version="2024-10-21")
+    assert (await adapter.complete(make_request("azure"))).parsed is not None
+    assert "api-version=2024-10-21" in _chats(emulator)[0]["query"]
+
+
+@pytest.mark.parametrize("missing", ["AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"])
+def test_azure_without_an_endpoint_or_version_is_refused_naming_it(
+    missing: str, emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(missing)
+    with pytest.raises(ConfigError) as caught:
+        provider_class("azure")(ProviderSettings(name="azure"))
+    assert missing in str(caught.value.problems[0].hint)
+
+
+async def test_azure_entra_token_is_sent_as_a_bearer_when_no_key_is_set(
+    make_provider: Any, emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", "entra-token")
+    assert (await make_provider("azure").complete(make_request("azure"))).parsed is not None
+    headers = _chats(emulator)[0]["headers"]
+    assert headers["authorization"] == "Bearer entra-token" and "api-key" not in headers
+
+
+def test_azure_with_no_credentials_at_all_is_missing_credentials(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No key, no Entra token, and no azure-identity to find one."""
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    monkeypatch.setitem(sys.modules, "azure.identity", None)  # not installed
+    with pytest.raises(UnsupportedError) as caught:
+        provider_class("azure")(ProviderSettings(name="azure"))
+    assert caught.value.code == "missing_credentials"
+    assert "AZURE_OPENAI_API_KEY" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "query", "status"),
+    [({}, "?api-version=2025-04-01-preview", 401), ({"api-key": "k"}, "", 404)],
+    ids=["no-key", "no-version"],
+)
+def test_azure_the_emulator_refuses_a_call_without_a_key_or_a_version(
+    headers: dict[str, str], query: str, status: int, emulator: Any
+) -> None:
+    """The emulator's door is Azure's: what the adapters pass it proves they send both."""
+    url = f"{emulator.url}/azure/openai/deployments/{DEPLOYMENT}/chat/completions{query}"
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+    sent = urllib.request.Request(
+        url, body, {"Content-Type": "application/json", **headers}, method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(sent, timeout=10)
+    caught.value.close()
+    assert caught.value.code == status
+
+
+async def test_azure_content_filter_results_are_the_stop_detail(
+    make_provider: Any, emulator: Any
+) -> None:
+    emulator.add_fault(
+        {
+            "provider": "azure",
+            "op": "chat",
+            "fault": {
+                "reply": {
+                    "stop": "content_filter",
+                    "filter": {"category": "violence", "severity": "high"},
+                }
+            },
+        }
+    )
+    answer = await make_provider("azure").complete(make_request("azure"))
+    assert answer.stop_reason == "content_filter"
+    assert answer.stop_detail == "content filter: answer violence (severity high)"
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_azure_batch_names_the_deployment_and_writes_no_bom(
+    surface: str, make_provider: Any, emulator: Any
+) -> None:
+    """Every line's ``body.model`` is the deployment and its url the surface's, the batch's
+    endpoint too, and the file starts with its first line, not a BOM — read back through
+    the openai SDK's own Azure client."""
+    adapter = make_provider("azure", surface=surface)
+    requests = [make_request("azure", f"review {i}", custom_id=f"r{i}") for i in range(3)]
+    handle = await adapter.submit_batch(requests, f"azure-lines-{surface}")
+    url = "/v1/chat/completions" if surface == "v1" else "/chat/completions"
+    env = emulator.env()
+    client = openai.AsyncAzureOpenAI(
+        azure_endpoint=env["AZURE_OPENAI_ENDPOINT"],
+        api_key=env["AZURE_OPENAI_API_KEY"],
+        api_version=env["OPENAI_API_VERSION"],
+        max_retries=0,
+    )
+    try:
+        batch = await client.batches.retrieve(handle.id)
+        content = (await client.files.content(batch.input_file_id)).content
+    finally:
+        await client.close()
+    assert batch.endpoint == url
+    assert content.startswith(b'{"custom_id":')
+    lines = [json.loads(line) for line in content.splitlines()]
+    assert {(line["url"], line["body"]["model"]) for line in lines} == {(url, DEPLOYMENT)}
+    emulator.advance(3600)
+    assert (await poll_until(adapter, handle, ("ended",))).raw_status == "completed"
+    results = [r async for r in adapter.batch_results(handle)]
+    assert sorted(r.custom_id for r in results) == ["r0", "r1", "r2"]
+    assert {r.type for r in results} == {"succeeded"}
+
+
+async def test_azure_batch_file_with_two_deployments_fails_at_the_emulator(
+    make_provider: Any, emulator: Any
+) -> None:
+    """One deployment per file, as Azure: the emulator fails a file naming two (an
+    action's requests are one model, so agac never writes one)."""
+    adapter = make_provider("azure")
+    requests = [
+        make_request("azure", custom_id="r0"),
+        dataclasses.replace(make_request("azure", custom_id="r1"), model="other-deployment"),
+    ]
+    handle = await adapter.submit_batch(requests, "azure-two-deployments")
+    emulator.advance(3600)
+    status = await poll_until(adapter, handle, ("failed",))
+    assert status.raw_status == "failed"
+
+
+async def test_azure_pending_file_is_waited_for_not_refused(
+    make_provider: Any, emulator: Any
+) -> None:
+    emulator.add_fault(
+        {"provider": "azure", "op": "file.upload", "times": 1, "fault": {"file_pending": 3}}
+    )
+    adapter = make_provider("azure")
+    handle = await adapter.submit_batch([make_request("azure", custom_id="r0")], "azure-pending")
+    gets = _ops(emulator, "file.get")
+    assert len(gets) == 4  # three looks at a pending file, then the processed one
+    assert len(_ops(emulator, "batch.create")) == 1
+    emulator.advance(3600)
+    assert (await poll_until(adapter, handle, ("ended",))).state == "ended"
+
+
+async def test_azure_quota_refusal_on_create_is_a_wait_and_the_file_is_reused(
+    make_provider: Any, emulator: Any
+) -> None:
+    emulator.add_fault(
+        {
+            "provider": "azure",
+            "op": "batch.create",
+            "times": 1,
+            "fault": {"http": 429, "code": "token_limit_exceeded", "retry_after": 2},
+        }
+    )
+    adapter = make_provider("azure")
+    requests = [make_request("azure", custom_id="r0")]
+    with pytest.raises(WaitError) as caught:
+        await adapter.submit_batch(requests, "azure-quota")
+    assert caught.value.retry_after == 2 and caught.value.code == "token_limit_exceeded"
+    handle = await adapter.submit_batch(requests, "azure-quota")
+    assert len(_ops(emulator, "file.upload")) == 1
+    assert len(_ops(emulator, "batch.create")) == 2
+    assert handle.meta["input_file_id"]
+
+
+def test_azure_entra_id_through_azure_identity_needs_no_key(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no key, azure-identity (the ``azure`` extra) is the credential: validation does
+    not ask for a key, and the adapter takes its bearer-token provider."""
+    from agac.providers.registry import credentials_missing, provider_spec
+
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    spec = provider_spec("azure")
+    assert credentials_missing(spec) == []
+    monkeypatch.setitem(sys.modules, "azure.identity", None)
+    assert credentials_missing(spec) == ["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"]
