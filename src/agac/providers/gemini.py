@@ -161,6 +161,7 @@ class GeminiProvider(ProviderBase):
         self._files = GeminiFiles()
         super().__init__(settings)
         self._no_schema: set[str] = set()
+        self._gone_caches: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
         self._batch_input = str(settings.options.get("batch_input", "auto"))
         self._inline_max = int(settings.options.get("inline_max_bytes", INLINE_MAX_BYTES))
@@ -228,6 +229,8 @@ class GeminiProvider(ProviderBase):
         config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
         system = request.system
         cache = _explicit_cache(request, native=native)
+        if cache is not None and gemini_cache_name(cache) in self._gone_caches:
+            cache = None
         if cache is not None:
             config["cached_content"] = gemini_cache_name(cache)
             if cache.system:
@@ -260,7 +263,21 @@ class GeminiProvider(ProviderBase):
             return await self._generate(request, native=False)
 
     async def _generate(self, request: Request, *, native: bool) -> Response:
+        """One ``generateContent``. A cache that has vanished at Gemini (deleted, or lost
+        before its expiry) fails the call 403/404 ``CachedContent not found``, which would
+        otherwise read as a bad key: the call is sent again whole, and every later request
+        naming that cache goes whole at once (the run's next renewal makes a new one)."""
         config = self._generation(request, native=native)
+        try:
+            return await self._send(request, config)
+        except ProviderError as err:
+            name = config.get("cached_content")
+            if name is None or not _cache_gone_error(err):
+                raise
+            self._gone_caches.add(str(name))
+            return await self._send(request, self._generation(request, native=native))
+
+    async def _send(self, request: Request, config: dict[str, Any]) -> Response:
         parse = request.schema is not None
         uris = await self._file_uris(request) if request.attachments else None
         if self._http is not None:
@@ -639,6 +656,12 @@ def _span_ms(start: Any, end: Any) -> float:
 def _cache_gone(exc: Any) -> bool:
     """Does this APIError say the cache named is not there (any more)?"""
     return exc.code == 404 or (exc.code == 403 and "not found" in str(exc.message or "").lower())
+
+
+def _cache_gone_error(err: ProviderError) -> bool:
+    """Does a failed call say the cache it named is not there (any more)?"""
+    text = str(err).lower()
+    return err.status == 404 or (err.status == 403 and "cachedcontent not found" in text)
 
 
 def _schema_rejected(err: ProviderError) -> bool:

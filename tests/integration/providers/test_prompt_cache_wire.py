@@ -347,3 +347,24 @@ async def test_gemini_implicit_cache_reads_in_batch_results(
     usage = await _batch_usage(provider, emulator, _batch("gemini", _hint()))
     assert usage["r0"].cached_tokens == 0
     assert all(usage[f"r{i}"].cached_tokens >= 1024 for i in (1, 2))
+
+
+async def test_i35_10_a_vanished_gemini_cache_sends_the_call_whole_not_a_key_error(
+    make_provider: Any, emulator: Any
+) -> None:
+    provider = make_provider("gemini")
+    name = await _gemini_cache(provider)
+    await provider.complete(_request("gemini", hint=_hint(name=name)))
+    # Gone at Gemini mid-run (deleted, or lost before its expiry): Gemini answers 403
+    # "CachedContent not found", which must not fail the unit as a bad key.
+    await provider.delete_context_cache(f"cachedContents/{name}")
+    answer = await provider.complete(_request("gemini", "Review: too loud.", hint=_hint(name=name)))
+    assert answer.text and answer.usage.cached_tokens == 0
+    whole = _chats(emulator)[-1]["body"]
+    assert "cachedContent" not in whole
+    assert whole["contents"][0]["parts"][0]["text"].startswith(STATIC)
+    # Every later request naming it goes whole at once, without a refused try first.
+    before = len(_chats(emulator))
+    await provider.complete(_request("gemini", "Review: fine.", hint=_hint(name=name)))
+    after = _chats(emulator)
+    assert len(after) == before + 1 and "cachedContent" not in after[-1]["body"]
