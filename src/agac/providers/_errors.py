@@ -13,6 +13,9 @@ quota or spend cap (OpenAI             ``FatalError`` (``provider_error``): retr
 spend-limit codes, Gemini QuotaFailure
 without RetryInfo)
 429 / 529 without a hint               ``RetryableError``
+a flex capacity refusal (HTTP 498      ``WaitError``: no attempt spent (the flex tier
+``capacity_exceeded``; 429             says it has no room now; come back later)
+``resource_unavailable``)
 408, 409, 5xx, timeouts, connections   ``RetryableError``
 400, 401, 403, 404, 422, other 4xx     ``FatalError``
 =====================================  ==============================================
@@ -30,6 +33,7 @@ from typing import Any
 from agac.errors import FatalError, ProviderError, RetryableError, WaitError
 
 __all__ = [
+    "CAPACITY_CODES",
     "QUOTA_CODES",
     "classify",
     "connection_error",
@@ -41,6 +45,12 @@ __all__ = [
     "shape_errors",
     "transport_errors",
 ]
+
+#: Error codes of a flex tier that has no capacity now (Groq's 498 ``capacity_exceeded``,
+#: OpenAI's and Azure's 429 "resource unavailable"): a wait, never an attempt spent.
+CAPACITY_CODES = frozenset({"capacity_exceeded", "resource_unavailable"})
+#: Seconds to wait after a capacity refusal that names no time.
+CAPACITY_WAIT = 30.0
 
 # Error codes that mean "you are out of money or quota": fatal even on a 429.
 QUOTA_CODES = frozenset(
@@ -147,6 +157,12 @@ def classify(
     text = describe(provider, status, kind=kind, code=code, message=message, param=param)
     kwargs: dict[str, Any] = {"status": status, "code": code, "request_id": request_id}
     said = f" (request id {request_id})" if request_id else ""
+    if status == 498 or (status == 429 and code in CAPACITY_CODES):
+        return WaitError(
+            text + " (the flex tier has no capacity now: agac waits and asks again)" + said,
+            retry_after=retry_after if retry_after is not None else CAPACITY_WAIT,
+            **kwargs,
+        )
     if quota:
         return FatalError(
             text + " (quota or spend cap reached: raise the limit or wait for it to reset)" + said,

@@ -378,6 +378,8 @@ class OpenAICompatProvider(ProviderBase):
                 params["response_format"] = {"type": "json_object"}
         for option, value in request.options:
             params[option] = value
+        if request.tier == "flex":
+            params["service_tier"] = "flex"
         params.update(self._reasoning_params(request.model))
         key = request.cache.key if request.cache is not None else None
         if key and self.prompt_cache_key:

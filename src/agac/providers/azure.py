@@ -45,6 +45,7 @@ from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider, 
 from agac.providers.base import ProviderSettings
 from agac.providers.openai import openai_cache_minimum
 from agac.providers.options import Option
+from agac.providers.spec import FlexSpec
 
 __all__ = ["AzureProvider"]
 
@@ -93,6 +94,9 @@ class AzureProvider(OpenAICompatProvider):
         attachments=OPENAI_LIMITS,
         cache_kinds=("implicit",),
         cache_minimum=openai_cache_minimum,
+        # ``service_tier: flex`` on Global Standard deployments, at half the standard price;
+        # a deployment whose model Azure does not serve on flex is refused with a 400.
+        flex=FlexSpec(billed="batch"),
         options=AZURE_OPTIONS,
     )
     default_base_url = ""

@@ -24,6 +24,7 @@ from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 from agac.providers._reasoning import thinks_inline
 from agac.providers.base import ProviderSettings, Request, Response
+from agac.providers.spec import FlexSpec
 
 __all__ = ["GroqProvider"]
 
@@ -40,6 +41,9 @@ class GroqProvider(OpenAICompatProvider):
         credential_env=("GROQ_API_KEY",),
         attachments=GROQ_LIMITS,
         cache_kinds=("implicit",),
+        # ``service_tier: flex``: the on-demand price with higher rate limits; a 498
+        # ``capacity_exceeded`` when it has no room.
+        flex=FlexSpec(billed="online"),
     )
     base_url_env = "GROQ_BASE_URL"
     default_base_url = "https://api.groq.com"

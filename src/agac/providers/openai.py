@@ -15,8 +15,17 @@ from typing import Any
 
 from agac.providers._attachments import OPENAI_LIMITS
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
+from agac.providers.spec import FlexSpec
 
 __all__ = ["OpenAIProvider"]
+
+
+#: The models OpenAI serves on its flex tier (o3, o4-mini and the GPT-5 family).
+FLEX_MODELS = ("o3", "o4-mini", "gpt-5")
+
+
+def openai_flex_model(model: str) -> bool:
+    return model.startswith(FLEX_MODELS)
 
 
 def openai_cache_minimum(model: str) -> int:
@@ -37,6 +46,8 @@ class OpenAIProvider(OpenAICompatProvider):
         attachments=OPENAI_LIMITS,
         cache_kinds=("routing_key", "implicit"),
         cache_minimum=openai_cache_minimum,
+        # ``service_tier: flex``, billed at the Batch API's rates.
+        flex=FlexSpec(billed="batch", models=openai_flex_model),
     )
     base_url_env = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"
