@@ -244,6 +244,7 @@ def _open_run_prefixes(store: Store, ref: str | Path, proj: Project, tenant: str
     """action -> the ``context_prefix`` template of the tenant's open run of the workflow,
     for each action that keeps its rendered text: continuing the run sends that text, so
     its files need not be there any more (only a new run reads them)."""
+    from agac.engine.graph import run_graph
     from agac.engine.prefixes import context_texts
 
     open_run = store.open_run(workflow_name(str(ref), proj), tenant=tenant)
@@ -251,7 +252,7 @@ def _open_run_prefixes(store: Store, ref: str | Path, proj: Project, tenant: str
         return {}
     return {
         name: template
-        for name, (template, text) in context_texts(open_run.config).items()
+        for name, (template, text) in context_texts(run_graph(open_run).workflow).items()
         if template is not None and text is not None
     }
 

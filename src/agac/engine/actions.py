@@ -5,7 +5,7 @@ slots, rate limiter, tool function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,16 +20,16 @@ from agac.engine.prefixes import prompt_prefix
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
-from agac.prompt.render import compile_guard, compile_template
+from agac.prompt.render import Guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, CacheHint, batch_api
+from agac.providers.base import BatchApi, CacheHint, batch_api, fingerprint_of
 
 if TYPE_CHECKING:
     from jinja2 import Template
 
     from agac.config.model import Action, Workflow
     from agac.media import AttachmentLimits
-    from agac.providers.base import Provider
+    from agac.providers.base import Provider, Request
 
 __all__ = [
     "ActionRuntime",
@@ -53,7 +53,7 @@ class ActionRuntime:
     """Its rate window."""
     system: Template | None = None
     prompt: Template | None = None
-    guard: Callable[..., Any] | None = None
+    guard: Guard | None = None
     validator: SchemaValidator | None = None
     provider: Provider | None = None
     """The adapter of an llm action's provider (None for tools, and for read-only views)."""
@@ -95,6 +95,14 @@ class ActionRuntime:
 
     def __post_init__(self) -> None:
         self.name = self.action.name
+
+    def identify(self, request: Request) -> tuple[str, str]:
+        """``request``'s canonical JSON as this action forms it, and its fingerprint: the
+        one key of a request, the same in the walk, the approval gate, ``agac plan`` and
+        ``agac render``."""
+        canonical = self.canonical
+        text = canonical.of(request) if canonical is not None else request.canonical()
+        return text, fingerprint_of(text)
 
     @property
     def batch_api(self) -> BatchApi:
@@ -201,7 +209,7 @@ def build_runtime(
     if action.prompt:
         rt.prompt = compile_template(action.prompt, f"{action.name}.prompt")
     if action.when:
-        rt.guard = compile_guard(action.when)
+        rt.guard = Guard.compile(action.when)
     if action.schema is not None:
         rt.validator = SchemaValidator(action.schema, action.name)
     if action.kind == "llm" and action.attachments:
@@ -248,15 +256,9 @@ def with_code_hashes(workflow: Workflow, root: Path) -> Workflow:
     return replace(workflow, actions=tuple(actions))
 
 
-def code_hashes(config: Mapping[str, Any] | Workflow) -> dict[str, str | None]:
-    """tool action -> its code hash, in a run's config snapshot or a workflow."""
-    if not isinstance(config, Mapping):
-        return {a.name: a.code_hash for a in config.actions if a.kind == "tool"}
-    return {
-        a["name"]: a.get("code_hash")
-        for a in config.get("actions", ())
-        if a.get("kind", "llm") == "tool"
-    }
+def code_hashes(workflow: Workflow) -> dict[str, str | None]:
+    """tool action -> its code hash, in a workflow (a run's as its graph holds it)."""
+    return {a.name: a.code_hash for a in workflow.actions if a.kind == "tool"}
 
 
 def provider_limits(provider: str) -> AttachmentLimits | None:
@@ -272,14 +274,14 @@ def is_batched(rt: ActionRuntime) -> bool:
     return rt.action.kind == "llm" and rt.action.run_mode == "batch" and rt.batch is not None
 
 
-def local_batch_notes(actions: list[dict[str, Any]]) -> list[str]:
+def local_batch_notes(actions: Sequence[Action]) -> list[str]:
     """What a run tells its user about batch actions on a provider that runs them locally
     (Ollama, the one documented exception to ``batch_unsupported``): no provider batch,
-    no pause, live calls at the live price. ``actions``: the run's config snapshot."""
+    no pause, live calls at the live price."""
     notes = []
     for a in actions:
-        provider = a.get("provider")
-        if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch" or not provider:
+        provider = a.provider
+        if a.kind != "llm" or a.run_mode != "batch" or not provider:
             continue
         try:
             local = registry.provider_spec(provider).batch_support == "local"
@@ -287,7 +289,7 @@ def local_batch_notes(actions: list[dict[str, Any]]) -> list[str]:
             continue  # validation judged it; nothing to add here
         if local:
             notes.append(
-                f"{a['name']}: {provider} has no batch API; its run_mode: batch runs "
+                f"{a.name}: {provider} has no batch API; its run_mode: batch runs "
                 "here as live calls (no provider batch, no pause, the live price)"
             )
     return notes

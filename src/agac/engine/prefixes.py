@@ -154,17 +154,10 @@ def with_context_texts(
     return replace(workflow, actions=tuple(actions))
 
 
-def context_texts(
-    config: Mapping[str, Any] | Workflow,
-) -> dict[str, tuple[str | None, str | None]]:
-    """action -> (``context_prefix`` template, its text as admitted) of a run's config
-    snapshot, or of a workflow."""
-    if not isinstance(config, Mapping):
-        return {a.name: (a.context_prefix, a.context_text) for a in config.actions}
-    return {
-        a["name"]: (a.get("context_prefix"), a.get("context_text"))
-        for a in config.get("actions", ())
-    }
+def context_texts(workflow: Workflow) -> dict[str, tuple[str | None, str | None]]:
+    """action -> (``context_prefix`` template, its text as admitted) of a workflow (a run's
+    as its graph holds it)."""
+    return {a.name: (a.context_prefix, a.context_text) for a in workflow.actions}
 
 
 def cache_report(

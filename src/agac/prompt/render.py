@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -33,6 +34,7 @@ from agac.errors import AgacError
 __all__ = [
     "DEFAULT_MAX_PROMPT_CHARS",
     "ENV",
+    "Guard",
     "PromptTooLarge",
     "RenderError",
     "TemplateSyntaxError",
@@ -209,21 +211,34 @@ def _joined(chunks: Any, cap: int) -> str:
     return "".join(parts)
 
 
-def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:
-    """The truth of guard ``expr`` over ``view``.
+@dataclass(frozen=True)
+class Guard:
+    """A compiled ``when:`` guard with its one meaning, shared by the walk, ``agac plan``
+    and ``agac render``: a guard that reads a missing field is False (the unit is skipped
+    with reason ``guard``), not an error. Other failures (a type error, a sandbox
+    violation) raise RenderError: they are mistakes in the guard, not facts about the
+    record, and the unit fails ``render_error``."""
 
-    A guard that reads a missing field is False (the unit is skipped with reason
-    ``guard``), not an error. Other failures (a type error, a sandbox violation) raise
-    RenderError: they are mistakes in the guard, not facts about the record.
-    """
-    try:
-        return bool(compile_guard(expr)(view))
-    except UndefinedError:
-        return False
-    except TemplateSyntaxError:
-        raise
-    except Exception as exc:
-        raise RenderError(f"guard {expr!r} failed: {type(exc).__name__}: {exc}") from exc
+    expr: str
+    compiled: Any = field(repr=False, compare=False)
+
+    @classmethod
+    def compile(cls, expr: str) -> Guard:
+        """TemplateSyntaxError if ``expr`` does not parse."""
+        return cls(expr, compile_guard(expr))
+
+    def holds(self, view: dict[str, Any]) -> bool:
+        try:
+            return bool(self.compiled(view))
+        except UndefinedError:
+            return False
+        except Exception as exc:
+            raise RenderError(f"guard {self.expr!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def evaluate_guard(expr: str, view: dict[str, Any]) -> bool:
+    """The truth of guard ``expr`` over ``view`` (:meth:`Guard.holds`)."""
+    return Guard.compile(expr).holds(view)
 
 
 def capped(template: Template | str, view: dict[str, Any], cap: int) -> str:

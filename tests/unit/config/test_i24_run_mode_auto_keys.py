@@ -139,8 +139,8 @@ actions:
     checked = wf.check(text, check_credentials=False)
     assert checked.workflow is not None
     original = [
-        {"name": "a", "run_mode": "batch", "auto_choice": "at_threshold: 900 units"},
-        {"name": "b", "run_mode": "online"},
+        Action(name="a", run_mode="batch", auto_choice="at_threshold: 900 units"),
+        Action(name="b", run_mode="online"),
     ]
     kept = keep_choices(checked.workflow, original)
     a, b = kept.actions

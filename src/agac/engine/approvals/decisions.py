@@ -43,6 +43,7 @@ from agac.engine.approvals.proposals import (
     tampered,
 )
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.graph import run_graph
 from agac.engine.lifecycle.closing import run_event
 from agac.errors import DecisionRefused, NotAnApprover, NotFound, UsageError
 from agac.providers.base import canonical_json
@@ -373,7 +374,7 @@ def _llm_actions(store: Store, run_id: str) -> set[str]:
     run = store.get_run(run_id)
     if run is None:
         return set()
-    return {a["name"] for a in run.config["actions"] if a.get("kind") == "llm"}
+    return set(run_graph(run).llm_actions())
 
 
 def _apply(arguments: dict[str, Any], changes: dict[str, Any], *, llm: bool) -> dict[str, Any]:

@@ -49,7 +49,7 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.values import Halt
 from agac.jsontext import loads
-from agac.providers.base import canonical_json, fingerprint_of
+from agac.providers.base import canonical_json
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ class ApprovalGate:
         rules decide (E1/E2). Mirrors the keys of engine/walk/units.py."""
         action = rt.action
         if action.kind == "llm":
-            fp = fingerprint_of(request.canonical())
+            _, fp = rt.identify(request)
             if ctx.memory.carried_failure(rt.name, rec.key, fp) is not None:
                 return True
             if (

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
+from agac.engine.graph import run_graph
 from agac.errors import BatchNotEnded, NotFound, RefusedError, UsageError
 from agac.jsontext import dumps
 from agac.providers.base import BatchStatus, BilledWork
@@ -317,11 +318,10 @@ def abandoned_outcomes(
     for row in store.waiting_outcomes(b.workflow, tenant=b.tenant, since=b.created_at):
         if row.run_id not in downstream:
             run = store.get_run(row.run_id)
-            downstream[row.run_id] = {
-                a["name"]
-                for a in (run.config["actions"] if run else [])
-                if b.action in a.get("ancestors", ())
-            }
+            graph = run_graph(run) if run is not None else None
+            downstream[row.run_id] = (
+                set(graph.descendants.get(b.action, ())) if graph is not None else set()
+            )
         if row.action == b.action and row.unit_key in keys:
             out.append((row.run_id, row.action, row.unit_key, "failed", "batch_abandoned"))
         elif row.action in downstream[row.run_id] and row.unit_key.split("/", 1)[0] in records:

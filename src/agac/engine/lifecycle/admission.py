@@ -16,6 +16,7 @@ from agac.config.project import store_url
 from agac.engine.actions import code_hashes, with_code_hashes
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.graph import run_graph
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
@@ -237,7 +238,7 @@ def admit_run(
 ) -> RunRecord:
     original = store.get_run(retry_of) if retry_of is not None else None
     workflow = with_context_texts(
-        workflow, project.root, context_texts(original.config) if original else None
+        workflow, project.root, context_texts(run_graph(original).workflow) if original else None
     )
     workflow = with_code_hashes(workflow, project.root)
     if snapshot is None:
@@ -320,7 +321,7 @@ def _chosen_modes(
     if retry_of is not None:
         original = store.get_run(retry_of)
         assert original is not None
-        workflow = keep_choices(workflow, original.config.get("actions", []))
+        workflow = keep_choices(workflow, run_graph(original).actions)
     now = store.clock.time()
     remaining = None if settings.deadline_at is None else settings.deadline_at - now
     return resolve_auto(
@@ -416,12 +417,12 @@ def _carry_unchanged(
         or prior_row.config_hash != workflow.config_hash
         or prior_row.snapshot_id != snapshot_id
         or older_keys(store, prior_row)
-        or context_texts(prior_row.config) != context_texts(workflow)
+        or context_texts(run_graph(prior_row).workflow) != context_texts(workflow)
     ):
         return 0  # (a context_prefix's files changed: its requests are new)
     redo = {a for a, (state, _) in store.action_states(prior).items() if state == "failed"}
     redo |= {a.name for a in workflow.actions if a.kind == "tool" and not a.cache}
-    was = code_hashes(prior_row.config)
+    was = code_hashes(run_graph(prior_row).workflow)
     redo |= {a for a, code in code_hashes(workflow).items() if code is None or code != was.get(a)}
     redo |= {a.name for a in workflow.actions if redo.intersection(a.ancestors)}
     return store.carry_run_outcomes(prior, run_id, sorted(redo))

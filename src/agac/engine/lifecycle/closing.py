@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.graph import run_graph
 from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.walk.shards import shard_ranges
-from agac.engine.walk.steps import regions_of, unit_keys
+from agac.engine.walk.steps import unit_keys
 from agac.jsontext import dumps, loads
 from agac.keys import escape
 from agac.store.batches import OPEN_BATCH_STATES
@@ -64,9 +65,9 @@ def close_run(
     units get outcomes below, which would hide them."""
     account_lost_calls(store, run)
     info = store.snapshot_info(run.snapshot_id)
-    config = run.config
-    names = [a["name"] for a in config["actions"]]
-    ancestors = {a["name"]: set(a["ancestors"]) for a in config["actions"]}
+    graph = run_graph(run)
+    names = list(graph.order)
+    ancestors = graph.ancestors
     cancelled_units = failed_in_batches or set()
     # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
     unknown = {
@@ -76,11 +77,7 @@ def close_run(
         )
     }
     now = store.clock.time()
-    regions = (
-        regions_of(config["actions"])
-        if any(a.get("fan_out") or a.get("join") for a in config["actions"])
-        else None
-    )
+    regions = graph.regions
     for lo, hi in shard_ranges(loads(info.files) if info else []):
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
         records = list(store.iter_records(run.snapshot_id, lo, hi))

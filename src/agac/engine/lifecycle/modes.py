@@ -19,8 +19,9 @@ file's, so the open run is still recognised as the file's run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from agac.config.actions import BATCH_DEFAULTS
 from agac.engine.walk.steps import regions_of
@@ -132,21 +133,21 @@ def chosen(action: Action, choice: ModeChoice) -> Action:
     )
 
 
-def keep_choices(workflow: Workflow, original: list[dict[str, Any]]) -> Workflow:
-    """``workflow`` with each ``auto`` action in the mode the run ``original`` (its config
-    snapshot's actions) chose for it: a retry runs as the run it retries did."""
-    before = {a["name"]: a for a in original if a.get("auto_choice")}
+def keep_choices(workflow: Workflow, original: Sequence[Action]) -> Workflow:
+    """``workflow`` with each ``auto`` action in the mode the run ``original`` (its
+    graph's actions) chose for it: a retry runs as the run it retries did."""
+    before = {a.name: a for a in original if a.auto_choice}
     actions = []
     for a in workflow.actions:
         old = before.get(a.name)
-        if a.run_mode == "auto" and old is not None and old.get("run_mode") in ("online", "batch"):
+        if a.run_mode == "auto" and old is not None and old.run_mode in ("online", "batch"):
             a = chosen(
                 a,
                 ModeChoice(
                     a.name,
-                    old["run_mode"],
+                    "online" if old.run_mode == "online" else "batch",
                     "as_original",
-                    f"as the run it retries chose ({old['auto_choice']})",
+                    f"as the run it retries chose ({old.auto_choice})",
                     0,
                 ),
             )

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.hybrid import CANCEL_DONE
 from agac.engine.batch.manual import abandon_batches
+from agac.engine.graph import RunGraph, run_graph
 from agac.engine.lifecycle.admission import admit_run
 from agac.engine.lifecycle.runs import execute_run, no_running_loop
 from agac.engine.lifecycle.snapshots import InputSnapshot
-from agac.engine.walk.steps import regions_of
 from agac.errors import RefusedError, UsageError
 from agac.jsontext import loads
 from agac.keys import unit_key_of
@@ -37,11 +37,8 @@ def retry_targets(
 ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(failed units to re-ask, downstream units skipped because of them). With
     ``include_outstanding`` the units left waiting on abandoned batches are re-asked too."""
-    config = original.config
-    descendants: dict[str, set[str]] = {a["name"]: set() for a in config["actions"]}
-    for a in config["actions"]:
-        for anc in a["ancestors"]:
-            descendants[anc].add(a["name"])
+    graph = run_graph(original)
+    descendants = graph.descendants
     rows = store.failed_units(original.id, with_outstanding=include_outstanding)
     # ``record``: a record key as in the input, or a unit key as agac shows it (agac/keys.py)
     unit = (
@@ -67,7 +64,7 @@ def retry_targets(
                 ):
                     downstream.add((o.action, key))
         seqs = {(row.action, row.unit_key): row.seq for row in rows}
-        downstream |= rejoin_targets(store, original.id, config["actions"], targets, seqs)
+        downstream |= rejoin_targets(store, original.id, graph, targets, seqs)
     return targets, downstream
 
 
@@ -145,20 +142,16 @@ def start_retry(
 def rejoin_targets(
     store: Store,
     run_id: str,
-    actions: list[dict[str, Any]],
+    graph: RunGraph,
     targets: set[tuple[str, str]],
     seqs: dict[tuple[str, str], int],
 ) -> set[tuple[str, str]]:
     """R2 for items: when an item is asked again, the join of its parent (and, nested, of
     every enclosing parent) is asked again, with every action downstream of that join at
     its level — they consumed the item's old outcome."""
-    if not any(a.get("fan_out") or a.get("join") for a in actions):
+    regions, descendants = graph.regions, graph.descendants
+    if regions is None:
         return set()
-    regions = regions_of(actions)
-    descendants: dict[str, set[str]] = {a["name"]: set() for a in actions}
-    for a in actions:
-        for anc in a["ancestors"]:
-            descendants[anc].add(a["name"])
     out: set[tuple[str, str]] = set()
     for action, key in targets:
         seq = seqs.get((action, key))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from agac.config.model import Workflow
 from agac.engine.actions import local_batch_notes
 from agac.engine.gcpolicy import run_gc_policy
+from agac.engine.graph import run_graph
 from agac.engine.lifecycle.admission import open_or_admit
 from agac.engine.lifecycle.assembly import assemble_run, prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run
@@ -177,7 +178,7 @@ def _execute_run(
             notes.append(f"run {run.id} was ended {current.state} by another process")
             return RunResult(build_summary(store, current), False, notes)
         run = current
-        notes += local_batch_notes(run.config["actions"])
+        notes += local_batch_notes(run_graph(run).actions)
         lost = account_lost_calls(store, run, lease=lease.as_tuple())
         if lost:
             notes.append(
@@ -258,7 +259,7 @@ async def _execute(
     launch: _Launch,
 ) -> PassResult | Halt:
     """Assemble the run and drive it until it completes, pauses or is stopped."""
-    workflow = Workflow.from_snapshot(run.config)
+    workflow = run_graph(run).workflow
     opened = providers(
         {a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
         project.config,

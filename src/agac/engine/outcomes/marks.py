@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agac.clock import SYSTEM
+from agac.engine.graph import run_graph
 from agac.engine.limits.rates import estimate_tokens
 from agac.jsontext import dumps
 from agac.providers.base import Usage
@@ -371,7 +372,7 @@ def account_lost_calls(
 
 def _models(run: RunRecord) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
-    for a in run.config.get("actions", []):
-        provider, _, name = str(a.get("model") or "").partition("/")
-        out[a["name"]] = (str(a.get("provider") or provider), str(a.get("model_name") or name))
+    for a in run_graph(run).actions:
+        provider, _, name = str(a.model or "").partition("/")
+        out[a.name] = (str(a.provider or provider), str(a.model_name or name))
     return out

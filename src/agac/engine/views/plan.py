@@ -29,7 +29,8 @@ from agac.engine.lifecycle.modes import resolve_auto
 from agac.engine.limits.budget import attachment_tokens, request_estimate, within_cap
 from agac.engine.requests import build_request
 from agac.engine.views.caching import cached_usage, one_hour_writes, static_prefix_tokens
-from agac.providers.base import Usage, fingerprint_of
+from agac.prompt.render import RenderError
+from agac.providers.base import Usage
 
 if TYPE_CHECKING:
     from agac.config.fanout import Regions
@@ -185,13 +186,13 @@ def _plan_chunk(
                 except Exception:  # noqa: BLE001 - the run reports it (render_error)
                     known[action.name] = None
                     continue
-                text = request.canonical()
+                _, fp = rt.identify(request)
                 chars = sum(len(m.content) for m in request.messages)
                 if action.attachments:
                     extra = attachment_tokens(request.provider, request.messages)
                     entry["attachment_tokens"] = entry.get("attachment_tokens", 0) + extra
                     chars += 4 * extra  # counted as input tokens, marked estimated below
-                exact.append((i, fingerprint_of(text), chars))
+                exact.append((i, fp, chars))
                 continue
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
             known[action.name] = _UNKNOWN
@@ -268,10 +269,12 @@ def _item_count(
 
 
 def _guard(rt: ActionRuntime, view: dict[str, Any]) -> bool:
+    """The guard as the run judges it; one that fails (the run fails the unit
+    ``render_error``) sends no request either."""
     assert rt.guard is not None
     try:
-        return bool(rt.guard(view))
-    except Exception:  # noqa: BLE001 - a guard reading a missing field is false
+        return rt.guard.holds(view)
+    except RenderError:
         return False
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agac.config.fanout import JOIN_OUTPUT_SCHEMA
 from agac.data.columns import ColumnType, Sketch
 from agac.data.results import ActionOutput, ResultTable, Unit
-from agac.engine.walk.steps import regions_of
+from agac.engine.graph import RunGraph, run_graph
 from agac.errors import UsageError
 from agac.jsontext import loads
 
@@ -32,22 +32,19 @@ TEXT_OUTPUT: dict[str, Any] = {"type": "object", "properties": {"text": {"type":
 """What an llm answer without a schema is (docs/workflow-reference.md)."""
 
 
-def action_outputs(config: dict[str, Any]) -> list[ActionOutput]:
-    """Each action of a run's config snapshot with the schema of its output and whether it
-    runs once per fan-out item."""
-    actions = config["actions"]
-    regions = (
-        regions_of(actions) if any(a.get("fan_out") or a.get("join") for a in actions) else None
-    )
+def action_outputs(graph: RunGraph) -> list[ActionOutput]:
+    """Each action of a run's graph with the schema of its output and whether it runs once
+    per fan-out item."""
+    regions = graph.regions
     out = []
-    for a in actions:
-        schema = a.get("schema")
-        if a["kind"] == "llm" and schema is None:
+    for a in graph.actions:
+        schema = a.schema
+        if a.kind == "llm" and schema is None:
             schema = TEXT_OUTPUT
-        elif a["kind"] == "join":
+        elif a.kind == "join":
             schema = JOIN_OUTPUT_SCHEMA
-        per_item = regions is not None and regions.per_item(a["name"])
-        out.append(ActionOutput(a["name"], schema, per_item))
+        per_item = regions is not None and regions.per_item(a.name)
+        out.append(ActionOutput(a.name, schema, per_item))
     return out
 
 
@@ -61,7 +58,7 @@ def result_table(
             f"run {run.id} was pruned by `agac gc`: its outcomes are gone (its "
             f"cost stays in `agac cost {run.id}`)"
         )
-    outputs = action_outputs(run.config)
+    outputs = action_outputs(run_graph(run))
     if action is not None:
         names = [o.name for o in outputs]
         if action not in names:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.data.view import compile_view
 from agac.engine.actions import build_runtime
+from agac.engine.graph import RunGraph, run_graph
 from agac.engine.lifecycle.snapshots import input_source
 from agac.engine.prefixes import cache_report
 from agac.engine.requests import build_request
@@ -14,7 +15,7 @@ from agac.engine.walk.steps import regions_of
 from agac.errors import AttachmentError, NotFound, UsageError
 from agac.jsontext import loads
 from agac.keys import escape, item_key, record_of, unit_key_of
-from agac.prompt.render import compile_guard
+from agac.prompt.render import Guard, RenderError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -89,9 +90,12 @@ def render_requests(
         )
         if action.when:
             try:
-                entry["guard"] = bool(compile_guard(action.when)(view))
-            except Exception:  # noqa: BLE001 - a guard reading a missing field is false
-                entry["guard"] = False
+                entry["guard"] = Guard.compile(action.when).holds(view)
+            except RenderError as exc:  # what the run does with it: the unit fails
+                entry["note"] = f"would fail {exc.reason}: {exc}"
+                entry["reason"] = exc.reason
+                out.append(entry)
+                continue
         entry.update(_what_it_sends(project, workflow.name, action, view))
         out.append(entry)
     return out
@@ -113,7 +117,7 @@ def _what_it_sends(
         cache = cache_report(
             action, rt.prefix, rt.cache_head, rt.cache_texts[0], req.chat[0].content, req.cache
         )
-        return {"request": req.to_dict(), "fingerprint": req.fingerprint(), "cache": cache}
+        return {"request": req.to_dict(), "fingerprint": rt.identify(req)[1], "cache": cache}
     return {"inputs": view, "function": action.function}
 
 
@@ -214,9 +218,8 @@ def session_document(
     unit = unit_key_of(key, lambda k: store.find_record(run.snapshot_id, k) is not None)
     record_key = record_of(unit)
     rec = store.find_record(run.snapshot_id, record_key)
-    config = run.config
     top = escape(record_key)
-    tree = _SessionTree(store, run, config, top, rec)
+    tree = _SessionTree(store, run, run_graph(run), top, rec)
     doc = tree.node(top, ())
     if unit != top:
         doc = _find_node(doc, unit) or tree.node(unit, tree.chain_of(unit))
@@ -241,13 +244,13 @@ class _SessionTree:
     """Builds the session documents of one record and its items from the store."""
 
     def __init__(
-        self, store: Store, run: RunRecord, config: dict[str, Any], record_key: str, rec: Row | None
+        self, store: Store, run: RunRecord, graph: RunGraph, record_key: str, rec: Row | None
     ) -> None:
         self.store = store
         self.tenant: str = run.tenant
-        self.actions = config["actions"]
-        fans = any(a.get("fan_out") or a.get("join") for a in self.actions)
-        self.regions = regions_of(self.actions) if fans else None
+        self.actions = graph.actions
+        self.regions = graph.regions
+        fans = self.regions is not None
         self.outcomes: dict[str, dict[str, OutcomeRecord]] = {}
         for o in (
             store.unit_outcomes_under(run.id, record_key)
@@ -289,11 +292,11 @@ class _SessionTree:
             tokens["output"] += u.output_tokens
             tokens["reasoning"] += u.reasoning_tokens or 0
         for a in self.actions:
-            o = own.get(a["name"])
-            scope = self.regions.scope.get(a["name"], ()) if self.regions else ()
+            o = own.get(a.name)
+            scope = self.regions.scope.get(a.name, ()) if self.regions else ()
             if o is None and scope != chain:
                 continue
-            entries.append(self._entry(a, o, [u for u in usage if u.action == a["name"]]))
+            entries.append(self._entry(a, o, [u for u in usage if u.action == a.name]))
         items: list[dict[str, Any]] = []
         if self.regions is not None:
             for fan in self.regions.fan_outs:
@@ -340,13 +343,11 @@ class _SessionTree:
             doc["failed_items"] = [k for i in items for k in _failed_keys(i)]
         return doc
 
-    def _entry(
-        self, a: dict[str, Any], o: OutcomeRecord | None, usage: list[Row]
-    ) -> dict[str, Any]:
+    def _entry(self, a: Action, o: OutcomeRecord | None, usage: list[Row]) -> dict[str, Any]:
         attempts = [_attempt(u) for u in usage]
         entry: dict[str, Any] = {
-            "action": a["name"],
-            "kind": a["kind"],
+            "action": a.name,
+            "kind": a.kind,
             "status": o.status if o else "pending",
             "reason": o.reason if o else None,
             "detail": o.detail if o else None,
@@ -355,9 +356,9 @@ class _SessionTree:
             "attempts": attempts,
             "cost_usd": round(sum(x["cost_usd"] for x in attempts), 6),
         }
-        if a.get("join"):
-            entry["join"] = a["join"]  # the fan-out whose items it received
-        if o is not None and o.fingerprint and a["kind"] == "llm":
+        if a.join:
+            entry["join"] = a.join  # the fan-out whose items it received
+        if o is not None and o.fingerprint and a.kind == "llm":
             ans = self.store.get_answer(o.fingerprint, tenant=self.tenant)
             if ans is not None:
                 entry["request"] = loads(ans.request)

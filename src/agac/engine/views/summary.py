@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.billing import UNREAD_ORIGIN
 from agac.engine.batch.hybrid import LIVE_STATE, OVERLAP_ORIGIN
+from agac.engine.graph import RunGraph, run_graph
 from agac.engine.requests import effect_id
+from agac.engine.walk.steps import expected_units
 from agac.jsontext import loads
 from agac.keys import record_of
 from agac.providers.base import Usage, server_tool_counts
@@ -136,16 +138,16 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
     """``counted``: a summary of the same run built since its last unit settled (as
     ``finalize`` builds one before it ends the run); its per-action counts and cost are
     taken as they are instead of being counted again, everything else is read anew."""
-    config = run.config
+    graph = run_graph(run)
     if counted is not None:
-        return _summary(store, run, config, counted.actions, counted.cost_usd)
+        return _summary(store, run, graph, counted.actions, counted.cost_usd)
     info = store.snapshot_info(run.snapshot_id)
     records = info.record_count if info else 0
     actions: dict[str, dict[str, Any]] = {}
-    counts = _unit_counts(store, run.id, config["actions"], records)
-    for a in config["actions"]:
-        actions[a["name"]] = {
-            "records": counts.get(a["name"], records),
+    counts = _unit_counts(store, run.id, graph, records)
+    for a in graph.actions:
+        actions[a.name] = {
+            "records": counts.get(a.name, records),
             "answered": 0,
             "failed": 0,
             "skipped": 0,
@@ -190,18 +192,18 @@ def build_summary(store: Store, run: RunRecord, *, counted: RunSummary | None = 
         entry["pending"] = max(entry["records"] - settled, 0)
         entry["cost_usd"] = round(entry["cost_usd"], 6)
         frozen[name] = ActionSummary(**entry)
-    return _summary(store, run, config, frozen, cost)
+    return _summary(store, run, graph, frozen, cost)
 
 
 def _summary(
     store: Store,
     run: RunRecord,
-    config: dict[str, Any],
+    graph: RunGraph,
     actions: dict[str, ActionSummary],
     cost: float,
 ) -> RunSummary:
     # B4, B0: each batch still out, and each file a batch action cannot send yet
-    waiting = tuple(waiting_on(store, run, config))
+    waiting = tuple(waiting_on(store, run, graph))
     unknown = tuple(
         effect_id(e.key)
         for e in store.list_effects(run.workflow, tenants=(run.tenant,), states=("unknown",))
@@ -253,26 +255,26 @@ def _summary(
         effects_unknown=unknown,
         awaiting_approval=awaiting_approval,
         deadline_at=settings.deadline_at,
-        auto_modes=auto_modes(config),
+        auto_modes=auto_modes(graph),
         hybrid=hybrid or None,
         budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None,
     )
-    return replace(summary, next=next_command(summary, config))
+    return replace(summary, next=next_command(summary))
 
 
-def auto_modes(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+def auto_modes(graph: RunGraph) -> dict[str, dict[str, str]]:
     """What ``run_mode: auto`` chose at admission for each of the run's actions it chose
     for (``mode``, and ``why``: the reason code and its words)."""
     return {
-        a["name"]: {"mode": a["run_mode"], "why": a["auto_choice"]}
-        for a in config["actions"]
-        if a.get("auto_choice")
+        a.name: {"mode": str(a.run_mode), "why": a.auto_choice}
+        for a in graph.actions
+        if a.auto_choice
     }
 
 
-def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dict[str, Any]]:
+def waiting_on(store: Store, run: RunRecord, graph: RunGraph) -> list[dict[str, Any]]:
     """What the run waits for in batches: every batch of its actions still out
     (``action``, ``file``, ``batch_id`` — None for an intent the provider may not have —,
     ``key``, ``state``, ``status``: the provider's last word), and, while the run is not
@@ -280,7 +282,7 @@ def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dic
     for that file are still out (B4: ``batch_id`` None, ``state`` ``waiting``,
     ``waits_on``: those batches' ids). A final run's batches still out are adopted by the
     next run (B0)."""
-    order = {a["name"]: i for i, a in enumerate(config["actions"])}
+    order = {name: i for i, name in enumerate(graph.order)}
     out = sorted(
         (
             b
@@ -307,15 +309,15 @@ def waiting_on(store: Store, run: RunRecord, config: dict[str, Any]) -> list[dic
         return rows
     info = store.snapshot_info(run.snapshot_id)
     files = [f["file"] for f in loads(info.files)] if info else []
-    for a in config["actions"]:
-        if a.get("kind", "llm") != "llm" or a.get("run_mode") != "batch":
+    for a in graph.actions:
+        if a.kind != "llm" or a.run_mode != "batch":
             continue
         for file in files:
-            upstream = [i for anc in a.get("ancestors", ()) for i in ids.get((anc, file), [])]
-            if upstream and (a["name"], file) not in ids:
+            upstream = [i for anc in a.ancestors for i in ids.get((anc, file), [])]
+            if upstream and (a.name, file) not in ids:
                 rows.append(
                     {
-                        "action": a["name"],
+                        "action": a.name,
                         "file": file,
                         "batch_id": None,
                         "key": None,
@@ -390,21 +392,17 @@ def run_error(state: str, message: str) -> dict[str, Any]:
     return {"code": _END_CODES.get(state, "run_ended"), "message": message, "hint": None}
 
 
-def _unit_counts(
-    store: Store, run_id: str, actions: list[dict[str, Any]], records: int
-) -> dict[str, int]:
+def _unit_counts(store: Store, run_id: str, graph: RunGraph, records: int) -> dict[str, int]:
     """Units per action (docs/cli.md, agac status): one per record, but one per item inside a fan-out
     (counted from the stored fan-outs); empty for a workflow without fan-outs."""
-    if not any(a.get("fan_out") or a.get("join") for a in actions):
+    regions = graph.regions
+    if regions is None:
         return {}
-    from agac.engine.walk.steps import expected_units, regions_of
-
-    regions = regions_of(actions)
     totals = store.fanout_totals(run_id)
-    return {a["name"]: expected_units(regions, a["name"], records, totals) for a in actions}
+    return {a: expected_units(regions, a, records, totals) for a in graph.order}
 
 
-def next_command(summary: Mapping[str, Any], config: dict[str, Any]) -> str | None:
+def next_command(summary: Mapping[str, Any]) -> str | None:
     wf = summary["workflow"]
     tenant = summary.get("tenant") or DEFAULT_TENANT
     if tenant != DEFAULT_TENANT:
@@ -494,10 +492,11 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
     live for units already answered live (B13); neither saving counts either. Origin
     ``cache_storage`` (kind ``cache``): keeping the run's explicit context caches, one row
     per cache (engine/lifecycle/contextcaches.py)."""
-    hour = {a["name"] for a in run.config.get("actions", ()) if a.get("cache_ttl") == "1h"}
+    graph = run_graph(run)
+    hour = {a.name for a in graph.actions if a.cache_ttl == "1h"}
     tools = _tool_uses(store, run.id)
     # A long-context tier applies per call: the calls of each tier are totalled apart.
-    models = {a["model"] for a in run.config.get("actions", ()) if a.get("model")}
+    models = {a.model for a in graph.actions if a.model}
     totals = store.usage_totals([run.id], bands=prices.thresholds(models))
     groups: dict[tuple[str | None, ...], _LedgerGroup] = {}
     for r in totals:

@@ -22,7 +22,6 @@ from agac.engine.values import RecordUnit, Settled
 from agac.engine.walk.steps import Region
 from agac.jsontext import JSONObject, loads
 from agac.keys import ESCAPED_KEYS
-from agac.providers.base import fingerprint_of
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -219,12 +218,7 @@ class RecordWalk:
                     request = build_request(rt, rt.view.build(payload, {}))
                 except Exception:  # noqa: BLE001, S112 - the unit renders again and reports it
                     continue
-                request_json = (
-                    rt.canonical.of(request) if rt.canonical is not None else request.canonical()
-                )
-                pending.append(
-                    (rt.name, rec.key, request, request_json, fingerprint_of(request_json))
-                )
+                pending.append((rt.name, rec.key, request, *rt.identify(request)))
                 if len(pending) % 16 == 0:
                     # Rendering a shard takes a while: let answers that came back meanwhile
                     # be committed and their slots passed on instead of waiting for it.

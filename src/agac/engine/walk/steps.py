@@ -11,14 +11,16 @@ once parents fanned out (:func:`expected_units`), and the unit keys of one recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 from agac.config.fanout import Node, Regions, resolve_regions
 from agac.engine.limits.rates import Slots
 from agac.keys import escape, item_key
 
 if TYPE_CHECKING:
-    from agac.config.model import Workflow
+    from collections.abc import Sequence
+
+    from agac.config.model import Action, Workflow
     from agac.engine.actions import ActionRuntime
 
 __all__ = ["Region", "StepPlan", "expected_units", "has_fan_out", "regions_of", "unit_keys"]
@@ -40,22 +42,21 @@ Step = Union["ActionRuntime", Region]
 """An :class:`~agac.engine.actions.ActionRuntime` or a :class:`Region`."""
 
 
-def regions_of(actions: Any) -> Regions:
-    """The fan-out structure of resolved actions (Action objects or their snapshot dicts)."""
-    nodes = []
-    for a in actions:
-        get = a.get if isinstance(a, dict) else (lambda k, a=a: getattr(a, k, None))
-        nodes.append(
+def regions_of(actions: Sequence[Action]) -> Regions:
+    """The fan-out structure of resolved actions (in topological order)."""
+    return resolve_regions(
+        [
             Node(
-                str(get("name")),
-                tuple(get("dependencies") or ()),
-                tuple(get("ancestors") or ()),
-                fan_out=get("fan_out") is not None,
-                join=get("join"),
-                is_join=get("join") is not None,
+                a.name,
+                a.dependencies,
+                a.ancestors,
+                fan_out=a.fan_out is not None,
+                join=a.join,
+                is_join=a.join is not None,
             )
-        )
-    return resolve_regions(nodes)
+            for a in actions
+        ]
+    )
 
 
 def has_fan_out(workflow: Workflow) -> bool:

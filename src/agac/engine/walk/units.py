@@ -38,7 +38,7 @@ from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSON, JSONObject
 from agac.media import AttachmentError
 from agac.prompt.render import RenderError
-from agac.providers.base import canonical_json, fingerprint_of
+from agac.providers.base import canonical_json
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -225,10 +225,7 @@ class _Unit:
             return
         request = self.given if self.given is not None else build_request(rt, self._view())
         self.request = request
-        self.request_json = (
-            rt.canonical.of(request) if rt.canonical is not None else request.canonical()
-        )
-        f.fingerprint = fingerprint_of(self.request_json)
+        self.request_json, f.fingerprint = rt.identify(request)
 
     # -- acting on the decision ----------------------------------------------------------------
 
@@ -303,16 +300,9 @@ class _Unit:
 
 
 def _guard(rt: ActionRuntime, view: JSONObject) -> bool:
-    from jinja2.exceptions import UndefinedError
-
     guard = rt.guard
     assert guard is not None
-    try:
-        return bool(guard(view))
-    except UndefinedError:
-        return False
-    except Exception as exc:
-        raise RenderError(f"guard {rt.action.when!r} failed: {type(exc).__name__}: {exc}") from exc
+    return guard.holds(view)
 
 
 async def _single_flight(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.graph import RunGraph, run_graph
 from agac.engine.lifecycle.admission import open_or_admit
 from agac.engine.walk.shards import shard_ranges
 from agac.jsontext import loads
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["list_workers", "shard_rows", "shard_view", "submit_run"]
 
 
-def shard_rows(files: list[dict[str, Any]], config: dict[str, Any]) -> list[dict[str, Any]]:
+def shard_rows(files: list[dict[str, Any]], graph: RunGraph) -> list[dict[str, Any]]:
     """A run's shards: online ranges of ≤1,000 records of a file, and (action, file) for
     every batch action."""
     rows: list[dict[str, Any]] = []
@@ -36,15 +37,15 @@ def shard_rows(files: list[dict[str, Any]], config: dict[str, Any]) -> list[dict
                 "hi": hi,
             }
         )
-    for action in config.get("actions", []):
-        if action.get("kind", "llm") == "llm" and action.get("run_mode") == "batch":
+    for action in graph.actions:
+        if action.kind == "llm" and action.run_mode == "batch":
             for f in files:
                 start, count = int(f["start"]), int(f["count"])
                 rows.append(
                     {
-                        "shard": f"b:{action['name']}:{f['file']}",
+                        "shard": f"b:{action.name}:{f['file']}",
                         "kind": "batch",
-                        "action": action["name"],
+                        "action": action.name,
                         "file": f["file"],
                         "lo": start,
                         "hi": start + count,
@@ -67,7 +68,7 @@ def submit_run(
     run, notes, _ = open_or_admit(project, store, workflow, options, as_admitted=as_admitted)
     info = store.snapshot_info(run.snapshot_id)
     assert info is not None
-    created = store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))
+    created = store.ensure_shards(run.id, shard_rows(loads(info.files), run_graph(run)))
     store.notify_work()
     return {
         "run_id": run.id,

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from agac.config.model import Workflow
+from agac.engine.graph import run_graph
 from agac.engine.interrupts import install_interrupts
 from agac.engine.lifecycle.assembly import prior_run, snapshot_files
 from agac.engine.lifecycle.closing import close_run, run_event
@@ -302,7 +302,7 @@ class Worker:
             info = self.store.snapshot_info(run.snapshot_id)
             if info is None or not info.complete:
                 continue
-            self.store.ensure_shards(run.id, shard_rows(loads(info.files), run.config))
+            self.store.ensure_shards(run.id, shard_rows(loads(info.files), run_graph(run)))
 
     async def _sweep(self) -> None:
         """Finish runs whose work is done but that nobody ended (a worker died between its
@@ -394,7 +394,7 @@ class Worker:
         if ctx is not None:
             ctx = self._runs[run_id] = replace(ctx, run=run)
             return ctx
-        workflow = Workflow.from_snapshot(run.config)
+        workflow = run_graph(run).workflow
         llm = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
         providers = open_providers(
             llm,
