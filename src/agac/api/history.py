@@ -159,7 +159,8 @@ def export_rows(
     store: Store | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One row per record of ``action`` in the run: key, status, reason, detail, output,
-    and the run's tenant."""
+    the run's tenant, and each check's verdict (``checks``: name → passed, None for an
+    action without checks)."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
@@ -176,6 +177,7 @@ def export_rows(
                 "detail": o.detail,
                 "output": loads(o.output),
                 "tenant": run_row.tenant,
+                "checks": None if o.checks is None else loads(o.checks),
             }
 
 

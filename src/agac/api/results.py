@@ -238,8 +238,21 @@ def export_action(
             None if out is None else str(out), guarded, _object_options(proj)
         ) as handle:
             if format == "csv":
-                return write_csv(rows, handle, escape_formulas=escape_formulas)
+                names = check_names(resolve_run(st, proj, ref, scope_of(proj, tenant, principal)))
+                return write_csv(
+                    rows, handle, escape_formulas=escape_formulas, checks=names.get(action, ())
+                )
             return write_jsonl(rows, handle)
+
+
+def check_names(run: RunRecord) -> dict[str, tuple[str, ...]]:
+    """The names of each action's checks, as the run was admitted with them."""
+    out: dict[str, tuple[str, ...]] = {}
+    for action in run.config.get("actions") or ():
+        checks = action.get("checks") or ()
+        if checks:
+            out[str(action["name"])] = tuple(str(c["name"]) for c in checks)
+    return out
 
 
 def protected_files(project: Project, store: Store, run: RunRecord) -> list[Protected]:

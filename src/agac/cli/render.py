@@ -245,6 +245,12 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         click.echo(f"    fix: {a['fix']}")
     if summary.get("deadline_at"):
         click.echo(f"  deadline {when(summary['deadline_at'])}")
+    for action, checks in (summary.get("checks") or {}).items():
+        rates = ", ".join(
+            f"{name} {c['rate']:.0%} ({c['passed']:,}/{c['passed'] + c['failed']:,})"
+            for name, c in checks.items()
+        )
+        click.echo(f"  {action} checks passed: {rates}")
     for name, choice in (summary.get("auto_modes") or {}).items():
         click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
     for action, h in (summary.get("hybrid") or {}).items():  # B13
@@ -446,6 +452,9 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
         )
         if a.get("detail"):
             click.echo(f"{pad}  {a['detail']}")
+        if a.get("checks"):
+            verdicts = ", ".join(f"{n} {'pass' if ok else 'FAIL'}" for n, ok in a["checks"].items())
+            click.echo(f"{pad}  checks: {verdicts}")
         for t in a["attempts"]:
             click.echo(
                 f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "

@@ -97,8 +97,8 @@ CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "
 def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     """Write each row as one JSON object per line; ``detail`` only when present.
 
-    Keys come in the order key, status, reason, output, detail, tenant (the last two
-    when the row has them). Non-ASCII text is written as is (UTF-8 files). Returns the
+    Keys come in the order key, status, reason, output, detail, tenant, checks (the last
+    three when the row has them; ``checks`` maps each check's name to whether it passed). Non-ASCII text is written as is (UTF-8 files). Returns the
     number of rows written.
     """
     count = 0
@@ -115,6 +115,8 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
                 item["detail"] = row["detail"]
             if row.get("tenant") is not None:
                 item["tenant"] = row["tenant"]
+            if row.get("checks") is not None:
+                item["checks"] = row["checks"]
             out.write(strict_dumps(item))
             out.write("\n")
             count += 1
@@ -122,17 +124,22 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
 
 
 def write_csv(
-    rows: Iterable[Mapping[str, Any]], out: TextIO, *, escape_formulas: bool = True
+    rows: Iterable[Mapping[str, Any]],
+    out: TextIO,
+    *,
+    escape_formulas: bool = True,
+    checks: Sequence[str] = (),
 ) -> int:
-    """Write a header of :data:`CSV_COLUMNS`, then one line per row.
+    """Write a header of :data:`CSV_COLUMNS` and a ``check.<name>`` column per name of
+    ``checks``, then one line per row.
 
-    ``output`` (and a non-string ``detail``) is written as compact JSON text; a missing
-    value is an empty cell; with ``escape_formulas`` a cell a spreadsheet would run is
-    neutralized (:func:`neutralize_formula`). Returns the number of rows written (header
-    excluded).
+    ``output`` (and a non-string ``detail``) is written as compact JSON text; a check's
+    cell is ``pass``, ``fail``, or empty for a unit it did not judge; a missing value is an
+    empty cell; with ``escape_formulas`` a cell a spreadsheet would run is neutralized
+    (:func:`neutralize_formula`). Returns the number of rows written (header excluded).
     """
     writer = _CsvWriter(out)
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow((*CSV_COLUMNS, *(f"check.{name}" for name in checks)))
     safe = neutralize_formula if escape_formulas else _as_is
     count = 0
     with _strict() as at:
@@ -146,10 +153,19 @@ def write_csv(
                     safe(_cell(row.get("detail"))),
                     "" if row.get("output") is None else safe(_compact(row["output"])),
                     safe(_cell(row.get("tenant"))),
+                    *_verdict_cells(row.get("checks"), checks),
                 ]
             )
             count += 1
     return count
+
+
+def _verdict_cells(verdicts: Any, names: Sequence[str]) -> list[str]:
+    if not isinstance(verdicts, dict):
+        return [""] * len(names)
+    return [
+        "" if (v := verdicts.get(name)) is None else ("pass" if v else "fail") for name in names
+    ]
 
 
 def write_wide_jsonl(names: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:

@@ -14,6 +14,7 @@ from a batch) and fails a ``repair`` check fails ``check_failed``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from agac.config.model import CheckSpec
     from agac.jsontext import JSON, JSONObject
 
-__all__ = ["CheckedOutcome", "Verdict", "judge", "outcome_of", "repair_feedback"]
+__all__ = ["CheckedOutcome", "Verdict", "judge", "outcome_of", "repair_feedback", "verdicts_json"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class CheckedOutcome:
     status: Literal["answered", "repair", "failed"]
     detail: str | None = None
     failed: Verdict | None = None
+    verdicts: str | None = None
+    """Every check's verdict as stored with the unit (:func:`verdicts_json`)."""
 
 
 @lru_cache(maxsize=256)
@@ -90,8 +93,17 @@ def outcome_of(verdicts: Sequence[Verdict], *, repairs: int, can_repair: bool) -
             continue
         if on_fail == "repair" and can_repair and repairs < v.check.max_repairs:
             return CheckedOutcome("repair", failed=v)
-        return CheckedOutcome("failed", _failed_detail(v, repairs, can_repair), v)
-    return CheckedOutcome("answered", "; ".join(flagged) or None)
+        detail = _failed_detail(v, repairs, can_repair)
+        return CheckedOutcome("failed", detail, v, verdicts_json(verdicts))
+    return CheckedOutcome("answered", "; ".join(flagged) or None, None, verdicts_json(verdicts))
+
+
+def verdicts_json(verdicts: Sequence[Verdict]) -> str | None:
+    """The verdicts as stored with the unit (``outcomes.checks``): a JSON object of check
+    name → passed, in the order written; None without checks."""
+    if not verdicts:
+        return None
+    return json.dumps({v.check.name: v.passed for v in verdicts}, separators=(",", ":"))
 
 
 def _failed_detail(v: Verdict, repairs: int, can_repair: bool) -> str:

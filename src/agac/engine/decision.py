@@ -95,6 +95,8 @@ class Settle(NamedTuple):
     attempts: int = 0
     output_json: str | None = None
     """The answer's output as stored (JSON text), for ``answered``."""
+    checks: str | None = None
+    """Each check's verdict on that answer (engine/checks.py), set by the unit."""
 
 
 class Pending(NamedTuple):

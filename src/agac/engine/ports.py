@@ -64,6 +64,7 @@ class Outcomes(Protocol):
         traceback_text: str | None = None,
         output_json: str | None = None,
         on_durable: Callable[[], None] | None = None,
+        checks: str | None = None,
     ) -> Settled: ...
 
     async def event(

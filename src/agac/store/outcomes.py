@@ -189,6 +189,7 @@ class OutcomeRepository(StoreCore):
             o.c.output,
             sa.literal(0),
             sa.literal(now),
+            o.c.checks,
         ).where(o.c.run_id == src)
         if skip_actions:
             sel = sel.where(o.c.action.not_in(list(skip_actions)))
@@ -211,6 +212,7 @@ class OutcomeRepository(StoreCore):
             "output",
             "attempts",
             "updated_at",
+            "checks",
         ]
         with self._write("carry outcomes over") as conn:
             n = conn.execute(o.insert().from_select(cols, sel)).rowcount
@@ -481,6 +483,19 @@ class OutcomeRepository(StoreCore):
                 .order_by(o.c.seq, o.c.unit_key)
                 .limit(1)
             ).first()
+
+    def check_counts(self, run_id: str) -> list[Row]:
+        """(action, checks, n) groups of a run's outcomes judged by checks: few groups, as
+        ``checks`` is the verdicts' JSON text (name → passed)."""
+        o = t.outcomes
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(o.c.action, o.c.checks, sa.func.count().label("n"))
+                    .where(o.c.run_id == run_id, o.c.checks.is_not(None))
+                    .group_by(o.c.action, o.c.checks)
+                ).all()
+            )
 
     def outcome_counts(self, run_id: str) -> list[Row]:
         """(action, status, reason, origin, n) groups of a run's outcomes."""

@@ -69,6 +69,8 @@ class OutcomeRow(NamedTuple):
     output: str | None
     attempts: int
     updated_at: float
+    checks: str | None = None
+    """Each check's verdict, JSON name → passed (None: the action has no checks)."""
 
 
 class AnswerRow(NamedTuple):

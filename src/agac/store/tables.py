@@ -115,7 +115,10 @@ outcomes = sa.Table(
     sa.Column("output", sa.Text, nullable=True),
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
     sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("checks", sa.Text, nullable=True),
 )
+"""``checks``: each check's verdict on the unit's answer, a JSON object of check name →
+passed, for an llm action with ``checks:`` (NULL otherwise)."""
 sa.Index("ix_outcomes_seq", outcomes.c.run_id, outcomes.c.seq)
 
 answers = sa.Table(

@@ -335,6 +335,8 @@ class OutcomeRecord(NamedTuple):
     output: str | None
     attempts: int
     updated_at: float
+    checks: str | None = None
+    """Each check's verdict, JSON name → passed (None: the action has no checks)."""
 
     @classmethod
     def from_row(cls, row: Any) -> OutcomeRecord:

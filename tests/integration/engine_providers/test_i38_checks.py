@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
 from e2e_support import chat_requests, project_yml, run, sent_requests
 
 from agac import api
+from agac.cli.main import cli
 from agac.testing import write_project
 
 BAD = json.dumps({"label": "bad", "total": -5})
@@ -145,3 +147,48 @@ def test_i38_check_fail_fails_the_unit_naming_the_check(emulator: Any, project: 
     counts = summary["actions"]["invoice"]
     assert counts["reasons"] == {"check_failed": 1} and counts["calls"] == 0
     assert chat_requests(emulator.stats(), "openai") == 3
+
+
+def test_i38_each_checks_verdict_is_kept_in_status_export_and_session(
+    emulator: Any, project: Path
+) -> None:
+    _project(
+        project,
+        (POSITIVE % "flag") + "\n      - {name: labelled, expr: 'answer.label', on_fail: flag}",
+    )
+
+    summary = run(project).summary
+
+    assert summary["checks"] == {
+        "invoice": {
+            "total_positive": {"passed": 2, "failed": 1, "rate": 0.6667},
+            "labelled": {"passed": 3, "failed": 0, "rate": 1.0},
+        }
+    }
+    assert api.status("triage", project)["checks"] == summary["checks"]
+    rows = _rows(project)
+    assert rows["r1"]["checks"] == {"total_positive": False, "labelled": True}
+    assert rows["r0"]["checks"] == {"total_positive": True, "labelled": True}
+    out = project / "invoice.csv"
+    api.export_action("triage", "invoice", out, format="csv", project=project)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "key,status,reason,detail,output,tenant,check.total_positive,check.labelled"
+    cells = {line.split(",")[0]: line.rsplit(",", 2)[1:] for line in lines[1:]}
+    assert cells == {"r0": ["pass", "pass"], "r1": ["fail", "pass"], "r2": ["pass", "pass"]}
+    (entry,) = [a for a in api.record_session("r1", project)["actions"]]
+    assert entry["checks"] == {"total_positive": False, "labelled": True}
+    runner = CliRunner()
+    status = runner.invoke(cli, ["status", "triage"], catch_exceptions=False)
+    assert "invoice checks passed: total_positive 67% (2/3), labelled 100% (3/3)" in status.output
+    shown = runner.invoke(cli, ["records", "show", "r1"], catch_exceptions=False)
+    assert "checks: total_positive FAIL, labelled pass" in shown.output
+
+
+def test_i38_a_repaired_answer_passes_its_checks(emulator: Any, project: Path) -> None:
+    _project(project, POSITIVE % "repair")
+
+    summary = run(project).summary
+
+    rate = summary["checks"]["invoice"]["total_positive"]
+    assert rate == {"passed": 3, "failed": 0, "rate": 1.0}
+    assert _rows(project)["r1"]["checks"] == {"total_positive": True}

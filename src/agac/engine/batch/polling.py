@@ -372,9 +372,15 @@ class Poller:
     async def _answer_read_units(self, rt: ActionRuntime, b: BatchRecord) -> None:
         """The units of an action that reads records directly, answered by what was just
         read, are written in one statement instead of walking every record again for
-        them (the walk then skips their shards when nothing else is left there)."""
+        them (the walk then skips their shards when nothing else is left there). An action
+        with ``checks:`` is left to the walk: each answer is judged there (engine/checks.py)."""
         action = rt.action
-        if action.dependencies or action.approval is not None or self.ctx.plan.per_item(rt.name):
+        if (
+            action.dependencies
+            or action.approval is not None
+            or action.checks
+            or self.ctx.plan.per_item(rt.name)
+        ):
             return
         answered = read_answer(b.key, 1, "")  # the decision for each of them (in SQL)
         await self.ctx.call(

@@ -147,6 +147,7 @@ class OutcomeWriter:
         traceback_text: str | None = None,
         output_json: str | None = None,
         on_durable: Callable[[], None] | None = None,
+        checks: str | None = None,
     ) -> Settled:
         """Commit a unit's outcome (with its answer, usage and events); ``on_durable`` is
         called by the store's writer once the outcome is committed, before the unit is
@@ -174,6 +175,7 @@ class OutcomeWriter:
             output_json,
             attempts,
             now,
+            checks,
         )
         events: tuple[EventRow, ...] = ()
         if status == "failed":

@@ -356,6 +356,8 @@ class _SessionTree:
             "attempts": attempts,
             "cost_usd": round(sum(x["cost_usd"] for x in attempts), 6),
         }
+        if o is not None and o.checks is not None:
+            entry["checks"] = loads(o.checks)  # each check's verdict: name -> passed
         if a.join:
             entry["join"] = a.join  # the fan-out whose items it received
         if o is not None and o.fingerprint and a.kind == "llm":

@@ -100,6 +100,9 @@ class RunSummary(_AsMapping):
     budget: dict[str, Any] | None = None
     advice: tuple[dict[str, Any], ...] = ()
     error: dict[str, Any] | None = None
+    checks: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Per action with ``checks:``, per check: units it ``passed`` and ``failed``, and its
+    pass ``rate`` (of the units it judged)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's JSON, keys in this order; optional parts only when present."""
@@ -131,6 +134,8 @@ class RunSummary(_AsMapping):
             out["advice"] = list(self.advice)
         if self.error is not None:
             out["error"] = self.error
+        if self.checks:
+            out["checks"] = self.checks
         return out
 
 
@@ -260,8 +265,28 @@ def _summary(
         budget=budget,
         advice=tuple(_advice(store, run, actions)),
         error=run_error(run.state, error) if error else None,
+        checks=check_rates(store, run.id),
     )
     return replace(summary, next=next_command(summary))
+
+
+def check_rates(store: Store, run_id: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per action, per check (in the order written): the units it passed and failed in
+    the run, and its pass rate."""
+    tally: dict[str, dict[str, list[int]]] = {}
+    for row in store.check_counts(run_id):
+        verdicts = loads(row.checks)
+        per = tally.setdefault(row.action, {})
+        for name, passed in verdicts.items():
+            counts = per.setdefault(name, [0, 0])
+            counts[0 if passed else 1] += row.n
+    return {
+        action: {
+            name: {"passed": p, "failed": f, "rate": round(p / (p + f), 4)}
+            for name, (p, f) in per.items()
+        }
+        for action, per in tally.items()
+    }
 
 
 def auto_modes(graph: RunGraph) -> dict[str, dict[str, str]]:

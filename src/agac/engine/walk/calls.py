@@ -364,6 +364,7 @@ def _answered(
         usage=(*legs, usage_row),
         output_json=output_json,
         on_durable=slot.give_back,
+        checks=got.checked.verdicts,
     )
 
 
@@ -382,6 +383,7 @@ def _final(
     usage: Sequence[UsageRow] = (),
     output_json: str | None = None,
     on_durable: Callable[[], None] | None = None,
+    checks: str | None = None,
 ) -> Coroutine[object, None, Settled]:
     """The unit's outcome written (the writer's own coroutine: a unit's every suspension
     resumes through each frame above it, so the call path adds none of its own)."""
@@ -399,6 +401,7 @@ def _final(
         usage=usage,
         output_json=output_json,
         on_durable=on_durable,
+        checks=checks,
     )
 
 

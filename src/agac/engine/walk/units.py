@@ -85,6 +85,7 @@ def settle(
         fingerprint=d.fingerprint,
         attempts=d.attempts,
         output_json=d.output_json,
+        checks=d.checks,
     )
 
 
@@ -273,9 +274,12 @@ class _Unit:
         assert d.output_json is not None
         verdicts = self._checker(json.loads(d.output_json))
         checked = outcome_of(verdicts, repairs=0, can_repair=False)
+        kept = checked.verdicts
         if checked.status == "answered":
-            return d._replace(detail=checked.detail)
-        return d._replace(status="failed", reason="check_failed", detail=checked.detail)
+            return d._replace(detail=checked.detail, checks=kept)
+        return d._replace(
+            status="failed", reason="check_failed", detail=checked.detail, checks=kept
+        )
 
     async def _gate(self) -> Settled | None:
         """A1: the gate settles the unit, lets it wait, or lets it act with the approved
