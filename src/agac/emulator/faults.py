@@ -2,7 +2,7 @@
 
 A rule is the JSON object of issue 3's control API::
 
-    {"provider": "openai|anthropic|gemini|groq|ollama|*",
+    {"provider": "openai|anthropic|gemini|groq|deepseek|ollama|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
      "match": {"custom_id": ..., "model": ..., "metadata": {...}},
@@ -51,7 +51,7 @@ __all__ = [
     "parse_rule",
 ]
 
-PROVIDERS = frozenset({"openai", "azure", "anthropic", "gemini", "groq", "ollama", "*"})
+PROVIDERS = frozenset({"openai", "azure", "anthropic", "gemini", "groq", "deepseek", "ollama", "*"})
 OPS = frozenset(
     {
         "chat",

@@ -96,6 +96,11 @@ class Flavor:
     has no BOM, a file may stay ``pending`` after upload, answers carry content filter
     results, and batches never expire."""
     api_version: bool = False
+    batch: bool = True
+    """Whether the API has files and batches (DeepSeek's has chat only)."""
+    dialect: str = "openai"
+    """``deepseek``: cache hits as ``prompt_cache_hit_tokens``/``prompt_cache_miss_tokens``,
+    a reasoner's thinking as ``message.reasoning_content``, ``json_schema`` refused."""
 
 
 OPENAI = Flavor(
@@ -190,6 +195,13 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
     }
     if flavor.usage_timings:
         usage.update(queue_time=0.01, prompt_time=0.001, completion_time=0.02, total_time=0.031)
+    if flavor.dialect == "deepseek":
+        del usage["prompt_tokens_details"]
+        usage["prompt_cache_hit_tokens"] = cached
+        usage["prompt_cache_miss_tokens"] = prompt - cached
+        usage["completion_tokens_details"] = {
+            "reasoning_tokens": usage["completion_tokens_details"]["reasoning_tokens"]
+        }
     refusal = reply.get("refusal", ans.refusal)
     content = reply.get("content", None if "refusal" in reply else ans.text)
     message: dict[str, Any] = {
@@ -198,6 +210,10 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
         "refusal": refusal,
         "annotations": [],
     }
+    if flavor.dialect == "deepseek":
+        message = {"role": "assistant", "content": content}
+        if "reasoner" in model:
+            message["reasoning_content"] = "Let me think it through."
     if "tool_calls" in (reply.get("blocks") or []):
         message["tool_calls"] = [
             {
@@ -289,6 +305,9 @@ def routes(flavor: Flavor) -> list[Route]:
         fired = await gate(request, flavor.provider, "chat", error, Target(model=model))
         if not model or not isinstance(body.get("messages"), list):
             return error(400, None, None, "'model' and 'messages' are required.")
+        fmt = body.get("response_format") or {}
+        if flavor.dialect == "deepseek" and fmt.get("type") not in (None, "text", "json_object"):
+            return error(400, None, None, "This response_format type is unavailable now")
         await attachments(request, flavor.provider, body, error, model)
         await live_latency(request)
         canonical, schema, max_tokens = chat_request(body)
@@ -503,8 +522,11 @@ def routes(flavor: Flavor) -> list[Route]:
         else ("/chat/completions")
     )
     guard = azure_guard(flavor, error) if flavor.azure else (lambda handler: handler)
+    chat_route = Route(f"{p}{chat_path}", guard(chat), methods=["POST"])
+    if not flavor.batch:
+        return [chat_route]
     return [
-        Route(f"{p}{chat_path}", guard(chat), methods=["POST"]),
+        chat_route,
         Route(f"{p}/files", guard(upload), methods=["POST"]),
         Route(f"{p}/files", guard(file_list), methods=["GET"]),
         Route(f"{p}/files/{{file_id}}", guard(file_get), methods=["GET"]),

@@ -189,7 +189,10 @@ def chat_response(
     )
     usage = pick_(body, "usage")
     prompt = as_int(pick_(usage, "prompt_tokens"))
-    cached = as_int(pick_(usage, "prompt_tokens_details", "cached_tokens"))
+    # DeepSeek reports its cache hits as ``prompt_cache_hit_tokens`` (within prompt_tokens).
+    cached = as_int(pick_(usage, "prompt_tokens_details", "cached_tokens")) or as_int(
+        pick_(usage, "prompt_cache_hit_tokens")
+    )
     written = as_int(pick_(usage, "prompt_tokens_details", "cache_write_tokens"))
     output = as_int(pick_(usage, "completion_tokens"))
     reported = as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens"))

@@ -38,6 +38,7 @@ _BUILTIN = {
     "gemini": "agac.providers.gemini:GeminiProvider",
     "groq": "agac.providers.groq:GroqProvider",
     "ollama": "agac.providers.ollama:OllamaProvider",
+    "deepseek": "agac.providers.deepseek:DeepSeekProvider",
 }
 
 

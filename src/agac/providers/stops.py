@@ -53,6 +53,8 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
     "groq": _OPENAI,
     # Azure OpenAI: OpenAI's finish reasons; its content filter says which category.
     "azure": _OPENAI,
+    # DeepSeek: OpenAI's values, and its inference service out of capacity mid-answer.
+    "deepseek": {**_OPENAI, "insufficient_system_resource": "unexpected"},
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

@@ -16,6 +16,7 @@ MODELS: dict[str, str] = {
     "groq": "llama-3.3-70b-versatile",
     "azure": "gpt-4o-mini-batch",
     "ollama": "llama3.2",
+    "deepseek": "deepseek-chat",
     "mock": "any",
 }
 SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "ollama")

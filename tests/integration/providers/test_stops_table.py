@@ -666,6 +666,14 @@ def _documented() -> dict[str, set[str]]:
         "gemini": {m.value for m in genai_types.FinishReason},
         # The ollama SDK types done_reason as a plain string; its API documents these.
         "ollama": {"stop", "length", "load", "unload"},
+        # DeepSeek has no SDK; its API reference lists these finish reasons.
+        "deepseek": {
+            "stop",
+            "length",
+            "content_filter",
+            "tool_calls",
+            "insufficient_system_resource",
+        },
     }
 
 
@@ -680,7 +688,7 @@ def _reply(provider: str, value: str) -> dict[str, Any]:
     reply: dict[str, Any] = {"stop": value}
     if provider == "anthropic" and value == "tool_use":
         reply["blocks"] = ["text", "tool_use"]
-    if provider in ("openai", "groq") and value in ("tool_calls", "function_call"):
+    if provider in ("openai", "groq", "deepseek") and value in ("tool_calls", "function_call"):
         reply.update(blocks=["tool_calls"], content=None)
     return reply
 

@@ -18,6 +18,7 @@ ANSWERS = {
     "azure": {"stop"},
     "gemini": {"STOP"},
     "ollama": {"stop"},
+    "deepseek": {"stop"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -103,11 +104,12 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "ollama": "**Ollama**",
         "groq": "**Groq**",
         "azure": "**Azure**",
+        "deepseek": "**DeepSeek**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
-        if provider in ("groq", "azure"):
-            own = section[section.index(titles["openai"]) :]
+        if provider in ("groq", "azure", "deepseek"):
+            own = section[section.index(titles["openai"]) :] + own
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)

@@ -1,0 +1,63 @@
+"""DeepSeek (``pip install 'agac[openai]'``): live calls only — DeepSeek sells no batch
+API; it sells cheaper hours instead (a price calendar, docs/providers.md, DeepSeek).
+
+DeepSeek speaks OpenAI's Chat Completions protocol at ``https://api.deepseek.com`` and
+has no SDK of its own: ``transport: sdk`` drives the official ``openai`` SDK with that
+base URL, the lean transport posts to ``<base>/chat/completions``. The differences from
+OpenAI handled here: the limit goes as ``max_tokens``; structured output is JSON mode
+only (``response_format: json_object``, the schema in the system prompt); cached prompt
+tokens come as ``prompt_cache_hit_tokens`` (read by :func:`chat_response`); the
+reasoning of ``deepseek-reasoner`` comes as ``message.reasoning_content`` and never
+enters the answer; ``insufficient_system_resource`` ends an answer early
+(:mod:`agac.providers.stops`). DeepSeek caches prompt prefixes by itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agac.providers._openai_compat import OpenAICompatProvider
+from agac.providers.base import TRANSPORTS
+from agac.providers.options import TIMEOUT
+from agac.providers.spec import ProviderSpec
+
+__all__ = ["DEEPSEEK_BASE_URL", "DeepSeekProvider"]
+
+DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+"""The base URL DeepSeek's docs give for OpenAI-compatible clients."""
+
+
+class DeepSeekProvider(OpenAICompatProvider):
+    """DeepSeek Chat Completions (live only)."""
+
+    #: No batch API, no flex tier, text only; prompts cached by DeepSeek itself.
+    spec = ProviderSpec(
+        name="deepseek",
+        extra="openai",
+        sdk_module="openai",
+        credential_env=("DEEPSEEK_API_KEY",),
+        transports=TRANSPORTS,
+        cache_kinds=("implicit",),
+        options=(TIMEOUT,),
+    )
+    base_url_env = "DEEPSEEK_BASE_URL"
+    default_base_url = DEEPSEEK_BASE_URL
+    chat_path = "/chat/completions"
+    max_tokens_param = "max_tokens"
+
+    def _native_schema(self, model: str) -> bool:
+        """DeepSeek takes ``json_object`` only: a schema always goes in the prompt."""
+        return False
+
+    def _make_client(self) -> Any:
+        # The openai SDK, pointed at DeepSeek (never at OPENAI_BASE_URL); max_retries=0:
+        # the engine owns retries (docs/providers.md).
+        return self._sdk.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self._base_url or DEEPSEEK_BASE_URL,
+            timeout=self._timeout,
+            max_retries=0,
+        )
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.OpenAIError,)
