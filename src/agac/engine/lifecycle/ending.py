@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.batch.manual import cancel_open_batches
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.graph import run_graph
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_lease, take_run_lease
@@ -76,7 +77,7 @@ def finalize(store: Store, run_id: str) -> tuple[str, RunSummary]:
         if r.status == "skipped" and r.origin != "carried" and r.reason
     )
     state = decide_state(
-        summary, store.action_states(run_id), bool(run.config.get("partial_ok", True)), halts
+        summary, store.action_states(run_id), run_graph(run).workflow.partial_ok, halts
     )
     store.end_run(run_id, state)
     store.clear_marks(run_id)  # every unit has its outcome: nothing under a mark is lost
