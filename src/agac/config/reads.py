@@ -63,6 +63,8 @@ def _action_reads(action: Action) -> Iterator[str]:
             yield from _template_reads(text, expression)
     for attachment in action.attachments:
         yield from _template_reads(attachment, False)
+    for check in action.checks:  # a check's expression sees ``source`` like a guard
+        yield from _template_reads(check.expr, True)
     over = action.fan_out.over if action.fan_out is not None else None
     if over is not None:
         yield from _heads([over])

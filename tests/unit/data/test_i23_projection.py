@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from agac.config.model import Action, ContextSpec, FanOutSpec, InputSpec, Workflow
+from agac.config.model import Action, CheckSpec, ContextSpec, FanOutSpec, InputSpec, Workflow
 from agac.config.reads import TEMPLATE_FIELDS, source_columns
 from agac.data.files import LocalFile
 from agac.data.formats import InputFormat
@@ -93,6 +93,8 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
         "cache_ttl",
         "context_text",
         "provider_options",  # plain values of the provider's spec, never rendered
+        "reuse",  # a tool's reuse policy (by_record, by_inputs)
+        "code_hash",  # a digest of a tool's code, computed, never written
         # a template, but one that sees no record (validation refuses it)
         "context_prefix",
     }
@@ -174,3 +176,11 @@ def test_i23_2_a_wide_parquet_is_read_for_the_two_columns_a_prompt_reads(wide: P
 
 def test_i23_2_without_projection_every_column_is_read(wide: Path) -> None:
     assert len(columns_read(wide, None, None)) == WIDE
+
+
+def test_i38_a_checks_reads_of_source_are_read_from_the_input() -> None:
+    """A check may read a column the prompt does not: projection must keep it, or the
+    check would see it missing and fail every answer."""
+    check = CheckSpec(name="lang", expr="answer.lang == source.meta.lang and source.n > 0")
+    workflow = wf(llm("Say {{ source.text }}", checks=(check,)))
+    assert source_columns(workflow) == {"text", "meta", "n"}
