@@ -163,7 +163,7 @@ def _item(store: Store, run: str, attempt: int, i: int, fp: str, status: str) ->
 
 def _outcomes(store: Store) -> set[tuple[Any, ...]]:
     rows = store.outcomes_between(RUN, 0, 10_000)
-    return {tuple(r)[:-1] for r in rows}  # every column but updated_at
+    return {tuple(r._replace(updated_at=0.0)) for r in rows}  # every column but updated_at
 
 
 def _by_sql(store: Store) -> None:
