@@ -164,8 +164,9 @@ def _forget_foreign(module_name: str, root: Path) -> None:
     paths = [file] if file else list(getattr(module, "__path__", []) or [])
     if module is None or any(_inside(Path(p), root) for p in paths):
         return
-    for loaded in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
-        del sys.modules[loaded]
+    # A copy: another run's thread may be importing (adding to sys.modules) meanwhile.
+    for loaded in [m for m in sys.modules.copy() if m == top or m.startswith(top + ".")]:
+        sys.modules.pop(loaded, None)
 
 
 def _inside(path: Path, root: Path) -> bool:
