@@ -16,6 +16,8 @@ enqueued-token quota refusal on create is an ``http`` fault with code
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from starlette.routing import Route
 
 from .openai import Flavor
@@ -38,19 +40,9 @@ AZURE = Flavor(
     azure=True,
     api_version=True,
 )
-AZURE_V1 = Flavor(
-    provider="azure",
-    prefix="/azure/openai/v1",
-    file_prefix="file-",
-    batch_prefix="batch_",
-    retry_after_ms=True,
-    service_tier="default",
-    windows=frozenset({"24h"}),
-    cursor_paging=False,
-    usage_timings=False,
-    batch_urls=frozenset({"/chat/completions", "/v1/chat/completions"}),
-    azure=True,
-)
+# The /openai/v1/ surface: the same service, with no deployments in the path and no
+# api-version.
+AZURE_V1 = replace(AZURE, prefix="/azure/openai/v1", deployments=False, api_version=False)
 
 
 def routes() -> list[Route]:
