@@ -9,14 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agac.config.functions import FunctionNotFound, code_hash, resolve_function
 from agac.confinement import Confinement
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.canonical import CanonicalForm
 from agac.engine.limits.rates import RateLimiter, RateWindow, Slots
-from agac.engine.prefixes import prompt_prefix
+from agac.engine.prefixes import PromptPrefix, prompt_prefix
 from agac.errors import ConfigError, Problem
 from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionRuntime",
+    "HeldCache",
     "build_runtime",
     "code_hashes",
     "is_batched",
@@ -43,14 +44,40 @@ __all__ = [
 ]
 
 
-@dataclass
+class HeldCache:
+    """The prompt-cache hint an llm action's requests carry, held for the run.
+
+    It starts as the hint :func:`build_runtime` works out from the action's static prefix;
+    the run's explicit context caches (engine/lifecycle/contextcaches.py) name one in it
+    when they make it ready and again when they renew it. That name is the one part of an
+    action's runtime that changes while the run goes on, so it lives here, in an object the
+    frozen :class:`ActionRuntime` is built with, not in an attribute set from outside."""
+
+    __slots__ = ("hint",)
+
+    def __init__(self, hint: CacheHint | None = None) -> None:
+        self.hint = hint
+
+    def name(self, name: str | None) -> None:
+        """Requests name the explicit cache ``name`` (None: none, they go whole)."""
+        assert self.hint is not None, "no cache hint to name a cache in"
+        self.hint = replace(self.hint, name=name)
+
+
+@dataclass(frozen=True, slots=True)
 class ActionRuntime:
+    """Everything one action needs in a run, built whole by :func:`build_runtime`."""
+
     action: Action
+    name: str
+    """The action's name (read several times per unit: a field, not a property)."""
     view: ViewSpec
     slots: AbstractAsyncContextManager[None]
     """The action's ``max_concurrency`` slots."""
     limiter: RateWindow
     """Its rate window."""
+    held: HeldCache
+    """Its prompt-cache hint, which the run's explicit caches name (see :attr:`cache`)."""
     system: Template | None = None
     prompt: Template | None = None
     guard: Guard | None = None
@@ -75,9 +102,6 @@ class ActionRuntime:
     admitted: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """path -> (sha256, size) of the files the run's input snapshot attaches, as they were
     at admission."""
-    cache: CacheHint | None = None
-    """What its requests ask of the provider's prompt cache (None: ``cache: off``, a tool,
-    or nothing static to cache); set once per run, when its static prefix is known."""
     cache_texts: tuple[str | None, str] = (None, "")
     """The static prefix the hint describes, as text: the system prompt when it reads no
     record field (else None), and the static head of the first user message (the rendered
@@ -87,14 +111,16 @@ class ActionRuntime:
     """The rendered ``context_prefix`` and the blank line after it, which start every first
     user message of the action (``""``: the message is the prompt alone)."""
     cache_head: str = ""
-    """The prompt template's literal head: ``cache`` describes a request whose rendered
+    """The prompt template's literal head: :attr:`cache` describes a request whose rendered
     prompt starts with it, ``cache_fallback`` any other."""
     cache_fallback: CacheHint | None = None
-    name: str = field(init=False)
-    """The action's name (read several times per unit: an attribute, not a property)."""
 
-    def __post_init__(self) -> None:
-        self.name = self.action.name
+    @property
+    def cache(self) -> CacheHint | None:
+        """What its requests ask of the provider's prompt cache (None: ``cache: off``, a
+        tool, or nothing static to cache), naming the run's explicit cache once one is
+        ready."""
+        return self.held.hint
 
     def identify(self, request: Request) -> tuple[str, str]:
         """``request``'s canonical JSON as this action forms it, and its fingerprint: the
@@ -186,57 +212,101 @@ def build_runtime(
     admitted: Mapping[str, tuple[str, int]] | None = None,
     workflow: str = "",
 ) -> ActionRuntime:
-    """The action's runtime; ``slots`` and ``limiter`` replace its own ``max_concurrency``
-    slots and rate window (a worker shares both with other shards and other workers);
-    ``admitted``: the files the run's snapshot attaches (path -> (sha256, size));
-    ``workflow``: its name, in the cache hint's routing key."""
-    rl = action.rate_limit
-    rt = ActionRuntime(
+    """The action's runtime, built whole; ``slots`` and ``limiter`` replace its own
+    ``max_concurrency`` slots and rate window (a worker shares both with other shards and
+    other workers); ``admitted``: the files the run's snapshot attaches (path -> (sha256,
+    size)); ``workflow``: its name, in the cache hint's routing key."""
+    llm = action.kind == "llm"
+    view = compile_view(action.context.observe, action.context.drop)
+    system = compile_template(action.system, f"{action.name}.system") if action.system else None
+    prompt = compile_template(action.prompt, f"{action.name}.prompt") if action.prompt else None
+    guard = Guard.compile(action.when) if action.when else None
+    validator = SchemaValidator(action.schema, action.name) if action.schema is not None else None
+    attached = _attachment_parts(action, root)
+    found = prompt_prefix(action, workflow, root) if llm and action.prompt is not None else None
+    function, code = _tool_function(action, root)
+    return ActionRuntime(
         action=action,
-        view=compile_view(action.context.observe, action.context.drop),
+        name=action.name,
+        view=view,
         slots=slots if slots is not None else Slots(max(1, action.max_concurrency)),
-        limiter=limiter
-        if limiter is not None
-        else shared_limiter(
-            action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None
-        ),
+        limiter=limiter if limiter is not None else _own_limiter(action),
+        held=HeldCache(found.hint if found is not None else None),
+        system=system,
+        prompt=prompt,
+        guard=guard,
+        validator=validator,
         provider=provider,
-        batch=batch_api(provider) if action.kind == "llm" else None,
+        batch=batch_api(provider) if llm else None,
+        function=function,
+        code=code,
+        canonical=_canonical(action) if llm else None,
         admitted=admitted or {},
+        **attached,
+        **_prefix_parts(found),
     )
-    if action.system:
-        rt.system = compile_template(action.system, f"{action.name}.system")
-    if action.prompt:
-        rt.prompt = compile_template(action.prompt, f"{action.name}.prompt")
-    if action.when:
-        rt.guard = Guard.compile(action.when)
-    if action.schema is not None:
-        rt.validator = SchemaValidator(action.schema, action.name)
-    if action.kind == "llm" and action.attachments:
-        rt.attachments = compile_attachments(action.attachments, action.name)
-        rt.reach = Confinement.of(root, action.attachment_folders)
-        rt.limits = provider_limits(action.provider or "")
-    if action.kind == "llm" and action.prompt is not None:
-        found = prompt_prefix(action, workflow, root)
-        rt.prefix, rt.cache_head, rt.cache_texts = found.prefix, found.head, found.texts
-        rt.cache, rt.cache_fallback = found.hint, found.fallback
-    if action.kind == "llm":
-        rt.canonical = CanonicalForm(
-            action.provider or "",
-            action.model_name or "",
-            action.max_tokens or 1024,
-            action.temperature,
-            action.schema,
-        )
-    if action.kind == "tool" and action.function:
-        try:
-            rt.function = resolve_function(action.function, root)
-        except FunctionNotFound as exc:
-            raise ConfigError(
-                problems=[Problem("invalid_function", f"{action.name}: {exc}")]
-            ) from exc
-        rt.code = code_hash(rt.function)
-    return rt
+
+
+def _own_limiter(action: Action) -> RateWindow:
+    rl = action.rate_limit
+    return shared_limiter(
+        action.model or action.name, rl.rpm if rl else None, rl.tpm if rl else None
+    )
+
+
+def _canonical(action: Action) -> CanonicalForm:
+    return CanonicalForm(
+        action.provider or "",
+        action.model_name or "",
+        action.max_tokens or 1024,
+        action.temperature,
+        action.schema,
+    )
+
+
+def _tool_function(action: Action, root: Path) -> tuple[Callable[..., Any] | None, str]:
+    """A tool's function and its code hash (None, "" for anything else)."""
+    if action.kind != "tool" or not action.function:
+        return None, ""
+    try:
+        function = resolve_function(action.function, root)
+    except FunctionNotFound as exc:
+        raise ConfigError(problems=[Problem("invalid_function", f"{action.name}: {exc}")]) from exc
+    return function, code_hash(function)
+
+
+def _attachment_parts(action: Action, root: Path) -> _AttachmentParts:
+    if action.kind != "llm" or not action.attachments:
+        return {}
+    return {
+        "attachments": compile_attachments(action.attachments, action.name),
+        "reach": Confinement.of(root, action.attachment_folders),
+        "limits": provider_limits(action.provider or ""),
+    }
+
+
+def _prefix_parts(found: PromptPrefix | None) -> _PrefixParts:
+    if found is None:
+        return {}
+    return {
+        "prefix": found.prefix,
+        "cache_head": found.head,
+        "cache_texts": found.texts,
+        "cache_fallback": found.fallback,
+    }
+
+
+class _AttachmentParts(TypedDict, total=False):
+    attachments: tuple[AttachmentTemplate, ...]
+    reach: Confinement
+    limits: AttachmentLimits | None
+
+
+class _PrefixParts(TypedDict, total=False):
+    prefix: str
+    cache_head: str
+    cache_texts: tuple[str | None, str]
+    cache_fallback: CacheHint | None
 
 
 def with_code_hashes(workflow: Workflow, root: Path) -> Workflow:

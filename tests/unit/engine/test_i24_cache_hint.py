@@ -85,7 +85,7 @@ def test_i24_a_rendering_without_the_head_gets_the_prefix_only_hint(tmp_path: Pa
     rt = build_runtime(
         _action(context_text=PREFIX, context_prefix="x"), None, tmp_path, workflow="wf"
     )
-    rt.cache_head = "Not what renders"
+    rt = dataclasses.replace(rt, cache_head="Not what renders")
     request = build_request(rt, {"source": {"text": "one"}})
     assert request.cache is rt.cache_fallback
     assert request.cache is not None and request.cache.static_chars == len(PREFIX + "\n\n")

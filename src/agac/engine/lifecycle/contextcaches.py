@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
@@ -189,7 +189,7 @@ class ContextCaches:
                 self._renewals.append(rt)
 
     async def ready(self, rt: ActionRuntime) -> bool:
-        """Name a cache alive long enough in ``rt.cache``: one the run recorded for the
+        """Name a cache alive long enough in ``rt.held``: one the run recorded for the
         same prefix, else a new one. False when ``rt`` gets none."""
         api = eligible(rt)
         if api is None:
@@ -209,9 +209,8 @@ class ContextCaches:
                 if c.action == rt.name and c.digest == digest and c.expires_at > need
             ]
             kept = found[-1] if found else await self._create(rt, api, system, head, digest, ttl)
-            assert rt.cache is not None
             # Refused: the requests go whole, naming no cache (not one about to expire).
-            rt.cache = replace(rt.cache, name=kept.name if kept is not None else None)
+            rt.held.name(kept.name if kept is not None else None)
             return kept is not None
 
     @staticmethod
