@@ -57,6 +57,7 @@ def test_s5_attachment_changed_between_staging_and_submit(tmp_path: Path, model:
     old = describe_file(str(tmp_path / "files" / "edit.png"))
     provider = model.split("/")[0]
     with RunningEmulator(batch_seconds=60) as emu:
+        emu.hold_clock()  # batches progress only when advanced
         env = emu.env()
         crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": "before_submit:1"}, "run", "acrash")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr

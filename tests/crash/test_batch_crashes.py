@@ -44,6 +44,7 @@ def test_s1_batch_submission_crash_never_submits_twice(
     }
     write_project(tmp_path, WF.replace("MODEL", model), workflow_file="bcrash.yml", data=rows)
     with RunningEmulator(batch_seconds=60) as emu:
+        emu.hold_clock()  # batches progress only when advanced
         env = emu.env()
         crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "bcrash")
         assert crashed.returncode == -signal.SIGKILL
@@ -74,6 +75,7 @@ def test_s1_crash_mid_ingest_reads_nothing_twice(tmp_path: Path) -> None:
         tmp_path, WF.replace("MODEL", "openai/gpt-4o-mini"), workflow_file="bcrash.yml", data=rows
     )
     with RunningEmulator(batch_seconds=60) as emu:
+        emu.hold_clock()  # batches progress only when advanced
         env = emu.env()
         assert agac(tmp_path, env, "run", "bcrash").returncode == 75
         emu.advance(120)

@@ -25,7 +25,7 @@ actions:
     model: MODEL
     run_mode: batch
     poll_interval: 1h
-    hybrid: {live_after: 20s}
+    hybrid: {live_after: 30s}
     max_concurrency: 1
     max_tokens: 256
     retry: {max_attempts: 1}
@@ -67,9 +67,14 @@ def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> No
     }
     write_project(tmp_path, WF.replace("MODEL", model), workflow_file="hy.yml", data=rows)
     with RunningEmulator(batch_seconds=3600) as emu:
+        emu.hold_clock()  # the batches never progress by themselves, however slow the machine
         env = emu.env()
-        # submits two batches, wakes up at live_after by itself (poll_interval is 1 h),
-        # switches, and is killed (live_after leaves a loaded machine time to submit first)
+        # the first invocation submits both batches and returns (nothing can end yet) ...
+        submitted = agac(tmp_path, env, "run", "hy")
+        assert submitted.returncode == 75, submitted.stderr
+        assert emu.stats()["requests"][model.split("/")[0]]["batch.create"] == 2
+        # ... the second waits for live_after by itself (poll_interval is 1 h), switches,
+        # and is killed at the point under test
         crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "hy", "--wait")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
 

@@ -36,6 +36,7 @@ def test_i35_11_a_crash_in_the_collect_path_leaves_no_batch_out(
     rows = {"data/a.jsonl": [{"id": f"r{j}", "text": f"t{j}"} for j in range(records)]}
     write_project(tmp_path, WF, workflow_file="bleft.yml", data=rows)
     with RunningEmulator(batch_seconds=60) as emu:
+        emu.hold_clock()  # batches progress only when advanced
         env = emu.env()
         assert agac(tmp_path, env, "run", "bleft").returncode == 75
         emu.advance(120)

@@ -19,7 +19,8 @@ Control API (``/_emulator/…``, never counted in the stats):
   Gemini context cache created since the last reset (deleted ones too), with how many
   live calls and batch items named it, and how many requests named one it did not have.
 - ``POST /_emulator/clock`` ``{"advance": seconds}`` moves emulator time forward for every
-  batch; ``GET`` reads it (``{"now": unix seconds, "offset": seconds}``).
+  batch; ``{"hold": true}`` stops it following the wall clock until the next reset (it then
+  moves only when advanced); ``GET`` reads it (``{"now", "offset", "held"}``).
 - ``POST /_emulator/batches/{id}/advance`` ``{"seconds": s}`` moves one batch forward (by
   ``s``, or to the end of its run when the body is empty); ``id`` may be ``batches/…``.
 - ``GET /_emulator/cache`` → ``{"entries": n}``: the prompt prefixes cached (every
@@ -106,10 +107,21 @@ async def _clock(request: Request) -> Response:
     state = state_of(request)
     if request.method == "POST":
         body = await _body(request)
-        if body is None or not isinstance(body.get("advance"), (int, float)):
-            return JSONResponse({"error": 'expected {"advance": seconds}'}, status_code=400)
-        state.clock.advance(body["advance"])
-    return JSONResponse({"now": state.clock.now(), "offset": state.clock.offset})
+        if body is not None and body.get("hold") is True:
+            state.clock.hold()
+        elif body is None or not isinstance(body.get("advance"), (int, float)):
+            return JSONResponse(
+                {"error": 'expected {"advance": seconds} or {"hold": true}'}, status_code=400
+            )
+        else:
+            state.clock.advance(body["advance"])
+    return JSONResponse(
+        {
+            "now": state.clock.now(),
+            "offset": state.clock.offset,
+            "held": state.clock.held_at is not None,
+        }
+    )
 
 
 async def _batch_advance(request: Request) -> Response:

@@ -6,6 +6,8 @@ driving :class:`~agac.emulator.testing.RunningEmulator`) go through the HTTP con
 
 Batch time is *emulator time*: wall-clock time plus an offset that tests move forward
 (``POST /_emulator/clock``), plus a per-batch offset (``POST /_emulator/batches/{id}/advance``).
+A held clock (``{"hold": true}``) stops following the wall: it moves only when advanced, so a
+test's batches never progress because the machine was slow.
 A batch's life is a pure function of its elapsed emulator time and its fault plan
 (:class:`Batch.phase`), so nobody has to sleep for a batch to end.
 """
@@ -65,13 +67,22 @@ class Config:
 
 
 class Clock:
-    """Emulator time in Unix seconds: ``time.time()`` plus an offset tests advance."""
+    """Emulator time in Unix seconds: ``time.time()`` plus an offset tests advance, or,
+    once :meth:`hold` is called, the instant it was held plus that offset."""
 
     def __init__(self) -> None:
         self.offset = 0.0
+        self.held_at: float | None = None
 
     def now(self) -> float:
-        return time.time() + self.offset
+        base = time.time() if self.held_at is None else self.held_at
+        return base + self.offset
+
+    def hold(self) -> float:
+        """Stop following the wall clock: from now on time moves only by :meth:`advance`."""
+        if self.held_at is None:
+            self.held_at = time.time()
+        return self.now()
 
     def advance(self, seconds: float) -> float:
         """Move emulator time forward by ``seconds`` (never backwards) and return now."""

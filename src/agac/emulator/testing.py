@@ -117,6 +117,15 @@ class RunningEmulator:
         """Move emulator time forward by ``seconds`` for every batch."""
         return self._call("POST", "/_emulator/clock", {"advance": seconds})
 
+    def clock(self) -> dict[str, Any]:
+        """Emulator time: ``{"now", "offset", "held"}``."""
+        return self._call("GET", "/_emulator/clock")
+
+    def hold_clock(self) -> dict[str, Any]:
+        """Stop emulator time following the wall clock until the next :meth:`reset`: batches
+        then progress only when a test advances them, however slow the machine is."""
+        return self._call("POST", "/_emulator/clock", {"hold": True})
+
     def advance_batch(self, batch_id: str, seconds: float | None = None) -> dict[str, Any]:
         """Move one batch forward by ``seconds``, or to its end when ``None``."""
         body = {} if seconds is None else {"seconds": seconds}

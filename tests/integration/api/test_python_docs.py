@@ -31,6 +31,7 @@ def _pieces() -> list[tuple[str, str]]:
 @pytest.fixture
 def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
     with RunningEmulator(batch_seconds=60) as server:
+        server.hold_clock()  # batches progress only when advanced
         for name, value in server.env().items():
             monkeypatch.setenv(name, value)
         monkeypatch.chdir(tmp_path)

@@ -28,8 +28,11 @@ def emulator_server() -> Iterator[RunningEmulator]:
 def emulator(
     emulator_server: RunningEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[RunningEmulator]:
-    """The session's emulator, reset, with every SDK pointed at it for this test."""
+    """The session's emulator, reset, with every SDK pointed at it for this test. Its clock
+    is held: a batch progresses only when the test advances it, never because the machine
+    was slow (a loaded machine once saw a 60 s batch end under a slow first run)."""
     emulator_server.reset()
+    emulator_server.hold_clock()
     for name, value in emulator_server.env().items():
         monkeypatch.setenv(name, value)
     yield emulator_server

@@ -24,6 +24,7 @@ def test_b0_batches_no_longer_needed_are_cancelled_and_needed_ones_adopted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with RunningEmulator(batch_seconds=60) as emu:
+        emu.hold_clock()  # batches progress only when advanced
         for k, v in emu.env().items():
             monkeypatch.setenv(k, v)
         write_project(

@@ -96,6 +96,16 @@ def test_advance_batch_by_seconds_moves_only_that_batch(
     assert oai.batches.retrieve(second.id).status == "validating"
 
 
+def test_held_clock_moves_only_when_advanced(emu: RunningEmulator) -> None:
+    held = emu.hold_clock()
+    assert held["held"] is True
+    again = emu.clock()
+    assert again["now"] == held["now"]  # the wall clock went on; emulator time did not
+    assert emu.advance(5)["now"] == held["now"] + 5
+    emu.reset()  # a reset follows the wall clock again
+    assert emu.clock()["held"] is False
+
+
 def test_batch_seconds_zero_ends_batches_at_once() -> None:
     with RunningEmulator(batch_seconds=0) as fast:
         client = anthropic.Anthropic(base_url=fast.url, api_key="x", max_retries=0)
