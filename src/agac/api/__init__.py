@@ -7,7 +7,7 @@ the service drive agac exactly as the CLI does.
 
 Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 :mod:`~agac.api.workflows` (load, validate, plan, render), :mod:`~agac.api.runs` (run,
-arun, retry, cancel), :mod:`~agac.api.results` (the wide results table, parquet export),
+arun, retry, cancel), :mod:`~agac.api.pilot` (a run over a sample, with projections), :mod:`~agac.api.results` (the wide results table, parquet export),
 :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
@@ -51,6 +51,7 @@ from agac.api.people import (
     users_passwd,
     users_set,
 )
+from agac.api.pilot import pilot
 from agac.api.projects import open_store, project_of, resolve_run, workflow_name
 from agac.api.results import Results, export_action, export_table, results
 from agac.api.runs import arun, cancel, retry, run, unpriced_warnings
@@ -79,6 +80,7 @@ __all__ = [
     "list_runs",
     "load_workflow",
     "open_store",
+    "pilot",
     "plan",
     "project_of",
     "record_session",

@@ -27,6 +27,7 @@ def load_workflow(
     budget_usd: float | None = None,
     records: bool = False,
     kept_prefixes: Mapping[str, str] | None = None,
+    pilot: Mapping[str, Any] | None = None,
 ) -> Workflow:
     """The validated workflow ``ref`` (a path, a ``name:`` or a dict); ConfigError with every
     problem.
@@ -36,13 +37,15 @@ def load_workflow(
     ``records``: records given in memory replace ``input.path`` (docs/python.md).
     ``kept_prefixes``: action -> the ``context_prefix`` template whose text the open run
     being continued keeps; it is not rendered again.
+    ``pilot``: the sample of a pilot's run (``agac pilot``, stored with the run as one of its
+    settings); every llm action then runs online.
     """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable
 
     proj = project_for(project)
     prices = PriceTable(dict(proj.config.prices))
-    return _load(
+    loaded = _load(
         workflow_file(ref, proj),
         proj,
         run_mode=run_mode,
@@ -53,6 +56,7 @@ def load_workflow(
         records=records,
         kept_prefixes=kept_prefixes,
     )
+    return loaded if pilot is None else loaded.online()
 
 
 def validate(

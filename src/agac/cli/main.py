@@ -166,6 +166,7 @@ class _AgacGroup(click.Group):
         "tokens": "agac.cli.team",
         "serve": "agac.cli.serve",
         "export": "agac.cli.export",
+        "pilot": "agac.cli.quality",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

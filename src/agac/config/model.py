@@ -266,6 +266,25 @@ class Workflow:
     def action_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.actions)
 
+    def online(self) -> Workflow:
+        """This workflow with every llm action run online (``agac pilot``: a pilot never
+        waits for a batch). The requests, and so their fingerprints, are the same."""
+        actions = tuple(
+            dataclasses.replace(
+                a,
+                run_mode="online",
+                poll_interval=None,
+                batch_deadline=None,
+                live_after=None,
+                auto_batch_min_records=None,
+                auto_choice=None,
+            )
+            if a.kind == "llm"
+            else a
+            for a in self.actions
+        )
+        return dataclasses.replace(self, actions=actions, config_hash="")
+
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON of the resolved workflow, to be stored with a run."""
         return {

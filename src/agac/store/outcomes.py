@@ -606,3 +606,13 @@ class OutcomeRepository(StoreCore):
                     .order_by(t.usage.c.id)
                 ).all()
             )
+
+    def run_usage(self, run_id: str) -> list[Row]:
+        """Every llm call the run's ledger holds, in order (a pilot's sample is small)."""
+        u = t.usage
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(u).where(u.c.run_id == run_id, u.c.kind == "llm").order_by(u.c.id)
+                ).all()
+            )
