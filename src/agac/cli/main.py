@@ -94,7 +94,7 @@ run_mode_option = click.option(
     "--run-mode",
     type=str,
     default=None,
-    help="online|batch|auto for every llm action without its own.",
+    help="online|batch|flex|auto for every llm action without its own.",
 )
 poll_interval_option = click.option(
     "--poll-interval",

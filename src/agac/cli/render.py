@@ -498,7 +498,8 @@ def _last_line(text: str) -> str:
 def print_cost(doc: dict[str, Any]) -> None:
     click.echo(
         f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
-        f" (batch saved ${doc['batch_saved_usd']:.6f}, cache saved "
+        f" (batch saved ${doc['batch_saved_usd']:.6f}, flex saved "
+        f"${doc.get('flex_saved_usd', 0.0):.6f}, cache saved "
         f"${doc.get('cache_saved_usd', 0.0):.6f})"
     )
     rows = doc["rows"]

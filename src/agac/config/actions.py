@@ -142,7 +142,7 @@ def merge_action(
 
 
 def resolved_run_mode(value: Any) -> str | None:
-    """``online``/``batch``/``auto`` for a valid spelling (any case), ``online`` when unset,
+    """``online``/``batch``/``flex``/``auto`` for a valid spelling (any case), ``online`` when unset,
     else None."""
     if value is None:
         return "online"
@@ -425,6 +425,7 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
     out["auto_batch_min_records"] = _auto_threshold(f, raw, out["run_mode"])
+    out["flex_fallback_after"] = _flex_fallback(f, raw, out["run_mode"])
     if "hybrid" in v:
         out["live_after"] = _hybrid(f, raw, out["run_mode"])
     out.update(_cache_fields(f, raw))
@@ -587,7 +588,7 @@ def _run_mode(f: Findings, raw: RawAction) -> str | None:
             "unsupported_run_mode",
             f"{source} {value!r} is not one of {', '.join(RUN_MODES)}{who}",
             where,
-            hint="run_mode is online, batch or auto",
+            hint="run_mode is online, batch, flex or auto",
         )
     elif mode not in AVAILABLE_RUN_MODES:
         f.error(
@@ -607,7 +608,7 @@ def _auto_threshold(f: Findings, raw: RawAction, mode: str | None) -> int | None
     value = None
     if key in raw.values:
         value = read_int(f, raw.values[key], raw.origin(key))
-    if key in raw.own and mode in ("online", "batch"):
+    if key in raw.own and mode in ("online", "batch", "flex"):
         f.error(
             "auto_threshold_without_auto",
             f"{key} is set on action {raw.name!r}, whose run_mode is {mode}",
@@ -619,6 +620,27 @@ def _auto_threshold(f: Findings, raw: RawAction, mode: str | None) -> int | None
     return value if key in raw.values else AUTO_BATCH_MIN_RECORDS
 
 
+def _flex_fallback(f: Findings, raw: RawAction, mode: str | None) -> float | None:
+    """``flex_fallback_after`` of a ``flex`` (or ``auto``) action: how long after a unit's
+    first flex call what flex has not answered goes at the standard tier. Written on an
+    action of another mode it would do nothing: an error; from ``defaults:`` it fills only
+    the ``flex`` and ``auto`` actions."""
+    key = "flex_fallback_after"
+    if key not in raw.values:
+        return None
+    if mode not in ("flex", "auto"):
+        if key in raw.own:
+            f.error(
+                "flex_fallback_without_flex",
+                f"{key} is set on action {raw.name!r}, whose run_mode is {mode}",
+                raw.origin(key),
+                hint="it applies to run_mode: flex (or auto, when auto chooses flex); "
+                "drop it or write run_mode: flex",
+            )
+        return None
+    return read_duration(f, raw.values[key], raw.origin(key), code="invalid_flex_fallback")
+
+
 def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
     codes = {"poll_interval": "invalid_poll_interval", "batch_deadline": "invalid_batch_deadline"}
     out: dict[str, Any] = {"poll_interval": None, "batch_deadline": None}
@@ -627,10 +649,10 @@ def _tuning(f: Findings, raw: RawAction, mode: str | None) -> dict[str, Any]:
             out[key] = raw.values[key]
         elif key in raw.values:
             out[key] = read_duration(f, raw.values[key], raw.origin(key), code=code)
-        if key in raw.own and mode == "online":
+        if key in raw.own and mode in ("online", "flex"):
             f.error(
                 "tuning_without_batch",
-                f"{key} is set on action {raw.name!r}, whose run_mode is online",
+                f"{key} is set on action {raw.name!r}, whose run_mode is {mode}",
                 raw.origin(key),
                 hint="batch tuning applies to run_mode: batch; check the run_mode spelling",
             )

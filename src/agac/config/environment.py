@@ -2,6 +2,7 @@
 
 Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``,
 ``batch_unsupported`` for a batch action on a provider without a batch API,
+``flex_unsupported`` for a flex action on a provider or model without a flex tier,
 ``attachment_not_supported`` for attachments to a provider or model that takes none), tool functions (``invalid_function``), durability (``not_durable``, and
 ``secret_not_durable`` for approvals on a storage point without ``AGAC_SECRET``) and prices
 (``unpriced_model``). Each provider is judged once, at the first action using it.
@@ -82,6 +83,12 @@ def check_environment(
         spec = seen_providers[action.provider]
         if action.run_mode == "batch" and spec is not None and spec.batch_support == "none":
             _batch_unsupported(f, raw, action.provider)
+        if (
+            action.run_mode == "flex"
+            and spec is not None
+            and not spec.flex_serves(action.model_name or "")
+        ):
+            _flex_unsupported(f, raw, action, spec)
         if action.attachments and spec is not None:
             _attachments_unsupported(f, raw, action, spec)
         if action.provider_options and spec is not None:
@@ -186,6 +193,27 @@ def _batch_unsupported(f: Findings, raw: RawAction, provider: str) -> None:
         raw.origin("run_mode"),
         hint=f"run action {raw.name!r} online (run_mode: online), or use a provider with "
         f"a batch API ({', '.join(registry.batch_providers())})",
+    )
+
+
+def _flex_unsupported(f: Findings, raw: RawAction, action: Action, spec: ProviderSpec) -> None:
+    """A flex action on a provider without a flex tier, or with a model it does not serve
+    on it, would be refused by the provider or — worse — served at the standard price
+    with no word: refused here, naming the model."""
+    source = "--run-mode flex" if raw.origins.get("run_mode") == CLI else "run_mode: flex"
+    sellers = ", ".join(registry.flex_providers())
+    if spec.flex is None:
+        why = f"provider {spec.name!r} has no flex tier"
+        hint = f"run action {raw.name!r} online or in batch, or use a provider with a flex tier ({sellers})"
+    else:
+        why = f"{spec.name} does not serve model {action.model_name!r} on its flex tier"
+        hint = f"use a model {spec.name} serves on flex (docs/providers.md, Tiers), or run_mode: online"
+    f.error(
+        "flex_unsupported",
+        f"action {raw.name!r} runs on the flex tier ({source}) with model {action.model!r}, "
+        f"but {why}",
+        raw.origin("run_mode"),
+        hint=hint,
     )
 
 

@@ -70,6 +70,7 @@ ACTION_KEYS = frozenset(
         "run_mode",
         "poll_interval",
         "batch_deadline",
+        "flex_fallback_after",
         "function",
         "cache",
         "reuse",
@@ -133,6 +134,7 @@ LLM_ONLY_KEYS = frozenset(
         "run_mode",
         "poll_interval",
         "batch_deadline",
+        "flex_fallback_after",
         "rate_limit",
         "attachments",
         "attachments_position",
@@ -164,8 +166,8 @@ CACHE_MODES = ("off", "auto", "on")
 CACHE_TTLS = ("5m", "1h")
 """An llm action's ``cache_ttl:``."""
 
-RUN_MODES = ("online", "batch", "auto")
-AVAILABLE_RUN_MODES = frozenset({"online", "batch", "auto"})
+RUN_MODES = ("online", "batch", "flex", "auto")
+AVAILABLE_RUN_MODES = frozenset({"online", "batch", "flex", "auto"})
 """Run modes this version executes; a resolved mode outside it is ``not_available_yet``."""
 
 RESERVED_NAMES = (

@@ -181,11 +181,14 @@ class Action:
     live_after: float | None = None
     """``hybrid: {live_after}`` (B13): seconds after the run's admission when the action's
     records still in batches are sent live; batch actions only."""
+    flex_fallback_after: float | None = None
+    """``run_mode: flex`` (or ``auto``): seconds after a unit's first flex call when what
+    flex has not answered is sent at the standard tier (None: it stays on flex)."""
     auto_batch_min_records: int | None = None
     """``run_mode: auto``: batch from this many input records on (set only for ``auto``)."""
     auto_choice: str | None = None
     """In a run's config only: why ``run_mode: auto`` chose this action's ``run_mode``
-    (then ``online`` or ``batch``) at admission; None when the file chose it."""
+    (then ``online``, ``flex`` or ``batch``) at admission; None when the file chose it."""
     function: str | None = None
     cache: bool = True
     reuse: str = "by_record"
@@ -355,6 +358,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("attachment_folders", None)  # likewise for actions reading the project only
     if data.get("live_after") is None:
         data.pop("live_after", None)  # likewise for actions without hybrid (B13)
+    if data.get("flex_fallback_after") is None:
+        data.pop("flex_fallback_after", None)  # likewise for actions without a flex fallback
     for key in ("auto_batch_min_records", "auto_choice"):
         if data.get(key) is None:
             data.pop(key, None)  # likewise for actions that are not run_mode: auto

@@ -5,11 +5,12 @@ A rule is the JSON object of issue 3's control API::
     {"provider": "openai|anthropic|gemini|groq|deepseek|ollama|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
-     "match": {"custom_id": ..., "model": ..., "metadata": {...}},
+     "match": {"custom_id": ..., "model": ..., "metadata": {...}, "service_tier": ...},
      "nth": N, "times": K, "fault": FAULT}
 
 Matching: every key of ``match`` must equal the request's (``metadata`` is a subset
-match). A rule with ``match.custom_id`` only matches one item of a ``batch.create``, and
+match; ``service_tier`` is the tier a live call asked for, ``flex`` or null for the
+standard tier). A rule with ``match.custom_id`` only matches one item of a ``batch.create``, and
 then affects that item alone (its answer, or an ``http`` fault that makes it *errored*).
 Firing: ``nth`` (1-based) fires only on the Nth match since the rule was added; ``times``
 caps how often it fires (with ``nth``, from the Nth match on); with neither it fires on
@@ -124,6 +125,8 @@ class Target:
     model: str | None = None
     metadata: dict[str, Any] | None = None
     custom_id: str | None = None
+    tier: str | None = None
+    """The tier a live call asked for (``flex``; None: the standard tier)."""
 
 
 @dataclass
@@ -212,8 +215,13 @@ def parse_rule(raw: Any) -> Rule:
     if op not in OPS:
         raise RuleError(f"op must be one of {sorted(OPS)}, not {op!r}")
     match = raw.get("match") or {}
-    if not isinstance(match, dict) or set(match) - {"custom_id", "model", "metadata"}:
-        raise RuleError("match takes only custom_id, model and metadata")
+    if not isinstance(match, dict) or set(match) - {
+        "custom_id",
+        "model",
+        "metadata",
+        "service_tier",
+    }:
+        raise RuleError("match takes only custom_id, model, metadata and service_tier")
     nth, times = raw.get("nth"), raw.get("times")
     for name, value in (("nth", nth), ("times", times)):
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -339,6 +347,8 @@ class FaultBook:
         if "custom_id" in match and match["custom_id"] != target.custom_id:
             return False
         if "model" in match and match["model"] != target.model:
+            return False
+        if "service_tier" in match and match["service_tier"] != target.tier:
             return False
         if "metadata" in match:
             have = target.metadata or {}

@@ -5,7 +5,9 @@ Shapes follow the ``google-genai`` SDK's converters (``batches._BatchJob_from_ml
 ``_api_client.upload_file``). Structured output is read from
 ``generationConfig.responseJsonSchema`` or ``responseSchema`` (OpenAPI subset).
 ``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``, what the implicit
-prompt cache read (:mod:`.caching`).
+prompt cache read (:mod:`.caching`). A request with ``serviceTier: flex`` is answered with
+``usageMetadata.serviceTier: flex`` and the header ``x-gemini-service-tier: flex`` (the flex
+tier's 503 ``UNAVAILABLE`` is a fault).
 
 Batches are long-running operations named ``batches/<id>`` whose ``metadata.state`` is a
 ``BATCH_STATE_*`` word (the SDK renames it ``JOB_STATE_*``); results live only in
@@ -108,7 +110,8 @@ def error(
             }
         )
     if retry_after is not None:
-        details.append({"@type": _T + "RetryInfo", "retryDelay": f"{int(retry_after)}s"})
+        # A protobuf Duration in JSON: whole seconds, or with a fraction ("0.05s").
+        details.append({"@type": _T + "RetryInfo", "retryDelay": f"{float(retry_after):g}s"})
     name = _STATUS.get(status, "UNKNOWN")
     text = message or {
         429: "You exceeded your current quota.",
@@ -129,7 +132,18 @@ def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None, int 
     return canonical, prompt, schema, config.get("maxOutputTokens")
 
 
-def response(model: str, ans: Answer) -> dict[str, Any]:
+#: The model families the emulated Gemini serves on its flex tier (as agac's spec says);
+#: a flex request for another model is refused 400, as Gemini refuses it.
+FLEX_FAMILIES = ("gemini-2.5-", "gemini-3")
+
+
+def _flex(body: dict[str, Any]) -> bool:
+    """The request asks for the flex tier (``serviceTier``, any case: the SDK sends
+    ``flex``, Google's REST samples ``FLEX``)."""
+    return str(body.get("serviceTier") or "").lower() == "flex"
+
+
+def response(model: str, ans: Answer, *, flex: bool = False) -> dict[str, Any]:
     """A GenerateContentResponse for ``ans``, bent by its ``reply`` fault: ``stop`` (any
     ``finishReason``), ``safety_category`` (a blocked safety rating on the candidate),
     ``block_reason`` and ``block_reason_message`` (the prompt blocked: no candidate,
@@ -154,6 +168,8 @@ def response(model: str, ans: Answer) -> dict[str, Any]:
         usage["cachedContentTokenCount"] = cached
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
+    if flex:
+        usage["serviceTier"] = "flex"
     out: dict[str, Any] = {
         "usageMetadata": usage,
         "modelVersion": model,
@@ -222,7 +238,9 @@ async def models_post(request: Request) -> Response:
 async def _generate(request: Request, model: str) -> Response:
     state = state_of(request)
     body = await read_json(request, _counted(state, "chat"))
-    fired = await gate(request, PROVIDER, "chat", error, Target(model=model))
+    flex = _flex(body)
+    target = Target(model=model, tier="flex" if flex else None)
+    fired = await gate(request, PROVIDER, "chat", error, target)
     if not isinstance(body.get("contents"), list):
         return error(
             400, None, None, "* GenerateContentRequest.contents: contents is not specified"
@@ -230,6 +248,8 @@ async def _generate(request: Request, model: str) -> Response:
     refused = gemini_caches.refusal(state, model, body)
     if refused is not None:
         return error(refused[0], None, None, refused[1])
+    if flex and not model.startswith(FLEX_FAMILIES):
+        return error(400, None, None, f"Model {model} is not supported on the flex service tier.")
     take_files(state, body, error)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
@@ -254,7 +274,10 @@ async def _generate(request: Request, model: str) -> Response:
     else:
         ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
-    return JSONResponse(response(model, ans), headers={"x-request-id": uuid.uuid4().hex})
+    headers = {"x-request-id": uuid.uuid4().hex}
+    if flex:
+        headers["x-gemini-service-tier"] = "flex"
+    return JSONResponse(response(model, ans, flex=flex), headers=headers)
 
 
 def _items(state: EmulatorState, model: str, config: dict[str, Any]) -> list[BatchItem]:

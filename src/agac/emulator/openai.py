@@ -302,7 +302,8 @@ def routes(flavor: Flavor) -> list[Route]:
         state = state_of(request)
         body = await read_json(request, _counting(state, flavor, "chat", error))
         model = str(request.path_params.get("deployment") or body.get("model", ""))
-        fired = await gate(request, flavor.provider, "chat", error, Target(model=model))
+        tier = body.get("service_tier") if body.get("service_tier") == "flex" else None
+        fired = await gate(request, flavor.provider, "chat", error, Target(model=model, tier=tier))
         if not model or not isinstance(body.get("messages"), list):
             return error(400, None, None, "'model' and 'messages' are required.")
         fmt = body.get("response_format") or {}

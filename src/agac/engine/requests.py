@@ -97,6 +97,7 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         seed=_version(view),
         cache=cache,
         options=tuple(sorted(action.provider_options.items())),
+        tier="flex" if action.run_mode == "flex" else None,
     )
 
 
@@ -235,6 +236,7 @@ def reprompt(request: Request, response: Response, fail: Fail) -> Request:
         seed=request.seed,
         cache=request.cache,
         options=request.options,
+        tier=request.tier,
     )
 
 

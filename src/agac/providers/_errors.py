@@ -34,6 +34,7 @@ from agac.errors import FatalError, ProviderError, RetryableError, WaitError
 
 __all__ = [
     "CAPACITY_CODES",
+    "CAPACITY_WAIT",
     "QUOTA_CODES",
     "classify",
     "connection_error",

@@ -56,6 +56,20 @@ _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 
 
+def _served_tier(answer: Any, usage: Any) -> str | None:
+    """The tier that served a call, in lower case (``flex``, ``standard``): the wire's
+    ``usageMetadata.serviceTier``, else the ``x-gemini-service-tier`` header the SDK keeps
+    in ``sdk_http_response`` (its usage model has no such field); None when neither."""
+    text = enum_str(pick(usage, "service_tier"))
+    if not text:
+        headers = pick(answer, "sdk_http_response", "headers") or {}
+        text = next(
+            (str(v) for k, v in dict(headers).items() if k.lower() == "x-gemini-service-tier"),
+            None,
+        )
+    return text.lower() if text else None
+
+
 def content_response(
     answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
 ) -> Response:
@@ -68,7 +82,8 @@ def content_response(
     declares no functions), whatever the finish reason: ``STOP`` then is not an answer. Thinking
     tokens are billed as output and counted there (and as ``reasoning_tokens``); thought
     parts stay out of the answer. Grounding searches (``webSearchQueries``) are counted as
-    the ``web_search`` server tool.
+    the ``web_search`` server tool. ``usageMetadata.serviceTier`` says which tier served
+    the call (``flex`` for a flex request).
     A prompt blocked before any candidate (``promptFeedback.blockReason``) is a content
     filter; the block message, or the safety category of a filtered candidate, is the
     stop's detail (:func:`read_stop`).
@@ -112,7 +127,7 @@ def content_response(
             server_tools=(("web_search", searches),) if searches else (),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
-        service_tier=service_tier,
+        service_tier=service_tier or _served_tier(answer, usage),
         latency_ms=latency_ms,
         raw_stop=stop.raw,
         stop_detail=stop.detail,

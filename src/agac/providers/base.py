@@ -194,6 +194,11 @@ class Request:
     tier: Literal["flex"] | None = None
 
     @property
+    def ledger_tier(self) -> Literal["live", "flex"]:
+        """The tier a live call of this request is billed and ledgered at."""
+        return "flex" if self.tier == "flex" else "live"
+
+    @property
     def system(self) -> str | None:
         for m in self.messages:
             if m.role == "system":

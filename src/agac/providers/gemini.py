@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agac.errors import FatalError, ProviderError, UnsupportedError
+from agac.errors import FatalError, ProviderError, RetryableError, UnsupportedError, WaitError
 from agac.media import read_verified
 from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live_base64
 from agac.providers._cache_wire import first_user, gemini_cache_name, gemini_minimum, gemini_rest
@@ -53,6 +53,7 @@ from agac.providers._common import (
     stopwatch,
     url_path,
 )
+from agac.providers._errors import CAPACITY_WAIT
 from agac.providers._gemini_files import (
     GeminiFiles,
     Uploaded,
@@ -86,7 +87,7 @@ from agac.providers.base import (
 )
 from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
-from agac.providers.spec import BatchSpec, ProviderSpec
+from agac.providers.spec import BatchSpec, FlexSpec, ProviderSpec
 
 __all__ = ["GeminiProvider"]
 
@@ -105,6 +106,14 @@ _UNKNOWN_STATE = (
     r".* is not a valid (JobState|FinishReason|BlockedReason|HarmCategory|"
     r"HarmProbability)"
 )
+
+
+#: The model families Gemini serves on its flex tier.
+FLEX_MODELS = ("gemini-2.5-", "gemini-3")
+
+
+def gemini_flex_model(model: str) -> bool:
+    return model.startswith(FLEX_MODELS)
 
 
 class GeminiProvider(ProviderBase):
@@ -132,6 +141,9 @@ class GeminiProvider(ProviderBase):
         attachments=GEMINI_LIMITS,
         server_tools=("web_search",),
         vision=True,
+        # ``service_tier: flex`` on generateContent (the Gemini 2.5 and 3 models), at half
+        # the standard price: the batch rate.
+        flex=FlexSpec(billed="batch", models=gemini_flex_model),
         #: ``providers: gemini:`` in agac.yml.
         options=(
             TIMEOUT,
@@ -247,6 +259,8 @@ class GeminiProvider(ProviderBase):
                 system = fallback_system(request)
         if system:
             config["system_instruction"] = system
+        if request.tier == "flex":
+            config["service_tier"] = "flex"  # the SDK sends it as the body's serviceTier
         return config
 
     def _native_schema(self, model: str) -> bool:
@@ -255,12 +269,30 @@ class GeminiProvider(ProviderBase):
     async def complete(self, request: Request) -> Response:
         native = self._native_schema(request.model)
         try:
-            return await self._generate(request, native=native)
+            return await self._flex_waits(request, native=native)
         except FatalError as err:
             if request.schema is None or not native or not _schema_rejected(err):
                 raise
             self._no_schema.add(request.model)
-            return await self._generate(request, native=False)
+            return await self._flex_waits(request, native=False)
+
+    async def _flex_waits(self, request: Request, *, native: bool) -> Response:
+        """Gemini's flex tier sheds load with ``503 UNAVAILABLE``: on a flex request that
+        is its capacity refusal, a wait that spends no attempt (as OpenAI's 429
+        ``resource_unavailable`` and Groq's 498); on a standard request it stays a
+        retryable error."""
+        try:
+            return await self._generate(request, native=native)
+        except RetryableError as err:
+            if request.tier != "flex" or err.status != 503:
+                raise
+            raise WaitError(
+                f"{err} (the flex tier has no capacity now: agac waits and asks again)",
+                status=err.status,
+                code=err.code,
+                retry_after=err.retry_after if err.retry_after is not None else CAPACITY_WAIT,
+                request_id=err.request_id,
+            ) from err
 
     async def _generate(self, request: Request, *, native: bool) -> Response:
         """One ``generateContent``. A cache that has vanished at Gemini (deleted, or lost
@@ -624,7 +656,7 @@ def _wire_request(
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
     and a batch file's line (``data``: a placeholder per attachment there; ``uris``:
     the files uploaded through the Files API)."""
-    apart = ("system_instruction", "cached_content")
+    apart = ("system_instruction", "cached_content", "service_tier")
     generation = {_camel(k): v for k, v in config.items() if k not in apart}
     cached = "cached_content" in config
     wire: dict[str, Any] = {
@@ -633,6 +665,8 @@ def _wire_request(
     }
     if cached:
         wire["cachedContent"] = config["cached_content"]
+    if "service_tier" in config:
+        wire["serviceTier"] = config["service_tier"]
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {

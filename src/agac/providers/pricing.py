@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import ConfigError, Problem
+from agac.providers import registry
 from agac.providers.base import Usage
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Rates",
     "cost_usd",
     "default_library",
+    "flex_rate",
 ]
 
 MAX_PRICE = 1_000_000_000.0
@@ -174,8 +176,20 @@ def cost_usd(
     return live.cost(usage, cached_as_input=provider == "groq") * factor
 
 
+def flex_rate(provider: str) -> str:
+    """The tier whose rates a flex call of ``provider`` is billed at, as its spec says:
+    ``batch`` (OpenAI, Azure, Gemini: the batch discount on a live call) or ``live``
+    (Groq, which sells higher rate limits at the on-demand price)."""
+    try:
+        flex = registry.provider_spec(provider).flex
+    except (ConfigError, ImportError):
+        return "live"
+    return "batch" if flex is not None and flex.billed == "batch" else "live"
+
+
 class PriceTable:
-    """A project's ``prices:`` over the price library; mock and local models are free."""
+    """A project's ``prices:`` over the price library; mock and local models are free.
+    A tier is ``live``, ``batch`` or ``flex`` (billed at the rate of :func:`flex_rate`)."""
 
     def __init__(
         self, overrides: Mapping[str, Any] | None = None, library: PriceLibrary | None = None
@@ -208,7 +222,10 @@ class PriceTable:
         price = self.get(model)
         if price is None or price is FREE:
             return 0.0
-        return cost_usd(price, usage, tier, provider=model.partition("/")[0], calls=calls)
+        provider = model.partition("/")[0]
+        if tier == "flex":
+            tier = flex_rate(provider)
+        return cost_usd(price, usage, tier, provider=provider, calls=calls)
 
     def thresholds(self, models: Iterable[str]) -> tuple[int, ...]:
         """Every long-context threshold (input tokens per call) of these models' prices,
@@ -243,11 +260,13 @@ class PriceTable:
         return sorted(t for t in tools if t not in known)
 
     def status(self, model: str, tier: str = "live") -> str | None:
-        """``unpriced`` (no price: its cost shows as 0), ``derived`` (a batch call at
-        half the live price), or None."""
+        """``unpriced`` (no price: its cost shows as 0), ``derived`` (a batch call, or a
+        flex call billed at the batch rate, at half the live price), or None."""
         price = self.get(model)
         if price is None:
             return "unpriced"
+        if tier == "flex":
+            tier = flex_rate(model.partition("/")[0])
         if tier == "batch" and price.batch_derived:
             return "derived"
         return None

@@ -23,6 +23,7 @@ __all__ = [
     "batch_providers",
     "credential_env_names",
     "credentials_missing",
+    "flex_providers",
     "provider_class",
     "provider_options",
     "provider_spec",
@@ -99,15 +100,22 @@ def _spec_of(name: str, where: str, cls: Any) -> ProviderSpec:
 def batch_providers() -> list[str]:
     """The registered providers whose spec declares a batch API; a provider whose adapter
     cannot be loaded is left out."""
-    names = []
+    return [spec.name for spec in _loadable_specs() if spec.batch is not None]
+
+
+def flex_providers() -> list[str]:
+    """The registered providers whose spec declares a flex tier (loadable ones only)."""
+    return [spec.name for spec in _loadable_specs() if spec.flex is not None]
+
+
+def _loadable_specs() -> list[ProviderSpec]:
+    specs = []
     for name in available_providers():
         try:
-            spec = provider_spec(name)
+            specs.append(provider_spec(name))
         except (ImportError, ConfigError):
             continue
-        if spec.batch is not None:
-            names.append(name)
-    return names
+    return specs
 
 
 def provider_transports(name: str) -> tuple[str, ...]:

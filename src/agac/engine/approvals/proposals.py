@@ -131,6 +131,7 @@ def request_from(action: Action, arguments: dict[str, Any]) -> Request:
         schema=action.schema,
         timeout=action.timeout,
         options=tuple(sorted(action.provider_options.items())),
+        tier="flex" if action.run_mode == "flex" else None,
     )
 
 

@@ -114,11 +114,12 @@ class BudgetGuard:
         usd = self.prices.cost(model, Usage(input_tokens, output_tokens), tier)
         return Reservation(usd, input_tokens + output_tokens)
 
-    def for_request(self, action: Action, request: Request, tier: str = "live") -> Reservation:
+    def for_request(self, action: Action, request: Request) -> Reservation:
+        """The worst case of one live call of ``request``, at the tier it is sent at."""
         i, o = request_estimate(_chars(request.messages), request.max_tokens)
         if action.attachments:
             i += attachment_tokens(request.provider, request.messages)
-        return self.worst_case(action.model or "", i, o, tier)
+        return self.worst_case(action.model or "", i, o, request.ledger_tier)
 
     def for_request_json(self, action: Action, request: dict[str, Any], tier: str) -> Reservation:
         i, o = request_estimate(_chars(request["messages"]), int(request["max_tokens"]))
@@ -189,7 +190,9 @@ class BudgetGuard:
             self.spent_tokens = max(self.spent_tokens, tokens + self._own_tokens - own_tokens)
             waiting.set_result(None)
 
-    def settle_usage(self, r: Reservation, model: str, usage: Usage | None) -> None:
+    def settle_usage(
+        self, r: Reservation, model: str, usage: Usage | None, tier: str = "live"
+    ) -> None:
         if usage is None:
             self.settle(r, 0.0, 0)
             return
@@ -199,7 +202,7 @@ class BudgetGuard:
             + usage.cache_write_tokens
             + usage.output_tokens
         )
-        self.settle(r, self.prices.cost(model, usage, "live"), tokens)
+        self.settle(r, self.prices.cost(model, usage, tier), tokens)
 
     def hold(self, key: str, r: Reservation) -> None:
         """Keep a submitted batch's reservation until the batch is no longer out."""

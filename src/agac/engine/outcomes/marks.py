@@ -300,7 +300,7 @@ class DispatchMarks:
         tokens_in = estimate_tokens(sum(len(m.content) for m in req.messages))
         usd = (
             self.prices.cost(
-                f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens), "live"
+                f"{act.provider}/{act.model}", Usage(tokens_in, req.max_tokens), req.ledger_tier
             )
             if act.provider not in FREE_PROVIDERS
             else 0.0

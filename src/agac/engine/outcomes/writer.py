@@ -314,7 +314,8 @@ class OutcomeWriter:
         the provider's request id (of the answer, or of the error)."""
         action = rt.action
         usage = response.usage if response is not None else None
-        cost = self.prices.cost(action.model or "", usage, "live") if usage is not None else 0.0
+        tier = request.ledger_tier
+        cost = self.prices.cost(action.model or "", usage, tier) if usage is not None else 0.0
         error_text = None
         if error is not None:
             error_text = f"{_reason_of(error) or type(error).__name__}: {error}"
@@ -329,7 +330,7 @@ class OutcomeWriter:
             attempt,
             request.provider,
             request.model,
-            "live",
+            tier,
             usage,
             cost,
             latency,
@@ -386,7 +387,7 @@ class OutcomeWriter:
         """Ledger a call that did not produce the unit's answer (it may still have cost money)."""
         row = self.usage_row(rt, rec, attempt, request, response, error, started, fp)
         legs = (
-            self.leg_rows(rt, self.run_id, rec.key, attempt, fp, response)
+            self.leg_rows(rt, self.run_id, rec.key, attempt, fp, response, request.ledger_tier)
             if response is not None and response.legs
             else []
         )

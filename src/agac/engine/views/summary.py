@@ -470,6 +470,9 @@ def _tool_uses(store: Store, run_id: str) -> dict[tuple[str | None, ...], dict[s
     return out
 
 
+_DISCOUNTED = ("batch", "flex")
+"""Ledger tiers billed below the live price: what each saved is shown apart."""
+
 _NOT_USED = (UNREAD_ORIGIN, OVERLAP_ORIGIN)
 """Ledger origins of answers billed but never used: they save nothing (B7, B13)."""
 
@@ -484,6 +487,7 @@ class _LedgerGroup:
     calls: int = 0
     cost: float = 0.0
     saved: float = 0.0
+    """What its tier (batch or flex) saved against the live price of the same work."""
     cached: float = 0.0
     priced: int = 0
     estimated: int = 0
@@ -508,8 +512,9 @@ class _LedgerGroup:
 
 
 def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
-    """``agac cost``: cost per action, model, tier (live/batch) and origin, what batch
-    saved against the live price of the same tokens, and what prompt caching saved
+    """``agac cost``: cost per action, model, tier (live/batch/flex) and origin, what batch
+    and flex each saved against the live price of the same tokens (a flex tier billed at
+    the on-demand price, as Groq's, saves nothing), and what prompt caching saved
     against the same tokens sent uncached at the row's tier (:func:`cache_saving`).
     ``prices`` is a :class:`PriceTable`. Origin ``unread``: answers the provider billed
     in a batch agac did not read, with how many of them are ``estimated``
@@ -531,9 +536,9 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         if r.kind != "llm" or r.origin in _NOT_USED:  # paid for, never used: no saving
             continue
         model = f"{r.provider}/{r.model}"
-        if r.tier == "batch":
+        if r.tier in _DISCOUNTED:
             g.saved += prices.cost(model, usage, "live", calls=r.calls) - prices.cost(
-                model, usage, "batch", calls=r.calls
+                model, usage, r.tier, calls=r.calls
             )
         g.cached += cache_saving(
             prices,
@@ -544,15 +549,17 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
             one_hour=r.provider == "anthropic" and r.action in hour,
         )
     rows = []
-    total = saved = by_cache = 0.0
+    total = by_cache = 0.0
+    saved = dict.fromkeys(_DISCOUNTED, 0.0)
     for group, g in groups.items():
         r, used = g.first, tools.get(group, {})
         model = f"{r.provider}/{r.model}"
-        if used and r.kind == "llm" and r.tier == "batch" and r.origin not in _NOT_USED:
+        if used and r.kind == "llm" and r.tier in _DISCOUNTED and r.origin not in _NOT_USED:
             uses = Usage(server_tools=server_tool_counts(used))
-            g.saved += prices.cost(model, uses, "live") - prices.cost(model, uses, "batch")
+            g.saved += prices.cost(model, uses, "live") - prices.cost(model, uses, r.tier)
         total += g.cost
-        saved += max(g.saved, 0.0)
+        if r.tier in saved:
+            saved[r.tier] += max(g.saved, 0.0)
         by_cache += g.cached
         u = g.usage
         row = {
@@ -583,7 +590,8 @@ def cost_breakdown(store: Store, run: RunRecord, prices: PriceTable) -> dict[str
         "workflow": run.workflow,
         "tenant": run.tenant,
         "cost_usd": round(total, 6),
-        "batch_saved_usd": round(saved, 6),
+        "batch_saved_usd": round(saved["batch"], 6),
+        "flex_saved_usd": round(saved["flex"], 6),
         "cache_saved_usd": round(by_cache, 6),
         "rows": rows,
     }

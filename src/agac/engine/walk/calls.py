@@ -15,6 +15,7 @@ units do their bookkeeping.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from agac.engine.checks import CheckedOutcome, outcome_of, repair_feedback
@@ -68,8 +69,11 @@ async def call_with_retries(
     current = request
     marks = ctx.marks
     pool = _pool(rt.slots)
+    fallback = _FlexFallback.of(ctx, rt, request)
     while True:
         attempt += 1
+        if fallback is not None:
+            current = await fallback.tiered(current, rec)
         if marks is not None:
             marks.expect(rt.name, rt.action.max_concurrency, rec.key, rec.seq, fp, current)
         slot = _Slot(pool, marks, rt.name, rec.key)
@@ -89,8 +93,51 @@ async def call_with_retries(
         repairs += done.repair
         current = done.request
         attempt -= 0 if done.spent else 1  # a provider's "wait" spends no attempt
-        if await ctx.control.sleep(done.delay):
+        delay = done.delay if fallback is None else fallback.capped(done.delay)
+        if await ctx.control.sleep(delay):
             raise Stopped()
+
+
+class _FlexFallback:
+    """``flex_fallback_after`` of one unit: from its first flex call on, once the action's
+    fallback time has passed, its next attempts (a retry, a reprompt, the call after a
+    capacity wait) go at the standard tier. A wait is cut short at that moment. The time
+    is the run's clock (an injected one in tests); a unit picked up again by a later
+    invocation starts its flex time anew."""
+
+    __slots__ = ("ctx", "due", "fell", "rt")
+
+    def __init__(self, ctx: UnitContext, rt: ActionRuntime, due: float) -> None:
+        self.ctx, self.rt, self.due = ctx, rt, due
+        self.fell = False
+
+    @classmethod
+    def of(cls, ctx: UnitContext, rt: ActionRuntime, request: Request) -> _FlexFallback | None:
+        after = rt.action.flex_fallback_after
+        if request.tier != "flex" or after is None:
+            return None
+        return cls(ctx, rt, ctx.control.clock.monotonic() + after)
+
+    async def tiered(self, request: Request, rec: UnitRecord) -> Request:
+        """``request`` at the tier its next attempt goes at; the first move to the standard
+        tier is an event (``flex_fallback``)."""
+        if not self.fell and self.ctx.control.clock.monotonic() < self.due:
+            return request
+        if not self.fell:
+            self.fell = True
+            await self.ctx.out.event(
+                "flex_fallback",
+                self.rt.name,
+                rec.key,
+                after=self.rt.action.flex_fallback_after,
+            )
+        return replace(request, tier=None) if request.tier == "flex" else request
+
+    def capped(self, delay: float) -> float:
+        """A wait before the next attempt, ended at the fallback moment."""
+        if self.fell:
+            return delay
+        return max(0.0, min(delay, self.due - self.ctx.control.clock.monotonic()))
 
 
 def _pool(slots: AbstractAsyncContextManager[None]) -> Slots | WorkerSlots:
@@ -300,7 +347,7 @@ async def _complete(
     except BaseException:
         budget.settle(held, 0.0, 0)
         raise
-    budget.settle_usage(held, rt.action.model or "", response.total_usage)
+    budget.settle_usage(held, rt.action.model or "", response.total_usage, request.ledger_tier)
     return response
 
 
@@ -339,7 +386,11 @@ def _answered(
     )
     failed = got.checked.status == "failed"
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
-    legs = ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response) if response.legs else []
+    legs = (
+        ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response, current.ledger_tier)
+        if response.legs
+        else []
+    )
     output_json = dumps(output)
     answer = AnswerRow(
         fp,
