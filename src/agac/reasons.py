@@ -17,10 +17,18 @@ run asks those units again — ``carries_over`` is false for them (R1: every oth
 is kept by the next run of the same workflow). ``ends_run`` is the final state a run
 takes when units of its own were skipped with the code (``deadline`` -> ``timed_out``,
 ``budget_exhausted`` -> ``exhausted``).
+
+``precedence`` orders the reasons a bulk transition (engine/transitions.py) may give one
+unit at once: the highest names its outcome. A run that ends early skips its units with
+the stop's reason (0), unless they wait on a batch still out (``batch_outstanding``, 1),
+sat in a batch cancelled at the provider (``batch_cancelled``, 2) or have an effect of
+unknown outcome (``effect_unknown``, 3) — what is known of the unit outranks why the run
+stopped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -33,6 +41,7 @@ __all__ = [
     "Reason",
     "ReasonCode",
     "reason_code",
+    "strongest",
 ]
 
 Bucket = Literal["failed", "skipped"]
@@ -100,6 +109,8 @@ class ReasonCode:
     """A skip that says the run stopped before the unit was asked, not what the unit is."""
     ends_run: EndState | None = None
     """The final state of a run whose own units were skipped with this code."""
+    precedence: int = 0
+    """Of two reasons that apply to one unit in a bulk transition, the higher names it."""
 
     @property
     def carries_over(self) -> bool:
@@ -117,8 +128,9 @@ def _r(
     *,
     halts: bool = False,
     ends_run: EndState | None = None,
+    precedence: int = 0,
 ) -> ReasonCode:
-    return ReasonCode(code, bucket, meaning, fix, retry, halts, ends_run)
+    return ReasonCode(code, bucket, meaning, fix, retry, halts, ends_run, precedence)
 
 
 REASONS: dict[str, ReasonCode] = {
@@ -180,6 +192,7 @@ REASONS: dict[str, ReasonCode] = {
             "`agac run WF`: the next run adopts the batch and collects it",
             False,
             halts=True,
+            precedence=1,
         ),
         _r(
             "run_ended",
@@ -341,6 +354,7 @@ REASONS: dict[str, ReasonCode] = {
             "`agac run WF` sends it again (the failure is not carried from a cancelled run); "
             "otherwise `agac retry WF`",
             True,
+            precedence=2,
         ),
         _r(
             "batch_deadline",
@@ -384,6 +398,7 @@ REASONS: dict[str, ReasonCode] = {
             "the run was cancelled while the unit's side effect was unknown (started, no receipt)",
             "settle it with `agac effects resolve ID --done` (or `--not-done`)",
             False,
+            precedence=3,
         ),
         _r(
             "attachment_not_found",
@@ -490,6 +505,12 @@ RUN_ENDING: tuple[tuple[str, EndState], ...] = tuple(
 )
 """(reason, the final state it gives a run), in the order of precedence of run states
 (``timed_out`` before ``exhausted``; ``cancelled`` is decided before either)."""
+
+
+def strongest(codes: Iterable[str]) -> str:
+    """Of reasons that all apply to one unit, the one that names its outcome: the highest
+    ``precedence``, the first given among equals."""
+    return max(codes, key=lambda c: REASONS[c].precedence)
 
 
 def reason_code(code: str) -> ReasonCode | None:

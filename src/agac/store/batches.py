@@ -405,7 +405,9 @@ class BatchRepository(StoreCore):
         with self._write("answer the units of a batch read") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
-            return int(conn.execute(o.insert().from_select(cols, sel)).rowcount or 0)
+            # PostgreSQL's driver reports an INSERT's count only when asked to keep it.
+            insert = o.insert().from_select(cols, sel).execution_options(preserve_rowcount=True)
+            return int(conn.execute(insert).rowcount or 0)
 
     def fail_open_items(self, key: str, status: str, reason: str, detail: str) -> None:
         bi = t.batch_items

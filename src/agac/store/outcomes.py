@@ -132,7 +132,9 @@ class OutcomeRepository(StoreCore):
             )
 
     def copy_outcomes(self, src: str, dst: str, exclude: set[tuple[str, str]]) -> int:
-        """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key)."""
+        """Carry outcomes of run ``src`` into ``dst`` except ``exclude`` (action, unit_key),
+        each with the attempts it had (R2, engine/transitions.py ``carry_for_retry``): an
+        answer ``reused``, a failure or a skip ``carried``, as ``carry_run_outcomes``."""
         n = 0
         with self._write("carry outcomes over") as conn:
             rows = conn.execute(sa.select(t.outcomes).where(t.outcomes.c.run_id == src))
@@ -142,7 +144,7 @@ class OutcomeRepository(StoreCore):
                     continue
                 d = dict(row._mapping)
                 d["run_id"] = dst
-                d["origin"] = "carried"
+                d["origin"] = "reused" if row.status == "answered" else "carried"
                 batch.append(d)
                 if len(batch) >= _CHUNK:
                     conn.execute(t.outcomes.insert(), batch)
@@ -169,8 +171,10 @@ class OutcomeRepository(StoreCore):
         )
 
     def carry_run_outcomes(self, src: str, dst: str, skip_actions: Sequence[str]) -> int:
-        """Copy every outcome of run ``src`` into ``dst`` in one statement (R1 fast path):
-        answered units become ``reused``, failures and skips ``carried``."""
+        """Copy every outcome of run ``src`` into ``dst`` in one statement (R1 fast path,
+        engine/transitions.py ``carry``): answered units become ``reused``, failures and
+        skips ``carried``, attempts 0; not the halting skips, nor the failures
+        :meth:`failures_not_carried` names, nor ``skip_actions``."""
         o = t.outcomes
         now = self.clock.time()
         origin = sa.case(
@@ -215,7 +219,9 @@ class OutcomeRepository(StoreCore):
             "checks",
         ]
         with self._write("carry outcomes over") as conn:
-            n = conn.execute(o.insert().from_select(cols, sel)).rowcount
+            # PostgreSQL's driver reports an INSERT's count only when asked to keep it.
+            insert = o.insert().from_select(cols, sel).execution_options(preserve_rowcount=True)
+            n = conn.execute(insert).rowcount
             self._copy_fanouts(conn, src, dst)
             return n
 

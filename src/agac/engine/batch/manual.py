@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
 from agac.engine.graph import run_graph
+from agac.engine.transitions import Rewrite, abandon
 from agac.errors import BatchNotEnded, NotFound, RefusedError, UsageError
 from agac.jsontext import dumps
 from agac.providers.base import BatchStatus, BilledWork
@@ -190,7 +191,7 @@ def cancel_open_batches(
             "file": b.file,
             "reason": reason,
             "why": why,
-            "units": sum(r[3] == "failed" for r in rewrite),
+            "units": sum(r.status == "failed" for r in rewrite),
             "billed_unread": len(usage),
             "billed_usd": round(sum(u.cost_usd for u in usage), 6),
         }
@@ -199,7 +200,7 @@ def cancel_open_batches(
             data["status_unreadable"] = billed[b.key].status.raw_status
         name = b.provider_batch_id or b.key
         detail = f"{why} (batch {name} for {b.file})"
-        runs = sorted({b.run_id} | {r[0] for r in rewrite})
+        runs = sorted({b.run_id} | {r.run_id for r in rewrite})
         if b.key in refused:
             error = refused[b.key]
             store.end_batch_unread(
@@ -301,32 +302,24 @@ def _billed_note(usage: list[UsageRow], unreadable: bool = False) -> str:
     )
 
 
-def abandoned_outcomes(
-    store: Store, b: BatchRecord, items: list[BatchItem]
-) -> list[tuple[str, str, str, str, str]]:
+def abandoned_outcomes(store: Store, b: BatchRecord, items: list[BatchItem]) -> list[Rewrite]:
     """What becomes of the units that ended runs left waiting (``batch_outstanding``) on
     batch ``b`` once it is given up: those of its waiting ``items`` fail
     ``batch_abandoned``; the units downstream of them, of the same records, are skipped
-    ``upstream_failed`` (and ``agac retry`` sends them again). As (run_id, action,
-    unit_key, status, reason), for ``Store.end_batch_unread``."""
+    ``upstream_failed`` (and ``agac retry`` sends them again): engine/transitions.py's
+    :func:`~agac.engine.transitions.abandon`, for ``Store.end_batch_unread``."""
     keys = {i.unit_key for i in items if i.status == "pending" and i.action == b.action}
     if not keys:
         return []
-    records = {k.split("/", 1)[0] for k in keys}
+    waiting = store.waiting_outcomes(b.workflow, tenant=b.tenant, since=b.created_at)
     downstream: dict[str, set[str]] = {}
-    out = []
-    for row in store.waiting_outcomes(b.workflow, tenant=b.tenant, since=b.created_at):
-        if row.run_id not in downstream:
-            run = store.get_run(row.run_id)
-            graph = run_graph(run) if run is not None else None
-            downstream[row.run_id] = (
-                set(graph.descendants.get(b.action, ())) if graph is not None else set()
-            )
-        if row.action == b.action and row.unit_key in keys:
-            out.append((row.run_id, row.action, row.unit_key, "failed", "batch_abandoned"))
-        elif row.action in downstream[row.run_id] and row.unit_key.split("/", 1)[0] in records:
-            out.append((row.run_id, row.action, row.unit_key, "skipped", "upstream_failed"))
-    return out
+    for run_id in {row.run_id for row in waiting}:
+        run = store.get_run(run_id)
+        graph = run_graph(run) if run is not None else None
+        downstream[run_id] = (
+            set(graph.descendants.get(b.action, ())) if graph is not None else set()
+        )
+    return abandon(b.action, keys, [(r.run_id, r.action, r.unit_key) for r in waiting], downstream)
 
 
 def abandon_batches(

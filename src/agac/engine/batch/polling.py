@@ -285,7 +285,7 @@ class Poller:
             "file": b.file,
             **data,
             "reason": reason,
-            "units": sum(r[3] == "failed" for r in rewrite),
+            "units": sum(r.status == "failed" for r in rewrite),
             "billed_unread": len(usage),
             "billed_usd": billed,
             "estimated": any(u.status == "estimated" for u in usage),
@@ -293,7 +293,7 @@ class Poller:
         events = [ctx.out.event_row(kind, rt.name, None, body, now)]
         events += [
             events[0]._replace(run_id=run)
-            for run in sorted({r[0] for r in rewrite})
+            for run in sorted({r.run_id for r in rewrite})
             if run != ctx.run_id
         ]
         await ctx.call(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.engine.graph import run_graph
 from agac.engine.outcomes.marks import account_lost_calls
+from agac.engine.transitions import Closing, close_unit
 from agac.engine.walk.shards import shard_ranges
 from agac.engine.walk.steps import unit_keys
 from agac.jsontext import dumps, loads
@@ -67,15 +68,19 @@ def close_run(
     info = store.snapshot_info(run.snapshot_id)
     graph = run_graph(run)
     names = list(graph.order)
-    ancestors = graph.ancestors
-    cancelled_units = failed_in_batches or set()
-    # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
-    unknown = {
-        (e.action, e.unit_key)
-        for e in store.list_effects(
-            run.workflow, tenants=(run.tenant,), states=UNSETTLED_EFFECT_STATES
-        )
-    }
+    closing = Closing(
+        reason,
+        why,
+        graph.ancestors,
+        # E2: a unit whose effect may or may not have happened fails ``effect_unknown``.
+        unknown={
+            (e.action, e.unit_key)
+            for e in store.list_effects(
+                run.workflow, tenants=(run.tenant,), states=UNSETTLED_EFFECT_STATES
+            )
+        },
+        cancelled=failed_in_batches or set(),
+    )
     now = store.clock.time()
     regions = graph.regions
     for lo, hi in shard_ranges(loads(info.files) if info else []):
@@ -89,22 +94,24 @@ def close_run(
         for r in records:
             units = _units(regions, names, r.key, expansions)
             waiting = {a for a, key in units if (a, key) in out}
-            for a, key in units:
-                if (a, key) in have:
+            for unit in units:
+                if unit in have:
                     continue
-                status, why_unit = "skipped", reason
-                if (a, key) in unknown:
-                    status, why_unit = "failed", "effect_unknown"
-                elif (a, key) in cancelled_units:
-                    status, why_unit = "failed", "batch_cancelled"
-                detail = why
-                if status == "skipped" and (a, key) in out:
-                    why_unit, detail = "batch_outstanding", f"{why}; {out[a, key]}"
-                elif status == "skipped" and (a in waiting or bool(ancestors[a] & waiting)):
-                    why_unit = "batch_outstanding"
+                o = close_unit(closing, unit, waiting, out)
                 rows.append(
                     OutcomeRow(
-                        run.id, a, key, r.seq, status, why_unit, detail, "call", None, None, 0, now
+                        run.id,
+                        o.action,
+                        o.unit_key,
+                        r.seq,
+                        o.status,
+                        o.reason,
+                        o.detail,
+                        "call",
+                        None,
+                        None,
+                        0,
+                        now,
                     )
                 )
         if rows:

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agac.engine.decision import Settle, UnitFacts, decide
+from agac.engine.transitions import judge
 from agac.engine.values import Settled, Stopped
 from agac.engine.walk.steps import Region
 from agac.engine.walk.units import run_unit, settle
 from agac.jsontext import JSON, JSONObject
 from agac.keys import item_key
-from agac.reasons import HALTING
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from agac.engine.values import UnitRecord
     from agac.engine.walk.steps import Step, StepPlan
 
-__all__ = ["ItemRecord", "Walker", "judge"]
+__all__ = ["ItemRecord", "Walker"]
 
 Existing = dict[tuple[str, str], Settled]
 Items = list[tuple[str, dict[str, Settled]]]
@@ -313,51 +313,6 @@ class Walker:
             "skipped": skipped,
         }
         return await run_unit(self.ctx, rt, rec, payload, results, scope)
-
-
-def judge(
-    items: list[tuple[str, dict[str, Settled]]], inputs: list[str]
-) -> tuple[list[JSON], list[JSON], list[JSON], tuple[str, str] | None]:
-    """Split settled items, in request order, into fulfilled (key, output), rejected (key,
-    reason, action) and skipped by a guard; or a reason to skip the parent when an item
-    was never asked because the run stopped."""
-    fulfilled: list[JSON] = []
-    rejected: list[JSON] = []
-    skipped: list[JSON] = []
-    for index, (key, res) in enumerate(items):
-        states = [res[a] for a in inputs if a in res]
-        if states and all(s.status == "answered" for s in states):
-            output = (
-                states[0].output
-                if len(inputs) == 1
-                else {a: res[a].output for a in inputs if a in res}
-            )
-            fulfilled.append({"key": key, "index": index, "output": output})
-            continue
-        failure = next(((a, s) for a, s in res.items() if s.status == "failed"), None)
-        if failure is not None:
-            rejected.append(
-                {"key": key, "index": index, "action": failure[0], "reason": failure[1].reason}
-            )
-            continue
-        reason = next((s.reason for s in states if s.status == "skipped"), None) or "guard"
-        if reason in HALTING:  # the run stopped: the parent is skipped, not joined
-            return fulfilled, rejected, skipped, (reason, f"item {key} was not asked: {reason}")
-        if reason == "guard":
-            skipped.append({"key": key, "index": index, "reason": reason})
-        else:
-            # A skip that stands for a failure inside the item (an inner atomic join).
-            rejected.append(
-                {
-                    "key": key,
-                    "index": index,
-                    "action": next(
-                        (a for a in inputs if a in res and res[a].status == "skipped"), None
-                    ),
-                    "reason": reason,
-                }
-            )
-    return fulfilled, rejected, skipped, None
 
 
 def _list_at(
