@@ -456,8 +456,9 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
             verdicts = ", ".join(f"{n} {'pass' if ok else 'FAIL'}" for n, ok in a["checks"].items())
             click.echo(f"{pad}  checks: {verdicts}")
         for t in a["attempts"]:
+            judge = " (judge)" if t.get("origin") == "judge" else ""
             click.echo(
-                f"{pad}  attempt {t['attempt']}: {t['status']} in {t['latency_ms']:.0f} ms, "
+                f"{pad}  attempt {t['attempt']}{judge}: {t['status']} in {t['latency_ms']:.0f} ms, "
                 + _attempt_usage(t)
                 + (f", request id {t['request_id']}" if t.get("request_id") else "")
                 + (f" - {_last_line(t['error'])}" if t["error"] else "")

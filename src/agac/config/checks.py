@@ -2,15 +2,17 @@
 Checks); their expressions are checked with the other templates (config/templates.py).
 
 A check's ``expr`` is a sandboxed Jinja expression (the same compiler as a guard) that sees
-``answer`` (this action's answer), ``source`` and the outputs of the action's ancestors.
+``answer`` (this action's answer), ``source`` and the outputs of the action's ancestors. A
+check with ``judge:`` instead asks a model (``model``, ``prompt``, ``system``,
+``max_tokens``) to grade the answer; its prompt is a template that sees the same names.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agac.config.keys import CHECK_KEYS, CHECK_ON_FAIL
-from agac.config.model import CheckSpec
+from agac.config.keys import CHECK_KEYS, CHECK_ON_FAIL, JUDGE_KEYS
+from agac.config.model import CheckSpec, JudgeSpec
 from agac.config.source import Findings, Path, did_you_mean
 from agac.config.values import read_int, read_mapping, read_str
 
@@ -44,7 +46,7 @@ def _check(f: Findings, entry: Any, path: Path) -> CheckSpec | None:
         return None
     f.unknown_keys(body, CHECK_KEYS, path, "a check")
     name = read_str(f, body.get("name"), path + ("name",))
-    expr = read_str(f, body.get("expr"), path + ("expr",))
+    expr, judge = _expr_or_judge(f, body, path)
     if name is not None and not set(name) <= _NAME_CHARS:
         f.error(
             "invalid_value",
@@ -68,6 +70,51 @@ def _check(f: Findings, entry: Any, path: Path) -> CheckSpec | None:
     repairs = 1
     if "max_repairs" in body:
         repairs = read_int(f, body["max_repairs"], path + ("max_repairs",)) or 1
-    if name is None or expr is None:
+    if name is None or (expr is None and judge is None):
         return None
-    return CheckSpec(name, expr, message, on_fail, repairs)
+    return CheckSpec(name, expr, message, on_fail, repairs, judge)
+
+
+def _expr_or_judge(
+    f: Findings, body: dict[str, Any], path: Path
+) -> tuple[str | None, JudgeSpec | None]:
+    """A check's ``expr``, or its ``judge``: exactly one of them."""
+    if ("expr" in body) == ("judge" in body):
+        f.error(
+            "invalid_value",
+            "a check has either expr: (an expression) or judge: (a model that grades)",
+            path,
+            hint='expr: "answer.total >= 0", or judge: {model: openai/gpt-4o-mini, prompt: ...}',
+        )
+        return None, None
+    if "expr" in body:
+        return read_str(f, body["expr"], path + ("expr",)), None
+    return None, _judge(f, body["judge"], path + ("judge",))
+
+
+def _judge(f: Findings, value: Any, path: Path) -> JudgeSpec | None:
+    from agac.providers.registry import available_providers
+
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, JUDGE_KEYS, path, "a judge")
+    model = read_str(f, body.get("model"), path + ("model",))
+    prompt = read_str(f, body.get("prompt"), path + ("prompt",))
+    system = read_str(f, body["system"], path + ("system",)) if "system" in body else None
+    tokens = 256
+    if "max_tokens" in body:
+        tokens = read_int(f, body["max_tokens"], path + ("max_tokens",)) or tokens
+    if model is None or prompt is None:
+        return None
+    provider, sep, name = model.partition("/")
+    known = available_providers()
+    if not sep or not name or provider not in known:
+        f.error(
+            "unknown_provider" if sep and name else "invalid_value",
+            f"judge model {model!r} is not provider/model with a known provider",
+            path + ("model",),
+            hint=did_you_mean(provider, known) or f"known: {', '.join(known)}",
+        )
+        return None
+    return JudgeSpec(model, provider, name, prompt, system, tokens)

@@ -30,6 +30,7 @@ __all__ = [
     "GATES",
     "HYBRID_KEYS",
     "JOIN_NAMES",
+    "JUDGE_KEYS",
     "KINDS",
     "LLM_ONLY_KEYS",
     "NOT_IN_DEFAULTS",
@@ -117,7 +118,8 @@ JOIN_NAMES = frozenset({"fulfilled", "rejected", "skipped"})
 APPROVAL_KEYS = frozenset({"approvers", "expires_in", "policy_version", "on_reject", "on_expire"})
 ON_REJECT = ("fail_unit", "fail_run")
 ON_EXPIRE = ("fail_unit", "time_out_run")
-CHECK_KEYS = frozenset({"name", "expr", "message", "on_fail", "max_repairs"})
+CHECK_KEYS = frozenset({"name", "expr", "judge", "message", "on_fail", "max_repairs"})
+JUDGE_KEYS = frozenset({"model", "prompt", "system", "max_tokens"})
 CHECK_ON_FAIL = ("repair", "flag", "fail")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 

@@ -29,6 +29,7 @@ __all__ = [
     "EffectSpec",
     "FanOutSpec",
     "InputSpec",
+    "JudgeSpec",
     "RateLimit",
     "RetrySpec",
     "Workflow",
@@ -120,15 +121,32 @@ class RetrySpec:
 @dataclass(frozen=True)
 class CheckSpec:
     """One ``checks:`` entry of an llm action: a sandboxed expression over ``answer``,
-    ``source`` and the ancestors' outputs that must be true of every answer, and what a
-    false one does — ``repair`` (ask again with ``message``, up to ``max_repairs`` times,
+    ``source`` and the ancestors' outputs that must be true of every answer (or a judge:
+    a model that grades it), and what a false one does — ``repair`` (ask again with ``message``, up to ``max_repairs`` times,
     then fail), ``flag`` (answered, marked) or ``fail`` (the unit fails ``check_failed``)."""
 
     name: str
-    expr: str
+    expr: str | None = None
+    """The expression (None for a judge)."""
     message: str | None = None
     on_fail: str = "fail"
     max_repairs: int = 1
+    judge: JudgeSpec | None = None
+    """A model that grades the answer instead of an expression (engine/judges.py)."""
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A ``judge:`` check's model call: ``model`` (``provider/name``) asked ``prompt`` (a
+    template that sees ``answer``, ``source`` and the ancestors' outputs), after ``system``
+    when given, to answer the built-in verdict schema (``pass``, ``reason``)."""
+
+    model: str
+    provider: str
+    model_name: str
+    prompt: str
+    system: str | None = None
+    max_tokens: int = 256
 
 
 @dataclass(frozen=True)
@@ -269,6 +287,13 @@ class Workflow:
     def action_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.actions)
 
+    @property
+    def providers(self) -> frozenset[str]:
+        """The providers its llm actions, and the judges of their checks, call."""
+        found = {a.provider for a in self.actions if a.kind == "llm" and a.provider}
+        found |= {c.judge.provider for a in self.actions for c in a.checks if c.judge}
+        return frozenset(found)
+
     def online(self) -> Workflow:
         """This workflow with every llm action run online (``agac pilot``: a pilot never
         waits for a batch). The requests, and so their fingerprints, are the same."""
@@ -370,7 +395,7 @@ def _action_dict(action: Action) -> dict[str, Any]:
     if not data.get("provider_options"):
         data.pop("provider_options", None)  # likewise for actions that set none
     if data.get("checks"):
-        data["checks"] = list(data["checks"])
+        data["checks"] = [_check_dict(c) for c in data["checks"]]
     else:
         data.pop("checks", None)  # likewise for actions without checks
     for key, default in _CACHE_DEFAULTS:
@@ -413,7 +438,7 @@ def _action_from(data: dict[str, Any]) -> Action:
     if values.get("fan_out") is not None:
         values["fan_out"] = FanOutSpec(**values["fan_out"])
     if values.get("checks"):
-        values["checks"] = tuple(CheckSpec(**c) for c in values["checks"])
+        values["checks"] = tuple(_check_from(c) for c in values["checks"])
     if values.get("approval") is not None:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])
@@ -440,3 +465,18 @@ def _config_hash(workflow: Workflow) -> str:
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_dict(check: dict[str, Any]) -> dict[str, Any]:
+    """A check as stored: ``judge`` only on a judge (keeps the hash of expression checks)."""
+    out = dict(check)
+    if out.get("judge") is None:
+        out.pop("judge", None)
+    return out
+
+
+def _check_from(data: dict[str, Any]) -> CheckSpec:
+    values = dict(data)
+    if values.get("judge") is not None:
+        values["judge"] = JudgeSpec(**values["judge"])
+    return CheckSpec(**values)

@@ -64,7 +64,12 @@ def _action_reads(action: Action) -> Iterator[str]:
     for attachment in action.attachments:
         yield from _template_reads(attachment, False)
     for check in action.checks:  # a check's expression sees ``source`` like a guard
-        yield from _template_reads(check.expr, True)
+        if check.expr is not None:
+            yield from _template_reads(check.expr, True)
+        if check.judge is not None:  # and a judge's templates like a prompt
+            for text in (check.judge.prompt, check.judge.system):
+                if text is not None:
+                    yield from _template_reads(text, False)
     over = action.fan_out.over if action.fan_out is not None else None
     if over is not None:
         yield from _heads([over])

@@ -251,6 +251,10 @@ def check_check_expressions(
     its schema, anything else against what the action sees."""
     roots = {"answer", "source", *visible}
     for i, check in enumerate(checks):
+        if check.judge is not None:
+            _check_judge_templates(f, action, check, where + (i, "judge"), roots)
+            continue
+        assert check.expr is not None
         at = where + (i, "expr")
         try:
             compile_guard(check.expr)
@@ -283,6 +287,39 @@ def check_check_expressions(
                     f"the schema of {action if root == 'answer' else root!r} cannot produce",
                     at,
                     hint="fix the field's name, or add it to the schema",
+                )
+
+
+def _check_judge_templates(
+    f: Findings, action: str, check: CheckSpec, where: Path, roots: set[str]
+) -> None:
+    """A judge's prompt and system compile and read only what the check sees (``answer``,
+    ``source``, the ancestors); the fields of ``answer`` are the model's to read, unchecked."""
+    assert check.judge is not None
+    for key, text in (("prompt", check.judge.prompt), ("system", check.judge.system)):
+        if text is None:
+            continue
+        try:
+            compile_template(text, f"{action}.checks.{check.name}.{key}")
+            refs = template_references(text)
+        except TemplateSyntaxError as exc:
+            f.error(
+                "invalid_template",
+                f"the {key} of judge {check.name!r} of action {action!r} is not a valid "
+                f"template: {exc.message}",
+                where + (key,),
+            )
+            continue
+        for ref in sorted(refs, key=str):
+            root = str(ref[0])
+            if root not in roots:
+                f.error(
+                    "undefined_variable",
+                    f"judge {check.name!r} of action {action!r} reads "
+                    f"{'.'.join(str(p) for p in ref)!r}, which it cannot see (it sees "
+                    f"{', '.join(sorted(roots))})",
+                    where + (key,),
+                    hint=did_you_mean(root, roots),
                 )
 
 

@@ -8,6 +8,10 @@ text is a JSON value that conforms to it (see :func:`conforming_value`). Token c
 for each attached image or PDF page. An answer without a schema ends by naming the
 attachments it saw (:mod:`agac.emulator.media`).
 
+A request asking for a verdict (a judge's, its schema a boolean ``pass``) is graded
+``pass: true`` unless its text holds ``[[emulator judges fail: TEXT]]`` and, outside the
+markers, ``TEXT``: a judge that fails exactly the answers holding ``TEXT``.
+
 A prompt may script its answer: a request whose text holds ``[[emulator answers: TEXT]]``
 is answered ``TEXT`` exactly (schema or not), unless ``TEXT`` is already a message of the
 conversation — a model that answers badly once and, shown its answer and told what is
@@ -38,6 +42,7 @@ __all__ = [
     "conforming_value",
     "count_tokens",
     "fingerprint",
+    "judge_verdict",
     "prompt_tokens",
     "scripted_answer",
     "text_chars",
@@ -159,8 +164,11 @@ def answer(
         return Answer(
             None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0, REFUSAL_TEXT, reply
         )
-    scripted = scripted_answer(prompt)
-    if scripted is not None:
+    verdict = judge_verdict(prompt, schema)
+    scripted = scripted_answer(prompt) if verdict is None else None
+    if verdict is not None:
+        text = json.dumps(verdict)
+    elif scripted is not None:
         text = scripted
     elif schema is not None:
         text = json.dumps(conforming_value(schema, rng, schema))
@@ -187,6 +195,26 @@ def answer(
 
 
 _SCRIPTED = re.compile(r"\[\[emulator answers: (.+?)\]\]", re.DOTALL)
+_JUDGED = re.compile(r"\[\[emulator judges fail: (.+?)\]\]", re.DOTALL)
+_MARKER = re.compile(r"\[\[emulator [a-z ]+: .+?\]\]", re.DOTALL)
+
+
+def judge_verdict(prompt: Any, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The emulator as a judge: a request whose schema asks for a verdict (a boolean
+    ``pass``) is answered ``pass: true``, unless its text holds ``[[emulator judges fail:
+    TEXT]]`` and, outside such markers, ``TEXT`` (the graded answer holds it): then
+    ``pass: false``, saying so. None for a request that is not a judge's."""
+    props = (schema or {}).get("properties")
+    kind = props.get("pass", {}).get("type") if isinstance(props, dict) else None
+    if not isinstance(kind, str) or kind.lower() != "boolean":
+        return None
+    texts = list(_strings(prompt))
+    wanted = [m.group(1) for t in texts for m in _JUDGED.finditer(t)]
+    plain = [_MARKER.sub("", t) for t in texts]
+    for text in wanted:
+        if any(text in t for t in plain):
+            return {"pass": False, "reason": f"the answer holds {text}"}
+    return {"pass": True, "reason": "the answer looks right"}
 
 
 def scripted_answer(prompt: Any) -> str | None:

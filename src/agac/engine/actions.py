@@ -84,6 +84,8 @@ class ActionRuntime:
     validator: SchemaValidator | None = None
     provider: Provider | None = None
     """The adapter of an llm action's provider (None for tools, and for read-only views)."""
+    judges: Mapping[str, Provider] = field(default_factory=dict)
+    """Check name -> the adapter of its judge's provider (``judge:`` checks, engine/judges.py)."""
     batch: BatchApi | None = None
     """Its provider's batch capability, when it has one (checked once, here)."""
     function: Callable[..., Any] | None = None
@@ -211,11 +213,13 @@ def build_runtime(
     limiter: RateWindow | None = None,
     admitted: Mapping[str, tuple[str, int]] | None = None,
     workflow: str = "",
+    providers: Mapping[str, Provider] | None = None,
 ) -> ActionRuntime:
     """The action's runtime, built whole; ``slots`` and ``limiter`` replace its own
     ``max_concurrency`` slots and rate window (a worker shares both with other shards and
     other workers); ``admitted``: the files the run's snapshot attaches (path -> (sha256,
-    size)); ``workflow``: its name, in the cache hint's routing key."""
+    size)); ``workflow``: its name, in the cache hint's routing key; ``providers``: the
+    run's opened adapters by provider name, where its judges find theirs."""
     llm = action.kind == "llm"
     view = compile_view(action.context.observe, action.context.drop)
     system = compile_template(action.system, f"{action.name}.system") if action.system else None
@@ -237,6 +241,11 @@ def build_runtime(
         guard=guard,
         validator=validator,
         provider=provider,
+        judges={
+            c.name: providers[c.judge.provider]
+            for c in action.checks
+            if c.judge is not None and providers and c.judge.provider in providers
+        },
         batch=batch_api(provider) if llm else None,
         function=function,
         code=code,

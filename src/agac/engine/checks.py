@@ -15,6 +15,7 @@ from a batch) and fails a ``repair`` check fails ``check_failed``.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,7 +30,20 @@ if TYPE_CHECKING:
     from agac.config.model import CheckSpec
     from agac.jsontext import JSON, JSONObject
 
-__all__ = ["CheckedOutcome", "Verdict", "judge", "outcome_of", "repair_feedback", "verdicts_json"]
+__all__ = [
+    "JUDGE_ORIGIN",
+    "CheckedOutcome",
+    "Grader",
+    "Verdict",
+    "judge",
+    "outcome_of",
+    "repair_feedback",
+    "verdicts_json",
+    "verdicts_of",
+]
+
+JUDGE_ORIGIN = "judge"
+"""The ledger origin of a judge's call (engine/judges.py)."""
 
 
 @dataclass(frozen=True)
@@ -60,15 +74,38 @@ def _compiled(expr: str) -> Any:
 
 
 def judge(checks: Sequence[CheckSpec], view: JSONObject, answer: JSON) -> tuple[Verdict, ...]:
-    """Every check's verdict on ``answer`` for the unit that sees ``view``."""
+    """Every expression check's verdict on ``answer`` for the unit that sees ``view``
+    (:func:`verdicts_of` asks the judges too)."""
     if not checks:
         return ()
     scope = dict(view)
     scope["answer"] = answer
-    return tuple(_verdict(c, scope) for c in checks)
+    return tuple(_verdict(c, scope) for c in checks if c.judge is None)
+
+
+Grader = Callable[["CheckSpec", "dict[str, Any]"], Awaitable["Verdict"]]
+"""A ``judge:`` check's verdict on the answer in a scope (engine/judges.py, for one unit)."""
+
+
+async def verdicts_of(
+    checks: Sequence[CheckSpec], view: JSONObject, answer: JSON, grader: Grader
+) -> tuple[Verdict, ...]:
+    """Every check's verdict on ``answer``, in the order written: an expression judged
+    here, a judge asked through ``grader``."""
+    if not checks:
+        return ()
+    scope = dict(view)
+    scope["answer"] = answer
+    out: list[Verdict] = []
+    for check in checks:
+        out.append(
+            await grader(check, scope) if check.judge is not None else _verdict(check, scope)
+        )
+    return tuple(out)
 
 
 def _verdict(check: CheckSpec, scope: dict[str, Any]) -> Verdict:
+    assert check.expr is not None, check.name
     try:
         value = _compiled(check.expr)(scope)
     except UndefinedError as exc:

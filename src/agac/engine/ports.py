@@ -107,6 +107,20 @@ class Outcomes(Protocol):
         fp: str,
     ) -> None: ...
 
+    async def record_judge(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        request: Request,
+        response: Response | None,
+        error: BaseException | None,
+        started: float,
+        fp: str,
+        answer: AnswerRow | None,
+    ) -> None:
+        """Ledger a judge's call (origin ``judge``) and store its verdict, now."""
+
     def tool_usage_row(
         self,
         rt: ActionRuntime,

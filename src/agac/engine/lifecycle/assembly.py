@@ -139,6 +139,7 @@ def assemble_run(
             limiter=limiters.get(a.name),
             admitted=admitted,
             workflow=run.workflow,
+            providers=providers,
         )
         for a in workflow.actions
     ]

@@ -261,7 +261,7 @@ async def _execute(
     """Assemble the run and drive it until it completes, pauses or is stopped."""
     workflow = run_graph(run).workflow
     opened = providers(
-        {a.provider for a in workflow.actions if a.kind == "llm" and a.provider},
+        set(workflow.providers),
         project.config,
         connections=connections_by_provider(workflow.actions),
         batch=batch_providers(workflow.actions),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from agac.engine.checks import JUDGE_ORIGIN
 from agac.engine.requests import Fail
 from agac.engine.values import Settled
 from agac.errors import ProviderError
@@ -396,6 +397,44 @@ class OutcomeWriter:
             row = row._replace(error=f"{row.error} | answer: {response.text[:500]}")
         self.progress.spent(rt.name, row.cost_usd + sum(r.cost_usd for r in legs))
         await self.gateway.commit(usage=(*legs, row))
+
+    async def record_judge(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        attempt: int,
+        request: Request,
+        response: Response | None,
+        error: BaseException | None,
+        started: float,
+        fp: str,
+        answer: AnswerRow | None,
+    ) -> None:
+        """A judge's call in the ledger on the unit it grades, with the origin ``judge``,
+        priced at the judge's model; its verdict stored by fingerprint in the same commit."""
+        usage = response.usage if response is not None else None
+        model = f"{request.provider}/{request.model}"
+        error_text = None
+        if error is not None:
+            error_text = f"{_reason_of(error) or type(error).__name__}: {error}"
+        row = self._llm_row(
+            self.run_id,
+            rt.name,
+            rec.key,
+            attempt,
+            request.provider,
+            request.model,
+            "live",
+            usage,
+            self.prices.cost(model, usage, "live") if usage is not None else 0.0,
+            (self.clock.monotonic() - started) * 1000,
+            "ok" if error is None else "error",
+            error_text,
+            fp,
+            response.request_id if response is not None else _request_id_of(error),
+        )._replace(origin=JUDGE_ORIGIN)
+        self.progress.spent(rt.name, row.cost_usd)
+        await self.gateway.commit(answers=(answer,) if answer else (), usage=(row,))
 
     def tool_usage_row(
         self,

@@ -387,6 +387,7 @@ def _attempt(u: Row) -> dict[str, Any]:
     return {
         "attempt": u.attempt,
         "kind": u.kind,
+        "origin": u.origin,
         "status": u.status,
         "error": u.error,
         "provider": u.provider,

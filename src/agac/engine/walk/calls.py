@@ -14,7 +14,7 @@ units do their bookkeeping.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Checker", "backoff", "call_with_retries"]
 
-Checker = Callable[[JSON], "tuple[Verdict, ...]"]
-"""The verdicts of an action's checks on one answer, for the unit being called."""
+Checker = Callable[[JSON, int], "Awaitable[tuple[Verdict, ...]]"]
+"""The verdicts of an action's checks on one answer of the given attempt, for the unit
+being called (a judge's call is ledgered on that attempt)."""
 
 
 async def call_with_retries(
@@ -243,7 +244,7 @@ async def _attempt(
         # Ask again with the error fed back, after the same backoff as any retryable
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
-    verdicts = checks.checker(output) if checks.checker is not None else ()
+    verdicts = await checks.checker(output, attempt) if checks.checker is not None else ()
     checked = outcome_of(verdicts, repairs=checks.repairs, can_repair=True)
     if checked.status == "repair":
         assert checked.failed is not None

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
-from agac.engine.checks import judge, outcome_of
+from agac.engine.checks import outcome_of, verdicts_of
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import (
     NOT_YET,
@@ -31,6 +31,7 @@ from agac.engine.decision import (
     decide,
     own_item,
 )
+from agac.engine.judges import grade
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
@@ -43,6 +44,7 @@ from agac.providers.base import canonical_json
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
+    from agac.config.model import CheckSpec
     from agac.engine.actions import ActionRuntime
     from agac.engine.checks import Verdict
     from agac.engine.decision import Decision
@@ -234,7 +236,7 @@ class _Unit:
         ctx, rt, rec = self.ctx, self.rt, self.rec
         if isinstance(d, Settle):
             if rt.action.checks and d.status == "answered" and d.output_json is not None:
-                d = self._checked(d)
+                d = await self._checked(d)
             return await settle(ctx, rt, rec, d)
         if isinstance(d, Pending):
             return None
@@ -265,14 +267,20 @@ class _Unit:
             maybe_crash("hybrid_live")  # B13: a live answer is durable, the next not yet sent
         return settled
 
-    def _checker(self, answer: JSON) -> tuple[Verdict, ...]:
-        return judge(self.rt.action.checks, self._view(), answer)
+    async def _checker(self, answer: JSON, attempt: int) -> tuple[Verdict, ...]:
+        """The checks' verdicts on ``answer``; a judge is asked live (engine/judges.py)."""
+        ctx, rt, rec = self.ctx, self.rt, self.rec
 
-    def _checked(self, d: Settle) -> Settle:
+        async def grader(check: CheckSpec, scope: dict[str, Any]) -> Verdict:
+            return await grade(ctx, rt, rec, check, scope, attempt)
+
+        return await verdicts_of(rt.action.checks, self._view(), answer, grader)
+
+    async def _checked(self, d: Settle) -> Settle:
         """An answer this run did not ask (reused, or read from a batch) judged by the
         action's checks: answered (its flags as detail) or failed ``check_failed``."""
         assert d.output_json is not None
-        verdicts = self._checker(json.loads(d.output_json))
+        verdicts = await self._checker(json.loads(d.output_json), max(d.attempts, 1))
         checked = outcome_of(verdicts, repairs=0, can_repair=False)
         kept = checked.verdicts
         if checked.status == "answered":

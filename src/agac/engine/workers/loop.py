@@ -395,7 +395,7 @@ class Worker:
             ctx = self._runs[run_id] = replace(ctx, run=run)
             return ctx
         workflow = run_graph(run).workflow
-        llm = {a.provider for a in workflow.actions if a.kind == "llm" and a.provider}
+        llm = set(workflow.providers)
         providers = open_providers(
             llm,
             self.project.config,
