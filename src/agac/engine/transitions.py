@@ -17,8 +17,9 @@ test per writer holds the two to each other, tests/integration/store/test_i37_tr
   waiting on it — ``Store.end_batch_unread``;
 - **end a run early** (``--new``, a deadline, ``agac cancel``): :func:`close_unit` for
   every unit without an outcome, written as it says (``Store.checkpoint``);
-- **fan-out and join**: :func:`judge` splits a parent's settled items for its join, or
-  says why the join is skipped (:func:`join_skip`).
+- **fan-out and join**: :func:`join_outcome` — a parent's join from its settled items
+  (:func:`judge` splits them; :func:`join_skip`: the run stopped before an item), written
+  by the walk (engine/walk/walker.py) like any unit's outcome.
 
 A carried answer has one origin, ``reused``, whichever path carries it; a carried failure
 or skip is ``carried``. Where several reasons apply to one unit (a run ending early),
@@ -32,6 +33,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from agac.engine.decision import Settle
 from agac.reasons import HALTING, NOT_CARRIED, REASONS, strongest
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Carry",
     "Closing",
+    "JoinInputs",
     "Rewrite",
     "UnitOutcome",
     "abandon",
@@ -49,6 +52,7 @@ __all__ = [
     "carry",
     "carry_for_retry",
     "close_unit",
+    "join_outcome",
     "join_skip",
     "judge",
 ]
@@ -59,6 +63,7 @@ Unit = tuple[str, str]
 BATCH_OUTSTANDING = "batch_outstanding"
 BATCH_CANCELLED = "batch_cancelled"
 EFFECT_UNKNOWN = "effect_unknown"
+JOIN_ATOMIC = "join_atomic"
 
 
 class Carry(NamedTuple):
@@ -188,6 +193,37 @@ def close_unit(
         reasons.append(EFFECT_UNKNOWN)
     code = strongest(reasons)
     return UnitOutcome(action, unit[1], REASONS[code].bucket, code, detail.get(code, c.why))
+
+
+class JoinInputs(NamedTuple):
+    """What a join is given: its parent's items fulfilled, rejected and skipped by a guard."""
+
+    fulfilled: list[JSON]
+    rejected: list[JSON]
+    skipped: list[JSON]
+
+
+def join_outcome(
+    items: list[tuple[str, dict[str, Settled]]], inputs: list[str], *, atomic: bool, tool: bool
+) -> Settle | JoinInputs:
+    """The outcome of a fan-out parent's join from its settled items, or the inputs it is
+    called (a tool) or answered (a ``join``) with: skipped with a halting item's reason
+    when the run stopped before asking one (:func:`join_skip`); with ``failure: atomic``
+    and a rejected item, skipped ``join_atomic`` — a tool join is still called, with
+    nothing fulfilled."""
+    fulfilled, rejected, skipped, halt = judge(items, inputs)
+    if halt is not None:
+        return Settle("skipped", *halt)
+    if rejected and atomic:
+        if not tool:
+            keys = ", ".join(str(r["key"]) for r in rejected if isinstance(r, dict))
+            return Settle(
+                "skipped",
+                JOIN_ATOMIC,
+                f"{len(rejected)} of {len(items)} items failed ({keys}); failure_policy atomic",
+            )
+        fulfilled = []
+    return JoinInputs(fulfilled, rejected, skipped)
 
 
 def judge(

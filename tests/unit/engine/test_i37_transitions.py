@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import pytest
 
+from agac.engine.decision import Settle
 from agac.engine.transitions import (
     Closing,
+    JoinInputs,
     Rewrite,
     UnitOutcome,
     abandon,
     carry,
     carry_for_retry,
     close_unit,
+    join_outcome,
     join_skip,
 )
+from agac.engine.values import Settled
 from agac.reasons import REASONS, strongest
 from agac.store.values import OutcomeRecord
 
@@ -122,3 +126,86 @@ def test_i37_a_join_is_skipped_only_for_a_halting_item() -> None:
     assert join_skip("k0/1", "deadline") == ("deadline", "item k0/1 was not asked: deadline")
     assert join_skip("k0/1", "guard") is None
     assert join_skip("k0/1", "join_atomic") is None
+
+
+def _items(*states: Settled) -> list[tuple[str, dict[str, Settled]]]:
+    return [(f"k0/{i}", {"classify": s}) for i, s in enumerate(states)]
+
+
+ANSWERED = Settled("answered", output={"label": "a"})
+FAILED = Settled("failed", "refusal")
+JOIN_ROWS = [
+    (
+        "every item answered: joined with each output",
+        _items(ANSWERED, ANSWERED),
+        False,
+        False,
+        JoinInputs(
+            [
+                {"key": "k0/0", "index": 0, "output": {"label": "a"}},
+                {"key": "k0/1", "index": 1, "output": {"label": "a"}},
+            ],
+            [],
+            [],
+        ),
+    ),
+    (
+        "a guard's skip is passed on as skipped",
+        _items(ANSWERED, Settled("skipped", "guard")),
+        False,
+        False,
+        JoinInputs(
+            [{"key": "k0/0", "index": 0, "output": {"label": "a"}}],
+            [],
+            [{"key": "k0/1", "index": 1, "reason": "guard"}],
+        ),
+    ),
+    (
+        "an item never asked (the run stopped): the join is skipped with its reason",
+        _items(ANSWERED, Settled("skipped", "deadline")),
+        False,
+        False,
+        Settle("skipped", "deadline", "item k0/1 was not asked: deadline"),
+    ),
+    (
+        "atomic with a failed item: skipped join_atomic",
+        _items(ANSWERED, FAILED),
+        True,
+        False,
+        Settle("skipped", "join_atomic", "1 of 2 items failed (k0/1); failure_policy atomic"),
+    ),
+    (
+        "atomic with a failed item, a tool join: called with nothing fulfilled",
+        _items(ANSWERED, FAILED),
+        True,
+        True,
+        JoinInputs(
+            [], [{"key": "k0/1", "index": 1, "action": "classify", "reason": "refusal"}], []
+        ),
+    ),
+    (
+        "not atomic: the failed item is rejected, the others fulfilled",
+        _items(ANSWERED, FAILED),
+        False,
+        False,
+        JoinInputs(
+            [{"key": "k0/0", "index": 0, "output": {"label": "a"}}],
+            [{"key": "k0/1", "index": 1, "action": "classify", "reason": "refusal"}],
+            [],
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("items", "atomic", "tool", "expected"),
+    [r[1:] for r in JOIN_ROWS],
+    ids=[r[0] for r in JOIN_ROWS],
+)
+def test_i37_join_outcome(
+    items: list[tuple[str, dict[str, Settled]]],
+    atomic: bool,
+    tool: bool,
+    expected: Settle | JoinInputs,
+) -> None:
+    assert join_outcome(items, ["classify"], atomic=atomic, tool=tool) == expected

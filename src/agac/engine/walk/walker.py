@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agac.engine.decision import Settle, UnitFacts, decide
-from agac.engine.transitions import judge
+from agac.engine.transitions import join_outcome
 from agac.engine.values import Settled, Stopped
 from agac.engine.walk.steps import Region
 from agac.engine.walk.units import run_unit, settle
@@ -283,20 +283,12 @@ class Walker:
             return await settle(self.ctx, rt, rec, upstream)
         assert self.plan.regions is not None
         inputs = self.plan.regions.join_inputs(action.name, action.dependencies)
-        fulfilled, rejected, skipped, halt = judge(items, inputs)
-        if halt is not None:
-            return await out.settle(rt, rec, "skipped", halt[0], halt[1])
-        if rejected and action.failure_policy == "atomic":
-            if action.kind != "tool":
-                keys = ", ".join(str(r["key"]) for r in rejected if isinstance(r, dict))
-                return await out.settle(
-                    rt,
-                    rec,
-                    "skipped",
-                    "join_atomic",
-                    f"{len(rejected)} of {len(items)} items failed ({keys}); failure_policy atomic",
-                )
-            fulfilled = []
+        joined = join_outcome(
+            items, inputs, atomic=action.failure_policy == "atomic", tool=action.kind == "tool"
+        )
+        if isinstance(joined, Settle):
+            return await settle(self.ctx, rt, rec, joined)
+        fulfilled, rejected, skipped = joined
         if action.kind == "join":
             if self.ctx.control.stopping:
                 return None
