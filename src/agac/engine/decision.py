@@ -6,11 +6,26 @@ batch out, handed to its approval gate or its effect, or sent.
 Some facts cost work to learn (the view and its guard, the rendered request and its
 fingerprint, a stored answer); they start :data:`NOT_YET`, and :func:`decide` asks for
 the first one its rules reach (:class:`Need`), in the order the rules are checked, so a
-unit that settles early never renders. Every path that settles a unit applies it: the
-online walk (engine/walk/units.py), the batch side (engine/batch/units.py: staging a
-shard's first step at once, a unit read from this run's own item), the join
-(engine/walk/walker.py) and, in SQL, the units a batch read answers
-(``Store.settle_read_items`` writes :func:`read_answer`'s outcome).
+unit that settles early never renders.
+
+Every outcome a unit gets comes from one of these, and only these:
+
+- this decision, applied by every path that reaches a unit: the online walk
+  (engine/walk/units.py), the batch side (engine/batch/units.py: staging a shard's first
+  step at once, a unit read from this run's own item) and a join's record and
+  dependencies (engine/walk/walker.py);
+- what follows a decision that lets the unit go (``CALL``, ``GATE``, ``EFFECT``), written
+  unit by unit: the call's answer or failure, and its per-attempt skips when the deadline
+  or the budget comes first (engine/walk/calls.py); the gate's own outcomes — the
+  previous run's failure of the same subject, a rejected or expired proposal, no proposal
+  after the deadline (engine/approvals/gate.py); an effect's (engine/approvals/effects.py);
+  a fan-out whose list is missing, ``fan_out_invalid`` (engine/walk/walker.py);
+- the bulk transitions, each a pure function of engine/transitions.py that its store
+  writer is held to by a property test: a fan-out parent's join (``join_outcome``), a run
+  ending early (``close_unit``), outcomes carried to a new run (``carry``,
+  ``Store.carry_run_outcomes``) or to a retry (``carry_for_retry``, ``Store.
+  copy_outcomes``), a batch given up (``abandon``, ``Store.end_batch_unread``), and the
+  units a batch read answers (:func:`read_answer`, ``Store.settle_read_items``).
 
 The rules, in order, each final for the unit:
 
