@@ -18,6 +18,7 @@ __all__ = [
     "__version__",
     "arun",
     "cancel",
+    "compare",
     "cost",
     "export",
     "load_workflow",
@@ -38,6 +39,7 @@ _LAZY = {
     "ToolContext": "agac.engine.context:ToolContext",
     "arun": "agac.api:arun",
     "cancel": "agac.api:cancel",
+    "compare": "agac.api:compare",
     "cost": "agac.api:cost",
     "export": "agac.api:export_table",
     "load_workflow": "agac.api:load_workflow",
@@ -55,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agac.api import (
         arun,
         cancel,
+        compare,
         cost,
         load_workflow,
         pilot,

@@ -7,7 +7,8 @@ the service drive agac exactly as the CLI does.
 
 Modules by concern: :mod:`~agac.api.projects` (project, store, run lookup),
 :mod:`~agac.api.workflows` (load, validate, plan, render), :mod:`~agac.api.runs` (run,
-arun, retry, cancel), :mod:`~agac.api.pilot` (a run over a sample, with projections), :mod:`~agac.api.results` (the wide results table, parquet export),
+arun, retry, cancel), :mod:`~agac.api.pilot` (a run over a sample, with projections),
+:mod:`~agac.api.compare` (two runs side by side), :mod:`~agac.api.results` (the wide results table, parquet export),
 :mod:`~agac.api.history` (status, runs, events, export, records, cost),
 :mod:`~agac.api.approvals`, :mod:`~agac.api.effects`, :mod:`~agac.api.batches` (``agac
 batch …``), :mod:`~agac.api.workers` (submit, worker, workers) and
@@ -27,6 +28,7 @@ import: ``agac validate`` never touches the store and must start fast.
 from __future__ import annotations
 
 from agac.api.approvals import approvals_list, approvals_show, approve, reject, revise
+from agac.api.compare import compare
 from agac.api.effects import effects_compensate, effects_list, effects_resolve
 from agac.api.history import (
     FINAL_STATES,
@@ -66,6 +68,7 @@ __all__ = [
     "approve",
     "arun",
     "cancel",
+    "compare",
     "cost",
     "effects_compensate",
     "effects_list",

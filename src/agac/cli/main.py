@@ -167,6 +167,7 @@ class _AgacGroup(click.Group):
         "serve": "agac.cli.serve",
         "export": "agac.cli.export",
         "pilot": "agac.cli.quality",
+        "compare": "agac.cli.quality",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

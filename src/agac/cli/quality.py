@@ -1,6 +1,6 @@
-"""``agac pilot``: is it good enough, before the whole input is paid for (docs/cli.md, agac
-pilot; docs/tutorials/quality.md). Loaded by ``agac`` on first use (``cli/main.py``,
-``LAZY``)."""
+"""``agac pilot``: is it good enough, before the whole input is paid for; ``agac compare``:
+two runs side by side (docs/cli.md, agac pilot, agac compare; docs/tutorials/quality.md).
+Loaded by ``agac`` on first use (``cli/main.py``, ``LAZY``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import click
 
 from agac.cli.main import _emit_json, command, json_option, tenant_option
 
-__all__ = ["pilot"]
+__all__ = ["compare", "pilot"]
 
 _CELL = 60
 """The widest answer cell of the terminal table; ``--out`` keeps answers whole."""
@@ -157,3 +157,123 @@ def _seconds(s: float) -> str:
     if s < 7200:
         return f"{s / 60:.0f}m"
     return f"{s / 3600:.1f}h"
+
+
+@click.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option(
+    "--action",
+    default=None,
+    help="Compare this action only (default: every action both runs have).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="Changed rows to list per action (--out writes them all).",
+)
+@click.option(
+    "--out",
+    default=None,
+    metavar="FILE",
+    help="Write every changed row to FILE (.csv, .jsonl, .json).",
+)
+@tenant_option
+@json_option
+@command
+def compare(
+    run_a: str,
+    run_b: str,
+    action: str | None,
+    limit: int,
+    out: str | None,
+    tenant: str | None,
+    as_json: bool,
+) -> int:
+    """Compare two runs over the same records: agreement per field, the rows that changed,
+    enum distributions, numeric deltas, check pass rates and cost per run."""
+    from agac import api
+
+    doc = api.compare(run_a, run_b, action=action, limit=limit, out=out, tenant=tenant)
+    if as_json:
+        _emit_json(doc)
+    else:
+        print_compare(doc)
+    return 0
+
+
+def print_compare(doc: dict[str, Any]) -> None:
+    """Each run's cost and checks, then per action its agreement, distributions, deltas
+    and changed rows."""
+    from agac.cli.render import new_table, print_table
+
+    runs = new_table("run", "workflow", "models", "calls>", "tokens in>", "tokens out>", "cost>")
+    for side in ("a", "b"):
+        r = doc["runs"][side]
+        runs.add_row(
+            f"{side.upper()} {r['run_id']}",
+            r["workflow"],
+            ", ".join(r["models"]),
+            str(r["calls"]),
+            f"{r['input_tokens']:,}",
+            f"{r['output_tokens']:,}",
+            _usd(r["cost_usd"]),
+        )
+    print_table(runs)
+    for name, c in doc["actions"].items():
+        u = c["units"]
+        click.echo(
+            f"{name}: {u['both']} units in both ({u['only_a']} only in A, {u['only_b']} only "
+            f"in B), {c['status_changed']} changed status, {c['changed_count']} rows differ"
+        )
+        _print_checks(doc, name)
+        if c["agreement"]:
+            agreement = ", ".join(
+                f"{f} {a['rate']:.0%} ({a['same']}/{a['compared']})"
+                for f, a in c["agreement"].items()
+                if a["rate"] is not None
+            )
+            click.echo(f"  agreement: {agreement}")
+        for field, sides in c["distributions"].items():
+            values = sorted({*sides["a"], *sides["b"]})
+            shown = ", ".join(f"{v} {sides['a'].get(v, 0)}→{sides['b'].get(v, 0)}" for v in values)
+            click.echo(f"  {field} (A→B): {shown}")
+        for field, d in c["numeric"].items():
+            click.echo(
+                f"  {field}: mean {d['mean_a']:g} → {d['mean_b']:g} (Δ {d['mean_delta']:+g}, "
+                f"mean |Δ| {d['mean_abs_delta']:g}, max |Δ| {d['max_abs_delta']:g}, "
+                f"{d['changed']}/{d['compared']} changed)"
+            )
+        if c["changed"]:
+            table = new_table("key", "A", "B", "fields")
+            for row in c["changed"]:
+                table.add_row(row["key"], _side(row["a"]), _side(row["b"]), " ".join(row["fields"]))
+            print_table(table)
+            more = c["changed_count"] - len(c["changed"])
+            if more > 0:
+                click.echo(f"  … and {more} more (--limit, or --out FILE for them all)")
+    if doc.get("out"):
+        click.echo(f"wrote {doc['written']} changed rows to {doc['out']}", err=True)
+
+
+def _print_checks(doc: dict[str, Any], action: str) -> None:
+    for side in ("a", "b"):
+        checks = doc["runs"][side]["checks"].get(action)
+        if checks:
+            rates = ", ".join(
+                f"{n} {c['rate']:.0%} ({c['passed']}/{c['passed'] + c['failed']})"
+                for n, c in checks.items()
+            )
+            click.echo(f"  checks passed in {side.upper()}: {rates}")
+
+
+def _side(side: dict[str, Any] | None) -> str:
+    if side is None:
+        return "-"
+    if side["status"] != "answered":
+        return f"{side['status']} {side['reason'] or ''}".strip()
+    text = json.dumps(side["output"], ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= _CELL else text[: _CELL - 1] + "…"

@@ -1,0 +1,121 @@
+"""``agac compare RUN_A RUN_B``: two runs over the same records, side by side (docs/cli.md,
+agac compare): agreement per field, the rows that changed, enum distributions, numeric
+deltas, check pass rates and cost per run (engine/views/compare.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agac.api.projects import ProjectRef, reading, resolve_run, scope_of
+from agac.errors import UsageError
+
+if TYPE_CHECKING:
+    from agac.api.projects import Principal
+    from agac.store.repository import Store
+
+__all__ = ["compare"]
+
+
+def compare(
+    run_a: str,
+    run_b: str,
+    project: ProjectRef = None,
+    *,
+    action: str | None = None,
+    limit: int = 20,
+    out: str | Path | None = None,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
+    """``agac compare``: run ``run_a`` against run ``run_b`` (each a run id, or a workflow
+    for its latest run) in the caller's tenants. Returns ``runs`` (per run: models, calls,
+    tokens, cost, check pass rates) and ``actions`` (per action both runs have, or only
+    ``action``: units, status changes, agreement per field, enum distributions, numeric
+    deltas, and the first ``limit`` changed rows). ``out`` writes every changed row to a
+    ``.csv``, ``.jsonl`` or ``.json`` file (then ``out`` in the result)."""
+    from agac.engine.views.compare import compare_runs, diff_rows
+    from agac.providers.pricing import PriceTable
+
+    target = _out_path(out)
+    with reading(project, store) as (proj, st):
+        scope = scope_of(proj, tenant, principal)
+        a = resolve_run(st, proj, run_a, scope)
+        b = resolve_run(st, proj, run_b, scope)
+        if a.id == b.id:
+            raise UsageError(f"{run_a!r} and {run_b!r} are the same run ({a.id}): name two runs")
+        doc = compare_runs(
+            st, a, b, PriceTable(dict(proj.config.prices)), action=action, limit=limit
+        )
+        if target is not None:
+            doc["out"] = str(target)
+            doc["written"] = _write(target, diff_rows(st, a, b, action))
+    return doc
+
+
+def _out_path(out: str | Path | None) -> Path | None:
+    if out is None:
+        return None
+    path = Path(out)
+    if path.suffix.lower() not in (".csv", ".jsonl", ".json"):
+        raise UsageError(f"--out {path}: write the changed rows to a .csv, .jsonl or .json file")
+    return path
+
+
+def _write(path: Path, rows: Any) -> int:
+    """The changed rows: JSON lines, a JSON array, or CSV (``action, key``, then each run's
+    status, reason and answer, and the fields that changed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    n = 0
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        if suffix == ".csv":
+            writer = csv.writer(fh)
+            writer.writerow(
+                [
+                    "action",
+                    "key",
+                    "a.status",
+                    "a.reason",
+                    "a.output",
+                    "b.status",
+                    "b.reason",
+                    "b.output",
+                    "fields",
+                ]
+            )
+        elif suffix == ".json":
+            fh.write("[")
+        for row in rows:
+            n += 1
+            if suffix == ".csv":
+                writer.writerow(
+                    [
+                        row["action"],
+                        row["key"],
+                        *_cells(row["a"]),
+                        *_cells(row["b"]),
+                        " ".join(row["fields"]),
+                    ]
+                )
+            elif suffix == ".json":
+                fh.write(("," if n > 1 else "") + "\n  " + json.dumps(row, ensure_ascii=False))
+            else:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if suffix == ".json":
+            fh.write("\n]\n")
+    return n
+
+
+def _cells(side: dict[str, Any] | None) -> list[str]:
+    if side is None:
+        return ["", "", ""]
+    output = side["output"]
+    return [
+        side["status"],
+        side["reason"] or "",
+        "" if output is None else json.dumps(output, ensure_ascii=False),
+    ]

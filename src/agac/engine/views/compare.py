@@ -1,0 +1,271 @@
+"""``agac compare RUN_A RUN_B``: two runs over the same records, side by side (docs/cli.md,
+agac compare) — two models, two prompts, or a run before and after a change.
+
+Units are matched by unit key within each action the two runs share. For each action:
+how many units each run has and how many both do; the units whose status changed; for
+the units answered in both, agreement per field of the answer (its top-level fields, or
+``text`` for a free-text answer) and the rows that differ; for each field the action's
+schema declares an ``enum`` (or a boolean), the values' counts in each run; for each
+numeric field, the mean in each run and the mean, mean absolute and largest absolute
+difference (B − A). Per run: each check's pass rate, and calls, tokens and cost (the
+ledger, every origin counted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agac.engine.views.summary import check_rates, cost_breakdown
+from agac.errors import UsageError
+
+if TYPE_CHECKING:
+    from agac.providers.pricing import PriceTable
+    from agac.store.repository import Store
+    from agac.store.values import OutcomeRecord, RunRecord
+
+__all__ = ["compare_runs", "diff_rows"]
+
+_MISSING = object()
+
+
+def compare_runs(
+    store: Store,
+    a: RunRecord,
+    b: RunRecord,
+    prices: PriceTable,
+    *,
+    action: str | None = None,
+    limit: int = 20,
+) -> dict[str, Any]:
+    """The comparison of run ``a`` with run ``b`` (``agac compare --json``); each action's
+    ``changed`` lists at most ``limit`` rows (:func:`diff_rows` has them all)."""
+    actions = _shared(a, b, action)
+    out: dict[str, Any] = {
+        "runs": {"a": _run(store, a, prices), "b": _run(store, b, prices)},
+        "actions": {},
+    }
+    for name in actions:
+        out["actions"][name] = _compare_action(store, a, b, name, limit)
+    return out
+
+
+def diff_rows(
+    store: Store, a: RunRecord, b: RunRecord, action: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every unit that differs between the runs, action by action: its key, each run's
+    status, reason and answer, and the fields that changed."""
+    for name in _shared(a, b, action):
+        for key, left, right in _pairs(store, a, b, name):
+            row = _diff(name, key, left, right)
+            if row is not None:
+                yield row
+
+
+def _shared(a: RunRecord, b: RunRecord, action: str | None) -> list[str]:
+    theirs = set(b.action_names)
+    shared = [n for n in a.action_names if n in theirs]
+    if action is not None:
+        if action not in shared:
+            raise UsageError(
+                f"action {action!r} is not in both runs; they share: {', '.join(shared) or 'none'}"
+            )
+        return [action]
+    if not shared:
+        raise UsageError(
+            f"runs {a.id} ({a.workflow}) and {b.id} ({b.workflow}) share no action to compare"
+        )
+    return shared
+
+
+def _run(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
+    cost = cost_breakdown(store, run, prices)
+    llm = [r for r in cost["rows"] if r["kind"] == "llm"]
+    by_action: dict[str, dict[str, Any]] = {}
+    for r in llm:
+        entry = by_action.setdefault(
+            r["action"], {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        )
+        entry["calls"] += r["calls"]
+        entry["input_tokens"] += r["input_tokens"] + r["cached_tokens"] + r["cache_write_tokens"]
+        entry["output_tokens"] += r["output_tokens"]
+        entry["cost_usd"] = round(entry["cost_usd"] + r["cost_usd"], 6)
+    models = sorted({a["model"] for a in run.config["actions"] if a.get("model")})
+    return {
+        "run_id": run.id,
+        "workflow": run.workflow,
+        "state": run.state,
+        "models": models,
+        "cost_usd": cost["cost_usd"],
+        "calls": sum(e["calls"] for e in by_action.values()),
+        "input_tokens": sum(e["input_tokens"] for e in by_action.values()),
+        "output_tokens": sum(e["output_tokens"] for e in by_action.values()),
+        "per_action": by_action,
+        "checks": check_rates(store, run.id),
+    }
+
+
+def _pairs(
+    store: Store, a: RunRecord, b: RunRecord, action: str
+) -> Iterator[tuple[str, OutcomeRecord | None, OutcomeRecord | None]]:
+    """(unit key, A's outcome, B's outcome) of every unit either run has, in A's order
+    then B's own. B's outcomes are held in memory (one action's)."""
+    theirs = {o.unit_key: o for o in store.iter_action_outcomes(b.id, action)}
+    for o in store.iter_action_outcomes(a.id, action):
+        yield o.unit_key, o, theirs.pop(o.unit_key, None)
+    for key, o in theirs.items():
+        yield key, None, o
+
+
+def _compare_action(
+    store: Store, a: RunRecord, b: RunRecord, action: str, limit: int
+) -> dict[str, Any]:
+    schema = _schema(a, action) or _schema(b, action) or {}
+    counts = Counter[str]()
+    agree: dict[str, list[int]] = {}
+    enums = _enum_fields(schema)
+    dist: dict[str, dict[str, Counter[str]]] = {f: {"a": Counter(), "b": Counter()} for f in enums}
+    numbers: dict[str, list[tuple[float, float]]] = {}
+    changed: list[dict[str, Any]] = []
+    for key, left, right in _pairs(store, a, b, action):
+        counts["units_a" if right is None else "units_b" if left is None else "both"] += 1
+        _distribution(dist, "a", left)
+        _distribution(dist, "b", right)
+        if left is not None and right is not None:
+            if left.status != right.status:
+                counts["status_changed"] += 1
+            if left.status == right.status == "answered":
+                counts["answered_both"] += 1
+                _agreement(agree, numbers, _fields(left), _fields(right))
+        row = _diff(action, key, left, right)
+        if row is not None:
+            counts["changed"] += 1
+            if len(changed) < limit:
+                changed.append(row)
+    return {
+        "units": {
+            "a": counts["units_a"] + counts["both"],
+            "b": counts["units_b"] + counts["both"],
+            "both": counts["both"],
+            "only_a": counts["units_a"],
+            "only_b": counts["units_b"],
+        },
+        "status_changed": counts["status_changed"],
+        "answered_both": counts["answered_both"],
+        "agreement": {
+            f: {"same": s, "compared": n, "rate": round(s / n, 4) if n else None}
+            for f, (s, n) in agree.items()
+        },
+        "distributions": {
+            f: {side: dict(sorted(c.items())) for side, c in sides.items()}
+            for f, sides in dist.items()
+        },
+        "numeric": {f: _deltas(pairs) for f, pairs in numbers.items() if pairs},
+        "changed": changed,
+        "changed_count": counts["changed"],
+    }
+
+
+def _schema(run: RunRecord, action: str) -> dict[str, Any] | None:
+    for entry in run.config["actions"]:
+        if entry["name"] == action:
+            schema = entry.get("schema")
+            return schema if isinstance(schema, dict) else None
+    return None
+
+
+def _enum_fields(schema: Mapping[str, Any]) -> list[str]:
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return []
+    return [
+        name
+        for name, spec in props.items()
+        if isinstance(spec, dict) and ("enum" in spec or spec.get("type") == "boolean")
+    ]
+
+
+def _fields(o: OutcomeRecord) -> dict[str, Any]:
+    value = json.loads(o.output) if o.output is not None else None
+    return value if isinstance(value, dict) else {"text": value}
+
+
+def _distribution(
+    dist: dict[str, dict[str, Counter[str]]], side: str, o: OutcomeRecord | None
+) -> None:
+    if not dist or o is None or o.status != "answered":
+        return
+    fields = _fields(o)
+    for name, sides in dist.items():
+        value = fields.get(name, _MISSING)
+        label = value if isinstance(value, str) else json.dumps(value)
+        sides[side]["(none)" if value is _MISSING else label] += 1
+
+
+def _agreement(
+    agree: dict[str, list[int]],
+    numbers: dict[str, list[tuple[float, float]]],
+    left: dict[str, Any],
+    right: dict[str, Any],
+) -> None:
+    for name in dict.fromkeys([*left, *right]):
+        x, y = left.get(name, _MISSING), right.get(name, _MISSING)
+        tally = agree.setdefault(name, [0, 0])
+        tally[0] += x == y
+        tally[1] += 1
+        if _number(x) and _number(y):
+            numbers.setdefault(name, []).append((float(x), float(y)))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _deltas(pairs: list[tuple[float, float]]) -> dict[str, Any]:
+    n = len(pairs)
+    deltas = [y - x for x, y in pairs]
+    return {
+        "compared": n,
+        "mean_a": round(sum(x for x, _ in pairs) / n, 6),
+        "mean_b": round(sum(y for _, y in pairs) / n, 6),
+        "mean_delta": round(sum(deltas) / n, 6),
+        "mean_abs_delta": round(sum(abs(d) for d in deltas) / n, 6),
+        "max_abs_delta": round(max(abs(d) for d in deltas), 6),
+        "changed": sum(1 for d in deltas if d != 0),
+    }
+
+
+def _diff(
+    action: str, key: str, left: OutcomeRecord | None, right: OutcomeRecord | None
+) -> dict[str, Any] | None:
+    """The row of a unit that differs (status, reason or answer), else None."""
+    a_out = _fields(left) if left is not None and left.output is not None else None
+    b_out = _fields(right) if right is not None and right.output is not None else None
+    same = (
+        left is not None
+        and right is not None
+        and (left.status, left.reason) == (right.status, right.reason)
+        and a_out == b_out
+    )
+    if same:
+        return None
+    fields = sorted(
+        n
+        for n in dict.fromkeys([*(a_out or {}), *(b_out or {})])
+        if (a_out or {}).get(n, _MISSING) != (b_out or {}).get(n, _MISSING)
+    )
+    return {
+        "action": action,
+        "key": key,
+        "a": _side(left, a_out),
+        "b": _side(right, b_out),
+        "fields": fields,
+    }
+
+
+def _side(o: OutcomeRecord | None, output: dict[str, Any] | None) -> dict[str, Any] | None:
+    if o is None:
+        return None
+    return {"status": o.status, "reason": o.reason, "output": output}

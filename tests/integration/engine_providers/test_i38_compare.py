@@ -1,0 +1,153 @@
+"""``agac compare`` (The quality loop: two runs compared), end to end through the emulator:
+two runs over the same records whose answers differ in known rows; the comparison reports
+exactly those rows, with agreement per field, enum distributions, numeric deltas, check
+pass rates and cost per run."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import e2e_support
+import pytest
+from click.testing import CliRunner
+from e2e_support import project_yml
+
+from agac import api
+from agac.cli.main import cli
+from agac.errors import UsageError
+from agac.testing import write_project
+
+WORKFLOW = """name: triage
+input: {path: data/, id_field: id}
+defaults:
+  model: openai/gpt-4o-mini
+  max_tokens: 64
+  timeout: 10s
+  retry: {max_attempts: 3, backoff: {initial: 10ms, max: 50ms}}
+actions:
+  - name: classify
+    prompt: "Classify: {{ source.text }}"
+    schema:
+      type: object
+      properties:
+        label: {type: string, enum: [pos, neg]}
+        total: {type: number}
+      required: [label, total]
+      additionalProperties: false
+    checks:
+      - {name: small, expr: "answer.total < 5", on_fail: flag}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(e2e_support, "TRANSPORT", "lean")
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+def _rows(answers: dict[str, tuple[str, float]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": key,
+            "text": f"review {key} [[emulator answers: "
+            + json.dumps({"label": label, "total": total})
+            + "]]",
+        }
+        for key, (label, total) in answers.items()
+    ]
+
+
+A = {"r0": ("pos", 1), "r1": ("pos", 2), "r2": ("neg", 3), "r3": ("neg", 4)}
+B = {**A, "r1": ("neg", 2), "r3": ("neg", 7), "r4": ("pos", 1)}
+
+
+def _two_runs(project: Path) -> tuple[str, str]:
+    write_project(project, WORKFLOW, agac_yml=project_yml(), data={"data/in.jsonl": _rows(A)})
+    a = api.run("triage", project, progress=False)
+    (project / "data" / "in.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _rows(B)), encoding="utf-8"
+    )
+    b = api.run("triage", project, progress=False)
+    assert a.final and b.final and a.run_id != b.run_id
+    return a.run_id, b.run_id
+
+
+def test_i38_compare_reports_exactly_the_rows_that_changed(emulator: Any, project: Path) -> None:
+    a, b = _two_runs(project)
+
+    doc = api.compare(a, b, project)
+
+    c = doc["actions"]["classify"]
+    assert {row["key"]: row["fields"] for row in c["changed"]} == {
+        "r1": ["label"],
+        "r3": ["total"],
+        "r4": ["label", "total"],
+    }
+    assert c["changed_count"] == 3
+    row = next(r for r in c["changed"] if r["key"] == "r4")
+    assert row["a"] is None and row["b"]["output"] == {"label": "pos", "total": 1}
+    assert c["units"] == {"a": 4, "b": 5, "both": 4, "only_a": 0, "only_b": 1}
+    assert c["status_changed"] == 0 and c["answered_both"] == 4
+    assert c["agreement"] == {
+        "label": {"same": 3, "compared": 4, "rate": 0.75},
+        "total": {"same": 3, "compared": 4, "rate": 0.75},
+    }
+    assert c["distributions"] == {"label": {"a": {"neg": 2, "pos": 2}, "b": {"neg": 3, "pos": 2}}}
+    assert c["numeric"]["total"] == {
+        "compared": 4,
+        "mean_a": 2.5,
+        "mean_b": 3.25,
+        "mean_delta": 0.75,
+        "mean_abs_delta": 0.75,
+        "max_abs_delta": 3.0,
+        "changed": 1,
+    }
+    runs = doc["runs"]
+    # B asked only what changed (r1, r3) and what is new (r4); r0 and r2 were reused.
+    assert (runs["a"]["calls"], runs["b"]["calls"]) == (4, 3)
+    assert runs["a"]["cost_usd"] > runs["b"]["cost_usd"] > 0
+    assert runs["a"]["checks"]["classify"]["small"] == {"passed": 4, "failed": 0, "rate": 1.0}
+    assert runs["b"]["checks"]["classify"]["small"] == {"passed": 4, "failed": 1, "rate": 0.8}
+    assert runs["a"]["models"] == ["openai/gpt-4o-mini"]
+
+
+def test_i38_compare_writes_every_changed_row_and_prints_a_summary(
+    emulator: Any, project: Path
+) -> None:
+    a, b = _two_runs(project)
+    out = project / "changed.csv"
+
+    result = CliRunner().invoke(
+        cli, ["compare", a, b, "--limit", "1", "--out", str(out)], catch_exceptions=False
+    )
+
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert (
+        "classify: 4 units in both (0 only in A, 1 only in B), 0 changed status, 3 rows differ"
+        in text
+    )
+    assert "agreement: label 75% (3/4), total 75% (3/4)" in text
+    assert "label (A→B): neg 2→3, pos 2→2" in text
+    assert "checks passed in B: small 80% (4/5)" in text
+    assert "… and 2 more" in text
+    with out.open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["key"] for r in rows] == ["r1", "r3", "r4"]
+    assert rows[0]["a.output"] == '{"label": "pos", "total": 2}' and rows[0]["fields"] == "label"
+
+
+def test_i38_compare_refuses_one_run_twice_and_an_unknown_action(
+    emulator: Any, project: Path
+) -> None:
+    a, b = _two_runs(project)
+    with pytest.raises(UsageError, match="same run"):
+        api.compare(a, a, project)
+    with pytest.raises(UsageError, match="share: classify"):
+        api.compare(a, b, project, action="summarize")
