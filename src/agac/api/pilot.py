@@ -3,7 +3,8 @@ it is paid for (docs/cli.md, agac pilot).
 
 A pilot is a run like any other — in the tenant, with its ledger, sessions and checks —
 over the records a seeded sample chose (agac/data/sampling.py), with every llm action
-online: a pilot never waits for a batch. Its answers are stored by fingerprint, so the
+on flex where its provider sells it for its model, else online: a pilot never waits for
+a batch. Its answers are stored by fingerprint, so the
 full run that follows (``agac run``) reuses each one whose request is unchanged and sends
 only the rest. The report (engine/views/pilot.py) says what the answers are, how often
 each check passed, what the pilot cost and took, and what the whole input would cost and
@@ -46,7 +47,7 @@ def pilot(
     principal: Principal | None = None,
     store: Store | None = None,
 ) -> dict[str, Any]:
-    """``agac pilot``: run the workflow online over ``sample`` records of its input chosen
+    """``agac pilot``: run the workflow (online, or flex where sold) over ``sample`` records of its input chosen
     by ``seed`` (split over the values of the field ``stratify`` in proportion, when
     given), and return the report: ``sample``, ``actions`` and ``checks`` (pass rates) as
     in a run's summary, ``measured`` (cost, seconds, calls), ``projection`` (per tier

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, given_records, project_for, workflow_file
 from agac.api.projects import ProjectRef, scope_of, using
-from agac.config.model import Workflow
+from agac.config.model import Action, Workflow
 
 if TYPE_CHECKING:
     from agac.api.projects import Principal
@@ -38,7 +38,8 @@ def load_workflow(
     ``kept_prefixes``: action -> the ``context_prefix`` template whose text the open run
     being continued keeps; it is not rendered again.
     ``pilot``: the sample of a pilot's run (``agac pilot``, stored with the run as one of its
-    settings); every llm action then runs online.
+    settings); every llm action then runs on flex where its provider sells it for its
+    model, else online.
     """
     from agac.config.workflow import load_workflow as _load
     from agac.providers.pricing import PriceTable
@@ -56,7 +57,16 @@ def load_workflow(
         records=records,
         kept_prefixes=kept_prefixes,
     )
-    return loaded if pilot is None else loaded.online()
+    return loaded if pilot is None else loaded.online(flex=_flex_sold)
+
+
+def _flex_sold(action: Action) -> bool:
+    """Whether the action's provider sells its flex tier for the action's model."""
+    from agac.providers.registry import provider_spec
+
+    if action.provider is None or action.model_name is None:
+        return False
+    return provider_spec(action.provider).flex_serves(action.model_name)
 
 
 def validate(

@@ -58,7 +58,7 @@ def pilot(
     tenant: str | None,
     as_json: bool,
 ) -> int:
-    """Run the workflow online on a reproducible sample of its input; print the answers,
+    """Run the workflow (online, or flex where sold) on a reproducible sample of its input; print the answers,
     each check's pass rate, what it cost and took, and the whole input's projected cost
     and time per tier. A later run reuses every pilot answer."""
     from agac import api

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,13 +295,20 @@ class Workflow:
         found |= {c.judge.provider for a in self.actions for c in a.checks if c.judge}
         return frozenset(found)
 
-    def online(self) -> Workflow:
-        """This workflow with every llm action run online (``agac pilot``: a pilot never
-        waits for a batch). The requests, and so their fingerprints, are the same."""
+    def online(self, flex: Callable[[Action], bool] | None = None) -> Workflow:
+        """This workflow with every llm action run synchronously (``agac pilot``: a pilot
+        never waits for a batch): on ``flex`` where ``flex`` says the action's provider
+        sells it for its model (an action already on flex stays), else online. The
+        requests, and so their fingerprints, are the same."""
         actions = tuple(
             dataclasses.replace(
                 a,
-                run_mode="online",
+                run_mode="flex"
+                if a.run_mode == "flex" or (flex is not None and flex(a))
+                else "online",
+                flex_fallback_after=a.flex_fallback_after
+                if a.run_mode in ("flex", "auto")
+                else None,
                 poll_interval=None,
                 batch_deadline=None,
                 live_after=None,

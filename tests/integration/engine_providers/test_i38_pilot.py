@@ -35,12 +35,17 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _project(
-    root: Path, records: int, *, run_mode: str = "online", bad: tuple[int, ...] = ()
+    root: Path,
+    records: int,
+    *,
+    run_mode: str = "online",
+    bad: tuple[int, ...] = (),
+    model: str = "openai/gpt-4o-mini",
 ) -> None:
     text = f"""name: triage
 input: {{path: data/, id_field: id}}
 defaults:
-  model: openai/gpt-4o-mini
+  model: {model}
   max_tokens: 64
   max_concurrency: 4
   timeout: 10s
@@ -150,6 +155,22 @@ def test_i38_pilot_never_waits_for_a_batch(emulator: Any, project: Path) -> None
     # The full run batches the rest; the pilot's four are reused.
     full = api.run("triage", project, progress=False)
     assert full.summary.to_dict()["actions"]["classify"]["reused"] == 4
+
+
+def test_i38_pilot_runs_on_flex_where_the_provider_sells_it(emulator: Any, project: Path) -> None:
+    _project(project, 12, run_mode="batch", model="openai/o4-mini")
+
+    report = api.pilot("triage", project, sample=4, progress=False)
+
+    assert report["state"] == "succeeded"
+    chats = [e for e in emulator.requests() if e["op"] == "chat"]
+    assert len(chats) == 4 and all(c["body"]["service_tier"] == "flex" for c in chats)
+    (row,) = api.cost("triage", project)["rows"]
+    assert (row["tier"], row["calls"]) == ("flex", 4)
+    # OpenAI bills flex at the batch rate: the two projections agree.
+    flex, batch = report["projection"]["flex"], report["projection"]["batch"]
+    assert flex["estimate_usd"] == batch["estimate_usd"] > 0
+    assert report["measured"]["cost_usd"] == pytest.approx(flex["sample_usd"], abs=1e-6)
 
 
 def test_i38_pilot_is_refused_beside_an_open_run(emulator: Any, project: Path) -> None:
