@@ -44,7 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import anthropic, azure, deepseek, gemini, gemini_caches, groq, ollama, openai
+from . import anthropic, azure, deepseek, gemini, gemini_caches, groq, mistral, ollama, openai
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
@@ -277,6 +277,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *groq.routes(),
             *azure.routes(),
             *deepseek.routes(),
+            *mistral.routes(),
             *anthropic.routes(),
             *gemini.routes(),
             *ollama.routes(),

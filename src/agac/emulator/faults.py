@@ -2,7 +2,7 @@
 
 A rule is the JSON object of issue 3's control API::
 
-    {"provider": "openai|anthropic|gemini|groq|deepseek|ollama|*",
+    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|ollama|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
      "match": {"custom_id": ..., "model": ..., "metadata": {...}, "service_tier": ...},
@@ -52,7 +52,9 @@ __all__ = [
     "parse_rule",
 ]
 
-PROVIDERS = frozenset({"openai", "azure", "anthropic", "gemini", "groq", "deepseek", "ollama", "*"})
+PROVIDERS = frozenset(
+    {"openai", "azure", "anthropic", "gemini", "groq", "deepseek", "mistral", "ollama", "*"}
+)
 OPS = frozenset(
     {
         "chat",

@@ -48,7 +48,19 @@ from .state import Batch, BatchItem, EmulatorState, ItemResult
 BATCH_FILE_MAX = 200 * 1024 * 1024
 """OpenAI's and Groq's largest batch input file."""
 
-__all__ = ["OPENAI", "Flavor", "chat_request", "routes", "status_name"]
+__all__ = [
+    "OPENAI",
+    "Flavor",
+    "chat_request",
+    "completion",
+    "counting",
+    "error_renderer",
+    "multipart_fields",
+    "parse_input",
+    "routes",
+    "status_name",
+    "write_results",
+]
 
 #: Not part of what an answer depends on: transport settings and the cache routing key.
 _DROP = ("model", "stream", "stream_options", "metadata", "store", "user", "prompt_cache_key")
@@ -100,7 +112,13 @@ class Flavor:
     """Whether the API has files and batches (DeepSeek's has chat only)."""
     dialect: str = "openai"
     """``deepseek``: cache hits as ``prompt_cache_hit_tokens``/``prompt_cache_miss_tokens``,
-    a reasoner's thinking as ``message.reasoning_content``, ``json_schema`` refused."""
+    a reasoner's thinking as ``message.reasoning_content``, ``json_schema`` refused.
+    ``mistral``: errors as a flat ``{object: error, message, type, param, code}``, a
+    message with no refusal, a Magistral model's content as ``thinking`` and ``text``
+    chunks."""
+    line_url: bool = True
+    """Whether a batch line must name its ``url`` (OpenAI's); Mistral's and Together's
+    lines are ``{custom_id, body}``."""
 
 
 OPENAI = Flavor(
@@ -129,14 +147,14 @@ def error_renderer(flavor: Flavor) -> Any:
             message = message or (
                 "You exceeded your current quota, please check your plan and billing details."
             )
-        body = {
-            "error": {
-                "message": message or f"Emulated error {status} ({code or kind}).",
-                "type": kind,
-                "param": None,
-                "code": code,
-            }
+        fields = {
+            "message": message or f"Emulated error {status} ({code or kind}).",
+            "type": kind,
+            "param": None,
+            "code": code,
         }
+        # Mistral's error body is flat, OpenAI's wraps it in "error".
+        body = {"object": "error", **fields} if flavor.dialect == "mistral" else {"error": fields}
         headers = {"x-request-id": "req_" + uuid.uuid4().hex}
         if status == 429 and code != "insufficient_quota":
             headers.update(retry_headers(retry_after, with_ms=flavor.retry_after_ms))
@@ -214,6 +232,14 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
         message = {"role": "assistant", "content": content}
         if "reasoner" in model:
             message["reasoning_content"] = "Let me think it through."
+    if flavor.dialect == "mistral":
+        message = {"role": "assistant", "content": content, "tool_calls": None}
+        if "magistral" in model and content is not None:
+            thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm."}]}
+            message["content"] = [thinking, {"type": "text", "text": content}]
+        usage = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        if cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
     if "tool_calls" in (reply.get("blocks") or []):
         message["tool_calls"] = [
             {
@@ -300,7 +326,7 @@ def routes(flavor: Flavor) -> list[Route]:
 
     async def chat(request: Request) -> Response:
         state = state_of(request)
-        body = await read_json(request, _counting(state, flavor, "chat", error))
+        body = await read_json(request, counting(state, flavor, "chat", error))
         model = str(request.path_params.get("deployment") or body.get("model", ""))
         tier = body.get("service_tier") if body.get("service_tier") == "flex" else None
         fired = await gate(request, flavor.provider, "chat", error, Target(model=model, tier=tier))
@@ -339,7 +365,7 @@ def routes(flavor: Flavor) -> list[Route]:
     async def upload(request: Request) -> Response:
         state = state_of(request)
         fired = await gate(request, flavor.provider, "file.upload", error)
-        fields = _multipart(request.headers.get("content-type", ""), await request.body())
+        fields = multipart_fields(request.headers.get("content-type", ""), await request.body())
         if "file" not in fields or fields.get("purpose", (None, b""))[1] != b"batch":
             return error(400, None, None, "Expected a 'file' and purpose 'batch'.")
         filename, content = fields["file"]
@@ -398,7 +424,7 @@ def routes(flavor: Flavor) -> list[Route]:
 
     async def batch_create(request: Request) -> Response:
         state = state_of(request)
-        body = await read_json(request, _counting(state, flavor, "batch.create", error))
+        body = await read_json(request, counting(state, flavor, "batch.create", error))
         metadata = body.get("metadata") or {}
         fired = await gate(
             request, flavor.provider, "batch.create", error, Target(metadata=metadata)
@@ -422,7 +448,7 @@ def routes(flavor: Flavor) -> list[Route]:
                 None,
                 f"Invalid 'completion_window': expected one of {sorted(flavor.windows)}.",
             )
-        items, invalid, marked = _parse_input(stored.content, flavor)
+        items, invalid, marked = parse_input(stored.content, flavor)
         note_cache(request, marked)
         model = items[0].model if items else ""
         batch = new_batch(
@@ -572,7 +598,7 @@ async def _sse(reply: dict[str, Any], include_usage: bool) -> AsyncIterator[byte
     yield b"data: [DONE]\n\n"
 
 
-def _counting(state: EmulatorState, flavor: Flavor, op: str, error: Any) -> Any:
+def counting(state: EmulatorState, flavor: Flavor, op: str, error: Any) -> Any:
     """An error renderer that first counts the request (a body that does not parse still
     reaches the counters, as every received request must)."""
 
@@ -598,7 +624,7 @@ def _batch_id(flavor: Flavor) -> str:
     return flavor.batch_prefix + uuid.uuid4().hex[:24]
 
 
-def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
+def multipart_fields(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
     """Decode a ``multipart/form-data`` body into {field: (filename, bytes)} (stdlib only)."""
     head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
@@ -613,7 +639,7 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return fields
 
 
-def _parse_input(
+def parse_input(
     content: bytes, flavor: Flavor
 ) -> tuple[list[BatchItem], list[dict[str, Any]], list[dict[str, Any]]]:
     """Decode a batch input file; return its items, OpenAI-style validation errors and the
@@ -634,7 +660,8 @@ def _parse_input(
         try:
             row = json.loads(line)
             custom_id, body = str(row["custom_id"]), row["body"]
-            if row.get("url") not in flavor.batch_urls or not isinstance(body, dict):
+            routed = row.get("url") in flavor.batch_urls or not flavor.line_url
+            if not routed or not isinstance(body, dict):
                 raise ValueError(f"url must be one of {sorted(flavor.batch_urls)}, body an object")
         except (ValueError, KeyError, TypeError) as exc:
             invalid.append(
@@ -711,7 +738,7 @@ def batch_json(
     failed = 0
     ended = phase == "ended"
     if ended:
-        _write_results(state, flavor, batch)
+        write_results(state, flavor, batch)
         results = batch.results or []
         completed = sum(r.kind == "answered" for r in results)
         failed = sum(r.kind != "answered" for r in results)
@@ -777,7 +804,7 @@ def _usage(results: list[ItemResult]) -> dict[str, Any]:
     }
 
 
-def _write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
+def write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
     """Create the output and error files of an ended batch, once."""
     if "results_written" in batch.info:
         return

@@ -168,9 +168,10 @@ def chat_response(
     choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
     message = pick_(choice, "message")
+    content, thinking = _content_text(pick_(message, "content"))
     split = split_reasoning(
-        pick_(message, "content") or "",
-        pick_(message, "reasoning") or pick_(message, "reasoning_content"),
+        content,
+        pick_(message, "reasoning") or pick_(message, "reasoning_content") or thinking,
     )
     text = split.answer
     refusal = pick_(message, "refusal")
@@ -215,6 +216,25 @@ def chat_response(
         stop_detail=stop.detail,
         request_id=request_id,
     )
+
+
+def _content_text(content: Any) -> tuple[str, str | None]:
+    """A message's content as (answer text, reasoning or None). Most APIs send a string;
+    some (Mistral's reasoning models) send a list of chunks: ``text`` chunks are the
+    answer, ``thinking`` chunks (their own text chunks inside) are reasoning."""
+    if content is None or isinstance(content, str):
+        return content or "", None
+    text: list[str] = []
+    thought: list[str] = []
+    for chunk in content:
+        kind = pick(chunk, "type")
+        if kind == "text":
+            text.append(str(pick(chunk, "text") or ""))
+        elif kind == "thinking":
+            inner = pick(chunk, "thinking")
+            parts = inner if isinstance(inner, list) else [inner]
+            thought += [str(pick(p, "text") or "") if not isinstance(p, str) else p for p in parts]
+    return "".join(text), "".join(thought) or None
 
 
 def _tool_call(calls: Any) -> str | None:
@@ -272,6 +292,9 @@ class OpenAICompatProvider(ProviderBase):
     #: Whether a cache hint's key goes as ``prompt_cache_key`` (OpenAI's routing key for
     #: prompt caching; an API without one leaves it out).
     prompt_cache_key: ClassVar[bool] = False
+    #: Whether a batch line names its ``method`` and ``url`` (OpenAI's lines); Mistral's
+    #: and Together's are ``{custom_id, body}`` only (the endpoint is the batch's).
+    line_routing: ClassVar[bool] = True
 
     def __init__(self, settings: ProviderSettings) -> None:
         super().__init__(settings)
@@ -429,35 +452,53 @@ class OpenAICompatProvider(ProviderBase):
                 parse=parse,
                 request_id=request_id_of(headers),
             )
-        timeout = request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN
         with self._translate_errors(), stopwatch() as took:
-            # The raw response for its headers: the request id (groq's models lack
-            # openai's ``_request_id``).
-            raw = await self._client.chat.completions.with_raw_response.create(
-                **params, timeout=timeout
-            )
-            completion = raw.parse()  # openai: a legacy response, parsed at once
-            if inspect.isawaitable(completion):  # groq: an async response
-                completion = await completion
+            completion, answered = await self._sdk_chat(params, request.timeout)
         return chat_response(
             completion,
             provider=self.name,
             latency_ms=took[0],
             parse=parse,
-            request_id=request_id_of(raw.headers),
+            request_id=request_id_of(answered) if answered is not None else None,
         )
+
+    async def _sdk_chat(
+        self, params: dict[str, Any], timeout: float | None
+    ) -> tuple[Any, Mapping[str, str] | None]:
+        """One chat completion through the SDK: the completion and the answer's headers
+        (None when the SDK does not give them)."""
+        # The raw response for its headers: the request id (groq's models lack openai's
+        # ``_request_id``).
+        raw = await self._client.chat.completions.with_raw_response.create(
+            **params, timeout=timeout if timeout is not None else self._sdk.NOT_GIVEN
+        )
+        completion = raw.parse()  # openai: a legacy response, parsed at once
+        if inspect.isawaitable(completion):  # groq: an async response
+            completion = await completion
+        return completion, raw.headers
 
     # -- batch ---------------------------------------------------------------
 
     def _batch_line(self, request: Request, data: Data = live_base64) -> dict[str, Any]:
+        body = self._chat_params(request, native=self._native_schema(request.model), data=data)
+        if not self.line_routing:
+            return {"custom_id": require_custom_id(request), "body": body}
         return {
             "custom_id": require_custom_id(request),
             "method": "POST",
             "url": self._batch_endpoint,
-            "body": self._chat_params(
-                request, native=self._native_schema(request.model), data=data
-            ),
+            "body": body,
         }
+
+    def _line_head(self) -> bytes:
+        """What follows a batch line's ``custom_id`` up to the body's model value."""
+        if not self.line_routing:
+            return b',"body":{"model":'
+        return (
+            b',"method":"POST","url":'
+            + _encode(self._batch_endpoint).encode()
+            + b',"body":{"model":'
+        )
 
     def _attachment_line(self, request: Request) -> list[bytes | Attachment]:
         """A batch line whose attachments' base64 is streamed in from their files."""
@@ -472,11 +513,7 @@ class OpenAICompatProvider(ProviderBase):
         run of requests that share it — in a batch of one action, usually all of them.
         Requests sent in JSON mode (their messages change with the schema) take the
         general path."""
-        head = (
-            b',"method":"POST","url":'
-            + _encode(self._batch_endpoint).encode()
-            + b',"body":{"model":'
-        )
+        head = self._line_head()
         shared, tail = "", b""
         for r in requests:
             if any(m.attachments for m in r.messages):
@@ -523,11 +560,7 @@ class OpenAICompatProvider(ProviderBase):
         order); a request sent in JSON mode, one with attachments, or text not in the
         canonical form, goes through a decoded :class:`Request`. Every request carries
         ``cache``, the batch's cache hint."""
-        head = (
-            b',"method":"POST","url":'
-            + _encode(self._batch_endpoint).encode()
-            + b',"body":{"model":'
-        )
+        head = self._line_head()
         bodies: dict[str, tuple[bytes, bytes] | None] = {}
         for custom_id, text in items:
             if _ATTACHMENTS in text:
@@ -577,16 +610,21 @@ class OpenAICompatProvider(ProviderBase):
         try:
             with self._translate_errors():
                 file_id = await self._upload(spooled.path, key)
-                batch = await self._client.batches.create(
-                    input_file_id=file_id,
-                    endpoint=self._batch_endpoint,
-                    completion_window=self.completion_window,
-                    metadata={"agac_key": key},
-                )
+                batch = await self._create_batch(file_id, key, spooled.path)
         finally:
             spooled.discard()
         meta = {"input_file_id": file_id, "request_count": spooled.count}
-        return BatchHandle(self.name, str(batch.id), key, meta)
+        return BatchHandle(self.name, str(pick(batch, "id")), key, meta)
+
+    async def _create_batch(self, file_id: str, key: str, path: Path) -> Any:
+        """Create the batch of an uploaded input file (``path``, its local copy), tagged
+        with ``key``; the batch object."""
+        return await self._client.batches.create(
+            input_file_id=file_id,
+            endpoint=self._batch_endpoint,
+            completion_window=self.completion_window,
+            metadata={"agac_key": key},
+        )
 
     async def _upload(self, path: Path, key: str) -> str:
         """Upload a batch's input file (``purpose=batch``); its file id."""
@@ -598,19 +636,34 @@ class OpenAICompatProvider(ProviderBase):
 
     async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
         with self._translate_errors():
-            batch = await self._client.batches.retrieve(handle.id)
+            batch = await self._retrieve(handle.id)
+        return self._batch_status(batch)
+
+    async def _retrieve(self, batch_id: str) -> Any:
+        """The batch object as the provider reports it now."""
+        return await self._client.batches.retrieve(batch_id)
+
+    def _batch_status(self, batch: Any) -> BatchStatus:
         return batch_status(batch)
+
+    def _result_files(self, batch: Any) -> tuple[Any, ...]:
+        """The ids of an ended batch's result files: answers first, then errors."""
+        return (pick(batch, "output_file_id"), pick(batch, "error_file_id"))
+
+    def _batch_count(self, batch: Any) -> int:
+        """How many requests a batch object says it holds."""
+        return as_int(pick(batch, "request_counts", "total"))
 
     async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
         """Every line of the output file, then of the error file, as Results; nothing from
         a batch that is not ``completed`` when fetched here (B7)."""
         with self._translate_errors():
-            batch = await self._client.batches.retrieve(handle.id)
-        ended_or_raise(handle, batch_status(batch))
+            batch = await self._retrieve(handle.id)
+        ended_or_raise(handle, self._batch_status(batch))
         created = as_int(pick(batch, "created_at"))
         ended = as_int(pick(batch, "completed_at") or pick(batch, "finalizing_at")) or time.time()
         latency = max(0.0, (ended - created) * 1000.0) if created else 0.0
-        for file_id in (pick(batch, "output_file_id"), pick(batch, "error_file_id")):
+        for file_id in self._result_files(batch):
             if not file_id:
                 continue
             async for lines in self._file_lines(str(file_id)):
@@ -622,8 +675,8 @@ class OpenAICompatProvider(ProviderBase):
         completed), with its total ``usage`` where the provider reports one (OpenAI, for
         batches since September 2025; Groq reports none)."""
         with self._translate_errors():
-            batch = await self._client.batches.retrieve(handle.id)
-        status = batch_status(batch)
+            batch = await self._retrieve(handle.id)
+        status = self._batch_status(batch)
         usage = pick(batch, "usage")
         if not usage:
             return BilledWork(status, status.completed)
@@ -704,10 +757,9 @@ class OpenAICompatProvider(ProviderBase):
         with self._translate_errors():
             async for batch in self._list_batches():
                 if pick(batch, "metadata", "agac_key") == key:
-                    counts = pick(batch, "request_counts")
                     meta = {
                         "input_file_id": pick(batch, "input_file_id"),
-                        "request_count": as_int(pick(counts, "total")),
+                        "request_count": self._batch_count(batch),
                     }
                     return BatchHandle(self.name, str(pick(batch, "id")), key, meta)
                 seen += 1

@@ -40,6 +40,7 @@ _BUILTIN = {
     "groq": "agac.providers.groq:GroqProvider",
     "ollama": "agac.providers.ollama:OllamaProvider",
     "deepseek": "agac.providers.deepseek:DeepSeekProvider",
+    "mistral": "agac.providers.mistral:MistralProvider",
 }
 
 

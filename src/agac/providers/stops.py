@@ -55,6 +55,15 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
     "azure": _OPENAI,
     # DeepSeek: OpenAI's values, and its inference service out of capacity mid-answer.
     "deepseek": {**_OPENAI, "insufficient_system_resource": "unexpected"},
+    # Mistral: the context of the model full (``model_length``) truncates; ``error`` is an
+    # answer broken off by the service.
+    "mistral": {
+        "stop": "end",
+        "length": "max_tokens",
+        "model_length": "max_tokens",
+        "error": "unexpected",
+        "tool_calls": "tool",
+    },
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

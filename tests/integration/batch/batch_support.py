@@ -19,9 +19,11 @@ MODELS: dict[str, str] = {
     "anthropic": "anthropic/claude-haiku-4-5",
     "gemini": "gemini/gemini-2.5-flash",
     "groq": "groq/llama-3.3-70b-versatile",
+    "mistral": "mistral/mistral-small-latest",
 }
-#: Every rule is proved for these two; Gemini and Groq cover the lifecycle, B2 unknown, B7.
-MAIN = ("openai", "anthropic")
+#: Every rule is proved for these two; Gemini, Groq and Mistral cover the lifecycle, B2
+#: unknown, B7.
+MAIN = ("openai", "anthropic", "mistral")
 ALL = tuple(MODELS)
 
 #: Fast retries: a failed attempt costs milliseconds.

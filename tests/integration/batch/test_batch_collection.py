@@ -4,6 +4,7 @@ B7 (batches ended without results), B8 (cancelling; Anthropic canceled mid-run) 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ READ_OP = {
     "groq": "file.download",
     "gemini": "file.download",
     "anthropic": "batch.results",
+    "mistral": "file.download",
 }
 
 
@@ -207,6 +209,9 @@ B7_CASES = [
     ("openai", "cancelled"),
     ("groq", "failed"),
     ("gemini", "expired"),
+    # Mistral: a job past its timeout_hours ends TIMEOUT_EXCEEDED; a failed job FAILED.
+    ("mistral", "expired"),
+    ("mistral", "failed"),
 ]
 
 
@@ -375,6 +380,11 @@ def _cancel_at_provider(provider: str, batch_id: str) -> None:
 
         with openai.OpenAI() as client:
             client.batches.cancel(batch_id)
+    elif provider == "mistral":
+        from mistralai.client import Mistral
+
+        with Mistral(server_url=os.environ["MISTRAL_BASE_URL"]) as mistral:
+            mistral.batch.jobs.cancel(job_id=batch_id)
     else:
         import anthropic
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from batch_support import creates, make, retry, rows, run, store
+from batch_support import creates, make, params, retry, rows, run, store
 
 from agac import api
 from agac.emulator.testing import RunningEmulator
@@ -58,11 +58,13 @@ def _run_until_final(
     raise AssertionError("the run did not end")
 
 
+@params(("openai", "mistral"))
 def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_expired_batch(
-    emulator: RunningEmulator, project: Path
+    provider: str, emulator: RunningEmulator, project: Path
 ) -> None:
-    keys = make(project, "openai", {"a": 2, "b": 2, "c": 2}, second="batch", retry=ONE_ATTEMPT)
-    create = {"provider": "openai", "op": "batch.create", "times": 1}
+    """Mistral's expired batch is a job ended ``TIMEOUT_EXCEEDED``."""
+    keys = make(project, provider, {"a": 2, "b": 2, "c": 2}, second="batch", retry=ONE_ATTEMPT)
+    create = {"provider": provider, "op": "batch.create", "times": 1}
     emulator.add_fault(
         {**create, "nth": 1, "fault": {"http": 400}},  # a refused
         {**create, "nth": 2, "fault": {"batch_drop_records": 1}},  # b drops 1
@@ -111,7 +113,9 @@ def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_exp
     # c's expired batch had answered one record before it expired: paid twice (B7).
     assert stats["duplicate_answers"] == 1
     # classify: a (refused), b, c, a again, then the retry's b, c; tag: a, b, then b, c.
-    assert creates(stats, "openai") == 10
+    assert creates(stats, provider) == 10
+    # The ledger holds every answer billed, the one of the expired batch included.
+    assert _ledgered(project) == stats["answered"]
 
 
 # -- the ledger is what the provider billed -----------------------------------------------------

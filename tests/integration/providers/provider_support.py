@@ -17,10 +17,11 @@ MODELS: dict[str, str] = {
     "azure": "gpt-4o-mini-batch",
     "ollama": "llama3.2",
     "deepseek": "deepseek-chat",
+    "mistral": "mistral-small-latest",
     "mock": "any",
 }
-SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "ollama")
-BATCH_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq")
+SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "ollama")
+BATCH_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral")
 
 #: A schema in the strict-compatible form (every property required, no extras).
 SCHEMA: dict[str, Any] = {

@@ -23,6 +23,7 @@ SPECIAL = {
     "groq": "meta-llama/llama-4:scout",
     "azure": "gpt-4o:batch@2",
     "ollama": "hf.co/org/model:Q4_K_M",
+    "mistral": "ft:open-mistral-7b:587a6b29:20240514:7e773925",
 }
 
 

@@ -33,7 +33,8 @@ def test_each_adapter_declares_its_spec(name: str) -> None:
     assert isinstance(spec.extra, str)
     assert spec.sdk_module is None or isinstance(spec.sdk_module, str)
     assert isinstance(spec.credential_env, tuple)
-    assert (spec.batch is not None) is (name in ("openai", "azure", "anthropic", "gemini", "groq"))
+    batch = ("openai", "azure", "anthropic", "gemini", "groq", "mistral")
+    assert (spec.batch is not None) is (name in batch)
 
 
 @pytest.mark.parametrize("name", ALL_PROVIDERS)

@@ -19,6 +19,7 @@ REJECTIONS = {
     "anthropic": "output_config.format: structured output is not supported for this model",
     "gemini": "responseJsonSchema is not supported for this model",
     "ollama": "this model does not support format schemas",
+    "mistral": "Invalid response_format: json_schema is not supported for this model",
 }
 
 

@@ -652,6 +652,7 @@ def _documented() -> dict[str, set[str]]:
     from anthropic.types import StopReason
     from google.genai import types as genai_types
     from groq.types.chat.chat_completion import Choice as GroqChoice
+    from mistralai.client.models import ChatCompletionChoice as MistralChoice
     from openai.types.chat.chat_completion import Choice as OpenAIChoice
 
     def literal(annotation: Any) -> set[str]:
@@ -664,6 +665,10 @@ def _documented() -> dict[str, set[str]]:
         # Azure OpenAI: the openai SDK's own finish reasons.
         "azure": literal(OpenAIChoice.model_fields["finish_reason"].annotation),
         "gemini": {m.value for m in genai_types.FinishReason},
+        # The mistralai SDK: a Literal in a Union with "any other string".
+        "mistral": literal(
+            typing.get_args(MistralChoice.model_fields["finish_reason"].annotation)[0]
+        ),
         # The ollama SDK types done_reason as a plain string; its API documents these.
         "ollama": {"stop", "length", "load", "unload"},
         # DeepSeek has no SDK; its API reference lists these finish reasons.
@@ -688,7 +693,8 @@ def _reply(provider: str, value: str) -> dict[str, Any]:
     reply: dict[str, Any] = {"stop": value}
     if provider == "anthropic" and value == "tool_use":
         reply["blocks"] = ["text", "tool_use"]
-    if provider in ("openai", "groq", "deepseek") and value in ("tool_calls", "function_call"):
+    tool_stops = ("tool_calls", "function_call")
+    if provider in ("openai", "groq", "deepseek", "mistral") and value in tool_stops:
         reply.update(blocks=["tool_calls"], content=None)
     return reply
 

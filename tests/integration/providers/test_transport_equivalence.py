@@ -28,6 +28,7 @@ HEADERS: dict[str, tuple[str, ...]] = {
     "anthropic": ("authorization", "x-api-key", "anthropic-version", "x-custom"),
     "gemini": ("x-goog-api-key", "x-server-timeout"),
     "ollama": ("authorization",),
+    "mistral": ("authorization",),
 }
 #: Where each provider's live calls go (the SDKs' endpoints under the emulator's root).
 PATHS = {
@@ -37,9 +38,11 @@ PATHS = {
     "anthropic": "/v1/messages",
     "gemini": "/v1/models/gemini-2.5-flash:generateContent",
     "ollama": "/api/chat",
+    "mistral": "/mistral/v1/chat/completions",
 }
-#: Keys an SDK adds to the body that change nothing (the ollama SDK's empty tool list).
-SDK_ONLY_KEYS: dict[str, tuple[str, ...]] = {"ollama": ("tools",)}
+#: Keys an SDK adds to the body that change nothing (the ollama SDK's empty tool list,
+#: the mistralai SDK's ``stream: false``).
+SDK_ONLY_KEYS: dict[str, tuple[str, ...]] = {"ollama": ("tools",), "mistral": ("stream",)}
 #: Options that select each provider's fallback form of structured output.
 FALLBACK = {
     "openai": "json_mode",
@@ -47,6 +50,7 @@ FALLBACK = {
     "groq": "json_mode",
     "gemini": "json_mode",
     "ollama": "json_mode",
+    "mistral": "json_mode",
     "anthropic": "tool",
 }
 

@@ -19,6 +19,7 @@ ANSWERS = {
     "gemini": {"STOP"},
     "ollama": {"stop"},
     "deepseek": {"stop"},
+    "mistral": {"stop"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -105,6 +106,7 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "groq": "**Groq**",
         "azure": "**Azure**",
         "deepseek": "**DeepSeek**",
+        "mistral": "**Mistral**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
