@@ -153,8 +153,12 @@ def test_a3_identity_login_refuses_as_and_agac_user_naming_both(tmp_path: Path) 
 
 
 def test_t4_serve_refuses_to_start_without_identity_login(tmp_path: Path) -> None:
+    # Without identity: login, only one person on loopback (test_i43_3_serve_for_one_person).
     root = _project(tmp_path, identity="local")
-    refused = agac("serve", "--port", "8999", cwd=root)
+    refused = agac(
+        "serve", "--host", "0.0.0.0", "--allow-remote", "--behind-proxy", "10.0.0.1",
+        "--public-host", "agac.example", cwd=root,
+    )  # fmt: skip
     assert refused.code == 2 and "identity: login" in refused.err
     remote = agac("serve", "--host", "0.0.0.0", cwd=_project(tmp_path / "b"))
     assert remote.code == 2 and "--allow-remote" in remote.err

@@ -294,8 +294,13 @@ def test_t4_service_refuses_to_start_without_identity_login(tmp_path: Any) -> No
     from agac.testing import write_project
 
     write_project(tmp_path, "name: x\nactions: []\n")
+    # Without identity: login only one person on this machine is served (a one-time link:
+    # test_i43_3_serve_for_one_person.py); other machines need identity: login.
+    remote = ServeOptions(
+        host="0.0.0.0", allow_remote=True, behind_proxy=("10.0.0.1",), public_hosts=("a.example",)
+    )
     with pytest.raises(UsageError, match="identity: login"):
-        serve(find_project(tmp_path), ServeOptions())
+        serve(find_project(tmp_path), remote)
     for opts, words in (
         (ServeOptions(host="0.0.0.0"), "--allow-remote"),
         (ServeOptions(host="0.0.0.0", allow_remote=True), "TLS"),

@@ -27,7 +27,14 @@ import: ``agac validate`` never touches the store and must start fast.
 
 from __future__ import annotations
 
-from agac.api.approvals import approvals_list, approvals_show, approve, reject, revise
+from agac.api.approvals import (
+    approvals_list,
+    approvals_show,
+    approve,
+    decide_hint,
+    reject,
+    revise,
+)
 from agac.api.compare import compare
 from agac.api.effects import effects_compensate, effects_list, effects_resolve
 from agac.api.history import (
@@ -70,6 +77,7 @@ __all__ = [
     "cancel",
     "compare",
     "cost",
+    "decide_hint",
     "effects_compensate",
     "effects_list",
     "effects_resolve",

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
     from agac.api.projects import Principal
     from agac.store.repository import Store
 
-__all__ = ["approvals_list", "approvals_show", "approve", "reject", "revise"]
+__all__ = [
+    "approvals_list",
+    "approvals_show",
+    "approve",
+    "decide_hint",
+    "reject",
+    "revise",
+]
 
 
 def approvals_list(
@@ -44,6 +51,14 @@ def approvals_list(
             every=every,
             tenants=scope_of(proj, tenant, principal).visible,
         )
+
+
+def decide_hint(project: ProjectRef = None, proposal: str = "ID", verb: str = "approve") -> str:
+    """How a person decides on ``proposal`` here: ``--as NAME`` on a local project, the
+    service under ``identity: login`` (never a way the project refuses)."""
+    from agac.engine.approvals.proposals import decide_hint as hint
+
+    return hint(project_of(project), proposal, verb)
 
 
 def approvals_show(

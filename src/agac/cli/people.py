@@ -116,8 +116,8 @@ def approvals_list(workflow: str | None, every: bool, tenant: str | None, as_jso
     else:
         print_proposals(rows)
         click.echo(
-            f"{len(rows)} proposal(s); decide with `agac approve ID --as NAME`, "
-            "`agac reject ID --reason TEXT`, or `agac revise ID --set field=value`"
+            f"{len(rows)} proposal(s); decide with {api.decide_hint()}; "
+            "reject with --reason TEXT, revise with --set field=value"
         )
     return 0
 
@@ -228,6 +228,6 @@ def revise(
     else:
         click.echo(
             f"proposal {doc['revises']} is superseded by {doc['id']}, which needs its own "
-            f"approval: `agac approve {doc['id']} --as NAME`"
+            f"approval: {api.decide_hint(proposal=doc['id'])}"
         )
     return 0

@@ -48,6 +48,13 @@ __all__ = ["serve"]
     metavar="NAME",
     help="Host name people use to reach the service (checked on every request). Repeatable.",
 )
+@click.option(
+    "--as",
+    "who",
+    default=None,
+    metavar="NAME",
+    help="Without identity: login, who you are (else AGAC_USER, else your login name).",
+)
 @command
 def serve(
     host: str,
@@ -57,8 +64,10 @@ def serve(
     tls_key: str | None,
     behind_proxy: tuple[str, ...],
     public_hosts: tuple[str, ...],
+    who: str | None,
 ) -> int:
-    """Serve runs, approvals and cost to signed-in users (needs identity: login)."""
+    """Serve runs, approvals and cost: to signed-in users (identity: login), or to you
+    alone on this machine through a one-time link."""
     from agac.config.project import find_project
     from agac.service.server import ServeOptions, parse_hosts
     from agac.service.server import serve as _serve
@@ -73,6 +82,7 @@ def serve(
             tls_key=tls_key,
             behind_proxy=parse_hosts(behind_proxy),
             public_hosts=parse_hosts(public_hosts),
+            owner=who,
         ),
         announce=lambda line: click.echo(line, err=True),
     )

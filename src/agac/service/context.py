@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agac.api.identity import Passwords
+from agac.service.owner import Owner
 from agac.service.throttle import LoginThrottle
 
 if TYPE_CHECKING:
@@ -64,3 +65,6 @@ class ServiceContext:
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
     poll_seconds: float = 0.5
     """How often live views look at the store for new events."""
+    owner: Owner | None = None
+    """One person on a local project (no ``identity: login``): sessions come only from
+    the one-time link (:mod:`agac.service.owner`), never from users' passwords."""

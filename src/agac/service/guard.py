@@ -9,7 +9,9 @@ In order, for every HTTP request:
    (no inline scripts or styles; only our own files), ``frame-ancestors 'none'``,
    ``nosniff``, no referrer leaving the site, ``Cache-Control: no-store`` on everything
    but static files, HSTS when served over TLS.
-3. **Who is asking.** ``/login`` and ``/static/…`` are open. ``/api/…`` accepts only
+3. **Who is asking.** ``/login`` and ``/static/…`` are open (for one person on a local
+   project, ``/login`` only trades the one-time link's token for a session:
+   :mod:`agac.service.owner`). ``/api/…`` accepts only
    ``Authorization: Bearer TOKEN`` (cookies are ignored there): else 401. Every other
    path accepts only the session cookie: else a redirect to ``/login`` (303). The user
    is re-read from the store on every request (a disabled user stops at once).
@@ -122,7 +124,11 @@ class Guard:
             return
         session_id = cookie_value(headers, self.ctx.exposure.cookie)
         principal = None
-        if session_id:
+        if session_id and self.ctx.owner is not None:
+            principal = await run_in_threadpool(
+                self.ctx.owner.principal, self.ctx.store, session_id
+            )
+        elif session_id:
             principal = await run_in_threadpool(
                 session_principal, self.ctx.store, session_id, clock=self.ctx.clock
             )

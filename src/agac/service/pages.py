@@ -59,6 +59,8 @@ async def login_form(
     request: Request, error: str | None = None, status: int = 200, next_path: str | None = None
 ) -> Response:
     ctx = context(request)
+    if ctx.owner is not None:
+        return _owner_login(ctx, request.query_params.get("token") or "")
     token = cookie_value(request.headers, ctx.exposure.login_cookie) or secrets.token_urlsafe(32)
     html = render(
         "login.html",
@@ -82,6 +84,8 @@ async def login_form(
 async def login_submit(request: Request) -> Response:
     """``/login`` form: ``username``, ``password``, ``csrf_token`` (A3, T1, T4)."""
     ctx = context(request)
+    if ctx.owner is not None:
+        return _owner_login(ctx, "")
     form = await request.form()
     expected = cookie_value(request.headers, ctx.exposure.login_cookie)
     sent = str(form.get("csrf_token") or "")
@@ -126,6 +130,32 @@ async def login_submit(request: Request) -> Response:
     return response
 
 
+ONCE_REFUSED = (
+    "403 This service is for one person and opens only through the one-time link "
+    "`agac serve` printed; that link works once. Restart `agac serve` for a new one, "
+    "or set `identity: login` in agac.yml to let people sign in with a password.\n"
+)
+
+
+def _owner_login(ctx: ServiceContext, token: str) -> Response:
+    """One person's sign-in: the link's token, once, becomes a session cookie."""
+    assert ctx.owner is not None
+    new_session = ctx.owner.redeem(token) if token else None
+    if new_session is None:
+        return Response(ONCE_REFUSED, status_code=403, media_type="text/plain")
+    response = RedirectResponse("/runs", status_code=303)
+    response.set_cookie(
+        ctx.exposure.cookie,
+        new_session,
+        max_age=SESSION_MAX_AGE,
+        httponly=True,
+        samesite="strict",
+        secure=ctx.exposure.secure,
+        path="/",
+    )
+    return response
+
+
 async def _throttled_sign_in(
     ctx: ServiceContext, name: str, password: str, address: str
 ) -> tuple[str, identity.Principal] | Literal["busy"] | None:
@@ -151,7 +181,10 @@ async def _throttled_sign_in(
 
 async def logout(request: Request) -> Response:
     ctx = context(request)
-    await blocking(identity.sign_out, ctx.store, session_id(request), clock=ctx.clock)
+    if ctx.owner is not None:
+        ctx.owner.end(session_id(request))
+    else:
+        await blocking(identity.sign_out, ctx.store, session_id(request), clock=ctx.clock)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(
         ctx.exposure.cookie, path="/", secure=ctx.exposure.secure, httponly=True, samesite="strict"

@@ -2,7 +2,9 @@
 
 Refused (exit 2, naming the fix) when:
 
-- the project has no ``identity: login`` (the service is where people prove who they are);
+- the project has no ``identity: login`` and the service would be reachable from other
+  machines (``--allow-remote``): without it the service is for one person on this machine,
+  who opens it through a one-time link printed at start (:mod:`agac.service.owner`);
 - the store is not an SQL store (``memory`` keeps nothing; the service reads what runs in
   other processes write);
 - ``--host`` is not loopback without ``--allow-remote``, or with it but with neither TLS
@@ -12,18 +14,21 @@ Refused (exit 2, naming the fix) when:
 
 from __future__ import annotations
 
+import getpass
 import ipaddress
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import UsageError
 from agac.service.context import Exposure, loopback_hosts
+from agac.service.owner import Owner
 
 if TYPE_CHECKING:
     from agac.config.project import Project
 
-__all__ = ["ServeOptions", "exposure_for", "serve"]
+__all__ = ["ServeOptions", "exposure_for", "owner_for", "serve"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,9 @@ class ServeOptions:
     tls_key: str | None = None
     behind_proxy: tuple[str, ...] = ()
     public_hosts: tuple[str, ...] = ()
+    owner: str | None = None
+    """Who the one person is without ``identity: login`` (``--as``; else ``AGAC_USER``,
+    else the login name of this machine's user)."""
 
 
 def _loopback(host: str) -> bool:
@@ -89,12 +97,7 @@ def serve(
     from agac.service.context import ServiceContext
     from agac.store.repository import Store
 
-    if not project.config.login:
-        raise UsageError(
-            "agac serve needs `identity: login` in agac.yml: the service is where "
-            "people sign in, and decisions then come only from signed-in users "
-            "(add users with `agac users add NAME --tenant T --password-stdin`)"
-        )
+    owner = None if project.config.login else owner_for(project, options)
     url = store_url(project)
     if url == "memory" or not url.startswith(("sqlite", "postgres")):
         raise UsageError(
@@ -104,13 +107,22 @@ def serve(
     exposure = exposure_for(options)
     store = Store(url)
     try:
-        app = create_app(ServiceContext(project=project, store=store, exposure=exposure))
-        scheme = "https" if options.tls_cert else "http"
-        users = sum(1 for u in store.list_users() if u.active)
-        announce(
-            f"agac serve: {scheme}://{options.host}:{options.port}/ "
-            f"({users} active user{'s' if users != 1 else ''}; Ctrl-C stops)"
+        app = create_app(
+            ServiceContext(project=project, store=store, exposure=exposure, owner=owner)
         )
+        scheme = "https" if options.tls_cert else "http"
+        base = f"{scheme}://{_url_host(options.host)}:{options.port}"
+        if owner is not None:
+            announce(
+                f"agac serve: for {owner.name} only (identity: local); open this link "
+                f"once (it signs this browser in; Ctrl-C stops):\n  {owner.link(base)}"
+            )
+        else:
+            users = sum(1 for u in store.list_users() if u.active)
+            announce(
+                f"agac serve: {base}/ "
+                f"({users} active user{'s' if users != 1 else ''}; Ctrl-C stops)"
+            )
         kwargs: dict[str, Any] = {}
         if options.behind_proxy:
             kwargs.update(proxy_headers=True, forwarded_allow_ips=list(options.behind_proxy))
@@ -129,6 +141,35 @@ def serve(
         )
     finally:
         store.close()
+
+
+def owner_for(project: Project, options: ServeOptions) -> Owner:
+    """The one person of a project without ``identity: login``; refused unless the
+    service stays on this machine (loopback)."""
+    from agac.config.project import project_tenant
+
+    if options.allow_remote or not _loopback(options.host):
+        raise UsageError(
+            "agac serve for other machines needs `identity: login` in agac.yml (people "
+            "then sign in with a password: `agac users add NAME --tenant T "
+            "--password-stdin`); without it the service is for one person on loopback "
+            "(drop --host/--allow-remote)"
+        )
+    name = (options.owner or os.environ.get("AGAC_USER") or _login_name()).strip()
+    if not name:
+        raise UsageError("say who you are: agac serve --as NAME (or set AGAC_USER)")
+    return Owner(name=name, tenant=project_tenant(project))
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def parse_hosts(values: Sequence[str]) -> tuple[str, ...]:

@@ -76,6 +76,15 @@ class DashboardRepository(StoreCore):
                 ).all()
             ]
 
+    def tenant_names(self) -> list[str]:
+        """Every tenant that has a run, sorted."""
+        r = t.runs
+        with self._read() as conn:
+            return [
+                row[0]
+                for row in conn.execute(sa.select(r.c.tenant).distinct().order_by(r.c.tenant)).all()
+            ]
+
     def record_counts(self, snapshot_ids: Sequence[str]) -> dict[str, int]:
         s = t.snapshots
         if not snapshot_ids:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from agac.engine.approvals.proposals import (
     approver_refusal,
     content_hash,
+    decide_hint,
     load_secret,
     new_proposal_id,
     request_from,
@@ -120,7 +121,7 @@ class ApprovalGate:
         )
         return [
             f"{action}: {n} unit{'s' if n != 1 else ''} awaiting approval; "
-            f"`agac approvals list {wf}` shows them, `agac approve ID --as NAME` decides"
+            f"`agac approvals list {wf}` shows them, {decide_hint(self.project)} decides"
             for action, n in sorted(per_action.items())
         ]
 

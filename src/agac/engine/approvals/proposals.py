@@ -47,6 +47,7 @@ __all__ = [
     "approver_refusal",
     "arguments_hash",
     "content_hash",
+    "decide_hint",
     "decision_signature",
     "expand_approvers",
     "load_secret",
@@ -208,6 +209,18 @@ def tampered(secret: bytes, row: Row) -> str | None:
         if not hmac.compare_digest(expected, row.decision_signature or ""):
             return f"its decision ({row.state}) does not match the decision's signature"
     return None
+
+
+def decide_hint(project: Project, proposal: str = "ID", verb: str = "approve") -> str:
+    """How a person decides on ``proposal`` in this project, never a way it refuses:
+    ``--as NAME`` on a local project; the service (or the CLI sending to it) under
+    ``identity: login``, where ``--as`` is refused."""
+    if project.config.login:
+        return (
+            f"`agac {verb} {proposal}` with AGAC_SERVER and AGAC_TOKEN set, or the "
+            "approvals page of `agac serve`"
+        )
+    return f"`agac {verb} {proposal} --as NAME`"
 
 
 def expand_approvers(names: list[str] | tuple[str, ...], project: Project) -> set[str]:
