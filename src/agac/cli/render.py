@@ -691,6 +691,7 @@ def print_plan(doc: dict[str, Any]) -> None:
     )
     for name, a in doc["actions"].items():
         cost = a["cost_usd"]
+        unpriced = a.get("price") == "unpriced"
         table.add_row(
             name,
             a["kind"],
@@ -700,12 +701,23 @@ def print_plan(doc: dict[str, Any]) -> None:
             f"{a['reusable']:,}",
             f"{a['input_tokens']:,}",
             f"{a['output_tokens']:,}",
-            f"${cost['online']:.4f}",
-            f"${cost['batch']:.4f}",
-            f"${cost['online_cached']:.4f}",
-            f"${cost['batch_cached']:.4f}",
+            *(
+                ("unpriced",) * 4
+                if unpriced
+                else (
+                    f"${cost['online']:.4f}",
+                    f"${cost['batch']:.4f}",
+                    f"${cost['online_cached']:.4f}",
+                    f"${cost['batch_cached']:.4f}",
+                )
+            ),
         )
     print_table(table)
+    for name in doc.get("unpriced") or ():
+        click.echo(
+            f"  {name}: model {doc['actions'][name]['model']} is unpriced (no known price): "
+            "its cost is not in the estimate; `agac validate` says why and how to price it"
+        )
     for name, a in doc["actions"].items():
         if a.get("mode_why"):
             click.echo(f"  {name}: run_mode auto would choose {a['mode']} now ({a['mode_why']})")

@@ -10,6 +10,7 @@ Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentia
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Iterable
 
@@ -20,6 +21,7 @@ from agac.config.project import Project, is_point_url, option_value, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
 from agac.providers import registry
+from agac.providers.pricing import known_models
 from agac.providers.spec import ProviderSpec
 
 __all__ = ["check_environment"]
@@ -280,6 +282,15 @@ def _check_function(f: Findings, project: Project, raw: RawAction, spec: str) ->
         )
 
 
+def similar_model(model: str) -> str | None:
+    """The priced ``provider/model`` closest to a model the price table does not know."""
+    provider, _, name = model.partition("/")
+    if not name:
+        return None
+    close = difflib.get_close_matches(name, known_models(provider), n=1, cutoff=0.8)
+    return f"{provider}/{close[0]}" if close else None
+
+
 def _check_price(
     f: Findings,
     project: Project,
@@ -294,6 +305,9 @@ def _check_price(
     if price_lookup(model):
         return
     hint = f"add prices: {{{model}: {{input: …, output: …}}}} to agac.yml (USD per million tokens)"
+    close = similar_model(model)
+    if close is not None:
+        hint = f"did you mean {close!r}? (a model of the price table); else {hint}"
     if budget:
         f.error(
             "unpriced_model",

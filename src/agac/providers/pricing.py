@@ -54,6 +54,7 @@ __all__ = [
     "cost_usd",
     "default_library",
     "flex_rate",
+    "known_models",
 ]
 
 MAX_PRICE = 1_000_000_000.0
@@ -398,6 +399,18 @@ def default_library() -> PriceLibrary:
     if _DEFAULT is None:
         _DEFAULT = PriceLibrary()
     return _DEFAULT
+
+
+def known_models(provider: str) -> list[str]:
+    """The model names the price library knows for ``provider`` (agac's name), for a
+    did-you-mean on a misspelt model; empty when the library is not installed. Imports
+    genai-prices: only called for a model it could not price."""
+    try:
+        from genai_prices.data import providers
+    except ImportError:
+        return []
+    pid = _LIBRARY_PROVIDER.get(provider, provider)
+    return sorted(m.id for p in providers if p.id == pid for m in p.models)
 
 
 def _cache_home() -> Path:

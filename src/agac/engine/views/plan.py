@@ -98,6 +98,7 @@ def estimate_run(
     }
     for a in workflow.actions:
         if a.kind == "llm":
+            actions[a.name]["price"] = prices.status(a.model or "")
             actions[a.name]["cache_prefix_tokens"] = static_prefix_tokens(runtimes[a.name])
             actions[a.name]["cache_ttl"] = "1h" if one_hour_writes(runtimes[a.name]) else "5m"
     count = 0
@@ -330,6 +331,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
             **{k: round(v, 6) for k, v in totals.items()},
             "as_configured": round(configured, 6),
         },
+        "unpriced": sorted(n for n, a in actions.items() if a.get("price") == "unpriced"),
         "budget": None if budget is None else {"usd": budget.usd, "tokens": budget.tokens},
         "within_budget": True,
     }
