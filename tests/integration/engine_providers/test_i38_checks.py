@@ -192,3 +192,42 @@ def test_i38_a_repaired_answer_passes_its_checks(emulator: Any, project: Path) -
     rate = summary["checks"]["invoice"]["total_positive"]
     assert rate == {"passed": 3, "failed": 0, "rate": 1.0}
     assert _rows(project)["r1"]["checks"] == {"total_positive": True}
+
+
+def test_i38_a_shared_answer_is_judged_for_each_unit_sharing_it(
+    emulator: Any, project: Path
+) -> None:
+    # Two records ask the same request; it is asked once (S5) while both wait on it. The
+    # answer is judged for each of them: the check reads the record, not just the answer.
+    text = f"""name: triage
+input: {{path: data/, id_field: id}}
+defaults:
+  model: openai/gpt-4o-mini
+  max_tokens: 256
+  max_concurrency: 4
+  timeout: 10s
+actions:
+  - name: invoice
+    prompt: "Read this invoice: {{{{ source.text }}}}"
+    schema:
+      type: object
+      properties:
+        label: {{type: string}}
+        total: {{type: number}}
+      required: [label, total]
+      additionalProperties: false
+    checks:
+      - {{name: vip, expr: "source.vip", on_fail: flag}}
+"""
+    rows = [{"id": "a", "text": "same", "vip": True}, {"id": "b", "text": "same", "vip": False}]
+    write_project(project, text, agac_yml=project_yml(), data={"data/in.jsonl": rows})
+    emulator.add_fault({"provider": "openai", "op": "chat", "fault": {"delay_ms": 200}})
+
+    summary = run(project).summary
+
+    assert chat_requests(emulator.stats(), "openai") == 1
+    assert summary["actions"]["invoice"]["reused"] == 1
+    assert summary["checks"]["invoice"]["vip"] == {"passed": 1, "failed": 1, "rate": 0.5}
+    got = _rows(project)
+    assert (got["a"]["checks"], got["b"]["checks"]) == ({"vip": True}, {"vip": False})
+    assert got["b"]["detail"] == "check_failed:vip: source.vip is false"

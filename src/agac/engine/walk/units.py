@@ -36,13 +36,13 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
 from agac.engine.walk.tools import call_tool
-from agac.jsontext import JSON, JSONObject
+from agac.jsontext import JSON, JSONObject, dumps
 from agac.media import AttachmentError
 from agac.prompt.render import RenderError
 from agac.providers.base import canonical_json
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
 
     from agac.config.model import CheckSpec
     from agac.engine.actions import ActionRuntime
@@ -262,7 +262,10 @@ class _Unit:
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
         assert self.request is not None
         checker = self._checker if rt.action.checks else None
-        settled = await _single_flight(ctx, rt, rec, self.request, self.request_json, fp, checker)
+        shared = self._checked if rt.action.checks else None
+        settled = await _single_flight(
+            ctx, rt, rec, self.request, self.request_json, fp, checker, shared
+        )
         if self.facts.live:
             maybe_crash("hybrid_live")  # B13: a live answer is durable, the next not yet sent
         return settled
@@ -325,13 +328,19 @@ async def _single_flight(
     request_json: str,
     fp: str,
     checker: Checker | None,
+    judged: Callable[[Settle], Awaitable[Settle]] | None = None,
 ) -> Settled | None:
     """S5: an identical request in flight in this run is asked once; the others share its
-    result (answered units as ``reused``)."""
+    result (answered units as ``reused``). With checks, ``judged`` judges the shared answer
+    for this unit, as any answer it did not ask (its own record may judge it otherwise)."""
     inflight = ctx.memory.inflight
     shared = inflight.get(fp)
     if shared is not None:
         got = await asyncio.shield(shared)
+        answer = got.status == "answered" or got.reason == "check_failed"
+        if judged is not None and answer and got.output is not None:
+            d = Settle("answered", origin="reused", fingerprint=fp, output_json=dumps(got.output))
+            return await settle(ctx, rt, rec, await judged(d))
         return await ctx.out.settle(
             rt,
             rec,
