@@ -199,8 +199,8 @@ def test_i38_a_shared_answer_is_judged_for_each_unit_sharing_it(
 ) -> None:
     # Two records ask the same request; it is asked once (S5) while both wait on it. The
     # answer is judged for each of them: the check reads the record, not just the answer.
-    text = f"""name: triage
-input: {{path: data/, id_field: id}}
+    text = """name: triage
+input: {path: data/, id_field: id}
 defaults:
   model: openai/gpt-4o-mini
   max_tokens: 256
@@ -208,16 +208,16 @@ defaults:
   timeout: 10s
 actions:
   - name: invoice
-    prompt: "Read this invoice: {{{{ source.text }}}}"
+    prompt: "Read this invoice: {{ source.text }}"
     schema:
       type: object
       properties:
-        label: {{type: string}}
-        total: {{type: number}}
+        label: {type: string}
+        total: {type: number}
       required: [label, total]
       additionalProperties: false
     checks:
-      - {{name: vip, expr: "source.vip", on_fail: flag}}
+      - {name: vip, expr: "source.vip", on_fail: flag}
 """
     rows = [{"id": "a", "text": "same", "vip": True}, {"id": "b", "text": "same", "vip": False}]
     write_project(project, text, agac_yml=project_yml(), data={"data/in.jsonl": rows})
