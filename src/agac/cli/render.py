@@ -686,6 +686,7 @@ def print_plan(doc: dict[str, Any]) -> None:
         "output tokens>",
         "online>",
         "batch>",
+        "flex>",
         "online cached>",
         "batch cached>",
     )
@@ -702,11 +703,12 @@ def print_plan(doc: dict[str, Any]) -> None:
             f"{a['input_tokens']:,}",
             f"{a['output_tokens']:,}",
             *(
-                ("unpriced",) * 4
+                ("unpriced",) * 5
                 if unpriced
                 else (
                     f"${cost['online']:.4f}",
                     f"${cost['batch']:.4f}",
+                    _usd_or_dash(cost.get("flex")),
                     f"${cost['online_cached']:.4f}",
                     f"${cost['batch_cached']:.4f}",
                 )
@@ -746,8 +748,9 @@ def print_plan(doc: dict[str, Any]) -> None:
     click.echo(
         f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
         f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
-        f"${c['batch']:.4f}, online cached ${c['online_cached']:.4f}, batch cached "
-        f"${c['batch_cached']:.4f}, as configured ${c['as_configured']:.4f}"
+        f"${c['batch']:.4f}, flex {_usd_or_dash(c.get('flex'))}, online cached "
+        f"${c['online_cached']:.4f}, batch cached ${c['batch_cached']:.4f}, as configured "
+        f"${c['as_configured']:.4f}"
     )
     if doc.get("budget"):
         b = doc["budget"]
@@ -762,6 +765,11 @@ def print_plan(doc: dict[str, Any]) -> None:
         )
     if doc.get("estimates"):
         click.echo(f"estimated: {doc['estimates']}")
+
+
+def _usd_or_dash(value: float | None) -> str:
+    """An estimate, or ``—`` where there is none (a model not served on flex)."""
+    return "—" if value is None else f"${value:.4f}"
 
 
 def _plan_mode(action: dict[str, Any]) -> str:

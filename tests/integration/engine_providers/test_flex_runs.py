@@ -35,12 +35,13 @@ FIELD = {"gemini": "serviceTier"}
 ONE_ATTEMPT = "{max_attempts: 1, backoff: {initial: 10ms, max: 20ms}}"
 
 
-def _workflow(model: str, *, mode: str = "flex", extra: str = "") -> str:
+def _workflow(model: str, *, mode: str = "flex", extra: str = "", top: str = "") -> str:
     return (
         "\n".join(
             [
                 "name: triage",
                 "input: {path: data/, id_field: id}",
+                *([top] if top else []),
                 "defaults:",
                 f"  model: {model}",
                 f"  run_mode: {mode}",
@@ -188,4 +189,31 @@ def test_flex_fallback_after_not_reached_keeps_every_call_on_flex(
     assert api.run("triage", project).summary["state"] == "succeeded"
     assert all(c["body"]["service_tier"] == "flex" for c in _chats(emulator))
     assert not [e for e in api.events("triage", project) if e["kind"] == "flex_fallback"]
+    assert {r["tier"] for r in api.cost("triage", project)["rows"]} == {"flex"}
+
+
+def test_auto_chooses_flex_when_the_deadline_is_too_short_for_batch_and_the_run_keeps_it(
+    emulator: Any, project: Path
+) -> None:
+    _make(
+        project,
+        "openai/o4-mini",
+        mode="auto",
+        extra="auto_batch_min_records: 2",
+        top="deadline: 2h",
+    )
+
+    result = api.run("triage", project)
+
+    assert result.summary["state"] == "succeeded"
+    assert result.summary["auto_modes"]["classify"]["mode"] == "flex"
+    [chosen] = [e for e in api.events("triage", project) if e["kind"] == "run_mode_chosen"]
+    assert (chosen["data"]["mode"], chosen["data"]["why"]) == ("flex", "deadline")
+    st = Store(f"sqlite:///{project}/.agac/agac.db")
+    try:
+        run = st.get_run(result.summary["run_id"])
+    finally:
+        st.close()
+    assert run is not None and run.config["actions"][0]["run_mode"] == "flex"
+    assert all(c["body"]["service_tier"] == "flex" for c in _chats(emulator))
     assert {r["tier"] for r in api.cost("triage", project)["rows"]} == {"flex"}

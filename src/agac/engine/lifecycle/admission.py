@@ -315,8 +315,8 @@ def _chosen_modes(
     settings: RunSettings,
     retry_of: str | None,
 ) -> tuple[Workflow, list[ModeChoice]]:
-    """The workflow as this run executes it: each ``run_mode: auto`` action online or
-    batch, chosen now over the snapshot's records and the time left to the deadline (a
+    """The workflow as this run executes it: each ``run_mode: auto`` action online, flex
+    or batch, chosen now over the snapshot's records and the time left to the deadline (a
     retry keeps the choices of the run it retries)."""
     if retry_of is not None:
         original = store.get_run(retry_of)

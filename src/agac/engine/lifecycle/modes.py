@@ -1,20 +1,24 @@
-"""``run_mode: auto``: online or batch, chosen once, when a run is admitted (decision 0085).
+"""``run_mode: auto``: batch, flex or online, chosen once, when a run is admitted
+(decisions 0085 and 0103).
 
 An ``auto`` action runs in batch when its run has at least ``auto_batch_min_records``
-units for it, online below — unless batch cannot serve it: its provider has no batch
-API (Ollama's local batch counts as none: it is live calls anyway), the store cannot
-resume a batch (``memory``), the action sits in a fan-out gated ``sequential`` (each
-item would wait for the previous item's batch), or the run's ``deadline`` leaves less
-than the action's ``batch_deadline`` at the moment of choosing.
+units for it and batch can serve it; online below the threshold. Batch cannot serve it
+when its provider has no batch API (Ollama's local batch counts as none: it is live calls
+anyway), the store cannot resume a batch (``memory``), the action sits in a fan-out gated
+``sequential`` (each item would wait for the previous item's batch), or the run's
+``deadline`` leaves less than the action's ``batch_deadline`` at the moment of choosing.
+Then, at or above the threshold, it runs on the provider's **flex** tier when the provider
+serves the action's model there at a lower price than online (the batch rate: OpenAI,
+Azure, Gemini — Groq's flex costs the on-demand price), and online otherwise.
 
 The count is the run's input records, times ``versions`` for each ``fan_out: {versions:
 N}`` around the action; a ``fan_out: {over: …}`` counts its parent's records (its
 lists are not known before the run).
 
 The choice is written into the run's config snapshot — the action's ``run_mode`` becomes
-``online`` or ``batch`` and ``auto_choice`` says why — so a continuation, a worker or a
-retry of the run executes the same mode; the workflow's ``config_hash`` stays the
-file's, so the open run is still recognised as the file's run.
+``online``, ``flex`` or ``batch`` and ``auto_choice`` says why — so a continuation, a
+worker or a retry of the run executes the same mode; the workflow's ``config_hash`` stays
+the file's, so the open run is still recognised as the file's run.
 """
 
 from __future__ import annotations
@@ -44,12 +48,19 @@ Why = Literal[
 ]
 
 
+Mode = Literal["online", "flex", "batch"]
+MODES: dict[str | None, Mode] = {"online": "online", "flex": "flex", "batch": "batch"}
+"""The modes ``auto`` chooses among, by their name in a run's config."""
+
+
 @dataclass(frozen=True)
 class ModeChoice:
-    """What ``run_mode: auto`` chose for one action, and why (a code and a sentence)."""
+    """What ``run_mode: auto`` chose for one action, and why (a code and a sentence).
+    ``why`` is the rule that decided: for ``flex`` (and for ``online`` at or above the
+    threshold), the reason batch could not serve the action."""
 
     action: str
-    mode: Literal["online", "batch"]
+    mode: Mode
     why: Why
     detail: str
     units: int
@@ -69,34 +80,63 @@ def choose_mode(
     """The mode an ``auto`` action runs in with ``units`` units, when the run's deadline is
     ``remaining`` seconds away (None: no deadline)."""
     threshold = action.auto_batch_min_records or 1
-    window = action.batch_deadline or BATCH_DEFAULTS["batch_deadline"]
-
-    def online(why: Why, detail: str) -> ModeChoice:
-        return ModeChoice(action.name, "online", why, detail, units)
-
     if units < threshold:
-        return online(
-            "below_threshold", f"{units:,} units, fewer than auto_batch_min_records {threshold:,}"
+        return ModeChoice(
+            action.name,
+            "online",
+            "below_threshold",
+            f"{units:,} units, fewer than auto_batch_min_records {threshold:,}",
+            units,
         )
+    blocked = _batch_blocked(action, remaining=remaining, durable=durable, sequential=sequential)
+    if blocked is None:
+        return ModeChoice(
+            action.name,
+            "batch",
+            "at_threshold",
+            f"{units:,} units, at least auto_batch_min_records {threshold:,}",
+            units,
+        )
+    why, detail = blocked
+    flex, on_flex = _flex_offer(action)
+    return ModeChoice(action.name, "flex" if flex else "online", why, f"{detail}; {on_flex}", units)
+
+
+def _batch_blocked(
+    action: Action, *, remaining: float | None, durable: bool, sequential: bool
+) -> tuple[Why, str] | None:
+    """Why batch cannot serve the action now (a code and a sentence); None when it can."""
+    window = action.batch_deadline or BATCH_DEFAULTS["batch_deadline"]
     if not _has_batch_api(action.provider):
-        return online("no_batch_api", f"provider {action.provider!r} has no batch API")
+        return "no_batch_api", f"provider {action.provider!r} has no batch API"
     if not durable:
-        return online("not_durable", "the memory store cannot resume a batch")
+        return "not_durable", "the memory store cannot resume a batch"
     if sequential:
-        return online("sequential_fan_out", "its fan-out is gated sequential")
+        return "sequential_fan_out", "its fan-out is gated sequential"
     if remaining is not None and remaining < window:
-        return online(
-            "deadline",
+        detail = (
             f"the run's deadline is {_hours(remaining)} away, less than "
-            f"batch_deadline {_hours(window)}",
+            f"batch_deadline {_hours(window)}"
         )
-    return ModeChoice(
-        action.name,
-        "batch",
-        "at_threshold",
-        f"{units:,} units, at least auto_batch_min_records {threshold:,}",
-        units,
-    )
+        return "deadline", detail
+    return None
+
+
+def _flex_offer(action: Action) -> tuple[bool, str]:
+    """Whether the action goes on its provider's flex tier instead (its model served there
+    at the batch rate: cheaper than online), and the sentence that says why or why not."""
+    provider, model = action.provider or "", action.model_name or ""
+    try:
+        spec = registry.provider_spec(provider)
+    except (ConfigError, ImportError):
+        return False, f"provider {provider!r} cannot be loaded"  # validation reported it
+    if spec.flex is None:
+        return False, f"{provider} has no flex tier"
+    if not spec.flex.serves(model):
+        return False, f"{provider} does not serve {model} on flex"
+    if spec.flex.billed != "batch":
+        return False, f"{provider}'s flex tier costs the online price"
+    return True, f"{provider} serves {model} on flex at the batch price"
 
 
 def resolve_auto(
@@ -122,7 +162,8 @@ def resolve_auto(
 
 
 def chosen(action: Action, choice: ModeChoice) -> Action:
-    """The action as it runs: the chosen mode, its batch tuning only when batch."""
+    """The action as it runs: the chosen mode, its batch tuning only when batch, its flex
+    fallback only when flex."""
     batch = choice.mode == "batch"
     return replace(
         action,
@@ -130,6 +171,7 @@ def chosen(action: Action, choice: ModeChoice) -> Action:
         auto_choice=f"{choice.why}: {choice.detail}",
         poll_interval=action.poll_interval if batch else None,
         batch_deadline=action.batch_deadline if batch else None,
+        flex_fallback_after=action.flex_fallback_after if choice.mode == "flex" else None,
     )
 
 
@@ -140,12 +182,12 @@ def keep_choices(workflow: Workflow, original: Sequence[Action]) -> Workflow:
     actions = []
     for a in workflow.actions:
         old = before.get(a.name)
-        if a.run_mode == "auto" and old is not None and old.run_mode in ("online", "batch"):
+        if a.run_mode == "auto" and old is not None and old.run_mode in MODES:
             a = chosen(
                 a,
                 ModeChoice(
                     a.name,
-                    "online" if old.run_mode == "online" else "batch",
+                    MODES[old.run_mode],
                     "as_original",
                     f"as the run it retries chose ({old.auto_choice})",
                     0,

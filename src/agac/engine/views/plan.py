@@ -10,11 +10,12 @@ is estimated from its templates, the record and each unknown upstream answer at 
 ``max_tokens``. A guard that cannot be evaluated yet counts as true. Tokens are
 ``ceil(chars / 4)`` of the messages plus ``max_tokens`` (the worst case a reservation
 holds too), priced live and at the batch tier, each without and with prompt caching of
-the action's static prefix (engine/views/caching.py).
+the action's static prefix (engine/views/caching.py), and at the flex tier (None for an
+action whose model its provider does not serve on flex).
 
 Each llm action says the mode it would run in: its ``run_mode``, or for ``auto`` the
-mode a run admitted now would choose over these records, and why (decision 0085). The
-cost ``as_configured`` prices each action in that mode, without caching.
+mode a run admitted now would choose over these records, and why (decisions 0085, 0103).
+The cost ``as_configured`` prices each action in that mode, without caching.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from agac.engine.lifecycle.modes import resolve_auto
 from agac.engine.limits.budget import attachment_tokens, request_estimate, within_cap
 from agac.engine.requests import build_request
 from agac.engine.views.caching import cached_usage, one_hour_writes, static_prefix_tokens
+from agac.errors import ConfigError
 from agac.prompt.render import RenderError
+from agac.providers import registry
 from agac.providers.base import Usage
 
 if TYPE_CHECKING:
@@ -82,7 +85,7 @@ def estimate_run(
         a.name: build_runtime(a, None, project.root, workflow=workflow.name)
         for a in workflow.actions
     }
-    actions = {
+    actions: dict[str, dict[str, Any]] = {
         a.name: {
             "kind": a.kind,
             "model": a.model,
@@ -92,7 +95,7 @@ def estimate_run(
             "reusable": 0,
             "input_tokens": 0,
             "output_tokens": 0,
-            "cost_usd": dict.fromkeys(_COSTS, 0.0),
+            "cost_usd": _zero_costs(a),
         }
         for a in workflow.actions
     }
@@ -115,8 +118,29 @@ def estimate_run(
     return _totals(workflow, actions, count)
 
 
-_COSTS = ("online", "batch", "online_cached", "batch_cached")
-"""The estimates of each llm action: online and batch, each without and with caching."""
+_COSTS = ("online", "batch", "flex", "online_cached", "batch_cached")
+"""The estimates of each llm action: online and batch, each without and with caching, and
+flex (None when its model is not served on flex)."""
+_MODE_COST = {"batch": "batch", "flex": "flex"}
+"""The estimate that prices an action in each mode (``online`` for any other)."""
+
+
+def _zero_costs(action: Action) -> dict[str, float | None]:
+    """An action's estimates before its first request: 0, and no flex estimate for an llm
+    action whose model is not served on flex."""
+    costs: dict[str, float | None] = dict.fromkeys(_COSTS, 0.0)
+    if action.kind == "llm" and not _flex_served(action):
+        costs["flex"] = None
+    return costs
+
+
+def _flex_served(action: Action) -> bool:
+    """Whether the action's provider serves its model on a flex tier."""
+    try:
+        spec = registry.provider_spec(action.provider or "")
+    except (ConfigError, ImportError):
+        return False
+    return spec.flex_serves(action.model_name or "")
 
 
 def _modes(
@@ -305,17 +329,31 @@ def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int
     model, cost = action.model or "", entry["cost_usd"]
     cost["online"] += prices.cost(model, usage, "live")
     cost["batch"] += prices.cost(model, usage, "batch")
+    if cost["flex"] is not None:
+        cost["flex"] += prices.cost(model, usage, "flex")
     cost["online_cached"] += prices.cost(model, cached, "live")
     cost["batch_cached"] += prices.cost(model, cached, "batch")
 
 
+def _total(actions: dict[str, dict[str, Any]], key: str) -> float | None:
+    """The workflow's estimate ``key``; for ``flex``, None when an action that sends
+    requests cannot go on flex."""
+    values = [a["cost_usd"][key] for a in actions.values() if a["requests"] or a["cost_usd"][key]]
+    return None if None in values else sum(values)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
 def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) -> dict[str, Any]:
-    totals = {k: sum(a["cost_usd"][k] for a in actions.values()) for k in _COSTS}
+    totals = {k: _total(actions, k) for k in _COSTS}
     configured = sum(
-        a["cost_usd"]["batch" if a.get("mode") == "batch" else "online"] for a in actions.values()
+        a["cost_usd"][_MODE_COST.get(a.get("mode") or "", "online")] or 0.0
+        for a in actions.values()
     )
     for a in actions.values():
-        a["cost_usd"] = {k: round(v, 6) for k, v in a["cost_usd"].items()}
+        a["cost_usd"] = {k: _rounded(v) for k, v in a["cost_usd"].items()}
     estimated = [n for n, a in actions.items() if a.get("attachment_tokens")]
     budget = workflow.budget
     tokens = sum(a["input_tokens"] + a["output_tokens"] for a in actions.values())
@@ -328,7 +366,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
         "input_tokens": sum(a["input_tokens"] for a in actions.values()),
         "output_tokens": sum(a["output_tokens"] for a in actions.values()),
         "cost_usd": {
-            **{k: round(v, 6) for k, v in totals.items()},
+            **{k: _rounded(v) for k, v in totals.items()},
             "as_configured": round(configured, 6),
         },
         "unpriced": sorted(n for n, a in actions.items() if a.get("price") == "unpriced"),
