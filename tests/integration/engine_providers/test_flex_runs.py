@@ -7,12 +7,14 @@ answered by then at the standard tier (an injected clock moves past it)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import e2e_support
 import pytest
 from click.testing import CliRunner
 from e2e_support import fault, project_yml, reviews
@@ -27,8 +29,18 @@ from agac.testing import ManualClock, write_project
 RECORDS = 3
 FLEX_MODELS = {
     "openai": "o4-mini",
+    "azure": "gpt-4o-mini-batch",
     "gemini": "gemini-2.5-flash",
     "groq": "llama-3.3-70b-versatile",
+}
+#: Azure deployments are priced by the project (their names are the user's own).
+AZURE_PRICE = {"azure/gpt-4o-mini-batch": {"input": 0.15, "output": 0.6}}
+#: Each provider's capacity refusal on the flex tier, with a short wait named.
+REFUSALS = {
+    "openai": {"http": 429, "code": "resource_unavailable", "retry_after": 0.05},
+    "azure": {"http": 429, "code": "resource_unavailable", "retry_after": 0.05},
+    "gemini": {"http": 503, "retry_after": 0.05},
+    "groq": {"http": 498, "code": "capacity_exceeded", "retry_after": 0.05},
 }
 #: The body field that asks for the tier (Gemini's REST body is camelCase).
 FIELD = {"gemini": "serviceTier"}
@@ -64,10 +76,14 @@ def _workflow(model: str, *, mode: str = "flex", extra: str = "", top: str = "")
 
 
 def _make(project: Path, model: str, **options: Any) -> None:
+    azure = (
+        f"  azure: {{transport: {e2e_support.TRANSPORT}}}\n"
+        f"prices:\n  azure/gpt-4o-mini-batch: {json.dumps(AZURE_PRICE['azure/gpt-4o-mini-batch'])}\n"
+    )
     write_project(
         project,
         _workflow(model, **options),
-        agac_yml=project_yml(),
+        agac_yml=project_yml() + azure,
         data={"data/reviews.jsonl": reviews(RECORDS)},
     )
 
@@ -92,7 +108,7 @@ def test_flex_run_sends_every_call_on_flex_and_ledgers_tier_flex_at_its_price(
     (row,) = doc["rows"]
     assert (row["tier"], row["calls"]) == ("flex", RECORDS)
     usage = Usage(row["input_tokens"], row["output_tokens"], row["cached_tokens"])
-    prices = PriceTable()
+    prices = PriceTable(AZURE_PRICE)
     billed = "live" if provider == "groq" else "batch"
     assert row["cost_usd"] == pytest.approx(prices.cost(model, usage, billed), abs=1e-6)
     live = prices.cost(model, usage, "live")
@@ -112,10 +128,12 @@ def test_flex_savings_show_in_agac_cost_beside_batch_and_cache(
     assert " flex " in out  # the row's tier
 
 
-def test_flex_capacity_refusal_in_a_run_spends_no_attempt(emulator: Any, project: Path) -> None:
-    _make(project, "openai/o4-mini")
-    refusal = {"http": 429, "code": "resource_unavailable", "retry_after": 0.05}
-    emulator.add_fault(fault("openai", refusal, times=2))
+@pytest.mark.parametrize("provider", sorted(FLEX_MODELS))
+def test_flex_capacity_refusal_in_a_run_spends_no_attempt(
+    provider: str, emulator: Any, project: Path
+) -> None:
+    _make(project, f"{provider}/{FLEX_MODELS[provider]}")
+    emulator.add_fault(fault(provider, REFUSALS[provider], times=2))
 
     result = api.run("triage", project)
 
@@ -145,18 +163,14 @@ def _wait_for(condition: Callable[[], bool]) -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
+@pytest.mark.parametrize("provider", sorted(FLEX_MODELS))
 def test_flex_fallback_after_sends_what_flex_has_not_answered_at_the_standard_tier(
     provider: str, emulator: Any, project: Path
 ) -> None:
     model = f"{provider}/{FLEX_MODELS[provider]}"
     _make(project, model, extra="flex_fallback_after: 30m")
-    refusal = (
-        {"http": 429, "code": "resource_unavailable", "retry_after": 0.05}
-        if provider == "openai"
-        else {"http": 503, "retry_after": 0.05}
-    )
     # The flex tier refuses every call; the standard tier answers.
+    refusal = REFUSALS[provider]
     emulator.add_fault({**fault(provider, refusal), "match": {"service_tier": "flex"}})
     clock = ManualClock()
     st = Store(f"sqlite:///{project}/.agac/agac.db", clock=clock)
