@@ -48,6 +48,9 @@ VALUES = {
     "name": "ann",
     "tenants": "default",
     "token_id": "t1",
+    "run_a": "review_triage",
+    "run_b": "review_triage",
+    "sample": "2",
 }
 #: Commands that never open the store, and what they answer in the walks.
 NO_STORE = {

@@ -15,7 +15,7 @@ import pytest
 from cli_support import AGAC, clean_env
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tutorials"
-RUNNABLE = ("online.md", "batch.md")
+RUNNABLE = ("online.md", "batch.md", "quality.md")
 """The tutorials a single user runs on one machine (the team tutorial needs a server)."""
 
 _BLOCK = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
