@@ -14,7 +14,9 @@ from agac.errors import UsageError
 
 if TYPE_CHECKING:
     from agac.api.projects import Principal
+    from agac.config.project import Project
     from agac.store.repository import Store
+    from agac.store.values import RunRecord
 
 __all__ = ["compare"]
 
@@ -27,6 +29,8 @@ def compare(
     action: str | None = None,
     limit: int = 20,
     out: str | Path | None = None,
+    judge: str | None = None,
+    criteria: str | None = None,
     tenant: str | None = None,
     principal: Principal | None = None,
     store: Store | None = None,
@@ -36,12 +40,18 @@ def compare(
     tokens, cost, check pass rates) and ``actions`` (per action both runs have, or only
     ``action``: units, status changes, agreement per field, enum distributions, numeric
     deltas, and the first ``limit`` changed rows). ``out`` writes every changed row to a
-    ``.csv``, ``.jsonl`` or ``.json`` file (then ``out`` in the result)."""
+    ``.csv``, ``.jsonl`` or ``.json`` file (then ``out`` in the result).
+
+    ``judge`` (``provider/model``) asks a pairwise judge, both orders of each pair of
+    differing answers (``criteria``: what makes an answer better), and adds ``pairwise``
+    per action: wins, ties and B's win rate with its 95 % interval; its calls go in run
+    B's ledger (origin ``pairwise``) and its verdicts are stored, so none is paid twice
+    (engine/pairwise.py)."""
     from agac.engine.views.compare import compare_runs, diff_rows
     from agac.providers.pricing import PriceTable
 
     target = _out_path(out)
-    with reading(project, store) as (proj, st):
+    with reading(project, store, writes=judge is not None) as (proj, st):
         scope = scope_of(proj, tenant, principal)
         a = resolve_run(st, proj, run_a, scope)
         b = resolve_run(st, proj, run_b, scope)
@@ -53,7 +63,62 @@ def compare(
         if target is not None:
             doc["out"] = str(target)
             doc["written"] = _write(target, diff_rows(st, a, b, action))
+        if judge is not None:
+            verdicts = _pairwise(proj, st, a, b, action, judge, criteria)
+            for name, entry in doc["actions"].items():
+                entry["pairwise"] = verdicts.get(name)
     return doc
+
+
+def _pairwise(
+    proj: Project,
+    st: Store,
+    a: RunRecord,
+    b: RunRecord,
+    action: str | None,
+    judge: str,
+    criteria: str | None,
+) -> dict[str, Any]:
+    """The pairwise judge's verdicts per action (engine/pairwise.py)."""
+    import asyncio
+
+    from agac.engine.pairwise import Pair, judge_pairs
+    from agac.engine.views.compare import answered_pairs
+    from agac.keys import record_of
+    from agac.providers.factory import open_providers
+    from agac.providers.pricing import PriceTable
+
+    provider_name, sep, name = judge.partition("/")
+    if not sep or not name:
+        raise UsageError(f"--judge {judge!r}: name the judge's model as provider/model")
+    pairs = [
+        Pair(act, key, _source(st, a, record_of(key)), left, right)
+        for act, key, left, right in answered_pairs(st, a, b, action)
+    ]
+    opened = open_providers({provider_name}, proj.config)
+
+    async def ask() -> dict[str, Any]:
+        try:
+            return await judge_pairs(
+                pairs,
+                model=judge,
+                criteria=criteria,
+                provider=opened[provider_name],
+                store=st,
+                run=b,
+                prices=PriceTable(dict(proj.config.prices)),
+                clock=st.clock,
+            )
+        finally:
+            for p in opened.values():
+                await p.aclose()
+
+    return asyncio.run(ask())
+
+
+def _source(st: Store, run: RunRecord, key: str) -> Any:
+    row = st.find_record(run.snapshot_id, key)
+    return json.loads(row.payload) if row is not None and row.payload else None
 
 
 def _out_path(out: str | Path | None) -> Path | None:

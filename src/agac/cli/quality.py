@@ -181,6 +181,19 @@ def _seconds(s: float) -> str:
     metavar="FILE",
     help="Write every changed row to FILE (.csv, .jsonl, .json).",
 )
+@click.option(
+    "--judge",
+    metavar="MODEL",
+    default=None,
+    help="A pairwise judge (provider/model): each pair of differing answers shown in both "
+    "orders; B's win rate with its 95% interval. Its calls go in run B's ledger.",
+)
+@click.option(
+    "--criteria",
+    metavar="TEXT",
+    default=None,
+    help="What makes an answer better, told to the pairwise judge.",
+)
 @tenant_option
 @json_option
 @command
@@ -190,6 +203,8 @@ def compare(
     action: str | None,
     limit: int,
     out: str | None,
+    judge: str | None,
+    criteria: str | None,
     tenant: str | None,
     as_json: bool,
 ) -> int:
@@ -197,7 +212,16 @@ def compare(
     enum distributions, numeric deltas, check pass rates and cost per run."""
     from agac import api
 
-    doc = api.compare(run_a, run_b, action=action, limit=limit, out=out, tenant=tenant)
+    doc = api.compare(
+        run_a,
+        run_b,
+        action=action,
+        limit=limit,
+        out=out,
+        judge=judge,
+        criteria=criteria,
+        tenant=tenant,
+    )
     if as_json:
         _emit_json(doc)
     else:
@@ -246,6 +270,15 @@ def print_compare(doc: dict[str, Any]) -> None:
                 f"  {field}: mean {d['mean_a']:g} → {d['mean_b']:g} (Δ {d['mean_delta']:+g}, "
                 f"mean |Δ| {d['mean_abs_delta']:g}, max |Δ| {d['max_abs_delta']:g}, "
                 f"{d['changed']}/{d['compared']} changed)"
+            )
+        pairwise = c.get("pairwise")
+        if pairwise:
+            click.echo(
+                f"  judged by {pairwise['model']} (both orders): B wins {pairwise['b_wins']}, "
+                f"A wins {pairwise['a_wins']}, ties {pairwise['ties']}; B's win rate "
+                f"{pairwise['b_win_rate']:.0%} (95% {pairwise['ci95'][0]:.0%}-"
+                f"{pairwise['ci95'][1]:.0%}), {pairwise['calls']} calls, "
+                f"{_usd(pairwise['cost_usd'])}"
             )
         if c["changed"]:
             table = new_table("key", "A", "B", "fields")

@@ -12,6 +12,10 @@ A request asking for a verdict (a judge's, its schema a boolean ``pass``) is gra
 ``pass: true`` unless its text holds ``[[emulator judges fail: TEXT]]`` and, outside the
 markers, ``TEXT``: a judge that fails exactly the answers holding ``TEXT``.
 
+A request asking which of two answers is ``better`` (a pairwise judge's) is answered
+``tie``, unless its text holds ``[[emulator prefers: first]]`` (``second``), a judge biased
+by position, or ``[[emulator prefers: TEXT]]``: the one answer holding ``TEXT``.
+
 A prompt may script its answer: a request whose text holds ``[[emulator answers: TEXT]]``
 is answered ``TEXT`` exactly (schema or not), unless ``TEXT`` is already a message of the
 conversation — a model that answers badly once and, shown its answer and told what is
@@ -43,6 +47,7 @@ __all__ = [
     "count_tokens",
     "fingerprint",
     "judge_verdict",
+    "pairwise_verdict",
     "prompt_tokens",
     "scripted_answer",
     "text_chars",
@@ -164,7 +169,7 @@ def answer(
         return Answer(
             None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0, REFUSAL_TEXT, reply
         )
-    verdict = judge_verdict(prompt, schema)
+    verdict = pairwise_verdict(prompt, schema) or judge_verdict(prompt, schema)
     scripted = scripted_answer(prompt) if verdict is None else None
     if verdict is not None:
         text = json.dumps(verdict)
@@ -197,6 +202,39 @@ def answer(
 _SCRIPTED = re.compile(r"\[\[emulator answers: (.+?)\]\]", re.DOTALL)
 _JUDGED = re.compile(r"\[\[emulator judges fail: (.+?)\]\]", re.DOTALL)
 _MARKER = re.compile(r"\[\[emulator [a-z ]+: .+?\]\]", re.DOTALL)
+
+
+_PREFERS = re.compile(r"\[\[emulator prefers: (.+?)\]\]", re.DOTALL)
+
+
+def pairwise_verdict(prompt: Any, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The emulator as a pairwise judge: a request whose schema asks which of two answers
+    is ``better`` (``1``, ``2`` or ``tie``) is answered ``tie``, unless its text holds
+    ``[[emulator prefers: first]]`` (or ``second``: a judge biased by position) or
+    ``[[emulator prefers: TEXT]]``: the answer holding ``TEXT``, when only one does. None
+    for a request that is not a pairwise judge's."""
+    props = (schema or {}).get("properties")
+    better = props.get("better") if isinstance(props, dict) else None
+    if not isinstance(better, dict) or "1" not in (better.get("enum") or ()):
+        return None
+    texts = list(_strings(prompt))
+    wanted = [m.group(1) for t in texts for m in _PREFERS.finditer(t)]
+    choice = "tie"
+    if wanted:
+        choice = {"first": "1", "second": "2"}.get(wanted[0]) or _holding(texts, wanted[0])
+    return {"better": choice, "reason": "the emulator's preference"}
+
+
+def _holding(texts: list[str], wanted: str) -> str:
+    """``1`` or ``2``: the one answer of the prompt that holds ``wanted``; else ``tie``."""
+    for text in texts:
+        head, sep, second = _MARKER.sub("", text).partition("\nAnswer 2:\n")
+        if not sep:
+            continue
+        first = head.partition("\nAnswer 1:\n")[2]
+        if (wanted in first) != (wanted in second):
+            return "1" if wanted in first else "2"
+    return "tie"
 
 
 def judge_verdict(prompt: Any, schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -51,13 +51,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def _rows(answers: dict[str, tuple[str, float]]) -> list[dict[str, Any]]:
+def _rows(answers: dict[str, tuple[str, float]], extra: str = "") -> list[dict[str, Any]]:
     return [
         {
             "id": key,
             "text": f"review {key} [[emulator answers: "
             + json.dumps({"label": label, "total": total})
-            + "]]",
+            + "]]"
+            + extra,
         }
         for key, (label, total) in answers.items()
     ]
@@ -67,11 +68,12 @@ A = {"r0": ("pos", 1), "r1": ("pos", 2), "r2": ("neg", 3), "r3": ("neg", 4)}
 B = {**A, "r1": ("neg", 2), "r3": ("neg", 7), "r4": ("pos", 1)}
 
 
-def _two_runs(project: Path) -> tuple[str, str]:
-    write_project(project, WORKFLOW, agac_yml=project_yml(), data={"data/in.jsonl": _rows(A)})
+def _two_runs(project: Path, extra: str = "") -> tuple[str, str]:
+    rows = _rows(A, extra)
+    write_project(project, WORKFLOW, agac_yml=project_yml(), data={"data/in.jsonl": rows})
     a = api.run("triage", project, progress=False)
     (project / "data" / "in.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in _rows(B)), encoding="utf-8"
+        "".join(json.dumps(r) + "\n" for r in _rows(B, extra)), encoding="utf-8"
     )
     b = api.run("triage", project, progress=False)
     assert a.final and b.final and a.run_id != b.run_id
@@ -151,3 +153,54 @@ def test_i38_compare_refuses_one_run_twice_and_an_unknown_action(
         api.compare(a, a, project)
     with pytest.raises(UsageError, match="share: classify"):
         api.compare(a, b, project, action="summarize")
+
+
+def _pairwise_ledger(project: Path, run_id: str) -> list[dict[str, Any]]:
+    return [r for r in api.cost(run_id, project)["rows"] if r["origin"] == "pairwise"]
+
+
+def test_i38_the_swapped_pairwise_judge_cancels_a_judge_that_prefers_the_first(
+    emulator: Any, project: Path
+) -> None:
+    a, b = _two_runs(project, " [[emulator prefers: first]]")
+    before = emulator.stats()["requests"]["openai"]["chat"]
+
+    doc = api.compare(a, b, project, judge="openai/gpt-4o-mini")
+
+    # r1 and r3 differ: each shown in both orders, and each time the judge picks answer 1:
+    # the two verdicts disagree, so both are ties. r0 and r2 are the same: ties, unasked.
+    assert doc["actions"]["classify"]["pairwise"] == {
+        "model": "openai/gpt-4o-mini",
+        "compared": 4,
+        "a_wins": 0,
+        "b_wins": 0,
+        "ties": 4,
+        "b_win_rate": 0.5,
+        "ci95": [0.5, 0.5],
+        "calls": 4,
+        "cost_usd": doc["actions"]["classify"]["pairwise"]["cost_usd"],
+    }
+    assert emulator.stats()["requests"]["openai"]["chat"] == before + 4
+    (row,) = _pairwise_ledger(project, b)
+    assert row["calls"] == 4 and row["cost_usd"] > 0
+    # Asked again, every verdict is read back: nothing is paid twice.
+    again = api.compare(a, b, project, judge="openai/gpt-4o-mini")
+    assert again["actions"]["classify"]["pairwise"]["calls"] == 0
+    assert emulator.stats()["requests"]["openai"]["chat"] == before + 4
+
+
+def test_i38_the_pairwise_judge_gives_b_its_wins_and_a_win_rate(
+    emulator: Any, project: Path
+) -> None:
+    a, b = _two_runs(project, " [[emulator prefers: neg]]")
+
+    result = CliRunner().invoke(
+        cli, ["compare", a, b, "--judge", "openai/gpt-4o-mini", "--json"], catch_exceptions=False
+    )
+
+    pairwise = json.loads(result.output)["actions"]["classify"]["pairwise"]
+    # r1: A says pos, B neg: B wins in both orders. r3: both say neg: a tie.
+    assert (pairwise["b_wins"], pairwise["a_wins"], pairwise["ties"]) == (1, 0, 3)
+    assert pairwise["b_win_rate"] == 0.625
+    low, high = pairwise["ci95"]
+    assert low < 0.625 < high

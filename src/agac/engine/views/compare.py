@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import OutcomeRecord, RunRecord
 
-__all__ = ["compare_runs", "diff_rows"]
+__all__ = ["answered_pairs", "compare_runs", "diff_rows"]
 
 _MISSING = object()
 
@@ -62,6 +62,18 @@ def diff_rows(
             row = _diff(name, key, left, right)
             if row is not None:
                 yield row
+
+
+def answered_pairs(
+    store: Store, a: RunRecord, b: RunRecord, action: str | None = None
+) -> Iterator[tuple[str, str, Any, Any]]:
+    """(action, unit key, A's answer, B's answer) of every unit both runs answered."""
+    for name in _shared(a, b, action):
+        for key, left, right in _pairs(store, a, b, name):
+            if left is None or right is None:
+                continue
+            if left.status == right.status == "answered":
+                yield name, key, _fields(left), _fields(right)
 
 
 def _shared(a: RunRecord, b: RunRecord, action: str | None) -> list[str]:
