@@ -4,7 +4,7 @@ units to the outcome each gets, before any row is written.
 :func:`engine.decision.decide` is the one decision for a unit a walk reaches. The rest of
 a unit's outcomes are written in bulk, by the store, for many units at once; each kind
 has its pure function here, and its store writer does what the function says (a property
-test per writer holds the two to each other, tests/integration/store/test_i37_transitions.py):
+test per writer holds the two to each other, tests/integration/store/test_i37_store_writers.py):
 
 - **carry unchanged** (R1, a new run of the workflow): :func:`carry` —
   ``Store.carry_run_outcomes``;
