@@ -42,6 +42,8 @@ def pilot(
     stratify: str | None = None,
     seed: int = 0,
     out: str | Path | None = None,
+    labels: str | Path | None = None,
+    min_agreement: float = 0.8,
     tenant: str | None = None,
     progress: ProgressMode = "auto",
     principal: Principal | None = None,
@@ -56,18 +58,24 @@ def pilot(
     ``answers`` (one row per sampled record). ``out`` also writes the answers to a file
     (``.csv``, ``.jsonl`` or ``.json``).
 
+    ``labels`` names a file of expected verdicts (``.csv`` or ``.jsonl``: a ``key`` and,
+    per check, ``pass``/``fail`` or true/false); the report's ``calibration`` then says,
+    per check, how its verdicts agree with them (a warning ``judge_uncalibrated`` in the
+    notes below ``min_agreement``).
+
     Refused while the workflow has an open run that is not a pilot: finish or cancel it
     first. An interrupted pilot is admitted anew by the next one (its answers reused)."""
     from agac.data.sampling import SampleSource, choose_sample
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
     from agac.engine.lifecycle.snapshots import input_source
-    from agac.engine.views.pilot import pilot_report
+    from agac.engine.views.pilot import calibration, pilot_report
     from agac.providers.pricing import PriceTable
 
     if sample < 1:
         raise UsageError(f"--sample must be at least 1, got {sample}")
     target = _out_format(out)
+    expected = _read_labels(Path(labels)) if labels is not None else None
     proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
     ref = workflow_file(workflow, proj)
@@ -103,6 +111,16 @@ def pilot(
             seed=seed,
         )
     report["notes"] = list(result.notes)
+    if expected is not None:
+        report["calibration"] = calibration(report["answers"], expected, min_agreement)
+        report["notes"] += [
+            f"warning: check {check!r} of {action} agrees with the labels on "
+            f"{c['agreement']:.0%} of {c['labelled']} sampled units, under "
+            f"{min_agreement:.0%}: read its failures before trusting it [judge_uncalibrated]"
+            for action, checks in report["calibration"].items()
+            for check, c in checks.items()
+            if c["uncalibrated"]
+        ]
     if target is not None:
         _write_answers(target, report["answers"], list(loaded.action_names))
         report["out"] = str(target)
@@ -143,6 +161,45 @@ def _strata(
             f"--stratify {field}: no record of {workflow.name}'s input has that field; "
             "name a field of the records (a dotted path for a nested one)"
         )
+
+
+def _read_labels(path: Path) -> dict[str, dict[str, bool]]:
+    """record key → check name → whether it should pass, from a CSV or JSON lines file;
+    UsageError naming the file and line of a bad one."""
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl"):
+        raise UsageError(f"--labels {path}: give the expected verdicts as .csv or .jsonl")
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            if suffix == ".csv":
+                rows = [(n + 2, row) for n, row in enumerate(csv.DictReader(fh))]
+            else:
+                rows = [(n + 1, json.loads(line)) for n, line in enumerate(fh) if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--labels {path}: cannot read it: {exc}") from exc
+    out: dict[str, dict[str, bool]] = {}
+    for line, row in rows:
+        if not isinstance(row, dict) or not row.get("key"):
+            raise UsageError(f"{path}:{line}: a label needs its record's key (a key column)")
+        verdicts: dict[str, bool] = {}
+        for name, value in row.items():
+            if name == "key" or value in (None, ""):
+                continue
+            verdict = _verdict_of(value)
+            if verdict is None:
+                raise UsageError(
+                    f"{path}:{line}: {name} is {value!r}; write pass or fail (or true/false)"
+                )
+            verdicts[str(name)] = verdict
+        out[str(row["key"])] = verdicts
+    return out
+
+
+def _verdict_of(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return {"pass": True, "true": True, "fail": False, "false": False}.get(text)
 
 
 def _out_format(out: str | Path | None) -> Path | None:

@@ -46,6 +46,20 @@ _CELL = 60
     metavar="FILE",
     help="Also write the answers to FILE (.csv, .jsonl, .json).",
 )
+@click.option(
+    "--labels",
+    metavar="FILE",
+    default=None,
+    help="Expected verdicts (.csv or .jsonl: key, then pass/fail per check): how each "
+    "check agrees with them.",
+)
+@click.option(
+    "--min-agreement",
+    type=click.FloatRange(0, 1),
+    default=0.8,
+    show_default=True,
+    help="Below this agreement with --labels a check is flagged judge_uncalibrated.",
+)
 @tenant_option
 @json_option
 @command
@@ -55,6 +69,8 @@ def pilot(
     stratify: str | None,
     seed: int,
     out: str | None,
+    labels: str | None,
+    min_agreement: float,
     tenant: str | None,
     as_json: bool,
 ) -> int:
@@ -69,6 +85,8 @@ def pilot(
         stratify=stratify,
         seed=seed,
         out=out,
+        labels=labels,
+        min_agreement=min_agreement,
         tenant=tenant,
         progress=False if as_json else "auto",
     )
@@ -102,6 +120,17 @@ def print_pilot(doc: dict[str, Any]) -> None:
             for name, c in checks.items()
         )
         click.echo(f"{action} checks passed: {rates}")
+    for action, checks in (doc.get("calibration") or {}).items():
+        for check, c in checks.items():
+            rates = ", ".join(
+                f"{name} {c[name]:.0%}" for name in ("tpr", "fpr") if c[name] is not None
+            )
+            click.echo(
+                f"{action} check {check} against the labels: agrees {c['agreement']:.0%} "
+                f"({c['labelled']} labelled{', ' + rates if rates else ''}; "
+                + " ".join(f"{k} {v}" for k, v in c["confusion"].items())
+                + ")"
+            )
     m = doc["measured"]
     reused = f", {m['reused_units']} answers reused" if m["reused_units"] else ""
     click.echo(

@@ -18,6 +18,7 @@ import pytest
 from e2e_support import chat_requests, project_yml
 
 from agac import api
+from agac.errors import UsageError
 from agac.testing import write_project
 
 BAD = json.dumps({"label": "bad", "total": -5})
@@ -154,3 +155,42 @@ def test_i38_judge_grades_answers_read_from_a_batch(emulator: Any, project: Path
     # The judges are asked live, once each answer is read.
     assert chat_requests(emulator.stats(), "openai") == 3
     assert _judge_ledger(project)["calls"] == 3
+
+
+def test_i38_a_pilot_measures_a_judge_against_labels(emulator: Any, project: Path) -> None:
+    _project(project, JUDGE % "flag", records=4)
+    labels = project / "labels.csv"
+    labels.write_text("key,judged\nr0,pass\nr1,fail\nr2,fail\nr3,pass\n", encoding="utf-8")
+
+    report = api.pilot("triage", project, sample=4, labels=labels, progress=False)
+
+    # The judge fails r1 (labelled bad: a true positive) and passes r2 (labelled bad too:
+    # a false negative); r0 and r3 pass, as labelled.
+    assert report["calibration"] == {
+        "invoice": {
+            "judged": {
+                "labelled": 4,
+                "agreement": 0.75,
+                "tpr": 0.5,
+                "fpr": 0.0,
+                "confusion": {"tp": 1, "fp": 0, "tn": 2, "fn": 1},
+                "uncalibrated": True,
+            }
+        }
+    }
+    (warning,) = [n for n in report["notes"] if "judge_uncalibrated" in n]
+    assert "'judged' of invoice agrees with the labels on 75% of 4" in warning
+    calibrated = api.pilot(
+        "triage", project, sample=4, labels=labels, min_agreement=0.7, progress=False
+    )
+    assert not any("judge_uncalibrated" in n for n in calibrated["notes"])
+
+
+def test_i38_labels_name_their_file_and_line_when_bad(emulator: Any, project: Path) -> None:
+    _project(project, JUDGE % "flag", records=2)
+    labels = project / "labels.csv"
+    labels.write_text("key,judged\nr0,pass\nr1,maybe\n", encoding="utf-8")
+
+    with pytest.raises(UsageError, match=r"labels.csv:3: judged is 'maybe'; write pass or fail"):
+        api.pilot("triage", project, sample=2, labels=labels, progress=False)
+    assert chat_requests(emulator.stats(), "openai") == 0  # nothing sent

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["answer_columns", "answer_rows", "pilot_report", "tier_pricer"]
+__all__ = ["answer_columns", "answer_rows", "calibration", "pilot_report", "tier_pricer"]
 
 
 def pilot_report(
@@ -151,3 +151,53 @@ def answer_columns(rows: Sequence[dict[str, Any]], actions: Sequence[str]) -> li
         columns += [f"{action}.status", f"{action}.reason", f"{action}.output"]
         columns += [f"{action}.check.{name}" for name in checks]
     return columns
+
+
+def calibration(
+    answers: Sequence[dict[str, Any]],
+    labels: dict[str, dict[str, bool]],
+    min_agreement: float,
+) -> dict[str, dict[str, Any]]:
+    """Per action and check with labels, how its verdicts on the sampled units agree with
+    the expected ones (``labels``: record key → check name → should pass). A failed check
+    is the positive: ``tpr`` is the share of the answers labelled bad that the check
+    failed, ``fpr`` the share of those labelled good that it failed. ``uncalibrated`` when
+    the agreement is below ``min_agreement``."""
+    tallies: dict[tuple[str, str], dict[str, int]] = {}
+    for row in answers:
+        expected = labels.get(record_of(row["key"]))
+        if not expected:
+            continue
+        for action, unit in row.items():
+            if action == "key" or not isinstance(unit, dict):
+                continue
+            for check, passed in (unit.get("checks") or {}).items():
+                if check not in expected:
+                    continue
+                cell = _cell(expected[check], passed)
+                counts = tallies.setdefault((action, check), dict.fromkeys(_CELLS, 0))
+                counts[cell] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for (action, check), c in tallies.items():
+        n = sum(c.values())
+        agreement = (c["tp"] + c["tn"]) / n
+        bad, good = c["tp"] + c["fn"], c["fp"] + c["tn"]
+        out.setdefault(action, {})[check] = {
+            "labelled": n,
+            "agreement": round(agreement, 4),
+            "tpr": round(c["tp"] / bad, 4) if bad else None,
+            "fpr": round(c["fp"] / good, 4) if good else None,
+            "confusion": dict(c),
+            "uncalibrated": agreement < min_agreement,
+        }
+    return out
+
+
+_CELLS = ("tp", "fp", "tn", "fn")
+
+
+def _cell(should_pass: bool, passed: bool) -> str:
+    """The confusion cell of one verdict, a failed check being the positive."""
+    if not passed:
+        return "fp" if should_pass else "tp"
+    return "tn" if should_pass else "fn"
