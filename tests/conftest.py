@@ -48,6 +48,8 @@ PROVIDER_ENV_VARS: tuple[str, ...] = (
     "DEEPSEEK_BASE_URL",
     "MISTRAL_API_KEY",
     "MISTRAL_BASE_URL",
+    "TOGETHER_API_KEY",
+    "TOGETHER_BASE_URL",
 )
 
 

@@ -44,7 +44,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import anthropic, azure, deepseek, gemini, gemini_caches, groq, mistral, ollama, openai
+from . import (
+    anthropic,
+    azure,
+    deepseek,
+    gemini,
+    gemini_caches,
+    groq,
+    mistral,
+    ollama,
+    openai,
+    together,
+)
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
 from .state import Config, EmulatorState
@@ -278,6 +289,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *azure.routes(),
             *deepseek.routes(),
             *mistral.routes(),
+            *together.routes(),
             *anthropic.routes(),
             *gemini.routes(),
             *ollama.routes(),

@@ -2,7 +2,7 @@
 
 A rule is the JSON object of issue 3's control API::
 
-    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|ollama|*",
+    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|ollama|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
      "match": {"custom_id": ..., "model": ..., "metadata": {...}, "service_tier": ...},
@@ -53,7 +53,18 @@ __all__ = [
 ]
 
 PROVIDERS = frozenset(
-    {"openai", "azure", "anthropic", "gemini", "groq", "deepseek", "mistral", "ollama", "*"}
+    {
+        "openai",
+        "azure",
+        "anthropic",
+        "gemini",
+        "groq",
+        "deepseek",
+        "mistral",
+        "together",
+        "ollama",
+        "*",
+    }
 )
 OPS = frozenset(
     {
@@ -71,6 +82,9 @@ OPS = frozenset(
         "file.list",
         "file.delete",
         "batch.delete",
+        # Together's upload: the bytes PUT to the address it names, then the file processed.
+        "file.put",
+        "file.process",
         "model.get",
         # Gemini's explicit context caches (.gemini_caches)
         "cache.create",

@@ -41,6 +41,7 @@ _BUILTIN = {
     "ollama": "agac.providers.ollama:OllamaProvider",
     "deepseek": "agac.providers.deepseek:DeepSeekProvider",
     "mistral": "agac.providers.mistral:MistralProvider",
+    "together": "agac.providers.together:TogetherProvider",
 }
 
 

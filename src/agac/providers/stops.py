@@ -64,6 +64,8 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
         "error": "unexpected",
         "tool_calls": "tool",
     },
+    # Together: OpenAI's values, and ``eos`` (the model's end-of-sequence token: an answer).
+    "together": {**_OPENAI, "eos": "end"},
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

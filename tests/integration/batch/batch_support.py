@@ -20,10 +20,11 @@ MODELS: dict[str, str] = {
     "gemini": "gemini/gemini-2.5-flash",
     "groq": "groq/llama-3.3-70b-versatile",
     "mistral": "mistral/mistral-small-latest",
+    "together": "together/meta-llama/Llama-3.3-70B-Instruct-Turbo",
 }
-#: Every rule is proved for these two; Gemini, Groq and Mistral cover the lifecycle, B2
+#: Every rule is proved for these two; Gemini, Groq, Mistral and Together cover the lifecycle, B2
 #: unknown, B7.
-MAIN = ("openai", "anthropic", "mistral")
+MAIN = ("openai", "anthropic", "mistral", "together")
 ALL = tuple(MODELS)
 
 #: Fast retries: a failed attempt costs milliseconds.

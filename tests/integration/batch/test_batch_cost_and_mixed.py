@@ -58,11 +58,12 @@ def _run_until_final(
     raise AssertionError("the run did not end")
 
 
-@params(("openai", "mistral"))
+@params(("openai", "mistral", "together"))
 def test_mixed_batch_online_batch_with_a_refused_file_dropped_records_and_an_expired_batch(
     provider: str, emulator: RunningEmulator, project: Path
 ) -> None:
-    """Mistral's expired batch is a job ended ``TIMEOUT_EXCEEDED``."""
+    """Mistral's expired batch is a job ended ``TIMEOUT_EXCEEDED``, Together's a batch
+    ended ``EXPIRED``."""
     keys = make(project, provider, {"a": 2, "b": 2, "c": 2}, second="batch", retry=ONE_ATTEMPT)
     create = {"provider": provider, "op": "batch.create", "times": 1}
     emulator.add_fault(

@@ -18,10 +18,11 @@ MODELS: dict[str, str] = {
     "ollama": "llama3.2",
     "deepseek": "deepseek-chat",
     "mistral": "mistral-small-latest",
+    "together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
     "mock": "any",
 }
-SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "ollama")
-BATCH_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral")
+SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "together", "ollama")
+BATCH_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "together")
 
 #: A schema in the strict-compatible form (every property required, no extras).
 SCHEMA: dict[str, Any] = {

@@ -24,6 +24,7 @@ SPECIAL = {
     "azure": "gpt-4o:batch@2",
     "ollama": "hf.co/org/model:Q4_K_M",
     "mistral": "ft:open-mistral-7b:587a6b29:20240514:7e773925",
+    "together": "acme/Llama-3-8b-ft@v2:step-100",
 }
 
 

@@ -33,7 +33,7 @@ def test_each_adapter_declares_its_spec(name: str) -> None:
     assert isinstance(spec.extra, str)
     assert spec.sdk_module is None or isinstance(spec.sdk_module, str)
     assert isinstance(spec.credential_env, tuple)
-    batch = ("openai", "azure", "anthropic", "gemini", "groq", "mistral")
+    batch = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "together")
     assert (spec.batch is not None) is (name in batch)
 
 

@@ -20,6 +20,7 @@ REJECTIONS = {
     "gemini": "responseJsonSchema is not supported for this model",
     "ollama": "this model does not support format schemas",
     "mistral": "Invalid response_format: json_schema is not supported for this model",
+    "together": "response_format json_schema is not supported for this model",
 }
 
 

@@ -654,6 +654,7 @@ def _documented() -> dict[str, set[str]]:
     from groq.types.chat.chat_completion import Choice as GroqChoice
     from mistralai.client.models import ChatCompletionChoice as MistralChoice
     from openai.types.chat.chat_completion import Choice as OpenAIChoice
+    from together.types.chat.chat_completion import Choice as TogetherChoice
 
     def literal(annotation: Any) -> set[str]:
         return {a for a in typing.get_args(annotation) if isinstance(a, str)}
@@ -669,6 +670,7 @@ def _documented() -> dict[str, set[str]]:
         "mistral": literal(
             typing.get_args(MistralChoice.model_fields["finish_reason"].annotation)[0]
         ),
+        "together": literal(TogetherChoice.model_fields["finish_reason"].annotation),
         # The ollama SDK types done_reason as a plain string; its API documents these.
         "ollama": {"stop", "length", "load", "unload"},
         # DeepSeek has no SDK; its API reference lists these finish reasons.
@@ -694,7 +696,7 @@ def _reply(provider: str, value: str) -> dict[str, Any]:
     if provider == "anthropic" and value == "tool_use":
         reply["blocks"] = ["text", "tool_use"]
     tool_stops = ("tool_calls", "function_call")
-    if provider in ("openai", "groq", "deepseek", "mistral") and value in tool_stops:
+    if provider in ("openai", "groq", "deepseek", "mistral", "together") and value in tool_stops:
         reply.update(blocks=["tool_calls"], content=None)
     return reply
 

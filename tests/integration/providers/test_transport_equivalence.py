@@ -29,6 +29,7 @@ HEADERS: dict[str, tuple[str, ...]] = {
     "gemini": ("x-goog-api-key", "x-server-timeout"),
     "ollama": ("authorization",),
     "mistral": ("authorization",),
+    "together": ("authorization",),
 }
 #: Where each provider's live calls go (the SDKs' endpoints under the emulator's root).
 PATHS = {
@@ -39,6 +40,7 @@ PATHS = {
     "gemini": "/v1/models/gemini-2.5-flash:generateContent",
     "ollama": "/api/chat",
     "mistral": "/mistral/v1/chat/completions",
+    "together": "/together/v1/chat/completions",
 }
 #: Keys an SDK adds to the body that change nothing (the ollama SDK's empty tool list,
 #: the mistralai SDK's ``stream: false``).
@@ -51,6 +53,7 @@ FALLBACK = {
     "gemini": "json_mode",
     "ollama": "json_mode",
     "mistral": "json_mode",
+    "together": "json_mode",
     "anthropic": "tool",
 }
 

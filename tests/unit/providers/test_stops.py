@@ -20,6 +20,7 @@ ANSWERS = {
     "ollama": {"stop"},
     "deepseek": {"stop"},
     "mistral": {"stop"},
+    "together": {"stop", "eos"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -107,11 +108,12 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "azure": "**Azure**",
         "deepseek": "**DeepSeek**",
         "mistral": "**Mistral**",
+        "together": "**Together**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
-        if provider in ("groq", "azure", "deepseek"):
+        if provider in ("groq", "azure", "deepseek", "together"):
             own = section[section.index(titles["openai"]) :] + own
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)
