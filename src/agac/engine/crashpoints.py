@@ -15,7 +15,7 @@ decision), ``approval_acting`` (an approved unit recorded its use of the approva
 not acted yet), ``hybrid_switched`` (B13: a batch action's switch to live calls is
 recorded, nothing cancelled yet), ``hybrid_cancelled`` (a batch was cancelled to go live,
 the store does not know yet), ``hybrid_live`` (a live call of a switched action is
-durable).
+durable), ``judge_graded`` (a judge's verdict is durable, the unit it grades not yet).
 """
 
 from __future__ import annotations

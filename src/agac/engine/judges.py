@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.checks import JUDGE_ORIGIN, Verdict
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.values import Stopped
 from agac.engine.walk.calls import backoff
 from agac.errors import FatalError, ProviderError, WaitError
@@ -149,6 +150,7 @@ async def _ask(
             clock.time(),
         )
         await ctx.out.record_judge(rt, rec, attempt, request, response, None, started, fp, answer)
+        maybe_crash("judge_graded")  # the verdict is durable, the answer it graded not yet
         return _verdict(check, output)
 
 
