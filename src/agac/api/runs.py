@@ -204,7 +204,10 @@ def unpriced_warnings(workflow: Workflow, project: ProjectRef = None) -> list[st
 
     proj = project_of(project)
     prices = PriceTable(dict(proj.config.prices))
-    models = sorted({a.model for a in workflow.actions if a.kind == "llm" and a.model})
+    models = sorted(
+        {a.model for a in workflow.actions if a.kind == "llm" and a.model}
+        | {c.judge.model for a in workflow.actions for c in a.checks if c.judge is not None}
+    )
     return [
         f"model {m} has no known price: its calls count $0 (`agac cost` marks them "
         f"unpriced); add prices: {{{m}: {{input: …, output: …}}}} to agac.yml "

@@ -194,3 +194,18 @@ def test_i38_labels_name_their_file_and_line_when_bad(emulator: Any, project: Pa
     with pytest.raises(UsageError, match=r"labels.csv:3: judged is 'maybe'; write pass or fail"):
         api.pilot("triage", project, sample=2, labels=labels, progress=False)
     assert chat_requests(emulator.stats(), "openai") == 0  # nothing sent
+
+
+def test_i38_a_judge_model_without_a_price_is_never_a_silent_zero(
+    emulator: Any, project: Path
+) -> None:
+    _project(project, (JUDGE % "flag").replace("openai/gpt-4o-mini", "openai/gpt-internal-2099"))
+
+    result = api.run("triage", project, progress=False)
+
+    assert any(
+        n.startswith("warning: model openai/gpt-internal-2099 has no known price")
+        for n in result.notes
+    )
+    (row,) = [r for r in api.cost("triage", project)["rows"] if r["origin"] == "judge"]
+    assert (row["model"], row["price"], row["cost_usd"]) == ("gpt-internal-2099", "unpriced", 0)
