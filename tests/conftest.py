@@ -8,6 +8,9 @@ Sections (append new fixtures under their own section header, at the end):
    database per test, and ``store_url`` running a test on SQLite and on PostgreSQL.
    Tests using them are marked ``postgres`` (``-m "not postgres"`` deselects them).
    Without the server binaries they skip, except in CI (env ``CI``), where they fail.
+3. The emulator — one per session (``emulator_server``: 60 s batches, no latency) and
+   ``emulator``: that one, reset, with every SDK pointed at it for this test. A suite
+   that needs it otherwise (its clock held, another latency) builds on these.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
+from agac.emulator.testing import RunningEmulator
 
 # tests/ has no __init__.py, so pytest puts this folder on sys.path: pg.py imports
 # as a top-level module.
@@ -140,3 +145,30 @@ def _with_database(url: str, database: str) -> str:
     base, sep, query = url.partition("?")
     head = base.rsplit("/", 1)[0]
     return f"{head}/{database}{sep}{query}"
+
+
+# --------------------------------------------------------------------------------------
+# 3. The emulator
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def emulator_server() -> Iterator[RunningEmulator]:
+    """The session's emulator (each xdist worker has its own): batches end 60 s after
+    they are created, in emulator time; answers come at once."""
+    with RunningEmulator(batch_seconds=60.0) as server:
+        yield server
+
+
+@pytest.fixture
+def emulator(
+    emulator_server: RunningEmulator, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[RunningEmulator]:
+    """The session's emulator with no files, batches, faults or counts, and its
+    environment (base URLs and dummy keys of every provider) set for this test as a
+    user's shell would set it."""
+    emulator_server.reset()
+    for name, value in emulator_server.env().items():
+        monkeypatch.setenv(name, value)
+    yield emulator_server
+    emulator_server.reset()

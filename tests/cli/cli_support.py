@@ -20,7 +20,18 @@ from pathlib import Path
 from typing import Any
 
 #: Variables no CLI test inherits (conftest's isolation only covers this process).
-_DROPPED_PREFIXES = ("AGAC_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "GROQ_", "OLLAMA_")
+_DROPPED_PREFIXES = (
+    "AGAC_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "GEMINI_",
+    "GOOGLE_",
+    "GROQ_",
+    "OLLAMA_",
+    "AZURE_",
+    "DEEPSEEK_",
+    "MISTRAL_",
+)
 
 
 def _agac_command() -> list[str]:

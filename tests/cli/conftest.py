@@ -3,24 +3,14 @@
 Every call gets a clean environment (no ``AGAC_*`` settings or provider keys from the
 developer's shell) plus whatever the test adds, its own working directory, and a
 timeout. ``quickstart`` is one project made by ``agac init`` and run once, shared by
-the read-only tests of a module; ``emulator`` is a provider emulator of the test's own
-whose batches end after 60 seconds (a module with other needs defines its own).
+the read-only tests of a module; ``emulator`` is the session's provider emulator, reset
+for the test (tests/conftest.py; a module with other needs defines its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from cli_support import Quickstart, agac, clean_env, spawn  # noqa: F401 - re-exported
-
-from agac.emulator.testing import RunningEmulator
-
-
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    with RunningEmulator(batch_seconds=60) as emu:
-        yield emu
 
 
 @pytest.fixture(scope="module")

@@ -207,22 +207,6 @@ def test_batch_resolve_refuses_what_it_cannot_settle(project: Path, store: Store
 # -- retrieve and cancel, against the emulator -------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def emulator_server() -> Iterator[Any]:
-    testing = pytest.importorskip("agac.emulator.testing")
-    with testing.RunningEmulator(batch_seconds=BATCH_SECONDS) as server:
-        yield server
-
-
-@pytest.fixture
-def emulator(emulator_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    emulator_server.reset()
-    for name, value in emulator_server.env().items():
-        monkeypatch.setenv(name, value)
-    yield emulator_server
-    emulator_server.reset()
-
-
 async def _with_openai(call: Any) -> Any:
     adapter = provider_class("openai")(ProviderSettings(name="openai"))
     try:

@@ -6,10 +6,8 @@ agac.yml prices it; a batch call with no batch price is ``derived`` at half the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cli_support import agac
 
 from agac.emulator.testing import RunningEmulator
@@ -25,12 +23,6 @@ actions:
 """
 ROWS = [{"id": i, "text": f"text {i}"} for i in range(3)]
 UNPRICED = "openai/gpt-internal-2099"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with RunningEmulator(batch_seconds=60) as emu:
-        yield emu
 
 
 def _project(root: Path, model: str, *, head: str = "", config: str = "") -> Path:

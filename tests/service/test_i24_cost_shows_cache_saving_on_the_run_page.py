@@ -3,7 +3,6 @@ and the mode ``run_mode: auto`` chose."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,14 +24,6 @@ identity: login
 prices:
   anthropic/claude-haiku-4-5: {input: 1.0, output: 5.0, cached_input: 0.1, cache_write: 1.25}
 """
-
-
-@pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
-    with RunningEmulator() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        yield server
 
 
 def test_i24_cost_shows_cache_saving_on_the_run_page(

@@ -3,10 +3,8 @@ as Anthropic sent them, are the failure's first message (T6)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from service_support import running_service, team_project
 
 from agac import api
@@ -20,14 +18,6 @@ actions:
   - name: draft
     prompt: "Draft a reply to: {{ source.text }}"
 """
-
-
-@pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
-    with RunningEmulator() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        yield server
 
 
 def test_i28_6_the_run_page_shows_the_refusal_category_and_explanation(

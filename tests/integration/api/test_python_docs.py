@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,14 @@ def _pieces() -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
-    with RunningEmulator(batch_seconds=60) as server:
-        server.hold_clock()  # batches progress only when advanced
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.chdir(tmp_path)
-        yield server
+def emulator(
+    emulator: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> RunningEmulator:
+    """The session's emulator (tests/conftest.py), its clock held: batches progress only
+    when advanced; the test's folder is the cwd."""
+    emulator.hold_clock()
+    monkeypatch.chdir(tmp_path)
+    return emulator
 
 
 async def test_the_python_walk_through_runs_as_written(

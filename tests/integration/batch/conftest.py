@@ -7,7 +7,6 @@ sleep for a batch to end.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,25 +17,13 @@ from agac.emulator.testing import RunningEmulator
 BATCH_SECONDS = 60.0
 
 
-@pytest.fixture(scope="session")
-def emulator_server() -> Iterator[RunningEmulator]:
-    with RunningEmulator(batch_seconds=BATCH_SECONDS) as server:
-        yield server
-
-
 @pytest.fixture
-def emulator(
-    emulator_server: RunningEmulator, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[RunningEmulator]:
-    """The session's emulator, reset, with every SDK pointed at it for this test. Its clock
-    is held: a batch progresses only when the test advances it, never because the machine
-    was slow (a loaded machine once saw a 60 s batch end under a slow first run)."""
-    emulator_server.reset()
-    emulator_server.hold_clock()
-    for name, value in emulator_server.env().items():
-        monkeypatch.setenv(name, value)
-    yield emulator_server
-    emulator_server.reset()
+def emulator(emulator: RunningEmulator) -> RunningEmulator:
+    """The session's emulator, reset, with every SDK pointed at it (tests/conftest.py), its
+    clock held: a batch progresses only when the test advances it, never because the
+    machine was slow (a loaded machine once saw a 60 s batch end under a slow first run)."""
+    emulator.hold_clock()
+    return emulator
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Fixtures of the end-to-end suite: ``agac run`` against one emulator per session, with a
-clean slate (no faults, zeroed counters) per test.
+clean slate (no faults, zeroed counters) per test (``emulator``, tests/conftest.py).
 
 Every test runs once per online transport (P1), chosen in the project's
 ``agac.yml``: ``lean`` (agac's own HTTP client, the default) and ``sdk`` (the official
@@ -9,32 +9,12 @@ emulator over loopback.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import e2e_support
 import pytest
 
 from agac.providers.base import TRANSPORTS
-
-
-@pytest.fixture(scope="session")
-def emulator_server() -> Iterator[Any]:
-    testing = pytest.importorskip("agac.emulator.testing")
-    with testing.RunningEmulator() as server:
-        yield server
-
-
-@pytest.fixture
-def emulator(emulator_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The session's emulator, reset, with its environment (base URLs and dummy keys of
-    all five providers) set for this test as a user's shell would set it."""
-    emulator_server.reset()
-    for name, value in emulator_server.env().items():
-        monkeypatch.setenv(name, value)
-    yield emulator_server
-    emulator_server.reset()
 
 
 @pytest.fixture(params=TRANSPORTS)

@@ -1,6 +1,6 @@
 """Fixtures of the provider contract suite: one emulator per session, a clean slate per
-test, and adapters built from the emulator's environment (base URLs and dummy keys)
-exactly as a user's shell would configure them.
+test (``emulator``, tests/conftest.py), and adapters built from the emulator's environment
+(base URLs and dummy keys) exactly as a user's shell would configure them.
 
 Every test that builds an adapter runs twice, once per online transport (docs/providers.md
 P1): ``lean`` (agac's own HTTP client, the default) and ``sdk`` (the official SDK).
@@ -10,33 +10,13 @@ emulator over loopback.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from provider_support import BATCH_SECONDS
 
 from agac.providers.base import TRANSPORTS, ProviderSettings, Transport
 from agac.providers.registry import provider_class
-
-
-@pytest.fixture(scope="session")
-def emulator_server() -> Iterator[Any]:
-    testing = pytest.importorskip("agac.emulator.testing")
-    with testing.RunningEmulator(batch_seconds=BATCH_SECONDS) as server:
-        yield server
-
-
-@pytest.fixture
-def emulator(emulator_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The session's emulator with no faults and zeroed stats, and its environment
-    (base URLs and dummy keys of all five providers) set for this test."""
-    emulator_server.reset()
-    for name, value in emulator_server.env().items():
-        monkeypatch.setenv(name, value)
-    yield emulator_server
-    emulator_server.reset()
-
 
 ProviderFactory = Callable[..., Any]
 
