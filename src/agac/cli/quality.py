@@ -56,6 +56,7 @@ _CELL = 60
 @click.option(
     "--min-agreement",
     type=click.FloatRange(0, 1),
+    metavar="R",
     default=0.8,
     show_default=True,
     help="Below this agreement with --labels a check is flagged judge_uncalibrated.",
@@ -193,6 +194,7 @@ def _seconds(s: float) -> str:
 @click.argument("run_b")
 @click.option(
     "--action",
+    metavar="A",
     default=None,
     help="Compare this action only (default: every action both runs have).",
 )
