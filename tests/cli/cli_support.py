@@ -31,6 +31,7 @@ _DROPPED_PREFIXES = (
     "AZURE_",
     "DEEPSEEK_",
     "MISTRAL_",
+    "TOGETHER_",
 )
 
 

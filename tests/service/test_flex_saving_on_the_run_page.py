@@ -3,7 +3,6 @@ savings, and that ``run_mode: auto`` chose flex for a deadline too short for bat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ identity: login
 prices:
   openai/o4-mini: {input: 1.0, output: 4.0}
 """
-
-
-@pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningEmulator]:
-    with RunningEmulator() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        yield server
 
 
 def test_flex_saving_shows_on_the_run_page(emulator: RunningEmulator, tmp_path: Path) -> None:
