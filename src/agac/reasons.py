@@ -71,6 +71,8 @@ Reason = Literal[
     "refusal",
     "content_filter",
     "unexpected_stop",
+    "max_turns_exceeded",
+    "max_tool_calls_exceeded",
     "provider_error",
     "batch_refused",
     "batch_not_returned",
@@ -306,6 +308,24 @@ REASONS: dict[str, ReasonCode] = {
             "read the detail (a gateway in front of the provider, a new stop value); "
             "`agac retry WF` asks again",
             True,
+        ),
+        _r(
+            "max_turns_exceeded",
+            "failed",
+            "an action with tools asked the model `max_turns` times and it still called "
+            "tools rather than answer (the detail names its last call)",
+            "raise `max_turns`, or make the prompt or the tools lead to an answer sooner; "
+            "then `agac run WF --new`",
+            False,
+        ),
+        _r(
+            "max_tool_calls_exceeded",
+            "failed",
+            "an action with tools reached `max_tool_calls`: the model asked for more calls "
+            "than the bound allows (the detail names the call that went over)",
+            "raise `max_tool_calls`, or make the prompt ask for fewer calls; then "
+            "`agac run WF --new`",
+            False,
         ),
         _r(
             "provider_error",

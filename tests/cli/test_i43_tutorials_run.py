@@ -15,16 +15,25 @@ import pytest
 from cli_support import AGAC, clean_env
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tutorials"
-RUNNABLE = ("online.md", "batch.md", "quality.md")
+RUNNABLE = ("online.md", "batch.md", "quality.md", "tools.md")
 """The tutorials a single user runs on one machine (the team tutorial needs a server)."""
 
-_BLOCK = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_BLOCK = re.compile(r'^```(console|\w+ title="([^"]+)")\n(.*?)^```', re.DOTALL | re.MULTILINE)
 
 
 def _steps(text: str) -> list[tuple[str, str | None]]:
-    """(command, the exit code documented after it when it is ``echo $?``)."""
+    """(command, the exit code documented after it when it is ``echo $?``). A block with a
+    ``title="PATH"`` is a file the reader writes: a step that writes it, in its place."""
     steps: list[tuple[str, str | None]] = []
-    for block in _BLOCK.findall(text):
+    for kind, path, block in _BLOCK.findall(text):
+        if kind != "console":
+            steps.append(
+                (
+                    f"mkdir -p \"$(dirname '{path}')\" && cat > '{path}' <<'AGAC_EOF'\n{block}AGAC_EOF",
+                    None,
+                )
+            )
+            continue
         lines = block.splitlines()
         for i, line in enumerate(lines):
             if not line.startswith("$ "):

@@ -160,7 +160,8 @@ def export_rows(
 ) -> Iterator[dict[str, Any]]:
     """One row per record of ``action`` in the run: key, status, reason, detail, output,
     the run's tenant, and each check's verdict (``checks``: name → passed, None for an
-    action without checks)."""
+    action without checks); for an action with tools, its loop's ``turns`` (model turns,
+    the final answer included) and ``tool_calls``."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
@@ -169,8 +170,9 @@ def export_rows(
                 f"run {run_row.id} has no action {action!r} (actions: {', '.join(names)})"
             )
         escaped = run_row.settings.unit_keys == ESCAPED_KEYS
+        loops = st.turn_counts(run_row.id) if action in tool_actions(run_row.config) else None
         for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
-            yield {
+            row = {
                 "key": _shown_key(o.unit_key, escaped),
                 "status": o.status,
                 "reason": o.reason,
@@ -179,6 +181,16 @@ def export_rows(
                 "tenant": run_row.tenant,
                 "checks": None if o.checks is None else loads(o.checks),
             }
+            if loops is not None:
+                asked, calls = loops.get((action, o.unit_key), (0, 0))
+                final = o.status == "answered" and o.origin == "call"
+                row.update(turns=asked + (1 if final else 0), tool_calls=calls)
+            yield row
+
+
+def tool_actions(config: dict[str, Any]) -> frozenset[str]:
+    """The actions of a run's stored config that have tools (a loop of turns per unit)."""
+    return frozenset(str(a["name"]) for a in config.get("actions") or () if a.get("tools"))
 
 
 def _shown_key(unit_key: str, escaped: bool) -> str:

@@ -463,9 +463,25 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
                 + (f", request id {t['request_id']}" if t.get("request_id") else "")
                 + (f" - {_last_line(t['error'])}" if t["error"] else "")
             )
+        _print_turns(a.get("turns") or [], pad + "  ")
         if a.get("output") is not None:
             click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
     _print_items(items, pad)
+
+
+def _print_turns(turns: list[dict[str, Any]], pad: str) -> None:
+    """A tool loop turn by turn: each model turn's calls with their arguments, then each
+    call's result (or error); the final answer is the action's output."""
+    n = 0
+    for t in turns:
+        if t["kind"] == "model":
+            n += 1
+            calls = ", ".join(f"{c['name']}({c['arguments']})" for c in t["tool_calls"])
+            said = f' saying "{t["text"][:200]}"' if t.get("text") else ""
+            click.echo(f"{pad}turn {n}: calls {calls}{said}")
+        else:
+            what = f"error: {t['error']}" if t.get("error") else str(t["content"])[:300]
+            click.echo(f"{pad}  result of {t['name']}: {what}")
 
 
 def _attempt_usage(t: dict[str, Any]) -> str:

@@ -47,6 +47,7 @@ from agac.config.model import (
     RetrySpec,
 )
 from agac.config.source import Findings, Path, did_you_mean
+from agac.config.tooldefs import read_tools
 from agac.config.values import (
     read_bool,
     read_duration,
@@ -434,6 +435,38 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     if "provider_options" in v:
         found = read_mapping(f, v["provider_options"], at("provider_options"))
         out["provider_options"] = {str(k): value for k, value in (found or {}).items()}
+    out.update(_tool_fields(f, raw))
+    return out
+
+
+def _tool_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
+    """``tools:`` and its bounds; the bounds alone (with no tools) are an error, as a key
+    that would do nothing."""
+    v, at = raw.values, raw.origin
+    out: dict[str, Any] = {}
+    if "tools" in v:
+        out["tools"] = read_tools(f, v["tools"], at("tools"))
+        mode = resolved_run_mode(v.get("run_mode"))
+        if mode in ("batch", "auto"):
+            f.error(
+                "not_available_yet",
+                f"action {raw.name!r} has tools and run_mode {mode}: a tool loop runs "
+                "online in this version of agac",
+                at("run_mode"),
+                hint="run_mode: online",
+            )
+    for key in ("max_turns", "max_tool_calls"):
+        if key not in v:
+            continue
+        if "tools" not in v and key in raw.own:
+            f.error(
+                "invalid_value",
+                f"{key!r} bounds a tool loop, but action {raw.name!r} has no tools",
+                at(key),
+                hint=f"add tools: [module:function], or remove {key!r}",
+            )
+        elif (n := read_int(f, v[key], at(key))) is not None:
+            out[key] = n
     return out
 
 

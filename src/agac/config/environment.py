@@ -3,7 +3,8 @@
 Providers (``unknown_provider``, ``provider_not_installed``, ``missing_credentials``,
 ``batch_unsupported`` for a batch action on a provider without a batch API,
 ``flex_unsupported`` for a flex action on a provider or model without a flex tier,
-``attachment_not_supported`` for attachments to a provider or model that takes none), tool functions (``invalid_function``), durability (``not_durable``, and
+``attachment_not_supported`` for attachments to a provider or model that takes none), tool functions and an llm action's function tools (``invalid_function``; ``invalid_schema`` when
+a tool's arguments cannot be described), durability (``not_durable``, and
 ``secret_not_durable`` for approvals on a storage point without ``AGAC_SECRET``) and prices
 (``unpriced_model``). Each provider is judged once, at the first action using it.
 """
@@ -16,13 +17,14 @@ from collections.abc import Callable, Iterable
 
 from agac.config.actions import CLI, RawAction
 from agac.config.functions import FunctionNotFound, resolve_function
-from agac.config.model import Action
+from agac.config.model import Action, FunctionTool
 from agac.config.project import Project, is_point_url, option_value, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
 from agac.providers import registry
 from agac.providers.pricing import known_models
 from agac.providers.spec import ProviderSpec
+from agac.tools.signature import SignatureError, signature_of
 
 __all__ = ["check_environment"]
 
@@ -50,6 +52,8 @@ def check_environment(
             _check_function(f, project, raw, action.function)
         if action.effect is not None and action.effect.compensate:
             _check_function(f, project, raw, action.effect.compensate)
+        for n, tool in enumerate(action.tools):
+            _check_tool(f, project, raw, tool, n)
         if memory and "approval" in raw.own:
             f.error(
                 "not_durable",
@@ -95,6 +99,15 @@ def check_environment(
             _attachments_unsupported(f, raw, action, spec)
         if action.provider_options and spec is not None:
             _check_request_options(f, raw, action, spec)
+        if action.tools and spec is not None and not spec.function_tools:
+            f.error(
+                "not_available_yet",
+                f"action {raw.name!r} has tools, but a tool loop on provider "
+                f"{action.provider!r} is not available in this version of agac",
+                raw.origin("tools"),
+                hint="use an OpenAI-protocol provider (openai, azure, groq, deepseek) "
+                "for this action",
+            )
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)
@@ -289,6 +302,33 @@ def similar_model(model: str) -> str | None:
         return None
     close = difflib.get_close_matches(name, known_models(provider), n=1, cutoff=0.8)
     return f"{provider}/{close[0]}" if close else None
+
+
+def _check_tool(f: Findings, project: Project, raw: RawAction, tool: FunctionTool, n: int) -> None:
+    """A function tool imports, and what the model is told about it can be worked out."""
+    where = raw.origin("tools") + (n,)
+    try:
+        fn = resolve_function(tool.function, project.root)
+    except FunctionNotFound as exc:
+        f.error(
+            "invalid_function",
+            f"tool {tool.name!r} of action {raw.name!r}: {exc}",
+            where,
+            hint=f"it is imported from the project root {project.root}",
+        )
+        return
+    if tool.schema is not None:
+        return
+    try:
+        signature_of(fn, f"tool {tool.name!r} of action {raw.name!r}")
+    except SignatureError as exc:
+        f.error(
+            "invalid_schema",
+            str(exc),
+            where,
+            hint="give the arguments' JSON Schema: - {function: "
+            f"{tool.function}, schema: {{type: object, properties: {{…}}}}}}",
+        )
 
 
 def _check_price(

@@ -24,6 +24,7 @@ __all__ = [
     "EFFECT_KEYS",
     "FAILURE_POLICIES",
     "FAN_OUT_KEYS",
+    "FUNCTION_TOOL_KEYS",
     "FUTURE_ACTION_KEYS",
     "FUTURE_KINDS",
     "FUTURE_TOP_KEYS",
@@ -90,6 +91,9 @@ ACTION_KEYS = frozenset(
         "hybrid",
         "provider_options",
         "checks",
+        "tools",
+        "max_turns",
+        "max_tool_calls",
     }
 )
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
@@ -104,12 +108,15 @@ NOT_IN_DEFAULTS = frozenset(
         "join",
         "effect",
         "approval",
+        "tools",
     }
 )
 REUSE_SCOPES = ("by_record", "by_inputs")
 """A tool's ``reuse:``: its stored result serves the same record only (the default), or any
 record whose inputs are the same (a function that reads nothing of ``ctx``)."""
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
+FUNCTION_TOOL_KEYS = frozenset({"function", "name", "description", "schema", "timeout"})
+"""An entry of an llm action's ``tools:`` written as a mapping (a string is its function)."""
 FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
 GATES = ("parallel", "sequential")
 FAILURE_POLICIES = ("retain_successes", "atomic")
@@ -147,6 +154,9 @@ LLM_ONLY_KEYS = frozenset(
         "hybrid",
         "provider_options",
         "checks",
+        "tools",
+        "max_turns",
+        "max_tool_calls",
     }
 )
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_PROMPT_CHARS",
+    "DEFAULT_MAX_TURNS",
     "SNAPSHOT_VERSION",
     "Action",
     "ApprovalSpec",
@@ -29,6 +30,7 @@ __all__ = [
     "ContextSpec",
     "EffectSpec",
     "FanOutSpec",
+    "FunctionTool",
     "InputSpec",
     "JudgeSpec",
     "RateLimit",
@@ -151,6 +153,25 @@ class JudgeSpec:
 
 
 @dataclass(frozen=True)
+class FunctionTool:
+    """One ``tools:`` entry of an llm action: a Python function of the project the model
+    may call (``module:name``), the name the model knows it by (the function's own name
+    unless given), what it is for (the docstring's first paragraph unless given), the JSON
+    Schema of its arguments (None: worked out from its type hints and docstring,
+    :mod:`agac.tools.signature`) and how long one call may run (seconds)."""
+
+    function: str
+    name: str
+    description: str | None = None
+    schema: dict[str, Any] | None = None
+    timeout: float = 60.0
+
+
+DEFAULT_MAX_TURNS = 8
+"""An llm action with ``tools:`` asks the model at most this many times per unit."""
+
+
+@dataclass(frozen=True)
 class RateLimit:
     """Requests and tokens per minute for one action (None: not limited)."""
 
@@ -249,6 +270,11 @@ class Action:
     """``provider_options:``: options of the provider's spec (``request_options``) that
     change the answer, checked and converted; sent with each request and part of its
     fingerprint."""
+    tools: tuple[FunctionTool, ...] = ()
+    """``tools:``: the functions the model may call; with any, a unit is a loop of turns
+    (engine/walk/toolloop.py) bounded by ``max_turns`` and ``max_tool_calls``."""
+    max_turns: int = DEFAULT_MAX_TURNS
+    max_tool_calls: int | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -409,6 +435,11 @@ def _action_dict(action: Action) -> dict[str, Any]:
     for key, default in _CACHE_DEFAULTS:
         if data.get(key) == default:
             data.pop(key, None)  # likewise for actions that leave prompt caching as it is
+    if data.get("tools"):
+        data["tools"] = list(data["tools"])
+    else:
+        for key in ("tools", "max_turns", "max_tool_calls"):
+            data.pop(key, None)  # likewise for actions without tools
     return data
 
 
@@ -447,6 +478,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["fan_out"] = FanOutSpec(**values["fan_out"])
     if values.get("checks"):
         values["checks"] = tuple(_check_from(c) for c in values["checks"])
+    if values.get("tools"):
+        values["tools"] = tuple(FunctionTool(**x) for x in values["tools"])
     if values.get("approval") is not None:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])

@@ -97,8 +97,9 @@ CSV_COLUMNS: tuple[str, ...] = ("key", "status", "reason", "detail", "output", "
 def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     """Write each row as one JSON object per line; ``detail`` only when present.
 
-    Keys come in the order key, status, reason, output, detail, tenant, checks (the last
-    three when the row has them; ``checks`` maps each check's name to whether it passed). Non-ASCII text is written as is (UTF-8 files). Returns the
+    Keys come in the order key, status, reason, output, detail, tenant, checks, turns,
+    tool_calls (the last five when the row has them; ``checks`` maps each check's name to
+    whether it passed). Non-ASCII text is written as is (UTF-8 files). Returns the
     number of rows written.
     """
     count = 0
@@ -117,6 +118,9 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
                 item["tenant"] = row["tenant"]
             if row.get("checks") is not None:
                 item["checks"] = row["checks"]
+            if "tool_calls" in row:  # an action with tools: its loop's size
+                item["turns"] = row["turns"]
+                item["tool_calls"] = row["tool_calls"]
             out.write(strict_dumps(item))
             out.write("\n")
             count += 1
@@ -129,9 +133,10 @@ def write_csv(
     *,
     escape_formulas: bool = True,
     checks: Sequence[str] = (),
+    tools: bool = False,
 ) -> int:
     """Write a header of :data:`CSV_COLUMNS` and a ``check.<name>`` column per name of
-    ``checks``, then one line per row.
+    ``checks`` (with ``tools``, then ``turns`` and ``tool_calls``), then one line per row.
 
     ``output`` (and a non-string ``detail``) is written as compact JSON text; a check's
     cell is ``pass``, ``fail``, or empty for a unit it did not judge; a missing value is an
@@ -139,7 +144,8 @@ def write_csv(
     (:func:`neutralize_formula`). Returns the number of rows written (header excluded).
     """
     writer = _CsvWriter(out)
-    writer.writerow((*CSV_COLUMNS, *(f"check.{name}" for name in checks)))
+    loop = ("turns", "tool_calls") if tools else ()
+    writer.writerow((*CSV_COLUMNS, *(f"check.{name}" for name in checks), *loop))
     safe = neutralize_formula if escape_formulas else _as_is
     count = 0
     with _strict() as at:
@@ -154,6 +160,7 @@ def write_csv(
                     "" if row.get("output") is None else safe(_compact(row["output"])),
                     safe(_cell(row.get("tenant"))),
                     *_verdict_cells(row.get("checks"), checks),
+                    *(_cell(row.get(k)) for k in loop),
                 ]
             )
             count += 1

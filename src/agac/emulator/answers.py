@@ -21,6 +21,14 @@ is answered ``TEXT`` exactly (schema or not), unless ``TEXT`` is already a messa
 conversation — a model that answers badly once and, shown its answer and told what is
 wrong, answers properly. Tests use it to make chosen records fail a check on purpose.
 
+A prompt may script tool calls: ``[[emulator calls: NAME {JSON arguments}]]`` asks for a
+call of the tool ``NAME`` (when the request offers it); several calls in one directive,
+joined by `` | ``, are asked together in one turn, and each further directive is a turn
+of its own, asked once the results of the turn before have been sent back. Once every
+scripted turn has its results, the model answers: a scripted ``[[emulator answers: …]]``
+with ``{result}`` replaced by the last result, or else its usual answer naming the
+results (the first string field of a schema's object holds them).
+
 Answer faults (``truncated``, ``invalid_json``, ``schema_violation``, ``refusal``) bend
 the answer the way a real model misbehaves; provider modules render ``finish`` in their
 own vocabulary (``length`` / ``max_tokens`` / ``MAX_TOKENS``).
@@ -50,6 +58,7 @@ __all__ = [
     "pairwise_verdict",
     "prompt_tokens",
     "scripted_answer",
+    "scripted_calls",
     "text_chars",
 ]
 
@@ -104,6 +113,9 @@ class Answer:
     reply: dict[str, Any] | None = None
     """A ``reply`` fault: how the provider module bends the body it renders (a stop value,
     extra blocks, usage fields, or the whole body; :mod:`agac.emulator.replies`)."""
+    tool_calls: tuple[tuple[str, str], ...] = ()
+    """A turn that calls tools: (name, arguments as JSON text) each; ``text`` is then None
+    and ``finish`` is ``tool_calls``."""
     cache_write_5m: int = 0
     cache_write_1h: int = 0
     """``cached_tokens`` and the cache writes are the prompt cache's (:mod:`.caching`),
@@ -155,12 +167,17 @@ def answer(
     seed: int,
     fault: str | None = None,
     reply: dict[str, Any] | None = None,
+    tools: frozenset[str] = frozenset(),
+    results: tuple[str, ...] = (),
+    turns: int = 0,
 ) -> Answer:
     """Compute the answer to one request.
 
     ``body`` is the canonical request (what the fingerprint covers), ``prompt`` the part
     whose characters count as input, ``schema`` the requested JSON schema if any.
-    ``max_tokens`` truncates a longer answer (``finish = "length"``).
+    ``max_tokens`` truncates a longer answer (``finish = "length"``). ``tools``: the names
+    of the tools the request offers; ``results``: the tool results it sends back, in
+    order; ``turns``: how many of its assistant turns called tools.
     """
     digest = hashlib.sha256(f"{seed}:{fingerprint(provider, model, body)}".encode()).digest()
     rng = random.Random(digest)
@@ -170,13 +187,18 @@ def answer(
             None, "refusal", input_tokens, count_tokens(len(REFUSAL_TEXT)), 0, REFUSAL_TEXT, reply
         )
     verdict = pairwise_verdict(prompt, schema) or judge_verdict(prompt, schema)
-    scripted = scripted_answer(prompt) if verdict is None else None
+    calls = scripted_calls(prompt, tools, turns) if tools and verdict is None else ()
+    if calls and fault is None:
+        out = sum(count_tokens(len(n) + len(a)) for n, a in calls)
+        return Answer(None, "tool_calls", input_tokens, out, 0, None, reply, calls)
+    last = results[-1] if results else None
+    scripted = scripted_answer(prompt, last) if verdict is None else None
     if verdict is not None:
         text = json.dumps(verdict)
     elif scripted is not None:
         text = scripted
     elif schema is not None:
-        text = json.dumps(conforming_value(schema, rng, schema))
+        text = json.dumps(_with_results(conforming_value(schema, rng, schema), schema, results))
     else:
         n = rng.randint(8, 20)
         text = (
@@ -184,6 +206,7 @@ def answer(
             + " ".join(rng.choice(_WORDS) for _ in range(n))
             + "."
             + seen_text(body)
+            + (" Tool results: " + "; ".join(results) + "." if results else "")
         )
     finish = "stop"
     if fault == "invalid_json":
@@ -255,16 +278,49 @@ def judge_verdict(prompt: Any, schema: dict[str, Any] | None) -> dict[str, Any] 
     return {"pass": True, "reason": "the answer looks right"}
 
 
-def scripted_answer(prompt: Any) -> str | None:
-    """The answer a prompt scripts (``[[emulator answers: TEXT]]``), or None: none is
-    scripted, or ``TEXT`` is already a message of the conversation (it was answered once)."""
+def scripted_answer(prompt: Any, result: str | None = None) -> str | None:
+    """The answer a prompt scripts (``[[emulator answers: TEXT]]``, ``{result}`` in it
+    replaced by ``result``, the last tool result), or None: none is scripted, or the
+    answer is already a message of the conversation (it was answered once)."""
     texts = list(_strings(prompt))
     for text in texts:
         found = _SCRIPTED.search(text)
         if found is not None:
             wanted = found.group(1)
+            if result is not None:
+                wanted = wanted.replace("{result}", result)
             return None if any(t.strip() == wanted for t in texts) else wanted
     return None
+
+
+_CALLS = re.compile(r"\[\[emulator calls: (.+?)\]\]", re.DOTALL)
+_CALL = re.compile(r"\s*([A-Za-z0-9_-]+)\s*(.*?)\s*$", re.DOTALL)
+
+
+def scripted_calls(prompt: Any, tools: frozenset[str], turns: int) -> tuple[tuple[str, str], ...]:
+    """The calls the prompt scripts for the turn after ``turns`` tool-calling turns:
+    the next ``[[emulator calls: …]]`` directive's, when every tool it names is offered;
+    () when none is left (the model answers)."""
+    directives = [m.group(1) for t in _strings(prompt) for m in _CALLS.finditer(t)]
+    if turns >= len(directives):
+        return ()
+    calls = []
+    for part in directives[turns].split(" | "):
+        found = _CALL.match(part)
+        if found is None or found.group(1) not in tools:
+            return ()
+        calls.append((found.group(1), found.group(2) or "{}"))
+    return tuple(calls)
+
+
+def _with_results(value: Any, schema: dict[str, Any], results: tuple[str, ...]) -> Any:
+    """A schema's answer that names the tool results: in its object's first string field."""
+    if not results or not isinstance(value, dict):
+        return value
+    for key, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict) and prop.get("type") == "string" and "enum" not in prop:
+            return {**value, key: "; ".join(results)}
+    return value
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import hashlib
 import json
 import math
 import uuid
@@ -179,6 +180,36 @@ def chat_request(body: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, int 
     return canonical, schema, max_tokens
 
 
+def tool_turns(body: dict[str, Any]) -> tuple[frozenset[str], tuple[str, ...], int]:
+    """A chat body's tool loop so far: the function tools it offers, the results its
+    ``tool`` messages send back, and how many assistant turns called tools."""
+    offered = frozenset(
+        str((t.get("function") or {}).get("name"))
+        for t in body.get("tools") or ()
+        if isinstance(t, dict) and t.get("type") == "function"
+    )
+    messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
+    results = tuple(str(m.get("content")) for m in messages if m.get("role") == "tool")
+    turns = sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
+    return offered, results, turns
+
+
+def _calls(ans: Answer) -> list[dict[str, Any]]:
+    """An answer's tool calls as ``message.tool_calls`` (ids derived from the calls, so the
+    same turn asks with the same ids)."""
+    out = []
+    for n, (name, arguments) in enumerate(ans.tool_calls):
+        digest = hashlib.sha256(f"{n}:{name}:{arguments}".encode()).hexdigest()[:24]
+        out.append(
+            {
+                "id": "call_" + digest,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        )
+    return out
+
+
 def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -> dict[str, Any]:
     """A ``chat.completion`` object for ``ans``, bent by its ``reply`` fault: ``stop``
     (any ``finish_reason``), ``refusal`` (``message.refusal``, content null), ``content``
@@ -189,7 +220,13 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
     if "body" in reply:
         return dict(reply["body"])
     finish = (
-        reply.get("stop") or {"stop": "stop", "length": "length", "refusal": "stop"}[ans.finish]
+        reply.get("stop")
+        or {
+            "stop": "stop",
+            "length": "length",
+            "refusal": "stop",
+            "tool_calls": "tool_calls",
+        }[ans.finish]
     )
     extra = reply.get("usage") or {}
     cached = int(extra.get("cache_read_tokens", ans.cached_tokens))
@@ -240,7 +277,9 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
         usage = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
         if cached:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
-    if "tool_calls" in (reply.get("blocks") or []):
+    if ans.tool_calls:
+        message["tool_calls"] = _calls(ans)
+    elif "tool_calls" in (reply.get("blocks") or []):
         message["tool_calls"] = [
             {
                 "id": "call_" + uuid.uuid4().hex[:24],
@@ -338,6 +377,7 @@ def routes(flavor: Flavor) -> list[Route]:
         await attachments(request, flavor.provider, body, error, model)
         await live_latency(request)
         canonical, schema, max_tokens = chat_request(body)
+        tools, results, turns = tool_turns(body)
         ans = answer(
             provider=flavor.provider,
             model=model,
@@ -348,6 +388,9 @@ def routes(flavor: Flavor) -> list[Route]:
             seed=state.config.seed,
             fault=fired.answer,
             reply=fired.reply,
+            tools=tools,
+            results=results,
+            turns=turns,
         )
         plan, markers = openai_plan(
             flavor.provider, model, body, ans.input_tokens, flavor.cache_minimum

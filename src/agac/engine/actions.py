@@ -22,7 +22,9 @@ from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import Guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, CacheHint, batch_api, fingerprint_of
+from agac.providers.base import BatchApi, CacheHint, ToolDef, batch_api, fingerprint_of
+from agac.tools.invoke import LoadedTool, load_tools
+from agac.tools.signature import SignatureError
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -116,6 +118,13 @@ class ActionRuntime:
     """The prompt template's literal head: :attr:`cache` describes a request whose rendered
     prompt starts with it, ``cache_fallback`` any other."""
     cache_fallback: CacheHint | None = None
+    tools: tuple[LoadedTool, ...] = ()
+    """An llm action's function tools (``tools:``), loaded: its units run a tool loop."""
+
+    @property
+    def tool_defs(self) -> tuple[ToolDef, ...]:
+        """What its requests offer the model (none: no tools)."""
+        return tuple(t.definition for t in self.tools)
 
     @property
     def cache(self) -> CacheHint | None:
@@ -251,6 +260,7 @@ def build_runtime(
         code=code,
         canonical=_canonical(action) if llm else None,
         admitted=admitted or {},
+        tools=_function_tools(action, root) if llm else (),
         **attached,
         **_prefix_parts(found),
     )
@@ -282,6 +292,16 @@ def _tool_function(action: Action, root: Path) -> tuple[Callable[..., Any] | Non
     except FunctionNotFound as exc:
         raise ConfigError(problems=[Problem("invalid_function", f"{action.name}: {exc}")]) from exc
     return function, code_hash(function)
+
+
+def _function_tools(action: Action, root: Path) -> tuple[LoadedTool, ...]:
+    """An llm action's ``tools:``, imported and described (validation said they can be)."""
+    if not action.tools:
+        return ()
+    try:
+        return load_tools(action.tools, root)
+    except (FunctionNotFound, SignatureError) as exc:
+        raise ConfigError(problems=[Problem("invalid_function", f"{action.name}: {exc}")]) from exc
 
 
 def _attachment_parts(action: Action, root: Path) -> _AttachmentParts:

@@ -8,6 +8,7 @@ through these — nothing below calls back into what drives it).
   what their decision says (engine/batch/units.py);
 - :class:`Approvals` — the gate of an action with ``approval:`` (engine/approvals/gate.py);
 - :class:`Effects` — a tool action marked ``effect:`` (engine/approvals/effects.py);
+- :class:`Turns` — the durable steps of an llm action's tool loop (engine/outcomes/turns.py);
 - :class:`UnitContext` — all of the above for one run, with its control flags, budget and
   the shard's prefetched requests and carried failures.
 """
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.jsontext import JSON, JSONObject
     from agac.providers.base import Request, Response
-    from agac.store.rows import AnswerRow, StagedItem, ToolResultRow, UsageRow
+    from agac.store.rows import AnswerRow, StagedItem, ToolResultRow, TurnRow, UsageRow
     from agac.store.values import BatchItem, Origin, OutcomeStatus
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Outcomes",
     "Prefetched",
     "ShardMemory",
+    "Turns",
     "UnitContext",
 ]
 
@@ -238,6 +240,18 @@ class Effects(Protocol):
     ) -> Settled | None: ...
 
 
+class Turns(Protocol):
+    """The steps of a unit's tool loop, stored one by one before the next is taken."""
+
+    async def load(self, action: str, unit_key: str) -> list[TurnRow]:
+        """The unit's stored steps in this run, in order."""
+
+    async def write(
+        self, action: str, unit_key: str, step: int, kind: str, body: str, usage: Sequence[UsageRow]
+    ) -> None:
+        """Store one step with the ledger rows of what it cost; returns once durable."""
+
+
 class Prefetched(NamedTuple):
     """A unit's request rendered ahead of it (a shard's first steps): the request, its
     canonical JSON, its fingerprint and the answer stored under it (None: none)."""
@@ -297,3 +311,5 @@ class UnitContext:
     batch: BatchUnits | None = None
     approvals: Approvals | None = None
     marks: Marks | None = None
+    turns: Turns | None = None
+    """Where an llm action's tool loops keep their steps (None: no action has tools)."""

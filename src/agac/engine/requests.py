@@ -98,6 +98,7 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         cache=cache,
         options=tuple(sorted(action.provider_options.items())),
         tier="flex" if action.run_mode == "flex" else None,
+        tools=rt.tool_defs,
     )
 
 
@@ -237,6 +238,7 @@ def reprompt(request: Request, response: Response, fail: Fail) -> Request:
         cache=request.cache,
         options=request.options,
         tier=request.tier,
+        tools=request.tools,
     )
 
 

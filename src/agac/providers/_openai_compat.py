@@ -53,11 +53,13 @@ from agac.providers.base import (
     BatchStatus,
     BilledWork,
     CacheHint,
+    Message,
     ProviderSettings,
     Request,
     Response,
     Result,
     StoredRequests,
+    ToolCall,
     Usage,
     ended_or_raise,
     stored_request,
@@ -139,6 +141,7 @@ def compat_spec(
         vision=True,
         options=options,
         request_options=(REASONING_EFFORT,),
+        function_tools=True,
     )
 
 
@@ -151,6 +154,7 @@ def chat_response(
     parse: bool = True,
     request_id: str | None = None,
     wire: bool = False,
+    offered: frozenset[str] = frozenset(),
 ) -> Response:
     """Normalize a chat completion (SDK object or wire dict) per docs/providers.md, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
@@ -162,7 +166,9 @@ def chat_response(
     for whatever it says. Reasoning — ``message.reasoning`` (Groq, asked apart),
     ``reasoning_content``, or a leading ``<think>`` block of the content — stays out of the
     answer and counts as reasoning tokens (:mod:`agac.providers._reasoning`). ``wire``: ``body`` is a batch result line's, read
-    with plain dict lookups (one per field of every line of a result file).
+    with plain dict lookups (one per field of every line of a result file). ``offered``:
+    the tools the request offered; a turn calling only those is ``tool_use``, its calls in
+    :attr:`Response.tool_calls`.
     """
     pick_ = _wire_get if wire else pick
     choices = pick_(body, "choices") or []
@@ -181,12 +187,15 @@ def chat_response(
         if finish == "content_filter"
         else None
     )
+    asked = pick_(message, "tool_calls")
+    calls = _tool_calls(asked) if offered and asked else ()
     stop = read_stop(
         provider,
         finish,
         refusal=refusal,
         detail=detail,
-        tool_call=_tool_call(pick_(message, "tool_calls")),
+        tool_call=_tool_call(asked),
+        offered=bool(calls) and all(c.name in offered for c in calls),
     )
     usage = pick_(body, "usage")
     prompt = as_int(pick_(usage, "prompt_tokens"))
@@ -215,6 +224,7 @@ def chat_response(
         raw_stop=stop.raw,
         stop_detail=stop.detail,
         request_id=request_id,
+        tool_calls=calls if stop.reason == "tool_use" else (),
     )
 
 
@@ -235,6 +245,33 @@ def _content_text(content: Any) -> tuple[str, str | None]:
             parts = inner if isinstance(inner, list) else [inner]
             thought += [str(pick(p, "text") or "") if not isinstance(p, str) else p for p in parts]
     return "".join(text), "".join(thought) or None
+
+
+def _tool_calls(calls: Any) -> tuple[ToolCall, ...]:
+    """A message's ``tool_calls`` (function calls) as ToolCalls, in order."""
+    return tuple(
+        ToolCall(
+            str(pick(c, "id") or ""),
+            str(pick(c, "function", "name") or ""),
+            str(pick(c, "function", "arguments") or "{}"),
+        )
+        for c in calls
+    )
+
+
+def _tool_message(m: Message) -> dict[str, Any]:
+    """A tool loop's turn on the wire: an assistant turn with its ``tool_calls``, or a
+    ``tool`` message with one call's result."""
+    if m.tool_call_id is not None:
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    return {
+        "role": "assistant",
+        "content": m.content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ],
+    }
 
 
 def _tool_call(calls: Any) -> str | None:
@@ -372,6 +409,8 @@ class OpenAICompatProvider(ProviderBase):
         gives each attachment's base64 (read now, or a batch line's placeholder)."""
         messages = [
             {"role": m.role, "content": m.content}
+            if not (m.attachments or m.tool_calls or m.tool_call_id)
+            else _tool_message(m)
             if not m.attachments
             else {
                 "role": m.role,
@@ -404,6 +443,18 @@ class OpenAICompatProvider(ProviderBase):
                 params["response_format"] = {"type": "json_object"}
         for option, value in request.options:
             params[option] = value
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in request.tools
+            ]
         if request.tier == "flex":
             params["service_tier"] = "flex"
         params.update(self._reasoning_params(request.model))
@@ -451,6 +502,7 @@ class OpenAICompatProvider(ProviderBase):
                 latency_ms=took[0],
                 parse=parse,
                 request_id=request_id_of(headers),
+                offered=_offered(request),
             )
         with self._translate_errors(), stopwatch() as took:
             completion, answered = await self._sdk_chat(params, request.timeout)
@@ -460,6 +512,7 @@ class OpenAICompatProvider(ProviderBase):
             latency_ms=took[0],
             parse=parse,
             request_id=request_id_of(answered) if answered is not None else None,
+            offered=_offered(request),
         )
 
     async def _sdk_chat(
@@ -766,6 +819,10 @@ class OpenAICompatProvider(ProviderBase):
                 if seen >= self._scan_limit:
                     break
         return None
+
+
+def _offered(request: Request) -> frozenset[str]:
+    return frozenset(t.name for t in request.tools)
 
 
 def batch_status(batch: Any) -> BatchStatus:

@@ -44,6 +44,8 @@ __all__ = [
     "SupportsBatch",
     "SupportsBatchCandidates",
     "SupportsContinue",
+    "ToolCall",
+    "ToolDef",
     "Transport",
     "Usage",
     "batch_api",
@@ -54,9 +56,12 @@ __all__ = [
     "stored_request",
 ]
 
-StopReason = Literal["end", "max_tokens", "refusal", "content_filter", "unexpected", "paused"]
+StopReason = Literal[
+    "end", "max_tokens", "refusal", "content_filter", "unexpected", "paused", "tool_use"
+]
 """Normalized stop reasons, read by :func:`agac.providers.stops.read_stop`. Only ``end``
-is an answer. ``max_tokens`` is every provider's truncation value (OpenAI/Groq/Ollama
+is an answer; ``tool_use`` is a turn that calls tools the request offered
+(:attr:`Response.tool_calls`), which the engine's tool loop answers. ``max_tokens`` is every provider's truncation value (OpenAI/Groq/Ollama
 ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens`` and
 ``model_context_window_exceeded``); ``unexpected`` is a stop value agac does not know or
 a tool call the action did not ask for; ``paused`` is a turn the provider paused
@@ -133,37 +138,80 @@ class CacheHint:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A function the model may call: its name, what it is for, and the JSON Schema of
+    its arguments (an object). Part of the request's canonical form."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolDef:
+        return cls(d["name"], d["description"], d["parameters"])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call a model turn asks for: the provider's id of the call (its result is sent
+    back under it), the tool's name and its arguments as the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolCall:
+        return cls(str(d["id"]), str(d["name"]), str(d["arguments"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One turn. A user turn may carry attachments (files sent with its text), placed
-    ``before`` (the default) or ``after`` the text."""
+    ``before`` (the default) or ``after`` the text. In a tool loop an ``assistant`` turn
+    may carry the ``tool_calls`` it asked for, and a ``tool`` turn is one call's result
+    (``content``) sent back under its ``tool_call_id``, naming the tool (``name``)."""
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
     attachments: tuple[Attachment, ...] = ()
     position: AttachmentPosition = "before"
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The message in a canonical request: a message without attachments is exactly
-        ``{"content", "role"}``, as before attachments existed (its fingerprint stays)."""
-        if not self.attachments:
-            return {"role": self.role, "content": self.content}
-        return {
-            "role": self.role,
-            "content": self.content,
-            "position": self.position,
-            "attachments": [a.to_dict() for a in self.attachments],
-        }
+        """The message in a canonical request: a message without attachments or tool
+        parts is exactly ``{"content", "role"}``, as before they existed (its fingerprint
+        stays)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.attachments:
+            out["position"] = self.position
+            out["attachments"] = [a.to_dict() for a in self.attachments]
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+            out["name"] = self.name
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
         atts = d.get("attachments")
-        if not atts:
-            return cls(d["role"], d["content"])
         return cls(
             d["role"],
             d["content"],
-            tuple(Attachment.from_dict(a) for a in atts),
+            tuple(Attachment.from_dict(a) for a in atts) if atts else (),
             d.get("position", "before"),
+            tuple(ToolCall.from_dict(c) for c in d.get("tool_calls") or ()),
+            d.get("tool_call_id"),
+            d.get("name"),
         )
 
 
@@ -192,6 +240,8 @@ class Request:
     cache: CacheHint | None = None
     options: tuple[tuple[str, Any], ...] = ()
     tier: Literal["flex"] | None = None
+    tools: tuple[ToolDef, ...] = ()
+    """The functions the model may call (an action's ``tools:``); none: it may call none."""
 
     @property
     def ledger_tier(self) -> Literal["live", "flex"]:
@@ -238,6 +288,8 @@ class Request:
         }
         if self.options:
             out["options"] = dict(self.options)
+        if self.tools:
+            out["tools"] = [t.to_dict() for t in self.tools]
         return out
 
 
@@ -318,6 +370,7 @@ def stored_request(
         custom_id=custom_id,
         cache=cache,
         options=tuple(sorted((d.get("options") or {}).items())),
+        tools=tuple(ToolDef.from_dict(t) for t in d.get("tools") or ()),
     )
 
 
@@ -375,6 +428,8 @@ class Response:
     paused: Any = None
     legs: tuple[Leg, ...] = ()
     request_id: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The calls a ``tool_use`` turn asks for, in the order the model wrote them."""
 
     @property
     def total_usage(self) -> Usage:

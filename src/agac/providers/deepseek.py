@@ -39,6 +39,7 @@ class DeepSeekProvider(OpenAICompatProvider):
         transports=TRANSPORTS,
         cache_kinds=("implicit",),
         options=(TIMEOUT,),
+        function_tools=True,
     )
     base_url_env = "DEEPSEEK_BASE_URL"
     default_base_url = DEEPSEEK_BASE_URL

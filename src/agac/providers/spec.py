@@ -93,7 +93,9 @@ class ProviderSpec:
     some of its models read images. ``options`` are the keys of ``providers: <name>:`` (how
     requests are sent: never part of a fingerprint); ``request_options`` the keys of an
     action's ``provider_options:``, which change the answer: they go with each request
-    and into its fingerprint.
+    and into its fingerprint. ``function_tools`` says its adapter speaks a tool protocol
+    online (an action's ``tools:``: a turn's calls read into ``Response.tool_calls``, their
+    results sent back).
     """
 
     name: str
@@ -112,6 +114,7 @@ class ProviderSpec:
     vision: bool = False
     options: tuple[Option, ...] = ()
     request_options: tuple[Option, ...] = ()
+    function_tools: bool = False
 
     @property
     def batch_support(self) -> Literal["api", "local", "none"]:

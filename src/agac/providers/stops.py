@@ -123,6 +123,7 @@ def read_stop(
     blocked: str | None = None,
     detail: str | None = None,
     tool_call: str | None = None,
+    offered: bool = False,
 ) -> Stop:
     """The stop of one response of ``provider`` whose stop/finish reason is ``raw``.
 
@@ -135,7 +136,9 @@ def read_stop(
     message), kept for the person who reads the failure. ``tool_call``: the name of a tool
     the reply calls that the action did not ask for (a Gemini ``functionCall`` part, an
     OpenAI ``tool_calls`` entry), whatever the stop value says — Gemini ends a function
-    call with ``STOP``: never an answer.
+    call with ``STOP``: never an answer. ``offered``: every tool the reply calls is one
+    the request offered (an action's ``tools:``): the turn is ``tool_use``, which the
+    engine's tool loop answers, whatever the stop value says.
     """
     raw = raw or ""
     if refusal:
@@ -145,6 +148,8 @@ def read_stop(
         what = "the prompt was blocked"
         return Stop("content_filter", blocked, f"{what}: {detail}" if detail else what)
     rule = STOP_TABLES.get(provider, {}).get(raw)
+    if tool_call is not None and offered and rule in ("end", "tool"):
+        return Stop("tool_use", raw, detail)
     if tool_call is not None and not tool_answer and rule in ("end", "tool"):
         said = (
             f"{provider} stopped with {raw!r} on a call of tool {tool_call!r}: "

@@ -6,7 +6,8 @@ answers and events (:mod:`~agac.store.outcomes`), batches (:mod:`~agac.store.bat
 effects (:mod:`~agac.store.effects`), approvals (:mod:`~agac.store.approvals`), the
 workers' claims and rate windows (:mod:`~agac.store.claims`), dispatch marks
 (:mod:`~agac.store.marks`), users, tokens and web sessions (:mod:`~agac.store.people`)
-and the service's paged reads (:mod:`~agac.store.dashboard`) — over one shared
+the service's paged reads (:mod:`~agac.store.dashboard`) and the turns of tool loops
+(:mod:`~agac.store.turns`) — over one shared
 :class:`~agac.store.core.StoreCore` (engine, dialect hooks, clock, error guard).
 
 The engine calls these methods from a single store thread (see
@@ -27,6 +28,7 @@ from agac.store.outcomes import OutcomeRepository
 from agac.store.people import PeopleRepository
 from agac.store.runs import RunRepository
 from agac.store.snapshots import SnapshotRepository
+from agac.store.turns import TurnRepository
 from agac.store.values import FINAL_STATES
 
 __all__ = ["FINAL_STATES", "Store"]
@@ -43,6 +45,7 @@ class Store(
     MarkRepository,
     PeopleRepository,
     DashboardRepository,
+    TurnRepository,
 ):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``):
     ``Store(url, migrate=True, clock=SYSTEM)``."""

@@ -33,6 +33,7 @@ __all__ = [
     "RecordRow",
     "StagedItem",
     "ToolResultRow",
+    "TurnRow",
     "UsageRow",
     "UsageTotal",
 ]
@@ -91,6 +92,19 @@ class ToolResultRow(NamedTuple):
     input_hash: str
     function: str
     output: str
+    created_at: float
+
+
+class TurnRow(NamedTuple):
+    """One step of a unit's tool loop (table ``turns``): a model turn that called tools
+    (``kind = 'model'``) or one call's result (``'tool'``); ``body`` is JSON text."""
+
+    run_id: str
+    action: str
+    unit_key: str
+    step: int
+    kind: str
+    body: str
     created_at: float
 
 

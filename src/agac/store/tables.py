@@ -452,3 +452,23 @@ sessions = sa.Table(
     sa.Column("ended_at", sa.Float, nullable=True),
 )
 sa.Index("ix_sessions_user", sessions.c.user_name)
+
+# -- turns of a tool loop (migration 0016) ---------------------------------------------------
+# A unit of an llm action with tools is a conversation: each model turn that called tools
+# and each tool result is a row, written before the next step (so a crash resumes at the
+# first step not stored). ``step`` orders a unit's rows; a model turn's calls take the
+# steps right after it, in the order the model wrote them. ``body`` is JSON: a model turn's
+# text, calls and request fingerprint; a tool result's call id, name, arguments, output
+# or error, and latency.
+turns = sa.Table(
+    "turns",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("action", sa.String(200), primary_key=True),
+    sa.Column("unit_key", sa.Text, primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    _tenant(),
+)

@@ -26,6 +26,7 @@ from agac.engine.lifecycle.contextcaches import ContextCaches
 from agac.engine.limits.budget import BudgetGuard
 from agac.engine.limits.rates import RateLimiter
 from agac.engine.outcomes.marks import DispatchMarks, ShardIndex
+from agac.engine.outcomes.turns import TurnLog
 from agac.engine.outcomes.writer import OutcomeWriter
 from agac.engine.ports import ShardMemory, UnitContext
 from agac.engine.values import RunControl
@@ -254,6 +255,9 @@ def assemble_run(
         batch=units,
         approvals=approvals,
         marks=marks,
+        turns=TurnLog(run.id, run.tenant, store, gateway, out)
+        if any(a.tools for a in workflow.actions)
+        else None,
     )
     walk = RecordWalk(
         run_id=run.id,

@@ -247,6 +247,7 @@ class _SessionTree:
         self, store: Store, run: RunRecord, graph: RunGraph, record_key: str, rec: Row | None
     ) -> None:
         self.store = store
+        self.run_id = run.id
         self.tenant: str = run.tenant
         self.actions = graph.actions
         self.regions = graph.regions
@@ -360,6 +361,10 @@ class _SessionTree:
             entry["checks"] = loads(o.checks)  # each check's verdict: name -> passed
         if a.join:
             entry["join"] = a.join  # the fan-out whose items it received
+        if a.tools and o is not None:
+            entry["turns"] = [
+                _turn(r) for r in self.store.turns_of(self.run_id, a.name, o.unit_key)
+            ]
         if o is not None and o.fingerprint and a.kind == "llm":
             ans = self.store.get_answer(o.fingerprint, tenant=self.tenant)
             if ans is not None:
@@ -381,6 +386,13 @@ def _find_node(doc: dict[str, Any], key: str) -> dict[str, Any] | None:
         if found is not None:
             return found
     return None
+
+
+def _turn(row: Row) -> dict[str, Any]:
+    """A stored step of a tool loop: a model turn (its text and calls) or a call's result."""
+    body = loads(row.body)
+    assert isinstance(body, dict)
+    return {"step": row.step, "kind": row.kind, "created_at": row.created_at, **body}
 
 
 def _attempt(u: Row) -> dict[str, Any]:

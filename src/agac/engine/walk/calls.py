@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from agac.engine.checks import CheckedOutcome, outcome_of, repair_feedback
 from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
@@ -26,6 +26,7 @@ from agac.engine.workers.rates import WorkerSlots
 from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
 from agac.jsontext import JSON, dumps
 from agac.media import AttachmentError
+from agac.providers.base import Request
 from agac.store.rows import AnswerRow
 
 if TYPE_CHECKING:
@@ -38,15 +39,25 @@ if TYPE_CHECKING:
     from agac.engine.limits.budget import Reservation
     from agac.engine.ports import Marks, UnitContext
     from agac.engine.values import UnitRecord
-    from agac.providers.base import Request, Response
+    from agac.providers.base import Response
     from agac.store.rows import UsageRow
     from agac.store.values import OutcomeStatus
 
-__all__ = ["Checker", "backoff", "call_with_retries"]
+__all__ = ["Checker", "ToolTurns", "backoff", "call_with_retries"]
 
 Checker = Callable[[JSON, int], "Awaitable[tuple[Verdict, ...]]"]
 """The verdicts of an action's checks on one answer of the given attempt, for the unit
 being called (a judge's call is ledgered on that attempt)."""
+
+
+class ToolTurns(Protocol):
+    """A unit's tool loop (engine/walk/toolloop.py), as a call sees it: a turn that calls
+    tools is handed over with its ledger row; the loop stores it, runs the calls and gives
+    the request of the next turn, or the unit's outcome when a bound ends it."""
+
+    async def answer_calls(
+        self, current: Request, response: Response, usage: UsageRow
+    ) -> Request | Settled: ...
 
 
 async def call_with_retries(
@@ -57,6 +68,8 @@ async def call_with_retries(
     fp: str,
     request_json: str,
     checker: Checker | None = None,
+    loop: ToolTurns | None = None,
+    start: Request | None = None,
 ) -> Settled:
     """Call until answered or out of attempts; commit the outcome while holding the slot.
     Raises Stopped when the run stops before an attempt (the unit stays pending).
@@ -65,9 +78,14 @@ async def call_with_retries(
 
     S1: before it waits for a slot, the unit is expected by the dispatch marks; holding
     the slot, it is listed in a durable mark before the call goes out; once the slot is
-    given back (the outcome committed, or nothing sent) it is released."""
+    given back (the outcome committed, or nothing sent) it is released.
+
+    With a tool ``loop``, a turn that calls tools goes to it and the next turn is sent in
+    the same attempt (a turn is not an attempt); ``start`` is the request of the first turn
+    to send (a loop resumed with stored turns), and a rejected answer is asked again with
+    the conversation so far."""
     attempt = repairs = 0
-    current = request
+    current = start if start is not None else request
     marks = ctx.marks
     pool = _pool(rt.slots)
     fallback = _FlexFallback.of(ctx, rt, request)
@@ -83,7 +101,7 @@ async def call_with_retries(
             slot.held = True
             if ctx.control.stopping:
                 raise Stopped()  # never sent, or not sent again: pending for the next run
-            checks = _Checks(checker, repairs)
+            checks = _Checks(checker, repairs, loop)
             done = await _attempt(
                 ctx, rt, rec, request, request_json, current, fp, attempt, slot, checks
             )
@@ -181,11 +199,12 @@ class _Again(NamedTuple):
 
 
 class _Checks(NamedTuple):
-    """The action's checks as one attempt applies them: the verdicts of an answer, and the
-    repairs already asked for this unit."""
+    """What one attempt applies to an answer: the verdicts of the action's checks, the
+    repairs already asked for this unit, and the unit's tool loop (None: no tools)."""
 
     checker: Checker | None
     repairs: int
+    loop: ToolTurns | None = None
 
 
 async def _attempt(
@@ -235,6 +254,12 @@ async def _attempt(
         if final is not None:
             return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
         return _Again(backoff(spec, attempt), current, True)
+    loop = checks.loop
+    if loop is not None and response.stop_reason == "tool_use":
+        row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
+        turn = await loop.answer_calls(current, response, row)
+        return turn if not isinstance(turn, Request) else _Again(0.0, turn, False)
+    asked = current if loop is not None else request  # a loop keeps its conversation
     try:
         output = accept_response(rt, response)
     except Fail as fail:
@@ -243,7 +268,7 @@ async def _attempt(
             return await _final(ctx, rt, rec, "failed", fail.reason, fail.detail, None, fp, attempt)
         # Ask again with the error fed back, after the same backoff as any retryable
         # failure (docs/providers.md).
-        return _Again(backoff(spec, attempt), reprompt(request, response, fail), True)
+        return _Again(backoff(spec, attempt), reprompt(asked, response, fail), True)
     verdicts = await checks.checker(output, attempt) if checks.checker is not None else ()
     checked = outcome_of(verdicts, repairs=checks.repairs, can_repair=True)
     if checked.status == "repair":
@@ -255,7 +280,7 @@ async def _attempt(
             feedback=repair_feedback(checked.failed),
         )
         await ctx.out.record_call(rt, rec, attempt, current, response, repair, started, fp)
-        return _Again(0.0, reprompt(request, response, repair), True, repair=True)
+        return _Again(0.0, reprompt(asked, response, repair), True, repair=True)
     return await _answered(
         ctx,
         rt,

@@ -35,6 +35,7 @@ from agac.engine.judges import grade
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
+from agac.engine.walk.toolloop import call_with_tools
 from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSON, JSONObject, dumps
 from agac.media import AttachmentError
@@ -354,7 +355,8 @@ async def _single_flight(
     fut: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
     inflight[fp] = fut
     try:
-        called = await call_with_retries(ctx, rt, rec, request, fp, request_json, checker)
+        ask = call_with_tools if rt.tools else call_with_retries
+        called = await ask(ctx, rt, rec, request, fp, request_json, checker)
         fut.set_result(called)
     except BaseException as exc:
         fut.set_exception(exc)

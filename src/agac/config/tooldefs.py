@@ -1,0 +1,133 @@
+"""An llm action's ``tools:`` read into :class:`~agac.config.model.FunctionTool` entries.
+
+An entry is ``module:name`` (the function's own name is the tool's), or a mapping with
+``function`` and optionally ``name``, ``description``, ``schema`` (the JSON Schema of the
+arguments, an object) and ``timeout``. Whether each function imports and can be described
+is checked against the project (config/environment.py), where the root is known.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agac.config.keys import FUNCTION_TOOL_KEYS
+from agac.config.model import FunctionTool
+from agac.config.source import Findings, Path
+from agac.config.values import read_duration, read_mapping, read_str
+
+__all__ = ["read_function", "read_tools"]
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name every provider accepts (OpenAI's and Anthropic's rule; Gemini's is wider)."""
+
+
+def read_tools(f: Findings, value: Any, path: Path) -> tuple[FunctionTool, ...]:
+    """Every entry of ``tools:``, each bad one reported at its own line."""
+    if not isinstance(value, list) or not value:
+        f.error(
+            "invalid_value",
+            f"tools must be a list of functions (module:name), got {value!r}",
+            path,
+            hint="tools: [tools.orders:lookup]",
+        )
+        return ()
+    out: list[FunctionTool] = []
+    for n, item in enumerate(value):
+        tool = _entry(f, item, path + (n,))
+        if tool is None:
+            continue
+        if any(t.name == tool.name for t in out):
+            f.error(
+                "invalid_value",
+                f"two tools are called {tool.name!r}",
+                path + (n,),
+                hint="give one of them another name: (name: lookup_order)",
+            )
+            continue
+        out.append(tool)
+    return tuple(out)
+
+
+def _entry(f: Findings, item: Any, path: Path) -> FunctionTool | None:
+    if isinstance(item, str):
+        function = read_function(f, item, path)
+        return None if function is None else FunctionTool(function, _own_name(function))
+    body = read_mapping(f, item, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, FUNCTION_TOOL_KEYS, path, "tool")
+    if "function" not in body:
+        f.error(
+            "missing_key", "a tool has no 'function'", path, hint="function: tools.orders:lookup"
+        )
+        return None
+    function = read_function(f, body["function"], path + ("function",))
+    if function is None:
+        return None
+    name = _own_name(function)
+    if "name" in body:
+        name = read_str(f, body["name"], path + ("name",)) or name
+    if TOOL_NAME.fullmatch(name) is None:
+        f.error(
+            "invalid_value",
+            f"tool name {name!r} is not 1-64 letters, digits, _ or -",
+            path + ("name",) if "name" in body else path,
+            hint="name: lookup_order",
+        )
+        return None
+    description = None
+    if "description" in body:
+        description = read_str(f, body["description"], path + ("description",))
+    schema = _arguments_schema(f, body["schema"], path + ("schema",)) if "schema" in body else None
+    timeout = 60.0
+    if "timeout" in body:
+        timeout = read_duration(f, body["timeout"], path + ("timeout",)) or timeout
+    return FunctionTool(function, name, description, schema, timeout)
+
+
+def _own_name(function: str) -> str:
+    return function.rpartition(":")[2].rpartition(".")[2]
+
+
+def read_function(f: Findings, value: Any, path: Path) -> str | None:
+    """A ``module:name`` reference, or None with the problem reported."""
+    text = read_str(f, value, path)
+    if text is None:
+        return None
+    module, sep, attr = text.partition(":")
+    if (
+        not sep
+        or not module
+        or not attr
+        or not all(p.isidentifier() for p in (*module.split("."), *attr.split(".")))
+    ):
+        f.error(
+            "invalid_function",
+            f"function {text!r} is not module:name",
+            path,
+            hint="e.g. tools.orders:lookup (resolved from the project root)",
+        )
+        return None
+    return text
+
+
+def _arguments_schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:
+    if not isinstance(value, dict) or value.get("type") != "object":
+        f.error(
+            "invalid_schema",
+            f"a tool's schema must be a JSON Schema of type object (its arguments), got {value!r}",
+            path,
+            hint="schema: {type: object, properties: {order_id: {type: string}}}",
+        )
+        return None
+    from jsonschema.exceptions import SchemaError  # ~0.1 s: only tools with a schema pay
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(value).check_schema(value)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "schema"
+        f.error("invalid_schema", f"the tool's schema is not valid at {where}: {exc.message}", path)
+        return None
+    return value

@@ -1,0 +1,284 @@
+"""A unit of an llm action with ``tools:``: a loop of durable turns.
+
+The model is asked; a turn that calls tools is stored (with its ledger row) before any
+call runs; the calls run together (:func:`agac.tools.invoke.call_function`: isolated,
+timed out, an error told to the model), each result stored as soon as it is back; the
+next turn sends the conversation so far. The loop ends when the model answers (accepted,
+checked and stored as any answer, under the unit's first request's fingerprint: reused as
+any answer) or a bound is reached: ``max_turns`` model turns still calling tools fail the
+unit ``max_turns_exceeded``, more calls than ``max_tool_calls`` fail it
+``max_tool_calls_exceeded``; each names the call.
+
+A crash between steps redoes nothing that is stored (D17): the loop starts by reading the
+unit's stored steps in this run, rebuilds the conversation from them, runs only the calls
+of the last stored turn whose results are missing, and asks the model only for the turn
+after. A turn the model was answering when the process died is asked again (it was in
+flight, as any call is: S1).
+
+Each model turn goes through :func:`agac.engine.walk.calls.call_with_retries` like any
+call (slot, marks, budget, retries; a turn is not an attempt), which hands a turn that calls
+tools to :meth:`ToolLoop.answer_calls`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from agac.engine.context import ToolContext
+from agac.engine.crashpoints import maybe_crash
+from agac.engine.requests import effect_key, tool_input_hash
+from agac.engine.walk.calls import call_with_retries
+from agac.jsontext import dumps, loads
+from agac.providers.base import Message, Request, ToolCall
+from agac.store.rows import UsageRow
+from agac.tools.invoke import LoadedTool, ToolOutcome, call_function
+
+if TYPE_CHECKING:
+    from agac.engine.actions import ActionRuntime
+    from agac.engine.ports import Turns, UnitContext
+    from agac.engine.values import Settled, UnitRecord
+    from agac.engine.walk.calls import Checker
+    from agac.providers.base import Response
+    from agac.store.rows import TurnRow
+
+__all__ = ["ToolLoop", "call_with_tools"]
+
+
+async def call_with_tools(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    request: Request,
+    fp: str,
+    request_json: str,
+    checker: Checker | None = None,
+) -> Settled:
+    """The unit's loop, from its first step not stored to its outcome."""
+    assert ctx.turns is not None, "a run with tools has a turn log"
+    loop = ToolLoop(ctx, ctx.turns, rt, rec, request, fp)
+    start = await loop.resume()
+    if not isinstance(start, Request):
+        return start
+    return await call_with_retries(
+        ctx, rt, rec, request, fp, request_json, checker, loop=loop, start=start
+    )
+
+
+@dataclass
+class _Turn:
+    """A model turn that called tools, at ``step``; its calls take the steps after it."""
+
+    step: int
+    text: str
+    calls: tuple[ToolCall, ...]
+    results: dict[int, str] = field(default_factory=dict)
+    """Call index -> the result sent back (what is stored)."""
+
+    @property
+    def message(self) -> Message:
+        return Message("assistant", self.text, tool_calls=self.calls)
+
+    def replies(self) -> list[Message]:
+        return [
+            Message("tool", self.results[n], tool_call_id=c.id, name=c.name)
+            for n, c in enumerate(self.calls)
+        ]
+
+    @property
+    def next_step(self) -> int:
+        return self.step + len(self.calls) + 1
+
+
+class ToolLoop:
+    """One unit's loop: its conversation so far and its bounds."""
+
+    def __init__(
+        self,
+        ctx: UnitContext,
+        turns: Turns,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        request: Request,
+        fp: str,
+    ) -> None:
+        self.ctx, self.log, self.rt, self.rec = ctx, turns, rt, rec
+        self.request, self.fp = request, fp
+        self.turns: list[_Turn] = []
+        self.tools = {t.definition.name: t for t in rt.tools}
+
+    # -- where the loop stands ---------------------------------------------------------------
+
+    def next_request(self) -> Request:
+        """The request of the next model turn: the unit's, then the conversation so far."""
+        messages = list(self.request.messages)
+        for turn in self.turns:
+            messages.append(turn.message)
+            messages.extend(turn.replies())
+        return replace(self.request, messages=tuple(messages))
+
+    @property
+    def calls_made(self) -> int:
+        return sum(len(t.calls) for t in self.turns)
+
+    async def resume(self) -> Request | Settled:
+        """Rebuild the conversation from the stored steps; finish the last stored turn's
+        calls. The request of the next turn, or the unit's outcome when a bound ends it."""
+        rows = await self.log.load(self.rt.name, self.rec.key)
+        for row in rows:
+            self._replay(row)
+        if self.turns and len(self.turns[-1].results) < len(self.turns[-1].calls):
+            return await self._continue(self.turns[-1])
+        return self.next_request()
+
+    def _replay(self, row: TurnRow) -> None:
+        body = loads(row.body)
+        assert isinstance(body, dict)
+        if row.kind == "model":
+            calls = tuple(ToolCall.from_dict(c) for c in body["tool_calls"])  # type: ignore[union-attr, arg-type]
+            self.turns.append(_Turn(row.step, str(body.get("text") or ""), calls))
+        else:
+            turn = self.turns[-1]
+            turn.results[row.step - turn.step - 1] = str(body["content"])
+
+    # -- one turn -----------------------------------------------------------------------------
+
+    async def answer_calls(
+        self, current: Request, response: Response, usage: UsageRow
+    ) -> Request | Settled:
+        """Store the turn (with its ledger row), then run its calls."""
+        step = self.turns[-1].next_step if self.turns else 0
+        turn = _Turn(step, response.text, response.tool_calls)
+        body = {
+            "text": response.text,
+            "tool_calls": [c.to_dict() for c in turn.calls],
+            "fingerprint": current.fingerprint(),
+            "usage": response.usage.to_dict(),
+        }
+        await self.log.write(self.rt.name, self.rec.key, step, "model", dumps(body), [usage])
+        self.turns.append(turn)
+        maybe_crash("turn_stored")
+        return await self._continue(turn)
+
+    async def _continue(self, turn: _Turn) -> Request | Settled:
+        """The bounds, then the turn's calls not yet answered, together."""
+        action = self.rt.action
+        if len(self.turns) >= action.max_turns:
+            last = turn.calls[-1]
+            return await self._fail(
+                reason="max_turns_exceeded",
+                detail=f"the model still called tools after {len(self.turns)} turns "
+                f"(max_turns: {action.max_turns}); its last call: {_named(last)}",
+            )
+        bound = action.max_tool_calls
+        if bound is not None and self.calls_made > bound:
+            over = turn.calls[bound - (self.calls_made - len(turn.calls))]
+            return await self._fail(
+                reason="max_tool_calls_exceeded",
+                detail=f"the model asked for {self.calls_made} tool calls (max_tool_calls: "
+                f"{bound}); the call over the bound: {_named(over)}",
+            )
+        missing = [n for n in range(len(turn.calls)) if n not in turn.results]
+        await asyncio.gather(*(self._call(turn, n) for n in missing))
+        return self.next_request()
+
+    async def _call(self, turn: _Turn, n: int) -> None:
+        """Run one call and store its result (with its ledger row) before it counts."""
+        call = turn.calls[n]
+        tool = self.tools.get(call.name)
+        clock = self.ctx.control.clock
+        started = clock.monotonic()
+        if tool is None:  # a name the request did not offer cannot come as tool_use
+            outcome = ToolOutcome(None, f"there is no tool {call.name!r}")
+        else:
+            outcome = await call_function(tool, call.arguments, self._context(tool, call))
+        maybe_crash("tool_called")
+        error = self.ctx.out.redact(outcome.error) if outcome.error is not None else None
+        content = ToolOutcome(outcome.output, error).content
+        latency = (clock.monotonic() - started) * 1000
+        body = {
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "content": content,
+            "error": error,
+            "latency_ms": round(latency, 3),
+        }
+        usage = self._tool_row(tool, call, latency, error)
+        step = turn.step + 1 + n
+        await self.log.write(self.rt.name, self.rec.key, step, "tool", dumps(body), [usage])
+        turn.results[n] = content
+        maybe_crash("tool_stored")
+
+    def _context(self, tool: LoadedTool, call: ToolCall) -> ToolContext:
+        ctx, rec = self.ctx, self.rec
+        key = effect_key(
+            ctx.tenant,
+            ctx.workflow,
+            self.rt.name,
+            rec.key,
+            tool_input_hash(tool.spec.function, _canonical_arguments(call.arguments)),
+        )
+        return ToolContext(
+            ctx.run_id,
+            ctx.workflow,
+            self.rt.name,
+            rec.record_key,
+            rec.item_key,
+            len(self.turns),
+            key,
+            tenant=ctx.tenant,
+        )
+
+    def _tool_row(
+        self, tool: LoadedTool | None, call: ToolCall, latency: float, error: str | None
+    ) -> UsageRow:
+        """The call in the ledger: a tool invocation (no tokens, no cost)."""
+        return UsageRow(
+            self.ctx.run_id,
+            self.rt.name,
+            self.rec.key,
+            len(self.turns),
+            "tool",
+            "tool",
+            tool.spec.function if tool is not None else call.name,
+            "live",
+            0,
+            0,
+            0,
+            0,
+            0.0,
+            latency,
+            "ok" if error is None else "error",
+            error,
+            tool_input_hash(call.name, _canonical_arguments(call.arguments)),
+            self.ctx.control.clock.time(),
+        )
+
+    async def _fail(self, *, reason: str, detail: str) -> Settled:
+        return await self.ctx.out.settle(
+            self.rt,
+            self.rec,
+            "failed",
+            reason,
+            detail,
+            origin="call",
+            fingerprint=self.fp,
+            attempts=1,
+        )
+
+
+def _named(call: ToolCall) -> str:
+    """A call as a person reads it: ``lookup({"q": "x"})``."""
+    args = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "…"
+    return f"{call.name}({args})"
+
+
+def _canonical_arguments(arguments: str) -> str:
+    """The arguments as canonical JSON (the text as written when it is not JSON)."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return arguments

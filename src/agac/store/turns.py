@@ -1,0 +1,67 @@
+"""The turns half of the repository API (a mixin of :class:`agac.store.repository.Store`):
+the durable steps of a unit's tool loop (table ``turns``, migration 0016).
+
+A step is written with the ledger rows of what it cost, in one fenced transaction (S3):
+a model turn with its call's usage, a tool result with its invocation's. A step already
+stored is kept as it is (``ON CONFLICT DO NOTHING``): a step is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from agac.store import tables as t
+from agac.store.core import StoreCore
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+    from agac.store.rows import TurnRow, UsageRow
+
+__all__ = ["TurnRepository"]
+
+
+class TurnRepository(StoreCore):
+    def put_turns(
+        self,
+        tenant: str,
+        turns: Sequence[TurnRow],
+        usage: Sequence[UsageRow] = (),
+        *,
+        lease: tuple[str, int, float] | None = None,
+    ) -> None:
+        """Store steps of tool loops and their ledger rows, for the run holding ``lease``."""
+        with self._write("store a tool loop's turn") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            self._bulk(conn, t.turns, turns, "ON CONFLICT DO NOTHING", tenant=tenant)
+            self._bulk(conn, t.usage, usage, tenant=tenant)
+
+    def turns_of(self, run_id: str, action: str, unit_key: str) -> list[Row]:
+        """A unit's stored steps in a run, in order."""
+        c = t.turns.c
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    sa.select(t.turns)
+                    .where(c.run_id == run_id, c.action == action, c.unit_key == unit_key)
+                    .order_by(c.step)
+                ).all()
+            )
+
+    def turn_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
+        """(action, unit key) -> (model turns that called tools, tool results) of a run's
+        tool loops."""
+        c = t.turns.c
+        model = sa.func.sum(sa.case((c.kind == "model", 1), else_=0))
+        tool = sa.func.sum(sa.case((c.kind == "tool", 1), else_=0))
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(c.action, c.unit_key, model, tool)
+                .where(c.run_id == run_id)
+                .group_by(c.action, c.unit_key)
+            ).all()
+        return {(r[0], r[1]): (int(r[2] or 0), int(r[3] or 0)) for r in rows}
