@@ -14,6 +14,7 @@ take in each tier.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agac.api.inline import WorkflowRef, project_for, workflow_file
 from agac.api.progress import ProgressMode, RunProgress
 from agac.api.projects import ProjectRef, scope_of, using
+from agac.api.threads import RunControl, in_thread, loop_running
 from agac.api.workflows import load_workflow
 from agac.errors import UsageError
 
@@ -64,7 +66,45 @@ def pilot(
     notes below ``min_agreement``).
 
     Refused while the workflow has an open run that is not a pilot: finish or cancel it
-    first. An interrupted pilot is admitted anew by the next one (its answers reused)."""
+    first. An interrupted pilot is admitted anew by the next one (its answers reused).
+
+    Inside a running event loop (a notebook's cell) it runs on a thread of its own, as
+    :func:`agac.run` does."""
+    call = functools.partial(
+        _pilot,
+        workflow,
+        project,
+        sample=sample,
+        stratify=stratify,
+        seed=seed,
+        out=out,
+        labels=labels,
+        min_agreement=min_agreement,
+        tenant=tenant,
+        progress=progress,
+        principal=principal,
+        store=store,
+    )
+    if loop_running():
+        return in_thread(call, RunControl())
+    return call()
+
+
+def _pilot(
+    workflow: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    sample: int,
+    stratify: str | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    labels: str | Path | None = None,
+    min_agreement: float = 0.8,
+    tenant: str | None = None,
+    progress: ProgressMode = "auto",
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     from agac.data.sampling import SampleSource, choose_sample
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
