@@ -55,6 +55,8 @@ PROVIDER_ENV_VARS: tuple[str, ...] = (
     "MISTRAL_BASE_URL",
     "TOGETHER_API_KEY",
     "TOGETHER_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "OPENROUTER_BASE_URL",
 )
 
 

@@ -54,6 +54,7 @@ from . import (
     mistral,
     ollama,
     openai,
+    openrouter,
     together,
 )
 from .faults import RuleError
@@ -290,6 +291,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *deepseek.routes(),
             *mistral.routes(),
             *together.routes(),
+            *openrouter.routes(),
             *anthropic.routes(),
             *gemini.routes(),
             *ollama.routes(),

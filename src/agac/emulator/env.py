@@ -5,7 +5,8 @@ Each variable is the one the SDK itself reads, with the value it expects there:
 ``ANTHROPIC_BASE_URL``, ``GROQ_BASE_URL`` and ``DEEPSEEK_BASE_URL`` are the bare root (their SDKs add ``/v1/…`` and
 ``/openai/v1/…``); ``GOOGLE_GEMINI_BASE_URL`` is the root (google-genai adds ``/v1beta``);
 ``OLLAMA_HOST`` is ``http://host:port``; ``MISTRAL_BASE_URL`` and ``TOGETHER_BASE_URL`` are ``<root>/mistral``
-and ``<root>/together`` (their SDKs add ``/v1/…``); ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
+and ``<root>/together`` (their SDKs add ``/v1/…``); ``OPENROUTER_BASE_URL`` is
+``<root>/openrouter/api/v1``; ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
 SDK adds ``/openai/…``), with an ``OPENAI_API_VERSION`` Azure takes. Keys are dummies: the emulator accepts any.
 ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` get the same value, so whichever one the
 google-genai SDK prefers (``GOOGLE_API_KEY``) is a dummy too, never a real key.
@@ -39,6 +40,8 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
         "MISTRAL_API_KEY": DUMMY_KEY,
         "TOGETHER_BASE_URL": f"{root}/together",
         "TOGETHER_API_KEY": DUMMY_KEY,
+        "OPENROUTER_BASE_URL": f"{root}/openrouter/api/v1",
+        "OPENROUTER_API_KEY": DUMMY_KEY,
         "OLLAMA_HOST": root,
         "AZURE_OPENAI_ENDPOINT": f"{root}/azure",
         "AZURE_OPENAI_API_KEY": DUMMY_KEY,

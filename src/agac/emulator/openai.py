@@ -112,7 +112,8 @@ class Flavor:
     batch: bool = True
     """Whether the API has files and batches (DeepSeek's has chat only)."""
     dialect: str = "openai"
-    """``deepseek``: cache hits as ``prompt_cache_hit_tokens``/``prompt_cache_miss_tokens``,
+    """``openrouter``: ``usage.cost`` (USD) and the serving ``provider`` in every answer.
+    ``deepseek``: cache hits as ``prompt_cache_hit_tokens``/``prompt_cache_miss_tokens``,
     a reasoner's thinking as ``message.reasoning_content``, ``json_schema`` refused.
     ``mistral``: errors as a flat ``{object: error, message, type, param, code}``, a
     message with no refusal, a Magistral model's content as ``thinking`` and ``text``
@@ -269,6 +270,10 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
         message = {"role": "assistant", "content": content}
         if "reasoner" in model:
             message["reasoning_content"] = "Let me think it through."
+    if flavor.dialect == "openrouter":
+        # What the call cost (USD: $1 per million tokens here) and who served it.
+        usage["cost"] = round((prompt + ans.output_tokens) / 1e6, 9)
+        usage["is_byok"] = False
     if flavor.dialect == "mistral":
         message = {"role": "assistant", "content": content, "tool_calls": None}
         if "magistral" in model and content is not None:
@@ -400,6 +405,8 @@ def routes(flavor: Flavor) -> list[Route]:
         state.stats.bill(flavor.provider, model, canonical)
         tier = flex_tier(flavor, body)
         reply = completion(flavor, model, ans, state.clock.now(), tier)
+        if flavor.dialect == "openrouter":
+            reply["provider"] = _routed(body)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(_sse(reply, usage), media_type="text/event-stream")
@@ -607,6 +614,13 @@ def routes(flavor: Flavor) -> list[Route]:
         Route(f"{p}/batches/{{id}}", guard(batch_get), methods=["GET"]),
         Route(f"{p}/batches/{{id}}/cancel", guard(batch_cancel), methods=["POST"]),
     ]
+
+
+def _routed(body: dict[str, Any]) -> str:
+    """The provider OpenRouter serves a request with: the first of its ``provider.order``,
+    else the model's vendor."""
+    order = (body.get("provider") or {}).get("order") or []
+    return str(order[0]) if order else str(body.get("model", "")).split("/")[0].title()
 
 
 async def _sse(reply: dict[str, Any], include_usage: bool) -> AsyncIterator[bytes]:

@@ -206,6 +206,10 @@ def chat_response(
     written = as_int(pick_(usage, "prompt_tokens_details", "cache_write_tokens"))
     output = as_int(pick_(usage, "completion_tokens"))
     reported = as_int(pick_(usage, "completion_tokens_details", "reasoning_tokens"))
+    billed = served = None
+    if provider == "openrouter":  # what OpenRouter billed, and the provider it routed to
+        billed = _cost(pick_(usage, "cost"))
+        served = str(pick_(body, "provider") or "") or None
     return Response(
         text=text,
         model=str(pick_(body, "model") or ""),
@@ -225,7 +229,14 @@ def chat_response(
         stop_detail=stop.detail,
         request_id=request_id,
         tool_calls=calls if stop.reason == "tool_use" else (),
+        billed_usd=billed,
+        served_by=served,
     )
+
+
+def _cost(value: Any) -> float | None:
+    """A cost the provider reports (USD), or None when it reports none."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _content_text(content: Any) -> tuple[str, str | None]:

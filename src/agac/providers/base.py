@@ -413,6 +413,9 @@ class Response:
     the stop (a refusal's category and explanation, a filter's safety category, the raw
     value of an unexpected stop). ``paused`` is the content of a paused turn as the
     provider sent it, for the adapter that continues it (``stop_reason == "paused"``).
+    ``billed_usd`` is what the provider says the call cost (OpenRouter ``usage.cost``): the
+    ledger takes it instead of pricing the usage; ``served_by`` the upstream provider a
+    router sent the call to (OpenRouter ``provider``), kept in the ledger.
     """
 
     text: str
@@ -430,6 +433,8 @@ class Response:
     request_id: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     """The calls a ``tool_use`` turn asks for, in the order the model wrote them."""
+    billed_usd: float | None = None
+    served_by: str | None = None
 
     @property
     def total_usage(self) -> Usage:

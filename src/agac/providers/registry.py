@@ -42,6 +42,7 @@ _BUILTIN = {
     "deepseek": "agac.providers.deepseek:DeepSeekProvider",
     "mistral": "agac.providers.mistral:MistralProvider",
     "together": "agac.providers.together:TogetherProvider",
+    "openrouter": "agac.providers.openrouter:OpenRouterProvider",
 }
 
 

@@ -66,6 +66,9 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
     },
     # Together: OpenAI's values, and ``eos`` (the model's end-of-sequence token: an answer).
     "together": {**_OPENAI, "eos": "end"},
+    # OpenRouter: OpenAI's values as it normalizes them, and ``error`` (the upstream
+    # provider failed mid-answer).
+    "openrouter": {**_OPENAI, "error": "unexpected"},
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

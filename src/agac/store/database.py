@@ -42,7 +42,7 @@ __all__ = [
     "upgrade",
 ]
 
-HEAD_REVISION = "0016"
+HEAD_REVISION = "0017"
 IDLE_IN_TRANSACTION_MS = 10_000
 """PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
 default lease TTL."""

@@ -113,7 +113,8 @@ class UsageRow(NamedTuple):
 
     ``reasoning_tokens`` are a part of ``output_tokens``; ``server_tools`` is the
     provider's billed tool uses as compact JSON (``{"web_search": 2}``, None for none);
-    ``request_id`` the provider's id of the call, for its support."""
+    ``request_id`` the provider's id of the call, for its support; ``served_by`` the
+    upstream provider a router sent the call to (OpenRouter), None for a direct call."""
 
     run_id: str
     action: str
@@ -137,6 +138,7 @@ class UsageRow(NamedTuple):
     reasoning_tokens: int = 0
     server_tools: str | None = None
     request_id: str | None = None
+    served_by: str | None = None
 
 
 class EventRow(NamedTuple):

@@ -179,6 +179,8 @@ usage = sa.Table(
     sa.Column("reasoning_tokens", sa.Integer, nullable=False, server_default="0"),
     sa.Column("server_tools", sa.Text, nullable=True),
     sa.Column("request_id", sa.String(200), nullable=True),
+    # The upstream provider a router (OpenRouter) sent the call to (migration 0017).
+    sa.Column("served_by", sa.String(64), nullable=True),
 )
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.action)
 sa.Index("ix_usage_unknown", usage.c.origin, usage.c.status)

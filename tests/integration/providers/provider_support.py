@@ -19,6 +19,7 @@ MODELS: dict[str, str] = {
     "deepseek": "deepseek-chat",
     "mistral": "mistral-small-latest",
     "together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "openrouter": "openai/gpt-4o-mini",
     "mock": "any",
 }
 SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "together", "ollama")

@@ -134,8 +134,9 @@ def test_missing_credentials_is_unsupported_and_names_the_variable(
 
 
 def test_models_cover_every_provider() -> None:
-    # DeepSeek (JSON mode only) has its own suite, test_deepseek.py.
-    assert set(MODELS) == {*ALL_PROVIDERS, "deepseek"}
+    # DeepSeek (JSON mode only) and OpenRouter have their own suites (test_deepseek.py,
+    # test_openrouter.py).
+    assert set(MODELS) == {*ALL_PROVIDERS, "deepseek", "openrouter"}
 
 
 async def test_anthropic_auth_token_is_enough(

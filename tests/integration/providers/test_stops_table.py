@@ -673,6 +673,8 @@ def _documented() -> dict[str, set[str]]:
         "together": literal(TogetherChoice.model_fields["finish_reason"].annotation),
         # The ollama SDK types done_reason as a plain string; its API documents these.
         "ollama": {"stop", "length", "load", "unload"},
+        # OpenRouter normalizes every provider's finish reason to these (its API reference).
+        "openrouter": {"stop", "length", "content_filter", "tool_calls", "error"},
         # DeepSeek has no SDK; its API reference lists these finish reasons.
         "deepseek": {
             "stop",
@@ -696,7 +698,8 @@ def _reply(provider: str, value: str) -> dict[str, Any]:
     if provider == "anthropic" and value == "tool_use":
         reply["blocks"] = ["text", "tool_use"]
     tool_stops = ("tool_calls", "function_call")
-    if provider in ("openai", "groq", "deepseek", "mistral", "together") and value in tool_stops:
+    compatible = ("openai", "groq", "deepseek", "mistral", "together", "openrouter")
+    if provider in compatible and value in tool_stops:
         reply.update(blocks=["tool_calls"], content=None)
     return reply
 

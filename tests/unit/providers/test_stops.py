@@ -21,6 +21,7 @@ ANSWERS = {
     "deepseek": {"stop"},
     "mistral": {"stop"},
     "together": {"stop", "eos"},
+    "openrouter": {"stop"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -109,11 +110,12 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "deepseek": "**DeepSeek**",
         "mistral": "**Mistral**",
         "together": "**Together**",
+        "openrouter": "**OpenRouter**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
-        if provider in ("groq", "azure", "deepseek", "together"):
+        if provider in ("groq", "azure", "deepseek", "together", "openrouter"):
             own = section[section.index(titles["openai"]) :] + own
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)

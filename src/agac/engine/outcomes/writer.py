@@ -317,6 +317,8 @@ class OutcomeWriter:
         usage = response.usage if response is not None else None
         tier = request.ledger_tier
         cost = self.prices.cost(action.model or "", usage, tier) if usage is not None else 0.0
+        if response is not None and response.billed_usd is not None:
+            cost = response.billed_usd  # what the provider billed (OpenRouter usage.cost)
         error_text = None
         if error is not None:
             error_text = f"{_reason_of(error) or type(error).__name__}: {error}"
@@ -324,7 +326,7 @@ class OutcomeWriter:
         if response is not None and response.legs:  # the earlier legs have rows of their own
             latency = max(0.0, latency - sum(leg.latency_ms for leg in response.legs))
         request_id = response.request_id if response is not None else _request_id_of(error)
-        return self._llm_row(
+        row = self._llm_row(
             self.run_id,
             action.name,
             rec.key,
@@ -340,6 +342,7 @@ class OutcomeWriter:
             fp,
             request_id,
         )
+        return row._replace(served_by=response.served_by) if response is not None else row
 
     def leg_rows(
         self,
