@@ -83,7 +83,7 @@ def _args(path: str, cmd: click.Command, port: int, as_json: bool, scratch: Path
             if isinstance(param, click.Option):
                 args.append(param.opts[0])
             args.append(VALUES[param.name])
-    if path == "agac emulator":
+    if path in ("agac emulator", "agac serve"):  # a port in use: they answer, never serve
         args += ["--port", str(port)]
     if as_json and any(p.name == "as_json" for p in cmd.params):
         args.append("--json")
@@ -262,6 +262,16 @@ def test_emulator_refuses_a_port_in_use_before_announcing(tmp_path: Path, busy_p
     done = agac("emulator", "--port", str(busy_port), cwd=tmp_path, timeout=240)
     assert done.code == 2
     assert "agac emulator on" not in done.err and "Traceback" not in done.err
+    assert f"cannot serve on 127.0.0.1:{busy_port}" in done.err and "--port" in done.err
+
+
+def test_serve_refuses_a_port_in_use_before_announcing(
+    quickstart_copy: Path, busy_port: int
+) -> None:
+    """One person on loopback: a busy port is an error before any sign-in link is made."""
+    done = agac("serve", "--port", str(busy_port), cwd=quickstart_copy, timeout=240)
+    assert done.code == 2, done.err
+    assert "open this link" not in done.out + done.err and "Traceback" not in done.err
     assert f"cannot serve on 127.0.0.1:{busy_port}" in done.err and "--port" in done.err
 
 

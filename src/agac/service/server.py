@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import UsageError
+from agac.ports import check_port
 from agac.service.context import Exposure, loopback_hosts
 from agac.service.owner import Owner
 
@@ -97,6 +98,8 @@ def serve(
     from agac.service.context import ServiceContext
     from agac.store.repository import Store
 
+    # a port in use is an error (exit 2) before any link is announced or token made
+    check_port(options.host, options.port)
     owner = None if project.config.login else owner_for(project, options)
     url = store_url(project)
     if url == "memory" or not url.startswith(("sqlite", "postgres")):
