@@ -21,7 +21,10 @@ Tree::
     ├── ProviderError               a provider call failed; ``kind`` is the taxonomy class (docs/providers.md)
     │   ├── WaitError               come back after ``retry_after`` seconds, no attempt spent
     │   ├── RetryableError          spend an attempt, back off with jitter; a tool raises it
-    │   │                           (``agac.RetryableError``) to ask for another attempt
+    │   │   │                       (``agac.RetryableError``) to ask for another attempt
+    │   │   └── TransportError      the provider could not be reached, or the connection
+    │   │                           broke or timed out (a burst of identical ones pauses
+    │   │                           the action: ``provider_unreachable``)
     │   ├── FatalError              fail the unit (``provider_error``), no retries
     │   │   └── AttachmentError     a file the request attaches cannot be sent as it is
     │   │                           (missing, changed, unsupported, too large…); ``reason``
@@ -73,6 +76,7 @@ __all__ = [
     "StoreError",
     "StoreGone",
     "ToolError",
+    "TransportError",
     "UnsupportedError",
     "UsageError",
     "WaitError",
@@ -289,6 +293,10 @@ class RetryableError(ProviderError):
     """
 
     kind = "retryable"
+
+
+class TransportError(RetryableError):
+    """The provider could not be reached, or the connection broke or timed out."""
 
 
 class FatalError(ProviderError):

@@ -16,7 +16,7 @@ parent with such an item is skipped with the same reason instead of joined, and 
 run asks those units again — ``carries_over`` is false for them (R1: every other outcome
 is kept by the next run of the same workflow). ``ends_run`` is the final state a run
 takes when units of its own were skipped with the code (``deadline`` -> ``timed_out``,
-``budget_exhausted`` -> ``exhausted``).
+``budget_exhausted`` -> ``exhausted``, ``provider_unreachable`` -> ``failed``).
 
 ``precedence`` orders the reasons a bulk transition (engine/transitions.py) may give one
 unit at once: the highest names its outcome. A run that ends early skips its units with
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 Bucket = Literal["failed", "skipped"]
-EndState = Literal["timed_out", "exhausted"]
+EndState = Literal["timed_out", "exhausted", "failed"]
 
 Reason = Literal[
     # skipped
@@ -57,6 +57,7 @@ Reason = Literal[
     "join_atomic",
     "batch_outstanding",
     "run_ended",
+    "provider_unreachable",
     # failed
     "invalid_input",
     "duplicate_key",
@@ -204,6 +205,18 @@ REASONS: dict[str, ReasonCode] = {
             "`agac run WF` admits a new run",
             False,
             halts=True,
+        ),
+        _r(
+            "provider_unreachable",
+            "skipped",
+            "the action's provider could not be reached: a burst of calls in a row failed "
+            "the same way (connection refused, a timeout, a broken connection), so the "
+            "action was paused and its units not answered yet were not sent",
+            "check that the provider is up and reachable (its `base_url` in agac.yml, the "
+            "network, a proxy), then `agac run WF`: the next run asks these units again",
+            False,
+            halts=True,
+            ends_run="failed",
         ),
         _r(
             "invalid_input",
@@ -520,7 +533,7 @@ NOT_CARRIED: tuple[str, ...] = tuple(c for c, r in REASONS.items() if not r.carr
 RUN_ENDING: tuple[tuple[str, EndState], ...] = tuple(
     sorted(
         ((c, r.ends_run) for c, r in REASONS.items() if r.ends_run is not None),
-        key=lambda pair: ("timed_out", "exhausted").index(pair[1]),
+        key=lambda pair: ("timed_out", "exhausted", "failed").index(pair[1]),
     )
 )
 """(reason, the final state it gives a run), in the order of precedence of run states

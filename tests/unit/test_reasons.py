@@ -169,8 +169,13 @@ def test_r1_what_a_reason_means_for_the_run_lives_in_the_registry() -> None:
         "deadline",
         "batch_outstanding",
         "run_ended",
+        "provider_unreachable",
     }
     assert set(NOT_CARRIED) == HALTING
     assert all(REASONS[c].bucket == "skipped" and not REASONS[c].carries_over for c in HALTING)
     assert all(r.carries_over for c, r in REASONS.items() if c not in HALTING)
-    assert RUN_ENDING == (("deadline", "timed_out"), ("budget_exhausted", "exhausted"))
+    assert RUN_ENDING == (
+        ("deadline", "timed_out"),
+        ("budget_exhausted", "exhausted"),
+        ("provider_unreachable", "failed"),
+    )

@@ -239,7 +239,7 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
     for a in summary.get("advice") or []:
         first = a["first"]
         click.echo(
-            f"  {a['action']}: {a['units']:,} failed {a['reason']}; the first, "
+            f"  {a['action']}: {a['units']:,} {a.get('status', 'failed')} {a['reason']}; the first, "
             f"{first['key']}: {first['detail']}"
         )
         click.echo(f"    fix: {a['fix']}")

@@ -50,7 +50,9 @@ The rules, in order, each final for the unit:
 8. a batch action: staged by this run, or in a batch out (adopted, B0) -> pending; its
    last item read by this run failed -> ``failed``; the deadline passed, or the budget
    is exhausted -> skipped; else staged (attempt = items read here + 1);
-9. otherwise it is sent (single-flight, retries: engine/walk/calls.py).
+9. the action is paused (its provider unreachable: a burst of identical transport
+   failures in this run) -> ``skipped provider_unreachable``; otherwise it is sent
+   (single-flight, retries: engine/walk/calls.py).
 
 A batch action that switched live in the run (``live``, B13: engine/batch/hybrid.py)
 skips rule 8 and its own items decide only when this run read an answer from one
@@ -165,6 +167,7 @@ class UnitFacts:
 
     __slots__ = (
         "action_failed",
+        "action_paused",
         "attachment_error",
         "batch",
         "budget_exhausted",
@@ -206,6 +209,7 @@ class UnitFacts:
         guard: bool | None | NotYet = None,
         guard_text: str | None = None,
         action_failed: str | None = None,
+        action_paused: str | None = None,
         gated: bool = False,
         effect: bool = False,
         cache: bool = True,
@@ -241,6 +245,8 @@ class UnitFacts:
         """None: no guard; True/False: its value; NOT_YET: the view is not built yet."""
         self.guard_text = guard_text
         self.action_failed = action_failed
+        self.action_paused = action_paused
+        """Why the action's provider is unreachable in this run: nothing more is sent."""
         self.gated = gated
         self.effect = effect
         self.cache = cache
@@ -310,6 +316,8 @@ def decide(f: UnitFacts) -> Decision:
         return Settle("answered", None, None, origin, fp, attempts, stored)
     if f.batch and not f.live:
         return _batch(f, fp)
+    if f.action_paused is not None:
+        return Settle("skipped", "provider_unreachable", f"never sent: {f.action_paused}")
     return CALL
 
 

@@ -136,8 +136,11 @@ class RunControl:
     """Whether the run goes on: stopping (Ctrl-C, a lost lease, a decision that ends the
     run), cancelled (``agac cancel`` seen at a heartbeat), past its deadline (R4), and
     which actions failed as a whole (a provider's ``unsupported`` answer: the action's
-    other units fail without a call, and the run marks the action failed). Set by the run
-    loop, its heartbeat and a unit's call; read by every unit before it sends."""
+    other units fail without a call, and the run marks the action failed), and which are
+    paused (a burst of identical transport failures: the provider is unreachable, so the
+    action's units not answered yet are skipped ``provider_unreachable`` and the next run
+    asks them again). Set by the run loop, its heartbeat and a unit's call; read by every
+    unit before it sends."""
 
     def __init__(
         self,
@@ -156,6 +159,32 @@ class RunControl:
         self.stop_signal = StopSignal()
         """Set with ``stopping``: wakes every sleeper (backoff, Retry-After, polls) at once."""
         self._failed_actions: dict[str, str] = {}
+        self._paused_actions: dict[str, str] = {}
+        self._transport: dict[str, tuple[str, int]] = {}
+        """Per action: the last transport failure's text and how many in a row."""
+
+    def transport_failed(self, action: str, what: str, threshold: int) -> str | None:
+        """A call of ``action`` could not reach its provider (``what``). The ``threshold``-th
+        identical failure in a row, with no answer between, pauses the action: why it
+        paused then (and from then on), else None."""
+        last, count = self._transport.get(action, ("", 0))
+        count = count + 1 if last == what else 1
+        self._transport[action] = (what, count)
+        if count >= threshold:
+            self._paused_actions.setdefault(
+                action,
+                f"paused after {count} calls in a row failed the same way: {what}",
+            )
+        return self._paused_actions.get(action)
+
+    def transport_ok(self, action: str) -> None:
+        """A call of ``action`` reached its provider: the count of failures starts again."""
+        if self._transport:
+            self._transport.pop(action, None)
+
+    def action_paused(self, action: str) -> str | None:
+        """Why ``action`` sends nothing more in this run (its provider is unreachable)."""
+        return self._paused_actions.get(action) if self._paused_actions else None
 
     def fail_action(self, action: str, why: str) -> None:
         """``action`` cannot run at all (``why``): nothing more of it is sent."""

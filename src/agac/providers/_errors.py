@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from agac.errors import FatalError, ProviderError, RetryableError, WaitError
+from agac.errors import FatalError, ProviderError, RetryableError, TransportError, WaitError
 
 __all__ = [
     "CAPACITY_CODES",
@@ -245,7 +245,7 @@ def malformed_answer(provider: str, exc: BaseException) -> RetryableError:
     return RetryableError(f"{provider}: the answer does not have the documented shape: {detail}")
 
 
-def connection_error(provider: str, exc: BaseException) -> RetryableError:
-    """A timeout or a lost connection: retryable."""
+def connection_error(provider: str, exc: BaseException) -> TransportError:
+    """A timeout or a lost connection: retryable, and counted by the action's breaker."""
     detail = str(exc) or type(exc).__name__
-    return RetryableError(f"{provider}: connection failed or timed out: {detail}")
+    return TransportError(f"{provider}: connection failed or timed out: {detail}")

@@ -475,7 +475,8 @@ class OutcomeRepository(StoreCore):
             )
 
     def first_failure(self, run_id: str, action: str, reason: str) -> Row | None:
-        """The first unit (in input order) of ``action`` that failed ``reason``."""
+        """The first unit (in input order) of ``action`` that failed (or was skipped)
+        ``reason``."""
         o = t.outcomes
         with self._read() as conn:
             return conn.execute(
@@ -483,7 +484,7 @@ class OutcomeRepository(StoreCore):
                 .where(
                     o.c.run_id == run_id,
                     o.c.action == action,
-                    o.c.status == "failed",
+                    o.c.status.in_(("failed", "skipped")),
                     o.c.reason == reason,
                 )
                 .order_by(o.c.seq, o.c.unit_key)

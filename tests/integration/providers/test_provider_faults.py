@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from provider_support import BATCH_PROVIDERS, SDK_PROVIDERS, make_request
 
-from agac.errors import FatalError, ProviderError, RetryableError, WaitError
+from agac.errors import FatalError, ProviderError, RetryableError, TransportError, WaitError
 
 Case = tuple[str, dict[str, Any], type[ProviderError]]
 
@@ -22,7 +22,7 @@ COMMON: list[Case] = [
     ("500", {"http": 500}, RetryableError),
     ("503", {"http": 503}, RetryableError),
     ("409", {"http": 409}, RetryableError),
-    ("drop-connection", {"drop_connection": True}, RetryableError),
+    ("drop-connection", {"drop_connection": True}, TransportError),
     ("400", {"http": 400}, FatalError),
     ("401", {"http": 401}, FatalError),
     ("403", {"http": 403}, FatalError),
@@ -114,9 +114,9 @@ async def test_fractional_retry_hint_is_kept(name: str, emulator: Any, make_prov
 BATCH_OP_CASES: list[Any] = [
     pytest.param("batch.create", {"http": 429, "retry_after": 5}, WaitError, id="create-429"),
     pytest.param("batch.create", {"http": 400}, FatalError, id="create-400"),
-    pytest.param("batch.create", {"drop_connection": True}, RetryableError, id="create-drop"),
+    pytest.param("batch.create", {"drop_connection": True}, TransportError, id="create-drop"),
     pytest.param("batch.get", {"http": 500}, RetryableError, id="get-500"),
-    pytest.param("batch.get", {"drop_connection": True}, RetryableError, id="get-drop"),
+    pytest.param("batch.get", {"drop_connection": True}, TransportError, id="get-drop"),
 ]
 
 

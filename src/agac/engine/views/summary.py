@@ -357,6 +357,10 @@ def waiting_on(store: Store, run: RunRecord, graph: RunGraph) -> list[dict[str, 
 SKIP_REASONS = frozenset(code for code, r in REASONS.items() if r.bucket == "skipped")
 """Reasons of skipped units (agac/reasons.py); every other reason is a failure's."""
 
+ADVISED_SKIPS = frozenset({"provider_unreachable"})
+"""Skips whose fix the summary says, as a failure's (for the action that sent the calls,
+not the actions skipped after it): the provider, not the workflow."""
+
 NOT_FIXED_BY_RETRY = frozenset(
     code for code, r in REASONS.items() if r.bucket == "failed" and not r.retry
 ) | {"batch_refused"}
@@ -378,7 +382,11 @@ def _advice(
     reason a retry cannot fix — that reason's first message and its fix."""
     out = []
     for name, entry in actions.items():
-        failures = {r: n for r, n in entry.reasons.items() if r not in SKIP_REASONS}
+        failures = {
+            r: n
+            for r, n in entry.reasons.items()
+            if r not in SKIP_REASONS or (r in ADVISED_SKIPS and entry.calls)
+        }
         if not failures:
             continue
         reason, n = max(failures.items(), key=lambda item: item[1])
@@ -399,6 +407,7 @@ def _advice(
             {
                 "action": name,
                 "reason": reason,
+                "status": "skipped" if reason in SKIP_REASONS else "failed",
                 "units": n,
                 "first": {"key": key, "detail": first.detail if first is not None else None},
                 "fix": fix,
@@ -440,7 +449,7 @@ def next_command(summary: Mapping[str, Any]) -> str | None:
         return f"agac approvals list {wf}"
     if state not in FINAL_STATES:
         return f"agac run {wf}"
-    if state in ("cancelled", "exhausted", "timed_out"):
+    if state in ("cancelled", "exhausted", "timed_out") or _unreachable(summary):
         return f"agac run {wf}"  # a new run reuses every answer paid for
     if failed and _only_unfixed_by_retry(summary):
         return f"agac run {wf}"  # after the fix the summary's advice names
@@ -450,6 +459,11 @@ def next_command(summary: Mapping[str, Any]) -> str | None:
     if names:
         return f"agac export {wf} --action {names[-1]} --format jsonl"
     return None
+
+
+def _unreachable(summary: Mapping[str, Any]) -> bool:
+    """An action paused on an unreachable provider: the next run asks its units again."""
+    return any(a["reasons"].get("provider_unreachable") for a in summary["actions"].values())
 
 
 def _only_unfixed_by_retry(summary: Mapping[str, Any]) -> bool:

@@ -23,7 +23,7 @@ from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
 from agac.engine.workers.rates import WorkerSlots
-from agac.errors import FatalError, ProviderError, UnsupportedError, WaitError
+from agac.errors import FatalError, ProviderError, TransportError, UnsupportedError, WaitError
 from agac.jsontext import JSON, dumps
 from agac.media import AttachmentError
 from agac.providers.base import Request
@@ -43,7 +43,14 @@ if TYPE_CHECKING:
     from agac.store.rows import UsageRow
     from agac.store.values import OutcomeStatus
 
-__all__ = ["Checker", "ToolTurns", "backoff", "call_with_retries"]
+__all__ = [
+    "BREAKER_MIN",
+    "Checker",
+    "ToolTurns",
+    "backoff",
+    "breaker_threshold",
+    "call_with_retries",
+]
 
 Checker = Callable[[JSON, int], "Awaitable[tuple[Verdict, ...]]"]
 """The verdicts of an action's checks on one answer of the given attempt, for the unit
@@ -250,10 +257,16 @@ async def _attempt(
         return _Again(delay, current, False)
     except ProviderError as exc:
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
+        paused = _unreachable(ctx, rt, exc)
+        if paused is not None:
+            return await _final(
+                ctx, rt, rec, "skipped", "provider_unreachable", paused, None, fp, attempt
+            )
         final = _failed(ctx, rt, exc, attempt, spec.max_attempts)
         if final is not None:
             return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
         return _Again(backoff(spec, attempt), current, True)
+    ctx.control.transport_ok(rt.name)
     loop = checks.loop
     if loop is not None and response.stop_reason == "tool_use":
         row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
@@ -301,6 +314,19 @@ async def _may_send(
     budget), or the unit's outcome when it must not be sent. Raises Stopped when the run
     stops while waiting for room in the rate window (nothing was sent)."""
     sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
+    paused = ctx.control.action_paused(rt.name)
+    if paused is not None:
+        return await _final(
+            ctx,
+            rt,
+            rec,
+            "skipped",
+            "provider_unreachable",
+            f"{sent}: {paused}",
+            None,
+            fp,
+            attempt - 1,
+        )
     if ctx.control.deadline_passed():
         return await _final(
             ctx,
@@ -342,6 +368,26 @@ async def _may_send(
                 "waiting", rt.name, rec.key, reason="rate_budget", seconds=round(waited, 3)
             )
     return held
+
+
+BREAKER_MIN = 10
+"""Identical transport failures in a row that pause an action, at least; an action with
+many calls in flight needs two rounds of them (``2 × max_concurrency``): a blip that
+fails every call in flight at once is retried, a provider that stays down is not."""
+
+
+def breaker_threshold(max_concurrency: int) -> int:
+    return max(BREAKER_MIN, 2 * max_concurrency)
+
+
+def _unreachable(ctx: UnitContext, rt: ActionRuntime, exc: ProviderError) -> str | None:
+    """Why the action is paused when this error is the one that pauses it (or it is
+    paused already); None while its provider may still be reachable."""
+    if not isinstance(exc, TransportError):
+        ctx.control.transport_ok(rt.name)  # the provider answered, with an error
+        return None
+    threshold = breaker_threshold(rt.action.max_concurrency)
+    return ctx.control.transport_failed(rt.name, str(exc), threshold)
 
 
 def _failed(

@@ -138,6 +138,7 @@ class _Unit:
             guard=NOT_YET if rt.guard is not None else None,
             guard_text=action.when,
             action_failed=control.action_failed(rt.name),
+            action_paused=control.action_paused(rt.name),
             gated=action.approval is not None and ctx.approvals is not None,
             effect=action.effect is not None,
             cache=action.cache,
