@@ -27,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from agac.errors import ConfigError, Problem
+from agac.installing import install_hint
 
 __all__ = [
     "CLIENT_KEYS",
@@ -101,7 +102,7 @@ def require_obstore(what: str) -> Any:
                 Problem(
                     "provider_not_installed",
                     f"{what} needs obstore",
-                    hint="pip install 'agac[objectstore]'",
+                    hint=install_hint("objectstore"),
                 )
             ]
         ) from exc

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import NotFound, UsageError
+from agac.installing import install_hint
 from agac.jsontext import loads
 from agac.tenants import is_tenant
 
@@ -103,7 +104,7 @@ class Passwords:
             try:
                 from argon2 import PasswordHasher
             except ImportError as exc:
-                raise UsageError("passwords need argon2-cffi: pip install 'agac[service]'") from exc
+                raise UsageError(f"passwords need argon2-cffi: {install_hint('service')}") from exc
             hasher = PasswordHasher()
         self.hasher = hasher
         self._dummy = hasher.hash(secrets.token_urlsafe(16))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from agac.emulator.env import exports
+from agac.installing import install_hint
 
 try:  # starlette and uvicorn come with the `emulator` extra; `env` works without them.
     from agac.emulator.server import check_port, serve
@@ -45,7 +46,7 @@ def emulator(
     if ctx.invoked_subcommand is None:
         if serve is None:
             raise click.ClickException(
-                "the emulator needs starlette and uvicorn: pip install 'agac[emulator]'"
+                f"the emulator needs starlette and uvicorn: {install_hint('emulator')}"
             )
         check_port(host, port)  # a port in use is an error (exit 2), not an announced URL
         click.echo(f"agac emulator on http://{host}:{port} (Ctrl-C stops it)", err=True)

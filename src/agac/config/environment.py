@@ -21,6 +21,7 @@ from agac.config.model import Action, FunctionTool
 from agac.config.project import Project, is_point_url, option_value, store_url
 from agac.config.source import Findings, did_you_mean
 from agac.errors import ConfigError
+from agac.installing import install_hint
 from agac.providers import registry
 from agac.providers.pricing import known_models
 from agac.providers.spec import ProviderSpec
@@ -182,7 +183,7 @@ def _check_provider(
             "provider_not_installed",
             f"provider {provider!r} cannot be loaded: {exc}",
             where,
-            hint=f"pip install 'agac[{provider}]'",
+            hint=install_hint(provider),
         )
         return None
     if not registry.sdk_installed(spec):
@@ -190,7 +191,7 @@ def _check_provider(
             "provider_not_installed",
             f"the SDK of provider {provider!r} is not installed",
             where,
-            hint=f"pip install 'agac[{spec.extra or provider}]'",
+            hint=install_hint(spec.extra or provider),
         )
         return spec
     _check_credentials(f, project, raw, provider, spec, check_credentials)

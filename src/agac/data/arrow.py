@@ -1,7 +1,7 @@
 """Arrow, pandas and polars at agac's edges (docs/python.md): the wide results table as Arrow
 record batches, and the optional libraries imported on first use.
 
-pyarrow, pandas and polars are the ``data`` extra (``pip install 'agac[data]'``); the core
+pyarrow, pandas and polars are the ``data`` extra (``pip install -e '.[data]'`` in a clone); the core
 install never imports them. A missing one is a :class:`~agac.errors.UsageError` naming
 the extra.
 """
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.data.columns import ColumnType, ListOf, Scalar, StructOf
 from agac.errors import UsageError
+from agac.installing import install_hint
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,7 +42,7 @@ def require(module: str) -> Any:
         top = module.partition(".")[0]
         raise UsageError(
             f"{top} is not installed; {_WHY.get(top, top)} need the data extra: "
-            "pip install 'agac[data]'"
+            + install_hint("data")
         ) from exc
 
 

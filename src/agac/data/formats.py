@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 from agac.errors import UsageError
+from agac.installing import install_hint
 
 __all__ = [
     "COLUMNAR",
@@ -105,7 +106,7 @@ def _zstd(raw: IO[bytes]) -> IO[bytes]:
         import zstandard
     except ImportError as exc:
         raise UsageError(
-            "zstandard is not installed; .zst inputs need the data extra: pip install 'agac[data]'"
+            "zstandard is not installed; .zst inputs need the data extra: " + install_hint("data")
         ) from exc
     return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
 

@@ -21,6 +21,7 @@ from typing import Any, Self
 from urllib.parse import quote
 
 from agac.errors import ConfigError, FatalError, Problem, UnsupportedError
+from agac.installing import install_hint
 from agac.media import Attachment, write_base64
 from agac.providers.base import ProviderSettings, Request
 
@@ -59,7 +60,7 @@ def import_sdk(module: str, extra: str) -> Any:
         problem = Problem(
             "provider_not_installed",
             f"the {extra} provider needs the {module!r} package",
-            hint=f"pip install 'agac[{extra}]'",
+            hint=install_hint(extra),
         )
         raise ConfigError(problems=[problem]) from exc
 

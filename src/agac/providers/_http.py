@@ -34,6 +34,7 @@ from typing import Any
 
 from agac import __version__
 from agac.errors import ConfigError, Problem, ProviderError, RetryableError
+from agac.installing import install_hint
 from agac.jsontext import dumps
 from agac.providers._errors import connection_error
 from agac.providers.base import TRANSPORTS
@@ -82,7 +83,7 @@ def import_aiohttp(provider: str) -> Any:
         problem = Problem(
             "provider_not_installed",
             f"the {provider} provider's online calls need the 'aiohttp' package",
-            hint=f"pip install 'agac[{provider}]' (or 'agac[http]'), "
+            hint=f"{install_hint(provider)} (or the http extra), "
             f"or set providers: {provider}: transport: sdk in agac.yml",
         )
         raise ConfigError(problems=[problem]) from exc

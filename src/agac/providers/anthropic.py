@@ -1,4 +1,4 @@
-"""Anthropic (``pip install 'agac[anthropic]'``): online calls on agac's lean transport
+"""Anthropic (``pip install -e '.[anthropic]'``): online calls on agac's lean transport
 (or the official ``anthropic`` SDK with ``transport: sdk``), batches on the SDK.
 
 Live calls use the Messages API. Structured output is sent as

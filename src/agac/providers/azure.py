@@ -1,4 +1,4 @@
-"""Azure OpenAI (``pip install 'agac[azure]'``): model ``azure/<deployment>``.
+"""Azure OpenAI (``pip install -e '.[azure]'``): model ``azure/<deployment>``.
 
 Chat Completions and the Batch API of OpenAI, behind Azure's door: the resource's
 endpoint (``AZURE_OPENAI_ENDPOINT`` or ``providers: azure: endpoint:``), an ``api-key``

@@ -1,4 +1,4 @@
-"""DeepSeek (``pip install 'agac[openai]'``): live calls only — DeepSeek sells no batch
+"""DeepSeek (``pip install -e '.[openai]'``): live calls only — DeepSeek sells no batch
 API; it sells cheaper hours instead (a price calendar, docs/providers.md, DeepSeek).
 
 DeepSeek speaks OpenAI's Chat Completions protocol at ``https://api.deepseek.com`` and

@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from agac.errors import ConfigError, Problem
+from agac.installing import install_hint
 from agac.providers.base import Provider, ProviderSettings, Transport
 from agac.providers.registry import (
     credentials_missing,
@@ -65,7 +66,7 @@ def open_providers(
                 Problem(
                     "provider_not_installed",
                     f"provider {name!r} needs its SDK ({spec.sdk_module})",
-                    hint=f"pip install 'agac[{spec.extra}]'",
+                    hint=install_hint(spec.extra),
                 )
             )
             continue

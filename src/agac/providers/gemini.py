@@ -1,4 +1,4 @@
-"""Google Gemini (Developer API) (``pip install 'agac[gemini]'``): online calls on agac's
+"""Google Gemini (Developer API) (``pip install -e '.[gemini]'``): online calls on agac's
 lean transport (or the official ``google-genai`` SDK with ``transport: sdk``), batches
 and files on the SDK.
 

@@ -1,4 +1,4 @@
-"""Groq (``pip install 'agac[groq]'``): online calls on agac's lean transport (or the
+"""Groq (``pip install -e '.[groq]'``): online calls on agac's lean transport (or the
 official ``groq`` SDK with ``transport: sdk``), batches on the SDK.
 
 Groq's Chat Completions and Batch APIs clone OpenAI's under ``/openai/v1``, so the

@@ -1,4 +1,4 @@
-"""Mistral (``pip install 'agac[mistral]'``): model ``mistral/<model>``.
+"""Mistral (``pip install -e '.[mistral]'``): model ``mistral/<model>``.
 
 Live calls go to Mistral's Chat Completions (``<base>/v1/chat/completions``, the key as a
 bearer token) on agac's lean transport or, with ``transport: sdk``, the official

@@ -1,4 +1,4 @@
-"""Ollama (``pip install 'agac[ollama]'``), on agac's lean transport or, with
+"""Ollama (``pip install -e '.[ollama]'``), on agac's lean transport or, with
 ``transport: sdk``, the official ``ollama`` SDK.
 
 Live calls use ``/api/chat`` with ``format`` set to the JSON Schema (structured

@@ -1,4 +1,4 @@
-"""OpenAI (``pip install 'agac[openai]'``).
+"""OpenAI (``pip install -e '.[openai]'``).
 
 Live calls use Chat Completions with ``response_format: json_schema`` (``strict``
 when the schema allows it), on agac's lean transport or, with ``transport: sdk``, the

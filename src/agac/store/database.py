@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from agac.errors import ConfigError, Problem, StoreError
+from agac.installing import install_hint
 
 if TYPE_CHECKING:
     from agac.clock import Clock
@@ -207,7 +208,7 @@ def _engine_for(url: str, wal_autocheckpoint: int) -> Engine:
                     Problem(
                         "provider_not_installed",
                         "a PostgreSQL store needs psycopg 3",
-                        hint="pip install 'agac[postgres]'",
+                        hint=install_hint("postgres"),
                     )
                 ]
             ) from exc

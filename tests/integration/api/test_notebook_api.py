@@ -209,7 +209,7 @@ def test_a_missing_data_library_names_the_extra(
     result = agac.run(WORKFLOW, nb, records=frame().to_dict("records"), progress=False)
     for module, call in (("pandas", "to_pandas"), ("polars", "to_polars"), ("pyarrow", "to_arrow")):
         monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
-        with pytest.raises(UsageError, match=r"pip install 'agac\[data\]'"):
+        with pytest.raises(UsageError, match=r"pip install -e '\.\[data\]' in your clone"):
             getattr(agac.results(result, project=nb), call)()
         monkeypatch.undo()
     # Dicts in and JSONL/CSV out need none of them.

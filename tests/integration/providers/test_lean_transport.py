@@ -52,7 +52,8 @@ def test_p1_missing_aiohttp_names_the_extra(emulator: Any, monkeypatch: pytest.M
     for problem in caught.value.problems:
         assert problem.code == "provider_not_installed"
         assert "aiohttp" in problem.message
-        assert problem.hint is not None and "agac[http]" in problem.hint
+        assert problem.hint is not None and "pip install -e '.[" in problem.hint
+        assert "http extra" in problem.hint and "clone" in problem.hint
         assert "transport: sdk" in problem.hint
     # The SDK transport does without it.
     adapter = provider_class("openai")(ProviderSettings(name="openai", transport="sdk"))
