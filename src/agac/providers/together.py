@@ -1,4 +1,4 @@
-"""Together AI (``pip install 'agac[together]'``): model ``together/<model>`` (e.g.
+"""Together AI (``pip install -e '.[together]'``): model ``together/<model>`` (e.g.
 ``together/meta-llama/Llama-3.3-70B-Instruct-Turbo``).
 
 Live calls go to Together's Chat Completions (``<base>/v1/chat/completions``) on agac's lean
