@@ -17,6 +17,10 @@ from agac.jsontext import loads
 from agac.keys import ESCAPED_KEYS, unescape
 from agac.store.values import FINAL_STATES
 
+OWNED_STATES = ("running", "cancelling")
+"""States in which a process is expected to hold the run's lease (``status`` says when
+none does)."""
+
 if TYPE_CHECKING:
     from agac.api.projects import Principal
     from agac.store.repository import Store
@@ -65,6 +69,10 @@ def status(
                 f"are gone (its cost stays in `agac cost {run_row.id}`)"
             )
         summary = build_summary(st, run_row).to_dict()
+        if run_row.state in OWNED_STATES and not st.has_shards(run_row.id):
+            from agac.engine.lifecycle.leases import run_process
+
+            summary["process"] = run_process(st, run_row.id)
         if read is not None:
             summary["store"] = read
         if st.shares_work and st.has_shards(run_row.id):

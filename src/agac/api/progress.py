@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, Literal
 
-__all__ = ["ProgressMode", "RunProgress", "progress_line", "progress_table"]
+__all__ = ["Pace", "ProgressMode", "RunProgress", "progress_line", "progress_table"]
 
 ProgressMode = Literal["auto", "bars", "line"] | bool | None
 
@@ -32,8 +32,53 @@ def _total(progress: Any, action: str) -> int:
     return int(getattr(progress, "totals", {}).get(action, progress.total))
 
 
-def progress_line(progress: Any) -> str:
-    """One compact line: ``classify 120/1000 (2 failed) · reply 40/1000 · $0.0123``."""
+class Pace:
+    """How fast this process settles units: from the units done when the view started
+    (a resumed run's earlier ones do not count) to those done ``elapsed`` seconds later."""
+
+    def __init__(self, progress: Any, started: float) -> None:
+        self.started = started
+        self.done_at_start = _done(progress)
+
+    def text(self, progress: Any, now: float) -> str:
+        """``12.5 units/s, ETA 3m20s``; empty until this process settled a unit (the
+        line then shows no pace); ETA ``-`` when nothing is left."""
+        elapsed = max(now - self.started, 0.0)
+        done = _done(progress) - self.done_at_start
+        if done <= 0 or elapsed <= 0:
+            return ""
+        rate = done / elapsed
+        left = max(_left(progress), 0)
+        eta = _duration(left / rate) if left else "-"
+        return f"{_rate(rate)}, ETA {eta}"
+
+
+def _done(progress: Any) -> int:
+    return sum(progress.done(a) for a in progress.actions)
+
+
+def _left(progress: Any) -> int:
+    return sum(_total(progress, a) - progress.done(a) for a in progress.actions)
+
+
+def _rate(per_second: float) -> str:
+    if per_second >= 1:
+        return f"{per_second:,.1f} units/s"
+    return f"{per_second * 60:,.1f} units/min"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def progress_line(progress: Any, pace: str | None = None) -> str:
+    """One compact line: ``classify 120/1000 (2 failed) · reply 40/1000 · $0.0123`` and,
+    given, the pace: ``· 12.5 units/s, ETA 2m30s``."""
     parts, cost = [], 0.0
     for action, row in progress.actions.items():
         text = f"{action} {progress.done(action)}/{_total(progress, action)}"
@@ -42,7 +87,7 @@ def progress_line(progress: Any) -> str:
             extra.append(str(progress.batches[action]))
         parts.append(text + (f" ({', '.join(extra)})" if extra else ""))
         cost += row["cost"]
-    return " · ".join(parts) + f" · ${cost:.4f}"
+    return " · ".join(parts) + f" · ${cost:.4f}" + (f" · {pace}" if pace else "")
 
 
 def progress_table(progress: Any) -> Any:
@@ -122,14 +167,15 @@ class RunProgress:
 
     def _lines(self, progress: Any) -> None:
         last, shown = "", 0.0
+        pace = Pace(progress, time.monotonic())
         while not self._stop.wait(_TICK):
             line = progress_line(progress)
             if line != last and time.monotonic() - shown >= _LINE_EVERY:
-                self._write(line)
+                self._write(progress_line(progress, pace.text(progress, time.monotonic())))
                 last, shown = line, time.monotonic()
         line = progress_line(progress)
         if line != last:
-            self._write(line)
+            self._write(progress_line(progress, pace.text(progress, time.monotonic())))
 
     def _write(self, line: str) -> None:
         self.stream.write(f"progress: {line}\n")

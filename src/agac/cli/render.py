@@ -27,6 +27,7 @@ __all__ = [
     "cache_line",
     "follow_events",
     "new_table",
+    "no_process_line",
     "print_cost",
     "print_effects",
     "print_event",
@@ -139,6 +140,7 @@ class ProgressView:
             Progress,
             TextColumn,
             TimeElapsedColumn,
+            TimeRemainingColumn,
         )
 
         console = Console(stderr=True)
@@ -148,6 +150,7 @@ class ProgressView:
             MofNCompleteColumn(),
             TextColumn("{task.fields[extra]}"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=console,
             transient=False,
         ) as bars:
@@ -169,21 +172,37 @@ class ProgressView:
             bars.update(tid, total=_total(progress, a), completed=progress.done(a), extra=extra)
 
     def _plain(self, progress: Any) -> None:
+        from agac.api.progress import Pace, progress_line
+
         last = ""
+        pace = Pace(progress, time.monotonic())
         while not self._stop.wait(5.0):
-            line = "  ".join(
-                f"{a} {progress.done(a)}/{_total(progress, a)}"
-                + (f" ({progress.batches[a]})" if progress.batches.get(a) else "")
-                for a in progress.actions
-            )
+            line = progress_line(progress)
             if line != last:
-                click.echo(f"progress: {line}", err=True)
+                shown = progress_line(progress, pace.text(progress, time.monotonic()))
+                click.echo(f"progress: {shown}", err=True)
                 last = line
 
 
 def _total(progress: Any, action: str) -> int:
     """An action's units so far: fan-outs add their items as parents fan out."""
     return int(getattr(progress, "totals", {}).get(action, progress.total))
+
+
+def no_process_line(summary: dict[str, Any], process: dict[str, Any]) -> str:
+    """A run marked running that no process runs: who held it last, and how to resume."""
+    wf = summary["workflow"]
+    tenant = summary.get("tenant")
+    if tenant and tenant != "default":
+        wf += f" --tenant {tenant}"
+    held = (
+        f"pid {process['pid']} on {process['host']} stopped without ending it "
+        f"(its lease ran out or the process is gone; last held until "
+        f"{when(process['lease_expires_at'], '%H:%M:%S')})"
+        if process["pid"] is not None
+        else "no process ever took its lease"
+    )
+    return f"no live process is running it: {held}; `agac run {wf}` resumes it"
 
 
 def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
@@ -194,6 +213,9 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         + (f" (tenant {tenant})" if tenant and tenant != "default" else "")
         + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else "")
     )
+    process = summary.get("process")
+    if process is not None and not process["live"]:
+        click.echo(f"  {no_process_line(summary, process)}")
     reused = calls = failed = 0
     table = new_table(
         "action",

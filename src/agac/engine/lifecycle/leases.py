@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agac.engine.outcomes.gateway import Lease
 from agac.errors import LeaseHeld, LeaseLost
@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl
     from agac.store.repository import Store
 
-__all__ = ["HEARTBEAT_SECONDS", "LEASE_TTL", "heartbeat", "release_lease", "take_run_lease"]
+__all__ = [
+    "HEARTBEAT_SECONDS",
+    "LEASE_TTL",
+    "heartbeat",
+    "release_lease",
+    "run_process",
+    "take_run_lease",
+]
 
 LEASE_TTL = 30.0
 HEARTBEAT_SECONDS = 10.0
@@ -59,6 +66,25 @@ def take_run_lease(store: Store, run_id: str, *, wait: bool) -> Lease:
                     f"run {run_id} is {exc.message}; run again later, or use --wait"
                 ) from exc
             store.clock.wait(1.0)
+
+
+def run_process(store: Store, run_id: str) -> dict[str, Any]:
+    """Who runs ``run_id`` now, by its lease: ``{"host", "pid", "lease_expires_at",
+    "live"}``. ``live`` is false when no process holds the lease (never taken, given
+    back, or expired: its heartbeat stopped) or its holder is a process of this host
+    that is gone (killed before its lease ran out)."""
+    row = store.get_lease(run_lease(run_id))
+    if row is None:
+        return {"host": None, "pid": None, "lease_expires_at": None, "live": False}
+    live = row.expires_at > store.clock.time()
+    if live and row.host == socket.gethostname():
+        live = _pid_alive(row.pid)
+    return {
+        "host": row.host,
+        "pid": row.pid,
+        "lease_expires_at": row.expires_at,
+        "live": live,
+    }
 
 
 def _no_shard_owners(store: Store, run_id: str, token: int) -> None:
