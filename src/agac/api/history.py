@@ -23,6 +23,8 @@ none does)."""
 
 if TYPE_CHECKING:
     from agac.api.projects import Principal
+    from agac.engine.report.cost import CostReport
+    from agac.engine.report.status import StatusReport, StoreRead
     from agac.store.repository import Store
 
 __all__ = [
@@ -51,9 +53,12 @@ def status(
     tenant: str | None = None,
     principal: Principal | None = None,
     store: Store | None = None,
-) -> dict[str, Any]:
-    """The §7.1 summary of a run (by id) or of a workflow's latest run, with its tenant."""
-    from agac.engine.views.summary import build_summary
+) -> StatusReport:
+    """The §7.1 summary of a run (by id) or of a workflow's latest run, with its tenant;
+    the store read (when no ``store`` handle was given) and, for a run workers share, its
+    shards. A typed value that also reads as its JSON (``status(...)["state"]``)."""
+    from agac.engine.report.run import build_summary
+    from agac.engine.report.status import RunProcess, ShardRow, StatusReport
 
     with reading(project, store) as (proj, st):
         read = store_read(proj) if store is None else None
@@ -62,38 +67,38 @@ def status(
         except NotFound as exc:
             if read is None:
                 raise
-            raise NotFound(f"{exc} (read the store {read['url']}, {_said(read)})") from None
+            raise NotFound(f"{exc} (read the store {read.url}, {_said(read)})") from None
         if run_row.settings.pruned is not None:
             raise UsageError(
                 f"run {run_row.id} was pruned by `agac gc`: its outcomes and events "
                 f"are gone (its cost stays in `agac cost {run_row.id}`)"
             )
-        summary = build_summary(st, run_row).to_dict()
+        process = None
         if run_row.state in OWNED_STATES and not st.has_shards(run_row.id):
             from agac.engine.lifecycle.leases import run_process
 
-            summary["process"] = run_process(st, run_row.id)
-        if read is not None:
-            summary["store"] = read
+            process = RunProcess(**run_process(st, run_row.id))
+        shards: tuple[ShardRow, ...] = ()
         if st.shares_work and st.has_shards(run_row.id):
             from agac.engine.workers.fleet import shard_view
 
-            summary["shards"] = shard_view(st, run_row.id)
-        return summary
+            shards = tuple(ShardRow(**s) for s in shard_view(st, run_row.id))
+        return StatusReport(build_summary(st, run_row), process, read, shards)
 
 
-def store_read(proj: Project) -> dict[str, str]:
+def store_read(proj: Project) -> StoreRead:
     """The store a command reads (``url`` as a message may show it, any password hidden)
     and where that came from (``source``: ``AGAC_STORE``, ``agac.yml`` or ``default``)."""
+    from agac.engine.report.status import StoreRead
     from agac.store.database import display_url
 
-    return {"url": display_url(store_url(proj)), "source": store_source(proj)}
+    return StoreRead(display_url(store_url(proj)), store_source(proj))
 
 
-def _said(read: dict[str, str]) -> str:
-    if read["source"] == "AGAC_STORE":
+def _said(read: StoreRead) -> str:
+    if read.source == "AGAC_STORE":
         return "named by AGAC_STORE"
-    if read["source"] == "agac.yml":
+    if read.source == "agac.yml":
         return "named by store: in agac.yml"
     return "the default: neither AGAC_STORE nor store: in agac.yml is set"
 
@@ -233,11 +238,11 @@ def cost(
     tenant: str | None = None,
     principal: Principal | None = None,
     store: Store | None = None,
-) -> dict[str, Any]:
+) -> CostReport:
     """Cost per action and model, live vs batch, what batch saved against all-live and
     what prompt caching saved against the same tokens uncached, of a run of the caller's
-    tenants."""
-    from agac.engine.views.summary import cost_breakdown
+    tenants. A typed value that also reads as its JSON (``cost(...)["rows"]``)."""
+    from agac.engine.report.cost import cost_breakdown
     from agac.providers.pricing import PriceTable
 
     with reading(project, store) as (proj, st):

@@ -146,7 +146,7 @@ def _pilot(
             run,
             chosen,
             PriceTable(dict(proj.config.prices)),
-            result.summary.to_dict(),
+            result.summary,
             stratify=stratify,
             seed=seed,
         )

@@ -15,6 +15,7 @@ import difflib
 import json
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.errors import NotFound, UsageError
@@ -23,12 +24,15 @@ from agac.jsontext import loads
 if TYPE_CHECKING:
     from agac.api.identity import Principal
     from agac.config.project import Project
+    from agac.engine.report.cost import CostReport
+    from agac.engine.report.status import RunPage
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
 __all__ = [
     "MAX_PAGE",
     "PER_PAGE",
+    "RunDetail",
     "approvals_for",
     "cost_over_time",
     "decide",
@@ -162,28 +166,40 @@ def run_items(store: Store, rows: list[RunRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def run_summary(store: Store, project: Project, principal: Principal, ref: str) -> dict[str, Any]:
-    """The §7.1 summary of a run the principal may see, plus its tenant (T5): what
-    ``agac status`` says, through the same library call."""
+def run_summary(store: Store, project: Project, principal: Principal, ref: str) -> RunPage:
+    """The §7.1 summary of a run the principal may see, with its tenant (T5) and when it
+    started and ended: what ``agac status`` says, through the same library call."""
     from agac.api.history import status
+    from agac.engine.report.status import RunPage
 
     row = visible_run(store, principal, ref)
-    summary = status(row.id, project, principal=principal, store=store)
-    summary["tenant"] = row.tenant
-    summary["started"] = row.created_at
-    summary["ended"] = row.ended_at
-    return summary
+    return RunPage(
+        status(row.id, project, principal=principal, store=store), row.created_at, row.ended_at
+    )
 
 
-def run_detail(store: Store, project: Project, principal: Principal, ref: str) -> dict[str, Any]:
-    """What a run's page shows (T6): the summary, failures grouped by reason with the first
-    message and keys, the batches out with status and deadline, cost by action, model and
-    tier with what batch saved, and the proposals waiting."""
-    from agac.engine.views.summary import cost_breakdown
+@dataclass(frozen=True)
+class RunDetail:
+    """What a run's page shows (T6): the summary, failures grouped by reason with the
+    first message and keys, the batches out with status and deadline, cost by action,
+    model and tier with what batch saved, the proposals waiting, and the last event id
+    (where the page's live stream starts)."""
+
+    summary: RunPage
+    failures: list[dict[str, Any]]
+    batches: list[dict[str, Any]]
+    cost: CostReport
+    awaiting_approval: int
+    last_event: int
+
+
+def run_detail(store: Store, project: Project, principal: Principal, ref: str) -> RunDetail:
+    """What a run's page shows (T6), of a run the principal may see."""
+    from agac.engine.report.cost import cost_breakdown
     from agac.providers.pricing import PriceTable
 
     summary = run_summary(store, project, principal, ref)
-    row = visible_run(store, principal, summary["run_id"])
+    row = visible_run(store, principal, summary.status.summary.run_id)
     batches = [
         {
             "key": b.key,
@@ -202,14 +218,14 @@ def run_detail(store: Store, project: Project, principal: Principal, ref: str) -
         for b in store.run_batches(row.id, row.workflow, row.tenant)
     ]
     waiting = store.count_proposals(row.id, ("pending",))
-    return {
-        "summary": summary,
-        "failures": store.failure_groups(row.id),
-        "batches": batches,
-        "cost": cost_breakdown(store, row, PriceTable(dict(project.config.prices))),
-        "awaiting_approval": sum(waiting.values()),
-        "last_event": store.last_event_id(),
-    }
+    return RunDetail(
+        summary=summary,
+        failures=store.failure_groups(row.id),
+        batches=batches,
+        cost=cost_breakdown(store, row, PriceTable(dict(project.config.prices))),
+        awaiting_approval=sum(waiting.values()),
+        last_event=store.last_event_id(),
+    )
 
 
 def events_after(

@@ -181,6 +181,6 @@ def _summary(run_id: str | None) -> dict[str, Any] | None:
     from agac import api
 
     try:
-        return api.status(run_id)
+        return api.status(run_id).to_dict()
     except Exception:  # noqa: BLE001 - the store that failed may not be readable either
         return None

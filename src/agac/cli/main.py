@@ -27,8 +27,11 @@ WF_HELP = "a workflow file path or its name:"
 
 
 def _emit_json(value: Any) -> None:
-    """The command's one JSON document, strict JSON (no NaN or Infinity)."""
-    click.echo(strict_dumps(value, indent=2, default=str))
+    """The command's one JSON document, strict JSON (no NaN or Infinity); a typed report
+    (a run's summary, status, cost) made JSON here, at the ``--json`` edge."""
+    from agac.engine.report.jsondoc import document
+
+    click.echo(strict_dumps(document(value), indent=2, default=str))
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -38,9 +41,9 @@ def _report(result: Any, as_json: bool) -> int:
     for note in result.notes:
         click.echo(note, err=True)
     if as_json:
-        _emit_json(result.summary.to_dict())
+        _emit_json(result.summary)
     else:
-        print_summary(result.summary.to_dict(), interrupted=result.interrupted)
+        print_summary(result.summary, interrupted=result.interrupted)
     return int(result.exit_code)
 
 

@@ -14,12 +14,21 @@ import json
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
+from agac.engine.report.run import RunSummary
+from agac.engine.report.status import StatusReport
+
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from agac.engine.report.budget import BudgetReport
+    from agac.engine.report.cost import CostReport, CostRow
+    from agac.engine.report.counts import ActionSummary
+    from agac.engine.report.status import RunProcess, ShardRow
 
 __all__ = [
     "ProgressView",
@@ -189,34 +198,76 @@ def _total(progress: Any, action: str) -> int:
     return int(getattr(progress, "totals", {}).get(action, progress.total))
 
 
-def no_process_line(summary: dict[str, Any], process: dict[str, Any]) -> str:
+def no_process_line(summary: RunSummary, process: RunProcess) -> str:
     """A run marked running that no process runs: who held it last, and how to resume."""
-    wf = summary["workflow"]
-    tenant = summary.get("tenant")
+    wf = summary.workflow
+    tenant = summary.tenant
     if tenant and tenant != "default":
         wf += f" --tenant {tenant}"
     held = (
-        f"pid {process['pid']} on {process['host']} stopped without ending it "
+        f"pid {process.pid} on {process.host} stopped without ending it "
         f"(its lease ran out or the process is gone; last held until "
-        f"{when(process['lease_expires_at'], '%H:%M:%S')})"
-        if process["pid"] is not None
+        f"{when(process.lease_expires_at, '%H:%M:%S')})"
+        if process.pid is not None
         else "no process ever took its lease"
     )
     return f"no live process is running it: {held}; `agac run {wf}` resumes it"
 
 
-def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
-    state = summary["state"]
-    tenant = summary.get("tenant")
+def print_summary(report: RunSummary | StatusReport, interrupted: bool = False) -> None:
+    """A run's summary (``agac run``, ``agac status``): the counts per action, then what
+    applies of error, advice, deadline, checks, modes, hybrid switches, shards, batches
+    out, approvals, unknown effects and budget, and the line that says what to run next."""
+    summary = report if isinstance(report, RunSummary) else report.summary
+    tenant = summary.tenant
     click.echo(
-        f"run {summary['run_id']} of {summary['workflow']}: {state}"
+        f"run {summary.run_id} of {summary.workflow}: {summary.state}"
         + (f" (tenant {tenant})" if tenant and tenant != "default" else "")
-        + (f" (retry of {summary['retry_of']})" if summary.get("retry_of") else "")
+        + (f" (retry of {summary.retry_of})" if summary.retry_of else "")
     )
-    process = summary.get("process")
-    if process is not None and not process["live"]:
+    process = report.process if isinstance(report, StatusReport) else None
+    if process is not None and not process.live:
         click.echo(f"  {no_process_line(summary, process)}")
-    reused = calls = failed = 0
+    _print_counts(summary.actions)
+    if isinstance(report, StatusReport) and report.store is not None:
+        click.echo(f"  store: {report.store.url} ({report.store.source})")
+    if summary.error is not None:
+        click.echo(f"  error: {summary.error.message}")
+    for a in summary.advice:
+        click.echo(
+            f"  {a.action}: {a.units:,} {a.status} {a.reason}; the first, "
+            f"{a.first.key}: {a.first.detail}"
+        )
+        click.echo(f"    fix: {a.fix}")
+    if summary.deadline_at:
+        click.echo(f"  deadline {when(summary.deadline_at)}")
+    for action, checks in summary.checks.items():
+        rates = ", ".join(
+            f"{name} {c.rate:.0%} ({c.passed:,}/{c.passed + c.failed:,})"
+            for name, c in checks.items()
+        )
+        click.echo(f"  {action} checks passed: {rates}")
+    for name, choice in summary.auto_modes.items():
+        click.echo(f"  {name}: run_mode auto chose {choice.mode} ({choice.why})")
+    for action, h in summary.hybrid.items():  # B13
+        click.echo(
+            f"  {action} {'went' if h.switched else 'goes'} live at {when(h.live_at)} (hybrid)"
+        )
+    if isinstance(report, StatusReport):
+        _print_shards(report.shards)
+    _print_waiting_on(summary)
+    _print_approvals(summary)
+    for key in summary.effects_unknown:
+        click.echo(
+            f"  effect {key[:12]} is unknown (it may or may not have happened): "
+            f"agac effects resolve {key[:12]} --done|--not-done"
+        )
+    if summary.budget is not None:
+        _print_budget(summary.budget)
+    click.echo(_last_line_of(summary, interrupted))
+
+
+def _print_counts(actions: Mapping[str, ActionSummary]) -> None:
     table = new_table(
         "action",
         "answered>",
@@ -229,86 +280,60 @@ def print_summary(summary: dict[str, Any], interrupted: bool = False) -> None:
         "cost>",
         "reasons",
     )
-    for name, a in summary["actions"].items():
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(a["reasons"].items()))
+    for name, a in actions.items():
         table.add_row(
             name,
-            f"{a['answered']:,}",
-            f"{a['failed']:,}",
-            f"{a['skipped']:,}",
-            f"{a['pending']:,}",
-            f"{a['calls']:,}",
-            f"{a['tool_calls']:,}",
-            f"{a['reused']:,}",
-            f"${a.get('cost_usd', 0):.4f}",
-            reasons,
+            f"{a.answered:,}",
+            f"{a.failed:,}",
+            f"{a.skipped:,}",
+            f"{a.pending:,}",
+            f"{a.calls:,}",
+            f"{a.tool_calls:,}",
+            f"{a.reused:,}",
+            f"${a.cost_usd:.4f}",
+            ", ".join(f"{k} {v}" for k, v in sorted(a.reasons.items())),
         )
-        reused += a["reused"]
-        calls += a["calls"]
-        failed += a["failed"]
     print_table(table)
-    if summary.get("store"):
-        read = summary["store"]
-        click.echo(f"  store: {read['url']} ({read['source']})")
-    words = f"reused {reused:,} answers, {calls:,} calls, cost ${summary['cost_usd']:.4f}"
+
+
+def _last_line_of(summary: RunSummary, interrupted: bool) -> str:
+    """Answers reused, calls, cost, failures, and the next command."""
+    actions = summary.actions.values()
+    reused = sum(a.reused for a in actions)
+    calls = sum(a.calls for a in actions)
+    failed = sum(a.failed for a in actions)
+    words = f"reused {reused:,} answers, {calls:,} calls, cost ${summary.cost_usd:.4f}"
     if failed:
         words += f"; {failed:,} failed"
     if interrupted:
         words += "; interrupted: what was in flight is saved"
-    if summary.get("error"):
-        error = summary["error"]
-        click.echo(f"  error: {error['message'] if isinstance(error, dict) else error}")
-    for a in summary.get("advice") or []:
-        first = a["first"]
-        click.echo(
-            f"  {a['action']}: {a['units']:,} {a.get('status', 'failed')} {a['reason']}; the first, "
-            f"{first['key']}: {first['detail']}"
+    return words + (f": {summary.next}" if summary.next else "")
+
+
+def _print_approvals(summary: RunSummary) -> None:
+    waiting = summary.awaiting_approval
+    if waiting is None:
+        return
+    per = ", ".join(f"{a} {n}" for a, n in sorted(waiting.actions.items()))
+    click.echo(f"  awaiting approval: {waiting.units} units ({per})")
+    table = new_table("proposal", "action", "record")
+    for p in waiting.proposals[:10]:
+        table.add_row(p.id, p.action, p.record)
+    print_table(table)
+    if waiting.units > 10:
+        click.echo(f"  ... `agac approvals list {summary.workflow}` shows all")
+
+
+def _print_budget(b: BudgetReport) -> None:
+    cap = ", ".join(
+        x
+        for x in (
+            f"${b.usd:g}" if b.usd is not None else "",
+            f"{b.tokens:,} tokens" if b.tokens is not None else "",
         )
-        click.echo(f"    fix: {a['fix']}")
-    if summary.get("deadline_at"):
-        click.echo(f"  deadline {when(summary['deadline_at'])}")
-    for action, checks in (summary.get("checks") or {}).items():
-        rates = ", ".join(
-            f"{name} {c['rate']:.0%} ({c['passed']:,}/{c['passed'] + c['failed']:,})"
-            for name, c in checks.items()
-        )
-        click.echo(f"  {action} checks passed: {rates}")
-    for name, choice in (summary.get("auto_modes") or {}).items():
-        click.echo(f"  {name}: run_mode auto chose {choice['mode']} ({choice['why']})")
-    for action, h in (summary.get("hybrid") or {}).items():  # B13
-        click.echo(
-            f"  {action} {'went' if h['switched'] else 'goes'} live at "
-            f"{when(h['live_at'])} (hybrid)"
-        )
-    _print_shards(summary)
-    _print_waiting_on(summary)
-    waiting = summary.get("awaiting_approval")
-    if waiting:
-        per = ", ".join(f"{a} {n}" for a, n in sorted(waiting["actions"].items()))
-        click.echo(f"  awaiting approval: {waiting['units']} units ({per})")
-        table = new_table("proposal", "action", "record")
-        for p in waiting["proposals"][:10]:
-            table.add_row(p["id"], p["action"], p["record"])
-        print_table(table)
-        if waiting["units"] > 10:
-            click.echo(f"  ... `agac approvals list {summary['workflow']}` shows all")
-    for key in summary.get("effects_unknown") or []:
-        click.echo(
-            f"  effect {key[:12]} is unknown (it may or may not have happened): "
-            f"agac effects resolve {key[:12]} --done|--not-done"
-        )
-    if summary.get("budget"):
-        b = summary["budget"]
-        cap = ", ".join(
-            x
-            for x in (
-                f"${b['usd']:g}" if b.get("usd") is not None else "",
-                f"{b['tokens']:,} tokens" if b.get("tokens") is not None else "",
-            )
-            if x
-        )
-        click.echo(f"  budget {cap}: spent ${b['spent_usd']:.4f}, {b['spent_tokens']:,} tokens")
-    click.echo(words + (f": {summary['next']}" if summary.get("next") else ""))
+        if x
+    )
+    click.echo(f"  budget {cap}: spent ${b.spent_usd:.4f}, {b.spent_tokens:,} tokens")
 
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
@@ -428,7 +453,7 @@ def follow_events(ref: str | None, as_json: bool, tenant: str | None = None) -> 
                 click.echo(json.dumps(e, default=str), err=True)
             else:
                 print_event(e)
-        if api.is_final(api.status(ref, tenant=tenant)["state"]):
+        if api.is_final(api.status(ref, tenant=tenant).summary.state):
             return
         time.sleep(0.5)
 
@@ -534,111 +559,114 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def print_cost(doc: dict[str, Any]) -> None:
+def print_cost(doc: CostReport) -> None:
+    """``agac cost``: the run's total and savings, then a line per ledger group."""
     click.echo(
-        f"run {doc['run_id']} of {doc['workflow']}: ${doc['cost_usd']:.6f}"
-        f" (batch saved ${doc['batch_saved_usd']:.6f}, flex saved "
-        f"${doc.get('flex_saved_usd', 0.0):.6f}, cache saved "
-        f"${doc.get('cache_saved_usd', 0.0):.6f})"
+        f"run {doc.run_id} of {doc.workflow}: ${doc.cost_usd:.6f}"
+        f" (batch saved ${doc.batch_saved_usd:.6f}, flex saved "
+        f"${doc.flex_saved_usd:.6f}, cache saved "
+        f"${doc.cache_saved_usd:.6f})"
     )
-    rows = doc["rows"]
+    rows = doc.rows
     # Columns that only appear when some row has a count in them: the table stays narrow.
-    inputs = [(k, label) for k, label in _INPUT_COLUMNS if any(r.get(k) for r in rows)]
-    outputs = [(k, label) for k, label in _OUTPUT_COLUMNS if any(r.get(k) for r in rows)]
-    tools = sorted({name for r in rows for name in r.get("server_tools") or {}})
+    inputs = [c for c in _INPUT_COLUMNS if any(c.count(r) for r in rows)]
+    outputs = [c for c in _OUTPUT_COLUMNS if any(c.count(r) for r in rows)]
+    tools = sorted({name for r in rows for name in r.server_tools})
     table = new_table(
         "action",
         "model",
         "tier",
         "calls>",
         "input tokens>",
-        *(f"{label}>" for _, label in inputs),
+        *(f"{c.label}>" for c in inputs),
         "output tokens>",
-        *(f"{label}>" for _, label in outputs),
+        *(f"{c.label}>" for c in outputs),
         *(f"{name}>" for name in tools),
         "cost>",
         "note",
     )
     for r in rows:
-        used = r.get("server_tools") or {}
         table.add_row(
-            r["action"],
-            f"{r['provider']}/{r['model']}",
-            r["tier"],
-            f"{r['calls']:,}",
-            f"{r['input_tokens']:,}",
-            *(f"{r.get(k, 0):,}" for k, _ in inputs),
-            f"{r['output_tokens']:,}",
-            *(f"{r.get(k, 0):,}" for k, _ in outputs),
-            *(f"{used.get(name, 0):,}" for name in tools),
-            f"${r['cost_usd']:.6f}",
+            r.action,
+            f"{r.provider}/{r.model}",
+            r.tier,
+            f"{r.calls:,}",
+            f"{r.input_tokens:,}",
+            *(f"{c.count(r):,}" for c in inputs),
+            f"{r.output_tokens:,}",
+            *(f"{c.count(r):,}" for c in outputs),
+            *(f"{r.server_tools.get(name, 0):,}" for name in tools),
+            f"${r.cost_usd:.6f}",
             _cost_note(r),
         )
     print_table(table)
 
 
+class _TokenColumn(NamedTuple):
+    label: str
+    count: Callable[[CostRow], int]
+
+
 #: Columns of the cost table shown only when some row counts something in them: cache
 #: reads and writes after the input tokens, reasoning (a part of the output) after the
 #: output tokens, then one column per server tool used.
-_INPUT_COLUMNS = (("cached_tokens", "cache read"), ("cache_write_tokens", "cache write"))
-_OUTPUT_COLUMNS = (("reasoning_tokens", "reasoning"),)
+_INPUT_COLUMNS = (
+    _TokenColumn("cache read", lambda r: r.cached_tokens),
+    _TokenColumn("cache write", lambda r: r.cache_write_tokens),
+)
+_OUTPUT_COLUMNS = (_TokenColumn("reasoning", lambda r: r.reasoning_tokens),)
 
 
-def _print_shards(summary: dict[str, Any]) -> None:
-    held = [s for s in summary.get("shards") or [] if s["owner"]]
+def _print_shards(shards: tuple[ShardRow, ...]) -> None:
+    held = [s for s in shards if s.owner]
     if held:
-        click.echo(f"  shards held by workers ({len(held)} of {len(summary['shards'])}):")
+        click.echo(f"  shards held by workers ({len(held)} of {len(shards)}):")
         table = new_table("kind", "shard", "owner")
         for s in held:
-            table.add_row(s["kind"], str(s["shard"]), s["owner"])
+            table.add_row(s.kind, str(s.shard), s.owner)
         print_table(table)
 
 
-def _print_waiting_on(summary: dict[str, Any]) -> None:
+def _print_waiting_on(summary: RunSummary) -> None:
     """Each batch still out and each file a batch action cannot send yet (B4), by name."""
-    rows = summary.get("waiting_on") or []
-    if not rows:
+    if not summary.waiting_on:
         return
     from agac import api
 
-    final = api.is_final(summary["state"])
+    final = api.is_final(summary.state)
     click.echo("  batches still out (the next run adopts them):" if final else "  waiting on:")
     table = new_table("action", "file", "batch", "status")
-    for r in rows:
-        if r.get("waits_on"):
-            table.add_row(
-                r["action"], r["file"], "—", f"not sent: waits on {', '.join(r['waits_on'])} (B4)"
-            )
+    for r in summary.waiting_on:
+        if r.waits_on:
+            table.add_row(r.action, r.file, "—", f"not sent: waits on {', '.join(r.waits_on)} (B4)")
         else:
-            table.add_row(
-                r["action"], r["file"], r["batch_id"] or r["key"], r["status"] or r["state"]
-            )
+            table.add_row(r.action, r.file, r.batch_id or r.key, r.status or r.state)
     print_table(table)
 
 
-def _cost_note(r: dict[str, Any]) -> str:
+def _cost_note(r: CostRow) -> str:
     """What a cost row's figures mean when they are not plain (docs/cli.md, agac cost, S1)."""
     notes = []
-    if r.get("price") == "unpriced":
+    if r.price == "unpriced":
         notes.append("unpriced: no known price, counted $0 (add it to prices: in agac.yml)")
-    elif r.get("price") == "derived":
+    elif r.price == "derived":
         notes.append("derived: no batch price known, half the live price")
-    if r.get("unpriced_tools"):
-        names = ", ".join(r["unpriced_tools"])
+    if r.unpriced_tools:
+        names = ", ".join(r.unpriced_tools)
         notes.append(f"unpriced: {names} uses have no known price, counted $0")
-    if r.get("origin") == "unknown":
-        priced = r.get("priced_by_a_later_answer", 0)
+    if r.origin == "unknown":
+        priced = r.priced_by_a_later_answer or 0
         notes.append(
-            f"outcome unknown (sent when the process stopped): {r['calls'] - priced} "
+            f"outcome unknown (sent when the process stopped): {r.calls - priced} "
             f"at their worst case, {priced} priced by a later answer"
         )
-    if r.get("origin") == "cache_storage":
+    if r.origin == "cache_storage":
         notes.append(
-            f"cache storage: {r['calls']} explicit context cache(s) kept for the run, "
+            f"cache storage: {r.calls} explicit context cache(s) kept for the run, "
             "per token-hour (docs/providers.md, Gemini explicit caches)"
         )
-    if r.get("origin") == "unread":
-        estimated = r.get("estimated", 0)
+    if r.origin == "unread":
+        estimated = r.estimated or 0
         how = (
             f"{estimated} estimated at their worst case (the provider reported no usage)"
             if estimated
@@ -648,7 +676,7 @@ def _cost_note(r: dict[str, Any]) -> str:
             f"unread: billed by the provider in a batch agac did not read (ended "
             f"failed/expired/cancelled, or given up); {how}"
         )
-    if r.get("origin") == "hybrid_overlap":
+    if r.origin == "hybrid_overlap":
         notes.append(
             "hybrid_overlap: answered in a batch cancelled to go live (B13) after the "
             "record was answered live; billed, not used"

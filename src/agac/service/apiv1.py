@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agac.api import team
+from agac.engine.report.jsondoc import document
 from agac.errors import AgacError, UsageError
 from agac.service.common import blocking, caller, context, error_status
 
@@ -90,13 +91,12 @@ async def runs(request: Request) -> Response:
 async def run(request: Request) -> Response:
     ctx, principal = context(request), caller(request)
     try:
-        return JSONResponse(
-            await blocking(
-                team.run_summary, ctx.store, ctx.project, principal, request.path_params["run_id"]
-            )
+        page = await blocking(
+            team.run_summary, ctx.store, ctx.project, principal, request.path_params["run_id"]
         )
     except AgacError as exc:
         return _refused(exc)
+    return JSONResponse(document(page))  # the run's JSON, made at this edge
 
 
 async def approvals(request: Request) -> Response:

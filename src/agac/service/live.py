@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -31,6 +31,9 @@ from agac.errors import AgacError
 from agac.service.common import blocking, caller, context, error_status, session_id
 from agac.service.views import render, render_block
 from agac.store.repository import FINAL_STATES
+
+if TYPE_CHECKING:
+    from agac.engine.report.counts import ActionSummary
 
 __all__ = ["api_events", "run_live", "runs_live"]
 
@@ -108,13 +111,10 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
         if (moved and now - refreshed >= REFRESH_EVERY) or quiet or (final and moved):
             detail = await blocking(team.run_detail, ctx.store, ctx.project, principal, run_id)
             refreshed, state = now, row.state
-            floor = {
-                str(n): dict(a)
-                for n, a in (detail["summary"].get("actions") or {}).items()
-                if isinstance(a, dict)
-            }
+            summary = detail.summary.status.summary
+            floor = {n: _counts_of(a) for n, a in summary.actions.items()}
             html = "\n".join(
-                render_block("run.html", b, detail=detail, run=detail["summary"])
+                render_block("run.html", b, detail=detail, run=summary, page=detail.summary)
                 for b in RUN_FRAGMENTS
             )
             yield sse("swap", html)
@@ -130,6 +130,17 @@ async def _run_stream(request: Request, run_id: str, after: int) -> AsyncIterato
             yield sse("end", row.state)
             return
         await asyncio.sleep(ctx.poll_seconds)
+
+
+def _counts_of(a: ActionSummary) -> dict[str, Any]:
+    """An action's counts last shown, as a progress event's counts are read."""
+    return {
+        "records": a.records,
+        "answered": a.answered,
+        "failed": a.failed,
+        "skipped": a.skipped,
+        "cost_usd": a.cost_usd,
+    }
 
 
 def _bars_from(

@@ -273,8 +273,9 @@ async def run(request: Request) -> Response:
         "run.html",
         nav="runs",
         detail=detail,
-        run=detail["summary"],
-        live_url=f"/runs/{detail['summary']['run_id']}/live?after={detail['last_event']}",
+        run=detail.summary.status.summary,
+        page=detail.summary,
+        live_url=f"/runs/{detail.summary.status.summary.run_id}/live?after={detail.last_event}",
     )
 
 

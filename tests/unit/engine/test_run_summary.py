@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from agac.engine.lifecycle.options import RunResult
-from agac.engine.views.summary import ActionSummary, RunSummary
+from agac.engine.report.counts import ActionSummary
+from agac.engine.report.run import RunSummary
 
 
 def _summary(**more: object) -> RunSummary:

@@ -20,7 +20,7 @@ from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.leases import HEARTBEAT_SECONDS, LEASE_TTL, release_lease, take_run_lease
 from agac.engine.lifecycle.options import RunResult
-from agac.engine.views.summary import RunSummary, build_summary
+from agac.engine.report.run import RunSummary, build_summary
 from agac.errors import LeaseHeld, Paused, RefusedError
 from agac.reasons import RUN_ENDING
 from agac.store.values import FINAL_STATES

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from agac.config.model import Workflow
     from agac.data.sources import RecordSource
     from agac.engine.outcomes.writer import Progress
+    from agac.engine.report.counts import ActionSummary
+    from agac.engine.report.run import RunSummary
     from agac.engine.values import RunControl
-    from agac.engine.views.summary import ActionSummary, RunSummary
 
 __all__ = ["AsAdmitted", "RunOptions", "RunResult"]
 

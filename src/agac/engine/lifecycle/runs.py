@@ -36,8 +36,8 @@ from agac.engine.limits.rates import batch_providers, connections_by_provider
 from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.marks import account_lost_calls
 from agac.engine.outcomes.writer import Progress
+from agac.engine.report.run import RunSummary, build_summary
 from agac.engine.values import Halt, PassResult
-from agac.engine.views.summary import RunSummary, build_summary
 from agac.errors import AgacError, RefusedError, StoreGone, UsageError
 from agac.providers.factory import open_providers
 

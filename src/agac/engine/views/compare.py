@@ -18,7 +18,9 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agac.engine.views.summary import check_rates, cost_breakdown
+from agac.engine.report.checks import check_rates
+from agac.engine.report.cost import cost_breakdown
+from agac.engine.report.jsondoc import to_json
 from agac.errors import UsageError
 
 if TYPE_CHECKING:
@@ -94,28 +96,28 @@ def _shared(a: RunRecord, b: RunRecord, action: str | None) -> list[str]:
 
 def _run(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
     cost = cost_breakdown(store, run, prices)
-    llm = [r for r in cost["rows"] if r["kind"] == "llm"]
+    llm = [r for r in cost.rows if r.kind == "llm"]
     by_action: dict[str, dict[str, Any]] = {}
     for r in llm:
         entry = by_action.setdefault(
-            r["action"], {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+            r.action, {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         )
-        entry["calls"] += r["calls"]
-        entry["input_tokens"] += r["input_tokens"] + r["cached_tokens"] + r["cache_write_tokens"]
-        entry["output_tokens"] += r["output_tokens"]
-        entry["cost_usd"] = round(entry["cost_usd"] + r["cost_usd"], 6)
+        entry["calls"] += r.calls
+        entry["input_tokens"] += r.input_tokens + r.cached_tokens + r.cache_write_tokens
+        entry["output_tokens"] += r.output_tokens
+        entry["cost_usd"] = round(entry["cost_usd"] + r.cost_usd, 6)
     models = sorted({a["model"] for a in run.config["actions"] if a.get("model")})
     return {
         "run_id": run.id,
         "workflow": run.workflow,
         "state": run.state,
         "models": models,
-        "cost_usd": cost["cost_usd"],
+        "cost_usd": cost.cost_usd,
         "calls": sum(e["calls"] for e in by_action.values()),
         "input_tokens": sum(e["input_tokens"] for e in by_action.values()),
         "output_tokens": sum(e["output_tokens"] for e in by_action.values()),
         "per_action": by_action,
-        "checks": check_rates(store, run.id),
+        "checks": to_json(check_rates(store, run.id)),
     }
 
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.report.jsondoc import to_json
 from agac.engine.views.projection import Call, project_tiers
 from agac.keys import record_of
 from agac.providers.base import Usage
@@ -20,6 +21,7 @@ from agac.providers.registry import provider_spec
 
 if TYPE_CHECKING:
     from agac.data.sampling import Sample
+    from agac.engine.report.run import RunSummary
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
     from agac.store.values import RunRecord
@@ -32,7 +34,7 @@ def pilot_report(
     run: RunRecord,
     sample: Sample,
     prices: PriceTable,
-    summary: dict[str, Any],
+    summary: RunSummary,
     *,
     stratify: str | None,
     seed: int,
@@ -43,7 +45,7 @@ def pilot_report(
     return {
         "run_id": run.id,
         "workflow": run.workflow,
-        "state": summary["state"],
+        "state": summary.state,
         "sample": {
             "records": len(sample.keys),
             "of": sample.population,
@@ -55,10 +57,10 @@ def pilot_report(
                 else None
             ),
         },
-        "actions": summary["actions"],
-        "checks": summary.get("checks") or {},
+        "actions": to_json(summary.actions),
+        "checks": to_json(summary.checks),
         "measured": {
-            "cost_usd": round(float(summary["cost_usd"] or 0.0), 6),
+            "cost_usd": round(float(summary.cost_usd or 0.0), 6),
             "seconds": round(elapsed, 3),
             "calls": sum(len(c) for c in calls.values()) - reused,
             "reused_units": reused,
