@@ -36,7 +36,7 @@ def _emit_json(value: Any) -> None:
 
 def _report(result: Any, as_json: bool) -> int:
     """Notes on stderr, then the run summary (one JSON object with --json); the exit code."""
-    from agac.cli.render import print_summary
+    from agac.cli.report import print_summary
 
     for note in result.notes:
         click.echo(note, err=True)
@@ -473,7 +473,8 @@ def retry(
 def status(ref: str | None, follow: bool, tenant: str | None, as_json: bool) -> int:
     """Show a run's summary: REF is a run id, a workflow, or nothing for the latest run."""
     from agac import api
-    from agac.cli.render import follow_events, print_summary
+    from agac.cli.render import follow_events
+    from agac.cli.report import print_summary
 
     if follow:
         follow_events(ref, as_json=as_json, tenant=tenant)
@@ -673,7 +674,7 @@ def records_list(
 def cost(ref: str | None, tenant: str | None, as_json: bool) -> int:
     """Cost per action and model, live vs batch, and what batch and caching saved."""
     from agac import api
-    from agac.cli.render import print_cost
+    from agac.cli.report import print_cost
 
     doc = api.cost(ref, tenant=tenant)
     _emit_json(doc) if as_json else print_cost(doc)

@@ -209,7 +209,7 @@ def test_i37_renderers_read_the_report_by_attribute() -> None:
         "print_cost",
         "_cost_note",
     }
-    assert _subscripts_of(SRC / "cli" / "render.py", renderers) == []
+    assert _subscripts_of(SRC / "cli" / "report.py", renderers) == []
 
 
 def _imports(package: Path) -> set[str]:
