@@ -17,7 +17,7 @@ from agac.engine.report.counts import ActionSummary
 from agac.engine.report.hybrid import AutoChoice, HybridSwitch
 from agac.engine.report.jsondoc import document, to_json
 from agac.engine.report.run import RunError, RunSummary, next_command
-from agac.engine.report.status import RunPage, ShardRow, StatusReport, StoreRead
+from agac.engine.report.status import RunPage, RunProcess, ShardRow, StatusReport, StoreRead
 from agac.engine.report.waiting import ApprovalWait, PendingProposal, WaitingRow
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac"
@@ -121,9 +121,14 @@ def test_i37_report_json_keeps_every_key_in_its_order_and_leaves_out_what_does_n
 
 def test_i37_status_and_run_page_merge_the_summary_at_its_place() -> None:
     shard = ShardRow(0, "walk", None, None, (0, 9), "held", "w1", "w1", "h", 7, 1)
-    status = StatusReport(_full(), StoreRead("sqlite:///x", "default"), (shard,))
+    gone = RunProcess("h", 7, 5.0, False)
+    status = StatusReport(
+        _full(), process=gone, store=StoreRead("sqlite:///x", "default"), shards=(shard,)
+    )
     doc = to_json(status)
-    assert list(doc)[:8] == list(to_json(_full()))[:8] and list(doc)[-2:] == ["store", "shards"]
+    assert list(doc)[:8] == list(to_json(_full()))[:8]
+    assert list(doc)[-3:] == ["process", "store", "shards"]
+    assert doc["process"] == {"host": "h", "pid": 7, "lease_expires_at": 5.0, "live": False}
     assert doc["shards"][0]["records"] == [0, 9]
     assert list(to_json(StatusReport(_full())))[-1] == "checks"  # no store, no shards
     page = to_json(RunPage(StatusReport(_full()), 1.0, None))
