@@ -1,4 +1,4 @@
-"""OpenRouter (``pip install 'agac[openai]'``): model ``openrouter/<vendor>/<model>``
+"""OpenRouter (``pip install -e '.[openai]'``): model ``openrouter/<vendor>/<model>``
 (e.g. ``openrouter/openai/gpt-4o-mini``), live calls.
 
 OpenRouter routes an OpenAI-shaped Chat Completions request to one of the providers that
