@@ -36,7 +36,7 @@ __all__ = [
 class Absent(Enum):
     """A field's value that leaves its key out of the JSON (where None is ``null``)."""
 
-    ABSENT = "absent"
+    ABSENT = "<absent>"
 
 
 ABSENT: Literal[Absent.ABSENT] = Absent.ABSENT
