@@ -47,7 +47,7 @@ from agac.config.model import (
     RetrySpec,
 )
 from agac.config.source import Findings, Path, did_you_mean
-from agac.config.tooldefs import read_tools
+from agac.config.tooldefs import read_function, read_tools
 from agac.config.values import (
     read_bool,
     read_duration,
@@ -770,24 +770,9 @@ def _rate_limit(f: Findings, value: Any, path: Path) -> RateLimit | None:
 
 
 def _function(f: Findings, value: Any, path: Path) -> str | None:
-    text = read_str(f, value, path)
-    if text is None:
-        return None
-    module, sep, attr = text.partition(":")
-    if (
-        not sep
-        or not module
-        or not attr
-        or not all(p.isidentifier() for p in (*module.split("."), *attr.split(".")))
-    ):
-        f.error(
-            "invalid_function",
-            f"function {text!r} is not module:name",
-            path,
-            hint="e.g. function: tools.mail:send_reply (resolved from the project root)",
-        )
-        return None
-    return text
+    return read_function(
+        f, value, path, "e.g. function: tools.mail:send_reply (resolved from the project root)"
+    )
 
 
 def _schema(f: Findings, value: Any, path: Path) -> dict[str, Any] | None:

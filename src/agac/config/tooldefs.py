@@ -90,8 +90,14 @@ def _own_name(function: str) -> str:
     return function.rpartition(":")[2].rpartition(".")[2]
 
 
-def read_function(f: Findings, value: Any, path: Path) -> str | None:
-    """A ``module:name`` reference, or None with the problem reported."""
+def read_function(
+    f: Findings,
+    value: Any,
+    path: Path,
+    hint: str = "e.g. tools.orders:lookup (resolved from the project root)",
+) -> str | None:
+    """A ``module:name`` reference (a tool's, a tool action's, a compensation's), or None
+    with the problem reported; ``hint`` shows the key it is written under."""
     text = read_str(f, value, path)
     if text is None:
         return None
@@ -106,7 +112,7 @@ def read_function(f: Findings, value: Any, path: Path) -> str | None:
             "invalid_function",
             f"function {text!r} is not module:name",
             path,
-            hint="e.g. tools.orders:lookup (resolved from the project root)",
+            hint=hint,
         )
         return None
     return text
