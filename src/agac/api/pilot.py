@@ -70,23 +70,41 @@ def pilot(
 
     Inside a running event loop (a notebook's cell) it runs on a thread of its own, as
     :func:`agac.run` does."""
-    if loop_running():  # on a thread of its own, where no loop runs: the same call
-        call = functools.partial(
-            pilot,
-            workflow,
-            project,
-            sample=sample,
-            stratify=stratify,
-            seed=seed,
-            out=out,
-            labels=labels,
-            min_agreement=min_agreement,
-            tenant=tenant,
-            progress=progress,
-            principal=principal,
-            store=store,
-        )
+    call = functools.partial(
+        _pilot,
+        workflow,
+        project,
+        sample=sample,
+        stratify=stratify,
+        seed=seed,
+        out=out,
+        labels=labels,
+        min_agreement=min_agreement,
+        tenant=tenant,
+        progress=progress,
+        principal=principal,
+        store=store,
+    )
+    if loop_running():
         return in_thread(call, RunControl())
+    return call()
+
+
+def _pilot(
+    workflow: WorkflowRef,
+    project: ProjectRef = None,
+    *,
+    sample: int,
+    stratify: str | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    labels: str | Path | None = None,
+    min_agreement: float = 0.8,
+    tenant: str | None = None,
+    progress: ProgressMode = "auto",
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
     from agac.data.sampling import SampleSource, choose_sample
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
