@@ -191,6 +191,8 @@ class RunDetail:
     cost: CostReport
     awaiting_approval: int
     last_event: int
+    pilot: bool = False
+    """The run is a pilot's (its report: ``/runs/{id}/pilot``)."""
 
 
 def run_detail(store: Store, project: Project, principal: Principal, ref: str) -> RunDetail:
@@ -225,6 +227,7 @@ def run_detail(store: Store, project: Project, principal: Principal, ref: str) -
         cost=cost_breakdown(store, row, PriceTable(dict(project.config.prices))),
         awaiting_approval=sum(waiting.values()),
         last_event=store.last_event_id(),
+        pilot=row.settings.overrides.get("pilot") is not None,
     )
 
 

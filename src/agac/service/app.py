@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from agac.service import apiv1, live, pages
+from agac.service import apiv1, live, pages, review
 from agac.service.context import ServiceContext
 from agac.service.guard import PRINCIPAL, Guard
 from agac.service.views import render
@@ -36,6 +36,11 @@ def routes() -> list[BaseRoute]:
         Route("/runs/live", live.runs_live, methods=["GET"]),
         Route("/runs/{run_id}", pages.run, methods=["GET"]),
         Route("/runs/{run_id}/live", live.run_live, methods=["GET"]),
+        Route("/runs/{run_id}/answers", review.answers, methods=["GET"]),
+        Route("/runs/{run_id}/answers.{format}", review.download, methods=["GET"]),
+        Route("/runs/{run_id}/pilot", review.pilot, methods=["GET"]),
+        Route("/compare", review.compare, methods=["GET"]),
+        Route("/compare", review.compare_judge, methods=["POST"]),
         Route("/records/{run_id}/{key:path}", pages.record, methods=["GET"]),
         Route("/approvals", pages.approvals, methods=["GET"]),
         Route("/approvals/{proposal_id}/{verb}", pages.decide, methods=["POST"]),

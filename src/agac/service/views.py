@@ -33,7 +33,9 @@ def environment() -> Environment:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        env.filters.update(when=when, money=money, pretty=pretty, ago=ago, count=count)
+        env.filters.update(
+            when=when, money=money, pretty=pretty, ago=ago, count=count, cell=cell, rate=rate
+        )
         env.globals.update(bars=bars, cost_chart=cost_chart)
         _ENV = env
     return _ENV
@@ -78,6 +80,20 @@ def count(n: int | None) -> str:
 
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def cell(value: Any, limit: int = 160) -> str:
+    """A table cell of an answer's field: text as it is, anything else as compact JSON,
+    empty for a missing value, cut at ``limit`` characters (the record page has it whole)."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rate(value: float | None) -> str:
+    """A share as a percentage (``—`` when there is nothing to divide)."""
+    return "—" if value is None else f"{100 * float(value):.1f} %"
 
 
 # -- SVG shapes ---------------------------------------------------------------------------------

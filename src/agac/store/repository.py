@@ -6,7 +6,8 @@ answers and events (:mod:`~agac.store.outcomes`), batches (:mod:`~agac.store.bat
 effects (:mod:`~agac.store.effects`), approvals (:mod:`~agac.store.approvals`), the
 workers' claims and rate windows (:mod:`~agac.store.claims`), dispatch marks
 (:mod:`~agac.store.marks`), users, tokens and web sessions (:mod:`~agac.store.people`)
-the service's paged reads (:mod:`~agac.store.dashboard`) and the turns of tool loops
+the service's paged reads (:mod:`~agac.store.dashboard`), the review of a run's answers
+(:mod:`~agac.store.review`) and the turns of tool loops
 (:mod:`~agac.store.turns`) — over one shared
 :class:`~agac.store.core.StoreCore` (engine, dialect hooks, clock, error guard).
 
@@ -26,6 +27,7 @@ from agac.store.effects import EffectRepository
 from agac.store.marks import MarkRepository
 from agac.store.outcomes import OutcomeRepository
 from agac.store.people import PeopleRepository
+from agac.store.review import ReviewRepository
 from agac.store.runs import RunRepository
 from agac.store.snapshots import SnapshotRepository
 from agac.store.turns import TurnRepository
@@ -45,6 +47,7 @@ class Store(
     MarkRepository,
     PeopleRepository,
     DashboardRepository,
+    ReviewRepository,
     TurnRepository,
 ):
     """A connection to one agac store (SQLite file, PostgreSQL, or ``memory``):
