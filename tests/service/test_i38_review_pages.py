@@ -56,7 +56,7 @@ def _keys(browser: Browser, path: str) -> list[str]:
 
 
 def test_i38_answers_table_pages_every_unit_in_record_order(
-    reviewed: Reviewed, bob: Browser
+    reviewed: Reviewed, bob: Browser, service: Service
 ) -> None:
     expected = [u["key"] for u in _units(reviewed, reviewed.full)]
     page = bob.get(f"/runs/{reviewed.full}/answers?per_page=25")
@@ -65,6 +65,13 @@ def test_i38_answers_table_pages_every_unit_in_record_order(
     for part in ("<th>label</th>", "<th>score</th>", "<th>Checks</th>", 'id="download-csv"'):
         assert part in page.text, part
     assert _keys(bob, f"/runs/{reviewed.full}/answers?per_page=25") == expected
+    whole = bob.get(f"/runs/{reviewed.full}/answers?per_page=500").text
+    reused = [
+        o.unit_key
+        for o in service.store.iter_action_outcomes(reviewed.full, "classify")
+        if o.origin == "reused"
+    ]
+    assert reused and whole.count('<span class="hint">reused</span>') == len(reused)
 
 
 @pytest.mark.parametrize("field", ["status", "reason", "check"])

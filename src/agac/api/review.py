@@ -58,7 +58,8 @@ _COST_CHUNK = 500
 @dataclass(frozen=True)
 class AnswerRow:
     """One unit as the table shows it: its key, status, reason, message, the answer's
-    fields (``cells``, in the table's column order), each check's verdict and its cost."""
+    fields (``cells``, in the table's column order), each check's verdict, its cost, and
+    where its answer came from (``reused``: an earlier run's, at no cost to this one)."""
 
     key: str
     status: str
@@ -67,6 +68,7 @@ class AnswerRow:
     cells: tuple[Any, ...]
     checks: dict[str, bool]
     cost_usd: float
+    origin: str
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def _row(table: ResultTable, action: str, o: OutcomeRecord, cost: float) -> Answ
         cells=tuple(values[1:-2]),  # between the key and the status and reason
         checks=dict(loads(o.checks)) if o.checks else {},
         cost_usd=round(cost, 6),
+        origin=o.origin,
     )
 
 
