@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agac.engine.graph import run_graph
 from agac.engine.report.checks import check_rates
 from agac.engine.report.cost import cost_breakdown
 from agac.engine.report.jsondoc import to_json
@@ -106,7 +107,7 @@ def _run(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
         entry["input_tokens"] += r.input_tokens + r.cached_tokens + r.cache_write_tokens
         entry["output_tokens"] += r.output_tokens
         entry["cost_usd"] = round(entry["cost_usd"] + r.cost_usd, 6)
-    models = sorted({a["model"] for a in run.config["actions"] if a.get("model")})
+    models = sorted({a.model for a in run_graph(run).actions if a.model})
     return {
         "run_id": run.id,
         "workflow": run.workflow,
@@ -183,11 +184,8 @@ def _compare_action(
 
 
 def _schema(run: RunRecord, action: str) -> dict[str, Any] | None:
-    for entry in run.config["actions"]:
-        if entry["name"] == action:
-            schema = entry.get("schema")
-            return schema if isinstance(schema, dict) else None
-    return None
+    found = [a.schema for a in run_graph(run).actions if a.name == action]
+    return found[0] if found else None
 
 
 def _enum_fields(schema: Mapping[str, Any]) -> list[str]:
