@@ -161,3 +161,25 @@ def test_no_function_over_60_lines() -> None:
                 if lines > MAX_FUNCTION_LINES and (rel, node.name) not in TABLES:
                     long.append(f"{rel}:{node.lineno} {node.name} ({lines} lines)")
     assert long == []
+
+
+def _edges(known: dict[str, Path], src: str, dst: str) -> list[str]:
+    """``a -> b`` for each module ``a`` of package ``src`` importing a module of ``dst``."""
+    return sorted(
+        f"{m} -> {d}"
+        for m, p in known.items()
+        if m == src or m.startswith(src + ".")
+        for d in _imports(p, m, known)
+        if d == dst or d.startswith(dst + ".")
+    )
+
+
+def test_i37_lifecycle_and_views_one_way() -> None:
+    """The views read the lifecycle (the plan's input, ``run_mode: auto``'s choice), never
+    the other way round: the R5 estimate admission checks is the lifecycle's own
+    (engine/lifecycle/estimate.py). The run report reads neither."""
+    known = _modules()
+    assert _edges(known, "agac.engine.views", "agac.engine.lifecycle")  # the one way
+    assert _edges(known, "agac.engine.lifecycle", "agac.engine.views") == []
+    assert _edges(known, "agac.engine.report", "agac.engine.lifecycle") == []
+    assert _edges(known, "agac.engine.report", "agac.engine.views") == []

@@ -119,7 +119,8 @@ def plan(
     T2) — over the input, or over ``records``. Sends nothing and writes nothing."""
     from itertools import islice
 
-    from agac.engine.views.plan import estimate_run, plan_records
+    from agac.engine.lifecycle.estimate import estimate_run
+    from agac.engine.views.plan import plan_records
     from agac.providers.pricing import PriceTable
 
     proj = project_for(project)

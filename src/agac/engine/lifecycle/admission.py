@@ -19,6 +19,7 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.graph import run_graph
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.contextcaches import release_context_caches
+from agac.engine.lifecycle.estimate import estimate_run
 from agac.engine.lifecycle.leases import release_lease, take_run_lease
 from agac.engine.lifecycle.modes import ModeChoice, keep_choices, resolve_auto
 from agac.engine.lifecycle.snapshots import (
@@ -366,8 +367,6 @@ def _admission_estimate(
 ) -> None:
     """R5: refuse (exit 2) a run whose estimate alone exceeds its budget, unless
     ``--allow-over-estimate``."""
-    from agac.engine.views.plan import estimate_run
-
     records = (
         (r.key, loads(r.payload) if r.reason is None else None)
         for r in store.iter_records(snapshot.id)
