@@ -1,12 +1,17 @@
 """A crash between an answer and its judge (The quality loop: judges): the run is SIGKILLed
-right after a judge's verdict is durable and before the unit it grades is. The verdict
-survives and is never asked again; the answer it graded was not yet stored, so it is
-asked again, and its first asking is in the ledger as a call of unknown outcome (S1: at
-least every call the provider received, at most that plus the dispatch marks' width)."""
+right after an answer to be judged is durable (``answer_kept``), or right after its
+judge's verdict is (``judge_graded``), before the unit's outcome is. Nothing is lost and
+nothing is asked twice: the answer is stored before its judge is asked, so the next run
+reuses it and asks the judge once (or reads its stored verdict). The unit was under a
+dispatch mark when the process died, so the ledger may count its call once more as a
+call of unknown outcome, priced at its stored twin (S1: at least every call the provider
+received, at most that plus the marks' width)."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 import signal
 from pathlib import Path
 
@@ -35,14 +40,20 @@ actions:
 """
 
 
-def test_i38_a_crash_after_a_verdict_asks_no_judge_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("point", "before"),
+    [("answer_kept:1", 1), ("judge_graded:1", 2)],  # r0's answer (and its verdict)
+)
+def test_i38_2_a_crash_between_an_answer_and_its_judge_asks_nothing_twice(
+    tmp_path: Path, point: str, before: int
+) -> None:
     rows = [{"id": f"r{i}", "text": f"item {i}"} for i in range(3)]
     write_project(tmp_path, WF, workflow_file="jcrash.yml", data={"data/a.jsonl": rows})
     with RunningEmulator() as emu:
         env = emu.env()
-        crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": "judge_graded:1"}, "run", "jcrash")
+        crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "jcrash")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-        assert emu.stats()["requests"]["openai"]["chat"] == 2  # r0's answer and its verdict
+        assert emu.stats()["requests"]["openai"]["chat"] == before
 
         done = agac(tmp_path, env, "run", "jcrash", "--json")
 
@@ -50,11 +61,12 @@ def test_i38_a_crash_after_a_verdict_asks_no_judge_twice(tmp_path: Path) -> None
         summary = json.loads(done.stdout)
         assert summary["actions"]["label"]["answered"] == 3
         assert summary["checks"]["label"]["judged"]["passed"] == 3
-        # r0's answer asked twice (the first lost with the process), each answer judged
-        # once: 4 answers and 3 verdicts.
+        # Each answer asked once, each judged once: 3 answers and 3 verdicts in all.
         chats = [e for e in emu.requests() if e["op"] == "chat"]
         judged = [c for c in chats if "Is {" in json.dumps(c["body"])]
-        assert (len(chats), len(judged)) == (7, 3)
+        asked = [json.dumps(c["body"]) for c in chats if c not in judged]
+        assert (len(asked), len(judged)) == (3, 3)
+        assert sum("item 0" in a for a in asked) == 1  # r0's answer was not asked again
         calls = {r["origin"]: r["calls"] for r in api.cost("jcrash", tmp_path)["rows"]}
-        assert (calls["call"], calls["judge"]) == (3, 3)  # each verdict paid for once
-        assert 4 <= calls["call"] + calls["unknown"] <= 3 + 3  # r0's lost asking counted
+        assert (calls["call"], calls["judge"]) == (3, 3)  # each paid for once, kept once
+        assert 3 <= calls["call"] + calls.get("unknown", 0) <= 3 + 3  # S1: + the marks

@@ -34,8 +34,10 @@ __all__ = [
     "JUDGE_ORIGIN",
     "CheckedOutcome",
     "Grader",
+    "JudgeNotSent",
     "Verdict",
     "judge",
+    "kept_before_judging",
     "outcome_of",
     "repair_feedback",
     "verdicts_json",
@@ -44,6 +46,20 @@ __all__ = [
 
 JUDGE_ORIGIN = "judge"
 """The ledger origin of a judge's call (engine/judges.py)."""
+
+
+class JudgeNotSent(Exception):
+    """A judge's call the run's budget has no room for: the unit it grades is skipped
+    ``budget_exhausted`` (its answer kept, so a later run with room judges it without
+    asking it again). The message names the check and the cap."""
+
+
+def kept_before_judging(checks: Sequence[CheckSpec]) -> bool:
+    """Whether an answer asked live is stored before its judges are asked, so a crash
+    between the two neither loses the answer nor asks it again: with a ``judge:`` check
+    and no ``repair`` check (a repaired answer takes the place of the one judged, so it
+    is stored with the unit's outcome)."""
+    return any(c.judge is not None for c in checks) and all(c.on_fail != "repair" for c in checks)
 
 
 @dataclass(frozen=True)
@@ -58,10 +74,11 @@ class Verdict:
 @dataclass(frozen=True)
 class CheckedOutcome:
     """What the verdicts make of an answered unit: still ``answered`` (``detail`` marks the
-    failed ``flag`` checks), ``repair`` with the failed check, or ``failed``
-    ``check_failed``."""
+    failed ``flag`` checks), ``repair`` with the failed check, ``failed``
+    ``check_failed``, or ``skipped`` when a judge could not be sent (``detail`` says
+    why: :class:`JudgeNotSent`)."""
 
-    status: Literal["answered", "repair", "failed"]
+    status: Literal["answered", "repair", "failed", "skipped"]
     detail: str | None = None
     failed: Verdict | None = None
     verdicts: str | None = None

@@ -15,7 +15,8 @@ decision), ``approval_acting`` (an approved unit recorded its use of the approva
 not acted yet), ``hybrid_switched`` (B13: a batch action's switch to live calls is
 recorded, nothing cancelled yet), ``hybrid_cancelled`` (a batch was cancelled to go live,
 the store does not know yet), ``hybrid_live`` (a live call of a switched action is
-durable), ``judge_graded`` (a judge's verdict is durable, the unit it grades not yet),
+durable), ``answer_kept`` (an answer to be judged is durable, its judges not asked yet),
+``judge_graded`` (a judge's verdict is durable, the unit it grades not yet),
 ``turn_stored`` (a tool loop's model turn is durable, its calls not run yet),
 ``tool_called`` (a tool loop's function returned, its result not stored yet),
 ``tool_stored`` (a tool loop's call result is durable).

@@ -13,6 +13,10 @@ with it. A judge that cannot answer (a provider error after the action's retries
 verdict of the schema's shape) fails the check, saying why: a check never passes by
 accident. Judges are called live, in the judged unit's slot, also for an answer read from
 a batch or reused.
+
+A judge's call reserves its worst case from the run's budget like any call (R5), priced
+at the judge's model; when the budget has no room for it, the judge is not sent and the
+unit it grades is skipped ``budget_exhausted``, naming the check (:class:`JudgeNotSent`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from agac.engine.checks import JUDGE_ORIGIN, Verdict
+from agac.engine.checks import JUDGE_ORIGIN, JudgeNotSent, Verdict
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.limits.budget import request_estimate
 from agac.engine.values import Stopped
 from agac.engine.walk.calls import backoff
 from agac.errors import FatalError, ProviderError, WaitError
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
 
     from agac.config.model import CheckSpec, JudgeSpec
     from agac.engine.actions import ActionRuntime
+    from agac.engine.limits.budget import Reservation
     from agac.engine.ports import UnitContext
     from agac.engine.values import UnitRecord
     from agac.providers.base import Provider, Response
@@ -116,9 +122,10 @@ async def _ask(
     tries = 0
     while True:
         tries += 1
+        held = await _reserve(ctx, check, request)
         started = clock.monotonic()
         try:
-            response = await provider.complete(request)
+            response = await _complete(ctx, check, provider, request, held)
         except ProviderError as exc:
             await ctx.out.record_judge(rt, rec, attempt, request, None, exc, started, fp, None)
             if isinstance(exc, WaitError):  # the provider's "wait": no attempt spent
@@ -152,6 +159,46 @@ async def _ask(
         await ctx.out.record_judge(rt, rec, attempt, request, response, None, started, fp, answer)
         maybe_crash("judge_graded")  # the verdict is durable, the answer it graded not yet
         return _verdict(check, output)
+
+
+async def _reserve(ctx: UnitContext, check: CheckSpec, request: Request) -> Reservation | None:
+    """The judge call's worst case held from the run's budget (None without a budget).
+    Raises JudgeNotSent when the budget has no room for it."""
+    budget = ctx.budget
+    if budget is None:
+        return None
+    assert check.judge is not None
+    await budget.refresh()  # worker mode: what other workers spent counts
+    chars = sum(len(m.content) for m in request.messages)
+    i, o = request_estimate(chars, request.max_tokens)
+    held = budget.worst_case(check.judge.model, i, o, request.ledger_tier)
+    if not budget.reserve(held):
+        raise JudgeNotSent(
+            f"the judge of check {check.name!r} was never sent: the budget "
+            f"({budget.cap_text()}) has no room for its worst case"
+        )
+    return held
+
+
+async def _complete(
+    ctx: UnitContext,
+    check: CheckSpec,
+    provider: Provider,
+    request: Request,
+    held: Reservation | None,
+) -> Response:
+    """The judge's call; its reservation settled to what it used (0 when it raised)."""
+    budget = ctx.budget
+    if held is None or budget is None:
+        return await provider.complete(request)
+    assert check.judge is not None
+    try:
+        response = await provider.complete(request)
+    except BaseException:
+        budget.settle(held, 0.0, 0)
+        raise
+    budget.settle_usage(held, check.judge.model, response.total_usage, request.ledger_tier)
+    return response
 
 
 def _output(response: Response) -> dict[str, Any] | None:

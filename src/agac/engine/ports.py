@@ -123,6 +123,12 @@ class Outcomes(Protocol):
     ) -> None:
         """Ledger a judge's call (origin ``judge``) and store its verdict, now."""
 
+    async def keep_answer(
+        self, rt: ActionRuntime, answers: Sequence[AnswerRow], usage: Sequence[UsageRow]
+    ) -> None:
+        """Store an answer and its usage now, before the unit's outcome (an answer to be
+        judged)."""
+
     def tool_usage_row(
         self,
         rt: ActionRuntime,

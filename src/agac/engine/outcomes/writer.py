@@ -439,6 +439,15 @@ class OutcomeWriter:
         self.progress.spent(rt.name, row.cost_usd)
         await self.gateway.commit(answers=(answer,) if answer else (), usage=(row,))
 
+    async def keep_answer(
+        self, rt: ActionRuntime, answers: Sequence[AnswerRow], usage: Sequence[UsageRow]
+    ) -> None:
+        """An answer and its usage made durable before the unit's outcome (an answer to be
+        judged, engine/walk/calls.py): the outcome written later carries neither."""
+        priced = self._prices_unknown(usage) if usage and self._unpriced else ()
+        await self.gateway.commit(answers=answers, usage=usage, priced=priced)
+        self.progress.spent(rt.name, sum(u.cost_usd for u in usage))
+
     def tool_usage_row(
         self,
         rt: ActionRuntime,

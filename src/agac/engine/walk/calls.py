@@ -18,7 +18,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from agac.engine.checks import CheckedOutcome, outcome_of, repair_feedback
+from agac.engine.checks import (
+    CheckedOutcome,
+    JudgeNotSent,
+    kept_before_judging,
+    outcome_of,
+    repair_feedback,
+)
+from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
@@ -282,7 +289,18 @@ async def _attempt(
         # Ask again with the error fed back, after the same backoff as any retryable
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(asked, response, fail), True)
-    verdicts = await checks.checker(output, attempt) if checks.checker is not None else ()
+    got = _Answer(request, request_json, response, output, current, _ANSWERED)
+    kept = False
+    if checks.checker is not None and kept_before_judging(rt.action.checks):
+        await _keep(ctx, rt, rec, got, attempt, started, fp)
+        kept = True
+    try:
+        verdicts = await checks.checker(output, attempt) if checks.checker is not None else ()
+    except JudgeNotSent as exc:
+        skipped = CheckedOutcome("skipped", str(exc))
+        return await _answered(
+            ctx, rt, rec, got._replace(checked=skipped), attempt, started, fp, slot, kept
+        )
     checked = outcome_of(verdicts, repairs=checks.repairs, can_repair=True)
     if checked.status == "repair":
         assert checked.failed is not None
@@ -295,14 +313,7 @@ async def _attempt(
         await ctx.out.record_call(rt, rec, attempt, current, response, repair, started, fp)
         return _Again(0.0, reprompt(asked, response, repair), True, repair=True)
     return await _answered(
-        ctx,
-        rt,
-        rec,
-        _Answer(request, request_json, response, output, current, checked),
-        attempt,
-        started,
-        fp,
-        slot,
+        ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, slot, kept
     )
 
 
@@ -444,51 +455,87 @@ def _answered(
     started: float,
     fp: str,
     slot: _Slot,
+    kept: bool = False,
 ) -> Coroutine[object, None, Settled]:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
     or a repair is how we got it, not what was asked), with its usage row; the slot goes
     back at that commit. An answer that failed a check is stored all the same (it was paid
-    for); the unit then fails ``check_failed``, or is answered with its flags as detail."""
-    request, request_json, response, output, current = (
-        got.request,
-        got.request_json,
-        got.response,
-        got.output,
-        got.current,
+    for); the unit then fails ``check_failed``, or is answered with its flags as detail;
+    a judge the budget had no room for skips it ``budget_exhausted``. ``kept``: the answer
+    and its usage are stored already (:func:`_keep`), only the outcome is written."""
+    status, reason = _STATUS[got.checked.status]
+    answers, usage = ((), ()) if kept else _answer_rows(ctx, rt, rec, got, attempt, started, fp)
+    output = None if status == "skipped" else got.output  # a skipped unit has no answer
+    return _final(
+        ctx,
+        rt,
+        rec,
+        status,
+        reason,
+        got.checked.detail,
+        output,
+        fp,
+        attempt,
+        answers=answers,
+        usage=usage,
+        output_json=None if output is None else dumps(output),
+        on_durable=slot.give_back,
+        checks=got.checked.verdicts,
     )
-    failed = got.checked.status == "failed"
+
+
+_ANSWERED = CheckedOutcome("answered")
+_STATUS: dict[str, tuple[OutcomeStatus, str | None]] = {
+    "answered": ("answered", None),
+    "failed": ("failed", "check_failed"),
+    "skipped": ("skipped", "budget_exhausted"),
+}
+
+
+def _answer_rows(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    got: _Answer,
+    attempt: int,
+    started: float,
+    fp: str,
+) -> tuple[tuple[AnswerRow], list[UsageRow]]:
+    """The answer as stored by fingerprint, and its usage rows (its legs first)."""
+    request, response, current = got.request, got.response, got.current
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
     legs = (
         ctx.out.leg_rows(rt, ctx.run_id, rec.key, attempt, fp, response, current.ledger_tier)
         if response.legs
         else []
     )
-    output_json = dumps(output)
     answer = AnswerRow(
         fp,
         request.provider,
         request.model,
-        request_json,
+        got.request_json,
         dumps(response_dict(response)),
-        output_json,
+        dumps(got.output),
         ctx.control.clock.time(),
     )
-    return _final(
-        ctx,
-        rt,
-        rec,
-        "failed" if failed else "answered",
-        "check_failed" if failed else None,
-        got.checked.detail,
-        output,
-        fp,
-        attempt,
-        answers=(answer,),
-        usage=(*legs, usage_row),
-        output_json=output_json,
-        on_durable=slot.give_back,
-        checks=got.checked.verdicts,
-    )
+    return (answer,), [*legs, usage_row]
+
+
+async def _keep(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    got: _Answer,
+    attempt: int,
+    started: float,
+    fp: str,
+) -> None:
+    """The answer and its usage made durable before its judges are asked: a crash in
+    between finds it stored (reused by fingerprint, judged then), so it is never asked
+    twice and the judges' stored verdicts are read, not asked again."""
+    answers, usage = _answer_rows(ctx, rt, rec, got, attempt, started, fp)
+    await ctx.out.keep_answer(rt, answers, usage)
+    maybe_crash("answer_kept")  # the answer is durable, its judges not yet asked
 
 
 def _final(

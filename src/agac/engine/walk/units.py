@@ -18,7 +18,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
-from agac.engine.checks import outcome_of, verdicts_of
+from agac.engine.checks import JudgeNotSent, outcome_of, verdicts_of
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import (
     NOT_YET,
@@ -285,7 +285,12 @@ class _Unit:
         """An answer this run did not ask (reused, or read from a batch) judged by the
         action's checks: answered (its flags as detail) or failed ``check_failed``."""
         assert d.output_json is not None
-        verdicts = await self._checker(json.loads(d.output_json), max(d.attempts, 1))
+        try:
+            verdicts = await self._checker(json.loads(d.output_json), max(d.attempts, 1))
+        except JudgeNotSent as exc:  # the answer stays stored: a later run judges it
+            return d._replace(
+                status="skipped", reason="budget_exhausted", detail=str(exc), output_json=None
+            )
         checked = outcome_of(verdicts, repairs=0, can_repair=False)
         kept = checked.verdicts
         if checked.status == "answered":
