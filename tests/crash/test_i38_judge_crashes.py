@@ -10,11 +10,10 @@ received, at most that plus the marks' width)."""
 from __future__ import annotations
 
 import json
-
-import pytest
 import signal
 from pathlib import Path
 
+import pytest
 from crash_support import agac
 
 from agac import api
