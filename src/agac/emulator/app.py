@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import (
     anthropic,
     azure,
+    bedrock,
     deepseek,
     gemini,
     gemini_caches,
@@ -295,6 +296,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *anthropic.routes(),
             *gemini.routes(),
             *ollama.routes(),
+            *bedrock.routes(),
         ],
         exception_handlers={Rejected: _rejected, DropConnection: _drop},
     )
@@ -306,6 +308,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             "azure": openai.status_name,
             "anthropic": anthropic.status_name,
             "gemini": gemini.status_name,
+            "bedrock": bedrock.status_name,
         }
     )
     return _Front(app)

@@ -7,7 +7,10 @@ Each variable is the one the SDK itself reads, with the value it expects there:
 ``OLLAMA_HOST`` is ``http://host:port``; ``MISTRAL_BASE_URL`` and ``TOGETHER_BASE_URL`` are ``<root>/mistral``
 and ``<root>/together`` (their SDKs add ``/v1/…``); ``OPENROUTER_BASE_URL`` is
 ``<root>/openrouter/api/v1``; ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
-SDK adds ``/openai/…``), with an ``OPENAI_API_VERSION`` Azure takes. Keys are dummies: the emulator accepts any.
+SDK adds ``/openai/…``), with an ``OPENAI_API_VERSION`` Azure takes; boto3's
+``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` and ``AWS_ENDPOINT_URL_BEDROCK`` are ``<root>/bedrock-runtime``
+and ``<root>/bedrock`` (AWS credentials and S3 are left as they are: the emulator's Bedrock
+jobs read and write the S3 that boto3 reaches from its own environment). Keys are dummies: the emulator accepts any.
 ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` get the same value, so whichever one the
 google-genai SDK prefers (``GOOGLE_API_KEY``) is a dummy too, never a real key.
 """
@@ -46,6 +49,8 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
         "AZURE_OPENAI_ENDPOINT": f"{root}/azure",
         "AZURE_OPENAI_API_KEY": DUMMY_KEY,
         "OPENAI_API_VERSION": "2025-04-01-preview",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": f"{root}/bedrock-runtime",
+        "AWS_ENDPOINT_URL_BEDROCK": f"{root}/bedrock",
     }
 
 

@@ -2,7 +2,7 @@
 
 A rule is the JSON object of issue 3's control API::
 
-    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|openrouter|ollama|*",
+    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|openrouter|ollama|bedrock|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
      "match": {"custom_id": ..., "model": ..., "metadata": {...}, "service_tier": ...},
@@ -64,6 +64,7 @@ PROVIDERS = frozenset(
         "together",
         "openrouter",
         "ollama",
+        "bedrock",
         "*",
     }
 )

@@ -43,6 +43,7 @@ __all__ = [
     "StoredRequests",
     "SupportsBatch",
     "SupportsBatchCandidates",
+    "SupportsBatchMinimum",
     "SupportsContinue",
     "ToolCall",
     "ToolDef",
@@ -615,6 +616,16 @@ class SupportsBatchCandidates(Protocol):
     ) -> list[BatchHandle]: ...
 
 
+@runtime_checkable
+class SupportsBatchMinimum(Protocol):
+    """A batch API that takes no batch below a number of requests (Bedrock's jobs: 100,
+    a quota the user may have raised or lowered: ``min_records``), and what the user wants
+    done with a file below it: sent ``live``, or held (``wait``)."""
+
+    min_records: int
+    below_minimum: Literal["live", "wait"]
+
+
 @dataclass(frozen=True, slots=True)
 class BatchApi:
     """What a run may do with a provider's batches, found once when the run is assembled:
@@ -632,6 +643,10 @@ class BatchApi:
     """What a request's attachments add to its batch line, given them and the bytes of
     its text, when not all their base64 goes in it (Gemini names files over its inline
     limit by their upload); None: each attachment's base64."""
+    min_requests: int = 1
+    """The fewest requests one batch may hold (Bedrock: 100): parts are balanced so that
+    none falls below it, and a file with fewer goes as ``below_minimum`` says."""
+    below_minimum: Literal["live", "wait"] = "live"
 
 
 def batch_api(provider: Provider | None) -> BatchApi | None:
@@ -642,6 +657,9 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
     batch = provider.spec.batch
     if batch is None:
         return None
+    least, below = batch.min_requests, "live"
+    if isinstance(provider, SupportsBatchMinimum):
+        least, below = provider.min_records, provider.below_minimum
     return BatchApi(
         api=provider,
         max_requests=batch.max_requests,
@@ -651,4 +669,6 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
         else None,
         attachment_max_bytes=batch.attachment_max_bytes or batch.max_bytes,
         attachment_line_bytes=batch.attachment_line_bytes,
+        min_requests=least,
+        below_minimum="wait" if below == "wait" else "live",
     )

@@ -43,6 +43,7 @@ _BUILTIN = {
     "mistral": "agac.providers.mistral:MistralProvider",
     "together": "agac.providers.together:TogetherProvider",
     "openrouter": "agac.providers.openrouter:OpenRouterProvider",
+    "bedrock": "agac.providers.bedrock:BedrockProvider",
 }
 
 

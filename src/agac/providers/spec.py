@@ -51,10 +51,13 @@ class BatchSpec:
     call is held in memory); ``attachment_line_bytes`` what a request's attachments add
     to its line when not all their base64 goes in it (Gemini names large files by their
     upload). ``find`` is how a submission whose answer was lost is found again (B2): by
-    the key agac tags it with, or by time window and request count (Anthropic)."""
+    the key agac tags it with, or by time window and request count (Anthropic).
+    ``min_requests`` is the fewest requests the provider takes in one batch (Bedrock: 100);
+    a file with fewer goes live or waits (the adapter's ``below_minimum``)."""
 
     input: BatchInput = "file"
     max_requests: int = 50_000
+    min_requests: int = 1
     max_bytes: int = 200 * 1024 * 1024
     attachment_max_bytes: int = 0
     attachment_line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None

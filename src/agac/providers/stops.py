@@ -96,6 +96,19 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
         "MALFORMED_RESPONSE": "unexpected",
         "MISSING_THOUGHT_SIGNATURE": "unexpected",
     },
+    # Amazon Bedrock's Converse, for every model family: Anthropic's values, a guardrail or
+    # the model's own filter, and an answer or tool call the model garbled.
+    "bedrock": {
+        "end_turn": "end",
+        "stop_sequence": "end",
+        "max_tokens": "max_tokens",
+        "model_context_window_exceeded": "max_tokens",
+        "tool_use": "tool",
+        "guardrail_intervened": "content_filter",
+        "content_filtered": "content_filter",
+        "malformed_model_output": "unexpected",
+        "malformed_tool_use": "unexpected",
+    },
     "ollama": {
         "stop": "end",
         "length": "max_tokens",
