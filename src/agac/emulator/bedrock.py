@@ -63,7 +63,9 @@ _ERROR_TYPES = {
 _FINAL = {"completed": "Completed", "failed": "Failed", "cancelled": "Stopped"}
 
 
-def error(status: int, code: str | None, retry_after: float | None, message: str | None) -> Response:
+def error(
+    status: int, code: str | None, retry_after: float | None, message: str | None
+) -> Response:
     """A rest-json error: the type in ``x-amzn-ErrorType`` and the body's ``message``."""
     kind = code or _ERROR_TYPES.get(status, "InternalServerException")
     headers = {"x-amzn-ErrorType": kind, "x-amzn-RequestId": str(uuid.uuid4())}
@@ -267,7 +269,12 @@ async def create_job(request: Request) -> Response:
     arn = f"arn:aws:bedrock:us-east-1:{_ACCOUNT}:model-invocation-job/{job_id}"
     info = {"token": token, "name": name, "body": body, "job_id": job_id, "output": str(target)}
     batch = new_batch(
-        state, fired, batch_id=arn, provider=PROVIDER, model=model, items=_items(model, lines),
+        state,
+        fired,
+        batch_id=arn,
+        provider=PROVIDER,
+        model=model,
+        items=_items(model, lines),
         info=info,
     )
     if not MIN_RECORDS <= len(lines) <= MAX_RECORDS:
@@ -335,7 +342,9 @@ def status_name(batch: Batch, phase: str) -> str:
     return "Stopping" if phase == "cancelling" else "InProgress"
 
 
-async def job_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None) -> dict[str, Any]:
+async def job_json(
+    state: EmulatorState, batch: Batch, phase: str, raw: str | None
+) -> dict[str, Any]:
     """The job as ``GetModelInvocationJob`` returns it (``raw`` overrides the status)."""
     if phase == "queued":
         part = batch.elapsed(state.clock.now()) / max(batch.duration, 1e-9)
@@ -377,7 +386,9 @@ def _write_output(batch: Batch) -> None:
         return
     batch.info["written"] = True
     bucket, prefix = _split(batch.info["output"])
-    folder = f"{prefix.rstrip('/')}/{batch.info['job_id']}/" if prefix else f"{batch.info['job_id']}/"
+    folder = (
+        f"{prefix.rstrip('/')}/{batch.info['job_id']}/" if prefix else f"{batch.info['job_id']}/"
+    )
     lines = [_output_line(r) for r in batch.results or () if r.kind != "unanswered"]
     data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     answered = [r.answer for r in batch.results or () if r.answer is not None]

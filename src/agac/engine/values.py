@@ -154,6 +154,9 @@ class RunControl:
         self.live_at = dict(live_at or {})
         """B13: per hybrid action, the instant its records still in batches go live."""
         self._live = set(live)
+        self._live_units: dict[str, set[str]] = {}
+        """Per batch action, the units sent live because their file held fewer requests
+        than the provider takes in a batch (``below_minimum: live``)."""
         self.stopping = False
         self.cancel_requested = False
         self.stop_signal = StopSignal()
@@ -215,9 +218,18 @@ class RunControl:
     def deadline_passed(self) -> bool:
         return self.deadline_at is not None and self.clock.time() >= self.deadline_at
 
-    def is_live(self, action: str) -> bool:
-        """B13: the batch action switched live in this run: its units are sent online."""
-        return bool(self._live) and action in self._live
+    def is_live(self, action: str, unit: str | None = None) -> bool:
+        """B13: the batch action switched live in this run: its units are sent online;
+        with ``unit``, also that unit alone when its file was below the provider's
+        batch minimum (:meth:`go_live_units`)."""
+        if self._live and action in self._live:
+            return True
+        return unit is not None and unit in self._live_units.get(action, ())
+
+    def go_live_units(self, action: str, units: Iterable[str]) -> None:
+        """Send these units of a batch action live in this run: their file holds fewer
+        requests than the provider takes in one batch."""
+        self._live_units.setdefault(action, set()).update(units)
 
     def go_live(self, action: str) -> None:
         self._live.add(action)

@@ -64,7 +64,7 @@ says what each means."""
 Data = Callable[[Attachment], Any]
 """An attachment's bytes as the path needs them: raw bytes (boto3) or base64 (a line)."""
 
-_CACHE_POINT = {"cachePoint": {"type": "default"}}
+_CACHE_POINT: dict[str, Any] = {"cachePoint": {"type": "default"}}
 _UNWRAP = "agac_value"
 #: Amazon Nova caches prompt prefixes of at least this many tokens.
 NOVA_MINIMUM = 1_000

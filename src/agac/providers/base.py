@@ -43,7 +43,7 @@ __all__ = [
     "StoredRequests",
     "SupportsBatch",
     "SupportsBatchCandidates",
-    "SupportsBatchMinimum",
+    "SupportsBatchQuota",
     "SupportsContinue",
     "ToolCall",
     "ToolDef",
@@ -617,12 +617,14 @@ class SupportsBatchCandidates(Protocol):
 
 
 @runtime_checkable
-class SupportsBatchMinimum(Protocol):
-    """A batch API that takes no batch below a number of requests (Bedrock's jobs: 100,
-    a quota the user may have raised or lowered: ``min_records``), and what the user wants
-    done with a file below it: sent ``live``, or held (``wait``)."""
+class SupportsBatchQuota(Protocol):
+    """A batch API whose records per batch are account quotas the user may have had
+    raised or lowered (Bedrock's jobs: at least 100, at most 50,000 by default):
+    ``min_records`` and ``max_records`` as configured, and what the user wants done with
+    a file below the minimum: sent ``live``, or held (``wait``)."""
 
     min_records: int
+    max_records: int
     below_minimum: Literal["live", "wait"]
 
 
@@ -657,12 +659,12 @@ def batch_api(provider: Provider | None) -> BatchApi | None:
     batch = provider.spec.batch
     if batch is None:
         return None
-    least, below = batch.min_requests, "live"
-    if isinstance(provider, SupportsBatchMinimum):
-        least, below = provider.min_records, provider.below_minimum
+    least, most, below = batch.min_requests, batch.max_requests, "live"
+    if isinstance(provider, SupportsBatchQuota):
+        least, most, below = provider.min_records, provider.max_records, provider.below_minimum
     return BatchApi(
         api=provider,
-        max_requests=batch.max_requests,
+        max_requests=most,
         max_bytes=batch.max_bytes,
         candidates=provider
         if batch.find == "window" and isinstance(provider, SupportsBatchCandidates)

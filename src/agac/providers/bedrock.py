@@ -160,6 +160,13 @@ BEDROCK_OPTIONS = (
         minimum=1,
     ),
     Option(
+        "batch_max_records",
+        "integer",
+        "the most records Bedrock takes in a job (its quota); a larger file is split",
+        default=MAX_RECORDS,
+        minimum=1,
+    ),
+    Option(
         "batch_input",
         "choice",
         "`delete` the input object once its job has ended, or `keep` it",
@@ -273,6 +280,7 @@ class BedrockProvider(ProviderBase):
             "wait" if options.get("below_minimum") == "wait" else "live"
         )
         self.min_records = int(options.get("batch_min_records") or MIN_RECORDS)
+        self.max_records = int(options.get("batch_max_records") or MAX_RECORDS)
         self._workers = max(8, settings.connections)
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="agac-bedrock")
         super().__init__(settings)
@@ -284,10 +292,15 @@ class BedrockProvider(ProviderBase):
     # -- clients -------------------------------------------------------------
 
     def _make_client(self) -> Any:
-        """boto3's three clients (runtime, control plane, S3) over one session: retries
-        off (the engine owns them), a connection per worker thread."""
+        """boto3's clients (runtime, control plane, S3) over one session, each made on
+        first use: retries off (the engine owns them), a connection per worker thread.
+        The parsed service models are shared by every adapter of the process."""
+        import botocore.session
+
         botocore_config = self._sdk_module_botocore().Config
-        session = self._sdk.session.Session(region_name=self._region)
+        core = botocore.session.Session()
+        core.register_component("data_loader", _shared_loader(core))
+        session = self._sdk.session.Session(botocore_session=core, region_name=self._region)
         if session.region_name is None:
             raise _config("region", "no AWS region is set")
         if session.get_credentials() is None:
@@ -307,11 +320,7 @@ class BedrockProvider(ProviderBase):
             read_timeout=self._timeout,
             connect_timeout=min(self._timeout, 60.0),
         )
-        return _Clients(
-            runtime=session.client("bedrock-runtime", config=config),
-            control=session.client("bedrock", config=config),
-            s3=session.client("s3", config=config),
-        )
+        return _Clients(session, config)
 
     @staticmethod
     def _sdk_module_botocore() -> Any:
@@ -400,7 +409,7 @@ class BedrockProvider(ProviderBase):
         model: list[str] = []
         spooled = spool_jsonl(
             _lines(requests, model),
-            max_count=MAX_RECORDS,
+            max_count=self.max_records,
             max_bytes=MAX_FILE_BYTES,
             provider=self.name,
         )
@@ -456,9 +465,7 @@ class BedrockProvider(ProviderBase):
         if self._keep_input:
             return
         place = self._job_place(handle, job)
-        await self._call(
-            self._client.s3.delete_object, Bucket=place.bucket, Key=place.input_key
-        )
+        await self._call(self._client.s3.delete_object, Bucket=place.bucket, Key=place.input_key)
 
     def _job_place(self, handle: BatchHandle, job: dict[str, Any]) -> BatchPlace:
         """Where the job's objects lie, from the job itself (its output address)."""
@@ -552,9 +559,7 @@ class BedrockProvider(ProviderBase):
         return found if isinstance(found, dict) else None
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
-        await self._call(
-            self._client.control.stop_model_invocation_job, jobIdentifier=handle.id
-        )
+        await self._call(self._client.control.stop_model_invocation_job, jobIdentifier=handle.id)
 
     async def find_batch(self, key: str) -> BatchHandle | None:
         """The job named after ``key`` (B2): its name is unique in the account and region."""
@@ -574,17 +579,52 @@ class BedrockProvider(ProviderBase):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-@dataclass(frozen=True, slots=True)
 class _Clients:
-    """boto3's runtime, control-plane and S3 clients of one session."""
+    """boto3's runtime, control-plane and S3 clients of one session, each made when it is
+    first asked for (on the event loop's thread): a live-only run never loads the
+    control plane's or S3's service model."""
 
-    runtime: Any
-    control: Any
-    s3: Any
+    def __init__(self, session: Any, config: Any) -> None:
+        self._session = session
+        self._config = config
+        self._made: dict[str, Any] = {}
+
+    def _get(self, service: str) -> Any:
+        client = self._made.get(service)
+        if client is None:
+            client = self._made[service] = self._session.client(service, config=self._config)
+        return client
+
+    @property
+    def runtime(self) -> Any:
+        return self._get("bedrock-runtime")
+
+    @property
+    def control(self) -> Any:
+        return self._get("bedrock")
+
+    @property
+    def s3(self) -> Any:
+        return self._get("s3")
 
     def close(self) -> None:
-        for client in (self.runtime, self.control, self.s3):
+        for client in self._made.values():
             client.close()
+
+
+_LOADER: list[Any] = []
+
+
+def _shared_loader(core: Any) -> Any:
+    """One botocore data loader for the process (it caches the service models it has
+    parsed; making a client otherwise parses its model again). boto3 adds its own data
+    folder to a session's loader: kept once."""
+    if not _LOADER:
+        _LOADER.append(core.get_component("data_loader"))
+    loader = _LOADER[0]
+    paths = loader.search_paths
+    paths[:] = list(dict.fromkeys(paths))
+    return loader
 
 
 def _lines(requests: Iterable[Request], model: list[str]) -> Iterator[list[bytes | Any]]:

@@ -22,7 +22,9 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def request(text: str = "Classify: great product", custom_id: str | None = None, **kw: Any) -> Request:
+def request(
+    text: str = "Classify: great product", custom_id: str | None = None, **kw: Any
+) -> Request:
     """A Bedrock request with a system prompt and the label schema."""
     fields: dict[str, Any] = {"max_tokens": 256, "schema": SCHEMA, **kw}
     return Request(

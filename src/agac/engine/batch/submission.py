@@ -147,6 +147,12 @@ class Submitter:
         if rt.action.attachments and await self._drop_changed(rt, staged, file, report):
             return None  # those units render again first (the next pass stages the rest)
         parts = await self.ctx.call(self._plan_parts, rt, staged, file)
+        count = sum(len(ids) for _, ids in parts)
+        if count < rt.batch_api.min_requests:
+            await self._below_minimum(
+                rt, staged, file, [i for _, ids in parts for i in ids], report
+            )
+            return None
         held: dict[str, Reservation] = {}
         if self.ctx.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
@@ -162,6 +168,33 @@ class Submitter:
             outcome = await self._submit(rt, intent.key, report)
             refused = refused or outcome == "refused"
         return not refused
+
+    async def _below_minimum(
+        self, rt: ActionRuntime, staged: str, file: str, ids: list[str], report: StepReport
+    ) -> None:
+        """A file with fewer requests than the provider takes in one batch (Bedrock: 100):
+        with ``below_minimum: live`` its staged items are dropped and its units sent live
+        in this run (a rerun decides again); with ``wait`` they stay staged and the run
+        waits, naming the file."""
+        api = rt.batch_api
+        provider = rt.action.provider or ""
+        said = (
+            f"{rt.name}: {file} has {len(ids)} requests, fewer than the {api.min_requests} "
+            f"a {provider} batch takes"
+        )
+        if api.below_minimum == "wait":
+            report.waiting.append(
+                f"{said}: they wait (providers: {provider}: below_minimum: wait; set it to "
+                "`live` to send them as live calls)"
+            )
+            return
+        units = await self.ctx.call(_staged_units, self.ctx.store, staged, set(ids))
+        await self.ctx.call(self.ctx.store.drop_staged_items, staged, ids)
+        self.ctx.control.go_live_units(rt.name, units)
+        await self.ctx.event(
+            "batch_below_minimum", rt.name, file=file, requests=len(ids), minimum=api.min_requests
+        )
+        report.progressed = True
 
     async def _not_sent(self, key: str) -> None:
         """The run stopped before this intent was sent: the provider certainly does not
@@ -262,6 +295,7 @@ class Submitter:
                 size = 0
             parts[-1].append(custom_id)
             size += n
+        _balance(parts, limits.min_requests)
         now = self.ctx.control.clock.time()
         return [
             (
@@ -504,3 +538,19 @@ def _line_sizes(
             else:
                 n += line_bytes(atts, sum(len(m.content.encode()) for m in messages))
         yield item.custom_id, n
+
+
+def _balance(parts: list[list[str]], least: int) -> None:
+    """Move requests from the part before into a last part below the provider's minimum
+    (Bedrock: 100 a job), when the part before keeps at least that many itself."""
+    if least <= 1 or len(parts) < 2 or len(parts[-1]) >= least:
+        return
+    move = least - len(parts[-1])
+    if len(parts[-2]) - move >= least:
+        parts[-1][:0] = parts[-2][-move:]
+        del parts[-2][-move:]
+
+
+def _staged_units(store: Store, staged: str, ids: set[str]) -> set[str]:
+    """The units of these staged items (in the store thread)."""
+    return {i.unit_key for i in store.staged_items(staged) if i.custom_id in ids}

@@ -148,7 +148,7 @@ class BatchUnits:
                 stored=ahead.stored if ahead is not None else NOT_YET,
                 deadline_passed=deadline,
                 budget_exhausted=exhausted,
-                live=live,
+                live=live or control.is_live(rt.name, key),
             )
             d = decide(facts)
             if isinstance(d, Pending) and d.why == "batch":

@@ -146,7 +146,7 @@ class _Unit:
             batch=batch is not None,
             items=batch.items_of(rt, rec.key) if batch else (),
             carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None,
-            live=batch is not None and control.is_live(rt.name),
+            live=batch is not None and control.is_live(rt.name, rec.key),
         )
         if batch is not None or action.kind == "tool":
             f.deadline_passed = control.deadline_passed()
