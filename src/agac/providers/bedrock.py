@@ -47,6 +47,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -174,11 +175,11 @@ BEDROCK_OPTIONS = (
         choices=("delete", "keep"),
     ),
     Option(
-        "job_timeout_hours",
-        "integer",
-        "hours a job may run before Bedrock ends it (24 to 168)",
-        default=24,
-        minimum=24,
+        "job_timeout",
+        "seconds",
+        "how long a job may run before Bedrock ends it, in whole hours from 24 to 168 "
+        "(a shorter or longer one is taken as the nearest)",
+        default="24h",
     ),
 )
 
@@ -275,7 +276,8 @@ class BedrockProvider(ProviderBase):
         self._bucket = str(options.get("batch_bucket") or "")
         self._role = str(options.get("role_arn") or "")
         self._keep_input = options.get("batch_input") == "keep"
-        self._job_hours = int(options.get("job_timeout_hours") or 24)
+        hours = math.ceil(float(options.get("job_timeout") or 86_400) / 3600)
+        self._job_hours = min(168, max(24, hours))
         self.below_minimum: Literal["live", "wait"] = (
             "wait" if options.get("below_minimum") == "wait" else "live"
         )

@@ -22,6 +22,7 @@ ANSWERS = {
     "mistral": {"stop"},
     "together": {"stop", "eos"},
     "openrouter": {"stop"},
+    "bedrock": {"end_turn", "stop_sequence"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -111,6 +112,7 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "mistral": "**Mistral**",
         "together": "**Together**",
         "openrouter": "**OpenRouter**",
+        "bedrock": "**Bedrock**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
