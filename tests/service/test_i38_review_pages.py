@@ -215,6 +215,25 @@ def test_i38_compare_page(reviewed: Reviewed, bob: Browser) -> None:
     assert 'id="compare-runs"' not in picker.text
 
 
+def test_i38_compare_page_exports_every_changed_row(reviewed: Reviewed, bob: Browser) -> None:
+    out = reviewed.root / "changed.csv"
+    doc = api.compare(reviewed.full, reviewed.other, reviewed.root, out=out)
+    page = bob.get(f"/compare?a={reviewed.full}&b={reviewed.other}").text
+    link = re.search(r'<a class="download-changed" href="([^"]+)">', page)
+    assert link, page
+    got = bob.get(link.group(1).replace("&amp;", "&"))
+    assert got.status_code == 200 and "attachment" in got.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(got.text)))
+    assert len(rows) == doc["written"] == doc["actions"]["classify"]["changed_count"] > 50
+    with out.open(encoding="utf-8", newline="") as fh:
+        expected = list(csv.DictReader(fh))
+    assert [(r["key"], r["a.status"], r["b.status"], r["fields"]) for r in rows] == [
+        (r["key"], r["a.status"], r["b.status"], r["fields"]) for r in expected
+    ]
+    same = bob.get(f"/compare.csv?a={reviewed.full}&b={reviewed.full}")
+    assert same.status_code == 422 and "the same run" in same.text
+
+
 def test_i38_compare_page_asks_a_pairwise_judge_once(reviewed: Reviewed, bob: Browser) -> None:
     form = {"a": reviewed.full, "b": reviewed.other, "judge": "mock/m"}
     bob.get(f"/compare?a={reviewed.full}&b={reviewed.other}")  # the page's CSRF token
@@ -252,6 +271,7 @@ def test_i38_review_pages_are_behind_sign_in_and_tenants(
         f"/runs/{reviewed.full}/answers.parquet",
         f"/runs/{reviewed.pilot}/pilot",
         f"/compare?a={reviewed.full}&b={reviewed.other}",
+        f"/compare.csv?a={reviewed.full}&b={reviewed.other}",
     ]
     nobody = service.browser()
     for path in paths:

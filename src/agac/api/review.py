@@ -44,6 +44,7 @@ __all__ = [
     "AnswerTable",
     "answer_download",
     "answer_table",
+    "compare_download",
     "compare_view",
     "pilot_view",
 ]
@@ -406,3 +407,30 @@ def compare_view(
     doc["runs"]["a"]["pilot"] = a.settings.overrides.get("pilot") is not None
     doc["runs"]["b"]["pilot"] = b.settings.overrides.get("pilot") is not None
     return doc
+
+
+def compare_download(
+    store: Store, principal: Principal, run_a: str, run_b: str, *, action: str | None = None
+) -> tuple[str, bytes]:
+    """(file name, CSV) of every row that differs between two runs the principal may see:
+    ``agac compare --out changed.csv``'s columns (``action``, ``key``, each run's status,
+    reason and answer, the fields that changed), cells a spreadsheet would run neutralized."""
+    from agac.engine.views.compare import diff_rows
+
+    a = visible_run(store, principal, run_a)
+    b = visible_run(store, principal, run_b)
+    if a.id == b.id:
+        raise UsageError(f"{run_a!r} and {run_b!r} are the same run ({a.id}): name two runs")
+    names = ["action", "key"]
+    names += [f"{side}.{part}" for side in "ab" for part in ("status", "reason", "output")]
+    rows = (
+        [row["action"], row["key"], *_side(row["a"]), *_side(row["b"]), " ".join(row["fields"])]
+        for row in diff_rows(store, a, b, action)
+    )
+    return f"compare-{a.id[:12]}-{b.id[:12]}.csv", _csv([*names, "fields"], rows)
+
+
+def _side(side: dict[str, Any] | None) -> list[Any]:
+    if side is None:
+        return [None, None, None]
+    return [side["status"], side["reason"], side["output"]]

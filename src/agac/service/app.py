@@ -40,6 +40,7 @@ def routes() -> list[BaseRoute]:
         Route("/runs/{run_id}/answers.{format}", review.download, methods=["GET"]),
         Route("/runs/{run_id}/pilot", review.pilot, methods=["GET"]),
         Route("/compare", review.compare, methods=["GET"]),
+        Route("/compare.csv", review.compare_download, methods=["GET"]),
         Route("/compare", review.compare_judge, methods=["POST"]),
         Route("/records/{run_id}/{key:path}", pages.record, methods=["GET"]),
         Route("/approvals", pages.approvals, methods=["GET"]),

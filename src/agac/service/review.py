@@ -17,7 +17,7 @@ from agac.errors import AgacError
 from agac.service.common import blocking, caller, context, error_status
 from agac.service.pages import page
 
-__all__ = ["answers", "compare", "compare_judge", "download", "pilot"]
+__all__ = ["answers", "compare", "compare_download", "compare_judge", "download", "pilot"]
 
 FILTERS = ("action", "status", "reason", "check", "q")
 MEDIA = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
@@ -182,3 +182,22 @@ async def _compare(
         criteria=values.get("criteria") or "",
         recent=recent["runs"],
     )
+
+
+async def compare_download(request: Request) -> Response:
+    """``GET /compare.csv?a=RUN&b=RUN[&action=A]``: every row that differs, as CSV."""
+    ctx, principal = context(request), caller(request)
+    q = request.query_params
+    try:
+        name, body = await blocking(
+            review.compare_download,
+            ctx.store,
+            principal,
+            q.get("a", "").strip(),
+            q.get("b", "").strip(),
+            action=q.get("action") or None,
+        )
+    except AgacError as exc:
+        return _refused(request, exc)
+    disposition = f"attachment; filename*=UTF-8''{urllib.parse.quote(name)}"
+    return Response(body, media_type=MEDIA["csv"], headers={"Content-Disposition": disposition})
