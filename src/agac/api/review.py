@@ -46,6 +46,7 @@ __all__ = [
     "answer_table",
     "compare_download",
     "compare_view",
+    "csv_chunks",
     "pilot_view",
 ]
 
@@ -54,6 +55,7 @@ MAX_PER_PAGE = 500
 DOWNLOADS = ("csv", "parquet")
 STATUSES = ("answered", "failed", "skipped")
 _COST_CHUNK = 500
+_CSV_CHUNK = 2000
 
 
 @dataclass(frozen=True)
@@ -214,9 +216,11 @@ def answer_download(
     *,
     action: str | None = None,
     where: AnswerFilter | None = None,
-) -> tuple[str, bytes]:
-    """(file name, bytes) of every unit of ``action`` that passes ``where``, as CSV (cells
-    a spreadsheet would run neutralized) or parquet (typed columns; needs pyarrow)."""
+) -> tuple[str, Iterator[bytes]]:
+    """(file name, its bytes in pieces) of every unit of ``action`` that passes ``where``,
+    as CSV (streamed from the store as it is sent; cells a spreadsheet would run
+    neutralized) or parquet (typed columns, row groups of 20,000; needs pyarrow). The run
+    and the action are checked before the first piece."""
     if format not in DOWNLOADS:
         raise UsageError(f"download as {' or '.join(DOWNLOADS)}, not {format!r}")
     run = visible_run(store, principal, ref)
@@ -230,8 +234,8 @@ def answer_download(
     )
     filename = f"{run.workflow}-{run.id[:12]}-{name}.{format}"
     if format == "csv":
-        return filename, _csv(names, rows)
-    return filename, _parquet(table, names, checks, rows)
+        return filename, csv_chunks(names, rows)
+    return filename, iter((_parquet(table, names, checks, rows),))
 
 
 def _with_costs(
@@ -269,12 +273,29 @@ def _flat(
     ]
 
 
-def _csv(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
+def csv_chunks(
+    names: Sequence[str], rows: Iterable[Sequence[Any]], per: int = _CSV_CHUNK
+) -> Iterator[bytes]:
+    """The CSV of ``rows`` (``agac export``'s wide CSV: cells a spreadsheet would run
+    neutralized) as UTF-8 pieces of at most ``per`` rows each, the header first: a download
+    streams, never held whole."""
     from agac.data.export import write_wide_csv
 
-    text = io.StringIO()
-    write_wide_csv(names, rows, text)
-    return text.getvalue().encode("utf-8")
+    def text(chunk: Sequence[Sequence[Any]]) -> str:
+        out = io.StringIO()
+        write_wide_csv(names, chunk, out)
+        return out.getvalue()
+
+    header = text(())
+    yield header.encode("utf-8")
+    chunk: list[Sequence[Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= per:
+            yield text(chunk)[len(header) :].encode("utf-8")
+            chunk = []
+    if chunk:
+        yield text(chunk)[len(header) :].encode("utf-8")
 
 
 def _parquet(
@@ -411,8 +432,8 @@ def compare_view(
 
 def compare_download(
     store: Store, principal: Principal, run_a: str, run_b: str, *, action: str | None = None
-) -> tuple[str, bytes]:
-    """(file name, CSV) of every row that differs between two runs the principal may see:
+) -> tuple[str, Iterator[bytes]]:
+    """(file name, CSV in pieces) of every row that differs between two runs the principal may see:
     ``agac compare --out changed.csv``'s columns (``action``, ``key``, each run's status,
     reason and answer, the fields that changed), cells a spreadsheet would run neutralized."""
     from agac.engine.views.compare import diff_rows
@@ -427,7 +448,7 @@ def compare_download(
         [row["action"], row["key"], *_side(row["a"]), *_side(row["b"]), " ".join(row["fields"])]
         for row in diff_rows(store, a, b, action)
     )
-    return f"compare-{a.id[:12]}-{b.id[:12]}.csv", _csv([*names, "fields"], rows)
+    return f"compare-{a.id[:12]}-{b.id[:12]}.csv", csv_chunks([*names, "fields"], rows)
 
 
 def _side(side: dict[str, Any] | None) -> list[Any]:

@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Any, Literal
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 
 from agac.api import review, team
 from agac.errors import AgacError
@@ -109,7 +109,9 @@ async def download(request: Request) -> Response:
     except AgacError as exc:
         return _refused(request, exc)
     disposition = f"attachment; filename*=UTF-8''{urllib.parse.quote(name)}"
-    return Response(body, media_type=MEDIA[fmt], headers={"Content-Disposition": disposition})
+    return StreamingResponse(
+        body, media_type=MEDIA[fmt], headers={"Content-Disposition": disposition}
+    )
 
 
 def _format(fmt: str) -> Literal["csv", "parquet"]:
@@ -200,4 +202,6 @@ async def compare_download(request: Request) -> Response:
     except AgacError as exc:
         return _refused(request, exc)
     disposition = f"attachment; filename*=UTF-8''{urllib.parse.quote(name)}"
-    return Response(body, media_type=MEDIA["csv"], headers={"Content-Disposition": disposition})
+    return StreamingResponse(
+        body, media_type=MEDIA["csv"], headers={"Content-Disposition": disposition}
+    )
