@@ -399,6 +399,16 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _cheaper_hours(model: str, c: dict[str, Any]) -> str:
+    """When an action's model is next cheaper (a price calendar), in one line."""
+    hours, minutes = divmod(max(0, int(c["opens_in_s"])) // 60, 60)
+    named = f"{c['name']}, " if c.get("name") else ""
+    return (
+        f"{model} is cheaper {named}{c['hours']}, opening in {hours} h {minutes:02d} min: "
+        f"online ${c['online_usd_then']:.4f} then instead of ${c['online_usd_now']:.4f} now"
+    )
+
+
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
     table = new_table(
@@ -449,6 +459,9 @@ def print_plan(doc: dict[str, Any]) -> None:
     for name, a in doc["actions"].items():
         if a.get("mode_why"):
             click.echo(f"  {name}: run_mode auto would choose {a['mode']} now ({a['mode_why']})")
+    for name, a in doc["actions"].items():
+        if a.get("cheaper_hours"):
+            click.echo(f"  {name}: {_cheaper_hours(a['model'], a['cheaper_hours'])}")
     prefixes = [
         f"{n} {a['cache_prefix_tokens']:,}"
         for n, a in doc["actions"].items()

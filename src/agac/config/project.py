@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from agac.config.durations import parse_duration
+from agac.config.pricewindows import read_windows
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.values import finite, read_mapping, read_number, read_str, read_str_list
 from agac.config.variables import POINT_SCHEMES, STORE_HINT, check_variables, store_problem
 from agac.errors import ConfigError, Problem, UsageError
 from agac.providers.options import Option
-from agac.providers.pricing import MAX_PRICE, PRICE_KEYS
+from agac.providers.pricing import MAX_PRICE, PRICE_KEYS, PriceWindow
 from agac.providers.registry import available_providers, provider_options, provider_transports
 from agac.tenants import is_tenant, pick_tenant
 
@@ -91,6 +92,8 @@ class PriceConfig:
     cache_write_1h: float | None = None
     cache_storage: float | None = None
     """USD per 1M tokens per hour an explicit context cache is kept (Gemini)."""
+    windows: tuple[PriceWindow, ...] = ()
+    """Hours of the UTC day at other live rates (config/pricewindows.py)."""
 
 
 @dataclass(frozen=True)
@@ -370,7 +373,7 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
         body = read_mapping(f, body, path)
         if body is None:
             continue
-        f.unknown_keys(body, PRICE_KEYS, path, f"prices.{model}")
+        f.unknown_keys(body, (*PRICE_KEYS, "windows"), path, f"prices.{model}")
         values: dict[str, float | None] = {}
         for key in PRICE_KEYS:
             if key in body:
@@ -387,6 +390,7 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
             batch_discount=values.get("batch_discount"),
             cache_write_1h=values.get("cache_write_1h"),
             cache_storage=values.get("cache_storage"),
+            windows=read_windows(f, body.get("windows"), path + ("windows",), str(model)),
         )
     return result
 

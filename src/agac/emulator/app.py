@@ -57,6 +57,7 @@ from . import (
     openai,
     openrouter,
     together,
+    vllm,
 )
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
@@ -297,6 +298,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *gemini.routes(),
             *ollama.routes(),
             *bedrock.routes(),
+            *vllm.routes(),
         ],
         exception_handlers={Rejected: _rejected, DropConnection: _drop},
     )

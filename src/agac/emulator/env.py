@@ -6,7 +6,7 @@ Each variable is the one the SDK itself reads, with the value it expects there:
 ``/openai/v1/…``); ``GOOGLE_GEMINI_BASE_URL`` is the root (google-genai adds ``/v1beta``);
 ``OLLAMA_HOST`` is ``http://host:port``; ``MISTRAL_BASE_URL`` and ``TOGETHER_BASE_URL`` are ``<root>/mistral``
 and ``<root>/together`` (their SDKs add ``/v1/…``); ``OPENROUTER_BASE_URL`` is
-``<root>/openrouter/api/v1``; ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
+``<root>/openrouter/api/v1``; ``VLLM_BASE_URL`` is ``<root>/vllm/v1`` (no key needed); ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
 SDK adds ``/openai/…``), with an ``OPENAI_API_VERSION`` Azure takes; boto3's
 ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` and ``AWS_ENDPOINT_URL_BEDROCK`` are ``<root>/bedrock-runtime``
 and ``<root>/bedrock`` (AWS credentials and S3 are left as they are: the emulator's Bedrock
@@ -46,6 +46,7 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
         "OPENROUTER_BASE_URL": f"{root}/openrouter/api/v1",
         "OPENROUTER_API_KEY": DUMMY_KEY,
         "OLLAMA_HOST": root,
+        "VLLM_BASE_URL": f"{root}/vllm/v1",
         "AZURE_OPENAI_ENDPOINT": f"{root}/azure",
         "AZURE_OPENAI_API_KEY": DUMMY_KEY,
         "OPENAI_API_VERSION": "2025-04-01-preview",

@@ -2,7 +2,7 @@
 
 A rule is the JSON object of issue 3's control API::
 
-    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|openrouter|ollama|bedrock|*",
+    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|openrouter|ollama|bedrock|vllm|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
      "match": {"custom_id": ..., "model": ..., "metadata": {...}, "service_tier": ...},
@@ -65,6 +65,7 @@ PROVIDERS = frozenset(
         "openrouter",
         "ollama",
         "bedrock",
+        "vllm",
         "*",
     }
 )

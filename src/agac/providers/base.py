@@ -31,6 +31,7 @@ __all__ = [
     "BatchStatus",
     "BilledWork",
     "CacheHint",
+    "ChoosesBatch",
     "Leg",
     "Message",
     "Provider",
@@ -651,10 +652,23 @@ class BatchApi:
     below_minimum: Literal["live", "wait"] = "live"
 
 
+@runtime_checkable
+class ChoosesBatch(Protocol):
+    """A provider whose batch API is used only when its settings choose it (vLLM's offline
+    ``run-batch`` executor, ``providers: {vllm: {batch: run-batch}}``); otherwise its batch
+    actions run as live calls, as its spec's ``local_batch`` says."""
+
+    @property
+    def batch_chosen(self) -> bool: ...
+
+
 def batch_api(provider: Provider | None) -> BatchApi | None:
     """The provider's batch capability, or None when its spec declares no batch API (the
-    mock; Ollama, which runs batch actions live)."""
+    mock; Ollama, which runs batch actions live) or its settings did not choose it
+    (:class:`ChoosesBatch`)."""
     if provider is None or not isinstance(provider, SupportsBatch):
+        return None
+    if isinstance(provider, ChoosesBatch) and not provider.batch_chosen:
         return None
     batch = provider.spec.batch
     if batch is None:

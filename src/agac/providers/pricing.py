@@ -3,7 +3,7 @@
 Prices are USD per million tokens, looked up by ``provider/model``, first in a project's
 ``prices:`` in agac.yml, then in the maintained price library genai-prices (offline
 data, ~2,300 models, batch and cache prices; Gemini's provider id there is ``google``).
-``mock/*`` and ``ollama/*`` (local) cost 0. Any other model is *unpriced*: its calls
+``mock/*``, ``ollama/*`` and ``vllm/*`` (local) cost 0. Any other model is *unpriced*: its calls
 cost 0 in the ledger, ``agac run`` and ``agac validate`` warn at start, ``agac cost``
 marks it, and a budget on it is refused (``unpriced_model``) unless agac.yml prices it.
 
@@ -15,6 +15,13 @@ threshold, as Anthropic and Gemini price) are kept.
 
 agac's usage counts input *excluding* cached reads and cache writes (docs/providers.md); the
 threshold of a tier is judged on the whole input, as genai-prices does.
+
+A price calendar: a model may cost more or less at some hours of the day (DeepSeek's
+off-peak discount, its peak-hour surcharge). A :class:`PriceWindow` holds the live rates
+of a daily UTC interval; a call is priced at the window its time falls in (the ledger
+passes when the answer came, :attr:`Price.windows`), else at the model's base rates.
+genai-prices' time-of-day prices become windows; ``prices:`` may declare its own
+(``windows: [{utc: "16:30-00:30", input: …, output: …}]``).
 
 Explicit context caches (Gemini ``cachedContents``) are billed for their storage too: USD
 per million tokens per hour the cache is kept. genai-prices has no such field, so agac
@@ -33,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
@@ -50,10 +58,12 @@ __all__ = [
     "Price",
     "PriceLibrary",
     "PriceTable",
+    "PriceWindow",
     "Rates",
     "cost_usd",
     "default_library",
     "flex_rate",
+    "hours_of",
     "known_models",
 ]
 
@@ -62,7 +72,7 @@ MAX_PRICE = 1_000_000_000.0
 cache storage, or per use): far above any real price, and small enough that any cost it
 makes stays a finite float (a price such as ``1e308`` overflows a cost to infinity, and ``0 × inf`` is NaN)."""
 
-FREE_PROVIDERS = frozenset({"mock", "ollama"})
+FREE_PROVIDERS = frozenset({"mock", "ollama", "vllm"})
 """Offline and local models: they cost nothing."""
 _LIBRARY_PROVIDER = {"gemini": "google"}
 """agac provider name -> genai-prices provider id, where they differ."""
@@ -110,6 +120,41 @@ class Rates:
 
 
 @dataclass(frozen=True, slots=True)
+class PriceWindow:
+    """The live rates of a daily interval, ``start`` to ``end`` in minutes of the UTC day
+    (``end`` before ``start``: it runs past midnight); ``name`` is what ``agac plan``
+    calls it (``16:30-00:30 UTC`` when none is given)."""
+
+    start: int
+    end: int
+    live: Rates
+    name: str = ""
+
+    def holds(self, minute: int) -> bool:
+        if self.end <= self.start:
+            return minute >= self.start or minute < self.end
+        return self.start <= minute < self.end
+
+    @property
+    def hours(self) -> str:
+        """``HH:MM-HH:MM UTC``."""
+        return f"{_clock(self.start)}-{_clock(self.end)} UTC"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.hours})" if self.name else self.hours
+
+
+def _clock(minute: int) -> str:
+    return f"{minute // 60 % 24:02d}:{minute % 60:02d}"
+
+
+def minute_of_day(at: float) -> int:
+    """The minute of the UTC day of epoch time ``at``."""
+    return int(at // 60) % 1440
+
+
+@dataclass(frozen=True, slots=True)
 class Price:
     """A model's prices: live, batch (None: not known), long-context tiers, and where they
     come from (``agac.yml``, ``genai-prices``, ``free``)."""
@@ -131,6 +176,18 @@ class Price:
 
     tools: tuple[tuple[str, float], ...] = ()
     """USD per use of each server tool the price knows (live)."""
+    windows: tuple[PriceWindow, ...] = ()
+    """Hours of the day at other live rates (a price calendar); the last one holding a
+    call's time wins."""
+
+    def live_at(self, at: float | None) -> Rates:
+        """The live rates of a call made at epoch time ``at`` (None: the base rates)."""
+        if at is not None and self.windows:
+            minute = minute_of_day(at)
+            for window in reversed(self.windows):
+                if window.holds(minute):
+                    return window.live
+        return self.live
 
     @property
     def live(self) -> Rates:
@@ -153,14 +210,20 @@ FREE = Price(0.0, 0.0, 0.0, 0.0, batch=Rates(0.0, 0.0, 0.0, 0.0), source="free")
 
 
 def cost_usd(
-    price: Price, usage: Usage, tier: str = "live", provider: str = "", calls: int = 1
+    price: Price,
+    usage: Usage,
+    tier: str = "live",
+    provider: str = "",
+    calls: int = 1,
+    at: float | None = None,
 ) -> float:
     """USD for ``usage`` at ``price`` (the batch tier at the batch price, or derived).
 
     ``usage`` may be the sum of ``calls`` calls: a long-context tier is chosen per call,
     by the calls' average input, so the sum of many short calls is priced as short calls
-    (give sums of calls that fall in the same tier: :meth:`Store.usage_totals` bands)."""
-    live, batch = price.live, price.batch
+    (give sums of calls that fall in the same tier: :meth:`Store.usage_totals` bands).
+    ``at``: when the call was made (epoch seconds), for a price with windows."""
+    live, batch = price.live_at(at), price.batch
     if price.tiers:
         total_in = (usage.input_tokens + usage.cached_tokens + usage.cache_write_tokens) / max(
             calls, 1
@@ -200,6 +263,15 @@ class PriceTable:
         }
         self._library = library
         self._memo: dict[str, Price | None] = {}
+        self._at: float | None = None
+
+    def at_time(self, now: float) -> PriceTable:
+        """This table pricing every call it is not told the time of at ``now`` (an
+        estimate made now: ``agac plan``); the same prices otherwise."""
+        view = PriceTable.__new__(PriceTable)
+        view._overrides, view._library, view._memo = self._overrides, self._library, self._memo
+        view._at = now
+        return view
 
     def get(self, model: str) -> Price | None:
         try:
@@ -218,15 +290,29 @@ class PriceTable:
     def known(self, model: str) -> bool:
         return self.get(model) is not None
 
-    def cost(self, model: str, usage: Usage, tier: str = "live", calls: int = 1) -> float:
-        """USD for ``usage``, the sum of ``calls`` calls of ``model`` (see :func:`cost_usd`)."""
+    def cost(
+        self,
+        model: str,
+        usage: Usage,
+        tier: str = "live",
+        calls: int = 1,
+        at: float | None = None,
+    ) -> float:
+        """USD for ``usage``, the sum of ``calls`` calls of ``model`` made at epoch time
+        ``at`` (None: at the base rates; see :func:`cost_usd`)."""
         price = self.get(model)
         if price is None or price is FREE:
             return 0.0
         provider = model.partition("/")[0]
         if tier == "flex":
             tier = flex_rate(provider)
-        return cost_usd(price, usage, tier, provider=provider, calls=calls)
+        when = at if at is not None else self._at
+        return cost_usd(price, usage, tier, provider=provider, calls=calls, at=when)
+
+    def windows(self, model: str) -> tuple[PriceWindow, ...]:
+        """The hours of the day ``model`` costs otherwise (its price calendar)."""
+        price = self.get(model)
+        return price.windows if price is not None else ()
 
     def thresholds(self, models: Iterable[str]) -> tuple[int, ...]:
         """Every long-context threshold (input tokens per call) of these models' prices,
@@ -307,6 +393,7 @@ def _coerce(model: str, value: Any) -> Price:
                     )
                 ]
             )
+    windows = data.get("windows") if isinstance(value, Mapping) else getattr(value, "windows", ())
     return Price(
         input=float(data.get("input") or 0.0),
         output=float(data.get("output") or 0.0),
@@ -315,8 +402,55 @@ def _coerce(model: str, value: Any) -> Price:
         cache_write_1h=_opt(data.get("cache_write_1h")),
         batch_discount=_opt(data.get("batch_discount")),
         cache_storage=_opt(data.get("cache_storage")),
+        windows=tuple(_window(model, w) for w in windows or ()),
         source="agac.yml",
     )
+
+
+def _window(model: str, value: Any) -> PriceWindow:
+    """A project's price window: a :class:`PriceWindow`, or a mapping with ``utc``
+    (``HH:MM-HH:MM``), ``input`` and ``output`` and optionally ``cached_input``,
+    ``cache_write`` and ``name``."""
+    if isinstance(value, PriceWindow):
+        return value
+    hours = hours_of(str(value.get("utc") or ""))
+    if hours is None:
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "invalid_value",
+                    f"prices.{model}.windows: utc must be HH:MM-HH:MM (UTC), got "
+                    f"{value.get('utc')!r}",
+                    file="agac.yml",
+                    hint='e.g. utc: "16:30-00:30"',
+                )
+            ]
+        )
+    start, end = hours
+    return PriceWindow(
+        start,
+        end,
+        Rates(
+            float(value.get("input") or 0.0),
+            float(value.get("output") or 0.0),
+            _opt(value.get("cached_input")),
+            _opt(value.get("cache_write")),
+        ),
+        str(value.get("name") or ""),
+    )
+
+
+def hours_of(text: str) -> tuple[int, int] | None:
+    """``HH:MM-HH:MM`` (UTC) as (start, end) minutes of the day; None when it is not
+    that, or the window is empty."""
+    found = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*", text)
+    if not found:
+        return None
+    h1, m1, h2, m2 = (int(g) for g in found.groups())
+    if h1 > 24 or h2 > 24 or m1 > 59 or m2 > 59:
+        return None
+    start, end = (h1 * 60 + m1) % 1440, (h2 * 60 + m2) % 1440
+    return (start, end) if start != end else None
 
 
 def _opt(v: Any) -> float | None:
@@ -386,8 +520,8 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            # "3": entries carry server-tool and 1-hour cache-write prices (older files lack them).
-            self._file = base / f"prices-3-{version}.json"
+            # "4": entries carry time-of-day windows (older files lack them).
+            self._file = base / f"prices-4-{version}.json"
         return self._file
 
 
@@ -446,10 +580,23 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     pid = _LIBRARY_PROVIDER.get(provider, provider)
     zero = genai_prices.Usage(input_tokens=0, output_tokens=0)
     try:
-        live = genai_prices.calc_price(zero, model, provider_id=pid).model_price
+        found = genai_prices.calc_price(zero, model, provider_id=pid)
+        hours = _library_windows(found.model.prices)
+        # The base rates are those of an hour no window holds (genai-prices prices a call
+        # at its time: asked at a window's hour, it would answer that window's rates).
+        base = _outside(hours)
+        live = _library_price(genai_prices, zero, model, pid, base)
         batch = genai_prices.calc_price(
-            zero, model, provider_id=pid, price_context={"processing": "batch"}
+            zero,
+            model,
+            provider_id=pid,
+            genai_request_timestamp=base,
+            price_context={"processing": "batch"},
         ).model_price
+        windows = [
+            (start, end, _library_price(genai_prices, zero, model, pid, _at_minute(start)))
+            for start, end in hours
+        ]
     except (LookupError, ValueError):
         return None
     keys = (
@@ -466,7 +613,59 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     live_json: dict[str, Any] = {k: _rate_json(v) for k, v in live_rates.items()}
     batch_json: dict[str, Any] = {k: _rate_json(v) for k, v in batch_rates.items()}
     live_json["tools"], batch_json["tools"] = _tool_rates(live), _tool_rates(batch)
-    return {"live": live_json, "batch": batch_json if batch_json != live_json else None}
+    return {
+        "live": live_json,
+        "batch": batch_json if batch_json != live_json else None,
+        "windows": [
+            {"start": start, "end": end, "live": {k: _rate_json(getattr(p, k, None)) for k in keys}}
+            for start, end, p in windows
+        ],
+    }
+
+
+def _library_windows(prices: Any) -> list[tuple[int, int]]:
+    """The daily intervals (minutes of the UTC day) of a genai-prices model's
+    time-of-day prices, in its order."""
+    out = []
+    for conditional in prices if isinstance(prices, list) else ():
+        constraint = getattr(conditional, "constraint", None)
+        start, end = getattr(constraint, "start_time", None), getattr(constraint, "end_time", None)
+        if start is not None and end is not None:
+            out.append((_minute(start), _minute(end)))
+    return out
+
+
+def _minute(value: Any) -> int:
+    """A ``datetime.time`` (UTC when naive) as a minute of the UTC day."""
+    offset = value.utcoffset()
+    minutes = value.hour * 60 + value.minute - (int(offset.total_seconds() // 60) if offset else 0)
+    return minutes % 1440
+
+
+def _at_minute(minute: int) -> Any:
+    """Today (UTC) at ``minute`` of the day, as genai-prices takes a request's time."""
+    from datetime import UTC, datetime, timedelta
+
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today + timedelta(minutes=minute)
+
+
+def _outside(hours: list[tuple[int, int]]) -> Any:
+    """A time of today no interval holds (now, when there are none)."""
+    from datetime import UTC, datetime
+
+    if not hours:
+        return datetime.now(UTC)
+    for minute in range(0, 1440, 5):
+        if not any(PriceWindow(s, e, Rates(0, 0)).holds(minute) for s, e in hours):
+            return _at_minute(minute)
+    return _at_minute(0)
+
+
+def _library_price(genai_prices: Any, zero: Any, model: str, pid: str, at: Any) -> Any:
+    return genai_prices.calc_price(
+        zero, model, provider_id=pid, genai_request_timestamp=at
+    ).model_price
 
 
 _TOOL_PRICES = {
@@ -531,6 +730,10 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
         )
 
     base = rates(live, None)
+    windows = tuple(
+        PriceWindow(int(w["start"]), int(w["end"]), rates(w["live"], None))
+        for w in entry.get("windows") or ()
+    )
     return Price(
         base.input,
         base.output,
@@ -543,5 +746,6 @@ def _price_from_json(entry: dict[str, Any]) -> Price:
             (above, rates(live, above), rates(batch, above) if batch else None)
             for above in thresholds
         ),
+        windows=windows,
         source="genai-prices",
     )

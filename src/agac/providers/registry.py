@@ -44,6 +44,7 @@ _BUILTIN = {
     "together": "agac.providers.together:TogetherProvider",
     "openrouter": "agac.providers.openrouter:OpenRouterProvider",
     "bedrock": "agac.providers.bedrock:BedrockProvider",
+    "vllm": "agac.providers.vllm:VllmProvider",
 }
 
 

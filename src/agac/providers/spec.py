@@ -98,7 +98,9 @@ class ProviderSpec:
     action's ``provider_options:``, which change the answer: they go with each request
     and into its fingerprint. ``function_tools`` says its adapter speaks a tool protocol
     online (an action's ``tools:``: a turn's calls read into ``Response.tool_calls``, their
-    results sent back).
+    results sent back). ``prefix_order`` says its server caches the prompt prefixes it
+    has just seen (vLLM's automatic prefix caching, SGLang's radix cache): the engine
+    sends a shard's live records in prompt order, so those sharing a prefix go together.
     """
 
     name: str
@@ -118,6 +120,7 @@ class ProviderSpec:
     options: tuple[Option, ...] = ()
     request_options: tuple[Option, ...] = ()
     function_tools: bool = False
+    prefix_order: bool = False
 
     @property
     def batch_support(self) -> Literal["api", "local", "none"]:

@@ -69,6 +69,9 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
     # OpenRouter: OpenAI's values as it normalizes them, and ``error`` (the upstream
     # provider failed mid-answer).
     "openrouter": {**_OPENAI, "error": "unexpected"},
+    # vLLM and SGLang: OpenAI's values; ``abort`` (the server dropped the request) and
+    # ``error`` (it failed mid-answer) are never an answer.
+    "vllm": {**_OPENAI, "abort": "unexpected", "error": "unexpected"},
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

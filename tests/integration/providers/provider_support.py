@@ -20,6 +20,7 @@ MODELS: dict[str, str] = {
     "mistral": "mistral-small-latest",
     "together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
     "openrouter": "openai/gpt-4o-mini",
+    "vllm": "Qwen/Qwen2.5-7B-Instruct",
     "mock": "any",
 }
 SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "together", "ollama")

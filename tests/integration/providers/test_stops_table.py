@@ -683,6 +683,9 @@ def _documented() -> dict[str, set[str]]:
             "tool_calls",
             "insufficient_system_resource",
         },
+        # vLLM has no SDK; its engine's finish reasons (``FINISH_REASON_STRINGS``) and the
+        # OpenAI server's tool_calls.
+        "vllm": {"stop", "length", "abort", "error", "tool_calls"},
     }
 
 
@@ -698,7 +701,7 @@ def _reply(provider: str, value: str) -> dict[str, Any]:
     if provider == "anthropic" and value == "tool_use":
         reply["blocks"] = ["text", "tool_use"]
     tool_stops = ("tool_calls", "function_call")
-    compatible = ("openai", "groq", "deepseek", "mistral", "together", "openrouter")
+    compatible = ("openai", "groq", "deepseek", "mistral", "together", "openrouter", "vllm")
     if provider in compatible and value in tool_stops:
         reply.update(blocks=["tool_calls"], content=None)
     return reply

@@ -23,6 +23,7 @@ ANSWERS = {
     "together": {"stop", "eos"},
     "openrouter": {"stop"},
     "bedrock": {"end_turn", "stop_sequence"},
+    "vllm": {"stop"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -113,11 +114,12 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "together": "**Together**",
         "openrouter": "**OpenRouter**",
         "bedrock": "**Bedrock**",
+        "vllm": "**vLLM**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
-        if provider in ("groq", "azure", "deepseek", "together", "openrouter"):
+        if provider in ("groq", "azure", "deepseek", "together", "openrouter", "vllm"):
             own = section[section.index(titles["openai"]) :] + own
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)

@@ -16,11 +16,16 @@ action whose model its provider does not serve on flex).
 Each llm action says the mode it would run in: its ``run_mode``, or for ``auto`` the
 mode a run admitted now would choose over these records, and why (decisions 0085, 0103).
 The cost ``as_configured`` prices each action in that mode, without caching.
+
+Prices are those of the moment of planning; an action whose model costs less at other
+hours of the day (a price calendar: DeepSeek) says when those hours next open and what
+its online estimate would be then (``cheaper_hours``, providers/pricecalendar.py).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +39,7 @@ from agac.errors import ConfigError
 from agac.prompt.render import RenderError
 from agac.providers import registry
 from agac.providers.base import Usage
+from agac.providers.pricecalendar import cheaper_hours
 
 if TYPE_CHECKING:
     from agac.config.fanout import Regions
@@ -66,6 +72,9 @@ def estimate_run(
 
     def answers(fps: list[str]) -> dict[str, str]:
         return store.get_answers(fps, tenant=tenant) if store is not None and fps else {}
+
+    now = store.clock.time() if store is not None else time.time()
+    prices = prices.at_time(now)  # a model with a price calendar costs what it costs now
 
     runtimes = {
         a.name: build_runtime(a, None, project.root, workflow=workflow.name)
@@ -101,6 +110,12 @@ def estimate_run(
     if chunk:
         _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh)
     _modes(project, workflow, actions, count)
+    for a in workflow.actions:
+        entry = actions[a.name]
+        usage = Usage(int(entry["input_tokens"]), int(entry["output_tokens"]))
+        opening = cheaper_hours(prices, a.model, usage, now) if a.kind == "llm" else None
+        if opening is not None:
+            entry["cheaper_hours"] = opening
     return _totals(workflow, actions, count)
 
 

@@ -316,7 +316,11 @@ class OutcomeWriter:
         action = rt.action
         usage = response.usage if response is not None else None
         tier = request.ledger_tier
-        cost = self.prices.cost(action.model or "", usage, tier) if usage is not None else 0.0
+        # Priced at the hour its answer came (a price calendar: DeepSeek's cheaper hours).
+        now = self.clock.time()
+        cost = (
+            self.prices.cost(action.model or "", usage, tier, at=now) if usage is not None else 0.0
+        )
         if response is not None and response.billed_usd is not None:
             cost = response.billed_usd  # what the provider billed (OpenRouter usage.cost)
         error_text = None
@@ -429,7 +433,9 @@ class OutcomeWriter:
             request.model,
             "live",
             usage,
-            self.prices.cost(model, usage, "live") if usage is not None else 0.0,
+            self.prices.cost(model, usage, "live", at=self.clock.time())
+            if usage is not None
+            else 0.0,
             (self.clock.monotonic() - started) * 1000,
             "ok" if error is None else "error",
             error_text,
@@ -542,7 +548,7 @@ class OutcomeWriter:
             action.model_name or "",
             "live",
             response.usage,
-            self.prices.cost(action.model or "", response.usage, "live"),
+            self.prices.cost(action.model or "", response.usage, "live", at=self.clock.time()),
             latency_ms,
             "ok",
             None,

@@ -7,7 +7,9 @@ shard boundaries. For a shard, its records, the outcomes this run already has an
 failures the previous run may carry (R1 c) are loaded in one store call; the requests of
 actions that read only the record are rendered ahead and their stored answers looked up
 in one query; then every record walks (engine/walk/walker.py), so a downstream action
-starts on a record as soon as that record's dependencies are settled.
+starts on a record as soon as that record's dependencies are settled. Records start in
+the order they were read, or by prompt on a provider that caches the prefixes it has just
+seen (engine/walk/ordering.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from agac.engine.decision import own_item
 from agac.engine.ports import CarriedFailure, Prefetched
 from agac.engine.requests import build_request
 from agac.engine.values import RecordUnit, Settled
+from agac.engine.walk.ordering import prompt_ordered
 from agac.engine.walk.steps import Region
 from agac.jsontext import JSONObject, loads
 from agac.keys import ESCAPED_KEYS
@@ -146,9 +149,9 @@ class RecordWalk:
         first = self.plan.steps[0] if self.plan.steps else None
         if self.batch is not None and first is not None and not isinstance(first, Region):
             waiting = await self.batch.settle_ahead(first, records, existing, self.memory)
+        rows = [(r, p) for r, p in zip(records, payloads, strict=True) if r.key not in waiting]
         tasks = await self._start_records(
-            [(r, p) for r, p in zip(records, payloads, strict=True) if r.key not in waiting],
-            existing,
+            prompt_ordered(rows, self._roots(), self.memory.prefetched), existing
         )
         if started is not None:
             started.set()
