@@ -33,8 +33,9 @@ def at(hour: int, minute: int, second: int = 0, day: int = 4) -> float:
 def test_deepseek_calls_either_side_of_a_window_boundary_priced_differently() -> None:
     table = PriceTable(OFF_PEAK)
     model = "deepseek/deepseek-chat"
-    before, opened = table.cost(model, MILLION, at=at(16, 29, 59)), table.cost(
-        model, MILLION, at=at(16, 30)
+    before, opened = (
+        table.cost(model, MILLION, at=at(16, 29, 59)),
+        table.cost(model, MILLION, at=at(16, 30)),
     )
     assert before == pytest.approx(1.37) and opened == pytest.approx(0.685)
     # The window runs past midnight and closes at 00:30.
