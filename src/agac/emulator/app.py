@@ -28,6 +28,9 @@ Control API (``/_emulator/…``, never counted in the stats):
   writes it again. The markers a request carried (``cache_control`` positions,
   ``prompt_cache_key``, ``cachedContent``) are in its ``/_emulator/requests`` entry, as
   ``cache``: a chat call's markers, or a batch's as ``[{"custom_id", …}]``.
+- ``GET /_emulator/entra`` → ``{"token_seconds", "issued": [{"token", "expires_on"}, …]}``:
+  the Entra ID tokens the managed-identity endpoint issued (:mod:`.entra`); ``POST``
+  ``{"token_seconds": s}`` sets how long the next ones live.
 - ``POST /_emulator/reset`` forgets everything (files, batches, faults, counters, the
   prompt cache, clock).
 """
@@ -49,6 +52,7 @@ from . import (
     azure,
     bedrock,
     deepseek,
+    entra,
     gemini,
     gemini_caches,
     groq,
@@ -136,6 +140,17 @@ async def _clock(request: Request) -> Response:
             "held": state.clock.held_at is not None,
         }
     )
+
+
+async def _entra(request: Request) -> Response:
+    entra = state_of(request).entra
+    if request.method == "POST":
+        body = await _body(request)
+        seconds = body.get("token_seconds") if body is not None else None
+        if not isinstance(seconds, (int, float)) or seconds <= 0:
+            return JSONResponse({"error": 'expected {"token_seconds": seconds}'}, status_code=400)
+        entra.seconds = float(seconds)
+    return JSONResponse(entra.document())
 
 
 async def _batch_advance(request: Request) -> Response:
@@ -281,6 +296,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
         Route("/_emulator/clock", _clock, methods=["GET", "POST"]),
         Route("/_emulator/batches/{id:path}/advance", _batch_advance, methods=["POST"]),
         Route("/_emulator/models", _models, methods=["POST"]),
+        Route("/_emulator/entra", _entra, methods=["GET", "POST"]),
         Route("/_emulator/reset", _reset, methods=["POST"]),
         Route("/_emulator/health", _health, methods=["GET"]),
     ]
@@ -290,6 +306,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *openai.routes(openai.OPENAI),
             *groq.routes(),
             *azure.routes(),
+            *entra.routes(),
             *deepseek.routes(),
             *mistral.routes(),
             *together.routes(),

@@ -11,7 +11,9 @@ valid deployment name"); an uploaded file may read ``pending`` for a while (the
 ``file_pending`` fault) and a batch cannot be created from it; a batch never expires; an
 enqueued-token quota refusal on create is an ``http`` fault with code
 ``token_limit_exceeded``. Answers carry ``content_filter_results`` per choice and
-``prompt_filter_results`` (a ``reply.filter`` fault flags a category).
+``prompt_filter_results`` (a ``reply.filter`` fault flags a category); an ``http`` 400
+fault with code ``content_filter`` (on ``chat``, or on one batch item) is Azure's refusal
+of the prompt, its ``innererror.content_filter_result`` naming what was filtered.
 """
 
 from __future__ import annotations

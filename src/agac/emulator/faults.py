@@ -89,6 +89,8 @@ OPS = frozenset(
         "file.put",
         "file.process",
         "model.get",
+        # Azure's Entra ID tokens (a managed identity's endpoint, .entra)
+        "token",
         # Gemini's explicit context caches (.gemini_caches)
         "cache.create",
         "cache.get",

@@ -155,6 +155,8 @@ def error_renderer(flavor: Flavor) -> Any:
             "param": None,
             "code": code,
         }
+        if flavor.azure and code == "content_filter":
+            fields = prompt_filter_error()
         # Mistral's error body is flat, OpenAI's wraps it in "error".
         body = {"object": "error", **fields} if flavor.dialect == "mistral" else {"error": fields}
         headers = {"x-request-id": "req_" + uuid.uuid4().hex}
@@ -332,6 +334,26 @@ def _filter_results(flagged: dict[str, Any] | None) -> dict[str, Any]:
     return results
 
 
+def prompt_filter_error(flagged: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Azure's refusal of a prompt by its content filter (the ``error`` of an HTTP 400, live
+    or in a batch line): ``code: content_filter``, and under ``innererror`` the verdict of
+    each category, ``violence`` filtered at ``medium`` unless ``flagged`` names another."""
+    results = _filter_results(flagged or {"category": "violence", "severity": "medium"})
+    results["jailbreak"] = {"filtered": False, "detected": False}
+    return {
+        "message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+        "content management policy. Please modify your prompt and retry.",
+        "type": None,
+        "param": "prompt",
+        "code": "content_filter",
+        "status": 400,
+        "innererror": {
+            "code": "ResponsibleAIPolicyViolation",
+            "content_filter_result": results,
+        },
+    }
+
+
 def flex_tier(flavor: Flavor, body: dict[str, Any]) -> str:
     """The ``service_tier`` an answer reports: ``flex`` when the request asked for it."""
     return "flex" if body.get("service_tier") == "flex" else flavor.service_tier
@@ -339,7 +361,7 @@ def flex_tier(flavor: Flavor, body: dict[str, Any]) -> str:
 
 def azure_guard(flavor: Flavor, error: Any) -> Any:
     """Azure's front door on every route: an ``api-key`` header or an Entra bearer token
-    (401 otherwise), and on the classic surface the ``api-version`` query (404, as Azure
+    (401 otherwise, or for a token :mod:`.entra` issued that has expired), and on the classic surface the ``api-version`` query (404, as Azure
     answers a path without one)."""
 
     def wrap(handler: Any) -> Any:
@@ -353,6 +375,9 @@ def azure_guard(flavor: Flavor, error: Any) -> Any:
                     None,
                     "Access denied due to invalid subscription key or wrong API endpoint.",
                 )
+            token = headers.get("authorization", "")[len("Bearer ") :]
+            if bearer and state_of(request).entra.expired(token):
+                return error(401, "401", None, "Access denied: the Entra ID token has expired.")
             if flavor.api_version and not request.query_params.get("api-version"):
                 return error(404, "404", None, "Resource not found")
             response: Response = await handler(request)
@@ -892,6 +917,8 @@ def write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
             body = (
                 e.body
                 if e.body is not None
+                else {"error": prompt_filter_error()}
+                if flavor.azure and e.code == "content_filter"
                 else {
                     "error": {
                         "message": e.message,

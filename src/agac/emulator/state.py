@@ -37,6 +37,7 @@ __all__ = [
     "Clock",
     "Config",
     "EmulatorState",
+    "EntraTokens",
     "ItemError",
     "ItemResult",
     "Journal",
@@ -333,6 +334,33 @@ class Journal:
         return out
 
 
+@dataclass
+class EntraTokens:
+    """The Entra ID tokens the emulator issued (:mod:`.entra`): how long a new one lives,
+    and each one's expiry, in wall-clock seconds (the credential that holds a token reads
+    its expiry against the wall clock, not the emulator's)."""
+
+    seconds: float = 3600.0
+    issued: dict[str, float] = field(default_factory=dict)
+
+    def issue(self) -> tuple[str, float]:
+        token = f"emu-entra-{len(self.issued) + 1}-{uuid.uuid4().hex[:12]}"
+        expires = time.time() + self.seconds
+        self.issued[token] = expires
+        return token, expires
+
+    def expired(self, token: str) -> bool:
+        """Whether ``token`` is one the emulator issued and it has expired."""
+        expires = self.issued.get(token)
+        return expires is not None and time.time() >= expires
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "token_seconds": self.seconds,
+            "issued": [{"token": t, "expires_on": e} for t, e in self.issued.items()],
+        }
+
+
 class EmulatorState:
     """The emulator's memory; one per app."""
 
@@ -357,6 +385,8 @@ class EmulatorState:
         #: model id -> {"lifecycle", "deprecated_at", "retires_at"} for the Models API;
         #: a model not listed is active.
         self.models: dict[str, dict[str, Any]] = {}
+        #: Entra ID tokens issued by the managed-identity endpoint (:mod:`.entra`).
+        self.entra = EntraTokens()
 
     def reset(self) -> None:
         """Forget everything: files, batches, faults, counters, the prompt cache and the
@@ -372,6 +402,7 @@ class EmulatorState:
         self.cache_refusals = 0
         self.uploads.clear()
         self.models.clear()
+        self.entra = EntraTokens()
 
     def new_id(self, prefix: str, length: int = 24) -> str:
         return prefix + uuid.uuid4().hex[:length]

@@ -170,6 +170,13 @@ class RunningEmulator:
         "retires_at": "2026-10-01T00:00:00Z"}}``); models not listed are active."""
         return self._call("POST", "/_emulator/models", {"models": models})
 
+    def entra(self, token_seconds: float | None = None) -> dict[str, Any]:
+        """``/_emulator/entra``: the Entra ID tokens issued so far; with ``token_seconds``,
+        first set how long the next ones live."""
+        if token_seconds is None:
+            return self._call("GET", "/_emulator/entra")
+        return self._call("POST", "/_emulator/entra", {"token_seconds": token_seconds})
+
     def reset(self) -> dict[str, Any]:
         """Forget everything: files, batches, faults, counters and the clock offset."""
         return self._call("POST", "/_emulator/reset")

@@ -68,7 +68,7 @@ from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_
 from agac.providers.spec import BatchSpec, CacheKind, FlexSpec, ProviderSpec
 from agac.providers.stops import read_stop
 
-__all__ = ["OpenAICompatProvider", "chat_response"]
+__all__ = ["OpenAICompatProvider", "chat_response", "filter_detail"]
 
 _MESSAGES = '"messages":['
 _ATTACHMENTS = '"attachments":['
@@ -101,6 +101,9 @@ COMPAT_OPTIONS = (
     FIND_BATCH_SCAN,
 )
 
+#: OpenAI's batch limits: a JSONL file of 50,000 requests and 200 MB.
+FILE_BATCH = BatchSpec(input="file")
+
 #: An action's ``provider_options:`` on Chat Completions APIs.
 REASONING_EFFORT = Option(
     "reasoning_effort",
@@ -123,6 +126,7 @@ def compat_spec(
     cache_minimum: Callable[[str], int] | None = None,
     flex: FlexSpec | None = None,
     options: tuple[Option, ...] = COMPAT_OPTIONS,
+    batch: BatchSpec = FILE_BATCH,
 ) -> ProviderSpec:
     """The spec of a Chat Completions provider with an OpenAI-shaped Batch API (a JSONL
     file upload, found again by ``metadata.agac_key``)."""
@@ -133,7 +137,7 @@ def compat_spec(
         credential_env=credential_env,
         ambient_credentials=ambient_credentials,
         transports=TRANSPORTS,
-        batch=BatchSpec(input="file"),
+        batch=batch,
         flex=flex,
         cache_kinds=cache_kinds,
         cache_minimum=cache_minimum,
@@ -375,7 +379,7 @@ class OpenAICompatProvider(ProviderBase):
         """Where the lean transport posts a chat completion for ``model``."""
         return self._chat_url
 
-    def _call_headers(self) -> dict[str, str] | None:
+    async def _call_headers(self) -> dict[str, str] | None:
         """Headers of one lean call beyond the session's (a fresh token), or None."""
         return None
 
@@ -505,7 +509,7 @@ class OpenAICompatProvider(ProviderBase):
                     params,
                     errors=self._status_error,
                     timeout=request.timeout,
-                    headers=self._call_headers(),
+                    headers=await self._call_headers(),
                 )
             return chat_response(
                 body,
@@ -790,17 +794,8 @@ class OpenAICompatProvider(ProviderBase):
             )
             return Result(custom_id, "succeeded", response=answer)
         if response and status:
-            code, kind, message, param = error_fields(pick(response, "body"))
-            err = classify(
-                self.name,
-                status,
-                message=message,
-                code=code,
-                kind=kind,
-                param=param,
-                request_id=request_id,
-            )
-            return Result(custom_id, "errored", error=err)
+            error = self._line_error(status, pick(response, "body"), request_id)
+            return Result(custom_id, "errored", error=error)
         code = str(pick(error, "code") or "") or None
         message = pick(error, "message")
         if code in _EXPIRED_CODES:
@@ -809,6 +804,20 @@ class OpenAICompatProvider(ProviderBase):
             return Result(custom_id, "canceled")
         err = classify(self.name, None, message=message, code=code)
         return Result(custom_id, "errored", error=err)
+
+    def _line_error(self, status: int, body: Any, request_id: str | None) -> ProviderError:
+        """The taxonomy error of a batch result line that the provider answered with an
+        error status (``body`` its error body)."""
+        code, kind, message, param = error_fields(body)
+        return classify(
+            self.name,
+            status,
+            message=message,
+            code=code,
+            kind=kind,
+            param=param,
+            request_id=request_id,
+        )
 
     async def cancel_batch(self, handle: BatchHandle) -> None:
         with self._translate_errors():

@@ -3,7 +3,8 @@
 Chat Completions and the Batch API of OpenAI, behind Azure's door: the resource's
 endpoint (``AZURE_OPENAI_ENDPOINT`` or ``providers: azure: endpoint:``), an ``api-key``
 header (``AZURE_OPENAI_API_KEY``) or an Entra ID bearer token (``AZURE_OPENAI_AD_TOKEN``,
-else ``azure-identity``'s default credential), and one of two surfaces:
+else ``azure-identity``'s default credential, refreshed before it expires:
+:mod:`agac.providers._entra`), and one of two surfaces:
 
 - ``deployments`` (the default): ``/openai/deployments/{deployment}/chat/completions``,
   every call with ``?api-version=`` (``OPENAI_API_VERSION`` or ``api_version:``), the SDK's
@@ -33,23 +34,35 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from agac.errors import ConfigError, Problem, ProviderError, UnsupportedError, WaitError
+from agac.errors import (
+    ConfigError,
+    FatalError,
+    Problem,
+    ProviderError,
+    UnsupportedError,
+    WaitError,
+)
 from agac.providers._attachments import OPENAI_LIMITS
-from agac.providers._common import EMULATOR_HINT, import_sdk, url_path
-from agac.providers._errors import error_fields
-from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider, compat_spec
+from agac.providers._common import EMULATOR_HINT, pick, url_path
+from agac.providers._entra import entra_token
+from agac.providers._errors import error_fields, request_id_of
+from agac.providers._openai_compat import (
+    COMPAT_OPTIONS,
+    OpenAICompatProvider,
+    compat_spec,
+    filter_detail,
+)
 from agac.providers.base import ProviderSettings
 from agac.providers.openai import openai_cache_minimum
 from agac.providers.options import Option
-from agac.providers.spec import FlexSpec
+from agac.providers.spec import BatchSpec, FlexSpec
 
 __all__ = ["AzureProvider"]
 
-ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"
 #: Seconds to wait before creating a batch again after an enqueued-token quota refusal
 #: that names no time of its own.
 QUOTA_WAIT = 300.0
@@ -57,6 +70,8 @@ QUOTA_WAIT = 300.0
 #: and largest pause between two looks.
 FILE_WAIT = (600.0, 0.05, 10.0)
 QUOTA_CODES = frozenset({"token_limit_exceeded"})
+#: The error code of a prompt refused by Azure's content filter.
+CONTENT_FILTER = "content_filter"
 
 AZURE_OPTIONS = (
     *COMPAT_OPTIONS,
@@ -98,6 +113,8 @@ class AzureProvider(OpenAICompatProvider):
         # a deployment whose model Azure does not serve on flex is refused with a 400.
         flex=FlexSpec(billed="batch"),
         options=AZURE_OPTIONS,
+        # Global-Batch: 100,000 requests and 200 MB a file.
+        batch=BatchSpec(input="file", max_requests=100_000),
     )
     default_base_url = ""
     chat_path = "/chat/completions"
@@ -114,7 +131,9 @@ class AzureProvider(OpenAICompatProvider):
         if not version and not self._v1:
             raise _missing("api_version", "OPENAI_API_VERSION")
         self._api_version = version
-        self._token = _entra_token_source(settings)
+        # An Entra ID token when no key is set (agac.yml's key or the variable).
+        keyed = settings.api_key or os.environ.get("AZURE_OPENAI_API_KEY")
+        self._token = None if keyed else entra_token()
         self._uploaded: dict[str, str] = {}
         super().__init__(settings)
         self._batch_endpoint = "/v1/chat/completions" if self._v1 else "/chat/completions"
@@ -135,10 +154,10 @@ class AzureProvider(OpenAICompatProvider):
     def _lean_headers(self) -> dict[str, str]:
         return {"api-key": self._api_key} if self._api_key else {}
 
-    def _call_headers(self) -> dict[str, str] | None:
+    async def _call_headers(self) -> dict[str, str] | None:
         if self._api_key or self._token is None:
             return None
-        return {"Authorization": f"Bearer {self._token()}"}
+        return {"Authorization": f"Bearer {await self._token.bearer()}"}
 
     def _open_lean(self) -> None:
         self._chat_url = f"{self._endpoint}/openai/v1/chat/completions"
@@ -153,15 +172,16 @@ class AzureProvider(OpenAICompatProvider):
 
     def _make_client(self) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).
+        # With no key, the SDK asks for the token before each request (an async provider:
+        # the v1 surface's ``api_key`` provider must be one).
+        bearer = self._token.bearer if self._token is not None else None
         auth: dict[str, Any] = (
-            {"api_key": self._api_key}
-            if self._api_key
-            else {"azure_ad_token_provider": self._token}
+            {"api_key": self._api_key} if self._api_key else {"azure_ad_token_provider": bearer}
         )
         if self._v1:
             key = self._api_key
             return self._sdk.AsyncOpenAI(
-                api_key=key or self._token,
+                api_key=key or bearer,
                 base_url=f"{self._endpoint}/openai/v1/",
                 default_headers={"api-key": key} if key else None,
                 timeout=self._timeout,
@@ -183,8 +203,11 @@ class AzureProvider(OpenAICompatProvider):
     def _status_error(
         self, status: int, headers: Mapping[str, str], body: Any, text: str
     ) -> ProviderError:
-        """An enqueued-token quota refusal is a wait (B2), never a fatal quota error."""
+        """An enqueued-token quota refusal is a wait (B2), never a fatal quota error; a
+        prompt the content filter refused fails ``content_filter``, naming what it flagged."""
         code = error_fields(body)[0]
+        if code == CONTENT_FILTER:
+            return prompt_filtered(self.name, status, body, request_id_of(headers, body))
         if code in QUOTA_CODES:
             found = super()._status_error(429, headers, body, text)
             return WaitError(
@@ -195,6 +218,12 @@ class AzureProvider(OpenAICompatProvider):
                 code=code,
             )
         return super()._status_error(status, headers, body, text)
+
+    def _line_error(self, status: int, body: Any, request_id: str | None) -> ProviderError:
+        """A batch line whose prompt the content filter refused fails ``content_filter``."""
+        if error_fields(body)[0] == CONTENT_FILTER:
+            return prompt_filtered(self.name, status, body, request_id)
+        return super()._line_error(status, body, request_id)
 
     async def _upload(self, path: Path, key: str) -> str:
         """Upload the file once per batch key, and wait until Azure has processed it."""
@@ -231,6 +260,26 @@ class AzureProvider(OpenAICompatProvider):
             yield batch
 
 
+def prompt_filtered(provider: str, status: int, body: Any, request_id: str | None) -> FatalError:
+    """Azure's refusal of a prompt by its content filter (HTTP 400, ``code:
+    content_filter``), live or in a batch line: a final ``content_filter`` failure whose
+    message names each filtered category and its severity, read from
+    ``innererror.content_filter_result`` (or ``content_filter_results``)."""
+    error = pick(body, "error") if isinstance(pick(body, "error"), Mapping) else body
+    inner = pick(error, "innererror")
+    results = pick(inner, "content_filter_result") or pick(inner, "content_filter_results")
+    flagged = filter_detail(None, [{"content_filter_results": results}])
+    said = f" (request id {request_id})" if request_id else ""
+    return FatalError(
+        f"{provider}: HTTP {status} [content_filter]: the provider's content filter refused "
+        f"the prompt ({flagged or 'content filter: no category named'}){said}",
+        status=status,
+        code=CONTENT_FILTER,
+        reason="content_filter",
+        request_id=request_id,
+    )
+
+
 def _missing(option: str, variable: str) -> ConfigError:
     return ConfigError(
         problems=[
@@ -241,22 +290,3 @@ def _missing(option: str, variable: str) -> ConfigError:
             )
         ]
     )
-
-
-def _entra_token_source(settings: ProviderSettings) -> Callable[[], str] | None:
-    """Where an Entra ID bearer token comes from when no API key is set: the fixed
-    ``AZURE_OPENAI_AD_TOKEN``, else azure-identity's default credential (the ``azure``
-    extra); None when there is a key or neither."""
-    if settings.api_key or os.environ.get("AZURE_OPENAI_API_KEY"):
-        return None
-    fixed = os.environ.get("AZURE_OPENAI_AD_TOKEN")
-    if fixed:
-        return lambda: fixed
-    try:
-        identity = import_sdk("azure.identity", "azure")
-    except ConfigError:
-        return None
-    provider: Callable[[], str] = identity.get_bearer_token_provider(
-        identity.DefaultAzureCredential(), ENTRA_SCOPE
-    )
-    return provider

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -16,7 +17,7 @@ import openai
 import pytest
 from provider_support import MODELS, is_model_call, make_request, poll_until
 
-from agac.errors import ConfigError, UnsupportedError, WaitError
+from agac.errors import ConfigError, FatalError, RetryableError, UnsupportedError, WaitError
 from agac.providers.base import ProviderSettings
 from agac.providers.registry import provider_class
 
@@ -141,6 +142,110 @@ async def test_azure_content_filter_results_are_the_stop_detail(
     assert answer.stop_detail == "content filter: answer violence (severity high)"
 
 
+#: Azure's refusal of a prompt by its content filter, as Azure sends it (an HTTP 400; the
+#: openai SDK raises it as ``BadRequestError``).
+PROMPT_FILTERED = {
+    "error": {
+        "message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+        "content management policy. Please modify your prompt and retry. To learn more about "
+        "our content filtering policies please read our documentation: "
+        "https://go.microsoft.com/fwlink/?linkid=2198766",
+        "type": None,
+        "param": "prompt",
+        "code": "content_filter",
+        "status": 400,
+        "innererror": {
+            "code": "ResponsibleAIPolicyViolation",
+            "content_filter_result": {
+                "hate": {"filtered": True, "severity": "high"},
+                "jailbreak": {"filtered": True, "detected": True},
+                "self_harm": {"filtered": False, "severity": "safe"},
+                "sexual": {"filtered": False, "severity": "safe"},
+                "violence": {"filtered": True, "severity": "medium"},
+            },
+        },
+    }
+}
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_azure_prompt_content_filter_400_fails_content_filter_naming_the_categories(
+    surface: str, make_provider: Any, emulator: Any
+) -> None:
+    """A prompt Azure's filter refuses (HTTP 400, ``code: content_filter``) is a final
+    ``content_filter`` failure, never retried, naming each filtered category and its
+    severity from ``innererror.content_filter_result``."""
+    emulator.add_fault(
+        {
+            "provider": "azure",
+            "op": "chat",
+            "fault": {"http": 400, "code": "content_filter", "body": PROMPT_FILTERED},
+        }
+    )
+    with pytest.raises(FatalError) as caught:
+        await make_provider("azure", surface=surface).complete(make_request("azure"))
+    err = caught.value
+    assert (err.reason, err.code, err.status) == ("content_filter", "content_filter", 400)
+    assert "content filter: prompt hate (severity high), prompt jailbreak, " in str(err)
+    assert "prompt violence (severity medium)" in str(err)
+    assert "self_harm" not in str(err) and "sexual" not in str(err)
+
+
+async def test_azure_the_emulator_s_prompt_filter_fault_has_azure_s_shape(
+    make_provider: Any, emulator: Any
+) -> None:
+    """With no body of its own, the emulator's ``content_filter`` fault answers as Azure
+    does: the innererror names the category it filtered."""
+    emulator.add_fault(
+        {"provider": "azure", "op": "chat", "fault": {"http": 400, "code": "content_filter"}}
+    )
+    with pytest.raises(FatalError) as caught:
+        await make_provider("azure").complete(make_request("azure"))
+    assert caught.value.reason == "content_filter"
+    assert "content filter: prompt violence (severity medium)" in str(caught.value)
+
+
+async def test_azure_an_ordinary_400_stays_a_provider_error(
+    make_provider: Any, emulator: Any
+) -> None:
+    emulator.add_fault(
+        {"provider": "azure", "op": "chat", "fault": {"http": 400, "code": "invalid_request"}}
+    )
+    with pytest.raises(FatalError) as caught:
+        await make_provider("azure").complete(make_request("azure"))
+    assert caught.value.reason == "provider_error"
+
+
+async def test_azure_a_prompt_filtered_batch_line_is_a_content_filter_error(
+    make_provider: Any, emulator: Any
+) -> None:
+    """In a batch, the line of a prompt the filter refused (``status_code: 400``, Azure's
+    error body) is an errored result whose error fails ``content_filter``; the others are
+    answered."""
+    emulator.add_fault(
+        {
+            "provider": "azure",
+            "op": "batch.create",
+            "match": {"custom_id": "r1"},
+            "fault": {"http": 400, "code": "content_filter", "body": PROMPT_FILTERED},
+        }
+    )
+    adapter = make_provider("azure")
+    requests = [make_request("azure", f"review {i}", custom_id=f"r{i}") for i in range(3)]
+    handle = await adapter.submit_batch(requests, "azure-filtered-line")
+    emulator.advance(3600)
+    await poll_until(adapter, handle, ("ended",))
+    results = {r.custom_id: r async for r in adapter.batch_results(handle)}
+    assert {k: r.type for k, r in results.items()} == {
+        "r0": "succeeded",
+        "r1": "errored",
+        "r2": "succeeded",
+    }
+    err = results["r1"].error
+    assert isinstance(err, FatalError) and err.reason == "content_filter"
+    assert "prompt hate (severity high)" in str(err)
+
+
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_azure_batch_names_the_deployment_and_writes_no_bom(
     surface: str, make_provider: Any, emulator: Any
@@ -240,3 +345,103 @@ def test_azure_entra_id_through_azure_identity_needs_no_key(
     assert credentials_missing(spec) == []
     monkeypatch.setitem(sys.modules, "azure.identity", None)
     assert credentials_missing(spec) == ["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"]
+
+
+#: What azure-identity reads to choose a credential: none of the developer's may leak in.
+IDENTITY_ENV = (
+    "AZURE_CLIENT_ID",
+    "AZURE_TENANT_ID",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_CLIENT_CERTIFICATE_PATH",
+    "AZURE_USERNAME",
+    "AZURE_FEDERATED_TOKEN_FILE",
+    "AZURE_AUTHORITY_HOST",
+    "AZURE_TOKEN_CREDENTIALS",
+    "IDENTITY_SERVER_THUMBPRINT",
+    "IMDS_ENDPOINT",
+    "MSI_ENDPOINT",
+    "MSI_SECRET",
+)
+IDENTITY_SECRET = "emulator-identity-secret"
+
+
+@pytest.fixture
+def managed_identity(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key: azure-identity's DefaultAzureCredential finds a managed identity whose token
+    endpoint (``IDENTITY_ENDPOINT``, as App Service sets it) is the emulator's."""
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    for name in IDENTITY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("IDENTITY_ENDPOINT", f"{emulator.url}/azure/identity/token")
+    monkeypatch.setenv("IDENTITY_HEADER", IDENTITY_SECRET)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_azure_entra_id_through_azure_identity_end_to_end_refreshed_before_expiry(
+    surface: str, make_provider: Any, emulator: Any, managed_identity: None
+) -> None:
+    """With no key, every call carries a bearer token azure-identity's default credential
+    got from the (emulated) managed-identity endpoint, for Azure OpenAI's resource. A token
+    within five minutes of its expiry is replaced before the next call; a fresh one is
+    reused. Batch and file calls carry it too."""
+    emulator.entra(token_seconds=120)  # expires inside the refresh margin
+    adapter = make_provider("azure", surface=surface)
+    assert (await adapter.complete(make_request("azure", "one"))).parsed is not None
+    emulator.entra(token_seconds=3600)
+    await adapter.complete(make_request("azure", "two"))
+    await adapter.complete(make_request("azure", "three"))
+    await adapter.submit_batch([make_request("azure", custom_id="r0")], f"entra-{surface}")
+
+    issued = [t["token"] for t in emulator.entra()["issued"]]
+    assert len(issued) == 2
+    chats = _chats(emulator)
+    assert [c["headers"]["authorization"] for c in chats] == [
+        f"Bearer {issued[0]}",
+        f"Bearer {issued[1]}",
+        f"Bearer {issued[1]}",
+    ]
+    assert all("api-key" not in c["headers"] for c in chats)
+    for op in ("file.upload", "batch.create"):
+        (call,) = _ops(emulator, op)
+        assert call["headers"]["authorization"] == f"Bearer {issued[1]}"
+    fetched = _ops(emulator, "token")
+    assert len(fetched) == 2
+    assert {t["headers"]["x-identity-header"] for t in fetched} == {IDENTITY_SECRET}
+    resources = {urllib.parse.parse_qs(t["query"])["resource"][0] for t in fetched}
+    assert resources == {"https://cognitiveservices.azure.com"}
+
+
+async def test_azure_entra_sign_in_refused_is_retryable_naming_the_fix(
+    make_provider: Any, emulator: Any, managed_identity: None
+) -> None:
+    """A token endpoint that refuses the sign-in is a retryable error naming what to set,
+    never an azure-identity exception escaping the adapter."""
+    emulator.add_fault({"provider": "azure", "op": "token", "fault": {"http": 400}})
+    adapter = make_provider("azure")
+    with pytest.raises(RetryableError) as caught:
+        await adapter.complete(make_request("azure"))
+    assert "Entra ID sign-in failed" in str(caught.value)
+    assert "AZURE_OPENAI_API_KEY" in str(caught.value)
+    assert _chats(emulator) == []
+
+
+def test_azure_the_emulator_refuses_an_entra_token_it_issued_once_expired(emulator: Any) -> None:
+    emulator.entra(token_seconds=0.000001)
+    url = f"{emulator.url}/azure/identity/token?api-version=2019-08-01&resource="
+    got = urllib.request.Request(
+        url + "https://cognitiveservices.azure.com", headers={"X-IDENTITY-HEADER": "s"}
+    )
+    with urllib.request.urlopen(got, timeout=10) as answer:
+        token = json.loads(answer.read())["access_token"]
+    chat = f"{emulator.url}/azure/openai/deployments/{DEPLOYMENT}/chat/completions"
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+    sent = urllib.request.Request(
+        chat + "?api-version=2025-04-01-preview",
+        body,
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(sent, timeout=10)
+    caught.value.close()
+    assert caught.value.code == 401

@@ -137,7 +137,10 @@ class _Reading:
             fatal = isinstance(err, (FatalError, UnsupportedError)) or not isinstance(
                 err, ProviderError
             )
-            reason = "provider_error" if fatal else "provider_error_retryable"
+            # A fatal error names its own reason when it has one (a prompt the provider's
+            # content filter refused is ``content_filter``).
+            own = err.reason if isinstance(err, ProviderError) else None
+            reason = (own or "provider_error") if fatal else "provider_error_retryable"
             self.results.append(self._give_up(item, reason, f"errored in the batch: {err}"))
         elif result.type == "canceled":
             self.counts["failed"] += 1
