@@ -89,6 +89,16 @@ def test_i38_answers_table_filters(reviewed: Reviewed, bob: Browser, field: str)
     assert got == expected
 
 
+def test_i38_a_run_pages_failures_lead_to_their_answers(reviewed: Reviewed, bob: Browser) -> None:
+    run = bob.get(f"/runs/{reviewed.full}").text
+    links = re.findall(r'<td class="num"><a href="(/runs/[0-9a-z]+/answers\?[^"]+)">(\d+)</a>', run)
+    assert links, run
+    for link, count in links:
+        assert len(_keys(bob, link.replace("&amp;", "&") + "&per_page=500")) == int(count)
+    page = bob.get(f"/runs/{reviewed.full}/answers?per_page=200").text
+    assert '<option value="200" selected>' in page and "page 1 of 1" in page
+
+
 def test_i38_answers_table_searches_answers_records_and_keys(
     reviewed: Reviewed, bob: Browser
 ) -> None:
