@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agac.api.labels import Labels, read_labels
 from agac.api.projects import ProjectRef, reading, resolve_run, scope_of
 from agac.errors import UsageError
 
@@ -31,6 +32,8 @@ def compare(
     out: str | Path | None = None,
     judge: str | None = None,
     criteria: str | None = None,
+    labels: str | Path | None = None,
+    min_agreement: float = 0.8,
     tenant: str | None = None,
     principal: Principal | None = None,
     store: Store | None = None,
@@ -39,18 +42,25 @@ def compare(
     for its latest run) in the caller's tenants. Returns ``runs`` (per run: models, calls,
     tokens, cost, check pass rates) and ``actions`` (per action both runs have, or only
     ``action``: units, status changes, agreement per field, enum distributions, numeric
-    deltas, and the first ``limit`` changed rows). ``out`` writes every changed row to a
+    deltas, and the first ``limit`` changed rows), and ``notes`` (warnings). ``out`` writes every changed row to a
     ``.csv``, ``.jsonl`` or ``.json`` file (then ``out`` in the result).
 
     ``judge`` (``provider/model``) asks a pairwise judge, both orders of each pair of
     differing answers (``criteria``: what makes an answer better), and adds ``pairwise``
     per action: wins, ties and B's win rate with its 95 % interval; its calls go in run
     B's ledger (origin ``pairwise``) and its verdicts are stored, so none is paid twice
-    (engine/pairwise.py)."""
+    (engine/pairwise.py).
+
+    ``labels`` names a file of expected verdicts (agac/api/labels.py): ``calibration``
+    then says, per run, action and check, how the check's verdicts agree with them, and
+    each action's ``pairwise`` how the pairwise judge's preferences agree with a
+    ``pairwise`` column (a, b or tie); ``notes`` warns ``judge_uncalibrated`` below
+    ``min_agreement``."""
     from agac.engine.views.compare import compare_runs, diff_rows
     from agac.providers.pricing import PriceTable
 
     target = _out_path(out)
+    expected = read_labels(Path(labels)) if labels is not None else None
     with reading(project, store, writes=judge is not None) as (proj, st):
         scope = scope_of(proj, tenant, principal)
         a = resolve_run(st, proj, run_a, scope)
@@ -60,14 +70,42 @@ def compare(
         doc = compare_runs(
             st, a, b, PriceTable(dict(proj.config.prices)), action=action, limit=limit
         )
+        doc["notes"] = []
         if target is not None:
             doc["out"] = str(target)
             doc["written"] = _write(target, diff_rows(st, a, b, action))
         if judge is not None:
-            verdicts = _pairwise(proj, st, a, b, action, judge, criteria)
+            preferred = expected.pairwise if expected is not None else None
+            verdicts = _pairwise(proj, st, a, b, action, judge, criteria, preferred, min_agreement)
             for name, entry in doc["actions"].items():
                 entry["pairwise"] = verdicts.get(name)
+                budget = (entry["pairwise"] or {}).get("budget")
+                doc["notes"] += [f"{name}: {budget}"] if budget else []
+        if expected is not None:
+            _calibrate(doc, st, a, b, expected, min_agreement)
     return doc
+
+
+def _calibrate(
+    doc: dict[str, Any],
+    st: Store,
+    a: RunRecord,
+    b: RunRecord,
+    expected: Labels,
+    min_agreement: float,
+) -> None:
+    """Each run's checks (and the pairwise judge) against the labels, with the warnings."""
+    from agac.engine.pairwise import uncalibrated_pairwise
+    from agac.engine.views.pilot import answer_rows, calibration, uncalibrated_notes
+
+    doc["calibration"] = {}
+    notes: list[str] = doc["notes"]
+    for side, run in (("a", a), ("b", b)):
+        calibrated = calibration(list(answer_rows(st, run)), expected.checks, min_agreement)
+        doc["calibration"][side] = calibrated
+        notes += uncalibrated_notes(calibrated, min_agreement, "labelled units", f" in {side}")
+    for name, entry in doc["actions"].items():
+        notes += uncalibrated_pairwise(name, entry.get("pairwise"))
 
 
 def _pairwise(
@@ -78,8 +116,11 @@ def _pairwise(
     action: str | None,
     judge: str,
     criteria: str | None,
+    preferred: dict[str, str] | None,
+    min_agreement: float,
 ) -> dict[str, Any]:
-    """The pairwise judge's verdicts per action (engine/pairwise.py)."""
+    """The pairwise judge's verdicts per action (engine/pairwise.py); ``preferred``: the
+    labelled preference per record, measured against the judge's."""
     import asyncio
 
     from agac.engine.pairwise import Pair, judge_pairs
@@ -108,6 +149,8 @@ def _pairwise(
                 run=b,
                 prices=PriceTable(dict(proj.config.prices)),
                 clock=st.clock,
+                preferred=preferred,
+                min_agreement=min_agreement,
             )
         finally:
             for p in opened.values():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agac.api.inline import WorkflowRef, project_for, workflow_file
+from agac.api.labels import read_labels
 from agac.api.progress import ProgressMode, RunProgress
 from agac.api.projects import ProjectRef, scope_of, using
 from agac.api.threads import RunControl, in_thread, loop_running
@@ -109,13 +110,13 @@ def _pilot(
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
     from agac.engine.lifecycle.snapshots import input_source
-    from agac.engine.views.pilot import calibration, pilot_report
+    from agac.engine.views.pilot import calibration, pilot_report, uncalibrated_notes
     from agac.providers.pricing import PriceTable
 
     if sample < 1:
         raise UsageError(f"--sample must be at least 1, got {sample}")
     target = _out_format(out)
-    expected = _read_labels(Path(labels)) if labels is not None else None
+    expected = read_labels(Path(labels)).checks if labels is not None else None
     proj = project_for(project)
     acting = scope_of(proj, tenant, principal).acting()
     ref = workflow_file(workflow, proj)
@@ -153,14 +154,7 @@ def _pilot(
     report["notes"] = list(result.notes)
     if expected is not None:
         report["calibration"] = calibration(report["answers"], expected, min_agreement)
-        report["notes"] += [
-            f"warning: check {check!r} of {action} agrees with the labels on "
-            f"{c['agreement']:.0%} of {c['labelled']} sampled units, under "
-            f"{min_agreement:.0%}: read its failures before trusting it [judge_uncalibrated]"
-            for action, checks in report["calibration"].items()
-            for check, c in checks.items()
-            if c["uncalibrated"]
-        ]
+        report["notes"] += uncalibrated_notes(report["calibration"], min_agreement, "sampled units")
     if target is not None:
         _write_answers(target, report["answers"], list(loaded.action_names))
         report["out"] = str(target)
@@ -201,45 +195,6 @@ def _strata(
             f"--stratify {field}: no record of {workflow.name}'s input has that field; "
             "name a field of the records (a dotted path for a nested one)"
         )
-
-
-def _read_labels(path: Path) -> dict[str, dict[str, bool]]:
-    """record key → check name → whether it should pass, from a CSV or JSON lines file;
-    UsageError naming the file and line of a bad one."""
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
-        raise UsageError(f"--labels {path}: give the expected verdicts as .csv or .jsonl")
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            if suffix == ".csv":
-                rows = [(n + 2, row) for n, row in enumerate(csv.DictReader(fh))]
-            else:
-                rows = [(n + 1, json.loads(line)) for n, line in enumerate(fh) if line.strip()]
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--labels {path}: cannot read it: {exc}") from exc
-    out: dict[str, dict[str, bool]] = {}
-    for line, row in rows:
-        if not isinstance(row, dict) or not row.get("key"):
-            raise UsageError(f"{path}:{line}: a label needs its record's key (a key column)")
-        verdicts: dict[str, bool] = {}
-        for name, value in row.items():
-            if name == "key" or value in (None, ""):
-                continue
-            verdict = _verdict_of(value)
-            if verdict is None:
-                raise UsageError(
-                    f"{path}:{line}: {name} is {value!r}; write pass or fail (or true/false)"
-                )
-            verdicts[str(name)] = verdict
-        out[str(row["key"])] = verdicts
-    return out
-
-
-def _verdict_of(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    return {"pass": True, "true": True, "fail": False, "false": False}.get(text)
 
 
 def _out_format(out: str | Path | None) -> Path | None:

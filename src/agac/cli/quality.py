@@ -121,17 +121,7 @@ def print_pilot(doc: dict[str, Any]) -> None:
             for name, c in checks.items()
         )
         click.echo(f"{action} checks passed: {rates}")
-    for action, checks in (doc.get("calibration") or {}).items():
-        for check, c in checks.items():
-            rates = ", ".join(
-                f"{name} {c[name]:.0%}" for name in ("tpr", "fpr") if c[name] is not None
-            )
-            click.echo(
-                f"{action} check {check} against the labels: agrees {c['agreement']:.0%} "
-                f"({c['labelled']} labelled{', ' + rates if rates else ''}; "
-                + " ".join(f"{k} {v}" for k, v in c["confusion"].items())
-                + ")"
-            )
+    _print_calibration(doc.get("calibration") or {}, "")
     m = doc["measured"]
     reused = f", {m['reused_units']} answers reused" if m["reused_units"] else ""
     click.echo(
@@ -155,6 +145,21 @@ def print_pilot(doc: dict[str, Any]) -> None:
     print_table(proj)
     if doc.get("out"):
         click.echo(f"wrote the answers to {doc['out']}", err=True)
+
+
+def _print_calibration(calibrated: dict[str, Any], prefix: str) -> None:
+    """Each check's agreement with the labels, its rates and confusion matrix."""
+    for action, checks in calibrated.items():
+        for check, c in checks.items():
+            rates = ", ".join(
+                f"{name} {c[name]:.0%}" for name in ("tpr", "fpr") if c[name] is not None
+            )
+            click.echo(
+                f"{prefix}{action} check {check} against the labels: agrees "
+                f"{c['agreement']:.0%} ({c['labelled']} labelled{', ' + rates if rates else ''}; "
+                + " ".join(f"{k} {v}" for k, v in c["confusion"].items())
+                + ")"
+            )
 
 
 def _answer(unit: dict[str, Any] | None) -> str:
@@ -225,6 +230,21 @@ def _seconds(s: float) -> str:
     default=None,
     help="What makes an answer better, told to the pairwise judge.",
 )
+@click.option(
+    "--labels",
+    metavar="FILE",
+    default=None,
+    help="Expected verdicts (.csv or .jsonl: key, pass/fail per check, a pairwise column "
+    "of a, b or tie): how each run's checks and the pairwise judge agree with them.",
+)
+@click.option(
+    "--min-agreement",
+    type=click.FloatRange(0, 1),
+    metavar="R",
+    default=0.8,
+    show_default=True,
+    help="Below this agreement with --labels a judge is flagged judge_uncalibrated.",
+)
 @tenant_option
 @json_option
 @command
@@ -236,6 +256,8 @@ def compare(
     out: str | None,
     judge: str | None,
     criteria: str | None,
+    labels: str | None,
+    min_agreement: float,
     tenant: str | None,
     as_json: bool,
 ) -> int:
@@ -251,8 +273,12 @@ def compare(
         out=out,
         judge=judge,
         criteria=criteria,
+        labels=labels,
+        min_agreement=min_agreement,
         tenant=tenant,
     )
+    for note in doc.get("notes", ()):
+        click.echo(note, err=True)
     if as_json:
         _emit_json(doc)
     else:
@@ -285,6 +311,9 @@ def print_compare(doc: dict[str, Any]) -> None:
             f"in B), {c['status_changed']} changed status, {c['changed_count']} rows differ"
         )
         _print_checks(doc, name)
+        for side in ("a", "b"):
+            calibrated = (doc.get("calibration") or {}).get(side, {})
+            _print_calibration({name: calibrated.get(name, {})}, f"  {side.upper()} ")
         if c["agreement"]:
             agreement = ", ".join(
                 f"{f} {a['rate']:.0%} ({a['same']}/{a['compared']})"
@@ -311,6 +340,12 @@ def print_compare(doc: dict[str, Any]) -> None:
                 f"{pairwise['ci95'][1]:.0%}), {pairwise['calls']} calls, "
                 f"{_usd(pairwise['cost_usd'])}"
             )
+            labelled = pairwise.get("labels")
+            if labelled and labelled["labelled"]:
+                click.echo(
+                    f"  the pairwise judge against the labels: agrees "
+                    f"{labelled['agreement']:.0%} ({labelled['labelled']} labelled pairs)"
+                )
         if c["changed"]:
             table = new_table("key", "A", "B", "fields")
             for row in c["changed"]:

@@ -10,6 +10,11 @@ call. B's win rate is the mean score (win 1, tie ½, loss 0) with a 95 % interva
 Each judge request is fingerprinted and its verdict stored in the answers table of run
 B's tenant, so comparing again pays for nothing twice; each call is in run B's ledger on
 the unit it compares, with the origin ``pairwise`` (``agac cost`` shows it).
+
+Run B's budget covers its pairwise judge as it covers its own calls (R5): each call
+reserves its worst case against what run B has spent (its ledger, earlier pairwise calls
+included) and is not sent when the cap has no room; the pairs left unjudged are counted
+(``not_judged``) and left out of the win rate, never scored as ties.
 """
 
 from __future__ import annotations
@@ -17,23 +22,34 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from agac.engine.limits.budget import BudgetGuard, request_estimate, spent_by
 from agac.errors import FatalError, ProviderError, WaitError
 from agac.jsontext import dumps
+from agac.keys import record_of
 from agac.providers.base import Message, Request, fingerprint_of
 from agac.store.rows import AnswerRow, Checkpoint, UsageRow
 
 if TYPE_CHECKING:
     from agac.clock import Clock
+    from agac.engine.limits.budget import Reservation
     from agac.providers.base import Provider, Response
     from agac.providers.pricing import PriceTable
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["PAIRWISE_ORIGIN", "PAIRWISE_SCHEMA", "Pair", "judge_pairs", "pair_request"]
+__all__ = [
+    "PAIRWISE_ORIGIN",
+    "PAIRWISE_SCHEMA",
+    "Pair",
+    "judge_pairs",
+    "label_agreement",
+    "pair_request",
+    "uncalibrated_pairwise",
+]
 
 PAIRWISE_ORIGIN = "pairwise"
 PAIRWISE_SCHEMA: dict[str, Any] = {
@@ -94,6 +110,17 @@ class _Judging:
     run: RunRecord
     prices: PriceTable
     clock: Clock
+    budget: BudgetGuard | None
+
+
+def run_budget(store: Store, run: RunRecord, prices: PriceTable) -> BudgetGuard | None:
+    """Run ``run``'s budget guard with what it has spent so far, or None without a cap."""
+    cap = run.settings.budget
+    if cap is None:
+        return None
+    guard = BudgetGuard(cap.usd, cap.tokens, prices)
+    guard.spent_usd, guard.spent_tokens = spent_by(store, run)
+    return guard
 
 
 async def judge_pairs(
@@ -106,29 +133,93 @@ async def judge_pairs(
     run: RunRecord,
     prices: PriceTable,
     clock: Clock,
+    preferred: Mapping[str, str] | None = None,
+    min_agreement: float = 0.8,
 ) -> dict[str, Any]:
     """The pairwise verdicts on ``pairs``, ledgered on ``run`` (run B): per action the
-    wins of each run, ties, calls, cost and B's win rate with its 95 % interval."""
-    judging = _Judging(model, criteria, provider, store, run, prices, clock)
+    wins of each run, ties, calls, cost and B's win rate with its 95 % interval. With
+    ``preferred`` (record key → ``a``, ``b`` or ``tie``, from a labels file), ``labels``
+    per action: how the judge's outcomes agree with them (:func:`label_agreement`)."""
+    budget = run_budget(store, run, prices)
+    judging = _Judging(model, criteria, provider, store, run, prices, clock, budget)
     slots = asyncio.Semaphore(_CONCURRENCY)
 
-    async def one(pair: Pair) -> tuple[Pair, float, int, float]:
+    async def one(pair: Pair) -> tuple[Pair, float | None, int, float]:
         async with slots:
             return await _pair(judging, pair)
 
     results = await asyncio.gather(*(one(p) for p in pairs))
-    by: dict[str, list[tuple[float, int, float]]] = {}
+    by: dict[str, list[tuple[float | None, int, float]]] = {}
+    outcomes: dict[str, list[tuple[str, str]]] = {}
     for pair, score, calls, cost in results:
         by.setdefault(pair.action, []).append((score, calls, cost))
-    return {action: _summary(model, rows) for action, rows in by.items()}
+        label = (preferred or {}).get(record_of(pair.key))
+        if score is None:
+            continue
+        if label is not None:
+            outcomes.setdefault(pair.action, []).append((label, _OUTCOME[score]))
+    cap = budget.cap_text() if budget is not None else None
+    out = {action: _summary(model, rows, cap) for action, rows in by.items()}
+    if preferred is not None:
+        for action, summary in out.items():
+            summary["labels"] = label_agreement(outcomes.get(action, []), min_agreement)
+    return out
 
 
-async def _pair(j: _Judging, pair: Pair) -> tuple[Pair, float, int, float]:
-    """(pair, B's score, calls made, their cost)."""
+_OUTCOME = {0.0: "a", 0.5: "tie", 1.0: "b"}
+"""A pair's outcome by B's score: A won in both orders, a tie, or B won in both."""
+
+
+def label_agreement(pairs: Sequence[tuple[str, str]], min_agreement: float) -> dict[str, Any]:
+    """How a pairwise judge's outcomes agree with the labelled ones ((expected, judged)
+    per labelled pair): their count, the agreement, the confusion matrix (expected →
+    judged → count) and ``uncalibrated`` below ``min_agreement`` (or with none labelled)."""
+    confusion = {e: dict.fromkeys(_PREFERENCES, 0) for e in _PREFERENCES}
+    for expected, judged in pairs:
+        confusion[expected][judged] += 1
+    n = len(pairs)
+    agreement = sum(1 for e, j in pairs if e == j) / n if n else None
+    return {
+        "labelled": n,
+        "agreement": None if agreement is None else round(agreement, 4),
+        "confusion": confusion,
+        "uncalibrated": agreement is None or agreement < min_agreement,
+    }
+
+
+_PREFERENCES = ("a", "b", "tie")
+
+
+def uncalibrated_pairwise(action: str, summary: Mapping[str, Any] | None) -> list[str]:
+    """The ``judge_uncalibrated`` warning of an action's pairwise judge whose agreement
+    with the labels is below the threshold it was measured against."""
+    labels = (summary or {}).get("labels")
+    if not labels or not labels["uncalibrated"]:
+        return []
+    if not labels["labelled"]:
+        text = (
+            f"warning: no pair of {action} the pairwise judge compared is labelled "
+            "(a pairwise column: a, b or tie): its verdicts are unchecked [judge_uncalibrated]"
+        )
+        return [text]
+    text = (
+        f"warning: the pairwise judge of {action} agrees with the labels on "
+        f"{labels['agreement']:.0%} of {labels['labelled']} labelled pairs: read its "
+        "verdicts before trusting its win rate [judge_uncalibrated]"
+    )
+    return [text]
+
+
+async def _pair(j: _Judging, pair: Pair) -> tuple[Pair, float | None, int, float]:
+    """(pair, B's score — None when the budget left it unjudged —, calls made, their cost)."""
     if pair.a == pair.b:
         return pair, 0.5, 0, 0.0
     first, calls1, cost1 = await _verdict(j, pair, pair.a, pair.b)
+    if first is None:
+        return pair, None, calls1, cost1
     second, calls2, cost2 = await _verdict(j, pair, pair.b, pair.a)
+    if second is None:
+        return pair, None, calls1 + calls2, cost1 + cost2
     if first == "2" and second == "1":
         score = 1.0  # B won in both orders
     elif first == "1" and second == "2":
@@ -138,8 +229,11 @@ async def _pair(j: _Judging, pair: Pair) -> tuple[Pair, float, int, float]:
     return pair, score, calls1 + calls2, cost1 + cost2
 
 
-async def _verdict(j: _Judging, pair: Pair, first: Any, second: Any) -> tuple[str, int, float]:
-    """The judge's ``better`` for this order (stored, or asked), calls made and cost."""
+async def _verdict(
+    j: _Judging, pair: Pair, first: Any, second: Any
+) -> tuple[str | None, int, float]:
+    """The judge's ``better`` for this order (stored, or asked; None when run B's budget
+    has no room for the call), calls made and cost."""
     request = pair_request(j.model, pair.source, first, second, j.criteria)
     text = request.canonical()
     fp = fingerprint_of(text)
@@ -148,17 +242,22 @@ async def _verdict(j: _Judging, pair: Pair, first: Any, second: Any) -> tuple[st
         return str(json.loads(stored).get("better", "tie")), 0, 0.0
     calls, cost = 0, 0.0
     for attempt in range(1, _TRIES + 1):
+        held = _reserve(j, request)
+        if held is False:
+            return None, calls, cost
         started = j.clock.monotonic()
         try:
             response = await j.provider.complete(request)
         except ProviderError as exc:
             calls += 1
+            _settle(j, held, None)
             _write(j, pair, request, None, f"{type(exc).__name__}: {exc}", started, fp, None)
             if isinstance(exc, FatalError) or attempt == _TRIES:
                 return "tie", calls, cost  # no verdict: counted as a tie, the call ledgered
             await asyncio.sleep(exc.retry_after or 1.0 if isinstance(exc, WaitError) else 0.5)
             continue
         calls += 1
+        _settle(j, held, response)
         better = _better(response)
         answer = None
         if better is not None:
@@ -176,6 +275,22 @@ async def _verdict(j: _Judging, pair: Pair, first: Any, second: Any) -> tuple[st
         if better is not None:
             return better, calls, cost
     return "tie", calls, cost
+
+
+def _reserve(j: _Judging, request: Request) -> Reservation | None | Literal[False]:
+    """The call's worst case held from run B's budget: None without a budget, False when
+    it has no room (the call is not sent)."""
+    if j.budget is None:
+        return None
+    i, o = request_estimate(sum(len(m.content) for m in request.messages), request.max_tokens)
+    held = j.budget.worst_case(j.model, i, o, "live")
+    return held if j.budget.reserve(held) else False
+
+
+def _settle(j: _Judging, held: Reservation | None, response: Response | None) -> None:
+    if held is not None and j.budget is not None:
+        usage = response.total_usage if response is not None else None
+        j.budget.settle_usage(held, j.model, usage, "live")
 
 
 def _better(response: Response) -> str | None:
@@ -232,13 +347,15 @@ def _write(
     return cost
 
 
-def _summary(model: str, rows: list[tuple[float, int, float]]) -> dict[str, Any]:
-    n = len(rows)
-    scores = [s for s, _, _ in rows]
-    mean = sum(scores) / n
+def _summary(
+    model: str, rows: list[tuple[float | None, int, float]], cap: str | None
+) -> dict[str, Any]:
+    scores = [s for s, _, _ in rows if s is not None]
+    n = len(scores)
+    mean = sum(scores) / n if n else 0.5
     var = sum((s - mean) ** 2 for s in scores) / (n - 1) if n > 1 else 0.0
-    half = 1.959964 * math.sqrt(var / n)
-    return {
+    half = 1.959964 * math.sqrt(var / n) if n else 0.5
+    out: dict[str, Any] = {
         "model": model,
         "compared": n,
         "a_wins": sum(1 for s in scores if s == 0.0),
@@ -249,3 +366,11 @@ def _summary(model: str, rows: list[tuple[float, int, float]]) -> dict[str, Any]
         "calls": sum(c for _, c, _ in rows),
         "cost_usd": round(sum(c for _, _, c in rows), 6),
     }
+    unjudged = len(rows) - n
+    if unjudged:
+        out["not_judged"] = unjudged
+        out["budget"] = (
+            f"{unjudged} pair{'s' if unjudged != 1 else ''} not judged: run B's budget "
+            f"({cap}) has no room for the pairwise judge's calls [budget_exhausted]"
+        )
+    return out

@@ -204,3 +204,97 @@ def test_i38_the_pairwise_judge_gives_b_its_wins_and_a_win_rate(
     assert pairwise["b_win_rate"] == 0.625
     low, high = pairwise["ci95"]
     assert low < 0.625 < high
+
+
+def test_i38_6_compare_measures_checks_and_the_pairwise_judge_against_labels(
+    emulator: Any, project: Path
+) -> None:
+    a, b = _two_runs(project, " [[emulator prefers: neg]]")
+    labels = project / "labels.csv"
+    # small: r0 truly passes, r1 and r3 are labelled as failing. pairwise: B's r1 should
+    # win (it does), r3 is a tie (it is), A's r0 should win (a tie: the answers agree).
+    labels.write_text("key,small,pairwise\nr0,pass,a\nr1,fail,b\nr3,fail,tie\n", encoding="utf-8")
+
+    doc = api.compare(a, b, project, judge="openai/gpt-4o-mini", labels=labels)
+
+    calibration = doc["calibration"]
+    # A passes all three (r1, r3 missed); B fails r3 (total 7), a true positive.
+    assert calibration["a"]["classify"]["small"]["confusion"] == {
+        "tp": 0,
+        "fp": 0,
+        "tn": 1,
+        "fn": 2,
+    }
+    assert calibration["b"]["classify"]["small"]["confusion"] == {
+        "tp": 1,
+        "fp": 0,
+        "tn": 1,
+        "fn": 1,
+    }
+    assert calibration["b"]["classify"]["small"]["agreement"] == 0.6667
+    assert calibration["b"]["classify"]["small"]["tpr"] == 0.5
+    judged = doc["actions"]["classify"]["pairwise"]["labels"]
+    assert (judged["labelled"], judged["agreement"]) == (3, 0.6667)
+    assert judged["confusion"]["a"] == {"a": 0, "b": 0, "tie": 1}
+    assert judged["confusion"]["b"]["b"] == 1 and judged["confusion"]["tie"]["tie"] == 1
+    assert judged["uncalibrated"] is True
+    notes = doc["notes"]
+    assert any("'small' of classify in a agrees with the labels on 33%" in n for n in notes)
+    assert any("pairwise judge of classify agrees with the labels on 67%" in n for n in notes)
+    assert all(n.endswith("[judge_uncalibrated]") for n in notes)
+    # A lower threshold: the pairwise judge and B's check pass it, A's check does not.
+    lenient = api.compare(
+        a, b, project, judge="openai/gpt-4o-mini", labels=labels, min_agreement=0.6
+    )
+    assert len(lenient["notes"]) == 1 and " in a " in lenient["notes"][0]
+
+
+def test_i38_6_compare_labels_through_the_cli_and_a_bad_one_named(
+    emulator: Any, project: Path
+) -> None:
+    a, b = _two_runs(project)
+    labels = project / "labels.csv"
+    labels.write_text("key,small\nr0,pass\nr3,fail\n", encoding="utf-8")
+
+    result = CliRunner().invoke(cli, ["compare", a, b, "--labels", str(labels)])
+
+    assert result.exit_code == 0, result.output
+    assert "A classify check small against the labels: agrees 50%" in result.output
+    assert "B classify check small against the labels: agrees 100%" in result.output
+    labels.write_text("key,pairwise\nr0,first\n", encoding="utf-8")
+    bad = CliRunner().invoke(cli, ["compare", a, b, "--labels", str(labels)])
+    assert bad.exit_code == 2
+    assert "labels.csv:2: pairwise is 'first'; write a, b or tie" in bad.output
+
+
+def test_i38_3_the_pairwise_judge_spends_from_run_bs_budget(emulator: Any, project: Path) -> None:
+    extra = " [[emulator prefers: neg]]"
+    write_project(
+        project, WORKFLOW, agac_yml=project_yml(), data={"data/in.jsonl": _rows(A, extra)}
+    )
+    a = api.run("triage", project, progress=False).run_id
+    (project / "data" / "in.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _rows(B, extra)), encoding="utf-8"
+    )
+    # Room for run B's own five answers and one pairwise call's worst case, not two.
+    b = api.run(
+        "triage", project, budget_usd=0.0003, allow_over_estimate=True, progress=False
+    ).run_id
+    before = emulator.stats()["requests"]["openai"]["chat"]
+
+    doc = api.compare(a, b, project, judge="openai/gpt-4o-mini")
+
+    pairwise = doc["actions"]["classify"]["pairwise"]
+    # r1 and r3 differ: neither is judged in both orders, so neither is scored (not a
+    # tie); r0 and r2 agree: ties without a call.
+    assert (pairwise["compared"], pairwise["not_judged"], pairwise["ties"]) == (2, 2, 2)
+    assert pairwise["budget"] == (
+        "2 pairs not judged: run B's budget ($0.0003) has no room for the pairwise "
+        "judge's calls [budget_exhausted]"
+    )
+    assert doc["notes"] == [f"classify: {pairwise['budget']}"]
+    sent = emulator.stats()["requests"]["openai"]["chat"] - before
+    assert sent == pairwise["calls"] == sum(r["calls"] for r in _pairwise_ledger(project, b))
+    assert sent <= 1
+    spent = sum(r["cost_usd"] for r in api.cost(b, project)["rows"])
+    assert spent <= 0.0003

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["answer_columns", "answer_rows", "calibration", "pilot_report", "tier_pricer"]
+__all__ = [
+    "answer_columns",
+    "answer_rows",
+    "calibration",
+    "pilot_report",
+    "tier_pricer",
+    "uncalibrated_notes",
+]
 
 
 def pilot_report(
@@ -193,6 +200,22 @@ def calibration(
             "uncalibrated": agreement < min_agreement,
         }
     return out
+
+
+def uncalibrated_notes(
+    calibrated: dict[str, dict[str, Any]], min_agreement: float, units: str, side: str = ""
+) -> list[str]:
+    """A ``judge_uncalibrated`` warning per check whose agreement with the labels is below
+    ``min_agreement`` (``calibrated`` as :func:`calibration` gives it; ``units`` names what
+    was labelled, ``side`` the run it is about, if any)."""
+    return [
+        f"warning: check {check!r} of {action}{side} agrees with the labels on "
+        f"{c['agreement']:.0%} of {c['labelled']} {units}, under "
+        f"{min_agreement:.0%}: read its failures before trusting it [judge_uncalibrated]"
+        for action, checks in calibrated.items()
+        for check, c in checks.items()
+        if c["uncalibrated"]
+    ]
 
 
 _CELLS = ("tp", "fp", "tn", "fn")

@@ -290,18 +290,14 @@ async def _attempt(
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(asked, response, fail), True)
     got = _Answer(request, request_json, response, output, current, _ANSWERED)
-    kept = False
-    if checks.checker is not None and kept_before_judging(rt.action.checks):
+    kept = checks.checker is not None and kept_before_judging(rt.action.checks)
+    if kept:
         await _keep(ctx, rt, rec, got, attempt, started, fp)
-        kept = True
-    try:
-        verdicts = await checks.checker(output, attempt) if checks.checker is not None else ()
-    except JudgeNotSent as exc:
-        skipped = CheckedOutcome("skipped", str(exc))
+    checked = await _checked(checks, output, attempt)
+    if checked.status == "skipped":
         return await _answered(
-            ctx, rt, rec, got._replace(checked=skipped), attempt, started, fp, slot, kept
+            ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, slot, kept
         )
-    checked = outcome_of(verdicts, repairs=checks.repairs, can_repair=True)
     if checked.status == "repair":
         assert checked.failed is not None
         repair = Fail(
@@ -315,6 +311,16 @@ async def _attempt(
     return await _answered(
         ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, slot, kept
     )
+
+
+async def _checked(checks: _Checks, output: JSON, attempt: int) -> CheckedOutcome:
+    """What the action's checks make of an accepted answer (``skipped`` when a judge
+    could not be sent for the budget)."""
+    try:
+        verdicts = await checks.checker(output, attempt) if checks.checker is not None else ()
+    except JudgeNotSent as exc:
+        return CheckedOutcome("skipped", str(exc))
+    return outcome_of(verdicts, repairs=checks.repairs, can_repair=True)
 
 
 async def _may_send(
