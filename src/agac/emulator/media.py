@@ -115,7 +115,7 @@ def take_attachments(provider: str, body: Any) -> list[Seen]:
     seen: list[Seen] = []
     if not isinstance(body, dict):
         return seen
-    if provider in ("openai", "groq"):
+    if provider in ("openai", "azure", "groq"):
         _openai(body, seen)
     elif provider == "anthropic":
         _anthropic(body, seen)
@@ -250,7 +250,7 @@ def limit_error(
         return None
     if provider == "groq":
         return _groq_limits(seen, body_bytes, model)
-    if provider == "openai":
+    if provider in ("openai", "azure"):  # Azure's parts and limits are OpenAI's
         return _openai_limits(seen, body_bytes)
     if provider == "ollama":
         bad = next((s for s in seen if s.kind != "image"), None)

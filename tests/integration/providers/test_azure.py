@@ -5,12 +5,14 @@ the emulator speaking Azure's routes, ``api-key`` header, ``api-version`` and ba
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -18,8 +20,10 @@ import pytest
 from provider_support import MODELS, is_model_call, make_request, poll_until
 
 from agac.errors import ConfigError, FatalError, RetryableError, UnsupportedError, WaitError
-from agac.providers.base import ProviderSettings
+from agac.media import describe_file
+from agac.providers.base import Message, ProviderSettings
 from agac.providers.registry import provider_class
+from agac.samplefiles import pdf_bytes, png_bytes
 
 DEPLOYMENT = MODELS["azure"]
 SURFACES = ("deployments", "v1")
@@ -445,3 +449,50 @@ def test_azure_the_emulator_refuses_an_entra_token_it_issued_once_expired(emulat
         urllib.request.urlopen(sent, timeout=10)
     caught.value.close()
     assert caught.value.code == 401
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_azure_attachments_and_structured_output_go_as_on_openai(
+    surface: str, make_provider: Any, emulator: Any, tmp_path: Path
+) -> None:
+    """An image and a PDF go as OpenAI's ``image_url`` and ``file`` parts and the schema
+    as ``response_format: json_schema``, live and in a batch line; the emulator, reading
+    them as Azure does, saw both files."""
+    (tmp_path / "photo.png").write_bytes(png_bytes(20, 10, seed=3))
+    (tmp_path / "invoice.pdf").write_bytes(pdf_bytes(2, "invoice 9"))
+    files = (
+        describe_file(str(tmp_path / "photo.png")),
+        describe_file(str(tmp_path / "invoice.pdf")),
+    )
+    asked = dataclasses.replace(
+        make_request("azure", custom_id="r0"),
+        messages=(Message("user", "What is in these files?", files, "before"),),
+    )
+    adapter = make_provider("azure", surface=surface)
+
+    answer = await adapter.complete(asked)
+
+    assert answer.parsed is not None
+    (chat,) = _chats(emulator)
+    parts = chat["body"]["messages"][-1]["content"]
+    assert [p["type"] for p in parts] == ["image_url", "file", "text"]
+    assert parts[1]["file"]["filename"] == "invoice.pdf"
+    assert chat["body"]["response_format"]["type"] == "json_schema"
+    assert all(f.sha256 in json.dumps(chat["body"]) for f in files)  # read as attachments
+    handle = await adapter.submit_batch([asked], f"azure-attachments-{surface}")
+    env = emulator.env()
+    client = openai.AsyncAzureOpenAI(
+        azure_endpoint=env["AZURE_OPENAI_ENDPOINT"],
+        api_key=env["AZURE_OPENAI_API_KEY"],
+        api_version=env["OPENAI_API_VERSION"],
+        max_retries=0,
+    )
+    try:
+        batch = await client.batches.retrieve(handle.id)
+        (line,) = (await client.files.content(batch.input_file_id)).content.splitlines()
+    finally:
+        await client.close()
+    sent = json.loads(line)["body"]
+    image = base64.b64encode(png_bytes(20, 10, seed=3)).decode()
+    assert sent["messages"][-1]["content"][0]["image_url"]["url"].endswith(image)
+    assert sent["response_format"]["type"] == "json_schema"

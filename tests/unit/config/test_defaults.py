@@ -179,3 +179,24 @@ actions:
   - {name: a, model: mock/m, prompt: x}
 """)
     assert checked.codes() == ["unknown_key"] * 5
+
+
+def test_azure_batch_deadline_is_always_set_25_hours_unless_the_action_says(
+    wf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Azure never expires a batch, so agac's ``batch_deadline`` is what ends one: an Azure
+    batch action always has one, 25 hours (past Azure's 24-hour window) unless set."""
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k")
+    text = """
+input: {path: x}
+defaults: {model: azure/gpt-4o-mini-batch, run_mode: batch}
+actions:
+  - {name: a, prompt: x}
+  - {name: b, prompt: x, batch_deadline: 30h}
+"""
+    checked = wf.check(text)
+    assert checked.problems == [], [p.render() for p in checked.problems]
+    assert checked.workflow is not None
+    a, b = checked.workflow.actions
+    assert (a.run_mode, a.batch_deadline) == ("batch", 25 * 3600.0)
+    assert b.batch_deadline == 30 * 3600.0

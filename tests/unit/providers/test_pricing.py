@@ -123,6 +123,27 @@ def test_unpriced_model_is_known_to_be_unpriced(table: PriceTable) -> None:
     assert table.status("openai/no-such-model-2099") == "unpriced"
 
 
+def test_azure_prices_come_from_the_library_where_it_knows_the_model_else_prices(
+    tmp_path: Path,
+) -> None:
+    """``azure/<deployment>``: genai-prices' Azure price when the deployment is named for a
+    model it knows (its batch price derived at half, as Global-Batch bills), a project's
+    ``prices:`` for any other deployment name, and ``unpriced`` with neither."""
+    table = PriceTable(
+        {"azure/reviews-prod": {"input": 0.15, "output": 0.6}}, library=PriceLibrary(tmp_path)
+    )
+    usage = Usage(2000, 700, 400)
+    expected = _library_cost("gpt-4o-mini", "azure", usage)
+    assert table.cost("azure/gpt-4o-mini", usage) == pytest.approx(expected, rel=1e-9)
+    assert table.status("azure/gpt-4o-mini") is None
+    assert table.cost("azure/gpt-4o-mini", usage, "batch") == pytest.approx(expected / 2)
+    assert table.status("azure/gpt-4o-mini", "batch") == "derived"
+    assert table.cost("azure/reviews-prod", Usage(1_000_000, 1_000_000)) == pytest.approx(0.75)
+    assert table.status("azure/reviews-prod") is None
+    assert table.status("azure/my-own-deployment") == "unpriced"
+    assert table.cost("azure/my-own-deployment", usage) == 0.0
+
+
 def test_price_cache_keeps_later_lookups_from_loading_the_library(tmp_path: Path) -> None:
     """The first lookup of a model imports genai-prices and keeps what it found (and what
     it did not) in a small file; a later process answers from the file alone."""
