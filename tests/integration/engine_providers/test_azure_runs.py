@@ -1,7 +1,8 @@
 """Azure OpenAI through ``agac run``, live on both transports (docs/providers.md, Azure
 OpenAI): what Azure's content filter refuses — a prompt (HTTP 400 ``content_filter``) or
 an answer (``finish_reason: content_filter``) — fails its record ``content_filter`` with
-the filter's categories and severities in the record's export row and session."""
+the filter's categories and severities in the record's export row and session; with no
+key, a run signs in with Entra ID through azure-identity."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import e2e_support
+import pytest
 from e2e_support import reviews, workflow
 
 from agac import api
@@ -75,3 +77,25 @@ def test_azure_content_filter_live_fails_content_filter_with_categories_in_expor
         assert "content_filter" in session and str(row["detail"]) in session
     # A filtered prompt or answer is final: one call each, never retried.
     assert emulator.stats()["requests"]["azure"]["chat"] == 4
+
+
+def test_azure_entra_id_run_signs_in_through_azure_identity_with_no_key(
+    emulator: Any, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agac run`` with no Azure key: azure-identity's default credential signs in at the
+    (emulated) managed identity once, and every call carries its token."""
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    for name in ("AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "MSI_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("IDENTITY_ENDPOINT", f"{emulator.url}/azure/identity/token")
+    monkeypatch.setenv("IDENTITY_HEADER", "emulator-identity-secret")
+    _project(project)
+
+    done = api.run("triage", project)
+
+    assert done.exit_code == 0, done.notes
+    assert done.summary["actions"]["classify"]["answered"] == 4
+    (token,) = [t["token"] for t in emulator.entra()["issued"]]
+    chats = [e for e in emulator.requests() if e["op"] == "chat"]
+    assert len(chats) == 4
+    assert {c["headers"].get("authorization") for c in chats} == {f"Bearer {token}"}
