@@ -26,6 +26,7 @@ OUTCOME_WRITERS = (
     "settle_read_items",
     "end_batch_unread",
     "settle_outcomes",
+    "close_units",
 )
 
 

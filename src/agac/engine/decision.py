@@ -22,7 +22,7 @@ Every outcome a unit gets comes from one of these, and only these:
   a fan-out whose list is missing, ``fan_out_invalid`` (engine/walk/walker.py);
 - the bulk transitions, each a pure function of engine/transitions.py that its store
   writer is held to by a property test: a fan-out parent's join (``join_outcome``), a run
-  ending early (``close_unit``), outcomes carried to a new run (``carry``,
+  ending early (``close_unit``, ``Store.close_units``), outcomes carried to a new run (``carry``,
   ``Store.carry_run_outcomes``) or to a retry (``carry_for_retry``, ``Store.
   copy_outcomes``), a batch given up (``abandon``, ``Store.end_batch_unread``), and the
   units a batch read answers (:func:`read_answer`, ``Store.settle_read_items``).

@@ -16,7 +16,7 @@ test per writer holds the two to each other, tests/integration/store/test_i37_st
 - **end a batch unread** (given up, B7): :func:`abandon` — the units ended runs left
   waiting on it — ``Store.end_batch_unread``;
 - **end a run early** (``--new``, a deadline, ``agac cancel``): :func:`close_unit` for
-  every unit without an outcome, written as it says (``Store.checkpoint``);
+  every unit without an outcome — ``Store.close_units``;
 - **fan-out and join**: :func:`join_outcome` — a parent's join from its settled items
   (:func:`judge` splits them; :func:`join_skip`: the run stopped before an item), written
   by the walk (engine/walk/walker.py) like any unit's outcome.
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from agac.engine.decision import Settle
 from agac.reasons import HALTING, NOT_CARRIED, REASONS, strongest
+from agac.store.values import UnitOutcome
 
 if TYPE_CHECKING:
     from agac.engine.values import Settled
@@ -159,16 +160,6 @@ class Closing:
     """Units whose effect may or may not have happened (E2)."""
     cancelled: AbstractSet[Unit] = frozenset()
     """Units in a batch cancelled at the provider (B7)."""
-
-
-class UnitOutcome(NamedTuple):
-    """An outcome a bulk transition gives one unit."""
-
-    action: str
-    unit_key: str
-    status: OutcomeStatus
-    reason: str
-    detail: str
 
 
 def close_unit(

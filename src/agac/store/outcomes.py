@@ -14,11 +14,13 @@ from agac.store import tables as t
 from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
 from agac.store.marks import price_unknown, write_marks
-from agac.store.rows import Checkpoint, UsageTotal
+from agac.store.rows import Checkpoint, OutcomeRow, UsageTotal
 from agac.store.values import OutcomeRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
+
+    from agac.store.values import UnitOutcome
 
 __all__ = ["OutcomeRepository"]
 
@@ -224,6 +226,26 @@ class OutcomeRepository(StoreCore):
             n = conn.execute(insert).rowcount
             self._copy_fanouts(conn, src, dst)
             return n
+
+    def close_units(
+        self,
+        run_id: str,
+        units: Sequence[tuple[int, UnitOutcome]],
+        *,
+        lease: tuple[str, int, float] | None = None,
+    ) -> None:
+        """A run that ends early (engine/transitions.py ``close_unit``): each (record seq,
+        outcome) written for a unit of ``run_id`` without one — origin ``call``, no
+        fingerprint, no attempts, stamped now — in one transaction; a unit that has an
+        outcome keeps it."""
+        now = self.clock.time()
+        rows = [
+            OutcomeRow(run_id, *o[:2], seq, *o[2:], "call", None, None, 0, now) for seq, o in units
+        ]
+        with self._write("end a run's units") as conn:
+            if lease is not None:
+                self._fence(conn, *lease)
+            self._bulk(conn, t.outcomes, rows, "ON CONFLICT DO NOTHING")
 
     def failures_not_carried(self, run_id: str) -> tuple[str, ...]:
         """Failure reasons of ``run_id`` a new run does not carry over (R1 c): the batches

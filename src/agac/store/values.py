@@ -32,6 +32,7 @@ __all__ = [
     "RunSettings",
     "RunState",
     "Spent",
+    "UnitOutcome",
 ]
 
 RunState = Literal[
@@ -342,3 +343,14 @@ class OutcomeRecord(NamedTuple):
     def from_row(cls, row: Any) -> OutcomeRecord:
         """An ``outcomes`` row, its columns in the table's order."""
         return tuple.__new__(cls, row)
+
+
+class UnitOutcome(NamedTuple):
+    """An outcome a bulk transition gives one unit (engine/transitions.py), before the
+    store writes it."""
+
+    action: str
+    unit_key: str
+    status: OutcomeStatus
+    reason: str
+    detail: str

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agac.engine.transitions import abandon, carry, carry_for_retry
+from agac.engine.transitions import Closing, abandon, carry, carry_for_retry, close_unit
 from agac.reasons import REASONS
 from agac.store.repository import Store
 from agac.store.rows import Checkpoint, OutcomeRow
@@ -205,5 +205,48 @@ def test_i37_end_batch_unread_is_abandon(store: Store) -> None:
                 expected.add(row)
             # The writer stamps a rewritten row with the time; the others keep theirs.
             assert {_unstamped(r, new) for r in _rows(store, i)} == expected
+
+    check()
+
+
+def test_i37_close_units_is_close_unit(store: Store) -> None:
+    """A run ending early — ``Store.close_units`` writes, for each unit without an outcome,
+    what :func:`close_unit` says (origin ``call``, no fingerprint, no attempts), and leaves
+    every outcome the run already has as it was."""
+    ancestors = {a: frozenset(ACTIONS[: ACTIONS.index(a)]) for a in ACTIONS}
+
+    @settings(max_examples=EXAMPLES[_kind(store)], **SETTINGS)
+    @given(
+        OUTCOMES,
+        st.sets(UNIT, min_size=1, max_size=8),
+        st.sampled_from(["cancelled", "deadline", "run_ended"]),
+        st.sets(UNIT, max_size=3),
+        st.sets(UNIT, max_size=3),
+        st.sets(UNIT, max_size=3),
+        st.sets(st.sampled_from(ACTIONS), max_size=2),
+    )
+    def check(
+        outcomes: dict[tuple[str, str], Any],
+        units: set[tuple[str, str]],
+        reason: str,
+        unknown: set[tuple[str, str]],
+        cancelled: set[tuple[str, str]],
+        out: set[tuple[str, str]],
+        waiting: set[str],
+    ) -> None:
+        run_id = _run(store)
+        _write(store, run_id, outcomes)
+        before = _rows(store, run_id)
+        closing = Closing(reason, "it stopped", ancestors, unknown=unknown, cancelled=cancelled)
+        batches = {u: f"waiting on batch b-{u[0]}" for u in out}
+        ended = [(int(u[1][1]), close_unit(closing, u, waiting, batches)) for u in sorted(units)]
+        store.close_units(run_id, ended)
+        store.end_run(run_id, "cancelled")
+        expected = set(before)
+        for seq, o in ended:
+            if (o.action, o.unit_key) not in outcomes:
+                expected.add(OutcomeRecord(run_id, *o[:2], seq, *o[2:], "call", None, None, 0, 0.0))
+        new = {(run_id, *u) for u in units if u not in outcomes}
+        assert {_unstamped(r, new) for r in _rows(store, run_id)} == expected
 
     check()

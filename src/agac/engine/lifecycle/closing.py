@@ -21,7 +21,7 @@ from agac.jsontext import dumps, loads
 from agac.keys import escape
 from agac.store.batches import OPEN_BATCH_STATES
 from agac.store.effects import UNSETTLED_EFFECT_STATES
-from agac.store.rows import Checkpoint, EventRow, OutcomeRow
+from agac.store.rows import Checkpoint, EventRow
 
 if TYPE_CHECKING:
     from agac.config.fanout import Regions
@@ -81,7 +81,6 @@ def close_run(
         },
         cancelled=failed_in_batches or set(),
     )
-    now = store.clock.time()
     regions = graph.regions
     for lo, hi in shard_ranges(loads(info.files) if info else []):
         have = {(o.action, o.unit_key) for o in store.outcomes_between(run.id, lo, hi)}
@@ -90,32 +89,17 @@ def close_run(
         out = _units_in_open_batches(
             store, run, names, [escape(r.key) for r in records], items=regions is not None
         )
-        rows = []
+        ended = []
         for r in records:
             units = _units(regions, names, r.key, expansions)
             waiting = {a for a, key in units if (a, key) in out}
-            for unit in units:
-                if unit in have:
-                    continue
-                o = close_unit(closing, unit, waiting, out)
-                rows.append(
-                    OutcomeRow(
-                        run.id,
-                        o.action,
-                        o.unit_key,
-                        r.seq,
-                        o.status,
-                        o.reason,
-                        o.detail,
-                        "call",
-                        None,
-                        None,
-                        0,
-                        now,
-                    )
-                )
-        if rows:
-            store.checkpoint(Checkpoint(outcomes=rows))
+            ended += [
+                (r.seq, close_unit(closing, unit, waiting, out))
+                for unit in units
+                if unit not in have
+            ]
+        if ended:
+            store.close_units(run.id, ended)
     if not keep_proposals:
         store.withdraw_proposals(run.id, f"its run ended {state}: {why}")
     store.end_run(run.id, state, why)
