@@ -10,12 +10,15 @@ job (``POST /v1/batch/jobs``: ``input_files``, ``endpoint``, ``model``, ``metada
 ``timeout_hours``) goes ``QUEUED → RUNNING → SUCCESS``, or ``FAILED``,
 ``TIMEOUT_EXCEEDED`` (a ``batch_end: expired`` fault), ``CANCELLATION_REQUESTED`` then
 ``CANCELLED``; it reports ``total_requests``, ``succeeded_requests``, ``failed_requests``
-and its ``output_file`` and ``error_file``, whose lines are OpenAI's result lines.
+and its ``output_file`` and ``error_file``, whose lines are OpenAI's result lines. A job
+may take its requests inline (``requests`` instead of ``input_files``); its results then
+come only inline, as ``outputs`` when the job is asked for with ``inline=true``.
 Listing pages with ``page`` and ``page_size``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from typing import Any
@@ -114,14 +117,20 @@ async def _job_create(request: Request) -> Response:
     body = await read_json(request, counting(state, MISTRAL, "batch.create", _error))
     metadata = body.get("metadata") or {}
     fired = await gate(request, "mistral", "batch.create", _error, Target(metadata=metadata))
+    inline = body.get("requests")
     files = [state.files.get(str(f)) for f in body.get("input_files") or ()]
-    if not files or any(f is None or f.provider != "mistral" for f in files):
+    if isinstance(inline, list) and not files:
+        # Inline batching: the requests in the body, no file (their results come inline).
+        contents = ["".join(json.dumps(r) + "\n" for r in inline).encode()]
+    elif not files or any(f is None or f.provider != "mistral" for f in files):
         return _error(404, None, None, "Input file not found.")
+    else:
+        contents = [f.content if f else b"" for f in files]
     if body.get("endpoint") != "/v1/chat/completions":
         return _error(422, None, None, "The emulator batches only /v1/chat/completions.")
     items, invalid = [], []
-    for stored in files:
-        found, bad, marked = parse_input(stored.content if stored else b"", MISTRAL)
+    for content in contents:
+        found, bad, marked = parse_input(content, MISTRAL)
         note_cache(request, marked)
         items += found
         invalid += bad
@@ -138,6 +147,7 @@ async def _job_create(request: Request) -> Response:
         metadata=metadata,
         info={
             "input_files": [f.id for f in files if f],
+            "inline": isinstance(inline, list) and not files,
             "endpoint": body["endpoint"],
             "timeout_hours": int(body.get("timeout_hours") or 24),
         },
@@ -150,7 +160,8 @@ async def _job_get(request: Request) -> Response:
     state = state_of(request)
     batch, fired = await _job(request, "batch.get")
     phase, raw = observe(state, batch, fired)
-    return JSONResponse(job_json(state, batch, phase, raw))
+    inline = request.query_params.get("inline", "").lower() == "true"
+    return JSONResponse(job_json(state, batch, phase, raw, inline=inline))
 
 
 async def _job_cancel(request: Request) -> Response:
@@ -185,9 +196,12 @@ async def _job(request: Request, op: str) -> tuple[Batch, Any]:
     return batch, fired
 
 
-def job_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None) -> dict[str, Any]:
+def job_json(
+    state: EmulatorState, batch: Batch, phase: str, raw: str | None, *, inline: bool = False
+) -> dict[str, Any]:
     """The batch job object as the ``mistralai`` SDK reads it (``raw`` overrides the
-    status)."""
+    status). A job created with inline requests keeps its results off files: they come as
+    ``outputs`` (result lines) when asked with ``inline=true``."""
     ended = phase == "ended"
     total = len(batch.items)
     done = math.floor(total * batch.progress(batch.elapsed(state.clock.now())))
@@ -199,6 +213,7 @@ def job_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None) ->
         failed = sum(r.kind == "errored" for r in results)
         done = succeeded + failed
     status = _FINAL[batch.final or "completed"] if ended else _STATUS[phase]
+    inlined = bool(batch.info.get("inline"))
     errors = [{"message": str(e.get("message")), "count": 1} for e in batch.invalid]
     return {
         "id": batch.id,
@@ -208,10 +223,10 @@ def job_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None) ->
         "endpoint": batch.info["endpoint"],
         "model": batch.model,
         "agent_id": None,
-        "output_file": batch.info.get("output_file_id"),
-        "error_file": batch.info.get("error_file_id"),
+        "output_file": None if inlined else batch.info.get("output_file_id"),
+        "error_file": None if inlined else batch.info.get("error_file_id"),
         "errors": errors,
-        "outputs": None,
+        "outputs": _outputs(state, batch) if inlined and inline and ended else None,
         "status": raw or status,
         "created_at": int(batch.created_at),
         "total_requests": total,
@@ -221,6 +236,16 @@ def job_json(state: EmulatorState, batch: Batch, phase: str, raw: str | None) ->
         "started_at": int(batch.created_at) if phase != "queued" else None,
         "completed_at": int(batch.ended_at) if batch.ended_at else None,
     }
+
+
+def _outputs(state: EmulatorState, batch: Batch) -> list[dict[str, Any]]:
+    """An inline job's result lines (its output file's, then its error file's)."""
+    lines: list[dict[str, Any]] = []
+    for key in ("output_file_id", "error_file_id"):
+        stored = state.files.get(str(batch.info.get(key)))
+        if stored is not None:
+            lines += [json.loads(x) for x in stored.content.splitlines() if x.strip()]
+    return lines
 
 
 def _file_json(stored: Any) -> dict[str, Any]:

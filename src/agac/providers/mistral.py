@@ -15,7 +15,9 @@ What differs from OpenAI's protocol, handled here:
   ``error`` (the answer broke off: never an answer), :mod:`agac.providers.stops`;
 - a batch line is ``{custom_id, body}`` (no method or url: the endpoint is the job's),
   uploaded with purpose ``batch`` and run as a batch *job* (``/v1/batch/jobs``) tagged with
-  ``metadata.agac_key``; the job names its model. Its statuses: ``QUEUED``, ``RUNNING``,
+  ``metadata.agac_key``; the job names its model. A batch of at most
+  :data:`INLINE_MAX_BYTES` goes inline instead (the job's ``requests``, no file); its
+  results are asked for inline (``outputs``) when the job has no result files. Its statuses: ``QUEUED``, ``RUNNING``,
   ``SUCCESS`` (results readable), ``FAILED``, ``TIMEOUT_EXCEEDED`` (the job ran past its
   ``timeout_hours``: expired, nothing read), ``CANCELLATION_REQUESTED`` (still cancelling:
   not ended) and ``CANCELLED``; any other is taken as running.
@@ -40,7 +42,10 @@ from agac.providers.base import (
     BatchStatus,
     BilledWork,
     Request,
+    Result,
+    ended_or_raise,
 )
+from agac.providers.options import Option
 from agac.providers.spec import BatchSpec, ProviderSpec
 
 __all__ = ["MISTRAL_BASE_URL", "MISTRAL_STATES", "MistralProvider", "mistral_status"]
@@ -62,6 +67,19 @@ MISTRAL_STATES: dict[str, BatchState] = {
 
 #: Hours a batch job may run before Mistral ends it ``TIMEOUT_EXCEEDED`` (its default).
 TIMEOUT_HOURS = 24
+
+#: The largest batch sent inline in the job's create call instead of an uploaded file
+#: (agac's choice: a body of a few MB, held in memory once).
+INLINE_MAX_BYTES = 4 * 1024 * 1024
+
+BATCH_INPUT = Option(
+    "batch_input",
+    "choice",
+    "how a batch's requests travel: `inline` in the job's create call, a `file` upload, "
+    "or `auto` (inline up to 4 MB)",
+    default="auto",
+    choices=("auto", "inline", "file"),
+)
 
 
 def mistral_status(job: Any) -> BatchStatus:
@@ -91,7 +109,7 @@ class MistralProvider(OpenAICompatProvider):
         # Up to a million requests per job; a file of at most 512 MB.
         batch=BatchSpec(input="file", max_requests=1_000_000, max_bytes=512 * 1024 * 1024),
         cache_kinds=("implicit",),
-        options=COMPAT_OPTIONS,
+        options=(*COMPAT_OPTIONS, BATCH_INPUT),
     )
     base_url_env = "MISTRAL_BASE_URL"
     default_base_url = MISTRAL_BASE_URL
@@ -148,6 +166,11 @@ class MistralProvider(OpenAICompatProvider):
     # -- batch ---------------------------------------------------------------
 
     async def _upload(self, path: Path, key: str) -> str:
+        """Upload the batch file; a small batch is not uploaded (``""``): its requests go
+        inline in the job (:meth:`_create_batch`)."""
+        chosen = self.settings.options.get("batch_input", "auto")
+        if chosen == "inline" or (chosen == "auto" and _inline(path)):
+            return ""
         with path.open("rb") as fh:
             uploaded = await self._client.files.upload_async(
                 file={"file_name": path.name, "content": fh, "content_type": "application/jsonl"},
@@ -158,8 +181,11 @@ class MistralProvider(OpenAICompatProvider):
     async def _create_batch(self, file_id: str, key: str, path: Path) -> Any:
         """A batch job over the file; the job names the model of the file's lines (one
         action, one model)."""
+        source: dict[str, Any] = (
+            {"input_files": [file_id]} if file_id else {"requests": _requests(path)}
+        )
         return await self._client.batch.jobs.create_async(
-            input_files=[file_id],
+            **source,
             endpoint=self._batch_endpoint,
             model=_first_model(path),
             metadata={"agac_key": key},
@@ -177,6 +203,24 @@ class MistralProvider(OpenAICompatProvider):
 
     def _batch_count(self, batch: Any) -> int:
         return as_int(pick(batch, "total_requests"))
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        """The job's result files, as any batch's; a job whose requests went inline has
+        none: its results are asked for inline (``outputs``). Nothing unless ``SUCCESS``
+        (B7)."""
+        with self._translate_errors():
+            job = await self._retrieve(handle.id)
+        ended_or_raise(handle, mistral_status(job))
+        if any(self._result_files(job)):
+            async for result in super().batch_results(handle):
+                yield result
+            return
+        with self._translate_errors():
+            inline = await self._client.batch.jobs.get_async(job_id=handle.id, inline=True)
+        created, ended = as_int(pick(inline, "created_at")), as_int(pick(inline, "completed_at"))
+        latency = max(0.0, (ended - created) * 1000.0) if created and ended else 0.0
+        for line in pick(inline, "outputs") or ():
+            yield self._result(dict(line), latency)
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork:
         """The job's succeeded requests; Mistral reports no batch usage (agac estimates)."""
@@ -216,6 +260,17 @@ class MistralProvider(OpenAICompatProvider):
                     yield [rest]
             finally:
                 await response.aclose()
+
+
+def _inline(path: Path) -> bool:
+    """Whether a batch file is small enough to send inline (:data:`INLINE_MAX_BYTES`)."""
+    return path.stat().st_size <= INLINE_MAX_BYTES
+
+
+def _requests(path: Path) -> list[dict[str, Any]]:
+    """A batch file's ``{custom_id, body}`` lines, as the job's inline requests."""
+    with path.open("rb") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def _first_model(path: Path) -> str | None:

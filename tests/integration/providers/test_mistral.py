@@ -84,7 +84,7 @@ async def test_mistral_batch_lines_are_custom_id_and_body_in_a_job_naming_the_mo
     """The file uploaded with purpose ``batch`` holds ``{custom_id, body}`` lines (no
     method or url); the job names the endpoint, the model, ``timeout_hours`` and our key;
     results come back by ``custom_id`` once the job is ``SUCCESS``."""
-    provider = make_provider("mistral")
+    provider = make_provider("mistral", batch_input="file")
     requests = [make_request("mistral", f"review {i}", custom_id=f"r{i}") for i in range(3)]
     handle = await provider.submit_batch(requests, "mistral-key-1")
 
@@ -110,6 +110,46 @@ async def test_mistral_batch_lines_are_custom_id_and_body_in_a_job_naming_the_mo
     found = await provider.find_batch("mistral-key-1")
     assert found is not None and (found.id, found.meta["request_count"]) == (handle.id, 3)
     assert await provider.find_batch("no-such-key") is None
+
+
+async def test_mistral_small_batch_goes_inline_and_reads_its_results_inline(
+    make_provider: Any, emulator: Any
+) -> None:
+    """A small batch (``batch_input: auto``) is not uploaded: the job carries its
+    ``requests`` inline, with the model, endpoint and key; its results, on no file, are
+    asked for inline (``outputs``) and read by ``custom_id``: a record the job left out is
+    not returned (B6), an errored one is its error."""
+    emulator.add_fault(
+        {"provider": "mistral", "op": "batch.create", "fault": {"batch_drop_records": 1}},
+        {
+            "provider": "mistral",
+            "op": "batch.create",
+            "match": {"custom_id": "r2"},
+            "fault": {"http": 400, "message": "bad request r2"},
+        },
+    )
+    provider = make_provider("mistral")
+    requests = [make_request("mistral", f"review {i}", custom_id=f"r{i}") for i in range(4)]
+    handle = await provider.submit_batch(requests, "mistral-inline-1")
+
+    assert not [e for e in emulator.requests() if e["op"] == "file.upload"]
+    [create] = [e for e in emulator.requests() if e["op"] == "batch.create"]
+    assert create["path"] == "/mistral/v1/batch/jobs"
+    assert handle.meta["input_file_id"] == "" and handle.meta["request_count"] == 4
+    emulator.advance(3600)
+    status = await poll_until(provider, handle, ("ended",))
+    assert status.raw_status == "SUCCESS"
+    results = {r.custom_id: r async for r in provider.batch_results(handle)}
+    gets = [e for e in emulator.requests() if e["op"] == "batch.get"]
+    assert any("inline=true" in str(e["query"]) for e in gets)
+    assert len(results) == 3  # one, chosen by the emulator, left out by the job
+    for custom_id, result in results.items():
+        if custom_id == "r2":
+            assert result.type == "errored" and "bad request r2" in str(result.error)
+        else:
+            assert result.type == "succeeded" and result.response is not None
+    found = await provider.find_batch("mistral-inline-1")
+    assert found is not None and found.id == handle.id
 
 
 def _file_content(emulator: Any, handle: BatchHandle) -> str:
