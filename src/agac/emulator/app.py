@@ -53,6 +53,7 @@ from . import (
     bedrock,
     deepseek,
     entra,
+    fireworks,
     gemini,
     gemini_caches,
     groq,
@@ -62,6 +63,7 @@ from . import (
     openrouter,
     together,
     vllm,
+    xai,
 )
 from .faults import RuleError
 from .handling import SENT_PATH, SENT_RAW_PATH, DropConnection, Rejected, state_of
@@ -311,6 +313,8 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *mistral.routes(),
             *together.routes(),
             *openrouter.routes(),
+            *xai.routes(),
+            *fireworks.routes(),
             *anthropic.routes(),
             *gemini.routes(),
             *ollama.routes(),

@@ -6,7 +6,9 @@ Each variable is the one the SDK itself reads, with the value it expects there:
 ``/openai/v1/…``); ``GOOGLE_GEMINI_BASE_URL`` is the root (google-genai adds ``/v1beta``);
 ``OLLAMA_HOST`` is ``http://host:port``; ``MISTRAL_BASE_URL`` and ``TOGETHER_BASE_URL`` are ``<root>/mistral``
 and ``<root>/together`` (their SDKs add ``/v1/…``); ``OPENROUTER_BASE_URL`` is
-``<root>/openrouter/api/v1``; ``VLLM_BASE_URL`` is ``<root>/vllm/v1`` (no key needed); ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
+``<root>/openrouter/api/v1``; ``VLLM_BASE_URL`` is ``<root>/vllm/v1`` (no key needed);
+``XAI_BASE_URL`` is ``<root>/xai/v1`` and ``FIREWORKS_BASE_URL``
+``<root>/fireworks/inference/v1`` (with a ``FIREWORKS_ACCOUNT_ID`` for its batches); ``AZURE_OPENAI_ENDPOINT`` is ``<root>/azure`` (the
 SDK adds ``/openai/…``), with an ``OPENAI_API_VERSION`` Azure takes; boto3's
 ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` and ``AWS_ENDPOINT_URL_BEDROCK`` are ``<root>/bedrock-runtime``
 and ``<root>/bedrock`` (AWS credentials and S3 are left as they are: the emulator's Bedrock
@@ -45,6 +47,11 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
         "TOGETHER_API_KEY": DUMMY_KEY,
         "OPENROUTER_BASE_URL": f"{root}/openrouter/api/v1",
         "OPENROUTER_API_KEY": DUMMY_KEY,
+        "XAI_BASE_URL": f"{root}/xai/v1",
+        "XAI_API_KEY": DUMMY_KEY,
+        "FIREWORKS_BASE_URL": f"{root}/fireworks/inference/v1",
+        "FIREWORKS_API_KEY": DUMMY_KEY,
+        "FIREWORKS_ACCOUNT_ID": "emulator",
         "OLLAMA_HOST": root,
         "VLLM_BASE_URL": f"{root}/vllm/v1",
         "AZURE_OPENAI_ENDPOINT": f"{root}/azure",

@@ -2,7 +2,7 @@
 
 A rule is the JSON object of issue 3's control API::
 
-    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|openrouter|ollama|bedrock|vllm|*",
+    {"provider": "openai|azure|anthropic|gemini|groq|deepseek|mistral|together|openrouter|xai|fireworks|ollama|bedrock|vllm|*",
      "op": "chat|file.upload|file.download|batch.create|batch.get|batch.list|
             batch.results|batch.cancel|*",
      "match": {"custom_id": ..., "model": ..., "metadata": {...}, "service_tier": ...},
@@ -63,6 +63,8 @@ PROVIDERS = frozenset(
         "mistral",
         "together",
         "openrouter",
+        "xai",
+        "fireworks",
         "ollama",
         "bedrock",
         "vllm",
@@ -88,6 +90,9 @@ OPS = frozenset(
         # Together's upload: the bytes PUT to the address it names, then the file processed.
         "file.put",
         "file.process",
+        # xAI: requests added to an open batch; Fireworks: a dataset created.
+        "batch.add",
+        "dataset.create",
         "model.get",
         # Azure's Entra ID tokens (a managed identity's endpoint, .entra)
         "token",

@@ -74,7 +74,7 @@ makes stays a finite float (a price such as ``1e308`` overflows a cost to infini
 
 FREE_PROVIDERS = frozenset({"mock", "ollama", "vllm"})
 """Offline and local models: they cost nothing."""
-_LIBRARY_PROVIDER = {"gemini": "google"}
+_LIBRARY_PROVIDER = {"gemini": "google", "xai": "x-ai"}
 """agac provider name -> genai-prices provider id, where they differ."""
 CACHE_STORAGE: tuple[tuple[str, float], ...] = (
     ("gemini/gemini-2.5-flash", 1.00),  # Flash and Flash-Lite

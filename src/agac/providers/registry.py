@@ -45,6 +45,8 @@ _BUILTIN = {
     "openrouter": "agac.providers.openrouter:OpenRouterProvider",
     "bedrock": "agac.providers.bedrock:BedrockProvider",
     "vllm": "agac.providers.vllm:VllmProvider",
+    "xai": "agac.providers.xai:XaiProvider",
+    "fireworks": "agac.providers.fireworks:FireworksProvider",
 }
 
 

@@ -72,6 +72,9 @@ STOP_TABLES: Mapping[str, Mapping[str, Rule]] = {
     # vLLM and SGLang: OpenAI's values; ``abort`` (the server dropped the request) and
     # ``error`` (it failed mid-answer) are never an answer.
     "vllm": {**_OPENAI, "abort": "unexpected", "error": "unexpected"},
+    # xAI and Fireworks: OpenAI's values.
+    "xai": _OPENAI,
+    "fireworks": _OPENAI,
     "gemini": {
         "STOP": "end",
         "MAX_TOKENS": "max_tokens",

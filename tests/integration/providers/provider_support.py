@@ -21,6 +21,8 @@ MODELS: dict[str, str] = {
     "together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
     "openrouter": "openai/gpt-4o-mini",
     "vllm": "Qwen/Qwen2.5-7B-Instruct",
+    "xai": "grok-3-mini",
+    "fireworks": "accounts/fireworks/models/llama-v3p1-8b-instruct",
     "mock": "any",
 }
 SDK_PROVIDERS = ("openai", "azure", "anthropic", "gemini", "groq", "mistral", "together", "ollama")
