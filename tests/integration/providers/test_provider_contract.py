@@ -134,9 +134,9 @@ def test_missing_credentials_is_unsupported_and_names_the_variable(
 
 
 def test_models_cover_every_provider() -> None:
-    # DeepSeek (JSON mode only) and OpenRouter have their own suites (test_deepseek.py,
-    # test_openrouter.py).
-    assert set(MODELS) == {*ALL_PROVIDERS, "deepseek", "openrouter"}
+    # DeepSeek (JSON mode only), OpenRouter, xAI and Fireworks have their own suites
+    # (test_deepseek.py, test_openrouter.py, test_xai.py, test_fireworks.py).
+    assert set(MODELS) == {*ALL_PROVIDERS, "deepseek", "openrouter", "xai", "fireworks"}
 
 
 async def test_anthropic_auth_token_is_enough(

@@ -675,6 +675,9 @@ def _documented() -> dict[str, set[str]]:
         "ollama": {"stop", "length", "load", "unload"},
         # OpenRouter normalizes every provider's finish reason to these (its API reference).
         "openrouter": {"stop", "length", "content_filter", "tool_calls", "error"},
+        # xAI and Fireworks are read through the openai SDK: its finish reasons.
+        "xai": literal(OpenAIChoice.model_fields["finish_reason"].annotation),
+        "fireworks": literal(OpenAIChoice.model_fields["finish_reason"].annotation),
         # DeepSeek has no SDK; its API reference lists these finish reasons.
         "deepseek": {
             "stop",
@@ -701,7 +704,17 @@ def _reply(provider: str, value: str) -> dict[str, Any]:
     if provider == "anthropic" and value == "tool_use":
         reply["blocks"] = ["text", "tool_use"]
     tool_stops = ("tool_calls", "function_call")
-    compatible = ("openai", "groq", "deepseek", "mistral", "together", "openrouter", "vllm")
+    compatible = (
+        "openai",
+        "groq",
+        "deepseek",
+        "mistral",
+        "together",
+        "openrouter",
+        "vllm",
+        "xai",
+        "fireworks",
+    )
     if provider in compatible and value in tool_stops:
         reply.update(blocks=["tool_calls"], content=None)
     return reply

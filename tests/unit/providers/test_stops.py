@@ -24,6 +24,8 @@ ANSWERS = {
     "openrouter": {"stop"},
     "bedrock": {"end_turn", "stop_sequence"},
     "vllm": {"stop"},
+    "xai": {"stop"},
+    "fireworks": {"stop"},
 }
 SRC = Path(__file__).resolve().parents[3] / "src" / "agac" / "providers"
 
@@ -115,11 +117,23 @@ def test_i28_9_docs_have_one_table_per_provider_with_every_rule() -> None:
         "openrouter": "**OpenRouter**",
         "bedrock": "**Bedrock**",
         "vllm": "**vLLM**",
+        "xai": "**xAI**",
+        "fireworks": "**Fireworks**",
     }
     for provider, table in STOP_TABLES.items():
         start = section.index(titles[provider])
         own = section[start:].split("\n**", 1)[0]
-        if provider in ("groq", "azure", "deepseek", "together", "openrouter", "vllm"):
+        inherits = (
+            "groq",
+            "azure",
+            "deepseek",
+            "together",
+            "openrouter",
+            "vllm",
+            "xai",
+            "fireworks",
+        )
+        if provider in inherits:
             own = section[section.index(titles["openai"]) :] + own
         for raw in table:
             assert f"`{raw}`" in own, (provider, raw)
