@@ -134,9 +134,10 @@ def test_missing_credentials_is_unsupported_and_names_the_variable(
 
 
 def test_models_cover_every_provider() -> None:
-    # DeepSeek (JSON mode only), OpenRouter, xAI and Fireworks have their own suites
-    # (test_deepseek.py, test_openrouter.py, test_xai.py, test_fireworks.py).
-    assert set(MODELS) == {*ALL_PROVIDERS, "deepseek", "openrouter", "xai", "fireworks"}
+    # DeepSeek (JSON mode only), OpenRouter, vLLM, xAI and Fireworks have their own suites
+    # (test_deepseek.py, test_openrouter.py, test_vllm.py, test_xai.py, test_fireworks.py).
+    own = {"deepseek", "openrouter", "vllm", "xai", "fireworks"}
+    assert set(MODELS) == {*ALL_PROVIDERS, *own}
 
 
 async def test_anthropic_auth_token_is_enough(
