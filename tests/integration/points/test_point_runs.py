@@ -52,6 +52,7 @@ def emulator_server() -> Iterator[Any]:
 @pytest.fixture
 def emulator(emulator_server: Any) -> Iterator[Any]:
     emulator_server.reset()
+    emulator_server.hold_clock()  # batches move only when advanced, however slow the machine
     yield emulator_server
     emulator_server.reset()
 
