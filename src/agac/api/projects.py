@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agac.config.project import Project, find_project, project_tenant, store_url
+from agac.config.project import Project, find_project, project_tenant, store_source, store_url
 from agac.errors import NotFound, UsageError
 from agac.tenants import check_tenant
 
@@ -69,7 +69,19 @@ def open_store(project: ProjectRef = None, *, writes: bool = True, wait: bool = 
     from agac.store.factory import open_store as _open
 
     proj = project_of(project)
-    return _open(store_url(proj), proj.config.store_options, writes=writes, wait=wait)
+    url = store_url(proj)
+    if not writes and _no_store_yet(proj, url):
+        url = "memory"  # nothing to read, and a look (plan, batches) creates nothing here
+    return _open(url, proj.config.store_options, writes=writes, wait=wait)
+
+
+def _no_store_yet(proj: Project, url: str) -> bool:
+    """True outside a project (no agac.yml here or above) when the default store file does
+    not exist: commands that only look never create ``.agac/`` in a folder that is not a
+    project (a home folder, say)."""
+    if proj.has_file or store_source(proj) != "default":
+        return False
+    return not Path(url.removeprefix("sqlite:///")).exists()
 
 
 @contextlib.contextmanager
@@ -97,6 +109,12 @@ def reading(
     keeps nothing once a run's process ends. ``writes`` for the calls that change them
     (on a storage point they own it meanwhile)."""
     proj = project_of(project)
+    if store is None and _no_store_yet(proj, store_url(proj)):
+        raise UsageError(
+            f"no agac project here: no agac.yml in {proj.root} or above, and no store "
+            f"({proj.root / '.agac' / 'agac.db'}) to read earlier runs from; run this from "
+            "the project's folder (or pass its folder), or set AGAC_STORE"
+        )
     if store is None and store_url(proj) == "memory":
         raise UsageError(
             "this project's store is memory: it keeps nothing once a run ends, so "

@@ -44,7 +44,7 @@ from agac.config.keys import (
     TOP_KEYS,
 )
 from agac.config.model import Action, Budget, InputSpec, Workflow
-from agac.config.project import Project
+from agac.config.project import PROJECT_FILE, Project
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.templates import check_check_expressions, check_guard_fields, check_templates
 from agac.config.values import (
@@ -216,7 +216,8 @@ def find_workflow(ref: str | Path, project: Project) -> Path:
         if candidate.is_file():
             return candidate.resolve()
     name = str(ref)
-    matches = [p for p in _workflow_files(project.root) if _workflow_name(p) == name]
+    files = _workflow_files(project.root, deep=project.has_file)
+    matches = [p for p in files if _workflow_name(p) == name]
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -224,10 +225,16 @@ def find_workflow(ref: str | Path, project: Project) -> Path:
             problems=[
                 Problem(
                     "workflow_not_found",
-                    f"no workflow file or workflow named {name!r} in project {project.root}",
+                    f"no workflow file or workflow named {name!r} in project {project.root}"
+                    if project.has_file
+                    else f"no workflow file or workflow named {name!r} in {project.root} "
+                    f"(not in an agac project: no {PROJECT_FILE} here or above, so only "
+                    "this folder's own files were searched)",
                     name,
                     0,
-                    hint="name a .yml file or a workflow's name:",
+                    hint="name a .yml file or a workflow's name:"
+                    if project.has_file
+                    else "name the .yml file, run from the project's folder, or `agac init` one",
                 )
             ]
         )
@@ -245,9 +252,14 @@ def find_workflow(ref: str | Path, project: Project) -> Path:
     )
 
 
-def _workflow_files(root: Path) -> Iterator[Path]:
+def _workflow_files(root: Path, *, deep: bool = True) -> Iterator[Path]:
+    """The candidate workflow files under ``root``: every subfolder in a project (``deep``);
+    outside one only the folder's own files — a bare ``agac run NAME`` in a home folder
+    never walks the whole tree."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        if not deep:
+            dirs[:] = []
         for file in sorted(files):
             if file.endswith((".yml", ".yaml")) and not (
                 folder == str(root) and file == "agac.yml"
