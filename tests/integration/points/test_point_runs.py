@@ -325,6 +325,7 @@ def test_o5_failed_put_mid_run_fails_closed_and_the_next_run_continues(
         point.heal()
         if run.poll() is None:
             run.kill()
+        run.communicate()  # reaped, its pipes closed even when the test failed
     again = agac(
         root, "run", "online", "--json", point=point, cache=tmp_path / "m1", env=emulator.env()
     )

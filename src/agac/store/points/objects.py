@@ -217,8 +217,14 @@ class DirectoryObjects:
     def _errors(self, what: str, key: str) -> Iterator[None]:
         try:
             yield
-        except (ObjectExists, ObjectChanged, FileNotFoundError):
+        except (ObjectExists, ObjectChanged):
             raise
+        except FileNotFoundError:
+            if what == "read":
+                raise  # get: no such object
+            raise StoreError(  # a write whose folder vanished under it is a failed write
+                f"cannot {what} {key} at the storage point {self.where}: its folder is gone"
+            ) from None
         except OSError as exc:
             raise StoreError(
                 f"cannot {what} {key} at the storage point {self.where}: {exc}"

@@ -324,6 +324,8 @@ class Replica:
                     self.compact()
             except StoreError:
                 pass  # recorded in self._failure; writers and tickets learn of it
+            except Exception as exc:  # noqa: BLE001 - never die silently: fail closed (S2)
+                self._fail(StoreError(f"the storage point's writer stopped: {exc!r}"))
 
     def ship(self) -> bool:
         """Store what was committed since the last ship: a segment, then ``head`` naming
