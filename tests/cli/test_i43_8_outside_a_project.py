@@ -37,7 +37,7 @@ def test_i43_8_a_workflow_name_outside_a_project_is_not_searched_in_subfolders(
     deep = home / "projects" / "old"
     deep.mkdir(parents=True)
     (deep / "deep.yml").write_text(WORKFLOW, encoding="utf-8")
-    (deep / "data.jsonl").write_text('{"id": "a", "text": "hi"}\n', encoding="utf-8")
+    (home / "data.jsonl").write_text('{"id": "a", "text": "hi"}\n', encoding="utf-8")
     result = agac("validate", "deep", cwd=home)
     assert result.code != 0
     assert "workflow_not_found" in result.err or "no workflow" in result.err
