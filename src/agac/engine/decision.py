@@ -15,15 +15,17 @@ Every outcome a unit gets comes from one of these, and only these:
   step at once, a unit read from this run's own item) and a join's record and
   dependencies (engine/walk/walker.py);
 - what follows a decision that lets the unit go (``CALL``, ``GATE``, ``EFFECT``), written
-  unit by unit: the call's answer or failure, and its per-attempt skips when the deadline
-  or the budget comes first (engine/walk/calls.py); the gate's own outcomes — the
-  previous run's failure of the same subject, a rejected or expired proposal, no proposal
-  after the deadline (engine/approvals/gate.py); an effect's (engine/approvals/effects.py);
-  a fan-out whose list is missing, ``fan_out_invalid`` (engine/walk/walker.py);
+  unit by unit: the call's answer or failure (engine/walk/calls.py); the gate's refusals,
+  a rejected or expired proposal (engine/approvals/gate.py); an effect's (engine/approvals/effects.py); a fan-out whose list is missing,
+  ``fan_out_invalid`` (engine/walk/walker.py). Where those steps apply a rule of this
+  module's they call it, so each is decided in one place: the skips before each attempt
+  of a call (:func:`before_attempt`; :func:`breaker_skip` when a failure pauses the
+  action), the gate's carried failure of the same subject (:func:`carried_failure`, rule
+  7's) and its deadline and stop before a proposal (:func:`before_proposal`);
 - the bulk transitions, each a pure function of engine/transitions.py that its store
-  writer is held to by a property test: a fan-out parent's join (``join_outcome``), a run
-  ending early (``close_unit``, ``Store.close_units``), outcomes carried to a new run (``carry``,
-  ``Store.carry_run_outcomes``) or to a retry (``carry_for_retry``, ``Store.
+  writer is held to by a property test: a fan-out parent's join (``join_outcome``), a
+  run ending early (``close_unit``, ``Store.close_units``), outcomes carried to a new run
+  (``carry``, ``Store.carry_run_outcomes``) or to a retry (``carry_for_retry``, ``Store.
   copy_outcomes``), a batch given up (``abandon``, ``Store.end_batch_unread``), and the
   units a batch read answers (:func:`read_answer`, ``Store.settle_read_items``).
 
@@ -69,7 +71,6 @@ from agac.store.batches import staged_by
 from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
-    from agac.engine.ports import CarriedFailure
     from agac.engine.values import Settled
     from agac.store.values import BatchItem, Origin, OutcomeStatus
 
@@ -79,6 +80,7 @@ __all__ = [
     "GATE",
     "NOT_YET",
     "Adopt",
+    "CarriedFailure",
     "Decision",
     "Need",
     "NotYet",
@@ -86,10 +88,25 @@ __all__ = [
     "Settle",
     "Stage",
     "UnitFacts",
+    "before_attempt",
+    "before_proposal",
+    "breaker_skip",
+    "budget_skip",
+    "carried_failure",
+    "deadline_skip",
     "decide",
     "own_item",
     "read_answer",
+    "unreachable_skip",
 ]
+
+
+class CarriedFailure(NamedTuple):
+    """A unit's failure in the previous run, carried when its request is unchanged (R1 c)."""
+
+    reason: str
+    detail: str | None
+    fingerprint: str
 
 
 class NotYet(enum.Enum):
@@ -303,8 +320,9 @@ def decide(f: UnitFacts) -> Decision:
     fp = f.fingerprint
     if fp is NOT_YET:
         return _NEED_REQUEST
-    if f.carried is not None and f.carried.fingerprint == fp:
-        return Settle("failed", f.carried.reason, f.carried.detail, "carried", fp)
+    carried = carried_failure(f.carried, fp)
+    if carried is not None:
+        return carried
     if f.fresh and not (f.batch and _answer_is_ours(f.items, fp, f.run_id)):
         stored = None  # --fresh reuses nothing stored, except what its own batches read
     elif f.stored is NOT_YET:
@@ -317,7 +335,7 @@ def decide(f: UnitFacts) -> Decision:
     if f.batch and not f.live:
         return _batch(f, fp)
     if f.action_paused is not None:
-        return Settle("skipped", "provider_unreachable", f"never sent: {f.action_paused}")
+        return unreachable_skip("never sent", f.action_paused)
     return CALL
 
 
@@ -334,7 +352,7 @@ def _tool(f: UnitFacts) -> Decision:
         if f.stored is not None:
             return Settle("answered", None, None, "reused", f.fingerprint, 0, f.stored)
     if f.deadline_passed:
-        return Settle("skipped", "deadline", "never called: the run's deadline passed")
+        return deadline_skip("never called")
     return CALL
 
 
@@ -412,9 +430,82 @@ def _batch(f: UnitFacts, fp: str) -> Decision:
         last = read_here[-1]
         return Settle("failed", last.reason, last.detail, "call", fp, len(read_here))
     if f.deadline_passed:
-        return Settle("skipped", "deadline", "never sent: the run's deadline passed")
+        return deadline_skip("never sent")
     if f.budget_exhausted:
-        return Settle(
-            "skipped", "budget_exhausted", "never sent: the budget has no room for its worst case"
-        )
+        return budget_skip("never sent")
     return Stage(len(read_here) + 1)
+
+
+# -- the rules other steps share ---------------------------------------------------------------
+
+
+def carried_failure(carried: CarriedFailure | None, key: str) -> Settle | None:
+    """Rule 7 (R1 c): the previous run's failure of the unit, carried when what it asks is
+    unchanged — its request's fingerprint, or a gated unit's subject (its gate, before
+    any proposal: engine/approvals/gate.py)."""
+    if carried is None or carried.fingerprint != key:
+        return None
+    return Settle("failed", carried.reason, carried.detail, "carried", key)
+
+
+def deadline_skip(never: str) -> Settle:
+    """Skipped ``deadline``: the run's deadline passed first (``never``: what the unit
+    never did — ``never sent``, ``never called``, ``never proposed``, ``not sent again
+    after 2 attempts``)."""
+    return Settle("skipped", "deadline", f"{never}: the run's deadline passed")
+
+
+def budget_skip(never: str, cap: str | None = None) -> Settle:
+    """Skipped ``budget_exhausted``: the budget (``cap``, in words) has no room for the
+    request's worst case."""
+    budget = "the budget" if cap is None else f"the budget ({cap})"
+    return Settle(
+        "skipped", "budget_exhausted", f"{never}: {budget} has no room for its worst case"
+    )
+
+
+def unreachable_skip(never: str, why: str) -> Settle:
+    """Skipped ``provider_unreachable``: the action is paused in this run (``why``)."""
+    return Settle("skipped", "provider_unreachable", f"{never}: {why}")
+
+
+def before_proposal(*, deadline_passed: bool, stopping: bool) -> Settle | Pending | None:
+    """A gated unit with no live proposal that would act (engine/approvals/gate.py): the
+    deadline passed -> skipped ``deadline``; the run is stopping -> pending (rule 3);
+    None: a proposal is made and the unit waits on it."""
+    if deadline_passed:
+        return deadline_skip("never proposed")
+    if stopping:
+        return _STOPPING
+    return None
+
+
+def before_attempt(
+    attempt: int,
+    fingerprint: str,
+    *,
+    paused: str | None = None,
+    deadline_passed: bool = False,
+    no_room: str | None = None,
+) -> Settle | None:
+    """Rule 9 again before each attempt of a call (engine/walk/calls.py, in its slot): the
+    action paused -> skipped ``provider_unreachable``; the deadline passed -> skipped
+    ``deadline``; the budget (``no_room``: its cap in words) cannot reserve the request's
+    worst case -> skipped ``budget_exhausted``. Each counts the attempts made before it;
+    None: send it."""
+    never = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
+    if paused is not None:
+        skip = unreachable_skip(never, paused)
+    elif deadline_passed:
+        skip = deadline_skip(never)
+    elif no_room is not None:
+        skip = budget_skip(never, no_room)
+    else:
+        return None
+    return skip._replace(fingerprint=fingerprint, attempts=attempt - 1)
+
+
+def breaker_skip(paused: str, fingerprint: str, attempts: int) -> Settle:
+    """A call whose failure paused its action (a burst of identical transport failures,
+    engine/walk/calls.py): skipped ``provider_unreachable`` after ``attempts``."""
+    return Settle("skipped", "provider_unreachable", paused, "call", fingerprint, attempts)

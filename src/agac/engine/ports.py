@@ -20,8 +20,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from agac.engine.decision import CarriedFailure
+
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from agac.engine.actions import ActionRuntime
+    from agac.engine.decision import Settle
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.jsontext import JSON, JSONObject
@@ -68,6 +73,10 @@ class Outcomes(Protocol):
         on_durable: Callable[[], None] | None = None,
         checks: str | None = None,
     ) -> Settled: ...
+
+    def decided(
+        self, rt: ActionRuntime, rec: UnitRecord, d: Settle
+    ) -> Coroutine[object, None, Settled]: ...
 
     async def event(
         self, kind: str, action: str | None = None, key: str | None = None, **data: JSON
@@ -268,14 +277,6 @@ class Prefetched(NamedTuple):
     stored: str | None
 
 
-class CarriedFailure(NamedTuple):
-    """A unit's failure in the previous run, carried when its request is unchanged (R1 c)."""
-
-    reason: str
-    detail: str | None
-    fingerprint: str
-
-
 @dataclass
 class ShardMemory:
     """What the walk prepared for the units of the shards in flight: requests rendered
@@ -290,13 +291,6 @@ class ShardMemory:
     def take_prefetched(self, action: str, key: str) -> Prefetched | None:
         """The unit's request rendered ahead, if any; it is the unit's alone from now."""
         return self.prefetched.pop((action, key), None)
-
-    def carried_failure(self, action: str, key: str, fingerprint: str) -> CarriedFailure | None:
-        """The previous run's failure of the unit, when its request is unchanged."""
-        prior = self.carried.get((action, key))
-        if prior is None or prior.fingerprint != fingerprint:
-            return None
-        return prior
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ For one unit, after its guard (engine/walk/units.py calls :meth:`ApprovalGate.ga
 
 1. its arguments are rendered (a tool's inputs, an llm action's request) and its
    *subject* computed (engine/proposals.py); a failure carried from the previous run
-   with the same subject is carried (R1 c);
+   with the same subject is carried (R1 c, engine/decision.py ``carried_failure``);
 2. the latest proposal of that subject decides, once its signatures check out (an
    altered one is marked ``altered`` and never acted on):
 
@@ -24,7 +24,9 @@ For one unit, after its guard (engine/walk/units.py calls :meth:`ApprovalGate.ga
    rejected or expired unit therefore gets a new proposal;
 3. with no live proposal, a unit that would not act — its answer, tool result or effect
    receipt is already stored — goes on without one (nothing is sent or done); otherwise
-   a proposal is stored and signed (event ``approval_requested``) and the unit waits.
+   a proposal is stored and signed (event ``approval_requested``) and the unit waits —
+   unless the deadline passed (skipped ``deadline``) or the run is stopping (it stays
+   pending), as engine/decision.py ``before_proposal`` decides.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from agac.engine.approvals.proposals import (
     unit_arguments,
 )
 from agac.engine.crashpoints import maybe_crash
-from agac.engine.decision import own_item
+from agac.engine.decision import Settle, before_proposal, carried_failure, own_item
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.values import Halt
@@ -136,17 +138,9 @@ class ApprovalGate:
         request = build_request(rt, view) if action.kind == "llm" else None
         arguments = unit_arguments(action, view, request)
         subject = subject_of(self.workflow, action, rec.key, arguments)
-        carried = ctx.memory.carried_failure(rt.name, rec.key, subject)
+        carried = carried_failure(ctx.memory.carried.get((rt.name, rec.key)), subject)
         if carried is not None:
-            return await self.out.settle(
-                rt,
-                rec,
-                "failed",
-                carried.reason,
-                carried.detail,
-                origin="carried",
-                fingerprint=subject,
-            )
+            return await self.out.decided(rt, rec, carried)
         rows = await self.gateway.call(
             self.store.unit_proposals, self.workflow, rt.name, rec.key, tenant=self.tenant
         )
@@ -174,12 +168,13 @@ class ApprovalGate:
                 return await self._act(rt, rec, latest)
         if await self._would_not_act(ctx, rt, rec, request, arguments):
             return Act(view)
-        if self.control.deadline_passed():
-            return await self.out.settle(
-                rt, rec, "skipped", "deadline", "never proposed: the run's deadline passed"
-            )
-        if self.control.stopping:
-            return None
+        first = before_proposal(
+            deadline_passed=self.control.deadline_passed(), stopping=self.control.stopping
+        )
+        if isinstance(first, Settle):
+            return await self.out.decided(rt, rec, first)
+        if first is not None:
+            return None  # the run is stopping: the next run proposes it
         await self._propose(rt, rec, subject, arguments)
         return None
 
@@ -279,7 +274,7 @@ class ApprovalGate:
         action = rt.action
         if action.kind == "llm":
             _, fp = rt.identify(request)
-            if ctx.memory.carried_failure(rt.name, rec.key, fp) is not None:
+            if carried_failure(ctx.memory.carried.get((rt.name, rec.key)), fp) is not None:
                 return True
             if (
                 ctx.batch is not None

@@ -17,15 +17,18 @@ from agac.engine.checks import JUDGE_ORIGIN
 from agac.engine.requests import Fail
 from agac.engine.values import Settled
 from agac.errors import ProviderError
-from agac.jsontext import dumps
+from agac.jsontext import dumps, loads
 from agac.providers.base import Usage
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
 from agac.store.rows import EventRow, FanoutRow, OutcomeRow, PricedRow, StagedItem, UsageRow
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from agac.clock import Clock
     from agac.engine.actions import ActionRuntime
+    from agac.engine.decision import Settle
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.engine.values import UnitRecord
     from agac.jsontext import JSON, JSONObject
@@ -200,6 +203,25 @@ class OutcomeWriter:
         cost = sum(u.cost_usd for u in usage) if usage else 0.0
         self.progress.bump(rt.name, status, cost)
         return Settled(status, reason, output, detail)
+
+    def decided(
+        self, rt: ActionRuntime, rec: UnitRecord, d: Settle
+    ) -> Coroutine[object, None, Settled]:
+        """Write the outcome a rule of engine/decision.py gave the unit (the writer's own
+        coroutine: no frame of its own on the unit's path)."""
+        return self.settle(
+            rt,
+            rec,
+            d.status,
+            d.reason,
+            d.detail,
+            output=loads(d.output_json) if d.output_json is not None else None,
+            origin=d.origin,
+            fingerprint=d.fingerprint,
+            attempts=d.attempts,
+            output_json=d.output_json,
+            checks=d.checks,
+        )
 
     def _prices_unknown(self, usage: Sequence[UsageRow]) -> list[PricedRow]:
         """§8: an answer to a request whose earlier call's outcome is unknown gives that

@@ -26,6 +26,7 @@ from agac.engine.checks import (
     repair_feedback,
 )
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.decision import before_attempt, breaker_skip
 from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
@@ -266,9 +267,7 @@ async def _attempt(
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
         paused = _unreachable(ctx, rt, exc)
         if paused is not None:
-            return await _final(
-                ctx, rt, rec, "skipped", "provider_unreachable", paused, None, fp, attempt
-            )
+            return await ctx.out.decided(rt, rec, breaker_skip(paused, fp, attempt))
         final = _failed(ctx, rt, exc, attempt, spec.max_attempts)
         if final is not None:
             return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
@@ -330,49 +329,23 @@ async def _may_send(
     and the rate window. The reservation to settle after the call (None without a
     budget), or the unit's outcome when it must not be sent. Raises Stopped when the run
     stops while waiting for room in the rate window (nothing was sent)."""
-    sent = "never sent" if attempt == 1 else f"not sent again after {attempt - 1} attempts"
-    paused = ctx.control.action_paused(rt.name)
-    if paused is not None:
-        return await _final(
-            ctx,
-            rt,
-            rec,
-            "skipped",
-            "provider_unreachable",
-            f"{sent}: {paused}",
-            None,
-            fp,
-            attempt - 1,
-        )
-    if ctx.control.deadline_passed():
-        return await _final(
-            ctx,
-            rt,
-            rec,
-            "skipped",
-            "deadline",
-            f"{sent}: the run's deadline passed",
-            None,
-            fp,
-            attempt - 1,
-        )
+    skip = before_attempt(
+        attempt,
+        fp,
+        paused=ctx.control.action_paused(rt.name),
+        deadline_passed=ctx.control.deadline_passed(),
+    )
+    if skip is not None:
+        return await ctx.out.decided(rt, rec, skip)
     held = None
     budget = ctx.budget
     if budget is not None:
         await budget.refresh()  # worker mode: what other workers spent counts
         held = budget.for_request(rt.action, current)
         if not budget.reserve(held):
-            return await _final(
-                ctx,
-                rt,
-                rec,
-                "skipped",
-                "budget_exhausted",
-                f"{sent}: the budget ({budget.cap_text()}) has no room for its worst case",
-                None,
-                fp,
-                attempt - 1,
-            )
+            full = before_attempt(attempt, fp, no_room=budget.cap_text())
+            assert full is not None
+            return await ctx.out.decided(rt, rec, full)
     if rt.limiter.active:
         est = estimate_tokens(sum(len(m.content) for m in current.messages)) + current.max_tokens
         waited = await rt.limiter.acquire(est, stop=ctx.control.stop_signal)

@@ -76,20 +76,7 @@ def settle(
     ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, d: Settle
 ) -> Coroutine[object, None, Settled]:
     """Write the outcome a decision gave the unit."""
-    output = json.loads(d.output_json) if d.output_json is not None else None
-    return ctx.out.settle(
-        rt,
-        rec,
-        d.status,
-        d.reason,
-        d.detail,
-        output=output,
-        origin=d.origin,
-        fingerprint=d.fingerprint,
-        attempts=d.attempts,
-        output_json=d.output_json,
-        checks=d.checks,
-    )
+    return ctx.out.decided(rt, rec, d)
 
 
 class _Unit:
