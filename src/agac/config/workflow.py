@@ -216,8 +216,8 @@ def find_workflow(ref: str | Path, project: Project) -> Path:
         if candidate.is_file():
             return candidate.resolve()
     name = str(ref)
-    files = _workflow_files(project.root, deep=project.has_file)
-    matches = [p for p in files if _workflow_name(p) == name]
+    candidates = _workflow_files(project.root, deep=project.has_file)
+    matches = [p for p in candidates if _workflow_name(p) == name]
     if len(matches) == 1:
         return matches[0]
     if not matches:
