@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from provider_support import make_request, poll_until
 
-from agac.errors import UnsupportedError
+from agac.errors import RetryableError, UnsupportedError, WaitError
 from agac.providers.fireworks import FIREWORKS_STATES, fireworks_status, job_id
 from agac.providers.registry import batch_providers, provider_spec
 
@@ -130,3 +130,25 @@ def test_fireworks_spec() -> None:
     assert spec.transports == ("lean", "sdk") and spec.sdk_module == "openai"
     assert spec.credential_env == ("FIREWORKS_API_KEY",) and "fireworks" in batch_providers()
     assert spec.batch is not None and spec.batch.max_bytes == 500 * 1024 * 1024
+
+
+async def test_fireworks_capacity_error_is_a_wait_not_a_failure(
+    make_provider: Any, emulator: Any
+) -> None:
+    """Fireworks out of capacity (429 with a retry-after, or 503) is waited out and asked
+    again, live and on a batch create: never a failure of the record or the file."""
+    chat = {"provider": "fireworks", "op": "chat", "times": 1}
+    emulator.add_fault(
+        {**chat, "fault": {"http": 429, "retry_after": 7}},
+        {**chat, "fault": {"http": 503}},
+        {"provider": "fireworks", "op": "batch.create", "times": 1, "fault": {"http": 503}},
+    )
+    provider = make_provider("fireworks")
+    with pytest.raises(WaitError) as waited:
+        await provider.complete(make_request("fireworks"))
+    assert waited.value.retry_after == 7
+    with pytest.raises(RetryableError):
+        await provider.complete(make_request("fireworks"))
+    with pytest.raises(RetryableError):
+        await provider.submit_batch([make_request("fireworks", custom_id="r0")], "k-busy")
+    assert await provider.find_batch("k-busy") is None  # nothing was created

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from provider_support import make_request, poll_until
 
-from agac.errors import FatalError
+from agac.errors import FatalError, RetryableError, WaitError
 from agac.providers.registry import batch_providers, provider_spec
 from agac.providers.xai import batch_name, xai_status
 
@@ -154,3 +154,21 @@ def test_xai_spec() -> None:
     assert spec.transports == ("lean", "sdk") and spec.sdk_module == "openai"
     assert spec.credential_env == ("XAI_API_KEY",) and "xai" in batch_providers()
     assert spec.batch is not None and spec.batch.input == "inline"
+
+
+async def test_xai_capacity_error_is_a_wait_not_a_failure(
+    make_provider: Any, emulator: Any
+) -> None:
+    """xAI out of capacity (429 with a retry-after, or 503) is waited out and asked
+    again: never a failure of the record."""
+    emulator.add_fault(
+        {"provider": "xai", "op": "chat", "times": 1, "fault": {"http": 429, "retry_after": 7}},
+        {"provider": "xai", "op": "chat", "times": 1, "fault": {"http": 503}},
+    )
+    provider = make_provider("xai")
+    with pytest.raises(WaitError) as waited:
+        await provider.complete(make_request("xai"))
+    assert waited.value.retry_after == 7
+    with pytest.raises(RetryableError):
+        await provider.complete(make_request("xai"))
+    assert (await provider.complete(make_request("xai"))).stop_reason == "end"
