@@ -69,7 +69,7 @@ from agac.providers._common import (
     stopwatch,
 )
 from agac.providers._converse_wire import bedrock_cache_minimum, converse_params, converse_response
-from agac.providers._errors import classify, connection_error
+from agac.providers._errors import classify, connection_error, retry_after_seconds
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     AttachmentLimits,
@@ -357,10 +357,12 @@ class BedrockProvider(ProviderBase):
         err = response.get("Error") or {}
         code = str(err.get("Code") or "") or None
         status = as_int(meta.get("HTTPStatusCode")) or None
+        hint = retry_after_seconds(meta.get("HTTPHeaders"))
         found = classify(
             self.name,
             status,
             message=err.get("Message"),
+            retry_after=hint,
             code=code,
             kind=code,
             request_id=meta.get("RequestId"),
@@ -369,7 +371,7 @@ class BedrockProvider(ProviderBase):
             return WaitError(
                 f"{found} (the account's quota of batch jobs in flight is full: agac creates "
                 "the job again when earlier jobs have ended)",
-                retry_after=QUOTA_WAIT,
+                retry_after=hint or QUOTA_WAIT,
                 status=status,
                 code=code,
             )
