@@ -144,6 +144,7 @@ def _run(
     control: RunControl,
     **options: Any,
 ) -> RunResult:
+    from agac.api.pilotgate import admit_after_pilot, pilot_used
     from agac.engine.lifecycle.options import RunOptions
     from agac.engine.lifecycle.runs import start_run
 
@@ -187,14 +188,28 @@ def _run(
             acting,
             lambda o: load_workflow(ref, proj, records=from_records, kept_prefixes=kept, **o),
         )
+        approved = None
+        if _admits(st, loaded.name, acting, new):
+            approved = admit_after_pilot(ref, proj, loaded, st, acting, progress, source)
         try:
             result = start_run(proj, st, loaded, run_options, as_admitted=as_admitted)
+            if approved is not None:
+                pilot_used(st, approved, result.run_id)
             result.notes[:0] = st.notes  # what the store itself has to say (a torn log, O3)
             if on_warning is None:
                 result.notes[:0] = [f"warning: {line}" for line in warnings]
             return result
         finally:
             view.stop()
+
+
+def _admits(store: Store, workflow: str, tenant: str, new: bool) -> bool:
+    """Whether this call admits a new full run (no open run, or only an interrupted
+    pilot's, or ``new``): then a ``pilot:`` with ``approve`` must have been approved."""
+    if new:
+        return True
+    open_run = store.open_run(workflow, tenant=tenant)
+    return open_run is None or open_run.settings.overrides.get("pilot") is not None
 
 
 def unpriced_warnings(workflow: Workflow, project: ProjectRef = None) -> list[str]:

@@ -45,7 +45,17 @@ __all__ = [
 ]
 
 TOP_KEYS = frozenset(
-    {"name", "description", "input", "defaults", "actions", "partial_ok", "budget", "deadline"}
+    {
+        "name",
+        "description",
+        "input",
+        "defaults",
+        "actions",
+        "partial_ok",
+        "budget",
+        "deadline",
+        "pilot",
+    }
 )
 FUTURE_TOP_KEYS: frozenset[str] = frozenset()
 BUDGET_KEYS = frozenset({"usd", "tokens"})

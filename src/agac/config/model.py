@@ -139,6 +139,21 @@ class CheckSpec:
 
 
 @dataclass(frozen=True)
+class PilotSpec:
+    """A workflow's ``pilot:``: ``agac run`` runs it on ``sample`` records first (``seed``,
+    ``stratify`` as for ``agac pilot``); with ``approve``, the full run waits for one of
+    ``approvers`` to approve the pilot's results and projected cost, within ``expires_in``
+    seconds of the proposal."""
+
+    sample: int
+    seed: int = 0
+    stratify: str | None = None
+    approve: bool = False
+    approvers: tuple[str, ...] = ()
+    expires_in: float = 24 * 3600.0
+
+
+@dataclass(frozen=True)
 class JudgeSpec:
     """A ``judge:`` check's model call: ``model`` (``provider/name``) asked ``prompt`` (a
     template that sees ``answer``, ``source`` and the ancestors' outputs), after ``system``
@@ -298,6 +313,9 @@ class Workflow:
     it belongs to the run, like its deadline, and changes no request."""
     deadline: float | None = None
     """Seconds from admission after which a run ends ``timed_out`` (R4)."""
+    pilot: PilotSpec | None = None
+    """``pilot:`` — a sample run first, and an approval of it with ``approve``
+    (config/pilot.py); not part of ``config_hash``, like the budget."""
 
     def __post_init__(self) -> None:
         if not self.config_hash:

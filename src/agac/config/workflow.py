@@ -44,6 +44,7 @@ from agac.config.keys import (
     TOP_KEYS,
 )
 from agac.config.model import Action, Budget, InputSpec, Workflow
+from agac.config.pilot import read_pilot
 from agac.config.project import PROJECT_FILE, Project
 from agac.config.source import Findings, Located, did_you_mean, load_located
 from agac.config.templates import check_check_expressions, check_guard_fields, check_templates
@@ -359,6 +360,7 @@ class _Builder:
             if data.get("deadline") is not None
             else None
         )
+        pilot = read_pilot(f, data["pilot"]) if data.get("pilot") is not None else None
         defaults = self._defaults(data)
         raws = self._actions(data, defaults)
         self._unused_tuning(raws)
@@ -377,6 +379,7 @@ class _Builder:
             description=description,
             budget=self.budget,
             deadline=deadline,
+            pilot=pilot,
         )
 
     def _budget(self, data: dict[Any, Any]) -> Budget | None:
