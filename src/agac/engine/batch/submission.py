@@ -148,7 +148,7 @@ class Submitter:
             return None  # those units render again first (the next pass stages the rest)
         parts = await self.ctx.call(self._plan_parts, rt, staged, file)
         count = sum(len(ids) for _, ids in parts)
-        if count < rt.batch_api.min_requests:
+        if 0 < count < rt.batch_api.min_requests:
             await self._below_minimum(
                 rt, staged, file, [i for _, ids in parts for i in ids], report
             )
