@@ -12,6 +12,7 @@ come from the prompt cache (:mod:`.caching`): only blocks marked ``cache_control
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -140,7 +141,12 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
         return dict(reply["body"])
     stop = (
         reply.get("stop")
-        or {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal"}[ans.finish]
+        or {
+            "stop": "end_turn",
+            "length": "max_tokens",
+            "refusal": "refusal",
+            "tool_calls": "tool_use",
+        }[ans.finish]
     )
     text = reply.get("content", ans.text)
     extra = reply.get("usage") or {}
@@ -174,7 +180,9 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": _blocks(reply.get("blocks") or ["text"], text),
+        "content": _calls(ans)
+        if ans.tool_calls
+        else _blocks(reply.get("blocks") or ["text"], text),
         "stop_reason": stop,
         "stop_sequence": None,
         "usage": usage,
@@ -182,6 +190,55 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
     if "stop_details" in reply:
         body["stop_details"] = reply["stop_details"]
     return body
+
+
+def tool_turns(body: dict[str, Any]) -> tuple[frozenset[str], tuple[str, ...], int]:
+    """A Messages body's tool loop so far: the functions it offers (tools with an
+    ``input_schema``), the results its ``tool_result`` blocks send back, and how many
+    assistant turns called tools."""
+    offered = frozenset(
+        str(t.get("name"))
+        for t in body.get("tools") or ()
+        if isinstance(t, dict) and "input_schema" in t
+    )
+    results: list[str] = []
+    turns = 0
+    for m in body.get("messages") or ():
+        blocks = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(blocks, list):
+            continue
+        kinds = [b.get("type") for b in blocks if isinstance(b, dict)]
+        turns += m.get("role") == "assistant" and "tool_use" in kinds
+        results += [
+            _result_text(b.get("content"))
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+    return offered, tuple(results), turns
+
+
+def _result_text(content: Any) -> str:
+    """A ``tool_result``'s content: a string, or text blocks joined."""
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content if content is not None else "")
+
+
+def _calls(ans: Answer) -> list[dict[str, Any]]:
+    """An answer's tool calls as ``tool_use`` blocks (ids derived from the calls, so the
+    same turn asks with the same ids)."""
+    out = []
+    for n, (name, arguments) in enumerate(ans.tool_calls):
+        digest = hashlib.sha256(f"{n}:{name}:{arguments}".encode()).hexdigest()[:24]
+        out.append(
+            {
+                "type": "tool_use",
+                "id": "toolu_" + digest,
+                "name": name,
+                "input": json.loads(arguments),
+            }
+        )
+    return out
 
 
 def _blocks(kinds: list[str], text: str | None) -> list[dict[str, Any]]:
@@ -263,6 +320,7 @@ async def create_message(request: Request) -> Response:
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     canonical, prompt, schema = _decode(body)
+    tools, results, turns = tool_turns(body)
     ans = answer(
         provider=PROVIDER,
         model=model,
@@ -273,6 +331,9 @@ async def create_message(request: Request) -> Response:
         seed=state.config.seed,
         fault=fired.answer,
         reply=fired.reply,
+        tools=tools,
+        results=results,
+        turns=turns,
     )
     plan, markers = anthropic_plan(model, body)
     note_cache(request, markers)

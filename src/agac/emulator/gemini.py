@@ -188,7 +188,7 @@ def response(model: str, ans: Answer, *, flex: bool = False) -> dict[str, Any]:
         ]
         return {**out, "promptFeedback": feedback}
     text = reply.get("content", ans.text)
-    if ans.text is None and "stop" not in reply:
+    if ans.text is None and not ans.tool_calls and "stop" not in reply:
         candidate: dict[str, Any] = {
             "finishReason": "SAFETY",
             "index": 0,
@@ -199,6 +199,14 @@ def response(model: str, ans: Answer, *, flex: bool = False) -> dict[str, Any]:
                     "blocked": True,
                 }
             ],
+        }
+    elif ans.tool_calls:
+        # No call ids: the Gemini API leaves ``functionCall.id`` out on most models.
+        calls = [{"functionCall": {"name": n, "args": json.loads(a)}} for n, a in ans.tool_calls]
+        candidate = {
+            "content": {"parts": calls, "role": "model"},
+            "finishReason": reply.get("stop") or "STOP",
+            "index": 0,
         }
     else:
         parts = []
@@ -223,6 +231,30 @@ def response(model: str, ans: Answer, *, flex: bool = False) -> dict[str, Any]:
             "webSearchQueries": [f"emulated query {i}" for i in range(searches)]
         }
     return {**out, "candidates": [candidate]}
+
+
+def tool_turns(body: dict[str, Any]) -> tuple[frozenset[str], tuple[str, ...], int]:
+    """A GenerateContentRequest's tool loop so far: the functions it declares, the results
+    its ``functionResponse`` parts send back (``response.result``, else the response as
+    JSON), and how many model turns called functions."""
+    offered = frozenset(
+        str(d.get("name"))
+        for t in body.get("tools") or ()
+        if isinstance(t, dict)
+        for d in t.get("functionDeclarations") or t.get("function_declarations") or ()
+        if isinstance(d, dict)
+    )
+    results: list[str] = []
+    turns = 0
+    for content in body.get("contents") or ():
+        parts = [p for p in (content or {}).get("parts") or () if isinstance(p, dict)]
+        turns += content.get("role") == "model" and any("functionCall" in p for p in parts)
+        for p in parts:
+            answered = (p.get("functionResponse") or {}).get("response")
+            if isinstance(answered, dict):
+                result = answered.get("result", answered)
+                results.append(result if isinstance(result, str) else json.dumps(result))
+    return offered, tuple(results), turns
 
 
 async def models_post(request: Request) -> Response:
@@ -255,6 +287,7 @@ async def _generate(request: Request, model: str) -> Response:
     await live_latency(request)
     whole, cache = gemini_caches.expanded(state, body)
     canonical, prompt, schema, max_tokens = _decode(whole)
+    tools, results, turns = tool_turns(whole)
     ans = answer(
         provider=PROVIDER,
         model=model,
@@ -265,6 +298,9 @@ async def _generate(request: Request, model: str) -> Response:
         seed=state.config.seed,
         fault=fired.answer,
         reply=fired.reply,
+        tools=tools,
+        results=results,
+        turns=turns,
     )
     plan, markers = gemini_plan(model, body, ans.input_tokens)
     note_cache(request, markers)

@@ -11,6 +11,7 @@ from typing import Any
 from agac.errors import ProviderError
 from agac.providers._common import SCHEMA_NAME, as_int, parse_json, pick
 from agac.providers._errors import classify
+from agac.providers._tool_wire import anthropic_calls
 from agac.providers.base import BatchState, BatchStatus, Response, Usage, server_tool_counts
 from agac.providers.stops import read_stop
 
@@ -55,6 +56,7 @@ def message_response(
     service_tier: str | None = None,
     parse: bool = True,
     request_id: str | None = None,
+    offered: frozenset[str] = frozenset(),
 ) -> Response:
     """Normalize a Message per docs/providers.md, on every path (SDK, lean transport, batch).
 
@@ -64,7 +66,8 @@ def message_response(
     block is a tool call the action did not ask for, whatever the stop. The answer is the
     text blocks joined; thinking, server-tool and other blocks stay out of it. The stop
     is read by :func:`read_stop`; ``stop_details`` (a refusal's category and
-    explanation) becomes its detail.
+    explanation) becomes its detail. ``offered``: the functions the request offered; a
+    turn calling only those is ``tool_use``, its calls in :attr:`Response.tool_calls`.
     """
     texts: list[str] = []
     tool_input: Any = None
@@ -78,14 +81,16 @@ def message_response(
             tool_input = _unwrap_tool_input(pick(block, "input"))
         elif kind == "tool_use" and called is None:
             called = str(pick(block, "name") or "")
+    calls = anthropic_calls(content, SCHEMA_NAME) if offered and called is not None else ()
     stop = read_stop(
         "anthropic",
         pick(message, "stop_reason"),
         tool_answer=tool_input is not None,
         detail=_stop_details(pick(message, "stop_details")),
         tool_call=called,
+        offered=bool(calls) and all(c.name in offered for c in calls),
     )
-    if tool_input is not None:
+    if tool_input is not None and stop.reason != "tool_use":
         text = json.dumps(tool_input, ensure_ascii=False)
         parsed = tool_input
     else:
@@ -107,6 +112,7 @@ def message_response(
         stop_detail=stop.detail,
         paused=_wire_blocks(content) if stop.reason == "paused" else None,
         request_id=request_id,
+        tool_calls=calls if stop.reason == "tool_use" else (),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from agac.errors import ProviderError, RetryableError
 from agac.providers._common import as_int, enum_str, parse_json, pick
 from agac.providers._errors import classify, request_id_of, retry_after_seconds
+from agac.providers._tool_wire import gemini_calls
 from agac.providers.base import BatchState, BatchStatus, Response, Usage
 from agac.providers.stops import read_stop
 
@@ -71,15 +72,22 @@ def _served_tier(answer: Any, usage: Any) -> str | None:
 
 
 def content_response(
-    answer: Any, *, latency_ms: float, service_tier: str | None = None, parse: bool = True
+    answer: Any,
+    *,
+    latency_ms: float,
+    service_tier: str | None = None,
+    parse: bool = True,
+    offered: frozenset[str] = frozenset(),
 ) -> Response:
     """Normalize a GenerateContentResponse (SDK object or wire dict) per docs/providers.md, on
     every path (SDK, lean transport, batch results).
 
     ``promptTokenCount`` includes cached tokens: they are subtracted;
     ``toolUsePromptTokenCount`` (the prompts of grounding searches, billed as input) is
-    added. A ``functionCall`` part is a tool call the action did not ask for (agac
-    declares no functions), whatever the finish reason: ``STOP`` then is not an answer. Thinking
+    added. A ``functionCall`` part of a function the request did not offer (``offered``)
+    is a tool call the action did not ask for, whatever the finish reason: ``STOP`` then is
+    not an answer; a turn calling only offered functions is ``tool_use``, its calls in
+    :attr:`Response.tool_calls`. Thinking
     tokens are billed as output and counted there (and as ``reasoning_tokens``); thought
     parts stay out of the answer. Grounding searches (``webSearchQueries``) are counted as
     the ``web_search`` server tool. ``usageMetadata.serviceTier`` says which tier served
@@ -98,12 +106,14 @@ def content_response(
         detail = pick(feedback, "block_reason_message") or _safety(pick(feedback, "safety_ratings"))
     else:
         detail = pick(candidate, "finish_message") or _safety(pick(candidate, "safety_ratings"))
+    calls = gemini_calls(parts) if offered else ()
     stop = read_stop(
         "gemini",
         enum_str(pick(candidate, "finish_reason")),
         blocked=blocked,
         detail=detail,
         tool_call=_function_call(parts),
+        offered=bool(calls) and all(c.name in offered for c in calls),
     )
     usage = pick(answer, "usage_metadata")
     # The prompts of grounding and other built-in tools are billed as input, apart from
@@ -132,6 +142,7 @@ def content_response(
         raw_stop=stop.raw,
         stop_detail=stop.detail,
         request_id=pick(answer, "response_id"),
+        tool_calls=calls if stop.reason == "tool_use" else (),
     )
 
 

@@ -55,6 +55,7 @@ from agac.providers._errors import (
     request_id_of,
     retry_after_seconds,
 )
+from agac.providers._tool_wire import anthropic_chat, anthropic_tools, offered
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -118,6 +119,7 @@ class AnthropicProvider(ProviderBase):
         attachments=ANTHROPIC_LIMITS,
         server_tools=("web_search", "web_fetch", "code_execution"),
         vision=True,
+        function_tools=True,
         #: ``providers: anthropic:`` in agac.yml.
         options=(
             TIMEOUT,
@@ -211,13 +213,9 @@ class AnthropicProvider(ProviderBase):
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [
-                {
-                    "role": m.role,
-                    "content": anthropic_content(m, hint if i == first else None, _blocks),
-                }
-                for i, m in enumerate(chat)
-            ],
+            "messages": anthropic_chat(
+                chat, lambda i, m: anthropic_content(m, hint if i == first else None, _blocks)
+            ),
         }
         if request.system:
             params["system"] = anthropic_system(request.system, hint)
@@ -232,11 +230,17 @@ class AnthropicProvider(ProviderBase):
                         "input_schema": tool_schema(request.schema),
                     }
                 ]
-                params["tool_choice"] = {"type": "tool", "name": SCHEMA_NAME}
+                # With functions offered the model must be free to call them: any tool,
+                # the answer's included.
+                params["tool_choice"] = (
+                    {"type": "any"} if request.tools else {"type": "tool", "name": SCHEMA_NAME}
+                )
             else:
                 params["output_config"] = {
                     "format": {"type": "json_schema", "schema": request.schema}
                 }
+        if request.tools:
+            params["tools"] = [*anthropic_tools(request), *params.get("tools", ())]
         return params
 
     def _use_tool(self, model: str) -> bool:
@@ -320,7 +324,11 @@ class AnthropicProvider(ProviderBase):
                 )
             self._ask_lifecycle(request.model)
             return message_response(
-                body, latency_ms=took[0], parse=parse, request_id=request_id_of(headers)
+                body,
+                latency_ms=took[0],
+                parse=parse,
+                request_id=request_id_of(headers),
+                offered=offered(request),
             )
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
         params = dict(params)
@@ -337,6 +345,7 @@ class AnthropicProvider(ProviderBase):
             latency_ms=took[0],
             parse=parse,
             request_id=getattr(message, "_request_id", None),
+            offered=offered(request),
         )
 
     def _ask_lifecycle(self, model: str) -> None:

@@ -70,6 +70,7 @@ from agac.providers._gemini_wire import (
     item_error,
     status_error,
 )
+from agac.providers._tool_wire import gemini_tool_content, gemini_tools, is_tool_turn, offered
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -141,6 +142,7 @@ class GeminiProvider(ProviderBase):
         attachments=GEMINI_LIMITS,
         server_tools=("web_search",),
         vision=True,
+        function_tools=True,
         # ``service_tier: flex`` on generateContent (the Gemini 2.5 and 3 models), at half
         # the standard price: the batch rate.
         flex=FlexSpec(billed="batch", models=gemini_flex_model),
@@ -261,6 +263,8 @@ class GeminiProvider(ProviderBase):
             config["system_instruction"] = system
         if request.tier == "flex":
             config["service_tier"] = "flex"  # the SDK sends it as the body's serviceTier
+        if request.tools:
+            config["tools"] = gemini_tools(request, rest=False)
         return config
 
     def _native_schema(self, model: str) -> bool:
@@ -323,7 +327,7 @@ class GeminiProvider(ProviderBase):
                     timeout=seconds,
                     headers=self._server_timeout(seconds),
                 )
-            return content_response(body, latency_ms=took[0], parse=parse)
+            return content_response(body, latency_ms=took[0], parse=parse, offered=offered(request))
         if request.timeout is not None:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
@@ -332,7 +336,7 @@ class GeminiProvider(ProviderBase):
                 contents=_contents(request, uris=uris, cached="cached_content" in config),
                 config=config,
             )
-        return content_response(answer, latency_ms=took[0], parse=parse)
+        return content_response(answer, latency_ms=took[0], parse=parse, offered=offered(request))
 
     # -- the Files API (attachments too big to go inline) ----------------------------------
 
@@ -602,22 +606,28 @@ def _contents(
             rest = gemini_rest(chat[first], request.cache)
             kept = [rest] if rest.content or rest.attachments else []
             chat = [*chat[:first], *kept, *chat[first + 1 :]]
-    return [
-        {
-            "role": "model" if m.role == "assistant" else "user",
-            "parts": [{"text": m.content}]
-            if not m.attachments
-            else gemini_parts(
-                m.content,
-                m.attachments,
-                m.position,
-                data or read_verified,
-                rest=data is not None,
-                uris=uris,
-            ),
-        }
-        for m in chat
-    ]
+    out: list[dict[str, Any]] = []
+    for m in chat:
+        if is_tool_turn(m):
+            turn = gemini_tool_content(m, out[-1] if out else None, rest=data is not None)
+            out += [turn] if turn is not None else []
+            continue
+        out.append(
+            {
+                "role": "model" if m.role == "assistant" else "user",
+                "parts": [{"text": m.content}]
+                if not m.attachments
+                else gemini_parts(
+                    m.content,
+                    m.attachments,
+                    m.position,
+                    data or read_verified,
+                    rest=data is not None,
+                    uris=uris,
+                ),
+            }
+        )
+    return out
 
 
 def _explicit_cache(request: Request, *, native: bool) -> CacheHint | None:
@@ -656,7 +666,7 @@ def _wire_request(
     """A GenerateContentRequest in the REST (camelCase) form: the lean transport's body
     and a batch file's line (``data``: a placeholder per attachment there; ``uris``:
     the files uploaded through the Files API)."""
-    apart = ("system_instruction", "cached_content", "service_tier")
+    apart = ("system_instruction", "cached_content", "service_tier", "tools")
     generation = {_camel(k): v for k, v in config.items() if k not in apart}
     cached = "cached_content" in config
     wire: dict[str, Any] = {
@@ -667,6 +677,8 @@ def _wire_request(
         wire["cachedContent"] = config["cached_content"]
     if "service_tier" in config:
         wire["serviceTier"] = config["service_tier"]
+    if request.tools:
+        wire["tools"] = gemini_tools(request, rest=True)
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.
         wire["systemInstruction"] = {

@@ -1,0 +1,180 @@
+"""Function tools on Anthropic's and Gemini's wires: the tools a request offers, a tool
+loop's turns sent back, and the calls a reply asks for.
+
+Anthropic: tools are ``{name, description, input_schema}``; a turn that calls them is an
+assistant message of ``tool_use`` blocks (``id``, ``name``, ``input``: an object); their
+results go back in the next user message as ``tool_result`` blocks (``tool_use_id``,
+``content``), every result of a turn in one message (parallel calls together, as
+Anthropic requires).
+
+Gemini: tools are ``functionDeclarations`` (``parametersJsonSchema``); a turn that calls
+them is a ``model`` content of ``functionCall`` parts (``name``, ``args``: an object, and
+an ``id`` on models that give one); their results go back in one ``user`` content of
+``functionResponse`` parts (``name``, ``response``: an object, the call's ``id``). A call
+without an id is given one from its position (``call_<n>``), which the reply then omits.
+
+A call's arguments are kept as the JSON text of its object (:class:`ToolCall`); a
+result is the text the engine stored, sent as Anthropic's string content and as
+Gemini's ``{"result": text}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agac.providers._common import pick
+from agac.providers.base import Message, Request, ToolCall
+
+__all__ = [
+    "GENERATED_ID",
+    "anthropic_calls",
+    "anthropic_chat",
+    "anthropic_tools",
+    "gemini_calls",
+    "gemini_tool_content",
+    "gemini_tools",
+    "is_tool_turn",
+    "offered",
+]
+
+GENERATED_ID = "call_"
+"""The prefix of an id agac gives a Gemini call that came without one."""
+
+
+def is_tool_turn(m: Message) -> bool:
+    """A turn of a tool loop: an assistant turn that called tools, or a call's result."""
+    return bool(m.tool_calls) or m.tool_call_id is not None
+
+
+def offered(request: Request) -> frozenset[str]:
+    """The names of the functions a request offers."""
+    return frozenset(t.name for t in request.tools)
+
+
+def _arguments(text: str) -> Any:
+    """A call's arguments back as the object the model wrote (``{}`` for a bad text)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# -- Anthropic ---------------------------------------------------------------------------
+
+
+def anthropic_tools(request: Request) -> list[dict[str, Any]]:
+    """The request's functions as Messages ``tools``."""
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+
+
+def anthropic_chat(
+    chat: Sequence[Message], content: Callable[[int, Message], Any]
+) -> list[dict[str, Any]]:
+    """The Messages ``messages`` of a conversation: a plain turn as ``content(i, m)``
+    makes it, an assistant turn that called tools as its text and ``tool_use`` blocks,
+    and each run of results as one user message of ``tool_result`` blocks."""
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(chat):
+        if m.tool_call_id is not None:
+            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            if out and out[-1]["role"] == "user" and _results_only(out[-1]["content"]):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.tool_calls:
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": m.content}] if m.content else []
+            )
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": _arguments(c.arguments)}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": m.role, "content": content(i, m)})
+    return out
+
+
+def _results_only(content: Any) -> bool:
+    return isinstance(content, list) and all(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def anthropic_calls(content: Any, skip: str) -> tuple[ToolCall, ...]:
+    """The ``tool_use`` blocks of a message's content as calls, in order (not the one
+    named ``skip``: the forced-tool form of structured output)."""
+    return tuple(
+        ToolCall(
+            str(pick(b, "id") or ""),
+            str(pick(b, "name") or ""),
+            json.dumps(pick(b, "input") or {}, ensure_ascii=False, sort_keys=True),
+        )
+        for b in content or ()
+        if pick(b, "type") == "tool_use" and pick(b, "name") != skip
+    )
+
+
+# -- Gemini ------------------------------------------------------------------------------
+
+
+def gemini_tools(request: Request, *, rest: bool) -> list[dict[str, Any]]:
+    """The request's functions as one Tool of function declarations, in the REST
+    (camelCase, ``rest``) or the SDK's (snake_case) spelling."""
+    schema = "parametersJsonSchema" if rest else "parameters_json_schema"
+    declarations = [
+        {"name": t.name, "description": t.description, schema: t.parameters} for t in request.tools
+    ]
+    return [{"functionDeclarations" if rest else "function_declarations": declarations}]
+
+
+def gemini_tool_content(
+    m: Message, previous: dict[str, Any] | None, *, rest: bool
+) -> dict[str, Any] | None:
+    """A tool loop's turn as a Gemini content: a ``model`` turn of its text and
+    ``functionCall`` parts, or a result as a ``functionResponse`` part — added to
+    ``previous`` (then None is returned) when that content already holds the turn's
+    other results."""
+    call_key, response_key = (
+        ("functionCall", "functionResponse")
+        if rest
+        else (
+            "function_call",
+            "function_response",
+        )
+    )
+    if m.tool_call_id is None:
+        parts: list[dict[str, Any]] = [{"text": m.content}] if m.content else []
+        for c in m.tool_calls:
+            call: dict[str, Any] = {"name": c.name, "args": _arguments(c.arguments)}
+            if not c.id.startswith(GENERATED_ID):
+                call["id"] = c.id
+            parts.append({call_key: call})
+        return {"role": "model", "parts": parts}
+    response: dict[str, Any] = {"name": m.name or "", "response": {"result": m.content}}
+    if not m.tool_call_id.startswith(GENERATED_ID):
+        response["id"] = m.tool_call_id
+    part = {response_key: response}
+    if previous is not None and all(response_key in p for p in previous["parts"]):
+        previous["parts"].append(part)
+        return None
+    return {"role": "user", "parts": [part]}
+
+
+def gemini_calls(parts: Any) -> tuple[ToolCall, ...]:
+    """The ``functionCall`` parts of a candidate as calls, in order."""
+    calls = [pick(p, "function_call") for p in parts or ()]
+    return tuple(
+        ToolCall(
+            str(pick(c, "id") or f"{GENERATED_ID}{n}"),
+            str(pick(c, "name") or ""),
+            json.dumps(pick(c, "args") or {}, ensure_ascii=False, sort_keys=True),
+        )
+        for n, c in enumerate(c for c in calls if c is not None)
+    )

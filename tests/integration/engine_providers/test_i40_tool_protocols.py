@@ -1,0 +1,138 @@
+"""Tools per record on Anthropic's ``tool_use``/``tool_result`` blocks and Gemini's
+``functionCall``/``functionResponse`` parts, online on both transports (the ``project``
+fixture) against the emulator: the model asks for calls, agac runs the project's
+functions, sends every result of a turn back together in the provider's form, and the
+model answers with them; a turn's text and call ids survive the round trip.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import MODELS, chat_requests, project_yml, sent_requests
+
+from agac import api
+from agac.testing import write_project
+
+TOOLS = '''\
+"""Order lookups; each call appends its arguments to calls.log."""
+
+from pathlib import Path
+
+
+def lookup(order_id: str) -> dict:
+    """Find an order in the shop's system."""
+    with (Path(__file__).parent / "calls.log").open("a", encoding="utf-8") as log:
+        log.write(order_id + "\\n")
+    return {"order": order_id, "status": "shipped"}
+
+
+def carrier(order_id: str, express: bool = False) -> str:
+    """The carrier of an order."""
+    return "DHL" if express else "post"
+'''
+
+PROTOCOLS = ("anthropic", "gemini")
+
+
+def _project(root: Path, provider: str, text: str, extra: str = "") -> None:
+    workflow = f"""name: support
+input: {{path: data/, id_field: id}}
+defaults:
+  model: {provider}/{MODELS[provider]}
+  max_tokens: 256
+  timeout: 10s
+  retry: {{max_attempts: 2, backoff: {{initial: 10ms, max: 50ms}}}}
+actions:
+  - name: reply
+    prompt: "Answer the customer: {{{{ source.text }}}}"
+    tools: [tools.orders:lookup, tools.orders:carrier]
+{extra}"""
+    write_project(
+        root,
+        workflow,
+        agac_yml=project_yml(),
+        data={"data/in.jsonl": [{"id": "r0", "text": text}, {"id": "r1", "text": "hello"}]},
+        files={"tools/__init__.py": "", "tools/orders.py": TOOLS},
+    )
+
+
+def _calls_log(root: Path) -> list[str]:
+    log = root / "tools" / "calls.log"
+    return log.read_text(encoding="utf-8").split() if log.exists() else []
+
+
+def _rows(root: Path) -> dict[str, dict[str, Any]]:
+    return {r["key"]: r for r in api.export_rows("support", "reply", root)}
+
+
+TWO_TURNS = (
+    'where? [[emulator calls: lookup {"order_id": "A1"}]] '
+    '[[emulator calls: lookup {"order_id": "A2"} | carrier {"order_id": "A2", "express": true}]]'
+)
+
+
+@pytest.mark.parametrize("provider", PROTOCOLS)
+def test_i40_tool_loop_on_each_protocol_runs_the_calls_and_answers_with_their_results(
+    emulator: Any, project: Path, monkeypatch: Any, provider: str
+) -> None:
+    _project(project, provider, TWO_TURNS)
+    sent = sent_requests(monkeypatch, provider)
+
+    summary = api.run("support", project).summary
+
+    counts = summary["actions"]["reply"]
+    assert summary["state"] == "succeeded" and counts["answered"] == 2, _rows(project)
+    # r0: two turns calling tools, then the answer; r1: one call.
+    assert counts["calls"] == 4 == chat_requests(emulator.stats(), provider) == len(sent)
+    assert _calls_log(project) == ["A1", "A2"]
+    rows = _rows(project)
+    shipped = json.dumps({"order": "A2", "status": "shipped"}, ensure_ascii=False)
+    assert "Tool results: " in rows["r0"]["output"]["text"]
+    assert shipped in rows["r0"]["output"]["text"] and '"DHL"' in rows["r0"]["output"]["text"]
+    assert (rows["r0"]["turns"], rows["r0"]["tool_calls"]) == (3, 3)
+    last = max(sent, key=lambda r: len(r.messages))
+    asked = [m for m in last.messages if m.role == "assistant"]
+    replies = [m for m in last.messages if m.role == "tool"]
+    assert [len(m.tool_calls) for m in asked] == [1, 2]
+    assert [m.tool_call_id for m in replies] == [c.id for m in asked for c in m.tool_calls]
+    assert json.loads(asked[1].tool_calls[1].arguments) == {"order_id": "A2", "express": True}
+    assert [m.name for m in replies] == ["lookup", "lookup", "carrier"]
+
+
+@pytest.mark.parametrize("provider", PROTOCOLS)
+def test_i40_tool_loop_on_each_protocol_holds_a_schema_answer(
+    emulator: Any, project: Path, provider: str
+) -> None:
+    text = (
+        'x [[emulator calls: carrier {"order_id": "A1", "express": true}]] '
+        '[[emulator answers: {"carrier": {result}}]]'
+    )
+    schema = """    schema:
+      type: object
+      properties: {carrier: {type: string}}
+      required: [carrier]
+      additionalProperties: false
+"""
+    _project(project, provider, text, extra=schema)
+
+    summary = api.run("support", project).summary
+
+    assert summary["actions"]["reply"]["answered"] == 2
+    assert _rows(project)["r0"]["output"] == {"carrier": "DHL"}
+
+
+@pytest.mark.parametrize("provider", PROTOCOLS)
+def test_i40_max_turns_exceeded_on_each_protocol_names_the_last_call(
+    emulator: Any, project: Path, provider: str
+) -> None:
+    _project(project, provider, TWO_TURNS, extra="    max_turns: 2\n")
+
+    summary = api.run("support", project).summary
+
+    assert summary["actions"]["reply"]["reasons"] == {"max_turns_exceeded": 1}
+    assert _calls_log(project) == ["A1"]
+    assert 'carrier({"express": true, "order_id": "A2"})' in _rows(project)["r0"]["detail"]
