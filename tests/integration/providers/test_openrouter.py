@@ -51,9 +51,14 @@ async def test_openrouter_without_route_sends_no_provider(
     assert "provider" not in chat["body"]
 
 
-def test_openrouter_spec_is_live_only_with_route_options() -> None:
+def test_openrouter_spec_has_an_inline_batch_api_and_route_options() -> None:
     spec = provider_spec("openrouter")
-    assert spec.batch is None and "openrouter" not in batch_providers()
+    assert spec.batch is not None and "openrouter" in batch_providers()
+    assert (spec.batch.input, spec.batch.max_requests, spec.batch.find) == (
+        "inline",
+        5000,
+        "window",
+    )
     assert spec.credential_env == ("OPENROUTER_API_KEY",) and spec.sdk_module == "openai"
     names = {o.name for o in spec.request_options}
     assert {"provider_order", "allow_fallbacks"} <= names

@@ -175,6 +175,8 @@ class _Reading:
                 response.usage,
                 self.latency_ms,
                 response.request_id,
+                billed_usd=response.billed_usd,
+                served_by=response.served_by,
             )
         )
         if item.unit_key in self.overlap:

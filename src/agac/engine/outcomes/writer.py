@@ -529,10 +529,14 @@ class OutcomeWriter:
         usage: Usage,
         latency_ms: float,
         request_id: str | None = None,
+        billed_usd: float | None = None,
+        served_by: str | None = None,
     ) -> UsageRow:
         """One batch item's answer in the ledger, at the batch tier, attributed to the run
-        that submitted the batch."""
-        return self._llm_row(
+        that submitted the batch; at what the provider billed when it says (OpenRouter's
+        ``usage.cost``), and with the provider that served it."""
+        cost = self.prices.cost(rt.action.model or "", usage, "batch")
+        row = self._llm_row(
             submitted_by,
             rt.name,
             unit_key,
@@ -541,13 +545,14 @@ class OutcomeWriter:
             rt.action.model_name or "",
             "batch",
             usage,
-            self.prices.cost(rt.action.model or "", usage, "batch"),
+            billed_usd if billed_usd is not None else cost,
             latency_ms,
             "ok",
             None,
             fingerprint,
             request_id,
         )
+        return row._replace(served_by=served_by) if served_by else row
 
     def continued_row(
         self,
