@@ -157,6 +157,17 @@ def _with_database(url: str, database: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
+FAKE_AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+"""What boto3 (Bedrock) finds in a test's environment: fake keys and a region, and no
+cloud metadata service to look for — nothing leaves 127.0.0.1."""
+
+
 @pytest.fixture(scope="session")
 def emulator_server() -> Iterator[RunningEmulator]:
     """The session's emulator (each xdist worker has its own): batches end 60 s after
@@ -176,7 +187,7 @@ def emulator(
     batch's 60 s under load once saw its batch end before it could cancel it)."""
     emulator_server.reset()
     emulator_server.hold_clock()
-    for name, value in emulator_server.env().items():
+    for name, value in {**emulator_server.env(), **FAKE_AWS}.items():
         monkeypatch.setenv(name, value)
     yield emulator_server
     emulator_server.reset()
