@@ -182,11 +182,9 @@ def emulator(
 ) -> Iterator[RunningEmulator]:
     """The session's emulator with no files, batches, faults or counts, and its
     environment (base URLs and dummy keys of every provider) set for this test as a
-    user's shell would set it. Its clock is held: a batch moves only when the test
-    advances it, never because the machine was slow (a run that took a quarter of a
-    batch's 60 s under load once saw its batch end before it could cancel it)."""
+    user's shell would set it. Its clock follows the wall (rate-limit windows roll over);
+    a test whose batches must not move by themselves holds it (``hold_clock``)."""
     emulator_server.reset()
-    emulator_server.hold_clock()
     for name, value in {**emulator_server.env(), **FAKE_AWS}.items():
         monkeypatch.setenv(name, value)
     yield emulator_server

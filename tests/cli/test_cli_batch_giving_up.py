@@ -30,6 +30,7 @@ def test_cancel_then_run_starts_over_on_the_cancelled_units(
     tmp_path: Path, emulator: RunningEmulator
 ) -> None:
     write_project(tmp_path, WF, data=DATA)
+    emulator.hold_clock()  # the batches move only when advanced, however slow the machine
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75  # two batches out
 
@@ -54,6 +55,7 @@ def test_fresh_that_cannot_cancel_an_old_batch_records_it(
     tmp_path: Path, emulator: RunningEmulator
 ) -> None:
     write_project(tmp_path, WF, data=DATA)
+    emulator.hold_clock()  # the batches move only when advanced, however slow the machine
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
     first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
@@ -85,6 +87,7 @@ def test_fresh_over_ended_batches_shows_what_they_billed_in_agac_cost(
     tmp_path: Path, emulator: RunningEmulator
 ) -> None:
     write_project(tmp_path, WF, data=DATA)
+    emulator.hold_clock()  # the batches move only when advanced, however slow the machine
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
     first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
@@ -111,6 +114,7 @@ def test_fresh_shows_batch_abandoned_in_status_records_show_and_the_events(
     tmp_path: Path, emulator: RunningEmulator
 ) -> None:
     write_project(tmp_path, WF, data=DATA)
+    emulator.hold_clock()  # the batches move only when advanced, however slow the machine
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75  # two batches out
     first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
@@ -152,6 +156,7 @@ def test_i35_14_fresh_over_a_batch_whose_status_cannot_be_read_counts_its_worst_
     """The provider is unreachable for the old batches (neither their status nor a cancel
     gets through): ``--fresh`` gives them up and counts every request at its worst case."""
     write_project(tmp_path, WF, data=DATA)
+    emulator.hold_clock()  # the batches move only when advanced, however slow the machine
     env = emulator.env()
     assert agac("run", "wf", cwd=tmp_path, env=env).code == 75
     first_run = agac("runs", "list", "--json", cwd=tmp_path, env=env).json()[0]["run_id"]
