@@ -58,9 +58,11 @@ def test_vllm_run_batch_step_end_to_end(
     write_project(project, WORKFLOW, data={"data/a.jsonl": data}, agac_yml=agac_yml)
 
     first = run(project)
-    assert first.exit_code == 75  # the batch is out: run again to collect it
-    _wait_for_exit(project / ".agac" / "run-batch")
-    second = run(project)
+    if first.exit_code == 75:  # the batch is out: run again to collect it
+        _wait_for_exit(project / ".agac" / "run-batch")
+        second = run(project)
+    else:  # the stand-in finished before the run's first look: it collected it already
+        second = first
 
     assert second.exit_code == 1 and second.summary["state"] == "partial"
     classify = rows(project)
