@@ -862,3 +862,20 @@ def batch_status(batch: Any) -> BatchStatus:
 
 def _schema_rejected(err: ProviderError) -> bool:
     return err.status == 400 and bool(_SCHEMA_REJECTED.search(str(err)))
+
+
+class OpenAISdkProvider(OpenAICompatProvider):
+    """An OpenAI-compatible API reached through the openai SDK at its own address
+    (``base_url``, else the class's ``default_base_url`` — never ``OPENAI_BASE_URL``);
+    ``max_retries=0``: the engine owns retries (docs/providers.md)."""
+
+    def _make_client(self) -> Any:
+        return self._sdk.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self._base_url or self.default_base_url,
+            timeout=self._timeout,
+            max_retries=0,
+        )
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.OpenAIError,)

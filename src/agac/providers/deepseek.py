@@ -14,9 +14,7 @@ enters the answer; ``insufficient_system_resource`` ends an answer early
 
 from __future__ import annotations
 
-from typing import Any
-
-from agac.providers._openai_compat import OpenAICompatProvider
+from agac.providers._openai_compat import OpenAISdkProvider
 from agac.providers.base import TRANSPORTS
 from agac.providers.options import TIMEOUT
 from agac.providers.spec import ProviderSpec
@@ -27,7 +25,7 @@ DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 """The base URL DeepSeek's docs give for OpenAI-compatible clients."""
 
 
-class DeepSeekProvider(OpenAICompatProvider):
+class DeepSeekProvider(OpenAISdkProvider):
     """DeepSeek Chat Completions (live only)."""
 
     #: No batch API, no flex tier, text only; prompts cached by DeepSeek itself.
@@ -49,16 +47,3 @@ class DeepSeekProvider(OpenAICompatProvider):
     def _native_schema(self, model: str) -> bool:
         """DeepSeek takes ``json_object`` only: a schema always goes in the prompt."""
         return False
-
-    def _make_client(self) -> Any:
-        # The openai SDK, pointed at DeepSeek (never at OPENAI_BASE_URL); max_retries=0:
-        # the engine owns retries (docs/providers.md).
-        return self._sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self._base_url or DEEPSEEK_BASE_URL,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._sdk.OpenAIError,)

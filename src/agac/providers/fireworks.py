@@ -45,7 +45,7 @@ from agac.errors import ProviderError, UnsupportedError
 from agac.providers._common import as_int, pick, spool_jsonl
 from agac.providers._errors import classify, connection_error, error_fields
 from agac.providers._http import import_aiohttp
-from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider, chat_response
+from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAISdkProvider, chat_response
 from agac.providers.base import (
     TRANSPORTS,
     BatchHandle,
@@ -111,7 +111,7 @@ def job_id(key: str) -> str:
     return "agac-" + hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-class FireworksProvider(OpenAICompatProvider):
+class FireworksProvider(OpenAISdkProvider):
     """Fireworks Chat Completions and batch inference jobs; see the module docstring."""
 
     #: Text only here; Fireworks caches prompt prefixes by itself. No request cap per job.
@@ -130,18 +130,6 @@ class FireworksProvider(OpenAICompatProvider):
     chat_path = "/chat/completions"
     max_tokens_param = "max_tokens"
     line_routing = False
-
-    def _make_client(self) -> Any:
-        # The openai SDK pointed at Fireworks; max_retries=0: the engine owns retries.
-        return self._sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self._base_url or FIREWORKS_BASE_URL,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._sdk.OpenAIError,)
 
     def _account_url(self, path: str) -> str:
         """``<root>/v1/accounts/<account><path>``: the control plane's address."""

@@ -39,7 +39,7 @@ from agac.providers._attachments import Data, live_base64
 from agac.providers._common import as_int, pick
 from agac.providers._openai_compat import (
     REASONING_EFFORT,
-    OpenAICompatProvider,
+    OpenAISdkProvider,
     batch_status,
 )
 from agac.providers.base import (
@@ -75,7 +75,7 @@ ALLOW_FALLBACKS = Option(
 )
 
 
-class OpenRouterProvider(OpenAICompatProvider):
+class OpenRouterProvider(OpenAISdkProvider):
     """OpenRouter Chat Completions (live); see the module docstring."""
 
     spec = ProviderSpec(
@@ -116,19 +116,6 @@ class OpenRouterProvider(OpenAICompatProvider):
         if route:
             params["provider"] = route
         return params
-
-    def _make_client(self) -> Any:
-        # The openai SDK, pointed at OpenRouter (never at OPENAI_BASE_URL); max_retries=0:
-        # the engine owns retries (docs/providers.md).
-        return self._sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self._base_url or OPENROUTER_BASE_URL,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._sdk.OpenAIError,)
 
     async def _sdk_chat(self, params: dict[str, Any], timeout: float | None) -> Any:
         # ``provider`` is not an argument of the openai SDK: it goes in the body as is.

@@ -30,7 +30,7 @@ from typing import Any
 
 from agac.errors import ConfigError, Problem
 from agac.providers._common import pick, spool_jsonl
-from agac.providers._openai_compat import REASONING_EFFORT, OpenAICompatProvider, chat_response
+from agac.providers._openai_compat import REASONING_EFFORT, OpenAISdkProvider, chat_response
 from agac.providers.base import (
     TRANSPORTS,
     BatchHandle,
@@ -74,7 +74,7 @@ RUN_BATCH_DIR = Option(
 )
 
 
-class VllmProvider(OpenAICompatProvider):
+class VllmProvider(OpenAISdkProvider):
     """A vLLM or SGLang server (live), and ``vllm run-batch`` when chosen."""
 
     #: Local: free, no key. ``batch`` is the run-batch executor, used only when
@@ -131,19 +131,6 @@ class VllmProvider(OpenAICompatProvider):
         # vLLM's server takes a key only when started with --api-key; the openai SDK
         # needs some value, as vLLM's own examples give it.
         return settings.api_key or os.environ.get("VLLM_API_KEY") or "EMPTY"
-
-    def _make_client(self) -> Any:
-        # The openai SDK, pointed at the server (never at OPENAI_BASE_URL); max_retries=0:
-        # the engine owns retries (docs/providers.md).
-        return self._sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self._base_url or VLLM_BASE_URL,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._sdk.OpenAIError,)
 
     # -- batch: vllm run-batch ---------------------------------------------------------
 

@@ -46,7 +46,7 @@ from agac.providers._errors import classify
 from agac.providers._openai_compat import (
     COMPAT_OPTIONS,
     REASONING_EFFORT,
-    OpenAICompatProvider,
+    OpenAISdkProvider,
     chat_response,
 )
 from agac.providers.base import (
@@ -139,7 +139,7 @@ def _passed(stamp: Any, now: float) -> bool:
     return bool(when) and when <= now
 
 
-class XaiProvider(OpenAICompatProvider):
+class XaiProvider(OpenAISdkProvider):
     """xAI Chat Completions and its open-ended Batch API; see the module docstring."""
 
     #: Text only here; xAI caches prompt prefixes by itself. A batch has no request cap
@@ -160,18 +160,6 @@ class XaiProvider(OpenAICompatProvider):
     chat_path = "/chat/completions"
     max_tokens_param = "max_tokens"
     line_routing = False
-
-    def _make_client(self) -> Any:
-        # The openai SDK pointed at xAI; max_retries=0: the engine owns retries.
-        return self._sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self._base_url or XAI_BASE_URL,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._sdk.OpenAIError,)
 
     @property
     def _add_chunk(self) -> int:
