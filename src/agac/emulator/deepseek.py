@@ -13,25 +13,12 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from .openai import Flavor
+from .openai import clone
 from .openai import routes as openai_routes
 
 __all__ = ["DEEPSEEK", "routes"]
 
-DEEPSEEK = Flavor(
-    provider="deepseek",
-    prefix="",
-    file_prefix="file-",
-    batch_prefix="batch_",
-    retry_after_ms=False,
-    service_tier="default",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=64,
-    batch=False,
-    dialect="deepseek",
-)
+DEEPSEEK = clone("deepseek", "", cache_minimum=64, dialect="deepseek")
 
 
 def routes() -> list[Route]:

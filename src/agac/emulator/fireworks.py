@@ -33,25 +33,21 @@ from starlette.routing import Route
 
 from .faults import Target
 from .handling import Rejected, created, gate, new_batch, note_cache, observe, read_json, state_of
-from .openai import Flavor, completion, counting, error_renderer, multipart_fields, parse_input
+from .openai import (
+    clone,
+    completion,
+    counting,
+    error_renderer,
+    multipart_fields,
+    parse_input,
+)
 from .openai import routes as openai_routes
 from .state import Batch, EmulatorState, StoredFile
 
 __all__ = ["FIREWORKS", "routes"]
 
-FIREWORKS = Flavor(
-    provider="fireworks",
-    prefix="/fireworks/inference/v1",
-    file_prefix="",
-    batch_prefix="",
-    retry_after_ms=False,
-    service_tier="default",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=None,
-    batch=False,
-    line_url=False,
+FIREWORKS = clone(
+    "fireworks", "/fireworks/inference/v1", file_prefix="", batch_prefix="", line_url=False
 )
 _error = error_renderer(FIREWORKS)
 _ACCOUNT = "/fireworks/v1/accounts/{account}"

@@ -30,7 +30,7 @@ from starlette.routing import Route
 from .faults import Target
 from .handling import Rejected, created, gate, new_batch, note_cache, observe, read_json, state_of
 from .openai import (
-    Flavor,
+    clone,
     counting,
     error_renderer,
     multipart_fields,
@@ -42,18 +42,12 @@ from .state import Batch, EmulatorState
 
 __all__ = ["MISTRAL", "routes"]
 
-MISTRAL = Flavor(
-    provider="mistral",
-    prefix="/mistral/v1",
+MISTRAL = clone(
+    "mistral",
+    "/mistral/v1",
     file_prefix="",
     batch_prefix="",
-    retry_after_ms=False,
     service_tier="standard",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=None,
-    batch=False,
     dialect="mistral",
     line_url=False,
 )

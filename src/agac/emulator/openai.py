@@ -20,7 +20,7 @@ import json
 import math
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.requests import Request
@@ -121,6 +121,14 @@ class Flavor:
     line_url: bool = True
     """Whether a batch line must name its ``url`` (OpenAI's); Mistral's and Together's
     lines are ``{custom_id, body}``."""
+
+
+def clone(provider: str, prefix: str, **differences: Any) -> Flavor:
+    """The flavor of an OpenAI-compatible chat API at ``prefix`` whose files and batches,
+    if it has any, are its own module's: no ``retry-after-ms``, the ``default`` tier, no
+    flex windows, no cursor paging or timings, no implicit caching — ``differences`` say
+    what else differs."""
+    return replace(_CLONE, provider=provider, prefix=prefix, **differences)
 
 
 OPENAI = Flavor(
@@ -954,3 +962,18 @@ def write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
                 content,
             )
             batch.info[key] = stored.id
+
+
+_CLONE = Flavor(
+    provider="",
+    prefix="",
+    file_prefix="file-",
+    batch_prefix="batch_",
+    retry_after_ms=False,
+    service_tier="default",
+    windows=frozenset(),
+    cursor_paging=False,
+    usage_timings=False,
+    cache_minimum=None,
+    batch=False,
+)

@@ -11,25 +11,12 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from .openai import Flavor
+from .openai import clone
 from .openai import routes as openai_routes
 
 __all__ = ["OPENROUTER", "routes"]
 
-OPENROUTER = Flavor(
-    provider="openrouter",
-    prefix="/openrouter/api/v1",
-    file_prefix="file-",
-    batch_prefix="batch_",
-    retry_after_ms=False,
-    service_tier="default",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=None,
-    batch=False,
-    dialect="openrouter",
-)
+OPENROUTER = clone("openrouter", "/openrouter/api/v1", dialect="openrouter")
 
 
 def routes() -> list[Route]:

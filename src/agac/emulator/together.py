@@ -27,7 +27,7 @@ from starlette.routing import Route
 from .faults import Target
 from .handling import Rejected, created, gate, new_batch, note_cache, observe, read_json, state_of
 from .openai import (
-    Flavor,
+    clone,
     counting,
     error_renderer,
     multipart_fields,
@@ -39,20 +39,7 @@ from .state import Batch, EmulatorState, StoredFile
 
 __all__ = ["TOGETHER", "routes"]
 
-TOGETHER = Flavor(
-    provider="together",
-    prefix="/together/v1",
-    file_prefix="file-",
-    batch_prefix="",
-    retry_after_ms=False,
-    service_tier="default",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=None,
-    batch=False,
-    line_url=False,
-)
+TOGETHER = clone("together", "/together/v1", batch_prefix="", line_url=False)
 _error = error_renderer(TOGETHER)
 # Together documents no cancelling status: a batch being cancelled still reads IN_PROGRESS.
 _STATUS = {

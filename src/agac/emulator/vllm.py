@@ -11,24 +11,12 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from .openai import Flavor
+from .openai import clone
 from .openai import routes as openai_routes
 
 __all__ = ["VLLM", "routes"]
 
-VLLM = Flavor(
-    provider="vllm",
-    prefix="/vllm/v1",
-    file_prefix="file-",
-    batch_prefix="batch_",
-    retry_after_ms=False,
-    service_tier="default",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=None,
-    batch=False,
-)
+VLLM = clone("vllm", "/vllm/v1")
 
 
 def routes() -> list[Route]:

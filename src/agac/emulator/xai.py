@@ -32,26 +32,13 @@ from starlette.routing import Route
 
 from .faults import Target
 from .handling import Rejected, created, gate, new_batch, note_cache, observe, read_json, state_of
-from .openai import Flavor, completion, counting, error_renderer, parse_input
+from .openai import clone, completion, counting, error_renderer, parse_input
 from .openai import routes as openai_routes
 from .state import Batch, EmulatorState, ItemError
 
 __all__ = ["XAI", "routes"]
 
-XAI = Flavor(
-    provider="xai",
-    prefix="/xai/v1",
-    file_prefix="file-",
-    batch_prefix="batch_",
-    retry_after_ms=False,
-    service_tier="default",
-    windows=frozenset(),
-    cursor_paging=False,
-    usage_timings=False,
-    cache_minimum=None,
-    batch=False,
-    line_url=False,
-)
+XAI = clone("xai", "/xai/v1", line_url=False)
 _error = error_renderer(XAI)
 #: HTTP statuses of an item's error as the gRPC codes xAI reports.
 _GRPC = {400: 3, 401: 16, 403: 7, 404: 5, 429: 8, 500: 13, 503: 14, 504: 4}
