@@ -27,7 +27,8 @@ Every outcome a unit gets comes from one of these, and only these:
   run ending early (``close_unit``, ``Store.close_units``), outcomes carried to a new run
   (``carry``, ``Store.carry_run_outcomes``) or to a retry (``carry_for_retry``, ``Store.
   copy_outcomes``), a batch given up (``abandon``, ``Store.end_batch_unread``), and the
-  units a batch read answers (:func:`read_answer`, ``Store.settle_read_items``).
+  units a batch read answers (``read_batch``, with this module's :func:`read_answer`,
+  ``Store.settle_read_items``).
 
 The rules, in order, each final for the unit:
 

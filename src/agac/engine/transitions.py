@@ -10,9 +10,10 @@ test per writer holds the two to each other, tests/integration/store/test_i37_st
   ``Store.carry_run_outcomes``;
 - **reopen for retry** (R2, ``agac retry``): :func:`carry_for_retry` — the units it asks
   again get no outcome, the others are carried — ``Store.copy_outcomes``;
-- **read a batch**: :func:`decision.read_answer` for each unit an item of the run's own
-  batch answered — ``Store.settle_read_items`` (tests/integration/batch/
-  test_one_decision_property.py);
+- **read a batch**: :func:`read_batch` — each unit an item of the run's own batch
+  answered gets the walk's own rule for it (:func:`decision.read_answer`, which
+  :func:`decision.decide` applies one unit at a time) — ``Store.settle_read_items``
+  (tests/integration/batch/test_one_decision_property.py);
 - **end a batch unread** (given up, B7): :func:`abandon` — the units ended runs left
   waiting on it — ``Store.end_batch_unread``;
 - **end a run early** (``--new``, a deadline, ``agac cancel``): :func:`close_unit` for
@@ -33,7 +34,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from agac.engine.decision import Settle
+from agac.engine.decision import Settle, read_answer
 from agac.reasons import HALTING, NOT_CARRIED, REASONS, strongest
 from agac.store.values import UnitOutcome
 
@@ -43,9 +44,11 @@ if TYPE_CHECKING:
     from agac.store.values import Origin, OutcomeRecord, OutcomeStatus
 
 __all__ = [
+    "READ",
     "Carry",
     "Closing",
     "JoinInputs",
+    "ReadItem",
     "Rewrite",
     "UnitOutcome",
     "abandon",
@@ -56,6 +59,7 @@ __all__ = [
     "join_outcome",
     "join_skip",
     "judge",
+    "read_batch",
 ]
 
 Unit = tuple[str, str]
@@ -110,6 +114,32 @@ def carry_for_retry(row: OutcomeRecord, reopened: AbstractSet[Unit]) -> Carry | 
     if (row.action, row.unit_key) in reopened:
         return None
     return Carry(row.action, row.unit_key, carried_origin(row.status), None)
+
+
+class ReadItem(NamedTuple):
+    """A unit whose item in a batch of its own run was read with an answer."""
+
+    action: str
+    unit_key: str
+    fingerprint: str
+    attempts: int
+    """The unit's items in the run's batches."""
+    output_json: str
+
+
+def read_batch(read: Iterable[ReadItem]) -> list[tuple[Unit, Settle]]:
+    """A batch read: each unit answered by its item gets the outcome the walk would give
+    it (``answered``, paid by this run, its attempts the run's items). The store's writer
+    is handed :data:`READ`'s status and origin and writes the same rows in one statement;
+    units with an outcome already, and invalid records, stay with the walk."""
+    return [
+        ((i.action, i.unit_key), read_answer(i.fingerprint, i.attempts, i.output_json))
+        for i in read
+    ]
+
+
+READ = read_answer("", 1, "")
+"""The status and origin :func:`read_batch` gives every unit, as the SQL writer takes them."""
 
 
 class Rewrite(NamedTuple):

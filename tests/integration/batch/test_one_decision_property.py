@@ -24,6 +24,7 @@ from agac.clock import ManualClock
 from agac.engine.decision import NOT_YET, Need, Settle, UnitFacts, decide, own_item
 from agac.engine.outcomes.gateway import StoreGateway
 from agac.engine.outcomes.writer import OutcomeWriter, Progress
+from agac.engine.transitions import READ, ReadItem, read_batch
 from agac.engine.walk.units import settle
 from agac.providers.pricing import PriceTable
 from agac.store.batches import staged_key
@@ -166,9 +167,14 @@ def _outcomes(store: Store) -> set[tuple[Any, ...]]:
     return {tuple(r._replace(updated_at=0.0)) for r in rows}  # every column but updated_at
 
 
+def _as_row(unit: tuple[str, str], s: Settle) -> tuple[Any, ...]:
+    """A transition's outcome as the columns of its row (but run, seq and time)."""
+    return (*unit, s.status, s.reason, s.detail, s.origin, s.fingerprint, s.output_json, s.attempts)
+
+
 def _by_sql(store: Store) -> None:
     """The batch step's way: each batch this run read, answered in one statement."""
-    answered = Settle("answered")  # the decision's status and origin, as polling passes them
+    answered = READ  # the transition's status and origin, as polling passes them
     for b in store.list_batches(WF, tenants=("default",)):
         if b.run_id == RUN and b.collected_by == RUN:
             store.settle_read_items(
@@ -254,6 +260,16 @@ def _same_rows(a: str, b: str, units: list[dict[str, Any]]) -> None:
             and not u["settled"]
         }
         assert {row[2] for row in written} == expected
+        # And each is the row the pure transition gives it (engine/transitions.py).
+        read = [
+            ReadItem(
+                ACTION, key, f"fp{key[1:]}", len(units[int(key[1:])]["mine"]), f'{{"n": {key[1:]}}}'
+            )
+            for key in sorted(expected)
+        ]
+        assert {_as_row(unit, s) for unit, s in read_batch(read)} == {
+            (r[1], r[2], r[4], r[5], r[6], r[7], r[8], r[9], r[10]) for r in written
+        }
     finally:
         sql.close()
         engine.close()

@@ -1,7 +1,8 @@
 """The bulk outcome transitions (engine/transitions.py), as pure functions: a run ending
 early (the reasons' precedence), carrying outcomes (one origin for a carried answer),
-giving up a batch, and a join's skip. Their store writers are held to them in
-tests/integration/store/test_i37_transitions.py."""
+giving up a batch, reading a batch, and a join's skip. Their store writers are held to
+them in tests/integration/store/test_i37_store_writers.py and (a batch read)
+tests/integration/batch/test_one_decision_property.py."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pytest
 
 from agac.engine.decision import Settle
 from agac.engine.transitions import (
+    READ,
     Closing,
     JoinInputs,
+    ReadItem,
     Rewrite,
     UnitOutcome,
     abandon,
@@ -19,6 +22,7 @@ from agac.engine.transitions import (
     close_unit,
     join_outcome,
     join_skip,
+    read_batch,
 )
 from agac.engine.values import Settled
 from agac.reasons import REASONS, strongest
@@ -209,3 +213,15 @@ def test_i37_join_outcome(
     expected: Settle | JoinInputs,
 ) -> None:
     assert join_outcome(items, ["classify"], atomic=atomic, tool=tool) == expected
+
+
+def test_a_batch_read_answers_each_unit_its_item_answered_paid_by_the_run() -> None:
+    read = [
+        ReadItem("classify", "k0", "fp0", 1, '{"n": 0}'),
+        ReadItem("classify", "k1", "fp1", 3, "{}"),
+    ]
+    assert read_batch(read) == [
+        (("classify", "k0"), Settle("answered", None, None, "call", "fp0", 1, '{"n": 0}')),
+        (("classify", "k1"), Settle("answered", None, None, "call", "fp1", 3, "{}")),
+    ]
+    assert (READ.status, READ.origin) == ("answered", "call")  # what the SQL writer is handed

@@ -18,7 +18,7 @@ from agac.engine.batch.billing import unread_rows
 from agac.engine.batch.context import handle_of
 from agac.engine.batch.ingest import ingest_batch
 from agac.engine.batch.manual import abandoned_outcomes, unread_status
-from agac.engine.decision import read_answer
+from agac.engine.transitions import READ
 from agac.errors import BatchNotEnded, ProviderError
 from agac.providers.base import BatchStatus, BilledWork
 from agac.store.batches import BATCH_NOT_CANCELLED, OPEN_BATCH_STATES
@@ -382,13 +382,12 @@ class Poller:
             or self.ctx.plan.per_item(rt.name)
         ):
             return
-        answered = read_answer(b.key, 1, "")  # the decision for each of them (in SQL)
-        await self.ctx.call(
+        await self.ctx.call(  # transitions.read_batch for each of them, in SQL
             self.ctx.store.settle_read_items,
             run_id=self.ctx.run_id,
             batch_key=b.key,
             snapshot_id=self.ctx.run.snapshot_id,
-            status=answered.status,
-            origin=answered.origin,
+            status=READ.status,
+            origin=READ.origin,
             lease=self.ctx.gateway.fence,
         )
