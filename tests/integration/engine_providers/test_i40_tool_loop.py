@@ -206,3 +206,27 @@ def test_i40_every_turn_is_in_the_ledger_and_the_session(emulator: Any, project:
     assert "result of lookup: " in shown.output
     row = _rows(project)["r0"]
     assert (row["turns"], row["tool_calls"]) == (2, 1)
+
+
+def test_i40_an_approved_request_keeps_its_tools_and_runs_the_loop(
+    emulator: Any, project: Path, monkeypatch: Any
+) -> None:
+    approval = "    approval: {approvers: [leads], expires_in: 1h}\n"
+    _project(project, [{"id": "r0", "text": ONE_CALL}], extra=approval)
+    (project / "agac.yml").write_text(project_yml() + "groups:\n  leads: [ann]\n", encoding="utf-8")
+    first = run(project).summary
+    assert first["state"] == "awaiting_approval" and chat_requests(emulator.stats(), "openai") == 0
+    (proposal,) = api.approvals_list("support", project)
+    api.approve(proposal["id"], project, who="ann")
+    sent = sent_requests(monkeypatch, "openai")
+
+    summary = run(project).summary
+
+    assert summary["state"] == "succeeded" and summary["actions"]["reply"]["answered"] == 1
+    assert len(sent) == 2 and all({t.name for t in r.tools} == {"lookup", "carrier"} for r in sent)
+    assert _calls_log(project) == ["A1"]
+    assert "Tool results: " in _rows(project)["r0"]["output"]["text"]
+    # The approved request is the rendered one: its answer is reused by the same workflow's
+    # next run, with no proposal and no call.
+    again = run(project).summary
+    assert again["actions"]["reply"]["reused"] == 1 and len(sent) == 2

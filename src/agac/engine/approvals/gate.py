@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from agac.engine.outcomes.writer import OutcomeWriter
     from agac.engine.ports import UnitContext
     from agac.engine.values import RunControl, Settled, UnitRecord
+    from agac.providers.base import Request
     from agac.store.repository import Store
     from agac.store.values import RunState
 
@@ -165,7 +166,7 @@ class ApprovalGate:
             if latest.state in ("rejected", "expired"):
                 return await self._refused(rt, rec, latest, subject)
             if latest.state == "approved" and await self._still_approver(rt, rec, latest):
-                return await self._act(rt, rec, latest)
+                return await self._act(rt, rec, latest, view, request)
         if await self._would_not_act(ctx, rt, rec, request, arguments):
             return Act(view)
         first = before_proposal(
@@ -222,7 +223,14 @@ class ApprovalGate:
         await self.out.event("approval_revoked", rt.name, rec.key, proposal=row.id, why=why)
         return False
 
-    async def _act(self, rt: ActionRuntime, rec: UnitRecord, row: Row) -> Act | None:
+    async def _act(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        row: Row,
+        view: dict[str, Any],
+        rendered: Request | None,
+    ) -> Act | None:
         if not await self.gateway.call(
             self.store.use_proposal, row.id, self.run_id, lease=self.gateway.fence
         ):
@@ -235,7 +243,8 @@ class ApprovalGate:
         arguments = loads(row.arguments)
         if rt.action.kind == "tool":
             return Act(arguments)
-        return Act({}, request_from(rt.action, arguments))
+        assert rendered is not None
+        return Act(view, request_from(rendered, arguments))
 
     async def _refused(self, rt: ActionRuntime, rec: UnitRecord, row: Row, subject: str) -> Settled:
         spec = rt.action.approval

@@ -27,6 +27,7 @@ import hmac
 import json
 import os
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,23 +117,20 @@ def unit_arguments(action: Action, view: dict[str, Any], request: Request | None
     }
 
 
-def request_from(action: Action, arguments: dict[str, Any]) -> Request:
-    """The request an approved llm proposal sends: built like ``units.build_request``,
-    so an unrevised proposal has the fingerprint of the rendered request."""
+def request_from(rendered: Request, arguments: dict[str, Any]) -> Request:
+    """The request an approved llm proposal sends: the unit's request as rendered (its
+    tools, attachments, cache hint, seed and options kept) with the approved text and
+    sampling put in, so an unrevised proposal has the fingerprint of the rendered request."""
     messages: list[Message] = []
     if arguments.get("system") is not None:
         messages.append(Message("system", str(arguments["system"])))
-    messages.append(Message("user", str(arguments["prompt"])))
-    return Request(
-        provider=action.provider or "",
-        model=action.model_name or "",
+    user = next(m for m in rendered.messages if m.role == "user")
+    messages.append(replace(user, content=str(arguments["prompt"])))
+    return replace(
+        rendered,
         messages=tuple(messages),
         max_tokens=int(arguments["max_tokens"]),
         temperature=arguments.get("temperature"),
-        schema=action.schema,
-        timeout=action.timeout,
-        options=tuple(sorted(action.provider_options.items())),
-        tier="flex" if action.run_mode == "flex" else None,
     )
 
 
