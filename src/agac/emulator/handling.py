@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .faults import Fired, Target
-from .media import limit_error, redact_body, take_attachments
+from .media import limit_error, redact_body, take_attachments, wire_error
 from .state import Batch, BatchItem, ItemError
 
 if TYPE_CHECKING:
@@ -87,6 +87,9 @@ async def attachments(
 ) -> None:
     """Take the attachments out of a chat body (each replaced by its descriptor) and hold
     the request to the provider's limits: Rejected with its own error when over them."""
+    wrong = wire_error(provider, body)
+    if wrong is not None:
+        raise Rejected(error(wrong[0], wrong[1], None, wrong[2]))
     seen = take_attachments(provider, body)
     if not seen:
         return

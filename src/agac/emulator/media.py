@@ -1,8 +1,10 @@
 """Attachments as the emulator sees them: every provider's image and document parts.
 
 :func:`take_attachments` finds each attachment in a request body in its provider's shape —
-OpenAI/Groq ``image_url`` data URLs and ``file.file_data``, Anthropic ``image`` and
-``document`` base64 sources, Gemini ``inlineData``/``inline_data``, Ollama ``images`` —
+OpenAI/Groq/Together ``image_url`` data URLs and ``file.file_data``, Mistral's
+``image_url`` (a data URL string or ``{url}``) and ``document_url`` chunks, Anthropic
+``image`` and ``document`` base64 sources, Gemini ``inlineData``/``inline_data``, Ollama
+``images`` —
 decodes it, and puts in place of its data a short descriptor naming its media type (from
 its bytes), size and SHA-256. The bytes go no further: the answer, the fingerprint, the
 journal and a batch's stored items hold the descriptor, never the data. Answers without a
@@ -10,7 +12,9 @@ schema end by naming what they saw (:func:`seen_text`), so a test can tell which
 reached which record.
 
 :func:`limit_error` holds each provider to its published limits, answering with that
-provider's own error (status, code, message) when a request is over them.
+provider's own error (status, code, message) when a request is over them;
+:func:`wire_error` holds Mistral and Together to their content part shapes (a part of
+another provider's shape is refused as they refuse it).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "seen_in",
     "seen_text",
     "take_attachments",
+    "wire_error",
 ]
 
 MB = 1024 * 1024
@@ -115,8 +120,10 @@ def take_attachments(provider: str, body: Any) -> list[Seen]:
     seen: list[Seen] = []
     if not isinstance(body, dict):
         return seen
-    if provider in ("openai", "azure", "groq"):
+    if provider in ("openai", "azure", "groq", "together"):
         _openai(body, seen)
+    elif provider == "mistral":
+        _mistral(body, seen)
     elif provider == "anthropic":
         _anthropic(body, seen)
     elif provider == "gemini":
@@ -143,6 +150,78 @@ def _openai(body: dict[str, Any], seen: list[Seen]) -> None:
             if got is not None:
                 seen.append(got)
                 holder[key] = f"data:{parsed[0]};base64,{got.descriptor()}"
+
+
+def _mistral(body: dict[str, Any], seen: list[Seen]) -> None:
+    for i, m in enumerate(body.get("messages") or ()):
+        content = m.get("content") if isinstance(m, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else ()):
+            if not isinstance(part, dict):
+                continue
+            holder: dict[str, Any] = part
+            key = {"image_url": "image_url", "document_url": "document_url"}.get(
+                str(part.get("type")), ""
+            )
+            if key == "image_url" and isinstance(part.get("image_url"), dict):
+                holder, key = part["image_url"], "url"
+            if not key or (parsed := _data_url(holder.get(key))) is None:
+                continue
+            got = _decode(f"messages.{i}.content.{j}", parsed[1], parsed[0])
+            if got is not None:
+                seen.append(got)
+                holder[key] = f"data:{parsed[0]};base64,{got.descriptor()}"
+
+
+#: The content part types each API takes in a chat message (Mistral's ``ContentChunk``
+#: variants it reads in a request; Together's OpenAI-style parts, without ``file``).
+_PART_TYPES = {
+    "mistral": frozenset({"text", "image_url", "document_url", "reference", "file", "thinking"}),
+    "together": frozenset({"text", "image_url", "video_url", "audio_url"}),
+}
+
+
+def wire_error(provider: str, body: Any) -> tuple[int, str | None, str] | None:
+    """(status, code, message) as ``provider`` refuses a chat body whose content parts are
+    not in its shape; None when they are (or ``provider`` is not checked here). Mistral's
+    ``image_url`` is a string or ``{url}``, its ``document_url`` a string, its ``file`` a
+    ``file_id`` (OpenAI's ``file.file_data`` is not Mistral's); Together's ``image_url``
+    is ``{url}`` and it has no file or document parts."""
+    kinds = _PART_TYPES.get(provider)
+    if kinds is None or not isinstance(body, dict):
+        return None
+    for i, m in enumerate(body.get("messages") or ()):
+        content = m.get("content") if isinstance(m, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else ()):
+            where = f"messages.{i}.content.{j}"
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in kinds:
+                return _shape(provider, where, f"input tag {kind!r} is not a content part here")
+            wrong = _part_wrong(provider, kind, part)
+            if wrong:
+                return _shape(provider, where, wrong)
+    return None
+
+
+def _part_wrong(provider: str, kind: str, part: dict[str, Any]) -> str | None:
+    value = part.get(kind)
+    if kind == "text":
+        return None if isinstance(part.get("text"), str) else "text must be a string"
+    if kind == "image_url":
+        url = value.get("url") if isinstance(value, dict) else value
+        if provider == "together" and not isinstance(value, dict):
+            return "image_url must be an object with a url"
+        return None if isinstance(url, str) and url else "image_url needs a URL"
+    if kind == "document_url":
+        return None if isinstance(value, str) and value else "document_url must be a string"
+    if kind == "file":
+        return None if isinstance(part.get("file_id"), str) else "a file chunk names a file_id"
+    return None
+
+
+def _shape(provider: str, where: str, why: str) -> tuple[int, str | None, str]:
+    if provider == "mistral":  # its request validation: a 422
+        return 422, None, f"Validation error at {where}: {why}"
+    return 400, "invalid_request_error", f"Invalid content part at {where}: {why}"
 
 
 def _anthropic(body: dict[str, Any], seen: list[Seen]) -> None:
@@ -252,6 +331,10 @@ def limit_error(
         return _groq_limits(seen, body_bytes, model)
     if provider in ("openai", "azure"):  # Azure's parts and limits are OpenAI's
         return _openai_limits(seen, body_bytes)
+    if provider == "mistral":
+        return _mistral_limits(seen, model)
+    if provider == "together":
+        return _together_limits(seen, model)
     if provider == "ollama":
         bad = next((s for s in seen if s.kind != "image"), None)
         if bad is not None:
@@ -321,6 +404,35 @@ def _openai_limits(seen: list[Seen], body_bytes: int) -> tuple[int, str | None, 
                     "formats: ['png', 'jpeg', 'gif', 'webp']."
                 ),
             )
+    return None
+
+
+#: Mistral models the emulator serves text only (a few of each kind agac must refuse).
+_MISTRAL_TEXT_ONLY = ("codestral", "devstral", "open-mistral", "mistral-large-2411", "-2409")
+
+
+def _mistral_limits(seen: list[Seen], model: str) -> tuple[int, str | None, str] | None:
+    if any(name in model for name in _MISTRAL_TEXT_ONLY):
+        return 400, "3051", f"Model {model} does not support image or document input."
+    if len(seen) > 8:
+        return 400, None, "Too many images in request. Maximum is 8."
+    for s in seen:
+        if s.kind == "image" and s.size > 10 * MB:
+            return 400, None, f"Image at {s.where} is too large: the limit is 10 MB."
+        if s.kind == "pdf" and s.size > 50 * MB:
+            return 400, None, f"Document at {s.where} is too large: the limit is 50 MB."
+        if s.kind == "unknown":
+            return 400, None, f"Unsupported file format at {s.where}."
+    return None
+
+
+def _together_limits(seen: list[Seen], model: str) -> tuple[int, str | None, str] | None:
+    lowered = model.lower()
+    if not ("llama-4" in lowered or "vision" in lowered or "-vl" in lowered):
+        return 400, "invalid_request_error", f"Model {model} does not support image inputs."
+    bad = next((s for s in seen if s.kind != "image"), None)
+    if bad is not None:
+        return 400, "invalid_request_error", f"Invalid image at {bad.where}: not an image."
     return None
 
 

@@ -43,7 +43,7 @@ from .handling import (
     retry_headers,
     state_of,
 )
-from .media import take_attachments
+from .media import limit_error, take_attachments, wire_error
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 BATCH_FILE_MAX = 200 * 1024 * 1024
@@ -785,7 +785,13 @@ def parse_input(
                 }
             )
             continue
-        take_attachments(provider, body)  # the batch keeps descriptors, not the bytes
+        wrong = wire_error(provider, body) or _batch_limit(provider, body)
+        if wrong is not None:
+            message = f"Line {number}: {wrong[2]}"
+            invalid.append(
+                {"code": "invalid_request", "line": number, "param": "body", "message": message}
+            )
+            continue
         canonical, schema, max_tokens = chat_request(body)
         model = str(body.get("model", ""))
         prompt = body.get("messages", [])
@@ -815,6 +821,16 @@ def parse_input(
             }
         )
     return items, invalid, marked
+
+
+def _batch_limit(provider: str, body: dict[str, Any]) -> tuple[int, str | None, str] | None:
+    """Take a batch line's attachments out (the batch keeps descriptors, not the bytes);
+    the provider's error when they are over its limits. OpenAI's, Groq's and Azure's
+    lines are held to no limits here (their suites test the live limits)."""
+    seen = take_attachments(provider, body)
+    if not seen or provider not in ("mistral", "together"):
+        return None
+    return limit_error(provider, seen, 0, str(body.get("model", "")))
 
 
 def batch_json(

@@ -18,7 +18,11 @@ The shapes, as the official SDKs type them:
 - Gemini: a part ``{"inline_data": {"mime_type": …, "data": …}}`` (REST: ``inlineData``,
   ``mimeType``; the SDK takes the raw bytes), or, for a file uploaded through the Files
   API, ``{"file_data": {"mime_type": …, "file_uri": …}}`` (REST ``fileData``, ``fileUri``);
-- Ollama: the message's ``images`` list of base64 strings (the SDK takes bytes).
+- Ollama: the message's ``images`` list of base64 strings (the SDK takes bytes);
+- Mistral (``mistralai``'s ``ImageURLChunk`` and ``DocumentURLChunk``): ``{"type":
+  "image_url", "image_url": "data:image/png;base64,…"}`` and ``{"type": "document_url",
+  "document_url": "data:application/pdf;base64,…", "document_name": …}``;
+- Together (``together``'s chat content parts): OpenAI's ``image_url`` parts; no PDFs.
 """
 
 from __future__ import annotations
@@ -35,13 +39,16 @@ __all__ = [
     "ANTHROPIC_LIMITS",
     "GEMINI_LIMITS",
     "GROQ_LIMITS",
+    "MISTRAL_LIMITS",
     "OLLAMA_LIMITS",
     "OPENAI_LIMITS",
+    "TOGETHER_LIMITS",
     "Blobs",
     "Data",
     "anthropic_blocks",
     "gemini_parts",
     "live_base64",
+    "mistral_parts",
     "openai_parts",
 ]
 
@@ -95,6 +102,53 @@ request goes inline under 20 MB; over it, its largest files go through the Files
 
 OLLAMA_LIMITS = AttachmentLimits(kinds=frozenset({"image"}))
 """Ollama: images only (on a vision model: llava, llama3.2-vision, gemma3, …)."""
+
+#: Mistral's models that read no files: the text-only releases of its families
+#: (before Mistral Small 3.1 and Mistral Large 3), its code, embedding and moderation
+#: models, and the open models of 2023–2024.
+_MISTRAL_TEXT_ONLY = re.compile(
+    r"codestral|devstral|embed|moderation|ocr|saba|open-mistral|open-mixtral|mathstral|"
+    r"mistral-(tiny|small-(2312|2402|2409|2501)|medium-(2312)|large-(2402|2407|2411))|"
+    r"ministral-(3b|8b)-2410|magistral-(small|medium)-250[67]"
+)
+
+
+def _mistral_vision(model: str) -> bool:
+    """Mistral's models that read images and documents: Pixtral, Mistral Small 3.1 and
+    later, Mistral Medium 3 and later, Mistral Large 3, Magistral 1.2, Ministral 3 and
+    the ``-latest`` aliases of those families."""
+    name = model.lower()
+    if _MISTRAL_TEXT_ONLY.search(name):
+        return False
+    return "pixtral" in name or name.startswith(
+        ("mistral-small", "mistral-medium", "mistral-large", "magistral", "ministral")
+    )
+
+
+MISTRAL_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image", "pdf"}),
+    max_file_bytes={"image": 10 * MB, "pdf": 50 * MB},
+    max_files=8,
+    max_pdf_pages=1000,
+    models=_mistral_vision,
+)
+"""Mistral: images up to 10 MB, 8 files a request; PDFs (``document_url`` chunks) up to
+50 MB and 1,000 pages; on its vision models only (:func:`_mistral_vision`)."""
+
+
+def _together_vision(model: str) -> bool:
+    """Together's vision models: Llama 4, Llama 3.2 Vision, Qwen-VL and any named so."""
+    name = model.lower()
+    return "llama-4" in name or "vision" in name or "-vl" in name
+
+
+TOGETHER_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image"}),
+    max_file_bytes={"image": 20 * MB},
+    models=_together_vision,
+)
+"""Together: images only (``image_url`` parts), on its vision models; Chat Completions
+takes no documents, so a PDF is refused before anything is sent."""
 
 
 Data = Callable[[Attachment], str]
@@ -153,6 +207,27 @@ def openai_parts(
             )
         else:
             parts.append({"type": "image_url", "image_url": {"url": url}})
+    return _ordered(text, position, parts, {"type": "text", "text": text})
+
+
+def mistral_parts(
+    text: str, attachments: tuple[Attachment, ...], position: str, data: Data
+) -> list[dict[str, Any]]:
+    """Mistral's content chunks: ``image_url`` (the data URL as a plain string) and
+    ``document_url`` for PDFs, named by ``document_name``."""
+    parts: list[dict[str, Any]] = []
+    for a in attachments:
+        url = f"data:{a.media_type};base64,{data(a)}"
+        if a.kind == "pdf":
+            parts.append(
+                {
+                    "type": "document_url",
+                    "document_url": url,
+                    "document_name": a.name or "document.pdf",
+                }
+            )
+        else:
+            parts.append({"type": "image_url", "image_url": url})
     return _ordered(text, position, parts, {"type": "text", "text": text})
 
 

@@ -427,10 +427,7 @@ class OpenAICompatProvider(ProviderBase):
             if not (m.attachments or m.tool_calls or m.tool_call_id)
             else _tool_message(m)
             if not m.attachments
-            else {
-                "role": m.role,
-                "content": openai_parts(m.content, m.attachments, m.position, data),
-            }
+            else {"role": m.role, "content": self._content_parts(m, data)}
             for m in request.messages
         ]
         params: dict[str, Any] = {
@@ -477,6 +474,11 @@ class OpenAICompatProvider(ProviderBase):
         if key and self.prompt_cache_key:
             params["prompt_cache_key"] = key
         return params
+
+    def _content_parts(self, m: Message, data: Data) -> list[dict[str, Any]]:
+        """A user turn with attachments as content parts: OpenAI's ``image_url`` and
+        ``file`` parts here (a subclass whose API names them otherwise says so)."""
+        return openai_parts(m.content, m.attachments, m.position, data)
 
     def _reasoning_params(self, model: str) -> dict[str, Any]:
         """What asks ``model`` for its reasoning apart from the answer; none here (a

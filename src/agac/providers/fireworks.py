@@ -187,7 +187,10 @@ class FireworksProvider(OpenAISdkProvider):
     async def _create_dataset(self, dataset: str, count: int, path: Path) -> None:
         await self._client.post(
             self._account_url("/datasets"),
-            body={"datasetId": dataset, "dataset": {"userUploaded": {}, "exampleCount": count}},
+            body={
+                "datasetId": dataset,
+                "dataset": {"userUploaded": {}, "exampleCount": str(count)},
+            },
             cast_to=object,
         )
         with path.open("rb") as fh:

@@ -9,6 +9,9 @@ reads it), the base URL ``MISTRAL_BASE_URL`` or ``base_url:`` (default
 What differs from OpenAI's protocol, handled here:
 
 - the seed goes as ``random_seed`` and the limit as ``max_tokens``;
+- attachments go as Mistral's chunks: ``image_url`` with the data URL as a string and
+  ``document_url`` for a PDF (:func:`~agac.providers._attachments.mistral_parts`), on its
+  vision models only (``MISTRAL_LIMITS``: a text-only model is refused before sending);
 - a reasoning model (Magistral) sends its content as chunks: ``thinking`` chunks are
   reasoning, kept out of the answer (:func:`~agac.providers._openai_compat.chat_response`);
 - finish reasons add ``model_length`` (the model's context is full: truncated) and
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import ProviderError
-from agac.providers._attachments import Data, live_base64
+from agac.providers._attachments import MISTRAL_LIMITS, Data, live_base64, mistral_parts
 from agac.providers._common import as_int, pick
 from agac.providers._errors import connection_error
 from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider
@@ -41,6 +44,7 @@ from agac.providers.base import (
     BatchState,
     BatchStatus,
     BilledWork,
+    Message,
     Request,
     Result,
     ended_or_raise,
@@ -99,7 +103,7 @@ def mistral_status(job: Any) -> BatchStatus:
 class MistralProvider(OpenAICompatProvider):
     """Mistral Chat Completions and batch jobs; see the module docstring."""
 
-    #: Text only here; Mistral caches prompt prefixes by itself.
+    #: Images and PDFs on its vision models; Mistral caches prompt prefixes by itself.
     spec = ProviderSpec(
         name="mistral",
         extra="mistral",
@@ -109,6 +113,8 @@ class MistralProvider(OpenAICompatProvider):
         # Up to a million requests per job; a file of at most 512 MB.
         batch=BatchSpec(input="file", max_requests=1_000_000, max_bytes=512 * 1024 * 1024),
         cache_kinds=("implicit",),
+        attachments=MISTRAL_LIMITS,
+        vision=True,
         options=(*COMPAT_OPTIONS, BATCH_INPUT),
     )
     base_url_env = "MISTRAL_BASE_URL"
@@ -154,6 +160,9 @@ class MistralProvider(OpenAICompatProvider):
         if "seed" in params:
             params["random_seed"] = params.pop("seed")
         return params
+
+    def _content_parts(self, m: Message, data: Data) -> list[dict[str, Any]]:
+        return mistral_parts(m.content, m.attachments, m.position, data)
 
     async def _sdk_chat(
         self, params: dict[str, Any], timeout: float | None

@@ -8,6 +8,8 @@ the SDK reads them; default ``https://api.together.ai``).
 
 What differs from OpenAI's protocol, handled here:
 
+- attachments: images only, as OpenAI's ``image_url`` parts, on its vision models
+  (``TOGETHER_LIMITS``); a PDF is refused before anything is sent;
 - the limit goes as ``max_tokens``; ``eos`` is a finish reason of its own (the model ended
   its answer: an answer), :mod:`agac.providers.stops`;
 - a batch line is ``{custom_id, body}``; the file is uploaded with purpose ``batch-api``
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import ProviderError, WaitError
+from agac.providers._attachments import TOGETHER_LIMITS
 from agac.providers._common import pick
 from agac.providers._errors import error_fields
 from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider
@@ -87,7 +90,7 @@ def _safe(key: str) -> str:
 class TogetherProvider(OpenAICompatProvider):
     """Together Chat Completions and Batch API; see the module docstring."""
 
-    #: Text only here; no flex tier.
+    #: Images on its vision models; no flex tier.
     spec = ProviderSpec(
         name="together",
         extra="together",
@@ -95,6 +98,8 @@ class TogetherProvider(OpenAICompatProvider):
         credential_env=("TOGETHER_API_KEY",),
         transports=TRANSPORTS,
         batch=BatchSpec(input="file", max_requests=50_000, max_bytes=100 * 1024 * 1024),
+        attachments=TOGETHER_LIMITS,
+        vision=True,
         options=COMPAT_OPTIONS,
     )
     base_url_env = "TOGETHER_BASE_URL"
