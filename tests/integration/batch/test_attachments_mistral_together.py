@@ -120,6 +120,7 @@ def test_providers_part_2_a_text_only_model_with_attachments_is_refused_at_valid
         ("mistral", "providers: {mistral: {batch_input: file}}\n"),
         ("together", ""),
     ],
+    ids=["mistral-inline", "mistral-file", "together"],
 )
 def test_providers_part_2_a_batch_of_files_is_sent_collected_and_named(
     provider: str, agac_yml: str, emulator: RunningEmulator, project: Path

@@ -178,10 +178,13 @@ def test_mistral_every_documented_job_status_has_a_rule() -> None:
 
 def test_mistral_spec() -> None:
     """Both transports on the mistralai SDK, its own key, a file batch API of a million
-    requests and 512 MB."""
+    requests and 512 MB, images and PDFs on its vision models only."""
     spec = provider_spec("mistral")
     assert spec.transports == ("lean", "sdk") and spec.sdk_module == "mistralai.client"
     assert spec.credential_env == ("MISTRAL_API_KEY",) and spec.extra == "mistral"
     assert spec.batch is not None and spec.batch.input == "file"
     assert (spec.batch.max_requests, spec.batch.max_bytes) == (1_000_000, 512 * 1024 * 1024)
-    assert spec.flex is None and spec.attachments is None
+    assert spec.flex is None and spec.attachments is not None
+    assert spec.attachments.kinds == {"image", "pdf"}
+    assert spec.attachments.refusal("mistral", "pixtral-large-latest", "pdf") is None
+    assert spec.attachments.refusal("mistral", "codestral-latest", "image") is not None
