@@ -31,6 +31,7 @@ from agac.media import image_size, pdf_pages, sniff
 
 __all__ = [
     "Seen",
+    "batch_limit_error",
     "describe_raw",
     "limit_error",
     "redact_body",
@@ -458,3 +459,13 @@ def _groq_limits(
             ("Request Entity Too Large: base64 encoded images are limited to 4MB per request"),
         )
     return None
+
+
+def batch_limit_error(provider: str, body: dict[str, Any]) -> tuple[int, str | None, str] | None:
+    """Take a batch line's attachments out (the batch keeps descriptors, not the bytes);
+    the provider's error when they are over its limits. OpenAI's, Groq's and Azure's
+    lines are held to no limits here (their suites test the live limits)."""
+    seen = take_attachments(provider, body)
+    if not seen or provider not in ("mistral", "together"):
+        return None
+    return limit_error(provider, seen, 0, str(body.get("model", "")))

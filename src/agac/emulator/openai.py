@@ -43,7 +43,7 @@ from .handling import (
     retry_headers,
     state_of,
 )
-from .media import limit_error, take_attachments, wire_error
+from .media import batch_limit_error, wire_error
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 BATCH_FILE_MAX = 200 * 1024 * 1024
@@ -785,7 +785,7 @@ def parse_input(
                 }
             )
             continue
-        wrong = wire_error(provider, body) or _batch_limit(provider, body)
+        wrong = wire_error(provider, body) or batch_limit_error(provider, body)
         if wrong is not None:
             message = f"Line {number}: {wrong[2]}"
             invalid.append(
@@ -821,16 +821,6 @@ def parse_input(
             }
         )
     return items, invalid, marked
-
-
-def _batch_limit(provider: str, body: dict[str, Any]) -> tuple[int, str | None, str] | None:
-    """Take a batch line's attachments out (the batch keeps descriptors, not the bytes);
-    the provider's error when they are over its limits. OpenAI's, Groq's and Azure's
-    lines are held to no limits here (their suites test the live limits)."""
-    seen = take_attachments(provider, body)
-    if not seen or provider not in ("mistral", "together"):
-        return None
-    return limit_error(provider, seen, 0, str(body.get("model", "")))
 
 
 def batch_json(
