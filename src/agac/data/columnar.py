@@ -22,11 +22,12 @@ from typing import Any
 
 from agac.data.arrow import require
 from agac.data.arrowjson import json_values, unsupported
+from agac.data.blocks import RecordBlock, block_of
 from agac.data.files import InputChanged, InputFile
 from agac.data.records import INPUT_CHANGED, InputRecord, changed_record, key_of, record_of
 from agac.errors import ConfigError, Problem
 
-__all__ = ["ColumnarFile", "open_columnar", "read_columnar"]
+__all__ = ["ColumnarFile", "open_columnar", "read_columnar", "read_columnar_blocks"]
 
 _BATCH_ROWS = 65_536
 _BATCH_VALUES = 500_000
@@ -193,6 +194,23 @@ def read_columnar(
     file: InputFile, id_field: str | None, columns: frozenset[str] | None, name: str
 ) -> Iterator[InputRecord]:
     """Every row of ``file`` as a record (see the module docstring)."""
+    for item in _read(file, id_field, columns, name, bulk=False):
+        assert isinstance(item, InputRecord)
+        yield item
+
+
+def read_columnar_blocks(
+    file: InputFile, id_field: str | None, columns: frozenset[str] | None, name: str
+) -> Iterator[InputRecord | RecordBlock]:
+    """The records of :func:`read_columnar`, a batch at a time as a
+    :class:`~agac.data.blocks.RecordBlock` where it can be one (the same keys, positions
+    and payload text), else one by one."""
+    return _read(file, id_field, columns, name, bulk=True)
+
+
+def _read(
+    file: InputFile, id_field: str | None, columns: frozenset[str] | None, name: str, *, bulk: bool
+) -> Iterator[InputRecord | RecordBlock]:
     try:
         opened = open_columnar(file)
     except InputChanged as exc:
@@ -204,7 +222,7 @@ def read_columnar(
     except ConfigError:
         opened.close()
         raise
-    yield from _rows(opened, names, id_field, name)
+    yield from _rows(opened, names, id_field, name, bulk)
 
 
 def _rows(
@@ -212,11 +230,17 @@ def _rows(
     names: list[str],
     id_field: str | None,
     name: str,
-) -> Iterator[InputRecord]:
+    bulk: bool,
+) -> Iterator[InputRecord | RecordBlock]:
     pa = require("pyarrow")
     n = 0
     try:
         for batch in opened.batches(names):
+            block = block_of(batch, name, n, id_field) if bulk else None
+            if block is not None:
+                yield block
+                n += batch.num_rows
+                continue
             if not names:  # nothing read but the row count
                 for _ in range(batch.num_rows):
                     n += 1

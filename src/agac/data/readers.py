@@ -40,6 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from agac.data.blocks import RecordBlock
 from agac.data.files import InputChanged, InputFile, LocalFile
 from agac.data.formats import decompressed, format_of
 from agac.data.jsonarray import Broken, Element, elements
@@ -62,8 +63,10 @@ __all__ = [
     "file_fingerprint",
     "iter_input",
     "read_input",
+    "read_input_blocks",
     "read_records",
     "unique_keys",
+    "unique_record_keys",
 ]
 
 # Undecodable bytes survive CSV decoding as lone surrogates (``surrogateescape``), so a
@@ -120,6 +123,18 @@ def read_input(
     return _read_csv(file, id_field, label)
 
 
+def read_input_blocks(
+    file: InputFile, id_field: str | None, *, columns: frozenset[str] | None = None
+) -> Iterator[InputRecord | RecordBlock]:
+    """The records of :func:`read_input`, a columnar file's batches as blocks where they
+    can be (:func:`agac.data.columnar.read_columnar_blocks`)."""
+    if file.format.columnar:
+        from agac.data.columnar import read_columnar_blocks
+
+        return read_columnar_blocks(file, id_field, columns, file.name)
+    return read_input(file, id_field, columns=columns)
+
+
 def iter_input(files: Iterable[Path], id_field: str | None) -> Iterator[InputRecord]:
     """Yield the records of ``files`` in order, with keys made unique across them.
 
@@ -137,10 +152,24 @@ def unique_keys(records: Iterable[InputRecord]) -> Iterator[InputRecord]:
     UTF-8 bytes, a third smaller than strings (a 2,000,000-record input holds them all)."""
     seen: set[bytes] = set()
     for record in records:
-        if record.key.encode() in seen:
-            record = _as_duplicate(record, seen)
-        seen.add(record.key.encode())
-        yield record
+        yield _unique(record, seen)
+
+
+def unique_record_keys(
+    items: Iterable[InputRecord | RecordBlock],
+) -> Iterator[InputRecord | RecordBlock]:
+    """As :func:`unique_keys` for the records among ``items``; blocks pass as they are
+    (their keys are checked once stored: :meth:`agac.store.snapshots.SnapshotRepository.write_snapshot`)."""
+    seen: set[bytes] = set()
+    for item in items:
+        yield item if isinstance(item, RecordBlock) else _unique(item, seen)
+
+
+def _unique(record: InputRecord, seen: set[bytes]) -> InputRecord:
+    if record.key.encode() in seen:
+        record = _as_duplicate(record, seen)
+    seen.add(record.key.encode())
+    return record
 
 
 def file_fingerprint(path: Path) -> str:

@@ -20,11 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from agac.data.blocks import RecordBlock
 from agac.data.files import InputChanged, InputFile, LocalFile
 from agac.data.formats import format_of
 from agac.data.frames import RECORDS_NAME, RecordsSpool
 from agac.data.objects import Bucket, ObjectEntry, ObjectFile
-from agac.data.readers import InputRecord, file_fingerprint, read_input, read_records, unique_keys
+from agac.data.readers import (
+    InputRecord,
+    file_fingerprint,
+    read_input,
+    read_input_blocks,
+    read_records,
+    unique_keys,
+    unique_record_keys,
+)
 
 __all__ = ["FileSource", "ObjectSource", "RecordSource", "TableSource"]
 
@@ -75,6 +84,15 @@ class FileSource:
     def records(self, id_field: str | None) -> Iterator[InputRecord]:
         return unique_keys(
             r for file in self.files() for r in read_input(file, id_field, columns=self.columns)
+        )
+
+    def blocks(self, id_field: str | None) -> Iterator[InputRecord | RecordBlock]:
+        """:meth:`records`, a columnar file's batches as blocks where they can be (their
+        keys not yet checked against the others')."""
+        return unique_record_keys(
+            r
+            for file in self.files()
+            for r in read_input_blocks(file, id_field, columns=self.columns)
         )
 
     def check(self, id_field: str | None) -> None:
@@ -134,6 +152,14 @@ class ObjectSource:
             r
             for e in self.entries
             for r in read_input(ObjectFile(self.bucket, e), id_field, columns=self.columns)
+        )
+
+    def blocks(self, id_field: str | None) -> Iterator[InputRecord | RecordBlock]:
+        """As :meth:`FileSource.blocks`, each object read at the version listed."""
+        return unique_record_keys(
+            r
+            for e in self.entries
+            for r in read_input_blocks(ObjectFile(self.bucket, e), id_field, columns=self.columns)
         )
 
     def check(self, id_field: str | None) -> None:

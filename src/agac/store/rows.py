@@ -31,6 +31,7 @@ __all__ = [
     "OutcomeRow",
     "PricedRow",
     "RecordRow",
+    "RecordSpan",
     "StagedItem",
     "ToolResultRow",
     "TurnRow",
@@ -52,6 +53,18 @@ class RecordRow(NamedTuple):
     payload: str | None
     reason: str | None
     error: str | None
+
+
+class RecordSpan(NamedTuple):
+    """Consecutive valid records of one file, written as a bulk append (table
+    ``records``): record ``i`` has seq ``seq + i``, position ``n + i``, no line, key
+    ``keys[i]`` and payload ``payloads[i]`` (JSON text)."""
+
+    seq: int
+    file: str
+    n: int
+    keys: Sequence[str]
+    payloads: Sequence[str]
 
 
 class OutcomeRow(NamedTuple):

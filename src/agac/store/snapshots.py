@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -11,14 +11,20 @@ import sqlalchemy as sa
 from agac.jsontext import dumps, loads
 from agac.store import tables as t
 from agac.store.core import StoreCore
-from agac.store.rows import RecordRow
+from agac.store.rows import RecordRow, RecordSpan
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
+    from sqlalchemy.engine import Connection, Row
 
 __all__ = ["SnapshotRepository"]
 
 _CHUNK = 2000
+_COPY = "COPY records (snapshot_id, seq, key, file, n, line, payload) FROM STDIN"
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 class SnapshotRepository(StoreCore):
@@ -33,12 +39,19 @@ class SnapshotRepository(StoreCore):
         self,
         snapshot_id: str,
         files: list[dict[str, Any]],
-        rows: Iterable[RecordRow | dict[str, Any]],
+        rows: Iterable[RecordRow | RecordSpan | dict[str, Any]],
         attachments: Iterable[tuple[str, str, int, str]] = (),
+        one_by_one: Callable[[], Iterable[RecordRow]] | None = None,
     ) -> int:
         """Store an input snapshot streaming, in chunks; returns its record count. Rows are
-        :class:`RecordRow` values of this snapshot, or dicts keyed by column name (given
-        the snapshot's id here).
+        :class:`RecordRow` values of this snapshot, dicts keyed by column name (given
+        the snapshot's id here), or :class:`RecordSpan` runs of valid records, appended
+        in bulk (one statement per span on SQLite, ``COPY`` on PostgreSQL).
+
+        The keys of spans are checked once stored: when a key is found twice the records
+        are written again from ``one_by_one()`` (the same records one by one, duplicates
+        marked), in the same transaction, so a snapshot never holds a key twice whichever
+        way it was written.
 
         Several processes admitting runs over the same input at once (S6) write it once:
         the first insert of the snapshot's row wins, and the others (on PostgreSQL, after
@@ -46,7 +59,6 @@ class SnapshotRepository(StoreCore):
         read none of ``rows``. A row left incomplete by an older agac is written again.
         ``attachments`` — (path, sha256, size, media type) of each file the records attach —
         are written with it."""
-        count = 0
         s = t.snapshots
         with self._write("snapshot the input") as conn:
             inserted = conn.execute(
@@ -75,18 +87,10 @@ class SnapshotRepository(StoreCore):
             ]
             for i in range(0, len(files_rows), _CHUNK):
                 self._bulk(conn, sa_, files_rows[i : i + _CHUNK])
-            chunk: list[RecordRow | dict[str, Any]] = []
-            for row in rows:
-                if isinstance(row, dict):
-                    row["snapshot_id"] = snapshot_id
-                chunk.append(row)
-                if len(chunk) >= _CHUNK:
-                    self._bulk(conn, t.records, chunk)
-                    count += len(chunk)
-                    chunk = []
-            if chunk:
-                self._bulk(conn, t.records, chunk)
-                count += len(chunk)
+            count, spans = self._write_records(conn, snapshot_id, rows)
+            if spans and one_by_one is not None and self._repeats_a_key(conn, snapshot_id):
+                conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
+                count, _ = self._write_records(conn, snapshot_id, one_by_one())
             # ``files`` is filled by the caller's generator while it streams.
             conn.execute(
                 t.snapshots.update()
@@ -94,6 +98,69 @@ class SnapshotRepository(StoreCore):
                 .values(record_count=count, complete=True, files=dumps(files))
             )
         return count
+
+    def _write_records(
+        self,
+        conn: Connection,
+        snapshot_id: str,
+        rows: Iterable[RecordRow | RecordSpan | dict[str, Any]],
+    ) -> tuple[int, bool]:
+        """Insert ``rows``; (how many records, whether a span was among them)."""
+        count, spans = 0, False
+        chunk: list[RecordRow | dict[str, Any]] = []
+        for row in rows:
+            if isinstance(row, RecordSpan):
+                self._append_span(conn, snapshot_id, row)
+                count += len(row.keys)
+                spans = True
+                continue
+            if isinstance(row, dict):
+                row["snapshot_id"] = snapshot_id
+            chunk.append(row)
+            if len(chunk) >= _CHUNK:
+                self._bulk(conn, t.records, chunk)
+                count += len(chunk)
+                chunk = []
+        if chunk:
+            self._bulk(conn, t.records, chunk)
+            count += len(chunk)
+        return count, spans
+
+    def _append_span(self, conn: Connection, snapshot_id: str, span: RecordSpan) -> None:
+        """One span of records, straight to the driver: the snapshot's id and the file
+        name are written once in the statement (SQLite) or sent by ``COPY``
+        (PostgreSQL), so only the seq, key, position and payload of a record are bound."""
+        size = len(span.keys)
+        seqs = range(span.seq, span.seq + size)
+        positions = range(span.n, span.n + size)
+        if self.hooks.postgres:
+            cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            with cursor.copy(_COPY) as copy:
+                for seq, key, n, payload in zip(
+                    seqs, span.keys, positions, span.payloads, strict=True
+                ):
+                    copy.write_row((snapshot_id, seq, key, span.file, n, 0, payload))
+            return
+        sql = (
+            "INSERT INTO records (snapshot_id, seq, key, file, n, line, payload) "
+            f"VALUES ({_literal(snapshot_id)}, ?, ?, {_literal(span.file)}, ?, 0, ?)"
+        )
+        conn.exec_driver_sql(sql, list(zip(seqs, span.keys, positions, span.payloads, strict=True)))
+
+    @staticmethod
+    def _repeats_a_key(conn: Connection, snapshot_id: str) -> bool:
+        """Whether two records of the snapshot share a key (read off the key index)."""
+        r = t.records
+        return (
+            conn.execute(
+                sa.select(r.c.key)
+                .where(r.c.snapshot_id == snapshot_id)
+                .group_by(r.c.key)
+                .having(sa.func.count() > 1)
+                .limit(1)
+            ).first()
+            is not None
+        )
 
     def snapshot_attachments(self, snapshot_id: str) -> dict[str, tuple[str, int]]:
         """path -> (sha256, size) of every file the snapshot's records attach."""

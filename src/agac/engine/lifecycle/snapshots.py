@@ -34,6 +34,7 @@ from jinja2 import TemplateSyntaxError
 from agac.config.reads import source_columns
 from agac.config.source import load_located
 from agac.confinement import Confinement
+from agac.data.blocks import RecordBlock
 from agac.data.inputs import resolve_input_files
 from agac.data.objects import list_objects
 from agac.data.sources import FileSource, ObjectSource, RecordSource
@@ -45,12 +46,13 @@ from agac.objectstores import is_cloud_url
 from agac.prompt.attachments import compile_attachments, render_references, resolve
 from agac.prompt.references import template_references
 from agac.prompt.render import RenderError
-from agac.store.rows import RecordRow
+from agac.store.rows import RecordRow, RecordSpan
 from agac.tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from agac.config.model import Action, Workflow
     from agac.config.project import Project
+    from agac.data.records import InputRecord
     from agac.media import Attachment
     from agac.store.repository import Store
 
@@ -250,11 +252,17 @@ def snapshot_input(
     if isinstance(source, FileSource | ObjectSource):
         source.check(workflow.input.id_field)  # a damaged footer refuses the run before a row
     files: list[dict[str, Any]] = []
+
+    def one_by_one() -> Iterator[RecordRow]:
+        files.clear()
+        return _rows(source, workflow, limit, files, snapshot_id)
+
     count = store.write_snapshot(
         snapshot_id,
         files,
-        _rows(source, workflow, limit, files, snapshot_id),
+        _spans(source, workflow, limit, files, snapshot_id),
         [(a.path, a.sha256, a.size, a.media_type) for a in attachments.values()],
+        one_by_one,
     )
     return InputSnapshot(snapshot_id, files, count, _empty(source, files, count, limit, project))
 
@@ -296,17 +304,54 @@ def _rows(
             current = {"file": rec.file, "start": seq, "count": 0, **facts.get(rec.file, {})}
             files.append(current)
         current["count"] += 1
-        yield RecordRow(
-            snapshot_id,
-            seq,
-            rec.key,
-            rec.file,
-            rec.n,
-            rec.line,
-            None if rec.payload is None else dumps(rec.payload),
-            rec.reason,
-            rec.error,
-        )
+        yield _row(snapshot_id, seq, rec)
+
+
+def _spans(
+    source: RecordSource,
+    workflow: Workflow,
+    limit: int | None,
+    files: list[dict[str, Any]],
+    snapshot_id: str,
+) -> Iterator[RecordRow | RecordSpan]:
+    """:func:`_rows`, a columnar batch at a time as a :class:`RecordSpan` (bulk append)
+    where the reader gives it as a block; records given in memory one by one."""
+    if not isinstance(source, FileSource | ObjectSource):
+        yield from _rows(source, workflow, limit, files, snapshot_id)
+        return
+    current: dict[str, Any] | None = None
+    facts = source.facts() if isinstance(source, ObjectSource) else {}
+    seq = 0
+    for item in source.blocks(workflow.input.id_field):
+        if limit is not None and seq >= limit:
+            break
+        size = len(item) if isinstance(item, RecordBlock) else 1
+        if limit is not None and seq + size > limit:
+            assert isinstance(item, RecordBlock)
+            item, size = item.head(limit - seq), limit - seq
+        if current is None or current["file"] != item.file:
+            current = {"file": item.file, "start": seq, "count": 0, **facts.get(item.file, {})}
+            files.append(current)
+        current["count"] += size
+        if isinstance(item, RecordBlock):
+            yield RecordSpan(seq, item.file, item.first, item.keys, item.payloads)
+        else:
+            yield _row(snapshot_id, seq, item)
+        seq += size
+
+
+def _row(snapshot_id: str, seq: int, rec: InputRecord) -> RecordRow:
+    return RecordRow(
+        snapshot_id,
+        seq,
+        rec.key,
+        rec.file,
+        rec.n,
+        rec.line,
+        None if rec.payload is None else dumps(rec.payload),
+        rec.reason,
+        rec.error,
+    )
 
 
 def input_changes(store: Store, snapshot_id: str, source: RecordSource) -> list[str]:
