@@ -701,7 +701,8 @@ def gc(keep_runs: int, as_json: bool) -> int:
     else:
         click.echo(
             f"pruned {len(doc['pruned_runs'])} runs ({doc['deleted_outcomes']:,} outcomes, "
-            f"{doc['deleted_events']:,} events, {doc['deleted_records']:,} snapshot records); "
+            f"{doc['deleted_events']:,} events, {doc['deleted_turns']:,} tool-loop turns, "
+            f"{doc['deleted_records']:,} snapshot records); "
             f"kept the newest {keep_runs} final runs of each workflow and every answer"
         )
     return 0

@@ -338,10 +338,11 @@ class RunRepository(StoreCore):
             ]
 
     def prune_runs(self, run_ids: Sequence[str]) -> dict[str, int]:
-        """``agac gc``: delete the outcomes, events and action states of these runs and mark
-        them pruned; the runs' rows, their usage (the cost ledger), answers, tool results,
-        batches and effects stay. Input snapshots no run still needs go too."""
-        counts = {"runs": 0, "outcomes": 0, "events": 0, "records": 0}
+        """``agac gc``: delete the outcomes, events, action states and tool-loop turns of
+        these runs and mark them pruned; the runs' rows, their usage (the cost ledger),
+        answers, tool results, batches and effects stay. Input snapshots no run still needs
+        go too."""
+        counts = {"runs": 0, "outcomes": 0, "events": 0, "turns": 0, "records": 0}
         if not run_ids:
             return counts
         with self._write("prune old runs") as conn:
@@ -352,6 +353,9 @@ class RunRepository(StoreCore):
                 ).rowcount
                 counts["events"] += conn.execute(
                     t.events.delete().where(t.events.c.run_id.in_(part))
+                ).rowcount
+                counts["turns"] += conn.execute(
+                    t.turns.delete().where(t.turns.c.run_id.in_(part))
                 ).rowcount
                 conn.execute(t.fanouts.delete().where(t.fanouts.c.run_id.in_(part)))
                 conn.execute(t.run_actions.delete().where(t.run_actions.c.run_id.in_(part)))

@@ -16,6 +16,7 @@ from e2e_support import chat_requests, project_yml, sent_requests
 
 from agac import api
 from agac.cli.main import cli
+from agac.store.repository import Store
 from agac.testing import write_project
 
 TOOLS = '''\
@@ -230,3 +231,19 @@ def test_i40_an_approved_request_keeps_its_tools_and_runs_the_loop(
     # next run, with no proposal and no call.
     again = run(project).summary
     assert again["actions"]["reply"]["reused"] == 1 and len(sent) == 2
+
+
+def test_i40_gc_purges_the_turns_of_pruned_runs(emulator: Any, project: Path) -> None:
+    _project(project, [{"id": "r0", "text": ONE_CALL}])
+    old = run(project).summary["run_id"]
+    new = run(project, fresh=True).summary["run_id"]  # a new loop, its own turns
+
+    report = api.gc(1, project)
+
+    assert report["pruned_runs"] == [old] and report["deleted_turns"] == 2
+    store = Store(f"sqlite:///{project}/.agac/agac.db")
+    try:
+        assert store.turn_counts(old) == {}
+        assert store.turn_counts(new) == {("reply", "r0"): (1, 1)}
+    finally:
+        store.close()

@@ -137,7 +137,7 @@ def _units_in_open_batches(
 
 def collect_garbage(store: Store, keep_runs: int) -> dict[str, Any]:
     """``agac gc``: per tenant and workflow, keep the newest ``keep_runs`` final runs and
-    every run not final; prune the outcomes and events of the others (answers, the cost
+    every run not final; prune the outcomes, events and tool-loop turns of the others (answers, the cost
     ledger, batches and effects stay: answers remain reusable by fingerprint)."""
     pruned: list[str] = []
     seen: dict[tuple[str, str], int] = {}
