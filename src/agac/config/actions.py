@@ -446,15 +446,6 @@ def _tool_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "tools" in v:
         out["tools"] = read_tools(f, v["tools"], at("tools"))
-        mode = resolved_run_mode(v.get("run_mode"))
-        if mode in ("batch", "auto"):
-            f.error(
-                "not_available_yet",
-                f"action {raw.name!r} has tools and run_mode {mode}: a tool loop runs "
-                "online in this version of agac",
-                at("run_mode"),
-                hint="run_mode: online",
-            )
     for key in ("max_turns", "max_tool_calls"):
         if key not in v:
             continue

@@ -109,9 +109,28 @@ def check_environment(
                 hint="use an OpenAI-protocol provider (openai, azure, groq, deepseek) "
                 "for this action",
             )
+        if action.tools and spec is not None and spec.function_tools:
+            _batch_tools_unsupported(f, raw, action, spec)
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)
+
+
+def _batch_tools_unsupported(
+    f: Findings, raw: RawAction, action: Action, spec: ProviderSpec
+) -> None:
+    """An action with tools that may go to a batch API whose results agac does not read
+    tool calls from (its loop runs in batch rounds only where it does)."""
+    if action.run_mode not in ("batch", "auto") or spec.batch is None or spec.batch.tools:
+        return
+    f.error(
+        "not_available_yet",
+        f"action {raw.name!r} has tools and run_mode {action.run_mode}, but a tool loop in "
+        f"batch rounds on provider {action.provider!r} is not available in this version of agac",
+        raw.origin("run_mode"),
+        hint="run_mode: online, or a provider whose batches run tool loops (openai, azure, "
+        "groq, anthropic, gemini)",
+    )
 
 
 def _check_request_options(f: Findings, raw: RawAction, action: Action, spec: ProviderSpec) -> None:

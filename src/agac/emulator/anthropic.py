@@ -370,6 +370,7 @@ async def create_batch(request: Request) -> Response:
         plan, markers = anthropic_plan(str(params["model"]), params)
         if markers:
             marked.append({"custom_id": custom_id, **markers})
+        tools, results, turns = tool_turns(params)
         items.append(
             BatchItem(
                 custom_id=custom_id,
@@ -379,6 +380,9 @@ async def create_batch(request: Request) -> Response:
                 schema=schema,
                 max_tokens=params["max_tokens"],
                 cache=plan,
+                tools=tools,
+                results=results,
+                turns=turns,
             )
         )
     note_cache(request, marked)

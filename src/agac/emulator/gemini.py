@@ -364,6 +364,7 @@ def _item(
     if cache is not None:
         cache.batch += 1
         extra.update(cached_content=cache.id, own_tokens=gemini_caches.own_tokens(request_body))
+    tools, results, turns = tool_turns(whole)
     item = BatchItem(
         custom_id=key,
         model=model,
@@ -373,6 +374,9 @@ def _item(
         max_tokens=max_tokens,
         extra=extra,
         cache=plan,
+        tools=tools,
+        results=results,
+        turns=turns,
     )
     if refused is not None:
         item.error = ItemError(refused[0], None, refused[1])

@@ -800,6 +800,7 @@ def parse_input(
         )
         if markers:
             marked.append({"custom_id": custom_id, **markers})
+        tools, results, turns = tool_turns(body)
         items.append(
             BatchItem(
                 custom_id=custom_id,
@@ -809,6 +810,9 @@ def parse_input(
                 schema=schema,
                 max_tokens=max_tokens,
                 cache=plan,
+                tools=tools,
+                results=results,
+                turns=turns,
             )
         )
     if not items and not invalid:

@@ -168,6 +168,8 @@ class BatchItem:
     ``canonical`` is what the answer and the fingerprint depend on, ``prompt`` what counts
     as input characters; ``cache`` what it may read from and write to the prompt cache
     when it is answered; ``extra`` keeps provider details (Gemini inline ``metadata``).
+    ``tools``, ``results`` and ``turns`` are its tool loop so far, as a live call's (the
+    tools it offers, the results it sends back, its assistant turns that called tools).
     """
 
     custom_id: str
@@ -181,6 +183,9 @@ class BatchItem:
     error: ItemError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     cache: CachePlan | None = None
+    tools: frozenset[str] = frozenset()
+    results: tuple[str, ...] = ()
+    turns: int = 0
 
 
 @dataclass(frozen=True)
@@ -494,6 +499,9 @@ class EmulatorState:
             seed=self.config.seed,
             fault=item.answer_fault,
             reply=item.reply,
+            tools=item.tools,
+            results=item.results,
+            turns=item.turns,
         )
         cache = self.caches.get(str(item.extra.get("cached_content") or ""))
         if cache is not None:  # an explicit cache: its tokens are what the item read

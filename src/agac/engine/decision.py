@@ -52,7 +52,8 @@ The rules, in order, each final for the unit:
    for it, else ``reused``);
 8. a batch action: staged by this run, or in a batch out (adopted, B0) -> pending; its
    last item read by this run failed -> ``failed``; the deadline passed, or the budget
-   is exhausted -> skipped; else staged (attempt = items read here + 1);
+   is exhausted -> skipped; else staged (the next attempt; after an item whose answer
+   asked for tool calls, the first of the next round of its loop: ``Stage.continues``);
 9. the action is paused (its provider unreachable: a burst of identical transport
    failures in this run) -> ``skipped provider_unreachable``; otherwise it is sent
    (single-flight, retries: engine/walk/calls.py).
@@ -80,6 +81,7 @@ __all__ = [
     "EFFECT",
     "GATE",
     "NOT_YET",
+    "ROUND_SPAN",
     "Adopt",
     "CarriedFailure",
     "Decision",
@@ -98,6 +100,7 @@ __all__ = [
     "decide",
     "own_item",
     "read_answer",
+    "round_try",
     "unreachable_skip",
 ]
 
@@ -147,9 +150,23 @@ class Adopt(NamedTuple):
 
 
 class Stage(NamedTuple):
-    """Staged for the action's next batch, as attempt ``attempt``."""
+    """Staged for the action's next batch, as attempt ``attempt``. ``continues``: the
+    unit's last item read here asked for tool calls; what is staged is the next turn of
+    its loop (its calls run first, engine/walk/toolloop.py), a round of the batch loop."""
 
     attempt: int
+    continues: bool = False
+
+
+ROUND_SPAN = 100
+"""Item attempts per round of a batch tool loop: round ``r`` (from 0) tries attempts
+``r * ROUND_SPAN + 1`` onwards, so a unit's items stay ordered by attempt across rounds
+and each round has the action's ``max_attempts`` of its own (:func:`round_try`)."""
+
+
+def round_try(attempt: int) -> int:
+    """Which try of its round an item's attempt is (1 for a round's first)."""
+    return (attempt - 1) % ROUND_SPAN + 1
 
 
 class Need(NamedTuple):
@@ -434,7 +451,20 @@ def _batch(f: UnitFacts, fp: str) -> Decision:
         return deadline_skip("never sent")
     if f.budget_exhausted:
         return budget_skip("never sent")
-    return Stage(len(read_here) + 1)
+    return _next_stage(read_here)
+
+
+def _next_stage(read_here: Sequence[BatchItem]) -> Stage:
+    """The unit's next item: its next attempt; once an item read here asked for tool calls
+    (status ``turn``), a try of the round after the last such item (its first, or one more
+    after that round's failed tries)."""
+    turns = [n for n, i in enumerate(read_here) if i.status == "turn"]
+    if not turns:
+        return Stage(len(read_here) + 1)
+    turn = read_here[turns[-1]]
+    base = ((turn.attempt - 1) // ROUND_SPAN + 1) * ROUND_SPAN
+    tries = len(read_here) - turns[-1] - 1
+    return Stage(base + tries + 1, continues=True)
 
 
 # -- the rules other steps share ---------------------------------------------------------------

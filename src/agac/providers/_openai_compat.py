@@ -102,7 +102,7 @@ COMPAT_OPTIONS = (
 )
 
 #: OpenAI's batch limits: a JSONL file of 50,000 requests and 200 MB.
-FILE_BATCH = BatchSpec(input="file")
+FILE_BATCH = BatchSpec(input="file", tools=True)
 
 #: An action's ``provider_options:`` on Chat Completions APIs.
 REASONING_EFFORT = Option(
@@ -738,7 +738,7 @@ class OpenAICompatProvider(ProviderBase):
                 continue
             async for lines in self._file_lines(str(file_id)):
                 for line in lines:
-                    yield self._result(json.loads(line), latency)
+                    yield self._result(json.loads(line), latency, handle.tools)
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork:
         """The batch's ``completed`` count (an expired or cancelled batch bills what it
@@ -779,7 +779,9 @@ class OpenAICompatProvider(ProviderBase):
                 if rest.strip():
                     yield [line for line in rest.splitlines() if line.strip()]
 
-    def _result(self, line: dict[str, Any], latency_ms: float) -> Result:
+    def _result(
+        self, line: dict[str, Any], latency_ms: float, offered: frozenset[str] = frozenset()
+    ) -> Result:
         custom_id = str(line.get("custom_id"))
         response = line.get("response") or None
         error = line.get("error") or None
@@ -793,6 +795,7 @@ class OpenAICompatProvider(ProviderBase):
                 latency_ms=latency_ms,
                 service_tier="batch",
                 request_id=request_id,
+                offered=offered,
             )
             return Result(custom_id, "succeeded", response=answer)
         if response and status:

@@ -111,6 +111,7 @@ class AnthropicProvider(ProviderBase):
             max_bytes=BATCH_MAX_BYTES,
             attachment_max_bytes=64 * 1024 * 1024,
             find="window",
+            tools=True,
         ),
         cache_kinds=("marker",),
         # 4,096 for Opus 4.5 and Haiku 4.5, 2,048 for Haiku 3 and 3.5, 1,024 for the others.
@@ -431,7 +432,7 @@ class AnthropicProvider(ProviderBase):
             latency = max(0.0, (ended - created) * 1000.0) if created and ended else 0.0
             decoder = await self._client.messages.batches.results(handle.id)
             async for item in decoder:
-                yield self._result(item, latency)
+                yield self._result(item, latency, handle.tools)
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork:
         """The batch's ``succeeded`` count (0 until it ends: Anthropic counts only then);
@@ -441,13 +442,18 @@ class AnthropicProvider(ProviderBase):
         status = batch_status(batch)
         return BilledWork(status, status.completed)
 
-    def _result(self, item: Any, latency_ms: float) -> Result:
+    def _result(
+        self, item: Any, latency_ms: float, offered: frozenset[str] = frozenset()
+    ) -> Result:
         custom_id = str(pick(item, "custom_id"))
         result = pick(item, "result")
         kind = str(pick(result, "type"))
         if kind == "succeeded":
             answer = message_response(
-                pick(result, "message"), latency_ms=latency_ms, service_tier="batch"
+                pick(result, "message"),
+                latency_ms=latency_ms,
+                service_tier="batch",
+                offered=offered,
             )
             return Result(custom_id, "succeeded", response=answer)
         if kind == "canceled":

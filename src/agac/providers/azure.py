@@ -114,7 +114,7 @@ class AzureProvider(OpenAICompatProvider):
         flex=FlexSpec(billed="batch"),
         options=AZURE_OPTIONS,
         # Global-Batch: 100,000 requests and 200 MB a file.
-        batch=BatchSpec(input="file", max_requests=100_000),
+        batch=BatchSpec(input="file", max_requests=100_000, tools=True),
     )
     default_base_url = ""
     chat_path = "/chat/completions"

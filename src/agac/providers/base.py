@@ -450,12 +450,16 @@ class Response:
 @dataclass(frozen=True, slots=True)
 class BatchHandle:
     """Names one provider batch. ``id`` is what the provider's SDK takes back
-    (Gemini: the full ``batches/<id>`` name). ``key`` is our idempotency key."""
+    (Gemini: the full ``batches/<id>`` name). ``key`` is our idempotency key. ``tools``
+    is given by the engine when it reads results (never stored with the batch)."""
 
     provider: str
     id: str
     key: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    tools: frozenset[str] = frozenset()
+    """The functions every request of the batch offers (one action per batch): a result
+    calling only those is a tool turn (``tool_use``), read as the live call reads it."""
 
 
 BatchState = Literal["running", "cancelling", "ended", "failed", "expired", "cancelled"]

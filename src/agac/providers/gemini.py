@@ -133,6 +133,7 @@ class GeminiProvider(ProviderBase):
             max_requests=BATCH_MAX_REQUESTS,
             max_bytes=FILE_MAX_BYTES,
             attachment_line_bytes=line_bytes,
+            tools=True,
         ),
         cache_kinds=("explicit", "implicit"),
         # 1,024 for the Flash models, 4,096 for the Pro ones and any other.
@@ -482,11 +483,11 @@ class GeminiProvider(ProviderBase):
         for item in pick(dest, "inlined_responses") or []:
             custom_id = (pick(item, "metadata") or {}).get("key")
             if custom_id:
-                yield self._result(str(custom_id), item, latency)
+                yield self._result(str(custom_id), item, latency, handle.tools)
         file_name = pick(dest, "file_name")
         if file_name:
             async for custom_id, item in self._file_items(str(file_name)):
-                yield self._result(custom_id, item, latency)
+                yield self._result(custom_id, item, latency, handle.tools)
 
     async def billed_work(self, handle: BatchHandle) -> BilledWork:
         """The job's answered responses and their total usage, not their answers; a
@@ -524,11 +525,15 @@ class GeminiProvider(ProviderBase):
         finally:
             path.unlink(missing_ok=True)
 
-    def _result(self, custom_id: str, item: Any, latency_ms: float) -> Result:
+    def _result(
+        self, custom_id: str, item: Any, latency_ms: float, offered: frozenset[str] = frozenset()
+    ) -> Result:
         response = pick(item, "response")
         error = pick(item, "error") or pick(item, "status")
         if response is not None and not error:
-            answer = content_response(response, latency_ms=latency_ms, service_tier="batch")
+            answer = content_response(
+                response, latency_ms=latency_ms, service_tier="batch", offered=offered
+            )
             return Result(custom_id, "succeeded", response=answer)
         return Result(custom_id, "errored", error=item_error(self.name, error))
 

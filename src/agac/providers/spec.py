@@ -53,7 +53,9 @@ class BatchSpec:
     upload). ``find`` is how a submission whose answer was lost is found again (B2): by
     the key agac tags it with, or by time window and request count (Anthropic).
     ``min_requests`` is the fewest requests the provider takes in one batch (Bedrock: 100);
-    a file with fewer goes live or waits (the adapter's ``below_minimum``)."""
+    a file with fewer goes live or waits (the adapter's ``below_minimum``). ``tools``
+    says its batch results read tool calls as its live calls do (an action with
+    ``tools:`` runs its loop in batch rounds)."""
 
     input: BatchInput = "file"
     max_requests: int = 50_000
@@ -62,6 +64,7 @@ class BatchSpec:
     attachment_max_bytes: int = 0
     attachment_line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None
     find: Literal["key", "window"] = "key"
+    tools: bool = False
 
 
 @dataclass(frozen=True, slots=True)

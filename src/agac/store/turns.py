@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from agac.store import tables as t
+from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
 
-    from agac.store.rows import TurnRow, UsageRow
+    from agac.store.rows import ItemResult, TurnRow, UsageRow
 
 __all__ = ["TurnRepository"]
 
@@ -31,14 +32,20 @@ class TurnRepository(StoreCore):
         turns: Sequence[TurnRow],
         usage: Sequence[UsageRow] = (),
         *,
+        item_results: Sequence[ItemResult] = (),
         lease: tuple[str, int, float] | None = None,
     ) -> None:
-        """Store steps of tool loops and their ledger rows, for the run holding ``lease``."""
+        """Store steps of tool loops and their ledger rows, for the run holding ``lease``;
+        with ``item_results``, the batch items that brought the turns marked read in the
+        same transaction (a turn read from a batch is never stored without its item read,
+        nor ledgered twice)."""
         with self._write("store a tool loop's turn") as conn:
             if lease is not None:
                 self._fence(conn, *lease)
             self._bulk(conn, t.turns, turns, "ON CONFLICT DO NOTHING", tenant=tenant)
             self._bulk(conn, t.usage, usage, tenant=tenant)
+            if item_results:
+                write_item_results(conn, self.hooks.param, item_results)
 
     def turns_of(self, run_id: str, action: str, unit_key: str) -> list[Row]:
         """A unit's stored steps in a run, in order."""

@@ -94,7 +94,9 @@ OPEN_BATCH_STATES: tuple[BatchState, ...] = (
 )
 """A batch in these states still owes its items an answer (``ended`` = not yet read)."""
 
-ItemStatus = Literal["pending", "succeeded", "retry", "not_submitted", "failed"]
+ItemStatus = Literal["pending", "succeeded", "retry", "not_submitted", "failed", "turn"]
+"""``turn``: the answer asked for tool calls; the turn is stored in the unit's loop (table
+``turns``) and the next round sends the conversation on."""
 """A batch item: waiting (staged or out), read with an answer, to be sent again, failed."""
 
 

@@ -6,6 +6,9 @@ pages it touched, so small groups write the same pages again and again); nothing
 whole result file. Each item ends one of:
 
 - ``succeeded``: its answer is stored by fingerprint (usage at the batch tier);
+- ``turn``: the answer asked for tool calls (an action with ``tools:``): the model turn is
+  stored in the unit's loop (table ``turns``) with its usage, in the same transaction as
+  the item; the walk runs the calls and stages the conversation for the next round;
 - ``retry``: left out of the results, errored retryably, truncated or schema-invalid
   while the action's attempts are not spent: the next walk sends it again in a retry
   batch;
@@ -25,11 +28,12 @@ from typing import TYPE_CHECKING
 
 from agac.engine.batch.hybrid import OVERLAP_ORIGIN
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.decision import round_try
 from agac.engine.requests import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
-from agac.jsontext import dumps
-from agac.providers.base import SupportsContinue, stored_request
-from agac.store.rows import AnswerRow, ItemResult
+from agac.jsontext import dumps, loads
+from agac.providers.base import SupportsContinue, fingerprint_of, stored_request
+from agac.store.rows import AnswerRow, ItemResult, TurnRow
 
 if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
@@ -68,6 +72,8 @@ async def ingest_batch(
     )
     reading = _Reading(ctx, rt, b, answered)
     group = _GROUP
+    if rt.tool_defs:  # the action's tools: a result calling them is a turn of its loop
+        handle = replace(handle, tools=frozenset(t.name for t in rt.tool_defs))
     async for result in rt.batch_api.api.batch_results(handle):
         item = items.pop(result.custom_id, None)
         if item is None:
@@ -112,10 +118,12 @@ class _Reading:
         self.b = b
         self.overlap = overlap
         self.max_attempts = rt.action.retry.max_attempts
-        self.counts = {"succeeded": 0, "retry": 0, "failed": 0, "not_returned": 0}
+        self.counts = {"succeeded": 0, "retry": 0, "failed": 0, "not_returned": 0, "turns": 0}
         self.answers: list[AnswerRow] = []
         self.usage: list[UsageRow] = []
         self.results: list[ItemResult] = []
+        self.turns: list[tuple[TurnRow, list[UsageRow], ItemResult]] = []
+        """Model turns that called tools, each with its usage and its item read."""
         now = ctx.control.clock.time()
         self.latency_ms = (now - (b.submitted_at or now)) * 1000
 
@@ -127,7 +135,20 @@ class _Reading:
             await self.ctx.gateway.commit(
                 answers=self.answers, usage=self.usage, item_results=self.results
             )
-        self.answers, self.usage, self.results = [], [], []
+        if self.turns:
+            ctx = self.ctx
+            rows = [row for row, _, _ in self.turns]
+            usage = [u for _, used, _ in self.turns for u in used]
+            results = [result for _, _, result in self.turns]
+            await ctx.gateway.call(
+                ctx.store.put_turns,
+                ctx.tenant,
+                rows,
+                usage,
+                item_results=results,
+                lease=ctx.gateway.fence,
+            )
+        self.answers, self.usage, self.results, self.turns = [], [], [], []
 
     async def read(self, item: BatchItem, result: Result) -> None:
         if result.type == "succeeded" and result.response is not None:
@@ -165,6 +186,7 @@ class _Reading:
         response = result.response
         assert response is not None
         rt = self.rt
+        mark = len(self.usage)
         self.usage.append(
             self.ctx.out.batch_usage_row(
                 rt,
@@ -192,6 +214,9 @@ class _Reading:
             if continued is None:
                 return
             response = continued
+        if response.stop_reason == "tool_use" and rt.tool_defs:
+            self._turn(item, response, mark)
+            return
         try:
             output = accept_response(rt, response)
         except Fail as fail:
@@ -210,6 +235,50 @@ class _Reading:
         )
         self.results.append(ItemResult(self.b.key, item.custom_id, "succeeded"))
         self.counts["succeeded"] += 1
+
+    def _turn(self, item: BatchItem, response: Response, mark: int) -> None:
+        """A model turn that asked for tool calls: kept for the unit's loop in this run, at
+        the step after the conversation its request sent (each earlier model turn and tool
+        result a step), with its usage row. A unit answered live first (B13) keeps its
+        own loop: the turn is billed, not stored. ``mark``: where the item's usage rows
+        start (a paused turn continued live has several)."""
+        result = ItemResult(
+            self.b.key,
+            item.custom_id,
+            "turn",
+            "tool_use",
+            f"asked for {len(response.tool_calls)} tool call(s); the next round continues",
+        )
+        self.counts["turns"] += 1
+        if item.unit_key in self.overlap:
+            self.results.append(result)
+            return
+        usage = self.usage[mark:]
+        del self.usage[mark:]
+        sent = loads(item.request)
+        assert isinstance(sent, dict)
+        messages = sent["messages"]
+        assert isinstance(messages, list)
+        step = sum(
+            1 for m in messages if isinstance(m, dict) and m["role"] in ("assistant", "tool")
+        )
+        body = {
+            "text": response.text,
+            "tool_calls": [c.to_dict() for c in response.tool_calls],
+            "fingerprint": fingerprint_of(item.request),
+            "usage": response.usage.to_dict(),
+            "batch": self.b.key,
+        }
+        row = TurnRow(
+            self.ctx.run_id,
+            self.rt.name,
+            item.unit_key,
+            step,
+            "model",
+            dumps(body),
+            self.ctx.control.clock.time(),
+        )
+        self.turns.append((row, usage, result))
 
     async def _continue_live(self, item: BatchItem, paused: Response) -> Response | None:
         """A turn the provider paused inside the batch (Anthropic ``pause_turn``) cannot be
@@ -267,7 +336,7 @@ class _Reading:
         return answer
 
     def _give_up(self, item: BatchItem, reason: str, detail: str) -> ItemResult:
-        if item.attempt < self.max_attempts and reason in _RETRYABLE:
+        if round_try(item.attempt) < self.max_attempts and reason in _RETRYABLE:
             self.counts["retry"] += 1
             return ItemResult(self.b.key, item.custom_id, "retry", reason, detail)
         self.counts["failed"] += 1
@@ -276,7 +345,7 @@ class _Reading:
 
     def not_returned(self, item: BatchItem) -> None:
         self.counts["not_returned"] += 1
-        if item.attempt < self.max_attempts:
+        if round_try(item.attempt) < self.max_attempts:
             self.results.append(
                 ItemResult(
                     self.b.key,

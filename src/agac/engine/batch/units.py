@@ -156,7 +156,7 @@ class BatchUnits:
             elif isinstance(d, Adopt):
                 self.adopt(d.batches)
                 waiting.add(key)
-            elif isinstance(d, Stage) and ahead is not None:
+            elif isinstance(d, Stage) and ahead is not None and not d.continues:
                 del memory.prefetched[(rt.name, key)]
                 rows.append(self._staged(rt, rec, ahead.request_json, ahead.fingerprint, d.attempt))
                 waiting.add(key)

@@ -9,6 +9,10 @@ any answer) or a bound is reached: ``max_turns`` model turns still calling tools
 unit ``max_turns_exceeded``, more calls than ``max_tool_calls`` fail it
 ``max_tool_calls_exceeded``; each names the call.
 
+In a batch action the same loop runs in rounds: a turn read from a batch result is stored
+by the batch's reading (engine/batch/ingest.py); the unit then runs its calls here
+(:func:`next_round`) and stages the conversation for the next round's batch.
+
 A crash between steps redoes nothing that is stored (D17): the loop starts by reading the
 unit's stored steps in this run, rebuilds the conversation from them, runs only the calls
 of the last stored turn whose results are missing, and asks the model only for the turn
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
     from agac.providers.base import Response
     from agac.store.rows import TurnRow
 
-__all__ = ["ToolLoop", "call_with_tools"]
+__all__ = ["ToolLoop", "call_with_tools", "next_round"]
 
 
 async def call_with_tools(
@@ -65,6 +69,17 @@ async def call_with_tools(
     return await call_with_retries(
         ctx, rt, rec, request, fp, request_json, checker, loop=loop, start=start
     )
+
+
+async def next_round(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request, fp: str
+) -> Request | Settled:
+    """A batch loop's next round for the unit: its stored turns read back (the last read
+    from a batch), the calls of the last turn not yet answered run and stored, and the
+    request of the next turn — the conversation so far — to stage; or the unit's outcome
+    when a bound ends the loop."""
+    assert ctx.turns is not None, "a run with tools has a turn log"
+    return await ToolLoop(ctx, ctx.turns, rt, rec, request, fp).resume()
 
 
 @dataclass

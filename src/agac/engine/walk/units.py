@@ -35,12 +35,12 @@ from agac.engine.judges import grade
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
-from agac.engine.walk.toolloop import call_with_tools
+from agac.engine.walk.toolloop import call_with_tools, next_round
 from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSON, JSONObject, dumps
 from agac.media import AttachmentError
 from agac.prompt.render import RenderError
-from agac.providers.base import canonical_json
+from agac.providers.base import Request, canonical_json
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from agac.engine.decision import Decision
     from agac.engine.ports import BatchUnits, UnitContext
     from agac.engine.values import Settled, UnitRecord
-    from agac.providers.base import Request
 
 __all__ = ["run_unit", "settle"]
 
@@ -232,7 +231,14 @@ class _Unit:
         if isinstance(d, Stage):
             fp = self.facts.fingerprint
             assert self.batch is not None and fp is not NOT_YET
-            self.batch.stage(rt, rec, self.request_json, fp, d.attempt)
+            request_json = self.request_json
+            if d.continues:  # a round of a batch tool loop: its calls, then the next turn
+                assert self.request is not None
+                turn = await next_round(ctx, rt, rec, self.request, fp)
+                if not isinstance(turn, Request):
+                    return turn
+                request_json = rt.identify(turn)[0]
+            self.batch.stage(rt, rec, request_json, fp, d.attempt)
             return None
         if isinstance(d, Adopt):
             assert self.batch is not None
