@@ -172,3 +172,19 @@ def test_i40_tools_config_bounds_without_tools_and_tools_in_batch_are_errors(
     assert "not_an_llm_action" in by_line[checked.line_of("name: e")]
     # The mock provider speaks no tool protocol: a tool loop on it is refused at its line.
     assert "not_available_yet" in by_line[checked.line_of("name: b")]
+
+
+def test_i40_b14_tools_in_batch_where_the_batch_reads_tool_calls(wf, tools: Path) -> None:
+    checked = wf.check(
+        BASE
+        + """
+  - {name: a, model: openai/gpt-4o-mini, prompt: x, tools: [tools.orders:lookup], run_mode: batch}
+  - {name: b, model: anthropic/claude-haiku-4-5, prompt: x, tools: [tools.orders:lookup], run_mode: auto}
+  - {name: c, model: gemini/gemini-2.5-flash, prompt: x, tools: [tools.orders:lookup], run_mode: batch}
+  - {name: d, model: bedrock/anthropic.claude-3-5-haiku-20241022-v1:0, prompt: x, tools: [tools.orders:lookup], run_mode: batch}
+"""
+    )
+    refused = {p.line for p in checked.problems if p.code == "not_available_yet"}
+    assert refused == {checked.line_of("name: d")}
+    (problem,) = [p for p in checked.problems if p.code == "not_available_yet"]
+    assert "batch rounds" in problem.message and "run_mode: online" in (problem.hint or "")
