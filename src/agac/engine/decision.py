@@ -100,6 +100,7 @@ __all__ = [
     "decide",
     "own_item",
     "read_answer",
+    "round_of",
     "round_try",
     "unreachable_skip",
 ]
@@ -162,6 +163,11 @@ ROUND_SPAN = 100
 """Item attempts per round of a batch tool loop: round ``r`` (from 0) tries attempts
 ``r * ROUND_SPAN + 1`` onwards, so a unit's items stay ordered by attempt across rounds
 and each round has the action's ``max_attempts`` of its own (:func:`round_try`)."""
+
+
+def round_of(attempt: int) -> int:
+    """Which round of a batch tool loop an item's attempt belongs to (1 for the first)."""
+    return (attempt - 1) // ROUND_SPAN + 1
 
 
 def round_try(attempt: int) -> int:

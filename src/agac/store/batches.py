@@ -517,18 +517,24 @@ class BatchRepository(StoreCore):
             self._bulk(conn, t.events, events)
 
     def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
-        """Per action: items this run sent in batches (its batch ``calls``) and the
+        """Per action: items this run sent in batches (its batch ``calls``), the highest
+        attempt among them (``last_attempt``: a tool loop's round is read from it) and the
         tenant's batches of the workflow still out."""
         bi, b = t.batch_items, t.batches
         out: dict[str, dict[str, int]] = {}
         with self._read() as conn:
             for row in conn.execute(
-                sa.select(bi.c.action, sa.func.count().label("n"))
+                sa.select(
+                    bi.c.action,
+                    sa.func.count().label("n"),
+                    sa.func.max(bi.c.attempt).label("last"),
+                )
                 .select_from(bi.join(b, b.c.key == bi.c.batch_key))
                 .where(b.c.run_id == run_id, b.c.provider_batch_id.is_not(None))
                 .group_by(bi.c.action)
             ):
-                out.setdefault(row.action, {"sent": 0, "out": 0})["sent"] = row.n
+                counted = out.setdefault(row.action, {"sent": 0, "out": 0})
+                counted["sent"], counted["last_attempt"] = row.n, int(row.last or 0)
             for row in conn.execute(
                 sa.select(b.c.action, sa.func.count().label("n"))
                 .where(

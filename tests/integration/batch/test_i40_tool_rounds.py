@@ -89,7 +89,7 @@ def test_i40_b14_batch_rounds_run_each_record_loop_until_it_answers(
     last = results[-1]
     assert last.summary["state"] == "succeeded", last.summary
     got = counts(last)
-    assert got["answered"] == 3
+    assert got["answered"] == 3 and got["rounds"] == 3  # agac status shows the rounds
     # Three rounds: every record's first turn, then r0's and r1's second, then r1's third.
     assert creates(emulator.stats(), provider) == 3
     assert ops(emulator.stats(), provider).get("chat", 0) == 0  # nothing live
@@ -117,7 +117,7 @@ def test_i40_b14_batch_rounds_max_turns_exceeded_names_the_last_call(
     last = _rounds(emulator, project)[-1]
 
     got = counts(last)
-    assert got["reasons"] == {"max_turns_exceeded": 1}
+    assert got["reasons"] == {"max_turns_exceeded": 1} and got["rounds"] == 2
     assert _calls_log(project) == ["B1"]  # the call over the bound is not run
     row = rows(project)["r0"]
     assert 'lookup({"order_id": "B2"})' in row["detail"]

@@ -1,13 +1,14 @@
 """A run's units counted per action from the store: answered, failed, skipped, pending,
 calls (and those with an outcome never stored, S1), answers reused, tool calls, batches
-out, cost, and failures and skips by reason."""
+out, the rounds of a batch action's tool loops, cost, and failures and skips by reason."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agac.engine.report.jsondoc import JSONView
+from agac.engine.decision import round_of
+from agac.engine.report.jsondoc import ABSENT_WHEN_NONE, JSONView
 from agac.engine.walk.steps import expected_units
 
 if TYPE_CHECKING:
@@ -22,7 +23,8 @@ __all__ = ["ActionSummary", "count_actions"]
 class ActionSummary(JSONView):
     """One action's units by bucket (``records`` = answered + failed + skipped + pending),
     its calls (``unknown_calls`` of them with an outcome never stored, S1), answers reused,
-    tool calls, batches out, cost, and its failures and skips by reason."""
+    tool calls, batches out, cost, and its failures and skips by reason. ``rounds``: for
+    a batch action with tools, the rounds of its loops this run has sent (absent else)."""
 
     records: int
     answered: int = 0
@@ -34,6 +36,7 @@ class ActionSummary(JSONView):
     reused: int = 0
     tool_calls: int = 0
     batches_out: int = 0
+    rounds: int | None = field(default=None, metadata=ABSENT_WHEN_NONE)
     cost_usd: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -49,6 +52,7 @@ class _Tally:
     reused: int = 0
     tool_calls: int = 0
     batches_out: int = 0
+    rounds: int | None = None
     cost_usd: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -65,6 +69,7 @@ class _Tally:
             reused=self.reused,
             tool_calls=self.tool_calls,
             batches_out=self.batches_out,
+            rounds=self.rounds,
             cost_usd=round(self.cost_usd, 6),
             reasons=self.reasons,
         )
@@ -90,6 +95,7 @@ def count_actions(
             t.reused += row.n
         if row.reason and row.status in ("failed", "skipped"):
             t.reasons[row.reason] = t.reasons.get(row.reason, 0) + row.n
+    looped = {a.name for a in graph.workflow.actions if a.tools}
     cost = 0.0
     for total in store.usage_totals([run.id]):
         t = tally.get(total.action)
@@ -107,6 +113,8 @@ def count_actions(
         if name in tally:
             tally[name].calls += counts["sent"]
             tally[name].batches_out = counts["out"]
+            if name in looped and counts.get("last_attempt"):
+                tally[name].rounds = round_of(counts["last_attempt"])
     return {name: t.summary() for name, t in tally.items()}, cost
 
 
