@@ -179,14 +179,14 @@ def test_i42_a_limit_cuts_a_block_where_it_falls(store_url: str, tmp_path: Path)
     (tmp_path / "mix" / "in.jsonl").write_text(
         "".join(json.dumps({"id": f"j{i}", "text": f"line {i}"}) + "\n" for i in range(3))
     )
-    pq.write_table(_wide(30), tmp_path / "mix" / "on.parquet", row_group_size=12)
+    pq.write_table(_wide(500), tmp_path / "mix" / "on.parquet", row_group_size=430)
     project, workflow = _project(tmp_path, "mix/")
     store = open_store(store_url)
-    snap = snapshot_input(workflow, project, store, limit=20, tenant="default")
-    assert snap.count == 20
-    assert _stored(store, snap.id) == _one_by_one(workflow, project, limit=20)
+    snap = snapshot_input(workflow, project, store, limit=420, tenant="default")
+    assert snap.count == 420
+    assert _stored(store, snap.id) == _one_by_one(workflow, project, limit=420)
     assert snap.files == [
         {"file": "in.jsonl", "start": 0, "count": 3},
-        {"file": "on.parquet", "start": 3, "count": 17},
+        {"file": "on.parquet", "start": 3, "count": 417},
     ]
     store.close()
