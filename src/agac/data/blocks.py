@@ -35,13 +35,17 @@ class RecordBlock:
     first: int
     keys: list[str]
     payloads: list[str]
+    ascending: bool = False
+    """Each key sorts after the one before (code point order): none repeats in the block."""
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def head(self, count: int) -> RecordBlock:
         """The block's first ``count`` records."""
-        return RecordBlock(self.file, self.first, self.keys[:count], self.payloads[:count])
+        return RecordBlock(
+            self.file, self.first, self.keys[:count], self.payloads[:count], self.ascending
+        )
 
 
 def block_of(batch: Any, file: str, before: int, id_field: str | None) -> RecordBlock | None:
@@ -50,9 +54,10 @@ def block_of(batch: Any, file: str, before: int, id_field: str | None) -> Record
     names = list(batch.schema.names)
     if not names or len(set(names)) != len(names):
         return None
-    keys = _keys(batch, names, file, before, id_field)
-    if keys is None:
+    found = _keys(batch, names, file, before, id_field)
+    if found is None:
         return None
+    keys, ascending = found
     pc = require("pyarrow.compute")
     parts: list[Any] = []
     for i, name in enumerate(names):
@@ -60,14 +65,16 @@ def block_of(batch: Any, file: str, before: int, id_field: str | None) -> Record
         parts.append(_texts(batch.column(i)))
     parts.extend(["}", ""])  # the last argument is the separator
     payloads = pc.binary_join_element_wise(*parts).to_pylist()
-    return RecordBlock(file, before + 1, keys, payloads)
+    return RecordBlock(file, before + 1, keys, payloads, ascending)
 
 
 def _keys(
     batch: Any, names: list[str], file: str, before: int, id_field: str | None
-) -> list[str] | None:
+) -> tuple[list[str], bool] | None:
+    """The batch's keys, and whether they ascend (text ids only: UTF-8 byte order is
+    code point order)."""
     if id_field is None:
-        return [f"{file}:{n}" for n in range(before + 1, before + 1 + batch.num_rows)]
+        return [f"{file}:{n}" for n in range(before + 1, before + 1 + batch.num_rows)], False
     if id_field not in names:
         return None
     pa, pc = require("pyarrow"), require("pyarrow.compute")
@@ -76,12 +83,13 @@ def _keys(
     if ids.null_count:
         return None
     if pa.types.is_integer(kind):
-        return ids.cast(pa.string()).to_pylist()  # type: ignore[no-any-return]
+        return ids.cast(pa.string()).to_pylist(), False
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         return None
     if len(ids) and pc.any(pc.equal(pc.binary_length(ids), 0)).as_py():
         return None
-    return ids.to_pylist()  # type: ignore[no-any-return]
+    ascending = len(ids) < 2 or bool(pc.all(pc.less(ids[:-1], ids[1:])).as_py())
+    return ids.to_pylist(), ascending
 
 
 def _texts(array: Any) -> Any:

@@ -65,6 +65,8 @@ class RecordSpan(NamedTuple):
     n: int
     keys: Sequence[str]
     payloads: Sequence[str]
+    ascending: bool = False
+    """Each key sorts after the one before (so none repeats within the span)."""
 
 
 class OutcomeRow(NamedTuple):

@@ -92,8 +92,8 @@ class SnapshotRepository(StoreCore):
             ]
             for i in range(0, len(files_rows), _CHUNK):
                 self._bulk(conn, sa_, files_rows[i : i + _CHUNK])
-            count, spans = self._write_records(conn, snapshot_id, rows)
-            if spans and one_by_one is not None and self._repeats_a_key(conn, snapshot_id):
+            count, unchecked = self._write_records(conn, snapshot_id, rows)
+            if unchecked and one_by_one is not None and self._repeats_a_key(conn, snapshot_id):
                 conn.execute(t.records.delete().where(t.records.c.snapshot_id == snapshot_id))
                 count, _ = self._write_records(conn, snapshot_id, one_by_one())
             # ``files`` is filled by the caller's generator while it streams.
@@ -110,15 +110,23 @@ class SnapshotRepository(StoreCore):
         snapshot_id: str,
         rows: Iterable[RecordRow | RecordSpan | dict[str, Any]],
     ) -> tuple[int, bool]:
-        """Insert ``rows``; (how many records, whether a span was among them)."""
-        count, spans = 0, False
+        """Insert ``rows``; (how many records, whether a key of a span may repeat). No key
+        repeats when every key sorts after the one before, spans and rows alike."""
+        count, spans, ascending = 0, False, True
+        last = ""
         chunk: list[RecordRow | dict[str, Any]] = []
         for row in rows:
             if isinstance(row, RecordSpan):
                 self._append_span(conn, snapshot_id, row)
                 count += len(row.keys)
                 spans = True
+                if row.keys:
+                    ascending = ascending and row.ascending and last < row.keys[0]
+                    last = row.keys[-1]
                 continue
+            key = row["key"] if isinstance(row, dict) else row.key
+            ascending = ascending and last < key
+            last = key
             if isinstance(row, dict):
                 row["snapshot_id"] = snapshot_id
             chunk.append(row)
@@ -129,7 +137,7 @@ class SnapshotRepository(StoreCore):
         if chunk:
             self._bulk(conn, t.records, chunk)
             count += len(chunk)
-        return count, spans
+        return count, spans and not ascending
 
     def _append_span(self, conn: Connection, snapshot_id: str, span: RecordSpan) -> None:
         """One span of records, straight to the driver: the snapshot's id and the file

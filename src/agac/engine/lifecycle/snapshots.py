@@ -334,7 +334,7 @@ def _spans(
             files.append(current)
         current["count"] += size
         if isinstance(item, RecordBlock):
-            yield RecordSpan(seq, item.file, item.first, item.keys, item.payloads)
+            yield RecordSpan(seq, item.file, item.first, item.keys, item.payloads, item.ascending)
         else:
             yield _row(snapshot_id, seq, item)
         seq += size
