@@ -5,6 +5,13 @@ body without ``stream`` is answered as NDJSON, as Ollama does. ``format`` is ``"
 a JSON schema; ``options.num_predict`` caps output (``done_reason: "length"``),
 ``options.seed`` varies the answer. Ollama has no batch API and no cached-token field.
 Errors are ``{"error": "…"}``; a busy server answers 503 with no ``Retry-After``.
+
+Function tools: ``tools`` offers functions (``{type: function, function: {name, …}}``);
+a turn that calls them (a ``[[emulator calls: …]]`` directive of the prompt) is an
+assistant message whose ``tool_calls`` hold ``function: {index, name, arguments}`` with
+the arguments as an object and no call id, ended ``done_reason: "stop"`` as Ollama ends
+it; results come back as ``tool`` messages (``tool_name``), one per call. Streamed, the
+calls come in one chunk before the ``done`` line, as Ollama streams them.
 """
 
 from __future__ import annotations
@@ -52,14 +59,17 @@ def _counted(request: Request) -> Any:
     return render
 
 
-def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
+def _final(model: str, ans: Answer, content: str, *, streamed: bool = False) -> dict[str, Any]:
     """The last (or only) chat line, bent by its ``reply`` fault: ``stop`` (any
     ``done_reason``, null to leave it out), ``content``, ``blocks`` (``thinking``: the
-    message's ``thinking`` field) or ``body`` (the whole answer)."""
+    message's ``thinking`` field) or ``body`` (the whole answer). A turn's tool calls are
+    in its message, unless ``streamed`` (they came in a chunk before)."""
     reply = ans.reply or {}
     if "body" in reply:
         return dict(reply["body"])
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content", content)}
+    if ans.tool_calls and not streamed:
+        message["tool_calls"] = _calls(ans)
     if "thinking" in (reply.get("blocks") or []):
         message["thinking"] = "Thinking about the question."
     done_reason = reply.get("stop", "length" if ans.finish == "length" else "stop")
@@ -76,6 +86,28 @@ def _final(model: str, ans: Answer, content: str) -> dict[str, Any]:
         "eval_count": ans.output_tokens,
         "eval_duration": 800_000 * ans.output_tokens,
     }
+
+
+def tool_turns(body: dict[str, Any]) -> tuple[frozenset[str], tuple[str, ...], int]:
+    """A chat body's tool loop so far: the functions it offers, the results its ``tool``
+    messages send back, and how many assistant turns called tools."""
+    offered = frozenset(
+        str((t.get("function") or {}).get("name"))
+        for t in body.get("tools") or ()
+        if isinstance(t, dict) and t.get("type", "function") == "function"
+    )
+    messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
+    results = tuple(str(m.get("content")) for m in messages if m.get("role") == "tool")
+    turns = sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
+    return offered, results, turns
+
+
+def _calls(ans: Answer) -> list[dict[str, Any]]:
+    """An answer's tool calls as ``message.tool_calls``: arguments as an object, no id."""
+    return [
+        {"function": {"index": n, "name": name, "arguments": json.loads(arguments)}}
+        for n, (name, arguments) in enumerate(ans.tool_calls)
+    ]
 
 
 async def chat(request: Request) -> Response:
@@ -101,6 +133,7 @@ async def chat(request: Request) -> Response:
     )
     options = body.get("options") or {}
     canonical = {k: v for k, v in body.items() if k not in _DROP}
+    tools, results, turns = tool_turns(body)
     ans = answer(
         provider=PROVIDER,
         model=model,
@@ -111,6 +144,9 @@ async def chat(request: Request) -> Response:
         seed=state.config.seed,
         fault=fired.answer,
         reply=fired.reply,
+        tools=tools,
+        results=results,
+        turns=turns,
     )
     state.stats.bill(PROVIDER, model, canonical)
     text = ans.text if ans.text is not None else (ans.refusal or "")
@@ -120,7 +156,16 @@ async def chat(request: Request) -> Response:
 
 
 async def _stream(model: str, ans: Answer, text: str) -> AsyncIterator[bytes]:
-    """NDJSON chunks of a few characters each, then the ``done`` line with the counts."""
+    """NDJSON chunks of a few characters each (a turn's tool calls in one chunk), then the
+    ``done`` line with the counts."""
+    if ans.tool_calls:
+        chunk = {
+            "model": model,
+            "created_at": _now(),
+            "done": False,
+            "message": {"role": "assistant", "content": "", "tool_calls": _calls(ans)},
+        }
+        yield (json.dumps(chunk) + "\n").encode()
     for start in range(0, len(text), 16):
         chunk = {
             "model": model,
@@ -129,7 +174,7 @@ async def _stream(model: str, ans: Answer, text: str) -> AsyncIterator[bytes]:
             "message": {"role": "assistant", "content": text[start : start + 16]},
         }
         yield (json.dumps(chunk) + "\n").encode()
-    yield (json.dumps(_final(model, ans, "")) + "\n").encode()
+    yield (json.dumps(_final(model, ans, "", streamed=True)) + "\n").encode()
 
 
 def _now() -> str:

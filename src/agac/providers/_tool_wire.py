@@ -13,9 +13,16 @@ an ``id`` on models that give one); their results go back in one ``user`` conten
 ``functionResponse`` parts (``name``, ``response``: an object, the call's ``id``). A call
 without an id is given one from its position (``call_<n>``), which the reply then omits.
 
+Ollama (``/api/chat``): tools are OpenAI's ``{type: function, function: {name,
+description, parameters}}``; a turn that calls them is an assistant message whose
+``tool_calls`` hold ``function.name`` and ``function.arguments`` as an object (no call
+id on most servers, and none through the SDK, whose model drops it: the position gives
+one, ``call_<n>``); each result goes back as its own ``tool`` message naming the
+function (``tool_name``), in the order of the calls.
+
 A call's arguments are kept as the JSON text of its object (:class:`ToolCall`); a
-result is the text the engine stored, sent as Anthropic's string content and as
-Gemini's ``{"result": text}``.
+result is the text the engine stored, sent as Anthropic's and Ollama's string content
+and as Gemini's ``{"result": text}``.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ __all__ = [
     "gemini_tools",
     "is_tool_turn",
     "offered",
+    "ollama_calls",
+    "ollama_tool_message",
+    "ollama_tools",
 ]
 
 GENERATED_ID = "call_"
@@ -178,3 +188,50 @@ def gemini_calls(parts: Any) -> tuple[ToolCall, ...]:
         )
         for n, c in enumerate(c for c in calls if c is not None)
     )
+
+
+# -- Ollama ------------------------------------------------------------------------------
+
+
+def ollama_tools(request: Request) -> list[dict[str, Any]]:
+    """The request's functions as ``/api/chat`` ``tools``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+
+
+def ollama_tool_message(m: Message) -> dict[str, Any]:
+    """A tool loop's turn as an ``/api/chat`` message: an assistant turn with its
+    ``tool_calls`` (arguments as objects), or one call's result as a ``tool`` message
+    naming the function."""
+    if m.tool_call_id is not None:
+        return {"role": "tool", "content": m.content, "tool_name": m.name or ""}
+    return {
+        "role": "assistant",
+        "content": m.content,
+        "tool_calls": [
+            {"function": {"name": c.name, "arguments": _arguments(c.arguments)}}
+            for c in m.tool_calls
+        ],
+    }
+
+
+def ollama_calls(calls: Any) -> tuple[ToolCall, ...]:
+    """A message's ``tool_calls`` as calls, in order; arguments come as an object (a
+    string, as some proxies send, is kept as written)."""
+    out = []
+    for n, c in enumerate(calls or ()):
+        arguments = pick(c, "function", "arguments")
+        text = (
+            arguments
+            if isinstance(arguments, str)
+            else json.dumps(arguments or {}, ensure_ascii=False, sort_keys=True, default=str)
+        )
+        call_id = pick(c, "id")
+        name = str(pick(c, "function", "name") or "")
+        out.append(ToolCall(str(call_id) if call_id else f"{GENERATED_ID}{n}", name, text))
+    return tuple(out)

@@ -34,6 +34,13 @@ from agac.providers._common import (
 )
 from agac.providers._errors import classify
 from agac.providers._reasoning import reasoning_share, split_reasoning, thinks_inline
+from agac.providers._tool_wire import (
+    is_tool_turn,
+    offered,
+    ollama_calls,
+    ollama_tool_message,
+    ollama_tools,
+)
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -72,6 +79,8 @@ class OllamaProvider(ProviderBase):
         #: Images only (the message's ``images``), on a vision model.
         attachments=OLLAMA_LIMITS,
         vision=True,
+        #: ``tools`` on ``/api/chat``; calls come as ``message.tool_calls``.
+        function_tools=True,
         #: ``providers: ollama:`` in agac.yml. (No ``timeout``: Ollama has no batch or
         #: file calls, and a live call is timed by its action's ``timeout``.)
         options=(structured_output("json_mode", "JSON mode with the schema in the prompt"),),
@@ -134,6 +143,8 @@ class OllamaProvider(ProviderBase):
             "options": options,
             "stream": False,
         }
+        if request.tools:
+            params["tools"] = ollama_tools(request)
         if thinks_inline(request.model) and request.model not in self._no_think:
             # The reasoning in ``message.thinking``, not as ``<think>`` in the content.
             params["think"] = True
@@ -170,12 +181,12 @@ class OllamaProvider(ProviderBase):
                 body = await self._http.post(
                     self._chat_url, params, errors=self._status_error, timeout=request.timeout
                 )
-            return chat_response(body, latency_ms=took[0], parse=parse)
+            return chat_response(body, latency_ms=took[0], parse=parse, offered=offered(request))
         timeout = request.timeout
         with self._translate_errors(), stopwatch() as took:
             async with asyncio.timeout(float(timeout) if timeout else None):
                 answer = await self._client.chat(**params)
-        return chat_response(answer, latency_ms=took[0], parse=parse)
+        return chat_response(answer, latency_ms=took[0], parse=parse, offered=offered(request))
 
     # Ollama has no batch API (docs/providers.md): the engine runs its batches locally.
 
@@ -205,11 +216,16 @@ class OllamaProvider(ProviderBase):
         raise self._no_batch()
 
 
-def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Response:
+def chat_response(
+    answer: Any, *, latency_ms: float, parse: bool = True, offered: frozenset[str] = frozenset()
+) -> Response:
     """Normalize an Ollama ChatResponse per docs/providers.md on both transports (``length`` is
     truncation; the stop is read by :func:`read_stop`). Reasoning — ``message.thinking``,
     or a leading ``<think>`` block of the content — stays out of the answer and counts as
-    reasoning tokens; a ``tool_calls`` entry is a tool call nobody asked for. An answer
+    reasoning tokens. A ``tool_calls`` entry of a function the request did not offer
+    (``offered``) is a tool call nobody asked for; a turn calling only offered functions
+    (Ollama ends it with ``stop``) is ``tool_use``, its calls in
+    :attr:`Response.tool_calls`. An answer
     with no ``message`` (another endpoint's body, a proxy's) is not an answer: retryable,
     like a body that is not JSON."""
     message = pick(answer, "message")
@@ -219,8 +235,13 @@ def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Resp
         )
     split = split_reasoning(pick(message, "content") or "", pick(message, "thinking"))
     text = split.answer
+    asked = pick(message, "tool_calls")
+    calls = ollama_calls(asked) if offered and asked else ()
     stop = read_stop(
-        "ollama", pick(answer, "done_reason"), tool_call=_tool_call(pick(message, "tool_calls"))
+        "ollama",
+        pick(answer, "done_reason"),
+        tool_call=_tool_call(asked),
+        offered=bool(calls) and all(c.name in offered for c in calls),
     )
     output = as_int(pick(answer, "eval_count"))
     return Response(
@@ -236,6 +257,7 @@ def chat_response(answer: Any, *, latency_ms: float, parse: bool = True) -> Resp
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         latency_ms=latency_ms,
+        tool_calls=calls if stop.reason == "tool_use" else (),
     )
 
 
@@ -278,7 +300,10 @@ def _tool_call(calls: Any) -> str | None:
 
 def _message(m: Message, *, sdk: bool) -> dict[str, Any]:
     """A chat message; its images as the ``images`` list — base64 on the wire, the bytes
-    themselves for the SDK (whose ``Image`` would take a long string for a path)."""
+    themselves for the SDK (whose ``Image`` would take a long string for a path); a tool
+    loop's turn in Ollama's form."""
+    if is_tool_turn(m):
+        return ollama_tool_message(m)
     if not m.attachments:
         return {"role": m.role, "content": m.content}
     images = [read_verified(a) if sdk else live_base64(a) for a in m.attachments]

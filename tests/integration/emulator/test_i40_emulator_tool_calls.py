@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import ollama
 import openai
+import pytest
+
+from agac.emulator.testing import RunningEmulator
 
 TOOLS: list[Any] = [
     {
@@ -63,3 +67,62 @@ def test_i40_emulator_ignores_a_directive_for_a_tool_not_offered(oai: openai.Ope
     plain = oai.chat.completions.create(model="gpt-4o-mini", messages=messages)
     assert plain.choices[0].finish_reason == "stop"
     assert plain.choices[0].message.tool_calls is None
+
+
+OLLAMA_TOOLS: list[Any] = [TOOLS[0]]
+
+
+def test_i40_emulator_ollama_asks_with_argument_objects_then_answers_with_the_results(
+    oll: ollama.Client,
+) -> None:
+    messages: list[Any] = [{"role": "user", "content": PROMPT}]
+    first = oll.chat(model="llama3.2", messages=messages, tools=OLLAMA_TOOLS)
+    assert first.done_reason == "stop" and not first.message.content
+    (call,) = first.message.tool_calls or []
+    assert call.function.name == "lookup"
+    assert call.function.arguments == {"order_id": "A1"}  # an object, not JSON text
+    assert (first.eval_count or 0) > 0
+
+    messages += [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": '"shipped"', "tool_name": "lookup"},
+    ]
+    final = oll.chat(model="llama3.2", messages=messages, tools=OLLAMA_TOOLS)
+    assert final.done_reason == "stop" and not final.message.tool_calls
+    assert final.message.content == 'The order is "shipped".'
+
+
+def test_i40_emulator_ollama_streams_the_calls_in_a_chunk_before_done(
+    oll: ollama.Client,
+) -> None:
+    chunks = list(
+        oll.chat(
+            model="llama3.2",
+            messages=[{"role": "user", "content": PROMPT}],
+            tools=OLLAMA_TOOLS,
+            stream=True,
+        )
+    )
+    called = [c for c in chunks if c.message.tool_calls]
+    assert len(called) == 1 and not called[0].done
+    assert called[0].message.tool_calls[0].function.arguments == {"order_id": "A1"}
+    assert chunks[-1].done and chunks[-1].done_reason == "stop"
+    assert not chunks[-1].message.tool_calls
+
+
+def test_i40_emulator_ollama_tool_turn_takes_faults(
+    emu: RunningEmulator, oll: ollama.Client
+) -> None:
+    """A busy server (503) on a tool turn, then a turn cut at ``length``: the calls still
+    come as asked, the stop as the fault says."""
+    emu.add_fault({"provider": "ollama", "op": "chat", "fault": {"http": 503}, "times": 1})
+    user = [{"role": "user", "content": PROMPT}]
+    with pytest.raises(ollama.ResponseError) as caught:
+        oll.chat(model="llama3.2", messages=user, tools=OLLAMA_TOOLS)
+    assert caught.value.status_code == 503
+    emu.add_fault(
+        {"provider": "ollama", "op": "chat", "fault": {"reply": {"stop": "length"}}, "times": 1}
+    )
+    cut = oll.chat(model="llama3.2", messages=user, tools=OLLAMA_TOOLS)
+    assert cut.done_reason == "length"
+    assert (cut.message.tool_calls or [])[0].function.name == "lookup"

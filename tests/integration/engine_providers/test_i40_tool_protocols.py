@@ -1,5 +1,6 @@
-"""Tools per record on Anthropic's ``tool_use``/``tool_result`` blocks and Gemini's
-``functionCall``/``functionResponse`` parts, online on both transports (the ``project``
+"""Tools per record on Anthropic's ``tool_use``/``tool_result`` blocks, Gemini's
+``functionCall``/``functionResponse`` parts and Ollama's ``message.tool_calls`` (arguments
+as objects, results as ``tool`` messages naming the function), online on both transports (the ``project``
 fixture) against the emulator: the model asks for calls, agac runs the project's
 functions, sends every result of a turn back together in the provider's form, and the
 model answers with them; a turn's text and call ids survive the round trip.
@@ -35,7 +36,7 @@ def carrier(order_id: str, express: bool = False) -> str:
     return "DHL" if express else "post"
 '''
 
-PROTOCOLS = ("anthropic", "gemini")
+PROTOCOLS = ("anthropic", "gemini", "ollama")
 
 
 def _project(root: Path, provider: str, text: str, extra: str = "") -> None:
@@ -136,3 +137,47 @@ def test_i40_max_turns_exceeded_on_each_protocol_names_the_last_call(
     assert summary["actions"]["reply"]["reasons"] == {"max_turns_exceeded": 1}
     assert _calls_log(project) == ["A1"]
     assert 'carrier({"express": true, "order_id": "A2"})' in _rows(project)["r0"]["detail"]
+
+
+def test_i40_ollama_tool_loop_waits_out_a_busy_server_and_runs_no_call_twice(
+    emulator: Any, project: Path
+) -> None:
+    """Ollama answers 503 when its queue is full: the turn is asked again, the calls of
+    the turns before are not run again."""
+    _project(project, "ollama", TWO_TURNS)
+    emulator.add_fault(
+        {"provider": "ollama", "op": "chat", "fault": {"http": 503}, "nth": 2, "times": 1}
+    )
+
+    summary = api.run("support", project).summary
+
+    assert summary["actions"]["reply"]["answered"] == 2, _rows(project)
+    assert _calls_log(project) == ["A1", "A2"]
+    assert chat_requests(emulator.stats(), "ollama") == 5  # four turns and the one refused
+
+
+def test_i40_ollama_call_of_a_function_not_offered_is_no_answer(
+    emulator: Any, project: Path
+) -> None:
+    """A model that calls a function the action did not offer: never an answer, never run."""
+    _project(project, "ollama", "hello")
+    body = {
+        "model": MODELS["ollama"],
+        "message": {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "drop_tables", "arguments": {}}}],
+        },
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 5,
+        "eval_count": 5,
+    }
+    emulator.add_fault({"provider": "ollama", "op": "chat", "fault": {"reply": {"body": body}}})
+
+    summary = api.run("support", project).summary
+
+    assert summary["actions"]["reply"]["answered"] == 0
+    assert set(summary["actions"]["reply"]["reasons"]) == {"unexpected_stop"}
+    assert "drop_tables" in _rows(project)["r0"]["detail"]
+    assert _calls_log(project) == []
