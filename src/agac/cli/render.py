@@ -303,7 +303,8 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
 
 def _print_turns(turns: list[dict[str, Any]], pad: str) -> None:
     """A tool loop turn by turn: each model turn's calls with their arguments, then each
-    call's result (or error); the final answer is the action's output."""
+    call's result (or error), an effect's id and state with it; the final answer is the
+    action's output."""
     n = 0
     for t in turns:
         if t["kind"] == "model":
@@ -313,7 +314,9 @@ def _print_turns(turns: list[dict[str, Any]], pad: str) -> None:
             click.echo(f"{pad}turn {n}: calls {calls}{said}")
         else:
             what = f"error: {t['error']}" if t.get("error") else str(t["content"])[:300]
-            click.echo(f"{pad}  result of {t['name']}: {what}")
+            effect = t.get("effect")
+            tag = f" (effect {effect['id'][:12]}, {effect['state']})" if effect else ""
+            click.echo(f"{pad}  result of {t['name']}{tag}: {what}")
 
 
 def _attempt_usage(t: dict[str, Any]) -> str:

@@ -24,7 +24,6 @@ from agac.config.keys import (
     CACHE_MODES,
     CACHE_TTLS,
     CONTEXT_KEYS,
-    EFFECT_KEYS,
     FAILURE_POLICIES,
     FAN_OUT_KEYS,
     GATES,
@@ -41,13 +40,12 @@ from agac.config.keys import (
 from agac.config.model import (
     ApprovalSpec,
     ContextSpec,
-    EffectSpec,
     FanOutSpec,
     RateLimit,
     RetrySpec,
 )
 from agac.config.source import Findings, Path, did_you_mean
-from agac.config.tooldefs import read_function, read_tools
+from agac.config.tooldefs import read_effect, read_function, read_tools
 from agac.config.values import (
     read_bool,
     read_duration,
@@ -203,7 +201,7 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
                 hint="an effect is something a tool function does",
             )
         else:
-            out["effect"] = _effect(f, v["effect"], at("effect"))
+            out["effect"] = read_effect(f, v["effect"], at("effect"))
     out.update(_fan_out_fields(f, raw))
     if "approval" in v:
         out["approval"] = _approval(f, v["approval"], at("approval"))
@@ -365,18 +363,6 @@ def _fan_out(f: Findings, value: Any, path: Path) -> FanOutSpec | None:
         )
         return None
     return FanOutSpec(over=text, as_name=name)
-
-
-def _effect(f: Findings, value: Any, path: Path) -> EffectSpec | None:
-    body = read_mapping(f, value, path)
-    if body is None:
-        return None
-    f.unknown_keys(body, EFFECT_KEYS, path, "effect")
-    idempotent = read_bool(f, body.get("idempotent", False), path + ("idempotent",))
-    compensate = None
-    if body.get("compensate") is not None:
-        compensate = _function(f, body["compensate"], path + ("compensate",))
-    return EffectSpec(bool(idempotent), compensate)
 
 
 def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:

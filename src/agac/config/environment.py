@@ -55,6 +55,8 @@ def check_environment(
             _check_function(f, project, raw, action.effect.compensate)
         for n, tool in enumerate(action.tools):
             _check_tool(f, project, raw, tool, n)
+            if tool.effect is not None and tool.effect.compensate:
+                _check_function(f, project, raw, tool.effect.compensate)
         if memory and "approval" in raw.own:
             f.error(
                 "not_durable",

@@ -125,7 +125,7 @@ REUSE_SCOPES = ("by_record", "by_inputs")
 """A tool's ``reuse:``: its stored result serves the same record only (the default), or any
 record whose inputs are the same (a function that reads nothing of ``ctx``)."""
 EFFECT_KEYS = frozenset({"idempotent", "compensate"})
-FUNCTION_TOOL_KEYS = frozenset({"function", "name", "description", "schema", "timeout"})
+FUNCTION_TOOL_KEYS = frozenset({"function", "name", "description", "schema", "timeout", "effect"})
 """An entry of an llm action's ``tools:`` written as a mapping (a string is its function)."""
 FAN_OUT_KEYS = frozenset({"over", "as", "versions"})
 GATES = ("parallel", "sequential")

@@ -173,13 +173,15 @@ class FunctionTool:
     may call (``module:name``), the name the model knows it by (the function's own name
     unless given), what it is for (the docstring's first paragraph unless given), the JSON
     Schema of its arguments (None: worked out from its type hints and docstring,
-    :mod:`agac.tools.signature`) and how long one call may run (seconds)."""
+    :mod:`agac.tools.signature`), how long one call may run (seconds) and, for a function
+    with side effects (``effect:``), how its calls go through the effects rules (E1, E2)."""
 
     function: str
     name: str
     description: str | None = None
     schema: dict[str, Any] | None = None
     timeout: float = 60.0
+    effect: EffectSpec | None = None
 
 
 DEFAULT_MAX_TURNS = 8
@@ -454,7 +456,10 @@ def _action_dict(action: Action) -> dict[str, Any]:
         if data.get(key) == default:
             data.pop(key, None)  # likewise for actions that leave prompt caching as it is
     if data.get("tools"):
-        data["tools"] = list(data["tools"])
+        # a tool without effect keeps the hash it had before tools could have one
+        data["tools"] = [
+            {k: v for k, v in t.items() if k != "effect" or v is not None} for t in data["tools"]
+        ]
     else:
         for key in ("tools", "max_turns", "max_tool_calls"):
             data.pop(key, None)  # likewise for actions without tools
@@ -473,6 +478,11 @@ _OUTSIDE_HASH = ("line", "cache_mode", "cache_ttl", "context_text", "code_hash")
 but never an answer (decision 0084) — the cache hint, and the rendered ``context_prefix``
 (the run keeps its own; the template itself is hashed) — and a tool's code hash, which
 decides what is carried, not whether the config changed."""
+
+
+def _tool_from(data: dict[str, Any]) -> FunctionTool:
+    effect = data.get("effect")
+    return FunctionTool(**{**data, "effect": EffectSpec(**effect) if effect else None})
 
 
 def _action_from(data: dict[str, Any]) -> Action:
@@ -497,7 +507,7 @@ def _action_from(data: dict[str, Any]) -> Action:
     if values.get("checks"):
         values["checks"] = tuple(_check_from(c) for c in values["checks"])
     if values.get("tools"):
-        values["tools"] = tuple(FunctionTool(**x) for x in values["tools"])
+        values["tools"] = tuple(_tool_from(x) for x in values["tools"])
     if values.get("approval") is not None:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])

@@ -2,7 +2,8 @@
 
 An entry is ``module:name`` (the function's own name is the tool's), or a mapping with
 ``function`` and optionally ``name``, ``description``, ``schema`` (the JSON Schema of the
-arguments, an object) and ``timeout``. Whether each function imports and can be described
+arguments, an object), ``timeout`` and ``effect`` (``true``, or ``{idempotent,
+compensate}`` as a tool action's: the function has side effects, E1). Whether each function imports and can be described
 is checked against the project (config/environment.py), where the root is known.
 """
 
@@ -11,12 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agac.config.keys import FUNCTION_TOOL_KEYS
-from agac.config.model import FunctionTool
+from agac.config.keys import EFFECT_KEYS, FUNCTION_TOOL_KEYS
+from agac.config.model import EffectSpec, FunctionTool
 from agac.config.source import Findings, Path
-from agac.config.values import read_duration, read_mapping, read_str
+from agac.config.values import read_bool, read_duration, read_mapping, read_str
 
-__all__ = ["read_function", "read_tools"]
+__all__ = ["read_effect", "read_function", "read_tools"]
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A tool name every provider accepts (OpenAI's and Anthropic's rule; Gemini's is wider)."""
@@ -83,7 +84,31 @@ def _entry(f: Findings, item: Any, path: Path) -> FunctionTool | None:
     timeout = 60.0
     if "timeout" in body:
         timeout = read_duration(f, body["timeout"], path + ("timeout",)) or timeout
-    return FunctionTool(function, name, description, schema, timeout)
+    effect = None
+    if "effect" in body:
+        effect = read_effect(f, body["effect"], path + ("effect",), flag=True)
+    return FunctionTool(function, name, description, schema, timeout, effect)
+
+
+def read_effect(f: Findings, value: Any, path: Path, *, flag: bool = False) -> EffectSpec | None:
+    """An ``effect:`` (E1): ``{idempotent, compensate}``, or with ``flag`` also ``true``
+    (an effect that is not idempotent and has no compensation) or ``false`` (none)."""
+    if flag and isinstance(value, bool):
+        return EffectSpec() if value else None
+    body = read_mapping(f, value, path)
+    if body is None:
+        return None
+    f.unknown_keys(body, EFFECT_KEYS, path, "effect")
+    idempotent = read_bool(f, body.get("idempotent", False), path + ("idempotent",))
+    compensate = None
+    if body.get("compensate") is not None:
+        compensate = read_function(
+            f,
+            body["compensate"],
+            path + ("compensate",),
+            "e.g. compensate: tools.mail:recall_reply (resolved from the project root)",
+        )
+    return EffectSpec(bool(idempotent), compensate)
 
 
 def _own_name(function: str) -> str:

@@ -18,14 +18,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from agac.engine.decision import CarriedFailure
+from agac.tools.invoke import LoadedTool, ToolOutcome
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from agac.engine.actions import ActionRuntime
+    from agac.engine.context import ToolContext
     from agac.engine.decision import Settle
     from agac.engine.limits.budget import BudgetGuard
     from agac.engine.values import RunControl, Settled, UnitRecord
@@ -41,6 +43,7 @@ __all__ = [
     "CarriedFailure",
     "Effects",
     "Lookups",
+    "LoopEffect",
     "Marks",
     "Outcomes",
     "Prefetched",
@@ -243,6 +246,21 @@ class Approvals(Protocol):
         """Settled: the unit's outcome; Act: go on with these arguments; None: it waits."""
 
 
+LoopEffectState = Literal["succeeded", "failed", "unknown", "reused", "not_called"]
+
+
+@dataclass(frozen=True)
+class LoopEffect:
+    """One effect tool call of a tool loop: what the model is told (None: the unit waits
+    on a person, its effect unknown — E2) and the effect's state after the call:
+    ``succeeded``, ``failed`` (the function raised), ``unknown`` (a crash or a timeout
+    between its intent and its receipt), ``reused`` (done before: its receipt is told) or
+    ``not_called`` (the arguments were refused before any intent)."""
+
+    outcome: ToolOutcome | None
+    state: LoopEffectState
+
+
 class Effects(Protocol):
     async def run(
         self,
@@ -253,6 +271,17 @@ class Effects(Protocol):
         input_hash: str,
         key: str,
     ) -> Settled | None: ...
+
+    async def tool_call(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        tool: LoadedTool,
+        arguments: str,
+        key: str,
+        tool_ctx: ToolContext,
+    ) -> LoopEffect:
+        """One call of an effect tool of ``rec``'s tool loop (E1, E2)."""
 
 
 class Turns(Protocol):

@@ -32,7 +32,7 @@ from agac.usercode import describe, fails_only_its_unit, user_stdout
 if TYPE_CHECKING:
     from agac.config.model import FunctionTool
 
-__all__ = ["LoadedTool", "ToolOutcome", "call_function", "load_tools"]
+__all__ = ["LoadedTool", "ToolOutcome", "argument_error", "call_function", "load_tools"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,9 @@ class ToolOutcome:
 
     output: str | None
     error: str | None = None
+    timed_out: bool = False
+    """The function did not return in time: it may still be running (a sync one in its
+    thread), so whatever it does may yet happen."""
 
     @property
     def content(self) -> str:
@@ -79,9 +82,9 @@ def load_tools(tools: Sequence[FunctionTool], root: Path) -> tuple[LoadedTool, .
     return tuple(loaded)
 
 
-async def call_function(tool: LoadedTool, arguments: str, context: object) -> ToolOutcome:
-    """Run one call with the JSON ``arguments`` the model wrote; ``context`` is passed as
-    ``ctx`` to a function that takes it."""
+def argument_error(tool: LoadedTool, arguments: str) -> ToolOutcome | None:
+    """Why the JSON ``arguments`` the model wrote cannot be passed to ``tool`` (not JSON,
+    not an object, not what its schema says), or None: the function can be called."""
     try:
         args = json.loads(arguments or "{}")
     except ValueError as exc:
@@ -91,13 +94,25 @@ async def call_function(tool: LoadedTool, arguments: str, context: object) -> To
     wrong = _schema_error(tool.definition.parameters, args)
     if wrong is not None:
         return ToolOutcome(None, f"the arguments do not match the tool's schema: {wrong}")
+    return None
+
+
+async def call_function(tool: LoadedTool, arguments: str, context: object) -> ToolOutcome:
+    """Run one call with the JSON ``arguments`` the model wrote; ``context`` is passed as
+    ``ctx`` to a function that takes it."""
+    wrong = argument_error(tool, arguments)
+    if wrong is not None:
+        return wrong
+    args = json.loads(arguments or "{}")
     if tool.takes_context:
         args = {**args, CONTEXT_PARAMETER: context}
     seconds = tool.spec.timeout
     try:
         value = await asyncio.wait_for(_run(tool.function, args), timeout=seconds)
     except TimeoutError:
-        return ToolOutcome(None, f"the tool did not return within {seconds:g} seconds")
+        return ToolOutcome(
+            None, f"the tool did not return within {seconds:g} seconds", timed_out=True
+        )
     except BaseException as exc:  # user code: it fails its call, never agac
         if not fails_only_its_unit(exc):
             raise

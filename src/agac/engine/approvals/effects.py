@@ -13,6 +13,14 @@ For one unit, by the state of its key's row:
   function called once — an effect is never retried blindly — and the receipt (or the
   failure, ``effect_failed``) recorded.
 
+A function tool of an llm action marked ``effect:`` follows the same rules per call of
+its tool loop (:meth:`Effects.tool_call`): the call's key is the unit's and the hash of the
+function and its canonical arguments, so the same call — asked again after a crash, later
+in the loop or in a later run — is the same effect. Its receipt is sent back to the model
+without calling the function again; a call whose effect is unknown leaves its unit
+waiting on a person, like a tool action's. A call that timed out may still be running:
+its effect is unknown too.
+
 Nothing here claims that an effect was undone: compensation runs only on request
 (``agac effects compensate``).
 
@@ -34,12 +42,14 @@ from typing import TYPE_CHECKING, Any
 from agac.config.functions import resolve_function
 from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
+from agac.engine.ports import LoopEffect
 from agac.engine.requests import Fail, effect_id, invoke_tool, tool_output
 from agac.errors import NotFound, RefusedError
 from agac.jsontext import dumps, storable_text
 from agac.providers.registry import credential_env_names
 from agac.redaction import Redactor
 from agac.store.effects import UNSETTLED_EFFECT_STATES
+from agac.tools.invoke import LoadedTool, ToolOutcome, argument_error, call_function
 from agac.usercode import describe, fails_only_its_unit
 
 if TYPE_CHECKING:
@@ -53,7 +63,13 @@ if TYPE_CHECKING:
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.store.repository import Store
 
-__all__ = ["DONE_STATES", "Effects", "compensate_effect", "effect_dict", "resolve_effect"]
+__all__ = [
+    "DONE_STATES",
+    "Effects",
+    "compensate_effect",
+    "effect_dict",
+    "resolve_effect",
+]
 
 DONE_STATES = ("succeeded", "done", "compensated")
 
@@ -106,23 +122,115 @@ class Effects:
             and row.state in ("started", "unknown")
             and (not effect.idempotent or _called_before_tenants(row))
         ):
-            if row.state == "started":
-                await self.gateway.call(
-                    self.store.update_effect, key, state="unknown", lease=self.gateway.fence
-                )
-                await self.out.event(
-                    "effect_unknown", rt.name, rec.key, effect=key, function=row.function
-                )
-            ref = effect_id(key)[:12]
-            self.waiting.append(
-                f"{rt.name}: the effect {ref} of {rec.key} may or may not have happened; "
-                f"settle it with `agac effects resolve {ref} --done|--not-done`"
-            )
+            await self._unknown(rt.name, rec.key, key, row.function, row.state)
             return None
         async with rt.slots:
             if self.control.stopping:
                 return None
             return await self._call(rt, rec, inputs_json, input_hash, key)
+
+    async def _unknown(
+        self, action: str, unit_key: str, key: str, function: str, state: str
+    ) -> None:
+        """E2: the effect may or may not have happened; its unit waits on a person."""
+        if state != "unknown":
+            await self.gateway.call(
+                self.store.update_effect, key, state="unknown", lease=self.gateway.fence
+            )
+            await self.out.event("effect_unknown", action, unit_key, effect=key, function=function)
+        ref = effect_id(key)[:12]
+        self.waiting.append(
+            f"{action}: the effect {ref} of {unit_key} may or may not have happened; "
+            f"settle it with `agac effects resolve {ref} --done|--not-done`"
+        )
+
+    async def tool_call(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        tool: LoadedTool,
+        arguments: str,
+        key: str,
+        tool_ctx: ToolContext,
+    ) -> LoopEffect:
+        """One call of a function tool marked ``effect:`` in ``rec``'s tool loop, by the
+        state of its key: the receipt of an effect done before, a wait on a person for an
+        unknown one, else the intent (S1), the call, and its receipt or failure."""
+        effect = tool.spec.effect
+        assert effect is not None
+        wrong = argument_error(tool, arguments)
+        if wrong is not None:
+            return LoopEffect(wrong, "not_called")  # never called: no intent, no effect
+        row = await self.gateway.call(self.store.get_effect, key)
+        if row is not None and row.state in DONE_STATES:
+            # resolved --done by a person: no receipt, the model is told it happened
+            told = row.receipt if row.receipt is not None else json.dumps({"effect": row.state})
+            return LoopEffect(ToolOutcome(told), "reused")
+        if (
+            row is not None
+            and row.state in ("started", "unknown")
+            and (not effect.idempotent or _called_before_tenants(row))
+        ):
+            await self._unknown(rt.name, rec.key, key, row.function, row.state)
+            return LoopEffect(None, "unknown")
+        await self.gateway.call(
+            self.store.start_effect,
+            {
+                "key": key,
+                "tenant": self.tenant,
+                "workflow": self.workflow,
+                "action": rt.name,
+                "unit_key": rec.key,
+                "function": tool.spec.function,
+                "idempotent": effect.idempotent,
+                "compensate": effect.compensate,
+                "run_id": self.run_id,
+                "arguments": dumps(json.loads(arguments or "{}")),
+            },
+            lease=self.gateway.fence,
+        )
+        await self.gateway.durable()
+        maybe_crash("effect_started")
+        await self.gateway.owned()  # still the run's owner, right before the effect (S3)
+        outcome = await call_function(tool, arguments, tool_ctx)
+        maybe_crash("effect_called")
+        return await self._receipt(rt, rec, tool, key, outcome, idempotent=effect.idempotent)
+
+    async def _receipt(
+        self,
+        rt: ActionRuntime,
+        rec: UnitRecord,
+        tool: LoadedTool,
+        key: str,
+        outcome: ToolOutcome,
+        *,
+        idempotent: bool,
+    ) -> LoopEffect:
+        """A loop call's effect recorded: succeeded with its receipt, failed with its
+        error, or unknown when it timed out (a non-idempotent one then waits)."""
+        fence = self.gateway.fence
+        error = self.out.redact(outcome.error) if outcome.error is not None else None
+        told = ToolOutcome(outcome.output, error, outcome.timed_out)
+        if outcome.timed_out:
+            await self.gateway.call(
+                self.store.update_effect, key, state="unknown", error=error, lease=fence
+            )
+            await self.out.event(
+                "effect_unknown", rt.name, rec.key, effect=key, function=tool.spec.function
+            )
+            if idempotent:
+                return LoopEffect(told, "unknown")  # called again with its key if asked again
+            await self._unknown(rt.name, rec.key, key, tool.spec.function, "unknown")
+            return LoopEffect(None, "unknown")
+        if error is not None:
+            await self.gateway.call(
+                self.store.update_effect, key, state="failed", error=error, lease=fence
+            )
+            return LoopEffect(told, "failed")
+        await self.gateway.call(
+            self.store.update_effect, key, state="succeeded", receipt=outcome.output, lease=fence
+        )
+        return LoopEffect(told, "succeeded")
 
     async def _call(
         self, rt: ActionRuntime, rec: UnitRecord, inputs_json: str, input_hash: str, key: str

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 
 from agac.engine.context import ToolContext
 from agac.engine.crashpoints import maybe_crash
-from agac.engine.requests import effect_key, tool_input_hash
+from agac.engine.requests import effect_id, effect_key, tool_input_hash
+from agac.engine.values import Stopped
 from agac.engine.walk.calls import call_with_retries
 from agac.jsontext import dumps, loads
 from agac.providers.base import Message, Request, ToolCall
@@ -196,24 +197,37 @@ class ToolLoop:
                 f"{bound}); the call over the bound: {_named(over)}",
             )
         missing = [n for n in range(len(turn.calls)) if n not in turn.results]
-        await asyncio.gather(*(self._call(turn, n) for n in missing))
+        stored = await asyncio.gather(*(self._call(turn, n) for n in missing))
+        if not all(stored):
+            raise Stopped()  # an effect is unknown: the unit waits on a person (E2)
         return self.next_request()
 
-    async def _call(self, turn: _Turn, n: int) -> None:
-        """Run one call and store its result (with its ledger row) before it counts."""
+    async def _call(self, turn: _Turn, n: int) -> bool:
+        """Run one call and store its result (with its ledger row) before it counts;
+        False: the call's effect is unknown and nothing is stored (the unit waits)."""
         call = turn.calls[n]
         tool = self.tools.get(call.name)
         clock = self.ctx.control.clock
         started = clock.monotonic()
+        effect: dict[str, str] | None = None
         if tool is None:  # a name the request did not offer cannot come as tool_use
             outcome = ToolOutcome(None, f"there is no tool {call.name!r}")
+        elif tool.spec.effect is not None:
+            context = self._context(tool, call)
+            key = context.idempotency_key
+            done = await self.ctx.effects.tool_call(
+                self.rt, self.rec, tool, call.arguments, key, context
+            )
+            if done.outcome is None:
+                return False
+            outcome, effect = done.outcome, {"id": effect_id(key), "state": done.state}
         else:
             outcome = await call_function(tool, call.arguments, self._context(tool, call))
         maybe_crash("tool_called")
         error = self.ctx.out.redact(outcome.error) if outcome.error is not None else None
         content = ToolOutcome(outcome.output, error).content
         latency = (clock.monotonic() - started) * 1000
-        body = {
+        body: dict[str, object] = {
             "call_id": call.id,
             "name": call.name,
             "arguments": call.arguments,
@@ -221,11 +235,14 @@ class ToolLoop:
             "error": error,
             "latency_ms": round(latency, 3),
         }
+        if effect is not None:
+            body["effect"] = effect
         usage = self._tool_row(tool, call, latency, error)
         step = turn.step + 1 + n
         await self.log.write(self.rt.name, self.rec.key, step, "tool", dumps(body), [usage])
         turn.results[n] = content
         maybe_crash("tool_stored")
+        return True
 
     def _context(self, tool: LoadedTool, call: ToolCall) -> ToolContext:
         ctx, rec = self.ctx, self.rec
