@@ -17,7 +17,8 @@ Batches are long-running operations named ``batches/<id>`` whose ``metadata.stat
 ``BATCH_STATE_RUNNING``. Files upload through Google's resumable protocol: ``start``
 returns ``x-goog-upload-url``; chunks answer ``x-goog-upload-status: active`` and the
 ``finalize`` chunk ``final`` with ``{"file": …}``; uploaded attachments and ``file_data``
-parts are handled in :mod:`.gemini_files`. Errors are ``google.rpc.Status`` bodies;
+parts are handled in :mod:`.gemini_files`. Gemini 3's thought signatures on function calls
+are given and required back as the API does (:mod:`.gemini_signatures`). Errors are ``google.rpc.Status`` bodies;
 a 429 carries a ``QuotaFailure`` detail and, when a wait is known, a ``RetryInfo``.
 """
 
@@ -37,6 +38,7 @@ from .answers import Answer, answer, prompt_tokens
 from .caching import gemini_plan
 from .faults import Target
 from .gemini_files import finish_upload, take_files
+from .gemini_signatures import sign_calls, unsigned_call
 from .handling import (
     Rejected,
     attachments,
@@ -202,7 +204,9 @@ def response(model: str, ans: Answer, *, flex: bool = False) -> dict[str, Any]:
         }
     elif ans.tool_calls:
         # No call ids: the Gemini API leaves ``functionCall.id`` out on most models.
-        calls = [{"functionCall": {"name": n, "args": json.loads(a)}} for n, a in ans.tool_calls]
+        calls = sign_calls(
+            model, [{"functionCall": {"name": n, "args": json.loads(a)}} for n, a in ans.tool_calls]
+        )
         candidate = {
             "content": {"parts": calls, "role": "model"},
             "finishReason": reply.get("stop") or "STOP",
@@ -286,6 +290,9 @@ async def _generate(request: Request, model: str) -> Response:
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
     whole, cache = gemini_caches.expanded(state, body)
+    unsigned = unsigned_call(model, whole.get("contents"))
+    if unsigned is not None:
+        return error(400, None, None, unsigned)
     canonical, prompt, schema, max_tokens = _decode(whole)
     tools, results, turns = tool_turns(whole)
     ans = answer(

@@ -12,6 +12,10 @@ them is a ``model`` content of ``functionCall`` parts (``name``, ``args``: an ob
 an ``id`` on models that give one); their results go back in one ``user`` content of
 ``functionResponse`` parts (``name``, ``response``: an object, the call's ``id``). A call
 without an id is given one from its position (``call_<n>``), which the reply then omits.
+Gemini 3 signs a turn that calls functions: a ``thoughtSignature`` beside the first
+``functionCall`` (base64 on the wire, bytes in the SDK's ``Part.thought_signature``),
+which must come back unchanged on that part, or the next request is refused; it is kept
+on the call (:attr:`ToolCall.signature`) as base64 text.
 
 Ollama (``/api/chat``): tools are OpenAI's ``{type: function, function: {name,
 description, parameters}}``; a turn that calls them is an assistant message whose
@@ -27,6 +31,8 @@ and as Gemini's ``{"result": text}``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -165,28 +171,59 @@ def gemini_tool_content(
             call: dict[str, Any] = {"name": c.name, "args": _arguments(c.arguments)}
             if not c.id.startswith(GENERATED_ID):
                 call["id"] = c.id
-            parts.append({call_key: call})
+            part: dict[str, Any] = {call_key: call}
+            if c.signature is not None:
+                part.update(_signed(c.signature, rest=rest))
+            parts.append(part)
         return {"role": "model", "parts": parts}
     response: dict[str, Any] = {"name": m.name or "", "response": {"result": m.content}}
     if not m.tool_call_id.startswith(GENERATED_ID):
         response["id"] = m.tool_call_id
-    part = {response_key: response}
+    reply = {response_key: response}
     if previous is not None and all(response_key in p for p in previous["parts"]):
-        previous["parts"].append(part)
+        previous["parts"].append(reply)
         return None
-    return {"role": "user", "parts": [part]}
+    return {"role": "user", "parts": [reply]}
+
+
+def _signed(signature: str, *, rest: bool) -> dict[str, Any]:
+    """A call's thought signature as its part carries it: the base64 text on the wire,
+    the bytes for the SDK (which encodes them again)."""
+    if rest:
+        return {"thoughtSignature": signature}
+    return {"thought_signature": _signature_bytes(signature)}
+
+
+def _signature_bytes(text: str) -> bytes:
+    """Base64 text, standard or URL-safe alphabet, padded or not, as bytes."""
+    padded = text + "=" * (-len(text) % 4)
+    try:
+        return base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_"))
+    except (binascii.Error, ValueError):
+        return text.encode()
+
+
+def _signature_text(value: Any) -> str | None:
+    """A part's thought signature as base64 text (the SDK gives bytes, the wire text)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
 
 
 def gemini_calls(parts: Any) -> tuple[ToolCall, ...]:
-    """The ``functionCall`` parts of a candidate as calls, in order."""
-    calls = [pick(p, "function_call") for p in parts or ()]
+    """The ``functionCall`` parts of a candidate as calls, in order, each with the thought
+    signature its part carries."""
+    called = [p for p in parts or () if pick(p, "function_call") is not None]
     return tuple(
         ToolCall(
-            str(pick(c, "id") or f"{GENERATED_ID}{n}"),
-            str(pick(c, "name") or ""),
-            json.dumps(pick(c, "args") or {}, ensure_ascii=False, sort_keys=True),
+            str(pick(p, "function_call", "id") or f"{GENERATED_ID}{n}"),
+            str(pick(p, "function_call", "name") or ""),
+            json.dumps(pick(p, "function_call", "args") or {}, ensure_ascii=False, sort_keys=True),
+            _signature_text(pick(p, "thought_signature")),
         )
-        for n, c in enumerate(c for c in calls if c is not None)
+        for n, p in enumerate(called)
     )
 
 

@@ -159,18 +159,30 @@ class ToolDef:
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One call a model turn asks for: the provider's id of the call (its result is sent
-    back under it), the tool's name and its arguments as the JSON text the model wrote."""
+    back under it), the tool's name and its arguments as the JSON text the model wrote.
+    ``signature``: an opaque token the provider gave with the call (Gemini's
+    ``thoughtSignature``, base64 text), sent back unchanged with the turn."""
 
     id: str
     name: str
     arguments: str
+    signature: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        out = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.signature is not None:
+            out["signature"] = self.signature
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ToolCall:
-        return cls(str(d["id"]), str(d["name"]), str(d["arguments"]))
+        signature = d.get("signature")
+        return cls(
+            str(d["id"]),
+            str(d["name"]),
+            str(d["arguments"]),
+            str(signature) if signature is not None else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)

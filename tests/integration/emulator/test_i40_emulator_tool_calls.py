@@ -10,6 +10,8 @@ from typing import Any
 import ollama
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
 
 from agac.emulator.testing import RunningEmulator
 
@@ -126,3 +128,51 @@ def test_i40_emulator_ollama_tool_turn_takes_faults(
     cut = oll.chat(model="llama3.2", messages=user, tools=OLLAMA_TOOLS)
     assert cut.done_reason == "length"
     assert (cut.message.tool_calls or [])[0].function.name == "lookup"
+
+
+def test_i40_emulator_gemini_3_signs_calls_and_refuses_a_turn_without_its_signature(
+    gem: genai.Client,
+) -> None:
+    tools: Any = [
+        {
+            "function_declarations": [
+                {
+                    "name": "lookup",
+                    "description": "Find an order.",
+                    "parameters_json_schema": {
+                        "type": "object",
+                        "properties": {"order_id": {"type": "string"}},
+                    },
+                }
+            ]
+        }
+    ]
+    config: Any = {"tools": tools}
+    user: Any = {"role": "user", "parts": [{"text": PROMPT}]}
+    first = gem.models.generate_content(
+        model="gemini-3-flash-preview", contents=[user], config=config
+    )
+    (part,) = first.candidates[0].content.parts  # type: ignore[index, union-attr]
+    assert part.function_call is not None and part.thought_signature
+    old = gem.models.generate_content(model="gemini-2.5-flash", contents=[user], config=config)
+    assert old.candidates[0].content.parts[0].thought_signature is None  # type: ignore[index, union-attr]
+
+    reply: Any = {
+        "role": "user",
+        "parts": [{"function_response": {"name": "lookup", "response": {"result": '"shipped"'}}}],
+    }
+    signed: Any = {"role": "model", "parts": [part]}
+    final = gem.models.generate_content(
+        model="gemini-3-flash-preview", contents=[user, signed, reply], config=config
+    )
+    assert final.text == 'The order is "shipped".'
+
+    bare: Any = {"role": "model", "parts": [{"function_call": part.function_call}]}
+    with pytest.raises(genai_errors.ClientError) as refused:
+        gem.models.generate_content(
+            model="gemini-3-flash-preview", contents=[user, bare, reply], config=config
+        )
+    assert refused.value.code == 400
+    assert "missing a thought_signature" in str(refused.value) and "position 2" in str(
+        refused.value
+    )

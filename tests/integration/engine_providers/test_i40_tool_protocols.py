@@ -39,11 +39,13 @@ def carrier(order_id: str, express: bool = False) -> str:
 PROTOCOLS = ("anthropic", "gemini", "ollama")
 
 
-def _project(root: Path, provider: str, text: str, extra: str = "") -> None:
+def _project(
+    root: Path, provider: str, text: str, extra: str = "", model: str | None = None
+) -> None:
     workflow = f"""name: support
 input: {{path: data/, id_field: id}}
 defaults:
-  model: {provider}/{MODELS[provider]}
+  model: {provider}/{model or MODELS[provider]}
   max_tokens: 256
   timeout: 10s
   retry: {{max_attempts: 2, backoff: {{initial: 10ms, max: 50ms}}}}
@@ -181,3 +183,23 @@ def test_i40_ollama_call_of_a_function_not_offered_is_no_answer(
     assert set(summary["actions"]["reply"]["reasons"]) == {"unexpected_stop"}
     assert "drop_tables" in _rows(project)["r0"]["detail"]
     assert _calls_log(project) == []
+
+
+def test_i40_gemini_3_thought_signatures_go_back_unchanged(
+    emulator: Any, project: Path, monkeypatch: Any
+) -> None:
+    """Gemini 3 signs each turn of function calls; the emulator refuses a conversation
+    whose turn comes back without its signature, as the API does."""
+    _project(project, "gemini", TWO_TURNS, model="gemini-3-flash-preview")
+    sent = sent_requests(monkeypatch, "gemini")
+
+    summary = api.run("support", project).summary
+
+    assert summary["actions"]["reply"]["answered"] == 2, _rows(project)
+    assert chat_requests(emulator.stats(), "gemini") == 4  # none refused
+    last = max(sent, key=lambda r: len(r.messages))
+    turns = [m.tool_calls for m in last.messages if m.role == "assistant"]
+    assert [[c.signature is not None for c in calls] for calls in turns] == [[True], [True, False]]
+    (entry,) = api.record_session("r0", project)["actions"]
+    stored = [t["tool_calls"][0]["signature"] for t in entry["turns"] if t["kind"] == "model"]
+    assert stored == [calls[0].signature for calls in turns]  # kept with the durable turn
