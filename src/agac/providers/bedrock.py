@@ -283,6 +283,12 @@ class BedrockProvider(ProviderBase):
         )
         self.min_records = int(options.get("batch_min_records") or MIN_RECORDS)
         self.max_records = int(options.get("batch_max_records") or MAX_RECORDS)
+        if self.min_records > self.max_records:
+            raise _config(
+                "batch_min_records",
+                f"batch_min_records ({self.min_records}) is above batch_max_records "
+                f"({self.max_records}): no job could be sent",
+            )
         self._workers = max(8, settings.connections)
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="agac-bedrock")
         super().__init__(settings)

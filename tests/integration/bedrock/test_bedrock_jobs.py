@@ -280,3 +280,14 @@ async def test_bedrock_batch_needs_bucket_and_role(bedrock: Any) -> None:
     assert "role_arn" in str(caught.value)
     with pytest.raises(ConfigError):
         await bedrock(batch_bucket="bucket-without-scheme").submit_batch(requests(100), "k-b")
+
+
+async def test_i41_min_records_above_max_records_is_refused_at_setup(bedrock: Any) -> None:
+    """A minimum above the maximum leaves no job Bedrock takes: said when the provider is
+    set up, naming both options, before anything is staged."""
+    from agac.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        bedrock(batch_min_records=200, batch_max_records=150)
+    said = str(caught.value)
+    assert "batch_min_records (200)" in said and "batch_max_records (150)" in said

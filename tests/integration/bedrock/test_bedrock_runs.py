@@ -143,7 +143,7 @@ def test_bedrock_file_below_minimum_waits_when_asked(
     first = _run(project)
     assert first.exit_code == 75
     said = " ".join(first.notes)
-    assert "a.jsonl has 40 requests, fewer than the 100" in said and "below_minimum" in said
+    assert "a.jsonl has 40 requests left to send, fewer than the 100" in said and "below_minimum" in said
     assert "chat" not in _ops(emulator) and not _jobs(emulator)
     again = _run(project)
     assert again.exit_code == 75 and not _jobs(emulator)
@@ -175,3 +175,91 @@ def test_bedrock_b12_job_quota_refusal_waits_then_creates(
     assert waits and waits[0]["data"]["reason"] == "provider_limit"
     emulator.advance(3600)
     assert _run(project).exit_code == 0
+
+
+def _below(root: Path) -> list[dict[str, Any]]:
+    return [e["data"] for e in api.events(WORKFLOW, root) if e["kind"] == "batch_below_minimum"]
+
+
+def test_i41_jobs_rebalanced_when_the_quota_is_below_twice_the_minimum(
+    project: Path, prefix: str, emulator: Any
+) -> None:
+    """At most 120 records a job and at least 100: 530 records go as jobs of 120, 110,
+    100, 100 and 100 — the jobs before the last each give it what they can spare — and
+    every job is one Bedrock takes (none fails its validation)."""
+    _project(project, prefix, {"a": 530}, batch_max_records=120)
+    first = _run(project)
+    assert first.exit_code == 75, first.notes
+    assert sorted(j["requests"] for j in _jobs(emulator)) == [100, 100, 100, 110, 120]
+    assert not _below(project) and "chat" not in _ops(emulator)
+    emulator.advance(3600)
+    done = _run(project)
+    assert done.exit_code == 0, done.notes
+    assert {j["status"] for j in _jobs(emulator)} == {"Completed"}
+    rows = _answered(project)
+    assert len(rows) == 530 and set(rows.values()) == {"answered"}
+    assert emulator.stats()["duplicate_answers"] == 0
+
+
+def test_i41_remainder_that_makes_no_job_goes_live_never_a_refused_job(
+    project: Path, prefix: str, emulator: Any
+) -> None:
+    """250 records at 100 to 120 a job make no set of jobs: two jobs of 120 go, and the
+    10 left are sent as live Converse calls (``below_minimum: live``) rather than as a job
+    Bedrock would fail. Every record is answered once; the ledger holds one call each."""
+    _project(project, prefix, {"a": 250}, batch_max_records=120)
+    first = _run(project)
+    assert first.exit_code == 75, first.notes
+    assert [j["requests"] for j in _jobs(emulator)] == [120, 120]
+    assert _ops(emulator)["chat"] == 10
+    below = _below(project)
+    assert [b["requests"] for b in below] == [10]
+    emulator.advance(3600)
+    done = _run(project)
+    assert done.exit_code == 0, done.notes
+    rows = _answered(project)
+    assert len(rows) == 250 and set(rows.values()) == {"answered"}
+    assert emulator.stats()["duplicate_answers"] == 0 and emulator.stats()["answered"] == 250
+    assert sum(r["calls"] for r in api.cost(WORKFLOW, project)["rows"]) == 250
+
+
+def test_i41_remainder_that_makes_no_job_waits_when_asked(
+    project: Path, prefix: str, emulator: Any
+) -> None:
+    """With ``below_minimum: wait`` the two jobs go and the 10 left stay unsent: the run
+    waits, naming them, the file and the setting; nothing is sent live."""
+    _project(project, prefix, {"a": 250}, batch_max_records=120, below_minimum="wait")
+    first = _run(project)
+    assert first.exit_code == 75, first.notes
+    assert [j["requests"] for j in _jobs(emulator)] == [120, 120]
+    said = " ".join(first.notes)
+    assert "a.jsonl has 10 requests left to send, fewer than the 100" in said, said
+    assert "below_minimum" in said and "chat" not in _ops(emulator)
+
+
+def test_i41_missing_records_below_the_minimum_go_live_not_as_a_retry_job(
+    project: Path, prefix: str, emulator: Any
+) -> None:
+    """A job of 200 ends PartiallyCompleted with 160 processed: the 40 it did not process
+    are fewer than a job takes, so they are sent again as live calls (B6), never as a
+    retry job of 40 that Bedrock would fail."""
+    _project(project, prefix, {"a": 200})
+    emulator.add_fault(
+        {
+            "provider": "bedrock",
+            "op": "batch.create",
+            "times": 1,
+            "fault": {"batch_end": "expired", "answered": 160},
+        }
+    )
+    assert _run(project).exit_code == 75
+    emulator.advance(3600)
+    done = _run(project)
+    assert done.exit_code == 0, done.notes
+    assert [(j["requests"], j["status"]) for j in _jobs(emulator)] == [(200, "PartiallyCompleted")]
+    assert _ops(emulator)["chat"] == 40 and _ops(emulator)["batch.create"] == 1
+    assert [b["requests"] for b in _below(project)] == [40]
+    rows = _answered(project)
+    assert len(rows) == 200 and set(rows.values()) == {"answered"}
+    assert emulator.stats()["duplicate_answers"] == 0 and emulator.stats()["answered"] == 200
+    assert sum(r["calls"] for r in api.cost(WORKFLOW, project)["rows"]) == 200

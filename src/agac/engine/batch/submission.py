@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from agac.engine.batch.split import split_parts
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.limits.budget import Reservation
 from agac.engine.walk.steps import expected_units
@@ -142,17 +143,16 @@ class Submitter:
 
     async def _submit_file(self, rt: ActionRuntime, file: str, report: StepReport) -> bool | None:
         """Create the intents of one file's staged items and submit them. False if refused;
-        None when requests whose files changed were dropped instead (nothing sent)."""
+        None when requests whose files changed were dropped instead (nothing sent), or
+        when some make no batch the provider takes (they go live or wait)."""
         staged = staged_key(self.ctx.run_id, rt.name, file)
         if rt.action.attachments and await self._drop_changed(rt, staged, file, report):
             return None  # those units render again first (the next pass stages the rest)
-        parts = await self.ctx.call(self._plan_parts, rt, staged, file)
-        count = sum(len(ids) for _, ids in parts)
-        if 0 < count < rt.batch_api.min_requests:
-            await self._below_minimum(
-                rt, staged, file, [i for _, ids in parts for i in ids], report
-            )
-            return None
+        parts, short = await self.ctx.call(self._plan_parts, rt, staged, file)
+        if short:
+            await self._below_minimum(rt, staged, file, short, report)
+            if not parts:
+                return None
         held: dict[str, Reservation] = {}
         if self.ctx.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
@@ -167,20 +167,26 @@ class Submitter:
                 self.ctx.budget.hold(intent.key, held[intent.key])
             outcome = await self._submit(rt, intent.key, report)
             refused = refused or outcome == "refused"
-        return not refused
+        if refused:
+            return False
+        return None if short else True  # the short requests go live or wait
 
     async def _below_minimum(
         self, rt: ActionRuntime, staged: str, file: str, ids: list[str], report: StepReport
     ) -> None:
-        """A file with fewer requests than the provider takes in one batch (Bedrock: 100):
-        with ``below_minimum: live`` its staged items are dropped and its units sent live
-        in this run (a rerun decides again); with ``wait`` they stay staged and the run
-        waits, naming the file."""
+        """Requests that make no batch the provider takes (Bedrock: 100 a job) — a file
+        with fewer, a retry's few, or what is left of a larger file when its parts cannot
+        spare enough within the provider's limits: with ``below_minimum: live`` their
+        staged items are dropped and their units sent live in this run (a rerun decides
+        again); with ``wait`` they stay staged and the run waits, naming the file."""
         api = rt.batch_api
         provider = rt.action.provider or ""
         said = (
-            f"{rt.name}: {file} has {len(ids)} requests, fewer than the {api.min_requests} "
-            f"a {provider} batch takes"
+            f"{rt.name}: {file} has {len(ids)} requests left to send, fewer than the "
+            f"{api.min_requests} a {provider} batch takes"
+            if len(ids) < api.min_requests
+            else f"{rt.name}: {len(ids)} requests of {file} make no {provider} batch of "
+            f"{api.min_requests} to {api.max_requests} requests within its size limit"
         )
         if api.below_minimum == "wait":
             report.waiting.append(
@@ -192,7 +198,11 @@ class Submitter:
         await self.ctx.call(self.ctx.store.drop_staged_items, staged, ids)
         self.ctx.control.go_live_units(rt.name, units)
         await self.ctx.event(
-            "batch_below_minimum", rt.name, file=file, requests=len(ids), minimum=api.min_requests
+            "batch_below_minimum",
+            rt.name,
+            file=file,
+            requests=len(ids),
+            minimum=api.min_requests,
         )
         report.progressed = True
 
@@ -275,29 +285,23 @@ class Submitter:
         report.progressed = True
         return True
 
-    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> Parts:
+    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> tuple[Parts, list[str]]:
         """Split a file's staged items only where the provider's limits require it (B1):
         their count, and their bytes — a request's attachments counted as the base64 its
         line will carry (with a provider that takes a batch in memory, at most
-        ``attachment_max_bytes`` of it a part)."""
+        ``attachment_max_bytes`` of it a part) — with no part below the provider's
+        minimum (:func:`split_parts`); also the items that make no such part."""
         limits = rt.batch_api
-        max_n, max_bytes = limits.max_requests, limits.max_bytes * 9 // 10
+        max_bytes = limits.max_bytes * 9 // 10
         sizes = self.ctx.store.staged_sizes(staged)
         if rt.action.attachments:
             max_bytes = min(max_bytes, limits.attachment_max_bytes * 9 // 10)
             sizes = _line_sizes(self.ctx.store.staged_items(staged), limits.attachment_line_bytes)
-        parts: list[list[str]] = [[]]
-        size = 0
-        for custom_id, length in sizes:
-            n = length + 300
-            if parts[-1] and (len(parts[-1]) >= max_n or size + n > max_bytes):
-                parts.append([])
-                size = 0
-            parts[-1].append(custom_id)
-            size += n
-        _balance(parts, limits.min_requests)
+        split = split_parts(
+            sizes, most=limits.max_requests, max_bytes=max_bytes, least=limits.min_requests
+        )
         now = self.ctx.control.clock.time()
-        return [
+        parts = [
             (
                 BatchIntent(
                     f"agac_{secrets.token_hex(12)}",
@@ -313,8 +317,9 @@ class Submitter:
                 ),
                 ids,
             )
-            for i, ids in enumerate(p for p in parts if p)
+            for i, ids in enumerate(split.parts)
         ]
+        return parts, split.short
 
     async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Send one intent; returns submitted | refused | unknown | stopped."""
@@ -538,17 +543,6 @@ def _line_sizes(
             else:
                 n += line_bytes(atts, sum(len(m.content.encode()) for m in messages))
         yield item.custom_id, n
-
-
-def _balance(parts: list[list[str]], least: int) -> None:
-    """Move requests from the part before into a last part below the provider's minimum
-    (Bedrock: 100 a job), when the part before keeps at least that many itself."""
-    if least <= 1 or len(parts) < 2 or len(parts[-1]) >= least:
-        return
-    move = least - len(parts[-1])
-    if len(parts[-2]) - move >= least:
-        parts[-1][:0] = parts[-2][-move:]
-        del parts[-2][-move:]
 
 
 def _staged_units(store: Store, staged: str, ids: set[str]) -> set[str]:
