@@ -143,7 +143,10 @@ def test_bedrock_file_below_minimum_waits_when_asked(
     first = _run(project)
     assert first.exit_code == 75
     said = " ".join(first.notes)
-    assert "a.jsonl has 40 requests left to send, fewer than the 100" in said and "below_minimum" in said
+    assert (
+        "a.jsonl has 40 requests left to send, fewer than the 100" in said
+        and "below_minimum" in said
+    )
     assert "chat" not in _ops(emulator) and not _jobs(emulator)
     again = _run(project)
     assert again.exit_code == 75 and not _jobs(emulator)
