@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agac.config.keys import CHECK_KEYS, CHECK_ON_FAIL, JUDGE_KEYS
+from agac.config.keys import CHECK_KEYS, CHECK_ON_FAIL, FOLLOW_UP_RUN_MODES, JUDGE_KEYS
 from agac.config.model import CheckSpec, JudgeSpec
 from agac.config.source import Findings, Path, did_you_mean
 from agac.config.values import read_int, read_mapping, read_str
@@ -70,9 +70,28 @@ def _check(f: Findings, entry: Any, path: Path) -> CheckSpec | None:
     repairs = 1
     if "max_repairs" in body:
         repairs = read_int(f, body["max_repairs"], path + ("max_repairs",)) or 1
+    repair_mode = _run_mode(f, body, "repair_run_mode", path)
     if name is None or (expr is None and judge is None):
         return None
-    return CheckSpec(name, expr, message, on_fail, repairs, judge)
+    return CheckSpec(name, expr, message, on_fail, repairs, judge, repair_mode)
+
+
+def _run_mode(f: Findings, body: dict[str, Any], key: str, path: Path) -> str | None:
+    """A follow-up's ``run_mode`` (a judge's) or a check's ``repair_run_mode``: ``online``
+    or ``batch``; None when not given (as the action runs)."""
+    if key not in body:
+        return None
+    value = body[key]
+    if value not in FOLLOW_UP_RUN_MODES:
+        f.error(
+            "invalid_value",
+            f"{key} must be one of {', '.join(FOLLOW_UP_RUN_MODES)}, got {value!r}",
+            path + (key,),
+            hint=did_you_mean(str(value), FOLLOW_UP_RUN_MODES)
+            or "batch: in the batch round after the answers are read; online: asked live",
+        )
+        return None
+    return str(value)
 
 
 def _expr_or_judge(
@@ -105,6 +124,7 @@ def _judge(f: Findings, value: Any, path: Path) -> JudgeSpec | None:
     tokens = 256
     if "max_tokens" in body:
         tokens = read_int(f, body["max_tokens"], path + ("max_tokens",)) or tokens
+    run_mode = _run_mode(f, body, "run_mode", path)
     if model is None or prompt is None:
         return None
     provider, sep, name = model.partition("/")
@@ -117,4 +137,4 @@ def _judge(f: Findings, value: Any, path: Path) -> JudgeSpec | None:
             hint=did_you_mean(provider, known) or f"known: {', '.join(known)}",
         )
         return None
-    return JudgeSpec(model, provider, name, prompt, system, tokens)
+    return JudgeSpec(model, provider, name, prompt, system, tokens, run_mode)

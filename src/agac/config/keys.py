@@ -24,6 +24,7 @@ __all__ = [
     "EFFECT_KEYS",
     "FAILURE_POLICIES",
     "FAN_OUT_KEYS",
+    "FOLLOW_UP_RUN_MODES",
     "FUNCTION_TOOL_KEYS",
     "FUTURE_ACTION_KEYS",
     "FUTURE_KINDS",
@@ -135,8 +136,11 @@ JOIN_NAMES = frozenset({"fulfilled", "rejected", "skipped"})
 APPROVAL_KEYS = frozenset({"approvers", "expires_in", "policy_version", "on_reject", "on_expire"})
 ON_REJECT = ("fail_unit", "fail_run")
 ON_EXPIRE = ("fail_unit", "time_out_run")
-CHECK_KEYS = frozenset({"name", "expr", "judge", "message", "on_fail", "max_repairs"})
-JUDGE_KEYS = frozenset({"model", "prompt", "system", "max_tokens"})
+CHECK_KEYS = frozenset(
+    {"name", "expr", "judge", "message", "on_fail", "max_repairs", "repair_run_mode"}
+)
+JUDGE_KEYS = frozenset({"model", "prompt", "system", "max_tokens", "run_mode"})
+FOLLOW_UP_RUN_MODES = ("online", "batch")
 CHECK_ON_FAIL = ("repair", "flag", "fail")
 DEFAULTABLE_KEYS = ACTION_KEYS - NOT_IN_DEFAULTS
 

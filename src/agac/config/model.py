@@ -136,6 +136,9 @@ class CheckSpec:
     max_repairs: int = 1
     judge: JudgeSpec | None = None
     """A model that grades the answer instead of an expression (engine/judges.py)."""
+    repair_run_mode: str | None = None
+    """How a repair of an answer read from a batch is asked: ``batch`` (the next batch
+    round, engine/batch/rounds.py) or ``online``; None: as the action runs."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,9 @@ class JudgeSpec:
     prompt: str
     system: str | None = None
     max_tokens: int = 256
+    run_mode: str | None = None
+    """``online`` or ``batch``; None: as the action it grades runs (a batch action's
+    judges are asked in a second batch round, engine/batch/rounds.py)."""
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,16 @@ class ActionRuntime:
     cache_fallback: CacheHint | None = None
     tools: tuple[LoadedTool, ...] = ()
     """An llm action's function tools (``tools:``), loaded: its units run a tool loop."""
+    follows: str | None = None
+    """A follow-up round's (engine/batch/rounds.py): the batch action whose units it asks
+    for (its judges or its repairs); its ledger rows are that action's."""
+    origin: str | None = None
+    """The ledger origin of a follow-up round's answers (``judge`` for a judge's)."""
+
+    @property
+    def ledger_action(self) -> str:
+        """The action its calls are ledgered on (a follow-up round's: the one it follows)."""
+        return self.follows or self.name
 
     @property
     def tool_defs(self) -> tuple[ToolDef, ...]:
@@ -223,12 +233,15 @@ def build_runtime(
     admitted: Mapping[str, tuple[str, int]] | None = None,
     workflow: str = "",
     providers: Mapping[str, Provider] | None = None,
+    follows: str | None = None,
+    origin: str | None = None,
 ) -> ActionRuntime:
     """The action's runtime, built whole; ``slots`` and ``limiter`` replace its own
     ``max_concurrency`` slots and rate window (a worker shares both with other shards and
     other workers); ``admitted``: the files the run's snapshot attaches (path -> (sha256,
     size)); ``workflow``: its name, in the cache hint's routing key; ``providers``: the
-    run's opened adapters by provider name, where its judges find theirs."""
+    run's opened adapters by provider name, where its judges find theirs; ``follows`` and
+    ``origin``: a follow-up round's (engine/batch/rounds.py)."""
     llm = action.kind == "llm"
     view = compile_view(action.context.observe, action.context.drop)
     system = compile_template(action.system, f"{action.name}.system") if action.system else None
@@ -261,6 +274,8 @@ def build_runtime(
         canonical=_canonical(action) if llm else None,
         admitted=admitted or {},
         tools=_function_tools(action, root) if llm else (),
+        follows=follows,
+        origin=origin,
         **attached,
         **_prefix_parts(found),
     )

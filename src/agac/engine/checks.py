@@ -8,27 +8,30 @@ says so: a check never passes by accident.
 
 The checks are judged in the order written; the first failed ``repair`` or ``fail`` check
 decides the unit, failed ``flag`` checks only mark it. A repair is asked by the online call
-path (engine/walk/calls.py) — an answer that is not asked in this run (reused, or read
-from a batch) and fails a ``repair`` check fails ``check_failed``.
+path (engine/walk/calls.py) for an answer it asked; an answer it did not ask (reused, or
+read from a batch) is judged and repaired by engine/walk/judging.py, its repairs in the
+action's next batch round (engine/batch/rounds.py) or live.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from jinja2.exceptions import UndefinedError
 
 from agac.prompt.render import compile_guard
+from agac.providers.base import Message
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agac.config.model import CheckSpec
     from agac.jsontext import JSON, JSONObject
+    from agac.providers.base import Request
 
 __all__ = [
     "JUDGE_ORIGIN",
@@ -36,10 +39,12 @@ __all__ = [
     "Grader",
     "JudgeNotSent",
     "Verdict",
+    "expr_verdict",
     "judge",
     "kept_before_judging",
     "outcome_of",
     "repair_feedback",
+    "repair_request",
     "verdicts_json",
     "verdicts_of",
 ]
@@ -56,10 +61,11 @@ class JudgeNotSent(Exception):
 
 def kept_before_judging(checks: Sequence[CheckSpec]) -> bool:
     """Whether an answer asked live is stored before its judges are asked, so a crash
-    between the two neither loses the answer nor asks it again: with a ``judge:`` check
-    and no ``repair`` check (a repaired answer takes the place of the one judged, so it
-    is stored with the unit's outcome)."""
-    return any(c.judge is not None for c in checks) and all(c.on_fail != "repair" for c in checks)
+    between the two neither loses the answer nor asks it again: with a ``judge:`` check.
+    Each answer is kept under the request that got it — the unit's, or the repair request
+    (:func:`repair_request`) — so a repair never takes the place of the answer it
+    repaired, and a later run finds the whole chain stored."""
+    return any(c.judge is not None for c in checks)
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def judge(checks: Sequence[CheckSpec], view: JSONObject, answer: JSON) -> tuple[
         return ()
     scope = dict(view)
     scope["answer"] = answer
-    return tuple(_verdict(c, scope) for c in checks if c.judge is None)
+    return tuple(expr_verdict(c, scope) for c in checks if c.judge is None)
 
 
 Grader = Callable[["CheckSpec", "dict[str, Any]"], Awaitable["Verdict"]]
@@ -116,12 +122,13 @@ async def verdicts_of(
     out: list[Verdict] = []
     for check in checks:
         out.append(
-            await grader(check, scope) if check.judge is not None else _verdict(check, scope)
+            await grader(check, scope) if check.judge is not None else expr_verdict(check, scope)
         )
     return tuple(out)
 
 
-def _verdict(check: CheckSpec, scope: dict[str, Any]) -> Verdict:
+def expr_verdict(check: CheckSpec, scope: dict[str, Any]) -> Verdict:
+    """An expression check's verdict on the ``answer`` in ``scope``."""
     assert check.expr is not None, check.name
     try:
         value = _compiled(check.expr)(scope)
@@ -175,3 +182,14 @@ def repair_feedback(v: Verdict) -> str:
         f"Your answer failed the check {v.check.name!r}: {v.why}. "
         "Answer again, in the same format, with that corrected."
     )
+
+
+def repair_request(request: Request, output_json: str, v: Verdict) -> Request:
+    """The repair of the answer ``output_json`` (as stored) to the unit's ``request``: the
+    request, that answer, and what the failed check says. One function for every path
+    (live, a batch round, a reused answer), so a repair asked anywhere is found again by
+    its fingerprint: never asked twice."""
+    value = json.loads(output_json)
+    said = value if isinstance(value, str) else output_json
+    messages = (*request.messages, Message("assistant", said), Message("user", repair_feedback(v)))
+    return replace(request, messages=messages)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from agac.engine.values import UnitRecord
     from agac.providers.base import Provider, Response
 
-__all__ = ["JUDGE_ORIGIN", "JUDGE_SCHEMA", "JUDGE_SYSTEM", "grade", "judge_request"]
+__all__ = ["JUDGE_ORIGIN", "JUDGE_SCHEMA", "JUDGE_SYSTEM", "grade", "judge_request", "verdict_of"]
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -101,7 +101,7 @@ async def grade(
     fp = fingerprint_of(text)
     stored = await ctx.lookups.lookup_answer(fp)
     if stored is not None:
-        return _verdict(check, json.loads(stored))
+        return verdict_of(check, json.loads(stored))
     provider = rt.judges.get(check.name)
     assert provider is not None, f"no provider opened for judge {check.name!r}"
     return await _ask(ctx, rt, rec, check, provider, request, text, fp, attempt)
@@ -158,7 +158,7 @@ async def _ask(
         )
         await ctx.out.record_judge(rt, rec, attempt, request, response, None, started, fp, answer)
         maybe_crash("judge_graded")  # the verdict is durable, the answer it graded not yet
-        return _verdict(check, output)
+        return verdict_of(check, output)
 
 
 async def _reserve(ctx: UnitContext, check: CheckSpec, request: Request) -> Reservation | None:
@@ -214,7 +214,8 @@ def _output(response: Response) -> dict[str, Any] | None:
     return {"pass": value["pass"], "reason": str(value.get("reason") or "")}
 
 
-def _verdict(check: CheckSpec, output: dict[str, Any]) -> Verdict:
+def verdict_of(check: CheckSpec, output: dict[str, Any]) -> Verdict:
+    """The verdict a judge's answer (the built-in schema's ``pass`` and ``reason``) gives."""
     if output.get("pass") is True:
         return Verdict(check, True)
     reason = str(output.get("reason") or "").strip()

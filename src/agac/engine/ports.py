@@ -229,6 +229,12 @@ class BatchUnits(Protocol):
     ) -> None:
         """Stage the unit for the action's next batch."""
 
+    def judge_round(self, action: str, check: str) -> ActionRuntime | None:
+        """The batch round a check's judge is asked in (None: asked live)."""
+
+    def repair_round(self, action: str) -> ActionRuntime | None:
+        """The batch round the action's repairs are asked in (None: asked live)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Act:

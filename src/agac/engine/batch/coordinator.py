@@ -90,7 +90,8 @@ class BatchCoordinator:
                 continue
             await self.poller.cancel_unneeded(rt, walked=walked, adopted=self.units.adopted)
             await self.poller.poll_and_collect(rt, report)
-            await self.poller.fail_if_every_file_unread(rt)
+            if rt.follows is None:  # a follow-up's failed batch fails only its checks
+                await self.poller.fail_if_every_file_unread(rt)
         return report
 
     async def close_settled(self) -> None:

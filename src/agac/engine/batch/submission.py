@@ -103,10 +103,17 @@ class Submitter:
         unsent = self.unsent[rt.name] = []
         for f in self.ctx.files:
             name, lo, n = f["file"], int(f["start"]), int(f["count"])
+            c = counts.get(name, {"staged": 0, "open": 0})
+            if rt.follows is not None:
+                # A follow-up round (engine/batch/rounds.py) goes once the walk after a
+                # read has staged it (B4 holds for the action it follows); a refusal
+                # fails its items, and so the checks that asked for them.
+                if c["staged"] and await self._submit_file(rt, name, report) is False:
+                    report.progressed = True
+                continue
             settled = await self.ctx.call(
                 self.ctx.store.count_action_outcomes_between, self.ctx.run_id, rt.name, lo, lo + n
             )
-            c = counts.get(name, {"staged": 0, "open": 0})
             plan = self.ctx.plan
             if plan.regions is not None and plan.per_item(rt.name):
                 # Inside a fan-out a file holds one unit per item (docs/workflow-reference.md, Fan-out and join).

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from agac.engine.batch.rounds import Rounds
 from agac.engine.decision import NOT_YET, Adopt, Pending, Stage, UnitFacts, decide
 from agac.store.batches import staged_key
 from agac.store.rows import StagedItem
@@ -48,6 +49,7 @@ class BatchUnits:
         out: OutcomeWriter,
         control: RunControl,
         budget: BudgetGuard | None,
+        rounds: Rounds | None = None,
     ) -> None:
         self.run_id = run_id
         self.workflow = workflow
@@ -60,6 +62,8 @@ class BatchUnits:
         self.out = out
         self.control = control
         self.budget = budget
+        self.rounds = rounds if rounds is not None else Rounds()
+        """The follow-up rounds of its actions: judges and repairs (engine/batch/rounds.py)."""
         self.items: dict[tuple[str, str], list[BatchItem]] = {}
         """(action, unit key) -> its batch items (any batch, staged included), per shard."""
         self.answers: dict[str, str] = {}
@@ -201,3 +205,9 @@ class BatchUnits:
     ) -> None:
         """Stage the unit for the action's next batch (``staged:<run>:<action>:<file>``)."""
         self.out.stage([self._staged(rt, rec, request_json, fp, attempt)])
+
+    def judge_round(self, action: str, check: str) -> ActionRuntime | None:
+        return self.rounds.judge(action, check)
+
+    def repair_round(self, action: str) -> ActionRuntime | None:
+        return self.rounds.repair(action)

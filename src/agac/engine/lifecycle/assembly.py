@@ -20,8 +20,10 @@ from agac.engine.batch.context import BatchContext
 from agac.engine.batch.coordinator import BatchCoordinator
 from agac.engine.batch.hybrid import LIVE_STATE, Hybrid
 from agac.engine.batch.polling import Poller
+from agac.engine.batch.rounds import Rounds, follow_up_actions
 from agac.engine.batch.submission import Submitter, open_reservations
 from agac.engine.batch.units import BatchUnits
+from agac.engine.checks import JUDGE_ORIGIN
 from agac.engine.lifecycle.contextcaches import ContextCaches
 from agac.engine.limits.budget import BudgetGuard
 from agac.engine.limits.rates import RateLimiter
@@ -167,7 +169,12 @@ def assemble_run(
     # elsewhere must not be staged again here, and again, for ever.
     refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)
     budget = _budget(run, out.prices, setup, refused)
-    batch_rts = [rt for rt in runtimes if is_batched(rt)]
+    rounds = (
+        _rounds(project, runtimes, providers, admitted, run.workflow)
+        if setup is None
+        else Rounds()  # a worker's batch shard steps its own action: follow-ups go live
+    )
+    batch_rts = [r for rt in runtimes if is_batched(rt) for r in (rt, *rounds.runtimes(rt.name))]
     step_rts = batch_rts  # a batch shard steps (and reserves for) its own action only
     if setup is not None and setup.batch_action is not None:
         step_rts = [rt for rt in batch_rts if rt.name == setup.batch_action]
@@ -183,6 +190,7 @@ def assemble_run(
             out=out,
             control=control,
             budget=budget,
+            rounds=rounds,
         )
         if batch_rts
         else None
@@ -291,6 +299,44 @@ def assemble_run(
         batch=batch,
         approvals=approvals,
     )
+
+
+def _rounds(
+    project: Project,
+    runtimes: list[ActionRuntime],
+    providers: Mapping[str, Provider],
+    admitted: Mapping[str, tuple[str, int]],
+    workflow: str,
+) -> Rounds:
+    """The follow-up rounds of the run's batch actions (engine/batch/rounds.py): a judge
+    whose provider has no batch API is asked live."""
+    judges: dict[tuple[str, str], ActionRuntime] = {}
+    repairs: dict[str, ActionRuntime] = {}
+    for rt in runtimes:
+        if not is_batched(rt) or not rt.action.checks:
+            continue
+        judged, repair = follow_up_actions(rt.action)
+        for (action, check), provider in judged:
+            jrt = build_runtime(
+                action,
+                providers.get(provider),
+                project.root,
+                workflow=workflow,
+                follows=rt.name,
+                origin=JUDGE_ORIGIN,
+            )
+            if is_batched(jrt):
+                judges[(rt.name, check)] = jrt
+        if repair is not None:
+            repairs[rt.name] = build_runtime(
+                repair,
+                rt.provider,
+                project.root,
+                admitted=admitted,
+                workflow=workflow,
+                follows=rt.name,
+            )
+    return Rounds(judges, repairs)
 
 
 def _budget(

@@ -538,7 +538,7 @@ class OutcomeWriter:
         cost = self.prices.cost(rt.action.model or "", usage, "batch")
         row = self._llm_row(
             submitted_by,
-            rt.name,
+            rt.ledger_action,
             unit_key,
             attempt,
             rt.action.provider or "",
@@ -552,6 +552,8 @@ class OutcomeWriter:
             fingerprint,
             request_id,
         )
+        if rt.origin is not None:  # a follow-up round's answer (a judge's: ``judge``)
+            row = row._replace(origin=rt.origin)
         return row._replace(served_by=served_by) if served_by else row
 
     def continued_row(

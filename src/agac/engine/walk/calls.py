@@ -24,6 +24,7 @@ from agac.engine.checks import (
     kept_before_judging,
     outcome_of,
     repair_feedback,
+    repair_request,
 )
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import before_attempt, breaker_skip
@@ -85,6 +86,8 @@ async def call_with_retries(
     checker: Checker | None = None,
     loop: ToolTurns | None = None,
     start: Request | None = None,
+    repairs: int = 0,
+    base: Request | None = None,
 ) -> Settled:
     """Call until answered or out of attempts; commit the outcome while holding the slot.
     Raises Stopped when the run stops before an attempt (the unit stays pending).
@@ -98,8 +101,14 @@ async def call_with_retries(
     With a tool ``loop``, a turn that calls tools goes to it and the next turn is sent in
     the same attempt (a turn is not an attempt); ``start`` is the request of the first turn
     to send (a loop resumed with stored turns), and a rejected answer is asked again with
-    the conversation so far."""
-    attempt = repairs = 0
+    the conversation so far.
+
+    ``request`` may itself be a repair (engine/walk/judging.py: of an answer not asked
+    here): ``repairs`` were asked before it, and ``base`` is the unit's own request, which
+    every repair starts from (:func:`agac.engine.checks.repair_request`)."""
+    attempt = 0
+    asking: Request | None = None
+    """The repair request the answers now answer (None: ``request``)."""
     current = start if start is not None else request
     marks = ctx.marks
     pool = _pool(rt.slots)
@@ -116,7 +125,7 @@ async def call_with_retries(
             slot.held = True
             if ctx.control.stopping:
                 raise Stopped()  # never sent, or not sent again: pending for the next run
-            checks = _Checks(checker, repairs, loop)
+            checks = _Checks(checker, repairs, loop, base or request, asking)
             done = await _attempt(
                 ctx, rt, rec, request, request_json, current, fp, attempt, slot, checks
             )
@@ -126,6 +135,8 @@ async def call_with_retries(
             return done
         repairs += done.repair
         current = done.request
+        if done.repair:
+            asking = done.request
         attempt -= 0 if done.spent else 1  # a provider's "wait" spends no attempt
         delay = done.delay if fallback is None else fallback.capped(done.delay)
         if await ctx.control.sleep(delay):
@@ -215,11 +226,15 @@ class _Again(NamedTuple):
 
 class _Checks(NamedTuple):
     """What one attempt applies to an answer: the verdicts of the action's checks, the
-    repairs already asked for this unit, and the unit's tool loop (None: no tools)."""
+    repairs already asked for this unit, the unit's tool loop (None: no tools), the
+    request its repairs start from, and the repair request the answer answers (None:
+    the unit's)."""
 
     checker: Checker | None
     repairs: int
     loop: ToolTurns | None = None
+    base: Request | None = None
+    asking: Request | None = None
 
 
 async def _attempt(
@@ -288,9 +303,12 @@ async def _attempt(
         # Ask again with the error fed back, after the same backoff as any retryable
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(asked, response, fail), True)
-    got = _Answer(request, request_json, response, output, current, _ANSWERED)
+    got = _Answer(request, request_json, response, output, current, _ANSWERED, fp)
     kept = checks.checker is not None and kept_before_judging(rt.action.checks)
     if kept:
+        if checks.asking is not None:  # a repair's answer is kept under the repair
+            text, key = rt.identify(checks.asking)
+            got = got._replace(request=checks.asking, request_json=text, key=key)
         await _keep(ctx, rt, rec, got, attempt, started, fp)
     checked = await _checked(checks, output, attempt)
     if checked.status == "skipped":
@@ -305,8 +323,14 @@ async def _attempt(
             retry=True,
             feedback=repair_feedback(checked.failed),
         )
-        await ctx.out.record_call(rt, rec, attempt, current, response, repair, started, fp)
-        return _Again(0.0, reprompt(asked, response, repair), True, repair=True)
+        if not kept:  # a kept answer is ledgered already, its verdicts with it
+            await ctx.out.record_call(rt, rec, attempt, current, response, repair, started, fp)
+        nxt = (
+            reprompt(asked, response, repair)  # a tool loop keeps its conversation
+            if loop is not None
+            else repair_request(checks.base or request, dumps(output), checked.failed)
+        )
+        return _Again(0.0, nxt, True, repair=True)
     return await _answered(
         ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, slot, kept
     )
@@ -414,8 +438,10 @@ async def _complete(
 
 
 class _Answer(NamedTuple):
-    """An accepted answer: the unit's request, the request that got it (a reprompt or a
-    repair), the response, its output and what the action's checks made of it."""
+    """An accepted answer: the request it is stored under (the unit's; a repair's when it
+    is kept before judging), that request's canonical JSON, the response, its output, the
+    request that got it (a reprompt or a repair), what the action's checks made of it,
+    and the fingerprint it is stored under."""
 
     request: Request
     request_json: str
@@ -423,6 +449,7 @@ class _Answer(NamedTuple):
     output: JSON
     current: Request
     checked: CheckedOutcome
+    key: str
 
 
 def _answered(
@@ -489,7 +516,7 @@ def _answer_rows(
         else []
     )
     answer = AnswerRow(
-        fp,
+        got.key,
         request.provider,
         request.model,
         got.request_json,

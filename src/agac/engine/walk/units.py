@@ -14,11 +14,10 @@ A unit reports only through its :class:`agac.engine.ports.UnitContext`.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.actions import is_batched
-from agac.engine.checks import JudgeNotSent, outcome_of, verdicts_of
+from agac.engine.checks import verdicts_of
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import (
     NOT_YET,
@@ -35,6 +34,7 @@ from agac.engine.judges import grade
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
+from agac.engine.walk.judging import Judging, judge_answer
 from agac.engine.walk.toolloop import call_with_tools, next_round
 from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSON, JSONObject, dumps
@@ -224,7 +224,10 @@ class _Unit:
         ctx, rt, rec = self.ctx, self.rt, self.rec
         if isinstance(d, Settle):
             if rt.action.checks and d.status == "answered" and d.output_json is not None:
-                d = await self._checked(d)
+                checked = await self._checked(d)
+                if not isinstance(checked, Settle):
+                    return checked  # waits on a batch round, or a live repair settled it
+                d = checked
             return await settle(ctx, rt, rec, d)
         if isinstance(d, Pending):
             return None
@@ -274,22 +277,38 @@ class _Unit:
 
         return await verdicts_of(rt.action.checks, self._view(), answer, grader)
 
-    async def _checked(self, d: Settle) -> Settle:
+    async def _checked(self, d: Settle) -> Settle | Settled | None:
         """An answer this run did not ask (reused, or read from a batch) judged by the
-        action's checks: answered (its flags as detail) or failed ``check_failed``."""
-        assert d.output_json is not None
+        action's checks and repaired (engine/walk/judging.py): the outcome to write, the
+        one a live repair wrote, or None while a judge or a repair waits on a batch round
+        (a batch action's follow-ups, unless it went live)."""
+        ctx, rt = self.ctx, self.rt
+        batch = self.batch if not self.facts.live else None
+        j = Judging(ctx, rt, self.rec, self._view(), self._unit_request, batch, self._repair_live)
         try:
-            verdicts = await self._checker(json.loads(d.output_json), max(d.attempts, 1))
-        except JudgeNotSent as exc:  # the answer stays stored: a later run judges it
-            return d._replace(
-                status="skipped", reason="budget_exhausted", detail=str(exc), output_json=None
-            )
-        checked = outcome_of(verdicts, repairs=0, can_repair=False)
-        kept = checked.verdicts
-        if checked.status == "answered":
-            return d._replace(detail=checked.detail, checks=kept)
-        return d._replace(
-            status="failed", reason="check_failed", detail=checked.detail, checks=kept
+            return await judge_answer(j, d)
+        except RenderError as exc:  # the unit's request, for a repair
+            return d._replace(status="failed", reason=exc.reason, detail=str(exc), output_json=None)
+
+    def _unit_request(self) -> Request:
+        """The unit's request, rendered now when it was not (an answer read from a batch)."""
+        if self.request is None:
+            self._render()
+        assert self.request is not None
+        return self.request
+
+    async def _repair_live(self, request: Request, text: str, fp: str, repairs: int) -> Settled:
+        """A repair of an answer this run did not ask, asked live by the call path."""
+        return await call_with_retries(
+            self.ctx,
+            self.rt,
+            self.rec,
+            request,
+            fp,
+            text,
+            self._checker,
+            repairs=repairs,
+            base=self._unit_request(),
         )
 
     async def _gate(self) -> Settled | None:
@@ -328,7 +347,7 @@ async def _single_flight(
     request_json: str,
     fp: str,
     checker: Checker | None,
-    judged: Callable[[Settle], Awaitable[Settle]] | None = None,
+    judged: Callable[[Settle], Awaitable[Settle | Settled | None]] | None = None,
 ) -> Settled | None:
     """S5: an identical request in flight in this run is asked once; the others share its
     result (answered units as ``reused``). With checks, ``judged`` judges the shared answer
@@ -340,7 +359,8 @@ async def _single_flight(
         answer = got.status == "answered" or got.reason == "check_failed"
         if judged is not None and answer and got.output is not None:
             d = Settle("answered", origin="reused", fingerprint=fp, output_json=dumps(got.output))
-            return await settle(ctx, rt, rec, await judged(d))
+            checked = await judged(d)
+            return await settle(ctx, rt, rec, checked) if isinstance(checked, Settle) else checked
         return await ctx.out.settle(
             rt,
             rec,
