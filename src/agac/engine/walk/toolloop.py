@@ -13,6 +13,11 @@ In a batch action the same loop runs in rounds: a turn read from a batch result 
 by the batch's reading (engine/batch/ingest.py); the unit then runs its calls here
 (:func:`next_round`) and stages the conversation for the next round's batch.
 
+A call of a function tool marked ``effect:`` goes through the run's effects
+(:meth:`agac.engine.ports.Effects.tool_call`, E1/E2): keyed by the record, the function and
+its arguments, its stored receipt told instead of a second call; a call whose effect is
+unknown stores nothing and the unit waits on a person (:class:`Stopped`).
+
 A crash between steps redoes nothing that is stored (D17): the loop starts by reading the
 unit's stored steps in this run, rebuilds the conversation from them, runs only the calls
 of the last stored turn whose results are missing, and asks the model only for the turn
