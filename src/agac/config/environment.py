@@ -108,8 +108,8 @@ def check_environment(
                 f"action {raw.name!r} has tools, but a tool loop on provider "
                 f"{action.provider!r} is not available in this version of agac",
                 raw.origin("tools"),
-                hint="use an OpenAI-protocol provider (openai, azure, groq, deepseek) "
-                "for this action",
+                hint="use a provider that speaks a tool protocol (openai, azure, groq, "
+                "deepseek, anthropic, gemini, ollama) for this action",
             )
         if action.tools and spec is not None and spec.function_tools:
             _batch_tools_unsupported(f, raw, action, spec)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agac.config.model import DEFAULT_MAX_TURNS, Workflow
+from agac.config.model import DEFAULT_MAX_TURNS, EffectSpec, Workflow
 
 BASE = """
 input: {path: data.jsonl}
@@ -188,3 +188,56 @@ def test_i40_b14_tools_in_batch_where_the_batch_reads_tool_calls(wf, tools: Path
     assert refused == {checked.line_of("name: d")}
     (problem,) = [p for p in checked.problems if p.code == "not_available_yet"]
     assert "batch rounds" in problem.message and "run_mode: online" in (problem.hint or "")
+
+
+def test_i40_tools_config_effect_reads_true_or_a_mapping_and_names_bad_ones(
+    wf, tools: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    good = wf.check(
+        BASE
+        + """
+  - name: reply
+    model: openai/gpt-4o-mini
+    prompt: x
+    tools:
+      - {function: tools.orders:lookup, effect: true}
+      - {function: tools.orders:shaped, effect: {idempotent: true, compensate: tools.orders:lookup}}
+      - {function: tools.orders:opaque, effect: false, schema: {type: object}}
+"""
+    )
+    assert good.problems == [] and good.workflow is not None
+    reply = good.workflow.action("reply")
+    assert [t.effect for t in reply.tools] == [
+        EffectSpec(),
+        EffectSpec(idempotent=True, compensate="tools.orders:lookup"),
+        None,
+    ]
+    again = Workflow.from_snapshot(good.workflow.snapshot())
+    assert again.action("reply") == reply and again.config_hash == good.workflow.config_hash
+
+    bad = wf.check(
+        BASE
+        + """
+  - name: reply
+    model: openai/gpt-4o-mini
+    prompt: x
+    tools:
+      - {function: tools.orders:lookup, effect: "yes"}
+      - {function: tools.orders:shaped, effect: {idempotent: true, undo: x}}
+"""
+    )
+    lines = sorted(p.line for p in bad.problems)
+    assert lines == [bad.line_of('effect: "yes"'), bad.line_of("undo: x")], bad.problems
+    assert all(p.file == "wf.yml" for p in bad.problems)
+
+
+def test_i40_tools_config_without_effect_keeps_the_hash_it_had(
+    wf, tools: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    text = BASE + "  - {name: reply, model: openai/m, prompt: x, tools: [tools.orders:lookup]}\n"
+    checked = wf.check(text)
+    assert checked.workflow is not None
+    (tool,) = checked.workflow.snapshot()["actions"][0]["tools"]
+    assert "effect" not in tool
