@@ -90,3 +90,30 @@ def test_i38_judge_model_and_templates_are_checked(wf) -> None:
         "unknown_provider",
     ]
     assert any("answr" in m for _, m in found)
+
+
+def test_i38_1_judge_run_mode_and_repair_run_mode_are_read_and_checked_at_their_line(wf) -> None:
+    good = wf.check(
+        BASE
+        + """      - name: graded
+        judge: {model: mock/m, prompt: "ok {{ answer }}", run_mode: online}
+        on_fail: repair
+        repair_run_mode: batch
+"""
+    )
+    assert _codes(good) == []
+    (check,) = good.workflow.actions[0].checks
+    assert (check.judge.run_mode, check.repair_run_mode) == ("online", "batch")
+    bad = wf.check(
+        BASE
+        + """      - name: graded
+        judge: {model: mock/m, prompt: "ok {{ answer }}", run_mode: batched}
+        on_fail: repair
+        repair_run_mode: live
+"""
+    )
+    found = [p for p in bad.problems if p.severity == "error"]
+    assert [p.code for p in found] == ["invalid_value", "invalid_value"]
+    assert all(p.file.endswith("wf.yml") for p in found)
+    assert [p.line for p in found] == [bad.line_of("run_mode: batched"), bad.line_of("live")]
+    assert "did you mean 'batch'" in (found[0].hint or "") or "batch" in found[0].message
