@@ -298,3 +298,32 @@ def test_i38_review_pages_are_behind_sign_in_and_tenants(
     token = service.api("bob")
     by_token = token.get(f"/runs/{reviewed.full}/answers")  # pages take a session, not a token
     assert by_token.status_code == 303 and by_token.headers["location"].startswith("/login")
+
+
+def test_i38_pilot_page_shows_each_checks_agreement_with_labels(
+    reviewed: Reviewed, bob: Browser
+) -> None:
+    units = _units(reviewed, reviewed.pilot)
+    # Every sampled record labelled good: the check agrees where it passed.
+    lines = ["key,not_neg"] + [f"{u['key']},pass" for u in units]
+    (reviewed.root / "labels.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    verdicts = [(u.get("checks") or {}).get("not_neg") for u in units]
+    judged, passed = sum(v is not None for v in verdicts), verdicts.count(True)
+    assert 0 < passed < judged  # some flagged: the agreement is below 100%
+
+    page = bob.get(f"/runs/{reviewed.pilot}/pilot?labels=labels.csv&min_agreement=1")
+
+    assert page.status_code == 200, page.text
+    section = page.text[page.text.index('id="pilot-labels"') :]
+    assert f'<td>not_neg</td><td class="num">{judged}</td>' in section
+    assert f"<td>0 {judged - passed} 0 {passed}</td>" in section  # tp fp fn tn
+    assert "judge_uncalibrated" in section
+    assert "judge_uncalibrated" in page.text[: page.text.index('id="pilot-labels"')]  # a note
+    # Without labels the form is there and nothing is measured; outside the project, refused.
+    plain = bob.get(f"/runs/{reviewed.pilot}/pilot").text
+    assert 'name="labels"' in plain and "judge_uncalibrated" not in plain
+    assert bob.get(f"/runs/{reviewed.pilot}/pilot?labels=../x.csv").status_code == 422
+    assert (
+        bob.get(f"/runs/{reviewed.pilot}/pilot?labels=labels.csv&min_agreement=2").status_code
+        == 422
+    )

@@ -326,10 +326,20 @@ def _parquet(
 # -- a pilot and a comparison -------------------------------------------------------------------
 
 
-def pilot_view(store: Store, project: Project, principal: Principal, ref: str) -> dict[str, Any]:
+def pilot_view(
+    store: Store,
+    project: Project,
+    principal: Principal,
+    ref: str,
+    *,
+    labels: str | None = None,
+    min_agreement: float = 0.8,
+) -> dict[str, Any]:
     """The report of a pilot's run the principal may see (``agac pilot --json``'s), read
     again from the store; its projection needs the workflow's input as it was (the same
-    sample drawn again), else ``projection`` is None and ``notes`` says why."""
+    sample drawn again), else ``projection`` is None and ``notes`` says why. ``labels``:
+    a labels file of the project (agac/api/labels.py), whose agreement with the checks'
+    verdicts is in ``calibration`` as ``agac pilot --labels`` reports it."""
     from agac.api.team import run_summary
     from agac.engine.views.pilot import pilot_report
     from agac.providers.pricing import PriceTable
@@ -348,7 +358,28 @@ def pilot_view(store: Store, project: Project, principal: Principal, ref: str) -
     report["notes"] = [note] if note else []
     if note:
         report["projection"] = None
+    if labels:
+        _calibrated(report, project, labels, min_agreement)
     return report
+
+
+def _calibrated(
+    report: dict[str, Any], project: Project, labels: str, min_agreement: float
+) -> None:
+    """The checks' agreement with a labels file of the project, added to ``report``; a
+    file outside the project is refused (the service reads nothing else)."""
+    from agac.api.labels import read_labels
+    from agac.engine.views.pilot import calibration, uncalibrated_notes
+
+    root = project.root.resolve()
+    path = (root / labels).resolve()
+    if not path.is_relative_to(root):
+        raise UsageError(f"labels {labels!r}: name a file inside the project")
+    expected = read_labels(path).checks
+    report["labels"] = labels
+    report["min_agreement"] = min_agreement
+    report["calibration"] = calibration(report["answers"], expected, min_agreement)
+    report["notes"] += uncalibrated_notes(report["calibration"], min_agreement, "sampled units")
 
 
 def _sample_again(

@@ -6,6 +6,7 @@ one form that posts, its CSRF token) before any of them runs."""
 
 from __future__ import annotations
 
+import functools
 import urllib.parse
 from typing import Any, Literal
 
@@ -125,15 +126,41 @@ def _format(fmt: str) -> Literal["csv", "parquet"]:
 
 
 async def pilot(request: Request) -> Response:
-    """``GET /runs/{id}/pilot``: a pilot's report — sample, checks, measured, projected."""
+    """``GET /runs/{id}/pilot[?labels=FILE&min_agreement=R]``: a pilot's report — sample,
+    checks, measured, projected — and, with a labels file of the project, each check's
+    agreement with it (as ``agac pilot --labels``)."""
     ctx, principal = context(request), caller(request)
+    q = request.query_params
     try:
         report = await blocking(
-            review.pilot_view, ctx.store, ctx.project, principal, request.path_params["run_id"]
+            functools.partial(
+                review.pilot_view,
+                labels=q.get("labels", "").strip() or None,
+                min_agreement=_ratio(q.get("min_agreement")),
+            ),
+            ctx.store,
+            ctx.project,
+            principal,
+            request.path_params["run_id"],
         )
     except AgacError as exc:
         return _refused(request, exc)
     return page(request, "pilot.html", nav="runs", report=report)
+
+
+def _ratio(text: str | None) -> float:
+    """``min_agreement`` as given (0 to 1; 0.8 when absent)."""
+    from agac.errors import UsageError
+
+    if not text:
+        return 0.8
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"min_agreement must be a number from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise UsageError(f"min_agreement must be from 0 to 1, got {text}")
+    return value
 
 
 async def compare(request: Request) -> Response:
