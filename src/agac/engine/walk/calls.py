@@ -260,19 +260,9 @@ async def _attempt(
     started = ctx.control.clock.monotonic()
     try:
         response = await _complete(ctx, rt, current, held)
-    except AttachmentError as exc:
-        # Read again at send time, a file had changed or gone: nothing was sent.
-        return await _final(
-            ctx,
-            rt,
-            rec,
-            "failed",
-            exc.reason or "attachment_changed",
-            str(exc),
-            None,
-            fp,
-            attempt - 1,
-        )
+    except AttachmentError as exc:  # read again at send time, a file changed: nothing sent
+        why = exc.reason or "attachment_changed"
+        return await _final(ctx, rt, rec, "failed", why, str(exc), None, fp, attempt - 1)
     except WaitError as exc:
         await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
         delay = exc.retry_after or 1.0
@@ -306,10 +296,7 @@ async def _attempt(
     got = _Answer(request, request_json, response, output, current, _ANSWERED, fp)
     kept = checks.checker is not None and kept_before_judging(rt.action.checks)
     if kept:
-        if checks.asking is not None:  # a repair's answer is kept under the repair
-            text, key = rt.identify(checks.asking)
-            got = got._replace(request=checks.asking, request_json=text, key=key)
-        await _keep(ctx, rt, rec, got, attempt, started, fp)
+        got = await _keep(ctx, rt, rec, got, checks, attempt, started, fp)
     checked = await _checked(checks, output, attempt)
     if checked.status == "skipped":
         return await _answered(
@@ -532,16 +519,22 @@ async def _keep(
     rt: ActionRuntime,
     rec: UnitRecord,
     got: _Answer,
+    checks: _Checks,
     attempt: int,
     started: float,
     fp: str,
-) -> None:
+) -> _Answer:
     """The answer and its usage made durable before its judges are asked: a crash in
     between finds it stored (reused by fingerprint, judged then), so it is never asked
-    twice and the judges' stored verdicts are read, not asked again."""
+    twice and the judges' stored verdicts are read, not asked again. A repair's answer is
+    kept under the repair's request; the answer as kept is returned."""
+    if checks.asking is not None:
+        text, key = rt.identify(checks.asking)
+        got = got._replace(request=checks.asking, request_json=text, key=key)
     answers, usage = _answer_rows(ctx, rt, rec, got, attempt, started, fp)
     await ctx.out.keep_answer(rt, answers, usage)
     maybe_crash("answer_kept")  # the answer is durable, its judges not yet asked
+    return got
 
 
 def _final(
