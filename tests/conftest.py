@@ -60,15 +60,22 @@ PROVIDER_ENV_VARS: tuple[str, ...] = (
     "AWS_ENDPOINT_URL_BEDROCK",
     "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     "AWS_BEARER_TOKEN_BEDROCK",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_SERVICE_ACCOUNT",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_VERTEX_BASE_URL",
 )
 
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Remove ``AGAC_*`` variables and provider keys/base URLs for the test."""
+    """Remove ``AGAC_*`` variables and provider keys/base URLs for the test; google-auth
+    never looks for a Google Cloud machine's metadata server."""
     for name in list(os.environ):
         if name.startswith("AGAC_") or name in PROVIDER_ENV_VARS:
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
 
 
 @pytest.fixture

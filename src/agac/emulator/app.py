@@ -54,6 +54,7 @@ from . import (
     deepseek,
     entra,
     fireworks,
+    gcs,
     gemini,
     gemini_caches,
     groq,
@@ -63,6 +64,7 @@ from . import (
     openrouter,
     openrouter_batches,
     together,
+    vertex,
     vllm,
     xai,
 )
@@ -322,6 +324,8 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             *ollama.routes(),
             *bedrock.routes(),
             *vllm.routes(),
+            *gcs.routes(),
+            *vertex.routes(),
         ],
         exception_handlers={Rejected: _rejected, DropConnection: _drop},
     )
@@ -334,6 +338,7 @@ def create_app(config: Config | None = None, state: EmulatorState | None = None)
             "anthropic": anthropic.status_name,
             "gemini": gemini.status_name,
             "bedrock": bedrock.status_name,
+            "vertex": vertex.status_name,
         }
     )
     return _Front(app)

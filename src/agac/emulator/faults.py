@@ -67,6 +67,7 @@ PROVIDERS = frozenset(
         "fireworks",
         "ollama",
         "bedrock",
+        "vertex",
         "vllm",
         "*",
     }

@@ -54,10 +54,18 @@ from .handling import (
 from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemError, ItemResult, StoredFile, with_cache
 
-__all__ = ["routes", "status_name"]
+__all__ = [
+    "STATUS_NAMES",
+    "decode_request",
+    "error",
+    "generate",
+    "response",
+    "routes",
+    "status_name",
+]
 
 PROVIDER = "gemini"
-_STATUS = {
+STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
@@ -114,7 +122,7 @@ def error(
     if retry_after is not None:
         # A protobuf Duration in JSON: whole seconds, or with a fraction ("0.05s").
         details.append({"@type": _T + "RetryInfo", "retryDelay": f"{float(retry_after):g}s"})
-    name = _STATUS.get(status, "UNKNOWN")
+    name = STATUS_NAMES.get(status, "UNKNOWN")
     text = message or {
         429: "You exceeded your current quota.",
         503: "The model is overloaded. Please try again later.",
@@ -123,7 +131,7 @@ def error(
     return JSONResponse(body, status_code=status)
 
 
-def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None, int | None]:
+def decode_request(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None, int | None]:
     """(canonical, prompt, schema, max tokens) of a GenerateContentRequest."""
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
@@ -265,18 +273,20 @@ async def models_post(request: Request) -> Response:
     """``models/{model}:generateContent`` and ``:batchGenerateContent``."""
     model, _, method = request.path_params["target"].rpartition(":")
     if method == "generateContent":
-        return await _generate(request, model)
+        return await generate(request, model)
     if method == "batchGenerateContent":
         return await _create_batch(request, model)
     return error(404, None, None, f"Method {method!r} is not emulated.")
 
 
-async def _generate(request: Request, model: str) -> Response:
+async def generate(request: Request, model: str, provider: str = PROVIDER) -> Response:
+    """``generateContent`` of ``model``, counted, faulted and billed as ``provider``
+    (Vertex AI serves Gemini's answer on its own path)."""
     state = state_of(request)
-    body = await read_json(request, _counted(state, "chat"))
+    body = await read_json(request, _counted(state, "chat", provider))
     flex = _flex(body)
     target = Target(model=model, tier="flex" if flex else None)
-    fired = await gate(request, PROVIDER, "chat", error, target)
+    fired = await gate(request, provider, "chat", error, target)
     if not isinstance(body.get("contents"), list):
         return error(
             400, None, None, "* GenerateContentRequest.contents: contents is not specified"
@@ -287,16 +297,16 @@ async def _generate(request: Request, model: str) -> Response:
     if flex and not model.startswith(FLEX_FAMILIES):
         return error(400, None, None, f"Model {model} is not supported on the flex service tier.")
     take_files(state, body, error)
-    await attachments(request, PROVIDER, body, error, model)
+    await attachments(request, provider, body, error, model)
     await live_latency(request)
     whole, cache = gemini_caches.expanded(state, body)
     unsigned = unsigned_call(model, whole.get("contents"))
     if unsigned is not None:
         return error(400, None, None, unsigned)
-    canonical, prompt, schema, max_tokens = _decode(whole)
+    canonical, prompt, schema, max_tokens = decode_request(whole)
     tools, results, turns = tool_turns(whole)
     ans = answer(
-        provider=PROVIDER,
+        provider=provider,
         model=model,
         body=canonical,
         prompt=prompt,
@@ -316,7 +326,7 @@ async def _generate(request: Request, model: str) -> Response:
         ans = with_cache(ans, cache.tokens, gemini_caches.own_tokens(body))
     else:
         ans = state.cached(ans, plan)
-    state.stats.bill(PROVIDER, model, canonical)
+    state.stats.bill(provider, model, canonical)
     headers = {"x-request-id": uuid.uuid4().hex}
     if flex:
         headers["x-gemini-service-tier"] = "flex"
@@ -365,7 +375,7 @@ def _item(
     take_files(state, request_body, error)
     refused = gemini_caches.refusal(state, model, request_body)
     whole, cache = gemini_caches.expanded(state, request_body)
-    canonical, prompt, schema, max_tokens = _decode(whole)
+    canonical, prompt, schema, max_tokens = decode_request(whole)
     plan, markers = gemini_plan(model, request_body, prompt_tokens(prompt, canonical))
     extra: dict[str, Any] = {"metadata": metadata, "cache": markers}
     if cache is not None:
@@ -480,7 +490,7 @@ def _result(result: ItemResult) -> dict[str, Any]:
         "error": {
             "code": status,
             "message": e.message if e else "internal error",
-            "status": _STATUS.get(status, "UNKNOWN"),
+            "status": STATUS_NAMES.get(status, "UNKNOWN"),
         }
     }
 
@@ -675,11 +685,11 @@ def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
 
-def _counted(state: EmulatorState, op: str) -> Any:
+def _counted(state: EmulatorState, op: str, provider: str = PROVIDER) -> Any:
     def render(
         status: int, code: str | None, retry_after: float | None, message: str | None
     ) -> Response:
-        state.stats.count(PROVIDER, op)
+        state.stats.count(provider, op)
         return error(status, code, retry_after, message)
 
     return render

@@ -127,7 +127,7 @@ def take_attachments(provider: str, body: Any) -> list[Seen]:
         _mistral(body, seen)
     elif provider == "anthropic":
         _anthropic(body, seen)
-    elif provider == "gemini":
+    elif provider in ("gemini", "vertex"):  # Vertex AI takes Gemini's parts
         _gemini(body, seen)
     elif provider == "ollama":
         _ollama(body, seen)
@@ -324,6 +324,11 @@ def limit_error(
     limits or carries what it cannot read; None when it is within them."""
     if provider == "anthropic":
         return _anthropic_limits(seen, body_bytes)
+    if provider == "vertex":
+        big = next((x for x in seen if x.size > 7 * MB), None)
+        if big is not None:
+            return 400, None, "Inline data exceeds the maximum size of 7 MB."
+        return None
     if provider == "gemini":
         if body_bytes > 20 * MB:
             return 400, None, f"Request payload size exceeds the limit: {20 * MB} bytes."

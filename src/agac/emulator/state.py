@@ -392,6 +392,10 @@ class EmulatorState:
         self.models: dict[str, dict[str, Any]] = {}
         #: Entra ID tokens issued by the managed-identity endpoint (:mod:`.entra`).
         self.entra = EntraTokens()
+        #: Cloud Storage objects (:mod:`.gcs`): ``bucket/key`` -> (bytes, epoch written).
+        self.objects: dict[str, tuple[bytes, float]] = {}
+        #: Google OAuth access tokens the token endpoint issued (:mod:`.vertex`).
+        self.google_tokens: list[str] = []
 
     def reset(self) -> None:
         """Forget everything: files, batches, faults, counters, the prompt cache and the
@@ -408,6 +412,8 @@ class EmulatorState:
         self.uploads.clear()
         self.models.clear()
         self.entra = EntraTokens()
+        self.objects.clear()
+        self.google_tokens.clear()
 
     def new_id(self, prefix: str, length: int = 24) -> str:
         return prefix + uuid.uuid4().hex[:length]

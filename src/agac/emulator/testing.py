@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -28,6 +29,7 @@ import uvicorn
 
 from .app import create_app
 from .env import variables
+from .google_auth import vertex_env
 from .state import Config, EmulatorState
 
 __all__ = ["RunningEmulator"]
@@ -112,6 +114,11 @@ class RunningEmulator:
     def env(self) -> dict[str, str]:
         """The environment variables that point every SDK here (see :mod:`.env`)."""
         return variables(self.port, self.host)
+
+    def vertex_env(self, folder: Path) -> dict[str, str]:
+        """The environment of a Vertex AI user pointed here, with a service account key
+        written in ``folder`` (see :mod:`.google_auth`)."""
+        return vertex_env(folder, self.url)
 
     def advance(self, seconds: float) -> dict[str, Any]:
         """Move emulator time forward by ``seconds`` for every batch."""

@@ -90,7 +90,7 @@ from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
 from agac.providers.spec import BatchSpec, FlexSpec, ProviderSpec
 
-__all__ = ["GeminiProvider"]
+__all__ = ["GeminiProvider", "api_version", "model_path", "wire_request"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_API_VERSION = "v1"  # google-genai 3.x's default for the Developer API
@@ -209,10 +209,14 @@ class GeminiProvider(ProviderBase):
         }
         if self._base_url:
             http_options["base_url"] = self._base_url
-        client = self._sdk.Client(api_key=self._api_key, vertexai=False, http_options=http_options)
+        client = self._sdk.Client(**self._client_args(), http_options=http_options)
         # A process-wide filter, not catch_warnings(): that is not safe across tasks.
         warnings.filterwarnings("ignore", message=_UNKNOWN_STATE, category=UserWarning)
         return client
+
+    def _client_args(self) -> dict[str, Any]:
+        """How the SDK's client authenticates and which API it speaks."""
+        return {"api_key": self._api_key, "vertexai": False}
 
     @property
     def _aio(self) -> Any:
@@ -319,21 +323,22 @@ class GeminiProvider(ProviderBase):
         uris = await self._file_uris(request) if request.attachments else None
         if self._http is not None:
             seconds = request.timeout if request.timeout is not None else self._timeout
-            url = f"{self._models_url}{url_path(model_path(request.model))}:generateContent"
+            url = f"{self._models_url}{url_path(self._model_name(request.model))}:generateContent"
+            headers = await self._call_headers(seconds)
             with stopwatch() as took:
                 body = await self._http.post(
                     url,
-                    _wire_request(request, config, uris=uris),
+                    wire_request(request, config, uris=uris),
                     errors=self._status_error,
                     timeout=seconds,
-                    headers=self._server_timeout(seconds),
+                    headers=headers,
                 )
             return content_response(body, latency_ms=took[0], parse=parse, offered=offered(request))
         if request.timeout is not None:
             config["http_options"] = {"timeout": int(request.timeout * 1000)}
         with self._translate_errors(), stopwatch() as took:
             answer = await self._aio.models.generate_content(
-                model=url_path(model_path(request.model)),
+                model=url_path(self._model_name(request.model)),
                 contents=_contents(request, uris=uris, cached="cached_content" in config),
                 config=config,
             )
@@ -362,6 +367,14 @@ class GeminiProvider(ProviderBase):
             return
         with self._translate_errors():
             await sdk_delete(self._aio, name)
+
+    def _model_name(self, model: str) -> str:
+        """The model's resource name in a path (``models/<name>`` on the Developer API)."""
+        return model_path(model)
+
+    async def _call_headers(self, seconds: float) -> dict[str, str]:
+        """The headers of one live call on the lean transport (its auth is the session's)."""
+        return self._server_timeout(seconds)
 
     def _server_timeout(self, seconds: float) -> dict[str, str]:
         """``X-Server-Timeout``, whole seconds rounded up, as the SDK sends it."""
@@ -428,7 +441,7 @@ class GeminiProvider(ProviderBase):
                     size += sum(len(p) for p in pieces if isinstance(p, bytes)) + 1
                     yield pieces
                     continue
-                data = dump_line({"key": custom_id, "request": _wire_request(request, config)})
+                data = dump_line({"key": custom_id, "request": wire_request(request, config)})
                 size += len(data) + 1
                 if inline is not None:
                     inline.append(
@@ -656,12 +669,12 @@ def _attachment_line(
     blobs = Blobs()
     return blobs.pieces(
         dump_line(
-            {"key": custom_id, "request": _wire_request(request, config, blobs.token, uris=uris)}
+            {"key": custom_id, "request": wire_request(request, config, blobs.token, uris=uris)}
         )
     )
 
 
-def _wire_request(
+def wire_request(
     request: Request,
     config: dict[str, Any],
     data: Callable[[Attachment], str] = live_base64,

@@ -44,6 +44,7 @@ _BUILTIN = {
     "together": "agac.providers.together:TogetherProvider",
     "openrouter": "agac.providers.openrouter:OpenRouterProvider",
     "bedrock": "agac.providers.bedrock:BedrockProvider",
+    "vertex": "agac.providers.vertex:VertexProvider",
     "vllm": "agac.providers.vllm:VllmProvider",
     "xai": "agac.providers.xai:XaiProvider",
     "fireworks": "agac.providers.fireworks:FireworksProvider",

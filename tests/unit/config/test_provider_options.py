@@ -21,7 +21,18 @@ from agac.providers.options import Option
 from agac.providers.registry import available_providers, provider_options
 
 DOCS = Path(__file__).parents[3] / "docs" / "providers.md"
-BUILTIN = ("mock", "openai", "azure", "anthropic", "gemini", "groq", "ollama", "bedrock", "vllm")
+BUILTIN = (
+    "mock",
+    "openai",
+    "azure",
+    "anthropic",
+    "gemini",
+    "groq",
+    "ollama",
+    "bedrock",
+    "vertex",
+    "vllm",
+)
 
 #: A valid value of each kind, and what the adapter receives for it.
 GOOD: dict[str, tuple[Any, Any]] = {

@@ -1,0 +1,496 @@
+"""Google Vertex AI, Gemini models (``pip install -e '.[vertex]'``): model
+``vertex/<gemini model>`` (``vertex/gemini-2.5-flash``), or a publisher path
+(``vertex/publishers/google/models/gemini-2.5-flash``).
+
+Credentials are Google's Application Default Credentials, read by google-auth:
+``providers: vertex: credentials: <file>`` (a service account's key or any credentials
+file google-auth reads), else ``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's
+``application-default login``, or the metadata server of a Google Cloud machine. The
+project is ``providers: vertex: project:``, else ``GOOGLE_CLOUD_PROJECT``, else the
+credentials' own; the location ``location:``, else ``GOOGLE_CLOUD_LOCATION``, else
+``global`` (batch jobs need a region). The endpoint is Vertex's
+(``GOOGLE_VERTEX_BASE_URL``, the SDK's own variable, or ``base_url:`` to point it
+elsewhere).
+
+Live calls are Gemini's ``generateContent`` on Vertex's path
+(``projects/<p>/locations/<l>/publishers/google/models/<m>:generateContent``), on agac's
+lean transport (a bearer token from the credentials, renewed before it expires, on a
+worker thread) or on google-genai in Vertex mode (``transport: sdk``); the request and the
+answer are the Gemini API's (:mod:`agac.providers.gemini`: stops, usage, tools, schemas,
+images and PDFs inline). Vertex has no Files API and no flex tier here; its prompt caching
+is implicit.
+
+Batches are batch prediction jobs over Cloud Storage (``providers: vertex: batch_bucket:
+gs://bucket/prefix``; BigQuery input is not used):
+
+- the lines ``{"request": GenerateContentRequest}`` are written to
+  ``<batch_bucket>/<job name>/input/records.jsonl``; the job writes its output under
+  ``<batch_bucket>/<job name>/output/`` (Vertex adds a ``prediction-model-<time>/`` folder
+  of ``predictions*.jsonl``, each line ``{"status", "processed_time", "request",
+  "response"}``, in no order);
+- the output names no custom id, so agac's key of each record travels in the request's
+  ``labels`` (``agac_key``), which the output echoes, beside a digest of the request's text
+  (``agac_digest``): a line whose echoed text does not match its digest is an error of
+  that record, never another record's answer;
+- the job's ``displayName`` is derived from agac's batch key: a submission whose answer
+  was lost is found again by it (B2), and a submit finds it before creating (never two
+  jobs for one key);
+- states: ``JOB_STATE_QUEUED``, ``PENDING``, ``RUNNING``, ``UPDATING``, ``PAUSED`` (running),
+  ``SUCCEEDED`` and ``PARTIALLY_SUCCEEDED`` (ended: what the output holds is read, records
+  missing from it are sent again, B6), ``FAILED``, ``CANCELLING``, ``CANCELLED``,
+  ``EXPIRED`` (nothing read, B7); any other is running (B9);
+- limits: 200,000 requests and a 1 GB file a job (agac splits above, B1); a create refused
+  429 (the project's quota of concurrent jobs) waits (B12);
+- the input object is deleted once the job has ended (``batch_input: keep`` keeps it); the
+  output stays in the user's bucket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from agac.errors import (
+    ConfigError,
+    Problem,
+    ProviderError,
+    RetryableError,
+    UnsupportedError,
+    WaitError,
+)
+from agac.providers._attachments import Blobs
+from agac.providers._cache_wire import gemini_minimum
+from agac.providers._common import (
+    dump_line,
+    import_sdk,
+    pick,
+    require_custom_id,
+    spool_jsonl_async,
+)
+from agac.providers._errors import classify, connection_error
+from agac.providers._gcs import GcsPlace, GcsStore
+from agac.providers._gemini_wire import batch_status, content_response, item_error
+from agac.providers.base import (
+    TRANSPORTS,
+    AttachmentLimits,
+    BatchHandle,
+    BatchStatus,
+    BilledWork,
+    ProviderSettings,
+    Request,
+    Result,
+    Usage,
+    ended_or_raise,
+)
+from agac.providers.gemini import GeminiProvider, wire_request
+from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
+from agac.providers.spec import BatchSpec, ProviderSpec
+
+__all__ = ["VertexProvider", "job_name", "request_digest"]
+
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+#: Vertex's documented limits of a Gemini batch prediction job.
+MAX_REQUESTS = 200_000
+MAX_FILE_BYTES = 1024 * 1024 * 1024
+#: Seconds before a create refused for the quota of concurrent jobs is tried again.
+QUOTA_WAIT = 300.0
+INPUT = "input/records.jsonl"
+OUTPUT = "output"
+KEY_LABEL = "agac_key"
+DIGEST_LABEL = "agac_digest"
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{1,63}$")
+
+MB = 1024 * 1024
+VERTEX_LIMITS = AttachmentLimits(
+    kinds=frozenset({"image", "pdf"}),
+    max_file_bytes={"image": 7 * MB, "pdf": 7 * MB},
+    max_files=3000,
+    max_pdf_pages=1000,
+)
+"""Images and PDFs inline, 7 MB each (Vertex's limit of inline data)."""
+
+VERTEX_OPTIONS = (
+    TIMEOUT,
+    structured_output("json_mode", "JSON mode with the schema in the prompt"),
+    Option("project", "text", "the Google Cloud project (else GOOGLE_CLOUD_PROJECT)"),
+    Option(
+        "location",
+        "text",
+        "the region, e.g. `us-central1` (else GOOGLE_CLOUD_LOCATION, else `global`)",
+    ),
+    Option(
+        "credentials",
+        "text",
+        "a credentials file google-auth reads (else Application Default Credentials)",
+    ),
+    Option(
+        "batch_bucket",
+        "text",
+        "the Cloud Storage prefix batch jobs read their input from and write their "
+        "output to, `gs://bucket/prefix` (needed for `run_mode: batch`)",
+    ),
+    Option(
+        "batch_input",
+        "choice",
+        "`delete` the input object once its job has ended, or `keep` it",
+        default="delete",
+        choices=("delete", "keep"),
+    ),
+    FIND_BATCH_SCAN,
+)
+
+
+def job_name(key: str) -> str:
+    """The display name of batch ``key``'s job (128 characters at most)."""
+    name = "agac-" + re.sub(r"[^A-Za-z0-9_-]+", "-", key).strip("-")
+    return name if len(name) <= 128 else "agac-" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def request_digest(request: Any) -> str:
+    """A digest of a request's turns as text (role and text parts, in order): what the
+    output's echo of the request must still say. Other fields may come back normalized."""
+    turns = [
+        [str(c.get("role") or ""), [str(p["text"]) for p in c.get("parts") or () if "text" in p]]
+        for c in pick(request, "contents") or ()
+        if isinstance(c, dict)
+    ]
+    return hashlib.sha256(json.dumps(turns, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+class VertexProvider(GeminiProvider):
+    """Gemini on Vertex AI: generateContent and batch prediction jobs; see the module
+    docstring."""
+
+    spec = ProviderSpec(
+        name="vertex",
+        extra="vertex",
+        sdk_module="google.genai",
+        # A path, not a secret; google-auth finds credentials without it too.
+        credential_env=("GOOGLE_APPLICATION_CREDENTIALS",),
+        ambient_credentials="google.auth",
+        transports=TRANSPORTS,
+        batch=BatchSpec(input="file", max_requests=MAX_REQUESTS, max_bytes=MAX_FILE_BYTES),
+        cache_kinds=("implicit",),
+        cache_minimum=gemini_minimum,
+        attachments=VERTEX_LIMITS,
+        vision=True,
+        function_tools=True,
+        options=VERTEX_OPTIONS,
+    )
+    base_url_env = "GOOGLE_VERTEX_BASE_URL"
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        options = settings.options
+        self._credentials, found_project = _google_credentials(
+            str(options.get("credentials") or "") or None
+        )
+        project = options.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT")
+        self._project = str(project or found_project or "")
+        if not self._project:
+            raise _config("project", "no Google Cloud project is set", "GOOGLE_CLOUD_PROJECT")
+        location = options.get("location") or os.environ.get("GOOGLE_CLOUD_LOCATION")
+        self._location = str(location or "global")
+        self._bucket = str(options.get("batch_bucket") or "")
+        self._keep_input = options.get("batch_input") == "keep"
+        self._token_lock = asyncio.Lock()
+        self._gcs = GcsStore("vertex")
+        super().__init__(settings)
+
+    def _resolve_key(self, settings: ProviderSettings) -> str:
+        return ""  # Application Default Credentials, read by google-auth
+
+    # -- clients -------------------------------------------------------------
+
+    def _lean_headers(self) -> dict[str, str]:
+        return {}  # the bearer token goes with each call (it is renewed)
+
+    def _open_lean(self) -> None:
+        root = (self._base_url or _default_root(self._location)).rstrip("/")
+        self._root = root
+        self._models_url = (
+            f"{root}/{vertex_api_version()}/projects/{self._project}/locations/{self._location}/"
+        )
+        self._server_timeouts: dict[float, dict[str, str]] = {}
+
+    def _client_args(self) -> dict[str, Any]:
+        return {
+            "vertexai": True,
+            "project": self._project,
+            "location": self._location,
+            "credentials": self._credentials,
+        }
+
+    def _model_name(self, model: str) -> str:
+        if model.startswith(("publishers/", "projects/")):
+            return model
+        return f"publishers/google/models/{model}"
+
+    async def _call_headers(self, seconds: float) -> dict[str, str]:
+        return {**self._server_timeout(seconds), "Authorization": f"Bearer {await self._token()}"}
+
+    async def _token(self) -> str:
+        """The credentials' access token, renewed on a worker thread when it is missing or
+        near its expiry (google-auth's ``valid`` allows for the clock's skew)."""
+        creds = self._credentials
+        if not (creds.token and creds.valid):
+            async with self._token_lock:
+                if not (creds.token and creds.valid):
+                    with self._translate_errors():
+                        await asyncio.to_thread(_refresh, creds)
+        return str(creds.token)
+
+    async def _file_uris(self, request: Request, *, batch: bool = False) -> dict[str, str]:
+        return {}  # no Files API on Vertex: every attachment goes inline
+
+    # -- errors --------------------------------------------------------------
+
+    def _sdk_error(self, exc: Exception) -> ProviderError | None:
+        from google.auth import exceptions as gx
+
+        if isinstance(exc, gx.RefreshError):
+            if exc.retryable:
+                return RetryableError(f"vertex: the credentials' token was refused: {exc}")
+            return UnsupportedError(
+                f"vertex: the credentials' token was refused: {exc}: check the credentials "
+                "file or run `gcloud auth application-default login`",
+                code="missing_credentials",
+            )
+        if isinstance(exc, gx.TransportError):
+            return connection_error(self.name, exc)
+        return super()._sdk_error(exc)
+
+    def _sdk_root_errors(self) -> tuple[type[BaseException], ...]:
+        from google.auth import exceptions as gx
+
+        return (gx.GoogleAuthError,)
+
+    # -- batch ---------------------------------------------------------------
+
+    def _place(self, key: str) -> GcsPlace:
+        if not self._bucket:
+            raise _config("batch_bucket", "batch jobs need a Cloud Storage prefix", None)
+        return GcsPlace.of(self._bucket, job_name(key), provider=self.name)
+
+    async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
+        """Write the lines to Cloud Storage, then create the job named after ``key`` (a
+        job of that name already there is the one returned: never two)."""
+        place = self._place(key)
+        found = await self.find_batch(key)
+        if found is not None:
+            return found
+        models: set[str] = set()
+        spooled = await spool_jsonl_async(
+            self._lines(requests, models),
+            max_count=MAX_REQUESTS,
+            max_bytes=MAX_FILE_BYTES,
+            provider=self.name,
+        )
+        try:
+            if len(models) != 1:
+                raise ValueError("a Vertex batch job takes one model")
+            await self._gcs.put_file(place.bucket, place.key(INPUT), spooled.path)
+        finally:
+            spooled.discard()
+        job = await self._create(models.pop(), place, key)
+        meta = {"request_count": spooled.count, "bucket": place.bucket, "folder": place.folder}
+        return BatchHandle(self.name, str(job.name), key, meta)
+
+    async def _lines(self, requests: Iterable[Request], models: set[str]) -> AsyncIterator[Any]:
+        for request in requests:
+            models.add(request.model)
+            yield _line(
+                request, self._generation(request, native=self._native_schema(request.model))
+            )
+
+    async def _create(self, model: str, place: GcsPlace, key: str) -> Any:
+        config = {"display_name": job_name(key), "dest": place.uri(OUTPUT)}
+        try:
+            with self._translate_errors():
+                return await self._aio.batches.create(
+                    model=self._model_name(model), src=place.uri(INPUT), config=config
+                )
+        except ProviderError as err:
+            if err.status != 429:
+                raise
+            raise WaitError(
+                f"{err} (the project's quota of concurrent batch jobs is full: agac creates "
+                "the job again when earlier jobs have ended)",
+                retry_after=err.retry_after or QUOTA_WAIT,
+                status=err.status,
+                code=err.code,
+            ) from err
+
+    async def _job(self, handle: BatchHandle) -> Any:
+        with self._translate_errors():
+            return await self._aio.batches.get(name=handle.id)
+
+    async def poll_batch(self, handle: BatchHandle) -> BatchStatus:
+        """The job's state; once it has ended, its input object is deleted (unless kept)."""
+        job = await self._job(handle)
+        status = batch_status(job)
+        if status.state in ("ended", "failed", "cancelled", "expired") and not self._keep_input:
+            for uri in pick(job, "src", "gcs_uri") or ():
+                await self._gcs.delete(*GcsPlace.parse(str(uri)))
+        return status
+
+    async def batch_results(self, handle: BatchHandle) -> AsyncIterator[Result]:
+        """Each output line by the key its request carries; a record missing from the
+        output is not returned (B6). Nothing is read unless the job has ended (B7)."""
+        job = await self._job(handle)
+        ended_or_raise(handle, batch_status(job))
+        async for line in self._output_lines(job):
+            result = self._line_result(line)
+            if result is not None:
+                yield result
+
+    async def _output_lines(self, job: Any) -> AsyncIterator[dict[str, Any]]:
+        folder = pick(job, "output_info", "gcs_output_directory") or pick(job, "dest", "gcs_uri")
+        if not folder:
+            return
+        bucket, prefix = GcsPlace.parse(str(folder))
+        for key in await self._gcs.keys(bucket, prefix.rstrip("/") + "/"):
+            if key.endswith(".jsonl"):
+                async for raw in self._gcs.lines(bucket, key):
+                    yield json.loads(raw)
+
+    def _line_result(self, line: dict[str, Any]) -> Result | None:
+        """One output line as the result of the record its labels name; a line naming
+        none is no record's (it stays missing: B6)."""
+        request = line.get("request") or {}
+        labels = pick(request, "labels") or {}
+        custom_id = str(labels.get(KEY_LABEL) or "")
+        if not custom_id:
+            return None
+        if labels.get(DIGEST_LABEL) != request_digest(request):
+            err = RetryableError(
+                f"vertex: the output line of {custom_id} echoes a request whose text is not "
+                "the one agac sent under that key",
+                code="output_mismatch",
+            )
+            return Result(custom_id, "errored", error=err)
+        response = line.get("response")
+        status = line.get("status")
+        if isinstance(response, dict) and not status:
+            answer = content_response(response, latency_ms=0.0, service_tier="batch")
+            return Result(custom_id, "succeeded", response=answer)
+        return Result(custom_id, "errored", error=_line_error(status))
+
+    async def billed_work(self, handle: BatchHandle) -> BilledWork:
+        """The answered lines and their total usage, read from the output."""
+        job = await self._job(handle)
+        status = batch_status(job)
+        total, answered = Usage(), 0
+        async for line in self._output_lines(job):
+            result = self._line_result(line)
+            if result is not None and result.response is not None:
+                total, answered = total.plus(result.response.usage), answered + 1
+        if not answered:
+            return BilledWork(status, status.completed)
+        return BilledWork(status, answered, total)
+
+    async def cancel_batch(self, handle: BatchHandle) -> None:
+        with self._translate_errors():
+            await self._aio.batches.cancel(name=handle.id)
+
+    async def find_batch(self, key: str) -> BatchHandle | None:
+        """The job whose display name is ``key``'s (scans at most ``find_batch_scan``)."""
+        name = job_name(key)
+        seen = 0
+        with self._translate_errors():
+            pager = await self._aio.batches.list(
+                config={"page_size": 100, "filter": f'display_name="{name}"'}
+            )
+            async for job in pager:
+                if pick(job, "display_name") == name:
+                    return BatchHandle(self.name, str(job.name), key, {})
+                seen += 1
+                if seen >= self._scan_limit:
+                    break
+        return None
+
+
+def _line(request: Request, config: dict[str, Any]) -> list[bytes | Any]:
+    """``{"request"}`` with agac's key and the text's digest as labels; attachments'
+    base64 streamed in place."""
+    custom_id = require_custom_id(request)
+    if not _LABEL_VALUE.match(custom_id):
+        raise ValueError(f"custom_id {custom_id!r} cannot be a Vertex label value")
+    blobs = Blobs()
+    wire = wire_request(request, config, blobs.token)
+    wire["labels"] = {KEY_LABEL: custom_id, DIGEST_LABEL: request_digest(wire)}
+    return blobs.pieces(dump_line({"request": wire}))
+
+
+def _line_error(status: Any) -> ProviderError:
+    """An output line's ``status``: the error text Vertex writes, often ending in the
+    ``google.rpc.Status`` JSON of the failed call."""
+    text = str(status or "the line has no response")
+    start = text.find("{")
+    if start >= 0:
+        try:
+            body = json.loads(text[start:])
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            return item_error("vertex", body.get("error", body))
+    return classify("vertex", 500, message=text)
+
+
+def vertex_api_version() -> str:
+    """The API version in the path, chosen as the SDK chooses it for Vertex:
+    ``GOOGLE_GENAI_API_VERSION`` (``beta`` meaning ``v1beta1``), else ``v1beta1``."""
+    chosen = os.environ.get("GOOGLE_GENAI_API_VERSION")
+    return "v1beta1" if not chosen or chosen == "beta" else chosen
+
+
+def _default_root(location: str) -> str:
+    if location == "global":
+        return "https://aiplatform.googleapis.com"
+    return f"https://{location}-aiplatform.googleapis.com"
+
+
+def _google_credentials(path: str | None) -> tuple[Any, str | None]:
+    """google-auth's credentials and their project: from ``path``, else ADC."""
+    auth = import_sdk("google.auth", "vertex")
+    gx = import_sdk("google.auth.exceptions", "vertex")
+    try:
+        if path:
+            found = auth.load_credentials_from_file(path, scopes=[CLOUD_PLATFORM])
+        else:
+            found = auth.default(scopes=[CLOUD_PLATFORM])
+    except gx.DefaultCredentialsError as exc:
+        raise ConfigError(
+            problems=[
+                Problem(
+                    "missing_credentials",
+                    f"provider 'vertex' found no Google credentials: {exc}",
+                    hint="set GOOGLE_APPLICATION_CREDENTIALS or providers: vertex: "
+                    "credentials:, or run `gcloud auth application-default login`",
+                )
+            ]
+        ) from exc
+    return found[0], found[1]
+
+
+def _refresh(creds: Any) -> None:
+    from google.auth.transport.requests import Request as AuthRequest
+
+    creds.refresh(AuthRequest())
+
+
+def _config(option: str, what: str, variable: str | None) -> ConfigError:
+    return ConfigError(
+        problems=[
+            Problem(
+                "missing_credentials" if option == "project" else "invalid_provider_option",
+                f"provider 'vertex': {what}",
+                hint=f"set providers: vertex: {option}: in agac.yml"
+                + (f" or {variable}" if variable else ""),
+            )
+        ]
+    )
