@@ -29,6 +29,11 @@ from agac.emulator.testing import RunningEmulator
 # as a top-level module.
 from pg import PostgresServer, PostgresUnavailable, skip_or_fail, start_server
 
+# google-auth reads NO_GCE_CHECK once, when its metadata module is first imported, and
+# only the exact text "true": set for the whole process (and what it starts) before any
+# test module imports it, so no test asks a metadata server.
+os.environ["NO_GCE_CHECK"] = "true"
+
 # --------------------------------------------------------------------------------------
 # 1. Isolation
 # --------------------------------------------------------------------------------------
@@ -75,7 +80,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("AGAC_") or name in PROVIDER_ENV_VARS:
             monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
 
 
 @pytest.fixture

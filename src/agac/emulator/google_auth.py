@@ -69,7 +69,7 @@ def vertex_env(folder: Path, root: str) -> dict[str, str]:
         "GOOGLE_VERTEX_BASE_URL": root,
         "AWS_ALLOW_HTTP": "true",
         "CLOUDSDK_CONFIG": str(folder / "gcloud"),
-        "NO_GCE_CHECK": "True",
+        "NO_GCE_CHECK": "true",  # google-auth reads only this exact text
         "GCE_METADATA_HOST": "127.0.0.1:9",
         "GCE_METADATA_IP": "127.0.0.1:9",
     }

@@ -120,7 +120,7 @@ class GcsStore:
         with self._translated(f"gs://{bucket}/{key}"):
             try:
                 await obstore.delete_async(self._store(bucket), key)
-            except ox.NotFoundError:
+            except (FileNotFoundError, ox.NotFoundError):  # obstore raises the built-in
                 return
 
     @contextmanager
@@ -131,7 +131,7 @@ class GcsStore:
             yield
         except (ProviderError, ConfigError):
             raise
-        except ox.NotFoundError as exc:
+        except (FileNotFoundError, ox.NotFoundError) as exc:
             raise FatalError(f"{self._provider}: {where} is not there: {exc}") from exc
         except (
             ox.PermissionDeniedError,

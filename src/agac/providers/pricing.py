@@ -10,9 +10,9 @@ marks it, and a budget on it is refused (``unpriced_model``) unless agac.yml pri
 Batch: the library's batch price where it has one; else a project's ``batch_discount``;
 else half the live price, marked *derived* in ``agac cost``. On Groq prompt caching does
 not stack with the batch discount, so cached reads in a derived Groq batch are billed as
-ordinary input; on Vertex AI a cache hit in a batch is billed at the live cache rate
-(the discounts do not stack). Long-context tiers (a higher rate when a request's input passes a
-threshold, as Anthropic and Gemini price) are kept.
+ordinary input; on Vertex AI a batch's cache hit is billed at the live cache rate.
+Long-context tiers (a higher rate past an input threshold, as Anthropic and Gemini price)
+are kept.
 
 agac's usage counts input *excluding* cached reads and cache writes (docs/providers.md); the
 threshold of a tier is judged on the whole input, as genai-prices does.
@@ -76,8 +76,7 @@ makes stays a finite float (a price such as ``1e308`` overflows a cost to infini
 FREE_PROVIDERS = frozenset({"mock", "ollama", "vllm"})
 """Offline and local models: they cost nothing."""
 CACHE_OVER_BATCH = frozenset({"vertex"})
-"""Providers whose batch discount does not stack with a cache hit: the cached tokens of a
-batch request are billed at the cache rate of a live call (Vertex AI)."""
+"""Batch discount and cache hit do not stack: a batch's cached tokens at the live cache rate."""
 _LIBRARY_PROVIDER = {"gemini": "google", "vertex": "google", "xai": "x-ai"}
 """agac provider name -> genai-prices provider id, where they differ."""
 CACHE_STORAGE: tuple[tuple[str, float], ...] = (
@@ -240,7 +239,6 @@ def cost_usd(
     factor = 1.0 - price.batch_discount if price.batch_discount is not None else 0.5
     hits = 0.0
     if provider in CACHE_OVER_BATCH and usage.cached_tokens:
-        # A cache hit in a batch is billed at the live cache rate, not discounted again.
         hits = live.cost(Usage(cached_tokens=usage.cached_tokens))
         usage = replace(usage, cached_tokens=0)
     if batch is not None:

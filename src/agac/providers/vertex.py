@@ -53,6 +53,7 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any
 
 from agac.errors import (
@@ -460,9 +461,8 @@ def _google_credentials(path: str | None) -> tuple[Any, str | None]:
     gx = import_sdk("google.auth.exceptions", "vertex")
     try:
         if path:
-            found = auth.load_credentials_from_file(path, scopes=[CLOUD_PLATFORM])
-        else:
-            found = auth.default(scopes=[CLOUD_PLATFORM])
+            return _credentials_file(path)
+        found = auth.default(scopes=[CLOUD_PLATFORM])
     except gx.DefaultCredentialsError as exc:
         raise ConfigError(
             problems=[
@@ -475,6 +475,40 @@ def _google_credentials(path: str | None) -> tuple[Any, str | None]:
             ]
         ) from exc
     return found[0], found[1]
+
+
+def _credentials_file(path: str) -> tuple[Any, str | None]:
+    """A ``credentials:`` file: a service account's key or a user's authorized-user file,
+    read by the class made for its type (google-auth's generic loader is deprecated for
+    files it cannot vouch for). Any other type is refused with the way that reads it."""
+    try:
+        info = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _bad_file(path, f"cannot be read as JSON: {exc}") from exc
+    kind = info.get("type") if isinstance(info, dict) else None
+    if kind == "service_account":
+        sa = import_sdk("google.oauth2.service_account", "vertex")
+        creds = sa.Credentials.from_service_account_info(info, scopes=[CLOUD_PLATFORM])
+        return creds, info.get("project_id")
+    if kind == "authorized_user":
+        user = import_sdk("google.oauth2.credentials", "vertex")
+        creds = user.Credentials.from_authorized_user_info(info, scopes=[CLOUD_PLATFORM])
+        return creds, info.get("quota_project_id")
+    raise _bad_file(path, f"is of type {kind!r}: only service_account and authorized_user")
+
+
+def _bad_file(path: str, why: str) -> ConfigError:
+    return ConfigError(
+        problems=[
+            Problem(
+                "missing_credentials",
+                f"provider 'vertex': the credentials file {path} {why}",
+                hint="name a service account key or an authorized-user file, or leave "
+                "credentials: out and set GOOGLE_APPLICATION_CREDENTIALS (Application "
+                "Default Credentials read every other type)",
+            )
+        ]
+    )
 
 
 def _refresh(creds: Any) -> None:

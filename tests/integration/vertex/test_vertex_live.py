@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,6 +103,25 @@ async def test_vertex_live_errors_translated(
         assert caught.value.retry_after == 7  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_vertex_live_call_without_a_valid_token_is_refused(
+    vertex: Any, emulator: Any, transport: str, tmp_path: Path
+) -> None:
+    """The emulator takes only tokens it issued: a credentials file whose token
+    endpoint is elsewhere fails the call as a sign-in refusal, never a silent answer."""
+    import json
+
+    key = json.loads(Path(tmp_path / "service-account.json").read_text())
+    key["token_uri"] = f"{emulator.url}/nowhere"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(key))
+    provider = vertex(transport, credentials=str(other))
+    with pytest.raises(Exception) as caught:
+        await provider.complete(request())
+    assert "token" in str(caught.value).lower()
+    assert _chats(emulator) == []
+
+
 def test_vertex_is_a_provider_with_batch_and_both_transports() -> None:
     spec = provider_spec("vertex")
     assert spec.transports == ("lean", "sdk")
@@ -142,3 +162,18 @@ def test_vertex_without_credentials_names_the_fix_and_asks_no_metadata_server(
     assert caught.value.problems[0].code == "missing_credentials"
     assert "GOOGLE_APPLICATION_CREDENTIALS" in str(caught.value.problems[0].hint)
     assert heard == []
+
+
+def test_vertex_without_project_names_the_option(
+    gcp: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import json
+
+    key = json.loads(Path(tmp_path / "service-account.json").read_text())
+    del key["project_id"]
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(key))
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
+    with pytest.raises(ConfigError) as caught:
+        VertexProvider(ProviderSettings(name="vertex", options={"credentials": str(bare)}))
+    assert "project" in str(caught.value.problems[0].hint)
