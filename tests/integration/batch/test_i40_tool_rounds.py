@@ -93,7 +93,7 @@ def test_i40_b14_batch_rounds_run_each_record_loop_until_it_answers(
     # Three rounds: every record's first turn, then r0's and r1's second, then r1's third.
     assert creates(emulator.stats(), provider) == 3
     assert ops(emulator.stats(), provider).get("chat", 0) == 0  # nothing live
-    assert _calls_log(project) == ["A1", "B1", "B2"]  # each call ran once
+    assert sorted(_calls_log(project)) == ["A1", "B1", "B2"]  # each call ran once, in any order
     # The ledger holds every model turn the emulator answered, at the batch tier.
     assert emulator.stats()["answered"] == 6 and emulator.stats()["duplicate_answers"] == 0
     done = rows(project)
