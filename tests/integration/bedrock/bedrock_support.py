@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agac.providers.base import Message, Request
+from agac.providers.base import Request
+from label_requests import label_request
 
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -16,25 +17,13 @@ AWS_ENV = {
 BUCKET = "agac-bedrock"
 ROLE = "arn:aws:iam::123456789012:role/agac-batch"
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"label": {"type": "string"}},
-    "required": ["label"],
-}
 
 
 def request(
     text: str = "Classify: great product", custom_id: str | None = None, **kw: Any
 ) -> Request:
     """A Bedrock request with a system prompt and the label schema."""
-    fields: dict[str, Any] = {"max_tokens": 256, "schema": SCHEMA, **kw}
-    return Request(
-        provider="bedrock",
-        model=MODEL,
-        messages=(Message("system", "You label reviews."), Message("user", text)),
-        custom_id=custom_id,
-        **fields,
-    )
+    return label_request("bedrock", MODEL, text, custom_id, **kw)
 
 
 def requests(n: int, start: int = 0) -> list[Request]:

@@ -6,31 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from agac.emulator.google_auth import LOCATION, PROJECT
-from agac.providers.base import Message, Request
+from agac.providers.base import Request
+from label_requests import SCHEMA, label_request
 
 __all__ = ["BUCKET", "LOCATION", "MODEL", "PROJECT", "SCHEMA", "request", "requests"]
 
 BUCKET = "agac-vertex"
 MODEL = "gemini-2.5-flash"
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"label": {"type": "string"}},
-    "required": ["label"],
-}
 
 
 def request(
     text: str = "Classify: great product", custom_id: str | None = None, **kw: Any
 ) -> Request:
     """A Vertex request with a system prompt and the label schema."""
-    fields: dict[str, Any] = {"max_tokens": 256, "schema": SCHEMA, **kw}
-    return Request(
-        provider="vertex",
-        model=MODEL,
-        messages=(Message("system", "You label reviews."), Message("user", text)),
-        custom_id=custom_id,
-        **fields,
-    )
+    return label_request("vertex", MODEL, text, custom_id, **kw)
 
 
 def requests(n: int, start: int = 0) -> list[Request]:
