@@ -394,6 +394,9 @@ class EmulatorState:
         self.entra = EntraTokens()
         #: Cloud Storage objects (:mod:`.gcs`): ``bucket/key`` -> (bytes, epoch written).
         self.objects: dict[str, tuple[bytes, float]] = {}
+        #: Cloud Storage multipart uploads in progress (:mod:`.gcs`): upload id ->
+        #: {"object": ``bucket/key``, "parts": {part number: bytes}}.
+        self.gcs_uploads: dict[str, dict[str, Any]] = {}
         #: Google OAuth access tokens the token endpoint issued (:mod:`.vertex`).
         self.google_tokens: list[str] = []
 
@@ -413,6 +416,7 @@ class EmulatorState:
         self.models.clear()
         self.entra = EntraTokens()
         self.objects.clear()
+        self.gcs_uploads.clear()
         self.google_tokens.clear()
 
     def new_id(self, prefix: str, length: int = 24) -> str:

@@ -67,10 +67,12 @@ class GcsPlace:
 
 
 class GcsStore:
-    """One obstore store per bucket, opened on first use."""
+    """One obstore store per bucket, opened on first use. A file above
+    ``multipart_bytes`` goes up as a multipart upload."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, *, multipart_bytes: int = MULTIPART_BYTES) -> None:
         self._provider = provider
+        self._multipart_bytes = multipart_bytes
         self._stores: dict[str, Any] = {}
 
     def _store(self, bucket: str) -> Any:
@@ -84,7 +86,7 @@ class GcsStore:
     async def put_file(self, bucket: str, key: str, path: Path) -> None:
         import obstore
 
-        multipart = path.stat().st_size > MULTIPART_BYTES
+        multipart = path.stat().st_size > self._multipart_bytes
         with self._translated(f"gs://{bucket}/{key}"):
             await obstore.put_async(self._store(bucket), key, path, use_multipart=multipart)
 
