@@ -41,7 +41,7 @@ from .handling import (
 from .media import take_attachments
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
-__all__ = ["routes", "status_name"]
+__all__ = ["decode_request", "error", "message", "routes", "status_name", "tool_turns"]
 
 PROVIDER = "anthropic"
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -89,7 +89,7 @@ def _error_object(status: int, code: str | None, message: str | None) -> dict[st
     return out
 
 
-def _decode(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
+def decode_request(body: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
     """(canonical request, prompt, schema) of a Messages body. Cache markers change no
     answer: the canonical request is the body without them (:func:`_unmarked`)."""
     fmt = (body.get("output_config") or {}).get("format") or body.get("output_format") or {}
@@ -319,7 +319,7 @@ async def create_message(request: Request) -> Response:
         return error(400, None, None, problem)
     await attachments(request, PROVIDER, body, error, model)
     await live_latency(request)
-    canonical, prompt, schema = _decode(body)
+    canonical, prompt, schema = decode_request(body)
     tools, results, turns = tool_turns(body)
     ans = answer(
         provider=PROVIDER,
@@ -366,7 +366,7 @@ async def create_batch(request: Request) -> Response:
         seen.add(custom_id)
         params = entry["params"]
         take_attachments(PROVIDER, params)  # the batch keeps descriptors, not the bytes
-        canonical, prompt, schema = _decode(params)
+        canonical, prompt, schema = decode_request(params)
         plan, markers = anthropic_plan(str(params["model"]), params)
         if markers:
             marked.append({"custom_id": custom_id, **markers})

@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import gemini
+from . import gemini, vertex_claude
 from .answers import prompt_tokens
 from .faults import Target
 from .gcs import read_object, write_object
@@ -88,6 +88,10 @@ def _signed_in(request: Request) -> None:
 async def models_post(request: Request) -> Response:
     _signed_in(request)
     model, _, method = request.path_params["target"].rpartition(":")
+    if request.path_params["publisher"] == "anthropic":
+        if method != "rawPredict":
+            return error(404, None, None, f"Method {method!r} is not emulated.")
+        return await vertex_claude.raw_predict(request, model)
     if method != "generateContent":
         return error(404, None, None, f"Method {method!r} is not emulated.")
     return await gemini.generate(request, model, PROVIDER)
@@ -111,7 +115,8 @@ def _lines(state: EmulatorState, uris: list[str]) -> list[dict[str, Any]]:
                 request = line["request"]
             except (ValueError, KeyError, TypeError) as exc:
                 raise Rejected(error(400, None, None, f"{uri} line {number}: {exc}")) from exc
-            lines.append({"request": request, "number": number})
+            where = f"{uri} line {number}"
+            lines.append({**line, "request": request, "number": number, "where": where})
     if not lines:
         raise Rejected(error(400, None, None, "The job's input holds no requests."))
     return lines
@@ -151,7 +156,11 @@ async def create_job(request: Request) -> Response:
         return error(
             400, None, None, "displayName, model, gcsSource and gcsDestination are required."
         )
-    items = [_item(model, line) for line in _lines(state, [str(u) for u in uris])]
+    lines = _lines(state, [str(u) for u in uris])
+    if vertex_claude.is_claude_model(str(body.get("model") or "")):
+        items = [vertex_claude.claude_item(model, line, line["where"]) for line in lines]
+    else:
+        items = [_item(model, line) for line in lines]
     job_id = str(random.randint(10**17, 10**18 - 1))
     p, loc = request.path_params["project"], request.path_params["location"]
     info = {"name": f"projects/{p}/locations/{loc}/batchPredictionJobs/{job_id}", "body": body}
@@ -294,6 +303,8 @@ def _write_output(state: EmulatorState, batch: Batch) -> str:
 
 def _output_line(result: ItemResult, when: datetime) -> dict[str, Any]:
     item = result.item
+    if item.extra.get("claude"):
+        return vertex_claude.claude_output_line(result, when)
     line: dict[str, Any] = {
         "status": "",
         "processed_time": when.isoformat().replace("+00:00", "Z"),

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.providers._anthropic_wire import (
@@ -135,6 +135,9 @@ class AnthropicProvider(ProviderBase):
         ),
     )
     base_url_env = "ANTHROPIC_BASE_URL"
+    #: Body fields the SDK's ``create`` has no argument for, sent with every SDK call
+    #: (Claude on Vertex: its ``anthropic_version``).
+    _body_extra: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, settings: ProviderSettings) -> None:
         # Said once per model in agac's log instead of a Python warning on every call; a
@@ -333,12 +336,14 @@ class AnthropicProvider(ProviderBase):
             )
         # The SDK's ``create`` has no ``temperature`` argument; the API takes it.
         params = dict(params)
-        extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
+        extra = dict(self._body_extra)
+        if "temperature" in params:
+            extra["temperature"] = params.pop("temperature")
         # An explicit timeout also skips the SDK's guard against long non-streaming calls.
         timeout = request.timeout if request.timeout is not None else self._timeout
         with self._translate_errors(), stopwatch() as took:
             message = await self._client.messages.create(
-                **params, extra_body=extra, timeout=timeout
+                **params, extra_body=extra or None, timeout=timeout
             )
         self._ask_lifecycle(request.model)
         return message_response(

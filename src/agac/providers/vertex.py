@@ -1,6 +1,8 @@
 """Google Vertex AI, Gemini models (``pip install -e '.[vertex]'``): model
 ``vertex/<gemini model>`` (``vertex/gemini-2.5-flash``), or a publisher path
-(``vertex/publishers/google/models/gemini-2.5-flash``).
+(``vertex/publishers/google/models/gemini-2.5-flash``). Claude models
+(``vertex/claude-…``) go through :mod:`agac.providers.vertex_claude` on the same
+project, location, credentials and bucket.
 
 Credentials are Google's Application Default Credentials, read by google-auth:
 ``providers: vertex: credentials: <file>`` (a service account's key or any credentials
@@ -65,7 +67,7 @@ from agac.errors import (
     WaitError,
 )
 from agac.providers._attachments import Blobs
-from agac.providers._cache_wire import gemini_minimum
+from agac.providers._cache_wire import anthropic_minimum, gemini_minimum
 from agac.providers._common import (
     dump_line,
     import_sdk,
@@ -84,6 +86,7 @@ from agac.providers.base import (
     BilledWork,
     ProviderSettings,
     Request,
+    Response,
     Result,
     Usage,
     ended_or_raise,
@@ -91,6 +94,16 @@ from agac.providers.base import (
 from agac.providers.gemini import GeminiProvider, wire_request
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
 from agac.providers.spec import BatchSpec, ProviderSpec
+from agac.providers.vertex_claude import (
+    CLAUDE_JOBS,
+    CLAUDE_PUBLISHER,
+    VertexClaude,
+    VertexPlace,
+    claude_id,
+    claude_result,
+    is_claude,
+    is_claude_job,
+)
 
 __all__ = ["VertexProvider", "job_name", "request_digest"]
 
@@ -100,6 +113,8 @@ MAX_REQUESTS = 200_000
 MAX_FILE_BYTES = 1024 * 1024 * 1024
 #: Seconds before a create refused for the quota of concurrent jobs is tried again.
 QUOTA_WAIT = 300.0
+#: Seconds before a Claude job held back by ``claude_batch_jobs`` looks again.
+CLAUDE_SLOT_WAIT = 60.0
 INPUT = "input/records.jsonl"
 OUTPUT = "output"
 KEY_LABEL = "agac_key"
@@ -142,8 +157,21 @@ VERTEX_OPTIONS = (
         default="delete",
         choices=("delete", "keep"),
     ),
+    Option(
+        "claude_batch_jobs",
+        "integer",
+        "the most Claude batch jobs agac keeps running in the project at once (Vertex's "
+        "quota, 4 by default); a job beyond them waits",
+        default=CLAUDE_JOBS,
+        minimum=1,
+    ),
     FIND_BATCH_SCAN,
 )
+
+
+def vertex_cache_minimum(model: str) -> int:
+    """The fewest prefix tokens cached: Claude's for a Claude model, else Gemini's."""
+    return anthropic_minimum(claude_id(model)) if is_claude(model) else gemini_minimum(model)
 
 
 def job_name(key: str) -> str:
@@ -176,8 +204,8 @@ class VertexProvider(GeminiProvider):
         ambient_credentials="google.auth",
         transports=TRANSPORTS,
         batch=BatchSpec(input="file", max_requests=MAX_REQUESTS, max_bytes=MAX_FILE_BYTES),
-        cache_kinds=("implicit",),
-        cache_minimum=gemini_minimum,
+        cache_kinds=("implicit", "marker"),
+        cache_minimum=vertex_cache_minimum,
         attachments=VERTEX_LIMITS,
         vision=True,
         function_tools=True,
@@ -198,6 +226,8 @@ class VertexProvider(GeminiProvider):
         self._location = str(location or "global")
         self._bucket = str(options.get("batch_bucket") or "")
         self._keep_input = options.get("batch_input") == "keep"
+        self._claude_jobs = int(options.get("claude_batch_jobs") or CLAUDE_JOBS)
+        self._claude: VertexClaude | None = None
         self._token_lock = asyncio.Lock()
         self._gcs = GcsStore("vertex")
         super().__init__(settings)
@@ -229,7 +259,30 @@ class VertexProvider(GeminiProvider):
     def _model_name(self, model: str) -> str:
         if model.startswith(("publishers/", "projects/")):
             return model
+        if is_claude(model):
+            return CLAUDE_PUBLISHER + model
         return f"publishers/google/models/{model}"
+
+    def _claude_adapter(self) -> VertexClaude:
+        """The adapter of Claude models, on this one's project, location, endpoint and
+        credentials (built at the first Claude call)."""
+        if self._claude is None:
+            place = VertexPlace(
+                self._project, self._location, self._base_url, self._credentials, self._token
+            )
+            self._claude = VertexClaude(self.settings, place)
+        return self._claude
+
+    async def complete(self, request: Request) -> Response:
+        if is_claude(request.model):
+            return await self._claude_adapter().complete(request)
+        return await super().complete(request)
+
+    async def continue_turn(self, request: Request, paused: Response) -> Response:
+        """A Claude turn paused (``pause_turn``) continued live; Gemini never pauses."""
+        if not is_claude(request.model):
+            return paused
+        return await self._claude_adapter().continue_turn(request, paused)
 
     async def _call_headers(self, seconds: float) -> dict[str, str]:
         return {**self._server_timeout(seconds), "Authorization": f"Bearer {await self._token()}"}
@@ -304,11 +357,16 @@ class VertexProvider(GeminiProvider):
     async def _lines(self, requests: Iterable[Request], models: set[str]) -> AsyncIterator[Any]:
         for request in requests:
             models.add(request.model)
+            if is_claude(request.model):
+                yield self._claude_adapter().batch_line(request)
+                continue
             yield _line(
                 request, self._generation(request, native=self._native_schema(request.model))
             )
 
     async def _create(self, model: str, place: GcsPlace, key: str) -> Any:
+        if is_claude(model):
+            await self._claude_slot()
         config = {"display_name": job_name(key), "dest": place.uri(OUTPUT)}
         try:
             with self._translate_errors():
@@ -325,6 +383,28 @@ class VertexProvider(GeminiProvider):
                 status=err.status,
                 code=err.code,
             ) from err
+
+    async def _claude_slot(self) -> None:
+        """B12: a WaitError while the project already runs ``claude_batch_jobs`` Claude
+        batch jobs (Vertex's quota: a create beyond it is refused). Counted over the
+        ``find_batch_scan`` most recent jobs."""
+        running = seen = 0
+        with self._translate_errors():
+            pager = await self._aio.batches.list(config={"page_size": 100})
+            async for job in pager:
+                if is_claude_job(job) and batch_status(job).state in ("running", "cancelling"):
+                    running += 1
+                seen += 1
+                if seen >= self._scan_limit:
+                    break
+        if running >= self._claude_jobs:
+            raise WaitError(
+                f"vertex: {running} Claude batch jobs are running in project {self._project} "
+                f"(claude_batch_jobs: {self._claude_jobs}): agac creates the next one when "
+                "one of them has ended",
+                retry_after=CLAUDE_SLOT_WAIT,
+                code="claude_batch_jobs",
+            )
 
     async def _job(self, handle: BatchHandle) -> Any:
         with self._translate_errors():
@@ -344,8 +424,9 @@ class VertexProvider(GeminiProvider):
         output is not returned (B6). Nothing is read unless the job has ended (B7)."""
         job = await self._job(handle)
         ended_or_raise(handle, batch_status(job))
+        claude = is_claude_job(job)
         async for line in self._output_lines(job):
-            result = self._line_result(line)
+            result = claude_result(line, handle.tools) if claude else self._line_result(line)
             if result is not None:
                 yield result
 
@@ -386,8 +467,9 @@ class VertexProvider(GeminiProvider):
         job = await self._job(handle)
         status = batch_status(job)
         total, answered = Usage(), 0
+        claude = is_claude_job(job)
         async for line in self._output_lines(job):
-            result = self._line_result(line)
+            result = claude_result(line) if claude else self._line_result(line)
             if result is not None and result.response is not None:
                 total, answered = total.plus(result.response.usage), answered + 1
         if not answered:
@@ -397,6 +479,11 @@ class VertexProvider(GeminiProvider):
     async def cancel_batch(self, handle: BatchHandle) -> None:
         with self._translate_errors():
             await self._aio.batches.cancel(name=handle.id)
+
+    async def aclose(self) -> None:
+        if self._claude is not None:
+            await self._claude.aclose()
+        await super().aclose()
 
     async def find_batch(self, key: str) -> BatchHandle | None:
         """The job whose display name is ``key``'s (scans at most ``find_batch_scan``)."""
