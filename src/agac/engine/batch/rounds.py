@@ -20,8 +20,9 @@ the walk after a read has staged it: it does not wait for every file (B4 holds f
 action it follows). Its ledger rows are on the action it follows, a judge's with the
 origin ``judge``.
 
-A worker's batch shard steps its own action only: in worker mode a batch action's judges
-and repairs are asked live (:func:`follow_up_actions` is not used there).
+With ``agac worker`` the rounds ride on their action's batch shards: the (action, file)
+shard submits, recovers, polls and reads the rounds of that file as well as the action's
+batches, and the online shards stage and settle the follow-up requests of their records.
 """
 
 from __future__ import annotations

@@ -106,9 +106,11 @@ class Submitter:
             c = counts.get(name, {"staged": 0, "open": 0})
             if rt.follows is not None:
                 # A follow-up round (engine/batch/rounds.py) goes once the walk after a
-                # read has staged it (B4 holds for the action it follows); a refusal
-                # fails its items, and so the checks that asked for them.
-                if c["staged"] and await self._submit_file(rt, name, report) is False:
+                # read has staged it (B4 holds for the action it follows), a worker's
+                # batch shard sending its own file's; a refusal fails its items, and so
+                # the checks that asked for them.
+                mine = self.ctx.only_file in (None, name)
+                if mine and c["staged"] and await self._submit_file(rt, name, report) is False:
                     report.progressed = True
                 continue
             settled = await self.ctx.call(

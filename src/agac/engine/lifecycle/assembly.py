@@ -169,15 +169,12 @@ def assemble_run(
     # elsewhere must not be staged again here, and again, for ever.
     refused = setup is not None and run.settings.budget is not None and store.budget_refused(run.id)
     budget = _budget(run, out.prices, setup, refused)
-    rounds = (
-        _rounds(project, runtimes, providers, admitted, run.workflow)
-        if setup is None
-        else Rounds()  # a worker's batch shard steps its own action: follow-ups go live
-    )
+    rounds = _rounds(project, runtimes, providers, admitted, run.workflow)
     batch_rts = [r for rt in runtimes if is_batched(rt) for r in (rt, *rounds.runtimes(rt.name))]
-    step_rts = batch_rts  # a batch shard steps (and reserves for) its own action only
+    step_rts = batch_rts
     if setup is not None and setup.batch_action is not None:
-        step_rts = [rt for rt in batch_rts if rt.name == setup.batch_action]
+        # a batch shard steps (and reserves for) its own action and the rounds that follow it
+        step_rts = [rt for rt in batch_rts if setup.batch_action in (rt.name, rt.follows)]
     units = (
         BatchUnits(
             run_id=run.id,

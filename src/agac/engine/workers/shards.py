@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agac.engine.batch.rounds import follow_up_actions
 from agac.engine.batch.submission import open_reservations
 from agac.engine.lifecycle.assembly import RunParts, ShardSetup, assemble_run
 from agac.engine.lifecycle.leases import heartbeat
@@ -33,7 +34,7 @@ from agac.providers.base import Provider, batch_api
 from agac.store.claims import IDLE
 
 if TYPE_CHECKING:
-    from agac.config.model import Workflow
+    from agac.config.model import Action, Workflow
     from agac.config.project import Project
     from agac.engine.batch.context import Pacer
     from agac.engine.values import Halt, RunControl
@@ -97,11 +98,12 @@ def _assemble(
         # batches out) before each reservation (R5; see
         # docs/decisions/0051-worker-budgets-through-the-ledger.md).
         batch = [
-            a
+            b
             for a in ctx.workflow.actions
             if a.kind == "llm"
             and a.run_mode == "batch"
             and batch_api(ctx.providers.get(a.provider or "")) is not None
+            for b in (a, *_follow_ups(a))
         ]
 
         def reservations(
@@ -137,6 +139,13 @@ def _assemble(
         files=ctx.files,
         setup=setup,
     )
+
+
+def _follow_ups(action: Action) -> list[Action]:
+    """The judges' and repairs' rounds of a batch action (engine/batch/rounds.py), whose
+    batches out the budget holds too."""
+    judges, repair = follow_up_actions(action)
+    return [a for (a, _), _ in judges] + ([repair] if repair is not None else [])
 
 
 def _fenced(store: Store, gateway: StoreGateway, claim: Claim) -> Callable[..., Any]:
@@ -235,9 +244,9 @@ async def advance_batch(
             with contextlib.suppress(asyncio.CancelledError, StoreError):
                 await beat
         await gateway.flush()
-        rt = batch.batch_rts[0]
         still_out = [
             b
+            for rt in batch.batch_rts  # the action's and its judges' and repairs' rounds
             for b in await gateway.call(
                 store.list_batches,
                 ctx.workflow.name,
