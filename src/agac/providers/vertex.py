@@ -45,6 +45,11 @@ gs://bucket/prefix``; BigQuery input is not used):
   429 (the project's quota of concurrent jobs) waits (B12);
 - the input object is deleted once the job has ended (``batch_input: keep`` keeps it); the
   output stays in the user's bucket.
+
+A Claude model's calls and batch lines are :mod:`agac.providers.vertex_claude`'s; its jobs
+are these same jobs (display name, states, output folder, input deleted), their output
+read by ``custom_id``, and the project's running Claude jobs counted before each create
+(``claude_batch_jobs``, B12).
 """
 
 from __future__ import annotations
