@@ -31,7 +31,8 @@ from agac.errors import ProviderError, RetryableError, UnsupportedError
 from agac.providers._anthropic_wire import item_error, message_response
 from agac.providers._attachments import ANTHROPIC_LIMITS
 from agac.providers._common import dump_line, pick, require_custom_id, stopwatch, url_segment
-from agac.providers._errors import classify, connection_error, request_id_of, retry_after_seconds
+from agac.providers._errors import classify, connection_error, request_id_of
+from agac.providers._gemini_wire import status_error
 from agac.providers._tool_wire import offered
 from agac.providers.anthropic import AnthropicProvider
 from agac.providers.base import TRANSPORTS, ProviderSettings, Request, Response, Result
@@ -147,17 +148,13 @@ class VertexClaude(AnthropicProvider):
         self, status: int, headers: Any, body: Any, text: str, code: str | None = None
     ) -> ProviderError:
         """Anthropic's error body, or Google's (``{"error": {"code", "message",
-        "status"}}``, Vertex's own refusals: quota, permission, a model not enabled)."""
-        google = pick(body, "error", "status")
-        if google and not pick(body, "error", "type"):
-            return classify(
-                self.name,
-                status,
-                message=pick(body, "error", "message") or text,
-                retry_after=retry_after_seconds(headers),
-                code=str(google),
-                request_id=request_id_of(headers, body),
-            )
+        "status", "details"}}``, alone or as the one item of a list: Vertex's own
+        refusals, such as its quota, a permission or a model not enabled), read as for
+        Gemini (a ``RetryInfo`` delay is waited)."""
+        if isinstance(body, list) and len(body) == 1:
+            body = body[0]
+        if pick(body, "error", "status") and not pick(body, "error", "type"):
+            return status_error(self.name, status, body, headers)
         return super()._status_error(status, headers, body, text, code)
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:

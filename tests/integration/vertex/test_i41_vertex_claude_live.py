@@ -22,6 +22,7 @@ TRANSPORTS = ["lean", "sdk"]
 SYSTEM = "You label product reviews."
 STATIC = "Read the review below and label its sentiment, score and tags. " * 70
 MARKED = math.ceil((len(SYSTEM) + len(STATIC)) / 4)
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 
 
 def _chats(emulator: Any) -> list[dict[str, Any]]:
@@ -203,3 +204,56 @@ def test_i41_vertex_claude_models_and_their_cache_minimum() -> None:
     assert spec.minimum_for("gemini-2.5-flash") == provider_spec("gemini").minimum_for(
         "gemini-2.5-flash"
     )
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize(
+    ("status", "google", "kind"),
+    [
+        (429, "RESOURCE_EXHAUSTED", WaitError),
+        (403, "PERMISSION_DENIED", FatalError),
+        (503, "UNAVAILABLE", RetryableError),
+    ],
+)
+async def test_i41_vertex_claude_live_google_shaped_refusals_translated(
+    vertex: Any, emulator: Any, transport: str, status: int, google: str, kind: type[Exception]
+) -> None:
+    """Vertex's own refusals (quota, a model not enabled in Model Garden, an outage) come
+    as Google's error body in a list, not Anthropic's: classified by status with Google's
+    code, a RetryInfo delay waited."""
+    message = f"Emulated {google} for publishers/anthropic/models/{CLAUDE}"
+    error: dict[str, Any] = {"code": status, "message": message, "status": google}
+    if status == 429:
+        error["details"] = [{"@type": RETRY_INFO, "retryDelay": "7s"}]
+    body = {"error": error}
+    emulator.add_fault(
+        {"provider": "vertex", "op": "chat", "fault": {"http": status, "body": [body]}}
+    )
+    with pytest.raises(kind) as caught:
+        await vertex(transport).complete(claude_request())
+    assert caught.value.status == status  # type: ignore[attr-defined]
+    assert message in str(caught.value)
+    assert caught.value.code == google  # type: ignore[attr-defined]
+    if status == 429:
+        assert caught.value.retry_after == 7  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_i41_vertex_claude_live_paused_turn_is_continued(
+    vertex: Any, emulator: Any, transport: str
+) -> None:
+    emulator.add_fault(
+        {
+            "provider": "vertex",
+            "op": "chat",
+            "times": 1,
+            "fault": {"reply": {"stop": "pause_turn", "blocks": ["server_tool_use"]}},
+        }
+    )
+    answer = await vertex(transport).complete(claude_request())
+    assert answer.stop_reason == "end" and len(answer.legs) == 1
+    first, second = (c["body"] for c in _chats(emulator))
+    assert len(second["messages"]) == len(first["messages"]) + 1
+    assert second["messages"][-1]["role"] == "assistant"
+    assert second["messages"][-1]["content"][0]["type"] == "server_tool_use"
+    assert second["anthropic_version"] == VERTEX_VERSION and "model" not in second
