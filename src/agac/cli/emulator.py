@@ -59,5 +59,5 @@ def emulator(
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Its host.")
 def env(port: int, host: str) -> None:
-    """Print shell exports (base URLs and dummy keys for all five providers)."""
+    """Print shell exports: base URLs and dummy keys, and a key file for Vertex AI."""
     click.echo(exports(port, host), nl=False)

@@ -15,13 +15,27 @@ and ``<root>/bedrock`` (AWS credentials and S3 are left as they are: the emulato
 jobs read and write the S3 that boto3 reaches from its own environment). Keys are dummies: the emulator accepts any.
 ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` get the same value, so whichever one the
 google-genai SDK prefers (``GOOGLE_API_KEY``) is a dummy too, never a real key.
+
+The shell exports (:func:`exports`) add Vertex AI's (:func:`vertex_variables`): Google's
+libraries take no dummy key, so a service account key file is written for the emulator
+(its ``token_uri`` the emulator's token endpoint, its ``gcs_base_url`` the emulator's Cloud
+Storage) under ``$XDG_CACHE_HOME/agac/emulator/<host>-<port>/`` (else ``~/.cache/…``), and
+``GOOGLE_APPLICATION_CREDENTIALS``, ``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_CLOUD_PROJECT``,
+``GOOGLE_CLOUD_LOCATION`` and ``GOOGLE_VERTEX_BASE_URL`` name it, the project, a region and
+the emulator (:func:`agac.emulator.google_auth.vertex_env`). Writing the key needs
+``cryptography`` (which google-auth, and so the ``vertex`` extra, brings); without it, or
+when the folder cannot be written, a comment line says why the Vertex exports are missing.
+They are not in :func:`variables`: a test's emulator points Vertex at itself with
+``RunningEmulator.vertex_env`` and a folder of the test's own.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+from pathlib import Path
 
-__all__ = ["exports", "variables"]
+__all__ = ["exports", "variables", "vertex_folder", "vertex_variables"]
 
 DUMMY_KEY = "emulator-key"
 
@@ -62,8 +76,38 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
     }
 
 
+def vertex_folder(port: int, host: str = "127.0.0.1") -> Path:
+    """Where the service account key of the emulator at ``host:port`` is written."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agac" / "emulator" / f"{host}-{port}"
+
+
+def vertex_variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
+    """Vertex AI's environment for the emulator at ``host:port``, its key file written
+    in :func:`vertex_folder`. Raises ImportError without ``cryptography``, OSError when the
+    folder cannot be written."""
+    from .google_auth import vertex_env
+
+    folder = vertex_folder(port, host)
+    folder.mkdir(parents=True, exist_ok=True)
+    return vertex_env(folder, f"http://{host}:{port}")
+
+
 def exports(port: int, host: str = "127.0.0.1") -> str:
-    """``export NAME=value`` lines for ``eval "$(agac emulator env --port N)"``."""
-    return "".join(
+    """``export NAME=value`` lines for ``eval "$(agac emulator env --port N)"``: every
+    provider's, Vertex AI's included (else a comment line saying why they are missing)."""
+    lines = [
         f"export {name}={shlex.quote(value)}\n" for name, value in variables(port, host).items()
-    )
+    ]
+    try:
+        google = vertex_variables(port, host)
+    except ImportError:
+        lines.append(
+            "# no Vertex AI exports: writing a service account key for the emulator needs "
+            "cryptography (pip install -e '.[vertex]')\n"
+        )
+    except OSError as exc:
+        lines.append(f"# no Vertex AI exports: cannot write {vertex_folder(port, host)}: {exc}\n")
+    else:
+        lines += [f"export {name}={shlex.quote(value)}\n" for name, value in google.items()]
+    return "".join(lines)

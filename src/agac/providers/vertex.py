@@ -61,7 +61,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agac.errors import (
     ConfigError,
@@ -170,6 +170,14 @@ VERTEX_OPTIONS = (
         default=CLAUDE_JOBS,
         minimum=1,
     ),
+    Option(
+        "batch_max_records",
+        "integer",
+        "the most records agac puts in one batch job (Vertex takes 200,000); a larger file "
+        "is split into jobs",
+        default=MAX_REQUESTS,
+        minimum=1,
+    ),
     FIND_BATCH_SCAN,
 )
 
@@ -231,6 +239,17 @@ class VertexProvider(GeminiProvider):
         self._location = str(location or "global")
         self._bucket = str(options.get("batch_bucket") or "")
         self._keep_input = options.get("batch_input") == "keep"
+        # SupportsBatchQuota: the records of one job (no minimum; nothing held back).
+        self.max_records = int(options.get("batch_max_records") or MAX_REQUESTS)
+        if self.max_records > MAX_REQUESTS:
+            raise _config(
+                "batch_max_records",
+                f"batch_max_records ({self.max_records}) is above the {MAX_REQUESTS:,} "
+                "records Vertex takes in a job",
+                None,
+            )
+        self.min_records = 1
+        self.below_minimum: Literal["live", "wait"] = "live"
         self._claude_jobs = int(options.get("claude_batch_jobs") or CLAUDE_JOBS)
         self._claude: VertexClaude | None = None
         self._token_lock = asyncio.Lock()
@@ -345,7 +364,7 @@ class VertexProvider(GeminiProvider):
         models: set[str] = set()
         spooled = await spool_jsonl_async(
             self._lines(requests, models),
-            max_count=MAX_REQUESTS,
+            max_count=self.max_records,
             max_bytes=MAX_FILE_BYTES,
             provider=self.name,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import anthropic
 import openai
@@ -151,7 +152,10 @@ def test_env_values_follow_each_sdk() -> None:
     assert exports(8765).splitlines()[0] == "export OPENAI_BASE_URL=http://127.0.0.1:8765/v1"
 
 
-def test_cli_env_prints_exports_that_a_shell_can_eval() -> None:
+def test_cli_env_prints_exports_that_a_shell_can_eval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where Vertex's key file goes
     result = CliRunner().invoke(emulator, ["env", "--port", "9911"])
     assert result.exit_code == 0 and result.output == exports(9911)
     shell = subprocess.run(
