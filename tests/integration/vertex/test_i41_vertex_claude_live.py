@@ -257,3 +257,30 @@ async def test_i41_vertex_claude_live_paused_turn_is_continued(
     assert second["messages"][-1]["role"] == "assistant"
     assert second["messages"][-1]["content"][0]["type"] == "server_tool_use"
     assert second["anthropic_version"] == VERTEX_VERSION and "model" not in second
+
+
+async def test_i41_vertex_claude_both_transports_send_the_same_request(
+    vertex: Any, emulator: Any
+) -> None:
+    """P1: the lean rawPredict and Anthropic's Vertex client send one path, one body
+    (cache markers, temperature, schema and the Vertex version string included) and the
+    same bearer token."""
+    hint = CacheHint(static_chars=len(STATIC), key="agac-k1")
+    messages = (Message("system", SYSTEM), Message("user", STATIC + "Review: fine."))
+    request = Request(
+        "vertex",
+        CLAUDE,
+        messages,
+        max_tokens=64,
+        temperature=0.2,
+        schema=claude_request().schema,
+        cache=hint,
+    )
+    for transport in TRANSPORTS:
+        await vertex(transport).complete(request)
+    lean, sdk = _chats(emulator)
+    assert lean["path"] == sdk["path"] == PREDICT
+    assert lean["body"] == sdk["body"]
+    assert lean["body"]["temperature"] == 0.2
+    assert lean["headers"]["authorization"].startswith("Bearer ya29.emulator-")
+    assert sdk["headers"]["authorization"].startswith("Bearer ya29.emulator-")

@@ -23,7 +23,7 @@ from agac.testing import write_project
 WORKFLOW = "vcl"
 
 
-def _project(root: Path, prefix: str, files: dict[str, int]) -> None:
+def _project(root: Path, prefix: str, files: dict[str, int], mode: str = "batch") -> None:
     agac_yml = "providers:\n  vertex: " + json.dumps({"batch_bucket": prefix}) + "\n"
     workflow = "\n".join(
         [
@@ -31,7 +31,7 @@ def _project(root: Path, prefix: str, files: dict[str, int]) -> None:
             "input: {path: data/, id_field: id}",
             "defaults:",
             f"  model: vertex/{CLAUDE}",
-            "  run_mode: batch",
+            f"  run_mode: {mode}",
             "  max_tokens: 64",
             "  retry: {max_attempts: 2, backoff: {initial: 10ms, max: 20ms}}",
             "actions:",
@@ -137,3 +137,23 @@ def test_i41_vertex_claude_run_quota_wait_partial_job_missing_record_ledger_is_t
     expected = cost_usd(price, usage, "batch", provider="vertex")
     assert expected == pytest.approx(cost_usd(price, usage, "live") / 2)
     assert sum(r["cost_usd"] for r in ledger) == pytest.approx(expected, rel=1e-6)
+
+
+def test_i41_vertex_claude_run_live_ledger_is_priced_at_vertex_rates(
+    project: Path, prefix: str, emulator: Any
+) -> None:
+    """Live, through ``agac run``: every record one rawPredict call, the ledger's tokens
+    the answers' and its cost Vertex's live price for the model."""
+    _project(project, prefix, {"a": 6}, mode="online")
+    done = api.run(WORKFLOW, project)
+    assert done.exit_code == 0, done.notes
+    calls = [r for r in emulator.requests() if r["op"] == "chat"]
+    assert len(calls) == 6 and all(c["path"].endswith(f"/{CLAUDE}:rawPredict") for c in calls)
+    stats = emulator.stats()
+    assert stats["answered"] == 6 and stats["duplicate_answers"] == 0
+    [row] = [r for r in api.cost(WORKFLOW, project)["rows"] if r["provider"] == "vertex"]
+    assert row["calls"] == 6 and row["input_tokens"] > 0 and row["output_tokens"] > 0
+    price = PriceLibrary(cache_dir=None).lookup("vertex", CLAUDE)
+    assert price is not None
+    usage = Usage(input_tokens=row["input_tokens"], output_tokens=row["output_tokens"])
+    assert row["cost_usd"] == pytest.approx(cost_usd(price, usage, "live"), rel=1e-6)
