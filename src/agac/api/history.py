@@ -174,7 +174,8 @@ def export_rows(
     """One row per record of ``action`` in the run: key, status, reason, detail, output,
     the run's tenant, and each check's verdict (``checks``: name → passed, None for an
     action without checks); for an action with tools, its loop's ``turns`` (model turns,
-    the final answer included) and ``tool_calls``."""
+    the final answer included) and ``tool_calls``; for an action with web search, the
+    answer's ``citations`` (each ``url``, ``title``, ``cited_text``)."""
     with reading(project, store) as (proj, st):
         run_row = resolve_run(st, proj, run_ref or ref, scope_of(proj, tenant, principal))
         names = run_row.action_names
@@ -184,6 +185,7 @@ def export_rows(
             )
         escaped = run_row.settings.unit_keys == ESCAPED_KEYS
         loops = st.turn_counts(run_row.id) if action in tool_actions(run_row.config) else None
+        searches = action in search_actions(run_row.config)
         for o in _in_item_order(st.iter_action_outcomes(run_row.id, action)):
             row = {
                 "key": _shown_key(o.unit_key, escaped),
@@ -198,7 +200,27 @@ def export_rows(
                 asked, calls = loops.get((action, o.unit_key), (0, 0))
                 final = o.status == "answered" and o.origin == "call"
                 row.update(turns=asked + (1 if final else 0), tool_calls=calls)
+            if searches:
+                row["citations"] = _citations(st, o, run_row.tenant)
             yield row
+
+
+def _citations(st: Store, o: Any, tenant: str) -> list[dict[str, Any]]:
+    """The sources a unit's answer cites (its stored response's), [] when none."""
+    if not o.fingerprint or o.status != "answered":
+        return []
+    found = st.get_answer(o.fingerprint, tenant=tenant)
+    if found is None:
+        return []
+    response = loads(found.response)
+    return list(response.get("citations") or ()) if isinstance(response, dict) else []
+
+
+def search_actions(config: dict[str, Any]) -> frozenset[str]:
+    """The actions of a run's stored config that offer the provider's web search."""
+    return frozenset(
+        str(a["name"]) for a in config.get("actions") or () if a.get("web_search") is not None
+    )
 
 
 def tool_actions(config: dict[str, Any]) -> frozenset[str]:

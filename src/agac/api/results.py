@@ -217,7 +217,7 @@ def export_action(
     ``out`` says, else jsonl) (``agac export --action A``);
     returns the number of rows. ``out`` is never one of the run's own files (X1); CSV
     cells are neutralized against formulas (X4) unless ``escape_formulas=False``."""
-    from agac.api.history import export_rows, tool_actions
+    from agac.api.history import export_rows, search_actions, tool_actions
     from agac.data.export import export_format, open_output, write_csv, write_jsonl
 
     format = export_format(format, None if out is None else str(out))
@@ -245,6 +245,7 @@ def export_action(
                     escape_formulas=escape_formulas,
                     checks=check_names(run).get(action, ()),
                     tools=action in tool_actions(run.config),
+                    citations=action in search_actions(run.config),
                 )
             return write_jsonl(rows, handle)
 

@@ -298,7 +298,17 @@ def _print_units(doc: dict[str, Any], pad: str) -> None:
         _print_turns(a.get("turns") or [], pad + "  ")
         if a.get("output") is not None:
             click.echo(f"{pad}  output: {json.dumps(a['output'], ensure_ascii=False)[:300]}")
+        _print_citations((a.get("response") or {}).get("citations") or [], pad + "  ")
     _print_items(items, pad)
+
+
+def _print_citations(citations: list[dict[str, Any]], pad: str) -> None:
+    """The sources an answer cites from the provider's web search, one a line: its
+    address, title and the text it supports."""
+    for n, c in enumerate(citations, start=1):
+        title = f" ({c['title']})" if c.get("title") else ""
+        said = f': "{c["cited_text"][:200]}"' if c.get("cited_text") else ""
+        click.echo(f"{pad}[{n}] {c['url']}{title}{said}")
 
 
 def _print_turns(turns: list[dict[str, Any]], pad: str) -> None:

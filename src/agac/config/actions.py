@@ -430,15 +430,17 @@ def _tool_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     that would do nothing."""
     v, at = raw.values, raw.origin
     out: dict[str, Any] = {}
+    functions = False
     if "tools" in v:
-        out["tools"] = read_tools(f, v["tools"], at("tools"))
+        out["tools"], out["web_search"] = read_tools(f, v["tools"], at("tools"))
+        functions = bool(out["tools"]) or not isinstance(v["tools"], list)
     for key in ("max_turns", "max_tool_calls"):
         if key not in v:
             continue
-        if "tools" not in v and key in raw.own:
+        if not functions and key in raw.own:
             f.error(
                 "invalid_value",
-                f"{key!r} bounds a tool loop, but action {raw.name!r} has no tools",
+                f"{key!r} bounds a tool loop, but action {raw.name!r} has no function tools",
                 at(key),
                 hint=f"add tools: [module:function], or remove {key!r}",
             )

@@ -20,6 +20,7 @@ from agac.config.functions import FunctionNotFound, resolve_function
 from agac.config.model import Action, FunctionTool
 from agac.config.project import Project, is_point_url, option_value, store_url
 from agac.config.source import Findings, did_you_mean
+from agac.config.websearch import check_web_search
 from agac.errors import ConfigError
 from agac.installing import install_hint
 from agac.providers import registry
@@ -113,6 +114,8 @@ def check_environment(
             )
         if action.tools and spec is not None and spec.function_tools:
             _batch_tools_unsupported(f, raw, action, spec)
+        if action.web_search is not None and spec is not None:
+            check_web_search(f, raw.name, action, spec, raw.origin("tools"), raw.origin("run_mode"))
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)

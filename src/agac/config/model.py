@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agac.providers.base import WebSearch
+
 __all__ = [
     "DEFAULT_MAX_PROMPT_CHARS",
     "DEFAULT_MAX_TURNS",
@@ -298,6 +300,9 @@ class Action:
     (engine/walk/toolloop.py) bounded by ``max_turns`` and ``max_tool_calls``."""
     max_turns: int = DEFAULT_MAX_TURNS
     max_tool_calls: int | None = None
+    web_search: WebSearch | None = None
+    """``tools: [web_search]``: the provider's own web search, run inside each request (not
+    a loop of agac's); its sources come back as the answer's citations."""
 
     @property
     def is_llm(self) -> bool:
@@ -469,6 +474,8 @@ def _action_dict(action: Action) -> dict[str, Any]:
     else:
         for key in ("tools", "max_turns", "max_tool_calls"):
             data.pop(key, None)  # likewise for actions without tools
+    if data.get("web_search") is None:
+        data.pop("web_search", None)  # likewise for actions without web search
     return data
 
 
@@ -489,6 +496,15 @@ decides what is carried, not whether the config changed."""
 def _tool_from(data: dict[str, Any]) -> FunctionTool:
     effect = data.get("effect")
     return FunctionTool(**{**data, "effect": EffectSpec(**effect) if effect else None})
+
+
+def _web_search_from(data: dict[str, Any]) -> WebSearch:
+    return WebSearch(
+        data.get("max_uses"),
+        tuple(data.get("allowed_domains") or ()),
+        tuple(data.get("blocked_domains") or ()),
+        tuple((str(k), str(v)) for k, v in data.get("user_location") or ()),
+    )
 
 
 def _action_from(data: dict[str, Any]) -> Action:
@@ -514,6 +530,8 @@ def _action_from(data: dict[str, Any]) -> Action:
         values["checks"] = tuple(_check_from(c) for c in values["checks"])
     if values.get("tools"):
         values["tools"] = tuple(_tool_from(x) for x in values["tools"])
+    if values.get("web_search") is not None:
+        values["web_search"] = _web_search_from(values["web_search"])
     if values.get("approval") is not None:
         approval = dict(values["approval"])
         approval["approvers"] = tuple(approval["approvers"])

@@ -1,6 +1,7 @@
 """An llm action's ``tools:`` read into :class:`~agac.config.model.FunctionTool` entries.
 
-An entry is ``module:name`` (the function's own name is the tool's), or a mapping with
+An entry is ``web_search`` (the provider's own search, config/websearch.py), or
+``module:name`` (the function's own name is the tool's), or a mapping with
 ``function`` and optionally ``name``, ``description``, ``schema`` (the JSON Schema of the
 arguments, an object), ``timeout`` and ``effect`` (``true``, or ``{idempotent,
 compensate}`` as a tool action's: the function has side effects, E1). Whether each function imports and can be described
@@ -16,6 +17,8 @@ from agac.config.keys import EFFECT_KEYS, FUNCTION_TOOL_KEYS
 from agac.config.model import EffectSpec, FunctionTool
 from agac.config.source import Findings, Path
 from agac.config.values import read_bool, read_duration, read_mapping, read_str
+from agac.config.websearch import is_web_search, read_web_search
+from agac.providers.base import WebSearch
 
 __all__ = ["read_effect", "read_function", "read_tools"]
 
@@ -23,18 +26,27 @@ TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A tool name every provider accepts (OpenAI's and Anthropic's rule; Gemini's is wider)."""
 
 
-def read_tools(f: Findings, value: Any, path: Path) -> tuple[FunctionTool, ...]:
-    """Every entry of ``tools:``, each bad one reported at its own line."""
+def read_tools(
+    f: Findings, value: Any, path: Path
+) -> tuple[tuple[FunctionTool, ...], WebSearch | None]:
+    """Every entry of ``tools:``, each bad one reported at its own line: the functions,
+    and the provider's web search when an entry names it (config/websearch.py)."""
     if not isinstance(value, list) or not value:
         f.error(
             "invalid_value",
-            f"tools must be a list of functions (module:name), got {value!r}",
+            f"tools must be a list of functions (module:name) or web_search, got {value!r}",
             path,
             hint="tools: [tools.orders:lookup]",
         )
-        return ()
+        return (), None
     out: list[FunctionTool] = []
+    search: WebSearch | None = None
     for n, item in enumerate(value):
+        if is_web_search(item):
+            if search is not None:
+                f.error("invalid_value", "tools lists web_search twice", path + (n,))
+            search = read_web_search(f, item, path + (n,))
+            continue
         tool = _entry(f, item, path + (n,))
         if tool is None:
             continue
@@ -47,7 +59,7 @@ def read_tools(f: Findings, value: Any, path: Path) -> tuple[FunctionTool, ...]:
             )
             continue
         out.append(tool)
-    return tuple(out)
+    return tuple(out), search
 
 
 def _entry(f: Findings, item: Any, path: Path) -> FunctionTool | None:

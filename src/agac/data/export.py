@@ -98,7 +98,7 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     """Write each row as one JSON object per line; ``detail`` only when present.
 
     Keys come in the order key, status, reason, output, detail, tenant, checks, turns,
-    tool_calls (the last five when the row has them; ``checks`` maps each check's name to
+    tool_calls, citations (the last six when the row has them; ``checks`` maps each check's name to
     whether it passed). Non-ASCII text is written as is (UTF-8 files). Returns the
     number of rows written.
     """
@@ -121,6 +121,8 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
             if "tool_calls" in row:  # an action with tools: its loop's size
                 item["turns"] = row["turns"]
                 item["tool_calls"] = row["tool_calls"]
+            if "citations" in row:  # an action with web search: the sources it cites
+                item["citations"] = row["citations"]
             out.write(strict_dumps(item))
             out.write("\n")
             count += 1
@@ -134,9 +136,11 @@ def write_csv(
     escape_formulas: bool = True,
     checks: Sequence[str] = (),
     tools: bool = False,
+    citations: bool = False,
 ) -> int:
     """Write a header of :data:`CSV_COLUMNS` and a ``check.<name>`` column per name of
-    ``checks`` (with ``tools``, then ``turns`` and ``tool_calls``), then one line per row.
+    ``checks`` (with ``tools``, then ``turns`` and ``tool_calls``; with ``citations``, then
+    ``citations``: the cited sources as compact JSON), then one line per row.
 
     ``output`` (and a non-string ``detail``) is written as compact JSON text; a check's
     cell is ``pass``, ``fail``, or empty for a unit it did not judge; a missing value is an
@@ -145,7 +149,8 @@ def write_csv(
     """
     writer = _CsvWriter(out)
     loop = ("turns", "tool_calls") if tools else ()
-    writer.writerow((*CSV_COLUMNS, *(f"check.{name}" for name in checks), *loop))
+    cited = ("citations",) if citations else ()
+    writer.writerow((*CSV_COLUMNS, *(f"check.{name}" for name in checks), *loop, *cited))
     safe = neutralize_formula if escape_formulas else _as_is
     count = 0
     with _strict() as at:
@@ -161,6 +166,7 @@ def write_csv(
                     safe(_cell(row.get("tenant"))),
                     *_verdict_cells(row.get("checks"), checks),
                     *(_cell(row.get(k)) for k in loop),
+                    *(safe(_compact(row.get("citations") or [])) for _ in cited),
                 ]
             )
             count += 1

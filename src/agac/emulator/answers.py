@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .media import attachment_tokens, seen_text
+from .search import Source, WebSearchAsked, find_sources
 
 __all__ = [
     "ANSWER_FAULTS",
@@ -121,6 +122,8 @@ class Answer:
     """``cached_tokens`` and the cache writes are the prompt cache's (:mod:`.caching`),
     set by the provider module after the answer is computed; all are part of
     ``input_tokens``, which counts the whole prompt."""
+    sources: tuple[Source, ...] = ()
+    """What the request's web searches found, one source per search (:mod:`.search`)."""
 
 
 def count_tokens(chars: int) -> int:
@@ -170,6 +173,7 @@ def answer(
     tools: frozenset[str] = frozenset(),
     results: tuple[str, ...] = (),
     turns: int = 0,
+    search: WebSearchAsked | None = None,
 ) -> Answer:
     """Compute the answer to one request.
 
@@ -177,7 +181,8 @@ def answer(
     whose characters count as input, ``schema`` the requested JSON schema if any.
     ``max_tokens`` truncates a longer answer (``finish = "length"``). ``tools``: the names
     of the tools the request offers; ``results``: the tool results it sends back, in
-    order; ``turns``: how many of its assistant turns called tools.
+    order; ``turns``: how many of its assistant turns called tools; ``search``: the web
+    search it offers (the answer then carries what its searches found).
     """
     digest = hashlib.sha256(f"{seed}:{fingerprint(provider, model, body)}".encode()).digest()
     rng = random.Random(digest)
@@ -219,7 +224,12 @@ def answer(
     if max_tokens is not None and max_tokens > 0 and count_tokens(len(text)) > max_tokens:
         text = text[: max_tokens * 4]
         finish = "length"
-    return Answer(text, finish, input_tokens, count_tokens(len(text)), 0, None, reply)
+    sources = (
+        find_sources(search, list(_strings(prompt)), digest.hex()) if search is not None else ()
+    )
+    return Answer(
+        text, finish, input_tokens, count_tokens(len(text)), 0, None, reply, sources=sources
+    )
 
 
 _SCRIPTED = re.compile(r"\[\[emulator answers: (.+?)\]\]", re.DOTALL)

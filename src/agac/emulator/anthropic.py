@@ -39,6 +39,7 @@ from .handling import (
     state_of,
 )
 from .media import take_attachments
+from .search import Source, anthropic_asked, billed_searches
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 __all__ = ["decode_request", "error", "message", "routes", "status_name", "tool_turns"]
@@ -168,6 +169,11 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
         "server_tool_use": None,
         "service_tier": tier,
     }
+    if ans.sources and not ans.tool_calls:
+        usage["server_tool_use"] = {
+            "web_search_requests": len(ans.sources),
+            "web_fetch_requests": 0,
+        }
     if "web_search_requests" in extra or "web_fetch_requests" in extra:
         usage["server_tool_use"] = {
             "web_search_requests": int(extra.get("web_search_requests", 0)),
@@ -182,6 +188,8 @@ def message(model: str, ans: Answer, tier: str) -> dict[str, Any]:
         "model": model,
         "content": _calls(ans)
         if ans.tool_calls
+        else _searched(ans.sources, text)
+        if ans.sources and "blocks" not in reply
         else _blocks(reply.get("blocks") or ["text"], text),
         "stop_reason": stop,
         "stop_sequence": None,
@@ -238,6 +246,44 @@ def _calls(ans: Answer) -> list[dict[str, Any]]:
                 "input": json.loads(arguments),
             }
         )
+    return out
+
+
+def _searched(sources: tuple[Source, ...], text: str | None) -> list[dict[str, Any]]:
+    """An answer after web searches, as Anthropic gives it: each search a
+    ``server_tool_use`` block and its ``web_search_tool_result``, then the text citing
+    every source (``web_search_result_location`` citations)."""
+    out: list[dict[str, Any]] = []
+    for n, s in enumerate(sources):
+        use_id = f"srvtoolu_{hashlib.sha256(s.url.encode()).hexdigest()[:20]}{n}"
+        out.append(
+            {
+                "type": "server_tool_use",
+                "id": use_id,
+                "name": "web_search",
+                "input": {"query": s.query},
+            }
+        )
+        result = {
+            "type": "web_search_result",
+            "title": s.title,
+            "url": s.url,
+            "encrypted_content": "emulated",
+            "page_age": None,
+        }
+        out.append({"type": "web_search_tool_result", "tool_use_id": use_id, "content": [result]})
+    if text is not None:
+        citations = [
+            {
+                "type": "web_search_result_location",
+                "url": s.url,
+                "title": s.title,
+                "cited_text": s.passage,
+                "encrypted_index": "emulated",
+            }
+            for s in sources
+        ]
+        out.append({"type": "text", "text": text, "citations": citations})
     return out
 
 
@@ -321,6 +367,7 @@ async def create_message(request: Request) -> Response:
     await live_latency(request)
     canonical, prompt, schema = decode_request(body)
     tools, results, turns = tool_turns(body)
+    search = anthropic_asked(body.get("tools"))
     ans = answer(
         provider=PROVIDER,
         model=model,
@@ -334,11 +381,14 @@ async def create_message(request: Request) -> Response:
         tools=tools,
         results=results,
         turns=turns,
+        search=search,
     )
     plan, markers = anthropic_plan(model, body)
     note_cache(request, markers)
     ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
+    if not ans.tool_calls:
+        state.stats.searched(PROVIDER, billed_searches(PROVIDER, model, ans.sources))
     return JSONResponse(
         message(model, ans, "standard"), headers={"request-id": "req_" + uuid.uuid4().hex[:24]}
     )
@@ -383,6 +433,7 @@ async def create_batch(request: Request) -> Response:
                 tools=tools,
                 results=results,
                 turns=turns,
+                search=anthropic_asked(params.get("tools")),
             )
         )
     note_cache(request, marked)

@@ -6,7 +6,8 @@ Control API (``/_emulator/…``, never counted in the stats):
   ``GET`` lists them with their counters; ``DELETE`` clears them and releases batches
   stuck in cancelling.
 - ``GET /_emulator/stats`` → ``{"requests": {provider: {op: n}}, "batches": [{"id",
-  "provider", "requests", "status", "dropped"}], "answered": n, "duplicate_answers": n}``;
+  "provider", "requests", "status", "dropped"}], "answered": n, "duplicate_answers": n,
+  "searches": {provider: n}}`` (``searches``: the web searches billed, :mod:`.search`);
   ``DELETE`` resets the counters.
 - ``GET /_emulator/requests`` → ``{"requests": [{"provider", "op", "method", "path",
   "raw_path", "query", "headers", "body", "client"}, …]}``: the last 1,000 requests counted,

@@ -52,6 +52,7 @@ from .handling import (
     state_of,
 )
 from .media import take_attachments
+from .search import Source, billed_searches, gemini_asked
 from .state import Batch, BatchItem, EmulatorState, ItemError, ItemResult, StoredFile, with_cache
 
 __all__ = [
@@ -242,7 +243,25 @@ def response(model: str, ans: Answer, *, flex: bool = False) -> dict[str, Any]:
         candidate["groundingMetadata"] = {
             "webSearchQueries": [f"emulated query {i}" for i in range(searches)]
         }
+    elif ans.sources and not ans.tool_calls and text is not None:
+        candidate["groundingMetadata"] = grounding(ans.sources, text)
     return {**out, "candidates": [candidate]}
+
+
+def grounding(sources: tuple[Source, ...], text: str) -> dict[str, Any]:
+    """What Google Search grounding adds to a candidate: the queries, a web chunk per
+    source, and one support citing every chunk for the whole answer."""
+    return {
+        "webSearchQueries": [s.query for s in sources],
+        "groundingChunks": [{"web": {"uri": s.url, "title": s.title}} for s in sources],
+        "groundingSupports": [
+            {
+                "segment": {"startIndex": 0, "endIndex": len(text.encode()), "text": text},
+                "groundingChunkIndices": list(range(len(sources))),
+            }
+        ],
+        "searchEntryPoint": {"renderedContent": "<div>emulated</div>"},
+    }
 
 
 def tool_turns(body: dict[str, Any]) -> tuple[frozenset[str], tuple[str, ...], int]:
@@ -318,6 +337,7 @@ async def generate(request: Request, model: str, provider: str = PROVIDER) -> Re
         tools=tools,
         results=results,
         turns=turns,
+        search=gemini_asked(whole.get("tools")),
     )
     plan, markers = gemini_plan(model, body, ans.input_tokens)
     note_cache(request, markers)
@@ -327,6 +347,8 @@ async def generate(request: Request, model: str, provider: str = PROVIDER) -> Re
     else:
         ans = state.cached(ans, plan)
     state.stats.bill(provider, model, canonical)
+    if not ans.tool_calls:
+        state.stats.searched(provider, billed_searches(provider, model, ans.sources))
     headers = {"x-request-id": uuid.uuid4().hex}
     if flex:
         headers["x-gemini-service-tier"] = "flex"
@@ -394,6 +416,7 @@ def _item(
         tools=tools,
         results=results,
         turns=turns,
+        search=gemini_asked(whole.get("tools")),
     )
     if refused is not None:
         item.error = ItemError(refused[0], None, refused[1])

@@ -28,6 +28,7 @@ from .answers import Answer, answer, fingerprint
 from .caching import CachePlan, PromptCache
 from .faults import FaultBook
 from .media import Seen
+from .search import WebSearchAsked, billed_searches
 
 __all__ = [
     "CACHE_NOT_FOUND",
@@ -186,6 +187,7 @@ class BatchItem:
     tools: frozenset[str] = frozenset()
     results: tuple[str, ...] = ()
     turns: int = 0
+    search: WebSearchAsked | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,13 @@ class Stats:
     answered: int = 0
     duplicate_answers: int = 0
     billed: set[str] = field(default_factory=set)
+    searches: dict[str, int] = field(default_factory=dict)
+    """Web searches billed per provider (:mod:`.search`): Anthropic's and Gemini's one per
+    search made, OpenAI's one per call of a search model."""
+
+    def searched(self, provider: str, n: int) -> None:
+        if n:
+            self.searches[provider] = self.searches.get(provider, 0) + n
 
     def count(self, provider: str, op: str) -> None:
         per_op = self.requests.setdefault(provider, {})
@@ -272,6 +281,7 @@ class Stats:
         self.answered = 0
         self.duplicate_answers = 0
         self.billed = set()
+        self.searches = {}
 
 
 class Journal:
@@ -491,8 +501,12 @@ class EmulatorState:
             if item.error is not None:
                 results.append(ItemResult(item, "errored", error=item.error))
                 continue
-            results.append(ItemResult(item, "answered", answer=self.answer_item(batch, item)))
+            found = self.answer_item(batch, item)
+            results.append(ItemResult(item, "answered", answer=found))
             self.stats.bill(batch.provider, item.model, item.canonical)
+            self.stats.searched(
+                batch.provider, billed_searches(batch.provider, item.model, found.sources)
+            )
         rng.shuffle(results)
         batch.results = results
         batch.final = final
@@ -512,6 +526,7 @@ class EmulatorState:
             tools=item.tools,
             results=item.results,
             turns=item.turns,
+            search=item.search,
         )
         cache = self.caches.get(str(item.extra.get("cached_content") or ""))
         if cache is not None:  # an explicit cache: its tokens are what the item read
@@ -556,4 +571,5 @@ class EmulatorState:
             "batches": batches,
             "answered": self.stats.answered,
             "duplicate_answers": self.stats.duplicate_answers,
+            "searches": dict(self.stats.searches),
         }

@@ -99,6 +99,7 @@ def build_request(rt: ActionRuntime, view: JSONObject) -> Request:
         options=tuple(sorted(action.provider_options.items())),
         tier="flex" if action.run_mode == "flex" else None,
         tools=rt.tool_defs,
+        web_search=action.web_search,
     )
 
 
@@ -251,6 +252,7 @@ def response_dict(r: Response) -> dict[str, Any]:
         "service_tier": r.service_tier,
         "latency_ms": round(r.latency_ms, 3),
         "refusal": r.refusal,
+        **({"citations": [c.to_dict() for c in r.citations]} if r.citations else {}),
     }
 
 

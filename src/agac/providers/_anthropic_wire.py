@@ -12,7 +12,15 @@ from agac.errors import ProviderError
 from agac.providers._common import SCHEMA_NAME, as_int, parse_json, pick
 from agac.providers._errors import classify
 from agac.providers._tool_wire import anthropic_calls
-from agac.providers.base import BatchState, BatchStatus, Response, Usage, server_tool_counts
+from agac.providers.base import (
+    BatchState,
+    BatchStatus,
+    Citation,
+    Response,
+    Usage,
+    distinct_citations,
+    server_tool_counts,
+)
 from agac.providers.stops import read_stop
 
 __all__ = [
@@ -64,12 +72,14 @@ def message_response(
     kept as ``cache_write_tokens``. A ``tool_use`` block named ``answer`` is the
     forced-tool form of structured output: its input is the answer; any other ``tool_use``
     block is a tool call the action did not ask for, whatever the stop. The answer is the
-    text blocks joined; thinking, server-tool and other blocks stay out of it. The stop
+    text blocks joined (the web pages they cite its citations); thinking, server-tool and
+    other blocks stay out of it. The stop
     is read by :func:`read_stop`; ``stop_details`` (a refusal's category and
     explanation) becomes its detail. ``offered``: the functions the request offered; a
     turn calling only those is ``tool_use``, its calls in :attr:`Response.tool_calls`.
     """
     texts: list[str] = []
+    cited: list[Citation] = []
     tool_input: Any = None
     called: str | None = None
     content = pick(message, "content") or []
@@ -77,6 +87,7 @@ def message_response(
         kind = pick(block, "type")
         if kind == "text":
             texts.append(pick(block, "text") or "")
+            cited += _citations(pick(block, "citations"))
         elif kind == "tool_use" and pick(block, "name") == SCHEMA_NAME:
             tool_input = _unwrap_tool_input(pick(block, "input"))
         elif kind == "tool_use" and called is None:
@@ -113,7 +124,20 @@ def message_response(
         paused=_wire_blocks(content) if stop.reason == "paused" else None,
         request_id=request_id,
         tool_calls=calls if stop.reason == "tool_use" else (),
+        citations=distinct_citations(cited),
     )
+
+
+def _citations(found: Any) -> list[Citation]:
+    """A text block's ``citations`` that name a web page (``web_search_result_location``:
+    ``url``, ``title``, ``cited_text``); a document's locations name none."""
+    out = []
+    for c in found or ():
+        url = pick(c, "url")
+        if url:
+            title, text = pick(c, "title"), pick(c, "cited_text")
+            out.append(Citation(str(url), title and str(title), text and str(text)))
+    return out
 
 
 #: The token fields of a usage object (and of each of its ``iterations``), as

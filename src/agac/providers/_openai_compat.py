@@ -53,6 +53,7 @@ from agac.providers.base import (
     BatchStatus,
     BilledWork,
     CacheHint,
+    Citation,
     Message,
     ProviderSettings,
     Request,
@@ -61,14 +62,16 @@ from agac.providers.base import (
     StoredRequests,
     ToolCall,
     Usage,
+    WebSearch,
+    distinct_citations,
     ended_or_raise,
     stored_request,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
-from agac.providers.spec import BatchSpec, CacheKind, FlexSpec, ProviderSpec
+from agac.providers.spec import BatchSpec, CacheKind, FlexSpec, ProviderSpec, WebSearchSpec
 from agac.providers.stops import read_stop
 
-__all__ = ["OpenAICompatProvider", "chat_response", "filter_detail"]
+__all__ = ["OpenAICompatProvider", "chat_response", "filter_detail", "url_citations"]
 
 _MESSAGES = '"messages":['
 _ATTACHMENTS = '"attachments":['
@@ -127,6 +130,7 @@ def compat_spec(
     flex: FlexSpec | None = None,
     options: tuple[Option, ...] = COMPAT_OPTIONS,
     batch: BatchSpec = FILE_BATCH,
+    web_search: WebSearchSpec | None = None,
 ) -> ProviderSpec:
     """The spec of a Chat Completions provider with an OpenAI-shaped Batch API (a JSONL
     file upload, found again by ``metadata.agac_key``)."""
@@ -146,6 +150,7 @@ def compat_spec(
         options=options,
         request_options=(REASONING_EFFORT,),
         function_tools=True,
+        web_search=web_search,
     )
 
 
@@ -159,6 +164,7 @@ def chat_response(
     request_id: str | None = None,
     wire: bool = False,
     offered: frozenset[str] = frozenset(),
+    searched: bool = False,
 ) -> Response:
     """Normalize a chat completion (SDK object or wire dict) per docs/providers.md, on every
     path (SDK, lean transport, batch lines); ``provider`` names the stop table
@@ -172,7 +178,9 @@ def chat_response(
     answer and counts as reasoning tokens (:mod:`agac.providers._reasoning`). ``wire``: ``body`` is a batch result line's, read
     with plain dict lookups (one per field of every line of a result file). ``offered``:
     the tools the request offered; a turn calling only those is ``tool_use``, its calls in
-    :attr:`Response.tool_calls`.
+    :attr:`Response.tool_calls`. ``searched``: the request offered web search (a search
+    model's ``web_search_options``): the call is one ``web_search`` use, as billed, and the
+    message's ``url_citation`` annotations are the answer's citations.
     """
     pick_ = _wire_get if wire else pick
     choices = pick_(body, "choices") or []
@@ -224,6 +232,7 @@ def chat_response(
             cached_tokens=cached,
             cache_write_tokens=written,
             reasoning_tokens=reasoning_share(split, output, reported),
+            server_tools=(("web_search", 1),) if searched else (),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier or pick_(body, "service_tier"),
@@ -235,7 +244,24 @@ def chat_response(
         tool_calls=calls if stop.reason == "tool_use" else (),
         billed_usd=billed,
         served_by=served,
+        citations=url_citations(pick_(message, "annotations"), content),
     )
+
+
+def url_citations(annotations: Any, text: str) -> tuple[Citation, ...]:
+    """A message's ``url_citation`` annotations as citations, each with the span of the
+    answer it supports (``start_index``/``end_index``, characters of the content)."""
+    out = []
+    for a in annotations or ():
+        cited = pick(a, "url_citation")
+        url = pick(cited, "url")
+        if pick(a, "type") != "url_citation" or not url:
+            continue
+        start, end = pick(cited, "start_index"), pick(cited, "end_index")
+        span = text[start:end] if isinstance(start, int) and isinstance(end, int) else ""
+        title = pick(cited, "title")
+        out.append(Citation(str(url), str(title) if title else None, span or None))
+    return distinct_citations(out)
 
 
 def _cost(value: Any) -> float | None:
@@ -260,6 +286,14 @@ def _content_text(content: Any) -> tuple[str, str | None]:
             parts = inner if isinstance(inner, list) else [inner]
             thought += [str(pick(p, "text") or "") if not isinstance(p, str) else p for p in parts]
     return "".join(text), "".join(thought) or None
+
+
+def _web_search_options(search: WebSearch) -> dict[str, Any]:
+    """The web search as a search model's ``web_search_options``: its user location
+    ``approximate`` (the only option Chat Completions takes)."""
+    if not search.user_location:
+        return {}
+    return {"user_location": {"type": "approximate", "approximate": dict(search.user_location)}}
 
 
 def _tool_calls(calls: Any) -> tuple[ToolCall, ...]:
@@ -467,6 +501,8 @@ class OpenAICompatProvider(ProviderBase):
                 }
                 for t in request.tools
             ]
+        if request.web_search is not None:
+            params["web_search_options"] = _web_search_options(request.web_search)
         if request.tier == "flex":
             params["service_tier"] = "flex"
         params.update(self._reasoning_params(request.model))
@@ -520,6 +556,7 @@ class OpenAICompatProvider(ProviderBase):
                 parse=parse,
                 request_id=request_id_of(headers),
                 offered=_offered(request),
+                searched=request.web_search is not None,
             )
         with self._translate_errors(), stopwatch() as took:
             completion, answered = await self._sdk_chat(params, request.timeout)
@@ -530,6 +567,7 @@ class OpenAICompatProvider(ProviderBase):
             parse=parse,
             request_id=request_id_of(answered) if answered is not None else None,
             offered=_offered(request),
+            searched=request.web_search is not None,
         )
 
     async def _sdk_chat(

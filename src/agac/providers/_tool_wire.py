@@ -38,13 +38,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agac.providers._common import pick
-from agac.providers.base import Message, Request, ToolCall
+from agac.providers.base import Message, Request, ToolCall, WebSearch
 
 __all__ = [
     "GENERATED_ID",
     "anthropic_calls",
     "anthropic_chat",
     "anthropic_tools",
+    "anthropic_web_search",
     "gemini_calls",
     "gemini_tool_content",
     "gemini_tools",
@@ -87,6 +88,16 @@ def anthropic_tools(request: Request) -> list[dict[str, Any]]:
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in request.tools
     ]
+
+
+def anthropic_web_search(search: WebSearch) -> dict[str, Any]:
+    """The web search as Anthropic's server tool (``web_search_20250305``): its options
+    as the tool's fields, the location ``approximate``."""
+    tool: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search"}
+    tool.update({k: v for k, v in search.to_dict().items() if k != "user_location"})
+    if search.user_location:
+        tool["user_location"] = {"type": "approximate", **dict(search.user_location)}
+    return tool
 
 
 def anthropic_chat(
@@ -141,13 +152,19 @@ def anthropic_calls(content: Any, skip: str) -> tuple[ToolCall, ...]:
 
 
 def gemini_tools(request: Request, *, rest: bool) -> list[dict[str, Any]]:
-    """The request's functions as one Tool of function declarations, in the REST
-    (camelCase, ``rest``) or the SDK's (snake_case) spelling."""
+    """The request's functions as one Tool of function declarations, and its web search
+    as Google Search grounding (a ``googleSearch`` Tool, which takes no options on the
+    Gemini API), in the REST (camelCase, ``rest``) or the SDK's (snake_case) spelling."""
     schema = "parametersJsonSchema" if rest else "parameters_json_schema"
     declarations = [
         {"name": t.name, "description": t.description, schema: t.parameters} for t in request.tools
     ]
-    return [{"functionDeclarations" if rest else "function_declarations": declarations}]
+    out: list[dict[str, Any]] = []
+    if declarations:
+        out.append({"functionDeclarations" if rest else "function_declarations": declarations})
+    if request.web_search is not None:
+        out.append({"googleSearch" if rest else "google_search": {}})
+    return out
 
 
 def gemini_tool_content(

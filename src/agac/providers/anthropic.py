@@ -55,7 +55,12 @@ from agac.providers._errors import (
     request_id_of,
     retry_after_seconds,
 )
-from agac.providers._tool_wire import anthropic_chat, anthropic_tools, offered
+from agac.providers._tool_wire import (
+    anthropic_chat,
+    anthropic_tools,
+    anthropic_web_search,
+    offered,
+)
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -63,15 +68,17 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
+    Citation,
     Leg,
     ProviderSettings,
     Request,
     Response,
     Result,
+    distinct_citations,
     ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
-from agac.providers.spec import BatchSpec, ProviderSpec
+from agac.providers.spec import BatchSpec, ProviderSpec, WebSearchSpec
 
 __all__ = ["AnthropicProvider"]
 
@@ -119,6 +126,10 @@ class AnthropicProvider(ProviderBase):
         #: Images and PDFs (``image`` and ``document`` blocks) and their limits.
         attachments=ANTHROPIC_LIMITS,
         server_tools=("web_search", "web_fetch", "code_execution"),
+        web_search=WebSearchSpec(
+            "Anthropic's web search tool (web_search_20250305)",
+            options=("max_uses", "allowed_domains", "blocked_domains", "user_location"),
+        ),
         vision=True,
         function_tools=True,
         #: ``providers: anthropic:`` in agac.yml.
@@ -237,7 +248,9 @@ class AnthropicProvider(ProviderBase):
                 # With functions offered the model must be free to call them: any tool,
                 # the answer's included.
                 params["tool_choice"] = (
-                    {"type": "any"} if request.tools else {"type": "tool", "name": SCHEMA_NAME}
+                    {"type": "any"}
+                    if request.tools or request.web_search is not None
+                    else {"type": "tool", "name": SCHEMA_NAME}
                 )
             else:
                 params["output_config"] = {
@@ -245,6 +258,8 @@ class AnthropicProvider(ProviderBase):
                 }
         if request.tools:
             params["tools"] = [*anthropic_tools(request), *params.get("tools", ())]
+        if request.web_search is not None:
+            params["tools"] = [*params.get("tools", ()), anthropic_web_search(request.web_search)]
         return params
 
     def _use_tool(self, model: str) -> bool:
@@ -282,6 +297,7 @@ class AnthropicProvider(ProviderBase):
         legs: tuple[Leg, ...] = ()
         assistant: list[Any] = []
         before = ""
+        cited: tuple[Citation, ...] = ()
         calls = 1
         while answer.stop_reason == "paused":
             if calls >= PAUSE_LEGS:
@@ -301,6 +317,7 @@ class AnthropicProvider(ProviderBase):
                     ),
                 )
             before += answer.text
+            cited += answer.citations
             assistant += list(answer.paused or [])
             answer = await self._send(
                 request,
@@ -316,7 +333,8 @@ class AnthropicProvider(ProviderBase):
         parsed = answer.parsed
         if parsed is None and request.schema is not None and answer.stop_reason == "end":
             parsed = parse_json(text)
-        return replace(answer, text=text, parsed=parsed, legs=legs)
+        citations = distinct_citations((*cited, *answer.citations))
+        return replace(answer, text=text, parsed=parsed, legs=legs, citations=citations)
 
     async def _send(self, request: Request, params: dict[str, Any]) -> Response:
         """One Messages call on the transport in use."""

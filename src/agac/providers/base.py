@@ -32,6 +32,7 @@ __all__ = [
     "BilledWork",
     "CacheHint",
     "ChoosesBatch",
+    "Citation",
     "Leg",
     "Message",
     "Provider",
@@ -50,8 +51,10 @@ __all__ = [
     "ToolDef",
     "Transport",
     "Usage",
+    "WebSearch",
     "batch_api",
     "canonical_json",
+    "distinct_citations",
     "ended_or_raise",
     "fingerprint_of",
     "server_tool_counts",
@@ -157,6 +160,65 @@ class ToolDef:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSearch:
+    """The provider's own web search offered to the model (an action's ``tools:
+    [web_search]``): at most ``max_uses`` searches per request (None: the provider's
+    bound), results only from ``allowed_domains`` or never from ``blocked_domains``, and
+    an approximate ``user_location`` (``city``, ``region``, ``country``, ``timezone``
+    pairs). Which of these a provider takes is its spec's (:class:`WebSearchSpec
+    <agac.providers.spec.WebSearchSpec>`). Part of the request's canonical form."""
+
+    max_uses: int | None = None
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    user_location: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.max_uses is not None:
+            out["max_uses"] = self.max_uses
+        if self.allowed_domains:
+            out["allowed_domains"] = list(self.allowed_domains)
+        if self.blocked_domains:
+            out["blocked_domains"] = list(self.blocked_domains)
+        if self.user_location:
+            out["user_location"] = dict(self.user_location)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> WebSearch:
+        return cls(
+            d.get("max_uses"),
+            tuple(d.get("allowed_domains") or ()),
+            tuple(d.get("blocked_domains") or ()),
+            tuple(sorted((str(k), str(v)) for k, v in (d.get("user_location") or {}).items())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A source the answer cites from the provider's web search: its ``url``, its
+    ``title`` and the text it supports (``cited_text``: Anthropic's quoted passage, the
+    answer's span for OpenAI and Gemini), each None where the provider gives none."""
+
+    url: str
+    title: str | None = None
+    cited_text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "title": self.title, "cited_text": self.cited_text}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Citation:
+        return cls(str(d["url"]), d.get("title"), d.get("cited_text"))
+
+
+def distinct_citations(found: Iterable[Citation]) -> tuple[Citation, ...]:
+    """Citations in the order first given, each once."""
+    return tuple(dict.fromkeys(c for c in found if c.url))
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One call a model turn asks for: the provider's id of the call (its result is sent
     back under it), the tool's name and its arguments as the JSON text the model wrote.
@@ -256,6 +318,8 @@ class Request:
     tier: Literal["flex"] | None = None
     tools: tuple[ToolDef, ...] = ()
     """The functions the model may call (an action's ``tools:``); none: it may call none."""
+    web_search: WebSearch | None = None
+    """The provider's web search, offered with ``tools: [web_search]`` (None: not offered)."""
 
     @property
     def ledger_tier(self) -> Literal["live", "flex"]:
@@ -304,6 +368,8 @@ class Request:
             out["options"] = dict(self.options)
         if self.tools:
             out["tools"] = [t.to_dict() for t in self.tools]
+        if self.web_search is not None:
+            out["web_search"] = self.web_search.to_dict()
         return out
 
 
@@ -385,6 +451,7 @@ def stored_request(
         cache=cache,
         options=tuple(sorted((d.get("options") or {}).items())),
         tools=tuple(ToolDef.from_dict(t) for t in d.get("tools") or ()),
+        web_search=WebSearch.from_dict(d["web_search"]) if "web_search" in d else None,
     )
 
 
@@ -449,6 +516,8 @@ class Response:
     """The calls a ``tool_use`` turn asks for, in the order the model wrote them."""
     billed_usd: float | None = None
     served_by: str | None = None
+    citations: tuple[Citation, ...] = ()
+    """The sources the answer cites from the provider's web search, in order, each once."""
 
     @property
     def total_usage(self) -> Usage:

@@ -88,7 +88,7 @@ from agac.providers.base import (
 )
 from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
-from agac.providers.spec import BatchSpec, FlexSpec, ProviderSpec
+from agac.providers.spec import BatchSpec, FlexSpec, ProviderSpec, WebSearchSpec
 
 __all__ = ["GeminiProvider", "api_version", "model_path", "wire_request"]
 
@@ -142,6 +142,7 @@ class GeminiProvider(ProviderBase):
         #: largest as ``file_data`` parts naming their Files API upload.
         attachments=GEMINI_LIMITS,
         server_tools=("web_search",),
+        web_search=WebSearchSpec("Google Search grounding (google_search)"),
         vision=True,
         function_tools=True,
         # ``service_tier: flex`` on generateContent (the Gemini 2.5 and 3 models), at half
@@ -268,7 +269,7 @@ class GeminiProvider(ProviderBase):
             config["system_instruction"] = system
         if request.tier == "flex":
             config["service_tier"] = "flex"  # the SDK sends it as the body's serviceTier
-        if request.tools:
+        if request.tools or request.web_search is not None:
             config["tools"] = gemini_tools(request, rest=False)
         return config
 
@@ -695,7 +696,7 @@ def wire_request(
         wire["cachedContent"] = config["cached_content"]
     if "service_tier" in config:
         wire["serviceTier"] = config["service_tier"]
-    if request.tools:
+    if request.tools or request.web_search is not None:
         wire["tools"] = gemini_tools(request, rest=True)
     if "system_instruction" in config:
         # A plain-text instruction is a user-role Content, as the SDK makes it.

@@ -15,7 +15,7 @@ from typing import Any
 
 from agac.providers._attachments import OPENAI_LIMITS
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
-from agac.providers.spec import FlexSpec
+from agac.providers.spec import FlexSpec, WebSearchSpec
 
 __all__ = ["OpenAIProvider"]
 
@@ -33,6 +33,11 @@ def openai_cache_minimum(model: str) -> int:
     return 1024
 
 
+def openai_search_model(model: str) -> bool:
+    """A model that searches the web in Chat Completions (``web_search_options``)."""
+    return "search" in model
+
+
 class OpenAIProvider(OpenAICompatProvider):
     """OpenAI Chat Completions and Batch API."""
 
@@ -48,6 +53,16 @@ class OpenAIProvider(OpenAICompatProvider):
         cache_minimum=openai_cache_minimum,
         # ``service_tier: flex``, billed at the Batch API's rates.
         flex=FlexSpec(billed="batch", models=openai_flex_model),
+        # Chat Completions searches on its search models only, one billed use per call;
+        # the Batch API does not serve them.
+        web_search=WebSearchSpec(
+            "OpenAI's web search (web_search_options on a search model)",
+            options=("user_location",),
+            models=openai_search_model,
+            model_hint="use a search model: gpt-4o-search-preview, gpt-4o-mini-search-preview "
+            "or gpt-5-search-api",
+            batch=False,
+        ),
     )
     base_url_env = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"

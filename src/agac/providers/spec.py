@@ -26,6 +26,8 @@ __all__ = [
     "FlexSpec",
     "ProviderSpec",
     "Transport",
+    "WebSearchOption",
+    "WebSearchSpec",
 ]
 
 Transport = Literal["lean", "sdk"]
@@ -67,6 +69,28 @@ class BatchSpec:
     tools: bool = False
 
 
+WebSearchOption = Literal["max_uses", "allowed_domains", "blocked_domains", "user_location"]
+"""An option of ``tools: [web_search]`` (docs/workflow-reference.md, Web search)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearchSpec:
+    """A provider's own web search (an action's ``tools: [web_search]``). ``options`` are
+    the options it takes (another is refused at validation, naming the provider);
+    ``models`` says whether a model can search (None: every model); ``batch`` says its
+    batch API searches too (where not, ``run_mode: batch`` is refused at validation);
+    ``what`` names the provider's tool in messages and docs."""
+
+    what: str
+    options: tuple[WebSearchOption, ...] = ()
+    models: Callable[[str], bool] | None = None
+    model_hint: str = ""
+    batch: bool = True
+
+    def serves(self, model: str) -> bool:
+        return self.models is None or self.models(model)
+
+
 @dataclass(frozen=True, slots=True)
 class FlexSpec:
     """A provider's flex tier: synchronous calls at a lower price that may be refused for
@@ -95,7 +119,8 @@ class ProviderSpec:
     calls (Ollama). ``flex`` is its flex tier (None: none). ``cache_kinds`` and
     ``cache_minimum`` (the fewest prefix tokens it caches for a model; None: agac cannot
     ask it to cache) describe prompt caching. ``attachments`` is what files it takes
-    (None: none); ``server_tools`` the provider-run tools it bills per use; ``vision`` says
+    (None: none); ``server_tools`` the provider-run tools it bills per use, and
+    ``web_search`` its own web search (None: none); ``vision`` says
     some of its models read images. ``options`` are the keys of ``providers: <name>:`` (how
     requests are sent: never part of a fingerprint); ``request_options`` the keys of an
     action's ``provider_options:``, which change the answer: they go with each request
@@ -119,6 +144,7 @@ class ProviderSpec:
     cache_minimum: Callable[[str], int] | None = None
     attachments: AttachmentLimits | None = None
     server_tools: tuple[str, ...] = ()
+    web_search: WebSearchSpec | None = None
     vision: bool = False
     options: tuple[Option, ...] = ()
     request_options: tuple[Option, ...] = ()

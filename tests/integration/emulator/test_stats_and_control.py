@@ -37,7 +37,13 @@ def test_stats_count_requests_answers_and_duplicates(
     assert stats["answered"] == 5 and stats["duplicate_answers"] == 1
     assert stats["batches"] == []
     emu.reset_stats()
-    assert emu.stats() == {"requests": {}, "batches": [], "answered": 0, "duplicate_answers": 0}
+    assert emu.stats() == {
+        "requests": {},
+        "batches": [],
+        "answered": 0,
+        "duplicate_answers": 0,
+        "searches": {},
+    }
     oai.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
     assert emu.stats()["duplicate_answers"] == 0  # billed again, but not since the reset
 

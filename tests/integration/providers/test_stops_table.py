@@ -532,7 +532,8 @@ GEMINI = [
         ),
         "end",
         "Hello! How are you?",
-        {"server_tools": {"web_search": 2}},
+        # Gemini 2.5 bills grounding per grounded prompt, however many queries it made.
+        {"server_tools": {"web_search": 1}},
     ),
 ]
 

@@ -1,0 +1,130 @@
+"""The ``web_search`` entry of an llm action's ``tools:``: the provider's own web search.
+
+Written ``web_search`` or ``{web_search: {max_uses, allowed_domains, blocked_domains,
+user_location}}``; which options a provider takes is checked against its spec where the
+provider is known (config/environment.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agac.config.model import Action
+from agac.config.source import Findings, Path
+from agac.config.values import read_int, read_mapping, read_str, read_str_list
+from agac.providers.base import WebSearch
+from agac.providers.spec import ProviderSpec
+
+__all__ = [
+    "ENTRY",
+    "LOCATION_KEYS",
+    "WEB_SEARCH_KEYS",
+    "check_web_search",
+    "is_web_search",
+    "read_web_search",
+]
+
+ENTRY = "web_search"
+WEB_SEARCH_KEYS = ("max_uses", "allowed_domains", "blocked_domains", "user_location")
+LOCATION_KEYS = ("city", "region", "country", "timezone")
+
+
+def is_web_search(item: Any) -> bool:
+    """A ``tools:`` entry naming the web search (as a string or the one key of a mapping)."""
+    if item == ENTRY:
+        return True
+    return isinstance(item, dict) and set(item) == {ENTRY}
+
+
+def read_web_search(f: Findings, item: Any, path: Path) -> WebSearch | None:
+    """One ``web_search`` entry, each bad option reported at its line."""
+    if item == ENTRY or item[ENTRY] is None:
+        return WebSearch()
+    at = path + (ENTRY,)
+    body = read_mapping(f, item[ENTRY], at)
+    if body is None:
+        return None
+    f.unknown_keys(body, frozenset(WEB_SEARCH_KEYS), at, "web_search")
+    max_uses = read_int(f, body["max_uses"], at + ("max_uses",)) if "max_uses" in body else None
+    allowed = _domains(f, body, "allowed_domains", at)
+    blocked = _domains(f, body, "blocked_domains", at)
+    if allowed and blocked:
+        f.error(
+            "invalid_value",
+            "web_search takes allowed_domains or blocked_domains, not both",
+            at + ("blocked_domains",),
+            hint="keep one list: results come only from allowed_domains, or never from "
+            "blocked_domains",
+        )
+        return None
+    location = (
+        _location(f, body["user_location"], at + ("user_location",))
+        if ("user_location" in body)
+        else ()
+    )
+    return WebSearch(max_uses, allowed, blocked, location)
+
+
+def _domains(f: Findings, body: dict[Any, Any], key: str, at: Path) -> tuple[str, ...]:
+    if key not in body:
+        return ()
+    found = read_str_list(f, body[key], at + (key,))
+    return tuple(found or ())
+
+
+def _location(f: Findings, value: Any, at: Path) -> tuple[tuple[str, str], ...]:
+    body = read_mapping(f, value, at)
+    if body is None:
+        return ()
+    f.unknown_keys(body, frozenset(LOCATION_KEYS), at, "user_location")
+    out = []
+    for key in LOCATION_KEYS:
+        if key in body and (text := read_str(f, body[key], at + (key,))) is not None:
+            out.append((key, text))
+    return tuple(sorted(out))
+
+
+def check_web_search(
+    f: Findings, name: str, action: Action, spec: ProviderSpec, at: Path, run_mode_at: Path
+) -> None:
+    """An action's web search against its provider's (``spec.web_search``): a provider or
+    model without one, an option it does not take, or a batch that cannot search are
+    refused here, each at its line, before anything is sent."""
+    search, provider = action.web_search, action.provider
+    assert search is not None
+    offered = spec.web_search
+    if offered is None:
+        f.error(
+            "web_search_unsupported",
+            f"action {name!r} lists web_search, but provider {provider!r} has no web search "
+            "agac can offer",
+            at,
+            hint="use anthropic, openai (a search model) or gemini for this action, or remove "
+            "web_search",
+        )
+        return
+    model = action.model_name or ""
+    if not offered.serves(model):
+        f.error(
+            "web_search_unsupported",
+            f"action {name!r} lists web_search, but {provider} model {model!r} cannot search",
+            at,
+            hint=offered.model_hint or "use a model that searches",
+        )
+    for option in search.to_dict():
+        if option not in offered.options:
+            takes = ", ".join(offered.options) or "no options"
+            f.error(
+                "web_search_unsupported",
+                f"action {name!r}: {offered.what} takes {takes}, not {option!r}",
+                at,
+                hint=f"remove {option} from web_search for provider {provider}",
+            )
+    if action.run_mode in ("batch", "auto") and spec.batch is not None and not offered.batch:
+        f.error(
+            "web_search_unsupported",
+            f"action {name!r} lists web_search and runs in run_mode {action.run_mode}, but "
+            f"{provider}'s batch API cannot search ({offered.what} is online only)",
+            run_mode_at,
+            hint="run_mode: online for this action",
+        )

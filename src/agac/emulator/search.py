@@ -1,0 +1,107 @@
+"""The emulator's web search: what a request offering the provider's search finds.
+
+Deterministic and offline: a request offering web search makes one search (or the
+number its prompt asks for with ``[[emulator searches: N]]``, at most its ``max_uses``),
+each finding one source whose address is derived from the request (on its first
+``allowed_domains`` entry when it has one, never on a ``blocked_domains`` one). Each
+provider module renders the searches in its protocol — Anthropic's ``server_tool_use``
+and ``web_search_tool_result`` blocks with citations on the text, OpenAI's
+``url_citation`` annotations, Gemini's ``groundingMetadata`` — and counts them for the
+bill (:attr:`Stats.searches <agac.emulator.state.Stats.searches>`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Source",
+    "WebSearchAsked",
+    "anthropic_asked",
+    "billed_searches",
+    "find_sources",
+    "gemini_asked",
+    "openai_asked",
+]
+
+_SEARCHES = re.compile(r"\[\[emulator searches: (\d+)\]\]")
+
+
+@dataclass(frozen=True)
+class WebSearchAsked:
+    """A request's web search as its provider's wire offered it."""
+
+    max_uses: int | None = None
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source a search found: its query, address, title and the passage cited."""
+
+    query: str
+    url: str
+    title: str
+    passage: str
+
+
+def find_sources(asked: WebSearchAsked, prompt_texts: list[str], digest: str) -> tuple[Source, ...]:
+    """The sources of a request's searches, one per search, in order."""
+    wanted = [int(m.group(1)) for t in prompt_texts for m in _SEARCHES.finditer(t)]
+    n = wanted[0] if wanted else 1
+    if asked.max_uses is not None:
+        n = min(n, asked.max_uses)
+    domain = asked.allowed_domains[0] if asked.allowed_domains else "example.com"
+    if domain in asked.blocked_domains:
+        domain = "example.org"
+    return tuple(
+        Source(
+            f"emulated query {i}",
+            f"https://{domain}/emulated/{digest[:8]}/{i}",
+            f"Emulated source {i}",
+            f"Emulated passage {i} of {domain}.",
+        )
+        for i in range(1, n + 1)
+    )
+
+
+def billed_searches(provider: str, model: str, sources: tuple[Source, ...]) -> int:
+    """The searches a provider bills for an answer's: OpenAI one per call of a search
+    model, Gemini before 3 one per grounded prompt, the others (and Gemini 3) each."""
+    if not sources:
+        return 0
+    if provider in ("openai", "azure"):
+        return 1
+    if provider in ("gemini", "vertex") and not model.startswith("gemini-3"):
+        return 1
+    return len(sources)
+
+
+def gemini_asked(tools: Any) -> WebSearchAsked | None:
+    """A GenerateContentRequest's Google Search grounding tool, or None."""
+    for t in tools or ():
+        if isinstance(t, dict) and ("googleSearch" in t or "google_search" in t):
+            return WebSearchAsked()
+    return None
+
+
+def openai_asked(body: Any) -> WebSearchAsked | None:
+    """A chat completion's ``web_search_options``, or None."""
+    if isinstance(body, dict) and isinstance(body.get("web_search_options"), dict):
+        return WebSearchAsked()
+    return None
+
+
+def anthropic_asked(tools: Any) -> WebSearchAsked | None:
+    """A Messages body's web search tool (``type: web_search_…``), or None."""
+    for t in tools or ():
+        if isinstance(t, dict) and str(t.get("type", "")).startswith("web_search_"):
+            return WebSearchAsked(
+                t.get("max_uses"),
+                tuple(t.get("allowed_domains") or ()),
+                tuple(t.get("blocked_domains") or ()),
+            )
+    return None

@@ -1,0 +1,133 @@
+"""Tools per record: the provider's own web search (``tools: [web_search]``) online on
+both transports (the ``project`` fixture) against the emulator, per provider: the search
+goes in the provider's form (Anthropic's ``web_search_20250305`` tool, OpenAI's
+``web_search_options`` on a search model, Gemini's ``google_search`` tool), the answer's
+citations are kept (records show, export, the Python API) and every search is in the
+ledger at the provider's fee, equal to the emulator's bill.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import chat_requests, project_yml
+
+from agac import api
+from agac.providers.pricing import PriceTable
+from agac.testing import write_project
+
+SEARCH_MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-4o-mini-search-preview",
+    "gemini": "gemini-2.5-flash",
+}
+
+
+def _project(
+    root: Path, provider: str, tools: str = "[web_search]", extra: str = "", model: str = ""
+) -> None:
+    workflow = f"""name: ground
+input: {{path: data/, id_field: id}}
+defaults:
+  model: {provider}/{model or SEARCH_MODELS[provider]}
+  max_tokens: 256
+  timeout: 10s
+  retry: {{max_attempts: 2, backoff: {{initial: 10ms, max: 50ms}}}}
+actions:
+  - name: claim
+    prompt: "Find a source for: {{{{ source.text }}}}"
+    tools: {tools}
+{extra}"""
+    write_project(
+        root,
+        workflow,
+        agac_yml=project_yml(),
+        data={
+            "data/in.jsonl": [
+                {"id": "r0", "text": "the tallest tower [[emulator searches: 2]]"},
+                {"id": "r1", "text": "the longest river"},
+            ]
+        },
+    )
+
+
+def _rows(root: Path) -> dict[str, dict[str, Any]]:
+    return {r["key"]: r for r in api.export_rows("ground", "claim", root)}
+
+
+def _attempts(root: Path, key: str) -> list[dict[str, Any]]:
+    session = api.record_session(key, root)
+    (entry,) = [a for a in session["actions"] if a["action"] == "claim"]
+    return list(entry["attempts"])
+
+
+def _token_cost(price: Any, a: dict[str, Any]) -> float:
+    return (
+        a["input_tokens"] * price.input
+        + a["cached_tokens"] * (price.cached_input or 0)
+        + a["cache_write_tokens"] * (price.cache_write or 0)
+        + a["output_tokens"] * price.output
+    ) / 1e6
+
+
+@pytest.mark.parametrize("provider", tuple(SEARCH_MODELS))
+def test_i40_web_search_live_answers_with_citations_and_bills_every_search(
+    emulator: Any, project: Path, provider: str
+) -> None:
+    _project(project, provider)
+
+    summary = api.run("ground", project).summary
+
+    assert summary["actions"]["claim"]["answered"] == 2, _rows(project)
+    assert chat_requests(emulator.stats(), provider) == 2
+    rows = _rows(project)
+    for row in rows.values():
+        assert row["citations"], row
+        assert all(c["url"].startswith("https://example.com/emulated/") for c in row["citations"])
+    searched = emulator.stats()["searches"][provider]
+    # r0 searched twice, r1 once: Anthropic bills each search, OpenAI each call of its
+    # search model, Gemini 2.5 each grounded prompt.
+    assert searched == {"anthropic": 3, "openai": 2, "gemini": 2}[provider]
+    assert len(rows["r0"]["citations"]) == 2
+    # The ledger counts every search and prices it at the model's fee per search.
+    price = PriceTable().get(f"{provider}/{SEARCH_MODELS[provider]}")
+    assert price is not None
+    fee = dict(price.tools)["web_search"]
+    attempts = [a for key in rows for a in _attempts(project, key)]
+    assert sum(a["server_tools"].get("web_search", 0) for a in attempts) == searched
+    for a in attempts:
+        searches = a["server_tools"].get("web_search", 0)
+        assert a["cost_usd"] == pytest.approx(_token_cost(price, a) + searches * fee, abs=1e-6)
+    assert api.cost("ground", project)["rows"][0]["server_tools"] == {"web_search": searched}
+
+
+@pytest.mark.parametrize("provider", tuple(SEARCH_MODELS))
+def test_i40_web_search_citations_in_records_show_export_and_api(
+    emulator: Any, project: Path, provider: str, capsys: Any
+) -> None:
+    from agac.cli.render import print_session
+
+    _project(project, provider)
+    assert api.run("ground", project).summary["state"] == "succeeded"
+
+    session = api.record_session("r1", project)
+    (entry,) = [a for a in session["actions"] if a["action"] == "claim"]
+    cited = entry["response"]["citations"]
+    assert cited and cited[0]["url"].startswith("https://example.com/emulated/")
+    assert set(cited[0]) == {"url", "title", "cited_text"}
+    capsys.readouterr()
+    print_session(session)
+    shown = capsys.readouterr().out
+    assert f"[1] {cited[0]['url']}" in shown
+    out = project / "claims.csv"
+    api.export_action("ground", "claim", out, project=project)
+    header, *lines = out.read_text(encoding="utf-8").splitlines()
+    assert header.split(",")[-1] == "citations"
+    assert cited[0]["url"] in "".join(lines)
+    jsonl = project / "claims.jsonl"
+    api.export_action("ground", "claim", jsonl, project=project)
+    by_key = {r["key"]: r for r in map(json.loads, jsonl.read_text().splitlines())}
+    assert by_key["r1"]["citations"] == cited

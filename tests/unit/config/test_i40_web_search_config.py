@@ -1,0 +1,98 @@
+"""Tools per record, configuration of the provider's web search: ``tools: [web_search]``
+(or with its options), refused at its file and line on a provider or model without one,
+with an option the provider does not take, or in a batch that cannot search."""
+
+from __future__ import annotations
+
+from agac.providers.base import WebSearch
+
+BASE = """
+input: {path: data.jsonl}
+actions:
+"""
+
+
+def _codes(checked) -> dict[int, set[str]]:
+    by_line: dict[int, set[str]] = {}
+    for p in checked.problems:
+        by_line.setdefault(p.line, set()).add(p.code)
+    return by_line
+
+
+def test_i40_web_search_config_reads_the_entry_and_its_options(wf, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("GEMINI_API_KEY", "g-test")
+    checked = wf.check(
+        BASE
+        + """
+  - {name: plain, model: gemini/gemini-2.5-flash, prompt: x, tools: [web_search]}
+  - name: narrow
+    model: anthropic/claude-sonnet-4-5
+    prompt: x
+    tools:
+      - web_search:
+          max_uses: 3
+          allowed_domains: [who.int, cdc.gov]
+          user_location: {city: Lyon, country: FR}
+"""
+    )
+    assert [p for p in checked.problems if p.severity == "error"] == []
+    actions = {a.name: a for a in checked.workflow.actions}
+    assert actions["plain"].web_search == WebSearch()
+    assert actions["plain"].tools == ()
+    assert actions["narrow"].web_search == WebSearch(
+        3, ("who.int", "cdc.gov"), (), (("city", "Lyon"), ("country", "FR"))
+    )
+
+
+def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
+    checked = wf.check(
+        BASE
+        + """
+  - {name: a, model: groq/llama-3.3-70b-versatile, prompt: x, tools: [web_search]}
+  - {name: b, model: ollama/llama3.2, prompt: x, tools: [web_search]}
+  - {name: c, model: openai/gpt-4o-mini, prompt: x, tools: [web_search]}
+  - {name: d, model: gemini/gemini-2.5-flash, prompt: x, tools: [{web_search: {max_uses: 2}}]}
+  - {name: e, model: openai/gpt-4o-search-preview, prompt: x, tools: [web_search], run_mode: batch}
+  - {name: f, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [{web_search: {allowed_domains: [a.org], blocked_domains: [b.org]}}]}
+  - {name: g, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [{web_search: {max_results: 2}}]}
+  - {name: h, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [web_search], max_turns: 3}
+  - {name: i, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [web_search], run_mode: batch}
+  - {name: j, model: gemini/gemini-2.5-flash, prompt: x, tools: [web_search], run_mode: batch}
+"""
+    )
+    by_line = _codes(checked)
+    for name in "abcde":
+        assert "web_search_unsupported" in by_line.get(checked.line_of(f"name: {name},"), set()), (
+            name,
+            checked.problems,
+        )
+    assert "invalid_value" in by_line[checked.line_of("name: f,")]
+    assert "unknown_key" in by_line[checked.line_of("name: g,")]
+    # Bounds of a tool loop with no function tools would do nothing.
+    assert "invalid_value" in by_line[checked.line_of("name: h,")]
+    # Anthropic's and Gemini's batches search.
+    for name in "ij":
+        assert "web_search_unsupported" not in by_line.get(checked.line_of(f"name: {name},"), set())
+    messages = {p.message for p in checked.problems if p.code == "web_search_unsupported"}
+    assert any("groq" in m for m in messages)
+    assert any("'gpt-4o-mini' cannot search" in m for m in messages)
+    assert any("not 'max_uses'" in m for m in messages)
+    assert any("batch API cannot search" in m for m in messages)
+    assert all(p.file for p in checked.problems)
+
+
+def test_i40_web_search_config_round_trips_and_leaves_other_hashes(wf, monkeypatch) -> None:
+    from agac.config.model import Workflow
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    model = "anthropic/claude-sonnet-4-5"
+    plain = wf.check(BASE + f"  - {{name: a, model: {model}, prompt: x}}\n").workflow
+    assert plain is not None and "web_search" not in plain.snapshot()["actions"][0]
+    text = f"  - {{name: a, model: {model}, prompt: x, tools: [{{web_search: {{max_uses: 2}}}}]}}\n"
+    searched = wf.check(BASE + text).workflow
+    assert searched is not None and searched.config_hash != plain.config_hash
+    # A run keeps the web search in its config and reads it back the same.
+    again = Workflow.from_snapshot(searched.snapshot())
+    assert again.action("a") == searched.action("a")
+    assert again.config_hash == searched.config_hash
