@@ -1,6 +1,6 @@
 """Google Vertex AI's wire protocol for Gemini models, as google-genai calls it in Vertex
 mode (any API version in the path, ``v1beta1`` by default), and Google's OAuth token
-endpoint:
+endpoint (Claude's rawPredict and batch lines are :mod:`.vertex_claude`'s):
 
 - ``POST /vertex/token`` is a service account's token endpoint (its key file's
   ``token_uri``): a JWT-bearer grant is answered ``{"access_token", "expires_in",
