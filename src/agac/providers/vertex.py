@@ -41,8 +41,9 @@ gs://bucket/prefix``; BigQuery input is not used):
   ``SUCCEEDED`` and ``PARTIALLY_SUCCEEDED`` (ended: what the output holds is read, records
   missing from it are sent again, B6), ``FAILED``, ``CANCELLING``, ``CANCELLED``,
   ``EXPIRED`` (nothing read, B7); any other is running (B9);
-- limits: 200,000 requests and a 1 GB file a job (agac splits above, B1); a create refused
-  429 (the project's quota of concurrent jobs) waits (B12);
+- limits: 200,000 requests and a 1 GB file a job (agac splits above, B1;
+  ``batch_max_records`` makes smaller jobs); a create refused 429 (the project's quota of
+  concurrent jobs) waits (B12);
 - the input object is deleted once the job has ended (``batch_input: keep`` keeps it); the
   output stays in the user's bucket.
 

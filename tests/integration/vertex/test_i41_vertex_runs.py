@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from vertex_support import BUCKET, MODEL
 
+from agac.errors import ConfigError
 from agac.testing import write_project
 
 WORKFLOW = "vtx"
@@ -250,3 +251,14 @@ def test_i41_vertex_run_failed_and_expired_jobs_fail_their_records_with_reasons(
     assert "batch_failed" in plain and "batch_expired" in plain, plain
     assert emulator.stats()["answered"] == 0
     assert _ledger(project)["calls"] == 0
+
+
+def test_i41_vertex_run_batch_max_records_above_vertex_limit_is_refused(vertex: Any) -> None:
+    """A job of more than the 200,000 records Vertex takes would fail at Vertex: the
+    setting is refused when the adapter starts, naming it."""
+    with pytest.raises(ConfigError) as caught:
+        vertex(batch_max_records=200_001)
+    problem = caught.value.problems[0]
+    assert "batch_max_records (200001)" in problem.message and "200,000" in problem.message
+    assert "batch_max_records" in str(problem.hint)
+    assert vertex(batch_max_records=200_000).max_records == 200_000
