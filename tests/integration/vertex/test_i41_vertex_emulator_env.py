@@ -114,3 +114,19 @@ def test_i41_vertex_emulator_env_is_all_a_vertex_run_needs(
     ops = emulator.stats()["requests"]["vertex"]
     assert (ops["chat"], ops["batch.create"], emulator.stats()["answered"]) == (3, 1, 6)
     assert emulator.state.google_tokens  # signed in at the emulator's token endpoint
+
+
+def test_i41_vertex_emulator_env_says_why_when_the_key_cannot_be_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cache folder that cannot be written: the other providers' exports are printed,
+    and a comment line (which a shell's eval skips) names the folder instead of Vertex's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", "/proc/agac-nowhere")
+    printed = CliRunner().invoke(emulator_command, ["env", "--port", "9912"])
+    assert printed.exit_code == 0, printed.output
+    lines = printed.output.splitlines()
+    assert "export OPENAI_BASE_URL=http://127.0.0.1:9912/v1" in lines
+    assert not any("GOOGLE_APPLICATION_CREDENTIALS" in line for line in lines)
+    assert lines[-1].startswith(
+        "# no Vertex AI exports: cannot write /proc/agac-nowhere/agac/emulator/127.0.0.1-9912"
+    )
