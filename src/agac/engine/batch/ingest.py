@@ -131,23 +131,27 @@ class _Reading:
         """One transaction: the answers, their usage and what was read for each item, so
         an item is never ledgered twice nor marked read without its answer (a crash
         mid-ingest reads again only the items still pending)."""
+        ctx = self.ctx
         if self.answers or self.usage or self.results:
-            await self.ctx.gateway.commit(
+            await ctx.gateway.commit(
                 answers=self.answers, usage=self.usage, item_results=self.results
             )
+        turns = [u for _, used, _ in self.turns for u in used]
         if self.turns:
-            ctx = self.ctx
             rows = [row for row, _, _ in self.turns]
-            usage = [u for _, used, _ in self.turns for u in used]
             results = [result for _, _, result in self.turns]
             await ctx.gateway.call(
                 ctx.store.put_turns,
                 ctx.tenant,
                 rows,
-                usage,
+                turns,
                 item_results=results,
                 lease=ctx.gateway.fence,
             )
+        # the live progress counts what this run spent (a batch an earlier run sent is its)
+        spent = sum(u.cost_usd for u in (*self.usage, *turns) if u.run_id == ctx.run_id)
+        if spent:
+            ctx.progress.spent(self.rt.ledger_action, spent)
         self.answers, self.usage, self.results, self.turns = [], [], [], []
 
     async def read(self, item: BatchItem, result: Result) -> None:

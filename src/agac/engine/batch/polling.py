@@ -154,12 +154,14 @@ class Poller:
                 status=status.raw_status,
                 poll_interval=rt.action.poll_interval,
             )
-            seen.append(
-                f"{b.file} {status.raw_status} {status.completed}/{status.request_count or b.request_count}"
-            )
+            # the batches still out after this poll: one read now is not (the line would
+            # show it beside the units it answered)
+            out = f"{b.file} {status.raw_status} {status.completed}/{status.request_count or b.request_count}"
             if status.state == "ended":
                 if await self._collect(rt, b, handle, report):
                     report.progressed = True
+                else:
+                    seen.append(out)
             elif status.state in _B7_REASON:
                 await self._end_unread(
                     rt, b, handle, status.state, f"the provider reports {status.raw_status}"
@@ -172,6 +174,7 @@ class Poller:
             ):
                 await self._deadline(rt, b, handle, status)
                 report.progressed = True
+                seen.append(out)
             else:
                 what = (
                     "still cancelling (B8)"
@@ -181,6 +184,7 @@ class Poller:
                     else f"{status.raw_status}"
                 )
                 report.waiting.append(f"{rt.name}: batch {handle.id} for {b.file} is {what}")
+                seen.append(out)
 
     async def fail_if_every_file_unread(self, rt: ActionRuntime) -> None:
         """B7: when the batch of *every* file ended failed, expired or cancelled, the action
@@ -310,7 +314,7 @@ class Poller:
             **batch,
         )
         if billed:
-            ctx.progress.spent(rt.name, billed)
+            ctx.progress.spent(rt.ledger_action, billed)
 
     async def _collect(
         self, rt: ActionRuntime, b: BatchRecord, handle: BatchHandle, report: StepReport

@@ -97,6 +97,10 @@ class RecordWalk:
         self.batch = batch
         self.walked = False
         """True once a full walk ran in this invocation (adoption of batches is known)."""
+        self._counted: set[tuple[int, int]] = set()
+        """Shards whose earlier outcomes the progress has counted: a later walk of the
+        same invocation sees them again, and the outcomes its own walks wrote, which were
+        counted when written."""
 
     async def walk(self) -> bool:
         """Walk every shard; True when every unit got an outcome."""
@@ -128,18 +132,22 @@ class RecordWalk:
 
     async def _shard(self, lo: int, hi: int, started: asyncio.Event | None = None) -> bool:
         """Walk one shard's records; ``started`` is set once its units are under way."""
+        counted = (lo, hi) in self._counted
+        self._counted.add((lo, hi))
         have = await self.gateway.call(self.store.count_outcomes_between, self.run_id, lo, hi)
         if have == (hi - lo) * len(self.plan.order) and self.plan.regions is None:
             # every unit of this shard already has its outcome: count them, send nothing
-            for row in await self.gateway.call(
-                self.store.status_counts_between, self.run_id, lo, hi
-            ):
-                self.out.progress.add(row.action, row.status, int(row.n))
+            if not counted:
+                for row in await self.gateway.call(
+                    self.store.status_counts_between, self.run_id, lo, hi
+                ):
+                    self.out.progress.add(row.action, row.status, int(row.n))
             return True
         records, existing, prior = await self.gateway.call(self._load_shard, lo, hi)
         self.memory.carried.update(prior)
-        for (action, _), settled in existing.items():
-            self.out.carried(action, settled.status)
+        if not counted:
+            for (action, _), settled in existing.items():
+                self.out.carried(action, settled.status)
         keys = [r.key for r in records]
         payloads = [loads(r.payload) if r.payload is not None else None for r in records]
         if self.batch is not None:
