@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agac.providers.base import WebSearch
+from agac.providers.servertools import WebSearch
 
 __all__ = [
     "DEFAULT_MAX_PROMPT_CHARS",

@@ -94,6 +94,8 @@ class PriceConfig:
     """USD per 1M tokens per hour an explicit context cache is kept (Gemini)."""
     windows: tuple[PriceWindow, ...] = ()
     """Hours of the UTC day at other live rates (config/pricewindows.py)."""
+    web_search: float | None = None
+    """USD per 1,000 searches of the provider's web search, as it bills them."""
 
 
 @dataclass(frozen=True)
@@ -390,6 +392,7 @@ def _prices(f: Findings, raw: Any) -> dict[str, PriceConfig]:
             batch_discount=values.get("batch_discount"),
             cache_write_1h=values.get("cache_write_1h"),
             cache_storage=values.get("cache_storage"),
+            web_search=values.get("web_search"),
             windows=read_windows(f, body.get("windows"), path + ("windows",), str(model)),
         )
     return result

@@ -18,7 +18,7 @@ from agac.config.model import EffectSpec, FunctionTool
 from agac.config.source import Findings, Path
 from agac.config.values import read_bool, read_duration, read_mapping, read_str
 from agac.config.websearch import is_web_search, read_web_search
-from agac.providers.base import WebSearch
+from agac.providers.servertools import WebSearch
 
 __all__ = ["read_effect", "read_function", "read_tools"]
 

@@ -12,7 +12,7 @@ from typing import Any
 from agac.config.model import Action
 from agac.config.source import Findings, Path
 from agac.config.values import read_int, read_mapping, read_str, read_str_list
-from agac.providers.base import WebSearch
+from agac.providers.servertools import WebSearch
 from agac.providers.spec import ProviderSpec
 
 __all__ = [

@@ -39,7 +39,7 @@ from .handling import (
     state_of,
 )
 from .media import take_attachments
-from .search import Source, anthropic_asked, billed_searches
+from .search import Source, anthropic_asked
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 __all__ = ["decode_request", "error", "message", "routes", "status_name", "tool_turns"]
@@ -387,8 +387,7 @@ async def create_message(request: Request) -> Response:
     note_cache(request, markers)
     ans = state.cached(ans, plan)
     state.stats.bill(PROVIDER, model, canonical)
-    if not ans.tool_calls:
-        state.stats.searched(PROVIDER, billed_searches(PROVIDER, model, ans.sources))
+    state.stats.searched(PROVIDER, model, ans.sources)
     return JSONResponse(
         message(model, ans, "standard"), headers={"request-id": "req_" + uuid.uuid4().hex[:24]}
     )

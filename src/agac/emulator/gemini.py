@@ -52,7 +52,7 @@ from .handling import (
     state_of,
 )
 from .media import take_attachments
-from .search import Source, billed_searches, gemini_asked
+from .search import Source, gemini_asked
 from .state import Batch, BatchItem, EmulatorState, ItemError, ItemResult, StoredFile, with_cache
 
 __all__ = [
@@ -347,8 +347,7 @@ async def generate(request: Request, model: str, provider: str = PROVIDER) -> Re
     else:
         ans = state.cached(ans, plan)
     state.stats.bill(provider, model, canonical)
-    if not ans.tool_calls:
-        state.stats.searched(provider, billed_searches(provider, model, ans.sources))
+    state.stats.searched(provider, model, ans.sources)
     headers = {"x-request-id": uuid.uuid4().hex}
     if flex:
         headers["x-gemini-service-tier"] = "flex"

@@ -44,7 +44,7 @@ from .handling import (
     state_of,
 )
 from .media import batch_limit_error, wire_error
-from .search import billed_searches, openai_asked
+from .search import openai_asked, url_annotations
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 BATCH_FILE_MAX = 200 * 1024 * 1024
@@ -222,25 +222,6 @@ def _calls(ans: Answer) -> list[dict[str, Any]]:
     return out
 
 
-def _annotations(ans: Answer, content: Any) -> list[dict[str, Any]]:
-    """A search model's ``url_citation`` annotations: each source cited for the whole
-    answer (``start_index``/``end_index`` in characters)."""
-    if not isinstance(content, str):
-        return []
-    return [
-        {
-            "type": "url_citation",
-            "url_citation": {
-                "url": s.url,
-                "title": s.title,
-                "start_index": 0,
-                "end_index": len(content),
-            },
-        }
-        for s in ans.sources
-    ]
-
-
 def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -> dict[str, Any]:
     """A ``chat.completion`` object for ``ans``, bent by its ``reply`` fault: ``stop``
     (any ``finish_reason``), ``refusal`` (``message.refusal``, content null), ``content``
@@ -294,7 +275,7 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
         "role": "assistant",
         "content": content,
         "refusal": refusal,
-        "annotations": _annotations(ans, content),
+        "annotations": url_annotations(ans.sources, content),
     }
     if flavor.dialect == "deepseek":
         message = {"role": "assistant", "content": content}
@@ -457,10 +438,7 @@ def routes(flavor: Flavor) -> list[Route]:
         note_cache(request, markers)
         ans = state.cached(ans, plan)
         state.stats.bill(flavor.provider, model, canonical)
-        if not ans.tool_calls:
-            state.stats.searched(
-                flavor.provider, billed_searches(flavor.provider, model, ans.sources)
-            )
+        state.stats.searched(flavor.provider, model, ans.sources)
         tier = flex_tier(flavor, body)
         reply = completion(flavor, model, ans, state.clock.now(), tier)
         if flavor.dialect == "openrouter":

@@ -24,6 +24,7 @@ __all__ = [
     "find_sources",
     "gemini_asked",
     "openai_asked",
+    "url_annotations",
 ]
 
 _SEARCHES = re.compile(r"\[\[emulator searches: (\d+)\]\]")
@@ -105,3 +106,22 @@ def anthropic_asked(tools: Any) -> WebSearchAsked | None:
                 tuple(t.get("blocked_domains") or ()),
             )
     return None
+
+
+def url_annotations(sources: tuple[Source, ...], content: Any) -> list[dict[str, Any]]:
+    """A search model's ``url_citation`` annotations: each source cited for the whole
+    answer (``start_index``/``end_index`` in characters)."""
+    if not isinstance(content, str):
+        return []
+    return [
+        {
+            "type": "url_citation",
+            "url_citation": {
+                "url": s.url,
+                "title": s.title,
+                "start_index": 0,
+                "end_index": len(content),
+            },
+        }
+        for s in sources
+    ]

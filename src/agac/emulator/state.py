@@ -28,7 +28,7 @@ from .answers import Answer, answer, fingerprint
 from .caching import CachePlan, PromptCache
 from .faults import FaultBook
 from .media import Seen
-from .search import WebSearchAsked, billed_searches
+from .search import Source, WebSearchAsked, billed_searches
 
 __all__ = [
     "CACHE_NOT_FOUND",
@@ -259,7 +259,9 @@ class Stats:
     """Web searches billed per provider (:mod:`.search`): Anthropic's and Gemini's one per
     search made, OpenAI's one per call of a search model."""
 
-    def searched(self, provider: str, n: int) -> None:
+    def searched(self, provider: str, model: str, sources: tuple[Source, ...]) -> None:
+        """Bill the searches that found ``sources`` as ``provider`` bills them."""
+        n = billed_searches(provider, model, sources)
         if n:
             self.searches[provider] = self.searches.get(provider, 0) + n
 
@@ -504,9 +506,7 @@ class EmulatorState:
             found = self.answer_item(batch, item)
             results.append(ItemResult(item, "answered", answer=found))
             self.stats.bill(batch.provider, item.model, item.canonical)
-            self.stats.searched(
-                batch.provider, billed_searches(batch.provider, item.model, found.sources)
-            )
+            self.stats.searched(batch.provider, item.model, found.sources)
         rng.shuffle(results)
         batch.results = results
         batch.final = final

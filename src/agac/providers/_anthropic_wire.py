@@ -15,12 +15,11 @@ from agac.providers._tool_wire import anthropic_calls
 from agac.providers.base import (
     BatchState,
     BatchStatus,
-    Citation,
     Response,
     Usage,
-    distinct_citations,
     server_tool_counts,
 )
+from agac.providers.servertools import Citation, distinct_citations
 from agac.providers.stops import read_stop
 
 __all__ = [

@@ -13,25 +13,22 @@ from typing import Any
 from agac.errors import ProviderError, RetryableError
 from agac.providers._common import as_int, enum_str, parse_json, pick
 from agac.providers._errors import classify, request_id_of, retry_after_seconds
+from agac.providers._search_wire import PER_QUERY, grounding_citations
 from agac.providers._tool_wire import gemini_calls
 from agac.providers.base import (
     BatchState,
     BatchStatus,
-    Citation,
     Response,
     Usage,
-    distinct_citations,
 )
 from agac.providers.stops import read_stop
 
 __all__ = [
     "BATCH_STATES",
-    "PER_QUERY",
     "RPC_STATUS",
     "api_error",
     "batch_status",
     "content_response",
-    "grounding_citations",
     "item_error",
     "status_error",
 ]
@@ -158,33 +155,6 @@ def content_response(
         tool_calls=calls if stop.reason == "tool_use" else (),
         citations=grounding_citations(grounding),
     )
-
-
-PER_QUERY = ("gemini-3",)
-"""Models whose Google Search grounding is billed per search query; earlier ones are
-billed per grounded prompt (one a call, however many queries it made)."""
-
-
-def grounding_citations(grounding: Any) -> tuple[Citation, ...]:
-    """A candidate's ``groundingMetadata`` as citations: each ``groundingSupports`` entry's
-    segment of the answer (``segment.text``) with every web source it names
-    (``groundingChunkIndices`` into ``groundingChunks``), then the sources no segment
-    names."""
-    chunks = [pick(c, "web") for c in pick(grounding, "grounding_chunks") or ()]
-    found: list[Citation] = []
-    for support in pick(grounding, "grounding_supports") or ():
-        text = pick(support, "segment", "text")
-        for i in pick(support, "grounding_chunk_indices") or ():
-            if isinstance(i, int) and 0 <= i < len(chunks) and pick(chunks[i], "uri"):
-                found.append(_web_citation(chunks[i], str(text) if text else None))
-    found += [_web_citation(c, None) for c in chunks if pick(c, "uri")]
-    named = {c.url for c in found if c.cited_text is not None}
-    return distinct_citations(c for c in found if c.cited_text is not None or c.url not in named)
-
-
-def _web_citation(web: Any, text: str | None) -> Citation:
-    title = pick(web, "title")
-    return Citation(str(pick(web, "uri")), str(title) if title else None, text)
 
 
 def _function_call(parts: Any) -> str | None:

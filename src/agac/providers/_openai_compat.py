@@ -44,6 +44,7 @@ from agac.providers._errors import (
     retry_after_seconds,
 )
 from agac.providers._reasoning import reasoning_share, split_reasoning
+from agac.providers._search_wire import openai_web_search_options, url_citations
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -53,7 +54,6 @@ from agac.providers.base import (
     BatchStatus,
     BilledWork,
     CacheHint,
-    Citation,
     Message,
     ProviderSettings,
     Request,
@@ -62,8 +62,6 @@ from agac.providers.base import (
     StoredRequests,
     ToolCall,
     Usage,
-    WebSearch,
-    distinct_citations,
     ended_or_raise,
     stored_request,
 )
@@ -71,7 +69,7 @@ from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_
 from agac.providers.spec import BatchSpec, CacheKind, FlexSpec, ProviderSpec, WebSearchSpec
 from agac.providers.stops import read_stop
 
-__all__ = ["OpenAICompatProvider", "chat_response", "filter_detail", "url_citations"]
+__all__ = ["OpenAICompatProvider", "chat_response", "filter_detail"]
 
 _MESSAGES = '"messages":['
 _ATTACHMENTS = '"attachments":['
@@ -248,22 +246,6 @@ def chat_response(
     )
 
 
-def url_citations(annotations: Any, text: str) -> tuple[Citation, ...]:
-    """A message's ``url_citation`` annotations as citations, each with the span of the
-    answer it supports (``start_index``/``end_index``, characters of the content)."""
-    out = []
-    for a in annotations or ():
-        cited = pick(a, "url_citation")
-        url = pick(cited, "url")
-        if pick(a, "type") != "url_citation" or not url:
-            continue
-        start, end = pick(cited, "start_index"), pick(cited, "end_index")
-        span = text[start:end] if isinstance(start, int) and isinstance(end, int) else ""
-        title = pick(cited, "title")
-        out.append(Citation(str(url), str(title) if title else None, span or None))
-    return distinct_citations(out)
-
-
 def _cost(value: Any) -> float | None:
     """A cost the provider reports (USD), or None when it reports none."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
@@ -286,14 +268,6 @@ def _content_text(content: Any) -> tuple[str, str | None]:
             parts = inner if isinstance(inner, list) else [inner]
             thought += [str(pick(p, "text") or "") if not isinstance(p, str) else p for p in parts]
     return "".join(text), "".join(thought) or None
-
-
-def _web_search_options(search: WebSearch) -> dict[str, Any]:
-    """The web search as a search model's ``web_search_options``: its user location
-    ``approximate`` (the only option Chat Completions takes)."""
-    if not search.user_location:
-        return {}
-    return {"user_location": {"type": "approximate", "approximate": dict(search.user_location)}}
 
 
 def _tool_calls(calls: Any) -> tuple[ToolCall, ...]:
@@ -502,7 +476,7 @@ class OpenAICompatProvider(ProviderBase):
                 for t in request.tools
             ]
         if request.web_search is not None:
-            params["web_search_options"] = _web_search_options(request.web_search)
+            params["web_search_options"] = openai_web_search_options(request.web_search)
         if request.tier == "flex":
             params["service_tier"] = "flex"
         params.update(self._reasoning_params(request.model))

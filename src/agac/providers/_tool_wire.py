@@ -38,14 +38,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agac.providers._common import pick
-from agac.providers.base import Message, Request, ToolCall, WebSearch
+from agac.providers.base import Message, Request, ToolCall
 
 __all__ = [
     "GENERATED_ID",
     "anthropic_calls",
     "anthropic_chat",
     "anthropic_tools",
-    "anthropic_web_search",
     "gemini_calls",
     "gemini_tool_content",
     "gemini_tools",
@@ -88,16 +87,6 @@ def anthropic_tools(request: Request) -> list[dict[str, Any]]:
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in request.tools
     ]
-
-
-def anthropic_web_search(search: WebSearch) -> dict[str, Any]:
-    """The web search as Anthropic's server tool (``web_search_20250305``): its options
-    as the tool's fields, the location ``approximate``."""
-    tool: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search"}
-    tool.update({k: v for k, v in search.to_dict().items() if k != "user_location"})
-    if search.user_location:
-        tool["user_location"] = {"type": "approximate", **dict(search.user_location)}
-    return tool
 
 
 def anthropic_chat(

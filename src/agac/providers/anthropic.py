@@ -55,12 +55,8 @@ from agac.providers._errors import (
     request_id_of,
     retry_after_seconds,
 )
-from agac.providers._tool_wire import (
-    anthropic_chat,
-    anthropic_tools,
-    anthropic_web_search,
-    offered,
-)
+from agac.providers._search_wire import anthropic_web_search
+from agac.providers._tool_wire import anthropic_chat, anthropic_tools, offered
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -68,16 +64,15 @@ from agac.providers.base import (
     BatchHandle,
     BatchStatus,
     BilledWork,
-    Citation,
     Leg,
     ProviderSettings,
     Request,
     Response,
     Result,
-    distinct_citations,
     ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
+from agac.providers.servertools import Citation, distinct_citations
 from agac.providers.spec import BatchSpec, ProviderSpec, WebSearchSpec
 
 __all__ = ["AnthropicProvider"]

@@ -52,6 +52,7 @@ from typing import Any
 from agac.errors import ConfigError, Problem
 from agac.providers import registry
 from agac.providers.base import Usage
+from agac.providers.toolprices import project_tools, tool_rates
 
 __all__ = [
     "MAX_PRICE",
@@ -116,10 +117,13 @@ class Rates:
             + usage.output_tokens * self.output
             + usage.cache_write_1h_tokens * (hour - write)
         ) / 1_000_000
-        if not usage.server_tools:
-            return tokens
+        return tokens + self.tool_cost(usage)
+
+    def tool_cost(self, usage: Usage) -> float:
+        """USD of the server-tool uses of ``usage`` alone (billed per use, never
+        discounted with the tokens)."""
         per_use = dict(self.tools)
-        return tokens + sum(n * per_use.get(name, 0.0) for name, n in usage.server_tools)
+        return sum(n * per_use.get(name, 0.0) for name, n in usage.server_tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,8 +247,14 @@ def cost_usd(
         usage = replace(usage, cached_tokens=0)
     if batch is not None:
         return hits + batch.cost(usage)
-    # Groq: prompt caching does not stack with the batch discount
-    return hits + live.cost(usage, cached_as_input=provider == "groq") * factor
+    # Groq: prompt caching does not stack with the batch discount; a server tool's fee
+    # per use is not discounted (Anthropic's and Gemini's batch prices keep it).
+    tokens = replace(usage, server_tools=())
+    return (
+        hits
+        + live.cost(tokens, cached_as_input=provider == "groq") * factor
+        + live.tool_cost(usage)
+    )
 
 
 def flex_rate(provider: str) -> str:
@@ -374,9 +384,11 @@ PRICE_KEYS = (
     "cache_write_1h",
     "batch_discount",
     "cache_storage",
+    "web_search",
 )
 """The keys of a model's price in ``agac.yml``'s ``prices:`` (USD per 1M tokens; a
-discount from 0 to 1; storage per 1M tokens per hour)."""
+discount from 0 to 1; storage per 1M tokens per hour; ``web_search``: USD per 1,000
+searches of the provider's web search, as billed)."""
 
 
 def _coerce(model: str, value: Any) -> Price:
@@ -409,6 +421,7 @@ def _coerce(model: str, value: Any) -> Price:
         cache_write_1h=_opt(data.get("cache_write_1h")),
         batch_discount=_opt(data.get("batch_discount")),
         cache_storage=_opt(data.get("cache_storage")),
+        tools=project_tools(data.get("web_search")),
         windows=tuple(_window(model, w) for w in windows or ()),
         source="agac.yml",
     )
@@ -527,8 +540,8 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            # "4": entries carry time-of-day windows (older files lack them).
-            self._file = base / f"prices-4-{version}.json"
+            # "5": entries carry agac's web search fees (older files lack them).
+            self._file = base / f"prices-5-{version}.json"
         return self._file
 
 
@@ -619,7 +632,8 @@ def _extract(provider: str, model: str) -> dict[str, Any] | None:
     batch_rates = {k: getattr(batch, k, None) for k in keys}
     live_json: dict[str, Any] = {k: _rate_json(v) for k, v in live_rates.items()}
     batch_json: dict[str, Any] = {k: _rate_json(v) for k, v in batch_rates.items()}
-    live_json["tools"], batch_json["tools"] = _tool_rates(live), _tool_rates(batch)
+    named = f"{provider}/{model}"
+    live_json["tools"], batch_json["tools"] = tool_rates(live, named), tool_rates(batch, named)
     return {
         "live": live_json,
         "batch": batch_json if batch_json != live_json else None,
@@ -673,24 +687,6 @@ def _library_price(genai_prices: Any, zero: Any, model: str, pid: str, at: Any) 
     return genai_prices.calc_price(
         zero, model, provider_id=pid, genai_request_timestamp=at
     ).model_price
-
-
-_TOOL_PRICES = {
-    "web_search": "web_searches_kcount",
-    "code_execution": "code_executions_kcount",
-    "file_search": "storage_searches_kcount",
-}
-"""agac's server-tool names -> genai-prices' price per thousand uses."""
-
-
-def _tool_rates(model_price: Any) -> dict[str, float]:
-    """USD per use of each server tool genai-prices prices for a model."""
-    out = {}
-    for name, key in _TOOL_PRICES.items():
-        value = getattr(model_price, key, None)
-        if value is not None and getattr(value, "tiers", None) is None:
-            out[name] = float(value) / 1000
-    return out
 
 
 def _rate_json(value: Any) -> Any:
