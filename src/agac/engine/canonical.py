@@ -23,8 +23,8 @@ class CanonicalForm:
     """The canonical JSON of one action's requests (``Request.canonical()``, byte for byte)
     with the parts every request of the action shares — provider, model, limits, schema —
     encoded once: only the messages and the seed are encoded per request. A request that
-    differs in a shared part (an approved revision), or with attachments or tools, is encoded
-    whole."""
+    differs in a shared part (an approved revision), or with attachments, tools or web
+    search, is encoded whole."""
 
     def __init__(
         self, provider: str, model: str, max_tokens: int, temperature: float | None, schema: Any
@@ -50,6 +50,7 @@ class CanonicalForm:
             or request.schema is not self.schema
             or request.options
             or request.tools
+            or request.web_search is not None
             or any(m.attachments for m in request.messages)
         ):
             return request.canonical()

@@ -115,6 +115,8 @@ def test_i40_web_search_citations_in_records_show_export_and_api(
 
     session = api.record_session("r1", project)
     (entry,) = [a for a in session["actions"] if a["action"] == "claim"]
+    # The search is part of the request as stored (and so of its fingerprint).
+    assert entry["request"]["web_search"] == {}
     cited = entry["response"]["citations"]
     assert cited and cited[0]["url"].startswith("https://example.com/emulated/")
     assert set(cited[0]) == {"url", "title", "cited_text"}
