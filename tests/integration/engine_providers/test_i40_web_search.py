@@ -133,3 +133,58 @@ def test_i40_web_search_citations_in_records_show_export_and_api(
     api.export_action("ground", "claim", jsonl, project=project)
     by_key = {r["key"]: r for r in map(json.loads, jsonl.read_text().splitlines())}
     assert by_key["r1"]["citations"] == cited
+
+
+OPTIONS = {
+    "anthropic": (
+        "[{web_search: {max_uses: 4, blocked_domains: [spam.example], "
+        "user_location: {city: Lyon, country: FR}}}]"
+    ),
+    "openai": "[{web_search: {user_location: {city: Lyon, country: FR}}}]",
+    "gemini": "[web_search]",
+}
+
+
+@pytest.mark.parametrize("provider", tuple(SEARCH_MODELS))
+def test_i40_web_search_goes_in_each_providers_form_on_both_transports(
+    emulator: Any, project: Path, provider: str
+) -> None:
+    _project(project, provider, tools=OPTIONS[provider])
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 2
+
+    bodies = [r["body"] for r in emulator.requests() if r["op"] == "chat"]
+    assert len(bodies) == 2
+    body = bodies[0]
+    if provider == "anthropic":
+        assert body["tools"] == [
+            {
+                "type": "web_search_20250305",
+                "name": "web_search",
+                "max_uses": 4,
+                "blocked_domains": ["spam.example"],
+                "user_location": {"type": "approximate", "city": "Lyon", "country": "FR"},
+            }
+        ]
+    elif provider == "openai":
+        assert body["web_search_options"] == {
+            "user_location": {
+                "type": "approximate",
+                "approximate": {"city": "Lyon", "country": "FR"},
+            }
+        }
+    else:
+        assert body["tools"] == [{"googleSearch": {}}]
+
+
+def test_i40_web_search_on_gemini_3_bills_each_query(emulator: Any, project: Path) -> None:
+    _project(project, "gemini", model="gemini-3-pro-preview")
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 2
+
+    # Gemini 3 bills each search query: r0's two and r1's one.
+    assert emulator.stats()["searches"]["gemini"] == 3
+    attempts = [a for key in ("r0", "r1") for a in _attempts(project, key)]
+    assert sum(a["server_tools"].get("web_search", 0) for a in attempts) == 3
+    price = PriceTable().get("gemini/gemini-3-pro-preview")
+    assert price is not None and dict(price.tools)["web_search"] == pytest.approx(0.014)
