@@ -85,3 +85,28 @@ def test_i35_13_a_cost_that_is_not_finite_is_over_every_budget(usd: float) -> No
 
     assert not within_cap(usd, 5.0) and not within_cap(usd, float("inf"))
     assert within_cap(5.0, 5.0) and not within_cap(5.01, 5.0)
+
+
+def test_i40_web_search_a_budget_reserves_the_searches_of_a_call() -> None:
+    from agac.config.model import Action
+    from agac.providers.base import Message, Request
+    from agac.providers.servertools import WebSearch
+
+    prices = PriceTable()
+    guard = BudgetGuard(1.0, None, prices)
+    model = "anthropic/claude-sonnet-4-5"
+    action = Action(name="a", kind="llm", model=model)
+    plain = Request("anthropic", "claude-sonnet-4-5", (Message("user", "x" * 400),), 100)
+    searched = Request(
+        "anthropic",
+        "claude-sonnet-4-5",
+        (Message("user", "x" * 400),),
+        100,
+        web_search=WebSearch(max_uses=5),
+    )
+    base = guard.for_request(action, plain).usd
+    # Five searches at $10 per 1,000 on top of the tokens, live and in a batch line.
+    assert guard.for_request(action, searched).usd == pytest.approx(base + 0.05)
+    line = {"messages": [{"content": "x" * 400}], "max_tokens": 100, "web_search": {}}
+    batch = guard.for_request_json(action, {**line, "web_search": None}, "batch").usd
+    assert guard.for_request_json(action, line, "batch").usd == pytest.approx(batch + 0.01)

@@ -70,6 +70,14 @@ def _chars(messages: Any) -> int:
     return sum(len(m.content) if hasattr(m, "content") else len(m["content"]) for m in messages)
 
 
+def _searches(search: dict[str, Any] | None) -> int:
+    """The web searches one request offering ``search`` is reserved for: its ``max_uses``,
+    or one (a provider may search more often: ``max_uses`` bounds it)."""
+    if search is None:
+        return 0
+    return int(search.get("max_uses") or 1)
+
+
 def attachment_tokens(provider: str, messages: Any) -> int:
     """The input tokens of the messages' attachments, estimated by the provider's published
     rules (:func:`agac.media.estimate_tokens`); messages as values or as stored dicts."""
@@ -107,11 +115,12 @@ class BudgetGuard:
     # -- pricing ----------------------------------------------------------------------------
 
     def worst_case(
-        self, model: str, input_tokens: int, output_tokens: int, tier: str
+        self, model: str, input_tokens: int, output_tokens: int, tier: str, searches: int = 0
     ) -> Reservation:
         from agac.providers.base import Usage
 
-        usd = self.prices.cost(model, Usage(input_tokens, output_tokens), tier)
+        tools = (("web_search", searches),) if searches else ()
+        usd = self.prices.cost(model, Usage(input_tokens, output_tokens, server_tools=tools), tier)
         return Reservation(usd, input_tokens + output_tokens)
 
     def for_request(self, action: Action, request: Request) -> Reservation:
@@ -119,13 +128,14 @@ class BudgetGuard:
         i, o = request_estimate(_chars(request.messages), request.max_tokens)
         if action.attachments:
             i += attachment_tokens(request.provider, request.messages)
-        return self.worst_case(action.model or "", i, o, request.ledger_tier)
+        search = request.web_search.to_dict() if request.web_search is not None else None
+        return self.worst_case(action.model or "", i, o, request.ledger_tier, _searches(search))
 
     def for_request_json(self, action: Action, request: dict[str, Any], tier: str) -> Reservation:
         i, o = request_estimate(_chars(request["messages"]), int(request["max_tokens"]))
         if action.attachments:
             i += attachment_tokens(str(request.get("provider", "")), request["messages"])
-        return self.worst_case(action.model or "", i, o, tier)
+        return self.worst_case(action.model or "", i, o, tier, _searches(request.get("web_search")))
 
     # -- reserve and settle ---------------------------------------------------------------------
 
