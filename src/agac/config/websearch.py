@@ -124,7 +124,7 @@ def check_web_search(
         f.error(
             "web_search_unsupported",
             f"action {name!r} lists web_search and runs in run_mode {action.run_mode}, but "
-            f"{provider}'s batch API cannot search ({offered.what} is online only)",
+            f"{offered.what} is online only: {offered.batch_note}",
             run_mode_at,
             hint="run_mode: online for this action",
         )

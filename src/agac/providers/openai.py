@@ -62,6 +62,7 @@ class OpenAIProvider(OpenAICompatProvider):
             model_hint="use a search model: gpt-4o-search-preview, gpt-4o-mini-search-preview "
             "or gpt-5-search-api",
             batch=False,
+            batch_note="OpenAI's Batch API serves no search model",
         ),
     )
     base_url_env = "OPENAI_BASE_URL"

@@ -86,6 +86,8 @@ class WebSearchSpec:
     models: Callable[[str], bool] | None = None
     model_hint: str = ""
     batch: bool = True
+    batch_note: str = ""
+    """Why its batches do not search (said when ``batch`` is False)."""
 
     def serves(self, model: str) -> bool:
         return self.models is None or self.models(model)

@@ -99,7 +99,7 @@ from agac.providers.base import (
 )
 from agac.providers.gemini import GeminiProvider, wire_request
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output
-from agac.providers.spec import BatchSpec, ProviderSpec
+from agac.providers.spec import BatchSpec, ProviderSpec, WebSearchSpec
 from agac.providers.vertex_claude import (
     CLAUDE_JOBS,
     CLAUDE_PUBLISHER,
@@ -223,6 +223,15 @@ class VertexProvider(GeminiProvider):
         attachments=VERTEX_LIMITS,
         vision=True,
         function_tools=True,
+        # Gemini models only (Claude on Vertex goes through Anthropic's adapter); not in
+        # batch prediction jobs yet.
+        web_search=WebSearchSpec(
+            "Google Search grounding on Vertex AI (google_search)",
+            models=lambda model: not model.startswith("claude"),
+            model_hint="use a Gemini model on Vertex AI, or anthropic/claude-… directly",
+            batch=False,
+            batch_note="agac does not offer web search in Vertex AI batch prediction jobs yet",
+        ),
         options=VERTEX_OPTIONS,
     )
     base_url_env = "GOOGLE_VERTEX_BASE_URL"

@@ -12,6 +12,10 @@ actions:
 """
 
 
+def _messages(checked) -> list[str]:
+    return [p.message for p in checked.problems if p.code == "web_search_unsupported"]
+
+
 def _codes(checked) -> dict[int, set[str]]:
     by_line: dict[int, set[str]] = {}
     for p in checked.problems:
@@ -59,26 +63,30 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
   - {name: h, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [web_search], max_turns: 3}
   - {name: i, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [web_search], run_mode: batch}
   - {name: j, model: gemini/gemini-2.5-flash, prompt: x, tools: [web_search], run_mode: batch}
+  - {name: k, model: vertex/gemini-2.5-flash, prompt: x, tools: [web_search]}
+  - {name: l, model: vertex/claude-sonnet-4-5, prompt: x, tools: [web_search]}
+  - {name: m, model: vertex/gemini-2.5-flash, prompt: x, tools: [web_search], run_mode: batch}
 """
     )
     by_line = _codes(checked)
-    for name in "abcde":
+    for name in "abcdelm":
         assert "web_search_unsupported" in by_line.get(checked.line_of(f"name: {name},"), set()), (
             name,
             checked.problems,
         )
     assert "invalid_value" in by_line[checked.line_of("name: f,")]
+    assert any("Vertex AI batch prediction jobs" in m for m in _messages(checked))
     assert "unknown_key" in by_line[checked.line_of("name: g,")]
     # Bounds of a tool loop with no function tools would do nothing.
     assert "invalid_value" in by_line[checked.line_of("name: h,")]
     # Anthropic's and Gemini's batches search.
-    for name in "ij":
+    for name in "ijk":
         assert "web_search_unsupported" not in by_line.get(checked.line_of(f"name: {name},"), set())
     messages = {p.message for p in checked.problems if p.code == "web_search_unsupported"}
     assert any("groq" in m for m in messages)
     assert any("'gpt-4o-mini' cannot search" in m for m in messages)
     assert any("not 'max_uses'" in m for m in messages)
-    assert any("batch API cannot search" in m for m in messages)
+    assert any("online only: OpenAI's Batch API serves no search model" in m for m in messages)
     assert all(p.file for p in checked.problems)
 
 
