@@ -111,6 +111,14 @@ def check_web_search(
             at,
             hint=offered.model_hint or "use a model that searches",
         )
+    if action.schema is not None and offered.with_schema and not offered.with_schema(model):
+        f.error(
+            "web_search_unsupported",
+            f"action {name!r} has a schema and lists web_search, but {provider} model "
+            f"{model!r} cannot answer in a JSON schema while it searches",
+            at,
+            hint="use a Gemini 3 model, or remove the schema (the answer is then text)",
+        )
     for option in search.to_dict():
         if option not in offered.options:
             takes = ", ".join(offered.options) or "no options"

@@ -29,6 +29,7 @@ from agac.providers.servertools import Citation, WebSearch, distinct_citations
 __all__ = [
     "PER_QUERY",
     "anthropic_web_search",
+    "gemini_schema_with_search",
     "grounding_citations",
     "openai_web_search_options",
     "url_citations",
@@ -67,6 +68,12 @@ def url_citations(annotations: Any, text: str) -> tuple[Citation, ...]:
         title = pick(cited, "title")
         out.append(Citation(str(url), str(title) if title else None, span or None))
     return distinct_citations(out)
+
+
+def gemini_schema_with_search(model: str) -> bool:
+    """Gemini 3 answers in a JSON schema while it grounds; earlier models refuse it
+    ("controlled generation is not supported with google_search tool")."""
+    return "gemini-3" in model
 
 
 PER_QUERY = ("gemini-3",)

@@ -70,6 +70,7 @@ from agac.providers._gemini_wire import (
     item_error,
     status_error,
 )
+from agac.providers._search_wire import gemini_schema_with_search
 from agac.providers._tool_wire import gemini_tool_content, gemini_tools, is_tool_turn, offered
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
@@ -142,7 +143,9 @@ class GeminiProvider(ProviderBase):
         #: largest as ``file_data`` parts naming their Files API upload.
         attachments=GEMINI_LIMITS,
         server_tools=("web_search",),
-        web_search=WebSearchSpec("Google Search grounding (google_search)"),
+        web_search=WebSearchSpec(
+            "Google Search grounding (google_search)", with_schema=gemini_schema_with_search
+        ),
         vision=True,
         function_tools=True,
         # ``service_tier: flex`` on generateContent (the Gemini 2.5 and 3 models), at half

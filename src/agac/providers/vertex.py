@@ -84,6 +84,7 @@ from agac.providers._common import (
 from agac.providers._errors import classify, connection_error
 from agac.providers._gcs import GcsPlace, GcsStore
 from agac.providers._gemini_wire import batch_status, content_response, item_error
+from agac.providers._search_wire import gemini_schema_with_search
 from agac.providers.base import (
     TRANSPORTS,
     AttachmentLimits,
@@ -231,6 +232,7 @@ class VertexProvider(GeminiProvider):
             model_hint="use a Gemini model on Vertex AI, or anthropic/claude-… directly",
             batch=False,
             batch_note="agac does not offer web search in Vertex AI batch prediction jobs yet",
+            with_schema=gemini_schema_with_search,
         ),
         options=VERTEX_OPTIONS,
     )

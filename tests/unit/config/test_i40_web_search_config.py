@@ -66,21 +66,24 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
   - {name: k, model: vertex/gemini-2.5-flash, prompt: x, tools: [web_search]}
   - {name: l, model: vertex/claude-sonnet-4-5, prompt: x, tools: [web_search]}
   - {name: m, model: vertex/gemini-2.5-flash, prompt: x, tools: [web_search], run_mode: batch}
+  - {name: n, model: gemini/gemini-2.5-flash, prompt: x, tools: [web_search], schema: {type: object}}
+  - {name: o, model: gemini/gemini-3-pro-preview, prompt: x, tools: [web_search], schema: {type: object}}
 """
     )
     by_line = _codes(checked)
-    for name in "abcdelm":
+    for name in "abcdelmn":
         assert "web_search_unsupported" in by_line.get(checked.line_of(f"name: {name},"), set()), (
             name,
             checked.problems,
         )
     assert "invalid_value" in by_line[checked.line_of("name: f,")]
     assert any("Vertex AI batch prediction jobs" in m for m in _messages(checked))
+    assert any("cannot answer in a JSON schema while it searches" in m for m in _messages(checked))
     assert "unknown_key" in by_line[checked.line_of("name: g,")]
     # Bounds of a tool loop with no function tools would do nothing.
     assert "invalid_value" in by_line[checked.line_of("name: h,")]
     # Anthropic's and Gemini's batches search.
-    for name in "ijk":
+    for name in "ijko":
         assert "web_search_unsupported" not in by_line.get(checked.line_of(f"name: {name},"), set())
     messages = {p.message for p in checked.problems if p.code == "web_search_unsupported"}
     assert any("groq" in m for m in messages)
