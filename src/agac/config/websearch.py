@@ -119,6 +119,14 @@ def check_web_search(
             at,
             hint="use a Gemini 3 model, or remove the schema (the answer is then text)",
         )
+    if action.tools and not offered.with_functions:
+        f.error(
+            "web_search_unsupported",
+            f"action {name!r} lists web_search beside function tools, but {offered.what} "
+            "takes no function tools",
+            at,
+            hint="split the action: one that searches, then one that calls the functions",
+        )
     for option in search.to_dict():
         if option not in offered.options:
             takes = ", ".join(offered.options) or "no options"

@@ -63,6 +63,7 @@ class OpenAIProvider(OpenAICompatProvider):
             "or gpt-5-search-api",
             batch=False,
             batch_note="OpenAI's Batch API serves no search model",
+            with_functions=False,
         ),
     )
     base_url_env = "OPENAI_BASE_URL"

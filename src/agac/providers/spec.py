@@ -88,6 +88,9 @@ class WebSearchSpec:
     batch: bool = True
     batch_note: str = ""
     """Why its batches do not search (said when ``batch`` is False)."""
+    with_functions: bool = True
+    """Whether a model that searches may also be offered function tools (OpenAI's search
+    models take none)."""
     with_schema: Callable[[str], bool] | None = None
     """Whether a model answers in the action's JSON schema while it searches (None: every
     model; Gemini before 3 refuses a schema beside Google Search)."""

@@ -188,3 +188,33 @@ def test_i40_web_search_on_gemini_3_bills_each_query(emulator: Any, project: Pat
     assert sum(a["server_tools"].get("web_search", 0) for a in attempts) == 3
     price = PriceTable().get("gemini/gemini-3-pro-preview")
     assert price is not None and dict(price.tools)["web_search"] == pytest.approx(0.014)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_i40_web_search_beside_function_tools_online(
+    emulator: Any, project: Path, provider: str
+) -> None:
+    """A loop that also searches: the search offered on every turn, the function's call
+    run, the final answer's citations kept and its searches billed."""
+    _project(project, provider, tools="[web_search, tools.orders:lookup]")
+    (project / "tools").mkdir()
+    (project / "tools" / "__init__.py").write_text("")
+    (project / "tools" / "orders.py").write_text(
+        'def lookup(order_id: str) -> dict:\n    """Find an order."""\n'
+        '    return {"order": order_id}\n'
+    )
+    (project / "data" / "in.jsonl").write_text(
+        '{"id": "r0", "text": "order [[emulator calls: lookup {\\"order_id\\": \\"A1\\"}]]"}\n'
+    )
+
+    summary = api.run("ground", project).summary
+
+    assert summary["actions"]["claim"]["answered"] == 1
+    (row,) = _rows(project).values()
+    assert (row["turns"], row["tool_calls"]) == (2, 1)
+    assert len(row["citations"]) == 1
+    bodies = [r["body"] for r in emulator.requests() if r["op"] == "chat"]
+    assert len(bodies) == 2
+    searched = [t for b in bodies for t in b["tools"] if "googleSearch" in t or "type" in t]
+    assert len(searched) == 2  # the search offered on both turns
+    assert emulator.stats()["searches"][provider] == 1

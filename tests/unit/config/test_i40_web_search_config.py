@@ -68,10 +68,11 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
   - {name: m, model: vertex/gemini-2.5-flash, prompt: x, tools: [web_search], run_mode: batch}
   - {name: n, model: gemini/gemini-2.5-flash, prompt: x, tools: [web_search], schema: {type: object}}
   - {name: o, model: gemini/gemini-3-pro-preview, prompt: x, tools: [web_search], schema: {type: object}}
+  - {name: p, model: openai/gpt-4o-search-preview, prompt: x, tools: [web_search, tools.orders:lookup]}
 """
     )
     by_line = _codes(checked)
-    for name in "abcdelmn":
+    for name in "abcdelmnp":
         assert "web_search_unsupported" in by_line.get(checked.line_of(f"name: {name},"), set()), (
             name,
             checked.problems,
