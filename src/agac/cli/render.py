@@ -422,6 +422,11 @@ def _cheaper_hours(model: str, c: dict[str, Any]) -> str:
     )
 
 
+def _shared_said(shared: int) -> str:
+    """The plan's identical requests a run sends once (S5), when there are any."""
+    return f", {shared:,} identical requests sent once and shared" if shared else ""
+
+
 def print_plan(doc: dict[str, Any]) -> None:
     click.echo(f"plan for {doc['workflow']}: {doc['records']:,} records, nothing sent")
     table = new_table(
@@ -431,6 +436,7 @@ def print_plan(doc: dict[str, Any]) -> None:
         "units>",
         "requests>",
         "reusable>",
+        "shared>",
         "input tokens>",
         "output tokens>",
         "online>",
@@ -449,6 +455,7 @@ def print_plan(doc: dict[str, Any]) -> None:
             f"{a['units']:,}",
             f"{a['requests']:,}",
             f"{a['reusable']:,}",
+            f"{a['shared']:,}",
             f"{a['input_tokens']:,}",
             f"{a['output_tokens']:,}",
             *(
@@ -489,6 +496,12 @@ def print_plan(doc: dict[str, Any]) -> None:
             else "no action has a static prefix to cache (same cost)"
         )
     )
+    for name, a in doc["actions"].items():
+        if a.get("shared"):
+            click.echo(
+                f"  {name}: {a['shared']:,} of its requests are identical to another one: a "
+                "run sends each once, online or in a batch, and shares its answer (reused)"
+            )
     unknown = [name for name, a in doc["actions"].items() if a.get("items_unknown")]
     if unknown:
         click.echo(
@@ -499,7 +512,7 @@ def print_plan(doc: dict[str, Any]) -> None:
     c = doc["cost_usd"]
     click.echo(
         f"estimate (worst case: every answer at max_tokens): {doc['requests']:,} requests, "
-        f"{doc['reusable']:,} answers reused; online ${c['online']:.4f}, batch "
+        f"{doc['reusable']:,} answers reused{_shared_said(doc['shared'])}; online ${c['online']:.4f}, batch "
         f"${c['batch']:.4f}, flex {_usd_or_dash(c.get('flex'))}, online cached "
         f"${c['online_cached']:.4f}, batch cached ${c['batch_cached']:.4f}, as configured "
         f"${c['as_configured']:.4f}"

@@ -45,7 +45,8 @@ The rules, in order, each final for the unit:
 5. a tool: an effect -> the effects room; a cached result (``cache``, not ``--fresh``)
    -> ``answered`` reused; the deadline passed -> ``skipped deadline``; else it is called;
 6. a batch action with an item of this run's own that decides it (staged or out:
-   pending; read by this run: its failure, or its answer) -> that;
+   pending; read by this run: its failure, or its answer — ``reused`` when its batch
+   sent an identical request once for it, S5) -> that;
 7. the request's failure in the previous run with the same fingerprint (R1 c) ->
    ``failed``, carried; an answer stored under the fingerprint (S5; ``--fresh`` reads
    only its own batches' answers) -> ``answered`` (``call`` when this run's batch paid
@@ -69,7 +70,7 @@ import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from agac.store.batches import staged_by
+from agac.store.batches import SHARED_ITEM, staged_by
 from agac.store.values import OPEN_BATCH_STATES
 
 if TYPE_CHECKING:
@@ -412,6 +413,8 @@ def _from_own(f: UnitFacts, own: BatchItem) -> Decision:
         return _NEED_OWN
     if f.own_answer is None:
         return Pending("unreadable")  # the next walk asks it through the normal path
+    if own.reason == SHARED_ITEM:  # its batch asked an identical request once (S5)
+        return Settle("answered", None, None, "reused", own.fingerprint, 0, f.own_answer)
     return read_answer(own.fingerprint, attempts, f.own_answer)
 
 
@@ -433,7 +436,7 @@ def _answer_is_ours(items: Sequence[BatchItem], fp: str, run_id: str) -> bool:
 def _origin(items: Sequence[BatchItem], fp: str, run_id: str) -> tuple[Origin, int]:
     """('call', attempts) when this run paid for the batch answer, else ('reused', 0)."""
     mine = [i for i in _matching(items, fp) if i.batch_run == run_id]
-    if any(i.status == "succeeded" for i in mine):
+    if any(i.status == "succeeded" and i.reason != SHARED_ITEM for i in mine):
         return "call", len(mine)
     return "reused", 0
 

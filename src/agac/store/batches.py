@@ -8,7 +8,7 @@ intent exists; creating the intent moves them to the batch's key in one transact
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_NOT_CANCELLED",
     "OPEN_BATCH_STATES",
+    "SHARED_ITEM",
     "BatchRepository",
     "staged_by",
     "staged_key",
@@ -37,6 +38,15 @@ BATCH_NOT_CANCELLED: BatchState = "not_cancelled"
 """A batch agac gave up (``--fresh``, ``agac cancel``, no longer needed) whose cancel the
 provider refused or did not answer: it may still run and be billed; nothing is read
 from it."""
+SHARED_ITEM = "shared"
+"""The reason of an item that shares the line of an identical request of its batch (S5,
+:func:`sent_items`): set when the item joins a batch already holding that line (another
+part of its file, or another file's batch still out, :meth:`BatchRepository.
+create_intents`), kept when it is read with that line's answer; its unit settles
+``reused``."""
+_SHARING_STATES: tuple[BatchState, ...] = ("submitting", "unknown", "submitted", "running")
+"""The states of a batch an identical request of another part or file may join: its
+lines are sent, or will be, and nothing of it is read yet."""
 _CHUNK = 1000
 
 
@@ -54,6 +64,17 @@ def staged_prefix(run_id: str, action: str | None = None) -> str:
 def staged_by(batch_key: str, run_id: str) -> bool:
     """Whether ``batch_key`` holds items run ``run_id`` staged (not yet in a batch)."""
     return batch_key.startswith(f"staged:{run_id}:")
+
+
+def sent_items(items: Iterable[BatchItem]) -> Iterator[BatchItem]:
+    """The items a batch sends, in the order given (custom_id order): the first of each
+    fingerprint, never one that joined the batch to share a line (``SHARED_ITEM``). An
+    identical request is asked once (S5); the others share its result."""
+    seen: set[str] = set()
+    for item in items:
+        if item.reason != SHARED_ITEM and item.fingerprint not in seen:
+            seen.add(item.fingerprint)
+            yield item
 
 
 def write_item_results(conn: Connection, mark: str, results: Sequence[ItemResult]) -> None:
@@ -112,32 +133,44 @@ class BatchRepository(StoreCore):
             if len(rows) < _CHUNK:
                 return
 
-    def staged_sizes(self, key: str) -> Iterator[tuple[str, int]]:
-        """(custom_id, length of its request) of the staged items of one group, in
-        custom_id order, streamed: what splitting a file into parts needs, without the
-        requests themselves."""
+    def staged_sizes(self, key: str) -> Iterator[tuple[str, int, str]]:
+        """(custom_id, length of its request, fingerprint) of the staged items of one
+        group, in custom_id order, streamed: what splitting a file into parts needs,
+        without the requests themselves."""
         bi = t.batch_items
         last = ""
         while True:
             with self._read("read staged batch items") as conn:
                 rows = conn.execute(
-                    sa.select(bi.c.custom_id, sa.func.length(bi.c.request))
+                    sa.select(bi.c.custom_id, sa.func.length(bi.c.request), bi.c.fingerprint)
                     .where(bi.c.batch_key == key, bi.c.custom_id > last)
                     .order_by(bi.c.custom_id)
                     .limit(_CHUNK * 10)
                 ).all()
             if not rows:
                 return
-            yield from ((r[0], int(r[1])) for r in rows)
+            yield from ((r[0], int(r[1]), r[2]) for r in rows)
             last = rows[-1][0]
             if len(rows) < _CHUNK * 10:
                 return
 
-    def create_intents(self, staged: str, parts: Sequence[tuple[BatchIntent, list[str]]]) -> None:
+    def create_intents(
+        self,
+        staged: str,
+        parts: Sequence[tuple[BatchIntent, list[str]]],
+        shared: Mapping[str, Sequence[str]] | None = None,
+        held_back: Sequence[str] = (),
+    ) -> None:
         """S1: write each batch (state ``submitting``) and move its staged items to it.
         A part is a run of consecutive custom_ids (in the store's order, as
-        :meth:`staged_sizes` reads them), moved with one statement."""
+        :meth:`staged_sizes` reads them), moved with one statement. ``shared``: batch key
+        -> the staged items whose identical request is a line of that batch (one of these
+        parts, or another file's batch of the run still out): they join it as
+        ``SHARED_ITEM``, in the same transaction, and send nothing (S5). ``held_back``:
+        staged items that stay staged though a part's run of custom_ids spans them (the
+        items sharing a request that makes no batch yet and waits)."""
         bi = t.batch_items
+        keys = [staged, *(intent.key for intent, _ in parts)]
         with self._write("record the batch intent") as conn:
             for intent, custom_ids in parts:
                 conn.execute(
@@ -157,6 +190,42 @@ class BatchRepository(StoreCore):
                     )
                     .values(batch_key=intent.key)
                 )
+            for key, ids in (shared or {}).items():
+                for i in range(0, len(ids), 500):
+                    conn.execute(
+                        bi.update()
+                        .where(bi.c.batch_key.in_(keys), bi.c.custom_id.in_(ids[i : i + 500]))
+                        .values(batch_key=key, reason=SHARED_ITEM)
+                    )
+            for i in range(0, len(held_back), 500):
+                conn.execute(
+                    bi.update()
+                    .where(bi.c.batch_key.in_(keys), bi.c.custom_id.in_(held_back[i : i + 500]))
+                    .values(batch_key=staged)
+                )
+
+    def open_lines(self, run_id: str, action: str, staged: str) -> dict[str, str]:
+        """Fingerprint -> the key of a batch of run ``run_id`` for ``action``, not yet
+        read, that sends a line for it, for the fingerprints of the items staged under
+        ``staged``: an identical request there joins that batch instead (S5)."""
+        bi, b, st = t.batch_items, t.batches, t.batch_items.alias("st")
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(bi.c.fingerprint, sa.func.min(bi.c.batch_key))
+                .select_from(bi.join(b, b.c.key == bi.c.batch_key))
+                .where(
+                    b.c.run_id == run_id,
+                    b.c.action == action,
+                    b.c.state.in_(_SHARING_STATES),
+                    bi.c.status == "pending",
+                    sa.or_(bi.c.reason.is_(None), bi.c.reason != SHARED_ITEM),
+                    bi.c.fingerprint.in_(
+                        sa.select(st.c.fingerprint).where(st.c.batch_key == staged)
+                    ),
+                )
+                .group_by(bi.c.fingerprint)
+            ).all()
+        return {r[0]: r[1] for r in rows}
 
     def drop_staged_items(self, staged: str, custom_ids: Sequence[str]) -> None:
         """Forget staged items that will not be sent (the budget has no room for them)."""
@@ -350,6 +419,7 @@ class BatchRepository(StoreCore):
                 .scalar_subquery()
             ),
         )
+        shared = bi.c.reason == SHARED_ITEM  # read with an identical request's answer: reused
         settled = sa.exists().where(
             o.c.run_id == run_id, o.c.action == bi.c.action, o.c.unit_key == bi.c.unit_key
         )
@@ -362,10 +432,10 @@ class BatchRepository(StoreCore):
                 sa.literal(status),
                 sa.null(),
                 sa.null(),
-                sa.literal(origin),
+                sa.case((shared, sa.literal("reused")), else_=sa.literal(origin)),
                 bi.c.fingerprint,
                 a.c.output,
-                attempts,
+                sa.case((shared, sa.literal(0)), else_=attempts),
                 sa.literal(self.clock.time()),
             )
             .select_from(
@@ -517,24 +587,28 @@ class BatchRepository(StoreCore):
             self._bulk(conn, t.events, events)
 
     def batch_counts(self, run_id: str, workflow: str, *, tenant: str) -> dict[str, dict[str, int]]:
-        """Per action: items this run sent in batches (its batch ``calls``), the highest
-        attempt among them (``last_attempt``: a tool loop's round is read from it) and the
-        tenant's batches of the workflow still out."""
+        """Per action: the lines this run sent in batches (its batch ``calls``: identical
+        requests of a batch are one line, S5), the highest attempt among its items
+        (``last_attempt``: a tool loop's round is read from it) and the tenant's batches of
+        the workflow still out."""
         bi, b = t.batch_items, t.batches
         out: dict[str, dict[str, int]] = {}
+        sent = (b.c.run_id == run_id, b.c.provider_batch_id.is_not(None))
         with self._read() as conn:
             for row in conn.execute(
-                sa.select(
-                    bi.c.action,
-                    sa.func.count().label("n"),
-                    sa.func.max(bi.c.attempt).label("last"),
-                )
+                sa.select(b.c.action, sa.func.sum(b.c.request_count).label("n"))
+                .where(*sent)
+                .group_by(b.c.action)
+            ):
+                out.setdefault(row.action, {"sent": 0, "out": 0})["sent"] = int(row.n or 0)
+            for row in conn.execute(
+                sa.select(bi.c.action, sa.func.max(bi.c.attempt).label("last"))
                 .select_from(bi.join(b, b.c.key == bi.c.batch_key))
-                .where(b.c.run_id == run_id, b.c.provider_batch_id.is_not(None))
+                .where(*sent)
                 .group_by(bi.c.action)
             ):
                 counted = out.setdefault(row.action, {"sent": 0, "out": 0})
-                counted["sent"], counted["last_attempt"] = row.n, int(row.last or 0)
+                counted["last_attempt"] = int(row.last or 0)
             for row in conn.execute(
                 sa.select(b.c.action, sa.func.count().label("n"))
                 .where(

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from agac.engine.limits.budget import request_estimate
 from agac.jsontext import loads
 from agac.providers.base import BilledWork, Usage
+from agac.store.batches import sent_items
 from agac.store.rows import UsageRow
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ def unread_rows(
     b: BatchRecord, items: Sequence[BatchItem], work: BilledWork, prices: PriceTable, now: float
 ) -> list[UsageRow]:
     """The ledger rows of what ``work`` says the provider billed in batch ``b``, at most
-    one per item of ``items`` still ``pending``."""
-    pending = [i for i in items if i.status == "pending"]
+    one per line of ``items`` still ``pending`` (identical requests are one line, S5)."""
+    pending = list(sent_items(i for i in items if i.status == "pending"))
     n = min(work.answered, len(pending))
     if n <= 0:
         return []

@@ -33,6 +33,7 @@ from agac.engine.requests import Fail, accept_response, response_dict
 from agac.errors import FatalError, ProviderError, UnsupportedError
 from agac.jsontext import dumps, loads
 from agac.providers.base import SupportsContinue, fingerprint_of, stored_request
+from agac.store.batches import SHARED_ITEM, sent_items
 from agac.store.rows import AnswerRow, ItemResult, TurnRow
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ async def ingest_batch(
         else set()
     )
     reading = _Reading(ctx, rt, b, answered)
+    sharing = _sharing(list(items.values()), b.request_count)
     group = _GROUP
     if rt.tool_defs:  # the action's tools: a result calling them is a turn of its loop
         handle = replace(handle, tools=frozenset(t.name for t in rt.tool_defs))
@@ -81,6 +83,10 @@ async def ingest_batch(
         if item.status != "pending":
             continue  # read before a crash mid-ingest: never ledgered twice
         await reading.read(item, result)
+        read = reading.results[-1]  # the line's result, which identical requests share
+        for other in sharing.get(item.custom_id, ()):
+            if items.pop(other.custom_id, None) is not None and other.status == "pending":
+                reading.share(other, read)
         if len(reading.results) >= group:
             await reading.flush()
             maybe_crash("mid_ingest")
@@ -99,6 +105,22 @@ async def ingest_batch(
     )
     maybe_crash("after_collected")
     return reading.counts
+
+
+def _sharing(items: list[BatchItem], sent: int) -> dict[str, list[BatchItem]]:
+    """custom_id of each line the batch sent -> the items of identical requests that share
+    its result (S5, ``sent_items``): of its file, or joined from another part or file. A
+    batch that sent a line for every item (fewer items than lines never happens) shares
+    nothing: each line is read, and billed, for itself."""
+    if sent >= len(items):
+        return {}
+    lines = {i.fingerprint: i.custom_id for i in sent_items(items)}
+    out: dict[str, list[BatchItem]] = {}
+    for item in items:
+        line = lines.get(item.fingerprint, item.custom_id)
+        if line != item.custom_id:
+            out.setdefault(line, []).append(item)
+    return out
 
 
 def _settled_units(ctx: BatchContext, action: str) -> set[str]:
@@ -346,6 +368,27 @@ class _Reading:
         self.counts["failed"] += 1
         final = "provider_error" if reason == "provider_error_retryable" else reason
         return ItemResult(self.b.key, item.custom_id, "failed", final, detail)
+
+    def share(self, item: BatchItem, read: ItemResult) -> None:
+        """``item`` was not sent: an identical request was, and ``read`` is what was read
+        for its line. ``item`` takes that result (the answer is stored once, by
+        fingerprint; the ledger bills the line once): succeeded as shared — its unit
+        settles ``reused`` — or the same failure or retry, as units sharing a live call
+        do."""
+        if read.status == "succeeded":
+            self.counts["succeeded"] += 1
+            self.results.append(
+                ItemResult(
+                    self.b.key,
+                    item.custom_id,
+                    "succeeded",
+                    SHARED_ITEM,
+                    f"asked once: the answer of the identical request {read.custom_id}",
+                )
+            )
+            return
+        self.counts["retry" if read.status == "retry" else "failed"] += 1
+        self.results.append(read._replace(custom_id=item.custom_id))
 
     def not_returned(self, item: BatchItem) -> None:
         self.counts["not_returned"] += 1

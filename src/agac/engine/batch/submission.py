@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from agac.engine.batch.split import split_parts
 from agac.engine.crashpoints import maybe_crash
@@ -25,7 +25,7 @@ from agac.errors import AttachmentError, ProviderError, RetryableError, WaitErro
 from agac.jsontext import dumps, loads
 from agac.media import Attachment, base64_size, verify
 from agac.providers.base import Message, StoredRequests
-from agac.store.batches import staged_key, staged_prefix
+from agac.store.batches import sent_items, staged_key, staged_prefix
 from agac.store.rows import BatchIntent
 
 if TYPE_CHECKING:
@@ -44,6 +44,20 @@ _ATTACHMENTS = '"attachments":['
 
 Parts = list[tuple[BatchIntent, list[str]]]
 """Each intent of a file with the custom_ids it takes."""
+
+
+class Planned(NamedTuple):
+    """A file's intents, and the staged items that share a line another batch sends."""
+
+    parts: Parts
+    shared: dict[str, list[str]]
+    """Batch key (one of ``parts``, or another file's still out) -> custom_ids that join it
+    as ``SHARED_ITEM``: an identical request is its line (S5)."""
+    short: list[str]
+    """The items whose line makes no batch the provider takes (with the items sharing
+    those lines): sent live or held (:meth:`Submitter._below_minimum`)."""
+    short_lines: int
+    """How many distinct requests ``short`` holds."""
 
 
 def open_reservations(
@@ -69,7 +83,7 @@ def open_reservations(
             out[b.key] = known[b.key]
             continue
         usd, tokens = 0.0, 0
-        for item in store.iter_batch_items(b.key):
+        for item in sent_items(store.iter_batch_items(b.key)):
             if item.status == "pending":
                 r = budget.for_request_json(action, loads(item.request), "batch")
                 usd += r.usd
@@ -157,15 +171,19 @@ class Submitter:
         staged = staged_key(self.ctx.run_id, rt.name, file)
         if rt.action.attachments and await self._drop_changed(rt, staged, file, report):
             return None  # those units render again first (the next pass stages the rest)
-        parts, short = await self.ctx.call(self._plan_parts, rt, staged, file)
+        planned = await self.ctx.call(self._plan_parts, rt, staged, file)
+        parts, short = planned.parts, planned.short
         if short:
-            await self._below_minimum(rt, staged, file, short, report)
-            if not parts:
+            await self._below_minimum(rt, staged, file, short, planned.short_lines, report)
+            if not parts and not planned.shared:
                 return None
         held: dict[str, Reservation] = {}
+        shared = planned.shared
         if self.ctx.budget is not None:
             parts, held = await self._reserve_parts(rt, staged, parts, report)
-        await self.ctx.call(self.ctx.store.create_intents, staged, parts)
+            shared = await self._drop_unsent_shares(staged, planned, parts)
+        held_back = short if rt.batch_api.below_minimum == "wait" else []
+        await self.ctx.call(self.ctx.store.create_intents, staged, parts, shared, held_back)
         await self.ctx.gateway.durable()  # S1: the intents are stored before anything is sent
         refused = False
         for intent, _ in parts:
@@ -181,20 +199,27 @@ class Submitter:
         return None if short else True  # the short requests go live or wait
 
     async def _below_minimum(
-        self, rt: ActionRuntime, staged: str, file: str, ids: list[str], report: StepReport
+        self,
+        rt: ActionRuntime,
+        staged: str,
+        file: str,
+        ids: list[str],
+        lines: int,
+        report: StepReport,
     ) -> None:
         """Requests that make no batch the provider takes (Bedrock: 100 a job) — a file
         with fewer, a retry's few, or what is left of a larger file when its parts cannot
         spare enough within the provider's limits: with ``below_minimum: live`` their
-        staged items are dropped and their units sent live in this run (a rerun decides
-        again); with ``wait`` they stay staged and the run waits, naming the file."""
+        staged items (``ids``: ``lines`` distinct requests and the items sharing them) are
+        dropped and their units sent live in this run (a rerun decides again); with
+        ``wait`` they stay staged and the run waits, naming the file."""
         api = rt.batch_api
         provider = rt.action.provider or ""
         said = (
-            f"{rt.name}: {file} has {len(ids)} requests left to send, fewer than the "
+            f"{rt.name}: {file} has {lines} requests left to send, fewer than the "
             f"{api.min_requests} a {provider} batch takes"
-            if len(ids) < api.min_requests
-            else f"{rt.name}: {len(ids)} requests of {file} make no {provider} batch of "
+            if lines < api.min_requests
+            else f"{rt.name}: {lines} requests of {file} make no {provider} batch of "
             f"{api.min_requests} to {api.max_requests} requests within its size limit"
         )
         if api.below_minimum == "wait":
@@ -210,7 +235,7 @@ class Submitter:
             "batch_below_minimum",
             rt.name,
             file=file,
-            requests=len(ids),
+            requests=lines,
             minimum=api.min_requests,
         )
         report.progressed = True
@@ -260,16 +285,27 @@ class Submitter:
                 report.progressed = True
         return kept, held
 
+    async def _drop_unsent_shares(
+        self, staged: str, planned: Planned, kept: Parts
+    ) -> dict[str, list[str]]:
+        """The shares of ``planned`` whose batch is still sent; those of a part the budget
+        left out are dropped with it (their units are skipped the same way)."""
+        dropped = {intent.key for intent, _ in planned.parts} - {intent.key for intent, _ in kept}
+        gone = [i for key in dropped for i in planned.shared.get(key, ())]
+        if gone:
+            await self.ctx.call(self.ctx.store.drop_staged_items, staged, gone)
+        return {k: ids for k, ids in planned.shared.items() if k not in dropped}
+
     def _part_reservation(self, rt: ActionRuntime, staged: str, ids: list[str]) -> Reservation:
         budget = self.ctx.budget
         assert budget is not None
         wanted = set(ids)
         usd, tokens = 0.0, 0
-        for item in self.ctx.store.staged_items(staged):
-            if item.custom_id in wanted:
-                r = budget.for_request_json(rt.action, loads(item.request), "batch")
-                usd += r.usd
-                tokens += r.tokens
+        items = (i for i in self.ctx.store.staged_items(staged) if i.custom_id in wanted)
+        for item in sent_items(items):  # identical requests are one line (S5)
+            r = budget.for_request_json(rt.action, loads(item.request), "batch")
+            usd += r.usd
+            tokens += r.tokens
         return Reservation(usd, tokens)
 
     async def _drop_changed(
@@ -294,41 +330,84 @@ class Submitter:
         report.progressed = True
         return True
 
-    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> tuple[Parts, list[str]]:
+    def _plan_parts(self, rt: ActionRuntime, staged: str, file: str) -> Planned:
         """Split a file's staged items only where the provider's limits require it (B1):
         their count, and their bytes — a request's attachments counted as the base64 its
         line will carry (with a provider that takes a batch in memory, at most
         ``attachment_max_bytes`` of it a part) — with no part below the provider's
-        minimum (:func:`split_parts`); also the items that make no such part."""
+        minimum (:func:`split_parts`). Identical requests (one fingerprint) are one line
+        (S5, :func:`sent_items`), counted once: in the part that holds the first of them,
+        or in a batch of another file still out when this process submits every file
+        (not a worker's one file); the others join that batch and send nothing."""
         limits = rt.batch_api
         max_bytes = limits.max_bytes * 9 // 10
         sizes = self.ctx.store.staged_sizes(staged)
         if rt.action.attachments:
             max_bytes = min(max_bytes, limits.attachment_max_bytes * 9 // 10)
             sizes = _line_sizes(self.ctx.store.staged_items(staged), limits.attachment_line_bytes)
-        split = split_parts(
-            sizes, most=limits.max_requests, max_bytes=max_bytes, least=limits.min_requests
+        out = (
+            self.ctx.store.open_lines(self.ctx.run_id, rt.name, staged)
+            if self.ctx.only_file is None
+            else {}
         )
+        fps: dict[str, str] = {}
+        lines: list[tuple[str, int]] = []  # the first item of each request: its line
+        followers: dict[str, list[str]] = {fp: [] for fp in out}
+        for custom_id, length, fp in sizes:
+            fps[custom_id] = fp
+            if fp in followers:
+                followers[fp].append(custom_id)  # an identical request: no line of its own
+                continue
+            followers[fp] = []
+            lines.append((custom_id, length))
+        split = split_parts(
+            lines, most=limits.max_requests, max_bytes=max_bytes, least=limits.min_requests
+        )
+        short = [*split.short, *(f for c in split.short for f in followers[fps[c]])]
+        planned = self._intents(rt, file, split.parts, fps, out, followers)
+        return planned._replace(short=short, short_lines=len(split.short))
+
+    def _intents(
+        self,
+        rt: ActionRuntime,
+        file: str,
+        parts: list[list[str]],
+        fps: Mapping[str, str],
+        out: Mapping[str, str],
+        followers: Mapping[str, list[str]],
+    ) -> Planned:
+        """The intents of a file's parts, each sending its lines; ``shared``: batch key ->
+        the items whose identical request another item's line sends (one of these parts,
+        or ``out``: fingerprint -> a batch of another file still out)."""
+        keys = [f"agac_{secrets.token_hex(12)}" for _ in parts]
+        shared: dict[str, list[str]] = {}
+        for fp, key in out.items():
+            if followers[fp]:
+                shared.setdefault(key, []).extend(followers[fp])
+        for key, ids in zip(keys, parts, strict=True):
+            for custom_id in ids:
+                if followers[fps[custom_id]]:
+                    shared.setdefault(key, []).extend(followers[fps[custom_id]])
         now = self.ctx.control.clock.time()
-        parts = [
+        intents = [
             (
                 BatchIntent(
-                    f"agac_{secrets.token_hex(12)}",
+                    key,
                     self.ctx.workflow,
                     rt.name,
                     file,
                     i,
                     rt.action.provider or "",
                     self.ctx.run_id,
-                    len(ids),
+                    len({fps[c] for c in ids}),
                     now,
                     self.ctx.tenant,
                 ),
                 ids,
             )
-            for i, ids in enumerate(split.parts)
+            for i, (key, ids) in enumerate(zip(keys, parts, strict=True))
         ]
-        return parts, split.short
+        return Planned(intents, shared, [], 0)
 
     async def _submit(self, rt: ActionRuntime, key: str, report: StepReport) -> str:
         """Send one intent; returns submitted | refused | unknown | stopped."""
@@ -388,7 +467,7 @@ class Submitter:
         names it."""
         if self.ctx.caches is not None:
             await self.ctx.caches.ready(rt)
-        items = self.ctx.store.iter_batch_items(key)
+        items = sent_items(self.ctx.store.iter_batch_items(key))  # identical ones once (S5)
         return await rt.batch_api.api.submit_batch(
             StoredRequests(((i.custom_id, i.request) for i in items), rt.cache), key
         )
@@ -539,8 +618,8 @@ def _unsendable(attached: list[tuple[str, list[Attachment]]]) -> dict[str, str]:
 def _line_sizes(
     items: Iterable[BatchItem],
     line_bytes: Callable[[tuple[Attachment, ...], int], int] | None = None,
-) -> Iterator[tuple[str, int]]:
-    """(custom_id, bytes of its batch line) with each attachment as its base64, or as
+) -> Iterator[tuple[str, int, str]]:
+    """(custom_id, bytes of its batch line, fingerprint) with each attachment as its base64, or as
     ``line_bytes`` (the provider's) counts what a request's attachments add to its line."""
     for item in items:
         n = len(item.request)
@@ -551,7 +630,7 @@ def _line_sizes(
                 n += sum(base64_size(a.size) for a in atts)
             else:
                 n += line_bytes(atts, sum(len(m.content.encode()) for m in messages))
-        yield item.custom_id, n
+        yield item.custom_id, n, item.fingerprint
 
 
 def _staged_units(store: Store, staged: str, ids: set[str]) -> set[str]:

@@ -4,7 +4,9 @@ estimate (engine/views/plan.py reads the records it is made over).
 
 Each record walks the actions like a run does, without calling anything: a request
 whose inputs are known (the record, and upstream answers already stored) is rendered
-exactly, fingerprinted and looked up (an answer already stored is *reusable*, free);
+exactly, fingerprinted and looked up (an answer already stored is *reusable*, free; a
+request identical to one counted before for the action is *shared*: a run asks it once,
+online and in a batch alike, S5);
 a request downstream of one that would be sent cannot be rendered yet, so its input
 is estimated from its templates, the record and each unknown upstream answer at its
 ``max_tokens``. A guard that cannot be evaluated yet counts as true. Tokens are
@@ -88,6 +90,7 @@ def estimate_run(
             "units": 0,
             "requests": 0,
             "reusable": 0,
+            "shared": 0,
             "input_tokens": 0,
             "output_tokens": 0,
             "cost_usd": _zero_costs(a),
@@ -101,14 +104,15 @@ def estimate_run(
             actions[a.name]["cache_ttl"] = "1h" if one_hour_writes(runtimes[a.name]) else "5m"
     count = 0
     chunk: list[tuple[str, JSONObject | None]] = []
+    counted: dict[str, set[str]] = {a.name: set() for a in workflow.actions}
     for item in records:
         chunk.append(item)
         count += 1
         if len(chunk) >= _CHUNK:
-            _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh)
+            _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh, counted)
             chunk = []
     if chunk:
-        _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh)
+        _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh, counted)
     _modes(project, workflow, actions, count)
     for a in workflow.actions:
         entry = actions[a.name]
@@ -170,7 +174,10 @@ def _plan_chunk(
     answers: Callable[[list[str]], dict[str, str]],
     prices: PriceTable,
     fresh: bool,
+    counted: dict[str, set[str]],
 ) -> None:
+    """The requests of ``chunk``'s records; ``counted``: the fingerprints of each action's
+    requests counted so far (an identical one is shared, not counted again)."""
     outputs: list[dict[str, Any]] = [{} for _ in chunk]
     regions = _regions(workflow)
     for action in workflow.actions:
@@ -223,13 +230,18 @@ def _plan_chunk(
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
             known[action.name] = _UNKNOWN
         found = answers([fp for _, fp, _ in exact]) if not fresh else {}
+        sent = counted[action.name]
         for i, fp, chars in exact:
             if fp in found:
                 entry["reusable"] += 1
                 outputs[i][action.name] = json.loads(found[fp])
+                continue
+            if fp in sent:
+                entry["shared"] += 1  # asked once in the run (S5): the first one is counted
             else:
+                sent.add(fp)
                 _count(entry, action, prices, chars)
-                outputs[i][action.name] = _UNKNOWN
+            outputs[i][action.name] = _UNKNOWN
 
 
 def _regions(workflow: Workflow) -> Regions | None:
@@ -364,6 +376,7 @@ def _totals(workflow: Workflow, actions: dict[str, dict[str, Any]], count: int) 
         "actions": actions,
         "requests": sum(a["requests"] for a in actions.values()),
         "reusable": sum(a["reusable"] for a in actions.values()),
+        "shared": sum(a["shared"] for a in actions.values()),
         "input_tokens": sum(a["input_tokens"] for a in actions.values()),
         "output_tokens": sum(a["output_tokens"] for a in actions.values()),
         "cost_usd": {
