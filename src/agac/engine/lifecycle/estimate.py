@@ -40,7 +40,7 @@ from agac.engine.requests import build_request
 from agac.errors import ConfigError
 from agac.prompt.render import RenderError
 from agac.providers import registry
-from agac.providers.base import Usage
+from agac.providers.base import Request, Usage
 from agac.providers.pricecalendar import cheaper_hours
 
 if TYPE_CHECKING:
@@ -166,6 +166,17 @@ def _modes(
             entry["mode_why"] = f"{chosen[a.name].why}: {chosen[a.name].detail}"
 
 
+def _request_chars(entry: dict[str, Any], action: Action, request: Request) -> int:
+    """The characters a rendered request sends, its attachments counted as the input
+    tokens they cost (tallied in ``entry``, marked estimated)."""
+    chars = sum(len(m.content) for m in request.messages)
+    if action.attachments:
+        extra = attachment_tokens(request.provider, request.messages)
+        entry["attachment_tokens"] = entry.get("attachment_tokens", 0) + extra
+        chars += 4 * extra
+    return chars
+
+
 def _plan_chunk(
     chunk: list[tuple[str, JSONObject | None]],
     workflow: Workflow,
@@ -220,12 +231,7 @@ def _plan_chunk(
                     known[action.name] = None
                     continue
                 _, fp = rt.identify(request)
-                chars = sum(len(m.content) for m in request.messages)
-                if action.attachments:
-                    extra = attachment_tokens(request.provider, request.messages)
-                    entry["attachment_tokens"] = entry.get("attachment_tokens", 0) + extra
-                    chars += 4 * extra  # counted as input tokens, marked estimated below
-                exact.append((i, fp, chars))
+                exact.append((i, fp, _request_chars(entry, action, request)))
                 continue
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))
             known[action.name] = _UNKNOWN
