@@ -67,14 +67,10 @@ def staged_by(batch_key: str, run_id: str) -> bool:
 
 
 def sent_items(items: Iterable[BatchItem]) -> Iterator[BatchItem]:
-    """The items a batch sends, in the order given (custom_id order): the first of each
-    fingerprint, never one that joined the batch to share a line (``SHARED_ITEM``). An
-    identical request is asked once (S5); the others share its result."""
-    seen: set[str] = set()
-    for item in items:
-        if item.reason != SHARED_ITEM and item.fingerprint not in seen:
-            seen.add(item.fingerprint)
-            yield item
+    """The items a batch sends, in the order given (custom_id order): every one but those
+    that share another item's line (``SHARED_ITEM``, set when the batch's intent was
+    recorded). An identical request is asked once (S5); the others share its result."""
+    return (item for item in items if item.reason != SHARED_ITEM)
 
 
 def write_item_results(conn: Connection, mark: str, results: Sequence[ItemResult]) -> None:

@@ -82,11 +82,12 @@ async def ingest_batch(
             continue  # not ours (a candidate adopted by matching is verified by its ids)
         if item.status != "pending":
             continue  # read before a crash mid-ingest: never ledgered twice
+        before = len(reading.results)
         await reading.read(item, result)
-        read = reading.results[-1]  # the line's result, which identical requests share
-        for other in sharing.get(item.custom_id, ()):
-            if items.pop(other.custom_id, None) is not None and other.status == "pending":
-                reading.share(other, read)
+        if len(reading.results) > before:  # the line's result, which identical requests share
+            for other in sharing.get(item.custom_id, ()):
+                if items.pop(other.custom_id, None) is not None and other.status == "pending":
+                    reading.share(other, reading.results[before])
         if len(reading.results) >= group:
             await reading.flush()
             maybe_crash("mid_ingest")
@@ -109,17 +110,16 @@ async def ingest_batch(
 
 def _sharing(items: list[BatchItem], sent: int) -> dict[str, list[BatchItem]]:
     """custom_id of each line the batch sent -> the items of identical requests that share
-    its result (S5, ``sent_items``): of its file, or joined from another part or file. A
-    batch that sent a line for every item (fewer items than lines never happens) shares
+    its result (S5, marked ``SHARED_ITEM`` when the intent was recorded): of its file, or
+    joined from another part or file. A batch that sent a line for every item shares
     nothing: each line is read, and billed, for itself."""
     if sent >= len(items):
         return {}
     lines = {i.fingerprint: i.custom_id for i in sent_items(items)}
     out: dict[str, list[BatchItem]] = {}
     for item in items:
-        line = lines.get(item.fingerprint, item.custom_id)
-        if line != item.custom_id:
-            out.setdefault(line, []).append(item)
+        if item.reason == SHARED_ITEM and item.fingerprint in lines:
+            out.setdefault(lines[item.fingerprint], []).append(item)
     return out
 
 

@@ -338,22 +338,25 @@ class Submitter:
         minimum (:func:`split_parts`). Identical requests (one fingerprint) are one line
         (S5, :func:`sent_items`), counted once: in the part that holds the first of them,
         or in a batch of another file still out when this process submits every file
-        (not a worker's one file); the others join that batch and send nothing."""
+        (not a worker's one file); the others join that batch and send nothing. An action
+        with tools shares none: each record's loop has turns of its own."""
         limits = rt.batch_api
         max_bytes = limits.max_bytes * 9 // 10
         sizes = self.ctx.store.staged_sizes(staged)
         if rt.action.attachments:
             max_bytes = min(max_bytes, limits.attachment_max_bytes * 9 // 10)
             sizes = _line_sizes(self.ctx.store.staged_items(staged), limits.attachment_line_bytes)
+        shares = not rt.tool_defs  # a loop's turns are its own: a tool action shares none
         out = (
             self.ctx.store.open_lines(self.ctx.run_id, rt.name, staged)
-            if self.ctx.only_file is None
+            if shares and self.ctx.only_file is None
             else {}
         )
         fps: dict[str, str] = {}
         lines: list[tuple[str, int]] = []  # the first item of each request: its line
         followers: dict[str, list[str]] = {fp: [] for fp in out}
-        for custom_id, length, fp in sizes:
+        for custom_id, length, request_fp in sizes:
+            fp = request_fp if shares else custom_id
             fps[custom_id] = fp
             if fp in followers:
                 followers[fp].append(custom_id)  # an identical request: no line of its own

@@ -242,7 +242,7 @@ def _plan_chunk(
                 entry["reusable"] += 1
                 outputs[i][action.name] = json.loads(found[fp])
                 continue
-            if fp in sent:
+            if fp in sent and not (action.tools and action.run_mode == "batch"):
                 entry["shared"] += 1  # asked once in the run (S5): the first one is counted
             else:
                 sent.add(fp)
