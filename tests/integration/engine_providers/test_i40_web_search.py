@@ -16,6 +16,7 @@ import pytest
 from e2e_support import chat_requests, project_yml
 
 from agac import api
+from agac.providers.base import Usage
 from agac.providers.pricing import PriceTable
 from agac.testing import write_project
 
@@ -218,3 +219,19 @@ def test_i40_web_search_beside_function_tools_online(
     searched = [t for b in bodies for t in b["tools"] if "googleSearch" in t or "type" in t]
     assert len(searched) == 2  # the search offered on both turns
     assert emulator.stats()["searches"][provider] == 1
+
+
+def test_i40_web_search_plan_counts_the_searches(emulator: Any, project: Path) -> None:
+    """``agac plan`` prices each request's ``max_uses`` searches beside its tokens (as a
+    budget reserves them: tests/unit/engine/test_budget_guard.py)."""
+    _project(project, "anthropic", tools="[{web_search: {max_uses: 3}}]")
+    plain = api.plan("ground", project)
+    fee = dict(PriceTable().get("anthropic/claude-sonnet-4-5").tools)["web_search"]  # type: ignore[union-attr]
+    tokens = PriceTable().cost(
+        "anthropic/claude-sonnet-4-5",
+        Usage(
+            plain["actions"]["claim"]["input_tokens"], plain["actions"]["claim"]["output_tokens"]
+        ),
+    )
+    # Two requests, three searches each at most.
+    assert plain["cost_usd"]["online"] == pytest.approx(tokens + 2 * 3 * fee)

@@ -29,12 +29,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agac.config.project import store_url
 from agac.engine.actions import build_runtime
 from agac.engine.lifecycle.modes import resolve_auto
-from agac.engine.limits.budget import attachment_tokens, request_estimate, within_cap
+from agac.engine.limits.budget import (
+    attachment_tokens,
+    request_estimate,
+    reserved_searches,
+    within_cap,
+)
 from agac.engine.limits.caching import cached_usage, one_hour_writes, static_prefix_tokens
 from agac.engine.requests import build_request
 from agac.errors import ConfigError
@@ -341,9 +347,19 @@ def _count(entry: dict[str, Any], action: Action, prices: PriceTable, chars: int
     entry["requests"] += 1
     entry["input_tokens"] += i
     entry["output_tokens"] += o
-    usage = Usage(i, o)
-    cached = cached_usage(
-        i, o, entry.get("cache_prefix_tokens", 0), first, one_hour=entry.get("cache_ttl") == "1h"
+    search = action.web_search.to_dict() if action.web_search is not None else None
+    searches = reserved_searches(search)  # each at its fee, as a budget reserves them
+    tools = (("web_search", searches),) if searches else ()
+    usage = Usage(i, o, server_tools=tools)
+    cached = replace(
+        cached_usage(
+            i,
+            o,
+            entry.get("cache_prefix_tokens", 0),
+            first,
+            one_hour=entry.get("cache_ttl") == "1h",
+        ),
+        server_tools=tools,
     )
     model, cost = action.model or "", entry["cost_usd"]
     cost["online"] += prices.cost(model, usage, "live")

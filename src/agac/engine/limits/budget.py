@@ -70,7 +70,7 @@ def _chars(messages: Any) -> int:
     return sum(len(m.content) if hasattr(m, "content") else len(m["content"]) for m in messages)
 
 
-def _searches(search: dict[str, Any] | None) -> int:
+def reserved_searches(search: dict[str, Any] | None) -> int:
     """The web searches one request offering ``search`` is reserved for: its ``max_uses``,
     or one (a provider may search more often: ``max_uses`` bounds it)."""
     if search is None:
@@ -129,13 +129,17 @@ class BudgetGuard:
         if action.attachments:
             i += attachment_tokens(request.provider, request.messages)
         search = request.web_search.to_dict() if request.web_search is not None else None
-        return self.worst_case(action.model or "", i, o, request.ledger_tier, _searches(search))
+        return self.worst_case(
+            action.model or "", i, o, request.ledger_tier, reserved_searches(search)
+        )
 
     def for_request_json(self, action: Action, request: dict[str, Any], tier: str) -> Reservation:
         i, o = request_estimate(_chars(request["messages"]), int(request["max_tokens"]))
         if action.attachments:
             i += attachment_tokens(str(request.get("provider", "")), request["messages"])
-        return self.worst_case(action.model or "", i, o, tier, _searches(request.get("web_search")))
+        return self.worst_case(
+            action.model or "", i, o, tier, reserved_searches(request.get("web_search"))
+        )
 
     # -- reserve and settle ---------------------------------------------------------------------
 
