@@ -30,14 +30,20 @@ LOCATION_KEYS = ("city", "region", "country", "timezone")
 
 
 def is_web_search(item: Any) -> bool:
-    """A ``tools:`` entry naming the web search (as a string or the one key of a mapping)."""
-    if item == ENTRY:
-        return True
-    return isinstance(item, dict) and set(item) == {ENTRY}
+    """A ``tools:`` entry naming the web search (as a string or a key of a mapping)."""
+    return item == ENTRY or (isinstance(item, dict) and ENTRY in item)
 
 
 def read_web_search(f: Findings, item: Any, path: Path) -> WebSearch | None:
     """One ``web_search`` entry, each bad option reported at its line."""
+    if isinstance(item, dict) and set(item) != {ENTRY}:
+        f.error(
+            "invalid_value",
+            f"web_search takes its options under it, not beside it: {sorted(item)}",
+            path,
+            hint="- web_search: {max_uses: 3}",
+        )
+        return None
     if item == ENTRY or item[ENTRY] is None:
         return WebSearch()
     at = path + (ENTRY,)

@@ -69,6 +69,7 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
   - {name: n, model: gemini/gemini-2.5-flash, prompt: x, tools: [web_search], schema: {type: object}}
   - {name: o, model: gemini/gemini-3-pro-preview, prompt: x, tools: [web_search], schema: {type: object}}
   - {name: p, model: openai/gpt-4o-search-preview, prompt: x, tools: [web_search, tools.orders:lookup]}
+  - {name: q, model: anthropic/claude-sonnet-4-5, prompt: x, tools: [{web_search: null, max_uses: 2}]}
 """
     )
     by_line = _codes(checked)
@@ -81,6 +82,8 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
     assert any("Vertex AI batch prediction jobs" in m for m in _messages(checked))
     assert any("cannot answer in a JSON schema while it searches" in m for m in _messages(checked))
     assert "unknown_key" in by_line[checked.line_of("name: g,")]
+    # Options beside the entry instead of under it.
+    assert "invalid_value" in by_line[checked.line_of("name: q,")]
     # Bounds of a tool loop with no function tools would do nothing.
     assert "invalid_value" in by_line[checked.line_of("name: h,")]
     # Anthropic's and Gemini's batches search.
