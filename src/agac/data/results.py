@@ -11,7 +11,9 @@ Columns, in order:
   action's schema; an action without a schema of its fields is one column ``<action>``
   holding JSON text; an llm answer without a schema is ``<action>.text`` — then
   ``<action>#status`` (answered, failed, skipped, or pending while the run has not
-  settled the unit) and ``<action>#reason`` (the reason code of a failure or skip).
+  settled the unit) and ``<action>#reason`` (the reason code of a failure or skip); an
+  action with web search then has ``<action>#citations`` (the sources its answer cites,
+  a JSON list of ``{url, title, cited_text}``).
 - An action that runs once per fan-out item gives the same columns as lists, one element
   per item in item order (``r/0``, ``r/1``, … ``r/10``; nested items depth-first). When the
   record could not fan out (an invalid record, a failed upstream, a list that is missing),
@@ -45,7 +47,7 @@ __all__ = ["ActionOutput", "Column", "ResultTable", "Unit", "item_path"]
 NOT_SETTLED = "pending"
 """The status column of a unit the run has not settled yet (no outcome row)."""
 
-Role = Literal["key", "source", "field", "status", "reason"]
+Role = Literal["key", "source", "field", "status", "reason", "citations"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class ActionOutput:
     name: str
     schema: Mapping[str, Any] | None
     per_item: bool = False
+    citations: bool = False
+    """The action offers web search: its answers' citations are a column."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class Unit:
     status: str
     reason: str | None
     output: Any
+    citations: Any = None
+    """The sources the answer cites (web search), None when it cites none."""
 
 
 def item_path(key: str) -> tuple[int, ...]:
@@ -144,6 +150,9 @@ def _action_columns(action: ActionOutput) -> list[Column]:
         status = ListOf(STRING)
     columns.append(Column(f"{action.name}#status", status, "status", action.name))
     columns.append(Column(f"{action.name}#reason", status, "reason", action.name))
+    if action.citations:
+        cited = ListOf(JSON) if action.per_item else JSON
+        columns.append(Column(f"{action.name}#citations", cited, "citations", action.name))
     return columns
 
 
@@ -159,6 +168,9 @@ def _record_cells(
             out.append(NOT_SETTLED if unit is None else unit.status)
         elif column.role == "reason":
             out.append(None if unit is None else unit.reason)
+        elif column.role == "citations":
+            value = None if unit is None else unit.citations
+            out.append(_cell(value, column.type, json_text, key, column))
         else:
             value = _dig(unit.output, column.path) if unit is not None else None
             out.append(_cell(value, column.type, json_text, key, column))
@@ -181,6 +193,8 @@ def _item_cells(
             out.append([u.status for u in items])
         elif column.role == "reason":
             out.append([u.reason for u in items])
+        elif column.role == "citations":
+            out.append([_cell(u.citations, JSON, json_text, u.key, column) for u in items])
         elif whole:
             out.append(None)
         else:

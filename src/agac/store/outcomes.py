@@ -5,7 +5,7 @@ fenced transaction per group commit (S1, S3)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 
@@ -48,7 +48,7 @@ class OutcomeRepository(StoreCore):
     ) -> tuple[list[Row], list[Row]]:
         """What a run's results table needs of records ``lo <= seq < hi``: (their seq, key
         and, with ``payloads``, payload; the outcomes' seq, action, unit key, status,
-        reason and output), each in seq order; one read."""
+        reason, output and fingerprint), each in seq order; one read."""
         r, o = t.records, t.outcomes
         columns = [r.c.seq, r.c.key, r.c.payload, r.c.reason] if payloads else [r.c.seq, r.c.key]
         with self._read() as conn:
@@ -59,7 +59,13 @@ class OutcomeRepository(StoreCore):
             ).all()
             outcomes = conn.execute(
                 sa.select(
-                    o.c.seq, o.c.action, o.c.unit_key, o.c.status, o.c.reason, o.c.output
+                    o.c.seq,
+                    o.c.action,
+                    o.c.unit_key,
+                    o.c.status,
+                    o.c.reason,
+                    o.c.output,
+                    o.c.fingerprint,
                 ).where(o.c.run_id == run_id, o.c.seq >= lo, o.c.seq < hi)
             ).all()
         return list(records), list(outcomes)
@@ -293,8 +299,15 @@ class OutcomeRepository(StoreCore):
                 ).all()
             )
 
-    def get_answers(self, fingerprints: Sequence[str], *, tenant: str) -> dict[str, str]:
-        """fingerprint -> stored output JSON text, for those the tenant has (S5 within a
+    def get_answers(
+        self,
+        fingerprints: Sequence[str],
+        *,
+        tenant: str,
+        part: Literal["output", "response"] = "output",
+    ) -> dict[str, str]:
+        """fingerprint -> stored output JSON text (or, with ``part="response"``, the
+        response's: its text, usage, citations), for those the tenant has (S5 within a
         tenant, T2: a tenant never learns from another's answers)."""
         found: dict[str, str] = {}
         if not fingerprints:
@@ -302,15 +315,15 @@ class OutcomeRepository(StoreCore):
         mark = self.hooks.param
         with self._read("read answers") as conn:
             for i in range(0, len(fingerprints), 512):
-                part = list(fingerprints[i : i + 512])
+                some = list(fingerprints[i : i + 512])
                 # Pad to a power of two with repeats: a few statement texts, each
                 # prepared once by the driver, instead of one per list length.
-                size = 1 << (len(part) - 1).bit_length()
-                part += part[-1:] * (size - len(part))
+                size = 1 << (len(some) - 1).bit_length()
+                some += some[-1:] * (size - len(some))
                 rows = conn.exec_driver_sql(
-                    f"SELECT fingerprint, output FROM answers WHERE tenant = {mark} AND "
+                    f"SELECT fingerprint, {part} FROM answers WHERE tenant = {mark} AND "
                     f"fingerprint IN ({', '.join([mark] * size)})",
-                    (tenant, *part),
+                    (tenant, *some),
                 ).all()
                 found.update({fp: out for fp, out in rows})
         return found

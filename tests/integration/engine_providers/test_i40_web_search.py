@@ -235,3 +235,22 @@ def test_i40_web_search_plan_counts_the_searches(emulator: Any, project: Path) -
     )
     # Two requests, three searches each at most.
     assert plain["cost_usd"]["online"] == pytest.approx(tokens + 2 * 3 * fee)
+
+
+def test_i40_web_search_citations_in_the_wide_results(emulator: Any, project: Path) -> None:
+    """``agac.results`` (the wide table, parquet's too) has ``<action>#citations``."""
+    _project(project, "gemini")
+    assert api.run("ground", project).summary["state"] == "succeeded"
+
+    results = api.results("ground", project=project)
+    rows = {r["key"]: r for r in results}
+    cited = json.loads(rows["r0"]["claim#citations"])
+    assert [c["url"] for c in cited] == [c["url"] for c in _rows(project)["r0"]["citations"]]
+    assert len(cited) == 2
+    table = results.to_arrow()
+    assert "claim#citations" in table.column_names
+    out = project / "wide.parquet"
+    api.export_table("ground", out, project=project)
+    import pyarrow.parquet as pq
+
+    assert "claim#citations" in pq.read_table(out).column_names

@@ -44,7 +44,7 @@ def action_outputs(graph: RunGraph) -> list[ActionOutput]:
         elif a.kind == "join":
             schema = JOIN_OUTPUT_SCHEMA
         per_item = regions is not None and regions.per_item(a.name)
-        out.append(ActionOutput(a.name, schema, per_item))
+        out.append(ActionOutput(a.name, schema, per_item, a.web_search is not None))
     return out
 
 
@@ -94,7 +94,7 @@ def result_row_groups(
         records, outcomes = store.results_between(
             run.id, run.snapshot_id, lo, min(lo + _READ, total), payloads=source
         )
-        units = _units_by_seq(outcomes, wanted)
+        units = _units_by_seq(outcomes, wanted, _citations(store, run, table, outcomes))
         for record in records:
             payload = (
                 loads(record.payload)
@@ -114,12 +114,28 @@ def result_row_groups(
 _NONE: dict[str, list[Unit]] = {}
 
 
-def _units_by_seq(rows: Sequence[Any], wanted: set[str]) -> dict[int, dict[str, list[Unit]]]:
+def _citations(
+    store: Store, run: RunRecord, table: ResultTable, rows: Sequence[Any]
+) -> dict[str, Any]:
+    """fingerprint -> the citations of its stored answer, for the answered units of the
+    table's actions with web search (one read per range of records)."""
+    cited = {a.name for a in table.actions if a.citations}
+    if not cited:
+        return {}
+    fps = sorted({r.fingerprint for r in rows if r.action in cited and r.fingerprint})
+    responses = store.get_answers(fps, tenant=run.tenant, part="response")
+    return {fp: loads(text).get("citations") or [] for fp, text in responses.items()}
+
+
+def _units_by_seq(
+    rows: Sequence[Any], wanted: set[str], citations: dict[str, Any]
+) -> dict[int, dict[str, list[Unit]]]:
     out: dict[int, dict[str, list[Unit]]] = {}
-    for seq, action, key, status, reason, output in rows:
+    for seq, action, key, status, reason, output, fingerprint in rows:
         if action not in wanted:
             continue
-        unit = Unit(key, status, reason, None if output is None else loads(output))
+        cited = citations.get(fingerprint) if status == "answered" and fingerprint else None
+        unit = Unit(key, status, reason, None if output is None else loads(output), cited)
         by_action = out.get(seq)
         if by_action is None:
             by_action = out[seq] = {}
