@@ -143,12 +143,22 @@ class ActionRuntime:
         ready."""
         return self.held.hint
 
-    def identify(self, request: Request) -> tuple[str, str]:
+    @property
+    def own_loops(self) -> bool:
+        """Whether each record's loop is its own: a function tool with side effects
+        (``effect:``) acts for the record, so two records sending identical requests share
+        no answer — neither live nor in a batch, nor by fingerprint across runs."""
+        return any(t.spec.effect is not None for t in self.tools)
+
+    def identify(self, request: Request, record: str | None = None) -> tuple[str, str]:
         """``request``'s canonical JSON as this action forms it, and its fingerprint: the
         one key of a request, the same in the walk, the approval gate, ``agac plan`` and
-        ``agac render``."""
+        ``agac render``. With :attr:`own_loops`, the fingerprint of ``record``'s request
+        is its own (the record's key hashed in after the request)."""
         canonical = self.canonical
         text = canonical.of(request) if canonical is not None else request.canonical()
+        if record is not None and self.own_loops:
+            return text, fingerprint_of(f"{text}\n{record}")
         return text, fingerprint_of(text)
 
     @property

@@ -155,3 +155,34 @@ def test_i40_b14_hybrid_finishes_a_batch_loop_online(
     assert ops(emulator.stats(), "openai").get("chat", 0) == 2  # turns 2 and 3, live
     row = rows(project)["r0"]
     assert (row["turns"], row["tool_calls"]) == (3, 2)
+
+
+@pytest.mark.parametrize("effect", [False, True], ids=["tool", "effect_tool"])
+def test_i40_b14_identical_requests_in_batch_rounds_each_run_their_own_loop(
+    emulator: RunningEmulator, project: Path, effect: bool
+) -> None:
+    """Two records whose first requests are identical: each runs its own loop in the
+    batch rounds (a loop's turns are its own), so each record's lookup runs — with
+    ``effect:``, once per record under its own idempotency key."""
+    _project(project, "openai", {"r0": "where is A1? " + ONE, "r1": "where is A1? " + ONE})
+    if effect:
+        path = project / "workflows" / "wf.yml"
+        text = path.read_text(encoding="utf-8")
+        effect_tool = "tools: [{function: tools.orders:lookup, effect: true}]"
+        path.write_text(text.replace("tools: [tools.orders:lookup]", effect_tool), "utf-8")
+
+    last = _rounds(emulator, project)[-1]
+
+    assert last.summary["state"] == "succeeded", last.summary
+    assert counts(last)["answered"] == 2
+    assert _calls_log(project) == ["A1", "A1"]  # each record's call ran, once each
+    # Two turns each, every one asked once for its record (the identical pair twice).
+    assert emulator.stats()["answered"] == 4 and emulator.stats()["duplicate_answers"] == 2
+    done = rows(project)
+    assert {k: (r["turns"], r["tool_calls"]) for k, r in done.items()} == {
+        "r0": (2, 1),
+        "r1": (2, 1),
+    }
+    if effect:
+        effects = api.effects_list("bw", project)
+        assert sorted(e["record"] for e in effects) == ["r0", "r1"]

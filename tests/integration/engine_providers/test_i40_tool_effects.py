@@ -140,3 +140,30 @@ def test_i40_effect_tool_that_times_out_is_unknown_and_waits_on_a_person(
     assert '{"effect": "done"}' in row["output"]["text"]
     # the stored turn is not asked again: only the answer after the call
     assert emulator.stats()["requests"]["openai"]["chat"] == asked + 1
+
+
+def test_i40_effect_tools_of_identical_requests_run_for_each_record(
+    emulator: Any, project: Path
+) -> None:
+    """Two records whose requests are identical share no answer when the action has an
+    effect tool: each record's loop runs, its refund once under its own key, and a later
+    run reuses each record's own answer."""
+    once = 'refund [[emulator calls: refund {"order_id": "A1"}]]'
+    _project(project, [{"id": "r0", "text": once}, {"id": "r1", "text": once}])
+
+    summary = api.run("shop", project).summary
+
+    assert summary["actions"]["reply"]["answered"] == 2, summary
+    calls = _calls(project)
+    assert sorted(c["order"] for c in calls) == ["A1", "A1"]
+    assert len({c["key"] for c in calls}) == 2  # one idempotency key per record
+    effects = api.effects_list("shop", project)
+    assert sorted(e["record"] for e in effects) == ["r0", "r1"]
+    assert {e["state"] for e in effects} == {"succeeded"}
+    rows = {r["key"]: r for r in api.export_rows("shop", "reply", project)}
+    assert {k: r["status"] for k, r in rows.items()} == {"r0": "answered", "r1": "answered"}
+
+    again = api.run("shop", project, new=True).summary
+
+    assert again["actions"]["reply"]["answered"] == 2
+    assert len(_calls(project)) == 2  # each record's own answer reused: nothing runs again

@@ -282,7 +282,7 @@ class ApprovalGate:
         rules decide (E1/E2). Mirrors the keys of engine/walk/units.py."""
         action = rt.action
         if action.kind == "llm":
-            _, fp = rt.identify(request)
+            _, fp = rt.identify(request, rec.key)
             if carried_failure(ctx.memory.carried.get((rt.name, rec.key)), fp) is not None:
                 return True
             if (

@@ -202,7 +202,7 @@ def _plan_chunk(
         entry = actions[action.name]
         exact: list[tuple[int, str, int]] = []
         scope = regions.scope.get(action.name, ()) if regions is not None else ()
-        for i, (_, payload) in enumerate(chunk):
+        for i, (key, payload) in enumerate(chunk):
             known = outputs[i]
             if scope:
                 _plan_items(entry, action, workflow, scope, payload, known, prices)
@@ -236,7 +236,7 @@ def _plan_chunk(
                 except Exception:  # noqa: BLE001 - the run reports it (render_error)
                     known[action.name] = None
                     continue
-                _, fp = rt.identify(request)
+                _, fp = rt.identify(request, key)
                 exact.append((i, fp, _request_chars(entry, action, request)))
                 continue
             _count(entry, action, prices, _rough_chars(action, payload, unknown, workflow))

@@ -96,7 +96,7 @@ def render_requests(
                 entry["reason"] = exc.reason
                 out.append(entry)
                 continue
-        entry.update(_what_it_sends(project, workflow.name, action, view))
+        entry.update(_what_it_sends(project, workflow.name, action, view, key))
         out.append(entry)
     return out
 
@@ -106,8 +106,10 @@ def _what_it_sends(
     workflow: str,
     action: Action,
     view: dict[str, Any],
+    record: str | None = None,
 ) -> dict[str, Any]:
-    """An llm unit's request and fingerprint, or a tool unit's inputs and function."""
+    """An llm unit's request and fingerprint (``record``'s own when its loop is:
+    :attr:`ActionRuntime.own_loops`), or a tool unit's inputs and function."""
     if action.kind == "llm":
         try:
             rt = build_runtime(action, None, project.root, workflow=workflow)
@@ -117,7 +119,11 @@ def _what_it_sends(
         cache = cache_report(
             action, rt.prefix, rt.cache_head, rt.cache_texts[0], req.chat[0].content, req.cache
         )
-        return {"request": req.to_dict(), "fingerprint": rt.identify(req)[1], "cache": cache}
+        return {
+            "request": req.to_dict(),
+            "fingerprint": rt.identify(req, record)[1],
+            "cache": cache,
+        }
     return {"inputs": view, "function": action.function}
 
 

@@ -529,7 +529,7 @@ async def _keep(
     twice and the judges' stored verdicts are read, not asked again. A repair's answer is
     kept under the repair's request; the answer as kept is returned."""
     if checks.asking is not None:
-        text, key = rt.identify(checks.asking)
+        text, key = rt.identify(checks.asking, rec.key)
         got = got._replace(request=checks.asking, request_json=text, key=key)
     answers, usage = _answer_rows(ctx, rt, rec, got, attempt, started, fp)
     await ctx.out.keep_answer(rt, answers, usage)

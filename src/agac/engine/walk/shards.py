@@ -229,7 +229,7 @@ class RecordWalk:
                     request = build_request(rt, rt.view.build(payload, {}))
                 except Exception:  # noqa: BLE001, S112 - the unit renders again and reports it
                     continue
-                pending.append((rt.name, rec.key, request, *rt.identify(request)))
+                pending.append((rt.name, rec.key, request, *rt.identify(request, rec.key)))
                 if len(pending) % 16 == 0:
                     # Rendering a shard takes a while: let answers that came back meanwhile
                     # be committed and their slots passed on instead of waiting for it.

@@ -216,7 +216,7 @@ class _Unit:
             return
         request = self.given if self.given is not None else build_request(rt, self._view())
         self.request = request
-        self.request_json, f.fingerprint = rt.identify(request)
+        self.request_json, f.fingerprint = rt.identify(request, self.rec.key)
 
     # -- acting on the decision ----------------------------------------------------------------
 
