@@ -97,6 +97,11 @@ class RawAction:
     own: dict[str, Any]
     values: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, Path] = field(default_factory=dict)
+    own_origins: dict[str, Path] = field(default_factory=dict)
+    """Where an own key was written when not on the action itself (a variant's keys)."""
+    variant: str | None = None
+    """The variant this action runs (config/variants.py), with ``variant_of`` its action."""
+    variant_of: str | None = None
 
     def origin(self, key: str) -> Path:
         """Where ``key`` was written; the action itself for a value set by the run."""
@@ -131,7 +136,7 @@ def merge_action(
     if llm and run_mode is not None and "run_mode" not in raw.own:
         raw.values["run_mode"], raw.origins["run_mode"] = run_mode, CLI
     for key, value in raw.own.items():
-        raw.values[key], raw.origins[key] = value, raw.path + (key,)
+        raw.values[key], raw.origins[key] = value, raw.own_origins.get(key, raw.path + (key,))
     if llm and resolved_run_mode(raw.values.get("run_mode")) in ("batch", "auto"):
         for key in BATCH_TUNING_KEYS - raw.own.keys():
             if key in tuning:
@@ -203,6 +208,8 @@ def action_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
         else:
             out["effect"] = read_effect(f, v["effect"], at("effect"))
     out.update(_fan_out_fields(f, raw))
+    if raw.variant is not None:
+        out.update(variant=raw.variant, variant_of=raw.variant_of)
     if "approval" in v:
         out["approval"] = _approval(f, v["approval"], at("approval"))
     return out

@@ -105,6 +105,8 @@ ACTION_KEYS = frozenset(
         "tools",
         "max_turns",
         "max_tool_calls",
+        "variants",
+        "primary",
     }
 )
 FUTURE_ACTION_KEYS: frozenset[str] = frozenset()
@@ -120,6 +122,8 @@ NOT_IN_DEFAULTS = frozenset(
         "effect",
         "approval",
         "tools",
+        "variants",
+        "primary",
     }
 )
 REUSE_SCOPES = ("by_record", "by_inputs")
@@ -171,6 +175,8 @@ LLM_ONLY_KEYS = frozenset(
         "tools",
         "max_turns",
         "max_tool_calls",
+        "variants",
+        "primary",
     }
 )
 """Keys that ``defaults:`` gives to llm actions only (docs/workflow-reference.md)."""

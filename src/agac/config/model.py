@@ -303,6 +303,10 @@ class Action:
     web_search: WebSearch | None = None
     """``tools: [web_search]``: the provider's own web search, run inside each request (not
     a loop of agac's); its sources come back as the answer's citations."""
+    variant: str | None = None
+    """``variants:`` (config/variants.py): the variant of ``variant_of`` this action runs
+    (set on each, the primary included, which keeps the action's name)."""
+    variant_of: str | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -476,6 +480,9 @@ def _action_dict(action: Action) -> dict[str, Any]:
             data.pop(key, None)  # likewise for actions without tools
     if data.get("web_search") is None:
         data.pop("web_search", None)  # likewise for actions without web search
+    for key in ("variant", "variant_of"):
+        if data.get(key) is None:
+            data.pop(key, None)  # likewise for actions without variants
     return data
 
 

@@ -58,6 +58,7 @@ from agac.config.values import (
     read_str,
     read_str_list,
 )
+from agac.config.variants import expand_variants
 from agac.data.formats import FORMATS, known_format
 from agac.errors import ConfigError, Problem
 
@@ -534,9 +535,11 @@ class _Builder:
         raws = []
         for index, item in enumerate(items):
             raw = self._action(index, item)
-            if raw is not None:
-                merge_action(raw, defaults, self.run_mode, self.tuning)
-                raws.append(raw)
+            if raw is None:
+                continue
+            for one in expand_variants(f, raw, self.doc.line):
+                merge_action(one, defaults, self.run_mode, self.tuning)
+                raws.append(one)
         return raws
 
     def _hybrid_deadline(

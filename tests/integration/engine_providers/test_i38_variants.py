@@ -1,0 +1,218 @@
+"""``variants:`` on an llm action (The quality loop: two variants compared), end to end
+through the emulator: each variant's requests are units of their own, online and in batch,
+in the ledger under the variant's action; the primary is what depends on the action reads;
+the comparison of the variants reports exactly the rows that differ."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import e2e_support
+import pytest
+from e2e_support import chat_requests, project_yml
+
+from agac import api
+from agac.testing import write_project
+
+WORKFLOW = """name: triage
+input: {path: data/, id_field: id}
+defaults:
+  max_tokens: 64
+  timeout: 10s
+  retry: {max_attempts: 3, backoff: {initial: 10ms, max: 50ms}}%(mode)s
+actions:
+  - name: classify
+    model: openai/gpt-4o-mini
+    prompt: "Classify: {{ source.small }}"
+    schema:
+      type: object
+      properties:
+        label: {type: string, enum: [pos, neg]}
+        total: {type: number}
+      required: [label, total]
+      additionalProperties: false
+    checks:
+      - {name: small, expr: "answer.total < 5", on_fail: flag}
+    variants:
+      - {name: mini}  # the action as written
+      - name: large
+        model: openai/gpt-4o
+        prompt: "Classify carefully: {{ source.large }}"%(primary)s
+  - name: escalate
+    dependencies: [classify]
+    when: "classify.label == 'neg'"
+    model: openai/gpt-4o-mini
+    prompt: "Escalate {{ source.id }}"
+"""
+
+# What each variant answers: large differs from mini in r1 (label) and r3 (total).
+MINI = {"r0": ("pos", 1), "r1": ("pos", 2), "r2": ("neg", 3), "r3": ("neg", 4)}
+LARGE = {**MINI, "r1": ("neg", 2), "r3": ("neg", 7)}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(e2e_support, "TRANSPORT", "lean")
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+def _scripted(label: str, total: float, extra: str) -> str:
+    return "[[emulator answers: " + json.dumps({"label": label, "total": total}) + "]]" + extra
+
+
+def _write(project: Path, *, batch: bool = False, primary: str = "", extra: str = "") -> None:
+    text = WORKFLOW % {
+        "mode": "\n  run_mode: batch" if batch else "",
+        "primary": f"\n    primary: {primary}" if primary else "",
+    }
+    rows = [
+        {
+            "id": key,
+            "small": f"review {key} " + _scripted(*MINI[key], extra),
+            "large": f"review {key} " + _scripted(*LARGE[key], extra),
+        }
+        for key in MINI
+    ]
+    write_project(project, text, agac_yml=project_yml(), data={"data/in.jsonl": rows})
+
+
+def _ledger(project: Path, run_id: str) -> dict[str, int]:
+    calls: dict[str, int] = {}
+    for row in api.cost(run_id, project)["rows"]:
+        calls[row["action"]] = calls.get(row["action"], 0) + row["calls"]
+    return calls
+
+
+def test_i38_variants_run_online_each_in_the_ledger_the_primary_read_downstream(
+    emulator: Any, project: Path
+) -> None:
+    _write(project)
+
+    result = api.run("triage", project, progress=False)
+
+    assert result.final
+    summary = result.summary.to_dict()
+    assert summary["state"] == "succeeded"
+    # Four records, two variants, and escalate for the primary's two negatives (r2, r3).
+    assert _ledger(project, result.run_id) == {"classify": 4, "classify@large": 4, "escalate": 2}
+    assert chat_requests(emulator.stats(), "openai") == 10
+    assert summary["actions"]["escalate"]["answered"] == 2
+    assert summary["checks"]["classify"]["small"]["failed"] == 0
+    assert summary["checks"]["classify@large"]["small"]["failed"] == 1
+    # Each variant's answer is in the record's session and the wide export.
+    session = api.record_session("r1", project)
+    answers = {a["action"]: a["output"] for a in session["actions"]}
+    assert answers["classify"] == {"label": "pos", "total": 2}
+    assert answers["classify@large"] == {"label": "neg", "total": 2}
+    wide = {r["key"]: r for r in api.results("triage", project=project)}
+    assert (wide["r1"]["classify.label"], wide["r1"]["classify@large.label"]) == ("pos", "neg")
+    # A new run pays for nothing again: every variant's answer is reused.
+    api.run("triage", project, new=True, progress=False)
+    assert chat_requests(emulator.stats(), "openai") == 10
+
+
+def test_i38_variants_primary_chooses_what_depends_on_the_action(
+    emulator: Any, project: Path
+) -> None:
+    _write(project, primary="large")
+
+    result = api.run("triage", project, progress=False)
+
+    summary = result.summary.to_dict()
+    # large is the action's own now: three negatives escalate; mini runs as classify@mini.
+    assert summary["actions"]["escalate"]["answered"] == 3
+    assert _ledger(project, result.run_id) == {"classify": 4, "classify@mini": 4, "escalate": 3}
+    wide = {r["key"]: r for r in api.results("triage", project=project)}
+    assert wide["r3"]["classify.total"] == 7 and wide["r3"]["classify@mini.total"] == 4
+
+
+def test_i38_variants_run_in_batch_each_request_in_a_batch(emulator: Any, project: Path) -> None:
+    _write(project, batch=True)
+
+    final = api.run("triage", project, progress=False)
+    assert not final.final  # the variants' batches are out
+    for _ in range(6):  # the variants' batches, then escalate's
+        if final.final:
+            break
+        emulator.advance(3600)
+        final = api.run("triage", project, progress=False)
+
+    assert final.summary.to_dict()["state"] == "succeeded"
+    assert chat_requests(emulator.stats(), "openai") == 0
+    batched = sum(b["requests"] for b in emulator.stats()["batches"])
+    assert batched == 10
+    assert _ledger(project, final.run_id) == {"classify": 4, "classify@large": 4, "escalate": 2}
+
+
+def test_i38_variants_bad_variants_are_named_at_their_line(project: Path) -> None:
+    write_project(
+        project,
+        """name: triage
+input: {path: data/, id_field: id}
+actions:
+  - name: classify
+    model: openai/gpt-4o-mini
+    prompt: "Classify: {{ source.text }}"
+    variants:
+      - {name: a, model: nowhere/none}
+      - {name: a, model: openai/gpt-4o}
+  - name: other
+    model: openai/gpt-4o-mini
+    prompt: "x {{ source.text }}"
+    variants:
+      - {name: only, model: openai/gpt-4o}
+  - name: third
+    model: openai/gpt-4o-mini
+    prompt: "y {{ source.text }}"
+    variants:
+      - {name: x}
+      - {name: y}
+""",
+        agac_yml=project_yml(),
+        data={"data/in.jsonl": [{"id": "r0", "text": "t"}]},
+    )
+
+    workflow, problems = api.validate("triage", project)
+
+    assert workflow is None
+    found = {(p.code, p.line) for p in problems}
+    assert ("invalid_variants", 9) in found  # the duplicated name
+    assert ("invalid_variants", 13) in found  # fewer than two
+    text = " ".join(f"{p.file}: {p.message}" for p in problems)
+    assert "'a' of action 'classify' is used twice" in text
+    assert "must be a list of two or more variants" in text
+    assert "variants 'x' and 'y' of action 'third' set the same values" in text
+    assert ("invalid_variants", 20) in found
+    assert "wf.yml" in text
+
+
+def test_i38_variants_unknown_model_is_named_at_the_variants_line(project: Path) -> None:
+    write_project(
+        project,
+        """name: triage
+input: {path: data/, id_field: id}
+actions:
+  - name: classify
+    model: openai/gpt-4o-mini
+    prompt: "Classify: {{ source.text }}"
+    variants:
+      - {name: a, temperature: 0}
+      - name: b
+        model: nowhere/none
+        prompt: "{{ source.nothing_here }} {{ classify.label }}"
+""",
+        agac_yml=project_yml(),
+        data={"data/in.jsonl": [{"id": "r0", "text": "t"}]},
+    )
+
+    workflow, problems = api.validate("triage", project)
+
+    assert workflow is None
+    lines = {p.code: p.line for p in problems}
+    assert lines["unknown_provider"] == 10
+    assert any(p.line == 11 for p in problems)  # the variant's prompt
