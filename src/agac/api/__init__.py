@@ -35,7 +35,7 @@ from agac.api.approvals import (
     reject,
     revise,
 )
-from agac.api.compare import compare
+from agac.api.compare import compare, compare_variants
 from agac.api.effects import effects_compensate, effects_list, effects_resolve
 from agac.api.history import (
     FINAL_STATES,
@@ -76,6 +76,7 @@ __all__ = [
     "arun",
     "cancel",
     "compare",
+    "compare_variants",
     "cost",
     "decide_hint",
     "effects_compensate",

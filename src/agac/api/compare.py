@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,11 @@ from agac.errors import UsageError
 if TYPE_CHECKING:
     from agac.api.projects import Principal
     from agac.config.project import Project
+    from agac.engine.views.compare import Side
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["compare"]
+__all__ = ["compare", "compare_variants"]
 
 
 def compare(
@@ -56,7 +58,7 @@ def compare(
     each action's ``pairwise`` how the pairwise judge's preferences agree with a
     ``pairwise`` column (a, b or tie); ``notes`` warns ``judge_uncalibrated`` below
     ``min_agreement``."""
-    from agac.engine.views.compare import compare_runs, diff_rows
+    from agac.engine.views.compare import Side, compare_runs
     from agac.providers.pricing import PriceTable
 
     target = _out_path(out)
@@ -66,24 +68,109 @@ def compare(
         a = resolve_run(st, proj, run_a, scope)
         b = resolve_run(st, proj, run_b, scope)
         if a.id == b.id:
-            raise UsageError(f"{run_a!r} and {run_b!r} are the same run ({a.id}): name two runs")
+            raise UsageError(
+                f"{run_a!r} and {run_b!r} are the same run ({a.id}): name two runs, "
+                "or compare its variants (--variants)"
+            )
         doc = compare_runs(
             st, a, b, PriceTable(dict(proj.config.prices)), action=action, limit=limit
         )
-        doc["notes"] = []
-        if target is not None:
-            doc["out"] = str(target)
-            doc["written"] = _write(target, diff_rows(st, a, b, action))
-        if judge is not None:
-            preferred = expected.pairwise if expected is not None else None
-            verdicts = _pairwise(proj, st, a, b, action, judge, criteria, preferred, min_agreement)
-            for name, entry in doc["actions"].items():
-                entry["pairwise"] = verdicts.get(name)
-                budget = (entry["pairwise"] or {}).get("budget")
-                doc["notes"] += [f"{name}: {budget}"] if budget else []
-        if expected is not None:
-            _calibrate(doc, st, a, b, expected, min_agreement)
+        asked = _Asked(target, judge, criteria, expected, min_agreement)
+        _finish(doc, proj, st, Side(a), Side(b), action, asked)
     return doc
+
+
+def compare_variants(
+    run: str,
+    project: ProjectRef = None,
+    *,
+    action: str | None = None,
+    variants: tuple[str, str] | None = None,
+    limit: int = 20,
+    out: str | Path | None = None,
+    judge: str | None = None,
+    criteria: str | None = None,
+    labels: str | Path | None = None,
+    min_agreement: float = 0.8,
+    tenant: str | None = None,
+    principal: Principal | None = None,
+    store: Store | None = None,
+) -> dict[str, Any]:
+    """``agac compare RUN --variants``: two variants of an action of ``run`` (a run id, or
+    a workflow for its latest run) compared as :func:`compare` compares two runs —
+    ``action`` (None: the run's one action with ``variants:``) and ``variants`` (None: its
+    primary and the next one). The result has the same shape, with ``variants`` (the
+    action and the two variants) and, under ``runs``, each variant's ``variant``,
+    ``action`` (the action that runs it), models, calls, tokens, cost and check pass
+    rates. ``out``, ``judge`` (its calls in the run's ledger), ``labels`` as for
+    :func:`compare`."""
+    from agac.engine.views.compare import compare_variants as compare_them
+    from agac.providers.pricing import PriceTable
+
+    target = _out_path(out)
+    expected = read_labels(Path(labels)) if labels is not None else None
+    with reading(project, store, writes=judge is not None) as (proj, st):
+        found = resolve_run(st, proj, run, scope_of(proj, tenant, principal))
+        doc = compare_them(
+            st,
+            found,
+            PriceTable(dict(proj.config.prices)),
+            action=action,
+            variants=variants,
+            limit=limit,
+        )
+        a, b = _variant_sides(found, doc["variants"])
+        asked = _Asked(target, judge, criteria, expected, min_agreement)
+        _finish(doc, proj, st, a, b, doc["variants"]["action"], asked)
+    return doc
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a comparison is asked besides itself: a file of its rows, a pairwise judge,
+    labels to calibrate against."""
+
+    target: Path | None
+    judge: str | None
+    criteria: str | None
+    expected: Labels | None
+    min_agreement: float
+
+
+def _variant_sides(run: RunRecord, chosen: dict[str, Any]) -> tuple[Side, Side]:
+    from agac.engine.views.compare import sides
+
+    _, a, b = sides(run, chosen["action"], (chosen["a"], chosen["b"]))
+    return a, b
+
+
+def _finish(
+    doc: dict[str, Any],
+    proj: Project,
+    st: Store,
+    a: Side,
+    b: Side,
+    action: str | None,
+    asked: _Asked,
+) -> None:
+    """The changed rows written, the pairwise judge asked, the labels measured."""
+    from agac.engine.views.compare import diff_rows
+
+    doc["notes"] = []
+    if asked.target is not None:
+        doc["out"] = str(asked.target)
+        doc["written"] = _write(asked.target, diff_rows(st, a, b, action))
+    if asked.judge is not None:
+        preferred = asked.expected.pairwise if asked.expected is not None else None
+        verdicts = _pairwise(
+            proj, st, a, b, action, asked.judge, asked.criteria, preferred, asked.min_agreement
+        )
+        for name, entry in doc["actions"].items():
+            entry["pairwise"] = verdicts.get(name)
+            budget = (entry["pairwise"] or {}).get("budget")
+            doc["notes"] += [f"{name}: {budget}"] if budget else []
+    if asked.expected is not None:
+        _calibrate(doc, st, a.run, b.run, asked.expected, asked.min_agreement)
 
 
 def _calibrate(
@@ -111,8 +198,8 @@ def _calibrate(
 def _pairwise(
     proj: Project,
     st: Store,
-    a: RunRecord,
-    b: RunRecord,
+    a: Side,
+    b: Side,
     action: str | None,
     judge: str,
     criteria: str | None,
@@ -133,7 +220,7 @@ def _pairwise(
     if not sep or not name:
         raise UsageError(f"--judge {judge!r}: name the judge's model as provider/model")
     pairs = [
-        Pair(act, key, _source(st, a, record_of(key)), left, right)
+        Pair(act, key, _source(st, a.run, record_of(key)), left, right)
         for act, key, left, right in answered_pairs(st, a, b, action)
     ]
     opened = open_providers({provider_name}, proj.config)
@@ -146,7 +233,7 @@ def _pairwise(
                 criteria=criteria,
                 provider=opened[provider_name],
                 store=st,
-                run=b,
+                run=b.run,
                 prices=PriceTable(dict(proj.config.prices)),
                 clock=st.clock,
                 preferred=preferred,

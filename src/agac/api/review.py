@@ -467,7 +467,7 @@ def compare_download(
     """(file name, CSV in pieces) of every row that differs between two runs the principal may see:
     ``agac compare --out changed.csv``'s columns (``action``, ``key``, each run's status,
     reason and answer, the fields that changed), cells a spreadsheet would run neutralized."""
-    from agac.engine.views.compare import diff_rows
+    from agac.engine.views.compare import Side, diff_rows
 
     a = visible_run(store, principal, run_a)
     b = visible_run(store, principal, run_b)
@@ -477,7 +477,7 @@ def compare_download(
     names += [f"{side}.{part}" for side in "ab" for part in ("status", "reason", "output")]
     rows = (
         [row["action"], row["key"], *_side(row["a"]), *_side(row["b"]), " ".join(row["fields"])]
-        for row in diff_rows(store, a, b, action)
+        for row in diff_rows(store, Side(a), Side(b), action)
     )
     return f"compare-{a.id[:12]}-{b.id[:12]}.csv", csv_chunks([*names, "fields"], rows)
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from agac.cli.main import _emit_json, command, json_option, tenant_option
+from agac.errors import UsageError
 
 __all__ = ["compare", "pilot"]
 
@@ -196,12 +197,22 @@ def _seconds(s: float) -> str:
 
 @click.command()
 @click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_b", required=False)
 @click.option(
     "--action",
     metavar="A",
     default=None,
-    help="Compare this action only (default: every action both runs have).",
+    help="Compare this action only (default: every action both runs have); with "
+    "--variants, the action whose variants are compared.",
+)
+@click.option(
+    "--variants",
+    metavar="A,B",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="Compare two variants of an action of RUN_A (no RUN_B): its primary and the next, "
+    "or the two named (--variants small,large).",
 )
 @click.option(
     "--limit",
@@ -250,8 +261,9 @@ def _seconds(s: float) -> str:
 @command
 def compare(
     run_a: str,
-    run_b: str,
+    run_b: str | None,
     action: str | None,
+    variants: str | None,
     limit: int,
     out: str | None,
     judge: str | None,
@@ -261,22 +273,29 @@ def compare(
     tenant: str | None,
     as_json: bool,
 ) -> int:
-    """Compare two runs over the same records: agreement per field, the rows that changed,
-    enum distributions, numeric deltas, check pass rates and cost per run."""
+    """Compare two runs over the same records, or two variants of an action in one run
+    (--variants): agreement per field, the rows that changed, enum distributions, numeric
+    deltas, check pass rates and cost per run or variant."""
     from agac import api
 
-    doc = api.compare(
-        run_a,
-        run_b,
-        action=action,
-        limit=limit,
-        out=out,
-        judge=judge,
-        criteria=criteria,
-        labels=labels,
-        min_agreement=min_agreement,
-        tenant=tenant,
-    )
+    asked: dict[str, Any] = {
+        "action": action,
+        "limit": limit,
+        "out": out,
+        "judge": judge,
+        "criteria": criteria,
+        "labels": labels,
+        "min_agreement": min_agreement,
+        "tenant": tenant,
+    }
+    if variants is not None:
+        if run_b is not None:
+            raise UsageError("--variants compares the variants of one run: name RUN_A only")
+        doc = api.compare_variants(run_a, variants=_two_variants(variants), **asked)
+    elif run_b is None:
+        raise UsageError("name two runs (agac compare RUN_A RUN_B), or one with --variants")
+    else:
+        doc = api.compare(run_a, run_b, **asked)
     for note in doc.get("notes", ()):
         click.echo(note, err=True)
     if as_json:
@@ -284,6 +303,15 @@ def compare(
     else:
         print_compare(doc)
     return 0
+
+
+def _two_variants(text: str) -> tuple[str, str] | None:
+    if not text:
+        return None
+    names = [n.strip() for n in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise UsageError(f"--variants {text!r}: name two variants, as A,B")
+    return names[0], names[1]
 
 
 def print_compare(doc: dict[str, Any]) -> None:
@@ -304,6 +332,12 @@ def print_compare(doc: dict[str, Any]) -> None:
             _usd(r["cost_usd"]),
         )
     print_table(runs)
+    chosen = doc.get("variants")
+    if chosen:
+        for side in ("a", "b"):
+            stored = doc["runs"][side]["action"]
+            own = f" ({stored})" if stored != chosen["action"] else ""
+            click.echo(f"{side.upper()}: variant {chosen[side]} of {chosen['action']}{own}")
     for name, c in doc["actions"].items():
         u = c["units"]
         click.echo(

@@ -11,9 +11,12 @@ from typing import Any
 
 import e2e_support
 import pytest
+from click.testing import CliRunner
 from e2e_support import chat_requests, project_yml
 
 from agac import api
+from agac.cli.main import cli
+from agac.errors import UsageError
 from agac.testing import write_project
 
 WORKFLOW = """name: triage
@@ -216,3 +219,94 @@ actions:
     lines = {p.code: p.line for p in problems}
     assert lines["unknown_provider"] == 10
     assert any(p.line == 11 for p in problems)  # the variant's prompt
+
+
+def test_i38_variants_compare_reports_exactly_the_rows_that_differ(
+    emulator: Any, project: Path
+) -> None:
+    _write(project)
+    run = api.run("triage", project, progress=False)
+
+    doc = api.compare_variants(run.run_id, project)
+
+    assert doc["variants"] == {"action": "classify", "a": "mini", "b": "large"}
+    c = doc["actions"]["classify"]
+    assert {row["key"]: row["fields"] for row in c["changed"]} == {
+        "r1": ["label"],
+        "r3": ["total"],
+    }
+    assert c["units"] == {"a": 4, "b": 4, "both": 4, "only_a": 0, "only_b": 0}
+    assert c["agreement"] == {
+        "label": {"same": 3, "compared": 4, "rate": 0.75},
+        "total": {"same": 3, "compared": 4, "rate": 0.75},
+    }
+    assert c["distributions"] == {"label": {"a": {"neg": 2, "pos": 2}, "b": {"neg": 3, "pos": 1}}}
+    assert c["numeric"]["total"]["mean_delta"] == 0.75
+    assert c["numeric"]["total"]["changed"] == 1
+    a, b = doc["runs"]["a"], doc["runs"]["b"]
+    assert (a["variant"], a["action"], b["variant"], b["action"]) == (
+        "mini",
+        "classify",
+        "large",
+        "classify@large",
+    )
+    assert (a["models"], b["models"]) == (["openai/gpt-4o-mini"], ["openai/gpt-4o"])
+    assert (a["calls"], b["calls"]) == (4, 4)
+    assert b["cost_usd"] > a["cost_usd"] > 0  # gpt-4o costs more per token
+    assert a["checks"] == {"classify": {"small": {"passed": 4, "failed": 0, "rate": 1.0}}}
+    assert b["checks"] == {"classify": {"small": {"passed": 3, "failed": 1, "rate": 0.75}}}
+
+
+def test_i38_variants_compare_from_the_cli_names_the_variants(emulator: Any, project: Path) -> None:
+    _write(project)
+    run = api.run("triage", project, progress=False)
+    out = project / "changed.csv"
+
+    result = CliRunner().invoke(
+        cli, ["compare", run.run_id, "--variants", "--out", str(out)], catch_exceptions=False
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "A: variant mini of classify" in result.output
+    assert "B: variant large of classify (classify@large)" in result.output
+    assert "agreement: label 75% (3/4), total 75% (3/4)" in result.output
+    assert out.read_text(encoding="utf-8").count("\n") == 3  # the header and two rows
+    picked = CliRunner().invoke(
+        cli, ["compare", run.run_id, "--variants", "large,mini", "--json"], catch_exceptions=False
+    )
+    assert json.loads(picked.output)["variants"] == {
+        "action": "classify",
+        "a": "large",
+        "b": "mini",
+    }
+
+
+def test_i38_variants_compare_refuses_what_it_cannot_compare(emulator: Any, project: Path) -> None:
+    _write(project)
+    run = api.run("triage", project, progress=False)
+
+    with pytest.raises(UsageError, match="has no variant 'huge'"):
+        api.compare_variants(run.run_id, project, variants=("mini", "huge"))
+    with pytest.raises(UsageError, match="no variants"):
+        api.compare_variants(run.run_id, project, action="escalate")
+
+
+def test_i38_variants_the_swapped_pairwise_judge_compares_the_variants(
+    emulator: Any, project: Path
+) -> None:
+    _write(project, extra=" [[emulator prefers: first]]")
+    run = api.run("triage", project, progress=False)
+    before = chat_requests(emulator.stats(), "openai")
+
+    doc = api.compare_variants(run.run_id, project, judge="openai/gpt-4o-mini")
+
+    # r1 and r3 differ, each judged in both orders; the judge always picks the first: ties.
+    pairwise = doc["actions"]["classify"]["pairwise"]
+    assert (pairwise["compared"], pairwise["ties"], pairwise["calls"]) == (4, 4, 4)
+    assert pairwise["b_win_rate"] == 0.5
+    assert chat_requests(emulator.stats(), "openai") == before + 4
+    rows = [r for r in api.cost(run.run_id, project)["rows"] if r["origin"] == "pairwise"]
+    assert sum(r["calls"] for r in rows) == 4
+    # Asked again, nothing is paid twice.
+    again = api.compare_variants(run.run_id, project, judge="openai/gpt-4o-mini")
+    assert again["actions"]["classify"]["pairwise"]["calls"] == 0

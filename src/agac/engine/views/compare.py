@@ -9,6 +9,10 @@ schema declares an ``enum`` (or a boolean), the values' counts in each run; for 
 numeric field, the mean in each run and the mean, mean absolute and largest absolute
 difference (B − A). Per run: each check's pass rate, and calls, tokens and cost (the
 ledger, every origin counted).
+
+The same comparison serves the variants of one action in one run (``agac compare RUN
+--variants``; config/variants.py): each side is then a variant, read from the action
+that runs it, and its calls, tokens, cost and check pass rates are that action's.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agac.engine.graph import run_graph
@@ -29,9 +34,72 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import OutcomeRecord, RunRecord
 
-__all__ = ["answered_pairs", "compare_runs", "diff_rows"]
+__all__ = ["Side", "answered_pairs", "compare_runs", "compare_variants", "diff_rows", "sides"]
 
 _MISSING = object()
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a run, or one variant of an action in a run (then
+    ``stored`` is the action that runs the variant, read for the compared action)."""
+
+    run: RunRecord
+    stored: str | None = None
+    variant: str | None = None
+
+    def action(self, name: str) -> str:
+        return self.stored or name
+
+
+def sides(
+    run: RunRecord, action: str | None, variants: tuple[str, str] | None
+) -> tuple[str, Side, Side]:
+    """(the compared action, side A, side B) of two variants of an action of ``run``:
+    ``action`` (or the run's one action with variants) and ``variants`` (or its primary and
+    the next); UsageError naming what there is to choose from."""
+    found: dict[str, dict[str, str]] = {}
+    for one in run_graph(run).actions:
+        if one.variant_of is not None and one.variant is not None:
+            found.setdefault(one.variant_of, {})[one.variant] = one.name
+    if action is None and not found:
+        raise UsageError(f"run {run.id} has no action with variants to compare")
+    if action is None and len(found) > 1:
+        raise UsageError(f"run {run.id} has variants on {', '.join(found)}: name one with --action")
+    action = action if action is not None else next(iter(found))
+    if action not in found:
+        raise UsageError(
+            f"action {action!r} of run {run.id} has no variants"
+            + (f"; these do: {', '.join(found)}" if found else "")
+        )
+    names = found[action]
+    ordered = list(names)
+    pick = variants or (ordered[0], ordered[1])
+    for v in pick:
+        if v not in names:
+            raise UsageError(
+                f"action {action!r} has no variant {v!r}; its variants: {', '.join(names)}"
+            )
+    if pick[0] == pick[1]:
+        raise UsageError(f"name two different variants of {action!r}, not {pick[0]!r} twice")
+    return action, Side(run, names[pick[0]], pick[0]), Side(run, names[pick[1]], pick[1])
+
+
+def compare_variants(
+    store: Store,
+    run: RunRecord,
+    prices: PriceTable,
+    *,
+    action: str | None = None,
+    variants: tuple[str, str] | None = None,
+    limit: int = 20,
+) -> dict[str, Any]:
+    """Two variants of one action of ``run`` compared as :func:`compare_runs` compares two
+    runs (``agac compare RUN --variants``), with ``variants``: the action and the two."""
+    name, a, b = sides(run, action, variants)
+    out = _compare(store, a, b, [name], prices, limit)
+    out["variants"] = {"action": name, "a": a.variant, "b": b.variant}
+    return out
 
 
 def compare_runs(
@@ -45,7 +113,12 @@ def compare_runs(
 ) -> dict[str, Any]:
     """The comparison of run ``a`` with run ``b`` (``agac compare --json``); each action's
     ``changed`` lists at most ``limit`` rows (:func:`diff_rows` has them all)."""
-    actions = _shared(a, b, action)
+    return _compare(store, Side(a), Side(b), _shared(a, b, action), prices, limit)
+
+
+def _compare(
+    store: Store, a: Side, b: Side, actions: list[str], prices: PriceTable, limit: int
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "runs": {"a": _run(store, a, prices), "b": _run(store, b, prices)},
         "actions": {},
@@ -55,12 +128,19 @@ def compare_runs(
     return out
 
 
+def _names(a: Side, b: Side, action: str | None) -> list[str]:
+    """The compared actions: of two variants, the one action; of two runs, those shared."""
+    if a.stored is not None:
+        return [action] if action is not None else []
+    return _shared(a.run, b.run, action)
+
+
 def diff_rows(
-    store: Store, a: RunRecord, b: RunRecord, action: str | None = None
+    store: Store, a: Side, b: Side, action: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Every unit that differs between the runs, action by action: its key, each run's
+    """Every unit that differs between the sides, action by action: its key, each side's
     status, reason and answer, and the fields that changed."""
-    for name in _shared(a, b, action):
+    for name in _names(a, b, action):
         for key, left, right in _pairs(store, a, b, name):
             row = _diff(name, key, left, right)
             if row is not None:
@@ -68,10 +148,10 @@ def diff_rows(
 
 
 def answered_pairs(
-    store: Store, a: RunRecord, b: RunRecord, action: str | None = None
+    store: Store, a: Side, b: Side, action: str | None = None
 ) -> Iterator[tuple[str, str, Any, Any]]:
-    """(action, unit key, A's answer, B's answer) of every unit both runs answered."""
-    for name in _shared(a, b, action):
+    """(action, unit key, A's answer, B's answer) of every unit both sides answered."""
+    for name in _names(a, b, action):
         for key, left, right in _pairs(store, a, b, name):
             if left is None or right is None:
                 continue
@@ -95,9 +175,12 @@ def _shared(a: RunRecord, b: RunRecord, action: str | None) -> list[str]:
     return shared
 
 
-def _run(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
+def _run(store: Store, side: Side, prices: PriceTable) -> dict[str, Any]:
+    run = side.run
     cost = cost_breakdown(store, run, prices)
     llm = [r for r in cost.rows if r.kind == "llm"]
+    if side.stored is not None:
+        llm = [r for r in llm if r.action == side.stored]
     by_action: dict[str, dict[str, Any]] = {}
     for r in llm:
         entry = by_action.setdefault(
@@ -107,37 +190,44 @@ def _run(store: Store, run: RunRecord, prices: PriceTable) -> dict[str, Any]:
         entry["input_tokens"] += r.input_tokens + r.cached_tokens + r.cache_write_tokens
         entry["output_tokens"] += r.output_tokens
         entry["cost_usd"] = round(entry["cost_usd"] + r.cost_usd, 6)
-    models = sorted({a.model for a in run_graph(run).actions if a.model})
+    graph = run_graph(run)
+    checks = to_json(check_rates(store, run.id))
+    out: dict[str, Any] = {"run_id": run.id, "workflow": run.workflow, "state": run.state}
+    if side.stored is not None:
+        action = graph.action(side.stored)
+        compared = action.variant_of or side.stored
+        by_action = {compared: by_action[side.stored]} if side.stored in by_action else {}
+        checks = {compared: checks[side.stored]} if side.stored in checks else {}
+        out.update(variant=side.variant, action=side.stored)
+    models = sorted({a.model for a in graph.actions if a.model and side.stored in (None, a.name)})
     return {
-        "run_id": run.id,
-        "workflow": run.workflow,
-        "state": run.state,
+        **out,
         "models": models,
-        "cost_usd": cost.cost_usd,
+        "cost_usd": round(sum(e["cost_usd"] for e in by_action.values()), 6)
+        if side.stored is not None
+        else cost.cost_usd,
         "calls": sum(e["calls"] for e in by_action.values()),
         "input_tokens": sum(e["input_tokens"] for e in by_action.values()),
         "output_tokens": sum(e["output_tokens"] for e in by_action.values()),
         "per_action": by_action,
-        "checks": to_json(check_rates(store, run.id)),
+        "checks": checks,
     }
 
 
 def _pairs(
-    store: Store, a: RunRecord, b: RunRecord, action: str
+    store: Store, a: Side, b: Side, action: str
 ) -> Iterator[tuple[str, OutcomeRecord | None, OutcomeRecord | None]]:
-    """(unit key, A's outcome, B's outcome) of every unit either run has, in A's order
+    """(unit key, A's outcome, B's outcome) of every unit either side has, in A's order
     then B's own. B's outcomes are held in memory (one action's)."""
-    theirs = {o.unit_key: o for o in store.iter_action_outcomes(b.id, action)}
-    for o in store.iter_action_outcomes(a.id, action):
+    theirs = {o.unit_key: o for o in store.iter_action_outcomes(b.run.id, b.action(action))}
+    for o in store.iter_action_outcomes(a.run.id, a.action(action)):
         yield o.unit_key, o, theirs.pop(o.unit_key, None)
     for key, o in theirs.items():
         yield key, None, o
 
 
-def _compare_action(
-    store: Store, a: RunRecord, b: RunRecord, action: str, limit: int
-) -> dict[str, Any]:
-    schema = _schema(a, action) or _schema(b, action) or {}
+def _compare_action(store: Store, a: Side, b: Side, action: str, limit: int) -> dict[str, Any]:
+    schema = _schema(a.run, a.action(action)) or _schema(b.run, b.action(action)) or {}
     counts = Counter[str]()
     agree: dict[str, list[int]] = {}
     enums = _enum_fields(schema)
