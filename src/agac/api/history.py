@@ -198,7 +198,8 @@ def export_rows(
             }
             if loops is not None:
                 asked, calls = loops.get((action, o.unit_key), (0, 0))
-                final = o.status == "answered" and o.origin == "call"
+                # the answer ended the loop: asked here, or after turns carried here
+                final = o.status == "answered" and (o.origin == "call" or asked > 0)
                 row.update(turns=asked + (1 if final else 0), tool_calls=calls)
             if searches:
                 row["citations"] = _citations(st, o, run_row.tenant)

@@ -296,6 +296,12 @@ class Turns(Protocol):
     async def load(self, action: str, unit_key: str) -> list[TurnRow]:
         """The unit's stored steps in this run, in order."""
 
+    async def adopt(
+        self, workflow: str, action: str, unit_key: str, fingerprints: frozenset[str]
+    ) -> list[TurnRow]:
+        """The unit's loop of the latest earlier run whose first turn sent one of
+        ``fingerprints``, carried into this run (its steps stored here); none without."""
+
     async def write(
         self, action: str, unit_key: str, step: int, kind: str, body: str, usage: Sequence[UsageRow]
     ) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from agac.jsontext import loads
 from agac.store import tables as t
 from agac.store.batches import write_item_results
 from agac.store.core import StoreCore
@@ -58,6 +59,39 @@ class TurnRepository(StoreCore):
                     .order_by(c.step)
                 ).all()
             )
+
+    def earlier_turns(
+        self,
+        tenant: str,
+        workflow: str,
+        run_id: str,
+        action: str,
+        unit_key: str,
+        fingerprints: frozenset[str],
+    ) -> list[Row]:
+        """The steps of the unit's loop in the latest other run of the tenant's workflow
+        whose first turn sent one of ``fingerprints`` (the unit's first request); none
+        when no run has such a loop."""
+        c, r = t.turns.c, t.runs.c
+        with self._read() as conn:
+            firsts = conn.execute(
+                sa.select(c.run_id, c.body)
+                .join(t.runs, r.id == c.run_id)
+                .where(
+                    r.tenant == tenant,
+                    r.workflow == workflow,
+                    c.run_id != run_id,
+                    c.action == action,
+                    c.unit_key == unit_key,
+                    c.step == 0,
+                )
+                .order_by(r.created_at.desc())
+            ).all()
+        for first in firsts:
+            body = loads(first.body)
+            if isinstance(body, dict) and body.get("fingerprint") in fingerprints:
+                return self.turns_of(first.run_id, action, unit_key)
+        return []
 
     def turn_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
         """(action, unit key) -> (model turns that called tools, tool results) of a run's

@@ -134,6 +134,7 @@ class BatchUnits:
         exhausted = budget is not None and budget.exhausted
         waiting: set[str] = set()
         rows: list[StagedItem] = []
+        loops = bool(rt.tool_defs)  # a loop's first stage or adoption may carry an earlier run's
         for rec in records:
             key = rec.key
             if (rt.name, key) in existing:
@@ -157,10 +158,10 @@ class BatchUnits:
             d = decide(facts)
             if isinstance(d, Pending) and d.why == "batch":
                 waiting.add(key)
-            elif isinstance(d, Adopt):
+            elif isinstance(d, Adopt) and not loops:
                 self.adopt(d.batches)
                 waiting.add(key)
-            elif isinstance(d, Stage) and ahead is not None and not d.continues:
+            elif isinstance(d, Stage) and ahead is not None and not d.continues and not loops:
                 del memory.prefetched[(rt.name, key)]
                 rows.append(self._staged(rt, rec, ahead.request_json, ahead.fingerprint, d.attempt))
                 waiting.add(key)

@@ -43,6 +43,31 @@ class TurnLog:
             for r in rows
         ]
 
+    async def adopt(
+        self, workflow: str, action: str, unit_key: str, fingerprints: frozenset[str]
+    ) -> list[TurnRow]:
+        """The unit's loop carried over from the latest earlier run whose first turn sent
+        one of ``fingerprints``: its steps stored in this run (their cost was ledgered
+        where they were taken) and returned; none when there is no such loop."""
+        rows = await self.gateway.call(
+            self.store.earlier_turns,
+            self.tenant,
+            workflow,
+            self.run_id,
+            action,
+            unit_key,
+            fingerprints,
+        )
+        steps = tuple(
+            TurnRow(self.run_id, action, unit_key, r.step, r.kind, r.body, r.created_at)
+            for r in rows
+        )
+        if steps:
+            await self.gateway.call(
+                self.store.put_turns, self.tenant, steps, (), lease=self.gateway.fence
+            )
+        return list(steps)
+
     async def write(
         self, action: str, unit_key: str, step: int, kind: str, body: str, usage: Sequence[UsageRow]
     ) -> None:

@@ -42,7 +42,7 @@ from agac.engine.requests import effect_id, effect_key, tool_input_hash
 from agac.engine.values import Stopped
 from agac.engine.walk.calls import call_with_retries
 from agac.jsontext import dumps, loads
-from agac.providers.base import Message, Request, ToolCall
+from agac.providers.base import Message, Request, ToolCall, fingerprint_of
 from agac.store.rows import UsageRow
 from agac.tools.invoke import LoadedTool, ToolOutcome, call_function
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from agac.providers.base import Response
     from agac.store.rows import TurnRow
 
-__all__ = ["ToolLoop", "call_with_tools", "next_round"]
+__all__ = ["ToolLoop", "call_with_tools", "carry_over", "first_fingerprints", "next_round"]
 
 
 async def call_with_tools(
@@ -86,6 +86,20 @@ async def next_round(
     when a bound ends the loop."""
     assert ctx.turns is not None, "a run with tools has a turn log"
     return await ToolLoop(ctx, ctx.turns, rt, rec, request, fp).resume()
+
+
+async def carry_over(
+    ctx: UnitContext, rt: ActionRuntime, rec: UnitRecord, request: Request
+) -> list[TurnRow]:
+    """The unit's stored steps in this run; without any, its loop of the latest earlier
+    run that sent the same first request (a refused round's records, a batch adopted
+    from that run) carried into this one, so no stored turn is asked again nor stored
+    call run again in a later run (none under ``--fresh``)."""
+    assert ctx.turns is not None, "a run with tools has a turn log"
+    rows = await ctx.turns.load(rt.name, rec.key)
+    if rows or ctx.fresh:
+        return rows
+    return await ctx.turns.adopt(ctx.workflow, rt.name, rec.key, first_fingerprints(rt, request))
 
 
 @dataclass
@@ -147,8 +161,7 @@ class ToolLoop:
     async def resume(self) -> Request | Settled:
         """Rebuild the conversation from the stored steps; finish the last stored turn's
         calls. The request of the next turn, or the unit's outcome when a bound ends it."""
-        rows = await self.log.load(self.rt.name, self.rec.key)
-        for row in rows:
+        for row in await carry_over(self.ctx, self.rt, self.rec, self.request):
             self._replay(row)
         if self.turns and len(self.turns[-1].results) < len(self.turns[-1].calls):
             return await self._continue(self.turns[-1])
@@ -305,6 +318,12 @@ class ToolLoop:
             fingerprint=self.fp,
             attempts=1,
         )
+
+
+def first_fingerprints(rt: ActionRuntime, request: Request) -> frozenset[str]:
+    """What a loop's first turn stored as the fingerprint of ``request`` it sent: the
+    request's own (online) or that of the action's canonical form of it (a batch line)."""
+    return frozenset({request.fingerprint(), fingerprint_of(rt.identify(request)[0])})
 
 
 def _named(call: ToolCall) -> str:

@@ -35,7 +35,7 @@ from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
 from agac.engine.walk.calls import Checker, call_with_retries
 from agac.engine.walk.judging import Judging, judge_answer
-from agac.engine.walk.toolloop import call_with_tools, next_round
+from agac.engine.walk.toolloop import call_with_tools, carry_over, next_round
 from agac.engine.walk.tools import call_tool
 from agac.jsontext import JSON, JSONObject, dumps
 from agac.media import AttachmentError
@@ -235,7 +235,7 @@ class _Unit:
             fp = self.facts.fingerprint
             assert self.batch is not None and fp is not NOT_YET
             request_json = self.request_json
-            if d.continues:  # a round of a batch tool loop: its calls, then the next turn
+            if d.continues or rt.tool_defs:  # a batch tool loop: its calls, then the next turn
                 assert self.request is not None
                 turn = await next_round(ctx, rt, rec, self.request, fp)
                 if not isinstance(turn, Request):
@@ -245,6 +245,8 @@ class _Unit:
             return None
         if isinstance(d, Adopt):
             assert self.batch is not None
+            if rt.tool_defs and self.request is not None:  # its loop so far, for its counts
+                await carry_over(ctx, rt, rec, self.request)
             self.batch.adopt(d.batches)  # B0: still needed
             return None
         assert not isinstance(d, Need)
