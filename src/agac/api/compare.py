@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agac.store.repository import Store
     from agac.store.values import RunRecord
 
-__all__ = ["compare", "compare_variants"]
+__all__ = ["compare", "compare_variants", "variant_pair"]
 
 
 def compare(
@@ -123,6 +123,17 @@ def compare_variants(
         asked = _Asked(target, judge, criteria, expected, min_agreement)
         _finish(doc, proj, st, a, b, doc["variants"]["action"], asked)
     return doc
+
+
+def variant_pair(text: str) -> tuple[str, str] | None:
+    """``A,B`` -> (A, B); empty (or ``*``) -> None: the primary and the next."""
+    text = text.strip()
+    if not text or text == "*":
+        return None
+    names = [n.strip() for n in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise UsageError(f"variants {text!r}: name two variants, as A,B")
+    return names[0], names[1]
 
 
 @dataclass(frozen=True)

@@ -436,15 +436,32 @@ def compare_view(
     action: str | None = None,
     limit: int = 50,
     judge: tuple[str, str | None] | None = None,
+    variants: str | None = None,
 ) -> dict[str, Any]:
-    """``agac compare RUN_A RUN_B --json`` of two runs the principal may see; ``judge``
-    (``provider/model``, criteria) adds the pairwise judge's verdicts (asked once, stored:
-    asking again costs nothing)."""
-    from agac.api.compare import compare
+    """``agac compare RUN_A RUN_B --json`` of two runs the principal may see — or, with
+    ``variants`` (``A,B``, or empty for the primary and the next), ``agac compare RUN_A
+    --variants`` of two variants of an action of run A; ``judge`` (``provider/model``,
+    criteria) adds the pairwise judge's verdicts (asked once, stored: asking again costs
+    nothing)."""
+    from agac.api.compare import compare, compare_variants, variant_pair
 
     a = visible_run(store, principal, run_a)
-    b = visible_run(store, principal, run_b)
     model, criteria = judge if judge is not None else (None, None)
+    if variants is not None:
+        doc = compare_variants(
+            a.id,
+            project,
+            action=action,
+            variants=variant_pair(variants),
+            limit=limit,
+            judge=model,
+            criteria=criteria,
+            principal=principal,
+            store=store,
+        )
+        doc["runs"]["a"]["pilot"] = doc["runs"]["b"]["pilot"] = False
+        return doc
+    b = visible_run(store, principal, run_b)
     doc = compare(
         a.id,
         b.id,
@@ -462,24 +479,38 @@ def compare_view(
 
 
 def compare_download(
-    store: Store, principal: Principal, run_a: str, run_b: str, *, action: str | None = None
+    store: Store,
+    principal: Principal,
+    run_a: str,
+    run_b: str,
+    *,
+    action: str | None = None,
+    variants: str | None = None,
 ) -> tuple[str, Iterator[bytes]]:
-    """(file name, CSV in pieces) of every row that differs between two runs the principal may see:
+    """(file name, CSV in pieces) of every row that differs between two runs the principal may see
+    (or two variants of an action of run A, as :func:`compare_view`):
     ``agac compare --out changed.csv``'s columns (``action``, ``key``, each run's status,
     reason and answer, the fields that changed), cells a spreadsheet would run neutralized."""
-    from agac.engine.views.compare import Side, diff_rows
+    from agac.api.compare import variant_pair
+    from agac.engine.views.compare import Side, diff_rows, sides
 
-    a = visible_run(store, principal, run_a)
-    b = visible_run(store, principal, run_b)
-    if a.id == b.id:
-        raise UsageError(f"{run_a!r} and {run_b!r} are the same run ({a.id}): name two runs")
+    run = visible_run(store, principal, run_a)
+    if variants is not None:
+        action, a, b = sides(run, action, variant_pair(variants))
+        name = f"compare-{run.id[:12]}-{a.variant}-{b.variant}.csv"
+    else:
+        other = visible_run(store, principal, run_b)
+        if run.id == other.id:
+            raise UsageError(f"{run_a!r} and {run_b!r} are the same run ({run.id}): name two runs")
+        a, b = Side(run), Side(other)
+        name = f"compare-{run.id[:12]}-{other.id[:12]}.csv"
     names = ["action", "key"]
     names += [f"{side}.{part}" for side in "ab" for part in ("status", "reason", "output")]
     rows = (
         [row["action"], row["key"], *_side(row["a"]), *_side(row["b"]), " ".join(row["fields"])]
-        for row in diff_rows(store, Side(a), Side(b), action)
+        for row in diff_rows(store, a, b, action)
     )
-    return f"compare-{a.id[:12]}-{b.id[:12]}.csv", csv_chunks([*names, "fields"], rows)
+    return name, csv_chunks([*names, "fields"], rows)
 
 
 def _side(side: dict[str, Any] | None) -> list[Any]:

@@ -277,6 +277,7 @@ def compare(
     (--variants): agreement per field, the rows that changed, enum distributions, numeric
     deltas, check pass rates and cost per run or variant."""
     from agac import api
+    from agac.api.compare import variant_pair
 
     asked: dict[str, Any] = {
         "action": action,
@@ -291,7 +292,7 @@ def compare(
     if variants is not None:
         if run_b is not None:
             raise UsageError("--variants compares the variants of one run: name RUN_A only")
-        doc = api.compare_variants(run_a, variants=_two_variants(variants), **asked)
+        doc = api.compare_variants(run_a, variants=variant_pair(variants), **asked)
     elif run_b is None:
         raise UsageError("name two runs (agac compare RUN_A RUN_B), or one with --variants")
     else:
@@ -303,15 +304,6 @@ def compare(
     else:
         print_compare(doc)
     return 0
-
-
-def _two_variants(text: str) -> tuple[str, str] | None:
-    if not text:
-        return None
-    names = [n.strip() for n in text.split(",")]
-    if len(names) != 2 or not all(names):
-        raise UsageError(f"--variants {text!r}: name two variants, as A,B")
-    return names[0], names[1]
 
 
 def print_compare(doc: dict[str, Any]) -> None:

@@ -165,7 +165,8 @@ def _ratio(text: str | None) -> float:
 
 async def compare(request: Request) -> Response:
     """``GET /compare?a=RUN&b=RUN[&action=A]``: two runs side by side (a form to pick them
-    while one is missing)."""
+    while one is missing); ``GET /compare?a=RUN&variants=[A,B][&action=A]``: two variants
+    of an action of one run."""
     q = request.query_params
     return await _compare(request, q.get("a", "").strip(), q.get("b", "").strip(), q, None)
 
@@ -174,7 +175,8 @@ async def compare_judge(request: Request) -> Response:
     """``POST /compare``: the same page with a pairwise judge's verdicts (``judge``:
     provider/model, ``criteria``); verdicts are stored, so asking again costs nothing."""
     form = await request.form()
-    values = {k: str(form.get(k) or "").strip() for k in ("a", "b", "action", "judge", "criteria")}
+    keys = ("a", "b", "action", "judge", "criteria", "variants")
+    values = {k: str(form.get(k) or "").strip() for k in keys}
     judge = (values["judge"], values["criteria"] or None) if values["judge"] else None
     return await _compare(request, values["a"], values["b"], values, judge)
 
@@ -184,8 +186,9 @@ async def _compare(
 ) -> Response:
     ctx, principal = context(request), caller(request)
     doc = None
+    variants = (values.get("variants") or "").strip() or None  # "*": the primary and the next
     try:
-        if a and b:
+        if a and (b or variants is not None):
             doc = await blocking(
                 review.compare_view,
                 ctx.store,
@@ -195,6 +198,7 @@ async def _compare(
                 b,
                 action=values.get("action") or None,
                 judge=judge,
+                variants=variants,
             )
         recent = await blocking(team.runs_page, ctx.store, principal)
     except AgacError as exc:
@@ -207,6 +211,7 @@ async def _compare(
         a=a,
         b=b,
         action=values.get("action") or "",
+        variants=variants,
         judge=values.get("judge") or "",
         criteria=values.get("criteria") or "",
         recent=recent["runs"],
@@ -225,6 +230,7 @@ async def compare_download(request: Request) -> Response:
             q.get("a", "").strip(),
             q.get("b", "").strip(),
             action=q.get("action") or None,
+            variants=(q.get("variants") or "").strip() or None,
         )
     except AgacError as exc:
         return _refused(request, exc)
