@@ -310,3 +310,27 @@ def test_i38_variants_the_swapped_pairwise_judge_compares_the_variants(
     # Asked again, nothing is paid twice.
     again = api.compare_variants(run.run_id, project, judge="openai/gpt-4o-mini")
     assert again["actions"]["classify"]["pairwise"]["calls"] == 0
+
+
+def test_i38_variants_records_show_and_export_each_variant_from_the_cli(
+    emulator: Any, project: Path
+) -> None:
+    _write(project)
+    api.run("triage", project, progress=False)
+    runner = CliRunner()
+
+    shown = runner.invoke(cli, ["records", "show", "r3", "--json"], catch_exceptions=False)
+    exported = runner.invoke(
+        cli,
+        ["export", "triage", "--action", "classify@large", "--format", "jsonl"],
+        catch_exceptions=False,
+    )
+
+    assert shown.exit_code == 0, shown.output
+    entries = {a["action"]: a["output"] for a in json.loads(shown.output)["actions"]}
+    assert entries["classify"] == {"label": "neg", "total": 4}
+    assert entries["classify@large"] == {"label": "neg", "total": 7}
+    assert exported.exit_code == 0, exported.output
+    rows = {r["key"]: r for r in map(json.loads, exported.output.splitlines())}
+    assert rows["r3"]["output"] == {"label": "neg", "total": 7}
+    assert rows["r3"]["checks"] == {"small": False}
