@@ -93,8 +93,8 @@ def anthropic_chat(
     chat: Sequence[Message], content: Callable[[int, Message], Any]
 ) -> list[dict[str, Any]]:
     """The Messages ``messages`` of a conversation: a plain turn as ``content(i, m)``
-    makes it, an assistant turn that called tools as its text and ``tool_use`` blocks,
-    and each run of results as one user message of ``tool_result`` blocks."""
+    makes it, an assistant turn that called tools as its text and ``tool_use`` blocks, a
+    paused one as its content blocks, and each run of results as one user message of ``tool_result`` blocks."""
     out: list[dict[str, Any]] = []
     for i, m in enumerate(chat):
         if m.tool_call_id is not None:
@@ -103,6 +103,8 @@ def anthropic_chat(
                 out[-1]["content"].append(block)
             else:
                 out.append({"role": "user", "content": [block]})
+        elif m.paused:  # a paused turn goes back as Anthropic sent it, to continue it
+            out.append({"role": "assistant", "content": list(m.paused)})
         elif m.tool_calls:
             blocks: list[dict[str, Any]] = (
                 [{"type": "text", "text": m.content}] if m.content else []

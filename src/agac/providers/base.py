@@ -191,7 +191,9 @@ class Message:
     """One turn. A user turn may carry attachments (files sent with its text), placed
     ``before`` (the default) or ``after`` the text. In a tool loop an ``assistant`` turn
     may carry the ``tool_calls`` it asked for, and a ``tool`` turn is one call's result
-    (``content``) sent back under its ``tool_call_id``, naming the tool (``name``)."""
+    (``content``) sent back under its ``tool_call_id``, naming the tool (``name``). An
+    ``assistant`` turn the provider paused (Anthropic ``pause_turn``) carries its content
+    blocks as the provider sent them (``paused``), sent back as they are to continue it."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
@@ -200,6 +202,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    paused: tuple[Any, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The message in a canonical request: a message without attachments or tool
@@ -214,6 +217,8 @@ class Message:
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
             out["name"] = self.name
+        if self.paused:
+            out["paused"] = list(self.paused)
         return out
 
     @classmethod
@@ -227,6 +232,7 @@ class Message:
             tuple(ToolCall.from_dict(c) for c in d.get("tool_calls") or ()),
             d.get("tool_call_id"),
             d.get("name"),
+            tuple(d.get("paused") or ()),
         )
 
 

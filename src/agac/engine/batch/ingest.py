@@ -16,9 +16,11 @@ whole result file. Each item ends one of:
   ``content_filter``, ``unexpected_stop``, ``truncated``, ``schema_invalid``,
   ``batch_cancelled``, ``batch_expired``.
 
-A turn the provider paused in the batch (Anthropic ``pause_turn``) is continued live
-before it is read (each live leg ledgered at the live tier), or fails
-``unexpected_stop``: never answered with the paused text.
+A turn the provider paused in the batch (Anthropic ``pause_turn``) of an action with
+``tools:`` is a turn of its loop: stored with its paused content, which the next round
+sends back as the assistant turn to continue it. Of any other action it is continued live
+before it is read (each live leg ledgered at the live tier), or fails ``unexpected_stop``:
+never answered with the paused text.
 """
 
 from __future__ import annotations
@@ -106,6 +108,17 @@ async def ingest_batch(
     )
     maybe_crash("after_collected")
     return reading.counts
+
+
+def _paused_text(request_json: str) -> str:
+    """The text of the paused turn a request continues (its last message, when it is
+    one), which begins the turn's answer as a live continuation's does; else ""."""
+    sent = loads(request_json)
+    messages = sent.get("messages") if isinstance(sent, dict) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if isinstance(last, dict) and last.get("role") == "assistant" and last.get("paused"):
+        return str(last.get("content") or "")
+    return ""
 
 
 def _sharing(items: list[BatchItem], sent: int) -> dict[str, list[BatchItem]]:
@@ -232,6 +245,14 @@ class _Reading:
                 origin=OVERLAP_ORIGIN,
                 error=("answered live first (B13): this batch answer is billed, stored, not used"),
             )
+        if response.stop_reason == "paused" and rt.tool_defs and response.paused:
+            # a loop's turn: its paused content goes back in the next round (R6)
+            self.usage[-1] = self.usage[-1]._replace(
+                error=f"{response.raw_stop or 'paused'}: paused in the batch, the next round "
+                "continues it"
+            )
+            self._turn(item, response, mark)
+            return
         if response.stop_reason == "paused":
             self.usage[-1] = self.usage[-1]._replace(
                 error=f"{response.raw_stop or 'paused'}: paused in the batch, continued live"
@@ -243,6 +264,8 @@ class _Reading:
         if response.stop_reason == "tool_use" and rt.tool_defs:
             self._turn(item, response, mark)
             return
+        if rt.tool_defs:  # the end of a turn paused in the last round: the whole turn's text
+            response = replace(response, text=_paused_text(item.request) + response.text)
         try:
             output = accept_response(rt, response)
         except Fail as fail:
@@ -268,12 +291,15 @@ class _Reading:
         result a step), with its usage row. A unit answered live first (B13) keeps its
         own loop: the turn is billed, not stored. ``mark``: where the item's usage rows
         start (a paused turn continued live has several)."""
+        paused = response.stop_reason == "paused"
         result = ItemResult(
             self.b.key,
             item.custom_id,
             "turn",
-            "tool_use",
-            f"asked for {len(response.tool_calls)} tool call(s); the next round continues",
+            "paused" if paused else "tool_use",
+            f"paused by the provider ({response.raw_stop}); the next round continues"
+            if paused
+            else f"asked for {len(response.tool_calls)} tool call(s); the next round continues",
         )
         self.counts["turns"] += 1
         if item.unit_key in self.overlap:
@@ -295,6 +321,8 @@ class _Reading:
             "usage": response.usage.to_dict(),
             "batch": self.b.key,
         }
+        if paused:
+            body["paused"] = list(response.paused)
         row = TurnRow(
             self.ctx.run_id,
             self.rt.name,

@@ -111,10 +111,12 @@ class _Turn:
     calls: tuple[ToolCall, ...]
     results: dict[int, str] = field(default_factory=dict)
     """Call index -> the result sent back (what is stored)."""
+    paused: tuple[object, ...] = ()
+    """A turn the provider paused in a batch (no calls): its content, sent back as is."""
 
     @property
     def message(self) -> Message:
-        return Message("assistant", self.text, tool_calls=self.calls)
+        return Message("assistant", self.text, tool_calls=self.calls, paused=self.paused)
 
     def replies(self) -> list[Message]:
         return [
@@ -165,6 +167,13 @@ class ToolLoop:
             self._replay(row)
         if self.turns and len(self.turns[-1].results) < len(self.turns[-1].calls):
             return await self._continue(self.turns[-1])
+        bound = self.rt.action.max_turns
+        if self.turns and self.turns[-1].paused and len(self.turns) >= bound:
+            return await self._fail(
+                reason="max_turns_exceeded",
+                detail=f"the provider still paused the turn after {len(self.turns)} turns "
+                f"(max_turns: {bound})",
+            )
         return self.next_request()
 
     def _replay(self, row: TurnRow) -> None:
@@ -172,7 +181,8 @@ class ToolLoop:
         assert isinstance(body, dict)
         if row.kind == "model":
             calls = tuple(ToolCall.from_dict(c) for c in body["tool_calls"])  # type: ignore[union-attr, arg-type]
-            self.turns.append(_Turn(row.step, str(body.get("text") or ""), calls))
+            paused = tuple(body.get("paused") or ())  # type: ignore[arg-type]
+            self.turns.append(_Turn(row.step, str(body.get("text") or ""), calls, paused=paused))
         else:
             turn = self.turns[-1]
             turn.results[row.step - turn.step - 1] = str(body["content"])
