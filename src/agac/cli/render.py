@@ -482,6 +482,12 @@ def print_plan(doc: dict[str, Any]) -> None:
     for name, a in doc["actions"].items():
         if a.get("cheaper_hours"):
             click.echo(f"  {name}: {_cheaper_hours(a['model'], a['cheaper_hours'])}")
+            if a["cheaper_hours"].get("auto_waits"):
+                saves = a["cheaper_hours"]["auto_saves_usd"]
+                click.echo(
+                    f"  {name}: run_mode auto will wait for them (the deadline allows), "
+                    f"saving about ${saves:.4f}"
+                )
     prefixes = [
         f"{n} {a['cache_prefix_tokens']:,}"
         for n, a in doc["actions"].items()

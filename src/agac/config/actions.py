@@ -419,6 +419,7 @@ def _llm_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     out["run_mode"] = _run_mode(f, raw)
     out.update(_tuning(f, raw, out["run_mode"]))
     out["auto_batch_min_records"] = _auto_threshold(f, raw, out["run_mode"])
+    out["wait_for_cheaper"] = _wait_for_cheaper(f, raw, out["run_mode"])
     out["flex_fallback_after"] = _flex_fallback(f, raw, out["run_mode"])
     if "hybrid" in v:
         out["live_after"] = _hybrid(f, raw, out["run_mode"])
@@ -637,6 +638,23 @@ def _auto_threshold(f: Findings, raw: RawAction, mode: str | None) -> int | None
     if mode != "auto":
         return None
     return value if key in raw.values else AUTO_BATCH_MIN_RECORDS
+
+
+def _wait_for_cheaper(f: Findings, raw: RawAction, mode: str | None) -> bool | None:
+    """``wait_for_cheaper`` of an ``auto`` action (default true), else None; written on an
+    action of another mode it would do nothing: an error."""
+    key = "wait_for_cheaper"
+    value = read_bool(f, raw.values[key], raw.origin(key)) if key in raw.values else None
+    if key in raw.own and mode in ("online", "batch", "flex"):
+        f.error(
+            "auto_threshold_without_auto",
+            f"{key} is set on action {raw.name!r}, whose run_mode is {mode}",
+            raw.origin(key),
+            hint="it applies to run_mode: auto only; drop it or write run_mode: auto",
+        )
+    if mode != "auto":
+        return None
+    return True if value is None else value
 
 
 def _flex_fallback(f: Findings, raw: RawAction, mode: str | None) -> float | None:

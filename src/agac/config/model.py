@@ -251,6 +251,9 @@ class Action:
     flex has not answered is sent at the standard tier (None: it stays on flex)."""
     auto_batch_min_records: int | None = None
     """``run_mode: auto``: batch from this many input records on (set only for ``auto``)."""
+    wait_for_cheaper: bool | None = None
+    """``run_mode: auto``: whether the run may hold the action until its model's cheaper
+    hours open (engine/lifecycle/cheaper.py); set only for ``auto`` (default True)."""
     auto_choice: str | None = None
     """In a run's config only: why ``run_mode: auto`` chose this action's ``run_mode``
     (then ``online``, ``flex`` or ``batch``) at admission; None when the file chose it."""
@@ -374,6 +377,7 @@ class Workflow:
                 batch_deadline=None,
                 live_after=None,
                 auto_batch_min_records=None,
+                wait_for_cheaper=None,
                 auto_choice=None,
             )
             if a.kind == "llm"
@@ -454,7 +458,7 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data.pop("live_after", None)  # likewise for actions without hybrid (B13)
     if data.get("flex_fallback_after") is None:
         data.pop("flex_fallback_after", None)  # likewise for actions without a flex fallback
-    for key in ("auto_batch_min_records", "auto_choice"):
+    for key in ("auto_batch_min_records", "wait_for_cheaper", "auto_choice"):
         if data.get(key) is None:
             data.pop(key, None)  # likewise for actions that are not run_mode: auto
     if data.get("approval") is None:

@@ -142,7 +142,10 @@ class Settle(NamedTuple):
 class Pending(NamedTuple):
     """No outcome yet: the run is stopping, or the unit waits on a batch."""
 
-    why: Literal["stopping", "batch", "unreadable"]
+    why: Literal["stopping", "batch", "unreadable", "held"]
+
+
+_HELD = Pending("held")
 
 
 class Adopt(NamedTuple):
@@ -222,6 +225,7 @@ class UnitFacts:
         "gated",
         "guard",
         "guard_text",
+        "held",
         "inputs_error",
         "items",
         "kind",
@@ -264,8 +268,12 @@ class UnitFacts:
         deadline_passed: bool = False,
         budget_exhausted: bool = False,
         live: bool = False,
+        held: bool = False,
     ) -> None:
         self.run_id = run_id
+        self.held = held
+        """``run_mode: auto`` holds the action for its model's cheaper hours, not open
+        yet: nothing is sent before (a stored answer is still taken)."""
         self.kind = kind
         self.reads_records = reads_records
         """The action has no dependencies: an invalid record fails here, not upstream."""
@@ -361,6 +369,8 @@ def decide(f: UnitFacts) -> Decision:
         return _batch(f, fp)
     if f.action_paused is not None:
         return unreachable_skip("never sent", f.action_paused)
+    if f.held:
+        return _HELD
     return CALL
 
 

@@ -148,8 +148,11 @@ class RunControl:
         deadline_at: float | None,
         live_at: Mapping[str, float] | None = None,
         live: Iterable[str] = (),
+        start_at: Mapping[str, float] | None = None,
     ) -> None:
         self.clock = clock
+        self.start_at = dict(start_at or {})
+        """Per online action held for its model's cheaper hours, when its calls may go."""
         self.deadline_at = deadline_at
         self.live_at = dict(live_at or {})
         """B13: per hybrid action, the instant its records still in batches go live."""
@@ -239,9 +242,21 @@ class RunControl:
         at = self.live_at.get(action)
         return at is not None and action not in self._live and self.clock.time() >= at
 
+    def held(self, action: str) -> float | None:
+        """The instant ``action``'s calls may go when it is held for cheaper hours that
+        have not opened yet, else None."""
+        at = self.start_at.get(action) if self.start_at else None
+        return at if at is not None and self.clock.time() < at else None
+
+    def held_actions(self) -> dict[str, float]:
+        """Each action still held for its model's cheaper hours, with its start instant."""
+        return {a: at for a in self.start_at if (at := self.held(a)) is not None}
+
     def next_live_at(self) -> float | None:
-        """The earliest instant a hybrid action that has not switched yet goes live."""
+        """The earliest instant a hybrid action that has not switched yet goes live, or an
+        action held for its model's cheaper hours starts."""
         waiting = [at for a, at in self.live_at.items() if a not in self._live]
+        waiting += self.held_actions().values()
         return min(waiting) if waiting else None
 
 

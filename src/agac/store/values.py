@@ -139,6 +139,9 @@ class RunSettings:
     live_at: dict[str, float] = field(default_factory=dict)
     """B13: per batch action with ``hybrid``, the instant (epoch seconds) its records still
     in batches go live, computed once at admission (R4)."""
+    start_at: dict[str, float] = field(default_factory=dict)
+    """Per online action ``run_mode: auto`` holds for its model's cheaper hours, the
+    instant (epoch seconds) its first call may go, computed once at admission."""
 
     @classmethod
     def from_json(cls, text: str | None) -> RunSettings:
@@ -155,6 +158,7 @@ class RunSettings:
             pruned=d.get("pruned"),
             unit_keys=d.get("unit_keys"),
             live_at={str(k): float(v) for k, v in (d.get("live_at") or {}).items()},
+            start_at={str(k): float(v) for k, v in (d.get("start_at") or {}).items()},
         )
 
     def to_json(self) -> str:
@@ -171,6 +175,8 @@ class RunSettings:
             d["unit_keys"] = self.unit_keys
         if self.live_at:
             d["live_at"] = self.live_at
+        if self.start_at:
+            d["start_at"] = self.start_at
         return dumps(d)
 
     def pruned_at(self, when: float) -> RunSettings:

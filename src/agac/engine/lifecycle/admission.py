@@ -17,6 +17,7 @@ from agac.engine.actions import code_hashes, with_code_hashes
 from agac.engine.batch.manual import abandon_batches
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.graph import run_graph
+from agac.engine.lifecycle.cheaper import cheaper_starts
 from agac.engine.lifecycle.closing import close_run, run_event
 from agac.engine.lifecycle.contextcaches import release_context_caches
 from agac.engine.lifecycle.estimate import estimate_run
@@ -263,7 +264,10 @@ def admit_run(
             settings = replace(settings, deadline_at=store.clock.time() + workflow.deadline)
     workflow, choices = _chosen_modes(project, store, workflow, snapshot, settings, retry_of)
     if workflow.deadline is not None and retry_of is None:
-        settings = replace(settings, live_at=_live_at(workflow, store.clock.time()))
+        now = store.clock.time()
+        prices = PriceTable(dict(project.config.prices) if project.config else {})
+        starts = cheaper_starts(workflow, snapshot.count, prices, now, settings.deadline_at)
+        settings = replace(settings, live_at=_live_at(workflow, now), start_at=starts)
     if settings.budget is not None and retry_of is None:
         _admission_estimate(project, store, workflow, snapshot, options, settings.budget)
     store.create_run(
@@ -343,7 +347,10 @@ def _inherited_limits(store: Store, original_id: str, settings: RunSettings) -> 
             settings, budget=original.settings.budget, spent_before=Spent(usd, tokens)
         )
     return replace(
-        settings, deadline_at=original.settings.deadline_at, live_at=original.settings.live_at
+        settings,
+        deadline_at=original.settings.deadline_at,
+        live_at=original.settings.live_at,
+        start_at=original.settings.start_at,
     )
 
 

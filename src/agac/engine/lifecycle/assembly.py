@@ -154,6 +154,7 @@ def assemble_run(
         live=[a for a, (state, _) in store.action_states(run.id).items() if state == LIVE_STATE]
         if run.settings.live_at
         else (),
+        start_at=run.settings.start_at,
     )
     caches = ContextCaches(run.id, store, gateway, control)
     out = OutcomeWriter(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.config.project import store_url
 from agac.engine.actions import build_runtime
+from agac.engine.lifecycle.cheaper import cheaper_starts
 from agac.engine.lifecycle.modes import resolve_auto
 from agac.engine.limits.budget import (
     attachment_tokens,
@@ -119,12 +120,18 @@ def estimate_run(
             chunk = []
     if chunk:
         _plan_chunk(chunk, workflow, runtimes, actions, answers, prices, fresh, counted)
-    _modes(project, workflow, actions, count)
+    resolved = _modes(project, workflow, actions, count)
+    deadline_at = None if workflow.deadline is None else now + workflow.deadline
+    starts = cheaper_starts(resolved, count, prices, now, deadline_at)
     for a in workflow.actions:
         entry = actions[a.name]
         usage = Usage(int(entry["input_tokens"]), int(entry["output_tokens"]))
         opening = cheaper_hours(prices, a.model, usage, now) if a.kind == "llm" else None
         if opening is not None:
+            opening["auto_waits"] = a.name in starts
+            if a.name in starts:
+                saves = opening["online_usd_now"] - opening["online_usd_then"]
+                opening["auto_saves_usd"] = round(saves, 10)
             entry["cheaper_hours"] = opening
     return _totals(workflow, actions, count)
 
@@ -156,10 +163,11 @@ def _flex_served(action: Action) -> bool:
 
 def _modes(
     project: Project, workflow: Workflow, actions: dict[str, dict[str, Any]], records: int
-) -> None:
+) -> Workflow:
     """Each llm action's ``mode``: its run_mode, or what ``auto`` would choose for a run
-    admitted now over ``records`` (its deadline starting now), with ``mode_why``."""
-    _, choices = resolve_auto(
+    admitted now over ``records`` (its deadline starting now), with ``mode_why``; the
+    workflow with those choices made."""
+    resolved, choices = resolve_auto(
         workflow, records, remaining=workflow.deadline, durable=store_url(project) != "memory"
     )
     chosen = {c.action: c for c in choices}
@@ -170,6 +178,7 @@ def _modes(
         entry["mode"] = chosen[a.name].mode if a.name in chosen else a.run_mode
         if a.name in chosen:
             entry["mode_why"] = f"{chosen[a.name].why}: {chosen[a.name].detail}"
+    return resolved
 
 
 def _request_chars(entry: dict[str, Any], action: Action, request: Request) -> int:

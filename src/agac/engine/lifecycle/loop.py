@@ -16,6 +16,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from agac.engine.interrupts import install_interrupts
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from agac.engine.lifecycle.assembly import RunParts
     from agac.engine.values import RunControl
 
-__all__ = ["drive", "install_interrupt", "next_pause"]
+__all__ = ["drive", "held_lines", "install_interrupt", "next_pause"]
 
 
 async def drive(
@@ -62,6 +63,11 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
                 # B13: batches cancelled to go live hold nothing the run needs; the next
                 # run of the workflow reads them (decision 0097)
                 return walked
+            if batch is None:  # only actions held for cheaper hours are left
+                held = await _held(parts, wait=wait)
+                if held is not None:
+                    return held
+                continue
         elif control.cancel_requested:
             return PassResult("cancelled", tuple(waiting))
         elif control.deadline_passed():
@@ -79,6 +85,7 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         if batch.refused_actions:
             return PassResult("failed_with_batches_out", tuple(waiting))
         report.waiting += parts.effects.waiting
+        report.waiting += held_lines(control)
         for line in report.waiting:
             await parts.out.event("waiting", reason="batch", detail=line)
         approvals = await _approvals_waiting(parts)
@@ -98,9 +105,37 @@ async def _passes(parts: RunParts, *, wait: bool, was_waiting: bool) -> PassResu
         step_first = True
 
 
+def held_lines(control: RunControl) -> list[str]:
+    """What waits for its model's cheaper hours (``run_mode: auto``), one line each."""
+    return [
+        f"{action}: waits for its model's cheaper hours, starting {_utc(at)}"
+        for action, at in control.held_actions().items()
+    ]
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+async def _held(parts: RunParts, *, wait: bool) -> PassResult | None:
+    """A run without batch actions whose walk left only held actions: paused (``waiting``)
+    naming them, or with ``--wait`` asleep until the first of them starts (None: walk
+    again)."""
+    lines = tuple(held_lines(parts.control))
+    for line in lines:
+        await parts.out.event("waiting", reason="cheaper_hours", detail=line)
+    await parts.gateway.flush()
+    if not wait:
+        return PassResult("paused", lines)
+    if await parts.control.sleep(next_pause(parts.control, float("inf"))):
+        return PassResult("interrupted", lines)
+    return None
+
+
 def next_pause(control: RunControl, poll_interval: float) -> float:
     """How long ``--wait`` sleeps before the next poll: ``poll_interval``, cut short by
-    the run's deadline (R4) and by the instant a hybrid action goes live (B13)."""
+    the run's deadline (R4), by the instant a hybrid action goes live (B13) and by the
+    instant an action held for cheaper hours starts."""
     now = control.clock.time()
     ends = [at for at in (control.deadline_at, control.next_live_at()) if at is not None]
     return max(0.0, min([poll_interval, *(at - now for at in ends)]))
@@ -127,6 +162,8 @@ async def _walk(parts: RunParts, waiting: list[str]) -> PassResult | Halt | None
     if parts.batch is not None:
         return None
     people = await _approvals_waiting(parts)
+    if not parts.effects.waiting and not people and control.held_actions():
+        return None  # only actions held for their model's cheaper hours are left
     if not parts.effects.waiting and not people:
         return PassResult("interrupted", tuple(waiting))
     await parts.gateway.flush()

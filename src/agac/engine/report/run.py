@@ -65,6 +65,9 @@ class RunSummary(JSONView):
     """B13: per hybrid action, the instant it goes live and whether it switched."""
     auto_modes: dict[str, AutoChoice] = field(default_factory=dict, metadata=ABSENT_WHEN_EMPTY)
     """Per action of ``run_mode: auto``: the mode chosen at admission and why."""
+    cheaper_starts: dict[str, float] = field(default_factory=dict, metadata=ABSENT_WHEN_EMPTY)
+    """Per action ``run_mode: auto`` holds for its model's cheaper hours: the instant its
+    calls start (chosen at admission)."""
     budget: BudgetReport | None = field(default=None, metadata=ABSENT_WHEN_NONE)
     advice: tuple[Advice, ...] = field(default=(), metadata=ABSENT_WHEN_EMPTY)
     error: RunError | None = field(default=None, metadata=ABSENT_WHEN_NONE)
@@ -112,6 +115,7 @@ def _summary(
         deadline_at=run.settings.deadline_at,
         auto_modes=auto_modes(graph),
         hybrid=hybrid_switches(run, states),
+        cheaper_starts=dict(run.settings.start_at),
         budget=budget_report(store, run),
         advice=advise(store, run, actions),
         error=run_error(run.state, error) if error else None,

@@ -133,6 +133,7 @@ class _Unit:
             items=batch.items_of(rt, rec.key) if batch else (),
             carried=ctx.memory.carried.get((rt.name, rec.key)) if ctx.memory.carried else None,
             live=batch is not None and control.is_live(rt.name, rec.key),
+            held=control.held(rt.name) is not None,
         )
         if batch is not None or action.kind == "tool":
             f.deadline_passed = control.deadline_passed()
