@@ -60,37 +60,40 @@ class TurnRepository(StoreCore):
                 ).all()
             )
 
-    def earlier_turns(
-        self,
-        tenant: str,
-        workflow: str,
-        run_id: str,
-        action: str,
-        unit_key: str,
-        fingerprints: frozenset[str],
-    ) -> list[Row]:
-        """The steps of the unit's loop in the latest other run of the tenant's workflow
-        whose first turn sent one of ``fingerprints`` (the unit's first request); none
-        when no run has such a loop."""
-        c, r = t.turns.c, t.runs.c
+    def earlier_runs(self, tenant: str, workflow: str, run_id: str) -> list[str]:
+        """The ids of the tenant's other runs of the workflow, the latest first."""
+        r = t.runs.c
         with self._read() as conn:
-            firsts = conn.execute(
-                sa.select(c.run_id, c.body)
-                .join(t.runs, r.id == c.run_id)
-                .where(
-                    r.tenant == tenant,
-                    r.workflow == workflow,
-                    c.run_id != run_id,
-                    c.action == action,
-                    c.unit_key == unit_key,
-                    c.step == 0,
-                )
+            rows = conn.execute(
+                sa.select(r.id)
+                .where(r.tenant == tenant, r.workflow == workflow, r.id != run_id)
                 .order_by(r.created_at.desc())
             ).all()
-        for first in firsts:
-            body = loads(first.body)
+        return [row[0] for row in rows]
+
+    def earlier_turns(
+        self, run_ids: Sequence[str], action: str, unit_key: str, fingerprints: frozenset[str]
+    ) -> list[Row]:
+        """The steps of the unit's loop in the first of ``run_ids`` whose loop's first turn
+        sent one of ``fingerprints`` (the unit's first request); none when no run has
+        such a loop. Each run is looked up by its key (the table's primary key)."""
+        c = t.turns.c
+        with self._read() as conn:
+            firsts = {
+                row.run_id: row.body
+                for row in conn.execute(
+                    sa.select(c.run_id, c.body).where(
+                        c.run_id.in_(list(run_ids)),
+                        c.action == action,
+                        c.unit_key == unit_key,
+                        c.step == 0,
+                    )
+                ).all()
+            }
+        for run_id in run_ids:
+            body = loads(firsts[run_id]) if run_id in firsts else None
             if isinstance(body, dict) and body.get("fingerprint") in fingerprints:
-                return self.turns_of(first.run_id, action, unit_key)
+                return self.turns_of(run_id, action, unit_key)
         return []
 
     def turn_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:

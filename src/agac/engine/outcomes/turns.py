@@ -34,6 +34,7 @@ class TurnLog:
     ) -> None:
         self.run_id, self.tenant = run_id, tenant
         self.store, self.gateway, self.out = store, gateway, out
+        self._earlier: list[str] | None = None
 
     async def load(self, action: str, unit_key: str) -> list[TurnRow]:
         """The unit's stored steps in this run, in order."""
@@ -49,14 +50,14 @@ class TurnLog:
         """The unit's loop carried over from the latest earlier run whose first turn sent
         one of ``fingerprints``: its steps stored in this run (their cost was ledgered
         where they were taken) and returned; none when there is no such loop."""
+        if self._earlier is None:  # the workflow's other runs, looked up once
+            self._earlier = await self.gateway.call(
+                self.store.earlier_runs, self.tenant, workflow, self.run_id
+            )
+        if not self._earlier:
+            return []
         rows = await self.gateway.call(
-            self.store.earlier_turns,
-            self.tenant,
-            workflow,
-            self.run_id,
-            action,
-            unit_key,
-            fingerprints,
+            self.store.earlier_turns, self._earlier, action, unit_key, fingerprints
         )
         steps = tuple(
             TurnRow(self.run_id, action, unit_key, r.step, r.kind, r.body, r.created_at)
