@@ -44,10 +44,10 @@ __all__ = [
 ]
 
 HEAD_REVISION = "0017"
+"""The newest migration; bump together with a new file under migrations/versions."""
 IDLE_IN_TRANSACTION_MS = 10_000
 """PostgreSQL ends a session idle inside a transaction this long (ms); a third of the
 default lease TTL."""
-"""The newest migration; bump together with a new file under migrations/versions."""
 
 _MIGRATION_LOCK = 0x61676163  # "agac"
 WORK_CHANNEL = "agac_work"
