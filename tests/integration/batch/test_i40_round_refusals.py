@@ -76,29 +76,31 @@ def _rounds(emulator: RunningEmulator, root: Path, limit: int = 6) -> list[Any]:
 
 
 REFUSALS = [
-    ("openai", {"http": 429, "code": "insufficient_quota"}),
-    ("anthropic", {"http": 400, "message": "bad request in the file"}),
+    ("openai", "batch.create", {"http": 429, "code": "insufficient_quota"}),
+    ("openai", "file.upload", {"http": 400, "message": "the file is not valid JSONL"}),
+    ("anthropic", "batch.create", {"http": 400, "message": "bad request in the file"}),
 ]
 
 
-@pytest.mark.parametrize(("provider", "fault"), REFUSALS, ids=["openai-quota", "anthropic-400"])
+@pytest.mark.parametrize(
+    ("provider", "op", "fault"), REFUSALS, ids=["openai-quota", "openai-upload", "anthropic-400"]
+)
 def test_i40_b2_a_refused_round_file_fails_its_records_and_other_loops_go_on(
-    emulator: RunningEmulator, project: Path, provider: str, fault: dict[str, Any]
+    emulator: RunningEmulator, project: Path, provider: str, op: str, fault: dict[str, Any]
 ) -> None:
-    """Round one sends both files (two creates); the third create is the first file of
-    round two, refused: its record fails ``batch_refused`` after its first turn and its
-    call (each run once), while the other file's record gets its next round and answers."""
+    """Round one sends both files; the third upload or create is the first file of round
+    two, refused: its record fails ``batch_refused`` after its first turn and its call
+    (each run once), while the other file's round is sent; the next run answers both."""
+    refused_create = 1 if op == "batch.create" else 0  # a refused upload creates nothing
     _project(project, provider)
-    emulator.add_fault(
-        {"provider": provider, "op": "batch.create", "nth": 3, "times": 1, "fault": fault}
-    )
+    emulator.add_fault({"provider": provider, "op": op, "nth": 3, "times": 1, "fault": fault})
 
     first = _rounds(emulator, project)[-1]
 
     # As any refused file (B2): the action fails naming it, the round out for the other
     # file stays out (B0), nothing cancelled.
     assert first.exit_code == 1, first.summary
-    assert creates(emulator.stats(), provider) == 4  # two files, then two rounds, one refused
+    assert creates(emulator.stats(), provider) == 3 + refused_create  # two files, two rounds
     assert ops(emulator.stats(), provider).get("batch.cancel", 0) == 0
     done = rows(project)
     assert {done[k]["status"] for k in ("a1", "b1")} == {"answered"}
@@ -117,7 +119,7 @@ def test_i40_b2_a_refused_round_file_fails_its_records_and_other_loops_go_on(
     last = _rounds(emulator, project)[-1]
 
     assert last.exit_code == 0, last.summary
-    assert creates(emulator.stats(), provider) == 5
+    assert creates(emulator.stats(), provider) == 4 + refused_create  # the refused round again
     done = rows(project)
     assert {k: r["status"] for k, r in done.items()} == dict.fromkeys(done, "answered")
     for key in ("a0", "b0"):
