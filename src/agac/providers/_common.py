@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import quote
 
-from agac.errors import ConfigError, FatalError, Problem, UnsupportedError
+from agac.errors import BatchNotEnded, ConfigError, FatalError, Problem, UnsupportedError
 from agac.installing import install_hint
 from agac.media import Attachment, write_base64
-from agac.providers.base import ProviderSettings, Request
+from agac.providers.base import BatchHandle, BatchStatus, ProviderSettings, Request
 
 __all__ = [
     "EMULATOR_HINT",
@@ -31,6 +31,7 @@ __all__ = [
     "SpooledBatch",
     "as_int",
     "dump_line",
+    "ended_or_raise",
     "enum_str",
     "fallback_system",
     "import_sdk",
@@ -359,3 +360,17 @@ def _segment(segment: str, name: str, safe: str = "@+-._~") -> str:
             "'..' segment, which would send the request to another URL"
         )
     return quote(segment, safe=safe)
+
+
+def ended_or_raise(handle: BatchHandle, status: BatchStatus) -> None:
+    """What every adapter's ``batch_results`` checks of the batch it fetched right before
+    reading (B7): results are read only from an ``ended`` batch; a batch now reported
+    failed, expired or cancelled — or not ended at all — raises
+    :class:`~agac.errors.BatchNotEnded` before anything is read."""
+    if status.state != "ended":
+        raise BatchNotEnded(
+            f"batch {handle.id} is {status.raw_status or status.state} at the "
+            "provider: there are no results to read",
+            state=status.state,
+            raw_status=status.raw_status,
+        )

@@ -28,6 +28,7 @@ from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
     dump_line,
+    ended_or_raise,
     fallback_system,
     parse_json,
     pick,
@@ -62,7 +63,6 @@ from agac.providers.base import (
     StoredRequests,
     ToolCall,
     Usage,
-    ended_or_raise,
     stored_request,
 )
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output

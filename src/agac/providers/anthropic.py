@@ -42,6 +42,7 @@ from agac.providers._cache_wire import (
 )
 from agac.providers._common import (
     SCHEMA_NAME,
+    ended_or_raise,
     parse_json,
     pick,
     require_custom_id,
@@ -69,7 +70,6 @@ from agac.providers.base import (
     Request,
     Response,
     Result,
-    ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
 from agac.providers.servertools import Citation, distinct_citations

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from agac.errors import BatchNotEnded
 from agac.jsontext import canonical, loads
 from agac.media import Attachment, AttachmentLimits
 from agac.providers.servertools import Citation, WebSearch, server_tool_counts
@@ -53,7 +52,6 @@ __all__ = [
     "Usage",
     "batch_api",
     "canonical_json",
-    "ended_or_raise",
     "fingerprint_of",
     "server_tool_counts",
     "stored_request",
@@ -503,20 +501,6 @@ class BatchStatus:
     known: bool = True
 
 
-def ended_or_raise(handle: BatchHandle, status: BatchStatus) -> None:
-    """What every adapter's ``batch_results`` checks of the batch it fetched right before
-    reading (B7): results are read only from an ``ended`` batch; a batch now reported
-    failed, expired or cancelled — or not ended at all — raises
-    :class:`~agac.errors.BatchNotEnded` before anything is read."""
-    if status.state != "ended":
-        raise BatchNotEnded(
-            f"batch {handle.id} is {status.raw_status or status.state} at the "
-            "provider: there are no results to read",
-            state=status.state,
-            raw_status=status.raw_status,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class BilledWork:
     """What a provider answered, and bills, in a batch agac does not read (B7, a batch
@@ -572,8 +556,9 @@ class Provider(Protocol):
     reading it loads no SDK. The batch methods below work when ``spec.batch`` is set.
 
     ``batch_results`` fetches the batch first and reads nothing unless it has ended
-    (:func:`ended_or_raise`, B7). ``billed_work`` tells what the provider bills in a
-    batch agac gives up or cannot read, without taking its answers.
+    (:func:`~agac.providers._common.ended_or_raise`, B7). ``billed_work`` tells what
+    the provider bills in a batch agac gives up or cannot read, without taking its
+    answers.
     """
 
     spec: ProviderSpec

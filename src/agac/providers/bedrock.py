@@ -64,6 +64,7 @@ from agac.providers._common import (
     SpooledBatch,
     as_int,
     dump_line,
+    ended_or_raise,
     require_custom_id,
     spool_jsonl,
     stopwatch,
@@ -82,7 +83,6 @@ from agac.providers.base import (
     Response,
     Result,
     Usage,
-    ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option
 from agac.providers.spec import BatchSpec, ProviderSpec

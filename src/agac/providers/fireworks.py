@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import ProviderError, UnsupportedError
-from agac.providers._common import as_int, pick, spool_jsonl
+from agac.providers._common import as_int, ended_or_raise, pick, spool_jsonl
 from agac.providers._errors import classify, connection_error, error_fields
 from agac.providers._http import import_aiohttp
 from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAISdkProvider, chat_response
@@ -56,7 +56,6 @@ from agac.providers.base import (
     Result,
     StoredRequests,
     Usage,
-    ended_or_raise,
 )
 from agac.providers.options import Option
 from agac.providers.spec import BatchSpec, ProviderSpec

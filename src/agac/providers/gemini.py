@@ -44,6 +44,7 @@ from agac.providers._attachments import GEMINI_LIMITS, Blobs, gemini_parts, live
 from agac.providers._cache_wire import first_user, gemini_cache_name, gemini_minimum, gemini_rest
 from agac.providers._common import (
     dump_line,
+    ended_or_raise,
     fallback_system,
     import_sdk,
     pick,
@@ -85,7 +86,6 @@ from agac.providers.base import (
     Response,
     Result,
     Usage,
-    ended_or_raise,
 )
 from agac.providers.contextcaches import ContextCache
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output

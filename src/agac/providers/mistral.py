@@ -35,7 +35,7 @@ from typing import Any
 
 from agac.errors import ProviderError
 from agac.providers._attachments import MISTRAL_LIMITS, Data, live_base64, mistral_parts
-from agac.providers._common import as_int, pick
+from agac.providers._common import as_int, ended_or_raise, pick
 from agac.providers._errors import connection_error
 from agac.providers._openai_compat import COMPAT_OPTIONS, OpenAICompatProvider
 from agac.providers.base import (
@@ -47,7 +47,6 @@ from agac.providers.base import (
     Message,
     Request,
     Result,
-    ended_or_raise,
 )
 from agac.providers.options import Option
 from agac.providers.spec import BatchSpec, ProviderSpec

@@ -36,7 +36,7 @@ from typing import Any
 
 from agac.errors import UnsupportedError
 from agac.providers._attachments import Data, live_base64
-from agac.providers._common import as_int, pick
+from agac.providers._common import as_int, ended_or_raise, pick
 from agac.providers._openai_compat import (
     REASONING_EFFORT,
     OpenAISdkProvider,
@@ -50,7 +50,6 @@ from agac.providers.base import (
     Request,
     Result,
     StoredRequests,
-    ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
 from agac.providers.spec import BatchSpec, ProviderSpec

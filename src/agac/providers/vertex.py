@@ -76,6 +76,7 @@ from agac.providers._attachments import Blobs
 from agac.providers._cache_wire import anthropic_minimum, gemini_minimum
 from agac.providers._common import (
     dump_line,
+    ended_or_raise,
     import_sdk,
     pick,
     require_custom_id,
@@ -96,7 +97,6 @@ from agac.providers.base import (
     Response,
     Result,
     Usage,
-    ended_or_raise,
 )
 from agac.providers.gemini import GeminiProvider, wire_request
 from agac.providers.options import FIND_BATCH_SCAN, TIMEOUT, Option, structured_output

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import ConfigError, Problem
-from agac.providers._common import pick, spool_jsonl
+from agac.providers._common import ended_or_raise, pick, spool_jsonl
 from agac.providers._openai_compat import REASONING_EFFORT, OpenAISdkProvider, chat_response
 from agac.providers.base import (
     TRANSPORTS,
@@ -40,7 +40,6 @@ from agac.providers.base import (
     Request,
     Result,
     StoredRequests,
-    ended_or_raise,
 )
 from agac.providers.options import TIMEOUT, Option, structured_output
 from agac.providers.runbatch import RunBatch

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agac.errors import ProviderError
-from agac.providers._common import as_int, pick, spool_jsonl
+from agac.providers._common import as_int, ended_or_raise, pick, spool_jsonl
 from agac.providers._errors import classify
 from agac.providers._openai_compat import (
     COMPAT_OPTIONS,
@@ -58,7 +58,6 @@ from agac.providers.base import (
     Request,
     Result,
     StoredRequests,
-    ended_or_raise,
 )
 from agac.providers.options import Option
 from agac.providers.spec import BatchSpec, ProviderSpec
