@@ -1,4 +1,4 @@
-"""Tools per record in batch rounds (OpenAI, Anthropic and Gemini batches through their
+"""Tools per record in batch rounds (OpenAI, Anthropic, Gemini and Groq batches through their
 official SDKs against the emulator): the first turn of every record goes in one batch;
 a record whose answer asks for tool calls gets them run and its conversation sent in the
 next round's batch, round after round, until it answers or a bound ends its loop. Every
@@ -78,7 +78,7 @@ def _rounds(emulator: RunningEmulator, root: Path, limit: int = 6) -> list[Any]:
     return results
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "groq"])
 def test_i40_b14_batch_rounds_run_each_record_loop_until_it_answers(
     emulator: RunningEmulator, project: Path, provider: str
 ) -> None:
