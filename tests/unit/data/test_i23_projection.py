@@ -95,6 +95,8 @@ def test_i23_2_every_template_field_of_an_action_is_considered() -> None:
         "provider_options",  # plain values of the provider's spec, never rendered
         "reuse",  # a tool's reuse policy (by_record, by_inputs)
         "code_hash",  # a digest of a tool's code, computed, never written
+        "variant",  # a variant's name: its prompt is the variant action's own prompt
+        "variant_of",  # the action a variant belongs to, a name
         # a template, but one that sees no record (validation refuses it)
         "context_prefix",
     }
