@@ -76,6 +76,8 @@ def print_summary(report: RunSummary | StatusReport, interrupted: bool = False) 
         click.echo(f"  {name}: run_mode auto chose {choice.mode} ({choice.why})")
     for action, at in summary.cheaper_starts.items():
         click.echo(f"  {action}: run_mode auto waits for the cheaper hours, starting {when(at)}")
+    for action, at in summary.cheaper_started.items():
+        click.echo(f"  {action}: run_mode auto sends in the cheaper hours, since {when(at)}")
     for action, h in summary.hybrid.items():  # B13
         click.echo(
             f"  {action} {'went' if h.switched else 'goes'} live at {when(h.live_at)} (hybrid)"

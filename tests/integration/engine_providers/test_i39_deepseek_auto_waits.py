@@ -108,6 +108,14 @@ def test_i39_deepseek_auto_waits_when_the_deadline_allows(
     done = api.run("hours", project, store=store)
     assert done.exit_code == 0 and done.summary["run_id"] == run_id
     assert len(_chats(emulator)) == 2
+    # Once the instant has passed, status says the calls go in the cheaper hours.
+    after = api.status(run_id, project, store=store)
+    assert "cheaper_starts" not in after and after["cheaper_started"] == {"ask": _at(16, 30)}
+    shown = CliRunner().invoke(click.Command("s", callback=lambda: print_summary(after)))
+    assert f"ask: run_mode auto sends in the cheaper hours, since {when(_at(16, 30))}" in (
+        shown.output
+    )
+    assert "waits for the cheaper hours" not in shown.output
     # Priced at the window's rates: half what the same calls cost at peak.
     _project(project, "5h", opt_out=True)
     _move_to(clock, _at(12, 0))

@@ -67,7 +67,10 @@ class RunSummary(JSONView):
     """Per action of ``run_mode: auto``: the mode chosen at admission and why."""
     cheaper_starts: dict[str, float] = field(default_factory=dict, metadata=ABSENT_WHEN_EMPTY)
     """Per action ``run_mode: auto`` holds for its model's cheaper hours: the instant its
-    calls start (chosen at admission)."""
+    calls start (chosen at admission), while that instant is still ahead."""
+    cheaper_started: dict[str, float] = field(default_factory=dict, metadata=ABSENT_WHEN_EMPTY)
+    """The same instants once they have passed: the action's calls are sent in the cheaper
+    hours (since then)."""
     budget: BudgetReport | None = field(default=None, metadata=ABSENT_WHEN_NONE)
     advice: tuple[Advice, ...] = field(default=(), metadata=ABSENT_WHEN_EMPTY)
     error: RunError | None = field(default=None, metadata=ABSENT_WHEN_NONE)
@@ -97,6 +100,7 @@ def _summary(
     cost: float,
 ) -> RunSummary:
     states = store.action_states(run.id)
+    now = store.clock.time()
     error = run.error or "; ".join(
         why for state, why in states.values() if state == "failed" and why
     )
@@ -115,7 +119,8 @@ def _summary(
         deadline_at=run.settings.deadline_at,
         auto_modes=auto_modes(graph),
         hybrid=hybrid_switches(run, states),
-        cheaper_starts=dict(run.settings.start_at),
+        cheaper_starts={a: at for a, at in run.settings.start_at.items() if at > now},
+        cheaper_started={a: at for a, at in run.settings.start_at.items() if at <= now},
         budget=budget_report(store, run),
         advice=advise(store, run, actions),
         error=run_error(run.state, error) if error else None,
