@@ -13,7 +13,7 @@ from agac.config.model import Action
 from agac.config.source import Findings, Path
 from agac.config.values import read_int, read_mapping, read_str, read_str_list
 from agac.providers.servertools import WebSearch
-from agac.providers.spec import ProviderSpec
+from agac.providers.spec import ProviderSpec, WebSearchSpec
 
 __all__ = [
     "ENTRY",
@@ -105,8 +105,8 @@ def check_web_search(
             f"action {name!r} lists web_search, but provider {provider!r} has no web search "
             "agac can offer",
             at,
-            hint="use anthropic, openai (a search model) or gemini for this action, or remove "
-            "web_search",
+            hint="use anthropic, openai (a search model), gemini or groq (GPT-OSS or Compound) "
+            "for this action, or remove web_search",
         )
         return
     model = action.model_name or ""
@@ -123,7 +123,7 @@ def check_web_search(
             f"action {name!r} has a schema and lists web_search, but {provider} model "
             f"{model!r} cannot answer in a JSON schema while it searches",
             at,
-            hint="use a Gemini 3 model, or remove the schema (the answer is then text)",
+            hint=offered.schema_hint,
         )
     if action.tools and not offered.with_functions:
         f.error(
@@ -133,20 +133,54 @@ def check_web_search(
             at,
             hint="split the action: one that searches, then one that calls the functions",
         )
+    takes_options = offered.options_of(model)
     for option in search.to_dict():
-        if option not in offered.options:
-            takes = ", ".join(offered.options) or "no options"
+        if option not in takes_options:
+            takes = ", ".join(takes_options) or "no options"
             f.error(
                 "web_search_unsupported",
                 f"action {name!r}: {offered.what} takes {takes}, not {option!r}",
                 at,
                 hint=f"remove {option} from web_search for provider {provider}",
             )
-    if action.run_mode in ("batch", "auto") and spec.batch is not None and not offered.batch:
+    if "user_location" in takes_options:
+        _check_location(f, name, search, offered, at)
+    if (
+        action.run_mode in ("batch", "auto")
+        and spec.batch is not None
+        and not offered.batches(model)
+    ):
         f.error(
             "web_search_unsupported",
             f"action {name!r} lists web_search and runs in run_mode {action.run_mode}, but "
             f"{offered.what} is online only: {offered.batch_note}",
             run_mode_at,
             hint="run_mode: online for this action",
+        )
+
+
+def _check_location(
+    f: Findings, name: str, search: WebSearch, offered: WebSearchSpec, at: Path
+) -> None:
+    """A ``user_location`` key the provider does not take, or a country code where it
+    takes a country's name, refused at the line of ``tools:``."""
+    location = dict(search.user_location)
+    keys = offered.location_keys
+    for key in location:
+        if keys is not None and key not in keys:
+            f.error(
+                "web_search_unsupported",
+                f"action {name!r}: {offered.what} takes user_location "
+                f"{', '.join(keys)}, not {key!r}",
+                at,
+                hint=f"remove user_location.{key}",
+            )
+    country = location.get("country", "")
+    if offered.country_names and len(country) <= 3 and country.isupper():
+        f.error(
+            "web_search_unsupported",
+            f"action {name!r}: {offered.what} takes a country's name in user_location, "
+            f"not the code {country!r}",
+            at,
+            hint="write the country's name in lower case: user_location: {country: germany}",
         )

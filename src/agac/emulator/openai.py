@@ -44,7 +44,7 @@ from .handling import (
     state_of,
 )
 from .media import batch_limit_error, wire_error
-from .search import openai_asked, url_annotations
+from .search import executed_tools, groq_asked, openai_asked, url_annotations
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 BATCH_FILE_MAX = 200 * 1024 * 1024
@@ -53,6 +53,7 @@ BATCH_FILE_MAX = 200 * 1024 * 1024
 __all__ = [
     "OPENAI",
     "Flavor",
+    "asked_search",
     "chat_request",
     "completion",
     "counting",
@@ -206,6 +207,12 @@ def tool_turns(body: dict[str, Any]) -> tuple[frozenset[str], tuple[str, ...], i
     return offered, results, turns
 
 
+def asked_search(flavor: Flavor, body: dict[str, Any], model: str) -> Any:
+    """The web search a chat body offers in the flavor's protocol (Groq's own, else a
+    search model's ``web_search_options``), or None."""
+    return groq_asked(body, model) if flavor.provider == "groq" else openai_asked(body)
+
+
 def _calls(ans: Answer) -> list[dict[str, Any]]:
     """An answer's tool calls as ``message.tool_calls`` (ids derived from the calls, so the
     same turn asks with the same ids)."""
@@ -277,6 +284,10 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
         "refusal": refusal,
         "annotations": url_annotations(ans.sources, content),
     }
+    if flavor.provider == "groq":  # Groq's searches are its executed tools
+        message["annotations"] = []
+        if ans.sources:
+            message["executed_tools"] = executed_tools(ans.sources, model)
     if flavor.dialect == "deepseek":
         message = {"role": "assistant", "content": content}
         if "reasoner" in model:
@@ -430,7 +441,7 @@ def routes(flavor: Flavor) -> list[Route]:
             tools=tools,
             results=results,
             turns=turns,
-            search=openai_asked(body),
+            search=asked_search(flavor, body, model),
         )
         plan, markers = openai_plan(
             flavor.provider, model, body, ans.input_tokens, flavor.cache_minimum
@@ -816,6 +827,7 @@ def parse_input(
                 tools=tools,
                 results=results,
                 turns=turns,
+                search=asked_search(flavor, body, model),
             )
         )
     if not items and not invalid:

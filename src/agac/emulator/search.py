@@ -6,12 +6,18 @@ each finding one source whose address is derived from the request (on its first
 ``allowed_domains`` entry when it has one, never on a ``blocked_domains`` one). Each
 provider module renders the searches in its protocol — Anthropic's ``server_tool_use``
 and ``web_search_tool_result`` blocks with citations on the text, OpenAI's
-``url_citation`` annotations, Gemini's ``groundingMetadata`` — and counts them for the
-bill (:attr:`Stats.searches <agac.emulator.state.Stats.searches>`).
+``url_citation`` annotations, Gemini's ``groundingMetadata``, Groq's ``executed_tools``
+— and counts them for the bill (:attr:`Stats.searches <agac.emulator.state.Stats.searches>`).
+
+Groq searches when a GPT-OSS model is offered ``browser_search``, and a Compound system
+(``groq/compound…``) whenever its enabled tools include ``web_search`` (all of them by
+default), within its ``search_settings`` domains; ``groq/compound-mini`` makes one tool
+call a request.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +27,10 @@ __all__ = [
     "WebSearchAsked",
     "anthropic_asked",
     "billed_searches",
+    "executed_tools",
     "find_sources",
     "gemini_asked",
+    "groq_asked",
     "openai_asked",
     "url_annotations",
 ]
@@ -124,4 +132,43 @@ def url_annotations(sources: tuple[Source, ...], content: Any) -> list[dict[str,
             },
         }
         for s in sources
+    ]
+
+
+def groq_asked(body: Any, model: str) -> WebSearchAsked | None:
+    """A Groq chat body's search: ``browser_search`` among its tools, or a Compound
+    system's web search (within its ``search_settings``), or None."""
+    if not isinstance(body, dict):
+        return None
+    tools = [t for t in body.get("tools") or () if isinstance(t, dict)]
+    if any(t.get("type") == "browser_search" for t in tools):
+        return WebSearchAsked()
+    if not model.startswith("groq/compound"):
+        return None
+    enabled = ((body.get("compound_custom") or {}).get("tools") or {}).get("enabled_tools")
+    if enabled is not None and "web_search" not in enabled:
+        return None
+    settings = body.get("search_settings") or {}
+    return WebSearchAsked(
+        1 if model.startswith("groq/compound-mini") else None,
+        tuple(settings.get("include_domains") or ()),
+        tuple(settings.get("exclude_domains") or ()),
+    )
+
+
+def executed_tools(sources: tuple[Source, ...], model: str) -> list[dict[str, Any]]:
+    """A Groq message's ``executed_tools``: one search per source (a Compound system's
+    ``search``, a GPT-OSS model's ``browser.search``), its result the source."""
+    kind = "search" if model.startswith("groq/compound") else "browser.search"
+    return [
+        {
+            "index": i,
+            "type": kind,
+            "arguments": json.dumps({"query": s.query}),
+            "output": f"Title: {s.title}\nURL: {s.url}\nContent: {s.passage}",
+            "search_results": {
+                "results": [{"title": s.title, "url": s.url, "content": s.passage, "score": 0.9}]
+            },
+        }
+        for i, s in enumerate(sources)
     ]

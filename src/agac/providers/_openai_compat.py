@@ -45,7 +45,12 @@ from agac.providers._errors import (
     retry_after_seconds,
 )
 from agac.providers._reasoning import reasoning_share, split_reasoning
-from agac.providers._search_wire import openai_web_search_options, url_citations
+from agac.providers._search_wire import (
+    executed_citations,
+    executed_counts,
+    openai_web_search_options,
+    url_citations,
+)
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -178,7 +183,9 @@ def chat_response(
     the tools the request offered; a turn calling only those is ``tool_use``, its calls in
     :attr:`Response.tool_calls`. ``searched``: the request offered web search (a search
     model's ``web_search_options``): the call is one ``web_search`` use, as billed, and the
-    message's ``url_citation`` annotations are the answer's citations.
+    message's ``url_citation`` annotations are the answer's citations. A message's
+    ``executed_tools`` (Groq's server tools) are read always: their searches and page
+    visits are uses as Groq bills them, their sources the citations.
     """
     pick_ = _wire_get if wire else pick
     choices = pick_(body, "choices") or []
@@ -197,6 +204,7 @@ def chat_response(
         if finish == "content_filter"
         else None
     )
+    executed = pick_(message, "executed_tools")
     asked = pick_(message, "tool_calls")
     calls = _tool_calls(asked) if offered and asked else ()
     stop = read_stop(
@@ -230,7 +238,7 @@ def chat_response(
             cached_tokens=cached,
             cache_write_tokens=written,
             reasoning_tokens=reasoning_share(split, output, reported),
-            server_tools=(("web_search", 1),) if searched else (),
+            server_tools=(("web_search", 1),) if searched else executed_counts(executed),
         ),
         parsed=parse_json(text) if parse and stop.reason == "end" else None,
         service_tier=service_tier or pick_(body, "service_tier"),
@@ -242,7 +250,8 @@ def chat_response(
         tool_calls=calls if stop.reason == "tool_use" else (),
         billed_usd=billed,
         served_by=served,
-        citations=url_citations(pick_(message, "annotations"), content),
+        citations=url_citations(pick_(message, "annotations"), content)
+        or executed_citations(executed),
     )
 
 
@@ -355,6 +364,9 @@ class OpenAICompatProvider(ProviderBase):
     #: Whether a batch line names its ``method`` and ``url`` (OpenAI's lines); Mistral's
     #: and Together's are ``{custom_id, body}`` only (the endpoint is the batch's).
     line_routing: ClassVar[bool] = True
+    #: Whether each call offering web search is one billed search (OpenAI's search
+    #: models); otherwise the answer says what ran (Groq's ``executed_tools``).
+    search_per_call: ClassVar[bool] = True
 
     def __init__(self, settings: ProviderSettings) -> None:
         super().__init__(settings)
@@ -476,7 +488,7 @@ class OpenAICompatProvider(ProviderBase):
                 for t in request.tools
             ]
         if request.web_search is not None:
-            params["web_search_options"] = openai_web_search_options(request.web_search)
+            self._offer_web_search(request, params)
         if request.tier == "flex":
             params["service_tier"] = "flex"
         params.update(self._reasoning_params(request.model))
@@ -484,6 +496,12 @@ class OpenAICompatProvider(ProviderBase):
         if key and self.prompt_cache_key:
             params["prompt_cache_key"] = key
         return params
+
+    def _offer_web_search(self, request: Request, params: dict[str, Any]) -> None:
+        """Add the request's web search to ``params``: a search model's
+        ``web_search_options`` here (a subclass whose API searches otherwise says so)."""
+        assert request.web_search is not None
+        params["web_search_options"] = openai_web_search_options(request.web_search)
 
     def _content_parts(self, m: Message, data: Data) -> list[dict[str, Any]]:
         """A user turn with attachments as content parts: OpenAI's ``image_url`` and
@@ -530,7 +548,7 @@ class OpenAICompatProvider(ProviderBase):
                 parse=parse,
                 request_id=request_id_of(headers),
                 offered=_offered(request),
-                searched=request.web_search is not None,
+                searched=self.search_per_call and request.web_search is not None,
             )
         with self._translate_errors(), stopwatch() as took:
             completion, answered = await self._sdk_chat(params, request.timeout)
@@ -541,7 +559,7 @@ class OpenAICompatProvider(ProviderBase):
             parse=parse,
             request_id=request_id_of(answered) if answered is not None else None,
             offered=_offered(request),
-            searched=request.web_search is not None,
+            searched=self.search_per_call and request.web_search is not None,
         )
 
     async def _sdk_chat(

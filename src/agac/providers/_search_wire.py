@@ -17,6 +17,15 @@ Gemini: a ``googleSearch`` Tool (no options on the Gemini API); the candidate's
 ``groundingMetadata``: ``webSearchQueries``, ``groundingChunks`` (``web.uri``,
 ``web.title``) and ``groundingSupports`` (a ``segment`` of the answer and the chunks
 that support it). Gemini 3 bills each query, earlier models each grounded prompt.
+
+Groq: ``tools: [{type: browser_search}]`` on its GPT-OSS models (no options); its
+Compound systems (``groq/compound``, ``groq/compound-mini``) search by themselves, with
+``search_settings`` (``include_domains``, ``exclude_domains``, ``country``: a country's
+name) and the tools they may use in ``compound_custom.tools.enabled_tools``. Either way
+the message's ``executed_tools`` list what ran: each search (``browser.search``,
+Compound's ``search``) with its ``search_results.results`` (``url``, ``title``,
+``content``), each page visit (``browser.open``, Compound's ``visit``) with its
+``browser_results``. Groq bills each search and each visit.
 """
 
 from __future__ import annotations
@@ -27,9 +36,14 @@ from agac.providers._common import pick
 from agac.providers.servertools import Citation, WebSearch, distinct_citations
 
 __all__ = [
+    "COMPOUND_TOOLS",
     "PER_QUERY",
     "anthropic_web_search",
+    "executed_citations",
+    "executed_counts",
     "gemini_schema_with_search",
+    "groq_compound",
+    "groq_web_search",
     "grounding_citations",
     "openai_web_search_options",
     "url_citations",
@@ -101,3 +115,74 @@ def grounding_citations(grounding: Any) -> tuple[Citation, ...]:
 def _web_citation(web: Any, text: str | None) -> Citation:
     title = pick(web, "title")
     return Citation(str(pick(web, "uri")), str(title) if title else None, text)
+
+
+COMPOUND_TOOLS = ("web_search", "visit_website")
+"""The tools agac lets a Compound system use when an action searches: those billed per
+request (code execution and browser automation are billed by the hour, which no answer
+reports)."""
+
+
+def groq_compound(model: str) -> bool:
+    """A Groq Compound system (``groq/compound``, ``groq/compound-mini``)."""
+    return model.startswith("groq/compound")
+
+
+def groq_web_search(model: str, search: WebSearch) -> dict[str, Any]:
+    """The request fields that offer Groq's search: ``browser_search`` for a GPT-OSS
+    model (to add to its ``tools``, under the key ``tools``), or a Compound system's
+    ``search_settings`` and the tools it may use."""
+    if not groq_compound(model):
+        return {"tools": [{"type": "browser_search"}]}
+    out: dict[str, Any] = {"compound_custom": {"tools": {"enabled_tools": list(COMPOUND_TOOLS)}}}
+    settings: dict[str, Any] = {}
+    if search.allowed_domains:
+        settings["include_domains"] = list(search.allowed_domains)
+    if search.blocked_domains:
+        settings["exclude_domains"] = list(search.blocked_domains)
+    country = dict(search.user_location).get("country")
+    if country:
+        settings["country"] = country.lower()
+    if settings:
+        out["search_settings"] = settings
+    return out
+
+
+def _kind(tool: Any) -> str | None:
+    """``web_search`` for a search Groq ran, ``visit_website`` for a page it opened."""
+    kind = str(pick(tool, "type") or "")
+    if kind.endswith("search"):
+        return "web_search"
+    if kind.startswith("visit") or kind == "browser.open":
+        return "visit_website"
+    return None
+
+
+def executed_counts(executed: Any) -> tuple[tuple[str, int], ...]:
+    """A Groq message's ``executed_tools`` as the uses Groq bills: its searches
+    (``web_search``) and page visits (``visit_website``), sorted by name."""
+    counts: dict[str, int] = {}
+    for tool in executed or ():
+        kind = _kind(tool)
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+def executed_citations(executed: Any) -> tuple[Citation, ...]:
+    """The sources of a Groq message's ``executed_tools``: each search's results and each
+    visited page, in order, each once; ``cited_text`` is the passage Groq gave the model
+    (a result's ``content``)."""
+    found: list[Citation] = []
+    seen: set[str] = set()
+    for tool in executed or ():
+        results = pick(tool, "search_results", "results") or ()
+        for r in [*results, *(pick(tool, "browser_results") or ())]:
+            url = pick(r, "url")
+            if url and str(url) not in seen:
+                seen.add(str(url))
+                title, text = pick(r, "title"), pick(r, "content")
+                found.append(
+                    Citation(str(url), str(title) if title else None, str(text) if text else None)
+                )
+    return tuple(found)

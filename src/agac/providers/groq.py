@@ -10,7 +10,10 @@ Batch discount and prompt caching do not stack on Groq (a pricing matter). Reaso
 models that write ``<think>`` into the content by default are asked for it apart
 (``reasoning_format: parsed``), live and in batch lines. Groq caches
 prompts by itself where it does and takes no ``prompt_cache_key``, so a cache hint sends
-nothing here (docs/providers.md, Prompt caching).
+nothing here (docs/providers.md, Prompt caching). Web search (``tools: [web_search]``) is
+Groq's browser search on its GPT-OSS models and the web search of its Compound systems
+(:mod:`agac.providers._search_wire`); the answer's ``executed_tools`` say what was searched
+and visited, as billed.
 """
 
 from __future__ import annotations
@@ -23,10 +26,19 @@ from agac.providers._attachments import GROQ_LIMITS
 from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 from agac.providers._reasoning import thinks_inline
+from agac.providers._search_wire import groq_compound, groq_web_search
 from agac.providers.base import ProviderSettings, Request, Response
-from agac.providers.spec import FlexSpec
+from agac.providers.spec import FlexSpec, WebSearchOption, WebSearchSpec
 
 __all__ = ["GroqProvider"]
+
+
+def _search_options(model: str) -> tuple[WebSearchOption, ...]:
+    """Groq's browser search takes no options; a Compound system's search takes domain
+    filters and a country (``search_settings``)."""
+    if groq_compound(model):
+        return ("allowed_domains", "blocked_domains", "user_location")
+    return ()
 
 
 class GroqProvider(OpenAICompatProvider):
@@ -44,7 +56,25 @@ class GroqProvider(OpenAICompatProvider):
         # ``service_tier: flex``: the on-demand price with higher rate limits; a 498
         # ``capacity_exceeded`` when it has no room.
         flex=FlexSpec(billed="online"),
+        web_search=WebSearchSpec(
+            "Groq's web search (browser_search on GPT-OSS, a Compound system's own)",
+            models=lambda model: groq_compound(model) or model.startswith("openai/gpt-oss"),
+            model_hint="use openai/gpt-oss-20b, openai/gpt-oss-120b (browser search) or "
+            "groq/compound, groq/compound-mini",
+            batch_models=lambda model: not groq_compound(model),
+            batch_note="Groq's Batch API serves no Compound system; use openai/gpt-oss-120b "
+            "(browser search) for a batch",
+            model_options=_search_options,
+            location_keys=("country",),
+            country_names=True,
+            # Browser search "is not compatible with structured outputs" (Groq's docs).
+            with_schema=groq_compound,
+            schema_hint="use groq/compound or groq/compound-mini, or remove the schema (the "
+            "answer is then text)",
+            with_functions=False,
+        ),
     )
+    search_per_call = False
     base_url_env = "GROQ_BASE_URL"
     default_base_url = "https://api.groq.com"
     chat_path = "/openai/v1/chat/completions"
@@ -53,6 +83,16 @@ class GroqProvider(OpenAICompatProvider):
         super().__init__(settings)
         # Models seen to reject ``reasoning_format``: their reasoning is split inline.
         self._no_reasoning_format: set[str] = set()
+
+    def _offer_web_search(self, request: Request, params: dict[str, Any]) -> None:
+        """Browser search as a tool of a GPT-OSS model; a Compound system's search settings
+        and the tools it may use."""
+        assert request.web_search is not None
+        fields = groq_web_search(request.model, request.web_search)
+        params["tools"] = [*params.get("tools", ()), *fields.pop("tools", ())]
+        if not params["tools"]:
+            del params["tools"]
+        params.update(fields)
 
     def _reasoning_params(self, model: str) -> dict[str, Any]:
         """``reasoning_format: parsed`` for the models that would write ``<think>`` into the

@@ -421,7 +421,7 @@ def _coerce(model: str, value: Any) -> Price:
         cache_write_1h=_opt(data.get("cache_write_1h")),
         batch_discount=_opt(data.get("batch_discount")),
         cache_storage=_opt(data.get("cache_storage")),
-        tools=project_tools(data.get("web_search")),
+        tools=project_tools(data.get("web_search"), model),
         windows=tuple(_window(model, w) for w in windows or ()),
         source="agac.yml",
     )
@@ -540,8 +540,9 @@ class PriceLibrary:
             if version is None:
                 return None
             base = self._cache_dir or _cache_home()
-            # "5": entries carry agac's web search fees (older files lack them).
-            self._file = base / f"prices-5-{version}.json"
+            # "6": entries carry agac's web search and page visit fees (Groq's; older
+            # files lack them).
+            self._file = base / f"prices-6-{version}.json"
         return self._file
 
 

@@ -87,7 +87,21 @@ class WebSearchSpec:
     model_hint: str = ""
     batch: bool = True
     batch_note: str = ""
-    """Why its batches do not search (said when ``batch`` is False)."""
+    """Why its batches do not search (said when ``batch`` is False, or ``batch_models``
+    refuses the model)."""
+    batch_models: Callable[[str], bool] | None = None
+    """Whether its batch API serves a model that searches (None: every one that
+    searches; Groq's Batch API serves no Compound system)."""
+    model_options: Callable[[str], tuple[WebSearchOption, ...]] | None = None
+    """The options a model takes, where they differ by model (None: ``options``; Groq's
+    browser search takes none, its Compound systems take domain filters and a country)."""
+    location_keys: tuple[str, ...] | None = None
+    """The ``user_location`` keys it takes (None: every one)."""
+    country_names: bool = False
+    """Whether ``user_location.country`` is a country's name (Groq: ``germany``), not its
+    two-letter code."""
+    schema_hint: str = "use a Gemini 3 model, or remove the schema (the answer is then text)"
+    """What to do when ``with_schema`` refuses a model."""
     with_functions: bool = True
     """Whether a model that searches may also be offered function tools (OpenAI's search
     models take none)."""
@@ -97,6 +111,14 @@ class WebSearchSpec:
 
     def serves(self, model: str) -> bool:
         return self.models is None or self.models(model)
+
+    def options_of(self, model: str) -> tuple[WebSearchOption, ...]:
+        """The options ``model``'s search takes."""
+        return self.model_options(model) if self.model_options is not None else self.options
+
+    def batches(self, model: str) -> bool:
+        """Whether a batch of ``model`` searches."""
+        return self.batch and (self.batch_models is None or self.batch_models(model))
 
 
 @dataclass(frozen=True, slots=True)
