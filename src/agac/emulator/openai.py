@@ -44,7 +44,7 @@ from .handling import (
     state_of,
 )
 from .media import batch_limit_error, wire_error
-from .search import executed_tools, groq_asked, openai_asked, url_annotations
+from .search import executed_tools, groq_asked, groq_refusal, openai_asked, url_annotations
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
 BATCH_FILE_MAX = 200 * 1024 * 1024
@@ -424,6 +424,9 @@ def routes(flavor: Flavor) -> list[Route]:
         fmt = body.get("response_format") or {}
         if flavor.dialect == "deepseek" and fmt.get("type") not in (None, "text", "json_object"):
             return error(400, None, None, "This response_format type is unavailable now")
+        refused = groq_refusal(body, model) if flavor.provider == "groq" else None
+        if refused is not None:
+            return error(400, None, None, refused)
         await attachments(request, flavor.provider, body, error, model)
         await live_latency(request)
         canonical, schema, max_tokens = chat_request(body)
@@ -800,6 +803,9 @@ def parse_input(
             )
             continue
         wrong = wire_error(provider, body) or batch_limit_error(provider, body)
+        refused = groq_refusal(body, str(body.get("model", ""))) if provider == "groq" else None
+        if wrong is None and refused is not None:
+            wrong = (400, None, refused)
         if wrong is not None:
             message = f"Line {number}: {wrong[2]}"
             invalid.append(

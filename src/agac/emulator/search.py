@@ -31,6 +31,7 @@ __all__ = [
     "find_sources",
     "gemini_asked",
     "groq_asked",
+    "groq_refusal",
     "openai_asked",
     "url_annotations",
 ]
@@ -172,3 +173,18 @@ def executed_tools(sources: tuple[Source, ...], model: str) -> list[dict[str, An
         }
         for i, s in enumerate(sources)
     ]
+
+
+def groq_refusal(body: Any, model: str) -> str | None:
+    """Why Groq refuses a chat body's search with a 400, or None: browser search on a
+    model other than GPT-OSS, or beside structured outputs (a JSON schema)."""
+    if not isinstance(body, dict):
+        return None
+    tools = [t for t in body.get("tools") or () if isinstance(t, dict)]
+    if not any(t.get("type") == "browser_search" for t in tools):
+        return None
+    if not model.startswith("openai/gpt-oss"):
+        return f"browser_search is not supported with model {model}"
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        return "browser_search is not supported with structured outputs (json_schema)"
+    return None

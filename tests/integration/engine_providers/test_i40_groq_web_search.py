@@ -16,6 +16,7 @@ import pytest
 from e2e_support import chat_requests, project_yml
 
 from agac import api
+from agac.providers.base import Usage
 from agac.providers.pricing import PriceTable
 from agac.testing import write_project
 
@@ -26,7 +27,7 @@ COMPOUND_PRICES = """prices:
 """
 
 
-def _project(root: Path, model: str, tools: str = "[web_search]", extra: str = "") -> None:
+def _project(root: Path, model: str, tools: str | None = "[web_search]", extra: str = "") -> None:
     workflow = f"""name: ground
 input: {{path: data/, id_field: id}}
 defaults:
@@ -37,7 +38,7 @@ defaults:
 actions:
   - name: claim
     prompt: "Find a source for: {{{{ source.text }}}}"
-    tools: {tools}
+{f"    tools: {tools}" if tools else ""}
 {extra}"""
     write_project(
         root,
@@ -201,3 +202,32 @@ def test_i40_groq_web_search_compound_mini_makes_one_search(emulator: Any, proje
     assert price is not None and dict(price.tools)["web_search"] == 0.008
     for a in attempts:
         assert a["cost_usd"] == pytest.approx(_token_cost(price, a) + 0.008, abs=1e-6)
+
+
+def test_i40_groq_web_search_plan_counts_a_search_per_request(emulator: Any, project: Path) -> None:
+    """Groq takes no ``max_uses``: ``agac plan`` prices one search per request beside its
+    tokens (as a budget reserves it)."""
+    _project(project, BROWSER)
+    plan = api.plan("ground", project)
+    entry = plan["actions"]["claim"]
+    table = PriceTable()
+    tokens = table.cost(f"groq/{BROWSER}", Usage(entry["input_tokens"], entry["output_tokens"]))
+    assert plan["cost_usd"]["online"] == pytest.approx(tokens + 2 * 0.005, abs=1e-6)
+
+
+def test_i40_groq_web_search_compound_searching_unasked_is_still_billed(
+    emulator: Any, project: Path
+) -> None:
+    """A Compound system searches on its own: an action that does not list web_search
+    still has every search Groq ran in its ledger (nothing billed goes uncounted)."""
+    _project(project, COMPOUND, tools=None)
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 2
+
+    (body, _) = _bodies(emulator)
+    assert "compound_custom" not in body and "search_settings" not in body
+    searched = emulator.stats()["searches"]["groq"]
+    assert searched == 3
+    attempts = [a for key in ("r0", "r1") for a in _attempts(project, key)]
+    assert sum(a["server_tools"].get("web_search", 0) for a in attempts) == searched
+    assert api.cost("ground", project)["rows"][0]["server_tools"] == {"web_search": searched}
