@@ -231,3 +231,60 @@ def test_i40_groq_web_search_compound_searching_unasked_is_still_billed(
     attempts = [a for key in ("r0", "r1") for a in _attempts(project, key)]
     assert sum(a["server_tools"].get("web_search", 0) for a in attempts) == searched
     assert api.cost("ground", project)["rows"][0]["server_tools"] == {"web_search": searched}
+
+
+def _browsed_body(model: str) -> dict[str, Any]:
+    """A GPT-OSS answer that searched once and opened two pages, as Groq sends it."""
+    results = {"results": [{"title": "A", "url": "https://a.org/1", "content": "about a"}]}
+    executed = [
+        {"index": 0, "type": "browser.search", "arguments": "{}", "search_results": results},
+        {
+            "index": 1,
+            "type": "browser.open",
+            "arguments": "{}",
+            "browser_results": [{"title": "A", "url": "https://a.org/1", "content": "page"}],
+        },
+        {
+            "index": 2,
+            "type": "browser.open",
+            "arguments": "{}",
+            "browser_results": [{"title": "B", "url": "https://b.org/2", "content": "more"}],
+        },
+    ]
+    message = {"role": "assistant", "content": "Found.", "executed_tools": executed}
+    return {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+    }
+
+
+def test_i40_groq_web_search_page_visits_are_billed_beside_searches(
+    emulator: Any, project: Path
+) -> None:
+    """Browser search opens pages: each one Groq reports is a ``visit_website`` use in the
+    ledger at its fee, beside the searches, and a source of the answer."""
+    _project(project, BROWSER)
+    (project / "data" / "in.jsonl").write_text('{"id": "r0", "text": "x"}\n')
+    emulator.add_fault(
+        {"provider": "groq", "op": "chat", "fault": {"reply": {"body": _browsed_body(BROWSER)}}}
+    )
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 1
+
+    (attempt,) = _attempts(project, "r0")
+    assert attempt["server_tools"] == {"web_search": 1, "visit_website": 2}
+    price = PriceTable().get(f"groq/{BROWSER}")
+    assert price is not None
+    fees = 0.005 + 2 * 0.001
+    assert attempt["cost_usd"] == pytest.approx(_token_cost(price, attempt) + fees, abs=1e-6)
+    row = api.cost("ground", project)["rows"][0]
+    assert row["server_tools"] == {"web_search": 1, "visit_website": 2}
+    assert not row.get("unpriced_tools"), row  # both priced
+    assert [c["url"] for c in _rows(project)["r0"]["citations"]] == [
+        "https://a.org/1",
+        "https://b.org/2",
+    ]
