@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agac.api.projects import ProjectRef, reading, resolve_run, scope_of, workflow_name
 from agac.config.project import Project, store_source, store_url
+from agac.config.websearch import searches_in_loop
 from agac.errors import NotFound, UsageError
 from agac.jsontext import loads
 from agac.keys import ESCAPED_KEYS, unescape
@@ -225,8 +226,17 @@ def search_actions(config: dict[str, Any]) -> frozenset[str]:
 
 
 def tool_actions(config: dict[str, Any]) -> frozenset[str]:
-    """The actions of a run's stored config that have tools (a loop of turns per unit)."""
-    return frozenset(str(a["name"]) for a in config.get("actions") or () if a.get("tools"))
+    """The actions of a run's stored config that have tools, or a web search agac runs
+    (a loop of turns per unit)."""
+    return frozenset(
+        str(a["name"])
+        for a in config.get("actions") or ()
+        if a.get("tools") or (a.get("web_search") is not None and searches_in_loop(_provider(a)))
+    )
+
+
+def _provider(action: dict[str, Any]) -> str:
+    return str(action.get("provider") or str(action.get("model") or "").partition("/")[0])
 
 
 def _shown_key(unit_key: str, escaped: bool) -> str:

@@ -313,8 +313,8 @@ def _print_citations(citations: list[dict[str, Any]], pad: str) -> None:
 
 def _print_turns(turns: list[dict[str, Any]], pad: str) -> None:
     """A tool loop turn by turn: each model turn's calls with their arguments, then each
-    call's result (or error), an effect's id and state with it; the final answer is the
-    action's output."""
+    call's result (or error, with its code), an effect's id and state with it, a web
+    search's hits by address; the final answer is the action's output."""
     n = 0
     for t in turns:
         if t["kind"] == "model":
@@ -323,10 +323,19 @@ def _print_turns(turns: list[dict[str, Any]], pad: str) -> None:
             said = f' saying "{t["text"][:200]}"' if t.get("text") else ""
             click.echo(f"{pad}turn {n}: calls {calls}{said}")
         else:
-            what = f"error: {t['error']}" if t.get("error") else str(t["content"])[:300]
+            code = f" ({t['code']})" if t.get("code") else ""
+            what = f"error{code}: {t['error']}" if t.get("error") else _result(t)
             effect = t.get("effect")
             tag = f" (effect {effect['id'][:12]}, {effect['state']})" if effect else ""
             click.echo(f"{pad}  result of {t['name']}{tag}: {what}")
+
+
+def _result(t: dict[str, Any]) -> str:
+    """A call's result as shown: a web search's hits by address, another's content."""
+    hits = t.get("hits")
+    if isinstance(hits, list):
+        return f"{len(hits)} results: " + ", ".join(str(h["url"]) for h in hits)[:300]
+    return str(t["content"])[:300]
 
 
 def _attempt_usage(t: dict[str, Any]) -> str:

@@ -441,7 +441,10 @@ def _tool_fields(f: Findings, raw: RawAction) -> dict[str, Any]:
     functions = False
     if "tools" in v:
         out["tools"], out["web_search"] = read_tools(f, v["tools"], at("tools"))
-        functions = bool(out["tools"]) or not isinstance(v["tools"], list)
+        # a web search agac runs is a loop too (an Ollama search: config/websearch.py
+        # refuses the bounds where the provider searches inside its request)
+        functions = bool(out["tools"]) or out["web_search"] is not None
+        functions = functions or not isinstance(v["tools"], list)
     for key in ("max_turns", "max_tool_calls"):
         if key not in v:
             continue

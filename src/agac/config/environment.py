@@ -115,7 +115,15 @@ def check_environment(
         if action.tools and spec is not None and spec.function_tools:
             _batch_tools_unsupported(f, raw, action, spec)
         if action.web_search is not None and spec is not None:
-            check_web_search(f, raw.name, action, spec, raw.origin("tools"), raw.origin("run_mode"))
+            check_web_search(
+                f,
+                raw.name,
+                action,
+                spec,
+                raw.origin("tools"),
+                raw.origin("run_mode"),
+                check_credentials,
+            )
         if action.model not in seen_models:
             seen_models.add(action.model)
             _check_price(f, project, raw, action, price_lookup, budget)

@@ -305,7 +305,8 @@ class Action:
     max_tool_calls: int | None = None
     web_search: WebSearch | None = None
     """``tools: [web_search]``: the provider's own web search, run inside each request (not
-    a loop of agac's); its sources come back as the answer's citations."""
+    a loop of agac's), or, where its spec says ``in_loop`` (Ollama), a ``web_search``
+    function agac runs in the record's loop; its sources are the answer's citations."""
     variant: str | None = None
     """``variants:`` (config/variants.py): the variant of ``variant_of`` this action runs
     (set on each, the primary included, which keeps the action's name)."""
@@ -479,14 +480,14 @@ def _action_dict(action: Action) -> dict[str, Any]:
         data["tools"] = [
             {k: v for k, v in t.items() if k != "effect" or v is not None} for t in data["tools"]
         ]
-    else:
-        for key in ("tools", "max_turns", "max_tool_calls"):
-            data.pop(key, None)  # likewise for actions without tools
-    if data.get("web_search") is None:
-        data.pop("web_search", None)  # likewise for actions without web search
-    for key in ("variant", "variant_of"):
+    else:  # likewise for actions without tools (a web search agac runs keeps its bounds)
+        data.pop("tools", None)
+        for bound, unset in (("max_turns", DEFAULT_MAX_TURNS), ("max_tool_calls", None)):
+            if data.get(bound) == unset:
+                data.pop(bound, None)
+    for key in ("web_search", "variant", "variant_of"):
         if data.get(key) is None:
-            data.pop(key, None)  # likewise for actions without variants
+            data.pop(key, None)  # likewise for actions without web search or variants
     return data
 
 

@@ -2,16 +2,22 @@
 
 Written ``web_search`` or ``{web_search: {max_uses, allowed_domains, blocked_domains,
 user_location}}``; which options a provider takes is checked against its spec where the
-provider is known (config/environment.py).
+provider is known (config/environment.py). A provider whose search agac runs in the
+record's loop (``WebSearchSpec.in_loop``: Ollama) needs the search API's key at
+validation (``missing_credentials``, at the line of ``tools:``).
 """
 
 from __future__ import annotations
 
+import os
+from functools import cache
 from typing import Any
 
-from agac.config.model import Action
+from agac.config.model import DEFAULT_MAX_TURNS, Action
 from agac.config.source import Findings, Path
 from agac.config.values import read_int, read_mapping, read_str, read_str_list
+from agac.errors import ConfigError
+from agac.providers import registry
 from agac.providers.servertools import WebSearch
 from agac.providers.spec import ProviderSpec, WebSearchSpec
 
@@ -22,6 +28,8 @@ __all__ = [
     "check_web_search",
     "is_web_search",
     "read_web_search",
+    "runs_loop",
+    "searches_in_loop",
 ]
 
 ENTRY = "web_search"
@@ -71,6 +79,10 @@ def read_web_search(f: Findings, item: Any, path: Path) -> WebSearch | None:
     return WebSearch(max_uses, allowed, blocked, location)
 
 
+def _bounded(action: Action) -> bool:
+    return action.max_turns != DEFAULT_MAX_TURNS or action.max_tool_calls is not None
+
+
 def _domains(f: Findings, body: dict[Any, Any], key: str, at: Path) -> tuple[str, ...]:
     if key not in body:
         return ()
@@ -90,8 +102,33 @@ def _location(f: Findings, value: Any, at: Path) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
+@cache
+def searches_in_loop(provider: str | None) -> bool:
+    """Whether agac runs ``provider``'s web search as a function of the record's loop
+    (its spec's ``web_search.in_loop``); False for a provider it cannot load."""
+    try:
+        spec = registry.provider_spec(provider or "")
+    except (ConfigError, ImportError):
+        return False
+    return spec.web_search is not None and spec.web_search.in_loop
+
+
+def runs_loop(action: Action) -> bool:
+    """Whether an action's units run a tool loop: it has function tools, or a web search
+    agac runs (:func:`searches_in_loop`)."""
+    return bool(action.tools) or (
+        action.web_search is not None and searches_in_loop(action.provider)
+    )
+
+
 def check_web_search(
-    f: Findings, name: str, action: Action, spec: ProviderSpec, at: Path, run_mode_at: Path
+    f: Findings,
+    name: str,
+    action: Action,
+    spec: ProviderSpec,
+    at: Path,
+    run_mode_at: Path,
+    check_credentials: bool = True,
 ) -> None:
     """An action's web search against its provider's (``spec.web_search``): a provider or
     model without one, an option it does not take, or a batch that cannot search are
@@ -145,6 +182,25 @@ def check_web_search(
             )
     if "user_location" in takes_options:
         _check_location(f, name, search, offered, at)
+    if not offered.in_loop and not action.tools and _bounded(action):
+        f.error(
+            "invalid_value",
+            f"action {name!r} bounds a tool loop (max_turns, max_tool_calls), but "
+            f"{offered.what} searches inside one request: there is no loop to bound",
+            at,
+            hint="remove max_turns and max_tool_calls, or bound the searches with "
+            "web_search: {max_uses: N}",
+        )
+    keys = offered.key_env
+    if check_credentials and keys and not any(os.environ.get(k) for k in keys):
+        f.error(
+            "missing_credentials",
+            f"action {name!r} lists web_search, which {offered.what} answers only with a "
+            f"key, and {' or '.join(keys)} is not set",
+            at,
+            hint=f"set {' or '.join(keys)} (an API key of your {provider} account), or "
+            'run against the emulator: eval "$(agac emulator env)"',
+        )
     if (
         action.run_mode in ("batch", "auto")
         and spec.batch is not None

@@ -4,7 +4,9 @@ Each variable is the one the SDK itself reads, with the value it expects there:
 ``OPENAI_BASE_URL`` includes ``/v1`` (the SDK's default is ``https://api.openai.com/v1``);
 ``ANTHROPIC_BASE_URL``, ``GROQ_BASE_URL`` and ``DEEPSEEK_BASE_URL`` are the bare root (their SDKs add ``/v1/…`` and
 ``/openai/v1/…``); ``GOOGLE_GEMINI_BASE_URL`` is the root (google-genai adds ``/v1beta``);
-``OLLAMA_HOST`` is ``http://host:port``; ``MISTRAL_BASE_URL`` and ``TOGETHER_BASE_URL`` are ``<root>/mistral``
+``OLLAMA_HOST`` is ``http://host:port``, with ``OLLAMA_WEB_SEARCH_URL`` its
+``/api/web_search`` (Ollama's web search API, which agac sends an action's searches to) and
+an ``OLLAMA_API_KEY``; ``MISTRAL_BASE_URL`` and ``TOGETHER_BASE_URL`` are ``<root>/mistral``
 and ``<root>/together`` (their SDKs add ``/v1/…``); ``OPENROUTER_BASE_URL`` is
 ``<root>/openrouter/api/v1``; ``VLLM_BASE_URL`` is ``<root>/vllm/v1`` (no key needed);
 ``XAI_BASE_URL`` is ``<root>/xai/v1`` and ``FIREWORKS_BASE_URL``
@@ -67,6 +69,8 @@ def variables(port: int, host: str = "127.0.0.1") -> dict[str, str]:
         "FIREWORKS_API_KEY": DUMMY_KEY,
         "FIREWORKS_ACCOUNT_ID": "emulator",
         "OLLAMA_HOST": root,
+        "OLLAMA_API_KEY": DUMMY_KEY,
+        "OLLAMA_WEB_SEARCH_URL": f"{root}/api/web_search",
         "VLLM_BASE_URL": f"{root}/vllm/v1",
         "AZURE_OPENAI_ENDPOINT": f"{root}/azure",
         "AZURE_OPENAI_API_KEY": DUMMY_KEY,

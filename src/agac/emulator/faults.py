@@ -102,6 +102,8 @@ OPS = frozenset(
         "cache.get",
         "cache.list",
         "cache.delete",
+        # Ollama's web search API (.ollama)
+        "web_search",
     }
 )
 _KINDS = (

@@ -12,10 +12,19 @@ assistant message whose ``tool_calls`` hold ``function: {index, name, arguments}
 the arguments as an object and no call id, ended ``done_reason: "stop"`` as Ollama ends
 it; results come back as ``tool`` messages (``tool_name``), one per call. Streamed, the
 calls come in one chunk before the ``done`` line, as Ollama streams them.
+
+Web search (``POST /api/web_search``, op ``web_search``): Ollama's hosted search API as the
+SDK's ``WebSearchRequest``/``WebSearchResponse`` spell it. A request without a Bearer token
+is refused 401; ``query`` is required and ``max_results`` (default 5) at most 10. The
+results are derived from the query alone (the same query finds the same pages): result
+``i`` is ``https://<domain>/search/<digest>/<i>``, its domain ``example.com`` for odd
+``i`` and ``example.org`` for even ones, so domain filters have something to keep and
+something to drop. Each search answered counts in ``stats.searches["ollama"]``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -181,6 +190,39 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
+async def web_search(request: Request) -> Response:
+    """One search of Ollama's web search API (see the module docstring)."""
+    state = state_of(request)
+    await gate(request, PROVIDER, "web_search", error)
+    if not request.headers.get("authorization", "").startswith("Bearer "):
+        return error(401, None, None, "unauthorized")
+    body = await read_json(request, error)
+    query = body.get("query") if isinstance(body, dict) else None
+    if not isinstance(query, str) or not query:
+        return error(400, None, None, "query is required")
+    n = body.get("max_results", 5)  # a dict: it has a query
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10:
+        return error(400, None, None, "max_results must be between 1 and 10")
+    state.stats.searches[PROVIDER] = state.stats.searches.get(PROVIDER, 0) + 1
+    return JSONResponse({"results": search_results(query, n)})
+
+
+def search_results(query: str, n: int) -> list[dict[str, str]]:
+    """The ``n`` pages a query finds (derived from the query alone)."""
+    digest = hashlib.sha256(query.encode()).hexdigest()[:8]
+    return [
+        {
+            "title": f"Emulated page {i} for {query}",
+            "url": f"https://example.{'com' if i % 2 else 'org'}/search/{digest}/{i}",
+            "content": f"Emulated passage {i} about {query}.",
+        }
+        for i in range(1, n + 1)
+    ]
+
+
 def routes() -> list[Route]:
     """Ollama's routes."""
-    return [Route("/api/chat", chat, methods=["POST"])]
+    return [
+        Route("/api/chat", chat, methods=["POST"]),
+        Route("/api/web_search", web_search, methods=["POST"]),
+    ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from agac.config.functions import FunctionNotFound, code_hash, resolve_function
+from agac.config.websearch import searches_in_loop
 from agac.confinement import Confinement
 from agac.data.view import ViewSpec, compile_view
 from agac.engine.canonical import CanonicalForm
@@ -22,9 +23,17 @@ from agac.jsontext import encoder
 from agac.prompt.attachments import AttachmentTemplate, compile_attachments
 from agac.prompt.render import Guard, compile_template
 from agac.providers import registry
-from agac.providers.base import BatchApi, CacheHint, ToolDef, batch_api, fingerprint_of
+from agac.providers.base import (
+    BatchApi,
+    CacheHint,
+    ToolDef,
+    batch_api,
+    fingerprint_of,
+)
+from agac.providers.servertools import SupportsWebSearch, WebSearch
 from agac.tools.invoke import LoadedTool, load_tools
 from agac.tools.signature import SignatureError
+from agac.tools.websearch import SEARCH_DEF
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -120,6 +129,13 @@ class ActionRuntime:
     cache_fallback: CacheHint | None = None
     tools: tuple[LoadedTool, ...] = ()
     """An llm action's function tools (``tools:``), loaded: its units run a tool loop."""
+    search: WebSearch | None = None
+    """An llm action's web search when agac runs it (its provider's spec says
+    ``in_loop``: Ollama): the model is offered a ``web_search`` function
+    (:data:`agac.tools.websearch.SEARCH_DEF`) and its units run a tool loop."""
+    searcher: SupportsWebSearch | None = None
+    """The adapter that sends :attr:`search`'s searches (None without a provider: plans,
+    views)."""
     follows: str | None = None
     """A follow-up round's (engine/batch/rounds.py): the batch action whose units it asks
     for (its judges or its repairs); its ledger rows are that action's."""
@@ -134,7 +150,13 @@ class ActionRuntime:
     @property
     def tool_defs(self) -> tuple[ToolDef, ...]:
         """What its requests offer the model (none: no tools)."""
-        return tuple(t.definition for t in self.tools)
+        functions = tuple(t.definition for t in self.tools)
+        return functions + (SEARCH_DEF,) if self.search is not None else functions
+
+    @property
+    def loops(self) -> bool:
+        """Whether its units run a tool loop (function tools, or a search agac runs)."""
+        return bool(self.tools) or self.search is not None
 
     @property
     def cache(self) -> CacheHint | None:
@@ -284,6 +306,7 @@ def build_runtime(
         canonical=_canonical(action) if llm else None,
         admitted=admitted or {},
         tools=_function_tools(action, root) if llm else (),
+        **_search_parts(action, provider) if llm else {},
         follows=follows,
         origin=origin,
         **attached,
@@ -327,6 +350,21 @@ def _function_tools(action: Action, root: Path) -> tuple[LoadedTool, ...]:
         return load_tools(action.tools, root)
     except (FunctionNotFound, SignatureError) as exc:
         raise ConfigError(problems=[Problem("invalid_function", f"{action.name}: {exc}")]) from exc
+
+
+class _SearchParts(TypedDict, total=False):
+    search: WebSearch
+    searcher: SupportsWebSearch
+
+
+def _search_parts(action: Action, provider: Provider | None) -> _SearchParts:
+    """An action's web search when agac runs it in the loop, and the adapter that sends
+    it (when there is one)."""
+    if action.web_search is None or not searches_in_loop(action.provider):
+        return {}
+    if isinstance(provider, SupportsWebSearch):
+        return {"search": action.web_search, "searcher": provider}
+    return {"search": action.web_search}
 
 
 def _attachment_parts(action: Action, root: Path) -> _AttachmentParts:

@@ -6,7 +6,9 @@ output); a model that rejects it (a 400 naming ``format``) falls back to
 ``format: "json"`` with the schema in the system prompt. The host comes from
 agac.yml, else ``OLLAMA_HOST`` (read as the SDK reads it: :func:`parse_host`); no key
 is needed (``OLLAMA_API_KEY`` is sent as a Bearer token when set, for Ollama Cloud,
-as the SDK does).
+as the SDK does). With ``tools: [web_search]`` the model is offered a ``web_search``
+function that agac runs against Ollama's web search API (:meth:`OllamaProvider.search_web`,
+_ollama_search.py): the engine's tool loop makes each call a turn.
 
 Ollama has no batch API: its spec declares none and the batch methods raise
 UnsupportedError; the spec's ``local_batch`` says the engine runs an Ollama batch action locally
@@ -33,6 +35,7 @@ from agac.providers._common import (
     stopwatch,
 )
 from agac.providers._errors import classify
+from agac.providers._ollama_search import DEFAULT_URL, KEY_ENV, URL_ENV, OllamaWebSearch
 from agac.providers._reasoning import reasoning_share, split_reasoning, thinks_inline
 from agac.providers._tool_wire import (
     is_tool_turn,
@@ -54,8 +57,9 @@ from agac.providers.base import (
     Result,
     Usage,
 )
-from agac.providers.options import structured_output
-from agac.providers.spec import ProviderSpec
+from agac.providers.options import Option, structured_output
+from agac.providers.servertools import SearchHit
+from agac.providers.spec import ProviderSpec, WebSearchSpec
 from agac.providers.stops import read_stop
 
 __all__ = ["OllamaProvider"]
@@ -81,9 +85,26 @@ class OllamaProvider(ProviderBase):
         vision=True,
         #: ``tools`` on ``/api/chat``; calls come as ``message.tool_calls``.
         function_tools=True,
+        #: Ollama's models search through Ollama's web search API, which agac runs as a
+        #: ``web_search`` function of the record's loop (_ollama_search.py).
+        web_search=WebSearchSpec(
+            "Ollama's web search API (run by agac as a web_search function tool)",
+            options=("max_uses", "allowed_domains", "blocked_domains"),
+            in_loop=True,
+            key_env=KEY_ENV,
+        ),
         #: ``providers: ollama:`` in agac.yml. (No ``timeout``: Ollama has no batch or
         #: file calls, and a live call is timed by its action's ``timeout``.)
-        options=(structured_output("json_mode", "JSON mode with the schema in the prompt"),),
+        options=(
+            structured_output("json_mode", "JSON mode with the schema in the prompt"),
+            Option(
+                "web_search_url",
+                "text",
+                "the endpoint of Ollama's web search API that an action's web searches "
+                f"go to (else {URL_ENV})",
+                default=DEFAULT_URL,
+            ),
+        ),
     )
     base_url_env = "OLLAMA_HOST"
 
@@ -93,6 +114,7 @@ class OllamaProvider(ProviderBase):
         # Models seen to reject ``think``: their reasoning is split from the content.
         self._no_think: set[str] = set()
         self._force_json_mode = settings.options.get("structured_output") == "json_mode"
+        self._search = OllamaWebSearch(settings)
 
     @property
     def _host(self) -> str | None:
@@ -187,6 +209,16 @@ class OllamaProvider(ProviderBase):
             async with asyncio.timeout(float(timeout) if timeout else None):
                 answer = await self._client.chat(**params)
         return chat_response(answer, latency_ms=took[0], parse=parse, offered=offered(request))
+
+    async def search_web(
+        self, query: str, max_results: int, timeout: float | None
+    ) -> tuple[SearchHit, ...]:
+        """One search of Ollama's web search API, for a model's ``web_search`` call."""
+        return await self._search.search(query, max_results, timeout)
+
+    async def aclose(self) -> None:
+        await self._search.aclose()
+        await super().aclose()
 
     # Ollama has no batch API (docs/providers.md): the engine runs its batches locally.
 

@@ -109,6 +109,14 @@ class WebSearchSpec:
     """Whether a model answers in the action's JSON schema while it searches (None: every
     model; Gemini before 3 refuses a schema beside Google Search)."""
 
+    in_loop: bool = False
+    """agac runs the search, not the model's provider: the model is offered a
+    ``web_search`` function and each call is a turn of the record's tool loop, sent to the
+    provider's search API (Ollama's); its hits become the answer's citations."""
+    key_env: tuple[str, ...] = ()
+    """The variables that may carry the search API's key (none set: refused at
+    validation, naming them)."""
+
     def serves(self, model: str) -> bool:
         return self.models is None or self.models(model)
 

@@ -73,7 +73,7 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
 """
     )
     by_line = _codes(checked)
-    for name in "abcdelmnp":
+    for name in "acdelmnp":  # b (Ollama) searches: agac runs its web search API
         assert "web_search_unsupported" in by_line.get(checked.line_of(f"name: {name},"), set()), (
             name,
             checked.problems,

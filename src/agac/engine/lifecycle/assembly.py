@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agac.config.websearch import runs_loop
 from agac.engine.actions import build_runtime, is_batched
 from agac.engine.approvals.effects import Effects
 from agac.engine.approvals.gate import ApprovalGate
@@ -262,7 +263,7 @@ def assemble_run(
         approvals=approvals,
         marks=marks,
         turns=TurnLog(run.id, run.tenant, store, gateway, out)
-        if any(a.tools for a in workflow.actions)
+        if any(runs_loop(a) for a in workflow.actions)
         else None,
     )
     walk = RecordWalk(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agac.config.websearch import runs_loop
 from agac.engine.decision import round_of
 from agac.engine.report.jsondoc import ABSENT_WHEN_NONE, JSONView
 from agac.engine.walk.steps import expected_units
@@ -95,7 +96,7 @@ def count_actions(
             t.reused += row.n
         if row.reason and row.status in ("failed", "skipped"):
             t.reasons[row.reason] = t.reasons.get(row.reason, 0) + row.n
-    looped = {a.name for a in graph.workflow.actions if a.tools}
+    looped = {a.name for a in graph.workflow.actions if runs_loop(a)}
     cost = 0.0
     for total in store.usage_totals([run.id]):
         t = tally.get(total.action)

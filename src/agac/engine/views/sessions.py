@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from agac.config.websearch import runs_loop
 from agac.data.view import compile_view
 from agac.engine.actions import build_runtime
 from agac.engine.graph import RunGraph, run_graph
@@ -367,7 +368,7 @@ class _SessionTree:
             entry["checks"] = loads(o.checks)  # each check's verdict: name -> passed
         if a.join:
             entry["join"] = a.join  # the fan-out whose items it received
-        if a.tools and o is not None:
+        if runs_loop(a) and o is not None:
             entry["turns"] = [
                 _turn(r) for r in self.store.turns_of(self.run_id, a.name, o.unit_key)
             ]

@@ -75,6 +75,10 @@ class ToolTurns(Protocol):
         self, current: Request, response: Response, usage: UsageRow
     ) -> Request | Settled: ...
 
+    def cited(self, response: Response) -> Response:
+        """The loop's final answer with the sources of the searches agac ran in it (a
+        loop's answer is asked with its conversation, and cites what it searched)."""
+
 
 async def call_with_retries(
     ctx: UnitContext,
@@ -283,7 +287,7 @@ async def _attempt(
         row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
         turn = await loop.answer_calls(current, response, row)
         return turn if not isinstance(turn, Request) else _Again(0.0, turn, False)
-    asked = current if loop is not None else request  # a loop keeps its conversation
+    asked, response = (current, loop.cited(response)) if loop is not None else (request, response)
     try:
         output = accept_response(rt, response)
     except Fail as fail:

@@ -27,6 +27,11 @@ flight, as any call is: S1).
 Each model turn goes through :func:`agac.engine.walk.calls.call_with_retries` like any
 call (slot, marks, budget, retries; a turn is not an attempt), which hands a turn that calls
 tools to :meth:`ToolLoop.answer_calls`.
+
+Where agac runs the web search (``rt.search``: an Ollama action's ``tools: [web_search]``),
+a ``web_search`` call is one more call of the loop (engine/walk/searches.py): its result
+stored like a function's, its hits kept with it; the final answer cites every hit of the
+loop's searches (:meth:`ToolLoop.cited`).
 """
 
 from __future__ import annotations
@@ -41,8 +46,15 @@ from agac.engine.crashpoints import maybe_crash
 from agac.engine.requests import effect_id, effect_key, tool_input_hash
 from agac.engine.values import Stopped
 from agac.engine.walk.calls import call_with_retries
+from agac.engine.walk.searches import search_call
 from agac.jsontext import dumps, loads
 from agac.providers.base import Message, Request, ToolCall, fingerprint_of
+from agac.providers.servertools import (
+    SEARCH_TOOL,
+    SearchHit,
+    distinct_citations,
+    hit_citation,
+)
 from agac.store.rows import UsageRow
 from agac.tools.invoke import LoadedTool, ToolOutcome, call_function
 
@@ -113,6 +125,8 @@ class _Turn:
     """Call index -> the result sent back (what is stored)."""
     paused: tuple[object, ...] = ()
     """A turn the provider paused in a batch (no calls): its content, sent back as is."""
+    hits: dict[int, tuple[SearchHit, ...]] = field(default_factory=dict)
+    """Call index -> the hits of a web search agac ran for it."""
 
     @property
     def message(self) -> Message:
@@ -185,7 +199,28 @@ class ToolLoop:
             self.turns.append(_Turn(row.step, str(body.get("text") or ""), calls, paused=paused))
         else:
             turn = self.turns[-1]
-            turn.results[row.step - turn.step - 1] = str(body["content"])
+            n = row.step - turn.step - 1
+            turn.results[n] = str(body["content"])
+            hits = body.get("hits")
+            if isinstance(hits, list):
+                turn.hits[n] = tuple(SearchHit.from_dict(h) for h in hits)  # type: ignore[arg-type]
+
+    def cited(self, response: Response) -> Response:
+        """The final answer with the hits of the loop's searches as its citations (after
+        any it carries), in the order searched, each once."""
+        hits = [h for t in self.turns for n in sorted(t.hits) for h in t.hits[n]]
+        if not hits:
+            return response
+        found = distinct_citations([*response.citations, *map(hit_citation, hits)])
+        return replace(response, citations=found)
+
+    def _search_ordinal(self, turn: _Turn, n: int) -> int:
+        """Which of the loop's searches call ``n`` of ``turn`` is (1-based), in the order
+        the model asked: what ``max_uses`` bounds, the same after a crash."""
+        before = sum(
+            c.name == SEARCH_TOOL for t in self.turns if t.step < turn.step for c in t.calls
+        )
+        return before + sum(c.name == SEARCH_TOOL for c in turn.calls[: n + 1])
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -234,6 +269,9 @@ class ToolLoop:
         """Run one call and store its result (with its ledger row) before it counts;
         False: the call's effect is unknown and nothing is stored (the unit waits)."""
         call = turn.calls[n]
+        if call.name == SEARCH_TOOL and self.rt.search is not None:
+            await self._search(turn, n)
+            return True
         tool = self.tools.get(call.name)
         clock = self.ctx.control.clock
         started = clock.monotonic()
@@ -271,6 +309,37 @@ class ToolLoop:
         turn.results[n] = content
         maybe_crash("tool_stored")
         return True
+
+    async def _search(self, turn: _Turn, n: int) -> None:
+        """Run one ``web_search`` call and store its result, with its hits and its
+        ledger row, before it counts."""
+        call = turn.calls[n]
+        done = await search_call(
+            self.ctx,
+            self.rt,
+            self.rec,
+            self.request,
+            call,
+            self._search_ordinal(turn, n),
+            len(self.turns),
+            tool_input_hash(call.name, _canonical_arguments(call.arguments)),
+        )
+        maybe_crash("tool_called")
+        body: dict[str, object] = {
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "content": done.content,
+            "error": done.error,
+            "latency_ms": round(done.row.latency_ms, 3),
+            "hits": [h.to_dict() for h in done.hits],
+        }
+        if done.code is not None:
+            body["code"] = done.code
+        step = turn.step + 1 + n
+        await self.log.write(self.rt.name, self.rec.key, step, "tool", dumps(body), [done.row])
+        turn.results[n], turn.hits[n] = done.content, done.hits
+        maybe_crash("tool_stored")
 
     def _context(self, tool: LoadedTool, call: ToolCall) -> ToolContext:
         ctx, rec = self.ctx, self.rec

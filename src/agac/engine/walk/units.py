@@ -377,7 +377,7 @@ async def _single_flight(
     fut: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
     inflight[fp] = fut
     try:
-        ask = call_with_tools if rt.tools else call_with_retries
+        ask = call_with_tools if rt.loops else call_with_retries
         called = await ask(ctx, rt, rec, request, fp, request_json, checker)
         fut.set_result(called)
     except BaseException as exc:
