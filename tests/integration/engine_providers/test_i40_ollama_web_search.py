@@ -27,7 +27,9 @@ TWO_SEARCHES = (
 )
 
 
-def _project(root: Path, texts: dict[str, str], tools: str = "[web_search]", extra: str = "") -> None:
+def _project(
+    root: Path, texts: dict[str, str], tools: str = "[web_search]", extra: str = ""
+) -> None:
     workflow = f"""name: ground
 input: {{path: data/, id_field: id}}
 defaults:
@@ -81,9 +83,7 @@ def test_i40_ollama_web_search_loop_searches_then_answers_with_citations(
     answered = [b for b in bodies if any(m["role"] == "tool" for m in b["messages"])]
     (tool_msg,) = [m for m in answered[0]["messages"] if m["role"] == "tool"]
     results = json.loads(tool_msg["content"])["results"]
-    assert [r["url"] for r in results] == [
-        u["url"] for u in _emulated("tallest tower", 2)
-    ]
+    assert [r["url"] for r in results] == [u["url"] for u in _emulated("tallest tower", 2)]
     rows = _rows(project)
     assert (rows["r0"]["turns"], rows["r0"]["tool_calls"]) == (2, 1)
     cited = rows["r0"]["citations"]
