@@ -208,3 +208,39 @@ def test_i40_ollama_web_search_missing_key_is_refused_naming_the_line(
     assert problem.line == 11  # tools: [web_search]
     assert "OLLAMA_API_KEY" in (problem.hint or "")
     assert chat_requests(emulator.stats(), "ollama") == 0
+
+
+def test_i40_ollama_web_search_priced_by_prices_in_the_ledger_and_plan(
+    emulator: Any, project: Path
+) -> None:
+    _project(project, {"r0": f"the tallest tower {SEARCH}"}, tools="[{web_search: {max_uses: 2}}]")
+    yml = project / "agac.yml"
+    yml.write_text(
+        yml.read_text()
+        + "prices:\n  ollama/llama3.2: {input: 0, output: 0, web_search: 5}\n",
+        encoding="utf-8",
+    )
+
+    plan = api.plan("ground", project)
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 1
+
+    # A fee set in prices: (USD per 1,000) prices each search sent; the plan counts the
+    # searches each request may make (max_uses) at that fee.
+    assert _searches(emulator) == 1
+    searched = [a for a in _entry(project, "r0")["attempts"] if a["server_tools"]]
+    assert [a["cost_usd"] for a in searched] == [pytest.approx(0.005)]
+    assert api.cost("ground", project)["cost_usd"] == pytest.approx(0.005)
+    assert plan["cost_usd"]["online"] == pytest.approx(2 * 0.005)
+
+
+def test_i40_ollama_web_search_in_a_local_batch(emulator: Any, project: Path) -> None:
+    """Ollama has no batch API: a ``run_mode: batch`` action runs its records here as live
+    calls, each record's loop searching as online."""
+    _project(project, {"r0": f"the tallest tower {SEARCH}"}, extra="    run_mode: batch\n")
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 1
+
+    assert _searches(emulator) == 1
+    (row,) = _rows(project).values()
+    assert (row["turns"], row["tool_calls"]) == (2, 1)
+    assert len(row["citations"]) == 2

@@ -18,7 +18,8 @@ Otherwise the hits passing the search's domain filters go to the model as ``{"re
 [{title, url, content}]}``; they are the answer's citations. A search sent is one ledger
 row of kind ``tool`` on the action's provider and model, ``server_tools``
 ``{"web_search": 1}`` when answered, priced at the model's fee per search (Ollama's is 0
-unless ``prices:`` sets one); a call not sent has a row at $0, its code as the error.
+unless ``prices:`` sets one, then counted against the run's budget at once); a call not
+sent has a row at $0, its code as the error.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agac.engine.limits.budget import Reservation
 from agac.errors import ProviderError
 from agac.providers.base import Response, Usage
 from agac.providers.servertools import SEARCH_TOOL, SearchHit, domain_allowed
@@ -94,6 +96,8 @@ async def search_call(
     hits = tuple(h for h in found if domain_allowed(h.url, search))
     billed = Response("", request.model, usage=Usage(server_tools=((SEARCH_TOOL, 1),)))
     row = ctx.out.usage_row(rt, rec, attempt, request, billed, None, started, input_hash)
+    if ctx.budget is not None and row.cost_usd:
+        ctx.budget.settle(Reservation(0.0, 0), row.cost_usd, 0)  # a search priced by prices:
     results = {"results": [h.to_dict() for h in hits]}
     return SearchDone(
         json.dumps(results, ensure_ascii=False), hits, None, None, row._replace(kind="tool")
