@@ -216,8 +216,7 @@ def test_i40_ollama_web_search_priced_by_prices_in_the_ledger_and_plan(
     _project(project, {"r0": f"the tallest tower {SEARCH}"}, tools="[{web_search: {max_uses: 2}}]")
     yml = project / "agac.yml"
     yml.write_text(
-        yml.read_text()
-        + "prices:\n  ollama/llama3.2: {input: 0, output: 0, web_search: 5}\n",
+        yml.read_text() + "prices:\n  ollama/llama3.2: {input: 0, output: 0, web_search: 5}\n",
         encoding="utf-8",
     )
 
