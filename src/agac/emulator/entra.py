@@ -11,7 +11,7 @@ token_type, client_id}``, ``expires_on`` in epoch seconds as text. A missing sec
 
 A token lives ``token_seconds`` (3600 unless ``POST /_emulator/entra`` sets it), counted
 on the wall clock, as the credential counts it; Azure's front door
-(:func:`agac.emulator.openai.azure_guard`) refuses a token it issued once it has expired.
+(:func:`agac.emulator.azure_front.azure_guard`) refuses a token it issued once it has expired.
 Calls are counted and journaled as provider ``azure``, op ``token`` (faults apply).
 """
 

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .answers import Answer, answer, prompt_tokens
+from .azure_front import azure_guard, filter_results, prompt_filter_error
 from .caching import OPENAI_MINIMUM, openai_plan
 from .faults import Target
 from .handling import (
@@ -332,80 +333,16 @@ def completion(flavor: Flavor, model: str, ans: Answer, now: float, tier: str) -
     }
     if flavor.azure:
         flagged = reply.get("filter") if finish == "content_filter" else None
-        choice["content_filter_results"] = _filter_results(flagged)
+        choice["content_filter_results"] = filter_results(flagged)
         out["prompt_filter_results"] = [
-            {"prompt_index": 0, "content_filter_results": _filter_results(None)}
+            {"prompt_index": 0, "content_filter_results": filter_results(None)}
         ]
     return out
-
-
-_FILTER_CATEGORIES = ("hate", "self_harm", "sexual", "violence")
-
-
-def _filter_results(flagged: dict[str, Any] | None) -> dict[str, Any]:
-    """Azure's ``content_filter_results``: each category ``safe`` and not filtered, but
-    the one a ``reply.filter`` fault names (``{"category", "severity"}``)."""
-    results: dict[str, Any] = {
-        c: {"filtered": False, "severity": "safe"} for c in _FILTER_CATEGORIES
-    }
-    if flagged:
-        category = str(flagged.get("category", "violence"))
-        results[category] = {"filtered": True, "severity": str(flagged.get("severity", "high"))}
-    return results
-
-
-def prompt_filter_error(flagged: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Azure's refusal of a prompt by its content filter (the ``error`` of an HTTP 400, live
-    or in a batch line): ``code: content_filter``, and under ``innererror`` the verdict of
-    each category, ``violence`` filtered at ``medium`` unless ``flagged`` names another."""
-    results = _filter_results(flagged or {"category": "violence", "severity": "medium"})
-    results["jailbreak"] = {"filtered": False, "detected": False}
-    return {
-        "message": "The response was filtered due to the prompt triggering Azure OpenAI's "
-        "content management policy. Please modify your prompt and retry.",
-        "type": None,
-        "param": "prompt",
-        "code": "content_filter",
-        "status": 400,
-        "innererror": {
-            "code": "ResponsibleAIPolicyViolation",
-            "content_filter_result": results,
-        },
-    }
 
 
 def flex_tier(flavor: Flavor, body: dict[str, Any]) -> str:
     """The ``service_tier`` an answer reports: ``flex`` when the request asked for it."""
     return "flex" if body.get("service_tier") == "flex" else flavor.service_tier
-
-
-def azure_guard(flavor: Flavor, error: Any) -> Any:
-    """Azure's front door on every route: an ``api-key`` header or an Entra bearer token
-    (401 otherwise, or for a token :mod:`.entra` issued that has expired), and on the classic surface the ``api-version`` query (404, as Azure
-    answers a path without one)."""
-
-    def wrap(handler: Any) -> Any:
-        async def guarded(request: Request) -> Response:
-            headers = request.headers
-            bearer = headers.get("authorization", "").startswith("Bearer ")
-            if not headers.get("api-key") and not bearer:
-                return error(
-                    401,
-                    "401",
-                    None,
-                    "Access denied due to invalid subscription key or wrong API endpoint.",
-                )
-            token = headers.get("authorization", "")[len("Bearer ") :]
-            if bearer and state_of(request).entra.expired(token):
-                return error(401, "401", None, "Access denied: the Entra ID token has expired.")
-            if flavor.api_version and not request.query_params.get("api-version"):
-                return error(404, "404", None, "Resource not found")
-            response: Response = await handler(request)
-            return response
-
-        return guarded
-
-    return wrap
 
 
 def routes(flavor: Flavor) -> list[Route]:
@@ -648,7 +585,7 @@ def routes(flavor: Flavor) -> list[Route]:
         if flavor.deployments
         else ("/chat/completions")
     )
-    guard = azure_guard(flavor, error) if flavor.azure else (lambda handler: handler)
+    guard = azure_guard(flavor.api_version, error) if flavor.azure else (lambda handler: handler)
     chat_route = Route(f"{p}{chat_path}", guard(chat), methods=["POST"])
     if not flavor.batch:
         return [chat_route]
