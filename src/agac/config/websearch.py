@@ -142,11 +142,12 @@ def check_web_search(
             f"action {name!r} lists web_search, but provider {provider!r} has no web search "
             "agac can offer",
             at,
-            hint="use anthropic, openai (a search model), gemini or groq (GPT-OSS or Compound) "
+            hint="use anthropic, openai, gemini or groq (GPT-OSS or Compound) "
             "for this action, or remove web_search",
         )
         return
     model = action.model_name or ""
+    offered = offered.for_model(model)
     if not offered.serves(model):
         f.error(
             "web_search_unsupported",

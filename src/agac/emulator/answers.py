@@ -195,7 +195,12 @@ def answer(
     calls = scripted_calls(prompt, tools, turns) if tools and verdict is None else ()
     if calls and fault is None:
         out = sum(count_tokens(len(n) + len(a)) for n, a in calls)
-        return Answer(None, "tool_calls", input_tokens, out, 0, None, reply, calls)
+        found = (
+            find_sources(search, list(_strings(prompt)), digest.hex())
+            if search is not None and search.every_turn
+            else ()
+        )
+        return Answer(None, "tool_calls", input_tokens, out, 0, None, reply, calls, sources=found)
     last = results[-1] if results else None
     scripted = scripted_answer(prompt, last) if verdict is None else None
     if verdict is not None:

@@ -19,7 +19,6 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +29,7 @@ from starlette.routing import Route
 from .answers import Answer, answer, prompt_tokens
 from .azure_front import azure_guard, filter_results, prompt_filter_error
 from .caching import OPENAI_MINIMUM, openai_plan
+from .content_filter import filter_results, prompt_filter_error
 from .faults import Target
 from .handling import (
     Rejected,
@@ -45,6 +45,10 @@ from .handling import (
     state_of,
 )
 from .media import batch_limit_error, wire_error
+from .openai_responses import ENDPOINT as RESPONSES_ENDPOINT
+from .openai_responses import response_object, responses_item
+from .openai_responses import route as responses_route
+from .openai_stream import chunks
 from .search import executed_tools, groq_asked, groq_refusal, openai_asked, url_annotations
 from .state import Batch, BatchItem, EmulatorState, ItemResult
 
@@ -124,6 +128,9 @@ class Flavor:
     line_url: bool = True
     """Whether a batch line must name its ``url`` (OpenAI's); Mistral's and Together's
     lines are ``{custom_id, body}``."""
+    responses: bool = False
+    """Whether the API serves the Responses API (``/responses``, :mod:`.openai_responses`)
+    live and as a batch endpoint."""
 
 
 def clone(provider: str, prefix: str, **differences: Any) -> Flavor:
@@ -144,6 +151,8 @@ OPENAI = Flavor(
     windows=frozenset({"24h"}),
     cursor_paging=False,
     usage_timings=False,
+    batch_urls=frozenset({"/v1/chat/completions", RESPONSES_ENDPOINT}),
+    responses=True,
 )
 
 
@@ -396,7 +405,7 @@ def routes(flavor: Flavor) -> list[Route]:
             reply["provider"] = _routed(body)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(_sse(reply, usage), media_type="text/event-stream")
+            return StreamingResponse(chunks(reply, usage), media_type="text/event-stream")
         return JSONResponse(reply, headers={"x-request-id": "req_" + uuid.uuid4().hex})
 
     async def upload(request: Request) -> Response:
@@ -485,7 +494,7 @@ def routes(flavor: Flavor) -> list[Route]:
                 None,
                 f"Invalid 'completion_window': expected one of {sorted(flavor.windows)}.",
             )
-        items, invalid, marked = parse_input(stored.content, flavor)
+        items, invalid, marked = parse_input(stored.content, flavor, body["endpoint"])
         note_cache(request, marked)
         model = items[0].model if items else ""
         batch = new_batch(
@@ -587,10 +596,17 @@ def routes(flavor: Flavor) -> list[Route]:
     )
     guard = azure_guard(flavor.api_version, error) if flavor.azure else (lambda handler: handler)
     chat_route = Route(f"{p}{chat_path}", guard(chat), methods=["POST"])
+    live = [chat_route]
+    if flavor.responses:
+        live.append(
+            responses_route(
+                p, error, lambda state: counting(state, flavor, "chat", error), flavor.cache_minimum
+            )
+        )
     if not flavor.batch:
-        return [chat_route]
+        return live
     return [
-        chat_route,
+        *live,
         Route(f"{p}/files", guard(upload), methods=["POST"]),
         Route(f"{p}/files", guard(file_list), methods=["GET"]),
         Route(f"{p}/files/{{file_id}}", guard(file_get), methods=["GET"]),
@@ -608,38 +624,6 @@ def _routed(body: dict[str, Any]) -> str:
     else the model's vendor."""
     order = (body.get("provider") or {}).get("order") or []
     return str(order[0]) if order else str(body.get("model", "")).split("/")[0].title()
-
-
-async def _sse(reply: dict[str, Any], include_usage: bool) -> AsyncIterator[bytes]:
-    """A completion as ``chat.completion.chunk`` server-sent events, then ``[DONE]``."""
-    choice = reply["choices"][0]
-    head = {k: reply[k] for k in ("id", "created", "model", "system_fingerprint", "service_tier")}
-    text = choice["message"]["content"] or ""
-    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-    deltas += [{"content": text[i : i + 16]} for i in range(0, len(text), 16)]
-    if choice["message"]["refusal"]:
-        deltas.append({"refusal": choice["message"]["refusal"]})
-    for index, delta in enumerate(deltas):
-        last = index == len(deltas) - 1
-        chunk = {
-            **head,
-            "object": "chat.completion.chunk",
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": None,
-                    "finish_reason": choice["finish_reason"] if last else None,
-                }
-            ],
-        }
-        if include_usage:
-            chunk["usage"] = None
-        yield f"data: {json.dumps(chunk)}\n\n".encode()
-    if include_usage:
-        usage = {**head, "object": "chat.completion.chunk", "choices": [], "usage": reply["usage"]}
-        yield f"data: {json.dumps(usage)}\n\n".encode()
-    yield b"data: [DONE]\n\n"
 
 
 def counting(state: EmulatorState, flavor: Flavor, op: str, error: Any) -> Any:
@@ -684,10 +668,11 @@ def multipart_fields(content_type: str, raw: bytes) -> dict[str, tuple[str | Non
 
 
 def parse_input(
-    content: bytes, flavor: Flavor
+    content: bytes, flavor: Flavor, endpoint: str | None = None
 ) -> tuple[list[BatchItem], list[dict[str, Any]], list[dict[str, Any]]]:
     """Decode a batch input file; return its items, OpenAI-style validation errors and the
-    cache markers of the lines that carried any."""
+    cache markers of the lines that carried any. ``endpoint``: the batch's; a line naming
+    another ``url`` is refused (every line of a file goes to the batch's endpoint)."""
     provider = flavor.provider
     items: list[BatchItem] = []
     invalid: list[dict[str, Any]] = []
@@ -707,6 +692,8 @@ def parse_input(
             routed = row.get("url") in flavor.batch_urls or not flavor.line_url
             if not routed or not isinstance(body, dict):
                 raise ValueError(f"url must be one of {sorted(flavor.batch_urls)}, body an object")
+            if flavor.line_url and endpoint is not None and row.get("url") != endpoint:
+                raise ValueError(f"url {row.get('url')!r} is not the batch's endpoint {endpoint!r}")
         except (ValueError, KeyError, TypeError) as exc:
             invalid.append(
                 {
@@ -728,6 +715,9 @@ def parse_input(
             )
             continue
         seen.add(custom_id)
+        if flavor.line_url and row.get("url") == RESPONSES_ENDPOINT:
+            _responses_line(number, custom_id, body, items, invalid)
+            continue
         deployments.add(str(body.get("model", "")))
         if flavor.azure and len(deployments) > 1:
             invalid.append(
@@ -783,6 +773,22 @@ def parse_input(
             }
         )
     return items, invalid, marked
+
+
+def _responses_line(
+    number: int,
+    custom_id: str,
+    body: dict[str, Any],
+    items: list[BatchItem],
+    invalid: list[dict[str, Any]],
+) -> None:
+    """A line of a ``/v1/responses`` batch: its item, or why OpenAI refuses it."""
+    item, wrong = responses_item(custom_id, body)
+    if item is not None:
+        items.append(item)
+        return
+    message = f"Line {number}: {wrong}"
+    invalid.append({"code": "invalid_request", "line": number, "param": "body", "message": message})
 
 
 def batch_json(
@@ -875,12 +881,11 @@ def write_results(state: EmulatorState, flavor: Flavor, batch: Batch) -> None:
             "error": None,
         }
         if result.kind == "answered" and result.answer is not None:
-            body = completion(
-                flavor,
-                result.item.model,
-                result.answer,
-                state.clock.now(),
-                "batch" if flavor.provider == "openai" else flavor.service_tier,
+            tier = "batch" if flavor.provider == "openai" else flavor.service_tier
+            body = (
+                response_object(result.item.model, result.answer, state.clock.now(), tier)
+                if result.item.extra.get("endpoint") == RESPONSES_ENDPOINT
+                else completion(flavor, result.item.model, result.answer, state.clock.now(), tier)
             )
             line["response"] = {
                 "status_code": 200,

@@ -46,6 +46,9 @@ class WebSearchAsked:
     max_uses: int | None = None
     allowed_domains: tuple[str, ...] = ()
     blocked_domains: tuple[str, ...] = ()
+    every_turn: bool = False
+    """The model searches on a turn that calls functions too (OpenAI's Responses API);
+    else only on the turn that answers."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +83,11 @@ def find_sources(asked: WebSearchAsked, prompt_texts: list[str], digest: str) ->
 
 def billed_searches(provider: str, model: str, sources: tuple[Source, ...]) -> int:
     """The searches a provider bills for an answer's: OpenAI one per call of a search
-    model, Gemini before 3 one per grounded prompt, the others (and Gemini 3) each."""
+    model (each ``web_search_call`` of the Responses API), Gemini before 3 one per
+    grounded prompt, the others (and Gemini 3) each."""
     if not sources:
         return 0
-    if provider in ("openai", "azure"):
+    if provider in ("openai", "azure") and "search" in model:
         return 1
     if provider in ("gemini", "vertex") and not model.startswith("gemini-3"):
         return 1

@@ -50,6 +50,7 @@ __all__ = [
     "live_base64",
     "mistral_parts",
     "openai_parts",
+    "responses_parts",
 ]
 
 MB = 1024 * 1024
@@ -208,6 +209,23 @@ def openai_parts(
         else:
             parts.append({"type": "image_url", "image_url": {"url": url}})
     return _ordered(text, position, parts, {"type": "text", "text": text})
+
+
+def responses_parts(
+    text: str, attachments: tuple[Attachment, ...], position: str, data: Data
+) -> list[dict[str, Any]]:
+    """The Responses API's input content parts: ``input_image`` (a data URL) and
+    ``input_file`` for PDFs, beside an ``input_text`` part."""
+    parts: list[dict[str, Any]] = []
+    for a in attachments:
+        url = f"data:{a.media_type};base64,{data(a)}"
+        if a.kind == "pdf":
+            parts.append(
+                {"type": "input_file", "filename": a.name or "document.pdf", "file_data": url}
+            )
+        else:
+            parts.append({"type": "input_image", "image_url": url})
+    return _ordered(text, position, parts, {"type": "input_text", "text": text})
 
 
 def mistral_parts(

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from agac.errors import FatalError, ProviderError
 from agac.media import AttachmentLimits
 from agac.providers._attachments import Blobs, Data, live_base64, openai_parts
+from agac.providers._batch_endpoint import batch_endpoint, one_endpoint
 from agac.providers._common import (
     SCHEMA_NAME,
     as_int,
@@ -37,6 +38,7 @@ from agac.providers._common import (
     stopwatch,
     strict_compatible,
 )
+from agac.providers._content_filter import filter_detail
 from agac.providers._errors import (
     classify,
     connection_error,
@@ -44,13 +46,20 @@ from agac.providers._errors import (
     request_id_of,
     retry_after_seconds,
 )
-from agac.providers._reasoning import reasoning_share, split_reasoning
+from agac.providers._reasoning import content_text, reasoning_share, split_reasoning
+from agac.providers._responses_wire import (
+    RESPONSES_ENDPOINT,
+    is_response_object,
+    read_response,
+    responses_body,
+)
 from agac.providers._search_wire import (
     executed_citations,
     executed_counts,
     openai_web_search_options,
     url_citations,
 )
+from agac.providers._tool_wire import chat_calls, chat_tool_message, first_call
 from agac.providers.adapter import ProviderBase
 from agac.providers.base import (
     TRANSPORTS,
@@ -66,7 +75,6 @@ from agac.providers.base import (
     Response,
     Result,
     StoredRequests,
-    ToolCall,
     Usage,
     stored_request,
 )
@@ -78,6 +86,7 @@ __all__ = ["OpenAICompatProvider", "chat_response", "filter_detail"]
 
 _MESSAGES = '"messages":['
 _ATTACHMENTS = '"attachments":['
+_WEB_SEARCH = '"web_search":'
 
 #: ``dump_line``'s encoder (compact, UTF-8 as is), for values that are not objects.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -98,7 +107,9 @@ BATCH_STATES: dict[str, BatchState] = {
 _EXPIRED_CODES = frozenset({"batch_expired"})
 _CANCELLED_CODES = frozenset({"batch_cancelled", "batch_canceled"})
 # A 400 whose message names these is a model that cannot take a json_schema.
-_SCHEMA_REJECTED = re.compile(r"response_format|json_schema|structured output", re.IGNORECASE)
+_SCHEMA_REJECTED = re.compile(
+    r"response_format|text\.format|json_schema|structured output", re.IGNORECASE
+)
 
 #: ``providers: openai:`` / ``azure:`` / ``groq:`` in agac.yml.
 COMPAT_OPTIONS = (
@@ -191,7 +202,7 @@ def chat_response(
     choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
     message = pick_(choice, "message")
-    content, thinking = _content_text(pick_(message, "content"))
+    content, thinking = content_text(pick_(message, "content"))
     split = split_reasoning(
         content,
         pick_(message, "reasoning") or pick_(message, "reasoning_content") or thinking,
@@ -206,13 +217,13 @@ def chat_response(
     )
     executed = pick_(message, "executed_tools")
     asked = pick_(message, "tool_calls")
-    calls = _tool_calls(asked) if offered and asked else ()
+    calls = chat_calls(asked) if offered and asked else ()
     stop = read_stop(
         provider,
         finish,
         refusal=refusal,
         detail=detail,
-        tool_call=_tool_call(asked),
+        tool_call=first_call(asked),
         offered=bool(calls) and all(c.name in offered for c in calls),
     )
     usage = pick_(body, "usage")
@@ -260,83 +271,6 @@ def _cost(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _content_text(content: Any) -> tuple[str, str | None]:
-    """A message's content as (answer text, reasoning or None). Most APIs send a string;
-    some (Mistral's reasoning models) send a list of chunks: ``text`` chunks are the
-    answer, ``thinking`` chunks (their own text chunks inside) are reasoning."""
-    if content is None or isinstance(content, str):
-        return content or "", None
-    text: list[str] = []
-    thought: list[str] = []
-    for chunk in content:
-        kind = pick(chunk, "type")
-        if kind == "text":
-            text.append(str(pick(chunk, "text") or ""))
-        elif kind == "thinking":
-            inner = pick(chunk, "thinking")
-            parts = inner if isinstance(inner, list) else [inner]
-            thought += [str(pick(p, "text") or "") if not isinstance(p, str) else p for p in parts]
-    return "".join(text), "".join(thought) or None
-
-
-def _tool_calls(calls: Any) -> tuple[ToolCall, ...]:
-    """A message's ``tool_calls`` (function calls) as ToolCalls, in order."""
-    return tuple(
-        ToolCall(
-            str(pick(c, "id") or ""),
-            str(pick(c, "function", "name") or ""),
-            str(pick(c, "function", "arguments") or "{}"),
-        )
-        for c in calls
-    )
-
-
-def _tool_message(m: Message) -> dict[str, Any]:
-    """A tool loop's turn on the wire: an assistant turn with its ``tool_calls``, or a
-    ``tool`` message with one call's result."""
-    if m.tool_call_id is not None:
-        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
-    return {
-        "role": "assistant",
-        "content": m.content or None,
-        "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in m.tool_calls
-        ],
-    }
-
-
-def _tool_call(calls: Any) -> str | None:
-    """The name of the first tool a message calls (``tool_calls``), or None."""
-    for call in calls or ():
-        return str(pick(call, "function", "name") or "")
-    return None
-
-
-def filter_detail(choice_results: Any, prompt_results: Any) -> str | None:
-    """What Azure's content filter flagged: ``<category> (severity <level>)`` for each
-    filtered category of the answer, then of the prompt (``prompt_filter_results``); None
-    when nothing says filtered (another provider's content_filter stop)."""
-    flagged: list[str] = []
-    sources = [("answer", choice_results)]
-    for entry in prompt_results or ():
-        sources.append(("prompt", pick(entry, "content_filter_results")))
-    for where, results in sources:
-        items = results.items() if isinstance(results, dict) else _fields(results)
-        for category, verdict in items:
-            if pick(verdict, "filtered") is True:
-                severity = pick(verdict, "severity")
-                said = f" (severity {severity})" if severity else ""
-                flagged.append(f"{where} {category}{said}")
-    return "content filter: " + ", ".join(flagged) if flagged else None
-
-
-def _fields(obj: Any) -> list[tuple[str, Any]]:
-    """An SDK object's extra fields as pairs (Azure's filter results are not typed)."""
-    extra = pick(obj, "model_extra")
-    return list(extra.items()) if isinstance(extra, dict) else []
-
-
 def _wire_get(obj: Any, *path: str) -> Any:
     """:func:`pick` for a batch result line (JSON as parsed: dicts all the way down, keys
     as OpenAI writes them): plain ``dict.get``, no camelCase second try."""
@@ -367,6 +301,9 @@ class OpenAICompatProvider(ProviderBase):
     #: Whether each call offering web search is one billed search (OpenAI's search
     #: models); otherwise the answer says what ran (Groq's ``executed_tools``).
     search_per_call: ClassVar[bool] = True
+    #: Where the API's Responses endpoint is under the base URL (None: it has none);
+    #: :meth:`_via_responses` says which requests go there.
+    responses_path: ClassVar[str | None] = None
 
     def __init__(self, settings: ProviderSettings) -> None:
         super().__init__(settings)
@@ -383,6 +320,7 @@ class OpenAICompatProvider(ProviderBase):
     def _open_lean(self) -> None:
         root = (self._base_url or self.default_base_url).rstrip("/")
         self._chat_url = root + self.chat_path
+        self._responses_url = root + (self.responses_path or "/responses")
 
     def _make_client(self) -> Any:
         raise NotImplementedError
@@ -394,6 +332,15 @@ class OpenAICompatProvider(ProviderBase):
     def _list_batches(self) -> AsyncIterator[Any]:
         """Every batch the key can see, newest first."""
         raise NotImplementedError
+
+    def _via_responses(self, request: Request) -> bool:
+        """Whether ``request`` goes to the Responses API rather than Chat Completions
+        (OpenAI's web search beside any model but a Chat Completions search model)."""
+        return False
+
+    def _line_endpoint(self, request: Request) -> str:
+        """The Batch API endpoint (a batch line's ``url``) of ``request``."""
+        return RESPONSES_ENDPOINT if self._via_responses(request) else self._batch_endpoint
 
     def _chat_target(self, model: str) -> str:
         """Where the lean transport posts a chat completion for ``model``."""
@@ -445,7 +392,7 @@ class OpenAICompatProvider(ProviderBase):
         messages = [
             {"role": m.role, "content": m.content}
             if not (m.attachments or m.tool_calls or m.tool_call_id)
-            else _tool_message(m)
+            else chat_tool_message(m)
             if not m.attachments
             else {"role": m.role, "content": self._content_parts(m, data)}
             for m in request.messages
@@ -530,6 +477,8 @@ class OpenAICompatProvider(ProviderBase):
             return await self._chat(request, native=False)
 
     async def _chat(self, request: Request, *, native: bool) -> Response:
+        if self._via_responses(request):
+            return await self._respond(request, native=native)
         params = self._chat_params(request, native=native)
         parse = request.schema is not None
         if self._http is not None:
@@ -562,6 +511,54 @@ class OpenAICompatProvider(ProviderBase):
             searched=self.search_per_call and request.web_search is not None,
         )
 
+    def _responses_params(
+        self, request: Request, *, native: bool, data: Data = live_base64
+    ) -> dict[str, Any]:
+        """The Responses body of a request, live or in a batch line
+        (:mod:`agac.providers._responses_wire`), with its cache routing key."""
+        fallback = fallback_system(request) if request.schema is not None else None
+        body = responses_body(request, native=native, fallback=fallback, data=data)
+        key = request.cache.key if request.cache is not None else None
+        if key and self.prompt_cache_key:
+            body["prompt_cache_key"] = key
+        return body
+
+    async def _respond(self, request: Request, *, native: bool) -> Response:
+        """One live call of the Responses API, on either transport."""
+        params = self._responses_params(request, native=native)
+        parse = request.schema is not None
+        if self._http is not None:
+            with stopwatch() as took:
+                body, headers = await self._http.post_with_headers(
+                    self._responses_url,
+                    params,
+                    errors=self._status_error,
+                    timeout=request.timeout,
+                    headers=await self._call_headers(),
+                )
+            return read_response(
+                body,
+                provider=self.name,
+                latency_ms=took[0],
+                parse=parse,
+                request_id=request_id_of(headers),
+                offered=_offered(request),
+            )
+        with self._translate_errors(), stopwatch() as took:
+            raw = await self._client.responses.with_raw_response.create(
+                **params,
+                timeout=request.timeout if request.timeout is not None else self._sdk.NOT_GIVEN,
+            )
+            answer = raw.parse()
+        return read_response(
+            answer,
+            provider=self.name,
+            latency_ms=took[0],
+            parse=parse,
+            request_id=request_id_of(raw.headers),
+            offered=_offered(request),
+        )
+
     async def _sdk_chat(
         self, params: dict[str, Any], timeout: float | None
     ) -> tuple[Any, Mapping[str, str] | None]:
@@ -580,7 +577,16 @@ class OpenAICompatProvider(ProviderBase):
     # -- batch ---------------------------------------------------------------
 
     def _batch_line(self, request: Request, data: Data = live_base64) -> dict[str, Any]:
-        body = self._chat_params(request, native=self._native_schema(request.model), data=data)
+        native = self._native_schema(request.model)
+        if self._via_responses(request):
+            body = self._responses_params(request, native=native, data=data)
+            return {
+                "custom_id": require_custom_id(request),
+                "method": "POST",
+                "url": RESPONSES_ENDPOINT,
+                "body": body,
+            }
+        body = self._chat_params(request, native=native, data=data)
         if not self.line_routing:
             return {"custom_id": require_custom_id(request), "body": body}
         return {
@@ -618,6 +624,9 @@ class OpenAICompatProvider(ProviderBase):
         for r in requests:
             if any(m.attachments for m in r.messages):
                 yield self._attachment_line(r)
+                continue
+            if self._via_responses(r):
+                yield dump_line(self._batch_line(r))
                 continue
             if r.schema is not None and not self._native_schema(r.model):
                 yield dump_line(self._batch_line(r))
@@ -666,6 +675,9 @@ class OpenAICompatProvider(ProviderBase):
             if _ATTACHMENTS in text:
                 yield self._attachment_line(stored_request(text, custom_id, cache))
                 continue
+            if _WEB_SEARCH in text:  # perhaps a Responses request: decoded to tell
+                yield from self._batch_lines([stored_request(text, custom_id, cache)])
+                continue
             start = text.find(_MESSAGES) if text.startswith('{"max_tokens":') else -1
             end = text.find('],"model":"', start) if start >= 0 else -1
             rest = text[:start] + text[end + 1 :] if end >= 0 else ""
@@ -696,13 +708,14 @@ class OpenAICompatProvider(ProviderBase):
     async def submit_batch(self, requests: Iterable[Request], key: str) -> BatchHandle:
         """Upload the requests as a JSONL file and create a batch tagged with ``key``;
         requests as stored (:class:`StoredRequests`) are written from their stored text."""
+        endpoint, requests = batch_endpoint(requests, self._line_endpoint, self._batch_endpoint)
         lines = (
             self._stored_lines(requests.pairs, requests.cache)
             if isinstance(requests, StoredRequests)
             else self._batch_lines(requests)
         )
         spooled = spool_jsonl(
-            lines,
+            one_endpoint(lines, endpoint),
             max_count=self._batch_limits[0],
             max_bytes=self._batch_limits[1],
             provider=self.name,
@@ -710,18 +723,18 @@ class OpenAICompatProvider(ProviderBase):
         try:
             with self._translate_errors():
                 file_id = await self._upload(spooled.path, key)
-                batch = await self._create_batch(file_id, key, spooled.path)
+                batch = await self._create_batch(file_id, key, spooled.path, endpoint)
         finally:
             spooled.discard()
         meta = {"input_file_id": file_id, "request_count": spooled.count}
         return BatchHandle(self.name, str(pick(batch, "id")), key, meta)
 
-    async def _create_batch(self, file_id: str, key: str, path: Path) -> Any:
+    async def _create_batch(self, file_id: str, key: str, path: Path, endpoint: str) -> Any:
         """Create the batch of an uploaded input file (``path``, its local copy), tagged
-        with ``key``; the batch object."""
+        with ``key``, for ``endpoint``; the batch object."""
         return await self._client.batches.create(
             input_file_id=file_id,
-            endpoint=self._batch_endpoint,
+            endpoint=endpoint,
             completion_window=self.completion_window,
             metadata={"agac_key": key},
         )
@@ -817,6 +830,16 @@ class OpenAICompatProvider(ProviderBase):
         error = line.get("error") or None
         status = as_int(pick(response, "status_code")) if response else 0
         request_id = pick(response, "request_id") if response else None
+        if response and status == 200 and not error and is_response_object(response.get("body")):
+            answer = read_response(
+                response.get("body"),
+                provider=self.name,
+                latency_ms=latency_ms,
+                service_tier="batch",
+                request_id=request_id,
+                offered=offered,
+            )
+            return Result(custom_id, "succeeded", response=answer)
         if response and status == 200 and not error:
             answer = chat_response(
                 response.get("body"),

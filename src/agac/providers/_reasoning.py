@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Split", "reasoning_share", "split_reasoning", "thinks_inline"]
+from agac.providers._common import pick
+
+__all__ = ["Split", "content_text", "reasoning_share", "split_reasoning", "thinks_inline"]
 
 _OPEN = "<think>"
 _CLOSE = "</think>"
@@ -67,3 +70,22 @@ def reasoning_share(split: Split, output_tokens: int, reported: int) -> int:
         return reported
     total = len(split.reasoning) + len(split.answer)
     return min(output_tokens, round(output_tokens * len(split.reasoning) / total))
+
+
+def content_text(content: Any) -> tuple[str, str | None]:
+    """A message's content as (answer text, reasoning or None). Most APIs send a string;
+    some (Mistral's reasoning models) send a list of chunks: ``text`` chunks are the
+    answer, ``thinking`` chunks (their own text chunks inside) are reasoning."""
+    if content is None or isinstance(content, str):
+        return content or "", None
+    text: list[str] = []
+    thought: list[str] = []
+    for chunk in content:
+        kind = pick(chunk, "type")
+        if kind == "text":
+            text.append(str(pick(chunk, "text") or ""))
+        elif kind == "thinking":
+            inner = pick(chunk, "thinking")
+            parts = inner if isinstance(inner, list) else [inner]
+            thought += [str(pick(p, "text") or "") if not isinstance(p, str) else p for p in parts]
+    return "".join(text), "".join(thought) or None

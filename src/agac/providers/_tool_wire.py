@@ -24,6 +24,12 @@ id on most servers, and none through the SDK, whose model drops it: the position
 one, ``call_<n>``); each result goes back as its own ``tool`` message naming the
 function (``tool_name``), in the order of the calls.
 
+Chat Completions (OpenAI and the APIs shaped like it): tools are ``{type: function,
+function: {name, description, parameters}}``; a turn that calls them is an assistant
+message with ``tool_calls`` (``id``, ``function.name``, ``function.arguments`` as JSON
+text); each result goes back as its own ``tool`` message under the call's
+``tool_call_id``.
+
 A call's arguments are kept as the JSON text of its object (:class:`ToolCall`); a
 result is the text the engine stored, sent as Anthropic's and Ollama's string content
 and as Gemini's ``{"result": text}``.
@@ -45,6 +51,9 @@ __all__ = [
     "anthropic_calls",
     "anthropic_chat",
     "anthropic_tools",
+    "chat_calls",
+    "chat_tool_message",
+    "first_call",
     "gemini_calls",
     "gemini_tool_content",
     "gemini_tools",
@@ -76,6 +85,43 @@ def _arguments(text: str) -> Any:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+# -- Chat Completions (OpenAI and the APIs shaped like it) --------------------------------
+
+
+def chat_calls(calls: Any) -> tuple[ToolCall, ...]:
+    """A message's ``tool_calls`` (function calls) as ToolCalls, in order."""
+    return tuple(
+        ToolCall(
+            str(pick(c, "id") or ""),
+            str(pick(c, "function", "name") or ""),
+            str(pick(c, "function", "arguments") or "{}"),
+        )
+        for c in calls
+    )
+
+
+def chat_tool_message(m: Message) -> dict[str, Any]:
+    """A tool loop's turn on the wire: an assistant turn with its ``tool_calls``, or a
+    ``tool`` message with one call's result."""
+    if m.tool_call_id is not None:
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    return {
+        "role": "assistant",
+        "content": m.content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ],
+    }
+
+
+def first_call(calls: Any) -> str | None:
+    """The name of the first tool a message calls (``tool_calls``), or None."""
+    for call in calls or ():
+        return str(pick(call, "function", "name") or "")
+    return None
 
 
 # -- Anthropic ---------------------------------------------------------------------------

@@ -186,7 +186,7 @@ class MistralProvider(OpenAICompatProvider):
             )
         return str(uploaded.id)
 
-    async def _create_batch(self, file_id: str, key: str, path: Path) -> Any:
+    async def _create_batch(self, file_id: str, key: str, path: Path, endpoint: str) -> Any:
         """A batch job over the file; the job names the model of the file's lines (one
         action, one model)."""
         source: dict[str, Any] = (
@@ -194,7 +194,7 @@ class MistralProvider(OpenAICompatProvider):
         )
         return await self._client.batch.jobs.create_async(
             **source,
-            endpoint=self._batch_endpoint,
+            endpoint=endpoint,
             model=_first_model(path),
             metadata={"agac_key": key},
             timeout_hours=TIMEOUT_HOURS,

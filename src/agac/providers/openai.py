@@ -3,6 +3,9 @@
 Live calls use Chat Completions with ``response_format: json_schema`` (``strict``
 when the schema allows it), on agac's lean transport or, with ``transport: sdk``, the
 official ``openai`` SDK; batches use the Batch API with a JSONL file, through the SDK.
+A request that searches the web goes to the Responses API (``/v1/responses``, live and
+as a batch's endpoint: :mod:`agac.providers._responses_wire`), but on a Chat Completions
+search model.
 The shared logic lives in :mod:`agac.providers._openai_compat`. The SDK is imported
 when first needed (a batch call, or the SDK transport), never when this module is.
 """
@@ -15,6 +18,7 @@ from typing import Any
 
 from agac.providers._attachments import OPENAI_LIMITS
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
+from agac.providers.base import Request
 from agac.providers.spec import FlexSpec, WebSearchSpec
 
 __all__ = ["OpenAIProvider"]
@@ -53,23 +57,33 @@ class OpenAIProvider(OpenAICompatProvider):
         cache_minimum=openai_cache_minimum,
         # ``service_tier: flex``, billed at the Batch API's rates.
         flex=FlexSpec(billed="batch", models=openai_flex_model),
-        # Chat Completions searches on its search models only, one billed use per call;
-        # the Batch API does not serve them.
+        # The Responses API's web_search tool on every model (live and in batches), but
+        # Chat Completions' search models, which search on their own (online only).
         web_search=WebSearchSpec(
-            "OpenAI's web search (web_search_options on a search model)",
-            options=("user_location",),
-            models=openai_search_model,
-            model_hint="use a search model: gpt-4o-search-preview, gpt-4o-mini-search-preview "
-            "or gpt-5-search-api",
-            batch=False,
-            batch_note="OpenAI's Batch API serves no search model",
-            with_functions=False,
+            "OpenAI's web search (the Responses API's web_search tool)",
+            options=("max_uses", "allowed_domains", "user_location"),
+            variants=(
+                WebSearchSpec(
+                    "OpenAI's search models (web_search_options in Chat Completions)",
+                    options=("user_location",),
+                    models=openai_search_model,
+                    batch=False,
+                    batch_note="OpenAI's Batch API serves no search model; use a model "
+                    "that takes the web_search tool (gpt-5, gpt-4.1, gpt-4o, o3, o4-mini)",
+                    with_functions=False,
+                ),
+            ),
         ),
     )
     base_url_env = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"
     chat_path = "/chat/completions"
+    responses_path = "/responses"
     prompt_cache_key = True
+
+    def _via_responses(self, request: Request) -> bool:
+        # Web search goes to the Responses API, but on a Chat Completions search model.
+        return request.web_search is not None and not openai_search_model(request.model)
 
     def _make_client(self) -> Any:
         # max_retries=0: the engine owns retries (docs/providers.md).

@@ -108,6 +108,9 @@ class WebSearchSpec:
     with_schema: Callable[[str], bool] | None = None
     """Whether a model answers in the action's JSON schema while it searches (None: every
     model; Gemini before 3 refuses a schema beside Google Search)."""
+    variants: tuple[WebSearchSpec, ...] = ()
+    """The provider's other searches, each for the models its ``models`` serves
+    (OpenAI's Chat Completions search models beside the Responses API's tool)."""
 
     in_loop: bool = False
     """agac runs the search, not the model's provider: the model is offered a
@@ -127,6 +130,10 @@ class WebSearchSpec:
     def batches(self, model: str) -> bool:
         """Whether a batch of ``model`` searches."""
         return self.batch and (self.batch_models is None or self.batch_models(model))
+
+    def for_model(self, model: str) -> WebSearchSpec:
+        """The search ``model`` uses: the first variant that serves it, else this one."""
+        return next((v for v in self.variants if v.models is not None and v.models(model)), self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,10 +148,10 @@ class TogetherProvider(OpenAICompatProvider):
             named.unlink(missing_ok=True)
         return str(uploaded.id)
 
-    async def _create_batch(self, file_id: str, key: str, path: Path) -> Any:
+    async def _create_batch(self, file_id: str, key: str, path: Path, endpoint: str) -> Any:
         created = await self._client.batches.create(
             input_file_id=file_id,
-            endpoint=self._batch_endpoint,
+            endpoint=endpoint,
             completion_window=self.completion_window,
         )
         return created.job

@@ -20,6 +20,9 @@ SEARCH_FEES: tuple[tuple[str, float], ...] = (
     # pricing page listed them (docs/providers.md, Groq).
     ("groq/openai/gpt-oss", 0.005),
     ("groq/groq/compound", 0.008),
+    # Any other OpenAI model searches with the Responses API's web_search tool: $10 per
+    # 1,000 calls (OpenAI's pricing page, as read in December 2026), each web_search_call.
+    ("openai/", 0.01),
 )
 """(model prefix, USD per search), first match wins."""
 

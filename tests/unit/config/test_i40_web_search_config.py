@@ -73,7 +73,8 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
 """
     )
     by_line = _codes(checked)
-    for name in "acdelmnp":  # b (Ollama) searches: agac runs its web search API
+    # b (Ollama) searches, agac running its web search API; c (OpenAI) too, in Responses.
+    for name in "adelmnp":
         assert "web_search_unsupported" in by_line.get(checked.line_of(f"name: {name},"), set()), (
             name,
             checked.problems,
@@ -86,12 +87,11 @@ def test_i40_web_search_validation_errors_name_the_line(wf) -> None:
     assert "invalid_value" in by_line[checked.line_of("name: q,")]
     # Bounds of a tool loop with no function tools would do nothing.
     assert "invalid_value" in by_line[checked.line_of("name: h,")]
-    # Anthropic's and Gemini's batches search.
-    for name in "ijko":
+    # Anthropic's and Gemini's batches search; OpenAI's models search (Responses API).
+    for name in "cijko":
         assert "web_search_unsupported" not in by_line.get(checked.line_of(f"name: {name},"), set())
     messages = {p.message for p in checked.problems if p.code == "web_search_unsupported"}
     assert any("groq" in m for m in messages)
-    assert any("'gpt-4o-mini' cannot search" in m for m in messages)
     assert any("not 'max_uses'" in m for m in messages)
     assert any("online only: OpenAI's Batch API serves no search model" in m for m in messages)
     assert all(p.file for p in checked.problems)
@@ -111,3 +111,31 @@ def test_i40_web_search_config_round_trips_and_leaves_other_hashes(wf, monkeypat
     again = Workflow.from_snapshot(searched.snapshot())
     assert again.action("a") == searched.action("a")
     assert again.config_hash == searched.config_hash
+
+
+def test_i40_openai_responses_web_search_config_takes_its_options_and_batch(wf) -> None:
+    """OpenAI's web search on any model but a Chat Completions search model is the
+    Responses API's tool: it takes max_uses, allowed_domains and user_location, function
+    tools beside it, and batches; blocked_domains is refused at its line, and a search
+    model keeps its own rules (online only, no functions, user_location only)."""
+    checked = wf.check(
+        BASE
+        + """
+  - {name: a, model: openai/gpt-5-mini, prompt: x, tools: [{web_search: {max_uses: 2, allowed_domains: [who.int], user_location: {city: Lyon, country: FR}}}], run_mode: batch}
+  - {name: b, model: openai/gpt-4.1, prompt: x, tools: [web_search, tools.orders:lookup], run_mode: batch}
+  - {name: c, model: openai/gpt-5-mini, prompt: x, tools: [{web_search: {blocked_domains: [spam.example]}}]}
+  - {name: d, model: openai/gpt-4o-search-preview, prompt: x, tools: [{web_search: {allowed_domains: [who.int]}}]}
+  - {name: e, model: openai/gpt-5-search-api, prompt: x, tools: [web_search], run_mode: auto}
+"""
+    )
+    by_line = _codes(checked)
+    for name in "ab":
+        assert "web_search_unsupported" not in by_line.get(checked.line_of(f"name: {name},"), set())
+    for name in "cde":
+        assert "web_search_unsupported" in by_line[checked.line_of(f"name: {name},")], name
+    messages = _messages(checked)
+    assert any(
+        "Responses API's web_search tool" in m and "'blocked_domains'" in m for m in messages
+    )
+    assert any("search models" in m and "'allowed_domains'" in m for m in messages)
+    assert any("online only" in m and "gpt-5" in m for m in messages)
