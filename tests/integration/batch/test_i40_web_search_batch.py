@@ -2,7 +2,7 @@
 Gemini's batch API through their official SDKs against the emulator): each batch line
 offers the search in the provider's form, the answers keep their citations and every
 search is in the ledger at the batch tier with its full fee, equal to the emulator's
-bill. OpenAI's Batch API serves no search model: refused at validation (unit tests)."""
+bill. OpenAI's batches search through the Responses API: test_i40_openai_responses_batch.py."""
 
 from __future__ import annotations
 
