@@ -99,6 +99,7 @@ __all__ = [
     "carried_failure",
     "deadline_skip",
     "decide",
+    "first_seen",
     "own_item",
     "read_answer",
     "round_of",
@@ -389,6 +390,25 @@ def _tool(f: UnitFacts) -> Decision:
     if f.deadline_passed:
         return deadline_skip("never called")
     return CALL
+
+
+def first_seen(f: UnitFacts) -> bool:
+    """Whether the unit is one the store knows nothing of yet — a valid record, no batch
+    item, no failure carried, its request rendered and no answer stored under it. Rule 7
+    and 8 read such a unit's fingerprint only to compare it with its items, its carried
+    failure and its answer, which it has none of: :func:`decide` answers every such unit
+    whose other facts are the same alike, so a pass over thousands of them decides one
+    and takes its decision for the others (``BatchUnits.settle_ahead``; a property test
+    holds :func:`decide` to it)."""
+    return (
+        f.record_reason is None
+        and not f.upstream
+        and not f.items
+        and f.carried is None
+        and f.fingerprint is not NOT_YET
+        and f.stored is None
+        and f.own_answer is NOT_YET
+    )
 
 
 # -- batch actions ---------------------------------------------------------------------------

@@ -132,17 +132,16 @@ class BatchRepository(StoreCore):
     def staged_sizes(self, key: str) -> Iterator[tuple[str, int, str]]:
         """(custom_id, length of its request, fingerprint) of the staged items of one
         group, in custom_id order, streamed: what splitting a file into parts needs,
-        without the requests themselves."""
-        bi = t.batch_items
+        without the requests themselves (the driver's rows as they come)."""
+        mark = self.hooks.param
+        sql = (
+            "SELECT custom_id, length(request), fingerprint FROM batch_items WHERE "
+            f"batch_key = {mark} AND custom_id > {mark} ORDER BY custom_id LIMIT {_CHUNK * 10}"
+        )
         last = ""
         while True:
             with self._read("read staged batch items") as conn:
-                rows = conn.execute(
-                    sa.select(bi.c.custom_id, sa.func.length(bi.c.request), bi.c.fingerprint)
-                    .where(bi.c.batch_key == key, bi.c.custom_id > last)
-                    .order_by(bi.c.custom_id)
-                    .limit(_CHUNK * 10)
-                ).all()
+                rows = conn.exec_driver_sql(sql, (key, last)).all()
             if not rows:
                 return
             yield from ((r[0], int(r[1]), r[2]) for r in rows)
@@ -236,6 +235,28 @@ class BatchRepository(StoreCore):
 
     def iter_batch_items(self, key: str) -> Iterator[BatchItem]:
         yield from self._iter_items(key)
+
+    def sent_requests(self, key: str) -> Iterator[tuple[str, str]]:
+        """(custom_id, stored request) of each line batch ``key`` sends, in custom_id
+        order, streamed as the driver returns them: the items of :func:`sent_items`
+        (those sharing an identical request's line send none, S5), without an item
+        object per line — what writing the batch file needs and nothing else."""
+        mark = self.hooks.param
+        sql = (
+            "SELECT custom_id, request FROM batch_items WHERE batch_key = "
+            f"{mark} AND custom_id > {mark} AND (reason IS NULL OR reason != {mark}) "
+            f"ORDER BY custom_id LIMIT {_CHUNK * 10}"
+        )
+        last = ""
+        while True:
+            with self._read("read the batch's requests") as conn:
+                rows = conn.exec_driver_sql(sql, (key, last, SHARED_ITEM)).all()
+            if not rows:
+                return
+            yield from ((r[0], r[1]) for r in rows)
+            last = rows[-1][0]
+            if len(rows) < _CHUNK * 10:
+                return
 
     # -- batches ------------------------------------------------------------------------
 

@@ -470,10 +470,8 @@ class Submitter:
         names it."""
         if self.ctx.caches is not None:
             await self.ctx.caches.ready(rt)
-        items = sent_items(self.ctx.store.iter_batch_items(key))  # identical ones once (S5)
-        return await rt.batch_api.api.submit_batch(
-            StoredRequests(((i.custom_id, i.request) for i in items), rt.cache), key
-        )
+        lines = self.ctx.store.sent_requests(key)  # identical requests once (S5)
+        return await rt.batch_api.api.submit_batch(StoredRequests(lines, rt.cache), key)
 
     async def _submitted(
         self, rt: ActionRuntime, key: str, handle: BatchHandle, file: str, n: int

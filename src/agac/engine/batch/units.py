@@ -15,7 +15,16 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from agac.engine.batch.rounds import Rounds
-from agac.engine.decision import NOT_YET, Adopt, Pending, Stage, UnitFacts, decide
+from agac.engine.decision import (
+    NOT_YET,
+    Adopt,
+    Decision,
+    Pending,
+    Stage,
+    UnitFacts,
+    decide,
+    first_seen,
+)
 from agac.store.batches import staged_key
 from agac.store.rows import StagedItem
 
@@ -135,6 +144,9 @@ class BatchUnits:
         waiting: set[str] = set()
         rows: list[StagedItem] = []
         loops = bool(rt.tool_defs)  # a loop's first stage or adoption may carry an earlier run's
+        # live or not -> the decision of the units the store knows nothing of yet
+        # (first_seen): decided once, taken for the others
+        alike: dict[bool, Decision] = {}
         for rec in records:
             key = rec.key
             if (rt.name, key) in existing:
@@ -155,7 +167,12 @@ class BatchUnits:
                 budget_exhausted=exhausted,
                 live=live or control.is_live(rt.name, key),
             )
-            d = decide(facts)
+            seen = first_seen(facts)
+            d = alike.get(facts.live) if seen else None
+            if d is None:
+                d = decide(facts)
+                if seen:
+                    alike[facts.live] = d
             if isinstance(d, Pending) and d.why == "batch":
                 waiting.add(key)
             elif isinstance(d, Adopt) and not loops:
