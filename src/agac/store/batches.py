@@ -202,15 +202,27 @@ class BatchRepository(StoreCore):
     def open_lines(self, run_id: str, action: str, staged: str) -> dict[str, str]:
         """Fingerprint -> the key of a batch of run ``run_id`` for ``action``, not yet
         read, that sends a line for it, for the fingerprints of the items staged under
-        ``staged``: an identical request there joins that batch instead (S5)."""
+        ``staged``: an identical request there joins that batch instead (S5). Only the
+        items of those batches are read (by their key), never the rest of the table: a
+        run's first file has none to read, and a store's history costs nothing here."""
         bi, b, st = t.batch_items, t.batches, t.batch_items.alias("st")
         with self._read() as conn:
+            keys = list(
+                conn.execute(
+                    sa.select(b.c.key).where(
+                        b.c.run_id == run_id,
+                        b.c.action == action,
+                        b.c.state.in_(_SHARING_STATES),
+                    )
+                ).scalars()
+            )
+            if not keys:
+                return {}
             rows = conn.execute(
                 sa.select(bi.c.fingerprint, sa.func.min(bi.c.batch_key))
                 .select_from(bi.join(b, b.c.key == bi.c.batch_key))
                 .where(
-                    b.c.run_id == run_id,
-                    b.c.action == action,
+                    bi.c.batch_key.in_(keys),
                     b.c.state.in_(_SHARING_STATES),
                     bi.c.status == "pending",
                     sa.or_(bi.c.reason.is_(None), bi.c.reason != SHARED_ITEM),
