@@ -29,7 +29,6 @@ from starlette.routing import Route
 from .answers import Answer, answer, prompt_tokens
 from .azure_front import azure_guard, filter_results, prompt_filter_error
 from .caching import OPENAI_MINIMUM, openai_plan
-from .content_filter import filter_results, prompt_filter_error
 from .faults import Target
 from .handling import (
     Rejected,

@@ -235,7 +235,7 @@ def response_object(model: str, ans: Answer, now: float, tier: str) -> dict[str,
         "service_tier": tier,
         "usage": {
             "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": cached},
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
             "output_tokens": ans.output_tokens,
             "output_tokens_details": {"reasoning_tokens": int(extra.get("reasoning_tokens", 0))},
             "total_tokens": prompt + ans.output_tokens,
