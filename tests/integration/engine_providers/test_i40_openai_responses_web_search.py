@@ -193,3 +193,17 @@ def test_i40_openai_responses_web_search_citations_in_records_show_and_export(
     api.export_action("ground", "claim", out, project=project)
     by_key = {r["key"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert by_key["r1"]["citations"] == cited
+
+
+def test_i40_openai_responses_web_search_plan_counts_max_uses(emulator: Any, project: Path) -> None:
+    """``agac plan`` prices each request's ``max_uses`` searches at OpenAI's fee beside
+    its tokens, as for the other providers."""
+    from agac.providers.base import Usage
+
+    _project(project, tools="[{web_search: {max_uses: 3}}]")
+    plan = api.plan("ground", project)
+    table = PriceTable()
+    fee = dict(table.get(MODEL).tools)["web_search"]  # type: ignore[union-attr]
+    claim = plan["actions"]["claim"]
+    tokens = table.cost(MODEL, Usage(claim["input_tokens"], claim["output_tokens"]))
+    assert plan["cost_usd"]["online"] == pytest.approx(tokens + 2 * 3 * fee, abs=1e-5)

@@ -5,6 +5,7 @@ as the official SDK's own ``Response`` model): citations, searches, usage, stops
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from openai.types.responses import Response as SdkResponse
 
 from agac.errors import FatalError
+from agac.media import Attachment
 from agac.providers._batch_endpoint import batch_endpoint, one_endpoint
 from agac.providers._common import dump_line
 from agac.providers._responses_wire import read_response, responses_body
@@ -253,3 +255,29 @@ def test_i40_openai_responses_answer_stops_and_calls() -> None:
     ]
     refused = read_response(_wire(output=refusal), provider="openai", latency_ms=0)
     assert refused.stop_reason == "refusal" and refused.refusal == "I can't help with that."
+
+
+def _sha(path: Any) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_i40_openai_responses_body_sends_attachments_as_input_parts(tmp_path: Any) -> None:
+    """A record's files go with its search: ``input_image`` (a data URL) and
+    ``input_file`` (a PDF by name), beside an ``input_text`` part."""
+    image, pdf = tmp_path / "a.png", tmp_path / "b.pdf"
+    image.write_bytes(b"\x89PNG")
+    pdf.write_bytes(b"%PDF-1.4")
+    files = (
+        Attachment("image/png", _sha(image), 4, str(image), "a.png"),
+        Attachment("application/pdf", _sha(pdf), 8, str(pdf), "b.pdf"),
+    )
+    message = Message("user", "What do these show?", attachments=files)
+    body = responses_body(
+        _request(messages=(message,), tools=(), schema=None), native=True, fallback=None
+    )
+
+    (item,) = body["input"]
+    assert [p["type"] for p in item["content"]] == ["input_image", "input_file", "input_text"]
+    assert item["content"][0]["image_url"] == "data:image/png;base64,iVBORw=="
+    assert item["content"][1]["filename"] == "b.pdf"
+    assert item["content"][1]["file_data"].startswith("data:application/pdf;base64,")
