@@ -207,3 +207,38 @@ def test_i40_openai_responses_web_search_plan_counts_max_uses(emulator: Any, pro
     claim = plan["actions"]["claim"]
     tokens = table.cost(MODEL, Usage(claim["input_tokens"], claim["output_tokens"]))
     assert plan["cost_usd"]["online"] == pytest.approx(tokens + 2 * 3 * fee, abs=1e-5)
+
+
+def test_i40_openai_responses_web_search_falls_back_to_json_mode(
+    emulator: Any, project: Path
+) -> None:
+    """A model that refuses ``text.format: json_schema`` (a 400 naming it) is asked again
+    in JSON mode — ``json_object``, the schema told in the instructions — and remembered."""
+    # (In JSON mode the emulator answers {"answer": "…"}.)
+    schema = (
+        "    schema: {type: object, properties: {answer: {type: string}}, required: [answer]}\n"
+    )
+    _project(project, extra=schema)
+    message = "Invalid parameter: 'text.format' of type 'json_schema' is not supported."
+    emulator.add_fault(
+        {
+            "provider": "openai",
+            "op": "chat",
+            "fault": {"http": 400, "code": "invalid_value", "message": message},
+            "times": 1,
+        }
+    )
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 2
+
+    bodies = _bodies(emulator)
+    # Three calls: the refused one (json_schema), its record again in JSON mode, and the
+    # other record, in json_schema if it was sent before the refusal came, else in JSON mode.
+    assert len(bodies) == 3 and bodies[0]["text"]["format"]["type"] == "json_schema"
+    again = [b for b in bodies if b["text"]["format"]["type"] == "json_object"]
+    assert 1 <= len(again) <= 2
+    for body in again:
+        assert "JSON Schema" in body["instructions"]
+        assert body["tools"] == [{"type": "web_search"}]
+    for row in _rows(project).values():
+        assert isinstance(row["output"]["answer"], str) and row["citations"]
