@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,19 @@ def _live_calls(emu: RunningEmulator) -> dict[str, int]:
     return out
 
 
+def _bring_live_at_forward(root: Path, seconds: float) -> None:
+    """Move the run's ``live_at`` (fixed at admission, 30 s after it) to ``seconds`` from
+    now, as if the rest of the 30 s had passed: the next ``--wait`` still waits for it by
+    itself (the poll interval is an hour) but not for half a minute."""
+    with sqlite3.connect(root / ".agac" / "agac.db") as db:
+        changed = db.execute(
+            "UPDATE runs SET options = json_set(options, '$.live_at.classify', ?)"
+            " WHERE json_extract(options, '$.live_at.classify') IS NOT NULL",
+            (time.time() + seconds,),
+        ).rowcount
+    assert changed == 1
+
+
 def _end_cancels(emu: RunningEmulator) -> None:
     """The cancels take effect: batches being cancelled end (the others would run an hour)."""
     for b in emu.stats()["batches"]:
@@ -73,6 +88,7 @@ def test_b13_sigkill_during_switch(tmp_path: Path, model: str, point: str) -> No
         submitted = agac(tmp_path, env, "run", "hy")
         assert submitted.returncode == 75, submitted.stderr
         assert emu.stats()["requests"][model.split("/")[0]]["batch.create"] == 2
+        _bring_live_at_forward(tmp_path, 2.0)
         # ... the second waits for live_after by itself (poll_interval is 1 h), switches,
         # and is killed at the point under test
         crashed = agac(tmp_path, {**env, "AGAC_CRASH_AT": point}, "run", "hy", "--wait")
