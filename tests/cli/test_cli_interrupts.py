@@ -64,6 +64,14 @@ def emulator() -> Iterator[RunningEmulator]:
 
 
 @pytest.fixture
+def quick_emulator() -> Iterator[RunningEmulator]:
+    """No latency of its own: a test delays the calls it needs in flight with a fault rule
+    and clears it when what follows only needs answers."""
+    with RunningEmulator(batch_seconds=3600) as emu:
+        yield emu
+
+
+@pytest.fixture
 def slow_emulator() -> Iterator[RunningEmulator]:
     """Calls that take 60 s: waiting for them is clearly not stopping at once."""
     with RunningEmulator(latency_ms=60_000) as emu:
@@ -129,8 +137,13 @@ def _ledger_calls(root: Path, env: dict[str, str], workflow: str) -> int:
 
 
 def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
-    tmp_path: Path, emulator: RunningEmulator
+    tmp_path: Path, quick_emulator: RunningEmulator
 ) -> None:
+    emulator = quick_emulator
+    # every call takes LATENCY until the run is stopped; the resumed run's calls need not
+    emulator.add_fault(
+        {"provider": "openai", "op": "chat", "fault": {"delay_ms": int(LATENCY * 1000)}}
+    )
     write_project(tmp_path, ONLINE, data={"data/a.jsonl": ROWS})
     env = emulator.env()
     proc = _spawn("run", "slow", cwd=tmp_path, env=env)
@@ -148,6 +161,7 @@ def test_first_ctrl_c_stops_sending_and_settles_calls_in_flight(
     assert sent <= 32, sent
     # Every call that was sent settled into the ledger before the exit.
     assert _ledger_calls(tmp_path, env, "slow") == sent
+    emulator.clear_faults()
     resumed = agac("run", "slow", "--json", cwd=tmp_path, env=env, timeout=240)
     assert resumed.code == 0, resumed
     assert resumed.json()["actions"]["ask"]["answered"] == 200
