@@ -43,9 +43,11 @@ demo: $(VENV)/.core
 # throwaway PostgreSQL (tests/pg.py, one per test worker); CI runs exactly this target.
 # Most of the suite's time is spent waiting on the agac processes, servers and crashes it
 # drives, so it runs in TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
+# `--dist worksteal`: a process with nothing left takes half the queue of the busiest one,
+# so a run of slow tests handed out together (the worker or crash tests) is not the tail.
 TEST_WORKERS ?= 3
 test: $(VENV)/.dev
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Lint, layout and types: ruff's checks, ruff's formatter in check mode (`ruff format`
 # fixes what it reports) and mypy over the package (all pinned in the dev lock).
