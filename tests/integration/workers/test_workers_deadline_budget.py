@@ -17,11 +17,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from workers_support import agac, finish, query, start_worker, status
+from workers_support import agac, finish, query, start_worker, status, terminate, wait_for
 
 from agac.engine.limits.budget import RunLedger, spent_by
 from agac.store.repository import Store
-from agac.store.values import RunSettings
+from agac.store.values import FINAL_STATES, RunSettings
 from agac.testing import write_project
 
 CONCURRENCY = 4
@@ -68,6 +68,10 @@ def _workers(root: Path, env: dict[str, str], n: int) -> list[dict[str, Any]]:
     return [finish(p, timeout=240) for p in procs]
 
 
+def _live_workers(url: str) -> int:
+    return int(query(url, "SELECT count(*) FROM workers WHERE state = 'running'")[0][0])
+
+
 # -- R4 ---------------------------------------------------------------------------------------
 
 DEADLINE_WF = """
@@ -90,6 +94,16 @@ def test_r4_deadline_in_worker_mode_ends_timed_out_and_sends_nothing_after_it(
 ) -> None:
     write_project(tmp_path, DEADLINE_WF, workflow_file="timed.yml", data=_data(D_FILES, D_PER_FILE))
     env = {"AGAC_STORE": fresh_pg_database, "AGAC_MOCK_LATENCY_MS": "40"}
+    # The workers are up and looking for work before the run is admitted: the 8 s from
+    # admission are spent on the run, not on starting processes on a loaded machine.
+    assert agac(tmp_path, env, "store", "upgrade").returncode == 0
+    procs = [
+        start_worker(tmp_path, env, "--concurrency", str(CONCURRENCY), "--poll", "0.3")
+        for _ in range(2)
+    ]
+    wait_for(
+        lambda: _live_workers(fresh_pg_database) == 2, 120, "both workers to be looking for work"
+    )
     sub = agac(tmp_path, env, "submit", "timed", "--json")
     assert sub.returncode == 0, sub.stderr
     run_id = json.loads(sub.stdout)["run_id"]
@@ -97,7 +111,15 @@ def test_r4_deadline_in_worker_mode_ends_timed_out_and_sends_nothing_after_it(
         query(fresh_pg_database, "SELECT options FROM runs WHERE id = %s", run_id)[0][0]
     )["deadline_at"]
     # two workers of 4 calls each need far longer than 8 s for 4,800 calls of 40 ms
-    reports = _workers(tmp_path, env, 2)
+    wait_for(
+        lambda: (
+            query(fresh_pg_database, "SELECT state FROM runs WHERE id = %s", run_id)[0][0]
+            in FINAL_STATES
+        ),
+        240,
+        "the run's end",
+    )
+    reports = [terminate(p) for p in procs]
 
     records = D_FILES * D_PER_FILE
     summary = status(tmp_path, env, run_id)
