@@ -58,6 +58,41 @@ def _holder(url: str, run_id: str) -> tuple[str, int] | None:
     return (rows[0][0], int(rows[0][1])) if rows else None
 
 
+def _frozen_mid_pipeline(url: str) -> bool:
+    """Whether a session of the (stopped) worker is ``active`` in the server: caught in the
+    middle of a pipelined ``executemany`` (psycopg pipelines it), it holds its transaction's
+    row locks — the lease fence's among them — without the server's idle-in-transaction
+    timeout ever ending it, so no other worker can take the lease until it resumes. A
+    session idle in its transaction is ended by that timeout (store/database.py)."""
+    rows = query(
+        url,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid() AND state = 'active'",
+    )
+    return bool(rows[0][0])
+
+
+_SESSIONS = """
+SELECT pid, client_port, state, wait_event_type, wait_event, now() - xact_start,
+       pg_blocking_pids(pid), left(query, 80)
+FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+"""
+
+
+def _pause(proc: subprocess.Popen[str], url: str) -> None:
+    """SIGSTOP ``proc`` (a GC stall, a VM freeze) at a moment it is not in the middle of
+    a pipeline (see :func:`_frozen_mid_pipeline`): on a loaded machine a pause lands there
+    often enough to hold the takeover until the end of the test."""
+    for _ in range(50):
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.2)  # a statement the server was running when the pause came ends
+        if not _frozen_mid_pipeline(url):
+            return
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.1)
+    raise AssertionError("the worker was caught in a pipeline at each of 50 pauses")
+
+
 def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(
     tmp_path: Path, fresh_pg_database: str
 ) -> None:
@@ -70,7 +105,7 @@ def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(
         tmp_path, env, "--concurrency", "4", "--lease-ttl", "5", "--poll", "0.5", "--exit-when-done"
     )
     wait_for(lambda: _outcomes(fresh_pg_database, run_id) >= 40, 120, "the first worker's progress")
-    os.kill(paused.pid, signal.SIGSTOP)  # a pause longer than the lease (a GC stall, a VM freeze)
+    _pause(paused, fresh_pg_database)  # a pause longer than the lease
     try:
         time.sleep(5.5)
         taker = start_worker(
@@ -84,14 +119,20 @@ def test_s3_worker_paused_past_its_lease_has_its_next_write_refused(
             "0.5",
             "--exit-when-done",
         )
-        wait_for(
-            lambda: (
-                _holder(fresh_pg_database, run_id) == (os.uname().nodename, taker.pid)
-                or _outcomes(fresh_pg_database, run_id) >= 600
-            ),
-            120,
-            "the takeover",
-        )
+        try:
+            wait_for(
+                lambda: (
+                    _holder(fresh_pg_database, run_id) == (os.uname().nodename, taker.pid)
+                    or _outcomes(fresh_pg_database, run_id) >= 600
+                ),
+                120,
+                "the takeover",
+            )
+        except AssertionError:  # what held it, shown when the test fails
+            print(paused.pid, taker.pid, query(fresh_pg_database, _SESSIONS))
+            print(query(fresh_pg_database, "SELECT * FROM leases"))
+            print(log_of(taker)[-2000:])
+            raise
     finally:
         os.kill(paused.pid, signal.SIGCONT)
     first = finish(paused, timeout=120)
