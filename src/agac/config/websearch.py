@@ -192,6 +192,14 @@ def check_web_search(
             hint="remove max_turns and max_tool_calls, or bound the searches with "
             "web_search: {max_uses: N}",
         )
+    if offered.in_loop and any(t.name == ENTRY for t in action.tools):
+        f.error(
+            "invalid_value",
+            f"action {name!r} lists web_search, which the model is offered as a function "
+            "named web_search, and a function tool of that name",
+            at,
+            hint="give the function tool another name: {function: module:name, name: …}",
+        )
     keys = offered.key_env
     if check_credentials and keys and not any(os.environ.get(k) for k in keys):
         f.error(

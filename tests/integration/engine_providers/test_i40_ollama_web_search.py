@@ -243,3 +243,43 @@ def test_i40_ollama_web_search_in_a_local_batch(emulator: Any, project: Path) ->
     (row,) = _rows(project).values()
     assert (row["turns"], row["tool_calls"]) == (2, 1)
     assert len(row["citations"]) == 2
+
+
+def test_i40_ollama_web_search_beside_a_function_tool_and_reused(
+    emulator: Any, project: Path
+) -> None:
+    """A model that searches and calls the project's function in one turn: both run, both
+    results go back together; a second run reuses the stored answer, its citations with it,
+    and searches nothing."""
+    _project(project, {}, tools="[web_search, tools.orders:lookup]")
+    (project / "tools").mkdir()
+    (project / "tools" / "__init__.py").write_text("")
+    (project / "tools" / "orders.py").write_text(
+        'def lookup(order_id: str) -> dict:\n    """Find an order."""\n'
+        '    return {"order": order_id}\n'
+    )
+    both = (
+        '[[emulator calls: web_search {"query": "carrier A1", "max_results": 1}'
+        ' | lookup {"order_id": "A1"}]]'
+    )
+    (project / "data" / "in.jsonl").write_text(
+        json.dumps({"id": "r0", "text": f"order {both}"}) + "\n", encoding="utf-8"
+    )
+
+    assert api.run("ground", project).summary["actions"]["claim"]["answered"] == 1
+
+    (row,) = _rows(project).values()
+    assert (row["turns"], row["tool_calls"]) == (2, 2)
+    assert [c["title"] for c in row["citations"]] == ["Emulated page 1 for carrier A1"]
+    bodies = [r["body"] for r in emulator.requests() if r["op"] == "chat"]
+    names = [t["function"]["name"] for t in bodies[0]["tools"]]
+    assert names == ["lookup", "web_search"]
+    tool_names = [m["tool_name"] for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool_names == ["web_search", "lookup"]
+
+    assert api.plan("ground", project)["actions"]["claim"]["reusable"] == 1
+    assert api.run("ground", project, new=True).summary["actions"]["claim"]["answered"] == 1
+    assert _searches(emulator) == 1  # the second run asked and searched nothing
+    assert len(bodies) == len([r for r in emulator.requests() if r["op"] == "chat"])
+    (again,) = _rows(project).values()
+    assert again["citations"] == row["citations"]

@@ -47,10 +47,13 @@ def test_i40_ollama_web_search_config_refuses_what_it_cannot_do(wf, monkeypatch)
         + """
   - {name: a, model: ollama/llama3.2, prompt: x, tools: [web_search]}
   - {name: b, model: ollama/llama3.2, prompt: x, tools: [{web_search: {user_location: {city: Lyon}}}]}
+  - {name: c, model: ollama/llama3.2, prompt: x, tools: [web_search, {function: tools.s:find, name: web_search}]}
 """
     )
+    (clash,) = [p for p in checked.problems if "function tool of that name" in p.message]
+    assert clash.line == checked.line_of("name: c,") and clash.code == "invalid_value"
     keys = [p for p in checked.problems if p.code == "missing_credentials"]
-    assert {p.line for p in keys} == {checked.line_of("name: a,"), checked.line_of("name: b,")}
+    assert {p.line for p in keys} == {checked.line_of(f"name: {n},") for n in "abc"}
     assert all("OLLAMA_API_KEY" in p.message and p.path.endswith(".tools") for p in keys)
     (option,) = [p for p in checked.problems if p.code == "web_search_unsupported"]
     assert option.line == checked.line_of("name: b,")
