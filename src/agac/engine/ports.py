@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agac.engine.context import ToolContext
     from agac.engine.decision import Settle
     from agac.engine.limits.budget import BudgetGuard
+    from agac.engine.outcomes.dispatch import Dispatch
     from agac.engine.values import RunControl, Settled, UnitRecord
     from agac.jsontext import JSON, JSONObject
     from agac.providers.base import Request, Response
@@ -42,6 +43,7 @@ __all__ = [
     "BatchUnits",
     "CarriedFailure",
     "Effects",
+    "InFlight",
     "Lookups",
     "LoopEffect",
     "Marks",
@@ -173,17 +175,16 @@ class Outcomes(Protocol):
 
 class Marks(Protocol):
     """Dispatch marks (S1, engine/outcomes/marks.py): a unit's call is listed in the
-    store before it is sent."""
+    store before it is sent. The call is one :class:`~agac.engine.outcomes.dispatch.
+    Dispatch` from its first wait for a slot to its last release."""
 
-    def expect(
-        self, action: str, max_concurrency: int, key: str, seq: int, fp: str, request: Request
-    ) -> None:
-        """Before waiting for a slot: the unit may be sent soon."""
+    def expect(self, entry: Dispatch) -> None:
+        """Before waiting for a slot: the unit may be sent soon (``entry.request``)."""
 
-    async def send(self, action: str, key: str, request: Request) -> None:
+    async def send(self, entry: Dispatch) -> None:
         """Holding the slot, just before the call: returns once the unit is listed durably."""
 
-    def release(self, action: str, key: str) -> None:
+    def release(self, entry: Dispatch) -> None:
         """After the slot is given back: the unit's call settled, or it was not sent."""
 
 
@@ -318,6 +319,15 @@ class Prefetched(NamedTuple):
     stored: str | None
 
 
+class InFlight(Protocol):
+    """A unit whose call is in flight (single-flight, S5), as an identical one sees it."""
+
+    def shared(self) -> asyncio.Future[Settled]:
+        """Its result, for a unit sharing it (the future is made on the first ask: most
+        calls are shared by nobody)."""
+        ...
+
+
 @dataclass
 class ShardMemory:
     """What the walk prepared for the units of the shards in flight: requests rendered
@@ -327,7 +337,8 @@ class ShardMemory:
 
     prefetched: dict[tuple[str, str], Prefetched] = field(default_factory=dict)
     carried: dict[tuple[str, str], CarriedFailure] = field(default_factory=dict)
-    inflight: dict[str, asyncio.Future[Settled]] = field(default_factory=dict)
+    inflight: dict[str, InFlight] = field(default_factory=dict)
+    """Fingerprint -> the unit whose call of it is in flight (S5)."""
 
     def take_prefetched(self, action: str, key: str) -> Prefetched | None:
         """The unit's request rendered ahead, if any; it is the unit's alone from now."""

@@ -9,6 +9,7 @@ import asyncio
 import json
 from typing import Any
 
+from agac.engine.outcomes.dispatch import Dispatch
 from agac.engine.outcomes.marks import DispatchMarks, ShardIndex
 from agac.providers.base import Message, Request
 from agac.providers.pricing import PriceTable
@@ -37,6 +38,16 @@ class Gateway:
         return set().union(*self.durable.values()) if self.durable else set()
 
 
+class _Pool:
+    def release(self) -> None:
+        pass
+
+
+def _entry(marks: DispatchMarks, mc: int, key: str, seq: int, fp: str) -> Dispatch:
+    """A unit's call as the call path builds it (one per unit, its request ``key``'s)."""
+    return Dispatch(_Pool(), marks, "a", mc, key, seq, fp, _request(key))
+
+
 def _request(key: str) -> Request:
     return Request(
         provider="mock", model="m", messages=[Message("user", f"hi {key}")], max_tokens=16
@@ -46,8 +57,9 @@ def _request(key: str) -> Request:
 async def test_s1_a_unit_is_sent_only_once_a_durable_mark_lists_it() -> None:
     gw = Gateway()
     marks = DispatchMarks("run", gw, PriceTable(), ShardIndex([(0, 1000)]))  # type: ignore[arg-type]
-    marks.expect("a", 2, "r1", 1, "fp1", _request("r1"))
-    send = asyncio.create_task(marks.send("a", "r1", _request("r1")))
+    entry = _entry(marks, 2, "r1", 1, "fp1")
+    marks.expect(entry)
+    send = asyncio.create_task(marks.send(entry))
     await asyncio.sleep(0)
     assert not send.done()  # its row is queued, not durable
     gw.make_durable()
@@ -60,11 +72,12 @@ async def test_s1_marks_cover_the_next_units_and_are_written_once_per_window() -
     gw = Gateway()
     marks = DispatchMarks("run", gw, PriceTable(), ShardIndex([(0, 1000)]))  # type: ignore[arg-type]
     keys = [f"r{i}" for i in range(units)]
-    for i, k in enumerate(keys):  # every unit waits for a slot, in order
-        marks.expect("a", mc, k, i, f"fp{i}", _request(k))
+    entries = {k: _entry(marks, mc, k, i, f"fp{i}") for i, k in enumerate(keys)}
+    for k in keys:  # every unit waits for a slot, in order
+        marks.expect(entries[k])
     waited = 0
     for k in keys:  # slots come one by one, FIFO; the store keeps up
-        send = asyncio.create_task(marks.send("a", k, _request(k)))
+        send = asyncio.create_task(marks.send(entries[k]))
         await asyncio.sleep(0)
         if not send.done():
             waited += 1
@@ -73,7 +86,7 @@ async def test_s1_marks_cover_the_next_units_and_are_written_once_per_window() -
         assert k in gw.listed()  # never sent unlisted
         width = len(gw.listed() - set(keys[: keys.index(k)]))
         assert width <= 1 + 2 * mc  # itself and at most 2 x mc ahead (released ones aside)
-        marks.release("a", k)
+        marks.release(entries[k])
         gw.make_durable()
     assert waited == 1  # only the first send waited for the store
     assert marks.writes <= units // (mc // 2) + 2  # about one row per mc/2..mc sends

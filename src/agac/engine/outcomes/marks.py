@@ -37,6 +37,7 @@ from agac.store.rows import MarkRow, UsageRow
 
 if TYPE_CHECKING:
     from agac.clock import Clock
+    from agac.engine.outcomes.dispatch import Dispatch
     from agac.engine.outcomes.gateway import StoreGateway
     from agac.providers.base import Request
     from agac.providers.pricing import PriceTable
@@ -73,20 +74,6 @@ class ShardIndex:
         return lo, hi, shard_name(lo)
 
 
-class _Unit:
-    __slots__ = ("fp", "key", "listed", "request", "shard")
-
-    def __init__(self, key: str, shard: str, fp: str, request: Request, listed: str) -> None:
-        self.key = key
-        self.shard = shard
-        self.fp = fp
-        self.request = request
-        self.listed = listed
-        """Its entry in a mark row, as JSON text: encoded once, when the unit is expected
-        (before it waits for a slot, so a rewrite on a send's path only joins entries),
-        and joined into every row that lists it (it is listed in several while it waits)."""
-
-
 class _Action:
     """One action's units: waiting for a slot (FIFO), holding one, and covered."""
 
@@ -106,8 +93,8 @@ class _Action:
         self.width = width
         self.provider = provider
         self.model = model
-        self.ahead: dict[str, _Unit] = {}
-        self.live: dict[str, _Unit] = {}
+        self.ahead: dict[str, Dispatch] = {}
+        self.live: dict[str, Dispatch] = {}
         self.covered: set[str] = set()
         """Keys listed in a durable mark row (and not released since)."""
         self.pending: dict[str, asyncio.Future[None]] = {}
@@ -120,7 +107,9 @@ class _Action:
 
 class DispatchMarks:
     """The executor's marks: ``expect`` before waiting for a slot, ``send`` holding the
-    slot just before the call, ``release`` after the slot is given back."""
+    slot just before the call, ``release`` after the slot is given back — each given the
+    unit's one :class:`~agac.engine.outcomes.dispatch.Dispatch`, which the queues hold
+    as it is."""
 
     def __init__(
         self,
@@ -142,36 +131,40 @@ class DispatchMarks:
         """Sends that waited for a mark to become durable."""
         self._actions: dict[str, _Action] = {}
 
-    def expect(
-        self, action: str, max_concurrency: int, key: str, seq: int, fp: str, request: Request
-    ) -> None:
-        act = self._actions.get(action)
+    def expect(self, entry: Dispatch) -> None:
+        act = self._actions.get(entry.action)
+        request = entry.request
         if act is None:
-            act = self._actions[action] = _Action(
-                2 * max(1, max_concurrency), request.provider, request.model
+            act = self._actions[entry.action] = _Action(
+                2 * max(1, entry.width), request.provider, request.model
             )
+        seq = entry.seq
         shard = self._last_shard
         if not (shard[0] <= seq < shard[1]):
             shard = self._last_shard = self.shard_of.range_of(seq)
-        act.ahead[key] = _Unit(key, shard[2], fp, request, self._listed(act, key, fp, request))
+        entry.shard = shard[2]
+        if entry.listed_for is not request:  # a retry of the same request: encoded already
+            entry.listed = self._listed(act, entry.key, entry.fp, request)
+            entry.listed_for = request
+        act.ahead[entry.key] = entry
+        entry.expected = True
 
-    async def send(self, action: str, key: str, request: Request) -> None:
-        """Return once ``key`` is in a durable mark row (normally at once)."""
-        act = self._actions[action]
-        unit = act.ahead.pop(key, None)
-        if unit is not None:
+    async def send(self, entry: Dispatch) -> None:
+        """Return once ``entry`` is in a durable mark row (normally at once)."""
+        act = self._actions[entry.action]
+        key = entry.key
+        if act.ahead.pop(key, None) is not None:
             if key in act.covered or key in act.pending:
                 act.covered_ahead -= 1
         else:
-            unit = act.live.get(key)
-        assert unit is not None, key
-        if request is not unit.request:  # a reprompt's request is what goes out now
-            unit.request = request
-            unit.listed = self._listed(act, key, unit.fp, request)
-        act.live[key] = unit
+            assert key in act.live, key
+        if entry.listed_for is not entry.request:  # a reprompt's request goes out now
+            entry.listed = self._listed(act, key, entry.fp, entry.request)
+            entry.listed_for = entry.request
+        act.live[key] = entry
         if key not in act.covered:
             if key not in act.pending:
-                self._write(act, action)
+                self._write(act, entry.action)
             fut = act.pending.get(key)
             if fut is not None:
                 if fut.done():  # durable, and its callback has not run yet
@@ -180,12 +173,14 @@ class DispatchMarks:
                     self.waits += 1
                     await asyncio.shield(fut)
         if self._low(act):
-            self._write(act, action)
+            self._write(act, entry.action)
 
-    def release(self, action: str, key: str) -> None:
-        act = self._actions.get(action)
+    def release(self, entry: Dispatch) -> None:
+        entry.expected = False
+        act = self._actions.get(entry.action)
         if act is None:
             return
+        key = entry.key
         if act.ahead.pop(key, None) is not None and (key in act.covered or key in act.pending):
             act.covered_ahead -= 1
         act.live.pop(key, None)
@@ -204,7 +199,7 @@ class DispatchMarks:
         """Queue a rewrite of the action's mark rows that must list more: the units
         holding slots and the next ``width`` waiting. Every listed key is then pending on
         the group commit of the row that lists it (or covered, if that one is durable)."""
-        listed: dict[str, list[_Unit]] = {}
+        listed: dict[str, list[Dispatch]] = {}
         for unit in act.live.values():
             listed.setdefault(unit.shard, []).append(unit)
         for i, unit in enumerate(act.ahead.values()):

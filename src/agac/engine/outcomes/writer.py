@@ -293,6 +293,7 @@ class OutcomeWriter:
         error: str | None,
         fp: str | None,
         request_id: str | None,
+        served_by: str | None = None,
     ) -> UsageRow:
         """One model call in the ledger with every usage field it reported."""
         u = usage if usage is not None else _NO_USAGE
@@ -320,6 +321,7 @@ class OutcomeWriter:
             u.reasoning_tokens,
             tools,
             request_id,
+            served_by,
         )
 
     def usage_row(
@@ -352,7 +354,7 @@ class OutcomeWriter:
         if response is not None and response.legs:  # the earlier legs have rows of their own
             latency = max(0.0, latency - sum(leg.latency_ms for leg in response.legs))
         request_id = response.request_id if response is not None else _request_id_of(error)
-        row = self._llm_row(
+        return self._llm_row(
             self.run_id,
             action.name,
             rec.key,
@@ -367,8 +369,8 @@ class OutcomeWriter:
             error_text,
             fp,
             request_id,
+            response.served_by if response is not None else None,
         )
-        return row._replace(served_by=response.served_by) if response is not None else row
 
     def leg_rows(
         self,

@@ -29,6 +29,7 @@ from agac.engine.checks import (
 from agac.engine.crashpoints import maybe_crash
 from agac.engine.decision import before_attempt, breaker_skip
 from agac.engine.limits.rates import Slots, backoff_delay, estimate_tokens
+from agac.engine.outcomes.dispatch import Dispatch
 from agac.engine.requests import Fail, accept_response, reprompt, response_dict
 from agac.engine.values import Settled, Stopped
 from agac.engine.workers.rates import WorkerSlots
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from agac.engine.actions import ActionRuntime
     from agac.engine.checks import Verdict
     from agac.engine.limits.budget import Reservation
-    from agac.engine.ports import Marks, UnitContext
+    from agac.engine.ports import UnitContext
     from agac.engine.values import UnitRecord
     from agac.providers.base import Response
     from agac.store.rows import UsageRow
@@ -117,24 +118,25 @@ async def call_with_retries(
     marks = ctx.marks
     pool = _pool(rt.slots)
     fallback = _FlexFallback.of(ctx, rt, request)
+    call = Dispatch(pool, marks, rt.name, rt.action.max_concurrency, rec.key, rec.seq, fp, current)
     while True:
         attempt += 1
         if fallback is not None:
             current = await fallback.tiered(current, rec)
+        call.request = current
         if marks is not None:
-            marks.expect(rt.name, rt.action.max_concurrency, rec.key, rec.seq, fp, current)
-        slot = _Slot(pool, marks, rt.name, rec.key)
+            marks.expect(call)
         try:
             await pool.acquire()
-            slot.held = True
+            call.held = True
             if ctx.control.stopping:
                 raise Stopped()  # never sent, or not sent again: pending for the next run
             checks = _Checks(checker, repairs, loop, base or request, asking)
             done = await _attempt(
-                ctx, rt, rec, request, request_json, current, fp, attempt, slot, checks
+                ctx, rt, rec, request, request_json, current, fp, attempt, call, checks
             )
         finally:
-            slot.give_back()  # given back already when the answer's commit did it
+            call.give_back()  # given back already when the answer's commit did it
         if not isinstance(done, _Again):
             return done
         repairs += done.repair
@@ -196,27 +198,6 @@ def _pool(slots: AbstractAsyncContextManager[None]) -> Slots | WorkerSlots:
     return slots
 
 
-class _Slot:
-    """One attempt's hold on a slot, given back once: by the store's writer when the
-    commit of the unit's answer is done (:meth:`give_back` as ``on_durable``), or when
-    the attempt ends any other way. With it, the unit leaves the dispatch marks."""
-
-    __slots__ = ("action", "held", "key", "marks", "pool")
-
-    def __init__(
-        self, pool: Slots | WorkerSlots, marks: Marks | None, action: str, key: str
-    ) -> None:
-        self.pool, self.marks, self.action, self.key = pool, marks, action, key
-        self.held = False
-
-    def give_back(self) -> None:
-        if self.held:
-            self.held = False
-            self.pool.release()
-        if self.marks is not None:
-            self.marks.release(self.action, self.key)
-
-
 class _Again(NamedTuple):
     """An attempt that did not settle the unit: wait ``delay``, then send ``request``;
     ``spent``: the attempt counts against ``max_attempts``; ``repair``: the answer failed
@@ -250,7 +231,7 @@ async def _attempt(
     current: Request,
     fp: str,
     attempt: int,
-    slot: _Slot,
+    call: Dispatch,
     checks: _Checks,
 ) -> Settled | _Again:
     """One attempt, in the unit's slot: its outcome, or (the wait before the next attempt,
@@ -260,7 +241,7 @@ async def _attempt(
     if isinstance(held, Settled):
         return held
     if ctx.marks is not None:
-        await ctx.marks.send(rt.name, rec.key, current)  # S1: listed before it is sent
+        await ctx.marks.send(call)  # S1: listed before it is sent
     started = ctx.control.clock.monotonic()
     try:
         response = await _complete(ctx, rt, current, held)
@@ -298,13 +279,15 @@ async def _attempt(
         # failure (docs/providers.md).
         return _Again(backoff(spec, attempt), reprompt(asked, response, fail), True)
     got = _Answer(request, request_json, response, output, current, _ANSWERED, fp)
-    kept = checks.checker is not None and kept_before_judging(rt.action.checks)
+    if checks.checker is None:  # no checks: the answer as it came
+        return await _answered(ctx, rt, rec, got, attempt, started, fp, call)
+    kept = kept_before_judging(rt.action.checks)
     if kept:
         got = await _keep(ctx, rt, rec, got, checks, attempt, started, fp)
     checked = await _checked(checks, output, attempt)
     if checked.status == "skipped":
         return await _answered(
-            ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, slot, kept
+            ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, call, kept
         )
     if checked.status == "repair":
         assert checked.failed is not None
@@ -323,7 +306,7 @@ async def _attempt(
         )
         return _Again(0.0, nxt, True, repair=True)
     return await _answered(
-        ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, slot, kept
+        ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, call, kept
     )
 
 
@@ -451,7 +434,7 @@ def _answered(
     attempt: int,
     started: float,
     fp: str,
-    slot: _Slot,
+    call: Dispatch,
     kept: bool = False,
 ) -> Coroutine[object, None, Settled]:
     """Commit an accepted answer: stored under the ORIGINAL request's fingerprint (a reprompt
@@ -461,7 +444,10 @@ def _answered(
     a judge the budget had no room for skips it ``budget_exhausted``. ``kept``: the answer
     and its usage are stored already (:func:`_keep`), only the outcome is written."""
     status, reason = _STATUS[got.checked.status]
-    answers, usage = ((), ()) if kept else _answer_rows(ctx, rt, rec, got, attempt, started, fp)
+    text = dumps(got.output)  # encoded once: the stored answer's and the outcome's
+    answers, usage = (
+        ((), ()) if kept else _answer_rows(ctx, rt, rec, got, attempt, started, fp, text)
+    )
     output = None if status == "skipped" else got.output  # a skipped unit has no answer
     return _final(
         ctx,
@@ -475,8 +461,8 @@ def _answered(
         attempt,
         answers=answers,
         usage=usage,
-        output_json=None if output is None else dumps(output),
-        on_durable=slot.give_back,
+        output_json=None if output is None else text,
+        on_durable=call.give_back,
         checks=got.checked.verdicts,
     )
 
@@ -497,8 +483,10 @@ def _answer_rows(
     attempt: int,
     started: float,
     fp: str,
+    output_json: str | None = None,
 ) -> tuple[tuple[AnswerRow], list[UsageRow]]:
-    """The answer as stored by fingerprint, and its usage rows (its legs first)."""
+    """The answer as stored by fingerprint, and its usage rows (its legs first);
+    ``output_json``: the answer's output encoded already."""
     request, response, current = got.request, got.response, got.current
     usage_row = ctx.out.usage_row(rt, rec, attempt, current, response, None, started, fp)
     legs = (
@@ -512,7 +500,7 @@ def _answer_rows(
         request.model,
         got.request_json,
         dumps(response_dict(response)),
-        dumps(got.output),
+        dumps(got.output) if output_json is None else output_json,
         ctx.control.clock.time(),
     )
     return (answer,), [*legs, usage_row]

@@ -33,7 +33,7 @@ from agac.engine.decision import (
 from agac.engine.judges import grade
 from agac.engine.ports import Act
 from agac.engine.requests import build_request, effect_key, tool_input_hash, tool_reuse_key
-from agac.engine.walk.calls import Checker, call_with_retries
+from agac.engine.walk.calls import call_with_retries
 from agac.engine.walk.judging import Judging, judge_answer
 from agac.engine.walk.toolloop import call_with_tools, carry_over, next_round
 from agac.engine.walk.tools import call_tool
@@ -43,7 +43,7 @@ from agac.prompt.render import RenderError
 from agac.providers.base import Request, canonical_json
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Coroutine
+    from collections.abc import Coroutine
 
     from agac.config.model import CheckSpec
     from agac.engine.actions import ActionRuntime
@@ -78,16 +78,16 @@ def settle(
     return ctx.out.decided(rt, rec, d)
 
 
-class _Unit:
-    """One unit being decided: its facts, and what gathering them produced (the view, the
-    request and its canonical JSON, a tool's inputs)."""
+class _Unit(UnitFacts):
+    """One unit being decided: its facts (it is the :class:`UnitFacts` that
+    :func:`decide` reads, not a holder of one), and what gathering them produced (the
+    view, the request and its canonical JSON, a tool's inputs)."""
 
     __slots__ = (
         "args_hash",
-        "batch",
+        "batch_units",
         "ctx",
         "extra",
-        "facts",
         "given",
         "payload",
         "rec",
@@ -95,6 +95,7 @@ class _Unit:
         "request_json",
         "results",
         "rt",
+        "sharing",
         "view",
     )
 
@@ -111,9 +112,10 @@ class _Unit:
         self.payload, self.results, self.extra = payload, results, extra
         action = rt.action
         batch = ctx.batch if ctx.batch is not None and is_batched(rt) else None
-        self.batch: BatchUnits | None = batch
+        self.batch_units: BatchUnits | None = batch
         control = ctx.control
-        f = self.facts = UnitFacts(
+        UnitFacts.__init__(
+            self,
             ctx.run_id,
             kind=action.kind,
             reads_records=not action.dependencies,
@@ -136,8 +138,8 @@ class _Unit:
             held=control.held(rt.name) is not None,
         )
         if batch is not None or action.kind == "tool":
-            f.deadline_passed = control.deadline_passed()
-            f.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
+            self.deadline_passed = control.deadline_passed()
+            self.budget_exhausted = ctx.budget is not None and ctx.budget.exhausted
         self.view: JSONObject | None = None
         self.given: Request | None = None
         """An approved proposal's request: sent as approved, not as rendered."""
@@ -145,18 +147,19 @@ class _Unit:
         self.request_json = ""
         self.args_hash = ""
         """A tool's arguments hash: what its idempotency key is made of."""
+        self.sharing: asyncio.Future[Settled] | None = None
+        """Its call's result for identical requests that came while it was in flight (S5)."""
 
     async def run(self) -> Settled | None:
-        f = self.facts
         while True:
-            d = decide(f)
+            d = decide(self)
             if type(d) is Need:
                 try:
                     await self._learn(d)
                 except RenderError as exc:
-                    f.render_error, f.render_reason = str(exc), exc.reason
+                    self.render_error, self.render_reason = str(exc), exc.reason
                 except AttachmentError as exc:
-                    f.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
+                    self.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
                 continue
             return await self._apply(d)
 
@@ -177,7 +180,7 @@ class _Unit:
         return self.view
 
     async def _learn(self, need: Need) -> None:
-        f, ctx, rt = self.facts, self.ctx, self.rt
+        f, ctx, rt = self, self.ctx, self.rt
         if need.fact == "view":
             f.guard = _guard(rt, self._view())
         elif need.fact == "request":
@@ -191,13 +194,13 @@ class _Unit:
                 f.stored = await ctx.lookups.lookup_answer(fp)
         else:  # the answer of this run's own batch item
             own = own_item(f.items, ctx.run_id)
-            assert self.batch is not None and own is not None
-            f.own_answer = await self.batch.own_answer(own.fingerprint)
+            assert self.batch_units is not None and own is not None
+            f.own_answer = await self.batch_units.own_answer(own.fingerprint)
 
     def _render(self) -> None:
         """The request (an approved one as given, else as rendered ahead by the walk, else
         rendered now) with its canonical JSON and fingerprint; a tool's inputs and hash."""
-        f, rt = self.facts, self.rt
+        f, rt = self, self.rt
         if rt.action.kind == "tool":
             try:
                 self.request_json = canonical_json(self._view())
@@ -233,8 +236,8 @@ class _Unit:
         if isinstance(d, Pending):
             return None
         if isinstance(d, Stage):
-            fp = self.facts.fingerprint
-            assert self.batch is not None and fp is not NOT_YET
+            fp = self.fingerprint
+            assert self.batch_units is not None and fp is not NOT_YET
             request_json = self.request_json
             if d.continues or rt.tool_defs:  # a batch tool loop: its calls, then the next turn
                 assert self.request is not None
@@ -242,18 +245,18 @@ class _Unit:
                 if not isinstance(turn, Request):
                     return turn
                 request_json = rt.identify(turn)[0]
-            self.batch.stage(rt, rec, request_json, fp, d.attempt)
+            self.batch_units.stage(rt, rec, request_json, fp, d.attempt)
             return None
         if isinstance(d, Adopt):
-            assert self.batch is not None
+            assert self.batch_units is not None
             if rt.tool_defs and self.request is not None:  # its loop so far, for its counts
                 await carry_over(ctx, rt, rec, self.request)
-            self.batch.adopt(d.batches)  # B0: still needed
+            self.batch_units.adopt(d.batches)  # B0: still needed
             return None
         assert not isinstance(d, Need)
         if d.what == "gate":
             return await self._gate()
-        fp = self.facts.fingerprint
+        fp = self.fingerprint
         assert fp is not NOT_YET
         if d.what == "effect":
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, fp)
@@ -262,14 +265,56 @@ class _Unit:
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, self.args_hash)
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
         assert self.request is not None
-        checker = self._checker if rt.action.checks else None
-        shared = self._checked if rt.action.checks else None
-        settled = await _single_flight(
-            ctx, rt, rec, self.request, self.request_json, fp, checker, shared
-        )
-        if self.facts.live:
+        inflight = ctx.memory.inflight
+        leader = inflight.get(fp)
+        if leader is not None:
+            got = await asyncio.shield(leader.shared())
+            return await self._share(got, fp)
+        inflight[fp] = self  # S5: an identical request in flight in this run is asked once
+        try:
+            checker = self._checker if rt.action.checks else None
+            ask = call_with_tools if rt.loops else call_with_retries
+            settled = await ask(ctx, rt, rec, self.request, fp, self.request_json, checker)
+        except BaseException as exc:
+            if self.sharing is not None:
+                self.sharing.set_exception(exc)
+                self.sharing.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            inflight.pop(fp, None)
+        if self.sharing is not None:
+            self.sharing.set_result(settled)
+        if self.live:
             maybe_crash("hybrid_live")  # B13: a live answer is durable, the next not yet sent
         return settled
+
+    def shared(self) -> asyncio.Future[Settled]:
+        """S5: this unit's result, for an identical request that came while its call was
+        in flight (made on the first ask)."""
+        if self.sharing is None:
+            self.sharing = asyncio.get_running_loop().create_future()
+        return self.sharing
+
+    async def _share(self, got: Settled, fp: str) -> Settled | None:
+        """S5: the result of an identical request in flight, as this unit's (answered
+        units as ``reused``). With checks, the shared answer is judged for this unit, as
+        any answer it did not ask (its own record may judge it otherwise)."""
+        ctx, rt, rec = self.ctx, self.rt, self.rec
+        answer = got.status == "answered" or got.reason == "check_failed"
+        if rt.action.checks and answer and got.output is not None:
+            d = Settle("answered", origin="reused", fingerprint=fp, output_json=dumps(got.output))
+            checked = await self._checked(d)
+            return await settle(ctx, rt, rec, checked) if isinstance(checked, Settle) else checked
+        return await ctx.out.settle(
+            rt,
+            rec,
+            got.status,
+            got.reason,
+            got.detail,
+            output=got.output,
+            origin="reused" if got.status == "answered" else "call",
+            fingerprint=fp,
+        )
 
     async def _checker(self, answer: JSON, attempt: int) -> tuple[Verdict, ...]:
         """The checks' verdicts on ``answer``; a judge is asked live (engine/judges.py)."""
@@ -286,7 +331,7 @@ class _Unit:
         one a live repair wrote, or None while a judge or a repair waits on a batch round
         (a batch action's follow-ups, unless it went live)."""
         ctx, rt = self.ctx, self.rt
-        batch = self.batch if not self.facts.live else None
+        batch = self.batch_units if not self.live else None
         j = Judging(ctx, rt, self.rec, self._view(), self._unit_request, batch, self._repair_live)
         try:
             return await judge_answer(j, d)
@@ -322,14 +367,14 @@ class _Unit:
         try:
             gated = await approvals.gate(self.ctx, self.rt, self.rec, self._view())
         except RenderError as exc:
-            self.facts.render_error, self.facts.render_reason = str(exc), exc.reason
+            self.render_error, self.render_reason = str(exc), exc.reason
             return await self.run()
         except AttachmentError as exc:
-            self.facts.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
+            self.attachment_error = (exc.reason or "unsupported_attachment", str(exc))
             return await self.run()
         if not isinstance(gated, Act):
             return gated
-        f = self.facts
+        f = self
         f.gated = False
         self.view, self.given = gated.view, gated.request
         f.fingerprint, f.stored = NOT_YET, NOT_YET
@@ -340,50 +385,3 @@ def _guard(rt: ActionRuntime, view: JSONObject) -> bool:
     guard = rt.guard
     assert guard is not None
     return guard.holds(view)
-
-
-async def _single_flight(
-    ctx: UnitContext,
-    rt: ActionRuntime,
-    rec: UnitRecord,
-    request: Request,
-    request_json: str,
-    fp: str,
-    checker: Checker | None,
-    judged: Callable[[Settle], Awaitable[Settle | Settled | None]] | None = None,
-) -> Settled | None:
-    """S5: an identical request in flight in this run is asked once; the others share its
-    result (answered units as ``reused``). With checks, ``judged`` judges the shared answer
-    for this unit, as any answer it did not ask (its own record may judge it otherwise)."""
-    inflight = ctx.memory.inflight
-    shared = inflight.get(fp)
-    if shared is not None:
-        got = await asyncio.shield(shared)
-        answer = got.status == "answered" or got.reason == "check_failed"
-        if judged is not None and answer and got.output is not None:
-            d = Settle("answered", origin="reused", fingerprint=fp, output_json=dumps(got.output))
-            checked = await judged(d)
-            return await settle(ctx, rt, rec, checked) if isinstance(checked, Settle) else checked
-        return await ctx.out.settle(
-            rt,
-            rec,
-            got.status,
-            got.reason,
-            got.detail,
-            output=got.output,
-            origin="reused" if got.status == "answered" else "call",
-            fingerprint=fp,
-        )
-    fut: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
-    inflight[fp] = fut
-    try:
-        ask = call_with_tools if rt.loops else call_with_retries
-        called = await ask(ctx, rt, rec, request, fp, request_json, checker)
-        fut.set_result(called)
-    except BaseException as exc:
-        fut.set_exception(exc)
-        fut.exception()  # mark retrieved: waiters re-raise it themselves
-        raise
-    finally:
-        inflight.pop(fp, None)
-    return called
