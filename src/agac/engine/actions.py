@@ -26,6 +26,7 @@ from agac.providers import registry
 from agac.providers.base import (
     BatchApi,
     CacheHint,
+    SupportsEncodedCalls,
     ToolDef,
     batch_api,
     fingerprint_of,
@@ -99,6 +100,9 @@ class ActionRuntime:
     """Check name -> the adapter of its judge's provider (``judge:`` checks, engine/judges.py)."""
     batch: BatchApi | None = None
     """Its provider's batch capability, when it has one (checked once, here)."""
+    encoder: SupportsEncodedCalls | None = None
+    """Its provider, when it encodes a live call's wire body ahead of the send (checked
+    once, here): the call path encodes it while the unit waits for a slot."""
     function: Callable[..., Any] | None = None
     code: str = ""
     """A tool's :func:`agac.config.functions.code_hash`: part of what its results are
@@ -301,6 +305,7 @@ def build_runtime(
             if c.judge is not None and providers and c.judge.provider in providers
         },
         batch=batch_api(provider) if llm else None,
+        encoder=provider if llm and isinstance(provider, SupportsEncodedCalls) else None,
         function=function,
         code=code,
         canonical=_canonical(action) if llm else None,

@@ -183,6 +183,18 @@ class HttpSession:
             "POST", url, dumps(body).encode(), errors=errors, timeout=timeout, headers=headers
         )
 
+    async def post_encoded(
+        self,
+        url: str,
+        data: bytes,
+        *,
+        errors: ErrorMapper,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[Any, Mapping[str, str]]:
+        """:meth:`post_with_headers` of a JSON body encoded already."""
+        return await self._send("POST", url, data, errors=errors, timeout=timeout, headers=headers)
+
     async def get(self, url: str, *, errors: ErrorMapper, timeout: float | None = None) -> Any:
         """GET ``url`` and return the parsed JSON answer (errors as :meth:`post`)."""
         answer, _ = await self._send("GET", url, None, errors=errors, timeout=timeout, headers=None)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agac.errors import FatalError, ProviderError
+from agac.jsontext import dumps
 from agac.media import AttachmentLimits
 from agac.providers._attachments import Blobs, Data, live_base64, openai_parts
 from agac.providers._batch_endpoint import batch_endpoint, one_endpoint
@@ -69,6 +70,7 @@ from agac.providers.base import (
     BatchStatus,
     BilledWork,
     CacheHint,
+    EncodedCall,
     Message,
     ProviderSettings,
     Request,
@@ -85,6 +87,8 @@ from agac.providers.stops import read_stop
 __all__ = ["OpenAICompatProvider", "chat_response", "filter_detail"]
 
 _MESSAGES = '"messages":['
+_NATIVE, _JSON_MODE = "json_schema", "json_mode"
+"""How a live body asks for a schema (an :class:`EncodedCall`'s form)."""
 _ATTACHMENTS = '"attachments":['
 _WEB_SEARCH = '"web_search":'
 
@@ -467,25 +471,51 @@ class OpenAICompatProvider(ProviderBase):
     async def complete(self, request: Request) -> Response:
         """One live chat completion. A model that rejects ``json_schema`` (a 400
         naming it) is asked again once in JSON mode, and remembered."""
+        return await self._complete(request, None)
+
+    def encode_call(self, request: Request) -> EncodedCall | None:
+        """The lean transport's Chat Completions body of a live call, encoded ahead of its
+        send (None: the SDK transport, a request with attachments, read at the send, or one
+        that goes to the Responses API)."""
+        if self._http is None or request.attachments or self._via_responses(request):
+            return None
         native = self._native_schema(request.model)
+        body = dumps(self._chat_params(request, native=native)).encode()
+        return EncodedCall(body, _NATIVE if native else _JSON_MODE)
+
+    async def complete_encoded(self, request: Request, encoded: EncodedCall) -> Response:
+        """:meth:`complete` sending ``encoded`` (encoded again when the model was found
+        to reject ``json_schema`` since)."""
+        return await self._complete(request, encoded)
+
+    async def _complete(self, request: Request, encoded: EncodedCall | None) -> Response:
+        native = self._native_schema(request.model)
+        if encoded is not None and encoded.form != (_NATIVE if native else _JSON_MODE):
+            encoded = None
         try:
-            return await self._chat(request, native=native)
+            return await self._chat(request, native=native, encoded=encoded)
         except FatalError as err:
             if not (request.schema is not None and native and _schema_rejected(err)):
                 raise
             self._no_schema.add(request.model)
             return await self._chat(request, native=False)
 
-    async def _chat(self, request: Request, *, native: bool) -> Response:
+    async def _chat(
+        self, request: Request, *, native: bool, encoded: EncodedCall | None = None
+    ) -> Response:
         if self._via_responses(request):
             return await self._respond(request, native=native)
-        params = self._chat_params(request, native=native)
         parse = request.schema is not None
         if self._http is not None:
+            data = (
+                encoded.body
+                if encoded is not None
+                else dumps(self._chat_params(request, native=native)).encode()
+            )
             with stopwatch() as took:
-                body, headers = await self._http.post_with_headers(
+                body, headers = await self._http.post_encoded(
                     self._chat_target(request.model),
-                    params,
+                    data,
                     errors=self._status_error,
                     timeout=request.timeout,
                     headers=await self._call_headers(),
@@ -499,6 +529,7 @@ class OpenAICompatProvider(ProviderBase):
                 offered=_offered(request),
                 searched=self.search_per_call and request.web_search is not None,
             )
+        params = self._chat_params(request, native=native)
         with self._translate_errors(), stopwatch() as took:
             completion, answered = await self._sdk_chat(params, request.timeout)
         return chat_response(

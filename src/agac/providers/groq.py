@@ -27,7 +27,7 @@ from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 from agac.providers._reasoning import thinks_inline
 from agac.providers._search_wire import groq_compound, groq_web_search
-from agac.providers.base import ProviderSettings, Request, Response
+from agac.providers.base import EncodedCall, ProviderSettings, Request, Response
 from agac.providers.spec import FlexSpec, WebSearchOption, WebSearchSpec
 
 __all__ = ["GroqProvider"]
@@ -101,6 +101,11 @@ class GroqProvider(OpenAICompatProvider):
         if thinks_inline(model) and model not in self._no_reasoning_format:
             return {"reasoning_format": "parsed"}
         return {}
+
+    def encode_call(self, request: Request) -> EncodedCall | None:
+        """None: the fallback from ``reasoning_format`` lives in :meth:`complete`, so a
+        Groq body is encoded at its send."""
+        return None
 
     async def complete(self, request: Request) -> Response:
         """As every Chat Completions adapter; a model that rejects ``reasoning_format`` (a

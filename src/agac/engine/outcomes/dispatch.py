@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agac.providers.base import Request
+    from agac.providers.base import EncodedCall, Request
 
 __all__ = ["Dispatch", "Pool", "Releases"]
 
@@ -78,7 +78,7 @@ class Dispatch:
         self.shard = ""
         self.listed = ""
         self.listed_for: Request | None = None
-        self.body: bytes | None = None
+        self.body: EncodedCall | None = None
         self.body_for: Request | None = None
 
     def give_back(self) -> None:

@@ -126,6 +126,8 @@ async def call_with_retries(
         call.request = current
         if marks is not None:
             marks.expect(call)
+        if rt.encoder is not None and call.body_for is not current:
+            call.body, call.body_for = rt.encoder.encode_call(current), current
         try:
             await pool.acquire()
             call.held = True
@@ -244,7 +246,7 @@ async def _attempt(
         await ctx.marks.send(call)  # S1: listed before it is sent
     started = ctx.control.clock.monotonic()
     try:
-        response = await _complete(ctx, rt, current, held)
+        response = await _complete(ctx, rt, current, held, call)
     except AttachmentError as exc:  # read again at send time, a file changed: nothing sent
         why = exc.reason or "attachment_changed"
         return await _final(ctx, rt, rec, "failed", why, str(exc), None, fp, attempt - 1)
@@ -393,17 +395,27 @@ def _failed(
     return None
 
 
+def _send(rt: ActionRuntime, request: Request, call: Dispatch) -> Awaitable[Response]:
+    """The call going out: with its wire body encoded while it waited for the slot, when
+    the adapter encodes ahead and the body is ``request``'s."""
+    body, encoder = call.body, rt.encoder
+    if body is not None and encoder is not None and call.body_for is request:
+        return encoder.complete_encoded(request, body)
+    provider = rt.provider
+    assert provider is not None, rt.name
+    return provider.complete(request)
+
+
 async def _complete(
-    ctx: UnitContext, rt: ActionRuntime, request: Request, held: Reservation | None
+    ctx: UnitContext, rt: ActionRuntime, request: Request, held: Reservation | None, call: Dispatch
 ) -> Response:
     """One call; with a budget, its reservation is settled to the call's actual usage
     (a call that raised has no usage: it is settled at 0, as the ledger records it)."""
-    budget, provider = ctx.budget, rt.provider
-    assert provider is not None, rt.name
+    budget = ctx.budget
     if held is None or budget is None:
-        return await provider.complete(request)
+        return await _send(rt, request, call)
     try:
-        response = await provider.complete(request)
+        response = await _send(rt, request, call)
     except BaseException:
         budget.settle(held, 0.0, 0)
         raise
