@@ -71,6 +71,8 @@ def openai_web_search_options(search: WebSearch) -> dict[str, Any]:
 def url_citations(annotations: Any, text: str) -> tuple[Citation, ...]:
     """A message's ``url_citation`` annotations as citations, each with the span of the
     answer it supports (``start_index``/``end_index``, characters of the content)."""
+    if not annotations:
+        return ()
     out = []
     for a in annotations or ():
         cited = pick(a, "url_citation")

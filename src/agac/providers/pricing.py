@@ -122,6 +122,8 @@ class Rates:
     def tool_cost(self, usage: Usage) -> float:
         """USD of the server-tool uses of ``usage`` alone (billed per use, never
         discounted with the tokens)."""
+        if not usage.server_tools:
+            return 0.0
         per_use = dict(self.tools)
         return sum(n * per_use.get(name, 0.0) for name, n in usage.server_tools)
 
@@ -268,6 +270,10 @@ def flex_rate(provider: str) -> str:
     return "batch" if flex is not None and flex.billed == "batch" else "live"
 
 
+_COSTS_KEPT = 4096
+"""How many costs a :class:`PriceTable` remembers."""
+
+
 class PriceTable:
     """A project's ``prices:`` over the price library; mock and local models are free.
     A tier is ``live``, ``batch`` or ``flex`` (billed at the rate of :func:`flex_rate`)."""
@@ -281,6 +287,9 @@ class PriceTable:
         self._library = library
         self._memo: dict[str, Price | None] = {}
         self._at: float | None = None
+        self._costs: dict[tuple[str, Usage, str, int, float | None], float] = {}
+        """What :meth:`cost` gave each (model, usage, tier, calls, time) asked again: a
+        batch of answers repeats a few usages many times (bounded: cleared when full)."""
 
     def at_time(self, now: float) -> PriceTable:
         """This table pricing every call it is not told the time of at ``now`` (an
@@ -288,6 +297,7 @@ class PriceTable:
         view = PriceTable.__new__(PriceTable)
         view._overrides, view._library, view._memo = self._overrides, self._library, self._memo
         view._at = now
+        view._costs = {}
         return view
 
     def get(self, model: str) -> Price | None:
@@ -317,14 +327,27 @@ class PriceTable:
     ) -> float:
         """USD for ``usage``, the sum of ``calls`` calls of ``model`` made at epoch time
         ``at`` (None: at the base rates; see :func:`cost_usd`)."""
+        when = at if at is not None else self._at
+        key = (model, usage, tier, calls, when)
+        found = self._costs.get(key)
+        if found is not None:
+            return found
         price = self.get(model)
         if price is None or price is FREE:
             return 0.0
         provider = model.partition("/")[0]
-        if tier == "flex":
-            tier = flex_rate(provider)
-        when = at if at is not None else self._at
-        return cost_usd(price, usage, tier, provider=provider, calls=calls, at=when)
+        cost = cost_usd(
+            price,
+            usage,
+            flex_rate(provider) if tier == "flex" else tier,
+            provider=provider,
+            calls=calls,
+            at=when,
+        )
+        if len(self._costs) >= _COSTS_KEPT:
+            self._costs.clear()
+        self._costs[key] = cost
+        return cost
 
     def windows(self, model: str) -> tuple[PriceWindow, ...]:
         """The hours of the day ``model`` costs otherwise (its price calendar)."""
