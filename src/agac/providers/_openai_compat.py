@@ -47,6 +47,7 @@ from agac.providers._errors import (
     request_id_of,
     retry_after_seconds,
 )
+from agac.providers._plain_wire import plain_completion
 from agac.providers._reasoning import content_text, reasoning_share, split_reasoning
 from agac.providers._responses_wire import (
     RESPONSES_ENDPOINT,
@@ -202,6 +203,17 @@ def chat_response(
     ``executed_tools`` (Groq's server tools) are read always: their searches and page
     visits are uses as Groq bills them, their sources the citations.
     """
+    if wire and not searched:  # the usual batch line, read in one pass
+        plain = plain_completion(
+            body,
+            provider=provider,
+            latency_ms=latency_ms,
+            service_tier=service_tier,
+            parse=parse,
+            request_id=request_id,
+        )
+        if plain is not None:
+            return plain
     pick_ = _wire_get if wire else pick
     choices = pick_(body, "choices") or []
     choice = choices[0] if choices else None
