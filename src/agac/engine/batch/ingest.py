@@ -1,9 +1,11 @@
 """Reading an ended batch (B6): stream its results into answers, usage and item results.
 
 Results are streamed from the provider and written in groups: the first of 1,000, each
-next one twice the last up to 8,000 (fewer, larger commits: each commit rewrites the index
-pages it touched, so small groups write the same pages again and again); nothing holds a
-whole result file. Each item ends one of:
+next one twice the last up to 64,000 (fewer, larger commits: each commit rewrites the index
+pages it touched, so small groups write the same pages again and again; a batch of 50,000
+is six groups), each group's rows in the order of their keys (results come in the
+provider's order, shuffled: sorted, a group's inserts walk each index once instead of
+jumping about it); nothing holds a whole result file. Each item ends one of:
 
 - ``succeeded``: its answer is stored by fingerprint (usage at the batch tier);
 - ``turn``: the answer asked for tool calls (an action with ``tools:``): the model turn is
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["ingest_batch"]
 
 _GROUP = 1000
-_GROUP_MAX = 8000
+_GROUP_MAX = 64000
 _RETRYABLE = ("truncated", "schema_invalid", "provider_error_retryable")
 
 
@@ -168,6 +170,10 @@ class _Reading:
         mid-ingest reads again only the items still pending)."""
         ctx = self.ctx
         if self.answers or self.usage or self.results:
+            # in key order: each index is walked once (the provider's order is shuffled)
+            self.answers.sort(key=lambda a: a.fingerprint)
+            self.usage.sort(key=lambda u: u.unit_key)
+            self.results.sort(key=lambda r: r.custom_id)
             await ctx.gateway.commit(
                 answers=self.answers, usage=self.usage, item_results=self.results
             )
