@@ -3,9 +3,10 @@ lookups (the bulk path: a batch of 50,000 answers is 50,000 of them).
 
 :func:`plain_completion` reads only the shape almost every line has — one choice whose
 message is text alone (no refusal, reasoning, tool call, annotation, executed server
-tool or content chunks), ended ``stop`` — and gives the very :class:`~agac.providers.base.Response` the general
-reader (``_openai_compat.chat_response``) gives it; anything else is None and goes the
-general way. tests/unit/providers/test_plain_wire.py holds the two readers to the same
+tool or content chunks), ended ``stop`` — and gives the very
+:class:`~agac.providers.base.Response` the general reader
+(``_openai_compat.chat_response``) gives it; anything else is None and goes the general
+way. tests/unit/providers/test_plain_wire.py holds the two readers to the same
 answer for every line shape it draws.
 """
 
