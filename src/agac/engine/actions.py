@@ -26,11 +26,11 @@ from agac.providers import registry
 from agac.providers.base import (
     BatchApi,
     CacheHint,
-    SupportsEncodedCalls,
     ToolDef,
     batch_api,
     fingerprint_of,
 )
+from agac.providers.encoded import SupportsEncodedCalls
 from agac.providers.servertools import SupportsWebSearch, WebSearch
 from agac.tools.invoke import LoadedTool, load_tools
 from agac.tools.signature import SignatureError

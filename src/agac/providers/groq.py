@@ -27,7 +27,8 @@ from agac.providers._common import pick
 from agac.providers._openai_compat import OpenAICompatProvider, compat_spec
 from agac.providers._reasoning import thinks_inline
 from agac.providers._search_wire import groq_compound, groq_web_search
-from agac.providers.base import EncodedCall, ProviderSettings, Request, Response
+from agac.providers.base import ProviderSettings, Request, Response
+from agac.providers.encoded import EncodedCall
 from agac.providers.spec import FlexSpec, WebSearchOption, WebSearchSpec
 
 __all__ = ["GroqProvider"]

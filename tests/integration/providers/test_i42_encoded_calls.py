@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from provider_support import make_request
 
-from agac.providers.base import SupportsEncodedCalls
+from agac.providers.encoded import SupportsEncodedCalls
 
 ENCODING = ("openai", "azure", "mistral", "together")
 REJECTION = "Invalid parameter: 'response_format' of type 'json_schema' is not supported."

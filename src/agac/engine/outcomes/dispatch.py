@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agac.providers.base import EncodedCall, Request
+    from agac.providers.base import Request
+    from agac.providers.encoded import EncodedCall
 
 __all__ = ["Dispatch", "Pool", "Releases"]
 
