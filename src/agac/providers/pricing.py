@@ -51,8 +51,9 @@ from typing import Any
 
 from agac.errors import ConfigError, Problem
 from agac.providers import registry
+from agac.providers._price_extract import LIBRARY_PROVIDER, cache_home, extract, library_version
 from agac.providers.base import Usage
-from agac.providers.toolprices import project_tools, tool_rates
+from agac.providers.toolprices import project_tools
 
 __all__ = [
     "MAX_PRICE",
@@ -78,8 +79,6 @@ FREE_PROVIDERS = frozenset({"mock", "ollama", "vllm"})
 """Offline and local models: they cost nothing."""
 CACHE_OVER_BATCH = frozenset({"vertex"})
 """Batch discount and cache hit do not stack: a batch's cached tokens at the live cache rate."""
-_LIBRARY_PROVIDER = {"gemini": "google", "vertex": "google", "xai": "x-ai"}
-"""agac provider name -> genai-prices provider id, where they differ."""
 CACHE_STORAGE: tuple[tuple[str, float], ...] = (
     ("gemini/gemini-2.5-flash", 1.00),  # Flash and Flash-Lite
     ("gemini/gemini-2.5-pro", 4.50),
@@ -526,7 +525,7 @@ class PriceLibrary:
         with self._lock:
             entries = self._load()
             if key not in entries:
-                entries[key] = _extract(provider, model)
+                entries[key] = extract(provider, model)
                 self._save(entries)
             entry = entries[key]
         return _price_from_json(entry) if entry is not None else None
@@ -559,10 +558,10 @@ class PriceLibrary:
 
     def _path(self) -> Path | None:
         if self._file is None:
-            version = _library_version()
+            version = library_version()
             if version is None:
                 return None
-            base = self._cache_dir or _cache_home()
+            base = self._cache_dir or cache_home()
             # "6": entries carry agac's web search and page visit fees (Groq's; older
             # files lack them).
             self._file = base / f"prices-6-{version}.json"
@@ -587,140 +586,8 @@ def known_models(provider: str) -> list[str]:
         from genai_prices.data import providers
     except ImportError:
         return []
-    pid = _LIBRARY_PROVIDER.get(provider, provider)
+    pid = LIBRARY_PROVIDER.get(provider, provider)
     return sorted(m.id for p in providers if p.id == pid for m in p.models)
-
-
-def _cache_home() -> Path:
-    explicit = os.environ.get("AGAC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "agac"
-
-
-def _library_version() -> str | None:
-    """The installed genai-prices data's identity (size and time of its data file), found
-    without importing it; None when it is not installed."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("genai_prices")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    data = Path(next(iter(spec.submodule_search_locations))) / "data.py"
-    try:
-        st = data.stat()
-    except OSError:
-        return None
-    return f"{st.st_size:x}-{st.st_mtime_ns:x}"
-
-
-def _extract(provider: str, model: str) -> dict[str, Any] | None:
-    """A model's rates from genai-prices (imported here), as JSON; None when unknown."""
-    try:
-        import genai_prices
-    except ImportError:
-        return None
-    pid = _LIBRARY_PROVIDER.get(provider, provider)
-    zero = genai_prices.Usage(input_tokens=0, output_tokens=0)
-    try:
-        found = genai_prices.calc_price(zero, model, provider_id=pid)
-        hours = _library_windows(found.model.prices)
-        # The base rates are those of an hour no window holds (genai-prices prices a call
-        # at its time: asked at a window's hour, it would answer that window's rates).
-        base = _outside(hours)
-        live = _library_price(genai_prices, zero, model, pid, base)
-        batch = genai_prices.calc_price(
-            zero,
-            model,
-            provider_id=pid,
-            genai_request_timestamp=base,
-            price_context={"processing": "batch"},
-        ).model_price
-        windows = [
-            (start, end, _library_price(genai_prices, zero, model, pid, _at_minute(start)))
-            for start, end in hours
-        ]
-    except (LookupError, ValueError):
-        return None
-    keys = (
-        "input_mtok",
-        "output_mtok",
-        "cache_read_mtok",
-        "cache_write_mtok",
-        "cache_write_1h_mtok",
-    )
-    live_rates = {k: getattr(live, k, None) for k in keys}
-    if live_rates["input_mtok"] is None and live_rates["output_mtok"] is None:
-        return None  # priced by something other than tokens (images, audio, requests)
-    batch_rates = {k: getattr(batch, k, None) for k in keys}
-    live_json: dict[str, Any] = {k: _rate_json(v) for k, v in live_rates.items()}
-    batch_json: dict[str, Any] = {k: _rate_json(v) for k, v in batch_rates.items()}
-    named = f"{provider}/{model}"
-    live_json["tools"], batch_json["tools"] = tool_rates(live, named), tool_rates(batch, named)
-    return {
-        "live": live_json,
-        "batch": batch_json if batch_json != live_json else None,
-        "windows": [
-            {"start": start, "end": end, "live": {k: _rate_json(getattr(p, k, None)) for k in keys}}
-            for start, end, p in windows
-        ],
-    }
-
-
-def _library_windows(prices: Any) -> list[tuple[int, int]]:
-    """The daily intervals (minutes of the UTC day) of a genai-prices model's
-    time-of-day prices, in its order."""
-    out = []
-    for conditional in prices if isinstance(prices, list) else ():
-        constraint = getattr(conditional, "constraint", None)
-        start, end = getattr(constraint, "start_time", None), getattr(constraint, "end_time", None)
-        if start is not None and end is not None:
-            out.append((_minute(start), _minute(end)))
-    return out
-
-
-def _minute(value: Any) -> int:
-    """A ``datetime.time`` (UTC when naive) as a minute of the UTC day."""
-    offset = value.utcoffset()
-    minutes = value.hour * 60 + value.minute - (int(offset.total_seconds() // 60) if offset else 0)
-    return minutes % 1440
-
-
-def _at_minute(minute: int) -> Any:
-    """Today (UTC) at ``minute`` of the day, as genai-prices takes a request's time."""
-    from datetime import UTC, datetime, timedelta
-
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    return today + timedelta(minutes=minute)
-
-
-def _outside(hours: list[tuple[int, int]]) -> Any:
-    """A time of today no interval holds (now, when there are none)."""
-    from datetime import UTC, datetime
-
-    if not hours:
-        return datetime.now(UTC)
-    for minute in range(0, 1440, 5):
-        if not any(PriceWindow(s, e, Rates(0, 0)).holds(minute) for s, e in hours):
-            return _at_minute(minute)
-    return _at_minute(0)
-
-
-def _library_price(genai_prices: Any, zero: Any, model: str, pid: str, at: Any) -> Any:
-    return genai_prices.calc_price(
-        zero, model, provider_id=pid, genai_request_timestamp=at
-    ).model_price
-
-
-def _rate_json(value: Any) -> Any:
-    """A Decimal as a float; tiered prices as [base, [[above, price], ...]]."""
-    if value is None:
-        return None
-    tiers = getattr(value, "tiers", None)
-    if tiers is not None:
-        return [float(value.base), [[int(t.start), float(t.price)] for t in tiers]]
-    return float(value)
 
 
 def _price_from_json(entry: dict[str, Any]) -> Price:
