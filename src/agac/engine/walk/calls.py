@@ -256,14 +256,7 @@ async def _attempt(
         await ctx.out.event("waiting", rt.name, rec.key, reason="provider_limit", seconds=delay)
         return _Again(delay, current, False)
     except ProviderError as exc:
-        await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
-        paused = _unreachable(ctx, rt, exc)
-        if paused is not None:
-            return await ctx.out.decided(rt, rec, breaker_skip(paused, fp, attempt))
-        final = _failed(ctx, rt, exc, attempt, spec.max_attempts)
-        if final is not None:
-            return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
-        return _Again(backoff(spec, attempt), current, True)
+        return await _provider_failed(ctx, rt, rec, current, exc, started, fp, attempt)
     ctx.control.transport_ok(rt.name)
     loop = checks.loop
     if loop is not None and response.stop_reason == "tool_use":
@@ -310,6 +303,29 @@ async def _attempt(
     return await _answered(
         ctx, rt, rec, got._replace(checked=checked), attempt, started, fp, call, kept
     )
+
+
+async def _provider_failed(
+    ctx: UnitContext,
+    rt: ActionRuntime,
+    rec: UnitRecord,
+    current: Request,
+    exc: ProviderError,
+    started: float,
+    fp: str,
+    attempt: int,
+) -> Settled | _Again:
+    """An attempt the provider answered with an error, recorded: the breaker's pause, the
+    unit's failure, or the next attempt after the backoff."""
+    await ctx.out.record_call(rt, rec, attempt, current, None, exc, started, fp)
+    paused = _unreachable(ctx, rt, exc)
+    if paused is not None:
+        return await ctx.out.decided(rt, rec, breaker_skip(paused, fp, attempt))
+    spec = rt.action.retry
+    final = _failed(ctx, rt, exc, attempt, spec.max_attempts)
+    if final is not None:
+        return await _final(ctx, rt, rec, "failed", final[0], final[1], None, fp, attempt)
+    return _Again(backoff(spec, attempt), current, True)
 
 
 async def _checked(checks: _Checks, output: JSON, attempt: int) -> CheckedOutcome:

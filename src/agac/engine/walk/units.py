@@ -264,6 +264,11 @@ class _Unit(UnitFacts):
         if rt.action.kind == "tool":
             key = effect_key(ctx.tenant, ctx.workflow, rt.name, rec.key, self.args_hash)
             return await call_tool(ctx, rt, rec, self._view(), self.request_json, fp, key)
+        return await self._call(fp)
+
+    async def _call(self, fp: str) -> Settled | None:
+        """The unit's llm call (its tool loop, its checks), asked once in this run (S5)."""
+        ctx, rt, rec = self.ctx, self.rt, self.rec
         assert self.request is not None
         inflight = ctx.memory.inflight
         leader = inflight.get(fp)
