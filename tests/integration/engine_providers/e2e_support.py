@@ -115,7 +115,7 @@ def total_requests(stats: dict[str, Any]) -> int:
 
 def sent_requests(monkeypatch: Any, provider: str) -> list[Any]:
     """Record every :class:`~agac.providers.base.Request` the engine hands ``provider``'s
-    adapter (the adapter still sends it through its SDK)."""
+    adapter, through ``complete`` or ``complete_encoded`` (the adapter still sends it)."""
     from agac.providers.registry import provider_class
 
     cls = provider_class(provider)
@@ -127,6 +127,14 @@ def sent_requests(monkeypatch: Any, provider: str) -> list[Any]:
         return await original(self, request)
 
     monkeypatch.setattr(cls, "complete", complete)
+    if hasattr(cls, "complete_encoded"):  # a live body encoded while the unit waited
+        encoded_original = cls.complete_encoded
+
+        async def complete_encoded(self: Any, request: Any, encoded: Any) -> Any:
+            sent.append(request)
+            return await encoded_original(self, request, encoded)
+
+        monkeypatch.setattr(cls, "complete_encoded", complete_encoded)
     return sent
 
 
