@@ -394,18 +394,13 @@ class OpenAICompatProvider(ProviderBase):
                 if encoded is not None
                 else dumps(self._chat_params(request, native=native)).encode()
             )
-            with stopwatch() as took:
-                body, headers = await self._http.post_encoded(
-                    self._chat_target(request.model),
-                    data,
-                    errors=self._status_error,
-                    timeout=request.timeout,
-                    headers=await self._call_headers(),
-                )
+            body, headers, ms = await self._lean_post(
+                self._chat_target(request.model), data, request
+            )
             return chat_response(
                 body,
                 provider=self.name,
-                latency_ms=took[0],
+                latency_ms=ms,
                 parse=parse,
                 request_id=request_id_of(headers),
                 offered=_offered(request),
@@ -424,6 +419,22 @@ class OpenAICompatProvider(ProviderBase):
             searched=self.search_per_call and request.web_search is not None,
         )
 
+    async def _lean_post(
+        self, url: str, data: bytes, request: Request
+    ) -> tuple[Any, Mapping[str, str], float]:
+        """A live call's encoded body POSTed on the lean transport: the answer, its
+        headers and the milliseconds it took."""
+        assert self._http is not None
+        with stopwatch() as took:
+            body, headers = await self._http.post_encoded(
+                url,
+                data,
+                errors=self._status_error,
+                timeout=request.timeout,
+                headers=await self._call_headers(),
+            )
+        return body, headers, took[0]
+
     def _responses_params(
         self, request: Request, *, native: bool, data: Data = live_base64
     ) -> dict[str, Any]:
@@ -441,18 +452,13 @@ class OpenAICompatProvider(ProviderBase):
         params = self._responses_params(request, native=native)
         parse = request.schema is not None
         if self._http is not None:
-            with stopwatch() as took:
-                body, headers = await self._http.post_with_headers(
-                    self._responses_url,
-                    params,
-                    errors=self._status_error,
-                    timeout=request.timeout,
-                    headers=await self._call_headers(),
-                )
+            body, headers, ms = await self._lean_post(
+                self._responses_url, dumps(params).encode(), request
+            )
             return read_response(
                 body,
                 provider=self.name,
-                latency_ms=took[0],
+                latency_ms=ms,
                 parse=parse,
                 request_id=request_id_of(headers),
                 offered=_offered(request),
